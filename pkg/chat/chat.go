@@ -1,0 +1,306 @@
+package chat
+
+import (
+	"context"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// Principal is who is calling, as established by pkg/auth from headers only
+// (DESIGN §7). Client-supplied fields never become a Principal. Two
+// principals are the same owner when Subject and Tenant are both equal.
+type Principal struct {
+	Subject string
+	Tenant  string
+	// Trusted marks the configured host principal that may write artifact
+	// references of any session (DESIGN §6-7). It is never stored.
+	Trusted bool
+}
+
+// Owns reports whether p is the owner recorded as owner (Subject and Tenant).
+func (p Principal) Owns(owner Principal) bool {
+	return p.Subject == owner.Subject && p.Tenant == owner.Tenant
+}
+
+// TurnStatus is the stored status of a turn.
+type TurnStatus string
+
+// Turn statuses. A turn is TurnRunning from its claim until its save; the
+// other three are terminal. TurnInterrupted is a turn ended by the stop
+// route (DESIGN §4).
+const (
+	TurnRunning     TurnStatus = "running"
+	TurnComplete    TurnStatus = "complete"
+	TurnError       TurnStatus = "error"
+	TurnInterrupted TurnStatus = "interrupted"
+)
+
+// Outcome is how a released turn ended, as kept in the terminal window
+// (AgentsKit wire §8, ADR-0012).
+type Outcome string
+
+// Outcomes. OutcomeIndeterminate means the turn's save failed or its
+// outcome is unknown (a crashed turn whose lease expired).
+const (
+	OutcomeCompleted     Outcome = "completed"
+	OutcomeIndeterminate Outcome = "indeterminate"
+)
+
+// TerminalWindowSize is how many terminal turns a session remembers for
+// replay protection, newest kept (AgentsKit wire §8, ADR-0012).
+const TerminalWindowSize = 64
+
+// TerminalEntry is one entry of a session's terminal window.
+type TerminalEntry struct {
+	TurnID    string
+	Outcome   Outcome
+	InputHash string // see HashInput
+}
+
+// Lease is a session's active-turn lease (DESIGN §4). ExpiresAt is compared
+// in code, never left to DynamoDB TTL.
+type Lease struct {
+	TurnID    string
+	Token     string    // random, opaque; every lease write is conditional on it
+	ExpiresAt time.Time // millisecond precision (stored as epoch ms)
+	Stop      bool      // set by the stop route; the turn ends as interrupted
+	Ordinal   int64     // the ordinal of the turn holding the lease
+	InputHash string
+	Lineage   protocol.Lineage
+}
+
+// Session is a session item: owner, the session envelope fields
+// (AgentsKit wire §8) and the lease (DESIGN §5).
+type Session struct {
+	ID                 string
+	Owner              Principal
+	DefinitionID       string
+	DefinitionRevision int64
+	// Cursor is the last snapshot sequence the session issued (>= 0).
+	Cursor int64
+	// ActiveTurn is the current lease, nil when idle. A lease whose
+	// ExpiresAt is not after now has expired and no longer protects the
+	// session.
+	ActiveTurn *Lease
+	// TerminalTurns is the terminal window, oldest first, at most
+	// TerminalWindowSize entries with unique turn ids.
+	TerminalTurns []TerminalEntry
+	// NextOrdinal is the ordinal the next claimed turn receives (starts at 1).
+	NextOrdinal int64
+	// Revision increases with every write to the session item; writes that
+	// are not lease-scoped are compare-and-set on it.
+	Revision  int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ArtifactType is one of the five workspace artifact kinds (DESIGN §6).
+type ArtifactType string
+
+// Artifact types (DESIGN §6; agent UI protocol 0.7).
+const (
+	ArtifactDocument     ArtifactType = "document"
+	ArtifactWebpage      ArtifactType = "webpage"
+	ArtifactPresentation ArtifactType = "presentation"
+	ArtifactSpreadsheet  ArtifactType = "spreadsheet"
+	ArtifactImage        ArtifactType = "image"
+)
+
+// ArtifactReference names a workspace file a turn produced: a relative
+// entry path kept exactly as given and its type (DESIGN §6). Identity is
+// (session, turn, EntryPath).
+type ArtifactReference struct {
+	EntryPath    string       `json:"entryPath"`
+	ArtifactType ArtifactType `json:"artifactType"`
+}
+
+// Turn is a turn item (DESIGN §5).
+type Turn struct {
+	SessionID string
+	TurnID    string
+	// Ordinal is the turn's position in its session, from 1, assigned at claim.
+	Ordinal int64
+	Status  TurnStatus
+	// Lineage is the turn's relation to an earlier turn; Operation is
+	// protocol.OperationSubmit for a plain turn.
+	Lineage   protocol.Lineage
+	InputHash string
+	// Messages are the turn's canonical messages (the user message first).
+	Messages []protocol.Message
+	Usage    protocol.Usage
+	// Error is the turn's diagnostic when Status is TurnError or
+	// TurnInterrupted; nil otherwise.
+	Error     *protocol.Diagnostic
+	Artifacts []ArtifactReference
+	// Superseded is true once an edit, retry or regenerate replaced this turn
+	// (DESIGN §5). Superseded turns are never listed nor loaded as context.
+	Superseded bool
+	// FirstSequence and LastSequence are the snapshot sequences the turn
+	// emitted (inclusive); LastSequence is 0 when it emitted none.
+	FirstSequence int64
+	LastSequence  int64
+	StartedAt     time.Time
+	CompletedAt   time.Time
+}
+
+// Order is a listing direction.
+type Order string
+
+// Orders of ListTurns.
+const (
+	OrderAsc  Order = "asc"
+	OrderDesc Order = "desc"
+)
+
+// Page limits of ListTurns (DESIGN §6).
+const (
+	DefaultPageLimit = 20
+	MaxPageLimit     = 100
+)
+
+// ClaimRequest asks for the session's active-turn lease (DESIGN §4).
+type ClaimRequest struct {
+	SessionID string
+	TurnID    string
+	Principal Principal
+	InputHash string
+	Lineage   protocol.Lineage
+	// DefinitionID and DefinitionRevision are recorded on a new session and
+	// updated on an existing one (a bumped revision applies to new turns).
+	DefinitionID       string
+	DefinitionRevision int64
+	// LeaseDuration is how long the lease lasts from the store's now.
+	LeaseDuration time.Duration
+}
+
+// Claim is a successful claim: the session as written and the lease.
+type Claim struct {
+	Session Session
+	Lease   Lease
+	// BaseSequence is the reserved cursor: the turn numbers its snapshots
+	// BaseSequence+1, BaseSequence+2, ... and releases with the last one.
+	BaseSequence int64
+	// Created is true when this claim created the session.
+	Created bool
+}
+
+// RenewRequest extends a held lease. Cursor is the last sequence the turn
+// emitted so far, persisted so that a crashed turn's successor never reuses
+// a sequence.
+type RenewRequest struct {
+	SessionID string
+	TurnID    string
+	Token     string
+	ExpiresAt time.Time
+	Cursor    int64
+}
+
+// ReleaseRequest ends a held lease (DESIGN §4).
+type ReleaseRequest struct {
+	SessionID string
+	TurnID    string
+	Token     string
+	Outcome   Outcome
+	// Cursor is the last sequence the turn emitted (the session's new cursor).
+	Cursor int64
+}
+
+// ListRequest asks for one page of a session's visible turns.
+type ListRequest struct {
+	SessionID string
+	Principal Principal
+	Order     Order  // OrderAsc or OrderDesc; empty means OrderDesc
+	Limit     int    // 1..MaxPageLimit; 0 means DefaultPageLimit
+	Cursor    string // opaque; empty for the first page
+}
+
+// TurnPage is one page of turns. NextCursor is empty when HasMore is false.
+type TurnPage struct {
+	Turns      []Turn
+	NextCursor string
+	HasMore    bool
+}
+
+// Store holds sessions, leases, turns and artifact references. Every
+// write is conditional (DESIGN §5). Implementations: pkg/store/dynamo and
+// pkg/store/memory, both proven by pkg/store/storetest. All methods are
+// safe for concurrent use. "Now" below is the store's injected clock.
+type Store interface {
+	// ClaimTurn takes the session's lease for req.TurnID, creating the
+	// session owned by req.Principal on first use. It returns
+	// ErrSessionNotFound if another principal owns the session,
+	// ErrSessionBusy if an unexpired lease is held (by any turn, the same
+	// turn id included), ErrTurnCompleted / ErrTurnIndeterminate if the turn
+	// id is in the terminal window with the same input hash, and
+	// ErrTurnIDReused if it is there (or is a stored turn) with another
+	// input hash. A lease that expired while its turn was running is
+	// recorded as indeterminate in the terminal window and the claim goes on.
+	// Happy path: 1 request; a rejected claim: at most 2.
+	ClaimTurn(ctx context.Context, req ClaimRequest) (*Claim, error)
+
+	// RenewLease extends the lease to req.ExpiresAt and records req.Cursor,
+	// returning the lease as stored (with its stop flag). It returns
+	// ErrLeaseLost if the token no longer holds the lease. 1 request.
+	RenewLease(ctx context.Context, req RenewRequest) (*Lease, error)
+
+	// RequestStop sets the stop flag on the lease of turnID. It returns
+	// ErrSessionNotFound if the session does not exist or p does not own it,
+	// and ErrTurnNotActive if turnID does not hold an unexpired lease.
+	RequestStop(ctx context.Context, sessionID, turnID string, p Principal) error
+
+	// LoadContext returns the session's visible (not superseded), terminal
+	// turns with ordinal below beforeOrdinal, oldest first. It performs no
+	// owner check: it is called only after a successful claim. 1 request
+	// for typical sessions (one more per 1 MB of history).
+	LoadContext(ctx context.Context, sessionID string, beforeOrdinal int64) ([]Turn, error)
+
+	// Supersede marks every visible turn of the session with ordinal in
+	// [fromOrdinal, toOrdinal) as superseded (edit, retry, regenerate;
+	// DESIGN §5). It requires the lease (token) and is idempotent. Returns
+	// ErrLeaseLost if the token does not hold the lease.
+	Supersede(ctx context.Context, sessionID, token string, fromOrdinal, toOrdinal int64) error
+
+	// SaveTurn writes the turn item of a claimed turn. It requires the lease
+	// (token) to be held by t.TurnID, returning ErrLeaseLost otherwise, and
+	// never truncates: a turn larger than one item is split or compressed.
+	// Happy path: 1 request.
+	SaveTurn(ctx context.Context, token string, t *Turn) error
+
+	// ReleaseTurn clears the lease, appends {TurnID, Outcome} to the terminal
+	// window (removing an older entry with that id, keeping the newest
+	// TerminalWindowSize) and writes the final cursor. Releasing a turn
+	// that is already released with the same token is a no-op (nil); a stale
+	// token of a lease now held by another turn is ErrLeaseLost. 1 request.
+	ReleaseTurn(ctx context.Context, req ReleaseRequest) error
+
+	// GetSession returns the session. ErrSessionNotFound if it does not
+	// exist or p does not own it (never a hint which). 1 request.
+	GetSession(ctx context.Context, sessionID string, p Principal) (*Session, error)
+
+	// ListTurns returns one page of the session's visible turns in
+	// req.Order. ErrSessionNotFound as GetSession; ErrInvalidCursor for a
+	// cursor that is tampered, malformed, or from another session or order;
+	// ErrInvalidRequest for a bad limit or order. Pages are never empty while
+	// more turns exist; HasMore is exact. Appends during paging neither
+	// duplicate nor skip a turn. 1 request per page (plus GetSession's 1 for
+	// the owner check when the implementation cannot fold it in).
+	ListTurns(ctx context.Context, req ListRequest) (*TurnPage, error)
+
+	// FindTurn returns the turn with turnID. ErrSessionNotFound as
+	// GetSession; ErrTurnNotFound if no such turn is stored. 1 request
+	// for the turn (by index).
+	FindTurn(ctx context.Context, sessionID, turnID string, p Principal) (*Turn, error)
+
+	// PutArtifacts replaces the artifact references of a stored turn with
+	// refs, deduplicated by full EntryPath with the last reference winning;
+	// an empty refs clears them. p must own the session or be Trusted.
+	// ErrSessionNotFound / ErrTurnNotFound as above; ErrInvalidArtifact if a
+	// reference is invalid (see ValidateArtifacts), with nothing stored. At
+	// most 2 requests.
+	PutArtifacts(ctx context.Context, sessionID, turnID string, p Principal, refs []ArtifactReference) ([]ArtifactReference, error)
+
+	// GetArtifacts returns the artifact references of a stored turn, as
+	// FindTurn for access and errors.
+	GetArtifacts(ctx context.Context, sessionID, turnID string, p Principal) ([]ArtifactReference, error)
+}

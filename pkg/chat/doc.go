@@ -1,0 +1,13 @@
+// Package chat holds turnstream's domain: sessions, the active-turn lease,
+// turns with their canonical messages, lineage and artifact references, and
+// the Store contract every storage implementation satisfies.
+//
+// A session is claimed by one turn at a time through an expiring lease
+// (DESIGN §4). The claim reserves the session's snapshot cursor; the turn
+// numbers its snapshots from it without a storage write per snapshot, saves
+// its turn item once, and releases the lease, appending its outcome to the
+// 64-entry terminal window that rejects replays. Store implementations live
+// in pkg/store/dynamo (DynamoDB, conditional writes only) and
+// pkg/store/memory (in process); pkg/store/storetest is the contract suite
+// both pass.
+package chat

@@ -1,0 +1,34 @@
+package chat
+
+import "errors"
+
+// Sentinel errors of the Store contract. Handlers map them to diagnostics in
+// one table (pkg/turn, pkg/sessionapi); clients never see their text.
+var (
+	// ErrSessionNotFound: no such session, or another principal owns it.
+	ErrSessionNotFound = errors.New("chat: session not found")
+	// ErrSessionBusy: another turn holds an unexpired lease (retryable).
+	ErrSessionBusy = errors.New("chat: session busy")
+	// ErrTurnCompleted: the turn id is in the terminal window as completed.
+	ErrTurnCompleted = errors.New("chat: turn already completed")
+	// ErrTurnIndeterminate: the turn id is in the terminal window as
+	// indeterminate (its save's outcome is unknown).
+	ErrTurnIndeterminate = errors.New("chat: turn outcome indeterminate")
+	// ErrTurnIDReused: the turn id was used before with another input.
+	ErrTurnIDReused = errors.New("chat: turn id reused with another input")
+	// ErrTurnNotFound: no stored turn has that id in the session.
+	ErrTurnNotFound = errors.New("chat: turn not found")
+	// ErrTurnNotActive: the turn does not hold the session's lease.
+	ErrTurnNotActive = errors.New("chat: turn not active")
+	// ErrLeaseLost: the lease token no longer holds the lease.
+	ErrLeaseLost = errors.New("chat: lease lost")
+	// ErrConflict: a compare-and-set lost a race; the caller may retry.
+	ErrConflict = errors.New("chat: conflict")
+	// ErrInvalidCursor: a page cursor is malformed, tampered, or bound to
+	// another session or order.
+	ErrInvalidCursor = errors.New("chat: invalid cursor")
+	// ErrInvalidRequest: a request field is out of range.
+	ErrInvalidRequest = errors.New("chat: invalid request")
+	// ErrInvalidArtifact: an artifact reference is invalid (wraps a reason).
+	ErrInvalidArtifact = errors.New("chat: invalid artifact reference")
+)

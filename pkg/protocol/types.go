@@ -1,0 +1,156 @@
+package protocol
+
+import "encoding/json"
+
+// Wire constants of AgentsKit Chat turn protocol v1 (AgentsKit wire §1).
+const (
+	// TurnProtocol is the envelope's `protocol` value.
+	TurnProtocol = "agentskit.chat.turn"
+	// TurnVersion is the only supported envelope `version`.
+	TurnVersion = 1
+)
+
+// Event kinds (AgentsKit wire §1).
+const (
+	EventSubmit     = "client.turn.submit"
+	EventSnapshot   = "server.turn.snapshot"
+	EventDiagnostic = "server.turn.diagnostic"
+)
+
+// Snapshot statuses (AgentsKit wire §2).
+const (
+	StatusIdle      = "idle"
+	StatusStreaming = "streaming"
+	StatusComplete  = "complete"
+	StatusError     = "error"
+)
+
+// Lineage operations (AgentsKit wire §2; turnstream extension on submit, DESIGN §5).
+const (
+	OperationSubmit     = "submit"
+	OperationRetry      = "retry"
+	OperationEdit       = "edit"
+	OperationRegenerate = "regenerate"
+)
+
+// Message roles and statuses of the canonical message record (AgentsKit wire §4).
+const (
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleSystem    = "system"
+	RoleTool      = "tool"
+
+	MessagePending   = "pending"
+	MessageStreaming = "streaming"
+	MessageComplete  = "complete"
+	MessageError     = "error"
+)
+
+// Tool call statuses (AgentsKit wire §4).
+const (
+	ToolCallPending              = "pending"
+	ToolCallRunning              = "running"
+	ToolCallComplete             = "complete"
+	ToolCallError                = "error"
+	ToolCallRequiresConfirmation = "requires_confirmation"
+)
+
+// Event is one turn event envelope (AgentsKit wire §1). Exactly one of
+// Submit, Snapshot and Diagnostic is set, matching Kind. Protocol and
+// Version are implied (TurnProtocol, TurnVersion) and always encoded.
+type Event struct {
+	EventID   string // SafeId
+	SessionID string // SafeId
+	TurnID    string // SafeId
+	Sequence  int64  // >= 0, <= 2^53-1
+	EmittedAt string // ISO datetime, AgentsKit wire §1 grammar
+	Kind      string // EventSubmit | EventSnapshot | EventDiagnostic
+
+	Submit     *SubmitPayload
+	Snapshot   *SnapshotPayload
+	Diagnostic *Diagnostic
+}
+
+// SubmitPayload is the payload of client.turn.submit (AgentsKit wire §2).
+// Lineage is a turnstream extension (DESIGN §5): nil means a plain submit.
+type SubmitPayload struct {
+	Input   string   `json:"input"`
+	Lineage *Lineage `json:"lineage,omitempty"`
+}
+
+// SnapshotPayload is the payload of server.turn.snapshot (AgentsKit wire §2).
+// Encoded key order: messages, status, usage, error, lineage.
+type SnapshotPayload struct {
+	Messages []Message   `json:"messages"`
+	Status   string      `json:"status"`
+	Usage    Usage       `json:"usage"`
+	Error    *Diagnostic `json:"error,omitempty"`
+	Lineage  *Lineage    `json:"lineage,omitempty"`
+}
+
+// Usage counts tokens of a turn; each field an integer >= 0 (AgentsKit wire §2).
+type Usage struct {
+	PromptTokens     int64 `json:"promptTokens"`
+	CompletionTokens int64 `json:"completionTokens"`
+	TotalTokens      int64 `json:"totalTokens"`
+}
+
+// Lineage says how a turn relates to an earlier one (AgentsKit wire §2).
+// For OperationSubmit both ids are empty; otherwise both are SafeIds.
+type Lineage struct {
+	Operation       string `json:"operation"`
+	ParentTurnID    string `json:"parentTurnId,omitempty"`
+	SourceMessageID string `json:"sourceMessageId,omitempty"`
+}
+
+// Diagnostic is AgentsKit's TurnDiagnostic (AgentsKit wire §2):
+// version 1, an UPPER_SNAKE code, a fixed non-empty message and whether a
+// retry may succeed. EventID is set only on decoder results whose input
+// carried a valid SafeId eventId (AgentsKit wire §3); it is never part of a
+// wire payload.
+type Diagnostic struct {
+	Version   int    `json:"version"`
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+	EventID   string `json:"-"`
+}
+
+// Message is one canonical message record (AgentsKit wire §4). Encoded key
+// order: id, role, content, status, createdAt, parts, toolCalls, toolCallId,
+// metadata. Metadata, when present, is a JSON object kept verbatim.
+type Message struct {
+	ID         string          `json:"id"`
+	Role       string          `json:"role"`
+	Content    string          `json:"content"`
+	Status     string          `json:"status"`
+	CreatedAt  string          `json:"createdAt"` // YYYY-MM-DDTHH:MM:SS.mmmZ
+	Parts      []Part          `json:"parts,omitempty"`
+	ToolCalls  []ToolCall      `json:"toolCalls,omitempty"`
+	ToolCallID *string         `json:"toolCallId,omitempty"`
+	Metadata   json.RawMessage `json:"metadata,omitempty"`
+}
+
+// Part is one message part (AgentsKit wire §4): type "text" with Text, or
+// "image" | "audio" | "video" | "file" with Source and the optional fields
+// allowed for that type.
+type Part struct {
+	Type        string   `json:"type"`
+	Text        *string  `json:"text,omitempty"`
+	Source      *string  `json:"source,omitempty"`
+	MimeType    *string  `json:"mimeType,omitempty"`
+	Detail      *string  `json:"detail,omitempty"`      // image: low | high | auto
+	DurationSec *float64 `json:"durationSec,omitempty"` // audio, video: finite >= 0
+	Filename    *string  `json:"filename,omitempty"`    // file
+}
+
+// ToolCall is one tool call of an assistant message (AgentsKit wire §4).
+// Args is a JSON object kept verbatim.
+type ToolCall struct {
+	ID     string          `json:"id"`
+	Name   string          `json:"name"`
+	Args   json.RawMessage `json:"args"`
+	Status string          `json:"status"`
+	Result *string         `json:"result,omitempty"`
+	Error  *string         `json:"error,omitempty"`
+}
