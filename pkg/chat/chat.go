@@ -47,6 +47,13 @@ const (
 	OutcomeIndeterminate Outcome = "indeterminate"
 )
 
+// SequenceGapAfterCrash is added to a session's stored cursor when a claim
+// takes over from a turn whose lease expired while it ran: that turn may have
+// emitted snapshots after its last lease renewal persisted its cursor, and
+// a client's snapshot cursor must never see a sequence twice (ADR-0010). It
+// exceeds the snapshots a turn can emit between two renewals.
+const SequenceGapAfterCrash int64 = 1_000_000
+
 // TerminalWindowSize is how many terminal turns a session remembers for
 // replay protection, newest kept (AgentsKit wire §8, ADR-0012).
 const TerminalWindowSize = 64
@@ -233,10 +240,13 @@ type Store interface {
 	// ErrSessionBusy if an unexpired lease is held (by any turn, the same
 	// turn id included), ErrTurnCompleted / ErrTurnIndeterminate if the turn
 	// id is in the terminal window with the same input hash, and
-	// ErrTurnIDReused if it is there (or is a stored turn) with another
-	// input hash. A lease that expired while its turn was running is
-	// recorded as indeterminate in the terminal window and the claim goes on.
-	// Happy path: 1 request; a rejected claim: at most 2.
+	// ErrTurnIDReused if it is there with another input hash. A lease that
+	// expired while its turn was running is recorded as indeterminate in the
+	// terminal window (so a replay of that turn id gets ErrTurnIndeterminate)
+	// and a claim by another turn id goes on, with BaseSequence moved past the
+	// crashed turn's sequences by SequenceGapAfterCrash. The new turn gets
+	// Ordinal NextOrdinal. Happy path: 1 request; a rejected claim: at most 2;
+	// a takeover from a crashed turn: at most 3.
 	ClaimTurn(ctx context.Context, req ClaimRequest) (*Claim, error)
 
 	// RenewLease extends the lease to req.ExpiresAt and records req.Cursor,
@@ -261,10 +271,16 @@ type Store interface {
 	// ErrLeaseLost if the token does not hold the lease.
 	Supersede(ctx context.Context, sessionID, token string, fromOrdinal, toOrdinal int64) error
 
-	// SaveTurn writes the turn item of a claimed turn. It requires the lease
-	// (token) to be held by t.TurnID, returning ErrLeaseLost otherwise, and
-	// never truncates: a turn larger than one item is split or compressed.
-	// Happy path: 1 request.
+	// SaveTurn writes the turn item of a claimed turn (key: session and
+	// t.Ordinal, which only that claim was given). The write is conditional
+	// on the item: it creates it, or replaces one written earlier with the
+	// same token (a retried save); an item written with another token is
+	// ErrLeaseLost. Artifacts already recorded for the turn are kept when
+	// t.Artifacts is nil. It never truncates: a turn larger than one item is
+	// split or compressed. The owner is stored on the turn item so that
+	// history reads need no session read. Happy path: 1 request.
+	// A turn is visible to FindTurn, ListTurns and PutArtifacts only once
+	// saved.
 	SaveTurn(ctx context.Context, token string, t *Turn) error
 
 	// ReleaseTurn clears the lease, appends {TurnID, Outcome} to the terminal
