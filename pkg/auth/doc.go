@@ -1,0 +1,27 @@
+// Package auth establishes who is calling a turnstream function, from
+// request headers and the request context only, before any body byte is
+// read (DESIGN §4, §7).
+//
+// New builds the Authenticator of a config.AuthConfig mode:
+//
+//   - dev: "Authorization: Bearer dev.<subject>" names the principal; no
+//     Authorization header means subject "local". Tenant is "dev". For
+//     local runs only: New refuses the mode when AWS_LAMBDA_FUNCTION_NAME
+//     is set.
+//   - jwt: a bearer JWT signed with an asymmetric algorithm, verified
+//     against a cached JSON Web Key Set, the issuer, the audience and the
+//     clock (with skew), using github.com/lestrrat-go/jwx/v3. Subject is
+//     the "sub" claim; Tenant is the configured claim (default "iss").
+//   - iam: a function URL with AuthType AWS_IAM. Lambda has already
+//     verified the SigV4 signature; the caller is read from the raw event
+//     in the request context (lambdaurl.RequestFromContext for the
+//     streaming turn function, the aws-lambda-go-api-proxy v2 context for
+//     the buffered ones). Subject is the caller's ARN, Tenant its account
+//     id. Headers are never trusted for identity in this mode.
+//
+// In every mode a principal is Trusted (may write artifact references,
+// DESIGN §6) exactly when its Subject equals AuthConfig.TrustedSubject,
+// which must not be empty. Authenticate returns errors wrapping
+// ErrUnauthenticated (HTTP 401) or ErrForbidden (HTTP 403); the wrapped
+// text is for logs and never contains the credential.
+package auth

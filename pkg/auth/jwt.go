@@ -1,0 +1,264 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwa"
+	"github.com/lestrrat-go/jwx/v3/jwk"
+	"github.com/lestrrat-go/jwx/v3/jws"
+	"github.com/lestrrat-go/jwx/v3/jwt"
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/config"
+)
+
+// maxJWKSBytes bounds a JWKS response body.
+const maxJWKSBytes = 1 << 20
+
+// asymmetric is the allowlist of JWS algorithms (DESIGN §7): RSA PKCS#1
+// v1.5 and PSS, ECDSA and EdDSA. "none" and every HMAC algorithm are
+// refused before any key is looked up, which closes the HS256-with-the-
+// public-key confusion.
+var asymmetric = map[string]bool{
+	"RS256": true, "RS384": true, "RS512": true,
+	"PS256": true, "PS384": true, "PS512": true,
+	"ES256": true, "ES384": true, "ES512": true,
+	"EdDSA": true,
+}
+
+// jwtAuthenticator implements jwt mode (DESIGN §7).
+type jwtAuthenticator struct {
+	issuer, audience string
+	skew             time.Duration
+	tenantClaim      string
+	trusted          string
+	now              func() time.Time
+	keys             *keyCache
+}
+
+func newJWT(ctx context.Context, cfg config.AuthConfig, o options) (*jwtAuthenticator, error) {
+	switch {
+	case cfg.JWKSURL == "":
+		return nil, errors.New("auth: jwt mode needs JWT_JWKS_URL")
+	case cfg.Issuer == "":
+		return nil, errors.New("auth: jwt mode needs JWT_ISSUER")
+	case cfg.Audience == "":
+		return nil, errors.New("auth: jwt mode needs JWT_AUDIENCE")
+	case cfg.ClockSkew < 0:
+		return nil, errors.New("auth: JWT_CLOCK_SKEW is negative")
+	}
+	tenantClaim := cfg.TenantClaim
+	if tenantClaim == "" {
+		tenantClaim = jwt.IssuerKey
+	}
+	kc := &keyCache{
+		url:        cfg.JWKSURL,
+		client:     o.httpClient,
+		now:        o.now,
+		minRefresh: o.minRefresh,
+		maxAge:     o.maxAge,
+	}
+	if err := kc.refresh(ctx); err != nil {
+		return nil, fmt.Errorf("auth: initial JWKS fetch: %w", err)
+	}
+	return &jwtAuthenticator{
+		issuer:      cfg.Issuer,
+		audience:    cfg.Audience,
+		skew:        cfg.ClockSkew,
+		tenantClaim: tenantClaim,
+		trusted:     cfg.TrustedSubject,
+		now:         o.now,
+		keys:        kc,
+	}, nil
+}
+
+func (a *jwtAuthenticator) Authenticate(r *http.Request) (chat.Principal, error) {
+	tok, present, err := bearer(r)
+	if err != nil {
+		return chat.Principal{}, err
+	}
+	if !present {
+		return chat.Principal{}, unauthenticated("no Authorization header")
+	}
+	if len(tok) > MaxTokenBytes {
+		return chat.Principal{}, unauthenticated("bearer token too long")
+	}
+	raw := []byte(tok)
+
+	// Read the protected header first: refuse a non-allowlisted algorithm
+	// and find the key id, without trusting anything else yet.
+	msg, err := jws.Parse(raw, jws.WithCompact())
+	if err != nil {
+		return chat.Principal{}, unauthenticated("malformed token")
+	}
+	sigs := msg.Signatures()
+	if len(sigs) != 1 {
+		return chat.Principal{}, unauthenticated("token must carry exactly one signature")
+	}
+	hdr := sigs[0].ProtectedHeaders()
+	alg, ok := hdr.Algorithm()
+	if !ok || !asymmetric[alg.String()] {
+		return chat.Principal{}, unauthenticated("token algorithm not allowed")
+	}
+	kid, ok := hdr.KeyID()
+	if !ok || kid == "" {
+		return chat.Principal{}, unauthenticated("token has no kid")
+	}
+	set, err := a.keys.setWithKey(r.Context(), kid)
+	if err != nil {
+		return chat.Principal{}, unauthenticated("unknown kid")
+	}
+
+	t, err := jwt.Parse(raw,
+		jwt.WithKeySet(set, jws.WithInferAlgorithmFromKey(true)),
+		jwt.WithValidate(true),
+		jwt.WithClock(jwt.ClockFunc(a.now)),
+		jwt.WithAcceptableSkew(a.skew),
+		jwt.WithIssuer(a.issuer),
+		jwt.WithAudience(a.audience),
+		jwt.WithRequiredClaim(jwt.SubjectKey),
+		jwt.WithRequiredClaim(jwt.ExpirationKey),
+	)
+	if err != nil {
+		return chat.Principal{}, unauthenticated(jwtReason(err))
+	}
+	sub, _ := t.Subject()
+	if !validIdentity(sub) {
+		return chat.Principal{}, unauthenticated("sub claim is empty or malformed")
+	}
+	var tenant string
+	if a.tenantClaim == jwt.IssuerKey {
+		tenant, _ = t.Issuer()
+	} else if err := t.Get(a.tenantClaim, &tenant); err != nil {
+		return chat.Principal{}, fmt.Errorf("%w: tenant claim missing or not a string", ErrForbidden)
+	}
+	if !validIdentity(tenant) {
+		return chat.Principal{}, fmt.Errorf("%w: tenant claim empty or malformed", ErrForbidden)
+	}
+	return chat.Principal{Subject: sub, Tenant: tenant, Trusted: trustedIf(a.trusted, sub)}, nil
+}
+
+// jwtReason names a jwt.Parse failure with a fixed text (the library's
+// message is not logged: it may quote claim values).
+func jwtReason(err error) string {
+	switch {
+	case errors.Is(err, jwt.TokenExpiredError()):
+		return "token expired"
+	case errors.Is(err, jwt.TokenNotYetValidError()):
+		return "token not yet valid (nbf)"
+	case errors.Is(err, jwt.InvalidIssuedAtError()):
+		return "token issued in the future (iat)"
+	case errors.Is(err, jwt.InvalidIssuerError()):
+		return "wrong issuer"
+	case errors.Is(err, jwt.InvalidAudienceError()):
+		return "wrong audience"
+	case errors.Is(err, jwt.MissingRequiredClaimError()):
+		return "missing required claim (sub or exp)"
+	case errors.Is(err, jwt.ValidateError()):
+		return "claims invalid"
+	}
+	return "signature or format invalid"
+}
+
+// keyCache holds the JWKS: fetched at start, refetched when older than
+// maxAge or, at most once per minRefresh, when a token names an unknown
+// kid. Refreshes are serialized; a failed one keeps the previous set.
+type keyCache struct {
+	url        string
+	client     *http.Client
+	now        func() time.Time
+	minRefresh time.Duration
+	maxAge     time.Duration
+
+	mu        sync.Mutex // serializes refreshes and guards the fields below
+	set       jwk.Set
+	fetchedAt time.Time // last successful fetch
+	triedAt   time.Time // last attempt, successful or not
+}
+
+// setWithKey returns a key set that contains kid, refreshing when the
+// cached set is stale or lacks kid (rate-limited).
+func (c *keyCache) setWithKey(ctx context.Context, kid string) (jwk.Set, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	_, have := c.set.LookupKeyID(kid)
+	stale := now.Sub(c.fetchedAt) >= c.maxAge
+	if (stale || !have) && now.Sub(c.triedAt) >= c.minRefresh {
+		// The error is dropped: the previous set stays in use.
+		_ = c.refreshLocked(ctx)
+		_, have = c.set.LookupKeyID(kid)
+	}
+	if !have {
+		return nil, errors.New("auth: kid not in JWKS")
+	}
+	return c.set, nil
+}
+
+func (c *keyCache) refresh(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.refreshLocked(ctx)
+}
+
+func (c *keyCache) refreshLocked(ctx context.Context) error {
+	c.triedAt = c.now()
+	set, err := c.fetch(ctx)
+	if err != nil {
+		return err
+	}
+	c.set, c.fetchedAt = set, c.triedAt
+	return nil
+}
+
+// fetch downloads and parses the JWKS, keeping only public asymmetric
+// signature keys (symmetric "oct" keys and private keys are dropped).
+func (c *keyCache) fetch(ctx context.Context) (jwk.Set, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("JWKS request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("JWKS fetch: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("JWKS fetch: HTTP status %d", resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxJWKSBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("JWKS read: %w", err)
+	}
+	if len(body) > maxJWKSBytes {
+		return nil, errors.New("JWKS larger than 1 MiB")
+	}
+	parsed, err := jwk.Parse(body)
+	if err != nil {
+		return nil, fmt.Errorf("JWKS parse: %w", err)
+	}
+	out := jwk.NewSet()
+	for i := 0; i < parsed.Len(); i++ {
+		k, _ := parsed.Key(i)
+		if k.KeyType() == jwa.OctetSeq() {
+			continue
+		}
+		pub, err := jwk.PublicKeyOf(k)
+		if err != nil {
+			return nil, fmt.Errorf("JWKS key %d: %w", i, err)
+		}
+		if err := out.AddKey(pub); err != nil {
+			return nil, fmt.Errorf("JWKS key: %w", err)
+		}
+	}
+	if out.Len() == 0 {
+		return nil, errors.New("JWKS has no asymmetric keys")
+	}
+	return out, nil
+}

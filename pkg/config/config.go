@@ -1,0 +1,508 @@
+package config
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Authentication modes of AUTH_MODE (DESIGN §7).
+const (
+	// AuthDev names the principal from "Authorization: Bearer dev.<subject>";
+	// local only (pkg/auth refuses it on Lambda).
+	AuthDev = "dev"
+	// AuthJWT verifies a bearer JWT against a JWKS URL, issuer and audience.
+	AuthJWT = "jwt"
+	// AuthIAM takes the caller from a function URL with AuthType AWS_IAM.
+	AuthIAM = "iam"
+)
+
+// Model providers of MODEL_PROVIDER (DESIGN §8).
+const (
+	// ProviderEcho is the deterministic offline model (pkg/model/echo).
+	ProviderEcho = "echo"
+	// ProviderBedrock is Amazon Bedrock ConverseStream.
+	ProviderBedrock = "bedrock"
+	// ProviderOpenAI is an OpenAI-compatible streaming chat completions API.
+	ProviderOpenAI = "openai"
+)
+
+// Limits enforced by FromLookup.
+const (
+	// MaxBodyBytesLimit is the largest MAX_BODY_BYTES: 6 MiB, the Lambda
+	// invocation payload limit.
+	MaxBodyBytesLimit = 6 << 20
+	// MaxTurnTimeout is the largest TURN_TIMEOUT: 15 min, the Lambda
+	// function timeout limit.
+	MaxTurnTimeout = 15 * time.Minute
+	// MinCursorSecretBytes is the shortest CURSOR_SECRET, in bytes
+	// (chat.CursorCodec needs at least 16).
+	MinCursorSecretBytes = 16
+	// generatedCursorSecretBytes is the size of a generated cursor secret.
+	generatedCursorSecretBytes = 32
+)
+
+// Config is the whole process configuration (DESIGN §9). Build it with
+// FromEnv or FromLookup, or by hand in tests; the zero value is not valid.
+type Config struct {
+	// TableName is the DynamoDB table (TABLE_NAME, default "turnstream";
+	// 3..255 of [A-Za-z0-9_.-]).
+	TableName string
+	// DynamoDBEndpoint is a DynamoDB API endpoint URL for local runs
+	// (DYNAMODB_ENDPOINT, absolute http or https URL); empty means AWS.
+	DynamoDBEndpoint string
+	// Region is the AWS region (AWS_REGION). It defaults to "us-east-1"
+	// only when DynamoDBEndpoint is set; otherwise empty means the SDK's
+	// own resolution.
+	Region string
+	// TurnTimeout bounds one turn request (TURN_TIMEOUT, default 30 s,
+	// > 0, <= 15 min). See Deadline (DESIGN §4).
+	TurnTimeout time.Duration
+	// CleanupReserve is kept from the Lambda deadline for cleanup
+	// (CLEANUP_RESERVE, default 5 s, > 0, < TurnTimeout; DESIGN §4).
+	CleanupReserve time.Duration
+	// LeaseDuration is the active-turn lease length, renewed every third of
+	// it (LEASE_DURATION, default 30 s, >= 1 s, <= 1 h; DESIGN §4).
+	LeaseDuration time.Duration
+	// SnapshotInterval is the minimum time between streaming snapshots
+	// (SNAPSHOT_INTERVAL, default 50 ms, >= 1 ms, <= 10 s; DESIGN §3).
+	SnapshotInterval time.Duration
+	// MaxBodyBytes caps a request body in bytes (MAX_BODY_BYTES, default
+	// 65536, 1..MaxBodyBytesLimit; DESIGN §4).
+	MaxBodyBytes int64
+	// CursorSecret is the HMAC key of history page cursors (CURSOR_SECRET,
+	// its bytes as given, at least MinCursorSecretBytes). When unset a
+	// random 32-byte key is generated for the process and
+	// CursorSecretGenerated is true: cursors then break across instances,
+	// so mains should warn, and the history function on Lambda should
+	// refuse to start (see RequireCursorSecret).
+	CursorSecret []byte
+	// CursorSecretGenerated reports that CURSOR_SECRET was unset and
+	// CursorSecret was generated for this process.
+	CursorSecretGenerated bool
+	// LambdaFunctionName is AWS_LAMBDA_FUNCTION_NAME, set by the Lambda
+	// runtime; empty when not running on Lambda.
+	LambdaFunctionName string
+	// SessionRetention is how long an idle session is kept before DynamoDB
+	// TTL may delete it (SESSION_RETENTION; 0, the default, keeps sessions
+	// forever; otherwise >= 1 min, since TTL deletion is lazy and a shorter
+	// retention would delete live sessions; DESIGN §5).
+	SessionRetention time.Duration
+	// LogLevel is the slog level (LOG_LEVEL: debug | info | warn | error,
+	// case-insensitive, default info; DESIGN §9).
+	LogLevel slog.Level
+	// Auth configures pkg/auth (DESIGN §7).
+	Auth AuthConfig
+	// Model configures the model provider and the default definition
+	// (DESIGN §8).
+	Model ModelConfig
+}
+
+// AuthConfig configures pkg/auth (DESIGN §7).
+type AuthConfig struct {
+	// Mode is AuthDev, AuthJWT or AuthIAM (AUTH_MODE, default "dev").
+	Mode string
+	// JWKSURL is the JSON Web Key Set URL (JWT_JWKS_URL); required in jwt
+	// mode; https, or http only for a loopback host (local tests).
+	JWKSURL string
+	// Issuer is the required "iss" claim (JWT_ISSUER); required in jwt mode.
+	Issuer string
+	// Audience is the required "aud" value (JWT_AUDIENCE); required in jwt
+	// mode.
+	Audience string
+	// ClockSkew is the tolerance for exp, nbf and iat (JWT_CLOCK_SKEW,
+	// default 60 s, 0..5 min).
+	ClockSkew time.Duration
+	// TenantClaim names the string claim that becomes the principal's
+	// tenant in jwt mode (JWT_TENANT_CLAIM, default "iss").
+	TenantClaim string
+	// TrustedSubject is the subject of the trusted host principal that may
+	// write artifact references (ARTIFACTS_TRUSTED_SUBJECT; default "host"
+	// in dev mode, none otherwise; DESIGN §6-7).
+	TrustedSubject string
+}
+
+// ModelConfig configures the model provider and the default definition
+// (DESIGN §8).
+type ModelConfig struct {
+	// Provider is ProviderEcho, ProviderBedrock or ProviderOpenAI
+	// (MODEL_PROVIDER, default "echo").
+	Provider string
+	// ModelID is the provider's model id (MODEL_ID); required for bedrock
+	// and openai.
+	ModelID string
+	// EchoDelay is the echo model's pause between chunks (ECHO_DELAY,
+	// default 20 ms, 0..10 s; 0 means no pause).
+	EchoDelay time.Duration
+	// EchoChunk is the echo model's chunk size in runes (ECHO_CHUNK_RUNES,
+	// default 4, 1..4096).
+	EchoChunk int
+	// OpenAIBaseURL is the OpenAI-compatible API base URL (OPENAI_BASE_URL,
+	// absolute http or https URL); empty means the provider's default.
+	OpenAIBaseURL string
+	// OpenAIAPIKey is the API key (OPENAI_API_KEY); may be empty for local
+	// servers that need none. Never log it.
+	OpenAIAPIKey string
+	// SystemPrompt is the default definition's system prompt
+	// (SYSTEM_PROMPT, may be empty).
+	SystemPrompt string
+	// DefinitionID is the default definition's id (DEFINITION_ID, a SafeId,
+	// default "default").
+	DefinitionID string
+	// DefinitionRevision is the default definition's revision
+	// (DEFINITION_REVISION, integer >= 1, default 1).
+	DefinitionRevision int64
+}
+
+// Variables is the sorted list of every variable FromLookup reads that a
+// deployment sets (a SAM template test checks the template sets each one).
+// RuntimeVariables holds the two that the Lambda runtime sets itself.
+var Variables = []string{
+	"ARTIFACTS_TRUSTED_SUBJECT",
+	"AUTH_MODE",
+	"CLEANUP_RESERVE",
+	"CURSOR_SECRET",
+	"DEFINITION_ID",
+	"DEFINITION_REVISION",
+	"DYNAMODB_ENDPOINT",
+	"ECHO_CHUNK_RUNES",
+	"ECHO_DELAY",
+	"JWT_AUDIENCE",
+	"JWT_CLOCK_SKEW",
+	"JWT_ISSUER",
+	"JWT_JWKS_URL",
+	"JWT_TENANT_CLAIM",
+	"LEASE_DURATION",
+	"LOG_LEVEL",
+	"MAX_BODY_BYTES",
+	"MODEL_ID",
+	"MODEL_PROVIDER",
+	"OPENAI_API_KEY",
+	"OPENAI_BASE_URL",
+	"SESSION_RETENTION",
+	"SNAPSHOT_INTERVAL",
+	"SYSTEM_PROMPT",
+	"TABLE_NAME",
+	"TURN_TIMEOUT",
+}
+
+// RuntimeVariables is the sorted list of variables FromLookup reads that
+// the Lambda runtime sets (reserved: a template must not set them).
+var RuntimeVariables = []string{
+	"AWS_LAMBDA_FUNCTION_NAME",
+	"AWS_REGION",
+}
+
+// ErrCursorSecretRequired is returned by RequireCursorSecret on Lambda when
+// CURSOR_SECRET is unset.
+var ErrCursorSecretRequired = errors.New("CURSOR_SECRET: required on Lambda (at least 16 bytes)")
+
+var fromEnv = sync.OnceValues(func() (Config, error) { return FromLookup(os.LookupEnv) })
+
+// FromEnv parses the process environment on its first call and returns
+// that same Config (and error) on every later call. See FromLookup.
+func FromEnv() (Config, error) {
+	c, err := fromEnv()
+	// Each caller gets its own copy of the secret slice.
+	c.CursorSecret = append([]byte(nil), c.CursorSecret...)
+	return c, err
+}
+
+// FromLookup parses configuration from lookup (os.LookupEnv in
+// production), applies defaults and validates it. A variable that is set to
+// the empty string counts as unset. The error, if any, joins one error per
+// variable at fault (errors.Join), each starting with the variable's name,
+// in the order of Variables; it never contains a variable's value.
+func FromLookup(lookup func(string) (string, bool)) (Config, error) {
+	p := parser{lookup: lookup}
+	var c Config
+
+	c.TableName = p.str("TABLE_NAME", "turnstream")
+	if !validTableName(c.TableName) {
+		p.fail("TABLE_NAME", "want 3..255 characters of [A-Za-z0-9_.-]")
+	}
+	c.DynamoDBEndpoint = p.str("DYNAMODB_ENDPOINT", "")
+	if c.DynamoDBEndpoint != "" && !validHTTPURL(c.DynamoDBEndpoint, false) {
+		p.fail("DYNAMODB_ENDPOINT", "not an absolute http or https URL")
+	}
+	regionDefault := ""
+	if c.DynamoDBEndpoint != "" {
+		regionDefault = "us-east-1"
+	}
+	c.Region = p.str("AWS_REGION", regionDefault)
+	c.LambdaFunctionName = p.str("AWS_LAMBDA_FUNCTION_NAME", "")
+
+	c.TurnTimeout = p.duration("TURN_TIMEOUT", 30*time.Second, time.Millisecond, MaxTurnTimeout)
+	c.CleanupReserve = p.duration("CLEANUP_RESERVE", 5*time.Second, time.Millisecond, MaxTurnTimeout)
+	if p.ok("TURN_TIMEOUT") && p.ok("CLEANUP_RESERVE") && c.CleanupReserve >= c.TurnTimeout {
+		p.fail("CLEANUP_RESERVE", "must be less than TURN_TIMEOUT")
+	}
+	c.LeaseDuration = p.duration("LEASE_DURATION", 30*time.Second, time.Second, time.Hour)
+	c.SnapshotInterval = p.duration("SNAPSHOT_INTERVAL", 50*time.Millisecond, time.Millisecond, 10*time.Second)
+	c.MaxBodyBytes = p.integer("MAX_BODY_BYTES", 65536, 1, MaxBodyBytesLimit)
+
+	if s := p.str("CURSOR_SECRET", ""); s != "" {
+		if len(s) < MinCursorSecretBytes {
+			p.fail("CURSOR_SECRET", "want at least 16 bytes")
+		}
+		c.CursorSecret = []byte(s)
+	} else {
+		c.CursorSecret = make([]byte, generatedCursorSecretBytes)
+		if _, err := rand.Read(c.CursorSecret); err != nil {
+			p.fail("CURSOR_SECRET", "unset, and generating one failed")
+		}
+		c.CursorSecretGenerated = true
+	}
+
+	c.SessionRetention = p.duration("SESSION_RETENTION", 0, 0, 100*365*24*time.Hour)
+	if c.SessionRetention != 0 && c.SessionRetention < time.Minute {
+		p.fail("SESSION_RETENTION", "want 0 (keep) or at least 1m")
+	}
+
+	switch strings.ToLower(p.str("LOG_LEVEL", "info")) {
+	case "debug":
+		c.LogLevel = slog.LevelDebug
+	case "info":
+		c.LogLevel = slog.LevelInfo
+	case "warn":
+		c.LogLevel = slog.LevelWarn
+	case "error":
+		c.LogLevel = slog.LevelError
+	default:
+		p.fail("LOG_LEVEL", "want debug, info, warn or error")
+	}
+
+	c.Auth = p.auth()
+	c.Model = p.model()
+
+	if len(p.errs) > 0 {
+		return Config{}, errors.Join(p.errs...)
+	}
+	return c, nil
+}
+
+func (p *parser) auth() AuthConfig {
+	a := AuthConfig{Mode: p.str("AUTH_MODE", AuthDev)}
+	switch a.Mode {
+	case AuthDev, AuthJWT, AuthIAM:
+	default:
+		p.fail("AUTH_MODE", "want dev, jwt or iam")
+	}
+	a.JWKSURL = p.str("JWT_JWKS_URL", "")
+	a.Issuer = p.str("JWT_ISSUER", "")
+	a.Audience = p.str("JWT_AUDIENCE", "")
+	a.ClockSkew = p.duration("JWT_CLOCK_SKEW", 60*time.Second, 0, 5*time.Minute)
+	a.TenantClaim = p.str("JWT_TENANT_CLAIM", "iss")
+	trustedDefault := ""
+	if a.Mode == AuthDev {
+		trustedDefault = "host"
+	}
+	a.TrustedSubject = p.str("ARTIFACTS_TRUSTED_SUBJECT", trustedDefault)
+	if a.JWKSURL != "" && !validHTTPURL(a.JWKSURL, true) {
+		p.fail("JWT_JWKS_URL", "not an absolute https URL (http only for a loopback host)")
+	}
+	if a.Mode == AuthJWT {
+		if a.JWKSURL == "" {
+			p.fail("JWT_JWKS_URL", "required when AUTH_MODE is jwt")
+		}
+		if a.Issuer == "" {
+			p.fail("JWT_ISSUER", "required when AUTH_MODE is jwt")
+		}
+		if a.Audience == "" {
+			p.fail("JWT_AUDIENCE", "required when AUTH_MODE is jwt")
+		}
+	}
+	return a
+}
+
+func (p *parser) model() ModelConfig {
+	m := ModelConfig{Provider: p.str("MODEL_PROVIDER", ProviderEcho)}
+	switch m.Provider {
+	case ProviderEcho, ProviderBedrock, ProviderOpenAI:
+	default:
+		p.fail("MODEL_PROVIDER", "want echo, bedrock or openai")
+	}
+	m.ModelID = p.str("MODEL_ID", "")
+	if m.ModelID == "" && (m.Provider == ProviderBedrock || m.Provider == ProviderOpenAI) {
+		p.fail("MODEL_ID", "required when MODEL_PROVIDER is bedrock or openai")
+	}
+	m.EchoDelay = p.duration("ECHO_DELAY", 20*time.Millisecond, 0, 10*time.Second)
+	m.EchoChunk = int(p.integer("ECHO_CHUNK_RUNES", 4, 1, 4096))
+	m.OpenAIBaseURL = p.str("OPENAI_BASE_URL", "")
+	if m.OpenAIBaseURL != "" && !validHTTPURL(m.OpenAIBaseURL, false) {
+		p.fail("OPENAI_BASE_URL", "not an absolute http or https URL")
+	}
+	m.OpenAIAPIKey = p.str("OPENAI_API_KEY", "")
+	m.SystemPrompt = p.str("SYSTEM_PROMPT", "")
+	m.DefinitionID = p.str("DEFINITION_ID", "default")
+	if !validSafeID(m.DefinitionID) {
+		p.fail("DEFINITION_ID", "not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)")
+	}
+	m.DefinitionRevision = p.integer("DEFINITION_REVISION", 1, 1, 1<<53-1)
+	return m
+}
+
+// OnLambda reports whether the process runs on AWS Lambda
+// (AWS_LAMBDA_FUNCTION_NAME is set).
+func (c Config) OnLambda() bool { return c.LambdaFunctionName != "" }
+
+// RequireCursorSecret returns ErrCursorSecretRequired when the process runs
+// on Lambda and CURSOR_SECRET was unset, nil otherwise. The history
+// function's main calls it: its cursors must verify on every instance.
+func (c Config) RequireCursorSecret() error {
+	if c.OnLambda() && c.CursorSecretGenerated {
+		return ErrCursorSecretRequired
+	}
+	return nil
+}
+
+// Deadline is the one deadline of a turn request (DESIGN §4):
+// now + TurnTimeout, or lambdaDeadline - CleanupReserve when ok (a Lambda
+// deadline is known, see lambdacontext / ctx.Deadline) and that is earlier.
+// The result may already be past when the invocation has little time left;
+// the caller then fails the request at once.
+func (c Config) Deadline(now time.Time, lambdaDeadline time.Time, ok bool) time.Time {
+	d := now.Add(c.TurnTimeout)
+	if ok {
+		if l := lambdaDeadline.Add(-c.CleanupReserve); l.Before(d) {
+			d = l
+		}
+	}
+	return d
+}
+
+// parser accumulates one error per variable.
+type parser struct {
+	lookup func(string) (string, bool)
+	errs   []error
+	bad    map[string]bool
+}
+
+func (p *parser) fail(name, reason string) {
+	if p.bad == nil {
+		p.bad = map[string]bool{}
+	}
+	if p.bad[name] {
+		return
+	}
+	p.bad[name] = true
+	p.errs = append(p.errs, fmt.Errorf("%s: %s", name, reason))
+}
+
+// ok reports whether name has not failed so far.
+func (p *parser) ok(name string) bool { return !p.bad[name] }
+
+// str returns the variable's value, or def when it is unset or empty.
+func (p *parser) str(name, def string) string {
+	if v, found := p.lookup(name); found && v != "" {
+		return v
+	}
+	return def
+}
+
+// duration parses Go duration syntax or plain integer milliseconds, within
+// [min, max].
+func (p *parser) duration(name string, def, min, max time.Duration) time.Duration {
+	s := p.str(name, "")
+	if s == "" {
+		return def
+	}
+	var d time.Duration
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n < 0 || n > int64(max/time.Millisecond) {
+			p.fail(name, fmt.Sprintf("out of range (want %v..%v)", min, max))
+			return def
+		}
+		d = time.Duration(n) * time.Millisecond
+	} else if d, err = time.ParseDuration(s); err != nil {
+		p.fail(name, `not a duration (want Go syntax such as "30s" or integer milliseconds)`)
+		return def
+	}
+	if d < min || d > max {
+		p.fail(name, fmt.Sprintf("out of range (want %v..%v)", min, max))
+		return def
+	}
+	return d
+}
+
+// integer parses a base-10 integer within [min, max].
+func (p *parser) integer(name string, def, min, max int64) int64 {
+	s := p.str(name, "")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		p.fail(name, "not an integer")
+		return def
+	}
+	if n < min || n > max {
+		p.fail(name, fmt.Sprintf("out of range (want %d..%d)", min, max))
+		return def
+	}
+	return n
+}
+
+func validTableName(s string) bool {
+	if len(s) < 3 || len(s) > 255 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !isAlnum(c) && c != '_' && c != '.' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// validSafeID reports whether s is an AgentsKit SafeId (AgentsKit wire
+// "Rules that apply everywhere").
+func validSafeID(s string) bool {
+	if len(s) < 1 || len(s) > 128 || !isAlnum(s[0]) {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !isAlnum(c) && c != '.' && c != '_' && c != ':' && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// validHTTPURL reports whether s is an absolute http(s) URL with a host.
+// With httpsOnly, plain http is accepted only for a loopback host.
+func validHTTPURL(s string, httpsOnly bool) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.User != nil {
+		return false
+	}
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		if !httpsOnly {
+			return true
+		}
+		host := u.Hostname()
+		if host == "localhost" {
+			return true
+		}
+		ip := net.ParseIP(host)
+		return ip != nil && ip.IsLoopback()
+	}
+	return false
+}

@@ -1,0 +1,179 @@
+// Package echo is turnstream's deterministic, offline model provider, the
+// default (MODEL_PROVIDER=echo, DESIGN §8).
+//
+// Its reply is exactly Prefix ("Echo: ") followed by the Content of the
+// request's last user message, byte for byte. The reply streams as text
+// deltas of ChunkRunes runes each (the last may be shorter; a chunk never
+// splits a UTF-8 character), with Delay between two consecutive deltas,
+// then one final event carrying FinishStop and the usage. It never calls a
+// tool. Usage is counted deterministically, one token per started group of
+// four runes:
+//
+//	PromptTokens     = ceil(R_in / 4), R_in = runes of Request.System plus
+//	                   runes of every message's Content
+//	CompletionTokens = ceil(runes of the reply / 4)
+//	TotalTokens      = PromptTokens + CompletionTokens
+//
+// The same Request always yields the same events.
+package echo
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// Prefix starts every echo reply.
+const Prefix = "Echo: "
+
+// ErrorCodeNoUserMessage is the model.Error Code of a Request with no
+// message of role user.
+const ErrorCodeNoUserMessage = "EchoNoUserMessage"
+
+// errClosed is returned by Recv after Close.
+var errClosed = errors.New("echo: stream closed")
+
+// Model is the echo provider. The zero value streams the whole reply as one
+// delta with no delay.
+type Model struct {
+	// Delay is the pause between two consecutive text deltas (config
+	// ECHO_DELAY); 0 means none.
+	Delay time.Duration
+	// ChunkRunes is the size of a text delta in runes (config
+	// ECHO_CHUNK_RUNES); 0 or less means the whole reply in one delta.
+	ChunkRunes int
+}
+
+var _ model.Model = (*Model)(nil)
+
+// New returns an echo Model with the given delay between deltas and chunk
+// size in runes.
+func New(delay time.Duration, chunkRunes int) *Model {
+	return &Model{Delay: delay, ChunkRunes: chunkRunes}
+}
+
+// Stream starts an echo reply of req. It returns a *model.Error with Code
+// ErrorCodeNoUserMessage (not retryable) when req has no user message, and
+// ctx.Err() when ctx has already ended. ModelID, Tools and MaxTokens are
+// ignored.
+func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	input, ok := model.LastUserContent(req.Messages)
+	if !ok {
+		return nil, &model.Error{Code: ErrorCodeNoUserMessage, Err: errors.New("echo: request has no user message")}
+	}
+	reply := Prefix + input
+	return &stream{
+		ctx:    ctx,
+		delay:  m.Delay,
+		chunks: split(reply, m.ChunkRunes),
+		usage:  Usage(req, reply),
+		done:   make(chan struct{}),
+	}, nil
+}
+
+// Usage returns the usage the echo model reports for req and its reply
+// (see the package documentation).
+func Usage(req model.Request, reply string) protocol.Usage {
+	in := utf8.RuneCountInString(req.System)
+	for _, m := range req.Messages {
+		in += utf8.RuneCountInString(m.Content)
+	}
+	u := protocol.Usage{
+		PromptTokens:     ceilQuarter(in),
+		CompletionTokens: ceilQuarter(utf8.RuneCountInString(reply)),
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
+func ceilQuarter(n int) int64 { return int64((n + 3) / 4) }
+
+// split cuts s into pieces of n runes (the last may be shorter); n <= 0
+// means one piece.
+func split(s string, n int) []string {
+	if n <= 0 || s == "" {
+		return []string{s}
+	}
+	var out []string
+	for len(s) > 0 {
+		end, count := 0, 0
+		for end < len(s) && count < n {
+			_, size := utf8.DecodeRuneInString(s[end:])
+			end += size
+			count++
+		}
+		out = append(out, s[:end])
+		s = s[end:]
+	}
+	return out
+}
+
+type stream struct {
+	ctx    context.Context
+	delay  time.Duration
+	chunks []string
+	usage  protocol.Usage
+
+	next     int  // index of the next chunk to emit
+	finished bool // the final event was emitted
+
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+}
+
+// Recv returns the next delta, waiting Delay before every delta but the
+// first; then the final event; then io.EOF.
+func (s *stream) Recv() (model.Event, error) {
+	select {
+	case <-s.done:
+		return model.Event{}, errClosed
+	default:
+	}
+	if err := s.ctx.Err(); err != nil {
+		return model.Event{}, err
+	}
+	if s.next < len(s.chunks) {
+		if s.next > 0 && s.delay > 0 {
+			if err := s.wait(); err != nil {
+				return model.Event{}, err
+			}
+		}
+		ev := model.Event{TextDelta: s.chunks[s.next]}
+		s.next++
+		return ev, nil
+	}
+	if !s.finished {
+		s.finished = true
+		u := s.usage
+		return model.Event{Usage: &u, FinishReason: model.FinishStop}, nil
+	}
+	return model.Event{}, io.EOF
+}
+
+func (s *stream) wait() error {
+	t := time.NewTimer(s.delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-s.ctx.Done():
+		return s.ctx.Err()
+	case <-s.done:
+		return errClosed
+	}
+}
+
+// Close ends the stream; a Recv blocked in its delay returns at once.
+func (s *stream) Close() error {
+	s.closeOnce.Do(func() { close(s.done) })
+	return nil
+}

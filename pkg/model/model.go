@@ -1,0 +1,189 @@
+// Package model is the seam between the turn pipeline and a language model
+// provider (DESIGN §8).
+//
+// A Model turns one Request (system prompt, conversation, tool specs) into a
+// Stream of Events: text deltas, complete tool calls, usage and one finish
+// reason. The shape is the common ground of Amazon Bedrock ConverseStream
+// (contentBlockDelta text / toolUse input fragments, messageStop
+// stopReason, metadata usage) and OpenAI streaming chat completions
+// (choices[0].delta.content / tool_calls fragments, finish_reason, the
+// usage chunk of stream_options.include_usage): providers accumulate a tool
+// call's argument fragments and emit the call once, complete.
+//
+// Tool round trips. When a stream finishes with FinishToolUse, the caller
+// runs the tools and calls Stream again with Messages extended by:
+//  1. the assistant message as streamed: Role protocol.RoleAssistant,
+//     Content the text so far (may be empty), ToolCalls one entry per
+//     Event.ToolCall with the same ID, Name and Args (Status ignored);
+//  2. one message per tool call, in the same order: Role protocol.RoleTool,
+//     ToolCallID the call's ID, Content the tool's result text; Status
+//     protocol.MessageError marks a failed tool (Content is then the error
+//     text meant for the model).
+//
+// Bedrock providers map consecutive tool messages to one "user" message of
+// toolResult blocks (status "error" for failed ones) and assistant tool
+// calls to toolUse blocks; OpenAI providers map them to "tool" messages
+// with tool_call_id and to the assistant's tool_calls. Messages with Role
+// protocol.RoleSystem are ignored by providers: the system prompt is
+// Request.System.
+//
+// Implementations: pkg/model/echo (deterministic, offline, the default);
+// Bedrock and OpenAI providers live in their own packages.
+package model
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// Model is a language model provider. Implementations are safe for
+// concurrent use.
+type Model interface {
+	// Stream starts one model call. An error here means no call was made
+	// or it failed before any output (a *Error for provider failures,
+	// ctx.Err() when ctx ended). On success the caller must Close the
+	// Stream. Cancelling ctx ends the stream: Recv then returns an error
+	// that satisfies errors.Is(err, ctx.Err()).
+	Stream(ctx context.Context, req Request) (Stream, error)
+}
+
+// Request is one model call.
+type Request struct {
+	// ModelID is the provider's model id (config MODEL_ID); providers that
+	// need none (echo) ignore it.
+	ModelID string
+	// System is the system prompt; empty means none.
+	System string
+	// Messages is the conversation, oldest first: the context turns'
+	// canonical messages and then the new user message, plus any tool
+	// round trips of this turn (see the package documentation). Providers
+	// read Role, Content, ToolCalls, ToolCallID and Status.
+	Messages []protocol.Message
+	// Tools are the tools the model may call; nil means none.
+	Tools []ToolSpec
+	// MaxTokens caps the completion in tokens; 0 means the provider's
+	// default.
+	MaxTokens int
+}
+
+// ToolSpec describes one callable tool to the model.
+type ToolSpec struct {
+	// Name is the tool name the model calls it by: 1..64 of
+	// [A-Za-z0-9_-] (the intersection of Bedrock's and OpenAI's rules).
+	Name string
+	// Description tells the model what the tool does.
+	Description string
+	// InputSchema is a JSON Schema object for the tool's arguments.
+	InputSchema json.RawMessage
+}
+
+// Stream is one model call's output. Recv and Close must not be called
+// concurrently with each other, except that Close may be called from
+// another goroutine to abort a blocked Recv.
+type Stream interface {
+	// Recv returns the next event. It returns io.EOF after the last event
+	// (the stream ended normally), a *Error for a provider failure, or an
+	// error satisfying errors.Is(err, ctx.Err()) when the Stream's context
+	// ended. After any error, Recv keeps returning an error.
+	Recv() (Event, error)
+	// Close releases the call's resources (an open HTTP response, a
+	// pending timer). It is idempotent and may be called at any time,
+	// including after io.EOF; it returns nil unless releasing failed.
+	Close() error
+}
+
+// Event is one stream event. Any combination of fields may be set; a
+// consumer handles them in field order. Guarantees over a stream that
+// ends with io.EOF: every TextDelta and ToolCall comes before or with the
+// single event carrying a non-empty FinishReason; Usage appears at most
+// once, possibly after the finish event (OpenAI sends usage last).
+type Event struct {
+	// TextDelta is text appended to the assistant message; never splits a
+	// UTF-8 character.
+	TextDelta string
+	// ToolCall is a complete tool call (all argument fragments joined).
+	ToolCall *ToolCall
+	// Usage is the call's token usage; TotalTokens = PromptTokens +
+	// CompletionTokens.
+	Usage *protocol.Usage
+	// FinishReason is why the model stopped; set on exactly one event.
+	FinishReason FinishReason
+}
+
+// ToolCall is one complete tool call the model asked for.
+type ToolCall struct {
+	// ID is the provider's call id (Bedrock toolUseId, OpenAI
+	// tool_calls[].id), sent back as the tool message's ToolCallID.
+	ID string
+	// Name is the ToolSpec.Name called.
+	Name string
+	// Args is the arguments, a JSON object ("{}" when the model sent
+	// none). Providers that receive invalid JSON report an *Error.
+	Args json.RawMessage
+}
+
+// FinishReason is why a model stopped generating.
+type FinishReason string
+
+// Finish reasons (normalized from Bedrock stopReason and OpenAI
+// finish_reason).
+const (
+	// FinishStop: the model ended its answer (Bedrock end_turn,
+	// stop_sequence; OpenAI stop).
+	FinishStop FinishReason = "stop"
+	// FinishToolUse: the model wants tool results (Bedrock tool_use;
+	// OpenAI tool_calls).
+	FinishToolUse FinishReason = "tool_use"
+	// FinishLength: MaxTokens or the context window was reached (Bedrock
+	// max_tokens, model_context_window_exceeded; OpenAI length).
+	FinishLength FinishReason = "length"
+	// FinishContentFilter: output was blocked (Bedrock guardrail_intervened,
+	// content_filtered; OpenAI content_filter).
+	FinishContentFilter FinishReason = "content_filter"
+)
+
+// Error is a provider failure. Code is the provider's own error code (for
+// example Bedrock "ThrottlingException", OpenAI "rate_limit_exceeded" or
+// an HTTP status such as "http_503"); the turn keeps it in the message's
+// metadata, never Err's text in a client-visible message (DESIGN §3).
+type Error struct {
+	// Code is the provider's error code; never empty.
+	Code string
+	// Retryable reports whether the same request may succeed later
+	// (throttling, a 5xx, a dropped connection).
+	Retryable bool
+	// Err is the underlying error, for logs; may be nil.
+	Err error
+}
+
+// Error returns "model: <code>" followed by the underlying error, if any.
+func (e *Error) Error() string {
+	if e.Err == nil {
+		return "model: " + e.Code
+	}
+	return fmt.Sprintf("model: %s: %v", e.Code, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsRetryable reports whether err is, or wraps, a *Error with Retryable set.
+func IsRetryable(err error) bool {
+	var me *Error
+	return errors.As(err, &me) && me.Retryable
+}
+
+// LastUserContent returns the Content of the last message with Role
+// protocol.RoleUser, and false when there is none.
+func LastUserContent(msgs []protocol.Message) (string, bool) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == protocol.RoleUser {
+			return msgs[i].Content, true
+		}
+	}
+	return "", false
+}
