@@ -1,0 +1,559 @@
+package memory
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Now is the store's clock, read for lease expiry and timestamps; nil
+	// means time.Now. Tests pass a manual clock (storetest.Clock.Now).
+	Now func() time.Time
+	// CursorKey is the HMAC key of page cursors (chat.CursorCodec), at least
+	// 16 bytes. Empty means 32 random bytes: cursors then stay valid only as
+	// long as this Store.
+	CursorKey []byte
+}
+
+// Store is an in-process chat.Store. The zero value is not usable; call New.
+// All methods are safe for concurrent use (one mutex guards all state).
+type Store struct {
+	now     func() time.Time
+	cursors chat.CursorCodec
+
+	mu       sync.Mutex
+	sessions map[string]*sessionRecord
+}
+
+var _ chat.Store = (*Store)(nil)
+
+// sessionRecord is a session item and the turn items under it.
+type sessionRecord struct {
+	session chat.Session
+	// claims maps each ordinal handed out by ClaimTurn to that claim; only
+	// its token may write the turn item of that ordinal (chat.Store.SaveTurn).
+	claims map[int64]issuedClaim
+	// turns are the saved turn items by ordinal; ordinals lists their keys
+	// ascending, and byID maps a turn id to the newest ordinal saved with it.
+	turns    map[int64]*turnItem
+	ordinals []int64
+	byID     map[string]int64
+}
+
+type issuedClaim struct {
+	turnID string
+	token  string
+}
+
+type turnItem struct {
+	turn  chat.Turn
+	token string // the lease token of the claim that wrote it
+}
+
+// New returns an empty Store. It panics if opts.CursorKey is non-empty and
+// shorter than 16 bytes (a configuration error caught at startup).
+func New(opts Options) *Store {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	key := slices.Clone(opts.CursorKey)
+	switch {
+	case len(key) == 0:
+		key = make([]byte, 32)
+		_, _ = rand.Read(key) // crypto/rand.Read never fails (Go 1.24+).
+	case len(key) < 16:
+		panic(fmt.Sprintf("memory: cursor key of %d bytes, want at least 16", len(key)))
+	}
+	return &Store{
+		now:      now,
+		cursors:  chat.CursorCodec{Key: key},
+		sessions: make(map[string]*sessionRecord),
+	}
+}
+
+// clock returns the store's now at millisecond precision.
+func (s *Store) clock() time.Time { return ms(s.now()) }
+
+// ClaimTurn implements chat.Store. A crashed turn (lease expired while it
+// ran) is recorded as indeterminate and its lease cleared even when the
+// claim that found it is then rejected (a replay of that very turn id); the
+// session's cursor moves up by chat.SequenceGapAfterCrash exactly once.
+// ErrInvalidRequest if SessionID or TurnID is empty or LeaseDuration <= 0.
+func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Claim, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if req.SessionID == "" || req.TurnID == "" || req.LeaseDuration <= 0 {
+		return nil, fmt.Errorf("claim turn: %w", chat.ErrInvalidRequest)
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+
+	rec, ok := s.sessions[req.SessionID]
+	created := !ok
+	if created {
+		rec = &sessionRecord{
+			session: chat.Session{
+				ID:          req.SessionID,
+				Owner:       chat.Principal{Subject: req.Principal.Subject, Tenant: req.Principal.Tenant},
+				NextOrdinal: 1,
+				CreatedAt:   now,
+			},
+			claims: make(map[int64]issuedClaim),
+			turns:  make(map[int64]*turnItem),
+			byID:   make(map[string]int64),
+		}
+	} else if !req.Principal.Owns(rec.session.Owner) {
+		return nil, chat.ErrSessionNotFound
+	}
+	sess := &rec.session
+
+	if l := sess.ActiveTurn; l != nil {
+		if l.ExpiresAt.After(now) {
+			return nil, chat.ErrSessionBusy
+		}
+		// The holder's lease expired while its turn ran: it crashed. Its
+		// outcome is unknown and it may have emitted sequences after the
+		// cursor it last persisted (ADR-0010).
+		sess.TerminalTurns = appendTerminal(sess.TerminalTurns, chat.TerminalEntry{
+			TurnID: l.TurnID, Outcome: chat.OutcomeIndeterminate, InputHash: l.InputHash,
+		})
+		sess.Cursor += chat.SequenceGapAfterCrash
+		sess.ActiveTurn = nil
+		sess.Revision++
+		sess.UpdatedAt = now
+	}
+	if i := terminalIndex(sess.TerminalTurns, req.TurnID); i >= 0 {
+		e := sess.TerminalTurns[i]
+		switch {
+		case e.InputHash != req.InputHash:
+			return nil, chat.ErrTurnIDReused
+		case e.Outcome == chat.OutcomeCompleted:
+			return nil, chat.ErrTurnCompleted
+		default:
+			return nil, chat.ErrTurnIndeterminate
+		}
+	}
+
+	lease := chat.Lease{
+		TurnID:    req.TurnID,
+		Token:     rand.Text(),
+		ExpiresAt: ms(now.Add(req.LeaseDuration)),
+		Ordinal:   sess.NextOrdinal,
+		InputHash: req.InputHash,
+		Lineage:   req.Lineage,
+	}
+	sess.ActiveTurn = &lease
+	sess.NextOrdinal++
+	sess.DefinitionID = req.DefinitionID
+	sess.DefinitionRevision = req.DefinitionRevision
+	sess.Revision++
+	sess.UpdatedAt = now
+	rec.claims[lease.Ordinal] = issuedClaim{turnID: lease.TurnID, token: lease.Token}
+	if created {
+		s.sessions[req.SessionID] = rec
+	}
+	return &chat.Claim{
+		Session:      *cloneSession(sess),
+		Lease:        lease,
+		BaseSequence: sess.Cursor,
+		Created:      created,
+	}, nil
+}
+
+// RenewLease implements chat.Store. The token must hold an unexpired lease
+// of req.TurnID: a lease whose expiry is not after now is ErrLeaseLost even
+// when no other turn has claimed the session yet. The stored cursor never
+// moves backward.
+func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.sessions[req.SessionID]
+	if !ok {
+		return nil, chat.ErrLeaseLost
+	}
+	sess := &rec.session
+	l := sess.ActiveTurn
+	if !holds(l, req.TurnID, req.Token, now) {
+		return nil, chat.ErrLeaseLost
+	}
+	l.ExpiresAt = ms(req.ExpiresAt)
+	sess.Cursor = max(sess.Cursor, req.Cursor)
+	sess.Revision++
+	sess.UpdatedAt = now
+	return cloneLease(l), nil
+}
+
+// RequestStop implements chat.Store. Stopping a turn already asked to stop
+// is a no-op.
+func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p chat.Principal) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.owned(sessionID, p)
+	if err != nil {
+		return err
+	}
+	sess := &rec.session
+	l := sess.ActiveTurn
+	if l == nil || l.TurnID != turnID || !l.ExpiresAt.After(now) {
+		return chat.ErrTurnNotActive
+	}
+	if !l.Stop {
+		l.Stop = true
+		sess.Revision++
+		sess.UpdatedAt = now
+	}
+	return nil
+}
+
+// LoadContext implements chat.Store. A missing session has no context (an
+// empty slice, no error), as a query of its turn items would find none.
+func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal int64) ([]chat.Turn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []chat.Turn{}
+	rec, ok := s.sessions[sessionID]
+	if !ok {
+		return out, nil
+	}
+	for _, ord := range rec.ordinals {
+		if ord >= beforeOrdinal {
+			break
+		}
+		t := &rec.turns[ord].turn
+		if t.Superseded || t.Status == chat.TurnRunning {
+			continue
+		}
+		out = append(out, *cloneTurn(t))
+	}
+	return out, nil
+}
+
+// Supersede implements chat.Store. The token must hold an unexpired lease.
+// Only saved turns exist to be marked; a range with fromOrdinal >=
+// toOrdinal marks nothing.
+func (s *Store) Supersede(ctx context.Context, sessionID, token string, fromOrdinal, toOrdinal int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.sessions[sessionID]
+	if !ok {
+		return chat.ErrLeaseLost
+	}
+	l := rec.session.ActiveTurn
+	if l == nil || !holds(l, l.TurnID, token, now) {
+		return chat.ErrLeaseLost
+	}
+	for _, ord := range rec.ordinals {
+		if ord >= fromOrdinal && ord < toOrdinal {
+			rec.turns[ord].turn.Superseded = true
+		}
+	}
+	return nil
+}
+
+// SaveTurn implements chat.Store. Only the token ClaimTurn issued with
+// t.Ordinal, for t.TurnID, may write that turn item; any other token is
+// ErrLeaseLost, whether or not the lease is still held (a turn saves during
+// cleanup, possibly after its lease expired). A retried save keeps the
+// superseded mark of the stored item. Non-nil t.Artifacts are validated
+// (ErrInvalidArtifact) and deduplicated as PutArtifacts does.
+// ErrInvalidRequest if t is nil, has no session or turn id, an ordinal
+// below 1 or an unknown status.
+func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if t == nil || t.SessionID == "" || t.TurnID == "" || t.Ordinal < 1 || !validStatus(t.Status) {
+		return fmt.Errorf("save turn: %w", chat.ErrInvalidRequest)
+	}
+	item := cloneTurn(t)
+	if item.Artifacts != nil {
+		if err := chat.ValidateArtifacts(item.Artifacts); err != nil {
+			return err
+		}
+		item.Artifacts = chat.DedupeArtifacts(item.Artifacts)
+	}
+	item.StartedAt = ms(item.StartedAt)
+	item.CompletedAt = ms(item.CompletedAt)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.sessions[t.SessionID]
+	if !ok {
+		return chat.ErrLeaseLost
+	}
+	if c, ok := rec.claims[t.Ordinal]; !ok || c.token != token || c.turnID != t.TurnID {
+		return chat.ErrLeaseLost
+	}
+	if old, ok := rec.turns[t.Ordinal]; ok {
+		if old.token != token {
+			return chat.ErrLeaseLost
+		}
+		if item.Artifacts == nil {
+			item.Artifacts = old.turn.Artifacts
+		}
+		item.Superseded = item.Superseded || old.turn.Superseded
+	} else {
+		i, _ := slices.BinarySearch(rec.ordinals, t.Ordinal)
+		rec.ordinals = slices.Insert(rec.ordinals, i, t.Ordinal)
+	}
+	if item.Artifacts == nil {
+		item.Artifacts = []chat.ArtifactReference{}
+	}
+	rec.turns[t.Ordinal] = &turnItem{turn: *item, token: token}
+	if prev, ok := rec.byID[t.TurnID]; !ok || prev < t.Ordinal {
+		rec.byID[t.TurnID] = t.Ordinal
+	}
+	return nil
+}
+
+// ReleaseTurn implements chat.Store. The lease is released when req.Token
+// holds it for req.TurnID, expired or not (cleanup may outlast the lease
+// while no other turn claimed). With no lease held and req.TurnID already
+// in the terminal window, the release is a no-op (a retried release). The
+// stored cursor never moves backward. ErrInvalidRequest for an outcome
+// other than completed or indeterminate.
+func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if req.Outcome != chat.OutcomeCompleted && req.Outcome != chat.OutcomeIndeterminate {
+		return fmt.Errorf("release turn: %w", chat.ErrInvalidRequest)
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.sessions[req.SessionID]
+	if !ok {
+		return chat.ErrLeaseLost
+	}
+	sess := &rec.session
+	l := sess.ActiveTurn
+	switch {
+	case l != nil && l.Token == req.Token && l.TurnID == req.TurnID:
+		sess.TerminalTurns = appendTerminal(sess.TerminalTurns, chat.TerminalEntry{
+			TurnID: l.TurnID, Outcome: req.Outcome, InputHash: l.InputHash,
+		})
+		sess.Cursor = max(sess.Cursor, req.Cursor)
+		sess.ActiveTurn = nil
+		sess.Revision++
+		sess.UpdatedAt = now
+		return nil
+	case l == nil && terminalIndex(sess.TerminalTurns, req.TurnID) >= 0:
+		return nil
+	default:
+		return chat.ErrLeaseLost
+	}
+}
+
+// GetSession implements chat.Store. The lease is returned as stored: an
+// expired lease not yet taken over is still there (compare its ExpiresAt).
+func (s *Store) GetSession(ctx context.Context, sessionID string, p chat.Principal) (*chat.Session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.owned(sessionID, p)
+	if err != nil {
+		return nil, err
+	}
+	return cloneSession(&rec.session), nil
+}
+
+// ListTurns implements chat.Store. The request is validated (order, limit,
+// cursor) before the session is looked up.
+func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.TurnPage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	order := req.Order
+	if order == "" {
+		order = chat.OrderDesc
+	}
+	if order != chat.OrderAsc && order != chat.OrderDesc {
+		return nil, fmt.Errorf("list turns: order: %w", chat.ErrInvalidRequest)
+	}
+	limit := req.Limit
+	if limit == 0 {
+		limit = chat.DefaultPageLimit
+	}
+	if limit < 1 || limit > chat.MaxPageLimit {
+		return nil, fmt.Errorf("list turns: limit: %w", chat.ErrInvalidRequest)
+	}
+	var after int64 // asc: ordinals above after; desc: below before
+	before := int64(1<<63 - 1)
+	if req.Cursor != "" {
+		ord, err := s.cursors.Decode(req.SessionID, order, req.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		after, before = ord, ord
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.owned(req.SessionID, req.Principal)
+	if err != nil {
+		return nil, err
+	}
+	// Collect one turn more than the limit: HasMore is then exact.
+	page := make([]chat.Turn, 0, min(limit+1, len(rec.ordinals)))
+	visit := func(ord int64) bool {
+		t := &rec.turns[ord].turn
+		if !t.Superseded {
+			page = append(page, *cloneTurn(t))
+		}
+		return len(page) <= limit
+	}
+	if order == chat.OrderAsc {
+		i, found := slices.BinarySearch(rec.ordinals, after)
+		if found {
+			i++
+		}
+		for ; i < len(rec.ordinals) && visit(rec.ordinals[i]); i++ {
+		}
+	} else {
+		i, _ := slices.BinarySearch(rec.ordinals, before)
+		for i--; i >= 0 && visit(rec.ordinals[i]); i-- {
+		}
+	}
+	out := &chat.TurnPage{Turns: page}
+	if len(page) > limit {
+		out.Turns = page[:limit]
+		out.HasMore = true
+		out.NextCursor = s.cursors.Encode(req.SessionID, order, page[limit-1].Ordinal)
+	}
+	return out, nil
+}
+
+// FindTurn implements chat.Store. Superseded turns are found (with
+// Superseded set). If an evicted turn id was used again, the newest turn
+// with that id is returned.
+func (s *Store) FindTurn(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	item, err := s.findItem(sessionID, turnID, p, false)
+	if err != nil {
+		return nil, err
+	}
+	return cloneTurn(&item.turn), nil
+}
+
+// PutArtifacts implements chat.Store. The references are validated before
+// the session is looked up. The result is never nil.
+func (s *Store) PutArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal, refs []chat.ArtifactReference) ([]chat.ArtifactReference, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := chat.ValidateArtifacts(refs); err != nil {
+		return nil, err
+	}
+	refs = chat.DedupeArtifacts(refs) // a fresh slice: the caller's is not kept
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	item, err := s.findItem(sessionID, turnID, p, true)
+	if err != nil {
+		return nil, err
+	}
+	item.turn.Artifacts = refs
+	return slices.Clone(refs), nil
+}
+
+// GetArtifacts implements chat.Store. The result is never nil.
+func (s *Store) GetArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal) ([]chat.ArtifactReference, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	item, err := s.findItem(sessionID, turnID, p, false)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(item.turn.Artifacts), nil
+}
+
+// owned returns the session record if p owns it, else ErrSessionNotFound
+// whether or not it exists. s.mu must be held.
+func (s *Store) owned(sessionID string, p chat.Principal) (*sessionRecord, error) {
+	rec, ok := s.sessions[sessionID]
+	if !ok || !p.Owns(rec.session.Owner) {
+		return nil, chat.ErrSessionNotFound
+	}
+	return rec, nil
+}
+
+// findItem returns the newest saved turn item with turnID. trustedOK lets a
+// Trusted principal through without owning the session (artifact writes,
+// DESIGN §6-7). s.mu must be held.
+func (s *Store) findItem(sessionID, turnID string, p chat.Principal, trustedOK bool) (*turnItem, error) {
+	rec, ok := s.sessions[sessionID]
+	if !ok || !(p.Owns(rec.session.Owner) || trustedOK && p.Trusted) {
+		return nil, chat.ErrSessionNotFound
+	}
+	ord, ok := rec.byID[turnID]
+	if !ok {
+		return nil, chat.ErrTurnNotFound
+	}
+	return rec.turns[ord], nil
+}
+
+// holds reports whether l is an unexpired lease of turnID under token.
+func holds(l *chat.Lease, turnID, token string, now time.Time) bool {
+	return l != nil && l.Token == token && l.TurnID == turnID && l.ExpiresAt.After(now)
+}
+
+// appendTerminal appends e to the terminal window, removing an older entry
+// with the same turn id and keeping the newest chat.TerminalWindowSize
+// (AgentsKit wire §8, ADR-0012). It may reuse window's array.
+func appendTerminal(window []chat.TerminalEntry, e chat.TerminalEntry) []chat.TerminalEntry {
+	if i := terminalIndex(window, e.TurnID); i >= 0 {
+		window = slices.Delete(window, i, i+1)
+	}
+	window = append(window, e)
+	if n := len(window) - chat.TerminalWindowSize; n > 0 {
+		window = slices.Delete(window, 0, n)
+	}
+	return window
+}
+
+// terminalIndex returns the index of turnID in window, or -1.
+func terminalIndex(window []chat.TerminalEntry, turnID string) int {
+	return slices.IndexFunc(window, func(e chat.TerminalEntry) bool { return e.TurnID == turnID })
+}
+
+func validStatus(s chat.TurnStatus) bool {
+	switch s {
+	case chat.TurnRunning, chat.TurnComplete, chat.TurnError, chat.TurnInterrupted:
+		return true
+	}
+	return false
+}
