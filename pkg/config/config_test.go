@@ -1,0 +1,427 @@
+package config_test
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/config"
+)
+
+// env returns a lookup over m.
+func env(m map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+// recordingEnv returns a lookup over m that records every name read.
+func recordingEnv(m map[string]string, read map[string]bool) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		read[k] = true
+		v, ok := m[k]
+		return v, ok
+	}
+}
+
+func mustParse(t *testing.T, m map[string]string) config.Config {
+	t.Helper()
+	c, err := config.FromLookup(env(m))
+	if err != nil {
+		t.Fatalf("FromLookup: %v", err)
+	}
+	return c
+}
+
+func TestDefaults(t *testing.T) {
+	c := mustParse(t, nil)
+	checks := map[string]struct{ got, want any }{
+		"TableName":          {c.TableName, "turnstream"},
+		"DynamoDBEndpoint":   {c.DynamoDBEndpoint, ""},
+		"Region":             {c.Region, ""},
+		"TurnTimeout":        {c.TurnTimeout, 30 * time.Second},
+		"CleanupReserve":     {c.CleanupReserve, 5 * time.Second},
+		"LeaseDuration":      {c.LeaseDuration, 30 * time.Second},
+		"SnapshotInterval":   {c.SnapshotInterval, 50 * time.Millisecond},
+		"MaxBodyBytes":       {c.MaxBodyBytes, int64(65536)},
+		"CursorSecretLen":    {len(c.CursorSecret), 32},
+		"CursorGenerated":    {c.CursorSecretGenerated, true},
+		"SessionRetention":   {c.SessionRetention, time.Duration(0)},
+		"LogLevel":           {c.LogLevel, slog.LevelInfo},
+		"Auth.Mode":          {c.Auth.Mode, config.AuthDev},
+		"Auth.ClockSkew":     {c.Auth.ClockSkew, 60 * time.Second},
+		"Auth.TenantClaim":   {c.Auth.TenantClaim, "iss"},
+		"Auth.Trusted":       {c.Auth.TrustedSubject, "host"},
+		"Model.Provider":     {c.Model.Provider, config.ProviderEcho},
+		"Model.EchoDelay":    {c.Model.EchoDelay, 20 * time.Millisecond},
+		"Model.EchoChunk":    {c.Model.EchoChunk, 4},
+		"Model.DefinitionID": {c.Model.DefinitionID, "default"},
+		"Model.Revision":     {c.Model.DefinitionRevision, int64(1)},
+		"OnLambda":           {c.OnLambda(), false},
+	}
+	for name, ch := range checks {
+		t.Run(name, func(t *testing.T) {
+			if ch.got != ch.want {
+				t.Errorf("got %v, want %v", ch.got, ch.want)
+			}
+		})
+	}
+}
+
+func TestValues(t *testing.T) {
+	tests := map[string]struct {
+		env   map[string]string
+		check func(t *testing.T, c config.Config)
+	}{
+		"endpoint defaults region": {
+			env: map[string]string{"DYNAMODB_ENDPOINT": "http://127.0.0.1:8000"},
+			check: func(t *testing.T, c config.Config) {
+				if c.Region != "us-east-1" || c.DynamoDBEndpoint != "http://127.0.0.1:8000" {
+					t.Errorf("region %q endpoint %q", c.Region, c.DynamoDBEndpoint)
+				}
+			},
+		},
+		"explicit region wins": {
+			env: map[string]string{"DYNAMODB_ENDPOINT": "http://localhost:8000", "AWS_REGION": "eu-west-1"},
+			check: func(t *testing.T, c config.Config) {
+				if c.Region != "eu-west-1" {
+					t.Errorf("region %q", c.Region)
+				}
+			},
+		},
+		"region without endpoint": {
+			env: map[string]string{"AWS_REGION": "ap-south-1"},
+			check: func(t *testing.T, c config.Config) {
+				if c.Region != "ap-south-1" {
+					t.Errorf("region %q", c.Region)
+				}
+			},
+		},
+		"durations in Go syntax and milliseconds": {
+			env: map[string]string{"TURN_TIMEOUT": "1m30s", "CLEANUP_RESERVE": "2500", "LEASE_DURATION": "10s", "SNAPSHOT_INTERVAL": "1", "SESSION_RETENTION": "720h", "ECHO_DELAY": "0"},
+			check: func(t *testing.T, c config.Config) {
+				got := []time.Duration{c.TurnTimeout, c.CleanupReserve, c.LeaseDuration, c.SnapshotInterval, c.SessionRetention, c.Model.EchoDelay}
+				want := []time.Duration{90 * time.Second, 2500 * time.Millisecond, 10 * time.Second, time.Millisecond, 720 * time.Hour, 0}
+				if !slices.Equal(got, want) {
+					t.Errorf("got %v, want %v", got, want)
+				}
+			},
+		},
+		"empty value counts as unset": {
+			env: map[string]string{"TURN_TIMEOUT": "", "TABLE_NAME": ""},
+			check: func(t *testing.T, c config.Config) {
+				if c.TurnTimeout != 30*time.Second || c.TableName != "turnstream" {
+					t.Errorf("got %v %q", c.TurnTimeout, c.TableName)
+				}
+			},
+		},
+		"cursor secret kept as bytes": {
+			env: map[string]string{"CURSOR_SECRET": "0123456789abcdef"},
+			check: func(t *testing.T, c config.Config) {
+				if !bytes.Equal(c.CursorSecret, []byte("0123456789abcdef")) || c.CursorSecretGenerated {
+					t.Errorf("secret %q generated %v", c.CursorSecret, c.CursorSecretGenerated)
+				}
+			},
+		},
+		"log levels case-insensitive": {
+			env: map[string]string{"LOG_LEVEL": "WARN"},
+			check: func(t *testing.T, c config.Config) {
+				if c.LogLevel != slog.LevelWarn {
+					t.Errorf("level %v", c.LogLevel)
+				}
+			},
+		},
+		"jwt mode": {
+			env: map[string]string{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://idp.example/jwks.json", "JWT_ISSUER": "https://idp.example/", "JWT_AUDIENCE": "turnstream", "JWT_CLOCK_SKEW": "0", "JWT_TENANT_CLAIM": "org"},
+			check: func(t *testing.T, c config.Config) {
+				want := config.AuthConfig{Mode: "jwt", JWKSURL: "https://idp.example/jwks.json", Issuer: "https://idp.example/", Audience: "turnstream", TenantClaim: "org"}
+				if c.Auth != want {
+					t.Errorf("auth %+v, want %+v", c.Auth, want)
+				}
+			},
+		},
+		"jwt JWKS over http on loopback": {
+			env: map[string]string{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "http://127.0.0.1:9999/jwks", "JWT_ISSUER": "i", "JWT_AUDIENCE": "a"},
+			check: func(t *testing.T, c config.Config) {
+				if c.Auth.JWKSURL != "http://127.0.0.1:9999/jwks" {
+					t.Errorf("JWKS URL %q", c.Auth.JWKSURL)
+				}
+			},
+		},
+		"iam mode has no default trusted subject": {
+			env: map[string]string{"AUTH_MODE": "iam"},
+			check: func(t *testing.T, c config.Config) {
+				if c.Auth.TrustedSubject != "" {
+					t.Errorf("trusted %q", c.Auth.TrustedSubject)
+				}
+			},
+		},
+		"iam mode trusted subject": {
+			env: map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_SUBJECT": "arn:aws:iam::123456789012:role/host"},
+			check: func(t *testing.T, c config.Config) {
+				if c.Auth.TrustedSubject != "arn:aws:iam::123456789012:role/host" {
+					t.Errorf("trusted %q", c.Auth.TrustedSubject)
+				}
+			},
+		},
+		"openai provider": {
+			env: map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "gpt-x", "OPENAI_BASE_URL": "http://localhost:11434/v1", "OPENAI_API_KEY": "k", "SYSTEM_PROMPT": "Be brief.", "DEFINITION_ID": "support.v2", "DEFINITION_REVISION": "7", "ECHO_CHUNK_RUNES": "1"},
+			check: func(t *testing.T, c config.Config) {
+				want := config.ModelConfig{Provider: "openai", ModelID: "gpt-x", EchoDelay: 20 * time.Millisecond, EchoChunk: 1, OpenAIBaseURL: "http://localhost:11434/v1", OpenAIAPIKey: "k", SystemPrompt: "Be brief.", DefinitionID: "support.v2", DefinitionRevision: 7}
+				if c.Model != want {
+					t.Errorf("model %+v, want %+v", c.Model, want)
+				}
+			},
+		},
+		"bedrock provider": {
+			env: map[string]string{"MODEL_PROVIDER": "bedrock", "MODEL_ID": "anthropic.claude"},
+			check: func(t *testing.T, c config.Config) {
+				if c.Model.Provider != "bedrock" || c.Model.ModelID != "anthropic.claude" {
+					t.Errorf("model %+v", c.Model)
+				}
+			},
+		},
+		"limits inclusive": {
+			env: map[string]string{"MAX_BODY_BYTES": "6291456", "TURN_TIMEOUT": "15m", "CLEANUP_RESERVE": "1ms", "LEASE_DURATION": "1s", "SNAPSHOT_INTERVAL": "10s", "JWT_CLOCK_SKEW": "5m", "ECHO_CHUNK_RUNES": "4096", "ECHO_DELAY": "10s", "SESSION_RETENTION": "1m", "DEFINITION_REVISION": "9007199254740991", "TABLE_NAME": "a.b"},
+			check: func(t *testing.T, c config.Config) {
+				if c.MaxBodyBytes != 6<<20 || c.TurnTimeout != 15*time.Minute || c.Model.DefinitionRevision != 1<<53-1 {
+					t.Errorf("got %+v", c)
+				}
+			},
+		},
+		"on Lambda": {
+			env: map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "turnstream-history"},
+			check: func(t *testing.T, c config.Config) {
+				if !c.OnLambda() || c.LambdaFunctionName != "turnstream-history" {
+					t.Errorf("OnLambda %v name %q", c.OnLambda(), c.LambdaFunctionName)
+				}
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tc.check(t, mustParse(t, tc.env))
+		})
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	jwt := map[string]string{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://idp.example/jwks", "JWT_ISSUER": "i", "JWT_AUDIENCE": "a"}
+	with := func(base map[string]string, k, v string) map[string]string {
+		m := map[string]string{k: v}
+		for bk, bv := range base {
+			if bk != k {
+				m[bk] = bv
+			}
+		}
+		return m
+	}
+	without := func(base map[string]string, k string) map[string]string {
+		m := map[string]string{}
+		for bk, bv := range base {
+			if bk != k {
+				m[bk] = bv
+			}
+		}
+		return m
+	}
+	tests := map[string]struct {
+		env  map[string]string
+		want string // the whole error text
+	}{
+		"table name short":            {map[string]string{"TABLE_NAME": "ab"}, "TABLE_NAME: want 3..255 characters of [A-Za-z0-9_.-]"},
+		"table name long":             {map[string]string{"TABLE_NAME": strings.Repeat("t", 256)}, "TABLE_NAME: want 3..255 characters of [A-Za-z0-9_.-]"},
+		"table name character":        {map[string]string{"TABLE_NAME": "turn stream"}, "TABLE_NAME: want 3..255 characters of [A-Za-z0-9_.-]"},
+		"endpoint relative":           {map[string]string{"DYNAMODB_ENDPOINT": "localhost:8000"}, "DYNAMODB_ENDPOINT: not an absolute http or https URL"},
+		"endpoint scheme":             {map[string]string{"DYNAMODB_ENDPOINT": "ftp://localhost"}, "DYNAMODB_ENDPOINT: not an absolute http or https URL"},
+		"endpoint userinfo":           {map[string]string{"DYNAMODB_ENDPOINT": "http://u:p@localhost"}, "DYNAMODB_ENDPOINT: not an absolute http or https URL"},
+		"turn timeout syntax":         {map[string]string{"TURN_TIMEOUT": "thirty"}, `TURN_TIMEOUT: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"turn timeout unitless float": {map[string]string{"TURN_TIMEOUT": "1.5"}, `TURN_TIMEOUT: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"turn timeout zero":           {map[string]string{"TURN_TIMEOUT": "0"}, "TURN_TIMEOUT: out of range (want 1ms..15m0s)"},
+		"turn timeout negative":       {map[string]string{"TURN_TIMEOUT": "-1s"}, "TURN_TIMEOUT: out of range (want 1ms..15m0s)"},
+		"turn timeout negative ms":    {map[string]string{"TURN_TIMEOUT": "-5"}, "TURN_TIMEOUT: out of range (want 1ms..15m0s)"},
+		"turn timeout too long":       {map[string]string{"TURN_TIMEOUT": "16m"}, "TURN_TIMEOUT: out of range (want 1ms..15m0s)"},
+		"turn timeout ms overflow":    {map[string]string{"TURN_TIMEOUT": "9223372036854775807"}, "TURN_TIMEOUT: out of range (want 1ms..15m0s)"},
+		"turn timeout int overflow":   {map[string]string{"TURN_TIMEOUT": "99999999999999999999"}, `TURN_TIMEOUT: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"cleanup reserve zero":        {map[string]string{"CLEANUP_RESERVE": "0s"}, "CLEANUP_RESERVE: out of range (want 1ms..15m0s)"},
+		"cleanup equals timeout":      {map[string]string{"TURN_TIMEOUT": "5s", "CLEANUP_RESERVE": "5s"}, "CLEANUP_RESERVE: must be less than TURN_TIMEOUT"},
+		"cleanup above timeout":       {map[string]string{"TURN_TIMEOUT": "2s"}, "CLEANUP_RESERVE: must be less than TURN_TIMEOUT"},
+		"cleanup syntax":              {map[string]string{"CLEANUP_RESERVE": "5 s"}, `CLEANUP_RESERVE: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"lease short":                 {map[string]string{"LEASE_DURATION": "999ms"}, "LEASE_DURATION: out of range (want 1s..1h0m0s)"},
+		"lease long":                  {map[string]string{"LEASE_DURATION": "2h"}, "LEASE_DURATION: out of range (want 1s..1h0m0s)"},
+		"lease syntax":                {map[string]string{"LEASE_DURATION": "30sec"}, `LEASE_DURATION: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"snapshot interval zero":      {map[string]string{"SNAPSHOT_INTERVAL": "0"}, "SNAPSHOT_INTERVAL: out of range (want 1ms..10s)"},
+		"snapshot interval sub-ms":    {map[string]string{"SNAPSHOT_INTERVAL": "500us"}, "SNAPSHOT_INTERVAL: out of range (want 1ms..10s)"},
+		"snapshot interval long":      {map[string]string{"SNAPSHOT_INTERVAL": "11s"}, "SNAPSHOT_INTERVAL: out of range (want 1ms..10s)"},
+		"body bytes zero":             {map[string]string{"MAX_BODY_BYTES": "0"}, "MAX_BODY_BYTES: out of range (want 1..6291456)"},
+		"body bytes negative":         {map[string]string{"MAX_BODY_BYTES": "-1"}, "MAX_BODY_BYTES: out of range (want 1..6291456)"},
+		"body bytes above 6 MiB":      {map[string]string{"MAX_BODY_BYTES": "6291457"}, "MAX_BODY_BYTES: out of range (want 1..6291456)"},
+		"body bytes syntax":           {map[string]string{"MAX_BODY_BYTES": "64KiB"}, "MAX_BODY_BYTES: not an integer"},
+		"cursor secret short":         {map[string]string{"CURSOR_SECRET": "fifteen-bytes.."}, "CURSOR_SECRET: want at least 16 bytes"},
+		"retention negative":          {map[string]string{"SESSION_RETENTION": "-1h"}, "SESSION_RETENTION: out of range (want 0s..876000h0m0s)"},
+		"retention short":             {map[string]string{"SESSION_RETENTION": "59s"}, "SESSION_RETENTION: want 0 (keep) or at least 1m"},
+		"retention syntax":            {map[string]string{"SESSION_RETENTION": "30d"}, `SESSION_RETENTION: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"log level":                   {map[string]string{"LOG_LEVEL": "verbose"}, "LOG_LEVEL: want debug, info, warn or error"},
+		"auth mode":                   {map[string]string{"AUTH_MODE": "basic"}, "AUTH_MODE: want dev, jwt or iam"},
+		"auth mode case":              {map[string]string{"AUTH_MODE": "JWT"}, "AUTH_MODE: want dev, jwt or iam"},
+		"jwt without JWKS URL":        {without(jwt, "JWT_JWKS_URL"), "JWT_JWKS_URL: required when AUTH_MODE is jwt"},
+		"jwt without issuer":          {without(jwt, "JWT_ISSUER"), "JWT_ISSUER: required when AUTH_MODE is jwt"},
+		"jwt without audience":        {without(jwt, "JWT_AUDIENCE"), "JWT_AUDIENCE: required when AUTH_MODE is jwt"},
+		"jwt JWKS over http":          {with(jwt, "JWT_JWKS_URL", "http://idp.example/jwks"), "JWT_JWKS_URL: not an absolute https URL (http only for a loopback host)"},
+		"jwt JWKS not a URL":          {with(jwt, "JWT_JWKS_URL", "::"), "JWT_JWKS_URL: not an absolute https URL (http only for a loopback host)"},
+		"jwt skew negative":           {with(jwt, "JWT_CLOCK_SKEW", "-1s"), "JWT_CLOCK_SKEW: out of range (want 0s..5m0s)"},
+		"jwt skew long":               {with(jwt, "JWT_CLOCK_SKEW", "6m"), "JWT_CLOCK_SKEW: out of range (want 0s..5m0s)"},
+		"jwt skew syntax":             {with(jwt, "JWT_CLOCK_SKEW", "1 minute"), `JWT_CLOCK_SKEW: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"provider":                    {map[string]string{"MODEL_PROVIDER": "anthropic"}, "MODEL_PROVIDER: want echo, bedrock or openai"},
+		"bedrock without model id":    {map[string]string{"MODEL_PROVIDER": "bedrock"}, "MODEL_ID: required when MODEL_PROVIDER is bedrock or openai"},
+		"openai without model id":     {map[string]string{"MODEL_PROVIDER": "openai"}, "MODEL_ID: required when MODEL_PROVIDER is bedrock or openai"},
+		"openai base URL":             {map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "m", "OPENAI_BASE_URL": "api.openai.com/v1"}, "OPENAI_BASE_URL: not an absolute http or https URL"},
+		"echo delay negative":         {map[string]string{"ECHO_DELAY": "-1ms"}, "ECHO_DELAY: out of range (want 0s..10s)"},
+		"echo delay long":             {map[string]string{"ECHO_DELAY": "11s"}, "ECHO_DELAY: out of range (want 0s..10s)"},
+		"echo delay syntax":           {map[string]string{"ECHO_DELAY": "fast"}, `ECHO_DELAY: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"echo chunk zero":             {map[string]string{"ECHO_CHUNK_RUNES": "0"}, "ECHO_CHUNK_RUNES: out of range (want 1..4096)"},
+		"echo chunk large":            {map[string]string{"ECHO_CHUNK_RUNES": "4097"}, "ECHO_CHUNK_RUNES: out of range (want 1..4096)"},
+		"echo chunk syntax":           {map[string]string{"ECHO_CHUNK_RUNES": "four"}, "ECHO_CHUNK_RUNES: not an integer"},
+		"definition id":               {map[string]string{"DEFINITION_ID": "-default"}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
+		"definition id long":          {map[string]string{"DEFINITION_ID": strings.Repeat("d", 129)}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
+		"definition id character":     {map[string]string{"DEFINITION_ID": "a/b"}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
+		"definition revision zero":    {map[string]string{"DEFINITION_REVISION": "0"}, "DEFINITION_REVISION: out of range (want 1..9007199254740991)"},
+		"definition revision 2^53":    {map[string]string{"DEFINITION_REVISION": "9007199254740992"}, "DEFINITION_REVISION: out of range (want 1..9007199254740991)"},
+		"definition revision float":   {map[string]string{"DEFINITION_REVISION": "1.0"}, "DEFINITION_REVISION: not an integer"},
+		"several at once": {
+			map[string]string{"TURN_TIMEOUT": "x", "LOG_LEVEL": "loud", "MODEL_PROVIDER": "nope"},
+			"TURN_TIMEOUT: not a duration (want Go syntax such as \"30s\" or integer milliseconds)\nLOG_LEVEL: want debug, info, warn or error\nMODEL_PROVIDER: want echo, bedrock or openai",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, err := config.FromLookup(env(tc.env))
+			if err == nil {
+				t.Fatalf("FromLookup succeeded: %+v", c)
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error %q\nwant      %q", err, tc.want)
+			}
+			for k, v := range tc.env {
+				// The message of a variable at fault never repeats its value
+				// (which may be a secret).
+				for _, line := range strings.Split(err.Error(), "\n") {
+					if strings.HasPrefix(line, k+":") && len(v) >= 3 && strings.Contains(line, v) {
+						t.Errorf("error repeats the value of %s", k)
+					}
+				}
+			}
+			if c.TableName != "" || c.CursorSecret != nil {
+				t.Errorf("a failed parse returned a partial Config: %+v", c)
+			}
+		})
+	}
+}
+
+func TestVariablesListsEveryRead(t *testing.T) {
+	read := map[string]bool{}
+	// Set every mode so that conditional reads happen too.
+	for _, m := range []map[string]string{
+		nil,
+		{"DYNAMODB_ENDPOINT": "http://127.0.0.1:1", "AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://x/j", "JWT_ISSUER": "i", "JWT_AUDIENCE": "a", "MODEL_PROVIDER": "openai", "MODEL_ID": "m", "CURSOR_SECRET": "0123456789abcdef"},
+	} {
+		if _, err := config.FromLookup(recordingEnv(m, read)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := append(slices.Clone(config.Variables), config.RuntimeVariables...)
+	for name := range read {
+		if !slices.Contains(all, name) {
+			t.Errorf("FromLookup reads %s, which neither Variables nor RuntimeVariables lists", name)
+		}
+	}
+	for _, name := range all {
+		if !read[name] {
+			t.Errorf("%s is listed but never read", name)
+		}
+	}
+	for _, list := range [][]string{config.Variables, config.RuntimeVariables} {
+		if !slices.IsSorted(list) {
+			t.Errorf("not sorted: %v", list)
+		}
+		if len(slices.Compact(slices.Clone(list))) != len(list) {
+			t.Errorf("duplicates: %v", list)
+		}
+	}
+}
+
+func TestCursorSecret(t *testing.T) {
+	t.Run("generated per parse, random", func(t *testing.T) {
+		a, b := mustParse(t, nil), mustParse(t, nil)
+		if bytes.Equal(a.CursorSecret, b.CursorSecret) {
+			t.Error("two generated secrets are equal")
+		}
+	})
+	tests := map[string]struct {
+		env     map[string]string
+		wantErr error
+	}{
+		"local, unset":     {nil, nil},
+		"local, set":       {map[string]string{"CURSOR_SECRET": "0123456789abcdef"}, nil},
+		"on Lambda, set":   {map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f", "CURSOR_SECRET": "0123456789abcdef"}, nil},
+		"on Lambda, unset": {map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f"}, config.ErrCursorSecretRequired},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := mustParse(t, tc.env)
+			if err := c.RequireCursorSecret(); !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
+				t.Errorf("RequireCursorSecret = %v, want %v", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestFromEnvParsesOnce(t *testing.T) {
+	t.Setenv("TURN_TIMEOUT", "7s")
+	t.Setenv("CURSOR_SECRET", "")
+	a, errA := config.FromEnv()
+	t.Setenv("TURN_TIMEOUT", "8s")
+	b, errB := config.FromEnv()
+	if errA != nil || errB != nil {
+		t.Fatalf("FromEnv: %v, %v", errA, errB)
+	}
+	if a.TurnTimeout != 7*time.Second || b.TurnTimeout != 7*time.Second {
+		t.Errorf("TurnTimeout %v then %v, want 7s both times", a.TurnTimeout, b.TurnTimeout)
+	}
+	if !bytes.Equal(a.CursorSecret, b.CursorSecret) {
+		t.Error("the generated cursor secret changed between calls")
+	}
+	a.CursorSecret[0] ^= 0xff
+	if bytes.Equal(a.CursorSecret, b.CursorSecret) {
+		t.Error("callers share one CursorSecret slice")
+	}
+}
+
+func TestDeadline(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	c := config.Config{TurnTimeout: 30 * time.Second, CleanupReserve: 5 * time.Second}
+	tests := map[string]struct {
+		lambda time.Time
+		ok     bool
+		want   time.Time
+	}{
+		"no Lambda deadline":             {time.Time{}, false, now.Add(30 * time.Second)},
+		"Lambda deadline far":            {now.Add(15 * time.Minute), true, now.Add(30 * time.Second)},
+		"Lambda deadline near":           {now.Add(20 * time.Second), true, now.Add(15 * time.Second)},
+		"exactly equal":                  {now.Add(35 * time.Second), true, now.Add(30 * time.Second)},
+		"Lambda deadline within reserve": {now.Add(3 * time.Second), true, now.Add(-2 * time.Second)},
+		"ignored when not ok":            {now.Add(time.Second), false, now.Add(30 * time.Second)},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := c.Deadline(now, tc.lambda, tc.ok); !got.Equal(tc.want) {
+				t.Errorf("Deadline = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
