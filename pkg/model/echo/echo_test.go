@@ -1,0 +1,250 @@
+package echo_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/model/echo"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+func user(content string) protocol.Message {
+	return protocol.Message{ID: "m", Role: protocol.RoleUser, Content: content, Status: protocol.MessageComplete}
+}
+
+func assistant(content string) protocol.Message {
+	return protocol.Message{ID: "a", Role: protocol.RoleAssistant, Content: content, Status: protocol.MessageComplete}
+}
+
+// drain reads s to io.EOF and returns its events.
+func drain(t *testing.T, s model.Stream) []model.Event {
+	t.Helper()
+	var evs []model.Event
+	for {
+		ev, err := s.Recv()
+		if err == io.EOF {
+			return evs
+		}
+		if err != nil {
+			t.Fatalf("Recv after %d events: %v", len(evs), err)
+		}
+		evs = append(evs, ev)
+		if len(evs) > 10000 {
+			t.Fatal("stream does not end")
+		}
+	}
+}
+
+func TestStream(t *testing.T) {
+	tests := map[string]struct {
+		chunk      int
+		req        model.Request
+		wantDeltas []string
+		wantUsage  protocol.Usage
+	}{
+		"ascii in chunks of 4": {
+			chunk:      4,
+			req:        model.Request{Messages: []protocol.Message{user("hello")}},
+			wantDeltas: []string{"Echo", ": he", "llo"},
+			// in: 5 runes -> 2; out: "Echo: hello" 11 runes -> 3
+			wantUsage: protocol.Usage{PromptTokens: 2, CompletionTokens: 3, TotalTokens: 5},
+		},
+		"multibyte never split": {
+			chunk:      3,
+			req:        model.Request{Messages: []protocol.Message{user("héé😀ü")}},
+			wantDeltas: []string{"Ech", "o: ", "héé", "😀ü"},
+			// in: 5 runes -> 2; out: 11 runes -> 3
+			wantUsage: protocol.Usage{PromptTokens: 2, CompletionTokens: 3, TotalTokens: 5},
+		},
+		"last user message wins, context and system counted": {
+			chunk: 100,
+			req: model.Request{
+				System:   "sys!",                                                                      // 4
+				Messages: []protocol.Message{user("first"), assistant("Echo: first"), user("second")}, // 5 + 11 + 6
+			},
+			wantDeltas: []string{"Echo: second"},
+			// in: 26 runes -> 7; out: 12 runes -> 3
+			wantUsage: protocol.Usage{PromptTokens: 7, CompletionTokens: 3, TotalTokens: 10},
+		},
+		"whole reply when chunk is 0": {
+			chunk:      0,
+			req:        model.Request{Messages: []protocol.Message{user("abc")}},
+			wantDeltas: []string{"Echo: abc"},
+			wantUsage:  protocol.Usage{PromptTokens: 1, CompletionTokens: 3, TotalTokens: 4},
+		},
+		"empty input": {
+			chunk:      1,
+			req:        model.Request{Messages: []protocol.Message{user("")}},
+			wantDeltas: []string{"E", "c", "h", "o", ":", " "},
+			wantUsage:  protocol.Usage{PromptTokens: 0, CompletionTokens: 2, TotalTokens: 2},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, err := echo.New(0, tc.chunk).Stream(context.Background(), tc.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			evs := drain(t, s)
+			if len(evs) != len(tc.wantDeltas)+1 {
+				t.Fatalf("%d events, want %d deltas and a final event: %+v", len(evs), len(tc.wantDeltas), evs)
+			}
+			for i, want := range tc.wantDeltas {
+				ev := evs[i]
+				if ev.TextDelta != want || ev.ToolCall != nil || ev.Usage != nil || ev.FinishReason != "" {
+					t.Errorf("event %d = %+v, want delta %q only", i, ev, want)
+				}
+				if !utf8.ValidString(ev.TextDelta) {
+					t.Errorf("event %d splits a character", i)
+				}
+			}
+			last := evs[len(evs)-1]
+			if last.TextDelta != "" || last.FinishReason != model.FinishStop || last.Usage == nil || *last.Usage != tc.wantUsage {
+				t.Errorf("final event = %+v (usage %+v), want stop with %+v", last, last.Usage, tc.wantUsage)
+			}
+			if _, err := s.Recv(); err != io.EOF {
+				t.Errorf("Recv after EOF = %v, want io.EOF", err)
+			}
+		})
+	}
+}
+
+func TestReplyIsPrefixPlusLastUserMessage(t *testing.T) {
+	in := "  Multi\nline ✓ input  "
+	s, err := echo.New(0, 4).Stream(context.Background(), model.Request{Messages: []protocol.Message{user(in)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var b strings.Builder
+	for _, ev := range drain(t, s) {
+		b.WriteString(ev.TextDelta)
+	}
+	if got, want := b.String(), echo.Prefix+in; got != want {
+		t.Errorf("reply %q, want %q", got, want)
+	}
+}
+
+func TestStreamErrors(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := map[string]struct {
+		ctx   context.Context
+		req   model.Request
+		check func(t *testing.T, err error)
+	}{
+		"no user message": {
+			ctx: context.Background(),
+			req: model.Request{Messages: []protocol.Message{assistant("hi")}},
+			check: func(t *testing.T, err error) {
+				var me *model.Error
+				if !errors.As(err, &me) || me.Code != echo.ErrorCodeNoUserMessage || me.Retryable {
+					t.Errorf("err = %v, want non-retryable *model.Error %s", err, echo.ErrorCodeNoUserMessage)
+				}
+			},
+		},
+		"context already cancelled": {
+			ctx: cancelled,
+			req: model.Request{Messages: []protocol.Message{user("x")}},
+			check: func(t *testing.T, err error) {
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("err = %v, want context.Canceled", err)
+				}
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, err := echo.New(0, 4).Stream(tc.ctx, tc.req)
+			if s != nil {
+				t.Error("Stream returned a stream with an error")
+			}
+			tc.check(t, err)
+		})
+	}
+}
+
+// TestCancelDuringDelay cancels while Recv waits out a delay far longer than
+// the test: Recv must return ctx.Err() promptly rather than sleep.
+func TestCancelDuringDelay(t *testing.T) {
+	tests := map[string]struct {
+		stop    func(cancel context.CancelFunc, s model.Stream)
+		wantErr func(error) bool
+	}{
+		"context cancelled": {
+			stop:    func(cancel context.CancelFunc, _ model.Stream) { cancel() },
+			wantErr: func(err error) bool { return errors.Is(err, context.Canceled) },
+		},
+		"stream closed": {
+			stop:    func(_ context.CancelFunc, s model.Stream) { _ = s.Close() },
+			wantErr: func(err error) bool { return err != nil && err != io.EOF },
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			s, err := echo.New(time.Hour, 1).Stream(ctx, model.Request{Messages: []protocol.Message{user("abc")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if ev, err := s.Recv(); err != nil || ev.TextDelta != "E" {
+				t.Fatalf("first Recv = %+v, %v; want an immediate first delta", ev, err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.Recv() // blocks in the hour-long delay
+				done <- err
+			}()
+			tc.stop(cancel, s)
+			select {
+			case err := <-done:
+				if !tc.wantErr(err) {
+					t.Errorf("Recv = %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Recv did not return after cancellation")
+			}
+			if _, err := s.Recv(); err == nil || err == io.EOF {
+				t.Errorf("Recv after stop = %v, want an error", err)
+			}
+		})
+	}
+}
+
+func TestDelayBetweenChunks(t *testing.T) {
+	// A short real delay: checks only that a positive delay still streams
+	// everything (no timing assertion).
+	s, err := echo.New(time.Millisecond, 2).Stream(context.Background(), model.Request{Messages: []protocol.Message{user("abcd")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var b strings.Builder
+	for _, ev := range drain(t, s) {
+		b.WriteString(ev.TextDelta)
+	}
+	if b.String() != "Echo: abcd" {
+		t.Errorf("reply %q", b.String())
+	}
+}
+
+func TestCloseIdempotent(t *testing.T) {
+	s, err := echo.New(0, 4).Stream(context.Background(), model.Request{Messages: []protocol.Message{user("x")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := s.Close(); err != nil {
+			t.Fatalf("Close #%d: %v", i+1, err)
+		}
+	}
+}
