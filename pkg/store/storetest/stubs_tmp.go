@@ -2,7 +2,6 @@ package storetest
 
 import "testing"
 
-func turnCases() map[string]func(*testing.T, *env)      { return nil }
 func historyCases() map[string]func(*testing.T, *env)   { return nil }
 func isolationCases() map[string]func(*testing.T, *env) { return nil }
 func artifactCases() map[string]func(*testing.T, *env)  { return nil }
