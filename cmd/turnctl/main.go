@@ -1,0 +1,81 @@
+// Command turnctl is turnstream's terminal tool for the AgentsKit Chat turn
+// protocol v1 (DESIGN §2, §10).
+//
+// Usage:
+//
+//	turnctl validate < events.ndjson
+//
+// validate reads one turn event per input line from stdin and writes one
+// line per input line to stdout: {"ok":true,"event":"<kind>"} or
+// {"ok":false,"diagnostic":{...}} with the decoder's diagnostic exactly as
+// AgentsKit encodes it. It exits 0 when every line decoded, 1 otherwise.
+// An unknown subcommand prints the usage on stderr and exits 2.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+)
+
+// command is one turnctl subcommand: it gets the arguments after its name
+// and the process streams, and returns the exit status.
+type command struct {
+	summary string
+	run     func(args []string, stdin io.Reader, stdout, stderr io.Writer) int
+}
+
+// commands lists the subcommands by name.
+var commands = map[string]command{
+	"validate": {
+		summary: "decode one turn event per stdin line; print one verdict line each",
+		run: func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+			if len(args) != 0 {
+				fmt.Fprintln(stderr, "turnctl validate: takes no arguments; events are read from stdin")
+				return 2
+			}
+			return runValidate(stdin, stdout, stderr)
+		},
+	},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run dispatches args[0] to its subcommand and returns the exit status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		if args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+			usage(stdout)
+			return 0
+		}
+		usage(stderr)
+		return 2
+	}
+	return cmd.run(args[1:], stdin, stdout, stderr)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: turnctl <command> [arguments]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "commands:")
+	for _, name := range sortedNames() {
+		fmt.Fprintf(w, "  %-10s %s\n", name, commands[name].summary)
+	}
+}
+
+func sortedNames() []string {
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}

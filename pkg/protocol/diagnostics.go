@@ -1,0 +1,225 @@
+package protocol
+
+import "net/http"
+
+// Diagnostic codes: the one table of every code turnstream emits, with its
+// fixed message, retryability and HTTP status (see NewDiagnostic and
+// HTTPStatus). Codes without a turnstream-extension note are AgentsKit's
+// (AgentsKit wire §2, §6-§9).
+const (
+	// Decoder results of DecodeTurnEvent (AgentsKit wire §3); never HTTP bodies.
+	CodeProtocolUnsupportedVersion = "PROTOCOL_UNSUPPORTED_VERSION"
+	CodeProtocolUnknownEvent       = "PROTOCOL_UNKNOWN_EVENT"
+	CodeProtocolInvalidPayload     = "PROTOCOL_INVALID_PAYLOAD"
+
+	// HTTP request checks of the turn handler (AgentsKit wire §9).
+	CodeRequestMethodNotAllowed     = "REQUEST_METHOD_NOT_ALLOWED"
+	CodeRequestUnsupportedMediaType = "REQUEST_UNSUPPORTED_MEDIA_TYPE"
+	CodeRequestTooLarge             = "REQUEST_TOO_LARGE"
+	CodeRequestInvalidJSON          = "REQUEST_INVALID_JSON"
+	CodeRequestInvalidEvent         = "REQUEST_INVALID_EVENT"
+
+	// Retryable failures, as an HTTP body or a stream diagnostic (AgentsKit wire §9).
+	CodeSessionBusy      = "SESSION_BUSY"
+	CodeSessionConflict  = "SESSION_CONFLICT"
+	CodeServerTimeout    = "SERVER_TIMEOUT"
+	CodeRequestCancelled = "REQUEST_CANCELLED"
+	CodeServerInternal   = "SERVER_INTERNAL"
+
+	// CodeChatTurnFailed is AgentsKit's snapshot error of a failed turn.
+	CodeChatTurnFailed = "CHAT_TURN_FAILED"
+	// CodeServerInvalidConfig is a handler construction failure.
+	CodeServerInvalidConfig = "SERVER_INVALID_CONFIG"
+	// CodeAdapterFailed is the adapter failure of AgentsKit's fixtures.
+	CodeAdapterFailed = "ADAPTER_FAILED"
+
+	// turnstream extensions (DESIGN §4-§7).
+	CodeSessionNotFound          = "SESSION_NOT_FOUND"
+	CodeTurnAlreadyCompleted     = "TURN_ALREADY_COMPLETED"
+	CodeTurnOutcomeIndeterminate = "TURN_OUTCOME_INDETERMINATE"
+	CodeTurnIDReused             = "TURN_ID_REUSED"
+	CodeTurnNotFound             = "TURN_NOT_FOUND"
+	CodeTurnNotActive            = "TURN_NOT_ACTIVE"
+	CodeLineageInvalid           = "LINEAGE_INVALID"
+	CodeRequestUnauthenticated   = "REQUEST_UNAUTHENTICATED"
+	CodeRequestForbidden         = "REQUEST_FORBIDDEN"
+	CodeRequestNotFound          = "REQUEST_NOT_FOUND"
+	CodeRequestInvalidQuery      = "REQUEST_INVALID_QUERY"
+	CodeRequestInvalidCursor     = "REQUEST_INVALID_CURSOR"
+	CodeRequestInvalidBody       = "REQUEST_INVALID_BODY"
+	CodeArtifactsInvalid         = "ARTIFACTS_INVALID"
+	// CodeTurnInterrupted is the snapshot error of a turn ended by the stop route.
+	CodeTurnInterrupted = "TURN_INTERRUPTED"
+	// CodeModelFailed is the snapshot error of a failed model request;
+	// retryable by default, the provider may say otherwise.
+	CodeModelFailed = "MODEL_FAILED"
+
+	// Ordered assistant content (AgentsKit wire §6).
+	CodeAssistantContentInvalidRecord      = "ASSISTANT_CONTENT_INVALID_RECORD"
+	CodeAssistantContentUnsupportedVersion = "ASSISTANT_CONTENT_UNSUPPORTED_VERSION"
+	CodeAssistantContentLimitExceeded      = "ASSISTANT_CONTENT_LIMIT_EXCEEDED"
+
+	// Component frames and manifests (AgentsKit wire §7).
+	CodeComponentInvalidFrame       = "COMPONENT_INVALID_FRAME"
+	CodeComponentUnsupportedVersion = "COMPONENT_UNSUPPORTED_VERSION"
+	CodeComponentUnknownType        = "COMPONENT_UNKNOWN_TYPE"
+	CodeComponentUnknown            = "COMPONENT_UNKNOWN"
+	CodeComponentInvalidProps       = "COMPONENT_INVALID_PROPS"
+
+	// Session envelope (AgentsKit wire §8).
+	CodeSessionInvalidSnapshot    = "SESSION_INVALID_SNAPSHOT"
+	CodeSessionUnsupportedVersion = "SESSION_UNSUPPORTED_VERSION"
+)
+
+// Fixed messages used in place of a code's table message by the decoders
+// whose code has two messages (AgentsKit wire §3, §6-§8).
+const (
+	msgTurnEventNotJSON        = "Turn event is not valid JSON."
+	msgContentRecordLimit      = "Assistant content envelope exceeds its record limit."
+	msgContentEnvelopeInvalid  = "Assistant content envelope is invalid."
+	msgComponentFrameNotJSON   = "Component frame is not valid JSON."
+	msgSessionSnapshotNotJSON  = "Session snapshot is not valid JSON."
+	statusNotHTTP              = 0
+	defaultStatusForUnknownKey = http.StatusInternalServerError
+)
+
+type codeInfo struct {
+	message   string
+	retryable bool
+	status    int // statusNotHTTP when the code never travels as an HTTP error body
+}
+
+// codes is the single table of codes, messages, retryability and HTTP status.
+var codes = map[string]codeInfo{
+	CodeProtocolUnsupportedVersion: {"Turn event uses an unsupported protocol version.", false, statusNotHTTP},
+	CodeProtocolUnknownEvent:       {"Turn event kind is unknown.", false, statusNotHTTP},
+	CodeProtocolInvalidPayload:     {"Turn event payload is invalid.", false, statusNotHTTP},
+
+	CodeRequestMethodNotAllowed:     {"Only POST is supported.", false, http.StatusMethodNotAllowed},
+	CodeRequestUnsupportedMediaType: {"Content-Type must be application/json.", false, http.StatusUnsupportedMediaType},
+	CodeRequestTooLarge:             {"Request body is too large.", false, http.StatusRequestEntityTooLarge},
+	CodeRequestInvalidJSON:          {"Request body is not valid JSON.", false, http.StatusBadRequest},
+	CodeRequestInvalidEvent:         {"Request body must be a valid turn submission.", false, http.StatusBadRequest},
+
+	CodeSessionBusy:      {"Another turn is active for this session.", true, http.StatusConflict},
+	CodeSessionConflict:  {"Another turn is active for this session.", true, http.StatusConflict},
+	CodeServerTimeout:    {"The chat request timed out.", true, http.StatusRequestTimeout},
+	CodeRequestCancelled: {"The chat request was cancelled.", true, 499},
+	CodeServerInternal:   {"The chat request failed.", true, http.StatusInternalServerError},
+
+	CodeChatTurnFailed:      {"The chat turn failed.", true, statusNotHTTP},
+	CodeServerInvalidConfig: {"The chat handler configuration is invalid.", false, statusNotHTTP},
+	CodeAdapterFailed:       {"The adapter failed.", false, statusNotHTTP},
+
+	CodeSessionNotFound:          {"Session not found.", false, http.StatusNotFound},
+	CodeTurnAlreadyCompleted:     {"This turn has already completed.", false, http.StatusConflict},
+	CodeTurnOutcomeIndeterminate: {"The outcome of this turn is unknown.", false, http.StatusConflict},
+	CodeTurnIDReused:             {"The turn id was already used with a different input.", false, http.StatusUnprocessableEntity},
+	CodeTurnNotFound:             {"Turn not found.", false, http.StatusNotFound},
+	CodeTurnNotActive:            {"The turn is not running.", false, http.StatusConflict},
+	CodeLineageInvalid:           {"The turn lineage does not match this session.", false, http.StatusUnprocessableEntity},
+	CodeRequestUnauthenticated:   {"Authentication is required.", false, http.StatusUnauthorized},
+	CodeRequestForbidden:         {"The caller may not perform this request.", false, http.StatusForbidden},
+	CodeRequestNotFound:          {"No such route.", false, http.StatusNotFound},
+	CodeRequestInvalidQuery:      {"Query parameters are invalid.", false, http.StatusBadRequest},
+	CodeRequestInvalidCursor:     {"The page cursor is invalid.", false, http.StatusBadRequest},
+	CodeRequestInvalidBody:       {"Request body is invalid.", false, http.StatusBadRequest},
+	CodeArtifactsInvalid:         {"Artifact references are invalid.", false, http.StatusBadRequest},
+	CodeTurnInterrupted:          {"The turn was stopped.", false, statusNotHTTP},
+	CodeModelFailed:              {"The model request failed.", true, statusNotHTTP},
+
+	CodeAssistantContentInvalidRecord:      {"Assistant content record is invalid.", false, statusNotHTTP},
+	CodeAssistantContentUnsupportedVersion: {"Assistant content envelope uses an unsupported version.", false, statusNotHTTP},
+	CodeAssistantContentLimitExceeded:      {"Assistant content envelope exceeds its safety limit.", false, statusNotHTTP},
+
+	CodeComponentInvalidFrame:       {"Component frame payload is invalid.", false, statusNotHTTP},
+	CodeComponentUnsupportedVersion: {"Component frame uses an unsupported version.", false, statusNotHTTP},
+	CodeComponentUnknownType:        {"Component frame type is unknown.", false, statusNotHTTP},
+	CodeComponentUnknown:            {"Component is not registered.", false, statusNotHTTP},
+	CodeComponentInvalidProps:       {"Component props are invalid.", false, statusNotHTTP},
+
+	CodeSessionInvalidSnapshot:    {"Session snapshot payload is invalid.", false, statusNotHTTP},
+	CodeSessionUnsupportedVersion: {"Session snapshot uses an unsupported version.", false, statusNotHTTP},
+}
+
+// NewDiagnostic returns the diagnostic of code: version 1, the code's fixed
+// message and its retryability from the table above. An unknown code
+// yields SERVER_INTERNAL's diagnostic, so a typo can never leak text.
+// Callers may override Retryable where the table says so (MODEL_FAILED).
+func NewDiagnostic(code string) Diagnostic {
+	info, ok := codes[code]
+	if !ok {
+		code, info = CodeServerInternal, codes[CodeServerInternal]
+	}
+	return Diagnostic{Version: 1, Code: code, Message: info.message, Retryable: info.retryable}
+}
+
+// HTTPStatus returns the HTTP status for an error body carrying code
+// (AgentsKit wire §9: 405, 415, 413, 400, 409, 408, 499, 500; turnstream
+// extensions 401, 403, 404, 409, 422). Codes that never travel as an HTTP
+// error body (decoder results, snapshot errors, content, component and
+// session codes) and unknown codes map to 500.
+func HTTPStatus(code string) int {
+	if info, ok := codes[code]; ok && info.status != statusNotHTTP {
+		return info.status
+	}
+	return defaultStatusForUnknownKey
+}
+
+// EncodeErrorBody returns the HTTP error body of d (AgentsKit wire §9):
+// {"error":{"version":1,"code":…,"message":…,"retryable":…}}. Version is
+// always written as 1 and EventID is not part of the body.
+func EncodeErrorBody(d Diagnostic) []byte {
+	b := make([]byte, 0, 64+len(d.Code)+len(d.Message))
+	b = append(b, `{"error":`...)
+	b = appendDiagnostic(b, &d)
+	return append(b, '}')
+}
+
+// EncodeDecoderDiagnostic returns a decoder result as AgentsKit encodes it
+// (AgentsKit wire §3, fixtures 7, 11, 12):
+// {"code":…,"message":…,"retryable":false} with "eventId" last, only
+// when d.EventID is set. This is the shape turnctl validate prints.
+func EncodeDecoderDiagnostic(d Diagnostic) []byte {
+	b := make([]byte, 0, 64+len(d.Code)+len(d.Message)+len(d.EventID))
+	b = append(b, `{"code":`...)
+	b = appendString(b, d.Code)
+	b = append(b, `,"message":`...)
+	b = appendString(b, d.Message)
+	b = append(b, `,"retryable":`...)
+	b = appendBool(b, d.Retryable)
+	if d.EventID != "" {
+		b = append(b, `,"eventId":`...)
+		b = appendString(b, d.EventID)
+	}
+	return append(b, '}')
+}
+
+// appendDiagnostic writes a TurnDiagnostic {version,code,message,retryable}.
+func appendDiagnostic(b []byte, d *Diagnostic) []byte {
+	b = append(b, `{"version":1,"code":`...)
+	b = appendString(b, d.Code)
+	b = append(b, `,"message":`...)
+	b = appendString(b, d.Message)
+	b = append(b, `,"retryable":`...)
+	b = appendBool(b, d.Retryable)
+	return append(b, '}')
+}
+
+// appendString writes s, replacing invalid UTF-8 (which no table entry
+// contains) rather than failing: used only for text the package controls
+// or has validated.
+func appendString(b []byte, s string) []byte {
+	out, ok := appendJSONString(b, s)
+	if !ok {
+		out, _ = appendJSONString(b, "\uFFFD")
+	}
+	return out
+}
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, "true"...)
+	}
+	return append(b, "false"...)
+}
