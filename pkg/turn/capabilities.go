@@ -1,0 +1,91 @@
+package turn
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// Extension names listed by GET /capabilities (DESIGN §5).
+const (
+	ExtensionSnapshotScope = "snapshotScope"
+	ExtensionStop          = "stop"
+	ExtensionLineage       = "lineage"
+	ExtensionArtifacts     = "artifacts"
+	ExtensionHistory       = "history"
+)
+
+// Capabilities is the body of GET /capabilities (turnstream extension,
+// DESIGN §5): the turn protocol versions this deployment speaks and the
+// extensions it supports, so clients discover them instead of guessing.
+//
+//	{"protocols":[{"protocol":"agentskit.chat.turn","versions":[1]}],
+//	 "extensions":["snapshotScope","stop","lineage","artifacts","history"],
+//	 "snapshotScope":{"header":"X-Turnstream-Snapshot-Scope","values":["session","turn"],"default":"session"},
+//	 "lineage":{"operations":["retry","edit","regenerate"]},
+//	 "stop":{"method":"POST","path":"/stop"},
+//	 "limits":{"maxBodyBytes":65536,"turnTimeoutMs":30000,"snapshotIntervalMs":50}}
+type Capabilities struct {
+	Protocols     []ProtocolVersions `json:"protocols"`
+	Extensions    []string           `json:"extensions"`
+	SnapshotScope struct {
+		Header  string   `json:"header"`
+		Values  []string `json:"values"`
+		Default string   `json:"default"`
+	} `json:"snapshotScope"`
+	Lineage struct {
+		Operations []string `json:"operations"`
+	} `json:"lineage"`
+	Stop struct {
+		Method string `json:"method"`
+		Path   string `json:"path"`
+	} `json:"stop"`
+	Limits struct {
+		MaxBodyBytes       int64 `json:"maxBodyBytes"`
+		TurnTimeoutMs      int64 `json:"turnTimeoutMs"`
+		SnapshotIntervalMs int64 `json:"snapshotIntervalMs"`
+	} `json:"limits"`
+}
+
+// ProtocolVersions names a protocol and the versions spoken.
+type ProtocolVersions struct {
+	Protocol string `json:"protocol"`
+	Versions []int  `json:"versions"`
+}
+
+// capabilitiesBody encodes the Capabilities of a handler configured with
+// opts, once at construction.
+func capabilitiesBody(opts Options) []byte {
+	var c Capabilities
+	c.Protocols = []ProtocolVersions{{Protocol: protocol.TurnProtocol, Versions: []int{protocol.TurnVersion}}}
+	c.Extensions = []string{ExtensionSnapshotScope, ExtensionStop, ExtensionLineage, ExtensionArtifacts, ExtensionHistory}
+	c.SnapshotScope.Header = SnapshotScopeHeader
+	c.SnapshotScope.Values = []string{"session", "turn"}
+	c.SnapshotScope.Default = "session"
+	c.Lineage.Operations = []string{protocol.OperationRetry, protocol.OperationEdit, protocol.OperationRegenerate}
+	c.Stop.Method = http.MethodPost
+	c.Stop.Path = "/stop"
+	c.Limits.MaxBodyBytes = opts.MaxBodyBytes
+	c.Limits.TurnTimeoutMs = opts.TurnTimeout.Milliseconds()
+	c.Limits.SnapshotIntervalMs = opts.SnapshotInterval.Milliseconds()
+	b, err := json.Marshal(c)
+	if err != nil {
+		panic("turn: encode capabilities: " + err.Error()) // static shape: cannot fail
+	}
+	return append(b, '\n')
+}
+
+// serveCapabilities answers GET /capabilities without authentication: it
+// reveals no session data, only what any client of this URL needs before
+// signing in. Other methods are 405.
+func (h *handler) serveCapabilities(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		d := protocol.NewDiagnostic(protocol.CodeRequestMethodNotAllowed)
+		d.Message = "Only GET is supported."
+		writeError(w, d)
+		return
+	}
+	writeJSON(w, http.StatusOK, h.capabilities)
+}

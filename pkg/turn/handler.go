@@ -1,0 +1,239 @@
+package turn
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// Defaults applied by NewHandler to zero Options fields (DESIGN §9;
+// AgentsKit wire §9 for the body cap).
+const (
+	DefaultTurnTimeout      = 30 * time.Second
+	DefaultCleanupReserve   = 5 * time.Second
+	DefaultLeaseDuration    = 30 * time.Second
+	DefaultSnapshotInterval = 50 * time.Millisecond
+	DefaultMaxBodyBytes     = 65536
+)
+
+// SnapshotScopeHeader selects what a snapshot carries (turnstream
+// extension, DESIGN §3): absent or "session" means the whole session's
+// visible canonical messages, "turn" only the current turn's messages.
+// Values are matched case-insensitively; any other value is a 400
+// REQUEST_INVALID_HEADER before the body is read.
+const SnapshotScopeHeader = "X-Turnstream-Snapshot-Scope"
+
+// Authenticator establishes the caller from the request's headers only
+// (DESIGN §7); it must not read the body. pkg/auth implements it. Its
+// errors are mapped by errors.Is on auth.ErrUnauthenticated (401
+// REQUEST_UNAUTHENTICATED) and auth.ErrForbidden (403 REQUEST_FORBIDDEN);
+// anything else is a 500 SERVER_INTERNAL.
+type Authenticator interface {
+	Authenticate(r *http.Request) (chat.Principal, error)
+}
+
+// Definition is the agent definition a turn runs with (DESIGN §8). Tools
+// are not part of it yet.
+type Definition struct {
+	// ID is a SafeId recorded on the session.
+	ID string
+	// Revision is >= 1, recorded on the session; a bumped revision applies
+	// to new turns.
+	Revision int64
+	// SystemPrompt is sent as the model request's system prompt; may be
+	// empty.
+	SystemPrompt string
+	// ModelID is the provider's model id; empty for providers that need
+	// none (echo).
+	ModelID string
+}
+
+// Options configure NewHandler. Store, Model and Authenticator are
+// required; zero durations and sizes take the Default* values.
+type Options struct {
+	Store         chat.Store
+	Model         model.Model
+	Authenticator Authenticator
+	Definition    Definition
+
+	// TurnTimeout bounds one request (DESIGN §4); the deadline is
+	// min(now+TurnTimeout, Lambda deadline - CleanupReserve).
+	TurnTimeout time.Duration
+	// CleanupReserve is kept from the Lambda deadline for cleanup; each of
+	// the three cleanup phases (stop the model, save, release) gets a third
+	// of it.
+	CleanupReserve time.Duration
+	// LeaseDuration is the lease length; the lease never extends past the
+	// request deadline plus CleanupReserve.
+	LeaseDuration time.Duration
+	// RenewInterval is how often the lease is renewed (and the stop flag
+	// checked); zero means LeaseDuration/3 (DESIGN §4). Tests shorten it.
+	RenewInterval time.Duration
+	// SnapshotInterval is the minimum time between two streaming
+	// snapshots (DESIGN §3). The first and the terminal snapshot are never
+	// delayed by it.
+	SnapshotInterval time.Duration
+	// MaxBodyBytes caps a request body in bytes (413 above it).
+	MaxBodyBytes int64
+
+	// Logger receives JSON logs; nil discards them. Lines carry the Lambda
+	// request id, session id and turn id, never message text or request
+	// input.
+	Logger *slog.Logger
+	// Now is the clock of emittedAt, createdAt and lease expiry times;
+	// nil means time.Now. Timers (deadline, intervals) use real time.
+	Now func() time.Time
+	// NewID returns a fresh random SafeId for event ids; nil means a
+	// random UUID v4.
+	NewID func() string
+}
+
+// handler serves the turn function's routes; see NewHandler.
+type handler struct {
+	opts         Options
+	log          *slog.Logger
+	capabilities []byte
+}
+
+// NewHandler validates opts, applies defaults and returns the turn
+// function's handler. Routes (DESIGN §1):
+//
+//	POST /              client.turn.submit -> 200 NDJSON snapshot stream
+//	POST /stop          {"sessionId","turnId"} -> 202 {"stopRequested":true}
+//	GET  /capabilities  protocol versions and extensions (no authentication)
+//
+// Any other path is 404 REQUEST_NOT_FOUND; a method other than the
+// route's is 405 REQUEST_METHOD_NOT_ALLOWED. Every error response is JSON
+// {"error":{"version":1,"code","message","retryable"}} (AgentsKit wire §9).
+//
+// NewHandler returns an error naming the first invalid option: a nil
+// Store, Model or Authenticator, a negative duration or size, a
+// CleanupReserve not below TurnTimeout, a Definition ID that is not a
+// SafeId or a Revision < 1.
+func NewHandler(opts Options) (http.Handler, error) {
+	switch {
+	case opts.Store == nil:
+		return nil, errors.New("turn: Options.Store is nil")
+	case opts.Model == nil:
+		return nil, errors.New("turn: Options.Model is nil")
+	case opts.Authenticator == nil:
+		return nil, errors.New("turn: Options.Authenticator is nil")
+	case !protocol.IsSafeID(opts.Definition.ID):
+		return nil, errors.New("turn: Options.Definition.ID is not a SafeId")
+	case opts.Definition.Revision < 1:
+		return nil, errors.New("turn: Options.Definition.Revision must be >= 1")
+	}
+	for name, d := range map[string]time.Duration{
+		"TurnTimeout": opts.TurnTimeout, "CleanupReserve": opts.CleanupReserve,
+		"LeaseDuration": opts.LeaseDuration, "RenewInterval": opts.RenewInterval,
+		"SnapshotInterval": opts.SnapshotInterval,
+	} {
+		if d < 0 {
+			return nil, fmt.Errorf("turn: Options.%s is negative", name)
+		}
+	}
+	if opts.MaxBodyBytes < 0 {
+		return nil, errors.New("turn: Options.MaxBodyBytes is negative")
+	}
+	setDefault(&opts.TurnTimeout, DefaultTurnTimeout)
+	setDefault(&opts.CleanupReserve, DefaultCleanupReserve)
+	setDefault(&opts.LeaseDuration, DefaultLeaseDuration)
+	setDefault(&opts.SnapshotInterval, DefaultSnapshotInterval)
+	setDefault(&opts.RenewInterval, opts.LeaseDuration/3)
+	setDefault(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	if opts.CleanupReserve >= opts.TurnTimeout {
+		return nil, errors.New("turn: Options.CleanupReserve must be below TurnTimeout")
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.NewID == nil {
+		opts.NewID = newUUID
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	h := &handler{opts: opts, log: log}
+	h.capabilities = capabilitiesBody(opts)
+	return h, nil
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// ServeHTTP routes by path; see Handler.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/":
+		h.serveSubmit(w, r)
+	case "/stop":
+		h.serveStop(w, r)
+	case "/capabilities":
+		h.serveCapabilities(w, r)
+	default:
+		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestNotFound))
+	}
+}
+
+// deadline starts the request's one deadline (DESIGN §4): the earlier of
+// now+TurnTimeout and the invocation's own deadline (the Lambda deadline
+// under lambdaurl) minus CleanupReserve. Its cause is errTurnDeadline, so a
+// timeout is told from a client cancellation.
+func (h *handler) deadline(r *http.Request) (context.Context, context.CancelFunc, time.Time) {
+	now := time.Now()
+	d := now.Add(h.opts.TurnTimeout)
+	if ld, ok := r.Context().Deadline(); ok {
+		if l := ld.Add(-h.opts.CleanupReserve); l.Before(d) {
+			d = l
+		}
+	}
+	ctx, cancel := context.WithDeadlineCause(r.Context(), d, errTurnDeadline)
+	return ctx, cancel, d
+}
+
+// errTurnDeadline is the cause of the request deadline's expiry.
+var errTurnDeadline = errors.New("turn: request deadline exceeded")
+
+// requestLogger returns the logger carrying the Lambda request id when
+// the request came through the Lambda runtime.
+func (h *handler) requestLogger(ctx context.Context) *slog.Logger {
+	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
+		return h.log.With("requestId", lc.AwsRequestID)
+	}
+	return h.log
+}
+
+// newUUID returns a random RFC 9562 version 4 UUID, a SafeId.
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], b[0:4])
+	s[8] = '-'
+	hex.Encode(s[9:13], b[4:6])
+	s[13] = '-'
+	hex.Encode(s[14:18], b[6:8])
+	s[18] = '-'
+	hex.Encode(s[19:23], b[8:10])
+	s[23] = '-'
+	hex.Encode(s[24:], b[10:])
+	return string(s[:])
+}

@@ -1,0 +1,506 @@
+package turn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// run is one claimed turn, from the claim to the end of its response.
+type run struct {
+	h        *handler
+	w        http.ResponseWriter
+	reqCtx   context.Context // the request's own context: parent of the cleanup contexts
+	ctx      context.Context // reqCtx under the request deadline
+	deadline time.Time
+	log      *slog.Logger
+
+	claim     *chat.Claim
+	sessionID string
+	turnID    string
+	lineage   protocol.Lineage
+	inputHash string
+	scope     scope
+	createdAt string // the claim time, the createdAt of the turn's messages
+	startedAt time.Time
+	user      protocol.Message
+	// context holds the visible earlier turns' messages, oldest first:
+	// the model's context, and the head of every snapshot in scopeSession.
+	context []protocol.Message
+
+	state state
+
+	// The writer goroutine's channels (see writer).
+	wake   chan struct{} // cap 1: the state changed
+	final  chan []byte   // cap 1: the last lines; the writer exits after them
+	done   chan struct{} // closed when the writer exits
+	failed chan struct{} // closed at the first write failure
+
+	mu     sync.Mutex
+	seq    int64 // the last sequence allocated to a line
+	closed bool  // no more streaming snapshots
+
+	streamMu sync.Mutex
+	stream   model.Stream // the open model stream, to abort a blocked Recv
+}
+
+// ending is how a turn ended, decided once by the supervisor.
+type ending struct {
+	status chat.TurnStatus
+	// diag is the turn's error (stored, and the terminal snapshot's
+	// payload.error); nil when the turn completed.
+	diag *protocol.Diagnostic
+	// trailer is a stream diagnostic written after the terminal snapshot
+	// (SERVER_TIMEOUT, REQUEST_CANCELLED); nil otherwise.
+	trailer *protocol.Diagnostic
+	// errorCode is the provider's error code kept in the assistant
+	// message's metadata (DESIGN §3); empty otherwise.
+	errorCode string
+	// leaseLost means another turn took the session: nothing is saved or
+	// released, and SESSION_CONFLICT is the last line.
+	leaseLost bool
+}
+
+// serve runs the claimed turn: supersession, the context load, then the
+// stream. It always ends with cleanup.
+func (t *run) serve(parent *chat.Turn) {
+	ordinal := t.claim.Lease.Ordinal
+	if parent != nil {
+		if err := t.h.opts.Store.Supersede(t.ctx, t.sessionID, t.claim.Lease.Token, parent.Ordinal, ordinal); err != nil {
+			t.failBeforeStream("supersede", err)
+			return
+		}
+	}
+	turns, err := t.h.opts.Store.LoadContext(t.ctx, t.sessionID, ordinal)
+	if err != nil {
+		t.failBeforeStream("load context", err)
+		return
+	}
+	for i := range turns {
+		t.context = append(t.context, turns[i].Messages...)
+	}
+	t.streamTurn()
+}
+
+// failBeforeStream ends a claimed turn that never streamed: the turn is
+// saved with status error and released, and the client gets the JSON
+// error (AgentsKit wire §9 "Errors before streaming"). Unlike the
+// reference, the lease is not left to expire.
+func (t *run) failBeforeStream(step string, err error) {
+	d := diagnose(t.ctx, err)
+	logRejected(t.log, step, d, err)
+	e := ending{status: chat.TurnError, diag: &d, leaseLost: errors.Is(err, chat.ErrLeaseLost)}
+	if !e.leaseLost {
+		turn := t.record(e, t.state.view(), 0, 0)
+		outcome := t.save(turn)
+		t.release(outcome, t.claim.BaseSequence)
+		t.logFinished(e, outcome, 0)
+	}
+	writeError(t.w, d)
+}
+
+// streamTurn writes the 200 NDJSON stream and supervises the turn: the
+// model, the request deadline, the writer and lease renewals.
+func (t *run) streamTurn() {
+	hd := t.w.Header()
+	hd.Set("Content-Type", "application/x-ndjson; charset=utf-8")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	t.w.WriteHeader(http.StatusOK)
+
+	t.seq = t.claim.BaseSequence
+	t.wake = make(chan struct{}, 1)
+	t.final = make(chan []byte, 1)
+	t.done = make(chan struct{})
+	t.failed = make(chan struct{})
+	t.wake <- struct{}{} // the first snapshot goes out at once
+	go t.writer()
+
+	modelCtx, stopModel := context.WithCancel(t.ctx)
+	defer stopModel()
+	modelDone := make(chan error, 1)
+	go func() { modelDone <- t.runModel(modelCtx) }()
+
+	renew := time.NewTicker(t.h.opts.RenewInterval)
+	defer renew.Stop()
+	var (
+		end      ending
+		finished bool
+	)
+supervise:
+	for {
+		select {
+		case err := <-modelDone:
+			finished = true
+			end = t.modelEnding(err)
+			break supervise
+		case <-t.ctx.Done():
+			end = t.contextEnding()
+			break supervise
+		case <-t.failed:
+			// The client is gone (or its connection broke): nobody reads
+			// the rest, but the turn is still saved and released.
+			d := protocol.NewDiagnostic(protocol.CodeRequestCancelled)
+			end = ending{status: chat.TurnError, diag: &d}
+			break supervise
+		case <-renew.C:
+			if e, stop := t.renew(); stop {
+				end = e
+				break supervise
+			}
+		}
+	}
+
+	// Cleanup phase 1: stop the model. Each phase has its own bounded
+	// context or wait, a third of CleanupReserve, so that one slow phase
+	// cannot eat the others' time before the Lambda deadline.
+	stopModel()
+	if !finished {
+		t.awaitModel(modelDone)
+	}
+	v := t.state.freeze()
+	t.finish(end, v)
+}
+
+// awaitModel waits up to CleanupReserve/3 for the model goroutine after
+// its context was cancelled, then closes the stream to abort a Recv that
+// ignores cancellation. The turn's state is frozen either way.
+func (t *run) awaitModel(modelDone <-chan error) {
+	timer := time.NewTimer(t.h.opts.CleanupReserve / 3)
+	defer timer.Stop()
+	select {
+	case <-modelDone:
+	case <-timer.C:
+		t.streamMu.Lock()
+		s := t.stream
+		t.streamMu.Unlock()
+		if s != nil {
+			_ = s.Close() // best effort; the goroutine exits on its own
+		}
+		t.log.Warn("model did not stop in time")
+	}
+}
+
+// runModel makes the model call and feeds its events into the state.
+func (t *run) runModel(ctx context.Context) error {
+	msgs := make([]protocol.Message, 0, len(t.context)+1)
+	msgs = append(append(msgs, t.context...), t.user)
+	s, err := t.h.opts.Model.Stream(ctx, model.Request{
+		ModelID:  t.h.opts.Definition.ModelID,
+		System:   t.h.opts.Definition.SystemPrompt,
+		Messages: msgs,
+	})
+	if err != nil {
+		return err
+	}
+	t.streamMu.Lock()
+	t.stream = s
+	t.streamMu.Unlock()
+	defer func() { _ = s.Close() }() // a close failure changes nothing the client sees
+	for {
+		ev, err := s.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if t.state.apply(ev) {
+			t.notify()
+		}
+	}
+}
+
+// modelEnding classifies the model call's result. A model stopped by the
+// request deadline or a client cancellation ends as that, whatever error
+// it reported.
+func (t *run) modelEnding(err error) ending {
+	if err == nil {
+		return ending{status: chat.TurnComplete}
+	}
+	if t.ctx.Err() != nil {
+		return t.contextEnding()
+	}
+	d := protocol.NewDiagnostic(protocol.CodeModelFailed)
+	e := ending{status: chat.TurnError, diag: &d}
+	var me *model.Error
+	if errors.As(err, &me) {
+		d.Retryable = me.Retryable
+		e.errorCode = me.Code
+	}
+	t.log.Warn("model failed", "modelErrorCode", e.errorCode, "retryable", d.Retryable)
+	t.log.Debug("model error detail", "err", err)
+	return e
+}
+
+// contextEnding is the ending of a request whose context ended: the
+// deadline (SERVER_TIMEOUT) or the client (REQUEST_CANCELLED). Both are
+// stored as the turn's error and sent as a trailing stream diagnostic.
+func (t *run) contextEnding() ending {
+	d, _ := contextDiagnostic(t.ctx)
+	return ending{status: chat.TurnError, diag: &d, trailer: &d}
+}
+
+// renew extends the lease (DESIGN §4) and reports whether the turn must
+// end: the lease was lost (SESSION_CONFLICT) or a stop was requested
+// (interrupted). A failed renewal for any other reason is logged and
+// retried at the next tick: the lease is still valid until it expires.
+func (t *run) renew() (ending, bool) {
+	now := t.h.opts.Now()
+	expires := now.Add(t.h.opts.LeaseDuration)
+	if max := now.Add(time.Until(t.deadline) + t.h.opts.CleanupReserve); max.Before(expires) {
+		expires = max
+	}
+	t.mu.Lock()
+	cursor := t.seq
+	t.mu.Unlock()
+	lease, err := t.h.opts.Store.RenewLease(t.ctx, chat.RenewRequest{
+		SessionID: t.sessionID,
+		TurnID:    t.turnID,
+		Token:     t.claim.Lease.Token,
+		ExpiresAt: expires,
+		Cursor:    cursor,
+	})
+	switch {
+	case errors.Is(err, chat.ErrLeaseLost):
+		t.log.Warn("lease lost")
+		d := protocol.NewDiagnostic(protocol.CodeSessionConflict)
+		return ending{leaseLost: true, trailer: &d}, true
+	case err != nil:
+		if t.ctx.Err() == nil {
+			t.log.Warn("lease renewal failed", "err", err)
+		}
+		return ending{}, false
+	case lease.Stop:
+		t.log.Info("turn stop requested")
+		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
+		return ending{status: chat.TurnInterrupted, diag: &d}, true
+	}
+	return ending{}, false
+}
+
+// finish is cleanup after the model stopped: save the turn, release the
+// lease, then write the last lines. Release comes before the terminal
+// snapshot so that a client submitting its next turn on seeing it does not
+// find the session busy.
+func (t *run) finish(end ending, v view) {
+	last := t.closeStream()
+	if end.leaseLost {
+		t.send(t.diagnosticLine(nil, *end.trailer, last+1))
+		t.logFinished(end, "", last+1)
+		return
+	}
+	terminal := last + 1
+	turn := t.record(end, v, t.claim.BaseSequence+1, terminal)
+	outcome := t.save(turn)
+	cursor := terminal
+	var lines []byte
+	if outcome == chat.OutcomeIndeterminate {
+		// The save failed: the client must not believe the terminal
+		// snapshot was kept. The stream's last line says so.
+		lines = t.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeServerInternal), terminal)
+	} else {
+		lines = t.snapshotLine(nil, terminal, snapshotStatus(end), turn.Messages[len(turn.Messages)-1], turn.Usage, end.diag)
+		if end.trailer != nil {
+			cursor++
+			lines = t.diagnosticLine(lines, *end.trailer, cursor)
+		}
+	}
+	t.release(outcome, cursor)
+	t.send(lines)
+	t.logFinished(end, outcome, cursor)
+}
+
+// snapshotStatus is the terminal snapshot status of an ending.
+func snapshotStatus(end ending) string {
+	if end.status == chat.TurnComplete {
+		return protocol.StatusComplete
+	}
+	return protocol.StatusError
+}
+
+// record builds the turn item to save: the canonical user and assistant
+// messages (partial text kept), status, usage, error and lineage.
+func (t *run) record(end ending, v view, first, last int64) *chat.Turn {
+	msgStatus := protocol.MessageComplete
+	if end.status != chat.TurnComplete {
+		msgStatus = protocol.MessageError
+	}
+	return &chat.Turn{
+		SessionID:     t.sessionID,
+		TurnID:        t.turnID,
+		Ordinal:       t.claim.Lease.Ordinal,
+		Status:        end.status,
+		Lineage:       t.lineage,
+		InputHash:     t.inputHash,
+		Messages:      []protocol.Message{t.user, t.assistant(v, msgStatus, end.errorCode)},
+		Usage:         v.usage,
+		Error:         end.diag,
+		FirstSequence: first,
+		LastSequence:  last,
+		StartedAt:     t.startedAt,
+		CompletedAt:   t.h.opts.Now(),
+	}
+}
+
+// cleanupContext is a context for one cleanup phase: detached from the
+// request's cancellation (the request may already be cancelled or past its
+// deadline, and the turn must still be saved and released) but bounded
+// by a third of CleanupReserve, so that cleanup ends before the Lambda
+// deadline.
+func (t *run) cleanupContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(t.reqCtx), t.h.opts.CleanupReserve/3)
+}
+
+// save writes the turn item (cleanup phase 2) and returns the outcome to
+// release with: indeterminate when the save failed or timed out.
+func (t *run) save(turn *chat.Turn) chat.Outcome {
+	ctx, cancel := t.cleanupContext()
+	defer cancel()
+	if err := t.h.opts.Store.SaveTurn(ctx, t.claim.Lease.Token, turn); err != nil {
+		t.log.Error("turn save failed", "err", err)
+		return chat.OutcomeIndeterminate
+	}
+	return chat.OutcomeCompleted
+}
+
+// release ends the lease (cleanup phase 3) with the session's new cursor.
+// A failed release is logged: the lease then expires on its own within
+// LeaseDuration and the next claim records the turn as indeterminate.
+func (t *run) release(outcome chat.Outcome, cursor int64) {
+	ctx, cancel := t.cleanupContext()
+	defer cancel()
+	err := t.h.opts.Store.ReleaseTurn(ctx, chat.ReleaseRequest{
+		SessionID: t.sessionID,
+		TurnID:    t.turnID,
+		Token:     t.claim.Lease.Token,
+		Outcome:   outcome,
+		Cursor:    cursor,
+	})
+	if err != nil {
+		t.log.Error("lease release failed", "err", err)
+	}
+}
+
+// logFinished logs the turn's end; never message text.
+func (t *run) logFinished(end ending, outcome chat.Outcome, cursor int64) {
+	attrs := []any{
+		"status", string(end.status), "outcome", string(outcome),
+		"ordinal", t.claim.Lease.Ordinal, "firstSequence", t.claim.BaseSequence + 1, "lastSequence", cursor,
+		"durationMs", time.Since(t.startedAt).Milliseconds(),
+	}
+	if end.diag != nil {
+		attrs = append(attrs, "code", end.diag.Code)
+	}
+	if end.leaseLost {
+		attrs = append(attrs, "code", protocol.CodeSessionConflict)
+	}
+	t.log.Info("turn finished", attrs...)
+}
+
+// assistant is the turn's assistant message for state v.
+func (t *run) assistant(v view, status, errorCode string) protocol.Message {
+	m := protocol.Message{
+		ID:        MessageID(t.turnID, positionAssistant),
+		Role:      protocol.RoleAssistant,
+		Content:   v.text,
+		Status:    status,
+		CreatedAt: t.createdAt,
+		ToolCalls: v.toolCalls,
+	}
+	if errorCode != "" {
+		meta, err := json.Marshal(struct {
+			ErrorCode string `json:"errorCode"`
+		}{errorCode})
+		if err == nil {
+			m.Metadata = meta
+		}
+	}
+	return m
+}
+
+// state is the single pending slot (DESIGN §3): the latest state of the
+// turn, overwritten by the model goroutine and read by the writer when it
+// is ready to emit.
+type state struct {
+	mu        sync.Mutex
+	text      strings.Builder
+	toolCalls []protocol.ToolCall
+	usage     protocol.Usage
+	version   uint64
+	frozen    bool
+}
+
+// view is a consistent copy of the state.
+type view struct {
+	text      string
+	toolCalls []protocol.ToolCall
+	usage     protocol.Usage
+	version   uint64
+}
+
+// toolUnavailable is the error of a tool call made while the definition
+// offers no tools.
+const toolUnavailable = "Tool is not available."
+
+// apply folds one model event into the state and reports whether it
+// changed. After freeze it changes nothing.
+func (s *state) apply(ev model.Event) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.frozen {
+		return false
+	}
+	changed := false
+	if ev.TextDelta != "" {
+		s.text.WriteString(ev.TextDelta)
+		changed = true
+	}
+	if tc := ev.ToolCall; tc != nil {
+		// Definitions carry no tools yet (DESIGN §8): a call is recorded
+		// as failed and never run.
+		msg := toolUnavailable
+		args := tc.Args
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		s.toolCalls = append(s.toolCalls, protocol.ToolCall{
+			ID: tc.ID, Name: tc.Name, Args: args, Status: protocol.ToolCallError, Error: &msg,
+		})
+		changed = true
+	}
+	if ev.Usage != nil {
+		s.usage = *ev.Usage
+		changed = true
+	}
+	if changed {
+		s.version++
+	}
+	return changed
+}
+
+// view returns a copy of the state. The text string shares the builder's
+// bytes, which later appends never modify; toolCalls is append-only.
+func (s *state) view() view {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return view{text: s.text.String(), toolCalls: s.toolCalls[:len(s.toolCalls):len(s.toolCalls)], usage: s.usage, version: s.version}
+}
+
+// freeze stops further changes and returns the final view.
+func (s *state) freeze() view {
+	s.mu.Lock()
+	s.frozen = true
+	s.mu.Unlock()
+	return s.view()
+}

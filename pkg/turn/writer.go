@@ -1,0 +1,176 @@
+package turn
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// notify tells the writer that the state changed. It never blocks: one
+// pending wake-up is enough, the writer always reads the latest state.
+func (t *run) notify() {
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writer is the goroutine that owns the response body while the turn
+// streams. On each wake-up it waits until SnapshotInterval has passed
+// since its last streaming snapshot, then encodes the latest state, if it
+// changed, as the next sequence. A slow reader blocks it in Write while
+// the model keeps overwriting the state, so it receives fewer, newer
+// snapshots (DESIGN §3). The terminal lines arrive on t.final and are
+// written without delay; the writer exits after them or at the first
+// write failure (closing t.failed).
+func (t *run) writer() {
+	defer close(t.done)
+	var (
+		buf         []byte
+		last        time.Time
+		lastVersion uint64
+		emitted     bool
+	)
+	interval := t.h.opts.SnapshotInterval
+	for {
+		select {
+		case lines := <-t.final:
+			t.write(lines)
+			return
+		case <-t.wake:
+		}
+		if emitted {
+			if wait := interval - time.Since(last); wait > 0 {
+				timer := time.NewTimer(wait)
+				select {
+				case lines := <-t.final:
+					timer.Stop()
+					t.write(lines)
+					return
+				case <-timer.C:
+				}
+			}
+		}
+		v := t.state.view()
+		if emitted && v.version == lastVersion {
+			continue
+		}
+		seq, ok := t.allocate()
+		if !ok {
+			continue // closed: the terminal lines are on their way
+		}
+		buf = t.snapshotLine(buf[:0], seq, protocol.StatusStreaming, t.assistant(v, protocol.MessageStreaming, ""), v.usage, nil)
+		lastVersion, emitted, last = v.version, true, time.Now()
+		if !t.write(buf) {
+			return
+		}
+	}
+}
+
+// allocate returns the next sequence for a streaming snapshot, or false
+// once the stream is closed.
+func (t *run) allocate() (int64, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, false
+	}
+	t.seq++
+	return t.seq, true
+}
+
+// closeStream ends streaming snapshots and returns the last sequence
+// allocated (written, or being written before the terminal lines).
+func (t *run) closeStream() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	return t.seq
+}
+
+// send hands the last lines to the writer and waits for it to exit. If
+// the writer already failed, the lines are dropped.
+func (t *run) send(lines []byte) {
+	t.final <- lines // cap 1, sent once
+	<-t.done
+}
+
+// write writes p and flushes it when the writer supports flushing
+// (net/http; lambdaurl streams every Write as it is). It reports false,
+// closing t.failed, at the first failure.
+func (t *run) write(p []byte) bool {
+	if len(p) == 0 {
+		return true
+	}
+	_, err := t.w.Write(p)
+	if err == nil {
+		if ferr := http.NewResponseController(t.w).Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
+			err = ferr
+		}
+	}
+	if err != nil {
+		t.log.Info("stream write failed", "err", err)
+		close(t.failed)
+		return false
+	}
+	return true
+}
+
+// snapshotLine appends the NDJSON line of a snapshot with sequence seq:
+// the turn's messages, preceded in scopeSession by the context messages.
+func (t *run) snapshotLine(dst []byte, seq int64, status string, assistant protocol.Message, usage protocol.Usage, d *protocol.Diagnostic) []byte {
+	var msgs []protocol.Message
+	if t.scope == scopeSession {
+		msgs = make([]protocol.Message, 0, len(t.context)+2)
+		msgs = append(msgs, t.context...)
+	} else {
+		msgs = make([]protocol.Message, 0, 2)
+	}
+	msgs = append(msgs, t.user, assistant)
+	lineage := t.lineage
+	ev := &protocol.Event{
+		EventID:   t.h.opts.NewID(),
+		SessionID: t.sessionID,
+		TurnID:    t.turnID,
+		Sequence:  seq,
+		EmittedAt: protocol.FormatTime(t.h.opts.Now()),
+		Kind:      protocol.EventSnapshot,
+		Snapshot: &protocol.SnapshotPayload{
+			Messages: msgs,
+			Status:   status,
+			Usage:    usage,
+			Error:    d,
+			Lineage:  &lineage,
+		},
+	}
+	out, err := protocol.AppendEventLine(dst, ev)
+	if err != nil {
+		// Only a bug makes a valid snapshot unencodable; the client gets
+		// a diagnostic in its place, never a broken line.
+		t.log.Error("snapshot encoding failed", "err", err)
+		return t.diagnosticLine(dst, protocol.NewDiagnostic(protocol.CodeServerInternal), seq)
+	}
+	return out
+}
+
+// diagnosticLine appends the NDJSON line of a server.turn.diagnostic with
+// sequence seq.
+func (t *run) diagnosticLine(dst []byte, d protocol.Diagnostic, seq int64) []byte {
+	ev := &protocol.Event{
+		EventID:    t.h.opts.NewID(),
+		SessionID:  t.sessionID,
+		TurnID:     t.turnID,
+		Sequence:   seq,
+		EmittedAt:  protocol.FormatTime(t.h.opts.Now()),
+		Kind:       protocol.EventDiagnostic,
+		Diagnostic: &d,
+	}
+	out, err := protocol.AppendEventLine(dst, ev)
+	if err != nil {
+		t.log.Error("diagnostic encoding failed", "err", err)
+		return dst
+	}
+	return out
+}
