@@ -1,0 +1,176 @@
+package sessionapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+
+	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+)
+
+// ArtifactList is the body of a PUT request and of both responses on
+// /sessions/{id}/turns/{turnId}/artifacts (DESIGN §6; agent UI protocol
+// 0.7 ArtifactReference):
+//
+//	{"artifacts":[{"entryPath":"reports/index.html","artifactType":"webpage"}]}
+//
+// A response's list is the stored collection: deduplicated by entryPath,
+// the last reference for a repeated path winning at the position of its
+// first occurrence, [] when empty.
+type ArtifactList struct {
+	Artifacts []chat.ArtifactReference `json:"artifacts"`
+}
+
+// artifactsBody is the strict shape of a PUT body. Pointers tell a missing
+// or null member (invalid) from a present one.
+type artifactsBody struct {
+	Artifacts *[]artifactRef `json:"artifacts"`
+}
+
+type artifactRef struct {
+	EntryPath    *string `json:"entryPath"`
+	ArtifactType *string `json:"artifactType"`
+}
+
+// artifacts serves PUT and GET /sessions/{id}/turns/{turnId}/artifacts.
+//
+// PUT checks, in order (DESIGN §4): method, content type (415),
+// authentication before any body byte is read (401/403), path ids (404),
+// the trusted principal (403), the body cap (413), the body's shape (400
+// REQUEST_INVALID_BODY), the references' values (400 ARTIFACTS_INVALID),
+// then one store write. Nothing is stored unless every check passes.
+func (s *server) artifacts(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
+	switch r.Method {
+	case http.MethodGet:
+		return s.getArtifacts(w, r, rc)
+	case http.MethodPut:
+		return s.putArtifacts(w, r, rc)
+	default:
+		w.Header().Set("Allow", "GET, PUT")
+		return errMethodNotAllowed
+	}
+}
+
+func (s *server) getArtifacts(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
+	p, err := s.auth.Authenticate(r)
+	if err != nil {
+		return err
+	}
+	sid, tid, err := turnPath(r, rc)
+	if err != nil {
+		return err
+	}
+	refs, err := s.store.GetArtifacts(r.Context(), sid, tid, p)
+	if err != nil {
+		return fmt.Errorf("get artifacts: %w", err)
+	}
+	return writeJSON(w, artifactList(refs))
+}
+
+func (s *server) putArtifacts(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
+	if !isJSONContentType(r.Header.Get("Content-Type")) {
+		return errUnsupportedMediaType
+	}
+	p, err := s.auth.Authenticate(r)
+	if err != nil {
+		return err
+	}
+	sid, tid, err := turnPath(r, rc)
+	if err != nil {
+		return err
+	}
+	if !p.Trusted {
+		return errNotTrusted
+	}
+	body, err := readBody(w, r, s.maxBody)
+	if err != nil {
+		return err
+	}
+	refs, err := decodeArtifacts(body)
+	if err != nil {
+		return err
+	}
+	if err := chat.ValidateArtifacts(refs); err != nil {
+		return err
+	}
+	stored, err := s.store.PutArtifacts(r.Context(), sid, tid, p, refs)
+	if err != nil {
+		return fmt.Errorf("put artifacts: %w", err)
+	}
+	return writeJSON(w, artifactList(stored))
+}
+
+func artifactList(refs []chat.ArtifactReference) ArtifactList {
+	if refs == nil {
+		refs = []chat.ArtifactReference{}
+	}
+	return ArtifactList{Artifacts: refs}
+}
+
+// turnPath returns the validated {id} and {turnId} path values.
+func turnPath(r *http.Request, rc *requestContext) (sid, tid string, err error) {
+	if sid, err = sessionID(r, rc); err != nil {
+		return "", "", err
+	}
+	if tid, err = turnID(r, rc); err != nil {
+		return "", "", err
+	}
+	return sid, tid, nil
+}
+
+// isJSONContentType reports whether v is the media type application/json
+// (any case, any parameters).
+func isJSONContentType(v string) bool {
+	mt, _, err := mime.ParseMediaType(v)
+	return err == nil && mt == "application/json"
+}
+
+// readBody reads the whole body, at most limit bytes: a declared or actual
+// larger body is errBodyTooLarge. The function URL adapter has already
+// decoded an isBase64Encoded body (see NewFunctionURLHandler).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if r.ContentLength > limit {
+		return nil, errBodyTooLarge
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, errBodyTooLarge
+		}
+		return nil, fmt.Errorf("read body: %w", err)
+	}
+	return b, nil
+}
+
+// decodeArtifacts decodes a PUT body strictly: exactly one JSON object with
+// the single member "artifacts", an array (not null) of objects with exactly
+// the string members entryPath and artifactType. Names match
+// case-sensitively; a duplicated name at any depth, an unknown member (the
+// legacy {"id"} reference among them), a missing or null member, a wrong
+// type, invalid UTF-8, a lone surrogate escape or trailing data is
+// errInvalidBody. Values are checked afterwards by chat.ValidateArtifacts.
+func decodeArtifacts(body []byte) ([]chat.ArtifactReference, error) {
+	var in artifactsBody
+	if err := jsonv2.Unmarshal(body, &in, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return nil, errInvalidBody
+	}
+	if in.Artifacts == nil {
+		return nil, errInvalidBody
+	}
+	refs := make([]chat.ArtifactReference, 0, len(*in.Artifacts))
+	for _, a := range *in.Artifacts {
+		if a.EntryPath == nil || a.ArtifactType == nil {
+			return nil, errInvalidBody
+		}
+		refs = append(refs, chat.ArtifactReference{
+			EntryPath:    *a.EntryPath,
+			ArtifactType: chat.ArtifactType(*a.ArtifactType),
+		})
+	}
+	return refs, nil
+}

@@ -1,0 +1,240 @@
+package sessionapi
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+)
+
+// DefaultMaxBodyBytes is the request body cap when Options.MaxBodyBytes is 0:
+// 65536 bytes, as MAX_BODY_BYTES (DESIGN §9).
+const DefaultMaxBodyBytes = 64 << 10
+
+// Authenticator establishes the caller from the request headers only; it must
+// not read the body (DESIGN §7). It returns an error wrapping
+// auth.ErrUnauthenticated (401) or auth.ErrForbidden (403) for a refused
+// caller; any other error is an internal failure (500). pkg/auth implements
+// it.
+type Authenticator interface {
+	Authenticate(r *http.Request) (chat.Principal, error)
+}
+
+// Options configure NewHistoryHandler and NewArtifactsHandler.
+type Options struct {
+	// Store holds sessions, turns and artifact references. Required.
+	Store chat.Store
+	// Authenticator establishes the principal of every request. Required.
+	Authenticator Authenticator
+	// Logger receives one JSON line per request; nil means slog.Default().
+	Logger *slog.Logger
+	// MaxBodyBytes caps a request body in bytes (413 REQUEST_TOO_LARGE
+	// above it); 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Now is the clock that decides whether a session's lease has expired
+	// (GET /sessions/{id} currentTurn); nil means time.Now.
+	Now func() time.Time
+}
+
+// server is the state shared by both handlers.
+type server struct {
+	store   chat.Store
+	auth    Authenticator
+	log     *slog.Logger
+	maxBody int64
+	now     func() time.Time
+}
+
+func newServer(opts Options) *server {
+	if opts.Store == nil {
+		panic("sessionapi: Options.Store is nil")
+	}
+	if opts.Authenticator == nil {
+		panic("sessionapi: Options.Authenticator is nil")
+	}
+	s := &server{
+		store:   opts.Store,
+		auth:    opts.Authenticator,
+		log:     opts.Logger,
+		maxBody: opts.MaxBodyBytes,
+		now:     opts.Now,
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
+}
+
+// NewHistoryHandler returns the history function's handler (DESIGN §6):
+//
+//	GET /sessions/{id}           200 SessionSummary
+//	GET /sessions/{id}/turns     200 TurnPage     ?limit=1..100 (20) &order=desc|asc (desc) &cursor=
+//	GET /sessions/{id}/messages  200 MessagePage  same query as /turns
+//
+// Another method on these paths is 405 REQUEST_METHOD_NOT_ALLOWED (with
+// Allow: GET), any other path 404 REQUEST_NOT_FOUND. A session id that is
+// not a SafeId, a missing session and another principal's session are all
+// 404 SESSION_NOT_FOUND. See the package documentation for errors. It
+// panics if opts.Store or opts.Authenticator is nil.
+func NewHistoryHandler(opts Options) http.Handler {
+	s := newServer(opts)
+	mux := http.NewServeMux()
+	mux.Handle("/sessions/{id}", s.route("session", http.MethodGet, s.getSession))
+	mux.Handle("/sessions/{id}/turns", s.route("turns", http.MethodGet, s.listTurns))
+	mux.Handle("/sessions/{id}/messages", s.route("messages", http.MethodGet, s.listMessages))
+	mux.Handle("/", s.route("none", "", nil))
+	return s.guard(mux)
+}
+
+// NewArtifactsHandler returns the artifacts function's handler (DESIGN §6):
+//
+//	PUT /sessions/{id}/turns/{turnId}/artifacts  {"artifacts":[ArtifactReference...]} -> 200 ArtifactList
+//	GET /sessions/{id}/turns/{turnId}/artifacts  200 ArtifactList
+//
+// PUT replaces the turn's references (deduplicated by entryPath, the last
+// one winning; [] clears) and is allowed only to the trusted principal (403
+// REQUEST_FORBIDDEN otherwise); GET follows chat.Store.GetArtifacts access
+// (the session's owner; another principal gets 404). Another method is 405 (Allow: GET, PUT), any
+// other path 404 REQUEST_NOT_FOUND. It panics if opts.Store or
+// opts.Authenticator is nil.
+func NewArtifactsHandler(opts Options) http.Handler {
+	s := newServer(opts)
+	mux := http.NewServeMux()
+	mux.Handle("/sessions/{id}/turns/{turnId}/artifacts", s.route("artifacts", "", s.artifacts))
+	mux.Handle("/", s.route("none", "", nil))
+	return s.guard(mux)
+}
+
+// handlerFunc is a route's handler: it writes a success response itself or
+// returns an error that writeError maps through errorTable.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, rc *requestContext) error
+
+// requestContext carries what one request's log line reports.
+type requestContext struct {
+	requestID string
+	route     string
+	sessionID string // set only once validated as a SafeId
+	turnID    string // set only once validated as a SafeId
+	err       error  // the error behind an error response, for the log only
+}
+
+// route adapts h to http.Handler: it enforces method (when not empty),
+// writes the response or the mapped error, and logs the request once. A nil
+// h answers 404 REQUEST_NOT_FOUND.
+func (s *server) route(name, method string, h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rc := &requestContext{requestID: requestID(r), route: name}
+		rec := &statusRecorder{ResponseWriter: w}
+		var err error
+		switch {
+		case h == nil:
+			err = errRouteNotFound
+		case method != "" && r.Method != method:
+			rec.Header().Set("Allow", method)
+			err = errMethodNotAllowed
+		default:
+			err = h(rec, r, rc)
+		}
+		if err != nil {
+			rc.err = err
+			s.writeError(rec, err)
+		}
+		s.logRequest(r, rc, rec.status, time.Since(start))
+	})
+}
+
+// guard answers 404 REQUEST_NOT_FOUND for a path that is not in canonical
+// form (a "." or ".." segment, an empty segment, a trailing slash) instead
+// of letting http.ServeMux redirect it.
+func (s *server) guard(next http.Handler) http.Handler {
+	notFound := s.route("none", "", nil)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; !strings.HasPrefix(p, "/") || path.Clean(p) != p {
+			notFound.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// logRequest writes the request's one log line: never a path, query, header
+// or body byte that was not validated first.
+func (s *server) logRequest(r *http.Request, rc *requestContext, status int, elapsed time.Duration) {
+	attrs := []slog.Attr{
+		slog.String("requestId", rc.requestID),
+		slog.String("method", safeMethod(r.Method)),
+		slog.String("route", rc.route),
+		slog.Int("status", status),
+		slog.Int64("durationMs", elapsed.Milliseconds()),
+	}
+	if rc.sessionID != "" {
+		attrs = append(attrs, slog.String("sessionId", rc.sessionID))
+	}
+	if rc.turnID != "" {
+		attrs = append(attrs, slog.String("turnId", rc.turnID))
+	}
+	level := slog.LevelInfo
+	if status >= http.StatusInternalServerError {
+		level = slog.LevelError
+		if rc.err != nil {
+			attrs = append(attrs, slog.String("error", rc.err.Error()))
+		}
+	}
+	s.log.LogAttrs(r.Context(), level, "request", attrs...)
+}
+
+// safeMethod returns m when it is one of the standard methods and "other"
+// otherwise, so that no arbitrary client token reaches the log.
+func safeMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "other"
+}
+
+// requestID returns the Lambda request id of the invocation serving r, or a
+// random id when r is not served by Lambda (local runs, tests).
+func requestID(r *http.Request) string {
+	if lc, ok := lambdacontext.FromContext(r.Context()); ok && lc.AwsRequestID != "" {
+		return lc.AwsRequestID
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return "local-" + hex.EncodeToString(b[:])
+}
+
+// statusRecorder remembers the status written through it.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}

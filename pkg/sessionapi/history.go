@@ -1,0 +1,251 @@
+package sessionapi
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// SessionSummary is the body of GET /sessions/{id} (DESIGN §6). Times are
+// ISO 8601 UTC with milliseconds (protocol.FormatTime).
+//
+//	{"sessionId","definitionId","definitionRevision","cursor","createdAt","updatedAt","currentTurn":CurrentTurn|null}
+type SessionSummary struct {
+	SessionID          string `json:"sessionId"`
+	DefinitionID       string `json:"definitionId"`
+	DefinitionRevision int64  `json:"definitionRevision"`
+	// Cursor is the last snapshot sequence the session issued.
+	Cursor    int64  `json:"cursor"`
+	CreatedAt string `json:"createdAt"`
+	UpdatedAt string `json:"updatedAt"`
+	// CurrentTurn is the turn holding an unexpired lease, nil (null) when
+	// the session is idle or the lease has expired.
+	CurrentTurn *CurrentTurn `json:"currentTurn"`
+}
+
+// CurrentTurn is a session's running turn (agent UI protocol current_turn;
+// DESIGN §6). Status is always "running": a turn being stopped is still
+// running until it ends (hosts map stopping to running).
+//
+//	{"turnId","status":"running","expiresAt":<epoch ms>,"pendingInteractions":[]}
+type CurrentTurn struct {
+	TurnID string `json:"turnId"`
+	Status string `json:"status"`
+	// ExpiresAt is the lease expiry in milliseconds since the Unix epoch.
+	ExpiresAt int64 `json:"expiresAt"`
+	// PendingInteractions is always empty: turnstream turns do not wait for
+	// user interactions.
+	PendingInteractions []PendingInteraction `json:"pendingInteractions"`
+}
+
+// PendingInteraction is an interaction a running turn waits for (agent UI
+// protocol {interactionId, data}). turnstream never produces one; the type
+// fixes the element shape of CurrentTurn.PendingInteractions.
+type PendingInteraction struct {
+	InteractionID string `json:"interactionId"`
+	Data          any    `json:"data"`
+}
+
+// TurnSummary is one turn of GET /sessions/{id}/turns (DESIGN §6).
+//
+//	{"turnId","ordinal","status","lineage","messages":[...],"artifacts":[...],"error":Diagnostic|null,"usage","startedAt","completedAt":string|null}
+type TurnSummary struct {
+	TurnID  string `json:"turnId"`
+	Ordinal int64  `json:"ordinal"`
+	// Status is complete, error or interrupted (history lists saved turns).
+	Status  chat.TurnStatus  `json:"status"`
+	Lineage protocol.Lineage `json:"lineage"`
+	// Messages are the turn's canonical message records exactly as stored,
+	// the user message first.
+	Messages []protocol.Message `json:"messages"`
+	// Artifacts are the turn's artifact references, [] when none.
+	Artifacts []chat.ArtifactReference `json:"artifacts"`
+	Error     *protocol.Diagnostic     `json:"error"`
+	Usage     protocol.Usage           `json:"usage"`
+	StartedAt string                   `json:"startedAt"`
+	// CompletedAt is null when the turn has no completion time.
+	CompletedAt *string `json:"completedAt"`
+}
+
+// TurnPage is the body of GET /sessions/{id}/turns. Turns are in the
+// requested order (desc: newest first). NextCursor is null exactly when
+// HasMore is false.
+//
+//	{"turns":[TurnSummary...],"nextCursor":string|null,"hasMore":bool}
+type TurnPage struct {
+	Turns      []TurnSummary `json:"turns"`
+	NextCursor *string       `json:"nextCursor"`
+	HasMore    bool          `json:"hasMore"`
+}
+
+// MessagePage is the body of GET /sessions/{id}/messages: the turns of the
+// same page as /turns, flattened to their canonical message records.
+//
+// Messages within a page are always chronological (oldest turn first, each
+// turn's messages in stored order), whatever the order: order only chooses
+// which end of the conversation the first page holds and which way the
+// cursor moves. So asc pages concatenate to the conversation, and desc
+// pages concatenate to it in reverse page order (last page first). Limit
+// counts turns, not messages. A turn's artifact references are placed in
+// the metadata.artifacts of its last assistant message (other metadata
+// keys kept); a turn without artifacts is returned exactly as stored, and
+// a turn without any assistant message lists its artifacts only in /turns.
+//
+//	{"messages":[Message...],"nextCursor":string|null,"hasMore":bool}
+type MessagePage struct {
+	Messages   []protocol.Message `json:"messages"`
+	NextCursor *string            `json:"nextCursor"`
+	HasMore    bool               `json:"hasMore"`
+}
+
+// getSession serves GET /sessions/{id}.
+func (s *server) getSession(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
+	p, err := s.auth.Authenticate(r)
+	if err != nil {
+		return err
+	}
+	id, err := sessionID(r, rc)
+	if err != nil {
+		return err
+	}
+	sess, err := s.store.GetSession(r.Context(), id, p)
+	if err != nil {
+		return fmt.Errorf("get session: %w", err)
+	}
+	return writeJSON(w, sessionSummary(sess, s.now()))
+}
+
+func sessionSummary(sess *chat.Session, now time.Time) SessionSummary {
+	out := SessionSummary{
+		SessionID:          sess.ID,
+		DefinitionID:       sess.DefinitionID,
+		DefinitionRevision: sess.DefinitionRevision,
+		Cursor:             sess.Cursor,
+		CreatedAt:          protocol.FormatTime(sess.CreatedAt),
+		UpdatedAt:          protocol.FormatTime(sess.UpdatedAt),
+	}
+	if l := sess.ActiveTurn; l != nil && l.ExpiresAt.After(now) {
+		out.CurrentTurn = &CurrentTurn{
+			TurnID:              l.TurnID,
+			Status:              string(chat.TurnRunning),
+			ExpiresAt:           l.ExpiresAt.UnixMilli(),
+			PendingInteractions: []PendingInteraction{},
+		}
+	}
+	return out
+}
+
+// listTurns serves GET /sessions/{id}/turns.
+func (s *server) listTurns(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
+	page, _, err := s.page(r, rc)
+	if err != nil {
+		return err
+	}
+	out := TurnPage{
+		Turns:      make([]TurnSummary, 0, len(page.Turns)),
+		NextCursor: nextCursor(page),
+		HasMore:    page.HasMore,
+	}
+	for i := range page.Turns {
+		out.Turns = append(out.Turns, turnSummary(&page.Turns[i]))
+	}
+	return writeJSON(w, out)
+}
+
+// listMessages serves GET /sessions/{id}/messages (see MessagePage).
+func (s *server) listMessages(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
+	page, order, err := s.page(r, rc)
+	if err != nil {
+		return err
+	}
+	turns := page.Turns
+	if order == chat.OrderDesc {
+		turns = slices.Clone(turns)
+		slices.Reverse(turns) // chronological within the page
+	}
+	n := 0
+	for i := range turns {
+		n += len(turns[i].Messages)
+	}
+	out := MessagePage{
+		Messages:   make([]protocol.Message, 0, n),
+		NextCursor: nextCursor(page),
+		HasMore:    page.HasMore,
+	}
+	for i := range turns {
+		msgs, err := withArtifacts(turns[i].Messages, turns[i].Artifacts)
+		if err != nil {
+			return fmt.Errorf("turn %s: %w", turns[i].TurnID, err)
+		}
+		out.Messages = append(out.Messages, msgs...)
+	}
+	return writeJSON(w, out)
+}
+
+// page authenticates, validates the path and query and reads one page of
+// turns: one store request (DESIGN §5).
+func (s *server) page(r *http.Request, rc *requestContext) (*chat.TurnPage, chat.Order, error) {
+	p, err := s.auth.Authenticate(r)
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := sessionID(r, rc)
+	if err != nil {
+		return nil, "", err
+	}
+	q, err := parsePageQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, "", err
+	}
+	page, err := s.store.ListTurns(r.Context(), chat.ListRequest{
+		SessionID: id,
+		Principal: p,
+		Order:     q.order,
+		Limit:     q.limit,
+		Cursor:    q.cursor,
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("list turns: %w", err)
+	}
+	return page, q.order, nil
+}
+
+func nextCursor(page *chat.TurnPage) *string {
+	if !page.HasMore || page.NextCursor == "" {
+		return nil
+	}
+	c := page.NextCursor
+	return &c
+}
+
+func turnSummary(t *chat.Turn) TurnSummary {
+	out := TurnSummary{
+		TurnID:    t.TurnID,
+		Ordinal:   t.Ordinal,
+		Status:    t.Status,
+		Lineage:   t.Lineage,
+		Messages:  t.Messages,
+		Artifacts: t.Artifacts,
+		Error:     t.Error,
+		Usage:     t.Usage,
+		StartedAt: protocol.FormatTime(t.StartedAt),
+	}
+	if out.Lineage.Operation == "" {
+		out.Lineage.Operation = protocol.OperationSubmit
+	}
+	if out.Messages == nil {
+		out.Messages = []protocol.Message{}
+	}
+	if out.Artifacts == nil {
+		out.Artifacts = []chat.ArtifactReference{}
+	}
+	if !t.CompletedAt.IsZero() {
+		c := protocol.FormatTime(t.CompletedAt)
+		out.CompletedAt = &c
+	}
+	return out
+}
