@@ -149,6 +149,7 @@ func historyCases() map[string]func(*testing.T, *env) {
 			}
 			for name, tc := range cases {
 				t.Run(name, func(t *testing.T) {
+					e := e.with(t)
 					req := chat.ListRequest{SessionID: tc.sessionID, Principal: alice, Order: tc.order, Limit: 3}
 					page, err := e.store.ListTurns(e.ctx, req)
 					if err != nil {

@@ -92,6 +92,14 @@ func newEnv(t *testing.T, newStore Factory) *env {
 	return &env{t: t, ctx: t.Context(), store: s, clock: clock, key: key}
 }
 
+// with returns a copy of e that reports to t: env helpers called inside a
+// subtest must fail the subtest, not its parent.
+func (e *env) with(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
 // inputOf is the input the suite submits for turnID; claimFor hashes it.
 func inputOf(turnID string) string { return "input of " + turnID }
 
