@@ -1,0 +1,261 @@
+// Package dynalite gives tests a DynamoDB API server: the one named by
+// DYNAMODB_ENDPOINT (DynamoDB Local or real AWS), or else the pinned
+// dynalite (package.json) started from node_modules on a free loopback
+// port, once per test binary.
+//
+// Test packages that use it call Main from TestMain so the server stops
+// when the tests end; on Linux the server is also killed (parent-death
+// signal) if the test binary dies without running Main, so no node process
+// outlives it. When dynalite or Node is missing, tests are skipped, or fail
+// when CI=true (make test runs `npm ci` first).
+package dynalite
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+)
+
+// EndpointEnv names an existing DynamoDB API server to use instead of
+// starting dynalite (config DYNAMODB_ENDPOINT, DESIGN §9).
+const EndpointEnv = "DYNAMODB_ENDPOINT"
+
+// region is used for the local server and when AWS_REGION is unset.
+const region = "us-east-1"
+
+// startTimeout bounds how long Endpoint waits for dynalite to answer.
+const startTimeout = 15 * time.Second
+
+var (
+	once     sync.Once
+	mu       sync.Mutex // guards proc and procDone
+	proc     *exec.Cmd
+	procDone chan struct{} // closed when proc has exited and been reaped
+	endpoint string
+	startErr error
+	missing  string // a setup problem that skips (or fails on CI)
+)
+
+// Main runs the tests of m, stops the dynalite process if one was started
+// and exits with the tests' status. Call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	Stop()
+	os.Exit(code)
+}
+
+// Stop stops the dynalite process started by Endpoint, if any. Safe to
+// call more than once.
+func Stop() {
+	mu.Lock()
+	defer mu.Unlock()
+	if proc == nil || proc.Process == nil {
+		return
+	}
+	killGroup(proc)
+	<-procDone
+	proc = nil
+}
+
+// Endpoint returns the base URL of the DynamoDB API server for tests:
+// $DYNAMODB_ENDPOINT when set, otherwise a dynalite process started once
+// per test binary. It skips tb (fails it when CI=true) if dynalite or Node
+// is not installed, and fails tb if the server does not start.
+func Endpoint(tb testing.TB) string {
+	tb.Helper()
+	once.Do(start)
+	if missing != "" {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("dynalite: %s", missing)
+		}
+		tb.Skipf("dynalite: %s", missing)
+	}
+	if startErr != nil {
+		tb.Fatalf("dynalite: %v", startErr)
+	}
+	return endpoint
+}
+
+// Options returns the client options for Endpoint's server: static
+// placeholder credentials for a local server, the SDK's credential chain
+// when DYNAMODB_ENDPOINT is set and AWS credentials are configured.
+func Options(tb testing.TB) dynamo.ClientOptions {
+	tb.Helper()
+	opts := dynamo.ClientOptions{Endpoint: Endpoint(tb), Region: os.Getenv("AWS_REGION")}
+	if opts.Region == "" {
+		opts.Region = region
+	}
+	if os.Getenv(EndpointEnv) == "" || os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+		opts.StaticCredentials = true
+	}
+	return opts
+}
+
+// Client returns a client of Endpoint's server.
+func Client(tb testing.TB) dynamo.TableClient {
+	tb.Helper()
+	c, err := dynamo.NewClient(context.Background(), Options(tb))
+	if err != nil {
+		tb.Fatalf("dynalite: %v", err)
+	}
+	return c
+}
+
+var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
+
+// Table creates a fresh, uniquely named table with dynamo.CreateTable
+// through client and deletes it when tb ends. It returns the table name.
+func Table(tb testing.TB, client dynamo.TableClient) string {
+	tb.Helper()
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:]) // crypto/rand.Read never fails (Go 1.24+)
+	base := unsafeName.ReplaceAllString(tb.Name(), "_")
+	if len(base) > 200 {
+		base = base[:200]
+	}
+	name := "ts_" + base + "_" + hex.EncodeToString(suffix[:])
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := dynamo.CreateTable(ctx, client, name); err != nil {
+		tb.Fatalf("dynalite: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := dynamo.DeleteTable(ctx, client, name); err != nil {
+			tb.Errorf("dynalite: %v", err)
+		}
+	})
+	return name
+}
+
+func start() {
+	if ep := os.Getenv(EndpointEnv); ep != "" {
+		endpoint = ep
+		return
+	}
+	root, err := repoRoot()
+	if err != nil {
+		startErr = err
+		return
+	}
+	bin := filepath.Join(root, "node_modules", ".bin", "dynalite")
+	if _, err := os.Stat(bin); err != nil {
+		missing = fmt.Sprintf("%s not found: run `npm ci` in %s (or set %s)", bin, root, EndpointEnv)
+		return
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		missing = "node not found in PATH: install Node 20+ (or set " + EndpointEnv + ")"
+		return
+	}
+	port, err := freePort()
+	if err != nil {
+		startErr = err
+		return
+	}
+	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", port,
+		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
+	cmd.Dir = root
+	cmd.Stdout = nil
+	var stderr strings.Builder
+	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
+	setProcAttr(cmd)
+	if err := cmd.Start(); err != nil {
+		startErr = fmt.Errorf("start %s: %w", bin, err)
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // exit status after a kill carries no information
+		close(done)
+	}()
+	mu.Lock()
+	proc, procDone = cmd, done
+	mu.Unlock()
+	endpoint = "http://127.0.0.1:" + port
+	if err := waitReady(endpoint, done); err != nil {
+		Stop()
+		startErr = fmt.Errorf("%w (stderr: %q)", err, stderr.String())
+	}
+}
+
+func waitReady(url string, exited <-chan struct{}) error {
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(startTimeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return errors.New("dynalite exited before answering")
+		default:
+		}
+		resp, err := client.Get(url)
+		if err == nil {
+			_ = resp.Body.Close()
+			return nil
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+	return fmt.Errorf("dynalite did not answer on %s within %s", url, startTimeout)
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	return port, err
+}
+
+// repoRoot walks up from the working directory (a package directory
+// under `go test`) to the directory holding go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+type limitedWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+	n  int
+}
+
+func (l *limitedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if room := l.n - l.w.Len(); room > 0 {
+		if len(p) > room {
+			l.w.Write(p[:room])
+		} else {
+			l.w.Write(p)
+		}
+	}
+	return len(p), nil
+}

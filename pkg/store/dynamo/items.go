@@ -1,0 +1,346 @@
+package dynamo
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// Key values (DESIGN §5).
+const (
+	sessionPrefix = "SESSION#"
+	sessionSK     = "SESSION"
+	turnPrefix    = "TURN#"
+	// ordinalDigits is the zero padding of ordinals in sort keys, so that
+	// string order is numeric order.
+	ordinalDigits = 12
+	// maxOrdinal is the largest ordinal that fits ordinalDigits.
+	maxOrdinal = 999_999_999_999
+)
+
+// Attribute names used in expressions. The expression builder aliases
+// every name, so reserved words are safe; purgeAt is deliberately absent.
+const (
+	attrOwnerKey       = "ownerKey"
+	attrDefinitionID   = "definitionId"
+	attrDefinitionRev  = "definitionRevision"
+	attrCursor         = "cursor"
+	attrNextOrdinal    = "nextOrdinal"
+	attrRevision       = "revision"
+	attrCreatedAt      = "createdAt"
+	attrUpdatedAt      = "updatedAt"
+	attrLeaseTurnID    = "leaseTurnId"
+	attrLeaseToken     = "leaseToken"
+	attrLeaseExpiresAt = "leaseExpiresAt"
+	attrLeaseStop      = "leaseStop"
+	attrLeaseOrdinal   = "leaseOrdinal"
+	attrLeaseInputHash = "leaseInputHash"
+	attrLeaseLineage   = "leaseLineage"
+	attrWindow         = "window"
+	attrWindowIDs      = "windowIds"
+	attrReleasedToken  = "releasedToken"
+
+	attrArtifacts  = "artifacts"
+	attrSuperseded = "superseded"
+)
+
+// leaseAttrs are removed from the session item when a lease ends.
+var leaseAttrs = []string{attrLeaseTurnID, attrLeaseToken, attrLeaseExpiresAt, attrLeaseStop,
+	attrLeaseOrdinal, attrLeaseInputHash, attrLeaseLineage}
+
+func sessionPK(sessionID string) string { return sessionPrefix + sessionID }
+
+func ordinalKey(ordinal int64) string {
+	return fmt.Sprintf("%0*d", ordinalDigits, ordinal)
+}
+
+func turnSK(ordinal int64) string { return turnPrefix + ordinalKey(ordinal) }
+
+func sessionKey(sessionID string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		AttrPK: &types.AttributeValueMemberS{Value: sessionPK(sessionID)},
+		AttrSK: &types.AttributeValueMemberS{Value: sessionSK},
+	}
+}
+
+func turnKey(sessionID string, ordinal int64) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		AttrPK: &types.AttributeValueMemberS{Value: sessionPK(sessionID)},
+		AttrSK: &types.AttributeValueMemberS{Value: turnSK(ordinal)},
+	}
+}
+
+// ownerKey encodes a principal as one string so that conditions compare
+// one attribute: "<len(subject)>:<subject><tenant>", unambiguous for any
+// subject and tenant.
+func ownerKey(p chat.Principal) string {
+	return strconv.Itoa(len(p.Subject)) + ":" + p.Subject + p.Tenant
+}
+
+func parseOwnerKey(s string) (chat.Principal, error) {
+	n, rest, ok := strings.Cut(s, ":")
+	size, err := strconv.Atoi(n)
+	if !ok || err != nil || size < 0 || size > len(rest) {
+		return chat.Principal{}, fmt.Errorf("malformed owner key")
+	}
+	return chat.Principal{Subject: rest[:size], Tenant: rest[size:]}, nil
+}
+
+func millis(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func fromMillis(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
+
+type lineageAV struct {
+	Operation       string `dynamodbav:"operation,omitempty"`
+	ParentTurnID    string `dynamodbav:"parentTurnId,omitempty"`
+	SourceMessageID string `dynamodbav:"sourceMessageId,omitempty"`
+}
+
+func toLineageAV(l protocol.Lineage) lineageAV { return lineageAV(l) }
+
+func (l lineageAV) lineage() protocol.Lineage { return protocol.Lineage(l) }
+
+type windowEntryAV struct {
+	TurnID    string `dynamodbav:"turnId"`
+	Outcome   string `dynamodbav:"outcome"`
+	InputHash string `dynamodbav:"inputHash,omitempty"`
+}
+
+// sessionItem is the stored session item (see doc.go).
+type sessionItem struct {
+	PK                 string          `dynamodbav:"pk"`
+	SK                 string          `dynamodbav:"sk"`
+	OwnerKey           string          `dynamodbav:"ownerKey"`
+	DefinitionID       string          `dynamodbav:"definitionId,omitempty"`
+	DefinitionRevision int64           `dynamodbav:"definitionRevision"`
+	Cursor             int64           `dynamodbav:"cursor"`
+	NextOrdinal        int64           `dynamodbav:"nextOrdinal"`
+	Revision           int64           `dynamodbav:"revision"`
+	CreatedAt          int64           `dynamodbav:"createdAt"`
+	UpdatedAt          int64           `dynamodbav:"updatedAt"`
+	LeaseTurnID        string          `dynamodbav:"leaseTurnId,omitempty"`
+	LeaseToken         string          `dynamodbav:"leaseToken,omitempty"`
+	LeaseExpiresAt     int64           `dynamodbav:"leaseExpiresAt,omitempty"`
+	LeaseStop          bool            `dynamodbav:"leaseStop,omitempty"`
+	LeaseOrdinal       int64           `dynamodbav:"leaseOrdinal,omitempty"`
+	LeaseInputHash     string          `dynamodbav:"leaseInputHash,omitempty"`
+	LeaseLineage       *lineageAV      `dynamodbav:"leaseLineage,omitempty"`
+	Window             []windowEntryAV `dynamodbav:"window,omitempty"`
+	WindowIDs          []string        `dynamodbav:"windowIds,stringset,omitempty"`
+	ReleasedToken      string          `dynamodbav:"releasedToken,omitempty"`
+}
+
+func decodeSession(sessionID string, item map[string]types.AttributeValue) (*chat.Session, *sessionItem, error) {
+	var si sessionItem
+	if err := attributevalue.UnmarshalMap(item, &si); err != nil {
+		return nil, nil, fmt.Errorf("decode session %s: %w", sessionID, err)
+	}
+	owner, err := parseOwnerKey(si.OwnerKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("decode session %s: %w", sessionID, err)
+	}
+	s := &chat.Session{
+		ID:                 sessionID,
+		Owner:              owner,
+		DefinitionID:       si.DefinitionID,
+		DefinitionRevision: si.DefinitionRevision,
+		Cursor:             si.Cursor,
+		NextOrdinal:        si.NextOrdinal,
+		Revision:           si.Revision,
+		CreatedAt:          fromMillis(si.CreatedAt),
+		UpdatedAt:          fromMillis(si.UpdatedAt),
+		TerminalTurns:      make([]chat.TerminalEntry, 0, len(si.Window)),
+	}
+	for _, e := range si.Window {
+		s.TerminalTurns = append(s.TerminalTurns, chat.TerminalEntry{
+			TurnID: e.TurnID, Outcome: chat.Outcome(e.Outcome), InputHash: e.InputHash})
+	}
+	if si.LeaseToken != "" {
+		s.ActiveTurn = si.lease()
+	}
+	return s, &si, nil
+}
+
+func (si *sessionItem) lease() *chat.Lease {
+	l := &chat.Lease{
+		TurnID:    si.LeaseTurnID,
+		Token:     si.LeaseToken,
+		ExpiresAt: fromMillis(si.LeaseExpiresAt),
+		Stop:      si.LeaseStop,
+		Ordinal:   si.LeaseOrdinal,
+		InputHash: si.LeaseInputHash,
+	}
+	if si.LeaseLineage != nil {
+		l.Lineage = si.LeaseLineage.lineage()
+	}
+	return l
+}
+
+func windowAV(entries []chat.TerminalEntry) ([]windowEntryAV, []string) {
+	w := make([]windowEntryAV, 0, len(entries))
+	ids := make([]string, 0, len(entries))
+	for _, e := range entries {
+		w = append(w, windowEntryAV{TurnID: e.TurnID, Outcome: string(e.Outcome), InputHash: e.InputHash})
+		ids = append(ids, e.TurnID)
+	}
+	return w, ids
+}
+
+// appendTerminal returns window with e appended, an older entry with the
+// same turn id removed and only the newest chat.TerminalWindowSize kept.
+func appendTerminal(window []chat.TerminalEntry, e chat.TerminalEntry) []chat.TerminalEntry {
+	out := make([]chat.TerminalEntry, 0, len(window)+1)
+	for _, w := range window {
+		if w.TurnID != e.TurnID {
+			out = append(out, w)
+		}
+	}
+	out = append(out, e)
+	if n := len(out) - chat.TerminalWindowSize; n > 0 {
+		out = out[n:]
+	}
+	return out
+}
+
+type usageAV struct {
+	PromptTokens     int64 `dynamodbav:"promptTokens"`
+	CompletionTokens int64 `dynamodbav:"completionTokens"`
+	TotalTokens      int64 `dynamodbav:"totalTokens"`
+}
+
+type diagnosticAV struct {
+	Version   int    `dynamodbav:"version"`
+	Code      string `dynamodbav:"code"`
+	Message   string `dynamodbav:"message"`
+	Retryable bool   `dynamodbav:"retryable"`
+}
+
+type artifactAV struct {
+	EntryPath    string `dynamodbav:"entryPath"`
+	ArtifactType string `dynamodbav:"artifactType"`
+}
+
+func artifactsAV(refs []chat.ArtifactReference) []artifactAV {
+	out := make([]artifactAV, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, artifactAV{EntryPath: r.EntryPath, ArtifactType: string(r.ArtifactType)})
+	}
+	return out
+}
+
+func artifactRefs(avs []artifactAV) []chat.ArtifactReference {
+	out := make([]chat.ArtifactReference, 0, len(avs))
+	for _, a := range avs {
+		out = append(out, chat.ArtifactReference{EntryPath: a.EntryPath, ArtifactType: chat.ArtifactType(a.ArtifactType)})
+	}
+	return out
+}
+
+// turnItem is the stored turn item (see doc.go). Artifacts are written
+// separately (SaveTurn keeps recorded ones when the turn carries nil).
+type turnItem struct {
+	PK            string        `dynamodbav:"pk"`
+	SK            string        `dynamodbav:"sk"`
+	TurnID        string        `dynamodbav:"turnId"`
+	VisibleKey    string        `dynamodbav:"visibleKey,omitempty"`
+	Ordinal       int64         `dynamodbav:"ordinal"`
+	Status        string        `dynamodbav:"status"`
+	Lineage       lineageAV     `dynamodbav:"lineage"`
+	InputHash     string        `dynamodbav:"inputHash,omitempty"`
+	Usage         usageAV       `dynamodbav:"usage"`
+	Error         *diagnosticAV `dynamodbav:"error,omitempty"`
+	Artifacts     []artifactAV  `dynamodbav:"artifacts"`
+	Superseded    bool          `dynamodbav:"superseded"`
+	FirstSequence int64         `dynamodbav:"firstSequence"`
+	LastSequence  int64         `dynamodbav:"lastSequence"`
+	StartedAt     int64         `dynamodbav:"startedAt,omitempty"`
+	CompletedAt   int64         `dynamodbav:"completedAt,omitempty"`
+	SavedAt       int64         `dynamodbav:"savedAt"`
+	OwnerKey      string        `dynamodbav:"ownerKey"`
+	LeaseToken    string        `dynamodbav:"leaseToken"`
+	Messages      string        `dynamodbav:"messages,omitempty"`
+	MessagesGzip  []byte        `dynamodbav:"messagesGzip,omitempty"`
+	Chunks        int           `dynamodbav:"chunks,omitempty"`
+	ChunkPrefix   string        `dynamodbav:"chunkPrefix,omitempty"`
+}
+
+// optionalTurnAttrs are the turn attributes that may be absent; a save
+// that does not set one removes it.
+var optionalTurnAttrs = []string{AttrVisibleKey, "inputHash", "error", "startedAt", "completedAt",
+	"messages", "messagesGzip", "chunks", "chunkPrefix"}
+
+func newTurnItem(t *chat.Turn, owner chat.Principal, token string, savedAt time.Time) turnItem {
+	it := turnItem{
+		PK:            sessionPK(t.SessionID),
+		SK:            turnSK(t.Ordinal),
+		TurnID:        t.TurnID,
+		Ordinal:       t.Ordinal,
+		Status:        string(t.Status),
+		Lineage:       toLineageAV(t.Lineage),
+		InputHash:     t.InputHash,
+		Usage:         usageAV(t.Usage),
+		Superseded:    t.Superseded,
+		FirstSequence: t.FirstSequence,
+		LastSequence:  t.LastSequence,
+		StartedAt:     millis(t.StartedAt),
+		CompletedAt:   millis(t.CompletedAt),
+		SavedAt:       millis(savedAt),
+		OwnerKey:      ownerKey(owner),
+		LeaseToken:    token,
+	}
+	if !t.Superseded {
+		it.VisibleKey = ordinalKey(t.Ordinal)
+	}
+	if t.Error != nil {
+		it.Error = &diagnosticAV{Version: t.Error.Version, Code: t.Error.Code, Message: t.Error.Message, Retryable: t.Error.Retryable}
+	}
+	return it
+}
+
+func decodeTurnItem(item map[string]types.AttributeValue) (*turnItem, error) {
+	var it turnItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return nil, fmt.Errorf("decode turn item: %w", err)
+	}
+	return &it, nil
+}
+
+// turn converts the item, without its messages (see Store.loadMessages).
+func (it *turnItem) turn() chat.Turn {
+	t := chat.Turn{
+		SessionID:     strings.TrimPrefix(it.PK, sessionPrefix),
+		TurnID:        it.TurnID,
+		Ordinal:       it.Ordinal,
+		Status:        chat.TurnStatus(it.Status),
+		Lineage:       it.Lineage.lineage(),
+		InputHash:     it.InputHash,
+		Usage:         protocol.Usage(it.Usage),
+		Artifacts:     artifactRefs(it.Artifacts),
+		Superseded:    it.Superseded,
+		FirstSequence: it.FirstSequence,
+		LastSequence:  it.LastSequence,
+		StartedAt:     fromMillis(it.StartedAt),
+		CompletedAt:   fromMillis(it.CompletedAt),
+	}
+	if it.Error != nil {
+		t.Error = &protocol.Diagnostic{Version: it.Error.Version, Code: it.Error.Code, Message: it.Error.Message, Retryable: it.Error.Retryable}
+	}
+	return t
+}

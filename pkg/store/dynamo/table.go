@@ -1,0 +1,174 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+)
+
+// Attribute and index names of the table layout (DESIGN §5). They are
+// exported so that the SAM template (and its test) declare the same table.
+const (
+	// AttrPK and AttrSK are the table's key attributes (both S).
+	AttrPK = "pk"
+	AttrSK = "sk"
+	// AttrVisibleKey is the sort key of VisibleIndex: the zero-padded
+	// ordinal, present only on turn items that are saved and not superseded
+	// (a sparse index, so history pages and context loads never read
+	// superseded turns).
+	AttrVisibleKey = "visibleKey"
+	// AttrTurnID is the sort key of TurnIDIndex, present only on turn items.
+	AttrTurnID = "turnId"
+	// AttrPurgeAt is the TTL attribute (epoch seconds). This package never
+	// writes it; it is reserved for an optional session retention (DESIGN
+	// §5). No other field may be named purgeAt: DynamoDB would delete the
+	// item.
+	AttrPurgeAt = "purgeAt"
+
+	// VisibleIndex is the local secondary index (pk, visibleKey), projection
+	// ALL: one Query per history page or context load.
+	VisibleIndex = "visible"
+	// TurnIDIndex is the local secondary index (pk, turnId), projection ALL:
+	// one Query finds a turn by id.
+	TurnIDIndex = "byTurnId"
+)
+
+// TableClient is the subset of the DynamoDB API that CreateTable and
+// DeleteTable call; *dynamodb.Client implements it.
+type TableClient interface {
+	CreateTable(ctx context.Context, in *dynamodb.CreateTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.CreateTableOutput, error)
+	DescribeTable(ctx context.Context, in *dynamodb.DescribeTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DescribeTableOutput, error)
+	UpdateTimeToLive(ctx context.Context, in *dynamodb.UpdateTimeToLiveInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateTimeToLiveOutput, error)
+	DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error)
+}
+
+// CreateTableInput returns the table definition of DESIGN §5 for name: keys
+// pk (S, hash) and sk (S, range), PAY_PER_REQUEST, and the two local
+// secondary indexes VisibleIndex and TurnIDIndex (projection ALL). Local
+// secondary indexes limit one session's item collection to 10 GB.
+func CreateTableInput(name string) *dynamodb.CreateTableInput {
+	s := types.ScalarAttributeTypeS
+	return &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(AttrPK), AttributeType: s},
+			{AttributeName: aws.String(AttrSK), AttributeType: s},
+			{AttributeName: aws.String(AttrVisibleKey), AttributeType: s},
+			{AttributeName: aws.String(AttrTurnID), AttributeType: s},
+		},
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(AttrPK), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(AttrSK), KeyType: types.KeyTypeRange},
+		},
+		LocalSecondaryIndexes: []types.LocalSecondaryIndex{
+			localIndex(VisibleIndex, AttrVisibleKey),
+			localIndex(TurnIDIndex, AttrTurnID),
+		},
+	}
+}
+
+func localIndex(name, sortKey string) types.LocalSecondaryIndex {
+	return types.LocalSecondaryIndex{
+		IndexName: aws.String(name),
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(AttrPK), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(sortKey), KeyType: types.KeyTypeRange},
+		},
+		Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+	}
+}
+
+// tableWait bounds how long CreateTable waits for the table to become ACTIVE.
+const tableWait = 2 * time.Minute
+
+// CreateTable creates the table name (see CreateTableInput), waits until it
+// is ACTIVE and enables TTL on AttrPurgeAt. A server without the TTL
+// operation (dynalite answers UnknownOperationException) is tolerated:
+// expiry is always compared in code, never left to TTL. Point-in-time
+// recovery is a deployment setting (the SAM template), not set here.
+func CreateTable(ctx context.Context, client TableClient, name string) error {
+	if _, err := client.CreateTable(ctx, CreateTableInput(name)); err != nil {
+		return fmt.Errorf("create table %s: %w", name, err)
+	}
+	waiter := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay = 50 * time.Millisecond
+		o.MaxDelay = 2 * time.Second
+	})
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, tableWait); err != nil {
+		return fmt.Errorf("wait for table %s: %w", name, err)
+	}
+	_, err := client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName: aws.String(name),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{
+			AttributeName: aws.String(AttrPurgeAt),
+			Enabled:       aws.Bool(true),
+		},
+	})
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode() == "UnknownOperationException" {
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("enable TTL on table %s: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteTable deletes the table name; a table that does not exist is not
+// an error. Meant for tests and tooling.
+func DeleteTable(ctx context.Context, client TableClient, name string) error {
+	_, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	var notFound *types.ResourceNotFoundException
+	if err != nil && !errors.As(err, &notFound) {
+		return fmt.Errorf("delete table %s: %w", name, err)
+	}
+	return nil
+}
+
+// ClientOptions configures NewClient.
+type ClientOptions struct {
+	// Endpoint is the base URL of a DynamoDB API server (DynamoDB Local,
+	// dynalite: config DYNAMODB_ENDPOINT); empty means AWS's regional
+	// endpoint.
+	Endpoint string
+	// Region is the AWS region; empty means the SDK's environment and
+	// shared-config resolution.
+	Region string
+	// StaticCredentials uses fixed placeholder credentials instead of the
+	// SDK's credential chain: for local servers, which accept any.
+	StaticCredentials bool
+}
+
+// NewClient returns a DynamoDB client for mains, the dev server and tests.
+// optFns are applied last (tests add middleware through them).
+func NewClient(ctx context.Context, opts ClientOptions, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
+	var loads []func(*config.LoadOptions) error
+	if opts.Region != "" {
+		loads = append(loads, config.WithRegion(opts.Region))
+	}
+	if opts.StaticCredentials {
+		loads = append(loads, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider("local", "local", "")))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, loads...)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS config: %w", err)
+	}
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if opts.Endpoint != "" {
+			o.BaseEndpoint = aws.String(opts.Endpoint)
+		}
+		for _, fn := range optFns {
+			fn(o)
+		}
+	}), nil
+}

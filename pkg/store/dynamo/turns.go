@@ -1,0 +1,564 @@
+package dynamo
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+const attrChunk = "chunk"
+
+// SaveTurn implements chat.Store: one UpdateItem of the turn item,
+// conditional on the item not existing or having been written with token.
+// Messages larger than inlineLimit after compression are first written as
+// chunk items (one PutItem each), keyed by a hash of the token so that a
+// rejected save never overwrites another save's chunks; a rejected save
+// deletes the chunks it wrote. The owner comes from the claim this Store
+// remembers, or else from one read of the session item.
+func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error {
+	if t == nil || t.SessionID == "" || t.TurnID == "" || token == "" || t.Ordinal < 1 || t.Ordinal > maxOrdinal {
+		return fmt.Errorf("%w: save needs a session id, a turn id, a token and an ordinal in 1..%d", chat.ErrInvalidRequest, int64(maxOrdinal))
+	}
+	owner, err := s.leaseOwner(ctx, token, t.SessionID)
+	if err != nil {
+		return err
+	}
+	it := newTurnItem(t, owner, token, s.now())
+	data, err := encodeMessages(t.Messages)
+	if err != nil {
+		return err
+	}
+	var chunks [][]byte
+	if len(data) <= compressAbove {
+		it.Messages = string(data)
+	} else {
+		gz, err := gzipBytes(data)
+		if err != nil {
+			return err
+		}
+		if len(gz) <= inlineLimit {
+			it.MessagesGzip = gz
+		} else {
+			chunks = splitChunks(gz)
+			sum := sha256.Sum256([]byte(token))
+			it.Chunks = len(chunks)
+			it.ChunkPrefix = turnSK(t.Ordinal) + "#CHUNK#" + hex.EncodeToString(sum[:8]) + "#"
+		}
+	}
+	for i, c := range chunks {
+		if err := s.putChunk(ctx, t.SessionID, it.ChunkPrefix, i, c); err != nil {
+			return err
+		}
+	}
+
+	av, err := attributevalue.MarshalMap(it)
+	if err != nil {
+		return fmt.Errorf("encode turn %s: %w", t.TurnID, err)
+	}
+	delete(av, AttrPK)
+	delete(av, AttrSK)
+	delete(av, attrArtifacts)
+	var up expression.UpdateBuilder
+	for name, v := range av {
+		up = up.Set(expression.Name(name), expression.Value(v))
+	}
+	for _, name := range optionalTurnAttrs {
+		if _, ok := av[name]; !ok {
+			up = up.Remove(expression.Name(name))
+		}
+	}
+	if t.Artifacts != nil {
+		up = up.Set(expression.Name(attrArtifacts), expression.Value(artifactsAV(t.Artifacts)))
+	} else {
+		up = up.Set(expression.Name(attrArtifacts), expression.IfNotExists(expression.Name(attrArtifacts), expression.Value([]artifactAV{})))
+	}
+	cond := expression.AttributeNotExists(expression.Name(AttrPK)).
+		Or(expression.Name(attrLeaseToken).Equal(expression.Value(token)))
+	e, err := build(expression.NewBuilder().WithCondition(cond).WithUpdate(up))
+	if err != nil {
+		return err
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 s.table,
+		Key:                       turnKey(t.SessionID, t.Ordinal),
+		ConditionExpression:       e.Condition(),
+		UpdateExpression:          e.Update(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
+	})
+	if err == nil {
+		return nil
+	}
+	if failed, _ := conditionFailed(err); failed {
+		for i := range chunks {
+			// Best effort: a chunk left behind is unreferenced, never read.
+			_, _ = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: s.table, Key: chunkKey(t.SessionID, it.ChunkPrefix, i)})
+		}
+		return chat.ErrLeaseLost
+	}
+	return fmt.Errorf("save turn %s of session %s: %w", t.TurnID, t.SessionID, err)
+}
+
+// leaseOwner returns the owner of the session a lease token was claimed
+// in: remembered from the claim, or read from the session item (a token
+// that does not belong to an existing session is ErrLeaseLost).
+func (s *Store) leaseOwner(ctx context.Context, token, sessionID string) (chat.Principal, error) {
+	if m := s.memo(token); m != nil && m.sessionID == sessionID {
+		return m.owner, nil
+	}
+	sess, _, err := s.readSession(ctx, sessionID)
+	if err != nil {
+		return chat.Principal{}, err
+	}
+	if sess == nil {
+		return chat.Principal{}, chat.ErrLeaseLost
+	}
+	return sess.Owner, nil
+}
+
+func chunkKey(sessionID, prefix string, i int) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		AttrPK: &types.AttributeValueMemberS{Value: sessionPK(sessionID)},
+		AttrSK: &types.AttributeValueMemberS{Value: fmt.Sprintf("%s%04d", prefix, i)},
+	}
+}
+
+func (s *Store) putChunk(ctx context.Context, sessionID, prefix string, i int, data []byte) error {
+	item := chunkKey(sessionID, prefix, i)
+	item[attrChunk] = &types.AttributeValueMemberB{Value: data}
+	if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item}); err != nil {
+		return fmt.Errorf("save chunk %d of a turn of session %s: %w", i, sessionID, err)
+	}
+	return nil
+}
+
+// turnsFromItems decodes turn items, messages included (chunked turns
+// cost one more Query each).
+func (s *Store) turnsFromItems(ctx context.Context, items []map[string]types.AttributeValue) ([]chat.Turn, []*turnItem, error) {
+	turns := make([]chat.Turn, 0, len(items))
+	its := make([]*turnItem, 0, len(items))
+	for _, item := range items {
+		it, err := decodeTurnItem(item)
+		if err != nil {
+			return nil, nil, err
+		}
+		t := it.turn()
+		if t.Messages, err = s.loadMessages(ctx, it); err != nil {
+			return nil, nil, err
+		}
+		turns = append(turns, t)
+		its = append(its, it)
+	}
+	return turns, its, nil
+}
+
+func (s *Store) loadMessages(ctx context.Context, it *turnItem) (msgs []protocol.Message, err error) {
+	var data []byte
+	switch {
+	case it.Chunks > 0:
+		gz, err := s.readChunks(ctx, it)
+		if err != nil {
+			return nil, err
+		}
+		if data, err = gunzipBytes(gz); err != nil {
+			return nil, err
+		}
+	case it.MessagesGzip != nil:
+		if data, err = gunzipBytes(it.MessagesGzip); err != nil {
+			return nil, err
+		}
+	default:
+		data = []byte(it.Messages)
+	}
+	return decodeMessages(data)
+}
+
+func (s *Store) readChunks(ctx context.Context, it *turnItem) ([]byte, error) {
+	e, err := build(expression.NewBuilder().WithKeyCondition(
+		expression.Key(AttrPK).Equal(expression.Value(it.PK)).And(expression.Key(AttrSK).BeginsWith(it.ChunkPrefix))))
+	if err != nil {
+		return nil, err
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 s.table,
+		KeyConditionExpression:    e.KeyCondition(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
+		ConsistentRead:            aws.Bool(true),
+	}
+	var data []byte
+	n := 0
+	p := dynamodb.NewQueryPaginator(s.client, in)
+	for p.HasMorePages() {
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read chunks of turn %s: %w", it.TurnID, err)
+		}
+		for _, item := range out.Items {
+			b, ok := item[attrChunk].(*types.AttributeValueMemberB)
+			if !ok {
+				return nil, fmt.Errorf("read chunks of turn %s: chunk without data", it.TurnID)
+			}
+			data = append(data, b.Value...)
+			n++
+		}
+	}
+	if n != it.Chunks {
+		return nil, fmt.Errorf("read chunks of turn %s: found %d of %d", it.TurnID, n, it.Chunks)
+	}
+	return data, nil
+}
+
+// queryVisible runs one Query page of VisibleIndex.
+func (s *Store) queryVisible(ctx context.Context, sessionID string, key expression.KeyConditionBuilder, asc bool, limit int32, start map[string]types.AttributeValue) (*dynamodb.QueryOutput, error) {
+	e, err := build(expression.NewBuilder().WithKeyCondition(key))
+	if err != nil {
+		return nil, err
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 s.table,
+		IndexName:                 aws.String(VisibleIndex),
+		KeyConditionExpression:    e.KeyCondition(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
+		ConsistentRead:            aws.Bool(true),
+		ScanIndexForward:          aws.Bool(asc),
+		ExclusiveStartKey:         start,
+	}
+	if limit > 0 {
+		in.Limit = aws.Int32(limit)
+	}
+	out, err := s.client.Query(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("query turns of session %s: %w", sessionID, err)
+	}
+	return out, nil
+}
+
+func pkKey(sessionID string) expression.KeyConditionBuilder {
+	return expression.Key(AttrPK).Equal(expression.Value(sessionPK(sessionID)))
+}
+
+// LoadContext implements chat.Store: Query pages of VisibleIndex (one per
+// 1 MB of history), oldest first; no request when beforeOrdinal <= 1.
+// Turns still running are skipped.
+func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal int64) ([]chat.Turn, error) {
+	turns := []chat.Turn{}
+	if beforeOrdinal <= 1 {
+		return turns, nil
+	}
+	if beforeOrdinal > maxOrdinal {
+		beforeOrdinal = maxOrdinal
+	}
+	key := pkKey(sessionID).And(expression.Key(AttrVisibleKey).LessThan(expression.Value(ordinalKey(beforeOrdinal))))
+	var start map[string]types.AttributeValue
+	for {
+		out, err := s.queryVisible(ctx, sessionID, key, true, 0, start)
+		if err != nil {
+			return nil, err
+		}
+		page, _, err := s.turnsFromItems(ctx, out.Items)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range page {
+			if t.Status != chat.TurnRunning {
+				turns = append(turns, t)
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return turns, nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+// Supersede implements chat.Store: one consistent read checks the lease
+// token, one Query per 1 MB finds the visible turns in range, and one
+// UpdateItem per turn removes it from VisibleIndex.
+func (s *Store) Supersede(ctx context.Context, sessionID, token string, fromOrdinal, toOrdinal int64) error {
+	_, si, err := s.readSession(ctx, sessionID)
+	if err != nil {
+		return err
+	}
+	if si == nil || si.LeaseToken != token {
+		return chat.ErrLeaseLost
+	}
+	fromOrdinal = max(fromOrdinal, 1)
+	toOrdinal = min(toOrdinal, maxOrdinal+1)
+	if fromOrdinal >= toOrdinal {
+		return nil
+	}
+	key := pkKey(sessionID).And(expression.Key(AttrVisibleKey).Between(
+		expression.Value(ordinalKey(fromOrdinal)), expression.Value(ordinalKey(toOrdinal-1))))
+	var start map[string]types.AttributeValue
+	for {
+		out, err := s.queryVisible(ctx, sessionID, key, true, 0, start)
+		if err != nil {
+			return err
+		}
+		for _, item := range out.Items {
+			if err := s.markSuperseded(ctx, sessionID, item); err != nil {
+				return err
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		start = out.LastEvaluatedKey
+	}
+}
+
+func (s *Store) markSuperseded(ctx context.Context, sessionID string, item map[string]types.AttributeValue) error {
+	up := expression.Set(expression.Name(attrSuperseded), expression.Value(true)).
+		Remove(expression.Name(AttrVisibleKey))
+	e, err := build(expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(AttrPK))).WithUpdate(up))
+	if err != nil {
+		return err
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 s.table,
+		Key:                       map[string]types.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK]},
+		ConditionExpression:       e.Condition(),
+		UpdateExpression:          e.Update(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
+	})
+	if failed, _ := conditionFailed(err); failed {
+		return nil // the item vanished: nothing left to hide
+	}
+	if err != nil {
+		return fmt.Errorf("supersede a turn of session %s: %w", sessionID, err)
+	}
+	return nil
+}
+
+// ListTurns implements chat.Store: exactly one Query of VisibleIndex with
+// Limit = limit+1, so HasMore is exact; the owner is checked on the
+// returned items (denormalised). Only an empty result costs a GetItem, to
+// tell ErrSessionNotFound from a session without visible turns. A Query
+// cut short by DynamoDB's 1 MB page size returns all but its last item
+// with HasMore true, so HasMore stays exact and no page is empty.
+func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.TurnPage, error) {
+	order := req.Order
+	if order == "" {
+		order = chat.OrderDesc
+	}
+	if order != chat.OrderAsc && order != chat.OrderDesc {
+		return nil, fmt.Errorf("%w: order must be asc or desc", chat.ErrInvalidRequest)
+	}
+	limit := req.Limit
+	if limit == 0 {
+		limit = chat.DefaultPageLimit
+	}
+	if limit < 1 || limit > chat.MaxPageLimit {
+		return nil, fmt.Errorf("%w: limit must be in 1..%d", chat.ErrInvalidRequest, chat.MaxPageLimit)
+	}
+	key := pkKey(req.SessionID)
+	if req.Cursor != "" {
+		after, err := s.cursors.Decode(req.SessionID, order, req.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		if after > maxOrdinal {
+			return nil, chat.ErrInvalidCursor
+		}
+		bound := expression.Value(ordinalKey(after))
+		if order == chat.OrderAsc {
+			key = key.And(expression.Key(AttrVisibleKey).GreaterThan(bound))
+		} else {
+			key = key.And(expression.Key(AttrVisibleKey).LessThan(bound))
+		}
+	}
+	out, err := s.queryVisible(ctx, req.SessionID, key, order == chat.OrderAsc, int32(limit+1), nil)
+	if err != nil {
+		return nil, err
+	}
+	items := out.Items
+	if len(items) == 0 {
+		if _, err := s.GetSession(ctx, req.SessionID, req.Principal); err != nil {
+			return nil, err
+		}
+		return &chat.TurnPage{Turns: []chat.Turn{}}, nil
+	}
+	if err := checkOwner(items, req.Principal); err != nil {
+		return nil, err
+	}
+	page := &chat.TurnPage{}
+	switch {
+	case len(items) > limit:
+		items, page.HasMore = items[:limit], true
+	case len(out.LastEvaluatedKey) > 0 && len(items) > 1:
+		items, page.HasMore = items[:len(items)-1], true
+	case len(out.LastEvaluatedKey) > 0:
+		// Unreachable with 400 KB items in 1 MB pages; stay conservative.
+		page.HasMore = true
+	}
+	turns, its, err := s.turnsFromItems(ctx, items)
+	if err != nil {
+		return nil, err
+	}
+	page.Turns = turns
+	if page.HasMore {
+		page.NextCursor = s.cursors.Encode(req.SessionID, order, its[len(its)-1].Ordinal)
+	}
+	return page, nil
+}
+
+// checkOwner reports ErrSessionNotFound unless p owns every item.
+func checkOwner(items []map[string]types.AttributeValue, p chat.Principal) error {
+	want := ownerKey(p)
+	for _, item := range items {
+		v, ok := item[attrOwnerKey].(*types.AttributeValueMemberS)
+		if !ok || v.Value != want {
+			return chat.ErrSessionNotFound
+		}
+	}
+	return nil
+}
+
+// findTurnItem runs one Query of TurnIDIndex and returns the newest item
+// with turnID (nil if none), reading only the attributes in projection
+// (all when empty).
+func (s *Store) findTurnItem(ctx context.Context, sessionID, turnID string, projection ...string) (map[string]types.AttributeValue, error) {
+	b := expression.NewBuilder().WithKeyCondition(pkKey(sessionID).And(expression.Key(AttrTurnID).Equal(expression.Value(turnID))))
+	if len(projection) > 0 {
+		names := make([]expression.NameBuilder, len(projection))
+		for i, n := range projection {
+			names[i] = expression.Name(n)
+		}
+		b = b.WithProjection(expression.NamesList(names[0], names[1:]...))
+	}
+	e, err := build(b)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
+		TableName:                 s.table,
+		IndexName:                 aws.String(TurnIDIndex),
+		KeyConditionExpression:    e.KeyCondition(),
+		ProjectionExpression:      e.Projection(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
+		ConsistentRead:            aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("find turn in session %s: %w", sessionID, err)
+	}
+	if len(out.Items) == 0 {
+		return nil, nil
+	}
+	// A turn id can recur only after it left the terminal window; the
+	// newest turn (highest sort key) is the one meant.
+	items := out.Items
+	sort.Slice(items, func(i, j int) bool { return skOf(items[i]) > skOf(items[j]) })
+	return items[0], nil
+}
+
+func skOf(item map[string]types.AttributeValue) string {
+	if v, ok := item[AttrSK].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+// turnAccess finds the turn item and checks p's access: ErrSessionNotFound
+// when the session is absent or not p's (Trusted passes when trusted is
+// set), ErrTurnNotFound when the session has no such turn.
+func (s *Store) turnAccess(ctx context.Context, sessionID, turnID string, p chat.Principal, trusted bool, projection ...string) (map[string]types.AttributeValue, error) {
+	item, err := s.findTurnItem(ctx, sessionID, turnID, projection...)
+	if err != nil {
+		return nil, err
+	}
+	if item == nil {
+		sess, _, err := s.readSession(ctx, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		if sess == nil || !(p.Owns(sess.Owner) || trusted && p.Trusted) {
+			return nil, chat.ErrSessionNotFound
+		}
+		return nil, chat.ErrTurnNotFound
+	}
+	if !(trusted && p.Trusted) {
+		if err := checkOwner([]map[string]types.AttributeValue{item}, p); err != nil {
+			return nil, err
+		}
+	}
+	return item, nil
+}
+
+// FindTurn implements chat.Store: one Query of TurnIDIndex (plus a
+// GetItem when no turn matches, to choose the error).
+func (s *Store) FindTurn(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, error) {
+	item, err := s.turnAccess(ctx, sessionID, turnID, p, false)
+	if err != nil {
+		return nil, err
+	}
+	turns, _, err := s.turnsFromItems(ctx, []map[string]types.AttributeValue{item})
+	if err != nil {
+		return nil, err
+	}
+	return &turns[0], nil
+}
+
+// PutArtifacts implements chat.Store: one Query of TurnIDIndex and one
+// conditional UpdateItem. Invalid references cost no request.
+func (s *Store) PutArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal, refs []chat.ArtifactReference) ([]chat.ArtifactReference, error) {
+	if err := chat.ValidateArtifacts(refs); err != nil {
+		return nil, err
+	}
+	refs = chat.DedupeArtifacts(refs)
+	item, err := s.turnAccess(ctx, sessionID, turnID, p, true, AttrPK, AttrSK, attrOwnerKey)
+	if err != nil {
+		return nil, err
+	}
+	cond := expression.Name(AttrTurnID).Equal(expression.Value(turnID))
+	up := expression.Set(expression.Name(attrArtifacts), expression.Value(artifactsAV(refs)))
+	e, err := build(expression.NewBuilder().WithCondition(cond).WithUpdate(up))
+	if err != nil {
+		return nil, err
+	}
+	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 s.table,
+		Key:                       map[string]types.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK]},
+		ConditionExpression:       e.Condition(),
+		UpdateExpression:          e.Update(),
+		ExpressionAttributeNames:  e.Names(),
+		ExpressionAttributeValues: e.Values(),
+	})
+	if failed, _ := conditionFailed(err); failed {
+		return nil, chat.ErrTurnNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("put artifacts of turn %s: %w", turnID, err)
+	}
+	return refs, nil
+}
+
+// GetArtifacts implements chat.Store: one Query of TurnIDIndex reading
+// only the artifacts, as FindTurn for access and errors.
+func (s *Store) GetArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal) ([]chat.ArtifactReference, error) {
+	item, err := s.turnAccess(ctx, sessionID, turnID, p, false, AttrPK, AttrSK, attrOwnerKey, attrArtifacts)
+	if err != nil {
+		return nil, err
+	}
+	var avs []artifactAV
+	if v, ok := item[attrArtifacts]; ok {
+		if err := attributevalue.Unmarshal(v, &avs); err != nil {
+			return nil, fmt.Errorf("decode artifacts of turn %s: %w", turnID, err)
+		}
+	}
+	return artifactRefs(avs), nil
+}
