@@ -121,7 +121,11 @@ func New(ctx context.Context, cfg config.AuthConfig, opts ...Option) (Authentica
 	case config.AuthIAM:
 		return iamAuthenticator{trusted: cfg.TrustedSubject}, nil
 	case config.AuthJWT:
-		return newJWT(ctx, cfg, o)
+		a, err := newJWT(ctx, cfg, o)
+		if err != nil {
+			return nil, err // never a typed nil in the interface
+		}
+		return a, nil
 	}
 	return nil, fmt.Errorf("auth: unknown AUTH_MODE (want %s, %s or %s)", config.AuthDev, config.AuthJWT, config.AuthIAM)
 }

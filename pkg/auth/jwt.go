@@ -21,14 +21,14 @@ import (
 const maxJWKSBytes = 1 << 20
 
 // asymmetric is the allowlist of JWS algorithms (DESIGN §7): RSA PKCS#1
-// v1.5 and PSS, ECDSA and EdDSA. "none" and every HMAC algorithm are
+// v1.5 and PSS, ECDSA and EdDSA (RFC 7518, RFC 8037). "none" and every HMAC algorithm are
 // refused before any key is looked up, which closes the HS256-with-the-
 // public-key confusion.
 var asymmetric = map[string]bool{
 	"RS256": true, "RS384": true, "RS512": true,
 	"PS256": true, "PS384": true, "PS512": true,
 	"ES256": true, "ES384": true, "ES512": true,
-	"EdDSA": true,
+	"EdDSA": true, "Ed25519": true, // Ed25519: RFC 9864 fully-specified EdDSA
 }
 
 // jwtAuthenticator implements jwt mode (DESIGN §7).
