@@ -267,6 +267,7 @@ func AppendEventLine(dst []byte, e *Event) ([]byte, error) {
 func estimateEventSize(e *Event) int {
 	n := 256
 	switch {
+	case e == nil:
 	case e.Submit != nil:
 		n += len(e.Submit.Input) + len(e.Submit.Input)/8
 	case e.Snapshot != nil:
