@@ -78,6 +78,9 @@ type scriptModel struct {
 	Hold chan struct{}
 	// Started, when set, receives one value per call once it started.
 	Started chan struct{}
+	// Finished, when set, is closed when a call returned its last event.
+	Finished chan struct{}
+	finishOnce sync.Once
 
 	calls atomic.Int32
 	mu    sync.Mutex
@@ -160,6 +163,9 @@ func (s *scriptStream) Recv() (model.Event, error) {
 		}
 		return model.Event{Usage: &u, FinishReason: model.FinishStop}, nil
 	}
+	if s.m.Finished != nil {
+		s.m.finishOnce.Do(func() { close(s.m.Finished) })
+	}
 	if s.m.Err != nil {
 		return model.Event{}, s.m.Err
 	}
@@ -228,7 +234,7 @@ func newEnv(t *testing.T, store chat.Store, m *scriptModel, opt func(*turn.Optio
 func submitBody(tb testing.TB, sessionID, turnID, input string, lineage *protocol.Lineage) []byte {
 	tb.Helper()
 	b, err := protocol.EncodeEvent(&protocol.Event{
-		EventID: "ev-" + turnID, SessionID: sessionID, TurnID: turnID, Sequence: 0,
+		EventID: "ev-submit", SessionID: sessionID, TurnID: turnID, Sequence: 0,
 		EmittedAt: "2026-07-11T03:00:00.000Z", Kind: protocol.EventSubmit,
 		Submit: &protocol.SubmitPayload{Input: input, Lineage: lineage},
 	})
