@@ -79,7 +79,7 @@ type scriptModel struct {
 	// Started, when set, receives one value per call once it started.
 	Started chan struct{}
 	// Finished, when set, is closed when a call returned its last event.
-	Finished chan struct{}
+	Finished   chan struct{}
 	finishOnce sync.Once
 
 	calls atomic.Int32
