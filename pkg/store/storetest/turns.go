@@ -154,6 +154,15 @@ func turnCases() map[string]func(*testing.T, *env) {
 			req := claimRequest("s1", "edit")
 			req.Lineage = protocol.Lineage{Operation: protocol.OperationEdit, ParentTurnID: "t001", SourceMessageID: "t001-user"}
 			c := e.claimWith(req)
+			// [3, 4) marks ordinal 3 only: the range is half-open.
+			if err := e.store.Supersede(e.ctx, "s1", c.Lease.Token, 3, 4); err != nil {
+				t.Fatalf("Supersede: %v", err)
+			}
+			for id, want := range map[string]bool{"t001": false, "t002": true, "t003": false} {
+				if got := e.find("s1", id); got.Superseded != want {
+					t.Errorf("after Supersede [3, 4): FindTurn(%s).Superseded = %v, want %v", id, got.Superseded, want)
+				}
+			}
 			for range 2 { // idempotent
 				if err := e.store.Supersede(e.ctx, "s1", c.Lease.Token, 2, c.Lease.Ordinal); err != nil {
 					t.Fatalf("Supersede: %v", err)
@@ -251,6 +260,11 @@ func turnCases() map[string]func(*testing.T, *env) {
 			}
 			refs[0].EntryPath = "mutated.md"
 			got[0].EntryPath = "mutated-too.md"
+			read, err := e.store.GetArtifacts(e.ctx, "s1", "t1", alice)
+			if err != nil {
+				t.Fatalf("GetArtifacts: %v", err)
+			}
+			read[0].EntryPath = "mutated-as-well.md"
 			arts, err := e.store.GetArtifacts(e.ctx, "s1", "t1", alice)
 			if err != nil || len(arts) != 1 || arts[0].EntryPath != "a.md" {
 				t.Errorf("GetArtifacts after mutating PutArtifacts' input and result = %+v, %v; want [a.md]", arts, err)

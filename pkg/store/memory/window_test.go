@@ -1,0 +1,60 @@
+package memory
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+)
+
+// The terminal window rules that chat.Store callers cannot reach (a turn id
+// is never appended while it is already in the window through the public
+// API), tested on appendTerminal itself.
+func TestAppendTerminal(t *testing.T) {
+	ids := func(w []chat.TerminalEntry) []string {
+		out := make([]string, len(w))
+		for i, e := range w {
+			out[i] = e.TurnID
+		}
+		return out
+	}
+	entry := func(id string) chat.TerminalEntry {
+		return chat.TerminalEntry{TurnID: id, Outcome: chat.OutcomeCompleted}
+	}
+	full := make([]chat.TerminalEntry, 0, chat.TerminalWindowSize)
+	for i := range chat.TerminalWindowSize {
+		full = append(full, entry(fmt.Sprintf("t%02d", i)))
+	}
+
+	cases := map[string]struct {
+		window []chat.TerminalEntry
+		add    chat.TerminalEntry
+		want   []string
+	}{
+		"empty":             {nil, entry("a"), []string{"a"}},
+		"append newest":     {[]chat.TerminalEntry{entry("a"), entry("b")}, entry("c"), []string{"a", "b", "c"}},
+		"re-added id moves": {[]chat.TerminalEntry{entry("a"), entry("b"), entry("c")}, entry("a"), []string{"b", "c", "a"}},
+		"full drops oldest": {slices.Clone(full), entry("new"), append(ids(full[1:]), "new")},
+		"full re-add keeps size": {slices.Clone(full), entry("t10"),
+			append(append(ids(full[:10]), ids(full[11:])...), "t10")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := appendTerminal(tc.window, tc.add)
+			if !slices.Equal(ids(got), tc.want) {
+				t.Errorf("window %v, want %v", ids(got), tc.want)
+			}
+			if len(got) > chat.TerminalWindowSize {
+				t.Errorf("window has %d entries, more than %d", len(got), chat.TerminalWindowSize)
+			}
+		})
+	}
+
+	t.Run("re-added entry takes the new outcome", func(t *testing.T) {
+		w := appendTerminal([]chat.TerminalEntry{entry("a")}, chat.TerminalEntry{TurnID: "a", Outcome: chat.OutcomeIndeterminate})
+		if len(w) != 1 || w[0].Outcome != chat.OutcomeIndeterminate {
+			t.Errorf("window %+v, want one indeterminate entry", w)
+		}
+	})
+}
