@@ -516,7 +516,10 @@ func (s *Store) owned(sessionID string, p chat.Principal) (*sessionRecord, error
 // DESIGN §6-7). s.mu must be held.
 func (s *Store) findItem(sessionID, turnID string, p chat.Principal, trustedOK bool) (*turnItem, error) {
 	rec, ok := s.sessions[sessionID]
-	if !ok || !(p.Owns(rec.session.Owner) || trustedOK && p.Trusted) {
+	if !ok {
+		return nil, chat.ErrSessionNotFound
+	}
+	if allowed := p.Owns(rec.session.Owner) || (trustedOK && p.Trusted); !allowed {
 		return nil, chat.ErrSessionNotFound
 	}
 	ord, ok := rec.byID[turnID]
