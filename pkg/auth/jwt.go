@@ -228,7 +228,7 @@ func (c *keyCache) fetch(ctx context.Context) (jwk.Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("JWKS fetch: %w", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // read errors are reported by ReadAll
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("JWKS fetch: HTTP status %d", resp.StatusCode)
 	}

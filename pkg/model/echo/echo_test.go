@@ -91,7 +91,7 @@ func TestStream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			closeOnCleanup(t, s)
 			evs := drain(t, s)
 			if len(evs) != len(tc.wantDeltas)+1 {
 				t.Fatalf("%d events, want %d deltas and a final event: %+v", len(evs), len(tc.wantDeltas), evs)
@@ -122,7 +122,7 @@ func TestReplyIsPrefixPlusLastUserMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	closeOnCleanup(t, s)
 	var b strings.Builder
 	for _, ev := range drain(t, s) {
 		b.WriteString(ev.TextDelta)
@@ -195,7 +195,7 @@ func TestCancelDuringDelay(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer s.Close()
+			closeOnCleanup(t, s)
 			if ev, err := s.Recv(); err != nil || ev.TextDelta != "E" {
 				t.Fatalf("first Recv = %+v, %v; want an immediate first delta", ev, err)
 			}
@@ -227,7 +227,7 @@ func TestDelayBetweenChunks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
+	closeOnCleanup(t, s)
 	var b strings.Builder
 	for _, ev := range drain(t, s) {
 		b.WriteString(ev.TextDelta)
@@ -247,4 +247,14 @@ func TestCloseIdempotent(t *testing.T) {
 			t.Fatalf("Close #%d: %v", i+1, err)
 		}
 	}
+}
+
+// closeOnCleanup closes s when the test ends and fails it if Close errs.
+func closeOnCleanup(tb testing.TB, s model.Stream) {
+	tb.Helper()
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Errorf("Close: %v", err)
+		}
+	})
 }

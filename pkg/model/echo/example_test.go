@@ -19,7 +19,7 @@ func ExampleModel_Stream() {
 		fmt.Println(err)
 		return
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	for {
 		ev, err := s.Recv()
 		if err == io.EOF {
