@@ -226,12 +226,16 @@ func windowValues(window []chat.TerminalEntry) (list, ids expression.ValueBuilde
 }
 
 // RenewLease implements chat.Store: one UpdateItem conditional on the
-// token and turn id. A lease that expired but was not taken over still
-// belongs to its token and can be renewed.
+// token, the turn id and an unexpired lease. An expired lease protects
+// nothing, so its holder cannot renew it even before another turn takes
+// over; it can still release it (ReleaseTurn).
 func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Lease, error) {
 	now := s.now()
-	cond := expression.Name(attrLeaseToken).Equal(expression.Value(req.Token)).
-		And(expression.Name(attrLeaseTurnID).Equal(expression.Value(req.TurnID)))
+	cond := expression.And(
+		expression.Name(attrLeaseToken).Equal(expression.Value(req.Token)),
+		expression.Name(attrLeaseTurnID).Equal(expression.Value(req.TurnID)),
+		expression.Name(attrLeaseExpiresAt).GreaterThan(expression.Value(millis(now))),
+	)
 	up := expression.Set(expression.Name(attrLeaseExpiresAt), expression.Value(millis(req.ExpiresAt))).
 		Set(expression.Name(attrCursor), expression.Value(req.Cursor)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(now))).
