@@ -43,11 +43,15 @@ var storeFactories = map[string]storetest.Factory{
 	},
 }
 
-// forEachStore runs test once per store factory, as a named subtest.
+// forEachStore runs test once per store factory, as a named parallel
+// subtest on a fresh fixture. It marks t itself parallel too: every
+// fixture has its own store (and table), clock and log.
 func forEachStore(t *testing.T, test func(t *testing.T, f *fixture)) {
 	t.Helper()
+	t.Parallel()
 	for name, factory := range storeFactories {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			test(t, newFixture(t, factory))
 		})
 	}

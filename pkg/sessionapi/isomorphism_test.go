@@ -82,9 +82,14 @@ func TestHistoryIsomorphism(t *testing.T) {
 		"memory": func(t *testing.T, _ *storetest.Clock, key []byte) chat.Store {
 			return memory.New(memory.Options{CursorKey: key})
 		},
+		"dynamo": func(t *testing.T, _ *storetest.Clock, key []byte) chat.Store {
+			return newDynamoStore(t, time.Now, key)
+		},
 	}
+	t.Parallel()
 	for name, factory := range factories {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			store := factory(t, nil, bytes.Repeat([]byte{9}, 32))
 			authn, err := auth.New(t.Context(), config.AuthConfig{Mode: config.AuthDev, TrustedSubject: "host"},
 				auth.WithLookupEnv(func(string) (string, bool) { return "", false }))
