@@ -167,7 +167,9 @@ func jwtReason(err error) string {
 
 // keyCache holds the JWKS: fetched at start, refetched when older than
 // maxAge or, at most once per minRefresh, when a token names an unknown
-// kid. Refreshes are serialized; a failed one keeps the previous set.
+// kid. One fetch runs at a time; requests whose kid is cached never wait
+// for it (a stale set keeps serving while it is refreshed). A failed
+// refresh keeps the previous set.
 type keyCache struct {
 	url        string
 	client     *http.Client
@@ -175,44 +177,81 @@ type keyCache struct {
 	minRefresh time.Duration
 	maxAge     time.Duration
 
-	mu        sync.Mutex // serializes refreshes and guards the fields below
+	fetchMu sync.Mutex // serializes fetches; never held with mu across a fetch
+
+	mu        sync.Mutex // guards the fields below
 	set       jwk.Set
 	fetchedAt time.Time // last successful fetch
 	triedAt   time.Time // last attempt, successful or not
 }
 
-// setWithKey returns a key set that contains kid, refreshing when the
-// cached set is stale or lacks kid (rate-limited).
-func (c *keyCache) setWithKey(ctx context.Context, kid string) (jwk.Set, error) {
+// lookup reports the cached set, whether it holds kid and whether it is
+// fresh.
+func (c *keyCache) lookup(kid string) (set jwk.Set, have, fresh bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.now()
-	_, have := c.set.LookupKeyID(kid)
-	stale := now.Sub(c.fetchedAt) >= c.maxAge
-	if (stale || !have) && now.Sub(c.triedAt) >= c.minRefresh {
-		// The error is dropped: the previous set stays in use.
-		_ = c.refreshLocked(ctx)
-		_, have = c.set.LookupKeyID(kid)
+	_, have = c.set.LookupKeyID(kid)
+	return c.set, have, c.now().Sub(c.fetchedAt) < c.maxAge
+}
+
+// setWithKey returns a key set that contains kid, refreshing when the
+// cached set is stale or lacks kid (rate-limited by minRefresh).
+func (c *keyCache) setWithKey(ctx context.Context, kid string) (jwk.Set, error) {
+	set, have, fresh := c.lookup(kid)
+	if have && fresh {
+		return set, nil
 	}
+	if have {
+		// Stale: refresh unless another request already is, and serve the
+		// current set either way.
+		if c.fetchMu.TryLock() {
+			c.refreshLockedIfDue(ctx)
+			c.fetchMu.Unlock()
+		}
+		return set, nil
+	}
+	// Unknown kid: wait for any fetch in flight, then fetch if due.
+	c.fetchMu.Lock()
+	if set, have, _ = c.lookup(kid); !have {
+		c.refreshLockedIfDue(ctx)
+		set, have, _ = c.lookup(kid)
+	}
+	c.fetchMu.Unlock()
 	if !have {
 		return nil, errors.New("auth: kid not in JWKS")
 	}
-	return c.set, nil
+	return set, nil
 }
 
-func (c *keyCache) refresh(ctx context.Context) error {
+// refreshLockedIfDue fetches when minRefresh has passed since the last
+// attempt. The caller holds fetchMu. A failure keeps the previous set.
+func (c *keyCache) refreshLockedIfDue(ctx context.Context) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	due := c.now().Sub(c.triedAt) >= c.minRefresh
+	c.mu.Unlock()
+	if due {
+		_ = c.refreshLocked(ctx) // the previous set stays in use
+	}
+}
+
+// refresh fetches the JWKS now.
+func (c *keyCache) refresh(ctx context.Context) error {
+	c.fetchMu.Lock()
+	defer c.fetchMu.Unlock()
 	return c.refreshLocked(ctx)
 }
 
+// refreshLocked fetches the JWKS; the caller holds fetchMu.
 func (c *keyCache) refreshLocked(ctx context.Context) error {
-	c.triedAt = c.now()
+	started := c.now()
 	set, err := c.fetch(ctx)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.triedAt = started
 	if err != nil {
 		return err
 	}
-	c.set, c.fetchedAt = set, c.triedAt
+	c.set, c.fetchedAt = set, started
 	return nil
 }
 

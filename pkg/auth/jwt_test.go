@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -475,4 +476,46 @@ func TestJWKSDropsSymmetricKeys(t *testing.T) {
 	}
 	got, err := a.Authenticate(newRequest(t, context.Background(), "Bearer "+string(tok)))
 	checkResult(t, got, err, chat.Principal{}, auth.ErrUnauthenticated)
+}
+
+// TestJWTConcurrent authenticates from many goroutines (run with -race):
+// known kids always pass, forged kids always fail, and forged kids within
+// the minimum refresh interval of the last fetch cause no refetch.
+func TestJWTConcurrent(t *testing.T) {
+	k := testKeys(t)
+	srv := newJWKSServer(t, publicJWK(t, k["ES256"], true))
+	now := testNow
+	a := mustNew(t, config.AuthConfig{Mode: config.AuthJWT, JWKSURL: srv.URL, Issuer: testIssuer, Audience: testAudience},
+		auth.WithHTTPClient(srv.Client()), auth.WithNow(func() time.Time { return now }), auth.WithJWKSRefresh(time.Minute, time.Hour))
+	good := "Bearer " + sign(t, validClaims(), k["ES256"], "ec-256")
+	forged := "Bearer " + sign(t, validClaims(), k["ES256"], "forged")
+
+	var wg sync.WaitGroup
+	errs := make(chan string, 64)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 10 {
+				header, wantOK := good, true
+				if g%2 == 1 {
+					header, wantOK = forged, false
+				}
+				r := httptest.NewRequest(http.MethodPost, "/", nil)
+				r.Header.Set("Authorization", header)
+				if _, err := a.Authenticate(r); (err == nil) != wantOK {
+					errs <- fmt.Sprintf("goroutine %d: Authenticate = %v, want ok %v", g, err, wantOK)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if got := srv.fetches.Load(); got != 1 {
+		t.Errorf("%d JWKS fetches, want only the initial one", got)
+	}
 }
