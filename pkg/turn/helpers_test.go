@@ -17,10 +17,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
 	"github.com/turnstream/turnstream/pkg/store/memory"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
@@ -35,8 +37,19 @@ type storeFactory struct {
 func storeFactories() []storeFactory {
 	return []storeFactory{
 		{"memory", func(testing.TB) chat.Store { return memory.New(memory.Options{}) }},
+		{"dynalite", func(tb testing.TB) chat.Store {
+			tb.Helper()
+			client, err := dynamo.NewClient(context.Background(), dynalite.Options(tb))
+			if err != nil {
+				tb.Fatalf("dynamo client: %v", err)
+			}
+			return dynamo.New(client, dynamo.Options{Table: dynalite.Table(tb, client), CursorKey: []byte("turn-test-cursor-key-0123456789")})
+		}},
 	}
 }
+
+// TestMain stops the dynalite server the DynamoDB cases started.
+func TestMain(m *testing.M) { dynalite.Main(m) }
 
 // forEachStore runs f as a named subtest per store.
 func forEachStore(t *testing.T, f func(t *testing.T, newStore func(testing.TB) chat.Store)) {
