@@ -40,6 +40,9 @@ type sessionRecord struct {
 	// claims maps each ordinal handed out by ClaimTurn to that claim; only
 	// its token may write the turn item of that ordinal (chat.Store.SaveTurn).
 	claims map[int64]issuedClaim
+	// releasedToken is the token of the last ReleaseTurn that cleared a
+	// lease: a retry of that release is a no-op.
+	releasedToken string
 	// turns are the saved turn items by ordinal; ordinals lists their keys
 	// ascending, and byID maps a turn id to the newest ordinal saved with it.
 	turns    map[int64]*turnItem
@@ -333,10 +336,12 @@ func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error 
 
 // ReleaseTurn implements chat.Store. The lease is released when req.Token
 // holds it for req.TurnID, expired or not (cleanup may outlast the lease
-// while no other turn claimed). With no lease held and req.TurnID already
-// in the terminal window, the release is a no-op (a retried release). The
-// stored cursor never moves backward. ErrInvalidRequest for an outcome
-// other than completed or indeterminate.
+// while no other turn claimed). A release with the token of the session's
+// last release is a no-op, even if another turn has claimed since (a
+// retried release whose first attempt succeeded); any other token is
+// ErrLeaseLost, so a crashed turn's late release after a takeover is never
+// recorded. The stored cursor never moves backward. ErrInvalidRequest for
+// an outcome other than completed or indeterminate.
 func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -362,8 +367,9 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 		sess.ActiveTurn = nil
 		sess.Revision++
 		sess.UpdatedAt = now
+		rec.releasedToken = req.Token
 		return nil
-	case l == nil && terminalIndex(sess.TerminalTurns, req.TurnID) >= 0:
+	case rec.releasedToken != "" && rec.releasedToken == req.Token:
 		return nil
 	default:
 		return chat.ErrLeaseLost

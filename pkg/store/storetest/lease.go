@@ -63,6 +63,15 @@ func leaseCases() map[string]func(*testing.T, *env) {
 			if s := e.session("s1"); s.ActiveTurn == nil || s.ActiveTurn.Token != c2.Lease.Token {
 				t.Errorf("active turn = %+v, want t2's lease untouched by the stale holder", s.ActiveTurn)
 			}
+			// Once the successor released, the crashed turn's late release
+			// is still not its to make: its outcome stays indeterminate.
+			e.release("s1", c2, chat.OutcomeCompleted, 3)
+			err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t1", Token: c.Lease.Token,
+				Outcome: chat.OutcomeCompleted, Cursor: 3})
+			wantErr(t, "late release by the taken-over turn", err, chat.ErrLeaseLost)
+			if s := e.session("s1"); len(s.TerminalTurns) != 2 || s.TerminalTurns[0].TurnID != "t1" || s.TerminalTurns[0].Outcome != chat.OutcomeIndeterminate {
+				t.Errorf("terminal window = %+v, want [t1 indeterminate, t2 completed]", s.TerminalTurns)
+			}
 		},
 
 		"ReleaseTwiceHarmless": func(t *testing.T, e *env) {
@@ -77,6 +86,15 @@ func leaseCases() map[string]func(*testing.T, *env) {
 			}
 			if after.Revision != before.Revision {
 				t.Errorf("a repeated release wrote the session (revision %d -> %d)", before.Revision, after.Revision)
+			}
+			// A retried release whose first attempt succeeded may arrive
+			// after the next turn claimed: still a no-op.
+			c2 := e.claim("s1", "t2")
+			e.release("s1", c, chat.OutcomeIndeterminate, 0)
+			if s := e.session("s1"); s.ActiveTurn == nil || s.ActiveTurn.Token != c2.Lease.Token || len(s.TerminalTurns) != 1 ||
+				s.TerminalTurns[0].Outcome != chat.OutcomeCompleted || s.Cursor != 2 {
+				t.Errorf("after a late repeated release: active %+v, window %+v, cursor %d; want t2's lease, t1 completed, cursor 2",
+					s.ActiveTurn, s.TerminalTurns, s.Cursor)
 			}
 		},
 
