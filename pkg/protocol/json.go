@@ -455,10 +455,14 @@ func appendJSONString(dst []byte, s string) ([]byte, bool) {
 	return append(dst, '"'), true
 }
 
-// appendJSONNumber appends f formatted as JavaScript's Number#toString
-// (finite f only): -0 as 0, plain notation for 1e-6 <= |f| < 1e21,
-// otherwise exponent notation such as 1e+21 or 1.5e-7.
+// appendJSONNumber appends f as JSON.stringify writes a number: -0 as 0,
+// plain notation for 1e-6 <= |f| < 1e21, otherwise exponent notation such
+// as 1e+21 or 1.5e-7, and null for NaN and ±Inf (which the validators
+// reject before anything is written).
 func appendJSONNumber(dst []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(dst, "null"...)
+	}
 	if f == 0 {
 		return append(dst, '0')
 	}
