@@ -1,0 +1,63 @@
+package dynamo
+
+import (
+	"slices"
+)
+
+// methodOperations is the table of the DynamoDB operations each Store
+// method may issue, on any path (happy, rejected, takeover, fallback):
+// GetItem for classification and owner reads, PutItem and DeleteItem only
+// for the chunk items of turns too large for one item, Query for the two
+// local secondary indexes and for chunk reads.
+// The IAM action lists below are derived from it, and a test proves with
+// request-counting middleware that every operation a method issues is
+// listed here.
+var methodOperations = map[string][]string{
+	"ClaimTurn":    {"UpdateItem", "GetItem"},
+	"RenewLease":   {"UpdateItem"},
+	"RequestStop":  {"UpdateItem", "GetItem"},
+	"LoadContext":  {"Query"},
+	"Supersede":    {"GetItem", "Query", "UpdateItem"},
+	"SaveTurn":     {"UpdateItem", "GetItem", "PutItem", "DeleteItem"},
+	"ReleaseTurn":  {"UpdateItem", "GetItem"},
+	"GetSession":   {"GetItem"},
+	"ListTurns":    {"Query", "GetItem"},
+	"FindTurn":     {"Query", "GetItem"},
+	"PutArtifacts": {"Query", "GetItem", "UpdateItem"},
+	"GetArtifacts": {"Query", "GetItem"},
+}
+
+// Store methods each Lambda function calls (DESIGN §1).
+var (
+	turnFunctionMethods      = []string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn"}
+	historyFunctionMethods   = []string{"GetSession", "ListTurns", "FindTurn"}
+	artifactsFunctionMethods = []string{"PutArtifacts", "GetArtifacts"}
+)
+
+// IAM actions ("dynamodb:<Operation>") each function's role needs on the
+// table and its indexes, derived from methodOperations for the Store
+// methods that function calls: the turn function (ClaimTurn RenewLease
+// RequestStop LoadContext Supersede SaveTurn ReleaseTurn FindTurn), the
+// history function (GetSession ListTurns FindTurn) and the artifacts
+// function (PutArtifacts GetArtifacts). Sorted, without duplicates. The
+// SAM template grants exactly these.
+var (
+	TurnFunctionActions      = actionsFor(turnFunctionMethods)
+	HistoryFunctionActions   = actionsFor(historyFunctionMethods)
+	ArtifactsFunctionActions = actionsFor(artifactsFunctionMethods)
+)
+
+func actionsFor(methods []string) []string {
+	var actions []string
+	for _, m := range methods {
+		ops, ok := methodOperations[m]
+		if !ok {
+			panic("dynamo: no operations listed for " + m)
+		}
+		for _, op := range ops {
+			actions = append(actions, "dynamodb:"+op)
+		}
+	}
+	slices.Sort(actions)
+	return slices.Compact(actions)
+}

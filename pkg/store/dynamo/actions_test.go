@@ -1,0 +1,104 @@
+package dynamo_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+)
+
+// TestFunctionActionsCoverIssuedOperations drives every Store method down
+// its happy, rejected and fallback paths, records with request-counting
+// middleware which DynamoDB operations each issues, and checks that each
+// is granted to every function that calls the method (the IAM action lists
+// the SAM template uses).
+func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	s := e.store()
+	issued := map[string]map[string]bool{}
+	call := func(method string, fn func() error) {
+		t.Helper()
+		e.count.reset()
+		_ = fn() // rejections are part of the paths being covered
+		for _, op := range e.count.take() {
+			if issued[method] == nil {
+				issued[method] = map[string]bool{}
+			}
+			issued[method][op] = true
+		}
+	}
+	big := turnOf(&chat.Claim{}, "s1", textMessages("t", randomText(2, 600_000)))
+
+	var c1, c2 *chat.Claim
+	call("ClaimTurn", func() (err error) { c1, err = s.ClaimTurn(ctx, claimReq("s1", "t1")); return err })
+	call("ClaimTurn", func() error { _, err := s.ClaimTurn(ctx, claimReq("s1", "t2")); return err })
+	call("LoadContext", func() error { _, err := s.LoadContext(ctx, "s1", 5); return err })
+	call("RenewLease", func() error {
+		_, err := s.RenewLease(ctx, chat.RenewRequest{SessionID: "s1", TurnID: "t1", Token: c1.Lease.Token, ExpiresAt: e.clock.Now().Add(lease)})
+		return err
+	})
+	call("RequestStop", func() error { return s.RequestStop(ctx, "s1", "t1", alice) })
+	call("RequestStop", func() error { return s.RequestStop(ctx, "s1", "t9", alice) })
+	big.SessionID, big.TurnID, big.Ordinal = "s1", "t1", c1.Lease.Ordinal
+	call("SaveTurn", func() error { return e.store().SaveTurn(ctx, c1.Lease.Token, big) })
+	call("SaveTurn", func() error { return s.SaveTurn(ctx, "another token", big) })
+	call("ReleaseTurn", func() error {
+		return s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t1", Token: c1.Lease.Token, Outcome: chat.OutcomeCompleted})
+	})
+	call("ReleaseTurn", func() error {
+		return e.store().ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t1", Token: c1.Lease.Token, Outcome: chat.OutcomeCompleted})
+	})
+	call("ClaimTurn", func() (err error) { c2, err = s.ClaimTurn(ctx, claimReq("s1", "t2")); return err })
+	e.clock.Advance(lease)
+	call("ClaimTurn", func() error { _, err := s.ClaimTurn(ctx, claimReq("s1", "t3")); return err }) // takeover
+	call("Supersede", func() error { return s.Supersede(ctx, "s1", c2.Lease.Token, 1, 2) })
+	call("Supersede", func() error { return s.Supersede(ctx, "s1", "stale", 1, 2) })
+	call("GetSession", func() error { _, err := s.GetSession(ctx, "s1", alice); return err })
+	call("ListTurns", func() error { _, err := s.ListTurns(ctx, chat.ListRequest{SessionID: "s1", Principal: alice}); return err })
+	call("ListTurns", func() error { _, err := s.ListTurns(ctx, chat.ListRequest{SessionID: "none", Principal: alice}); return err })
+	call("FindTurn", func() error { _, err := s.FindTurn(ctx, "s1", "t1", alice); return err })
+	call("FindTurn", func() error { _, err := s.FindTurn(ctx, "s1", "missing", alice); return err })
+	refs := []chat.ArtifactReference{{EntryPath: "a.md", ArtifactType: chat.ArtifactDocument}}
+	call("PutArtifacts", func() error { _, err := s.PutArtifacts(ctx, "s1", "t1", host, refs); return err })
+	call("PutArtifacts", func() error { _, err := s.PutArtifacts(ctx, "s1", "missing", host, refs); return err })
+	call("GetArtifacts", func() error { _, err := s.GetArtifacts(ctx, "s1", "t1", alice); return err })
+	call("GetArtifacts", func() error { _, err := s.GetArtifacts(ctx, "s1", "missing", alice); return err })
+
+	functions := map[string]struct {
+		methods []string
+		actions []string
+	}{
+		"turn":      {[]string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn"}, dynamo.TurnFunctionActions},
+		"history":   {[]string{"GetSession", "ListTurns", "FindTurn"}, dynamo.HistoryFunctionActions},
+		"artifacts": {[]string{"PutArtifacts", "GetArtifacts"}, dynamo.ArtifactsFunctionActions},
+	}
+	for name, f := range functions {
+		t.Run(name, func(t *testing.T) {
+			for _, m := range f.methods {
+				if len(issued[m]) == 0 {
+					t.Errorf("%s issued no request: the scenario does not cover it", m)
+				}
+				for op := range issued[m] {
+					if !slices.Contains(f.actions, "dynamodb:"+op) {
+						t.Errorf("%s issues %s, which the %s function's actions %v lack", m, op, name, f.actions)
+					}
+				}
+			}
+			if !slices.IsSorted(f.actions) || len(slices.Compact(slices.Clone(f.actions))) != len(f.actions) {
+				t.Errorf("actions %v are not sorted and unique", f.actions)
+			}
+		})
+	}
+	// The paths above must include the fallbacks the table exists for.
+	for _, want := range []struct{ method, op string }{
+		{"SaveTurn", "PutItem"}, {"SaveTurn", "DeleteItem"}, {"SaveTurn", "GetItem"},
+		{"ClaimTurn", "GetItem"}, {"ReleaseTurn", "GetItem"}, {"ListTurns", "GetItem"},
+	} {
+		if !issued[want.method][want.op] {
+			t.Errorf("scenario did not reach %s's %s path", want.method, want.op)
+		}
+	}
+}

@@ -1,0 +1,203 @@
+package dynamo_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+)
+
+var (
+	alice   = chat.Principal{Subject: "alice", Tenant: "acme"}
+	mallory = chat.Principal{Subject: "mallory", Tenant: "acme"}
+	host    = chat.Principal{Subject: "host", Tenant: "acme", Trusted: true}
+)
+
+const lease = 30 * time.Second
+
+func claimReq(sessionID, turnID string) chat.ClaimRequest {
+	return chat.ClaimRequest{
+		SessionID: sessionID, TurnID: turnID, Principal: alice,
+		InputHash:     chat.HashInput("input of " + turnID),
+		Lineage:       protocol.Lineage{Operation: protocol.OperationSubmit},
+		DefinitionID:  "assistant",
+		LeaseDuration: lease,
+	}
+}
+
+func turnOf(c *chat.Claim, sessionID string, msgs []protocol.Message) *chat.Turn {
+	return &chat.Turn{
+		SessionID: sessionID, TurnID: c.Lease.TurnID, Ordinal: c.Lease.Ordinal,
+		Status: chat.TurnComplete, Lineage: c.Lease.Lineage, InputHash: c.Lease.InputHash,
+		Messages: msgs, FirstSequence: c.BaseSequence + 1, LastSequence: c.BaseSequence + 2,
+	}
+}
+
+func textMessages(turnID, text string) []protocol.Message {
+	return []protocol.Message{
+		{ID: turnID + "-u", Role: protocol.RoleUser, Content: "input of " + turnID, Status: protocol.MessageComplete, CreatedAt: "2026-11-29T12:00:00.000Z"},
+		{ID: turnID + "-a", Role: protocol.RoleAssistant, Content: text, Status: protocol.MessageComplete, CreatedAt: "2026-11-29T12:00:01.000Z"},
+	}
+}
+
+// TestRequestBudgets walks a session through its life and asserts the
+// exact DynamoDB requests of every step against DESIGN §5's budgets:
+// claim 1, context load 1 (0 for a new session), save 1, release 1,
+// renew 1, history page 1, artifacts write <= 2, rejected claim <= 2,
+// takeover <= 3.
+func TestRequestBudgets(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	ctx := context.Background()
+	var c1, c2, c3, crashed *chat.Claim
+
+	steps := []struct {
+		name    string
+		run     func() error
+		want    []string // operations, in order
+		wantErr error
+	}{
+		{"claim creates the session", func() (err error) {
+			c1, err = s.ClaimTurn(ctx, claimReq("s1", "t1"))
+			return err
+		}, []string{"UpdateItem"}, nil},
+		{"context load of a new session", func() error {
+			_, err := s.LoadContext(ctx, "s1", c1.Lease.Ordinal)
+			return err
+		}, nil, nil},
+		{"lease renewal", func() error {
+			_, err := s.RenewLease(ctx, chat.RenewRequest{SessionID: "s1", TurnID: "t1", Token: c1.Lease.Token, ExpiresAt: e.clock.Now().Add(lease), Cursor: 1})
+			return err
+		}, []string{"UpdateItem"}, nil},
+		{"stop", func() error { return s.RequestStop(ctx, "s1", "t1", alice) }, []string{"UpdateItem"}, nil},
+		{"save", func() error {
+			return s.SaveTurn(ctx, c1.Lease.Token, turnOf(c1, "s1", textMessages("t1", "hello")))
+		}, []string{"UpdateItem"}, nil},
+		{"release", func() error {
+			return s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t1", Token: c1.Lease.Token, Outcome: chat.OutcomeCompleted, Cursor: 2})
+		}, []string{"UpdateItem"}, nil},
+		{"claim of an idle session", func() (err error) {
+			c2, err = s.ClaimTurn(ctx, claimReq("s1", "t2"))
+			return err
+		}, []string{"UpdateItem"}, nil},
+		{"context load", func() error {
+			turns, err := s.LoadContext(ctx, "s1", c2.Lease.Ordinal)
+			if err == nil && len(turns) != 1 {
+				t.Errorf("context has %d turns, want 1", len(turns))
+			}
+			return err
+		}, []string{"Query"}, nil},
+		{"claim rejected: busy", func() error {
+			_, err := s.ClaimTurn(ctx, claimReq("s1", "t3"))
+			return err
+		}, []string{"UpdateItem", "GetItem"}, chat.ErrSessionBusy},
+		{"claim rejected: not the owner", func() error {
+			req := claimReq("s1", "t3")
+			req.Principal = mallory
+			_, err := s.ClaimTurn(ctx, req)
+			return err
+		}, []string{"UpdateItem", "GetItem"}, chat.ErrSessionNotFound},
+		{"save and release", func() error {
+			if err := s.SaveTurn(ctx, c2.Lease.Token, turnOf(c2, "s1", textMessages("t2", "again"))); err != nil {
+				return err
+			}
+			return s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t2", Token: c2.Lease.Token, Outcome: chat.OutcomeCompleted, Cursor: 4})
+		}, []string{"UpdateItem", "UpdateItem"}, nil},
+		{"claim rejected: replay of a completed turn", func() error {
+			_, err := s.ClaimTurn(ctx, claimReq("s1", "t1"))
+			return err
+		}, []string{"UpdateItem", "GetItem"}, chat.ErrTurnCompleted},
+		{"history page", func() error {
+			page, err := s.ListTurns(ctx, chat.ListRequest{SessionID: "s1", Principal: alice, Limit: 1})
+			if err == nil && (len(page.Turns) != 1 || !page.HasMore) {
+				t.Errorf("page: %d turns, hasMore %v; want 1, true", len(page.Turns), page.HasMore)
+			}
+			return err
+		}, []string{"Query"}, nil},
+		{"history page of another principal", func() error {
+			_, err := s.ListTurns(ctx, chat.ListRequest{SessionID: "s1", Principal: mallory})
+			return err
+		}, []string{"Query"}, chat.ErrSessionNotFound},
+		{"find turn", func() error {
+			_, err := s.FindTurn(ctx, "s1", "t2", alice)
+			return err
+		}, []string{"Query"}, nil},
+		{"artifacts write", func() error {
+			_, err := s.PutArtifacts(ctx, "s1", "t2", host, []chat.ArtifactReference{{EntryPath: "out/report.md", ArtifactType: chat.ArtifactDocument}})
+			return err
+		}, []string{"Query", "UpdateItem"}, nil},
+		{"artifacts read", func() error {
+			refs, err := s.GetArtifacts(ctx, "s1", "t2", alice)
+			if err == nil && len(refs) != 1 {
+				t.Errorf("artifacts %v, want the one written", refs)
+			}
+			return err
+		}, []string{"Query"}, nil},
+		{"get session", func() error {
+			_, err := s.GetSession(ctx, "s1", alice)
+			return err
+		}, []string{"GetItem"}, nil},
+		{"claim a turn that then crashes", func() (err error) {
+			crashed, err = s.ClaimTurn(ctx, claimReq("s1", "t3"))
+			return err
+		}, []string{"UpdateItem"}, nil},
+		{"takeover of an expired lease", func() (err error) {
+			e.clock.Advance(lease)
+			c3, err = s.ClaimTurn(ctx, claimReq("s1", "t4"))
+			if err == nil && c3.BaseSequence != 4+chat.SequenceGapAfterCrash {
+				t.Errorf("takeover BaseSequence %d, want %d", c3.BaseSequence, 4+chat.SequenceGapAfterCrash)
+			}
+			return err
+		}, []string{"UpdateItem", "GetItem", "UpdateItem"}, nil},
+		{"release through another Store instance", func() error {
+			return e.store().ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t4", Token: c3.Lease.Token, Outcome: chat.OutcomeIndeterminate, Cursor: c3.BaseSequence})
+		}, []string{"GetItem", "UpdateItem"}, nil},
+		{"retried release", func() error {
+			return s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t4", Token: c3.Lease.Token, Outcome: chat.OutcomeIndeterminate, Cursor: c3.BaseSequence})
+		}, []string{"UpdateItem", "GetItem"}, nil},
+		{"release by the crashed turn", func() error {
+			return s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t3", Token: crashed.Lease.Token, Outcome: chat.OutcomeCompleted})
+		}, []string{"UpdateItem", "GetItem"}, chat.ErrLeaseLost},
+	}
+	for _, st := range steps {
+		e.count.reset()
+		err := st.run()
+		if !errors.Is(err, st.wantErr) {
+			t.Fatalf("%s: error %v, want %v", st.name, err, st.wantErr)
+		}
+		if got := e.count.take(); !slices.Equal(got, st.want) {
+			t.Errorf("%s: requests %v, want %v", st.name, got, st.want)
+		}
+	}
+}
+
+// TestConditionFailureItemSavesTheRead simulates real DynamoDB, which
+// returns the item with a failed condition when asked
+// (ReturnValuesOnConditionCheckFailure; dynalite ignores it): a rejected
+// claim then costs the one UpdateItem.
+func TestConditionFailureItemSavesTheRead(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	plain, err := dynamo.NewClient(ctx, dynaliteOptions(t)) // uncounted: plays the server's part
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dynamo.New(&returnOldClient{Client: e.client, server: plain, table: e.table},
+		dynamo.Options{Table: e.table, Now: e.clock.Now, CursorKey: testCursorKey})
+	if _, err := s.ClaimTurn(ctx, claimReq("s1", "t1")); err != nil {
+		t.Fatal(err)
+	}
+	e.count.reset()
+	_, err = s.ClaimTurn(ctx, claimReq("s1", "t2"))
+	if !errors.Is(err, chat.ErrSessionBusy) {
+		t.Fatalf("second claim: %v, want ErrSessionBusy", err)
+	}
+	if got, want := e.count.take(), []string{"UpdateItem"}; !slices.Equal(got, want) {
+		t.Errorf("requests %v, want %v", got, want)
+	}
+}
