@@ -57,8 +57,14 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	call("Supersede", func() error { return s.Supersede(ctx, "s1", c2.Lease.Token, 1, 2) })
 	call("Supersede", func() error { return s.Supersede(ctx, "s1", "stale", 1, 2) })
 	call("GetSession", func() error { _, err := s.GetSession(ctx, "s1", alice); return err })
-	call("ListTurns", func() error { _, err := s.ListTurns(ctx, chat.ListRequest{SessionID: "s1", Principal: alice}); return err })
-	call("ListTurns", func() error { _, err := s.ListTurns(ctx, chat.ListRequest{SessionID: "none", Principal: alice}); return err })
+	call("ListTurns", func() error {
+		_, err := s.ListTurns(ctx, chat.ListRequest{SessionID: "s1", Principal: alice})
+		return err
+	})
+	call("ListTurns", func() error {
+		_, err := s.ListTurns(ctx, chat.ListRequest{SessionID: "none", Principal: alice})
+		return err
+	})
 	call("FindTurn", func() error { _, err := s.FindTurn(ctx, "s1", "t1", alice); return err })
 	call("FindTurn", func() error { _, err := s.FindTurn(ctx, "s1", "missing", alice); return err })
 	refs := []chat.ArtifactReference{{EntryPath: "a.md", ArtifactType: chat.ArtifactDocument}}
