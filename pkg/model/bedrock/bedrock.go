@@ -1,0 +1,471 @@
+// Package bedrock is turnstream's Amazon Bedrock model provider
+// (MODEL_PROVIDER=bedrock, DESIGN §8): one model.Stream per Bedrock
+// ConverseStream call, through aws-sdk-go-v2's bedrockruntime client.
+//
+// Request mapping (pkg/model package documentation): Request.System is one
+// system text block; user messages are text blocks; assistant messages are
+// a text block (when not empty) and one toolUse block per ToolCall;
+// consecutive tool messages become one "user" message of toolResult blocks
+// (status "error" for a failed tool); consecutive messages of one Bedrock
+// role are merged, since Converse wants roles to alternate; system
+// messages are ignored. Request.Tools become toolConfig toolSpec entries
+// with their JSON Schema; Request.MaxTokens is inferenceConfig.maxTokens.
+//
+// Stream mapping: contentBlockDelta text is a TextDelta; a toolUse block's
+// input arrives as JSON fragments that are joined and emitted as one
+// complete model.ToolCall at its contentBlockStop; messageStop's
+// stopReason is the FinishReason; the metadata event's usage is Usage
+// (after the finish event, as Bedrock sends it). Service errors, before or
+// during the stream, become *model.Error with the service's own error code
+// (see Stream). The caller needs IAM permission
+// bedrock:InvokeModelWithResponseStream on the model (or inference
+// profile) ARN.
+package bedrock
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/document"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	"github.com/aws/smithy-go"
+	smithydocument "github.com/aws/smithy-go/document"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// Error codes this package sets itself (model.Error.Code); every other
+// code is the Bedrock service's own exception name.
+const (
+	// CodeStreamInterrupted: the event stream broke (connection reset,
+	// truncated frame) or ended before messageStop. Retryable.
+	CodeStreamInterrupted = "StreamInterrupted"
+	// CodeConnection: the request failed without a service response
+	// (DNS, refused connection, TLS). Retryable.
+	CodeConnection = "ConnectionError"
+	// CodeInvalidRequest: the Request cannot be mapped or the SDK rejected
+	// its parameters before sending. Not retryable.
+	CodeInvalidRequest = "InvalidRequest"
+	// CodeMalformedToolUse: the model sent tool input that is not a JSON
+	// object, or Bedrock stopped with malformed_tool_use or
+	// malformed_model_output. Retryable (a new sample may be well formed).
+	CodeMalformedToolUse = "MalformedToolUse"
+)
+
+// retryable lists Bedrock exception codes by whether the same request may
+// succeed later (Bedrock Runtime API reference, ConverseStream errors).
+var retryable = map[string]bool{
+	"ThrottlingException":           true,
+	"ServiceUnavailableException":   true,
+	"ModelNotReadyException":        true,
+	"InternalServerException":       true,
+	"ModelStreamErrorException":     true,
+	"ModelTimeoutException":         true,
+	"ValidationException":           false,
+	"AccessDeniedException":         false,
+	"ResourceNotFoundException":     false,
+	"ModelErrorException":           false,
+	"ServiceQuotaExceededException": false,
+}
+
+// errClosed is returned by Recv after Close.
+var errClosed = errors.New("bedrock: stream closed")
+
+// ConverseStreamAPI is the one bedrockruntime.Client method the provider
+// calls; *bedrockruntime.Client implements it.
+type ConverseStreamAPI interface {
+	ConverseStream(ctx context.Context, in *bedrockruntime.ConverseStreamInput, optFns ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseStreamOutput, error)
+}
+
+// Model is the Bedrock provider. It is safe for concurrent use.
+type Model struct {
+	client ConverseStreamAPI
+}
+
+var _ model.Model = (*Model)(nil)
+
+// New returns a Model calling client. Build the client once per process
+// (bedrockruntime.NewFromConfig); its retryer retries throttling and 5xx
+// responses before any event arrives.
+func New(client ConverseStreamAPI) *Model { return &Model{client: client} }
+
+// Stream starts one ConverseStream call with req.ModelID (a model id,
+// inference profile id or ARN). Errors: ctx.Err() when ctx ended; a
+// *model.Error with the service's exception code (Retryable for
+// ThrottlingException, ServiceUnavailableException, ModelNotReadyException,
+// InternalServerException, ModelStreamErrorException,
+// ModelTimeoutException and any HTTP 429 or 5xx; not for
+// ValidationException, AccessDeniedException, ResourceNotFoundException
+// and other 4xx), CodeConnection when no response came, or
+// CodeInvalidRequest. Recv reports mid-stream failures the same way, plus
+// CodeStreamInterrupted and CodeMalformedToolUse.
+func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	in, err := input(req)
+	if err != nil {
+		return nil, &model.Error{Code: CodeInvalidRequest, Err: err}
+	}
+	out, err := m.client.ConverseStream(ctx, in)
+	if err != nil {
+		return nil, mapError(ctx, err)
+	}
+	es := out.GetStream()
+	return &stream{ctx: ctx, es: es, events: es.Events(), done: make(chan struct{}), tools: map[int32]*toolUse{}}, nil
+}
+
+// input maps a model.Request to a ConverseStreamInput.
+func input(req model.Request) (*bedrockruntime.ConverseStreamInput, error) {
+	in := &bedrockruntime.ConverseStreamInput{ModelId: &req.ModelID}
+	if req.System != "" {
+		in.System = []types.SystemContentBlock{&types.SystemContentBlockMemberText{Value: req.System}}
+	}
+	if req.MaxTokens > 0 {
+		n := int32(min(req.MaxTokens, math.MaxInt32))
+		in.InferenceConfig = &types.InferenceConfiguration{MaxTokens: &n}
+	}
+	for i, msg := range req.Messages {
+		role, blocks, err := contentBlocks(msg)
+		if err != nil {
+			return nil, fmt.Errorf("messages[%d]: %w", i, err)
+		}
+		if len(blocks) == 0 {
+			continue
+		}
+		if n := len(in.Messages); n > 0 && in.Messages[n-1].Role == role {
+			in.Messages[n-1].Content = append(in.Messages[n-1].Content, blocks...)
+			continue
+		}
+		in.Messages = append(in.Messages, types.Message{Role: role, Content: blocks})
+	}
+	if len(req.Tools) > 0 {
+		tc := &types.ToolConfiguration{}
+		for i, t := range req.Tools {
+			schema, err := toDocument(t.InputSchema)
+			if err != nil {
+				return nil, fmt.Errorf("tools[%d].inputSchema: %w", i, err)
+			}
+			spec := types.ToolSpecification{Name: ptr(t.Name), InputSchema: &types.ToolInputSchemaMemberJson{Value: schema}}
+			if t.Description != "" {
+				spec.Description = ptr(t.Description)
+			}
+			tc.Tools = append(tc.Tools, &types.ToolMemberToolSpec{Value: spec})
+		}
+		in.ToolConfig = tc
+	}
+	return in, nil
+}
+
+// emptyToolResult stands in for an empty tool result text: Bedrock
+// rejects blank text blocks.
+const emptyToolResult = "(no output)"
+
+func contentBlocks(msg protocol.Message) (types.ConversationRole, []types.ContentBlock, error) {
+	var blocks []types.ContentBlock
+	switch msg.Role {
+	case protocol.RoleUser:
+		if msg.Content != "" {
+			blocks = append(blocks, &types.ContentBlockMemberText{Value: msg.Content})
+		}
+		return types.ConversationRoleUser, blocks, nil
+	case protocol.RoleAssistant:
+		if msg.Content != "" {
+			blocks = append(blocks, &types.ContentBlockMemberText{Value: msg.Content})
+		}
+		for j, tc := range msg.ToolCalls {
+			args := tc.Args
+			if len(bytes.TrimSpace(args)) == 0 {
+				args = json.RawMessage("{}")
+			}
+			doc, err := toDocument(args)
+			if err != nil {
+				return "", nil, fmt.Errorf("toolCalls[%d].args: %w", j, err)
+			}
+			blocks = append(blocks, &types.ContentBlockMemberToolUse{Value: types.ToolUseBlock{
+				ToolUseId: ptr(tc.ID), Name: ptr(tc.Name), Input: doc,
+			}})
+		}
+		return types.ConversationRoleAssistant, blocks, nil
+	case protocol.RoleTool:
+		if msg.ToolCallID == nil || *msg.ToolCallID == "" {
+			return "", nil, errors.New("tool message without toolCallId")
+		}
+		text := msg.Content
+		if strings.TrimSpace(text) == "" {
+			text = emptyToolResult
+		}
+		status := types.ToolResultStatusSuccess
+		if msg.Status == protocol.MessageError {
+			status = types.ToolResultStatusError
+		}
+		blocks = append(blocks, &types.ContentBlockMemberToolResult{Value: types.ToolResultBlock{
+			ToolUseId: ptr(*msg.ToolCallID),
+			Content:   []types.ToolResultContentBlock{&types.ToolResultContentBlockMemberText{Value: text}},
+			Status:    status,
+		}})
+		return types.ConversationRoleUser, blocks, nil
+	default: // system messages: Request.System is the system prompt
+		return "", nil, nil
+	}
+}
+
+// toDocument decodes a JSON object into a Smithy document, keeping numbers
+// exact (document.Number).
+func toDocument(raw json.RawMessage) (document.Interface, error) {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, errors.New("not valid JSON")
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, errors.New("not a JSON object")
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	return document.NewLazyDocument(numbers(v)), nil
+}
+
+// numbers replaces json.Number with smithydocument.Number, which the
+// document encoder writes verbatim.
+func numbers(v any) any {
+	switch t := v.(type) {
+	case json.Number:
+		return smithydocument.Number(t)
+	case map[string]any:
+		for k, e := range t {
+			t[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = numbers(e)
+		}
+	}
+	return v
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// mapError turns an SDK error into ctx.Err() or a *model.Error.
+func mapError(ctx context.Context, err error) error {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		return ctxErr
+	}
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode() != "" {
+		code := apiErr.ErrorCode()
+		retry, known := retryable[code]
+		if !known {
+			retry = retryableStatus(err)
+		}
+		return &model.Error{Code: code, Retryable: retry, Err: err}
+	}
+	var respErr *smithyhttp.ResponseError
+	if errors.As(err, &respErr) && respErr.Response != nil && respErr.HTTPStatusCode() != 0 {
+		status := respErr.HTTPStatusCode()
+		return &model.Error{Code: fmt.Sprintf("http_%d", status), Retryable: retryableStatus(err), Err: err}
+	}
+	var paramErr smithy.InvalidParamsError
+	if errors.As(err, &paramErr) {
+		return &model.Error{Code: CodeInvalidRequest, Err: err}
+	}
+	var serErr *smithy.SerializationError
+	if errors.As(err, &serErr) {
+		return &model.Error{Code: CodeInvalidRequest, Err: err}
+	}
+	return &model.Error{Code: CodeConnection, Retryable: true, Err: err}
+}
+
+// retryableStatus reports whether err carries an HTTP 408, 429 or 5xx.
+func retryableStatus(err error) bool {
+	var respErr *smithyhttp.ResponseError
+	if !errors.As(err, &respErr) || respErr.Response == nil {
+		return false
+	}
+	s := respErr.HTTPStatusCode()
+	return s == 408 || s == 429 || s >= 500
+}
+
+// toolUse accumulates one toolUse content block.
+type toolUse struct {
+	id, name string
+	input    strings.Builder
+}
+
+type stream struct {
+	ctx    context.Context
+	es     *bedrockruntime.ConverseStreamEventStream
+	events <-chan types.ConverseStreamOutput
+
+	closeOnce sync.Once
+	done      chan struct{}
+
+	tools    map[int32]*toolUse
+	finished bool
+	err      error
+}
+
+// Recv returns the next model event; see model.Stream.
+func (s *stream) Recv() (model.Event, error) {
+	for s.err == nil {
+		select {
+		case <-s.done:
+			s.err = errClosed
+		case <-s.ctx.Done():
+			s.err = s.ctx.Err()
+		case ev, ok := <-s.events:
+			if !ok {
+				s.err = s.end()
+				break
+			}
+			if out, emit, err := s.handle(ev); err != nil {
+				s.err = err
+			} else if emit {
+				return out, nil
+			}
+		}
+	}
+	return model.Event{}, s.err
+}
+
+// end classifies the closed event channel: the stream's error, an early
+// end, or io.EOF after messageStop.
+func (s *stream) end() error {
+	select {
+	case <-s.done:
+		return errClosed
+	default:
+	}
+	if err := s.es.Err(); err != nil {
+		if ctxErr := s.ctx.Err(); ctxErr != nil {
+			return ctxErr
+		}
+		var apiErr smithy.APIError
+		if errors.As(err, &apiErr) {
+			return mapError(s.ctx, err)
+		}
+		return &model.Error{Code: CodeStreamInterrupted, Retryable: true, Err: err}
+	}
+	if !s.finished {
+		return &model.Error{Code: CodeStreamInterrupted, Retryable: true, Err: errors.New("bedrock: event stream ended before messageStop")}
+	}
+	return io.EOF
+}
+
+// handle maps one stream event; emit is false for events that carry
+// nothing for the caller (messageStart, a toolUse start or fragment).
+func (s *stream) handle(ev types.ConverseStreamOutput) (model.Event, bool, error) {
+	switch v := ev.(type) {
+	case *types.ConverseStreamOutputMemberContentBlockStart:
+		if tu, ok := v.Value.Start.(*types.ContentBlockStartMemberToolUse); ok {
+			s.tools[index(v.Value.ContentBlockIndex)] = &toolUse{id: deref(tu.Value.ToolUseId), name: deref(tu.Value.Name)}
+		}
+	case *types.ConverseStreamOutputMemberContentBlockDelta:
+		switch d := v.Value.Delta.(type) {
+		case *types.ContentBlockDeltaMemberText:
+			if d.Value != "" {
+				return model.Event{TextDelta: d.Value}, true, nil
+			}
+		case *types.ContentBlockDeltaMemberToolUse:
+			if tu := s.tools[index(v.Value.ContentBlockIndex)]; tu != nil {
+				tu.input.WriteString(deref(d.Value.Input))
+			}
+		}
+	case *types.ConverseStreamOutputMemberContentBlockStop:
+		i := index(v.Value.ContentBlockIndex)
+		tu := s.tools[i]
+		if tu == nil {
+			break
+		}
+		delete(s.tools, i)
+		args := json.RawMessage(tu.input.String())
+		if len(bytes.TrimSpace(args)) == 0 {
+			args = json.RawMessage("{}")
+		}
+		if !isObject(args) {
+			return model.Event{}, false, &model.Error{Code: CodeMalformedToolUse, Retryable: true, Err: errors.New("bedrock: tool input is not a JSON object")}
+		}
+		if tu.id == "" || tu.name == "" {
+			return model.Event{}, false, &model.Error{Code: CodeMalformedToolUse, Retryable: true, Err: errors.New("bedrock: toolUse without id or name")}
+		}
+		return model.Event{ToolCall: &model.ToolCall{ID: tu.id, Name: tu.name, Args: args}}, true, nil
+	case *types.ConverseStreamOutputMemberMessageStop:
+		reason, err := finishReason(v.Value.StopReason)
+		if err != nil {
+			return model.Event{}, false, err
+		}
+		s.finished = true
+		return model.Event{FinishReason: reason}, true, nil
+	case *types.ConverseStreamOutputMemberMetadata:
+		if u := v.Value.Usage; u != nil {
+			in, out := int64(deref(u.InputTokens)), int64(deref(u.OutputTokens))
+			return model.Event{Usage: &protocol.Usage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out}}, true, nil
+		}
+	}
+	return model.Event{}, false, nil
+}
+
+// finishReason maps Bedrock's stopReason; an unknown future reason counts
+// as FinishStop.
+func finishReason(r types.StopReason) (model.FinishReason, error) {
+	switch r {
+	case types.StopReasonToolUse:
+		return model.FinishToolUse, nil
+	case types.StopReasonMaxTokens, types.StopReasonModelContextWindowExceeded:
+		return model.FinishLength, nil
+	case types.StopReasonGuardrailIntervened, types.StopReasonContentFiltered:
+		return model.FinishContentFilter, nil
+	case types.StopReasonMalformedToolUse, types.StopReasonMalformedModelOutput:
+		return "", &model.Error{Code: CodeMalformedToolUse, Retryable: true, Err: fmt.Errorf("bedrock: stop reason %s", r)}
+	default:
+		return model.FinishStop, nil
+	}
+}
+
+func isObject(raw json.RawMessage) bool {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	var v map[string]json.RawMessage
+	if err := d.Decode(&v); err != nil || v == nil {
+		return false
+	}
+	_, err := d.Token()
+	return err == io.EOF
+}
+
+func index(p *int32) int32 {
+	if p == nil {
+		return -1
+	}
+	return *p
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// Close stops the event stream and releases the HTTP response. It is
+// idempotent and may be called from another goroutine to end a blocked
+// Recv, which then returns an error.
+func (s *stream) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		_ = s.es.Close()
+	})
+	return nil
+}

@@ -1,0 +1,447 @@
+package bedrock_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/model/bedrock"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+const modelID = "anthropic.claude-test-v1:0"
+
+// frame is one ConverseStream event-stream message: an event (Event set)
+// or an exception (Exception set), with a JSON payload.
+type frame struct {
+	Event     string
+	Exception string
+	Payload   string
+}
+
+func ev(kind, payload string) frame { return frame{Event: kind, Payload: payload} }
+
+func encodeFrame(t testing.TB, f frame) []byte {
+	t.Helper()
+	var msg eventstream.Message
+	if f.Exception != "" {
+		msg.Headers.Set(":message-type", eventstream.StringValue("exception"))
+		msg.Headers.Set(":exception-type", eventstream.StringValue(f.Exception))
+	} else {
+		msg.Headers.Set(":message-type", eventstream.StringValue("event"))
+		msg.Headers.Set(":event-type", eventstream.StringValue(f.Event))
+	}
+	msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
+	msg.Payload = []byte(f.Payload)
+	var buf bytes.Buffer
+	if err := eventstream.NewEncoder().Encode(&buf, msg); err != nil {
+		t.Fatalf("encode frame: %v", err)
+	}
+	return buf.Bytes()
+}
+
+// script is what the test server does for one request.
+type script struct {
+	status    int    // non-200: an error response with errorType
+	errorType string // X-Amzn-ErrorType
+	frames    []frame
+	// truncate, when true, writes half of one more frame and then drops
+	// the connection.
+	truncate bool
+	// hold, when true, keeps the response open until the request ends.
+	hold bool
+}
+
+type server struct {
+	t      *testing.T
+	script script
+	got    chan []byte // request bodies
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if r.URL.EscapedPath() != "/model/"+strings.ReplaceAll(modelID, ":", "%3A")+"/converse-stream" {
+		s.t.Errorf("path = %q", r.URL.EscapedPath())
+	}
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
+		s.t.Errorf("request is not SigV4 signed")
+	}
+	select {
+	case s.got <- body:
+	default:
+	}
+	sc := s.script
+	if sc.status != 0 && sc.status != http.StatusOK {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Amzn-ErrorType", sc.errorType)
+		w.WriteHeader(sc.status)
+		_, _ = io.WriteString(w, `{"message":"provider says no"}`)
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+	w.WriteHeader(http.StatusOK)
+	flush := w.(http.Flusher)
+	for _, f := range sc.frames {
+		_, _ = w.Write(encodeFrame(s.t, f))
+		flush.Flush()
+	}
+	if sc.truncate {
+		b := encodeFrame(s.t, ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"never"}}`))
+		_, _ = w.Write(b[:len(b)/2])
+		flush.Flush()
+		panic(http.ErrAbortHandler)
+	}
+	if sc.hold {
+		<-r.Context().Done()
+	}
+}
+
+// newModel starts a server running sc and returns a bedrock Model whose
+// real bedrockruntime client points at it (static credentials, no
+// retries).
+func newModel(t *testing.T, sc script) (*bedrock.Model, *server) {
+	t.Helper()
+	s := &server{t: t, script: sc, got: make(chan []byte, 1)}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	client := bedrockruntime.New(bedrockruntime.Options{
+		Region:           "us-east-1",
+		BaseEndpoint:     aws.String(srv.URL),
+		Credentials:      credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+		RetryMaxAttempts: 1,
+		HTTPClient:       srv.Client(),
+	})
+	return bedrock.New(client), s
+}
+
+func simpleRequest() model.Request {
+	return model.Request{ModelID: modelID, Messages: []protocol.Message{{Role: protocol.RoleUser, Content: "hi"}}}
+}
+
+// drain reads events until an error and returns both.
+func drain(t *testing.T, st model.Stream) ([]model.Event, error) {
+	t.Helper()
+	var evs []model.Event
+	for {
+		e, err := st.Recv()
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, e)
+		if len(evs) > 100 {
+			t.Fatal("too many events")
+		}
+	}
+}
+
+func TestStreamEvents(t *testing.T) {
+	textFrames := []frame{
+		ev("messageStart", `{"role":"assistant"}`),
+		ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"Hel"}}`),
+		ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"lo, wörld"}}`),
+		ev("contentBlockStop", `{"contentBlockIndex":0}`),
+	}
+	stop := func(reason string) []frame {
+		return []frame{
+			ev("messageStop", `{"stopReason":"`+reason+`"}`),
+			ev("metadata", `{"usage":{"inputTokens":12,"outputTokens":5,"totalTokens":17},"metrics":{"latencyMs":9}}`),
+		}
+	}
+	usage := &protocol.Usage{PromptTokens: 12, CompletionTokens: 5, TotalTokens: 17}
+	text := []model.Event{{TextDelta: "Hel"}, {TextDelta: "lo, wörld"}}
+	tests := map[string]struct {
+		frames []frame
+		want   []model.Event
+	}{
+		"text": {append(append([]frame{}, textFrames...), stop("end_turn")...),
+			append(append([]model.Event{}, text...), model.Event{FinishReason: model.FinishStop}, model.Event{Usage: usage})},
+		"tool calls split across frames": {append(append(append([]frame{}, textFrames...),
+			ev("contentBlockStart", `{"contentBlockIndex":1,"start":{"toolUse":{"toolUseId":"tooluse_1","name":"workspace_note"}}}`),
+			ev("contentBlockDelta", `{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"ti"}}}`),
+			ev("contentBlockDelta", `{"contentBlockIndex":1,"delta":{"toolUse":{"input":"tle\":\"Pl"}}}`),
+			ev("contentBlockDelta", `{"contentBlockIndex":1,"delta":{"toolUse":{"input":"an\",\"n\":1.50}"}}}`),
+			ev("contentBlockStop", `{"contentBlockIndex":1}`),
+			ev("contentBlockStart", `{"contentBlockIndex":2,"start":{"toolUse":{"toolUseId":"tooluse_2","name":"current_time"}}}`),
+			ev("contentBlockStop", `{"contentBlockIndex":2}`),
+		), stop("tool_use")...),
+			append(append([]model.Event{}, text...),
+				model.Event{ToolCall: &model.ToolCall{ID: "tooluse_1", Name: "workspace_note", Args: json.RawMessage(`{"title":"Plan","n":1.50}`)}},
+				model.Event{ToolCall: &model.ToolCall{ID: "tooluse_2", Name: "current_time", Args: json.RawMessage(`{}`)}},
+				model.Event{FinishReason: model.FinishToolUse}, model.Event{Usage: usage})},
+		"max tokens":         {stop("max_tokens"), []model.Event{{FinishReason: model.FinishLength}, {Usage: usage}}},
+		"context window":     {stop("model_context_window_exceeded"), []model.Event{{FinishReason: model.FinishLength}, {Usage: usage}}},
+		"guardrail":          {stop("guardrail_intervened"), []model.Event{{FinishReason: model.FinishContentFilter}, {Usage: usage}}},
+		"content filtered":   {stop("content_filtered"), []model.Event{{FinishReason: model.FinishContentFilter}, {Usage: usage}}},
+		"stop sequence":      {stop("stop_sequence"), []model.Event{{FinishReason: model.FinishStop}, {Usage: usage}}},
+		"unknown stopReason": {stop("future_reason"), []model.Event{{FinishReason: model.FinishStop}, {Usage: usage}}},
+		"no metadata":        {[]frame{ev("messageStop", `{"stopReason":"end_turn"}`)}, []model.Event{{FinishReason: model.FinishStop}}},
+		"unknown event type ignored": {append([]frame{ev("futureEvent", `{"x":1}`)}, stop("end_turn")...),
+			[]model.Event{{FinishReason: model.FinishStop}, {Usage: usage}}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			m, _ := newModel(t, script{frames: tc.frames})
+			st, err := m.Stream(context.Background(), simpleRequest())
+			if err != nil {
+				t.Fatalf("Stream: %v", err)
+			}
+			defer st.Close()
+			got, err := drain(t, st)
+			if err != io.EOF {
+				t.Fatalf("Recv error = %v, want io.EOF", err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("events =\n%s\nwant\n%s", dump(got), dump(tc.want))
+			}
+			if _, err := st.Recv(); err != io.EOF {
+				t.Errorf("Recv after EOF = %v", err)
+			}
+		})
+	}
+}
+
+func dump(evs []model.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		j, _ := json.Marshal(e)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func TestStreamErrors(t *testing.T) {
+	delta := ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"partial "}}`)
+	tests := map[string]struct {
+		script        script
+		wantStreamErr bool // the error comes from Stream, not Recv
+		wantEvents    int
+		wantCode      string
+		wantRetryable bool
+	}{
+		"throttling 429":            {script{status: 429, errorType: "ThrottlingException"}, true, 0, "ThrottlingException", true},
+		"service unavailable 503":   {script{status: 503, errorType: "ServiceUnavailableException"}, true, 0, "ServiceUnavailableException", true},
+		"model not ready 429":       {script{status: 429, errorType: "ModelNotReadyException"}, true, 0, "ModelNotReadyException", true},
+		"internal server 500":       {script{status: 500, errorType: "InternalServerException"}, true, 0, "InternalServerException", true},
+		"validation 400":            {script{status: 400, errorType: "ValidationException"}, true, 0, "ValidationException", false},
+		"access denied 403":         {script{status: 403, errorType: "AccessDeniedException"}, true, 0, "AccessDeniedException", false},
+		"not found 404":             {script{status: 404, errorType: "ResourceNotFoundException"}, true, 0, "ResourceNotFoundException", false},
+		"unknown 502 is retryable":  {script{status: 502, errorType: "BadGatewayThing"}, true, 0, "BadGatewayThing", true},
+		"unknown 418 not retryable": {script{status: 418, errorType: "TeapotException"}, true, 0, "TeapotException", false},
+		"throttling mid-stream": {script{frames: []frame{delta, {Exception: "throttlingException", Payload: `{"message":"slow down"}`}}},
+			false, 1, "ThrottlingException", true},
+		"model stream error mid-stream": {script{frames: []frame{delta, {Exception: "modelStreamErrorException", Payload: `{"message":"x","originalStatusCode":500}`}}},
+			false, 1, "ModelStreamErrorException", true},
+		"validation mid-stream": {script{frames: []frame{delta, {Exception: "validationException", Payload: `{"message":"x"}`}}},
+			false, 1, "ValidationException", false},
+		"connection drops mid-answer": {script{frames: []frame{delta, delta}, truncate: true},
+			false, 2, bedrock.CodeStreamInterrupted, true},
+		"ends before messageStop": {script{frames: []frame{delta}},
+			false, 1, bedrock.CodeStreamInterrupted, true},
+		"malformed tool input": {script{frames: []frame{
+			ev("contentBlockStart", `{"contentBlockIndex":0,"start":{"toolUse":{"toolUseId":"t1","name":"x"}}}`),
+			ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"toolUse":{"input":"{\"a\":"}}}`),
+			ev("contentBlockStop", `{"contentBlockIndex":0}`),
+		}}, false, 0, bedrock.CodeMalformedToolUse, true},
+		"tool input not an object": {script{frames: []frame{
+			ev("contentBlockStart", `{"contentBlockIndex":0,"start":{"toolUse":{"toolUseId":"t1","name":"x"}}}`),
+			ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"toolUse":{"input":"[1]"}}}`),
+			ev("contentBlockStop", `{"contentBlockIndex":0}`),
+		}}, false, 0, bedrock.CodeMalformedToolUse, true},
+		"malformed_tool_use stop": {script{frames: []frame{ev("messageStop", `{"stopReason":"malformed_tool_use"}`)}},
+			false, 0, bedrock.CodeMalformedToolUse, true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			m, _ := newModel(t, tc.script)
+			st, err := m.Stream(context.Background(), simpleRequest())
+			var evs []model.Event
+			if !tc.wantStreamErr {
+				if err != nil {
+					t.Fatalf("Stream: %v", err)
+				}
+				defer st.Close()
+				evs, err = drain(t, st)
+			} else if st != nil {
+				t.Fatalf("Stream returned a stream and %v", err)
+			}
+			var me *model.Error
+			if !errors.As(err, &me) {
+				t.Fatalf("error = %v (%T), want *model.Error", err, err)
+			}
+			if me.Code != tc.wantCode || me.Retryable != tc.wantRetryable {
+				t.Errorf("model.Error = {%q, retryable %v}, want {%q, %v} (%v)", me.Code, me.Retryable, tc.wantCode, tc.wantRetryable, me.Err)
+			}
+			if len(evs) != tc.wantEvents {
+				t.Errorf("got %d events before the error, want %d: %s", len(evs), tc.wantEvents, dump(evs))
+			}
+			for _, e := range evs {
+				if e.TextDelta != "partial " {
+					t.Errorf("event %+v, want the partial delta", e)
+				}
+			}
+			if st != nil {
+				if _, err2 := st.Recv(); err2 == nil || err2 == io.EOF {
+					t.Errorf("Recv after error = %v, want an error", err2)
+				}
+			}
+		})
+	}
+	t.Run("connection refused", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		srv.Close()
+		client := bedrockruntime.New(bedrockruntime.Options{
+			Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), RetryMaxAttempts: 1,
+			Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", ""),
+		})
+		_, err := bedrock.New(client).Stream(context.Background(), simpleRequest())
+		var me *model.Error
+		if !errors.As(err, &me) || me.Code != bedrock.CodeConnection || !me.Retryable {
+			t.Fatalf("error = %v, want retryable %s", err, bedrock.CodeConnection)
+		}
+	})
+	t.Run("tool message without id", func(t *testing.T) {
+		m, _ := newModel(t, script{})
+		req := simpleRequest()
+		req.Messages = append(req.Messages, protocol.Message{Role: protocol.RoleTool, Content: "x"})
+		_, err := m.Stream(context.Background(), req)
+		var me *model.Error
+		if !errors.As(err, &me) || me.Code != bedrock.CodeInvalidRequest || me.Retryable {
+			t.Fatalf("error = %v, want %s", err, bedrock.CodeInvalidRequest)
+		}
+	})
+}
+
+func TestStreamCancellation(t *testing.T) {
+	first := ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"a"}}`)
+	tests := map[string]struct {
+		stop    func(cancel context.CancelFunc, st model.Stream)
+		wantCtx bool
+	}{
+		"context cancelled": {func(cancel context.CancelFunc, _ model.Stream) { cancel() }, true},
+		"Close from another goroutine": {func(_ context.CancelFunc, st model.Stream) {
+			if err := st.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		}, false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			m, _ := newModel(t, script{frames: []frame{first}, hold: true})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			st, err := m.Stream(ctx, simpleRequest())
+			if err != nil {
+				t.Fatalf("Stream: %v", err)
+			}
+			defer st.Close()
+			if e, err := st.Recv(); err != nil || e.TextDelta != "a" {
+				t.Fatalf("first Recv = %+v, %v", e, err)
+			}
+			time.AfterFunc(5*time.Millisecond, func() { tc.stop(cancel, st) })
+			_, err = st.Recv()
+			if err == nil || err == io.EOF {
+				t.Fatalf("Recv = %v, want an error", err)
+			}
+			if got := errors.Is(err, context.Canceled); got != tc.wantCtx {
+				t.Errorf("errors.Is(%v, context.Canceled) = %v, want %v", err, got, tc.wantCtx)
+			}
+			if err := st.Close(); err != nil {
+				t.Errorf("second Close: %v", err)
+			}
+		})
+	}
+	t.Run("context already ended", func(t *testing.T) {
+		m, _ := newModel(t, script{})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := m.Stream(ctx, simpleRequest()); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Stream = %v, want context.Canceled", err)
+		}
+	})
+}
+
+// TestRequestMapping checks the Converse request the real SDK sends.
+func TestRequestMapping(t *testing.T) {
+	m, s := newModel(t, script{frames: []frame{ev("messageStop", `{"stopReason":"end_turn"}`)}})
+	id1, id2 := "tooluse_1", "tooluse_2"
+	req := model.Request{
+		ModelID:   modelID,
+		System:    "Be brief.",
+		MaxTokens: 256,
+		Messages: []protocol.Message{
+			{Role: protocol.RoleSystem, Content: "ignored"},
+			{Role: protocol.RoleUser, Content: "earlier"},
+			{Role: protocol.RoleAssistant, Content: "answer"},
+			{Role: protocol.RoleUser, Content: "save two notes"},
+			{Role: protocol.RoleAssistant, Content: "", ToolCalls: []protocol.ToolCall{
+				{ID: id1, Name: "workspace_note", Args: json.RawMessage(`{"title":"A","n":12345678901234567890}`)},
+				{ID: id2, Name: "workspace_note", Args: json.RawMessage(`{}`)},
+			}},
+			{Role: protocol.RoleTool, ToolCallID: &id1, Content: "Saved.", Status: protocol.MessageComplete},
+			{Role: protocol.RoleTool, ToolCallID: &id2, Content: "", Status: protocol.MessageError},
+		},
+		Tools: []model.ToolSpec{{Name: "workspace_note", Description: "Save a note.", InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"}}}`)}},
+	}
+	st, err := m.Stream(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	defer st.Close()
+	if _, err := drain(t, st); err != io.EOF {
+		t.Fatalf("Recv = %v", err)
+	}
+	want := `{
+	  "system": [{"text": "Be brief."}],
+	  "inferenceConfig": {"maxTokens": 256},
+	  "messages": [
+	    {"role": "user", "content": [{"text": "earlier"}]},
+	    {"role": "assistant", "content": [{"text": "answer"}]},
+	    {"role": "user", "content": [{"text": "save two notes"}]},
+	    {"role": "assistant", "content": [
+	      {"toolUse": {"toolUseId": "tooluse_1", "name": "workspace_note", "input": {"title": "A", "n": 12345678901234567890}}},
+	      {"toolUse": {"toolUseId": "tooluse_2", "name": "workspace_note", "input": {}}}
+	    ]},
+	    {"role": "user", "content": [
+	      {"toolResult": {"toolUseId": "tooluse_1", "content": [{"text": "Saved."}], "status": "success"}},
+	      {"toolResult": {"toolUseId": "tooluse_2", "content": [{"text": "(no output)"}], "status": "error"}}
+	    ]}
+	  ],
+	  "toolConfig": {"tools": [{"toolSpec": {"name": "workspace_note", "description": "Save a note.",
+	    "inputSchema": {"json": {"type": "object", "properties": {"title": {"type": "string"}}}}}}]}
+	}`
+	got := <-s.got
+	if !jsonEqual(t, got, []byte(want)) {
+		t.Errorf("request body =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	var va, vb any
+	da := json.NewDecoder(bytes.NewReader(a))
+	da.UseNumber()
+	db := json.NewDecoder(bytes.NewReader(b))
+	db.UseNumber()
+	if err := da.Decode(&va); err != nil {
+		t.Fatalf("decode %s: %v", a, err)
+	}
+	if err := db.Decode(&vb); err != nil {
+		t.Fatalf("decode want: %v", err)
+	}
+	return reflect.DeepEqual(va, vb)
+}
