@@ -74,14 +74,15 @@ const (
 // Fixed messages used in place of a code's table message by the decoders
 // whose code has two messages (AgentsKit wire §3, §6-§8).
 const (
-	msgTurnEventNotJSON        = "Turn event is not valid JSON."
-	msgContentRecordLimit      = "Assistant content envelope exceeds its record limit."
-	msgContentEnvelopeInvalid  = "Assistant content envelope is invalid."
-	msgComponentFrameNotJSON   = "Component frame is not valid JSON."
-	msgSessionSnapshotNotJSON  = "Session snapshot is not valid JSON."
-	statusNotHTTP              = 0
-	defaultStatusForUnknownKey = http.StatusInternalServerError
+	msgTurnEventNotJSON       = "Turn event is not valid JSON."
+	msgContentRecordLimit     = "Assistant content envelope exceeds its record limit."
+	msgContentEnvelopeInvalid = "Assistant content envelope is invalid."
+	msgComponentFrameNotJSON  = "Component frame is not valid JSON."
+	msgSessionSnapshotNotJSON = "Session snapshot is not valid JSON."
 )
+
+// statusNotHTTP marks a code that never travels as an HTTP error body.
+const statusNotHTTP = 0
 
 type codeInfo struct {
 	message   string
@@ -163,7 +164,7 @@ func HTTPStatus(code string) int {
 	if info, ok := codes[code]; ok && info.status != statusNotHTTP {
 		return info.status
 	}
-	return defaultStatusForUnknownKey
+	return http.StatusInternalServerError
 }
 
 // EncodeErrorBody returns the HTTP error body of d (AgentsKit wire §9):
