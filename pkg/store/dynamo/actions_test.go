@@ -32,7 +32,7 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	}
 	big := turnOf(&chat.Claim{}, "s1", textMessages("t", randomText(2, 600_000)))
 
-	var c1, c2 *chat.Claim
+	var c1, c3 *chat.Claim
 	call("ClaimTurn", func() (err error) { c1, err = s.ClaimTurn(ctx, claimReq("s1", "t1")); return err })
 	call("ClaimTurn", func() error { _, err := s.ClaimTurn(ctx, claimReq("s1", "t2")); return err })
 	call("LoadContext", func() error { _, err := s.LoadContext(ctx, "s1", 5); return err })
@@ -51,10 +51,10 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	call("ReleaseTurn", func() error {
 		return e.store().ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t1", Token: c1.Lease.Token, Outcome: chat.OutcomeCompleted})
 	})
-	call("ClaimTurn", func() (err error) { c2, err = s.ClaimTurn(ctx, claimReq("s1", "t2")); return err })
+	call("ClaimTurn", func() error { _, err := s.ClaimTurn(ctx, claimReq("s1", "t2")); return err })
 	e.clock.Advance(lease)
-	call("ClaimTurn", func() error { _, err := s.ClaimTurn(ctx, claimReq("s1", "t3")); return err }) // takeover
-	call("Supersede", func() error { return s.Supersede(ctx, "s1", c2.Lease.Token, 1, 2) })
+	call("ClaimTurn", func() (err error) { c3, err = s.ClaimTurn(ctx, claimReq("s1", "t3")); return err }) // takeover
+	call("Supersede", func() error { return s.Supersede(ctx, "s1", c3.Lease.Token, 1, 3) })
 	call("Supersede", func() error { return s.Supersede(ctx, "s1", "stale", 1, 2) })
 	call("GetSession", func() error { _, err := s.GetSession(ctx, "s1", alice); return err })
 	call("ListTurns", func() error {
@@ -102,6 +102,7 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	for _, want := range []struct{ method, op string }{
 		{"SaveTurn", "PutItem"}, {"SaveTurn", "DeleteItem"}, {"SaveTurn", "GetItem"},
 		{"ClaimTurn", "GetItem"}, {"ReleaseTurn", "GetItem"}, {"ListTurns", "GetItem"},
+		{"Supersede", "UpdateItem"},
 	} {
 		if !issued[want.method][want.op] {
 			t.Errorf("scenario did not reach %s's %s path", want.method, want.op)

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -29,12 +28,14 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 	token := newToken()
 	expiresAt := now.Add(req.LeaseDuration)
 
-	owner := expression.Name(attrOwnerKey).Equal(expression.Value(ownerKey(req.Principal)))
-	cond := expression.AttributeNotExists(expression.Name(AttrPK)).Or(expression.And(
-		owner,
-		expression.AttributeNotExists(expression.Name(attrLeaseToken)),
-		expression.Not(expression.Name(attrWindowIDs).Contains(req.TurnID)),
-	))
+	cond := condition{
+		expr:  "attribute_not_exists(#pk) OR #ownerKey = :owner AND attribute_not_exists(#leaseToken) AND NOT contains(#windowIds, :turnId)",
+		names: []string{AttrPK, attrOwnerKey, attrLeaseToken, attrWindowIDs},
+		values: map[string]types.AttributeValue{
+			":owner":  strValue(ownerKey(req.Principal)),
+			":turnId": strValue(req.TurnID),
+		},
+	}
 	one := expression.Value(1)
 	up := expression.Set(expression.Name(attrOwnerKey), expression.Value(ownerKey(req.Principal))).
 		Set(expression.Name(attrCreatedAt), expression.IfNotExists(expression.Name(attrCreatedAt), expression.Value(millis(now)))).
@@ -43,20 +44,7 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 		Set(expression.Name(attrNextOrdinal), expression.Plus(expression.IfNotExists(expression.Name(attrNextOrdinal), one), one)).
 		Set(expression.Name(attrLeaseOrdinal), expression.IfNotExists(expression.Name(attrNextOrdinal), one))
 	up = setClaimFields(up, req, token, expiresAt, now)
-	e, err := build(expression.NewBuilder().WithCondition(cond).WithUpdate(up))
-	if err != nil {
-		return nil, err
-	}
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           s.table,
-		Key:                                 sessionKey(req.SessionID),
-		ConditionExpression:                 e.Condition(),
-		UpdateExpression:                    e.Update(),
-		ExpressionAttributeNames:            e.Names(),
-		ExpressionAttributeValues:           e.Values(),
-		ReturnValues:                        types.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	out, err := s.update(ctx, sessionKey(req.SessionID), up, cond, returnAllNew, returnOldOnFailure)
 	if err == nil {
 		return s.claimed(req, out.Attributes)
 	}
@@ -150,7 +138,8 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 	// Compare-and-set on the revision read: record the crashed turn, and
 	// claim unless the turn id was rejected.
 	w, ids, hasIDs := windowValues(window)
-	cond := expression.Name(attrRevision).Equal(expression.Value(sess.Revision))
+	cond := condition{expr: "#revision = :revision", names: []string{attrRevision},
+		values: map[string]types.AttributeValue{":revision": numValue(sess.Revision)}}
 	up := expression.Set(expression.Name(attrRevision), expression.Value(sess.Revision+1)).
 		Set(expression.Name(attrCursor), expression.Value(cursor)).
 		Set(expression.Name(attrWindow), w)
@@ -169,19 +158,7 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 			up = up.Remove(expression.Name(a))
 		}
 	}
-	e, err := build(expression.NewBuilder().WithCondition(cond).WithUpdate(up))
-	if err != nil {
-		return nil, err
-	}
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 s.table,
-		Key:                       sessionKey(req.SessionID),
-		ConditionExpression:       e.Condition(),
-		UpdateExpression:          e.Update(),
-		ExpressionAttributeNames:  e.Names(),
-		ExpressionAttributeValues: e.Values(),
-		ReturnValues:              types.ReturnValueAllNew,
-	})
+	out, err := s.update(ctx, sessionKey(req.SessionID), up, cond, returnAllNew)
 	if failed, _ := conditionFailed(err); failed {
 		return nil, fmt.Errorf("claim session %s: lost a compare-and-set: %w", req.SessionID, chat.ErrSessionBusy)
 	}
@@ -231,28 +208,17 @@ func windowValues(window []chat.TerminalEntry) (list, ids expression.ValueBuilde
 // over; it can still release it (ReleaseTurn).
 func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Lease, error) {
 	now := s.now()
-	cond := expression.And(
-		expression.Name(attrLeaseToken).Equal(expression.Value(req.Token)),
-		expression.Name(attrLeaseTurnID).Equal(expression.Value(req.TurnID)),
-		expression.Name(attrLeaseExpiresAt).GreaterThan(expression.Value(millis(now))),
-	)
+	cond := condition{
+		expr:  "#leaseToken = :token AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now",
+		names: []string{attrLeaseToken, attrLeaseTurnID, attrLeaseExpiresAt},
+		values: map[string]types.AttributeValue{
+			":token": strValue(req.Token), ":turnId": strValue(req.TurnID), ":now": numValue(millis(now))},
+	}
 	up := expression.Set(expression.Name(attrLeaseExpiresAt), expression.Value(millis(req.ExpiresAt))).
 		Set(expression.Name(attrCursor), expression.Value(req.Cursor)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(now))).
 		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
-	e, err := build(expression.NewBuilder().WithCondition(cond).WithUpdate(up))
-	if err != nil {
-		return nil, err
-	}
-	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 s.table,
-		Key:                       sessionKey(req.SessionID),
-		ConditionExpression:       e.Condition(),
-		UpdateExpression:          e.Update(),
-		ExpressionAttributeNames:  e.Names(),
-		ExpressionAttributeValues: e.Values(),
-		ReturnValues:              types.ReturnValueAllNew,
-	})
+	out, err := s.update(ctx, sessionKey(req.SessionID), up, cond, returnAllNew)
 	if failed, _ := conditionFailed(err); failed {
 		return nil, chat.ErrLeaseLost
 	}
@@ -279,26 +245,16 @@ func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Le
 // one consistent read.
 func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p chat.Principal) error {
 	now := s.now()
-	cond := expression.And(
-		expression.Name(attrOwnerKey).Equal(expression.Value(ownerKey(p))),
-		expression.Name(attrLeaseTurnID).Equal(expression.Value(turnID)),
-		expression.Name(attrLeaseExpiresAt).GreaterThan(expression.Value(millis(now))),
-	)
+	cond := condition{
+		expr:  "#ownerKey = :owner AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now",
+		names: []string{attrOwnerKey, attrLeaseTurnID, attrLeaseExpiresAt},
+		values: map[string]types.AttributeValue{
+			":owner": strValue(ownerKey(p)), ":turnId": strValue(turnID), ":now": numValue(millis(now))},
+	}
 	up := expression.Set(expression.Name(attrLeaseStop), expression.Value(true)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(now))).
 		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
-	e, err := build(expression.NewBuilder().WithCondition(cond).WithUpdate(up))
-	if err != nil {
-		return err
-	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 s.table,
-		Key:                       sessionKey(sessionID),
-		ConditionExpression:       e.Condition(),
-		UpdateExpression:          e.Update(),
-		ExpressionAttributeNames:  e.Names(),
-		ExpressionAttributeValues: e.Values(),
-	})
+	_, err := s.update(ctx, sessionKey(sessionID), up, cond)
 	if err == nil {
 		return nil
 	}
@@ -345,8 +301,11 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 	}
 	window = appendTerminal(window, chat.TerminalEntry{TurnID: req.TurnID, Outcome: req.Outcome, InputHash: inputHash})
 	w, ids, _ := windowValues(window) // never empty: it holds this turn
-	cond := expression.Name(attrLeaseToken).Equal(expression.Value(req.Token)).
-		And(expression.Name(attrLeaseTurnID).Equal(expression.Value(req.TurnID)))
+	cond := condition{
+		expr:   "#leaseToken = :token AND #leaseTurnId = :turnId",
+		names:  []string{attrLeaseToken, attrLeaseTurnID},
+		values: map[string]types.AttributeValue{":token": strValue(req.Token), ":turnId": strValue(req.TurnID)},
+	}
 	up := expression.Set(expression.Name(attrWindow), w).
 		Set(expression.Name(attrWindowIDs), ids).
 		Set(expression.Name(attrCursor), expression.Value(req.Cursor)).
@@ -356,19 +315,7 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 	for _, a := range leaseAttrs {
 		up = up.Remove(expression.Name(a))
 	}
-	e, err := build(expression.NewBuilder().WithCondition(cond).WithUpdate(up))
-	if err != nil {
-		return err
-	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           s.table,
-		Key:                                 sessionKey(req.SessionID),
-		ConditionExpression:                 e.Condition(),
-		UpdateExpression:                    e.Update(),
-		ExpressionAttributeNames:            e.Names(),
-		ExpressionAttributeValues:           e.Values(),
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	_, err := s.update(ctx, sessionKey(req.SessionID), up, cond, returnOldOnFailure)
 	if err == nil {
 		return nil
 	}

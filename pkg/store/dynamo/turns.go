@@ -83,20 +83,12 @@ func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error 
 	} else {
 		up = up.Set(expression.Name(attrArtifacts), expression.IfNotExists(expression.Name(attrArtifacts), expression.Value([]artifactAV{})))
 	}
-	cond := expression.AttributeNotExists(expression.Name(AttrPK)).
-		Or(expression.Name(attrLeaseToken).Equal(expression.Value(token)))
-	e, err := build(expression.NewBuilder().WithCondition(cond).WithUpdate(up))
-	if err != nil {
-		return err
+	cond := condition{
+		expr:   "attribute_not_exists(#pk) OR #leaseToken = :token",
+		names:  []string{AttrPK, attrLeaseToken},
+		values: map[string]types.AttributeValue{":token": strValue(token)},
 	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 s.table,
-		Key:                       turnKey(t.SessionID, t.Ordinal),
-		ConditionExpression:       e.Condition(),
-		UpdateExpression:          e.Update(),
-		ExpressionAttributeNames:  e.Names(),
-		ExpressionAttributeValues: e.Values(),
-	})
+	_, err = s.update(ctx, turnKey(t.SessionID, t.Ordinal), up, cond)
 	if err == nil {
 		return nil
 	}
@@ -323,18 +315,8 @@ func (s *Store) Supersede(ctx context.Context, sessionID, token string, fromOrdi
 func (s *Store) markSuperseded(ctx context.Context, sessionID string, item map[string]types.AttributeValue) error {
 	up := expression.Set(expression.Name(attrSuperseded), expression.Value(true)).
 		Remove(expression.Name(AttrVisibleKey))
-	e, err := build(expression.NewBuilder().WithCondition(expression.AttributeExists(expression.Name(AttrPK))).WithUpdate(up))
-	if err != nil {
-		return err
-	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 s.table,
-		Key:                       map[string]types.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK]},
-		ConditionExpression:       e.Condition(),
-		UpdateExpression:          e.Update(),
-		ExpressionAttributeNames:  e.Names(),
-		ExpressionAttributeValues: e.Values(),
-	})
+	cond := condition{expr: "attribute_exists(#pk)", names: []string{AttrPK}}
+	_, err := s.update(ctx, map[string]types.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK]}, up, cond)
 	if failed, _ := conditionFailed(err); failed {
 		return nil // the item vanished: nothing left to hide
 	}
@@ -524,20 +506,10 @@ func (s *Store) PutArtifacts(ctx context.Context, sessionID, turnID string, p ch
 	if err != nil {
 		return nil, err
 	}
-	cond := expression.Name(AttrTurnID).Equal(expression.Value(turnID))
+	cond := condition{expr: "#turnId = :turnId", names: []string{AttrTurnID},
+		values: map[string]types.AttributeValue{":turnId": strValue(turnID)}}
 	up := expression.Set(expression.Name(attrArtifacts), expression.Value(artifactsAV(refs)))
-	e, err := build(expression.NewBuilder().WithCondition(cond).WithUpdate(up))
-	if err != nil {
-		return nil, err
-	}
-	_, err = s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 s.table,
-		Key:                       map[string]types.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK]},
-		ConditionExpression:       e.Condition(),
-		UpdateExpression:          e.Update(),
-		ExpressionAttributeNames:  e.Names(),
-		ExpressionAttributeValues: e.Values(),
-	})
+	_, err = s.update(ctx, map[string]types.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK]}, up, cond)
 	if failed, _ := conditionFailed(err); failed {
 		return nil, chat.ErrTurnNotFound
 	}
