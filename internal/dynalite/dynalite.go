@@ -154,12 +154,7 @@ func start() {
 		return
 	}
 	bin := filepath.Join(root, "node_modules", ".bin", "dynalite")
-	if _, err := os.Stat(bin); err != nil {
-		missing = fmt.Sprintf("%s not found: run `npm ci` in %s (or set %s)", bin, root, EndpointEnv)
-		return
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		missing = "node not found in PATH: install Node 20+ (or set " + EndpointEnv + ")"
+	if missing = checkInstalled(bin, root, exec.LookPath); missing != "" {
 		return
 	}
 	port, err := freePort()
@@ -210,6 +205,17 @@ func waitReady(url string, exited <-chan struct{}) error {
 		time.Sleep(25 * time.Millisecond)
 	}
 	return fmt.Errorf("dynalite did not answer on %s within %s", url, startTimeout)
+}
+
+// checkInstalled returns what is missing to run dynalite from bin, or "".
+func checkInstalled(bin, root string, lookPath func(string) (string, error)) string {
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Sprintf("%s not found: run `npm ci` in %s (or set %s)", bin, root, EndpointEnv)
+	}
+	if _, err := lookPath("node"); err != nil {
+		return "node not found in PATH: install Node 20+ (or set " + EndpointEnv + ")"
+	}
+	return ""
 }
 
 func freePort() (string, error) {

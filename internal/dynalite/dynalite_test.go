@@ -1,0 +1,93 @@
+package dynalite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+)
+
+// TestMain runs the tests, then proves that Stop leaves no dynalite
+// process behind.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	mu.Lock()
+	var pid int
+	if proc != nil {
+		pid = proc.Process.Pid
+	}
+	mu.Unlock()
+	Stop()
+	if pid != 0 {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			fmt.Fprintf(os.Stderr, "dynalite process %d still exists after Stop (kill -0: %v)\n", pid, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+func TestEndpointIsStartedOnce(t *testing.T) {
+	first := Endpoint(t)
+	if second := Endpoint(t); second != first {
+		t.Errorf("second Endpoint = %q, want the first server %q", second, first)
+	}
+	if os.Getenv(EndpointEnv) == "" && proc == nil {
+		t.Error("no dynalite process recorded")
+	}
+}
+
+func TestTableCreatedAndDeleted(t *testing.T) {
+	ctx := context.Background()
+	client := Client(t)
+	var name string
+	t.Run("create", func(t *testing.T) {
+		name = Table(t, client)
+		if err := dynamo.CreateTable(ctx, client, name); err == nil {
+			t.Errorf("table %s could be created twice: Table did not create it", name)
+		}
+	})
+	// The subtest's cleanup deleted the table: its name is free again.
+	if err := dynamo.CreateTable(ctx, client, name); err != nil {
+		t.Fatalf("table %s was not deleted after its test: %v", name, err)
+	}
+	if err := dynamo.DeleteTable(ctx, client, name); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestRepoRootHoldsGoMod(t *testing.T) {
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(root + "/go.mod"); err != nil {
+		t.Errorf("repoRoot %s has no go.mod: %v", root, err)
+	}
+}
+
+func TestCheckInstalled(t *testing.T) {
+	root := t.TempDir()
+	bin := filepath.Join(root, "dynalite")
+	noNode := func(string) (string, error) { return "", exec.ErrNotFound }
+	hasNode := func(string) (string, error) { return "/usr/bin/node", nil }
+	if got := checkInstalled(bin, root, hasNode); !strings.Contains(got, "npm ci") {
+		t.Errorf("without dynalite: %q, want advice to run `npm ci`", got)
+	}
+	if err := os.WriteFile(bin, nil, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := checkInstalled(bin, root, noNode); !strings.Contains(got, "install Node") {
+		t.Errorf("without node: %q, want advice to install Node", got)
+	}
+	if got := checkInstalled(bin, root, hasNode); got != "" {
+		t.Errorf("with both: %q, want nothing missing", got)
+	}
+}
