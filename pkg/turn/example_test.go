@@ -1,0 +1,58 @@
+package turn_test
+
+import (
+	"bufio"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/model/echo"
+	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/store/memory"
+	"github.com/turnstream/turnstream/pkg/turn"
+)
+
+// anyone is an Authenticator that admits every caller as one principal.
+type anyone struct{}
+
+func (anyone) Authenticate(*http.Request) (chat.Principal, error) {
+	return chat.Principal{Subject: "example", Tenant: "example"}, nil
+}
+
+// ExampleNewHandler submits one turn to a handler over the in-memory store
+// and the echo model and prints the stream's last line.
+func ExampleNewHandler() {
+	h, err := turn.NewHandler(turn.Options{
+		Store:         memory.New(memory.Options{}),
+		Model:         echo.New(0, 4),
+		Authenticator: anyone{},
+		Definition:    turn.Definition{ID: "default", Revision: 1},
+	})
+	if err != nil {
+		panic(err)
+	}
+	body := `{"protocol":"agentskit.chat.turn","version":1,"eventId":"e1","sessionId":"s1","turnId":"t1",` +
+		`"sequence":0,"emittedAt":"2026-07-11T03:00:00.000Z","event":"client.turn.submit","payload":{"input":"hello"}}`
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+
+	var last *protocol.Event
+	sc := bufio.NewScanner(rec.Body)
+	for sc.Scan() {
+		last, _ = protocol.DecodeTurnEvent(sc.Bytes())
+	}
+	fmt.Println(rec.Code, rec.Header().Get("Content-Type"))
+	fmt.Println(last.Sequence > 1, last.Snapshot.Status)
+	for _, m := range last.Snapshot.Messages {
+		fmt.Printf("%s %s %q\n", m.ID, m.Role, m.Content)
+	}
+	// Output:
+	// 200 application/x-ndjson; charset=utf-8
+	// true complete
+	// t1.u user "hello"
+	// t1.a assistant "Echo: hello"
+}
