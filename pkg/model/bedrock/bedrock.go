@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -117,7 +118,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, er
 	if err != nil {
 		return nil, &model.Error{Code: CodeInvalidRequest, Err: err}
 	}
-	out, err := m.client.ConverseStream(ctx, in)
+	out, err := m.client.ConverseStream(ctx, in, detachRequestBody)
 	if err != nil {
 		return nil, mapError(ctx, err)
 	}
@@ -257,6 +258,33 @@ func numbers(v any) any {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// detachRequestBody makes the HTTP client send a private in-memory copy
+// of the request body. The SDK closes its request body stream as soon as
+// the response headers arrive, while net/http's write loop may still be
+// finishing the body (its end-of-body check); the write then fails and
+// net/http closes the connection, killing the event stream mid-answer
+// ("use of closed network connection"). Measured against a local server
+// that answers at once; with a copy the race is gone.
+func detachRequestBody(o *bedrockruntime.Options) {
+	o.HTTPClient = bodyCopier{next: o.HTTPClient}
+}
+
+type bodyCopier struct{ next bedrockruntime.HTTPClient }
+
+func (c bodyCopier) Do(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Body != http.NoBody {
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return nil, fmt.Errorf("bedrock: read request body: %w", err)
+		}
+		_ = r.Body.Close()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+		r.ContentLength = int64(len(b))
+	}
+	return c.next.Do(r)
+}
 
 // mapError turns an SDK error into ctx.Err() or a *model.Error.
 func mapError(ctx context.Context, err error) error {
