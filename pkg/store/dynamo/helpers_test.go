@@ -2,7 +2,6 @@ package dynamo_test
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -96,10 +95,4 @@ func newEnv(tb testing.TB) *env {
 // store returns a new Store over the environment's table and clock.
 func (e *env) store() *dynamo.Store {
 	return dynamo.New(e.client, dynamo.Options{Table: e.table, Now: e.clock.Now, CursorKey: testCursorKey})
-}
-
-func sortedCopy(ops []string) []string {
-	out := append([]string(nil), ops...)
-	sort.Strings(out)
-	return out
 }

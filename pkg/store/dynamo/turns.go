@@ -21,6 +21,8 @@ const attrChunk = "chunk"
 
 // SaveTurn implements chat.Store: one UpdateItem of the turn item,
 // conditional on the item not existing or having been written with token.
+// An unknown status is ErrInvalidRequest; artifact references, when given,
+// are validated (ErrInvalidArtifact) and deduplicated as PutArtifacts does.
 // Messages larger than inlineLimit after compression are first written as
 // chunk items (one PutItem each), keyed by a hash of the token so that a
 // rejected save never overwrites another save's chunks; a rejected save
@@ -29,6 +31,18 @@ const attrChunk = "chunk"
 func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error {
 	if t == nil || t.SessionID == "" || t.TurnID == "" || token == "" || t.Ordinal < 1 || t.Ordinal > maxOrdinal {
 		return fmt.Errorf("%w: save needs a session id, a turn id, a token and an ordinal in 1..%d", chat.ErrInvalidRequest, int64(maxOrdinal))
+	}
+	switch t.Status {
+	case chat.TurnRunning, chat.TurnComplete, chat.TurnError, chat.TurnInterrupted:
+	default:
+		return fmt.Errorf("%w: unknown turn status", chat.ErrInvalidRequest)
+	}
+	artifacts := t.Artifacts
+	if artifacts != nil {
+		if err := chat.ValidateArtifacts(artifacts); err != nil {
+			return err
+		}
+		artifacts = chat.DedupeArtifacts(artifacts)
 	}
 	owner, err := s.leaseOwner(ctx, token, t.SessionID)
 	if err != nil {
@@ -78,8 +92,8 @@ func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error 
 			up = up.Remove(expression.Name(name))
 		}
 	}
-	if t.Artifacts != nil {
-		up = up.Set(expression.Name(attrArtifacts), expression.Value(artifactsAV(t.Artifacts)))
+	if artifacts != nil {
+		up = up.Set(expression.Name(attrArtifacts), expression.Value(artifactsAV(artifacts)))
 	} else {
 		up = up.Set(expression.Name(attrArtifacts), expression.IfNotExists(expression.Name(attrArtifacts), expression.Value([]artifactAV{})))
 	}
@@ -276,15 +290,15 @@ func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal
 	}
 }
 
-// Supersede implements chat.Store: one consistent read checks the lease
-// token, one Query per 1 MB finds the visible turns in range, and one
+// Supersede implements chat.Store: one consistent read checks that token
+// holds an unexpired lease, one Query per 1 MB finds the visible turns in range, and one
 // UpdateItem per turn removes it from VisibleIndex.
 func (s *Store) Supersede(ctx context.Context, sessionID, token string, fromOrdinal, toOrdinal int64) error {
 	_, si, err := s.readSession(ctx, sessionID)
 	if err != nil {
 		return err
 	}
-	if si == nil || si.LeaseToken != token {
+	if si == nil || si.LeaseToken != token || si.LeaseExpiresAt <= millis(s.now()) {
 		return chat.ErrLeaseLost
 	}
 	fromOrdinal = max(fromOrdinal, 1)
@@ -459,6 +473,7 @@ func skOf(item map[string]types.AttributeValue) string {
 // when the session is absent or not p's (Trusted passes when trusted is
 // set), ErrTurnNotFound when the session has no such turn.
 func (s *Store) turnAccess(ctx context.Context, sessionID, turnID string, p chat.Principal, trusted bool, projection ...string) (map[string]types.AttributeValue, error) {
+	trustedOK := trusted && p.Trusted
 	item, err := s.findTurnItem(ctx, sessionID, turnID, projection...)
 	if err != nil {
 		return nil, err
@@ -468,12 +483,12 @@ func (s *Store) turnAccess(ctx context.Context, sessionID, turnID string, p chat
 		if err != nil {
 			return nil, err
 		}
-		if sess == nil || !(p.Owns(sess.Owner) || trusted && p.Trusted) {
+		if sess == nil || !p.Owns(sess.Owner) && !trustedOK {
 			return nil, chat.ErrSessionNotFound
 		}
 		return nil, chat.ErrTurnNotFound
 	}
-	if !(trusted && p.Trusted) {
+	if !trustedOK {
 		if err := checkOwner([]map[string]types.AttributeValue{item}, p); err != nil {
 			return nil, err
 		}
