@@ -18,6 +18,7 @@ deps: ## Install the pinned test dependencies (dynalite via npm ci, Go modules).
 	@command -v node >/dev/null || { echo "make: Node.js is required for the DynamoDB tests (dynalite); install Node 20+" >&2; exit 1; }
 	npm ci --no-audit --no-fund --loglevel=error
 	$(GO) mod download
+	@$(MAKE) --no-print-directory rie
 
 .PHONY: test
 test: deps ## Everything: vet, the race-enabled suite (memory store and dynalite), brief fuzzing.
@@ -45,3 +46,62 @@ fmt: ## Format the Go code.
 .PHONY: bench
 bench: deps ## Run the Go benchmarks (each reports its own baseline in the same run).
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./...
+
+# ---- Run and deploy (DESIGN §10) --------------------------------------------
+
+# The three Lambda functions: functions/<dir> builds bin/<dir>/bootstrap.
+FUNCTIONS     := turn history artifacts
+LAMBDA_ENV    := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
+LAMBDA_FLAGS  := -tags lambda.norpc -trimpath -ldflags "-s -w"
+# Where `sam local invoke` (invoke-local) reads its event and which function.
+FUNCTION      ?= TurnFunction
+EVENT         ?= events/turn-submit.json
+# The Lambda runtime interface emulator the smoke test (internal/smoketest)
+# runs each bootstrap under; installed once per version into RIE_DIR.
+RIE_VERSION   := v0.0.0-20261030222936-bef5c4ba774d
+RIE_DIR       ?= $(or $(TURNSTREAM_RIE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/turnstream/aws-lambda-rie-$(RIE_VERSION))
+DYNALITE      := node_modules/.bin/dynalite
+
+.PHONY: dev
+dev: ## Run the three functions on 127.0.0.1:8787 (in-memory store, echo model; DYNAMODB_ENDPOINT for DynamoDB).
+	$(GO) run ./cmd/devserver
+
+.PHONY: build
+build: $(FUNCTIONS:%=bin/%/bootstrap) ## Build the three Lambda bootstraps (linux/arm64, lambda.norpc) into bin/<function>/bootstrap.
+
+# FORCE: the Go build cache decides what is stale, not file times.
+bin/%/bootstrap: FORCE
+	$(LAMBDA_ENV) $(GO) build $(LAMBDA_FLAGS) -o $@ ./functions/$*
+
+.PHONY: FORCE
+FORCE:
+
+# `sam build` (Metadata BuildMethod: makefile) calls these with ARTIFACTS_DIR.
+.PHONY: build-TurnFunction build-HistoryFunction build-ArtifactsFunction
+build-TurnFunction: bin/turn/bootstrap ## sam build hook: the turn bootstrap into ARTIFACTS_DIR.
+	cp $< $(ARTIFACTS_DIR)/bootstrap
+build-HistoryFunction: bin/history/bootstrap ## sam build hook: the history bootstrap into ARTIFACTS_DIR.
+	cp $< $(ARTIFACTS_DIR)/bootstrap
+build-ArtifactsFunction: bin/artifacts/bootstrap ## sam build hook: the artifacts bootstrap into ARTIFACTS_DIR.
+	cp $< $(ARTIFACTS_DIR)/bootstrap
+
+.PHONY: deploy
+deploy: ## sam build && sam deploy with samconfig.toml (first time: sam deploy --guided).
+	@command -v sam >/dev/null || { echo "make: the AWS SAM CLI is required (https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/install-sam-cli.html)" >&2; exit 1; }
+	sam build
+	sam deploy
+
+.PHONY: invoke-local
+invoke-local: ## sam local invoke FUNCTION (TurnFunction) with EVENT against DynamoDB Local (samconfig env "local").
+	@command -v sam >/dev/null || { echo "make: the AWS SAM CLI and Docker are required for sam local invoke" >&2; exit 1; }
+	sam build --config-env local
+	sam local invoke --config-env local $(FUNCTION) --event $(EVENT)
+
+.PHONY: dynamodb-local
+dynamodb-local: ## Run the pinned dynalite on 127.0.0.1:8000 in the foreground (DYNAMODB_ENDPOINT=http://127.0.0.1:8000).
+	@test -x $(DYNALITE) || npm ci --no-audit --no-fund --loglevel=error
+	$(DYNALITE) --host 127.0.0.1 --port 8000 --createTableMs 0 --deleteTableMs 0 --updateTableMs 0
+
+.PHONY: rie
+rie: ## Install the pinned Lambda runtime interface emulator into RIE_DIR (the smoke test also does this on demand).
+	@test -x $(RIE_DIR)/aws-lambda-rie || GOBIN=$(RIE_DIR) $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
