@@ -295,7 +295,7 @@ func (e *env) submit(tb testing.TB, sessionID, turnID, input string, lineage *pr
 // readResult reads resp fully; a 200 body must be a valid stream.
 func readResult(tb testing.TB, resp *http.Response) result {
 	tb.Helper()
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		tb.Fatalf("read body: %v", err)

@@ -179,7 +179,8 @@ func (t *run) awaitModel(modelDone <-chan error) {
 	timer := time.NewTimer(t.h.opts.CleanupReserve / 3)
 	defer timer.Stop()
 	select {
-	case <-modelDone:
+	case err := <-modelDone:
+		t.log.Debug("model stopped", "err", err)
 	case <-timer.C:
 		t.streamMu.Lock()
 		s := t.stream

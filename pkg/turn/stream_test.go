@@ -405,7 +405,7 @@ func TestClientDisconnect(t *testing.T) {
 			t.Fatal(err)
 		}
 		cancel()
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		waitFor(t, "the turn to be saved", func() bool {
 			_, err := e.store.FindTurn(context.Background(), "s", "t1", alice)
 			return err == nil
