@@ -95,7 +95,7 @@ type Options struct {
 	// nil means time.Now. Timers (deadline, intervals) use real time.
 	Now func() time.Time
 	// NewID returns a fresh random SafeId for event ids; nil means a
-	// random UUID v4.
+	// random UUID v4. NewHandler calls it once to check it.
 	NewID func() string
 }
 
@@ -120,7 +120,7 @@ type handler struct {
 // NewHandler returns an error naming the first invalid option: a nil
 // Store, Model or Authenticator, a negative duration or size, a
 // CleanupReserve not below TurnTimeout, a Definition ID that is not a
-// SafeId or a Revision < 1.
+// SafeId, a Revision < 1, or a NewID that does not return a SafeId.
 func NewHandler(opts Options) (http.Handler, error) {
 	switch {
 	case opts.Store == nil:
@@ -160,6 +160,8 @@ func NewHandler(opts Options) (http.Handler, error) {
 	}
 	if opts.NewID == nil {
 		opts.NewID = newUUID
+	} else if !protocol.IsSafeID(opts.NewID()) {
+		return nil, errors.New("turn: Options.NewID does not return SafeIds")
 	}
 	log := opts.Logger
 	if log == nil {

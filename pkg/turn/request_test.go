@@ -227,6 +227,7 @@ func TestNewHandlerOptions(t *testing.T) {
 		"negative interval":        {func(o *turn.Options) { o.SnapshotInterval = -1 }, false},
 		"negative body cap":        {func(o *turn.Options) { o.MaxBodyBytes = -1 }, false},
 		"reserve above timeout":    {func(o *turn.Options) { o.TurnTimeout = time.Second; o.CleanupReserve = 2 * time.Second }, false},
+		"unsafe ids":               {func(o *turn.Options) { o.NewID = func() string { return "not safe" } }, false},
 		"reserve equal to timeout": {func(o *turn.Options) { o.TurnTimeout = time.Second; o.CleanupReserve = time.Second }, false},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -117,6 +117,13 @@ func (t *run) streamTurn() {
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	t.w.WriteHeader(http.StatusOK)
+	// A client that stops reading must not hold the handler past the
+	// request deadline plus the cleanup reserve: a blocked Write then fails
+	// (net/http; lambdaurl's writer has no deadline and the Lambda
+	// deadline bounds it instead).
+	if err := http.NewResponseController(t.w).SetWriteDeadline(t.deadline.Add(t.h.opts.CleanupReserve)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		t.log.Debug("set write deadline", "err", err)
+	}
 
 	t.seq = t.claim.BaseSequence
 	t.wake = make(chan struct{}, 1)
