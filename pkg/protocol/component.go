@@ -237,7 +237,9 @@ func frameErr(field string) error { return fmt.Errorf("%w: %s", ErrInvalidFrame,
 // appendBounded parses raw strictly, checks it is bounded JSON and writes
 // it in JSON.stringify form.
 func appendBounded(b []byte, raw json.RawMessage) ([]byte, bool) {
-	n, err := parseJSON(raw)
+	p := borrowParser(raw)
+	defer p.release()
+	n, err := p.parse()
 	if err != nil || !boundedOK(&n) {
 		return b, false
 	}

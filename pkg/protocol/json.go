@@ -4,8 +4,11 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // This file holds the strict JSON reader every decoder of this package uses
@@ -66,11 +69,48 @@ func (n *node) get(key string) (*node, bool) {
 type parser struct {
 	data []byte
 	pos  int
+	// stack holds the members or items of the containers being read;
+	// a finished container moves its own into slab, so each container
+	// costs no allocation of its own.
+	stack []node
+	slab  []node
+	// borrow makes unescaped strings alias data instead of copying it
+	// (see borrowParser).
+	borrow bool
 }
 
-// parseJSON reads one JSON text (surrounding whitespace allowed).
+// parseJSON reads one JSON text (surrounding whitespace allowed). The tree
+// shares no memory with data.
 func parseJSON(data []byte) (node, error) {
 	p := parser{data: data}
+	return p.parse()
+}
+
+// borrowedParsers recycles the parsers of borrowParser.
+var borrowedParsers = sync.Pool{New: func() any { return new(parser) }}
+
+// borrowParser returns a pooled parser for data whose tree borrows both
+// data (unescaped strings alias it) and the parser's memory: the caller
+// reads the tree, writes what it needs, and calls release, after which no
+// node or string of the tree may be used. Encoders use it to validate and
+// rewrite caller-owned JSON (metadata, args, props) without allocating.
+func borrowParser(data []byte) *parser {
+	p := borrowedParsers.Get().(*parser)
+	p.data, p.pos, p.borrow = data, 0, true
+	return p
+}
+
+// release returns a borrowParser parser to the pool.
+func (p *parser) release() {
+	clear(p.slab) // drop strings aliasing the caller's data
+	p.slab, p.data = p.slab[:0], nil
+	if cap(p.slab) > 4096 || cap(p.stack) > 4096 {
+		p.slab, p.stack = nil, nil // do not pin memory of an outsized input
+	}
+	borrowedParsers.Put(p)
+}
+
+func (p *parser) parse() (node, error) {
 	p.skipSpace()
 	v, err := p.value(0)
 	if err != nil {
@@ -139,6 +179,7 @@ func (p *parser) object(depth int) (node, error) {
 		p.pos++
 		return n, nil
 	}
+	base := len(p.stack)
 	for {
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
 			return node{}, errSyntax
@@ -147,8 +188,8 @@ func (p *parser) object(depth int) (node, error) {
 		if err != nil {
 			return node{}, err
 		}
-		for i := range n.kids {
-			if n.kids[i].key == key {
+		for i := base; i < len(p.stack); i++ {
+			if p.stack[i].key == key {
 				return node{}, errSyntax // duplicate name (DESIGN §2)
 			}
 		}
@@ -163,7 +204,7 @@ func (p *parser) object(depth int) (node, error) {
 			return node{}, err
 		}
 		v.key = key
-		n.kids = append(n.kids, v)
+		p.stack = append(p.stack, v)
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return node{}, errSyntax
@@ -174,6 +215,7 @@ func (p *parser) object(depth int) (node, error) {
 			p.skipSpace()
 		case '}':
 			p.pos++
+			n.kids = p.take(base)
 			return n, nil
 		default:
 			return node{}, errSyntax
@@ -192,12 +234,13 @@ func (p *parser) array(depth int) (node, error) {
 		p.pos++
 		return n, nil
 	}
+	base := len(p.stack)
 	for {
 		v, err := p.value(depth + 1)
 		if err != nil {
 			return node{}, err
 		}
-		n.kids = append(n.kids, v)
+		p.stack = append(p.stack, v)
 		p.skipSpace()
 		if p.pos >= len(p.data) {
 			return node{}, errSyntax
@@ -208,11 +251,28 @@ func (p *parser) array(depth int) (node, error) {
 			p.skipSpace()
 		case ']':
 			p.pos++
+			n.kids = p.take(base)
 			return n, nil
 		default:
 			return node{}, errSyntax
 		}
 	}
+}
+
+// take moves the nodes stack[base:] of a finished container into the slab
+// and returns them.
+func (p *parser) take(base int) []node {
+	n := len(p.stack) - base
+	if cap(p.slab)-len(p.slab) < n {
+		size := max(n, 2*cap(p.slab), 16)
+		size = max(n, min(size, 4096))
+		p.slab = make([]node, 0, size)
+	}
+	start := len(p.slab)
+	p.slab = append(p.slab, p.stack[base:]...)
+	clear(p.stack[base:]) // drop references held by the reused stack
+	p.stack = p.stack[:base]
+	return p.slab[start:len(p.slab):len(p.slab)]
 }
 
 // string reads a JSON string starting at the opening quote. Raw bytes must
@@ -221,99 +281,109 @@ func (p *parser) array(depth int) (node, error) {
 func (p *parser) string() (string, error) {
 	p.pos++ // opening quote
 	start := p.pos
-	// Fast path: no escapes.
-	for p.pos < len(p.data) {
-		c := p.data[p.pos]
-		switch {
-		case c == '"':
-			s := string(p.data[start:p.pos])
-			p.pos++
-			return s, nil
-		case c == '\\':
-			return p.escapedString(start)
-		case c < 0x20:
-			return "", errSyntax
-		case c < utf8.RuneSelf:
-			p.pos++
-		default:
-			r, size := utf8.DecodeRune(p.data[p.pos:])
-			if r == utf8.RuneError && size == 1 {
-				return "", errSyntax
-			}
-			p.pos += size
-		}
+	i := start
+	for i < len(p.data) && !needsEscape[p.data[i]] {
+		i++
 	}
-	return "", errSyntax
+	if i >= len(p.data) || p.data[i] < 0x20 {
+		return "", errSyntax
+	}
+	if p.data[i] == '\\' {
+		return p.escapedString(start)
+	}
+	raw := p.data[start:i]
+	if !utf8.Valid(raw) {
+		return "", errSyntax
+	}
+	p.pos = i + 1
+	switch {
+	case len(raw) == 0:
+		return "", nil
+	case p.borrow:
+		return unsafe.String(&raw[0], len(raw)), nil
+	}
+	return string(raw), nil
 }
 
+// escapedString reads the rest of a string holding escapes; start is the
+// index after the opening quote.
 func (p *parser) escapedString(start int) (string, error) {
-	buf := make([]byte, p.pos-start, p.pos-start+16)
-	copy(buf, p.data[start:p.pos])
-	for p.pos < len(p.data) {
-		c := p.data[p.pos]
-		switch {
-		case c == '"':
+	// Find the closing quote. Escapes are ASCII, so the raw span is valid
+	// UTF-8 exactly when its unescaped characters are; and the decoded text
+	// is never longer than the span.
+	end := start
+	for end < len(p.data) && p.data[end] != '"' {
+		if p.data[end] == '\\' {
+			end++
+		}
+		end++
+	}
+	if end >= len(p.data) || !utf8.Valid(p.data[start:end]) {
+		return "", errSyntax
+	}
+	var buf strings.Builder
+	buf.Grow(end - start)
+	p.pos = start
+	for {
+		run := p.pos
+		for p.pos < end && !needsEscape[p.data[p.pos]] {
 			p.pos++
-			return string(buf), nil
-		case c == '\\':
-			if p.pos+1 >= len(p.data) {
+		}
+		buf.Write(p.data[run:p.pos])
+		if p.pos == end {
+			p.pos++ // closing quote
+			return buf.String(), nil
+		}
+		if p.data[p.pos] != '\\' {
+			return "", errSyntax // a raw control character (a '"' cannot occur before end)
+		}
+		if p.pos+1 >= end {
+			return "", errSyntax
+		}
+		e := p.data[p.pos+1]
+		p.pos += 2
+		switch e {
+		case '"', '\\', '/':
+			buf.WriteByte(e)
+		case 'b':
+			buf.WriteByte('\b')
+		case 'f':
+			buf.WriteByte('\f')
+		case 'n':
+			buf.WriteByte('\n')
+		case 'r':
+			buf.WriteByte('\r')
+		case 't':
+			buf.WriteByte('\t')
+		case 'u':
+			r, ok := p.hex4()
+			if !ok {
 				return "", errSyntax
 			}
-			e := p.data[p.pos+1]
-			p.pos += 2
-			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r, ok := p.hex4()
+			if utf16.IsSurrogate(r) {
+				// Only a high surrogate escape followed by a low one is a
+				// character; anything else is a lone surrogate (DESIGN §2).
+				if r >= 0xDC00 || len(p.data)-p.pos < 2 || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
+					return "", errSyntax
+				}
+				p.pos += 2
+				lo, ok := p.hex4()
 				if !ok {
 					return "", errSyntax
 				}
-				if utf16.IsSurrogate(r) {
-					// Only a high surrogate escape followed by a low one is a
-					// character; anything else is a lone surrogate (DESIGN §2).
-					if r >= 0xDC00 || len(p.data)-p.pos < 2 || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
-						return "", errSyntax
-					}
-					p.pos += 2
-					lo, ok := p.hex4()
-					if !ok {
-						return "", errSyntax
-					}
-					r = utf16.DecodeRune(r, lo)
-					if r == utf8.RuneError {
-						return "", errSyntax
-					}
+				r = utf16.DecodeRune(r, lo)
+				if r == utf8.RuneError {
+					return "", errSyntax
 				}
-				buf = utf8.AppendRune(buf, r)
-			default:
-				return "", errSyntax
 			}
-		case c < 0x20:
-			return "", errSyntax
-		case c < utf8.RuneSelf:
-			buf = append(buf, c)
-			p.pos++
+			buf.WriteRune(r)
 		default:
-			r, size := utf8.DecodeRune(p.data[p.pos:])
-			if r == utf8.RuneError && size == 1 {
-				return "", errSyntax
-			}
-			buf = append(buf, p.data[p.pos:p.pos+size]...)
-			p.pos += size
+			return "", errSyntax
+		}
+		if p.pos > end {
+			return "", errSyntax // an escape ran past the closing quote
 		}
 	}
-	return "", errSyntax
 }
 
 func (p *parser) hex4() (rune, bool) {
@@ -414,21 +484,15 @@ func (p *parser) number() (float64, error) {
 // all other characters are written raw. It returns false, leaving dst in an
 // unspecified state, if s is not valid UTF-8.
 func appendJSONString(dst []byte, s string) ([]byte, bool) {
+	if !utf8.ValidString(s) {
+		return dst, false
+	}
 	dst = append(dst, '"')
 	start := 0
-	for i := 0; i < len(s); {
+	for i := 0; i < len(s); i++ {
 		c := s[i]
-		if c >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && size == 1 {
-				return dst, false
-			}
-			i += size
-			continue
-		}
-		if c >= 0x20 && c != '"' && c != '\\' {
-			i++
-			continue
+		if !needsEscape[c] {
+			continue // includes every byte of a multi-byte character
 		}
 		dst = append(dst, s[start:i]...)
 		switch c {
@@ -448,12 +512,21 @@ func appendJSONString(dst []byte, s string) ([]byte, bool) {
 			const hex = "0123456789abcdef"
 			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
 		}
-		i++
-		start = i
+		start = i + 1
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"'), true
 }
+
+// needsEscape marks the bytes JSON.stringify escapes: C0 controls, '"' and
+// '\\'.
+var needsEscape = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 // appendJSONNumber appends f as JSON.stringify writes a number: -0 as 0,
 // plain notation for 1e-6 <= |f| < 1e21, otherwise exponent notation such

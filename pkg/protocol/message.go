@@ -323,7 +323,9 @@ func appendMessages(b []byte, msgs []Message, path string) ([]byte, error) {
 // appendRawObject parses raw strictly, checks it is an object within the
 // record limits at depth, and writes it in JSON.stringify form.
 func appendRawObject(b []byte, raw json.RawMessage, lim *recordLimits, depth int) ([]byte, bool) {
-	n, err := parseJSON(raw)
+	p := borrowParser(raw)
+	defer p.release()
+	n, err := p.parse()
 	if err != nil || n.kind != kindObject || !lim.walk(&n, depth) {
 		return b, false
 	}
@@ -347,7 +349,7 @@ func appendParts(b []byte, parts []Part, lim *recordLimits, path string, i int) 
 	b = append(b, `,"parts":[`...)
 	for j := range parts {
 		p := &parts[j]
-		field := ".parts[" + strconv.Itoa(j) + "]"
+		field := func(name string) string { return ".parts[" + strconv.Itoa(j) + "]" + name }
 		if j > 0 {
 			b = append(b, ',')
 		}
@@ -356,13 +358,13 @@ func appendParts(b []byte, parts []Part, lim *recordLimits, path string, i int) 
 		switch p.Type {
 		case "text":
 			if p.Text == nil {
-				return b, fieldErr(path, i, field+".text")
+				return b, fieldErr(path, i, field(".text"))
 			}
 			b = append(b, `{"type":"text"`...)
 			b, ok = appendOptString(b, `,"text":`, p.Text, lim)
 		case "image", "audio", "video", "file":
 			if p.Source == nil {
-				return b, fieldErr(path, i, field+".source")
+				return b, fieldErr(path, i, field(".source"))
 			}
 			b = append(b, `{"type":"`...)
 			b = append(b, p.Type...)
@@ -375,7 +377,7 @@ func appendParts(b []byte, parts []Part, lim *recordLimits, path string, i int) 
 			case !ok:
 			case p.Type == "image":
 				if p.Detail != nil && !isDetail(*p.Detail) {
-					return b, fieldErr(path, i, field+".detail")
+					return b, fieldErr(path, i, field(".detail"))
 				}
 				b, ok = appendOptString(b, `,"detail":`, p.Detail, lim)
 			case p.Type == "file":
@@ -383,17 +385,17 @@ func appendParts(b []byte, parts []Part, lim *recordLimits, path string, i int) 
 			case p.DurationSec != nil:
 				d := *p.DurationSec
 				if math.IsNaN(d) || math.IsInf(d, 0) || d < 0 {
-					return b, fieldErr(path, i, field+".durationSec")
+					return b, fieldErr(path, i, field(".durationSec"))
 				}
 				lim.nodes++
 				b = append(b, `,"durationSec":`...)
 				b = appendJSONNumber(b, d)
 			}
 		default:
-			return b, fieldErr(path, i, field+".type")
+			return b, fieldErr(path, i, field(".type"))
 		}
 		if !ok {
-			return b, fieldErr(path, i, field)
+			return b, fieldErr(path, i, field(""))
 		}
 		b = append(b, '}')
 	}
@@ -408,18 +410,18 @@ func appendToolCalls(b []byte, calls []ToolCall, lim *recordLimits, path string,
 	b = append(b, `,"toolCalls":[`...)
 	for j := range calls {
 		c := &calls[j]
-		field := ".toolCalls[" + strconv.Itoa(j) + "]"
+		field := func(name string) string { return ".toolCalls[" + strconv.Itoa(j) + "]" + name }
 		if j > 0 {
 			b = append(b, ',')
 		}
 		if c.ID == "" {
-			return b, fieldErr(path, i, field+".id")
+			return b, fieldErr(path, i, field(".id"))
 		}
 		if c.Name == "" {
-			return b, fieldErr(path, i, field+".name")
+			return b, fieldErr(path, i, field(".name"))
 		}
 		if !isToolCallStatus(c.Status) {
-			return b, fieldErr(path, i, field+".status")
+			return b, fieldErr(path, i, field(".status"))
 		}
 		lim.nodes += 3
 		ok := true
@@ -432,7 +434,7 @@ func appendToolCalls(b []byte, calls []ToolCall, lim *recordLimits, path string,
 		if ok {
 			b = append(b, `,"args":`...)
 			if b, ok = appendRawObject(b, c.Args, lim, 5); !ok {
-				return b, fieldErr(path, i, field+".args")
+				return b, fieldErr(path, i, field(".args"))
 			}
 			b = append(b, `,"status":"`...)
 			b = append(b, c.Status...)
@@ -443,7 +445,7 @@ func appendToolCalls(b []byte, calls []ToolCall, lim *recordLimits, path string,
 			b, ok = appendOptString(b, `,"error":`, c.Error, lim)
 		}
 		if !ok {
-			return b, fieldErr(path, i, field)
+			return b, fieldErr(path, i, field(""))
 		}
 		b = append(b, '}')
 	}

@@ -397,11 +397,16 @@ func EncodeSession(s *SessionEnvelope) ([]byte, error) {
 		b = append(b, `","action":"`...)
 		b = append(b, c.Action...)
 		b = append(b, `","input":`...)
-		in, err := parseJSON(c.Input)
-		if err != nil || in.kind != kindObject || !boundedOK(&in) {
+		p := borrowParser(c.Input)
+		in, err := p.parse()
+		ok := err == nil && in.kind == kindObject && boundedOK(&in)
+		if ok {
+			b = appendNode(b, &in)
+		}
+		p.release()
+		if !ok {
 			return nil, field("input")
 		}
-		b = appendNode(b, &in)
 		b = append(b, `,"toolCallId":"`...)
 		b = append(b, c.ToolCallID...)
 		b = append(b, `","expiresAt":`...)
