@@ -48,6 +48,7 @@ func TestTurnSizes(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			s := e.store()
 			ctx := context.Background()

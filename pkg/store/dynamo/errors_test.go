@@ -138,6 +138,7 @@ func TestErrorTranslation(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t)
 			ctx := context.Background()
 			healthy := e.store()
