@@ -18,7 +18,6 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
 	"github.com/turnstream/turnstream/pkg/store/memory"
@@ -62,12 +61,7 @@ func BenchmarkHistoryPage(b *testing.B) {
 // exactly one DynamoDB request, a Query, and reports requests/op.
 func benchPage(b *testing.B, store chat.Store, ops *opCounter) {
 	b.Helper()
-	authn, err := auth.New(b.Context(), config.AuthConfig{Mode: config.AuthDev},
-		auth.WithLookupEnv(func(string) (string, bool) { return "", false }))
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := sessionapi.NewHistoryHandler(sessionapi.Options{Store: store, Authenticator: authn, Logger: slog.New(slog.DiscardHandler)})
+	h := sessionapi.NewHistoryHandler(sessionapi.Options{Store: store, Authenticator: devAuthenticator(b), Logger: slog.New(slog.DiscardHandler)})
 	target := fmt.Sprintf("/sessions/deep/turns?limit=%d", benchLimit)
 	page := func() {
 		r := httptest.NewRequestWithContext(b.Context(), http.MethodGet, target, nil)

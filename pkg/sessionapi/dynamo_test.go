@@ -2,6 +2,10 @@ package sessionapi_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -34,4 +38,66 @@ func newDynamoStore(tb testing.TB, now func() time.Time, key []byte, optFns ...f
 	}
 	table := dynalite.Table(tb, client)
 	return dynamo.New(client, dynamo.Options{Table: table, Now: now, CursorKey: key})
+}
+
+// TestRequestBudget counts the DynamoDB requests of each route (DESIGN §5):
+// a history page is exactly one Query whatever the order, cursor or route,
+// the session summary one GetItem, an artifacts write at most two requests.
+func TestRequestBudget(t *testing.T) {
+	t.Parallel()
+	ops := &opCounter{}
+	f := newFixture(t, func(t *testing.T, clock *storetest.Clock, key []byte) chat.Store {
+		return newDynamoStore(t, clock.Now, key, ops.option)
+	})
+	f.runTurns("s1", alice, "t", 7)
+
+	for _, route := range []string{"turns", "messages"} {
+		for _, order := range []string{"asc", "desc"} {
+			t.Run(route+" "+order, func(t *testing.T) {
+				q := url.Values{"order": {order}, "limit": {"3"}}
+				pages := 0
+				for {
+					ops.take()
+					resp := f.do(f.history, get("/sessions/s1/"+route+"?"+q.Encode(), alice))
+					if got := ops.take(); !slices.Equal(got, []string{"Query"}) {
+						t.Fatalf("page %d sent %v, want [Query]", pages, got)
+					}
+					var page struct {
+						NextCursor *string `json:"nextCursor"`
+					}
+					if err := json.Unmarshal(resp.body, &page); err != nil || resp.status != 200 {
+						t.Fatalf("page %d: %d %s", pages, resp.status, resp.body)
+					}
+					pages++
+					if page.NextCursor == nil {
+						break
+					}
+					q.Set("cursor", *page.NextCursor)
+				}
+				if pages != 3 {
+					t.Errorf("%d pages, want 3", pages)
+				}
+			})
+		}
+	}
+	budgets := map[string]struct {
+		h   http.Handler
+		req request
+		max int
+	}{
+		"session summary": {f.history, get("/sessions/s1", alice), 1},
+		"artifacts PUT":   {f.artifacts, put("/sessions/s1/turns/t-003/artifacts", host, `{"artifacts":[{"entryPath":"a.png","artifactType":"image"}]}`), 2},
+		"artifacts GET":   {f.artifacts, get("/sessions/s1/turns/t-003/artifacts", alice), 1},
+	}
+	for name, tc := range budgets {
+		t.Run(name, func(t *testing.T) {
+			ops.take()
+			if resp := f.do(tc.h, tc.req); resp.status != 200 {
+				t.Fatalf("%d %s", resp.status, resp.body)
+			}
+			if got := ops.take(); len(got) == 0 || len(got) > tc.max {
+				t.Errorf("sent %v, want 1..%d requests", got, tc.max)
+			}
+		})
+	}
 }

@@ -73,15 +73,10 @@ func newFixture(t *testing.T, factory storetest.Factory) *fixture {
 	key := bytes.Repeat([]byte{7}, 32)
 	clock := storetest.NewClock(start)
 	store := factory(t, clock, key)
-	authn, err := auth.New(t.Context(), config.AuthConfig{Mode: config.AuthDev, TrustedSubject: host.Subject},
-		auth.WithLookupEnv(func(string) (string, bool) { return "", false }))
-	if err != nil {
-		t.Fatalf("auth.New: %v", err)
-	}
 	logs := &bytes.Buffer{}
 	opts := sessionapi.Options{
 		Store:         store,
-		Authenticator: authn,
+		Authenticator: devAuthenticator(t),
 		Logger:        slog.New(slog.NewJSONHandler(logs, nil)),
 		MaxBodyBytes:  4096,
 		Now:           clock.Now,
@@ -92,6 +87,17 @@ func newFixture(t *testing.T, factory storetest.Factory) *fixture {
 		artifacts: sessionapi.NewArtifactsHandler(opts),
 		logs:      logs,
 	}
+}
+
+// devAuthenticator is pkg/auth in dev mode with "host" trusted (DESIGN §10).
+func devAuthenticator(tb testing.TB) sessionapi.Authenticator {
+	tb.Helper()
+	authn, err := auth.New(context.Background(), config.AuthConfig{Mode: config.AuthDev, TrustedSubject: host.Subject},
+		auth.WithLookupEnv(func(string) (string, bool) { return "", false }))
+	if err != nil {
+		tb.Fatalf("auth.New: %v", err)
+	}
+	return authn
 }
 
 // turnSpec describes a turn to run through the store.

@@ -17,7 +17,6 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
@@ -91,11 +90,7 @@ func TestHistoryIsomorphism(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			store := factory(t, nil, bytes.Repeat([]byte{9}, 32))
-			authn, err := auth.New(t.Context(), config.AuthConfig{Mode: config.AuthDev, TrustedSubject: "host"},
-				auth.WithLookupEnv(func(string) (string, bool) { return "", false }))
-			if err != nil {
-				t.Fatal(err)
-			}
+			authn := devAuthenticator(t)
 			m := &inputModel{started: make(chan string, 1)}
 			turnHandler, err := turn.NewHandler(turn.Options{
 				Store: store, Model: m, Authenticator: authn,
@@ -220,7 +215,7 @@ func submitTurn(t *testing.T, base, sessionID, turnID, input string) *protocol.S
 	if resp == nil {
 		return nil
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("submit %s: %d %s", turnID, resp.StatusCode, raw)
@@ -252,7 +247,7 @@ func stopTurn(t *testing.T, base, sessionID, turnID string) {
 	if resp == nil {
 		t.FailNow()
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusAccepted {
 		raw, _ := io.ReadAll(resp.Body)
 		t.Fatalf("stop: %d %s", resp.StatusCode, raw)
