@@ -17,6 +17,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 )
 
 // command is one turnctl subcommand: it gets the arguments after its name
@@ -32,7 +33,7 @@ var commands = map[string]command{
 		summary: "decode one turn event per stdin line; print one verdict line each",
 		run: func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if len(args) != 0 {
-				fmt.Fprintln(stderr, "turnctl validate: takes no arguments; events are read from stdin")
+				_, _ = fmt.Fprintln(stderr, "turnctl validate: takes no arguments; events are read from stdin")
 				return 2
 			}
 			return runValidate(stdin, stdout, stderr)
@@ -62,13 +63,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return cmd.run(args[1:], stdin, stdout, stderr)
 }
 
+// usage prints the command list; a failed write of usage text has no
+// better place to be reported, so write errors are ignored.
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: turnctl <command> [arguments]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "commands:")
+	var b strings.Builder
+	b.WriteString("usage: turnctl <command> [arguments]\n\ncommands:\n")
 	for _, name := range sortedNames() {
-		fmt.Fprintf(w, "  %-10s %s\n", name, commands[name].summary)
+		fmt.Fprintf(&b, "  %-10s %s\n", name, commands[name].summary)
 	}
+	_, _ = io.WriteString(w, b.String())
 }
 
 func sortedNames() []string {

@@ -27,7 +27,7 @@ func runValidate(stdin io.Reader, stdout, stderr io.Writer) int {
 			break
 		}
 		if err != nil && err != io.EOF {
-			fmt.Fprintln(stderr, "turnctl validate: read stdin:", err)
+			_, _ = fmt.Fprintln(stderr, "turnctl validate: read stdin:", err)
 			return 1
 		}
 		verdict = verdict[:0]
@@ -43,7 +43,7 @@ func runValidate(stdin io.Reader, stdout, stderr io.Writer) int {
 			verdict = append(verdict, "\"}\n"...)
 		}
 		if _, werr := out.Write(verdict); werr != nil {
-			fmt.Fprintln(stderr, "turnctl validate: write stdout:", werr)
+			_, _ = fmt.Fprintln(stderr, "turnctl validate: write stdout:", werr)
 			return 1
 		}
 		if err == io.EOF {
@@ -51,7 +51,7 @@ func runValidate(stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if err := out.Flush(); err != nil {
-		fmt.Fprintln(stderr, "turnctl validate: write stdout:", err)
+		_, _ = fmt.Fprintln(stderr, "turnctl validate: write stdout:", err)
 		return 1
 	}
 	return status

@@ -187,7 +187,7 @@ func TestManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	frame := func(key, props string) []byte {
-		return []byte(strings.Replace(strings.Replace(frameWithProps(props), `"componentKey":"k"`, `"componentKey":"`+key+`"`, 1), "\n", "", -1))
+		return []byte(strings.Replace(frameWithProps(props), `"componentKey":"k"`, `"componentKey":"`+key+`"`, 1))
 	}
 	valid := `{"prompt":"Where next?","choices":[{"id":"docs","label":"Docs"}]}`
 	tests := map[string]struct {

@@ -354,7 +354,7 @@ func appendParts(b []byte, parts []Part, lim *recordLimits, path string, i int) 
 			b = append(b, ',')
 		}
 		lim.nodes++ // type
-		ok := true
+		var ok bool
 		switch p.Type {
 		case "text":
 			if p.Text == nil {
@@ -424,8 +424,8 @@ func appendToolCalls(b []byte, calls []ToolCall, lim *recordLimits, path string,
 			return b, fieldErr(path, i, field(".status"))
 		}
 		lim.nodes += 3
-		ok := true
 		b = append(b, `{"id":`...)
+		var ok bool
 		b, ok = appendJSONString(b, c.ID)
 		if ok {
 			b = append(b, `,"name":`...)

@@ -353,7 +353,7 @@ func EncodeSession(s *SessionEnvelope) ([]byte, error) {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			ok := true
+			var ok bool
 			for j, kv := range [...]struct{ k, v string }{
 				{`{"messageId":`, d.MessageID}, {`,"input":`, d.Input}, {`,"routeId":`, d.RouteID},
 				{`,"kind":`, d.Kind}, {`,"content":`, d.Content}, {`,"fromState":`, d.FromState}, {`,"toState":`, d.ToState},
