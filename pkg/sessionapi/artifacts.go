@@ -39,8 +39,8 @@ type artifactRef struct {
 // artifacts serves PUT and GET /sessions/{id}/turns/{turnId}/artifacts.
 //
 // PUT checks, in order (DESIGN §4): method, content type (415),
-// authentication before any body byte is read (401/403), path ids (404),
-// the trusted principal (403), the body cap (413), the body's shape (400
+// authentication before any body byte is read (401/403), the trusted
+// principal (403), path ids (404), the body cap (413), the body's shape (400
 // REQUEST_INVALID_BODY), the references' values (400 ARTIFACTS_INVALID),
 // then one store write. Nothing is stored unless every check passes.
 func (s *server) artifacts(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
@@ -79,12 +79,12 @@ func (s *server) putArtifacts(w http.ResponseWriter, r *http.Request, rc *reques
 	if err != nil {
 		return err
 	}
+	if !p.Trusted {
+		return errNotTrusted
+	}
 	sid, tid, err := turnPath(r, rc)
 	if err != nil {
 		return err
-	}
-	if !p.Trusted {
-		return errNotTrusted
 	}
 	body, err := readBody(w, r, s.maxBody)
 	if err != nil {
