@@ -53,11 +53,12 @@ func BenchmarkLifecycleDynalite(b *testing.B) {
 
 	b.Run("lifecycle=claim-load-save-release", func(b *testing.B) {
 		s := e.store()
+		run := time.Now().UnixNano() // session ids unique to this run (-count reuses the table)
 		e.count.reset()
 		turns := 0
 		start := time.Now()
 		for b.Loop() {
-			sessionID := fmt.Sprintf("bench-%s-%d", b.Name(), turns/turnsPerSession)
+			sessionID := fmt.Sprintf("bench-%d-%d", run, turns/turnsPerSession)
 			turnID := fmt.Sprintf("t%d", turns)
 			turns++
 			c, err := s.ClaimTurn(ctx, claimReq(sessionID, turnID))
