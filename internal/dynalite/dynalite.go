@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,18 +92,31 @@ func Endpoint(tb testing.TB) string {
 }
 
 // Options returns the client options for Endpoint's server: static
-// placeholder credentials for a local server, the SDK's credential chain
-// when DYNAMODB_ENDPOINT is set and AWS credentials are configured.
+// placeholder credentials for a loopback server (dynalite, DynamoDB Local),
+// the SDK's credential chain for any other (real AWS). The region is
+// AWS_REGION, or us-east-1.
 func Options(tb testing.TB) dynamo.ClientOptions {
 	tb.Helper()
 	opts := dynamo.ClientOptions{Endpoint: Endpoint(tb), Region: os.Getenv("AWS_REGION")}
 	if opts.Region == "" {
 		opts.Region = region
 	}
-	if os.Getenv(EndpointEnv) == "" || os.Getenv("AWS_ACCESS_KEY_ID") == "" {
-		opts.StaticCredentials = true
-	}
+	opts.StaticCredentials = isLoopback(opts.Endpoint)
 	return opts
+}
+
+// isLoopback reports whether endpoint's host is localhost or a loopback IP.
+func isLoopback(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Client returns a client of Endpoint's server.

@@ -91,3 +91,19 @@ func TestCheckInstalled(t *testing.T) {
 		t.Errorf("with both: %q, want nothing missing", got)
 	}
 }
+
+func TestIsLoopback(t *testing.T) {
+	tests := map[string]bool{
+		"http://127.0.0.1:8000":                    true,
+		"http://localhost:8000":                    true,
+		"http://[::1]:8000":                        true,
+		"https://dynamodb.eu-west-1.amazonaws.com": false,
+		"http://10.0.0.5:8000":                     false,
+		"::not a url":                              false,
+	}
+	for endpoint, want := range tests {
+		if got := isLoopback(endpoint); got != want {
+			t.Errorf("isLoopback(%q) = %v, want %v", endpoint, got, want)
+		}
+	}
+}
