@@ -92,10 +92,14 @@ func (s *server) writeError(w http.ResponseWriter, err error) {
 // writeBody writes a JSON response with the headers every response carries
 // (AgentsKit wire §9: content type with charset, no-store).
 func writeBody(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
+	setJSONHeaders(w.Header())
+	w.WriteHeader(status)
+	_, _ = w.Write(body) // a failed write means the client is gone; nothing to report to it
+}
+
+// setJSONHeaders sets the headers of every response on h.
+func setJSONHeaders(h http.Header) {
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(body) // a failed write means the client is gone; nothing to report to it
 }

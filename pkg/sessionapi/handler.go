@@ -107,9 +107,9 @@ func NewHistoryHandler(opts Options) http.Handler {
 // PUT replaces the turn's references (deduplicated by entryPath, the last
 // one winning; [] clears) and is allowed only to the trusted principal (403
 // REQUEST_FORBIDDEN otherwise); GET follows chat.Store.GetArtifacts access
-// (the session's owner; another principal gets 404). Another method is 405 (Allow: GET, PUT), any
-// other path 404 REQUEST_NOT_FOUND. It panics if opts.Store or
-// opts.Authenticator is nil.
+// (the session's owner; another principal gets 404). Another method is 405
+// (Allow: GET, PUT), any other path 404 REQUEST_NOT_FOUND. It panics if
+// opts.Store or opts.Authenticator is nil.
 func NewArtifactsHandler(opts Options) http.Handler {
 	s := newServer(opts)
 	mux := http.NewServeMux()

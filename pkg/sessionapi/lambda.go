@@ -3,11 +3,14 @@ package sessionapi
 import (
 	"context"
 	"encoding/base64"
-	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // FunctionURLHandler is a Lambda handler of function URL events (payload
@@ -28,6 +31,11 @@ type FunctionURLHandler func(ctx context.Context, event events.APIGatewayV2HTTPR
 // every route that reads a body rejects with 400 REQUEST_INVALID_BODY after
 // the usual checks (method, content type, authentication), so the order of
 // checks stays the same.
+//
+// An event whose path is not a valid URL path (such as "/sessions/%zz"),
+// which the adapter cannot turn into an http.Request, is answered with 404
+// REQUEST_NOT_FOUND rather than a failed invocation, before the adapter
+// sees it (the adapter would print the raw path to stdout).
 func NewFunctionURLHandler(h http.Handler) FunctionURLHandler {
 	adapter := httpadapter.NewV2(h)
 	return func(ctx context.Context, event events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
@@ -36,10 +44,45 @@ func NewFunctionURLHandler(h http.Handler) FunctionURLHandler {
 				event.Body, event.IsBase64Encoded = "", false
 			}
 		}
+		if !validRequestURI(event) {
+			return errorResponse(errRouteNotFound), nil
+		}
 		resp, err := adapter.ProxyWithContext(ctx, event)
 		if err != nil {
-			return resp, fmt.Errorf("sessionapi: function URL adapter: %w", err)
+			// The handler always writes a status, so the adapter fails only
+			// while converting the event, before h runs.
+			return errorResponse(errRouteNotFound), nil
 		}
 		return resp, nil
 	}
+}
+
+// validRequestURI reports whether the event's path and query form a valid
+// request URI, as the adapter builds it (rawPath, else requestContext.http.path).
+func validRequestURI(event events.APIGatewayV2HTTPRequest) bool {
+	p := event.RawPath
+	if p == "" {
+		p = event.RequestContext.HTTP.Path
+	}
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	if event.RawQueryString != "" {
+		p += "?" + event.RawQueryString
+	}
+	_, err := url.ParseRequestURI(p)
+	return err == nil
+}
+
+// errorResponse is the function URL response of err: the status, headers
+// and body writeError would write.
+func errorResponse(err error) events.APIGatewayV2HTTPResponse {
+	d, status := diagnosticFor(err)
+	h := http.Header{}
+	setJSONHeaders(h)
+	resp := events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: make(map[string]string, len(h)), Body: string(protocol.EncodeErrorBody(d))}
+	for k := range h {
+		resp.Headers[k] = h.Get(k)
+	}
+	return resp
 }

@@ -91,6 +91,10 @@ func TestFunctionURL(t *testing.T) {
 				ev.Body = "eyJhcnRpZmFjdHMiOm51bGx9" // {"artifacts":null}
 			}, 400, protocol.CodeRequestInvalidBody},
 			"base64 text/plain": {func(ev *events.APIGatewayV2HTTPRequest) { ev.Headers["content-type"] = "text/plain" }, 415, protocol.CodeRequestUnsupportedMediaType},
+			"path not a URL": {func(ev *events.APIGatewayV2HTTPRequest) {
+				ev.RawPath = "/sessions/%zz/turns/t1/artifacts"
+				ev.RequestContext.HTTP.Path = ev.RawPath
+			}, 404, protocol.CodeRequestNotFound},
 		}
 		for name, tc := range rejected {
 			t.Run(name, func(t *testing.T) {
