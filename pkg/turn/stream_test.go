@@ -3,6 +3,7 @@ package turn_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -620,3 +621,97 @@ func TestLongTurnIDMessageIDs(t *testing.T) {
 }
 
 func newStoreMemory() chat.Store { return storeFactories()[0].new(nil) }
+
+// scriptedStore wraps a store and fails ClaimTurn or LoadContext.
+type scriptedStore struct {
+	chat.Store
+	claim func(ctx context.Context) error // nil: delegate
+	load  error
+}
+
+func (s *scriptedStore) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Claim, error) {
+	if s.claim != nil {
+		if err := s.claim(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s.Store.ClaimTurn(ctx, req)
+}
+
+func (s *scriptedStore) LoadContext(ctx context.Context, sessionID string, before int64) ([]chat.Turn, error) {
+	if s.load != nil {
+		return nil, s.load
+	}
+	return s.Store.LoadContext(ctx, sessionID, before)
+}
+
+func TestClaimErrorMapping(t *testing.T) {
+	wrap := func(err error) func(context.Context) error {
+		return func(context.Context) error { return fmt.Errorf("claim session s: %w", err) }
+	}
+	for name, tc := range map[string]struct {
+		claim     func(context.Context) error
+		cancel    bool
+		status    int
+		code      string
+		retryable bool
+	}{
+		"session not found": {claim: wrap(chat.ErrSessionNotFound), status: 404, code: protocol.CodeSessionNotFound},
+		"busy":              {claim: wrap(chat.ErrSessionBusy), status: 409, code: protocol.CodeSessionBusy, retryable: true},
+		"completed":         {claim: wrap(chat.ErrTurnCompleted), status: 409, code: protocol.CodeTurnAlreadyCompleted},
+		"indeterminate":     {claim: wrap(chat.ErrTurnIndeterminate), status: 409, code: protocol.CodeTurnOutcomeIndeterminate},
+		"turn id reused":    {claim: wrap(chat.ErrTurnIDReused), status: 422, code: protocol.CodeTurnIDReused},
+		"conflict":          {claim: wrap(chat.ErrConflict), status: 409, code: protocol.CodeSessionConflict, retryable: true},
+		"storage failure":   {claim: wrap(errors.New("secret storage detail")), status: 500, code: protocol.CodeServerInternal, retryable: true},
+		"deadline":          {claim: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, status: 408, code: protocol.CodeServerTimeout, retryable: true},
+		"client cancelled":  {claim: func(ctx context.Context) error { return ctx.Err() }, cancel: true, status: 499, code: protocol.CodeRequestCancelled, retryable: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := &scriptModel{Chunks: []string{"x"}}
+			e := newEnv(t, &scriptedStore{Store: newStoreMemory(), claim: tc.claim}, m, func(o *turn.Options) {
+				o.TurnTimeout = 200 * time.Millisecond
+				o.CleanupReserve = 100 * time.Millisecond
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.cancel {
+				cancel()
+			}
+			defer cancel()
+			req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/", strings.NewReader(string(submitBody(t, "s", "t1", "hello", nil))))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			e.h.ServeHTTP(rec, req)
+			r := result{status: rec.Code, header: rec.Header(), raw: rec.Body.Bytes(), errD: decodeErrorBody(t, rec.Body.Bytes())}
+			r.want(t, tc.status, tc.code)
+			if r.errD.Retryable != tc.retryable || r.errD.Message != protocol.NewDiagnostic(tc.code).Message {
+				t.Errorf("diagnostic %+v", r.errD)
+			}
+			if strings.Contains(string(r.raw), "secret") || m.Calls() != 0 {
+				t.Error("leaked error text or called the model")
+			}
+		})
+	}
+}
+
+func TestContextLoadFailure(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		s := &scriptedStore{Store: newStore(t), load: errors.New("secret read failure")}
+		m := &scriptModel{Chunks: []string{"x"}}
+		e := newEnv(t, s, m, nil)
+		r := e.submit(t, "s", "t1", "hello", nil, nil)
+		r.want(t, http.StatusInternalServerError, protocol.CodeServerInternal)
+		if m.Calls() != 0 || strings.Contains(string(r.raw), "secret") {
+			t.Fatal("model called or error text leaked")
+		}
+		stored, err := e.store.FindTurn(context.Background(), "s", "t1", alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored.Status != chat.TurnError || stored.Error == nil || stored.Error.Code != protocol.CodeServerInternal {
+			t.Fatalf("stored %+v", stored)
+		}
+		s.load = nil
+		e.submit(t, "s", "t1", "hello", nil, nil).want(t, http.StatusConflict, protocol.CodeTurnAlreadyCompleted)
+		e.submit(t, "s", "t2", "hello", nil, nil).want(t, http.StatusOK, "")
+	})
+}
