@@ -93,6 +93,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock of emittedAt, createdAt and lease expiry times;
 	// nil means time.Now. Timers (deadline, intervals) use real time.
+	// Now and NewID are called from several goroutines of one request and
+	// must be safe for concurrent use.
 	Now func() time.Time
 	// NewID returns a fresh random SafeId for event ids; nil means a
 	// random UUID v4. NewHandler calls it once to check it.
