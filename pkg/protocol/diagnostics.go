@@ -71,10 +71,16 @@ const (
 	CodeSessionUnsupportedVersion = "SESSION_UNSUPPORTED_VERSION"
 )
 
+// MessageTurnEventNotJSON is the message of the PROTOCOL_INVALID_PAYLOAD
+// diagnostic DecodeTurnEvent returns when its input is not strict JSON
+// (AgentsKit wire §3). A handler that answers unparsable bodies with
+// REQUEST_INVALID_JSON and other failures with REQUEST_INVALID_EVENT
+// (AgentsKit wire §9) tells the two apart by this message.
+const MessageTurnEventNotJSON = "Turn event is not valid JSON."
+
 // Fixed messages used in place of a code's table message by the decoders
-// whose code has two messages (AgentsKit wire §3, §6-§8).
+// whose code has two messages (AgentsKit wire §6-§8).
 const (
-	msgTurnEventNotJSON       = "Turn event is not valid JSON."
 	msgContentRecordLimit     = "Assistant content envelope exceeds its record limit."
 	msgContentEnvelopeInvalid = "Assistant content envelope is invalid."
 	msgComponentFrameNotJSON  = "Component frame is not valid JSON."

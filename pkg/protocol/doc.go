@@ -4,4 +4,22 @@
 // component frames and manifests, the session envelope with v0 migration,
 // the canonical message record validator, and the diagnostic codes with
 // their fixed messages. It imports nothing from this module.
+//
+// Every decoder reads untrusted bytes with one strict JSON reader (json.go)
+// into a small tree and then validates it by hand in the order AgentsKit's
+// reference implementation does (AgentsKit wire §3-§8). The reader accepts
+// what JavaScript's JSON.parse accepts except where Go and JavaScript could
+// read one body two ways (DESIGN §2): a duplicated key at any depth, a lone
+// UTF-16 surrogate escape and invalid UTF-8 are rejected as invalid JSON.
+// Keys match case-sensitively, unknown keys are dropped, null never stands
+// for an absent optional field, integers are integral numbers up to 2^53-1,
+// lengths count UTF-16 code units and "blank" means empty after
+// JavaScript's String#trim.
+//
+// Encoders validate their input against the same rules, so everything this
+// package writes decodes again to an equal value, and write JSON exactly as
+// JavaScript's JSON.stringify does: compact, the wire key order, only '"',
+// '\' and C0 controls escaped (U+2028, U+2029, '<', '>' and '&' stay raw),
+// numbers in ECMAScript form. Diagnostics never contain input bytes; the
+// one exception is a decoder result's eventId, and only when it is a SafeId.
 package protocol

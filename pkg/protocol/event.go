@@ -35,7 +35,7 @@ func DecodeTurnEvent(data []byte) (*Event, *Diagnostic) {
 	root, err := parseJSON(data)
 	if err != nil {
 		d := NewDiagnostic(CodeProtocolInvalidPayload)
-		d.Message = msgTurnEventNotJSON
+		d.Message = MessageTurnEventNotJSON
 		return nil, &d
 	}
 	fail := func(code string) (*Event, *Diagnostic) {
