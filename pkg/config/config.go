@@ -160,7 +160,34 @@ type ModelConfig struct {
 	// DefinitionRevision is the default definition's revision
 	// (DEFINITION_REVISION, integer >= 1, default 1).
 	DefinitionRevision int64
+	// Tools are the default definition's tool names (MODEL_TOOLS, comma
+	// separated, spaces around names ignored, each 1..64 of
+	// [A-Za-z0-9_-], no repeats; default none). pkg/definition checks
+	// that each is registered.
+	Tools []string
+	// MaxSteps caps the model calls of one turn, each tool round trip
+	// being one more call (MODEL_MAX_STEPS, default 8, 1..64; DESIGN §8).
+	MaxSteps int
+	// MaxTokens caps one model call's completion in tokens
+	// (MODEL_MAX_TOKENS, default 0 = the provider's default,
+	// 0..1,000,000).
+	MaxTokens int
+	// DefinitionsFile is the path of a JSON file of definitions
+	// (DEFINITIONS_FILE; see pkg/definition). When set, definitions come
+	// from the file and DefinitionID names the one new sessions get; the
+	// other default-definition fields (SYSTEM_PROMPT, MODEL_ID,
+	// DEFINITION_REVISION, MODEL_TOOLS, MODEL_MAX_STEPS, MODEL_MAX_TOKENS)
+	// are not used for definitions.
+	DefinitionsFile string
 }
+
+// Limits of the model settings.
+const (
+	// MaxModelSteps is the largest MODEL_MAX_STEPS.
+	MaxModelSteps = 64
+	// MaxModelTokens is the largest MODEL_MAX_TOKENS.
+	MaxModelTokens = 1_000_000
+)
 
 // Variables is the sorted list of every variable FromLookup reads that a
 // deployment sets (a SAM template test checks the template sets each one).
@@ -170,6 +197,7 @@ var Variables = []string{
 	"AUTH_MODE",
 	"CLEANUP_RESERVE",
 	"CURSOR_SECRET",
+	"DEFINITIONS_FILE",
 	"DEFINITION_ID",
 	"DEFINITION_REVISION",
 	"DYNAMODB_ENDPOINT",
@@ -184,7 +212,10 @@ var Variables = []string{
 	"LOG_LEVEL",
 	"MAX_BODY_BYTES",
 	"MODEL_ID",
+	"MODEL_MAX_STEPS",
+	"MODEL_MAX_TOKENS",
 	"MODEL_PROVIDER",
+	"MODEL_TOOLS",
 	"OPENAI_API_KEY",
 	"OPENAI_BASE_URL",
 	"SESSION_RETENTION",
@@ -347,7 +378,47 @@ func (p *parser) model() ModelConfig {
 		p.fail("DEFINITION_ID", "not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)")
 	}
 	m.DefinitionRevision = p.integer("DEFINITION_REVISION", 1, 1, 1<<53-1)
+	m.Tools = p.toolNames("MODEL_TOOLS")
+	m.MaxSteps = int(p.integer("MODEL_MAX_STEPS", 8, 1, MaxModelSteps))
+	m.MaxTokens = int(p.integer("MODEL_MAX_TOKENS", 0, 0, MaxModelTokens))
+	m.DefinitionsFile = p.str("DEFINITIONS_FILE", "")
 	return m
+}
+
+// toolNames parses a comma-separated list of tool names (model.ToolSpec
+// rule: 1..64 of [A-Za-z0-9_-]); empty items are ignored, repeats fail.
+func (p *parser) toolNames(name string) []string {
+	var names []string
+	for _, item := range strings.Split(p.str(name, ""), ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		if !validToolName(item) {
+			p.fail(name, "want comma-separated tool names of 1..64 [A-Za-z0-9_-]")
+			return nil
+		}
+		for _, n := range names {
+			if n == item {
+				p.fail(name, "a tool is listed twice")
+				return nil
+			}
+		}
+		names = append(names, item)
+	}
+	return names
+}
+
+func validToolName(s string) bool {
+	if len(s) < 1 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '_' && c != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // OnLambda reports whether the process runs on AWS Lambda

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"log/slog"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -62,6 +63,10 @@ func TestDefaults(t *testing.T) {
 		"Model.EchoChunk":    {c.Model.EchoChunk, 4},
 		"Model.DefinitionID": {c.Model.DefinitionID, "default"},
 		"Model.Revision":     {c.Model.DefinitionRevision, int64(1)},
+		"Model.Tools":        {len(c.Model.Tools), 0},
+		"Model.MaxSteps":     {c.Model.MaxSteps, 8},
+		"Model.MaxTokens":    {c.Model.MaxTokens, 0},
+		"Model.DefFile":      {c.Model.DefinitionsFile, ""},
 		"OnLambda":           {c.OnLambda(), false},
 	}
 	for name, ch := range checks {
@@ -172,9 +177,18 @@ func TestValues(t *testing.T) {
 		"openai provider": {
 			env: map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "gpt-x", "OPENAI_BASE_URL": "http://localhost:11434/v1", "OPENAI_API_KEY": "k", "SYSTEM_PROMPT": "Be brief.", "DEFINITION_ID": "support.v2", "DEFINITION_REVISION": "7", "ECHO_CHUNK_RUNES": "1"},
 			check: func(t *testing.T, c config.Config) {
-				want := config.ModelConfig{Provider: "openai", ModelID: "gpt-x", EchoDelay: 20 * time.Millisecond, EchoChunk: 1, OpenAIBaseURL: "http://localhost:11434/v1", OpenAIAPIKey: "k", SystemPrompt: "Be brief.", DefinitionID: "support.v2", DefinitionRevision: 7}
-				if c.Model != want {
+				want := config.ModelConfig{Provider: "openai", ModelID: "gpt-x", EchoDelay: 20 * time.Millisecond, EchoChunk: 1, OpenAIBaseURL: "http://localhost:11434/v1", OpenAIAPIKey: "k", SystemPrompt: "Be brief.", DefinitionID: "support.v2", DefinitionRevision: 7, MaxSteps: 8}
+				if !reflect.DeepEqual(c.Model, want) {
 					t.Errorf("model %+v, want %+v", c.Model, want)
+				}
+			},
+		},
+		"definition settings": {
+			env: map[string]string{"MODEL_TOOLS": " workspace_note, current-time ,,", "MODEL_MAX_STEPS": "64", "MODEL_MAX_TOKENS": "1000000", "DEFINITIONS_FILE": "/etc/turnstream/definitions.json"},
+			check: func(t *testing.T, c config.Config) {
+				m := c.Model
+				if !slices.Equal(m.Tools, []string{"workspace_note", "current-time"}) || m.MaxSteps != 64 || m.MaxTokens != 1_000_000 || m.DefinitionsFile != "/etc/turnstream/definitions.json" {
+					t.Errorf("model %+v", m)
 				}
 			},
 		},
@@ -284,6 +298,12 @@ func TestInvalid(t *testing.T) {
 		"echo delay negative":         {map[string]string{"ECHO_DELAY": "-1ms"}, "ECHO_DELAY: out of range (want 0s..10s)"},
 		"echo delay long":             {map[string]string{"ECHO_DELAY": "11s"}, "ECHO_DELAY: out of range (want 0s..10s)"},
 		"echo delay syntax":           {map[string]string{"ECHO_DELAY": "fast"}, `ECHO_DELAY: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"model tools name":            {map[string]string{"MODEL_TOOLS": "ok,not ok"}, "MODEL_TOOLS: want comma-separated tool names of 1..64 [A-Za-z0-9_-]"},
+		"model tools repeated":        {map[string]string{"MODEL_TOOLS": "a,b,a"}, "MODEL_TOOLS: a tool is listed twice"},
+		"model max steps zero":        {map[string]string{"MODEL_MAX_STEPS": "0"}, "MODEL_MAX_STEPS: out of range (want 1..64)"},
+		"model max steps large":       {map[string]string{"MODEL_MAX_STEPS": "65"}, "MODEL_MAX_STEPS: out of range (want 1..64)"},
+		"model max tokens negative":   {map[string]string{"MODEL_MAX_TOKENS": "-1"}, "MODEL_MAX_TOKENS: out of range (want 0..1000000)"},
+		"model max tokens large":      {map[string]string{"MODEL_MAX_TOKENS": "1000001"}, "MODEL_MAX_TOKENS: out of range (want 0..1000000)"},
 		"echo chunk zero":             {map[string]string{"ECHO_CHUNK_RUNES": "0"}, "ECHO_CHUNK_RUNES: out of range (want 1..4096)"},
 		"echo chunk large":            {map[string]string{"ECHO_CHUNK_RUNES": "4097"}, "ECHO_CHUNK_RUNES: out of range (want 1..4096)"},
 		"echo chunk syntax":           {map[string]string{"ECHO_CHUNK_RUNES": "four"}, "ECHO_CHUNK_RUNES: not an integer"},

@@ -1,0 +1,328 @@
+// Package definition resolves the definition a session runs with: id,
+// revision, system prompt, provider, model id, tools and limits (DESIGN
+// §8), from configuration only.
+//
+// Definitions come from a JSON file (config DEFINITIONS_FILE, see Parse)
+// or, without one, from the environment: one definition built from the
+// config.ModelConfig fields (DEFINITION_ID, DEFINITION_REVISION,
+// SYSTEM_PROMPT, MODEL_PROVIDER, MODEL_ID, MODEL_TOOLS, MODEL_MAX_STEPS,
+// MODEL_MAX_TOKENS). They are loaded once per process.
+//
+// A session keeps its definition id for life (the session envelope's
+// definitionId, AgentsKit wire §8); a new session gets the default
+// definition (config DEFINITION_ID). Every turn resolves the session's id
+// again and runs the definition's current revision, so a deployment that
+// bumps a revision applies it to the next turn of every session; the turn
+// records the revision it ran in the session envelope.
+package definition
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// Limits of a definition.
+const (
+	// DefaultMaxSteps is limits.maxSteps when absent.
+	DefaultMaxSteps = 8
+	// MaxSteps is the largest limits.maxSteps (config.MaxModelSteps).
+	MaxSteps = config.MaxModelSteps
+	// MaxTokens is the largest limits.maxTokens (config.MaxModelTokens).
+	MaxTokens = config.MaxModelTokens
+	// MaxRevision is the largest revision: 2^53-1 (AgentsKit wire
+	// integers).
+	MaxRevision = 1<<53 - 1
+	// MaxDefinitions bounds the definitions of one file.
+	MaxDefinitions = 1_000
+)
+
+// Errors.
+var (
+	// ErrUnknownDefinition is returned by Resolve for an id that no
+	// definition has (for example a session whose definition was removed
+	// from the configuration).
+	ErrUnknownDefinition = errors.New("definition: unknown definition id")
+	// ErrInvalid is wrapped by Parse, New and FromConfig; the wrapping
+	// error names the field at fault (for example
+	// "definitions[2].modelId"), never its value.
+	ErrInvalid = errors.New("definition: invalid definitions")
+)
+
+// Definition is what a session's turns run with.
+type Definition struct {
+	// ID is a SafeId (AgentsKit wire), unique among definitions.
+	ID string
+	// Revision is an integer 1..MaxRevision.
+	Revision int64
+	// SystemPrompt is model.Request.System; may be empty.
+	SystemPrompt string
+	// Provider is config.ProviderEcho, ProviderBedrock or ProviderOpenAI.
+	Provider string
+	// ModelID is model.Request.ModelID; required for bedrock and openai.
+	ModelID string
+	// Tools are the tool names offered to the model (tool.Registry.Specs),
+	// in order, no repeats; empty means none.
+	Tools []string
+	// Limits bound one turn.
+	Limits Limits
+}
+
+// Limits bound one turn of a definition.
+type Limits struct {
+	// MaxSteps caps the model calls of one turn: the first call plus one
+	// per tool round trip; 1..MaxSteps.
+	MaxSteps int
+	// MaxTokens is model.Request.MaxTokens of each call; 0 means the
+	// provider's default; 0..MaxTokens.
+	MaxTokens int
+}
+
+// Resolver holds the process's definitions. It is immutable and safe for
+// concurrent use.
+type Resolver struct {
+	byID      map[string]Definition
+	order     []string
+	defaultID string
+}
+
+// fileDefinition is one entry of a definitions file. Pointers tell a
+// missing member from a zero value.
+type fileDefinition struct {
+	ID           *string  `json:"id"`
+	Revision     *int64   `json:"revision"`
+	SystemPrompt *string  `json:"systemPrompt"`
+	Provider     *string  `json:"provider"`
+	ModelID      *string  `json:"modelId"`
+	Tools        []string `json:"tools"`
+	Limits       *struct {
+		MaxSteps  *int `json:"maxSteps"`
+		MaxTokens *int `json:"maxTokens"`
+	} `json:"limits"`
+}
+
+// Parse decodes a definitions file: a JSON array of objects
+// {id, revision, systemPrompt?, provider, modelId?, tools?,
+// limits?: {maxSteps?, maxTokens?}}. Decoding is strict: member names are
+// case-sensitive; unknown or duplicate members, invalid UTF-8, wrong
+// types and non-integral numbers are errors; null counts as absent. The result is not
+// yet checked against tools or a default id (see New). Errors wrap
+// ErrInvalid and name the field as a JSON pointer or "definitions[i].x".
+func Parse(data []byte) ([]Definition, error) {
+	var entries []fileDefinition
+	if err := jsonv2.Unmarshal(data, &entries, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, describe(err))
+	}
+	if entries == nil {
+		return nil, fmt.Errorf("%w: want a JSON array of definitions", ErrInvalid)
+	}
+	defs := make([]Definition, len(entries))
+	for i, e := range entries {
+		field := func(name string) string { return fmt.Sprintf("definitions[%d].%s", i, name) }
+		if e.ID == nil {
+			return nil, fmt.Errorf("%w: %s: required", ErrInvalid, field("id"))
+		}
+		if e.Revision == nil {
+			return nil, fmt.Errorf("%w: %s: required", ErrInvalid, field("revision"))
+		}
+		if e.Provider == nil {
+			return nil, fmt.Errorf("%w: %s: required", ErrInvalid, field("provider"))
+		}
+		d := Definition{ID: *e.ID, Revision: *e.Revision, Provider: *e.Provider, Tools: e.Tools, Limits: Limits{MaxSteps: DefaultMaxSteps}}
+		if e.SystemPrompt != nil {
+			d.SystemPrompt = *e.SystemPrompt
+		}
+		if e.ModelID != nil {
+			d.ModelID = *e.ModelID
+		}
+		if e.Limits != nil {
+			if e.Limits.MaxSteps != nil {
+				d.Limits.MaxSteps = *e.Limits.MaxSteps
+			}
+			if e.Limits.MaxTokens != nil {
+				d.Limits.MaxTokens = *e.Limits.MaxTokens
+			}
+		}
+		defs[i] = d
+	}
+	return defs, nil
+}
+
+// describe names where strict decoding failed, without quoting input.
+func describe(err error) string {
+	var se *jsonv2.SemanticError
+	if errors.As(err, &se) {
+		where := string(se.JSONPointer)
+		if where == "" {
+			where = "(root)"
+		}
+		if errors.Is(se.Err, jsonv2.ErrUnknownName) {
+			return where + ": unknown member"
+		}
+		return where + ": wrong type or value"
+	}
+	var syn *jsontext.SyntacticError
+	if errors.As(err, &syn) {
+		where := string(syn.JSONPointer)
+		if where == "" {
+			where = "(root)"
+		}
+		if errors.Is(syn.Err, jsontext.ErrDuplicateName) {
+			return where + ": duplicate member"
+		}
+		return fmt.Sprintf("%s: invalid JSON at byte %d", where, syn.ByteOffset)
+	}
+	return "invalid JSON"
+}
+
+// New validates defs and returns their Resolver. defaultID names the
+// definition new sessions get. knownTool reports whether a tool name is
+// registered (tool.Registry.Has); nil accepts none, so definitions with
+// tools then fail. Checks, in order per definition: id a SafeId and
+// unique; revision 1..MaxRevision; provider echo, bedrock or openai;
+// modelId required for bedrock and openai; each tool known, no repeats;
+// limits.maxSteps 1..MaxSteps; limits.maxTokens 0..MaxTokens; then
+// defaultID names one of them. Errors wrap ErrInvalid and name the field.
+func New(defs []Definition, defaultID string, knownTool func(name string) bool) (*Resolver, error) {
+	if len(defs) == 0 {
+		return nil, fmt.Errorf("%w: no definitions", ErrInvalid)
+	}
+	if len(defs) > MaxDefinitions {
+		return nil, fmt.Errorf("%w: more than %d definitions", ErrInvalid, MaxDefinitions)
+	}
+	r := &Resolver{byID: make(map[string]Definition, len(defs)), defaultID: defaultID}
+	for i, d := range defs {
+		field := func(name string) string { return fmt.Sprintf("definitions[%d].%s", i, name) }
+		if !protocol.IsSafeID(d.ID) {
+			return nil, fmt.Errorf("%w: %s: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)", ErrInvalid, field("id"))
+		}
+		if _, dup := r.byID[d.ID]; dup {
+			return nil, fmt.Errorf("%w: %s: repeats an earlier id", ErrInvalid, field("id"))
+		}
+		if d.Revision < 1 || d.Revision > MaxRevision {
+			return nil, fmt.Errorf("%w: %s: want an integer 1..2^53-1", ErrInvalid, field("revision"))
+		}
+		switch d.Provider {
+		case config.ProviderEcho:
+		case config.ProviderBedrock, config.ProviderOpenAI:
+			if strings.TrimSpace(d.ModelID) == "" {
+				return nil, fmt.Errorf("%w: %s: required when provider is %s", ErrInvalid, field("modelId"), d.Provider)
+			}
+		default:
+			return nil, fmt.Errorf("%w: %s: want echo, bedrock or openai", ErrInvalid, field("provider"))
+		}
+		seen := map[string]bool{}
+		for j, name := range d.Tools {
+			if knownTool == nil || !knownTool(name) {
+				return nil, fmt.Errorf("%w: %s: not a registered tool", ErrInvalid, field(fmt.Sprintf("tools[%d]", j)))
+			}
+			if seen[name] {
+				return nil, fmt.Errorf("%w: %s: repeats an earlier tool", ErrInvalid, field(fmt.Sprintf("tools[%d]", j)))
+			}
+			seen[name] = true
+		}
+		if d.Limits.MaxSteps < 1 || d.Limits.MaxSteps > MaxSteps {
+			return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.maxSteps"), MaxSteps)
+		}
+		if d.Limits.MaxTokens < 0 || d.Limits.MaxTokens > MaxTokens {
+			return nil, fmt.Errorf("%w: %s: want 0..%d", ErrInvalid, field("limits.maxTokens"), MaxTokens)
+		}
+		d.Tools = append([]string(nil), d.Tools...)
+		r.byID[d.ID] = d
+		r.order = append(r.order, d.ID)
+	}
+	if _, ok := r.byID[defaultID]; !ok {
+		return nil, fmt.Errorf("%w: DEFINITION_ID: names no definition", ErrInvalid)
+	}
+	return r, nil
+}
+
+// FromConfig builds the process's Resolver from m: with m.DefinitionsFile
+// set, the file read with readFile (os.ReadFile) and parsed with Parse,
+// default m.DefinitionID; otherwise the single definition of m's fields.
+// Errors wrap ErrInvalid and start with "DEFINITIONS_FILE" when the file
+// is at fault, or name the variable (for example MODEL_TOOLS).
+func FromConfig(m config.ModelConfig, readFile func(string) ([]byte, error), knownTool func(name string) bool) (*Resolver, error) {
+	if m.DefinitionsFile == "" {
+		d := Definition{
+			ID: m.DefinitionID, Revision: m.DefinitionRevision, SystemPrompt: m.SystemPrompt,
+			Provider: m.Provider, ModelID: m.ModelID, Tools: m.Tools,
+			Limits: Limits{MaxSteps: m.MaxSteps, MaxTokens: m.MaxTokens},
+		}
+		r, err := New([]Definition{d}, m.DefinitionID, knownTool)
+		if err != nil {
+			return nil, fmt.Errorf("%w (from %s)", err, envNames(err))
+		}
+		return r, nil
+	}
+	data, err := readFile(m.DefinitionsFile)
+	if err != nil {
+		return nil, fmt.Errorf("%w: DEFINITIONS_FILE: cannot read the file: %w", ErrInvalid, err)
+	}
+	defs, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("DEFINITIONS_FILE: %w", err)
+	}
+	r, err := New(defs, m.DefinitionID, knownTool)
+	if err != nil {
+		return nil, fmt.Errorf("DEFINITIONS_FILE: %w", err)
+	}
+	return r, nil
+}
+
+// envNames maps a New error about the environment's single definition to
+// the variable at fault.
+func envNames(err error) string {
+	s := err.Error()
+	for field, env := range map[string]string{
+		".id:": "DEFINITION_ID", ".revision:": "DEFINITION_REVISION", ".provider:": "MODEL_PROVIDER",
+		".modelId:": "MODEL_ID", ".tools[": "MODEL_TOOLS", ".limits.maxSteps:": "MODEL_MAX_STEPS",
+		".limits.maxTokens:": "MODEL_MAX_TOKENS",
+	} {
+		if strings.Contains(s, field) {
+			return env
+		}
+	}
+	return "the environment"
+}
+
+// Resolve returns the current definition of a session. sessionDefinitionID
+// is the session's stored definition id, or "" for a new session, which
+// gets the default definition. An id no definition has is
+// ErrUnknownDefinition (the turn should refuse the turn, not switch the
+// session to another definition).
+func (r *Resolver) Resolve(sessionDefinitionID string) (Definition, error) {
+	id := sessionDefinitionID
+	if id == "" {
+		id = r.defaultID
+	}
+	d, ok := r.byID[id]
+	if !ok {
+		return Definition{}, fmt.Errorf("%w: %q", ErrUnknownDefinition, sessionDefinitionID)
+	}
+	d.Tools = append([]string(nil), d.Tools...)
+	return d, nil
+}
+
+// Default returns the definition new sessions get.
+func (r *Resolver) Default() Definition {
+	d, _ := r.Resolve("")
+	return d
+}
+
+// All returns every definition in configuration order (mains use it to
+// build the providers the definitions name).
+func (r *Resolver) All() []Definition {
+	out := make([]Definition, 0, len(r.order))
+	for _, id := range r.order {
+		d, _ := r.Resolve(id)
+		out = append(out, d)
+	}
+	return out
+}
