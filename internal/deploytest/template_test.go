@@ -1,0 +1,586 @@
+package deploytest_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/awslabs/goformation/v7"
+	"github.com/awslabs/goformation/v7/cloudformation"
+	"github.com/awslabs/goformation/v7/cloudformation/serverless"
+	"github.com/awslabs/goformation/v7/intrinsics"
+
+	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+)
+
+// functions maps each template function to the DynamoDB actions its code
+// declares (dynamo.*FunctionActions) and its function URL invoke mode
+// (DESIGN §1).
+var functions = map[string]struct {
+	actions    []string
+	invokeMode string
+}{
+	"TurnFunction":      {dynamo.TurnFunctionActions, "RESPONSE_STREAM"},
+	"HistoryFunction":   {dynamo.HistoryFunctionActions, "BUFFERED"},
+	"ArtifactsFunction": {dynamo.ArtifactsFunctionActions, "BUFFERED"},
+}
+
+// turnOnlyVariables are the config.Variables only the turn function reads
+// (the turn pipeline, the model and the definition): the history and
+// artifacts functions are exempt from them. Every other variable must be
+// set on every function.
+var turnOnlyVariables = []string{
+	"CLEANUP_RESERVE", "DEFINITIONS_FILE", "DEFINITION_ID", "DEFINITION_REVISION", "ECHO_CHUNK_RUNES",
+	"ECHO_DELAY", "LEASE_DURATION", "MODEL_ID", "MODEL_MAX_STEPS", "MODEL_MAX_TOKENS", "MODEL_PROVIDER",
+	"MODEL_TOOLS", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SESSION_RETENTION", "SNAPSHOT_INTERVAL",
+	"SYSTEM_PROMPT", "TURN_TIMEOUT",
+}
+
+// parameterSets are the deployments the template is checked under.
+var parameterSets = map[string]map[string]any{
+	"defaults (iam, echo)": {},
+	"jwt and bedrock": {
+		"AuthMode": "jwt", "JwtJwksUrl": "https://issuer.example/.well-known/jwks.json",
+		"JwtIssuer": "https://issuer.example/", "JwtAudience": "turnstream",
+		"ModelProvider": "bedrock", "ModelId": "anthropic.claude-3-haiku-20240307-v1:0",
+		"TableDeletionProtection": "false",
+	},
+	"openai":            {"ModelProvider": "openai", "ModelId": "gpt-4o-mini", "OpenAIApiKey": "sk-test"},
+	"longest turn":      {"TurnTimeout": "840"},
+	"two-minute turn":   {"TurnTimeout": "120"},
+	"ten-minute turn":   {"TurnTimeout": "600"},
+	"one-minute turn":   {"TurnTimeout": "60"},
+	"five-minute turns": {"TurnTimeout": "300"},
+}
+
+func TestTemplate(t *testing.T) {
+	for name, params := range parameterSets {
+		t.Run(name, func(t *testing.T) {
+			d := load(t, params)
+			jwt := params["AuthMode"] == "jwt"
+			bedrock := params["ModelProvider"] == "bedrock"
+
+			fns := d.tpl.GetAllServerlessFunctionResources()
+			if len(fns) != len(functions) {
+				t.Errorf("template has %d functions, want %d", len(fns), len(functions))
+			}
+			for fname, want := range functions {
+				t.Run(fname, func(t *testing.T) {
+					fn, err := d.tpl.GetServerlessFunctionWithName(fname)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if aws.ToString(fn.Runtime) != "provided.al2023" || !slices.Equal(fn.Architectures, []string{"arm64"}) ||
+						aws.ToString(fn.Handler) != "bootstrap" || fn.CodeUri == nil || aws.ToString(fn.CodeUri.String) != "." {
+						t.Errorf("runtime %v, architectures %v, handler %v, code %v; want provided.al2023, [arm64], bootstrap, .",
+							aws.ToString(fn.Runtime), fn.Architectures, aws.ToString(fn.Handler), fn.CodeUri)
+					}
+					if got := fn.AWSCloudFormationMetadata["BuildMethod"]; got != "makefile" {
+						t.Errorf("Metadata.BuildMethod = %v, want makefile (make build-%s)", got, fname)
+					}
+					url := fn.FunctionUrlConfig
+					wantAuth := "AWS_IAM"
+					if jwt {
+						wantAuth = "NONE"
+					}
+					if url == nil {
+						t.Fatal("no FunctionUrlConfig")
+					}
+					if url.AuthType != wantAuth || aws.ToString(url.InvokeMode) != want.invokeMode || url.Cors == nil {
+						t.Errorf("function URL AuthType %s, InvokeMode %s, CORS %v; want %s, %s and CORS",
+							url.AuthType, aws.ToString(url.InvokeMode), url.Cors != nil, wantAuth, want.invokeMode)
+					}
+
+					env := d.environment(fname)
+					checkEnvironment(t, fname, env)
+					cfg := parseConfig(t, env)
+					if fname == "TurnFunction" {
+						timeout := seconds(fn.Timeout)
+						if need := cfg.TurnTimeout + cfg.CleanupReserve; timeout < need {
+							t.Errorf("Timeout %v < TURN_TIMEOUT %v + CLEANUP_RESERVE %v", timeout, cfg.TurnTimeout, cfg.CleanupReserve)
+						}
+						if timeout > 900*time.Second {
+							t.Errorf("Timeout %v beyond Lambda's 900 s", timeout)
+						}
+						if wantTurn := params["TurnTimeout"]; wantTurn != nil && fmt.Sprint(cfg.TurnTimeout.Seconds()) != wantTurn {
+							t.Errorf("TURN_TIMEOUT = %v, want %s s", cfg.TurnTimeout, wantTurn)
+						}
+					}
+
+					statements := policyStatements(t, fn)
+					checkTablePolicy(t, statements, want.actions)
+					hasBedrock := false
+					for _, s := range statements {
+						for _, a := range s.Action {
+							if strings.HasPrefix(a, "bedrock:") {
+								hasBedrock = true
+								if a != "bedrock:InvokeModelWithResponseStream" {
+									t.Errorf("bedrock action %s, want only InvokeModelWithResponseStream", a)
+								}
+							}
+						}
+					}
+					if want := bedrock && fname == "TurnFunction"; hasBedrock != want {
+						t.Errorf("bedrock permission present = %v, want %v", hasBedrock, want)
+					}
+
+					checkPublicPermissions(t, d, fname, jwt)
+				})
+			}
+
+			checkTable(t, d, params["TableDeletionProtection"] != "false")
+			if got := d.globalFunction["LoggingConfig"]; !reflect.DeepEqual(got, map[string]any{"LogFormat": "JSON"}) {
+				t.Errorf("Globals.Function.LoggingConfig = %v, want LogFormat JSON", got)
+			}
+			for out, want := range map[string]string{
+				"TurnFunctionUrl":      "GetAtt(TurnFunctionUrl.FunctionUrl)",
+				"HistoryFunctionUrl":   "GetAtt(HistoryFunctionUrl.FunctionUrl)",
+				"ArtifactsFunctionUrl": "GetAtt(ArtifactsFunctionUrl.FunctionUrl)",
+				"TableName":            "Ref(Table)",
+			} {
+				if got := d.tpl.Outputs[out].Value; got != want {
+					t.Errorf("output %s = %v, want %s", out, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestAuthModeParameter pins that the template cannot deploy dev auth,
+// which pkg/auth refuses on Lambda anyway.
+func TestAuthModeParameter(t *testing.T) {
+	d := load(t, nil)
+	allowed, _ := d.raw["Parameters"].(map[string]any)["AuthMode"].(map[string]any)["AllowedValues"].([]any)
+	if !reflect.DeepEqual(allowed, []any{"iam", "jwt"}) {
+		t.Errorf("AuthMode AllowedValues = %v, want [iam jwt]", allowed)
+	}
+}
+
+// resourceCondition holds a resource's Condition while intrinsics are
+// processed.
+const resourceCondition = "XTestCondition"
+
+// deployment is the template as processed under one parameter set.
+type deployment struct {
+	tpl            *cloudformation.Template
+	raw            map[string]any
+	globalFunction map[string]any
+	// invokedViaURL is each permission's InvokedViaFunctionUrl, which
+	// goformation v7.14.9 does not model (it is removed before parsing).
+	invokedViaURL map[string]any
+}
+
+// load processes template.yaml with params: parameters resolve to their
+// values, conditions are evaluated, a reference to a resource becomes
+// "Ref(Name)" and an attribute "GetAtt(Name.Attr)" so that policies and
+// outputs can be compared. Resources whose Condition is false are dropped,
+// like CloudFormation does, and the rest is parsed with goformation.
+func load(t *testing.T, params map[string]any) *deployment {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repoRoot(t), "template.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tmpl map[string]any
+	pre, err := intrinsics.ProcessYAML(data, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		t.Fatalf("template.yaml: %v", err)
+	}
+	if err := json.Unmarshal(pre, &tmpl); err != nil {
+		t.Fatal(err)
+	}
+	resources := tmpl["Resources"].(map[string]any)
+	// goformation replaces a whole map holding a "Condition" key by the
+	// condition's value: keep resource conditions aside under another key
+	// and apply them below.
+	for _, r := range resources {
+		if res, ok := r.(map[string]any); ok {
+			if c, ok := res["Condition"]; ok {
+				res[resourceCondition] = c
+				delete(res, "Condition")
+			}
+		}
+	}
+	renamed, err := json.Marshal(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := func(name string, input, template any) any {
+		if s, ok := input.(string); ok {
+			if _, isResource := resources[s]; isResource {
+				return "Ref(" + s + ")"
+			}
+		}
+		v := intrinsics.Ref(name, input, template)
+		if n, ok := v.(float64); ok { // CloudFormation's Ref yields a Number parameter as a string
+			return fmt.Sprint(n)
+		}
+		return v
+	}
+	getAtt := func(_ string, input, _ any) any {
+		switch v := input.(type) {
+		case []any:
+			parts := make([]string, len(v))
+			for i, p := range v {
+				parts[i] = fmt.Sprint(p)
+			}
+			return "GetAtt(" + strings.Join(parts, ".") + ")"
+		case string:
+			return "GetAtt(" + v + ")"
+		}
+		return nil
+	}
+	subVar := regexp.MustCompile(`\$\{([A-Za-z0-9:.]+)\}`)
+	sub := func(_ string, input, template any) any {
+		s, ok := input.(string)
+		if !ok {
+			t.Fatalf("Fn::Sub with variables map is not used by the template: %v", input)
+		}
+		return subVar.ReplaceAllStringFunc(s, func(m string) string {
+			name := m[2 : len(m)-1]
+			if strings.Contains(name, ".") {
+				return getAtt("", []any{name[:strings.Index(name, ".")], name[strings.Index(name, ".")+1:]}, nil).(string)
+			}
+			return fmt.Sprint(ref("Ref", name, template))
+		})
+	}
+	out, err := intrinsics.ProcessJSON(renamed, &intrinsics.ProcessorOptions{
+		ParameterOverrides:        params,
+		EvaluateConditions:        true,
+		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{"Ref": ref, "Fn::GetAtt": getAtt, "Fn::Sub": sub},
+	})
+	if err != nil {
+		t.Fatalf("process template.yaml: %v", err)
+	}
+	d := &deployment{invokedViaURL: map[string]any{}}
+	if err := json.Unmarshal(out, &d.raw); err != nil {
+		t.Fatal(err)
+	}
+	view := map[string]any{}
+	for k, v := range d.raw {
+		view[k] = v
+	}
+	kept := map[string]any{}
+	for name, r := range d.raw["Resources"].(map[string]any) {
+		res := cloneMap(r.(map[string]any))
+		if c, ok := res[resourceCondition]; ok {
+			v, found := d.raw["Conditions"].(map[string]any)[fmt.Sprint(c)]
+			if !found {
+				t.Fatalf("resource %s: unknown condition %v", name, c)
+			}
+			if v != true {
+				continue
+			}
+			delete(res, resourceCondition)
+		}
+		if props, ok := res["Properties"].(map[string]any); ok {
+			props = cloneMap(props)
+			if v, ok := props["InvokedViaFunctionUrl"]; ok {
+				d.invokedViaURL[name] = v
+				delete(props, "InvokedViaFunctionUrl")
+			}
+			if pol, ok := props["Policies"].([]any); ok { // !If ... AWS::NoValue leaves a null
+				props["Policies"] = slices.DeleteFunc(slices.Clone(pol), func(p any) bool { return p == nil })
+			}
+			res["Properties"] = props
+		}
+		kept[name] = res
+	}
+	view["Resources"] = kept
+	d.globalFunction, _ = d.raw["Globals"].(map[string]any)["Function"].(map[string]any)
+	delete(view, "Globals") // checked from the raw map: goformation does not model LoggingConfig
+	delete(view, "Conditions")
+	js, err := json.Marshal(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.tpl, err = goformation.ParseJSONWithOptions(js, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		t.Fatalf("goformation: %v", err)
+	}
+	return d
+}
+
+func cloneMap(m map[string]any) map[string]any {
+	c := make(map[string]any, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// environment returns fname's variables as SAM deploys them: Globals
+// merged with the function's own, the function's winning.
+func (d *deployment) environment(fname string) map[string]string {
+	env := map[string]string{}
+	add := func(vars map[string]any) {
+		for k, v := range vars {
+			env[k] = fmt.Sprint(v)
+		}
+	}
+	if e, ok := d.globalFunction["Environment"].(map[string]any); ok {
+		vars, _ := e["Variables"].(map[string]any)
+		add(vars)
+	}
+	fn, _ := d.tpl.GetServerlessFunctionWithName(fname)
+	if fn.Environment != nil {
+		for k, v := range fn.Environment.Variables {
+			env[k] = v
+		}
+	}
+	return env
+}
+
+func checkEnvironment(t *testing.T, fname string, env map[string]string) {
+	t.Helper()
+	for _, v := range config.Variables {
+		if _, ok := env[v]; !ok && (fname == "TurnFunction" || !slices.Contains(turnOnlyVariables, v)) {
+			t.Errorf("%s does not set %s (config.Variables)", fname, v)
+		}
+	}
+	for k := range env {
+		if !slices.Contains(config.Variables, k) {
+			t.Errorf("%s sets %s, which pkg/config does not read", fname, k)
+		}
+		if slices.Contains(config.RuntimeVariables, k) {
+			t.Errorf("%s sets %s, reserved for the Lambda runtime", fname, k)
+		}
+	}
+	if env["TABLE_NAME"] != "Ref(Table)" {
+		t.Errorf("TABLE_NAME = %q, want the table's name (Ref Table)", env["TABLE_NAME"])
+	}
+	if env["CURSOR_SECRET"] != "{{resolve:secretsmanager:Ref(CursorSecret):SecretString}}" {
+		t.Errorf("CURSOR_SECRET = %q, want the generated secret", env["CURSOR_SECRET"])
+	}
+}
+
+// parseConfig checks that pkg/config accepts the function's environment
+// as deployed (the table name and the secret are resolved by
+// CloudFormation; placeholders stand in for them).
+func parseConfig(t *testing.T, env map[string]string) config.Config {
+	t.Helper()
+	resolved := map[string]string{
+		"TABLE_NAME": "turnstream-Table-ABC123", "CURSOR_SECRET": "0123456789abcdef0123456789abcdef",
+		"AWS_LAMBDA_FUNCTION_NAME": "fn", "AWS_REGION": "us-east-1",
+	}
+	cfg, err := config.FromLookup(func(k string) (string, bool) {
+		if v, ok := resolved[k]; ok {
+			return v, true
+		}
+		v, ok := env[k]
+		return v, ok
+	})
+	if err != nil {
+		t.Fatalf("pkg/config rejects the template's environment: %v", err)
+	}
+	if err := cfg.RequireCursorSecret(); err != nil {
+		t.Error(err)
+	}
+	return cfg
+}
+
+// statement is one IAM policy statement; Action and Resource may be a
+// string or a list in the template.
+type statement struct {
+	Effect   string
+	Action   stringList
+	Resource stringList
+}
+
+type stringList []string
+
+func (l *stringList) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*l = stringList{one}
+		return nil
+	}
+	return json.Unmarshal(b, (*[]string)(l))
+}
+
+// policyStatements returns the statements of fn's inline policy documents.
+// A managed policy or SAM policy template fails the test: grants must be
+// explicit to be compared with the code.
+func policyStatements(t *testing.T, fn *serverless.Function) []statement {
+	t.Helper()
+	if fn.Policies == nil || fn.Policies.IAMPolicyDocumentArray == nil {
+		t.Fatal("Policies is not a list of inline policy documents")
+	}
+	var out []statement
+	for _, doc := range *fn.Policies.IAMPolicyDocumentArray {
+		for _, raw := range doc.Statement {
+			b, err := json.Marshal(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s statement
+			if err := json.Unmarshal(b, &s); err != nil {
+				t.Fatalf("policy statement %s: %v", b, err)
+			}
+			if s.Effect != "Allow" {
+				t.Errorf("statement %s: Effect %s", b, s.Effect)
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// checkTablePolicy checks that the DynamoDB actions granted are exactly
+// want (dynamo.*FunctionActions), on the table and its indexes only.
+func checkTablePolicy(t *testing.T, statements []statement, want []string) {
+	t.Helper()
+	var got []string
+	for _, s := range statements {
+		var dyn []string
+		for _, a := range s.Action {
+			if strings.HasPrefix(strings.ToLower(a), "dynamodb:") {
+				dyn = append(dyn, a)
+			}
+		}
+		if len(dyn) == 0 {
+			continue
+		}
+		got = append(got, dyn...)
+		if wantRes := []string{"GetAtt(Table.Arn)", "GetAtt(Table.Arn)/index/*"}; !slices.Equal(s.Resource, wantRes) {
+			t.Errorf("DynamoDB statement resources %v, want %v", s.Resource, wantRes)
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("DynamoDB actions %v, want exactly the code's %v", got, want)
+	}
+}
+
+// checkPublicPermissions: in jwt mode (AuthType NONE) each function URL
+// needs lambda:InvokeFunctionUrl for everyone and lambda:InvokeFunction
+// restricted to calls through the URL; in iam mode neither exists.
+func checkPublicPermissions(t *testing.T, d *deployment, fname string, jwt bool) {
+	t.Helper()
+	var urlPerm, invokePerm bool
+	for name, p := range d.tpl.GetAllLambdaPermissionResources() {
+		if p.FunctionName != "Ref("+fname+")" {
+			continue
+		}
+		switch {
+		case p.Action == "lambda:InvokeFunctionUrl" && p.Principal == "*" && aws.ToString(p.FunctionUrlAuthType) == "NONE":
+			urlPerm = true
+		case p.Action == "lambda:InvokeFunction" && p.Principal == "*" && d.invokedViaURL[name] == true:
+			invokePerm = true
+		default:
+			t.Errorf("permission %s on %s: %+v (InvokedViaFunctionUrl %v)", name, fname, p, d.invokedViaURL[name])
+		}
+	}
+	if urlPerm != jwt || invokePerm != jwt {
+		t.Errorf("public URL permissions (InvokeFunctionUrl %v, InvokeFunction via URL %v), want %v", urlPerm, invokePerm, jwt)
+	}
+}
+
+// checkTable compares the table with dynamo.CreateTableInput, the layout
+// the store creates in tests and the dev server (DESIGN §5).
+func checkTable(t *testing.T, d *deployment, protect bool) {
+	t.Helper()
+	tables := d.tpl.GetAllDynamoDBTableResources()
+	if len(tables) != 1 {
+		t.Fatalf("%d tables, want 1", len(tables))
+	}
+	tbl, err := d.tpl.GetDynamoDBTableWithName("Table")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dynamo.CreateTableInput("x")
+	if aws.ToString(tbl.BillingMode) != string(want.BillingMode) {
+		t.Errorf("BillingMode %v, want %s", aws.ToString(tbl.BillingMode), want.BillingMode)
+	}
+	var gotAttrs, wantAttrs []string
+	for _, a := range tbl.AttributeDefinitions {
+		gotAttrs = append(gotAttrs, a.AttributeName+":"+a.AttributeType)
+	}
+	for _, a := range want.AttributeDefinitions {
+		wantAttrs = append(wantAttrs, aws.ToString(a.AttributeName)+":"+string(a.AttributeType))
+	}
+	slices.Sort(gotAttrs)
+	slices.Sort(wantAttrs)
+	if !slices.Equal(gotAttrs, wantAttrs) {
+		t.Errorf("attributes %v, want %v", gotAttrs, wantAttrs)
+	}
+	var gotKeys, wantKeys []string
+	for _, k := range tbl.KeySchema {
+		gotKeys = append(gotKeys, k.AttributeName+":"+k.KeyType)
+	}
+	for _, k := range want.KeySchema {
+		wantKeys = append(wantKeys, aws.ToString(k.AttributeName)+":"+string(k.KeyType))
+	}
+	if !slices.Equal(gotKeys, wantKeys) {
+		t.Errorf("key schema %v, want %v", gotKeys, wantKeys)
+	}
+	var gotIdx, wantIdx []string
+	for _, i := range tbl.LocalSecondaryIndexes {
+		s := i.IndexName + "=" + aws.ToString(i.Projection.ProjectionType)
+		for _, k := range i.KeySchema {
+			s += "," + k.AttributeName + ":" + k.KeyType
+		}
+		gotIdx = append(gotIdx, s)
+	}
+	for _, i := range want.LocalSecondaryIndexes {
+		s := aws.ToString(i.IndexName) + "=" + string(i.Projection.ProjectionType)
+		for _, k := range i.KeySchema {
+			s += "," + aws.ToString(k.AttributeName) + ":" + string(k.KeyType)
+		}
+		wantIdx = append(wantIdx, s)
+	}
+	slices.Sort(gotIdx)
+	slices.Sort(wantIdx)
+	if !slices.Equal(gotIdx, wantIdx) {
+		t.Errorf("local secondary indexes %v, want %v", gotIdx, wantIdx)
+	}
+	if len(tbl.GlobalSecondaryIndexes) != len(want.GlobalSecondaryIndexes) {
+		t.Errorf("%d global secondary indexes, want %d", len(tbl.GlobalSecondaryIndexes), len(want.GlobalSecondaryIndexes))
+	}
+	if ttl := tbl.TimeToLiveSpecification; ttl == nil || aws.ToString(ttl.AttributeName) != dynamo.AttrPurgeAt || !ttl.Enabled {
+		t.Errorf("TTL %+v, want enabled on %s", ttl, dynamo.AttrPurgeAt)
+	}
+	if p := tbl.PointInTimeRecoverySpecification; p == nil || !aws.ToBool(p.PointInTimeRecoveryEnabled) {
+		t.Errorf("point-in-time recovery %+v, want enabled", p)
+	}
+	if got := aws.ToBool(tbl.DeletionProtectionEnabled); got != protect {
+		t.Errorf("DeletionProtectionEnabled %v, want %v", got, protect)
+	}
+	if tbl.AWSCloudFormationDeletionPolicy != "Retain" {
+		t.Errorf("DeletionPolicy %q, want Retain", tbl.AWSCloudFormationDeletionPolicy)
+	}
+}
+
+func seconds(n *int) time.Duration {
+	if n == nil {
+		return 0
+	}
+	return time.Duration(*n) * time.Second
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("go.mod not found above the working directory")
+		}
+		dir = parent
+	}
+}
