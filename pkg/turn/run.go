@@ -101,8 +101,8 @@ func (t *run) failBeforeStream(step string, err error) {
 	logRejected(t.log, step, d, err)
 	e := ending{status: chat.TurnError, diag: &d, leaseLost: errors.Is(err, chat.ErrLeaseLost)}
 	if !e.leaseLost {
-		turn := t.record(e, t.state.view(), 0, 0)
-		outcome := t.save(turn)
+		item := t.record(e, t.state.view(), 0, 0)
+		outcome := t.save(item)
 		t.release(outcome, t.claim.BaseSequence)
 		t.logFinished(e, outcome, 0)
 	}
@@ -266,8 +266,8 @@ func (t *run) contextEnding() ending {
 func (t *run) renew() (ending, bool) {
 	now := t.h.opts.Now()
 	expires := now.Add(t.h.opts.LeaseDuration)
-	if max := now.Add(time.Until(t.deadline) + t.h.opts.CleanupReserve); max.Before(expires) {
-		expires = max
+	if ceiling := now.Add(time.Until(t.deadline) + t.h.opts.CleanupReserve); ceiling.Before(expires) {
+		expires = ceiling
 	}
 	t.mu.Lock()
 	cursor := t.seq
@@ -309,8 +309,8 @@ func (t *run) finish(end ending, v view) {
 		return
 	}
 	terminal := last + 1
-	turn := t.record(end, v, t.claim.BaseSequence+1, terminal)
-	outcome := t.save(turn)
+	item := t.record(end, v, t.claim.BaseSequence+1, terminal)
+	outcome := t.save(item)
 	cursor := terminal
 	var lines []byte
 	if outcome == chat.OutcomeIndeterminate {
@@ -318,7 +318,7 @@ func (t *run) finish(end ending, v view) {
 		// snapshot was kept. The stream's last line says so.
 		lines = t.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeServerInternal), terminal)
 	} else {
-		lines = t.snapshotLine(nil, terminal, snapshotStatus(end), turn.Messages[len(turn.Messages)-1], turn.Usage, end.diag)
+		lines = t.snapshotLine(nil, terminal, snapshotStatus(end), item.Messages[len(item.Messages)-1], item.Usage, end.diag)
 		if end.trailer != nil {
 			cursor++
 			lines = t.diagnosticLine(lines, *end.trailer, cursor)
@@ -372,10 +372,10 @@ func (t *run) cleanupContext() (context.Context, context.CancelFunc) {
 
 // save writes the turn item (cleanup phase 2) and returns the outcome to
 // release with: indeterminate when the save failed or timed out.
-func (t *run) save(turn *chat.Turn) chat.Outcome {
+func (t *run) save(item *chat.Turn) chat.Outcome {
 	ctx, cancel := t.cleanupContext()
 	defer cancel()
-	if err := t.h.opts.Store.SaveTurn(ctx, t.claim.Lease.Token, turn); err != nil {
+	if err := t.h.opts.Store.SaveTurn(ctx, t.claim.Lease.Token, item); err != nil {
 		t.log.Error("turn save failed", "err", err)
 		return chat.OutcomeIndeterminate
 	}

@@ -173,8 +173,8 @@ func parseScope(values []string) (scope, bool) {
 // in a base64 decoder before the handler runs (aws-lambda-go v1.55.1
 // lambdaurl/http_handler.go), so the cap applies to decoded bytes.
 func (h *handler) readBody(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	max := h.opts.MaxBodyBytes
-	if r.ContentLength > max {
+	limit := h.opts.MaxBodyBytes
+	if r.ContentLength > limit {
 		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestTooLarge))
 		return nil, false
 	}
@@ -182,7 +182,7 @@ func (h *handler) readBody(ctx context.Context, w http.ResponseWriter, r *http.R
 		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestInvalidJSON))
 		return nil, false
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		switch {
@@ -262,8 +262,8 @@ func (h *handler) checkLineage(ctx context.Context, sessionID string, p chat.Pri
 // past the request deadline plus CleanupReserve (DESIGN §4).
 func (h *handler) leaseDuration(deadline time.Time) time.Duration {
 	d := h.opts.LeaseDuration
-	if max := time.Until(deadline) + h.opts.CleanupReserve; max < d {
-		d = max
+	if ceiling := time.Until(deadline) + h.opts.CleanupReserve; ceiling < d {
+		d = ceiling
 	}
 	if d < time.Millisecond {
 		d = time.Millisecond
