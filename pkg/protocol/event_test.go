@@ -337,7 +337,7 @@ func TestDecodeTurnEventValues(t *testing.T) {
 	t.Run("message projection", func(t *testing.T) {
 		in := withMessage(t, `"future":1,"toolCallId":"","parts":[{"type":"image","source":"s","filename":"dropped","detail":"auto","x":1}],`+
 			`"toolCalls":[{"id":"c","name":"n","args":{"b":[1.50,-0,1e21,1E-7,"<&>"],"a":{}},"status":"error","error":"e","x":1}],`+
-			`"metadata":{ "z" : null , "a":true }`)
+			`"metadata":{ "z" : null , "a":true, "10":1, "2":2, "01":3, "4294967295":4, "4294967294":5 }`)
 		ev, diag := protocol.DecodeTurnEvent([]byte(in))
 		if diag != nil {
 			t.Fatalf("diagnostic %+v", *diag)
@@ -350,7 +350,8 @@ func TestDecodeTurnEventValues(t *testing.T) {
 			Parts: []protocol.Part{{Type: "image", Source: &src, Detail: &detail}},
 			ToolCalls: []protocol.ToolCall{{ID: "c", Name: "n", Status: "error", Error: &errText,
 				Args: json.RawMessage(`{"b":[1.5,0,1e+21,1e-7,"<&>"],"a":{}}`)}},
-			Metadata: json.RawMessage(`{"z":null,"a":true}`),
+			// JavaScript enumerates array-index keys first, ascending.
+			Metadata: json.RawMessage(`{"2":2,"10":1,"4294967294":5,"z":null,"a":true,"01":3,"4294967295":4}`),
 		}
 		if !reflect.DeepEqual(m, want) {
 			t.Errorf("message\n got: %+v\nwant: %+v\nargs %s metadata %s", m, want, m.ToolCalls[0].Args, m.Metadata)

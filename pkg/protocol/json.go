@@ -1,8 +1,11 @@
 package protocol
 
 import (
+	"cmp"
 	"errors"
+	"iter"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -588,14 +591,69 @@ func appendNode(dst []byte, n *node) []byte {
 		return append(dst, ']')
 	default:
 		dst = append(dst, '{')
-		for i := range n.kids {
+		for i, k := range objectOrder(n.kids) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst, _ = appendJSONString(dst, n.kids[i].key)
+			dst, _ = appendJSONString(dst, n.kids[k].key)
 			dst = append(dst, ':')
-			dst = appendNode(dst, &n.kids[i])
+			dst = appendNode(dst, &n.kids[k])
 		}
 		return append(dst, '}')
 	}
+}
+
+// objectOrder returns the order in which JavaScript enumerates members
+// with these keys (and so JSON.stringify writes them): array-index keys
+// ("0" to "4294967294" in canonical form) first in ascending numeric
+// order, then the others in insertion order.
+func objectOrder(members []node) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		var index []int
+		for i := range members {
+			if _, ok := arrayIndex(members[i].key); ok {
+				index = append(index, i)
+			}
+		}
+		if len(index) > 1 {
+			slices.SortFunc(index, func(a, b int) int {
+				x, _ := arrayIndex(members[a].key)
+				y, _ := arrayIndex(members[b].key)
+				return cmp.Compare(x, y)
+			})
+		}
+		n := 0
+		for _, i := range index {
+			if !yield(n, i) {
+				return
+			}
+			n++
+		}
+		for i := range members {
+			if _, ok := arrayIndex(members[i].key); ok {
+				continue
+			}
+			if !yield(n, i) {
+				return
+			}
+			n++
+		}
+	}
+}
+
+// arrayIndex reports whether key is an ECMAScript array index: the
+// canonical decimal form of an integer in [0, 2^32-2].
+func arrayIndex(key string) (uint64, bool) {
+	if key == "" || len(key) > 10 || (key[0] == '0' && len(key) > 1) {
+		return 0, false
+	}
+	var v uint64
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, v < 1<<32-1
 }
