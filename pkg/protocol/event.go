@@ -63,7 +63,8 @@ func DecodeTurnEvent(data []byte) (*Event, *Diagnostic) {
 }
 
 // Field readers over a parsed object. Each returns ok=false when the field
-// breaks its rule; optional readers return present=false when absent.
+// is missing or breaks its rule; the optional readers return (nil, true)
+// when the field is absent.
 
 func strField(obj *node, key string) (string, bool) {
 	v, ok := obj.get(key)
