@@ -15,6 +15,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model"
@@ -443,8 +444,10 @@ func (o Outcome) fail(code, text string, err error) Outcome {
 }
 
 // describe summarizes a schema validation error for the model: one
-// "<instance JSON pointer>: <keyword>" per failing leaf, at most 8, so the
-// model can fix its call. Values are never quoted.
+// "<instance JSON pointer>: <keyword>" per failing leaf, at most 8, with
+// the missing property names of "required" and the unexpected names of
+// "additionalProperties", so the model can fix its call. Values are
+// never quoted.
 func describe(err error) string {
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
@@ -460,6 +463,12 @@ func describe(err error) string {
 				if p := v.ErrorKind.KeywordPath(); len(p) > 0 {
 					kw = strings.Join(p, "/")
 				}
+			}
+			switch k := v.ErrorKind.(type) {
+			case *kind.Required:
+				kw += " (missing " + strings.Join(k.Missing, ", ") + ")"
+			case *kind.AdditionalProperties:
+				kw += " (unexpected " + strings.Join(k.Properties, ", ") + ")"
 			}
 			leaves = append(leaves, loc+": "+kw)
 			return

@@ -168,10 +168,10 @@ func TestRun(t *testing.T) {
 	}{
 		"valid":                 {"add", `{"a":1,"b":2}`, protocol.ToolCallComplete, "", "sum III", 0, false, true},
 		"unknown tool":          {"nope", `{}`, protocol.ToolCallError, tool.CodeUnknownTool, "Tool is not available.", 0, false, false},
-		"missing property":      {"add", `{"a":1}`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: /: required.", 0, false, false},
+		"missing property":      {"add", `{"a":1}`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: /: required (missing b).", 0, false, false},
 		"wrong type":            {"add", `{"a":1,"b":"two"}`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: /b: type.", 0, false, false},
-		"extra property":        {"add", `{"a":1,"b":2,"c":3}`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: /: additionalProperties.", 0, false, false},
-		"case-folded duplicate": {"add", `{"a":1,"b":2,"B":3}`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: /: additionalProperties.", 0, false, false},
+		"extra property":        {"add", `{"a":1,"b":2,"c":3}`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: /: additionalProperties (unexpected c).", 0, false, false},
+		"case-folded duplicate": {"add", `{"a":1,"b":2,"B":3}`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: /: additionalProperties (unexpected B).", 0, false, false},
 		"duplicate key":         {"add", `{"a":1,"b":2,"b":3}`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: not a JSON object.", 0, false, false},
 		"not JSON":              {"add", `{"a":1,`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: not a JSON object.", 0, false, false},
 		"array args":            {"add", `[1,2]`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: not a JSON object.", 0, false, false},
