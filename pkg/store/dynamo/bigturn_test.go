@@ -106,3 +106,38 @@ func TestTurnSizes(t *testing.T) {
 		})
 	}
 }
+
+// TestSaveTurnOnlyForItsClaim: a token saves only the turn id and ordinal
+// it was claimed for, whether the Store remembers the claim or reads the
+// session.
+func TestSaveTurnOnlyForItsClaim(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	claimer := e.store()
+	c, err := claimer.ClaimTurn(ctx, claimReq("s1", "t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]func(*chat.Turn){
+		"another ordinal": func(tr *chat.Turn) { tr.Ordinal++ },
+		"another turn id": func(tr *chat.Turn) { tr.TurnID = "t2" },
+	}
+	stores := map[string]func() chat.Store{
+		"claiming store": func() chat.Store { return claimer },
+		"fresh store":    func() chat.Store { return e.store() },
+	}
+	for name, change := range tests {
+		for storeName, store := range stores {
+			t.Run(name+"/"+storeName, func(t *testing.T) {
+				tr := turnOf(c, "s1", textMessages("t1", "x"))
+				change(tr)
+				if err := store().SaveTurn(ctx, c.Lease.Token, tr); err != chat.ErrLeaseLost {
+					t.Errorf("SaveTurn: %v, want ErrLeaseLost", err)
+				}
+			})
+		}
+	}
+	if err := e.store().SaveTurn(ctx, c.Lease.Token, turnOf(c, "s1", textMessages("t1", "x"))); err != nil {
+		t.Errorf("SaveTurn of the claimed turn: %v", err)
+	}
+}

@@ -90,6 +90,7 @@ func (s *Store) claimed(req chat.ClaimRequest, item map[string]types.AttributeVa
 	s.remember(lease.Token, &claimMemo{
 		sessionID: req.SessionID,
 		turnID:    req.TurnID,
+		ordinal:   lease.Ordinal,
 		owner:     sess.Owner,
 		inputHash: lease.InputHash,
 		window:    append([]chat.TerminalEntry(nil), sess.TerminalTurns...),

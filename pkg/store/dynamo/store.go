@@ -66,6 +66,7 @@ const maxMemos = 4096
 type claimMemo struct {
 	sessionID string
 	turnID    string
+	ordinal   int64
 	owner     chat.Principal
 	inputHash string
 	window    []chat.TerminalEntry

@@ -5,6 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -44,7 +46,7 @@ func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error 
 		}
 		artifacts = chat.DedupeArtifacts(artifacts)
 	}
-	owner, err := s.leaseOwner(ctx, token, t.SessionID)
+	owner, err := s.leaseOwner(ctx, token, t)
 	if err != nil {
 		return err
 	}
@@ -84,8 +86,8 @@ func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error 
 	delete(av, AttrSK)
 	delete(av, attrArtifacts)
 	var up expression.UpdateBuilder
-	for name, v := range av {
-		up = up.Set(expression.Name(name), expression.Value(v))
+	for _, name := range slices.Sorted(maps.Keys(av)) {
+		up = up.Set(expression.Name(name), expression.Value(av[name]))
 	}
 	for _, name := range optionalTurnAttrs {
 		if _, ok := av[name]; !ok {
@@ -116,18 +118,24 @@ func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error 
 	return fmt.Errorf("save turn %s of session %s: %w", t.TurnID, t.SessionID, err)
 }
 
-// leaseOwner returns the owner of the session a lease token was claimed
-// in: remembered from the claim, or read from the session item (a token
-// that does not belong to an existing session is ErrLeaseLost).
-func (s *Store) leaseOwner(ctx context.Context, token, sessionID string) (chat.Principal, error) {
-	if m := s.memo(token); m != nil && m.sessionID == sessionID {
+// leaseOwner returns the owner of the session the lease token was
+// claimed in: remembered from the claim, or read from the session item.
+// A token whose claim was for another turn id or ordinal, or that belongs
+// to no existing session, is ErrLeaseLost; a token that no longer holds
+// the lease passes (a save retried after a release), the write's
+// condition then deciding.
+func (s *Store) leaseOwner(ctx context.Context, token string, t *chat.Turn) (chat.Principal, error) {
+	if m := s.memo(token); m != nil && m.sessionID == t.SessionID {
+		if m.turnID != t.TurnID || m.ordinal != t.Ordinal {
+			return chat.Principal{}, chat.ErrLeaseLost
+		}
 		return m.owner, nil
 	}
-	sess, _, err := s.readSession(ctx, sessionID)
+	sess, si, err := s.readSession(ctx, t.SessionID)
 	if err != nil {
 		return chat.Principal{}, err
 	}
-	if sess == nil {
+	if sess == nil || si.LeaseToken == token && (si.LeaseTurnID != t.TurnID || si.LeaseOrdinal != t.Ordinal) {
 		return chat.Principal{}, chat.ErrLeaseLost
 	}
 	return sess.Owner, nil
