@@ -4,6 +4,12 @@
 // Usage:
 //
 //	turnctl validate < events.ndjson
+//	turnctl chat [-url URL] [-session ID] [-token TOKEN] [-json] [message...]
+//	turnctl history -session ID [-url URL] [-token TOKEN] [-json]
+//
+// chat and history (chat.go, history.go) talk to a turn and a history
+// function, the dev server's by default; `turnctl <command> -h` describes
+// each.
 //
 // validate reads one turn event per input line from stdin and writes one
 // line per input line to stdout: {"ok":true,"event":"<kind>"} or

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// historyPageLimit is the page size history asks for (the history API's
+// maximum, DESIGN §6).
+const historyPageLimit = 100
+
+// maxHistoryPages bounds how many pages one `turnctl history` reads.
+const maxHistoryPages = 10_000
+
+func init() {
+	commands["history"] = command{
+		summary: "print a session's conversation from the history function",
+		run:     runHistory,
+	}
+}
+
+const historyUsage = `usage: turnctl history -session ID [-url URL] [-token TOKEN] [-json]
+
+Prints a session's conversation, oldest first, from a turnstream history
+function (the dev server's /history/ by default), following page cursors to
+the end: one block per message with its role, text, tool calls and the
+turn's artifact references. -json prints each canonical message record as
+one JSON line instead.
+
+Exit status: 0 on success, 1 after an HTTP error (its JSON error code and
+message are printed on stderr), 2 for bad usage.
+
+flags:
+`
+
+// runHistory implements `turnctl history`.
+func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("history", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, historyUsage); fs.PrintDefaults() }
+	base := fs.String("url", defaultHistoryURL, "history function URL")
+	sessionID := fs.String("session", "", "session id (required)")
+	token := fs.String("token", "", `bearer token sent as "Authorization: Bearer TOKEN" (dev server: dev.<subject>)`)
+	asJSON := fs.Bool("json", false, "print one canonical message record per line")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() != 0 || !protocol.IsSafeID(*sessionID) {
+		fmt.Fprintln(stderr, "turnctl history: -session ID (a SafeId) is required and no arguments are taken")
+		return 2
+	}
+	u, err := url.Parse(*base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		fmt.Fprintln(stderr, "turnctl history: -url is not an http(s) URL")
+		return 2
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/sessions/" + *sessionID + "/messages"
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	client := &http.Client{}
+	cursor := ""
+	for range maxHistoryPages {
+		q := url.Values{"order": {"asc"}, "limit": {fmt.Sprint(historyPageLimit)}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		u.RawQuery = q.Encode()
+		page, ok := fetchPage(ctx, client, u.String(), *token, stderr)
+		if !ok {
+			return 1
+		}
+		for _, raw := range page.Messages {
+			if *asJSON {
+				_, _ = stdout.Write(append(compactRaw(raw), '\n'))
+				continue
+			}
+			var m protocol.Message
+			if err := json.Unmarshal(raw, &m); err != nil {
+				fmt.Fprintln(stderr, "turnctl history: a message record does not decode:", err)
+				return 1
+			}
+			printMessage(stdout, m)
+		}
+		if !page.HasMore || page.NextCursor == nil || *page.NextCursor == "" {
+			return 0
+		}
+		cursor = *page.NextCursor
+	}
+	fmt.Fprintln(stderr, "turnctl history: stopped after", maxHistoryPages, "pages")
+	return 1
+}
+
+// messagePage is one page of GET /sessions/{id}/messages (DESIGN §6).
+type messagePage struct {
+	Messages   []json.RawMessage `json:"messages"`
+	NextCursor *string           `json:"nextCursor"`
+	HasMore    bool              `json:"hasMore"`
+}
+
+func fetchPage(ctx context.Context, client *http.Client, pageURL, token string, stderr io.Writer) (*messagePage, bool) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pageURL, nil)
+	if err != nil {
+		fmt.Fprintln(stderr, "turnctl history:", err)
+		return nil, false
+	}
+	req.Header.Set("Accept", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		fmt.Fprintln(stderr, "turnctl history:", err)
+		return nil, false
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		reportHTTPError(stderr, "history", resp)
+		return nil, false
+	}
+	var page messagePage
+	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
+		fmt.Fprintln(stderr, "turnctl history: the page does not decode:", err)
+		return nil, false
+	}
+	return &page, true
+}
+
+// printMessage writes one message block: "role (status, createdAt):", its
+// text indented, its tool calls and the artifact references kept in its
+// metadata.
+func printMessage(w io.Writer, m protocol.Message) {
+	fmt.Fprintf(w, "%s (%s, %s):\n", m.Role, m.Status, m.CreatedAt)
+	if text := displayContent(m.Content); text != "" {
+		for _, line := range strings.Split(text, "\n") {
+			fmt.Fprintf(w, "  %s\n", line)
+		}
+	}
+	for _, tc := range m.ToolCalls {
+		fmt.Fprintf(w, "  tool %s %s: %s\n", tc.Name, compactJSON(tc.Args), tc.Status)
+	}
+	var md struct {
+		Artifacts []struct {
+			EntryPath    string `json:"entryPath"`
+			ArtifactType string `json:"artifactType"`
+		} `json:"artifacts"`
+	}
+	if len(m.Metadata) > 0 && json.Unmarshal(m.Metadata, &md) == nil {
+		for _, a := range md.Artifacts {
+			fmt.Fprintf(w, "  artifact %s (%s)\n", a.EntryPath, a.ArtifactType)
+		}
+	}
+}
+
+func compactRaw(raw json.RawMessage) []byte {
+	return []byte(compactJSON(raw))
+}
