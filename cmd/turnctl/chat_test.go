@@ -165,7 +165,9 @@ func TestChatFailures(t *testing.T) {
 	}{
 		"JSON error": {
 			status: http.StatusConflict, ctype: "application/json",
-			body:    func(*testing.T) string { return string(protocol.EncodeErrorBody(protocol.NewDiagnostic(protocol.CodeSessionBusy))) },
+			body: func(*testing.T) string {
+				return string(protocol.EncodeErrorBody(protocol.NewDiagnostic(protocol.CodeSessionBusy)))
+			},
 			wantErr: "turnctl chat: HTTP 409: SESSION_BUSY: Another turn is active for this session. (retryable)",
 		},
 		"non-JSON error": {
