@@ -27,99 +27,150 @@ import (
 // cost the same at 10 and at 10,000 turns (DESIGN §5: one Query per page).
 var benchDepths = []int{10, 10_000}
 
-// benchLimit is the page size: both depths return full pages of it.
-const benchLimit = 10
+// benchLimit is the page size: small enough that both depths return a
+// full page with a next cursor, so both pages do the same work.
+const benchLimit = 5
 
-// BenchmarkHistoryPage serves GET /sessions/{id}/turns?limit=10 (the newest
-// page) through the history handler at each depth, on the memory store and
-// on the DynamoDB store over dynalite (skipped when no server is
-// available). On DynamoDB it counts the requests each page sends and fails
-// unless a page is exactly one Query.
+// benchKey is the page-cursor key of the benchmark stores.
+var benchKey = bytes.Repeat([]byte{3}, 32)
+
+// benchSession is the session holding depth turns.
+func benchSession(depth int) string { return fmt.Sprintf("deep%d", depth) }
+
+// BenchmarkHistoryPage serves one page of GET /sessions/{id}/turns?limit=5
+// through the history handler, on the memory store and on the DynamoDB
+// store over dynalite (skipped when no server is available), each holding
+// one session per depth:
+//
+//	depth=N/page=newest   the first page of the session with N turns
+//	depth=N/page=middle   a page from a cursor in the middle (N > 10 only)
+//	interleaved           newest pages of depth 10 and 10,000 alternated in
+//	                      one loop, reporting each one's ns/page and their
+//	                      ratio (deep/shallow): on a loaded machine this
+//	                      comparison is not skewed by load drifting between
+//	                      sub-benchmarks
+//
+// On DynamoDB every page must be exactly one Query (the benchmark fails
+// otherwise) and dynamodb-requests/op is reported.
 func BenchmarkHistoryPage(b *testing.B) {
-	for _, depth := range benchDepths {
-		b.Run(fmt.Sprintf("store=memory/depth=%d", depth), func(b *testing.B) {
-			store := memory.New(memory.Options{CursorKey: bytes.Repeat([]byte{3}, 32)})
-			t0 := time.Now()
-			seedSequential(b, store, depth)
-			b.Logf("seeded %d turns in %v", depth, time.Since(t0).Round(time.Millisecond))
-			benchPage(b, store, nil)
-		})
-	}
-	for _, depth := range benchDepths {
-		b.Run(fmt.Sprintf("store=dynalite/depth=%d", depth), func(b *testing.B) {
+	stores := []struct {
+		name string
+		new  func(b *testing.B) (chat.Store, *opCounter)
+		seed func(b *testing.B, store chat.Store, sessionID string, depth int)
+	}{
+		{"memory", func(*testing.B) (chat.Store, *opCounter) {
+			return memory.New(memory.Options{CursorKey: benchKey}), nil
+		}, seedSequential},
+		{"dynalite", func(b *testing.B) (chat.Store, *opCounter) {
 			ops := &opCounter{}
-			store := newDynamoStore(b, time.Now, bytes.Repeat([]byte{3}, 32), ops.option)
-			t0 := time.Now()
-			seedConcurrent(b, store, depth)
-			b.Logf("seeded %d turns in %v", depth, time.Since(t0).Round(time.Millisecond))
-			benchPage(b, store, ops)
+			return newDynamoStore(b, time.Now, benchKey, ops.option), ops
+		}, seedConcurrent},
+	}
+	for _, st := range stores {
+		b.Run("store="+st.name, func(b *testing.B) {
+			store, ops := st.new(b)
+			for _, depth := range benchDepths {
+				t0 := time.Now()
+				st.seed(b, store, benchSession(depth), depth)
+				b.Logf("seeded %d turns in %v", depth, time.Since(t0).Round(time.Millisecond))
+			}
+			h := sessionapi.NewHistoryHandler(sessionapi.Options{Store: store, Authenticator: devAuthenticator(b), Logger: slog.New(slog.DiscardHandler)})
+			newest := func(depth int) string {
+				return fmt.Sprintf("/sessions/%s/turns?limit=%d", benchSession(depth), benchLimit)
+			}
+			for _, depth := range benchDepths {
+				b.Run(fmt.Sprintf("depth=%d/page=newest", depth), func(b *testing.B) {
+					benchPage(b, h, ops, newest(depth))
+				})
+				if depth > 2*benchLimit {
+					// The cursor a client holds after paging back to the middle.
+					cursor := chat.CursorCodec{Key: benchKey}.Encode(benchSession(depth), chat.OrderDesc, int64(depth/2))
+					b.Run(fmt.Sprintf("depth=%d/page=middle", depth), func(b *testing.B) {
+						benchPage(b, h, ops, newest(depth)+"&cursor="+cursor)
+					})
+				}
+			}
+			b.Run("interleaved", func(b *testing.B) {
+				shallow, deep := benchDepths[0], benchDepths[len(benchDepths)-1]
+				var tShallow, tDeep time.Duration
+				b.ReportAllocs()
+				for b.Loop() {
+					t0 := time.Now()
+					servePage(b, h, newest(shallow))
+					t1 := time.Now()
+					servePage(b, h, newest(deep))
+					tShallow, tDeep = tShallow+t1.Sub(t0), tDeep+time.Since(t1)
+				}
+				b.ReportMetric(float64(tShallow.Nanoseconds())/float64(b.N), fmt.Sprintf("depth%d-ns/page", shallow))
+				b.ReportMetric(float64(tDeep.Nanoseconds())/float64(b.N), fmt.Sprintf("depth%d-ns/page", deep))
+				b.ReportMetric(float64(tDeep)/float64(tShallow), "deep/shallow")
+			})
 		})
 	}
 }
 
-// benchPage measures one page request; with ops, it checks each page sent
-// exactly one DynamoDB request, a Query, and reports requests/op.
-func benchPage(b *testing.B, store chat.Store, ops *opCounter) {
-	b.Helper()
-	h := sessionapi.NewHistoryHandler(sessionapi.Options{Store: store, Authenticator: devAuthenticator(b), Logger: slog.New(slog.DiscardHandler)})
-	target := fmt.Sprintf("/sessions/deep/turns?limit=%d", benchLimit)
-	page := func() {
-		r := httptest.NewRequestWithContext(b.Context(), http.MethodGet, target, nil)
-		r.Header.Set("Authorization", auth.DevAuthorization(alice.Subject))
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		if w.Code != http.StatusOK {
-			b.Fatalf("page: %d %s", w.Code, w.Body)
-		}
+// servePage serves GET target as alice and fails b unless it is a 200
+// page with turns.
+func servePage(b *testing.B, h http.Handler, target string) {
+	r := httptest.NewRequestWithContext(b.Context(), http.MethodGet, target, nil)
+	r.Header.Set("Authorization", auth.DevAuthorization(alice.Subject))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusOK || !bytes.HasPrefix(w.Body.Bytes(), []byte(`{"turns":[{`)) {
+		b.Fatalf("page: %d %.200s", w.Code, w.Body)
 	}
+}
+
+// benchPage measures one page request to target; with ops, it checks each
+// page sent exactly one DynamoDB request, a Query, and reports
+// requests/op.
+func benchPage(b *testing.B, h http.Handler, ops *opCounter, target string) {
 	if ops != nil {
 		ops.take()
-		page()
+		servePage(b, h, target)
 		if got := ops.take(); len(got) != 1 || got[0] != "Query" {
 			b.Fatalf("one page sent %v, want exactly [Query]", got)
 		}
 	}
 	b.ReportAllocs()
-	b.ResetTimer()
 	for b.Loop() {
-		page()
+		servePage(b, h, target)
 	}
-	b.StopTimer()
 	if ops != nil {
 		b.ReportMetric(float64(len(ops.take()))/float64(b.N), "dynamodb-requests/op")
 	}
 }
 
-// seedSequential runs depth turns of alice in session "deep" through the
-// full claim, save, release path.
-func seedSequential(b *testing.B, store chat.Store, depth int) {
+// seedSequential runs depth turns of alice in sessionID through the full
+// claim, save, release path.
+func seedSequential(b *testing.B, store chat.Store, sessionID string, depth int) {
 	b.Helper()
 	ctx := b.Context()
 	for i := range depth {
 		id := fmt.Sprintf("t%05d", i)
-		c, err := store.ClaimTurn(ctx, benchClaim(id))
+		c, err := store.ClaimTurn(ctx, benchClaim(sessionID, id))
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := store.SaveTurn(ctx, c.Lease.Token, benchTurn(id, c.Lease.Ordinal)); err != nil {
+		if err := store.SaveTurn(ctx, c.Lease.Token, benchTurn(sessionID, id, c.Lease.Ordinal)); err != nil {
 			b.Fatal(err)
 		}
-		if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "deep", TurnID: id, Token: c.Lease.Token, Outcome: chat.OutcomeCompleted, Cursor: 2}); err != nil {
+		if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: sessionID, TurnID: id, Token: c.Lease.Token, Outcome: chat.OutcomeCompleted, Cursor: 2}); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// seedConcurrent creates session "deep" with one claim and then writes
-// ordinals 1..depth with that claim's token through SaveTurn from 8
-// workers. This bends SaveTurn's precondition (one claim per ordinal),
-// which the store checks only per turn item, to seed 10,000 turns in
-// seconds instead of minutes of sequential claim/save/release round trips;
-// the items written are exactly what SaveTurn writes for a claimed turn.
-func seedConcurrent(b *testing.B, store chat.Store, depth int) {
+// seedConcurrent creates sessionID with one claim and then writes ordinals
+// 1..depth with that claim's token through SaveTurn from 8 workers. This
+// bends SaveTurn's precondition (one claim per ordinal), which the store
+// checks only per turn item, to seed 10,000 turns with one request each
+// instead of three sequential round trips (claim, save, release); the
+// items written are exactly what SaveTurn writes for a claimed turn.
+func seedConcurrent(b *testing.B, store chat.Store, sessionID string, depth int) {
 	b.Helper()
 	ctx := b.Context()
-	c, err := store.ClaimTurn(ctx, benchClaim("t00000"))
+	c, err := store.ClaimTurn(ctx, benchClaim(sessionID, "t00000"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -133,7 +184,7 @@ func seedConcurrent(b *testing.B, store chat.Store, depth int) {
 				if ord > int64(depth) {
 					return
 				}
-				if err := store.SaveTurn(ctx, c.Lease.Token, benchTurn(fmt.Sprintf("t%05d", ord-1), ord)); err != nil {
+				if err := store.SaveTurn(ctx, c.Lease.Token, benchTurn(sessionID, fmt.Sprintf("t%05d", ord-1), ord)); err != nil {
 					errs <- err
 					return
 				}
@@ -147,18 +198,18 @@ func seedConcurrent(b *testing.B, store chat.Store, depth int) {
 	}
 }
 
-func benchClaim(turnID string) chat.ClaimRequest {
+func benchClaim(sessionID, turnID string) chat.ClaimRequest {
 	return chat.ClaimRequest{
-		SessionID: "deep", TurnID: turnID, Principal: alice, InputHash: chat.HashInput(turnID),
+		SessionID: sessionID, TurnID: turnID, Principal: alice, InputHash: chat.HashInput(turnID),
 		Lineage: protocol.Lineage{Operation: protocol.OperationSubmit}, DefinitionID: "assistant",
 		DefinitionRevision: 1, LeaseDuration: time.Hour,
 	}
 }
 
-func benchTurn(turnID string, ordinal int64) *chat.Turn {
+func benchTurn(sessionID, turnID string, ordinal int64) *chat.Turn {
 	now := time.Now()
 	return &chat.Turn{
-		SessionID: "deep", TurnID: turnID, Ordinal: ordinal, Status: chat.TurnComplete,
+		SessionID: sessionID, TurnID: turnID, Ordinal: ordinal, Status: chat.TurnComplete,
 		Lineage:   protocol.Lineage{Operation: protocol.OperationSubmit},
 		InputHash: chat.HashInput(turnID),
 		Messages:  standardMessages(turnID, protocol.FormatTime(now)),
