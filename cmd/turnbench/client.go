@@ -1,0 +1,204 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	neturl "net/url"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/auth"
+	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/sessionapi"
+	"github.com/turnstream/turnstream/pkg/turn"
+)
+
+// benchSubject is the dev-mode principal every benchmark session belongs to.
+const benchSubject = "bench"
+
+// benchIDs numbers requests for benchIDHeader.
+var benchIDs atomic.Int64
+
+// turnResult is what a client saw of one POST /turn/.
+type turnResult struct {
+	BenchID string
+	Status  int // HTTP status; 0 when the request failed before a response
+	// Error is the JSON error's code of a non-200 response.
+	ErrorCode string
+	// Lines is the number of NDJSON lines received; Bytes the body bytes.
+	Lines int
+	Bytes int
+	// FirstLine is when the first line arrived, measured from Sent.
+	Sent      time.Time
+	FirstLine time.Duration
+	// Last is the last complete line received, decoded (nil if none or
+	// undecodable); LastRaw its bytes.
+	Last    *protocol.Event
+	LastRaw []byte
+	// Disconnected is set when the client cancelled the request mid-stream.
+	Disconnected bool
+	// Err is a transport or decoding failure.
+	Err error
+}
+
+// acknowledged reports whether the stream's last line is a terminal
+// snapshot with status complete: the turn the client may rely on.
+func (r *turnResult) acknowledged() bool {
+	return !r.Disconnected && r.Last != nil && r.Last.Snapshot != nil && r.Last.Snapshot.Status == protocol.StatusComplete
+}
+
+// lastDiagnostic returns the code of a last-line stream diagnostic, or "".
+func (r *turnResult) lastDiagnostic() string {
+	if r.Last != nil && r.Last.Diagnostic != nil {
+		return r.Last.Diagnostic.Code
+	}
+	return ""
+}
+
+// submitOptions shape one submission.
+type submitOptions struct {
+	// TurnScope sends X-Turnstream-Snapshot-Scope: turn.
+	TurnScope bool
+	// DisconnectAfter, when > 0, cancels the request after that many lines.
+	DisconnectAfter int
+}
+
+// submit posts one client.turn.submit to base+"/turn/" and reads the
+// stream. Only the last line is decoded (with the strict protocol
+// decoder), so client CPU stays small next to the server's.
+func submit(ctx context.Context, c *http.Client, base, sessionID, turnID, input string, o submitOptions) *turnResult {
+	res := &turnResult{BenchID: strconv.FormatInt(benchIDs.Add(1), 10)}
+	body, err := protocol.EncodeEvent(&protocol.Event{
+		EventID: "e-" + turnID, SessionID: sessionID, TurnID: turnID,
+		EmittedAt: protocol.FormatTime(time.Now()), Kind: protocol.EventSubmit,
+		Submit: &protocol.SubmitPayload{Input: input},
+	})
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/turn/", bytes.NewReader(body))
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", auth.DevAuthorization(benchSubject))
+	req.Header.Set(benchIDHeader, res.BenchID)
+	if o.TurnScope {
+		req.Header.Set(turn.SnapshotScopeHeader, "turn")
+	}
+	res.Sent = time.Now()
+	resp, err := c.Do(req)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	defer drain(resp.Body)
+	res.Status = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(resp.Body)
+		res.ErrorCode = errorCode(raw)
+		return res
+	}
+	var last []byte
+	err = readLines(resp.Body, func(line []byte) bool {
+		if res.Lines == 0 {
+			res.FirstLine = time.Since(res.Sent)
+		}
+		res.Lines++
+		res.Bytes += len(line) + 1
+		last = append(last[:0], line...)
+		if o.DisconnectAfter > 0 && res.Lines >= o.DisconnectAfter {
+			res.Disconnected = true
+			cancel()
+			return false
+		}
+		return true
+	})
+	if err != nil && !res.Disconnected {
+		res.Err = fmt.Errorf("read stream: %w", err)
+	}
+	if len(last) > 0 {
+		res.LastRaw = last
+		ev, d := protocol.DecodeTurnEvent(last)
+		if d != nil {
+			res.Err = errors.Join(res.Err, fmt.Errorf("last line does not decode: %s", d.Code))
+		}
+		res.Last = ev
+	}
+	return res
+}
+
+// errorCode returns the code of an {"error":{...}} body, or "".
+func errorCode(raw []byte) string {
+	var b struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &b) != nil {
+		return ""
+	}
+	return b.Error.Code
+}
+
+// getJSON GETs base+path as the bench principal into v (when non-nil) and
+// returns the status and the benchIDHeader value sent.
+func getJSON(ctx context.Context, c *http.Client, url string, v any) (int, string, error) {
+	id := strconv.FormatInt(benchIDs.Add(1), 10)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, id, err
+	}
+	req.Header.Set("Authorization", auth.DevAuthorization(benchSubject))
+	req.Header.Set(benchIDHeader, id)
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, id, err
+	}
+	defer drain(resp.Body)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, id, err
+	}
+	if resp.StatusCode == http.StatusOK && v != nil {
+		if err := json.Unmarshal(raw, v); err != nil {
+			return resp.StatusCode, id, fmt.Errorf("decode %s: %w", url, err)
+		}
+	}
+	return resp.StatusCode, id, nil
+}
+
+// historyAll reads every turn of a session, oldest first, 100 per page.
+func historyAll(ctx context.Context, c *http.Client, base, sessionID string) ([]sessionapi.TurnSummary, error) {
+	var all []sessionapi.TurnSummary
+	cursor := ""
+	for {
+		url := base + "/history/sessions/" + sessionID + "/turns?order=asc&limit=100"
+		if cursor != "" {
+			url += "&cursor=" + neturl.QueryEscape(cursor)
+		}
+		var page sessionapi.TurnPage
+		status, _, err := getJSON(ctx, c, url, &page)
+		if err != nil {
+			return nil, err
+		}
+		if status != http.StatusOK {
+			return nil, fmt.Errorf("history page of %s: status %d", sessionID, status)
+		}
+		all = append(all, page.Turns...)
+		if !page.HasMore || page.NextCursor == nil {
+			return all, nil
+		}
+		cursor = *page.NextCursor
+	}
+}

@@ -1,0 +1,502 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/turnstream/turnstream/pkg/auth"
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/model/echo"
+	"github.com/turnstream/turnstream/pkg/sessionapi"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+	"github.com/turnstream/turnstream/pkg/turn"
+)
+
+// ---- dynalite -----------------------------------------------------------
+
+// dynaliteProc is a dynalite process started by startDynalite.
+type dynaliteProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startDynalite starts root/node_modules/.bin/dynalite on a free loopback
+// port in its own process group (never through npx: killing npx leaves
+// node running; NOTES.md) and waits until it answers. It returns the
+// endpoint URL. stop kills the process group and waits for it.
+func startDynalite(root string) (endpoint string, p *dynaliteProc, err error) {
+	bin := filepath.Join(root, "node_modules", ".bin", "dynalite")
+	if _, err := os.Stat(bin); err != nil {
+		return "", nil, fmt.Errorf("%s not found: run `npm ci` in %s or set DYNAMODB_ENDPOINT", bin, root)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		return "", nil, errors.New("node not found in PATH: install Node 20+ or set DYNAMODB_ENDPOINT")
+	}
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", port,
+		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
+	cmd.Dir = root
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	p = &dynaliteProc{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait() // the status after a kill says nothing
+		close(p.done)
+	}()
+	endpoint = "http://127.0.0.1:" + port
+	if err := waitHTTP(endpoint, p.done, 15*time.Second); err != nil {
+		p.stop()
+		return "", nil, fmt.Errorf("dynalite: %w", err)
+	}
+	return endpoint, p, nil
+}
+
+// stop kills dynalite's process group and waits for the process.
+func (p *dynaliteProc) stop() {
+	if p == nil {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // already gone is fine
+	<-p.done
+}
+
+// pid is dynalite's process id (its group leader).
+func (p *dynaliteProc) pid() int { return p.cmd.Process.Pid }
+
+// waitHTTP polls url until it answers, exited closes or timeout passes.
+func waitHTTP(url string, exited <-chan struct{}, timeout time.Duration) error {
+	c := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			return errors.New("process exited before answering")
+		default:
+		}
+		if resp, err := c.Get(url); err == nil {
+			_ = resp.Body.Close()
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("no answer on %s within %s", url, timeout)
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("find a free port: %w", err)
+	}
+	defer func() { _ = l.Close() }()
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	return port, err
+}
+
+// repoRoot walks up from dir to the directory holding go.mod.
+func repoRoot(dir string) (string, error) {
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("go.mod not found above the working directory (use -repo)")
+		}
+		dir = parent
+	}
+}
+
+// newTableName returns a fresh table name with prefix.
+func newTableName(prefix string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// ---- the DynamoDB tap: counting, tracing and fault injection -------------
+
+// errInjected is the error the tap returns instead of sending a request.
+// The SDK's retryer does not classify it as retryable, so one injected
+// failure fails one API call.
+var errInjected = errors.New("turnbench: injected DynamoDB failure")
+
+// opRecord is one DynamoDB API call seen by the tap.
+type opRecord struct {
+	Op     string // operation name, e.g. "UpdateItem"
+	SK     string // the sort key of a keyed call ("SESSION", "TURN#..."), "" for Query
+	Failed bool   // the tap injected a failure instead of sending it
+	// CondFailed means the server rejected the call's condition.
+	CondFailed bool
+}
+
+// trace is every DynamoDB call made on behalf of one HTTP request.
+type trace struct {
+	mu  sync.Mutex
+	ops []opRecord
+}
+
+func (t *trace) add(r opRecord) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.ops = append(t.ops, r)
+}
+
+// snapshot returns a copy of the calls recorded so far.
+func (t *trace) snapshot() []opRecord {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]opRecord(nil), t.ops...)
+}
+
+type traceKey struct{}
+
+// withTrace returns ctx carrying t; the tap records calls made with it.
+func withTrace(ctx context.Context, t *trace) context.Context {
+	return context.WithValue(ctx, traceKey{}, t)
+}
+
+func traceFrom(ctx context.Context) *trace {
+	t, _ := ctx.Value(traceKey{}).(*trace)
+	return t
+}
+
+// tap is SDK middleware on the DynamoDB client (Initialize step, so once
+// per API call, before the retryer): it counts every call by operation,
+// records it in the request's trace, and fails a fraction of calls with
+// errInjected before they are sent. It also counts HTTP attempts in the
+// Finalize step (after the retryer), so retries would show.
+type tap struct {
+	calls    atomic.Int64
+	attempts atomic.Int64
+	injected atomic.Int64
+	failBits atomic.Uint64 // float64 bits of the failure probability
+
+	mu    sync.Mutex
+	rng   *mrand.Rand
+	byOp  map[string]int64
+	fails map[string]int64
+}
+
+func newTap(seed uint64) *tap {
+	return &tap{rng: mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), byOp: map[string]int64{}, fails: map[string]int64{}}
+}
+
+// setFailRate sets the probability (0..1) that a call fails.
+func (t *tap) setFailRate(p float64) { t.failBits.Store(math.Float64bits(p)) }
+
+func (t *tap) decide(op string) bool {
+	p := math.Float64frombits(t.failBits.Load())
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.byOp[op]++
+	fail := p > 0 && t.rng.Float64() < p
+	if fail {
+		t.fails[op]++
+	}
+	return fail
+}
+
+// option installs the tap on a client (dynamo.NewClient's optFns).
+func (t *tap) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+		if err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("turnbenchTap",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				op := awsmiddleware.GetOperationName(ctx)
+				t.calls.Add(1)
+				rec := opRecord{Op: op, SK: sortKeyOf(in.Parameters), Failed: t.decide(op)}
+				var (
+					out middleware.InitializeOutput
+					md  middleware.Metadata
+					err error
+				)
+				if rec.Failed {
+					t.injected.Add(1)
+					err = errInjected
+				} else {
+					out, md, err = next.HandleInitialize(ctx, in)
+					var ccf *types.ConditionalCheckFailedException
+					rec.CondFailed = errors.As(err, &ccf)
+				}
+				if tr := traceFrom(ctx); tr != nil {
+					tr.add(rec)
+				}
+				return out, md, err
+			}), middleware.After); err != nil {
+			return err
+		}
+		return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("turnbenchAttempts",
+			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+				t.attempts.Add(1)
+				return next.HandleFinalize(ctx, in)
+			}), middleware.After)
+	})
+}
+
+// sortKeyOf returns the "sk" of a keyed request's Key, or "".
+func sortKeyOf(params any) string {
+	var key map[string]types.AttributeValue
+	switch in := params.(type) {
+	case *dynamodb.UpdateItemInput:
+		key = in.Key
+	case *dynamodb.GetItemInput:
+		key = in.Key
+	case *dynamodb.DeleteItemInput:
+		key = in.Key
+	case *dynamodb.PutItemInput:
+		key = in.Item
+	}
+	if s, ok := key[dynamo.AttrSK].(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
+
+// ---- the dev-server wiring ------------------------------------------------
+
+// Header a turnbench client sends so the server can file the request's
+// DynamoDB trace under it (bench-only; the handlers never see it used).
+const benchIDHeader = "X-Turnbench-Id"
+
+// wiring is the three handlers mounted as cmd/devserver mounts them
+// (DESIGN §10: /turn/, /history/, /artifacts/ with the prefix stripped),
+// served over real loopback HTTP, on one DynamoDB store whose client
+// carries the tap.
+type wiring struct {
+	srv      *http.Server
+	base     string // http://127.0.0.1:port
+	traces   sync.Map
+	inflight atomic.Int64
+	idle     chan struct{} // signalled when inflight drops to 0
+}
+
+// handlerConfig is what differs between the wirings a run starts.
+type handlerConfig struct {
+	EchoDelay     time.Duration
+	EchoChunk     int
+	LeaseDuration time.Duration
+}
+
+// newWiring starts a loopback server of the three handlers on store.
+func newWiring(store chat.Store, hc handlerConfig) (*wiring, error) {
+	authn, err := auth.New(context.Background(), config.AuthConfig{Mode: config.AuthDev, TrustedSubject: "host"},
+		auth.WithLookupEnv(func(string) (string, bool) { return "", false }))
+	if err != nil {
+		return nil, fmt.Errorf("authenticator: %w", err)
+	}
+	quiet := slog.New(slog.DiscardHandler)
+	th, err := turn.NewHandler(turn.Options{
+		Store:         store,
+		Model:         echo.New(hc.EchoDelay, hc.EchoChunk),
+		Authenticator: authn,
+		Definition:    turn.Definition{ID: "assistant", Revision: 1},
+		LeaseDuration: hc.LeaseDuration,
+		Logger:        quiet,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("turn handler: %w", err)
+	}
+	so := sessionapi.Options{Store: store, Authenticator: authn, Logger: quiet}
+	w := &wiring{idle: make(chan struct{}, 1)}
+	mux := http.NewServeMux()
+	mount(mux, "/turn/", th)
+	mount(mux, "/history/", sessionapi.NewHistoryHandler(so))
+	mount(mux, "/artifacts/", sessionapi.NewArtifactsHandler(so))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	w.base = "http://" + ln.Addr().String()
+	w.srv = &http.Server{Handler: w.traced(mux), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = w.srv.Serve(ln) }() // ends with Close
+	return w, nil
+}
+
+// traced gives each request a trace (filed under its benchIDHeader) and
+// counts requests in flight.
+func (w *wiring) traced(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.inflight.Add(1)
+		defer func() {
+			if w.inflight.Add(-1) == 0 {
+				select {
+				case w.idle <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		tr := &trace{}
+		if id := r.Header.Get(benchIDHeader); id != "" {
+			w.traces.Store(id, tr)
+		}
+		h.ServeHTTP(rw, r.WithContext(withTrace(r.Context(), tr)))
+	})
+}
+
+// trace returns the trace of the request sent with id, or nil.
+func (w *wiring) trace(id string) *trace {
+	v, ok := w.traces.Load(id)
+	if !ok {
+		return nil
+	}
+	return v.(*trace)
+}
+
+// waitIdle waits until no request is being served (handlers keep running
+// after a client disconnect) or timeout passes.
+func (w *wiring) waitIdle(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for w.inflight.Load() != 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-w.idle:
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return true
+}
+
+func (w *wiring) close() { _ = w.srv.Close() }
+
+// mount serves h under prefix (ending in "/") with the prefix stripped, as
+// cmd/devserver does, so h sees "/..." as behind its own function URL.
+func mount(mux *http.ServeMux, prefix string, h http.Handler) {
+	bare := strings.TrimSuffix(prefix, "/")
+	mux.Handle(prefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r2 := new(http.Request)
+		*r2 = *r
+		u := *r.URL
+		u.Path = "/" + strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, bare), "/")
+		u.RawPath = ""
+		r2.URL = &u
+		r2.RequestURI = u.RequestURI()
+		h.ServeHTTP(w, r2)
+	}))
+}
+
+// ---- HTTP client ----------------------------------------------------------
+
+// countingConn counts the bytes read from a connection.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// newHTTPClient returns a keep-alive client for up to conns parallel
+// connections. With wire set, every connection counts the bytes it reads
+// into wire and keep-alive is off, so one request is one connection.
+func newHTTPClient(conns int, wire *atomic.Int64) *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	tr := &http.Transport{
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     time.Minute,
+		DisableCompression:  true,
+	}
+	if wire != nil {
+		tr.DisableKeepAlives = true
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return countingConn{Conn: c, n: wire}, nil
+		}
+	} else {
+		tr.DialContext = d.DialContext
+	}
+	return &http.Client{Transport: tr}
+}
+
+// drain reads and closes a response body.
+func drain(r io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, r)
+	_ = r.Close()
+}
+
+// readLines reads NDJSON lines from r, calling fn with each (without its
+// newline; the slice is reused). It stops when fn returns false.
+func readLines(r io.Reader, fn func(line []byte) bool) error {
+	br := newLineReader(r)
+	for {
+		line, err := br.next()
+		if len(line) > 0 && !fn(line) {
+			return nil
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+type lineReader struct {
+	r   io.Reader
+	buf []byte
+	pos int
+	end int
+	out []byte
+}
+
+func newLineReader(r io.Reader) *lineReader { return &lineReader{r: r, buf: make([]byte, 64<<10)} }
+
+// next returns the next line (without "\n"); at EOF a trailing fragment is
+// returned with io.EOF.
+func (l *lineReader) next() ([]byte, error) {
+	l.out = l.out[:0]
+	for {
+		if l.pos < l.end {
+			if i := bytes.IndexByte(l.buf[l.pos:l.end], '\n'); i >= 0 {
+				l.out = append(l.out, l.buf[l.pos:l.pos+i]...)
+				l.pos += i + 1
+				return l.out, nil
+			}
+			l.out = append(l.out, l.buf[l.pos:l.end]...)
+		}
+		l.pos, l.end = 0, 0
+		n, err := l.r.Read(l.buf)
+		l.end = n
+		if err != nil && n == 0 {
+			return l.out, err
+		}
+	}
+}

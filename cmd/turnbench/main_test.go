@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMain lets the test binary play the self-exec wrapper that
+// aws-lambda-rie runs in the cold-start section.
+func TestMain(m *testing.M) {
+	maybeExecBootstrap()
+	os.Exit(m.Run())
+}
+
+// needDynalite skips (fails on CI) unless a DynamoDB API server can be
+// had: DYNAMODB_ENDPOINT, or dynalite in node_modules with node.
+func needDynalite(t *testing.T) {
+	t.Helper()
+	if os.Getenv("DYNAMODB_ENDPOINT") != "" {
+		return
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := repoRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, statErr := os.Stat(filepath.Join(root, "node_modules", ".bin", "dynalite"))
+	_, nodeErr := exec.LookPath("node")
+	if statErr != nil || nodeErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("dynalite or node missing (run npm ci): %v %v", statErr, nodeErr)
+		}
+		t.Skipf("dynalite or node missing (run npm ci): %v %v", statErr, nodeErr)
+	}
+}
+
+// TestQuickRun runs the quick mode end to end on dynalite and checks the
+// structural results, never timings: the request budgets hold, a history
+// page is one Query at any depth, turn scope snapshots are smaller than
+// session scope ones, and the load run lost, duplicated or misreported
+// nothing while failures were really injected. With -short the
+// cold-start section (three builds per architecture and the emulator) is
+// left out.
+func TestQuickRun(t *testing.T) {
+	needDynalite(t)
+	args := []string{"-quick"}
+	if testing.Short() {
+		args = append(args, "-coldstart=false")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	rep, err := run(ctx, args, &out)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	t.Logf("\n%s", out.String())
+
+	set := quickSettings()
+	b := rep.Budgets
+	if b.NewTurnMax > 4 || b.ContTurnMax > 4 || b.NewTurns == 0 || b.ContTurns == 0 {
+		t.Errorf("requests per completed turn: new max %d, continued max %d; budget 4", b.NewTurnMax, b.ContTurnMax)
+	}
+	if b.PageMax != 1 || b.Pages == 0 {
+		t.Errorf("requests per history page: max %d over %d pages; budget 1", b.PageMax, b.Pages)
+	}
+	for _, d := range set.Depths {
+		if q := rep.Depth[d].MaxQueries; q != 1 {
+			t.Errorf("history page at depth %d sent %d requests, want 1", d, q)
+		}
+	}
+	ws, wt := rep.Wire["session"], rep.Wire["turn"]
+	if wt.FinalBytes >= ws.FinalBytes {
+		t.Errorf("final snapshot: turn scope %d B, session scope %d B; want turn scope smaller", wt.FinalBytes, ws.FinalBytes)
+	}
+	for scope, w := range rep.Wire {
+		if w.Snapshots < 2 || w.TCPBytes < w.BodyBytes || w.BodyBytes < w.FinalBytes {
+			t.Errorf("%s scope: %+v; want several lines and TCP >= body >= final", scope, *w)
+		}
+	}
+	for _, c := range set.Concurrency {
+		if rep.Turns[c] <= 0 || rep.Writes[c] <= 0 {
+			t.Errorf("concurrency %d: %f turns/s, %f writes/s; want both measured", c, rep.Turns[c], rep.Writes[c])
+		}
+	}
+
+	l := rep.Load
+	injected := 0
+	for _, n := range l.Injected {
+		injected += n
+	}
+	switch {
+	case !l.ok():
+		t.Errorf("load run verification failed: %+v\nproblems: %s", *l, strings.Join(l.Problems, "\n"))
+	case l.Acknowledged == 0 || l.Verified != l.Acknowledged:
+		t.Errorf("load run: %d acknowledged, %d verified", l.Acknowledged, l.Verified)
+	case injected == 0 || l.DiagnosticsChecked == 0:
+		t.Errorf("load run: %d failures injected, %d diagnostics checked; the run tested nothing", injected, l.DiagnosticsChecked)
+	case l.TurnsAttempted != set.Load.Sessions*set.Load.Turns:
+		t.Errorf("load run attempted %d turns, want %d", l.TurnsAttempted, set.Load.Sessions*set.Load.Turns)
+	}
+
+	if !testing.Short() {
+		switch {
+		case errors.Is(rep.ColdErr, errSkipped):
+			t.Logf("cold starts: %v", rep.ColdErr)
+		case rep.ColdErr != nil:
+			t.Errorf("cold starts: %v", rep.ColdErr)
+		default:
+			for _, fn := range functions {
+				cr := rep.Cold[fn]
+				if len(cr.ColdStarts) != set.ColdRuns || cr.ColdStarts[0] <= 0 || cr.PeakRSSKiB <= 0 {
+					t.Errorf("%s under the emulator: %+v", fn, *cr)
+				}
+			}
+		}
+		for _, fn := range functions {
+			if rep.Sizes["arm64"][fn] == 0 {
+				t.Errorf("no linux/arm64 size for %s", fn)
+			}
+		}
+	}
+
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if !slices.Contains(lines, "| figure | measured | baseline (same run) | measured vs baseline |") {
+		t.Errorf("no table header in the output")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	session := func(failed, cond bool) opRecord {
+		return opRecord{Op: "UpdateItem", SK: "SESSION", Failed: failed, CondFailed: cond}
+	}
+	query := func(failed bool) opRecord { return opRecord{Op: "Query", Failed: failed} }
+	save := func(failed bool) opRecord {
+		return opRecord{Op: "UpdateItem", SK: "TURN#00000000000000000001", Failed: failed}
+	}
+	get := func(failed bool) opRecord { return opRecord{Op: "GetItem", SK: "SESSION", Failed: failed} }
+	tests := map[string]struct {
+		ops  []opRecord
+		want []string
+	}{
+		"happy path":               {[]opRecord{session(false, false), query(false), save(false), session(false, false)}, nil},
+		"claim fails":              {[]opRecord{session(true, false)}, []string{kindClaim}},
+		"classifying read fails":   {[]opRecord{session(false, true), get(true)}, []string{kindClaim}},
+		"takeover write fails":     {[]opRecord{session(false, true), get(false), session(true, false)}, []string{kindClaim}},
+		"context fails":            {[]opRecord{session(false, false), query(true), save(false), session(false, false)}, []string{kindContext}},
+		"save fails":               {[]opRecord{session(false, false), query(false), save(true), session(false, false)}, []string{kindSave}},
+		"release fails":            {[]opRecord{session(false, false), save(false), session(true, false)}, []string{kindRelease}},
+		"renewal fails":            {[]opRecord{session(false, false), session(true, false), save(false), session(false, false)}, []string{kindRenew}},
+		"takeover then save fails": {[]opRecord{session(false, true), get(false), session(false, false), query(false), save(true), session(false, false)}, []string{kindSave}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := classify(tc.ops); !slices.Equal(got, tc.want) {
+				t.Errorf("classify = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestExpectedOutcome(t *testing.T) {
+	tests := map[string]struct {
+		kinds []string
+		want  string
+	}{
+		"claim":            {[]string{kindClaim}, "HTTP 500 SERVER_INTERNAL"},
+		"context and save": {[]string{kindContext, kindSave}, "HTTP 500 SERVER_INTERNAL"},
+		"save":             {[]string{kindSave}, "stream SERVER_INTERNAL"},
+		"save and release": {[]string{kindSave, kindRelease}, "stream SERVER_INTERNAL"},
+		"release":          {[]string{kindRelease}, "stream snapshot complete"},
+		"renewal only":     {[]string{kindRenew}, ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := expectedOutcome(tc.kinds); got != tc.want {
+				t.Errorf("expectedOutcome(%v) = %q, want %q", tc.kinds, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestLineReader(t *testing.T) {
+	tests := map[string]struct {
+		in   string
+		want []string
+	}{
+		"lines":             {"a\nbb\n", []string{"a", "bb"}},
+		"trailing fragment": {"a\nbb", []string{"a", "bb"}},
+		"empty":             {"", nil},
+		"long line":         {strings.Repeat("x", 200_000) + "\ny\n", []string{strings.Repeat("x", 200_000), "y"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			err := readLines(strings.NewReader(tc.in), func(line []byte) bool {
+				got = append(got, string(line))
+				return true
+			})
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("readLines = %d lines, %v; want %d lines", len(got), err, len(tc.want))
+			}
+		})
+	}
+}

@@ -1,0 +1,367 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/turnstream/turnstream/pkg/auth"
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/sessionapi"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+)
+
+// benchPrincipal is the dev-mode principal of benchSubject.
+var benchPrincipal = chat.Principal{Subject: benchSubject, Tenant: auth.DevTenant}
+
+// quantile returns the q-quantile (0..1, nearest rank) of d; d is sorted.
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	slices.Sort(d)
+	i := int(q*float64(len(d))+0.5) - 1
+	return d[min(max(i, 0), len(d)-1)]
+}
+
+// ms formats d in milliseconds with two decimals.
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
+
+// ---- request budgets (DESIGN §5) -------------------------------------------
+
+// budgetResult is the DynamoDB requests of completed turns and pages.
+type budgetResult struct {
+	NewTurnMax, NewTurnSum, NewTurns    int
+	ContTurnMax, ContTurnSum, ContTurns int
+	PageMax, PageSum, Pages             int
+}
+
+// measureBudgets runs sessions x 2 completed turns (the first creates the
+// session, the second loads one turn of context) and one history page per
+// session, counting each request's DynamoDB calls through its trace.
+func measureBudgets(ctx context.Context, w *wiring, c *http.Client, prefix string, sessions int) (*budgetResult, error) {
+	r := &budgetResult{}
+	for i := range sessions {
+		sid := fmt.Sprintf("%s-budget-%d", prefix, i)
+		for k := range 2 {
+			res := submit(ctx, c, w.base, sid, fmt.Sprintf("t%d", k), "How many requests does a turn cost?", submitOptions{})
+			if res.Err != nil || !res.acknowledged() {
+				return nil, fmt.Errorf("budget turn %s/t%d not acknowledged (status %d, %v)", sid, k, res.Status, res.Err)
+			}
+			n := len(w.trace(res.BenchID).snapshot())
+			if k == 0 {
+				r.NewTurns++
+				r.NewTurnSum += n
+				r.NewTurnMax = max(r.NewTurnMax, n)
+			} else {
+				r.ContTurns++
+				r.ContTurnSum += n
+				r.ContTurnMax = max(r.ContTurnMax, n)
+			}
+		}
+		var page sessionapi.TurnPage
+		status, id, err := getJSON(ctx, c, w.base+"/history/sessions/"+sid+"/turns?limit=10", &page)
+		if err != nil || status != http.StatusOK || len(page.Turns) != 2 {
+			return nil, fmt.Errorf("history page of %s: status %d, %d turns, %v", sid, status, len(page.Turns), err)
+		}
+		n := len(w.trace(id).snapshot())
+		r.Pages++
+		r.PageSum += n
+		r.PageMax = max(r.PageMax, n)
+	}
+	return r, nil
+}
+
+// ---- throughput -------------------------------------------------------------
+
+// turnsPerSecond runs conc workers, each submitting turns back to back
+// (a new session every 10 turns, so context loads stay small) for d, and
+// returns completed turns per second and the turns not acknowledged.
+func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d time.Duration) (float64, int64) {
+	c := newHTTPClient(conc, nil)
+	defer c.CloseIdleConnections()
+	var done, failed atomic.Int64
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for wk := range conc {
+		wg.Go(func() {
+			for k := 0; time.Now().Before(deadline); k++ {
+				sid := fmt.Sprintf("%s-tp%d-w%d-s%d", prefix, conc, wk, k/10)
+				res := submit(ctx, c, w.base, sid, fmt.Sprintf("t%d", k), "ping", submitOptions{})
+				if res.acknowledged() {
+					done.Add(1)
+				} else {
+					failed.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return float64(done.Load()) / time.Since(start).Seconds(), failed.Load()
+}
+
+// conditionalWrites runs conc workers, each issuing conditional UpdateItem
+// calls on its own item for d (the shape of every turnstream write: SET
+// with a compare-and-set condition on a revision), and returns the
+// successful writes per second: the server's ceiling for turn writes.
+func conditionalWrites(ctx context.Context, client *dynamodb.Client, table, prefix string, conc int, d time.Duration) (float64, error) {
+	var done atomic.Int64
+	errs := make(chan error, conc)
+	start := time.Now()
+	deadline := start.Add(d)
+	var wg sync.WaitGroup
+	for wk := range conc {
+		wg.Go(func() {
+			key := map[string]types.AttributeValue{
+				dynamo.AttrPK: &types.AttributeValueMemberS{Value: fmt.Sprintf("BENCH#%s-%d-%d", prefix, conc, wk)},
+				dynamo.AttrSK: &types.AttributeValueMemberS{Value: "CAS"},
+			}
+			for rev := 0; time.Now().Before(deadline); rev++ {
+				in := &dynamodb.UpdateItemInput{
+					TableName:                aws.String(table),
+					Key:                      key,
+					UpdateExpression:         aws.String("SET #r = :n"),
+					ConditionExpression:      aws.String("attribute_not_exists(#r) OR #r = :p"),
+					ExpressionAttributeNames: map[string]string{"#r": "rev"},
+					ExpressionAttributeValues: map[string]types.AttributeValue{
+						":n": &types.AttributeValueMemberN{Value: fmt.Sprint(rev + 1)},
+						":p": &types.AttributeValueMemberN{Value: fmt.Sprint(rev)},
+					},
+				}
+				if _, err := client.UpdateItem(ctx, in); err != nil {
+					errs <- fmt.Errorf("conditional write: %w", err)
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	return float64(done.Load()) / time.Since(start).Seconds(), nil
+}
+
+// ---- time to first snapshot ------------------------------------------------
+
+// latencies are p50 and p99 of a sample.
+type latencies struct{ P50, P99 time.Duration }
+
+func summarize(d []time.Duration) latencies {
+	return latencies{P50: quantile(d, 0.50), P99: quantile(d, 0.99)}
+}
+
+// firstSnapshot alternates n turn submissions on new sessions (client
+// side: request sent -> first NDJSON line received) with n ClaimTurn calls
+// on new sessions made directly on the store (the claim's own round trip,
+// the baseline), so both see the same load on the machine.
+func firstSnapshot(ctx context.Context, w *wiring, store chat.Store, prefix string, n int) (ttfs, claim latencies, err error) {
+	c := newHTTPClient(1, nil)
+	defer c.CloseIdleConnections()
+	var td, cd []time.Duration
+	for i := range n {
+		res := submit(ctx, c, w.base, fmt.Sprintf("%s-ttfs-%d", prefix, i), "t1", "ping", submitOptions{})
+		if res.Err != nil || !res.acknowledged() {
+			return ttfs, claim, fmt.Errorf("first-snapshot turn %d: status %d, %v", i, res.Status, res.Err)
+		}
+		td = append(td, res.FirstLine)
+		start := time.Now()
+		_, err := store.ClaimTurn(ctx, chat.ClaimRequest{
+			SessionID: fmt.Sprintf("%s-claim-%d", prefix, i), TurnID: "t1", Principal: benchPrincipal,
+			InputHash: chat.HashInput("ping"), Lineage: protocol.Lineage{Operation: protocol.OperationSubmit},
+			DefinitionID: "assistant", DefinitionRevision: 1, LeaseDuration: time.Minute,
+		})
+		cd = append(cd, time.Since(start))
+		if err != nil {
+			return ttfs, claim, fmt.Errorf("claim %d: %w", i, err)
+		}
+	}
+	return summarize(td), summarize(cd), nil
+}
+
+// ---- bytes on the wire -----------------------------------------------------
+
+// wireResult is the mean of one snapshot scope's measured turns.
+type wireResult struct {
+	TCPBytes   int // bytes the client read from the connection (headers, chunk framing, body)
+	BodyBytes  int // NDJSON body bytes
+	FinalBytes int // the final snapshot line, newline included
+	Snapshots  int // lines in the stream
+}
+
+// answerText is a realistic answer length (about 1,200 characters, 200
+// words): the echo model replies "Echo: " + input.
+var answerText = strings.Repeat("The lease is the mutual exclusion; every write is conditional on its token or the revision. ", 13)
+
+// priorTurnText is the length of each seeded prior turn's messages.
+var priorTurnText = strings.Repeat("Earlier question and answer of the same session. ", 12)
+
+// wireBytes seeds sessions sessions with 10 prior turns each, then streams
+// one answer of answerText's length per session through w (whose echo
+// model has a small delay, so several snapshots are emitted) with the
+// given scope, and returns the means.
+func wireBytes(ctx context.Context, w *wiring, store chat.Store, prefix string, sessions int, turnScope bool) (*wireResult, error) {
+	var counted atomic.Int64
+	c := newHTTPClient(1, &counted)
+	defer c.CloseIdleConnections()
+	scope := "session"
+	if turnScope {
+		scope = "turn"
+	}
+	var sum wireResult
+	for i := range sessions {
+		sid := fmt.Sprintf("%s-wire-%s-%d", prefix, scope, i)
+		if err := seedTurns(ctx, store, sid, 10); err != nil {
+			return nil, err
+		}
+		counted.Store(0)
+		res := submit(ctx, c, w.base, sid, "t-measured", answerText, submitOptions{TurnScope: turnScope})
+		if res.Err != nil || !res.acknowledged() {
+			return nil, fmt.Errorf("wire turn %s: status %d, %v", sid, res.Status, res.Err)
+		}
+		wantMsgs := 2
+		if !turnScope {
+			wantMsgs = 22
+		}
+		if got := len(res.Last.Snapshot.Messages); got != wantMsgs {
+			return nil, fmt.Errorf("wire turn %s (%s scope): final snapshot has %d messages, want %d", sid, scope, got, wantMsgs)
+		}
+		sum.TCPBytes += int(counted.Load())
+		sum.BodyBytes += res.Bytes
+		sum.FinalBytes += len(res.LastRaw) + 1
+		sum.Snapshots += res.Lines
+	}
+	return &wireResult{
+		TCPBytes: sum.TCPBytes / sessions, BodyBytes: sum.BodyBytes / sessions,
+		FinalBytes: sum.FinalBytes / sessions, Snapshots: sum.Snapshots / sessions,
+	}, nil
+}
+
+// seedTurns writes n completed turns of priorTurnText into a new session
+// through the store's own claim, save and release.
+func seedTurns(ctx context.Context, store chat.Store, sessionID string, n int) error {
+	for i := range n {
+		id := fmt.Sprintf("prior-%d", i)
+		c, err := store.ClaimTurn(ctx, chat.ClaimRequest{
+			SessionID: sessionID, TurnID: id, Principal: benchPrincipal, InputHash: chat.HashInput(priorTurnText),
+			Lineage: protocol.Lineage{Operation: protocol.OperationSubmit}, DefinitionID: "assistant",
+			DefinitionRevision: 1, LeaseDuration: time.Minute,
+		})
+		if err != nil {
+			return fmt.Errorf("seed %s: %w", sessionID, err)
+		}
+		if err := store.SaveTurn(ctx, c.Lease.Token, seedTurn(sessionID, id, c.Lease.Ordinal, c.BaseSequence)); err != nil {
+			return fmt.Errorf("seed %s: %w", sessionID, err)
+		}
+		if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: sessionID, TurnID: id, Token: c.Lease.Token,
+			Outcome: chat.OutcomeCompleted, Cursor: c.BaseSequence + 1}); err != nil {
+			return fmt.Errorf("seed %s: %w", sessionID, err)
+		}
+	}
+	return nil
+}
+
+// seedTurn is a completed turn of priorTurnText's user and assistant
+// messages.
+func seedTurn(sessionID, turnID string, ordinal, base int64) *chat.Turn {
+	now := time.Now()
+	at := protocol.FormatTime(now)
+	return &chat.Turn{
+		SessionID: sessionID, TurnID: turnID, Ordinal: ordinal, Status: chat.TurnComplete,
+		Lineage:   protocol.Lineage{Operation: protocol.OperationSubmit},
+		InputHash: chat.HashInput(priorTurnText),
+		Messages: []protocol.Message{
+			{ID: turnID + "-user", Role: protocol.RoleUser, Content: priorTurnText, Status: protocol.MessageComplete, CreatedAt: at},
+			{ID: turnID + "-assistant", Role: protocol.RoleAssistant, Content: "Echo: " + priorTurnText, Status: protocol.MessageComplete, CreatedAt: at},
+		},
+		Usage:         protocol.Usage{PromptTokens: 150, CompletionTokens: 152, TotalTokens: 302},
+		FirstSequence: base + 1, LastSequence: base + 1,
+		StartedAt: now, CompletedAt: now,
+	}
+}
+
+// ---- history page at depth -------------------------------------------------
+
+// pageResult is the latency and DynamoDB requests of one depth's pages.
+type pageResult struct {
+	Latency    latencies
+	MaxQueries int
+	Seed       time.Duration
+}
+
+// historyDepth seeds a session of depth turns and serves n newest pages of
+// 10 turns through the history handler. Seeding follows pkg/sessionapi's
+// BenchmarkHistoryPage: one claim, then SaveTurn of ordinals 1..depth with
+// that claim's token from 8 workers (the items are exactly what SaveTurn
+// writes for a claimed turn; only the one-claim-per-ordinal precondition
+// is bent, to seed 10,000 turns in seconds).
+func historyDepth(ctx context.Context, w *wiring, store chat.Store, prefix string, depth, n int) (*pageResult, error) {
+	sid := fmt.Sprintf("%s-deep-%d", prefix, depth)
+	t0 := time.Now()
+	c, err := store.ClaimTurn(ctx, chat.ClaimRequest{
+		SessionID: sid, TurnID: "seed", Principal: benchPrincipal, InputHash: chat.HashInput("seed"),
+		Lineage: protocol.Lineage{Operation: protocol.OperationSubmit}, DefinitionID: "assistant",
+		DefinitionRevision: 1, LeaseDuration: time.Hour,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("seed %s: %w", sid, err)
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			for {
+				ord := next.Add(1)
+				if ord > int64(depth) {
+					return
+				}
+				if err := store.SaveTurn(ctx, c.Lease.Token, seedTurn(sid, fmt.Sprintf("t%05d", ord), ord, 0)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return nil, fmt.Errorf("seed %s: %w", sid, err)
+	}
+	r := &pageResult{Seed: time.Since(t0)}
+	hc := newHTTPClient(1, nil)
+	defer hc.CloseIdleConnections()
+	var d []time.Duration
+	for range n {
+		var page sessionapi.TurnPage
+		start := time.Now()
+		status, id, err := getJSON(ctx, hc, w.base+"/history/sessions/"+sid+"/turns?limit=10", &page)
+		d = append(d, time.Since(start))
+		if err != nil || status != http.StatusOK {
+			return nil, fmt.Errorf("page of %s: status %d, %v", sid, status, err)
+		}
+		if len(page.Turns) != 10 || page.Turns[0].Ordinal != int64(depth) {
+			return nil, fmt.Errorf("page of %s: %d turns, want the newest 10", sid, len(page.Turns))
+		}
+		r.MaxQueries = max(r.MaxQueries, len(w.trace(id).snapshot()))
+	}
+	r.Latency = summarize(d)
+	return r, nil
+}
+
+// errSkipped marks a section that was not measured (the reason follows).
+var errSkipped = errors.New("not measured")

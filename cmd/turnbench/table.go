@@ -1,0 +1,173 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// writeTable renders rep as one markdown table: figure, measured value,
+// the baseline measured in the same run (or the budget it is held to), and
+// the measured value relative to that baseline.
+func writeTable(w io.Writer, rep *report, set settings) error {
+	rows := [][4]string{}
+	add := func(figure, measured, baseline, vs string) {
+		rows = append(rows, [4]string{figure, measured, baseline, vs})
+	}
+	b := rep.Budgets
+	add("DynamoDB requests per completed turn, new session",
+		fmt.Sprintf("max %d, mean %.2f (%d turns)", b.NewTurnMax, mean(b.NewTurnSum, b.NewTurns), b.NewTurns),
+		"budget 4 (DESIGN §5)", fmt.Sprintf("%d/4", b.NewTurnMax))
+	add("DynamoDB requests per completed turn, session with history",
+		fmt.Sprintf("max %d, mean %.2f (%d turns)", b.ContTurnMax, mean(b.ContTurnSum, b.ContTurns), b.ContTurns),
+		"budget 4 (DESIGN §5)", fmt.Sprintf("%d/4", b.ContTurnMax))
+	add("DynamoDB requests per history page",
+		fmt.Sprintf("max %d, mean %.2f (%d pages)", b.PageMax, mean(b.PageSum, b.Pages), b.Pages),
+		"budget 1 (DESIGN §5)", fmt.Sprintf("%d/1", b.PageMax))
+	for _, c := range set.Concurrency {
+		ceiling := rep.Writes[c]
+		fails := ""
+		if n := rep.TurnFails[c]; n > 0 {
+			fails = fmt.Sprintf(", %d not completed", n)
+		}
+		add(fmt.Sprintf("turns/s, %d concurrent session(s), echo no delay", c),
+			fmt.Sprintf("%.0f turns/s%s", rep.Turns[c], fails),
+			fmt.Sprintf("%.0f conditional UpdateItem/s; ceiling/4 = %.0f turns/s", ceiling, ceiling/4),
+			fmt.Sprintf("%.0f%% of ceiling/4", 100*rep.Turns[c]/(ceiling/4)))
+	}
+	add("time to first snapshot p50 / p99 (request sent -> first NDJSON line)",
+		ms(rep.TTFS.P50)+" / "+ms(rep.TTFS.P99),
+		"ClaimTurn alone: "+ms(rep.Claim.P50)+" / "+ms(rep.Claim.P99),
+		fmt.Sprintf("+%s / +%s", ms(rep.TTFS.P50-rep.Claim.P50), ms(rep.TTFS.P99-rep.Claim.P99)))
+	for _, scope := range []string{"session", "turn"} {
+		wr := rep.Wire[scope]
+		add(fmt.Sprintf("bytes on the wire per turn, %s scope (10 prior turns, 1,206-char answer)", scope),
+			fmt.Sprintf("%d B TCP (%d B body, %d lines)", wr.TCPBytes, wr.BodyBytes, wr.Snapshots),
+			fmt.Sprintf("final snapshot %d B", wr.FinalBytes),
+			fmt.Sprintf("%.1fx", float64(wr.TCPBytes)/float64(wr.FinalBytes)))
+	}
+	d0, d1 := rep.Depth[set.Depths[0]], rep.Depth[set.Depths[1]]
+	add(fmt.Sprintf("history page of 10, depth %d: p50 / p99, requests", set.Depths[1]),
+		fmt.Sprintf("%s / %s, %d Query (seeded in %s)", ms(d1.Latency.P50), ms(d1.Latency.P99), d1.MaxQueries, d1.Seed.Round(time.Millisecond)),
+		fmt.Sprintf("depth %d: %s / %s, %d Query", set.Depths[0], ms(d0.Latency.P50), ms(d0.Latency.P99), d0.MaxQueries),
+		fmt.Sprintf("%.2fx p50", float64(d1.Latency.P50)/float64(d0.Latency.P50)))
+
+	native := rep.NativeArc
+	for _, fn := range functions {
+		size := "-"
+		if s := rep.Sizes["arm64"][fn]; s > 0 {
+			size = fmt.Sprintf("%.2f MiB linux/arm64", mib(s))
+			if n := rep.Sizes[native][fn]; n > 0 && native != "arm64" {
+				size += fmt.Sprintf(", %.2f MiB linux/%s (run)", mib(n), native)
+			}
+		}
+		cr := rep.Cold[fn]
+		if cr == nil || len(cr.ColdStarts) == 0 {
+			add(fmt.Sprintf("%s bootstrap: cold start, size", fn), "not measured: "+skipReason(rep.ColdErr), "-", size)
+			continue
+		}
+		add(fmt.Sprintf("%s bootstrap: cold start under aws-lambda-rie (exec -> first Runtime API request), median of %d", fn, len(cr.ColdStarts)),
+			ms(median(cr.ColdStarts)),
+			"first invoke, client side: "+ms(median(cr.FirstInvoke)),
+			size)
+	}
+	for _, fn := range functions {
+		cr := rep.Cold[fn]
+		if cr == nil || cr.PeakRSSKiB == 0 {
+			continue
+		}
+		add(fmt.Sprintf("%s bootstrap: peak RSS (VmHWM) after %d invocations under the emulator", fn, cr.Invocations+1),
+			fmt.Sprintf("%.1f MiB", float64(cr.PeakRSSKiB)/1024),
+			fmt.Sprintf("turnbench process (all handlers in process, clients, load run): %.1f MiB", float64(rep.SelfHWM)/1024),
+			fmt.Sprintf("%.2fx", float64(cr.PeakRSSKiB)/float64(max(rep.SelfHWM, 1))))
+	}
+	if len(rep.Cold) == 0 {
+		add("turnbench process peak RSS (VmHWM; all handlers in process)", fmt.Sprintf("%.1f MiB", float64(rep.SelfHWM)/1024),
+			fmt.Sprintf("dynalite: %.1f MiB", float64(rep.DynHWM)/1024), "-")
+	}
+
+	l := rep.Load
+	add(fmt.Sprintf("load run: %d sessions x %d turns, %.0f%% DynamoDB calls failing, %.0f%% streams cut",
+		set.Load.Sessions, set.Load.Turns, 100*set.Load.FailRate, 100*set.Load.DisconnectRate),
+		fmt.Sprintf("%d turns attempted, %d requests, %d acknowledged, %d disconnects, %d busy retries, %d replays",
+			l.TurnsAttempted, l.Requests, l.Acknowledged, l.Disconnects, l.BusyRetries, l.Replays),
+		"injected: "+counts(l.Injected),
+		"failures seen: "+counts(l.Outcomes))
+	add("load run verification (history handler, failures off)",
+		fmt.Sprintf("%d/%d acknowledged turns verified; lost %d, duplicated %d, unknown %d",
+			l.Verified, l.Acknowledged, l.Lost, l.Duplicates, l.Foreign),
+		fmt.Sprintf("diagnostics %d checked, %d wrong; replays %d checked, %d wrong",
+			l.DiagnosticsChecked, l.DiagnosticsWrong, l.ReplaysChecked, l.ReplaysWrong),
+		fmt.Sprintf("leases held after run %d (all from failed releases: %v), past expiry %d",
+			l.LeasesHeldAfterRun, l.LeasesPastExpiry == 0, l.LeasesPastExpiry))
+
+	ew := &errWriter{w: w}
+	ew.printf("| figure | measured | baseline (same run) | measured vs baseline |\n| --- | --- | --- | --- |\n")
+	for _, r := range rows {
+		ew.printf("| %s | %s | %s | %s |\n", cell(r[0]), cell(r[1]), cell(r[2]), cell(r[3]))
+	}
+	ew.printf("\nDynamoDB: %d API calls, %d HTTP attempts (retries: %d).\n", rep.Calls, rep.Attempts, rep.Attempts-(rep.Calls-rep.Injected))
+	for _, p := range l.Problems {
+		ew.printf("load problem: %s\n", p)
+	}
+	if rep.ColdErr != nil && !errors.Is(rep.ColdErr, errSkipped) {
+		ew.printf("cold start error: %v\n", rep.ColdErr)
+	}
+	return ew.err
+}
+
+// errWriter keeps the first write error and skips writes after it.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, a ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, a...)
+	}
+}
+
+func mean(sum, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(sum) / float64(n)
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+func median(d []time.Duration) time.Duration {
+	return quantile(slices.Clone(d), 0.5)
+}
+
+// counts renders a map of counts as "k n, k n" in key order.
+func counts(m map[string]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[k])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// skipReason is err's text, or "skipped".
+func skipReason(err error) string {
+	if err == nil {
+		return "skipped"
+	}
+	return err.Error()
+}
+
+// cell escapes a markdown table cell.
+func cell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
