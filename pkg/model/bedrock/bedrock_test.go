@@ -199,7 +199,7 @@ func TestStreamEvents(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}
-			defer st.Close()
+			defer closeStream(t, st)
 			got, err := drain(t, st)
 			if err != io.EOF {
 				t.Fatalf("Recv error = %v, want io.EOF", err)
@@ -274,7 +274,7 @@ func TestStreamErrors(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Stream: %v", err)
 				}
-				defer st.Close()
+				defer closeStream(t, st)
 				evs, err = drain(t, st)
 			} else if st != nil {
 				t.Fatalf("Stream returned a stream and %v", err)
@@ -348,7 +348,7 @@ func TestStreamCancellation(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Stream: %v", err)
 			}
-			defer st.Close()
+			defer closeStream(t, st)
 			if e, err := st.Recv(); err != nil || e.TextDelta != "a" {
 				t.Fatalf("first Recv = %+v, %v", e, err)
 			}
@@ -401,7 +401,7 @@ func TestRequestMapping(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
-	defer st.Close()
+	defer closeStream(t, st)
 	if _, err := drain(t, st); err != io.EOF {
 		t.Fatalf("Recv = %v", err)
 	}
@@ -444,4 +444,11 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 		t.Fatalf("decode want: %v", err)
 	}
 	return reflect.DeepEqual(va, vb)
+}
+
+func closeStream(t *testing.T, st model.Stream) {
+	t.Helper()
+	if err := st.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
 }
