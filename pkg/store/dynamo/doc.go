@@ -33,8 +33,14 @@
 // are one Query of the sparse VisibleIndex; FindTurn is one Query of
 // TurnIDIndex; an artifacts write is that Query plus one UpdateItem.
 //
-// Release computes the new terminal window from the window the claim
-// returned (the window cannot change while the lease is held), which this
-// Store remembers per lease token; a release through another Store
-// instance reads the session first (2 requests) and is otherwise the same.
+// A Store remembers, per lease token, what its claim returned: the owner
+// (SaveTurn stores it on the turn item) and the terminal window (Release
+// computes the new window from it; the window cannot change while the
+// lease is held). A save or release through another Store instance reads
+// the session first (one more request) and is otherwise the same.
+//
+// Condition expressions are written by hand (condition.go) without the
+// expression builder's redundant parentheses, which dynalite parses
+// several times slower; update and key-condition expressions use the
+// builder.
 package dynamo
