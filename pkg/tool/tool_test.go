@@ -352,3 +352,42 @@ func TestDecodeArgs(t *testing.T) {
 		})
 	}
 }
+
+func TestToolset(t *testing.T) {
+	add := tool.Tool{Name: "add", Description: "Adds.", InputSchema: json.RawMessage(addSchema), Call: fixed(tool.Result{Text: "3"}, nil)}
+	r := newRegistry(t, add, tool.WorkspaceNote())
+	ts, err := r.Select([]string{"add"})
+	if err != nil {
+		t.Fatalf("Select: %v", err)
+	}
+	if ts.Len() != 1 || ts.Specs()[0].Name != "add" {
+		t.Fatalf("Specs = %+v", ts.Specs())
+	}
+	tests := map[string]struct {
+		name     string
+		wantCode string
+	}{
+		"offered":                {"add", ""},
+		"registered not offered": {tool.WorkspaceNoteName, tool.CodeUnknownTool},
+		"not registered":         {"nope", tool.CodeUnknownTool},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			o := ts.Run(context.Background(), model.ToolCall{ID: "1", Name: tc.name, Args: json.RawMessage(`{"a":1,"b":2}`)})
+			if o.Code != tc.wantCode {
+				t.Errorf("Code = %q, want %q (%v)", o.Code, tc.wantCode, o.Err)
+			}
+		})
+	}
+	t.Run("empty", func(t *testing.T) {
+		empty, err := r.Select(nil)
+		if err != nil || empty.Specs() != nil || empty.Len() != 0 {
+			t.Fatalf("Select(nil) = %+v, %v", empty, err)
+		}
+	})
+	t.Run("unknown name", func(t *testing.T) {
+		if _, err := r.Select([]string{"nope"}); !errors.Is(err, tool.ErrUnknownTool) {
+			t.Fatalf("Select(nope) = %v", err)
+		}
+	})
+}
