@@ -70,6 +70,10 @@ DYNALITE      := node_modules/.bin/dynalite
 dev: ## Run the three functions on 127.0.0.1:8787 (in-memory store, echo model; DYNAMODB_ENDPOINT for DynamoDB).
 	$(GO) run ./cmd/devserver
 
+.PHONY: turnctl
+turnctl: ## Build the terminal client into bin/turnctl (chat, history, validate).
+	$(GO) build -o bin/turnctl ./cmd/turnctl
+
 .PHONY: build
 build: $(FUNCTIONS:%=bin/%/bootstrap) ## Build the three Lambda bootstraps (linux/arm64, lambda.norpc) into bin/<function>/bootstrap.
 
