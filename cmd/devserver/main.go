@@ -80,7 +80,7 @@ func main() {
 		if errors.Is(err, flag.ErrHelp) {
 			return
 		}
-		fmt.Fprintln(os.Stderr, "devserver:", err)
+		_, _ = fmt.Fprintln(os.Stderr, "devserver:", err)
 		os.Exit(1)
 	}
 }
@@ -147,10 +147,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return fmt.Errorf("listen: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
-	fmt.Fprintf(stdout, "turnstream dev server (auth %s, %s, echo model)\n", cfg.Auth.Mode, storeDesc)
-	fmt.Fprintf(stdout, "  turn:      %s%s\n", base, turnMount)
-	fmt.Fprintf(stdout, "  history:   %s%s\n", base, historyMount)
-	fmt.Fprintf(stdout, "  artifacts: %s%s\n", base, artifactsMount)
+	_, _ = fmt.Fprintf(stdout, "turnstream dev server (auth %s, %s, echo model)\n", cfg.Auth.Mode, storeDesc)
+	_, _ = fmt.Fprintf(stdout, "  turn:      %s%s\n", base, turnMount)
+	_, _ = fmt.Fprintf(stdout, "  history:   %s%s\n", base, historyMount)
+	_, _ = fmt.Fprintf(stdout, "  artifacts: %s%s\n", base, artifactsMount)
 
 	srv := &http.Server{
 		Handler:           h,
@@ -165,7 +165,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return fmt.Errorf("serve: %w", err)
 	case <-ctx.Done():
 	}
-	fmt.Fprintln(stdout, "shutting down")
+	_, _ = fmt.Fprintln(stdout, "shutting down")
 	// ctx has ended: the shutdown gets its own bounded context.
 	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), ShutdownGrace)
 	defer cancelShutdown()

@@ -70,7 +70,7 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var opts chatOptions
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, chatUsage); fs.PrintDefaults() }
+	fs.Usage = func() { _, _ = fmt.Fprint(stderr, chatUsage); fs.PrintDefaults() }
 	fs.StringVar(&opts.url, "url", defaultTurnURL, "turn function URL")
 	fs.StringVar(&opts.sessionID, "session", "", "session id (a SafeId); default: a new random one, printed on stderr")
 	fs.StringVar(&opts.token, "token", "", `bearer token sent as "Authorization: Bearer TOKEN" (dev server: dev.<subject>)`)
@@ -83,9 +83,9 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if opts.sessionID == "" {
 		opts.sessionID = "session-" + randomHex(8)
-		fmt.Fprintf(stderr, "session %s\n", opts.sessionID)
+		_, _ = fmt.Fprintf(stderr, "session %s\n", opts.sessionID)
 	} else if !protocol.IsSafeID(opts.sessionID) {
-		fmt.Fprintln(stderr, "turnctl chat: -session is not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)")
+		_, _ = fmt.Fprintln(stderr, "turnctl chat: -session is not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)")
 		return 2
 	}
 
@@ -108,7 +108,7 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	in.Buffer(make([]byte, 64<<10), maxLineBytes)
 	for {
 		if interactive {
-			fmt.Fprint(stdout, "you> ")
+			_, _ = fmt.Fprint(stdout, "you> ")
 		}
 		if !in.Scan() {
 			break
@@ -125,7 +125,7 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	if err := in.Err(); err != nil {
-		fmt.Fprintln(stderr, "turnctl chat: read stdin:", err)
+		_, _ = fmt.Fprintln(stderr, "turnctl chat: read stdin:", err)
 		return 1
 	}
 	return status
@@ -157,12 +157,12 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 		"payload":   map[string]string{"input": input},
 	})
 	if err != nil {
-		fmt.Fprintln(c.stderr, "turnctl chat: encode the turn:", err)
+		_, _ = fmt.Fprintln(c.stderr, "turnctl chat: encode the turn:", err)
 		return false
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.opts.url, bytes.NewReader(body))
 	if err != nil {
-		fmt.Fprintln(c.stderr, "turnctl chat: -url:", err)
+		_, _ = fmt.Fprintln(c.stderr, "turnctl chat: -url:", err)
 		return false
 	}
 	req.Header.Set("Content-Type", "application/json")
@@ -172,7 +172,7 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		fmt.Fprintln(c.stderr, "turnctl chat:", err)
+		_, _ = fmt.Fprintln(c.stderr, "turnctl chat:", err)
 		return false
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -197,7 +197,7 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 		ev, diag := protocol.DecodeTurnEvent(line)
 		if diag != nil {
 			r.done()
-			fmt.Fprintf(c.stderr, "turnctl chat: the server sent a line that is not a turn event (%s)\n", diag.Code)
+			_, _ = fmt.Fprintf(c.stderr, "turnctl chat: the server sent a line that is not a turn event (%s)\n", diag.Code)
 			return false
 		}
 		r.event(line, ev)
@@ -211,7 +211,7 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 			if ev.Snapshot.Error != nil {
 				printDiagnostic(c.stderr, "turn failed", *ev.Snapshot.Error)
 			} else {
-				fmt.Fprintln(c.stderr, "turn failed")
+				_, _ = fmt.Fprintln(c.stderr, "turn failed")
 			}
 			return false
 		case ev.Kind == protocol.EventSnapshot && ev.Snapshot.Status == protocol.StatusComplete:
@@ -221,10 +221,10 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 	}
 	r.done()
 	if err := sc.Err(); err != nil {
-		fmt.Fprintln(c.stderr, "turnctl chat: read the stream:", err)
+		_, _ = fmt.Fprintln(c.stderr, "turnctl chat: read the stream:", err)
 		return false
 	}
-	fmt.Fprintln(c.stderr, "turnctl chat: the stream ended before the turn's last snapshot")
+	_, _ = fmt.Fprintln(c.stderr, "turnctl chat: the stream ended before the turn's last snapshot")
 	return false
 }
 
@@ -293,7 +293,7 @@ func displayContent(content string) string {
 	var b strings.Builder
 	for _, p := range dc.Parts {
 		if p.Frame != nil {
-			fmt.Fprintf(&b, "[%s: %s]", p.Frame.ComponentKey, p.Frame.Fallback.Summary)
+			_, _ = fmt.Fprintf(&b, "[%s: %s]", p.Frame.ComponentKey, p.Frame.Fallback.Summary)
 			continue
 		}
 		b.WriteString(p.Text)
@@ -337,7 +337,7 @@ func (r *appendRenderer) event(_ []byte, ev *protocol.Event) {
 		}
 		if !r.toolLines[tl] {
 			r.toolLines[tl] = true
-			fmt.Fprintf(r.w, "\n%s\n", tl)
+			_, _ = fmt.Fprintf(r.w, "\n%s\n", tl)
 		}
 	}
 }
@@ -349,7 +349,7 @@ func (r *appendRenderer) done() {
 	if r.text != "" && !strings.HasSuffix(r.text, "\n") {
 		_, _ = io.WriteString(r.w, "\n")
 	}
-	fmt.Fprintln(r.w, viewOf(r.last).status)
+	_, _ = fmt.Fprintln(r.w, viewOf(r.last).status)
 }
 
 // liveRenderer redraws the current turn in place on a terminal: it moves
@@ -382,7 +382,7 @@ func (r *liveRenderer) event(raw []byte, ev *protocol.Event) {
 	n := physicalLines(block, r.width)
 	var b strings.Builder
 	if r.lines > 0 {
-		fmt.Fprintf(&b, "\x1b[%dA\r\x1b[J", r.lines) // up over the last block, clear below
+		_, _ = fmt.Fprintf(&b, "\x1b[%dA\r\x1b[J", r.lines) // up over the last block, clear below
 	}
 	if n >= r.height {
 		// Too tall to redraw: keep what is on screen and append from here.
@@ -428,7 +428,7 @@ func reportHTTPError(w io.Writer, cmd string, resp *http.Response) {
 		printDiagnostic(w, fmt.Sprintf("turnctl %s: HTTP %d", cmd, resp.StatusCode), *body.Error)
 		return
 	}
-	fmt.Fprintf(w, "turnctl %s: HTTP %s\n", cmd, resp.Status)
+	_, _ = fmt.Fprintf(w, "turnctl %s: HTTP %s\n", cmd, resp.Status)
 }
 
 // printDiagnostic prints "prefix: CODE: message (retryable|not retryable)".
@@ -437,7 +437,7 @@ func printDiagnostic(w io.Writer, prefix string, d protocol.Diagnostic) {
 	if d.Retryable {
 		retry = "retryable"
 	}
-	fmt.Fprintf(w, "%s: %s: %s (%s)\n", prefix, d.Code, d.Message, retry)
+	_, _ = fmt.Fprintf(w, "%s: %s: %s (%s)\n", prefix, d.Code, d.Message, retry)
 }
 
 // isTerminal reports whether f is a character device (a terminal).

@@ -48,7 +48,7 @@ flags:
 func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("history", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, historyUsage); fs.PrintDefaults() }
+	fs.Usage = func() { _, _ = fmt.Fprint(stderr, historyUsage); fs.PrintDefaults() }
 	base := fs.String("url", defaultHistoryURL, "history function URL")
 	sessionID := fs.String("session", "", "session id (required)")
 	token := fs.String("token", "", `bearer token sent as "Authorization: Bearer TOKEN" (dev server: dev.<subject>)`)
@@ -60,12 +60,12 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() != 0 || !protocol.IsSafeID(*sessionID) {
-		fmt.Fprintln(stderr, "turnctl history: -session ID (a SafeId) is required and no arguments are taken")
+		_, _ = fmt.Fprintln(stderr, "turnctl history: -session ID (a SafeId) is required and no arguments are taken")
 		return 2
 	}
 	u, err := url.Parse(*base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		fmt.Fprintln(stderr, "turnctl history: -url is not an http(s) URL")
+		_, _ = fmt.Fprintln(stderr, "turnctl history: -url is not an http(s) URL")
 		return 2
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/sessions/" + *sessionID + "/messages"
@@ -91,7 +91,7 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			}
 			var m protocol.Message
 			if err := json.Unmarshal(raw, &m); err != nil {
-				fmt.Fprintln(stderr, "turnctl history: a message record does not decode:", err)
+				_, _ = fmt.Fprintln(stderr, "turnctl history: a message record does not decode:", err)
 				return 1
 			}
 			printMessage(stdout, m)
@@ -101,7 +101,7 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 		cursor = *page.NextCursor
 	}
-	fmt.Fprintln(stderr, "turnctl history: stopped after", maxHistoryPages, "pages")
+	_, _ = fmt.Fprintln(stderr, "turnctl history: stopped after", maxHistoryPages, "pages")
 	return 1
 }
 
@@ -115,7 +115,7 @@ type messagePage struct {
 func fetchPage(ctx context.Context, client *http.Client, pageURL, token string, stderr io.Writer) (*messagePage, bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pageURL, nil)
 	if err != nil {
-		fmt.Fprintln(stderr, "turnctl history:", err)
+		_, _ = fmt.Fprintln(stderr, "turnctl history:", err)
 		return nil, false
 	}
 	req.Header.Set("Accept", "application/json")
@@ -124,7 +124,7 @@ func fetchPage(ctx context.Context, client *http.Client, pageURL, token string, 
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		fmt.Fprintln(stderr, "turnctl history:", err)
+		_, _ = fmt.Fprintln(stderr, "turnctl history:", err)
 		return nil, false
 	}
 	defer func() { _ = resp.Body.Close() }()
@@ -134,7 +134,7 @@ func fetchPage(ctx context.Context, client *http.Client, pageURL, token string, 
 	}
 	var page messagePage
 	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-		fmt.Fprintln(stderr, "turnctl history: the page does not decode:", err)
+		_, _ = fmt.Fprintln(stderr, "turnctl history: the page does not decode:", err)
 		return nil, false
 	}
 	return &page, true
@@ -144,14 +144,14 @@ func fetchPage(ctx context.Context, client *http.Client, pageURL, token string, 
 // text indented, its tool calls and the artifact references kept in its
 // metadata.
 func printMessage(w io.Writer, m protocol.Message) {
-	fmt.Fprintf(w, "%s (%s, %s):\n", m.Role, m.Status, m.CreatedAt)
+	_, _ = fmt.Fprintf(w, "%s (%s, %s):\n", m.Role, m.Status, m.CreatedAt)
 	if text := displayContent(m.Content); text != "" {
 		for _, line := range strings.Split(text, "\n") {
-			fmt.Fprintf(w, "  %s\n", line)
+			_, _ = fmt.Fprintf(w, "  %s\n", line)
 		}
 	}
 	for _, tc := range m.ToolCalls {
-		fmt.Fprintf(w, "  tool %s %s: %s\n", tc.Name, compactJSON(tc.Args), tc.Status)
+		_, _ = fmt.Fprintf(w, "  tool %s %s: %s\n", tc.Name, compactJSON(tc.Args), tc.Status)
 	}
 	var md struct {
 		Artifacts []struct {
@@ -161,7 +161,7 @@ func printMessage(w io.Writer, m protocol.Message) {
 	}
 	if len(m.Metadata) > 0 && json.Unmarshal(m.Metadata, &md) == nil {
 		for _, a := range md.Artifacts {
-			fmt.Fprintf(w, "  artifact %s (%s)\n", a.EntryPath, a.ArtifactType)
+			_, _ = fmt.Fprintf(w, "  artifact %s (%s)\n", a.EntryPath, a.ArtifactType)
 		}
 	}
 }

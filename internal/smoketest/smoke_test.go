@@ -443,10 +443,13 @@ func installRIE() (string, error) {
 	return bin, nil
 }
 
-// goTool returns the go command of the toolchain running the tests.
+// goTool returns the go command: $GOROOT/bin/go when GOROOT is set (as
+// the go command sets it for the tests it runs), else "go" from PATH.
 func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
+	if root := os.Getenv("GOROOT"); root != "" {
+		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
+			return p
+		}
 	}
 	return "go"
 }
