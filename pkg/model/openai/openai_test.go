@@ -1,0 +1,406 @@
+package openai_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/model/openai"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+const (
+	modelID = "gpt-test"
+	apiKey  = "sk-test-key"
+)
+
+// script is what the test server does for one request: an HTTP error
+// (status, body) or SSE data lines.
+type script struct {
+	status   int
+	body     string
+	data     []string // each sent as "data: <line>\n\n"
+	done     bool     // send "data: [DONE]"
+	truncate bool     // drop the connection after data
+	hold     bool     // keep the response open until the request ends
+}
+
+type server struct {
+	t      *testing.T
+	script script
+	got    chan []byte
+}
+
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		s.t.Errorf("request %s %s", r.Method, r.URL.Path)
+	}
+	if got := r.Header.Get("Authorization"); got != "Bearer "+apiKey {
+		s.t.Errorf("Authorization = %q", got)
+	}
+	select {
+	case s.got <- body:
+	default:
+	}
+	sc := s.script
+	if sc.status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(sc.status)
+		_, _ = io.WriteString(w, sc.body)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	flush := w.(http.Flusher)
+	for _, d := range sc.data {
+		_, _ = io.WriteString(w, "data: "+d+"\n\n")
+		flush.Flush()
+	}
+	if sc.truncate {
+		_, _ = io.WriteString(w, `data: {"id":"c","choices":[{"index":0,"delta":{"content":"nev`)
+		flush.Flush()
+		panic(http.ErrAbortHandler)
+	}
+	if sc.hold {
+		<-r.Context().Done()
+		return
+	}
+	if sc.done {
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	}
+}
+
+func newModel(t *testing.T, sc script) (*openai.Model, *server) {
+	t.Helper()
+	s := &server{t: t, script: sc, got: make(chan []byte, 1)}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return openai.New(srv.URL+"/v1/", apiKey, option.WithMaxRetries(0), option.WithHTTPClient(srv.Client())), s
+}
+
+func simpleRequest() model.Request {
+	return model.Request{ModelID: modelID, Messages: []protocol.Message{{Role: protocol.RoleUser, Content: "hi"}}}
+}
+
+func chunk(delta, finish string) string {
+	f := "null"
+	if finish != "" {
+		f = `"` + finish + `"`
+	}
+	return `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + f + `}]}`
+}
+
+const usageChunk = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}`
+
+func drain(t *testing.T, st model.Stream) ([]model.Event, error) {
+	t.Helper()
+	var evs []model.Event
+	for {
+		e, err := st.Recv()
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, e)
+		if len(evs) > 100 {
+			t.Fatal("too many events")
+		}
+	}
+}
+
+func dump(evs []model.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		j, _ := json.Marshal(e)
+		b.Write(j)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func TestStreamEvents(t *testing.T) {
+	usage := &protocol.Usage{PromptTokens: 12, CompletionTokens: 5, TotalTokens: 17}
+	text := []string{
+		chunk(`{"role":"assistant","content":""}`, ""),
+		chunk(`{"content":"Hel"}`, ""),
+		chunk(`{"content":"lo, wörld"}`, ""),
+	}
+	textEvents := []model.Event{{TextDelta: "Hel"}, {TextDelta: "lo, wörld"}}
+	with := func(lines ...string) []string { return append(append([]string{}, text...), lines...) }
+	events := func(evs ...model.Event) []model.Event { return append(append([]model.Event{}, textEvents...), evs...) }
+	tests := map[string]struct {
+		data []string
+		want []model.Event
+	}{
+		"text": {with(chunk(`{}`, "stop"), usageChunk), events(model.Event{FinishReason: model.FinishStop}, model.Event{Usage: usage})},
+		"tool calls split across chunks": {with(
+			chunk(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"workspace_note","arguments":""}}]}`, ""),
+			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"ti"}}]}`, ""),
+			chunk(`{"tool_calls":[{"index":1,"id":"call_b","type":"function","function":{"name":"current_time","arguments":""}}]}`, ""),
+			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"tle\":\"Pl"}}]}`, ""),
+			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"an\",\"n\":1.50}"}}]}`, ""),
+			chunk(`{}`, "tool_calls"),
+			usageChunk,
+		), events(
+			model.Event{ToolCall: &model.ToolCall{ID: "call_a", Name: "workspace_note", Args: json.RawMessage(`{"title":"Plan","n":1.50}`)}},
+			model.Event{ToolCall: &model.ToolCall{ID: "call_b", Name: "current_time", Args: json.RawMessage(`{}`)}},
+			model.Event{FinishReason: model.FinishToolUse},
+			model.Event{Usage: usage},
+		)},
+		"length":         {with(chunk(`{}`, "length"), usageChunk), events(model.Event{FinishReason: model.FinishLength}, model.Event{Usage: usage})},
+		"content filter": {with(chunk(`{}`, "content_filter")), events(model.Event{FinishReason: model.FinishContentFilter})},
+		"unknown reason": {with(chunk(`{}`, "future")), events(model.Event{FinishReason: model.FinishStop})},
+		"finish with content in the same chunk": {[]string{chunk(`{"content":"x"}`, "stop")},
+			[]model.Event{{TextDelta: "x"}, {FinishReason: model.FinishStop}}},
+		"no usage chunk": {with(chunk(`{}`, "stop")), events(model.Event{FinishReason: model.FinishStop})},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			m, _ := newModel(t, script{data: tc.data, done: true})
+			st, err := m.Stream(context.Background(), simpleRequest())
+			if err != nil {
+				t.Fatalf("Stream: %v", err)
+			}
+			defer closeStream(t, st)
+			got, err := drain(t, st)
+			if err != io.EOF {
+				t.Fatalf("Recv error = %v, want io.EOF", err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("events =\n%s\nwant\n%s", dump(got), dump(tc.want))
+			}
+			if _, err := st.Recv(); err != io.EOF {
+				t.Errorf("Recv after EOF = %v", err)
+			}
+		})
+	}
+}
+
+func TestStreamErrors(t *testing.T) {
+	partial := chunk(`{"content":"partial "}`, "")
+	tests := map[string]struct {
+		script        script
+		wantStreamErr bool
+		wantEvents    int
+		wantCode      string
+		wantRetryable bool
+	}{
+		"rate limited 429": {script{status: 429, body: `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`},
+			true, 0, "rate_limit_exceeded", true},
+		"server error 500 type only": {script{status: 500, body: `{"error":{"message":"x","type":"server_error","code":null}}`},
+			true, 0, "server_error", true},
+		"bad gateway no body": {script{status: 502, body: `<html>bad gateway</html>`}, true, 0, "http_502", true},
+		"bad request 400": {script{status: 400, body: `{"error":{"message":"x","type":"invalid_request_error","code":"context_length_exceeded"}}`},
+			true, 0, "context_length_exceeded", false},
+		"unauthorized 401": {script{status: 401, body: `{"error":{"message":"x","type":"invalid_request_error","code":"invalid_api_key"}}`},
+			true, 0, "invalid_api_key", false},
+		"forbidden 403": {script{status: 403, body: `{"error":{"message":"x","type":"permission_error"}}`}, true, 0, "permission_error", false},
+		"not found 404": {script{status: 404, body: `{"error":{"message":"x","type":"invalid_request_error","code":"model_not_found"}}`},
+			true, 0, "model_not_found", false},
+		"error event mid-stream": {script{data: []string{partial, `{"error":{"message":"overloaded","type":"server_error","code":"overloaded"}}`}},
+			false, 1, "overloaded", true},
+		"invalid request event mid-stream": {script{data: []string{partial, `{"error":{"message":"x","type":"invalid_request_error"}}`}},
+			false, 1, "invalid_request_error", false},
+		"connection drops mid-answer": {script{data: []string{partial, partial}, truncate: true},
+			false, 2, openai.CodeStreamInterrupted, true},
+		"ends before finish_reason": {script{data: []string{partial}, done: true},
+			false, 1, openai.CodeStreamInterrupted, true},
+		"tool arguments not JSON": {script{data: []string{
+			chunk(`{"tool_calls":[{"index":0,"id":"c1","function":{"name":"x","arguments":"{\"a\":"}}]}`, ""),
+			chunk(`{}`, "tool_calls"),
+		}, done: true}, false, 0, openai.CodeInvalidToolArguments, true},
+		"tool call without id": {script{data: []string{
+			chunk(`{"tool_calls":[{"index":0,"function":{"name":"x","arguments":"{}"}}]}`, ""),
+			chunk(`{}`, "tool_calls"),
+		}, done: true}, false, 0, openai.CodeInvalidToolArguments, true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			m, _ := newModel(t, tc.script)
+			st, err := m.Stream(context.Background(), simpleRequest())
+			var evs []model.Event
+			if !tc.wantStreamErr {
+				if err != nil {
+					t.Fatalf("Stream: %v", err)
+				}
+				defer closeStream(t, st)
+				evs, err = drain(t, st)
+			} else if st != nil {
+				t.Fatalf("Stream returned a stream and %v", err)
+			}
+			var me *model.Error
+			if !errors.As(err, &me) {
+				t.Fatalf("error = %v (%T), want *model.Error", err, err)
+			}
+			if me.Code != tc.wantCode || me.Retryable != tc.wantRetryable {
+				t.Errorf("model.Error = {%q, retryable %v}, want {%q, %v} (%v)", me.Code, me.Retryable, tc.wantCode, tc.wantRetryable, me.Err)
+			}
+			if len(evs) != tc.wantEvents {
+				t.Errorf("got %d events before the error, want %d: %s", len(evs), tc.wantEvents, dump(evs))
+			}
+			for _, e := range evs {
+				if e.TextDelta != "partial " {
+					t.Errorf("event %+v, want the partial delta", e)
+				}
+			}
+			if st != nil {
+				if _, err2 := st.Recv(); err2 == nil || err2 == io.EOF {
+					t.Errorf("Recv after error = %v, want an error", err2)
+				}
+			}
+		})
+	}
+	t.Run("connection refused", func(t *testing.T) {
+		srv := httptest.NewServer(http.NotFoundHandler())
+		srv.Close()
+		m := openai.New(srv.URL+"/v1/", apiKey, option.WithMaxRetries(0))
+		_, err := m.Stream(context.Background(), simpleRequest())
+		var me *model.Error
+		if !errors.As(err, &me) || me.Code != openai.CodeConnection || !me.Retryable {
+			t.Fatalf("error = %v, want retryable %s", err, openai.CodeConnection)
+		}
+	})
+	t.Run("tool message without id", func(t *testing.T) {
+		m, _ := newModel(t, script{})
+		req := simpleRequest()
+		req.Messages = append(req.Messages, protocol.Message{Role: protocol.RoleTool, Content: "x"})
+		_, err := m.Stream(context.Background(), req)
+		var me *model.Error
+		if !errors.As(err, &me) || me.Code != openai.CodeInvalidRequest || me.Retryable {
+			t.Fatalf("error = %v, want %s", err, openai.CodeInvalidRequest)
+		}
+	})
+}
+
+func TestStreamCancellation(t *testing.T) {
+	first := chunk(`{"content":"a"}`, "")
+	tests := map[string]struct {
+		stop    func(cancel context.CancelFunc, st model.Stream)
+		wantCtx bool
+	}{
+		"context cancelled": {func(cancel context.CancelFunc, _ model.Stream) { cancel() }, true},
+		"Close from another goroutine": {func(_ context.CancelFunc, st model.Stream) {
+			if err := st.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		}, false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			m, _ := newModel(t, script{data: []string{first}, hold: true})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			st, err := m.Stream(ctx, simpleRequest())
+			if err != nil {
+				t.Fatalf("Stream: %v", err)
+			}
+			defer closeStream(t, st)
+			if e, err := st.Recv(); err != nil || e.TextDelta != "a" {
+				t.Fatalf("first Recv = %+v, %v", e, err)
+			}
+			time.AfterFunc(5*time.Millisecond, func() { tc.stop(cancel, st) })
+			_, err = st.Recv()
+			if err == nil || err == io.EOF {
+				t.Fatalf("Recv = %v, want an error", err)
+			}
+			if got := errors.Is(err, context.Canceled); got != tc.wantCtx {
+				t.Errorf("errors.Is(%v, context.Canceled) = %v, want %v", err, got, tc.wantCtx)
+			}
+		})
+	}
+	t.Run("context already ended", func(t *testing.T) {
+		m, _ := newModel(t, script{})
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := m.Stream(ctx, simpleRequest()); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Stream = %v, want context.Canceled", err)
+		}
+	})
+}
+
+// TestRequestMapping checks the chat completions request the real SDK
+// sends.
+func TestRequestMapping(t *testing.T) {
+	m, s := newModel(t, script{data: []string{chunk(`{}`, "stop")}, done: true})
+	id1, id2 := "call_1", "call_2"
+	req := model.Request{
+		ModelID:   modelID,
+		System:    "Be brief.",
+		MaxTokens: 256,
+		Messages: []protocol.Message{
+			{Role: protocol.RoleSystem, Content: "ignored"},
+			{Role: protocol.RoleUser, Content: "save two notes"},
+			{Role: protocol.RoleAssistant, Content: "", ToolCalls: []protocol.ToolCall{
+				{ID: id1, Name: "workspace_note", Args: json.RawMessage(`{"title":"A","n":12345678901234567890}`)},
+				{ID: id2, Name: "workspace_note", Args: nil},
+			}},
+			{Role: protocol.RoleTool, ToolCallID: &id1, Content: "Saved.", Status: protocol.MessageComplete},
+			{Role: protocol.RoleTool, ToolCallID: &id2, Content: "Tool failed.", Status: protocol.MessageError},
+			{Role: protocol.RoleAssistant, Content: "Done."},
+		},
+		Tools: []model.ToolSpec{{Name: "workspace_note", Description: "Save a note.", InputSchema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"number","maximum":12345678901234567890}}}`)}},
+	}
+	st, err := m.Stream(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	defer closeStream(t, st)
+	if _, err := drain(t, st); err != io.EOF {
+		t.Fatalf("Recv = %v", err)
+	}
+	want := `{
+	  "model": "gpt-test",
+	  "stream": true,
+	  "stream_options": {"include_usage": true},
+	  "max_completion_tokens": 256,
+	  "messages": [
+	    {"role": "system", "content": "Be brief."},
+	    {"role": "user", "content": "save two notes"},
+	    {"role": "assistant", "tool_calls": [
+	      {"id": "call_1", "type": "function", "function": {"name": "workspace_note", "arguments": "{\"title\":\"A\",\"n\":12345678901234567890}"}},
+	      {"id": "call_2", "type": "function", "function": {"name": "workspace_note", "arguments": "{}"}}
+	    ]},
+	    {"role": "tool", "tool_call_id": "call_1", "content": "Saved."},
+	    {"role": "tool", "tool_call_id": "call_2", "content": "Error: Tool failed."},
+	    {"role": "assistant", "content": "Done."}
+	  ],
+	  "tools": [{"type": "function", "function": {"name": "workspace_note", "description": "Save a note.",
+	    "parameters": {"type": "object", "properties": {"n": {"type": "number", "maximum": 12345678901234567890}}}}}]
+	}`
+	got := <-s.got
+	if !jsonEqual(t, got, []byte(want)) {
+		t.Errorf("request body =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func jsonEqual(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	decode := func(data []byte) any {
+		d := json.NewDecoder(bytes.NewReader(data))
+		d.UseNumber()
+		var v any
+		if err := d.Decode(&v); err != nil {
+			t.Fatalf("decode %s: %v", data, err)
+		}
+		return v
+	}
+	return reflect.DeepEqual(decode(a), decode(b))
+}
+
+func closeStream(t *testing.T, st model.Stream) {
+	t.Helper()
+	if err := st.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
