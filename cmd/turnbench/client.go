@@ -37,6 +37,8 @@ type turnResult struct {
 	// FirstLine is when the first line arrived, measured from Sent.
 	Sent      time.Time
 	FirstLine time.Duration
+	// Total is Sent -> the end of the body (or the disconnect).
+	Total time.Duration
 	// Last is the last complete line received, decoded (nil if none or
 	// undecodable); LastRaw its bytes.
 	Last    *protocol.Event
@@ -124,6 +126,7 @@ func submit(ctx context.Context, c *http.Client, base, sessionID, turnID, input 
 		}
 		return true
 	})
+	res.Total = time.Since(res.Sent)
 	if err != nil && !res.Disconnected {
 		res.Err = fmt.Errorf("read stream: %w", err)
 	}

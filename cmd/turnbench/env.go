@@ -157,6 +157,8 @@ type opRecord struct {
 	Failed bool   // the tap injected a failure instead of sending it
 	// CondFailed means the server rejected the call's condition.
 	CondFailed bool
+	// Took is the call's duration, retries included (0 when injected).
+	Took time.Duration
 }
 
 // trace is every DynamoDB call made on behalf of one HTTP request.
@@ -243,7 +245,9 @@ func (t *tap) option(o *dynamodb.Options) {
 					t.injected.Add(1)
 					err = errInjected
 				} else {
+					start := time.Now()
 					out, md, err = next.HandleInitialize(ctx, in)
+					rec.Took = time.Since(start)
 					var ccf *types.ConditionalCheckFailedException
 					rec.CondFailed = errors.As(err, &ccf)
 				}

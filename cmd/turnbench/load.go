@@ -35,37 +35,44 @@ const (
 	kindRenew   = "renew"   // a lease renewal's UpdateItem
 )
 
-// classify returns the kind of every injected failure in ops (the calls
-// of one turn request, in order). The claim is every call up to and
-// including the first session UpdateItem that went through (happy path 1
-// call; a takeover of an expired lease 3: the failed condition, the
-// classifying read, the takeover); after it come the context Query,
-// renewals, the save (the turn item, or a read of the lease owner) and,
-// after the save, the release.
-func classify(ops []opRecord) []string {
-	var kinds []string
+// kinds returns what each call in ops (the calls of one turn request, in
+// order) was for. The claim is every call up to and including the first
+// session UpdateItem that went through (happy path 1 call; a takeover of
+// an expired lease 3: the failed condition, the classifying read, the
+// takeover); after it come the context Query, renewals, the save (the
+// turn item, or a read of the lease owner) and, after the save, the
+// release.
+func kinds(ops []opRecord) []string {
+	out := make([]string, len(ops))
 	claimed, saved := false, false
-	for _, op := range ops {
-		var k string
+	for i, op := range ops {
 		switch {
 		case !claimed:
-			k = kindClaim
+			out[i] = kindClaim
 			claimed = op.Op == "UpdateItem" && op.SK == "SESSION" && !op.Failed && !op.CondFailed
 		case op.Op == "Query":
-			k = kindContext
+			out[i] = kindContext
 		case strings.HasPrefix(op.SK, "TURN#") || op.Op == "GetItem":
-			k = kindSave
+			out[i] = kindSave
 			saved = true
 		case saved:
-			k = kindRelease
+			out[i] = kindRelease
 		default:
-			k = kindRenew
-		}
-		if op.Failed {
-			kinds = append(kinds, k)
+			out[i] = kindRenew
 		}
 	}
-	return kinds
+	return out
+}
+
+// classify returns the kind of every injected failure in ops.
+func classify(ops []opRecord) []string {
+	var failed []string
+	for i, k := range kinds(ops) {
+		if ops[i].Failed {
+			failed = append(failed, k)
+		}
+	}
+	return failed
 }
 
 // loadRecord is one submission of the load run.

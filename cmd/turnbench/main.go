@@ -70,6 +70,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "turnbench: the load run's verification failed")
 		os.Exit(1)
 	}
+	if rep.ColdErr != nil && !errors.Is(rep.ColdErr, errSkipped) {
+		fmt.Fprintln(os.Stderr, "turnbench: cold starts:", rep.ColdErr)
+		os.Exit(1)
+	}
 }
 
 // settings are a run's sizes: full (default) or -quick.
@@ -85,6 +89,9 @@ type settings struct {
 	Load           loadConfig
 	ColdRuns       int
 	ColdInvokes    int
+	// Arm64Sizes also builds the linux/arm64 release bootstraps for their
+	// sizes (the native build is what runs under the emulator).
+	Arm64Sizes bool
 }
 
 func fullSettings() settings {
@@ -94,7 +101,7 @@ func fullSettings() settings {
 		Concurrency: []int{1, 8, 64}, TurnsFor: 5 * time.Second, WritesFor: 3 * time.Second,
 		Load: loadConfig{Sessions: 200, Turns: 10, Workers: 50, FailRate: 0.05, DisconnectRate: 0.05,
 			Lease: 2 * time.Second, Seed: 1},
-		ColdRuns: 5, ColdInvokes: 50,
+		ColdRuns: 5, ColdInvokes: 50, Arm64Sizes: true,
 	}
 }
 
@@ -118,9 +125,8 @@ type report struct {
 	Claim     latencies
 	Wire      map[string]*wireResult // by scope: "session", "turn"
 	Depth     map[int]*pageResult
-	Turns     map[int]float64 // turns/s by concurrency
-	TurnFails map[int]int64
-	Writes    map[int]float64 // conditional UpdateItem/s by concurrency
+	Turns     map[int]*throughputResult // by concurrency
+	Writes    map[int]float64           // conditional UpdateItem/s by concurrency
 	Cold      map[string]*coldResult
 	ColdErr   error
 	NativeArc string
@@ -162,7 +168,10 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 		}
 	}
 	rep := &report{Quick: *quick, Command: "go run ./cmd/turnbench " + strings.Join(args, " "), NativeArc: runtime.GOARCH}
-	progress := func(format string, a ...any) { fmt.Fprintf(os.Stderr, "turnbench: "+format+"\n", a...) }
+	began := time.Now()
+	progress := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "turnbench: %6.1fs "+format+"\n", append([]any{time.Since(began).Seconds()}, a...)...)
+	}
 
 	endpoint := os.Getenv("DYNAMODB_ENDPOINT")
 	var dyn *dynaliteProc
@@ -229,13 +238,13 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 			return nil, err
 		}
 	}
-	rep.Turns, rep.TurnFails, rep.Writes = map[int]float64{}, map[int]int64{}, map[int]float64{}
+	rep.Turns, rep.Writes = map[int]*throughputResult{}, map[int]float64{}
 	for _, conc := range set.Concurrency {
 		progress("throughput at %d concurrent sessions", conc)
 		if rep.Writes[conc], err = conditionalWrites(ctx, client, table, prefix, conc, set.WritesFor); err != nil {
 			return nil, err
 		}
-		rep.Turns[conc], rep.TurnFails[conc] = turnsPerSecond(ctx, fast, prefix, conc, set.TurnsFor)
+		rep.Turns[conc] = turnsPerSecond(ctx, fast, prefix, conc, set.TurnsFor)
 	}
 
 	progress("load run: %d sessions x %d turns, %.0f%% DynamoDB failures, %.0f%% disconnects",
@@ -254,6 +263,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 		rep.ColdErr = fmt.Errorf("%w: -coldstart=false", errSkipped)
 	}
 
+	progress("done")
 	rep.SelfHWM, _ = vmHWM(os.Getpid()) // 0 where /proc is missing; the table says so
 	if dyn != nil {
 		rep.DynHWM, _ = vmHWM(dyn.pid())
@@ -276,7 +286,11 @@ func coldSection(ctx context.Context, root, rie, endpoint, table, prefix string,
 	defer func() { _ = os.RemoveAll(dir) }()
 	sizes := map[string]map[string]int64{}
 	var native map[string]string
-	for _, arch := range []string{"arm64", runtime.GOARCH} {
+	archs := []string{runtime.GOARCH}
+	if set.Arm64Sizes {
+		archs = append(archs, "arm64")
+	}
+	for _, arch := range archs {
 		if sizes[arch] != nil {
 			continue
 		}

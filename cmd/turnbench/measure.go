@@ -85,13 +85,32 @@ func measureBudgets(ctx context.Context, w *wiring, c *http.Client, prefix strin
 
 // ---- throughput -------------------------------------------------------------
 
+// throughputResult is one concurrency level's turn throughput.
+type throughputResult struct {
+	TurnsPerSec float64
+	NotDone     int64         // turns not acknowledged
+	TurnMean    time.Duration // mean client-side turn time (sent -> end of stream)
+	DynamoMean  time.Duration // mean time a completed turn spent in DynamoDB calls
+	CallsMean   float64       // mean DynamoDB calls per completed turn
+	// ByKind is the mean duration of one call by what it was for (claim,
+	// context, save, release).
+	ByKind map[string]time.Duration
+}
+
 // turnsPerSecond runs conc workers, each submitting turns back to back
 // (a new session every 10 turns, so context loads stay small) for d, and
-// returns completed turns per second and the turns not acknowledged.
-func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d time.Duration) (float64, int64) {
+// returns completed turns per second with where a turn's time went.
+func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d time.Duration) *throughputResult {
 	c := newHTTPClient(conc, nil)
 	defer c.CloseIdleConnections()
-	var done, failed atomic.Int64
+	var (
+		mu                 sync.Mutex
+		done, notDone      int64
+		turnSum, dynamoSum time.Duration
+		calls              int
+		kindSum            = map[string]time.Duration{}
+		kindN              = map[string]int{}
+	)
 	start := time.Now()
 	deadline := start.Add(d)
 	var wg sync.WaitGroup
@@ -100,16 +119,35 @@ func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d t
 			for k := 0; time.Now().Before(deadline); k++ {
 				sid := fmt.Sprintf("%s-tp%d-w%d-s%d", prefix, conc, wk, k/10)
 				res := submit(ctx, c, w.base, sid, fmt.Sprintf("t%d", k), "ping", submitOptions{})
+				mu.Lock()
 				if res.acknowledged() {
-					done.Add(1)
+					done++
+					turnSum += res.Total
+					ops := w.trace(res.BenchID).snapshot()
+					for i, k := range kinds(ops) {
+						dynamoSum += ops[i].Took
+						calls++
+						kindSum[k] += ops[i].Took
+						kindN[k]++
+					}
 				} else {
-					failed.Add(1)
+					notDone++
 				}
+				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	return float64(done.Load()) / time.Since(start).Seconds(), failed.Load()
+	r := &throughputResult{TurnsPerSec: float64(done) / time.Since(start).Seconds(), NotDone: notDone, ByKind: map[string]time.Duration{}}
+	for k, n := range kindN {
+		r.ByKind[k] = kindSum[k] / time.Duration(n)
+	}
+	if done > 0 {
+		r.TurnMean = turnSum / time.Duration(done)
+		r.DynamoMean = dynamoSum / time.Duration(done)
+		r.CallsMean = float64(calls) / float64(done)
+	}
+	return r
 }
 
 // conditionalWrites runs conc workers, each issuing conditional UpdateItem
@@ -304,11 +342,15 @@ type pageResult struct {
 }
 
 // historyDepth seeds a session of depth turns and serves n newest pages of
-// 10 turns through the history handler. Seeding follows pkg/sessionapi's
-// BenchmarkHistoryPage: one claim, then SaveTurn of ordinals 1..depth with
-// that claim's token from 8 workers (the items are exactly what SaveTurn
-// writes for a claimed turn; only the one-claim-per-ordinal precondition
-// is bent, to seed 10,000 turns in seconds).
+// 10 turns through the history handler. Seeding adapts pkg/sessionapi's
+// BenchmarkHistoryPage: one claim, released at once, then SaveTurn of
+// ordinals 1..depth with that token from 8 workers. A token that no longer
+// holds the lease may still save a turn item that does not exist yet (the
+// store's rule for a save retried after a release), so each turn costs a
+// session read and one conditional write instead of three sequential
+// round trips (claim, save, release); the items written are exactly what
+// SaveTurn writes for a claimed turn, only the one-claim-per-ordinal
+// precondition is bent, to seed 10,000 turns in seconds.
 func historyDepth(ctx context.Context, w *wiring, store chat.Store, prefix string, depth, n int) (*pageResult, error) {
 	sid := fmt.Sprintf("%s-deep-%d", prefix, depth)
 	t0 := time.Now()
@@ -318,6 +360,10 @@ func historyDepth(ctx context.Context, w *wiring, store chat.Store, prefix strin
 		DefinitionRevision: 1, LeaseDuration: time.Hour,
 	})
 	if err != nil {
+		return nil, fmt.Errorf("seed %s: %w", sid, err)
+	}
+	if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: sid, TurnID: "seed", Token: c.Lease.Token,
+		Outcome: chat.OutcomeCompleted, Cursor: c.BaseSequence}); err != nil {
 		return nil, fmt.Errorf("seed %s: %w", sid, err)
 	}
 	var next atomic.Int64

@@ -28,15 +28,23 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 		fmt.Sprintf("max %d, mean %.2f (%d pages)", b.PageMax, mean(b.PageSum, b.Pages), b.Pages),
 		"budget 1 (DESIGN §5)", fmt.Sprintf("%d/1", b.PageMax))
 	for _, c := range set.Concurrency {
-		ceiling := rep.Writes[c]
+		ceiling, tr := rep.Writes[c], rep.Turns[c]
 		fails := ""
-		if n := rep.TurnFails[c]; n > 0 {
-			fails = fmt.Sprintf(", %d not completed", n)
+		if tr.NotDone > 0 {
+			fails = fmt.Sprintf(", %d not completed", tr.NotDone)
+		}
+		perKind := []string{}
+		for _, k := range []string{kindClaim, kindContext, kindSave, kindRelease, kindRenew} {
+			if d, ok := tr.ByKind[k]; ok {
+				perKind = append(perKind, k+" "+ms(d))
+			}
 		}
 		add(fmt.Sprintf("turns/s, %d concurrent session(s), echo no delay", c),
-			fmt.Sprintf("%.0f turns/s%s", rep.Turns[c], fails),
-			fmt.Sprintf("%.0f conditional UpdateItem/s; ceiling/4 = %.0f turns/s", ceiling, ceiling/4),
-			fmt.Sprintf("%.0f%% of ceiling/4", 100*rep.Turns[c]/(ceiling/4)))
+			fmt.Sprintf("%.0f turns/s%s; a turn %s, of it %s in %.1f DynamoDB calls (each: %s)", tr.TurnsPerSec, fails,
+				ms(tr.TurnMean), ms(tr.DynamoMean), tr.CallsMean, strings.Join(perKind, ", ")),
+			fmt.Sprintf("%.0f conditional UpdateItem/s (%s each); ceiling/4 = %.0f turns/s", ceiling,
+				ms(time.Duration(float64(c)*float64(time.Second)/ceiling)), ceiling/4),
+			fmt.Sprintf("%.0f%% of ceiling/4", 100*tr.TurnsPerSec/(ceiling/4)))
 	}
 	add("time to first snapshot p50 / p99 (request sent -> first NDJSON line)",
 		ms(rep.TTFS.P50)+" / "+ms(rep.TTFS.P99),
@@ -57,12 +65,16 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 
 	native := rep.NativeArc
 	for _, fn := range functions {
-		size := "-"
+		var sizes []string
 		if s := rep.Sizes["arm64"][fn]; s > 0 {
-			size = fmt.Sprintf("%.2f MiB linux/arm64", mib(s))
-			if n := rep.Sizes[native][fn]; n > 0 && native != "arm64" {
-				size += fmt.Sprintf(", %.2f MiB linux/%s (run)", mib(n), native)
-			}
+			sizes = append(sizes, fmt.Sprintf("%.2f MiB linux/arm64", mib(s)))
+		}
+		if n := rep.Sizes[native][fn]; n > 0 && native != "arm64" {
+			sizes = append(sizes, fmt.Sprintf("%.2f MiB linux/%s (run)", mib(n), native))
+		}
+		size := "-"
+		if len(sizes) > 0 {
+			size = strings.Join(sizes, ", ")
 		}
 		cr := rep.Cold[fn]
 		if cr == nil || len(cr.ColdStarts) == 0 {
