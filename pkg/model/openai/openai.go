@@ -15,8 +15,9 @@
 // fragments (choices[0].delta.tool_calls, keyed by index, the id and name
 // in the first fragment, arguments split across chunks) are joined and
 // emitted as complete model.ToolCalls, ordered by index, just before the
-// finish event; finish_reason is the FinishReason; the final usage chunk
-// is Usage. HTTP errors and error events inside the stream become
+// finish event; finish_reason is the FinishReason; the usage chunk is
+// Usage, emitted once, last, when the stream ends normally (the last usage
+// seen, as some compatible servers repeat a running usage). HTTP errors and error events inside the stream become
 // *model.Error (see Stream).
 package openai
 
@@ -255,6 +256,7 @@ type stream struct {
 
 	calls    map[int64]*toolCall
 	pending  []model.Event
+	usage    *protocol.Usage // the last usage seen, emitted at io.EOF
 	finished bool
 	err      error
 }
@@ -272,6 +274,10 @@ func (s *stream) Recv() (model.Event, error) {
 		}
 		if !s.st.Next() {
 			s.err = s.end()
+			if s.err == io.EOF && s.usage != nil {
+				s.pending = append(s.pending, model.Event{Usage: s.usage})
+				s.usage = nil
+			}
 			continue
 		}
 		if err := s.handle(s.st.Current()); err != nil {
@@ -333,10 +339,10 @@ func (s *stream) handle(c openai.ChatCompletionChunk) error {
 		}
 	}
 	if c.JSON.Usage.Valid() {
+		// Some compatible servers repeat a running usage on many chunks:
+		// keep the last and emit it once, at the end of the stream.
 		u := c.Usage
-		s.pending = append(s.pending, model.Event{Usage: &protocol.Usage{
-			PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens,
-		}})
+		s.usage = &protocol.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
 	}
 	return nil
 }

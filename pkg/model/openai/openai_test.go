@@ -163,6 +163,12 @@ func TestStreamEvents(t *testing.T) {
 		"unknown reason": {with(chunk(`{}`, "future")), events(model.Event{FinishReason: model.FinishStop})},
 		"finish with content in the same chunk": {[]string{chunk(`{"content":"x"}`, "stop")},
 			[]model.Event{{TextDelta: "x"}, {FinishReason: model.FinishStop}}},
+		"usage repeated, last wins": {with(
+			`{"id":"c","choices":[{"index":0,"delta":{"content":"!"},"finish_reason":null}],"usage":{"prompt_tokens":12,"completion_tokens":4,"total_tokens":16}}`,
+			chunk(`{}`, "stop"), usageChunk),
+			events(model.Event{TextDelta: "!"}, model.Event{FinishReason: model.FinishStop}, model.Event{Usage: usage})},
+		"usage null on chunks": {with(`{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`),
+			events(model.Event{FinishReason: model.FinishStop})},
 		"no usage chunk": {with(chunk(`{}`, "stop")), events(model.Event{FinishReason: model.FinishStop})},
 	}
 	for name, tc := range tests {
