@@ -391,3 +391,25 @@ func TestToolset(t *testing.T) {
 		}
 	})
 }
+
+func TestEntry(t *testing.T) {
+	tests := map[string]struct {
+		args, status, want string
+	}{
+		"pending":  {`{"a":1}`, protocol.ToolCallPending, `{"id":"c1","name":"add","args":{"a":1},"status":"pending"}`},
+		"running":  {`{"a":1}`, protocol.ToolCallRunning, `{"id":"c1","name":"add","args":{"a":1},"status":"running"}`},
+		"no args":  {``, protocol.ToolCallPending, `{"id":"c1","name":"add","args":{},"status":"pending"}`},
+		"bad args": {`[1]`, protocol.ToolCallRunning, `{"id":"c1","name":"add","args":{},"status":"running"}`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := json.Marshal(tool.Entry(model.ToolCall{ID: "c1", Name: "add", Args: json.RawMessage(tc.args)}, tc.status))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tc.want {
+				t.Errorf("Entry = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}

@@ -2,9 +2,11 @@ package tool
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // Toolset is the tools one definition offers the model: a fixed subset of
@@ -49,4 +51,17 @@ func (ts *Toolset) Run(ctx context.Context, call model.ToolCall) Outcome {
 		return o.fail(CodeUnknownTool, textUnknownTool, fmt.Errorf("%w: %q is not offered", ErrUnknownTool, call.Name))
 	}
 	return ts.reg.Run(ctx, call)
+}
+
+// Entry returns the toolCalls entry (AgentsKit wire §4) of a call that has
+// not finished: status protocol.ToolCallPending (the model asked for it)
+// or protocol.ToolCallRunning (Run has started), with Args "{}" when the
+// model sent none or they are not a JSON object. Outcome.ToolCall gives
+// the finished entry.
+func Entry(call model.ToolCall, status string) protocol.ToolCall {
+	args := call.Args
+	if !isJSONObject(args) {
+		args = json.RawMessage("{}")
+	}
+	return protocol.ToolCall{ID: call.ID, Name: call.Name, Args: args, Status: status}
 }
