@@ -71,18 +71,31 @@ func maybeExecBootstrap() {
 // functions are the three Lambda functions (functions/<name>).
 var functions = []string{"turn", "history", "artifacts"}
 
-// buildBootstraps builds the three bootstraps for goos/goarch with the
-// Makefile's release flags (CGO_ENABLED=0, -tags lambda.norpc -trimpath
-// -ldflags "-s -w") into dir/<goarch>/<name>, returning path and size.
+// baseline names the minimal bootstrap (cmd/turnbench/internal/minimal)
+// whose cold start, size and peak memory are the bootstraps' baselines.
+const baseline = "minimal"
+
+// packageOf is the package a bootstrap is built from.
+func packageOf(name string) string {
+	if name == baseline {
+		return "./cmd/turnbench/internal/minimal"
+	}
+	return "./functions/" + name
+}
+
+// buildBootstraps builds the three bootstraps and the baseline for
+// goos/goarch with the Makefile's release flags (CGO_ENABLED=0, -tags
+// lambda.norpc -trimpath -ldflags "-s -w") into dir/<goarch>/<name>,
+// returning path and size by name.
 func buildBootstraps(ctx context.Context, root, dir, goos, goarch string) (map[string]string, map[string]int64, error) {
 	paths, sizes := map[string]string{}, map[string]int64{}
 	goBin := os.Getenv("GO") // the Makefile's GO, when run from make
 	if goBin == "" {
 		goBin = "go"
 	}
-	for _, fn := range functions {
+	for _, fn := range append([]string{baseline}, functions...) {
 		out := filepath.Join(dir, goarch, fn)
-		cmd := exec.CommandContext(ctx, goBin, "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w", "-o", out, "./functions/"+fn)
+		cmd := exec.CommandContext(ctx, goBin, "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w", "-o", out, packageOf(fn))
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
 		if msg, err := cmd.CombinedOutput(); err != nil {
@@ -324,6 +337,8 @@ func submitBody(sessionID, turnID string) string {
 // alternates a trusted PUT and an owner GET on its first turn.
 func driveEvent(fn, sid string, i int) (*events.LambdaFunctionURLRequest, int) {
 	switch fn {
+	case baseline:
+		return urlEvent("GET", "/", "", "", iamCaller), http.StatusOK
 	case "turn":
 		return urlEvent("POST", "/", "", submitBody(sid, fmt.Sprintf("t%d", i)), iamCaller), http.StatusOK
 	case "history":
@@ -338,16 +353,16 @@ func driveEvent(fn, sid string, i int) (*events.LambdaFunctionURLRequest, int) {
 	}
 }
 
-// measureColdStarts runs each bootstrap runs times under rie: each run
-// starts a fresh emulator, sends the invoke that starts the bootstrap,
-// then drives invocations more requests and reads the bootstrap's VmHWM.
-// The turn function runs first: its turns create the session the history
-// and artifacts runs read and write.
+// measureColdStarts runs the baseline and each bootstrap runs times under
+// rie: each run starts a fresh emulator, sends the invoke that starts the
+// bootstrap, then drives invocations more requests and reads the
+// bootstrap's VmHWM. The turn function runs before history and artifacts:
+// its turns create the session they read and write.
 func measureColdStarts(ctx context.Context, rie, self string, bins map[string]string, env []string, sid string, runs, invocations int) (map[string]*coldResult, error) {
 	c := &http.Client{Timeout: time.Minute}
 	out := map[string]*coldResult{}
 	turnSeq := 0
-	for _, fn := range functions {
+	for _, fn := range append([]string{baseline}, functions...) {
 		cr := &coldResult{Invocations: invocations}
 		out[fn] = cr
 		for range runs {

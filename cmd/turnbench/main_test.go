@@ -119,7 +119,7 @@ func TestQuickRun(t *testing.T) {
 		case rep.ColdErr != nil:
 			t.Errorf("cold starts: %v", rep.ColdErr)
 		default:
-			for _, fn := range functions {
+			for _, fn := range append([]string{baseline}, functions...) {
 				cr := rep.Cold[fn]
 				if len(cr.ColdStarts) != set.ColdRuns || cr.ColdStarts[0] <= 0 || cr.PeakRSSKiB <= 0 {
 					t.Errorf("%s under the emulator: %+v", fn, *cr)

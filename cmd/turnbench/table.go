@@ -64,42 +64,61 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 		fmt.Sprintf("%.2fx p50", float64(d1.Latency.P50)/float64(d0.Latency.P50)))
 
 	native := rep.NativeArc
-	for _, fn := range functions {
+	base := rep.Cold[baseline]
+	size := func(name string) string {
 		var sizes []string
-		if s := rep.Sizes["arm64"][fn]; s > 0 {
+		if s := rep.Sizes["arm64"][name]; s > 0 {
 			sizes = append(sizes, fmt.Sprintf("%.2f MiB linux/arm64", mib(s)))
 		}
-		if n := rep.Sizes[native][fn]; n > 0 && native != "arm64" {
+		if n := rep.Sizes[native][name]; n > 0 && native != "arm64" {
 			sizes = append(sizes, fmt.Sprintf("%.2f MiB linux/%s (run)", mib(n), native))
 		}
-		size := "-"
-		if len(sizes) > 0 {
-			size = strings.Join(sizes, ", ")
+		if len(sizes) == 0 {
+			return "-"
 		}
-		cr := rep.Cold[fn]
-		if cr == nil || len(cr.ColdStarts) == 0 {
-			add(fmt.Sprintf("%s bootstrap: cold start, size", fn), "not measured: "+skipReason(rep.ColdErr), "-", size)
-			continue
-		}
-		add(fmt.Sprintf("%s bootstrap: cold start under aws-lambda-rie (exec -> first Runtime API request), median of %d", fn, len(cr.ColdStarts)),
-			ms(median(cr.ColdStarts)),
-			"first invoke, client side: "+ms(median(cr.FirstInvoke)),
-			size)
+		return strings.Join(sizes, ", ")
 	}
 	for _, fn := range functions {
 		cr := rep.Cold[fn]
-		if cr == nil || cr.PeakRSSKiB == 0 {
+		if cr == nil || len(cr.ColdStarts) == 0 || base == nil || len(base.ColdStarts) == 0 {
+			add(fmt.Sprintf("%s bootstrap: cold start", fn), "not measured: "+skipReason(rep.ColdErr), "-", "-")
+			continue
+		}
+		c, b := median(cr.ColdStarts), median(base.ColdStarts)
+		add(fmt.Sprintf("%s bootstrap: cold start under aws-lambda-rie, exec -> first Runtime API request (median of %d; first invoke end to end)", fn, len(cr.ColdStarts)),
+			fmt.Sprintf("%s (%s)", ms(c), ms(median(cr.FirstInvoke))),
+			fmt.Sprintf("minimal Go function URL bootstrap: %s (%s)", ms(b), ms(median(base.FirstInvoke))),
+			fmt.Sprintf("+%s", ms(c-b)))
+	}
+	for _, fn := range functions {
+		if rep.Sizes["arm64"][fn] == 0 && rep.Sizes[native][fn] == 0 {
+			continue
+		}
+		ratio := "-"
+		if a, b := rep.Sizes["arm64"][fn], rep.Sizes["arm64"][baseline]; a > 0 && b > 0 {
+			ratio = fmt.Sprintf("%.1fx (arm64)", float64(a)/float64(b))
+		} else if a, b := rep.Sizes[native][fn], rep.Sizes[native][baseline]; a > 0 && b > 0 {
+			ratio = fmt.Sprintf("%.1fx (%s)", float64(a)/float64(b), native)
+		}
+		add(fmt.Sprintf("%s bootstrap: binary size (-tags lambda.norpc -trimpath -ldflags \"-s -w\")", fn),
+			size(fn), "minimal bootstrap: "+size(baseline), ratio)
+	}
+	for _, fn := range functions {
+		cr := rep.Cold[fn]
+		if cr == nil || cr.PeakRSSKiB == 0 || base == nil || base.PeakRSSKiB == 0 {
 			continue
 		}
 		add(fmt.Sprintf("%s bootstrap: peak RSS (VmHWM) after %d invocations under the emulator", fn, cr.Invocations+1),
 			fmt.Sprintf("%.1f MiB", float64(cr.PeakRSSKiB)/1024),
-			fmt.Sprintf("turnbench process (all handlers in process, clients, load run): %.1f MiB", float64(rep.SelfHWM)/1024),
-			fmt.Sprintf("%.2fx", float64(cr.PeakRSSKiB)/float64(max(rep.SelfHWM, 1))))
+			fmt.Sprintf("minimal bootstrap, same invocations: %.1f MiB", float64(base.PeakRSSKiB)/1024),
+			fmt.Sprintf("+%.1f MiB", float64(cr.PeakRSSKiB-base.PeakRSSKiB)/1024))
 	}
-	if len(rep.Cold) == 0 {
-		add("turnbench process peak RSS (VmHWM; all handlers in process)", fmt.Sprintf("%.1f MiB", float64(rep.SelfHWM)/1024),
-			fmt.Sprintf("dynalite: %.1f MiB", float64(rep.DynHWM)/1024), "-")
+	dyn := "not started here"
+	if rep.DynHWM > 0 {
+		dyn = fmt.Sprintf("%.1f MiB", float64(rep.DynHWM)/1024)
 	}
+	add("turnbench process peak RSS (VmHWM): all three handlers in process, clients, load run",
+		fmt.Sprintf("%.1f MiB", float64(rep.SelfHWM)/1024), "dynalite process: "+dyn, "-")
 
 	l := rep.Load
 	add(fmt.Sprintf("load run: %d sessions x %d turns, %.0f%% DynamoDB calls failing, %.0f%% streams cut",
