@@ -14,11 +14,10 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: deps
-deps: ## Install the pinned test dependencies (dynalite via npm ci, Go modules).
+deps: rie ## Install the pinned test dependencies (dynalite via npm ci, Go modules, the Lambda runtime interface emulator).
 	@command -v node >/dev/null || { echo "make: Node.js is required for the DynamoDB tests (dynalite); install Node 20+" >&2; exit 1; }
 	npm ci --no-audit --no-fund --loglevel=error
 	$(GO) mod download
-	@$(MAKE) --no-print-directory rie
 
 .PHONY: test
 test: deps ## Everything: vet, the race-enabled suite (memory store and dynalite), brief fuzzing.
