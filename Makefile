@@ -64,6 +64,9 @@ EVENT         ?= events/turn-submit.json
 RIE_VERSION   := v0.0.0-20261030222936-bef5c4ba774d
 RIE_DIR       ?= $(or $(TURNSTREAM_RIE_DIR),$(or $(XDG_CACHE_HOME),$(HOME)/.cache)/turnstream/aws-lambda-rie-$(RIE_VERSION))
 DYNALITE      := node_modules/.bin/dynalite
+# dynamodb-local's listen address; sam local's containers reach the host
+# only on a non-loopback address (DYNAMODB_LOCAL_HOST=0.0.0.0, trusted networks only).
+DYNAMODB_LOCAL_HOST ?= 127.0.0.1
 
 .PHONY: dev
 dev: ## Run the three functions on 127.0.0.1:8787 (in-memory store, echo model; DYNAMODB_ENDPOINT for DynamoDB).
@@ -107,7 +110,7 @@ invoke-local: ## sam local invoke FUNCTION (TurnFunction) with EVENT against Dyn
 .PHONY: dynamodb-local
 dynamodb-local: ## Run the pinned dynalite on 127.0.0.1:8000 in the foreground (DYNAMODB_ENDPOINT=http://127.0.0.1:8000).
 	@test -x $(DYNALITE) || npm ci --no-audit --no-fund --loglevel=error
-	$(DYNALITE) --host 127.0.0.1 --port 8000 --createTableMs 0 --deleteTableMs 0 --updateTableMs 0
+	$(DYNALITE) --host $(DYNAMODB_LOCAL_HOST) --port 8000 --createTableMs 0 --deleteTableMs 0 --updateTableMs 0
 
 .PHONY: rie
 rie: ## Install the pinned Lambda runtime interface emulator into RIE_DIR (the smoke test also does this on demand).
