@@ -50,6 +50,9 @@ turn; without, each line read from stdin is a turn. -json prints the raw
 NDJSON lines instead. On a terminal the reply is redrawn in place; otherwise
 text is appended without cursor movement.
 
+Ctrl-C during a turn asks the server to stop it (POST <url>/stop) and shows
+the turn ending; a second Ctrl-C quits at once.
+
 Exit status: 0 when every turn completed, 1 after an HTTP error, a
 diagnostic or a failed turn (its code and message are printed on stderr),
 2 for bad usage.
@@ -89,9 +92,9 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	c := &chatClient{opts: opts, http: &http.Client{}, stdout: stdout, stderr: stderr, tty: isTerminal(stdout)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := &chatClient{opts: opts, http: &http.Client{}, stdout: stdout, stderr: stderr, tty: isTerminal(stdout), quit: cancel}
 	if c.tty {
 		c.width, c.height = terminalSize(stdout)
 	}
@@ -131,6 +134,19 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return status
 }
 
+// notifyInterrupts delivers SIGINT (Ctrl-C) to turnctl chat instead of
+// ending the process, while a turn streams; the returned function stops
+// the delivery (between turns Ctrl-C ends the process as usual). Tests
+// replace it.
+var notifyInterrupts = func() (<-chan os.Signal, func()) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt)
+	return ch, func() { signal.Stop(ch) }
+}
+
+// stopTimeout bounds the stop request sent on Ctrl-C.
+const stopTimeout = 10 * time.Second
+
 // chatClient submits turns of one session.
 type chatClient struct {
 	opts          chatOptions
@@ -139,6 +155,9 @@ type chatClient struct {
 	stderr        io.Writer
 	tty           bool
 	width, height int
+	// quit cancels every request and ends the session (a second Ctrl-C
+	// during a turn, see watchInterrupts).
+	quit context.CancelFunc
 }
 
 // turn submits input as a new turn and renders its stream. It reports
@@ -180,6 +199,12 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 		reportHTTPError(c.stderr, "chat", resp)
 		return false
 	}
+
+	interrupts, stopNotify := notifyInterrupts()
+	defer stopNotify()
+	watchDone := make(chan struct{})
+	defer close(watchDone)
+	go c.watchInterrupts(ctx, turnID, interrupts, watchDone)
 
 	var r renderer
 	switch {
@@ -226,6 +251,54 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 	}
 	_, _ = fmt.Fprintln(c.stderr, "turnctl chat: the stream ended before the turn's last snapshot")
 	return false
+}
+
+// watchInterrupts handles Ctrl-C while turnID streams, until done closes.
+// The first asks the server to stop the turn (POST <url>/stop: on Lambda a
+// client disconnect does not stop a turn, DESIGN §4), and the stream goes
+// on showing it until it ends as interrupted; the next one quits.
+func (c *chatClient) watchInterrupts(ctx context.Context, turnID string, interrupts <-chan os.Signal, done <-chan struct{}) {
+	stopped := false
+	for {
+		select {
+		case <-done:
+			return
+		case <-interrupts:
+			if stopped {
+				c.quit()
+				return
+			}
+			stopped = true
+			_, _ = fmt.Fprintln(c.stderr, "\nstopping the turn (Ctrl-C again to quit)")
+			c.requestStop(ctx, turnID)
+		}
+	}
+}
+
+// requestStop posts {"sessionId","turnId"} to the turn function's /stop
+// route and reports a refusal on stderr.
+func (c *chatClient) requestStop(ctx context.Context, turnID string) {
+	body, _ := json.Marshal(map[string]string{"sessionId": c.opts.sessionID, "turnId": turnID})
+	ctx, cancel := context.WithTimeout(ctx, stopTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.opts.url, "/")+"/stop", bytes.NewReader(body))
+	if err != nil {
+		_, _ = fmt.Fprintln(c.stderr, "turnctl chat: stop:", err)
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.opts.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.opts.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		_, _ = fmt.Fprintln(c.stderr, "turnctl chat: stop:", err)
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusAccepted {
+		reportHTTPError(c.stderr, "chat stop", resp)
+	}
 }
 
 // renderer shows a turn's stream. event is called for each decoded line

@@ -7,10 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -327,5 +329,47 @@ func TestPhysicalLines(t *testing.T) {
 				t.Errorf("physicalLines(%q, %d) = %d, want %d", tc.block, tc.width, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestChatCtrlCStopsTheTurn(t *testing.T) {
+	store := memory.New(memory.Options{})
+	authn, err := auth.New(context.Background(), config.AuthConfig{Mode: config.AuthDev},
+		auth.WithLookupEnv(func(string) (string, bool) { return "", false }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A reply of one rune per 100 ms runs for seconds unless stopped; the
+	// lease is renewed (and the stop flag read) every 50 ms.
+	th, err := turn.NewHandler(turn.Options{
+		Store: store, Model: echo.New(100*time.Millisecond, 1), Authenticator: authn,
+		Definition:    turn.Definition{ID: "default", Revision: 1},
+		LeaseDuration: 3 * time.Second, RenewInterval: 50 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(th)
+	defer srv.Close()
+
+	// Ctrl-C arrives as soon as the stream has started.
+	saved := notifyInterrupts
+	t.Cleanup(func() { notifyInterrupts = saved })
+	notifyInterrupts = func() (<-chan os.Signal, func()) {
+		ch := make(chan os.Signal, 1)
+		ch <- os.Interrupt
+		return ch, func() {}
+	}
+
+	code, out, errOut := runTurnctl([]string{"chat", "-url", srv.URL + "/", "-session", "s1", "-token", "dev.alice",
+		"a long question that takes the echo model many seconds to repeat"}, "")
+	if code != 1 {
+		t.Errorf("exit %d, want 1 for an interrupted turn", code)
+	}
+	if !strings.Contains(errOut, "stopping the turn") || !strings.Contains(errOut, "turn failed: TURN_INTERRUPTED: The turn was stopped.") {
+		t.Errorf("stderr %q, want the stop notice and TURN_INTERRUPTED", errOut)
+	}
+	if strings.Contains(out, "many seconds to repeat") {
+		t.Errorf("stdout %q has the whole reply: the turn was not stopped", out)
 	}
 }
