@@ -49,7 +49,7 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 	add("time to first snapshot p50 / p99 (request sent -> first NDJSON line)",
 		ms(rep.TTFS.P50)+" / "+ms(rep.TTFS.P99),
 		"ClaimTurn alone: "+ms(rep.Claim.P50)+" / "+ms(rep.Claim.P99),
-		fmt.Sprintf("+%s / +%s", ms(rep.TTFS.P50-rep.Claim.P50), ms(rep.TTFS.P99-rep.Claim.P99)))
+		signedMS(rep.TTFS.P50-rep.Claim.P50)+" / "+signedMS(rep.TTFS.P99-rep.Claim.P99))
 	for _, scope := range []string{"session", "turn"} {
 		wr := rep.Wire[scope]
 		add(fmt.Sprintf("bytes on the wire per turn, %s scope (10 prior turns, 1,206-char answer)", scope),
@@ -88,7 +88,7 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 		add(fmt.Sprintf("%s bootstrap: cold start under aws-lambda-rie, exec -> first Runtime API request (median of %d; first invoke end to end)", fn, len(cr.ColdStarts)),
 			fmt.Sprintf("%s (%s)", ms(c), ms(median(cr.FirstInvoke))),
 			fmt.Sprintf("minimal Go function URL bootstrap: %s (%s)", ms(b), ms(median(base.FirstInvoke))),
-			fmt.Sprintf("+%s", ms(c-b)))
+			signedMS(c-b))
 	}
 	for _, fn := range functions {
 		if rep.Sizes["arm64"][fn] == 0 && rep.Sizes[native][fn] == 0 {
@@ -111,7 +111,7 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 		add(fmt.Sprintf("%s bootstrap: peak RSS (VmHWM) after %d invocations under the emulator", fn, cr.Invocations+1),
 			fmt.Sprintf("%.1f MiB", float64(cr.PeakRSSKiB)/1024),
 			fmt.Sprintf("minimal bootstrap, same invocations: %.1f MiB", float64(base.PeakRSSKiB)/1024),
-			fmt.Sprintf("+%.1f MiB", float64(cr.PeakRSSKiB-base.PeakRSSKiB)/1024))
+			fmt.Sprintf("%+.1f MiB", float64(cr.PeakRSSKiB-base.PeakRSSKiB)/1024))
 	}
 	dyn := "not started here"
 	if rep.DynHWM > 0 {
@@ -170,6 +170,11 @@ func mean(sum, n int) float64 {
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// signedMS formats d in milliseconds with an explicit sign.
+func signedMS(d time.Duration) string {
+	return fmt.Sprintf("%+.2f ms", float64(d)/float64(time.Millisecond))
+}
 
 func median(d []time.Duration) time.Duration {
 	return quantile(slices.Clone(d), 0.5)
