@@ -33,8 +33,12 @@
 //     history handler: no acknowledged turn lost, none duplicated, no lease
 //     held past its expiry, every failure reported with its diagnostic.
 //
-// It exits with status 1 when a section fails or the load run's
-// verification finds a problem.
+// Flags: -quick (small sizes, seconds), -coldstart=false (skip the
+// builds and the emulator), -rie PATH (default: the Makefile's RIE_DIR
+// install, `make rie`), -repo DIR (module root; default: found from the
+// working directory). Progress goes to stderr, the table to stdout. It
+// exits with status 1 when a section fails or the load run's verification
+// finds a problem.
 package main
 
 import (
