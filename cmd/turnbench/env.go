@@ -145,19 +145,23 @@ func newTableName(prefix string) string {
 
 // ---- the DynamoDB tap: counting, tracing and fault injection -------------
 
-// errInjected is the error the tap returns instead of sending a request.
-// The SDK's retryer does not classify it as retryable, so one injected
-// failure fails one API call.
+// errInjected is the error the tap returns for a failed call. It is
+// returned above the SDK's retryer, so one injected failure fails one API
+// call.
 var errInjected = errors.New("turnbench: injected DynamoDB failure")
 
 // opRecord is one DynamoDB API call seen by the tap.
 type opRecord struct {
 	Op     string // operation name, e.g. "UpdateItem"
 	SK     string // the sort key of a keyed call ("SESSION", "TURN#..."), "" for Query
-	Failed bool   // the tap injected a failure instead of sending it
+	Failed bool   // the tap failed the call
+	// AfterSend means the failed call was sent (and applied) first: only
+	// its response was replaced by the error.
+	AfterSend bool
 	// CondFailed means the server rejected the call's condition.
 	CondFailed bool
-	// Took is the call's duration, retries included (0 when injected).
+	// Took is the call's duration, retries included (0 when it failed
+	// before send).
 	Took time.Duration
 }
 
@@ -193,39 +197,47 @@ func traceFrom(ctx context.Context) *trace {
 }
 
 // tap is SDK middleware on the DynamoDB client (Initialize step, so once
-// per API call, before the retryer): it counts every call by operation,
-// records it in the request's trace, and fails a fraction of calls with
-// errInjected before they are sent. It also counts HTTP attempts in the
-// Finalize step (after the retryer), so retries would show.
+// per API call, before the retryer): it counts every call, records it in
+// the request's trace with its duration, and fails a fraction of calls
+// with errInjected: some before they are sent (nothing happened), the
+// others after the server applied them (the response is lost: the caller
+// cannot tell, the ambiguous case). It also counts HTTP attempts in the
+// Finalize step (after the retryer), so retries show.
 type tap struct {
 	calls    atomic.Int64
 	attempts atomic.Int64
 	injected atomic.Int64
 	failBits atomic.Uint64 // float64 bits of the failure probability
+	lateBits atomic.Uint64 // float64 bits of the share of failures after send
 
-	mu    sync.Mutex
-	rng   *mrand.Rand
-	byOp  map[string]int64
-	fails map[string]int64
+	mu  sync.Mutex
+	rng *mrand.Rand
 }
 
 func newTap(seed uint64) *tap {
-	return &tap{rng: mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), byOp: map[string]int64{}, fails: map[string]int64{}}
+	return &tap{rng: mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
 }
 
-// setFailRate sets the probability (0..1) that a call fails.
-func (t *tap) setFailRate(p float64) { t.failBits.Store(math.Float64bits(p)) }
+// setFailRate sets the probability (0..1) that a call fails, and the share
+// (0..1) of those failures injected after the call was sent and applied.
+func (t *tap) setFailRate(p, afterSend float64) {
+	t.lateBits.Store(math.Float64bits(afterSend))
+	t.failBits.Store(math.Float64bits(p))
+}
 
-func (t *tap) decide(op string) bool {
+// decide draws whether the next call fails, and if so whether after send.
+func (t *tap) decide() (fail, afterSend bool) {
 	p := math.Float64frombits(t.failBits.Load())
+	if p <= 0 {
+		return false, false
+	}
+	late := math.Float64frombits(t.lateBits.Load())
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.byOp[op]++
-	fail := p > 0 && t.rng.Float64() < p
-	if fail {
-		t.fails[op]++
+	if t.rng.Float64() >= p {
+		return false, false
 	}
-	return fail
+	return true, t.rng.Float64() < late
 }
 
 // option installs the tap on a client (dynamo.NewClient's optFns).
@@ -233,23 +245,24 @@ func (t *tap) option(o *dynamodb.Options) {
 	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
 		if err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("turnbenchTap",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				op := awsmiddleware.GetOperationName(ctx)
 				t.calls.Add(1)
-				rec := opRecord{Op: op, SK: sortKeyOf(in.Parameters), Failed: t.decide(op)}
+				rec := opRecord{Op: awsmiddleware.GetOperationName(ctx), SK: sortKeyOf(in.Parameters)}
+				rec.Failed, rec.AfterSend = t.decide()
 				var (
 					out middleware.InitializeOutput
 					md  middleware.Metadata
 					err error
 				)
-				if rec.Failed {
-					t.injected.Add(1)
-					err = errInjected
-				} else {
+				if !rec.Failed || rec.AfterSend {
 					start := time.Now()
 					out, md, err = next.HandleInitialize(ctx, in)
 					rec.Took = time.Since(start)
 					var ccf *types.ConditionalCheckFailedException
 					rec.CondFailed = errors.As(err, &ccf)
+				}
+				if rec.Failed {
+					t.injected.Add(1)
+					out, md, err = middleware.InitializeOutput{}, middleware.Metadata{}, errInjected
 				}
 				if tr := traceFrom(ctx); tr != nil {
 					tr.add(rec)

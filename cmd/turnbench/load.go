@@ -21,6 +21,7 @@ type loadConfig struct {
 	Turns          int           // turns per session
 	Workers        int           // sessions running at once
 	FailRate       float64       // fraction of DynamoDB calls failed by the tap
+	AfterSend      float64       // share of those failures injected after the call was applied
 	DisconnectRate float64       // fraction of submissions the client cancels after the first line
 	Lease          time.Duration // the turn handler's LeaseDuration
 	Seed           uint64
@@ -86,7 +87,7 @@ type loadRecord struct {
 type loadReport struct {
 	Sessions, TurnsAttempted, Requests, Acknowledged int
 	Disconnects, BusyRetries, Replays                int
-	Injected                                         map[string]int // injected failures by kind
+	Injected                                         map[string]int // injected failures by kind ("<kind>" before send, "<kind> after send")
 	Outcomes                                         map[string]int // non-acknowledged client outcomes
 	DiagnosticsChecked, DiagnosticsWrong             int
 	ReplaysChecked, ReplaysWrong                     int
@@ -123,7 +124,7 @@ func runLoad(ctx context.Context, w *wiring, t *tap, prefix string, cfg loadConf
 	var mu sync.Mutex
 	records := map[string][]loadRecord{}
 	sessions := make(chan int)
-	t.setFailRate(cfg.FailRate)
+	t.setFailRate(cfg.FailRate, cfg.AfterSend)
 	var wg sync.WaitGroup
 	for range cfg.Workers {
 		wg.Go(func() {
@@ -141,7 +142,7 @@ func runLoad(ctx context.Context, w *wiring, t *tap, prefix string, cfg loadConf
 	}
 	close(sessions)
 	wg.Wait()
-	t.setFailRate(0)
+	t.setFailRate(0, 0)
 	if !w.waitIdle(time.Minute) {
 		rep.problem("handlers still running a minute after the last client request")
 	}
@@ -213,24 +214,36 @@ func runSession(ctx context.Context, c *http.Client, w *wiring, sid string, cfg 
 // verifySession checks one session's records against its trace and its
 // history: every failure reported as its kind requires, no acknowledged
 // turn lost or changed, no turn twice, no turn the client never sent, and
-// no lease held except one left by a failed release and expiring within
-// one lease duration of checkedAt.
+// no lease held except one left by a failed release (or a claim applied
+// but reported failed) and expiring within one lease duration of
+// checkedAt.
 func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, recs []loadRecord, cfg loadConfig, checkedAt time.Time, rep *loadReport) {
 	sent := map[string]bool{}
 	acked := map[string]*turnResult{}
-	releaseFailedLast := false
+	leftLease := false // the last request may have left the lease held
 	for _, r := range recs {
 		sent[r.Turn] = true
 		rep.Requests++
 		res := r.Res
-		var kinds []string
+		var ops []opRecord
 		if tr := w.trace(res.BenchID); tr != nil {
-			kinds = classify(tr.snapshot())
+			ops = tr.snapshot()
 		}
-		for _, k := range kinds {
-			rep.Injected[k]++
+		leftLease = false
+		for i, k := range kinds(ops) {
+			if !ops[i].Failed {
+				continue
+			}
+			if ops[i].AfterSend {
+				rep.Injected[k+" after send"]++
+			} else {
+				rep.Injected[k]++
+			}
+			// A failed release leaves the lease; so does a claim that
+			// was applied but reported failed.
+			leftLease = leftLease || k == kindRelease || k == kindClaim && ops[i].AfterSend && ops[i].Op == "UpdateItem"
 		}
-		releaseFailedLast = slices.Contains(kinds, kindRelease)
+		kinds := classify(ops)
 		switch {
 		case res.Disconnected:
 			rep.Disconnects++
@@ -315,9 +328,9 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 	}
 	if s.CurrentTurn != nil {
 		rep.LeasesHeldAfterRun++
-		if !releaseFailedLast || time.UnixMilli(s.CurrentTurn.ExpiresAt).After(checkedAt.Add(cfg.Lease)) {
+		if !leftLease || time.UnixMilli(s.CurrentTurn.ExpiresAt).After(checkedAt.Add(cfg.Lease)) {
 			rep.LeasesPastExpiry++
-			rep.problem("%s: lease of %s held after the run (release failed: %v, expires %d)", sid, s.CurrentTurn.TurnID, releaseFailedLast, s.CurrentTurn.ExpiresAt)
+			rep.problem("%s: lease of %s held after the run (explained by an injected failure: %v, expires %d)", sid, s.CurrentTurn.TurnID, leftLease, s.CurrentTurn.ExpiresAt)
 		}
 	}
 }

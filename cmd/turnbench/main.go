@@ -29,7 +29,8 @@
 //     (linux/arm64 release and the native build run), and each bootstrap's
 //     peak RSS (VmHWM) after driving requests, against turnbench's own;
 //   - a load run (default 200 sessions x 10 turns, 5% of DynamoDB calls
-//     failing, 5% of streams cut by the client) verified through the
+//     failing, half before send and half after the server applied them,
+//     5% of streams cut by the client) verified through the
 //     history handler: no acknowledged turn lost, none duplicated, no lease
 //     held past its expiry, every failure reported with its diagnostic.
 //
@@ -103,7 +104,7 @@ func fullSettings() settings {
 		BudgetSessions: 20, TTFSRequests: 200, WireSessions: 5,
 		Depths: [2]int{10, 10_000}, Pages: 200,
 		Concurrency: []int{1, 8, 64}, TurnsFor: 5 * time.Second, WritesFor: 3 * time.Second,
-		Load: loadConfig{Sessions: 200, Turns: 10, Workers: 50, FailRate: 0.05, DisconnectRate: 0.05,
+		Load: loadConfig{Sessions: 200, Turns: 10, Workers: 50, FailRate: 0.05, AfterSend: 0.5, DisconnectRate: 0.05,
 			Lease: 2 * time.Second, Seed: 1},
 		ColdRuns: 5, ColdInvokes: 50, Arm64Sizes: true,
 	}
@@ -114,7 +115,7 @@ func quickSettings() settings {
 		BudgetSessions: 3, TTFSRequests: 10, WireSessions: 1,
 		Depths: [2]int{10, 200}, Pages: 10,
 		Concurrency: []int{1, 8}, TurnsFor: 300 * time.Millisecond, WritesFor: 300 * time.Millisecond,
-		Load: loadConfig{Sessions: 20, Turns: 5, Workers: 10, FailRate: 0.05, DisconnectRate: 0.05,
+		Load: loadConfig{Sessions: 20, Turns: 5, Workers: 10, FailRate: 0.05, AfterSend: 0.5, DisconnectRate: 0.05,
 			Lease: time.Second, Seed: 1},
 		ColdRuns: 1, ColdInvokes: 3,
 	}
@@ -251,8 +252,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 		rep.Turns[conc] = turnsPerSecond(ctx, fast, prefix, conc, set.TurnsFor)
 	}
 
-	progress("load run: %d sessions x %d turns, %.0f%% DynamoDB failures, %.0f%% disconnects",
-		set.Load.Sessions, set.Load.Turns, 100*set.Load.FailRate, 100*set.Load.DisconnectRate)
+	progress("load run: %d sessions x %d turns, %.0f%% DynamoDB failures (%.0f%% of them after send), %.0f%% disconnects",
+		set.Load.Sessions, set.Load.Turns, 100*set.Load.FailRate, 100*set.Load.AfterSend, 100*set.Load.DisconnectRate)
 	lw, err := newWiring(store, handlerConfig{EchoDelay: time.Millisecond, EchoChunk: 4, LeaseDuration: set.Load.Lease})
 	if err != nil {
 		return nil, err

@@ -121,8 +121,8 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 		fmt.Sprintf("%.1f MiB", float64(rep.SelfHWM)/1024), "dynalite process: "+dyn, "-")
 
 	l := rep.Load
-	add(fmt.Sprintf("load run: %d sessions x %d turns, %.0f%% DynamoDB calls failing, %.0f%% streams cut",
-		set.Load.Sessions, set.Load.Turns, 100*set.Load.FailRate, 100*set.Load.DisconnectRate),
+	add(fmt.Sprintf("load run: %d sessions x %d turns, %.0f%% of DynamoDB calls failing (%.0f%% of those after the write applied), %.0f%% of streams cut",
+		set.Load.Sessions, set.Load.Turns, 100*set.Load.FailRate, 100*set.Load.AfterSend, 100*set.Load.DisconnectRate),
 		fmt.Sprintf("%d turns attempted, %d requests, %d acknowledged, %d disconnects, %d busy retries, %d replays",
 			l.TurnsAttempted, l.Requests, l.Acknowledged, l.Disconnects, l.BusyRetries, l.Replays),
 		"injected: "+counts(l.Injected),
@@ -132,7 +132,7 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 			l.Verified, l.Acknowledged, l.Lost, l.Duplicates, l.Foreign),
 		fmt.Sprintf("diagnostics %d checked, %d wrong; replays %d checked, %d wrong",
 			l.DiagnosticsChecked, l.DiagnosticsWrong, l.ReplaysChecked, l.ReplaysWrong),
-		fmt.Sprintf("leases held after run %d (all from failed releases: %v), past expiry %d",
+		fmt.Sprintf("leases held after the run %d (all explained by an injected failure and expiring within the lease: %v), held past expiry %d",
 			l.LeasesHeldAfterRun, l.LeasesPastExpiry == 0, l.LeasesPastExpiry))
 
 	ew := &errWriter{w: w}
