@@ -129,11 +129,11 @@ func TestFunctionURLStreamsIncrementally(t *testing.T) {
 }
 
 func TestFunctionURLLambdaDeadline(t *testing.T) {
-	// The invocation has 600 ms left; with a 200 ms cleanup reserve the turn
-	// must end by itself after about 400 ms, well before TurnTimeout.
+	// The invocation has 1.5 s left; with a 900 ms cleanup reserve the turn
+	// must end by itself after about 600 ms, well before TurnTimeout.
 	m := &scriptModel{Chunks: []string{"never"}, Hold: make(chan struct{})}
-	e := newEnv(t, newStoreMemory(), m, func(o *turn.Options) { o.CleanupReserve = 200 * time.Millisecond })
-	resp, cancel := invokeURL(t, e.h, fnURLSubmit, 600*time.Millisecond)
+	e := newEnv(t, newStoreMemory(), m, func(o *turn.Options) { o.CleanupReserve = 900 * time.Millisecond })
+	resp, cancel := invokeURL(t, e.h, fnURLSubmit, 1500*time.Millisecond)
 	defer cancel()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {

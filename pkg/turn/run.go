@@ -50,6 +50,10 @@ type run struct {
 	seq    int64 // the last sequence allocated to a line
 	closed bool  // no more streaming snapshots
 
+	// writeFailed is set at the first failed write; it is owned by the
+	// handler goroutine until the writer starts, then by the writer.
+	writeFailed bool
+
 	streamMu sync.Mutex
 	stream   model.Stream // the open model stream, to abort a blocked Recv
 }
@@ -130,8 +134,13 @@ func (t *run) streamTurn() {
 	t.final = make(chan []byte, 1)
 	t.done = make(chan struct{})
 	t.failed = make(chan struct{})
-	t.wake <- struct{}{} // the first snapshot goes out at once
-	go t.writer()
+	// The first snapshot (the user message and an empty streaming
+	// assistant message) goes out before the model starts, so every 200
+	// stream begins with it however fast the model is. Then the writer
+	// goroutine takes the response over.
+	seq, _ := t.allocate()
+	t.write(t.snapshotLine(nil, seq, protocol.StatusStreaming, t.assistant(view{}, protocol.MessageStreaming, ""), protocol.Usage{}, nil))
+	go t.writer(time.Now())
 
 	modelCtx, stopModel := context.WithCancel(t.ctx)
 	defer stopModel()

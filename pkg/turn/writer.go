@@ -18,20 +18,20 @@ func (t *run) notify() {
 }
 
 // writer is the goroutine that owns the response body while the turn
-// streams. On each wake-up it waits until SnapshotInterval has passed
-// since its last streaming snapshot, then encodes the latest state, if it
-// changed, as the next sequence. A slow reader blocks it in Write while
+// streams, after the first snapshot, written at first. On each wake-up it
+// waits until SnapshotInterval has passed since its last streaming
+// snapshot, then encodes the latest state, if it changed, as the next
+// sequence. A slow reader blocks it in Write while
 // the model keeps overwriting the state, so it receives fewer, newer
 // snapshots (DESIGN §3). The terminal lines arrive on t.final and are
 // written without delay; the writer exits after them or at the first
 // write failure (closing t.failed).
-func (t *run) writer() {
+func (t *run) writer(first time.Time) {
 	defer close(t.done)
 	var (
 		buf         []byte
-		last        time.Time
-		lastVersion uint64
-		emitted     bool
+		last        = first
+		lastVersion uint64 // the first snapshot showed the initial state, version 0
 	)
 	interval := t.h.opts.SnapshotInterval
 	for {
@@ -41,20 +41,18 @@ func (t *run) writer() {
 			return
 		case <-t.wake:
 		}
-		if emitted {
-			if wait := interval - time.Since(last); wait > 0 {
-				timer := time.NewTimer(wait)
-				select {
-				case lines := <-t.final:
-					timer.Stop()
-					t.write(lines)
-					return
-				case <-timer.C:
-				}
+		if wait := interval - time.Since(last); wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case lines := <-t.final:
+				timer.Stop()
+				t.write(lines)
+				return
+			case <-timer.C:
 			}
 		}
 		v := t.state.view()
-		if emitted && v.version == lastVersion {
+		if v.version == lastVersion {
 			continue
 		}
 		seq, ok := t.allocate()
@@ -62,7 +60,7 @@ func (t *run) writer() {
 			continue // closed: the terminal lines are on their way
 		}
 		buf = t.snapshotLine(buf[:0], seq, protocol.StatusStreaming, t.assistant(v, protocol.MessageStreaming, ""), v.usage, nil)
-		lastVersion, emitted, last = v.version, true, time.Now()
+		lastVersion, last = v.version, time.Now()
 		if !t.write(buf) {
 			return
 		}
@@ -99,8 +97,11 @@ func (t *run) send(lines []byte) {
 
 // write writes p and flushes it when the writer supports flushing
 // (net/http; lambdaurl streams every Write as it is). It reports false,
-// closing t.failed, at the first failure.
+// closing t.failed, at the first failure, and writes nothing after one.
 func (t *run) write(p []byte) bool {
+	if t.writeFailed {
+		return false
+	}
 	if len(p) == 0 {
 		return true
 	}
@@ -112,6 +113,7 @@ func (t *run) write(p []byte) bool {
 	}
 	if err != nil {
 		t.log.Info("stream write failed", "err", err)
+		t.writeFailed = true
 		close(t.failed)
 		return false
 	}
