@@ -25,4 +25,27 @@
 // the lease. Only then is the last line written: a terminal snapshot, or a
 // server.turn.diagnostic when the turn timed out, was cancelled, lost its
 // lease or could not be saved. A stream never just stops.
+//
+// Responses of POST / before the stream, in check order (JSON
+// {"error":{"version":1,"code","message","retryable"}}, fixed messages):
+//
+//	405 REQUEST_METHOD_NOT_ALLOWED      not POST (Allow: POST)
+//	415 REQUEST_UNSUPPORTED_MEDIA_TYPE  Content-Type not application/json*
+//	401 REQUEST_UNAUTHENTICATED         403 REQUEST_FORBIDDEN
+//	400 REQUEST_INVALID_HEADER          X-Turnstream-Snapshot-Scope not session|turn
+//	413 REQUEST_TOO_LARGE               declared or read body over MaxBodyBytes
+//	400 REQUEST_INVALID_JSON            empty or invalid JSON
+//	400 REQUEST_INVALID_EVENT           not a valid client.turn.submit
+//	422 LINEAGE_INVALID                 parent not a visible turn of the session,
+//	                                    unknown sourceMessageId, retry/regenerate input differs
+//	404 SESSION_NOT_FOUND               another principal's (or, with lineage, no) session
+//	409 SESSION_BUSY                    another unexpired lease (retryable)
+//	409 TURN_ALREADY_COMPLETED          409 TURN_OUTCOME_INDETERMINATE (replays)
+//	422 TURN_ID_REUSED                  same turn id, other input
+//	409 SESSION_CONFLICT                lost compare-and-set (retryable)
+//	408 SERVER_TIMEOUT                  499 REQUEST_CANCELLED   500 SERVER_INTERNAL
+//
+// A claimed turn that fails before its stream starts (supersession or
+// context load) is saved with status error and released, so its turn id
+// is spent: a replay gets TURN_ALREADY_COMPLETED.
 package turn
