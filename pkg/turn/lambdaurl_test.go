@@ -152,3 +152,25 @@ func TestFunctionURLLambdaDeadline(t *testing.T) {
 		t.Fatalf("stored %+v", stored)
 	}
 }
+
+func TestFunctionURLInvalidBase64(t *testing.T) {
+	var ev map[string]any
+	if err := json.Unmarshal(fnURLSubmitBase64, &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev["body"] = "not*base64!"
+	event, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, newStoreMemory(), &scriptModel{}, nil)
+	resp, cancel := invokeURL(t, e.h, event, time.Minute)
+	defer cancel()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := decodeErrorBody(t, raw); resp.StatusCode != http.StatusBadRequest || d.Code != protocol.CodeRequestInvalidJSON {
+		t.Fatalf("%d %s", resp.StatusCode, raw)
+	}
+}
