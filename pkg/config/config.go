@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // Authentication modes of AUTH_MODE (DESIGN §7).
@@ -374,7 +376,7 @@ func (p *parser) model() ModelConfig {
 	m.OpenAIAPIKey = p.str("OPENAI_API_KEY", "")
 	m.SystemPrompt = p.str("SYSTEM_PROMPT", "")
 	m.DefinitionID = p.str("DEFINITION_ID", "default")
-	if !validSafeID(m.DefinitionID) {
+	if !protocol.IsSafeID(m.DefinitionID) {
 		p.fail("DEFINITION_ID", "not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)")
 	}
 	m.DefinitionRevision = p.integer("DEFINITION_REVISION", 1, 1, 1<<53-1)
@@ -529,21 +531,6 @@ func validTableName(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if !isAlnum(c) && c != '_' && c != '.' && c != '-' {
-			return false
-		}
-	}
-	return true
-}
-
-// validSafeID reports whether s is an AgentsKit SafeId (AgentsKit wire
-// "Rules that apply everywhere").
-func validSafeID(s string) bool {
-	if len(s) < 1 || len(s) > 128 || !isAlnum(s[0]) {
-		return false
-	}
-	for i := 1; i < len(s); i++ {
-		c := s[i]
-		if !isAlnum(c) && c != '.' && c != '_' && c != ':' && c != '-' {
 			return false
 		}
 	}
