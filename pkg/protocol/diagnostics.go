@@ -47,7 +47,10 @@ const (
 	CodeRequestInvalidQuery      = "REQUEST_INVALID_QUERY"
 	CodeRequestInvalidCursor     = "REQUEST_INVALID_CURSOR"
 	CodeRequestInvalidBody       = "REQUEST_INVALID_BODY"
-	CodeArtifactsInvalid         = "ARTIFACTS_INVALID"
+	// CodeRequestInvalidHeader is a request header with an unsupported
+	// value (the turn handler's X-Turnstream-Snapshot-Scope, DESIGN §3).
+	CodeRequestInvalidHeader = "REQUEST_INVALID_HEADER"
+	CodeArtifactsInvalid     = "ARTIFACTS_INVALID"
 	// CodeTurnInterrupted is the snapshot error of a turn ended by the stop route.
 	CodeTurnInterrupted = "TURN_INTERRUPTED"
 	// CodeModelFailed is the snapshot error of a failed model request;
@@ -131,6 +134,7 @@ var codes = map[string]codeInfo{
 	CodeRequestInvalidQuery:      {"Query parameters are invalid.", false, http.StatusBadRequest},
 	CodeRequestInvalidCursor:     {"The page cursor is invalid.", false, http.StatusBadRequest},
 	CodeRequestInvalidBody:       {"Request body is invalid.", false, http.StatusBadRequest},
+	CodeRequestInvalidHeader:     {"A request header has an unsupported value.", false, http.StatusBadRequest},
 	CodeArtifactsInvalid:         {"Artifact references are invalid.", false, http.StatusBadRequest},
 	CodeTurnInterrupted:          {"The turn was stopped.", false, statusNotHTTP},
 	CodeModelFailed:              {"The model request failed.", true, statusNotHTTP},

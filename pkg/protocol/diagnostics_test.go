@@ -44,6 +44,7 @@ func TestDiagnosticTable(t *testing.T) {
 		{protocol.CodeRequestInvalidQuery, 400, false, "Query parameters are invalid."},
 		{protocol.CodeRequestInvalidCursor, 400, false, "The page cursor is invalid."},
 		{protocol.CodeRequestInvalidBody, 400, false, "Request body is invalid."},
+		{protocol.CodeRequestInvalidHeader, 400, false, "A request header has an unsupported value."},
 		{protocol.CodeArtifactsInvalid, 400, false, "Artifact references are invalid."},
 		{protocol.CodeTurnInterrupted, 500, false, "The turn was stopped."},
 		{protocol.CodeModelFailed, 500, true, "The model request failed."},
