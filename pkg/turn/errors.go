@@ -87,12 +87,3 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
-
-// diagInvalidScope is the diagnostic of an unsupported
-// X-Turnstream-Snapshot-Scope value (turnstream extension, 400).
-var diagInvalidScope = protocol.Diagnostic{
-	Version:   1,
-	Code:      "REQUEST_INVALID_HEADER",
-	Message:   "X-Turnstream-Snapshot-Scope must be session or turn.",
-	Retryable: false,
-}

@@ -13,8 +13,10 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/tool"
 )
 
 // Defaults applied by NewHandler to zero Options fields (DESIGN §9;
@@ -43,8 +45,9 @@ type Authenticator interface {
 	Authenticate(r *http.Request) (chat.Principal, error)
 }
 
-// Definition is the agent definition a turn runs with (DESIGN §8). Tools
-// are not part of it yet.
+// Definition is the single definition of the simple configuration path
+// (Options.Model and Options.Definition, no resolver): every session runs
+// it, with no tools and definition.DefaultMaxSteps model calls per turn.
 type Definition struct {
 	// ID is a SafeId recorded on the session.
 	ID string
@@ -59,13 +62,35 @@ type Definition struct {
 	ModelID string
 }
 
-// Options configure NewHandler. Store, Model and Authenticator are
-// required; zero durations and sizes take the Default* values.
+// Options configure NewHandler. Store and Authenticator are required, and
+// either Definitions with Models (the configured path, DESIGN §8) or Model
+// with Definition (the simple path, one definition without tools). Zero
+// durations and sizes take the Default* values.
 type Options struct {
 	Store         chat.Store
-	Model         model.Model
 	Authenticator Authenticator
-	Definition    Definition
+
+	// Definitions resolves a session's definition (pkg/definition): a new
+	// session gets the default one, an existing session keeps its stored
+	// definition id and runs that definition's current revision. The turn
+	// reads the session once before its claim to learn the id (one store
+	// request) and records id and revision at the claim. A session whose
+	// id is no longer configured is refused with 500 SERVER_INTERNAL
+	// (logged), never switched to another definition.
+	Definitions *definition.Resolver
+	// Models are the model providers by name (definition.Definition.Provider:
+	// config.ProviderEcho, ProviderBedrock, ProviderOpenAI); every
+	// definition's provider must be present. Used with Definitions.
+	Models map[string]model.Model
+	// Tools is the registry the definitions' tool names are selected from
+	// (tool.Registry.Select); nil means no tools, and then a definition
+	// naming a tool is an error.
+	Tools *tool.Registry
+
+	// Model and Definition are the simple path, used when Definitions is
+	// nil: every session runs Definition on Model.
+	Model      model.Model
+	Definition Definition
 
 	// TurnTimeout bounds one request (DESIGN §4); the deadline is
 	// min(now+TurnTimeout, Lambda deadline - CleanupReserve).
@@ -106,6 +131,9 @@ type handler struct {
 	opts         Options
 	log          *slog.Logger
 	capabilities []byte
+	// agents holds what each definition id runs with, built once by
+	// NewHandler (the resolver is immutable).
+	agents map[string]*agent
 }
 
 // NewHandler validates opts, applies defaults and returns the turn
@@ -120,21 +148,21 @@ type handler struct {
 // {"error":{"version":1,"code","message","retryable"}} (AgentsKit wire §9).
 //
 // NewHandler returns an error naming the first invalid option: a nil
-// Store, Model or Authenticator, a negative duration or size, a
-// CleanupReserve not below TurnTimeout, a Definition ID that is not a
-// SafeId, a Revision < 1, or a NewID that does not return a SafeId.
+// Store or Authenticator; with Definitions, a definition whose provider
+// has no entry in Models or whose tools are not all in Tools; without it,
+// a nil Model, a Definition ID that is not a SafeId or a Revision < 1; a
+// negative duration or size, a CleanupReserve not below TurnTimeout, or a
+// NewID that does not return a SafeId.
 func NewHandler(opts Options) (http.Handler, error) {
 	switch {
 	case opts.Store == nil:
 		return nil, errors.New("turn: Options.Store is nil")
-	case opts.Model == nil:
-		return nil, errors.New("turn: Options.Model is nil")
 	case opts.Authenticator == nil:
 		return nil, errors.New("turn: Options.Authenticator is nil")
-	case !protocol.IsSafeID(opts.Definition.ID):
-		return nil, errors.New("turn: Options.Definition.ID is not a SafeId")
-	case opts.Definition.Revision < 1:
-		return nil, errors.New("turn: Options.Definition.Revision must be >= 1")
+	}
+	agents, err := newAgents(opts)
+	if err != nil {
+		return nil, err
 	}
 	for name, d := range map[string]time.Duration{
 		"TurnTimeout": opts.TurnTimeout, "CleanupReserve": opts.CleanupReserve,
@@ -169,7 +197,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &handler{opts: opts, log: log}
+	h := &handler{opts: opts, log: log, agents: agents}
 	h.capabilities = capabilitiesBody(opts)
 	return h, nil
 }

@@ -84,7 +84,7 @@ func TestRequestRejections(t *testing.T) {
 		"snapshot event":             {contentType: "application/json", bodyText: `{"protocol":"agentskit.chat.turn","version":1,"eventId":"e","sessionId":"s","turnId":"t","sequence":1,"emittedAt":"2026-07-11T03:00:00.000Z","event":"server.turn.snapshot","payload":{"status":"idle","usage":{"promptTokens":0,"completionTokens":0,"totalTokens":0},"messages":[]}}`, status: 400, code: protocol.CodeRequestInvalidEvent},
 		"diagnostic event":           {contentType: "application/json", bodyText: `{"protocol":"agentskit.chat.turn","version":1,"eventId":"e","sessionId":"s","turnId":"t","sequence":1,"emittedAt":"2026-07-11T03:00:00.000Z","event":"server.turn.diagnostic","payload":{"version":1,"code":"X","message":"m","retryable":false}}`, status: 400, code: protocol.CodeRequestInvalidEvent},
 		"submit lineage with ids":    {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": secret, "lineage": map[string]any{"operation": "edit"}}}), status: 400, code: protocol.CodeRequestInvalidEvent},
-		"invalid scope header":       {contentType: "application/json", bodyText: valid, header: map[string]string{turn.SnapshotScopeHeader: "everything"}, status: 400, code: "REQUEST_INVALID_HEADER"},
+		"invalid scope header":       {contentType: "application/json", bodyText: valid, header: map[string]string{turn.SnapshotScopeHeader: "everything"}, status: 400, code: protocol.CodeRequestInvalidHeader},
 		"unauthenticated before 413": {contentType: "application/json", bodyText: strings.Repeat("x", 600), header: map[string]string{"X-Test-Subject": "nobody"}, status: 401, code: protocol.CodeRequestUnauthenticated},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -124,7 +124,7 @@ func TestRequestRejections(t *testing.T) {
 				t.Errorf("cache control %q", got)
 			}
 			want := protocol.NewDiagnostic(tc.code)
-			if tc.code != "REQUEST_INVALID_HEADER" && (r.errD.Message != want.Message && tc.path != "/capabilities") {
+			if r.errD.Message != want.Message && tc.path != "/capabilities" {
 				t.Errorf("message %q, want the fixed %q", r.errD.Message, want.Message)
 			}
 			if r.errD.Version != 1 || r.errD.Retryable {

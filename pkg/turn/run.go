@@ -4,11 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -19,6 +18,7 @@ import (
 // run is one claimed turn, from the claim to the end of its response.
 type run struct {
 	h        *handler
+	agent    *agent // the definition, model and tools of the turn
 	w        http.ResponseWriter
 	reqCtx   context.Context // the request's own context: parent of the cleanup contexts
 	ctx      context.Context // reqCtx under the request deadline
@@ -37,6 +37,12 @@ type run struct {
 	// context holds the visible earlier turns' messages, oldest first:
 	// the model's context, and the head of every snapshot in scopeSession.
 	context []protocol.Message
+	// turnStarts holds the index in context of each earlier turn's first
+	// message, so snapshots can drop the oldest whole turns (fit).
+	turnStarts []int
+	// dropped is how many of the oldest context turns session-scope
+	// snapshots leave out to stay within the record limits; it only grows.
+	dropped atomic.Int64
 
 	state state
 
@@ -91,6 +97,7 @@ func (t *run) serve(parent *chat.Turn) {
 		return
 	}
 	for i := range turns {
+		t.turnStarts = append(t.turnStarts, len(t.context))
 		t.context = append(t.context, turns[i].Messages...)
 	}
 	t.streamTurn()
@@ -205,36 +212,6 @@ func (t *run) awaitModel(modelDone <-chan error) {
 			_ = s.Close() // best effort; the goroutine exits on its own
 		}
 		t.log.Warn("model did not stop in time")
-	}
-}
-
-// runModel makes the model call and feeds its events into the state.
-func (t *run) runModel(ctx context.Context) error {
-	msgs := make([]protocol.Message, 0, len(t.context)+1)
-	msgs = append(append(msgs, t.context...), t.user)
-	s, err := t.h.opts.Model.Stream(ctx, model.Request{
-		ModelID:  t.h.opts.Definition.ModelID,
-		System:   t.h.opts.Definition.SystemPrompt,
-		Messages: msgs,
-	})
-	if err != nil {
-		return err
-	}
-	t.streamMu.Lock()
-	t.stream = s
-	t.streamMu.Unlock()
-	defer func() { _ = s.Close() }() // a close failure changes nothing the client sees
-	for {
-		ev, err := s.Recv()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if t.state.apply(ev) {
-			t.notify()
-		}
 	}
 }
 
@@ -353,7 +330,12 @@ func (t *run) record(end ending, v view, first, last int64) *chat.Turn {
 	if end.status != chat.TurnComplete {
 		msgStatus = protocol.MessageError
 	}
+	var artifacts []chat.ArtifactReference
+	if len(v.artifacts) > 0 {
+		artifacts = chat.DedupeArtifacts(v.artifacts)
+	}
 	return &chat.Turn{
+		Artifacts:     artifacts,
 		SessionID:     t.sessionID,
 		TurnID:        t.turnID,
 		Ordinal:       t.claim.Lease.Ordinal,
@@ -425,15 +407,22 @@ func (t *run) logFinished(end ending, outcome chat.Outcome, cursor int64) {
 	t.log.Info("turn finished", attrs...)
 }
 
-// assistant is the turn's assistant message for state v.
+// assistant is the turn's assistant message for state v. In a final
+// message (status complete or error) a tool call that never finished is
+// recorded as failed with model.TextToolNotCompleted, so that no stored
+// call stays pending or running.
 func (t *run) assistant(v view, status, errorCode string) protocol.Message {
+	calls := v.toolCalls
+	if status != protocol.MessageStreaming {
+		calls = finishCalls(calls)
+	}
 	m := protocol.Message{
 		ID:        MessageID(t.turnID, positionAssistant),
 		Role:      protocol.RoleAssistant,
-		Content:   v.text,
+		Content:   v.content,
 		Status:    status,
 		CreatedAt: t.createdAt,
-		ToolCalls: v.toolCalls,
+		ToolCalls: calls,
 	}
 	if errorCode != "" {
 		meta, err := json.Marshal(struct {
@@ -444,80 +433,4 @@ func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 		}
 	}
 	return m
-}
-
-// state is the single pending slot (DESIGN §3): the latest state of the
-// turn, overwritten by the model goroutine and read by the writer when it
-// is ready to emit.
-type state struct {
-	mu        sync.Mutex
-	text      strings.Builder
-	toolCalls []protocol.ToolCall
-	usage     protocol.Usage
-	version   uint64
-	frozen    bool
-}
-
-// view is a consistent copy of the state.
-type view struct {
-	text      string
-	toolCalls []protocol.ToolCall
-	usage     protocol.Usage
-	version   uint64
-}
-
-// toolUnavailable is the error of a tool call made while the definition
-// offers no tools.
-const toolUnavailable = "Tool is not available."
-
-// apply folds one model event into the state and reports whether it
-// changed. After freeze it changes nothing.
-func (s *state) apply(ev model.Event) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.frozen {
-		return false
-	}
-	changed := false
-	if ev.TextDelta != "" {
-		s.text.WriteString(ev.TextDelta)
-		changed = true
-	}
-	if tc := ev.ToolCall; tc != nil {
-		// Definitions carry no tools yet (DESIGN §8): a call is recorded
-		// as failed and never run.
-		msg := toolUnavailable
-		args := tc.Args
-		if len(args) == 0 {
-			args = json.RawMessage("{}")
-		}
-		s.toolCalls = append(s.toolCalls, protocol.ToolCall{
-			ID: tc.ID, Name: tc.Name, Args: args, Status: protocol.ToolCallError, Error: &msg,
-		})
-		changed = true
-	}
-	if ev.Usage != nil {
-		s.usage = *ev.Usage
-		changed = true
-	}
-	if changed {
-		s.version++
-	}
-	return changed
-}
-
-// view returns a copy of the state. The text string shares the builder's
-// bytes, which later appends never modify; toolCalls is append-only.
-func (s *state) view() view {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return view{text: s.text.String(), toolCalls: s.toolCalls[:len(s.toolCalls):len(s.toolCalls)], usage: s.usage, version: s.version}
-}
-
-// freeze stops further changes and returns the final view.
-func (s *state) freeze() view {
-	s.mu.Lock()
-	s.frozen = true
-	s.mu.Unlock()
-	return s.view()
 }

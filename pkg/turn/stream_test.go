@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -719,51 +718,4 @@ func TestContextLoadFailure(t *testing.T) {
 		e.submit(t, "s", "t1", "hello", nil, nil).want(t, http.StatusConflict, protocol.CodeTurnAlreadyCompleted)
 		e.submit(t, "s", "t2", "hello", nil, nil).want(t, http.StatusOK, "")
 	})
-}
-
-// toolModel asks for one tool call and stops with FinishToolUse.
-type toolModel struct{ calls atomicCounter }
-
-func (m *toolModel) Stream(context.Context, model.Request) (model.Stream, error) {
-	m.calls.add()
-	return &toolStream{}, nil
-}
-
-type toolStream struct{ n int }
-
-func (s *toolStream) Recv() (model.Event, error) {
-	s.n++
-	switch s.n {
-	case 1:
-		return model.Event{TextDelta: "Let me look."}, nil
-	case 2:
-		return model.Event{ToolCall: &model.ToolCall{ID: "call-1", Name: "lookup", Args: []byte(`{"q":"x"}`)}, FinishReason: model.FinishToolUse}, nil
-	}
-	return model.Event{}, io.EOF
-}
-
-func (s *toolStream) Close() error { return nil }
-
-func TestToolCallWithoutTools(t *testing.T) {
-	m := &toolModel{}
-	h, err := turn.NewHandler(turn.Options{Store: newStoreMemory(), Model: m, Authenticator: &testAuth{}, Definition: turn.Definition{ID: "d", Revision: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(submitBody(t, "s", "t1", "hello", nil))))
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	evs := decodeStream(t, rec.Body.Bytes())
-	term := evs[len(evs)-1].Snapshot
-	if term == nil || term.Status != protocol.StatusComplete {
-		t.Fatalf("stream %s", rec.Body.Bytes())
-	}
-	calls := term.Messages[1].ToolCalls
-	if len(calls) != 1 || calls[0].ID != "call-1" || calls[0].Status != protocol.ToolCallError || string(calls[0].Args) != `{"q":"x"}` {
-		t.Fatalf("tool calls %+v", calls)
-	}
-	if m.calls.get() != 1 {
-		t.Fatalf("model called %d times; a tool round trip ran without tools", m.calls.get())
-	}
 }

@@ -44,7 +44,7 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	sc, ok := parseScope(r.Header.Values(SnapshotScopeHeader))
 	if !ok {
-		writeErrorStatus(w, http.StatusBadRequest, diagInvalidScope)
+		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestInvalidHeader))
 		return
 	}
 	body, ok := h.readBody(ctx, w, r)
@@ -76,6 +76,14 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	ag, err := h.resolveAgent(ctx, ev.SessionID, principal)
+	if err != nil {
+		d := diagnose(ctx, err)
+		logRejected(log, "resolve definition", d, err)
+		writeError(w, d)
+		return
+	}
+
 	claimedAt := h.opts.Now()
 	claim, err := h.opts.Store.ClaimTurn(ctx, chat.ClaimRequest{
 		SessionID:          ev.SessionID,
@@ -83,8 +91,8 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		Principal:          principal,
 		InputHash:          inputHash,
 		Lineage:            lineage,
-		DefinitionID:       h.opts.Definition.ID,
-		DefinitionRevision: h.opts.Definition.Revision,
+		DefinitionID:       ag.def.ID,
+		DefinitionRevision: ag.def.Revision,
 		LeaseDuration:      h.leaseDuration(deadline),
 	})
 	if err != nil {
@@ -94,10 +102,12 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log.Info("turn claimed", "ordinal", claim.Lease.Ordinal, "baseSequence", claim.BaseSequence,
-		"operation", lineage.Operation, "sessionCreated", claim.Created)
+		"operation", lineage.Operation, "sessionCreated", claim.Created,
+		"definitionId", ag.def.ID, "definitionRevision", ag.def.Revision)
 
 	t := &run{
 		h:         h,
+		agent:     ag,
 		w:         w,
 		reqCtx:    r.Context(),
 		ctx:       ctx,

@@ -122,15 +122,13 @@ func (t *run) write(p []byte) bool {
 
 // snapshotLine appends the NDJSON line of a snapshot with sequence seq:
 // the turn's messages, preceded in scopeSession by the context messages.
+//
+// A session-scope snapshot whose messages pass the canonical record
+// limits (AgentsKit wire §4: 10,000 JSON values, protocol.MaxRecordNodes)
+// leaves out the oldest whole context turns until it fits; the client
+// pages them from the history function (DESIGN §3). Once dropped they stay
+// dropped for the rest of the turn, so snapshots never grow back.
 func (t *run) snapshotLine(dst []byte, seq int64, status string, assistant protocol.Message, usage protocol.Usage, d *protocol.Diagnostic) []byte {
-	var msgs []protocol.Message
-	if t.scope == scopeSession {
-		msgs = make([]protocol.Message, 0, len(t.context)+2)
-		msgs = append(msgs, t.context...)
-	} else {
-		msgs = make([]protocol.Message, 0, 2)
-	}
-	msgs = append(msgs, t.user, assistant)
 	lineage := t.lineage
 	ev := &protocol.Event{
 		EventID:   t.h.opts.NewID(),
@@ -140,21 +138,79 @@ func (t *run) snapshotLine(dst []byte, seq int64, status string, assistant proto
 		EmittedAt: protocol.FormatTime(t.h.opts.Now()),
 		Kind:      protocol.EventSnapshot,
 		Snapshot: &protocol.SnapshotPayload{
-			Messages: msgs,
-			Status:   status,
-			Usage:    usage,
-			Error:    d,
-			Lineage:  &lineage,
+			Status:  status,
+			Usage:   usage,
+			Error:   d,
+			Lineage: &lineage,
 		},
 	}
-	out, err := protocol.AppendEventLine(dst, ev)
+	encode := func(dropped int) ([]byte, error) {
+		ev.Snapshot.Messages = t.snapshotMessages(dropped, assistant)
+		return protocol.AppendEventLine(dst, ev)
+	}
+	dropped := int(t.dropped.Load())
+	out, err := encode(dropped)
+	if n := len(t.turnStarts); err != nil && t.scope == scopeSession && dropped < n {
+		// The smallest number of dropped turns that fits, by bisection
+		// (fits(lo) is false, fits(hi) true): O(log n) encodings.
+		lo, hi := dropped, n
+		if _, err = encode(hi); err == nil {
+			for hi-lo > 1 {
+				if mid := lo + (hi-lo)/2; fits(encode(mid)) {
+					hi = mid
+				} else {
+					lo = mid
+				}
+			}
+			out, err = encode(hi)
+			t.dropTurns(int64(hi))
+		}
+	}
 	if err != nil {
-		// Only a bug makes a valid snapshot unencodable; the client gets
-		// a diagnostic in its place, never a broken line.
+		// The turn's own messages do not fit a record, or a bug made the
+		// snapshot unencodable: the client gets a diagnostic in its
+		// place, never a broken line.
 		t.log.Error("snapshot encoding failed", "err", err)
 		return t.diagnosticLine(dst, protocol.NewDiagnostic(protocol.CodeServerInternal), seq)
 	}
 	return out
+}
+
+// fits reports whether an encoding succeeded.
+func fits(_ []byte, err error) bool { return err == nil }
+
+// dropTurns raises the number of context turns session-scope snapshots
+// leave out to n (never lowers it: the writer and the terminal snapshot
+// may race).
+func (t *run) dropTurns(n int64) {
+	for {
+		cur := t.dropped.Load()
+		if n <= cur {
+			return
+		}
+		if t.dropped.CompareAndSwap(cur, n) {
+			t.log.Info("snapshot leaves out the oldest context turns", "droppedTurns", n, "contextTurns", len(t.turnStarts))
+			return
+		}
+	}
+}
+
+// snapshotMessages returns a snapshot's messages: in scopeSession the
+// context without its dropped oldest turns, then the user and assistant
+// messages.
+func (t *run) snapshotMessages(dropped int, assistant protocol.Message) []protocol.Message {
+	var ctx []protocol.Message
+	if t.scope == scopeSession {
+		ctx = t.context
+		if dropped >= len(t.turnStarts) {
+			ctx = nil
+		} else if dropped > 0 {
+			ctx = t.context[t.turnStarts[dropped]:]
+		}
+	}
+	msgs := make([]protocol.Message, 0, len(ctx)+2)
+	msgs = append(msgs, ctx...)
+	return append(msgs, t.user, assistant)
 }
 
 // diagnosticLine appends the NDJSON line of a server.turn.diagnostic with

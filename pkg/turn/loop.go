@@ -1,0 +1,215 @@
+package turn
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/tool"
+)
+
+// TextStepLimit is the error of the tool calls a model asks for in the
+// last model call a definition allows (definition.Limits.MaxSteps): they
+// are recorded as failed and never run.
+const TextStepLimit = "Step limit reached."
+
+// stepSeparator goes between the text of two model calls of one turn
+// when both have text, so that "Let me check." and "Done." do not run
+// together in the assistant message.
+const stepSeparator = "\n\n"
+
+// pendingCall is a tool call of the current model call and its index in
+// the assistant message's toolCalls.
+type pendingCall struct {
+	call  model.ToolCall
+	index int
+}
+
+// runModel is the model-tool loop (DESIGN §8): up to MaxSteps model
+// calls, each followed by the tools it asked for, their results fed back
+// for the next call. It returns nil when the model finished, or the
+// error that ended the loop (a model error, or ctx's). Every change goes
+// into the state and wakes the writer.
+func (t *run) runModel(ctx context.Context) error {
+	a := t.agent
+	msgs := modelMessages(t.context)
+	msgs = append(msgs, t.user)
+	for step := 1; ; step++ {
+		req := model.Request{
+			ModelID:   a.def.ModelID,
+			System:    a.def.SystemPrompt,
+			Messages:  msgs,
+			Tools:     a.tools.Specs(),
+			MaxTokens: a.def.Limits.MaxTokens,
+		}
+		text, calls, err := t.modelCall(ctx, req, step)
+		if err != nil {
+			return err
+		}
+		if len(calls) == 0 {
+			return nil
+		}
+		if step >= a.def.Limits.MaxSteps {
+			for _, c := range calls {
+				tc := tool.Entry(c.call, protocol.ToolCallError)
+				msg := TextStepLimit
+				tc.Error = &msg
+				if t.state.setCall(c.index, tc) {
+					t.notify()
+				}
+			}
+			t.log.Info("step limit reached", "maxSteps", a.def.Limits.MaxSteps, "toolCalls", len(calls))
+			return nil
+		}
+		msgs = append(msgs, t.runTools(ctx, step, text, calls)...)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// modelCall streams one model call into the state. It returns the call's
+// own text and its tool calls, each already added as a pending toolCalls
+// entry.
+func (t *run) modelCall(ctx context.Context, req model.Request, step int) (string, []pendingCall, error) {
+	s, err := t.agent.model.Stream(ctx, req)
+	if err != nil {
+		return "", nil, err
+	}
+	t.streamMu.Lock()
+	t.stream = s
+	t.streamMu.Unlock()
+	defer func() {
+		t.streamMu.Lock()
+		t.stream = nil
+		t.streamMu.Unlock()
+		_ = s.Close() // a close failure changes nothing the client sees
+	}()
+	var (
+		text  strings.Builder
+		calls []pendingCall
+	)
+	for {
+		ev, err := s.Recv()
+		if err == io.EOF {
+			return text.String(), calls, nil
+		}
+		if err != nil {
+			return "", nil, err
+		}
+		changed := false
+		if ev.TextDelta != "" {
+			delta := ev.TextDelta
+			if text.Len() == 0 && step > 1 && t.state.hasContent() {
+				delta = stepSeparator + delta
+			}
+			text.WriteString(ev.TextDelta)
+			changed = t.state.addText(delta) || changed
+		}
+		if tc := ev.ToolCall; tc != nil {
+			call := *tc
+			if call.ID == "" {
+				// The record needs a non-empty id (AgentsKit wire §4).
+				call.ID = fmt.Sprintf("call-%d-%d", step, len(calls)+1)
+			}
+			if i, ok := t.state.addCall(tool.Entry(call, protocol.ToolCallPending)); ok {
+				calls = append(calls, pendingCall{call: call, index: i})
+				changed = true
+			}
+		}
+		if ev.Usage != nil {
+			changed = t.state.addUsage(*ev.Usage) || changed
+		}
+		if changed {
+			t.notify()
+		}
+	}
+}
+
+// runTools runs the calls of one model call in order, each shown running
+// then complete or error, and returns the messages of the round trip for
+// the next model call: the assistant message of this call (its text and
+// calls) and one tool message per call (pkg/model package documentation).
+// Artifacts and component frames of successful calls go into the state.
+// A call made after ctx ended is recorded as cancelled without running.
+func (t *run) runTools(ctx context.Context, step int, text string, calls []pendingCall) []protocol.Message {
+	entries := make([]protocol.ToolCall, len(calls))
+	for i, c := range calls {
+		entries[i] = tool.Entry(c.call, protocol.ToolCallPending)
+	}
+	out := make([]protocol.Message, 0, 1+len(calls))
+	out = append(out, protocol.Message{
+		ID:        MessageID(t.turnID, fmt.Sprintf("a%d", step)),
+		Role:      protocol.RoleAssistant,
+		Content:   text,
+		Status:    protocol.MessageComplete,
+		CreatedAt: t.createdAt,
+		ToolCalls: entries,
+	})
+	for i, c := range calls {
+		if t.state.setCall(c.index, tool.Entry(c.call, protocol.ToolCallRunning)) {
+			t.notify()
+		}
+		o := t.agent.tools.Run(ctx, c.call)
+		if !o.OK() {
+			t.log.Info("tool call failed", "tool", c.call.Name, "code", o.Code)
+			t.log.Debug("tool failure detail", "tool", c.call.Name, "err", o.Err)
+		}
+		changed := t.state.setCall(c.index, o.ToolCall())
+		if o.OK() {
+			changed = t.state.addArtifacts(o.Artifacts) || changed
+			if o.Component != nil {
+				if !t.state.addComponent(o.Component) {
+					t.log.Warn("component left out: assistant content limit", "tool", c.call.Name)
+				}
+				changed = true
+			}
+		}
+		if changed {
+			t.notify()
+		}
+		out = append(out, o.ToolMessage(MessageID(t.turnID, fmt.Sprintf("t%d.%d", step, i+1)), t.createdAt))
+	}
+	return out
+}
+
+// modelMessages returns the context as providers read it: assistant
+// contents in the ordered envelope reduced to their text (models only
+// ever see plain text; components are for clients), and each stored tool
+// call followed by its tool result message (model.ExpandToolCalls).
+func modelMessages(context []protocol.Message) []protocol.Message {
+	msgs := make([]protocol.Message, len(context), len(context)+1)
+	copy(msgs, context)
+	for i := range msgs {
+		if msgs[i].Role == protocol.RoleAssistant {
+			msgs[i].Content = PlainText(msgs[i].Content)
+		}
+	}
+	return model.ExpandToolCalls(msgs)
+}
+
+// PlainText returns the text of an assistant message's content: content
+// itself when it is plain, or, for ordered content
+// (agentskit.chat.content/1, AgentsKit wire §6), its text parts joined
+// without separator (a long text is split into several records) and its
+// components left out. Content that starts like an envelope but does not
+// decode is returned as it is.
+func PlainText(content string) string {
+	if !strings.HasPrefix(content, "\x1e") {
+		return content
+	}
+	dc, d := protocol.DecodeContent(content)
+	if d != nil {
+		return content
+	}
+	var b strings.Builder
+	for _, p := range dc.Parts {
+		if p.Kind == protocol.ContentText {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
