@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	mrand "math/rand/v2"
 	"net"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -160,6 +162,10 @@ type opRecord struct {
 	AfterSend bool
 	// CondFailed means the server rejected the call's condition.
 	CondFailed bool
+	// Attempts is the number of HTTP attempts the SDK made (more than one:
+	// it retried), AttemptErrors the errors of the failed ones.
+	Attempts      int
+	AttemptErrors []string
 	// Took is the call's duration, retries included (0 when it failed
 	// before send).
 	Took time.Duration
@@ -207,15 +213,17 @@ type tap struct {
 	calls    atomic.Int64
 	attempts atomic.Int64
 	injected atomic.Int64
+	retries  atomic.Int64  // HTTP attempts beyond the first of a call
 	failBits atomic.Uint64 // float64 bits of the failure probability
 	lateBits atomic.Uint64 // float64 bits of the share of failures after send
 
-	mu  sync.Mutex
-	rng *mrand.Rand
+	mu         sync.Mutex
+	rng        *mrand.Rand
+	attemptErr map[string]int // failed HTTP attempts by error text, digits masked
 }
 
 func newTap(seed uint64) *tap {
-	return &tap{rng: mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+	return &tap{rng: mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), attemptErr: map[string]int{}}
 }
 
 // setFailRate sets the probability (0..1) that a call fails, and the share
@@ -255,8 +263,13 @@ func (t *tap) option(o *dynamodb.Options) {
 				)
 				if !rec.Failed || rec.AfterSend {
 					start := time.Now()
-					out, md, err = next.HandleInitialize(ctx, in)
+					var attempts attemptLog
+					out, md, err = next.HandleInitialize(context.WithValue(ctx, attemptKey{}, &attempts), in)
 					rec.Took = time.Since(start)
+					rec.Attempts, rec.AttemptErrors = attempts.n, attempts.errs
+					if attempts.n > 1 {
+						t.retries.Add(int64(attempts.n - 1))
+					}
 					var ccf *types.ConditionalCheckFailedException
 					rec.CondFailed = errors.As(err, &ccf)
 				}
@@ -274,9 +287,53 @@ func (t *tap) option(o *dynamodb.Options) {
 		return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("turnbenchAttempts",
 			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 				t.attempts.Add(1)
-				return next.HandleFinalize(ctx, in)
+				out, md, err := next.HandleFinalize(ctx, in)
+				if a, ok := ctx.Value(attemptKey{}).(*attemptLog); ok {
+					a.add(err)
+				}
+				var ccf *types.ConditionalCheckFailedException
+				if err != nil && !errors.As(err, &ccf) {
+					msg := digits.ReplaceAllString(err.Error(), "#")
+					t.mu.Lock()
+					t.attemptErr[msg[:min(len(msg), 160)]]++
+					t.mu.Unlock()
+				}
+				return out, md, err
 			}), middleware.After)
 	})
+}
+
+var digits = regexp.MustCompile(`[0-9]+`)
+
+// attemptErrors returns the failed HTTP attempts by error text.
+func (t *tap) attemptErrors() map[string]int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return maps.Clone(t.attemptErr)
+}
+
+// attemptLog counts the HTTP attempts of one API call and keeps the
+// errors of the failed ones (a retried conditional write may have been
+// applied by an attempt whose response was lost).
+type attemptLog struct {
+	mu      sync.Mutex
+	n       int
+	retried bool
+	errs    []string
+}
+
+type attemptKey struct{}
+
+func (a *attemptLog) add(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.n++
+	if a.n > 1 {
+		a.retried = true
+	}
+	if err != nil {
+		a.errs = append(a.errs, err.Error())
+	}
 }
 
 // sortKeyOf returns the "sk" of a keyed request's Key, or "".

@@ -215,12 +215,12 @@ func runSession(ctx context.Context, c *http.Client, w *wiring, sid string, cfg 
 // history: every failure reported as its kind requires, no acknowledged
 // turn lost or changed, no turn twice, no turn the client never sent, and
 // no lease held except one left by a failed release (or a claim applied
-// but reported failed) and expiring within one lease duration of
-// checkedAt.
+// but reported failed) after the last successful claim, expiring within
+// one lease duration of checkedAt.
 func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, recs []loadRecord, cfg loadConfig, checkedAt time.Time, rep *loadReport) {
 	sent := map[string]bool{}
 	acked := map[string]*turnResult{}
-	leftLease := false // the last request may have left the lease held
+	var traces [][]opRecord
 	for _, r := range recs {
 		sent[r.Turn] = true
 		rep.Requests++
@@ -229,19 +229,15 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 		if tr := w.trace(res.BenchID); tr != nil {
 			ops = tr.snapshot()
 		}
-		leftLease = false
+		traces = append(traces, ops)
 		for i, k := range kinds(ops) {
-			if !ops[i].Failed {
-				continue
-			}
-			if ops[i].AfterSend {
+			switch {
+			case !ops[i].Failed:
+			case ops[i].AfterSend:
 				rep.Injected[k+" after send"]++
-			} else {
+			default:
 				rep.Injected[k]++
 			}
-			// A failed release leaves the lease; so does a claim that
-			// was applied but reported failed.
-			leftLease = leftLease || k == kindRelease || k == kindClaim && ops[i].AfterSend && ops[i].Op == "UpdateItem"
 		}
 		kinds := classify(ops)
 		switch {
@@ -328,11 +324,32 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 	}
 	if s.CurrentTurn != nil {
 		rep.LeasesHeldAfterRun++
+		leftLease := leaseLeft(traces)
 		if !leftLease || time.UnixMilli(s.CurrentTurn.ExpiresAt).After(checkedAt.Add(cfg.Lease)) {
 			rep.LeasesPastExpiry++
-			rep.problem("%s: lease of %s held after the run (explained by an injected failure: %v, expires %d)", sid, s.CurrentTurn.TurnID, leftLease, s.CurrentTurn.ExpiresAt)
+			rep.problem("%s: lease of %s held after the run (explained by an injected failure: %v, expires %d, checked %d); requests: %s", sid, s.CurrentTurn.TurnID, leftLease, s.CurrentTurn.ExpiresAt, checkedAt.UnixMilli(), describe(w, recs))
 		}
 	}
+}
+
+// leaseLeft reports whether a session's requests (their calls, in order)
+// may have left the lease held: since the last request that took it, a
+// release failed or a claim was applied but reported failed. Requests
+// that could not claim change nothing.
+func leaseLeft(requests [][]opRecord) bool {
+	left := false
+	for _, ops := range requests {
+		for i, k := range kinds(ops) {
+			op := ops[i]
+			switch {
+			case k == kindClaim && op.Op == "UpdateItem" && !op.Failed && !op.CondFailed:
+				left = false // this request holds the lease now
+			case op.Failed && (k == kindRelease || k == kindClaim && op.AfterSend && op.Op == "UpdateItem"):
+				left = true
+			}
+		}
+	}
+	return left
 }
 
 // expectedOutcome is what a client must see of a turn request whose
@@ -382,4 +399,43 @@ func equalMessages(a, b []protocol.Message) bool {
 		}
 	}
 	return true
+}
+
+// describe summarises a session's requests for a problem report: turn id,
+// what the client saw, and each DynamoDB call (kind, operation, !
+// injected before send, ~ injected after send, ? condition failed, +n
+// retries).
+func describe(w *wiring, recs []loadRecord) string {
+	var b strings.Builder
+	for _, r := range recs {
+		fmt.Fprintf(&b, "[%s %s", r.Turn, observedOutcome(r.Res))
+		if r.Res.Disconnected {
+			b.WriteString(" cut")
+		}
+		if r.Replay {
+			b.WriteString(" replay")
+		}
+		var ops []opRecord
+		if tr := w.trace(r.Res.BenchID); tr != nil {
+			ops = tr.snapshot()
+		}
+		for i, k := range kinds(ops) {
+			op := ops[i]
+			fmt.Fprintf(&b, " %s:%s", k, op.Op)
+			switch {
+			case op.Failed && op.AfterSend:
+				b.WriteString("~")
+			case op.Failed:
+				b.WriteString("!")
+			}
+			if op.CondFailed {
+				b.WriteString("?")
+			}
+			if op.Attempts > 1 {
+				fmt.Fprintf(&b, "+%d", op.Attempts-1)
+			}
+		}
+		b.WriteString("] ")
+	}
+	return b.String()
 }

@@ -141,7 +141,11 @@ type report struct {
 	Load      *loadReport
 	Calls     int64 // DynamoDB API calls, all sections
 	Attempts  int64 // HTTP attempts to DynamoDB, all sections
-	Injected  int64 // calls failed by the tap (never sent)
+	Retries   int64 // attempts beyond the first of a call (the SDK's retries)
+	Injected  int64 // calls failed by the tap
+	// AttemptErrors counts failed HTTP attempts to DynamoDB by error text
+	// (conditional check failures excluded).
+	AttemptErrors map[string]int
 }
 
 // run parses args, measures and writes the table to stdout.
@@ -274,6 +278,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 		rep.DynHWM, _ = vmHWM(dyn.pid())
 	}
 	rep.Calls, rep.Attempts, rep.Injected = t.calls.Load(), t.attempts.Load(), t.injected.Load()
+	rep.AttemptErrors, rep.Retries = t.attemptErrors(), t.retries.Load()
 	if err := writeTable(stdout, rep, set); err != nil {
 		return nil, fmt.Errorf("write the table: %w", err)
 	}

@@ -171,6 +171,37 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+func TestLeaseLeft(t *testing.T) {
+	claimOK := opRecord{Op: "UpdateItem", SK: "SESSION"}
+	claimBusy := opRecord{Op: "UpdateItem", SK: "SESSION", CondFailed: true}
+	classifyRead := opRecord{Op: "GetItem", SK: "SESSION"}
+	claimLost := opRecord{Op: "UpdateItem", SK: "SESSION", Failed: true}
+	claimApplied := opRecord{Op: "UpdateItem", SK: "SESSION", Failed: true, AfterSend: true}
+	save := opRecord{Op: "UpdateItem", SK: "TURN#00000000000000000001"}
+	release := opRecord{Op: "UpdateItem", SK: "SESSION"}
+	releaseLost := opRecord{Op: "UpdateItem", SK: "SESSION", Failed: true}
+	tests := map[string]struct {
+		requests [][]opRecord
+		want     bool
+	}{
+		"all released":        {[][]opRecord{{claimOK, save, release}, {claimOK, save, release}}, false},
+		"last release failed": {[][]opRecord{{claimOK, save, release}, {claimOK, save, releaseLost}}, true},
+		"release failed, later claims failed before send": {
+			[][]opRecord{{claimOK, save, releaseLost}, {claimLost}, {claimBusy, classifyRead}}, true},
+		"release failed, a later turn took over": {
+			[][]opRecord{{claimOK, save, releaseLost}, {claimBusy, classifyRead, claimOK, save, release}}, false},
+		"claim applied but reported failed": {[][]opRecord{{claimOK, save, release}, {claimApplied}}, true},
+		"claim failed before send":          {[][]opRecord{{claimOK, save, release}, {claimLost}}, false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := leaseLeft(tc.requests); got != tc.want {
+				t.Errorf("leaseLeft = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestExpectedOutcome(t *testing.T) {
 	tests := map[string]struct {
 		kinds []string

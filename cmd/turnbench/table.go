@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -140,7 +141,10 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 	for _, r := range rows {
 		ew.printf("| %s | %s | %s | %s |\n", cell(r[0]), cell(r[1]), cell(r[2]), cell(r[3]))
 	}
-	ew.printf("\nDynamoDB: %d API calls, %d HTTP attempts (retries: %d).\n", rep.Calls, rep.Attempts, rep.Attempts-(rep.Calls-rep.Injected))
+	ew.printf("\nDynamoDB: %d API calls, %d HTTP attempts (retries: %d).\n", rep.Calls, rep.Attempts, rep.Retries)
+	for _, k := range slices.Sorted(maps.Keys(rep.AttemptErrors)) {
+		ew.printf("failed DynamoDB attempts (%d): %s\n", rep.AttemptErrors[k], k)
+	}
 	for _, p := range l.Problems {
 		ew.printf("load problem: %s\n", p)
 	}
