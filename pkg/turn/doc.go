@@ -26,6 +26,36 @@
 // server.turn.diagnostic when the turn timed out, was cancelled, lost its
 // lease or could not be saved. A stream never just stops.
 //
+// Definitions, models and tools (DESIGN §8). Before the claim the turn
+// resolves the session's definition (Options.Definitions: a new session
+// gets the default, an existing one keeps its definition id and runs its
+// current revision; the claim records id and revision). The model-tool
+// loop then makes at most limits.maxSteps model calls: text deltas grow
+// the assistant message; each tool call the model asks for appears in its
+// toolCalls as pending, then running, then complete or error with the
+// result, and the results go back to the model as tool messages for the
+// next call. Calls asked for in the last allowed call are recorded as
+// failed with TextStepLimit and never run. The texts of two model calls
+// are joined with a blank line. Usage is summed over the calls. Artifact
+// references returned by tools are saved with the turn before its
+// terminal snapshot; render frames returned by tools (checked against the
+// registry's closed manifest) switch the assistant content to the ordered
+// envelope agentskit.chat.content/1 (AgentsKit wire §6), text and
+// components in order. Models only ever see plain text (PlainText) and
+// the stored tool calls expanded into tool messages
+// (model.ExpandToolCalls). One assistant message per turn is stored, with
+// its toolCalls and their results; a call that never finished is stored
+// as failed. The request deadline and the stop route cancel a running
+// tool through its context.
+//
+// Snapshot scope (DESIGN §3). A session-scope snapshot carries the
+// session's visible messages, but a canonical record holds at most
+// 10,000 JSON values (AgentsKit wire §4): when the history passes that,
+// snapshots leave out the oldest whole turns until they fit, the same
+// for every later snapshot of the turn, and the client pages older
+// history from the history function. The model's context is never cut.
+// Turn scope (SnapshotScopeHeader "turn") carries the current turn only.
+//
 // Responses of POST / before the stream, in check order (JSON
 // {"error":{"version":1,"code","message","retryable"}}, fixed messages):
 //
@@ -39,6 +69,7 @@
 //	422 LINEAGE_INVALID                 parent not a visible turn of the session,
 //	                                    unknown sourceMessageId, retry/regenerate input differs
 //	404 SESSION_NOT_FOUND               another principal's (or, with lineage, no) session
+//	500 SERVER_INTERNAL                 the session's definition is no longer configured
 //	409 SESSION_BUSY                    another unexpired lease (retryable)
 //	409 TURN_ALREADY_COMPLETED          409 TURN_OUTCOME_INDETERMINATE (replays)
 //	422 TURN_ID_REUSED                  same turn id, other input

@@ -5,9 +5,20 @@
 // request's last user message, byte for byte. The reply streams as text
 // deltas of ChunkRunes runes each (the last may be shorter; a chunk never
 // splits a UTF-8 character), with Delay between two consecutive deltas,
-// then one final event carrying FinishStop and the usage. It never calls a
-// tool. Usage is counted deterministically, one token per started group of
-// four runes:
+// then one final event carrying FinishStop and the usage.
+//
+// One deterministic tool call, for local demos of the tool loop (make
+// dev): when the request offers a tool named NoteToolName
+// ("workspace_note", pkg/tool's demo tool) and the last user message is
+// "/note <title>: <body>" (the title non-empty, without ": "; leading
+// and trailing spaces of both trimmed), the reply is no text but one
+// tool call {ID NoteCallID, Name NoteToolName, Args {"title","body"}}
+// with FinishToolUse. Once a tool message follows that user message (the
+// turn's next model call), the reply is the ordinary echo text. Without
+// the tool offered, "/note ..." is echoed like any input.
+//
+// Usage is counted deterministically, one token per started group of
+// four runes (a tool call's reply is its JSON arguments):
 //
 //	PromptTokens     = ceil(R_in / 4), R_in = runes of Request.System plus
 //	                   runes of every message's Content
@@ -19,8 +30,10 @@ package echo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -31,6 +44,16 @@ import (
 
 // Prefix starts every echo reply.
 const Prefix = "Echo: "
+
+// The demo tool call (see the package documentation).
+const (
+	// NoteCommand starts a user message that asks for the note tool.
+	NoteCommand = "/note "
+	// NoteToolName is the tool the command calls: tool.WorkspaceNoteName.
+	NoteToolName = "workspace_note"
+	// NoteCallID is the id of the tool call echo makes.
+	NoteCallID = "echo-note-1"
+)
 
 // ErrorCodeNoUserMessage is the model.Error Code of a Request with no
 // message of role user.
@@ -60,8 +83,8 @@ func New(delay time.Duration, chunkRunes int) *Model {
 
 // Stream starts an echo reply of req. It returns a *model.Error with Code
 // ErrorCodeNoUserMessage (not retryable) when req has no user message, and
-// ctx.Err() when ctx has already ended. ModelID, Tools and MaxTokens are
-// ignored.
+// ctx.Err() when ctx has already ended. ModelID and MaxTokens are
+// ignored; Tools only matter for the note command.
 func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -69,6 +92,9 @@ func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, er
 	input, ok := model.LastUserContent(req.Messages)
 	if !ok {
 		return nil, &model.Error{Code: ErrorCodeNoUserMessage, Err: errors.New("echo: request has no user message")}
+	}
+	if call := noteCall(req, input); call != nil {
+		return &stream{ctx: ctx, call: call, usage: Usage(req, string(call.Args)), done: make(chan struct{})}, nil
 	}
 	reply := Prefix + input
 	return &stream{
@@ -117,8 +143,45 @@ func split(s string, n int) []string {
 	return out
 }
 
+// noteCall returns the tool call of the note command, or nil when req
+// does not ask for one (see the package documentation).
+func noteCall(req model.Request, input string) *model.ToolCall {
+	rest, ok := strings.CutPrefix(input, NoteCommand)
+	if !ok {
+		return nil
+	}
+	title, body, ok := strings.Cut(rest, ": ")
+	title, body = strings.TrimSpace(title), strings.TrimSpace(body)
+	if !ok || title == "" {
+		return nil
+	}
+	offered := false
+	for _, t := range req.Tools {
+		offered = offered || t.Name == NoteToolName
+	}
+	if !offered {
+		return nil
+	}
+	// The call was already answered in this turn: a tool message follows
+	// the last user message.
+	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role != protocol.RoleUser; i-- {
+		if req.Messages[i].Role == protocol.RoleTool {
+			return nil
+		}
+	}
+	args, err := json.Marshal(struct {
+		Title string `json:"title"`
+		Body  string `json:"body"`
+	}{title, body})
+	if err != nil {
+		return nil // two strings always marshal
+	}
+	return &model.ToolCall{ID: NoteCallID, Name: NoteToolName, Args: args}
+}
+
 type stream struct {
 	ctx    context.Context
+	call   *model.ToolCall // the note command's call, instead of text
 	delay  time.Duration
 	chunks []string
 	usage  protocol.Usage
@@ -154,6 +217,9 @@ func (s *stream) Recv() (model.Event, error) {
 	if !s.finished {
 		s.finished = true
 		u := s.usage
+		if s.call != nil {
+			return model.Event{ToolCall: s.call, Usage: &u, FinishReason: model.FinishToolUse}, nil
+		}
 		return model.Event{Usage: &u, FinishReason: model.FinishStop}, nil
 	}
 	return model.Event{}, io.EOF

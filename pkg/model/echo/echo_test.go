@@ -258,3 +258,51 @@ func closeOnCleanup(tb testing.TB, s model.Stream) {
 		}
 	})
 }
+
+func TestNoteCommand(t *testing.T) {
+	noteTool := []model.ToolSpec{{Name: echo.NoteToolName, Description: "d", InputSchema: []byte(`{"type":"object"}`)}}
+	callID := echo.NoteCallID
+	toolMsg := protocol.Message{ID: "t", Role: protocol.RoleTool, Content: "Saved.", Status: protocol.MessageComplete, ToolCallID: &callID}
+	tests := map[string]struct {
+		msgs     []protocol.Message
+		tools    []model.ToolSpec
+		wantArgs string // "" means an ordinary echo reply
+	}{
+		"call":                   {[]protocol.Message{user("/note  Trip plan : Pack light. ")}, noteTool, `{"title":"Trip plan","body":"Pack light."}`},
+		"empty body":             {[]protocol.Message{user("/note Todo: ")}, noteTool, `{"title":"Todo","body":""}`},
+		"tool not offered":       {[]protocol.Message{user("/note Trip: x")}, nil, ""},
+		"after the tool result":  {[]protocol.Message{user("/note Trip: x"), {ID: "a", Role: protocol.RoleAssistant, Status: protocol.MessageComplete}, toolMsg}, noteTool, ""},
+		"no separator":           {[]protocol.Message{user("/note Trip")}, noteTool, ""},
+		"empty title":            {[]protocol.Message{user("/note : body")}, noteTool, ""},
+		"not at the start":       {[]protocol.Message{user("please /note Trip: x")}, noteTool, ""},
+		"earlier turn's command": {[]protocol.Message{user("/note Trip: x"), toolMsg, assistant("Echo: /note Trip: x"), user("hi")}, noteTool, ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			req := model.Request{Messages: tc.msgs, Tools: tc.tools}
+			s, err := echo.New(0, 0).Stream(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			closeOnCleanup(t, s)
+			evs := drain(t, s)
+			last := evs[len(evs)-1]
+			if tc.wantArgs == "" {
+				input, _ := model.LastUserContent(tc.msgs)
+				if last.ToolCall != nil || last.FinishReason != model.FinishStop || evs[0].TextDelta != echo.Prefix+input {
+					t.Fatalf("events %+v, want the echo reply", evs)
+				}
+				return
+			}
+			if len(evs) != 1 || last.ToolCall == nil || last.FinishReason != model.FinishToolUse || last.Usage == nil {
+				t.Fatalf("events %+v, want one tool call event", evs)
+			}
+			if c := last.ToolCall; c.ID != echo.NoteCallID || c.Name != echo.NoteToolName || string(c.Args) != tc.wantArgs {
+				t.Fatalf("call %+v args %s", c, c.Args)
+			}
+			if *last.Usage != echo.Usage(req, tc.wantArgs) {
+				t.Fatalf("usage %+v", *last.Usage)
+			}
+		})
+	}
+}
