@@ -1,9 +1,12 @@
 // Command turn is the turn function (DESIGN §1, §4): POST / (submit a
 // turn, streamed NDJSON snapshots), POST /stop and GET /capabilities behind
 // a Lambda function URL in RESPONSE_STREAM mode. It is wiring only:
-// config.FromEnv -> DynamoDB store -> model provider -> authenticator ->
-// turn.NewHandler -> lambdaurl.Start. Build with -tags lambda.norpc for
-// provided.al2023.
+// config.FromEnv -> DynamoDB store -> tool registry (the demo tool
+// workspace_note) -> definitions (definition.FromConfig) -> the model
+// providers the definitions name (echo; bedrock through the AWS default
+// credential chain in AWS_REGION; openai at OPENAI_BASE_URL with
+// OPENAI_API_KEY) -> authenticator -> turn.NewHandler -> lambdaurl.Start.
+// Build with -tags lambda.norpc for provided.al2023.
 package main
 
 import (
@@ -15,12 +18,18 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdaurl"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/model/bedrock"
 	"github.com/turnstream/turnstream/pkg/model/echo"
+	"github.com/turnstream/turnstream/pkg/model/openai"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
+	"github.com/turnstream/turnstream/pkg/tool"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -46,8 +55,8 @@ func main() {
 
 // newHandler builds the turn handler of cfg: a DynamoDB store on
 // cfg.TableName (placeholder credentials when cfg.DynamoDBEndpoint names a
-// local server), the model provider of cfg.Model and the authenticator of
-// cfg.Auth.
+// local server), the tool registry, the definitions of cfg.Model, the
+// model providers they name and the authenticator of cfg.Auth.
 func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (http.Handler, error) {
 	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{
 		Endpoint:          cfg.DynamoDBEndpoint,
@@ -57,7 +66,15 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (ht
 	if err != nil {
 		return nil, fmt.Errorf("dynamodb client: %w", err)
 	}
-	m, err := newModel(cfg.Model)
+	reg, err := newRegistry()
+	if err != nil {
+		return nil, err
+	}
+	defs, err := definition.FromConfig(cfg.Model, os.ReadFile, reg.Has)
+	if err != nil {
+		return nil, fmt.Errorf("definitions: %w", err)
+	}
+	models, err := newModels(ctx, cfg, defs)
 	if err != nil {
 		return nil, err
 	}
@@ -66,15 +83,11 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (ht
 		return nil, fmt.Errorf("authenticator: %w", err)
 	}
 	return turn.NewHandler(turn.Options{
-		Store:         dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret}),
-		Model:         m,
-		Authenticator: authn,
-		Definition: turn.Definition{
-			ID:           cfg.Model.DefinitionID,
-			Revision:     cfg.Model.DefinitionRevision,
-			SystemPrompt: cfg.Model.SystemPrompt,
-			ModelID:      cfg.Model.ModelID,
-		},
+		Store:            dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret}),
+		Authenticator:    authn,
+		Definitions:      defs,
+		Models:           models,
+		Tools:            reg,
 		TurnTimeout:      cfg.TurnTimeout,
 		CleanupReserve:   cfg.CleanupReserve,
 		LeaseDuration:    cfg.LeaseDuration,
@@ -84,12 +97,41 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (ht
 	})
 }
 
-// newModel returns the model provider of mc.
-func newModel(mc config.ModelConfig) (model.Model, error) {
-	switch mc.Provider {
-	case config.ProviderEcho:
-		return echo.New(mc.EchoDelay, mc.EchoChunk), nil
-	default:
-		return nil, fmt.Errorf("MODEL_PROVIDER: %q is not wired into the turn function", mc.Provider)
+// newRegistry returns the tools definitions may offer: the demo tool
+// workspace_note (pkg/tool). No component manifest is registered.
+func newRegistry() (*tool.Registry, error) {
+	reg := tool.NewRegistry(nil)
+	if err := reg.Register(tool.WorkspaceNote()); err != nil {
+		return nil, fmt.Errorf("tools: %w", err)
 	}
+	return reg, nil
+}
+
+// newModels builds one provider per provider name that defs use: echo
+// from ECHO_DELAY and ECHO_CHUNK_RUNES; bedrock with the AWS default
+// credential chain in AWS_REGION; openai at OPENAI_BASE_URL with
+// OPENAI_API_KEY. Only used providers are built, so an echo deployment
+// loads no AWS configuration for Bedrock.
+func newModels(ctx context.Context, cfg config.Config, defs *definition.Resolver) (map[string]model.Model, error) {
+	models := map[string]model.Model{}
+	for _, d := range defs.All() {
+		if models[d.Provider] != nil {
+			continue
+		}
+		switch d.Provider {
+		case config.ProviderEcho:
+			models[d.Provider] = echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk)
+		case config.ProviderBedrock:
+			awsCfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Region))
+			if err != nil {
+				return nil, fmt.Errorf("bedrock: AWS configuration: %w", err)
+			}
+			models[d.Provider] = bedrock.New(bedrockruntime.NewFromConfig(awsCfg))
+		case config.ProviderOpenAI:
+			models[d.Provider] = openai.New(cfg.Model.OpenAIBaseURL, cfg.Model.OpenAIAPIKey)
+		default:
+			return nil, fmt.Errorf("MODEL_PROVIDER: %q is not wired into the turn function", d.Provider)
+		}
+	}
+	return models, nil
 }

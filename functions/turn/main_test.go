@@ -7,11 +7,13 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
@@ -19,7 +21,8 @@ import (
 func TestMain(m *testing.M) { dynalite.Main(m) }
 
 // TestWiring builds the handler from an environment naming a dynalite
-// table and runs one echo turn through it.
+// table and the demo tool, and runs an echo turn and a /note turn (a
+// tool round trip) through it.
 func TestWiring(t *testing.T) {
 	client, err := dynamo.NewClient(context.Background(), dynalite.Options(t))
 	if err != nil {
@@ -30,6 +33,7 @@ func TestWiring(t *testing.T) {
 		"TABLE_NAME":        dynalite.Table(t, client),
 		"AUTH_MODE":         "dev",
 		"MODEL_PROVIDER":    "echo",
+		"MODEL_TOOLS":       "workspace_note",
 		"ECHO_DELAY":        "0s",
 	}
 	cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
@@ -42,14 +46,29 @@ func TestWiring(t *testing.T) {
 	}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
+	if last := submit(t, srv.URL, "t1", "ping"); last.Snapshot.Messages[1].Content != "Echo: ping" {
+		t.Fatalf("last line %+v", last)
+	}
+	last := submit(t, srv.URL, "t2", "/note Trip: Pack light.")
+	msgs := last.Snapshot.Messages
+	asst := msgs[len(msgs)-1]
+	if asst.Content != "Echo: /note Trip: Pack light." || len(asst.ToolCalls) != 1 || asst.ToolCalls[0].Status != protocol.ToolCallComplete {
+		t.Fatalf("note turn %+v", asst)
+	}
+}
+
+// submit posts one turn of session "wiring" and returns its last line,
+// failing unless it is a complete snapshot.
+func submit(t *testing.T, base, turnID, input string) *protocol.Event {
+	t.Helper()
 	body, err := protocol.EncodeEvent(&protocol.Event{
-		EventID: "e1", SessionID: "wiring", TurnID: "t1", EmittedAt: "2026-07-11T03:00:00.000Z",
-		Kind: protocol.EventSubmit, Submit: &protocol.SubmitPayload{Input: "ping"},
+		EventID: "e1", SessionID: "wiring", TurnID: turnID, EmittedAt: "2026-07-11T03:00:00.000Z",
+		Kind: protocol.EventSubmit, Submit: &protocol.SubmitPayload{Input: input},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post(srv.URL+"/", "application/json", strings.NewReader(string(body)))
+	resp, err := http.Post(base+"/", "application/json", strings.NewReader(string(body)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,14 +86,48 @@ func TestWiring(t *testing.T) {
 		}
 		last = ev
 	}
-	if last == nil || last.Snapshot == nil || last.Snapshot.Status != protocol.StatusComplete ||
-		last.Snapshot.Messages[1].Content != "Echo: ping" {
+	if last == nil || last.Snapshot == nil || last.Snapshot.Status != protocol.StatusComplete {
 		t.Fatalf("last line %+v", last)
 	}
+	return last
 }
 
-func TestUnwiredProvider(t *testing.T) {
-	if _, err := newModel(config.ModelConfig{Provider: config.ProviderBedrock}); err == nil {
-		t.Fatal("an unwired provider started")
+// TestModels: one provider per provider name the definitions use.
+func TestModels(t *testing.T) {
+	tests := map[string]struct {
+		defs []definition.Definition
+		want []string
+	}{
+		"echo only": {[]definition.Definition{{ID: "a", Revision: 1, Provider: config.ProviderEcho, Limits: definition.Limits{MaxSteps: 1}}}, []string{config.ProviderEcho}},
+		"all three": {[]definition.Definition{
+			{ID: "a", Revision: 1, Provider: config.ProviderOpenAI, ModelID: "gpt", Limits: definition.Limits{MaxSteps: 1}},
+			{ID: "b", Revision: 1, Provider: config.ProviderBedrock, ModelID: "claude", Limits: definition.Limits{MaxSteps: 1}},
+			{ID: "c", Revision: 1, Provider: config.ProviderOpenAI, ModelID: "gpt-2", Limits: definition.Limits{MaxSteps: 1}},
+			{ID: "d", Revision: 1, Provider: config.ProviderEcho, Limits: definition.Limits{MaxSteps: 1}},
+		}, []string{config.ProviderBedrock, config.ProviderEcho, config.ProviderOpenAI}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			defs, err := definition.New(tc.defs, "a", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := config.Config{Region: "eu-west-1"}
+			models, err := newModels(context.Background(), cfg, defs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for name, m := range models {
+				if m == nil {
+					t.Fatalf("nil %s provider", name)
+				}
+				got = append(got, name)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("providers %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
