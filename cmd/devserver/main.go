@@ -17,7 +17,13 @@
 // subject "host" may write artifact references. Dev auth listens on
 // loopback addresses only. The store is in memory unless DYNAMODB_ENDPOINT
 // names a DynamoDB API server (DynamoDB Local, dynalite), where the table
-// TABLE_NAME is created when absent. The model is the offline echo model.
+// TABLE_NAME is created when absent. The model is the offline echo model;
+// definitions come from pkg/config as in the turn function
+// (definition.FromConfig), and the demo tool workspace_note is registered
+// and, unless MODEL_TOOLS or DEFINITIONS_FILE is set, offered by the
+// default definition, so that "/note <title>: <body>" makes the echo
+// model call it (pkg/model/echo): the turn shows the tool call running,
+// then complete, and records the note's artifact reference.
 //
 // It prints the three base URLs at start, logs one JSON line per request
 // (method, mount, status, bytes, duration; never a path, query or body
@@ -47,11 +53,14 @@ import (
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/definition"
+	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 	"github.com/turnstream/turnstream/pkg/store/memory"
+	"github.com/turnstream/turnstream/pkg/tool"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -111,6 +120,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	if cfg.Model.Provider != config.ProviderEcho {
 		return fmt.Errorf("MODEL_PROVIDER: the dev server runs the echo model only")
+	}
+	if _, set := lookupEnv("MODEL_TOOLS"); !set && cfg.Model.DefinitionsFile == "" {
+		cfg.Model.Tools = []string{tool.WorkspaceNoteName}
 	}
 	if cfg.Auth.Mode == config.AuthDev && !loopback(*addr) {
 		return fmt.Errorf("-addr %s: AUTH_MODE dev lets any caller name any principal; listen on a loopback address", *addr)
@@ -181,16 +193,20 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 
 // newHandler mounts the three handlers of DESIGN §10 behind the request log.
 func newHandler(cfg config.Config, store chat.Store, authn auth.Authenticator, handlerLog, requestLog *slog.Logger) (http.Handler, error) {
+	reg := tool.NewRegistry(nil)
+	if err := reg.Register(tool.WorkspaceNote()); err != nil {
+		return nil, fmt.Errorf("tools: %w", err)
+	}
+	defs, err := definition.FromConfig(cfg.Model, os.ReadFile, reg.Has)
+	if err != nil {
+		return nil, fmt.Errorf("definitions: %w", err)
+	}
 	turnHandler, err := turn.NewHandler(turn.Options{
 		Store:         store,
-		Model:         echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk),
 		Authenticator: authn,
-		Definition: turn.Definition{
-			ID:           cfg.Model.DefinitionID,
-			Revision:     cfg.Model.DefinitionRevision,
-			SystemPrompt: cfg.Model.SystemPrompt,
-			ModelID:      cfg.Model.ModelID,
-		},
+		Definitions:   defs,
+		Models:        map[string]model.Model{config.ProviderEcho: echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk)},
+		Tools:         reg,
 		TurnTimeout:      cfg.TurnTimeout,
 		CleanupReserve:   cfg.CleanupReserve,
 		LeaseDuration:    cfg.LeaseDuration,

@@ -403,3 +403,31 @@ func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
 func (discardWriter) WriteHeader(int)             {}
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestNoteTool: the dev server offers the demo tool by default, so
+// "/note <title>: <body>" runs a tool round trip with the echo model; the
+// note's artifact reference is recorded on the turn.
+func TestNoteTool(t *testing.T) {
+	srv := startServer(t, map[string]string{"ECHO_DELAY": "0s"})
+	lines := submit(t, srv.url+"/turn/", "alice", "s1", "t1", "/note Trip plan: Pack light.")
+	last := lines[len(lines)-1]
+	if last.Snapshot == nil || last.Snapshot.Status != protocol.StatusComplete {
+		t.Fatalf("last line %+v", last)
+	}
+	asst := last.Snapshot.Messages[1]
+	if asst.Content != "Echo: /note Trip plan: Pack light." || len(asst.ToolCalls) != 1 {
+		t.Fatalf("assistant %+v", asst)
+	}
+	if c := asst.ToolCalls[0]; c.Name != "workspace_note" || c.Status != protocol.ToolCallComplete || c.Result == nil ||
+		*c.Result != `Saved note "notes/trip-plan.md" (11 characters).` {
+		t.Fatalf("tool call %+v", c)
+	}
+	var arts struct {
+		Artifacts []struct{ EntryPath, ArtifactType string } `json:"artifacts"`
+	}
+	status := getJSON(t, srv.url+"/artifacts/sessions/s1/turns/t1/artifacts", "alice", &arts)
+	if status != http.StatusOK || len(arts.Artifacts) != 1 || arts.Artifacts[0].EntryPath != "notes/trip-plan.md" || arts.Artifacts[0].ArtifactType != "document" {
+		t.Fatalf("artifacts: %d %+v", status, arts)
+	}
+	srv.stop(t)
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/tool"
 	"github.com/turnstream/turnstream/pkg/turn"
@@ -460,4 +461,62 @@ func TestToolCancelled(t *testing.T) {
 	if len(calls) != 1 || calls[0].Status != protocol.ToolCallError || calls[0].Error == nil {
 		t.Fatalf("stored calls %+v", calls)
 	}
+}
+
+// TestEchoNote runs the echo model's /note command through the handler
+// with the real demo tool: statuses only move forward and end complete,
+// the usage is the sum of both echo calls, the artifact reference is on
+// the stored turn and the stored messages are the terminal snapshot's.
+func TestEchoNote(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		reg := tool.NewRegistry(nil)
+		if err := reg.Register(tool.WorkspaceNote()); err != nil {
+			t.Fatal(err)
+		}
+		res, err := definition.New([]definition.Definition{{ID: "agent", Revision: 1, Provider: config.ProviderEcho,
+			Tools: []string{echo.NoteToolName}, Limits: definition.Limits{MaxSteps: 2}}}, "agent", reg.Has)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEnv(t, newStore(t), &scriptModel{}, func(o *turn.Options) {
+			o.Model, o.Definitions, o.Tools = nil, res, reg
+			o.Models = map[string]model.Model{config.ProviderEcho: echo.New(0, 4)}
+		})
+		const input = "/note Trip plan: Pack light."
+		r := e.submit(t, "s", "t1", input, nil, nil)
+		r.want(t, http.StatusOK, "")
+		term := r.terminal(t)
+		asst := term.Messages[1]
+		if term.Status != protocol.StatusComplete || asst.Content != echo.Prefix+input || len(asst.ToolCalls) != 1 ||
+			asst.ToolCalls[0].ID != echo.NoteCallID || asst.ToolCalls[0].Status != protocol.ToolCallComplete {
+			t.Fatalf("terminal %+v", term)
+		}
+		statuses := callStatuses(r.events)
+		order := map[string]int{"": 0, protocol.ToolCallPending: 1, protocol.ToolCallRunning: 2, protocol.ToolCallComplete: 3}
+		for i := 1; i < len(statuses); i++ {
+			if order[statuses[i]] < order[statuses[i-1]] {
+				t.Fatalf("tool call status went back: %v", statuses)
+			}
+		}
+		user := protocol.Message{Role: protocol.RoleUser, Content: input}
+		args := `{"title":"Trip plan","body":"Pack light."}`
+		callID := echo.NoteCallID
+		second := []protocol.Message{user, {Role: protocol.RoleAssistant}, {Role: protocol.RoleTool, Content: *asst.ToolCalls[0].Result, ToolCallID: &callID}}
+		u1 := echo.Usage(model.Request{Messages: []protocol.Message{user}}, args)
+		u2 := echo.Usage(model.Request{Messages: second}, echo.Prefix+input)
+		want := protocol.Usage{PromptTokens: u1.PromptTokens + u2.PromptTokens, CompletionTokens: u1.CompletionTokens + u2.CompletionTokens, TotalTokens: u1.TotalTokens + u2.TotalTokens}
+		if term.Usage != want {
+			t.Errorf("usage %+v, want the sum of both calls %+v", term.Usage, want)
+		}
+		stored, err := e.store.FindTurn(context.Background(), "s", "t1", alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(stored.Artifacts) != 1 || stored.Artifacts[0] != (chat.ArtifactReference{EntryPath: "notes/trip-plan.md", ArtifactType: chat.ArtifactDocument}) {
+			t.Fatalf("stored artifacts %+v", stored.Artifacts)
+		}
+		if got, want := messagesJSON(t, stored.Messages), messagesJSON(t, term.Messages); got != want {
+			t.Fatalf("stored %s\nterminal %s", got, want)
+		}
+	})
 }
