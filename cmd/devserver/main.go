@@ -202,11 +202,11 @@ func newHandler(cfg config.Config, store chat.Store, authn auth.Authenticator, h
 		return nil, fmt.Errorf("definitions: %w", err)
 	}
 	turnHandler, err := turn.NewHandler(turn.Options{
-		Store:         store,
-		Authenticator: authn,
-		Definitions:   defs,
-		Models:        map[string]model.Model{config.ProviderEcho: echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk)},
-		Tools:         reg,
+		Store:            store,
+		Authenticator:    authn,
+		Definitions:      defs,
+		Models:           map[string]model.Model{config.ProviderEcho: echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk)},
+		Tools:            reg,
 		TurnTimeout:      cfg.TurnTimeout,
 		CleanupReserve:   cfg.CleanupReserve,
 		LeaseDuration:    cfg.LeaseDuration,
