@@ -138,8 +138,9 @@ func repoRoot(dir string) (string, error) {
 	}
 }
 
-// newTableName returns a fresh table name with prefix.
-func newTableName(prefix string) string {
+// randomName returns prefix followed by 8 random hex digits (table names,
+// the run's session id prefix).
+func randomName(prefix string) string {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return prefix + hex.EncodeToString(b[:])

@@ -197,7 +197,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	if err != nil {
 		return nil, err
 	}
-	table := newTableName("turnbench_")
+	table := randomName("turnbench_")
 	if err := dynamo.CreateTable(ctx, client, table); err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	}()
 	cursorKey := []byte("turnbench-cursor-key-0123456789ab")
 	store := dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey})
-	prefix := newTableName("b")
+	prefix := randomName("b")
 
 	fast, err := newWiring(store, handlerConfig{})
 	if err != nil {
