@@ -192,6 +192,9 @@ supervise:
 		t.awaitModel(modelDone)
 	}
 	v := t.state.freeze()
+	if v.overflow {
+		t.log.Warn("assistant content cut at the ordered content limits", "maxBytes", protocol.MaxContentBytes, "maxRecords", protocol.MaxContentRecords)
+	}
 	t.finish(end, v)
 }
 

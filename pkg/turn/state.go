@@ -58,7 +58,7 @@ func (s *state) change(f func()) bool {
 	return true
 }
 
-// hasText reports whether the content holds any text or component.
+// hasContent reports whether the content holds any text or component.
 func (s *state) hasContent() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
