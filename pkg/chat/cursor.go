@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"fmt"
 	"strings"
 )
 
@@ -38,7 +37,7 @@ func (c CursorCodec) Decode(sessionID string, order Order, cursor string) (int64
 	if len(cursor) > 128 || strings.ContainsAny(cursor, "=+/") {
 		return 0, ErrInvalidCursor
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(cursor)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
 	if err != nil || len(raw) != 9+sha256.Size || raw[0] != cursorVersion {
 		return 0, ErrInvalidCursor
 	}
@@ -58,7 +57,8 @@ func (c CursorCodec) mac(sessionID string, order Order, body []byte) []byte {
 		panic("chat: CursorCodec used without a key")
 	}
 	h := hmac.New(sha256.New, c.Key)
-	fmt.Fprintf(h, "turnstream.cursor\x00%s\x00%s\x00", sessionID, order)
-	h.Write(body)
+	// hash.Hash.Write never returns an error.
+	_, _ = h.Write([]byte("turnstream.cursor\x00" + sessionID + "\x00" + string(order) + "\x00"))
+	_, _ = h.Write(body)
 	return h.Sum(nil)
 }

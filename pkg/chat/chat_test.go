@@ -1,0 +1,111 @@
+package chat_test
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+)
+
+func TestCursorCodec(t *testing.T) {
+	codec := chat.CursorCodec{Key: []byte("0123456789abcdef0123456789abcdef")}
+	cursor := codec.Encode("session-a", chat.OrderDesc, 42)
+	if got, err := codec.Decode("session-a", chat.OrderDesc, cursor); err != nil || got != 42 {
+		t.Fatalf("Decode = %d, %v; want 42, nil", got, err)
+	}
+	flip := func(s string, i int) string {
+		b := []byte(s)
+		if b[i] == 'A' {
+			b[i] = 'B'
+		} else {
+			b[i] = 'A'
+		}
+		return string(b)
+	}
+	other := chat.CursorCodec{Key: []byte("fedcba9876543210fedcba9876543210")}
+	tests := map[string]struct {
+		session string
+		order   chat.Order
+		cursor  string
+	}{
+		"other session":        {"session-b", chat.OrderDesc, cursor},
+		"other order":          {"session-a", chat.OrderAsc, cursor},
+		"other key":            {"session-a", chat.OrderDesc, other.Encode("session-a", chat.OrderDesc, 42)},
+		"first char flipped":   {"session-a", chat.OrderDesc, flip(cursor, 0)},
+		"last char flipped":    {"session-a", chat.OrderDesc, flip(cursor, len(cursor)-1)},
+		"truncated":            {"session-a", chat.OrderDesc, cursor[:len(cursor)-2]},
+		"padded":               {"session-a", chat.OrderDesc, cursor + "="},
+		"empty":                {"session-a", chat.OrderDesc, ""},
+		"not base64":           {"session-a", chat.OrderDesc, "!!!!"},
+		"oversized":            {"session-a", chat.OrderDesc, string(make([]byte, 200))},
+		"std alphabet symbols": {"session-a", chat.OrderDesc, "ab+/cd"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if _, err := codec.Decode(tc.session, tc.order, tc.cursor); !errors.Is(err, chat.ErrInvalidCursor) {
+				t.Fatalf("Decode = %v; want ErrInvalidCursor", err)
+			}
+		})
+	}
+}
+
+func TestValidateArtifacts(t *testing.T) {
+	ok := []chat.ArtifactReference{
+		{EntryPath: "reports/index.html", ArtifactType: chat.ArtifactWebpage},
+		{EntryPath: "a/b..c/..d/e..", ArtifactType: chat.ArtifactDocument}, // ".." only as a whole segment
+		{EntryPath: "slides/index.html", ArtifactType: chat.ArtifactPresentation},
+		{EntryPath: "data.xlsx", ArtifactType: chat.ArtifactSpreadsheet},
+		{EntryPath: "img/ü.png", ArtifactType: chat.ArtifactImage},
+	}
+	if err := chat.ValidateArtifacts(ok); err != nil {
+		t.Fatalf("valid references rejected: %v", err)
+	}
+	bad := map[string]chat.ArtifactReference{
+		"unknown type":    {EntryPath: "a.txt", ArtifactType: "video"},
+		"empty type":      {EntryPath: "a.txt"},
+		"empty path":      {ArtifactType: chat.ArtifactDocument},
+		"absolute":        {EntryPath: "/etc/passwd", ArtifactType: chat.ArtifactDocument},
+		"dotdot segment":  {EntryPath: "a/../../b", ArtifactType: chat.ArtifactDocument},
+		"dotdot only":     {EntryPath: "..", ArtifactType: chat.ArtifactDocument},
+		"backslash":       {EntryPath: `a\b`, ArtifactType: chat.ArtifactDocument},
+		"NUL":             {EntryPath: "a\x00b", ArtifactType: chat.ArtifactDocument},
+		"invalid UTF-8":   {EntryPath: "a\xffb", ArtifactType: chat.ArtifactDocument},
+		"path over limit": {EntryPath: string(make([]byte, 1025)), ArtifactType: chat.ArtifactDocument},
+	}
+	for name, ref := range bad {
+		t.Run(name, func(t *testing.T) {
+			err := chat.ValidateArtifacts([]chat.ArtifactReference{ok[0], ref})
+			if !errors.Is(err, chat.ErrInvalidArtifact) {
+				t.Fatalf("ValidateArtifacts = %v; want ErrInvalidArtifact", err)
+			}
+		})
+	}
+}
+
+func TestDedupeArtifacts(t *testing.T) {
+	in := []chat.ArtifactReference{
+		{EntryPath: "a.md", ArtifactType: chat.ArtifactDocument},
+		{EntryPath: "b/a.md", ArtifactType: chat.ArtifactDocument},
+		{EntryPath: "a.md", ArtifactType: chat.ArtifactWebpage},
+	}
+	want := []chat.ArtifactReference{
+		{EntryPath: "a.md", ArtifactType: chat.ArtifactWebpage},
+		{EntryPath: "b/a.md", ArtifactType: chat.ArtifactDocument},
+	}
+	if got := chat.DedupeArtifacts(in); !reflect.DeepEqual(got, want) {
+		t.Fatalf("DedupeArtifacts = %v; want %v", got, want)
+	}
+	if got := chat.DedupeArtifacts(nil); got == nil || len(got) != 0 {
+		t.Fatalf("DedupeArtifacts(nil) = %#v; want empty, non-nil", got)
+	}
+}
+
+func TestHashInput(t *testing.T) {
+	if chat.HashInput("hello") == chat.HashInput("hello ") {
+		t.Fatal("different inputs hash equal")
+	}
+	if got := chat.HashInput("hello"); got != "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824" {
+		t.Fatalf("HashInput(hello) = %s", got)
+	}
+}
