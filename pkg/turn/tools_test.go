@@ -417,49 +417,80 @@ func TestToolComponent(t *testing.T) {
 	}
 }
 
-// TestToolCancelled: the turn deadline cancels a running tool; the call is
-// stored as failed and the stream ends with SERVER_TIMEOUT.
+// TestToolCancelled: the turn deadline and the stop route cancel a
+// running tool through its context; the call is stored as failed with the
+// cancelled text, and the stream ends as the deadline or the stop says.
 func TestToolCancelled(t *testing.T) {
-	cancelled := make(chan struct{}, 1)
-	m := &stepModel{Steps: [][]model.Event{{callEvent("c1", "slow", `{}`)}}}
-	// A slow tool without its own timeout: only the turn deadline ends it.
-	blocking := tool.NewRegistry(nil)
-	if err := blocking.Register(tool.Tool{
-		Name: "slow", Description: "Blocks.", InputSchema: json.RawMessage(`{"type":"object"}`),
-		Call: func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
-			<-ctx.Done()
-			cancelled <- struct{}{}
-			return tool.Result{}, ctx.Err()
+	tests := map[string]struct {
+		opt  func(*turn.Options)
+		stop bool // POST /stop once the tool runs
+		last func(r result) bool
+	}{
+		"deadline": {
+			opt: func(o *turn.Options) { o.TurnTimeout, o.CleanupReserve = 400*time.Millisecond, 300*time.Millisecond },
+			last: func(r result) bool {
+				return r.last().Kind == protocol.EventDiagnostic && r.last().Diagnostic.Code == protocol.CodeServerTimeout
+			},
 		},
-	}); err != nil {
-		t.Fatal(err)
+		"stop": {
+			opt:  func(o *turn.Options) { o.RenewInterval = 5 * time.Millisecond },
+			stop: true,
+			last: func(r result) bool {
+				s := r.last().Snapshot
+				return s != nil && s.Status == protocol.StatusError && s.Error.Code == protocol.CodeTurnInterrupted
+			},
+		},
 	}
-	res, err := definition.New([]definition.Definition{{ID: "agent", Revision: 1, Provider: config.ProviderEcho, Tools: []string{"slow"}, Limits: definition.Limits{MaxSteps: 2}}}, "agent", blocking.Has)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, newStoreMemory(), &scriptModel{}, func(o *turn.Options) {
-		o.Model, o.Definitions, o.Tools = nil, res, blocking
-		o.Models = map[string]model.Model{config.ProviderEcho: m}
-		o.TurnTimeout, o.CleanupReserve = 400*time.Millisecond, 300*time.Millisecond
-	})
-	r := e.submit(t, "s", "t1", "wait", nil, nil)
-	r.want(t, http.StatusOK, "")
-	if last := r.last(); last.Kind != protocol.EventDiagnostic || last.Diagnostic.Code != protocol.CodeServerTimeout {
-		t.Fatalf("last line %+v", last)
-	}
-	select {
-	case <-cancelled:
-	default:
-		t.Fatal("the tool's context was not cancelled")
-	}
-	stored, err := e.store.FindTurn(context.Background(), "s", "t1", alice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls := stored.Messages[1].ToolCalls
-	if len(calls) != 1 || calls[0].Status != protocol.ToolCallError || calls[0].Error == nil {
-		t.Fatalf("stored calls %+v", calls)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			started, cancelled := make(chan struct{}, 1), make(chan struct{}, 1)
+			reg := tool.NewRegistry(nil)
+			// Without a Timeout of its own: only the turn ends it.
+			if err := reg.Register(tool.Tool{
+				Name: "slow", Description: "Blocks.", InputSchema: json.RawMessage(`{"type":"object"}`),
+				Call: func(ctx context.Context, _ json.RawMessage) (tool.Result, error) {
+					started <- struct{}{}
+					<-ctx.Done()
+					cancelled <- struct{}{}
+					return tool.Result{}, ctx.Err()
+				},
+			}); err != nil {
+				t.Fatal(err)
+			}
+			res, err := definition.New([]definition.Definition{{ID: "agent", Revision: 1, Provider: config.ProviderEcho, Tools: []string{"slow"}, Limits: definition.Limits{MaxSteps: 2}}}, "agent", reg.Has)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &stepModel{Steps: [][]model.Event{{callEvent("c1", "slow", `{}`)}}}
+			e := newEnv(t, newStoreMemory(), &scriptModel{}, func(o *turn.Options) {
+				o.Model, o.Definitions, o.Tools = nil, res, reg
+				o.Models = map[string]model.Model{config.ProviderEcho: m}
+				tc.opt(o)
+			})
+			resp := e.post(t, context.Background(), "/", submitBody(t, "s", "t1", "wait", nil), nil)
+			<-started
+			if tc.stop {
+				readResult(t, e.post(t, context.Background(), "/stop", []byte(`{"sessionId":"s","turnId":"t1"}`), nil)).want(t, http.StatusAccepted, "")
+			}
+			r := readResult(t, resp)
+			r.want(t, http.StatusOK, "")
+			if !tc.last(r) {
+				t.Fatalf("stream %s", r.raw)
+			}
+			select {
+			case <-cancelled:
+			default:
+				t.Fatal("the tool's context was not cancelled")
+			}
+			stored, err := e.store.FindTurn(context.Background(), "s", "t1", alice)
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := stored.Messages[1].ToolCalls
+			if len(calls) != 1 || calls[0].Status != protocol.ToolCallError || calls[0].Error == nil || *calls[0].Error != "Tool call was cancelled." {
+				t.Fatalf("stored calls %+v", calls)
+			}
+		})
 	}
 }
 
