@@ -14,6 +14,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/tool"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -194,15 +195,36 @@ func TestDefinitionPerSession(t *testing.T) {
 }
 
 // TestNewHandlerDefinitions: a definition whose provider or tools are not
-// wired is a construction error.
+// wired is a construction error naming what is missing.
 func TestNewHandlerDefinitions(t *testing.T) {
-	res, err := definition.New([]definition.Definition{{ID: "a", Revision: 1, Provider: config.ProviderBedrock, ModelID: "m", Limits: definition.Limits{MaxSteps: 1}}}, "a", nil)
-	if err != nil {
-		t.Fatal(err)
+	known := func(string) bool { return true }
+	tests := map[string]struct {
+		def   definition.Definition
+		tools *tool.Registry
+		want  string
+	}{
+		"provider missing":  {definition.Definition{ID: "a", Revision: 1, Provider: config.ProviderBedrock, ModelID: "m", Limits: definition.Limits{MaxSteps: 1}}, nil, `"bedrock"`},
+		"tool not in Tools": {definition.Definition{ID: "a", Revision: 1, Provider: config.ProviderEcho, Tools: []string{"search"}, Limits: definition.Limits{MaxSteps: 1}}, tool.NewRegistry(nil), "search"},
+		"no Tools":          {definition.Definition{ID: "a", Revision: 1, Provider: config.ProviderEcho, Tools: []string{"search"}, Limits: definition.Limits{MaxSteps: 1}}, nil, "search"},
+		"wired":             {definition.Definition{ID: "a", Revision: 1, Provider: config.ProviderEcho, Limits: definition.Limits{MaxSteps: 1}}, nil, ""},
 	}
-	_, err = turn.NewHandler(turn.Options{Store: newStoreMemory(), Authenticator: &testAuth{}, Definitions: res,
-		Models: map[string]model.Model{config.ProviderEcho: &scriptModel{}}})
-	if err == nil || !strings.Contains(err.Error(), `"bedrock"`) {
-		t.Fatalf("err %v, want one naming the missing provider", err)
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			res, err := definition.New([]definition.Definition{tc.def}, "a", known)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = turn.NewHandler(turn.Options{Store: newStoreMemory(), Authenticator: &testAuth{}, Definitions: res, Tools: tc.tools,
+				Models: map[string]model.Model{config.ProviderEcho: &scriptModel{}}})
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err %v, want one naming %s", err, tc.want)
+			}
+		})
 	}
 }
