@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -336,9 +337,14 @@ func seedTurn(sessionID, turnID string, ordinal, base int64) *chat.Turn {
 
 // pageResult is the latency and DynamoDB requests of one depth's pages.
 type pageResult struct {
-	Latency    latencies
-	MaxQueries int
+	Latency    latencies // the newest page
+	MaxQueries int       // the most DynamoDB requests one page sent
 	Seed       time.Duration
+	// Middle is the latency of the page of 10 after the newest MiddleAt
+	// turns (about half the depth), reached with a cursor; zero when the
+	// session is too shallow.
+	Middle   latencies
+	MiddleAt int
 }
 
 // historyDepth seeds a session of depth turns and serves n newest pages of
@@ -391,22 +397,55 @@ func historyDepth(ctx context.Context, w *wiring, store chat.Store, prefix strin
 	r := &pageResult{Seed: time.Since(t0)}
 	hc := newHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
+	base := w.base + "/history/sessions/" + sid + "/turns?limit=10"
+	if r.Latency, err = pages(ctx, hc, w, base, int64(depth), n, &r.MaxQueries); err != nil {
+		return nil, err
+	}
+	if depth < 200 {
+		return r, nil
+	}
+	// Walk to the middle 100 turns a page, then measure the page there.
+	cursor, walked := "", 0
+	for walked < depth/2 {
+		url := w.base + "/history/sessions/" + sid + "/turns?limit=100"
+		if cursor != "" {
+			url += "&cursor=" + neturl.QueryEscape(cursor)
+		}
+		var page sessionapi.TurnPage
+		status, _, err := getJSON(ctx, hc, url, &page)
+		if err != nil || status != http.StatusOK || page.NextCursor == nil {
+			return nil, fmt.Errorf("walk %s: status %d, %v", sid, status, err)
+		}
+		cursor = *page.NextCursor
+		walked += len(page.Turns)
+	}
+	r.MiddleAt = walked
+	mid := base + "&cursor=" + neturl.QueryEscape(cursor)
+	if r.Middle, err = pages(ctx, hc, w, mid, int64(depth-walked), n, &r.MaxQueries); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// pages GETs url n times, checks that each is a full page of 10 whose
+// first turn has ordinal first, records the most DynamoDB requests one
+// page sent in maxQueries and returns the latencies.
+func pages(ctx context.Context, hc *http.Client, w *wiring, url string, first int64, n int, maxQueries *int) (latencies, error) {
 	var d []time.Duration
 	for range n {
 		var page sessionapi.TurnPage
 		start := time.Now()
-		status, id, err := getJSON(ctx, hc, w.base+"/history/sessions/"+sid+"/turns?limit=10", &page)
+		status, id, err := getJSON(ctx, hc, url, &page)
 		d = append(d, time.Since(start))
 		if err != nil || status != http.StatusOK {
-			return nil, fmt.Errorf("page of %s: status %d, %v", sid, status, err)
+			return latencies{}, fmt.Errorf("history page: status %d, %v", status, err)
 		}
-		if len(page.Turns) != 10 || page.Turns[0].Ordinal != int64(depth) {
-			return nil, fmt.Errorf("page of %s: %d turns, want the newest 10", sid, len(page.Turns))
+		if len(page.Turns) != 10 || page.Turns[0].Ordinal != first {
+			return latencies{}, fmt.Errorf("history page: %d turns from ordinal %d, want 10 from %d", len(page.Turns), page.Turns[0].Ordinal, first)
 		}
-		r.MaxQueries = max(r.MaxQueries, len(w.trace(id).snapshot()))
+		*maxQueries = max(*maxQueries, len(w.trace(id).snapshot()))
 	}
-	r.Latency = summarize(d)
-	return r, nil
+	return summarize(d), nil
 }
 
 // errSkipped marks a section that was not measured (the reason follows).

@@ -60,7 +60,8 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 	}
 	d0, d1 := rep.Depth[set.Depths[0]], rep.Depth[set.Depths[1]]
 	add(fmt.Sprintf("history page of 10, depth %d: p50 / p99, requests", set.Depths[1]),
-		fmt.Sprintf("%s / %s, %d Query (seeded in %s)", ms(d1.Latency.P50), ms(d1.Latency.P99), d1.MaxQueries, d1.Seed.Round(time.Millisecond)),
+		fmt.Sprintf("%s / %s, %d Query; the page after the newest %d (by cursor): %s / %s (seeded in %s)", ms(d1.Latency.P50), ms(d1.Latency.P99), d1.MaxQueries,
+			d1.MiddleAt, ms(d1.Middle.P50), ms(d1.Middle.P99), d1.Seed.Round(time.Millisecond)),
 		fmt.Sprintf("depth %d: %s / %s, %d Query", set.Depths[0], ms(d0.Latency.P50), ms(d0.Latency.P99), d0.MaxQueries),
 		fmt.Sprintf("%.2fx p50", float64(d1.Latency.P50)/float64(d0.Latency.P50)))
 
