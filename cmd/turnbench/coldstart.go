@@ -83,17 +83,17 @@ func packageOf(name string) string {
 	return "./functions/" + name
 }
 
-// buildBootstraps builds the three bootstraps and the baseline for
+// buildBootstraps builds the baseline and the bootstraps of fns for
 // goos/goarch with the Makefile's release flags (CGO_ENABLED=0, -tags
 // lambda.norpc -trimpath -ldflags "-s -w") into dir/<goarch>/<name>,
 // returning path and size by name.
-func buildBootstraps(ctx context.Context, root, dir, goos, goarch string) (map[string]string, map[string]int64, error) {
+func buildBootstraps(ctx context.Context, root, dir, goos, goarch string, fns []string) (map[string]string, map[string]int64, error) {
 	paths, sizes := map[string]string{}, map[string]int64{}
 	goBin := os.Getenv("GO") // the Makefile's GO, when run from make
 	if goBin == "" {
 		goBin = "go"
 	}
-	for _, fn := range append([]string{baseline}, functions...) {
+	for _, fn := range append([]string{baseline}, fns...) {
 		out := filepath.Join(dir, goarch, fn)
 		cmd := exec.CommandContext(ctx, goBin, "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w", "-o", out, packageOf(fn))
 		cmd.Dir = root
@@ -353,8 +353,10 @@ func driveEvent(fn, sid string, i int) (*events.LambdaFunctionURLRequest, int) {
 	}
 }
 
-// measureColdStarts runs the baseline and each bootstrap runs times under
-// rie: each run starts a fresh emulator, sends the invoke that starts the
+// measureColdStarts runs the baseline and each bootstrap of bins runs
+// times under
+// rie (in the order of functions): each run starts a fresh emulator,
+// sends the invoke that starts the
 // bootstrap, then drives invocations more requests and reads the
 // bootstrap's VmHWM. The turn function runs before history and artifacts:
 // its turns create the session they read and write.
@@ -363,6 +365,9 @@ func measureColdStarts(ctx context.Context, rie, self string, bins map[string]st
 	out := map[string]*coldResult{}
 	turnSeq := 0
 	for _, fn := range append([]string{baseline}, functions...) {
+		if bins[fn] == "" {
+			continue
+		}
 		cr := &coldResult{Invocations: invocations}
 		out[fn] = cr
 		for range runs {

@@ -50,9 +50,10 @@ func needDynalite(t *testing.T) {
 // structural results, never timings: the request budgets hold, a history
 // page is one Query at any depth, turn scope snapshots are smaller than
 // session scope ones, and the load run lost, duplicated or misreported
-// nothing while failures were really injected. With -short the
-// cold-start section (three builds per architecture and the emulator) is
-// left out.
+// nothing while failures were really injected; and the turn bootstrap
+// and the minimal baseline start under the emulator. With -short the
+// cold-start section (two builds, which link the AWS SDK, and the
+// emulator) is left out.
 func TestQuickRun(t *testing.T) {
 	needDynalite(t)
 	args := []string{"-quick"}
@@ -119,14 +120,14 @@ func TestQuickRun(t *testing.T) {
 		case rep.ColdErr != nil:
 			t.Errorf("cold starts: %v", rep.ColdErr)
 		default:
-			for _, fn := range append([]string{baseline}, functions...) {
+			for _, fn := range append([]string{baseline}, set.ColdFunctions...) {
 				cr := rep.Cold[fn]
 				if len(cr.ColdStarts) != set.ColdRuns || cr.ColdStarts[0] <= 0 || cr.PeakRSSKiB <= 0 {
 					t.Errorf("%s under the emulator: %+v", fn, *cr)
 				}
 			}
 		}
-		for _, fn := range functions {
+		for _, fn := range set.ColdFunctions {
 			if rep.ColdErr == nil && rep.Sizes[runtime.GOARCH][fn] == 0 {
 				t.Errorf("no linux/%s size for %s", runtime.GOARCH, fn)
 			}

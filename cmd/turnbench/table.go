@@ -83,7 +83,11 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 	for _, fn := range functions {
 		cr := rep.Cold[fn]
 		if cr == nil || len(cr.ColdStarts) == 0 || base == nil || len(base.ColdStarts) == 0 {
-			add(fmt.Sprintf("%s bootstrap: cold start", fn), "not measured: "+skipReason(rep.ColdErr), "-", "-")
+			why := skipReason(rep.ColdErr)
+			if rep.ColdErr == nil && !slices.Contains(set.ColdFunctions, fn) {
+				why = "-quick runs the turn bootstrap only"
+			}
+			add(fmt.Sprintf("%s bootstrap: cold start", fn), "not measured: "+why, "-", "-")
 			continue
 		}
 		c, b := median(cr.ColdStarts), median(base.ColdStarts)
