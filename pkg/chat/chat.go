@@ -173,8 +173,12 @@ type ClaimRequest struct {
 	Principal Principal
 	InputHash string
 	Lineage   protocol.Lineage
-	// DefinitionID and DefinitionRevision are recorded on a new session and
-	// updated on an existing one (a bumped revision applies to new turns).
+	// DefinitionID and DefinitionRevision are recorded when the claim
+	// creates the session; an existing session keeps its stored definition
+	// (DESIGN §8: a session keeps its definition id), which the returned
+	// Claim.Session carries, so the caller resolves the definition after the
+	// claim without another request. The revision a turn actually ran with
+	// is recorded by ReleaseRequest.DefinitionRevision.
 	DefinitionID       string
 	DefinitionRevision int64
 	// LeaseDuration is how long the lease lasts from the store's now.
@@ -211,6 +215,10 @@ type ReleaseRequest struct {
 	Outcome   Outcome
 	// Cursor is the last sequence the turn emitted (the session's new cursor).
 	Cursor int64
+	// DefinitionRevision, when > 0, is recorded as the session's definition
+	// revision: the revision of its definition this turn ran with (a bumped
+	// revision applies to new turns, DESIGN §8). 0 keeps the stored one.
+	DefinitionRevision int64
 }
 
 // ListRequest asks for one page of a session's visible turns.

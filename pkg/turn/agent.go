@@ -1,11 +1,9 @@
 package turn
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
-	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -73,25 +71,26 @@ func newAgents(opts Options) (map[string]*agent, error) {
 // never run with another definition (pkg/definition).
 var errDefinitionGone = errors.New("turn: the session's definition is not configured")
 
-// resolveAgent returns the agent a turn of the session runs with. With a
-// resolver it reads the session (one store request) for its definition
-// id: a session that does not exist, or that p does not own, gets the
-// default definition (the claim then rejects a foreign session as
-// SESSION_NOT_FOUND). Store errors are returned as they are.
-func (h *handler) resolveAgent(ctx context.Context, sessionID string, p chat.Principal) (*agent, error) {
+// defaultDefinition is the definition a claim records on a session it
+// creates: the simple path's one definition, else the resolver's default.
+// An existing session keeps its own (chat.ClaimRequest).
+func (h *handler) defaultDefinition() definition.Definition {
+	if h.opts.Definitions == nil {
+		return h.agents[simpleID].def
+	}
+	return h.opts.Definitions.Default()
+}
+
+// agentFor returns the agent for a claimed session's stored definition id,
+// at the definition's current revision (a bumped revision applies to new
+// turns, DESIGN §8). The definition is resolved after the claim, from the
+// session the claim returned, so it costs no store request (DESIGN §5
+// request budget). An id that is no longer configured is errDefinitionGone.
+func (h *handler) agentFor(definitionID string) (*agent, error) {
 	if h.opts.Definitions == nil {
 		return h.agents[simpleID], nil
 	}
-	id := ""
-	sess, err := h.opts.Store.GetSession(ctx, sessionID, p)
-	switch {
-	case errors.Is(err, chat.ErrSessionNotFound):
-	case err != nil:
-		return nil, fmt.Errorf("read session %s for its definition: %w", sessionID, err)
-	default:
-		id = sess.DefinitionID
-	}
-	d, err := h.opts.Definitions.Resolve(id)
+	d, err := h.opts.Definitions.Resolve(definitionID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errDefinitionGone, err)
 	}

@@ -72,11 +72,12 @@ type Options struct {
 
 	// Definitions resolves a session's definition (pkg/definition): a new
 	// session gets the default one, an existing session keeps its stored
-	// definition id and runs that definition's current revision. The turn
-	// reads the session once before its claim to learn the id (one store
-	// request) and records id and revision at the claim. A session whose
-	// id is no longer configured is refused with 500 SERVER_INTERNAL
-	// (logged), never switched to another definition.
+	// definition id and runs that definition's current revision. The
+	// definition is resolved from the session the claim returns (no extra
+	// store request, DESIGN §5) and the revision the turn ran with is
+	// recorded at release. A session whose id is no longer configured is
+	// saved as a failed turn and refused with 500 SERVER_INTERNAL (logged),
+	// never switched to another definition.
 	Definitions *definition.Resolver
 	// Models are the model providers by name (definition.Definition.Provider:
 	// config.ProviderEcho, ProviderBedrock, ProviderOpenAI); every

@@ -84,6 +84,13 @@ type ending struct {
 // serve runs the claimed turn: supersession, the context load, then the
 // stream. It always ends with cleanup.
 func (t *run) serve(parent *chat.Turn) {
+	ag, err := t.h.agentFor(t.claim.Session.DefinitionID)
+	if err != nil {
+		t.failBeforeStream("resolve definition", err)
+		return
+	}
+	t.agent = ag
+	t.log.Debug("definition resolved", "definitionId", ag.def.ID, "definitionRevision", ag.def.Revision)
 	ordinal := t.claim.Lease.Ordinal
 	if parent != nil {
 		if err := t.h.opts.Store.Supersede(t.ctx, t.sessionID, t.claim.Lease.Token, parent.Ordinal, ordinal); err != nil {
@@ -382,13 +389,17 @@ func (t *run) save(item *chat.Turn) chat.Outcome {
 func (t *run) release(outcome chat.Outcome, cursor int64) {
 	ctx, cancel := t.cleanupContext()
 	defer cancel()
-	err := t.h.opts.Store.ReleaseTurn(ctx, chat.ReleaseRequest{
+	req := chat.ReleaseRequest{
 		SessionID: t.sessionID,
 		TurnID:    t.turnID,
 		Token:     t.claim.Lease.Token,
 		Outcome:   outcome,
 		Cursor:    cursor,
-	})
+	}
+	if t.agent != nil {
+		req.DefinitionRevision = t.agent.def.Revision // the revision this turn ran with
+	}
+	err := t.h.opts.Store.ReleaseTurn(ctx, req)
 	if err != nil {
 		t.log.Error("lease release failed", "err", err)
 	}

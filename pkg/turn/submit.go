@@ -76,14 +76,7 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
-	ag, err := h.resolveAgent(ctx, ev.SessionID, principal)
-	if err != nil {
-		d := diagnose(ctx, err)
-		logRejected(log, "resolve definition", d, err)
-		writeError(w, d)
-		return
-	}
-
+	def := h.defaultDefinition()
 	claimedAt := h.opts.Now()
 	claim, err := h.opts.Store.ClaimTurn(ctx, chat.ClaimRequest{
 		SessionID:          ev.SessionID,
@@ -91,8 +84,8 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		Principal:          principal,
 		InputHash:          inputHash,
 		Lineage:            lineage,
-		DefinitionID:       ag.def.ID,
-		DefinitionRevision: ag.def.Revision,
+		DefinitionID:       def.ID,
+		DefinitionRevision: def.Revision,
 		LeaseDuration:      h.leaseDuration(deadline),
 	})
 	if err != nil {
@@ -103,11 +96,10 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	log.Info("turn claimed", "ordinal", claim.Lease.Ordinal, "baseSequence", claim.BaseSequence,
 		"operation", lineage.Operation, "sessionCreated", claim.Created,
-		"definitionId", ag.def.ID, "definitionRevision", ag.def.Revision)
+		"definitionId", claim.Session.DefinitionID)
 
 	t := &run{
 		h:         h,
-		agent:     ag,
 		w:         w,
 		reqCtx:    r.Context(),
 		ctx:       ctx,

@@ -55,16 +55,20 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 	return s.classifyClaim(ctx, req, item, token, now)
 }
 
-// setClaimFields sets the lease and definition fields every claim writes.
+// setClaimFields sets the lease fields every claim writes, and the
+// definition only where the session has none yet (a session keeps its
+// definition; the release records the revision a turn ran with).
 func setClaimFields(up expression.UpdateBuilder, req chat.ClaimRequest, token string, expiresAt, now time.Time) expression.UpdateBuilder {
 	up = up.Set(expression.Name(attrUpdatedAt), expression.Value(millis(now))).
-		Set(expression.Name(attrDefinitionRev), expression.Value(req.DefinitionRevision)).
+		Set(expression.Name(attrDefinitionRev), expression.IfNotExists(expression.Name(attrDefinitionRev), expression.Value(req.DefinitionRevision))).
 		Set(expression.Name(attrLeaseTurnID), expression.Value(req.TurnID)).
 		Set(expression.Name(attrLeaseToken), expression.Value(token)).
 		Set(expression.Name(attrLeaseExpiresAt), expression.Value(millis(expiresAt))).
 		Set(expression.Name(attrLeaseStop), expression.Value(false)).
 		Set(expression.Name(attrLeaseLineage), expression.Value(toLineageAV(req.Lineage)))
-	up = setOrRemove(up, attrDefinitionID, req.DefinitionID)
+	if req.DefinitionID != "" {
+		up = up.Set(expression.Name(attrDefinitionID), expression.IfNotExists(expression.Name(attrDefinitionID), expression.Value(req.DefinitionID)))
+	}
 	return setOrRemove(up, attrLeaseInputHash, req.InputHash)
 }
 
@@ -313,6 +317,9 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 		Set(expression.Name(attrReleasedToken), expression.Value(req.Token)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(s.now()))).
 		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
+	if req.DefinitionRevision > 0 {
+		up = up.Set(expression.Name(attrDefinitionRev), expression.Value(req.DefinitionRevision))
+	}
 	for _, a := range leaseAttrs {
 		up = up.Remove(expression.Name(a))
 	}

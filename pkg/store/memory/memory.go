@@ -157,8 +157,10 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 	}
 	sess.ActiveTurn = &lease
 	sess.NextOrdinal++
-	sess.DefinitionID = req.DefinitionID
-	sess.DefinitionRevision = req.DefinitionRevision
+	if created {
+		sess.DefinitionID = req.DefinitionID
+		sess.DefinitionRevision = req.DefinitionRevision
+	}
 	sess.Revision++
 	sess.UpdatedAt = now
 	rec.claims[lease.Ordinal] = issuedClaim{turnID: lease.TurnID, token: lease.Token}
@@ -364,6 +366,9 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 			TurnID: l.TurnID, Outcome: req.Outcome, InputHash: l.InputHash,
 		})
 		sess.Cursor = max(sess.Cursor, req.Cursor)
+		if req.DefinitionRevision > 0 {
+			sess.DefinitionRevision = req.DefinitionRevision
+		}
 		sess.ActiveTurn = nil
 		sess.Revision++
 		sess.UpdatedAt = now

@@ -235,16 +235,27 @@ func claimCases() map[string]func(*testing.T, *env) {
 			}
 		},
 
-		"DefinitionRevisionUpdated": func(t *testing.T, e *env) {
+		"DefinitionKeptRevisionRecordedAtRelease": func(t *testing.T, e *env) {
 			e.completeTurn("s1", "t1")
 			req := claimRequest("s1", "t2")
-			req.DefinitionRevision = 2
+			req.DefinitionID = "other" // a session keeps its definition id
+			req.DefinitionRevision = 7
 			c := e.claimWith(req)
-			if c.Session.DefinitionRevision != 2 {
-				t.Errorf("claim session definition revision %d, want 2", c.Session.DefinitionRevision)
+			if c.Session.DefinitionID != "assistant" || c.Session.DefinitionRevision != 1 {
+				t.Errorf("claim session definition %s@%d, want the stored assistant@1",
+					c.Session.DefinitionID, c.Session.DefinitionRevision)
+			}
+			err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t2", Token: c.Lease.Token,
+				Outcome: chat.OutcomeCompleted, Cursor: c.BaseSequence + 1, DefinitionRevision: 2})
+			if err != nil {
+				t.Fatalf("ReleaseTurn: %v", err)
 			}
 			if s := e.session("s1"); s.DefinitionRevision != 2 || s.DefinitionID != "assistant" {
 				t.Errorf("stored definition %s@%d, want assistant@2", s.DefinitionID, s.DefinitionRevision)
+			}
+			e.completeTurn("s1", "t3") // a release without a revision keeps it
+			if s := e.session("s1"); s.DefinitionRevision != 2 {
+				t.Errorf("stored revision after a release without one = %d, want 2", s.DefinitionRevision)
 			}
 		},
 	}

@@ -1,0 +1,104 @@
+package turn_test
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/definition"
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/turn"
+)
+
+// countingStore counts the Store calls a handler makes.
+type countingStore struct {
+	chat.Store
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (s *countingStore) count(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls[name]++
+}
+
+func (s *countingStore) reset() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.calls
+	s.calls = map[string]int{}
+	return c
+}
+
+func (s *countingStore) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Claim, error) {
+	s.count("ClaimTurn")
+	return s.Store.ClaimTurn(ctx, req)
+}
+
+func (s *countingStore) LoadContext(ctx context.Context, id string, before int64) ([]chat.Turn, error) {
+	s.count("LoadContext")
+	return s.Store.LoadContext(ctx, id, before)
+}
+
+func (s *countingStore) SaveTurn(ctx context.Context, token string, t *chat.Turn) error {
+	s.count("SaveTurn")
+	return s.Store.SaveTurn(ctx, token, t)
+}
+
+func (s *countingStore) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error {
+	s.count("ReleaseTurn")
+	return s.Store.ReleaseTurn(ctx, req)
+}
+
+func (s *countingStore) GetSession(ctx context.Context, id string, p chat.Principal) (*chat.Session, error) {
+	s.count("GetSession")
+	return s.Store.GetSession(ctx, id, p)
+}
+
+func (s *countingStore) FindTurn(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, error) {
+	s.count("FindTurn")
+	return s.Store.FindTurn(ctx, sessionID, turnID, p)
+}
+
+// TestStoreCallsPerTurn pins DESIGN §5's request budget at the handler:
+// a completed turn on the configured path (definitions resolved per
+// session) makes exactly one claim, one context load, one save and one
+// release — the definition comes from the session the claim returns, not
+// from an extra read.
+func TestStoreCallsPerTurn(t *testing.T) {
+	store := &countingStore{Store: newStoreMemory(), calls: map[string]int{}}
+	res, err := definition.New([]definition.Definition{
+		{ID: "a", Revision: 3, Provider: config.ProviderEcho, Limits: definition.Limits{MaxSteps: 2}},
+	}, "a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &scriptModel{Chunks: []string{"fine"}}
+	e := newEnv(t, store, m, func(o *turn.Options) {
+		o.Model, o.Definitions, o.Models = nil, res, map[string]model.Model{config.ProviderEcho: m}
+	})
+	e.submit(t, "s1", "t1", "first", nil, nil).want(t, http.StatusOK, "")
+	store.reset()
+	e.submit(t, "s1", "t2", "second", nil, nil).want(t, http.StatusOK, "")
+	got := store.reset()
+	want := map[string]int{"ClaimTurn": 1, "LoadContext": 1, "SaveTurn": 1, "ReleaseTurn": 1}
+	if len(got) != len(want) {
+		t.Fatalf("store calls for one turn = %v, want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Fatalf("store calls for one turn = %v, want %v", got, want)
+		}
+	}
+	s, err := store.Store.GetSession(context.Background(), "s1", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.DefinitionID != "a" || s.DefinitionRevision != 3 {
+		t.Fatalf("session definition %s@%d, want a@3", s.DefinitionID, s.DefinitionRevision)
+	}
+}
