@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -159,7 +161,7 @@ func (t *run) streamTurn() {
 	modelCtx, stopModel := context.WithCancel(t.ctx)
 	defer stopModel()
 	modelDone := make(chan error, 1)
-	go func() { modelDone <- t.runModel(modelCtx) }()
+	go func() { modelDone <- t.runModelRecovered(modelCtx) }()
 
 	renew := time.NewTicker(t.h.opts.RenewInterval)
 	defer renew.Stop()
@@ -203,6 +205,27 @@ supervise:
 		t.log.Warn("assistant content cut at the ordered content limits", "maxBytes", protocol.MaxContentBytes, "maxRecords", protocol.MaxContentRecords)
 	}
 	t.finish(end, v)
+}
+
+// errModelPanic is the error of a model-tool loop that panicked (a bug in
+// a model provider or in the loop; tool panics are recovered by
+// pkg/tool): the turn ends as MODEL_FAILED and is saved and released like
+// any failed turn, instead of the panic killing the process with the
+// lease held and the stream cut.
+var errModelPanic = errors.New("turn: model panicked")
+
+// runModelRecovered runs runModel on the model goroutine, turning a panic
+// into errModelPanic. The panic value is logged at debug level only (it
+// may hold message text), the stack at error level.
+func (t *run) runModelRecovered(ctx context.Context) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			t.log.Error("model panicked", "stack", string(debug.Stack()))
+			t.log.Debug("model panic value", "panic", fmt.Sprint(p))
+			err = errModelPanic
+		}
+	}()
+	return t.runModel(ctx)
 }
 
 // awaitModel waits up to CleanupReserve/3 for the model goroutine after

@@ -1,0 +1,114 @@
+package turn_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/turn"
+)
+
+// panicModel is a model.Model that panics in Stream (InStream) or in the
+// stream's first Recv.
+type panicModel struct{ InStream bool }
+
+func (m panicModel) Stream(context.Context, model.Request) (model.Stream, error) {
+	if m.InStream {
+		panic("model bug: secret detail")
+	}
+	return panicStream{}, nil
+}
+
+type panicStream struct{}
+
+func (panicStream) Recv() (model.Event, error) { panic("stream bug: secret detail") }
+func (panicStream) Close() error               { return nil }
+
+// settledGoroutines waits until the number of goroutines is at most want
+// (goroutines of the finished request may still be exiting) and returns
+// the last count seen.
+func settledGoroutines(want int) int {
+	n := runtime.NumGoroutine()
+	for deadline := time.Now().Add(2 * time.Second); n > want && time.Now().Before(deadline); n = runtime.NumGoroutine() {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return n
+}
+
+// TestExitPathsCleanUp runs one turn per exit path through ServeHTTP (no
+// server goroutines) and checks the cleanup guarantees of DESIGN §3-§4:
+// the stream ends with a terminal snapshot or diagnostic (decodeStream also
+// checks contiguous sequences and nothing after the terminal line), the
+// lease is released, the turn is saved, no internal text reaches the
+// client, and no goroutine of the request outlives it.
+func TestExitPathsCleanUp(t *testing.T) {
+	tests := map[string]struct {
+		model    model.Model
+		opt      func(*turn.Options)
+		wantCode string // the terminal error code; "" for a completed turn
+	}{
+		"completed":         {model: &scriptModel{Chunks: []string{"a", "b"}}},
+		"model error":       {model: &scriptModel{Chunks: []string{"a"}, Err: errors.New("secret detail")}, wantCode: protocol.CodeModelFailed},
+		"panic in Stream":   {model: panicModel{InStream: true}, wantCode: protocol.CodeModelFailed},
+		"panic in Recv":     {model: panicModel{}, wantCode: protocol.CodeModelFailed},
+		"request deadline":  {model: &scriptModel{Chunks: []string{"a"}, Hold: make(chan struct{})}, opt: func(o *turn.Options) { o.TurnTimeout, o.CleanupReserve = 200*time.Millisecond, 150*time.Millisecond }, wantCode: protocol.CodeServerTimeout},
+		"many renewals run": {model: &scriptModel{Chunks: []string{"a", "b", "c"}, Delay: 20 * time.Millisecond}, opt: func(o *turn.Options) { o.RenewInterval = 5 * time.Millisecond }},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			store := newStoreMemory()
+			e := newEnv(t, store, &scriptModel{}, func(o *turn.Options) {
+				o.Model = tc.model
+				if tc.opt != nil {
+					tc.opt(o)
+				}
+			})
+			before := runtime.NumGoroutine()
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(submitBody(t, "s", "t1", "hello", nil))))
+			req.Header.Set("Content-Type", "application/json")
+			e.h.ServeHTTP(rec, req)
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			evs := decodeStream(t, rec.Body.Bytes())
+			r := result{status: rec.Code, events: evs, raw: rec.Body.Bytes()}
+			term := r.terminal(t)
+			switch {
+			case tc.wantCode == "" && term.Status != protocol.StatusComplete,
+				tc.wantCode != "" && (term.Error == nil || term.Error.Code != tc.wantCode):
+				t.Fatalf("want terminal code %q, stream %s", tc.wantCode, r.raw)
+			}
+			if strings.Contains(string(r.raw), "secret detail") || strings.Contains(e.logs.String(), "secret detail") {
+				t.Error("internal error text reached the client or the info log")
+			}
+			s, err := store.GetSession(context.Background(), "s", alice)
+			if err != nil || s.ActiveTurn != nil {
+				t.Fatalf("lease not released: %+v %v", s, err)
+			}
+			stored, err := store.FindTurn(context.Background(), "s", "t1", alice)
+			if err != nil {
+				t.Fatalf("turn not saved: %v", err)
+			}
+			var termSeq int64
+			for _, ev := range evs {
+				if ev.Kind == protocol.EventSnapshot && ev.Snapshot == term {
+					termSeq = ev.Sequence
+				}
+			}
+			if stored.FirstSequence != evs[0].Sequence || stored.LastSequence != termSeq {
+				t.Errorf("stored sequences %d..%d, stream %d..%d", stored.FirstSequence, stored.LastSequence, evs[0].Sequence, termSeq)
+			}
+			if n := settledGoroutines(before); n > before {
+				t.Errorf("%d goroutines after the request, %d before", n, before)
+			}
+		})
+	}
+}
