@@ -112,3 +112,40 @@ func TestExitPathsCleanUp(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseExpiredWithoutRenewal: when renewals keep failing (storage
+// unavailable, not a lost lease) the lease runs out, and another turn may
+// claim the session. The turn must end then as having lost its lease
+// (SESSION_CONFLICT, nothing saved), not keep running and saving beside
+// its successor until the request deadline (DESIGN §4: the lease is the
+// mutual exclusion).
+func TestLeaseExpiredWithoutRenewal(t *testing.T) {
+	tests := map[string]struct {
+		renewErr error
+	}{
+		"storage unavailable": {renewErr: errors.New("storage unavailable")},
+		"timeout":             {renewErr: context.DeadlineExceeded},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			fs := &failingStore{Store: newStoreMemory(), renewErr: tc.renewErr}
+			m := &scriptModel{Chunks: []string{"x"}, Hold: make(chan struct{})}
+			e := newEnv(t, fs, m, func(o *turn.Options) {
+				o.LeaseDuration, o.RenewInterval = 60*time.Millisecond, 10*time.Millisecond
+				o.TurnTimeout, o.CleanupReserve = 3*time.Second, time.Second
+			})
+			start := time.Now()
+			r := e.submit(t, "s", "t1", "hello", nil, nil)
+			r.want(t, http.StatusOK, "")
+			if last := r.last(); last.Kind != protocol.EventDiagnostic || last.Diagnostic.Code != protocol.CodeSessionConflict {
+				t.Fatalf("after %v the stream ends %s", time.Since(start), r.raw)
+			}
+			if fs.saves.get() != 0 {
+				t.Error("a turn whose lease expired was saved")
+			}
+			close(m.Hold)
+			fs.renewErr = nil
+			e.submit(t, "s", "t2", "next", nil, nil).want(t, http.StatusOK, "")
+		})
+	}
+}

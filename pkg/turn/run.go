@@ -64,6 +64,10 @@ type run struct {
 
 	streamMu sync.Mutex
 	stream   model.Stream // the open model stream, to abort a blocked Recv
+
+	// leaseExpires is when the lease runs out unless renewed: the claim's
+	// expiry, then each successful renewal's. Owned by the supervisor.
+	leaseExpires time.Time
 }
 
 // ending is how a turn ended, decided once by the supervisor.
@@ -146,6 +150,7 @@ func (t *run) streamTurn() {
 	}
 
 	t.seq = t.claim.BaseSequence
+	t.leaseExpires = t.claim.Lease.ExpiresAt
 	t.wake = make(chan struct{}, 1)
 	t.final = make(chan []byte, 1)
 	t.done = make(chan struct{})
@@ -281,8 +286,15 @@ func (t *run) contextEnding() ending {
 // renew extends the lease (DESIGN §4) and reports whether the turn must
 // end: the lease was lost (SESSION_CONFLICT) or a stop was requested
 // (interrupted). A failed renewal for any other reason is logged and
-// retried at the next tick: the lease is still valid until it expires.
+// retried at the next tick while the lease is still valid; once it has
+// expired (Now at or past its last known expiry) another turn may hold
+// the session, so the turn ends as if the lease were lost: nothing is
+// saved or released, and the next claim records it as indeterminate.
 func (t *run) renew() (ending, bool) {
+	lost := func() (ending, bool) {
+		d := protocol.NewDiagnostic(protocol.CodeSessionConflict)
+		return ending{leaseLost: true, trailer: &d}, true
+	}
 	now := t.h.opts.Now()
 	expires := now.Add(t.h.opts.LeaseDuration)
 	if ceiling := now.Add(time.Until(t.deadline) + t.h.opts.CleanupReserve); ceiling.Before(expires) {
@@ -301,14 +313,19 @@ func (t *run) renew() (ending, bool) {
 	switch {
 	case errors.Is(err, chat.ErrLeaseLost):
 		t.log.Warn("lease lost")
-		d := protocol.NewDiagnostic(protocol.CodeSessionConflict)
-		return ending{leaseLost: true, trailer: &d}, true
+		return lost()
 	case err != nil:
 		if t.ctx.Err() == nil {
 			t.log.Warn("lease renewal failed", "err", err)
 		}
+		if !t.h.opts.Now().Before(t.leaseExpires) {
+			t.log.Warn("lease expired without renewal")
+			return lost()
+		}
 		return ending{}, false
-	case lease.Stop:
+	}
+	t.leaseExpires = lease.ExpiresAt
+	if lease.Stop {
 		t.log.Info("turn stop requested")
 		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
 		return ending{status: chat.TurnInterrupted, diag: &d}, true
