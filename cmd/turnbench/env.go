@@ -294,9 +294,9 @@ func (t *tap) option(o *dynamodb.Options) {
 				}
 				var ccf *types.ConditionalCheckFailedException
 				if err != nil && !errors.As(err, &ccf) {
-					msg := digits.ReplaceAllString(err.Error(), "#")
+					msg := digits.ReplaceAllString(requestID.ReplaceAllString(err.Error(), "RequestID: *"), "#")
 					t.mu.Lock()
-					t.attemptErr[msg[:min(len(msg), 160)]]++
+					t.attemptErr[msg[:min(len(msg), 200)]]++
 					t.mu.Unlock()
 				}
 				return out, md, err
@@ -304,7 +304,11 @@ func (t *tap) option(o *dynamodb.Options) {
 	})
 }
 
-var digits = regexp.MustCompile(`[0-9]+`)
+// digits and requestID mask what differs between two failures of one kind.
+var (
+	digits    = regexp.MustCompile(`[0-9]+`)
+	requestID = regexp.MustCompile(`RequestID: [^,]*`)
+)
 
 // attemptErrors returns the failed HTTP attempts by error text.
 func (t *tap) attemptErrors() map[string]int {
