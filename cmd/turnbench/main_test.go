@@ -193,6 +193,8 @@ func TestLeaseLeft(t *testing.T) {
 			[][]opRecord{{claimOK, save, releaseLost}, {claimBusy, classifyRead, claimOK, save, release}}, false},
 		"claim applied but reported failed": {[][]opRecord{{claimOK, save, release}, {claimApplied}}, true},
 		"claim failed before send":          {[][]opRecord{{claimOK, save, release}, {claimLost}}, false},
+		"claim retried by the SDK, then busy": {
+			[][]opRecord{{claimOK, save, release}, {{Op: "UpdateItem", SK: "SESSION", CondFailed: true, Attempts: 2}, classifyRead}}, true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
