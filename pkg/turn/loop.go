@@ -115,7 +115,11 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (strin
 				// The record needs a non-empty id (AgentsKit wire §4).
 				call.ID = fmt.Sprintf("call-%d-%d", step, len(calls)+1)
 			}
-			if i, ok := t.state.addCall(tool.Entry(call, protocol.ToolCallPending)); ok {
+			entry := tool.Entry(call, protocol.ToolCallPending)
+			if !t.fitsRecord(entry) {
+				return "", nil, errInvalidToolCall
+			}
+			if i, ok := t.state.addCall(entry); ok {
 				calls = append(calls, pendingCall{call: call, index: i})
 				changed = true
 			}
@@ -127,6 +131,26 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (strin
 			t.notify()
 		}
 	}
+}
+
+// errInvalidToolCall ends a model call that asked for a tool call no
+// canonical record can hold (AgentsKit wire §4: an empty name, arguments
+// nested past protocol.MaxRecordDepth, a non-finite number, an over-long
+// key): the turn ends as MODEL_FAILED (not retryable; the error code is
+// kept in the assistant message's metadata) instead of every later
+// snapshot failing to encode and an unencodable turn being saved.
+var errInvalidToolCall = &model.Error{Code: "invalid_tool_call"}
+
+// fitsRecord reports whether the toolCalls entry tc, alone in the turn's
+// assistant message, is a valid canonical record (AgentsKit wire §4).
+func (t *run) fitsRecord(tc protocol.ToolCall) bool {
+	return protocol.ValidateMessages([]protocol.Message{{
+		ID:        MessageID(t.turnID, positionAssistant),
+		Role:      protocol.RoleAssistant,
+		Status:    protocol.MessageStreaming,
+		CreatedAt: t.createdAt,
+		ToolCalls: []protocol.ToolCall{tc},
+	}}) == nil
 }
 
 // runTools runs the calls of one model call in order, each shown running

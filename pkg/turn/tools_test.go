@@ -551,3 +551,56 @@ func TestEchoNote(t *testing.T) {
 		}
 	})
 }
+
+// TestUnencodableToolCall: a tool call from the model that cannot be part
+// of a canonical record (AgentsKit wire §4: args nested past
+// MaxRecordDepth, a non-finite number, an over-long key, an empty name)
+// ends the turn as MODEL_FAILED with a terminal snapshot, and the stored
+// turn is a valid record. Without the check every snapshot of the turn
+// failed to encode: the stream ended in SERVER_INTERNAL while the turn
+// was saved, unencodable, as complete.
+func TestUnencodableToolCall(t *testing.T) {
+	tests := map[string]struct {
+		name, args string
+	}{
+		"args too deep":    {"x", `{"a":` + strings.Repeat(`[`, 40) + strings.Repeat(`]`, 40) + `}`},
+		"infinite number":  {"x", `{"a":1e400}`},
+		"key too long":     {"x", `{"` + strings.Repeat("k", 300) + `":1}`},
+		"empty tool name":  {"", `{}`},
+		"valid call stays": {"x", `{"a":[1,2]}`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			reg := tool.NewRegistry(nil)
+			res, err := definition.New([]definition.Definition{{ID: "agent", Revision: 1, Provider: config.ProviderEcho, Limits: definition.Limits{MaxSteps: 1}}}, "agent", reg.Has)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &stepModel{Steps: [][]model.Event{{{TextDelta: "calling"}, callEvent("c1", tc.name, tc.args)}}}
+			e := newEnv(t, newStoreMemory(), &scriptModel{}, func(o *turn.Options) {
+				o.Model, o.Definitions, o.Tools = nil, res, reg
+				o.Models = map[string]model.Model{config.ProviderEcho: m}
+			})
+			r := e.submit(t, "s", "t1", "go", nil, nil)
+			r.want(t, http.StatusOK, "")
+			if r.last().Kind != protocol.EventSnapshot {
+				t.Fatalf("the stream does not end with a terminal snapshot: %s", r.raw)
+			}
+			term := r.terminal(t)
+			valid := name == "valid call stays"
+			if valid != (term.Error == nil) || !valid && term.Error.Code != protocol.CodeModelFailed {
+				t.Fatalf("terminal %+v", term)
+			}
+			stored, err := e.store.FindTurn(context.Background(), "s", "t1", alice)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := protocol.ValidateMessages(stored.Messages); err != nil {
+				t.Fatalf("stored messages are not a valid record: %v", err)
+			}
+			if messagesJSON(t, stored.Messages) != messagesJSON(t, term.Messages) {
+				t.Fatalf("stored %s, terminal %s", messagesJSON(t, stored.Messages), messagesJSON(t, term.Messages))
+			}
+		})
+	}
+}
