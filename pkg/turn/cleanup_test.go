@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn"
@@ -146,6 +147,54 @@ func TestLeaseExpiredWithoutRenewal(t *testing.T) {
 			close(m.Hold)
 			fs.renewErr = nil
 			e.submit(t, "s", "t2", "next", nil, nil).want(t, http.StatusOK, "")
+		})
+	}
+}
+
+// TestFailurePathsLeakNoGoroutine: the storage and transport failure exit
+// paths end every goroutine of the request (writer, model, timers) by
+// the time ServeHTTP returns, give or take their exit.
+func TestFailurePathsLeakNoGoroutine(t *testing.T) {
+	tests := map[string]struct {
+		store   func() *failingStore
+		writer  func(http.ResponseWriter) http.ResponseWriter
+		model   *scriptModel
+		renewMs time.Duration
+	}{
+		"save fails":  {store: func() *failingStore { return &failingStore{Store: newStoreMemory(), saveErr: errors.New("down")} }},
+		"lease lost":  {store: func() *failingStore { return &failingStore{Store: newStoreMemory(), renewErr: chat.ErrLeaseLost} }, model: &scriptModel{Chunks: []string{"x"}, Hold: make(chan struct{})}, renewMs: 5},
+		"write fails": {writer: func(w http.ResponseWriter) http.ResponseWriter { return &failAfterWriter{ResponseWriter: w} }, model: &scriptModel{Chunks: []string{"a", "b", "c"}, Delay: 5 * time.Millisecond}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			var store chat.Store = newStoreMemory()
+			if tc.store != nil {
+				store = tc.store()
+			}
+			m := tc.model
+			if m == nil {
+				m = &scriptModel{Chunks: []string{"a"}}
+			}
+			e := newEnv(t, store, m, func(o *turn.Options) {
+				if tc.renewMs > 0 {
+					o.RenewInterval = tc.renewMs * time.Millisecond
+				}
+			})
+			before := runtime.NumGoroutine()
+			rec := httptest.NewRecorder()
+			var w http.ResponseWriter = rec
+			if tc.writer != nil {
+				w = tc.writer(rec)
+			}
+			req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(submitBody(t, "s", "t1", "hello", nil))))
+			req.Header.Set("Content-Type", "application/json")
+			e.h.ServeHTTP(w, req)
+			if tc.writer == nil {
+				decodeStream(t, rec.Body.Bytes())
+			}
+			if n := settledGoroutines(before); n > before {
+				t.Errorf("%d goroutines after the request, %d before", n, before)
+			}
 		})
 	}
 }
