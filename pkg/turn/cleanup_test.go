@@ -3,6 +3,7 @@ package turn_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -194,6 +195,45 @@ func TestFailurePathsLeakNoGoroutine(t *testing.T) {
 			}
 			if n := settledGoroutines(before); n > before {
 				t.Errorf("%d goroutines after the request, %d before", n, before)
+			}
+		})
+	}
+}
+
+// errorWriter is a ResponseWriter whose every Write fails with a text
+// that names the peer, as net/http's write errors do.
+type errorWriter struct{ *httptest.ResponseRecorder }
+
+func (errorWriter) Write([]byte) (int, error) {
+	return 0, errors.New("write tcp 10.0.0.1:443->203.0.113.7:51234: write: broken pipe")
+}
+
+// TestWriteFailureLogsNoErrorText: a failed stream write is logged at
+// info level without the error's text (it names the client's address),
+// which goes to the debug level only.
+func TestWriteFailureLogsNoErrorText(t *testing.T) {
+	tests := map[string]struct {
+		level      slog.Level
+		wantDetail bool
+	}{
+		"info":  {slog.LevelInfo, false},
+		"debug": {slog.LevelDebug, true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			logs := &syncBuffer{}
+			e := newEnv(t, newStoreMemory(), &scriptModel{Chunks: []string{"a"}}, func(o *turn.Options) {
+				o.Logger = slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: tc.level}))
+			})
+			req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(submitBody(t, "s", "t1", "hello", nil))))
+			req.Header.Set("Content-Type", "application/json")
+			e.h.ServeHTTP(errorWriter{httptest.NewRecorder()}, req)
+			out := logs.String()
+			if !strings.Contains(out, "stream write failed") {
+				t.Fatalf("no write failure logged: %s", out)
+			}
+			if got := strings.Contains(out, "203.0.113.7"); got != tc.wantDetail {
+				t.Errorf("error text logged %v at level %v, want %v: %s", got, tc.level, tc.wantDetail, out)
 			}
 		})
 	}

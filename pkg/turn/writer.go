@@ -112,7 +112,9 @@ func (t *run) write(p []byte) bool {
 		}
 	}
 	if err != nil {
-		t.log.Info("stream write failed", "err", err)
+		// The error's text names the client's address: debug level only.
+		t.log.Info("stream write failed")
+		t.log.Debug("stream write failure detail", "err", err)
 		t.writeFailed = true
 		close(t.failed)
 		return false
