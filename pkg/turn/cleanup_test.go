@@ -157,18 +157,18 @@ func TestLeaseExpiredWithoutRenewal(t *testing.T) {
 // the time ServeHTTP returns, give or take their exit.
 func TestFailurePathsLeakNoGoroutine(t *testing.T) {
 	tests := map[string]struct {
-		store   func() *failingStore
-		writer  func(http.ResponseWriter) http.ResponseWriter
-		model   *scriptModel
-		renewMs time.Duration
+		store  func() *failingStore
+		writer func(http.ResponseWriter) http.ResponseWriter
+		model  *scriptModel
+		renew  time.Duration
 	}{
 		"save fails":  {store: func() *failingStore { return &failingStore{Store: newStoreMemory(), saveErr: errors.New("down")} }},
-		"lease lost":  {store: func() *failingStore { return &failingStore{Store: newStoreMemory(), renewErr: chat.ErrLeaseLost} }, model: &scriptModel{Chunks: []string{"x"}, Hold: make(chan struct{})}, renewMs: 5},
+		"lease lost":  {store: func() *failingStore { return &failingStore{Store: newStoreMemory(), renewErr: chat.ErrLeaseLost} }, model: &scriptModel{Chunks: []string{"x"}, Hold: make(chan struct{})}, renew: 5 * time.Millisecond},
 		"write fails": {writer: func(w http.ResponseWriter) http.ResponseWriter { return &failAfterWriter{ResponseWriter: w} }, model: &scriptModel{Chunks: []string{"a", "b", "c"}, Delay: 5 * time.Millisecond}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var store chat.Store = newStoreMemory()
+			store := chat.Store(newStoreMemory())
 			if tc.store != nil {
 				store = tc.store()
 			}
@@ -177,8 +177,8 @@ func TestFailurePathsLeakNoGoroutine(t *testing.T) {
 				m = &scriptModel{Chunks: []string{"a"}}
 			}
 			e := newEnv(t, store, m, func(o *turn.Options) {
-				if tc.renewMs > 0 {
-					o.RenewInterval = tc.renewMs * time.Millisecond
+				if tc.renew > 0 {
+					o.RenewInterval = tc.renew
 				}
 			})
 			before := runtime.NumGoroutine()
