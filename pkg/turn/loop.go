@@ -2,6 +2,7 @@ package turn
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -136,20 +137,30 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (strin
 // errInvalidToolCall ends a model call that asked for a tool call no
 // canonical record can hold (AgentsKit wire §4: an empty name, arguments
 // nested past protocol.MaxRecordDepth, a non-finite number, an over-long
-// key): the turn ends as MODEL_FAILED (not retryable; the error code is
-// kept in the assistant message's metadata) instead of every later
-// snapshot failing to encode and an unencodable turn being saved.
+// key, or calls that together pass protocol.MaxRecordNodes): the turn ends
+// as MODEL_FAILED (not retryable; the error code is kept in the assistant
+// message's metadata) instead of every later snapshot failing to encode
+// and an unencodable turn being saved.
 var errInvalidToolCall = &model.Error{Code: "invalid_tool_call"}
 
-// fitsRecord reports whether the toolCalls entry tc, alone in the turn's
-// assistant message, is a valid canonical record (AgentsKit wire §4).
+// fitsRecord reports whether the turn's messages with tc added to the
+// assistant message's toolCalls are still a valid canonical record
+// (AgentsKit wire §4) once every call has finished: each call is checked
+// with a result, and the message with error metadata, as in the largest
+// final shape of the record.
 func (t *run) fitsRecord(tc protocol.ToolCall) bool {
-	return protocol.ValidateMessages([]protocol.Message{{
+	calls := append(t.state.view().toolCalls, tc) // the view is capped: a copy
+	done := ""
+	for i := range calls {
+		calls[i].Status, calls[i].Result, calls[i].Error = protocol.ToolCallComplete, &done, nil
+	}
+	return protocol.ValidateMessages([]protocol.Message{t.user, {
 		ID:        MessageID(t.turnID, positionAssistant),
 		Role:      protocol.RoleAssistant,
-		Status:    protocol.MessageStreaming,
+		Status:    protocol.MessageError,
 		CreatedAt: t.createdAt,
-		ToolCalls: []protocol.ToolCall{tc},
+		ToolCalls: calls,
+		Metadata:  json.RawMessage(`{"errorCode":""}`),
 	}}) == nil
 }
 

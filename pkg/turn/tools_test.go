@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -560,14 +561,18 @@ func TestEchoNote(t *testing.T) {
 // failed to encode: the stream ended in SERVER_INTERNAL while the turn
 // was saved, unencodable, as complete.
 func TestUnencodableToolCall(t *testing.T) {
+	thousand := `{"a":[0` + strings.Repeat(`,0`, 999) + `]}`
 	tests := map[string]struct {
 		name, args string
+		calls      int // the model asks for the call this many times; 0 means 1
 	}{
-		"args too deep":    {"x", `{"a":` + strings.Repeat(`[`, 40) + strings.Repeat(`]`, 40) + `}`},
-		"infinite number":  {"x", `{"a":1e400}`},
-		"key too long":     {"x", `{"` + strings.Repeat("k", 300) + `":1}`},
-		"empty tool name":  {"", `{}`},
-		"valid call stays": {"x", `{"a":[1,2]}`},
+		"args too deep":   {name: "x", args: `{"a":` + strings.Repeat(`[`, 40) + strings.Repeat(`]`, 40) + `}`},
+		"infinite number": {name: "x", args: `{"a":1e400}`},
+		"key too long":    {name: "x", args: `{"` + strings.Repeat("k", 300) + `":1}`},
+		"empty tool name": {name: "", args: `{}`},
+		"calls together past the record's values": {name: "x", args: thousand, calls: 11},
+		"valid call stays":                        {name: "x", args: `{"a":[1,2]}`},
+		"valid calls stay":                        {name: "x", args: thousand, calls: 9},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -576,7 +581,11 @@ func TestUnencodableToolCall(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := &stepModel{Steps: [][]model.Event{{{TextDelta: "calling"}, callEvent("c1", tc.name, tc.args)}}}
+			step := []model.Event{{TextDelta: "calling"}}
+			for i := range max(tc.calls, 1) {
+				step = append(step, callEvent(fmt.Sprintf("c%d", i+1), tc.name, tc.args))
+			}
+			m := &stepModel{Steps: [][]model.Event{step}}
 			e := newEnv(t, newStoreMemory(), &scriptModel{}, func(o *turn.Options) {
 				o.Model, o.Definitions, o.Tools = nil, res, reg
 				o.Models = map[string]model.Model{config.ProviderEcho: m}
@@ -587,7 +596,7 @@ func TestUnencodableToolCall(t *testing.T) {
 				t.Fatalf("the stream does not end with a terminal snapshot: %s", r.raw)
 			}
 			term := r.terminal(t)
-			valid := name == "valid call stays"
+			valid := strings.HasPrefix(name, "valid")
 			if valid != (term.Error == nil) || !valid && term.Error.Code != protocol.CodeModelFailed {
 				t.Fatalf("terminal %+v", term)
 			}
