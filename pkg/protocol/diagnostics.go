@@ -1,6 +1,9 @@
 package protocol
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // Diagnostic codes: the one table of every code turnstream emits, with its
 // fixed message, retryability and HTTP status (see NewDiagnostic and
@@ -163,6 +166,25 @@ func NewDiagnostic(code string) Diagnostic {
 		code, info = CodeServerInternal, codes[CodeServerInternal]
 	}
 	return Diagnostic{Version: 1, Code: code, Message: info.message, Retryable: info.retryable}
+}
+
+// MethodNotAllowed returns REQUEST_METHOD_NOT_ALLOWED naming the methods
+// a route accepts, so the message never contradicts the response's Allow
+// header. For the turn route ("POST") it is exactly AgentsKit's fixed
+// message "Only POST is supported." (AgentsKit wire §9); turnstream's other
+// routes (history, artifacts, capabilities) name their own methods
+// (turnstream extension), e.g. "Only GET and PUT are supported.". Methods
+// must be HTTP method tokens from the route table, never request input.
+func MethodNotAllowed(allowed ...string) Diagnostic {
+	d := NewDiagnostic(CodeRequestMethodNotAllowed)
+	switch len(allowed) {
+	case 0:
+	case 1:
+		d.Message = "Only " + allowed[0] + " is supported."
+	default:
+		d.Message = "Only " + strings.Join(allowed[:len(allowed)-1], ", ") + " and " + allowed[len(allowed)-1] + " are supported."
+	}
+	return d
 }
 
 // HTTPStatus returns the HTTP status for an error body carrying code

@@ -117,3 +117,24 @@ func TestEncodeDecoderDiagnostic(t *testing.T) {
 		t.Errorf("with eventId: %s; want %s", got, withID)
 	}
 }
+
+func TestMethodNotAllowed(t *testing.T) {
+	tests := map[string]struct {
+		allowed []string
+		want    string
+	}{
+		"turn route keeps AgentsKit's message": {[]string{"POST"}, "Only POST is supported."},
+		"one method":                           {[]string{"GET"}, "Only GET is supported."},
+		"two methods":                          {[]string{"GET", "PUT"}, "Only GET and PUT are supported."},
+		"three methods":                        {[]string{"GET", "HEAD", "PUT"}, "Only GET, HEAD and PUT are supported."},
+		"none: the fixed message":              {nil, "Only POST is supported."},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := protocol.MethodNotAllowed(tc.allowed...)
+			if d.Code != protocol.CodeRequestMethodNotAllowed || d.Message != tc.want || d.Retryable || d.Version != 1 {
+				t.Fatalf("MethodNotAllowed(%v) = %+v, want message %q", tc.allowed, d, tc.want)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -83,6 +84,9 @@ func diagnosticFor(err error) (protocol.Diagnostic, int) {
 func (s *server) writeError(w http.ResponseWriter, err error) {
 	d, status := diagnosticFor(err)
 	h := w.Header()
+	if d.Code == protocol.CodeRequestMethodNotAllowed {
+		d = protocol.MethodNotAllowed(strings.Split(h.Get("Allow"), ", ")...)
+	}
 	if status == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", "Bearer")
 	}

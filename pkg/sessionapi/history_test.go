@@ -124,7 +124,18 @@ func TestRoutes(t *testing.T) {
 		for name, tc := range cases {
 			t.Run(name, func(t *testing.T) {
 				resp := f.do(tc.h, tc.req)
-				wantError(t, name, resp, tc.status, tc.code)
+				if tc.code == protocol.CodeRequestMethodNotAllowed {
+					// The message names the route's own methods, never
+					// contradicting Allow (AgentsKit's "Only POST" is the
+					// turn route's).
+					want := map[string]string{"GET": "Only GET is supported.", "GET, PUT": "Only GET and PUT are supported."}[tc.allow]
+					body := fmt.Sprintf(`{"error":{"version":1,"code":"REQUEST_METHOD_NOT_ALLOWED","message":%q,"retryable":false}}`, want)
+					if resp.status != tc.status || string(resp.body) != body {
+						t.Fatalf("got %d %s, want %d %s", resp.status, resp.body, tc.status, body)
+					}
+				} else {
+					wantError(t, name, resp, tc.status, tc.code)
+				}
 				if got := resp.header.Get("Allow"); got != tc.allow {
 					t.Errorf("Allow %q, want %q", got, tc.allow)
 				}

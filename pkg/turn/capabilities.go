@@ -82,9 +82,7 @@ func capabilitiesBody(opts Options) []byte {
 func (h *handler) serveCapabilities(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		d := protocol.NewDiagnostic(protocol.CodeRequestMethodNotAllowed)
-		d.Message = "Only GET is supported."
-		writeError(w, d)
+		writeError(w, protocol.MethodNotAllowed("GET", "HEAD"))
 		return
 	}
 	writeJSON(w, http.StatusOK, h.capabilities)
