@@ -47,7 +47,7 @@ bench: deps ## Run the Go benchmarks (each reports its own baseline in the same 
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 ./...
 
 .PHONY: turnbench
-turnbench: deps ## Measure the dev-server wiring on dynalite against DESIGN's budgets: one markdown table (docs/benchmarks.md), a few minutes.
+turnbench: deps ## Measure the dev-server wiring on dynalite against the request budgets: one markdown table (docs/benchmarks.md), a few minutes.
 	GO=$(GO) TURNSTREAM_RIE_DIR=$(RIE_DIR) $(GO) run ./cmd/turnbench
 
 # ---- Run and deploy (DESIGN §10) --------------------------------------------

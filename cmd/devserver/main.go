@@ -22,8 +22,9 @@
 // (definition.FromConfig), and the demo tool workspace_note is registered
 // and, unless MODEL_TOOLS or DEFINITIONS_FILE is set, offered by the
 // default definition, so that "/note <title>: <body>" makes the echo
-// model call it (pkg/model/echo): the turn shows the tool call running,
-// then complete, and records the note's artifact reference.
+// model call it (pkg/model/echo): the turn's snapshots show the tool call
+// (complete; the instant demo tool's running state is coalesced away,
+// DESIGN §3) and the turn records the note's artifact reference.
 //
 // It prints the three base URLs at start, logs one JSON line per request
 // (method, mount, status, bytes, duration; never a path, query or body
