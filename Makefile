@@ -5,7 +5,8 @@ GO        ?= go
 LINT      := $(GO) tool -modfile=tools/go.mod golangci-lint
 FUZZTIME  ?= 10s
 # Fuzz targets as package:Target; `make fuzz FUZZTIME=5m` runs each longer.
-FUZZ_TARGETS := ./pkg/protocol:FuzzDecodeTurnEvent ./pkg/protocol:FuzzDecodeContent
+FUZZ_TARGETS := ./pkg/protocol:FuzzDecodeTurnEvent ./pkg/protocol:FuzzDecodeContent \
+                ./pkg/protocol:FuzzParseJSON ./pkg/sessionapi:FuzzPutArtifacts
 
 .DEFAULT_GOAL := help
 
