@@ -161,17 +161,24 @@ func seedSequential(b *testing.B, store chat.Store, sessionID string, depth int)
 	}
 }
 
-// seedConcurrent creates sessionID with one claim and then writes ordinals
-// 1..depth with that claim's token through SaveTurn from 8 workers. This
-// bends SaveTurn's precondition (one claim per ordinal), which the store
-// checks only per turn item, to seed 10,000 turns with one request each
-// instead of three sequential round trips (claim, save, release); the
-// items written are exactly what SaveTurn writes for a claimed turn.
+// seedConcurrent creates sessionID with one claim, released at once, and
+// then writes ordinals 1..depth with that claim's token through SaveTurn
+// from 8 workers. A token that no longer holds the lease may still save a
+// turn item that does not exist yet (the store's rule for a save retried
+// after its release), so this bends only SaveTurn's one-claim-per-ordinal
+// precondition, to seed 10,000 turns with one request each instead of
+// three sequential round trips (claim, save, release); the items written
+// are exactly what SaveTurn writes for a claimed turn (cmd/turnbench seeds
+// the same way).
 func seedConcurrent(b *testing.B, store chat.Store, sessionID string, depth int) {
 	b.Helper()
 	ctx := b.Context()
-	c, err := store.ClaimTurn(ctx, benchClaim(sessionID, "t00000"))
+	c, err := store.ClaimTurn(ctx, benchClaim(sessionID, "seed"))
 	if err != nil {
+		b.Fatal(err)
+	}
+	if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: sessionID, TurnID: "seed", Token: c.Lease.Token,
+		Outcome: chat.OutcomeCompleted, Cursor: c.BaseSequence}); err != nil {
 		b.Fatal(err)
 	}
 	var next atomic.Int64
