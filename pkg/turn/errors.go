@@ -72,7 +72,12 @@ func writeError(w http.ResponseWriter, d protocol.Diagnostic) {
 }
 
 // writeErrorStatus writes d as a JSON error body with status.
+// A 401 names the Bearer scheme (RFC 9110 §11.6.1), as the history and
+// artifacts functions do.
 func writeErrorStatus(w http.ResponseWriter, status int, d protocol.Diagnostic) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+	}
 	writeJSON(w, status, protocol.EncodeErrorBody(d))
 }
 

@@ -123,6 +123,9 @@ func TestRequestRejections(t *testing.T) {
 			if got := r.header.Get("Cache-Control"); got != "no-store" {
 				t.Errorf("cache control %q", got)
 			}
+			if got, wantAuth := r.header.Get("WWW-Authenticate"), map[bool]string{true: "Bearer"}[tc.status == 401]; got != wantAuth {
+				t.Errorf("WWW-Authenticate %q, want %q", got, wantAuth)
+			}
 			want := protocol.NewDiagnostic(tc.code)
 			if r.errD.Message != want.Message && tc.path != "/capabilities" {
 				t.Errorf("message %q, want the fixed %q", r.errD.Message, want.Message)
