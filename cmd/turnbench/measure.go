@@ -303,11 +303,10 @@ func seedTurns(ctx context.Context, store chat.Store, sessionID string, n int) e
 		if err != nil {
 			return fmt.Errorf("seed %s: %w", sessionID, err)
 		}
-		if err := store.SaveTurn(ctx, c.Lease.Token, seedTurn(sessionID, id, c.Lease.Ordinal, c.BaseSequence)); err != nil {
+		if err := store.SaveTurn(ctx, c, seedTurn(sessionID, id, c.Lease.Ordinal, c.BaseSequence)); err != nil {
 			return fmt.Errorf("seed %s: %w", sessionID, err)
 		}
-		if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: sessionID, TurnID: id, Token: c.Lease.Token,
-			Outcome: chat.OutcomeCompleted, Cursor: c.BaseSequence + 1}); err != nil {
+		if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1}); err != nil {
 			return fmt.Errorf("seed %s: %w", sessionID, err)
 		}
 	}
@@ -347,57 +346,21 @@ type pageResult struct {
 	MiddleAt int
 }
 
-// historyDepth seeds a session of depth turns and serves n newest pages of
-// 10 turns through the history handler. Seeding adapts pkg/sessionapi's
-// BenchmarkHistoryPage: one claim, released at once, then SaveTurn of
-// ordinals 1..depth with that token from 8 workers. A token that no longer
-// holds the lease may still save a turn item that does not exist yet (the
-// store's rule for a save retried after a release), so each turn costs a
-// session read and one conditional write instead of three sequential
-// round trips (claim, save, release); the items written are exactly what
-// SaveTurn writes for a claimed turn, only the one-claim-per-ordinal
-// precondition is bent, to seed 10,000 turns in seconds.
+// historyDepth seeds a session of depth turns through the store's real
+// path (claim, save, release per turn: a claim may write only its own
+// ordinal) and serves n newest pages of 10 turns through the history
+// handler.
 func historyDepth(ctx context.Context, w *wiring, store chat.Store, prefix string, depth, n int) (*pageResult, error) {
 	sid := fmt.Sprintf("%s-deep-%d", prefix, depth)
 	t0 := time.Now()
-	c, err := store.ClaimTurn(ctx, chat.ClaimRequest{
-		SessionID: sid, TurnID: "seed", Principal: benchPrincipal, InputHash: chat.HashInput("seed"),
-		Lineage: protocol.Lineage{Operation: protocol.OperationSubmit}, DefinitionID: "assistant",
-		DefinitionRevision: 1, LeaseDuration: time.Hour,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("seed %s: %w", sid, err)
-	}
-	if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: sid, TurnID: "seed", Token: c.Lease.Token,
-		Outcome: chat.OutcomeCompleted, Cursor: c.BaseSequence}); err != nil {
-		return nil, fmt.Errorf("seed %s: %w", sid, err)
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Go(func() {
-			for {
-				ord := next.Add(1)
-				if ord > int64(depth) {
-					return
-				}
-				if err := store.SaveTurn(ctx, c.Lease.Token, seedTurn(sid, fmt.Sprintf("t%05d", ord), ord, 0)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		return nil, fmt.Errorf("seed %s: %w", sid, err)
+	if err := seedTurns(ctx, store, sid, depth); err != nil {
+		return nil, err
 	}
 	r := &pageResult{Seed: time.Since(t0)}
 	hc := newHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
 	base := w.base + "/history/sessions/" + sid + "/turns?limit=10"
+	var err error
 	if r.Latency, err = pages(ctx, hc, w, base, int64(depth), n, &r.MaxQueries); err != nil {
 		return nil, err
 	}

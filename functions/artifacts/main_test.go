@@ -49,7 +49,7 @@ func TestNewHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if err := store.SaveTurn(t.Context(), c.Lease.Token, &chat.Turn{
+	if err := store.SaveTurn(t.Context(), c, &chat.Turn{
 		SessionID: "s1", TurnID: "t1", Ordinal: c.Lease.Ordinal, Status: chat.TurnComplete,
 		Lineage: c.Lease.Lineage, InputHash: c.Lease.InputHash, StartedAt: now, CompletedAt: now,
 	}); err != nil {

@@ -52,7 +52,7 @@ func TestNewHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	err = store.SaveTurn(t.Context(), c.Lease.Token, &chat.Turn{
+	err = store.SaveTurn(t.Context(), c, &chat.Turn{
 		SessionID: "s1", TurnID: "t1", Ordinal: c.Lease.Ordinal, Status: chat.TurnComplete,
 		Lineage: c.Lease.Lineage, InputHash: c.Lease.InputHash, StartedAt: now, CompletedAt: now,
 		Messages: []protocol.Message{{ID: "t1.u", Role: protocol.RoleUser, Content: "hi", Status: protocol.MessageComplete, CreatedAt: protocol.FormatTime(now)}},

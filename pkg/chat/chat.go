@@ -2,6 +2,8 @@ package chat
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -196,29 +198,67 @@ type Claim struct {
 	Created bool
 }
 
-// RenewRequest extends a held lease. Cursor is the last sequence the turn
-// emitted so far, persisted so that a crashed turn's successor never reuses
-// a sequence.
+// RenewRequest extends a held lease.
 type RenewRequest struct {
-	SessionID string
-	TurnID    string
-	Token     string
+	// Claim is what ClaimTurn returned for the lease; the store keeps no
+	// per-lease state of its own, so every lease call passes it.
+	Claim *Claim
+	// ExpiresAt is the new expiry (millisecond precision).
 	ExpiresAt time.Time
-	Cursor    int64
+	// Sequence is the last snapshot sequence the turn emitted so far,
+	// persisted so that a crashed turn's successor never reuses a sequence.
+	Sequence int64
 }
 
-// ReleaseRequest ends a held lease (DESIGN §4).
+// ReleaseRequest ends a held lease.
 type ReleaseRequest struct {
-	SessionID string
-	TurnID    string
-	Token     string
-	Outcome   Outcome
-	// Cursor is the last sequence the turn emitted (the session's new cursor).
-	Cursor int64
+	// Claim is what ClaimTurn returned for the lease.
+	Claim   *Claim
+	Outcome Outcome
+	// Sequence is the last sequence the turn emitted: the session's new
+	// last sequence (Session.Cursor).
+	Sequence int64
 	// DefinitionRevision, when > 0, is recorded as the session's definition
 	// revision: the revision of its definition this turn ran with (a bumped
-	// revision applies to new turns, DESIGN §8). 0 keeps the stored one.
+	// revision applies to new turns). 0 keeps the stored one.
 	DefinitionRevision int64
+}
+
+// Validate reports ErrInvalidRequest unless r names a claim and a known
+// outcome.
+func (r ReleaseRequest) Validate() error {
+	if err := r.Claim.validate(); err != nil {
+		return err
+	}
+	if r.Outcome != OutcomeCompleted && r.Outcome != OutcomeIndeterminate {
+		return fmt.Errorf("%w: unknown outcome", ErrInvalidRequest)
+	}
+	return nil
+}
+
+// validate reports ErrInvalidRequest unless c is a claim a store returned.
+func (c *Claim) validate() error {
+	if c == nil || c.Session.ID == "" || c.Lease.TurnID == "" || c.Lease.Token == "" || c.Lease.Ordinal < 1 {
+		return fmt.Errorf("%w: no claim", ErrInvalidRequest)
+	}
+	return nil
+}
+
+// CheckTurn reports ErrInvalidRequest unless t is the turn item of claim c
+// (same session, turn id and ordinal) with a known status: a claim may
+// write only the turn item of the ordinal it was given.
+func (c *Claim) CheckTurn(t *Turn) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if t == nil || t.SessionID != c.Session.ID || t.TurnID != c.Lease.TurnID || t.Ordinal != c.Lease.Ordinal {
+		return fmt.Errorf("%w: the turn is not the claimed one", ErrInvalidRequest)
+	}
+	switch t.Status {
+	case TurnRunning, TurnComplete, TurnError, TurnInterrupted:
+		return nil
+	}
+	return fmt.Errorf("%w: unknown turn status", ErrInvalidRequest)
 }
 
 // ListRequest asks for one page of a session's visible turns.
@@ -238,28 +278,43 @@ type TurnPage struct {
 }
 
 // Store holds sessions, leases, turns and artifact references. Every
-// write is conditional (DESIGN §5). Implementations: pkg/store/dynamo and
+// write is conditional. Implementations: pkg/store/dynamo and
 // pkg/store/memory, both proven by pkg/store/storetest. All methods are
 // safe for concurrent use. "Now" below is the store's injected clock.
+//
+// A store keeps no per-lease state in process: the calls of a lease take
+// the Claim that ClaimTurn returned, so any process (or Lambda instance)
+// can renew, save or release it alike. Every write recognises its own
+// effect: a write that applied but whose answer was lost (and that the
+// SDK then retried, or that timed out) is resolved with one consistent
+// read before the call returns, so the caller is never told that an
+// applied write failed.
 type Store interface {
 	// ClaimTurn takes the session's lease for req.TurnID, creating the
 	// session owned by req.Principal on first use. It returns
 	// ErrSessionNotFound if another principal owns the session,
 	// ErrSessionBusy if an unexpired lease is held (by any turn, the same
-	// turn id included), ErrTurnCompleted / ErrTurnIndeterminate if the turn
-	// id is in the terminal window with the same input hash, and
-	// ErrTurnIDReused if it is there with another input hash. A lease that
-	// expired while its turn was running is recorded as indeterminate in the
-	// terminal window (so a replay of that turn id gets ErrTurnIndeterminate)
-	// and a claim by another turn id goes on, with BaseSequence moved past the
-	// crashed turn's sequences by SequenceGapAfterCrash. The new turn gets
-	// Ordinal NextOrdinal. Happy path: 1 request; a rejected claim: at most 2;
-	// a takeover from a crashed turn: at most 3.
+	// turn id included), ErrTurnCompleted / ErrTurnIndeterminate if the
+	// session already has a turn with that id and the same input hash, and
+	// ErrTurnIDReused if it has one with another input hash. A turn id
+	// identifies one turn of its session forever: the terminal window is
+	// the fast path, and a claim whose window is full and does not hold the
+	// id looks the id up among the session's turns (one more request).
+	//
+	// A lease that expired while its turn was running is taken over: the
+	// crashed turn's item is fenced (a late save with its claim is then
+	// ErrLeaseLost), it is recorded in the terminal window as
+	// indeterminate (completed if its save had landed), and a claim by
+	// another turn id goes on, with BaseSequence moved past the crashed
+	// turn's sequences by SequenceGapAfterCrash. The new turn gets Ordinal
+	// NextOrdinal. Happy path: 1 request (2 once the window is full); a
+	// rejected claim: at most 3; a takeover from a crashed turn: at most 4.
 	ClaimTurn(ctx context.Context, req ClaimRequest) (*Claim, error)
 
-	// RenewLease extends the lease to req.ExpiresAt and records req.Cursor,
-	// returning the lease as stored (with its stop flag). It returns
-	// ErrLeaseLost if the token no longer holds the lease. 1 request.
+	// RenewLease extends the lease of req.Claim to req.ExpiresAt and
+	// records req.Sequence, returning the lease as stored (with its stop
+	// flag). It returns ErrLeaseLost if the claim's token no longer holds
+	// an unexpired lease. 1 request.
 	RenewLease(ctx context.Context, req RenewRequest) (*Lease, error)
 
 	// RequestStop sets the stop flag on the lease of turnID. It returns
@@ -273,29 +328,31 @@ type Store interface {
 	// for typical sessions (one more per 1 MB of history).
 	LoadContext(ctx context.Context, sessionID string, beforeOrdinal int64) ([]Turn, error)
 
-	// Supersede marks every visible turn of the session with ordinal in
-	// [fromOrdinal, toOrdinal) as superseded (edit, retry, regenerate;
-	// DESIGN §5). It requires the lease (token) and is idempotent. Returns
-	// ErrLeaseLost if the token does not hold the lease.
-	Supersede(ctx context.Context, sessionID, token string, fromOrdinal, toOrdinal int64) error
+	// Supersede marks every visible turn of the claim's session with
+	// ordinal in [fromOrdinal, toOrdinal) as superseded (edit, retry,
+	// regenerate). It requires the claim's unexpired lease and
+	// is idempotent. Returns ErrLeaseLost if the token does not hold it.
+	Supersede(ctx context.Context, c *Claim, fromOrdinal, toOrdinal int64) error
 
-	// SaveTurn writes the turn item of a claimed turn (key: session and
-	// t.Ordinal, which only that claim was given). The write is conditional
-	// on the item: it creates it, or replaces one written earlier with the
-	// same token (a retried save); an item written with another token is
-	// ErrLeaseLost. Artifacts already recorded for the turn are kept when
-	// t.Artifacts is nil. It never truncates: a turn larger than one item is
-	// split or compressed. The owner is stored on the turn item so that
-	// history reads need no session read. Happy path: 1 request.
-	// A turn is visible to FindTurn, ListTurns and PutArtifacts only once
-	// saved.
-	SaveTurn(ctx context.Context, token string, t *Turn) error
+	// SaveTurn writes the turn item of claim c: t must be that claim's turn
+	// (session, turn id and ordinal; ErrInvalidRequest otherwise). The
+	// write is conditional on the item: it creates it, or replaces one
+	// written earlier with the same claim (a retried save); an item written
+	// or fenced by another claim is ErrLeaseLost. Artifacts already
+	// recorded for the turn are kept when t.Artifacts is nil. It never
+	// truncates: a turn larger than one item is split or compressed. The
+	// owner is stored on the turn item so that history reads need no
+	// session read. Happy path: 1 request. A turn is visible to FindTurn,
+	// ListTurns and PutArtifacts only once saved.
+	SaveTurn(ctx context.Context, c *Claim, t *Turn) error
 
-	// ReleaseTurn clears the lease, appends {TurnID, Outcome} to the terminal
-	// window (removing an older entry with that id, keeping the newest
-	// TerminalWindowSize) and writes the final cursor. Releasing a turn
-	// that is already released with the same token is a no-op (nil); a stale
-	// token of a lease now held by another turn is ErrLeaseLost. 1 request.
+	// ReleaseTurn clears the lease of req.Claim, appends {TurnID, Outcome}
+	// to the terminal window (removing an older entry with that id, keeping
+	// the newest TerminalWindowSize) and writes the final sequence. The
+	// window is computed from the claim's (it cannot change while the lease
+	// is held). Releasing a turn that is already released with the same
+	// claim is a no-op (nil); a stale claim of a lease now held by another
+	// turn is ErrLeaseLost. 1 request.
 	ReleaseTurn(ctx context.Context, req ReleaseRequest) error
 
 	// GetSession returns the session. ErrSessionNotFound if it does not
@@ -328,3 +385,65 @@ type Store interface {
 	// FindTurn for access and errors.
 	GetArtifacts(ctx context.Context, sessionID, turnID string, p Principal) ([]ArtifactReference, error)
 }
+
+// AppendTerminal returns a new window: window with e appended, an older
+// entry with the same turn id removed and only the newest
+// TerminalWindowSize kept. window itself is not modified (a Claim's copy
+// stays as the claim returned it).
+func AppendTerminal(window []TerminalEntry, e TerminalEntry) []TerminalEntry {
+	out := make([]TerminalEntry, 0, len(window)+1)
+	for _, w := range window {
+		if w.TurnID != e.TurnID {
+			out = append(out, w)
+		}
+	}
+	out = append(out, e)
+	if n := len(out) - TerminalWindowSize; n > 0 {
+		out = out[n:]
+	}
+	return out
+}
+
+// Rejection returns the error of a claim of turnID with inputHash in a
+// session whose terminal window is window: ErrTurnIDReused for another
+// input, ErrTurnCompleted or ErrTurnIndeterminate for the same input; nil
+// when the window does not hold turnID.
+func Rejection(window []TerminalEntry, turnID, inputHash string) error {
+	i := terminalIndex(window, turnID)
+	if i < 0 {
+		return nil
+	}
+	return window[i].rejection(inputHash)
+}
+
+// TurnRejection is Rejection for a stored turn t found with the claimed
+// turn id outside the window: ErrTurnIDReused for another input, else
+// ErrTurnCompleted for a terminal turn and ErrTurnIndeterminate for a turn
+// whose outcome is unknown (still marked running).
+func TurnRejection(t *Turn, inputHash string) error {
+	outcome := OutcomeCompleted
+	if t.Status == TurnRunning {
+		outcome = OutcomeIndeterminate
+	}
+	return TerminalEntry{TurnID: t.TurnID, Outcome: outcome, InputHash: t.InputHash}.rejection(inputHash)
+}
+
+func (e TerminalEntry) rejection(inputHash string) error {
+	switch {
+	case e.InputHash != inputHash:
+		return ErrTurnIDReused
+	case e.Outcome == OutcomeCompleted:
+		return ErrTurnCompleted
+	default:
+		return ErrTurnIndeterminate
+	}
+}
+
+func terminalIndex(window []TerminalEntry, turnID string) int {
+	return slices.IndexFunc(window, func(e TerminalEntry) bool { return e.TurnID == turnID })
+}
+
+// WindowFull reports whether window holds TerminalWindowSize entries: a
+// claim of a turn id it does not hold must then look the id up among the
+// session's turns, which may have left the window.
+func WindowFull(window []TerminalEntry) bool { return len(window) >= TerminalWindowSize }

@@ -59,6 +59,11 @@ const (
 	// CodeModelFailed is the snapshot error of a failed model request;
 	// retryable by default, the provider may say otherwise.
 	CodeModelFailed = "MODEL_FAILED"
+	// CodeTurnLost is the stored error of a turn whose process stopped
+	// (crashed, or lost its lease) before it finished: the next claim of
+	// the session, once the lease has expired, closes the turn with this
+	// code. Retryable: the client may submit the input again.
+	CodeTurnLost = "TURN_LOST"
 
 	// Ordered assistant content (AgentsKit wire §6).
 	CodeAssistantContentInvalidRecord      = "ASSISTANT_CONTENT_INVALID_RECORD"
@@ -141,6 +146,7 @@ var codes = map[string]codeInfo{
 	CodeArtifactsInvalid:         {"Artifact references are invalid.", false, http.StatusBadRequest},
 	CodeTurnInterrupted:          {"The turn was stopped.", false, statusNotHTTP},
 	CodeModelFailed:              {"The model request failed.", true, statusNotHTTP},
+	CodeTurnLost:                 {"The turn stopped before it finished.", true, statusNotHTTP},
 
 	CodeAssistantContentInvalidRecord:      {"Assistant content record is invalid.", false, statusNotHTTP},
 	CodeAssistantContentUnsupportedVersion: {"Assistant content envelope uses an unsupported version.", false, statusNotHTTP},

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -64,7 +63,7 @@ func BenchmarkHistoryPage(b *testing.B) {
 		{"dynalite", func(b *testing.B) (chat.Store, *opCounter) {
 			ops := &opCounter{}
 			return newDynamoStore(b, time.Now, benchKey, ops.option), ops
-		}, seedConcurrent},
+		}, seedSequential},
 	}
 	for _, st := range stores {
 		b.Run("store="+st.name, func(b *testing.B) {
@@ -152,56 +151,12 @@ func seedSequential(b *testing.B, store chat.Store, sessionID string, depth int)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if err := store.SaveTurn(ctx, c.Lease.Token, benchTurn(sessionID, id, c.Lease.Ordinal)); err != nil {
+		if err := store.SaveTurn(ctx, c, benchTurn(sessionID, id, c.Lease.Ordinal)); err != nil {
 			b.Fatal(err)
 		}
-		if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: sessionID, TurnID: id, Token: c.Lease.Token, Outcome: chat.OutcomeCompleted, Cursor: 2}); err != nil {
+		if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 2}); err != nil {
 			b.Fatal(err)
 		}
-	}
-}
-
-// seedConcurrent creates sessionID with one claim, released at once, and
-// then writes ordinals 1..depth with that claim's token through SaveTurn
-// from 8 workers. A token that no longer holds the lease may still save a
-// turn item that does not exist yet (the store's rule for a save retried
-// after its release), so this bends only SaveTurn's one-claim-per-ordinal
-// precondition, to seed 10,000 turns with one request each instead of
-// three sequential round trips (claim, save, release); the items written
-// are exactly what SaveTurn writes for a claimed turn (cmd/turnbench seeds
-// the same way).
-func seedConcurrent(b *testing.B, store chat.Store, sessionID string, depth int) {
-	b.Helper()
-	ctx := b.Context()
-	c, err := store.ClaimTurn(ctx, benchClaim(sessionID, "seed"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: sessionID, TurnID: "seed", Token: c.Lease.Token,
-		Outcome: chat.OutcomeCompleted, Cursor: c.BaseSequence}); err != nil {
-		b.Fatal(err)
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
-	for range 8 {
-		wg.Go(func() {
-			for {
-				ord := next.Add(1)
-				if ord > int64(depth) {
-					return
-				}
-				if err := store.SaveTurn(ctx, c.Lease.Token, benchTurn(sessionID, fmt.Sprintf("t%05d", ord-1), ord)); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
-		b.Fatalf("seed: %v", err)
 	}
 }
 

@@ -33,7 +33,7 @@ func exampleStore(now func() time.Time) chat.Store {
 		panic(err)
 	}
 	at := protocol.FormatTime(now())
-	err = store.SaveTurn(ctx, c.Lease.Token, &chat.Turn{
+	err = store.SaveTurn(ctx, c, &chat.Turn{
 		SessionID: "s1", TurnID: "t1", Ordinal: c.Lease.Ordinal, Status: chat.TurnComplete,
 		Lineage: c.Lease.Lineage, InputHash: c.Lease.InputHash, StartedAt: now(), CompletedAt: now(),
 		Messages: []protocol.Message{
@@ -44,7 +44,7 @@ func exampleStore(now func() time.Time) chat.Store {
 	if err != nil {
 		panic(err)
 	}
-	if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t1", Token: c.Lease.Token, Outcome: chat.OutcomeCompleted, Cursor: 2}); err != nil {
+	if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 2}); err != nil {
 		panic(err)
 	}
 	return store

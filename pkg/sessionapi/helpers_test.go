@@ -147,7 +147,7 @@ func (f *fixture) claim(sessionID string, owner chat.Principal, spec turnSpec) *
 func (f *fixture) complete(sessionID string, c *chat.Claim, spec turnSpec) *chat.Turn {
 	f.t.Helper()
 	if spec.supersedeFrom > 0 {
-		if err := f.store.Supersede(f.ctx, sessionID, c.Lease.Token, spec.supersedeFrom, c.Lease.Ordinal); err != nil {
+		if err := f.store.Supersede(f.ctx, c, spec.supersedeFrom, c.Lease.Ordinal); err != nil {
 			f.t.Fatalf("Supersede: %v", err)
 		}
 	}
@@ -179,13 +179,11 @@ func (f *fixture) complete(sessionID string, c *chat.Claim, spec turnSpec) *chat
 		d := protocol.NewDiagnostic(protocol.CodeChatTurnFailed)
 		turn.Error = &d
 	}
-	if err := f.store.SaveTurn(f.ctx, c.Lease.Token, turn); err != nil {
+	if err := f.store.SaveTurn(f.ctx, c, turn); err != nil {
 		f.t.Fatalf("SaveTurn(%s, %s): %v", sessionID, spec.id, err)
 	}
 	outcome := chat.OutcomeCompleted
-	if err := f.store.ReleaseTurn(f.ctx, chat.ReleaseRequest{
-		SessionID: sessionID, TurnID: spec.id, Token: c.Lease.Token, Outcome: outcome, Cursor: turn.LastSequence,
-	}); err != nil {
+	if err := f.store.ReleaseTurn(f.ctx, chat.ReleaseRequest{Claim: c, Outcome: outcome, Sequence: turn.LastSequence}); err != nil {
 		f.t.Fatalf("ReleaseTurn(%s, %s): %v", sessionID, spec.id, err)
 	}
 	f.clock.Advance(2 * time.Second)

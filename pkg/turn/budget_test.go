@@ -44,9 +44,9 @@ func (s *countingStore) LoadContext(ctx context.Context, id string, before int64
 	return s.Store.LoadContext(ctx, id, before)
 }
 
-func (s *countingStore) SaveTurn(ctx context.Context, token string, t *chat.Turn) error {
+func (s *countingStore) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error {
 	s.count("SaveTurn")
-	return s.Store.SaveTurn(ctx, token, t)
+	return s.Store.SaveTurn(ctx, c, t)
 }
 
 func (s *countingStore) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error {

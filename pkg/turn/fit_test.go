@@ -45,7 +45,7 @@ func seedTurns(tb testing.TB, store chat.Store, sessionID string, n, keysPerTurn
 			tb.Fatal(err)
 		}
 		at := protocol.FormatTime(now)
-		err = store.SaveTurn(ctx, c.Lease.Token, &chat.Turn{
+		err = store.SaveTurn(ctx, c, &chat.Turn{
 			SessionID: sessionID, TurnID: turnID, Ordinal: c.Lease.Ordinal, Status: chat.TurnComplete,
 			Lineage: protocol.Lineage{Operation: protocol.OperationSubmit}, InputHash: chat.HashInput(input),
 			Messages: []protocol.Message{
@@ -57,7 +57,7 @@ func seedTurns(tb testing.TB, store chat.Store, sessionID string, n, keysPerTurn
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: sessionID, TurnID: turnID, Token: c.Lease.Token, Outcome: chat.OutcomeCompleted, Cursor: c.BaseSequence + 1}); err != nil {
+		if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1}); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -99,7 +99,7 @@ func (t *run) serve(parent *chat.Turn) {
 	t.log.Debug("definition resolved", "definitionId", ag.def.ID, "definitionRevision", ag.def.Revision)
 	ordinal := t.claim.Lease.Ordinal
 	if parent != nil {
-		if err := t.h.opts.Store.Supersede(t.ctx, t.sessionID, t.claim.Lease.Token, parent.Ordinal, ordinal); err != nil {
+		if err := t.h.opts.Store.Supersede(t.ctx, t.claim, parent.Ordinal, ordinal); err != nil {
 			t.failBeforeStream("supersede", err)
 			return
 		}
@@ -303,13 +303,7 @@ func (t *run) renew() (ending, bool) {
 	t.mu.Lock()
 	cursor := t.seq
 	t.mu.Unlock()
-	lease, err := t.h.opts.Store.RenewLease(t.ctx, chat.RenewRequest{
-		SessionID: t.sessionID,
-		TurnID:    t.turnID,
-		Token:     t.claim.Lease.Token,
-		ExpiresAt: expires,
-		Cursor:    cursor,
-	})
+	lease, err := t.h.opts.Store.RenewLease(t.ctx, chat.RenewRequest{Claim: t.claim, ExpiresAt: expires, Sequence: cursor})
 	switch {
 	case errors.Is(err, chat.ErrLeaseLost):
 		t.log.Warn("lease lost")
@@ -416,7 +410,7 @@ func (t *run) cleanupContext() (context.Context, context.CancelFunc) {
 func (t *run) save(item *chat.Turn) chat.Outcome {
 	ctx, cancel := t.cleanupContext()
 	defer cancel()
-	if err := t.h.opts.Store.SaveTurn(ctx, t.claim.Lease.Token, item); err != nil {
+	if err := t.h.opts.Store.SaveTurn(ctx, t.claim, item); err != nil {
 		t.log.Error("turn save failed", "err", err)
 		return chat.OutcomeIndeterminate
 	}
@@ -429,13 +423,7 @@ func (t *run) save(item *chat.Turn) chat.Outcome {
 func (t *run) release(outcome chat.Outcome, cursor int64) {
 	ctx, cancel := t.cleanupContext()
 	defer cancel()
-	req := chat.ReleaseRequest{
-		SessionID: t.sessionID,
-		TurnID:    t.turnID,
-		Token:     t.claim.Lease.Token,
-		Outcome:   outcome,
-		Cursor:    cursor,
-	}
+	req := chat.ReleaseRequest{Claim: t.claim, Outcome: outcome, Sequence: cursor}
 	if t.agent != nil {
 		req.DefinitionRevision = t.agent.def.Revision // the revision this turn ran with
 	}

@@ -120,12 +120,12 @@ func (c *atomicCounter) get() int {
 	return c.n
 }
 
-func (s *failingStore) SaveTurn(ctx context.Context, token string, t *chat.Turn) error {
+func (s *failingStore) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error {
 	s.saves.add()
 	if s.saveErr != nil {
 		return s.saveErr
 	}
-	return s.Store.SaveTurn(ctx, token, t)
+	return s.Store.SaveTurn(ctx, c, t)
 }
 
 func (s *failingStore) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Lease, error) {

@@ -70,11 +70,10 @@ func BenchmarkLifecycleDynalite(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			if err := s.SaveTurn(ctx, c.Lease.Token, turnOf(c, sessionID, textMessages(turnID, "a reply of typical length, a sentence or two"))); err != nil {
+			if err := s.SaveTurn(ctx, c, turnOf(c, sessionID, textMessages(turnID, "a reply of typical length, a sentence or two"))); err != nil {
 				b.Fatal(err)
 			}
-			if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: sessionID, TurnID: turnID, Token: c.Lease.Token,
-				Outcome: chat.OutcomeCompleted, Cursor: c.BaseSequence + 2}); err != nil {
+			if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 2}); err != nil {
 				b.Fatal(err)
 			}
 		}

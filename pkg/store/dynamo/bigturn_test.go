@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -62,7 +63,7 @@ func TestTurnSizes(t *testing.T) {
 			turn.Messages[1].Parts = []protocol.Part{{Type: "text", Text: &part}}
 			turn.Artifacts = []chat.ArtifactReference{}
 			e.count.reset()
-			if err := s.SaveTurn(ctx, c.Lease.Token, turn); err != nil {
+			if err := s.SaveTurn(ctx, c, turn); err != nil {
 				t.Fatalf("save: %v", err)
 			}
 			if got := e.count.take(); !slices.Equal(got, tc.wantSave) {
@@ -82,12 +83,12 @@ func TestTurnSizes(t *testing.T) {
 			if err != nil || len(page.Turns) != 1 || !reflect.DeepEqual(page.Turns[0].Messages, turn.Messages) {
 				t.Errorf("ListTurns: err %v, or messages differ", err)
 			}
-			if err := s.SaveTurn(ctx, c.Lease.Token, turn); err != nil {
+			if err := s.SaveTurn(ctx, c, turn); err != nil {
 				t.Errorf("retried save: %v", err)
 			}
 
 			e.count.reset()
-			err = s.SaveTurn(ctx, c.Lease.Token+"x", turn)
+			err = s.SaveTurn(ctx, forged(c, c.Lease.Token+"x"), turn)
 			if err != chat.ErrLeaseLost {
 				t.Fatalf("save with another token: %v, want ErrLeaseLost", err)
 			}
@@ -107,9 +108,9 @@ func TestTurnSizes(t *testing.T) {
 	}
 }
 
-// TestSaveTurnOnlyForItsClaim: a token saves only the turn id and ordinal
-// it was claimed for, whether the Store remembers the claim or reads the
-// session.
+// TestSaveTurnOnlyForItsClaim: a claim saves only the turn id and ordinal
+// it was claimed for, through the claiming Store or any other (no Store
+// keeps per-lease state); anything else is rejected before a request.
 func TestSaveTurnOnlyForItsClaim(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -131,13 +132,17 @@ func TestSaveTurnOnlyForItsClaim(t *testing.T) {
 			t.Run(name+"/"+storeName, func(t *testing.T) {
 				tr := turnOf(c, "s1", textMessages("t1", "x"))
 				change(tr)
-				if err := store().SaveTurn(ctx, c.Lease.Token, tr); err != chat.ErrLeaseLost {
-					t.Errorf("SaveTurn: %v, want ErrLeaseLost", err)
+				e.count.reset()
+				if err := store().SaveTurn(ctx, c, tr); !errors.Is(err, chat.ErrInvalidRequest) {
+					t.Errorf("SaveTurn: %v, want ErrInvalidRequest", err)
+				}
+				if ops := e.count.take(); len(ops) != 0 {
+					t.Errorf("a rejected save sent %v", ops)
 				}
 			})
 		}
 	}
-	if err := e.store().SaveTurn(ctx, c.Lease.Token, turnOf(c, "s1", textMessages("t1", "x"))); err != nil {
+	if err := e.store().SaveTurn(ctx, c, turnOf(c, "s1", textMessages("t1", "x"))); err != nil {
 		t.Errorf("SaveTurn of the claimed turn: %v", err)
 	}
 }

@@ -71,15 +71,15 @@ func TestRequestBudgets(t *testing.T) {
 			return err
 		}, nil, nil},
 		{"lease renewal", func() error {
-			_, err := s.RenewLease(ctx, chat.RenewRequest{SessionID: "s1", TurnID: "t1", Token: c1.Lease.Token, ExpiresAt: e.clock.Now().Add(lease), Cursor: 1})
+			_, err := s.RenewLease(ctx, chat.RenewRequest{Claim: c1, ExpiresAt: e.clock.Now().Add(lease), Sequence: 1})
 			return err
 		}, []string{"UpdateItem"}, nil},
 		{"stop", func() error { return s.RequestStop(ctx, "s1", "t1", alice) }, []string{"UpdateItem"}, nil},
 		{"save", func() error {
-			return s.SaveTurn(ctx, c1.Lease.Token, turnOf(c1, "s1", textMessages("t1", "hello")))
+			return s.SaveTurn(ctx, c1, turnOf(c1, "s1", textMessages("t1", "hello")))
 		}, []string{"UpdateItem"}, nil},
 		{"release", func() error {
-			return s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t1", Token: c1.Lease.Token, Outcome: chat.OutcomeCompleted, Cursor: 2})
+			return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c1, Outcome: chat.OutcomeCompleted, Sequence: 2})
 		}, []string{"UpdateItem"}, nil},
 		{"claim of an idle session", func() (err error) {
 			c2, err = s.ClaimTurn(ctx, claimReq("s1", "t2"))
@@ -103,10 +103,10 @@ func TestRequestBudgets(t *testing.T) {
 			return err
 		}, []string{"UpdateItem", "GetItem"}, chat.ErrSessionNotFound},
 		{"save and release", func() error {
-			if err := s.SaveTurn(ctx, c2.Lease.Token, turnOf(c2, "s1", textMessages("t2", "again"))); err != nil {
+			if err := s.SaveTurn(ctx, c2, turnOf(c2, "s1", textMessages("t2", "again"))); err != nil {
 				return err
 			}
-			return s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t2", Token: c2.Lease.Token, Outcome: chat.OutcomeCompleted, Cursor: 4})
+			return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c2, Outcome: chat.OutcomeCompleted, Sequence: 4})
 		}, []string{"UpdateItem", "UpdateItem"}, nil},
 		{"claim rejected: replay of a completed turn", func() error {
 			_, err := s.ClaimTurn(ctx, claimReq("s1", "t1"))
@@ -153,15 +153,15 @@ func TestRequestBudgets(t *testing.T) {
 				t.Errorf("takeover BaseSequence %d, want %d", c3.BaseSequence, 4+chat.SequenceGapAfterCrash)
 			}
 			return err
-		}, []string{"UpdateItem", "GetItem", "UpdateItem"}, nil},
+		}, []string{"UpdateItem", "GetItem", "UpdateItem", "UpdateItem"}, nil}, // claim, classify, fence, compare-and-set
 		{"release through another Store instance", func() error {
-			return e.store().ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t4", Token: c3.Lease.Token, Outcome: chat.OutcomeIndeterminate, Cursor: c3.BaseSequence})
-		}, []string{"GetItem", "UpdateItem"}, nil},
+			return e.store().ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c3, Outcome: chat.OutcomeIndeterminate, Sequence: c3.BaseSequence})
+		}, []string{"UpdateItem"}, nil},
 		{"retried release", func() error {
-			return s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t4", Token: c3.Lease.Token, Outcome: chat.OutcomeIndeterminate, Cursor: c3.BaseSequence})
+			return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c3, Outcome: chat.OutcomeIndeterminate, Sequence: c3.BaseSequence})
 		}, []string{"UpdateItem", "GetItem"}, nil},
 		{"release by the crashed turn", func() error {
-			return s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t3", Token: crashed.Lease.Token, Outcome: chat.OutcomeCompleted})
+			return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: crashed, Outcome: chat.OutcomeCompleted})
 		}, []string{"UpdateItem", "GetItem"}, chat.ErrLeaseLost},
 	}
 	for _, st := range steps {

@@ -17,27 +17,44 @@
 //	  superseded), ordinal, status, lineage, inputHash, usage, error,
 //	  artifacts, superseded, firstSequence, lastSequence, startedAt,
 //	  completedAt, savedAt, ownerKey (denormalised from the session),
-//	  leaseToken (of the save), and the canonical messages as JSON
+//	  leaseToken (of the save, or "fence:..." once a takeover closed a
+//	  crashed turn), saveId (random per save), and the canonical messages as JSON
 //	  (messages), gzip-compressed JSON (messagesGzip) or, when even that
 //	  exceeds 350 KB, a chunk count (chunks) and chunk key prefix.
-//	chunk item    pk=SESSION#<id>  sk=TURN#<ordinal>#CHUNK#<token hash>#<n>
+//	fence item    pk=SESSION#<id>  sk=TURN#<ordinal>: a crashed turn that
+//	  saved nothing: leaseToken "fence:...", status error, error TURN_LOST;
+//	  no turnId and no visibleKey, so no index holds it.
+//	chunk item    pk=SESSION#<id>  sk=TURN#<ordinal>#CHUNK#<save id>#<n>
 //	  chunk (B): one part of a large turn's compressed messages.
 //
-// Request budgets (DESIGN §5), each measured by this package's tests: a
-// claim is one conditional UpdateItem that creates or claims the session;
-// only a rejected claim adds one consistent GetItem to classify it (or uses
-// the item returned with the failed condition where the server supports
-// ReturnValuesOnConditionCheckFailure), and a takeover from a crashed
-// turn adds a compare-and-set on the session revision. Lease renewal,
+// Request budgets, each measured by this package's tests: a claim is one
+// conditional UpdateItem that creates or claims the session; only a
+// rejected claim adds one consistent GetItem to classify it (or uses the
+// item returned with the failed condition where the server supports
+// ReturnValuesOnConditionCheckFailure), and a takeover from a crashed turn
+// adds the fence of its turn item and a compare-and-set on the session
+// revision. Once the terminal window is full (64 turns), a claim adds one
+// Query of TurnIDIndex, since its turn id may have left the window. Lease renewal,
 // release and save are one write each; a history page and a context load
 // are one Query of the sparse VisibleIndex; FindTurn is one Query of
 // TurnIDIndex; an artifacts write is that Query plus one UpdateItem.
 //
-// A Store remembers, per lease token, what its claim returned: the owner
-// (SaveTurn stores it on the turn item) and the terminal window (Release
-// computes the new window from it; the window cannot change while the
-// lease is held). A save or release through another Store instance reads
-// the session first (one more request) and is otherwise the same.
+// A Store keeps no per-lease state: the calls of a lease take the Claim
+// that ClaimTurn returned (owner, ordinal, token, terminal window), so
+// every process serving the table behaves the same, and the fencing of a
+// crashed turn's late save is enforced by the table (a takeover rewrites
+// the crashed turn's item under a fence token).
+//
+// Faults. Any write may apply and lose its answer (the SDK then retries
+// the same request), answer 500 after applying, or hang. Every write is
+// conditional and recognises its own effect: a claim by the lease token
+// it wrote, a save by its save id, a release by the released token, a
+// renewal by the expiry it wrote. When a write fails without a condition
+// failure, one consistent read resolves whether it applied before the
+// caller is told. The write runs under a context that ends
+// Options.ResolveShare before the caller's deadline so that the read still
+// fits; ClientOptions.AttemptTimeout bounds each HTTP attempt, so a hung
+// connection costs one attempt, not the whole budget.
 //
 // Condition expressions are written by hand (condition.go) without the
 // expression builder's redundant parentheses, which dynalite parses

@@ -103,21 +103,21 @@ func TestErrorTranslation(t *testing.T) {
 			return err
 		}, nil, "claim session s2"},
 		"renew condition failed": {"UpdateItem", ccf, func(ctx context.Context, s *dynamo.Store, c *chat.Claim) error {
-			_, err := s.RenewLease(ctx, chat.RenewRequest{SessionID: "s1", TurnID: "t1", Token: c.Lease.Token})
+			_, err := s.RenewLease(ctx, chat.RenewRequest{Claim: c})
 			return err
 		}, chat.ErrLeaseLost, ""},
 		"renew throttled": {"UpdateItem", throttled, func(ctx context.Context, s *dynamo.Store, c *chat.Claim) error {
-			_, err := s.RenewLease(ctx, chat.RenewRequest{SessionID: "s1", TurnID: "t1", Token: c.Lease.Token})
+			_, err := s.RenewLease(ctx, chat.RenewRequest{Claim: c})
 			return err
 		}, nil, "renew lease of session s1"},
 		"save condition failed": {"UpdateItem", ccf, func(ctx context.Context, s *dynamo.Store, c *chat.Claim) error {
-			return s.SaveTurn(ctx, c.Lease.Token, turnOf(c, "s1", textMessages("t1", "x")))
+			return s.SaveTurn(ctx, c, turnOf(c, "s1", textMessages("t1", "x")))
 		}, chat.ErrLeaseLost, ""},
 		"save throttled": {"UpdateItem", throttled, func(ctx context.Context, s *dynamo.Store, c *chat.Claim) error {
-			return s.SaveTurn(ctx, c.Lease.Token, turnOf(c, "s1", textMessages("t1", "x")))
+			return s.SaveTurn(ctx, c, turnOf(c, "s1", textMessages("t1", "x")))
 		}, nil, "save turn t1 of session s1"},
 		"release throttled": {"UpdateItem", throttled, func(ctx context.Context, s *dynamo.Store, c *chat.Claim) error {
-			return s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t1", Token: c.Lease.Token, Outcome: chat.OutcomeCompleted})
+			return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted})
 		}, nil, "release turn of session s1"},
 		"get session throttled": {"GetItem", throttled, func(ctx context.Context, s *dynamo.Store, _ *chat.Claim) error {
 			_, err := s.GetSession(ctx, "s1", alice)
@@ -147,10 +147,10 @@ func TestErrorTranslation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := healthy.SaveTurn(ctx, c0.Lease.Token, turnOf(c0, "s1", textMessages("t0", "x"))); err != nil {
+			if err := healthy.SaveTurn(ctx, c0, turnOf(c0, "s1", textMessages("t0", "x"))); err != nil {
 				t.Fatal(err)
 			}
-			if err := healthy.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t0", Token: c0.Lease.Token, Outcome: chat.OutcomeCompleted}); err != nil {
+			if err := healthy.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c0, Outcome: chat.OutcomeCompleted}); err != nil {
 				t.Fatal(err)
 			}
 			faulty := dynamo.New(&faultClient{Client: e.client, op: tc.op, err: tc.err},

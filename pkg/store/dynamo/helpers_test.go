@@ -11,6 +11,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
@@ -95,4 +96,11 @@ func newEnv(tb testing.TB) *env {
 // store returns a new Store over the environment's table and clock.
 func (e *env) store() *dynamo.Store {
 	return dynamo.New(e.client, dynamo.Options{Table: e.table, Now: e.clock.Now, CursorKey: testCursorKey})
+}
+
+// forged returns a copy of c with another lease token.
+func forged(c *chat.Claim, token string) *chat.Claim {
+	f := *c
+	f.Lease.Token = token
+	return &f
 }

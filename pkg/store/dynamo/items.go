@@ -49,6 +49,13 @@ const (
 
 	attrArtifacts  = "artifacts"
 	attrSuperseded = "superseded"
+	attrStatus     = "status"
+	attrInputHash  = "inputHash"
+	attrOrdinal    = "ordinal"
+	attrError      = "error"
+	// attrSaveID is a random id per SaveTurn call, by which a save whose
+	// outcome is unknown recognises its own write.
+	attrSaveID = "saveId"
 )
 
 // leaseAttrs are removed from the session item when a lease ends.
@@ -203,22 +210,6 @@ func windowAV(entries []chat.TerminalEntry) ([]windowEntryAV, []string) {
 	return w, ids
 }
 
-// appendTerminal returns window with e appended, an older entry with the
-// same turn id removed and only the newest chat.TerminalWindowSize kept.
-func appendTerminal(window []chat.TerminalEntry, e chat.TerminalEntry) []chat.TerminalEntry {
-	out := make([]chat.TerminalEntry, 0, len(window)+1)
-	for _, w := range window {
-		if w.TurnID != e.TurnID {
-			out = append(out, w)
-		}
-	}
-	out = append(out, e)
-	if n := len(out) - chat.TerminalWindowSize; n > 0 {
-		out = out[n:]
-	}
-	return out
-}
-
 type usageAV struct {
 	PromptTokens     int64 `dynamodbav:"promptTokens"`
 	CompletionTokens int64 `dynamodbav:"completionTokens"`
@@ -275,6 +266,7 @@ type turnItem struct {
 	SavedAt       int64         `dynamodbav:"savedAt"`
 	OwnerKey      string        `dynamodbav:"ownerKey"`
 	LeaseToken    string        `dynamodbav:"leaseToken"`
+	SaveID        string        `dynamodbav:"saveId,omitempty"`
 	Messages      string        `dynamodbav:"messages,omitempty"`
 	MessagesGzip  []byte        `dynamodbav:"messagesGzip,omitempty"`
 	Chunks        int           `dynamodbav:"chunks,omitempty"`
@@ -284,7 +276,7 @@ type turnItem struct {
 // optionalTurnAttrs are the turn attributes that may be absent; a save
 // that does not set one removes it.
 var optionalTurnAttrs = []string{AttrVisibleKey, "inputHash", "error", "startedAt", "completedAt",
-	"messages", "messagesGzip", "chunks", "chunkPrefix"}
+	"messages", "messagesGzip", "chunks", "chunkPrefix", attrSaveID}
 
 func newTurnItem(t *chat.Turn, owner chat.Principal, token string, savedAt time.Time) turnItem {
 	it := turnItem{

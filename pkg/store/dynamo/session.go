@@ -5,21 +5,29 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// ClaimTurn implements chat.Store (DESIGN §4). Happy path: one
-// conditional UpdateItem that creates the session or claims an idle one
-// whose owner matches and whose terminal window does not hold the turn id.
-// When that condition fails, one consistent read (or the item returned
-// with the failure) classifies the rejection; a lease that expired while
-// its turn ran is taken over with a compare-and-set on the session
-// revision (a third request), and so is a claimable session whose state
-// changed between the two requests. A lost compare-and-set is
-// ErrSessionBusy (retryable).
+// ClaimTurn implements chat.Store. Happy path: one conditional
+// UpdateItem that creates the session or claims an idle one whose owner
+// matches and whose terminal window does not hold the turn id. The claim
+// writes a fresh lease token, which is how it recognises its own effect:
+// when the write fails (a condition failure after an SDK retry of a write
+// that had applied, a lost answer, a 500, a timeout) one consistent read
+// (or the item returned with the failed condition) shows whether the
+// session now holds this token. Otherwise the same read classifies the
+// rejection; a lease that expired while its turn ran is taken over (the
+// crashed turn's item fenced, then a compare-and-set on the session
+// revision), and so is a claimable session whose state changed between
+// the two requests. A lost compare-and-set is ErrSessionBusy (retryable).
+// A claim whose terminal window is full and misses the turn id costs one
+// Query of TurnIDIndex (and, when the id is found, one write that gives
+// the claim back).
 func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Claim, error) {
 	if req.SessionID == "" || req.TurnID == "" || req.LeaseDuration <= 0 {
 		return nil, fmt.Errorf("%w: claim needs a session id, a turn id and a positive lease duration", chat.ErrInvalidRequest)
@@ -44,15 +52,35 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 		Set(expression.Name(attrNextOrdinal), expression.Plus(expression.IfNotExists(expression.Name(attrNextOrdinal), one), one)).
 		Set(expression.Name(attrLeaseOrdinal), expression.IfNotExists(expression.Name(attrNextOrdinal), one))
 	up = setClaimFields(up, req, token, expiresAt, now)
-	out, err := s.update(ctx, sessionKey(req.SessionID), up, cond, returnAllNew, returnOldOnFailure)
+	wctx, cancel := s.writeContext(ctx)
+	out, err := s.update(wctx, sessionKey(req.SessionID), up, cond, returnAllNew, returnOldOnFailure)
+	cancel()
 	if err == nil {
-		return s.claimed(req, out.Attributes)
+		return s.claimed(ctx, req, out.Attributes)
 	}
 	failed, item := conditionFailed(err)
+	if item == nil {
+		var rerr error
+		if item, rerr = s.resolveRead(ctx, sessionKey(req.SessionID)); rerr != nil {
+			return nil, fmt.Errorf("claim session %s: %w (resolving: %v)", req.SessionID, err, rerr)
+		}
+	}
+	if item != nil && holdsToken(item, token) {
+		return s.claimed(ctx, req, item) // this very claim applied
+	}
 	if !failed {
-		return nil, fmt.Errorf("claim session %s: %w", req.SessionID, err)
+		return nil, fmt.Errorf("claim session %s: %w", req.SessionID, err) // it did not apply
+	}
+	if item == nil { // it existed when the condition failed: a race
+		return nil, fmt.Errorf("claim session %s: session changed during the claim: %w", req.SessionID, chat.ErrSessionBusy)
 	}
 	return s.classifyClaim(ctx, req, item, token, now)
+}
+
+// holdsToken reports whether the session item holds the lease token.
+func holdsToken(item map[string]types.AttributeValue, token string) bool {
+	v, ok := item[attrLeaseToken].(*types.AttributeValueMemberS)
+	return ok && v.Value == token
 }
 
 // setClaimFields sets the lease fields every claim writes, and the
@@ -80,9 +108,11 @@ func setOrRemove(up expression.UpdateBuilder, name, v string) expression.UpdateB
 	return up.Set(expression.Name(name), expression.Value(v))
 }
 
-// claimed builds the Claim from the session item a claim wrote and
-// remembers it for the lease's later calls.
-func (s *Store) claimed(req chat.ClaimRequest, item map[string]types.AttributeValue) (*chat.Claim, error) {
+// claimed builds the Claim from the session item a claim wrote. When the
+// window is full and does not hold the turn id (the claim condition saw to
+// that), the id may belong to an older turn: one Query of TurnIDIndex
+// looks, and a found turn gives the claim back and rejects it.
+func (s *Store) claimed(ctx context.Context, req chat.ClaimRequest, item map[string]types.AttributeValue) (*chat.Claim, error) {
 	sess, _, err := decodeSession(req.SessionID, item)
 	if err != nil {
 		return nil, err
@@ -90,32 +120,87 @@ func (s *Store) claimed(req chat.ClaimRequest, item map[string]types.AttributeVa
 	if sess.ActiveTurn == nil {
 		return nil, fmt.Errorf("claim session %s: written item carries no lease", req.SessionID)
 	}
-	lease := *sess.ActiveTurn
-	s.remember(lease.Token, &claimMemo{
-		sessionID: req.SessionID,
-		turnID:    req.TurnID,
-		ordinal:   lease.Ordinal,
-		owner:     sess.Owner,
-		inputHash: lease.InputHash,
-		window:    append([]chat.TerminalEntry(nil), sess.TerminalTurns...),
-		expiresAt: lease.ExpiresAt,
+	c := &chat.Claim{Session: *sess, Lease: *sess.ActiveTurn, BaseSequence: sess.Cursor, Created: sess.Revision == 1}
+	if !chat.WindowFull(sess.TerminalTurns) {
+		return c, nil
+	}
+	rejection, err := s.olderTurn(ctx, req)
+	if err == nil && rejection == nil {
+		return c, nil
+	}
+	if gerr := s.giveBack(ctx, c); gerr != nil {
+		// The lease then expires on its own; the model never ran.
+		return nil, fmt.Errorf("claim session %s: give back a rejected claim: %w", req.SessionID, gerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return nil, rejection
+}
+
+// olderTurn looks the claimed turn id up among the session's stored turns
+// (one Query of TurnIDIndex): the rejection of a replay of a turn that
+// left the terminal window, nil when no stored turn has the id.
+func (s *Store) olderTurn(ctx context.Context, req chat.ClaimRequest) (error, error) {
+	item, err := s.findTurnItem(ctx, req.SessionID, req.TurnID, AttrTurnID, attrStatus, attrInputHash)
+	if err != nil || item == nil {
+		return nil, err
+	}
+	var it turnItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
+		return nil, fmt.Errorf("decode turn of session %s: %w", req.SessionID, err)
+	}
+	t := chat.Turn{TurnID: it.TurnID, Status: chat.TurnStatus(it.Status), InputHash: it.InputHash}
+	return chat.TurnRejection(&t, req.InputHash), nil
+}
+
+// giveBack undoes a claim that must not run: the lease is removed and the
+// ordinal returned, conditional on the claim's token (nothing else writes
+// the session while it holds the lease). An unknown outcome is resolved
+// with one consistent read.
+func (s *Store) giveBack(ctx context.Context, c *chat.Claim) error {
+	cond := condition{expr: "#leaseToken = :token", names: []string{attrLeaseToken},
+		values: map[string]types.AttributeValue{":token": strValue(c.Lease.Token)}}
+	up := expression.Set(expression.Name(attrNextOrdinal), expression.Value(c.Lease.Ordinal)).
+		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
+	for _, a := range leaseAttrs {
+		up = up.Remove(expression.Name(a))
+	}
+	err := s.resolvedWrite(ctx, sessionKey(c.Session.ID), up, cond, func(item map[string]types.AttributeValue) bool {
+		return item != nil && !holdsToken(item, c.Lease.Token)
 	})
-	return &chat.Claim{Session: *sess, Lease: lease, BaseSequence: sess.Cursor, Created: sess.Revision == 1}, nil
+	if failed, _ := conditionFailed(err); failed {
+		return nil // the token no longer holds the lease: given back already
+	}
+	return err
+}
+
+// resolvedWrite sends the conditional update under writeContext(ctx) and
+// resolves an unknown outcome (any failure but a condition failure) with
+// one consistent read of key: applied(item) reports whether the read item
+// shows the write's effect (item is nil when absent). It returns nil when
+// the write applied, the condition failure, or the write's error when
+// the read shows it did not apply (or cannot be made).
+func (s *Store) resolvedWrite(ctx context.Context, key map[string]types.AttributeValue, up expression.UpdateBuilder, c condition, applied func(map[string]types.AttributeValue) bool) error {
+	wctx, cancel := s.writeContext(ctx)
+	_, err := s.update(wctx, key, up, c)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	if failed, _ := conditionFailed(err); failed {
+		return err
+	}
+	item, rerr := s.resolveRead(ctx, key)
+	if rerr == nil && applied(item) {
+		return nil
+	}
+	return err
 }
 
 // classifyClaim explains a failed claim condition from the session item
-// (read consistently unless the failure carried it) and performs a
-// takeover of an expired lease.
+// and performs a takeover of an expired lease.
 func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item map[string]types.AttributeValue, token string, now time.Time) (*chat.Claim, error) {
-	if item == nil {
-		var err error
-		if item, err = s.getSessionItem(ctx, req.SessionID); err != nil {
-			return nil, err
-		}
-		if item == nil { // it existed when the condition failed: a race
-			return nil, fmt.Errorf("claim session %s: session changed during the claim: %w", req.SessionID, chat.ErrSessionBusy)
-		}
-	}
 	sess, _, err := decodeSession(req.SessionID, item)
 	if err != nil {
 		return nil, err
@@ -129,13 +214,24 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 	}
 	window, cursor := sess.TerminalTurns, sess.Cursor
 	if crashed != nil {
-		// The lease expired while its turn ran (DESIGN §4): its outcome is
-		// unknown and it may have emitted sequences past the stored cursor.
-		window = appendTerminal(window, chat.TerminalEntry{
-			TurnID: crashed.TurnID, Outcome: chat.OutcomeIndeterminate, InputHash: crashed.InputHash})
+		// The lease expired while its turn ran: fence its turn item, so
+		// that a late save of that turn can no longer land, and learn
+		// whether its save landed before. It may have emitted sequences
+		// past the stored cursor.
+		outcome, err := s.fence(ctx, req.SessionID, crashed, token)
+		if err != nil {
+			return nil, err
+		}
+		window = chat.AppendTerminal(window, chat.TerminalEntry{
+			TurnID: crashed.TurnID, Outcome: outcome, InputHash: crashed.InputHash})
 		cursor += chat.SequenceGapAfterCrash
 	}
-	rejection := windowRejection(window, req)
+	rejection := chat.Rejection(window, req.TurnID, req.InputHash)
+	if rejection == nil && chat.WindowFull(window) {
+		if rejection, err = s.olderTurn(ctx, req); err != nil {
+			return nil, err
+		}
+	}
 	if rejection != nil && crashed == nil {
 		return nil, rejection
 	}
@@ -163,36 +259,109 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 			up = up.Remove(expression.Name(a))
 		}
 	}
-	out, err := s.update(ctx, sessionKey(req.SessionID), up, cond, returnAllNew)
-	if failed, _ := conditionFailed(err); failed {
+	wctx, cancel := s.writeContext(ctx)
+	out, err := s.update(wctx, sessionKey(req.SessionID), up, cond, returnAllNew)
+	cancel()
+	if err == nil {
+		if rejection != nil {
+			return nil, rejection
+		}
+		return s.claimFromTakeover(req, out.Attributes)
+	}
+	if failed, _ := conditionFailed(err); failed && rejection == nil {
+		// An SDK retry of a compare-and-set that applied fails its own
+		// condition: the read below recognises the token.
+		err = fmt.Errorf("claim session %s: lost a compare-and-set: %w", req.SessionID, chat.ErrSessionBusy)
+	} else if failed {
 		return nil, fmt.Errorf("claim session %s: lost a compare-and-set: %w", req.SessionID, chat.ErrSessionBusy)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("claim session %s: %w", req.SessionID, err)
+	item, rerr := s.resolveRead(ctx, sessionKey(req.SessionID))
+	switch {
+	case rerr != nil:
+		return nil, fmt.Errorf("claim session %s: %w (resolving: %v)", req.SessionID, err, rerr)
+	case rejection == nil && item != nil && holdsToken(item, token):
+		return s.claimFromTakeover(req, item)
+	case rejection != nil && item != nil && revisionOf(item) > sess.Revision:
+		return nil, rejection // recorded, or changed by another claim: either way rejected
 	}
-	if rejection != nil {
-		return nil, rejection
-	}
-	return s.claimed(req, out.Attributes)
+	return nil, err
 }
 
-// windowRejection returns the error for a turn id found in the terminal
-// window (DESIGN §4), nil if it is not there.
-func windowRejection(window []chat.TerminalEntry, req chat.ClaimRequest) error {
-	for _, e := range window {
-		if e.TurnID != req.TurnID {
-			continue
-		}
-		switch {
-		case e.InputHash != req.InputHash:
-			return chat.ErrTurnIDReused
-		case e.Outcome == chat.OutcomeCompleted:
-			return chat.ErrTurnCompleted
-		default:
-			return chat.ErrTurnIndeterminate
-		}
+// claimFromTakeover builds the Claim of a takeover from the item written
+// (the olderTurn lookup, when the window was full, was done before).
+func (s *Store) claimFromTakeover(req chat.ClaimRequest, item map[string]types.AttributeValue) (*chat.Claim, error) {
+	sess, _, err := decodeSession(req.SessionID, item)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if sess.ActiveTurn == nil {
+		return nil, fmt.Errorf("claim session %s: written item carries no lease", req.SessionID)
+	}
+	return &chat.Claim{Session: *sess, Lease: *sess.ActiveTurn, BaseSequence: sess.Cursor}, nil
+}
+
+// revisionOf returns the session item's revision (0 if unreadable).
+func revisionOf(item map[string]types.AttributeValue) int64 {
+	var si sessionItem
+	if attributevalue.UnmarshalMap(item, &si) != nil {
+		return 0
+	}
+	return si.Revision
+}
+
+// fence closes the turn item of a crashed lease (one conditional
+// UpdateItem): a missing item becomes a fence item (no turn id, not
+// visible) and a running one is closed with status error and TURN_LOST;
+// either way its lease token is replaced, so the crashed turn's late save
+// is rejected by the table. It returns the crashed turn's outcome:
+// completed when its own save had already landed (the item is terminal
+// under its token), else indeterminate. An unknown outcome is resolved
+// with one consistent read.
+func (s *Store) fence(ctx context.Context, sessionID string, crashed *chat.Lease, token string) (chat.Outcome, error) {
+	key := turnKey(sessionID, crashed.Ordinal)
+	fenceToken := fencePrefix + token
+	lost := protocol.NewDiagnostic(protocol.CodeTurnLost)
+	cond := condition{
+		expr:  "attribute_not_exists(#pk) OR #leaseToken = :crashed AND #status = :running",
+		names: []string{AttrPK, attrLeaseToken, attrStatus},
+		values: map[string]types.AttributeValue{
+			":crashed": strValue(crashed.Token), ":running": strValue(string(chat.TurnRunning))},
+	}
+	up := expression.Set(expression.Name(attrLeaseToken), expression.Value(fenceToken)).
+		Set(expression.Name(attrStatus), expression.Value(string(chat.TurnError))).
+		Set(expression.Name(attrOrdinal), expression.Value(crashed.Ordinal)).
+		Set(expression.Name(attrError), expression.IfNotExists(expression.Name(attrError), expression.Value(diagnosticAV{
+			Version: lost.Version, Code: lost.Code, Message: lost.Message, Retryable: lost.Retryable})))
+	err := s.resolvedWrite(ctx, key, up, cond, func(item map[string]types.AttributeValue) bool {
+		return item != nil && tokenOf(item) == fenceToken
+	})
+	if err == nil {
+		return chat.OutcomeIndeterminate, nil
+	}
+	if failed, _ := conditionFailed(err); !failed {
+		return "", fmt.Errorf("fence crashed turn of session %s: %w", sessionID, err)
+	}
+	item, err := s.getItem(ctx, key)
+	if err != nil {
+		return "", fmt.Errorf("fence crashed turn of session %s: %w", sessionID, err)
+	}
+	if item != nil && tokenOf(item) == crashed.Token {
+		return chat.OutcomeCompleted, nil // its save landed: its outcome is known
+	}
+	return chat.OutcomeIndeterminate, nil // fenced already (an earlier takeover attempt)
+}
+
+// fencePrefix starts the lease token a takeover writes on a crashed
+// turn's item; no claim's token has it (tokens are base64url).
+const fencePrefix = "fence:"
+
+// tokenOf returns an item's leaseToken ("" if absent).
+func tokenOf(item map[string]types.AttributeValue) string {
+	v, _ := item[attrLeaseToken].(*types.AttributeValueMemberS)
+	if v == nil {
+		return ""
+	}
+	return v.Value
 }
 
 // windowValues returns the stored forms of a terminal window: the ordered
@@ -210,44 +379,62 @@ func windowValues(window []chat.TerminalEntry) (list, ids expression.ValueBuilde
 // RenewLease implements chat.Store: one UpdateItem conditional on the
 // token, the turn id and an unexpired lease. An expired lease protects
 // nothing, so its holder cannot renew it even before another turn takes
-// over; it can still release it (ReleaseTurn).
+// over; it can still release it (ReleaseTurn). A retried renewal that had
+// applied passes its condition again; an unknown outcome is resolved with
+// one consistent read (the stored expiry equals the requested one).
 func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Lease, error) {
+	c := req.Claim
+	if c == nil || c.Lease.Token == "" {
+		return nil, fmt.Errorf("%w: renew needs a claim", chat.ErrInvalidRequest)
+	}
 	now := s.now()
 	cond := condition{
 		expr:  "#leaseToken = :token AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now",
 		names: []string{attrLeaseToken, attrLeaseTurnID, attrLeaseExpiresAt},
 		values: map[string]types.AttributeValue{
-			":token": strValue(req.Token), ":turnId": strValue(req.TurnID), ":now": numValue(millis(now))},
+			":token": strValue(c.Lease.Token), ":turnId": strValue(c.Lease.TurnID), ":now": numValue(millis(now))},
 	}
 	up := expression.Set(expression.Name(attrLeaseExpiresAt), expression.Value(millis(req.ExpiresAt))).
-		Set(expression.Name(attrCursor), expression.Value(req.Cursor)).
+		Set(expression.Name(attrCursor), expression.Value(req.Sequence)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(now))).
 		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
-	out, err := s.update(ctx, sessionKey(req.SessionID), up, cond, returnAllNew)
-	if failed, _ := conditionFailed(err); failed {
+	key := sessionKey(c.Session.ID)
+	wctx, cancel := s.writeContext(ctx)
+	out, err := s.update(wctx, key, up, cond, returnAllNew)
+	cancel()
+	item := map[string]types.AttributeValue(nil)
+	switch failed, _ := conditionFailed(err); {
+	case err == nil:
+		item = out.Attributes
+	case failed:
 		return nil, chat.ErrLeaseLost
+	default:
+		read, rerr := s.resolveRead(ctx, key)
+		if rerr != nil {
+			return nil, fmt.Errorf("renew lease of session %s: %w (resolving: %v)", c.Session.ID, err, rerr)
+		}
+		if read == nil || !holdsToken(read, c.Lease.Token) {
+			return nil, chat.ErrLeaseLost
+		}
+		if _, si, derr := decodeSession(c.Session.ID, read); derr != nil || si.LeaseExpiresAt != millis(req.ExpiresAt) {
+			return nil, fmt.Errorf("renew lease of session %s: %w", c.Session.ID, err) // not applied
+		}
+		item = read
 	}
-	if err != nil {
-		return nil, fmt.Errorf("renew lease of session %s: %w", req.SessionID, err)
-	}
-	sess, _, err := decodeSession(req.SessionID, out.Attributes)
+	sess, _, err := decodeSession(c.Session.ID, item)
 	if err != nil {
 		return nil, err
 	}
 	if sess.ActiveTurn == nil {
-		return nil, fmt.Errorf("renew lease of session %s: written item carries no lease", req.SessionID)
-	}
-	if m := s.memo(req.Token); m != nil {
-		s.mu.Lock()
-		m.expiresAt = sess.ActiveTurn.ExpiresAt
-		s.mu.Unlock()
+		return nil, fmt.Errorf("renew lease of session %s: written item carries no lease", c.Session.ID)
 	}
 	return sess.ActiveTurn, nil
 }
 
 // RequestStop implements chat.Store: one UpdateItem conditional on the
-// owner and an unexpired lease of turnID; a failure is classified with
-// one consistent read.
+// owner and an unexpired lease of turnID (a retry after an applied stop
+// passes again); a failure is classified, and an unknown outcome
+// resolved, with one consistent read.
 func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p chat.Principal) error {
 	now := s.now()
 	cond := condition{
@@ -259,62 +446,59 @@ func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p cha
 	up := expression.Set(expression.Name(attrLeaseStop), expression.Value(true)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(now))).
 		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
-	_, err := s.update(ctx, sessionKey(sessionID), up, cond)
+	wctx, cancel := s.writeContext(ctx)
+	_, err := s.update(wctx, sessionKey(sessionID), up, cond)
+	cancel()
 	if err == nil {
 		return nil
 	}
-	if failed, _ := conditionFailed(err); !failed {
-		return fmt.Errorf("request stop in session %s: %w", sessionID, err)
+	failed, _ := conditionFailed(err)
+	item, rerr := s.resolveRead(ctx, sessionKey(sessionID))
+	if rerr != nil {
+		return fmt.Errorf("request stop in session %s: %w (resolving: %v)", sessionID, err, rerr)
 	}
-	sess, _, err := s.readSession(ctx, sessionID)
-	if err != nil {
-		return err
+	var sess *chat.Session
+	if item != nil {
+		if sess, _, rerr = decodeSession(sessionID, item); rerr != nil {
+			return rerr
+		}
 	}
 	if sess == nil || !p.Owns(sess.Owner) {
 		return chat.ErrSessionNotFound
+	}
+	l := sess.ActiveTurn
+	if !failed {
+		if l != nil && l.TurnID == turnID && l.Stop {
+			return nil // applied
+		}
+		return fmt.Errorf("request stop in session %s: %w", sessionID, err)
 	}
 	return chat.ErrTurnNotActive
 }
 
 // ReleaseTurn implements chat.Store: one UpdateItem conditional on the
-// token and turn id that removes the lease, writes the cursor and the
-// terminal window computed from the claim's (remembered) window. Without
-// that memory (another Store instance) the session is read first. A
-// failed condition is classified with one consistent read: a release
-// already done with this token is nil.
+// token and turn id that removes the lease, writes the sequence and the
+// terminal window computed from the claim's window (the window cannot
+// change while the lease is held). A failed condition or an unknown
+// outcome is classified with one consistent read: a release already done
+// with this token (an SDK retry of an applied release included) is nil.
 func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error {
-	if req.Outcome != chat.OutcomeCompleted && req.Outcome != chat.OutcomeIndeterminate {
-		return fmt.Errorf("%w: unknown outcome", chat.ErrInvalidRequest)
+	if err := req.Validate(); err != nil {
+		return err
 	}
-	defer s.forget(req.Token)
-	var window []chat.TerminalEntry
-	var inputHash string
-	if m := s.memo(req.Token); m != nil && m.sessionID == req.SessionID && m.turnID == req.TurnID {
-		window, inputHash = m.window, m.inputHash
-	} else {
-		sess, si, err := s.readSession(ctx, req.SessionID)
-		if err != nil {
-			return err
-		}
-		if sess == nil {
-			return chat.ErrLeaseLost
-		}
-		if si.LeaseToken != req.Token || si.LeaseTurnID != req.TurnID {
-			return releasedOrLost(si, req.Token)
-		}
-		window, inputHash = sess.TerminalTurns, si.LeaseInputHash
-	}
-	window = appendTerminal(window, chat.TerminalEntry{TurnID: req.TurnID, Outcome: req.Outcome, InputHash: inputHash})
+	c := req.Claim
+	window := chat.AppendTerminal(c.Session.TerminalTurns, chat.TerminalEntry{
+		TurnID: c.Lease.TurnID, Outcome: req.Outcome, InputHash: c.Lease.InputHash})
 	w, ids, _ := windowValues(window) // never empty: it holds this turn
 	cond := condition{
 		expr:   "#leaseToken = :token AND #leaseTurnId = :turnId",
 		names:  []string{attrLeaseToken, attrLeaseTurnID},
-		values: map[string]types.AttributeValue{":token": strValue(req.Token), ":turnId": strValue(req.TurnID)},
+		values: map[string]types.AttributeValue{":token": strValue(c.Lease.Token), ":turnId": strValue(c.Lease.TurnID)},
 	}
 	up := expression.Set(expression.Name(attrWindow), w).
 		Set(expression.Name(attrWindowIDs), ids).
-		Set(expression.Name(attrCursor), expression.Value(req.Cursor)).
-		Set(expression.Name(attrReleasedToken), expression.Value(req.Token)).
+		Set(expression.Name(attrCursor), expression.Value(req.Sequence)).
+		Set(expression.Name(attrReleasedToken), expression.Value(c.Lease.Token)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(s.now()))).
 		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
 	if req.DefinitionRevision > 0 {
@@ -323,27 +507,31 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 	for _, a := range leaseAttrs {
 		up = up.Remove(expression.Name(a))
 	}
-	_, err := s.update(ctx, sessionKey(req.SessionID), up, cond, returnOldOnFailure)
+	key := sessionKey(c.Session.ID)
+	wctx, cancel := s.writeContext(ctx)
+	_, err := s.update(wctx, key, up, cond, returnOldOnFailure)
+	cancel()
 	if err == nil {
 		return nil
 	}
 	failed, item := conditionFailed(err)
-	if !failed {
-		return fmt.Errorf("release turn of session %s: %w", req.SessionID, err)
-	}
 	if item == nil {
-		if item, err = s.getSessionItem(ctx, req.SessionID); err != nil {
-			return err
+		var rerr error
+		if item, rerr = s.resolveRead(ctx, key); rerr != nil {
+			return fmt.Errorf("release turn of session %s: %w (resolving: %v)", c.Session.ID, err, rerr)
 		}
 		if item == nil {
 			return chat.ErrLeaseLost
 		}
 	}
-	_, si, err := decodeSession(req.SessionID, item)
-	if err != nil {
-		return err
+	_, si, derr := decodeSession(c.Session.ID, item)
+	if derr != nil {
+		return derr
 	}
-	return releasedOrLost(si, req.Token)
+	if !failed && si.LeaseToken == c.Lease.Token {
+		return fmt.Errorf("release turn of session %s: %w", c.Session.ID, err) // not applied
+	}
+	return releasedOrLost(si, c.Lease.Token)
 }
 
 // releasedOrLost classifies a release whose token does not hold the

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -39,39 +38,30 @@ type Options struct {
 	// CursorKey is the HMAC key of page cursors (chat.CursorCodec, at least
 	// 16 bytes), shared by every instance serving the table.
 	CursorKey []byte
+	// ResolveShare is the part of a write's time kept for the one
+	// consistent read that resolves an unknown outcome: a write whose
+	// context has a deadline runs until ResolveShare before it (at most a
+	// quarter of the time left), so that the read still fits before the
+	// deadline. With no deadline the read gets ResolveShare. 0 means
+	// DefaultResolveShare.
+	ResolveShare time.Duration
 }
 
-// Store is the DynamoDB chat.Store. Create it with New; it is safe for
-// concurrent use.
-type Store struct {
-	client  Client
-	table   *string
-	now     func() time.Time
-	cursors chat.CursorCodec
+// DefaultResolveShare is the default Options.ResolveShare.
+const DefaultResolveShare = time.Second
 
-	mu    sync.Mutex
-	memos map[string]*claimMemo // by lease token
+// Store is the DynamoDB chat.Store. Create it with New; it is safe for
+// concurrent use and keeps no per-lease state: every process serving the
+// table behaves the same.
+type Store struct {
+	client       Client
+	table        *string
+	now          func() time.Time
+	cursors      chat.CursorCodec
+	resolveShare time.Duration
 }
 
 var _ chat.Store = (*Store)(nil)
-
-// maxMemos bounds the remembered claims (see claimMemo).
-const maxMemos = 4096
-
-// claimMemo is what a claim returned that later calls of the same lease
-// need without reading the session item: its owner (stored on the turn
-// item by SaveTurn) and its terminal window (extended by ReleaseTurn). The
-// window cannot change while the lease is held: only a release (which
-// ends the lease) or a takeover (which replaces the token) writes it.
-type claimMemo struct {
-	sessionID string
-	turnID    string
-	ordinal   int64
-	owner     chat.Principal
-	inputHash string
-	window    []chat.TerminalEntry
-	expiresAt time.Time
-}
 
 // New returns a Store over client. It panics if opts.Table is empty or
 // opts.CursorKey is shorter than 16 bytes (programming errors).
@@ -86,45 +76,67 @@ func New(client Client, opts Options) *Store {
 	if now == nil {
 		now = time.Now
 	}
+	share := opts.ResolveShare
+	if share <= 0 {
+		share = DefaultResolveShare
+	}
 	return &Store{
-		client:  client,
-		table:   aws.String(opts.Table),
-		now:     now,
-		cursors: chat.CursorCodec{Key: append([]byte(nil), opts.CursorKey...)},
-		memos:   make(map[string]*claimMemo),
+		client:       client,
+		table:        aws.String(opts.Table),
+		now:          now,
+		cursors:      chat.CursorCodec{Key: append([]byte(nil), opts.CursorKey...)},
+		resolveShare: share,
 	}
 }
 
-func (s *Store) remember(token string, m *claimMemo) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.memos) >= maxMemos {
-		cutoff := s.now().Add(-time.Hour)
-		for tok, old := range s.memos {
-			if old.expiresAt.Before(cutoff) {
-				delete(s.memos, tok)
-			}
-		}
-		for tok := range s.memos { // still full: forget arbitrary ones; they fall back to a read
-			if len(s.memos) < maxMemos {
-				break
-			}
-			delete(s.memos, tok)
-		}
+// writeContext returns the context of a write under ctx: it ends early
+// enough to leave time for the read of resolveContext.
+func (s *Store) writeContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
 	}
-	s.memos[token] = m
+	share := min(s.resolveShare, time.Until(d)/4)
+	return context.WithDeadline(ctx, d.Add(-share))
 }
 
-func (s *Store) memo(token string) *claimMemo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.memos[token]
+// resolveContext returns the context of the consistent read that resolves
+// a write whose outcome is unknown (it failed without a condition
+// failure: a lost answer the SDK gave up retrying, a 500 after apply, an
+// attempt timeout, or ctx ending mid-write). It is detached from ctx's
+// cancellation, since the write may have applied whatever ctx says, and
+// ends at ctx's deadline, or after ResolveShare when ctx has none or its
+// deadline has passed.
+func (s *Store) resolveContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	detached := context.WithoutCancel(ctx)
+	if d, ok := ctx.Deadline(); ok && time.Until(d) > 0 {
+		return context.WithDeadline(detached, d)
+	}
+	return context.WithTimeout(detached, s.resolveShare)
 }
 
-func (s *Store) forget(token string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.memos, token)
+// resolveRead reads key consistently under resolveContext(ctx): nil when
+// the item does not exist.
+func (s *Store) resolveRead(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	rctx, cancel := s.resolveContext(ctx)
+	defer cancel()
+	return s.getItem(rctx, key)
+}
+
+// getItem reads key with a consistent read; nil when it does not exist.
+func (s *Store) getItem(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      s.table,
+		Key:            key,
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(out.Item) == 0 {
+		return nil, nil
+	}
+	return out.Item, nil
 }
 
 // newToken returns a random lease token (128 bits, URL-safe base64).
@@ -158,18 +170,11 @@ func build(b expression.Builder) (expression.Expression, error) {
 // getSessionItem reads the session item with a consistent read; nil when
 // it does not exist.
 func (s *Store) getSessionItem(ctx context.Context, sessionID string) (map[string]types.AttributeValue, error) {
-	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName:      s.table,
-		Key:            sessionKey(sessionID),
-		ConsistentRead: aws.Bool(true),
-	})
+	item, err := s.getItem(ctx, sessionKey(sessionID))
 	if err != nil {
 		return nil, fmt.Errorf("read session %s: %w", sessionID, err)
 	}
-	if len(out.Item) == 0 {
-		return nil, nil
-	}
-	return out.Item, nil
+	return item, nil
 }
 
 // readSession returns the session and its raw item, or nil when absent.

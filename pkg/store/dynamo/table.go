@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -146,7 +149,30 @@ type ClientOptions struct {
 	// StaticCredentials uses fixed placeholder credentials instead of the
 	// SDK's credential chain: for local servers, which accept any.
 	StaticCredentials bool
+	// AttemptTimeout bounds one HTTP attempt (connect, send, answer), so
+	// that a hung connection costs one attempt and the SDK retries on a
+	// new one within the caller's deadline (config
+	// DYNAMODB_ATTEMPT_TIMEOUT). 0 means DefaultAttemptTimeout.
+	AttemptTimeout time.Duration
+	// MaxAttempts is how many attempts the SDK makes of one request
+	// (first try included); 0 means DefaultMaxAttempts.
+	MaxAttempts int
+	// Transport, when set, carries the HTTP attempts under AttemptTimeout
+	// in place of the SDK's default transport: tests inject faults there,
+	// below the SDK's retryer (internal/ddbfault).
+	Transport http.RoundTripper
 }
+
+// Client defaults. A DynamoDB request answers in milliseconds; an attempt
+// still unanswered after a second is far more likely hung than slow, and
+// the caller's deadline (a lease, the cleanup reserve) bounds the retries.
+const (
+	DefaultAttemptTimeout = time.Second
+	DefaultMaxAttempts    = 4
+	// maxRetryBackoff caps the SDK's jittered backoff between attempts
+	// (its default cap is 20 s, longer than any budget it serves here).
+	maxRetryBackoff = 500 * time.Millisecond
+)
 
 // NewClient returns a DynamoDB client for mains, the dev server and tests.
 // optFns are applied last (tests add middleware through them).
@@ -159,6 +185,22 @@ func NewClient(ctx context.Context, opts ClientOptions, optFns ...func(*dynamodb
 		loads = append(loads, config.WithCredentialsProvider(
 			credentials.NewStaticCredentialsProvider("local", "local", "")))
 	}
+	attempt := opts.AttemptTimeout
+	if attempt <= 0 {
+		attempt = DefaultAttemptTimeout
+	}
+	attempts := opts.MaxAttempts
+	if attempts <= 0 {
+		attempts = DefaultMaxAttempts
+	}
+	loads = append(loads,
+		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(attempt)),
+		config.WithRetryer(func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = attempts
+				o.MaxBackoff = maxRetryBackoff
+			})
+		}))
 	cfg, err := config.LoadDefaultConfig(ctx, loads...)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS config: %w", err)
@@ -166,6 +208,11 @@ func NewClient(ctx context.Context, opts ClientOptions, optFns ...func(*dynamodb
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if opts.Endpoint != "" {
 			o.BaseEndpoint = aws.String(opts.Endpoint)
+		}
+		if opts.Transport != nil {
+			// Set here, not in the loaded config, which requires the SDK's
+			// buildable client (it adds AWS_CA_BUNDLE roots to it).
+			o.HTTPClient = &http.Client{Transport: opts.Transport, Timeout: attempt}
 		}
 		for _, fn := range optFns {
 			fn(o)

@@ -2,8 +2,6 @@ package dynamo
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -21,23 +19,24 @@ import (
 
 const attrChunk = "chunk"
 
-// SaveTurn implements chat.Store: one UpdateItem of the turn item,
-// conditional on the item not existing or having been written with token.
-// An unknown status is ErrInvalidRequest; artifact references, when given,
-// are validated (ErrInvalidArtifact) and deduplicated as PutArtifacts does.
-// Messages larger than inlineLimit after compression are first written as
-// chunk items (one PutItem each), keyed by a hash of the token so that a
-// rejected save never overwrites another save's chunks; a rejected save
-// deletes the chunks it wrote. The owner comes from the claim this Store
-// remembers, or else from one read of the session item.
-func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error {
-	if t == nil || t.SessionID == "" || t.TurnID == "" || token == "" || t.Ordinal < 1 || t.Ordinal > maxOrdinal {
-		return fmt.Errorf("%w: save needs a session id, a turn id, a token and an ordinal in 1..%d", chat.ErrInvalidRequest, int64(maxOrdinal))
+// SaveTurn implements chat.Store: one UpdateItem of the claim's turn
+// item, conditional on the item not existing or having been written with
+// the claim's token (an item fenced by a takeover carries another token).
+// An SDK retry of a save that applied passes that condition again; any
+// other unknown outcome is resolved with one consistent read of the item,
+// which shows this call's save id when the write applied. Artifact
+// references, when given, are validated (ErrInvalidArtifact) and
+// deduplicated as PutArtifacts does. Messages larger than inlineLimit
+// after compression are first written as chunk items (one conditional
+// PutItem each), keyed by the save id so that a save never overwrites
+// another save's chunks; a rejected save deletes the chunks it wrote. The
+// owner comes from the claim.
+func (s *Store) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error {
+	if err := c.CheckTurn(t); err != nil {
+		return err
 	}
-	switch t.Status {
-	case chat.TurnRunning, chat.TurnComplete, chat.TurnError, chat.TurnInterrupted:
-	default:
-		return fmt.Errorf("%w: unknown turn status", chat.ErrInvalidRequest)
+	if t.Ordinal > maxOrdinal {
+		return fmt.Errorf("%w: ordinal above %d", chat.ErrInvalidRequest, int64(maxOrdinal))
 	}
 	artifacts := t.Artifacts
 	if artifacts != nil {
@@ -46,11 +45,9 @@ func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error 
 		}
 		artifacts = chat.DedupeArtifacts(artifacts)
 	}
-	owner, err := s.leaseOwner(ctx, token, t)
-	if err != nil {
-		return err
-	}
-	it := newTurnItem(t, owner, token, s.now())
+	token := c.Lease.Token
+	it := newTurnItem(t, c.Session.Owner, token, s.now())
+	it.SaveID = newToken()
 	data, err := encodeMessages(t.Messages)
 	if err != nil {
 		return err
@@ -67,9 +64,8 @@ func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error 
 			it.MessagesGzip = gz
 		} else {
 			chunks = splitChunks(gz)
-			sum := sha256.Sum256([]byte(token))
 			it.Chunks = len(chunks)
-			it.ChunkPrefix = turnSK(t.Ordinal) + "#CHUNK#" + hex.EncodeToString(sum[:8]) + "#"
+			it.ChunkPrefix = turnSK(t.Ordinal) + "#CHUNK#" + it.SaveID + "#"
 		}
 	}
 	for i, c := range chunks {
@@ -104,7 +100,10 @@ func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error 
 		names:  []string{AttrPK, attrLeaseToken},
 		values: map[string]types.AttributeValue{":token": strValue(token)},
 	}
-	_, err = s.update(ctx, turnKey(t.SessionID, t.Ordinal), up, cond)
+	err = s.resolvedWrite(ctx, turnKey(t.SessionID, t.Ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
+		v, _ := item[attrSaveID].(*types.AttributeValueMemberS)
+		return v != nil && v.Value == it.SaveID
+	})
 	if err == nil {
 		return nil
 	}
@@ -118,29 +117,6 @@ func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error 
 	return fmt.Errorf("save turn %s of session %s: %w", t.TurnID, t.SessionID, err)
 }
 
-// leaseOwner returns the owner of the session the lease token was
-// claimed in: remembered from the claim, or read from the session item.
-// A token whose claim was for another turn id or ordinal, or that belongs
-// to no existing session, is ErrLeaseLost; a token that no longer holds
-// the lease passes (a save retried after a release), the write's
-// condition then deciding.
-func (s *Store) leaseOwner(ctx context.Context, token string, t *chat.Turn) (chat.Principal, error) {
-	if m := s.memo(token); m != nil && m.sessionID == t.SessionID {
-		if m.turnID != t.TurnID || m.ordinal != t.Ordinal {
-			return chat.Principal{}, chat.ErrLeaseLost
-		}
-		return m.owner, nil
-	}
-	sess, si, err := s.readSession(ctx, t.SessionID)
-	if err != nil {
-		return chat.Principal{}, err
-	}
-	if sess == nil || si.LeaseToken == token && (si.LeaseTurnID != t.TurnID || si.LeaseOrdinal != t.Ordinal) {
-		return chat.Principal{}, chat.ErrLeaseLost
-	}
-	return sess.Owner, nil
-}
-
 func chunkKey(sessionID, prefix string, i int) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		AttrPK: &types.AttributeValueMemberS{Value: sessionPK(sessionID)},
@@ -148,10 +124,20 @@ func chunkKey(sessionID, prefix string, i int) map[string]types.AttributeValue {
 	}
 }
 
+// putChunk writes one chunk item, conditional on it being absent or
+// holding the same bytes (a retry of this very write: the key is unique
+// to one save).
 func (s *Store) putChunk(ctx context.Context, sessionID, prefix string, i int, data []byte) error {
 	item := chunkKey(sessionID, prefix, i)
 	item[attrChunk] = &types.AttributeValueMemberB{Value: data}
-	if _, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{TableName: s.table, Item: item}); err != nil {
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                 s.table,
+		Item:                      item,
+		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #chunk = :chunk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#chunk": attrChunk},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":chunk": item[attrChunk]},
+	})
+	if err != nil {
 		return fmt.Errorf("save chunk %d of a turn of session %s: %w", i, sessionID, err)
 	}
 	return nil
@@ -298,10 +284,15 @@ func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal
 	}
 }
 
-// Supersede implements chat.Store: one consistent read checks that token
-// holds an unexpired lease, one Query per 1 MB finds the visible turns in range, and one
-// UpdateItem per turn removes it from VisibleIndex.
-func (s *Store) Supersede(ctx context.Context, sessionID, token string, fromOrdinal, toOrdinal int64) error {
+// Supersede implements chat.Store: one consistent read checks that the
+// claim's token holds an unexpired lease, one Query per 1 MB finds the
+// visible turns in range, and one UpdateItem per turn removes it from
+// VisibleIndex (idempotent, so a retried one is harmless).
+func (s *Store) Supersede(ctx context.Context, c *chat.Claim, fromOrdinal, toOrdinal int64) error {
+	if c == nil {
+		return fmt.Errorf("%w: supersede needs a claim", chat.ErrInvalidRequest)
+	}
+	sessionID, token := c.Session.ID, c.Lease.Token
 	_, si, err := s.readSession(ctx, sessionID)
 	if err != nil {
 		return err
@@ -519,7 +510,8 @@ func (s *Store) FindTurn(ctx context.Context, sessionID, turnID string, p chat.P
 }
 
 // PutArtifacts implements chat.Store: one Query of TurnIDIndex and one
-// conditional UpdateItem. Invalid references cost no request.
+// conditional UpdateItem (an unknown outcome resolved with one consistent
+// read). Invalid references cost no request.
 func (s *Store) PutArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal, refs []chat.ArtifactReference) ([]chat.ArtifactReference, error) {
 	if err := chat.ValidateArtifacts(refs); err != nil {
 		return nil, err
@@ -531,8 +523,12 @@ func (s *Store) PutArtifacts(ctx context.Context, sessionID, turnID string, p ch
 	}
 	cond := condition{expr: "#turnId = :turnId", names: []string{AttrTurnID},
 		values: map[string]types.AttributeValue{":turnId": strValue(turnID)}}
-	up := expression.Set(expression.Name(attrArtifacts), expression.Value(artifactsAV(refs)))
-	_, err = s.update(ctx, map[string]types.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK]}, up, cond)
+	want := artifactsAV(refs)
+	up := expression.Set(expression.Name(attrArtifacts), expression.Value(want))
+	err = s.resolvedWrite(ctx, map[string]types.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK]}, up, cond, func(item map[string]types.AttributeValue) bool {
+		var got []artifactAV
+		return item != nil && attributevalue.Unmarshal(item[attrArtifacts], &got) == nil && slices.Equal(got, want)
+	})
 	if failed, _ := conditionFailed(err); failed {
 		return nil, chat.ErrTurnNotFound
 	}

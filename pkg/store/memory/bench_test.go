@@ -51,7 +51,7 @@ func BenchmarkLifecycle(b *testing.B) {
 					if _, err := s.LoadContext(ctx, sessionID, c.Lease.Ordinal); err != nil {
 						b.Fatal(err)
 					}
-					err := s.SaveTurn(ctx, c.Lease.Token, &chat.Turn{
+					err := s.SaveTurn(ctx, c, &chat.Turn{
 						SessionID: sessionID, TurnID: turnID, Ordinal: c.Lease.Ordinal, Status: chat.TurnComplete,
 						Messages: messages, LastSequence: c.BaseSequence + 2, FirstSequence: c.BaseSequence + 1,
 					})
@@ -59,10 +59,7 @@ func BenchmarkLifecycle(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				err = s.ReleaseTurn(ctx, chat.ReleaseRequest{
-					SessionID: sessionID, TurnID: turnID, Token: c.Lease.Token,
-					Outcome: chat.OutcomeCompleted, Cursor: c.BaseSequence + 2,
-				})
+				err = s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 2})
 				if err != nil {
 					b.Fatal(err)
 				}

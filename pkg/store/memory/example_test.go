@@ -24,7 +24,7 @@ func ExampleNew() {
 		fmt.Println("claim:", err)
 		return
 	}
-	err = store.SaveTurn(ctx, claim.Lease.Token, &chat.Turn{
+	err = store.SaveTurn(ctx, claim, &chat.Turn{
 		SessionID: "s1", TurnID: "t1", Ordinal: claim.Lease.Ordinal, Status: chat.TurnComplete,
 		FirstSequence: claim.BaseSequence + 1, LastSequence: claim.BaseSequence + 1,
 	})
@@ -32,10 +32,7 @@ func ExampleNew() {
 		fmt.Println("save:", err)
 		return
 	}
-	err = store.ReleaseTurn(ctx, chat.ReleaseRequest{
-		SessionID: "s1", TurnID: "t1", Token: claim.Lease.Token,
-		Outcome: chat.OutcomeCompleted, Cursor: claim.BaseSequence + 1,
-	})
+	err = store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: claim, Outcome: chat.OutcomeCompleted, Sequence: claim.BaseSequence + 1})
 	if err != nil {
 		fmt.Println("release:", err)
 		return

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // Options configure a Store.
@@ -39,7 +40,7 @@ type sessionRecord struct {
 	session chat.Session
 	// claims maps each ordinal handed out by ClaimTurn to that claim; only
 	// its token may write the turn item of that ordinal (chat.Store.SaveTurn).
-	claims map[int64]issuedClaim
+	claims map[int64]issuedClaim // a fenced claim's token is fenceToken
 	// releasedToken is the token of the last ReleaseTurn that cleared a
 	// lease: a retry of that release is a no-op.
 	releasedToken string
@@ -48,6 +49,29 @@ type sessionRecord struct {
 	turns    map[int64]*turnItem
 	ordinals []int64
 	byID     map[string]int64
+}
+
+// fenceToken replaces the token of a crashed turn's claim at takeover: no
+// claim has it, so the crashed turn's late save is ErrLeaseLost.
+const fenceToken = "fence"
+
+// fence closes the item of crashed lease l at takeover and returns the
+// crashed turn's outcome: completed if it had saved a terminal item, else
+// indeterminate (a running item is closed as error TURN_LOST).
+func (rec *sessionRecord) fence(l *chat.Lease) chat.Outcome {
+	c := rec.claims[l.Ordinal]
+	if c.token != l.Token {
+		return chat.OutcomeIndeterminate
+	}
+	if it, ok := rec.turns[l.Ordinal]; ok && it.token == l.Token && it.turn.Status != chat.TurnRunning {
+		return chat.OutcomeCompleted
+	}
+	rec.claims[l.Ordinal] = issuedClaim{turnID: c.turnID, token: fenceToken}
+	if it, ok := rec.turns[l.Ordinal]; ok && it.token == l.Token {
+		d := protocol.NewDiagnostic(protocol.CodeTurnLost)
+		it.turn.Status, it.turn.Error, it.token = chat.TurnError, &d, fenceToken
+	}
+	return chat.OutcomeIndeterminate
 }
 
 type issuedClaim struct {
@@ -125,26 +149,25 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 			return nil, chat.ErrSessionBusy
 		}
 		// The holder's lease expired while its turn ran: it crashed. Its
-		// outcome is unknown and it may have emitted sequences after the
-		// cursor it last persisted (ADR-0010).
-		sess.TerminalTurns = appendTerminal(sess.TerminalTurns, chat.TerminalEntry{
-			TurnID: l.TurnID, Outcome: chat.OutcomeIndeterminate, InputHash: l.InputHash,
+		// item is fenced (a late save is rejected), its outcome is
+		// completed only if its save had landed, and it may have emitted
+		// sequences after the sequence it last persisted.
+		sess.TerminalTurns = chat.AppendTerminal(sess.TerminalTurns, chat.TerminalEntry{
+			TurnID: l.TurnID, Outcome: rec.fence(l), InputHash: l.InputHash,
 		})
 		sess.Cursor += chat.SequenceGapAfterCrash
 		sess.ActiveTurn = nil
 		sess.Revision++
 		sess.UpdatedAt = now
 	}
-	if i := terminalIndex(sess.TerminalTurns, req.TurnID); i >= 0 {
-		e := sess.TerminalTurns[i]
-		switch {
-		case e.InputHash != req.InputHash:
-			return nil, chat.ErrTurnIDReused
-		case e.Outcome == chat.OutcomeCompleted:
-			return nil, chat.ErrTurnCompleted
-		default:
-			return nil, chat.ErrTurnIndeterminate
+	rejection := chat.Rejection(sess.TerminalTurns, req.TurnID, req.InputHash)
+	if rejection == nil && chat.WindowFull(sess.TerminalTurns) {
+		if ord, ok := rec.byID[req.TurnID]; ok { // a turn that left the window
+			rejection = chat.TurnRejection(&rec.turns[ord].turn, req.InputHash)
 		}
+	}
+	if rejection != nil {
+		return nil, rejection
 	}
 
 	lease := chat.Lease{
@@ -175,28 +198,32 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 	}, nil
 }
 
-// RenewLease implements chat.Store. The token must hold an unexpired lease
-// of req.TurnID: a lease whose expiry is not after now is ErrLeaseLost even
-// when no other turn has claimed the session yet. The stored cursor never
-// moves backward.
+// RenewLease implements chat.Store. The claim's token must hold an
+// unexpired lease: a lease whose expiry is not after now is ErrLeaseLost
+// even when no other turn has claimed the session yet. The stored
+// sequence never moves backward.
 func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	c := req.Claim
+	if c == nil {
+		return nil, fmt.Errorf("renew lease: %w", chat.ErrInvalidRequest)
+	}
 	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, ok := s.sessions[req.SessionID]
+	rec, ok := s.sessions[c.Session.ID]
 	if !ok {
 		return nil, chat.ErrLeaseLost
 	}
 	sess := &rec.session
 	l := sess.ActiveTurn
-	if !holds(l, req.TurnID, req.Token, now) {
+	if !holds(l, c.Lease.TurnID, c.Lease.Token, now) {
 		return nil, chat.ErrLeaseLost
 	}
 	l.ExpiresAt = ms(req.ExpiresAt)
-	sess.Cursor = max(sess.Cursor, req.Cursor)
+	sess.Cursor = max(sess.Cursor, req.Sequence)
 	sess.Revision++
 	sess.UpdatedAt = now
 	return cloneLease(l), nil
@@ -257,10 +284,14 @@ func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal
 // Supersede implements chat.Store. The token must hold an unexpired lease.
 // Only saved turns exist to be marked; a range with fromOrdinal >=
 // toOrdinal marks nothing.
-func (s *Store) Supersede(ctx context.Context, sessionID, token string, fromOrdinal, toOrdinal int64) error {
+func (s *Store) Supersede(ctx context.Context, c *chat.Claim, fromOrdinal, toOrdinal int64) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if c == nil {
+		return fmt.Errorf("supersede: %w", chat.ErrInvalidRequest)
+	}
+	sessionID, token := c.Session.ID, c.Lease.Token
 	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -280,21 +311,21 @@ func (s *Store) Supersede(ctx context.Context, sessionID, token string, fromOrdi
 	return nil
 }
 
-// SaveTurn implements chat.Store. Only the token ClaimTurn issued with
-// t.Ordinal, for t.TurnID, may write that turn item; any other token is
-// ErrLeaseLost, whether or not the lease is still held (a turn saves during
-// cleanup, possibly after its lease expired). A retried save keeps the
-// superseded mark of the stored item. Non-nil t.Artifacts are validated
-// (ErrInvalidArtifact) and deduplicated as PutArtifacts does.
-// ErrInvalidRequest if t is nil, has no session or turn id, an ordinal
-// below 1 or an unknown status.
-func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error {
+// SaveTurn implements chat.Store. Only the claim ClaimTurn issued for
+// t.Ordinal may write that turn item; a fenced claim (its lease expired
+// and another claim took over) is ErrLeaseLost, whether or not a save
+// landed before. A retried save keeps the superseded mark of the stored
+// item. Non-nil t.Artifacts are validated (ErrInvalidArtifact) and
+// deduplicated as PutArtifacts does. ErrInvalidRequest unless t is the
+// claim's turn (chat.Claim.CheckTurn).
+func (s *Store) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if t == nil || t.SessionID == "" || t.TurnID == "" || t.Ordinal < 1 || !validStatus(t.Status) {
-		return fmt.Errorf("save turn: %w", chat.ErrInvalidRequest)
+	if err := c.CheckTurn(t); err != nil {
+		return fmt.Errorf("save turn: %w", err)
 	}
+	token := c.Lease.Token
 	item := cloneTurn(t)
 	if item.Artifacts != nil {
 		if err := chat.ValidateArtifacts(item.Artifacts); err != nil {
@@ -311,7 +342,7 @@ func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error 
 	if !ok {
 		return chat.ErrLeaseLost
 	}
-	if c, ok := rec.claims[t.Ordinal]; !ok || c.token != token || c.turnID != t.TurnID {
+	if ic, ok := rec.claims[t.Ordinal]; !ok || ic.token != token || ic.turnID != t.TurnID {
 		return chat.ErrLeaseLost
 	}
 	if old, ok := rec.turns[t.Ordinal]; ok {
@@ -336,45 +367,46 @@ func (s *Store) SaveTurn(ctx context.Context, token string, t *chat.Turn) error 
 	return nil
 }
 
-// ReleaseTurn implements chat.Store. The lease is released when req.Token
-// holds it for req.TurnID, expired or not (cleanup may outlast the lease
+// ReleaseTurn implements chat.Store. The lease is released when the
+// claim's token holds it, expired or not (cleanup may outlast the lease
 // while no other turn claimed). A release with the token of the session's
 // last release is a no-op, even if another turn has claimed since (a
 // retried release whose first attempt succeeded); any other token is
 // ErrLeaseLost, so a crashed turn's late release after a takeover is never
-// recorded. The stored cursor never moves backward. ErrInvalidRequest for
-// an outcome other than completed or indeterminate.
+// recorded. The terminal window is computed from the claim's, as the
+// DynamoDB store does. The stored sequence never moves backward.
 func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if req.Outcome != chat.OutcomeCompleted && req.Outcome != chat.OutcomeIndeterminate {
-		return fmt.Errorf("release turn: %w", chat.ErrInvalidRequest)
+	if err := req.Validate(); err != nil {
+		return fmt.Errorf("release turn: %w", err)
 	}
+	c := req.Claim
 	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, ok := s.sessions[req.SessionID]
+	rec, ok := s.sessions[c.Session.ID]
 	if !ok {
 		return chat.ErrLeaseLost
 	}
 	sess := &rec.session
 	l := sess.ActiveTurn
 	switch {
-	case l != nil && l.Token == req.Token && l.TurnID == req.TurnID:
-		sess.TerminalTurns = appendTerminal(sess.TerminalTurns, chat.TerminalEntry{
-			TurnID: l.TurnID, Outcome: req.Outcome, InputHash: l.InputHash,
+	case l != nil && l.Token == c.Lease.Token && l.TurnID == c.Lease.TurnID:
+		sess.TerminalTurns = chat.AppendTerminal(c.Session.TerminalTurns, chat.TerminalEntry{
+			TurnID: l.TurnID, Outcome: req.Outcome, InputHash: c.Lease.InputHash,
 		})
-		sess.Cursor = max(sess.Cursor, req.Cursor)
+		sess.Cursor = max(sess.Cursor, req.Sequence)
 		if req.DefinitionRevision > 0 {
 			sess.DefinitionRevision = req.DefinitionRevision
 		}
 		sess.ActiveTurn = nil
 		sess.Revision++
 		sess.UpdatedAt = now
-		rec.releasedToken = req.Token
+		rec.releasedToken = c.Lease.Token
 		return nil
-	case rec.releasedToken != "" && rec.releasedToken == req.Token:
+	case rec.releasedToken != "" && rec.releasedToken == c.Lease.Token:
 		return nil
 	default:
 		return chat.ErrLeaseLost
@@ -543,31 +575,4 @@ func (s *Store) findItem(sessionID, turnID string, p chat.Principal, trustedOK b
 // holds reports whether l is an unexpired lease of turnID under token.
 func holds(l *chat.Lease, turnID, token string, now time.Time) bool {
 	return l != nil && l.Token == token && l.TurnID == turnID && l.ExpiresAt.After(now)
-}
-
-// appendTerminal appends e to the terminal window, removing an older entry
-// with the same turn id and keeping the newest chat.TerminalWindowSize
-// (AgentsKit wire §8, ADR-0012). It may reuse window's array.
-func appendTerminal(window []chat.TerminalEntry, e chat.TerminalEntry) []chat.TerminalEntry {
-	if i := terminalIndex(window, e.TurnID); i >= 0 {
-		window = slices.Delete(window, i, i+1)
-	}
-	window = append(window, e)
-	if n := len(window) - chat.TerminalWindowSize; n > 0 {
-		window = slices.Delete(window, 0, n)
-	}
-	return window
-}
-
-// terminalIndex returns the index of turnID in window, or -1.
-func terminalIndex(window []chat.TerminalEntry, turnID string) int {
-	return slices.IndexFunc(window, func(e chat.TerminalEntry) bool { return e.TurnID == turnID })
-}
-
-func validStatus(s chat.TurnStatus) bool {
-	switch s {
-	case chat.TurnRunning, chat.TurnComplete, chat.TurnError, chat.TurnInterrupted:
-		return true
-	}
-	return false
 }

@@ -32,10 +32,10 @@ func TestNewCursorKey(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.SaveTurn(ctx, c.Lease.Token, &chat.Turn{SessionID: "s1", TurnID: id, Ordinal: c.Lease.Ordinal, Status: chat.TurnComplete}); err != nil {
+			if err := s.SaveTurn(ctx, c, &chat.Turn{SessionID: "s1", TurnID: id, Ordinal: c.Lease.Ordinal, Status: chat.TurnComplete}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: id, Token: c.Lease.Token, Outcome: chat.OutcomeCompleted}); err != nil {
+			if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -118,27 +118,31 @@ func TestInvalidRequests(t *testing.T) {
 			_, err := s.ClaimTurn(ctx, r)
 			return err
 		}, chat.ErrInvalidRequest},
-		"save nil turn":       {func() error { return s.SaveTurn(ctx, c.Lease.Token, nil) }, chat.ErrInvalidRequest},
-		"save ordinal 0":      {func() error { return s.SaveTurn(ctx, c.Lease.Token, turn(func(t *chat.Turn) { t.Ordinal = 0 })) }, chat.ErrInvalidRequest},
-		"save unknown status": {func() error { return s.SaveTurn(ctx, c.Lease.Token, turn(func(t *chat.Turn) { t.Status = "done" })) }, chat.ErrInvalidRequest},
+		"save nil turn":       {func() error { return s.SaveTurn(ctx, c, nil) }, chat.ErrInvalidRequest},
+		"save ordinal 0":      {func() error { return s.SaveTurn(ctx, c, turn(func(t *chat.Turn) { t.Ordinal = 0 })) }, chat.ErrInvalidRequest},
+		"save unknown status": {func() error { return s.SaveTurn(ctx, c, turn(func(t *chat.Turn) { t.Status = "done" })) }, chat.ErrInvalidRequest},
 		"save invalid artifact": {func() error {
-			return s.SaveTurn(ctx, c.Lease.Token, turn(func(t *chat.Turn) {
+			return s.SaveTurn(ctx, c, turn(func(t *chat.Turn) {
 				t.Artifacts = []chat.ArtifactReference{{EntryPath: "/abs", ArtifactType: chat.ArtifactDocument}}
 			}))
 		}, chat.ErrInvalidArtifact},
-		"save unclaimed ordinal": {func() error { return s.SaveTurn(ctx, c.Lease.Token, turn(func(t *chat.Turn) { t.Ordinal = 2 })) }, chat.ErrLeaseLost},
-		"save as another turn":   {func() error { return s.SaveTurn(ctx, c.Lease.Token, turn(func(t *chat.Turn) { t.TurnID = "t2" })) }, chat.ErrLeaseLost},
+		"save unclaimed ordinal": {func() error { return s.SaveTurn(ctx, c, turn(func(t *chat.Turn) { t.Ordinal = 2 })) }, chat.ErrInvalidRequest},
+		"save as another turn":   {func() error { return s.SaveTurn(ctx, c, turn(func(t *chat.Turn) { t.TurnID = "t2" })) }, chat.ErrInvalidRequest},
 		"save first with a foreign token": {func() error {
-			return s.SaveTurn(ctx, "not-a-token", turn(func(*chat.Turn) {}))
+			f := *c
+			f.Lease.Token = "not-a-token"
+			return s.SaveTurn(ctx, &f, turn(func(*chat.Turn) {}))
 		}, chat.ErrLeaseLost},
 		"save to a missing session": {func() error {
-			return s.SaveTurn(ctx, c.Lease.Token, turn(func(t *chat.Turn) { t.SessionID = "nope" }))
-		}, chat.ErrLeaseLost},
+			return s.SaveTurn(ctx, c, turn(func(t *chat.Turn) { t.SessionID = "nope" }))
+		}, chat.ErrInvalidRequest},
 		"release unknown outcome": {func() error {
-			return s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t1", Token: c.Lease.Token, Outcome: "done"})
+			return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: "done"})
 		}, chat.ErrInvalidRequest},
 		"release in a missing session": {func() error {
-			return s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: "nope", TurnID: "t1", Token: c.Lease.Token, Outcome: chat.OutcomeCompleted})
+			f := *c
+			f.Session.ID = "nope"
+			return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: &f, Outcome: chat.OutcomeCompleted})
 		}, chat.ErrLeaseLost},
 	}
 	for name, tc := range cases {
@@ -176,7 +180,7 @@ func TestConcurrentUse(t *testing.T) {
 					return
 				}
 				text := "hi"
-				err = s.SaveTurn(ctx, c.Lease.Token, &chat.Turn{SessionID: sessionID, TurnID: turnID, Ordinal: c.Lease.Ordinal,
+				err = s.SaveTurn(ctx, c, &chat.Turn{SessionID: sessionID, TurnID: turnID, Ordinal: c.Lease.Ordinal,
 					Status: chat.TurnComplete, Messages: []protocol.Message{{ID: "m", Parts: []protocol.Part{{Type: "text", Text: &text}}}}})
 				if err != nil {
 					t.Error(err)
@@ -188,7 +192,7 @@ func TestConcurrentUse(t *testing.T) {
 				if _, err := s.PutArtifacts(ctx, sessionID, turnID, alice, []chat.ArtifactReference{{EntryPath: "a.md", ArtifactType: chat.ArtifactDocument}}); err != nil {
 					t.Error(err)
 				}
-				if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{SessionID: sessionID, TurnID: turnID, Token: c.Lease.Token, Outcome: chat.OutcomeCompleted}); err != nil {
+				if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted}); err != nil {
 					t.Error(err)
 				}
 				if found, err := s.FindTurn(ctx, sessionID, turnID, alice); err != nil || *found.Messages[0].Parts[0].Text != "hi" {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // claimCases prove ClaimTurn: creation, mutual exclusion, lease expiry, the
@@ -43,7 +44,7 @@ func claimCases() map[string]func(*testing.T, *env) {
 			if len(s.TerminalTurns) != 0 {
 				t.Errorf("new session terminal window = %+v, want empty", s.TerminalTurns)
 			}
-			e.save(c.Lease.Token, e.turnFor(c, "s1"))
+			e.save(c, e.turnFor(c, "s1"))
 			e.release("s1", c, chat.OutcomeCompleted, 2)
 
 			c2 := e.claim("s1", "t2")
@@ -67,12 +68,13 @@ func claimCases() map[string]func(*testing.T, *env) {
 			for round, sessionID := range []string{"race", "race"} {
 				const n = 50
 				errs := make([]error, n)
+				claims := make([]*chat.Claim, n)
 				var wg sync.WaitGroup
 				gate := make(chan struct{})
 				for i := range n {
 					wg.Go(func() {
 						<-gate
-						_, errs[i] = e.store.ClaimTurn(e.ctx, claimRequest(sessionID, fmt.Sprintf("r%d-t%02d", round, i)))
+						claims[i], errs[i] = e.store.ClaimTurn(e.ctx, claimRequest(sessionID, fmt.Sprintf("r%d-t%02d", round, i)))
 					})
 				}
 				close(gate)
@@ -97,8 +99,16 @@ func claimCases() map[string]func(*testing.T, *env) {
 				if want := int64(round + 2); s.NextOrdinal != want {
 					t.Errorf("round %d: next ordinal %d, want %d (one ordinal per winning claim)", round, s.NextOrdinal, want)
 				}
-				err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{SessionID: sessionID, TurnID: s.ActiveTurn.TurnID,
-					Token: s.ActiveTurn.Token, Outcome: chat.OutcomeCompleted})
+				var winner *chat.Claim
+				for _, c := range claims {
+					if c != nil {
+						winner = c
+					}
+				}
+				if winner.Lease.Token != s.ActiveTurn.Token {
+					t.Fatalf("round %d: the session holds another lease than the winner's", round)
+				}
+				err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: winner, Outcome: chat.OutcomeCompleted})
 				if err != nil {
 					t.Fatalf("round %d: release the winner: %v", round, err)
 				}
@@ -153,11 +163,73 @@ func claimCases() map[string]func(*testing.T, *env) {
 			wantErr(t, "same turn id, other input", err, chat.ErrTurnIDReused)
 		},
 
+		"CrashedTurnLateSaveFenced": func(t *testing.T, e *env) {
+			// A turn whose lease expired is fenced by the table at takeover:
+			// its late save (a process that was only slow, not dead) can no
+			// longer land beside its successor, and it stays out of history.
+			c := e.claim("s1", "slow")
+			late := e.turnFor(c, "s1")
+			e.clock.Advance(leaseDuration)
+			next := e.claim("s1", "next")
+			err := e.store.SaveTurn(e.ctx, c, late)
+			wantErr(t, "late save of the taken-over turn", err, chat.ErrLeaseLost)
+			_, err = e.store.FindTurn(e.ctx, "s1", "slow", alice)
+			wantErr(t, "the fenced turn in history", err, chat.ErrTurnNotFound)
+			e.save(next, e.turnFor(next, "s1"))
+			e.release("s1", next, chat.OutcomeCompleted, next.BaseSequence+2)
+			page, err := e.store.ListTurns(e.ctx, chat.ListRequest{SessionID: "s1", Principal: alice})
+			if err != nil || len(page.Turns) != 1 || page.Turns[0].TurnID != "next" {
+				t.Errorf("history after a fenced late save: %v, err %v; want only next", turnIDs(pageTurns(page)), err)
+			}
+			_, err = e.store.ClaimTurn(e.ctx, claimRequest("s1", "slow"))
+			wantErr(t, "replay of the fenced turn", err, chat.ErrTurnIndeterminate)
+		},
+
+		"CrashedTurnWhoseSaveLandedIsCompleted": func(t *testing.T, e *env) {
+			// The turn saved, then died before its release: its outcome is
+			// known, and the takeover records it as completed.
+			c := e.claim("s1", "saved")
+			e.save(c, e.turnFor(c, "s1"))
+			e.clock.Advance(leaseDuration)
+			next := e.claim("s1", "next")
+			e.release("s1", next, chat.OutcomeCompleted, next.BaseSequence)
+			s := e.session("s1")
+			if len(s.TerminalTurns) != 2 || s.TerminalTurns[0].TurnID != "saved" || s.TerminalTurns[0].Outcome != chat.OutcomeCompleted {
+				t.Errorf("terminal window = %+v, want [saved completed, next completed]", s.TerminalTurns)
+			}
+			_, err := e.store.ClaimTurn(e.ctx, claimRequest("s1", "saved"))
+			wantErr(t, "replay of the saved crashed turn", err, chat.ErrTurnCompleted)
+			if got := e.find("s1", "saved"); got.Status != chat.TurnComplete {
+				t.Errorf("saved crashed turn status %s, want complete", got.Status)
+			}
+		},
+
+		"CrashedRunningTurnClosedAsLost": func(t *testing.T, e *env) {
+			// A turn that saved itself as running (a checkpoint) and died is
+			// closed by the takeover: status error, TURN_LOST, its messages
+			// kept; its own later save is fenced.
+			c := e.claim("s1", "running")
+			running := e.turnFor(c, "s1")
+			running.Status = chat.TurnRunning
+			e.save(c, running)
+			e.clock.Advance(leaseDuration)
+			e.claim("s1", "next")
+			got := e.find("s1", "running")
+			if got.Status != chat.TurnError || got.Error == nil || got.Error.Code != protocol.CodeTurnLost {
+				t.Errorf("crashed running turn: status %s, error %+v; want error %s", got.Status, got.Error, protocol.CodeTurnLost)
+			}
+			if len(got.Messages) != len(running.Messages) || got.Messages[1].Content != running.Messages[1].Content {
+				t.Errorf("crashed running turn lost its messages: %v", got.Messages)
+			}
+			final := e.turnFor(c, "s1")
+			err := e.store.SaveTurn(e.ctx, c, final)
+			wantErr(t, "final save after the takeover", err, chat.ErrLeaseLost)
+		},
+
 		"CrashedTurnTakeover": func(t *testing.T, e *env) {
 			e.completeTurn("s1", "t0") // cursor 2
 			c := e.claim("s1", "crashed")
-			_, err := e.store.RenewLease(e.ctx, chat.RenewRequest{SessionID: "s1", TurnID: "crashed",
-				Token: c.Lease.Token, ExpiresAt: e.clock.Now().Add(leaseDuration), Cursor: c.BaseSequence + 7})
+			_, err := e.store.RenewLease(e.ctx, chat.RenewRequest{Claim: c, ExpiresAt: e.clock.Now().Add(leaseDuration), Sequence: c.BaseSequence + 7})
 			if err != nil {
 				t.Fatalf("renew: %v", err)
 			}
@@ -207,15 +279,26 @@ func claimCases() map[string]func(*testing.T, *env) {
 					t.Fatalf("window[%d] = %+v, want %s completed (oldest first, two oldest evicted)", i, entry, want.TurnID)
 				}
 			}
-			// The newest 64 are protected; an evicted turn id is not.
+			// The window is the fast path: a turn id identifies one turn of
+			// its session forever, evicted or not, and a rejected replay
+			// changes nothing (no ordinal spent, the window as it was).
+			before := e.session("s1")
 			_, err := e.store.ClaimTurn(e.ctx, claimRequest("s1", turns[2].TurnID))
 			wantErr(t, "replay of the oldest kept turn", err, chat.ErrTurnCompleted)
-			c := e.claim("s1", turns[0].TurnID)
-			e.release("s1", c, chat.OutcomeCompleted, c.BaseSequence)
-			s = e.session("s1")
-			if last := s.TerminalTurns[len(s.TerminalTurns)-1]; last.TurnID != turns[0].TurnID || len(s.TerminalTurns) != chat.TerminalWindowSize {
-				t.Errorf("after re-running an evicted id: window len %d, newest %+v; want %d, %s",
-					len(s.TerminalTurns), last, chat.TerminalWindowSize, turns[0].TurnID)
+			_, err = e.store.ClaimTurn(e.ctx, claimRequest("s1", turns[0].TurnID))
+			wantErr(t, "replay of an evicted turn", err, chat.ErrTurnCompleted)
+			reused := claimRequest("s1", turns[1].TurnID)
+			reused.InputHash = chat.HashInput("another input")
+			_, err = e.store.ClaimTurn(e.ctx, reused)
+			wantErr(t, "evicted turn id with another input", err, chat.ErrTurnIDReused)
+			after := e.session("s1")
+			if after.ActiveTurn != nil || after.NextOrdinal != before.NextOrdinal || !slices.Equal(after.TerminalTurns, before.TerminalTurns) {
+				t.Errorf("rejected replays changed the session: active %+v, next ordinal %d -> %d",
+					after.ActiveTurn, before.NextOrdinal, after.NextOrdinal)
+			}
+			c := e.claim("s1", "fresh")
+			if c.Lease.Ordinal != before.NextOrdinal {
+				t.Errorf("next claim's ordinal %d, want %d", c.Lease.Ordinal, before.NextOrdinal)
 			}
 		},
 
@@ -245,8 +328,7 @@ func claimCases() map[string]func(*testing.T, *env) {
 				t.Errorf("claim session definition %s@%d, want the stored assistant@1",
 					c.Session.DefinitionID, c.Session.DefinitionRevision)
 			}
-			err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t2", Token: c.Lease.Token,
-				Outcome: chat.OutcomeCompleted, Cursor: c.BaseSequence + 1, DefinitionRevision: 2})
+			err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1, DefinitionRevision: 2})
 			if err != nil {
 				t.Fatalf("ReleaseTurn: %v", err)
 			}

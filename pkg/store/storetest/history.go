@@ -178,11 +178,11 @@ func historyCases() map[string]func(*testing.T, *env) {
 		"SupersededExcludedWithoutEmptyPages": func(t *testing.T, e *env) {
 			e.completeTurns("s1", "t", 9) // ordinals 1-9
 			edit := e.claim("s1", "edit") // ordinal 10 supersedes 3-9
-			if err := e.store.Supersede(e.ctx, "s1", edit.Lease.Token, 3, edit.Lease.Ordinal); err != nil {
+			if err := e.store.Supersede(e.ctx, edit, 3, edit.Lease.Ordinal); err != nil {
 				t.Fatalf("Supersede: %v", err)
 			}
 			turn := e.turnFor(edit, "s1")
-			e.save(edit.Lease.Token, turn)
+			e.save(edit, turn)
 			e.release("s1", edit, chat.OutcomeCompleted, turn.LastSequence)
 			visible := []string{"t000", "t001", "edit"}
 			e.checkWalks(t, "s1", visible)
@@ -190,7 +190,7 @@ func historyCases() map[string]func(*testing.T, *env) {
 			// Supersede the tail too: the visible turns are then all at the
 			// start, and the page holding the last of them must say no more.
 			retry := e.claim("s1", "retry") // ordinal 11 supersedes 10
-			if err := e.store.Supersede(e.ctx, "s1", retry.Lease.Token, edit.Lease.Ordinal, retry.Lease.Ordinal); err != nil {
+			if err := e.store.Supersede(e.ctx, retry, edit.Lease.Ordinal, retry.Lease.Ordinal); err != nil {
 				t.Fatalf("Supersede: %v", err)
 			}
 			e.release("s1", retry, chat.OutcomeIndeterminate, retry.BaseSequence) // never saved

@@ -15,8 +15,7 @@ func leaseCases() map[string]func(*testing.T, *env) {
 			c := e.claim("s1", "t1")
 			e.clock.Advance(10 * time.Second)
 			until := e.clock.Now().Add(leaseDuration)
-			l, err := e.store.RenewLease(e.ctx, chat.RenewRequest{SessionID: "s1", TurnID: "t1",
-				Token: c.Lease.Token, ExpiresAt: until, Cursor: 5})
+			l, err := e.store.RenewLease(e.ctx, chat.RenewRequest{Claim: c, ExpiresAt: until, Sequence: 5})
 			if err != nil {
 				t.Fatalf("renew: %v", err)
 			}
@@ -36,29 +35,25 @@ func leaseCases() map[string]func(*testing.T, *env) {
 			// when no other turn has claimed the session yet.
 			c := e.claim("s1", "t1")
 			e.clock.Advance(leaseDuration)
-			_, err := e.store.RenewLease(e.ctx, chat.RenewRequest{SessionID: "s1", TurnID: "t1",
-				Token: c.Lease.Token, ExpiresAt: e.clock.Now().Add(leaseDuration)})
+			_, err := e.store.RenewLease(e.ctx, chat.RenewRequest{Claim: c, ExpiresAt: e.clock.Now().Add(leaseDuration)})
 			wantErr(t, "renew at the exact expiry", err, chat.ErrLeaseLost)
 		},
 
 		"StaleTokenLeaseLost": func(t *testing.T, e *env) {
 			c := e.claim("s1", "t1")
-			bad := c.Lease.Token + "x"
-			_, err := e.store.RenewLease(e.ctx, chat.RenewRequest{SessionID: "s1", TurnID: "t1", Token: bad,
-				ExpiresAt: e.clock.Now().Add(leaseDuration)})
+			bad := forged(c, c.Lease.Token+"x")
+			_, err := e.store.RenewLease(e.ctx, chat.RenewRequest{Claim: bad, ExpiresAt: e.clock.Now().Add(leaseDuration)})
 			wantErr(t, "renew with a wrong token", err, chat.ErrLeaseLost)
-			err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t1", Token: bad, Outcome: chat.OutcomeCompleted})
+			err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: bad, Outcome: chat.OutcomeCompleted})
 			wantErr(t, "release with a wrong token", err, chat.ErrLeaseLost)
 
 			e.clock.Advance(leaseDuration)
 			c2 := e.claim("s1", "t2") // takes over from t1
-			_, err = e.store.RenewLease(e.ctx, chat.RenewRequest{SessionID: "s1", TurnID: "t1", Token: c.Lease.Token,
-				ExpiresAt: e.clock.Now().Add(leaseDuration)})
+			_, err = e.store.RenewLease(e.ctx, chat.RenewRequest{Claim: c, ExpiresAt: e.clock.Now().Add(leaseDuration)})
 			wantErr(t, "renew by the taken-over turn", err, chat.ErrLeaseLost)
-			err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t1", Token: c.Lease.Token,
-				Outcome: chat.OutcomeCompleted, Cursor: 3})
+			err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 3})
 			wantErr(t, "release by the taken-over turn", err, chat.ErrLeaseLost)
-			err = e.store.Supersede(e.ctx, "s1", c.Lease.Token, 1, 2)
+			err = e.store.Supersede(e.ctx, c, 1, 2)
 			wantErr(t, "supersede by the taken-over turn", err, chat.ErrLeaseLost)
 			if s := e.session("s1"); s.ActiveTurn == nil || s.ActiveTurn.Token != c2.Lease.Token {
 				t.Errorf("active turn = %+v, want t2's lease untouched by the stale holder", s.ActiveTurn)
@@ -66,8 +61,7 @@ func leaseCases() map[string]func(*testing.T, *env) {
 			// Once the successor released, the crashed turn's late release
 			// is still not its to make: its outcome stays indeterminate.
 			e.release("s1", c2, chat.OutcomeCompleted, 3)
-			err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{SessionID: "s1", TurnID: "t1", Token: c.Lease.Token,
-				Outcome: chat.OutcomeCompleted, Cursor: 3})
+			err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 3})
 			wantErr(t, "late release by the taken-over turn", err, chat.ErrLeaseLost)
 			if s := e.session("s1"); len(s.TerminalTurns) != 2 || s.TerminalTurns[0].TurnID != "t1" || s.TerminalTurns[0].Outcome != chat.OutcomeIndeterminate {
 				t.Errorf("terminal window = %+v, want [t1 indeterminate, t2 completed]", s.TerminalTurns)
@@ -125,8 +119,7 @@ func leaseCases() map[string]func(*testing.T, *env) {
 			if err := e.store.RequestStop(e.ctx, "s1", "t1", alice); err != nil {
 				t.Fatalf("second stop: %v", err)
 			}
-			l, err := e.store.RenewLease(e.ctx, chat.RenewRequest{SessionID: "s1", TurnID: "t1", Token: c.Lease.Token,
-				ExpiresAt: e.clock.Now().Add(leaseDuration), Cursor: 1})
+			l, err := e.store.RenewLease(e.ctx, chat.RenewRequest{Claim: c, ExpiresAt: e.clock.Now().Add(leaseDuration), Sequence: 1})
 			if err != nil {
 				t.Fatalf("renew after stop: %v", err)
 			}

@@ -161,20 +161,26 @@ func (e *env) turnFor(c *chat.Claim, sessionID string) *chat.Turn {
 	}
 }
 
-// save saves t with token and fails the test on error.
-func (e *env) save(token string, t *chat.Turn) {
+// save saves t with claim c and fails the test on error.
+func (e *env) save(c *chat.Claim, t *chat.Turn) {
 	e.t.Helper()
-	if err := e.store.SaveTurn(e.ctx, token, t); err != nil {
+	if err := e.store.SaveTurn(e.ctx, c, t); err != nil {
 		e.t.Fatalf("SaveTurn(%s, %s): %v", t.SessionID, t.TurnID, err)
 	}
+}
+
+// forged returns a copy of c with another lease token: what a caller
+// holding a stale or made-up token would pass.
+func forged(c *chat.Claim, token string) *chat.Claim {
+	f := *c
+	f.Lease.Token = token
+	return &f
 }
 
 // release releases a claim with outcome and cursor, failing the test on error.
 func (e *env) release(sessionID string, c *chat.Claim, outcome chat.Outcome, cursor int64) {
 	e.t.Helper()
-	err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{
-		SessionID: sessionID, TurnID: c.Lease.TurnID, Token: c.Lease.Token, Outcome: outcome, Cursor: cursor,
-	})
+	err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: outcome, Sequence: cursor})
 	if err != nil {
 		e.t.Fatalf("ReleaseTurn(%s, %s): %v", sessionID, c.Lease.TurnID, err)
 	}
@@ -186,7 +192,7 @@ func (e *env) completeTurn(sessionID, turnID string) *chat.Turn {
 	e.t.Helper()
 	c := e.claim(sessionID, turnID)
 	turn := e.turnFor(c, sessionID)
-	e.save(c.Lease.Token, turn)
+	e.save(c, turn)
 	e.release(sessionID, c, chat.OutcomeCompleted, turn.LastSequence)
 	return turn
 }
@@ -299,4 +305,12 @@ func turnIDs(turns []chat.Turn) []string {
 		ids[i] = t.TurnID
 	}
 	return ids
+}
+
+// pageTurns returns the turns of page, nil for a nil page.
+func pageTurns(page *chat.TurnPage) []chat.Turn {
+	if page == nil {
+		return nil
+	}
+	return page.Turns
 }

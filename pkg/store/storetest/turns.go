@@ -21,7 +21,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 			req.Lineage = protocol.Lineage{Operation: protocol.OperationEdit, ParentTurnID: "t0", SourceMessageID: "t0-user"}
 			c := e.claimWith(req)
 			want := richTurn(c, "s1", e.clock.Now())
-			e.save(c.Lease.Token, want)
+			e.save(c, want)
 			e.release("s1", c, chat.OutcomeCompleted, want.LastSequence)
 			wantTurn(t, "FindTurn", e.find("s1", "t1"), want)
 
@@ -71,7 +71,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 			if size < 1<<20 {
 				t.Fatalf("test turn has %d bytes of content, want >= 1 MiB", size)
 			}
-			e.save(c.Lease.Token, turn)
+			e.save(c, turn)
 			e.release("s1", c, chat.OutcomeCompleted, turn.LastSequence)
 			wantTurn(t, "FindTurn of a 1 MiB turn", e.find("s1", "big"), turn)
 			loaded, err := e.store.LoadContext(e.ctx, "s1", 2)
@@ -85,28 +85,30 @@ func turnCases() map[string]func(*testing.T, *env) {
 			c := e.claim("s1", "t1")
 			turn := e.turnFor(c, "s1")
 			turn.Status = chat.TurnRunning
-			e.save(c.Lease.Token, turn)
+			e.save(c, turn)
 			retry := e.turnFor(c, "s1")
 			retry.Status = chat.TurnError
 			retry.Error = &protocol.Diagnostic{Version: 1, Code: "MODEL_FAILED", Message: "The model failed.", Retryable: true}
 			retry.Messages[1].Content = "partial"
-			e.save(c.Lease.Token, retry)
+			e.save(c, retry)
 			wantTurn(t, "turn after a retried save", e.find("s1", "t1"), retry)
 		},
 
 		"SaveTurnOtherTokenLeaseLost": func(t *testing.T, e *env) {
 			c := e.claim("s1", "t1")
 			turn := e.turnFor(c, "s1")
-			e.save(c.Lease.Token, turn)
+			e.save(c, turn)
 			e.release("s1", c, chat.OutcomeCompleted, turn.LastSequence)
 			c2 := e.claim("s1", "t2")
 
 			overwrite := e.turnFor(c, "s1") // ordinal 1, written by t1's claim
 			overwrite.Messages[1].Content = "overwritten"
-			for name, token := range map[string]string{"next claim's token": c2.Lease.Token, "made-up token": "not-a-token"} {
-				err := e.store.SaveTurn(e.ctx, token, overwrite)
+			for name, claim := range map[string]*chat.Claim{"next claim's token": forged(c, c2.Lease.Token), "made-up token": forged(c, "not-a-token")} {
+				err := e.store.SaveTurn(e.ctx, claim, overwrite)
 				wantErr(t, "save over t1 with the "+name, err, chat.ErrLeaseLost)
 			}
+			err := e.store.SaveTurn(e.ctx, c2, overwrite)
+			wantErr(t, "save of another ordinal than the claim's", err, chat.ErrInvalidRequest)
 			wantTurn(t, "t1 after rejected saves", e.find("s1", "t1"), turn)
 		},
 
@@ -114,14 +116,14 @@ func turnCases() map[string]func(*testing.T, *env) {
 			c := e.claim("s1", "t1")
 			turn := e.turnFor(c, "s1")
 			turn.Artifacts = []chat.ArtifactReference{{EntryPath: "first.md", ArtifactType: chat.ArtifactDocument}}
-			e.save(c.Lease.Token, turn)
+			e.save(c, turn)
 			put := []chat.ArtifactReference{{EntryPath: "out/chart.png", ArtifactType: chat.ArtifactImage}}
 			if _, err := e.store.PutArtifacts(e.ctx, "s1", "t1", alice, put); err != nil {
 				t.Fatalf("PutArtifacts: %v", err)
 			}
 			retry := e.turnFor(c, "s1")
 			retry.Artifacts = nil
-			e.save(c.Lease.Token, retry)
+			e.save(c, retry)
 			got := e.find("s1", "t1")
 			if !slices.Equal(got.Artifacts, put) {
 				t.Errorf("artifacts after a save with nil Artifacts = %+v, want the stored %+v", got.Artifacts, put)
@@ -145,7 +147,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 			// A running turn's checkpoint is a stored, listed turn.
 			turn := e.turnFor(c, "s1")
 			turn.Status = chat.TurnRunning
-			e.save(c.Lease.Token, turn)
+			e.save(c, turn)
 			wantTurn(t, "FindTurn after the save", e.find("s1", "t1"), turn)
 		},
 
@@ -155,7 +157,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 			req.Lineage = protocol.Lineage{Operation: protocol.OperationEdit, ParentTurnID: "t001", SourceMessageID: "t001-user"}
 			c := e.claimWith(req)
 			// [3, 4) marks ordinal 3 only: the range is half-open.
-			if err := e.store.Supersede(e.ctx, "s1", c.Lease.Token, 3, 4); err != nil {
+			if err := e.store.Supersede(e.ctx, c, 3, 4); err != nil {
 				t.Fatalf("Supersede: %v", err)
 			}
 			for id, want := range map[string]bool{"t001": false, "t002": true, "t003": false} {
@@ -164,11 +166,11 @@ func turnCases() map[string]func(*testing.T, *env) {
 				}
 			}
 			for range 2 { // idempotent
-				if err := e.store.Supersede(e.ctx, "s1", c.Lease.Token, 2, c.Lease.Ordinal); err != nil {
+				if err := e.store.Supersede(e.ctx, c, 2, c.Lease.Ordinal); err != nil {
 					t.Fatalf("Supersede: %v", err)
 				}
 			}
-			err := e.store.Supersede(e.ctx, "s1", "not-a-token", 1, c.Lease.Ordinal)
+			err := e.store.Supersede(e.ctx, forged(c, "not-a-token"), 1, c.Lease.Ordinal)
 			wantErr(t, "Supersede without the lease", err, chat.ErrLeaseLost)
 
 			loaded, err := e.store.LoadContext(e.ctx, "s1", c.Lease.Ordinal)
@@ -187,7 +189,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 				t.Error("FindTurn(t000).Superseded = true, want false (outside the range)")
 			}
 			turn := e.turnFor(c, "s1")
-			e.save(c.Lease.Token, turn)
+			e.save(c, turn)
 			e.release("s1", c, chat.OutcomeCompleted, turn.LastSequence)
 			page, err := e.store.ListTurns(e.ctx, chat.ListRequest{SessionID: "s1", Principal: alice, Order: chat.OrderAsc})
 			if err != nil {
@@ -203,7 +205,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 			c := e.claim("s1", "t003")
 			running := e.turnFor(c, "s1")
 			running.Status = chat.TurnRunning
-			e.save(c.Lease.Token, running)
+			e.save(c, running)
 
 			cases := map[string]struct {
 				before int64
@@ -233,7 +235,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 			interrupted := e.turnFor(c, "s1")
 			interrupted.Status = chat.TurnInterrupted
 			interrupted.Error = &protocol.Diagnostic{Version: 1, Code: "TURN_INTERRUPTED", Message: "The turn was stopped."}
-			e.save(c.Lease.Token, interrupted)
+			e.save(c, interrupted)
 			got, err := e.store.LoadContext(e.ctx, "s1", 5)
 			if err != nil {
 				t.Fatalf("LoadContext: %v", err)
@@ -247,7 +249,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 			c := e.claim("s1", "t1")
 			saved := richTurn(c, "s1", e.clock.Now())
 			turn := richTurn(c, "s1", e.clock.Now())
-			e.save(c.Lease.Token, turn)
+			e.save(c, turn)
 			scribble(turn)
 			wantTurn(t, "after mutating the saved value", e.find("s1", "t1"), saved)
 			scribble(e.find("s1", "t1"))

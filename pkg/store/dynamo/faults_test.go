@@ -1,0 +1,357 @@
+package dynamo_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/turnstream/turnstream/internal/ddbfault"
+	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+)
+
+// faultEnv is a table whose client sends every HTTP attempt through a
+// ddbfault.Transport, below the SDK's retryer: an injected fault is seen
+// by the SDK, which retries as it would against DynamoDB.
+type faultEnv struct {
+	*env
+	faults *ddbfault.Transport
+	s      *dynamo.Store
+}
+
+// attemptTimeout is short so that a hung attempt costs little test time.
+const attemptTimeout = 200 * time.Millisecond
+
+func newFaultEnv(t *testing.T) *faultEnv {
+	t.Helper()
+	ft := ddbfault.New(nil)
+	opts := dynalite.Options(t)
+	opts.Transport = ft
+	opts.AttemptTimeout = attemptTimeout
+	c := &counter{}
+	client, err := dynamo.NewClient(context.Background(), opts, c.option)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{client: client, table: dynalite.Table(t, client), count: c,
+		clock: &testClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}}
+	ft.Reset()
+	return &faultEnv{env: e, faults: ft, s: e.store()}
+}
+
+// ctx is a generous caller deadline: the faults below resolve in well
+// under a second, so no case depends on the machine's speed.
+func faultCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// The rules aim at one write by a fragment only its request carries.
+var (
+	claimWrite   = ddbfault.Op("UpdateItem", "attribute_not_exists(#leaseToken)")
+	takeoverCAS  = ddbfault.Op("UpdateItem", ":revision")
+	fenceWrite   = ddbfault.Op("UpdateItem", "fence:")
+	saveWrite    = ddbfault.Op("UpdateItem", "saveId")
+	releaseWrite = ddbfault.Op("UpdateItem", "releasedToken")
+	renewWrite   = ddbfault.Op("UpdateItem", ":now", "#leaseToken = :token")
+	stopWrite    = ddbfault.Op("UpdateItem", "#ownerKey = :owner AND #leaseTurnId")
+)
+
+// TestClaimRecognisesItsOwnWrite: a claim that applied but whose answer
+// was lost (or answered 500) is a successful claim, not SESSION_BUSY;
+// the session spends one ordinal and no sequences.
+func TestClaimRecognisesItsOwnWrite(t *testing.T) {
+	for _, fault := range []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter} {
+		for _, existing := range []bool{false, true} {
+			name := fault.String() + map[bool]string{false: "/new session", true: "/existing session"}[existing]
+			t.Run(name, func(t *testing.T) {
+				e := newFaultEnv(t)
+				ctx := faultCtx(t)
+				wantOrdinal, wantBase := int64(1), int64(0)
+				if existing {
+					completeTurn(t, e.s, "s1", "t0", 2)
+					wantOrdinal, wantBase = 2, 2
+				}
+				e.faults.SetRule(ddbfault.Once(fault, claimWrite))
+				c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+				if err != nil {
+					t.Fatalf("claim whose write applied: %v", err)
+				}
+				if n := e.faults.Counts()[fault]; n != 1 {
+					t.Fatalf("%d attempts met %v, want 1: the fault was not injected", n, fault)
+				}
+				if c.Lease.Ordinal != wantOrdinal || c.BaseSequence != wantBase || c.Created == existing {
+					t.Errorf("claim ordinal %d base %d created %v; want %d, %d, %v", c.Lease.Ordinal, c.BaseSequence, c.Created,
+						wantOrdinal, wantBase, !existing)
+				}
+				sess, err := e.s.GetSession(ctx, "s1", alice)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sess.ActiveTurn == nil || sess.ActiveTurn.Token != c.Lease.Token || sess.NextOrdinal != wantOrdinal+1 || sess.Cursor != wantBase {
+					t.Errorf("session after the claim: lease %+v, next ordinal %d, cursor %d", sess.ActiveTurn, sess.NextOrdinal, sess.Cursor)
+				}
+				// The turn runs exactly once: the claim is usable end to end.
+				e.faults.SetRule(nil)
+				turn := turnOf(c, "s1", textMessages("t1", "answer"))
+				if err := e.s.SaveTurn(ctx, c, turn); err != nil {
+					t.Fatal(err)
+				}
+				if err := e.s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: wantBase + 1}); err != nil {
+					t.Fatal(err)
+				}
+				_, err = e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+				if !errors.Is(err, chat.ErrTurnCompleted) {
+					t.Errorf("replay after the turn: %v, want ErrTurnCompleted", err)
+				}
+			})
+		}
+	}
+}
+
+// TestClaimNotAppliedIsAnError: a claim whose every attempt failed before
+// DynamoDB applied it reports a (retryable) failure, and the one read that
+// resolves it shows no lease: nothing was claimed.
+func TestClaimNotAppliedIsAnError(t *testing.T) {
+	e := newFaultEnv(t)
+	ctx := faultCtx(t)
+	e.faults.SetRule(ddbfault.Always(ddbfault.ServerErrorBefore, claimWrite))
+	_, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+	if err == nil || errors.Is(err, chat.ErrSessionBusy) {
+		t.Fatalf("claim that never applied: %v, want a storage error", err)
+	}
+	if n := e.faults.Counts()[ddbfault.ServerErrorBefore]; n < 2 {
+		t.Errorf("%d attempts, want the SDK to retry", n)
+	}
+	e.faults.SetRule(nil)
+	if _, err := e.s.GetSession(ctx, "s1", alice); !errors.Is(err, chat.ErrSessionNotFound) {
+		t.Errorf("session after a claim that never applied: %v, want ErrSessionNotFound", err)
+	}
+	if _, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1")); err != nil {
+		t.Errorf("the client's retry: %v", err)
+	}
+}
+
+// TestTakeoverRecognisesItsOwnWrites: the fence and the compare-and-set of
+// a takeover recognise their own applied writes.
+func TestTakeoverRecognisesItsOwnWrites(t *testing.T) {
+	for name, match := range map[string]func(ddbfault.Attempt) bool{"fence": fenceWrite, "compare-and-set": takeoverCAS} {
+		t.Run(name, func(t *testing.T) {
+			e := newFaultEnv(t)
+			ctx := faultCtx(t)
+			crashed, err := e.s.ClaimTurn(ctx, claimReq("s1", "crashed"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(lease)
+			e.faults.SetRule(ddbfault.Once(ddbfault.LoseAnswer, match))
+			c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t2"))
+			if err != nil {
+				t.Fatalf("takeover: %v", err)
+			}
+			if e.faults.Counts()[ddbfault.LoseAnswer] != 1 {
+				t.Fatal("the fault was not injected")
+			}
+			if c.Lease.Ordinal != 2 || c.BaseSequence != chat.SequenceGapAfterCrash {
+				t.Errorf("takeover claim ordinal %d base %d", c.Lease.Ordinal, c.BaseSequence)
+			}
+			e.faults.SetRule(nil)
+			if err := e.s.SaveTurn(ctx, crashed, turnOf(crashed, "s1", textMessages("crashed", "late"))); !errors.Is(err, chat.ErrLeaseLost) {
+				t.Errorf("late save of the crashed turn: %v, want ErrLeaseLost", err)
+			}
+		})
+	}
+}
+
+// TestSaveResolvesUnknownOutcome: a save that applied is reported saved
+// whatever its answers were; a hung attempt is cut by the attempt timeout
+// and retried.
+func TestSaveResolvesUnknownOutcome(t *testing.T) {
+	cases := map[string]ddbfault.Rule{
+		"answer lost":                ddbfault.Once(ddbfault.LoseAnswer, saveWrite),
+		"500 after apply, every try": ddbfault.Always(ddbfault.ServerErrorAfter, saveWrite),
+		"first attempt hangs":        ddbfault.Once(ddbfault.Hang, saveWrite),
+	}
+	for name, rule := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newFaultEnv(t)
+			ctx := faultCtx(t)
+			c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.faults.SetRule(rule)
+			turn := turnOf(c, "s1", textMessages("t1", "the answer"))
+			if err := e.s.SaveTurn(ctx, c, turn); err != nil {
+				t.Fatalf("save that applied: %v", err)
+			}
+			if injected(e.faults) == 0 {
+				t.Fatal("no fault was injected")
+			}
+			e.faults.SetRule(nil)
+			got, err := e.s.FindTurn(ctx, "s1", "t1", alice)
+			if err != nil || got.Status != chat.TurnComplete || got.Messages[1].Content != "the answer" {
+				t.Errorf("stored turn %+v, err %v", got, err)
+			}
+		})
+	}
+	t.Run("500 before apply, every try", func(t *testing.T) {
+		e := newFaultEnv(t)
+		ctx := faultCtx(t)
+		c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.faults.SetRule(ddbfault.Always(ddbfault.ServerErrorBefore, saveWrite))
+		if err := e.s.SaveTurn(ctx, c, turnOf(c, "s1", textMessages("t1", "x"))); err == nil {
+			t.Fatal("a save that never applied reported success")
+		}
+	})
+}
+
+// TestReleaseResolvesUnknownOutcome: an applied release is done however
+// it was answered.
+func TestReleaseResolvesUnknownOutcome(t *testing.T) {
+	for _, rule := range []ddbfault.Rule{
+		ddbfault.Once(ddbfault.LoseAnswer, releaseWrite),
+		ddbfault.Always(ddbfault.ServerErrorAfter, releaseWrite),
+	} {
+		e := newFaultEnv(t)
+		ctx := faultCtx(t)
+		c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.faults.SetRule(rule)
+		if err := e.s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 3}); err != nil {
+			t.Fatalf("release that applied: %v", err)
+		}
+		e.faults.SetRule(nil)
+		sess, err := e.s.GetSession(ctx, "s1", alice)
+		if err != nil || sess.ActiveTurn != nil || len(sess.TerminalTurns) != 1 || sess.Cursor != 3 {
+			t.Errorf("session after the release: %+v, err %v", sess, err)
+		}
+	}
+}
+
+// TestRenewUnderFaults: a renewal's lost answer is a renewal; a hung
+// connection costs attempt timeouts, not the caller's whole deadline, and
+// a renewal that never applied is an error (the caller keeps the expiry
+// it last proved).
+func TestRenewUnderFaults(t *testing.T) {
+	t.Run("answer lost", func(t *testing.T) {
+		e := newFaultEnv(t)
+		ctx := faultCtx(t)
+		c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		until := e.clock.Now().Add(2 * lease)
+		e.faults.SetRule(ddbfault.Once(ddbfault.LoseAnswer, renewWrite))
+		l, err := e.s.RenewLease(ctx, chat.RenewRequest{Claim: c, ExpiresAt: until, Sequence: 4})
+		if err != nil || !l.ExpiresAt.Equal(until) {
+			t.Fatalf("renewal that applied: %+v, %v", l, err)
+		}
+		if e.faults.Counts()[ddbfault.LoseAnswer] != 1 {
+			t.Fatal("the fault was not injected")
+		}
+	})
+	t.Run("every attempt hangs", func(t *testing.T) {
+		e := newFaultEnv(t)
+		ctx := faultCtx(t)
+		c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.faults.SetRule(ddbfault.Always(ddbfault.Hang, renewWrite))
+		_, err = e.s.RenewLease(ctx, chat.RenewRequest{Claim: c, ExpiresAt: e.clock.Now().Add(2 * lease)})
+		if err == nil {
+			t.Fatal("a renewal that never answered reported success")
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the renewal held the caller until its deadline")
+		}
+		if n := e.faults.Counts()[ddbfault.Hang]; n < 2 {
+			t.Errorf("%d hung attempts, want the attempt timeout to cut each and the SDK to retry", n)
+		}
+		e.faults.SetRule(nil)
+		sess, err := e.s.GetSession(ctx, "s1", alice)
+		if err != nil || sess.ActiveTurn == nil || !sess.ActiveTurn.ExpiresAt.Equal(c.Lease.ExpiresAt) {
+			t.Errorf("lease after the hung renewal: %+v, want the claim's expiry", sess.ActiveTurn)
+		}
+	})
+	t.Run("caller deadline bounds a hang", func(t *testing.T) {
+		e := newFaultEnv(t)
+		c, err := e.s.ClaimTurn(faultCtx(t), claimReq("s1", "t1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.faults.SetRule(ddbfault.Always(ddbfault.Hang, renewWrite))
+		ctx, cancel := context.WithTimeout(context.Background(), attemptTimeout/2)
+		defer cancel()
+		if _, err := e.s.RenewLease(ctx, chat.RenewRequest{Claim: c, ExpiresAt: e.clock.Now().Add(2 * lease)}); err == nil {
+			t.Fatal("success past the caller's deadline")
+		}
+	})
+}
+
+// TestStopAndArtifactsResolveUnknownOutcome: the stop flag and an
+// artifacts write that applied are reported done.
+func TestStopAndArtifactsResolveUnknownOutcome(t *testing.T) {
+	e := newFaultEnv(t)
+	ctx := faultCtx(t)
+	c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.faults.SetRule(ddbfault.Always(ddbfault.ServerErrorAfter, stopWrite))
+	if err := e.s.RequestStop(ctx, "s1", "t1", alice); err != nil {
+		t.Fatalf("stop that applied: %v", err)
+	}
+	e.faults.SetRule(nil)
+	if l, err := e.s.RenewLease(ctx, chat.RenewRequest{Claim: c, ExpiresAt: e.clock.Now().Add(lease)}); err != nil || !l.Stop {
+		t.Fatalf("lease after the stop: %+v, %v", l, err)
+	}
+	if err := e.s.SaveTurn(ctx, c, turnOf(c, "s1", textMessages("t1", "x"))); err != nil {
+		t.Fatal(err)
+	}
+	refs := []chat.ArtifactReference{{EntryPath: "out/a.md", ArtifactType: chat.ArtifactDocument}}
+	e.faults.SetRule(ddbfault.Always(ddbfault.ServerErrorAfter, ddbfault.Op("UpdateItem", "out/a.md")))
+	if _, err := e.s.PutArtifacts(ctx, "s1", "t1", alice, refs); err != nil {
+		t.Fatalf("artifacts write that applied: %v", err)
+	}
+	e.faults.SetRule(nil)
+	if got, err := e.s.GetArtifacts(ctx, "s1", "t1", alice); err != nil || len(got) != 1 {
+		t.Errorf("artifacts after the write: %v, %v", got, err)
+	}
+}
+
+// completeTurn runs one turn of alice through claim, save and release.
+func completeTurn(t *testing.T, s *dynamo.Store, sessionID, turnID string, sequence int64) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := s.ClaimTurn(ctx, claimReq(sessionID, turnID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveTurn(ctx, c, turnOf(c, sessionID, textMessages(turnID, "answer"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: sequence}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// injected counts the attempts that met a fault.
+func injected(ft *ddbfault.Transport) int {
+	n := 0
+	for f, c := range ft.Counts() {
+		if f != ddbfault.Pass {
+			n += c
+		}
+	}
+	return n
+}
