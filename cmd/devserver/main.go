@@ -350,6 +350,7 @@ func newStore(ctx context.Context, cfg config.Config, staticCredentials bool) (s
 	}
 	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{
 		Endpoint:          cfg.DynamoDBEndpoint,
+		AttemptTimeout:    cfg.DynamoDBAttemptTimeout,
 		Region:            cfg.Region,
 		StaticCredentials: staticCredentials,
 	})

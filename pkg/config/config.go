@@ -61,6 +61,11 @@ type Config struct {
 	// DynamoDBEndpoint is a DynamoDB API endpoint URL for local runs
 	// (DYNAMODB_ENDPOINT, absolute http or https URL); empty means AWS.
 	DynamoDBEndpoint string
+	// DynamoDBAttemptTimeout bounds one HTTP attempt of a DynamoDB request
+	// (DYNAMODB_ATTEMPT_TIMEOUT, default 1 s, >= 10 ms, <= 30 s): a hung
+	// connection costs one attempt, and the SDK retries within the budget
+	// of what the call serves (a lease, the cleanup reserve).
+	DynamoDBAttemptTimeout time.Duration
 	// Region is the AWS region (AWS_REGION). It defaults to "us-east-1"
 	// only when DynamoDBEndpoint is set; otherwise empty means the SDK's
 	// own resolution.
@@ -202,6 +207,7 @@ var Variables = []string{
 	"DEFINITIONS_FILE",
 	"DEFINITION_ID",
 	"DEFINITION_REVISION",
+	"DYNAMODB_ATTEMPT_TIMEOUT",
 	"DYNAMODB_ENDPOINT",
 	"ECHO_CHUNK_RUNES",
 	"ECHO_DELAY",
@@ -266,6 +272,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	if c.DynamoDBEndpoint != "" && !validHTTPURL(c.DynamoDBEndpoint, false) {
 		p.fail("DYNAMODB_ENDPOINT", "not an absolute http or https URL")
 	}
+	c.DynamoDBAttemptTimeout = p.duration("DYNAMODB_ATTEMPT_TIMEOUT", time.Second, 10*time.Millisecond, 30*time.Second)
 	regionDefault := ""
 	if c.DynamoDBEndpoint != "" {
 		regionDefault = "us-east-1"

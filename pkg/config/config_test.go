@@ -267,6 +267,8 @@ func TestInvalid(t *testing.T) {
 		"cleanup above timeout":       {map[string]string{"TURN_TIMEOUT": "2s"}, "CLEANUP_RESERVE: must be less than TURN_TIMEOUT"},
 		"cleanup syntax":              {map[string]string{"CLEANUP_RESERVE": "5 s"}, `CLEANUP_RESERVE: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
 		"lease short":                 {map[string]string{"LEASE_DURATION": "999ms"}, "LEASE_DURATION: out of range (want 1s..1h0m0s)"},
+		"attempt timeout short":       {map[string]string{"DYNAMODB_ATTEMPT_TIMEOUT": "5ms"}, "DYNAMODB_ATTEMPT_TIMEOUT: out of range (want 10ms..30s)"},
+		"attempt timeout syntax":      {map[string]string{"DYNAMODB_ATTEMPT_TIMEOUT": "soon"}, `DYNAMODB_ATTEMPT_TIMEOUT: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
 		"lease long":                  {map[string]string{"LEASE_DURATION": "2h"}, "LEASE_DURATION: out of range (want 1s..1h0m0s)"},
 		"lease syntax":                {map[string]string{"LEASE_DURATION": "30sec"}, `LEASE_DURATION: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
 		"snapshot interval zero":      {map[string]string{"SNAPSHOT_INTERVAL": "0"}, "SNAPSHOT_INTERVAL: out of range (want 1ms..10s)"},
