@@ -65,6 +65,8 @@ type run struct {
 	streamMu sync.Mutex
 	stream   model.Stream // the open model stream, to abort a blocked Recv
 
+	loop loopLog // the model-tool loop's tool call ids and tool rounds
+
 	// leaseExpires is when the lease runs out unless renewed: the claim's
 	// expiry, then each successful renewal's. Owned by the supervisor.
 	leaseExpires time.Time
@@ -486,5 +488,6 @@ func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 			m.Metadata = meta
 		}
 	}
+	m.Metadata = t.loop.metadata(m.Metadata, false)
 	return m
 }
