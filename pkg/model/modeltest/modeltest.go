@@ -52,13 +52,21 @@ const (
 	CompletionTokens = 5
 )
 
-// compactJSON returns raw compacted, or raw itself when it is not JSON.
+// compactJSON returns raw as compact JSON with object members sorted by
+// name (Bedrock's SDK reorders a toolUse input, OpenAI's arguments keep
+// the model's order), or raw itself when it is not JSON.
 func compactJSON(raw []byte) string {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	var v any
+	if d.Decode(&v) != nil {
 		return string(raw)
 	}
-	return b.String()
+	b, err := json.Marshal(v)
+	if err != nil {
+		return string(raw)
+	}
+	return string(b)
 }
 
 // transcriptLine formats one line of a request transcript (see
