@@ -188,53 +188,59 @@ func TestLoopArgumentsNotObject(t *testing.T) {
 		{Calls: []modeltest.Call{bad("d1", `[1]`)}},
 		{Calls: []modeltest.Call{bad("d2", `[2]`)}},
 	}
-	forEachFakeProvider(t, replies, func(t *testing.T, p fakeProvider) {
-		e := providerEnv(t, newStoreMemory(), p, 1, []string{tool.WorkspaceNoteName}, 2)
-		r := e.submit(t, "s", "t1", "Save my trip", nil, nil)
-		r.want(t, http.StatusOK, "")
-		term := agree(t, e, r, "s", "t1")
-		if term.Status != protocol.StatusComplete {
-			t.Fatalf("terminal %+v", term)
-		}
-		asst := term.Messages[1]
-		if asst.Content != "Saving.\n\nSaved one." {
-			t.Errorf("content %q", asst.Content)
-		}
-		wantLines(t, "stored calls", callTexts(asst.ToolCalls), []string{
-			"c1 error {} Arguments are invalid: a JSON array, not a JSON object.",
-			"c2 error {} Arguments are invalid: a JSON string, not a JSON object.",
-			"c3 error {} Arguments are invalid: a JSON number, not a JSON object.",
-			"c4 error {} Arguments are invalid: not valid JSON; send one JSON object.",
-			`c5 error {"title":""} Arguments are invalid: /: required (missing body); /title: minLength.`,
-			`c6 complete {"title":"Trip","body":"Pack."} Saved note "notes/trip.md" (5 characters).`,
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		forEachFakeProvider(t, replies, func(t *testing.T, p fakeProvider) {
+			argumentsNotObject(t, providerEnv(t, newStore(t), p, 1, []string{tool.WorkspaceNoteName}, 2), p)
 		})
-		wantLines(t, "second model request", p.server.Transcripts()[1], []string{
-			"user: Save my trip",
-			"assistant: Saving.",
-			"call c1 workspace_note {}", "call c2 workspace_note {}", "call c3 workspace_note {}", "call c4 workspace_note {}",
-			`call c5 workspace_note {"title":""}`, `call c6 workspace_note {"body":"Pack.","title":"Trip"}`,
-			"result c1: Error: Arguments are invalid: a JSON array, not a JSON object.",
-			"result c2: Error: Arguments are invalid: a JSON string, not a JSON object.",
-			"result c3: Error: Arguments are invalid: a JSON number, not a JSON object.",
-			"result c4: Error: Arguments are invalid: not valid JSON; send one JSON object.",
-			"result c5: Error: Arguments are invalid: /: required (missing body); /title: minLength.",
-			`result c6: Saved note "notes/trip.md" (5 characters).`,
-		})
-
-		r = e.submit(t, "s", "t2", "Again", nil, nil)
-		r.want(t, http.StatusOK, "")
-		term = agree(t, e, r, "s", "t2")
-		if term.Status != protocol.StatusComplete {
-			t.Fatalf("terminal %+v", term)
-		}
-		wantLines(t, "step-limited calls", callTexts(term.Messages[len(term.Messages)-1].ToolCalls), []string{
-			"d1 error {} Arguments are invalid: a JSON array, not a JSON object.",
-			"d2 error {} " + turn.TextStepLimit,
-		})
-		if n := len(p.server.Transcripts()); n != 4 {
-			t.Fatalf("%d model calls, want 4 (two per turn)", n)
-		}
 	})
+}
+
+// argumentsNotObject is TestLoopArgumentsNotObject on one store and provider.
+func argumentsNotObject(t *testing.T, e *env, p fakeProvider) {
+	r := e.submit(t, "s", "t1", "Save my trip", nil, nil)
+	r.want(t, http.StatusOK, "")
+	term := agree(t, e, r, "s", "t1")
+	if term.Status != protocol.StatusComplete {
+		t.Fatalf("terminal %+v", term)
+	}
+	asst := term.Messages[1]
+	if asst.Content != "Saving.\n\nSaved one." {
+		t.Errorf("content %q", asst.Content)
+	}
+	wantLines(t, "stored calls", callTexts(asst.ToolCalls), []string{
+		"c1 error {} Arguments are invalid: a JSON array, not a JSON object.",
+		"c2 error {} Arguments are invalid: a JSON string, not a JSON object.",
+		"c3 error {} Arguments are invalid: a JSON number, not a JSON object.",
+		"c4 error {} Arguments are invalid: not valid JSON; send one JSON object.",
+		`c5 error {"title":""} Arguments are invalid: /: required (missing body); /title: minLength.`,
+		`c6 complete {"title":"Trip","body":"Pack."} Saved note "notes/trip.md" (5 characters).`,
+	})
+	wantLines(t, "second model request", p.server.Transcripts()[1], []string{
+		"user: Save my trip",
+		"assistant: Saving.",
+		"call c1 workspace_note {}", "call c2 workspace_note {}", "call c3 workspace_note {}", "call c4 workspace_note {}",
+		`call c5 workspace_note {"title":""}`, `call c6 workspace_note {"body":"Pack.","title":"Trip"}`,
+		"result c1: Error: Arguments are invalid: a JSON array, not a JSON object.",
+		"result c2: Error: Arguments are invalid: a JSON string, not a JSON object.",
+		"result c3: Error: Arguments are invalid: a JSON number, not a JSON object.",
+		"result c4: Error: Arguments are invalid: not valid JSON; send one JSON object.",
+		"result c5: Error: Arguments are invalid: /: required (missing body); /title: minLength.",
+		`result c6: Saved note "notes/trip.md" (5 characters).`,
+	})
+
+	r = e.submit(t, "s", "t2", "Again", nil, nil)
+	r.want(t, http.StatusOK, "")
+	term = agree(t, e, r, "s", "t2")
+	if term.Status != protocol.StatusComplete {
+		t.Fatalf("terminal %+v", term)
+	}
+	wantLines(t, "step-limited calls", callTexts(term.Messages[len(term.Messages)-1].ToolCalls), []string{
+		"d1 error {} Arguments are invalid: a JSON array, not a JSON object.",
+		"d2 error {} " + turn.TextStepLimit,
+	})
+	if n := len(p.server.Transcripts()); n != 4 {
+		t.Fatalf("%d model calls, want 4 (two per turn)", n)
+	}
 }
 
 // TestLoopDuplicateCallIDs: calls that share an id (in one model call, or
@@ -291,38 +297,64 @@ func TestLoopDefinitionLosesTools(t *testing.T) {
 		{Text: "No tools now."},
 		{Text: "Tools again."},
 	}
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		forEachFakeProvider(t, replies, func(t *testing.T, p fakeProvider) { definitionLosesTools(t, newStore(t), p) })
+	})
+}
+
+// definitionLosesTools is TestLoopDefinitionLosesTools on one store and provider.
+func definitionLosesTools(t *testing.T, store chat.Store, p fakeProvider) {
+	withTools := providerEnv(t, store, p, 1, []string{tool.WorkspaceNoteName}, 4)
+	r := withTools.submit(t, "s", "t1", "Save my trip", nil, nil)
+	r.want(t, http.StatusOK, "")
+	agree(t, withTools, r, "s", "t1")
+
+	none := providerEnv(t, store, p, 2, nil, 4)
+	r = none.submit(t, "s", "t2", "Anything else?", nil, nil)
+	r.want(t, http.StatusOK, "")
+	if term := agree(t, none, r, "s", "t2"); term.Status != protocol.StatusComplete || term.Messages[len(term.Messages)-1].Content != "No tools now." {
+		t.Fatalf("terminal %+v", term)
+	}
+	wantLines(t, "request without tools", p.server.Transcripts()[2], []string{
+		"user: Save my trip",
+		`assistant: Saving.\n\n[Tool call workspace_note {"title":"Trip","body":"Pack."}]\n[Tool result: Saved note "notes/trip.md" (5 characters).]\n\nSaved it.`,
+		"user: Anything else?",
+	})
+
+	again := providerEnv(t, store, p, 3, []string{tool.WorkspaceNoteName}, 4)
+	r = again.submit(t, "s", "t3", "Once more", nil, nil)
+	r.want(t, http.StatusOK, "")
+	agree(t, again, r, "s", "t3")
+	wantLines(t, "request with tools again", p.server.Transcripts()[3], []string{
+		"user: Save my trip",
+		"assistant: Saving.",
+		`call c1 workspace_note {"body":"Pack.","title":"Trip"}`,
+		`result c1: Saved note "notes/trip.md" (5 characters).`,
+		"assistant: Saved it.",
+		"user: Anything else?",
+		"assistant: No tools now.",
+		"user: Once more",
+	})
+}
+
+// TestLoopCallWithoutTools: a model that asks for a tool although its
+// definition offers none gets "Tool is not available." as the result,
+// and the next model call, still offering no tools, carries the exchange
+// as text.
+func TestLoopCallWithoutTools(t *testing.T) {
+	replies := []modeltest.Reply{
+		{Text: "Let me look.", Calls: []modeltest.Call{{ID: "x1", Name: "lookup", Args: `{"q":"weather"}`}}},
+		{Text: "I cannot look that up."},
+	}
 	forEachFakeProvider(t, replies, func(t *testing.T, p fakeProvider) {
-		store := newStoreMemory()
-		withTools := providerEnv(t, store, p, 1, []string{tool.WorkspaceNoteName}, 4)
-		r := withTools.submit(t, "s", "t1", "Save my trip", nil, nil)
+		e := providerEnv(t, newStoreMemory(), p, 1, nil, 4)
+		r := e.submit(t, "s", "t1", "Weather?", nil, nil)
 		r.want(t, http.StatusOK, "")
-		agree(t, withTools, r, "s", "t1")
-
-		none := providerEnv(t, store, p, 2, nil, 4)
-		r = none.submit(t, "s", "t2", "Anything else?", nil, nil)
-		r.want(t, http.StatusOK, "")
-		if term := agree(t, none, r, "s", "t2"); term.Status != protocol.StatusComplete || term.Messages[len(term.Messages)-1].Content != "No tools now." {
-			t.Fatalf("terminal %+v", term)
-		}
-		wantLines(t, "request without tools", p.server.Transcripts()[2], []string{
-			"user: Save my trip",
-			`assistant: Saving.\n\n[Tool call workspace_note {"title":"Trip","body":"Pack."}]\n[Tool result: Saved note "notes/trip.md" (5 characters).]\n\nSaved it.`,
-			"user: Anything else?",
-		})
-
-		again := providerEnv(t, store, p, 3, []string{tool.WorkspaceNoteName}, 4)
-		r = again.submit(t, "s", "t3", "Once more", nil, nil)
-		r.want(t, http.StatusOK, "")
-		agree(t, again, r, "s", "t3")
-		wantLines(t, "request with tools again", p.server.Transcripts()[3], []string{
-			"user: Save my trip",
-			"assistant: Saving.",
-			`call c1 workspace_note {"body":"Pack.","title":"Trip"}`,
-			`result c1: Saved note "notes/trip.md" (5 characters).`,
-			"assistant: Saved it.",
-			"user: Anything else?",
-			"assistant: No tools now.",
-			"user: Once more",
+		term := agree(t, e, r, "s", "t1")
+		wantLines(t, "stored calls", callTexts(term.Messages[1].ToolCalls), []string{`x1 error {"q":"weather"} Tool is not available.`})
+		wantLines(t, "second model request", p.server.Transcripts()[1], []string{
+			"user: Weather?",
+			`assistant: Let me look.\n\n[Tool call lookup {"q":"weather"}]\n[Tool error: Tool is not available.]`,
 		})
 	})
 }
