@@ -3,7 +3,6 @@ package model
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"strconv"
 	"strings"
 
@@ -222,11 +221,6 @@ func resultOf(tc protocol.ToolCall, createdAt string) protocol.Message {
 
 // isObject reports whether raw is exactly one JSON object.
 func isObject(raw json.RawMessage) bool {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	var v map[string]json.RawMessage
-	if err := d.Decode(&v); err != nil || v == nil {
-		return false
-	}
-	_, err := d.Token()
-	return err == io.EOF
+	trimmed := bytes.TrimLeft(raw, " \t\r\n")
+	return len(trimmed) > 0 && trimmed[0] == '{' && json.Valid(raw)
 }

@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -83,4 +84,79 @@ func TestProviderMessages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A stored turn with a tool exchange, sent to a provider under a
+// definition that no longer offers tools: the exchange becomes text.
+func ExampleProviderMessages() {
+	result, id := "Saved note \"notes/trip.md\" (5 characters).", "c1"
+	msgs := []protocol.Message{
+		{Role: protocol.RoleUser, Content: "Save my trip"},
+		{Role: protocol.RoleAssistant, Content: "Saving.", ToolCalls: []protocol.ToolCall{{
+			ID: id, Name: "workspace_note", Args: json.RawMessage(`{"title": "Trip", "body": "Pack."}`),
+			Status: protocol.ToolCallComplete, Result: &result,
+		}}},
+		{Role: protocol.RoleTool, ToolCallID: &id, Content: result, Status: protocol.MessageComplete},
+		{Role: protocol.RoleAssistant, Content: "Saved it."},
+		{Role: protocol.RoleUser, Content: "Anything else?"},
+	}
+	for _, m := range model.ProviderMessages(msgs, nil) {
+		fmt.Printf("%s: %s\n", m.Role, m.Content)
+	}
+	// Output:
+	// user: Save my trip
+	// assistant: Saving.
+	//
+	// [Tool call workspace_note {"title":"Trip","body":"Pack."}]
+	// [Tool result: Saved note "notes/trip.md" (5 characters).]
+	//
+	// Saved it.
+	// user: Anything else?
+}
+
+// history is a session of n turns, each with one tool exchange (the call
+// and its stored result, as a turn's context holds it), then a new user
+// message.
+func history(n int) []protocol.Message {
+	var msgs []protocol.Message
+	for i := range n {
+		res := fmt.Sprintf("Saved note %d.", i)
+		msgs = append(msgs,
+			protocol.Message{Role: protocol.RoleUser, Content: "Save a note"},
+			protocol.Message{Role: protocol.RoleAssistant, Content: "Saving.\n\nSaved.", ToolCalls: []protocol.ToolCall{{
+				ID: "echo-note-1", Name: "workspace_note", Args: json.RawMessage(`{"title":"T","body":"B"}`),
+				Status: protocol.ToolCallComplete, Result: &res,
+			}}})
+	}
+	return append(msgs, protocol.Message{Role: protocol.RoleUser, Content: "Next"})
+}
+
+// BenchmarkExpandToolCalls is the baseline: what the loop already did to
+// a 64-turn context before every model call.
+func BenchmarkExpandToolCalls(b *testing.B) {
+	msgs := history(64)
+	b.ReportAllocs()
+	for b.Loop() {
+		model.ExpandToolCalls(msgs)
+	}
+}
+
+// BenchmarkProviderMessages is what each provider now adds on the same
+// context, with tools offered (pairing and id renaming: every turn
+// reuses one id) and without (the exchanges rendered as text).
+func BenchmarkProviderMessages(b *testing.B) {
+	msgs := model.ExpandToolCalls(history(64))
+	spec := []model.ToolSpec{{Name: "workspace_note", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	b.Run("tools", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			model.ProviderMessages(msgs, spec)
+		}
+	})
+	b.Run("no tools", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			model.ProviderMessages(msgs, nil)
+		}
+	})
 }

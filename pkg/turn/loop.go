@@ -119,9 +119,9 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (strin
 		if tc := ev.ToolCall; tc != nil {
 			call := *tc
 			if id := t.loop.callID(call.ID, step, len(calls)+1); id != call.ID {
-				// The record needs a non-empty id unique in its message
-				// (AgentsKit wire §4), and a result must answer exactly
-				// one call: an empty or repeated id gets a new one.
+				// The record needs a non-empty id, unique in its message,
+				// and a result must answer exactly one call: an empty or
+				// repeated id gets a new one.
 				t.log.Info("tool call id replaced", "step", step, "empty", call.ID == "")
 				call.ID = id
 			}
