@@ -13,8 +13,9 @@
 // Tool round trips. When a stream finishes with FinishToolUse, the caller
 // runs the tools and calls Stream again with Messages extended by:
 //  1. the assistant message as streamed: Role protocol.RoleAssistant,
-//     Content the text so far (may be empty), ToolCalls one entry per
-//     Event.ToolCall with the same ID, Name and Args (Status ignored);
+//     Content this call's text (may be empty), ToolCalls one entry per
+//     Event.ToolCall with its Name and Args (Status ignored) and an ID
+//     unique within the turn (the model's own unless empty or repeated);
 //  2. one message per tool call, in the same order: Role protocol.RoleTool,
 //     ToolCallID the call's ID, Content the tool's result text; Status
 //     protocol.MessageError marks a failed tool (Content is then the error
