@@ -46,8 +46,10 @@ func ValidToolCallID(id string) bool {
 //   - Arguments. A call's Args that are not one JSON object become "{}".
 //   - Ids. Tool call ids are unique in the result and ValidToolCallID: the
 //     first use of a valid id keeps it; a repeated, empty or invalid id
-//     becomes "call_<n>" (the smallest n >= 1 not used anywhere in the
-//     result), and the answering tool message carries the same new id.
+//     becomes "call_<m>_<k>", m the position of its message among the
+//     messages that are not tool messages (from 0) and k the call's
+//     position in it (from 1), with "_2", "_3", ... added while that is
+//     taken; the answering tool message carries the same new id.
 //   - No tools offered. With no tools, each exchange (an assistant
 //     message's calls and their results) is rendered as plain text
 //     appended to that assistant message's content (see
@@ -111,19 +113,19 @@ func ProviderMessages(msgs []protocol.Message, tools []ToolSpec) []protocol.Mess
 			}
 		}
 	}
-	n := 0
 	for i := range xs {
 		for k := range xs[i].msg.ToolCalls {
 			if !keep[i][k] {
-				for {
-					n++
-					id := "call_" + strconv.Itoa(n)
-					if !taken[id] {
-						taken[id] = true
-						xs[i].msg.ToolCalls[k].ID = id
-						break
-					}
+				// Named by position, so that the ids of a history stay
+				// the same as turns are appended (providers cache prompt
+				// prefixes).
+				base := "call_" + strconv.Itoa(i) + "_" + strconv.Itoa(k+1)
+				id := base
+				for n := 2; taken[id]; n++ {
+					id = base + "_" + strconv.Itoa(n)
 				}
+				taken[id] = true
+				xs[i].msg.ToolCalls[k].ID = id
 			}
 			id := xs[i].msg.ToolCalls[k].ID
 			xs[i].results[k].ToolCallID = &id

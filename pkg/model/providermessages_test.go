@@ -45,12 +45,13 @@ func TestProviderMessages(t *testing.T) {
 		"duplicate ids renamed, results paired in order": {
 			msgs:  []protocol.Message{u, {Role: protocol.RoleAssistant, ToolCalls: []protocol.ToolCall{call("d", `{}`), call("d", `{}`)}}, res("d", "one"), res("d", "two")},
 			tools: spec,
-			want:  "user go\nassistant call:d:{} call:call_1:{} \ntool answers:d one\ntool answers:call_1 two\n",
+			want:  "user go\nassistant call:d:{} call:call_1_2:{} \ntool answers:d one\ntool answers:call_1_2 two\n",
 		},
 		"invalid and empty ids renamed around taken ones": {
-			msgs:  []protocol.Message{u, {Role: protocol.RoleAssistant, ToolCalls: []protocol.ToolCall{call("f.x:0", `{}`), call("", `{}`), call("call_1", `{}`)}}},
+			msgs:  []protocol.Message{u, {Role: protocol.RoleAssistant, ToolCalls: []protocol.ToolCall{call("f.x:0", `{}`), call("", `{}`), call("call_1_2", `{}`), call("call_1_2", `{}`), call("call_1", `{}`)}}},
 			tools: spec,
-			want:  "user go\nassistant call:call_2:{} call:call_3:{} call:call_1:{} \ntool answers:call_2 r-f.x:0\ntool answers:call_3 r-\ntool answers:call_1 r-call_1\n",
+			want: "user go\nassistant call:call_1_1:{} call:call_1_2_2:{} call:call_1_2:{} call:call_1_4:{} call:call_1:{} \n" +
+				"tool answers:call_1_1 r-f.x:0\ntool answers:call_1_2_2 r-\ntool answers:call_1_2 r-call_1_2\ntool answers:call_1_4 r-call_1_2\ntool answers:call_1 r-call_1\n",
 		},
 		"arguments not an object sent as {}": {
 			msgs:  []protocol.Message{u, {Role: protocol.RoleAssistant, ToolCalls: []protocol.ToolCall{call("a", `[1,2]`)}}, res("a", "bad")},
@@ -159,4 +160,20 @@ func BenchmarkProviderMessages(b *testing.B) {
 			model.ProviderMessages(msgs, nil)
 		}
 	})
+}
+
+// TestProviderMessagesStableIDs: the ids a history is sent with do not
+// change as turns are appended (every turn here reuses one id), so a
+// provider's prompt cache keeps matching the earlier part.
+func TestProviderMessagesStableIDs(t *testing.T) {
+	spec := []model.ToolSpec{{Name: "workspace_note", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	short := model.ProviderMessages(model.ExpandToolCalls(history(3)), spec)
+	long := model.ProviderMessages(model.ExpandToolCalls(history(4)), spec)
+	got, want := render(long[:len(short)-1]), render(short[:len(short)-1])
+	if got != want {
+		t.Fatalf("a longer history changed the earlier ids:\n%s\nwant\n%s", got, want)
+	}
+	if !strings.Contains(want, "call:echo-note-1:") || !strings.Contains(want, "call:call_3_1:") {
+		t.Fatalf("ids %s", want)
+	}
 }
