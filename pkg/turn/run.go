@@ -65,11 +65,13 @@ type run struct {
 	streamMu sync.Mutex
 	stream   model.Stream // the open model stream, to abort a blocked Recv
 
+	loop loopLog // the model-tool loop's tool call ids and tool rounds
+
 	// leaseUntil is the last instant (unix ms, opts.Now's clock) at which
 	// the turn may still stream: the lease's proven expiry (the claim's,
 	// then each successful renewal's) less leaseMargin. The supervisor
-	// writes it; allocate reads it, so no snapshot line goes out once the
-	// lease can no longer be proven.
+	// writes it; the writer reads it, so no snapshot line goes out once
+	// the lease can no longer be proven.
 	leaseUntil atomic.Int64
 }
 
@@ -550,5 +552,6 @@ func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 			m.Metadata = meta
 		}
 	}
+	m.Metadata = t.loop.metadata(m.Metadata, false)
 	return m
 }
