@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
@@ -53,37 +55,44 @@ func TestRequestRejections(t *testing.T) {
 		status                    int
 		code                      string
 	}{
-		"GET on submit":              {method: http.MethodGet, path: "/", status: 405, code: protocol.CodeRequestMethodNotAllowed},
-		"PUT on submit":              {method: http.MethodPut, path: "/", contentType: "application/json", bodyText: valid, status: 405, code: protocol.CodeRequestMethodNotAllowed},
-		"GET on stop":                {method: http.MethodGet, path: "/stop", status: 405, code: protocol.CodeRequestMethodNotAllowed},
-		"POST on capabilities":       {method: http.MethodPost, path: "/capabilities", contentType: "application/json", bodyText: "{}", status: 405, code: protocol.CodeRequestMethodNotAllowed},
-		"unknown route":              {method: http.MethodPost, path: "/nope", contentType: "application/json", bodyText: valid, status: 404, code: protocol.CodeRequestNotFound},
-		"text/plain":                 {contentType: "text/plain", bodyText: valid, status: 415, code: protocol.CodeRequestUnsupportedMediaType},
-		"no content type":            {bodyText: valid, status: 415, code: protocol.CodeRequestUnsupportedMediaType},
-		"json lookalike":             {contentType: "text/json", bodyText: valid, status: 415, code: protocol.CodeRequestUnsupportedMediaType},
-		"unauthenticated":            {contentType: "application/json", bodyText: valid, header: map[string]string{"X-Test-Subject": "nobody"}, status: 401, code: protocol.CodeRequestUnauthenticated},
-		"forbidden":                  {contentType: "application/json", bodyText: valid, header: map[string]string{"X-Test-Subject": "banned"}, status: 403, code: protocol.CodeRequestForbidden},
-		"declared too large":         {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": strings.Repeat(secret, 40)}}), status: 413, code: protocol.CodeRequestTooLarge},
-		"chunked too large":          {contentType: "application/json", body: io.MultiReader(strings.NewReader(`{"x":"`), strings.NewReader(strings.Repeat(secret, 40)), strings.NewReader(`"}`)), status: 413, code: protocol.CodeRequestTooLarge},
-		"empty body":                 {contentType: "application/json", status: 400, code: protocol.CodeRequestInvalidJSON},
-		"blank body":                 {contentType: "application/json", bodyText: " \n\t", status: 400, code: protocol.CodeRequestInvalidJSON},
-		"invalid json":               {contentType: "application/json", bodyText: `{"input":"` + secret, status: 400, code: protocol.CodeRequestInvalidJSON},
-		"trailing garbage":           {contentType: "application/json", bodyText: valid + "x", status: 400, code: protocol.CodeRequestInvalidJSON},
-		"double-encoded string":      {contentType: "application/json", bodyText: string(quoted), status: 400, code: protocol.CodeRequestInvalidEvent},
-		"null":                       {contentType: "application/json", bodyText: "null", status: 400, code: protocol.CodeRequestInvalidEvent},
-		"array":                      {contentType: "application/json", bodyText: "[" + valid + "]", status: 400, code: protocol.CodeRequestInvalidEvent},
-		"unsupported version":        {contentType: "application/json", bodyText: envelope(t, map[string]any{"version": 2}), status: 400, code: protocol.CodeRequestInvalidEvent},
-		"unknown event":              {contentType: "application/json", bodyText: envelope(t, map[string]any{"event": "server.turn.future"}), status: 400, code: protocol.CodeRequestInvalidEvent},
-		"invalid payload":            {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": 7}}), status: 400, code: protocol.CodeRequestInvalidEvent},
-		"blank input":                {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": " \u00a0\u2028\t"}}), status: 400, code: protocol.CodeRequestInvalidEvent},
-		"missing session":            {contentType: "application/json", bodyText: envelope(t, map[string]any{"sessionId": nil}), status: 400, code: protocol.CodeRequestInvalidEvent},
-		"unsafe turn id":             {contentType: "application/json", bodyText: envelope(t, map[string]any{"turnId": "../t"}), status: 400, code: protocol.CodeRequestInvalidEvent},
-		"key case":                   {contentType: "application/json", bodyText: strings.Replace(valid, `"version"`, `"Version"`, 1), status: 400, code: protocol.CodeRequestInvalidEvent},
-		"duplicate key":              {contentType: "application/json", bodyText: strings.Replace(valid, `"input":`, `"input":"a","input":`, 1), status: 400, code: protocol.CodeRequestInvalidEvent},
-		"lone surrogate":             {contentType: "application/json", bodyText: strings.Replace(valid, secret, `\ud800`+secret, 1), status: 400, code: protocol.CodeRequestInvalidEvent},
-		"snapshot event":             {contentType: "application/json", bodyText: `{"protocol":"agentskit.chat.turn","version":1,"eventId":"e","sessionId":"s","turnId":"t","sequence":1,"emittedAt":"2026-07-11T03:00:00.000Z","event":"server.turn.snapshot","payload":{"status":"idle","usage":{"promptTokens":0,"completionTokens":0,"totalTokens":0},"messages":[]}}`, status: 400, code: protocol.CodeRequestInvalidEvent},
-		"diagnostic event":           {contentType: "application/json", bodyText: `{"protocol":"agentskit.chat.turn","version":1,"eventId":"e","sessionId":"s","turnId":"t","sequence":1,"emittedAt":"2026-07-11T03:00:00.000Z","event":"server.turn.diagnostic","payload":{"version":1,"code":"X","message":"m","retryable":false}}`, status: 400, code: protocol.CodeRequestInvalidEvent},
-		"submit lineage with ids":    {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": secret, "lineage": map[string]any{"operation": "edit"}}}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"GET on submit":           {method: http.MethodGet, path: "/", status: 405, code: protocol.CodeRequestMethodNotAllowed},
+		"PUT on submit":           {method: http.MethodPut, path: "/", contentType: "application/json", bodyText: valid, status: 405, code: protocol.CodeRequestMethodNotAllowed},
+		"GET on stop":             {method: http.MethodGet, path: "/stop", status: 405, code: protocol.CodeRequestMethodNotAllowed},
+		"POST on capabilities":    {method: http.MethodPost, path: "/capabilities", contentType: "application/json", bodyText: "{}", status: 405, code: protocol.CodeRequestMethodNotAllowed},
+		"unknown route":           {method: http.MethodPost, path: "/nope", contentType: "application/json", bodyText: valid, status: 404, code: protocol.CodeRequestNotFound},
+		"text/plain":              {contentType: "text/plain", bodyText: valid, status: 415, code: protocol.CodeRequestUnsupportedMediaType},
+		"no content type":         {bodyText: valid, status: 415, code: protocol.CodeRequestUnsupportedMediaType},
+		"json lookalike":          {contentType: "text/json", bodyText: valid, status: 415, code: protocol.CodeRequestUnsupportedMediaType},
+		"unauthenticated":         {contentType: "application/json", bodyText: valid, header: map[string]string{"X-Test-Subject": "nobody"}, status: 401, code: protocol.CodeRequestUnauthenticated},
+		"forbidden":               {contentType: "application/json", bodyText: valid, header: map[string]string{"X-Test-Subject": "banned"}, status: 403, code: protocol.CodeRequestForbidden},
+		"declared too large":      {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": strings.Repeat(secret, 40)}}), status: 413, code: protocol.CodeRequestTooLarge},
+		"chunked too large":       {contentType: "application/json", body: io.MultiReader(strings.NewReader(`{"x":"`), strings.NewReader(strings.Repeat(secret, 40)), strings.NewReader(`"}`)), status: 413, code: protocol.CodeRequestTooLarge},
+		"empty body":              {contentType: "application/json", status: 400, code: protocol.CodeRequestInvalidJSON},
+		"blank body":              {contentType: "application/json", bodyText: " \n\t", status: 400, code: protocol.CodeRequestInvalidJSON},
+		"invalid json":            {contentType: "application/json", bodyText: `{"input":"` + secret, status: 400, code: protocol.CodeRequestInvalidJSON},
+		"trailing garbage":        {contentType: "application/json", bodyText: valid + "x", status: 400, code: protocol.CodeRequestInvalidJSON},
+		"double-encoded string":   {contentType: "application/json", bodyText: string(quoted), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"null":                    {contentType: "application/json", bodyText: "null", status: 400, code: protocol.CodeRequestInvalidEvent},
+		"array":                   {contentType: "application/json", bodyText: "[" + valid + "]", status: 400, code: protocol.CodeRequestInvalidEvent},
+		"unsupported version":     {contentType: "application/json", bodyText: envelope(t, map[string]any{"version": 2}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"unknown event":           {contentType: "application/json", bodyText: envelope(t, map[string]any{"event": "server.turn.future"}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"invalid payload":         {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": 7}}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"blank input":             {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": " \u00a0\u2028\t"}}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"missing session":         {contentType: "application/json", bodyText: envelope(t, map[string]any{"sessionId": nil}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"unsafe turn id":          {contentType: "application/json", bodyText: envelope(t, map[string]any{"turnId": "../t"}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"key case":                {contentType: "application/json", bodyText: strings.Replace(valid, `"version"`, `"Version"`, 1), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"duplicate key":           {contentType: "application/json", bodyText: strings.Replace(valid, `"input":`, `"input":"a","input":`, 1), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"lone surrogate":          {contentType: "application/json", bodyText: strings.Replace(valid, secret, `\ud800`+secret, 1), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"snapshot event":          {contentType: "application/json", bodyText: `{"protocol":"agentskit.chat.turn","version":1,"eventId":"e","sessionId":"s","turnId":"t","sequence":1,"emittedAt":"2026-07-11T03:00:00.000Z","event":"server.turn.snapshot","payload":{"status":"idle","usage":{"promptTokens":0,"completionTokens":0,"totalTokens":0},"messages":[]}}`, status: 400, code: protocol.CodeRequestInvalidEvent},
+		"diagnostic event":        {contentType: "application/json", bodyText: `{"protocol":"agentskit.chat.turn","version":1,"eventId":"e","sessionId":"s","turnId":"t","sequence":1,"emittedAt":"2026-07-11T03:00:00.000Z","event":"server.turn.diagnostic","payload":{"version":1,"code":"X","message":"m","retryable":false}}`, status: 400, code: protocol.CodeRequestInvalidEvent},
+		"submit lineage with ids": {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": secret, "lineage": map[string]any{"operation": "edit"}}}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		// One body, two readings: a key equal to a field but for case.
+		"Event beside event":   {contentType: "application/json", bodyText: envelope(t, map[string]any{"Event": protocol.EventSnapshot}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"SESSIONID beside key": {contentType: "application/json", bodyText: envelope(t, map[string]any{"SESSIONID": "other"}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"INPUT beside input":   {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": secret, "INPUT": " "}}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"Input only":           {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"Input": secret}}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"lineage key variant": {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": secret,
+			"lineage": map[string]any{"operation": "retry", "parentTurnId": "t0", "sourceMessageId": "m0", "ParentTurnId": "t9"}}}), status: 400, code: protocol.CodeRequestInvalidEvent},
 		"invalid scope header":       {contentType: "application/json", bodyText: valid, header: map[string]string{turn.SnapshotScopeHeader: "everything"}, status: 400, code: protocol.CodeRequestInvalidHeader},
 		"unauthenticated before 413": {contentType: "application/json", bodyText: strings.Repeat("x", 600), header: map[string]string{"X-Test-Subject": "nobody"}, status: 401, code: protocol.CodeRequestUnauthenticated},
 	} {
@@ -138,6 +147,9 @@ func TestRequestRejections(t *testing.T) {
 			}
 			if m.Calls() != 0 {
 				t.Error("the model was called")
+			}
+			if _, err := e.store.GetSession(context.Background(), "s", alice); !errors.Is(err, chat.ErrSessionNotFound) {
+				t.Errorf("GetSession after a rejected request = %v; want nothing written", err)
 			}
 		})
 	}
