@@ -180,8 +180,13 @@ func (a AuthConfig) TrustedPrincipal() (tenant, subject string, ok bool, err err
 		implied = account
 	case AuthJWT:
 		if a.TenantClaim == "" || a.TenantClaim == "iss" {
+			if a.Issuer == "" {
+				return "", "", false, nil // JWT_ISSUER is reported missing
+			}
 			implied = a.Issuer
 		}
+	default:
+		return "", "", false, nil // AUTH_MODE is reported invalid
 	}
 	switch {
 	case a.TrustedTenant == "" && implied == "":

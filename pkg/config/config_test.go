@@ -324,6 +324,8 @@ func TestInvalid(t *testing.T) {
 			"ARTIFACTS_TRUSTED_TENANT: required when ARTIFACTS_TRUSTED_SUBJECT is set and JWT_TENANT_CLAIM is not iss (the trusted principal is a tenant and a subject)"},
 		"jwt trusted tenant other than the issuer": {with(with(jwt, "ARTIFACTS_TRUSTED_SUBJECT", "host"), "ARTIFACTS_TRUSTED_TENANT", "acme"),
 			"ARTIFACTS_TRUSTED_TENANT: no jwt-mode principal with subject ARTIFACTS_TRUSTED_SUBJECT has this tenant; leave it empty"},
+		"jwt without issuer, trusted subject": {without(with(jwt, "ARTIFACTS_TRUSTED_SUBJECT", "host"), "JWT_ISSUER"), "JWT_ISSUER: required when AUTH_MODE is jwt"},
+		"unknown mode, trusted subject":       {map[string]string{"AUTH_MODE": "basic", "ARTIFACTS_TRUSTED_SUBJECT": "host"}, "AUTH_MODE: want dev, jwt or iam"},
 		"trusted tenant without subject": {map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_TENANT": "123456789012"},
 			"ARTIFACTS_TRUSTED_TENANT: set without ARTIFACTS_TRUSTED_SUBJECT"},
 		"iam trusted subject not an ARN": {map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_SUBJECT": "host"},
