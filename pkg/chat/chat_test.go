@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -155,4 +156,13 @@ func TestHashInput(t *testing.T) {
 	if got := chat.HashInput("hello"); got != "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824" {
 		t.Fatalf("HashInput(hello) = %s", got)
 	}
+}
+
+func ExamplePrincipal_TrustedFor() {
+	host := chat.Principal{Subject: "host", Tenant: "A", Trusted: true}
+	fmt.Println(host.TrustedFor(chat.Principal{Subject: "alice", Tenant: "A"}))
+	fmt.Println(host.TrustedFor(chat.Principal{Subject: "carol", Tenant: "C"}))
+	// Output:
+	// true
+	// false
 }
