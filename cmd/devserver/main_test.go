@@ -161,9 +161,9 @@ func TestRunRejects(t *testing.T) {
 		"another model":                  {env: map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "m"}, want: "echo model only"},
 		"stray argument":                 {args: []string{"extra"}, want: "unexpected arguments"},
 		"zero read timeout":              {args: []string{"-read-timeout", "0s"}, want: "-read-timeout"},
+		"dev auth on Lambda":             {args: []string{"-addr", "127.0.0.1:0"}, env: map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f"}, want: "refused on Lambda"},
 		"trusted subject without its tenant": {env: map[string]string{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://idp.example/jwks", "JWT_ISSUER": "i",
 			"JWT_AUDIENCE": "a", "JWT_TENANT_CLAIM": "tid", "ARTIFACTS_TRUSTED_SUBJECT": "host"}, want: "ARTIFACTS_TRUSTED_TENANT: required"},
-		"dev auth on Lambda": {args: []string{"-addr", "127.0.0.1:0"}, env: map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f"}, want: "refused on Lambda"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -353,19 +353,18 @@ func TestStop(t *testing.T) {
 			status        int
 			code          string
 		}{
-			"not json":      {`{`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
-			"missing turn":  {`{"sessionId":"s"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
-			"unsafe id":     {`{"sessionId":"s","turnId":"t 1"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
-			"key case":      {`{"SessionId":"s","turnId":"t1"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
-			"duplicate key": {`{"sessionId":"s","sessionId":"s","turnId":"t1"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
-			// A key equal to a field but for case, even beside the field.
-			"key case beside key": {`{"sessionId":"s","turnId":"t1","SessionId":"x"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
-			"TURNID beside key":   {`{"sessionId":"s","turnId":"t1","TURNID":"t1"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
-			"long s variant":      {`{"sessionId":"s","turnId":"t1","\u017fessionId":"s"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
-			"array":               {`[]`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
-			"other turn":          {`{"sessionId":"s","turnId":"t2"}`, "", http.StatusConflict, protocol.CodeTurnNotActive},
-			"other owner":         {`{"sessionId":"s","turnId":"t1"}`, "mallory", http.StatusNotFound, protocol.CodeSessionNotFound},
-			"unauthenticated":     {`{"sessionId":"s","turnId":"t1"}`, "nobody", http.StatusUnauthorized, protocol.CodeRequestUnauthenticated},
+			"not json":        {`{`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
+			"missing turn":    {`{"sessionId":"s"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
+			"unsafe id":       {`{"sessionId":"s","turnId":"t 1"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
+			"key case":        {`{"SessionId":"s","turnId":"t1"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
+			"duplicate key":   {`{"sessionId":"s","sessionId":"s","turnId":"t1"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
+			"case variant":    {`{"sessionId":"s","turnId":"t1","SessionId":"x"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
+			"TURNID variant":  {`{"sessionId":"s","turnId":"t1","TURNID":"t1"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
+			"long s variant":  {`{"sessionId":"s","turnId":"t1","\u017fessionId":"s"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
+			"array":           {`[]`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
+			"other turn":      {`{"sessionId":"s","turnId":"t2"}`, "", http.StatusConflict, protocol.CodeTurnNotActive},
+			"other owner":     {`{"sessionId":"s","turnId":"t1"}`, "mallory", http.StatusNotFound, protocol.CodeSessionNotFound},
+			"unauthenticated": {`{"sessionId":"s","turnId":"t1"}`, "nobody", http.StatusUnauthorized, protocol.CodeRequestUnauthenticated},
 		} {
 			t.Run(name, func(t *testing.T) {
 				hdr := map[string]string{}
