@@ -1,7 +1,7 @@
 // Command devserver runs turnstream's three functions on one local port
 // with real chunked streaming (DESIGN §10):
 //
-//	go run ./cmd/devserver [-addr 127.0.0.1:8787]
+//	go run ./cmd/devserver [-addr 127.0.0.1:8787] [-read-timeout 30s]
 //
 // It mounts the turn handler under /turn/ (POST /turn/ submits a turn,
 // POST /turn/stop stops one, GET /turn/capabilities), the history handler
@@ -73,6 +73,28 @@ const DefaultAddr = "127.0.0.1:8787"
 // (streaming turns included) before closing their connections.
 const ShutdownGrace = 10 * time.Second
 
+// Connection timeouts of the local server (Lambda delivers a request's body
+// whole, so only the dev server needs them). DefaultReadTimeout bounds
+// reading one request, header and body (-read-timeout): a client that
+// trickles its body is answered with an error and disconnected once it
+// passes. The header must arrive within headerTimeout (or the read
+// timeout, when shorter); an idle keep-alive connection is closed after
+// IdleTimeout.
+//
+// There is deliberately no http.Server WriteTimeout: it would bound the
+// whole response, and a turn streams for up to TURN_TIMEOUT. The turn
+// handler sets its own per-request write deadline (its deadline plus
+// CLEANUP_RESERVE, through http.ResponseController), so a client that
+// stops reading cannot hold a stream past it. Reading stays unbounded once
+// the body is read: net/http clears the read deadline when it starts
+// watching for the client to go away, so ReadTimeout never cuts a long
+// stream (TestTimeouts proves both).
+const (
+	DefaultReadTimeout = 30 * time.Second
+	IdleTimeout        = 2 * time.Minute
+	headerTimeout      = 10 * time.Second
+)
+
 // setupTimeout bounds start-up work: the DynamoDB table check and creation.
 const setupTimeout = time.Minute
 
@@ -108,11 +130,15 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		addrDefault = v
 	}
 	addr := fs.String("addr", addrDefault, "listen address (host:port); env ADDR")
+	readTimeout := fs.Duration("read-timeout", DefaultReadTimeout, "bound on reading one request, header and body")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *readTimeout <= 0 {
+		return fmt.Errorf("-read-timeout %s: want a positive duration", *readTimeout)
 	}
 
 	cfg, err := config.FromLookup(lookupEnv)
@@ -167,7 +193,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(headerTimeout, *readTimeout),
+		ReadTimeout:       *readTimeout,
+		IdleTimeout:       IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)

@@ -174,6 +174,39 @@ func TestValues(t *testing.T) {
 				}
 			},
 		},
+		"trusted principal: dev mode": {
+			env:   map[string]string{},
+			check: func(t *testing.T, c config.Config) { wantTrusted(t, c, config.DevTenant, "host") },
+		},
+		"trusted principal: iam tenant from the ARN": {
+			env: map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_SUBJECT": "arn:aws:sts::123456789012:assumed-role/host/s"},
+			check: func(t *testing.T, c config.Config) {
+				wantTrusted(t, c, "123456789012", "arn:aws:sts::123456789012:assumed-role/host/s")
+			},
+		},
+		"trusted principal: iam tenant given": {
+			env: map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_SUBJECT": "arn:aws-cn:iam::123456789012:role/host", "ARTIFACTS_TRUSTED_TENANT": "123456789012"},
+			check: func(t *testing.T, c config.Config) {
+				wantTrusted(t, c, "123456789012", "arn:aws-cn:iam::123456789012:role/host")
+			},
+		},
+		"trusted principal: jwt tenant is the issuer": {
+			env:   map[string]string{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://idp.example/jwks", "JWT_ISSUER": "https://idp.example/", "JWT_AUDIENCE": "a", "ARTIFACTS_TRUSTED_SUBJECT": "host"},
+			check: func(t *testing.T, c config.Config) { wantTrusted(t, c, "https://idp.example/", "host") },
+		},
+		"trusted principal: jwt tenant claim": {
+			env: map[string]string{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://idp.example/jwks", "JWT_ISSUER": "i", "JWT_AUDIENCE": "a",
+				"JWT_TENANT_CLAIM": "tid", "ARTIFACTS_TRUSTED_SUBJECT": "host", "ARTIFACTS_TRUSTED_TENANT": "A"},
+			check: func(t *testing.T, c config.Config) { wantTrusted(t, c, "A", "host") },
+		},
+		"trusted principal: none": {
+			env: map[string]string{"AUTH_MODE": "iam"},
+			check: func(t *testing.T, c config.Config) {
+				if _, _, ok, err := c.Auth.TrustedPrincipal(); ok || err != nil {
+					t.Errorf("TrustedPrincipal ok %v, %v; want none", ok, err)
+				}
+			},
+		},
 		"openai provider": {
 			env: map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "gpt-x", "OPENAI_BASE_URL": "http://localhost:11434/v1", "OPENAI_API_KEY": "k", "SYSTEM_PROMPT": "Be brief.", "DEFINITION_ID": "support.v2", "DEFINITION_REVISION": "7", "ECHO_CHUNK_RUNES": "1"},
 			check: func(t *testing.T, c config.Config) {
@@ -345,6 +378,68 @@ func TestInvalid(t *testing.T) {
 	}
 }
 
+// TestInvalidTrustedPrincipal: the trusted principal is a tenant and a
+// subject; a configuration that leaves its tenant open, or names one no
+// principal can have, fails naming the variable to fix.
+func TestInvalidTrustedPrincipal(t *testing.T) {
+	jwt := map[string]string{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://idp.example/jwks", "JWT_ISSUER": "i", "JWT_AUDIENCE": "a"}
+	with := func(base map[string]string, k, v string) map[string]string {
+		m := map[string]string{k: v}
+		for bk, bv := range base {
+			if bk != k {
+				m[bk] = bv
+			}
+		}
+		return m
+	}
+	without := func(base map[string]string, k string) map[string]string {
+		m := map[string]string{}
+		for bk, bv := range base {
+			if bk != k {
+				m[bk] = bv
+			}
+		}
+		return m
+	}
+	tests := map[string]struct {
+		env  map[string]string
+		want string // the whole error text
+	}{
+		"jwt tenant claim, trusted subject alone": {with(with(jwt, "JWT_TENANT_CLAIM", "tid"), "ARTIFACTS_TRUSTED_SUBJECT", "host"),
+			"ARTIFACTS_TRUSTED_TENANT: required when ARTIFACTS_TRUSTED_SUBJECT is set and JWT_TENANT_CLAIM is not iss (the trusted principal is a tenant and a subject)"},
+		"jwt trusted tenant other than the issuer": {with(with(jwt, "ARTIFACTS_TRUSTED_SUBJECT", "host"), "ARTIFACTS_TRUSTED_TENANT", "acme"),
+			"ARTIFACTS_TRUSTED_TENANT: no jwt-mode principal with subject ARTIFACTS_TRUSTED_SUBJECT has this tenant; leave it empty"},
+		"jwt without issuer, trusted subject": {without(with(jwt, "ARTIFACTS_TRUSTED_SUBJECT", "host"), "JWT_ISSUER"), "JWT_ISSUER: required when AUTH_MODE is jwt"},
+		"unknown mode, trusted subject":       {map[string]string{"AUTH_MODE": "basic", "ARTIFACTS_TRUSTED_SUBJECT": "host"}, "AUTH_MODE: want dev, jwt or iam"},
+		"trusted tenant without subject": {map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_TENANT": "123456789012"},
+			"ARTIFACTS_TRUSTED_TENANT: set without ARTIFACTS_TRUSTED_SUBJECT"},
+		"iam trusted subject not an ARN": {map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_SUBJECT": "host"},
+			"ARTIFACTS_TRUSTED_SUBJECT: in iam mode, want the trusted writer's IAM ARN (arn:<partition>:<service>::<account id>:<resource>)"},
+		"iam trusted ARN without account": {map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_SUBJECT": "arn:aws:s3:::bucket/key"},
+			"ARTIFACTS_TRUSTED_SUBJECT: in iam mode, want the trusted writer's IAM ARN (arn:<partition>:<service>::<account id>:<resource>)"},
+		"iam trusted tenant not the ARN's account": {map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_SUBJECT": "arn:aws:iam::123456789012:role/host", "ARTIFACTS_TRUSTED_TENANT": "210987654321"},
+			"ARTIFACTS_TRUSTED_TENANT: no iam-mode principal with subject ARTIFACTS_TRUSTED_SUBJECT has this tenant; leave it empty"},
+		"dev trusted tenant not dev": {map[string]string{"ARTIFACTS_TRUSTED_TENANT": "acme"},
+			"ARTIFACTS_TRUSTED_TENANT: no dev-mode principal with subject ARTIFACTS_TRUSTED_SUBJECT has this tenant; leave it empty"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, err := config.FromLookup(env(tc.env))
+			if err == nil {
+				t.Fatalf("FromLookup succeeded: %+v", c)
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error %q\nwant      %q", err, tc.want)
+			}
+			for k, v := range tc.env {
+				if strings.Contains(err.Error(), k+": ") && len(v) >= 3 && strings.Contains(err.Error(), v) {
+					t.Errorf("error repeats the value of %s", k)
+				}
+			}
+		})
+	}
+}
+
 func TestVariablesListsEveryRead(t *testing.T) {
 	read := map[string]bool{}
 	// Set every mode so that conditional reads happen too.
@@ -445,5 +540,14 @@ func TestDeadline(t *testing.T) {
 				t.Errorf("Deadline = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// wantTrusted checks c's trusted principal.
+func wantTrusted(t *testing.T, c config.Config, tenant, subject string) {
+	t.Helper()
+	gotTenant, gotSubject, ok, err := c.Auth.TrustedPrincipal()
+	if err != nil || !ok || gotTenant != tenant || gotSubject != subject {
+		t.Errorf("TrustedPrincipal = %q, %q, %v, %v; want %q, %q", gotTenant, gotSubject, ok, err, tenant, subject)
 	}
 }
