@@ -51,6 +51,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/turnstream/turnstream/internal/demo"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -228,7 +229,7 @@ func newHandler(cfg config.Config, store chat.Store, authn auth.Authenticator, h
 	mount(mux, turnMount, "turn", turnHandler, requestLog)
 	mount(mux, historyMount, "history", sessionapi.NewHistoryHandler(sessionOpts), requestLog)
 	mount(mux, artifactsMount, "artifacts", sessionapi.NewArtifactsHandler(sessionOpts), requestLog)
-	mux.Handle("/", logged("none", http.HandlerFunc(notFound), requestLog))
+	mux.Handle("/", logged("demo", demo.Handler(http.HandlerFunc(notFound)), requestLog))
 	return mux, nil
 }
 
