@@ -20,22 +20,34 @@ export type JSONValue = null | boolean | number | string | JSONValue[] | { [key:
 class SyntaxFault {}
 const fault = new SyntaxFault();
 
-/** parseStrict reads one JSON text (surrounding JSON whitespace allowed). */
+/**
+ * parseStrict reads one JSON text (surrounding JSON whitespace allowed).
+ * It keeps its own stack instead of recursing, so deep input cannot
+ * exhaust the JavaScript stack before MAX_PARSE_DEPTH.
+ */
 export function parseStrict(text: string): JSONValue | typeof NOT_JSON {
   const p = new Parser(text);
   try {
     p.space();
-    const v = p.value(0);
+    const v = p.root();
     p.space();
     if (p.pos !== text.length) return NOT_JSON;
     return v;
   } catch (e) {
-    if (e === fault || e instanceof RangeError) return NOT_JSON; // RangeError: a stack overflow on a tiny stack
+    if (e === fault) return NOT_JSON;
     throw e;
   }
 }
 
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
+
+// A container being read: its value and, for an object, the key whose
+// value comes next.
+interface Frame {
+  obj?: { [key: string]: JSONValue };
+  arr?: JSONValue[];
+  key: string;
+}
 
 class Parser {
   pos = 0;
@@ -50,11 +62,72 @@ class Parser {
     }
   }
 
-  value(depth: number): JSONValue {
-    const c = this.s.charCodeAt(this.pos);
+  root(): JSONValue {
+    const stack: Frame[] = [];
+    for (;;) {
+      // Read a value; an opened, non-empty container continues the loop.
+      let v: JSONValue;
+      const c = this.s.charCodeAt(this.pos);
+      if (c === 0x7b || c === 0x5b) {
+        if (stack.length >= MAX_PARSE_DEPTH) throw fault;
+        this.pos++;
+        this.space();
+        if (c === 0x7b) {
+          const obj: { [key: string]: JSONValue } = {};
+          if (this.s.charCodeAt(this.pos) === 0x7d) {
+            this.pos++;
+            v = obj;
+          } else {
+            stack.push({ obj, key: this.key(obj) });
+            continue;
+          }
+        } else {
+          const arr: JSONValue[] = [];
+          if (this.s.charCodeAt(this.pos) === 0x5d) {
+            this.pos++;
+            v = arr;
+          } else {
+            stack.push({ arr, key: "" });
+            continue;
+          }
+        }
+      } else {
+        v = this.scalar(c);
+      }
+      // Store it and close every container that ends here.
+      for (;;) {
+        const top = stack[stack.length - 1];
+        if (top === undefined) return v;
+        if (top.obj) Object.defineProperty(top.obj, top.key, { value: v, writable: true, enumerable: true, configurable: true });
+        else top.arr!.push(v);
+        this.space();
+        const d = this.s.charCodeAt(this.pos++);
+        if (d === 0x2c) {
+          this.space();
+          if (top.obj) top.key = this.key(top.obj);
+          break;
+        }
+        if (d !== (top.obj ? 0x7d : 0x5d)) throw fault;
+        stack.pop();
+        v = top.obj ?? top.arr!;
+      }
+    }
+  }
+
+  // key reads an object member's name and its colon; a duplicated name is a fault.
+  key(obj: { [key: string]: JSONValue }): string {
+    if (this.s.charCodeAt(this.pos) !== 0x22) throw fault;
+    const k = this.string();
+    if (Object.prototype.hasOwnProperty.call(obj, k)) throw fault;
+    this.space();
+    if (this.s.charCodeAt(this.pos) !== 0x3a) throw fault;
+    this.pos++;
+    this.space();
+    return k;
+  }
+
+  scalar(c: number): JSONValue {
     switch (c) {
-      case 0x7b: return this.object(depth);
-      case 0x5b: return this.array(depth);
       case 0x22: return this.string();
       case 0x74: return this.literal("true", true);
       case 0x66: return this.literal("false", false);
@@ -74,52 +147,6 @@ class Parser {
     if (!this.s.startsWith(lit, this.pos)) throw fault;
     this.pos += lit.length;
     return v;
-  }
-
-  object(depth: number): JSONValue {
-    if (depth >= MAX_PARSE_DEPTH) throw fault;
-    this.pos++;
-    const out: { [key: string]: JSONValue } = {};
-    this.space();
-    if (this.s.charCodeAt(this.pos) === 0x7d) {
-      this.pos++;
-      return out;
-    }
-    for (;;) {
-      if (this.s.charCodeAt(this.pos) !== 0x22) throw fault;
-      const key = this.string();
-      if (Object.prototype.hasOwnProperty.call(out, key)) throw fault; // a duplicated key
-      this.space();
-      if (this.s.charCodeAt(this.pos) !== 0x3a) throw fault;
-      this.pos++;
-      this.space();
-      const v = this.value(depth + 1);
-      Object.defineProperty(out, key, { value: v, writable: true, enumerable: true, configurable: true });
-      this.space();
-      const c = this.s.charCodeAt(this.pos++);
-      if (c === 0x7d) return out;
-      if (c !== 0x2c) throw fault;
-      this.space();
-    }
-  }
-
-  array(depth: number): JSONValue {
-    if (depth >= MAX_PARSE_DEPTH) throw fault;
-    this.pos++;
-    const out: JSONValue[] = [];
-    this.space();
-    if (this.s.charCodeAt(this.pos) === 0x5d) {
-      this.pos++;
-      return out;
-    }
-    for (;;) {
-      out.push(this.value(depth + 1));
-      this.space();
-      const c = this.s.charCodeAt(this.pos++);
-      if (c === 0x5d) return out;
-      if (c !== 0x2c) throw fault;
-      this.space();
-    }
   }
 
   // string reads a string from its opening quote. Raw characters must be
