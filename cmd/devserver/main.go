@@ -26,6 +26,9 @@
 // (complete; the instant demo tool's running state is coalesced away,
 // DESIGN §3) and the turn records the note's artifact reference.
 //
+// The root "/" serves the demo chat page (internal/demo), built from
+// clients/js and embedded in the binary.
+//
 // It prints the three base URLs at start, logs one JSON line per request
 // (method, mount, status, bytes, duration; never a path, query or body
 // byte) and shuts down gracefully on SIGINT or SIGTERM, letting running
@@ -165,6 +168,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	_, _ = fmt.Fprintf(stdout, "  turn:      %s%s\n", base, turnMount)
 	_, _ = fmt.Fprintf(stdout, "  history:   %s%s\n", base, historyMount)
 	_, _ = fmt.Fprintf(stdout, "  artifacts: %s%s\n", base, artifactsMount)
+	_, _ = fmt.Fprintf(stdout, "  chat page: %s/\n", base)
 
 	srv := &http.Server{
 		Handler:           h,

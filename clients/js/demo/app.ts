@@ -258,6 +258,15 @@ function prependTurns(turns: readonly TurnSummary[]): void {
   els.turns.prepend(frag);
 }
 
+// nameFrom names the conversation in the picker after its first message,
+// once the oldest page is known; until then after its id.
+function nameFrom(newestFirst: readonly TurnSummary[], hasMore: boolean): void {
+  const first = newestFirst[newestFirst.length - 1]?.messages[0];
+  if (!hasMore && first) remember(sessionId, title(first.content));
+  else if (!known().some((k) => k.id === sessionId)) remember(sessionId, `Conversation ${sessionId.slice(0, 8)}`);
+  renderPicker();
+}
+
 async function loadFirst(): Promise<void> {
   status("loading", "Loading…");
   try {
@@ -267,8 +276,7 @@ async function loadFirst(): Promise<void> {
     edge(page.hasMore ? "more" : page.items.length ? "start" : "none");
     els.empty.hidden = page.items.length > 0;
     toBottom();
-    const first = page.items[page.items.length - 1]?.messages[0];
-    if (first) remember(sessionId, title(first.content));
+    if (page.items.length) nameFrom(page.items, page.hasMore);
     status("ready", "Ready");
   } catch (e) {
     if (e instanceof TurnstreamError && e.code === "SESSION_NOT_FOUND" && !fromLink) {
@@ -295,6 +303,7 @@ async function loadOlder(): Promise<void> {
     els.log.scrollTop += els.log.scrollHeight - before; // keep the reader's place
     older = page.nextCursor;
     edge(page.hasMore ? "more" : "start");
+    nameFrom(page.items, page.hasMore);
   } catch (e) {
     edge("more");
     showError(e);
@@ -338,11 +347,14 @@ async function send(input: string): Promise<void> {
   toBottom();
   composerBusy(true);
   status("streaming", "Sending…");
-  const entry = known().find((k) => k.id === sessionId);
-  remember(sessionId, !entry || entry.title === "New conversation" ? title(input) : undefined);
   let last: SnapshotEvent | undefined;
   try {
     for await (const snap of turn) {
+      if (!last) {
+        // The server took the turn: the conversation is this user's.
+        const entry = known().find((k) => k.id === sessionId);
+        remember(sessionId, !entry || entry.title === "New conversation" ? title(input) : undefined);
+      }
       last = snap;
       const stick = nearBottom();
       renderTurn(el, snap.payload.messages, { error: snap.payload.error });

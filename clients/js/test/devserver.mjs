@@ -9,6 +9,19 @@ import { fileURLToPath } from "node:url";
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), "../../..");
 
 let binary;
+let turnctl;
+
+/** turnctlBinary builds ./cmd/turnctl into a temporary directory (once). */
+export function turnctlBinary() {
+  if (!turnctl) {
+    const dir = mkdtempSync(join(tmpdir(), "turnstream-turnctl-"));
+    process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+    turnctl = join(dir, "turnctl");
+    execFileSync(process.env.GO ?? "go", ["build", "-o", turnctl, "./cmd/turnctl"], { cwd: repoRoot, stdio: ["ignore", "inherit", "inherit"] });
+  }
+  return turnctl;
+}
+
 /** devserverBinary builds ./cmd/devserver into a temporary directory (once). */
 export function devserverBinary() {
   if (!binary) {
