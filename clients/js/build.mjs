@@ -7,8 +7,10 @@
 //                            the demo page the dev server embeds (committed,
 //                            so that go build works without Node)
 //
-// node build.mjs [--check]   --check builds the demo into a temporary
-// directory and fails when the committed assets differ (a stale bundle).
+// node build.mjs             builds both
+// node build.mjs --client    builds dist/ only (what the tests import)
+// node build.mjs --check     builds the demo into a temporary directory and
+//                            fails when the committed assets differ
 import { build } from "esbuild";
 import { gzipSync } from "node:zlib";
 import { mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync, copyFileSync } from "node:fs";
@@ -70,6 +72,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
       process.exit(1);
     }
     console.log("clients/js: the committed demo bundle matches its sources");
+  } else if (process.argv.includes("--client")) {
+    const size = await buildClient();
+    console.log(`clients/js: dist/turnstream.min.js ${size.minified} bytes, ${(size.gzip / 1024).toFixed(1)} KiB gzip`);
   } else {
     const size = await buildClient();
     await buildDemo();

@@ -115,9 +115,9 @@ describe("demo page in Chromium", { skip }, () => {
     assert.equal(await page.textContent(".tool .badge"), "complete");
     assert.match(await page.textContent(".tool .result"), /notes\/groceries\.md/);
     assert.equal(await page.getAttribute(".artifact", "data-path"), "notes/groceries.md");
-    await send(page, "Thanks! Ünïcödé and 日本語 come through intact.");
+    await send(page, "Thanks! Ünïcödé — and ✓ — come through intact.");
     await page.waitForSelector(`${lastAssistant}[data-status="complete"]`);
-    assert.equal(await page.textContent(`${lastAssistant} .text`), "Echo: Thanks! Ünïcödé and 日本語 come through intact.");
+    assert.equal(await page.textContent(`${lastAssistant} .text`), "Echo: Thanks! Ünïcödé — and ✓ — come through intact.");
     await page.screenshot({ path: join(shots, "note-desktop.png") });
     await page.setViewportSize(PHONE);
     await page.screenshot({ path: join(shots, "note-phone.png") });
