@@ -89,7 +89,7 @@ function setParam(k: string, v: string): void {
 function renderPicker(): void {
   els.sessions.replaceChildren();
   const list = known();
-  if (!list.some((k) => k.id === sessionId)) list.unshift({ id: sessionId, title: `Shared link ${sessionId.slice(0, 8)}` });
+  if (!list.some((k) => k.id === sessionId)) list.unshift({ id: sessionId, title: `Conversation ${sessionId.slice(0, 8)}` });
   for (const k of list) {
     const o = document.createElement("option");
     o.value = k.id;
@@ -278,6 +278,7 @@ async function loadFirst(): Promise<void> {
     toBottom();
     if (page.items.length) nameFrom(page.items, page.hasMore);
     status("ready", "Ready");
+    void watchRunning(page.items[0]?.turnId);
   } catch (e) {
     if (e instanceof TurnstreamError && e.code === "SESSION_NOT_FOUND" && !fromLink) {
       // A conversation this browser started but never sent to.
@@ -290,6 +291,49 @@ async function loadFirst(): Promise<void> {
     showError(e);
   }
   renderPicker();
+}
+
+// watchRunning handles a page opened while a turn of this session is
+// still running (a reload mid-answer, a second tab): it says so and adds
+// the turn once history has it. (With resume on the server, this is where
+// the page would attach to the live stream instead.)
+async function watchRunning(newest: string | undefined): Promise<void> {
+  let running = false;
+  const note = text("p", "An answer is being written in another window. It appears here when it is finished.", "elsewhere");
+  for (;;) {
+    let summary;
+    try {
+      summary = await client.session(sessionId);
+    } catch {
+      note.remove();
+      return; // the conversation itself is shown; this is only a notice
+    }
+    if (summary.currentTurn === null) break;
+    if (!running && !current) {
+      els.empty.hidden = true;
+      els.turns.append(note);
+      toBottom();
+    }
+    running = true;
+    if (!current) status("streaming", "An answer is being written…");
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  note.remove();
+  if (!running || current) return;
+  try {
+    const page = await client.turns(sessionId, { limit: 1, order: "desc" });
+    const t = page.items[0];
+    if (t && t.turnId !== newest && !els.turns.querySelector(`[data-turn="${t.turnId}"]`)) {
+      const el = turnElement(t.turnId);
+      renderTurn(el, t.messages, { error: t.error, artifacts: t.artifacts });
+      els.turns.append(el);
+      els.empty.hidden = true;
+      toBottom();
+    }
+    status("ready", "Ready");
+  } catch (e) {
+    showError(e);
+  }
 }
 
 async function loadOlder(): Promise<void> {

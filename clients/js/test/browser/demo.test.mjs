@@ -107,6 +107,28 @@ describe("demo page in Chromium", { skip }, () => {
     await page.close();
   });
 
+  test("a page opened mid-answer says so, then shows the saved answer", async () => {
+    const ann = new TurnstreamClient({ turnURL: slow.turnURL, historyURL: slow.historyURL, headers: { Authorization: "Bearer dev.ann" } });
+    // Long enough to run until it is stopped below.
+    const input = "Opened in a second tab while this answer is written. ".repeat(8).trim();
+    const turn = ann.submit({ sessionId: "b-reload", input });
+    const it = turn[Symbol.asyncIterator]();
+    await it.next(); // the turn is running
+    const rest = (async () => { while (!(await it.next()).done); })();
+    const { page, problems } = await open(slow.base, "session=b-reload&user=ann");
+    await page.waitForSelector('#status[data-state="streaming"]');
+    assert.equal(await page.textContent("#status .text"), "An answer is being written…");
+    await page.screenshot({ path: join(shots, "running-elsewhere-desktop.png") });
+    await turn.stop();
+    await rest;
+    await page.waitForSelector(`${lastAssistant}[data-status="error"]`, { timeout: 60_000 });
+    assert.ok(`Echo: ${input}`.startsWith(await page.textContent(`${lastAssistant} .text`)));
+    assert.equal(await page.textContent(`${lastAssistant} .notice`), "Stopped.");
+    await page.waitForSelector('#status[data-state="ready"]');
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
   test("a tool call and its artifact reference are shown", async () => {
     const { page, problems } = await open(fast.base, "session=b-note&user=ann");
     await send(page, "/note Groceries: milk, eggs");
