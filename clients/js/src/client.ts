@@ -306,7 +306,9 @@ interface TurnOptions extends SubmitOptions {
  * error TURN_INTERRUPTED). Iteration throws StreamDiagnosticError for a
  * diagnostic line, HTTPError when the submit is refused,
  * StreamIncompleteError when the stream ends early and cannot be resumed,
- * and the signal's reason when aborted. Iterate it once.
+ * and the signal's reason when aborted. Iterate it once. Leaving the loop
+ * early (break, abort) only stops reading: the turn runs on at the server
+ * until it ends or stop() is called.
  */
 export class Turn implements AsyncIterable<SnapshotEvent> {
   readonly sessionId: string;
