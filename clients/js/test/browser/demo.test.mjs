@@ -55,6 +55,16 @@ describe("demo page in Chromium", { skip }, () => {
     return { page, problems };
   }
 
+  // newChat opens the page as user and starts a conversation with New chat.
+  async function newChat(base, user, viewport) {
+    const opened = await open(base, `user=${user}`, viewport);
+    await Promise.all([opened.page.waitForURL((u) => u.searchParams.get("session") !== null), opened.page.click("#new-chat")]);
+    await opened.page.waitForSelector('#status[data-state="ready"]');
+    assert.equal(await opened.page.isVisible("#empty"), true, "a new conversation starts empty");
+    assert.equal(await opened.page.isHidden("#error"), true);
+    return opened;
+  }
+
   async function send(page, text) {
     await page.fill("#input", text);
     await page.press("#input", "Enter");
@@ -63,7 +73,8 @@ describe("demo page in Chromium", { skip }, () => {
   const lastAssistant = '.turn:last-child .msg[data-role="assistant"]';
 
   test("a message's reply streams in", async () => {
-    const { page, problems } = await open(slow.base, "session=b-stream&user=ann");
+    const { page, problems } = await newChat(slow.base, "ann");
+    await page.screenshot({ path: join(shots, "empty-desktop.png") });
     const input = "Streaming, a few characters at a time, into the page.";
     await send(page, input);
     await page.waitForFunction((sel) => {
@@ -90,7 +101,7 @@ describe("demo page in Chromium", { skip }, () => {
   });
 
   test("Stop ends the answer early", async () => {
-    const { page, problems } = await open(slow.base, "session=b-stop&user=ann");
+    const { page, problems } = await newChat(slow.base, "ann");
     const input = "A long answer that would take a good while to stream. ".repeat(4).trim();
     await send(page, input);
     await page.waitForFunction((sel) => (document.querySelector(sel)?.textContent.length ?? 0) > 12, `${lastAssistant} .text`);
@@ -130,7 +141,9 @@ describe("demo page in Chromium", { skip }, () => {
   });
 
   test("a tool call and its artifact reference are shown", async () => {
-    const { page, problems } = await open(fast.base, "session=b-note&user=ann");
+    const { page, problems } = await newChat(fast.base, "ann", PHONE);
+    await page.screenshot({ path: join(shots, "empty-phone.png") });
+    await page.setViewportSize(DESKTOP);
     await send(page, "/note Groceries: milk, eggs");
     await page.waitForSelector(".artifact");
     assert.equal(await page.getAttribute(".tool", "data-tool"), "workspace_note");
