@@ -206,7 +206,7 @@ function safeId(o: Obj, k: string): string {
 function int(o: Obj, k: string): number {
   const v = o[k];
   need(has(o, k) && typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= MAX_SAFE_INTEGER);
-  return v;
+  return v === 0 ? 0 : v; // -0 reads as 0
 }
 
 function eventFrom(root: JSONValue): TurnEvent {
