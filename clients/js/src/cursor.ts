@@ -1,4 +1,4 @@
-import { decodeTurnEvent, isSafeId, type SnapshotEvent, type TurnEvent } from "./protocol.js";
+import { decodeTurnEvent, isDecoded, isSafeId, type SnapshotEvent, type TurnEvent } from "./protocol.js";
 
 /**
  * SnapshotCursor holds the newest snapshot of one session. It accepts only
@@ -30,30 +30,33 @@ export class SnapshotCursor {
   }
 
   /**
-   * apply offers one event: a decoded TurnEvent, or a line as text or
-   * bytes, which is decoded first. It returns true when the snapshot was
-   * accepted; on false nothing changes.
+   * apply offers one event: a line as text or bytes, or an event object.
+   * Anything but an event decodeTurnEvent returned is decoded first (an
+   * object as its JSON text), so nothing unvalidated is ever held. It
+   * returns true when the snapshot was accepted; on false nothing changes.
    */
-  apply(input: TurnEvent | string | Uint8Array): boolean {
+  apply(input: TurnEvent | string | Uint8Array | object): boolean {
     let ev: TurnEvent;
-    if (typeof input === "string" || input instanceof Uint8Array) {
-      const r = decodeTurnEvent(input);
+    if (typeof input === "object" && !(input instanceof Uint8Array) && input !== null && isDecoded(input)) {
+      ev = input;
+    } else {
+      let line: string | Uint8Array | undefined;
+      if (typeof input === "string" || input instanceof Uint8Array) line = input;
+      else {
+        try {
+          line = JSON.stringify(input);
+        } catch {
+          return false; // a cycle or a BigInt: not an event
+        }
+      }
+      if (line === undefined) return false;
+      const r = decodeTurnEvent(line);
       if (!r.ok) return false;
       ev = r.event;
-    } else {
-      ev = input;
     }
     if (ev.event !== "server.turn.snapshot" || ev.sessionId !== this.sessionId) return false;
     if (this.#snapshot !== undefined && ev.sequence <= this.#snapshot.sequence) return false;
-    this.#snapshot = deepFreeze(structuredClone(ev));
+    this.#snapshot = ev; // deep-frozen by decodeTurnEvent
     return true;
   }
-}
-
-function deepFreeze<T>(v: T): T {
-  if (typeof v === "object" && v !== null && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const k of Object.keys(v)) deepFreeze((v as Record<string, unknown>)[k]);
-  }
-  return v;
 }

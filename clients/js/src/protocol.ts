@@ -141,11 +141,29 @@ export function isSafeId(s: unknown): s is string {
 
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
+// Events decodeTurnEvent produced: deep-frozen, so still valid when offered
+// to a SnapshotCursor later.
+const decoded = new WeakSet<object>();
+
+/** isDecoded reports whether ev came from decodeTurnEvent (and so is valid and frozen). */
+export function isDecoded(ev: object): ev is TurnEvent {
+  return decoded.has(ev);
+}
+
+function deepFreeze<T>(v: T): T {
+  if (typeof v === "object" && v !== null && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const k of Object.keys(v)) deepFreeze((v as Record<string, unknown>)[k]);
+  }
+  return v;
+}
+
 /**
  * decodeTurnEvent decodes one turn event from untrusted input: a string, or
  * UTF-8 bytes (invalid UTF-8 is not JSON; a byte-order mark is not skipped).
  * The text is parsed once with the strict reader, so a JSON string holding
- * an event is invalid. It never throws.
+ * an event is invalid. It never throws. An accepted event is deep-frozen
+ * (metadata and tool call arguments included).
  */
 export function decodeTurnEvent(input: string | Uint8Array): DecodeResult {
   let text: string;
@@ -173,7 +191,9 @@ export function decodeTurnEvent(input: string | Uint8Array): DecodeResult {
     }
   }
   try {
-    return { ok: true, event: eventFrom(root) };
+    const event = deepFreeze(eventFrom(root));
+    decoded.add(event);
+    return { ok: true, event };
   } catch (e) {
     if (e === invalid) return fail("PROTOCOL_INVALID_PAYLOAD");
     throw e;

@@ -180,6 +180,15 @@ test("SnapshotCursor accepts only strictly newer snapshots of its session", () =
   assert.equal(cur.apply("{"), false, "malformed");
   assert.equal(cur.apply(evs[2]), true);
   assert.ok(Object.isFrozen(cur.snapshot.payload.messages[0]));
+  // Objects are validated too: a forged "snapshot" is not held.
+  const forged = JSON.parse(evs[3]);
+  forged.payload.status = "done";
+  assert.equal(cur.apply(forged), false);
+  const cycle = JSON.parse(evs[3]);
+  cycle.self = cycle;
+  assert.equal(cur.apply(cycle), false);
+  assert.equal(cur.apply(JSON.parse(evs[3])), true, "a valid plain object is decoded and held");
+  assert.ok(Object.isFrozen(cur.snapshot.payload.usage));
   assert.throws(() => new SnapshotCursor("bad id"), TypeError);
 });
 
