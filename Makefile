@@ -56,9 +56,9 @@ NODE   ?= node
 TSC    := node_modules/.bin/tsc
 
 .PHONY: js-build
-js-build: ## Type-check clients/js and build it and the demo page (commit internal/demo/assets afterwards).
+js-build: ## Type-check clients/js, build it (dist/, with .d.ts types) and the demo page (commit internal/demo/assets afterwards).
 	@test -x $(TSC) || npm ci --no-audit --no-fund --loglevel=error
-	$(TSC) -p $(JS) --noEmit
+	$(TSC) -p $(JS)
 	$(NODE) $(JS)/build.mjs
 
 .PHONY: js-test
