@@ -72,11 +72,12 @@ function remember(id: string, title?: string): void {
   }
 }
 
+// A session id from the link that this browser did not start may be
+// someone else's (or nobody's yet): its "not found" is shown as an error.
 let sessionId = params.get("session") ?? "";
+if (!isSafeId(sessionId)) sessionId = "";
 const fromLink = sessionId !== "" && !known().some((k) => k.id === sessionId);
-if (!isSafeId(sessionId)) {
-  sessionId = known()[0]?.id ?? newId();
-}
+if (sessionId === "") sessionId = known()[0]?.id ?? newId();
 if (!fromLink) remember(sessionId);
 setParam("session", sessionId);
 
@@ -99,7 +100,16 @@ function renderPicker(): void {
   }
 }
 els.sessions.addEventListener("change", () => open(els.sessions.value));
-els.newChat.addEventListener("click", () => open(newId()));
+els.newChat.addEventListener("click", () => {
+  // Forget conversations that were started but never sent to.
+  const sent = known().filter((k) => k.title !== "New conversation");
+  try {
+    localStorage.setItem(storeKey, JSON.stringify(sent));
+  } catch {
+    /* as in remember */
+  }
+  open(newId());
+});
 function open(id: string): void {
   const u = new URL(location.href);
   u.searchParams.set("session", id);
