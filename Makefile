@@ -68,6 +68,11 @@ js-test: ## clients/js: type-check, unit tests (recorded streams cut at every by
 	$(NODE) $(JS)/build.mjs --client
 	$(NODE) --test $(JS)/test/*.test.mjs
 
+.PHONY: js-bench
+js-bench: ## clients/js: decoder and line splitter speed against JSON.parse of the same lines (medians, same run).
+	$(NODE) $(JS)/build.mjs --client
+	$(NODE) $(JS)/bench/decode.bench.mjs
+
 .PHONY: browser-test
 browser-test: ## The demo page in headless Chromium against dev servers; screenshots in clients/js/test-output/screenshots.
 	@test -x $(TSC) || npm ci --no-audit --no-fund --loglevel=error

@@ -40,6 +40,14 @@ export function parseStrict(text: string): JSONValue | typeof NOT_JSON {
 }
 
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
+// A run of string characters that need no attention.
+const PLAIN = /[^"\\\u0000-\u001f\ud800-\udfff]*/y;
+
+// define adds key as an own data property, as JSON.parse does: for
+// "__proto__" a plain assignment would set the prototype instead.
+function define(obj: { [key: string]: JSONValue }, key: string, v: JSONValue): void {
+  Object.defineProperty(obj, key, { value: v, writable: true, enumerable: true, configurable: true });
+}
 
 // A container being read: its value and, for an object, the key whose
 // value comes next.
@@ -98,8 +106,9 @@ class Parser {
       for (;;) {
         const top = stack[stack.length - 1];
         if (top === undefined) return v;
-        if (top.obj) Object.defineProperty(top.obj, top.key, { value: v, writable: true, enumerable: true, configurable: true });
-        else top.arr!.push(v);
+        if (top.arr) top.arr.push(v);
+        else if (top.key === "__proto__") define(top.obj!, top.key, v);
+        else top.obj![top.key] = v;
         this.space();
         const d = this.s.charCodeAt(this.pos++);
         if (d === 0x2c) {
@@ -157,6 +166,9 @@ class Parser {
     let out = "";
     let run = i;
     for (;;) {
+      PLAIN.lastIndex = i;
+      PLAIN.test(s);
+      i = PLAIN.lastIndex;
       if (i >= s.length) throw fault;
       const c = s.charCodeAt(i);
       if (c === 0x22) {
