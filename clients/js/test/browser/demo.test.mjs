@@ -41,6 +41,14 @@ describe("demo page in Chromium", { skip }, () => {
     await page.setViewportSize(viewport);
     const problems = [];
     page.on("pageerror", (e) => problems.push(e.message));
+    // No request leaves the dev server's origin (no CDN, no network).
+    page.on("request", (r) => {
+      const u = r.url();
+      if (!u.startsWith(`${base}/`) && !u.startsWith("data:")) problems.push(`request to another origin: ${u}`);
+    });
+    page.on("console", (m) => {
+      if (m.type() === "error" && !/the server responded with a status of 404/.test(m.text())) problems.push(`console: ${m.text()}`);
+    });
     // Every text the newest assistant message shows, in order.
     await page.addInitScript(() => {
       window.__texts = [];
