@@ -26,6 +26,9 @@
 // (complete; the instant demo tool's running state is coalesced away,
 // DESIGN §3) and the turn records the note's artifact reference.
 //
+// The root "/" serves the demo chat page (internal/demo), built from
+// clients/js and embedded in the binary.
+//
 // It prints the three base URLs at start, logs one JSON line per request
 // (method, mount, status, bytes, duration; never a path, query or body
 // byte) and shuts down gracefully on SIGINT or SIGTERM, letting running
@@ -51,6 +54,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/turnstream/turnstream/internal/demo"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -190,6 +194,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	_, _ = fmt.Fprintf(stdout, "  turn:      %s%s\n", base, turnMount)
 	_, _ = fmt.Fprintf(stdout, "  history:   %s%s\n", base, historyMount)
 	_, _ = fmt.Fprintf(stdout, "  artifacts: %s%s\n", base, artifactsMount)
+	_, _ = fmt.Fprintf(stdout, "  chat page: %s/\n", base)
 
 	srv := &http.Server{
 		Handler:           h,
@@ -256,7 +261,7 @@ func newHandler(cfg config.Config, store chat.Store, authn auth.Authenticator, h
 	mount(mux, turnMount, "turn", turnHandler, requestLog)
 	mount(mux, historyMount, "history", sessionapi.NewHistoryHandler(sessionOpts), requestLog)
 	mount(mux, artifactsMount, "artifacts", sessionapi.NewArtifactsHandler(sessionOpts), requestLog)
-	mux.Handle("/", logged("none", http.HandlerFunc(notFound), requestLog))
+	mux.Handle("/", logged("demo", demo.Handler(http.HandlerFunc(notFound)), requestLog))
 	return mux, nil
 }
 
