@@ -40,7 +40,7 @@ func init() {
 }
 
 // chatUsage documents `turnctl chat`.
-const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN] [-json] [message...]
+const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [message...]
 
 Submits one turn per message to a turnstream turn function (the dev server's
 /turn/ by default) and renders the streamed snapshots: the assistant's text
@@ -49,6 +49,12 @@ sequence and token usage. With message arguments they are joined into one
 turn; without, each line read from stdin is a turn. -json prints the raw
 NDJSON lines instead. On a terminal the reply is redrawn in place; otherwise
 text is appended without cursor movement.
+
+Authentication: -token sends a bearer token (jwt mode, or dev.<subject> on
+the dev server); -sigv4 signs each request with AWS SigV4 for a function URL
+with AuthType AWS_IAM (iam mode), with the default AWS credential chain. A
+https://<id>.lambda-url.<region>.on.aws/ URL without -token is signed
+automatically.
 
 Ctrl-C during a turn asks the server to stop it (POST <url>/stop) and shows
 the turn ending; a second Ctrl-C quits at once.
@@ -64,7 +70,7 @@ flags:
 type chatOptions struct {
 	url       string
 	sessionID string
-	token     string
+	auth      authFlags
 	json      bool
 }
 
@@ -76,7 +82,7 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.Usage = func() { _, _ = fmt.Fprint(stderr, chatUsage); fs.PrintDefaults() }
 	fs.StringVar(&opts.url, "url", defaultTurnURL, "turn function URL")
 	fs.StringVar(&opts.sessionID, "session", "", "session id (a SafeId); default: a new random one, printed on stderr")
-	fs.StringVar(&opts.token, "token", "", `bearer token sent as "Authorization: Bearer TOKEN" (dev server: dev.<subject>)`)
+	opts.auth.register(fs)
 	fs.BoolVar(&opts.json, "json", false, "print the raw NDJSON stream lines")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -94,7 +100,12 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := &chatClient{opts: opts, http: &http.Client{}, stdout: stdout, stderr: stderr, tty: isTerminal(stdout), quit: cancel}
+	httpClient, err := opts.auth.client(ctx, opts.url)
+	if err != nil {
+		_, _ = fmt.Fprintln(stderr, "turnctl chat:", err)
+		return 2
+	}
+	c := &chatClient{opts: opts, http: httpClient, stdout: stdout, stderr: stderr, tty: isTerminal(stdout), quit: cancel}
 	if c.tty {
 		c.width, c.height = terminalSize(stdout)
 	}
@@ -186,9 +197,6 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/x-ndjson")
-	if c.opts.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.opts.token)
-	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		_, _ = fmt.Fprintln(c.stderr, "turnctl chat:", err)
@@ -287,9 +295,6 @@ func (c *chatClient) requestStop(ctx context.Context, turnID string) {
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if c.opts.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.opts.token)
-	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		_, _ = fmt.Fprintln(c.stderr, "turnctl chat: stop:", err)

@@ -30,13 +30,13 @@ func init() {
 	}
 }
 
-const historyUsage = `usage: turnctl history -session ID [-url URL] [-token TOKEN] [-json]
+const historyUsage = `usage: turnctl history -session ID [-url URL] [-token TOKEN | -sigv4] [-json]
 
 Prints a session's conversation, oldest first, from a turnstream history
 function (the dev server's /history/ by default), following page cursors to
 the end: one block per message with its role, text, tool calls and the
 turn's artifact references. -json prints each canonical message record as
-one JSON line instead.
+one JSON line instead. -token and -sigv4 authenticate as for turnctl chat.
 
 Exit status: 0 on success, 1 after an HTTP error (its JSON error code and
 message are printed on stderr), 2 for bad usage.
@@ -51,7 +51,8 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.Usage = func() { _, _ = fmt.Fprint(stderr, historyUsage); fs.PrintDefaults() }
 	base := fs.String("url", defaultHistoryURL, "history function URL")
 	sessionID := fs.String("session", "", "session id (required)")
-	token := fs.String("token", "", `bearer token sent as "Authorization: Bearer TOKEN" (dev server: dev.<subject>)`)
+	var authn authFlags
+	authn.register(fs)
 	asJSON := fs.Bool("json", false, "print one canonical message record per line")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -72,7 +73,11 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	client := &http.Client{}
+	client, err := authn.client(ctx, *base)
+	if err != nil {
+		_, _ = fmt.Fprintln(stderr, "turnctl history:", err)
+		return 2
+	}
 	cursor := ""
 	for range maxHistoryPages {
 		q := url.Values{"order": {"asc"}, "limit": {fmt.Sprint(historyPageLimit)}}
@@ -80,7 +85,7 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			q.Set("cursor", cursor)
 		}
 		u.RawQuery = q.Encode()
-		page, ok := fetchPage(ctx, client, u.String(), *token, stderr)
+		page, ok := fetchPage(ctx, client, u.String(), stderr)
 		if !ok {
 			return 1
 		}
@@ -112,16 +117,13 @@ type messagePage struct {
 	HasMore    bool              `json:"hasMore"`
 }
 
-func fetchPage(ctx context.Context, client *http.Client, pageURL, token string, stderr io.Writer) (*messagePage, bool) {
+func fetchPage(ctx context.Context, client *http.Client, pageURL string, stderr io.Writer) (*messagePage, bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pageURL, nil)
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, "turnctl history:", err)
 		return nil, false
 	}
 	req.Header.Set("Accept", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
 	resp, err := client.Do(req)
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, "turnctl history:", err)

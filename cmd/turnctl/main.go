@@ -4,8 +4,8 @@
 // Usage:
 //
 //	turnctl validate < events.ndjson
-//	turnctl chat [-url URL] [-session ID] [-token TOKEN] [-json] [message...]
-//	turnctl history -session ID [-url URL] [-token TOKEN] [-json]
+//	turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [message...]
+//	turnctl history -session ID [-url URL] [-token TOKEN | -sigv4] [-json]
 //
 // chat and history (chat.go, history.go) talk to a turn and a history
 // function, the dev server's by default; `turnctl <command> -h` describes
