@@ -19,6 +19,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -38,7 +40,11 @@ var commands = map[string]command{
 	"validate": {
 		summary: "decode one turn event per stdin line; print one verdict line each",
 		run: func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-			if len(args) != 0 {
+			fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+			if status, ok := parseFlags(fs, args, validateUsage, stdout, stderr); !ok {
+				return status
+			}
+			if fs.NArg() != 0 {
 				_, _ = fmt.Fprintln(stderr, "turnctl validate: takes no arguments; events are read from stdin")
 				return 2
 			}
@@ -87,4 +93,43 @@ func sortedNames() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// validateUsage documents `turnctl validate`.
+const validateUsage = `usage: turnctl validate < events.ndjson
+
+Reads one turn event per input line (split on "\n" only) and writes one
+line per input line: {"ok":true,"event":"<kind>"} or
+{"ok":false,"diagnostic":{...}} with the decoder's diagnostic exactly as
+AgentsKit encodes it. Exit status 0 when every line decoded, 1 otherwise.
+`
+
+// parseFlags parses a subcommand's args with fs. With -h (-help, --help)
+// it prints usage and fs's flags on stdout and returns (0, false); after a
+// bad flag, the flag package's message and the same text go to stderr and
+// it returns (2, false). Otherwise it returns (0, true).
+func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout, stderr io.Writer) (int, bool) {
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	if err == nil {
+		return 0, true
+	}
+	w, status := stderr, 2
+	if errors.Is(err, flag.ErrHelp) {
+		w, status = stdout, 0
+	}
+	_, _ = io.WriteString(w, usage)
+	if hasFlags(fs) {
+		_, _ = io.WriteString(w, "\nflags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+	return status, false
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
 }
