@@ -206,7 +206,7 @@ func TestLiveRendererScreen(t *testing.T) {
 			{ev: snap(2, protocol.StatusStreaming, "a\tb\nline two\x07", lookup)},
 		}},
 		"a row filled exactly": {10, []step{
-			{ev: snap(1, protocol.StatusStreaming, "0123")},       // "assistant> 0123" wraps once
+			{ev: snap(1, protocol.StatusStreaming, "0123")},      // "assistant> 0123" wraps once
 			{ev: snap(2, protocol.StatusStreaming, "012345678")}, // fills two rows exactly
 			{ev: snap(3, protocol.StatusStreaming, "x")},
 		}},
