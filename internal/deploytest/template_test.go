@@ -108,7 +108,7 @@ func TestTemplate(t *testing.T) {
 
 					env := d.environment(fname)
 					checkEnvironment(t, fname, env)
-					cfg := parseConfig(t, env)
+					cfg := parseConfig(t, fname, env)
 					if fname == "TurnFunction" {
 						timeout := seconds(fn.Timeout)
 						if need := cfg.TurnTimeout + cfg.CleanupReserve; timeout < need {
@@ -129,6 +129,7 @@ func TestTemplate(t *testing.T) {
 						modelID = fmt.Sprint(params["ModelId"])
 					}
 					checkBedrockPolicy(t, statements, modelID)
+					checkSecretPolicy(t, fname, statements)
 
 					checkPublicPermissions(t, d, fname, jwt)
 				})
@@ -391,19 +392,60 @@ func checkEnvironment(t *testing.T, fname string, env map[string]string) {
 	if env["TABLE_NAME"] != "Ref(Table)" {
 		t.Errorf("TABLE_NAME = %q, want the table's name (Ref Table)", env["TABLE_NAME"])
 	}
-	if env["CURSOR_SECRET"] != "{{resolve:secretsmanager:Ref(CursorSecret):SecretString}}" {
-		t.Errorf("CURSOR_SECRET = %q, want the generated secret", env["CURSOR_SECRET"])
+	// No secret in the environment: the history function reads the cursor
+	// key by ARN, the others issue no cursors.
+	if env["CURSOR_SECRET"] != "" {
+		t.Errorf("CURSOR_SECRET = %q, want it empty (a secret in the environment is readable with lambda:GetFunctionConfiguration)", env["CURSOR_SECRET"])
+	}
+	wantARN := ""
+	if fname == "HistoryFunction" {
+		wantARN = "Ref(CursorSecret)"
+	}
+	if env["CURSOR_SECRET_ARN"] != wantARN {
+		t.Errorf("CURSOR_SECRET_ARN = %q, want %q", env["CURSOR_SECRET_ARN"], wantARN)
+	}
+	for k, v := range env {
+		if strings.Contains(v, "{{resolve:") {
+			t.Errorf("%s = %q resolves a secret into the environment", k, v)
+		}
+	}
+}
+
+// checkSecretPolicy: only the history function may read the cursor
+// secret, with secretsmanager:GetSecretValue on that secret alone.
+func checkSecretPolicy(t *testing.T, fname string, statements []statement) {
+	t.Helper()
+	var got []statement
+	for _, s := range statements {
+		for _, a := range s.Action {
+			if strings.HasPrefix(strings.ToLower(a), "secretsmanager:") {
+				got = append(got, s)
+				break
+			}
+		}
+	}
+	if fname != "HistoryFunction" {
+		if len(got) != 0 {
+			t.Errorf("Secrets Manager statements %+v, want none", got)
+		}
+		return
+	}
+	if len(got) != 1 || !slices.Equal(got[0].Action, []string{"secretsmanager:GetSecretValue"}) ||
+		!slices.Equal(got[0].Resource, []string{"Ref(CursorSecret)"}) || got[0].Condition != nil {
+		t.Errorf("Secrets Manager statements %+v, want one: GetSecretValue on Ref(CursorSecret)", got)
 	}
 }
 
 // parseConfig checks that pkg/config accepts the function's environment
-// as deployed (the table name and the secret are resolved by
+// as deployed (the table name and the secret's ARN are resolved by
 // CloudFormation; placeholders stand in for them).
-func parseConfig(t *testing.T, env map[string]string) config.Config {
+func parseConfig(t *testing.T, fname string, env map[string]string) config.Config {
 	t.Helper()
 	resolved := map[string]string{
-		"TABLE_NAME": "turnstream-Table-ABC123", "CURSOR_SECRET": "0123456789abcdef0123456789abcdef",
-		"AWS_LAMBDA_FUNCTION_NAME": "fn", "AWS_REGION": "us-east-1",
+		"TABLE_NAME": "turnstream-Table-ABC123", "AWS_LAMBDA_FUNCTION_NAME": "fn", "AWS_REGION": "us-east-1",
+	}
+	if env["CURSOR_SECRET_ARN"] != "" {
+		resolved["CURSOR_SECRET_ARN"] = "arn:aws:secretsmanager:us-east-1:123456789012:secret:CursorSecret-AbCdEf"
 	}
 	cfg, err := config.FromLookup(func(k string) (string, bool) {
 		if v, ok := resolved[k]; ok {
@@ -415,8 +457,14 @@ func parseConfig(t *testing.T, env map[string]string) config.Config {
 	if err != nil {
 		t.Fatalf("pkg/config rejects the template's environment: %v", err)
 	}
-	if err := cfg.RequireCursorSecret(); err != nil {
-		t.Error(err)
+	if fname == "HistoryFunction" {
+		// What functions/history does at start once it has read the secret.
+		if err := cfg.SetCursorSecret([]byte("0123456789abcdef0123456789abcdef")); err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.RequireCursorSecret(); err != nil {
+			t.Error(err)
+		}
 	}
 	return cfg
 }
