@@ -780,6 +780,9 @@ func (c *conformer) checkStop(ctx context.Context) {
 		if last.Snapshot.Error != nil {
 			detail += " " + last.Snapshot.Error.Code
 		}
+		if last.Snapshot.Status == protocol.StatusComplete {
+			detail += " (the turn finished before the stop took effect: accepted, not seen to stop)"
+		}
 	}
 	c.report("stop", p, detail)
 }
