@@ -221,11 +221,11 @@ func printResults(w io.Writer, opts conformOptions, results []checkResult) {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "turnctl conform: turn %s, history %s\n\n", escapeText(opts.turnURL, false), escapeText(opts.historyURL, false))
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CHECK\tRESULT\tDETAIL")
+	_, _ = fmt.Fprintln(tw, "CHECK\tRESULT\tDETAIL")
 	counts := map[string]int{}
 	for _, r := range results {
 		counts[r.outcome]++
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.outcome, r.detail)
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.outcome, r.detail)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(&b, "\n%d passed, %d failed, %d skipped\n", counts[checkPass], counts[checkFail], counts[checkSkip])

@@ -49,7 +49,7 @@ func devWiring(t *testing.T, store chat.Store, wrap func(http.Handler) http.Hand
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h http.Handler = th
+	h := th
 	if wrap != nil {
 		h = wrap(th)
 	}

@@ -58,19 +58,26 @@ func escapeText(s string, multiline bool) string {
 
 // isPlain reports whether escapeText(s, multiline) is s: the fast path.
 func isPlain(s string, multiline bool) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x80 {
-			return !strings.ContainsFunc(s[i:], func(r rune) bool {
-				return r == utf8.RuneError || r < 0x20 && !(r == '\n' && multiline) || r == 0x7f ||
-					(r >= 0x80 && r <= 0x9f) || isBidiControl(r) || r == '\u2028' || r == '\u2029'
-			}) && utf8.ValidString(s[i:])
-		}
-		if c < 0x20 && !(c == '\n' && multiline) || c == 0x7f {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if needsEscape(r, multiline) {
 			return false
 		}
 	}
 	return true
+}
+
+// needsEscape reports whether escapeText changes r.
+func needsEscape(r rune, multiline bool) bool {
+	switch {
+	case r == '\n':
+		return !multiline
+	case r < 0x20, r == 0x7f, r >= 0x80 && r <= 0x9f:
+		return true
+	}
+	return isBidiControl(r) || r == '\u2028' || r == '\u2029'
 }
 
 // isBidiControl reports the explicit bidirectional formatting characters
