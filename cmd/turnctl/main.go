@@ -6,10 +6,14 @@
 //	turnctl validate < events.ndjson
 //	turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [message...]
 //	turnctl history -session ID [-url URL] [-token TOKEN | -sigv4] [-json]
+//	turnctl conform -turn URL -history URL [-artifacts URL] [-token TOKEN | -sigv4]
 //
 // chat and history (chat.go, history.go) talk to a turn and a history
-// function, the dev server's by default; `turnctl <command> -h` describes
-// each.
+// function, the dev server's by default; conform (conform.go) checks a
+// deployment against the protocol, black-box. Requests carry a bearer
+// token or are signed with AWS SigV4 (auth.go); text from a server is
+// escaped and measured in terminal columns before it is shown
+// (display.go). `turnctl <command> -h` describes each command and exits 0.
 //
 // validate reads one turn event per input line from stdin and writes one
 // line per input line to stdout: {"ok":true,"event":"<kind>"} or
