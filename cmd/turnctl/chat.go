@@ -478,6 +478,9 @@ type appendRenderer struct {
 	last      *protocol.Event
 	text      string
 	toolLines map[string]bool
+	// lineStart: the last thing written ended a line (a tool line or a
+	// notice), whatever text ends with.
+	lineStart bool
 }
 
 func (r *appendRenderer) event(_ []byte, ev *protocol.Event) {
@@ -487,9 +490,13 @@ func (r *appendRenderer) event(_ []byte, ev *protocol.Event) {
 	r.last = ev
 	v := viewOf(ev)
 	if strings.HasPrefix(v.text, r.text) {
-		_, _ = io.WriteString(r.w, v.text[len(r.text):])
+		if delta := v.text[len(r.text):]; delta != "" {
+			_, _ = io.WriteString(r.w, delta)
+			r.lineStart = false
+		}
 	} else { // the text was rewritten: start it again on a new line
 		_, _ = io.WriteString(r.w, "\n"+v.text)
+		r.lineStart = false
 	}
 	r.text = v.text
 	for _, tl := range v.toolCalls {
@@ -499,24 +506,34 @@ func (r *appendRenderer) event(_ []byte, ev *protocol.Event) {
 		if !r.toolLines[tl] {
 			r.toolLines[tl] = true
 			_, _ = fmt.Fprintf(r.w, "\n%s\n", tl)
+			r.lineStart = true
 		}
 	}
 }
 
 func (r *appendRenderer) notice(text string) {
 	if r.notices == nil { // the live renderer's appending mode: same stream
-		_, _ = fmt.Fprintf(r.w, "\n%s\n", text)
-		r.text = "" // the text goes on on a new line
+		// The notice gets a line of its own; the reply goes on below it.
+		if !r.atLineStart() {
+			_, _ = io.WriteString(r.w, "\n")
+		}
+		_, _ = fmt.Fprintln(r.w, text)
+		r.lineStart = true
 		return
 	}
 	_, _ = fmt.Fprintln(r.notices, text)
+}
+
+// atLineStart reports whether what was written last ends a line.
+func (r *appendRenderer) atLineStart() bool {
+	return r.lineStart || r.text == "" || strings.HasSuffix(r.text, "\n")
 }
 
 func (r *appendRenderer) done() {
 	if r.last == nil {
 		return
 	}
-	if r.text != "" && !strings.HasSuffix(r.text, "\n") {
+	if !r.atLineStart() {
 		_, _ = io.WriteString(r.w, "\n")
 	}
 	_, _ = fmt.Fprintln(r.w, viewOf(r.last).status)

@@ -41,7 +41,7 @@ never touches others.
 What it checks:
   capabilities          GET <turn>/capabilities names agentskit.chat.turn v1; the
                         extensions it lists decide which optional checks run
-  stream.headers        a submit answers 200 application/x-ndjson
+  stream.headers        a submit answers 200 application/x-ndjson, no-store
   stream.decode         every line decodes as a turn event
   stream.identity       every line names the submitted session and turn
   stream.cursor         a snapshot cursor accepts every snapshot, in order, none twice
@@ -374,6 +374,9 @@ func examineStream(s *submitted) streamFindings {
 	if ct := s.header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/x-ndjson") {
 		f.headers.addf("Content-Type %q, want application/x-ndjson", ct)
 	}
+	if cc := s.header.Get("Cache-Control"); !strings.Contains(strings.ToLower(cc), "no-store") {
+		f.headers.addf("Cache-Control %q, want no-store", cc)
+	}
 	for _, i := range s.undecodable {
 		f.decode.addf("line %d does not decode as a turn event", i+1)
 	}
@@ -557,13 +560,16 @@ func headerContains(h http.Header, s string) bool {
 
 var diagnosticCode = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 
-// errorBodyProblems checks an error answer: a JSON content type and
-// exactly {"error":{"version":1,"code","message","retryable"}} with a
+// errorBodyProblems checks an error answer: a JSON content type,
+// Cache-Control no-store and exactly {"error":{"version":1,"code","message","retryable"}} with a
 // protocol code among codes (any code when codes is empty).
 func errorBodyProblems(header http.Header, body []byte, codes []string) problems {
 	var p problems
 	if ct := strings.ToLower(header.Get("Content-Type")); !strings.HasPrefix(ct, "application/json") {
 		p.addf("Content-Type %q, want application/json", header.Get("Content-Type"))
+	}
+	if cc := header.Get("Cache-Control"); !strings.Contains(strings.ToLower(cc), "no-store") {
+		p.addf("Cache-Control %q, want no-store", cc)
 	}
 	var outer map[string]json.RawMessage
 	if err := json.Unmarshal(body, &outer); err != nil || len(outer) != 1 || outer["error"] == nil {

@@ -203,6 +203,7 @@ func TestConformBrokenServers(t *testing.T) {
 				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					if r.Method == http.MethodGet && r.URL.RawQuery != "" {
 						w.Header().Set("Content-Type", "application/json")
+						w.Header().Set("Cache-Control", "no-store")
 						w.WriteHeader(http.StatusMethodNotAllowed)
 						_, _ = io.WriteString(w, `{"error":{"version":1,"code":"REQUEST_METHOD_NOT_ALLOWED","message":"no GET for `+r.URL.RawQuery+`","retryable":false}}`)
 						return

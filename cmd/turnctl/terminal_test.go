@@ -416,3 +416,20 @@ func golden(t *testing.T, name, got string) {
 		t.Errorf("%s differs:\n got: %q\nwant: %q", name, got, want)
 	}
 }
+
+// TestTallBlockNotice: once the block is too tall to redraw, the text is
+// appended; a notice then gets a line of its own and the reply goes on
+// below it without being printed again.
+func TestTallBlockNotice(t *testing.T) {
+	var out bytes.Buffer
+	r := &liveRenderer{w: &out, width: 10, height: 3}
+	r.event(nil, snap(1, protocol.StatusStreaming, "Echo: hello"))
+	r.notice(noticeStopping)
+	r.event(nil, snap(2, protocol.StatusStreaming, "Echo: hello world"))
+	r.event(nil, snap(3, protocol.StatusError, "Echo: hello world"))
+	r.done()
+	want := "assistant> Echo: hello\n" + noticeStopping + "\n world\n[error · seq 3 · tokens 1 in / 2 out / 3 total]\n"
+	if out.String() != want {
+		t.Errorf("output %q\nwant   %q", out.String(), want)
+	}
+}
