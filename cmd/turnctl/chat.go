@@ -626,16 +626,18 @@ func reportHTTPError(w io.Writer, cmd string, resp *http.Response) {
 		printDiagnostic(w, fmt.Sprintf("turnctl %s: HTTP %d", cmd, resp.StatusCode), *body.Error)
 		return
 	}
-	_, _ = fmt.Fprintf(w, "turnctl %s: HTTP %s\n", cmd, resp.Status)
+	_, _ = fmt.Fprintf(w, "turnctl %s: HTTP %s\n", cmd, escapeText(resp.Status, false))
 }
 
-// printDiagnostic prints "prefix: CODE: message (retryable|not retryable)".
+// printDiagnostic prints "prefix: CODE: message (retryable|not retryable)",
+// the code and message escaped (escapeText).
 func printDiagnostic(w io.Writer, prefix string, d protocol.Diagnostic) {
 	retry := "not retryable"
 	if d.Retryable {
 		retry = "retryable"
 	}
-	_, _ = fmt.Fprintf(w, "%s: %s: %s (%s)\n", prefix, d.Code, d.Message, retry)
+	// The code and message come from the server: escaped like any text.
+	_, _ = fmt.Fprintf(w, "%s: %s: %s (%s)\n", prefix, escapeText(d.Code, false), escapeText(d.Message, false), retry)
 }
 
 // isTerminal reports whether f is a character device (a terminal). Tests

@@ -88,7 +88,7 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			}
 			var m protocol.Message
 			if err := json.Unmarshal(raw, &m); err != nil {
-				_, _ = fmt.Fprintln(stderr, "turnctl history: a message record does not decode:", err)
+				_, _ = fmt.Fprintln(stderr, "turnctl history: a message record does not decode:", escapeText(err.Error(), false))
 				return 1
 			}
 			printMessage(stdout, m)
@@ -128,7 +128,7 @@ func fetchPage(ctx context.Context, client *http.Client, pageURL string, stderr 
 	}
 	var page messagePage
 	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-		_, _ = fmt.Fprintln(stderr, "turnctl history: the page does not decode:", err)
+		_, _ = fmt.Fprintln(stderr, "turnctl history: the page does not decode:", escapeText(err.Error(), false))
 		return nil, false
 	}
 	return &page, true

@@ -433,3 +433,19 @@ func TestTallBlockNotice(t *testing.T) {
 		t.Errorf("output %q\nwant   %q", out.String(), want)
 	}
 }
+
+// TestErrorTextEscaped: an error body's message reaches the terminal
+// escaped too.
+func TestErrorTextEscaped(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusConflict)
+		_, _ = w.Write([]byte(`{"error":{"version":1,"code":"SESSION_BUSY","message":"busy\u001b[2J\u001b]0;x\u0007\nforged line","retryable":true}}`))
+	}))
+	defer srv.Close()
+	code, _, errOut := runTurnctl([]string{"chat", "-url", srv.URL + "/", "-session", "s1", "q"}, "")
+	want := `turnctl chat: HTTP 409: SESSION_BUSY: busy\x1b[2J\x1b]0;x\x07\nforged line (retryable)` + "\n"
+	if code != 1 || errOut != want {
+		t.Errorf("exit %d, stderr %q; want 1, %q", code, errOut, want)
+	}
+}
