@@ -51,6 +51,7 @@ What it checks:
   errors.shape          bad requests get the diagnostic shape, status and code
   errors.no-echo        no error body repeats the markers planted in the request
   history.isomorphism   history returns the live stream's last messages
+  snapshot-scope        X-Turnstream-Snapshot-Scope: turn leaves earlier turns out
   submit.concurrent     a second turn while one streams is 409 SESSION_BUSY
   stop                  POST <turn>/stop ends a running turn with a terminal line
   history.pagination    page cursors stay stable while turns are appended
@@ -202,6 +203,7 @@ func (c *conformer) run(ctx context.Context) []checkResult {
 	c.checkReplay(ctx, first)
 	c.checkErrors(ctx)
 	c.checkIsomorphism(ctx, first)
+	c.checkSnapshotScope(ctx, first)
 	c.checkConcurrent(ctx)
 	c.checkStop(ctx)
 	c.checkPagination(ctx)
@@ -264,6 +266,7 @@ func (c *conformer) checkCapabilities(ctx context.Context) {
 type submitted struct {
 	sessionID, turnID string
 	body              []byte
+	header0           http.Header // extra request headers
 	status            int
 	header            http.Header
 	errBody           []byte
@@ -319,6 +322,9 @@ func (c *conformer) stream(ctx context.Context, s *submitted, onLine func(i int,
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
+	for k, v := range s.header0 {
+		req.Header[k] = v
+	}
 	resp, err := c.turn.Do(req)
 	if err != nil {
 		s.readErr = err
@@ -484,6 +490,7 @@ type errorCase struct {
 	client      *http.Client
 	method, url string
 	contentType string
+	header      http.Header
 	body        []byte
 	status      int
 	codes       []string
@@ -518,6 +525,11 @@ func (c *conformer) checkErrors(ctx context.Context) {
 			url:    c.historyPath("/sessions/"+sessionID+"/turns") + "?limit=" + m,
 			status: http.StatusBadRequest, codes: []string{protocol.CodeRequestInvalidQuery, protocol.CodeSessionNotFound}},
 	}
+	if c.caps.has("snapshotScope") {
+		cases = append(cases, errorCase{what: "an unknown snapshot scope", client: c.turn, method: http.MethodPost, url: c.opts.turnURL,
+			contentType: "application/json", header: http.Header{snapshotScopeHeader: {m}}, body: validSubmit,
+			status: http.StatusBadRequest, codes: []string{protocol.CodeRequestInvalidHeader}})
+	}
 	if c.caps.has("stop") {
 		cases = append(cases, errorCase{what: "a stop of no turn", client: c.turn, method: http.MethodPost, url: c.turnPath("/stop"),
 			contentType: "application/json", body: []byte(`{"sessionId":"` + m + `","turnId":"` + m + `"}`),
@@ -525,7 +537,7 @@ func (c *conformer) checkErrors(ctx context.Context) {
 	}
 	var shape, echo problems
 	for _, ec := range cases {
-		status, header, body, err := c.do(ctx, ec.client, ec.method, ec.url, ec.body, ec.contentType)
+		status, header, body, err := c.doWith(ctx, ec.client, ec.method, ec.url, ec.body, ec.contentType, ec.header)
 		if err != nil {
 			shape.addf("%s: %v", ec.what, err)
 			continue
@@ -705,6 +717,58 @@ func (c *conformer) historyMessages(ctx context.Context, sessionID string) ([]pr
 		cursor = *page.NextCursor
 	}
 	return nil, errors.New("GET messages: more than 1000 pages")
+}
+
+// snapshotScopeHeader is turnstream's request header choosing what a
+// snapshot carries: the whole session (default) or the current turn.
+const snapshotScopeHeader = "X-Turnstream-Snapshot-Scope"
+
+// checkSnapshotScope submits a second turn to the first turn's session
+// asking for turn-scoped snapshots: none may carry the first turn's
+// messages, every one must carry the new turn's input.
+func (c *conformer) checkSnapshotScope(ctx context.Context, first *submitted) {
+	switch {
+	case !c.caps.has("snapshotScope"):
+		c.record("snapshot-scope", checkSkip, "not advertised by /capabilities")
+		return
+	case first == nil || first.last() == nil || first.last().Kind != protocol.EventSnapshot:
+		c.record("snapshot-scope", checkSkip, "no first turn ending in a snapshot")
+		return
+	}
+	earlier := map[string]bool{}
+	for _, m := range first.last().Snapshot.Messages {
+		earlier[m.ID] = true
+	}
+	s := &submitted{sessionID: first.sessionID, turnID: "turn-" + randomHex(8), header0: http.Header{snapshotScopeHeader: {"turn"}}}
+	s.body = submitBody(s.sessionID, s.turnID, shortInput)
+	c.stream(ctx, s, nil)
+	var p problems
+	if s.status != http.StatusOK {
+		c.record("snapshot-scope", checkFail, "a turn-scoped submit answered %d %s", s.status, errorCode(s.errBody))
+		return
+	}
+	snapshots := 0
+	for i, ev := range s.events {
+		if ev == nil || ev.Kind != protocol.EventSnapshot {
+			continue
+		}
+		snapshots++
+		hasInput := false
+		for _, m := range ev.Snapshot.Messages {
+			if earlier[m.ID] {
+				p.addf("line %d carries message %s of the earlier turn", i+1, m.ID)
+				break
+			}
+			hasInput = hasInput || (m.Role == protocol.RoleUser && m.Content == shortInput)
+		}
+		if !hasInput {
+			p.addf("line %d lacks the turn's own input", i+1)
+		}
+	}
+	if snapshots == 0 {
+		p.addf("no snapshot")
+	}
+	c.report("snapshot-scope", p, fmt.Sprintf("%d turn-scoped snapshots, none with the earlier turn", snapshots))
 }
 
 // checkConcurrent submits a second turn while a long one streams.
@@ -930,6 +994,11 @@ func (c *conformer) checkArtifacts(ctx context.Context, first *submitted) {
 
 // do sends one request and reads the whole answer (up to 1 MiB).
 func (c *conformer) do(ctx context.Context, client *http.Client, method, target string, body []byte, contentType string) (int, http.Header, []byte, error) {
+	return c.doWith(ctx, client, method, target, body, contentType, nil)
+}
+
+// doWith is do with extra request headers.
+func (c *conformer) doWith(ctx context.Context, client *http.Client, method, target string, body []byte, contentType string, extra http.Header) (int, http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
 	defer cancel()
 	var rd io.Reader
@@ -942,6 +1011,9 @@ func (c *conformer) do(ctx context.Context, client *http.Client, method, target 
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range extra {
+		req.Header[k] = v
 	}
 	resp, err := client.Do(req)
 	if err != nil {

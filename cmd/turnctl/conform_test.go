@@ -91,7 +91,7 @@ func rows(t *testing.T, out string) map[string]string {
 // (resume, approvals and compact are not built yet and are skipped).
 var mandatory = []string{
 	"capabilities", "stream.headers", "stream.decode", "stream.identity", "stream.cursor", "stream.terminal-last",
-	"turn.complete", "replay", "errors.shape", "errors.no-echo", "history.isomorphism", "submit.concurrent", "stop",
+	"turn.complete", "replay", "errors.shape", "errors.no-echo", "history.isomorphism", "snapshot-scope", "submit.concurrent", "stop",
 	"history.pagination", "artifacts.dedupe",
 }
 
@@ -225,6 +225,17 @@ func TestConformBrokenServers(t *testing.T) {
 			}),
 			// Everything that needs a turn to end says so.
 			fails: []string{"stream.terminal-last", "turn.complete", "history.isomorphism", "submit.concurrent", "stop", "history.pagination"},
+		},
+		"the snapshot scope header ignored": {
+			wrap: func(h http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					r.Header.Del("X-Turnstream-Snapshot-Scope")
+					h.ServeHTTP(w, r)
+				})
+			},
+			// The turn-scoped turn carries the whole session, and an unknown
+			// scope is not refused.
+			fails: []string{"snapshot-scope", "errors.shape"},
 		},
 		"a snapshot of another session": {
 			wrap: rewriting(func() func([]byte) [][]byte {
