@@ -29,7 +29,7 @@ func init() {
 	}
 }
 
-const conformUsage = `usage: turnctl conform -turn URL -history URL [-artifacts URL] [-token TOKEN | -sigv4] [-trusted-token TOKEN]
+const conformUsage = `usage: turnctl conform -turn URL -history URL [-artifacts URL] [-token TOKEN | -sigv4] [-trusted-token TOKEN] [-json]
 
 Runs a black-box conformance suite against a turn function and a history
 function (a turnstream deployment, the dev server, or another
@@ -60,7 +60,7 @@ What it checks:
   resume, approvals, compact  run when the capabilities advertise them
 
 -token and -sigv4 authenticate as for turnctl chat (a function URL host is
-signed automatically). Exit status 0 when no check failed, 1 otherwise, 2
+signed automatically). -json prints the rows as one JSON object. Exit status 0 when no check failed, 1 otherwise, 2
 for bad usage.
 `
 
@@ -70,6 +70,7 @@ type conformOptions struct {
 	auth                              authFlags
 	trustedToken                      string
 	timeout                           time.Duration
+	json                              bool
 }
 
 // Check outcomes.
@@ -92,6 +93,7 @@ func runConform(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.artifactsURL, "artifacts", "", "artifacts function URL (optional: enables artifacts.dedupe)")
 	fs.StringVar(&opts.trustedToken, "trusted-token", "", "bearer token of the trusted host principal for artifacts writes (dev server: dev.host)")
 	fs.DurationVar(&opts.timeout, "timeout", 2*time.Minute, "bound on each request, a whole streamed turn included")
+	fs.BoolVar(&opts.json, "json", false, `print {"checks":[{"check","result","detail"}],"passed","failed","skipped"} instead of the table`)
 	opts.auth.register(fs)
 	if status, ok := parseFlags(fs, args, conformUsage, stdout, stderr); !ok {
 		return status
@@ -117,7 +119,11 @@ func runConform(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	results := c.run(ctx)
-	printResults(stdout, opts, results)
+	if opts.json {
+		printJSON(stdout, results)
+	} else {
+		printResults(stdout, opts, results)
+	}
 	for _, r := range results {
 		if r.outcome == checkFail {
 			return 1
@@ -232,6 +238,35 @@ func printResults(w io.Writer, opts conformOptions, results []checkResult) {
 	_ = tw.Flush()
 	fmt.Fprintf(&b, "\n%d passed, %d failed, %d skipped\n", counts[checkPass], counts[checkFail], counts[checkSkip])
 	_, _ = w.Write(b.Bytes())
+}
+
+// printJSON writes the results as one JSON object (details escaped as in
+// the table).
+func printJSON(w io.Writer, results []checkResult) {
+	type row struct {
+		Check  string `json:"check"`
+		Result string `json:"result"`
+		Detail string `json:"detail"`
+	}
+	out := struct {
+		Checks  []row `json:"checks"`
+		Passed  int   `json:"passed"`
+		Failed  int   `json:"failed"`
+		Skipped int   `json:"skipped"`
+	}{Checks: []row{}}
+	for _, r := range results {
+		out.Checks = append(out.Checks, row{r.name, r.outcome, r.detail})
+		switch r.outcome {
+		case checkPass:
+			out.Passed++
+		case checkFail:
+			out.Failed++
+		default:
+			out.Skipped++
+		}
+	}
+	b, _ := json.Marshal(out) // plain strings and ints: cannot fail
+	_, _ = w.Write(append(b, '\n'))
 }
 
 func (c *conformer) checkCapabilities(ctx context.Context) {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -267,6 +268,39 @@ func TestConformBrokenServers(t *testing.T) {
 				t.Logf("output:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestConformJSON: -json prints the same rows as one JSON object, for
+// scripts; the broken server's failure shows there too.
+func TestConformJSON(t *testing.T) {
+	u := devWiring(t, memory.New(memory.Options{}), rewriting(func() func([]byte) [][]byte {
+		n := 0
+		return func(line []byte) [][]byte {
+			if n++; n == 1 {
+				return [][]byte{line, line}
+			}
+			return [][]byte{line}
+		}
+	}))
+	code, out, _ := runTurnctl(append(conformArgs(u), "-json"), "")
+	var got struct {
+		Checks []struct {
+			Check, Result, Detail string
+		}
+		Passed, Failed, Skipped int
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("-json output is not one JSON object: %v\n%s", err, out)
+	}
+	failed := map[string]bool{}
+	for _, c := range got.Checks {
+		if c.Result == checkFail {
+			failed[c.Check] = true
+		}
+	}
+	if code != 1 || got.Failed != 1 || !failed["stream.cursor"] || got.Passed+got.Failed+got.Skipped != len(got.Checks) {
+		t.Errorf("exit %d, %+v; want 1 and stream.cursor the one failure", code, got)
 	}
 }
 
