@@ -16,6 +16,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
@@ -40,19 +41,21 @@ func devWiring(t *testing.T, store chat.Store, wrap func(http.Handler) http.Hand
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The echo model at 10 ms per 4 runes: the long conformance turn
-	// streams for about a second and a half, the stop is seen within 50 ms.
+	// The echo model, its long conformance turns held after their first
+	// chunk until the conformance run has done what it does "while the turn
+	// streams" (gatedModel); the stop is seen at the next renewal (50 ms).
+	gm := &gatedModel{inner: echo.New(time.Millisecond, 4), gate: make(chan struct{}, 1)}
 	th, err := turn.NewHandler(turn.Options{
-		Store: store, Model: echo.New(10*time.Millisecond, 4), Authenticator: authn,
+		Store: store, Model: gm, Authenticator: authn,
 		Definition:    turn.Definition{ID: "default", Revision: 1},
 		LeaseDuration: 3 * time.Second, RenewInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := th
+	h := gm.releaseOnBusy(th)
 	if wrap != nil {
-		h = wrap(th)
+		h = wrap(h)
 	}
 	opts := sessionapi.Options{Store: store, Authenticator: authn, Logger: slog.New(slog.DiscardHandler)}
 	var u devURLs
@@ -65,6 +68,90 @@ func devWiring(t *testing.T, store chat.Store, wrap func(http.Handler) http.Hand
 		*s.dst = srv.URL + "/"
 	}
 	return u
+}
+
+// gatedModel wraps a model so that a turn whose input is conform's long
+// input pauses after its first event until the gate opens or the turn's
+// context ends (a stop). releaseOnBusy opens the gate once a second submit
+// has been refused with SESSION_BUSY. So the concurrent submit and the stop
+// always meet a running turn, however slow the machine: nothing depends on
+// how long the turn takes.
+type gatedModel struct {
+	inner model.Model
+	gate  chan struct{}
+}
+
+func (g *gatedModel) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
+	st, err := g.inner.Stream(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	last, _ := model.LastUserContent(req.Messages)
+	return &gatedStream{Stream: st, ctx: ctx, gate: g.gate, held: last == longInput}, nil
+}
+
+// releaseOnBusy opens the gate after h answers 409 SESSION_BUSY.
+func (g *gatedModel) releaseOnBusy(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		h.ServeHTTP(rec, r)
+		if rec.status == http.StatusConflict && bytes.Contains(rec.body, []byte(protocol.CodeSessionBusy)) {
+			select {
+			case g.gate <- struct{}{}:
+			default:
+			}
+		}
+	})
+}
+
+type gatedStream struct {
+	model.Stream
+	ctx      context.Context
+	gate     chan struct{}
+	held     bool
+	received int
+}
+
+func (s *gatedStream) Recv() (model.Event, error) {
+	if s.held && s.received == 1 {
+		select {
+		case <-s.gate:
+		case <-s.ctx.Done():
+			return model.Event{}, s.ctx.Err()
+		}
+	}
+	s.received++
+	return s.Stream.Recv()
+}
+
+// statusRecorder keeps the status and the first bytes of an answer.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	body   []byte
+}
+
+func (w *statusRecorder) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if len(w.body) < 4096 {
+		w.body = append(w.body, b[:min(len(b), 4096-len(w.body))]...)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusRecorder) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 func conformArgs(u devURLs) []string {
