@@ -293,7 +293,7 @@ const (
 
 // watchInterrupts handles Ctrl-C while turnID streams, until done closes.
 // The first asks the server to stop the turn (POST <url>/stop: on Lambda a
-// client disconnect does not stop a turn, DESIGN §4) and shows a notice;
+// client disconnect does not stop a turn) and shows a notice;
 // the stream goes on showing the turn until it ends as interrupted. The
 // next one quits.
 func (c *chatClient) watchInterrupts(ctx context.Context, turnID string, shown *lockedRenderer, interrupts <-chan os.Signal, done <-chan struct{}) {
