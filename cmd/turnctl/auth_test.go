@@ -213,7 +213,7 @@ func TestSigV4AgainstVerifier(t *testing.T) {
 		})
 		before, _ := turnVerifier.counts()
 		code, _, errOut := runTurnctl([]string{"chat", "-url", "http://abcdefghij.lambda-url.eu-west-1.on.aws/", "-session", "s1", "hello again"}, "")
-		if code != 1 || !strings.Contains(errOut, "HTTP 403") {
+		if code != 1 || !strings.Contains(errOut, "HTTP 403 Forbidden: Forbidden") {
 			t.Errorf("exit %d, stderr %q; want 1 and HTTP 403", code, errOut)
 		}
 		after, failures := turnVerifier.counts()

@@ -616,7 +616,8 @@ func (r *liveRenderer) done() {
 }
 
 // reportHTTPError prints an error response: its JSON error code and
-// message when it has one (DESIGN §6 shape), the HTTP status otherwise.
+// message when it has one (DESIGN §6 shape), a function URL's own
+// {"Message"} refusal, or the HTTP status.
 func reportHTTPError(w io.Writer, cmd string, resp *http.Response) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var body struct {
@@ -624,6 +625,15 @@ func reportHTTPError(w io.Writer, cmd string, resp *http.Response) {
 	}
 	if json.Unmarshal(data, &body) == nil && body.Error != nil && body.Error.Code != "" {
 		printDiagnostic(w, fmt.Sprintf("turnctl %s: HTTP %d", cmd, resp.StatusCode), *body.Error)
+		return
+	}
+	// Lambda's function URL front end answers refused signatures and
+	// missing permissions itself, as {"Message":"..."}.
+	var aws struct {
+		Message string `json:"Message"`
+	}
+	if json.Unmarshal(data, &aws) == nil && aws.Message != "" {
+		_, _ = fmt.Fprintf(w, "turnctl %s: HTTP %s: %s\n", cmd, escapeText(resp.Status, false), escapeText(aws.Message, false))
 		return
 	}
 	_, _ = fmt.Fprintf(w, "turnctl %s: HTTP %s\n", cmd, escapeText(resp.Status, false))
