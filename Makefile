@@ -121,10 +121,20 @@ DYNALITE      := node_modules/.bin/dynalite
 # dynamodb-local's listen address; sam local's containers reach the host
 # only on a non-loopback address (DYNAMODB_LOCAL_HOST=0.0.0.0, trusted networks only).
 DYNAMODB_LOCAL_HOST ?= 127.0.0.1
+# Where dynamodb-local keeps its tables: empty (the default) means in memory
+# only; a folder keeps them on disk (dynalite's LevelDB store, --path).
+DYNAMODB_DATA ?=
+# Extra flags for `sam local invoke` (invoke-local).
+SAM_FLAGS ?=
 
 .PHONY: dev
-dev: ## Run the three functions and the demo chat page (http://127.0.0.1:8787/) on 127.0.0.1:8787 (in-memory store, echo model; DYNAMODB_ENDPOINT for DynamoDB).
-	$(GO) run ./cmd/devserver
+dev: ## Run the three functions and the demo chat page (http://127.0.0.1:8787/) on 127.0.0.1:8787 (in-memory store, echo model; DYNAMODB_ENDPOINT for DynamoDB). Ctrl-C stops it.
+	@echo "make dev: compiling cmd/devserver into bin/devserver (the first build takes a while)..."
+	@$(GO) build -o bin/devserver ./cmd/devserver
+	@# On a terminal, job control (set -m) gives the server the terminal's
+	@# foreground: Ctrl-C reaches it alone, it shuts down gracefully and
+	@# make exits 0 instead of dying of the interrupt.
+	@if [ -t 0 ]; then set -m; fi; bin/devserver
 
 .PHONY: turnctl
 turnctl: ## Build the terminal client into bin/turnctl (chat, history, validate).
@@ -156,15 +166,21 @@ deploy: ## sam build && sam deploy with samconfig.toml (first time: sam deploy -
 	sam deploy
 
 .PHONY: invoke-local
-invoke-local: ## sam local invoke FUNCTION (TurnFunction) with EVENT against DynamoDB Local (samconfig env "local").
+invoke-local: ## sam local invoke FUNCTION (TurnFunction) with EVENT against DynamoDB Local (samconfig env "local"); SAM_FLAGS adds flags (Linux: SAM_FLAGS="--add-host host.docker.internal:host-gateway").
 	@command -v sam >/dev/null || { echo "make: the AWS SAM CLI and Docker are required for sam local invoke" >&2; exit 1; }
 	sam build --config-env local
-	sam local invoke --config-env local $(FUNCTION) --event $(EVENT)
+	sam local invoke --config-env local $(FUNCTION) --event $(EVENT) $(SAM_FLAGS)
 
 .PHONY: dynamodb-local
-dynamodb-local: ## Run the pinned dynalite on 127.0.0.1:8000 in the foreground (DYNAMODB_ENDPOINT=http://127.0.0.1:8000).
+dynamodb-local: ## Run the pinned dynalite on 127.0.0.1:8000 in the foreground (DYNAMODB_ENDPOINT=http://127.0.0.1:8000); data in memory unless DYNAMODB_DATA=<folder>.
 	@test -x $(DYNALITE) || npm ci --no-audit --no-fund --loglevel=error
-	$(DYNALITE) --host $(DYNAMODB_LOCAL_HOST) --port 8000 --createTableMs 0 --deleteTableMs 0 --updateTableMs 0
+	@if [ -n "$(DYNAMODB_DATA)" ]; then \
+		echo "make dynamodb-local: dynalite on http://$(DYNAMODB_LOCAL_HOST):8000, tables kept on disk in $(DYNAMODB_DATA) (delete that folder to start empty)"; \
+	else \
+		echo "make dynamodb-local: dynalite on http://$(DYNAMODB_LOCAL_HOST):8000, tables IN MEMORY ONLY: stopping it loses every table and item."; \
+		echo "  Keep them on disk with DYNAMODB_DATA=<folder>. A running dev server recreates its table, empty, when it is gone."; \
+	fi
+	$(DYNALITE) --host $(DYNAMODB_LOCAL_HOST) --port 8000 --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 $(if $(DYNAMODB_DATA),--path $(DYNAMODB_DATA))
 
 .PHONY: rie
 rie: ## Install the pinned Lambda runtime interface emulator into RIE_DIR (the smoke test also does this on demand).

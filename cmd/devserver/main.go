@@ -17,7 +17,8 @@
 // subject "host" may write artifact references. Dev auth listens on
 // loopback addresses only. The store is in memory unless DYNAMODB_ENDPOINT
 // names a DynamoDB API server (DynamoDB Local, dynalite), where the table
-// TABLE_NAME is created when absent. The model is the offline echo model;
+// TABLE_NAME is created when absent, also when it vanishes while the
+// server runs (see newStore). The model is the offline echo model;
 // definitions come from pkg/config as in the turn function
 // (definition.FromConfig), and the demo tool workspace_note is registered
 // and, unless MODEL_TOOLS or DEFINITIONS_FILE is set, offered by the
@@ -49,10 +50,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/turnstream/turnstream/internal/demo"
 	"github.com/turnstream/turnstream/pkg/auth"
@@ -170,7 +167,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	_, haveKeys := lookupEnv("AWS_ACCESS_KEY_ID")
-	store, storeDesc, err := newStore(setupCtx, cfg, !haveKeys)
+	store, storeDesc, err := newStore(setupCtx, cfg, !haveKeys, log)
 	if err != nil {
 		return err
 	}
@@ -374,46 +371,41 @@ func loopback(addr string) bool {
 
 // newStore returns the in-memory store, or the DynamoDB store on
 // cfg.TableName at cfg.DynamoDBEndpoint when that is set, creating the
-// table when it does not exist. Local servers accept any credentials:
-// staticCredentials uses placeholders instead of the SDK's chain. desc
-// says which store, for the start banner.
-func newStore(ctx context.Context, cfg config.Config, staticCredentials bool) (store chat.Store, desc string, err error) {
+// table when it does not exist (dynamo.EnsureTable: a table another dev
+// server creates at the same moment counts as present). Should the table
+// vanish while the server runs (DynamoDB Local or dynalite restarted
+// without its data), the next request recreates it empty
+// (dynamo.RecreateMissingTable) and log reports it. Local servers accept
+// any credentials: staticCredentials uses placeholders instead of the
+// SDK's chain. desc says which store, for the start banner.
+func newStore(ctx context.Context, cfg config.Config, staticCredentials bool, log *slog.Logger) (store chat.Store, desc string, err error) {
 	if cfg.DynamoDBEndpoint == "" {
 		return memory.New(memory.Options{CursorKey: cfg.CursorSecret}), "in-memory store", nil
 	}
-	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{
+	opts := dynamo.ClientOptions{
 		Endpoint:          cfg.DynamoDBEndpoint,
 		AttemptTimeout:    cfg.DynamoDBAttemptTimeout,
 		Region:            cfg.Region,
 		StaticCredentials: staticCredentials,
-	})
+	}
+	admin, err := dynamo.NewClient(ctx, opts)
 	if err != nil {
 		return nil, "", fmt.Errorf("dynamodb client: %w", err)
 	}
-	created, err := ensureTable(ctx, client, cfg.TableName)
+	created, err := dynamo.EnsureTable(ctx, admin, cfg.TableName)
 	if err != nil {
 		return nil, "", err
+	}
+	client, err := dynamo.NewClient(ctx, opts, dynamo.RecreateMissingTable(admin, cfg.TableName, func() {
+		log.Warn("the DynamoDB table was missing (was DynamoDB restarted without its data?): recreated it, empty",
+			"table", cfg.TableName)
+	}))
+	if err != nil {
+		return nil, "", fmt.Errorf("dynamodb client: %w", err)
 	}
 	desc = fmt.Sprintf("DynamoDB table %s at %s", cfg.TableName, cfg.DynamoDBEndpoint)
 	if created {
 		desc += " (created)"
 	}
 	return dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret}), desc, nil
-}
-
-// ensureTable creates the table name with dynamo.CreateTable unless
-// DescribeTable finds it. It reports whether it created it.
-func ensureTable(ctx context.Context, client dynamo.TableClient, name string) (bool, error) {
-	_, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-	if err == nil {
-		return false, nil
-	}
-	var notFound *types.ResourceNotFoundException
-	if !errors.As(err, &notFound) {
-		return false, fmt.Errorf("describe table %s: %w", name, err)
-	}
-	if err := dynamo.CreateTable(ctx, client, name); err != nil {
-		return false, err
-	}
-	return true, nil
 }

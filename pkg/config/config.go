@@ -95,6 +95,15 @@ type Config struct {
 	// CursorSecretGenerated reports that CURSOR_SECRET was unset and
 	// CursorSecret was generated for this process.
 	CursorSecretGenerated bool
+	// CursorSecretARN is the ARN of an AWS Secrets Manager secret whose
+	// SecretString is the cursor key (CURSOR_SECRET_ARN,
+	// arn:<partition>:secretsmanager:...; excludes CURSOR_SECRET). It keeps
+	// the key out of the function's environment, where anyone allowed
+	// lambda:GetFunctionConfiguration could read it. FromLookup does no
+	// I/O: the main that serves cursors (functions/history) reads the
+	// secret at start and installs it with SetCursorSecret; until then
+	// CursorSecret is a generated key as when no secret is configured.
+	CursorSecretARN string
 	// LambdaFunctionName is AWS_LAMBDA_FUNCTION_NAME, set by the Lambda
 	// runtime; empty when not running on Lambda.
 	LambdaFunctionName string
@@ -288,6 +297,7 @@ var Variables = []string{
 	"AUTH_MODE",
 	"CLEANUP_RESERVE",
 	"CURSOR_SECRET",
+	"CURSOR_SECRET_ARN",
 	"DEFINITIONS_FILE",
 	"DEFINITION_ID",
 	"DEFINITION_REVISION",
@@ -325,8 +335,13 @@ var RuntimeVariables = []string{
 }
 
 // ErrCursorSecretRequired is returned by RequireCursorSecret on Lambda when
-// CURSOR_SECRET is unset.
-var ErrCursorSecretRequired = errors.New("CURSOR_SECRET: required on Lambda (at least 16 bytes)")
+// neither CURSOR_SECRET nor an installed CURSOR_SECRET_ARN secret gives the
+// cursor key.
+var ErrCursorSecretRequired = errors.New("CURSOR_SECRET or CURSOR_SECRET_ARN: required on Lambda (at least 16 bytes)")
+
+// ErrCursorSecretShort is returned by SetCursorSecret for a key shorter
+// than MinCursorSecretBytes.
+var ErrCursorSecretShort = errors.New("CURSOR_SECRET_ARN: the secret's SecretString is shorter than 16 bytes")
 
 var fromEnv = sync.OnceValues(func() (Config, error) { return FromLookup(os.LookupEnv) })
 
@@ -384,6 +399,15 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 			p.fail("CURSOR_SECRET", "unset, and generating one failed")
 		}
 		c.CursorSecretGenerated = true
+	}
+
+	c.CursorSecretARN = p.str("CURSOR_SECRET_ARN", "")
+	if c.CursorSecretARN != "" {
+		if !c.CursorSecretGenerated {
+			p.fail("CURSOR_SECRET_ARN", "set CURSOR_SECRET or CURSOR_SECRET_ARN, not both")
+		} else if !validSecretARN(c.CursorSecretARN) {
+			p.fail("CURSOR_SECRET_ARN", "not a Secrets Manager secret ARN (arn:<partition>:secretsmanager:<region>:<account>:secret:<name>)")
+		}
 	}
 
 	c.SessionRetention = p.duration("SESSION_RETENTION", 0, 0, 100*365*24*time.Hour)
@@ -530,6 +554,27 @@ func (c Config) RequireCursorSecret() error {
 		return ErrCursorSecretRequired
 	}
 	return nil
+}
+
+// SetCursorSecret installs secret, read from the CURSOR_SECRET_ARN secret,
+// as CursorSecret (a copy) and clears CursorSecretGenerated. It returns
+// ErrCursorSecretShort, changing nothing, when secret is shorter than
+// MinCursorSecretBytes.
+func (c *Config) SetCursorSecret(secret []byte) error {
+	if len(secret) < MinCursorSecretBytes {
+		return ErrCursorSecretShort
+	}
+	c.CursorSecret = append([]byte(nil), secret...)
+	c.CursorSecretGenerated = false
+	return nil
+}
+
+// validSecretARN reports whether s looks like a Secrets Manager secret ARN:
+// arn:<partition>:secretsmanager:<region>:<account>:secret:<name>.
+func validSecretARN(s string) bool {
+	parts := strings.SplitN(s, ":", 7)
+	return len(parts) == 7 && parts[0] == "arn" && parts[1] != "" && parts[2] == "secretsmanager" &&
+		parts[3] != "" && parts[4] != "" && parts[5] == "secret" && parts[6] != ""
 }
 
 // Deadline is the one deadline of a turn request (DESIGN §4):

@@ -312,42 +312,47 @@ func TestInvalid(t *testing.T) {
 		"body bytes above 6 MiB":      {map[string]string{"MAX_BODY_BYTES": "6291457"}, "MAX_BODY_BYTES: out of range (want 1..6291456)"},
 		"body bytes syntax":           {map[string]string{"MAX_BODY_BYTES": "64KiB"}, "MAX_BODY_BYTES: not an integer"},
 		"cursor secret short":         {map[string]string{"CURSOR_SECRET": "fifteen-bytes.."}, "CURSOR_SECRET: want at least 16 bytes"},
-		"retention negative":          {map[string]string{"SESSION_RETENTION": "-1h"}, "SESSION_RETENTION: out of range (want 0s..876000h0m0s)"},
-		"retention short":             {map[string]string{"SESSION_RETENTION": "59s"}, "SESSION_RETENTION: want 0 (keep) or at least 1m"},
-		"retention syntax":            {map[string]string{"SESSION_RETENTION": "30d"}, `SESSION_RETENTION: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
-		"log level":                   {map[string]string{"LOG_LEVEL": "verbose"}, "LOG_LEVEL: want debug, info, warn or error"},
-		"auth mode":                   {map[string]string{"AUTH_MODE": "basic"}, "AUTH_MODE: want dev, jwt or iam"},
-		"auth mode case":              {map[string]string{"AUTH_MODE": "JWT"}, "AUTH_MODE: want dev, jwt or iam"},
-		"jwt without JWKS URL":        {without(jwt, "JWT_JWKS_URL"), "JWT_JWKS_URL: required when AUTH_MODE is jwt"},
-		"jwt without issuer":          {without(jwt, "JWT_ISSUER"), "JWT_ISSUER: required when AUTH_MODE is jwt"},
-		"jwt without audience":        {without(jwt, "JWT_AUDIENCE"), "JWT_AUDIENCE: required when AUTH_MODE is jwt"},
-		"jwt JWKS over http":          {with(jwt, "JWT_JWKS_URL", "http://idp.example/jwks"), "JWT_JWKS_URL: not an absolute https URL (http only for a loopback host)"},
-		"jwt JWKS not a URL":          {with(jwt, "JWT_JWKS_URL", "::"), "JWT_JWKS_URL: not an absolute https URL (http only for a loopback host)"},
-		"jwt skew negative":           {with(jwt, "JWT_CLOCK_SKEW", "-1s"), "JWT_CLOCK_SKEW: out of range (want 0s..5m0s)"},
-		"jwt skew long":               {with(jwt, "JWT_CLOCK_SKEW", "6m"), "JWT_CLOCK_SKEW: out of range (want 0s..5m0s)"},
-		"jwt skew syntax":             {with(jwt, "JWT_CLOCK_SKEW", "1 minute"), `JWT_CLOCK_SKEW: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
-		"provider":                    {map[string]string{"MODEL_PROVIDER": "anthropic"}, "MODEL_PROVIDER: want echo, bedrock or openai"},
-		"bedrock without model id":    {map[string]string{"MODEL_PROVIDER": "bedrock"}, "MODEL_ID: required when MODEL_PROVIDER is bedrock or openai"},
-		"openai without model id":     {map[string]string{"MODEL_PROVIDER": "openai"}, "MODEL_ID: required when MODEL_PROVIDER is bedrock or openai"},
-		"openai base URL":             {map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "m", "OPENAI_BASE_URL": "api.openai.com/v1"}, "OPENAI_BASE_URL: not an absolute http or https URL"},
-		"echo delay negative":         {map[string]string{"ECHO_DELAY": "-1ms"}, "ECHO_DELAY: out of range (want 0s..10s)"},
-		"echo delay long":             {map[string]string{"ECHO_DELAY": "11s"}, "ECHO_DELAY: out of range (want 0s..10s)"},
-		"echo delay syntax":           {map[string]string{"ECHO_DELAY": "fast"}, `ECHO_DELAY: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
-		"model tools name":            {map[string]string{"MODEL_TOOLS": "ok,not ok"}, "MODEL_TOOLS: want comma-separated tool names of 1..64 [A-Za-z0-9_-]"},
-		"model tools repeated":        {map[string]string{"MODEL_TOOLS": "a,b,a"}, "MODEL_TOOLS: a tool is listed twice"},
-		"model max steps zero":        {map[string]string{"MODEL_MAX_STEPS": "0"}, "MODEL_MAX_STEPS: out of range (want 1..64)"},
-		"model max steps large":       {map[string]string{"MODEL_MAX_STEPS": "65"}, "MODEL_MAX_STEPS: out of range (want 1..64)"},
-		"model max tokens negative":   {map[string]string{"MODEL_MAX_TOKENS": "-1"}, "MODEL_MAX_TOKENS: out of range (want 0..1000000)"},
-		"model max tokens large":      {map[string]string{"MODEL_MAX_TOKENS": "1000001"}, "MODEL_MAX_TOKENS: out of range (want 0..1000000)"},
-		"echo chunk zero":             {map[string]string{"ECHO_CHUNK_RUNES": "0"}, "ECHO_CHUNK_RUNES: out of range (want 1..4096)"},
-		"echo chunk large":            {map[string]string{"ECHO_CHUNK_RUNES": "4097"}, "ECHO_CHUNK_RUNES: out of range (want 1..4096)"},
-		"echo chunk syntax":           {map[string]string{"ECHO_CHUNK_RUNES": "four"}, "ECHO_CHUNK_RUNES: not an integer"},
-		"definition id":               {map[string]string{"DEFINITION_ID": "-default"}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
-		"definition id long":          {map[string]string{"DEFINITION_ID": strings.Repeat("d", 129)}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
-		"definition id character":     {map[string]string{"DEFINITION_ID": "a/b"}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
-		"definition revision zero":    {map[string]string{"DEFINITION_REVISION": "0"}, "DEFINITION_REVISION: out of range (want 1..9007199254740991)"},
-		"definition revision 2^53":    {map[string]string{"DEFINITION_REVISION": "9007199254740992"}, "DEFINITION_REVISION: out of range (want 1..9007199254740991)"},
-		"definition revision float":   {map[string]string{"DEFINITION_REVISION": "1.0"}, "DEFINITION_REVISION: not an integer"},
+		"cursor secret and its ARN": {map[string]string{"CURSOR_SECRET": "0123456789abcdef",
+			"CURSOR_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:c"}, "CURSOR_SECRET_ARN: set CURSOR_SECRET or CURSOR_SECRET_ARN, not both"},
+		"cursor secret ARN of another service": {map[string]string{"CURSOR_SECRET_ARN": "arn:aws:ssm:us-east-1:123456789012:parameter/c"},
+			"CURSOR_SECRET_ARN: not a Secrets Manager secret ARN (arn:<partition>:secretsmanager:<region>:<account>:secret:<name>)"},
+		"cursor secret ARN not an ARN": {map[string]string{"CURSOR_SECRET_ARN": "my-secret"}, "CURSOR_SECRET_ARN: not a Secrets Manager secret ARN (arn:<partition>:secretsmanager:<region>:<account>:secret:<name>)"},
+		"retention negative":           {map[string]string{"SESSION_RETENTION": "-1h"}, "SESSION_RETENTION: out of range (want 0s..876000h0m0s)"},
+		"retention short":              {map[string]string{"SESSION_RETENTION": "59s"}, "SESSION_RETENTION: want 0 (keep) or at least 1m"},
+		"retention syntax":             {map[string]string{"SESSION_RETENTION": "30d"}, `SESSION_RETENTION: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"log level":                    {map[string]string{"LOG_LEVEL": "verbose"}, "LOG_LEVEL: want debug, info, warn or error"},
+		"auth mode":                    {map[string]string{"AUTH_MODE": "basic"}, "AUTH_MODE: want dev, jwt or iam"},
+		"auth mode case":               {map[string]string{"AUTH_MODE": "JWT"}, "AUTH_MODE: want dev, jwt or iam"},
+		"jwt without JWKS URL":         {without(jwt, "JWT_JWKS_URL"), "JWT_JWKS_URL: required when AUTH_MODE is jwt"},
+		"jwt without issuer":           {without(jwt, "JWT_ISSUER"), "JWT_ISSUER: required when AUTH_MODE is jwt"},
+		"jwt without audience":         {without(jwt, "JWT_AUDIENCE"), "JWT_AUDIENCE: required when AUTH_MODE is jwt"},
+		"jwt JWKS over http":           {with(jwt, "JWT_JWKS_URL", "http://idp.example/jwks"), "JWT_JWKS_URL: not an absolute https URL (http only for a loopback host)"},
+		"jwt JWKS not a URL":           {with(jwt, "JWT_JWKS_URL", "::"), "JWT_JWKS_URL: not an absolute https URL (http only for a loopback host)"},
+		"jwt skew negative":            {with(jwt, "JWT_CLOCK_SKEW", "-1s"), "JWT_CLOCK_SKEW: out of range (want 0s..5m0s)"},
+		"jwt skew long":                {with(jwt, "JWT_CLOCK_SKEW", "6m"), "JWT_CLOCK_SKEW: out of range (want 0s..5m0s)"},
+		"jwt skew syntax":              {with(jwt, "JWT_CLOCK_SKEW", "1 minute"), `JWT_CLOCK_SKEW: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"provider":                     {map[string]string{"MODEL_PROVIDER": "anthropic"}, "MODEL_PROVIDER: want echo, bedrock or openai"},
+		"bedrock without model id":     {map[string]string{"MODEL_PROVIDER": "bedrock"}, "MODEL_ID: required when MODEL_PROVIDER is bedrock or openai"},
+		"openai without model id":      {map[string]string{"MODEL_PROVIDER": "openai"}, "MODEL_ID: required when MODEL_PROVIDER is bedrock or openai"},
+		"openai base URL":              {map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "m", "OPENAI_BASE_URL": "api.openai.com/v1"}, "OPENAI_BASE_URL: not an absolute http or https URL"},
+		"echo delay negative":          {map[string]string{"ECHO_DELAY": "-1ms"}, "ECHO_DELAY: out of range (want 0s..10s)"},
+		"echo delay long":              {map[string]string{"ECHO_DELAY": "11s"}, "ECHO_DELAY: out of range (want 0s..10s)"},
+		"echo delay syntax":            {map[string]string{"ECHO_DELAY": "fast"}, `ECHO_DELAY: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"model tools name":             {map[string]string{"MODEL_TOOLS": "ok,not ok"}, "MODEL_TOOLS: want comma-separated tool names of 1..64 [A-Za-z0-9_-]"},
+		"model tools repeated":         {map[string]string{"MODEL_TOOLS": "a,b,a"}, "MODEL_TOOLS: a tool is listed twice"},
+		"model max steps zero":         {map[string]string{"MODEL_MAX_STEPS": "0"}, "MODEL_MAX_STEPS: out of range (want 1..64)"},
+		"model max steps large":        {map[string]string{"MODEL_MAX_STEPS": "65"}, "MODEL_MAX_STEPS: out of range (want 1..64)"},
+		"model max tokens negative":    {map[string]string{"MODEL_MAX_TOKENS": "-1"}, "MODEL_MAX_TOKENS: out of range (want 0..1000000)"},
+		"model max tokens large":       {map[string]string{"MODEL_MAX_TOKENS": "1000001"}, "MODEL_MAX_TOKENS: out of range (want 0..1000000)"},
+		"echo chunk zero":              {map[string]string{"ECHO_CHUNK_RUNES": "0"}, "ECHO_CHUNK_RUNES: out of range (want 1..4096)"},
+		"echo chunk large":             {map[string]string{"ECHO_CHUNK_RUNES": "4097"}, "ECHO_CHUNK_RUNES: out of range (want 1..4096)"},
+		"echo chunk syntax":            {map[string]string{"ECHO_CHUNK_RUNES": "four"}, "ECHO_CHUNK_RUNES: not an integer"},
+		"definition id":                {map[string]string{"DEFINITION_ID": "-default"}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
+		"definition id long":           {map[string]string{"DEFINITION_ID": strings.Repeat("d", 129)}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
+		"definition id character":      {map[string]string{"DEFINITION_ID": "a/b"}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
+		"definition revision zero":     {map[string]string{"DEFINITION_REVISION": "0"}, "DEFINITION_REVISION: out of range (want 1..9007199254740991)"},
+		"definition revision 2^53":     {map[string]string{"DEFINITION_REVISION": "9007199254740992"}, "DEFINITION_REVISION: out of range (want 1..9007199254740991)"},
+		"definition revision float":    {map[string]string{"DEFINITION_REVISION": "1.0"}, "DEFINITION_REVISION: not an integer"},
 		"several at once": {
 			map[string]string{"TURN_TIMEOUT": "x", "LOG_LEVEL": "loud", "MODEL_PROVIDER": "nope"},
 			"TURN_TIMEOUT: not a duration (want Go syntax such as \"30s\" or integer milliseconds)\nLOG_LEVEL: want debug, info, warn or error\nMODEL_PROVIDER: want echo, bedrock or openai",
@@ -487,6 +492,8 @@ func TestCursorSecret(t *testing.T) {
 		"local, set":       {map[string]string{"CURSOR_SECRET": "0123456789abcdef"}, nil},
 		"on Lambda, set":   {map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f", "CURSOR_SECRET": "0123456789abcdef"}, nil},
 		"on Lambda, unset": {map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f"}, config.ErrCursorSecretRequired},
+		"on Lambda, ARN not installed yet": {map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f",
+			"CURSOR_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:cursor-AbCdEf"}, config.ErrCursorSecretRequired},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -549,5 +556,29 @@ func wantTrusted(t *testing.T, c config.Config, tenant, subject string) {
 	gotTenant, gotSubject, ok, err := c.Auth.TrustedPrincipal()
 	if err != nil || !ok || gotTenant != tenant || gotSubject != subject {
 		t.Errorf("TrustedPrincipal = %q, %q, %v, %v; want %q, %q", gotTenant, gotSubject, ok, err, tenant, subject)
+	}
+}
+
+func TestSetCursorSecret(t *testing.T) {
+	c := mustParse(t, map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f",
+		"CURSOR_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:cursor-AbCdEf"})
+	if c.CursorSecretARN != "arn:aws:secretsmanager:us-east-1:123456789012:secret:cursor-AbCdEf" || !c.CursorSecretGenerated {
+		t.Fatalf("ARN %q generated %v", c.CursorSecretARN, c.CursorSecretGenerated)
+	}
+	before := append([]byte(nil), c.CursorSecret...)
+	if err := c.SetCursorSecret([]byte("fifteen-bytes..")); !errors.Is(err, config.ErrCursorSecretShort) ||
+		!bytes.Equal(c.CursorSecret, before) || !c.CursorSecretGenerated {
+		t.Errorf("short secret: %v; secret changed %v", err, !bytes.Equal(c.CursorSecret, before))
+	}
+	secret := []byte("0123456789abcdef-from-secrets-manager")
+	if err := c.SetCursorSecret(secret); err != nil {
+		t.Fatal(err)
+	}
+	secret[0] = 'X'
+	if string(c.CursorSecret) != "0123456789abcdef-from-secrets-manager" || c.CursorSecretGenerated {
+		t.Errorf("secret %q generated %v, want a copy of the installed one", c.CursorSecret, c.CursorSecretGenerated)
+	}
+	if err := c.RequireCursorSecret(); err != nil {
+		t.Errorf("RequireCursorSecret after SetCursorSecret: %v", err)
 	}
 }
