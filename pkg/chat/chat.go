@@ -161,6 +161,33 @@ type Turn struct {
 	LastSequence  int64
 	StartedAt     time.Time
 	CompletedAt   time.Time
+	// LeaseExpiresAt is set on a running turn (from its latest
+	// checkpoint): the lease's proven expiry when it was taken.
+	LeaseExpiresAt time.Time
+}
+
+// Checkpoint is the state of a running turn as one of its snapshots
+// carried it: what a resumer, a reloaded page or crash recovery rebuilds
+// the turn from.
+type Checkpoint struct {
+	SessionID string
+	TurnID    string
+	Ordinal   int64
+	Lineage   protocol.Lineage
+	InputHash string
+	// Messages are the turn's own messages (the user message first) with
+	// the same ids, parts and content as the snapshot of Sequence.
+	Messages []protocol.Message
+	Usage    protocol.Usage
+	// FirstSequence is the turn's first snapshot sequence; Sequence the
+	// snapshot whose state this is.
+	FirstSequence int64
+	Sequence      int64
+	// LeaseExpiresAt is the lease's proven expiry when the checkpoint was
+	// taken: once it has passed without a newer checkpoint or a save, the
+	// turn is presented as lost (TurnError, protocol.CodeTurnLost).
+	LeaseExpiresAt time.Time
+	StartedAt      time.Time
 }
 
 // Order is a listing direction.
@@ -364,6 +391,27 @@ type Store interface {
 	// claim is a no-op (nil); a stale claim of a lease now held by another
 	// turn is ErrLeaseLost. 1 request.
 	ReleaseTurn(ctx context.Context, req ReleaseRequest) error
+
+	// Checkpoint persists the running turn's state under claim c, as the
+	// snapshot of cp.Sequence carried it (see Checkpoint). The first
+	// checkpoint writes the turn item with status TurnRunning (history and
+	// FindTurn then show it); later ones write only what changed, so the
+	// cost grows with the turn's duration, not its length. Every
+	// checkpoint is fenced by the lease: ErrLeaseLost once a takeover
+	// fenced the turn, or if c never held it. It reports whether a stop
+	// was requested (RequestStop), so a stop is seen at the next
+	// checkpoint. ErrInvalidRequest unless cp is the claim's turn. A
+	// checkpoint whose messages have not changed (a heartbeat) costs one
+	// small write; otherwise two.
+	Checkpoint(ctx context.Context, c *Claim, cp *Checkpoint) (stop bool, err error)
+
+	// PollTurn returns the turn at ordinal as stored now, for a resumer
+	// that found it with FindTurn: a running turn with its latest
+	// checkpoint merged (Status TurnRunning, LastSequence the checkpoint's
+	// sequence), or the terminal turn. ErrSessionNotFound if p does not
+	// own the session, ErrTurnNotFound if no turn is stored there. One
+	// consistent Query.
+	PollTurn(ctx context.Context, sessionID string, ordinal int64, p Principal) (*Turn, error)
 
 	// GetSession returns the session. ErrSessionNotFound if it does not
 	// exist or p does not own it (never a hint which). 1 request.
