@@ -79,6 +79,15 @@ type Config struct {
 	// LeaseDuration is the active-turn lease length, renewed every third of
 	// it (LEASE_DURATION, default 30 s, >= 1 s, <= 1 h; DESIGN §4).
 	LeaseDuration time.Duration
+	// SnapshotBytesPerSecond paces streaming snapshots by size
+	// (SNAPSHOT_BYTES_PER_SECOND, default 4096, 256..1 GiB): after a
+	// snapshot of n bytes the next waits n/SnapshotBytesPerSecond, within
+	// SNAPSHOT_INTERVAL..SNAPSHOT_MAX_GAP.
+	SnapshotBytesPerSecond int64
+	// SnapshotMaxGap is the longest wait between two streaming snapshots
+	// while text flows (SNAPSHOT_MAX_GAP, default 2 s or SNAPSHOT_INTERVAL
+	// if longer, >= SNAPSHOT_INTERVAL, <= 1 min).
+	SnapshotMaxGap time.Duration
 	// CheckpointInterval is how often a running turn persists its state
 	// at most (CHECKPOINT_INTERVAL, default 1 s; 0 turns durable turns
 	// off; else 100 ms..1 min): what resume, a reloaded page and crash
@@ -332,7 +341,9 @@ var Variables = []string{
 	"OPENAI_BASE_URL",
 	"RESUME_POLL_INTERVAL",
 	"SESSION_RETENTION",
+	"SNAPSHOT_BYTES_PER_SECOND",
 	"SNAPSHOT_INTERVAL",
+	"SNAPSHOT_MAX_GAP",
 	"SYSTEM_PROMPT",
 	"TABLE_NAME",
 	"TURN_TIMEOUT",
@@ -397,6 +408,11 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 	c.LeaseDuration = p.duration("LEASE_DURATION", 30*time.Second, time.Second, time.Hour)
 	c.SnapshotInterval = p.duration("SNAPSHOT_INTERVAL", 50*time.Millisecond, time.Millisecond, 10*time.Second)
+	c.SnapshotBytesPerSecond = p.integer("SNAPSHOT_BYTES_PER_SECOND", 4096, 256, 1<<30)
+	c.SnapshotMaxGap = p.duration("SNAPSHOT_MAX_GAP", max(2*time.Second, c.SnapshotInterval), time.Millisecond, time.Minute)
+	if p.ok("SNAPSHOT_INTERVAL") && p.ok("SNAPSHOT_MAX_GAP") && c.SnapshotMaxGap < c.SnapshotInterval {
+		p.fail("SNAPSHOT_MAX_GAP", "below SNAPSHOT_INTERVAL")
+	}
 	c.CheckpointInterval = p.duration("CHECKPOINT_INTERVAL", time.Second, 0, time.Minute)
 	if c.CheckpointInterval != 0 && c.CheckpointInterval < 100*time.Millisecond {
 		p.fail("CHECKPOINT_INTERVAL", "out of range (want 0 to turn checkpoints off, or 100ms..1m0s)")

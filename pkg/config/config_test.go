@@ -304,6 +304,8 @@ func TestInvalid(t *testing.T) {
 		"checkpoint interval short":   {map[string]string{"CHECKPOINT_INTERVAL": "50ms"}, "CHECKPOINT_INTERVAL: out of range (want 0 to turn checkpoints off, or 100ms..1m0s)"},
 		"checkpoint interval long":    {map[string]string{"CHECKPOINT_INTERVAL": "2m"}, "CHECKPOINT_INTERVAL: out of range (want 0s..1m0s)"},
 		"resume poll too slow":        {map[string]string{"RESUME_POLL_INTERVAL": "1s"}, "RESUME_POLL_INTERVAL: out of range (want 10ms..500ms)"},
+		"snapshot budget low":         {map[string]string{"SNAPSHOT_BYTES_PER_SECOND": "10"}, "SNAPSHOT_BYTES_PER_SECOND: out of range (want 256..1073741824)"},
+		"snapshot gap below interval": {map[string]string{"SNAPSHOT_INTERVAL": "3s", "SNAPSHOT_MAX_GAP": "1s"}, "SNAPSHOT_MAX_GAP: below SNAPSHOT_INTERVAL"},
 		"attempt timeout syntax":      {map[string]string{"DYNAMODB_ATTEMPT_TIMEOUT": "soon"}, `DYNAMODB_ATTEMPT_TIMEOUT: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
 		"lease long":                  {map[string]string{"LEASE_DURATION": "2h"}, "LEASE_DURATION: out of range (want 1s..1h0m0s)"},
 		"lease syntax":                {map[string]string{"LEASE_DURATION": "30sec"}, `LEASE_DURATION: not a duration (want Go syntax such as "30s" or integer milliseconds)`},

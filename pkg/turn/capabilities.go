@@ -55,6 +55,10 @@ type Capabilities struct {
 		MaxBodyBytes       int64 `json:"maxBodyBytes"`
 		TurnTimeoutMs      int64 `json:"turnTimeoutMs"`
 		SnapshotIntervalMs int64 `json:"snapshotIntervalMs"`
+		// SnapshotBytesPerSecond and MaxSnapshotGapMs pace streaming
+		// snapshots by size (Options.SnapshotBytesPerSecond).
+		SnapshotBytesPerSecond int64 `json:"snapshotBytesPerSecond"`
+		MaxSnapshotGapMs       int64 `json:"maxSnapshotGapMs"`
 	} `json:"limits"`
 }
 
@@ -83,6 +87,8 @@ func capabilitiesBody(opts Options) []byte {
 	c.Limits.MaxBodyBytes = opts.MaxBodyBytes
 	c.Limits.TurnTimeoutMs = opts.TurnTimeout.Milliseconds()
 	c.Limits.SnapshotIntervalMs = opts.SnapshotInterval.Milliseconds()
+	c.Limits.SnapshotBytesPerSecond = opts.SnapshotBytesPerSecond
+	c.Limits.MaxSnapshotGapMs = opts.MaxSnapshotGap.Milliseconds()
 	b, err := json.Marshal(c)
 	if err != nil {
 		panic("turn: encode capabilities: " + err.Error()) // static shape: cannot fail

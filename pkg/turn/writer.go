@@ -20,9 +20,9 @@ func (t *run) notify() {
 
 // writer is the goroutine that owns the response body while the turn
 // streams, after the first snapshot, written at first. On each wake-up it
-// waits until SnapshotInterval has passed since its last streaming
-// snapshot, then encodes the latest state, if it changed, as the next
-// sequence. A slow reader blocks it in Write while
+// waits until the gap after its last streaming snapshot has passed
+// (snapshotGap: paced by that snapshot's size), then encodes the latest
+// state, if it changed, as the next sequence. A slow reader blocks it in Write while
 // the model keeps overwriting the state, so it receives fewer, newer
 // snapshots (DESIGN §3). The terminal lines arrive on t.final and are
 // written without delay; the writer exits after them or at the first
@@ -36,7 +36,7 @@ func (t *run) writer(first time.Time) {
 		lastContent string
 		lastCalls   string
 	)
-	interval := t.h.opts.SnapshotInterval
+	gap := t.h.opts.SnapshotInterval // after the first snapshot
 	for {
 		select {
 		case lines := <-t.final:
@@ -44,7 +44,7 @@ func (t *run) writer(first time.Time) {
 			return
 		case <-t.wake:
 		}
-		if wait := interval - time.Since(last); wait > 0 {
+		if wait := gap - time.Since(last); wait > 0 {
 			timer := time.NewTimer(wait)
 			select {
 			case lines := <-t.final:
@@ -75,10 +75,19 @@ func (t *run) writer(first time.Time) {
 			continue
 		}
 		buf = t.snapshotLine(buf[:0], seq, protocol.StatusStreaming, assistant, v.usage, nil)
+		gap = t.snapshotGap(len(buf))
 		if !t.write(buf) && t.h.opts.CheckpointInterval == 0 {
 			return
 		}
 	}
+}
+
+// snapshotGap is the wait after a streaming snapshot of n bytes: n at
+// SnapshotBytesPerSecond, within [SnapshotInterval, MaxSnapshotGap].
+func (t *run) snapshotGap(n int) time.Duration {
+	o := t.h.opts
+	d := time.Duration(float64(n) / float64(o.SnapshotBytesPerSecond) * float64(time.Second))
+	return min(max(d, o.SnapshotInterval), o.MaxSnapshotGap)
 }
 
 // toolCallStates is a signature of the tool calls' ids and statuses: a
