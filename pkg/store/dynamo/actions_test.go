@@ -35,7 +35,7 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	var c1, c3 *chat.Claim
 	call("ClaimTurn", func() (err error) { c1, err = s.ClaimTurn(ctx, claimReq("s1", "t1")); return err })
 	call("ClaimTurn", func() error { _, err := s.ClaimTurn(ctx, claimReq("s1", "t2")); return err })
-	call("LoadContext", func() error { _, err := s.LoadContext(ctx, "s1", 5); return err })
+	call("LoadContext", func() error { _, _, err := s.LoadContext(ctx, "s1", 5, 1000); return err })
 	call("RenewLease", func() error {
 		_, err := s.RenewLease(ctx, chat.RenewRequest{Claim: c1, ExpiresAt: e.clock.Now().Add(lease)})
 		return err
