@@ -304,10 +304,22 @@ async function loadFirst(): Promise<void> {
 }
 
 // watchRunning handles a page opened while a turn of this session is
-// still running (a reload mid-answer, a second tab): it says so and adds
-// the turn once history has it. (With resume on the server, this is where
-// the page would attach to the live stream instead.)
+// still running (a reload mid-answer, a second tab). When the server
+// offers resume, the page reads that turn's stream from the sequence
+// history has saved, so the answer goes on growing here; otherwise it says
+// so and adds the turn once history has it.
 async function watchRunning(newest: string | undefined): Promise<void> {
+  try {
+    const summary = await client.session(sessionId);
+    const run = summary.currentTurn;
+    if (run && !current && isSafeId(run.turnId) && (await client.capabilities()).extensions.includes("resume")) {
+      const after = Number.isSafeInteger(run.sequence) && run.sequence! >= 0 ? run.sequence : undefined;
+      await follow(client.resume({ sessionId, turnId: run.turnId, after, scope: "turn" }));
+      return;
+    }
+  } catch {
+    /* no resume here: fall back to waiting for history */
+  }
   let running = false;
   const note = text("p", "An answer is being written in another window. It appears here when it is finished.", "elsewhere");
   for (;;) {
@@ -330,6 +342,11 @@ async function watchRunning(newest: string | undefined): Promise<void> {
   }
   note.remove();
   if (!running || current) return;
+  await showNewest(newest);
+}
+
+// showNewest adds the newest saved turn unless it is newest or shown.
+async function showNewest(newest?: string): Promise<void> {
   try {
     const page = await client.turns(sessionId, { limit: 1, order: "desc" });
     const t = page.items[0];
@@ -392,23 +409,45 @@ async function send(input: string): Promise<void> {
   clearError();
   els.empty.hidden = true;
   const turn = client.submit({ sessionId, input, scope: "turn" });
-  current = turn;
-  stopping = false;
   const el = turnElement(turn.turnId);
   // Show the message at once; the first snapshot replaces it.
   renderTurn(el, [{ id: "pending", role: "user", content: input, status: "complete", createdAt: new Date().toISOString() }], {});
   els.turns.append(el);
   toBottom();
+  await stream(turn, el, () => {
+    // The server took the turn: the conversation is this user's.
+    const entry = known().find((k) => k.id === sessionId);
+    remember(sessionId, !entry || entry.title === "New conversation" ? title(input) : undefined);
+  });
+}
+
+// follow shows a turn that was running when the page opened (resumed):
+// in the element history rendered for it, or a new one at the end.
+async function follow(turn: Turn): Promise<void> {
+  let el = els.turns.querySelector<HTMLElement>(`[data-turn="${turn.turnId}"]`);
+  if (!el) {
+    el = turnElement(turn.turnId);
+    els.turns.append(el);
+  }
+  els.empty.hidden = true;
+  toBottom();
+  await stream(turn, el, () => {});
+  // It ended before its stream opened: show what history saved.
+  if (!turn.snapshot) await showNewest();
+}
+
+// stream renders each snapshot of turn into el until its terminal one;
+// first runs on the first snapshot. When it fails before any snapshot, el
+// is removed.
+async function stream(turn: Turn, el: HTMLElement, first: () => void): Promise<void> {
+  current = turn;
+  stopping = false;
   composerBusy(true);
   status("streaming", "Sending…");
   let last: SnapshotEvent | undefined;
   try {
     for await (const snap of turn) {
-      if (!last) {
-        // The server took the turn: the conversation is this user's.
-        const entry = known().find((k) => k.id === sessionId);
-        remember(sessionId, !entry || entry.title === "New conversation" ? title(input) : undefined);
-      }
+      if (!last) first();
       last = snap;
       const stick = nearBottom();
       renderTurn(el, snap.payload.messages, { error: snap.payload.error });

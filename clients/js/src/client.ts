@@ -55,6 +55,22 @@ export interface SubmitOptions {
   onInvalidLine?: (diagnostic: DecoderDiagnostic) => void;
 }
 
+/** ResumeOptions name a running turn to read from where a reader left it. */
+export interface ResumeOptions {
+  sessionId: string;
+  turnId: string;
+  /**
+   * The last sequence already shown (a history summary's
+   * currentTurn.sequence, or Turn.sequence); omitted, the stream starts
+   * with the turn's newest state.
+   */
+  after?: number;
+  /** As in SubmitOptions. */
+  scope?: "session" | "turn";
+  signal?: AbortSignal;
+  onInvalidLine?: (diagnostic: DecoderDiagnostic) => void;
+}
+
 /** Capabilities is GET {turnURL}capabilities: what this deployment supports. */
 export interface Capabilities {
   protocols: { protocol: string; versions: number[] }[];
@@ -79,7 +95,11 @@ export interface SessionSummary {
   cursor: number;
   createdAt: string;
   updatedAt: string;
-  currentTurn: { turnId: string; status: "running"; expiresAt: number; pendingInteractions: JSONValue[] } | null;
+  /**
+   * The running turn, null when none: sequence is the last snapshot
+   * sequence it checkpointed, where a resume continues after.
+   */
+  currentTurn: { turnId: string; status: "running"; sequence?: number; expiresAt: number; pendingInteractions: JSONValue[] } | null;
 }
 
 /** TurnSummary is one saved turn of a history page. */
@@ -153,6 +173,24 @@ export class TurnstreamClient {
     const turnId = opts.turnId ?? newId();
     if (!isSafeId(opts.sessionId) || !isSafeId(turnId)) throw new TypeError("turnstream: session and turn ids must be SafeIds");
     return new Turn(this, { ...opts, turnId });
+  }
+
+  /**
+   * resume reads a turn that is already running, e.g. after a page reload
+   * mid-answer: GET {turnURL}sessions/{sessionId}/turns/{turnId}/stream
+   * ?after=<after>, which needs the "resume" extension (capabilities). The
+   * returned Turn yields the snapshots newer than after, until the
+   * terminal one, and resumes again if that stream breaks off. Reading it
+   * never runs the turn, and leaving it never stops it (stop() does).
+   * @throws TypeError for ids that are not SafeIds or an after that is not
+   * an integer >= 0.
+   */
+  resume(opts: ResumeOptions): Turn {
+    if (!isSafeId(opts.sessionId) || !isSafeId(opts.turnId)) throw new TypeError("turnstream: session and turn ids must be SafeIds");
+    if (opts.after !== undefined && !(Number.isSafeInteger(opts.after) && opts.after >= 0)) {
+      throw new TypeError("turnstream: after must be an integer >= 0");
+    }
+    return new Turn(this, { ...opts, input: "", attach: true });
   }
 
   /**
@@ -297,6 +335,10 @@ export class TurnstreamClient {
 
 interface TurnOptions extends SubmitOptions {
   turnId: string;
+  /** Read a running turn (resume) instead of submitting one. */
+  attach?: boolean;
+  /** With attach: the last sequence the reader already has. */
+  after?: number;
 }
 
 /**
@@ -352,7 +394,7 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
 
   async *#run(): AsyncGenerator<SnapshotEvent> {
     const { signal } = this.#opts;
-    let res: Response | undefined = await this.#submit();
+    let res: Response | undefined = await (this.#opts.attach ? this.#resume() : this.#submit());
     for (let resumes = 0; ; ) {
       const ended = yield* this.#read(res);
       if (ended) return;
@@ -395,7 +437,8 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
   // live sequences, so the same cursor takes over.
   #resume(): Promise<Response> {
     const o = this.#opts;
-    const after = this.sequence === undefined ? "" : `?after=${this.sequence}`;
+    const seq = this.sequence ?? o.after;
+    const after = seq === undefined ? "" : `?after=${seq}`;
     const headers: Record<string, string> = { Accept: "application/x-ndjson" };
     if (o.scope) headers[SCOPE_HEADER] = o.scope;
     const url = `${this.#client.turnURL}sessions/${o.sessionId}/turns/${o.turnId}/stream${after}`;
@@ -440,7 +483,10 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
             done = true;
             throw new StreamDiagnosticError(ev);
           }
-          if (ev.event !== "server.turn.snapshot" || !this.cursor.apply(ev)) continue;
+          if (ev.event !== "server.turn.snapshot") continue;
+          // A resumed reader already has the state at or before after.
+          if (this.#opts.after !== undefined && ev.sequence <= this.#opts.after) continue;
+          if (!this.cursor.apply(ev)) continue;
           const snap = this.cursor.snapshot!;
           if (snap.payload.status === "complete" || snap.payload.status === "error") done = true;
           yield snap;

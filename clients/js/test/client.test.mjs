@@ -222,3 +222,31 @@ test("without resume in capabilities a dropped stream is StreamIncompleteError",
   await assert.rejects(drain(c.submit({ sessionId, turnId, input: "x" })), StreamIncompleteError);
   assert.equal(f.calls.length, 2);
 });
+
+test("resume reads a running turn after a sequence, and resumes again when it drops", async () => {
+  const caps = { protocols: [{ protocol: "agentskit.chat.turn", versions: [1] }], extensions: ["stop", "resume"] };
+  const seqOf = (l) => decodeTurnEvent(l).event.sequence;
+  const after = seqOf(plainLines[1]);
+  const f = scripted(
+    // The newest state first (at after: already shown, so skipped), then
+    // newer ones; the connection drops inside a line.
+    () => ndjsonResponse([...withLF(plainLines.slice(1, 4)), plainLines[4].subarray(0, 9)]),
+    () => jsonResponse(200, caps),
+    () => ndjsonResponse(withLF(plainLines.slice(3))),
+  );
+  const c = new TurnstreamClient({ turnURL: "http://x.test/turn/", fetch: f.fetch });
+  const turn = c.resume({ sessionId, turnId, after, scope: "turn" });
+  const seqs = (await drain(turn)).map((s) => s.sequence);
+  assert.deepEqual(seqs, plainLines.slice(2).map(seqOf), "only newer snapshots, each once, the terminal one last");
+  assert.equal(f.calls[0].url, `http://x.test/turn/sessions/${sessionId}/turns/${turnId}/stream?after=${after}`);
+  assert.equal(f.calls[0].init.method, "GET");
+  assert.equal(f.calls[0].init.body, undefined, "nothing is submitted");
+  assert.equal(f.calls[2].url, `http://x.test/turn/sessions/${sessionId}/turns/${turnId}/stream?after=${seqOf(plainLines[3])}`);
+  assert.throws(() => c.resume({ sessionId, turnId, after: -1 }), TypeError);
+  assert.throws(() => c.resume({ sessionId, turnId: "not safe" }), TypeError);
+  // Without after the stream starts at the turn's newest state.
+  const g = scripted(() => ndjsonResponse(withLF(plainLines)));
+  const d = new TurnstreamClient({ turnURL: "http://x.test/turn/", fetch: g.fetch });
+  assert.equal((await drain(d.resume({ sessionId, turnId }))).length, plainLines.length);
+  assert.equal(g.calls[0].url, `http://x.test/turn/sessions/${sessionId}/turns/${turnId}/stream`);
+});
