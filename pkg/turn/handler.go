@@ -27,6 +27,9 @@ const (
 	DefaultLeaseDuration    = 30 * time.Second
 	DefaultSnapshotInterval = 50 * time.Millisecond
 	DefaultMaxBodyBytes     = 65536
+	// DefaultResumePollInterval is how often a resume stream reads the
+	// turn's checkpoints (one consistent Query each).
+	DefaultResumePollInterval = 250 * time.Millisecond
 )
 
 // SnapshotScopeHeader selects what a snapshot carries (turnstream
@@ -112,6 +115,20 @@ type Options struct {
 	SnapshotInterval time.Duration
 	// MaxBodyBytes caps a request body in bytes (413 above it).
 	MaxBodyBytes int64
+	// CheckpointInterval is how often a running turn persists its state
+	// at most (chat.Store.Checkpoint), besides the moments that must not
+	// be lost (its first snapshot, each tool call state change): what a
+	// resume, a reloaded page and crash recovery read. It also bounds how
+	// long a stop takes to be seen. Zero turns checkpoints off: a turn
+	// then costs 4 requests, and a client that disconnects cancels it (no
+	// one could resume it). With checkpoints on, a disconnect is not a
+	// stop: the turn runs to its end (config CHECKPOINT_INTERVAL, 1 s by
+	// default).
+	CheckpointInterval time.Duration
+	// ResumePollInterval is how often a resume stream
+	// (GET /sessions/{id}/turns/{turnId}/stream) reads the turn; zero
+	// means DefaultResumePollInterval.
+	ResumePollInterval time.Duration
 
 	// Logger receives JSON logs; nil discards them. Lines carry the Lambda
 	// request id, session id and turn id, never message text or request
@@ -168,7 +185,8 @@ func NewHandler(opts Options) (http.Handler, error) {
 	for name, d := range map[string]time.Duration{
 		"TurnTimeout": opts.TurnTimeout, "CleanupReserve": opts.CleanupReserve,
 		"LeaseDuration": opts.LeaseDuration, "RenewInterval": opts.RenewInterval,
-		"SnapshotInterval": opts.SnapshotInterval,
+		"SnapshotInterval": opts.SnapshotInterval, "CheckpointInterval": opts.CheckpointInterval,
+		"ResumePollInterval": opts.ResumePollInterval,
 	} {
 		if d < 0 {
 			return nil, fmt.Errorf("turn: Options.%s is negative", name)
@@ -183,6 +201,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	setDefault(&opts.SnapshotInterval, DefaultSnapshotInterval)
 	setDefault(&opts.RenewInterval, opts.LeaseDuration/3)
 	setDefault(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&opts.ResumePollInterval, DefaultResumePollInterval)
 	if opts.CleanupReserve >= opts.TurnTimeout {
 		return nil, errors.New("turn: Options.CleanupReserve must be below TurnTimeout")
 	}
@@ -220,6 +239,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/capabilities":
 		h.serveCapabilities(w, r)
 	default:
+		if sessionID, turnID, ok := resumePath(r.URL.Path); ok {
+			h.serveResume(w, r, sessionID, turnID)
+			return
+		}
 		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestNotFound))
 	}
 }

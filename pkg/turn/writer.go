@@ -3,6 +3,7 @@ package turn
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -32,6 +33,8 @@ func (t *run) writer(first time.Time) {
 		buf         []byte
 		last        = first
 		lastVersion uint64 // the first snapshot showed the initial state, version 0
+		lastContent string
+		lastCalls   string
 	)
 	interval := t.h.opts.SnapshotInterval
 	for {
@@ -61,12 +64,34 @@ func (t *run) writer(first time.Time) {
 		if !ok {
 			continue // closed: the terminal lines are on their way
 		}
-		buf = t.snapshotLine(buf[:0], seq, protocol.StatusStreaming, t.assistant(v, protocol.MessageStreaming, ""), v.usage, nil)
+		assistant := t.assistant(v, protocol.MessageStreaming, "")
+		calls := toolCallStates(assistant.ToolCalls)
+		t.remember(seq, assistant, v.usage, (lastContent == "" && assistant.Content != "") || calls != lastCalls)
+		lastContent, lastCalls = assistant.Content, calls
 		lastVersion, last = v.version, time.Now()
-		if !t.write(buf) {
+		if t.writeFailed {
+			// The client is gone; with checkpoints the turn goes on, its
+			// snapshots numbered for the checkpoints a resumer reads.
+			continue
+		}
+		buf = t.snapshotLine(buf[:0], seq, protocol.StatusStreaming, assistant, v.usage, nil)
+		if !t.write(buf) && t.h.opts.CheckpointInterval == 0 {
 			return
 		}
 	}
+}
+
+// toolCallStates is a signature of the tool calls' ids and statuses: a
+// change is a moment a checkpoint must not miss.
+func toolCallStates(calls []protocol.ToolCall) string {
+	var b strings.Builder
+	for _, c := range calls {
+		b.WriteString(c.ID)
+		b.WriteByte('=')
+		b.WriteString(c.Status)
+		b.WriteByte(';')
+	}
+	return b.String()
 }
 
 // allocate returns the next sequence for a streaming snapshot, or false
