@@ -68,8 +68,8 @@ type run struct {
 	loop loopLog // the model-tool loop's tool call ids and tool rounds
 
 	// last is the state of the latest snapshot (guarded by mu), and urgent
-	// (cap 1) asks the supervisor for a checkpoint now: the first
-	// snapshot, the first text, a tool call's state change.
+	// (cap 1) asks the supervisor for a checkpoint now: at the first text
+	// and at each tool call's state change.
 	last   liveState
 	urgent chan struct{}
 
@@ -195,7 +195,7 @@ func (t *run) streamTurn() {
 	// goroutine takes the response over.
 	seq, _ := t.allocate()
 	first := t.assistant(view{}, protocol.MessageStreaming, "")
-	t.remember(seq, first, protocol.Usage{}, true)
+	t.remember(seq, first, protocol.Usage{}, false)
 	t.write(t.snapshotLine(nil, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
 	go t.writer(time.Now())
 
