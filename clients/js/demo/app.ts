@@ -312,7 +312,7 @@ async function watchRunning(newest: string | undefined): Promise<void> {
   try {
     const summary = await client.session(sessionId);
     const run = summary.currentTurn;
-    if (run && !current && isSafeId(run.turnId) && (await client.capabilities()).extensions.includes("resume")) {
+    if (run && !current && isSafeId(run.turnId) && (await client.canResume())) {
       const after = Number.isSafeInteger(run.sequence) && run.sequence! >= 0 ? run.sequence : undefined;
       await follow(client.resume({ sessionId, turnId: run.turnId, after, scope: "turn" }));
       return;

@@ -74,8 +74,14 @@ export interface ResumeOptions {
 /** Capabilities is GET {turnURL}capabilities: what this deployment supports. */
 export interface Capabilities {
   protocols: { protocol: string; versions: number[] }[];
-  /** e.g. snapshotScope, stop, lineage, artifacts, history (resume once served). */
+  /** e.g. snapshotScope, stop, lineage, artifacts, history, resume, durableTurns. */
   extensions: string[];
+  /**
+   * The resume route, GET {turnURL}sessions/{sessionId}/turns/{turnId}/stream
+   * ?after=<sequence>; available false (and "resume" not in extensions)
+   * where the deployment does not checkpoint running turns.
+   */
+  resume?: { available: boolean; method?: string; path?: string; parameter?: string; pollIntervalMs?: number };
   limits?: { maxBodyBytes?: number; turnTimeoutMs?: number; snapshotIntervalMs?: number };
   [key: string]: JSONValue | undefined;
 }
@@ -316,15 +322,24 @@ export class TurnstreamClient {
     return res;
   }
 
-  /** @internal resumeEnabled reports whether a dropped stream may be resumed. */
-  async resumeEnabled(signal?: AbortSignal): Promise<boolean> {
-    if (this.#opts.resume === "off") return false;
+  /**
+   * canResume reports whether this deployment serves the resume route
+   * (capabilities list "resume" as available); false when capabilities
+   * cannot be read.
+   */
+  async canResume(signal?: AbortSignal): Promise<boolean> {
     try {
-      return (await this.capabilities(signal)).extensions.includes("resume");
+      const c = await this.capabilities(signal);
+      return c.extensions.includes("resume") && c.resume?.available !== false;
     } catch (e) {
       throwIfAborted(signal, e);
       return false;
     }
+  }
+
+  /** @internal resumeEnabled reports whether a dropped stream may be resumed automatically. */
+  async resumeEnabled(signal?: AbortSignal): Promise<boolean> {
+    return this.#opts.resume !== "off" && (await this.canResume(signal));
   }
 
   /** @internal */
