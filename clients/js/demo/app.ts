@@ -288,7 +288,7 @@ async function loadFirst(): Promise<void> {
     toBottom();
     if (page.items.length) nameFrom(page.items, page.hasMore);
     status("ready", "Ready");
-    void watchRunning(page.items[0]?.turnId);
+    void watchRunning(page.items[0]?.status === "running");
   } catch (e) {
     if (e instanceof TurnstreamError && e.code === "SESSION_NOT_FOUND" && !fromLink) {
       // A conversation this browser started but never sent to.
@@ -307,13 +307,20 @@ async function loadFirst(): Promise<void> {
 // still running (a reload mid-answer, a second tab). When the server
 // offers resume, the page reads that turn's stream from the sequence
 // history has saved, so the answer goes on growing here; otherwise it says
-// so and adds the turn once history has it.
-async function watchRunning(newest: string | undefined): Promise<void> {
+// so and adds the turn once history has it. shownRunning: the newest turn
+// of the page is one history listed as still running.
+async function watchRunning(shownRunning: boolean): Promise<void> {
   try {
     const summary = await client.session(sessionId);
     const run = summary.currentTurn;
+    // It ended since the page was read: show it as saved.
+    if (!run && shownRunning) return await showNewest();
     if (run && !current && isSafeId(run.turnId) && (await client.canResume())) {
-      const after = Number.isSafeInteger(run.sequence) && run.sequence! >= 0 ? run.sequence : undefined;
+      // History shows the running turn as of its last checkpoint, at
+      // run.sequence: continue after it. A page without it starts from the
+      // turn's newest state.
+      const shown = els.turns.querySelector(`[data-turn="${run.turnId}"]`) !== null;
+      const after = shown && Number.isSafeInteger(run.sequence) && run.sequence! >= 0 ? run.sequence : undefined;
       await follow(client.resume({ sessionId, turnId: run.turnId, after, scope: "turn" }));
       return;
     }
@@ -341,19 +348,23 @@ async function watchRunning(newest: string | undefined): Promise<void> {
     await new Promise((r) => setTimeout(r, 1000));
   }
   note.remove();
-  if (!running || current) return;
-  await showNewest(newest);
+  if ((!running && !shownRunning) || current) return;
+  await showNewest();
 }
 
-// showNewest adds the newest saved turn unless it is newest or shown.
-async function showNewest(newest?: string): Promise<void> {
+// showNewest shows the newest turn as history has it: in its element when
+// the page shows it already (as it was while running), else at the end.
+async function showNewest(): Promise<void> {
   try {
     const page = await client.turns(sessionId, { limit: 1, order: "desc" });
     const t = page.items[0];
-    if (t && t.turnId !== newest && !els.turns.querySelector(`[data-turn="${t.turnId}"]`)) {
-      const el = turnElement(t.turnId);
+    if (t) {
+      let el = els.turns.querySelector<HTMLElement>(`[data-turn="${t.turnId}"]`);
+      if (!el) {
+        el = turnElement(t.turnId);
+        els.turns.append(el);
+      }
       renderTurn(el, t.messages, { error: t.error, artifacts: t.artifacts });
-      els.turns.append(el);
       els.empty.hidden = true;
       toBottom();
     }

@@ -112,7 +112,8 @@ export interface SessionSummary {
 export interface TurnSummary {
   turnId: string;
   ordinal: number;
-  status: "complete" | "error" | "interrupted";
+  /** running: a turn still being written, as of its last checkpoint (its messages so far). */
+  status: "running" | "complete" | "error" | "interrupted";
   lineage: Lineage;
   /** Canonical message records, the user message first. */
   messages: Message[];

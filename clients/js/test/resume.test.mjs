@@ -109,3 +109,31 @@ test("a connection cut mid-stream resumes from the last sequence, never showing 
   assert.equal(page.items[0].status, "complete");
   assert.equal(page.items[0].messages.at(-1).content, `Echo: ${input}`);
 });
+
+test("resume attaches to a turn running elsewhere from the history summary's sequence", async () => {
+  const alice = new TurnstreamClient({ turnURL: srv.turnURL, historyURL: srv.historyURL, headers: { Authorization: "Bearer dev.alice" } });
+  const input = "the answer a second reader picks up while it is being written, then follows to the end";
+  const first = alice.submit({ sessionId: "rs-b", input, scope: "turn" });
+  const it = first[Symbol.asyncIterator]();
+  let shown;
+  do shown = (await it.next()).value;
+  while ((shown.payload.messages.at(-1)?.content.length ?? 0) < 12);
+  const rest = (async () => { while (!(await it.next()).done); })();
+
+  const summary = await alice.session("rs-b");
+  assert.equal(summary.currentTurn?.turnId, first.turnId);
+  assert.ok(Number.isSafeInteger(summary.currentTurn.sequence), "currentTurn carries the sequence");
+  const after = summary.currentTurn.sequence;
+  // History lists the running turn as of that checkpoint (what a reloaded page shows first).
+  const listed = (await alice.turns("rs-b", { limit: 1 })).items[0];
+  assert.equal(listed.turnId, first.turnId);
+  if (listed.status === "running") assert.ok(`Echo: ${input}`.startsWith(listed.messages.at(-1).content));
+  const second = [];
+  for await (const s of alice.resume({ sessionId: "rs-b", turnId: first.turnId, after, scope: "turn" })) second.push(s);
+  await rest;
+  assert.ok(second.length >= 1);
+  assert.ok(second.every((s) => s.sequence > after), "only states newer than after");
+  assert.equal(second.at(-1).payload.status, "complete");
+  assert.equal(second.at(-1).payload.messages.at(-1).content, `Echo: ${input}`);
+  assert.deepEqual(second.at(-1).payload, first.snapshot.payload, "both readers end on the same state");
+});

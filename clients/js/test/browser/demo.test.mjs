@@ -129,7 +129,7 @@ describe("demo page in Chromium", { skip }, () => {
     await page.close();
   });
 
-  test("reload mid-answer and see the same answer continue", async () => {
+  test("reload mid-answer and see the same answer continue", async (t) => {
     const { page, problems } = await newChat(slow.base, "ann");
     const input = "Reloaded while this answer is being written, and it simply goes on. ".repeat(3).trim();
     const final = `Echo: ${input}`;
@@ -137,6 +137,8 @@ describe("demo page in Chromium", { skip }, () => {
     const text = `${lastAssistant} .text`;
     await page.waitForFunction((sel) => (document.querySelector(sel)?.textContent.length ?? 0) > 12, text);
     const before = await page.textContent(text);
+    const streams = [];
+    page.on("request", (r) => r.url().includes("/stream") && streams.push(new URL(r.url())));
     await page.reload();
     // The same answer goes on growing here, not a notice from elsewhere.
     await page.waitForFunction(([sel, n]) => (document.querySelector(sel)?.textContent.length ?? 0) > n, [text, before.length]);
@@ -154,6 +156,11 @@ describe("demo page in Chromium", { skip }, () => {
       if (i > 0) assert.ok(texts[i].length > texts[i - 1].length, `text ${i} grew`);
     }
     assert.equal(await page.locator(".turn").count(), 1, "one turn");
+    // It came from the resume route, after the sequence history had saved.
+    assert.equal(streams.length, 1, streams.join(" "));
+    assert.match(streams[0].pathname, /^\/turn\/sessions\/[^/]+\/turns\/[^/]+\/stream$/);
+    assert.match(streams[0].search, /^(\?after=\d+)?$/);
+    t.diagnostic(`resumed with ${streams[0].search || "no after"}, ${texts.length} texts after the reload`);
     assert.equal(await page.locator('.msg[data-role="user"]').count(), 1);
     await page.waitForSelector('#status[data-state="ready"]');
     assert.deepEqual(problems, []);
