@@ -138,6 +138,7 @@ const PLAIN: Record<string, string> = {
   SERVER_INTERNAL: "Something went wrong on the server. Try again in a moment.",
   RESPONSE_INVALID: "The server sent something this page doesn't understand.",
   TURN_INTERRUPTED: "Stopped.",
+  TURN_LOST: "The server stopped while writing this answer. What it had written is saved.",
   MODEL_FAILED: "The model failed to answer. Try again.",
   CHAT_TURN_FAILED: "The answer failed. Try again.",
 };

@@ -378,6 +378,8 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
   readonly #client: TurnstreamClient;
   readonly #opts: TurnOptions;
   #started = false;
+  // The last resume stream ended at its deadline without a new snapshot.
+  #idleTimeout = false;
 
   constructor(client: TurnstreamClient, opts: TurnOptions) {
     this.#client = client;
@@ -411,9 +413,13 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
   async *#run(): AsyncGenerator<SnapshotEvent> {
     const { signal } = this.#opts;
     let res: Response | undefined = await (this.#opts.attach ? this.#resume() : this.#submit());
+    let resumed = this.#opts.attach === true;
     for (let resumes = 0; ; ) {
-      const ended = yield* this.#read(res);
+      const before = this.sequence;
+      const ended = yield* this.#read(res, resumed);
       if (ended) return;
+      if (this.sequence !== before) resumes = 0; // it got somewhere: a fresh budget
+      resumed = true;
       if (resumes >= this.#client.maxResumes || !(await this.#client.resumeEnabled(signal))) {
         throw new StreamIncompleteError(this.sequence, this.invalidLines);
       }
@@ -465,7 +471,7 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
   // yielding accepted snapshots. It returns true after the terminal line,
   // false when the stream ended or broke off before it (res undefined: a
   // failed resume attempt, to be tried again).
-  async *#read(res: Response | undefined): AsyncGenerator<SnapshotEvent, boolean> {
+  async *#read(res: Response | undefined, resumed: boolean): AsyncGenerator<SnapshotEvent, boolean> {
     if (res === undefined) return false;
     const signal = this.#opts.signal;
     const type = res.headers.get("content-type") ?? "";
@@ -475,6 +481,7 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
     }
     const reader = res.body.getReader();
     const lines = new LineSplitter();
+    const first = this.sequence;
     let done = false;
     try {
       for (;;) {
@@ -496,6 +503,14 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
           const ev = r.event;
           if (ev.sessionId !== this.sessionId || ev.turnId !== this.turnId) continue;
           if (ev.event === "server.turn.diagnostic") {
+            // A resume stream that reaches its own deadline while the turn
+            // runs ends with SERVER_TIMEOUT and no terminal snapshot: resume
+            // again, unless the previous one ended so too without progress.
+            const progressed = this.sequence !== first;
+            if (resumed && ev.payload.code === "SERVER_TIMEOUT" && (progressed || !this.#idleTimeout)) {
+              this.#idleTimeout = !progressed;
+              return false;
+            }
             done = true;
             throw new StreamDiagnosticError(ev);
           }
