@@ -245,7 +245,10 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 	defer close(watchDone)
 	go c.watchInterrupts(ctx, turnID, shown, interrupts, watchDone)
 
-	sc := bufio.NewScanner(resp.Body)
+	// A drop mid-turn is followed on over the resume route (resume.go).
+	stream := c.follow(ctx, turnID, resp.Body, shown)
+	defer func() { _ = stream.Close() }()
+	sc := bufio.NewScanner(stream)
 	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
 	for sc.Scan() {
 		line := sc.Bytes()
