@@ -55,6 +55,12 @@ with AuthType AWS_IAM (iam mode), with the default AWS credential chain. A
 https://<id>.lambda-url.<region>.on.aws/ URL without -token is signed
 automatically.
 
+When the stream drops before the turn's last line and GET <url>capabilities
+offers resume, the turn is resumed after the last sequence shown
+("reconnecting…" is shown meanwhile; up to 5 resumes in a row without
+news, 250 ms apart and doubling), and no line is shown twice. turnctl
+attach follows a running turn from another terminal.
+
 Ctrl-C during a turn asks the server to stop it (POST <url>/stop) and shows
 the turn ending; a second Ctrl-C quits at once (exit status 130). Ctrl-D at
 the prompt ends the session.

@@ -265,7 +265,7 @@ func (s *reattachingStream) next() ([]byte, error) {
 			}
 			continue
 		}
-		var dropped error = io.EOF
+		dropped := io.EOF
 		if s.lines != nil {
 			if err := s.lines.Err(); err != nil {
 				dropped = err

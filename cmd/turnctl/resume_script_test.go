@@ -170,3 +170,31 @@ func TestReattachGivesUp(t *testing.T) {
 		})
 	}
 }
+
+// TestLiveRendererReconnectingStatus: on a terminal the reconnecting
+// status is drawn in the redrawn block under the status line and removed
+// when the stream is back, the stop notice staying.
+func TestLiveRendererReconnectingStatus(t *testing.T) {
+	var out strings.Builder
+	r := &liveRenderer{w: &out, width: 80, height: 24}
+	shown := &lockedRenderer{r: r}
+	shown.event(nil, &protocol.Event{Kind: protocol.EventSnapshot, Sequence: 1, Snapshot: snapshot(protocol.StatusStreaming, "par", nil)})
+	shown.notice(noticeStopping)
+	shown.status(noticeReconnecting + " (attempt 1 of 5)")
+	shown.status(noticeReconnecting + " (attempt 2 of 5)")
+	if want := []string{noticeStopping, noticeReconnecting + " (attempt 2 of 5)"}; strings.Join(r.notices, "|") != strings.Join(want, "|") {
+		t.Errorf("notices %q, want %q", r.notices, want)
+	}
+	drawn := out.Len()
+	shown.status("")
+	redraw := out.String()[drawn:]
+	if !strings.HasPrefix(redraw, "\x1b[") || strings.Contains(redraw, noticeReconnecting) ||
+		!strings.Contains(redraw, "[streaming · seq 1") || !strings.Contains(redraw, noticeStopping) {
+		t.Errorf("redraw after the reconnect %q, want the block without the reconnecting line", redraw)
+	}
+	shown.done()
+	shown.status(noticeReconnecting) // after the end: dropped
+	if len(r.notices) != 1 {
+		t.Errorf("notices %q after done, want the stop notice only", r.notices)
+	}
+}
