@@ -180,7 +180,9 @@ func splitFullLines(data []byte, atEOF bool) (int, []byte, error) {
 
 // reattachingStream reads a turn's NDJSON stream line by line and passes
 // on each line ended by "\n" (with its "\n") that is new: every snapshot
-// the cursor takes (strictly newer than the last one), every diagnostic
+// of the session the cursor takes (strictly newer than the last one), a
+// snapshot of another session as it is (a server fault, for the reader to
+// show as before), every diagnostic
 // that ends the turn, and lines that do not decode (for the reader to
 // report). When the stream drops before the turn ended, it resumes the turn
 // from the last snapshot passed on (bounded attempts with exponential
@@ -286,6 +288,11 @@ func (s *reattachingStream) take(line []byte) ([]byte, bool) {
 	switch {
 	case diag != nil:
 		return line, true // the reader reports it
+	case ev.Kind == protocol.EventSnapshot && ev.SessionID != s.sessionID:
+		// Not this session's (a server fault): passed on as before, for
+		// the reader to show; the cursor holds this session's only.
+		s.ended = ev.Snapshot.Status != protocol.StatusStreaming
+		return line, true
 	case ev.Kind == protocol.EventSnapshot:
 		if !s.cursor.Apply(line) {
 			return nil, false // held already (or another session's)
