@@ -81,6 +81,10 @@ func main() {
 	}
 }
 
+// loadAttemptTimeout is the load client's per-attempt timeout: short, so
+// that a hung attempt costs little, and far above a loopback answer.
+const loadAttemptTimeout = 250 * time.Millisecond
+
 // settings are a run's sizes: full (default) or -quick.
 type settings struct {
 	BudgetSessions int
@@ -107,8 +111,8 @@ func fullSettings() settings {
 		BudgetSessions: 20, TTFSRequests: 200, WireSessions: 5,
 		Depths: [2]int{10, 10_000}, Pages: 200,
 		Concurrency: []int{1, 8, 64}, TurnsFor: 5 * time.Second, WritesFor: 3 * time.Second,
-		Load: loadConfig{Sessions: 200, Turns: 10, Workers: 50, FailRate: 0.05, AfterSend: 0.5, DisconnectRate: 0.05,
-			Lease: 2 * time.Second, Seed: 1},
+		Load: loadConfig{Sessions: 200, Turns: 10, Workers: 50, Faults: faultPlan{FailRate: 0.05, Persistent: 0.25},
+			DisconnectRate: 0.05, Lease: 2 * time.Second, AttemptTimeout: loadAttemptTimeout, Seed: 1},
 		ColdRuns: 5, ColdInvokes: 50, ColdFunctions: functions, Arm64Sizes: true,
 	}
 }
@@ -118,8 +122,8 @@ func quickSettings() settings {
 		BudgetSessions: 3, TTFSRequests: 10, WireSessions: 1,
 		Depths: [2]int{10, 200}, Pages: 10,
 		Concurrency: []int{1, 8}, TurnsFor: 300 * time.Millisecond, WritesFor: 300 * time.Millisecond,
-		Load: loadConfig{Sessions: 20, Turns: 5, Workers: 10, FailRate: 0.05, AfterSend: 0.5, DisconnectRate: 0.05,
-			Lease: time.Second, Seed: 1},
+		Load: loadConfig{Sessions: 20, Turns: 5, Workers: 10, Faults: faultPlan{FailRate: 0.05, Persistent: 0.25},
+			DisconnectRate: 0.05, Lease: time.Second, AttemptTimeout: loadAttemptTimeout, Seed: 1},
 		// The turn bootstrap only: each build links the AWS SDK, which
 		// dominates the quick run's time on a cold build cache.
 		ColdRuns: 1, ColdInvokes: 3, ColdFunctions: []string{"turn"},
@@ -147,7 +151,6 @@ type report struct {
 	Calls     int64 // DynamoDB API calls, all sections
 	Attempts  int64 // HTTP attempts to DynamoDB, all sections
 	Retries   int64 // attempts beyond the first of a call (the SDK's retries)
-	Injected  int64 // calls failed by the tap
 	// AttemptErrors counts failed HTTP attempts to DynamoDB by error text
 	// (conditional check failures excluded).
 	AttemptErrors map[string]int
@@ -196,7 +199,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 		}
 		defer dyn.stop()
 	}
-	t := newTap(1)
+	t := newTap()
 	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1",
 		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == ""}, t.option)
 	if err != nil {
@@ -261,14 +264,23 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 		rep.Turns[conc] = turnsPerSecond(ctx, fast, prefix, conc, set.TurnsFor)
 	}
 
-	progress("load run: %d sessions x %d turns, %.0f%% DynamoDB failures (%.0f%% of them after send), %.0f%% disconnects",
-		set.Load.Sessions, set.Load.Turns, 100*set.Load.FailRate, 100*set.Load.AfterSend, 100*set.Load.DisconnectRate)
-	lw, err := newWiring(store, handlerConfig{EchoDelay: time.Millisecond, EchoChunk: 4, LeaseDuration: set.Load.Lease})
+	progress("load run: %d sessions x %d turns, %.0f%% of DynamoDB calls faulty (%.0f%% of those on every attempt) and aimed faults, %.0f%% disconnects",
+		set.Load.Sessions, set.Load.Turns, 100*set.Load.Faults.FailRate, 100*set.Load.Faults.Persistent, 100*set.Load.DisconnectRate)
+	// The load run's own client: its transport injects the faults, below
+	// the SDK's retryer, and a short attempt timeout cuts hung attempts.
+	lt, inj := newLoadTransport(set.Load.Workers, set.Load.Seed)
+	lclient, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1",
+		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == "", AttemptTimeout: set.Load.AttemptTimeout, Transport: lt}, t.option)
+	if err != nil {
+		return nil, err
+	}
+	lstore := dynamo.New(lclient, dynamo.Options{Table: table, CursorKey: cursorKey})
+	lw, err := newWiring(lstore, handlerConfig{EchoDelay: time.Millisecond, EchoChunk: 4, LeaseDuration: set.Load.Lease})
 	if err != nil {
 		return nil, err
 	}
 	defer lw.close()
-	rep.Load = runLoad(ctx, lw, t, prefix, set.Load)
+	rep.Load = runLoad(ctx, lw, inj, prefix, set.Load)
 
 	if *cold {
 		progress("bootstraps: build and cold starts under %s", *rie)
@@ -282,7 +294,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	if dyn != nil {
 		rep.DynHWM, _ = vmHWM(dyn.pid())
 	}
-	rep.Calls, rep.Attempts, rep.Injected = t.calls.Load(), t.attempts.Load(), t.injected.Load()
+	rep.Calls, rep.Attempts = t.calls.Load(), t.attempts.Load()
 	rep.AttemptErrors, rep.Retries = t.attemptErrors(), t.retries.Load()
 	if err := writeTable(stdout, rep, set); err != nil {
 		return nil, fmt.Errorf("write the table: %w", err)

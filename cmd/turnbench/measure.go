@@ -125,11 +125,11 @@ func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d t
 					done++
 					turnSum += res.Total
 					ops := w.trace(res.BenchID).snapshot()
-					for i, k := range kinds(ops) {
-						dynamoSum += ops[i].Took
+					for _, op := range ops {
+						dynamoSum += op.Took
 						calls++
-						kindSum[k] += ops[i].Took
-						kindN[k]++
+						kindSum[op.Kind] += op.Took
+						kindN[op.Kind]++
 					}
 				} else {
 					notDone++
