@@ -19,16 +19,65 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-22s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: deps
-deps: rie ## Install the pinned test dependencies (dynalite via npm ci, Go modules, the Lambda runtime interface emulator).
-	@command -v node >/dev/null || { echo "make: Node.js is required for the DynamoDB tests (dynalite); install Node 20+" >&2; exit 1; }
+deps: rie ## Install the pinned test dependencies (npm ci: dynalite and the clients/js tools; Go modules; the Lambda runtime interface emulator; Chromium).
+	@command -v node >/dev/null || { echo "make: Node.js is required for the DynamoDB tests (dynalite) and clients/js; install Node 20+" >&2; exit 1; }
 	npm ci --no-audit --no-fund --loglevel=error
 	$(GO) mod download
+	@$(MAKE) --no-print-directory chromium
+
+# The browser tests drive Debian's Chromium (CHROMIUM=/path to use another).
+# As root on Debian it is installed when missing; otherwise a missing browser
+# is reported here, and the browser tests fail in CI (CI=true) or say loudly
+# that they skipped.
+CHROMIUM ?= /usr/bin/chromium
+.PHONY: chromium
+chromium: ## Install Debian's chromium for the browser tests when it is missing (as root).
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "make: installing chromium for the browser tests"; \
+			apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+		else \
+			echo "make: $(CHROMIUM) is missing: install chromium (apt-get install -y chromium) for the browser tests" >&2; \
+			if [ "$$CI" = true ]; then exit 1; fi; \
+		fi; \
+	fi
 
 .PHONY: test
-test: deps ## Everything: vet, the race-enabled suite (memory store and dynalite), brief fuzzing.
+test: deps ## Everything: vet, the race-enabled Go suite (memory store and dynalite), the clients/js and browser tests, brief fuzzing.
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory js-test browser-test
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+
+# ---- clients/js and the demo page -------------------------------------------
+
+JS     := clients/js
+NODE   ?= node
+TSC    := node_modules/.bin/tsc
+
+.PHONY: js-build
+js-build: ## Type-check clients/js, build it (dist/, with .d.ts types) and the demo page (commit internal/demo/assets afterwards).
+	@test -x $(TSC) || npm ci --no-audit --no-fund --loglevel=error
+	$(TSC) -p $(JS)
+	$(NODE) $(JS)/build.mjs
+
+.PHONY: js-test
+js-test: ## clients/js: type-check, unit tests (recorded streams cut at every byte, shared Go fixtures), bundle freshness and size, a run against the dev server.
+	@test -x $(TSC) || npm ci --no-audit --no-fund --loglevel=error
+	$(TSC) -p $(JS) --noEmit
+	$(NODE) $(JS)/build.mjs --client
+	$(NODE) --test $(JS)/test/*.test.mjs
+
+.PHONY: js-bench
+js-bench: ## clients/js: decoder and line splitter speed against JSON.parse of the same lines (medians, same run).
+	$(NODE) $(JS)/build.mjs --client
+	$(NODE) $(JS)/bench/decode.bench.mjs
+
+.PHONY: browser-test
+browser-test: ## The demo page in headless Chromium against dev servers; screenshots in clients/js/test-output/screenshots.
+	@test -x $(TSC) || npm ci --no-audit --no-fund --loglevel=error
+	$(NODE) $(JS)/build.mjs --client
+	$(NODE) --test $(JS)/test/browser/*.test.mjs
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 50000x executions; e.g. FUZZTIME=5m).
@@ -72,10 +121,20 @@ DYNALITE      := node_modules/.bin/dynalite
 # dynamodb-local's listen address; sam local's containers reach the host
 # only on a non-loopback address (DYNAMODB_LOCAL_HOST=0.0.0.0, trusted networks only).
 DYNAMODB_LOCAL_HOST ?= 127.0.0.1
+# Where dynamodb-local keeps its tables: empty (the default) means in memory
+# only; a folder keeps them on disk (dynalite's LevelDB store, --path).
+DYNAMODB_DATA ?=
+# Extra flags for `sam local invoke` (invoke-local).
+SAM_FLAGS ?=
 
 .PHONY: dev
-dev: ## Run the three functions on 127.0.0.1:8787 (in-memory store, echo model; DYNAMODB_ENDPOINT for DynamoDB).
-	$(GO) run ./cmd/devserver
+dev: ## Run the three functions and the demo chat page (http://127.0.0.1:8787/) on 127.0.0.1:8787 (in-memory store, echo model; DYNAMODB_ENDPOINT for DynamoDB). Ctrl-C stops it.
+	@echo "make dev: compiling cmd/devserver into bin/devserver (the first build takes a while)..."
+	@$(GO) build -o bin/devserver ./cmd/devserver
+	@# On a terminal, job control (set -m) gives the server the terminal's
+	@# foreground: Ctrl-C reaches it alone, it shuts down gracefully and
+	@# make exits 0 instead of dying of the interrupt.
+	@if [ -t 0 ]; then set -m; fi; bin/devserver
 
 .PHONY: turnctl
 turnctl: ## Build the terminal client into bin/turnctl (chat, history, validate).
@@ -107,15 +166,21 @@ deploy: ## sam build && sam deploy with samconfig.toml (first time: sam deploy -
 	sam deploy
 
 .PHONY: invoke-local
-invoke-local: ## sam local invoke FUNCTION (TurnFunction) with EVENT against DynamoDB Local (samconfig env "local").
+invoke-local: ## sam local invoke FUNCTION (TurnFunction) with EVENT against DynamoDB Local (samconfig env "local"); SAM_FLAGS adds flags (Linux: SAM_FLAGS="--add-host host.docker.internal:host-gateway").
 	@command -v sam >/dev/null || { echo "make: the AWS SAM CLI and Docker are required for sam local invoke" >&2; exit 1; }
 	sam build --config-env local
-	sam local invoke --config-env local $(FUNCTION) --event $(EVENT)
+	sam local invoke --config-env local $(FUNCTION) --event $(EVENT) $(SAM_FLAGS)
 
 .PHONY: dynamodb-local
-dynamodb-local: ## Run the pinned dynalite on 127.0.0.1:8000 in the foreground (DYNAMODB_ENDPOINT=http://127.0.0.1:8000).
+dynamodb-local: ## Run the pinned dynalite on 127.0.0.1:8000 in the foreground (DYNAMODB_ENDPOINT=http://127.0.0.1:8000); data in memory unless DYNAMODB_DATA=<folder>.
 	@test -x $(DYNALITE) || npm ci --no-audit --no-fund --loglevel=error
-	$(DYNALITE) --host $(DYNAMODB_LOCAL_HOST) --port 8000 --createTableMs 0 --deleteTableMs 0 --updateTableMs 0
+	@if [ -n "$(DYNAMODB_DATA)" ]; then \
+		echo "make dynamodb-local: dynalite on http://$(DYNAMODB_LOCAL_HOST):8000, tables kept on disk in $(DYNAMODB_DATA) (delete that folder to start empty)"; \
+	else \
+		echo "make dynamodb-local: dynalite on http://$(DYNAMODB_LOCAL_HOST):8000, tables IN MEMORY ONLY: stopping it loses every table and item."; \
+		echo "  Keep them on disk with DYNAMODB_DATA=<folder>. A running dev server recreates its table, empty, when it is gone."; \
+	fi
+	$(DYNALITE) --host $(DYNAMODB_LOCAL_HOST) --port 8000 --createTableMs 0 --deleteTableMs 0 --updateTableMs 0 $(if $(DYNAMODB_DATA),--path $(DYNAMODB_DATA))
 
 .PHONY: rie
 rie: ## Install the pinned Lambda runtime interface emulator into RIE_DIR (the smoke test also does this on demand).

@@ -1,7 +1,7 @@
 // Command devserver runs turnstream's three functions on one local port
 // with real chunked streaming (DESIGN §10):
 //
-//	go run ./cmd/devserver [-addr 127.0.0.1:8787]
+//	go run ./cmd/devserver [-addr 127.0.0.1:8787] [-read-timeout 30s]
 //
 // It mounts the turn handler under /turn/ (POST /turn/ submits a turn,
 // POST /turn/stop stops one, GET /turn/capabilities), the history handler
@@ -17,7 +17,8 @@
 // subject "host" may write artifact references. Dev auth listens on
 // loopback addresses only. The store is in memory unless DYNAMODB_ENDPOINT
 // names a DynamoDB API server (DynamoDB Local, dynalite), where the table
-// TABLE_NAME is created when absent. The model is the offline echo model;
+// TABLE_NAME is created when absent, also when it vanishes while the
+// server runs (see newStore). The model is the offline echo model;
 // definitions come from pkg/config as in the turn function
 // (definition.FromConfig), and the demo tool workspace_note is registered
 // and, unless MODEL_TOOLS or DEFINITIONS_FILE is set, offered by the
@@ -25,6 +26,9 @@
 // model call it (pkg/model/echo): the turn's snapshots show the tool call
 // (complete; the instant demo tool's running state is coalesced away,
 // DESIGN §3) and the turn records the note's artifact reference.
+//
+// The root "/" serves the demo chat page (internal/demo), built from
+// clients/js and embedded in the binary.
 //
 // It prints the three base URLs at start, logs one JSON line per request
 // (method, mount, status, bytes, duration; never a path, query or body
@@ -47,10 +51,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
+	"github.com/turnstream/turnstream/internal/demo"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -72,6 +73,28 @@ const DefaultAddr = "127.0.0.1:8787"
 // ShutdownGrace bounds how long a shutdown waits for running requests
 // (streaming turns included) before closing their connections.
 const ShutdownGrace = 10 * time.Second
+
+// Connection timeouts of the local server (Lambda delivers a request's body
+// whole, so only the dev server needs them). DefaultReadTimeout bounds
+// reading one request, header and body (-read-timeout): a client that
+// trickles its body is answered with an error and disconnected once it
+// passes. The header must arrive within headerTimeout (or the read
+// timeout, when shorter); an idle keep-alive connection is closed after
+// IdleTimeout.
+//
+// There is deliberately no http.Server WriteTimeout: it would bound the
+// whole response, and a turn streams for up to TURN_TIMEOUT. The turn
+// handler sets its own per-request write deadline (its deadline plus
+// CLEANUP_RESERVE, through http.ResponseController), so a client that
+// stops reading cannot hold a stream past it. Reading stays unbounded once
+// the body is read: net/http clears the read deadline when it starts
+// watching for the client to go away, so ReadTimeout never cuts a long
+// stream (TestTimeouts proves both).
+const (
+	DefaultReadTimeout = 30 * time.Second
+	IdleTimeout        = 2 * time.Minute
+	headerTimeout      = 10 * time.Second
+)
 
 // setupTimeout bounds start-up work: the DynamoDB table check and creation.
 const setupTimeout = time.Minute
@@ -108,11 +131,15 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		addrDefault = v
 	}
 	addr := fs.String("addr", addrDefault, "listen address (host:port); env ADDR")
+	readTimeout := fs.Duration("read-timeout", DefaultReadTimeout, "bound on reading one request, header and body")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if *readTimeout <= 0 {
+		return fmt.Errorf("-read-timeout %s: want a positive duration", *readTimeout)
 	}
 
 	cfg, err := config.FromLookup(lookupEnv)
@@ -140,7 +167,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	_, haveKeys := lookupEnv("AWS_ACCESS_KEY_ID")
-	store, storeDesc, err := newStore(setupCtx, cfg, !haveKeys)
+	store, storeDesc, err := newStore(setupCtx, cfg, !haveKeys, log)
 	if err != nil {
 		return err
 	}
@@ -164,10 +191,13 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	_, _ = fmt.Fprintf(stdout, "  turn:      %s%s\n", base, turnMount)
 	_, _ = fmt.Fprintf(stdout, "  history:   %s%s\n", base, historyMount)
 	_, _ = fmt.Fprintf(stdout, "  artifacts: %s%s\n", base, artifactsMount)
+	_, _ = fmt.Fprintf(stdout, "  chat page: %s/\n", base)
 
 	srv := &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: min(headerTimeout, *readTimeout),
+		ReadTimeout:       *readTimeout,
+		IdleTimeout:       IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
@@ -228,7 +258,7 @@ func newHandler(cfg config.Config, store chat.Store, authn auth.Authenticator, h
 	mount(mux, turnMount, "turn", turnHandler, requestLog)
 	mount(mux, historyMount, "history", sessionapi.NewHistoryHandler(sessionOpts), requestLog)
 	mount(mux, artifactsMount, "artifacts", sessionapi.NewArtifactsHandler(sessionOpts), requestLog)
-	mux.Handle("/", logged("none", http.HandlerFunc(notFound), requestLog))
+	mux.Handle("/", logged("demo", demo.Handler(http.HandlerFunc(notFound)), requestLog))
 	return mux, nil
 }
 
@@ -341,45 +371,41 @@ func loopback(addr string) bool {
 
 // newStore returns the in-memory store, or the DynamoDB store on
 // cfg.TableName at cfg.DynamoDBEndpoint when that is set, creating the
-// table when it does not exist. Local servers accept any credentials:
-// staticCredentials uses placeholders instead of the SDK's chain. desc
-// says which store, for the start banner.
-func newStore(ctx context.Context, cfg config.Config, staticCredentials bool) (store chat.Store, desc string, err error) {
+// table when it does not exist (dynamo.EnsureTable: a table another dev
+// server creates at the same moment counts as present). Should the table
+// vanish while the server runs (DynamoDB Local or dynalite restarted
+// without its data), the next request recreates it empty
+// (dynamo.RecreateMissingTable) and log reports it. Local servers accept
+// any credentials: staticCredentials uses placeholders instead of the
+// SDK's chain. desc says which store, for the start banner.
+func newStore(ctx context.Context, cfg config.Config, staticCredentials bool, log *slog.Logger) (store chat.Store, desc string, err error) {
 	if cfg.DynamoDBEndpoint == "" {
 		return memory.New(memory.Options{CursorKey: cfg.CursorSecret}), "in-memory store", nil
 	}
-	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{
+	opts := dynamo.ClientOptions{
 		Endpoint:          cfg.DynamoDBEndpoint,
+		AttemptTimeout:    cfg.DynamoDBAttemptTimeout,
 		Region:            cfg.Region,
 		StaticCredentials: staticCredentials,
-	})
+	}
+	admin, err := dynamo.NewClient(ctx, opts)
 	if err != nil {
 		return nil, "", fmt.Errorf("dynamodb client: %w", err)
 	}
-	created, err := ensureTable(ctx, client, cfg.TableName)
+	created, err := dynamo.EnsureTable(ctx, admin, cfg.TableName)
 	if err != nil {
 		return nil, "", err
+	}
+	client, err := dynamo.NewClient(ctx, opts, dynamo.RecreateMissingTable(admin, cfg.TableName, func() {
+		log.Warn("the DynamoDB table was missing (was DynamoDB restarted without its data?): recreated it, empty",
+			"table", cfg.TableName)
+	}))
+	if err != nil {
+		return nil, "", fmt.Errorf("dynamodb client: %w", err)
 	}
 	desc = fmt.Sprintf("DynamoDB table %s at %s", cfg.TableName, cfg.DynamoDBEndpoint)
 	if created {
 		desc += " (created)"
 	}
 	return dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret}), desc, nil
-}
-
-// ensureTable creates the table name with dynamo.CreateTable unless
-// DescribeTable finds it. It reports whether it created it.
-func ensureTable(ctx context.Context, client dynamo.TableClient, name string) (bool, error) {
-	_, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
-	if err == nil {
-		return false, nil
-	}
-	var notFound *types.ResourceNotFoundException
-	if !errors.As(err, &notFound) {
-		return false, fmt.Errorf("describe table %s: %w", name, err)
-	}
-	if err := dynamo.CreateTable(ctx, client, name); err != nil {
-		return false, err
-	}
-	return true, nil
 }

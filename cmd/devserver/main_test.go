@@ -160,7 +160,10 @@ func TestRunRejects(t *testing.T) {
 		"bad configuration":              {env: map[string]string{"TURN_TIMEOUT": "soon"}, want: "TURN_TIMEOUT"},
 		"another model":                  {env: map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "m"}, want: "echo model only"},
 		"stray argument":                 {args: []string{"extra"}, want: "unexpected arguments"},
+		"zero read timeout":              {args: []string{"-read-timeout", "0s"}, want: "-read-timeout"},
 		"dev auth on Lambda":             {args: []string{"-addr", "127.0.0.1:0"}, env: map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f"}, want: "refused on Lambda"},
+		"trusted subject without its tenant": {env: map[string]string{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://idp.example/jwks", "JWT_ISSUER": "i",
+			"JWT_AUDIENCE": "a", "JWT_TENANT_CLAIM": "tid", "ARTIFACTS_TRUSTED_SUBJECT": "host"}, want: "ARTIFACTS_TRUSTED_TENANT: required"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -207,14 +210,15 @@ type testServer struct {
 	copied chan struct{}
 }
 
-// startServer runs the dev server on a free loopback port with env.
-func startServer(t *testing.T, env map[string]string) *testServer {
+// startServer runs the dev server on a free loopback port with env and
+// any extra flags.
+func startServer(t *testing.T, env map[string]string, args ...string) *testServer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	s := &testServer{cancel: cancel, done: make(chan error, 1), copied: make(chan struct{})}
 	go func() {
-		err := run(ctx, []string{"-addr", "127.0.0.1:0"}, lookup(env), pw)
+		err := run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), lookup(env), pw)
 		_ = pw.CloseWithError(err)
 		s.done <- err
 	}()

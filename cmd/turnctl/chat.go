@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,8 +14,8 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -40,7 +39,7 @@ func init() {
 }
 
 // chatUsage documents `turnctl chat`.
-const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN] [-json] [message...]
+const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [message...]
 
 Submits one turn per message to a turnstream turn function (the dev server's
 /turn/ by default) and renders the streamed snapshots: the assistant's text
@@ -50,21 +49,31 @@ turn; without, each line read from stdin is a turn. -json prints the raw
 NDJSON lines instead. On a terminal the reply is redrawn in place; otherwise
 text is appended without cursor movement.
 
+Authentication: -token sends a bearer token (jwt mode, or dev.<subject> on
+the dev server); -sigv4 signs each request with AWS SigV4 for a function URL
+with AuthType AWS_IAM (iam mode), with the default AWS credential chain. A
+https://<id>.lambda-url.<region>.on.aws/ URL without -token is signed
+automatically.
+
 Ctrl-C during a turn asks the server to stop it (POST <url>/stop) and shows
-the turn ending; a second Ctrl-C quits at once.
+the turn ending; a second Ctrl-C quits at once (exit status 130). Ctrl-D at
+the prompt ends the session.
+
+Text from the server is shown escaped: control characters, escape
+sequences and bidirectional overrides appear as \xHH or \uHHHH, tabs as
+spaces. Widths are counted in terminal columns (wide characters and emoji
+take two, combining marks none), so redraws cover exactly what was drawn.
 
 Exit status: 0 when every turn completed, 1 after an HTTP error, a
 diagnostic or a failed turn (its code and message are printed on stderr),
-2 for bad usage.
-
-flags:
+2 for bad usage, 130 after a quit.
 `
 
 // chatOptions are the flags of `turnctl chat`.
 type chatOptions struct {
 	url       string
 	sessionID string
-	token     string
+	auth      authFlags
 	json      bool
 }
 
@@ -72,17 +81,12 @@ type chatOptions struct {
 func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var opts chatOptions
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { _, _ = fmt.Fprint(stderr, chatUsage); fs.PrintDefaults() }
 	fs.StringVar(&opts.url, "url", defaultTurnURL, "turn function URL")
 	fs.StringVar(&opts.sessionID, "session", "", "session id (a SafeId); default: a new random one, printed on stderr")
-	fs.StringVar(&opts.token, "token", "", `bearer token sent as "Authorization: Bearer TOKEN" (dev server: dev.<subject>)`)
+	opts.auth.register(fs)
 	fs.BoolVar(&opts.json, "json", false, "print the raw NDJSON stream lines")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if status, ok := parseFlags(fs, args, chatUsage, stdout, stderr); !ok {
+		return status
 	}
 	if opts.sessionID == "" {
 		opts.sessionID = "session-" + randomHex(8)
@@ -94,13 +98,22 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := &chatClient{opts: opts, http: &http.Client{}, stdout: stdout, stderr: stderr, tty: isTerminal(stdout), quit: cancel}
+	httpClient, err := opts.auth.client(ctx, opts.url)
+	if err != nil {
+		_, _ = fmt.Fprintln(stderr, "turnctl chat:", err)
+		return 2
+	}
+	c := &chatClient{opts: opts, http: httpClient, stdout: stdout, stderr: stderr, tty: isTerminal(stdout), quit: cancel}
 	if c.tty {
 		c.width, c.height = terminalSize(stdout)
 	}
 
 	if fs.NArg() > 0 {
-		if !c.turn(ctx, strings.Join(fs.Args(), " ")) {
+		ok := c.turn(ctx, strings.Join(fs.Args(), " "))
+		if ctx.Err() != nil {
+			return quitMessage(stderr)
+		}
+		if !ok {
 			return 1
 		}
 		return 0
@@ -114,6 +127,9 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			_, _ = fmt.Fprint(stdout, "you> ")
 		}
 		if !in.Scan() {
+			if interactive { // Ctrl-D: leave the prompt's line
+				_, _ = fmt.Fprintln(stdout)
+			}
 			break
 		}
 		line := strings.TrimRight(in.Text(), "\r")
@@ -124,7 +140,7 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			status = 1
 		}
 		if ctx.Err() != nil {
-			break
+			return quitMessage(stderr)
 		}
 	}
 	if err := in.Err(); err != nil {
@@ -132,6 +148,17 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return status
+}
+
+// exitQuit is the exit status after a second Ctrl-C during a turn: the
+// shell's status for a process ended by SIGINT.
+const exitQuit = 130
+
+// quitMessage reports a quit (a second Ctrl-C during a turn) and returns
+// exitQuit.
+func quitMessage(stderr io.Writer) int {
+	_, _ = fmt.Fprintln(stderr, "turnctl chat: quit; the server may still be finishing the turn (turnctl history shows how it ended)")
+	return exitQuit
 }
 
 // notifyInterrupts delivers SIGINT (Ctrl-C) to turnctl chat instead of
@@ -186,11 +213,11 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/x-ndjson")
-	if c.opts.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.opts.token)
-	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if ctx.Err() != nil {
+			return false // quit: reported by runChat
+		}
 		_, _ = fmt.Fprintln(c.stderr, "turnctl chat:", err)
 		return false
 	}
@@ -200,39 +227,42 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 		return false
 	}
 
+	var r renderer
+	switch {
+	case c.opts.json:
+		r = &rawRenderer{w: c.stdout, notices: c.stderr}
+	case c.tty:
+		r = &liveRenderer{w: c.stdout, width: c.width, height: c.height}
+	default:
+		r = &appendRenderer{w: c.stdout, notices: c.stderr}
+	}
+	// The interrupt watcher shows its notices through the renderer, so
+	// that a redraw counts them instead of erasing them.
+	shown := &lockedRenderer{r: r}
 	interrupts, stopNotify := notifyInterrupts()
 	defer stopNotify()
 	watchDone := make(chan struct{})
 	defer close(watchDone)
-	go c.watchInterrupts(ctx, turnID, interrupts, watchDone)
+	go c.watchInterrupts(ctx, turnID, shown, interrupts, watchDone)
 
-	var r renderer
-	switch {
-	case c.opts.json:
-		r = &rawRenderer{w: c.stdout}
-	case c.tty:
-		r = &liveRenderer{w: c.stdout, width: c.width, height: c.height}
-	default:
-		r = &appendRenderer{w: c.stdout}
-	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
 	for sc.Scan() {
 		line := sc.Bytes()
 		ev, diag := protocol.DecodeTurnEvent(line)
 		if diag != nil {
-			r.done()
+			shown.done()
 			_, _ = fmt.Fprintf(c.stderr, "turnctl chat: the server sent a line that is not a turn event (%s)\n", diag.Code)
 			return false
 		}
-		r.event(line, ev)
+		shown.event(line, ev)
 		switch {
 		case ev.Kind == protocol.EventDiagnostic:
-			r.done()
+			shown.done()
 			printDiagnostic(c.stderr, "stream diagnostic", *ev.Diagnostic)
 			return false
 		case ev.Kind == protocol.EventSnapshot && ev.Snapshot.Status == protocol.StatusError:
-			r.done()
+			shown.done()
 			if ev.Snapshot.Error != nil {
 				printDiagnostic(c.stderr, "turn failed", *ev.Snapshot.Error)
 			} else {
@@ -240,11 +270,14 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 			}
 			return false
 		case ev.Kind == protocol.EventSnapshot && ev.Snapshot.Status == protocol.StatusComplete:
-			r.done()
+			shown.done()
 			return true
 		}
 	}
-	r.done()
+	shown.done()
+	if ctx.Err() != nil {
+		return false // quit: reported by runChat
+	}
 	if err := sc.Err(); err != nil {
 		_, _ = fmt.Fprintln(c.stderr, "turnctl chat: read the stream:", err)
 		return false
@@ -253,11 +286,17 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 	return false
 }
 
+// Notices shown while a turn streams.
+const (
+	noticeStopping = "stopping the turn (Ctrl-C again to quit)"
+)
+
 // watchInterrupts handles Ctrl-C while turnID streams, until done closes.
 // The first asks the server to stop the turn (POST <url>/stop: on Lambda a
-// client disconnect does not stop a turn, DESIGN §4), and the stream goes
-// on showing it until it ends as interrupted; the next one quits.
-func (c *chatClient) watchInterrupts(ctx context.Context, turnID string, interrupts <-chan os.Signal, done <-chan struct{}) {
+// client disconnect does not stop a turn) and shows a notice;
+// the stream goes on showing the turn until it ends as interrupted. The
+// next one quits.
+func (c *chatClient) watchInterrupts(ctx context.Context, turnID string, shown *lockedRenderer, interrupts <-chan os.Signal, done <-chan struct{}) {
 	stopped := false
 	for {
 		select {
@@ -269,56 +308,98 @@ func (c *chatClient) watchInterrupts(ctx context.Context, turnID string, interru
 				return
 			}
 			stopped = true
-			_, _ = fmt.Fprintln(c.stderr, "\nstopping the turn (Ctrl-C again to quit)")
-			c.requestStop(ctx, turnID)
+			shown.notice(noticeStopping)
+			c.requestStop(ctx, turnID, shown)
 		}
 	}
 }
 
 // requestStop posts {"sessionId","turnId"} to the turn function's /stop
-// route and reports a refusal on stderr.
-func (c *chatClient) requestStop(ctx context.Context, turnID string) {
+// route and shows a refusal as a notice.
+func (c *chatClient) requestStop(ctx context.Context, turnID string, shown *lockedRenderer) {
 	body, _ := json.Marshal(map[string]string{"sessionId": c.opts.sessionID, "turnId": turnID})
 	ctx, cancel := context.WithTimeout(ctx, stopTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.opts.url, "/")+"/stop", bytes.NewReader(body))
 	if err != nil {
-		_, _ = fmt.Fprintln(c.stderr, "turnctl chat: stop:", err)
+		shown.notice("stop: " + err.Error())
 		return
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if c.opts.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.opts.token)
-	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		_, _ = fmt.Fprintln(c.stderr, "turnctl chat: stop:", err)
+		if ctx.Err() == nil {
+			shown.notice("stop: " + err.Error())
+		}
 		return
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusAccepted {
-		reportHTTPError(c.stderr, "chat stop", resp)
+		var b strings.Builder
+		reportHTTPError(&b, "chat stop", resp)
+		shown.notice(strings.TrimSuffix(b.String(), "\n"))
 	}
 }
 
 // renderer shows a turn's stream. event is called for each decoded line
-// (raw is the line as received), done once at the end.
+// (raw is the line as received), notice for a line of turnctl's own (the
+// stop notice), done once at the end. Its methods are called from one
+// goroutine at a time (lockedRenderer).
 type renderer interface {
 	event(raw []byte, ev *protocol.Event)
+	notice(text string)
 	done()
 }
 
-// rawRenderer prints every line as received (-json).
-type rawRenderer struct{ w io.Writer }
+// lockedRenderer serializes the stream loop's and the interrupt watcher's
+// calls to a renderer; after done, notices are dropped (the turn has been
+// reported).
+type lockedRenderer struct {
+	mu       sync.Mutex
+	r        renderer
+	finished bool
+}
+
+func (l *lockedRenderer) event(raw []byte, ev *protocol.Event) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.finished {
+		l.r.event(raw, ev)
+	}
+}
+
+func (l *lockedRenderer) notice(text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.finished {
+		l.r.notice(text)
+	}
+}
+
+func (l *lockedRenderer) done() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.finished {
+		l.finished = true
+		l.r.done()
+	}
+}
+
+// rawRenderer prints every line as received (-json); notices go to
+// notices (stderr), keeping stdout NDJSON.
+type rawRenderer struct{ w, notices io.Writer }
 
 func (r *rawRenderer) event(raw []byte, _ *protocol.Event) {
 	_, _ = r.w.Write(raw)
 	_, _ = io.WriteString(r.w, "\n")
 }
 
+func (r *rawRenderer) notice(text string) { _, _ = fmt.Fprintln(r.notices, text) }
+
 func (r *rawRenderer) done() {}
 
-// turnView is what a snapshot says about the current turn.
+// turnView is what a snapshot says about the current turn, escaped for
+// the terminal (escapeText).
 type turnView struct {
 	text      string
 	toolCalls []string
@@ -343,18 +424,24 @@ func viewOf(ev *protocol.Event) turnView {
 		}
 		text.WriteString(displayContent(m.Content))
 		for _, tc := range m.ToolCalls {
-			v.toolCalls = append(v.toolCalls, fmt.Sprintf("tool %s %s: %s", tc.Name, compactJSON(tc.Args), tc.Status))
+			v.toolCalls = append(v.toolCalls, toolCallLine(tc))
 		}
 	}
-	v.text = text.String()
+	v.text = escapeText(text.String(), true)
 	v.status = fmt.Sprintf("[%s · seq %d · tokens %d in / %d out / %d total]",
-		s.Status, ev.Sequence, s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.TotalTokens)
+		escapeText(s.Status, false), ev.Sequence, s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.TotalTokens)
 	return v
+}
+
+// toolCallLine is one tool call as shown: "tool <name> <args>: <status>",
+// escaped.
+func toolCallLine(tc protocol.ToolCall) string {
+	return escapeText(fmt.Sprintf("tool %s %s: %s", tc.Name, compactJSON(tc.Args), tc.Status), false)
 }
 
 // displayContent returns content for display: the text and component
 // fallbacks of ordered assistant content (agentskit.chat.content/1), the
-// string itself otherwise.
+// string itself otherwise. The result is not escaped yet.
 func displayContent(content string) string {
 	if !strings.HasPrefix(content, "\x1e") {
 		return content
@@ -384,12 +471,16 @@ func compactJSON(raw json.RawMessage) string {
 
 // appendRenderer writes without cursor movement (stdout is not a
 // terminal): text as it grows, each tool call state once, the final status
-// line at the end.
+// line at the end; notices go to notices (stderr).
 type appendRenderer struct {
 	w         io.Writer
+	notices   io.Writer
 	last      *protocol.Event
 	text      string
 	toolLines map[string]bool
+	// lineStart: the last thing written ended a line (a tool line or a
+	// notice), whatever text ends with.
+	lineStart bool
 }
 
 func (r *appendRenderer) event(_ []byte, ev *protocol.Event) {
@@ -399,9 +490,13 @@ func (r *appendRenderer) event(_ []byte, ev *protocol.Event) {
 	r.last = ev
 	v := viewOf(ev)
 	if strings.HasPrefix(v.text, r.text) {
-		_, _ = io.WriteString(r.w, v.text[len(r.text):])
+		if delta := v.text[len(r.text):]; delta != "" {
+			_, _ = io.WriteString(r.w, delta)
+			r.lineStart = false
+		}
 	} else { // the text was rewritten: start it again on a new line
 		_, _ = io.WriteString(r.w, "\n"+v.text)
+		r.lineStart = false
 	}
 	r.text = v.text
 	for _, tl := range v.toolCalls {
@@ -411,15 +506,34 @@ func (r *appendRenderer) event(_ []byte, ev *protocol.Event) {
 		if !r.toolLines[tl] {
 			r.toolLines[tl] = true
 			_, _ = fmt.Fprintf(r.w, "\n%s\n", tl)
+			r.lineStart = true
 		}
 	}
+}
+
+func (r *appendRenderer) notice(text string) {
+	if r.notices == nil { // the live renderer's appending mode: same stream
+		// The notice gets a line of its own; the reply goes on below it.
+		if !r.atLineStart() {
+			_, _ = io.WriteString(r.w, "\n")
+		}
+		_, _ = fmt.Fprintln(r.w, text)
+		r.lineStart = true
+		return
+	}
+	_, _ = fmt.Fprintln(r.notices, text)
+}
+
+// atLineStart reports whether what was written last ends a line.
+func (r *appendRenderer) atLineStart() bool {
+	return r.lineStart || r.text == "" || strings.HasSuffix(r.text, "\n")
 }
 
 func (r *appendRenderer) done() {
 	if r.last == nil {
 		return
 	}
-	if r.text != "" && !strings.HasSuffix(r.text, "\n") {
+	if !r.atLineStart() {
 		_, _ = io.WriteString(r.w, "\n")
 	}
 	_, _ = fmt.Fprintln(r.w, viewOf(r.last).status)
@@ -427,45 +541,70 @@ func (r *appendRenderer) done() {
 
 // liveRenderer redraws the current turn in place on a terminal: it moves
 // the cursor up over the block it drew last and clears to the end of the
-// screen. A block taller than the terminal cannot be redrawn; from then on
+// screen. The block is the reply, its tool calls, the status line and the
+// notices, and its height is counted in terminal rows (display widths,
+// wrapped lines), so that each redraw covers exactly what the last one
+// drew. A block as tall as the terminal cannot be redrawn; from then on
 // the text is appended as by appendRenderer.
 type liveRenderer struct {
 	w             io.Writer
 	width, height int
-	lines         int // physical lines of the block drawn last
+	lines         int // terminal rows of the block drawn last
 	appending     *appendRenderer
 	last          *protocol.Event
+	view          *turnView
+	notices       []string
 }
 
 func (r *liveRenderer) event(raw []byte, ev *protocol.Event) {
 	if ev.Kind != protocol.EventSnapshot {
 		return
 	}
-	r.last = ev
 	if r.appending != nil {
 		r.appending.event(raw, ev)
 		return
 	}
 	v := viewOf(ev)
-	block := "assistant> " + v.text + "\n"
-	for _, tl := range v.toolCalls {
-		block += "  " + tl + "\n"
+	r.last, r.view = ev, &v
+	r.redraw()
+}
+
+func (r *liveRenderer) notice(text string) {
+	if r.appending != nil {
+		r.appending.notice(text)
+		return
 	}
-	block += v.status + "\n"
-	n := physicalLines(block, r.width)
+	r.notices = append(r.notices, text)
+	r.redraw()
+}
+
+// redraw draws the block of the current view and notices over the last.
+func (r *liveRenderer) redraw() {
+	var block strings.Builder
+	if v := r.view; v != nil {
+		block.WriteString("assistant> " + v.text + "\n")
+		for _, tl := range v.toolCalls {
+			block.WriteString("  " + tl + "\n")
+		}
+		block.WriteString(v.status + "\n")
+	}
+	for _, n := range r.notices {
+		block.WriteString(n + "\n")
+	}
+	n := physicalLines(block.String(), r.width)
 	var b strings.Builder
 	if r.lines > 0 {
 		_, _ = fmt.Fprintf(&b, "\x1b[%dA\r\x1b[J", r.lines) // up over the last block, clear below
 	}
-	if n >= r.height {
+	if n >= r.height && r.view != nil {
 		// Too tall to redraw: keep what is on screen and append from here.
-		r.appending = &appendRenderer{w: r.w, text: v.text}
-		b.WriteString("assistant> " + v.text)
+		r.appending = &appendRenderer{w: r.w, text: r.view.text, last: r.last}
+		b.WriteString("assistant> " + r.view.text)
 		_, _ = io.WriteString(r.w, b.String())
 		r.lines = 0
 		return
 	}
-	b.WriteString(block)
+	b.WriteString(block.String())
 	_, _ = io.WriteString(r.w, b.String())
 	r.lines = n
 }
@@ -476,22 +615,9 @@ func (r *liveRenderer) done() {
 	}
 }
 
-// physicalLines counts the terminal lines block occupies at width columns
-// (one column per rune; wide characters are undercounted).
-func physicalLines(block string, width int) int {
-	if width < 1 {
-		width = 80
-	}
-	n := 0
-	for _, line := range strings.Split(strings.TrimSuffix(block, "\n"), "\n") {
-		cols := utf8.RuneCountInString(line)
-		n += max(1, (cols+width-1)/width)
-	}
-	return n
-}
-
 // reportHTTPError prints an error response: its JSON error code and
-// message when it has one (DESIGN §6 shape), the HTTP status otherwise.
+// message when it has one (DESIGN §6 shape), a function URL's own
+// {"Message"} refusal, or the HTTP status.
 func reportHTTPError(w io.Writer, cmd string, resp *http.Response) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var body struct {
@@ -501,20 +627,34 @@ func reportHTTPError(w io.Writer, cmd string, resp *http.Response) {
 		printDiagnostic(w, fmt.Sprintf("turnctl %s: HTTP %d", cmd, resp.StatusCode), *body.Error)
 		return
 	}
-	_, _ = fmt.Fprintf(w, "turnctl %s: HTTP %s\n", cmd, resp.Status)
+	// Lambda's function URL front end answers refused signatures and
+	// missing permissions itself, as {"Message":"..."}.
+	var aws struct {
+		Message string `json:"Message"`
+	}
+	if json.Unmarshal(data, &aws) == nil && aws.Message != "" {
+		_, _ = fmt.Fprintf(w, "turnctl %s: HTTP %s: %s\n", cmd, escapeText(resp.Status, false), escapeText(aws.Message, false))
+		return
+	}
+	_, _ = fmt.Fprintf(w, "turnctl %s: HTTP %s\n", cmd, escapeText(resp.Status, false))
 }
 
-// printDiagnostic prints "prefix: CODE: message (retryable|not retryable)".
+// printDiagnostic prints "prefix: CODE: message (retryable|not retryable)",
+// the code and message escaped (escapeText).
 func printDiagnostic(w io.Writer, prefix string, d protocol.Diagnostic) {
 	retry := "not retryable"
 	if d.Retryable {
 		retry = "retryable"
 	}
-	_, _ = fmt.Fprintf(w, "%s: %s: %s (%s)\n", prefix, d.Code, d.Message, retry)
+	// The code and message come from the server: escaped like any text.
+	_, _ = fmt.Fprintf(w, "%s: %s: %s (%s)\n", prefix, escapeText(d.Code, false), escapeText(d.Message, false), retry)
 }
 
-// isTerminal reports whether f is a character device (a terminal).
-func isTerminal(f any) bool {
+// isTerminal reports whether f is a character device (a terminal). Tests
+// replace it.
+var isTerminal = isCharDevice
+
+func isCharDevice(f any) bool {
 	file, ok := f.(*os.File)
 	if !ok {
 		return false

@@ -373,3 +373,57 @@ func TestChatCtrlCStopsTheTurn(t *testing.T) {
 		t.Errorf("stdout %q has the whole reply: the turn was not stopped", out)
 	}
 }
+
+// TestChatSecondCtrlCQuits: the second Ctrl-C during a turn ends turnctl
+// with a sentence and status 130, never a raw "context canceled".
+func TestChatSecondCtrlCQuits(t *testing.T) {
+	var stops int
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/stop" {
+			mu.Lock()
+			stops++
+			mu.Unlock()
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		_, _ = io.WriteString(w, eventLine(t, 1, protocol.EventSnapshot, snapshot(protocol.StatusStreaming, "par", nil), nil))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // a turn that never ends by itself
+	}))
+	defer srv.Close()
+	saved := notifyInterrupts
+	t.Cleanup(func() { notifyInterrupts = saved })
+	notifyInterrupts = func() (<-chan os.Signal, func()) {
+		ch := make(chan os.Signal, 2)
+		ch <- os.Interrupt
+		ch <- os.Interrupt
+		return ch, func() {}
+	}
+	code, _, errOut := runTurnctl([]string{"chat", "-url", srv.URL + "/", "-session", "s1", "q"}, "")
+	if code != exitQuit {
+		t.Errorf("exit %d, want %d", code, exitQuit)
+	}
+	if strings.Contains(errOut, "context canceled") || !strings.Contains(errOut, "turnctl chat: quit;") ||
+		!strings.Contains(errOut, noticeStopping) {
+		t.Errorf("stderr %q, want the stop notice and the quit sentence only", errOut)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if stops != 1 {
+		t.Errorf("%d stop requests, want 1", stops)
+	}
+}
+
+// TestChatCtrlDEndsThePromptLine: end of input at the interactive prompt
+// leaves the prompt's line with a newline.
+func TestChatCtrlDEndsThePromptLine(t *testing.T) {
+	saved := isTerminal
+	t.Cleanup(func() { isTerminal = saved })
+	isTerminal = func(any) bool { return true }
+	code, out, errOut := runTurnctl([]string{"chat", "-session", "s1", "-url", "http://127.0.0.1:1/"}, "")
+	if code != 0 || out != "you> \n" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and the prompt ended by a newline", code, out, errOut)
+	}
+}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -30,34 +29,28 @@ func init() {
 	}
 }
 
-const historyUsage = `usage: turnctl history -session ID [-url URL] [-token TOKEN] [-json]
+const historyUsage = `usage: turnctl history -session ID [-url URL] [-token TOKEN | -sigv4] [-json]
 
 Prints a session's conversation, oldest first, from a turnstream history
 function (the dev server's /history/ by default), following page cursors to
 the end: one block per message with its role, text, tool calls and the
 turn's artifact references. -json prints each canonical message record as
-one JSON line instead.
+one JSON line instead. -token and -sigv4 authenticate as for turnctl chat.
 
 Exit status: 0 on success, 1 after an HTTP error (its JSON error code and
 message are printed on stderr), 2 for bad usage.
-
-flags:
 `
 
 // runHistory implements `turnctl history`.
 func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("history", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { _, _ = fmt.Fprint(stderr, historyUsage); fs.PrintDefaults() }
 	base := fs.String("url", defaultHistoryURL, "history function URL")
 	sessionID := fs.String("session", "", "session id (required)")
-	token := fs.String("token", "", `bearer token sent as "Authorization: Bearer TOKEN" (dev server: dev.<subject>)`)
+	var authn authFlags
+	authn.register(fs)
 	asJSON := fs.Bool("json", false, "print one canonical message record per line")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if status, ok := parseFlags(fs, args, historyUsage, stdout, stderr); !ok {
+		return status
 	}
 	if fs.NArg() != 0 || !protocol.IsSafeID(*sessionID) {
 		_, _ = fmt.Fprintln(stderr, "turnctl history: -session ID (a SafeId) is required and no arguments are taken")
@@ -72,7 +65,11 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	client := &http.Client{}
+	client, err := authn.client(ctx, *base)
+	if err != nil {
+		_, _ = fmt.Fprintln(stderr, "turnctl history:", err)
+		return 2
+	}
 	cursor := ""
 	for range maxHistoryPages {
 		q := url.Values{"order": {"asc"}, "limit": {fmt.Sprint(historyPageLimit)}}
@@ -80,7 +77,7 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			q.Set("cursor", cursor)
 		}
 		u.RawQuery = q.Encode()
-		page, ok := fetchPage(ctx, client, u.String(), *token, stderr)
+		page, ok := fetchPage(ctx, client, u.String(), stderr)
 		if !ok {
 			return 1
 		}
@@ -91,7 +88,7 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			}
 			var m protocol.Message
 			if err := json.Unmarshal(raw, &m); err != nil {
-				_, _ = fmt.Fprintln(stderr, "turnctl history: a message record does not decode:", err)
+				_, _ = fmt.Fprintln(stderr, "turnctl history: a message record does not decode:", escapeText(err.Error(), false))
 				return 1
 			}
 			printMessage(stdout, m)
@@ -112,16 +109,13 @@ type messagePage struct {
 	HasMore    bool              `json:"hasMore"`
 }
 
-func fetchPage(ctx context.Context, client *http.Client, pageURL, token string, stderr io.Writer) (*messagePage, bool) {
+func fetchPage(ctx context.Context, client *http.Client, pageURL string, stderr io.Writer) (*messagePage, bool) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pageURL, nil)
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, "turnctl history:", err)
 		return nil, false
 	}
 	req.Header.Set("Accept", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
 	resp, err := client.Do(req)
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, "turnctl history:", err)
@@ -134,7 +128,7 @@ func fetchPage(ctx context.Context, client *http.Client, pageURL, token string, 
 	}
 	var page messagePage
 	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-		_, _ = fmt.Fprintln(stderr, "turnctl history: the page does not decode:", err)
+		_, _ = fmt.Fprintln(stderr, "turnctl history: the page does not decode:", escapeText(err.Error(), false))
 		return nil, false
 	}
 	return &page, true
@@ -142,16 +136,19 @@ func fetchPage(ctx context.Context, client *http.Client, pageURL, token string, 
 
 // printMessage writes one message block: "role (status, createdAt):", its
 // text indented, its tool calls and the artifact references kept in its
-// metadata.
+// metadata. Everything from the server is escaped (escapeText): only the
+// text keeps its line breaks, each line indented, so that no stored
+// string can draw a block of its own or move the cursor.
 func printMessage(w io.Writer, m protocol.Message) {
-	_, _ = fmt.Fprintf(w, "%s (%s, %s):\n", m.Role, m.Status, m.CreatedAt)
-	if text := displayContent(m.Content); text != "" {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s, %s):\n", escapeText(m.Role, false), escapeText(m.Status, false), escapeText(m.CreatedAt, false))
+	if text := escapeText(displayContent(m.Content), true); text != "" {
 		for _, line := range strings.Split(text, "\n") {
-			_, _ = fmt.Fprintf(w, "  %s\n", line)
+			fmt.Fprintf(&b, "  %s\n", line)
 		}
 	}
 	for _, tc := range m.ToolCalls {
-		_, _ = fmt.Fprintf(w, "  tool %s %s: %s\n", tc.Name, compactJSON(tc.Args), tc.Status)
+		fmt.Fprintf(&b, "  %s\n", toolCallLine(tc))
 	}
 	var md struct {
 		Artifacts []struct {
@@ -161,9 +158,10 @@ func printMessage(w io.Writer, m protocol.Message) {
 	}
 	if len(m.Metadata) > 0 && json.Unmarshal(m.Metadata, &md) == nil {
 		for _, a := range md.Artifacts {
-			_, _ = fmt.Fprintf(w, "  artifact %s (%s)\n", a.EntryPath, a.ArtifactType)
+			fmt.Fprintf(&b, "  artifact %s (%s)\n", escapeText(a.EntryPath, false), escapeText(a.ArtifactType, false))
 		}
 	}
+	_, _ = io.WriteString(w, b.String())
 }
 
 func compactRaw(raw json.RawMessage) []byte {

@@ -4,12 +4,16 @@
 // Usage:
 //
 //	turnctl validate < events.ndjson
-//	turnctl chat [-url URL] [-session ID] [-token TOKEN] [-json] [message...]
-//	turnctl history -session ID [-url URL] [-token TOKEN] [-json]
+//	turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [message...]
+//	turnctl history -session ID [-url URL] [-token TOKEN | -sigv4] [-json]
+//	turnctl conform -turn URL -history URL [-artifacts URL] [-token TOKEN | -sigv4]
 //
 // chat and history (chat.go, history.go) talk to a turn and a history
-// function, the dev server's by default; `turnctl <command> -h` describes
-// each.
+// function, the dev server's by default; conform (conform.go) checks a
+// deployment against the protocol, black-box. Requests carry a bearer
+// token or are signed with AWS SigV4 (auth.go); text from a server is
+// escaped and measured in terminal columns before it is shown
+// (display.go). `turnctl <command> -h` describes each command and exits 0.
 //
 // validate reads one turn event per input line from stdin and writes one
 // line per input line to stdout: {"ok":true,"event":"<kind>"} or
@@ -19,6 +23,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -38,7 +44,11 @@ var commands = map[string]command{
 	"validate": {
 		summary: "decode one turn event per stdin line; print one verdict line each",
 		run: func(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-			if len(args) != 0 {
+			fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+			if status, ok := parseFlags(fs, args, validateUsage, stdout, stderr); !ok {
+				return status
+			}
+			if fs.NArg() != 0 {
 				_, _ = fmt.Fprintln(stderr, "turnctl validate: takes no arguments; events are read from stdin")
 				return 2
 			}
@@ -87,4 +97,43 @@ func sortedNames() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// validateUsage documents `turnctl validate`.
+const validateUsage = `usage: turnctl validate < events.ndjson
+
+Reads one turn event per input line (split on "\n" only) and writes one
+line per input line: {"ok":true,"event":"<kind>"} or
+{"ok":false,"diagnostic":{...}} with the decoder's diagnostic exactly as
+AgentsKit encodes it. Exit status 0 when every line decoded, 1 otherwise.
+`
+
+// parseFlags parses a subcommand's args with fs. With -h (-help, --help)
+// it prints usage and fs's flags on stdout and returns (0, false); after a
+// bad flag, the flag package's message and the same text go to stderr and
+// it returns (2, false). Otherwise it returns (0, true).
+func parseFlags(fs *flag.FlagSet, args []string, usage string, stdout, stderr io.Writer) (int, bool) {
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	if err == nil {
+		return 0, true
+	}
+	w, status := stderr, 2
+	if errors.Is(err, flag.ErrHelp) {
+		w, status = stdout, 0
+	}
+	_, _ = io.WriteString(w, usage)
+	if hasFlags(fs) {
+		_, _ = io.WriteString(w, "\nflags:\n")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+	}
+	return status, false
+}
+
+func hasFlags(fs *flag.FlagSet) bool {
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	return n > 0
 }

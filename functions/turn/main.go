@@ -60,6 +60,7 @@ func main() {
 func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (http.Handler, error) {
 	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{
 		Endpoint:          cfg.DynamoDBEndpoint,
+		AttemptTimeout:    cfg.DynamoDBAttemptTimeout,
 		Region:            cfg.Region,
 		StaticCredentials: cfg.DynamoDBEndpoint != "",
 	})

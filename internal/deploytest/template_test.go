@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,12 +55,17 @@ var parameterSets = map[string]map[string]any{
 		"ModelProvider": "bedrock", "ModelId": "anthropic.claude-3-haiku-20240307-v1:0",
 		"TableDeletionProtection": "false",
 	},
-	"openai":            {"ModelProvider": "openai", "ModelId": "gpt-4o-mini", "OpenAIApiKey": "sk-test"},
-	"longest turn":      {"TurnTimeout": "840"},
-	"two-minute turn":   {"TurnTimeout": "120"},
-	"ten-minute turn":   {"TurnTimeout": "600"},
-	"one-minute turn":   {"TurnTimeout": "60"},
-	"five-minute turns": {"TurnTimeout": "300"},
+	"bedrock US inference profile":         {"ModelProvider": "bedrock", "ModelId": "us.anthropic.claude-sonnet-4-20250514-v1:0"},
+	"bedrock global inference profile":     {"ModelProvider": "bedrock", "ModelId": "global.anthropic.claude-sonnet-4-5-20250929-v1:0"},
+	"bedrock EU inference profile":         {"ModelProvider": "bedrock", "ModelId": "eu.amazon.nova-pro-v1:0"},
+	"bedrock APAC inference profile":       {"ModelProvider": "bedrock", "ModelId": "apac.anthropic.claude-3-5-sonnet-20241022-v2:0"},
+	"bedrock model id containing a prefix": {"ModelProvider": "bedrock", "ModelId": "meta.llama3-us.eu-70b-v1:0"},
+	"openai":                               {"ModelProvider": "openai", "ModelId": "gpt-4o-mini", "OpenAIApiKey": "sk-test"},
+	"longest turn":                         {"TurnTimeout": "840"},
+	"two-minute turn":                      {"TurnTimeout": "120"},
+	"ten-minute turn":                      {"TurnTimeout": "600"},
+	"one-minute turn":                      {"TurnTimeout": "60"},
+	"five-minute turns":                    {"TurnTimeout": "300"},
 }
 
 func TestTemplate(t *testing.T) {
@@ -102,7 +108,7 @@ func TestTemplate(t *testing.T) {
 
 					env := d.environment(fname)
 					checkEnvironment(t, fname, env)
-					cfg := parseConfig(t, env)
+					cfg := parseConfig(t, fname, env)
 					if fname == "TurnFunction" {
 						timeout := seconds(fn.Timeout)
 						if need := cfg.TurnTimeout + cfg.CleanupReserve; timeout < need {
@@ -118,20 +124,12 @@ func TestTemplate(t *testing.T) {
 
 					statements := policyStatements(t, fn)
 					checkTablePolicy(t, statements, want.actions)
-					hasBedrock := false
-					for _, s := range statements {
-						for _, a := range s.Action {
-							if strings.HasPrefix(a, "bedrock:") {
-								hasBedrock = true
-								if a != "bedrock:InvokeModelWithResponseStream" {
-									t.Errorf("bedrock action %s, want only InvokeModelWithResponseStream", a)
-								}
-							}
-						}
+					var modelID string
+					if bedrock && fname == "TurnFunction" {
+						modelID = fmt.Sprint(params["ModelId"])
 					}
-					if want := bedrock && fname == "TurnFunction"; hasBedrock != want {
-						t.Errorf("bedrock permission present = %v, want %v", hasBedrock, want)
-					}
+					checkBedrockPolicy(t, statements, modelID)
+					checkSecretPolicy(t, fname, statements)
 
 					checkPublicPermissions(t, d, fname, jwt)
 				})
@@ -220,6 +218,9 @@ func load(t *testing.T, params map[string]any) *deployment {
 				return "Ref(" + s + ")"
 			}
 		}
+		if input == "AWS::Partition" { // not modelled by goformation v7.14.9
+			return "aws"
+		}
 		v := intrinsics.Ref(name, input, template)
 		if n, ok := v.(float64); ok { // CloudFormation's Ref yields a Number parameter as a string
 			return fmt.Sprint(n)
@@ -253,10 +254,43 @@ func load(t *testing.T, params map[string]any) *deployment {
 			return fmt.Sprint(ref("Ref", name, template))
 		})
 	}
+	// goformation's Fn::Split yields a []string, which its Fn::Select does
+	// not index: split into []any, as JSON would.
+	split := func(_ string, input, _ any) any {
+		arr, ok := input.([]any)
+		if !ok || len(arr) != 2 {
+			t.Fatalf("Fn::Split %v: want [delimiter, string]", input)
+		}
+		delim, ok1 := arr[0].(string)
+		str, ok2 := arr[1].(string)
+		if !ok1 || !ok2 {
+			t.Fatalf("Fn::Split %v: unresolved arguments", input)
+		}
+		var out []any
+		for _, part := range strings.Split(str, delim) {
+			out = append(out, part)
+		}
+		return out
+	}
+	selectFn := func(_ string, input, _ any) any {
+		arr, ok := input.([]any)
+		if !ok || len(arr) != 2 {
+			t.Fatalf("Fn::Select %v: want [index, list]", input)
+		}
+		list, ok := arr[1].([]any)
+		idx, err := strconv.Atoi(fmt.Sprint(arr[0]))
+		if !ok || err != nil || idx < 0 || idx >= len(list) {
+			// CloudFormation fails the stack on an index out of bounds.
+			t.Fatalf("Fn::Select %v: index out of bounds or not a list", input)
+		}
+		return list[idx]
+	}
 	out, err := intrinsics.ProcessJSON(renamed, &intrinsics.ProcessorOptions{
-		ParameterOverrides:        params,
-		EvaluateConditions:        true,
-		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{"Ref": ref, "Fn::GetAtt": getAtt, "Fn::Sub": sub},
+		ParameterOverrides: params,
+		EvaluateConditions: true,
+		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{
+			"Ref": ref, "Fn::GetAtt": getAtt, "Fn::Sub": sub, "Fn::Split": split, "Fn::Select": selectFn,
+		},
 	})
 	if err != nil {
 		t.Fatalf("process template.yaml: %v", err)
@@ -358,19 +392,60 @@ func checkEnvironment(t *testing.T, fname string, env map[string]string) {
 	if env["TABLE_NAME"] != "Ref(Table)" {
 		t.Errorf("TABLE_NAME = %q, want the table's name (Ref Table)", env["TABLE_NAME"])
 	}
-	if env["CURSOR_SECRET"] != "{{resolve:secretsmanager:Ref(CursorSecret):SecretString}}" {
-		t.Errorf("CURSOR_SECRET = %q, want the generated secret", env["CURSOR_SECRET"])
+	// No secret in the environment: the history function reads the cursor
+	// key by ARN, the others issue no cursors.
+	if env["CURSOR_SECRET"] != "" {
+		t.Errorf("CURSOR_SECRET = %q, want it empty (a secret in the environment is readable with lambda:GetFunctionConfiguration)", env["CURSOR_SECRET"])
+	}
+	wantARN := ""
+	if fname == "HistoryFunction" {
+		wantARN = "Ref(CursorSecret)"
+	}
+	if env["CURSOR_SECRET_ARN"] != wantARN {
+		t.Errorf("CURSOR_SECRET_ARN = %q, want %q", env["CURSOR_SECRET_ARN"], wantARN)
+	}
+	for k, v := range env {
+		if strings.Contains(v, "{{resolve:") {
+			t.Errorf("%s = %q resolves a secret into the environment", k, v)
+		}
+	}
+}
+
+// checkSecretPolicy: only the history function may read the cursor
+// secret, with secretsmanager:GetSecretValue on that secret alone.
+func checkSecretPolicy(t *testing.T, fname string, statements []statement) {
+	t.Helper()
+	var got []statement
+	for _, s := range statements {
+		for _, a := range s.Action {
+			if strings.HasPrefix(strings.ToLower(a), "secretsmanager:") {
+				got = append(got, s)
+				break
+			}
+		}
+	}
+	if fname != "HistoryFunction" {
+		if len(got) != 0 {
+			t.Errorf("Secrets Manager statements %+v, want none", got)
+		}
+		return
+	}
+	if len(got) != 1 || !slices.Equal(got[0].Action, []string{"secretsmanager:GetSecretValue"}) ||
+		!slices.Equal(got[0].Resource, []string{"Ref(CursorSecret)"}) || got[0].Condition != nil {
+		t.Errorf("Secrets Manager statements %+v, want one: GetSecretValue on Ref(CursorSecret)", got)
 	}
 }
 
 // parseConfig checks that pkg/config accepts the function's environment
-// as deployed (the table name and the secret are resolved by
+// as deployed (the table name and the secret's ARN are resolved by
 // CloudFormation; placeholders stand in for them).
-func parseConfig(t *testing.T, env map[string]string) config.Config {
+func parseConfig(t *testing.T, fname string, env map[string]string) config.Config {
 	t.Helper()
 	resolved := map[string]string{
-		"TABLE_NAME": "turnstream-Table-ABC123", "CURSOR_SECRET": "0123456789abcdef0123456789abcdef",
-		"AWS_LAMBDA_FUNCTION_NAME": "fn", "AWS_REGION": "us-east-1",
+		"TABLE_NAME": "turnstream-Table-ABC123", "AWS_LAMBDA_FUNCTION_NAME": "fn", "AWS_REGION": "us-east-1",
+	}
+	if env["CURSOR_SECRET_ARN"] != "" {
+		resolved["CURSOR_SECRET_ARN"] = "arn:aws:secretsmanager:us-east-1:123456789012:secret:CursorSecret-AbCdEf"
 	}
 	cfg, err := config.FromLookup(func(k string) (string, bool) {
 		if v, ok := resolved[k]; ok {
@@ -382,8 +457,14 @@ func parseConfig(t *testing.T, env map[string]string) config.Config {
 	if err != nil {
 		t.Fatalf("pkg/config rejects the template's environment: %v", err)
 	}
-	if err := cfg.RequireCursorSecret(); err != nil {
-		t.Error(err)
+	if fname == "HistoryFunction" {
+		// What functions/history does at start once it has read the secret.
+		if err := cfg.SetCursorSecret([]byte("0123456789abcdef0123456789abcdef")); err != nil {
+			t.Fatal(err)
+		}
+		if err := cfg.RequireCursorSecret(); err != nil {
+			t.Error(err)
+		}
 	}
 	return cfg
 }
@@ -391,9 +472,11 @@ func parseConfig(t *testing.T, env map[string]string) config.Config {
 // statement is one IAM policy statement; Action and Resource may be a
 // string or a list in the template.
 type statement struct {
-	Effect   string
-	Action   stringList
-	Resource stringList
+	Sid       string
+	Effect    string
+	Action    stringList
+	Resource  stringList
+	Condition map[string]map[string]any
 }
 
 type stringList []string
@@ -458,6 +541,66 @@ func checkTablePolicy(t *testing.T, statements []statement, want []string) {
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Errorf("DynamoDB actions %v, want exactly the code's %v", got, want)
+	}
+}
+
+// Bedrock cross-Region inference profile id prefixes (geographies) the
+// template recognises.
+var inferenceProfilePrefixes = []string{"us", "us-gov", "eu", "apac", "jp", "au", "ca", "global"}
+
+// checkBedrockPolicy checks the turn function's Bedrock grants for
+// modelID ("" when the deployment has no Bedrock model: no grant at all).
+// Only bedrock:InvokeModelWithResponseStream is granted (ConverseStream's
+// action). A plain model id gets exactly its foundation model in the
+// stack's region. An inference profile id gets the profile in the stack's
+// region and its foundation model (the id without the prefix) in every
+// region, the region-less ARN of global profiles included, each only
+// through that profile (bedrock:InferenceProfileArn).
+func checkBedrockPolicy(t *testing.T, statements []statement, modelID string) {
+	t.Helper()
+	var got []statement
+	for _, s := range statements {
+		for _, a := range s.Action {
+			if strings.HasPrefix(a, "bedrock:") {
+				got = append(got, s)
+				break
+			}
+		}
+	}
+	for _, s := range got {
+		if !slices.Equal(s.Action, []string{"bedrock:InvokeModelWithResponseStream"}) {
+			t.Errorf("statement %s: actions %v, want only bedrock:InvokeModelWithResponseStream", s.Sid, s.Action)
+		}
+	}
+	const region, account = "us-east-1", "123456789012"
+	if modelID == "" {
+		if len(got) != 0 {
+			t.Errorf("Bedrock statements %+v, want none", got)
+		}
+		return
+	}
+	prefix, model, _ := strings.Cut(modelID, ".")
+	if !slices.Contains(inferenceProfilePrefixes, prefix) {
+		want := []string{"arn:aws:bedrock:" + region + "::foundation-model/" + modelID}
+		if len(got) != 1 || !slices.Equal(got[0].Resource, want) || got[0].Condition != nil {
+			t.Errorf("Bedrock statements %+v, want one on %v without a condition", got, want)
+		}
+		return
+	}
+	profile := "arn:aws:bedrock:" + region + ":" + account + ":inference-profile/" + modelID
+	if len(got) != 2 {
+		t.Fatalf("Bedrock statements %+v, want two (the profile, its foundation model)", got)
+	}
+	if !slices.Equal(got[0].Resource, []string{profile}) || got[0].Condition != nil {
+		t.Errorf("profile statement %+v, want %s without a condition", got[0], profile)
+	}
+	wantModels := []string{"arn:aws:bedrock:*::foundation-model/" + model, "arn:aws:bedrock:::foundation-model/" + model}
+	if !slices.Equal(got[1].Resource, wantModels) {
+		t.Errorf("foundation model resources %v, want %v", got[1].Resource, wantModels)
+	}
+	wantCond := map[string]map[string]any{"StringEquals": {"bedrock:InferenceProfileArn": profile}}
+	if !reflect.DeepEqual(got[1].Condition, wantCond) {
+		t.Errorf("foundation model condition %v, want %v", got[1].Condition, wantCond)
 	}
 }
 

@@ -44,7 +44,7 @@ const (
 	// MaxTokenBytes bounds a bearer JWT; longer ones are rejected unparsed.
 	MaxTokenBytes = 16 << 10
 	// DevTenant is the Tenant of every dev-mode principal.
-	DevTenant = "dev"
+	DevTenant = config.DevTenant
 	// DevDefaultSubject is the dev-mode Subject when no Authorization
 	// header is sent.
 	DevDefaultSubject = "local"
@@ -99,8 +99,11 @@ func WithJWKSRefresh(minInterval, maxAge time.Duration) Option {
 // New returns the Authenticator of cfg.Mode (config.AuthDev, AuthJWT or
 // AuthIAM). It fails when the mode is unknown, when dev mode is asked for
 // on Lambda (AWS_LAMBDA_FUNCTION_NAME set), when jwt settings are missing,
-// or when the first JWKS fetch fails (ctx bounds it), so that a
-// misconfigured function fails at start rather than on every request.
+// when the trusted principal is incomplete or impossible
+// (config.AuthConfig.TrustedPrincipal), or when the first JWKS fetch fails
+// (ctx bounds it), so that a misconfigured function fails at start rather
+// than on every request. A principal is Trusted exactly when its Tenant
+// and Subject are both those of cfg.TrustedPrincipal.
 func New(ctx context.Context, cfg config.AuthConfig, opts ...Option) (Authenticator, error) {
 	o := options{
 		lookupEnv:  os.LookupEnv,
@@ -112,16 +115,24 @@ func New(ctx context.Context, cfg config.AuthConfig, opts ...Option) (Authentica
 	for _, opt := range opts {
 		opt(&o)
 	}
+	var trusted trust
+	switch cfg.Mode {
+	case config.AuthDev, config.AuthIAM, config.AuthJWT:
+		var err error
+		if trusted.tenant, trusted.subject, _, err = cfg.TrustedPrincipal(); err != nil {
+			return nil, fmt.Errorf("auth: %w", err)
+		}
+	}
 	switch cfg.Mode {
 	case config.AuthDev:
 		if v, ok := o.lookupEnv("AWS_LAMBDA_FUNCTION_NAME"); ok && v != "" {
 			return nil, errors.New("auth: AUTH_MODE dev refused on Lambda (AWS_LAMBDA_FUNCTION_NAME is set)")
 		}
-		return devAuthenticator{trusted: cfg.TrustedSubject}, nil
+		return devAuthenticator{trusted: trusted}, nil
 	case config.AuthIAM:
-		return iamAuthenticator{trusted: cfg.TrustedSubject}, nil
+		return iamAuthenticator{trusted: trusted}, nil
 	case config.AuthJWT:
-		a, err := newJWT(ctx, cfg, o)
+		a, err := newJWT(ctx, cfg, trusted, o)
 		if err != nil {
 			return nil, err // never a typed nil in the interface
 		}
@@ -167,7 +178,12 @@ func validIdentity(s string) bool {
 	return strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
-// trustedIf reports whether subject is the configured trusted subject.
-func trustedIf(trusted, subject string) bool {
-	return trusted != "" && subject == trusted
+// trust is the configured trusted principal (config.AuthConfig
+// TrustedPrincipal); the zero value trusts nobody.
+type trust struct{ tenant, subject string }
+
+// of reports whether a principal with tenant and subject is the trusted
+// one: both must match, so the same subject in another tenant is not.
+func (t trust) of(tenant, subject string) bool {
+	return t.subject != "" && subject == t.subject && tenant == t.tenant
 }

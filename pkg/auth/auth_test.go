@@ -127,6 +127,14 @@ func TestNew(t *testing.T) {
 		"jwt without issuer":     {config.AuthConfig{Mode: config.AuthJWT, JWKSURL: "http://127.0.0.1:1/", Audience: "a"}, noEnv, false},
 		"jwt without audience":   {config.AuthConfig{Mode: config.AuthJWT, JWKSURL: "http://127.0.0.1:1/", Issuer: "i"}, noEnv, false},
 		"jwt JWKS not reachable": {config.AuthConfig{Mode: config.AuthJWT, JWKSURL: "http://127.0.0.1:1/", Issuer: "i", Audience: "a"}, noEnv, false},
+		// The trusted principal is a tenant and a subject (TrustedPrincipal).
+		"iam trusted subject not an ARN":   {config.AuthConfig{Mode: config.AuthIAM, TrustedSubject: "host"}, onLambda, false},
+		"iam trusted tenant not the ARN's": {config.AuthConfig{Mode: config.AuthIAM, TrustedSubject: "arn:aws:iam::123456789012:role/h", TrustedTenant: "210987654321"}, onLambda, false},
+		"iam trusted tenant the ARN's":     {config.AuthConfig{Mode: config.AuthIAM, TrustedSubject: "arn:aws:iam::123456789012:role/h", TrustedTenant: "123456789012"}, onLambda, true},
+		"dev trusted tenant not dev":       {config.AuthConfig{Mode: config.AuthDev, TrustedSubject: "host", TrustedTenant: "acme"}, noEnv, false},
+		"trusted tenant without subject":   {config.AuthConfig{Mode: config.AuthIAM, TrustedTenant: "123456789012"}, onLambda, false},
+		"jwt tenant claim, trusted subject alone": {config.AuthConfig{Mode: config.AuthJWT, JWKSURL: "http://127.0.0.1:1/", Issuer: "i", Audience: "a",
+			TenantClaim: "tid", TrustedSubject: "host"}, noEnv, false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

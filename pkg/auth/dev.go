@@ -9,7 +9,7 @@ import (
 
 // devAuthenticator implements dev mode (DESIGN §7, §10).
 type devAuthenticator struct {
-	trusted string
+	trusted trust
 }
 
 func (a devAuthenticator) Authenticate(r *http.Request) (chat.Principal, error) {
@@ -28,7 +28,7 @@ func (a devAuthenticator) Authenticate(r *http.Request) (chat.Principal, error) 
 		}
 		subject = s
 	}
-	return chat.Principal{Subject: subject, Tenant: DevTenant, Trusted: trustedIf(a.trusted, subject)}, nil
+	return chat.Principal{Subject: subject, Tenant: DevTenant, Trusted: a.trusted.of(DevTenant, subject)}, nil
 }
 
 // validDevSubject reports whether s is 1..128 of [A-Za-z0-9._:-].

@@ -19,9 +19,11 @@
 //     the buffered ones). Subject is the caller's ARN, Tenant its account
 //     id. Headers are never trusted for identity in this mode.
 //
-// In every mode a principal is Trusted (may write artifact references,
-// DESIGN §6) exactly when its Subject equals AuthConfig.TrustedSubject,
-// which must not be empty. Authenticate returns errors wrapping
+// In every mode a principal is Trusted (may write artifact references of
+// sessions of its own tenant) exactly when its Tenant and Subject both
+// equal config.AuthConfig.TrustedPrincipal's: trust is bound to the whole
+// principal, so the trusted subject of one tenant is an ordinary
+// principal in another (docs/security.md). Authenticate returns errors wrapping
 // ErrUnauthenticated (HTTP 401) or ErrForbidden (HTTP 403); the wrapped
 // text is for logs and never contains the credential.
 package auth

@@ -15,7 +15,7 @@ import (
 // event into an X-GoLambdaProxy-ApiGateway-Context header, which a caller
 // could forge: it is ignored).
 type iamAuthenticator struct {
-	trusted string
+	trusted trust
 }
 
 func (a iamAuthenticator) Authenticate(r *http.Request) (chat.Principal, error) {
@@ -26,7 +26,7 @@ func (a iamAuthenticator) Authenticate(r *http.Request) (chat.Principal, error) 
 	if !validIdentity(arn) || !validIdentity(account) {
 		return chat.Principal{}, unauthenticated("IAM identity is malformed")
 	}
-	return chat.Principal{Subject: arn, Tenant: account, Trusted: trustedIf(a.trusted, arn)}, nil
+	return chat.Principal{Subject: arn, Tenant: account, Trusted: a.trusted.of(account, arn)}, nil
 }
 
 // iamIdentity returns the caller ARN and account id of the function URL

@@ -113,6 +113,7 @@ func TestIAM(t *testing.T) {
 	}{
 		"caller":                          {&identity{callerARN, account}, nil, chat.Principal{Subject: callerARN, Tenant: account}, nil},
 		"trusted host":                    {&identity{hostARN, account}, nil, chat.Principal{Subject: hostARN, Tenant: account, Trusted: true}, nil},
+		"host ARN from another account":   {&identity{hostARN, "210987654321"}, nil, chat.Principal{Subject: hostARN, Tenant: "210987654321"}, nil},
 		"headers ignored":                 {&identity{callerARN, account}, spoof, chat.Principal{Subject: callerARN, Tenant: account}, nil},
 		"no IAM identity":                 {nil, nil, chat.Principal{}, auth.ErrUnauthenticated},
 		"no IAM identity, forged headers": {nil, spoof, chat.Principal{}, auth.ErrUnauthenticated},

@@ -36,12 +36,12 @@ type jwtAuthenticator struct {
 	issuer, audience string
 	skew             time.Duration
 	tenantClaim      string
-	trusted          string
+	trusted          trust
 	now              func() time.Time
 	keys             *keyCache
 }
 
-func newJWT(ctx context.Context, cfg config.AuthConfig, o options) (*jwtAuthenticator, error) {
+func newJWT(ctx context.Context, cfg config.AuthConfig, trusted trust, o options) (*jwtAuthenticator, error) {
 	switch {
 	case cfg.JWKSURL == "":
 		return nil, errors.New("auth: jwt mode needs JWT_JWKS_URL")
@@ -71,7 +71,7 @@ func newJWT(ctx context.Context, cfg config.AuthConfig, o options) (*jwtAuthenti
 		audience:    cfg.Audience,
 		skew:        cfg.ClockSkew,
 		tenantClaim: tenantClaim,
-		trusted:     cfg.TrustedSubject,
+		trusted:     trusted,
 		now:         o.now,
 		keys:        kc,
 	}, nil
@@ -140,7 +140,7 @@ func (a *jwtAuthenticator) Authenticate(r *http.Request) (chat.Principal, error)
 	if !validIdentity(tenant) {
 		return chat.Principal{}, fmt.Errorf("%w: tenant claim empty or malformed", ErrForbidden)
 	}
-	return chat.Principal{Subject: sub, Tenant: tenant, Trusted: trustedIf(a.trusted, sub)}, nil
+	return chat.Principal{Subject: sub, Tenant: tenant, Trusted: a.trusted.of(tenant, sub)}, nil
 }
 
 // jwtReason names a jwt.Parse failure with a fixed text (the library's

@@ -366,6 +366,44 @@ func TestJWTTenantClaim(t *testing.T) {
 	}
 }
 
+// TestJWTTrustedPrincipal: with a tenant claim, trust is bound to the
+// tenant and the subject together; the trusted subject in another tenant
+// is an ordinary principal, and a subject alone cannot be configured.
+func TestJWTTrustedPrincipal(t *testing.T) {
+	k := testKeys(t)
+	srv := newJWKSServer(t, publicJWK(t, k["ES256"], true))
+	cfg := config.AuthConfig{
+		Mode: config.AuthJWT, JWKSURL: srv.URL, Issuer: testIssuer, Audience: testAudience, TenantClaim: "tid",
+		TrustedSubject: "host", TrustedTenant: "A",
+	}
+	a := mustNew(t, cfg, auth.WithHTTPClient(srv.Client()), auth.WithNow(func() time.Time { return testNow }))
+	tests := map[string]struct {
+		sub, tid string
+		want     chat.Principal
+	}{
+		"host of the trusted tenant": {"host", "A", chat.Principal{Subject: "host", Tenant: "A", Trusted: true}},
+		"host of another tenant":     {"host", "B", chat.Principal{Subject: "host", Tenant: "B"}},
+		"another subject":            {"alice", "A", chat.Principal{Subject: "alice", Tenant: "A"}},
+		"tenant differing in case":   {"host", "a", chat.Principal{Subject: "host", Tenant: "a"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := validClaims()
+			c.sub, c.extra = tc.sub, map[string]any{"tid": tc.tid}
+			got, err := a.Authenticate(newRequest(t, context.Background(), "Bearer "+sign(t, c, k["ES256"], "ec-256")))
+			checkResult(t, got, err, tc.want, nil)
+		})
+	}
+	t.Run("subject without tenant refused", func(t *testing.T) {
+		cfg := cfg
+		cfg.TrustedTenant = ""
+		_, err := auth.New(context.Background(), cfg, auth.WithHTTPClient(srv.Client()))
+		if err == nil || !strings.Contains(err.Error(), "ARTIFACTS_TRUSTED_TENANT") {
+			t.Fatalf("New = %v; want an error naming ARTIFACTS_TRUSTED_TENANT", err)
+		}
+	})
+}
+
 // TestJWKSRotation: a token with a kid the cached set lacks triggers one
 // refetch (rate-limited), which picks up a rotated key.
 func TestJWKSRotation(t *testing.T) {

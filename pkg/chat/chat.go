@@ -15,14 +15,24 @@ import (
 type Principal struct {
 	Subject string
 	Tenant  string
-	// Trusted marks the configured host principal that may write artifact
-	// references of any session (DESIGN §6-7). It is never stored.
+	// Trusted marks the configured host principal, bound to both its
+	// Subject and its Tenant, that may write the artifact references of
+	// the sessions of its own Tenant (TrustedFor; DESIGN §6-7). It is
+	// never stored.
 	Trusted bool
 }
 
 // Owns reports whether p is the owner recorded as owner (Subject and Tenant).
 func (p Principal) Owns(owner Principal) bool {
 	return p.Subject == owner.Subject && p.Tenant == owner.Tenant
+}
+
+// TrustedFor reports whether p may write, as the trusted principal, the
+// artifact references of a session owned by owner: p is Trusted and of
+// owner's Tenant. A trusted principal never crosses tenants; to it a
+// session of another tenant does not exist (ErrSessionNotFound).
+func (p Principal) TrustedFor(owner Principal) bool {
+	return p.Trusted && p.Tenant == owner.Tenant
 }
 
 // TurnStatus is the stored status of a turn.
@@ -375,7 +385,9 @@ type Store interface {
 
 	// PutArtifacts replaces the artifact references of a stored turn with
 	// refs, deduplicated by full EntryPath with the last reference winning;
-	// an empty refs clears them. p must own the session or be Trusted.
+	// an empty refs clears them. p must own the session or be TrustedFor
+	// its owner (a Trusted principal of another tenant gets
+	// ErrSessionNotFound).
 	// ErrSessionNotFound / ErrTurnNotFound as above; ErrInvalidArtifact if a
 	// reference is invalid (see ValidateArtifacts), with nothing stored. At
 	// most 2 requests.

@@ -2,6 +2,7 @@ package chat_test
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -57,6 +58,9 @@ func TestValidateArtifacts(t *testing.T) {
 		{EntryPath: "slides/index.html", ArtifactType: chat.ArtifactPresentation},
 		{EntryPath: "data.xlsx", ArtifactType: chat.ArtifactSpreadsheet},
 		{EntryPath: "img/ü.png", ArtifactType: chat.ArtifactImage},
+		{EntryPath: "דוחות/סיכום.pdf", ArtifactType: chat.ArtifactDocument},                          // right-to-left text itself is fine
+		{EntryPath: "team/\U0001F469\u200D\U0001F4BB notes.md", ArtifactType: chat.ArtifactDocument}, // ZWJ emoji sequence
+		{EntryPath: "a\u00A0b\u202Fc.txt", ArtifactType: chat.ArtifactDocument},                      // no-break spaces are not controls
 	}
 	if err := chat.ValidateArtifacts(ok); err != nil {
 		t.Fatalf("valid references rejected: %v", err)
@@ -73,6 +77,11 @@ func TestValidateArtifacts(t *testing.T) {
 		"invalid UTF-8":   {EntryPath: "a\xffb", ArtifactType: chat.ArtifactDocument},
 		"path over limit": {EntryPath: string(make([]byte, 1025)), ArtifactType: chat.ArtifactDocument},
 	}
+	// Characters that change how a printed path reads (IsUnsafePathRune),
+	// one case per kind.
+	for name, r := range unsafePathRunes {
+		bad[name] = chat.ArtifactReference{EntryPath: "dir/a" + string(r) + "b.txt", ArtifactType: chat.ArtifactDocument}
+	}
 	for name, ref := range bad {
 		t.Run(name, func(t *testing.T) {
 			err := chat.ValidateArtifacts([]chat.ArtifactReference{ok[0], ref})
@@ -80,6 +89,45 @@ func TestValidateArtifacts(t *testing.T) {
 				t.Fatalf("ValidateArtifacts = %v; want ErrInvalidArtifact", err)
 			}
 		})
+	}
+}
+
+// unsafePathRunes holds one character of each kind IsUnsafePathRune
+// rejects.
+var unsafePathRunes = map[string]rune{
+	"C0 newline":             '\n',
+	"C0 carriage return":     '\r',
+	"C0 tab":                 '\t',
+	"C0 ESC":                 0x1B,
+	"C0 unit separator":      0x1F,
+	"DEL":                    0x7F,
+	"C1 first (PAD)":         0x80,
+	"C1 NEXT LINE":           0x85,
+	"C1 CSI":                 0x9B,
+	"C1 last (APC)":          0x9F,
+	"LRE embedding":          0x202A,
+	"RLO override":           0x202E,
+	"PDF pop":                0x202C,
+	"LRI isolate":            0x2066,
+	"PDI pop isolate":        0x2069,
+	"LRM mark":               0x200E,
+	"RLM mark":               0x200F,
+	"ALM Arabic letter mark": 0x061C,
+	"LINE SEPARATOR":         0x2028,
+	"PARAGRAPH SEPARATOR":    0x2029,
+}
+
+func TestIsUnsafePathRune(t *testing.T) {
+	for name, r := range unsafePathRunes {
+		if !chat.IsUnsafePathRune(r) {
+			t.Errorf("%s (U+%04X) allowed; want rejected", name, r)
+		}
+	}
+	// Neighbours of the rejected ranges and ordinary characters.
+	for _, r := range []rune{' ', '~', 0xA0, 0xA1, 0x061B, 0x061D, 0x200B, 0x200C, 0x200D, 0x2010, 0x2027, 0x202F, 0x2065, 0x206A, 0xFEFF, 'ü', 0x05D0} {
+		if chat.IsUnsafePathRune(r) {
+			t.Errorf("U+%04X rejected; want allowed", r)
+		}
 	}
 }
 
@@ -108,4 +156,13 @@ func TestHashInput(t *testing.T) {
 	if got := chat.HashInput("hello"); got != "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824" {
 		t.Fatalf("HashInput(hello) = %s", got)
 	}
+}
+
+func ExamplePrincipal_TrustedFor() {
+	host := chat.Principal{Subject: "host", Tenant: "A", Trusted: true}
+	fmt.Println(host.TrustedFor(chat.Principal{Subject: "alice", Tenant: "A"}))
+	fmt.Println(host.TrustedFor(chat.Principal{Subject: "carol", Tenant: "C"}))
+	// Output:
+	// true
+	// false
 }

@@ -61,6 +61,11 @@ type Config struct {
 	// DynamoDBEndpoint is a DynamoDB API endpoint URL for local runs
 	// (DYNAMODB_ENDPOINT, absolute http or https URL); empty means AWS.
 	DynamoDBEndpoint string
+	// DynamoDBAttemptTimeout bounds one HTTP attempt of a DynamoDB request
+	// (DYNAMODB_ATTEMPT_TIMEOUT, default 1 s, >= 10 ms, <= 30 s): a hung
+	// connection costs one attempt, and the SDK retries within the budget
+	// of what the call serves (a lease, the cleanup reserve).
+	DynamoDBAttemptTimeout time.Duration
 	// Region is the AWS region (AWS_REGION). It defaults to "us-east-1"
 	// only when DynamoDBEndpoint is set; otherwise empty means the SDK's
 	// own resolution.
@@ -90,6 +95,15 @@ type Config struct {
 	// CursorSecretGenerated reports that CURSOR_SECRET was unset and
 	// CursorSecret was generated for this process.
 	CursorSecretGenerated bool
+	// CursorSecretARN is the ARN of an AWS Secrets Manager secret whose
+	// SecretString is the cursor key (CURSOR_SECRET_ARN,
+	// arn:<partition>:secretsmanager:...; excludes CURSOR_SECRET). It keeps
+	// the key out of the function's environment, where anyone allowed
+	// lambda:GetFunctionConfiguration could read it. FromLookup does no
+	// I/O: the main that serves cursors (functions/history) reads the
+	// secret at start and installs it with SetCursorSecret; until then
+	// CursorSecret is a generated key as when no secret is configured.
+	CursorSecretARN string
 	// LambdaFunctionName is AWS_LAMBDA_FUNCTION_NAME, set by the Lambda
 	// runtime; empty when not running on Lambda.
 	LambdaFunctionName string
@@ -128,8 +142,91 @@ type AuthConfig struct {
 	TenantClaim string
 	// TrustedSubject is the subject of the trusted host principal that may
 	// write artifact references (ARTIFACTS_TRUSTED_SUBJECT; default "host"
-	// in dev mode, none otherwise; DESIGN §6-7).
+	// in dev mode, none otherwise; DESIGN §6-7). Trust is bound to the
+	// whole principal, TrustedSubject and TrustedTenant: see
+	// TrustedPrincipal.
 	TrustedSubject string
+	// TrustedTenant is the tenant of the trusted host principal
+	// (ARTIFACTS_TRUSTED_TENANT). Empty means the one tenant the mode
+	// allows for TrustedSubject where there is one (see TrustedPrincipal);
+	// in jwt mode with a JWT_TENANT_CLAIM other than iss it is required.
+	TrustedTenant string
+}
+
+// DevTenant is the tenant of every dev-mode principal.
+const DevTenant = "dev"
+
+// TrustedPrincipal returns the tenant and subject of the trusted host
+// principal, the only principal that may write artifact references, and
+// only those of sessions of its own tenant (a trusted writer never crosses
+// tenants). A principal is trusted when both its Subject and its Tenant
+// equal these. ok is false when none is configured (TrustedSubject empty).
+// The tenant is TrustedTenant, or when that is empty:
+//
+//   - dev mode: DevTenant (every dev principal has it);
+//   - iam mode: the account id of the ARN in TrustedSubject (an IAM
+//     principal's tenant is its account, which its ARN names);
+//   - jwt mode with JWT_TENANT_CLAIM iss (the default): Issuer (the only
+//     issuer accepted, hence every principal's tenant);
+//   - jwt mode with another tenant claim: none; this is an error, since a
+//     subject alone would be trusted in every tenant.
+//
+// The error names the variable to fix: ARTIFACTS_TRUSTED_TENANT when it
+// is missing, set without a subject, or set to a tenant no principal of
+// the mode can have; ARTIFACTS_TRUSTED_SUBJECT when in iam mode it is not
+// an ARN with an account id.
+func (a AuthConfig) TrustedPrincipal() (tenant, subject string, ok bool, err error) {
+	if a.TrustedSubject == "" {
+		if a.TrustedTenant != "" {
+			return "", "", false, errors.New("ARTIFACTS_TRUSTED_TENANT: set without ARTIFACTS_TRUSTED_SUBJECT")
+		}
+		return "", "", false, nil
+	}
+	var implied string // the only tenant the mode allows, "" when many
+	switch a.Mode {
+	case AuthDev:
+		implied = DevTenant
+	case AuthIAM:
+		account, found := arnAccount(a.TrustedSubject)
+		if !found {
+			return "", "", false, errors.New("ARTIFACTS_TRUSTED_SUBJECT: in iam mode, want the trusted writer's IAM ARN (arn:<partition>:<service>::<account id>:<resource>)")
+		}
+		implied = account
+	case AuthJWT:
+		if a.TenantClaim == "" || a.TenantClaim == "iss" {
+			if a.Issuer == "" {
+				return "", "", false, nil // JWT_ISSUER is reported missing
+			}
+			implied = a.Issuer
+		}
+	default:
+		return "", "", false, nil // AUTH_MODE is reported invalid
+	}
+	switch {
+	case a.TrustedTenant == "" && implied == "":
+		return "", "", false, errors.New("ARTIFACTS_TRUSTED_TENANT: required when ARTIFACTS_TRUSTED_SUBJECT is set and JWT_TENANT_CLAIM is not iss (the trusted principal is a tenant and a subject)")
+	case a.TrustedTenant == "":
+		return implied, a.TrustedSubject, true, nil
+	case implied != "" && a.TrustedTenant != implied:
+		return "", "", false, fmt.Errorf("ARTIFACTS_TRUSTED_TENANT: no %s-mode principal with subject ARTIFACTS_TRUSTED_SUBJECT has this tenant; leave it empty", a.Mode)
+	}
+	return a.TrustedTenant, a.TrustedSubject, true, nil
+}
+
+// arnAccount returns the account id field of an ARN
+// (arn:partition:service:region:account-id:resource), which must be 12
+// digits.
+func arnAccount(arn string) (string, bool) {
+	f := strings.SplitN(arn, ":", 6)
+	if len(f) != 6 || f[0] != "arn" || f[1] == "" || f[2] == "" || f[5] == "" || len(f[4]) != 12 {
+		return "", false
+	}
+	for _, c := range f[4] {
+		if c < '0' || c > '9' {
+			return "", false
+		}
+	}
+	return f[4], true
 }
 
 // ModelConfig configures the model provider and the default definition
@@ -196,12 +293,15 @@ const (
 // RuntimeVariables holds the two that the Lambda runtime sets itself.
 var Variables = []string{
 	"ARTIFACTS_TRUSTED_SUBJECT",
+	"ARTIFACTS_TRUSTED_TENANT",
 	"AUTH_MODE",
 	"CLEANUP_RESERVE",
 	"CURSOR_SECRET",
+	"CURSOR_SECRET_ARN",
 	"DEFINITIONS_FILE",
 	"DEFINITION_ID",
 	"DEFINITION_REVISION",
+	"DYNAMODB_ATTEMPT_TIMEOUT",
 	"DYNAMODB_ENDPOINT",
 	"ECHO_CHUNK_RUNES",
 	"ECHO_DELAY",
@@ -235,8 +335,13 @@ var RuntimeVariables = []string{
 }
 
 // ErrCursorSecretRequired is returned by RequireCursorSecret on Lambda when
-// CURSOR_SECRET is unset.
-var ErrCursorSecretRequired = errors.New("CURSOR_SECRET: required on Lambda (at least 16 bytes)")
+// neither CURSOR_SECRET nor an installed CURSOR_SECRET_ARN secret gives the
+// cursor key.
+var ErrCursorSecretRequired = errors.New("CURSOR_SECRET or CURSOR_SECRET_ARN: required on Lambda (at least 16 bytes)")
+
+// ErrCursorSecretShort is returned by SetCursorSecret for a key shorter
+// than MinCursorSecretBytes.
+var ErrCursorSecretShort = errors.New("CURSOR_SECRET_ARN: the secret's SecretString is shorter than 16 bytes")
 
 var fromEnv = sync.OnceValues(func() (Config, error) { return FromLookup(os.LookupEnv) })
 
@@ -266,6 +371,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	if c.DynamoDBEndpoint != "" && !validHTTPURL(c.DynamoDBEndpoint, false) {
 		p.fail("DYNAMODB_ENDPOINT", "not an absolute http or https URL")
 	}
+	c.DynamoDBAttemptTimeout = p.duration("DYNAMODB_ATTEMPT_TIMEOUT", time.Second, 10*time.Millisecond, 30*time.Second)
 	regionDefault := ""
 	if c.DynamoDBEndpoint != "" {
 		regionDefault = "us-east-1"
@@ -293,6 +399,15 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 			p.fail("CURSOR_SECRET", "unset, and generating one failed")
 		}
 		c.CursorSecretGenerated = true
+	}
+
+	c.CursorSecretARN = p.str("CURSOR_SECRET_ARN", "")
+	if c.CursorSecretARN != "" {
+		if !c.CursorSecretGenerated {
+			p.fail("CURSOR_SECRET_ARN", "set CURSOR_SECRET or CURSOR_SECRET_ARN, not both")
+		} else if !validSecretARN(c.CursorSecretARN) {
+			p.fail("CURSOR_SECRET_ARN", "not a Secrets Manager secret ARN (arn:<partition>:secretsmanager:<region>:<account>:secret:<name>)")
+		}
 	}
 
 	c.SessionRetention = p.duration("SESSION_RETENTION", 0, 0, 100*365*24*time.Hour)
@@ -339,6 +454,10 @@ func (p *parser) auth() AuthConfig {
 		trustedDefault = "host"
 	}
 	a.TrustedSubject = p.str("ARTIFACTS_TRUSTED_SUBJECT", trustedDefault)
+	a.TrustedTenant = p.str("ARTIFACTS_TRUSTED_TENANT", "")
+	if _, _, _, err := a.TrustedPrincipal(); err != nil {
+		p.errs = append(p.errs, err) // names its variable
+	}
 	if a.JWKSURL != "" && !validHTTPURL(a.JWKSURL, true) {
 		p.fail("JWT_JWKS_URL", "not an absolute https URL (http only for a loopback host)")
 	}
@@ -435,6 +554,27 @@ func (c Config) RequireCursorSecret() error {
 		return ErrCursorSecretRequired
 	}
 	return nil
+}
+
+// SetCursorSecret installs secret, read from the CURSOR_SECRET_ARN secret,
+// as CursorSecret (a copy) and clears CursorSecretGenerated. It returns
+// ErrCursorSecretShort, changing nothing, when secret is shorter than
+// MinCursorSecretBytes.
+func (c *Config) SetCursorSecret(secret []byte) error {
+	if len(secret) < MinCursorSecretBytes {
+		return ErrCursorSecretShort
+	}
+	c.CursorSecret = append([]byte(nil), secret...)
+	c.CursorSecretGenerated = false
+	return nil
+}
+
+// validSecretARN reports whether s looks like a Secrets Manager secret ARN:
+// arn:<partition>:secretsmanager:<region>:<account>:secret:<name>.
+func validSecretARN(s string) bool {
+	parts := strings.SplitN(s, ":", 7)
+	return len(parts) == 7 && parts[0] == "arn" && parts[1] != "" && parts[2] == "secretsmanager" &&
+		parts[3] != "" && parts[4] != "" && parts[5] == "secret" && parts[6] != ""
 }
 
 // Deadline is the one deadline of a turn request (DESIGN §4):

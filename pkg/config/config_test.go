@@ -174,6 +174,39 @@ func TestValues(t *testing.T) {
 				}
 			},
 		},
+		"trusted principal: dev mode": {
+			env:   map[string]string{},
+			check: func(t *testing.T, c config.Config) { wantTrusted(t, c, config.DevTenant, "host") },
+		},
+		"trusted principal: iam tenant from the ARN": {
+			env: map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_SUBJECT": "arn:aws:sts::123456789012:assumed-role/host/s"},
+			check: func(t *testing.T, c config.Config) {
+				wantTrusted(t, c, "123456789012", "arn:aws:sts::123456789012:assumed-role/host/s")
+			},
+		},
+		"trusted principal: iam tenant given": {
+			env: map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_SUBJECT": "arn:aws-cn:iam::123456789012:role/host", "ARTIFACTS_TRUSTED_TENANT": "123456789012"},
+			check: func(t *testing.T, c config.Config) {
+				wantTrusted(t, c, "123456789012", "arn:aws-cn:iam::123456789012:role/host")
+			},
+		},
+		"trusted principal: jwt tenant is the issuer": {
+			env:   map[string]string{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://idp.example/jwks", "JWT_ISSUER": "https://idp.example/", "JWT_AUDIENCE": "a", "ARTIFACTS_TRUSTED_SUBJECT": "host"},
+			check: func(t *testing.T, c config.Config) { wantTrusted(t, c, "https://idp.example/", "host") },
+		},
+		"trusted principal: jwt tenant claim": {
+			env: map[string]string{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://idp.example/jwks", "JWT_ISSUER": "i", "JWT_AUDIENCE": "a",
+				"JWT_TENANT_CLAIM": "tid", "ARTIFACTS_TRUSTED_SUBJECT": "host", "ARTIFACTS_TRUSTED_TENANT": "A"},
+			check: func(t *testing.T, c config.Config) { wantTrusted(t, c, "A", "host") },
+		},
+		"trusted principal: none": {
+			env: map[string]string{"AUTH_MODE": "iam"},
+			check: func(t *testing.T, c config.Config) {
+				if _, _, ok, err := c.Auth.TrustedPrincipal(); ok || err != nil {
+					t.Errorf("TrustedPrincipal ok %v, %v; want none", ok, err)
+				}
+			},
+		},
 		"openai provider": {
 			env: map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "gpt-x", "OPENAI_BASE_URL": "http://localhost:11434/v1", "OPENAI_API_KEY": "k", "SYSTEM_PROMPT": "Be brief.", "DEFINITION_ID": "support.v2", "DEFINITION_REVISION": "7", "ECHO_CHUNK_RUNES": "1"},
 			check: func(t *testing.T, c config.Config) {
@@ -267,6 +300,8 @@ func TestInvalid(t *testing.T) {
 		"cleanup above timeout":       {map[string]string{"TURN_TIMEOUT": "2s"}, "CLEANUP_RESERVE: must be less than TURN_TIMEOUT"},
 		"cleanup syntax":              {map[string]string{"CLEANUP_RESERVE": "5 s"}, `CLEANUP_RESERVE: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
 		"lease short":                 {map[string]string{"LEASE_DURATION": "999ms"}, "LEASE_DURATION: out of range (want 1s..1h0m0s)"},
+		"attempt timeout short":       {map[string]string{"DYNAMODB_ATTEMPT_TIMEOUT": "5ms"}, "DYNAMODB_ATTEMPT_TIMEOUT: out of range (want 10ms..30s)"},
+		"attempt timeout syntax":      {map[string]string{"DYNAMODB_ATTEMPT_TIMEOUT": "soon"}, `DYNAMODB_ATTEMPT_TIMEOUT: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
 		"lease long":                  {map[string]string{"LEASE_DURATION": "2h"}, "LEASE_DURATION: out of range (want 1s..1h0m0s)"},
 		"lease syntax":                {map[string]string{"LEASE_DURATION": "30sec"}, `LEASE_DURATION: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
 		"snapshot interval zero":      {map[string]string{"SNAPSHOT_INTERVAL": "0"}, "SNAPSHOT_INTERVAL: out of range (want 1ms..10s)"},
@@ -277,42 +312,47 @@ func TestInvalid(t *testing.T) {
 		"body bytes above 6 MiB":      {map[string]string{"MAX_BODY_BYTES": "6291457"}, "MAX_BODY_BYTES: out of range (want 1..6291456)"},
 		"body bytes syntax":           {map[string]string{"MAX_BODY_BYTES": "64KiB"}, "MAX_BODY_BYTES: not an integer"},
 		"cursor secret short":         {map[string]string{"CURSOR_SECRET": "fifteen-bytes.."}, "CURSOR_SECRET: want at least 16 bytes"},
-		"retention negative":          {map[string]string{"SESSION_RETENTION": "-1h"}, "SESSION_RETENTION: out of range (want 0s..876000h0m0s)"},
-		"retention short":             {map[string]string{"SESSION_RETENTION": "59s"}, "SESSION_RETENTION: want 0 (keep) or at least 1m"},
-		"retention syntax":            {map[string]string{"SESSION_RETENTION": "30d"}, `SESSION_RETENTION: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
-		"log level":                   {map[string]string{"LOG_LEVEL": "verbose"}, "LOG_LEVEL: want debug, info, warn or error"},
-		"auth mode":                   {map[string]string{"AUTH_MODE": "basic"}, "AUTH_MODE: want dev, jwt or iam"},
-		"auth mode case":              {map[string]string{"AUTH_MODE": "JWT"}, "AUTH_MODE: want dev, jwt or iam"},
-		"jwt without JWKS URL":        {without(jwt, "JWT_JWKS_URL"), "JWT_JWKS_URL: required when AUTH_MODE is jwt"},
-		"jwt without issuer":          {without(jwt, "JWT_ISSUER"), "JWT_ISSUER: required when AUTH_MODE is jwt"},
-		"jwt without audience":        {without(jwt, "JWT_AUDIENCE"), "JWT_AUDIENCE: required when AUTH_MODE is jwt"},
-		"jwt JWKS over http":          {with(jwt, "JWT_JWKS_URL", "http://idp.example/jwks"), "JWT_JWKS_URL: not an absolute https URL (http only for a loopback host)"},
-		"jwt JWKS not a URL":          {with(jwt, "JWT_JWKS_URL", "::"), "JWT_JWKS_URL: not an absolute https URL (http only for a loopback host)"},
-		"jwt skew negative":           {with(jwt, "JWT_CLOCK_SKEW", "-1s"), "JWT_CLOCK_SKEW: out of range (want 0s..5m0s)"},
-		"jwt skew long":               {with(jwt, "JWT_CLOCK_SKEW", "6m"), "JWT_CLOCK_SKEW: out of range (want 0s..5m0s)"},
-		"jwt skew syntax":             {with(jwt, "JWT_CLOCK_SKEW", "1 minute"), `JWT_CLOCK_SKEW: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
-		"provider":                    {map[string]string{"MODEL_PROVIDER": "anthropic"}, "MODEL_PROVIDER: want echo, bedrock or openai"},
-		"bedrock without model id":    {map[string]string{"MODEL_PROVIDER": "bedrock"}, "MODEL_ID: required when MODEL_PROVIDER is bedrock or openai"},
-		"openai without model id":     {map[string]string{"MODEL_PROVIDER": "openai"}, "MODEL_ID: required when MODEL_PROVIDER is bedrock or openai"},
-		"openai base URL":             {map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "m", "OPENAI_BASE_URL": "api.openai.com/v1"}, "OPENAI_BASE_URL: not an absolute http or https URL"},
-		"echo delay negative":         {map[string]string{"ECHO_DELAY": "-1ms"}, "ECHO_DELAY: out of range (want 0s..10s)"},
-		"echo delay long":             {map[string]string{"ECHO_DELAY": "11s"}, "ECHO_DELAY: out of range (want 0s..10s)"},
-		"echo delay syntax":           {map[string]string{"ECHO_DELAY": "fast"}, `ECHO_DELAY: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
-		"model tools name":            {map[string]string{"MODEL_TOOLS": "ok,not ok"}, "MODEL_TOOLS: want comma-separated tool names of 1..64 [A-Za-z0-9_-]"},
-		"model tools repeated":        {map[string]string{"MODEL_TOOLS": "a,b,a"}, "MODEL_TOOLS: a tool is listed twice"},
-		"model max steps zero":        {map[string]string{"MODEL_MAX_STEPS": "0"}, "MODEL_MAX_STEPS: out of range (want 1..64)"},
-		"model max steps large":       {map[string]string{"MODEL_MAX_STEPS": "65"}, "MODEL_MAX_STEPS: out of range (want 1..64)"},
-		"model max tokens negative":   {map[string]string{"MODEL_MAX_TOKENS": "-1"}, "MODEL_MAX_TOKENS: out of range (want 0..1000000)"},
-		"model max tokens large":      {map[string]string{"MODEL_MAX_TOKENS": "1000001"}, "MODEL_MAX_TOKENS: out of range (want 0..1000000)"},
-		"echo chunk zero":             {map[string]string{"ECHO_CHUNK_RUNES": "0"}, "ECHO_CHUNK_RUNES: out of range (want 1..4096)"},
-		"echo chunk large":            {map[string]string{"ECHO_CHUNK_RUNES": "4097"}, "ECHO_CHUNK_RUNES: out of range (want 1..4096)"},
-		"echo chunk syntax":           {map[string]string{"ECHO_CHUNK_RUNES": "four"}, "ECHO_CHUNK_RUNES: not an integer"},
-		"definition id":               {map[string]string{"DEFINITION_ID": "-default"}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
-		"definition id long":          {map[string]string{"DEFINITION_ID": strings.Repeat("d", 129)}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
-		"definition id character":     {map[string]string{"DEFINITION_ID": "a/b"}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
-		"definition revision zero":    {map[string]string{"DEFINITION_REVISION": "0"}, "DEFINITION_REVISION: out of range (want 1..9007199254740991)"},
-		"definition revision 2^53":    {map[string]string{"DEFINITION_REVISION": "9007199254740992"}, "DEFINITION_REVISION: out of range (want 1..9007199254740991)"},
-		"definition revision float":   {map[string]string{"DEFINITION_REVISION": "1.0"}, "DEFINITION_REVISION: not an integer"},
+		"cursor secret and its ARN": {map[string]string{"CURSOR_SECRET": "0123456789abcdef",
+			"CURSOR_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:c"}, "CURSOR_SECRET_ARN: set CURSOR_SECRET or CURSOR_SECRET_ARN, not both"},
+		"cursor secret ARN of another service": {map[string]string{"CURSOR_SECRET_ARN": "arn:aws:ssm:us-east-1:123456789012:parameter/c"},
+			"CURSOR_SECRET_ARN: not a Secrets Manager secret ARN (arn:<partition>:secretsmanager:<region>:<account>:secret:<name>)"},
+		"cursor secret ARN not an ARN": {map[string]string{"CURSOR_SECRET_ARN": "my-secret"}, "CURSOR_SECRET_ARN: not a Secrets Manager secret ARN (arn:<partition>:secretsmanager:<region>:<account>:secret:<name>)"},
+		"retention negative":           {map[string]string{"SESSION_RETENTION": "-1h"}, "SESSION_RETENTION: out of range (want 0s..876000h0m0s)"},
+		"retention short":              {map[string]string{"SESSION_RETENTION": "59s"}, "SESSION_RETENTION: want 0 (keep) or at least 1m"},
+		"retention syntax":             {map[string]string{"SESSION_RETENTION": "30d"}, `SESSION_RETENTION: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"log level":                    {map[string]string{"LOG_LEVEL": "verbose"}, "LOG_LEVEL: want debug, info, warn or error"},
+		"auth mode":                    {map[string]string{"AUTH_MODE": "basic"}, "AUTH_MODE: want dev, jwt or iam"},
+		"auth mode case":               {map[string]string{"AUTH_MODE": "JWT"}, "AUTH_MODE: want dev, jwt or iam"},
+		"jwt without JWKS URL":         {without(jwt, "JWT_JWKS_URL"), "JWT_JWKS_URL: required when AUTH_MODE is jwt"},
+		"jwt without issuer":           {without(jwt, "JWT_ISSUER"), "JWT_ISSUER: required when AUTH_MODE is jwt"},
+		"jwt without audience":         {without(jwt, "JWT_AUDIENCE"), "JWT_AUDIENCE: required when AUTH_MODE is jwt"},
+		"jwt JWKS over http":           {with(jwt, "JWT_JWKS_URL", "http://idp.example/jwks"), "JWT_JWKS_URL: not an absolute https URL (http only for a loopback host)"},
+		"jwt JWKS not a URL":           {with(jwt, "JWT_JWKS_URL", "::"), "JWT_JWKS_URL: not an absolute https URL (http only for a loopback host)"},
+		"jwt skew negative":            {with(jwt, "JWT_CLOCK_SKEW", "-1s"), "JWT_CLOCK_SKEW: out of range (want 0s..5m0s)"},
+		"jwt skew long":                {with(jwt, "JWT_CLOCK_SKEW", "6m"), "JWT_CLOCK_SKEW: out of range (want 0s..5m0s)"},
+		"jwt skew syntax":              {with(jwt, "JWT_CLOCK_SKEW", "1 minute"), `JWT_CLOCK_SKEW: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"provider":                     {map[string]string{"MODEL_PROVIDER": "anthropic"}, "MODEL_PROVIDER: want echo, bedrock or openai"},
+		"bedrock without model id":     {map[string]string{"MODEL_PROVIDER": "bedrock"}, "MODEL_ID: required when MODEL_PROVIDER is bedrock or openai"},
+		"openai without model id":      {map[string]string{"MODEL_PROVIDER": "openai"}, "MODEL_ID: required when MODEL_PROVIDER is bedrock or openai"},
+		"openai base URL":              {map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "m", "OPENAI_BASE_URL": "api.openai.com/v1"}, "OPENAI_BASE_URL: not an absolute http or https URL"},
+		"echo delay negative":          {map[string]string{"ECHO_DELAY": "-1ms"}, "ECHO_DELAY: out of range (want 0s..10s)"},
+		"echo delay long":              {map[string]string{"ECHO_DELAY": "11s"}, "ECHO_DELAY: out of range (want 0s..10s)"},
+		"echo delay syntax":            {map[string]string{"ECHO_DELAY": "fast"}, `ECHO_DELAY: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
+		"model tools name":             {map[string]string{"MODEL_TOOLS": "ok,not ok"}, "MODEL_TOOLS: want comma-separated tool names of 1..64 [A-Za-z0-9_-]"},
+		"model tools repeated":         {map[string]string{"MODEL_TOOLS": "a,b,a"}, "MODEL_TOOLS: a tool is listed twice"},
+		"model max steps zero":         {map[string]string{"MODEL_MAX_STEPS": "0"}, "MODEL_MAX_STEPS: out of range (want 1..64)"},
+		"model max steps large":        {map[string]string{"MODEL_MAX_STEPS": "65"}, "MODEL_MAX_STEPS: out of range (want 1..64)"},
+		"model max tokens negative":    {map[string]string{"MODEL_MAX_TOKENS": "-1"}, "MODEL_MAX_TOKENS: out of range (want 0..1000000)"},
+		"model max tokens large":       {map[string]string{"MODEL_MAX_TOKENS": "1000001"}, "MODEL_MAX_TOKENS: out of range (want 0..1000000)"},
+		"echo chunk zero":              {map[string]string{"ECHO_CHUNK_RUNES": "0"}, "ECHO_CHUNK_RUNES: out of range (want 1..4096)"},
+		"echo chunk large":             {map[string]string{"ECHO_CHUNK_RUNES": "4097"}, "ECHO_CHUNK_RUNES: out of range (want 1..4096)"},
+		"echo chunk syntax":            {map[string]string{"ECHO_CHUNK_RUNES": "four"}, "ECHO_CHUNK_RUNES: not an integer"},
+		"definition id":                {map[string]string{"DEFINITION_ID": "-default"}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
+		"definition id long":           {map[string]string{"DEFINITION_ID": strings.Repeat("d", 129)}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
+		"definition id character":      {map[string]string{"DEFINITION_ID": "a/b"}, "DEFINITION_ID: not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)"},
+		"definition revision zero":     {map[string]string{"DEFINITION_REVISION": "0"}, "DEFINITION_REVISION: out of range (want 1..9007199254740991)"},
+		"definition revision 2^53":     {map[string]string{"DEFINITION_REVISION": "9007199254740992"}, "DEFINITION_REVISION: out of range (want 1..9007199254740991)"},
+		"definition revision float":    {map[string]string{"DEFINITION_REVISION": "1.0"}, "DEFINITION_REVISION: not an integer"},
 		"several at once": {
 			map[string]string{"TURN_TIMEOUT": "x", "LOG_LEVEL": "loud", "MODEL_PROVIDER": "nope"},
 			"TURN_TIMEOUT: not a duration (want Go syntax such as \"30s\" or integer milliseconds)\nLOG_LEVEL: want debug, info, warn or error\nMODEL_PROVIDER: want echo, bedrock or openai",
@@ -338,6 +378,68 @@ func TestInvalid(t *testing.T) {
 			}
 			if c.TableName != "" || c.CursorSecret != nil {
 				t.Errorf("a failed parse returned a partial Config: %+v", c)
+			}
+		})
+	}
+}
+
+// TestInvalidTrustedPrincipal: the trusted principal is a tenant and a
+// subject; a configuration that leaves its tenant open, or names one no
+// principal can have, fails naming the variable to fix.
+func TestInvalidTrustedPrincipal(t *testing.T) {
+	jwt := map[string]string{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://idp.example/jwks", "JWT_ISSUER": "i", "JWT_AUDIENCE": "a"}
+	with := func(base map[string]string, k, v string) map[string]string {
+		m := map[string]string{k: v}
+		for bk, bv := range base {
+			if bk != k {
+				m[bk] = bv
+			}
+		}
+		return m
+	}
+	without := func(base map[string]string, k string) map[string]string {
+		m := map[string]string{}
+		for bk, bv := range base {
+			if bk != k {
+				m[bk] = bv
+			}
+		}
+		return m
+	}
+	tests := map[string]struct {
+		env  map[string]string
+		want string // the whole error text
+	}{
+		"jwt tenant claim, trusted subject alone": {with(with(jwt, "JWT_TENANT_CLAIM", "tid"), "ARTIFACTS_TRUSTED_SUBJECT", "host"),
+			"ARTIFACTS_TRUSTED_TENANT: required when ARTIFACTS_TRUSTED_SUBJECT is set and JWT_TENANT_CLAIM is not iss (the trusted principal is a tenant and a subject)"},
+		"jwt trusted tenant other than the issuer": {with(with(jwt, "ARTIFACTS_TRUSTED_SUBJECT", "host"), "ARTIFACTS_TRUSTED_TENANT", "acme"),
+			"ARTIFACTS_TRUSTED_TENANT: no jwt-mode principal with subject ARTIFACTS_TRUSTED_SUBJECT has this tenant; leave it empty"},
+		"jwt without issuer, trusted subject": {without(with(jwt, "ARTIFACTS_TRUSTED_SUBJECT", "host"), "JWT_ISSUER"), "JWT_ISSUER: required when AUTH_MODE is jwt"},
+		"unknown mode, trusted subject":       {map[string]string{"AUTH_MODE": "basic", "ARTIFACTS_TRUSTED_SUBJECT": "host"}, "AUTH_MODE: want dev, jwt or iam"},
+		"trusted tenant without subject": {map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_TENANT": "123456789012"},
+			"ARTIFACTS_TRUSTED_TENANT: set without ARTIFACTS_TRUSTED_SUBJECT"},
+		"iam trusted subject not an ARN": {map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_SUBJECT": "host"},
+			"ARTIFACTS_TRUSTED_SUBJECT: in iam mode, want the trusted writer's IAM ARN (arn:<partition>:<service>::<account id>:<resource>)"},
+		"iam trusted ARN without account": {map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_SUBJECT": "arn:aws:s3:::bucket/key"},
+			"ARTIFACTS_TRUSTED_SUBJECT: in iam mode, want the trusted writer's IAM ARN (arn:<partition>:<service>::<account id>:<resource>)"},
+		"iam trusted tenant not the ARN's account": {map[string]string{"AUTH_MODE": "iam", "ARTIFACTS_TRUSTED_SUBJECT": "arn:aws:iam::123456789012:role/host", "ARTIFACTS_TRUSTED_TENANT": "210987654321"},
+			"ARTIFACTS_TRUSTED_TENANT: no iam-mode principal with subject ARTIFACTS_TRUSTED_SUBJECT has this tenant; leave it empty"},
+		"dev trusted tenant not dev": {map[string]string{"ARTIFACTS_TRUSTED_TENANT": "acme"},
+			"ARTIFACTS_TRUSTED_TENANT: no dev-mode principal with subject ARTIFACTS_TRUSTED_SUBJECT has this tenant; leave it empty"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c, err := config.FromLookup(env(tc.env))
+			if err == nil {
+				t.Fatalf("FromLookup succeeded: %+v", c)
+			}
+			if err.Error() != tc.want {
+				t.Errorf("error %q\nwant      %q", err, tc.want)
+			}
+			for k, v := range tc.env {
+				if strings.Contains(err.Error(), k+": ") && len(v) >= 3 && strings.Contains(err.Error(), v) {
+					t.Errorf("error repeats the value of %s", k)
+				}
 			}
 		})
 	}
@@ -390,6 +492,8 @@ func TestCursorSecret(t *testing.T) {
 		"local, set":       {map[string]string{"CURSOR_SECRET": "0123456789abcdef"}, nil},
 		"on Lambda, set":   {map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f", "CURSOR_SECRET": "0123456789abcdef"}, nil},
 		"on Lambda, unset": {map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f"}, config.ErrCursorSecretRequired},
+		"on Lambda, ARN not installed yet": {map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f",
+			"CURSOR_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:cursor-AbCdEf"}, config.ErrCursorSecretRequired},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -443,5 +547,38 @@ func TestDeadline(t *testing.T) {
 				t.Errorf("Deadline = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// wantTrusted checks c's trusted principal.
+func wantTrusted(t *testing.T, c config.Config, tenant, subject string) {
+	t.Helper()
+	gotTenant, gotSubject, ok, err := c.Auth.TrustedPrincipal()
+	if err != nil || !ok || gotTenant != tenant || gotSubject != subject {
+		t.Errorf("TrustedPrincipal = %q, %q, %v, %v; want %q, %q", gotTenant, gotSubject, ok, err, tenant, subject)
+	}
+}
+
+func TestSetCursorSecret(t *testing.T) {
+	c := mustParse(t, map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f",
+		"CURSOR_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:cursor-AbCdEf"})
+	if c.CursorSecretARN != "arn:aws:secretsmanager:us-east-1:123456789012:secret:cursor-AbCdEf" || !c.CursorSecretGenerated {
+		t.Fatalf("ARN %q generated %v", c.CursorSecretARN, c.CursorSecretGenerated)
+	}
+	before := append([]byte(nil), c.CursorSecret...)
+	if err := c.SetCursorSecret([]byte("fifteen-bytes..")); !errors.Is(err, config.ErrCursorSecretShort) ||
+		!bytes.Equal(c.CursorSecret, before) || !c.CursorSecretGenerated {
+		t.Errorf("short secret: %v; secret changed %v", err, !bytes.Equal(c.CursorSecret, before))
+	}
+	secret := []byte("0123456789abcdef-from-secrets-manager")
+	if err := c.SetCursorSecret(secret); err != nil {
+		t.Fatal(err)
+	}
+	secret[0] = 'X'
+	if string(c.CursorSecret) != "0123456789abcdef-from-secrets-manager" || c.CursorSecretGenerated {
+		t.Errorf("secret %q generated %v, want a copy of the installed one", c.CursorSecret, c.CursorSecretGenerated)
+	}
+	if err := c.RequireCursorSecret(); err != nil {
+		t.Errorf("RequireCursorSecret after SetCursorSecret: %v", err)
 	}
 }

@@ -13,12 +13,19 @@
 // Tool round trips. When a stream finishes with FinishToolUse, the caller
 // runs the tools and calls Stream again with Messages extended by:
 //  1. the assistant message as streamed: Role protocol.RoleAssistant,
-//     Content the text so far (may be empty), ToolCalls one entry per
-//     Event.ToolCall with the same ID, Name and Args (Status ignored);
+//     Content this call's text (may be empty), ToolCalls one entry per
+//     Event.ToolCall with its Name and Args (Status ignored) and an ID
+//     unique within the turn (the model's own unless empty or repeated);
 //  2. one message per tool call, in the same order: Role protocol.RoleTool,
 //     ToolCallID the call's ID, Content the tool's result text; Status
 //     protocol.MessageError marks a failed tool (Content is then the error
 //     text meant for the model).
+//
+// Providers first pass Messages through ProviderMessages, which pairs
+// every call with exactly one result, makes tool call ids unique and
+// valid, and renders tool exchanges as plain text when the request offers
+// no tools: the request is then one the provider's API accepts whatever
+// the stored history holds.
 //
 // Bedrock providers map consecutive tool messages to one "user" message of
 // toolResult blocks (status "error" for failed ones) and assistant tool
@@ -117,12 +124,19 @@ type Event struct {
 // ToolCall is one complete tool call the model asked for.
 type ToolCall struct {
 	// ID is the provider's call id (Bedrock toolUseId, OpenAI
-	// tool_calls[].id), sent back as the tool message's ToolCallID.
+	// tool_calls[].id), sent back as the tool message's ToolCallID. It
+	// may be empty or repeat another call's id (models do both): the
+	// caller makes ids unique within its turn before recording them, and
+	// ProviderMessages makes them unique and valid within each request.
 	ID string
 	// Name is the ToolSpec.Name called.
 	Name string
-	// Args is the arguments, a JSON object ("{}" when the model sent
-	// none). Providers that receive invalid JSON report an *Error.
+	// Args is the arguments exactly as the model sent them: normally a
+	// JSON object, "{}" when the model sent none. Models also send
+	// arguments that are not an object ([1,2], a string) or not JSON at
+	// all: providers pass those on unchanged rather than failing the
+	// stream, and the caller records such a call as failed (pkg/tool
+	// reports it as invalid arguments).
 	Args json.RawMessage
 }
 

@@ -38,18 +38,7 @@ func ExpandToolCalls(msgs []protocol.Message) []protocol.Message {
 			if answered[tc.ID] {
 				continue
 			}
-			id := tc.ID
-			msg := protocol.Message{Role: protocol.RoleTool, ToolCallID: &id, Status: protocol.MessageError, Content: TextToolNotCompleted, CreatedAt: m.CreatedAt}
-			switch {
-			case tc.Status == protocol.ToolCallComplete:
-				msg.Status = protocol.MessageComplete
-				msg.Content = ""
-				if tc.Result != nil {
-					msg.Content = *tc.Result
-				}
-			case tc.Status == protocol.ToolCallError && tc.Error != nil:
-				msg.Content = *tc.Error
-			}
+			msg := resultOf(tc, m.CreatedAt)
 			out = append(out, msg)
 		}
 	}

@@ -148,3 +148,33 @@ func TestBenchmarkInputsAreValid(t *testing.T) {
 		t.Fatalf("submit body: %+v", *diag)
 	}
 }
+
+// BenchmarkDecodeSnapshot50: DecodeTurnEvent of snapshot50 versus
+// encoding/json Unmarshal of the same bytes into the equivalent struct.
+// DecodeTurnEvent also checks every object for case-variant keys
+// (IsCaseVariant), every record limit and every message field.
+func BenchmarkDecodeSnapshot50(b *testing.B) {
+	body, err := protocol.EncodeEvent(snapshot50())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("protocol", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if _, diag := protocol.DecodeTurnEvent(body); diag != nil {
+				b.Fatal(diag.Code)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			var e wireEvent[*protocol.SnapshotPayload]
+			if err := json.Unmarshal(body, &e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -101,6 +101,14 @@ func boundedOK(n *node) bool {
 	return visit(n, 0)
 }
 
+// The fields of a render frame, of a selection or interaction event and of
+// a fallback, for the case-variant rule (IsCaseVariant).
+var (
+	renderFrameFields    = []string{"protocol", "version", "type", "componentKey", "instanceId", "props", "fallback"}
+	componentEventFields = []string{"protocol", "version", "type", "componentKey", "instanceId", "choiceId", "event", "value"}
+	fallbackFields       = []string{"kind", "summary"}
+)
+
 func componentDiag(code, message string) *Diagnostic {
 	d := NewDiagnostic(code)
 	if message != "" {
@@ -116,11 +124,16 @@ func componentDiag(code, message string) *Diagnostic {
 // COMPONENT_UNSUPPORTED_VERSION; right protocol and a type other than
 // render → COMPONENT_UNKNOWN_TYPE; any schema failure →
 // COMPONENT_INVALID_FRAME "Component frame payload is invalid.". Unknown
-// keys are dropped. Exactly one result is non-nil.
+// keys are dropped; a case variant of a field (IsCaseVariant) in the frame
+// or its fallback is COMPONENT_INVALID_FRAME, checked first. Exactly one
+// result is non-nil.
 func DecodeRenderFrame(data []byte) (*RenderFrame, *Diagnostic) {
 	root, err := parseJSON(data)
 	if err != nil {
 		return nil, componentDiag(CodeComponentInvalidFrame, msgComponentFrameNotJSON)
+	}
+	if root.hasCaseVariant(renderFrameFields) {
+		return nil, componentDiag(CodeComponentInvalidFrame, "")
 	}
 	if d := componentPrecheck(&root, FrameRender); d != nil {
 		return nil, d
@@ -170,7 +183,7 @@ func componentHeader(root *node, typ string) (key, instance string, ok bool) {
 
 func renderFrameFromNode(root *node) (*RenderFrame, bool) {
 	key, instance, ok := componentHeader(root, FrameRender)
-	if !ok {
+	if !ok || root.hasCaseVariant(renderFrameFields) {
 		return nil, false
 	}
 	props, ok := root.get("props")
@@ -178,7 +191,7 @@ func renderFrameFromNode(root *node) (*RenderFrame, bool) {
 		return nil, false
 	}
 	fb, ok := root.get("fallback")
-	if !ok || fb.kind != kindObject {
+	if !ok || fb.kind != kindObject || fb.hasCaseVariant(fallbackFields) {
 		return nil, false
 	}
 	kind, ok1 := strField(fb, "kind")
@@ -196,11 +209,16 @@ func renderFrameFromNode(root *node) (*RenderFrame, bool) {
 
 // DecodeComponentEvent decodes an untrusted selection or interaction event
 // (AgentsKit wire §7) with the same steps as DecodeRenderFrame, where the
-// known types are select and interact. Exactly one result is non-nil.
+// known types are select and interact (a case variant of a field of
+// either is COMPONENT_INVALID_FRAME, checked first). Exactly one result is
+// non-nil.
 func DecodeComponentEvent(data []byte) (*ComponentEvent, *Diagnostic) {
 	root, err := parseJSON(data)
 	if err != nil {
 		return nil, componentDiag(CodeComponentInvalidFrame, msgComponentFrameNotJSON)
+	}
+	if root.hasCaseVariant(componentEventFields) {
+		return nil, componentDiag(CodeComponentInvalidFrame, "")
 	}
 	if d := componentPrecheck(&root, FrameSelect, FrameInteract); d != nil {
 		return nil, d

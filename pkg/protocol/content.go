@@ -194,12 +194,16 @@ func DecodeContent(content string) (*DecodedContent, *Diagnostic) {
 	return out, nil
 }
 
+// contentRecordFields are the fields of a content record, for the
+// case-variant rule (IsCaseVariant).
+var contentRecordFields = []string{"kind", "text", "frame"}
+
 func contentPartFromLine(line string) (ContentPart, bool) {
 	if line == "" {
 		return ContentPart{}, false
 	}
 	n, err := parseJSON([]byte(line))
-	if err != nil || n.kind != kindObject {
+	if err != nil || n.kind != kindObject || n.hasCaseVariant(contentRecordFields) {
 		return ContentPart{}, false
 	}
 	k, ok := strField(&n, "kind")

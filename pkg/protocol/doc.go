@@ -11,7 +11,10 @@
 // what JavaScript's JSON.parse accepts except where Go and JavaScript could
 // read one body two ways (DESIGN §2): a duplicated key at any depth, a lone
 // UTF-16 surrogate escape and invalid UTF-8 are rejected as invalid JSON.
-// Keys match case-sensitively, unknown keys are dropped, null never stands
+// Keys match case-sensitively, and an object holding a key equal to one of
+// its own fields but for case ("Event" for "event") is invalid, since a
+// case-folding reader would take it for the field (IsCaseVariant). Other
+// unknown keys are dropped, null never stands
 // for an absent optional field, integers are integral numbers up to 2^53-1,
 // lengths count UTF-16 code units and "blank" means empty after
 // JavaScript's String#trim.

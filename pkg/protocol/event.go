@@ -26,10 +26,17 @@ var ErrInvalidEvent = errors.New("protocol: invalid turn event")
 //     other schema failure (a JSON string holding an event included: the
 //     text is parsed once).
 //
+// An object holding a case variant of one of its own fields (IsCaseVariant:
+// "Event" beside or instead of "event", "INPUT" in a submit payload, at any
+// object the decoder reads: envelope, payloads, lineage, usage, error,
+// messages, parts, tool calls) is PROTOCOL_INVALID_PAYLOAD; in the
+// envelope this is checked before the version and event kind.
+//
 // Diagnostic.EventID is set only when the input is an object whose eventId
-// is a SafeId; no other input byte reaches a diagnostic. Unknown keys are
-// ignored; keys match case-sensitively; null is invalid for optional
-// fields; integers are integral numbers <= 2^53-1. A submit payload may
+// is a SafeId and which holds no case variant of "eventId"; no other input
+// byte reaches a diagnostic. Unknown keys are ignored; keys match
+// case-sensitively; null is invalid for optional fields; integers are
+// integral numbers <= 2^53-1. A submit payload may
 // carry the turnstream lineage extension (DESIGN §5) in Submit.Lineage.
 func DecodeTurnEvent(data []byte) (*Event, *Diagnostic) {
 	root, err := parseJSON(data)
@@ -40,10 +47,13 @@ func DecodeTurnEvent(data []byte) (*Event, *Diagnostic) {
 	}
 	fail := func(code string) (*Event, *Diagnostic) {
 		d := NewDiagnostic(code)
-		if id, ok := root.get("eventId"); ok && id.kind == kindString && IsSafeID(id.str) {
+		if id, ok := root.get("eventId"); ok && id.kind == kindString && IsSafeID(id.str) && !root.hasCaseVariant(eventIDField) {
 			d.EventID = id.str
 		}
 		return nil, &d
+	}
+	if root.hasCaseVariant(envelopeFields) {
+		return fail(CodeProtocolInvalidPayload)
 	}
 	if p, ok := root.get("protocol"); ok && p.kind == kindString && p.str == TurnProtocol {
 		v, hasVersion := root.get("version")
@@ -61,6 +71,19 @@ func DecodeTurnEvent(data []byte) (*Event, *Diagnostic) {
 	}
 	return ev, nil
 }
+
+// The fields of each object the turn decoder reads, for the case-variant
+// rule (IsCaseVariant). A part's and a lineage's lists hold the fields of
+// every variant of the object, whichever type or operation it has.
+var (
+	envelopeFields   = []string{"protocol", "version", "eventId", "sessionId", "turnId", "sequence", "emittedAt", "event", "payload"}
+	eventIDField     = []string{"eventId"}
+	submitFields     = []string{"input", "lineage"}
+	lineageFields    = []string{"operation", "parentTurnId", "sourceMessageId"}
+	snapshotFields   = []string{"messages", "status", "usage", "error", "lineage"}
+	usageFields      = []string{"promptTokens", "completionTokens", "totalTokens"}
+	diagnosticFields = []string{"version", "code", "message", "retryable"}
+)
 
 // Field readers over a parsed object. Each returns ok=false when the field
 // is missing or breaks its rule; the optional readers return (nil, true)
@@ -148,6 +171,9 @@ func eventFromNode(root *node) (*Event, bool) {
 }
 
 func submitFromNode(p *node) (*SubmitPayload, bool) {
+	if p.hasCaseVariant(submitFields) {
+		return nil, false
+	}
 	input, ok := strField(p, "input")
 	if !ok || isBlank(input) {
 		return nil, false
@@ -163,7 +189,7 @@ func submitFromNode(p *node) (*SubmitPayload, bool) {
 
 func lineageFromNode(l *node) (*Lineage, bool) {
 	op, ok := strField(l, "operation")
-	if !ok {
+	if !ok || l.hasCaseVariant(lineageFields) {
 		return nil, false
 	}
 	switch op {
@@ -181,6 +207,9 @@ func lineageFromNode(l *node) (*Lineage, bool) {
 }
 
 func diagnosticFromNode(d *node) (*Diagnostic, bool) {
+	if d.hasCaseVariant(diagnosticFields) {
+		return nil, false
+	}
 	if v, ok := d.get("version"); !ok || v.kind != kindNumber || v.num != 1 {
 		return nil, false
 	}
@@ -194,6 +223,9 @@ func diagnosticFromNode(d *node) (*Diagnostic, bool) {
 }
 
 func snapshotFromNode(p *node) (*SnapshotPayload, bool) {
+	if p.hasCaseVariant(snapshotFields) {
+		return nil, false
+	}
 	s := &SnapshotPayload{}
 	msgs, ok := p.get("messages")
 	if !ok {
@@ -206,7 +238,7 @@ func snapshotFromNode(p *node) (*SnapshotPayload, bool) {
 		return nil, false
 	}
 	u, ok := p.get("usage")
-	if !ok || u.kind != kindObject {
+	if !ok || u.kind != kindObject || u.hasCaseVariant(usageFields) {
 		return nil, false
 	}
 	var ok1, ok2, ok3 bool

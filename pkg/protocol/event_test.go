@@ -127,6 +127,11 @@ func TestDecodeTurnEvent(t *testing.T) {
 		"EventId key":  bad(sub(`"eventId"`, `"EventId"`), ""),
 		"Input key":    bad(sub(`"input"`, `"Input"`), "event-submit"),
 		"Payload key":  bad(sub(`"payload"`, `"Payload"`), "event-submit"),
+		// ... and a key equal to a field but for case is rejected even
+		// beside the field itself (one body, two readings; more in
+		// testdata/case-variants.json).
+		"Event beside event": bad(sub(`"event":`, `"Event":"server.turn.snapshot","event":`), "event-submit"),
+		"INPUT beside input": bad(input(`"hello","INPUT":"x"`), "event-submit"),
 
 		// Duplicate keys anywhere (DESIGN §2).
 		"duplicate top-level key":           badJSON(sub(`"sequence":0`, `"sequence":0,"sequence":0`)),
@@ -308,7 +313,7 @@ func TestDecodeTurnEventValues(t *testing.T) {
 	})
 	t.Run("unknown keys are dropped", func(t *testing.T) {
 		plain, _ := protocol.DecodeTurnEvent([]byte(submitEvent))
-		extra, diag := protocol.DecodeTurnEvent([]byte(replace(t, submitEvent, `"input":"hello"`, `"input":"hello","future":true,"Input":"x"`)))
+		extra, diag := protocol.DecodeTurnEvent([]byte(replace(t, submitEvent, `"input":"hello"`, `"input":"hello","future":true,"inputs":"x"`)))
 		if diag != nil || !reflect.DeepEqual(plain, extra) {
 			t.Fatalf("got %+v; want %+v", extra, plain)
 		}

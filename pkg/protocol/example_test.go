@@ -70,3 +70,15 @@ func ExampleContentEncoder() {
 	// component choice-list {"prompt":"Pick one","choices":[{"id":"a","label":"A"}]}
 	// complete: true
 }
+
+func ExampleIsCaseVariant() {
+	fields := []string{"sessionId", "turnId"}
+	for _, key := range []string{"sessionId", "SessionId", "TURNID", "reason"} {
+		fmt.Println(key, protocol.IsCaseVariant(key, fields...))
+	}
+	// Output:
+	// sessionId false
+	// SessionId true
+	// TURNID true
+	// reason false
+}

@@ -30,6 +30,8 @@ func FuzzDecodeTurnEvent(f *testing.F) {
 		snapshotEvent, diagnosticEvent, `"` + strings.ReplaceAll(submitEvent, `"`, `\"`) + `"`,
 		strings.Replace(submitEvent, `"hello"`, `"\ud800"`, 1),
 		strings.Replace(submitEvent, `"version":1`, `"Version":1`, 1),
+		strings.Replace(submitEvent, `"event":`, `"Event":"x","event":`, 1),
+		strings.Replace(submitEvent, `"input":"hello"`, `"input":"hello","Input":"x","INPUT":""`, 1),
 		strings.Replace(submitEvent, `"sequence":0`, `"sequence":0,"sequence":1`, 1),
 		strings.Replace(submitEvent, `"hello"`, `"\u2028😀<&>"`, 1),
 		strings.Replace(snapshotEvent, `"status":"streaming","createdAt"`,

@@ -52,6 +52,47 @@ type node struct {
 	kids []node  // kindArray: elements; kindObject: members
 }
 
+// IsCaseVariant reports whether key names one of the known fields of an
+// object case-insensitively without being exactly that name: "Event" or
+// "EVENT" for "event". Case-insensitive means Unicode simple case folding
+// as strings.EqualFold applies it, the rule Go's encoding/json uses to
+// match object keys to struct fields, so "ſtatus" (U+017F LATIN SMALL
+// LETTER LONG S) is a variant of "status" and "promptToKens" with U+212A
+// KELVIN SIGN one of "promptTokens"; full case folding ("ß" as "ss") is not
+// applied, as no JSON reader in use matches keys that way.
+//
+// JavaScript reads such a key as an unknown one and ignores it, while a Go
+// reader that folds case reads it as the field (and, with both keys
+// present, lets the later one win): one body, two readings. Every decoder
+// of this package rejects an object holding a variant of one of its own
+// fields, and pkg/turn and pkg/sessionapi apply the same rule to their
+// request bodies. Keys that are no variant of a known field stay ignored.
+func IsCaseVariant(key string, known ...string) bool {
+	if slices.Contains(known, key) {
+		return false
+	}
+	for _, k := range known {
+		if strings.EqualFold(key, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// hasCaseVariant reports whether the object n has a member whose key is a
+// case variant (IsCaseVariant) of one of known; false for other kinds.
+func (n *node) hasCaseVariant(known []string) bool {
+	if n.kind != kindObject {
+		return false
+	}
+	for i := range n.kids {
+		if IsCaseVariant(n.kids[i].key, known...) {
+			return true
+		}
+	}
+	return false
+}
+
 // errSyntax is the single error of the reader: callers map it to their own
 // fixed diagnostic and never show it.
 var errSyntax = errors.New("protocol: invalid JSON text")

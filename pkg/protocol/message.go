@@ -109,6 +109,14 @@ func messagesFromNode(arr *node) ([]Message, bool) {
 	return out, true
 }
 
+// The fields of a message, a part (of any type) and a tool call, for the
+// case-variant rule (IsCaseVariant).
+var (
+	messageFields  = []string{"id", "role", "content", "status", "createdAt", "parts", "toolCalls", "toolCallId", "metadata"}
+	partFields     = []string{"type", "text", "source", "mimeType", "detail", "durationSec", "filename"}
+	toolCallFields = []string{"id", "name", "args", "status", "result", "error"}
+)
+
 func isRole(s string) bool {
 	return s == RoleUser || s == RoleAssistant || s == RoleSystem || s == RoleTool
 }
@@ -126,7 +134,7 @@ func isToolCallStatus(s string) bool {
 }
 
 func messageFromNode(n *node, m *Message) bool {
-	if n.kind != kindObject {
+	if n.kind != kindObject || n.hasCaseVariant(messageFields) {
 		return false
 	}
 	var ok1, ok2, ok3, ok4, ok5, ok6 bool
@@ -172,7 +180,7 @@ func messageFromNode(n *node, m *Message) bool {
 }
 
 func partFromNode(n *node, p *Part) bool {
-	if n.kind != kindObject {
+	if n.kind != kindObject || n.hasCaseVariant(partFields) {
 		return false
 	}
 	typ, ok := strField(n, "type")
@@ -224,7 +232,7 @@ func partFromNode(n *node, p *Part) bool {
 func isDetail(s string) bool { return s == "low" || s == "high" || s == "auto" }
 
 func toolCallFromNode(n *node, c *ToolCall) bool {
-	if n.kind != kindObject {
+	if n.kind != kindObject || n.hasCaseVariant(toolCallFields) {
 		return false
 	}
 	var ok1, ok2, ok3, ok4, ok5 bool

@@ -98,13 +98,19 @@ type Confirmation struct {
 // SESSION_UNSUPPORTED_VERSION; then v1; then v0 (the same fields without
 // protocol and with version 0; a stray protocol is ignored), migrated to
 // v1; anything else (a missing version included) → SESSION_INVALID_SNAPSHOT
-// ("Session snapshot payload is invalid."). Unknown keys are dropped.
-// Exactly one result is non-nil.
+// ("Session snapshot payload is invalid."). Unknown keys are dropped; a
+// case variant of a field (IsCaseVariant) in the envelope or any object in
+// it is SESSION_INVALID_SNAPSHOT, checked first. Exactly one result is
+// non-nil.
 func DecodeSession(data []byte) (*SessionEnvelope, *Diagnostic) {
 	root, err := parseJSON(data)
 	if err != nil {
 		d := NewDiagnostic(CodeSessionInvalidSnapshot)
 		d.Message = msgSessionSnapshotNotJSON
+		return nil, &d
+	}
+	if root.hasCaseVariant(sessionFields) {
+		d := NewDiagnostic(CodeSessionInvalidSnapshot)
 		return nil, &d
 	}
 	v, hasVersion := root.get("version")
@@ -124,6 +130,17 @@ func DecodeSession(data []byte) (*SessionEnvelope, *Diagnostic) {
 	return nil, &d
 }
 
+// The fields of each object of a session envelope, for the case-variant
+// rule (IsCaseVariant).
+var (
+	sessionFields      = []string{"protocol", "version", "sessionId", "definitionId", "definitionRevision", "updatedAt", "cursor", "activeTurn", "terminalTurns", "conversation", "confirmations"}
+	activeTurnFields   = []string{"turnId", "expiresAt"}
+	terminalTurnFields = []string{"turnId", "outcome"}
+	conversationFields = []string{"state", "decisions"}
+	decisionFields     = []string{"messageId", "input", "routeId", "kind", "content", "fromState", "toState"}
+	confirmationFields = []string{"token", "action", "input", "toolCallId", "expiresAt", "status"}
+)
+
 func sessionFromNode(n *node) (*SessionEnvelope, bool) {
 	var s SessionEnvelope
 	var ok1, ok2, ok3, ok4, ok5 bool
@@ -136,7 +153,7 @@ func sessionFromNode(n *node) (*SessionEnvelope, bool) {
 		return nil, false
 	}
 	if a, ok := n.get("activeTurn"); ok {
-		if a.kind != kindObject {
+		if a.kind != kindObject || a.hasCaseVariant(activeTurnFields) {
 			return nil, false
 		}
 		id, ok1 := safeIDField(a, "turnId")
@@ -154,7 +171,7 @@ func sessionFromNode(n *node) (*SessionEnvelope, bool) {
 		seen := make(map[string]bool, len(t.kids))
 		for i := range t.kids {
 			e := &t.kids[i]
-			if e.kind != kindObject {
+			if e.kind != kindObject || e.hasCaseVariant(terminalTurnFields) {
 				return nil, false
 			}
 			id, ok1 := safeIDField(e, "turnId")
@@ -182,7 +199,7 @@ func sessionFromNode(n *node) (*SessionEnvelope, bool) {
 	calls := make(map[string]bool, len(c.kids))
 	for i := range c.kids {
 		e := &c.kids[i]
-		if e.kind != kindObject {
+		if e.kind != kindObject || e.hasCaseVariant(confirmationFields) {
 			return nil, false
 		}
 		var cf Confirmation
@@ -205,7 +222,7 @@ func sessionFromNode(n *node) (*SessionEnvelope, bool) {
 }
 
 func conversationFromNode(c *node) (*Conversation, bool) {
-	if c.kind != kindObject {
+	if c.kind != kindObject || c.hasCaseVariant(conversationFields) {
 		return nil, false
 	}
 	state, ok := strField(c, "state")
@@ -217,7 +234,7 @@ func conversationFromNode(c *node) (*Conversation, bool) {
 	seen := make(map[string]bool, len(d.kids))
 	for i := range d.kids {
 		e := &d.kids[i]
-		if e.kind != kindObject {
+		if e.kind != kindObject || e.hasCaseVariant(decisionFields) {
 			return nil, false
 		}
 		var x Decision

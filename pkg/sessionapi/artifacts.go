@@ -151,7 +151,8 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 // the single member "artifacts", an array (not null) of objects with exactly
 // the string members entryPath and artifactType. Names match
 // case-sensitively; a duplicated name at any depth, an unknown member (the
-// legacy {"id"} reference among them), a missing or null member, a wrong
+// legacy {"id"} reference among them, and any case variant of a field such
+// as "EntryPath", see protocol.IsCaseVariant), a missing or null member, a wrong
 // type, invalid UTF-8, a lone surrogate escape or trailing data is
 // errInvalidBody. Values are checked afterwards by chat.ValidateArtifacts.
 func decodeArtifacts(body []byte) ([]chat.ArtifactReference, error) {

@@ -106,7 +106,8 @@ func NewHistoryHandler(opts Options) http.Handler {
 //
 // PUT replaces the turn's references (deduplicated by entryPath, the last
 // one winning; [] clears) and is allowed only to the trusted principal (403
-// REQUEST_FORBIDDEN otherwise); GET follows chat.Store.GetArtifacts access
+// REQUEST_FORBIDDEN otherwise, before any lookup), on sessions of its own
+// tenant (404 SESSION_NOT_FOUND for another tenant's); GET follows chat.Store.GetArtifacts access
 // (the session's owner; another principal gets 404). Another method is 405
 // (Allow: GET, PUT), any other path 404 REQUEST_NOT_FOUND. It panics if
 // opts.Store or opts.Authenticator is nil.

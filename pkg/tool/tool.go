@@ -348,7 +348,7 @@ func (r *Registry) Run(ctx context.Context, call model.ToolCall) Outcome {
 		return o.fail(CodeUnknownTool, textUnknownTool, fmt.Errorf("%w: %q", ErrUnknownTool, call.Name))
 	}
 	if !isJSONObject(call.Args) {
-		return o.fail(CodeInvalidArgs, textInvalidArgs+": not a JSON object.", errNotObject)
+		return o.fail(CodeInvalidArgs, argsProblem(call.Args), errNotObject)
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(call.Args))
 	if err != nil {
@@ -491,6 +491,24 @@ func escapePointer(tokens []string) []string {
 		out[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
 	}
 	return out
+}
+
+// argsProblem is the model's text for arguments that are not one JSON
+// object: "not valid JSON" (also for invalid UTF-8 and duplicate names,
+// which the strict reader refuses), "a JSON array" / "a JSON string" /
+// "a JSON number" / "a JSON boolean" / "JSON null" for valid JSON of
+// another kind, and "not a JSON object" otherwise. The arguments
+// themselves are never quoted.
+func argsProblem(raw json.RawMessage) string {
+	v := jsontext.Value(raw)
+	if !v.IsValid() {
+		return textInvalidArgs + ": not valid JSON; send one JSON object."
+	}
+	kind := map[jsontext.Kind]string{'[': "a JSON array", '"': "a JSON string", '0': "a JSON number", 't': "a JSON boolean", 'f': "a JSON boolean", 'n': "JSON null"}[v.Kind()]
+	if kind == "" {
+		return textInvalidArgs + ": not a JSON object."
+	}
+	return textInvalidArgs + ": " + kind + ", not a JSON object."
 }
 
 // isJSONObject reports whether raw is exactly one JSON object with valid

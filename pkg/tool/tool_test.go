@@ -172,9 +172,14 @@ func TestRun(t *testing.T) {
 		"wrong type":            {"add", `{"a":1,"b":"two"}`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: /b: type.", 0, false, false},
 		"extra property":        {"add", `{"a":1,"b":2,"c":3}`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: /: additionalProperties (unexpected c).", 0, false, false},
 		"case-folded duplicate": {"add", `{"a":1,"b":2,"B":3}`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: /: additionalProperties (unexpected B).", 0, false, false},
-		"duplicate key":         {"add", `{"a":1,"b":2,"b":3}`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: not a JSON object.", 0, false, false},
-		"not JSON":              {"add", `{"a":1,`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: not a JSON object.", 0, false, false},
-		"array args":            {"add", `[1,2]`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: not a JSON object.", 0, false, false},
+		"duplicate key":         {"add", `{"a":1,"b":2,"b":3}`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: not valid JSON; send one JSON object.", 0, false, false},
+		"not JSON":              {"add", `{"a":1,`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: not valid JSON; send one JSON object.", 0, false, false},
+		"array args":            {"add", `[1,2]`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: a JSON array, not a JSON object.", 0, false, false},
+		"string args":           {"add", `"a=1"`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: a JSON string, not a JSON object.", 0, false, false},
+		"number args":           {"add", `3`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: a JSON number, not a JSON object.", 0, false, false},
+		"boolean args":          {"add", `true`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: a JSON boolean, not a JSON object.", 0, false, false},
+		"null args":             {"add", `null`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: JSON null, not a JSON object.", 0, false, false},
+		"two objects":           {"add", `{"a":1,"b":2}{}`, protocol.ToolCallError, tool.CodeInvalidArgs, "Arguments are invalid: not valid JSON; send one JSON object.", 0, false, false},
 		"empty args are {}":     {"artifacts", ``, protocol.ToolCallComplete, "", "ok", 1, false, false},
 		"exposed error":         {"exposed", `{}`, protocol.ToolCallError, tool.CodeFailed, "Quota reached.", 0, false, false},
 		"internal error hidden": {"internal", `{}`, protocol.ToolCallError, tool.CodeFailed, "Tool failed.", 0, false, false},
@@ -255,7 +260,7 @@ func TestOutcomeRecords(t *testing.T) {
 		wantStatus string
 	}{
 		"complete": {ok, `{"id":"tc-1","name":"workspace_note","args":{"title":"Plan","body":"x"},"status":"complete","result":"Saved note \"notes/plan.md\" (1 characters)."}`, protocol.MessageComplete},
-		"error":    {bad, `{"id":"tc-2","name":"workspace_note","args":{},"status":"error","error":"Arguments are invalid: not a JSON object."}`, protocol.MessageError},
+		"error":    {bad, `{"id":"tc-2","name":"workspace_note","args":{},"status":"error","error":"Arguments are invalid: not valid JSON; send one JSON object."}`, protocol.MessageError},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -96,6 +96,9 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (strin
 	for {
 		ev, err := s.Recv()
 		if err == io.EOF {
+			if len(calls) > 0 {
+				t.loop.addRound(len(calls))
+			}
 			return text.String(), calls, nil
 		}
 		if err != nil {
@@ -108,13 +111,19 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (strin
 				delta = stepSeparator + delta
 			}
 			text.WriteString(ev.TextDelta)
-			changed = t.state.addText(delta) || changed
+			if t.state.addText(delta) {
+				t.loop.addText(len(delta))
+				changed = true
+			}
 		}
 		if tc := ev.ToolCall; tc != nil {
 			call := *tc
-			if call.ID == "" {
-				// The record needs a non-empty id (AgentsKit wire §4).
-				call.ID = fmt.Sprintf("call-%d-%d", step, len(calls)+1)
+			if id := t.loop.callID(call.ID, step, len(calls)+1); id != call.ID {
+				// The record needs a non-empty id, unique in its message,
+				// and a result must answer exactly one call: an empty or
+				// repeated id gets a new one.
+				t.log.Info("tool call id replaced", "step", step, "empty", call.ID == "")
+				call.ID = id
 			}
 			entry := tool.Entry(call, protocol.ToolCallPending)
 			if !t.fitsRecord(entry) {
@@ -160,7 +169,7 @@ func (t *run) fitsRecord(tc protocol.ToolCall) bool {
 		Status:    protocol.MessageError,
 		CreatedAt: t.createdAt,
 		ToolCalls: calls,
-		Metadata:  json.RawMessage(`{"errorCode":""}`),
+		Metadata:  t.loop.metadata(json.RawMessage(`{"errorCode":""}`), true),
 	}}) == nil
 }
 
@@ -213,15 +222,19 @@ func (t *run) runTools(ctx context.Context, step int, text string, calls []pendi
 
 // modelMessages returns the context as providers read it: assistant
 // contents in the ordered envelope reduced to their text (models only
-// ever see plain text; components are for clients), and each stored tool
-// call followed by its tool result message (model.ExpandToolCalls).
+// ever see plain text; components are for clients), each assistant
+// message split back into the model calls that wrote it (splitRounds),
+// and each stored tool call followed by its tool result message
+// (model.ExpandToolCalls).
 func modelMessages(context []protocol.Message) []protocol.Message {
-	msgs := make([]protocol.Message, len(context), len(context)+1)
-	copy(msgs, context)
-	for i := range msgs {
-		if msgs[i].Role == protocol.RoleAssistant {
-			msgs[i].Content = PlainText(msgs[i].Content)
+	msgs := make([]protocol.Message, 0, len(context)+1)
+	for _, m := range context {
+		if m.Role != protocol.RoleAssistant {
+			msgs = append(msgs, m)
+			continue
 		}
+		m.Content = PlainText(m.Content)
+		msgs = append(msgs, splitRounds(m)...)
 	}
 	return model.ExpandToolCalls(msgs)
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
@@ -84,6 +86,11 @@ func TestRequestRejections(t *testing.T) {
 		"snapshot event":             {contentType: "application/json", bodyText: `{"protocol":"agentskit.chat.turn","version":1,"eventId":"e","sessionId":"s","turnId":"t","sequence":1,"emittedAt":"2026-07-11T03:00:00.000Z","event":"server.turn.snapshot","payload":{"status":"idle","usage":{"promptTokens":0,"completionTokens":0,"totalTokens":0},"messages":[]}}`, status: 400, code: protocol.CodeRequestInvalidEvent},
 		"diagnostic event":           {contentType: "application/json", bodyText: `{"protocol":"agentskit.chat.turn","version":1,"eventId":"e","sessionId":"s","turnId":"t","sequence":1,"emittedAt":"2026-07-11T03:00:00.000Z","event":"server.turn.diagnostic","payload":{"version":1,"code":"X","message":"m","retryable":false}}`, status: 400, code: protocol.CodeRequestInvalidEvent},
 		"submit lineage with ids":    {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": secret, "lineage": map[string]any{"operation": "edit"}}}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"Event beside event":         {contentType: "application/json", bodyText: envelope(t, map[string]any{"Event": protocol.EventSnapshot}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"SESSIONID beside key":       {contentType: "application/json", bodyText: envelope(t, map[string]any{"SESSIONID": "other"}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"INPUT beside input":         {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": secret, "INPUT": " "}}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"Input only":                 {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"Input": secret}}), status: 400, code: protocol.CodeRequestInvalidEvent},
+		"lineage key variant":        {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": secret, "lineage": map[string]any{"operation": "retry", "parentTurnId": "t0", "sourceMessageId": "m0", "ParentTurnId": "t9"}}}), status: 400, code: protocol.CodeRequestInvalidEvent},
 		"invalid scope header":       {contentType: "application/json", bodyText: valid, header: map[string]string{turn.SnapshotScopeHeader: "everything"}, status: 400, code: protocol.CodeRequestInvalidHeader},
 		"unauthenticated before 413": {contentType: "application/json", bodyText: strings.Repeat("x", 600), header: map[string]string{"X-Test-Subject": "nobody"}, status: 401, code: protocol.CodeRequestUnauthenticated},
 	} {
@@ -138,6 +145,9 @@ func TestRequestRejections(t *testing.T) {
 			}
 			if m.Calls() != 0 {
 				t.Error("the model was called")
+			}
+			if _, err := e.store.GetSession(context.Background(), "s", alice); !errors.Is(err, chat.ErrSessionNotFound) {
+				t.Errorf("GetSession after a rejected request = %v; want nothing written", err)
 			}
 		})
 	}

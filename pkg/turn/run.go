@@ -65,9 +65,20 @@ type run struct {
 	streamMu sync.Mutex
 	stream   model.Stream // the open model stream, to abort a blocked Recv
 
-	// leaseExpires is when the lease runs out unless renewed: the claim's
-	// expiry, then each successful renewal's. Owned by the supervisor.
-	leaseExpires time.Time
+	loop loopLog // the model-tool loop's tool call ids and tool rounds
+
+	// leaseUntil is the last instant (unix ms, opts.Now's clock) at which
+	// the turn may still stream: the lease's proven expiry (the claim's,
+	// then each successful renewal's) less leaseMargin. The supervisor
+	// writes it; the writer reads it, so no snapshot line goes out once
+	// the lease can no longer be proven.
+	leaseUntil atomic.Int64
+}
+
+// renewal is the result of one lease renewal, run off the supervisor.
+type renewal struct {
+	lease *chat.Lease
+	err   error
 }
 
 // ending is how a turn ended, decided once by the supervisor.
@@ -150,7 +161,7 @@ func (t *run) streamTurn() {
 	}
 
 	t.seq = t.claim.BaseSequence
-	t.leaseExpires = t.claim.Lease.ExpiresAt
+	t.proveLease(t.claim.Lease.ExpiresAt)
 	t.wake = make(chan struct{}, 1)
 	t.final = make(chan []byte, 1)
 	t.done = make(chan struct{})
@@ -170,6 +181,19 @@ func (t *run) streamTurn() {
 
 	renew := time.NewTicker(t.h.opts.RenewInterval)
 	defer renew.Stop()
+	leaseTimer := time.NewTimer(t.leaseLeft())
+	defer leaseTimer.Stop()
+	renewed := make(chan renewal, 1)
+	renewing := false
+	renewCtx, stopRenewing := context.WithCancel(t.ctx)
+	defer func() {
+		// An in-flight renewal is cancelled and awaited: no goroutine of
+		// the turn outlives it.
+		stopRenewing()
+		if renewing {
+			<-renewed
+		}
+	}()
 	var (
 		end      ending
 		finished bool
@@ -191,16 +215,30 @@ supervise:
 			end = ending{status: chat.TurnError, diag: &d}
 			break supervise
 		case <-renew.C:
-			if e, stop := t.renew(); stop {
+			if !renewing {
+				renewing = true
+				go t.renew(renewCtx, renewed)
+			}
+		case r := <-renewed:
+			renewing = false
+			if e, stop := t.renewed(r); stop {
 				end = e
 				break supervise
 			}
+			leaseTimer.Reset(t.leaseLeft())
+		case <-leaseTimer.C:
+			// No renewal proved the lease in time (the table may be
+			// unreachable or hung): another turn may claim the session
+			// now, so this one stops streaming and saves nothing.
+			t.log.Warn("lease expired without renewal")
+			end = leaseLostEnding()
+			break supervise
 		}
 	}
 
 	// Cleanup phase 1: stop the model. Each phase has its own bounded
-	// context or wait, a third of CleanupReserve, so that one slow phase
-	// cannot eat the others' time before the Lambda deadline.
+	// context or wait (cleanupContext), so that one slow phase cannot eat
+	// the others' time before the Lambda deadline.
 	stopModel()
 	if !finished {
 		t.awaitModel(modelDone)
@@ -233,11 +271,11 @@ func (t *run) runModelRecovered(ctx context.Context) (err error) {
 	return t.runModel(ctx)
 }
 
-// awaitModel waits up to CleanupReserve/3 for the model goroutine after
+// awaitModel waits up to CleanupReserve/4 for the model goroutine after
 // its context was cancelled, then closes the stream to abort a Recv that
 // ignores cancellation. The turn's state is frozen either way.
 func (t *run) awaitModel(modelDone <-chan error) {
-	timer := time.NewTimer(t.h.opts.CleanupReserve / 3)
+	timer := time.NewTimer(t.h.opts.CleanupReserve / 4)
 	defer timer.Stop()
 	select {
 	case err := <-modelDone:
@@ -283,43 +321,76 @@ func (t *run) contextEnding() ending {
 	return ending{status: chat.TurnError, diag: &d, trailer: &d}
 }
 
-// renew extends the lease (DESIGN §4) and reports whether the turn must
-// end: the lease was lost (SESSION_CONFLICT) or a stop was requested
-// (interrupted). A failed renewal for any other reason is logged and
-// retried at the next tick while the lease is still valid; once it has
-// expired (Now at or past its last known expiry) another turn may hold
-// the session, so the turn ends as if the lease were lost: nothing is
-// saved or released, and the next claim records it as indeterminate.
-func (t *run) renew() (ending, bool) {
-	lost := func() (ending, bool) {
-		d := protocol.NewDiagnostic(protocol.CodeSessionConflict)
-		return ending{leaseLost: true, trailer: &d}, true
-	}
+// leaseMargin is how long before the lease's proven expiry the turn
+// stops streaming: room for clock skew between processes and for a line
+// in flight, so that no line of this turn is written once another turn
+// may hold the session.
+// It stays below a quarter of CleanupReserve, so that a lease capped at
+// the request deadline plus CleanupReserve still covers the deadline.
+func (t *run) leaseMargin() time.Duration {
+	return min(t.h.opts.LeaseDuration/10, t.h.opts.CleanupReserve/4)
+}
+
+// proveLease records expiresAt as the lease's proven expiry.
+func (t *run) proveLease(expiresAt time.Time) {
+	t.leaseUntil.Store(expiresAt.Add(-t.leaseMargin()).UnixMilli())
+}
+
+// leaseLeft is the real time left until leaseUntil (0 when past).
+func (t *run) leaseLeft() time.Duration {
+	return max(0, time.UnixMilli(t.leaseUntil.Load()).Sub(t.h.opts.Now()))
+}
+
+// leaseHeld reports whether the lease is still proven (see leaseUntil).
+func (t *run) leaseHeld() bool {
+	return t.h.opts.Now().UnixMilli() < t.leaseUntil.Load()
+}
+
+// leaseLostEnding is the ending of a turn whose lease was lost or could
+// not be proven: nothing is saved or released, SESSION_CONFLICT is the
+// last line, and the next claim closes the turn.
+func leaseLostEnding() ending {
+	d := protocol.NewDiagnostic(protocol.CodeSessionConflict)
+	return ending{leaseLost: true, trailer: &d}
+}
+
+// renew extends the lease on its own goroutine and sends the result on
+// done (cap 1). Its context ends at the lease's proven expiry: a renewal
+// that cannot answer by then is useless, and the supervisor must not wait
+// for it (the store's attempt timeout cuts a hung connection sooner).
+func (t *run) renew(parent context.Context, done chan<- renewal) {
 	now := t.h.opts.Now()
 	expires := now.Add(t.h.opts.LeaseDuration)
 	if ceiling := now.Add(time.Until(t.deadline) + t.h.opts.CleanupReserve); ceiling.Before(expires) {
 		expires = ceiling
 	}
 	t.mu.Lock()
-	cursor := t.seq
+	seq := t.seq
 	t.mu.Unlock()
-	lease, err := t.h.opts.Store.RenewLease(t.ctx, chat.RenewRequest{Claim: t.claim, ExpiresAt: expires, Sequence: cursor})
+	ctx, cancel := context.WithTimeout(parent, t.leaseLeft())
+	defer cancel()
+	lease, err := t.h.opts.Store.RenewLease(ctx, chat.RenewRequest{Claim: t.claim, ExpiresAt: expires, Sequence: seq})
+	done <- renewal{lease, err}
+}
+
+// renewed handles a renewal's result and reports whether the turn must
+// end: the lease was lost (SESSION_CONFLICT) or a stop was requested
+// (interrupted). A renewal that failed for another reason is logged and
+// tried again at the next tick; the lease timer ends the turn if none
+// succeeds before the proven expiry.
+func (t *run) renewed(r renewal) (ending, bool) {
 	switch {
-	case errors.Is(err, chat.ErrLeaseLost):
+	case errors.Is(r.err, chat.ErrLeaseLost):
 		t.log.Warn("lease lost")
-		return lost()
-	case err != nil:
+		return leaseLostEnding(), true
+	case r.err != nil:
 		if t.ctx.Err() == nil {
-			t.log.Warn("lease renewal failed", "err", err)
-		}
-		if !t.h.opts.Now().Before(t.leaseExpires) {
-			t.log.Warn("lease expired without renewal")
-			return lost()
+			t.log.Warn("lease renewal failed", "err", r.err)
 		}
 		return ending{}, false
 	}
-	t.leaseExpires = lease.ExpiresAt
-	if lease.Stop {
+	t.proveLease(r.lease.ExpiresAt)
+	if r.lease.Stop {
 		t.log.Info("turn stop requested")
 		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
 		return ending{status: chat.TurnInterrupted, diag: &d}, true
@@ -396,19 +467,26 @@ func (t *run) record(end ending, v view, first, last int64) *chat.Turn {
 	}
 }
 
-// cleanupContext is a context for one cleanup phase: detached from the
-// request's cancellation (the request may already be cancelled or past its
-// deadline, and the turn must still be saved and released) but bounded
-// by a third of CleanupReserve, so that cleanup ends before the Lambda
-// deadline.
-func (t *run) cleanupContext() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(t.reqCtx), t.h.opts.CleanupReserve/3)
+// cleanupEnd is when cleanup must be done: the request deadline plus
+// CleanupReserve, which is within the Lambda deadline (the request
+// deadline is at most the Lambda deadline less CleanupReserve).
+func (t *run) cleanupEnd() time.Time { return t.deadline.Add(t.h.opts.CleanupReserve) }
+
+// cleanupContext is a context for one cleanup phase ending at end:
+// detached from the request's cancellation (the request may already be
+// cancelled or past its deadline, and the turn must still be saved and
+// released) but bounded, so that cleanup ends before the Lambda deadline.
+func (t *run) cleanupContext(end time.Time) (context.Context, context.CancelFunc) {
+	return context.WithDeadline(context.WithoutCancel(t.reqCtx), end)
 }
 
 // save writes the turn item (cleanup phase 2) and returns the outcome to
 // release with: indeterminate when the save failed or timed out.
 func (t *run) save(item *chat.Turn) chat.Outcome {
-	ctx, cancel := t.cleanupContext()
+	// The save may use all of cleanup but the release's share: a slow but
+	// healthy table must not turn a saved turn into a reported failure
+	// (and the store resolves an unknown outcome before it answers).
+	ctx, cancel := t.cleanupContext(t.cleanupEnd().Add(-t.h.opts.CleanupReserve / 4))
 	defer cancel()
 	if err := t.h.opts.Store.SaveTurn(ctx, t.claim, item); err != nil {
 		t.log.Error("turn save failed", "err", err)
@@ -421,7 +499,7 @@ func (t *run) save(item *chat.Turn) chat.Outcome {
 // A failed release is logged: the lease then expires on its own within
 // LeaseDuration and the next claim records the turn as indeterminate.
 func (t *run) release(outcome chat.Outcome, cursor int64) {
-	ctx, cancel := t.cleanupContext()
+	ctx, cancel := t.cleanupContext(t.cleanupEnd())
 	defer cancel()
 	req := chat.ReleaseRequest{Claim: t.claim, Outcome: outcome, Sequence: cursor}
 	if t.agent != nil {
@@ -474,5 +552,6 @@ func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 			m.Metadata = meta
 		}
 	}
+	m.Metadata = t.loop.metadata(m.Metadata, false)
 	return m
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -14,7 +15,14 @@ import (
 type stopRequest struct {
 	SessionID string `json:"sessionId"`
 	TurnID    string `json:"turnId"`
+	// Unknown holds the other members (the embedded fallback of
+	// go-json-experiment/json): ignored, but none may be a case
+	// variant of a field (protocol.IsCaseVariant).
+	Unknown map[string]jsontext.Value `json:",embed"`
 }
+
+// stopFields are the members of a stop body.
+var stopFields = []string{"sessionId", "turnId"}
 
 // stopAccepted is the 202 body of POST /stop: the stop flag is set; the
 // running turn sees it at its next lease renewal and ends as interrupted
@@ -24,8 +32,8 @@ var stopAccepted = []byte(`{"stopRequested":true}` + "\n")
 // serveStop runs POST /stop: the same deadline, method, content type,
 // authentication and body cap as POST /, then a strict JSON body
 // {"sessionId","turnId"} of two SafeIds (case-sensitive keys, no
-// duplicates, unknown keys ignored; anything else is 400
-// REQUEST_INVALID_BODY), then Store.RequestStop: 202 {"stopRequested":true},
+// duplicates, no key equal to sessionId or turnId but for case, other
+// unknown keys ignored; anything else is 400 REQUEST_INVALID_BODY), then Store.RequestStop: 202 {"stopRequested":true},
 // 404 SESSION_NOT_FOUND (no such session or another owner's), 409
 // TURN_NOT_ACTIVE (the turn does not hold the lease).
 func (h *handler) serveStop(w http.ResponseWriter, r *http.Request) {
@@ -68,7 +76,9 @@ func (h *handler) serveStop(w http.ResponseWriter, r *http.Request) {
 
 // decodeStop parses a stop body with go-json-experiment/json, which
 // matches keys case-sensitively and rejects duplicate keys (DESIGN §2
-// hazards; encoding/json does neither).
+// hazards; encoding/json does neither), and rejects a member that is a
+// case variant of sessionId or turnId ("SessionId", "TURNID"), which a
+// case-folding reader would take for the field.
 func decodeStop(body []byte) (stopRequest, bool) {
 	var req stopRequest
 	if len(bytes.TrimSpace(body)) == 0 || !json.Valid(body) {
@@ -76,6 +86,11 @@ func decodeStop(body []byte) (stopRequest, bool) {
 	}
 	if err := jsonv2.Unmarshal(body, &req); err != nil {
 		return req, false
+	}
+	for name := range req.Unknown {
+		if protocol.IsCaseVariant(name, stopFields...) {
+			return req, false
+		}
 	}
 	return req, protocol.IsSafeID(req.SessionID) && protocol.IsSafeID(req.TurnID)
 }

@@ -358,6 +358,9 @@ func TestStop(t *testing.T) {
 			"unsafe id":       {`{"sessionId":"s","turnId":"t 1"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
 			"key case":        {`{"SessionId":"s","turnId":"t1"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
 			"duplicate key":   {`{"sessionId":"s","sessionId":"s","turnId":"t1"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
+			"case variant":    {`{"sessionId":"s","turnId":"t1","SessionId":"x"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
+			"TURNID variant":  {`{"sessionId":"s","turnId":"t1","TURNID":"t1"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
+			"long s variant":  {`{"sessionId":"s","turnId":"t1","\u017fessionId":"s"}`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
 			"array":           {`[]`, "", http.StatusBadRequest, protocol.CodeRequestInvalidBody},
 			"other turn":      {`{"sessionId":"s","turnId":"t2"}`, "", http.StatusConflict, protocol.CodeTurnNotActive},
 			"other owner":     {`{"sessionId":"s","turnId":"t1"}`, "mallory", http.StatusNotFound, protocol.CodeSessionNotFound},
@@ -370,6 +373,10 @@ func TestStop(t *testing.T) {
 				}
 				stop(tc.body, hdr).want(t, tc.status, tc.code)
 			})
+		}
+		// None of the rejected bodies set the stop flag.
+		if sess, err := e.store.GetSession(context.Background(), "s", alice); err != nil || sess.ActiveTurn == nil || sess.ActiveTurn.Stop {
+			t.Fatalf("after rejected stops: session %+v, %v; want the turn running without a stop flag", sess, err)
 		}
 		ok := stop(`{"sessionId":"s","turnId":"t1","reason":"ignored"}`, nil)
 		if ok.status != http.StatusAccepted || strings.TrimSpace(string(ok.raw)) != `{"stopRequested":true}` {

@@ -404,11 +404,13 @@ func TestToolComponent(t *testing.T) {
 		t.Fatalf("PlainText %q", got)
 	}
 	// The model never sees the envelope: the next turn's context carries
-	// the plain text and the expanded tool round trip.
+	// the plain text and the expanded tool round trip, in the order the
+	// model wrote it: text, call, result, then the later text.
 	e.submit(t, "s", "t2", "again", nil, nil).want(t, http.StatusOK, "")
 	reqs := m.requests()
 	ctx := reqs[len(reqs)-1].Messages
-	if len(ctx) != 4 || ctx[1].Content != "Here.\n\nDone." || ctx[2].Role != protocol.RoleTool || ctx[2].Content != "Chart drawn." {
+	if len(ctx) != 5 || ctx[1].Content != "Here." || len(ctx[1].ToolCalls) != 1 || ctx[2].Role != protocol.RoleTool || ctx[2].Content != "Chart drawn." ||
+		ctx[3].Role != protocol.RoleAssistant || ctx[3].Content != "Done." || len(ctx[3].ToolCalls) != 0 || ctx[4].Content != "again" {
 		t.Fatalf("next turn's model messages %s", messagesJSON(t, ctx))
 	}
 	for _, msg := range ctx {

@@ -52,7 +52,9 @@ func (t *run) writer(first time.Time) {
 			}
 		}
 		v := t.state.view()
-		if v.version == lastVersion {
+		if v.version == lastVersion || !t.leaseHeld() {
+			// Nothing new, or the lease can no longer be proven: then the
+			// supervisor ends the turn, and no line may go out meanwhile.
 			continue
 		}
 		seq, ok := t.allocate()

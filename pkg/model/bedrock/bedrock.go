@@ -2,7 +2,11 @@
 // (MODEL_PROVIDER=bedrock, DESIGN §8): one model.Stream per Bedrock
 // ConverseStream call, through aws-sdk-go-v2's bedrockruntime client.
 //
-// Request mapping (pkg/model package documentation): Request.System is one
+// Request mapping (pkg/model package documentation): Request.Messages go
+// through model.ProviderMessages first (every toolUse answered by exactly
+// one toolResult, unique toolUseIds of [A-Za-z0-9_-]{1,64}, and no tool
+// blocks at all when Request.Tools is empty, since Converse rejects
+// toolUse and toolResult blocks without a toolConfig). Request.System is one
 // system text block; user messages are text blocks; assistant messages are
 // a text block (when not empty) and one toolUse block per ToolCall;
 // consecutive tool messages become one "user" message of toolResult blocks
@@ -13,9 +17,11 @@
 //
 // Stream mapping: contentBlockDelta text is a TextDelta; a toolUse block's
 // input arrives as JSON fragments that are joined and emitted as one
-// complete model.ToolCall at its contentBlockStop; messageStop's
-// stopReason is the FinishReason; the metadata event's usage is Usage
-// (after the finish event, as Bedrock sends it). Service errors, before or
+// complete model.ToolCall at its contentBlockStop (input that is not a
+// JSON object is passed on as it came, for the caller to record as a
+// failed call); messageStop's stopReason is the FinishReason; the
+// metadata event's usage is Usage (after the finish event, as Bedrock
+// sends it). Service errors, before or
 // during the stream, become *model.Error with the service's own error code
 // (see Stream). The caller needs IAM permission
 // bedrock:InvokeModelWithResponseStream on the model (or inference
@@ -57,9 +63,11 @@ const (
 	// CodeInvalidRequest: the Request cannot be mapped or the SDK rejected
 	// its parameters before sending. Not retryable.
 	CodeInvalidRequest = "InvalidRequest"
-	// CodeMalformedToolUse: the model sent tool input that is not a JSON
-	// object, or Bedrock stopped with malformed_tool_use or
+	// CodeMalformedToolUse: the model sent a toolUse block without a
+	// name, or Bedrock stopped with malformed_tool_use or
 	// malformed_model_output. Retryable (a new sample may be well formed).
+	// Tool input that is not a JSON object is not an error here: it is
+	// passed on in model.ToolCall.Args.
 	CodeMalformedToolUse = "MalformedToolUse"
 )
 
@@ -136,7 +144,7 @@ func input(req model.Request) (*bedrockruntime.ConverseStreamInput, error) {
 		n := int32(min(req.MaxTokens, math.MaxInt32))
 		in.InferenceConfig = &types.InferenceConfiguration{MaxTokens: &n}
 	}
-	for i, msg := range req.Messages {
+	for i, msg := range model.ProviderMessages(req.Messages, req.Tools) {
 		role, blocks, err := contentBlocks(msg)
 		if err != nil {
 			return nil, fmt.Errorf("messages[%d]: %w", i, err)
@@ -176,12 +184,12 @@ func contentBlocks(msg protocol.Message) (types.ConversationRole, []types.Conten
 	var blocks []types.ContentBlock
 	switch msg.Role {
 	case protocol.RoleUser:
-		if msg.Content != "" {
+		if strings.TrimSpace(msg.Content) != "" { // Converse rejects blank text blocks
 			blocks = append(blocks, &types.ContentBlockMemberText{Value: msg.Content})
 		}
 		return types.ConversationRoleUser, blocks, nil
 	case protocol.RoleAssistant:
-		if msg.Content != "" {
+		if strings.TrimSpace(msg.Content) != "" { // Converse rejects blank text blocks
 			blocks = append(blocks, &types.ContentBlockMemberText{Value: msg.Content})
 		}
 		for j, tc := range msg.ToolCalls {
@@ -422,11 +430,10 @@ func (s *stream) handle(ev types.ConverseStreamOutput) (model.Event, bool, error
 		if len(bytes.TrimSpace(args)) == 0 {
 			args = json.RawMessage("{}")
 		}
-		if !isObject(args) {
-			return model.Event{}, false, &model.Error{Code: CodeMalformedToolUse, Retryable: true, Err: errors.New("bedrock: tool input is not a JSON object")}
-		}
-		if tu.id == "" || tu.name == "" {
-			return model.Event{}, false, &model.Error{Code: CodeMalformedToolUse, Retryable: true, Err: errors.New("bedrock: toolUse without id or name")}
+		// Input that is not a JSON object is passed on as it came: the
+		// caller records the call as failed and the model reads why.
+		if tu.name == "" {
+			return model.Event{}, false, &model.Error{Code: CodeMalformedToolUse, Retryable: true, Err: errors.New("bedrock: toolUse without a name")}
 		}
 		return model.Event{ToolCall: &model.ToolCall{ID: tu.id, Name: tu.name, Args: args}}, true, nil
 	case *types.ConverseStreamOutputMemberMessageStop:
@@ -460,16 +467,6 @@ func finishReason(r types.StopReason) (model.FinishReason, error) {
 	default:
 		return model.FinishStop, nil
 	}
-}
-
-func isObject(raw json.RawMessage) bool {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	var v map[string]json.RawMessage
-	if err := d.Decode(&v); err != nil || v == nil {
-		return false
-	}
-	_, err := d.Token()
-	return err == io.EOF
 }
 
 func index(p *int32) int32 {

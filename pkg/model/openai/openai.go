@@ -2,8 +2,11 @@
 // chat completions (MODEL_PROVIDER=openai, DESIGN §8), through
 // github.com/openai/openai-go/v3, at any base URL (OPENAI_BASE_URL).
 //
-// Request mapping (pkg/model package documentation): Request.System is a
-// leading "system" message; user messages are "user" messages; assistant
+// Request mapping (pkg/model package documentation): Request.Messages go
+// through model.ProviderMessages first (each assistant tool_calls entry
+// answered by exactly one "tool" message right after it, unique ids, and
+// no tool messages at all when Request.Tools is empty, which some
+// compatible servers reject). Request.System is a leading "system" message; user messages are "user" messages; assistant
 // messages carry content (when not empty) and tool_calls; tool messages
 // become "tool" messages with tool_call_id, a failed tool's content
 // prefixed with "Error: " (chat completions has no status field); system
@@ -15,7 +18,8 @@
 // fragments (choices[0].delta.tool_calls, keyed by index, the id and name
 // in the first fragment, arguments split across chunks) are joined and
 // emitted as complete model.ToolCalls, ordered by index, just before the
-// finish event; finish_reason is the FinishReason; the usage chunk is
+// finish event (arguments that are not a JSON object passed on as they
+// came); finish_reason is the FinishReason; the usage chunk is
 // Usage, emitted once, last, when the stream ends normally (the last usage
 // seen, as some compatible servers repeat a running usage). HTTP errors and error events inside the stream become
 // *model.Error (see Stream).
@@ -55,9 +59,10 @@ const (
 	// CodeStreamError: an error event inside the stream named no code or
 	// type. Retryable.
 	CodeStreamError = "stream_error"
-	// CodeInvalidToolArguments: a tool call's joined arguments are not a
-	// JSON object, or it has no id or name. Retryable (a new sample may be
-	// well formed).
+	// CodeInvalidToolArguments: a tool call has no function name.
+	// Retryable (a new sample may be well formed). Arguments that are not
+	// a JSON object are not an error here: they are passed on in
+	// model.ToolCall.Args.
 	CodeInvalidToolArguments = "invalid_tool_arguments"
 	// CodeInvalidRequest: the Request cannot be mapped (a tool message
 	// without ToolCallID, tool args or a schema that is not a JSON
@@ -130,7 +135,7 @@ func newParams(req model.Request) (openai.ChatCompletionNewParams, error) {
 	if req.System != "" {
 		p.Messages = append(p.Messages, openai.SystemMessage(req.System))
 	}
-	for i, msg := range req.Messages {
+	for i, msg := range model.ProviderMessages(req.Messages, req.Tools) {
 		switch msg.Role {
 		case protocol.RoleUser:
 			p.Messages = append(p.Messages, openai.UserMessage(msg.Content))
@@ -360,8 +365,10 @@ func (s *stream) flushCalls() error {
 		if len(bytes.TrimSpace(args)) == 0 {
 			args = json.RawMessage("{}")
 		}
-		if !isObject(args) || tc.id == "" || tc.name == "" {
-			return &model.Error{Code: CodeInvalidToolArguments, Retryable: true, Err: fmt.Errorf("openai: tool call %d: arguments not a JSON object, or no id or name", i)}
+		// Arguments that are not a JSON object and a missing id are passed
+		// on: the caller records such a call as failed, or gives it an id.
+		if tc.name == "" {
+			return &model.Error{Code: CodeInvalidToolArguments, Retryable: true, Err: fmt.Errorf("openai: tool call %d: no function name", i)}
 		}
 		s.pending = append(s.pending, model.Event{ToolCall: &model.ToolCall{ID: tc.id, Name: tc.name, Args: args}})
 	}

@@ -469,8 +469,9 @@ func skOf(item map[string]types.AttributeValue) string {
 }
 
 // turnAccess finds the turn item and checks p's access: ErrSessionNotFound
-// when the session is absent or not p's (Trusted passes when trusted is
-// set), ErrTurnNotFound when the session has no such turn.
+// when the session is absent or not p's (a principal TrustedFor the owner
+// passes when trusted is set), ErrTurnNotFound when the session has no
+// such turn. With trusted set, projection must include attrOwnerKey.
 func (s *Store) turnAccess(ctx context.Context, sessionID, turnID string, p chat.Principal, trusted bool, projection ...string) (map[string]types.AttributeValue, error) {
 	trustedOK := trusted && p.Trusted
 	item, err := s.findTurnItem(ctx, sessionID, turnID, projection...)
@@ -482,15 +483,24 @@ func (s *Store) turnAccess(ctx context.Context, sessionID, turnID string, p chat
 		if err != nil {
 			return nil, err
 		}
-		if sess == nil || !p.Owns(sess.Owner) && !trustedOK {
+		if allowed := sess != nil && (p.Owns(sess.Owner) || trustedOK && p.TrustedFor(sess.Owner)); !allowed {
 			return nil, chat.ErrSessionNotFound
 		}
 		return nil, chat.ErrTurnNotFound
 	}
-	if !trustedOK {
-		if err := checkOwner([]map[string]types.AttributeValue{item}, p); err != nil {
-			return nil, err
+	if trustedOK {
+		v, _ := item[attrOwnerKey].(*types.AttributeValueMemberS)
+		if v == nil {
+			return nil, chat.ErrSessionNotFound
 		}
+		owner, err := parseOwnerKey(v.Value)
+		if err != nil || !p.TrustedFor(owner) {
+			return nil, chat.ErrSessionNotFound
+		}
+		return item, nil
+	}
+	if err := checkOwner([]map[string]types.AttributeValue{item}, p); err != nil {
+		return nil, err
 	}
 	return item, nil
 }

@@ -562,7 +562,7 @@ func (s *Store) findItem(sessionID, turnID string, p chat.Principal, trustedOK b
 	if !ok {
 		return nil, chat.ErrSessionNotFound
 	}
-	if allowed := p.Owns(rec.session.Owner) || (trustedOK && p.Trusted); !allowed {
+	if allowed := p.Owns(rec.session.Owner) || (trustedOK && p.TrustedFor(rec.session.Owner)); !allowed {
 		return nil, chat.ErrSessionNotFound
 	}
 	ord, ok := rec.byID[turnID]

@@ -1,0 +1,83 @@
+// Builds the client and the demo page with the pinned esbuild (root
+// package.json):
+//
+//   dist/turnstream.js       the client as one ES module (tests, apps)
+//   dist/turnstream.min.js   the same, minified: the size that is reported
+//   ../../internal/demo/assets/{index.html,app.css,app.js}
+//                            the demo page the dev server embeds (committed,
+//                            so that go build works without Node)
+//
+// node build.mjs             builds both
+// node build.mjs --client    builds dist/ only (what the tests import)
+// node build.mjs --check     builds the demo into a temporary directory and
+//                            fails when the committed assets differ
+import { build } from "esbuild";
+import { gzipSync } from "node:zlib";
+import { mkdtempSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync, copyFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const assetsDir = join(here, "../../internal/demo/assets");
+
+const common = { bundle: true, format: "esm", target: "es2022", platform: "neutral", legalComments: "none", logLevel: "warning" };
+
+/** buildClient writes dist/ and returns the minified size in bytes, raw and gzipped. */
+export async function buildClient(outdir = join(here, "dist")) {
+  mkdirSync(outdir, { recursive: true });
+  await build({ ...common, entryPoints: [join(here, "src/index.ts")], outfile: join(outdir, "turnstream.js") });
+  await build({ ...common, entryPoints: [join(here, "src/index.ts")], outfile: join(outdir, "turnstream.min.js"), minify: true });
+  const min = readFileSync(join(outdir, "turnstream.min.js"));
+  return { minified: min.length, gzip: gzipSync(min, { level: 9 }).length };
+}
+
+/** buildDemo writes the demo page's three files into outdir. */
+export async function buildDemo(outdir = assetsDir) {
+  mkdirSync(outdir, { recursive: true });
+  await build({ ...common, platform: "browser", entryPoints: [join(here, "demo/app.ts")], outfile: join(outdir, "app.js"), minify: true });
+  copyFileSync(join(here, "demo/index.html"), join(outdir, "index.html"));
+  copyFileSync(join(here, "demo/style.css"), join(outdir, "app.css"));
+}
+
+/** staleAssets lists the committed demo files that differ from a fresh build. */
+export async function staleAssets() {
+  const tmp = mkdtempSync(join(tmpdir(), "turnstream-demo-"));
+  try {
+    await buildDemo(tmp);
+    const fresh = readdirSync(tmp).sort();
+    const stale = [];
+    for (const name of fresh) {
+      let committed;
+      try {
+        committed = readFileSync(join(assetsDir, name));
+      } catch {
+        stale.push(name);
+        continue;
+      }
+      if (!committed.equals(readFileSync(join(tmp, name)))) stale.push(name);
+    }
+    for (const name of readdirSync(assetsDir)) if (!fresh.includes(name)) stale.push(name);
+    return stale;
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  if (process.argv.includes("--check")) {
+    const stale = await staleAssets();
+    if (stale.length) {
+      console.error(`clients/js: the committed demo bundle is stale (${stale.join(", ")}); run make js-build and commit internal/demo/assets`);
+      process.exit(1);
+    }
+    console.log("clients/js: the committed demo bundle matches its sources");
+  } else if (process.argv.includes("--client")) {
+    const size = await buildClient();
+    console.log(`clients/js: dist/turnstream.min.js ${size.minified} bytes, ${(size.gzip / 1024).toFixed(1)} KiB gzip`);
+  } else {
+    const size = await buildClient();
+    await buildDemo();
+    console.log(`clients/js: dist/turnstream.min.js ${size.minified} bytes, ${(size.gzip / 1024).toFixed(1)} KiB gzip; demo built into internal/demo/assets`);
+  }
+}

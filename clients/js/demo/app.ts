@@ -1,0 +1,486 @@
+// The demo chat page the dev server serves at "/": the client from
+// ../src driving a plain DOM renderer. Same origin as the dev server's
+// /turn/ and /history/ mounts; no network beyond them.
+//
+// URL parameters: ?session=<SafeId> opens a conversation, ?user=<subject>
+// sends "Authorization: Bearer dev.<subject>" (the dev server's dev auth).
+
+import {
+  newId,
+  isSafeId,
+  TurnstreamClient,
+  TurnstreamError,
+  type ArtifactReference,
+  type Message,
+  type SnapshotEvent,
+  type ToolCall,
+  type Turn,
+  type TurnDiagnostic,
+  type TurnSummary,
+} from "../src/index.js";
+
+const PAGE = 10;
+
+const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
+const els = {
+  status: $("status"),
+  error: $("error"),
+  log: $("log"),
+  edge: $("history-edge"),
+  turns: $("turns"),
+  empty: $("empty"),
+  form: $<HTMLFormElement>("composer"),
+  input: $<HTMLTextAreaElement>("input"),
+  send: $<HTMLButtonElement>("send"),
+  sessions: $<HTMLSelectElement>("sessions"),
+  newChat: $<HTMLButtonElement>("new-chat"),
+  who: $("who"),
+  seq: $("seq"),
+};
+
+const params = new URLSearchParams(location.search);
+const user = params.get("user") ?? "";
+const client = new TurnstreamClient({
+  turnURL: "/turn/",
+  historyURL: "/history/",
+  headers: isSafeId(user) ? { Authorization: `Bearer dev.${user}` } : {},
+});
+
+// Sessions this browser started, newest first, per user.
+interface Known {
+  id: string;
+  title: string;
+}
+const storeKey = `turnstream.sessions.${user || "local"}`;
+function known(): Known[] {
+  try {
+    const v = JSON.parse(localStorage.getItem(storeKey) ?? "[]");
+    return Array.isArray(v) ? v.filter((k) => isSafeId(k?.id) && typeof k.title === "string") : [];
+  } catch {
+    return [];
+  }
+}
+function remember(id: string, title?: string): void {
+  const list = known();
+  const old = list.find((k) => k.id === id);
+  const entry = { id, title: title ?? old?.title ?? "New conversation" };
+  const next = [entry, ...list.filter((k) => k.id !== id)].slice(0, 20);
+  try {
+    localStorage.setItem(storeKey, JSON.stringify(next));
+  } catch {
+    /* private mode: the picker just forgets */
+  }
+}
+
+// A session id from the link that this browser did not start may be
+// someone else's (or nobody's yet): its "not found" is shown as an error.
+let sessionId = params.get("session") ?? "";
+if (!isSafeId(sessionId)) sessionId = "";
+const fromLink = sessionId !== "" && !known().some((k) => k.id === sessionId);
+if (sessionId === "") sessionId = known()[0]?.id ?? newId();
+if (!fromLink) remember(sessionId);
+setParam("session", sessionId);
+
+function setParam(k: string, v: string): void {
+  const u = new URL(location.href);
+  u.searchParams.set(k, v);
+  history.replaceState(null, "", u);
+}
+
+function renderPicker(): void {
+  els.sessions.replaceChildren();
+  const list = known();
+  if (!list.some((k) => k.id === sessionId)) list.unshift({ id: sessionId, title: `Conversation ${sessionId.slice(0, 8)}` });
+  for (const k of list) {
+    const o = document.createElement("option");
+    o.value = k.id;
+    o.textContent = k.title;
+    o.selected = k.id === sessionId;
+    els.sessions.append(o);
+  }
+}
+els.sessions.addEventListener("change", () => open(els.sessions.value));
+els.newChat.addEventListener("click", () => {
+  // Forget conversations that were started but never sent to.
+  const sent = known().filter((k) => k.title !== "New conversation");
+  try {
+    localStorage.setItem(storeKey, JSON.stringify(sent));
+  } catch {
+    /* as in remember */
+  }
+  open(newId());
+});
+function open(id: string): void {
+  const u = new URL(location.href);
+  u.searchParams.set("session", id);
+  if (!known().some((k) => k.id === id)) remember(id);
+  location.assign(u);
+}
+
+// Status and errors, in plain words.
+
+type State = "idle" | "loading" | "ready" | "streaming" | "stopped" | "error";
+function status(state: State, text: string): void {
+  els.status.dataset.state = state;
+  els.status.querySelector(".text")!.textContent = text;
+}
+
+const PLAIN: Record<string, string> = {
+  SESSION_NOT_FOUND: "This conversation can't be opened. It doesn't exist, or it belongs to another account.",
+  SESSION_BUSY: "Another answer is still being written in this conversation. Wait for it to finish, then send again.",
+  SESSION_CONFLICT: "Another answer is still being written in this conversation. Wait for it to finish, then send again.",
+  REQUEST_UNAUTHENTICATED: "You're not signed in, so the server refused the request.",
+  REQUEST_FORBIDDEN: "Your account may not do that.",
+  REQUEST_TOO_LARGE: "That message is too long to send. Shorten it and try again.",
+  NETWORK_FAILED: "The server can't be reached. Check that the dev server is still running, then try again.",
+  STREAM_INCOMPLETE: "The connection dropped before the answer finished. Reload the page to see what was saved.",
+  SERVER_TIMEOUT: "The answer took too long and was cut off.",
+  SERVER_INTERNAL: "Something went wrong on the server. Try again in a moment.",
+  RESPONSE_INVALID: "The server sent something this page doesn't understand.",
+  TURN_INTERRUPTED: "Stopped.",
+  MODEL_FAILED: "The model failed to answer. Try again.",
+  CHAT_TURN_FAILED: "The answer failed. Try again.",
+};
+function plain(code: string, message: string): string {
+  return PLAIN[code] ?? message;
+}
+
+function showError(e: unknown): void {
+  if (!(e instanceof TurnstreamError)) {
+    console.error(e);
+    e = new TurnstreamError("CLIENT", "Something went wrong in this page.", false);
+  }
+  const err = e as TurnstreamError;
+  els.error.replaceChildren(text("span", plain(err.code, err.message)), text("span", err.code, "code mono"));
+  els.error.hidden = false;
+  status("error", err.retryable ? "Error · try again" : "Error");
+}
+function clearError(): void {
+  els.error.hidden = true;
+  els.error.replaceChildren();
+}
+
+function text(tag: string, s: string, cls?: string): HTMLElement {
+  const el = document.createElement(tag);
+  el.textContent = s;
+  if (cls) el.className = cls;
+  return el;
+}
+
+// Rendering: one .turn element per turn, rebuilt from each complete snapshot.
+
+function renderTurn(el: HTMLElement, messages: readonly Message[], opts: { error?: TurnDiagnostic | null; artifacts?: readonly ArtifactReference[] }): void {
+  const kids: HTMLElement[] = [];
+  for (const m of messages) {
+    if (m.role !== "user" && m.role !== "assistant") continue; // tool results show in their call
+    const b = document.createElement("div");
+    b.className = "msg";
+    b.dataset.role = m.role;
+    b.dataset.status = m.status;
+    b.dataset.id = m.id;
+    const calls = m.toolCalls ?? [];
+    b.dataset.hasTools = String(calls.length > 0);
+    for (const c of calls) b.append(renderToolCall(c));
+    b.append(text("div", m.content, "text"));
+    kids.push(b);
+  }
+  const host = [...kids].reverse().find((k) => k.dataset.role === "assistant") ?? kids[kids.length - 1];
+  if (host && opts.artifacts?.length) host.append(renderArtifacts(opts.artifacts));
+  if (host && opts.error) host.append(text("div", plain(opts.error.code, opts.error.message), opts.error.code === "TURN_INTERRUPTED" ? "notice" : "notice fail"));
+  el.replaceChildren(...kids);
+}
+
+function renderToolCall(c: ToolCall): HTMLElement {
+  const box = document.createElement("div");
+  box.className = "tool";
+  box.dataset.tool = c.name;
+  const head = document.createElement("div");
+  head.className = "head";
+  head.append(text("span", "Tool", ""), text("span", c.name, "name"));
+  const badge = text("span", c.status.replace("_", " "), "badge");
+  badge.dataset.status = c.status;
+  head.append(badge);
+  box.append(head);
+  const dl = document.createElement("dl");
+  for (const [k, v] of Object.entries(c.args)) dl.append(text("dt", k), text("dd", typeof v === "string" ? v : JSON.stringify(v)));
+  if (dl.childElementCount) box.append(dl);
+  if (c.result !== undefined) box.append(text("div", c.result, "result"));
+  if (c.error !== undefined) box.append(text("div", c.error, "notice fail"));
+  return box;
+}
+
+function renderArtifacts(list: readonly ArtifactReference[]): HTMLElement {
+  const row = document.createElement("div");
+  row.className = "artifacts";
+  row.setAttribute("aria-label", "Artifacts");
+  for (const a of list) {
+    const chip = document.createElement("span");
+    chip.className = "artifact";
+    chip.dataset.path = a.entryPath;
+    const icon = document.createElement("span");
+    icon.className = "icon";
+    chip.append(icon, text("span", a.entryPath, "mono"), text("span", a.artifactType, "kind"));
+    row.append(chip);
+  }
+  return row;
+}
+
+function turnElement(id: string): HTMLElement {
+  const el = document.createElement("section");
+  el.className = "turn";
+  el.dataset.turn = id;
+  return el;
+}
+
+function nearBottom(): boolean {
+  const l = els.log;
+  return l.scrollHeight - l.scrollTop - l.clientHeight < 80;
+}
+function toBottom(): void {
+  els.log.scrollTop = els.log.scrollHeight;
+}
+
+// History: the newest page first, older pages as the reader scrolls up.
+
+let older: string | null = null;
+let loadingOlder = false;
+
+function edge(state: "more" | "loading" | "start" | "none"): void {
+  els.edge.dataset.state = state;
+  els.edge.replaceChildren();
+  if (state === "loading") els.edge.textContent = "Loading earlier messages…";
+  if (state === "start") els.edge.textContent = "Beginning of the conversation";
+  if (state === "more") {
+    const b = text("button", "Load earlier messages", "ghost");
+    b.addEventListener("click", loadOlder);
+    els.edge.append(b);
+  }
+}
+
+function prependTurns(turns: readonly TurnSummary[]): void {
+  // Pages are newest first; the log reads oldest first.
+  const frag = document.createDocumentFragment();
+  for (const t of [...turns].reverse()) {
+    const el = turnElement(t.turnId);
+    renderTurn(el, t.messages, { error: t.error, artifacts: t.artifacts });
+    frag.append(el);
+  }
+  els.turns.prepend(frag);
+}
+
+// nameFrom names the conversation in the picker after its first message,
+// once the oldest page is known; until then after its id.
+function nameFrom(newestFirst: readonly TurnSummary[], hasMore: boolean): void {
+  const first = newestFirst[newestFirst.length - 1]?.messages[0];
+  if (!hasMore && first) remember(sessionId, title(first.content));
+  else if (!known().some((k) => k.id === sessionId)) remember(sessionId, `Conversation ${sessionId.slice(0, 8)}`);
+  renderPicker();
+}
+
+async function loadFirst(): Promise<void> {
+  status("loading", "Loading…");
+  try {
+    const page = await client.turns(sessionId, { limit: PAGE, order: "desc" });
+    prependTurns(page.items);
+    older = page.nextCursor;
+    edge(page.hasMore ? "more" : page.items.length ? "start" : "none");
+    els.empty.hidden = page.items.length > 0;
+    toBottom();
+    if (page.items.length) nameFrom(page.items, page.hasMore);
+    status("ready", "Ready");
+    void watchRunning(page.items[0]?.turnId);
+  } catch (e) {
+    if (e instanceof TurnstreamError && e.code === "SESSION_NOT_FOUND" && !fromLink) {
+      // A conversation this browser started but never sent to.
+      edge("none");
+      els.empty.hidden = false;
+      status("ready", "Ready");
+      return;
+    }
+    edge("none");
+    showError(e);
+  }
+  renderPicker();
+}
+
+// watchRunning handles a page opened while a turn of this session is
+// still running (a reload mid-answer, a second tab): it says so and adds
+// the turn once history has it. (With resume on the server, this is where
+// the page would attach to the live stream instead.)
+async function watchRunning(newest: string | undefined): Promise<void> {
+  let running = false;
+  const note = text("p", "An answer is being written in another window. It appears here when it is finished.", "elsewhere");
+  for (;;) {
+    let summary;
+    try {
+      summary = await client.session(sessionId);
+    } catch {
+      note.remove();
+      return; // the conversation itself is shown; this is only a notice
+    }
+    if (summary.currentTurn === null) break;
+    if (!running && !current) {
+      els.empty.hidden = true;
+      els.turns.append(note);
+      toBottom();
+    }
+    running = true;
+    if (!current) status("streaming", "An answer is being written…");
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  note.remove();
+  if (!running || current) return;
+  try {
+    const page = await client.turns(sessionId, { limit: 1, order: "desc" });
+    const t = page.items[0];
+    if (t && t.turnId !== newest && !els.turns.querySelector(`[data-turn="${t.turnId}"]`)) {
+      const el = turnElement(t.turnId);
+      renderTurn(el, t.messages, { error: t.error, artifacts: t.artifacts });
+      els.turns.append(el);
+      els.empty.hidden = true;
+      toBottom();
+    }
+    status("ready", "Ready");
+  } catch (e) {
+    showError(e);
+  }
+}
+
+async function loadOlder(): Promise<void> {
+  if (older === null || loadingOlder) return;
+  loadingOlder = true;
+  edge("loading");
+  try {
+    const page = await client.turns(sessionId, { limit: PAGE, order: "desc", cursor: older });
+    const before = els.log.scrollHeight;
+    prependTurns(page.items);
+    els.log.scrollTop += els.log.scrollHeight - before; // keep the reader's place
+    older = page.nextCursor;
+    edge(page.hasMore ? "more" : "start");
+    nameFrom(page.items, page.hasMore);
+  } catch (e) {
+    edge("more");
+    showError(e);
+  } finally {
+    loadingOlder = false;
+  }
+}
+
+els.log.addEventListener("scroll", () => {
+  if (els.log.scrollTop < 120) void loadOlder();
+});
+
+// Sending, streaming and stopping.
+
+let current: Turn | undefined;
+let stopping = false;
+
+function title(s: string): string {
+  const t = s.trim().replace(/\s+/g, " ");
+  return t.length > 48 ? t.slice(0, 47) + "…" : t || "New conversation";
+}
+
+function composerBusy(busy: boolean): void {
+  els.send.textContent = busy ? "Stop" : "Send";
+  els.send.classList.toggle("stop", busy);
+  els.send.type = busy ? "button" : "submit";
+  els.send.disabled = false;
+  els.send.setAttribute("aria-label", busy ? "Stop the answer" : "Send the message");
+}
+
+async function send(input: string): Promise<void> {
+  clearError();
+  els.empty.hidden = true;
+  const turn = client.submit({ sessionId, input, scope: "turn" });
+  current = turn;
+  stopping = false;
+  const el = turnElement(turn.turnId);
+  // Show the message at once; the first snapshot replaces it.
+  renderTurn(el, [{ id: "pending", role: "user", content: input, status: "complete", createdAt: new Date().toISOString() }], {});
+  els.turns.append(el);
+  toBottom();
+  composerBusy(true);
+  status("streaming", "Sending…");
+  let last: SnapshotEvent | undefined;
+  try {
+    for await (const snap of turn) {
+      if (!last) {
+        // The server took the turn: the conversation is this user's.
+        const entry = known().find((k) => k.id === sessionId);
+        remember(sessionId, !entry || entry.title === "New conversation" ? title(input) : undefined);
+      }
+      last = snap;
+      const stick = nearBottom();
+      renderTurn(el, snap.payload.messages, { error: snap.payload.error });
+      if (stick) toBottom();
+      els.seq.textContent = `sequence ${snap.sequence}`;
+      if (snap.payload.status === "streaming") status("streaming", stopping ? "Stopping…" : "Answering…");
+    }
+    const p = last?.payload;
+    if (p?.status === "error" && p.error?.code === "TURN_INTERRUPTED") status("stopped", "Stopped");
+    else if (p?.status === "error") status("error", "The answer failed");
+    else status("ready", "Ready");
+    if (p && p.messages.some((m) => m.toolCalls?.length)) await showArtifacts(el, turn.turnId, p.messages);
+  } catch (e) {
+    if (last) renderTurn(el, last.payload.messages, {});
+    else el.remove();
+    showError(e);
+  } finally {
+    current = undefined;
+    composerBusy(false);
+    renderPicker();
+  }
+}
+
+// The live stream shows tool calls; the artifact references the turn
+// recorded come from history once it has been saved.
+async function showArtifacts(el: HTMLElement, turnId: string, messages: readonly Message[]): Promise<void> {
+  try {
+    const page = await client.turns(sessionId, { limit: 1, order: "desc" });
+    const t = page.items[0];
+    if (t?.turnId === turnId && t.artifacts.length) renderTurn(el, messages, { artifacts: t.artifacts, error: t.error });
+  } catch {
+    /* artifacts are a bonus here: the answer itself is shown */
+  }
+}
+
+async function stop(): Promise<void> {
+  if (!current || stopping) return;
+  stopping = true;
+  els.send.disabled = true;
+  status("streaming", "Stopping…");
+  try {
+    await current.stop();
+  } catch (e) {
+    if (!(e instanceof TurnstreamError && e.code === "TURN_NOT_ACTIVE")) showError(e);
+  }
+}
+
+els.form.addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  if (current) return;
+  const input = els.input.value;
+  if (input.trim() === "") return;
+  els.input.value = "";
+  grow();
+  void send(input);
+});
+els.send.addEventListener("click", () => {
+  if (current) void stop();
+});
+els.input.addEventListener("keydown", (ev) => {
+  if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+    ev.preventDefault();
+    els.form.requestSubmit();
+  }
+});
+function grow(): void {
+  els.input.style.height = "auto";
+  els.input.style.height = `${Math.min(els.input.scrollHeight + 2, 180)}px`;
+}
+els.input.addEventListener("input", grow);
+
+els.who.textContent = `signed in as ${isSafeId(user) ? user : "local"} (dev auth)`;
+renderPicker();
+void loadFirst();
+els.input.focus();

@@ -1,0 +1,494 @@
+import { SnapshotCursor } from "./cursor.js";
+import { HTTPError, StreamDiagnosticError, StreamIncompleteError, TurnstreamError } from "./errors.js";
+import { NOT_JSON, parseStrict, type JSONValue } from "./json.js";
+import { LineSplitter } from "./ndjson.js";
+import {
+  decodeDiagnostic,
+  decodeMessages,
+  decodeTurnEvent,
+  isSafeId,
+  TURN_PROTOCOL,
+  type DecoderDiagnostic,
+  type Lineage,
+  type Message,
+  type SnapshotEvent,
+  type TurnDiagnostic,
+  type Usage,
+} from "./protocol.js";
+
+type Fetch = typeof globalThis.fetch;
+
+/** Headers sent with every request, or a function giving them (e.g. a fresh token). */
+export type HeaderSource = Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
+
+export interface ClientOptions {
+  /** The turn function's base URL, e.g. "https://…lambda-url…/" or "/turn/". */
+  turnURL: string;
+  /** The history function's base URL, e.g. "/history/". */
+  historyURL?: string;
+  /** Extra headers (Authorization) for every request. */
+  headers?: HeaderSource;
+  /** The fetch to use; globalThis.fetch by default. */
+  fetch?: Fetch;
+  /**
+   * Resume a dropped stream from the last accepted sequence: "auto" (the
+   * default) when GET /capabilities lists the "resume" extension, "off"
+   * never. A resumed stream feeds the same cursor, so no snapshot is
+   * applied twice.
+   */
+  resume?: "auto" | "off";
+  /** Resume attempts per turn (default 3), with 250 ms doubling pauses. */
+  maxResumes?: number;
+}
+
+export interface SubmitOptions {
+  sessionId: string;
+  input: string;
+  /** A SafeId; a random one by default. Reusing it retries the same turn idempotently. */
+  turnId?: string;
+  /** retry / edit / regenerate an earlier turn (a turnstream extension). */
+  lineage?: Lineage;
+  /** "turn" limits snapshots to this turn's messages (page older ones from history). */
+  scope?: "session" | "turn";
+  signal?: AbortSignal;
+  /** Called for each line that is not a valid turn event; the line is skipped. */
+  onInvalidLine?: (diagnostic: DecoderDiagnostic) => void;
+}
+
+/** Capabilities is GET {turnURL}capabilities: what this deployment supports. */
+export interface Capabilities {
+  protocols: { protocol: string; versions: number[] }[];
+  /** e.g. snapshotScope, stop, lineage, artifacts, history (resume once served). */
+  extensions: string[];
+  limits?: { maxBodyBytes?: number; turnTimeoutMs?: number; snapshotIntervalMs?: number };
+  [key: string]: JSONValue | undefined;
+}
+
+export interface ArtifactReference {
+  /** A relative path inside the workspace, e.g. "notes/groceries.md". */
+  entryPath: string;
+  artifactType: "document" | "webpage" | "presentation" | "spreadsheet" | "image";
+}
+
+/** SessionSummary is GET {historyURL}sessions/{id}. */
+export interface SessionSummary {
+  sessionId: string;
+  definitionId: string;
+  definitionRevision: number;
+  /** The last snapshot sequence the session issued. */
+  cursor: number;
+  createdAt: string;
+  updatedAt: string;
+  currentTurn: { turnId: string; status: "running"; expiresAt: number; pendingInteractions: JSONValue[] } | null;
+}
+
+/** TurnSummary is one saved turn of a history page. */
+export interface TurnSummary {
+  turnId: string;
+  ordinal: number;
+  status: "complete" | "error" | "interrupted";
+  lineage: Lineage;
+  /** Canonical message records, the user message first. */
+  messages: Message[];
+  artifacts: ArtifactReference[];
+  error: TurnDiagnostic | null;
+  usage: Usage;
+  startedAt: string;
+  completedAt: string | null;
+}
+
+/** A history page; nextCursor is null exactly when hasMore is false. */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+  hasMore: boolean;
+}
+
+export interface PageOptions {
+  /** 1-100, default 20. */
+  limit?: number;
+  /** The page cursor of the previous page. */
+  cursor?: string;
+  /** "desc" (newest first, the default) or "asc". */
+  order?: "desc" | "asc";
+  signal?: AbortSignal;
+}
+
+const SCOPE_HEADER = "X-Turnstream-Snapshot-Scope";
+
+/** newId returns a random SafeId (a UUID where the platform offers one). */
+export function newId(): string {
+  const c = globalThis.crypto;
+  if (typeof c.randomUUID === "function") return c.randomUUID();
+  const b = c.getRandomValues(new Uint8Array(16));
+  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+}
+
+const slash = (u: string): string => (u.endsWith("/") ? u : u + "/");
+
+/**
+ * TurnstreamClient speaks the turn protocol to one deployment: submit and
+ * stop turns, read capabilities and page history. It holds no per-turn
+ * state; each submit returns its own Turn.
+ */
+export class TurnstreamClient {
+  readonly turnURL: string;
+  readonly historyURL: string | undefined;
+  readonly #opts: ClientOptions;
+  #capabilities: Promise<Capabilities> | undefined;
+
+  constructor(opts: ClientOptions) {
+    this.#opts = opts;
+    this.turnURL = slash(opts.turnURL);
+    this.historyURL = opts.historyURL === undefined ? undefined : slash(opts.historyURL);
+  }
+
+  /**
+   * submit starts a turn. Iterate the returned Turn to receive each
+   * accepted snapshot (complete, never a delta) until the terminal one.
+   * Nothing is sent until iteration starts.
+   * @throws TypeError for a sessionId or turnId that is not a SafeId.
+   */
+  submit(opts: SubmitOptions): Turn {
+    const turnId = opts.turnId ?? newId();
+    if (!isSafeId(opts.sessionId) || !isSafeId(turnId)) throw new TypeError("turnstream: session and turn ids must be SafeIds");
+    return new Turn(this, { ...opts, turnId });
+  }
+
+  /**
+   * stop asks the running turn to end; its stream then ends with a
+   * terminal snapshot (status error, code TURN_INTERRUPTED).
+   * @throws HTTPError (e.g. TURN_NOT_ACTIVE when it already ended).
+   */
+  async stop(sessionId: string, turnId: string, signal?: AbortSignal): Promise<void> {
+    const res = await this.request(this.turnURL + "stop", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ sessionId, turnId }),
+      signal,
+    });
+    await res.body?.cancel();
+  }
+
+  /** capabilities returns GET {turnURL}capabilities, fetched once per client. */
+  capabilities(signal?: AbortSignal): Promise<Capabilities> {
+    if (!this.#capabilities) {
+      this.#capabilities = this.getJSON(this.turnURL + "capabilities", signal).then((v) => {
+        if (!isObj(v) || !Array.isArray(v.extensions) || !Array.isArray(v.protocols)) throw invalidResponse();
+        return v as unknown as Capabilities;
+      });
+      this.#capabilities.catch(() => (this.#capabilities = undefined));
+    }
+    return this.#capabilities;
+  }
+
+  /** session returns GET {historyURL}sessions/{id}. */
+  async session(sessionId: string, signal?: AbortSignal): Promise<SessionSummary> {
+    const v = await this.getJSON(this.#history(sessionId, ""), signal);
+    if (!isObj(v) || v.sessionId !== sessionId) throw invalidResponse();
+    return v as unknown as SessionSummary;
+  }
+
+  /** turns returns one page of GET {historyURL}sessions/{id}/turns. */
+  async turns(sessionId: string, opts: PageOptions = {}): Promise<Page<TurnSummary>> {
+    const v = await this.getJSON(this.#history(sessionId, "/turns", opts), opts.signal);
+    if (!isObj(v) || !Array.isArray(v.turns) || !isPage(v)) throw invalidResponse();
+    const turns = v.turns;
+    const items = turns.map((t) => {
+      const messages = isObj(t) ? decodeMessages(t.messages ?? null) : undefined;
+      if (!isObj(t) || !isSafeId(t.turnId) || !messages || !Array.isArray(t.artifacts)) throw invalidResponse();
+      return { ...(t as unknown as TurnSummary), messages };
+    });
+    return { items, nextCursor: v.nextCursor as string | null, hasMore: v.hasMore as boolean };
+  }
+
+  /** messages returns one page of GET {historyURL}sessions/{id}/messages. */
+  async messages(sessionId: string, opts: PageOptions = {}): Promise<Page<Message>> {
+    const v = await this.getJSON(this.#history(sessionId, "/messages", opts), opts.signal);
+    if (!isObj(v) || !isPage(v)) throw invalidResponse();
+    const items = decodeMessages(v.messages ?? null);
+    if (!items) throw invalidResponse();
+    return { items, nextCursor: v.nextCursor as string | null, hasMore: v.hasMore as boolean };
+  }
+
+  /** pages walks every page of turns or messages, following the page cursors. */
+  async *pages<K extends "turns" | "messages">(
+    kind: K,
+    sessionId: string,
+    opts: PageOptions = {},
+  ): AsyncGenerator<Page<K extends "turns" ? TurnSummary : Message>> {
+    let cursor = opts.cursor;
+    for (;;) {
+      const page = await (kind === "turns" ? this.turns(sessionId, { ...opts, cursor }) : this.messages(sessionId, { ...opts, cursor }));
+      yield page as Page<K extends "turns" ? TurnSummary : Message>;
+      if (!page.hasMore || page.nextCursor === null) return;
+      cursor = page.nextCursor;
+    }
+  }
+
+  #history(sessionId: string, tail: string, opts: PageOptions = {}): string {
+    if (this.historyURL === undefined) throw new TypeError("turnstream: no historyURL configured");
+    if (!isSafeId(sessionId)) throw new TypeError("turnstream: session id is not a SafeId");
+    const q = new URLSearchParams();
+    if (opts.limit !== undefined) q.set("limit", String(opts.limit));
+    if (opts.cursor !== undefined) q.set("cursor", opts.cursor);
+    if (opts.order !== undefined) q.set("order", opts.order);
+    const qs = q.toString();
+    return `${this.historyURL}sessions/${sessionId}${tail}${qs ? "?" + qs : ""}`;
+  }
+
+  /** @internal getJSON fetches url and parses its body with the strict reader. */
+  async getJSON(url: string, signal?: AbortSignal): Promise<JSONValue> {
+    const res = await this.request(url, { method: "GET", signal });
+    let text: string;
+    try {
+      text = await res.text();
+    } catch (e) {
+      throw networkFailure(e, signal);
+    }
+    const v = parseStrict(text);
+    if (v === NOT_JSON) throw invalidResponse();
+    return v;
+  }
+
+  /**
+   * @internal request sends one request with the configured headers and
+   * turns a non-2xx answer into an HTTPError.
+   */
+  async request(url: string, init: RequestInit & { headers?: Record<string, string> }): Promise<Response> {
+    const h = this.#opts.headers;
+    const extra = typeof h === "function" ? await h() : h;
+    const f = this.#opts.fetch ?? globalThis.fetch.bind(globalThis);
+    let res: Response;
+    try {
+      res = await f(url, { ...init, headers: { ...extra, ...init.headers }, cache: "no-store" });
+    } catch (e) {
+      throw networkFailure(e, init.signal ?? undefined);
+    }
+    if (!res.ok) {
+      let diagnostic: TurnDiagnostic | undefined;
+      try {
+        const v = parseStrict(await res.text());
+        if (isObj(v) && isObj(v.error)) diagnostic = decodeDiagnostic(v.error);
+      } catch (e) {
+        throwIfAborted(init.signal ?? undefined, e);
+      }
+      throw new HTTPError(res.status, diagnostic);
+    }
+    return res;
+  }
+
+  /** @internal resumeEnabled reports whether a dropped stream may be resumed. */
+  async resumeEnabled(signal?: AbortSignal): Promise<boolean> {
+    if (this.#opts.resume === "off") return false;
+    try {
+      return (await this.capabilities(signal)).extensions.includes("resume");
+    } catch (e) {
+      throwIfAborted(signal, e);
+      return false;
+    }
+  }
+
+  /** @internal */
+  get maxResumes(): number {
+    return this.#opts.maxResumes ?? 3;
+  }
+}
+
+interface TurnOptions extends SubmitOptions {
+  turnId: string;
+}
+
+/**
+ * Turn is one submitted turn: an async iterable of the snapshots its
+ * stream delivers that the turn's SnapshotCursor accepts, ending after the
+ * terminal snapshot (status complete or error; a stopped turn ends with
+ * error TURN_INTERRUPTED). Iteration throws StreamDiagnosticError for a
+ * diagnostic line, HTTPError when the submit is refused,
+ * StreamIncompleteError when the stream ends early and cannot be resumed,
+ * and the signal's reason when aborted. Iterate it once. Leaving the loop
+ * early (break, abort) only stops reading: the turn runs on at the server
+ * until it ends or stop() is called.
+ */
+export class Turn implements AsyncIterable<SnapshotEvent> {
+  readonly sessionId: string;
+  readonly turnId: string;
+  /** The cursor every line of this turn goes through. */
+  readonly cursor: SnapshotCursor;
+  /** Lines that failed to decode (skipped). */
+  readonly invalidLines: DecoderDiagnostic[] = [];
+  readonly #client: TurnstreamClient;
+  readonly #opts: TurnOptions;
+  #started = false;
+
+  constructor(client: TurnstreamClient, opts: TurnOptions) {
+    this.#client = client;
+    this.#opts = opts;
+    this.sessionId = opts.sessionId;
+    this.turnId = opts.turnId;
+    this.cursor = new SnapshotCursor(opts.sessionId);
+  }
+
+  /** The last accepted sequence: where a resume continues after. */
+  get sequence(): number | undefined {
+    return this.cursor.sequence;
+  }
+
+  /** The newest accepted snapshot. */
+  get snapshot(): SnapshotEvent | undefined {
+    return this.cursor.snapshot;
+  }
+
+  /** stop asks the server to stop this turn (see TurnstreamClient.stop). */
+  stop(signal?: AbortSignal): Promise<void> {
+    return this.#client.stop(this.sessionId, this.turnId, signal);
+  }
+
+  [Symbol.asyncIterator](): AsyncGenerator<SnapshotEvent> {
+    if (this.#started) throw new TypeError("turnstream: a Turn is iterated once");
+    this.#started = true;
+    return this.#run();
+  }
+
+  async *#run(): AsyncGenerator<SnapshotEvent> {
+    const { signal } = this.#opts;
+    let res: Response | undefined = await this.#submit();
+    for (let resumes = 0; ; ) {
+      const ended = yield* this.#read(res);
+      if (ended) return;
+      if (resumes >= this.#client.maxResumes || !(await this.#client.resumeEnabled(signal))) {
+        throw new StreamIncompleteError(this.sequence, this.invalidLines);
+      }
+      await pause(250 * 2 ** resumes, signal);
+      resumes++;
+      try {
+        res = await this.#resume();
+      } catch (e) {
+        if (!(e instanceof TurnstreamError) || !e.retryable) throw e;
+        res = undefined;
+      }
+    }
+  }
+
+  #submit(): Promise<Response> {
+    const o = this.#opts;
+    const payload: { input: string; lineage?: Lineage } = { input: o.input };
+    if (o.lineage) payload.lineage = o.lineage;
+    const event = {
+      protocol: TURN_PROTOCOL,
+      version: 1,
+      eventId: newId(),
+      sessionId: o.sessionId,
+      turnId: o.turnId,
+      sequence: 0,
+      emittedAt: new Date().toISOString(),
+      event: "client.turn.submit",
+      payload,
+    };
+    const headers: Record<string, string> = { "Content-Type": "application/json", Accept: "application/x-ndjson" };
+    if (o.scope) headers[SCOPE_HEADER] = o.scope;
+    return this.#client.request(this.#client.turnURL, { method: "POST", headers, body: JSON.stringify(event), signal: o.signal });
+  }
+
+  // #resume opens GET {turnURL}sessions/{id}/turns/{turnId}/stream?after=<sequence>:
+  // the newest state as one complete snapshot, then newer ones, with the
+  // live sequences, so the same cursor takes over.
+  #resume(): Promise<Response> {
+    const o = this.#opts;
+    const after = this.sequence === undefined ? "" : `?after=${this.sequence}`;
+    const headers: Record<string, string> = { Accept: "application/x-ndjson" };
+    if (o.scope) headers[SCOPE_HEADER] = o.scope;
+    const url = `${this.#client.turnURL}sessions/${o.sessionId}/turns/${o.turnId}/stream${after}`;
+    return this.#client.request(url, { method: "GET", headers, signal: o.signal });
+  }
+
+  // #read feeds one response's lines through the decoder and the cursor,
+  // yielding accepted snapshots. It returns true after the terminal line,
+  // false when the stream ended or broke off before it (res undefined: a
+  // failed resume attempt, to be tried again).
+  async *#read(res: Response | undefined): AsyncGenerator<SnapshotEvent, boolean> {
+    if (res === undefined) return false;
+    const signal = this.#opts.signal;
+    const type = res.headers.get("content-type") ?? "";
+    if (!type.toLowerCase().startsWith("application/x-ndjson") || !res.body) {
+      await res.body?.cancel().catch(() => {});
+      throw invalidResponse();
+    }
+    const reader = res.body.getReader();
+    const lines = new LineSplitter();
+    let done = false;
+    try {
+      for (;;) {
+        let chunk: ReadableStreamReadResult<Uint8Array>;
+        try {
+          chunk = await reader.read();
+        } catch (e) {
+          throwIfAborted(signal, e);
+          return false; // the connection broke off: resumable
+        }
+        const batch = chunk.done ? [lines.flush()].filter((l) => l.length > 0) : lines.push(chunk.value);
+        for (const line of batch) {
+          const r = decodeTurnEvent(line);
+          if (!r.ok) {
+            this.invalidLines.push(r.diagnostic);
+            this.#opts.onInvalidLine?.(r.diagnostic);
+            continue;
+          }
+          const ev = r.event;
+          if (ev.sessionId !== this.sessionId || ev.turnId !== this.turnId) continue;
+          if (ev.event === "server.turn.diagnostic") {
+            done = true;
+            throw new StreamDiagnosticError(ev);
+          }
+          if (ev.event !== "server.turn.snapshot" || !this.cursor.apply(ev)) continue;
+          const snap = this.cursor.snapshot!;
+          if (snap.payload.status === "complete" || snap.payload.status === "error") done = true;
+          yield snap;
+          if (done) return true;
+        }
+        if (chunk.done) return false;
+      }
+    } finally {
+      reader.cancel().catch(() => {}); // frees the connection; a no-op once the stream ended
+    }
+  }
+}
+
+function isObj(v: unknown): v is { [key: string]: JSONValue } {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function isPage(v: { [key: string]: JSONValue }): boolean {
+  return typeof v.hasMore === "boolean" && (v.nextCursor === null || typeof v.nextCursor === "string");
+}
+
+function invalidResponse(): TurnstreamError {
+  return new TurnstreamError("RESPONSE_INVALID", "The server's answer is not the expected protocol.", false);
+}
+
+function throwIfAborted(signal: AbortSignal | undefined, e: unknown): void {
+  if (signal?.aborted) throw signal.reason;
+  if (e instanceof DOMException && e.name === "AbortError") throw e;
+}
+
+function networkFailure(e: unknown, signal: AbortSignal | undefined): unknown {
+  throwIfAborted(signal, e);
+  if (e instanceof TurnstreamError) return e;
+  return new TurnstreamError("NETWORK_FAILED", "The server could not be reached.", true);
+}
+
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(done, ms);
+    function done(): void {
+      signal?.removeEventListener("abort", abort);
+      resolve();
+    }
+    function abort(): void {
+      clearTimeout(t);
+      reject(signal!.reason);
+    }
+    signal?.addEventListener("abort", abort, { once: true });
+  });
+}

@@ -1,0 +1,76 @@
+import type { DecoderDiagnostic, DiagnosticEvent, TurnDiagnostic } from "./protocol.js";
+
+/**
+ * Client-side codes, for failures that have no wire diagnostic. Each is a
+ * TurnstreamError's code like the server's codes.
+ *
+ * - NETWORK_FAILED: the request did not reach the server or its answer
+ *   broke off (retryable).
+ * - STREAM_INCOMPLETE: a turn stream ended without its terminal line
+ *   (retryable: the turn may still be running; resume or read history).
+ * - RESPONSE_INVALID: the server answered something that is not the
+ *   protocol (a non-NDJSON 200, an error status without an error body, a
+ *   malformed JSON body). Retryable for 408, 429 and 5xx statuses.
+ */
+export const CLIENT_CODES = ["NETWORK_FAILED", "STREAM_INCOMPLETE", "RESPONSE_INVALID"] as const;
+
+/**
+ * TurnstreamError is every failure the client reports, abort excepted
+ * (an aborted signal rejects with the signal's reason). The message is the
+ * server's fixed message or the client's own; never response bytes.
+ */
+export class TurnstreamError extends Error {
+  /** UPPER_SNAKE code: a wire code (SESSION_BUSY, ...) or one of CLIENT_CODES. */
+  readonly code: string;
+  /** Whether the same request may succeed later. */
+  readonly retryable: boolean;
+  constructor(code: string, message: string, retryable: boolean) {
+    super(message);
+    this.name = "TurnstreamError";
+    this.code = code;
+    this.retryable = retryable;
+  }
+}
+
+/** HTTPError is an HTTP error answer; code and retryable come from its error body. */
+export class HTTPError extends TurnstreamError {
+  /** The HTTP status, e.g. 404. */
+  readonly status: number;
+  /** The error body's diagnostic; undefined when the body was not one. */
+  readonly diagnostic: TurnDiagnostic | undefined;
+  constructor(status: number, diagnostic: TurnDiagnostic | undefined) {
+    const retryable = diagnostic ? diagnostic.retryable : status === 408 || status === 429 || status >= 500;
+    super(
+      diagnostic?.code ?? "RESPONSE_INVALID",
+      diagnostic?.message ?? `The server answered HTTP ${status} without an error body.`,
+      retryable,
+    );
+    this.name = "HTTPError";
+    this.status = status;
+    this.diagnostic = diagnostic;
+  }
+}
+
+/** StreamDiagnosticError is a server.turn.diagnostic line, the last line of its stream. */
+export class StreamDiagnosticError extends TurnstreamError {
+  readonly event: DiagnosticEvent;
+  constructor(event: DiagnosticEvent) {
+    super(event.payload.code, event.payload.message, event.payload.retryable);
+    this.name = "StreamDiagnosticError";
+    this.event = event;
+  }
+}
+
+/** StreamIncompleteError: the stream ended (or broke off) before its terminal line. */
+export class StreamIncompleteError extends TurnstreamError {
+  /** The last accepted sequence, the point a resume continues after. */
+  readonly sequence: number | undefined;
+  /** Lines that failed to decode, with the decoder's diagnostics. */
+  readonly invalidLines: readonly DecoderDiagnostic[];
+  constructor(sequence: number | undefined, invalidLines: readonly DecoderDiagnostic[]) {
+    super("STREAM_INCOMPLETE", "The turn stream ended before the turn did.", true);
+    this.name = "StreamIncompleteError";
+    this.sequence = sequence;
+    this.invalidLines = invalidLines;
+  }
+}

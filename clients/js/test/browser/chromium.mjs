@@ -1,0 +1,46 @@
+// Launching Debian's Chromium through the pinned playwright-core.
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+export const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+
+/**
+ * browserMissing returns a skip reason when Chromium is not installed
+ * outside CI; in CI (CI=true) a missing browser throws, so the suite fails.
+ */
+export function browserMissing() {
+  if (existsSync(CHROMIUM)) return undefined;
+  const msg = `Chromium not found at ${CHROMIUM}: install it (apt-get install -y chromium, or make deps as root) or set CHROMIUM`;
+  if (process.env.CI === "true" || process.env.CI === "1") throw new Error(`CI: ${msg}`);
+  console.error(`\n!!! browser tests SKIPPED: ${msg}\n`);
+  return msg;
+}
+
+/** launch starts headless Chromium on a fresh, empty profile; close() removes it. */
+export async function launch() {
+  const profile = mkdtempSync(join(tmpdir(), "turnstream-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-quic",
+      "--no-first-run",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--disable-sync",
+    ],
+    viewport: { width: 1280, height: 860 },
+  });
+  return {
+    context,
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,220 @@
+// The demo page in headless Chromium against real dev servers: a reply
+// streams in, a stop ends it early, a tool call shows its artifact, older
+// history loads on scroll, and another user's session is an error in
+// plain words. Screenshots of each state, at desktop and phone widths, go
+// to clients/js/test-output/screenshots (git-ignored).
+import { describe, test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { TurnstreamClient } from "../../dist/turnstream.js";
+import { startDevServer } from "../devserver.mjs";
+import { here } from "../helpers.mjs";
+import { browserMissing, launch } from "./chromium.mjs";
+
+const shots = join(here, "../test-output/screenshots");
+const DESKTOP = { width: 1280, height: 860 };
+const PHONE = { width: 390, height: 844 };
+
+const skip = browserMissing();
+
+describe("demo page in Chromium", { skip }, () => {
+  let slow, fast, browser;
+
+  before(async () => {
+    mkdirSync(shots, { recursive: true });
+    // slow: an answer takes seconds, so it is seen streaming and can be
+    // stopped; a stop is seen within one lease renewal (LEASE_DURATION/3).
+    [slow, fast] = await Promise.all([
+      startDevServer({ ECHO_DELAY: "120ms", ECHO_CHUNK_RUNES: "2", LEASE_DURATION: "3s" }),
+      startDevServer({ ECHO_DELAY: "0" }),
+    ]);
+    browser = await launch();
+  });
+  after(async () => {
+    await browser?.close();
+    await Promise.all([slow?.stop(), fast?.stop()]);
+  });
+
+  async function open(base, query, viewport = DESKTOP) {
+    const page = await browser.context.newPage();
+    await page.setViewportSize(viewport);
+    const problems = [];
+    page.on("pageerror", (e) => problems.push(e.message));
+    // No request leaves the dev server's origin (no CDN, no network).
+    page.on("request", (r) => {
+      const u = r.url();
+      if (!u.startsWith(`${base}/`) && !u.startsWith("data:")) problems.push(`request to another origin: ${u}`);
+    });
+    page.on("console", (m) => {
+      if (m.type() === "error" && !/the server responded with a status of 404/.test(m.text())) problems.push(`console: ${m.text()}`);
+    });
+    // Every text the newest assistant message shows, in order.
+    await page.addInitScript(() => {
+      window.__texts = [];
+      new MutationObserver(() => {
+        const all = document.querySelectorAll('.msg[data-role="assistant"] .text');
+        const t = all[all.length - 1]?.textContent;
+        if (t && window.__texts[window.__texts.length - 1] !== t) window.__texts.push(t);
+      }).observe(document, { subtree: true, childList: true, characterData: true });
+    });
+    await page.goto(`${base}/?${query}`);
+    await page.waitForSelector('#status:not([data-state="loading"]):not([data-state="idle"])');
+    return { page, problems };
+  }
+
+  // newChat opens the page as user and starts a conversation with New chat.
+  async function newChat(base, user, viewport) {
+    const opened = await open(base, `user=${user}`, viewport);
+    await Promise.all([opened.page.waitForURL((u) => u.searchParams.get("session") !== null), opened.page.click("#new-chat")]);
+    await opened.page.waitForSelector('#status[data-state="ready"]');
+    assert.equal(await opened.page.isVisible("#empty"), true, "a new conversation starts empty");
+    assert.equal(await opened.page.isHidden("#error"), true);
+    return opened;
+  }
+
+  async function send(page, text) {
+    await page.fill("#input", text);
+    await page.press("#input", "Enter");
+  }
+
+  const lastAssistant = '.turn:last-child .msg[data-role="assistant"]';
+
+  test("a message's reply streams in", async () => {
+    const { page, problems } = await newChat(slow.base, "ann");
+    await page.screenshot({ path: join(shots, "empty-desktop.png") });
+    const input = "Streaming, a few characters at a time, into the page.";
+    await send(page, input);
+    await page.waitForFunction((sel) => {
+      const el = document.querySelector(sel);
+      return el?.dataset.status === "streaming" && el.textContent.length > 12;
+    }, lastAssistant);
+    assert.equal(await page.getAttribute("#status", "data-state"), "streaming");
+    assert.equal(await page.textContent("#send"), "Stop");
+    await page.screenshot({ path: join(shots, "streaming-desktop.png") });
+    await page.waitForSelector(`${lastAssistant}[data-status="complete"]`, { timeout: 60_000 });
+    const final = `Echo: ${input}`;
+    assert.equal(await page.textContent(`${lastAssistant} .text`), final);
+    const texts = await page.evaluate(() => window.__texts);
+    const partial = texts.filter((t) => t.length < final.length && final.startsWith(t));
+    assert.ok(partial.length >= 3, `saw ${partial.length} partial texts before the whole answer`);
+    assert.equal(texts.at(-1), final);
+    assert.equal(await page.getAttribute("#status", "data-state"), "ready");
+    assert.match(await page.textContent("#seq"), /^sequence \d+$/);
+    await page.screenshot({ path: join(shots, "complete-desktop.png") });
+    await page.setViewportSize(PHONE);
+    await page.screenshot({ path: join(shots, "complete-phone.png") });
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  test("Stop ends the answer early", async () => {
+    const { page, problems } = await newChat(slow.base, "ann");
+    const input = "A long answer that would take a good while to stream. ".repeat(4).trim();
+    await send(page, input);
+    await page.waitForFunction((sel) => (document.querySelector(sel)?.textContent.length ?? 0) > 12, `${lastAssistant} .text`);
+    await page.click("#send");
+    await page.waitForSelector('#status[data-state="stopped"]', { timeout: 60_000 });
+    const shown = await page.textContent(`${lastAssistant} .text`);
+    assert.ok(shown.length < `Echo: ${input}`.length, "stopped before the end");
+    assert.ok(`Echo: ${input}`.startsWith(shown));
+    assert.equal(await page.textContent(`${lastAssistant} .notice`), "Stopped.");
+    assert.equal(await page.getAttribute(lastAssistant, "data-status"), "error");
+    assert.equal(await page.textContent("#send"), "Send");
+    await page.screenshot({ path: join(shots, "stopped-desktop.png") });
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  test("a page opened mid-answer says so, then shows the saved answer", async () => {
+    const ann = new TurnstreamClient({ turnURL: slow.turnURL, historyURL: slow.historyURL, headers: { Authorization: "Bearer dev.ann" } });
+    // Long enough to run until it is stopped below.
+    const input = "Opened in a second tab while this answer is written. ".repeat(8).trim();
+    const turn = ann.submit({ sessionId: "b-reload", input });
+    const it = turn[Symbol.asyncIterator]();
+    await it.next(); // the turn is running
+    const rest = (async () => { while (!(await it.next()).done); })();
+    const { page, problems } = await open(slow.base, "session=b-reload&user=ann");
+    await page.waitForSelector('#status[data-state="streaming"]');
+    assert.equal(await page.textContent("#status .text"), "An answer is being written…");
+    await page.screenshot({ path: join(shots, "running-elsewhere-desktop.png") });
+    await turn.stop();
+    await rest;
+    await page.waitForSelector(`${lastAssistant}[data-status="error"]`, { timeout: 60_000 });
+    assert.ok(`Echo: ${input}`.startsWith(await page.textContent(`${lastAssistant} .text`)));
+    assert.equal(await page.textContent(`${lastAssistant} .notice`), "Stopped.");
+    await page.waitForSelector('#status[data-state="ready"]');
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  test("a tool call and its artifact reference are shown", async () => {
+    const { page, problems } = await newChat(fast.base, "ann", PHONE);
+    await page.screenshot({ path: join(shots, "empty-phone.png") });
+    await page.setViewportSize(DESKTOP);
+    await send(page, "/note Groceries: milk, eggs");
+    await page.waitForSelector(".artifact");
+    assert.equal(await page.getAttribute(".tool", "data-tool"), "workspace_note");
+    assert.equal(await page.textContent(".tool .badge"), "complete");
+    assert.match(await page.textContent(".tool .result"), /notes\/groceries\.md/);
+    assert.equal(await page.getAttribute(".artifact", "data-path"), "notes/groceries.md");
+    await send(page, "Thanks! Ünïcödé — and ✓ — come through intact.");
+    await page.waitForSelector(`${lastAssistant}[data-status="complete"]`);
+    assert.equal(await page.textContent(`${lastAssistant} .text`), "Echo: Thanks! Ünïcödé — and ✓ — come through intact.");
+    await page.screenshot({ path: join(shots, "note-desktop.png") });
+    await page.setViewportSize(PHONE);
+    await page.screenshot({ path: join(shots, "note-phone.png") });
+    // A reload shows the same conversation from history, artifacts included.
+    await page.reload();
+    await page.waitForSelector(".artifact");
+    assert.equal(await page.locator(".turn").count(), 2);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  test("older history loads as the reader scrolls up", async () => {
+    const hal = new TurnstreamClient({ turnURL: fast.turnURL, historyURL: fast.historyURL, headers: { Authorization: "Bearer dev.hal" } });
+    for (let i = 1; i <= 25; i++) for await (const _ of hal.submit({ sessionId: "b-hist", input: `message ${i}` }));
+    const { page, problems } = await open(fast.base, "session=b-hist&user=hal");
+    const count = () => page.locator(".turn").count();
+    assert.equal(await count(), 10, "the newest page");
+    assert.equal(await page.textContent('.turn:last-child .msg[data-role="user"]'), "message 25");
+    assert.equal(await page.getAttribute("#history-edge", "data-state"), "more");
+    await page.screenshot({ path: join(shots, "history-desktop.png") });
+    for (const want of [20, 25]) {
+      await page.evaluate(() => (document.getElementById("log").scrollTop = 0));
+      await page.waitForFunction((n) => document.querySelectorAll(".turn").length === n, want);
+    }
+    await page.waitForSelector('#history-edge[data-state="start"]');
+    const users = await page.locator('.msg[data-role="user"]').allTextContents();
+    assert.deepEqual(users, Array.from({ length: 25 }, (_, i) => `message ${i + 1}`), "oldest first, each once");
+    await page.evaluate(() => (document.getElementById("log").scrollTop = 0));
+    await page.screenshot({ path: join(shots, "history-start-desktop.png") });
+    await page.setViewportSize(PHONE);
+    await page.screenshot({ path: join(shots, "history-phone.png") });
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  test("another user's session is an error in plain words", async () => {
+    const ann = new TurnstreamClient({ turnURL: fast.turnURL, historyURL: fast.historyURL, headers: { Authorization: "Bearer dev.ann" } });
+    for await (const _ of ann.submit({ sessionId: "b-private", input: "my secret plans" }));
+    const { page, problems } = await open(fast.base, "session=b-private&user=eve");
+    await page.waitForSelector("#error:not([hidden])");
+    const text = await page.textContent("#error");
+    assert.match(text, /doesn't exist, or it belongs to another account/);
+    assert.match(text, /SESSION_NOT_FOUND/);
+    assert.equal(await page.getAttribute("#status", "data-state"), "error");
+    assert.equal(await page.locator(".turn").count(), 0);
+    assert.ok(!(await page.content()).includes("secret plans"));
+    await page.screenshot({ path: join(shots, "error-desktop.png") });
+    // Sending into it fails the same way, and says so.
+    await send(page, "let me in");
+    await page.waitForFunction(() => document.querySelectorAll(".turn").length === 0 && !document.getElementById("error").hidden && document.getElementById("send").textContent === "Send");
+    assert.match(await page.textContent("#error"), /belongs to another account/);
+    await page.setViewportSize(PHONE);
+    await page.screenshot({ path: join(shots, "error-phone.png") });
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+});

@@ -1,0 +1,123 @@
+// The client against the real dev server: every line of every stream it
+// produces decodes, to the value the server wrote, and the Go decoder
+// (turnctl validate) agrees line for line.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { HTTPError, TurnstreamClient, decodeTurnEvent } from "../dist/turnstream.js";
+import { startDevServer, turnctlBinary } from "./devserver.mjs";
+import { lines } from "./helpers.mjs";
+
+let srv;
+const recorded = []; // the chunks of every NDJSON body the server sent
+
+// recording is a fetch that keeps a copy of every turn stream's bytes.
+async function recording(url, init) {
+  const res = await fetch(url, init);
+  if (!res.ok || !(res.headers.get("content-type") ?? "").startsWith("application/x-ndjson")) return res;
+  const chunks = [];
+  recorded.push(chunks);
+  const tee = new TransformStream({
+    transform(chunk, c) {
+      chunks.push(chunk);
+      c.enqueue(chunk);
+    },
+  });
+  return new Response(res.body.pipeThrough(tee), { status: res.status, headers: res.headers });
+}
+
+const as = (user) =>
+  new TurnstreamClient({ turnURL: srv.turnURL, historyURL: srv.historyURL, fetch: recording, headers: { Authorization: `Bearer dev.${user}` } });
+
+async function drain(turn) {
+  const seen = [];
+  for await (const s of turn) seen.push(s);
+  return seen;
+}
+
+before(async () => {
+  srv = await startDevServer({ ECHO_DELAY: "100ms", ECHO_CHUNK_RUNES: "3", LEASE_DURATION: "3s", SNAPSHOT_INTERVAL: "5ms" });
+});
+after(async () => {
+  await srv?.stop();
+});
+
+test("turns stream in, stop, history and errors against the dev server", async () => {
+  const alice = as("alice");
+  const caps = await alice.capabilities();
+  assert.ok(caps.extensions.includes("stop") && caps.extensions.includes("history"));
+
+  const first = await drain(alice.submit({ sessionId: "it-a", input: "hello there" }));
+  const last = first.at(-1).payload;
+  assert.equal(last.status, "complete");
+  assert.equal(last.messages.at(-1).content, "Echo: hello there");
+  assert.ok(first.length >= 2, "snapshots arrived while the answer streamed");
+
+  const text = "héllo — 日本語 ✓ 𝄞😀 ok";
+  const uni = await drain(alice.submit({ sessionId: "it-a", input: text, scope: "turn" }));
+  assert.deepEqual(uni.at(-1).payload.messages.map((m) => m.content), [text, `Echo: ${text}`]);
+
+  const note = await drain(alice.submit({ sessionId: "it-a", input: "/note Groceries: milk, eggs" }));
+  const call = note.at(-1).payload.messages.at(-1).toolCalls[0];
+  assert.equal(call.name, "workspace_note");
+  assert.equal(call.status, "complete");
+
+  // Stop mid-answer: the stream ends with the interrupted terminal snapshot.
+  // About ten seconds of answer at this pace; a stop is seen within a lease renewal (1 s).
+  const long = "please keep streaming for a good while now, this is a long answer to stop. ".repeat(4);
+  const turn = alice.submit({ sessionId: "it-b", input: long, scope: "turn" });
+  let stopped = false;
+  const seen = [];
+  for await (const s of turn) {
+    seen.push(s);
+    if (!stopped && s.payload.messages.at(-1)?.content.length > 8) {
+      stopped = true;
+      await turn.stop();
+    }
+  }
+  const end = seen.at(-1).payload;
+  assert.equal(end.status, "error");
+  assert.equal(end.error.code, "TURN_INTERRUPTED");
+  assert.ok(end.messages.at(-1).content.length < `Echo: ${long}`.length, "stopped before the end");
+
+  // History pages back through all three turns of it-a.
+  const ids = [];
+  for await (const page of alice.pages("turns", "it-a", { limit: 2 })) {
+    assert.ok(page.items.length <= 2);
+    ids.push(...page.items.map((t) => t.turnId));
+  }
+  assert.equal(ids.length, 3);
+  const notePage = await alice.turns("it-a", { limit: 1 });
+  assert.deepEqual(notePage.items[0].artifacts, [{ entryPath: "notes/groceries.md", artifactType: "document" }]);
+  const msgs = [];
+  for await (const page of alice.pages("messages", "it-a", { limit: 2, order: "asc" })) msgs.push(...page.items);
+  assert.equal(msgs[0].content, "hello there");
+
+  // Another user's session: typed, not retryable, and in the same words everywhere.
+  const bob = as("bob");
+  await assert.rejects(bob.turns("it-a"), (e) => e instanceof HTTPError && e.status === 404 && e.code === "SESSION_NOT_FOUND" && !e.retryable);
+  await assert.rejects(drain(bob.submit({ sessionId: "it-a", input: "hi" })), (e) => e.code === "SESSION_NOT_FOUND");
+
+  // A second turn while one runs: SESSION_BUSY, retryable.
+  const running = alice.submit({ sessionId: "it-c", input: long });
+  const it = running[Symbol.asyncIterator]();
+  await it.next();
+  await assert.rejects(drain(alice.submit({ sessionId: "it-c", input: "me too" })), (e) => e.code === "SESSION_BUSY" && e.retryable);
+  await running.stop();
+  while (!(await it.next()).done);
+});
+
+test("every recorded line decodes to what the server wrote, as the Go decoder decodes it", () => {
+  const all = recorded.flatMap((chunks) => lines(Buffer.concat(chunks)));
+  assert.ok(all.length > 20, `${all.length} lines recorded`);
+  for (const line of all) {
+    const r = decodeTurnEvent(line);
+    assert.ok(r.ok, Buffer.from(line).toString());
+    assert.deepEqual(JSON.parse(JSON.stringify(r.event)), JSON.parse(Buffer.from(line).toString("utf8")));
+  }
+  const out = spawnSync(turnctlBinary(), ["validate"], { input: Buffer.concat(all.flatMap((l) => [l, Buffer.from("\n")])) });
+  assert.equal(out.status, 0, out.stderr.toString());
+  const verdicts = out.stdout.toString().trim().split("\n").map((l) => JSON.parse(l));
+  assert.equal(verdicts.length, all.length);
+  verdicts.forEach((v, i) => assert.deepEqual(v, { ok: true, event: decodeTurnEvent(all[i]).event.event }));
+});

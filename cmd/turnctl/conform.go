@@ -1,0 +1,504 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+func init() {
+	commands["conform"] = command{
+		summary: "check a deployment (or any server) against the turn protocol, black-box",
+		run:     runConform,
+	}
+}
+
+const conformUsage = `usage: turnctl conform -turn URL -history URL [-artifacts URL] [-token TOKEN | -sigv4] [-trusted-token TOKEN] [-json]
+
+Runs a black-box conformance suite against a turn function and a history
+function (a turnstream deployment, the dev server, or another
+implementation of AgentsKit Chat's turn protocol v1 and turnstream's
+history API) and prints one row per check: pass, fail, or skipped with the
+reason. It creates a few sessions of its own (ids starting "conform-") and
+never touches others.
+
+What it checks:
+  capabilities          GET <turn>/capabilities names agentskit.chat.turn v1; the
+                        extensions it lists decide which optional checks run
+  stream.headers        a submit answers 200 application/x-ndjson, no-store
+  stream.decode         every line decodes as a turn event
+  stream.identity       every line names the submitted session and turn
+  stream.cursor         a snapshot cursor accepts every snapshot, in order, none twice
+  stream.terminal-last  the last line, and only it, is terminal
+  turn.complete         the turn ends complete
+  replay                the same submit again is 409, in the diagnostic shape
+  errors.shape          bad requests get the diagnostic shape, status and code
+  errors.no-echo        no error body repeats the markers planted in the request
+  history.isomorphism   history returns the live stream's last messages
+  snapshot-scope        X-Turnstream-Snapshot-Scope: turn leaves earlier turns out
+  submit.concurrent     a second turn while one streams is 409 SESSION_BUSY
+  stop                  POST <turn>/stop ends a running turn with a terminal line
+  history.pagination    page cursors stay stable while turns are appended
+  artifacts.dedupe      PUT keeps the last reference of each entry path (needs
+                        -artifacts, and -trusted-token unless the caller is trusted)
+  resume, approvals, compact  run when the capabilities advertise them
+
+-token and -sigv4 authenticate as for turnctl chat (a function URL host is
+signed automatically). -json prints the rows as one JSON object. Exit status 0 when no check failed, 1 otherwise, 2
+for bad usage.
+`
+
+// conformOptions are the flags of `turnctl conform`.
+type conformOptions struct {
+	turnURL, historyURL, artifactsURL string
+	auth                              authFlags
+	trustedToken                      string
+	timeout                           time.Duration
+	json                              bool
+}
+
+// Check outcomes.
+const (
+	checkPass = "pass"
+	checkFail = "fail"
+	checkSkip = "skipped"
+)
+
+// checkResult is one row of the conformance table.
+type checkResult struct {
+	name, outcome, detail string
+}
+
+func runConform(args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	var opts conformOptions
+	fs := flag.NewFlagSet("conform", flag.ContinueOnError)
+	fs.StringVar(&opts.turnURL, "turn", "", "turn function URL (required)")
+	fs.StringVar(&opts.historyURL, "history", "", "history function URL (required)")
+	fs.StringVar(&opts.artifactsURL, "artifacts", "", "artifacts function URL (optional: enables artifacts.dedupe)")
+	fs.StringVar(&opts.trustedToken, "trusted-token", "", "bearer token of the trusted host principal for artifacts writes (dev server: dev.host)")
+	fs.DurationVar(&opts.timeout, "timeout", 2*time.Minute, "bound on each request, a whole streamed turn included")
+	fs.BoolVar(&opts.json, "json", false, `print {"checks":[{"check","result","detail"}],"passed","failed","skipped"} instead of the table`)
+	opts.auth.register(fs)
+	if status, ok := parseFlags(fs, args, conformUsage, stdout, stderr); !ok {
+		return status
+	}
+	if fs.NArg() != 0 || opts.turnURL == "" || opts.historyURL == "" {
+		_, _ = fmt.Fprintln(stderr, "turnctl conform: -turn URL and -history URL are required and no arguments are taken")
+		return 2
+	}
+	for _, u := range []string{opts.turnURL, opts.historyURL, opts.artifactsURL} {
+		if u == "" {
+			continue
+		}
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			_, _ = fmt.Fprintln(stderr, "turnctl conform: a URL is not an absolute http(s) URL")
+			return 2
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	c, err := newConformer(ctx, opts)
+	if err != nil {
+		_, _ = fmt.Fprintln(stderr, "turnctl conform:", err)
+		return 2
+	}
+	results := c.run(ctx)
+	if opts.json {
+		printJSON(stdout, results)
+	} else {
+		printResults(stdout, opts, results)
+	}
+	for _, r := range results {
+		if r.outcome == checkFail {
+			return 1
+		}
+	}
+	return 0
+}
+
+// conformer runs the checks against one deployment.
+type conformer struct {
+	opts                   conformOptions
+	turn, history, trusted *http.Client
+	// artifacts reads artifact references as the caller (the session's
+	// owner); trusted writes them.
+	artifacts *http.Client
+	marker    string
+	caps      *capabilitiesDoc
+	results   []checkResult
+}
+
+// capabilitiesDoc is the part of GET /capabilities that conform reads.
+type capabilitiesDoc struct {
+	Protocols []struct {
+		Protocol string `json:"protocol"`
+		Versions []int  `json:"versions"`
+	} `json:"protocols"`
+	Extensions []string `json:"extensions"`
+}
+
+func (d *capabilitiesDoc) has(ext string) bool { return d != nil && slices.Contains(d.Extensions, ext) }
+
+func newConformer(ctx context.Context, opts conformOptions) (*conformer, error) {
+	c := &conformer{opts: opts, marker: "cfmk" + randomHex(8)}
+	var err error
+	if c.turn, err = opts.auth.client(ctx, opts.turnURL); err != nil {
+		return nil, err
+	}
+	if c.history, err = opts.auth.client(ctx, opts.historyURL); err != nil {
+		return nil, err
+	}
+	if opts.artifactsURL != "" {
+		trusted := opts.auth
+		if opts.trustedToken != "" {
+			trusted = authFlags{token: opts.trustedToken}
+		}
+		if c.trusted, err = trusted.client(ctx, opts.artifactsURL); err != nil {
+			return nil, err
+		}
+		if c.artifacts, err = opts.auth.client(ctx, opts.artifactsURL); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *conformer) record(name, outcome, format string, args ...any) {
+	c.results = append(c.results, checkResult{name: name, outcome: outcome, detail: escapeText(fmt.Sprintf(format, args...), false)})
+}
+
+// problems collects the failures of one check.
+type problems []string
+
+func (p *problems) addf(format string, args ...any) { *p = append(*p, fmt.Sprintf(format, args...)) }
+
+// report records name as passed with passDetail, or failed with the first
+// problems.
+func (c *conformer) report(name string, p problems, passDetail string) {
+	if len(p) == 0 {
+		c.record(name, checkPass, "%s", passDetail)
+		return
+	}
+	detail := strings.Join(p[:min(len(p), 3)], "; ")
+	if len(p) > 3 {
+		detail += fmt.Sprintf("; and %d more", len(p)-3)
+	}
+	c.record(name, checkFail, "%s", detail)
+}
+
+// run runs every check in order and returns the table rows.
+func (c *conformer) run(ctx context.Context) []checkResult {
+	c.checkCapabilities(ctx)
+	first := c.checkStream(ctx)
+	c.checkReplay(ctx, first)
+	c.checkErrors(ctx)
+	c.checkIsomorphism(ctx, first)
+	c.checkSnapshotScope(ctx, first)
+	c.checkConcurrent(ctx)
+	c.checkStop(ctx)
+	c.checkPagination(ctx)
+	c.checkArtifacts(ctx, first)
+	for _, ext := range []string{"resume", "approvals", "compact"} {
+		if c.caps.has(ext) {
+			c.record(ext, checkSkip, "advertised by /capabilities; this turnctl has no check for it yet")
+		} else {
+			c.record(ext, checkSkip, "not advertised by /capabilities")
+		}
+	}
+	return c.results
+}
+
+// printResults writes the table and a summary line.
+func printResults(w io.Writer, opts conformOptions, results []checkResult) {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "turnctl conform: turn %s, history %s\n\n", escapeText(opts.turnURL, false), escapeText(opts.historyURL, false))
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "CHECK\tRESULT\tDETAIL")
+	counts := map[string]int{}
+	for _, r := range results {
+		counts[r.outcome]++
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.outcome, r.detail)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(&b, "\n%d passed, %d failed, %d skipped\n", counts[checkPass], counts[checkFail], counts[checkSkip])
+	_, _ = w.Write(b.Bytes())
+}
+
+// printJSON writes the results as one JSON object (details escaped as in
+// the table).
+func printJSON(w io.Writer, results []checkResult) {
+	type row struct {
+		Check  string `json:"check"`
+		Result string `json:"result"`
+		Detail string `json:"detail"`
+	}
+	out := struct {
+		Checks  []row `json:"checks"`
+		Passed  int   `json:"passed"`
+		Failed  int   `json:"failed"`
+		Skipped int   `json:"skipped"`
+	}{Checks: []row{}}
+	for _, r := range results {
+		out.Checks = append(out.Checks, row{r.name, r.outcome, r.detail})
+		switch r.outcome {
+		case checkPass:
+			out.Passed++
+		case checkFail:
+			out.Failed++
+		default:
+			out.Skipped++
+		}
+	}
+	b, _ := json.Marshal(out) // plain strings and ints: cannot fail
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func (c *conformer) checkCapabilities(ctx context.Context) {
+	status, _, body, err := c.do(ctx, c.turn, http.MethodGet, c.turnPath("/capabilities"), nil, "")
+	switch {
+	case err != nil:
+		c.record("capabilities", checkFail, "GET /capabilities: %v", err)
+		return
+	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
+		c.record("capabilities", checkSkip, "GET /capabilities answered %d: optional checks are skipped", status)
+		return
+	case status != http.StatusOK:
+		c.record("capabilities", checkFail, "GET /capabilities answered %d", status)
+		return
+	}
+	var doc capabilitiesDoc
+	if err := json.Unmarshal(body, &doc); err != nil {
+		c.record("capabilities", checkFail, "GET /capabilities: not the capabilities JSON")
+		return
+	}
+	for _, p := range doc.Protocols {
+		if p.Protocol == protocol.TurnProtocol && slices.Contains(p.Versions, protocol.TurnVersion) {
+			c.caps = &doc
+			c.record("capabilities", checkPass, "%s v%d; extensions: %s", protocol.TurnProtocol, protocol.TurnVersion, strings.Join(doc.Extensions, ", "))
+			return
+		}
+	}
+	c.record("capabilities", checkFail, "protocols do not include %s v%d", protocol.TurnProtocol, protocol.TurnVersion)
+}
+
+// submitted is one submitted turn and what its stream held.
+type submitted struct {
+	sessionID, turnID string
+	body              []byte
+	header0           http.Header // extra request headers
+	status            int
+	header            http.Header
+	errBody           []byte
+	lines             [][]byte
+	events            []*protocol.Event
+	undecodable       []int // indexes of lines that did not decode
+	readErr           error
+}
+
+// last returns the last decoded event, or nil.
+func (s *submitted) last() *protocol.Event {
+	if len(s.events) == 0 || s.events[len(s.events)-1] == nil {
+		return nil
+	}
+	return s.events[len(s.events)-1]
+}
+
+func newSessionID() string { return "conform-" + randomHex(8) }
+
+// submitBody encodes a client.turn.submit of input.
+func submitBody(sessionID, turnID, input string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"protocol": protocol.TurnProtocol, "version": protocol.TurnVersion, "eventId": "event-" + randomHex(8),
+		"sessionId": sessionID, "turnId": turnID, "sequence": 0, "emittedAt": protocol.FormatTime(time.Now()),
+		"event": protocol.EventSubmit, "payload": map[string]string{"input": input},
+	})
+	return b
+}
+
+// shortInput is the input of short turns; longInput asks a model (and
+// makes the echo model take a while) for a long reply, so that the turn is
+// still streaming when the concurrent submit and the stop are sent.
+const shortInput = "Reply with one short sentence."
+
+var longInput = strings.Repeat("Count slowly from one to three hundred, one number in words per line. ", 8)
+
+// submit posts a turn and reads its stream to the end. onLine, when not
+// nil, is called after each line with its index, before the next is read.
+func (c *conformer) submit(ctx context.Context, sessionID, input string, onLine func(i int, ev *protocol.Event)) *submitted {
+	s := &submitted{sessionID: sessionID, turnID: "turn-" + randomHex(8)}
+	s.body = submitBody(sessionID, s.turnID, input)
+	c.stream(ctx, s, onLine)
+	return s
+}
+
+// stream posts s.body and fills in s.
+func (c *conformer) stream(ctx context.Context, s *submitted, onLine func(i int, ev *protocol.Event)) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.opts.turnURL, bytes.NewReader(s.body))
+	if err != nil {
+		s.readErr = err
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range s.header0 {
+		req.Header[k] = v
+	}
+	resp, err := c.turn.Do(req)
+	if err != nil {
+		s.readErr = err
+		return
+	}
+	defer func() { _ = resp.Body.Close() }()
+	s.status, s.header = resp.StatusCode, resp.Header
+	if resp.StatusCode != http.StatusOK {
+		s.errBody, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
+	for sc.Scan() {
+		line := append([]byte(nil), sc.Bytes()...)
+		ev, diag := protocol.DecodeTurnEvent(line)
+		if diag != nil {
+			s.undecodable = append(s.undecodable, len(s.lines))
+			ev = nil
+		}
+		s.lines = append(s.lines, line)
+		s.events = append(s.events, ev)
+		if onLine != nil {
+			onLine(len(s.lines)-1, ev)
+		}
+	}
+	s.readErr = sc.Err()
+}
+
+// isTerminalEvent reports whether ev ends a stream: a diagnostic, or a snapshot
+// whose status is complete or error.
+func isTerminalEvent(ev *protocol.Event) bool {
+	if ev == nil {
+		return false
+	}
+	if ev.Kind == protocol.EventDiagnostic {
+		return true
+	}
+	return ev.Kind == protocol.EventSnapshot && (ev.Snapshot.Status == protocol.StatusComplete || ev.Snapshot.Status == protocol.StatusError)
+}
+
+// streamFindings are the problems examineStream finds in one 200 stream,
+// by the check they belong to.
+type streamFindings struct {
+	headers, decode, identity, cursor, terminal problems
+}
+
+// examineStream checks one 200 stream: headers, decoding, identity, the
+// snapshot cursor and the terminal line.
+func examineStream(s *submitted) streamFindings {
+	var f streamFindings
+	if s.readErr != nil {
+		f.terminal.addf("reading the stream: %v", s.readErr)
+	}
+	if ct := s.header.Get("Content-Type"); !strings.HasPrefix(strings.ToLower(ct), "application/x-ndjson") {
+		f.headers.addf("Content-Type %q, want application/x-ndjson", ct)
+	}
+	if cc := s.header.Get("Cache-Control"); !strings.Contains(strings.ToLower(cc), "no-store") {
+		f.headers.addf("Cache-Control %q, want no-store", cc)
+	}
+	for _, i := range s.undecodable {
+		f.decode.addf("line %d does not decode as a turn event", i+1)
+	}
+	cursor, err := protocol.NewSnapshotCursor(s.sessionID)
+	if err != nil {
+		f.cursor.addf("cursor: %v", err)
+		return f
+	}
+	for i, ev := range s.events {
+		if ev == nil {
+			continue
+		}
+		if ev.SessionID != s.sessionID || ev.TurnID != s.turnID {
+			f.identity.addf("line %d names session %q turn %q", i+1, ev.SessionID, ev.TurnID)
+		}
+		if ev.Kind == protocol.EventSubmit {
+			f.decode.addf("line %d is a client.turn.submit", i+1)
+		}
+		if ev.Kind == protocol.EventSnapshot {
+			if !cursor.Apply(s.lines[i]) {
+				f.cursor.addf("line %d (sequence %d) is not accepted: not newer than the last snapshot", i+1, ev.Sequence)
+			} else if cursor.Apply(s.lines[i]) {
+				f.cursor.addf("line %d is accepted twice", i+1)
+			}
+		}
+		if isTerminalEvent(ev) && i != len(s.events)-1 {
+			f.terminal.addf("line %d is terminal but %d more follow", i+1, len(s.events)-1-i)
+		}
+	}
+	switch {
+	case len(s.lines) == 0:
+		f.terminal.addf("the stream has no lines")
+	case !isTerminalEvent(s.last()):
+		f.terminal.addf("the last line is not terminal (a complete or error snapshot, or a diagnostic)")
+	}
+	return f
+}
+
+// do sends one request and reads the whole answer (up to 1 MiB).
+func (c *conformer) do(ctx context.Context, client *http.Client, method, target string, body []byte, contentType string) (int, http.Header, []byte, error) {
+	return c.doWith(ctx, client, method, target, body, contentType, nil)
+}
+
+// doWith is do with extra request headers.
+func (c *conformer) doWith(ctx context.Context, client *http.Client, method, target string, body []byte, contentType string, extra http.Header) (int, http.Header, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, target, rd)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range extra {
+		req.Header[k] = v
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, resp.Header, data, err
+}
+
+// turnPath, historyPath and artifactsPath join a route to a base URL.
+func (c *conformer) turnPath(route string) string      { return joinURL(c.opts.turnURL, route) }
+func (c *conformer) historyPath(route string) string   { return joinURL(c.opts.historyURL, route) }
+func (c *conformer) artifactsPath(route string) string { return joinURL(c.opts.artifactsURL, route) }
+
+func joinURL(base, route string) string {
+	u, err := url.Parse(base)
+	if err != nil {
+		return strings.TrimSuffix(base, "/") + route
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + route
+	u.RawQuery = ""
+	return u.String()
+}

@@ -1,0 +1,346 @@
+package modeltest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+
+	"github.com/turnstream/turnstream/pkg/model/bedrock"
+)
+
+// BedrockModelID is the model id the Bedrock fake expects in its path.
+const BedrockModelID = "anthropic.claude-fake-v1:0"
+
+// Bedrock is a fake Amazon Bedrock ConverseStream server. It is safe for
+// concurrent use.
+type Bedrock struct {
+	t   testing.TB
+	srv *httptest.Server
+
+	mu      sync.Mutex
+	replies []Reply
+	bodies  [][]byte
+}
+
+// NewBedrock starts a fake Bedrock server answering its calls with
+// replies, in order; a call past the script, or a request that
+// ValidateConverse rejects, gets a ValidationException and fails t. The
+// server stops when t ends.
+func NewBedrock(t testing.TB, replies ...Reply) *Bedrock {
+	t.Helper()
+	b := &Bedrock{t: t, replies: replies}
+	b.srv = httptest.NewServer(http.HandlerFunc(b.serve))
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+// Model returns a bedrock.Model whose real bedrockruntime client calls
+// the fake (static credentials, SigV4 signed, no retries).
+func (b *Bedrock) Model() *bedrock.Model {
+	client := bedrockruntime.New(bedrockruntime.Options{
+		Region:           "us-east-1",
+		BaseEndpoint:     aws.String(b.srv.URL),
+		Credentials:      credentials.NewStaticCredentialsProvider("AKIDFAKE", "fake-secret", ""),
+		RetryMaxAttempts: 1,
+		HTTPClient:       b.srv.Client(),
+	})
+	return bedrock.New(client)
+}
+
+// Add appends replies to the script.
+func (b *Bedrock) Add(replies ...Reply) {
+	b.mu.Lock()
+	b.replies = append(b.replies, replies...)
+	b.mu.Unlock()
+}
+
+// Requests returns the request bodies received so far, oldest first.
+func (b *Bedrock) Requests() [][]byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([][]byte(nil), b.bodies...)
+}
+
+// Transcripts returns, per request, its conversation as provider-neutral
+// lines: "user: <text>", "assistant: <text>", "call <id> <name> <args>"
+// for a toolUse block, "result <id>: <text>" for a toolResult block
+// ("Error: " before the text of a failed one), newlines written as \n.
+// The OpenAI fake writes the same lines for the same conversation.
+func (b *Bedrock) Transcripts() [][]string {
+	var out [][]string
+	for _, body := range b.Requests() {
+		var req converseRequest
+		_ = json.Unmarshal(body, &req)
+		var lines []string
+		for _, m := range req.Messages {
+			for _, c := range m.Content {
+				switch {
+				case c.Text != nil:
+					lines = append(lines, transcriptLine(m.Role, *c.Text))
+				case c.ToolUse != nil:
+					lines = append(lines, "call "+c.ToolUse.ToolUseID+" "+c.ToolUse.Name+" "+compactJSON(c.ToolUse.Input))
+				case c.ToolResult != nil:
+					text := ""
+					for _, rc := range c.ToolResult.Content {
+						if rc.Text != nil {
+							text += *rc.Text
+						}
+					}
+					if c.ToolResult.Status == "error" {
+						text = "Error: " + text
+					}
+					lines = append(lines, transcriptLine("result "+c.ToolResult.ToolUseID, text))
+				}
+			}
+		}
+		out = append(out, lines)
+	}
+	return out
+}
+
+func (b *Bedrock) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	b.mu.Lock()
+	b.bodies = append(b.bodies, body)
+	n := len(b.bodies)
+	var reply *Reply
+	if n <= len(b.replies) {
+		reply = &b.replies[n-1]
+	}
+	b.mu.Unlock()
+	want := "/model/" + strings.ReplaceAll(BedrockModelID, ":", "%3A") + "/converse-stream"
+	err := ValidateConverse(body)
+	switch {
+	case r.Method != http.MethodPost || r.URL.EscapedPath() != want:
+		err = fmt.Errorf("unexpected request %s %s", r.Method, r.URL.EscapedPath())
+	case !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 "):
+		err = errors.New("request is not SigV4 signed")
+	case err == nil && reply == nil:
+		err = fmt.Errorf("call %d is past the script", n)
+	}
+	if err != nil {
+		b.t.Errorf("bedrock fake: request %d rejected: %v\n%s", n, err, body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Amzn-ErrorType", "ValidationException")
+		w.WriteHeader(http.StatusBadRequest)
+		msg, _ := json.Marshal(map[string]string{"message": err.Error()})
+		_, _ = w.Write(msg)
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+	w.WriteHeader(http.StatusOK)
+	for _, f := range converseFrames(*reply) {
+		_, _ = w.Write(f)
+	}
+}
+
+// converseFrames encodes reply as ConverseStream events: the text block,
+// one toolUse block per call (its input split in two fragments),
+// messageStop and metadata.
+func converseFrames(reply Reply) [][]byte {
+	ev := func(kind string, payload any) []byte {
+		p, _ := json.Marshal(payload)
+		var msg eventstream.Message
+		msg.Headers.Set(":message-type", eventstream.StringValue("event"))
+		msg.Headers.Set(":event-type", eventstream.StringValue(kind))
+		msg.Headers.Set(":content-type", eventstream.StringValue("application/json"))
+		msg.Payload = p
+		var buf bytes.Buffer
+		_ = eventstream.NewEncoder().Encode(&buf, msg)
+		return buf.Bytes()
+	}
+	type obj = map[string]any
+	frames := [][]byte{ev("messageStart", obj{"role": "assistant"})}
+	idx := 0
+	if reply.Text != "" {
+		frames = append(frames,
+			ev("contentBlockDelta", obj{"contentBlockIndex": idx, "delta": obj{"text": reply.Text}}),
+			ev("contentBlockStop", obj{"contentBlockIndex": idx}))
+		idx++
+	}
+	for _, c := range reply.Calls {
+		half := len(c.Args) / 2
+		frames = append(frames,
+			ev("contentBlockStart", obj{"contentBlockIndex": idx, "start": obj{"toolUse": obj{"toolUseId": c.ID, "name": c.Name}}}),
+			ev("contentBlockDelta", obj{"contentBlockIndex": idx, "delta": obj{"toolUse": obj{"input": c.Args[:half]}}}),
+			ev("contentBlockDelta", obj{"contentBlockIndex": idx, "delta": obj{"toolUse": obj{"input": c.Args[half:]}}}),
+			ev("contentBlockStop", obj{"contentBlockIndex": idx}))
+		idx++
+	}
+	stop := "end_turn"
+	if len(reply.Calls) > 0 {
+		stop = "tool_use"
+	}
+	return append(frames,
+		ev("messageStop", obj{"stopReason": stop}),
+		ev("metadata", obj{"usage": obj{"inputTokens": PromptTokens, "outputTokens": CompletionTokens, "totalTokens": PromptTokens + CompletionTokens}, "metrics": obj{"latencyMs": 1}}))
+}
+
+// converseRequest is the part of a Converse request body the rules read.
+type converseRequest struct {
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content []converseBlock `json:"content"`
+	} `json:"messages"`
+	ToolConfig *struct {
+		Tools []struct {
+			ToolSpec *struct {
+				Name        string          `json:"name"`
+				InputSchema json.RawMessage `json:"inputSchema"`
+			} `json:"toolSpec"`
+		} `json:"tools"`
+	} `json:"toolConfig"`
+}
+
+type converseBlock struct {
+	Text    *string `json:"text"`
+	ToolUse *struct {
+		ToolUseID string          `json:"toolUseId"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+	} `json:"toolUse"`
+	ToolResult *struct {
+		ToolUseID string `json:"toolUseId"`
+		Status    string `json:"status"`
+		Content   []struct {
+			Text *string `json:"text"`
+		} `json:"content"`
+	} `json:"toolResult"`
+}
+
+// bedrockName is the pattern of Converse toolUseIds and tool names.
+var bedrockName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// ValidateConverse checks a Converse / ConverseStream request body
+// against the rules of the real API that tool use depends on, and returns
+// the first one broken (nil when none is). The rules, each stated in
+// docs/providers.md with where AWS documents it:
+//
+//	B1  messages is not empty and starts with a user message;
+//	B2  roles alternate user / assistant;
+//	B3  no text block is blank (empty or only white space);
+//	B4  a request with any toolUse or toolResult block has a toolConfig
+//	    with at least one tool;
+//	B5  toolUseIds and tool names are 1..64 of [a-zA-Z0-9_-]; toolUse
+//	    input is a JSON object; toolConfig names are unique;
+//	B6  toolUseIds are unique within the request;
+//	B7  an assistant message with toolUse blocks is followed by a user
+//	    message that starts with exactly one toolResult block per toolUse
+//	    of it, and no other toolResult block;
+//	B8  a toolResult block answers a toolUse of the assistant message
+//	    just before its own message;
+//	B9  a toolResult has content, and its text blocks are not blank.
+func ValidateConverse(body []byte) error {
+	var req converseRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return fmt.Errorf("body is not a Converse request: %w", err)
+	}
+	if len(req.Messages) == 0 || req.Messages[0].Role != "user" {
+		return errors.New("B1: a conversation must start with a user message")
+	}
+	names := map[string]bool{}
+	if req.ToolConfig != nil {
+		for _, t := range req.ToolConfig.Tools {
+			if t.ToolSpec == nil {
+				continue
+			}
+			if !bedrockName.MatchString(t.ToolSpec.Name) || names[t.ToolSpec.Name] {
+				return fmt.Errorf("B5: toolConfig tool name %q is invalid or repeated", t.ToolSpec.Name)
+			}
+			names[t.ToolSpec.Name] = true
+		}
+	}
+	hasTools := req.ToolConfig != nil && len(req.ToolConfig.Tools) > 0
+	ids := map[string]bool{}
+	var pending []string // toolUseIds of the previous assistant message
+	for i, m := range req.Messages {
+		if i > 0 && m.Role == req.Messages[i-1].Role {
+			return fmt.Errorf("B2: messages[%d]: roles must alternate between user and assistant", i)
+		}
+		if m.Role != "user" && m.Role != "assistant" {
+			return fmt.Errorf("messages[%d]: role %q", i, m.Role)
+		}
+		var uses []string
+		answered := map[string]bool{}
+		results := 0
+		for j, c := range m.Content {
+			where := fmt.Sprintf("messages[%d].content[%d]", i, j)
+			switch {
+			case c.Text != nil:
+				if strings.TrimSpace(*c.Text) == "" {
+					return fmt.Errorf("B3: %s: the text field is blank", where)
+				}
+			case c.ToolUse != nil:
+				if !hasTools {
+					return fmt.Errorf("B4: %s: the toolConfig field must be defined when using toolUse and toolResult content blocks", where)
+				}
+				if m.Role != "assistant" {
+					return fmt.Errorf("%s: toolUse in a %s message", where, m.Role)
+				}
+				if !bedrockName.MatchString(c.ToolUse.ToolUseID) || !bedrockName.MatchString(c.ToolUse.Name) {
+					return fmt.Errorf("B5: %s: toolUseId or name does not match [a-zA-Z0-9_-]{1,64}", where)
+				}
+				if in := bytes.TrimSpace(c.ToolUse.Input); len(in) == 0 || in[0] != '{' || !json.Valid(in) {
+					return fmt.Errorf("B5: %s: toolUse input is not a JSON object", where)
+				}
+				if ids[c.ToolUse.ToolUseID] {
+					return fmt.Errorf("B6: %s: toolUseId %q is used twice", where, c.ToolUse.ToolUseID)
+				}
+				ids[c.ToolUse.ToolUseID] = true
+				uses = append(uses, c.ToolUse.ToolUseID)
+			case c.ToolResult != nil:
+				if !hasTools {
+					return fmt.Errorf("B4: %s: the toolConfig field must be defined when using toolUse and toolResult content blocks", where)
+				}
+				if m.Role != "user" {
+					return fmt.Errorf("%s: toolResult in a %s message", where, m.Role)
+				}
+				if results != j {
+					return fmt.Errorf("B7: %s: toolResult blocks must come first in the message", where)
+				}
+				id := c.ToolResult.ToolUseID
+				if !bedrockName.MatchString(id) {
+					return fmt.Errorf("B5: %s: toolUseId does not match [a-zA-Z0-9_-]{1,64}", where)
+				}
+				known := false
+				for _, p := range pending {
+					known = known || p == id
+				}
+				if !known || answered[id] {
+					return fmt.Errorf("B8: %s: toolResult %q answers no toolUse of the previous assistant message (or answers one twice)", where, id)
+				}
+				answered[id] = true
+				results++
+				if len(c.ToolResult.Content) == 0 {
+					return fmt.Errorf("B9: %s: toolResult content is empty", where)
+				}
+				for _, rc := range c.ToolResult.Content {
+					if rc.Text != nil && strings.TrimSpace(*rc.Text) == "" {
+						return fmt.Errorf("B9: %s: toolResult text is blank", where)
+					}
+				}
+			}
+		}
+		if len(pending) > 0 && len(answered) != len(pending) {
+			return fmt.Errorf("B7: messages[%d]: expected %d toolResult blocks answering the previous toolUse blocks, found %d", i, len(pending), len(answered))
+		}
+		pending = uses
+	}
+	if len(pending) > 0 {
+		return errors.New("B7: the conversation ends with toolUse blocks that no toolResult answers")
+	}
+	return nil
+}

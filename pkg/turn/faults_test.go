@@ -1,0 +1,198 @@
+package turn_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/turnstream/turnstream/internal/ddbfault"
+	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+	"github.com/turnstream/turnstream/pkg/turn"
+)
+
+// newFaultStore returns a DynamoDB store on dynalite whose HTTP attempts
+// pass through a ddbfault.Transport, below the SDK's retryer.
+func newFaultStore(t *testing.T) (*dynamo.Store, *ddbfault.Transport) {
+	t.Helper()
+	ft := ddbfault.New(nil)
+	opts := dynalite.Options(t)
+	opts.Transport = ft
+	opts.AttemptTimeout = 250 * time.Millisecond
+	client, err := dynamo.NewClient(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := dynalite.Table(t, client)
+	return dynamo.New(client, dynamo.Options{Table: table, CursorKey: []byte("turn-test-cursor-key-0123456789")}), ft
+}
+
+// TestAppliedWritesUnderFaults: what a client sees when DynamoDB applied
+// a write but its answer was lost or was a 500. The claim's own applied
+// write is a claim (200, the turn runs once), not SESSION_BUSY; a save
+// that applied ends with the terminal snapshot, not "could not be saved".
+func TestAppliedWritesUnderFaults(t *testing.T) {
+	tests := map[string]struct {
+		rule ddbfault.Rule
+	}{
+		"claim answer lost, new session": {ddbfault.Once(ddbfault.LoseAnswer, ddbfault.Op("UpdateItem", "attribute_not_exists(#leaseToken)"))},
+		"claim answered 500 after apply": {ddbfault.Always(ddbfault.ServerErrorAfter, ddbfault.Op("UpdateItem", "attribute_not_exists(#leaseToken)"))},
+		"save answered 500 every time":   {ddbfault.Always(ddbfault.ServerErrorAfter, ddbfault.Op("UpdateItem", "saveId"))},
+		"save answer lost":               {ddbfault.Once(ddbfault.LoseAnswer, ddbfault.Op("UpdateItem", "saveId"))},
+		"save attempt hangs":             {ddbfault.Once(ddbfault.Hang, ddbfault.Op("UpdateItem", "saveId"))},
+		"release answer lost":            {ddbfault.Once(ddbfault.LoseAnswer, ddbfault.Op("UpdateItem", "releasedToken"))},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			store, ft := newFaultStore(t)
+			m := &scriptModel{Chunks: []string{"the ", "answer"}}
+			e := newEnv(t, store, m, nil)
+			ft.SetRule(tc.rule)
+			r := e.submit(t, "s", "t1", "hello", nil, nil)
+			r.want(t, http.StatusOK, "")
+			if n := countFaults(ft); n == 0 {
+				t.Fatal("no fault was injected")
+			}
+			term := r.terminal(t)
+			if term.Status != protocol.StatusComplete || r.last().Kind != protocol.EventSnapshot {
+				t.Fatalf("stream ends %s", r.raw)
+			}
+			if got := m.Calls(); got != 1 {
+				t.Errorf("model ran %d times, want once", got)
+			}
+			ft.SetRule(nil)
+			stored, err := store.FindTurn(context.Background(), "s", "t1", alice)
+			if err != nil || stored.Status != chat.TurnComplete {
+				t.Fatalf("stored turn %+v, %v", stored, err)
+			}
+			if messagesJSON(t, stored.Messages) != messagesJSON(t, term.Messages) {
+				t.Error("history differs from the terminal snapshot")
+			}
+			replay := e.submit(t, "s", "t1", "hello", nil, nil)
+			replay.want(t, http.StatusConflict, protocol.CodeTurnAlreadyCompleted)
+			e.submit(t, "s", "t2", "next", nil, nil).want(t, http.StatusOK, "")
+		})
+	}
+}
+
+// TestClaimNeverAppliedIs500: a claim that failed before DynamoDB applied
+// it, on every attempt, is a retryable SERVER_INTERNAL, and the client's
+// retry of the same turn id then runs the turn.
+func TestClaimNeverAppliedIs500(t *testing.T) {
+	store, ft := newFaultStore(t)
+	m := &scriptModel{Chunks: []string{"ok"}}
+	e := newEnv(t, store, m, nil)
+	ft.SetRule(ddbfault.Always(ddbfault.ServerErrorBefore, ddbfault.Op("UpdateItem", "attribute_not_exists(#leaseToken)")))
+	r := e.submit(t, "s", "t1", "hello", nil, nil)
+	r.want(t, http.StatusInternalServerError, protocol.CodeServerInternal)
+	if m.Calls() != 0 {
+		t.Error("the model ran without a claim")
+	}
+	ft.SetRule(nil)
+	e.submit(t, "s", "t1", "hello", nil, nil).want(t, http.StatusOK, "")
+}
+
+// hangingRenewals is a store whose lease renewals never answer until
+// their context ends: a table that is unreachable or a connection that
+// hangs.
+type hangingRenewals struct {
+	chat.Store
+	renewals atomicCounter
+}
+
+func (s *hangingRenewals) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Lease, error) {
+	s.renewals.add()
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestHungRenewalStopsTheStream: a renewal that hangs does not block the
+// turn until its deadline; the turn stops streaming before its lease's
+// last proven expiry (another turn may then claim the session), ends with
+// SESSION_CONFLICT and saves nothing.
+func TestHungRenewalStopsTheStream(t *testing.T) {
+	inner := newStoreMemory()
+	store := &hangingRenewals{Store: inner}
+	// A model that keeps streaming until cancelled.
+	chunks := make([]string, 2000)
+	for i := range chunks {
+		chunks[i] = "w "
+	}
+	m := &scriptModel{Chunks: chunks, Delay: 5 * time.Millisecond}
+	const lease = 400 * time.Millisecond
+	e := newEnv(t, store, m, func(o *turn.Options) {
+		o.LeaseDuration, o.RenewInterval = lease, 50*time.Millisecond
+		o.TurnTimeout, o.CleanupReserve = 30*time.Second, 2*time.Second
+	})
+	claimedAt := time.Now()
+	r := e.submit(t, "s", "t1", "hello", nil, nil)
+	r.want(t, http.StatusOK, "")
+	last := r.last()
+	if last.Kind != protocol.EventDiagnostic || last.Diagnostic.Code != protocol.CodeSessionConflict {
+		t.Fatalf("stream ends with %+v, want SESSION_CONFLICT", last)
+	}
+	if store.renewals.get() == 0 {
+		t.Fatal("no renewal was attempted")
+	}
+	// No snapshot line was emitted at or after the lease's expiry as the
+	// claim set it (claimedAt + lease is an upper bound of that expiry).
+	expiry := claimedAt.Add(lease)
+	for _, ev := range r.events {
+		if ev.Kind != protocol.EventSnapshot {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, ev.EmittedAt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !at.Before(expiry) {
+			t.Errorf("snapshot %d emitted at %v, not before the lease's expiry %v", ev.Sequence, at, expiry)
+		}
+	}
+	if _, err := inner.FindTurn(context.Background(), "s", "t1", alice); err == nil {
+		t.Error("a turn that lost its lease was saved")
+	}
+}
+
+// slowSaves delays every save: a slow but healthy table.
+type slowSaves struct {
+	chat.Store
+	delay time.Duration
+}
+
+func (s *slowSaves) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error {
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.Store.SaveTurn(ctx, c, t)
+}
+
+// TestSlowSaveIsNotAFailure: a save slower than a fixed share of the
+// cleanup reserve still counts when it lands within cleanup's time: the
+// turn ends with its terminal snapshot, not SERVER_INTERNAL.
+func TestSlowSaveIsNotAFailure(t *testing.T) {
+	store := &slowSaves{Store: newStoreMemory(), delay: 600 * time.Millisecond}
+	e := newEnv(t, store, &scriptModel{Chunks: []string{"done"}}, func(o *turn.Options) {
+		o.TurnTimeout, o.CleanupReserve = 10*time.Second, time.Second
+	})
+	r := e.submit(t, "s", "t1", "hello", nil, nil)
+	r.want(t, http.StatusOK, "")
+	if last := r.last(); last.Kind != protocol.EventSnapshot || last.Snapshot.Status != protocol.StatusComplete {
+		t.Fatalf("stream ends %s", r.raw)
+	}
+}
+
+func countFaults(ft *ddbfault.Transport) int {
+	n := 0
+	for f, c := range ft.Counts() {
+		if f != ddbfault.Pass {
+			n += c
+		}
+	}
+	return n
+}
