@@ -63,10 +63,12 @@ type loadReport struct {
 	UnsavedSaved, UnsavedSavedUnresolvable int
 	// ClaimsAnswerLost counts claims whose write applied on an attempt
 	// whose answer was lost or replaced by a 500 (the SDK retried, or gave
-	// up); RanOnce those whose turn then ran exactly once, Unresolvable
+	// up); RanOnce those whose turn then ran exactly once, FailedAfter
+	// those the store recognised whose context load then failed on every
+	// attempt (500; the turn recorded once, as an error), Unresolvable
 	// those whose resolving read failed on every attempt too (500, the
 	// lease left to expire).
-	ClaimsAnswerLost, ClaimsRanOnce, ClaimsUnresolvable int
+	ClaimsAnswerLost, ClaimsRanOnce, ClaimsFailedAfter, ClaimsUnresolvable int
 	// BusyOwnClaim counts SESSION_BUSY answers to a request whose own
 	// claim had applied.
 	BusyOwnClaim int
@@ -92,7 +94,7 @@ func (r *loadReport) problem(format string, args ...any) {
 func (r *loadReport) ok() bool {
 	return r.Lost == 0 && r.Duplicates == 0 && r.Foreign == 0 && r.Wrong == 0 && r.BusyOwnClaim == 0 &&
 		r.UnsavedSaved == r.UnsavedSavedUnresolvable && r.AfterExpiry == 0 && r.AfterClaim == 0 &&
-		r.ClaimsRanOnce+r.ClaimsUnresolvable == r.ClaimsAnswerLost && r.LeasesPastExpiry == 0 && len(r.Problems) == 0
+		r.ClaimsRanOnce+r.ClaimsFailedAfter+r.ClaimsUnresolvable == r.ClaimsAnswerLost && r.LeasesPastExpiry == 0 && len(r.Problems) == 0
 }
 
 // loadText is the input of every load turn: long enough (with the load
@@ -505,8 +507,12 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 		if f.claimLost {
 			rep.ClaimsAnswerLost++
 			switch {
-			case res.Status == http.StatusOK && seen[r.Turn] <= 1 && !claimed[r.Turn]:
+			case claimed[r.Turn] || seen[r.Turn] > 1:
+				rep.problem("%s/%s: claim applied with its answer lost, of a turn id claimed before", sid, r.Turn)
+			case res.Status == http.StatusOK:
 				rep.ClaimsRanOnce++
+			case res.Status == http.StatusInternalServerError && f.contextFailed:
+				rep.ClaimsFailedAfter++
 			case res.Status == http.StatusInternalServerError && !f.claimResolved:
 				rep.ClaimsUnresolvable++
 			default:

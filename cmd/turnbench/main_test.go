@@ -4,46 +4,21 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/turnstream/turnstream/internal/dynalite"
 )
 
 // TestMain lets the test binary play the self-exec wrapper that
-// aws-lambda-rie runs in the cold-start section.
+// aws-lambda-rie runs in the cold-start section, and stops the dynalite
+// the tests started.
 func TestMain(m *testing.M) {
 	maybeExecBootstrap()
-	os.Exit(m.Run())
-}
-
-// needDynalite skips (fails on CI) unless a DynamoDB API server can be
-// had: DYNAMODB_ENDPOINT, or dynalite in node_modules with node.
-func needDynalite(t *testing.T) {
-	t.Helper()
-	if os.Getenv("DYNAMODB_ENDPOINT") != "" {
-		return
-	}
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := repoRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, statErr := os.Stat(filepath.Join(root, "node_modules", ".bin", "dynalite"))
-	_, nodeErr := exec.LookPath("node")
-	if statErr != nil || nodeErr != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("dynalite or node missing (run npm ci): %v %v", statErr, nodeErr)
-		}
-		t.Skipf("dynalite or node missing (run npm ci): %v %v", statErr, nodeErr)
-	}
+	dynalite.Main(m)
 }
 
 // TestQuickRun runs the quick mode end to end on dynalite and checks the
@@ -55,7 +30,7 @@ func needDynalite(t *testing.T) {
 // cold-start section (two builds, which link the AWS SDK, and the
 // emulator) is left out.
 func TestQuickRun(t *testing.T) {
-	needDynalite(t)
+	t.Setenv("DYNAMODB_ENDPOINT", dynalite.Endpoint(t)) // run uses it instead of starting its own
 	args := []string{"-quick"}
 	if testing.Short() {
 		args = append(args, "-coldstart=false")

@@ -142,8 +142,8 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 			l.LeasesHeldAfterRun, l.LeasesPastExpiry == 0, l.LeasesPastExpiry))
 	add("load run: claims whose write applied but whose answer was lost or a 500 (the SDK retried or gave up)",
 		fmt.Sprintf("%d, of them ran exactly once %d", l.ClaimsAnswerLost, l.ClaimsRanOnce),
-		fmt.Sprintf("unresolvable (500; the resolving read failed on every attempt too) %d", l.ClaimsUnresolvable),
-		fmt.Sprintf("%d/%d ran once", l.ClaimsRanOnce, l.ClaimsAnswerLost-l.ClaimsUnresolvable))
+		fmt.Sprintf("recognised, then the context load failed on every attempt (500, recorded once) %d; unresolvable (500: the resolving read failed on every attempt too) %d", l.ClaimsFailedAfter, l.ClaimsUnresolvable),
+		fmt.Sprintf("%d/%d ran once", l.ClaimsRanOnce, l.ClaimsAnswerLost-l.ClaimsFailedAfter-l.ClaimsUnresolvable))
 	add("load run: snapshot lines streamed after a lease was lost",
 		fmt.Sprintf("%d after their lease's expiry, %d after a later claim of the session applied (of %d snapshot lines)", l.AfterExpiry, l.AfterClaim, l.Lines),
 		fmt.Sprintf("emitted while a later claim was in flight (ambiguous) %d; emitted before it, received after %d", l.Ambiguous, l.InFlight),
