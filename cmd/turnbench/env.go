@@ -49,7 +49,7 @@ type dynaliteProc struct {
 
 // startDynalite starts root/node_modules/.bin/dynalite on a free loopback
 // port in its own process group (never through npx: killing npx leaves
-// node running; NOTES.md) and waits until it answers. It returns the
+// node running) and waits until it answers. It returns the
 // endpoint URL. stop kills the process group and waits for it.
 func startDynalite(root string) (endpoint string, p *dynaliteProc, err error) {
 	bin := filepath.Join(root, "node_modules", ".bin", "dynalite")
@@ -432,7 +432,7 @@ const benchIDHeader = "X-Turnbench-Id"
 const benchFaultHeader = "X-Turnbench-Fault"
 
 // wiring is the three handlers mounted as cmd/devserver mounts them
-// (DESIGN §10: /turn/, /history/, /artifacts/ with the prefix stripped),
+// (/turn/, /history/, /artifacts/ with the prefix stripped),
 // served over real loopback HTTP, on one DynamoDB store whose client
 // carries the tap.
 type wiring struct {

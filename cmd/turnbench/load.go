@@ -82,6 +82,15 @@ type loadReport struct {
 	Lines, AfterExpiry, AfterClaim, Ambiguous, InFlight int
 	LeasesHeldAfterRun, LeasesPastExpiry                int
 	Problems                                            []string // the first few, for the report
+	// Notes are the first few outcomes the store could not know (its
+	// resolving read failed too), with their calls.
+	Notes []string
+}
+
+func (r *loadReport) note(format string, args ...any) {
+	if len(r.Notes) < 5 {
+		r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+	}
 }
 
 func (r *loadReport) problem(format string, args ...any) {
@@ -515,6 +524,7 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 				rep.ClaimsFailedAfter++
 			case res.Status == http.StatusInternalServerError && !f.claimResolved:
 				rep.ClaimsUnresolvable++
+				rep.note("%s/%s: claim applied, its resolving read failed too: HTTP 500; calls: %s", sid, r.Turn, describe(r.Ops))
 			default:
 				rep.problem("%s/%s: claim applied with its answer lost, then HTTP %d %s", sid, r.Turn, res.Status, res.ErrorCode)
 			}
@@ -534,6 +544,7 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 			rep.UnsavedSaved++
 			if recs[i].Res.lastDiagnostic() == protocol.CodeServerInternal && !all[i].saveResolved {
 				rep.UnsavedSavedUnresolvable++
+				rep.note("%s/%s: saved, its resolving read failed too: reported unsaved; calls: %s", sid, tid, describe(recs[i].Ops))
 			} else {
 				rep.problem("%s/%s reported unsaved (%s) but history has it (status %s)", sid, tid, recs[i].Res.lastDiagnostic(), t.Status)
 			}
@@ -576,11 +587,10 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 // could not resolve, a turn that lost its lease).
 func leaseLeft(requests []facts) bool {
 	for i := len(requests) - 1; i >= 0; i-- {
-		f := requests[i]
-		switch {
-		case f.claim == appliedUnknown:
+		switch f := requests[i]; f.claim {
+		case appliedUnknown:
 			return true
-		case f.claim == appliedYes:
+		case appliedYes:
 			return f.release != appliedYes
 		}
 	}

@@ -1,6 +1,6 @@
-// Command turnbench measures turnstream against its budgets (DESIGN §3-§5,
-// §10) and prints one markdown table, each figure beside a baseline
-// measured in the same run:
+// Command turnbench measures turnstream against its budgets and prints
+// one markdown table, each figure beside a baseline measured in the same
+// run:
 //
 //	go run ./cmd/turnbench            # full run, a few minutes on 2 cores
 //	go run ./cmd/turnbench -quick     # seconds; what the Go test runs
@@ -9,12 +9,11 @@
 // (/turn/, /history/, /artifacts/, prefix stripped) over loopback HTTP, on
 // the DynamoDB store over a dynalite it starts from node_modules (or the
 // server named by DYNAMODB_ENDPOINT), with the echo model and dev auth.
-// SDK middleware on the DynamoDB client counts every call, files it
-// under the HTTP request that caused it, and injects failures in the load
-// run. Figures:
+// SDK middleware on the DynamoDB clients counts every call and files it
+// under the HTTP request that caused it. Figures:
 //
-//   - DynamoDB requests per completed turn (budget 4) and per history page
-//     (budget 1);
+//   - DynamoDB requests per completed turn (budget 4; 3 for a new
+//     session) and per history page (budget 1);
 //   - turns/s at 1, 8 and 64 concurrent sessions (echo, no delay) against
 //     conditional UpdateItem/s of the same server at the same concurrency,
 //     and that ceiling / 4 (four writes a turn);
@@ -28,11 +27,25 @@
 //     Runtime API request, through a recording proxy), binary sizes
 //     (linux/arm64 release and the native build run), and each bootstrap's
 //     peak RSS (VmHWM) after driving requests, against turnbench's own;
-//   - a load run (default 200 sessions x 10 turns, 5% of DynamoDB calls
-//     failing, half before send and half after the server applied them,
-//     5% of streams cut by the client) verified through the
-//     history handler: no acknowledged turn lost, none duplicated, no lease
-//     held past its expiry, every failure reported with its diagnostic.
+//   - a load run (default 200 sessions x 10 turns) on its own DynamoDB
+//     client, whose HTTP transport injects faults below the SDK's
+//     retryer (internal/ddbfault), so the SDK really retries: 5% of calls
+//     meet a lost answer (applied, then the connection reset), a 500 after
+//     the write applied, a 500 before it, or a hung connection (cut by a
+//     250 ms attempt timeout), on the first attempt or, for a quarter of
+//     them, on every one; beside those random faults, each case that
+//     matters is aimed at some turns (faults.go, aims), and 5% of streams
+//     are cut by the client. The transport records DynamoDB's real answer
+//     to every attempt, so the verification knows which writes applied
+//     whatever the store was told, and checks every outcome against it,
+//     and the sessions through the history handler with faults off: no
+//     acknowledged turn lost or duplicated, no turn reported unsaved that
+//     was saved (unless the read that would tell also failed), every claim
+//     whose write applied with its answer lost run exactly once, no
+//     SESSION_BUSY for a request's own claim, no snapshot line built after
+//     its lease expired or after another turn claimed the session, no
+//     lease held past its expiry (load.go, checkLines, says what the line
+//     check can and cannot prove).
 //
 // Flags: -quick (small sizes, seconds), -coldstart=false (skip the
 // builds and the emulator), -rie PATH (default: the Makefile's RIE_DIR

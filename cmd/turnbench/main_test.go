@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
 )
@@ -35,10 +33,10 @@ func TestQuickRun(t *testing.T) {
 	if testing.Short() {
 		args = append(args, "-coldstart=false")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+	// No deadline of its own: a slow machine (a cold build cache for the
+	// bootstraps) must not fail the test; go test's -timeout bounds it.
 	var out bytes.Buffer
-	rep, err := run(ctx, args, &out)
+	rep, err := run(t.Context(), args, &out)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
@@ -46,8 +44,8 @@ func TestQuickRun(t *testing.T) {
 
 	set := quickSettings()
 	b := rep.Budgets
-	if b.NewTurnMax > 4 || b.ContTurnMax > 4 || b.NewTurns == 0 || b.ContTurns == 0 {
-		t.Errorf("requests per completed turn: new max %d, continued max %d; budget 4", b.NewTurnMax, b.ContTurnMax)
+	if b.NewTurnMax > 3 || b.ContTurnMax > 4 || b.NewTurns == 0 || b.ContTurns == 0 {
+		t.Errorf("requests per completed turn: new session max %d (budget 3), continued max %d (budget 4)", b.NewTurnMax, b.ContTurnMax)
 	}
 	if b.PageMax != 1 || b.Pages == 0 {
 		t.Errorf("requests per history page: max %d over %d pages; budget 1", b.PageMax, b.Pages)

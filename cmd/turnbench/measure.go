@@ -39,7 +39,7 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // ms formats d in milliseconds with two decimals.
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
 
-// ---- request budgets (DESIGN §5) -------------------------------------------
+// ---- request budgets --------------------------------------------------------
 
 // budgetResult is the DynamoDB requests of completed turns and pages.
 type budgetResult struct {
