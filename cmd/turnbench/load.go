@@ -347,8 +347,8 @@ type verdict struct {
 // judge checks what the client saw of a submission (res) against what
 // its DynamoDB calls show (f). earlier reports whether an earlier
 // submission of the same turn id had its claim applied, saved whether
-// history holds the turn.
-func judge(f facts, res *turnResult, earlier, saved bool) verdict {
+// history holds the turn, lease is the turn handler's LeaseDuration.
+func judge(f facts, res *turnResult, earlier, saved bool, lease time.Duration) verdict {
 	bad := func(format string, a ...any) verdict { return verdict{problem: fmt.Sprintf(format, a...)} }
 	unknown := verdict{unattributable: true}
 	if res.Status != http.StatusOK {
@@ -421,8 +421,13 @@ func judge(f facts, res *turnResult, earlier, saved bool) verdict {
 		}
 		return verdict{}
 	case protocol.CodeSessionConflict:
-		if !f.renewTrouble {
-			return bad("stream SESSION_CONFLICT without a renewal in trouble")
+		// The turn may stop when its renewals are in trouble, or when it
+		// reaches the end of the lease it could prove (less a safety
+		// margin, at most a quarter of the lease) however slow the reason.
+		end := res.Received[len(res.Received)-1].EmittedAt
+		if !f.renewTrouble && (end.IsZero() || end.Before(f.expiry.Add(-lease/4))) {
+			return bad("stream SESSION_CONFLICT at %s, with its lease proven until %s and no renewal in trouble",
+				end.Format("15:04:05.000"), f.expiry.Format("15:04:05.000"))
 		}
 		return verdict{}
 	case "":
@@ -501,7 +506,7 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 			unsaved[r.Turn] = i
 		}
 
-		v := judge(f, res, claimed[r.Turn], saved[r.Turn] != nil)
+		v := judge(f, res, claimed[r.Turn], saved[r.Turn] != nil, cfg.Lease)
 		rep.Checked++
 		switch {
 		case v.unattributable:

@@ -104,10 +104,14 @@ func TestJudge(t *testing.T) {
 		return &turnResult{Status: code, ErrorCode: errCode, Retryable: retryable}
 	}
 	stream := func(last *protocol.Event) *turnResult { return &turnResult{Status: http.StatusOK, Last: last} }
-	diag := func(code string) *turnResult {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	diagAt := func(code string, at time.Time) *turnResult {
 		d := protocol.NewDiagnostic(code)
-		return stream(&protocol.Event{Kind: protocol.EventDiagnostic, Diagnostic: &d})
+		r := stream(&protocol.Event{Kind: protocol.EventDiagnostic, Diagnostic: &d})
+		r.Received = []lineRecord{{EmittedAt: at, Event: protocol.EventDiagnostic}}
+		return r
 	}
+	diag := func(code string) *turnResult { return diagAt(code, t0) }
 	complete := stream(&protocol.Event{Kind: protocol.EventSnapshot, Snapshot: &protocol.SnapshotPayload{Status: protocol.StatusComplete}})
 	claimed := facts{claim: appliedYes, claimResolved: true}
 	tests := map[string]struct {
@@ -136,14 +140,15 @@ func TestJudge(t *testing.T) {
 		"unsaved, but saved and read":      {facts{claim: appliedYes, saveCalled: true, save: appliedYes, saveFailed: true, saveResolved: true}, diag(protocol.CodeServerInternal), false, true, false},
 		"unsaved, saved, read failed":      {facts{claim: appliedYes, saveCalled: true, save: appliedYes, saveFailed: true}, diag(protocol.CodeServerInternal), false, true, true},
 		"conflict after renewal trouble":   {facts{claim: appliedYes, renewTrouble: true}, diag(protocol.CodeSessionConflict), false, false, true},
-		"conflict with healthy renewals":   {facts{claim: appliedYes}, diag(protocol.CodeSessionConflict), false, false, false},
+		"conflict with healthy renewals":   {facts{claim: appliedYes, expiry: t0.Add(time.Second)}, diag(protocol.CodeSessionConflict), false, false, false},
+		"conflict at the lease's end":      {facts{claim: appliedYes, expiry: t0.Add(100 * time.Millisecond)}, diag(protocol.CodeSessionConflict), false, false, true},
 		"server timeout":                   {facts{claim: appliedYes}, diag(protocol.CodeServerTimeout), false, false, false},
 		"cut by the client":                {facts{claim: appliedYes}, &turnResult{Status: http.StatusOK, Disconnected: true}, false, false, true},
 		"busy, the claim's outcome unseen": {facts{claim: appliedUnknown}, status(409, protocol.CodeSessionBusy, true), false, false, true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			v := judge(tc.f, tc.res, tc.earlier, tc.saved)
+			v := judge(tc.f, tc.res, tc.earlier, tc.saved, time.Second)
 			if got := v.problem == ""; got != tc.ok {
 				t.Errorf("judge = %+v, want ok %v", v, tc.ok)
 			}
