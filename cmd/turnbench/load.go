@@ -57,7 +57,8 @@ type loadReport struct {
 	Checked, Wrong, Unattributable      int
 	Verified, Lost, Duplicates, Foreign int
 	// UnsavedSaved counts turns reported unsaved (a SERVER_INTERNAL or
-	// SESSION_CONFLICT last line) that history shows saved; Unresolvable
+	// SESSION_CONFLICT last line, or 409 TURN_OUTCOME_INDETERMINATE to a
+	// replay) that history shows saved; Unresolvable
 	// those of them whose store could not know (the read that resolves the
 	// save failed on every attempt too: correctly reported as unknown).
 	UnsavedSaved, UnsavedSavedUnresolvable int
@@ -462,7 +463,8 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 	sent := map[string]bool{}
 	claimed := map[string]bool{} // turn ids whose claim applied in an earlier record
 	acked := map[string]*turnResult{}
-	unsaved := map[string]int{} // turn id -> the record that reported it unsaved
+	unsaved := map[string]int{} // turn id -> the record that ran it and reported it unsaved
+	indeterminate := map[string]bool{}
 	for i := range recs {
 		r := &recs[i]
 		res := r.Res
@@ -505,6 +507,9 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 		if d := res.lastDiagnostic(); res.Status == http.StatusOK && (d == protocol.CodeServerInternal || d == protocol.CodeSessionConflict) {
 			unsaved[r.Turn] = i
 		}
+		if res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeTurnOutcomeIndeterminate {
+			indeterminate[r.Turn] = true
+		}
 
 		v := judge(f, res, claimed[r.Turn], saved[r.Turn] != nil, cfg.Lease)
 		rep.Checked++
@@ -545,14 +550,17 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 			rep.Foreign++
 			rep.problem("%s: history has turn %s the client never sent", sid, tid)
 		}
-		if i, ok := unsaved[tid]; ok && acked[tid] == nil {
-			rep.UnsavedSaved++
-			if recs[i].Res.lastDiagnostic() == protocol.CodeServerInternal && !all[i].saveResolved {
-				rep.UnsavedSavedUnresolvable++
-				rep.note("%s/%s: saved, its resolving read failed too: reported unsaved; calls: %s", sid, tid, describe(recs[i].Ops))
-			} else {
-				rep.problem("%s/%s reported unsaved (%s) but history has it (status %s)", sid, tid, recs[i].Res.lastDiagnostic(), t.Status)
-			}
+		i, ran := unsaved[tid]
+		if acked[tid] != nil || !ran && !indeterminate[tid] {
+			continue
+		}
+		rep.UnsavedSaved++
+		if ran && recs[i].Res.lastDiagnostic() == protocol.CodeServerInternal && !all[i].saveResolved {
+			rep.UnsavedSavedUnresolvable++
+			rep.note("%s/%s: saved, its resolving read failed too: reported unsaved; calls: %s", sid, tid, describe(recs[i].Ops))
+		} else {
+			rep.problem("%s/%s reported unsaved (stream ran %v, a replay indeterminate %v) but history has it (status %s)",
+				sid, tid, ran, indeterminate[tid], t.Status)
 		}
 	}
 	for tid, res := range acked {
