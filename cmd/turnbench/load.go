@@ -48,6 +48,10 @@ type loadReport struct {
 	Injected map[string]int
 	// Aimed counts the aimed submissions by aim.
 	Aimed map[string]int
+	// QuotaExceeded counts calls the SDK stopped retrying because its
+	// client-side retry quota (a token bucket shared by the client) was
+	// empty.
+	QuotaExceeded int
 	// Outcomes counts what the client saw of the submissions that were
 	// not acknowledged.
 	Outcomes map[string]int
@@ -476,6 +480,9 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 			rep.Aimed[r.Aim.String()]++
 		}
 		for _, op := range r.Ops {
+			if quotaExceeded(&op) {
+				rep.QuotaExceeded++
+			}
 			for _, a := range op.Attempts {
 				if a.Fault != ddbfault.Pass {
 					k := op.Kind
@@ -717,6 +724,10 @@ func equalMessages(a, b []protocol.Message) bool {
 	return true
 }
 
+// quotaExceeded reports whether the SDK gave op up because its retry
+// quota was empty (aws-sdk-go-v2 retry.QuotaExceededError).
+func quotaExceeded(op *opRecord) bool { return strings.Contains(op.Err, "retry quota exceeded") }
+
 // describe summarises a request's DynamoDB calls for a problem report:
 // each call's kind and operation, then per attempt its fault (. none)
 // and DynamoDB's real status (- no answer, x never sent), then the
@@ -748,6 +759,8 @@ func describe(ops []opRecord) string {
 			b.WriteString(" ok")
 		case op.CondFailed:
 			b.WriteString(" ccf")
+		case quotaExceeded(&op):
+			b.WriteString(" err (retry quota exceeded)")
 		default:
 			b.WriteString(" err")
 		}

@@ -131,7 +131,7 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 		lc.Sessions, lc.Turns, 100*lc.Faults.FailRate, 100*lc.Faults.Persistent, lc.AttemptTimeout, len(aims), 100*lc.DisconnectRate),
 		fmt.Sprintf("%d turns attempted, %d requests, %d acknowledged, %d disconnects, %d client retries (409 busy, 500), %d replays; %d aimed",
 			l.TurnsAttempted, l.Requests, l.Acknowledged, l.Disconnects, l.Retried, l.Replays, sum(l.Aimed)),
-		"faulted attempts: "+counts(l.Injected),
+		fmt.Sprintf("faulted attempts: %s; calls the SDK gave up early, its retry quota empty: %d", counts(l.Injected), l.QuotaExceeded),
 		"not acknowledged: "+counts(l.Outcomes))
 	add("load run verification (history handler, faults off)",
 		fmt.Sprintf("%d/%d acknowledged turns verified; lost %d, duplicated %d, unknown %d; reported unsaved but saved %d (%d of them unresolvable: the resolving read failed on every attempt too)",
