@@ -322,8 +322,11 @@ const (
 	kindRenew   = "renew"
 	kindSave    = "save"
 	kindRelease = "release"
-	kindRead    = "read"
-	kindOther   = "other"
+	// kindCheckpoint is a checkpoint of a running turn (its live item,
+	// deltas, running turn item), where the store has them.
+	kindCheckpoint = "checkpoint"
+	kindRead       = "read"
+	kindOther      = "other"
 )
 
 // Sub-kinds of kindClaim writes, told apart where it matters.
@@ -357,6 +360,8 @@ func kindOf(params any) (sk, kind, write string, expiry time.Time) {
 			kind = kindRenew
 		case sk == "SESSION" && strings.Contains(cond, "#leaseToken = :token"):
 			kind = kindClaim // a give-back of a claim that must not run
+		case strings.Contains(sk, "#LIVE") || strings.Contains(cond, ":running") && !strings.Contains(cond, ":crashed"):
+			kind = kindCheckpoint // the live item, or the running turn item a checkpoint writes
 		case strings.HasPrefix(sk, "TURN#") && slices.Contains(names, "saveId"):
 			kind = kindSave
 		case strings.HasPrefix(sk, "TURN#") && strings.Contains(cond, ":crashed"):
@@ -372,17 +377,27 @@ func kindOf(params any) (sk, kind, write string, expiry time.Time) {
 		}
 	case *dynamodb.GetItemInput:
 		sk, kind = sortKey(in.Key), kindRead
+		if strings.Contains(sk, "#LIVE") {
+			kind = kindCheckpoint
+		}
 	case *dynamodb.PutItemInput:
 		sk, kind = sortKey(in.Item), kindOther
-		if strings.Contains(sk, "#CHUNK#") {
+		switch {
+		case strings.Contains(sk, "#LIVE"):
+			kind = kindCheckpoint // a checkpoint's delta
+		case strings.Contains(sk, "#CHUNK#"):
 			kind = kindSave
 		}
 	case *dynamodb.DeleteItemInput:
 		sk, kind = sortKey(in.Key), kindOther
 	case *dynamodb.QueryInput:
-		kind = kindContext
-		if aws.ToString(in.IndexName) == dynamo.TurnIDIndex {
+		switch aws.ToString(in.IndexName) {
+		case dynamo.VisibleIndex:
+			kind = kindContext // the context load (history pages are other requests)
+		case dynamo.TurnIDIndex:
 			kind = kindClaim // the turn id lookup of a full window
+		default:
+			kind = kindOther // a chunked turn's chunks, a crashed turn's checkpoints
 		}
 	default:
 		kind = kindOther
