@@ -350,10 +350,11 @@ type verdict struct {
 }
 
 // judge checks what the client saw of a submission (res) against what
-// its DynamoDB calls show (f). earlier reports whether an earlier
-// submission of the same turn id had its claim applied, saved whether
-// history holds the turn, lease is the turn handler's LeaseDuration.
-func judge(f facts, res *turnResult, earlier, saved bool, lease time.Duration) verdict {
+// its DynamoDB calls show (f). earlier is what became of the claims of
+// earlier submissions of the same turn id (yes: one applied; unknown: one
+// may have), saved whether history holds the turn, lease the turn
+// handler's LeaseDuration.
+func judge(f facts, res *turnResult, earlier applied, saved bool, lease time.Duration) verdict {
 	bad := func(format string, a ...any) verdict { return verdict{problem: fmt.Sprintf(format, a...)} }
 	unknown := verdict{unattributable: true}
 	if res.Status != http.StatusOK {
@@ -383,20 +384,20 @@ func judge(f facts, res *turnResult, earlier, saved bool, lease time.Duration) v
 			}
 			return verdict{}
 		case res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeTurnOutcomeIndeterminate:
-			if !earlier {
+			if earlier == appliedNo {
 				return bad("409 TURN_OUTCOME_INDETERMINATE for a turn id never claimed before")
 			}
 			return verdict{}
 		case res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeTurnAlreadyCompleted:
-			if !earlier || !saved {
-				return bad("409 TURN_ALREADY_COMPLETED for a turn id claimed before %v, saved %v", earlier, saved)
+			if earlier == appliedNo || !saved {
+				return bad("409 TURN_ALREADY_COMPLETED for a turn id claimed before %v, saved %v", earlier != appliedNo, saved)
 			}
 			return verdict{}
 		}
 		return bad("HTTP %d %s", res.Status, res.ErrorCode)
 	}
 	switch {
-	case earlier:
+	case earlier == appliedYes:
 		return bad("a second run of a turn id whose earlier claim applied")
 	case f.claim == appliedNo:
 		return bad("a 200 stream without an applied claim")
@@ -465,7 +466,7 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 
 	all := make([]facts, len(recs))
 	sent := map[string]bool{}
-	claimed := map[string]bool{} // turn ids whose claim applied in an earlier record
+	claimed := map[string]applied{} // turn id -> whether a claim of an earlier record applied
 	acked := map[string]*turnResult{}
 	unsaved := map[string]int{} // turn id -> the record that ran it and reported it unsaved
 	indeterminate := map[string]bool{}
@@ -519,6 +520,9 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 		}
 
 		v := judge(f, res, claimed[r.Turn], saved[r.Turn] != nil, cfg.Lease)
+		if v.problem == "" && !v.unattributable && claimed[r.Turn] == appliedUnknown && res.Status != http.StatusOK {
+			v.unattributable = true // right only because an earlier claim may have applied
+		}
 		rep.Checked++
 		switch {
 		case v.unattributable:
@@ -533,7 +537,7 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 		if f.claimLost {
 			rep.ClaimsAnswerLost++
 			switch {
-			case claimed[r.Turn] || seen[r.Turn] > 1:
+			case claimed[r.Turn] != appliedNo || seen[r.Turn] > 1:
 				rep.problem("%s/%s: claim applied with its answer lost, of a turn id claimed before", sid, r.Turn)
 			case res.Status == http.StatusOK:
 				rep.ClaimsRanOnce++
@@ -546,8 +550,8 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 				rep.problem("%s/%s: claim applied with its answer lost, then HTTP %d %s", sid, r.Turn, res.Status, res.ErrorCode)
 			}
 		}
-		if f.claim == appliedYes {
-			claimed[r.Turn] = true
+		if f.claim == appliedYes || f.claim == appliedUnknown && claimed[r.Turn] == appliedNo {
+			claimed[r.Turn] = f.claim
 		}
 	}
 	rep.TurnsAttempted += len(sent)
@@ -566,8 +570,8 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 			rep.UnsavedSavedUnresolvable++
 			rep.note("%s/%s: saved, its resolving read failed too: reported unsaved; calls: %s", sid, tid, describe(recs[i].Ops))
 		} else {
-			rep.problem("%s/%s reported unsaved (stream ran %v, a replay indeterminate %v) but history has it (status %s)",
-				sid, tid, ran, indeterminate[tid], t.Status)
+			rep.problem("%s/%s reported unsaved (stream ran %v, a replay indeterminate %v) but history has it (status %s); submissions: %s",
+				sid, tid, ran, indeterminate[tid], t.Status, describeTurn(recs, tid))
 		}
 	}
 	for tid, res := range acked {
@@ -722,6 +726,23 @@ func equalMessages(a, b []protocol.Message) bool {
 		}
 	}
 	return true
+}
+
+// describeTurn summarises every submission of turn id tid: what the
+// client saw, then its calls.
+func describeTurn(recs []loadRecord, tid string) string {
+	var b strings.Builder
+	for _, r := range recs {
+		if r.Turn != tid {
+			continue
+		}
+		cut := ""
+		if r.Res.Disconnected {
+			cut = " (cut)"
+		}
+		fmt.Fprintf(&b, "{%s%s: %s} ", observedOutcome(r.Res), cut, describe(r.Ops))
+	}
+	return b.String()
 }
 
 // quotaExceeded reports whether the SDK gave op up because its retry

@@ -117,34 +117,35 @@ func TestJudge(t *testing.T) {
 	tests := map[string]struct {
 		f       facts
 		res     *turnResult
-		earlier bool
+		earlier applied
 		saved   bool
 		ok      bool
 	}{
-		"busy, nothing applied":            {facts{claim: appliedNo}, status(409, protocol.CodeSessionBusy, true), false, false, true},
-		"busy for its own applied claim":   {claimed, status(409, protocol.CodeSessionBusy, true), false, false, false},
-		"500, the claim never applied":     {facts{claimFailed: true}, status(500, protocol.CodeServerInternal, true), false, false, true},
-		"500 without a failure":            {facts{}, status(500, protocol.CodeServerInternal, true), false, false, false},
-		"500 not retryable":                {facts{claimFailed: true}, status(500, protocol.CodeServerInternal, false), false, false, false},
-		"500 for an applied, read claim":   {claimed, status(500, protocol.CodeServerInternal, true), false, false, false},
-		"500, applied but unresolvable":    {facts{claim: appliedYes, claimFailed: true}, status(500, protocol.CodeServerInternal, true), false, false, true},
-		"500, the context load failed":     {facts{claim: appliedYes, claimResolved: true, contextFailed: true}, status(500, protocol.CodeServerInternal, true), false, false, true},
-		"indeterminate after a claim":      {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), true, false, true},
-		"indeterminate, never claimed":     {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), false, false, false},
-		"completed, not in history":        {facts{}, status(409, protocol.CodeTurnAlreadyCompleted, false), true, false, false},
-		"acknowledged":                     {facts{claim: appliedYes, saveCalled: true, save: appliedYes}, complete, false, true, true},
-		"acknowledged, no save applied":    {facts{claim: appliedYes, saveCalled: true}, complete, false, false, false},
-		"a second run of a claimed turn":   {facts{claim: appliedYes, save: appliedYes}, complete, true, true, false},
-		"a stream without a claim":         {facts{}, complete, false, true, false},
-		"unsaved, the save never applied":  {facts{claim: appliedYes, saveCalled: true, saveFailed: true, saveResolved: true}, diag(protocol.CodeServerInternal), false, false, true},
-		"unsaved, but saved and read":      {facts{claim: appliedYes, saveCalled: true, save: appliedYes, saveFailed: true, saveResolved: true}, diag(protocol.CodeServerInternal), false, true, false},
-		"unsaved, saved, read failed":      {facts{claim: appliedYes, saveCalled: true, save: appliedYes, saveFailed: true}, diag(protocol.CodeServerInternal), false, true, true},
-		"conflict after renewal trouble":   {facts{claim: appliedYes, renewTrouble: true}, diag(protocol.CodeSessionConflict), false, false, true},
-		"conflict with healthy renewals":   {facts{claim: appliedYes, expiry: t0.Add(time.Second)}, diag(protocol.CodeSessionConflict), false, false, false},
-		"conflict at the lease's end":      {facts{claim: appliedYes, expiry: t0.Add(100 * time.Millisecond)}, diag(protocol.CodeSessionConflict), false, false, true},
-		"server timeout":                   {facts{claim: appliedYes}, diag(protocol.CodeServerTimeout), false, false, false},
-		"cut by the client":                {facts{claim: appliedYes}, &turnResult{Status: http.StatusOK, Disconnected: true}, false, false, true},
-		"busy, the claim's outcome unseen": {facts{claim: appliedUnknown}, status(409, protocol.CodeSessionBusy, true), false, false, true},
+		"busy, nothing applied":               {facts{claim: appliedNo}, status(409, protocol.CodeSessionBusy, true), appliedNo, false, true},
+		"busy for its own applied claim":      {claimed, status(409, protocol.CodeSessionBusy, true), appliedNo, false, false},
+		"500, the claim never applied":        {facts{claimFailed: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
+		"500 without a failure":               {facts{}, status(500, protocol.CodeServerInternal, true), appliedNo, false, false},
+		"500 not retryable":                   {facts{claimFailed: true}, status(500, protocol.CodeServerInternal, false), appliedNo, false, false},
+		"500 for an applied, read claim":      {claimed, status(500, protocol.CodeServerInternal, true), appliedNo, false, false},
+		"500, applied but unresolvable":       {facts{claim: appliedYes, claimFailed: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
+		"500, the context load failed":        {facts{claim: appliedYes, claimResolved: true, contextFailed: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
+		"indeterminate after a claim":         {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), appliedYes, false, true},
+		"indeterminate after an unseen claim": {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), appliedUnknown, false, true},
+		"indeterminate, never claimed":        {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), appliedNo, false, false},
+		"completed, not in history":           {facts{}, status(409, protocol.CodeTurnAlreadyCompleted, false), appliedYes, false, false},
+		"acknowledged":                        {facts{claim: appliedYes, saveCalled: true, save: appliedYes}, complete, appliedNo, true, true},
+		"acknowledged, no save applied":       {facts{claim: appliedYes, saveCalled: true}, complete, appliedNo, false, false},
+		"a second run of a claimed turn":      {facts{claim: appliedYes, save: appliedYes}, complete, appliedYes, true, false},
+		"a stream without a claim":            {facts{}, complete, appliedNo, true, false},
+		"unsaved, the save never applied":     {facts{claim: appliedYes, saveCalled: true, saveFailed: true, saveResolved: true}, diag(protocol.CodeServerInternal), appliedNo, false, true},
+		"unsaved, but saved and read":         {facts{claim: appliedYes, saveCalled: true, save: appliedYes, saveFailed: true, saveResolved: true}, diag(protocol.CodeServerInternal), appliedNo, true, false},
+		"unsaved, saved, read failed":         {facts{claim: appliedYes, saveCalled: true, save: appliedYes, saveFailed: true}, diag(protocol.CodeServerInternal), appliedNo, true, true},
+		"conflict after renewal trouble":      {facts{claim: appliedYes, renewTrouble: true}, diag(protocol.CodeSessionConflict), appliedNo, false, true},
+		"conflict with healthy renewals":      {facts{claim: appliedYes, expiry: t0.Add(time.Second)}, diag(protocol.CodeSessionConflict), appliedNo, false, false},
+		"conflict at the lease's end":         {facts{claim: appliedYes, expiry: t0.Add(100 * time.Millisecond)}, diag(protocol.CodeSessionConflict), appliedNo, false, true},
+		"server timeout":                      {facts{claim: appliedYes}, diag(protocol.CodeServerTimeout), appliedNo, false, false},
+		"cut by the client":                   {facts{claim: appliedYes}, &turnResult{Status: http.StatusOK, Disconnected: true}, appliedNo, false, true},
+		"busy, the claim's outcome unseen":    {facts{claim: appliedUnknown}, status(409, protocol.CodeSessionBusy, true), appliedNo, false, true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
