@@ -14,6 +14,11 @@ const (
 	ExtensionLineage       = "lineage"
 	ExtensionArtifacts     = "artifacts"
 	ExtensionHistory       = "history"
+	// ExtensionResume and ExtensionDurableTurns are listed when
+	// checkpoints are on (Options.CheckpointInterval > 0); their objects
+	// say "available": false otherwise, never omitted.
+	ExtensionResume       = "resume"
+	ExtensionDurableTurns = "durableTurns"
 )
 
 // Capabilities is the body of GET /capabilities (turnstream extension,
@@ -25,6 +30,9 @@ const (
 //	 "snapshotScope":{"header":"X-Turnstream-Snapshot-Scope","values":["session","turn"],"default":"session"},
 //	 "lineage":{"operations":["retry","edit","regenerate"]},
 //	 "stop":{"method":"POST","path":"/stop"},
+//	 "resume":{"available":true,"method":"GET","path":"/sessions/{sessionId}/turns/{turnId}/stream",
+//	           "parameter":"after","pollIntervalMs":250,"cost":"..."},
+//	 "durableTurns":{"available":true,"checkpointIntervalMs":1000,"disconnectStops":false},
 //	 "limits":{"maxBodyBytes":65536,"turnTimeoutMs":30000,"snapshotIntervalMs":50}}
 type Capabilities struct {
 	Protocols     []ProtocolVersions `json:"protocols"`
@@ -41,10 +49,16 @@ type Capabilities struct {
 		Method string `json:"method"`
 		Path   string `json:"path"`
 	} `json:"stop"`
-	Limits struct {
+	Resume       resumeCapability       `json:"resume"`
+	DurableTurns durableTurnsCapability `json:"durableTurns"`
+	Limits       struct {
 		MaxBodyBytes       int64 `json:"maxBodyBytes"`
 		TurnTimeoutMs      int64 `json:"turnTimeoutMs"`
 		SnapshotIntervalMs int64 `json:"snapshotIntervalMs"`
+		// SnapshotBytesPerSecond and MaxSnapshotGapMs pace streaming
+		// snapshots by size (Options.SnapshotBytesPerSecond).
+		SnapshotBytesPerSecond int64 `json:"snapshotBytesPerSecond"`
+		MaxSnapshotGapMs       int64 `json:"maxSnapshotGapMs"`
 	} `json:"limits"`
 }
 
@@ -66,9 +80,15 @@ func capabilitiesBody(opts Options) []byte {
 	c.Lineage.Operations = []string{protocol.OperationRetry, protocol.OperationEdit, protocol.OperationRegenerate}
 	c.Stop.Method = http.MethodPost
 	c.Stop.Path = "/stop"
+	c.Resume, c.DurableTurns = resumeCapabilities(opts)
+	if c.Resume.Available {
+		c.Extensions = append(c.Extensions, ExtensionResume, ExtensionDurableTurns)
+	}
 	c.Limits.MaxBodyBytes = opts.MaxBodyBytes
 	c.Limits.TurnTimeoutMs = opts.TurnTimeout.Milliseconds()
 	c.Limits.SnapshotIntervalMs = opts.SnapshotInterval.Milliseconds()
+	c.Limits.SnapshotBytesPerSecond = opts.SnapshotBytesPerSecond
+	c.Limits.MaxSnapshotGapMs = opts.MaxSnapshotGap.Milliseconds()
 	b, err := json.Marshal(c)
 	if err != nil {
 		panic("turn: encode capabilities: " + err.Error()) // static shape: cannot fail

@@ -28,6 +28,7 @@ var errorCodes = []struct {
 	{chat.ErrConflict, protocol.CodeSessionConflict},
 	{chat.ErrLeaseLost, protocol.CodeSessionConflict},
 	{chat.ErrTurnNotActive, protocol.CodeTurnNotActive},
+	{chat.ErrTurnNotFound, protocol.CodeTurnNotFound},
 	{errLineage, protocol.CodeLineageInvalid},
 }
 
