@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Isolation", isolationCases()},
 		{"Artifacts", artifactCases()},
 		{"Checkpoints", checkpointCases()},
+		{"Context", contextCases()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
