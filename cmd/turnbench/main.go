@@ -32,8 +32,8 @@
 //     retryer (internal/ddbfault), so the SDK really retries: 5% of calls
 //     meet a lost answer (applied, then the connection reset), a 500 after
 //     the write applied, a 500 before it, or a hung connection (cut by a
-//     250 ms attempt timeout, 500 ms with -quick), on the first attempt or, for a quarter of
-//     them, on every one; beside those random faults, each case that
+//     250 ms attempt timeout, 500 ms with -quick), on the first attempt
+//     or, for a quarter of them, on every one; beside those random faults, each case that
 //     matters is aimed at some turns (faults.go, aims), and 5% of streams
 //     are cut by the client. The transport records DynamoDB's real answer
 //     to every attempt, so the verification knows which writes applied
