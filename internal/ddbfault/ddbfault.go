@@ -20,6 +20,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Fault is what happens to one HTTP attempt.
@@ -43,7 +44,15 @@ const (
 	// Hang never answers: the attempt blocks until its context ends (the
 	// client's attempt timeout, or the caller's deadline).
 	Hang
+	// ApplyLate is a write that arrives late: the attempt blocks until its
+	// context ends, as Hang, and the request is delivered LateBy after the
+	// attempt started, so it applies after the client gave up on it (and
+	// possibly after a read that found it not applied).
+	ApplyLate
 )
+
+// LateBy is how long after its attempt an ApplyLate request is delivered.
+var LateBy = 400 * time.Millisecond
 
 // String names a fault in reports.
 func (f Fault) String() string {
@@ -58,6 +67,8 @@ func (f Fault) String() string {
 		return "500 before apply"
 	case Hang:
 		return "hung"
+	case ApplyLate:
+		return "applied late"
 	}
 	return "unknown"
 }
@@ -167,6 +178,18 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case ServerErrorBefore:
 		return serverError(req), nil
 	case Hang:
+		<-req.Context().Done()
+		return nil, req.Context().Err()
+	case ApplyLate:
+		late := req.Clone(context.WithoutCancel(req.Context()))
+		late.Body = io.NopCloser(bytes.NewReader(body))
+		go func() {
+			time.Sleep(LateBy)
+			if resp, err := base.RoundTrip(late); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				_ = resp.Body.Close()
+			}
+		}()
 		<-req.Context().Done()
 		return nil, req.Context().Err()
 	}

@@ -355,3 +355,54 @@ func injected(ft *ddbfault.Transport) int {
 	}
 	return n
 }
+
+// TestLateApplyingWrite: a write whose only attempt timed out at the
+// client but reaches DynamoDB later (after the resolving read found
+// nothing) is sent once more rather than reported failed, so a save that
+// will land is not told "not saved", and a claim that will land is a
+// claim, not a lease nobody holds.
+func TestLateApplyingWrite(t *testing.T) {
+	for name, match := range map[string]func(ddbfault.Attempt) bool{"save": saveWrite, "claim": claimWrite, "release": releaseWrite} {
+		t.Run(name, func(t *testing.T) {
+			ft := ddbfault.New(nil)
+			opts := dynalite.Options(t)
+			opts.Transport, opts.AttemptTimeout, opts.MaxAttempts = ft, attemptTimeout, 1
+			client, err := dynamo.NewClient(context.Background(), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			table := dynalite.Table(t, client)
+			s := dynamo.New(client, dynamo.Options{Table: table, CursorKey: testCursorKey})
+			ctx := faultCtx(t)
+			if name != "claim" {
+				ft.SetRule(nil)
+			} else {
+				ft.SetRule(ddbfault.Once(ddbfault.ApplyLate, match))
+			}
+			c, err := s.ClaimTurn(ctx, claimReq("s1", "t1"))
+			if err != nil {
+				t.Fatalf("claim: %v", err)
+			}
+			ft.SetRule(ddbfault.Once(ddbfault.ApplyLate, match))
+			turn := turnOf(c, "s1", textMessages("t1", "late but whole"))
+			if err := s.SaveTurn(ctx, c, turn); err != nil {
+				t.Fatalf("save: %v", err)
+			}
+			if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 2}); err != nil {
+				t.Fatalf("release: %v", err)
+			}
+			if ft.Counts()[ddbfault.ApplyLate] != 1 {
+				t.Fatal("the fault was not injected")
+			}
+			time.Sleep(2 * ddbfault.LateBy) // let the late copy land
+			ft.SetRule(nil)
+			sess, err := s.GetSession(ctx, "s1", alice)
+			if err != nil || sess.ActiveTurn != nil || len(sess.TerminalTurns) != 1 || sess.TerminalTurns[0].Outcome != chat.OutcomeCompleted {
+				t.Errorf("session after a late write: %+v, %v", sess, err)
+			}
+			if got, err := s.FindTurn(ctx, "s1", "t1", alice); err != nil || got.Status != chat.TurnComplete {
+				t.Errorf("turn after a late write: %+v, %v", got, err)
+			}
+		})
+	}
+}

@@ -69,6 +69,26 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 		return s.claimed(ctx, req, item) // this very claim applied
 	}
 	if !failed {
+		// Not applied as of the read; an attempt may still be in flight.
+		// The same claim once more (same token): its answer, or its own
+		// effect on a condition failure, is the outcome.
+		rctx, cancel := s.resolveContext(ctx)
+		defer cancel()
+		out, rerr := s.update(rctx, sessionKey(req.SessionID), up, cond, returnAllNew, returnOldOnFailure)
+		if rerr == nil {
+			return s.claimed(ctx, req, out.Attributes)
+		}
+		if again, item2 := conditionFailed(rerr); again {
+			if item2 == nil {
+				item2, _ = s.getItem(rctx, sessionKey(req.SessionID))
+			}
+			if item2 != nil && holdsToken(item2, token) {
+				return s.claimed(ctx, req, item2)
+			}
+			if item2 != nil {
+				return s.classifyClaim(ctx, req, item2, token, now)
+			}
+		}
 		return nil, fmt.Errorf("claim session %s: %w", req.SessionID, err) // it did not apply
 	}
 	if item == nil { // it existed when the condition failed: a race
@@ -195,7 +215,36 @@ func (s *Store) resolvedWrite(ctx context.Context, key map[string]types.Attribut
 	if rerr == nil && applied(item) {
 		return nil
 	}
+	if rerr == nil {
+		// Not applied as of the read, but an attempt may still be in
+		// flight (a timeout does not cancel it at the server). Send the
+		// same write once more: it is idempotent (its condition accepts
+		// its own effect), so if it answers, that answer is the outcome
+		// whichever copy applied.
+		return s.resendWrite(ctx, key, up, c, applied, err)
+	}
 	return err
+}
+
+// resendWrite sends a write whose outcome the resolving read left
+// unknown once more, under what is left of the resolve budget, and
+// classifies its answer like the first: applied (nil), a condition
+// failure that the read shows to be the write's own effect (nil), or
+// first's error.
+func (s *Store) resendWrite(ctx context.Context, key map[string]types.AttributeValue, up expression.UpdateBuilder, c condition, applied func(map[string]types.AttributeValue) bool, first error) error {
+	rctx, cancel := s.resolveContext(ctx)
+	defer cancel()
+	_, err := s.update(rctx, key, up, c)
+	if err == nil {
+		return nil
+	}
+	if failed, _ := conditionFailed(err); failed {
+		if item, rerr := s.getItem(rctx, key); rerr == nil && applied(item) {
+			return nil
+		}
+		return err
+	}
+	return first
 }
 
 // classifyClaim explains a failed claim condition from the session item
@@ -566,6 +615,22 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 		return derr
 	}
 	if !failed && si.LeaseToken == c.Lease.Token {
+		// Not applied as of the read; an attempt may still be in flight.
+		// The same release once more: its answer, or on a condition
+		// failure the released token, is the outcome.
+		rctx, cancel := s.resolveContext(ctx)
+		defer cancel()
+		_, rerr := s.update(rctx, key, up, cond)
+		if rerr == nil {
+			return nil
+		}
+		if again, _ := conditionFailed(rerr); again {
+			if item2, gerr := s.getItem(rctx, key); gerr == nil && item2 != nil {
+				if _, si2, derr := decodeSession(c.Session.ID, item2); derr == nil {
+					return releasedOrLost(si2, c.Lease.Token)
+				}
+			}
+		}
 		return fmt.Errorf("release turn of session %s: %w", c.Session.ID, err) // not applied
 	}
 	return releasedOrLost(si, c.Lease.Token)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -210,6 +211,11 @@ func NewClient(ctx context.Context, opts ClientOptions, optFns ...func(*dynamodb
 			return retry.NewStandard(func(o *retry.StandardOptions) {
 				o.MaxAttempts = attempts
 				o.MaxBackoff = maxRetryBackoff
+				// No client-side retry quota: under sustained faults it
+				// gives up on calls after one attempt, turning outcomes the
+				// next attempt would have resolved into unknown ones. The
+				// callers' deadlines bound the retries instead.
+				o.RateLimiter = ratelimit.None
 			})
 		}))
 	cfg, err := config.LoadDefaultConfig(ctx, loads...)
