@@ -48,6 +48,7 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 		// A decision continues an existing session: its confirmation must
 		// be pending and unexpired.
 		cond.expr = "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND NOT contains(#windowIds, :turnId)"
+		cond.names = []string{attrOwnerKey, attrLeaseToken, attrWindowIDs}
 		cond = decisionCondition(cond, req.Decision, now)
 	}
 	one := expression.Value(1)

@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"History", historyCases()},
 		{"Isolation", isolationCases()},
 		{"Artifacts", artifactCases()},
+		{"Confirmations", confirmationCases()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
