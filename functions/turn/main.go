@@ -94,6 +94,7 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (ht
 		LeaseDuration:    cfg.LeaseDuration,
 		SnapshotInterval: cfg.SnapshotInterval,
 		MaxBodyBytes:     cfg.MaxBodyBytes,
+		ConfirmationTTL:  cfg.ConfirmationTTL,
 		Logger:           logger,
 	})
 }

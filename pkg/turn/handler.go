@@ -112,6 +112,10 @@ type Options struct {
 	SnapshotInterval time.Duration
 	// MaxBodyBytes caps a request body in bytes (413 above it).
 	MaxBodyBytes int64
+	// ConfirmationTTL is how long a tool call that requires approval can
+	// be decided (docs/approvals.md); zero means
+	// chat.DefaultConfirmationTTL.
+	ConfirmationTTL time.Duration
 
 	// Logger receives JSON logs; nil discards them. Lines carry the Lambda
 	// request id, session id and turn id, never message text or request
@@ -183,6 +187,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	setDefault(&opts.SnapshotInterval, DefaultSnapshotInterval)
 	setDefault(&opts.RenewInterval, opts.LeaseDuration/3)
 	setDefault(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&opts.ConfirmationTTL, chat.DefaultConfirmationTTL)
 	if opts.CleanupReserve >= opts.TurnTimeout {
 		return nil, errors.New("turn: Options.CleanupReserve must be below TurnTimeout")
 	}

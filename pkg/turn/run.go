@@ -67,6 +67,8 @@ type run struct {
 
 	loop loopLog // the model-tool loop's tool call ids and tool rounds
 
+	approvals approvals // confirmations asked for and decided (approvals.go)
+
 	// leaseUntil is the last instant (unix ms, opts.Now's clock) at which
 	// the turn may still stream: the lease's proven expiry (the claim's,
 	// then each successful renewal's) less leaseMargin. The supervisor
@@ -445,6 +447,9 @@ func (t *run) record(end ending, v view, first, last int64) *chat.Turn {
 	if end.status != chat.TurnComplete {
 		msgStatus = protocol.MessageError
 	}
+	t.approvals.mu.Lock()
+	t.approvals.completed = end.status == chat.TurnComplete
+	t.approvals.mu.Unlock()
 	var artifacts []chat.ArtifactReference
 	if len(v.artifacts) > 0 {
 		artifacts = chat.DedupeArtifacts(v.artifacts)
@@ -501,7 +506,7 @@ func (t *run) save(item *chat.Turn) chat.Outcome {
 func (t *run) release(outcome chat.Outcome, cursor int64) {
 	ctx, cancel := t.cleanupContext(t.cleanupEnd())
 	defer cancel()
-	req := chat.ReleaseRequest{Claim: t.claim, Outcome: outcome, Sequence: cursor}
+	req := chat.ReleaseRequest{Claim: t.claim, Outcome: outcome, Sequence: cursor, Confirmations: t.confirmationsToRecord(outcome)}
 	if t.agent != nil {
 		req.DefinitionRevision = t.agent.def.Revision // the revision this turn ran with
 	}
@@ -534,7 +539,7 @@ func (t *run) logFinished(end ending, outcome chat.Outcome, cursor int64) {
 func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 	calls := v.toolCalls
 	if status != protocol.MessageStreaming {
-		calls = finishCalls(calls)
+		calls = finishCalls(calls, status == protocol.MessageComplete)
 	}
 	m := protocol.Message{
 		ID:        MessageID(t.turnID, positionAssistant),
@@ -552,6 +557,6 @@ func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 			m.Metadata = meta
 		}
 	}
-	m.Metadata = t.loop.metadata(m.Metadata, false)
+	m.Metadata = t.approvalMetadata(t.loop.metadata(m.Metadata, false), status)
 	return m
 }
