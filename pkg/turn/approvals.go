@@ -85,13 +85,16 @@ func (t *run) awaitApproval(step, n int, c *pendingCall) bool {
 	if full {
 		return false
 	}
-	if !protocol.IsSafeID(c.call.ID) {
-		// A confirmation names its call by a SafeId.
-		c.call.ID = t.loop.callID("", step, n)
+	token := chat.NewConfirmationToken()
+	if !protocol.IsSafeID(c.call.ID) || t.confirmationNamesCall(c.call.ID) {
+		// A confirmation names its call by a SafeId unique among the
+		// session's confirmations (the envelope requires it; a model may
+		// reuse ids across turns): a random one, unique in the turn too.
+		c.call.ID = t.loop.callID("call-"+token[2:18], step, n)
 		entry.ID = c.call.ID
 	}
 	cf := chat.Confirmation{
-		Token:      chat.NewConfirmationToken(),
+		Token:      token,
 		Action:     c.call.Name,
 		Input:      input.Bytes(),
 		ToolCallID: c.call.ID,
@@ -107,6 +110,15 @@ func (t *run) awaitApproval(step, n int, c *pendingCall) bool {
 	}
 	t.log.Info("tool call awaits approval", "tool", c.call.Name)
 	return true
+}
+
+// confirmationNamesCall reports whether a confirmation of the session (as
+// claimed) or of this turn already names call id.
+func (t *run) confirmationNamesCall(id string) bool {
+	named := func(cf chat.Confirmation) bool { return cf.ToolCallID == id }
+	t.approvals.mu.Lock()
+	defer t.approvals.mu.Unlock()
+	return slices.ContainsFunc(t.claim.Session.Confirmations, named) || slices.ContainsFunc(t.approvals.pending, named)
 }
 
 // awaiting reports whether the turn waits for approval of a call.
