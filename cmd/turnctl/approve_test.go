@@ -53,8 +53,8 @@ func TestChatAsksForApproval(t *testing.T) {
 	for name, tc := range map[string]struct {
 		answer, want, wantErr string
 	}{
-		"approve":   {"y\n", `Deleted note "notes/trip-plan.md".`, ""},
-		"deny":      {"n\n", "The user denied this tool call.", ""},
+		"approve":   {"y\n", "Echo: Approved.\n" + `tool workspace_note_delete {"title":"Trip plan"}: complete`, ""},
+		"deny":      {"n\n", "Echo: Denied.\n" + `tool workspace_note_delete {"title":"Trip plan"}: error`, ""},
 		"no answer": {"", "", "the call keeps waiting"},
 	} {
 		t.Run(name, func(t *testing.T) {
