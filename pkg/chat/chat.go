@@ -249,6 +249,11 @@ type ReleaseRequest struct {
 	// the confirmation its claim decided and expires any other pending one
 	// (ReleaseConfirmations), in the same write.
 	Confirmations []Confirmation
+	// Undecide returns the confirmation the claim decided to pending
+	// instead of settling it: the turn ended before it acted on the
+	// decision (it failed before its stream), so a new decision may
+	// claim it.
+	Undecide bool
 }
 
 // Validate reports ErrInvalidRequest unless r names a claim and a known

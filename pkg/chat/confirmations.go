@@ -176,12 +176,14 @@ func CheckNewConfirmations(add []Confirmation, turnID string) error {
 
 // ReleaseConfirmations returns the confirmations a release of turnID
 // writes, from confs as its claim read them, and whether they differ from
-// confs: the confirmation turnID decided becomes approved or rejected, any
+// confs: the confirmation turnID decided becomes approved or rejected (or,
+// with undecide, pending again: the turn ended before it acted on the
+// decision), any
 // other pending one expired (a later turn supersedes an undecided
 // confirmation: its tool never runs), add is appended, and only the
 // newest KeptConfirmations that are not pending are kept. confs is not
 // modified.
-func ReleaseConfirmations(confs []Confirmation, turnID string, add []Confirmation) ([]Confirmation, bool) {
+func ReleaseConfirmations(confs []Confirmation, turnID string, add []Confirmation, undecide bool) ([]Confirmation, bool) {
 	if len(confs) == 0 && len(add) == 0 {
 		return nil, false
 	}
@@ -189,6 +191,8 @@ func ReleaseConfirmations(confs []Confirmation, turnID string, add []Confirmatio
 	changed := len(add) > 0
 	for _, c := range confs {
 		switch {
+		case undecide && c.DecidedBy == turnID && (c.Status == ConfirmationApproving || c.Status == ConfirmationRejecting):
+			c.Status, c.DecidedBy, changed = ConfirmationPending, "", true
 		case c.DecidedBy == turnID && c.Status == ConfirmationApproving:
 			c.Status, changed = ConfirmationApproved, true
 		case c.DecidedBy == turnID && c.Status == ConfirmationRejecting:
@@ -198,12 +202,14 @@ func ReleaseConfirmations(confs []Confirmation, turnID string, add []Confirmatio
 		}
 		out = append(out, c)
 	}
+	pending := slices.DeleteFunc(slices.Clone(out), func(c Confirmation) bool { return c.Status != ConfirmationPending })
+	out = slices.DeleteFunc(out, func(c Confirmation) bool { return c.Status == ConfirmationPending })
 	// Newest last: keep the last KeptConfirmations decided ones.
 	slices.SortStableFunc(out, func(a, b Confirmation) int { return a.CreatedAt.Compare(b.CreatedAt) })
 	if n := len(out) - KeptConfirmations; n > 0 {
 		out, changed = out[n:], true
 	}
-	out = append(out, add...)
+	out = append(append(out, pending...), add...)
 	return out, changed
 }
 

@@ -60,6 +60,9 @@ type approvals struct {
 	// completed is set when the turn ends complete: only then are its
 	// pending confirmations recorded.
 	completed bool
+	// acted is set once the decided call was run or denied; a turn that
+	// ends before (it failed before its stream) gives the decision back.
+	acted bool
 }
 
 // requiresApproval reports whether the agent's definition makes name wait
@@ -146,6 +149,15 @@ func (t *run) confirmationsToRecord(outcome chat.Outcome) []chat.Confirmation {
 	return slices.Clone(a.pending)
 }
 
+// undecide reports whether the release gives the turn's decision back
+// (ReleaseRequest.Undecide): it decided a confirmation and never acted
+// on it.
+func (t *run) undecide() bool {
+	t.approvals.mu.Lock()
+	defer t.approvals.mu.Unlock()
+	return t.approvals.decided != nil && !t.approvals.acted
+}
+
 // decide runs the decided call of a continuation turn before its first
 // model call: approve runs the tool (exactly once: the claim that moved
 // the confirmation is the only one that can), deny records TextDenied.
@@ -154,6 +166,9 @@ func (t *run) confirmationsToRecord(outcome chat.Outcome) []chat.Confirmation {
 // shows it, in place of the asking turn's requires_confirmation entry.
 func (t *run) decide(ctx context.Context) protocol.ToolCall {
 	cf := t.approvals.decided
+	t.approvals.mu.Lock()
+	t.approvals.acted = true
+	t.approvals.mu.Unlock()
 	call := model.ToolCall{ID: cf.ToolCallID, Name: cf.Action, Args: json.RawMessage(cf.Input)}
 	t.loop.callID(call.ID, 0, 1) // later calls of this turn never reuse the id
 	i, _ := t.state.addCall(tool.Entry(call, protocol.ToolCallRunning))

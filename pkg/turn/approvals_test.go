@@ -3,6 +3,7 @@ package turn_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -389,4 +390,40 @@ func TestDecisionClaimAnswerLost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// loadFailingStore fails LoadContext while fail is set.
+type loadFailingStore struct {
+	chat.Store
+	fail atomic.Bool
+}
+
+func (s *loadFailingStore) LoadContext(ctx context.Context, id string, before int64) ([]chat.Turn, error) {
+	if s.fail.Load() {
+		return nil, errors.New("injected context load failure")
+	}
+	return s.Store.LoadContext(ctx, id, before)
+}
+
+// TestDecisionGivenBackBeforeStream: a decision turn that fails before
+// its stream (here its context load) never ran the tool, so its release
+// gives the decision back: the confirmation is pending again and a new
+// decision runs the tool once.
+func TestDecisionGivenBackBeforeStream(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		var runs atomic.Int32
+		store := &loadFailingStore{Store: newStore(t)}
+		e, _ := approvalEnv(t, store, &runs, nil)
+		token := askDelete(t, e, "s", "t1")
+		store.fail.Store(true)
+		e.decide(t, "s", "t2", token, protocol.DecisionApprove, nil).want(t, http.StatusInternalServerError, protocol.CodeServerInternal)
+		store.fail.Store(false)
+		if cf := storedConfirmation(t, store, "s", token); cf.Status != chat.ConfirmationPending || runs.Load() != 0 {
+			t.Fatalf("after a failed decision turn: %+v, tool ran %d times", cf, runs.Load())
+		}
+		e.decide(t, "s", "t3", token, protocol.DecisionApprove, nil).want(t, http.StatusOK, "")
+		if cf := storedConfirmation(t, store, "s", token); cf.Status != chat.ConfirmationApproved || cf.DecidedBy != "t3" || runs.Load() != 1 {
+			t.Fatalf("after the second decision: %+v, tool ran %d times", cf, runs.Load())
+		}
+	})
 }

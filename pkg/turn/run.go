@@ -506,7 +506,7 @@ func (t *run) save(item *chat.Turn) chat.Outcome {
 func (t *run) release(outcome chat.Outcome, cursor int64) {
 	ctx, cancel := t.cleanupContext(t.cleanupEnd())
 	defer cancel()
-	req := chat.ReleaseRequest{Claim: t.claim, Outcome: outcome, Sequence: cursor, Confirmations: t.confirmationsToRecord(outcome)}
+	req := chat.ReleaseRequest{Claim: t.claim, Outcome: outcome, Sequence: cursor, Confirmations: t.confirmationsToRecord(outcome), Undecide: t.undecide()}
 	if t.agent != nil {
 		req.DefinitionRevision = t.agent.def.Revision // the revision this turn ran with
 	}

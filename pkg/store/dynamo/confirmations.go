@@ -91,7 +91,7 @@ func settleConfirmations(up expression.UpdateBuilder, req chat.ReleaseRequest, n
 	for i := range add {
 		add[i].CreatedAt = now
 	}
-	confs, changed := chat.ReleaseConfirmations(req.Claim.Session.Confirmations, req.Claim.Lease.TurnID, add)
+	confs, changed := chat.ReleaseConfirmations(req.Claim.Session.Confirmations, req.Claim.Lease.TurnID, add, req.Undecide)
 	if !changed {
 		return up
 	}

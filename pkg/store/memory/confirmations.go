@@ -37,7 +37,7 @@ func settle(sess *chat.Session, req chat.ReleaseRequest, now time.Time) {
 		add[i].CreatedAt = now
 		add[i].Input = slices.Clone(add[i].Input)
 	}
-	if confs, changed := chat.ReleaseConfirmations(req.Claim.Session.Confirmations, req.Claim.Lease.TurnID, add); changed {
+	if confs, changed := chat.ReleaseConfirmations(req.Claim.Session.Confirmations, req.Claim.Lease.TurnID, add, req.Undecide); changed {
 		sess.Confirmations = confs
 	}
 }

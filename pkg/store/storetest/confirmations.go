@@ -110,6 +110,24 @@ func confirmationCases() map[string]func(*testing.T, *env) {
 			}
 		},
 
+		"UndecideGivesTheDecisionBack": func(t *testing.T, e *env) {
+			// A decision turn that failed before acting releases with
+			// Undecide: the confirmation is pending again, and a new
+			// decision turn claims it.
+			cf := e.askApproval("s1", "t1", "call-1")
+			c := e.claimWith(decisionRequest("s1", "t2", cf.Token, true))
+			if err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1, Undecide: true}); err != nil {
+				t.Fatal(err)
+			}
+			if got := e.session("s1").Confirmations[0]; got.Status != chat.ConfirmationPending || got.DecidedBy != "" {
+				t.Fatalf("after an undecided release = %+v, want pending", got)
+			}
+			c = e.claimWith(decisionRequest("s1", "t3", cf.Token, false))
+			if d := c.Decided(); d == nil || d.DecidedBy != "t3" {
+				t.Fatalf("second decision's claim = %+v", d)
+			}
+		},
+
 		"ExpiredRejected": func(t *testing.T, e *env) {
 			cf := e.askApproval("s1", "t1", "call-1")
 			e.clock.Advance(confirmationTTL)
