@@ -240,18 +240,22 @@ func newHandler(cfg config.Config, store chat.Store, authn auth.Authenticator, h
 		return nil, fmt.Errorf("definitions: %w", err)
 	}
 	turnHandler, err := turn.NewHandler(turn.Options{
-		Store:            store,
-		Authenticator:    authn,
-		Definitions:      defs,
-		Models:           map[string]model.Model{config.ProviderEcho: echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk)},
-		Tools:            reg,
-		TurnTimeout:      cfg.TurnTimeout,
-		CleanupReserve:   cfg.CleanupReserve,
-		LeaseDuration:    cfg.LeaseDuration,
-		SnapshotInterval: cfg.SnapshotInterval,
-		MaxBodyBytes:     cfg.MaxBodyBytes,
-		ConfirmationTTL:  cfg.ConfirmationTTL,
-		Logger:           handlerLog,
+		Store:                  store,
+		Authenticator:          authn,
+		Definitions:            defs,
+		Models:                 map[string]model.Model{config.ProviderEcho: echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk)},
+		Tools:                  reg,
+		TurnTimeout:            cfg.TurnTimeout,
+		CleanupReserve:         cfg.CleanupReserve,
+		LeaseDuration:          cfg.LeaseDuration,
+		SnapshotInterval:       cfg.SnapshotInterval,
+		SnapshotBytesPerSecond: cfg.SnapshotBytesPerSecond,
+		MaxSnapshotGap:         cfg.SnapshotMaxGap,
+		CheckpointInterval:     cfg.CheckpointInterval,
+		ResumePollInterval:     cfg.ResumePollInterval,
+		MaxBodyBytes:           cfg.MaxBodyBytes,
+		ConfirmationTTL:        cfg.ConfirmationTTL,
+		Logger:                 handlerLog,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("turn handler: %w", err)

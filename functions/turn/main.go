@@ -84,18 +84,22 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (ht
 		return nil, fmt.Errorf("authenticator: %w", err)
 	}
 	return turn.NewHandler(turn.Options{
-		Store:            dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret}),
-		Authenticator:    authn,
-		Definitions:      defs,
-		Models:           models,
-		Tools:            reg,
-		TurnTimeout:      cfg.TurnTimeout,
-		CleanupReserve:   cfg.CleanupReserve,
-		LeaseDuration:    cfg.LeaseDuration,
-		SnapshotInterval: cfg.SnapshotInterval,
-		MaxBodyBytes:     cfg.MaxBodyBytes,
-		ConfirmationTTL:  cfg.ConfirmationTTL,
-		Logger:           logger,
+		Store:                  dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret}),
+		Authenticator:          authn,
+		Definitions:            defs,
+		Models:                 models,
+		Tools:                  reg,
+		TurnTimeout:            cfg.TurnTimeout,
+		CleanupReserve:         cfg.CleanupReserve,
+		LeaseDuration:          cfg.LeaseDuration,
+		SnapshotInterval:       cfg.SnapshotInterval,
+		SnapshotBytesPerSecond: cfg.SnapshotBytesPerSecond,
+		MaxSnapshotGap:         cfg.SnapshotMaxGap,
+		CheckpointInterval:     cfg.CheckpointInterval,
+		ResumePollInterval:     cfg.ResumePollInterval,
+		MaxBodyBytes:           cfg.MaxBodyBytes,
+		ConfirmationTTL:        cfg.ConfirmationTTL,
+		Logger:                 logger,
 	})
 }
 

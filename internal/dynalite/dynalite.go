@@ -102,8 +102,15 @@ func Options(tb testing.TB) dynamo.ClientOptions {
 		opts.Region = region
 	}
 	opts.StaticCredentials = isLoopback(opts.Endpoint)
+	// dynalite shares a busy test machine: an attempt can take seconds
+	// under -race and parallel packages, far past DynamoDB's milliseconds.
+	// Tests of hung attempts set their own short timeout.
+	opts.AttemptTimeout = testAttemptTimeout
 	return opts
 }
+
+// testAttemptTimeout is the attempt timeout of test clients.
+const testAttemptTimeout = 20 * time.Second
 
 // isLoopback reports whether endpoint's host is localhost or a loopback IP.
 func isLoopback(endpoint string) bool {

@@ -165,6 +165,41 @@ type Turn struct {
 	LastSequence  int64
 	StartedAt     time.Time
 	CompletedAt   time.Time
+	// LeaseExpiresAt is set on a running turn (from its latest
+	// checkpoint): the lease's proven expiry when it was taken.
+	LeaseExpiresAt time.Time
+}
+
+// Checkpoint is the state of a running turn as one of its snapshots
+// carried it: what a resumer, a reloaded page or crash recovery rebuilds
+// the turn from.
+type Checkpoint struct {
+	SessionID string
+	TurnID    string
+	Ordinal   int64
+	Lineage   protocol.Lineage
+	InputHash string
+	// Messages are the turn's own messages (the user message first) with
+	// the same ids, parts and content as the snapshot of Sequence.
+	Messages []protocol.Message
+	Usage    protocol.Usage
+	// FirstSequence is the turn's first snapshot sequence; Sequence the
+	// snapshot whose state this is.
+	FirstSequence int64
+	Sequence      int64
+	// Number counts the turn's checkpoints that changed its messages,
+	// from 1. A retried call carries the same Number.
+	Number int
+	// Prior holds the messages of the turn's previous checkpoint (nil for
+	// the first): stores write only what changed since. Messages equal to
+	// Prior make a heartbeat (a later sequence, a fresh lease expiry, the
+	// stop flag read), which repeats the previous Number.
+	Prior []protocol.Message
+	// LeaseExpiresAt is the lease's proven expiry when the checkpoint was
+	// taken: once it has passed without a newer checkpoint or a save, the
+	// turn is presented as lost (TurnError, protocol.CodeTurnLost).
+	LeaseExpiresAt time.Time
+	StartedAt      time.Time
 }
 
 // Order is a listing direction.
@@ -387,6 +422,28 @@ type Store interface {
 	// turn is ErrLeaseLost. 1 request.
 	ReleaseTurn(ctx context.Context, req ReleaseRequest) error
 
+	// Checkpoint persists the running turn's state under claim c, as the
+	// snapshot of cp.Sequence carried it (see Checkpoint). The first
+	// checkpoint writes the turn item with status TurnRunning (history and
+	// FindTurn then show it); later ones write only what changed, so the
+	// cost grows with the turn's duration, not its length. Every
+	// checkpoint is fenced by the lease: ErrLeaseLost once a takeover
+	// fenced the turn, or if c never held it. It reports whether a stop
+	// was requested (RequestStop), so a stop is seen at the next
+	// checkpoint. ErrInvalidRequest unless cp is the claim's turn. A
+	// checkpoint whose messages have not changed (a heartbeat) costs one
+	// small write; otherwise two. A checkpoint that lands after the final
+	// save (a late retry) changes nothing a reader sees.
+	Checkpoint(ctx context.Context, c *Claim, cp *Checkpoint) (stop bool, err error)
+
+	// PollTurn returns the turn at ordinal as stored now, for a resumer
+	// that found it with FindTurn: a running turn with its latest
+	// checkpoint merged (Status TurnRunning, LastSequence the checkpoint's
+	// sequence), or the terminal turn. ErrSessionNotFound if p does not
+	// own the session, ErrTurnNotFound if no turn is stored there. One
+	// consistent Query.
+	PollTurn(ctx context.Context, sessionID string, ordinal int64, p Principal) (*Turn, error)
+
 	// GetSession returns the session. ErrSessionNotFound if it does not
 	// exist or p does not own it (never a hint which). 1 request.
 	GetSession(ctx context.Context, sessionID string, p Principal) (*Session, error)
@@ -481,3 +538,85 @@ func terminalIndex(window []TerminalEntry, turnID string) int {
 // claim of a turn id it does not hold must then look the id up among the
 // session's turns, which may have left the window.
 func WindowFull(window []TerminalEntry) bool { return len(window) >= TerminalWindowSize }
+
+// CheckCheckpoint reports ErrInvalidRequest unless cp is a checkpoint of
+// claim c's turn.
+func (c *Claim) CheckCheckpoint(cp *Checkpoint) error {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	if cp == nil || cp.SessionID != c.Session.ID || cp.TurnID != c.Lease.TurnID || cp.Ordinal != c.Lease.Ordinal ||
+		cp.Number < 1 || len(cp.Messages) == 0 || (cp.Number > 1 && cp.Prior == nil) {
+		return fmt.Errorf("%w: not a checkpoint of the claimed turn", ErrInvalidRequest)
+	}
+	return nil
+}
+
+// TurnOf returns the running turn that checkpoint cp describes.
+func (cp *Checkpoint) TurnOf() *Turn {
+	return &Turn{
+		SessionID: cp.SessionID, TurnID: cp.TurnID, Ordinal: cp.Ordinal, Status: TurnRunning,
+		Lineage: cp.Lineage, InputHash: cp.InputHash, Messages: cp.Messages, Usage: cp.Usage,
+		FirstSequence: cp.FirstSequence, LastSequence: cp.Sequence, StartedAt: cp.StartedAt,
+		LeaseExpiresAt: cp.LeaseExpiresAt,
+	}
+}
+
+// Presented returns t as readers see it at now. A running turn whose
+// checkpoint's lease expiry has passed is lost (its process stopped
+// without saving): it is presented with status TurnError and the error
+// TURN_LOST. A turn that is not running never shows a streaming message
+// or an unfinished tool call: they are closed as errors.
+func (t Turn) Presented(now time.Time) Turn {
+	if t.Status == TurnRunning {
+		if t.LeaseExpiresAt.IsZero() || now.Before(t.LeaseExpiresAt) {
+			return t
+		}
+		d := protocol.NewDiagnostic(protocol.CodeTurnLost)
+		t.Status, t.Error = TurnError, &d
+	}
+	t.Messages = closeMessages(t.Messages)
+	return t
+}
+
+// textToolNotCompleted is the error of a tool call a lost turn left
+// unfinished.
+const textToolNotCompleted = "The tool call did not complete."
+
+// closeMessages returns msgs with streaming or pending messages and
+// unfinished tool calls marked as errors; msgs itself is not modified.
+func closeMessages(msgs []protocol.Message) []protocol.Message {
+	var out []protocol.Message
+	for i, m := range msgs {
+		open := m.Status == protocol.MessageStreaming || m.Status == protocol.MessagePending
+		calls := false
+		for _, c := range m.ToolCalls {
+			if c.Status == protocol.ToolCallPending || c.Status == protocol.ToolCallRunning {
+				calls = true
+			}
+		}
+		if !open && !calls {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		if open {
+			out[i].Status = protocol.MessageError
+		}
+		if calls {
+			out[i].ToolCalls = slices.Clone(m.ToolCalls)
+			for j := range out[i].ToolCalls {
+				c := &out[i].ToolCalls[j]
+				if c.Status == protocol.ToolCallPending || c.Status == protocol.ToolCallRunning {
+					text := textToolNotCompleted
+					c.Status, c.Error = protocol.ToolCallError, &text
+				}
+			}
+		}
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}

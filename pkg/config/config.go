@@ -83,6 +83,24 @@ type Config struct {
 	// be decided (CONFIRMATION_TTL, default 15 min, >= 1 s, <= 7 days;
 	// docs/approvals.md).
 	ConfirmationTTL time.Duration
+	// SnapshotBytesPerSecond paces streaming snapshots by size
+	// (SNAPSHOT_BYTES_PER_SECOND, default 4096, 256..1 GiB): after a
+	// snapshot of n bytes the next waits n/SnapshotBytesPerSecond, within
+	// SNAPSHOT_INTERVAL..SNAPSHOT_MAX_GAP.
+	SnapshotBytesPerSecond int64
+	// SnapshotMaxGap is the longest wait between two streaming snapshots
+	// while text flows (SNAPSHOT_MAX_GAP, default 2 s or SNAPSHOT_INTERVAL
+	// if longer, >= SNAPSHOT_INTERVAL, <= 1 min).
+	SnapshotMaxGap time.Duration
+	// CheckpointInterval is how often a running turn persists its state
+	// at most (CHECKPOINT_INTERVAL, default 1 s; 0 turns durable turns
+	// off; else 100 ms..1 min): what resume, a reloaded page and crash
+	// recovery read, and how long a stop takes to be seen
+	// (docs/durable-turns.md).
+	CheckpointInterval time.Duration
+	// ResumePollInterval is how often a resume stream reads the turn
+	// (RESUME_POLL_INTERVAL, default 250 ms, 10 ms..500 ms).
+	ResumePollInterval time.Duration
 	// SnapshotInterval is the minimum time between streaming snapshots
 	// (SNAPSHOT_INTERVAL, default 50 ms, >= 1 ms, <= 10 s; DESIGN §3).
 	SnapshotInterval time.Duration
@@ -305,6 +323,7 @@ var Variables = []string{
 	"ARTIFACTS_TRUSTED_SUBJECT",
 	"ARTIFACTS_TRUSTED_TENANT",
 	"AUTH_MODE",
+	"CHECKPOINT_INTERVAL",
 	"CLEANUP_RESERVE",
 	"CONFIRMATION_TTL",
 	"CURSOR_SECRET",
@@ -331,8 +350,11 @@ var Variables = []string{
 	"MODEL_TOOLS",
 	"OPENAI_API_KEY",
 	"OPENAI_BASE_URL",
+	"RESUME_POLL_INTERVAL",
 	"SESSION_RETENTION",
+	"SNAPSHOT_BYTES_PER_SECOND",
 	"SNAPSHOT_INTERVAL",
+	"SNAPSHOT_MAX_GAP",
 	"SYSTEM_PROMPT",
 	"TABLE_NAME",
 	"TURN_TIMEOUT",
@@ -398,6 +420,16 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c.LeaseDuration = p.duration("LEASE_DURATION", 30*time.Second, time.Second, time.Hour)
 	c.ConfirmationTTL = p.duration("CONFIRMATION_TTL", 15*time.Minute, time.Second, 7*24*time.Hour)
 	c.SnapshotInterval = p.duration("SNAPSHOT_INTERVAL", 50*time.Millisecond, time.Millisecond, 10*time.Second)
+	c.SnapshotBytesPerSecond = p.integer("SNAPSHOT_BYTES_PER_SECOND", 4096, 256, 1<<30)
+	c.SnapshotMaxGap = p.duration("SNAPSHOT_MAX_GAP", max(2*time.Second, c.SnapshotInterval), time.Millisecond, time.Minute)
+	if p.ok("SNAPSHOT_INTERVAL") && p.ok("SNAPSHOT_MAX_GAP") && c.SnapshotMaxGap < c.SnapshotInterval {
+		p.fail("SNAPSHOT_MAX_GAP", "below SNAPSHOT_INTERVAL")
+	}
+	c.CheckpointInterval = p.duration("CHECKPOINT_INTERVAL", time.Second, 0, time.Minute)
+	if c.CheckpointInterval != 0 && c.CheckpointInterval < 100*time.Millisecond {
+		p.fail("CHECKPOINT_INTERVAL", "out of range (want 0 to turn checkpoints off, or 100ms..1m0s)")
+	}
+	c.ResumePollInterval = p.duration("RESUME_POLL_INTERVAL", 250*time.Millisecond, 10*time.Millisecond, 500*time.Millisecond)
 	c.MaxBodyBytes = p.integer("MAX_BODY_BYTES", 65536, 1, MaxBodyBytesLimit)
 
 	if s := p.str("CURSOR_SECRET", ""); s != "" {

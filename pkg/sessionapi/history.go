@@ -2,6 +2,7 @@ package sessionapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -41,12 +42,17 @@ type SessionSummary struct {
 // DESIGN §6). Status is always "running": a turn being stopped is still
 // running until it ends (hosts map stopping to running).
 //
-//	{"turnId","status":"running","expiresAt":<epoch ms>,"pendingInteractions":[]}
+//	{"turnId","status":"running","expiresAt":<epoch ms>,"sequence":<n>,"pendingInteractions":[]}
 type CurrentTurn struct {
 	TurnID string `json:"turnId"`
 	Status string `json:"status"`
 	// ExpiresAt is the lease expiry in milliseconds since the Unix epoch.
 	ExpiresAt int64 `json:"expiresAt"`
+	// Sequence is the sequence of the turn's latest checkpoint (the
+	// session's last sequence before the turn when none landed yet): a
+	// reloaded page renders the turn as /turns shows it and resumes it on
+	// the turn function with GET /sessions/{id}/turns/{turnId}/stream?after=<sequence>.
+	Sequence int64 `json:"sequence"`
 	// PendingInteractions is always empty: a running turn never waits; a
 	// call that waits for approval ends its turn, and the session summary
 	// lists it (SessionSummary.PendingInteractions).
@@ -127,7 +133,18 @@ func (s *server) getSession(w http.ResponseWriter, r *http.Request, rc *requestC
 	if err != nil {
 		return fmt.Errorf("get session: %w", err)
 	}
-	return writeJSON(w, sessionSummary(sess, s.now()))
+	out := sessionSummary(sess, s.now())
+	if cur := out.CurrentTurn; cur != nil {
+		cur.Sequence = sess.Cursor
+		t, err := s.store.PollTurn(r.Context(), id, sess.ActiveTurn.Ordinal, p)
+		switch {
+		case err == nil && t.Status == chat.TurnRunning:
+			cur.Sequence = t.LastSequence
+		case err != nil && !errors.Is(err, chat.ErrTurnNotFound):
+			return fmt.Errorf("read the running turn: %w", err)
+		}
+	}
+	return writeJSON(w, out)
 }
 
 func sessionSummary(sess *chat.Session, now time.Time) SessionSummary {

@@ -17,6 +17,11 @@ const (
 	// ExtensionApprovals: tool calls may wait for the owner's decision
 	// (docs/approvals.md).
 	ExtensionApprovals = "approvals"
+	// ExtensionResume and ExtensionDurableTurns are listed when
+	// checkpoints are on (Options.CheckpointInterval > 0); their objects
+	// say "available": false otherwise, never omitted.
+	ExtensionResume       = "resume"
+	ExtensionDurableTurns = "durableTurns"
 )
 
 // Capabilities is the body of GET /capabilities (turnstream extension,
@@ -29,6 +34,9 @@ const (
 //	 "lineage":{"operations":["retry","edit","regenerate"]},
 //	 "stop":{"method":"POST","path":"/stop"},
 //	 "approvals":{"field":"confirmation","decisions":["approve","deny"],"confirmationTtlMs":900000},
+//	 "resume":{"available":true,"method":"GET","path":"/sessions/{sessionId}/turns/{turnId}/stream",
+//	           "parameter":"after","pollIntervalMs":250,"cost":"..."},
+//	 "durableTurns":{"available":true,"checkpointIntervalMs":1000,"disconnectStops":false},
 //	 "limits":{"maxBodyBytes":65536,"turnTimeoutMs":30000,"snapshotIntervalMs":50}}
 type Capabilities struct {
 	Protocols     []ProtocolVersions `json:"protocols"`
@@ -52,10 +60,16 @@ type Capabilities struct {
 		Decisions         []string `json:"decisions"`
 		ConfirmationTTLMs int64    `json:"confirmationTtlMs"`
 	} `json:"approvals"`
-	Limits struct {
+	Resume       resumeCapability       `json:"resume"`
+	DurableTurns durableTurnsCapability `json:"durableTurns"`
+	Limits       struct {
 		MaxBodyBytes       int64 `json:"maxBodyBytes"`
 		TurnTimeoutMs      int64 `json:"turnTimeoutMs"`
 		SnapshotIntervalMs int64 `json:"snapshotIntervalMs"`
+		// SnapshotBytesPerSecond and MaxSnapshotGapMs pace streaming
+		// snapshots by size (Options.SnapshotBytesPerSecond).
+		SnapshotBytesPerSecond int64 `json:"snapshotBytesPerSecond"`
+		MaxSnapshotGapMs       int64 `json:"maxSnapshotGapMs"`
 	} `json:"limits"`
 }
 
@@ -80,9 +94,15 @@ func capabilitiesBody(opts Options) []byte {
 	c.Approvals.Field = "confirmation"
 	c.Approvals.Decisions = []string{protocol.DecisionApprove, protocol.DecisionDeny}
 	c.Approvals.ConfirmationTTLMs = opts.ConfirmationTTL.Milliseconds()
+	c.Resume, c.DurableTurns = resumeCapabilities(opts)
+	if c.Resume.Available {
+		c.Extensions = append(c.Extensions, ExtensionResume, ExtensionDurableTurns)
+	}
 	c.Limits.MaxBodyBytes = opts.MaxBodyBytes
 	c.Limits.TurnTimeoutMs = opts.TurnTimeout.Milliseconds()
 	c.Limits.SnapshotIntervalMs = opts.SnapshotInterval.Milliseconds()
+	c.Limits.SnapshotBytesPerSecond = opts.SnapshotBytesPerSecond
+	c.Limits.MaxSnapshotGapMs = opts.MaxSnapshotGap.Milliseconds()
 	b, err := json.Marshal(c)
 	if err != nil {
 		panic("turn: encode capabilities: " + err.Error()) // static shape: cannot fail

@@ -31,6 +31,7 @@ var errorCodes = []struct {
 	{chat.ErrConfirmationNotFound, protocol.CodeConfirmationNotFound},
 	{chat.ErrConfirmationDecided, protocol.CodeConfirmationDecided},
 	{chat.ErrConfirmationExpired, protocol.CodeConfirmationExpired},
+	{chat.ErrTurnNotFound, protocol.CodeTurnNotFound},
 	{errLineage, protocol.CodeLineageInvalid},
 }
 

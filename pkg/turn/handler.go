@@ -27,6 +27,13 @@ const (
 	DefaultLeaseDuration    = 30 * time.Second
 	DefaultSnapshotInterval = 50 * time.Millisecond
 	DefaultMaxBodyBytes     = 65536
+	// DefaultSnapshotBytesPerSecond and DefaultMaxSnapshotGap pace
+	// streaming snapshots by size (Options.SnapshotBytesPerSecond).
+	DefaultSnapshotBytesPerSecond = 4096
+	DefaultMaxSnapshotGap         = 2 * time.Second
+	// DefaultResumePollInterval is how often a resume stream reads the
+	// turn's checkpoints (one consistent Query each).
+	DefaultResumePollInterval = 250 * time.Millisecond
 )
 
 // SnapshotScopeHeader selects what a snapshot carries (turnstream
@@ -110,12 +117,38 @@ type Options struct {
 	// snapshots (DESIGN §3). The first and the terminal snapshot are never
 	// delayed by it.
 	SnapshotInterval time.Duration
+	// SnapshotBytesPerSecond paces streaming snapshots by size as well as
+	// time: after a snapshot of n bytes the next waits n/SnapshotBytesPerSecond
+	// seconds, at least SnapshotInterval and at most MaxSnapshotGap. Every
+	// snapshot is complete, so without it a long answer would cost wire
+	// bytes in the square of its length; with it they grow linearly (about
+	// SnapshotBytesPerSecond times the turn's duration) until the gap
+	// reaches MaxSnapshotGap. Zero means DefaultSnapshotBytesPerSecond.
+	SnapshotBytesPerSecond int64
+	// MaxSnapshotGap is the longest wait between two streaming snapshots
+	// while the state changes (visible progress); zero means
+	// DefaultMaxSnapshotGap. At least SnapshotInterval.
+	MaxSnapshotGap time.Duration
 	// MaxBodyBytes caps a request body in bytes (413 above it).
 	MaxBodyBytes int64
 	// ConfirmationTTL is how long a tool call that requires approval can
 	// be decided (docs/approvals.md); zero means
 	// chat.DefaultConfirmationTTL.
 	ConfirmationTTL time.Duration
+	// CheckpointInterval is how often a running turn persists its state
+	// at most (chat.Store.Checkpoint), besides the moments that must not
+	// be lost (its first snapshot, each tool call state change): what a
+	// resume, a reloaded page and crash recovery read. It also bounds how
+	// long a stop takes to be seen. Zero turns checkpoints off: a turn
+	// then costs 4 requests, and a client that disconnects cancels it (no
+	// one could resume it). With checkpoints on, a disconnect is not a
+	// stop: the turn runs to its end (config CHECKPOINT_INTERVAL, 1 s by
+	// default).
+	CheckpointInterval time.Duration
+	// ResumePollInterval is how often a resume stream
+	// (GET /sessions/{id}/turns/{turnId}/stream) reads the turn; zero
+	// means DefaultResumePollInterval.
+	ResumePollInterval time.Duration
 
 	// Logger receives JSON logs; nil discards them. Lines carry the Lambda
 	// request id, session id and turn id, never message text or request
@@ -172,14 +205,15 @@ func NewHandler(opts Options) (http.Handler, error) {
 	for name, d := range map[string]time.Duration{
 		"TurnTimeout": opts.TurnTimeout, "CleanupReserve": opts.CleanupReserve,
 		"LeaseDuration": opts.LeaseDuration, "RenewInterval": opts.RenewInterval,
-		"SnapshotInterval": opts.SnapshotInterval,
+		"SnapshotInterval": opts.SnapshotInterval, "CheckpointInterval": opts.CheckpointInterval,
+		"ResumePollInterval": opts.ResumePollInterval, "MaxSnapshotGap": opts.MaxSnapshotGap,
 	} {
 		if d < 0 {
 			return nil, fmt.Errorf("turn: Options.%s is negative", name)
 		}
 	}
-	if opts.MaxBodyBytes < 0 {
-		return nil, errors.New("turn: Options.MaxBodyBytes is negative")
+	if opts.MaxBodyBytes < 0 || opts.SnapshotBytesPerSecond < 0 {
+		return nil, errors.New("turn: Options.MaxBodyBytes or SnapshotBytesPerSecond is negative")
 	}
 	setDefault(&opts.TurnTimeout, DefaultTurnTimeout)
 	setDefault(&opts.CleanupReserve, DefaultCleanupReserve)
@@ -188,6 +222,12 @@ func NewHandler(opts Options) (http.Handler, error) {
 	setDefault(&opts.RenewInterval, opts.LeaseDuration/3)
 	setDefault(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefault(&opts.ConfirmationTTL, chat.DefaultConfirmationTTL)
+	setDefault(&opts.ResumePollInterval, DefaultResumePollInterval)
+	setDefault(&opts.SnapshotBytesPerSecond, DefaultSnapshotBytesPerSecond)
+	setDefault(&opts.MaxSnapshotGap, DefaultMaxSnapshotGap)
+	if opts.MaxSnapshotGap < opts.SnapshotInterval {
+		return nil, errors.New("turn: Options.MaxSnapshotGap must be at least SnapshotInterval")
+	}
 	if opts.CleanupReserve >= opts.TurnTimeout {
 		return nil, errors.New("turn: Options.CleanupReserve must be below TurnTimeout")
 	}
@@ -225,6 +265,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/capabilities":
 		h.serveCapabilities(w, r)
 	default:
+		if sessionID, turnID, ok := resumePath(r.URL.Path); ok {
+			h.serveResume(w, r, sessionID, turnID)
+			return
+		}
 		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestNotFound))
 	}
 }

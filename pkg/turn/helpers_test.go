@@ -226,9 +226,12 @@ func newEnv(t *testing.T, store chat.Store, m *scriptModel, opt func(*turn.Optio
 		Authenticator:    e.auth,
 		Definition:       turn.Definition{ID: "default", Revision: 1, SystemPrompt: "Be brief.", ModelID: "test-model"},
 		SnapshotInterval: time.Millisecond,
-		TurnTimeout:      10 * time.Second,
-		CleanupReserve:   3 * time.Second,
-		Logger:           slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		// Tests of coalescing and ordering want many snapshots: pacing by
+		// size is tested on its own (TestSnapshotPacing).
+		SnapshotBytesPerSecond: 1 << 40,
+		TurnTimeout:            10 * time.Second,
+		CleanupReserve:         3 * time.Second,
+		Logger:                 slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 	}
 	if opt != nil {
 		opt(&opts)

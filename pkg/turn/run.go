@@ -68,6 +68,11 @@ type run struct {
 	loop loopLog // the model-tool loop's tool call ids and tool rounds
 
 	approvals approvals // confirmations asked for and decided (approvals.go)
+	// last is the state of the latest snapshot (guarded by mu), and urgent
+	// (cap 1) asks the supervisor for a checkpoint now: at the first text
+	// and at each tool call's state change.
+	last   liveState
+	urgent chan struct{}
 
 	// leaseUntil is the last instant (unix ms, opts.Now's clock) at which
 	// the turn may still stream: the lease's proven expiry (the claim's,
@@ -75,6 +80,22 @@ type run struct {
 	// writes it; the writer reads it, so no snapshot line goes out once
 	// the lease can no longer be proven.
 	leaseUntil atomic.Int64
+}
+
+// liveState is the state the latest snapshot carried: what a checkpoint
+// persists (a resumer's first line rebuilds exactly this snapshot).
+type liveState struct {
+	seq       int64
+	assistant protocol.Message
+	usage     protocol.Usage
+}
+
+// checkpointResult is the result of one checkpoint, run off the
+// supervisor.
+type checkpointResult struct {
+	cp   *chat.Checkpoint
+	stop bool
+	err  error
 }
 
 // renewal is the result of one lease renewal, run off the supervisor.
@@ -163,6 +184,7 @@ func (t *run) streamTurn() {
 	}
 
 	t.seq = t.claim.BaseSequence
+	t.urgent = make(chan struct{}, 1)
 	t.proveLease(t.claim.Lease.ExpiresAt)
 	t.wake = make(chan struct{}, 1)
 	t.final = make(chan []byte, 1)
@@ -173,7 +195,9 @@ func (t *run) streamTurn() {
 	// stream begins with it however fast the model is. Then the writer
 	// goroutine takes the response over.
 	seq, _ := t.allocate()
-	t.write(t.snapshotLine(nil, seq, protocol.StatusStreaming, t.assistant(view{}, protocol.MessageStreaming, ""), protocol.Usage{}, nil))
+	first := t.assistant(view{}, protocol.MessageStreaming, "")
+	t.remember(seq, first, protocol.Usage{}, false)
+	t.write(t.snapshotLine(nil, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
 	go t.writer(time.Now())
 
 	modelCtx, stopModel := context.WithCancel(t.ctx)
@@ -187,6 +211,18 @@ func (t *run) streamTurn() {
 	defer leaseTimer.Stop()
 	renewed := make(chan renewal, 1)
 	renewing := false
+	// Checkpoints (CheckpointInterval > 0): a ticker, urgent requests from
+	// the writer, at most one in flight.
+	var cpTick <-chan time.Time
+	if d := t.h.opts.CheckpointInterval; d > 0 {
+		ticker := time.NewTicker(d)
+		defer ticker.Stop()
+		cpTick = ticker.C
+	}
+	checkpointed := make(chan checkpointResult, 1)
+	checkpointing := false
+	var cpPrior *chat.Checkpoint // the last checkpoint that landed
+	failed := t.failed
 	renewCtx, stopRenewing := context.WithCancel(t.ctx)
 	defer func() {
 		// An in-flight renewal is cancelled and awaited: no goroutine of
@@ -195,7 +231,19 @@ func (t *run) streamTurn() {
 		if renewing {
 			<-renewed
 		}
+		if checkpointing {
+			<-checkpointed
+		}
 	}()
+	startCheckpoint := func() {
+		if checkpointing || cpTick == nil {
+			return
+		}
+		if cp := t.nextCheckpoint(cpPrior); cp != nil {
+			checkpointing = true
+			go t.checkpoint(renewCtx, cp, checkpointed)
+		}
+	}
 	var (
 		end      ending
 		finished bool
@@ -210,12 +258,29 @@ supervise:
 		case <-t.ctx.Done():
 			end = t.contextEnding()
 			break supervise
-		case <-t.failed:
+		case <-failed:
+			if cpTick != nil {
+				// With checkpoints a disconnect is not a stop: the turn
+				// runs on for a client that resumes it.
+				t.log.Info("client gone; the turn goes on for a resume")
+				failed = nil
+				continue
+			}
 			// The client is gone (or its connection broke): nobody reads
 			// the rest, but the turn is still saved and released.
 			d := protocol.NewDiagnostic(protocol.CodeRequestCancelled)
 			end = ending{status: chat.TurnError, diag: &d}
 			break supervise
+		case <-cpTick:
+			startCheckpoint()
+		case <-t.urgent:
+			startCheckpoint()
+		case r := <-checkpointed:
+			checkpointing = false
+			if e, stop := t.checkpointed(r, &cpPrior); stop {
+				end = e
+				break supervise
+			}
 		case <-renew.C:
 			if !renewing {
 				renewing = true
@@ -321,6 +386,89 @@ func (t *run) modelEnding(err error) ending {
 func (t *run) contextEnding() ending {
 	d, _ := contextDiagnostic(t.ctx)
 	return ending{status: chat.TurnError, diag: &d, trailer: &d}
+}
+
+// remember records the state of the snapshot of seq for checkpoints and
+// asks for one now when urgent.
+func (t *run) remember(seq int64, assistant protocol.Message, usage protocol.Usage, urgent bool) {
+	t.mu.Lock()
+	t.last = liveState{seq: seq, assistant: assistant, usage: usage}
+	t.mu.Unlock()
+	if urgent {
+		select {
+		case t.urgent <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// nextCheckpoint returns the checkpoint of the latest snapshot after
+// prior (nil: none landed yet): a heartbeat when the messages did not
+// change. Nil when no snapshot is newer than prior.
+func (t *run) nextCheckpoint(prior *chat.Checkpoint) *chat.Checkpoint {
+	t.mu.Lock()
+	last := t.last
+	t.mu.Unlock()
+	if last.seq == 0 {
+		return nil
+	}
+	cp := &chat.Checkpoint{
+		SessionID: t.sessionID, TurnID: t.turnID, Ordinal: t.claim.Lease.Ordinal,
+		Lineage: t.lineage, InputHash: t.inputHash,
+		Messages:      []protocol.Message{t.user, last.assistant},
+		Usage:         last.usage,
+		FirstSequence: t.claim.BaseSequence + 1,
+		Sequence:      last.seq,
+		Number:        1,
+		// The lease's proven expiry: leaseUntil plus the margin.
+		LeaseExpiresAt: time.UnixMilli(t.leaseUntil.Load()).Add(t.leaseMargin()),
+		StartedAt:      t.startedAt,
+	}
+	if prior != nil {
+		cp.Prior, cp.Number = prior.Messages, prior.Number
+		if !sameMessages(prior.Messages, cp.Messages) {
+			cp.Number++
+		}
+	}
+	return cp
+}
+
+// sameMessages reports whether a and b encode alike.
+func sameMessages(a, b []protocol.Message) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// checkpoint writes cp on its own goroutine and sends the result on done
+// (cap 1), under a context that ends at the lease's proven expiry.
+func (t *run) checkpoint(parent context.Context, cp *chat.Checkpoint, done chan<- checkpointResult) {
+	ctx, cancel := context.WithTimeout(parent, t.leaseLeft())
+	defer cancel()
+	stop, err := t.h.opts.Store.Checkpoint(ctx, t.claim, cp)
+	done <- checkpointResult{cp: cp, stop: stop, err: err}
+}
+
+// checkpointed handles a checkpoint's result (prior is the last one that
+// landed) and reports whether the turn must end: its lease was lost, or a
+// stop was requested (interrupted, seen within one CheckpointInterval).
+// Another failure is logged; the next tick tries again.
+func (t *run) checkpointed(r checkpointResult, prior **chat.Checkpoint) (ending, bool) {
+	switch {
+	case errors.Is(r.err, chat.ErrLeaseLost):
+		t.log.Warn("lease lost at a checkpoint")
+		return leaseLostEnding(), true
+	case r.err != nil:
+		t.log.Warn("checkpoint failed", "err", r.err)
+		return ending{}, false
+	}
+	*prior = r.cp
+	if r.stop {
+		t.log.Info("turn stop requested")
+		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
+		return ending{status: chat.TurnInterrupted, diag: &d}, true
+	}
+	return ending{}, false
 }
 
 // leaseMargin is how long before the lease's proven expiry the turn

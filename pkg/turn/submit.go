@@ -105,11 +105,20 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		"operation", lineage.Operation, "sessionCreated", claim.Created,
 		"definitionId", claim.Session.DefinitionID)
 
+	runCtx := ctx
+	if h.opts.CheckpointInterval > 0 {
+		// A disconnect is not a stop: the turn runs to its end (as on
+		// Lambda, where the invocation outlives its client) and a client
+		// resumes it. Only the deadline and POST /stop end it.
+		detached, cancelRun := context.WithDeadlineCause(context.WithoutCancel(r.Context()), deadline, errTurnDeadline)
+		defer cancelRun()
+		runCtx = detached
+	}
 	t := &run{
 		h:         h,
 		w:         w,
 		reqCtx:    r.Context(),
-		ctx:       ctx,
+		ctx:       runCtx,
 		deadline:  deadline,
 		log:       log,
 		claim:     claim,

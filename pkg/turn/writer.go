@@ -3,6 +3,7 @@ package turn
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -19,9 +20,9 @@ func (t *run) notify() {
 
 // writer is the goroutine that owns the response body while the turn
 // streams, after the first snapshot, written at first. On each wake-up it
-// waits until SnapshotInterval has passed since its last streaming
-// snapshot, then encodes the latest state, if it changed, as the next
-// sequence. A slow reader blocks it in Write while
+// waits until the gap after its last streaming snapshot has passed
+// (snapshotGap: paced by that snapshot's size), then encodes the latest
+// state, if it changed, as the next sequence. A slow reader blocks it in Write while
 // the model keeps overwriting the state, so it receives fewer, newer
 // snapshots (DESIGN §3). The terminal lines arrive on t.final and are
 // written without delay; the writer exits after them or at the first
@@ -32,8 +33,10 @@ func (t *run) writer(first time.Time) {
 		buf         []byte
 		last        = first
 		lastVersion uint64 // the first snapshot showed the initial state, version 0
+		lastContent string
+		lastCalls   string
 	)
-	interval := t.h.opts.SnapshotInterval
+	gap := t.h.opts.SnapshotInterval // after the first snapshot
 	for {
 		select {
 		case lines := <-t.final:
@@ -41,7 +44,7 @@ func (t *run) writer(first time.Time) {
 			return
 		case <-t.wake:
 		}
-		if wait := interval - time.Since(last); wait > 0 {
+		if wait := gap - time.Since(last); wait > 0 {
 			timer := time.NewTimer(wait)
 			select {
 			case lines := <-t.final:
@@ -61,12 +64,43 @@ func (t *run) writer(first time.Time) {
 		if !ok {
 			continue // closed: the terminal lines are on their way
 		}
-		buf = t.snapshotLine(buf[:0], seq, protocol.StatusStreaming, t.assistant(v, protocol.MessageStreaming, ""), v.usage, nil)
+		assistant := t.assistant(v, protocol.MessageStreaming, "")
+		calls := toolCallStates(assistant.ToolCalls)
+		t.remember(seq, assistant, v.usage, (lastContent == "" && assistant.Content != "") || calls != lastCalls)
+		lastContent, lastCalls = assistant.Content, calls
 		lastVersion, last = v.version, time.Now()
-		if !t.write(buf) {
+		if t.writeFailed {
+			// The client is gone; with checkpoints the turn goes on, its
+			// snapshots numbered for the checkpoints a resumer reads.
+			continue
+		}
+		buf = t.snapshotLine(buf[:0], seq, protocol.StatusStreaming, assistant, v.usage, nil)
+		gap = t.snapshotGap(len(buf))
+		if !t.write(buf) && t.h.opts.CheckpointInterval == 0 {
 			return
 		}
 	}
+}
+
+// snapshotGap is the wait after a streaming snapshot of n bytes: n at
+// SnapshotBytesPerSecond, within [SnapshotInterval, MaxSnapshotGap].
+func (t *run) snapshotGap(n int) time.Duration {
+	o := t.h.opts
+	d := time.Duration(float64(n) / float64(o.SnapshotBytesPerSecond) * float64(time.Second))
+	return min(max(d, o.SnapshotInterval), o.MaxSnapshotGap)
+}
+
+// toolCallStates is a signature of the tool calls' ids and statuses: a
+// change is a moment a checkpoint must not miss.
+func toolCallStates(calls []protocol.ToolCall) string {
+	var b strings.Builder
+	for _, c := range calls {
+		b.WriteString(c.ID)
+		b.WriteByte('=')
+		b.WriteString(c.Status)
+		b.WriteByte(';')
+	}
+	return b.String()
 }
 
 // allocate returns the next sequence for a streaming snapshot, or false

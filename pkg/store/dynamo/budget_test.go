@@ -74,7 +74,7 @@ func TestRequestBudgets(t *testing.T) {
 			_, err := s.RenewLease(ctx, chat.RenewRequest{Claim: c1, ExpiresAt: e.clock.Now().Add(lease), Sequence: 1})
 			return err
 		}, []string{"UpdateItem"}, nil},
-		{"stop", func() error { return s.RequestStop(ctx, "s1", "t1", alice) }, []string{"UpdateItem"}, nil},
+		{"stop", func() error { return s.RequestStop(ctx, "s1", "t1", alice) }, []string{"UpdateItem", "UpdateItem"}, nil}, // the session's lease, then the checkpoint live item
 		{"save", func() error {
 			return s.SaveTurn(ctx, c1, turnOf(c1, "s1", textMessages("t1", "hello")))
 		}, []string{"UpdateItem"}, nil},

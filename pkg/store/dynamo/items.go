@@ -269,16 +269,20 @@ type turnItem struct {
 	OwnerKey      string        `dynamodbav:"ownerKey"`
 	LeaseToken    string        `dynamodbav:"leaseToken"`
 	SaveID        string        `dynamodbav:"saveId,omitempty"`
-	Messages      string        `dynamodbav:"messages,omitempty"`
-	MessagesGzip  []byte        `dynamodbav:"messagesGzip,omitempty"`
-	Chunks        int           `dynamodbav:"chunks,omitempty"`
-	ChunkPrefix   string        `dynamodbav:"chunkPrefix,omitempty"`
+	// Live marks a running turn item written by a checkpoint: its
+	// messages are those of the first checkpoint, the live and delta
+	// items hold the rest (checkpoint.go). The final save drops it.
+	Live         bool   `dynamodbav:"live,omitempty"`
+	Messages     string `dynamodbav:"messages,omitempty"`
+	MessagesGzip []byte `dynamodbav:"messagesGzip,omitempty"`
+	Chunks       int    `dynamodbav:"chunks,omitempty"`
+	ChunkPrefix  string `dynamodbav:"chunkPrefix,omitempty"`
 }
 
 // optionalTurnAttrs are the turn attributes that may be absent; a save
 // that does not set one removes it.
 var optionalTurnAttrs = []string{AttrVisibleKey, "inputHash", "error", "startedAt", "completedAt",
-	"messages", "messagesGzip", "chunks", "chunkPrefix", attrSaveID}
+	"messages", "messagesGzip", "chunks", "chunkPrefix", attrSaveID, attrLive}
 
 func newTurnItem(t *chat.Turn, owner chat.Principal, token string, savedAt time.Time) turnItem {
 	it := turnItem{

@@ -347,9 +347,30 @@ func (s *Store) fence(ctx context.Context, sessionID string, crashed *chat.Lease
 		Set(expression.Name(attrOrdinal), expression.Value(crashed.Ordinal)).
 		Set(expression.Name(attrError), expression.IfNotExists(expression.Name(attrError), expression.Value(diagnosticAV{
 			Version: lost.Version, Code: lost.Code, Message: lost.Message, Retryable: lost.Retryable})))
-	err := s.resolvedWrite(ctx, key, up, cond, func(item map[string]types.AttributeValue) bool {
-		return item != nil && tokenOf(item) == fenceToken
-	})
+	wctx, cancel := s.writeContext(ctx)
+	out, err := s.update(wctx, key, up, cond, returnAllOld)
+	cancel()
+	checkpointed := err != nil // unknown: fence the live item to be safe
+	if err == nil {
+		_, checkpointed = out.Attributes[attrLive]
+	} else if failed, _ := conditionFailed(err); !failed {
+		if item, rerr := s.resolveRead(ctx, key); rerr == nil && item != nil && tokenOf(item) == fenceToken {
+			err = nil
+		}
+	}
+	if err == nil && checkpointed {
+		// Its checkpoints stop counting: a late one fails on the live
+		// item's token (an absent live item needs no fence).
+		lcond := condition{expr: "#leaseToken = :crashed", names: []string{attrLeaseToken},
+			values: map[string]types.AttributeValue{":crashed": strValue(crashed.Token)}}
+		lup := expression.Set(expression.Name(attrLeaseToken), expression.Value(fenceToken))
+		lerr := s.resolvedWrite(ctx, liveKey(sessionID, crashed.Ordinal), lup, lcond, func(item map[string]types.AttributeValue) bool {
+			return item != nil && tokenOf(item) == fenceToken
+		})
+		if failed, _ := conditionFailed(lerr); lerr != nil && !failed {
+			return "", fmt.Errorf("fence crashed turn of session %s: %w", sessionID, lerr)
+		}
+	}
 	if err == nil {
 		return chat.OutcomeIndeterminate, nil
 	}
@@ -462,10 +483,10 @@ func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p cha
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(now))).
 		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
 	wctx, cancel := s.writeContext(ctx)
-	_, err := s.update(wctx, sessionKey(sessionID), up, cond)
+	out, err := s.update(wctx, sessionKey(sessionID), up, cond, returnAllNew)
 	cancel()
 	if err == nil {
-		return nil
+		return s.stopLiveOf(ctx, sessionID, out.Attributes)
 	}
 	failed, _ := conditionFailed(err)
 	item, rerr := s.resolveRead(ctx, sessionKey(sessionID))
@@ -484,11 +505,27 @@ func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p cha
 	l := sess.ActiveTurn
 	if !failed {
 		if l != nil && l.TurnID == turnID && l.Stop {
-			return nil // applied
+			return s.stopLiveOf(ctx, sessionID, item) // applied
 		}
 		return fmt.Errorf("request stop in session %s: %w", sessionID, err)
 	}
 	return chat.ErrTurnNotActive
+}
+
+// stopLiveOf sets the stop flag on the checkpoint live item of the lease
+// in the session item (see stopLive).
+func (s *Store) stopLiveOf(ctx context.Context, sessionID string, item map[string]types.AttributeValue) error {
+	_, si, err := decodeSession(sessionID, item)
+	if err != nil {
+		return err
+	}
+	if si.LeaseToken == "" {
+		return nil
+	}
+	if err := s.stopLive(ctx, sessionID, si.LeaseOrdinal, si.LeaseToken); err != nil {
+		return fmt.Errorf("request stop in session %s: %w", sessionID, err)
+	}
+	return nil
 }
 
 // ReleaseTurn implements chat.Store: one UpdateItem conditional on the

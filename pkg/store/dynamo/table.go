@@ -126,13 +126,24 @@ func CreateTable(ctx context.Context, client TableClient, name string) error {
 	return nil
 }
 
-// DeleteTable deletes the table name; a table that does not exist is not
+// DeleteTable deletes the table name and waits until it is gone, so that
+// its name can be used again at once; a table that does not exist is not
 // an error. Meant for tests and tooling.
 func DeleteTable(ctx context.Context, client TableClient, name string) error {
 	_, err := client.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 	var notFound *types.ResourceNotFoundException
-	if err != nil && !errors.As(err, &notFound) {
+	if errors.As(err, &notFound) {
+		return nil
+	}
+	if err != nil {
 		return fmt.Errorf("delete table %s: %w", name, err)
+	}
+	waiter := dynamodb.NewTableNotExistsWaiter(client, func(o *dynamodb.TableNotExistsWaiterOptions) {
+		o.MinDelay = 20 * time.Millisecond
+		o.MaxDelay = time.Second
+	})
+	if err := waiter.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, tableWait); err != nil {
+		return fmt.Errorf("wait for table %s to be deleted: %w", name, err)
 	}
 	return nil
 }

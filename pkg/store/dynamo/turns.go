@@ -144,10 +144,18 @@ func (s *Store) putChunk(ctx context.Context, sessionID, prefix string, i int, d
 }
 
 // turnsFromItems decodes turn items, messages included (chunked turns
-// cost one more Query each).
+// cost one more Query each, and so does a running turn's checkpoints),
+// as readers see them now (chat.Turn.Presented).
 func (s *Store) turnsFromItems(ctx context.Context, items []map[string]types.AttributeValue) ([]chat.Turn, []*turnItem, error) {
+	return s.turnsFromItemsWith(ctx, items, nil)
+}
+
+// turnsFromItemsWith is turnsFromItems with the live and delta items of
+// the turns already read (nil: read them when needed).
+func (s *Store) turnsFromItemsWith(ctx context.Context, items, related []map[string]types.AttributeValue) ([]chat.Turn, []*turnItem, error) {
 	turns := make([]chat.Turn, 0, len(items))
 	its := make([]*turnItem, 0, len(items))
+	now := s.now()
 	for _, item := range items {
 		it, err := decodeTurnItem(item)
 		if err != nil {
@@ -157,7 +165,12 @@ func (s *Store) turnsFromItems(ctx context.Context, items []map[string]types.Att
 		if t.Messages, err = s.loadMessages(ctx, it); err != nil {
 			return nil, nil, err
 		}
-		turns = append(turns, t)
+		if it.Live {
+			if err := s.mergeLive(ctx, it, &t, related); err != nil {
+				return nil, nil, err
+			}
+		}
+		turns = append(turns, t.Presented(now))
 		its = append(its, it)
 	}
 	return turns, its, nil

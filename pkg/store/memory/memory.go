@@ -463,6 +463,7 @@ func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Turn
 		after, before = ord, ord
 	}
 
+	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, err := s.owned(req.SessionID, req.Principal)
@@ -474,7 +475,7 @@ func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Turn
 	visit := func(ord int64) bool {
 		t := &rec.turns[ord].turn
 		if !t.Superseded {
-			page = append(page, *cloneTurn(t))
+			page = append(page, cloneTurn(t).Presented(now))
 		}
 		return len(page) <= limit
 	}
@@ -512,7 +513,8 @@ func (s *Store) FindTurn(ctx context.Context, sessionID, turnID string, p chat.P
 	if err != nil {
 		return nil, err
 	}
-	return cloneTurn(&item.turn), nil
+	t := cloneTurn(&item.turn).Presented(s.clock())
+	return &t, nil
 }
 
 // PutArtifacts implements chat.Store. The references are validated before
@@ -580,4 +582,65 @@ func (s *Store) findItem(sessionID, turnID string, p chat.Principal, trustedOK b
 // holds reports whether l is an unexpired lease of turnID under token.
 func holds(l *chat.Lease, turnID, token string, now time.Time) bool {
 	return l != nil && l.Token == token && l.TurnID == turnID && l.ExpiresAt.After(now)
+}
+
+// Checkpoint implements chat.Store. The claim must still own its ordinal
+// (a takeover fences it: ErrLeaseLost) and the turn must not be saved as
+// terminal yet (ErrLeaseLost: the turn is over). The stop flag is read from
+// the session's lease.
+func (s *Store) Checkpoint(ctx context.Context, c *chat.Claim, cp *chat.Checkpoint) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if err := c.CheckCheckpoint(cp); err != nil {
+		return false, fmt.Errorf("checkpoint: %w", err)
+	}
+	token := c.Lease.Token
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.sessions[cp.SessionID]
+	if !ok {
+		return false, chat.ErrLeaseLost
+	}
+	if ic, ok := rec.claims[cp.Ordinal]; !ok || ic.token != token {
+		return false, chat.ErrLeaseLost
+	}
+	item := cloneTurn(cp.TurnOf())
+	item.StartedAt, item.LeaseExpiresAt = ms(item.StartedAt), ms(item.LeaseExpiresAt)
+	item.Artifacts = []chat.ArtifactReference{}
+	if old, ok := rec.turns[cp.Ordinal]; ok {
+		if old.token != token || old.turn.Status != chat.TurnRunning {
+			return false, chat.ErrLeaseLost
+		}
+		item.Artifacts = old.turn.Artifacts
+	} else {
+		i, _ := slices.BinarySearch(rec.ordinals, cp.Ordinal)
+		rec.ordinals = slices.Insert(rec.ordinals, i, cp.Ordinal)
+	}
+	rec.turns[cp.Ordinal] = &turnItem{turn: *item, token: token}
+	if prev, ok := rec.byID[cp.TurnID]; !ok || prev < cp.Ordinal {
+		rec.byID[cp.TurnID] = cp.Ordinal
+	}
+	l := rec.session.ActiveTurn
+	return l != nil && l.Token == token && l.Stop, nil
+}
+
+// PollTurn implements chat.Store.
+func (s *Store) PollTurn(ctx context.Context, sessionID string, ordinal int64, p chat.Principal) (*chat.Turn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.owned(sessionID, p)
+	if err != nil {
+		return nil, err
+	}
+	it, ok := rec.turns[ordinal]
+	if !ok {
+		return nil, chat.ErrTurnNotFound
+	}
+	t := cloneTurn(&it.turn).Presented(now)
+	return &t, nil
 }

@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Isolation", isolationCases()},
 		{"Artifacts", artifactCases()},
 		{"Confirmations", confirmationCases()},
+		{"Checkpoints", checkpointCases()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

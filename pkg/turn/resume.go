@@ -1,0 +1,229 @@
+package turn
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// resumePath parses /sessions/{sessionId}/turns/{turnId}/stream; both ids
+// must be SafeIds.
+func resumePath(p string) (sessionID, turnID string, ok bool) {
+	parts := strings.Split(p, "/")
+	if len(parts) != 6 || parts[0] != "" || parts[1] != "sessions" || parts[3] != "turns" || parts[5] != "stream" {
+		return "", "", false
+	}
+	if !protocol.IsSafeID(parts[2]) || !protocol.IsSafeID(parts[4]) {
+		return "", "", false
+	}
+	return parts[2], parts[4], true
+}
+
+// parseAfter reads the after query parameter: a sequence >= 0 (an integer
+// up to 2^53-1, as the protocol's sequences); absent means -1 (every line
+// is newer).
+func parseAfter(r *http.Request) (int64, bool) {
+	q := r.URL.Query()
+	vals, present := q["after"]
+	if len(q) > 1 || len(q) == 1 && !present {
+		return 0, false // only after is known
+	}
+	if !present {
+		return -1, true
+	}
+	if len(vals) != 1 || vals[0] == "" || len(vals[0]) > 16 {
+		return 0, false
+	}
+	for _, c := range vals[0] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(vals[0], 10, 64)
+	if err != nil || n > 1<<53-1 {
+		return 0, false
+	}
+	return n, true
+}
+
+// serveResume runs GET /sessions/{sessionId}/turns/{turnId}/stream?after=N:
+// the turn's newest state as one complete snapshot (when its sequence is
+// above after), then each newer checkpoint as it lands, ending as the live
+// stream ended (the terminal snapshot and, after a timeout or a
+// cancellation, the same diagnostic). Sequences are the live stream's, so
+// one snapshot cursor takes live and resumed lines and never applies one
+// twice; a resumer may see gaps. A resume never runs the model, and closing
+// it never stops the turn. A turn whose lease expired without a save ends
+// with the diagnostic TURN_LOST (history shows its last checkpoint). Each
+// poll is one consistent Query (chat.Store.PollTurn), every
+// ResumePollInterval. The stream ends by the request's deadline at the
+// latest, with SERVER_TIMEOUT: the client resumes again.
+func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID, turnID string) {
+	ctx, cancel, _ := h.deadline(r)
+	defer cancel()
+	log := h.requestLogger(ctx).With("sessionId", sessionID, "turnId", turnID)
+	if r.Method != http.MethodGet {
+		w.Header().Set("Allow", http.MethodGet)
+		writeError(w, protocol.MethodNotAllowed(http.MethodGet))
+		return
+	}
+	principal, ok := h.authenticate(ctx, w, r, log)
+	if !ok {
+		return
+	}
+	sc, ok := parseScope(r.Header.Values(SnapshotScopeHeader))
+	if !ok {
+		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestInvalidHeader))
+		return
+	}
+	after, ok := parseAfter(r)
+	if !ok {
+		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestInvalidQuery))
+		return
+	}
+	turn, err := h.opts.Store.FindTurn(ctx, sessionID, turnID, principal)
+	if err != nil {
+		d := diagnose(ctx, err)
+		logRejected(log, "resume", d, err)
+		writeError(w, d)
+		return
+	}
+	s := &run{h: h, log: log, sessionID: sessionID, turnID: turnID, lineage: turn.Lineage, scope: sc}
+	if sc == scopeSession {
+		turns, err := h.opts.Store.LoadContext(ctx, sessionID, turn.Ordinal)
+		if err != nil {
+			d := diagnose(ctx, err)
+			logRejected(log, "resume context", d, err)
+			writeError(w, d)
+			return
+		}
+		for i := range turns {
+			s.turnStarts = append(s.turnStarts, len(s.context))
+			s.context = append(s.context, turns[i].Messages...)
+		}
+	}
+	hd := w.Header()
+	hd.Set("Content-Type", "application/x-ndjson; charset=utf-8")
+	hd.Set("Cache-Control", "no-store")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	s.w = w
+	log.Info("resume", "after", after, "status", string(turn.Status), "sequence", turn.LastSequence)
+
+	poll := time.NewTicker(h.opts.ResumePollInterval)
+	defer poll.Stop()
+	sent := after
+	for {
+		lines, done := s.resumeLines(turn, sent)
+		if len(lines) > 0 && !s.write(lines) {
+			return // the resumer is gone; the turn goes on
+		}
+		if done {
+			return
+		}
+		sent = max(sent, turn.LastSequence)
+		select {
+		case <-ctx.Done():
+			d, _ := contextDiagnostic(ctx)
+			s.write(s.diagnosticLine(nil, d, sent+1))
+			return
+		case <-poll.C:
+		}
+		next, err := h.opts.Store.PollTurn(ctx, sessionID, turn.Ordinal, principal)
+		switch {
+		case err == nil:
+			turn = next
+		case ctx.Err() != nil:
+			continue // the deadline case above ends the stream
+		case errors.Is(err, chat.ErrSessionNotFound), errors.Is(err, chat.ErrTurnNotFound):
+			// Gone (superseded or deleted) while followed.
+			s.write(s.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeTurnNotFound), sent+1))
+			return
+		default:
+			log.Warn("resume poll failed", "err", err)
+		}
+	}
+}
+
+// resumeLines returns the lines of t newer than sequence sent, and whether
+// the stream ends with them.
+func (s *run) resumeLines(t *chat.Turn, sent int64) ([]byte, bool) {
+	if len(t.Messages) == 0 {
+		return nil, false
+	}
+	s.user = t.Messages[0]
+	assistant := t.Messages[len(t.Messages)-1]
+	switch {
+	case t.Status == chat.TurnRunning:
+		if t.LastSequence <= sent {
+			return nil, false
+		}
+		return s.snapshotLine(nil, t.LastSequence, protocol.StatusStreaming, assistant, t.Usage, nil), false
+	case t.Error != nil && t.Error.Code == protocol.CodeTurnLost:
+		// Its process stopped without saving: what the live stream sent
+		// after the last checkpoint is unknown, so no snapshot is sent
+		// with a sequence a client may already hold.
+		return s.diagnosticLine(nil, *t.Error, max(sent, t.LastSequence)+1), true
+	}
+	var lines []byte
+	if t.LastSequence > sent {
+		status := protocol.StatusComplete
+		if t.Status != chat.TurnComplete {
+			status = protocol.StatusError
+		}
+		lines = s.snapshotLine(lines, t.LastSequence, status, assistant, t.Usage, t.Error)
+	}
+	if d := t.Error; d != nil && (d.Code == protocol.CodeServerTimeout || d.Code == protocol.CodeRequestCancelled) && t.LastSequence+1 > sent {
+		// The live stream's trailing diagnostic of a timeout or cancellation.
+		lines = s.diagnosticLine(lines, *d, t.LastSequence+1)
+	}
+	return lines, true
+}
+
+// resumeCapability is the resume part of GET /capabilities.
+type resumeCapability struct {
+	Available bool `json:"available"`
+	// Method and Path name the route; Parameter the query parameter that
+	// carries the last sequence the client holds.
+	Method    string `json:"method,omitempty"`
+	Path      string `json:"path,omitempty"`
+	Parameter string `json:"parameter,omitempty"`
+	// PollIntervalMs is how often a resume reads the turn, and Cost what
+	// one read costs.
+	PollIntervalMs int64  `json:"pollIntervalMs,omitempty"`
+	Cost           string `json:"cost,omitempty"`
+}
+
+// durableTurnsCapability is the durableTurns part of GET /capabilities.
+type durableTurnsCapability struct {
+	Available bool `json:"available"`
+	// CheckpointIntervalMs bounds what a crash loses and how long a stop
+	// takes to be seen.
+	CheckpointIntervalMs int64 `json:"checkpointIntervalMs,omitempty"`
+	// DisconnectStops says whether a client disconnect ends the turn
+	// (false with checkpoints: the turn runs on for a resume).
+	DisconnectStops bool `json:"disconnectStops"`
+}
+
+// resumeCapabilities describes resume and durable turns for opts: both
+// unavailable, explicitly, with checkpoints off.
+func resumeCapabilities(opts Options) (resumeCapability, durableTurnsCapability) {
+	if opts.CheckpointInterval <= 0 {
+		return resumeCapability{}, durableTurnsCapability{DisconnectStops: true}
+	}
+	return resumeCapability{
+			Available: true, Method: http.MethodGet,
+			Path:           "/sessions/{sessionId}/turns/{turnId}/stream",
+			Parameter:      "after",
+			PollIntervalMs: opts.ResumePollInterval.Milliseconds(),
+			Cost:           "one consistent DynamoDB Query per poll",
+		}, durableTurnsCapability{
+			Available:            true,
+			CheckpointIntervalMs: opts.CheckpointInterval.Milliseconds(),
+		}
+}
