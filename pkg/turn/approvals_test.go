@@ -427,3 +427,48 @@ func TestDecisionGivenBackBeforeStream(t *testing.T) {
 		}
 	})
 }
+
+// TestContinuationResumeAgrees: with checkpoints on, the continuation's
+// terminal snapshot, its history record and a resume of it after it
+// ended show the same messages, the decided call included; a resume of
+// the waiting turn shows the call waiting.
+func TestContinuationResumeAgrees(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		var runs atomic.Int32
+		store := newStore(t)
+		e, _ := approvalEnv(t, store, &runs, func(o *turn.Options) { o.CheckpointInterval = 100 * time.Millisecond })
+		token := askDelete(t, e, "s", "t1")
+		r := e.decide(t, "s", "t2", token, protocol.DecisionApprove, nil)
+		r.want(t, http.StatusOK, "")
+		term := r.terminal(t)
+		status, evs, raw := e.resume(t, "s", "t2", "?after=0", nil)
+		if status != http.StatusOK || len(evs) == 0 {
+			t.Fatalf("resume: %d %s", status, raw)
+		}
+		var resumed *protocol.SnapshotPayload
+		for _, ev := range evs {
+			if ev.Kind == protocol.EventSnapshot {
+				resumed = ev.Snapshot
+			}
+		}
+		if resumed == nil || resumed.Status != protocol.StatusComplete || messagesJSON(t, resumed.Messages) != messagesJSON(t, term.Messages) {
+			t.Fatalf("resumed %s\nlive terminal %s", raw, messagesJSON(t, term.Messages))
+		}
+		stored, err := store.FindTurn(context.Background(), "s", "t2", alice)
+		if err != nil || messagesJSON(t, stored.Messages) != messagesJSON(t, term.Messages[len(term.Messages)-2:]) {
+			t.Fatalf("history differs: %v", err)
+		}
+		status, evs, raw = e.resume(t, "s", "t1", "?after=0", nil)
+		if status != http.StatusOK || len(evs) == 0 {
+			t.Fatalf("resume of the waiting turn: %d %s", status, raw)
+		}
+		last := evs[len(evs)-1].Snapshot
+		if last == nil {
+			t.Fatalf("resume of the waiting turn ends %s", raw)
+		}
+		calls := last.Messages[len(last.Messages)-1].ToolCalls
+		if len(calls) != 1 || calls[0].Status != protocol.ToolCallRequiresConfirmation || runs.Load() != 1 {
+			t.Fatalf("waiting turn resumed as %s", raw)
+		}
+	})
+}
