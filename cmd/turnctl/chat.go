@@ -55,6 +55,12 @@ with AuthType AWS_IAM (iam mode), with the default AWS credential chain. A
 https://<id>.lambda-url.<region>.on.aws/ URL without -token is signed
 automatically.
 
+When the stream drops before the turn's last line and GET <url>capabilities
+offers resume, the turn is resumed after the last sequence shown
+("reconnecting…" is shown meanwhile; up to 5 resumes in a row without
+news, 250 ms apart and doubling), and no line is shown twice. turnctl
+attach follows a running turn from another terminal.
+
 Ctrl-C during a turn asks the server to stop it (POST <url>/stop) and shows
 the turn ending; a second Ctrl-C quits at once (exit status 130). Ctrl-D at
 the prompt ends the session.
@@ -255,7 +261,10 @@ func (c *chatClient) turn(ctx context.Context, input string, decision *protocol.
 	defer close(watchDone)
 	go c.watchInterrupts(ctx, turnID, shown, interrupts, watchDone)
 
-	sc := bufio.NewScanner(resp.Body)
+	// A drop mid-turn is followed on over the resume route (resume.go).
+	stream := c.follow(ctx, turnID, resp.Body, shown)
+	defer func() { _ = stream.Close() }()
+	sc := bufio.NewScanner(stream)
 	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
 	for sc.Scan() {
 		line := sc.Bytes()

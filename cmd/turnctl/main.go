@@ -5,11 +5,14 @@
 //
 //	turnctl validate < events.ndjson
 //	turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [message...]
+//	turnctl attach -session ID [-turn ID] [-url URL] [-history URL] [-token TOKEN | -sigv4] [-json]
 //	turnctl history -session ID [-url URL] [-token TOKEN | -sigv4] [-json]
 //	turnctl conform -turn URL -history URL [-artifacts URL] [-token TOKEN | -sigv4]
 //
 // chat and history (chat.go, history.go) talk to a turn and a history
-// function, the dev server's by default; conform (conform.go) checks a
+// function, the dev server's by default; chat reattaches to a turn whose
+// stream drops, and attach follows a running turn, over the turn
+// function's resume route (resume.go, attach.go); conform (conform.go) checks a
 // deployment against the protocol, black-box. Requests carry a bearer
 // token or are signed with AWS SigV4 (auth.go); text from a server is
 // escaped and measured in terminal columns before it is shown

@@ -2,6 +2,7 @@ package demo_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -91,4 +92,51 @@ func result(t *testing.T, line []byte) []byte {
 		t.Fatalf("EncodeEvent(decoded): %v", err)
 	}
 	return []byte(`{"ok":true,"event":` + string(enc) + `}`)
+}
+
+// TestClientFixturesHoldCaseVariants: every case of pkg/protocol's
+// case-variant table is a line of the client's fixtures, so the client's
+// decoder is held to each of them too. Lines compare as JSON values (the
+// table spells some keys with \u escapes, the fixture as UTF-8).
+func TestClientFixturesHoldCaseVariants(t *testing.T) {
+	data, err := os.ReadFile("../../pkg/protocol/testdata/case-variants.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Cases []struct {
+			Name  string          `json:"name"`
+			Input json.RawMessage `json:"input"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(data, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Cases) == 0 {
+		t.Fatal("no case-variant cases")
+	}
+	fixture, err := os.ReadFile(filepath.Join(clientFixtures, "decode", "case-variants.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	canonical := func(text []byte) string {
+		var v any
+		if err := json.Unmarshal(text, &v); err != nil {
+			return ""
+		}
+		out, err := json.Marshal(v) // map keys sorted
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	lines := map[string]bool{}
+	for _, l := range splitLines(fixture) {
+		lines[canonical(l)] = true
+	}
+	for _, c := range file.Cases {
+		if !lines[canonical(c.Input)] {
+			t.Errorf("case %q is not a line of clients/js/testdata/decode/case-variants.ndjson", c.Name)
+		}
+	}
 }

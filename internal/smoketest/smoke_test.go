@@ -113,6 +113,13 @@ func TestBootstrapsUnderRuntimeEmulator(t *testing.T) {
 					t.Errorf("assistant content = %q", got)
 				}
 			}},
+			{"resume the ended turn", "turn-resume.json", http.StatusOK, func(t *testing.T, body []byte) {
+				// after=0: the ended turn answers its terminal snapshot at once.
+				end := checkStream(t, body, "turn-demo-1")
+				if got := end.Messages[len(end.Messages)-1].Content; got != "Echo: Hello, turnstream!" {
+					t.Errorf("resumed assistant content = %q", got)
+				}
+			}},
 			{"submit base64", "turn-submit-base64.json", http.StatusOK, func(t *testing.T, body []byte) {
 				end := checkStream(t, body, "turn-demo-2")
 				if len(end.Messages) != 4 {
@@ -133,7 +140,7 @@ func TestBootstrapsUnderRuntimeEmulator(t *testing.T) {
 				t.Fatalf("%s: status %d, want %d; body %s", s.name, status, s.status, body)
 			}
 			wantType := "application/json"
-			if s.status == http.StatusOK && strings.HasPrefix(s.event, "turn-submit") {
+			if s.status == http.StatusOK && (strings.HasPrefix(s.event, "turn-submit") || s.event == "turn-resume.json") {
 				wantType = "application/x-ndjson"
 			}
 			if ct := headers["Content-Type"] + headers["content-type"]; !strings.HasPrefix(ct, wantType) {

@@ -389,11 +389,13 @@ type Store interface {
 	// and ErrTurnNotActive if turnID does not hold an unexpired lease.
 	RequestStop(ctx context.Context, sessionID, turnID string, p Principal) error
 
-	// LoadContext returns the session's visible (not superseded), terminal
-	// turns with ordinal below beforeOrdinal, oldest first. It performs no
-	// owner check: it is called only after a successful claim. 1 request
-	// for typical sessions (one more per 1 MB of history).
-	LoadContext(ctx context.Context, sessionID string, beforeOrdinal int64) ([]Turn, error)
+	// LoadContext returns the newest maxTurns (>= 1) visible (not
+	// superseded), terminal turns of the session with ordinal below
+	// beforeOrdinal, oldest first, and whether older ones exist that it
+	// left out. It performs no owner check: it is called only after a
+	// successful claim. It reads only what it returns: 1 request, whatever
+	// the session's length (one more per 1 MB of those turns).
+	LoadContext(ctx context.Context, sessionID string, beforeOrdinal int64, maxTurns int) (turns []Turn, omitted bool, err error)
 
 	// Supersede marks every visible turn of the claim's session with
 	// ordinal in [fromOrdinal, toOrdinal) as superseded (edit, retry,

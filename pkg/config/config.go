@@ -45,6 +45,10 @@ const (
 	// MaxTurnTimeout is the largest TURN_TIMEOUT: 15 min, the Lambda
 	// function timeout limit.
 	MaxTurnTimeout = 15 * time.Minute
+	// DefaultTurnTimeout is TURN_TIMEOUT when unset: long enough for a
+	// 64 KB answer at 100 tokens/s (about 160 s) with tool calls. A turn
+	// is billed for the time it runs, not for its timeout.
+	DefaultTurnTimeout = 5 * time.Minute
 	// MinCursorSecretBytes is the shortest CURSOR_SECRET, in bytes
 	// (chat.CursorCodec needs at least 16).
 	MinCursorSecretBytes = 16
@@ -70,7 +74,7 @@ type Config struct {
 	// only when DynamoDBEndpoint is set; otherwise empty means the SDK's
 	// own resolution.
 	Region string
-	// TurnTimeout bounds one turn request (TURN_TIMEOUT, default 30 s,
+	// TurnTimeout bounds one turn request (TURN_TIMEOUT, default 5 min,
 	// > 0, <= 15 min). See Deadline (DESIGN §4).
 	TurnTimeout time.Duration
 	// CleanupReserve is kept from the Lambda deadline for cleanup
@@ -412,7 +416,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c.Region = p.str("AWS_REGION", regionDefault)
 	c.LambdaFunctionName = p.str("AWS_LAMBDA_FUNCTION_NAME", "")
 
-	c.TurnTimeout = p.duration("TURN_TIMEOUT", 30*time.Second, time.Millisecond, MaxTurnTimeout)
+	c.TurnTimeout = p.duration("TURN_TIMEOUT", DefaultTurnTimeout, time.Millisecond, MaxTurnTimeout)
 	c.CleanupReserve = p.duration("CLEANUP_RESERVE", 5*time.Second, time.Millisecond, MaxTurnTimeout)
 	if p.ok("TURN_TIMEOUT") && p.ok("CLEANUP_RESERVE") && c.CleanupReserve >= c.TurnTimeout {
 		p.fail("CLEANUP_RESERVE", "must be less than TURN_TIMEOUT")

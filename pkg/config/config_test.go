@@ -45,7 +45,7 @@ func TestDefaults(t *testing.T) {
 		"TableName":          {c.TableName, "turnstream"},
 		"DynamoDBEndpoint":   {c.DynamoDBEndpoint, ""},
 		"Region":             {c.Region, ""},
-		"TurnTimeout":        {c.TurnTimeout, 30 * time.Second},
+		"TurnTimeout":        {c.TurnTimeout, 5 * time.Minute},
 		"CleanupReserve":     {c.CleanupReserve, 5 * time.Second},
 		"LeaseDuration":      {c.LeaseDuration, 30 * time.Second},
 		"SnapshotInterval":   {c.SnapshotInterval, 50 * time.Millisecond},
@@ -120,7 +120,7 @@ func TestValues(t *testing.T) {
 		"empty value counts as unset": {
 			env: map[string]string{"TURN_TIMEOUT": "", "TABLE_NAME": ""},
 			check: func(t *testing.T, c config.Config) {
-				if c.TurnTimeout != 30*time.Second || c.TableName != "turnstream" {
+				if c.TurnTimeout != config.DefaultTurnTimeout || c.TableName != "turnstream" {
 					t.Errorf("got %v %q", c.TurnTimeout, c.TableName)
 				}
 			},

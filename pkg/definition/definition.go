@@ -41,7 +41,24 @@ const (
 	MaxRevision = 1<<53 - 1
 	// MaxDefinitions bounds the definitions of one file.
 	MaxDefinitions = 1_000
+	// DefaultContextTurns is limits.contextTurns when absent, and
+	// MaxContextTurns its largest value.
+	DefaultContextTurns = 50
+	MaxContextTurns     = 1_000
+	// MaxContextTokens is the largest limits.contextTokens.
+	MaxContextTokens = 10_000_000
 )
+
+// DefaultContextTokens is limits.contextTokens when absent, per provider:
+// the estimated tokens of earlier turns a turn sends, well inside the
+// context windows of the models the provider serves (the rest of the
+// window is the system prompt, the new input, tool results and the
+// answer). The echo model has no window: its budget only bounds the load.
+var DefaultContextTokens = map[string]int{
+	config.ProviderEcho:    100_000,
+	config.ProviderBedrock: 100_000,
+	config.ProviderOpenAI:  60_000,
+}
 
 // Errors.
 var (
@@ -87,6 +104,31 @@ type Limits struct {
 	// MaxTokens is model.Request.MaxTokens of each call; 0 means the
 	// provider's default; 0..MaxTokens.
 	MaxTokens int
+	// ContextTurns is how many of the newest earlier turns a turn loads
+	// and may send to the model (1..MaxContextTurns; 0 in a Definition
+	// built in code means DefaultContextTurns). Loading reads only those.
+	ContextTurns int
+	// ContextTokens caps the estimated tokens (UTF-8 bytes / 4) of the
+	// earlier turns sent: the oldest whole turns beyond it are left out
+	// (1..MaxContextTokens; 0 means DefaultContextTokens of the provider).
+	// The system prompt and the new input are always sent.
+	ContextTokens int
+}
+
+// Context returns the effective context budget of d: turns and estimated
+// tokens, defaults applied.
+func (d Definition) Context() (turns, tokens int) {
+	turns, tokens = d.Limits.ContextTurns, d.Limits.ContextTokens
+	if turns == 0 {
+		turns = DefaultContextTurns
+	}
+	if tokens == 0 {
+		tokens = DefaultContextTokens[d.Provider]
+		if tokens == 0 {
+			tokens = 60_000
+		}
+	}
+	return turns, tokens
 }
 
 // Resolver holds the process's definitions. It is immutable and safe for
@@ -110,14 +152,16 @@ type fileDefinition struct {
 	// require approval.
 	ApprovalTools []string `json:"approvalTools"`
 	Limits        *struct {
-		MaxSteps  *int `json:"maxSteps"`
-		MaxTokens *int `json:"maxTokens"`
+		MaxSteps      *int `json:"maxSteps"`
+		MaxTokens     *int `json:"maxTokens"`
+		ContextTurns  *int `json:"contextTurns"`
+		ContextTokens *int `json:"contextTokens"`
 	} `json:"limits"`
 }
 
 // Parse decodes a definitions file: a JSON array of objects
 // {id, revision, systemPrompt?, provider, modelId?, tools?,
-// approvalTools?, limits?: {maxSteps?, maxTokens?}}. Decoding is strict: member names are
+// approvalTools?, limits?: {maxSteps?, maxTokens?, contextTurns?, contextTokens?}}. Decoding is strict: member names are
 // case-sensitive; unknown or duplicate members, invalid UTF-8, wrong
 // types and non-integral numbers are errors; null counts as absent. The result is not
 // yet checked against tools or a default id (see New). Errors wrap
@@ -155,6 +199,18 @@ func Parse(data []byte) ([]Definition, error) {
 			}
 			if e.Limits.MaxTokens != nil {
 				d.Limits.MaxTokens = *e.Limits.MaxTokens
+			}
+			if e.Limits.ContextTurns != nil {
+				if *e.Limits.ContextTurns == 0 {
+					return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.contextTurns"), MaxContextTurns)
+				}
+				d.Limits.ContextTurns = *e.Limits.ContextTurns
+			}
+			if e.Limits.ContextTokens != nil {
+				if *e.Limits.ContextTokens == 0 {
+					return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.contextTokens"), MaxContextTokens)
+				}
+				d.Limits.ContextTokens = *e.Limits.ContextTokens
 			}
 		}
 		defs[i] = d
@@ -251,6 +307,12 @@ func New(defs []Definition, defaultID string, knownTool func(name string) bool) 
 		}
 		if d.Limits.MaxTokens < 0 || d.Limits.MaxTokens > MaxTokens {
 			return nil, fmt.Errorf("%w: %s: want 0..%d", ErrInvalid, field("limits.maxTokens"), MaxTokens)
+		}
+		if d.Limits.ContextTurns < 0 || d.Limits.ContextTurns > MaxContextTurns {
+			return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.contextTurns"), MaxContextTurns)
+		}
+		if d.Limits.ContextTokens < 0 || d.Limits.ContextTokens > MaxContextTokens {
+			return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.contextTokens"), MaxContextTokens)
 		}
 		d.Tools = append([]string(nil), d.Tools...)
 		d.ApprovalTools = append([]string(nil), d.ApprovalTools...)

@@ -398,11 +398,11 @@ type loadFailingStore struct {
 	fail atomic.Bool
 }
 
-func (s *loadFailingStore) LoadContext(ctx context.Context, id string, before int64) ([]chat.Turn, error) {
+func (s *loadFailingStore) LoadContext(ctx context.Context, id string, before int64, maxTurns int) ([]chat.Turn, bool, error) {
 	if s.fail.Load() {
-		return nil, errors.New("injected context load failure")
+		return nil, false, errors.New("injected context load failure")
 	}
-	return s.Store.LoadContext(ctx, id, before)
+	return s.Store.LoadContext(ctx, id, before, maxTurns)
 }
 
 // TestDecisionGivenBackBeforeStream: a decision turn that fails before

@@ -3,6 +3,7 @@ package turn_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -39,9 +41,9 @@ func (s *countingStore) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*
 	return s.Store.ClaimTurn(ctx, req)
 }
 
-func (s *countingStore) LoadContext(ctx context.Context, id string, before int64) ([]chat.Turn, error) {
+func (s *countingStore) LoadContext(ctx context.Context, id string, before int64, maxTurns int) ([]chat.Turn, bool, error) {
 	s.count("LoadContext")
-	return s.Store.LoadContext(ctx, id, before)
+	return s.Store.LoadContext(ctx, id, before, maxTurns)
 }
 
 func (s *countingStore) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error {
@@ -100,5 +102,50 @@ func TestStoreCallsPerTurn(t *testing.T) {
 	}
 	if s.DefinitionID != "a" || s.DefinitionRevision != 3 {
 		t.Fatalf("session definition %s@%d, want a@3", s.DefinitionID, s.DefinitionRevision)
+	}
+}
+
+// TestContextBudget: a definition's context budget bounds what a turn
+// loads and sends: the newest ContextTurns earlier turns (then the oldest
+// beyond ContextTokens left out), the new input always; the assistant
+// message says older turns were left out, and the turn never fails
+// because the session is long.
+func TestContextBudget(t *testing.T) {
+	for name, limits := range map[string]definition.Limits{
+		"turns":  {MaxSteps: 2, ContextTurns: 2},
+		"tokens": {MaxSteps: 2, ContextTokens: 4}, // each earlier turn ("q tN", "ok") estimates 2 tokens
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, err := definition.New([]definition.Definition{{ID: "a", Revision: 1, Provider: config.ProviderEcho, Limits: limits}}, "a", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &scriptModel{Chunks: []string{"ok"}}
+			e := newEnv(t, newStoreMemory(), m, func(o *turn.Options) {
+				o.Model, o.Definitions, o.Models = nil, res, map[string]model.Model{config.ProviderEcho: m}
+			})
+			for _, id := range []string{"t1", "t2", "t3", "t4"} {
+				e.submit(t, "s", id, "q "+id, nil, nil).want(t, http.StatusOK, "")
+			}
+			r := e.submit(t, "s", "t5", "q t5", nil, nil)
+			r.want(t, http.StatusOK, "")
+			var users []string
+			for _, msg := range m.LastRequest().Messages {
+				if msg.Role == protocol.RoleUser {
+					users = append(users, msg.Content)
+				}
+			}
+			if strings.Join(users, ",") != "q t3,q t4,q t5" {
+				t.Errorf("the model received the user messages %q, want the newest two earlier turns and the input", users)
+			}
+			term := r.terminal(t)
+			a := term.Messages[len(term.Messages)-1]
+			if !strings.Contains(string(a.Metadata), `"context":{"turns":2,"omittedOlder":true}`) {
+				t.Errorf("assistant metadata %s does not say older turns were left out", a.Metadata)
+			}
+			if len(term.Messages) != 2*2+2 {
+				t.Errorf("session-scope snapshot carries %d messages, want the two earlier turns and this one", len(term.Messages))
+			}
+		})
 	}
 }

@@ -37,7 +37,7 @@ const (
 //	 "resume":{"available":true,"method":"GET","path":"/sessions/{sessionId}/turns/{turnId}/stream",
 //	           "parameter":"after","pollIntervalMs":250,"cost":"..."},
 //	 "durableTurns":{"available":true,"checkpointIntervalMs":1000,"disconnectStops":false},
-//	 "limits":{"maxBodyBytes":65536,"turnTimeoutMs":30000,"snapshotIntervalMs":50}}
+//	 "limits":{"maxBodyBytes":65536,"turnTimeoutMs":300000,"snapshotIntervalMs":50,"snapshotBytesPerSecond":4096,"maxSnapshotGapMs":2000}}
 type Capabilities struct {
 	Protocols     []ProtocolVersions `json:"protocols"`
 	Extensions    []string           `json:"extensions"`

@@ -22,7 +22,7 @@ import (
 // Defaults applied by NewHandler to zero Options fields (DESIGN §9;
 // AgentsKit wire §9 for the body cap).
 const (
-	DefaultTurnTimeout      = 30 * time.Second
+	DefaultTurnTimeout      = 5 * time.Minute
 	DefaultCleanupReserve   = 5 * time.Second
 	DefaultLeaseDuration    = 30 * time.Second
 	DefaultSnapshotInterval = 50 * time.Millisecond

@@ -95,16 +95,24 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 	}
 	s := &run{h: h, log: log, sessionID: sessionID, turnID: turnID, lineage: turn.Lineage, scope: sc}
 	if sc == scopeSession {
-		turns, err := h.opts.Store.LoadContext(ctx, sessionID, turn.Ordinal)
+		// The same context as the live turn loaded, under the session's
+		// definition and budget, so that snapshots carry the same messages.
+		err := func() error {
+			sess, err := h.opts.Store.GetSession(ctx, sessionID, principal)
+			if err != nil {
+				return err
+			}
+			ag, err := h.agentFor(sess.DefinitionID)
+			if err != nil {
+				return err
+			}
+			return s.loadContext(ctx, ag.def, turn.Ordinal)
+		}()
 		if err != nil {
 			d := diagnose(ctx, err)
 			logRejected(log, "resume context", d, err)
 			writeError(w, d)
 			return
-		}
-		for i := range turns {
-			s.turnStarts = append(s.turnStarts, len(s.context))
-			s.context = append(s.context, turns[i].Messages...)
 		}
 	}
 	hd := w.Header()

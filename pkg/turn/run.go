@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -42,6 +43,8 @@ type run struct {
 	// turnStarts holds the index in context of each earlier turn's first
 	// message, so snapshots can drop the oldest whole turns (fit).
 	turnStarts []int
+	// omitted is true when the context budget left older turns out.
+	omitted bool
 	// dropped is how many of the oldest context turns session-scope
 	// snapshots leave out to stay within the record limits; it only grows.
 	dropped atomic.Int64
@@ -138,16 +141,61 @@ func (t *run) serve(parent *chat.Turn) {
 			return
 		}
 	}
-	turns, err := t.h.opts.Store.LoadContext(t.ctx, t.sessionID, ordinal)
-	if err != nil {
+	if err := t.loadContext(t.ctx, ag.def, ordinal); err != nil {
 		t.failBeforeStream("load context", err)
 		return
 	}
+	t.streamTurn()
+}
+
+// loadContext loads the earlier turns the definition's context budget
+// allows (definition.Definition.Context): the newest ContextTurns, then
+// the oldest whole turns beyond ContextTokens estimated tokens left out.
+// What was left out is recorded (t.omitted) for the assistant message's
+// metadata. The live turn and a resume load alike, so that their
+// snapshots carry the same messages.
+func (t *run) loadContext(ctx context.Context, def definition.Definition, ordinal int64) error {
+	maxTurns, maxTokens := def.Context()
+	turns, omitted, err := t.h.opts.Store.LoadContext(ctx, t.sessionID, ordinal, maxTurns)
+	if err != nil {
+		return err
+	}
+	keep, tokens := len(turns), 0
+	for keep > 0 {
+		n := estimateTokens(turns[keep-1].Messages)
+		if tokens+n > maxTokens {
+			break
+		}
+		tokens += n
+		keep--
+	}
+	if keep > 0 {
+		omitted = true
+		turns = turns[keep:]
+	}
+	t.omitted = omitted
 	for i := range turns {
 		t.turnStarts = append(t.turnStarts, len(t.context))
 		t.context = append(t.context, turns[i].Messages...)
 	}
-	t.streamTurn()
+	return nil
+}
+
+// estimateTokens estimates the tokens of msgs for the context budget:
+// UTF-8 bytes of content, tool arguments and results over four (a common
+// estimate for English text; models differ).
+func estimateTokens(msgs []protocol.Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += len(m.Content)
+		for _, c := range m.ToolCalls {
+			n += len(c.Args)
+			if c.Result != nil {
+				n += len(*c.Result)
+			}
+		}
+	}
+	return (n + 3) / 4
 }
 
 // failBeforeStream ends a claimed turn that never streamed: the turn is
@@ -706,5 +754,29 @@ func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 		}
 	}
 	m.Metadata = t.approvalMetadata(t.loop.metadata(m.Metadata, false), status)
+	if t.omitted {
+		m.Metadata = withMember(m.Metadata, MetadataContext, json.RawMessage(fmt.Sprintf(`{"turns":%d,"omittedOlder":true}`, len(t.turnStarts))))
+	}
 	return m
+}
+
+// MetadataContext is the assistant message metadata member that says the
+// context budget left older turns out of what the model received (and of
+// session-scope snapshots): {"turns": <earlier turns sent>,
+// "omittedOlder": true}. Absent when every earlier turn was sent.
+const MetadataContext = "context"
+
+// withMember returns the metadata object meta with member name set to v
+// (members sorted by name); meta unchanged if it is not an object.
+func withMember(meta json.RawMessage, name string, v json.RawMessage) json.RawMessage {
+	obj := map[string]json.RawMessage{}
+	if len(meta) > 0 && json.Unmarshal(meta, &obj) != nil {
+		return meta
+	}
+	obj[name] = v
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return meta
+	}
+	return out
 }

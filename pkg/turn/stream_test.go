@@ -649,11 +649,11 @@ func (s *scriptedStore) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*
 	return s.Store.ClaimTurn(ctx, req)
 }
 
-func (s *scriptedStore) LoadContext(ctx context.Context, sessionID string, before int64) ([]chat.Turn, error) {
+func (s *scriptedStore) LoadContext(ctx context.Context, sessionID string, before int64, maxTurns int) ([]chat.Turn, bool, error) {
 	if s.load != nil {
-		return nil, s.load
+		return nil, false, s.load
 	}
-	return s.Store.LoadContext(ctx, sessionID, before)
+	return s.Store.LoadContext(ctx, sessionID, before, maxTurns)
 }
 
 func TestClaimErrorMapping(t *testing.T) {

@@ -138,6 +138,7 @@ const PLAIN: Record<string, string> = {
   SERVER_INTERNAL: "Something went wrong on the server. Try again in a moment.",
   RESPONSE_INVALID: "The server sent something this page doesn't understand.",
   TURN_INTERRUPTED: "Stopped.",
+  TURN_LOST: "The server stopped while writing this answer. What it had written is saved.",
   MODEL_FAILED: "The model failed to answer. Try again.",
   CHAT_TURN_FAILED: "The answer failed. Try again.",
 };
@@ -288,7 +289,7 @@ async function loadFirst(): Promise<void> {
     toBottom();
     if (page.items.length) nameFrom(page.items, page.hasMore);
     status("ready", "Ready");
-    void watchRunning(page.items[0]?.turnId);
+    void watchRunning(page.items[0]?.status === "running");
   } catch (e) {
     if (e instanceof TurnstreamError && e.code === "SESSION_NOT_FOUND" && !fromLink) {
       // A conversation this browser started but never sent to.
@@ -304,10 +305,29 @@ async function loadFirst(): Promise<void> {
 }
 
 // watchRunning handles a page opened while a turn of this session is
-// still running (a reload mid-answer, a second tab): it says so and adds
-// the turn once history has it. (With resume on the server, this is where
-// the page would attach to the live stream instead.)
-async function watchRunning(newest: string | undefined): Promise<void> {
+// still running (a reload mid-answer, a second tab). When the server
+// offers resume, the page reads that turn's stream from the sequence
+// history has saved, so the answer goes on growing here; otherwise it says
+// so and adds the turn once history has it. shownRunning: the newest turn
+// of the page is one history listed as still running.
+async function watchRunning(shownRunning: boolean): Promise<void> {
+  try {
+    const summary = await client.session(sessionId);
+    const run = summary.currentTurn;
+    // It ended since the page was read: show it as saved.
+    if (!run && shownRunning) return await showNewest();
+    if (run && !current && isSafeId(run.turnId) && (await client.canResume())) {
+      // History shows the running turn as of its last checkpoint, at
+      // run.sequence: continue after it. A page without it starts from the
+      // turn's newest state.
+      const shown = els.turns.querySelector(`[data-turn="${run.turnId}"]`) !== null;
+      const after = shown && Number.isSafeInteger(run.sequence) && run.sequence! >= 0 ? run.sequence : undefined;
+      await follow(client.resume({ sessionId, turnId: run.turnId, after, scope: "turn" }));
+      return;
+    }
+  } catch {
+    /* no resume here: fall back to waiting for history */
+  }
   let running = false;
   const note = text("p", "An answer is being written in another window. It appears here when it is finished.", "elsewhere");
   for (;;) {
@@ -329,14 +349,23 @@ async function watchRunning(newest: string | undefined): Promise<void> {
     await new Promise((r) => setTimeout(r, 1000));
   }
   note.remove();
-  if (!running || current) return;
+  if ((!running && !shownRunning) || current) return;
+  await showNewest();
+}
+
+// showNewest shows the newest turn as history has it: in its element when
+// the page shows it already (as it was while running), else at the end.
+async function showNewest(): Promise<void> {
   try {
     const page = await client.turns(sessionId, { limit: 1, order: "desc" });
     const t = page.items[0];
-    if (t && t.turnId !== newest && !els.turns.querySelector(`[data-turn="${t.turnId}"]`)) {
-      const el = turnElement(t.turnId);
+    if (t) {
+      let el = els.turns.querySelector<HTMLElement>(`[data-turn="${t.turnId}"]`);
+      if (!el) {
+        el = turnElement(t.turnId);
+        els.turns.append(el);
+      }
       renderTurn(el, t.messages, { error: t.error, artifacts: t.artifacts });
-      els.turns.append(el);
       els.empty.hidden = true;
       toBottom();
     }
@@ -392,23 +421,45 @@ async function send(input: string): Promise<void> {
   clearError();
   els.empty.hidden = true;
   const turn = client.submit({ sessionId, input, scope: "turn" });
-  current = turn;
-  stopping = false;
   const el = turnElement(turn.turnId);
   // Show the message at once; the first snapshot replaces it.
   renderTurn(el, [{ id: "pending", role: "user", content: input, status: "complete", createdAt: new Date().toISOString() }], {});
   els.turns.append(el);
   toBottom();
+  await stream(turn, el, () => {
+    // The server took the turn: the conversation is this user's.
+    const entry = known().find((k) => k.id === sessionId);
+    remember(sessionId, !entry || entry.title === "New conversation" ? title(input) : undefined);
+  });
+}
+
+// follow shows a turn that was running when the page opened (resumed):
+// in the element history rendered for it, or a new one at the end.
+async function follow(turn: Turn): Promise<void> {
+  let el = els.turns.querySelector<HTMLElement>(`[data-turn="${turn.turnId}"]`);
+  if (!el) {
+    el = turnElement(turn.turnId);
+    els.turns.append(el);
+  }
+  els.empty.hidden = true;
+  toBottom();
+  await stream(turn, el, () => {});
+  // It ended before its stream opened: show what history saved.
+  if (!turn.snapshot) await showNewest();
+}
+
+// stream renders each snapshot of turn into el until its terminal one;
+// first runs on the first snapshot. When it fails before any snapshot, el
+// is removed.
+async function stream(turn: Turn, el: HTMLElement, first: () => void): Promise<void> {
+  current = turn;
+  stopping = false;
   composerBusy(true);
   status("streaming", "Sending…");
   let last: SnapshotEvent | undefined;
   try {
     for await (const snap of turn) {
-      if (!last) {
-        // The server took the turn: the conversation is this user's.
-        const entry = known().find((k) => k.id === sessionId);
-        remember(sessionId, !entry || entry.title === "New conversation" ? title(input) : undefined);
-      }
+      if (!last) first();
       last = snap;
       const stick = nearBottom();
       renderTurn(el, snap.payload.messages, { error: snap.payload.error });

@@ -55,11 +55,33 @@ export interface SubmitOptions {
   onInvalidLine?: (diagnostic: DecoderDiagnostic) => void;
 }
 
+/** ResumeOptions name a running turn to read from where a reader left it. */
+export interface ResumeOptions {
+  sessionId: string;
+  turnId: string;
+  /**
+   * The last sequence already shown (a history summary's
+   * currentTurn.sequence, or Turn.sequence); omitted, the stream starts
+   * with the turn's newest state.
+   */
+  after?: number;
+  /** As in SubmitOptions. */
+  scope?: "session" | "turn";
+  signal?: AbortSignal;
+  onInvalidLine?: (diagnostic: DecoderDiagnostic) => void;
+}
+
 /** Capabilities is GET {turnURL}capabilities: what this deployment supports. */
 export interface Capabilities {
   protocols: { protocol: string; versions: number[] }[];
-  /** e.g. snapshotScope, stop, lineage, artifacts, history (resume once served). */
+  /** e.g. snapshotScope, stop, lineage, artifacts, history, resume, durableTurns. */
   extensions: string[];
+  /**
+   * The resume route, GET {turnURL}sessions/{sessionId}/turns/{turnId}/stream
+   * ?after=<sequence>; available false (and "resume" not in extensions)
+   * where the deployment does not checkpoint running turns.
+   */
+  resume?: { available: boolean; method?: string; path?: string; parameter?: string; pollIntervalMs?: number };
   limits?: { maxBodyBytes?: number; turnTimeoutMs?: number; snapshotIntervalMs?: number };
   [key: string]: JSONValue | undefined;
 }
@@ -79,14 +101,19 @@ export interface SessionSummary {
   cursor: number;
   createdAt: string;
   updatedAt: string;
-  currentTurn: { turnId: string; status: "running"; expiresAt: number; pendingInteractions: JSONValue[] } | null;
+  /**
+   * The running turn, null when none: sequence is the last snapshot
+   * sequence it checkpointed, where a resume continues after.
+   */
+  currentTurn: { turnId: string; status: "running"; sequence?: number; expiresAt: number; pendingInteractions: JSONValue[] } | null;
 }
 
 /** TurnSummary is one saved turn of a history page. */
 export interface TurnSummary {
   turnId: string;
   ordinal: number;
-  status: "complete" | "error" | "interrupted";
+  /** running: a turn still being written, as of its last checkpoint (its messages so far). */
+  status: "running" | "complete" | "error" | "interrupted";
   lineage: Lineage;
   /** Canonical message records, the user message first. */
   messages: Message[];
@@ -153,6 +180,24 @@ export class TurnstreamClient {
     const turnId = opts.turnId ?? newId();
     if (!isSafeId(opts.sessionId) || !isSafeId(turnId)) throw new TypeError("turnstream: session and turn ids must be SafeIds");
     return new Turn(this, { ...opts, turnId });
+  }
+
+  /**
+   * resume reads a turn that is already running, e.g. after a page reload
+   * mid-answer: GET {turnURL}sessions/{sessionId}/turns/{turnId}/stream
+   * ?after=<after>, which needs the "resume" extension (capabilities). The
+   * returned Turn yields the snapshots newer than after, until the
+   * terminal one, and resumes again if that stream breaks off. Reading it
+   * never runs the turn, and leaving it never stops it (stop() does).
+   * @throws TypeError for ids that are not SafeIds or an after that is not
+   * an integer >= 0.
+   */
+  resume(opts: ResumeOptions): Turn {
+    if (!isSafeId(opts.sessionId) || !isSafeId(opts.turnId)) throw new TypeError("turnstream: session and turn ids must be SafeIds");
+    if (opts.after !== undefined && !(Number.isSafeInteger(opts.after) && opts.after >= 0)) {
+      throw new TypeError("turnstream: after must be an integer >= 0");
+    }
+    return new Turn(this, { ...opts, input: "", attach: true });
   }
 
   /**
@@ -278,15 +323,24 @@ export class TurnstreamClient {
     return res;
   }
 
-  /** @internal resumeEnabled reports whether a dropped stream may be resumed. */
-  async resumeEnabled(signal?: AbortSignal): Promise<boolean> {
-    if (this.#opts.resume === "off") return false;
+  /**
+   * canResume reports whether this deployment serves the resume route
+   * (capabilities list "resume" as available); false when capabilities
+   * cannot be read.
+   */
+  async canResume(signal?: AbortSignal): Promise<boolean> {
     try {
-      return (await this.capabilities(signal)).extensions.includes("resume");
+      const c = await this.capabilities(signal);
+      return c.extensions.includes("resume") && c.resume?.available !== false;
     } catch (e) {
       throwIfAborted(signal, e);
       return false;
     }
+  }
+
+  /** @internal resumeEnabled reports whether a dropped stream may be resumed automatically. */
+  async resumeEnabled(signal?: AbortSignal): Promise<boolean> {
+    return this.#opts.resume !== "off" && (await this.canResume(signal));
   }
 
   /** @internal */
@@ -297,6 +351,10 @@ export class TurnstreamClient {
 
 interface TurnOptions extends SubmitOptions {
   turnId: string;
+  /** Read a running turn (resume) instead of submitting one. */
+  attach?: boolean;
+  /** With attach: the last sequence the reader already has. */
+  after?: number;
 }
 
 /**
@@ -320,6 +378,8 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
   readonly #client: TurnstreamClient;
   readonly #opts: TurnOptions;
   #started = false;
+  // The last resume stream ended at its deadline without a new snapshot.
+  #idleTimeout = false;
 
   constructor(client: TurnstreamClient, opts: TurnOptions) {
     this.#client = client;
@@ -352,10 +412,14 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
 
   async *#run(): AsyncGenerator<SnapshotEvent> {
     const { signal } = this.#opts;
-    let res: Response | undefined = await this.#submit();
+    let res: Response | undefined = await (this.#opts.attach ? this.#resume() : this.#submit());
+    let resumed = this.#opts.attach === true;
     for (let resumes = 0; ; ) {
-      const ended = yield* this.#read(res);
+      const before = this.sequence;
+      const ended = yield* this.#read(res, resumed);
       if (ended) return;
+      if (this.sequence !== before) resumes = 0; // it got somewhere: a fresh budget
+      resumed = true;
       if (resumes >= this.#client.maxResumes || !(await this.#client.resumeEnabled(signal))) {
         throw new StreamIncompleteError(this.sequence, this.invalidLines);
       }
@@ -395,7 +459,8 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
   // live sequences, so the same cursor takes over.
   #resume(): Promise<Response> {
     const o = this.#opts;
-    const after = this.sequence === undefined ? "" : `?after=${this.sequence}`;
+    const seq = this.sequence ?? o.after;
+    const after = seq === undefined ? "" : `?after=${seq}`;
     const headers: Record<string, string> = { Accept: "application/x-ndjson" };
     if (o.scope) headers[SCOPE_HEADER] = o.scope;
     const url = `${this.#client.turnURL}sessions/${o.sessionId}/turns/${o.turnId}/stream${after}`;
@@ -406,7 +471,7 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
   // yielding accepted snapshots. It returns true after the terminal line,
   // false when the stream ended or broke off before it (res undefined: a
   // failed resume attempt, to be tried again).
-  async *#read(res: Response | undefined): AsyncGenerator<SnapshotEvent, boolean> {
+  async *#read(res: Response | undefined, resumed: boolean): AsyncGenerator<SnapshotEvent, boolean> {
     if (res === undefined) return false;
     const signal = this.#opts.signal;
     const type = res.headers.get("content-type") ?? "";
@@ -416,6 +481,7 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
     }
     const reader = res.body.getReader();
     const lines = new LineSplitter();
+    const first = this.sequence;
     let done = false;
     try {
       for (;;) {
@@ -437,10 +503,21 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
           const ev = r.event;
           if (ev.sessionId !== this.sessionId || ev.turnId !== this.turnId) continue;
           if (ev.event === "server.turn.diagnostic") {
+            // A resume stream that reaches its own deadline while the turn
+            // runs ends with SERVER_TIMEOUT and no terminal snapshot: resume
+            // again, unless the previous one ended so too without progress.
+            const progressed = this.sequence !== first;
+            if (resumed && ev.payload.code === "SERVER_TIMEOUT" && (progressed || !this.#idleTimeout)) {
+              this.#idleTimeout = !progressed;
+              return false;
+            }
             done = true;
             throw new StreamDiagnosticError(ev);
           }
-          if (ev.event !== "server.turn.snapshot" || !this.cursor.apply(ev)) continue;
+          if (ev.event !== "server.turn.snapshot") continue;
+          // A resumed reader already has the state at or before after.
+          if (this.#opts.after !== undefined && ev.sequence <= this.#opts.after) continue;
+          if (!this.cursor.apply(ev)) continue;
           const snap = this.cursor.snapshot!;
           if (snap.payload.status === "complete" || snap.payload.status === "error") done = true;
           yield snap;

@@ -8,6 +8,7 @@ export type {
   Page,
   PageOptions,
   SessionSummary,
+  ResumeOptions,
   SubmitOptions,
   TurnSummary,
 } from "./client.js";

@@ -134,6 +134,56 @@ function need(cond: boolean): asserts cond {
   if (!cond) throw invalid;
 }
 
+// The fields of each object the decoder reads, for the case-variant rule
+// (hasVariant). A part's and a lineage's lists hold the fields of every
+// kind of part and every operation.
+const ENVELOPE = ["protocol", "version", "eventId", "sessionId", "turnId", "sequence", "emittedAt", "event", "payload"];
+const EVENT_ID = ["eventId"];
+const SUBMIT = ["input", "lineage"];
+const LINEAGE = ["operation", "parentTurnId", "sourceMessageId"];
+const SNAPSHOT = ["messages", "status", "usage", "error", "lineage"];
+const USAGE = ["promptTokens", "completionTokens", "totalTokens"];
+const DIAGNOSTIC = ["version", "code", "message", "retryable"];
+const MESSAGE = ["id", "role", "content", "status", "createdAt", "parts", "toolCalls", "toolCallId", "metadata"];
+const PART = ["type", "text", "source", "mimeType", "detail", "durationSec", "filename"];
+const TOOL_CALL = ["id", "name", "args", "status", "result", "error"];
+
+/**
+ * isCaseVariant reports whether key equals one of the field names case-
+ * insensitively but not exactly, as Go's strings.EqualFold compares them
+ * (Unicode simple case folding, the rule Go's encoding/json uses to match
+ * keys to fields). The names are ASCII, and the only characters outside
+ * ASCII whose simple-folding orbit holds an ASCII letter are U+017F LATIN
+ * SMALL LETTER LONG S (with s and S) and U+212A KELVIN SIGN (with k and
+ * K); U+0130 and U+0131 do not fold with i, and "ß" is not "ss" (no full
+ * folding). Such a key would be read as the field by a Go reader and
+ * ignored here: one text, two readings, so the decoder rejects it.
+ */
+export function isCaseVariant(key: string, names: readonly string[]): boolean {
+  if (names.includes(key)) return false;
+  search: for (const name of names) {
+    if (name.length !== key.length) continue;
+    for (let i = 0; i < name.length; i++) {
+      const a = key.charCodeAt(i);
+      const b = name.charCodeAt(i);
+      if (a === b) continue;
+      const lower = b | 0x20; // b's lower case, when b is a letter
+      if (lower < 0x61 || lower > 0x7a) continue search; // not a letter: only itself
+      if ((a < 0x80 && (a | 0x20) === lower) || (a === 0x17f && lower === 0x73) || (a === 0x212a && lower === 0x6b)) continue;
+      continue search;
+    }
+    return true;
+  }
+  return false;
+}
+
+// hasVariant reports whether the object o has a key that is a case variant
+// of one of its fields.
+function hasVariant(o: Obj, names: readonly string[]): boolean {
+  for (const k in o) if (isCaseVariant(k, names)) return true;
+  return false;
+}
+
 /** isSafeId: 1-128 ASCII characters, [A-Za-z0-9] then [A-Za-z0-9._:-]. */
 export function isSafeId(s: unknown): s is string {
   return typeof s === "string" && /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/.test(s);
@@ -180,9 +230,12 @@ export function decodeTurnEvent(input: string | Uint8Array): DecodeResult {
   if (root === NOT_JSON) return notJSON();
   const fail = (code: DecoderCode): DecodeResult => {
     const diagnostic: DecoderDiagnostic = { code, message: MESSAGES[code], retryable: false };
-    if (isObj(root) && isSafeId(root.eventId)) diagnostic.eventId = root.eventId;
+    if (isObj(root) && isSafeId(root.eventId) && !hasVariant(root, EVENT_ID)) diagnostic.eventId = root.eventId;
     return { ok: false, diagnostic };
   };
+  // A case variant of an envelope field is checked before the version and
+  // the event kind, as in Go.
+  if (isObj(root) && hasVariant(root, ENVELOPE)) return fail("PROTOCOL_INVALID_PAYLOAD");
   if (isObj(root) && root.protocol === TURN_PROTOCOL && typeof root.version === "number") {
     if (root.version !== TURN_VERSION) return fail("PROTOCOL_UNSUPPORTED_VERSION");
     const e = root.event;
@@ -242,6 +295,7 @@ function eventFrom(root: JSONValue): TurnEvent {
   const head = { protocol: TURN_PROTOCOL, version: TURN_VERSION, eventId, sessionId, turnId, sequence, emittedAt } as const;
   switch (root.event) {
     case "client.turn.submit": {
+      need(!hasVariant(payload, SUBMIT));
       const input = str(payload, "input");
       need(input.trim() !== "");
       const p: SubmitEvent["payload"] = { input };
@@ -257,7 +311,7 @@ function eventFrom(root: JSONValue): TurnEvent {
 }
 
 function lineageFrom(l: JSONValue): Lineage {
-  need(isObj(l));
+  need(isObj(l) && !hasVariant(l, LINEAGE));
   const op = str(l, "operation");
   if (op === "submit") return { operation: "submit" };
   need(op === "retry" || op === "edit" || op === "regenerate");
@@ -278,7 +332,7 @@ export function decodeDiagnostic(v: JSONValue): TurnDiagnostic | undefined {
 }
 
 function diagnosticFrom(d: JSONValue): TurnDiagnostic {
-  need(isObj(d) && d.version === 1);
+  need(isObj(d) && !hasVariant(d, DIAGNOSTIC) && d.version === 1);
   const code = str(d, "code");
   const message = str(d, "message");
   need(/^[A-Z][A-Z0-9_]*$/.test(code) && message !== "" && typeof d.retryable === "boolean");
@@ -286,12 +340,12 @@ function diagnosticFrom(d: JSONValue): TurnDiagnostic {
 }
 
 function snapshotFrom(p: Obj): SnapshotPayload {
-  need(has(p, "messages"));
+  need(!hasVariant(p, SNAPSHOT) && has(p, "messages"));
   const messages = messagesFrom(p.messages);
   const status = str(p, "status");
   need(status === "idle" || status === "streaming" || status === "complete" || status === "error");
   const u = p.usage;
-  need(has(p, "usage") && isObj(u));
+  need(has(p, "usage") && isObj(u) && !hasVariant(u, USAGE));
   const out: SnapshotPayload = {
     messages,
     status,
@@ -342,7 +396,7 @@ function walk(v: JSONValue, depth: number, lim: { nodes: number }): void {
 }
 
 function messageFrom(v: JSONValue): Message {
-  need(isObj(v));
+  need(isObj(v) && !hasVariant(v, MESSAGE));
   const id = str(v, "id");
   const content = str(v, "content");
   const role = str(v, "role");
@@ -373,7 +427,7 @@ function messageFrom(v: JSONValue): Message {
 }
 
 function partFrom(v: JSONValue): Part {
-  need(isObj(v));
+  need(isObj(v) && !hasVariant(v, PART));
   const type = str(v, "type");
   if (type === "text") return { type, text: str(v, "text") };
   need(type === "image" || type === "audio" || type === "video" || type === "file");
@@ -402,7 +456,7 @@ function partFrom(v: JSONValue): Part {
 }
 
 function toolCallFrom(v: JSONValue): ToolCall {
-  need(isObj(v));
+  need(isObj(v) && !hasVariant(v, TOOL_CALL));
   const id = str(v, "id");
   const name = str(v, "name");
   const status = str(v, "status");

@@ -222,3 +222,71 @@ test("without resume in capabilities a dropped stream is StreamIncompleteError",
   await assert.rejects(drain(c.submit({ sessionId, turnId, input: "x" })), StreamIncompleteError);
   assert.equal(f.calls.length, 2);
 });
+
+test("resume reads a running turn after a sequence, and resumes again when it drops", async () => {
+  const caps = { protocols: [{ protocol: "agentskit.chat.turn", versions: [1] }], extensions: ["stop", "resume"] };
+  const seqOf = (l) => decodeTurnEvent(l).event.sequence;
+  const after = seqOf(plainLines[1]);
+  const f = scripted(
+    // The newest state first (at after: already shown, so skipped), then
+    // newer ones; the connection drops inside a line.
+    () => ndjsonResponse([...withLF(plainLines.slice(1, 4)), plainLines[4].subarray(0, 9)]),
+    () => jsonResponse(200, caps),
+    () => ndjsonResponse(withLF(plainLines.slice(3))),
+  );
+  const c = new TurnstreamClient({ turnURL: "http://x.test/turn/", fetch: f.fetch });
+  const turn = c.resume({ sessionId, turnId, after, scope: "turn" });
+  const seqs = (await drain(turn)).map((s) => s.sequence);
+  assert.deepEqual(seqs, plainLines.slice(2).map(seqOf), "only newer snapshots, each once, the terminal one last");
+  assert.equal(f.calls[0].url, `http://x.test/turn/sessions/${sessionId}/turns/${turnId}/stream?after=${after}`);
+  assert.equal(f.calls[0].init.method, "GET");
+  assert.equal(f.calls[0].init.body, undefined, "nothing is submitted");
+  assert.equal(f.calls[2].url, `http://x.test/turn/sessions/${sessionId}/turns/${turnId}/stream?after=${seqOf(plainLines[3])}`);
+  assert.throws(() => c.resume({ sessionId, turnId, after: -1 }), TypeError);
+  assert.throws(() => c.resume({ sessionId, turnId: "not safe" }), TypeError);
+  // Without after the stream starts at the turn's newest state.
+  const g = scripted(() => ndjsonResponse(withLF(plainLines)));
+  const d = new TurnstreamClient({ turnURL: "http://x.test/turn/", fetch: g.fetch });
+  assert.equal((await drain(d.resume({ sessionId, turnId }))).length, plainLines.length);
+  assert.equal(g.calls[0].url, `http://x.test/turn/sessions/${sessionId}/turns/${turnId}/stream`);
+});
+
+test("a resume stream ending at its own deadline (SERVER_TIMEOUT, no terminal snapshot) is resumed again", async () => {
+  const caps = { protocols: [{ protocol: "agentskit.chat.turn", versions: [1] }], extensions: ["resume"], resume: { available: true } };
+  const seqOf = (l) => decodeTurnEvent(l).event.sequence;
+  const timeout = (seq) =>
+    new TextEncoder().encode(
+      JSON.stringify({
+        protocol: "agentskit.chat.turn", version: 1, eventId: `d-${seq}`, sessionId, turnId, sequence: seq,
+        emittedAt: "2026-07-11T03:00:00.000Z", event: "server.turn.diagnostic",
+        payload: { version: 1, code: "SERVER_TIMEOUT", message: "The request timed out.", retryable: true },
+      }) + "\n",
+    );
+  const f = scripted(
+    () => ndjsonResponse(withLF(plainLines.slice(0, 2))), // dropped
+    () => jsonResponse(200, caps),
+    () => ndjsonResponse([...withLF(plainLines.slice(2, 3)), timeout(seqOf(plainLines[2]) + 1)]), // progress, then its deadline
+    () => ndjsonResponse([timeout(seqOf(plainLines[2]) + 1)]), // its deadline without progress: once is forgiven
+    () => ndjsonResponse(withLF(plainLines.slice(2))),
+  );
+  const c = new TurnstreamClient({ turnURL: "http://x.test/", fetch: f.fetch });
+  const seqs = (await drain(c.submit({ sessionId, turnId, input: "x" }))).map((s) => s.sequence);
+  assert.deepEqual(seqs, plainLines.map(seqOf), "each snapshot once, the terminal one last");
+  assert.equal(f.calls.length, 5);
+
+  // Twice in a row without progress: the diagnostic is the answer.
+  const g = scripted(
+    () => ndjsonResponse(withLF(plainLines.slice(0, 2))),
+    () => jsonResponse(200, caps),
+    () => ndjsonResponse([timeout(seqOf(plainLines[1]) + 1)]),
+    () => ndjsonResponse([timeout(seqOf(plainLines[1]) + 1)]),
+  );
+  const d = new TurnstreamClient({ turnURL: "http://x.test/", fetch: g.fetch });
+  await assert.rejects(drain(d.submit({ sessionId, turnId, input: "x" })), (e) => e instanceof StreamDiagnosticError && e.code === "SERVER_TIMEOUT");
+
+  // On the submitted stream itself a diagnostic is never resumed.
+  const h = scripted(() => ndjsonResponse([...withLF(plainLines.slice(0, 2)), timeout(seqOf(plainLines[1]) + 1)]));
+  const e = new TurnstreamClient({ turnURL: "http://x.test/", fetch: h.fetch });
+  await assert.rejects(drain(e.submit({ sessionId, turnId, input: "x" })), StreamDiagnosticError);
+  assert.equal(h.calls.length, 1);
+});

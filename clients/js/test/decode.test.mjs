@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { decodeTurnEvent, parseStrict, NOT_JSON, MAX_PARSE_DEPTH } from "../dist/turnstream.js";
+import { decodeTurnEvent, decodeMessages, isCaseVariant, parseStrict, NOT_JSON, MAX_PARSE_DEPTH } from "../dist/turnstream.js";
 import { asJSON, fixtureFiles, goTurnFixtures, lines } from "./helpers.mjs";
 
 test("pkg/protocol turn fixtures give the Go decoder's results", () => {
@@ -68,4 +68,58 @@ test("parseStrict rejects what two parsers could read two ways", () => {
   // Depth: MAX_PARSE_DEPTH nested arrays parse, one more does not (as in Go).
   assert.notEqual(parseStrict("[".repeat(MAX_PARSE_DEPTH) + "]".repeat(MAX_PARSE_DEPTH)), NOT_JSON);
   assert.equal(parseStrict("[".repeat(MAX_PARSE_DEPTH + 1) + "]".repeat(MAX_PARSE_DEPTH + 1)), NOT_JSON);
+});
+
+// The table of pkg/protocol's TestIsCaseVariant, which holds each case to
+// Go's strings.EqualFold.
+test("isCaseVariant folds as Go's strings.EqualFold", () => {
+  const cases = [
+    ["event", ["event"], false],
+    ["Event", ["event"], true],
+    ["EVENT", ["protocol", "event"], true],
+    ["eVeNt", ["event"], true],
+    ["\u017ftatus", ["status"], true],
+    ["STATU\u017f", ["status"], true],
+    ["promptTo\u212aens", ["promptTokens"], true],
+    ["me\u00dfage", ["message"], false],
+    ["\u0130nput", ["input"], false],
+    ["\u0131nput", ["input"], false],
+    ["events", ["event"], false],
+    ["\u00e9vent", ["event"], false],
+    ["future", ["event", "payload"], false],
+    ["", ["event"], false],
+    ["Id", [], false],
+    ["tool_call_id", ["toolCallId"], false],
+    ["TOOLCALLID", ["toolCallId"], true],
+  ];
+  for (const [key, names, want] of cases) assert.equal(isCaseVariant(key, names), want, JSON.stringify(key));
+});
+
+// Every code point against every ASCII letter: exactly the letter's other
+// case, and U+017F with s and U+212A with k, fold to it (the orbits a Go
+// program listing strings.EqualFold over all runes finds).
+test("isCaseVariant: the only non-ASCII characters folding to ASCII letters", () => {
+  const extra = { s: 0x17f, k: 0x212a };
+  for (let c = 0x61; c <= 0x7a; c++) {
+    const lower = String.fromCharCode(c);
+    for (const name of [lower, lower.toUpperCase()]) {
+      const folds = [];
+      for (let cp = 0; cp <= 0x10ffff; cp++) {
+        if (cp >= 0xd800 && cp <= 0xdfff) continue;
+        if (isCaseVariant(String.fromCodePoint(cp), [name])) folds.push(cp);
+      }
+      const want = [name === lower ? c - 0x20 : c];
+      if (extra[lower]) want.push(extra[lower]);
+      assert.deepEqual(folds, want, name);
+    }
+  }
+});
+
+test("decodeMessages rejects case variants in messages, parts and tool calls", () => {
+  const msg = { id: "m1", role: "assistant", content: "x", status: "complete", createdAt: "2026-07-11T03:00:00.000Z" };
+  assert.ok(decodeMessages([msg]));
+  assert.ok(decodeMessages([{ ...msg, metadata: { Content: 1 } }]), "metadata is kept verbatim");
+  assert.equal(decodeMessages([{ ...msg, Content: "y" }]), undefined);
+  assert.equal(decodeMessages([{ ...msg, parts: [{ type: "text", text: "a", Type: "image" }] }]), undefined);
+  assert.equal(decodeMessages([{ ...msg, toolCalls: [{ id: "c", name: "n", Name: "m", args: {}, status: "complete" }] }]), undefined);
 });

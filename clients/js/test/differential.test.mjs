@@ -35,13 +35,24 @@ function mutate(line, rnd) {
       return Buffer.concat([b.subarray(0, at), Buffer.from(TOKENS[Math.floor(rnd() * TOKENS.length)]), b.subarray(at)]);
     case 3: // cut the line
       return b.subarray(0, at);
-    case 4: { // duplicate or case-change a key
+    case 4: { // duplicate a key, or add a case-changed or Unicode-folded spelling of it
       const s = b.toString("utf8");
       const keys = [...s.matchAll(/"([A-Za-z]+)":/g)];
       if (!keys.length) return b;
       const k = keys[Math.floor(rnd() * keys.length)];
-      const swap = rnd() < 0.5 ? `"${k[1]}":1,` : `"${k[1][0].toUpperCase()}${k[1].slice(1)}":1,`;
-      return Buffer.from(s.slice(0, k.index) + swap + s.slice(k.index));
+      const r = rnd();
+      let name = k[1];
+      if (r < 0.25) name = `${name[0].toUpperCase()}${name.slice(1)}`;
+      else if (r < 0.75) {
+        // A letter replaced by one that folds to it under simple folding
+        // (long s, KELVIN SIGN), or by a look-alike that does not (dotted
+        // and dotless I, ß for ss, ANGSTROM SIGN).
+        const i = Math.floor(rnd() * name.length);
+        const fold = { s: "\u017f", S: "\u017f", k: "\u212a", K: "\u212a", i: "\u0131", I: "\u0130", a: "\u212b" }[name[i]] ?? name[i].toUpperCase();
+        name = name.slice(0, i) + fold + name.slice(i + 1);
+        if (r > 0.7) name = name.replace("ss", "\u00df");
+      }
+      return Buffer.from(s.slice(0, k.index) + `"${name}":1,` + s.slice(k.index));
     }
     default: { // replace a number with an edge value
       const s = b.toString("utf8");

@@ -13,7 +13,9 @@ import (
 // request-counting middleware that every operation a method issues is
 // listed here.
 var methodOperations = map[string][]string{
-	"ClaimTurn":    {"UpdateItem", "GetItem"},
+	"ClaimTurn":    {"UpdateItem", "GetItem", "Query"},
+	"Checkpoint":   {"UpdateItem", "GetItem", "PutItem"},
+	"PollTurn":     {"Query", "GetItem"},
 	"RenewLease":   {"UpdateItem"},
 	"RequestStop":  {"UpdateItem", "GetItem"},
 	"LoadContext":  {"Query"},
@@ -29,16 +31,18 @@ var methodOperations = map[string][]string{
 
 // Store methods each Lambda function calls (DESIGN §1).
 var (
-	turnFunctionMethods      = []string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn"}
-	historyFunctionMethods   = []string{"GetSession", "ListTurns", "FindTurn"}
+	turnFunctionMethods      = []string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession"}
+	historyFunctionMethods   = []string{"GetSession", "ListTurns", "FindTurn", "PollTurn"}
 	artifactsFunctionMethods = []string{"PutArtifacts", "GetArtifacts"}
 )
 
 // IAM actions ("dynamodb:<Operation>") each function's role needs on the
 // table and its indexes, derived from methodOperations for the Store
 // methods that function calls: the turn function (ClaimTurn RenewLease
-// RequestStop LoadContext Supersede SaveTurn ReleaseTurn FindTurn), the
-// history function (GetSession ListTurns FindTurn) and the artifacts
+// RequestStop LoadContext Supersede SaveTurn ReleaseTurn FindTurn
+// Checkpoint PollTurn GetSession: the last three for durable turns and
+// resume), the history function (GetSession ListTurns FindTurn PollTurn)
+// and the artifacts
 // function (PutArtifacts GetArtifacts). Sorted, without duplicates. The
 // SAM template grants exactly these.
 var (

@@ -35,11 +35,19 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	var c1, c3 *chat.Claim
 	call("ClaimTurn", func() (err error) { c1, err = s.ClaimTurn(ctx, claimReq("s1", "t1")); return err })
 	call("ClaimTurn", func() error { _, err := s.ClaimTurn(ctx, claimReq("s1", "t2")); return err })
-	call("LoadContext", func() error { _, err := s.LoadContext(ctx, "s1", 5); return err })
+	call("LoadContext", func() error { _, _, err := s.LoadContext(ctx, "s1", 5, 1000); return err })
 	call("RenewLease", func() error {
 		_, err := s.RenewLease(ctx, chat.RenewRequest{Claim: c1, ExpiresAt: e.clock.Now().Add(lease)})
 		return err
 	})
+	cp := &chat.Checkpoint{SessionID: "s1", TurnID: "t1", Ordinal: c1.Lease.Ordinal, Number: 1, Sequence: 1,
+		Messages: textMessages("t1", "a"), LeaseExpiresAt: e.clock.Now().Add(lease)}
+	call("Checkpoint", func() error { _, err := s.Checkpoint(ctx, c1, cp); return err })
+	cp2 := *cp
+	cp2.Number, cp2.Prior, cp2.Sequence, cp2.Messages = 2, cp.Messages, 2, textMessages("t1", "ab")
+	call("Checkpoint", func() error { _, err := s.Checkpoint(ctx, c1, &cp2); return err })
+	call("PollTurn", func() error { _, err := s.PollTurn(ctx, "s1", c1.Lease.Ordinal, alice); return err })
+	call("PollTurn", func() error { _, err := s.PollTurn(ctx, "s1", 99, alice); return err })
 	call("RequestStop", func() error { return s.RequestStop(ctx, "s1", "t1", alice) })
 	call("RequestStop", func() error { return s.RequestStop(ctx, "s1", "t9", alice) })
 	big.SessionID, big.TurnID, big.Ordinal = "s1", "t1", c1.Lease.Ordinal
@@ -77,8 +85,8 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 		methods []string
 		actions []string
 	}{
-		"turn":      {[]string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn"}, dynamo.TurnFunctionActions},
-		"history":   {[]string{"GetSession", "ListTurns", "FindTurn"}, dynamo.HistoryFunctionActions},
+		"turn":      {[]string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession"}, dynamo.TurnFunctionActions},
+		"history":   {[]string{"GetSession", "ListTurns", "FindTurn", "PollTurn"}, dynamo.HistoryFunctionActions},
 		"artifacts": {[]string{"PutArtifacts", "GetArtifacts"}, dynamo.ArtifactsFunctionActions},
 	}
 	for name, f := range functions {

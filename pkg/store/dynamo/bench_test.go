@@ -66,7 +66,7 @@ func BenchmarkLifecycleDynalite(b *testing.B) {
 				b.Fatal(err)
 			}
 			if !c.Created {
-				if _, err := s.LoadContext(ctx, sessionID, c.Lease.Ordinal); err != nil {
+				if _, _, err := s.LoadContext(ctx, sessionID, c.Lease.Ordinal, 1000); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -67,7 +67,7 @@ func TestRequestBudgets(t *testing.T) {
 			return err
 		}, []string{"UpdateItem"}, nil},
 		{"context load of a new session", func() error {
-			_, err := s.LoadContext(ctx, "s1", c1.Lease.Ordinal)
+			_, _, err := s.LoadContext(ctx, "s1", c1.Lease.Ordinal, 1000)
 			return err
 		}, nil, nil},
 		{"lease renewal", func() error {
@@ -86,7 +86,7 @@ func TestRequestBudgets(t *testing.T) {
 			return err
 		}, []string{"UpdateItem"}, nil},
 		{"context load", func() error {
-			turns, err := s.LoadContext(ctx, "s1", c2.Lease.Ordinal)
+			turns, _, err := s.LoadContext(ctx, "s1", c2.Lease.Ordinal, 1000)
 			if err == nil && len(turns) != 1 {
 				t.Errorf("context has %d turns, want 1", len(turns))
 			}

@@ -169,12 +169,11 @@ func (s *Store) Checkpoint(ctx context.Context, c *chat.Claim, cp *chat.Checkpoi
 	token := c.Lease.Token
 	purgeAt := s.now().Add(checkpointRetention).Unix()
 	change := true
-	switch {
-	case cp.Prior == nil:
+	if cp.Prior == nil {
 		if err := s.writeRunningItem(ctx, c, cp); err != nil {
 			return false, err
 		}
-	default:
+	} else {
 		d, err := diffMessages(cp.Prior, cp.Messages)
 		if err != nil {
 			return false, err

@@ -263,13 +263,17 @@ func pkKey(sessionID string) expression.KeyConditionBuilder {
 	return expression.Key(AttrPK).Equal(expression.Value(sessionPK(sessionID)))
 }
 
-// LoadContext implements chat.Store: Query pages of VisibleIndex (one per
-// 1 MB of history), oldest first; no request when beforeOrdinal <= 1.
+// LoadContext implements chat.Store: one Query of VisibleIndex, newest
+// first, with Limit maxTurns+1 (the extra item tells whether older turns
+// exist; more pages only past 1 MB); no request when beforeOrdinal <= 1.
 // Turns still running are skipped.
-func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal int64) ([]chat.Turn, error) {
+func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal int64, maxTurns int) ([]chat.Turn, bool, error) {
+	if maxTurns < 1 {
+		return nil, false, fmt.Errorf("%w: load context needs maxTurns >= 1", chat.ErrInvalidRequest)
+	}
 	turns := []chat.Turn{}
 	if beforeOrdinal <= 1 {
-		return turns, nil
+		return turns, false, nil
 	}
 	if beforeOrdinal > maxOrdinal {
 		beforeOrdinal = maxOrdinal
@@ -277,21 +281,27 @@ func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal
 	key := pkKey(sessionID).And(expression.Key(AttrVisibleKey).LessThan(expression.Value(ordinalKey(beforeOrdinal))))
 	var start map[string]types.AttributeValue
 	for {
-		out, err := s.queryVisible(ctx, sessionID, key, true, 0, start)
+		out, err := s.queryVisible(ctx, sessionID, key, false, int32(maxTurns+1-len(turns)), start)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		page, _, err := s.turnsFromItems(ctx, out.Items)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for _, t := range page {
-			if t.Status != chat.TurnRunning {
-				turns = append(turns, t)
+			if t.Status == chat.TurnRunning {
+				continue
 			}
+			if len(turns) == maxTurns {
+				slices.Reverse(turns)
+				return turns, true, nil
+			}
+			turns = append(turns, t)
 		}
 		if len(out.LastEvaluatedKey) == 0 {
-			return turns, nil
+			slices.Reverse(turns)
+			return turns, false, nil
 		}
 		start = out.LastEvaluatedKey
 	}

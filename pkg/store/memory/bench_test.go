@@ -48,7 +48,7 @@ func BenchmarkLifecycle(b *testing.B) {
 					b.Fatal(err)
 				}
 				if bc.loadAndSave {
-					if _, err := s.LoadContext(ctx, sessionID, c.Lease.Ordinal); err != nil {
+					if _, _, err := s.LoadContext(ctx, sessionID, c.Lease.Ordinal, 1000); err != nil {
 						b.Fatal(err)
 					}
 					err := s.SaveTurn(ctx, c, &chat.Turn{

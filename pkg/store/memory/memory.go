@@ -261,28 +261,38 @@ func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p cha
 
 // LoadContext implements chat.Store. A missing session has no context (an
 // empty slice, no error), as a query of its turn items would find none.
-func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal int64) ([]chat.Turn, error) {
+func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal int64, maxTurns int) ([]chat.Turn, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	if maxTurns < 1 {
+		return nil, false, fmt.Errorf("load context: %w", chat.ErrInvalidRequest)
+	}
+	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := []chat.Turn{}
 	rec, ok := s.sessions[sessionID]
 	if !ok {
-		return out, nil
+		return out, false, nil
 	}
-	for _, ord := range rec.ordinals {
-		if ord >= beforeOrdinal {
-			break
-		}
-		t := &rec.turns[ord].turn
+	i, _ := slices.BinarySearch(rec.ordinals, beforeOrdinal)
+	for i--; i >= 0; i-- {
+		t := cloneTurn(&rec.turns[rec.ordinals[i]].turn).Presented(now)
 		if t.Superseded || t.Status == chat.TurnRunning {
 			continue
 		}
-		out = append(out, *cloneTurn(t))
+		if len(out) == maxTurns {
+			return reversed(out), true, nil
+		}
+		out = append(out, t)
 	}
-	return out, nil
+	return reversed(out), false, nil
+}
+
+func reversed(turns []chat.Turn) []chat.Turn {
+	slices.Reverse(turns)
+	return turns
 }
 
 // Supersede implements chat.Store. The token must hold an unexpired lease.

@@ -186,7 +186,7 @@ func TestConcurrentUse(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if _, err := s.LoadContext(ctx, sessionID, c.Lease.Ordinal); err != nil {
+				if _, _, err := s.LoadContext(ctx, sessionID, c.Lease.Ordinal, 1000); err != nil {
 					t.Error(err)
 				}
 				if _, err := s.PutArtifacts(ctx, sessionID, turnID, alice, []chat.ArtifactReference{{EntryPath: "a.md", ArtifactType: chat.ArtifactDocument}}); err != nil {

@@ -84,7 +84,7 @@ func checkpointCases() map[string]func(*testing.T, *env) {
 				t.Fatalf("history of a running turn: %v, %v", turnIDs(pageTurns(page)), err)
 			}
 			e.wantRunning(t, "in history", &page.Turns[0], &beat)
-			if ctxTurns, err := e.store.LoadContext(e.ctx, "s1", c.Lease.Ordinal+1); err != nil || len(ctxTurns) != 0 {
+			if ctxTurns, _, err := e.store.LoadContext(e.ctx, "s1", c.Lease.Ordinal+1, 1000); err != nil || len(ctxTurns) != 0 {
 				t.Errorf("context load included the running turn: %v, %v", ctxTurns, err)
 			}
 			final := e.turnFor(c, "s1")
@@ -174,6 +174,27 @@ func checkpointCases() map[string]func(*testing.T, *env) {
 			wantErr(t, "poll by another principal", err, chat.ErrSessionNotFound)
 			_, err = e.store.PollTurn(e.ctx, "s1", c.Lease.Ordinal+5, alice)
 			wantErr(t, "poll of an unknown ordinal", err, chat.ErrTurnNotFound)
+		},
+	}
+}
+
+// contextCases prove LoadContext's budget: the newest maxTurns, oldest
+// first, and whether older ones were left out.
+func contextCases() map[string]func(*testing.T, *env) {
+	return map[string]func(*testing.T, *env){
+		"LoadContextNewestTurnsWithinBudget": func(t *testing.T, e *env) {
+			all := e.completeTurns("s1", "t", 5)
+			c := e.claim("s1", "now")
+			got, omitted, err := e.store.LoadContext(e.ctx, "s1", c.Lease.Ordinal, 2)
+			if err != nil || !omitted || len(got) != 2 || got[0].TurnID != all[3].TurnID || got[1].TurnID != all[4].TurnID {
+				t.Errorf("LoadContext(2) = %v, omitted %v, %v; want the newest two, oldest first, omitted", turnIDs(got), omitted, err)
+			}
+			got, omitted, err = e.store.LoadContext(e.ctx, "s1", c.Lease.Ordinal, 5)
+			if err != nil || omitted || len(got) != 5 {
+				t.Errorf("LoadContext(5) = %v, omitted %v, %v; want all five, none omitted", turnIDs(got), omitted, err)
+			}
+			_, _, err = e.store.LoadContext(e.ctx, "s1", c.Lease.Ordinal, 0)
+			wantErr(t, "LoadContext(0)", err, chat.ErrInvalidRequest)
 		},
 	}
 }

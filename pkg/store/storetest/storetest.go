@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Artifacts", artifactCases()},
 		{"Confirmations", confirmationCases()},
 		{"Checkpoints", checkpointCases()},
+		{"Context", contextCases()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

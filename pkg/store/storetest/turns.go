@@ -33,7 +33,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 				t.Fatalf("ListTurns returned %d turns, want 1", len(page.Turns))
 			}
 			wantTurn(t, "ListTurns", &page.Turns[0], want)
-			loaded, err := e.store.LoadContext(e.ctx, "s1", 2)
+			loaded, _, err := e.store.LoadContext(e.ctx, "s1", 2, 1000)
 			if err != nil {
 				t.Fatalf("LoadContext: %v", err)
 			}
@@ -74,7 +74,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 			e.save(c, turn)
 			e.release("s1", c, chat.OutcomeCompleted, turn.LastSequence)
 			wantTurn(t, "FindTurn of a 1 MiB turn", e.find("s1", "big"), turn)
-			loaded, err := e.store.LoadContext(e.ctx, "s1", 2)
+			loaded, _, err := e.store.LoadContext(e.ctx, "s1", 2, 1000)
 			if err != nil || len(loaded) != 1 {
 				t.Fatalf("LoadContext: %d turns, %v; want 1", len(loaded), err)
 			}
@@ -173,7 +173,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 			err := e.store.Supersede(e.ctx, forged(c, "not-a-token"), 1, c.Lease.Ordinal)
 			wantErr(t, "Supersede without the lease", err, chat.ErrLeaseLost)
 
-			loaded, err := e.store.LoadContext(e.ctx, "s1", c.Lease.Ordinal)
+			loaded, _, err := e.store.LoadContext(e.ctx, "s1", c.Lease.Ordinal, 1000)
 			if err != nil {
 				t.Fatalf("LoadContext: %v", err)
 			}
@@ -219,7 +219,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 			}
 			for name, tc := range cases {
 				t.Run(name, func(t *testing.T) {
-					got, err := e.store.LoadContext(e.ctx, "s1", tc.before)
+					got, _, err := e.store.LoadContext(e.ctx, "s1", tc.before, 1000)
 					if err != nil {
 						t.Fatalf("LoadContext(%d): %v", tc.before, err)
 					}
@@ -236,7 +236,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 			interrupted.Status = chat.TurnInterrupted
 			interrupted.Error = &protocol.Diagnostic{Version: 1, Code: "TURN_INTERRUPTED", Message: "The turn was stopped."}
 			e.save(c, interrupted)
-			got, err := e.store.LoadContext(e.ctx, "s1", 5)
+			got, _, err := e.store.LoadContext(e.ctx, "s1", 5, 1000)
 			if err != nil {
 				t.Fatalf("LoadContext: %v", err)
 			}

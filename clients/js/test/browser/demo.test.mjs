@@ -1,5 +1,6 @@
 // The demo page in headless Chromium against real dev servers: a reply
-// streams in, a stop ends it early, a tool call shows its artifact, older
+// streams in, a stop ends it early, a reload mid-answer continues it (the
+// resume route), a tool call shows its artifact, older
 // history loads on scroll, and another user's session is an error in
 // plain words. Screenshots of each state, at desktop and phone widths, go
 // to clients/js/test-output/screenshots (git-ignored).
@@ -19,21 +20,23 @@ const PHONE = { width: 390, height: 844 };
 const skip = browserMissing();
 
 describe("demo page in Chromium", { skip }, () => {
-  let slow, fast, browser;
+  let slow, fast, still, browser;
 
   before(async () => {
     mkdirSync(shots, { recursive: true });
     // slow: an answer takes seconds, so it is seen streaming and can be
     // stopped; a stop is seen within one lease renewal (LEASE_DURATION/3).
-    [slow, fast] = await Promise.all([
+    // still: slow too, without checkpoints, so without resume.
+    [slow, fast, still] = await Promise.all([
       startDevServer({ ECHO_DELAY: "120ms", ECHO_CHUNK_RUNES: "2", LEASE_DURATION: "3s" }),
       startDevServer({ ECHO_DELAY: "0" }),
+      startDevServer({ ECHO_DELAY: "120ms", ECHO_CHUNK_RUNES: "2", LEASE_DURATION: "3s", CHECKPOINT_INTERVAL: "0" }),
     ]);
     browser = await launch();
   });
   after(async () => {
     await browser?.close();
-    await Promise.all([slow?.stop(), fast?.stop()]);
+    await Promise.all([slow?.stop(), fast?.stop(), still?.stop()]);
   });
 
   async function open(base, query, viewport = DESKTOP) {
@@ -126,7 +129,45 @@ describe("demo page in Chromium", { skip }, () => {
     await page.close();
   });
 
-  test("a page opened mid-answer says so, then shows the saved answer", async () => {
+  test("reload mid-answer and see the same answer continue", async (t) => {
+    const { page, problems } = await newChat(slow.base, "ann");
+    const input = "Reloaded while this answer is being written, and it simply goes on. ".repeat(3).trim();
+    const final = `Echo: ${input}`;
+    await send(page, input);
+    const text = `${lastAssistant} .text`;
+    await page.waitForFunction((sel) => (document.querySelector(sel)?.textContent.length ?? 0) > 12, text);
+    const before = await page.textContent(text);
+    const streams = [];
+    page.on("request", (r) => r.url().includes("/stream") && streams.push(new URL(r.url())));
+    await page.reload();
+    // The same answer goes on growing here, not a notice from elsewhere.
+    await page.waitForFunction(([sel, n]) => (document.querySelector(sel)?.textContent.length ?? 0) > n, [text, before.length]);
+    assert.equal(await page.getAttribute("#status", "data-state"), "streaming");
+    assert.equal(await page.textContent("#send"), "Stop");
+    assert.equal(await page.locator(".elsewhere").count(), 0);
+    await page.screenshot({ path: join(shots, "resumed-desktop.png") });
+    await page.waitForSelector(`${lastAssistant}[data-status="complete"]`, { timeout: 60_000 });
+    assert.equal(await page.textContent(text), final);
+    // Every text shown after the reload grew from the one before: no line twice, none lost.
+    const texts = await page.evaluate(() => window.__texts);
+    assert.ok(texts.length >= 2, `${texts.length} texts after the reload`);
+    for (let i = 0; i < texts.length; i++) {
+      assert.ok(final.startsWith(texts[i]), `text ${i} is part of the answer`);
+      if (i > 0) assert.ok(texts[i].length > texts[i - 1].length, `text ${i} grew`);
+    }
+    assert.equal(await page.locator(".turn").count(), 1, "one turn");
+    // It came from the resume route, after the sequence history had saved.
+    assert.equal(streams.length, 1, streams.join(" "));
+    assert.match(streams[0].pathname, /^\/turn\/sessions\/[^/]+\/turns\/[^/]+\/stream$/);
+    assert.match(streams[0].search, /^(\?after=\d+)?$/);
+    t.diagnostic(`resumed with ${streams[0].search || "no after"}, ${texts.length} texts after the reload`);
+    assert.equal(await page.locator('.msg[data-role="user"]').count(), 1);
+    await page.waitForSelector('#status[data-state="ready"]');
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  test("a page opened mid-answer follows it, and shows its stop", async () => {
     const ann = new TurnstreamClient({ turnURL: slow.turnURL, historyURL: slow.historyURL, headers: { Authorization: "Bearer dev.ann" } });
     // Long enough to run until it is stopped below.
     const input = "Opened in a second tab while this answer is written. ".repeat(8).trim();
@@ -136,8 +177,30 @@ describe("demo page in Chromium", { skip }, () => {
     const rest = (async () => { while (!(await it.next()).done); })();
     const { page, problems } = await open(slow.base, "session=b-reload&user=ann");
     await page.waitForSelector('#status[data-state="streaming"]');
-    assert.equal(await page.textContent("#status .text"), "An answer is being written…");
+    await page.waitForFunction((sel) => (document.querySelector(sel)?.textContent.length ?? 0) > 12, `${lastAssistant} .text`);
     await page.screenshot({ path: join(shots, "running-elsewhere-desktop.png") });
+    await turn.stop();
+    await rest;
+    await page.waitForSelector(`${lastAssistant}[data-status="error"]`, { timeout: 60_000 });
+    assert.equal(await page.textContent(`${lastAssistant} .text`), turn.snapshot.payload.messages.at(-1).content, "the same state as the tab that stopped it");
+    assert.equal(await page.textContent(`${lastAssistant} .notice`), "Stopped.");
+    await page.waitForSelector('#status[data-state="stopped"]');
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  test("without resume, a page opened mid-answer says so, then shows the saved answer", async () => {
+    const ann = new TurnstreamClient({ turnURL: still.turnURL, historyURL: still.historyURL, headers: { Authorization: "Bearer dev.ann" } });
+    // Long enough to run until it is stopped below.
+    const input = "Opened in a second tab while this answer is written. ".repeat(8).trim();
+    const turn = ann.submit({ sessionId: "b-still", input });
+    const it = turn[Symbol.asyncIterator]();
+    await it.next(); // the turn is running
+    const rest = (async () => { while (!(await it.next()).done); })();
+    const { page, problems } = await open(still.base, "session=b-still&user=ann");
+    await page.waitForSelector('#status[data-state="streaming"]');
+    assert.equal(await page.textContent("#status .text"), "An answer is being written…");
+    await page.screenshot({ path: join(shots, "running-elsewhere-noresume-desktop.png") });
     await turn.stop();
     await rest;
     await page.waitForSelector(`${lastAssistant}[data-status="error"]`, { timeout: 60_000 });
