@@ -237,6 +237,9 @@ func TestDecodeTurnEvent(t *testing.T) {
 		"submit confirmation other decision": bad(input(`"yes","confirmation":{"token":"cf1","decision":"Approve"}`), "event-submit"),
 		"submit confirmation no decision":    bad(input(`"yes","confirmation":{"token":"cf1"}`), "event-submit"),
 		"submit confirmation blank input":    bad(input(`" ","confirmation":{"token":"cf1","decision":"approve"}`), "event-submit"),
+		"submit confirmation Decision":       bad(input(`"yes","confirmation":{"token":"cf1","decision":"approve","Decision":"deny"}`), "event-submit"),
+		"submit confirmation TOKEN":          bad(input(`"yes","confirmation":{"token":"cf1","TOKEN":"cf2","decision":"approve"}`), "event-submit"),
+		"submit Confirmation beside":         bad(input(`"yes","confirmation":{"token":"cf1","decision":"approve"},"Confirmation":{}`), "event-submit"),
 
 		// Canonical message records (wire §4).
 		"metadata nested 29 levels":           ok(withMessage(t, `"metadata":`+nested(29))),
