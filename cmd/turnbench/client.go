@@ -29,8 +29,9 @@ var benchIDs atomic.Int64
 type turnResult struct {
 	BenchID string
 	Status  int // HTTP status; 0 when the request failed before a response
-	// Error is the JSON error's code of a non-200 response.
+	// ErrorCode and Retryable are the JSON error of a non-200 response.
 	ErrorCode string
+	Retryable bool
 	// Lines is the number of NDJSON lines received; Bytes the body bytes.
 	Lines int
 	Bytes int
@@ -47,6 +48,35 @@ type turnResult struct {
 	Disconnected bool
 	// Err is a transport or decoding failure.
 	Err error
+	// Received is every line with its arrival time (with
+	// submitOptions.RecordLines).
+	Received []lineRecord
+}
+
+// lineRecord is one NDJSON line as the client received it.
+type lineRecord struct {
+	Arrived   time.Time
+	EmittedAt time.Time // the line's emittedAt (millisecond precision); zero if unreadable
+	Event     string    // protocol.EventSnapshot or protocol.EventDiagnostic
+	Status    string    // a snapshot's status
+}
+
+// readLineRecord reads the fields of a line that lineRecord keeps (a
+// light decode: the last line gets the strict decoder).
+func readLineRecord(line []byte, arrived time.Time) lineRecord {
+	var l struct {
+		Event     string `json:"event"`
+		EmittedAt string `json:"emittedAt"`
+		Payload   struct {
+			Status string `json:"status"`
+		} `json:"payload"`
+	}
+	_ = json.Unmarshal(line, &l) // an undecodable line keeps zero fields
+	r := lineRecord{Arrived: arrived, Event: l.Event, Status: l.Payload.Status}
+	if t, err := time.Parse(time.RFC3339Nano, l.EmittedAt); err == nil {
+		r.EmittedAt = t
+	}
+	return r
 }
 
 // acknowledged reports whether the stream's last line is a terminal
@@ -69,6 +99,10 @@ type submitOptions struct {
 	TurnScope bool
 	// DisconnectAfter, when > 0, cancels the request after that many lines.
 	DisconnectAfter int
+	// RecordLines keeps every line's arrival time and emittedAt.
+	RecordLines bool
+	// Aim asks the server for faults on the request's DynamoDB calls.
+	Aim *aim
 }
 
 // submit posts one client.turn.submit to base+"/turn/" and reads the
@@ -95,6 +129,9 @@ func submit(ctx context.Context, c *http.Client, base, sessionID, turnID, input 
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", auth.DevAuthorization(benchSubject))
 	req.Header.Set(benchIDHeader, res.BenchID)
+	if o.Aim != nil {
+		req.Header.Set(benchFaultHeader, o.Aim.String())
+	}
 	if o.TurnScope {
 		req.Header.Set(turn.SnapshotScopeHeader, "turn")
 	}
@@ -108,13 +145,16 @@ func submit(ctx context.Context, c *http.Client, base, sessionID, turnID, input 
 	res.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		raw, _ := io.ReadAll(resp.Body)
-		res.ErrorCode = errorCode(raw)
+		res.ErrorCode, res.Retryable = errorCode(raw)
 		return res
 	}
 	var last []byte
 	err = readLines(resp.Body, func(line []byte) bool {
 		if res.Lines == 0 {
 			res.FirstLine = time.Since(res.Sent)
+		}
+		if o.RecordLines {
+			res.Received = append(res.Received, readLineRecord(line, time.Now()))
 		}
 		res.Lines++
 		res.Bytes += len(line) + 1
@@ -141,17 +181,19 @@ func submit(ctx context.Context, c *http.Client, base, sessionID, turnID, input 
 	return res
 }
 
-// errorCode returns the code of an {"error":{...}} body, or "".
-func errorCode(raw []byte) string {
+// errorCode returns the code and retryable flag of an {"error":{...}}
+// body ("" and false if it is not one).
+func errorCode(raw []byte) (string, bool) {
 	var b struct {
 		Error struct {
-			Code string `json:"code"`
+			Code      string `json:"code"`
+			Retryable bool   `json:"retryable"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(raw, &b) != nil {
-		return ""
+		return "", false
 	}
-	return b.Error.Code
+	return b.Error.Code, b.Error.Retryable
 }
 
 // getJSON GETs base+path as the bench principal into v (when non-nil) and

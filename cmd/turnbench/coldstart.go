@@ -19,7 +19,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -63,7 +62,7 @@ func maybeExecBootstrap() {
 		fmt.Fprintln(os.Stderr, "turnbench: stamp:", err)
 		os.Exit(1)
 	}
-	err := syscall.Exec(bin, []string{bin}, env)
+	err := execProcess(bin, env)
 	fmt.Fprintln(os.Stderr, "turnbench: exec bootstrap:", err)
 	os.Exit(1)
 }
@@ -174,7 +173,7 @@ func startRIE(rie, self, bootstrap string, env []string) (*rieRun, error) {
 		envExecBootstrap+"="+bootstrap, envStampFile+"="+r.stamp, envRuntimeProxy+"="+ln.Addr().String())
 	r.cmd.Stdout = r.output
 	r.cmd.Stderr = r.output
-	r.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	setProcAttr(r.cmd)
 	if err := r.cmd.Start(); err != nil {
 		_ = r.proxy.Close()
 		return nil, fmt.Errorf("start %s: %w", rie, err)
@@ -207,7 +206,7 @@ func startRIE(rie, self, bootstrap string, env []string) (*rieRun, error) {
 
 // stop kills the emulator's process group (the bootstrap included).
 func (r *rieRun) stop() {
-	_ = syscall.Kill(-r.cmd.Process.Pid, syscall.SIGKILL) // already gone is fine
+	killGroup(r.cmd)
 	<-r.done
 	_ = r.proxy.Close()
 	_ = os.RemoveAll(filepath.Dir(r.stamp))

@@ -10,25 +10,26 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"math"
-	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/turnstream/turnstream/internal/ddbfault"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -48,7 +49,7 @@ type dynaliteProc struct {
 
 // startDynalite starts root/node_modules/.bin/dynalite on a free loopback
 // port in its own process group (never through npx: killing npx leaves
-// node running; NOTES.md) and waits until it answers. It returns the
+// node running) and waits until it answers. It returns the
 // endpoint URL. stop kills the process group and waits for it.
 func startDynalite(root string) (endpoint string, p *dynaliteProc, err error) {
 	bin := filepath.Join(root, "node_modules", ".bin", "dynalite")
@@ -65,7 +66,7 @@ func startDynalite(root string) (endpoint string, p *dynaliteProc, err error) {
 	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", port,
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
 	cmd.Dir = root
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
 		return "", nil, fmt.Errorf("start %s: %w", bin, err)
 	}
@@ -87,7 +88,7 @@ func (p *dynaliteProc) stop() {
 	if p == nil {
 		return
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // already gone is fine
+	killGroup(p.cmd)
 	<-p.done
 }
 
@@ -146,34 +147,51 @@ func randomName(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// ---- the DynamoDB tap: counting, tracing and fault injection -------------
-
-// errInjected is the error the tap returns for a failed call. It is
-// returned above the SDK's retryer, so one injected failure fails one API
-// call.
-var errInjected = errors.New("turnbench: injected DynamoDB failure")
+// ---- the DynamoDB tap: counting and tracing ------------------------------
 
 // opRecord is one DynamoDB API call seen by the tap.
 type opRecord struct {
-	Op     string // operation name, e.g. "UpdateItem"
-	SK     string // the sort key of a keyed call ("SESSION", "TURN#..."), "" for Query
-	Failed bool   // the tap failed the call
-	// AfterSend means the failed call was sent (and applied) first: only
-	// its response was replaced by the error.
-	AfterSend bool
-	// CondFailed means the server rejected the call's condition.
+	Op   string // operation name, e.g. "UpdateItem"
+	SK   string // the sort key of a keyed call ("SESSION", "TURN#..."), "" for Query
+	Kind string // what the call was for (kindOf)
+	// Write tells the claim's writes apart (claimWrite, takeoverWrite,
+	// fenceWrite); "" for other calls.
+	Write string
+	// Expiry is the lease expiry a claim or a renewal writes (zero for
+	// other calls, or when it cannot be read from the request).
+	Expiry time.Time
+	// Start and End bound the call, retries included; Took is End-Start.
+	Start, End time.Time
+	Took       time.Duration
+	// Err is the error the caller got ("" on success); CondFailed means
+	// it was a failed condition.
+	Err        string
 	CondFailed bool
-	// Attempts is the number of HTTP attempts the SDK made (more than one:
-	// it retried), AttemptErrors the errors of the failed ones.
-	Attempts      int
-	AttemptErrors []string
-	// Took is the call's duration, retries included (0 when it failed
-	// before send).
-	Took time.Duration
+	// Attempts are the call's HTTP attempts, recorded by the load client's
+	// transport (nil on the other clients, whose attempts are only counted).
+	Attempts []*attemptRecord
 }
+
+// failed reports whether the call returned an error other than a failed
+// condition.
+func (o *opRecord) failed() bool { return o.Err != "" && !o.CondFailed }
+
+// callState is an API call in flight; its attempts fill rec.
+type callState struct {
+	mu  sync.Mutex
+	rec opRecord
+	// The fault drawn for the call at its first attempt (faultInjector).
+	drawn      bool
+	fault      ddbfault.Fault
+	persistent bool
+}
+
+type callKey struct{}
 
 // trace is every DynamoDB call made on behalf of one HTTP request.
 type trace struct {
+	aim *aim // the faults the request asked for (benchFaultHeader), or nil
+
 	mu  sync.Mutex
 	ops []opRecord
 }
@@ -184,11 +202,14 @@ func (t *trace) add(r opRecord) {
 	t.ops = append(t.ops, r)
 }
 
-// snapshot returns a copy of the calls recorded so far.
+// snapshot returns a copy of the calls recorded so far, in the order they
+// started.
 func (t *trace) snapshot() []opRecord {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return append([]opRecord(nil), t.ops...)
+	ops := append([]opRecord(nil), t.ops...)
+	slices.SortStableFunc(ops, func(a, b opRecord) int { return a.Start.Compare(b.Start) })
+	return ops
 }
 
 type traceKey struct{}
@@ -203,51 +224,23 @@ func traceFrom(ctx context.Context) *trace {
 	return t
 }
 
-// tap is SDK middleware on the DynamoDB client (Initialize step, so once
-// per API call, before the retryer): it counts every call, records it in
-// the request's trace with its duration, and fails a fraction of calls
-// with errInjected: some before they are sent (nothing happened), the
-// others after the server applied them (the response is lost: the caller
-// cannot tell, the ambiguous case). It also counts HTTP attempts in the
-// Finalize step (after the retryer), so retries show.
+// tap is SDK middleware on the DynamoDB clients (Initialize step, so once
+// per API call, before the retryer): it counts every call and records it
+// in the request's trace with its duration and result, and puts the
+// call's state in the context, where the load client's transport files
+// the call's HTTP attempts (the SDK passes the context down to the
+// transport). It also counts HTTP attempts in the Finalize step (after
+// the retryer), so retries show.
 type tap struct {
 	calls    atomic.Int64
 	attempts atomic.Int64
-	injected atomic.Int64
-	retries  atomic.Int64  // HTTP attempts beyond the first of a call
-	failBits atomic.Uint64 // float64 bits of the failure probability
-	lateBits atomic.Uint64 // float64 bits of the share of failures after send
+	retries  atomic.Int64 // HTTP attempts beyond the first of a call
 
 	mu         sync.Mutex
-	rng        *mrand.Rand
 	attemptErr map[string]int // failed HTTP attempts by error text, digits masked
 }
 
-func newTap(seed uint64) *tap {
-	return &tap{rng: mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), attemptErr: map[string]int{}}
-}
-
-// setFailRate sets the probability (0..1) that a call fails, and the share
-// (0..1) of those failures injected after the call was sent and applied.
-func (t *tap) setFailRate(p, afterSend float64) {
-	t.lateBits.Store(math.Float64bits(afterSend))
-	t.failBits.Store(math.Float64bits(p))
-}
-
-// decide draws whether the next call fails, and if so whether after send.
-func (t *tap) decide() (fail, afterSend bool) {
-	p := math.Float64frombits(t.failBits.Load())
-	if p <= 0 {
-		return false, false
-	}
-	late := math.Float64frombits(t.lateBits.Load())
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.rng.Float64() >= p {
-		return false, false
-	}
-	return true, t.rng.Float64() < late
-}
+func newTap() *tap { return &tap{attemptErr: map[string]int{}} }
 
 // option installs the tap on a client (dynamo.NewClient's optFns).
 func (t *tap) option(o *dynamodb.Options) {
@@ -255,28 +248,22 @@ func (t *tap) option(o *dynamodb.Options) {
 		if err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("turnbenchTap",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				t.calls.Add(1)
-				rec := opRecord{Op: awsmiddleware.GetOperationName(ctx), SK: sortKeyOf(in.Parameters)}
-				rec.Failed, rec.AfterSend = t.decide()
-				var (
-					out middleware.InitializeOutput
-					md  middleware.Metadata
-					err error
-				)
-				if !rec.Failed || rec.AfterSend {
-					start := time.Now()
-					var attempts attemptLog
-					out, md, err = next.HandleInitialize(context.WithValue(ctx, attemptKey{}, &attempts), in)
-					rec.Took = time.Since(start)
-					rec.Attempts, rec.AttemptErrors = attempts.n, attempts.errs
-					if attempts.n > 1 {
-						t.retries.Add(int64(attempts.n - 1))
-					}
-					var ccf *types.ConditionalCheckFailedException
-					rec.CondFailed = errors.As(err, &ccf)
+				call := &callState{rec: opRecord{Op: awsmiddleware.GetOperationName(ctx), Start: time.Now()}}
+				call.rec.SK, call.rec.Kind, call.rec.Write, call.rec.Expiry = kindOf(in.Parameters)
+				var attempts attemptCount
+				ctx = context.WithValue(context.WithValue(ctx, callKey{}, call), attemptCountKey{}, &attempts)
+				out, md, err := next.HandleInitialize(ctx, in)
+				if n := attempts.n.Load(); n > 1 {
+					t.retries.Add(n - 1)
 				}
-				if rec.Failed {
-					t.injected.Add(1)
-					out, md, err = middleware.InitializeOutput{}, middleware.Metadata{}, errInjected
+				call.mu.Lock()
+				rec := call.rec
+				call.mu.Unlock()
+				rec.End = time.Now()
+				rec.Took = rec.End.Sub(rec.Start)
+				if err != nil {
+					var ccf *types.ConditionalCheckFailedException
+					rec.Err, rec.CondFailed = err.Error(), errors.As(err, &ccf)
 				}
 				if tr := traceFrom(ctx); tr != nil {
 					tr.add(rec)
@@ -288,10 +275,10 @@ func (t *tap) option(o *dynamodb.Options) {
 		return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("turnbenchAttempts",
 			func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 				t.attempts.Add(1)
-				out, md, err := next.HandleFinalize(ctx, in)
-				if a, ok := ctx.Value(attemptKey{}).(*attemptLog); ok {
-					a.add(err)
+				if a, ok := ctx.Value(attemptCountKey{}).(*attemptCount); ok {
+					a.n.Add(1)
 				}
+				out, md, err := next.HandleFinalize(ctx, in)
 				var ccf *types.ConditionalCheckFailedException
 				if err != nil && !errors.As(err, &ccf) {
 					msg := digits.ReplaceAllString(requestID.ReplaceAllString(err.Error(), "RequestID: *"), "#")
@@ -317,43 +304,133 @@ func (t *tap) attemptErrors() map[string]int {
 	return maps.Clone(t.attemptErr)
 }
 
-// attemptLog counts the HTTP attempts of one API call and keeps the
-// errors of the failed ones (a retried conditional write may have been
-// applied by an attempt whose response was lost).
-type attemptLog struct {
-	mu      sync.Mutex
-	n       int
-	retried bool
-	errs    []string
-}
+// attemptCount counts the HTTP attempts of one API call.
+type attemptCount struct{ n atomic.Int64 }
 
-type attemptKey struct{}
+type attemptCountKey struct{}
 
-func (a *attemptLog) add(err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.n++
-	if a.n > 1 {
-		a.retried = true
-	}
-	if err != nil {
-		a.errs = append(a.errs, err.Error())
-	}
-}
+// What a DynamoDB call of a turn request was for, from its request: the
+// claim's phase (kindClaim: the claim's UpdateItem, a takeover's fence of
+// the crashed turn and its compare-and-set, a give-back, the turn id
+// lookup of a full window), the context load, renewals, the save, the
+// release; kindRead is a consistent GetItem (the read that classifies a
+// failed condition or resolves an unknown outcome), attributed to the
+// write it follows by readsOf.
+const (
+	kindClaim   = "claim"
+	kindContext = "context"
+	kindRenew   = "renew"
+	kindSave    = "save"
+	kindRelease = "release"
+	// kindCheckpoint is a checkpoint of a running turn (its live item,
+	// deltas, running turn item), where the store has them.
+	kindCheckpoint = "checkpoint"
+	kindRead       = "read"
+	kindOther      = "other"
+)
 
-// sortKeyOf returns the "sk" of a keyed request's Key, or "".
-func sortKeyOf(params any) string {
-	var key map[string]types.AttributeValue
+// Sub-kinds of kindClaim writes, told apart where it matters.
+const (
+	claimWrite    = "claim write"    // the claim's own UpdateItem
+	takeoverWrite = "takeover write" // a takeover's compare-and-set that claims
+	// takeoverRecord is a takeover's compare-and-set that records the
+	// crashed turn and claims nothing (the turn id was rejected).
+	takeoverRecord = "takeover record"
+	fenceWrite     = "fence" // a takeover's fence of the crashed turn
+)
+
+// kindOf classifies a call by its input: the sort key, what it is for
+// (and which of the claim's writes), and the lease expiry it writes. It reads the store's condition
+// expressions, whose attribute names are written out by hand (#name);
+// the update expression's names come from the SDK's builder (#0, #1).
+func kindOf(params any) (sk, kind, write string, expiry time.Time) {
 	switch in := params.(type) {
 	case *dynamodb.UpdateItemInput:
-		key = in.Key
+		sk = sortKey(in.Key)
+		cond := aws.ToString(in.ConditionExpression)
+		names := slices.Collect(maps.Values(in.ExpressionAttributeNames))
+		switch {
+		case sk == "SESSION" && strings.Contains(cond, "attribute_not_exists(#leaseToken)"):
+			kind, write = kindClaim, claimWrite
+		case sk == "SESSION" && strings.Contains(cond, ":revision"):
+			kind, write = kindClaim, takeoverWrite
+		case sk == "SESSION" && slices.Contains(names, "releasedToken"):
+			kind = kindRelease
+		case sk == "SESSION" && strings.Contains(cond, ":now") && strings.Contains(cond, "#leaseToken = :token"):
+			kind = kindRenew
+		case sk == "SESSION" && strings.Contains(cond, "#leaseToken = :token"):
+			kind = kindClaim // a give-back of a claim that must not run
+		case strings.Contains(sk, "#LIVE") || strings.Contains(cond, ":running") && !strings.Contains(cond, ":crashed"):
+			kind = kindCheckpoint // the live item, or the running turn item a checkpoint writes
+		case strings.HasPrefix(sk, "TURN#") && slices.Contains(names, "saveId"):
+			kind = kindSave
+		case strings.HasPrefix(sk, "TURN#") && strings.Contains(cond, ":crashed"):
+			kind, write = kindClaim, fenceWrite
+		default:
+			kind = kindOther
+		}
+		if write == claimWrite || write == takeoverWrite || kind == kindRenew {
+			expiry = leaseExpiryOf(in)
+		}
+		if write == takeoverWrite && expiry.IsZero() {
+			write = takeoverRecord // it writes no lease
+		}
 	case *dynamodb.GetItemInput:
-		key = in.Key
-	case *dynamodb.DeleteItemInput:
-		key = in.Key
+		sk, kind = sortKey(in.Key), kindRead
+		if strings.Contains(sk, "#LIVE") {
+			kind = kindCheckpoint
+		}
 	case *dynamodb.PutItemInput:
-		key = in.Item
+		sk, kind = sortKey(in.Item), kindOther
+		switch {
+		case strings.Contains(sk, "#LIVE"):
+			kind = kindCheckpoint // a checkpoint's delta
+		case strings.Contains(sk, "#CHUNK#"):
+			kind = kindSave
+		}
+	case *dynamodb.DeleteItemInput:
+		sk, kind = sortKey(in.Key), kindOther
+	case *dynamodb.QueryInput:
+		switch aws.ToString(in.IndexName) {
+		case dynamo.VisibleIndex:
+			kind = kindContext // the context load (history pages are other requests)
+		case dynamo.TurnIDIndex:
+			kind = kindClaim // the turn id lookup of a full window
+		default:
+			kind = kindOther // a chunked turn's chunks, a crashed turn's checkpoints
+		}
+	default:
+		kind = kindOther
 	}
+	return sk, kind, write, expiry
+}
+
+// setClause matches one "#name = :value" assignment of an update
+// expression built by the SDK's expression builder.
+var setClause = regexp.MustCompile(`(#[0-9A-Za-z]+) = (:[0-9A-Za-z]+)`)
+
+// leaseExpiryOf returns the leaseExpiresAt (epoch ms) an update writes,
+// or the zero time.
+func leaseExpiryOf(in *dynamodb.UpdateItemInput) time.Time {
+	for _, m := range setClause.FindAllStringSubmatch(aws.ToString(in.UpdateExpression), -1) {
+		if in.ExpressionAttributeNames[m[1]] != "leaseExpiresAt" {
+			continue
+		}
+		n, ok := in.ExpressionAttributeValues[m[2]].(*types.AttributeValueMemberN)
+		if !ok {
+			return time.Time{}
+		}
+		ms, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil {
+			return time.Time{}
+		}
+		return time.UnixMilli(ms)
+	}
+	return time.Time{}
+}
+
+// sortKey returns the "sk" of a key or item, or "".
+func sortKey(key map[string]types.AttributeValue) string {
 	if s, ok := key[dynamo.AttrSK].(*types.AttributeValueMemberS); ok {
 		return s.Value
 	}
@@ -366,8 +443,11 @@ func sortKeyOf(params any) string {
 // DynamoDB trace under it (bench-only; the handlers never see it used).
 const benchIDHeader = "X-Turnbench-Id"
 
+// benchFaultHeader carries the aim of a load submission (aim.String).
+const benchFaultHeader = "X-Turnbench-Fault"
+
 // wiring is the three handlers mounted as cmd/devserver mounts them
-// (DESIGN §10: /turn/, /history/, /artifacts/ with the prefix stripped),
+// (/turn/, /history/, /artifacts/ with the prefix stripped),
 // served over real loopback HTTP, on one DynamoDB store whose client
 // carries the tap.
 type wiring struct {
@@ -433,7 +513,7 @@ func (w *wiring) traced(h http.Handler) http.Handler {
 				}
 			}
 		}()
-		tr := &trace{}
+		tr := &trace{aim: parseAim(r.Header.Get(benchFaultHeader))}
 		if id := r.Header.Get(benchIDHeader); id != "" {
 			w.traces.Store(id, tr)
 		}

@@ -6,94 +6,96 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/ddbfault"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
 )
 
 // loadConfig shapes the load run.
 type loadConfig struct {
-	Sessions       int           // sessions, each running Turns turns one after another
-	Turns          int           // turns per session
-	Workers        int           // sessions running at once
-	FailRate       float64       // fraction of DynamoDB calls failed by the tap
-	AfterSend      float64       // share of those failures injected after the call was applied
+	Sessions int // sessions, each running Turns turns one after another
+	Turns    int // turns per session
+	Workers  int // sessions running at once
+	// Faults are the random faults on every DynamoDB call, beside the
+	// aimed ones (aims).
+	Faults         faultPlan
 	DisconnectRate float64       // fraction of submissions the client cancels after the first line
 	Lease          time.Duration // the turn handler's LeaseDuration
+	// AttemptTimeout is the load client's per-attempt timeout, which cuts
+	// hung attempts.
+	AttemptTimeout time.Duration
 	Seed           uint64
-}
-
-// Failure kinds of an injected DynamoDB failure, by what the call was for.
-const (
-	kindClaim   = "claim"   // the claim's UpdateItem, or its classifying GetItem
-	kindContext = "context" // the context load's Query
-	kindSave    = "save"    // the turn save (turn item write, or its lease-owner read)
-	kindRelease = "release" // the release's UpdateItem
-	kindRenew   = "renew"   // a lease renewal's UpdateItem
-)
-
-// kinds returns what each call in ops (the calls of one turn request, in
-// order) was for. The claim is every call up to and including the first
-// session UpdateItem that went through (happy path 1 call; a takeover of
-// an expired lease 3: the failed condition, the classifying read, the
-// takeover); after it come the context Query, renewals, the save (the
-// turn item, or a read of the lease owner) and, after the save, the
-// release.
-func kinds(ops []opRecord) []string {
-	out := make([]string, len(ops))
-	claimed, saved := false, false
-	for i, op := range ops {
-		switch {
-		case !claimed:
-			out[i] = kindClaim
-			claimed = op.Op == "UpdateItem" && op.SK == "SESSION" && !op.Failed && !op.CondFailed
-		case op.Op == "Query":
-			out[i] = kindContext
-		case strings.HasPrefix(op.SK, "TURN#") || op.Op == "GetItem":
-			out[i] = kindSave
-			saved = true
-		case saved:
-			out[i] = kindRelease
-		default:
-			out[i] = kindRenew
-		}
-	}
-	return out
-}
-
-// classify returns the kind of every injected failure in ops.
-func classify(ops []opRecord) []string {
-	var failed []string
-	for i, k := range kinds(ops) {
-		if ops[i].Failed {
-			failed = append(failed, k)
-		}
-	}
-	return failed
 }
 
 // loadRecord is one submission of the load run.
 type loadRecord struct {
 	Session, Turn string
-	Replay        bool // a replay of a turn whose save failed
+	Replay        bool // a replay of a turn whose stream reported it unsaved
+	Aim           *aim
 	Res           *turnResult
+	Ops           []opRecord // its DynamoDB calls, read at verification
 }
 
 // loadReport is the load run's counts and verification results.
 type loadReport struct {
 	Sessions, TurnsAttempted, Requests, Acknowledged int
-	Disconnects, BusyRetries, Replays                int
-	Injected                                         map[string]int // injected failures by kind ("<kind>" before send, "<kind> after send")
-	Outcomes                                         map[string]int // non-acknowledged client outcomes
-	DiagnosticsChecked, DiagnosticsWrong             int
-	ReplaysChecked, ReplaysWrong                     int
-	Verified, Lost, Duplicates, Foreign              int
-	LeasesHeldAfterRun, LeasesPastExpiry             int
-	Problems                                         []string // the first few, for the report
+	Disconnects, Retried, Replays                    int
+	// Injected counts faulted HTTP attempts by call kind and fault.
+	Injected map[string]int
+	// Aimed counts the aimed submissions by aim.
+	Aimed map[string]int
+	// QuotaExceeded counts calls the SDK stopped retrying because its
+	// client-side retry quota (a token bucket shared by the client) was
+	// empty.
+	QuotaExceeded int
+	// Outcomes counts what the client saw of the submissions that were
+	// not acknowledged.
+	Outcomes map[string]int
+	// Diagnostics checked against what the request's faults require,
+	// wrong, and not attributable (an attempt reached DynamoDB and got no
+	// answer: the write may or may not have applied).
+	Checked, Wrong, Unattributable      int
+	Verified, Lost, Duplicates, Foreign int
+	// UnsavedSaved counts turns reported unsaved (a SERVER_INTERNAL or
+	// SESSION_CONFLICT last line, or 409 TURN_OUTCOME_INDETERMINATE to a
+	// replay) that history shows saved; Unresolvable
+	// those of them whose store could not know (the read that resolves the
+	// save failed on every attempt too: correctly reported as unknown).
+	UnsavedSaved, UnsavedSavedUnresolvable int
+	// ClaimsAnswerLost counts claims whose write applied on an attempt
+	// whose answer was lost or replaced by a 500 (the SDK retried, or gave
+	// up); RanOnce those whose turn then ran exactly once, FailedAfter
+	// those the store recognised whose context load then failed on every
+	// attempt (500; the turn recorded once, as an error), Unresolvable
+	// those whose resolving read failed on every attempt too (500, the
+	// lease left to expire).
+	ClaimsAnswerLost, ClaimsRanOnce, ClaimsFailedAfter, ClaimsUnresolvable int
+	// BusyOwnClaim counts SESSION_BUSY answers to a request whose own
+	// claim had applied.
+	BusyOwnClaim int
+	// Lines are the snapshot lines received; AfterExpiry those emitted
+	// after their turn's lease expired (by the latest expiry any of its
+	// applied claim or renewal writes set), AfterClaim those emitted after
+	// a later claim of the session had applied; Ambiguous those emitted
+	// while a later claim was in flight (it may or may not have applied
+	// yet); InFlight those emitted before a later claim but received after
+	// it.
+	Lines, AfterExpiry, AfterClaim, Ambiguous, InFlight int
+	LeasesHeldAfterRun, LeasesPastExpiry                int
+	Problems                                            []string // the first few, for the report
+	// Notes are the first few outcomes the store could not know (its
+	// resolving read failed too), with their calls.
+	Notes []string
+}
+
+func (r *loadReport) note(format string, args ...any) {
+	if len(r.Notes) < 5 {
+		r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
+	}
 }
 
 func (r *loadReport) problem(format string, args ...any) {
@@ -104,33 +106,42 @@ func (r *loadReport) problem(format string, args ...any) {
 
 // ok reports whether verification found nothing wrong.
 func (r *loadReport) ok() bool {
-	return r.Lost == 0 && r.Duplicates == 0 && r.Foreign == 0 && r.DiagnosticsWrong == 0 &&
-		r.ReplaysWrong == 0 && r.LeasesPastExpiry == 0 && len(r.Problems) == 0
+	return r.Lost == 0 && r.Duplicates == 0 && r.Foreign == 0 && r.Wrong == 0 && r.BusyOwnClaim == 0 &&
+		r.UnsavedSaved == r.UnsavedSavedUnresolvable && r.AfterExpiry == 0 && r.AfterClaim == 0 &&
+		r.ClaimsRanOnce+r.ClaimsFailedAfter+r.ClaimsUnresolvable == r.ClaimsAnswerLost && r.LeasesPastExpiry == 0 && len(r.Problems) == 0
 }
 
 // loadText is the input of every load turn: long enough (with the load
 // wiring's echo delay) that a stream has several lines to cut.
 var loadText = strings.Repeat("load run text ", 12)
 
-// runLoad drives cfg.Sessions sessions of cfg.Turns turns through w with
-// the tap failing cfg.FailRate of DynamoDB calls and the client cutting
-// cfg.DisconnectRate of streams after their first line, then verifies
-// every session through the history handler with failures off.
-func runLoad(ctx context.Context, w *wiring, t *tap, prefix string, cfg loadConfig) *loadReport {
-	rep := &loadReport{Sessions: cfg.Sessions, Injected: map[string]int{}, Outcomes: map[string]int{}}
+// longText returns the input of a turn that streams for about 1.5 leases
+// with the load wiring's echo (4 runes a millisecond), so that it renews.
+func longText(lease time.Duration) string {
+	const unit = "long turn text "
+	return strings.Repeat(unit, int(lease.Milliseconds())*4*3/2/len(unit)+1)
+}
+
+// runLoad drives cfg.Sessions sessions of cfg.Turns turns through w,
+// whose DynamoDB client's faults inj injects, with the client cutting
+// cfg.DisconnectRate of streams after their first line; then verifies
+// every session through the history handler with faults off.
+func runLoad(ctx context.Context, w *wiring, inj *faultInjector, prefix string, cfg loadConfig) *loadReport {
+	rep := &loadReport{Sessions: cfg.Sessions, Injected: map[string]int{}, Aimed: map[string]int{}, Outcomes: map[string]int{}}
 	c := newHTTPClient(cfg.Workers, nil)
 	defer c.CloseIdleConnections()
 
 	var mu sync.Mutex
 	records := map[string][]loadRecord{}
 	sessions := make(chan int)
-	t.setFailRate(cfg.FailRate, cfg.AfterSend)
+	plan := cfg.Faults
+	inj.set(&plan)
 	var wg sync.WaitGroup
 	for range cfg.Workers {
 		wg.Go(func() {
 			for i := range sessions {
 				sid := fmt.Sprintf("%s-load-%d", prefix, i)
-				recs := runSession(ctx, c, w, sid, cfg, mrand.New(mrand.NewPCG(cfg.Seed, uint64(i))))
+				recs := runSession(ctx, c, w, sid, i, cfg, mrand.New(mrand.NewPCG(cfg.Seed, uint64(i))))
 				mu.Lock()
 				records[sid] = recs
 				mu.Unlock()
@@ -142,13 +153,18 @@ func runLoad(ctx context.Context, w *wiring, t *tap, prefix string, cfg loadConf
 	}
 	close(sessions)
 	wg.Wait()
-	t.setFailRate(0, 0)
+	inj.set(nil)
 	if !w.waitIdle(time.Minute) {
 		rep.problem("handlers still running a minute after the last client request")
 	}
 	checkedAt := time.Now()
 
 	for sid, recs := range records {
+		for i := range recs {
+			if tr := w.trace(recs[i].Res.BenchID); tr != nil {
+				recs[i].Ops = tr.snapshot()
+			}
+		}
 		verifySession(ctx, c, w, sid, recs, cfg, checkedAt, rep)
 	}
 	// Leases left by a failed release end on their own: wait until the
@@ -170,92 +186,322 @@ func runLoad(ctx context.Context, w *wiring, t *tap, prefix string, cfg loadConf
 	return rep
 }
 
-// runSession runs cfg.Turns turns of session sid: a SESSION_BUSY answer
-// (a lease left by a failed release or a disconnected turn still
-// cleaning up) is retried with the same turn id; a stream that ends with
-// SERVER_INTERNAL (save failed) is replayed to read the recorded outcome;
-// anything else moves on to the next turn.
-func runSession(ctx context.Context, c *http.Client, w *wiring, sid string, cfg loadConfig, rng *mrand.Rand) []loadRecord {
+// aimFor returns the aim of the first submission of turn k of session i:
+// the claim cases on a new session (k 0), every case on turns 1 and 3.
+func aimFor(i, k int) *aim {
+	switch k {
+	case 0:
+		if i%2 == 0 {
+			return &aims[(i/2)%4] // the four claim cases
+		}
+	case 1:
+		return &aims[i%len(aims)]
+	case 3:
+		return &aims[(i+len(aims)/2)%len(aims)]
+	}
+	return nil
+}
+
+// runSession runs cfg.Turns turns of session sid, as a client would: a
+// retryable answer (409 SESSION_BUSY: a lease left by a failed release or
+// a turn still cleaning up; 500 SERVER_INTERNAL) is retried with the same
+// turn id; a stream that reports its turn unsaved (SERVER_INTERNAL,
+// SESSION_CONFLICT) is replayed to read the recorded outcome; anything
+// else moves on to the next turn.
+func runSession(ctx context.Context, c *http.Client, w *wiring, sid string, i int, cfg loadConfig, rng *mrand.Rand) []loadRecord {
 	var recs []loadRecord
 	for k := range cfg.Turns {
 		tid := fmt.Sprintf("t%d", k)
 		giveUp := time.Now().Add(3*cfg.Lease + 5*time.Second)
+		first := aimFor(i, k)
+		input := loadText // the same for every submission of the turn
+		if first != nil && first.Long {
+			input = longText(cfg.Lease)
+		}
 		var res *turnResult
-		for {
-			o := submitOptions{TurnScope: true}
-			if rng.Float64() < cfg.DisconnectRate {
+		for n := 0; ; n++ {
+			o := submitOptions{TurnScope: true, RecordLines: true}
+			if n == 0 && first != nil {
+				o.Aim = first
+			} else if rng.Float64() < cfg.DisconnectRate {
 				o.DisconnectAfter = 1
 			}
-			res = submit(ctx, c, w.base, sid, tid, loadText, o)
-			recs = append(recs, loadRecord{Session: sid, Turn: tid, Res: res})
-			if res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeSessionBusy && time.Now().Before(giveUp) {
+			res = submit(ctx, c, w.base, sid, tid, input, o)
+			recs = append(recs, loadRecord{Session: sid, Turn: tid, Aim: o.Aim, Res: res})
+			if retryable(res) && time.Now().Before(giveUp) {
 				time.Sleep(50 * time.Millisecond)
 				continue
 			}
 			break
 		}
-		if res.Status != http.StatusOK || res.lastDiagnostic() != protocol.CodeServerInternal {
+		if d := res.lastDiagnostic(); res.Status != http.StatusOK || d != protocol.CodeServerInternal && d != protocol.CodeSessionConflict {
 			continue
 		}
-		for range 20 { // replay: the outcome must read as indeterminate
-			rr := submit(ctx, c, w.base, sid, tid, loadText, submitOptions{TurnScope: true})
+		for range 100 { // replay: the recorded outcome, once the lease is free
+			rr := submit(ctx, c, w.base, sid, tid, input, submitOptions{TurnScope: true, RecordLines: true})
 			recs = append(recs, loadRecord{Session: sid, Turn: tid, Replay: true, Res: rr})
-			if rr.Status == http.StatusConflict && rr.ErrorCode == protocol.CodeSessionBusy ||
-				rr.Status == http.StatusInternalServerError {
-				time.Sleep(50 * time.Millisecond)
-				continue
+			if !retryable(rr) || !time.Now().Before(giveUp) {
+				break
 			}
-			break
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 	return recs
 }
 
-// verifySession checks one session's records against its trace and its
-// history: every failure reported as its kind requires, no acknowledged
-// turn lost or changed, no turn twice, no turn the client never sent, and
-// no lease held except one left by a failed release (or a claim applied
-// but reported failed) after the last successful claim, expiring within
-// one lease duration of checkedAt.
+// retryable reports whether a client retries the submission as it is.
+func retryable(r *turnResult) bool {
+	return r.Status == http.StatusConflict && r.ErrorCode == protocol.CodeSessionBusy ||
+		r.Status == http.StatusInternalServerError && r.ErrorCode == protocol.CodeServerInternal && r.Retryable
+}
+
+// facts is what a turn request's DynamoDB calls show: for each write,
+// whether DynamoDB applied it (from its real answers, whatever the caller
+// was told), and whether the store could learn it (a read after it was
+// answered).
+type facts struct {
+	claim         applied
+	claimAt       *attemptRecord // the attempt that applied the claim
+	claimOp       *opRecord      // the claim's applied write
+	claimResolved bool           // a read after the applied claim write was answered
+	claimLost     bool           // the claim applied on an attempt whose answer was lost or a 500
+	claimFailed   bool           // a call of the claim's phase failed (not a failed condition)
+	contextFailed bool
+	renewTrouble  bool // a renewal failed, met a fault, or outlived the lease it extended
+	save          applied
+	saveCalled    bool
+	saveFailed    bool // the save returned an error (a failed condition included)
+	saveResolved  bool // a read of the turn item after the save was answered
+	release       applied
+	// expiry is the latest lease expiry set by the request's applied
+	// claim or renewal writes: no turn can prove a later one.
+	expiry time.Time
+}
+
+// factsOf reads ops (one request's calls, in start order).
+func factsOf(ops []opRecord) facts {
+	var f facts
+	var lastSession *opRecord // the last session write started, for its reads
+	var save *opRecord
+	for i := range ops {
+		op := &ops[i]
+		switch {
+		case op.Kind == kindRead && strings.HasPrefix(op.SK, "TURN#"):
+			if save != nil && !op.Start.Before(save.End) {
+				f.saveResolved = f.saveResolved || op.Err == ""
+			} else if op.failed() {
+				f.claimFailed = true // the fence's read
+			}
+		case op.Kind == kindRead && (lastSession == nil || lastSession.Kind == kindClaim):
+			if f.claimOp != nil && !op.Start.Before(f.claimOp.End) && op.Err == "" {
+				f.claimResolved = true
+			}
+			f.claimFailed = f.claimFailed || op.failed()
+		case op.Kind == kindClaim:
+			f.claimFailed = f.claimFailed || op.failed()
+			if op.Write == claimWrite || op.Write == takeoverWrite {
+				lastSession = op
+				switch appliedOf(op) {
+				case appliedYes:
+					f.claim, f.claimOp, f.claimAt = appliedYes, op, appliedAttempt(op)
+					f.claimLost = answerLost(op)
+					f.expiry = later(f.expiry, op.Expiry)
+				case appliedUnknown:
+					if f.claim != appliedYes {
+						f.claim = appliedUnknown
+					}
+				}
+			}
+		case op.Kind == kindContext:
+			f.contextFailed = f.contextFailed || op.failed()
+		case op.Kind == kindRenew:
+			lastSession = op
+			if op.Err != "" || faulted(op) || !f.expiry.IsZero() && op.End.After(f.expiry) {
+				f.renewTrouble = true
+			}
+			if appliedOf(op) == appliedYes {
+				f.expiry = later(f.expiry, op.Expiry)
+			}
+		case op.Kind == kindSave && op.Op == "UpdateItem":
+			save = op
+			f.saveCalled = true
+			f.save = appliedOf(op)
+			f.saveFailed = op.Err != ""
+		case op.Kind == kindRelease:
+			lastSession = op
+			f.release = appliedOf(op)
+		}
+	}
+	return f
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// verdict is the judgement of one submission's outcome against its
+// facts: problem is "" when the outcome is the one its faults require.
+type verdict struct {
+	problem        string
+	unattributable bool // the outcome depends on a write that may or may not have applied
+}
+
+// judge checks what the client saw of a submission (res) against what
+// its DynamoDB calls show (f). earlier is what became of the claims of
+// earlier submissions of the same turn id (yes: one applied; unknown: one
+// may have), saved whether history holds the turn, lease the turn
+// handler's LeaseDuration.
+func judge(f facts, res *turnResult, earlier applied, saved bool, lease time.Duration) verdict {
+	bad := func(format string, a ...any) verdict { return verdict{problem: fmt.Sprintf(format, a...)} }
+	unknown := verdict{unattributable: true}
+	if res.Status != http.StatusOK {
+		switch {
+		case res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeSessionBusy:
+			switch f.claim {
+			case appliedYes:
+				return bad("409 SESSION_BUSY for its own applied claim")
+			case appliedUnknown:
+				return unknown
+			}
+			return verdict{}
+		case res.Status == http.StatusInternalServerError && res.ErrorCode == protocol.CodeServerInternal:
+			switch {
+			case !res.Retryable:
+				return bad("500 SERVER_INTERNAL not retryable")
+			case f.contextFailed:
+				return verdict{} // claimed, the context load failed on every attempt
+			case f.claim == appliedYes && f.claimResolved:
+				return bad("500 for an applied claim whose resolving read was answered")
+			case f.claim == appliedYes:
+				return verdict{} // applied, but no read could tell the store
+			case f.claim == appliedUnknown:
+				return unknown
+			case !f.claimFailed:
+				return bad("500 without a failed DynamoDB call")
+			}
+			return verdict{}
+		case res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeTurnOutcomeIndeterminate:
+			if earlier == appliedNo {
+				return bad("409 TURN_OUTCOME_INDETERMINATE for a turn id never claimed before")
+			}
+			return verdict{}
+		case res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeTurnAlreadyCompleted:
+			if earlier == appliedNo || !saved {
+				return bad("409 TURN_ALREADY_COMPLETED for a turn id claimed before %v, saved %v", earlier != appliedNo, saved)
+			}
+			return verdict{}
+		}
+		return bad("HTTP %d %s", res.Status, res.ErrorCode)
+	}
+	switch {
+	case earlier == appliedYes:
+		return bad("a second run of a turn id whose earlier claim applied")
+	case f.claim == appliedNo:
+		return bad("a 200 stream without an applied claim")
+	case res.Disconnected:
+		return verdict{}
+	case res.Err != nil || res.Last == nil:
+		return bad("stream without a last line (%v)", res.Err)
+	case res.acknowledged():
+		if f.save == appliedNo {
+			return bad("acknowledged, but no save applied")
+		}
+		return verdict{}
+	}
+	switch d := res.lastDiagnostic(); d {
+	case protocol.CodeServerInternal:
+		switch {
+		case !f.saveCalled:
+			return bad("stream SERVER_INTERNAL without a save")
+		case f.save == appliedYes && f.saveResolved:
+			return bad("saved, its resolving read answered, but reported unsaved")
+		case f.save == appliedYes:
+			return verdict{} // the store could not know
+		case f.save == appliedUnknown:
+			return unknown
+		case !f.saveFailed:
+			return bad("stream SERVER_INTERNAL but the save returned no error")
+		}
+		return verdict{}
+	case protocol.CodeSessionConflict:
+		// The turn may stop when its renewals are in trouble, or when it
+		// reaches the end of the lease it could prove (less a safety
+		// margin, at most a quarter of the lease) however slow the reason.
+		end := res.Received[len(res.Received)-1].EmittedAt
+		if !f.renewTrouble && (end.IsZero() || end.Before(f.expiry.Add(-lease/4))) {
+			return bad("stream SESSION_CONFLICT at %s, with its lease proven until %s and no renewal in trouble",
+				end.Format("15:04:05.000"), f.expiry.Format("15:04:05.000"))
+		}
+		return verdict{}
+	case "":
+		return bad("last line: snapshot %s", res.Last.Snapshot.Status)
+	default:
+		return bad("last line: diagnostic %s", d)
+	}
+}
+
+// verifySession checks one session's records against their calls and
+// the session's history.
 func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, recs []loadRecord, cfg loadConfig, checkedAt time.Time, rep *loadReport) {
+	turns, err := historyAll(ctx, c, w.base, sid)
+	if err != nil {
+		rep.problem("history of %s: %v", sid, err)
+		return
+	}
+	saved := map[string]*sessionapi.TurnSummary{}
+	seen := map[string]int{}
+	ordinals := map[int64]bool{}
+	for i, t := range turns {
+		seen[t.TurnID]++
+		if seen[t.TurnID] == 2 || ordinals[t.Ordinal] {
+			rep.Duplicates++
+			rep.problem("%s: turn %s (ordinal %d) twice in history", sid, t.TurnID, t.Ordinal)
+		}
+		ordinals[t.Ordinal] = true
+		saved[t.TurnID] = &turns[i]
+	}
+
+	all := make([]facts, len(recs))
 	sent := map[string]bool{}
+	claimed := map[string]applied{} // turn id -> whether a claim of an earlier record applied
 	acked := map[string]*turnResult{}
-	var traces [][]opRecord
-	for _, r := range recs {
+	unsaved := map[string]int{} // turn id -> the record that ran it and reported it unsaved
+	indeterminate := map[string]bool{}
+	for i := range recs {
+		r := &recs[i]
+		res := r.Res
+		f := factsOf(r.Ops)
+		all[i] = f
 		sent[r.Turn] = true
 		rep.Requests++
-		res := r.Res
-		var ops []opRecord
-		if tr := w.trace(res.BenchID); tr != nil {
-			ops = tr.snapshot()
+		if r.Aim != nil {
+			rep.Aimed[r.Aim.String()]++
 		}
-		traces = append(traces, ops)
-		for i, k := range kinds(ops) {
-			switch {
-			case !ops[i].Failed:
-			case ops[i].AfterSend:
-				rep.Injected[k+" after send"]++
-			default:
-				rep.Injected[k]++
+		for _, op := range r.Ops {
+			if quotaExceeded(&op) {
+				rep.QuotaExceeded++
+			}
+			for _, a := range op.Attempts {
+				if a.Fault != ddbfault.Pass {
+					k := op.Kind
+					if op.Write != "" {
+						k = op.Write
+					}
+					rep.Injected[k+": "+a.Fault.String()]++
+				}
 			}
 		}
-		failed := classify(ops)
 		switch {
 		case res.Disconnected:
 			rep.Disconnects++
 		case res.acknowledged():
 			rep.Acknowledged++
 			acked[r.Turn] = res
-		case res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeSessionBusy:
-			rep.BusyRetries++
 		default:
-			key := fmt.Sprintf("HTTP %d %s", res.Status, res.ErrorCode)
-			if res.Status == http.StatusOK {
-				key = "stream " + res.lastDiagnostic()
-				if res.lastDiagnostic() == "" && res.Last != nil && res.Last.Snapshot != nil {
-					key = "stream snapshot " + res.Last.Snapshot.Status
-				}
-			}
+			key := observedOutcome(res)
 			if r.Replay {
 				key = "replay " + key
 			}
@@ -263,59 +509,85 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 		}
 		if r.Replay {
 			rep.Replays++
-			if len(failed) == 0 && (res.Status != http.StatusConflict || res.ErrorCode != protocol.CodeSessionBusy) {
-				rep.ReplaysChecked++
-				if res.Status != http.StatusConflict || res.ErrorCode != protocol.CodeTurnOutcomeIndeterminate {
-					rep.ReplaysWrong++
-					rep.problem("%s/%s replay after a failed save: HTTP %d %s, want 409 %s", sid, r.Turn, res.Status, res.ErrorCode, protocol.CodeTurnOutcomeIndeterminate)
-				}
+		} else if retryable(res) {
+			rep.Retried++
+		}
+		if d := res.lastDiagnostic(); res.Status == http.StatusOK && (d == protocol.CodeServerInternal || d == protocol.CodeSessionConflict) {
+			unsaved[r.Turn] = i
+		}
+		if res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeTurnOutcomeIndeterminate {
+			indeterminate[r.Turn] = true
+		}
+
+		v := judge(f, res, claimed[r.Turn], saved[r.Turn] != nil, cfg.Lease)
+		if v.problem == "" && !v.unattributable && claimed[r.Turn] == appliedUnknown && res.Status != http.StatusOK {
+			v.unattributable = true // right only because an earlier claim may have applied
+		}
+		rep.Checked++
+		switch {
+		case v.unattributable:
+			rep.Unattributable++
+		case v.problem != "":
+			rep.Wrong++
+			rep.problem("%s/%s (aim %v): %s; calls: %s", sid, r.Turn, r.Aim, v.problem, describe(r.Ops))
+		}
+		if res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeSessionBusy && f.claim == appliedYes {
+			rep.BusyOwnClaim++
+		}
+		if f.claimLost {
+			rep.ClaimsAnswerLost++
+			switch {
+			case claimed[r.Turn] != appliedNo || seen[r.Turn] > 1:
+				rep.problem("%s/%s: claim applied with its answer lost, of a turn id claimed before", sid, r.Turn)
+			case res.Status == http.StatusOK:
+				rep.ClaimsRanOnce++
+			case res.Status == http.StatusInternalServerError && f.contextFailed:
+				rep.ClaimsFailedAfter++
+			case res.Status == http.StatusInternalServerError && !f.claimResolved:
+				rep.ClaimsUnresolvable++
+				rep.note("%s/%s: claim applied, its resolving read failed too: HTTP 500; calls: %s", sid, r.Turn, describe(r.Ops))
+			default:
+				rep.problem("%s/%s: claim applied with its answer lost, then HTTP %d %s", sid, r.Turn, res.Status, res.ErrorCode)
 			}
 		}
-		want := expectedOutcome(failed)
-		if res.Disconnected || want == "" {
-			continue
-		}
-		rep.DiagnosticsChecked++
-		if got := observedOutcome(res); want != got {
-			rep.DiagnosticsWrong++
-			rep.problem("%s/%s with injected %v failures: saw %s, want %s", sid, r.Turn, failed, got, want)
+		if f.claim == appliedYes || f.claim == appliedUnknown && claimed[r.Turn] == appliedNo {
+			claimed[r.Turn] = f.claim
 		}
 	}
 	rep.TurnsAttempted += len(sent)
 
-	turns, err := historyAll(ctx, c, w.base, sid)
-	if err != nil {
-		rep.problem("history of %s: %v", sid, err)
-		return
-	}
-	seen := map[string]int{}
-	ordinals := map[int64]bool{}
-	for _, t := range turns {
-		seen[t.TurnID]++
-		if seen[t.TurnID] == 2 || ordinals[t.Ordinal] {
-			rep.Duplicates++
-			rep.problem("%s: turn %s (ordinal %d) twice in history", sid, t.TurnID, t.Ordinal)
-		}
-		ordinals[t.Ordinal] = true
-		if !sent[t.TurnID] {
+	for tid, t := range saved {
+		if !sent[tid] {
 			rep.Foreign++
-			rep.problem("%s: history has turn %s the client never sent", sid, t.TurnID)
+			rep.problem("%s: history has turn %s the client never sent", sid, tid)
+		}
+		i, ran := unsaved[tid]
+		if acked[tid] != nil || !ran && !indeterminate[tid] {
+			continue
+		}
+		rep.UnsavedSaved++
+		if ran && recs[i].Res.lastDiagnostic() == protocol.CodeServerInternal && !all[i].saveResolved {
+			rep.UnsavedSavedUnresolvable++
+			rep.note("%s/%s: saved, its resolving read failed too: reported unsaved; calls: %s", sid, tid, describe(recs[i].Ops))
+		} else {
+			rep.problem("%s/%s reported unsaved (stream ran %v, a replay indeterminate %v) but history has it (status %s); submissions: %s",
+				sid, tid, ran, indeterminate[tid], t.Status, describeTurn(recs, tid))
 		}
 	}
 	for tid, res := range acked {
-		i := slices.IndexFunc(turns, func(t sessionapi.TurnSummary) bool { return t.TurnID == tid })
-		if i < 0 {
+		t := saved[tid]
+		switch {
+		case t == nil:
 			rep.Lost++
 			rep.problem("%s/%s acknowledged but missing from history", sid, tid)
-			continue
-		}
-		if turns[i].Status != "complete" || !equalMessages(turns[i].Messages, res.Last.Snapshot.Messages) {
+		case t.Status != "complete" || !equalMessages(t.Messages, res.Last.Snapshot.Messages):
 			rep.Lost++
-			rep.problem("%s/%s acknowledged but history differs (status %s)", sid, tid, turns[i].Status)
-			continue
+			rep.problem("%s/%s acknowledged but history differs (status %s)", sid, tid, t.Status)
+		default:
+			rep.Verified++
 		}
-		rep.Verified++
 	}
+	checkLines(sid, recs, all, cfg, rep)
 
 	var s sessionapi.SessionSummary
 	status, _, err := getJSON(ctx, c, w.base+"/history/sessions/"+sid, &s)
@@ -325,55 +597,107 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 	}
 	if s.CurrentTurn != nil {
 		rep.LeasesHeldAfterRun++
-		leftLease := leaseLeft(traces)
-		if !leftLease || time.UnixMilli(s.CurrentTurn.ExpiresAt).After(checkedAt.Add(cfg.Lease)) {
+		left := leaseLeft(all)
+		if !left || time.UnixMilli(s.CurrentTurn.ExpiresAt).After(checkedAt.Add(cfg.Lease)) {
 			rep.LeasesPastExpiry++
-			rep.problem("%s: lease of %s held after the run (explained by an injected failure: %v, expires %d, checked %d); requests: %s", sid, s.CurrentTurn.TurnID, leftLease, s.CurrentTurn.ExpiresAt, checkedAt.UnixMilli(), describe(w, recs))
+			rep.problem("%s: lease of %s held after the run (explained: %v, expires %d, checked %d)", sid, s.CurrentTurn.TurnID, left, s.CurrentTurn.ExpiresAt, checkedAt.UnixMilli())
 		}
 	}
 }
 
-// leaseLeft reports whether a session's requests (their calls, in order)
-// may have left the lease held: since the last request that took it, a
-// release failed, or a claim was applied but reported failed (an injected
-// failure after send, or an SDK retry whose earlier attempt may have been
-// applied). Requests that could not claim change nothing.
-func leaseLeft(requests [][]opRecord) bool {
-	left := false
-	for _, ops := range requests {
-		for i, k := range kinds(ops) {
-			op := ops[i]
+// leaseLeft reports whether a session's requests explain a lease held
+// after the run: the last request whose claim applied has no applied
+// release (its release failed, or it never released: a claim the store
+// could not resolve, a turn that lost its lease).
+func leaseLeft(requests []facts) bool {
+	for i := len(requests) - 1; i >= 0; i-- {
+		switch f := requests[i]; f.claim {
+		case appliedUnknown:
+			return true
+		case appliedYes:
+			return f.release != appliedYes
+		}
+	}
+	return false
+}
+
+// checkLines checks every snapshot line of a session's turns against the
+// leases they could prove and the session's later claims, on the one
+// clock of this process (emittedAt is stamped when the line is built, to
+// the millisecond, before it is written; a claim applies between its
+// attempt's start and DynamoDB's answer):
+//   - a streaming snapshot whose emittedAt is after the latest lease
+//     expiry any applied claim or renewal of its request wrote was
+//     certainly built after the lease it could prove had expired (a
+//     terminal snapshot is exempt: it follows a save the table accepted
+//     under the lease token, which a takeover would have fenced);
+//   - a snapshot whose emittedAt is after the answer to a later applied
+//     claim of the session was certainly built after another turn held
+//     the session; one stamped while that claim was in flight is
+//     ambiguous (counted, not a failure).
+//
+// What this cannot see: a line built before a deadline but held in a
+// buffer and written after it (emittedAt is not the write time), and
+// sub-millisecond orders.
+func checkLines(sid string, recs []loadRecord, all []facts, cfg loadConfig, rep *loadReport) {
+	type claimTime struct{ start, answered time.Time }
+	var claims []claimTime
+	for _, f := range all {
+		if f.claimAt != nil {
+			claims = append(claims, claimTime{f.claimAt.Start, f.claimAt.Answered})
+		}
+	}
+	for i, r := range recs {
+		f := all[i]
+		if f.claimAt == nil {
+			continue
+		}
+		expiry := f.expiry
+		if expiry.IsZero() {
+			expiry = f.claimAt.Start.Add(cfg.Lease)
+		}
+		// The first claim of the session applied after this one's.
+		var next *claimTime
+		for j := range claims {
+			c := &claims[j]
+			if c.start.After(f.claimAt.Answered) && (next == nil || c.start.Before(next.start)) {
+				next = c
+			}
+		}
+		reported := false
+		report := func(format string, a ...any) { // one problem line per turn
+			if !reported {
+				reported = true
+				rep.problem(format, a...)
+			}
+		}
+		for _, l := range r.Res.Received {
+			if l.Event != protocol.EventSnapshot || l.EmittedAt.IsZero() {
+				continue
+			}
+			rep.Lines++
+			if l.Status == protocol.StatusStreaming && l.EmittedAt.After(expiry) {
+				rep.AfterExpiry++
+				report("%s/%s: a streaming snapshot emitted at %s, %s after its lease's expiry", sid, r.Turn,
+					l.EmittedAt.Format("15:04:05.000"), l.EmittedAt.Sub(expiry))
+			}
+			if next == nil {
+				continue
+			}
 			switch {
-			case k == kindClaim && op.Op == "UpdateItem" && !op.Failed && !op.CondFailed:
-				left = false // this request holds the lease now
-			case op.Failed && (k == kindRelease || k == kindClaim && op.AfterSend && op.Op == "UpdateItem"),
-				k == kindClaim && op.Op == "UpdateItem" && op.Attempts > 1 && op.CondFailed:
-				left = true
+			case l.EmittedAt.After(next.answered):
+				rep.AfterClaim++
+				report("%s/%s: a snapshot emitted %s after a later claim of the session applied", sid, r.Turn, l.EmittedAt.Sub(next.answered))
+			case !l.EmittedAt.Before(next.start.Truncate(time.Millisecond)):
+				rep.Ambiguous++
+			case l.Arrived.After(next.start):
+				rep.InFlight++
 			}
 		}
 	}
-	return left
 }
 
-// expectedOutcome is what a client must see of a turn request whose
-// DynamoDB calls failed with kinds (DESIGN §4, AgentsKit wire §9): a
-// failure before the stream is a 500 SERVER_INTERNAL JSON error; a failed
-// save ends the stream with a SERVER_INTERNAL diagnostic; a failed release
-// after a good save still delivers the terminal snapshot. "" when the
-// failures change nothing the client sees (renewals).
-func expectedOutcome(kinds []string) string {
-	switch {
-	case slices.Contains(kinds, kindClaim), slices.Contains(kinds, kindContext):
-		return "HTTP 500 " + protocol.CodeServerInternal
-	case slices.Contains(kinds, kindSave):
-		return "stream " + protocol.CodeServerInternal
-	case slices.Contains(kinds, kindRelease):
-		return "stream snapshot complete"
-	}
-	return ""
-}
-
-// observedOutcome names what the client saw in expectedOutcome's terms.
+// observedOutcome names what the client saw of a submission.
 func observedOutcome(r *turnResult) string {
 	switch {
 	case r.Status != http.StatusOK:
@@ -404,39 +728,62 @@ func equalMessages(a, b []protocol.Message) bool {
 	return true
 }
 
-// describe summarises a session's requests for a problem report: turn id,
-// what the client saw, and each DynamoDB call (kind, operation, !
-// injected before send, ~ injected after send, ? condition failed, +n
-// retries).
-func describe(w *wiring, recs []loadRecord) string {
+// describeTurn summarises every submission of turn id tid: what the
+// client saw, then its calls.
+func describeTurn(recs []loadRecord, tid string) string {
 	var b strings.Builder
 	for _, r := range recs {
-		fmt.Fprintf(&b, "[%s %s", r.Turn, observedOutcome(r.Res))
+		if r.Turn != tid {
+			continue
+		}
+		cut := ""
 		if r.Res.Disconnected {
-			b.WriteString(" cut")
+			cut = " (cut)"
 		}
-		if r.Replay {
-			b.WriteString(" replay")
+		fmt.Fprintf(&b, "{%s%s: %s} ", observedOutcome(r.Res), cut, describe(r.Ops))
+	}
+	return b.String()
+}
+
+// quotaExceeded reports whether the SDK gave op up because its retry
+// quota was empty (aws-sdk-go-v2 retry.QuotaExceededError).
+func quotaExceeded(op *opRecord) bool { return strings.Contains(op.Err, "retry quota exceeded") }
+
+// describe summarises a request's DynamoDB calls for a problem report:
+// each call's kind and operation, then per attempt its fault (. none)
+// and DynamoDB's real status (- no answer, x never sent), then the
+// caller's result (ok, ccf, err).
+func describe(ops []opRecord) string {
+	var b strings.Builder
+	for _, op := range ops {
+		k := op.Kind
+		if op.Write != "" {
+			k = op.Write
 		}
-		var ops []opRecord
-		if tr := w.trace(r.Res.BenchID); tr != nil {
-			ops = tr.snapshot()
-		}
-		for i, k := range kinds(ops) {
-			op := ops[i]
-			fmt.Fprintf(&b, " %s:%s", k, op.Op)
+		fmt.Fprintf(&b, "[%s %s", k, op.Op)
+		for _, a := range op.Attempts {
+			st := "x"
 			switch {
-			case op.Failed && op.AfterSend:
-				b.WriteString("~")
-			case op.Failed:
-				b.WriteString("!")
+			case a.Status != 0:
+				st = fmt.Sprint(a.Status)
+			case a.Forwarded:
+				st = "-"
 			}
-			if op.CondFailed {
-				b.WriteString("?")
+			f := "."
+			if a.Fault != ddbfault.Pass {
+				f = a.Fault.String()
 			}
-			if op.Attempts > 1 {
-				fmt.Fprintf(&b, "+%d", op.Attempts-1)
-			}
+			fmt.Fprintf(&b, " %s:%s", f, st)
+		}
+		switch {
+		case op.Err == "":
+			b.WriteString(" ok")
+		case op.CondFailed:
+			b.WriteString(" ccf")
+		case quotaExceeded(&op):
+			b.WriteString(" err (retry quota exceeded)")
+		default:
+			b.WriteString(" err")
 		}
 		b.WriteString("] ")
 	}

@@ -1,6 +1,6 @@
-// Command turnbench measures turnstream against its budgets (DESIGN §3-§5,
-// §10) and prints one markdown table, each figure beside a baseline
-// measured in the same run:
+// Command turnbench measures turnstream against its budgets and prints
+// one markdown table, each figure beside a baseline measured in the same
+// run:
 //
 //	go run ./cmd/turnbench            # full run, a few minutes on 2 cores
 //	go run ./cmd/turnbench -quick     # seconds; what the Go test runs
@@ -9,12 +9,11 @@
 // (/turn/, /history/, /artifacts/, prefix stripped) over loopback HTTP, on
 // the DynamoDB store over a dynalite it starts from node_modules (or the
 // server named by DYNAMODB_ENDPOINT), with the echo model and dev auth.
-// SDK middleware on the DynamoDB client counts every call, files it
-// under the HTTP request that caused it, and injects failures in the load
-// run. Figures:
+// SDK middleware on the DynamoDB clients counts every call and files it
+// under the HTTP request that caused it. Figures:
 //
-//   - DynamoDB requests per completed turn (budget 4) and per history page
-//     (budget 1);
+//   - DynamoDB requests per completed turn (budget 4; 3 for a new
+//     session) and per history page (budget 1);
 //   - turns/s at 1, 8 and 64 concurrent sessions (echo, no delay) against
 //     conditional UpdateItem/s of the same server at the same concurrency,
 //     and that ceiling / 4 (four writes a turn);
@@ -28,11 +27,25 @@
 //     Runtime API request, through a recording proxy), binary sizes
 //     (linux/arm64 release and the native build run), and each bootstrap's
 //     peak RSS (VmHWM) after driving requests, against turnbench's own;
-//   - a load run (default 200 sessions x 10 turns, 5% of DynamoDB calls
-//     failing, half before send and half after the server applied them,
-//     5% of streams cut by the client) verified through the
-//     history handler: no acknowledged turn lost, none duplicated, no lease
-//     held past its expiry, every failure reported with its diagnostic.
+//   - a load run (default 200 sessions x 10 turns) on its own DynamoDB
+//     client, whose HTTP transport injects faults below the SDK's
+//     retryer (internal/ddbfault), so the SDK really retries: 5% of calls
+//     meet a lost answer (applied, then the connection reset), a 500 after
+//     the write applied, a 500 before it, or a hung connection (cut by a
+//     250 ms attempt timeout, 500 ms with -quick), on the first attempt
+//     or, for a quarter of them, on every one; beside those random faults, each case that
+//     matters is aimed at some turns (faults.go, aims), and 5% of streams
+//     are cut by the client. The transport records DynamoDB's real answer
+//     to every attempt, so the verification knows which writes applied
+//     whatever the store was told, and checks every outcome against it,
+//     and the sessions through the history handler with faults off: no
+//     acknowledged turn lost or duplicated, no turn reported unsaved that
+//     was saved (unless the read that would tell also failed), every claim
+//     whose write applied with its answer lost run exactly once, no
+//     SESSION_BUSY for a request's own claim, no snapshot line built after
+//     its lease expired or after another turn claimed the session, no
+//     lease held past its expiry (load.go, checkLines, says what the line
+//     check can and cannot prove).
 //
 // Flags: -quick (small sizes, seconds), -coldstart=false (skip the
 // builds and the emulator), -rie PATH (default: the Makefile's RIE_DIR
@@ -81,6 +94,14 @@ func main() {
 	}
 }
 
+// loadAttemptTimeout is the load client's per-attempt timeout: short, so
+// that a hung attempt costs little, and far above a loopback answer. The
+// quick run (the Go test) uses twice as much: an attempt that reaches
+// dynalite and times out on its own may apply after the store's resolving
+// read (the full run reports it), which a test must not turn into a
+// failure on a slow machine.
+const loadAttemptTimeout = 250 * time.Millisecond
+
 // settings are a run's sizes: full (default) or -quick.
 type settings struct {
 	BudgetSessions int
@@ -107,8 +128,8 @@ func fullSettings() settings {
 		BudgetSessions: 20, TTFSRequests: 200, WireSessions: 5,
 		Depths: [2]int{10, 10_000}, Pages: 200,
 		Concurrency: []int{1, 8, 64}, TurnsFor: 5 * time.Second, WritesFor: 3 * time.Second,
-		Load: loadConfig{Sessions: 200, Turns: 10, Workers: 50, FailRate: 0.05, AfterSend: 0.5, DisconnectRate: 0.05,
-			Lease: 2 * time.Second, Seed: 1},
+		Load: loadConfig{Sessions: 200, Turns: 10, Workers: 50, Faults: faultPlan{FailRate: 0.05, Persistent: 0.25},
+			DisconnectRate: 0.05, Lease: 2 * time.Second, AttemptTimeout: loadAttemptTimeout, Seed: 1},
 		ColdRuns: 5, ColdInvokes: 50, ColdFunctions: functions, Arm64Sizes: true,
 	}
 }
@@ -118,8 +139,8 @@ func quickSettings() settings {
 		BudgetSessions: 3, TTFSRequests: 10, WireSessions: 1,
 		Depths: [2]int{10, 200}, Pages: 10,
 		Concurrency: []int{1, 8}, TurnsFor: 300 * time.Millisecond, WritesFor: 300 * time.Millisecond,
-		Load: loadConfig{Sessions: 20, Turns: 5, Workers: 10, FailRate: 0.05, AfterSend: 0.5, DisconnectRate: 0.05,
-			Lease: time.Second, Seed: 1},
+		Load: loadConfig{Sessions: 20, Turns: 5, Workers: 10, Faults: faultPlan{FailRate: 0.05, Persistent: 0.25},
+			DisconnectRate: 0.05, Lease: time.Second, AttemptTimeout: 2 * loadAttemptTimeout, Seed: 1},
 		// The turn bootstrap only: each build links the AWS SDK, which
 		// dominates the quick run's time on a cold build cache.
 		ColdRuns: 1, ColdInvokes: 3, ColdFunctions: []string{"turn"},
@@ -147,7 +168,6 @@ type report struct {
 	Calls     int64 // DynamoDB API calls, all sections
 	Attempts  int64 // HTTP attempts to DynamoDB, all sections
 	Retries   int64 // attempts beyond the first of a call (the SDK's retries)
-	Injected  int64 // calls failed by the tap
 	// AttemptErrors counts failed HTTP attempts to DynamoDB by error text
 	// (conditional check failures excluded).
 	AttemptErrors map[string]int
@@ -196,7 +216,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 		}
 		defer dyn.stop()
 	}
-	t := newTap(1)
+	t := newTap()
 	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1",
 		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == ""}, t.option)
 	if err != nil {
@@ -261,14 +281,23 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 		rep.Turns[conc] = turnsPerSecond(ctx, fast, prefix, conc, set.TurnsFor)
 	}
 
-	progress("load run: %d sessions x %d turns, %.0f%% DynamoDB failures (%.0f%% of them after send), %.0f%% disconnects",
-		set.Load.Sessions, set.Load.Turns, 100*set.Load.FailRate, 100*set.Load.AfterSend, 100*set.Load.DisconnectRate)
-	lw, err := newWiring(store, handlerConfig{EchoDelay: time.Millisecond, EchoChunk: 4, LeaseDuration: set.Load.Lease})
+	progress("load run: %d sessions x %d turns, %.0f%% of DynamoDB calls faulty (%.0f%% of those on every attempt) and aimed faults, %.0f%% disconnects",
+		set.Load.Sessions, set.Load.Turns, 100*set.Load.Faults.FailRate, 100*set.Load.Faults.Persistent, 100*set.Load.DisconnectRate)
+	// The load run's own client: its transport injects the faults, below
+	// the SDK's retryer, and a short attempt timeout cuts hung attempts.
+	lt, inj := newLoadTransport(set.Load.Workers, set.Load.Seed)
+	lclient, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1",
+		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == "", AttemptTimeout: set.Load.AttemptTimeout, Transport: lt}, t.option)
+	if err != nil {
+		return nil, err
+	}
+	lstore := dynamo.New(lclient, dynamo.Options{Table: table, CursorKey: cursorKey})
+	lw, err := newWiring(lstore, handlerConfig{EchoDelay: time.Millisecond, EchoChunk: 4, LeaseDuration: set.Load.Lease})
 	if err != nil {
 		return nil, err
 	}
 	defer lw.close()
-	rep.Load = runLoad(ctx, lw, t, prefix, set.Load)
+	rep.Load = runLoad(ctx, lw, inj, prefix, set.Load)
 
 	if *cold {
 		progress("bootstraps: build and cold starts under %s", *rie)
@@ -282,7 +311,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	if dyn != nil {
 		rep.DynHWM, _ = vmHWM(dyn.pid())
 	}
-	rep.Calls, rep.Attempts, rep.Injected = t.calls.Load(), t.attempts.Load(), t.injected.Load()
+	rep.Calls, rep.Attempts = t.calls.Load(), t.attempts.Load()
 	rep.AttemptErrors, rep.Retries = t.attemptErrors(), t.retries.Load()
 	if err := writeTable(stdout, rep, set); err != nil {
 		return nil, fmt.Errorf("write the table: %w", err)

@@ -39,7 +39,7 @@ func quantile(d []time.Duration, q float64) time.Duration {
 // ms formats d in milliseconds with two decimals.
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
 
-// ---- request budgets (DESIGN §5) -------------------------------------------
+// ---- request budgets --------------------------------------------------------
 
 // budgetResult is the DynamoDB requests of completed turns and pages.
 type budgetResult struct {
@@ -125,11 +125,11 @@ func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d t
 					done++
 					turnSum += res.Total
 					ops := w.trace(res.BenchID).snapshot()
-					for i, k := range kinds(ops) {
-						dynamoSum += ops[i].Took
+					for _, op := range ops {
+						dynamoSum += op.Took
 						calls++
-						kindSum[k] += ops[i].Took
-						kindN[k]++
+						kindSum[op.Kind] += op.Took
+						kindN[op.Kind]++
 					}
 				} else {
 					notDone++

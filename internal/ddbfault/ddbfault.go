@@ -11,6 +11,7 @@ package ddbfault
 
 import (
 	"bytes"
+	"context"
 	"hash/crc32"
 	"io"
 	"net"
@@ -69,6 +70,11 @@ type Attempt struct {
 	Body []byte
 	// N counts the attempts this Transport has seen of Op, from 1.
 	N int
+	// Context is the attempt's request context. The SDK passes the
+	// caller's context down to the transport, so a rule can find values
+	// the caller put there (cmd/turnbench files each attempt under the
+	// HTTP request that caused it).
+	Context context.Context
 }
 
 // Has reports whether the request body contains s (an attribute value, a
@@ -142,7 +148,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	t.mu.Lock()
 	t.seen[op]++
-	a := Attempt{Op: op, Body: body, N: t.seen[op]}
+	a := Attempt{Op: op, Body: body, N: t.seen[op], Context: req.Context()}
 	rule := t.rule
 	t.mu.Unlock()
 	f := Pass
