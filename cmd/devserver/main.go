@@ -25,7 +25,11 @@
 // default definition, so that "/note <title>: <body>" makes the echo
 // model call it (pkg/model/echo): the turn's snapshots show the tool call
 // (complete; the instant demo tool's running state is coalesced away,
-// DESIGN §3) and the turn records the note's artifact reference.
+// DESIGN §3) and the turn records the note's artifact reference. The demo
+// tool workspace_note_delete is offered too and requires approval:
+// "/delete <title>" ends the turn with the call waiting
+// (requires_confirmation) until a decision turn approves or denies it
+// (docs/approvals.md).
 //
 // The root "/" serves the demo chat page (internal/demo), built from
 // clients/js and embedded in the binary.
@@ -150,7 +154,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		return fmt.Errorf("MODEL_PROVIDER: the dev server runs the echo model only")
 	}
 	if _, set := lookupEnv("MODEL_TOOLS"); !set && cfg.Model.DefinitionsFile == "" {
-		cfg.Model.Tools = []string{tool.WorkspaceNoteName}
+		cfg.Model.Tools = []string{tool.WorkspaceNoteName, tool.WorkspaceNoteDeleteName}
+		cfg.Model.ApprovalTools = []string{tool.WorkspaceNoteDeleteName}
 	}
 	if cfg.Auth.Mode == config.AuthDev && !loopback(*addr) {
 		return fmt.Errorf("-addr %s: AUTH_MODE dev lets any caller name any principal; listen on a loopback address", *addr)
@@ -225,8 +230,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 // newHandler mounts the three handlers of DESIGN §10 behind the request log.
 func newHandler(cfg config.Config, store chat.Store, authn auth.Authenticator, handlerLog, requestLog *slog.Logger) (http.Handler, error) {
 	reg := tool.NewRegistry(nil)
-	if err := reg.Register(tool.WorkspaceNote()); err != nil {
-		return nil, fmt.Errorf("tools: %w", err)
+	for _, t := range []tool.Tool{tool.WorkspaceNote(), tool.WorkspaceNoteDelete()} {
+		if err := reg.Register(t); err != nil {
+			return nil, fmt.Errorf("tools: %w", err)
+		}
 	}
 	defs, err := definition.FromConfig(cfg.Model, os.ReadFile, reg.Has)
 	if err != nil {
@@ -247,6 +254,7 @@ func newHandler(cfg config.Config, store chat.Store, authn auth.Authenticator, h
 		CheckpointInterval:     cfg.CheckpointInterval,
 		ResumePollInterval:     cfg.ResumePollInterval,
 		MaxBodyBytes:           cfg.MaxBodyBytes,
+		ConfirmationTTL:        cfg.ConfirmationTTL,
 		Logger:                 handlerLog,
 	})
 	if err != nil {

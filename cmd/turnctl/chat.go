@@ -114,8 +114,12 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		c.width, c.height = terminalSize(stdout)
 	}
 
+	status := 0
+	interactive := isTerminal(stdin) && c.tty && !opts.json
+	in := bufio.NewScanner(stdin)
+	in.Buffer(make([]byte, 64<<10), maxLineBytes)
 	if fs.NArg() > 0 {
-		ok := c.turn(ctx, strings.Join(fs.Args(), " "))
+		ok := c.turn(ctx, strings.Join(fs.Args(), " "), nil) && c.decidePending(ctx, in)
 		if ctx.Err() != nil {
 			return quitMessage(stderr)
 		}
@@ -124,10 +128,6 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	status := 0
-	interactive := isTerminal(stdin) && c.tty && !opts.json
-	in := bufio.NewScanner(stdin)
-	in.Buffer(make([]byte, 64<<10), maxLineBytes)
 	for {
 		if interactive {
 			_, _ = fmt.Fprint(stdout, "you> ")
@@ -142,7 +142,7 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		if !c.turn(ctx, line) {
+		if !c.turn(ctx, line, nil) || !c.decidePending(ctx, in) {
 			status = 1
 		}
 		if ctx.Err() != nil {
@@ -191,12 +191,22 @@ type chatClient struct {
 	// quit cancels every request and ends the session (a second Ctrl-C
 	// during a turn, see watchInterrupts).
 	quit context.CancelFunc
+	// pending are the confirmations the last turn ended waiting for
+	// (approve.go).
+	pending []pendingConfirmation
 }
 
-// turn submits input as a new turn and renders its stream. It reports
-// whether the turn completed.
-func (c *chatClient) turn(ctx context.Context, input string) bool {
+// turn submits input as a new turn and renders its stream; decision,
+// when set, is the payload's confirmation decision (approve.go). It
+// reports whether the turn completed, and keeps the confirmations it
+// ended waiting for in c.pending.
+func (c *chatClient) turn(ctx context.Context, input string, decision *protocol.SubmitConfirmation) bool {
+	c.pending = nil
 	turnID := "turn-" + randomHex(8)
+	payload := map[string]any{"input": input}
+	if decision != nil {
+		payload["confirmation"] = decision
+	}
 	body, err := json.Marshal(map[string]any{
 		"protocol":  protocol.TurnProtocol,
 		"version":   protocol.TurnVersion,
@@ -206,7 +216,7 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 		"sequence":  0,
 		"emittedAt": protocol.FormatTime(time.Now()),
 		"event":     protocol.EventSubmit,
-		"payload":   map[string]string{"input": input},
+		"payload":   payload,
 	})
 	if err != nil {
 		_, _ = fmt.Fprintln(c.stderr, "turnctl chat: encode the turn:", err)
@@ -280,6 +290,7 @@ func (c *chatClient) turn(ctx context.Context, input string) bool {
 			return false
 		case ev.Kind == protocol.EventSnapshot && ev.Snapshot.Status == protocol.StatusComplete:
 			shown.done()
+			c.pending = pendingOf(ev.Snapshot)
 			return true
 		}
 	}

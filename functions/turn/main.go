@@ -98,16 +98,21 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (ht
 		CheckpointInterval:     cfg.CheckpointInterval,
 		ResumePollInterval:     cfg.ResumePollInterval,
 		MaxBodyBytes:           cfg.MaxBodyBytes,
+		ConfirmationTTL:        cfg.ConfirmationTTL,
 		Logger:                 logger,
 	})
 }
 
-// newRegistry returns the tools definitions may offer: the demo tool
-// workspace_note (pkg/tool). No component manifest is registered.
+// newRegistry returns the tools definitions may offer: the demo tools
+// workspace_note and workspace_note_delete (pkg/tool; a definition
+// offers them only when it names them, the second typically marked as
+// requiring approval). No component manifest is registered.
 func newRegistry() (*tool.Registry, error) {
 	reg := tool.NewRegistry(nil)
-	if err := reg.Register(tool.WorkspaceNote()); err != nil {
-		return nil, fmt.Errorf("tools: %w", err)
+	for _, t := range []tool.Tool{tool.WorkspaceNote(), tool.WorkspaceNoteDelete()} {
+		if err := reg.Register(t); err != nil {
+			return nil, fmt.Errorf("tools: %w", err)
+		}
 	}
 	return reg, nil
 }

@@ -82,6 +82,7 @@ func TestBootstrapsUnderRuntimeEmulator(t *testing.T) {
 		"ECHO_DELAY=0",
 		"LOG_LEVEL=warn",
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=40",
+		"MODEL_TOOLS=workspace_note,workspace_note_delete:approval",
 	}
 	turnURL := startFunction(t, rie, filepath.Join(bins, "turn"), env)
 	historyURL := startFunction(t, rie, filepath.Join(bins, "history"), env)
@@ -146,6 +147,49 @@ func TestBootstrapsUnderRuntimeEmulator(t *testing.T) {
 				t.Errorf("%s: content type %q, want %s", s.name, ct, wantType)
 			}
 			s.check(t, body)
+		}
+	})
+
+	// Approvals: "/delete <title>" waits for approval; a decision turn
+	// approves (the tool runs) or denies it.
+	t.Run("approvals", func(t *testing.T) {
+		template := filepath.Join(events, "turn-submit.json")
+		for _, decision := range []string{protocol.DecisionApprove, protocol.DecisionDeny} {
+			sid := "sess-approval-" + decision
+			ask := submitEvent(t, template, sid, "ask-1", map[string]any{"input": "/delete Trip plan"})
+			status, _, body := invokeStreaming(t, turnURL, ask)
+			if status != http.StatusOK {
+				t.Fatalf("%s ask: status %d, body %s", decision, status, body)
+			}
+			end := checkStream(t, body, "ask-1")
+			asst := end.Messages[len(end.Messages)-1]
+			var meta struct {
+				Pending []struct {
+					Token string `json:"token"`
+				} `json:"pendingConfirmations"`
+			}
+			if len(asst.ToolCalls) != 1 || asst.ToolCalls[0].Status != protocol.ToolCallRequiresConfirmation ||
+				json.Unmarshal(asst.Metadata, &meta) != nil || len(meta.Pending) != 1 {
+				t.Fatalf("%s ask: assistant %+v", decision, asst)
+			}
+			dec := submitEvent(t, template, sid, "decide-1", map[string]any{"input": decision,
+				"confirmation": map[string]string{"token": meta.Pending[0].Token, "decision": decision}})
+			status, _, body = invokeStreaming(t, turnURL, dec)
+			if status != http.StatusOK {
+				t.Fatalf("%s: status %d, body %s", decision, status, body)
+			}
+			end = checkStream(t, body, "decide-1")
+			call := end.Messages[len(end.Messages)-1].ToolCalls[0]
+			want := map[string]string{protocol.DecisionApprove: protocol.ToolCallComplete, protocol.DecisionDeny: protocol.ToolCallError}[decision]
+			if call.Status != want {
+				t.Errorf("%s: decided call %+v, want %s", decision, call, want)
+			}
+			status, _, body = invokeStreaming(t, turnURL, submitEvent(t, template, sid, "decide-2", map[string]any{"input": decision,
+				"confirmation": map[string]string{"token": meta.Pending[0].Token, "decision": decision}}))
+			if status != http.StatusConflict {
+				t.Fatalf("%s again: status %d, body %s", decision, status, body)
+			}
+			checkError(t, body, protocol.CodeConfirmationDecided)
 		}
 	})
 
@@ -512,4 +556,38 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// submitEvent writes a copy of the function URL event in template whose
+// body is a client.turn.submit of turnID in sessionID with payload, and
+// returns its path.
+func submitEvent(t *testing.T, template, sessionID, turnID string, payload map[string]any) string {
+	t.Helper()
+	raw, err := os.ReadFile(template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var event map[string]any
+	mustJSON(t, raw, &event)
+	body, err := json.Marshal(map[string]any{
+		"protocol": protocol.TurnProtocol, "version": protocol.TurnVersion, "eventId": "ev-" + turnID,
+		"sessionId": sessionID, "turnId": turnID, "sequence": 0, "emittedAt": "2026-11-29T12:00:00.000Z",
+		"event": protocol.EventSubmit, "payload": payload,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	event["body"] = string(body)
+	if h, ok := event["headers"].(map[string]any); ok {
+		delete(h, "content-length")
+	}
+	out, err := json.Marshal(event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), turnID+".json")
+	if err := os.WriteFile(path, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

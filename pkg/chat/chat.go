@@ -105,6 +105,10 @@ type Session struct {
 	// TerminalTurns is the terminal window, oldest first, at most
 	// TerminalWindowSize entries with unique turn ids.
 	TerminalTurns []TerminalEntry
+	// Confirmations are the session's tool call confirmations, oldest
+	// first: at most MaxPendingConfirmations pending ones and
+	// KeptConfirmations others (see ReleaseConfirmations).
+	Confirmations []Confirmation
 	// NextOrdinal is the ordinal the next claimed turn receives (starts at 1).
 	NextOrdinal int64
 	// Revision increases with every write to the session item; writes that
@@ -230,6 +234,14 @@ type ClaimRequest struct {
 	DefinitionRevision int64
 	// LeaseDuration is how long the lease lasts from the store's now.
 	LeaseDuration time.Duration
+	// Decision, when set, makes this a decision turn: the same conditional
+	// write that takes the lease moves the confirmation with
+	// Decision.Token from pending to approving or rejecting (DecidedBy
+	// TurnID). It is rejected, changing nothing, with
+	// ErrConfirmationNotFound, ErrConfirmationDecided or
+	// ErrConfirmationExpired (CheckDecision), after the owner, busy and
+	// turn id checks.
+	Decision *Decision
 }
 
 // Claim is a successful claim: the session as written and the lease.
@@ -267,6 +279,16 @@ type ReleaseRequest struct {
 	// revision: the revision of its definition this turn ran with (a bumped
 	// revision applies to new turns). 0 keeps the stored one.
 	DefinitionRevision int64
+	// Confirmations are the turn's tool calls that wait for approval, to
+	// record as pending (CheckNewConfirmations). The release also settles
+	// the confirmation its claim decided and expires any other pending one
+	// (ReleaseConfirmations), in the same write.
+	Confirmations []Confirmation
+	// Undecide returns the confirmation the claim decided to pending
+	// instead of settling it: the turn ended before it acted on the
+	// decision (it failed before its stream), so a new decision may
+	// claim it.
+	Undecide bool
 }
 
 // Validate reports ErrInvalidRequest unless r names a claim and a known
@@ -278,7 +300,7 @@ func (r ReleaseRequest) Validate() error {
 	if r.Outcome != OutcomeCompleted && r.Outcome != OutcomeIndeterminate {
 		return fmt.Errorf("%w: unknown outcome", ErrInvalidRequest)
 	}
-	return nil
+	return CheckNewConfirmations(r.Confirmations, r.Claim.Lease.TurnID)
 }
 
 // validate reports ErrInvalidRequest unless c is a claim a store returned.

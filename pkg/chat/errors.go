@@ -29,6 +29,14 @@ var (
 	ErrInvalidCursor = errors.New("chat: invalid cursor")
 	// ErrInvalidRequest: a request field is out of range.
 	ErrInvalidRequest = errors.New("chat: invalid request")
+	// ErrConfirmationNotFound: the session has no confirmation with the
+	// decision's token (a token of another session included).
+	ErrConfirmationNotFound = errors.New("chat: confirmation not found")
+	// ErrConfirmationDecided: the confirmation is no longer pending: it was
+	// decided, or superseded by a plain turn.
+	ErrConfirmationDecided = errors.New("chat: confirmation already decided")
+	// ErrConfirmationExpired: the confirmation's expiry has passed.
+	ErrConfirmationExpired = errors.New("chat: confirmation expired")
 	// ErrInvalidArtifact: an artifact reference is invalid (wraps a reason).
 	ErrInvalidArtifact = errors.New("chat: invalid artifact reference")
 )

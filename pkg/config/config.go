@@ -83,6 +83,10 @@ type Config struct {
 	// LeaseDuration is the active-turn lease length, renewed every third of
 	// it (LEASE_DURATION, default 30 s, >= 1 s, <= 1 h; DESIGN §4).
 	LeaseDuration time.Duration
+	// ConfirmationTTL is how long a tool call that requires approval can
+	// be decided (CONFIRMATION_TTL, default 15 min, >= 1 s, <= 7 days;
+	// docs/approvals.md).
+	ConfirmationTTL time.Duration
 	// SnapshotBytesPerSecond paces streaming snapshots by size
 	// (SNAPSHOT_BYTES_PER_SECOND, default 4096, 256..1 GiB): after a
 	// snapshot of n bytes the next waits n/SnapshotBytesPerSecond, within
@@ -284,8 +288,14 @@ type ModelConfig struct {
 	// Tools are the default definition's tool names (MODEL_TOOLS, comma
 	// separated, spaces around names ignored, each 1..64 of
 	// [A-Za-z0-9_-], no repeats; default none). pkg/definition checks
-	// that each is registered.
+	// that each is registered. A name followed by ":approval"
+	// ("workspace_note_delete:approval") is a tool that requires the
+	// owner's approval before it runs; it is listed in Tools and in
+	// ApprovalTools.
 	Tools []string
+	// ApprovalTools are the tools of Tools marked ":approval" in
+	// MODEL_TOOLS, in order.
+	ApprovalTools []string
 	// MaxSteps caps the model calls of one turn, each tool round trip
 	// being one more call (MODEL_MAX_STEPS, default 8, 1..64; DESIGN §8).
 	MaxSteps int
@@ -319,6 +329,7 @@ var Variables = []string{
 	"AUTH_MODE",
 	"CHECKPOINT_INTERVAL",
 	"CLEANUP_RESERVE",
+	"CONFIRMATION_TTL",
 	"CURSOR_SECRET",
 	"CURSOR_SECRET_ARN",
 	"DEFINITIONS_FILE",
@@ -411,6 +422,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		p.fail("CLEANUP_RESERVE", "must be less than TURN_TIMEOUT")
 	}
 	c.LeaseDuration = p.duration("LEASE_DURATION", 30*time.Second, time.Second, time.Hour)
+	c.ConfirmationTTL = p.duration("CONFIRMATION_TTL", 15*time.Minute, time.Second, 7*24*time.Hour)
 	c.SnapshotInterval = p.duration("SNAPSHOT_INTERVAL", 50*time.Millisecond, time.Millisecond, 10*time.Second)
 	c.SnapshotBytesPerSecond = p.integer("SNAPSHOT_BYTES_PER_SECOND", 4096, 256, 1<<30)
 	c.SnapshotMaxGap = p.duration("SNAPSHOT_MAX_GAP", max(2*time.Second, c.SnapshotInterval), time.Millisecond, time.Minute)
@@ -535,35 +547,43 @@ func (p *parser) model() ModelConfig {
 		p.fail("DEFINITION_ID", "not a SafeId (1..128 of [A-Za-z0-9._:-], starting alphanumeric)")
 	}
 	m.DefinitionRevision = p.integer("DEFINITION_REVISION", 1, 1, 1<<53-1)
-	m.Tools = p.toolNames("MODEL_TOOLS")
+	m.Tools, m.ApprovalTools = p.toolNames("MODEL_TOOLS")
 	m.MaxSteps = int(p.integer("MODEL_MAX_STEPS", 8, 1, MaxModelSteps))
 	m.MaxTokens = int(p.integer("MODEL_MAX_TOKENS", 0, 0, MaxModelTokens))
 	m.DefinitionsFile = p.str("DEFINITIONS_FILE", "")
 	return m
 }
 
+// approvalSuffix marks a MODEL_TOOLS name whose calls require approval.
+const approvalSuffix = ":approval"
+
 // toolNames parses a comma-separated list of tool names (model.ToolSpec
-// rule: 1..64 of [A-Za-z0-9_-]); empty items are ignored, repeats fail.
-func (p *parser) toolNames(name string) []string {
-	var names []string
+// rule: 1..64 of [A-Za-z0-9_-]), each optionally followed by
+// approvalSuffix; empty items are ignored, repeats fail. It returns all
+// names and those marked.
+func (p *parser) toolNames(name string) (names, approval []string) {
 	for _, item := range strings.Split(p.str(name, ""), ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue
 		}
+		item, marked := strings.CutSuffix(item, approvalSuffix)
 		if !validToolName(item) {
-			p.fail(name, "want comma-separated tool names of 1..64 [A-Za-z0-9_-]")
-			return nil
+			p.fail(name, "want comma-separated tool names of 1..64 [A-Za-z0-9_-], each optionally followed by :approval")
+			return nil, nil
 		}
 		for _, n := range names {
 			if n == item {
 				p.fail(name, "a tool is listed twice")
-				return nil
+				return nil, nil
 			}
 		}
 		names = append(names, item)
+		if marked {
+			approval = append(approval, item)
+		}
 	}
-	return names
+	return names, approval
 }
 
 func validToolName(s string) bool {

@@ -225,6 +225,16 @@ func TestValues(t *testing.T) {
 				}
 			},
 		},
+		"approval tools and ttl": {
+			env: map[string]string{"MODEL_TOOLS": "workspace_note, workspace_note_delete:approval", "CONFIRMATION_TTL": "2m"},
+			check: func(t *testing.T, c config.Config) {
+				m := c.Model
+				if !slices.Equal(m.Tools, []string{"workspace_note", "workspace_note_delete"}) || !slices.Equal(m.ApprovalTools, []string{"workspace_note_delete"}) ||
+					c.ConfirmationTTL != 2*time.Minute {
+					t.Errorf("model %+v, ttl %v", m, c.ConfirmationTTL)
+				}
+			},
+		},
 		"bedrock provider": {
 			env: map[string]string{"MODEL_PROVIDER": "bedrock", "MODEL_ID": "anthropic.claude"},
 			check: func(t *testing.T, c config.Config) {
@@ -343,7 +353,10 @@ func TestInvalid(t *testing.T) {
 		"echo delay negative":          {map[string]string{"ECHO_DELAY": "-1ms"}, "ECHO_DELAY: out of range (want 0s..10s)"},
 		"echo delay long":              {map[string]string{"ECHO_DELAY": "11s"}, "ECHO_DELAY: out of range (want 0s..10s)"},
 		"echo delay syntax":            {map[string]string{"ECHO_DELAY": "fast"}, `ECHO_DELAY: not a duration (want Go syntax such as "30s" or integer milliseconds)`},
-		"model tools name":             {map[string]string{"MODEL_TOOLS": "ok,not ok"}, "MODEL_TOOLS: want comma-separated tool names of 1..64 [A-Za-z0-9_-]"},
+		"model tools name":             {map[string]string{"MODEL_TOOLS": "ok,not ok"}, "MODEL_TOOLS: want comma-separated tool names of 1..64 [A-Za-z0-9_-], each optionally followed by :approval"},
+		"model tools bad mark":         {map[string]string{"MODEL_TOOLS": "ok,del:approve"}, "MODEL_TOOLS: want comma-separated tool names of 1..64 [A-Za-z0-9_-], each optionally followed by :approval"},
+		"model tools marked repeat":    {map[string]string{"MODEL_TOOLS": "a,a:approval"}, "MODEL_TOOLS: a tool is listed twice"},
+		"confirmation ttl too short":   {map[string]string{"CONFIRMATION_TTL": "500ms"}, "CONFIRMATION_TTL: out of range (want 1s..168h0m0s)"},
 		"model tools repeated":         {map[string]string{"MODEL_TOOLS": "a,b,a"}, "MODEL_TOOLS: a tool is listed twice"},
 		"model max steps zero":         {map[string]string{"MODEL_MAX_STEPS": "0"}, "MODEL_MAX_STEPS: out of range (want 1..64)"},
 		"model max steps large":        {map[string]string{"MODEL_MAX_STEPS": "65"}, "MODEL_MAX_STEPS: out of range (want 1..64)"},

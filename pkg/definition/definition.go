@@ -87,6 +87,11 @@ type Definition struct {
 	// Tools are the tool names offered to the model (tool.Registry.Specs),
 	// in order, no repeats; empty means none.
 	Tools []string
+	// ApprovalTools are the tools of Tools whose calls wait for the
+	// session owner's approval before they run (docs/approvals.md); no
+	// repeats; each name must also be a SafeId (it is the confirmation's
+	// action).
+	ApprovalTools []string
 	// Limits bound one turn.
 	Limits Limits
 }
@@ -143,7 +148,10 @@ type fileDefinition struct {
 	Provider     *string  `json:"provider"`
 	ModelID      *string  `json:"modelId"`
 	Tools        []string `json:"tools"`
-	Limits       *struct {
+	// ApprovalTools is the file's "approvalTools": names of tools that
+	// require approval.
+	ApprovalTools []string `json:"approvalTools"`
+	Limits        *struct {
 		MaxSteps      *int `json:"maxSteps"`
 		MaxTokens     *int `json:"maxTokens"`
 		ContextTurns  *int `json:"contextTurns"`
@@ -153,7 +161,7 @@ type fileDefinition struct {
 
 // Parse decodes a definitions file: a JSON array of objects
 // {id, revision, systemPrompt?, provider, modelId?, tools?,
-// limits?: {maxSteps?, maxTokens?, contextTurns?, contextTokens?}}. Decoding is strict: member names are
+// approvalTools?, limits?: {maxSteps?, maxTokens?, contextTurns?, contextTokens?}}. Decoding is strict: member names are
 // case-sensitive; unknown or duplicate members, invalid UTF-8, wrong
 // types and non-integral numbers are errors; null counts as absent. The result is not
 // yet checked against tools or a default id (see New). Errors wrap
@@ -178,7 +186,7 @@ func Parse(data []byte) ([]Definition, error) {
 		if e.Provider == nil {
 			return nil, fmt.Errorf("%w: %s: required", ErrInvalid, field("provider"))
 		}
-		d := Definition{ID: *e.ID, Revision: *e.Revision, Provider: *e.Provider, Tools: e.Tools, Limits: Limits{MaxSteps: DefaultMaxSteps}}
+		d := Definition{ID: *e.ID, Revision: *e.Revision, Provider: *e.Provider, Tools: e.Tools, ApprovalTools: e.ApprovalTools, Limits: Limits{MaxSteps: DefaultMaxSteps}}
 		if e.SystemPrompt != nil {
 			d.SystemPrompt = *e.SystemPrompt
 		}
@@ -243,6 +251,7 @@ func describe(err error) string {
 // tools then fail. Checks, in order per definition: id a SafeId and
 // unique; revision 1..MaxRevision; provider echo, bedrock or openai;
 // modelId required for bedrock and openai; each tool known, no repeats;
+// each approval tool one of the tools and a SafeId, no repeats;
 // limits.maxSteps 1..MaxSteps; limits.maxTokens 0..MaxTokens; then
 // defaultID names one of them. Errors wrap ErrInvalid and name the field.
 func New(defs []Definition, defaultID string, knownTool func(name string) bool) (*Resolver, error) {
@@ -283,6 +292,16 @@ func New(defs []Definition, defaultID string, knownTool func(name string) bool) 
 			}
 			seen[name] = true
 		}
+		approval := map[string]bool{}
+		for j, name := range d.ApprovalTools {
+			if !seen[name] || !protocol.IsSafeID(name) {
+				return nil, fmt.Errorf("%w: %s: not one of tools (or not a SafeId)", ErrInvalid, field(fmt.Sprintf("approvalTools[%d]", j)))
+			}
+			if approval[name] {
+				return nil, fmt.Errorf("%w: %s: repeats an earlier tool", ErrInvalid, field(fmt.Sprintf("approvalTools[%d]", j)))
+			}
+			approval[name] = true
+		}
 		if d.Limits.MaxSteps < 1 || d.Limits.MaxSteps > MaxSteps {
 			return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.maxSteps"), MaxSteps)
 		}
@@ -296,6 +315,7 @@ func New(defs []Definition, defaultID string, knownTool func(name string) bool) 
 			return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.contextTokens"), MaxContextTokens)
 		}
 		d.Tools = append([]string(nil), d.Tools...)
+		d.ApprovalTools = append([]string(nil), d.ApprovalTools...)
 		r.byID[d.ID] = d
 		r.order = append(r.order, d.ID)
 	}
@@ -314,7 +334,7 @@ func FromConfig(m config.ModelConfig, readFile func(string) ([]byte, error), kno
 	if m.DefinitionsFile == "" {
 		d := Definition{
 			ID: m.DefinitionID, Revision: m.DefinitionRevision, SystemPrompt: m.SystemPrompt,
-			Provider: m.Provider, ModelID: m.ModelID, Tools: m.Tools,
+			Provider: m.Provider, ModelID: m.ModelID, Tools: m.Tools, ApprovalTools: m.ApprovalTools,
 			Limits: Limits{MaxSteps: m.MaxSteps, MaxTokens: m.MaxTokens},
 		}
 		r, err := New([]Definition{d}, m.DefinitionID, knownTool)
@@ -344,7 +364,7 @@ func envNames(err error) string {
 	s := err.Error()
 	for field, env := range map[string]string{
 		".id:": "DEFINITION_ID", ".revision:": "DEFINITION_REVISION", ".provider:": "MODEL_PROVIDER",
-		".modelId:": "MODEL_ID", ".tools[": "MODEL_TOOLS", ".limits.maxSteps:": "MODEL_MAX_STEPS",
+		".modelId:": "MODEL_ID", ".tools[": "MODEL_TOOLS", ".approvalTools[": "MODEL_TOOLS", ".limits.maxSteps:": "MODEL_MAX_STEPS",
 		".limits.maxTokens:": "MODEL_MAX_TOKENS",
 	} {
 		if strings.Contains(s, field) {
@@ -369,6 +389,7 @@ func (r *Resolver) Resolve(sessionDefinitionID string) (Definition, error) {
 		return Definition{}, fmt.Errorf("%w: %q", ErrUnknownDefinition, sessionDefinitionID)
 	}
 	d.Tools = append([]string(nil), d.Tools...)
+	d.ApprovalTools = append([]string(nil), d.ApprovalTools...)
 	return d, nil
 }
 

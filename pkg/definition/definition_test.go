@@ -165,11 +165,19 @@ func TestNewInvalid(t *testing.T) {
 		"openai no model":  {with(func(d *definition.Definition) { d.Provider = "openai"; d.ModelID = " " }), "a", "definitions[0].modelId: required when provider is openai"},
 		"tool unknown":     {with(func(d *definition.Definition) { d.Tools = []string{"workspace_note", "nope"} }), "a", "definitions[0].tools[1]: not a registered tool"},
 		"tool repeated":    {with(func(d *definition.Definition) { d.Tools = []string{"workspace_note", "workspace_note"} }), "a", "definitions[0].tools[1]: repeats"},
-		"steps zero":       {with(func(d *definition.Definition) { d.Limits.MaxSteps = 0 }), "a", "definitions[0].limits.maxSteps: want 1..64"},
-		"steps large":      {with(func(d *definition.Definition) { d.Limits.MaxSteps = 65 }), "a", "definitions[0].limits.maxSteps: want 1..64"},
-		"tokens negative":  {with(func(d *definition.Definition) { d.Limits.MaxTokens = -1 }), "a", "definitions[0].limits.maxTokens"},
-		"tokens large":     {with(func(d *definition.Definition) { d.Limits.MaxTokens = 1_000_001 }), "a", "definitions[0].limits.maxTokens"},
-		"default missing":  {with(func(*definition.Definition) {}), "b", "DEFINITION_ID: names no definition"},
+		"approval not a tool": {with(func(d *definition.Definition) {
+			d.Tools = []string{"workspace_note"}
+			d.ApprovalTools = []string{"other"}
+		}), "a", "definitions[0].approvalTools[0]: not one of tools"},
+		"approval repeated": {with(func(d *definition.Definition) {
+			d.Tools = []string{"workspace_note"}
+			d.ApprovalTools = []string{"workspace_note", "workspace_note"}
+		}), "a", "definitions[0].approvalTools[1]: repeats"},
+		"steps zero":      {with(func(d *definition.Definition) { d.Limits.MaxSteps = 0 }), "a", "definitions[0].limits.maxSteps: want 1..64"},
+		"steps large":     {with(func(d *definition.Definition) { d.Limits.MaxSteps = 65 }), "a", "definitions[0].limits.maxSteps: want 1..64"},
+		"tokens negative": {with(func(d *definition.Definition) { d.Limits.MaxTokens = -1 }), "a", "definitions[0].limits.maxTokens"},
+		"tokens large":    {with(func(d *definition.Definition) { d.Limits.MaxTokens = 1_000_001 }), "a", "definitions[0].limits.maxTokens"},
+		"default missing": {with(func(*definition.Definition) {}), "b", "DEFINITION_ID: names no definition"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -231,5 +239,30 @@ func TestFromConfig(t *testing.T) {
 				t.Fatalf("FromConfig = %v, want ErrInvalid containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestApprovalTools: a definitions file's approvalTools and MODEL_TOOLS'
+// ":approval" marks reach the definition.
+func TestApprovalTools(t *testing.T) {
+	defs, err := definition.Parse([]byte(`[{"id":"a","revision":1,"provider":"echo","tools":["workspace_note","note_delete"],"approvalTools":["note_delete"]}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := definition.New(defs, "a", known("workspace_note", "note_delete"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Default().ApprovalTools; len(got) != 1 || got[0] != "note_delete" {
+		t.Errorf("file approval tools = %v", got)
+	}
+	m := config.ModelConfig{Provider: "echo", DefinitionID: "default", DefinitionRevision: 1, MaxSteps: 2,
+		Tools: []string{"note_delete"}, ApprovalTools: []string{"note_delete"}}
+	r, err = definition.FromConfig(m, nil, known("note_delete"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Default().ApprovalTools; len(got) != 1 || got[0] != "note_delete" {
+		t.Errorf("environment approval tools = %v", got)
 	}
 }

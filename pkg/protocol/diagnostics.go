@@ -44,12 +44,18 @@ const (
 	CodeTurnNotFound             = "TURN_NOT_FOUND"
 	CodeTurnNotActive            = "TURN_NOT_ACTIVE"
 	CodeLineageInvalid           = "LINEAGE_INVALID"
-	CodeRequestUnauthenticated   = "REQUEST_UNAUTHENTICATED"
-	CodeRequestForbidden         = "REQUEST_FORBIDDEN"
-	CodeRequestNotFound          = "REQUEST_NOT_FOUND"
-	CodeRequestInvalidQuery      = "REQUEST_INVALID_QUERY"
-	CodeRequestInvalidCursor     = "REQUEST_INVALID_CURSOR"
-	CodeRequestInvalidBody       = "REQUEST_INVALID_BODY"
+	// Confirmation decisions (docs/approvals.md): no pending confirmation
+	// of the session has the token; it was decided (or superseded)
+	// already; it expired (CONFIRMATION_TTL).
+	CodeConfirmationNotFound   = "CONFIRMATION_NOT_FOUND"
+	CodeConfirmationDecided    = "CONFIRMATION_DECIDED"
+	CodeConfirmationExpired    = "CONFIRMATION_EXPIRED"
+	CodeRequestUnauthenticated = "REQUEST_UNAUTHENTICATED"
+	CodeRequestForbidden       = "REQUEST_FORBIDDEN"
+	CodeRequestNotFound        = "REQUEST_NOT_FOUND"
+	CodeRequestInvalidQuery    = "REQUEST_INVALID_QUERY"
+	CodeRequestInvalidCursor   = "REQUEST_INVALID_CURSOR"
+	CodeRequestInvalidBody     = "REQUEST_INVALID_BODY"
 	// CodeRequestInvalidHeader is a request header with an unsupported
 	// value (the turn handler's X-Turnstream-Snapshot-Scope, DESIGN §3).
 	CodeRequestInvalidHeader = "REQUEST_INVALID_HEADER"
@@ -136,6 +142,9 @@ var codes = map[string]codeInfo{
 	CodeTurnNotFound:             {"Turn not found.", false, http.StatusNotFound},
 	CodeTurnNotActive:            {"The turn is not running.", false, http.StatusConflict},
 	CodeLineageInvalid:           {"The turn lineage does not match this session.", false, http.StatusUnprocessableEntity},
+	CodeConfirmationNotFound:     {"Confirmation not found.", false, http.StatusNotFound},
+	CodeConfirmationDecided:      {"This confirmation has already been decided.", false, http.StatusConflict},
+	CodeConfirmationExpired:      {"This confirmation has expired.", false, http.StatusGone},
 	CodeRequestUnauthenticated:   {"Authentication is required.", false, http.StatusUnauthorized},
 	CodeRequestForbidden:         {"The caller may not perform this request.", false, http.StatusForbidden},
 	CodeRequestNotFound:          {"No such route.", false, http.StatusNotFound},

@@ -76,13 +76,14 @@ func DecodeTurnEvent(data []byte) (*Event, *Diagnostic) {
 // rule (IsCaseVariant). A part's and a lineage's lists hold the fields of
 // every variant of the object, whichever type or operation it has.
 var (
-	envelopeFields   = []string{"protocol", "version", "eventId", "sessionId", "turnId", "sequence", "emittedAt", "event", "payload"}
-	eventIDField     = []string{"eventId"}
-	submitFields     = []string{"input", "lineage"}
-	lineageFields    = []string{"operation", "parentTurnId", "sourceMessageId"}
-	snapshotFields   = []string{"messages", "status", "usage", "error", "lineage"}
-	usageFields      = []string{"promptTokens", "completionTokens", "totalTokens"}
-	diagnosticFields = []string{"version", "code", "message", "retryable"}
+	envelopeFields       = []string{"protocol", "version", "eventId", "sessionId", "turnId", "sequence", "emittedAt", "event", "payload"}
+	eventIDField         = []string{"eventId"}
+	submitFields         = []string{"input", "lineage", "confirmation"}
+	submitDecisionFields = []string{"token", "decision"}
+	lineageFields        = []string{"operation", "parentTurnId", "sourceMessageId"}
+	snapshotFields       = []string{"messages", "status", "usage", "error", "lineage"}
+	usageFields          = []string{"promptTokens", "completionTokens", "totalTokens"}
+	diagnosticFields     = []string{"version", "code", "message", "retryable"}
 )
 
 // Field readers over a parsed object. Each returns ok=false when the field
@@ -184,7 +185,32 @@ func submitFromNode(p *node) (*SubmitPayload, bool) {
 			return nil, false
 		}
 	}
+	if c, present := p.get("confirmation"); present {
+		if s.Confirmation, ok = confirmationFromNode(c); !ok {
+			return nil, false
+		}
+		if s.Lineage != nil && s.Lineage.Operation != OperationSubmit {
+			return nil, false // a decision continues a turn; it replaces none
+		}
+	}
 	return s, true
+}
+
+// confirmationFromNode reads the confirmation extension of a submit
+// payload: an object with a SafeId token and a decision of approve or deny.
+func confirmationFromNode(c *node) (*SubmitConfirmation, bool) {
+	if c.kind != kindObject || c.hasCaseVariant(submitDecisionFields) {
+		return nil, false
+	}
+	token, ok := safeIDField(c, "token")
+	if !ok {
+		return nil, false
+	}
+	decision, ok := strField(c, "decision")
+	if !ok || decision != DecisionApprove && decision != DecisionDeny {
+		return nil, false
+	}
+	return &SubmitConfirmation{Token: token, Decision: decision}, true
 }
 
 func lineageFromNode(l *node) (*Lineage, bool) {
@@ -408,6 +434,19 @@ func appendSubmit(b []byte, s *SubmitPayload) ([]byte, error) {
 		if b, err = appendLineage(b, s.Lineage, "payload.lineage"); err != nil {
 			return b, err
 		}
+	}
+	if c := s.Confirmation; c != nil {
+		if !IsSafeID(c.Token) {
+			return b, invalid("payload.confirmation.token")
+		}
+		if c.Decision != DecisionApprove && c.Decision != DecisionDeny {
+			return b, invalid("payload.confirmation.decision")
+		}
+		b = append(b, `,"confirmation":{"token":"`...)
+		b = append(b, c.Token...)
+		b = append(b, `","decision":"`...)
+		b = append(b, c.Decision...)
+		b = append(b, `"}`...)
 	}
 	return append(b, '}'), nil
 }

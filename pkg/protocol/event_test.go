@@ -225,6 +225,22 @@ func TestDecodeTurnEvent(t *testing.T) {
 		"submit lineage not object":  bad(input(`"hello","lineage":"edit"`), "event-submit"),
 		"snapshot lineage edit bare": bad(snap(`{"operation":"submit"}`, `{"operation":"edit"}`), "event-streaming"),
 
+		// Submit confirmation decision (turnstream extension, docs/approvals.md).
+		"submit confirmation approve":        ok(input(`"yes","confirmation":{"token":"cf1","decision":"approve"}`)),
+		"submit confirmation deny":           ok(input(`"no","confirmation":{"token":"cf1","decision":"deny","future":1}`)),
+		"submit confirmation submit lineage": ok(input(`"yes","lineage":{"operation":"submit"},"confirmation":{"token":"cf1","decision":"approve"}`)),
+		"submit confirmation edit lineage":   bad(input(`"yes","lineage":{"operation":"edit","parentTurnId":"turn-1","sourceMessageId":"msg-1"},"confirmation":{"token":"cf1","decision":"approve"}`), "event-submit"),
+		"submit confirmation null":           bad(input(`"yes","confirmation":null`), "event-submit"),
+		"submit confirmation not object":     bad(input(`"yes","confirmation":"cf1"`), "event-submit"),
+		"submit confirmation no token":       bad(input(`"yes","confirmation":{"decision":"approve"}`), "event-submit"),
+		"submit confirmation bad token":      bad(input(`"yes","confirmation":{"token":"-x","decision":"approve"}`), "event-submit"),
+		"submit confirmation other decision": bad(input(`"yes","confirmation":{"token":"cf1","decision":"Approve"}`), "event-submit"),
+		"submit confirmation no decision":    bad(input(`"yes","confirmation":{"token":"cf1"}`), "event-submit"),
+		"submit confirmation blank input":    bad(input(`" ","confirmation":{"token":"cf1","decision":"approve"}`), "event-submit"),
+		"submit confirmation Decision":       bad(input(`"yes","confirmation":{"token":"cf1","decision":"approve","Decision":"deny"}`), "event-submit"),
+		"submit confirmation TOKEN":          bad(input(`"yes","confirmation":{"token":"cf1","TOKEN":"cf2","decision":"approve"}`), "event-submit"),
+		"submit Confirmation beside":         bad(input(`"yes","confirmation":{"token":"cf1","decision":"approve"},"Confirmation":{}`), "event-submit"),
+
 		// Canonical message records (wire §4).
 		"metadata nested 29 levels":           ok(withMessage(t, `"metadata":`+nested(29))),
 		"metadata nested 30 levels":           bad(withMessage(t, `"metadata":`+nested(30)), "event-streaming"),

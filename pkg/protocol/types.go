@@ -73,9 +73,28 @@ type Event struct {
 
 // SubmitPayload is the payload of client.turn.submit (AgentsKit wire §2).
 // Lineage is a turnstream extension (DESIGN §5): nil means a plain submit.
+// Confirmation is a turnstream extension too: the decision on a pending
+// tool call confirmation (docs/approvals.md); nil means none. A payload
+// carries at most one of a non-submit Lineage and a Confirmation.
 type SubmitPayload struct {
-	Input   string   `json:"input"`
-	Lineage *Lineage `json:"lineage,omitempty"`
+	Input        string              `json:"input"`
+	Lineage      *Lineage            `json:"lineage,omitempty"`
+	Confirmation *SubmitConfirmation `json:"confirmation,omitempty"`
+}
+
+// Decisions of a SubmitConfirmation.
+const (
+	DecisionApprove = "approve"
+	DecisionDeny    = "deny"
+)
+
+// SubmitConfirmation is the submit payload's decision on a pending confirmation
+// of the session: {token: SafeId, decision: "approve"|"deny"}, decoded
+// like the lineage extension (unknown keys ignored, case variants of its
+// own keys invalid). Encoded key order: token, decision.
+type SubmitConfirmation struct {
+	Token    string `json:"token"`
+	Decision string `json:"decision"`
 }
 
 // SnapshotPayload is the payload of server.turn.snapshot (AgentsKit wire §2).

@@ -1,6 +1,7 @@
 package sessionapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -14,7 +15,8 @@ import (
 // SessionSummary is the body of GET /sessions/{id} (DESIGN §6). Times are
 // ISO 8601 UTC with milliseconds (protocol.FormatTime).
 //
-//	{"sessionId","definitionId","definitionRevision","cursor","createdAt","updatedAt","currentTurn":CurrentTurn|null}
+//	{"sessionId","definitionId","definitionRevision","cursor","createdAt","updatedAt","currentTurn":CurrentTurn|null,
+//	 "pendingInteractions":[PendingInteraction...],"session":<agentskit.chat.session v1 envelope>|null}
 type SessionSummary struct {
 	SessionID          string `json:"sessionId"`
 	DefinitionID       string `json:"definitionId"`
@@ -26,6 +28,14 @@ type SessionSummary struct {
 	// CurrentTurn is the turn holding an unexpired lease, nil (null) when
 	// the session is idle or the lease has expired.
 	CurrentTurn *CurrentTurn `json:"currentTurn"`
+	// PendingInteractions are the tool calls waiting for the owner's
+	// approval ({interactionId: token, data: PendingApproval}), [] when
+	// none (docs/approvals.md).
+	PendingInteractions []PendingInteraction `json:"pendingInteractions"`
+	// Session is the session as the AgentsKit session envelope
+	// agentskit.chat.session v1 (protocol.SessionEnvelope), with its
+	// confirmations; null only for a session that has no definition id.
+	Session json.RawMessage `json:"session"`
 }
 
 // CurrentTurn is a session's running turn (agent UI protocol current_turn;
@@ -43,14 +53,15 @@ type CurrentTurn struct {
 	// reloaded page renders the turn as /turns shows it and resumes it on
 	// the turn function with GET /sessions/{id}/turns/{turnId}/stream?after=<sequence>.
 	Sequence int64 `json:"sequence"`
-	// PendingInteractions is always empty: turnstream turns do not wait for
-	// user interactions.
+	// PendingInteractions is always empty: a running turn never waits; a
+	// call that waits for approval ends its turn, and the session summary
+	// lists it (SessionSummary.PendingInteractions).
 	PendingInteractions []PendingInteraction `json:"pendingInteractions"`
 }
 
-// PendingInteraction is an interaction a running turn waits for (agent UI
-// protocol {interactionId, data}). turnstream never produces one; the type
-// fixes the element shape of CurrentTurn.PendingInteractions.
+// PendingInteraction is an interaction the session waits for (agent UI
+// protocol {interactionId, data}): a tool call awaiting approval, Data a
+// PendingApproval.
 type PendingInteraction struct {
 	InteractionID string `json:"interactionId"`
 	Data          any    `json:"data"`
@@ -138,12 +149,14 @@ func (s *server) getSession(w http.ResponseWriter, r *http.Request, rc *requestC
 
 func sessionSummary(sess *chat.Session, now time.Time) SessionSummary {
 	out := SessionSummary{
-		SessionID:          sess.ID,
-		DefinitionID:       sess.DefinitionID,
-		DefinitionRevision: sess.DefinitionRevision,
-		Cursor:             sess.Cursor,
-		CreatedAt:          protocol.FormatTime(sess.CreatedAt),
-		UpdatedAt:          protocol.FormatTime(sess.UpdatedAt),
+		SessionID:           sess.ID,
+		DefinitionID:        sess.DefinitionID,
+		DefinitionRevision:  sess.DefinitionRevision,
+		Cursor:              sess.Cursor,
+		CreatedAt:           protocol.FormatTime(sess.CreatedAt),
+		UpdatedAt:           protocol.FormatTime(sess.UpdatedAt),
+		PendingInteractions: pendingInteractions(sess, now),
+		Session:             sessionEnvelope(sess, now),
 	}
 	if l := sess.ActiveTurn; l != nil && l.ExpiresAt.After(now) {
 		out.CurrentTurn = &CurrentTurn{

@@ -14,6 +14,9 @@ const (
 	ExtensionLineage       = "lineage"
 	ExtensionArtifacts     = "artifacts"
 	ExtensionHistory       = "history"
+	// ExtensionApprovals: tool calls may wait for the owner's decision
+	// (docs/approvals.md).
+	ExtensionApprovals = "approvals"
 	// ExtensionResume and ExtensionDurableTurns are listed when
 	// checkpoints are on (Options.CheckpointInterval > 0); their objects
 	// say "available": false otherwise, never omitted.
@@ -26,10 +29,11 @@ const (
 // extensions it supports, so clients discover them instead of guessing.
 //
 //	{"protocols":[{"protocol":"agentskit.chat.turn","versions":[1]}],
-//	 "extensions":["snapshotScope","stop","lineage","artifacts","history"],
+//	 "extensions":["snapshotScope","stop","lineage","artifacts","history","approvals"],
 //	 "snapshotScope":{"header":"X-Turnstream-Snapshot-Scope","values":["session","turn"],"default":"session"},
 //	 "lineage":{"operations":["retry","edit","regenerate"]},
 //	 "stop":{"method":"POST","path":"/stop"},
+//	 "approvals":{"field":"confirmation","decisions":["approve","deny"],"confirmationTtlMs":900000},
 //	 "resume":{"available":true,"method":"GET","path":"/sessions/{sessionId}/turns/{turnId}/stream",
 //	           "parameter":"after","pollIntervalMs":250,"cost":"..."},
 //	 "durableTurns":{"available":true,"checkpointIntervalMs":1000,"disconnectStops":false},
@@ -49,6 +53,13 @@ type Capabilities struct {
 		Method string `json:"method"`
 		Path   string `json:"path"`
 	} `json:"stop"`
+	// Approvals describes the decision extension of the submit payload:
+	// payload.confirmation {token, decision}.
+	Approvals struct {
+		Field             string   `json:"field"`
+		Decisions         []string `json:"decisions"`
+		ConfirmationTTLMs int64    `json:"confirmationTtlMs"`
+	} `json:"approvals"`
 	Resume       resumeCapability       `json:"resume"`
 	DurableTurns durableTurnsCapability `json:"durableTurns"`
 	Limits       struct {
@@ -73,13 +84,16 @@ type ProtocolVersions struct {
 func capabilitiesBody(opts Options) []byte {
 	var c Capabilities
 	c.Protocols = []ProtocolVersions{{Protocol: protocol.TurnProtocol, Versions: []int{protocol.TurnVersion}}}
-	c.Extensions = []string{ExtensionSnapshotScope, ExtensionStop, ExtensionLineage, ExtensionArtifacts, ExtensionHistory}
+	c.Extensions = []string{ExtensionSnapshotScope, ExtensionStop, ExtensionLineage, ExtensionArtifacts, ExtensionHistory, ExtensionApprovals}
 	c.SnapshotScope.Header = SnapshotScopeHeader
 	c.SnapshotScope.Values = []string{"session", "turn"}
 	c.SnapshotScope.Default = "session"
 	c.Lineage.Operations = []string{protocol.OperationRetry, protocol.OperationEdit, protocol.OperationRegenerate}
 	c.Stop.Method = http.MethodPost
 	c.Stop.Path = "/stop"
+	c.Approvals.Field = "confirmation"
+	c.Approvals.Decisions = []string{protocol.DecisionApprove, protocol.DecisionDeny}
+	c.Approvals.ConfirmationTTLMs = opts.ConfirmationTTL.Milliseconds()
 	c.Resume, c.DurableTurns = resumeCapabilities(opts)
 	if c.Resume.Available {
 		c.Extensions = append(c.Extensions, ExtensionResume, ExtensionDurableTurns)

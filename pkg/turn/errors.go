@@ -28,6 +28,9 @@ var errorCodes = []struct {
 	{chat.ErrConflict, protocol.CodeSessionConflict},
 	{chat.ErrLeaseLost, protocol.CodeSessionConflict},
 	{chat.ErrTurnNotActive, protocol.CodeTurnNotActive},
+	{chat.ErrConfirmationNotFound, protocol.CodeConfirmationNotFound},
+	{chat.ErrConfirmationDecided, protocol.CodeConfirmationDecided},
+	{chat.ErrConfirmationExpired, protocol.CodeConfirmationExpired},
 	{chat.ErrTurnNotFound, protocol.CodeTurnNotFound},
 	{errLineage, protocol.CodeLineageInvalid},
 }

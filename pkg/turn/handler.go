@@ -131,6 +131,10 @@ type Options struct {
 	MaxSnapshotGap time.Duration
 	// MaxBodyBytes caps a request body in bytes (413 above it).
 	MaxBodyBytes int64
+	// ConfirmationTTL is how long a tool call that requires approval can
+	// be decided (docs/approvals.md); zero means
+	// chat.DefaultConfirmationTTL.
+	ConfirmationTTL time.Duration
 	// CheckpointInterval is how often a running turn persists its state
 	// at most (chat.Store.Checkpoint), besides the moments that must not
 	// be lost (its first snapshot, each tool call state change): what a
@@ -217,6 +221,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	setDefault(&opts.SnapshotInterval, DefaultSnapshotInterval)
 	setDefault(&opts.RenewInterval, opts.LeaseDuration/3)
 	setDefault(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	setDefault(&opts.ConfirmationTTL, chat.DefaultConfirmationTTL)
 	setDefault(&opts.ResumePollInterval, DefaultResumePollInterval)
 	setDefault(&opts.SnapshotBytesPerSecond, DefaultSnapshotBytesPerSecond)
 	setDefault(&opts.MaxSnapshotGap, DefaultMaxSnapshotGap)

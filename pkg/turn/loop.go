@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"strings"
 
 	"github.com/turnstream/turnstream/pkg/model"
@@ -36,7 +37,12 @@ type pendingCall struct {
 // into the state and wakes the writer.
 func (t *run) runModel(ctx context.Context) error {
 	a := t.agent
-	msgs := modelMessages(t.context)
+	var live map[string]protocol.ToolCall
+	if t.approvals.decided != nil { // a continuation: the decided call first
+		tc := t.decide(ctx)
+		live = map[string]protocol.ToolCall{tc.ID: tc}
+	}
+	msgs := modelMessages(t.context, live)
 	msgs = append(msgs, t.user)
 	for step := 1; ; step++ {
 		req := model.Request{
@@ -68,6 +74,9 @@ func (t *run) runModel(ctx context.Context) error {
 		msgs = append(msgs, t.runTools(ctx, step, text, calls)...)
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if t.awaiting() {
+			return nil // the turn ends waiting for approval (approvals.go)
 		}
 	}
 }
@@ -194,6 +203,17 @@ func (t *run) runTools(ctx context.Context, step int, text string, calls []pendi
 		ToolCalls: entries,
 	})
 	for i, c := range calls {
+		if t.agent.requiresApproval(c.call.Name) {
+			if t.awaitApproval(step, i+1, &calls[i]) {
+				continue
+			}
+			o := cannotAwait(c.call)
+			if t.state.setCall(c.index, o.ToolCall()) {
+				t.notify()
+			}
+			out = append(out, o.ToolMessage(MessageID(t.turnID, fmt.Sprintf("t%d.%d", step, i+1)), t.createdAt))
+			continue
+		}
 		if t.state.setCall(c.index, tool.Entry(c.call, protocol.ToolCallRunning)) {
 			t.notify()
 		}
@@ -225,8 +245,12 @@ func (t *run) runTools(ctx context.Context, step int, text string, calls []pendi
 // ever see plain text; components are for clients), each assistant
 // message split back into the model calls that wrote it (splitRounds),
 // and each stored tool call followed by its tool result message
-// (model.ExpandToolCalls).
-func modelMessages(context []protocol.Message) []protocol.Message {
+// (model.ExpandToolCalls). Calls that waited for approval are resolved
+// with their decisions, live adding the current continuation's
+// (resolveAwaited).
+func modelMessages(context []protocol.Message, live map[string]protocol.ToolCall) []protocol.Message {
+	decided := decidedCalls(context)
+	maps.Copy(decided, live)
 	msgs := make([]protocol.Message, 0, len(context)+1)
 	for _, m := range context {
 		if m.Role != protocol.RoleAssistant {
@@ -234,7 +258,8 @@ func modelMessages(context []protocol.Message) []protocol.Message {
 			continue
 		}
 		m.Content = PlainText(m.Content)
-		msgs = append(msgs, splitRounds(m)...)
+		decider, _ := decisionOf(m)
+		msgs = append(msgs, resolveAwaited(splitRounds(m), decided, decider)...)
 	}
 	return model.ExpandToolCalls(msgs)
 }

@@ -212,8 +212,12 @@ func TestCapabilities(t *testing.T) {
 	if len(c.Protocols) != 1 || c.Protocols[0].Protocol != protocol.TurnProtocol || len(c.Protocols[0].Versions) != 1 || c.Protocols[0].Versions[0] != 1 {
 		t.Errorf("protocols %+v", c.Protocols)
 	}
-	if got := strings.Join(c.Extensions, ","); got != "snapshotScope,stop,lineage,artifacts,history" {
+	if got := strings.Join(c.Extensions, ","); got != "snapshotScope,stop,lineage,artifacts,history,approvals" {
 		t.Errorf("extensions %s", got)
+	}
+	if c.Approvals.Field != "confirmation" || strings.Join(c.Approvals.Decisions, ",") != "approve,deny" ||
+		c.Approvals.ConfirmationTTLMs != chat.DefaultConfirmationTTL.Milliseconds() {
+		t.Errorf("approvals %+v", c.Approvals)
 	}
 	if c.SnapshotScope.Header != turn.SnapshotScopeHeader || c.Limits.MaxBodyBytes != turn.DefaultMaxBodyBytes || c.Limits.SnapshotIntervalMs != 1 {
 		t.Errorf("capabilities %+v", c)

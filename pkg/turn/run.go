@@ -70,6 +70,7 @@ type run struct {
 
 	loop loopLog // the model-tool loop's tool call ids and tool rounds
 
+	approvals approvals // confirmations asked for and decided (approvals.go)
 	// last is the state of the latest snapshot (guarded by mu), and urgent
 	// (cap 1) asks the supervisor for a checkpoint now: at the first text
 	// and at each tool call's state change.
@@ -642,6 +643,9 @@ func (t *run) record(end ending, v view, first, last int64) *chat.Turn {
 	if end.status != chat.TurnComplete {
 		msgStatus = protocol.MessageError
 	}
+	t.approvals.mu.Lock()
+	t.approvals.completed = end.status == chat.TurnComplete
+	t.approvals.mu.Unlock()
 	var artifacts []chat.ArtifactReference
 	if len(v.artifacts) > 0 {
 		artifacts = chat.DedupeArtifacts(v.artifacts)
@@ -698,7 +702,7 @@ func (t *run) save(item *chat.Turn) chat.Outcome {
 func (t *run) release(outcome chat.Outcome, cursor int64) {
 	ctx, cancel := t.cleanupContext(t.cleanupEnd())
 	defer cancel()
-	req := chat.ReleaseRequest{Claim: t.claim, Outcome: outcome, Sequence: cursor}
+	req := chat.ReleaseRequest{Claim: t.claim, Outcome: outcome, Sequence: cursor, Confirmations: t.confirmationsToRecord(outcome), Undecide: t.undecide()}
 	if t.agent != nil {
 		req.DefinitionRevision = t.agent.def.Revision // the revision this turn ran with
 	}
@@ -731,7 +735,7 @@ func (t *run) logFinished(end ending, outcome chat.Outcome, cursor int64) {
 func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 	calls := v.toolCalls
 	if status != protocol.MessageStreaming {
-		calls = finishCalls(calls)
+		calls = finishCalls(calls, status == protocol.MessageComplete)
 	}
 	m := protocol.Message{
 		ID:        MessageID(t.turnID, positionAssistant),
@@ -749,7 +753,7 @@ func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 			m.Metadata = meta
 		}
 	}
-	m.Metadata = t.loop.metadata(m.Metadata, false)
+	m.Metadata = t.approvalMetadata(t.loop.metadata(m.Metadata, false), status)
 	if t.omitted {
 		m.Metadata = withMember(m.Metadata, MetadataContext, json.RawMessage(fmt.Sprintf(`{"turns":%d,"omittedOlder":true}`, len(t.turnStarts))))
 	}

@@ -194,11 +194,13 @@ func (s *state) freeze() view {
 
 // finishCalls returns calls with every entry that is not complete or
 // error replaced by an error entry with model.TextToolNotCompleted (a
-// turn that ended while its tools were pending or running).
-func finishCalls(calls []protocol.ToolCall) []protocol.ToolCall {
+// turn that ended while its tools were pending or running). With
+// awaiting, entries waiting for approval (requires_confirmation) stay.
+func finishCalls(calls []protocol.ToolCall, awaiting bool) []protocol.ToolCall {
 	var out []protocol.ToolCall
 	for i, tc := range calls {
-		if tc.Status == protocol.ToolCallComplete || tc.Status == protocol.ToolCallError {
+		if tc.Status == protocol.ToolCallComplete || tc.Status == protocol.ToolCallError ||
+			awaiting && tc.Status == protocol.ToolCallRequiresConfirmation {
 			continue
 		}
 		if out == nil {

@@ -64,6 +64,12 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	}
 	input := ev.Submit.Input
 	inputHash := chat.HashInput(input)
+	var decision *chat.Decision
+	if c := ev.Submit.Confirmation; c != nil {
+		// A decision on a confirmation: the input is only a label.
+		decision = &chat.Decision{Token: c.Token, Approve: c.Decision == protocol.DecisionApprove}
+		inputHash = decisionInputHash(input, c)
+	}
 	var parent *chat.Turn
 	if lineage.Operation != protocol.OperationSubmit {
 		var err error
@@ -87,6 +93,7 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		DefinitionID:       def.ID,
 		DefinitionRevision: def.Revision,
 		LeaseDuration:      h.leaseDuration(deadline),
+		Decision:           decision,
 	})
 	if err != nil {
 		d := diagnose(ctx, err)
@@ -124,6 +131,15 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		startedAt: claimedAt,
 	}
 	t.user = userMessage(ev.TurnID, input, t.createdAt)
+	if decision != nil {
+		cf := claim.Decided()
+		if cf == nil {
+			t.failBeforeStream("decision", errDecisionMissing)
+			return
+		}
+		t.approvals.decided, t.approvals.approve = cf, decision.Approve
+		log.Info("confirmation claimed", "tool", cf.Action, "approve", decision.Approve, "parentTurnId", cf.TurnID)
+	}
 	t.serve(parent)
 }
 

@@ -93,7 +93,11 @@ func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, er
 	if !ok {
 		return nil, &model.Error{Code: ErrorCodeNoUserMessage, Err: errors.New("echo: request has no user message")}
 	}
-	if call := noteCall(req, input); call != nil {
+	call := noteCall(req, input)
+	if call == nil {
+		call = deleteCall(req, input)
+	}
+	if call != nil {
 		return &stream{ctx: ctx, call: call, usage: Usage(req, string(call.Args)), done: make(chan struct{})}, nil
 	}
 	reply := Prefix + input

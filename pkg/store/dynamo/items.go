@@ -132,26 +132,27 @@ type windowEntryAV struct {
 
 // sessionItem is the stored session item (see doc.go).
 type sessionItem struct {
-	PK                 string          `dynamodbav:"pk"`
-	SK                 string          `dynamodbav:"sk"`
-	OwnerKey           string          `dynamodbav:"ownerKey"`
-	DefinitionID       string          `dynamodbav:"definitionId,omitempty"`
-	DefinitionRevision int64           `dynamodbav:"definitionRevision"`
-	Cursor             int64           `dynamodbav:"cursor"`
-	NextOrdinal        int64           `dynamodbav:"nextOrdinal"`
-	Revision           int64           `dynamodbav:"revision"`
-	CreatedAt          int64           `dynamodbav:"createdAt"`
-	UpdatedAt          int64           `dynamodbav:"updatedAt"`
-	LeaseTurnID        string          `dynamodbav:"leaseTurnId,omitempty"`
-	LeaseToken         string          `dynamodbav:"leaseToken,omitempty"`
-	LeaseExpiresAt     int64           `dynamodbav:"leaseExpiresAt,omitempty"`
-	LeaseStop          bool            `dynamodbav:"leaseStop,omitempty"`
-	LeaseOrdinal       int64           `dynamodbav:"leaseOrdinal,omitempty"`
-	LeaseInputHash     string          `dynamodbav:"leaseInputHash,omitempty"`
-	LeaseLineage       *lineageAV      `dynamodbav:"leaseLineage,omitempty"`
-	Window             []windowEntryAV `dynamodbav:"window,omitempty"`
-	WindowIDs          []string        `dynamodbav:"windowIds,stringset,omitempty"`
-	ReleasedToken      string          `dynamodbav:"releasedToken,omitempty"`
+	PK                 string                    `dynamodbav:"pk"`
+	SK                 string                    `dynamodbav:"sk"`
+	OwnerKey           string                    `dynamodbav:"ownerKey"`
+	DefinitionID       string                    `dynamodbav:"definitionId,omitempty"`
+	DefinitionRevision int64                     `dynamodbav:"definitionRevision"`
+	Cursor             int64                     `dynamodbav:"cursor"`
+	NextOrdinal        int64                     `dynamodbav:"nextOrdinal"`
+	Revision           int64                     `dynamodbav:"revision"`
+	CreatedAt          int64                     `dynamodbav:"createdAt"`
+	UpdatedAt          int64                     `dynamodbav:"updatedAt"`
+	LeaseTurnID        string                    `dynamodbav:"leaseTurnId,omitempty"`
+	LeaseToken         string                    `dynamodbav:"leaseToken,omitempty"`
+	LeaseExpiresAt     int64                     `dynamodbav:"leaseExpiresAt,omitempty"`
+	LeaseStop          bool                      `dynamodbav:"leaseStop,omitempty"`
+	LeaseOrdinal       int64                     `dynamodbav:"leaseOrdinal,omitempty"`
+	LeaseInputHash     string                    `dynamodbav:"leaseInputHash,omitempty"`
+	LeaseLineage       *lineageAV                `dynamodbav:"leaseLineage,omitempty"`
+	Window             []windowEntryAV           `dynamodbav:"window,omitempty"`
+	WindowIDs          []string                  `dynamodbav:"windowIds,stringset,omitempty"`
+	ReleasedToken      string                    `dynamodbav:"releasedToken,omitempty"`
+	Confirmations      map[string]confirmationAV `dynamodbav:"confirmations,omitempty"`
 }
 
 func decodeSession(sessionID string, item map[string]types.AttributeValue) (*chat.Session, *sessionItem, error) {
@@ -174,6 +175,7 @@ func decodeSession(sessionID string, item map[string]types.AttributeValue) (*cha
 		CreatedAt:          fromMillis(si.CreatedAt),
 		UpdatedAt:          fromMillis(si.UpdatedAt),
 		TerminalTurns:      make([]chat.TerminalEntry, 0, len(si.Window)),
+		Confirmations:      decodeConfirmations(si.Confirmations),
 	}
 	for _, e := range si.Window {
 		s.TerminalTurns = append(s.TerminalTurns, chat.TerminalEntry{

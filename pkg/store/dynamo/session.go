@@ -44,6 +44,13 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 			":turnId": strValue(req.TurnID),
 		},
 	}
+	if req.Decision != nil {
+		// A decision continues an existing session: its confirmation must
+		// be pending and unexpired.
+		cond.expr = "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND NOT contains(#windowIds, :turnId)"
+		cond.names = []string{attrOwnerKey, attrLeaseToken, attrWindowIDs}
+		cond = decisionCondition(cond, req.Decision, now)
+	}
 	one := expression.Value(1)
 	up := expression.Set(expression.Name(attrOwnerKey), expression.Value(ownerKey(req.Principal))).
 		Set(expression.Name(attrCreatedAt), expression.IfNotExists(expression.Name(attrCreatedAt), expression.Value(millis(now)))).
@@ -91,6 +98,9 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 		}
 		return nil, fmt.Errorf("claim session %s: %w", req.SessionID, err) // it did not apply
 	}
+	if item == nil && req.Decision != nil { // no session: no such confirmation
+		return nil, chat.ErrConfirmationNotFound
+	}
 	if item == nil { // it existed when the condition failed: a race
 		return nil, fmt.Errorf("claim session %s: session changed during the claim: %w", req.SessionID, chat.ErrSessionBusy)
 	}
@@ -117,6 +127,7 @@ func setClaimFields(up expression.UpdateBuilder, req chat.ClaimRequest, token st
 	if req.DefinitionID != "" {
 		up = up.Set(expression.Name(attrDefinitionID), expression.IfNotExists(expression.Name(attrDefinitionID), expression.Value(req.DefinitionID)))
 	}
+	up = setDecision(up, req)
 	return setOrRemove(up, attrLeaseInputHash, req.InputHash)
 }
 
@@ -186,6 +197,7 @@ func (s *Store) giveBack(ctx context.Context, c *chat.Claim) error {
 	for _, a := range leaseAttrs {
 		up = up.Remove(expression.Name(a))
 	}
+	up = undoDecision(up, c)
 	err := s.resolvedWrite(ctx, sessionKey(c.Session.ID), up, cond, func(item map[string]types.AttributeValue) bool {
 		return item != nil && !holdsToken(item, c.Lease.Token)
 	})
@@ -280,6 +292,9 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 		if rejection, err = s.olderTurn(ctx, req); err != nil {
 			return nil, err
 		}
+	}
+	if rejection == nil && req.Decision != nil {
+		rejection = chat.CheckDecision(sess.Confirmations, req.Decision, now)
 	}
 	if rejection != nil && crashed == nil {
 		return nil, rejection
@@ -590,6 +605,7 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 	if req.DefinitionRevision > 0 {
 		up = up.Set(expression.Name(attrDefinitionRev), expression.Value(req.DefinitionRevision))
 	}
+	up = settleConfirmations(up, req, s.now())
 	for _, a := range leaseAttrs {
 		up = up.Remove(expression.Name(a))
 	}

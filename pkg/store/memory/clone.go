@@ -30,6 +30,7 @@ func cloneSession(s *chat.Session) *chat.Session {
 	c := *s
 	c.ActiveTurn = cloneLease(s.ActiveTurn)
 	c.TerminalTurns = slices.Clone(s.TerminalTurns)
+	c.Confirmations = cloneConfirmations(s.Confirmations)
 	return &c
 }
 

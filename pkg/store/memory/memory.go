@@ -169,6 +169,9 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 	if rejection != nil {
 		return nil, rejection
 	}
+	if err := checkDecision(sess, req, now); err != nil {
+		return nil, err
+	}
 
 	lease := chat.Lease{
 		TurnID:    req.TurnID,
@@ -179,6 +182,7 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 		Lineage:   req.Lineage,
 	}
 	sess.ActiveTurn = &lease
+	decide(sess, req)
 	sess.NextOrdinal++
 	if created {
 		sess.DefinitionID = req.DefinitionID
@@ -411,6 +415,7 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 		if req.DefinitionRevision > 0 {
 			sess.DefinitionRevision = req.DefinitionRevision
 		}
+		settle(sess, req, now)
 		sess.ActiveTurn = nil
 		sess.Revision++
 		sess.UpdatedAt = now

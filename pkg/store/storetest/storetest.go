@@ -37,6 +37,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"History", historyCases()},
 		{"Isolation", isolationCases()},
 		{"Artifacts", artifactCases()},
+		{"Confirmations", confirmationCases()},
 		{"Checkpoints", checkpointCases()},
 		{"Context", contextCases()},
 	}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/turnstream/turnstream/pkg/auth"
+	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/definition"
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/model/echo"
+	"github.com/turnstream/turnstream/pkg/store/memory"
+	"github.com/turnstream/turnstream/pkg/tool"
+	"github.com/turnstream/turnstream/pkg/turn"
+)
+
+// approvalServer serves the turn handler as the dev server configures
+// it: the echo model, workspace_note_delete requiring approval.
+func approvalServer(t *testing.T) string {
+	t.Helper()
+	authn, err := auth.New(context.Background(), config.AuthConfig{Mode: config.AuthDev},
+		auth.WithLookupEnv(func(string) (string, bool) { return "", false }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := tool.NewRegistry(nil)
+	if err := reg.Register(tool.WorkspaceNoteDelete()); err != nil {
+		t.Fatal(err)
+	}
+	defs, err := definition.New([]definition.Definition{{ID: "default", Revision: 1, Provider: config.ProviderEcho,
+		Tools: []string{tool.WorkspaceNoteDeleteName}, ApprovalTools: []string{tool.WorkspaceNoteDeleteName},
+		Limits: definition.Limits{MaxSteps: 4}}}, "default", reg.Has)
+	if err != nil {
+		t.Fatal(err)
+	}
+	th, err := turn.NewHandler(turn.Options{Store: memory.New(memory.Options{}), Authenticator: authn, Definitions: defs, Tools: reg,
+		Models: map[string]model.Model{config.ProviderEcho: echo.New(0, 3)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(th)
+	t.Cleanup(ts.Close)
+	return ts.URL + "/"
+}
+
+// TestChatAsksForApproval: a call that waits for approval is shown with
+// "approve? [y/N]"; "y" approves it (the tool runs, the reply follows),
+// anything else denies it, and end of input leaves it waiting.
+func TestChatAsksForApproval(t *testing.T) {
+	url := approvalServer(t)
+	for name, tc := range map[string]struct {
+		answer, want, wantErr string
+	}{
+		"approve":   {"y\n", "Echo: Approved.\n" + `tool workspace_note_delete {"title":"Trip plan"}: complete`, ""},
+		"deny":      {"n\n", "Echo: Denied.\n" + `tool workspace_note_delete {"title":"Trip plan"}: error`, ""},
+		"no answer": {"", "", "the call keeps waiting"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, out, errOut := runTurnctl([]string{"chat", "-url", url, "-session", "s-" + strings.ReplaceAll(name, " ", "-"),
+				"-token", "dev.alice", "/delete Trip plan"}, tc.answer)
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %q", code, errOut)
+			}
+			if !strings.Contains(out, `tool workspace_note_delete {"title":"Trip plan"} requires approval`+"\napprove? [y/N] ") {
+				t.Fatalf("no approval prompt in %q", out)
+			}
+			if !strings.Contains(out, tc.want) || !strings.Contains(errOut, tc.wantErr) {
+				t.Errorf("output %q, stderr %q; want %q / %q", out, errOut, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
