@@ -84,7 +84,11 @@ type loadReport struct {
 	// while a later claim was in flight (it may or may not have applied
 	// yet); InFlight those emitted before a later claim but received after
 	// it.
-	Lines, AfterExpiry, AfterClaim, Ambiguous, InFlight int
+	// AfterUnknownRenewal counts streaming lines emitted after the proven
+	// expiry but before the expiry of a renewal that reached DynamoDB and
+	// got no answer: the store's resolving read may have seen it applied
+	// (then the line was in time), which turnbench cannot see.
+	Lines, AfterExpiry, AfterClaim, Ambiguous, InFlight, AfterUnknownRenewal int
 	LeasesHeldAfterRun, LeasesPastExpiry                int
 	Problems                                            []string // the first few, for the report
 	// Notes are the first few outcomes the store could not know (its
@@ -276,6 +280,9 @@ type facts struct {
 	// expiry is the latest lease expiry set by the request's applied
 	// claim or renewal writes: no turn can prove a later one.
 	expiry time.Time
+	// expiryMaybe is the latest expiry of a renewal whose outcome
+	// turnbench does not know (it reached DynamoDB without an answer).
+	expiryMaybe time.Time
 }
 
 // factsOf reads ops (one request's calls, in start order).
@@ -319,8 +326,11 @@ func factsOf(ops []opRecord) facts {
 			if op.Err != "" || faulted(op) || !f.expiry.IsZero() && op.End.After(f.expiry) {
 				f.renewTrouble = true
 			}
-			if appliedOf(op) == appliedYes {
+			switch appliedOf(op) {
+			case appliedYes:
 				f.expiry = later(f.expiry, op.Expiry)
+			case appliedUnknown:
+				f.expiryMaybe = later(f.expiryMaybe, op.Expiry)
 			}
 		case op.Kind == kindSave && op.Op == "UpdateItem":
 			save = op
@@ -676,7 +686,9 @@ func checkLines(sid string, recs []loadRecord, all []facts, cfg loadConfig, rep 
 				continue
 			}
 			rep.Lines++
-			if l.Status == protocol.StatusStreaming && l.EmittedAt.After(expiry) {
+			if l.Status == protocol.StatusStreaming && l.EmittedAt.After(expiry) && !l.EmittedAt.After(f.expiryMaybe) {
+				rep.AfterUnknownRenewal++
+			} else if l.Status == protocol.StatusStreaming && l.EmittedAt.After(expiry) {
 				rep.AfterExpiry++
 				report("%s/%s: a streaming snapshot emitted at %s, %s after its lease's expiry", sid, r.Turn,
 					l.EmittedAt.Format("15:04:05.000"), l.EmittedAt.Sub(expiry))

@@ -146,7 +146,7 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 		fmt.Sprintf("%d/%d ran once", l.ClaimsRanOnce, l.ClaimsAnswerLost-l.ClaimsFailedAfter-l.ClaimsUnresolvable))
 	add("load run: snapshot lines streamed after a lease was lost",
 		fmt.Sprintf("%d after their lease's expiry, %d after a later claim of the session applied (of %d snapshot lines)", l.AfterExpiry, l.AfterClaim, l.Lines),
-		fmt.Sprintf("emitted while a later claim was in flight (ambiguous) %d; emitted before it, received after %d", l.Ambiguous, l.InFlight),
+		fmt.Sprintf("emitted while a later claim was in flight (ambiguous) %d; emitted before it, received after %d; within the expiry of a renewal that reached DynamoDB unanswered (the store may have resolved it applied) %d", l.Ambiguous, l.InFlight, l.AfterUnknownRenewal),
 		"-")
 
 	ew := &errWriter{w: w}
