@@ -539,9 +539,10 @@ func (t *run) leaseLeft() time.Duration {
 	return max(0, time.UnixMilli(t.leaseUntil.Load()).Sub(t.h.opts.Now()))
 }
 
-// leaseHeld reports whether the lease is still proven (see leaseUntil).
-func (t *run) leaseHeld() bool {
-	return t.h.opts.Now().UnixMilli() < t.leaseUntil.Load()
+// leaseHeldAt reports whether the lease is still proven at now (see
+// leaseUntil).
+func (t *run) leaseHeldAt(now time.Time) bool {
+	return now.UnixMilli() < t.leaseUntil.Load()
 }
 
 // leaseLostEnding is the ending of a turn whose lease was lost or could

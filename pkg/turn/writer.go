@@ -55,7 +55,11 @@ func (t *run) writer(first time.Time) {
 			}
 		}
 		v := t.state.view()
-		if v.version == lastVersion || !t.leaseHeld() {
+		// The lease is checked at the very instant the line is stamped
+		// with (emittedAt): a stall after this check cannot date a line
+		// past the lease it was checked against.
+		now := t.h.opts.Now()
+		if v.version == lastVersion || !t.leaseHeldAt(now) {
 			// Nothing new, or the lease can no longer be proven: then the
 			// supervisor ends the turn, and no line may go out meanwhile.
 			continue
@@ -74,7 +78,7 @@ func (t *run) writer(first time.Time) {
 			// snapshots numbered for the checkpoints a resumer reads.
 			continue
 		}
-		buf = t.snapshotLine(buf[:0], seq, protocol.StatusStreaming, assistant, v.usage, nil)
+		buf = t.snapshotLineAt(buf[:0], now, seq, protocol.StatusStreaming, assistant, v.usage, nil)
 		gap = t.snapshotGap(len(buf))
 		if !t.write(buf) && t.h.opts.CheckpointInterval == 0 {
 			return
@@ -167,13 +171,18 @@ func (t *run) write(p []byte) bool {
 // pages them from the history function (DESIGN §3). Once dropped they stay
 // dropped for the rest of the turn, so snapshots never grow back.
 func (t *run) snapshotLine(dst []byte, seq int64, status string, assistant protocol.Message, usage protocol.Usage, d *protocol.Diagnostic) []byte {
+	return t.snapshotLineAt(dst, t.h.opts.Now(), seq, status, assistant, usage, d)
+}
+
+// snapshotLineAt is snapshotLine emitted at now.
+func (t *run) snapshotLineAt(dst []byte, now time.Time, seq int64, status string, assistant protocol.Message, usage protocol.Usage, d *protocol.Diagnostic) []byte {
 	lineage := t.lineage
 	ev := &protocol.Event{
 		EventID:   t.h.opts.NewID(),
 		SessionID: t.sessionID,
 		TurnID:    t.turnID,
 		Sequence:  seq,
-		EmittedAt: protocol.FormatTime(t.h.opts.Now()),
+		EmittedAt: protocol.FormatTime(now),
 		Kind:      protocol.EventSnapshot,
 		Snapshot: &protocol.SnapshotPayload{
 			Status:  status,
