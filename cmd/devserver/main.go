@@ -1,5 +1,5 @@
 // Command devserver runs turnstream's three functions on one local port
-// with real chunked streaming (DESIGN §10):
+// with real chunked streaming (docs/design.md §10):
 //
 //	go run ./cmd/devserver [-addr 127.0.0.1:8787] [-read-timeout 30s]
 //
@@ -11,7 +11,7 @@
 // served as "/" too, so that POST /turn is not turned into a GET by a
 // redirect.
 //
-// Configuration is pkg/config's environment (DESIGN §9) plus ADDR (or
+// Configuration is pkg/config's environment (docs/design.md §9) plus ADDR (or
 // -addr, which wins). AUTH_MODE defaults to dev: "Authorization: Bearer
 // dev.<subject>" names the principal, no header means subject "local", and
 // subject "host" may write artifact references. Dev auth listens on
@@ -25,7 +25,7 @@
 // default definition, so that "/note <title>: <body>" makes the echo
 // model call it (pkg/model/echo): the turn's snapshots show the tool call
 // (complete; the instant demo tool's running state is coalesced away,
-// DESIGN §3) and the turn records the note's artifact reference. The demo
+// docs/design.md §3) and the turn records the note's artifact reference. The demo
 // tool workspace_note_delete is offered too and requires approval:
 // "/delete <title>" ends the turn with the call waiting
 // (requires_confirmation) until a decision turn approves or denies it
@@ -71,7 +71,7 @@ import (
 )
 
 // DefaultAddr is where the dev server listens unless -addr or ADDR says
-// otherwise (DESIGN §10).
+// otherwise (docs/design.md §10).
 const DefaultAddr = "127.0.0.1:8787"
 
 // ShutdownGrace bounds how long a shutdown waits for running requests
@@ -103,7 +103,7 @@ const (
 // setupTimeout bounds start-up work: the DynamoDB table check and creation.
 const setupTimeout = time.Minute
 
-// Mount points of the three handlers (DESIGN §10).
+// Mount points of the three handlers (docs/design.md §10).
 const (
 	turnMount      = "/turn/"
 	historyMount   = "/history/"
@@ -227,7 +227,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	return nil
 }
 
-// newHandler mounts the three handlers of DESIGN §10 behind the request log.
+// newHandler mounts the three handlers of docs/design.md §10 behind the request log.
 func newHandler(cfg config.Config, store chat.Store, authn auth.Authenticator, handlerLog, requestLog *slog.Logger) (http.Handler, error) {
 	reg := tool.NewRegistry(nil)
 	for _, t := range []tool.Tool{tool.WorkspaceNote(), tool.WorkspaceNoteDelete()} {

@@ -89,8 +89,8 @@ type loadReport struct {
 	// got no answer: the store's resolving read may have seen it applied
 	// (then the line was in time), which turnbench cannot see.
 	Lines, AfterExpiry, AfterClaim, Ambiguous, InFlight, AfterUnknownRenewal int
-	LeasesHeldAfterRun, LeasesPastExpiry                int
-	Problems                                            []string // the first few, for the report
+	LeasesHeldAfterRun, LeasesPastExpiry                                     int
+	Problems                                                                 []string // the first few, for the report
 	// Notes are the first few outcomes the store could not know (its
 	// resolving read failed too), with their calls.
 	Notes []string

@@ -21,7 +21,7 @@ import (
 )
 
 // Defaults of `turnctl chat` and `turnctl history`: the dev server's mounts
-// (DESIGN §10).
+// (docs/design.md §10).
 const (
 	defaultTurnURL    = "http://127.0.0.1:8787/turn/"
 	defaultHistoryURL = "http://127.0.0.1:8787/history/"
@@ -636,7 +636,7 @@ func (r *liveRenderer) done() {
 }
 
 // reportHTTPError prints an error response: its JSON error code and
-// message when it has one (DESIGN §6 shape), a function URL's own
+// message when it has one (docs/design.md §6 shape), a function URL's own
 // {"Message"} refusal, or the HTTP status.
 func reportHTTPError(w io.Writer, cmd string, resp *http.Response) {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))

@@ -16,7 +16,7 @@ import (
 )
 
 // historyPageLimit is the page size history asks for (the history API's
-// maximum, DESIGN §6).
+// maximum, docs/design.md §6).
 const historyPageLimit = 100
 
 // maxHistoryPages bounds how many pages one `turnctl history` reads.
@@ -102,7 +102,7 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	return 1
 }
 
-// messagePage is one page of GET /sessions/{id}/messages (DESIGN §6).
+// messagePage is one page of GET /sessions/{id}/messages (docs/design.md §6).
 type messagePage struct {
 	Messages   []json.RawMessage `json:"messages"`
 	NextCursor *string           `json:"nextCursor"`

@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// fixture is one AgentsKit wire §10 turn fixture from pkg/protocol's
+// fixture is one docs/protocol.md §10 turn fixture from pkg/protocol's
 // golden files: the decoder input and the expected decode result.
 type fixture struct {
 	name  string

@@ -9,7 +9,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// runValidate implements `turnctl validate` (DESIGN §2): lines are split on
+// runValidate implements `turnctl validate` (docs/design.md §2): lines are split on
 // "\n" only, so a trailing "\r" stays in the line (where it is JSON
 // whitespace); a final line without "\n" counts, an empty input has no
 // lines. Lines of any length are read. It returns 0 when every line

@@ -1,4 +1,4 @@
-// Command artifacts is the artifacts function (DESIGN §1, §6): PUT and GET
+// Command artifacts is the artifacts function (docs/design.md §1, §6): PUT and GET
 // /sessions/{id}/turns/{turnId}/artifacts behind a Lambda function URL in
 // BUFFERED mode. It is wiring only: config.FromEnv -> DynamoDB store ->
 // authenticator -> sessionapi.NewArtifactsHandler -> lambda.Start through

@@ -1,4 +1,4 @@
-// Command history is the history function (DESIGN §1, §6): GET
+// Command history is the history function (docs/design.md §1, §6): GET
 // /sessions/{id}, /sessions/{id}/turns and /sessions/{id}/messages behind
 // a Lambda function URL in BUFFERED mode. It is wiring only:
 // config.FromEnv -> the page cursor key (read once at start from the

@@ -1,4 +1,4 @@
-// Command turn is the turn function (DESIGN §1, §4): POST / (submit a
+// Command turn is the turn function (docs/design.md §1, §4): POST / (submit a
 // turn, streamed NDJSON snapshots), POST /stop and GET /capabilities behind
 // a Lambda function URL in RESPONSE_STREAM mode. It is wiring only:
 // config.FromEnv -> DynamoDB store -> tool registry (the demo tool

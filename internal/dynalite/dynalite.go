@@ -32,7 +32,7 @@ import (
 )
 
 // EndpointEnv names an existing DynamoDB API server to use instead of
-// starting dynalite (config DYNAMODB_ENDPOINT, DESIGN §9).
+// starting dynalite (config DYNAMODB_ENDPOINT, docs/design.md §9).
 const EndpointEnv = "DYNAMODB_ENDPOINT"
 
 // region is used for the local server and when AWS_REGION is unset.

@@ -24,7 +24,7 @@ import (
 
 func TestMain(m *testing.M) { dynalite.Main(m) }
 
-// RIEModule and RIEVersion pin the runtime interface emulator (NOTES.md).
+// RIEModule and RIEVersion pin the runtime interface emulator (docs/design.md §10).
 const (
 	RIEModule  = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"
 	RIEVersion = "v0.0.0-20261030222936-bef5c4ba774d"

@@ -15,7 +15,7 @@ import (
 )
 
 // forbiddenBody fails the test when an Authenticator reads the request
-// body (DESIGN §4: authenticate before any body byte is read).
+// body (docs/design.md §4: authenticate before any body byte is read).
 type forbiddenBody struct{ tb testing.TB }
 
 func (b forbiddenBody) Read([]byte) (int, error) {

@@ -7,7 +7,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 )
 
-// devAuthenticator implements dev mode (DESIGN §7, §10).
+// devAuthenticator implements dev mode (docs/design.md §7, §10).
 type devAuthenticator struct {
 	trusted trust
 }

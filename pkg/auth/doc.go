@@ -1,6 +1,6 @@
 // Package auth establishes who is calling a turnstream function, from
 // request headers and the request context only, before any body byte is
-// read (DESIGN §4, §7).
+// read (docs/design.md §4, §7).
 //
 // New builds the Authenticator of a config.AuthConfig mode:
 //

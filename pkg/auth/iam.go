@@ -9,7 +9,7 @@ import (
 )
 
 // iamAuthenticator implements iam mode: function URL AuthType AWS_IAM
-// (DESIGN §7). Lambda verified the SigV4 signature before invoking; the
+// (docs/design.md §7). Lambda verified the SigV4 signature before invoking; the
 // identity is read from the raw event that the adapter put in the request
 // context, never from headers (aws-lambda-go-api-proxy also copies the
 // event into an X-GoLambdaProxy-ApiGateway-Context header, which a caller

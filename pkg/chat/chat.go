@@ -10,14 +10,14 @@ import (
 )
 
 // Principal is who is calling, as established by pkg/auth from headers only
-// (DESIGN §7). Client-supplied fields never become a Principal. Two
+// (docs/design.md §7). Client-supplied fields never become a Principal. Two
 // principals are the same owner when Subject and Tenant are both equal.
 type Principal struct {
 	Subject string
 	Tenant  string
 	// Trusted marks the configured host principal, bound to both its
 	// Subject and its Tenant, that may write the artifact references of
-	// the sessions of its own Tenant (TrustedFor; DESIGN §6-7). It is
+	// the sessions of its own Tenant (TrustedFor; docs/design.md §6-7). It is
 	// never stored.
 	Trusted bool
 }
@@ -40,7 +40,7 @@ type TurnStatus string
 
 // Turn statuses. A turn is TurnRunning from its claim until its save; the
 // other three are terminal. TurnInterrupted is a turn ended by the stop
-// route (DESIGN §4).
+// route (docs/design.md §4).
 const (
 	TurnRunning     TurnStatus = "running"
 	TurnComplete    TurnStatus = "complete"
@@ -49,7 +49,7 @@ const (
 )
 
 // Outcome is how a released turn ended, as kept in the terminal window
-// (AgentsKit wire §8, ADR-0012).
+// (docs/protocol.md §8, docs/decisions.md D-0012).
 type Outcome string
 
 // Outcomes. OutcomeIndeterminate means the turn's save failed or its
@@ -62,12 +62,12 @@ const (
 // SequenceGapAfterCrash is added to a session's stored cursor when a claim
 // takes over from a turn whose lease expired while it ran: that turn may have
 // emitted snapshots after its last lease renewal persisted its cursor, and
-// a client's snapshot cursor must never see a sequence twice (ADR-0010). It
+// a client's snapshot cursor must never see a sequence twice (docs/decisions.md D-0010). It
 // exceeds the snapshots a turn can emit between two renewals.
 const SequenceGapAfterCrash int64 = 1_000_000
 
 // TerminalWindowSize is how many terminal turns a session remembers for
-// replay protection, newest kept (AgentsKit wire §8, ADR-0012).
+// replay protection, newest kept (docs/protocol.md §8, docs/decisions.md D-0012).
 const TerminalWindowSize = 64
 
 // TerminalEntry is one entry of a session's terminal window.
@@ -77,7 +77,7 @@ type TerminalEntry struct {
 	InputHash string // see HashInput
 }
 
-// Lease is a session's active-turn lease (DESIGN §4). ExpiresAt is compared
+// Lease is a session's active-turn lease (docs/design.md §4). ExpiresAt is compared
 // in code, never left to DynamoDB TTL.
 type Lease struct {
 	TurnID    string
@@ -90,7 +90,7 @@ type Lease struct {
 }
 
 // Session is a session item: owner, the session envelope fields
-// (AgentsKit wire §8) and the lease (DESIGN §5).
+// (docs/protocol.md §8) and the lease (docs/design.md §5).
 type Session struct {
 	ID                 string
 	Owner              Principal
@@ -118,10 +118,10 @@ type Session struct {
 	UpdatedAt time.Time
 }
 
-// ArtifactType is one of the five workspace artifact kinds (DESIGN §6).
+// ArtifactType is one of the five workspace artifact kinds (docs/design.md §6).
 type ArtifactType string
 
-// Artifact types (DESIGN §6; agent UI protocol 0.7).
+// Artifact types (docs/design.md §6; agent UI protocol 0.7).
 const (
 	ArtifactDocument     ArtifactType = "document"
 	ArtifactWebpage      ArtifactType = "webpage"
@@ -131,14 +131,14 @@ const (
 )
 
 // ArtifactReference names a workspace file a turn produced: a relative
-// entry path kept exactly as given and its type (DESIGN §6). Identity is
+// entry path kept exactly as given and its type (docs/design.md §6). Identity is
 // (session, turn, EntryPath).
 type ArtifactReference struct {
 	EntryPath    string       `json:"entryPath"`
 	ArtifactType ArtifactType `json:"artifactType"`
 }
 
-// Turn is a turn item (DESIGN §5).
+// Turn is a turn item (docs/design.md §5).
 type Turn struct {
 	SessionID string
 	TurnID    string
@@ -157,7 +157,7 @@ type Turn struct {
 	Error     *protocol.Diagnostic
 	Artifacts []ArtifactReference
 	// Superseded is true once an edit, retry or regenerate replaced this turn
-	// (DESIGN §5). Superseded turns are never listed nor loaded as context.
+	// (docs/design.md §5). Superseded turns are never listed nor loaded as context.
 	Superseded bool
 	// FirstSequence and LastSequence are the snapshot sequences the turn
 	// emitted (inclusive); LastSequence is 0 when it emitted none.
@@ -211,13 +211,13 @@ const (
 	OrderDesc Order = "desc"
 )
 
-// Page limits of ListTurns (DESIGN §6).
+// Page limits of ListTurns (docs/design.md §6).
 const (
 	DefaultPageLimit = 20
 	MaxPageLimit     = 100
 )
 
-// ClaimRequest asks for the session's active-turn lease (DESIGN §4).
+// ClaimRequest asks for the session's active-turn lease (docs/design.md §4).
 type ClaimRequest struct {
 	SessionID string
 	TurnID    string
@@ -226,7 +226,7 @@ type ClaimRequest struct {
 	Lineage   protocol.Lineage
 	// DefinitionID and DefinitionRevision are recorded when the claim
 	// creates the session; an existing session keeps its stored definition
-	// (DESIGN §8: a session keeps its definition id), which the returned
+	// (docs/design.md §8: a session keeps its definition id), which the returned
 	// Claim.Session carries, so the caller resolves the definition after the
 	// claim without another request. The revision a turn actually ran with
 	// is recorded by ReleaseRequest.DefinitionRevision.

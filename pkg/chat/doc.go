@@ -3,7 +3,7 @@
 // the Store contract every storage implementation satisfies.
 //
 // A session is claimed by one turn at a time through an expiring lease
-// (DESIGN §4). The claim reserves the session's snapshot cursor; the turn
+// (docs/design.md §4). The claim reserves the session's snapshot cursor; the turn
 // numbers its snapshots from it without a storage write per snapshot, saves
 // its turn item once, and releases the lease, appending its outcome to the
 // 64-entry terminal window that rejects replays. Store implementations live

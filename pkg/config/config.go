@@ -16,7 +16,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// Authentication modes of AUTH_MODE (DESIGN §7).
+// Authentication modes of AUTH_MODE (docs/design.md §7).
 const (
 	// AuthDev names the principal from "Authorization: Bearer dev.<subject>";
 	// local only (pkg/auth refuses it on Lambda).
@@ -27,7 +27,7 @@ const (
 	AuthIAM = "iam"
 )
 
-// Model providers of MODEL_PROVIDER (DESIGN §8).
+// Model providers of MODEL_PROVIDER (docs/design.md §8).
 const (
 	// ProviderEcho is the deterministic offline model (pkg/model/echo).
 	ProviderEcho = "echo"
@@ -56,7 +56,7 @@ const (
 	generatedCursorSecretBytes = 32
 )
 
-// Config is the whole process configuration (DESIGN §9). Build it with
+// Config is the whole process configuration (docs/design.md §9). Build it with
 // FromEnv or FromLookup, or by hand in tests; the zero value is not valid.
 type Config struct {
 	// TableName is the DynamoDB table (TABLE_NAME, default "turnstream";
@@ -75,13 +75,13 @@ type Config struct {
 	// own resolution.
 	Region string
 	// TurnTimeout bounds one turn request (TURN_TIMEOUT, default 5 min,
-	// > 0, <= 15 min). See Deadline (DESIGN §4).
+	// > 0, <= 15 min). See Deadline (docs/design.md §4).
 	TurnTimeout time.Duration
 	// CleanupReserve is kept from the Lambda deadline for cleanup
-	// (CLEANUP_RESERVE, default 5 s, > 0, < TurnTimeout; DESIGN §4).
+	// (CLEANUP_RESERVE, default 5 s, > 0, < TurnTimeout; docs/design.md §4).
 	CleanupReserve time.Duration
 	// LeaseDuration is the active-turn lease length, renewed every third of
-	// it (LEASE_DURATION, default 30 s, >= 1 s, <= 1 h; DESIGN §4).
+	// it (LEASE_DURATION, default 30 s, >= 1 s, <= 1 h; docs/design.md §4).
 	LeaseDuration time.Duration
 	// ConfirmationTTL is how long a tool call that requires approval can
 	// be decided (CONFIRMATION_TTL, default 15 min, >= 1 s, <= 7 days;
@@ -106,10 +106,10 @@ type Config struct {
 	// (RESUME_POLL_INTERVAL, default 250 ms, 10 ms..500 ms).
 	ResumePollInterval time.Duration
 	// SnapshotInterval is the minimum time between streaming snapshots
-	// (SNAPSHOT_INTERVAL, default 50 ms, >= 1 ms, <= 10 s; DESIGN §3).
+	// (SNAPSHOT_INTERVAL, default 50 ms, >= 1 ms, <= 10 s; docs/design.md §3).
 	SnapshotInterval time.Duration
 	// MaxBodyBytes caps a request body in bytes (MAX_BODY_BYTES, default
-	// 65536, 1..MaxBodyBytesLimit; DESIGN §4).
+	// 65536, 1..MaxBodyBytesLimit; docs/design.md §4).
 	MaxBodyBytes int64
 	// CursorSecret is the HMAC key of history page cursors (CURSOR_SECRET,
 	// its bytes as given, at least MinCursorSecretBytes). When unset a
@@ -136,19 +136,19 @@ type Config struct {
 	// SessionRetention is how long an idle session is kept before DynamoDB
 	// TTL may delete it (SESSION_RETENTION; 0, the default, keeps sessions
 	// forever; otherwise >= 1 min, since TTL deletion is lazy and a shorter
-	// retention would delete live sessions; DESIGN §5).
+	// retention would delete live sessions; docs/design.md §5).
 	SessionRetention time.Duration
 	// LogLevel is the slog level (LOG_LEVEL: debug | info | warn | error,
-	// case-insensitive, default info; DESIGN §9).
+	// case-insensitive, default info; docs/design.md §9).
 	LogLevel slog.Level
-	// Auth configures pkg/auth (DESIGN §7).
+	// Auth configures pkg/auth (docs/design.md §7).
 	Auth AuthConfig
 	// Model configures the model provider and the default definition
-	// (DESIGN §8).
+	// (docs/design.md §8).
 	Model ModelConfig
 }
 
-// AuthConfig configures pkg/auth (DESIGN §7).
+// AuthConfig configures pkg/auth (docs/design.md §7).
 type AuthConfig struct {
 	// Mode is AuthDev, AuthJWT or AuthIAM (AUTH_MODE, default "dev").
 	Mode string
@@ -168,7 +168,7 @@ type AuthConfig struct {
 	TenantClaim string
 	// TrustedSubject is the subject of the trusted host principal that may
 	// write artifact references (ARTIFACTS_TRUSTED_SUBJECT; default "host"
-	// in dev mode, none otherwise; DESIGN §6-7). Trust is bound to the
+	// in dev mode, none otherwise; docs/design.md §6-7). Trust is bound to the
 	// whole principal, TrustedSubject and TrustedTenant: see
 	// TrustedPrincipal.
 	TrustedSubject string
@@ -256,7 +256,7 @@ func arnAccount(arn string) (string, bool) {
 }
 
 // ModelConfig configures the model provider and the default definition
-// (DESIGN §8).
+// (docs/design.md §8).
 type ModelConfig struct {
 	// Provider is ProviderEcho, ProviderBedrock or ProviderOpenAI
 	// (MODEL_PROVIDER, default "echo").
@@ -297,7 +297,7 @@ type ModelConfig struct {
 	// MODEL_TOOLS, in order.
 	ApprovalTools []string
 	// MaxSteps caps the model calls of one turn, each tool round trip
-	// being one more call (MODEL_MAX_STEPS, default 8, 1..64; DESIGN §8).
+	// being one more call (MODEL_MAX_STEPS, default 8, 1..64; docs/design.md §8).
 	MaxSteps int
 	// MaxTokens caps one model call's completion in tokens
 	// (MODEL_MAX_TOKENS, default 0 = the provider's default,
@@ -633,7 +633,7 @@ func validSecretARN(s string) bool {
 		parts[3] != "" && parts[4] != "" && parts[5] == "secret" && parts[6] != ""
 }
 
-// Deadline is the one deadline of a turn request (DESIGN §4):
+// Deadline is the one deadline of a turn request (docs/design.md §4):
 // now + TurnTimeout, or lambdaDeadline - CleanupReserve when ok (a Lambda
 // deadline is known, see lambdacontext / ctx.Deadline) and that is earlier.
 // The result may already be past when the invocation has little time left;

@@ -1,5 +1,5 @@
 // Package definition resolves the definition a session runs with: id,
-// revision, system prompt, provider, model id, tools and limits (DESIGN
+// revision, system prompt, provider, model id, tools and limits (docs/design.md
 // §8), from configuration only.
 //
 // Definitions come from a JSON file (config DEFINITIONS_FILE, see Parse)
@@ -9,7 +9,7 @@
 // MODEL_MAX_TOKENS). They are loaded once per process.
 //
 // A session keeps its definition id for life (the session envelope's
-// definitionId, AgentsKit wire §8); a new session gets the default
+// definitionId, docs/protocol.md §8); a new session gets the default
 // definition (config DEFINITION_ID). Every turn resolves the session's id
 // again and runs the definition's current revision, so a deployment that
 // bumps a revision applies it to the next turn of every session; the turn
@@ -36,7 +36,7 @@ const (
 	MaxSteps = config.MaxModelSteps
 	// MaxTokens is the largest limits.maxTokens (config.MaxModelTokens).
 	MaxTokens = config.MaxModelTokens
-	// MaxRevision is the largest revision: 2^53-1 (AgentsKit wire
+	// MaxRevision is the largest revision: 2^53-1 (docs/protocol.md §1
 	// integers).
 	MaxRevision = 1<<53 - 1
 	// MaxDefinitions bounds the definitions of one file.
@@ -74,7 +74,7 @@ var (
 
 // Definition is what a session's turns run with.
 type Definition struct {
-	// ID is a SafeId (AgentsKit wire), unique among definitions.
+	// ID is a SafeId (docs/protocol.md §1), unique among definitions.
 	ID string
 	// Revision is an integer 1..MaxRevision.
 	Revision int64

@@ -15,8 +15,8 @@ const TextToolNotCompleted = "Tool call did not complete."
 // message has Content the call's Result (status complete) or Error
 // (status error; Status protocol.MessageError), or TextToolNotCompleted
 // with Status protocol.MessageError for an unfinished call. A turn that
-// stores one assistant message per turn with its toolCalls (AgentsKit
-// wire §4) calls this on the loaded context before Stream. msgs is not
+// stores one assistant message per turn with its toolCalls (docs/protocol.md
+// §4) calls this on the loaded context before Stream. msgs is not
 // modified; messages without tool calls are kept as they are.
 func ExpandToolCalls(msgs []protocol.Message) []protocol.Message {
 	out := make([]protocol.Message, 0, len(msgs))

@@ -11,13 +11,13 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Component envelope constants (AgentsKit wire §7; ADR-0007).
+// Component envelope constants (docs/protocol.md §7; docs/decisions.md D-0007).
 const (
 	ComponentProtocol = "agentskit.chat.component"
 	ComponentVersion  = 1
 )
 
-// Component frame types (AgentsKit wire §7).
+// Component frame types (docs/protocol.md §7).
 const (
 	FrameRender   = "render"
 	FrameSelect   = "select"
@@ -25,7 +25,7 @@ const (
 )
 
 // Bounded JSON limits of component props and interaction values
-// (AgentsKit wire §7): the root is depth 0 and node 1.
+// (docs/protocol.md §7): the root is depth 0 and node 1.
 const (
 	MaxBoundedNodes  = 1_000
 	MaxBoundedDepth  = 20
@@ -38,7 +38,7 @@ const (
 // a wire rule; the wrapping error names the field.
 var ErrInvalidFrame = errors.New("protocol: invalid component frame")
 
-// RenderFrame is a component render frame (AgentsKit wire §7). Props is
+// RenderFrame is a component render frame (docs/protocol.md §7). Props is
 // bounded JSON and required: JSON null is written as `null`, so a nil Props
 // is invalid. Encoded key order: protocol, version, type, componentKey,
 // instanceId, props, fallback.
@@ -50,13 +50,13 @@ type RenderFrame struct {
 }
 
 // Fallback is a render frame's semantic fallback: Kind 1-64 and Summary
-// 1-4,096 UTF-16 code units (AgentsKit wire §7).
+// 1-4,096 UTF-16 code units (docs/protocol.md §7).
 type Fallback struct {
 	Kind    string
 	Summary string
 }
 
-// ComponentEvent is a client's answer to a render frame (AgentsKit wire
+// ComponentEvent is a client's answer to a render frame (docs/protocol.md
 // §7): Type FrameSelect with ChoiceID (a SafeId), or FrameInteract with
 // Event (^[a-z][a-z0-9-]{0,63}$) and an optional bounded JSON Value (nil
 // means absent; JSON null is `null`).
@@ -69,7 +69,7 @@ type ComponentEvent struct {
 	Value        json.RawMessage
 }
 
-// boundedOK reports whether n is bounded JSON (AgentsKit wire §7).
+// boundedOK reports whether n is bounded JSON (docs/protocol.md §7).
 func boundedOK(n *node) bool {
 	count := 0
 	var visit func(n *node, depth int) bool
@@ -118,8 +118,8 @@ func componentDiag(code, message string) *Diagnostic {
 }
 
 // DecodeRenderFrame decodes an untrusted component frame as AgentsKit's
-// decodeComponentFrame does (AgentsKit wire §7), in order: invalid JSON
-// (strict reader, DESIGN §2) → COMPONENT_INVALID_FRAME "Component frame is
+// decodeComponentFrame does (docs/protocol.md §7), in order: invalid JSON
+// (strict reader, docs/design.md §2) → COMPONENT_INVALID_FRAME "Component frame is
 // not valid JSON."; right protocol with a numeric version other than 1 →
 // COMPONENT_UNSUPPORTED_VERSION; right protocol and a type other than
 // render → COMPONENT_UNKNOWN_TYPE; any schema failure →
@@ -145,7 +145,7 @@ func DecodeRenderFrame(data []byte) (*RenderFrame, *Diagnostic) {
 	return f, nil
 }
 
-// componentPrecheck applies steps 2-3 of AgentsKit wire §7; allowed lists
+// componentPrecheck applies steps 2-3 of docs/protocol.md §7; allowed lists
 // the types the caller decodes.
 func componentPrecheck(root *node, allowed ...string) *Diagnostic {
 	if p, ok := strField(root, "protocol"); !ok || p != ComponentProtocol {
@@ -208,7 +208,7 @@ func renderFrameFromNode(root *node) (*RenderFrame, bool) {
 }
 
 // DecodeComponentEvent decodes an untrusted selection or interaction event
-// (AgentsKit wire §7) with the same steps as DecodeRenderFrame, where the
+// (docs/protocol.md §7) with the same steps as DecodeRenderFrame, where the
 // known types are select and interact (a case variant of a field of
 // either is COMPONENT_INVALID_FRAME, checked first). Exactly one result is
 // non-nil.
@@ -280,7 +280,7 @@ func appendComponentHeader(b []byte, typ, key, instance string) ([]byte, error) 
 	return append(b, '"'), nil
 }
 
-// EncodeRenderFrame validates f (AgentsKit wire §7) and returns its compact
+// EncodeRenderFrame validates f (docs/protocol.md §7) and returns its compact
 // JSON. Errors wrap ErrInvalidFrame and name the field.
 func EncodeRenderFrame(f *RenderFrame) ([]byte, error) {
 	return appendRenderFrame(nil, f)
@@ -313,7 +313,7 @@ func appendRenderFrame(b []byte, f *RenderFrame) ([]byte, error) {
 	return append(b, "}}"...), nil
 }
 
-// EncodeComponentEvent validates e (AgentsKit wire §7) and returns its
+// EncodeComponentEvent validates e (docs/protocol.md §7) and returns its
 // compact JSON: protocol, version, type, componentKey, instanceId, then
 // choiceId (select) or event and value (interact). Errors wrap
 // ErrInvalidFrame and name the field.
@@ -349,7 +349,7 @@ func EncodeComponentEvent(e *ComponentEvent) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// Manifest is a closed component manifest (AgentsKit wire §7, the chat
+// Manifest is a closed component manifest (docs/protocol.md §7, the chat
 // layer): the registered component keys, each with a compiled JSON Schema
 // for its props. A Manifest is immutable and safe for concurrent use.
 type Manifest struct {

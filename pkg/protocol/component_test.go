@@ -10,7 +10,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// testdata/component.json: AgentsKit wire §7 cases for render frames and
+// testdata/component.json: docs/protocol.md §7 cases for render frames and
 // for selection/interaction events, each with the expected decode result.
 //
 //go:embed testdata/component.json
@@ -78,7 +78,7 @@ func frameWithProps(props string) string {
 		`"props":` + props + `,"fallback":{"kind":"k","summary":"s"}}`
 }
 
-// TestBoundedJSONLimits pins the wire §7 limits at their edges.
+// TestBoundedJSONLimits pins the docs/protocol.md §7 limits at their edges.
 func TestBoundedJSONLimits(t *testing.T) {
 	list := func(n int) string { return "[" + strings.TrimSuffix(strings.Repeat("0,", n), ",") + "]" }
 	tests := map[string]struct {

@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// Ordered assistant content agentskit.chat.content/1 (AgentsKit wire §6;
-// ADR-0021): an assistant message's content string that is ContentPrefix
+// Ordered assistant content agentskit.chat.content/1 (docs/protocol.md §6;
+// docs/decisions.md D-0021): an assistant message's content string that is ContentPrefix
 // followed by one JSON record per line.
 const (
 	// ContentPrefix is written once, by the first Encode: record separator
@@ -23,7 +23,7 @@ const (
 	MaxContentText = 16_384
 )
 
-// Content part kinds (AgentsKit wire §6).
+// Content part kinds (docs/protocol.md §6).
 const (
 	ContentText      = "text"
 	ContentComponent = "component"
@@ -42,7 +42,7 @@ var (
 )
 
 // ContentPart is one ordered part of assistant content: Kind ContentText
-// with Text, or ContentComponent with Frame (AgentsKit wire §6).
+// with Text, or ContentComponent with Frame (docs/protocol.md §6).
 type ContentPart struct {
 	Kind  string
 	Text  string
@@ -56,8 +56,8 @@ type DecodedContent struct {
 	Complete bool
 }
 
-// ContentEncoder writes one assistant message's ordered content (AgentsKit
-// wire §6). Use one encoder per assistant message; the zero value is ready.
+// ContentEncoder writes one assistant message's ordered content (docs/protocol.md
+// §6). Use one encoder per assistant message; the zero value is ready.
 // It is not safe for concurrent use.
 type ContentEncoder struct {
 	started bool
@@ -140,8 +140,8 @@ func contentDiag(code, message string) *Diagnostic {
 	return &d
 }
 
-// DecodeContent decodes an ordered assistant content string (AgentsKit
-// wire §6), in order:
+// DecodeContent decodes an ordered assistant content string (docs/protocol.md
+// §6), in order:
 //   - no leading U+001E: ASSISTANT_CONTENT_INVALID_RECORD ("Assistant
 //     content envelope is invalid.");
 //   - a prefix of ContentPrefix (the whole prefix without LF included):

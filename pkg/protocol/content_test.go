@@ -12,7 +12,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// testdata/content.json: AgentsKit wire §6 cases, each a content string and
+// testdata/content.json: docs/protocol.md §6 cases, each a content string and
 // the expected decode result {"ok":true,"parts":[...],"complete":b} or
 // {"ok":false,"diagnostic":{code,message,retryable}}.
 //

@@ -10,7 +10,7 @@ import (
 var ErrInvalidSessionID = errors.New("protocol: session id is not a SafeId")
 
 // SnapshotCursor holds the newest snapshot of one session, AgentsKit's
-// createTurnSnapshotCursor (AgentsKit wire §5; ADR-0010): reconnects,
+// createTurnSnapshotCursor (docs/protocol.md §5; docs/decisions.md D-0010): reconnects,
 // duplicate and stale deliveries and other sessions' snapshots are inert.
 // It is safe for concurrent use.
 type SnapshotCursor struct {

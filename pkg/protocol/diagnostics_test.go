@@ -7,7 +7,7 @@ import (
 )
 
 // TestDiagnosticTable pins every code's message, retryability and HTTP
-// status against AgentsKit wire §2-§9 and the turnstream extensions.
+// status against docs/protocol.md §2-§9 and the turnstream extensions.
 func TestDiagnosticTable(t *testing.T) {
 	tests := []struct {
 		code      string
@@ -92,7 +92,7 @@ func TestDiagnosticTable(t *testing.T) {
 }
 
 func TestEncodeErrorBody(t *testing.T) {
-	// AgentsKit wire §10 fixture 15.
+	// docs/protocol.md §10 fixture 15.
 	const want = `{"error":{"version":1,"code":"REQUEST_TOO_LARGE","message":"Request body is too large.","retryable":false}}`
 	if got := string(protocol.EncodeErrorBody(protocol.NewDiagnostic(protocol.CodeRequestTooLarge))); got != want {
 		t.Errorf("EncodeErrorBody = %s; want %s", got, want)

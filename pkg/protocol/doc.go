@@ -7,9 +7,9 @@
 //
 // Every decoder reads untrusted bytes with one strict JSON reader (json.go)
 // into a small tree and then validates it by hand in the order AgentsKit's
-// reference implementation does (AgentsKit wire §3-§8). The reader accepts
+// reference implementation does (docs/protocol.md §3-§8). The reader accepts
 // what JavaScript's JSON.parse accepts except where Go and JavaScript could
-// read one body two ways (DESIGN §2): a duplicated key at any depth, a lone
+// read one body two ways (docs/design.md §2): a duplicated key at any depth, a lone
 // UTF-16 surrogate escape and invalid UTF-8 are rejected as invalid JSON.
 // Keys match case-sensitively, and an object holding a key equal to one of
 // its own fields but for case ("Event" for "event") is invalid, since a

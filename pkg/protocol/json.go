@@ -19,7 +19,7 @@ import (
 //
 // The reader accepts exactly RFC 8259 JSON text (what JavaScript's
 // JSON.parse accepts) minus the inputs where Go and JavaScript would read
-// one body two ways (DESIGN §2): a duplicated object key at any depth, a
+// one body two ways (docs/design.md §2): a duplicated object key at any depth, a
 // lone UTF-16 surrogate escape, and invalid raw UTF-8 are errors. Keys are
 // kept exactly as written, so lookups are case-sensitive.
 
@@ -234,7 +234,7 @@ func (p *parser) object(depth int) (node, error) {
 		}
 		for i := base; i < len(p.stack); i++ {
 			if p.stack[i].key == key {
-				return node{}, errSyntax // duplicate name (DESIGN §2)
+				return node{}, errSyntax // duplicate name (docs/design.md §2)
 			}
 		}
 		p.skipSpace()
@@ -406,7 +406,7 @@ func (p *parser) escapedString(start int) (string, error) {
 			}
 			if utf16.IsSurrogate(r) {
 				// Only a high surrogate escape followed by a low one is a
-				// character; anything else is a lone surrogate (DESIGN §2).
+				// character; anything else is a lone surrogate (docs/design.md §2).
 				if r >= 0xDC00 || len(p.data)-p.pos < 2 || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
 					return "", errSyntax
 				}

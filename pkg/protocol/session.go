@@ -6,13 +6,13 @@ import (
 	"fmt"
 )
 
-// Session envelope constants (AgentsKit wire §8; ADR-0011).
+// Session envelope constants (docs/protocol.md §8; docs/decisions.md D-0011).
 const (
 	SessionProtocol = "agentskit.chat.session"
 	SessionVersion  = 1
 )
 
-// Session envelope limits (AgentsKit wire §8).
+// Session envelope limits (docs/protocol.md §8).
 const (
 	MaxTerminalTurns     = 64
 	MaxSessionDecisions  = 1_000
@@ -26,7 +26,7 @@ const (
 // wire rule; the wrapping error names the field.
 var ErrInvalidSession = errors.New("protocol: invalid session envelope")
 
-// SessionEnvelope is the agentskit.chat.session v1 envelope (AgentsKit wire
+// SessionEnvelope is the agentskit.chat.session v1 envelope (docs/protocol.md
 // §8): application session metadata, never messages. Encoded key order:
 // protocol, version, sessionId, definitionId, definitionRevision,
 // updatedAt, cursor, activeTurn, terminalTurns, conversation,
@@ -65,7 +65,7 @@ type Conversation struct {
 	Decisions []Decision
 }
 
-// Decision is one deterministic route decision (AgentsKit wire §8).
+// Decision is one deterministic route decision (docs/protocol.md §8).
 // MessageID and RouteID are SafeIds; Input at most 16,384 and Content at
 // most 65,536 UTF-16 code units; Kind deterministic | repaired | fallback;
 // FromState and ToState 1-128 units.
@@ -79,7 +79,7 @@ type Decision struct {
 	ToState   string
 }
 
-// Confirmation binds a pending tool confirmation (AgentsKit wire §8).
+// Confirmation binds a pending tool confirmation (docs/protocol.md §8).
 // Token, Action and ToolCallID are SafeIds; Input is a bounded JSON object;
 // ExpiresAt is epoch ms; Status pending | approving | rejecting | expiring |
 // approved | rejected | expired.
@@ -92,7 +92,7 @@ type Confirmation struct {
 	Status     string
 }
 
-// DecodeSession decodes a stored session envelope (AgentsKit wire §8):
+// DecodeSession decodes a stored session envelope (docs/protocol.md §8):
 // invalid JSON → SESSION_INVALID_SNAPSHOT ("Session snapshot is not valid
 // JSON."); an object whose numeric version is neither 0 nor 1 →
 // SESSION_UNSUPPORTED_VERSION; then v1; then v0 (the same fields without
@@ -287,7 +287,7 @@ func isConfirmationStatus(s string) bool {
 
 func sessionErr(field string) error { return fmt.Errorf("%w: %s", ErrInvalidSession, field) }
 
-// EncodeSession validates s against AgentsKit wire §8 and returns it as a
+// EncodeSession validates s against docs/protocol.md §8 and returns it as a
 // compact v1 envelope. Errors wrap ErrInvalidSession and name the field.
 func EncodeSession(s *SessionEnvelope) ([]byte, error) {
 	switch {

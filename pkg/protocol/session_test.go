@@ -11,7 +11,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// testdata/session.json: AgentsKit wire §8 cases with the expected result
+// testdata/session.json: docs/protocol.md §8 cases with the expected result
 // {"ok":true,"session":<v1 envelope>} or {"ok":false,"diagnostic":...}.
 //
 //go:embed testdata/session.json

@@ -7,13 +7,13 @@ import (
 )
 
 // MaxSafeInteger is JavaScript's Number.MAX_SAFE_INTEGER, 2^53-1: the
-// largest value of every integer field of the protocol (AgentsKit wire,
+// largest value of every integer field of the protocol (docs/protocol.md §1,
 // "Integer").
 const MaxSafeInteger = 1<<53 - 1
 
 // IsSafeID reports whether s is an AgentsKit SafeId: 1-128 ASCII
-// characters, the first [A-Za-z0-9], the rest [A-Za-z0-9._:-] (AgentsKit
-// wire, "SafeId").
+// characters, the first [A-Za-z0-9], the rest [A-Za-z0-9._:-] (docs/protocol.md
+// §1, "SafeId").
 func IsSafeID(s string) bool {
 	if len(s) == 0 || len(s) > 128 || !isAlnum(s[0]) {
 		return false
@@ -32,7 +32,7 @@ func isAlnum(c byte) bool {
 }
 
 // isLowerKey reports whether s matches ^[a-z][a-z0-9-]{0,63}$, the grammar
-// of component keys and interaction event names (AgentsKit wire §7).
+// of component keys and interaction event names (docs/protocol.md §7).
 func isLowerKey(s string) bool {
 	if len(s) == 0 || len(s) > 64 || s[0] < 'a' || s[0] > 'z' {
 		return false
@@ -46,8 +46,8 @@ func isLowerKey(s string) bool {
 	return true
 }
 
-// isDiagnosticCode reports whether s matches ^[A-Z][A-Z0-9_]*$ (AgentsKit
-// wire §2).
+// isDiagnosticCode reports whether s matches ^[A-Z][A-Z0-9_]*$ (docs/protocol.md
+// §2).
 func isDiagnosticCode(s string) bool {
 	if len(s) == 0 || s[0] < 'A' || s[0] > 'Z' {
 		return false
@@ -105,7 +105,7 @@ func lenBetween(s string, lo, hi int) bool {
 // TAB, LF, VT, FF, CR, U+FEFF, the line terminators U+2028/U+2029 and
 // every Zs character (which includes SP and U+00A0). Unlike Go's
 // unicode.IsSpace it excludes U+0085, and U+180E and U+200B are not
-// whitespace (AgentsKit wire §2).
+// whitespace (docs/protocol.md §2).
 func isJSSpace(r rune) bool {
 	switch r {
 	case '\t', '\n', '\v', '\f', '\r', ' ', 0xA0, 0xFEFF, 0x2028, 0x2029:
@@ -137,8 +137,8 @@ func isBlank(s string) bool {
 
 // FormatTime formats t as JavaScript's Date#toISOString does for years
 // 0-9999: UTC, millisecond precision (truncated), "YYYY-MM-DDTHH:MM:SS.mmmZ".
-// This is the createdAt grammar of canonical messages (AgentsKit wire §4)
-// and the emittedAt servers write (AgentsKit wire §9).
+// This is the createdAt grammar of canonical messages (docs/protocol.md §4)
+// and the emittedAt servers write (docs/protocol.md §9).
 func FormatTime(t time.Time) string {
 	return t.UTC().Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z")
 }
@@ -180,7 +180,7 @@ func validDate(s string) bool {
 }
 
 // IsDateTime reports whether s is an ISO datetime of the emittedAt grammar
-// (Zod 4 datetime({offset:true}), AgentsKit wire §1): a real calendar
+// (Zod 4 datetime({offset:true}), docs/protocol.md §1): a real calendar
 // YYYY-MM-DD, uppercase T, HH:MM (00-23, 00-59), optional :SS (00-59)
 // optionally followed by a fraction of any number of digits, then Z or
 // ±HH:MM.
@@ -225,7 +225,7 @@ func IsDateTime(s string) bool {
 
 // IsCreatedAt reports whether s is a canonical message timestamp:
 // exactly YYYY-MM-DDTHH:MM:SS.mmmZ naming a real instant, so that it
-// round-trips through JavaScript's Date unchanged (AgentsKit wire §4).
+// round-trips through JavaScript's Date unchanged (docs/protocol.md §4).
 func IsCreatedAt(s string) bool {
 	if len(s) != 24 || !validDate(s) || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[23] != 'Z' {
 		return false

@@ -2,7 +2,7 @@ package protocol
 
 import "encoding/json"
 
-// Wire constants of AgentsKit Chat turn protocol v1 (AgentsKit wire §1).
+// Wire constants of AgentsKit Chat turn protocol v1 (docs/protocol.md §1).
 const (
 	// TurnProtocol is the envelope's `protocol` value.
 	TurnProtocol = "agentskit.chat.turn"
@@ -10,14 +10,14 @@ const (
 	TurnVersion = 1
 )
 
-// Event kinds (AgentsKit wire §1).
+// Event kinds (docs/protocol.md §1).
 const (
 	EventSubmit     = "client.turn.submit"
 	EventSnapshot   = "server.turn.snapshot"
 	EventDiagnostic = "server.turn.diagnostic"
 )
 
-// Snapshot statuses (AgentsKit wire §2).
+// Snapshot statuses (docs/protocol.md §2).
 const (
 	StatusIdle      = "idle"
 	StatusStreaming = "streaming"
@@ -25,7 +25,7 @@ const (
 	StatusError     = "error"
 )
 
-// Lineage operations (AgentsKit wire §2; turnstream extension on submit, DESIGN §5).
+// Lineage operations (docs/protocol.md §2; turnstream extension on submit, docs/design.md §5).
 const (
 	OperationSubmit     = "submit"
 	OperationRetry      = "retry"
@@ -33,7 +33,7 @@ const (
 	OperationRegenerate = "regenerate"
 )
 
-// Message roles and statuses of the canonical message record (AgentsKit wire §4).
+// Message roles and statuses of the canonical message record (docs/protocol.md §4).
 const (
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
@@ -46,7 +46,7 @@ const (
 	MessageError     = "error"
 )
 
-// Tool call statuses (AgentsKit wire §4).
+// Tool call statuses (docs/protocol.md §4).
 const (
 	ToolCallPending              = "pending"
 	ToolCallRunning              = "running"
@@ -55,7 +55,7 @@ const (
 	ToolCallRequiresConfirmation = "requires_confirmation"
 )
 
-// Event is one turn event envelope (AgentsKit wire §1). Exactly one of
+// Event is one turn event envelope (docs/protocol.md §1). Exactly one of
 // Submit, Snapshot and Diagnostic is set, matching Kind. Protocol and
 // Version are implied (TurnProtocol, TurnVersion) and always encoded.
 type Event struct {
@@ -63,7 +63,7 @@ type Event struct {
 	SessionID string // SafeId
 	TurnID    string // SafeId
 	Sequence  int64  // >= 0, <= 2^53-1
-	EmittedAt string // ISO datetime, AgentsKit wire §1 grammar
+	EmittedAt string // ISO datetime, docs/protocol.md §1 grammar
 	Kind      string // EventSubmit | EventSnapshot | EventDiagnostic
 
 	Submit     *SubmitPayload
@@ -71,8 +71,8 @@ type Event struct {
 	Diagnostic *Diagnostic
 }
 
-// SubmitPayload is the payload of client.turn.submit (AgentsKit wire §2).
-// Lineage is a turnstream extension (DESIGN §5): nil means a plain submit.
+// SubmitPayload is the payload of client.turn.submit (docs/protocol.md §2).
+// Lineage is a turnstream extension (docs/design.md §5): nil means a plain submit.
 // Confirmation is a turnstream extension too: the decision on a pending
 // tool call confirmation (docs/approvals.md); nil means none. A payload
 // carries at most one of a non-submit Lineage and a Confirmation.
@@ -97,7 +97,7 @@ type SubmitConfirmation struct {
 	Decision string `json:"decision"`
 }
 
-// SnapshotPayload is the payload of server.turn.snapshot (AgentsKit wire §2).
+// SnapshotPayload is the payload of server.turn.snapshot (docs/protocol.md §2).
 // Encoded key order: messages, status, usage, error, lineage.
 type SnapshotPayload struct {
 	Messages []Message   `json:"messages"`
@@ -107,14 +107,14 @@ type SnapshotPayload struct {
 	Lineage  *Lineage    `json:"lineage,omitempty"`
 }
 
-// Usage counts tokens of a turn; each field an integer >= 0 (AgentsKit wire §2).
+// Usage counts tokens of a turn; each field an integer >= 0 (docs/protocol.md §2).
 type Usage struct {
 	PromptTokens     int64 `json:"promptTokens"`
 	CompletionTokens int64 `json:"completionTokens"`
 	TotalTokens      int64 `json:"totalTokens"`
 }
 
-// Lineage says how a turn relates to an earlier one (AgentsKit wire §2).
+// Lineage says how a turn relates to an earlier one (docs/protocol.md §2).
 // For OperationSubmit both ids are empty; otherwise both are SafeIds.
 type Lineage struct {
 	Operation       string `json:"operation"`
@@ -122,10 +122,10 @@ type Lineage struct {
 	SourceMessageID string `json:"sourceMessageId,omitempty"`
 }
 
-// Diagnostic is AgentsKit's TurnDiagnostic (AgentsKit wire §2):
+// Diagnostic is AgentsKit's TurnDiagnostic (docs/protocol.md §2):
 // version 1, an UPPER_SNAKE code, a fixed non-empty message and whether a
 // retry may succeed. EventID is set only on decoder results whose input
-// carried a valid SafeId eventId (AgentsKit wire §3); it is never part of a
+// carried a valid SafeId eventId (docs/protocol.md §3); it is never part of a
 // wire payload.
 type Diagnostic struct {
 	Version   int    `json:"version"`
@@ -135,7 +135,7 @@ type Diagnostic struct {
 	EventID   string `json:"-"`
 }
 
-// Message is one canonical message record (AgentsKit wire §4). Encoded key
+// Message is one canonical message record (docs/protocol.md §4). Encoded key
 // order: id, role, content, status, createdAt, parts, toolCalls, toolCallId,
 // metadata. Metadata, when present, is a JSON object kept verbatim.
 type Message struct {
@@ -150,7 +150,7 @@ type Message struct {
 	Metadata   json.RawMessage `json:"metadata,omitempty"`
 }
 
-// Part is one message part (AgentsKit wire §4): type "text" with Text, or
+// Part is one message part (docs/protocol.md §4): type "text" with Text, or
 // "image" | "audio" | "video" | "file" with Source and the optional fields
 // allowed for that type.
 type Part struct {
@@ -163,7 +163,7 @@ type Part struct {
 	Filename    *string  `json:"filename,omitempty"`    // file
 }
 
-// ToolCall is one tool call of an assistant message (AgentsKit wire §4).
+// ToolCall is one tool call of an assistant message (docs/protocol.md §4).
 // Args is a JSON object kept verbatim.
 type ToolCall struct {
 	ID     string          `json:"id"`

@@ -13,7 +13,7 @@ import (
 )
 
 // ArtifactList is the body of a PUT request and of both responses on
-// /sessions/{id}/turns/{turnId}/artifacts (DESIGN §6; agent UI protocol
+// /sessions/{id}/turns/{turnId}/artifacts (docs/design.md §6; agent UI protocol
 // 0.7 ArtifactReference):
 //
 //	{"artifacts":[{"entryPath":"reports/index.html","artifactType":"webpage"}]}
@@ -38,7 +38,7 @@ type artifactRef struct {
 
 // artifacts serves PUT and GET /sessions/{id}/turns/{turnId}/artifacts.
 //
-// PUT checks, in order (DESIGN §4): method, content type (415),
+// PUT checks, in order (docs/design.md §4): method, content type (415),
 // authentication before any body byte is read (401/403), the trusted
 // principal (403), path ids (404), the body cap (413), the body's shape (400
 // REQUEST_INVALID_BODY), the references' values (400 ARTIFACTS_INVALID),

@@ -1,6 +1,6 @@
 // Package sessionapi serves a session's history and its turns' artifact
 // references over HTTP: the handlers of the history and artifacts functions
-// (DESIGN §1, §6).
+// (docs/design.md §1, §6).
 //
 // NewHistoryHandler serves GET /sessions/{id} (a session summary with its
 // running turn), GET /sessions/{id}/turns (pages of turns) and
@@ -12,7 +12,7 @@
 // aws-lambda-go-api-proxy's httpadapter.
 //
 // Every request is authenticated from its headers before any body byte is
-// read (DESIGN §4, §7). Sessions are visible only to their owner; a session
+// read (docs/design.md §4, §7). Sessions are visible only to their owner; a session
 // owned by someone else is indistinguishable from a missing one (404
 // SESSION_NOT_FOUND). Artifact writes need the trusted host principal (one
 // tenant and subject, see config.AuthConfig.TrustedPrincipal), and only on

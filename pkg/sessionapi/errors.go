@@ -94,7 +94,7 @@ func (s *server) writeError(w http.ResponseWriter, err error) {
 }
 
 // writeBody writes a JSON response with the headers every response carries
-// (AgentsKit wire §9: content type with charset, no-store).
+// (docs/protocol.md §9: content type with charset, no-store).
 func writeBody(w http.ResponseWriter, status int, body []byte) {
 	setJSONHeaders(w.Header())
 	w.WriteHeader(status)

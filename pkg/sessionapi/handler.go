@@ -15,11 +15,11 @@ import (
 )
 
 // DefaultMaxBodyBytes is the request body cap when Options.MaxBodyBytes is 0:
-// 65536 bytes, as MAX_BODY_BYTES (DESIGN §9).
+// 65536 bytes, as MAX_BODY_BYTES (docs/design.md §9).
 const DefaultMaxBodyBytes = 64 << 10
 
 // Authenticator establishes the caller from the request headers only; it must
-// not read the body (DESIGN §7). It returns an error wrapping
+// not read the body (docs/design.md §7). It returns an error wrapping
 // auth.ErrUnauthenticated (401) or auth.ErrForbidden (403) for a refused
 // caller; any other error is an internal failure (500). pkg/auth implements
 // it.
@@ -78,7 +78,7 @@ func newServer(opts Options) *server {
 	return s
 }
 
-// NewHistoryHandler returns the history function's handler (DESIGN §6):
+// NewHistoryHandler returns the history function's handler (docs/design.md §6):
 //
 //	GET /sessions/{id}           200 SessionSummary
 //	GET /sessions/{id}/turns     200 TurnPage     ?limit=1..100 (20) &order=desc|asc (desc) &cursor=
@@ -99,7 +99,7 @@ func NewHistoryHandler(opts Options) http.Handler {
 	return s.guard(mux)
 }
 
-// NewArtifactsHandler returns the artifacts function's handler (DESIGN §6):
+// NewArtifactsHandler returns the artifacts function's handler (docs/design.md §6):
 //
 //	PUT /sessions/{id}/turns/{turnId}/artifacts  {"artifacts":[ArtifactReference...]} -> 200 ArtifactList
 //	GET /sessions/{id}/turns/{turnId}/artifacts  200 ArtifactList

@@ -22,7 +22,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/store/storetest"
 )
 
-// Principals of the dev authenticator (DESIGN §10): "Authorization: Bearer
+// Principals of the dev authenticator (docs/design.md §10): "Authorization: Bearer
 // dev.<subject>", tenant auth.DevTenant; subject "host" is trusted.
 var (
 	alice   = chat.Principal{Subject: "alice", Tenant: auth.DevTenant}
@@ -89,7 +89,7 @@ func newFixture(t *testing.T, factory storetest.Factory) *fixture {
 	}
 }
 
-// devAuthenticator is pkg/auth in dev mode with "host" trusted (DESIGN §10).
+// devAuthenticator is pkg/auth in dev mode with "host" trusted (docs/design.md §10).
 func devAuthenticator(tb testing.TB) sessionapi.Authenticator {
 	tb.Helper()
 	authn, err := auth.New(context.Background(), config.AuthConfig{Mode: config.AuthDev, TrustedSubject: host.Subject},

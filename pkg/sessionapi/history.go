@@ -12,7 +12,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// SessionSummary is the body of GET /sessions/{id} (DESIGN §6). Times are
+// SessionSummary is the body of GET /sessions/{id} (docs/design.md §6). Times are
 // ISO 8601 UTC with milliseconds (protocol.FormatTime).
 //
 //	{"sessionId","definitionId","definitionRevision","cursor","createdAt","updatedAt","currentTurn":CurrentTurn|null,
@@ -39,7 +39,7 @@ type SessionSummary struct {
 }
 
 // CurrentTurn is a session's running turn (agent UI protocol current_turn;
-// DESIGN §6). Status is always "running": a turn being stopped is still
+// docs/design.md §6). Status is always "running": a turn being stopped is still
 // running until it ends (hosts map stopping to running).
 //
 //	{"turnId","status":"running","expiresAt":<epoch ms>,"sequence":<n>,"pendingInteractions":[]}
@@ -67,7 +67,7 @@ type PendingInteraction struct {
 	Data          any    `json:"data"`
 }
 
-// TurnSummary is one turn of GET /sessions/{id}/turns (DESIGN §6).
+// TurnSummary is one turn of GET /sessions/{id}/turns (docs/design.md §6).
 //
 //	{"turnId","ordinal","status","lineage","messages":[...],"artifacts":[...],"error":Diagnostic|null,"usage","startedAt","completedAt":string|null}
 type TurnSummary struct {
@@ -217,7 +217,7 @@ func (s *server) listMessages(w http.ResponseWriter, r *http.Request, rc *reques
 }
 
 // page authenticates, validates the path and query and reads one page of
-// turns: one store request (DESIGN §5).
+// turns: one store request (docs/design.md §5).
 func (s *server) page(r *http.Request, rc *requestContext) (*chat.TurnPage, chat.Order, error) {
 	p, err := s.auth.Authenticate(r)
 	if err != nil {

@@ -72,7 +72,7 @@ func (s *inputStream) Close() error { return nil }
 // TestHistoryIsomorphism runs turns through the turn handler (completed,
 // failed, stopped) and checks that history serves exactly what the
 // terminal snapshots carried: the same canonical messages as JSON, ids
-// included, the same statuses and diagnostics (DESIGN §3; chatkit adapter
+// included, the same statuses and diagnostics (docs/design.md §3; chatkit adapter
 // protocol: history isomorphism).
 func TestHistoryIsomorphism(t *testing.T) {
 	factories := map[string]storetest.Factory{

@@ -40,7 +40,7 @@ func marshal(v any) ([]byte, error) {
 
 // withArtifacts returns msgs with refs placed in the metadata.artifacts of
 // the last assistant message (agent UI protocol AssistantMessage.artifacts;
-// DESIGN §6), other metadata keys kept in their order and verbatim. msgs is
+// docs/design.md §6), other metadata keys kept in their order and verbatim. msgs is
 // not modified. Without refs, or without an assistant message, msgs is
 // returned as it is.
 func withArtifacts(msgs []protocol.Message, refs []chat.ArtifactReference) ([]protocol.Message, error) {

@@ -20,7 +20,7 @@ type FunctionURLHandler func(ctx context.Context, event events.APIGatewayV2HTTPR
 
 // NewFunctionURLHandler adapts h to function URL events in BUFFERED mode
 // with aws-lambda-go-api-proxy v0.16.2 httpadapter.NewV2(h).ProxyWithContext
-// (DESIGN §1). The adapter decodes an isBase64Encoded body (standard
+// (docs/design.md §1). The adapter decodes an isBase64Encoded body (standard
 // encoding) before h reads it and puts the Lambda context in the request
 // context (lambdacontext.FromContext gives the request id; the function
 // URL request context is core.GetAPIGatewayV2ContextFromContext).

@@ -1,5 +1,5 @@
 // Package tool is turnstream's registry of model-callable tools: Go
-// functions with a JSON Schema input (DESIGN §8).
+// functions with a JSON Schema input (docs/design.md §8).
 //
 // A Registry holds Tools by name. Register compiles each tool's input
 // schema once; Specs lists the model.ToolSpec values a definition's tool
@@ -11,18 +11,18 @@
 // never crashes a turn. Arguments are validated BEFORE the tool runs.
 //
 // An Outcome carries what the turn needs for both sides of the wire:
-//   - the assistant message's toolCalls entry (AgentsKit wire §4):
+//   - the assistant message's toolCalls entry (docs/protocol.md §4):
 //     Outcome.ToolCall gives {id, name, args, status, result | error};
 //   - the model's next request (pkg/model package documentation): a
 //     protocol.RoleTool message with ToolCallID, Content Outcome.Text and
 //     Status error for a failed call (Outcome.ToolMessage);
 //   - artifact references the turn records before its terminal snapshot
-//     (DESIGN §8), already validated with chat.ValidateArtifacts;
+//     (docs/design.md §8), already validated with chat.ValidateArtifacts;
 //   - at most one component render frame to append to the ordered
-//     assistant content (AgentsKit wire §6-§7), already checked against
+//     assistant content (docs/protocol.md §6-§7), already checked against
 //     the registry's closed component manifest.
 //
 // Tools decode their arguments with DecodeArgs: case-sensitive names and
-// no duplicate keys (NOTES "JSON in Go"), so the tool reads exactly what
+// no duplicate keys (docs/design.md §2), so the tool reads exactly what
 // the schema validated.
 package tool

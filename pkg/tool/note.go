@@ -32,7 +32,7 @@ const workspaceNoteSchema = `{
 // {entryPath: "notes/<slug>.md", artifactType: "document"}, where slug is
 // Slug(t), and the text `Saved note "notes/<slug>.md" (<n> characters).`
 // with n the runes of b. It does not write a file: turnstream records
-// artifact references, and the host's workspace owns the files (DESIGN
+// artifact references, and the host's workspace owns the files (docs/design.md
 // §6).
 func WorkspaceNote() Tool {
 	return Tool{

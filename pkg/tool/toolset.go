@@ -53,7 +53,7 @@ func (ts *Toolset) Run(ctx context.Context, call model.ToolCall) Outcome {
 	return ts.reg.Run(ctx, call)
 }
 
-// Entry returns the toolCalls entry (AgentsKit wire §4) of a call that has
+// Entry returns the toolCalls entry (docs/protocol.md §4) of a call that has
 // not finished: status protocol.ToolCallPending (the model asked for it)
 // or protocol.ToolCallRunning (Run has started), with Args "{}" when the
 // model sent none or they are not a JSON object. Outcome.ToolCall gives

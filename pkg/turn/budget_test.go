@@ -66,7 +66,7 @@ func (s *countingStore) FindTurn(ctx context.Context, sessionID, turnID string, 
 	return s.Store.FindTurn(ctx, sessionID, turnID, p)
 }
 
-// TestStoreCallsPerTurn pins DESIGN §5's request budget at the handler:
+// TestStoreCallsPerTurn pins docs/design.md §5's request budget at the handler:
 // a completed turn on the configured path (definitions resolved per
 // session) makes exactly one claim, one context load, one save and one
 // release — the definition comes from the session the claim returns, not

@@ -7,7 +7,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// Extension names listed by GET /capabilities (DESIGN §5).
+// Extension names listed by GET /capabilities (docs/design.md §5).
 const (
 	ExtensionSnapshotScope = "snapshotScope"
 	ExtensionStop          = "stop"
@@ -25,7 +25,7 @@ const (
 )
 
 // Capabilities is the body of GET /capabilities (turnstream extension,
-// DESIGN §5): the turn protocol versions this deployment speaks and the
+// docs/design.md §5): the turn protocol versions this deployment speaks and the
 // extensions it supports, so clients discover them instead of guessing.
 //
 //	{"protocols":[{"protocol":"agentskit.chat.turn","versions":[1]}],

@@ -45,7 +45,7 @@ func settledGoroutines(want int) int {
 }
 
 // TestExitPathsCleanUp runs one turn per exit path through ServeHTTP (no
-// server goroutines) and checks the cleanup guarantees of DESIGN §3-§4:
+// server goroutines) and checks the cleanup guarantees of docs/design.md §3-§4:
 // the stream ends with a terminal snapshot or diagnostic (decodeStream also
 // checks contiguous sequences and nothing after the terminal line), the
 // lease is released, the turn is saved, no internal text reaches the
@@ -119,7 +119,7 @@ func TestExitPathsCleanUp(t *testing.T) {
 // unavailable, not a lost lease) the lease runs out, and another turn may
 // claim the session. The turn must end then as having lost its lease
 // (SESSION_CONFLICT, nothing saved), not keep running and saving beside
-// its successor until the request deadline (DESIGN §4: the lease is the
+// its successor until the request deadline (docs/design.md §4: the lease is the
 // mutual exclusion).
 func TestLeaseExpiredWithoutRenewal(t *testing.T) {
 	tests := map[string]struct {

@@ -1,10 +1,10 @@
 // Package turn is turnstream's turn pipeline and its http.Handler: the
 // turn function behind a Lambda function URL in RESPONSE_STREAM mode
-// (DESIGN §1, §4).
+// (docs/design.md §1, §4).
 //
 // A request runs under one deadline, min(TurnTimeout, Lambda remaining
 // time - CleanupReserve), checked in the reference handler's order
-// (AgentsKit wire §9): method (405), content type (415), authentication on
+// (docs/protocol.md §9): method (405), content type (415), authentication on
 // headers only, before any body byte is read (401/403), the body under a
 // hard cap (413), JSON (400 REQUEST_INVALID_JSON), the turn event (400
 // REQUEST_INVALID_EVENT), lineage (422 LINEAGE_INVALID), the claim of the
@@ -14,7 +14,7 @@
 // body, mapped from domain errors in one table.
 //
 // After the claim the response is a 200 NDJSON stream of complete
-// snapshots (DESIGN §3), numbered from the sequence the claim reserved,
+// snapshots (docs/design.md §3), numbered from the sequence the claim reserved,
 // with no storage write per snapshot. One pending slot holds the latest
 // turn state; a writer goroutine emits it at most every SnapshotInterval,
 // so a slow reader receives fewer, newer snapshots. The lease is renewed
@@ -26,7 +26,7 @@
 // server.turn.diagnostic when the turn timed out, was cancelled, lost its
 // lease or could not be saved. A stream never just stops.
 //
-// Definitions, models and tools (DESIGN §8). Before the claim the turn
+// Definitions, models and tools (docs/design.md §8). Before the claim the turn
 // resolves the session's definition (Options.Definitions: a new session
 // gets the default, an existing one keeps its definition id and runs its
 // current revision; the claim records id and revision). The model-tool
@@ -40,7 +40,7 @@
 // references returned by tools are saved with the turn before its
 // terminal snapshot; render frames returned by tools (checked against the
 // registry's closed manifest) switch the assistant content to the ordered
-// envelope agentskit.chat.content/1 (AgentsKit wire §6), text and
+// envelope agentskit.chat.content/1 (docs/protocol.md §6), text and
 // components in order. Models only ever see plain text (PlainText) and
 // the stored tool calls expanded into tool messages
 // (model.ExpandToolCalls). One assistant message per turn is stored, with
@@ -48,9 +48,9 @@
 // as failed. The request deadline and the stop route cancel a running
 // tool through its context.
 //
-// Snapshot scope (DESIGN §3). A session-scope snapshot carries the
+// Snapshot scope (docs/design.md §3). A session-scope snapshot carries the
 // session's visible messages, but a canonical record holds at most
-// 10,000 JSON values (AgentsKit wire §4): when the history passes that,
+// 10,000 JSON values (docs/protocol.md §4): when the history passes that,
 // snapshots leave out the oldest whole turns until they fit, the same
 // for every later snapshot of the turn, and the client pages older
 // history from the history function. The model's context is never cut.

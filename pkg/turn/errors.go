@@ -11,7 +11,7 @@ import (
 )
 
 // errorCodes is the one table from domain errors to wire codes (STYLE
-// "Errors"; DESIGN §4). The HTTP status of each code is
+// "Errors"; docs/design.md §4). The HTTP status of each code is
 // protocol.HTTPStatus. Order matters only for errors wrapping several
 // sentinels, which none do.
 var errorCodes = []struct {
@@ -36,7 +36,7 @@ var errorCodes = []struct {
 }
 
 // errLineage marks a submission whose lineage does not match a visible
-// turn of the session (DESIGN §5): 422 LINEAGE_INVALID.
+// turn of the session (docs/design.md §5): 422 LINEAGE_INVALID.
 var errLineage = errors.New("turn: lineage does not match a visible parent turn")
 
 // diagnose maps err, returned while ctx was the request's context, to the
@@ -70,7 +70,7 @@ func contextDiagnostic(ctx context.Context) (protocol.Diagnostic, bool) {
 }
 
 // writeError writes d as a JSON error body with d's HTTP status
-// (AgentsKit wire §9 headers).
+// (docs/protocol.md §9 headers).
 func writeError(w http.ResponseWriter, d protocol.Diagnostic) {
 	writeErrorStatus(w, protocol.HTTPStatus(d.Code), d)
 }

@@ -19,8 +19,8 @@ import (
 	"github.com/turnstream/turnstream/pkg/tool"
 )
 
-// Defaults applied by NewHandler to zero Options fields (DESIGN §9;
-// AgentsKit wire §9 for the body cap).
+// Defaults applied by NewHandler to zero Options fields (docs/design.md §9;
+// docs/protocol.md §9 for the body cap).
 const (
 	DefaultTurnTimeout      = 5 * time.Minute
 	DefaultCleanupReserve   = 5 * time.Second
@@ -37,14 +37,14 @@ const (
 )
 
 // SnapshotScopeHeader selects what a snapshot carries (turnstream
-// extension, DESIGN §3): absent or "session" means the whole session's
+// extension, docs/design.md §3): absent or "session" means the whole session's
 // visible canonical messages, "turn" only the current turn's messages.
 // Values are matched case-insensitively; any other value is a 400
 // REQUEST_INVALID_HEADER before the body is read.
 const SnapshotScopeHeader = "X-Turnstream-Snapshot-Scope"
 
 // Authenticator establishes the caller from the request's headers only
-// (DESIGN §7); it must not read the body. pkg/auth implements it. Its
+// (docs/design.md §7); it must not read the body. pkg/auth implements it. Its
 // errors are mapped by errors.Is on auth.ErrUnauthenticated (401
 // REQUEST_UNAUTHENTICATED) and auth.ErrForbidden (403 REQUEST_FORBIDDEN);
 // anything else is a 500 SERVER_INTERNAL.
@@ -70,7 +70,7 @@ type Definition struct {
 }
 
 // Options configure NewHandler. Store and Authenticator are required, and
-// either Definitions with Models (the configured path, DESIGN §8) or Model
+// either Definitions with Models (the configured path, docs/design.md §8) or Model
 // with Definition (the simple path, one definition without tools). Zero
 // durations and sizes take the Default* values.
 type Options struct {
@@ -81,7 +81,7 @@ type Options struct {
 	// session gets the default one, an existing session keeps its stored
 	// definition id and runs that definition's current revision. The
 	// definition is resolved from the session the claim returns (no extra
-	// store request, DESIGN §5) and the revision the turn ran with is
+	// store request, docs/design.md §5) and the revision the turn ran with is
 	// recorded at release. A session whose id is no longer configured is
 	// saved as a failed turn and refused with 500 SERVER_INTERNAL (logged),
 	// never switched to another definition.
@@ -100,7 +100,7 @@ type Options struct {
 	Model      model.Model
 	Definition Definition
 
-	// TurnTimeout bounds one request (DESIGN §4); the deadline is
+	// TurnTimeout bounds one request (docs/design.md §4); the deadline is
 	// min(now+TurnTimeout, Lambda deadline - CleanupReserve).
 	TurnTimeout time.Duration
 	// CleanupReserve is kept from the Lambda deadline for cleanup; each of
@@ -111,10 +111,10 @@ type Options struct {
 	// request deadline plus CleanupReserve.
 	LeaseDuration time.Duration
 	// RenewInterval is how often the lease is renewed (and the stop flag
-	// checked); zero means LeaseDuration/3 (DESIGN §4). Tests shorten it.
+	// checked); zero means LeaseDuration/3 (docs/design.md §4). Tests shorten it.
 	RenewInterval time.Duration
 	// SnapshotInterval is the minimum time between two streaming
-	// snapshots (DESIGN §3). The first and the terminal snapshot are never
+	// snapshots (docs/design.md §3). The first and the terminal snapshot are never
 	// delayed by it.
 	SnapshotInterval time.Duration
 	// SnapshotBytesPerSecond paces streaming snapshots by size as well as
@@ -175,7 +175,7 @@ type handler struct {
 }
 
 // NewHandler validates opts, applies defaults and returns the turn
-// function's handler. Routes (DESIGN §1):
+// function's handler. Routes (docs/design.md §1):
 //
 //	POST /              client.turn.submit -> 200 NDJSON snapshot stream
 //	POST /stop          {"sessionId","turnId"} -> 202 {"stopRequested":true}
@@ -183,7 +183,7 @@ type handler struct {
 //
 // Any other path is 404 REQUEST_NOT_FOUND; a method other than the
 // route's is 405 REQUEST_METHOD_NOT_ALLOWED. Every error response is JSON
-// {"error":{"version":1,"code","message","retryable"}} (AgentsKit wire §9).
+// {"error":{"version":1,"code","message","retryable"}} (docs/protocol.md §9).
 //
 // NewHandler returns an error naming the first invalid option: a nil
 // Store or Authenticator; with Definitions, a definition whose provider
@@ -273,7 +273,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// deadline starts the request's one deadline (DESIGN §4): the earlier of
+// deadline starts the request's one deadline (docs/design.md §4): the earlier of
 // now+TurnTimeout and the invocation's own deadline (the Lambda deadline
 // under lambdaurl) minus CleanupReserve. Its cause is errTurnDeadline, so a
 // timeout is told from a client cancellation.

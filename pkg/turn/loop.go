@@ -30,7 +30,7 @@ type pendingCall struct {
 	index int
 }
 
-// runModel is the model-tool loop (DESIGN §8): up to MaxSteps model
+// runModel is the model-tool loop (docs/design.md §8): up to MaxSteps model
 // calls, each followed by the tools it asked for, their results fed back
 // for the next call. It returns nil when the model finished, or the
 // error that ended the loop (a model error, or ctx's). Every change goes
@@ -153,7 +153,7 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (strin
 }
 
 // errInvalidToolCall ends a model call that asked for a tool call no
-// canonical record can hold (AgentsKit wire §4: an empty name, arguments
+// canonical record can hold (docs/protocol.md §4: an empty name, arguments
 // nested past protocol.MaxRecordDepth, a non-finite number, an over-long
 // key, or calls that together pass protocol.MaxRecordNodes): the turn ends
 // as MODEL_FAILED (not retryable; the error code is kept in the assistant
@@ -163,7 +163,7 @@ var errInvalidToolCall = &model.Error{Code: "invalid_tool_call"}
 
 // fitsRecord reports whether the turn's messages with tc added to the
 // assistant message's toolCalls are still a valid canonical record
-// (AgentsKit wire §4) once every call has finished: each call is checked
+// (docs/protocol.md §4) once every call has finished: each call is checked
 // with a result, and the message with error metadata, as in the largest
 // final shape of the record.
 func (t *run) fitsRecord(tc protocol.ToolCall) bool {
@@ -266,7 +266,7 @@ func modelMessages(context []protocol.Message, live map[string]protocol.ToolCall
 
 // PlainText returns the text of an assistant message's content: content
 // itself when it is plain, or, for ordered content
-// (agentskit.chat.content/1, AgentsKit wire §6), its text parts joined
+// (agentskit.chat.content/1, docs/protocol.md §6), its text parts joined
 // without separator (a long text is split into several records) and its
 // components left out. Content that starts like an envelope but does not
 // decode is returned as it is.

@@ -117,7 +117,7 @@ type ending struct {
 	// (SERVER_TIMEOUT, REQUEST_CANCELLED); nil otherwise.
 	trailer *protocol.Diagnostic
 	// errorCode is the provider's error code kept in the assistant
-	// message's metadata (DESIGN §3); empty otherwise.
+	// message's metadata (docs/design.md §3); empty otherwise.
 	errorCode string
 	// leaseLost means another turn took the session: nothing is saved or
 	// released, and SESSION_CONFLICT is the last line.
@@ -200,7 +200,7 @@ func estimateTokens(msgs []protocol.Message) int {
 
 // failBeforeStream ends a claimed turn that never streamed: the turn is
 // saved with status error and released, and the client gets the JSON
-// error (AgentsKit wire §9 "Errors before streaming"). Unlike the
+// error (docs/protocol.md §9 "Errors before streaming"). Unlike the
 // reference, the lease is not left to expire.
 func (t *run) failBeforeStream(step string, err error) {
 	d := diagnose(t.ctx, err)

@@ -11,7 +11,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// stopRequest is the body of POST /stop (DESIGN §4).
+// stopRequest is the body of POST /stop (docs/design.md §4).
 type stopRequest struct {
 	SessionID string `json:"sessionId"`
 	TurnID    string `json:"turnId"`
@@ -75,7 +75,7 @@ func (h *handler) serveStop(w http.ResponseWriter, r *http.Request) {
 }
 
 // decodeStop parses a stop body with go-json-experiment/json, which
-// matches keys case-sensitively and rejects duplicate keys (DESIGN §2
+// matches keys case-sensitively and rejects duplicate keys (docs/design.md §2
 // hazards; encoding/json does neither), and rejects a member that is a
 // case variant of sessionId or turnId ("SessionId", "TURNID"), which a
 // case-folding reader would take for the field.

@@ -23,7 +23,7 @@ const (
 	scopeTurn                 // the current turn's messages only
 )
 
-// serveSubmit runs POST / in the order of DESIGN §4 and AgentsKit wire §9.
+// serveSubmit runs POST / in the order of docs/design.md §4 and docs/protocol.md §9.
 func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel, deadline := h.deadline(r)
 	defer cancel()
@@ -144,7 +144,7 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 }
 
 // authenticate runs the Authenticator on headers only, before any body
-// byte is read (DESIGN §4, §7). On failure it writes the error response.
+// byte is read (docs/design.md §4, §7). On failure it writes the error response.
 func (h *handler) authenticate(ctx context.Context, w http.ResponseWriter, r *http.Request, log *slog.Logger) (chat.Principal, bool) {
 	p, err := h.opts.Authenticator.Authenticate(r.WithContext(ctx))
 	if err != nil {
@@ -168,7 +168,7 @@ func logRejected(log *slog.Logger, step string, d protocol.Diagnostic, err error
 }
 
 // isJSONContentType reports whether the lower-cased Content-Type starts
-// with application/json; a missing one does not (AgentsKit wire §9 step 3).
+// with application/json; a missing one does not (docs/protocol.md §9 step 3).
 func isJSONContentType(r *http.Request) bool {
 	return strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/json")
 }
@@ -193,7 +193,7 @@ func parseScope(values []string) (scope, bool) {
 	return 0, false
 }
 
-// readBody reads the body under the MaxBodyBytes cap (AgentsKit wire §9
+// readBody reads the body under the MaxBodyBytes cap (docs/protocol.md §9
 // step 5): a declared Content-Length above the cap is 413 without
 // reading; a body that passes the cap while read is 413 too. Function URL
 // bodies flagged isBase64Encoded arrive decoded: lambdaurl.Wrap wraps them
@@ -233,9 +233,9 @@ func (h *handler) readBody(ctx context.Context, w http.ResponseWriter, r *http.R
 // decodeSubmit parses body as JSON (400 REQUEST_INVALID_JSON when empty
 // or invalid) and decodes it as a client.turn.submit event (400
 // REQUEST_INVALID_EVENT for any decoder failure or another event kind;
-// the decoder's own code is not exposed, AgentsKit wire §9 step 6). A body
+// the decoder's own code is not exposed, docs/protocol.md §9 step 6). A body
 // that is a JSON string holding an event is rejected, not decoded twice
-// (DESIGN §2, unlike the reference's quirk).
+// (docs/design.md §2, unlike the reference's quirk).
 func decodeSubmit(body []byte) (*protocol.Event, *protocol.Diagnostic) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 || !json.Valid(trimmed) {
@@ -254,7 +254,7 @@ func decodeSubmit(body []byte) (*protocol.Event, *protocol.Diagnostic) {
 }
 
 // checkLineage verifies a retry, edit or regenerate against its parent
-// turn (DESIGN §5): the parent must be a visible (not superseded) saved
+// turn (docs/design.md §5): the parent must be a visible (not superseded) saved
 // turn of this session, sourceMessageId one of its messages, and a retry
 // or regenerate must repeat the parent's input (same HashInput). Any
 // mismatch is errLineage; store errors are returned as they are.
@@ -286,7 +286,7 @@ func (h *handler) checkLineage(ctx context.Context, sessionID string, p chat.Pri
 }
 
 // leaseDuration is the lease length of a claim: LeaseDuration, but never
-// past the request deadline plus CleanupReserve (DESIGN §4).
+// past the request deadline plus CleanupReserve (docs/design.md §4).
 func (h *handler) leaseDuration(deadline time.Time) time.Duration {
 	d := h.opts.LeaseDuration
 	if ceiling := time.Until(deadline) + h.opts.CleanupReserve; ceiling < d {

@@ -556,7 +556,7 @@ func TestEchoNote(t *testing.T) {
 }
 
 // TestUnencodableToolCall: a tool call from the model that cannot be part
-// of a canonical record (AgentsKit wire §4: args nested past
+// of a canonical record (docs/protocol.md §4: args nested past
 // MaxRecordDepth, a non-finite number, an over-long key, an empty name)
 // ends the turn as MODEL_FAILED with a terminal snapshot, and the stored
 // turn is a valid record. Without the check every snapshot of the turn

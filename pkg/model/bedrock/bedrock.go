@@ -1,5 +1,5 @@
 // Package bedrock is turnstream's Amazon Bedrock model provider
-// (MODEL_PROVIDER=bedrock, DESIGN §8): one model.Stream per Bedrock
+// (MODEL_PROVIDER=bedrock, docs/design.md §8): one model.Stream per Bedrock
 // ConverseStream call, through aws-sdk-go-v2's bedrockruntime client.
 //
 // Request mapping (pkg/model package documentation): Request.Messages go

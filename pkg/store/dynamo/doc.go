@@ -1,5 +1,5 @@
 // Package dynamo implements chat.Store on one DynamoDB table, written only
-// with conditional writes and without transactions (DESIGN §5). It is the
+// with conditional writes and without transactions (docs/design.md §5). It is the
 // only package that imports the DynamoDB SDK.
 //
 // Layout (key attributes pk, sk; names in table.go):

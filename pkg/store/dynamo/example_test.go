@@ -32,7 +32,7 @@ func ExampleNew() {
 	_ = store // handed to pkg/turn or pkg/sessionapi
 }
 
-// CreateTable creates the table of DESIGN §5 (for local servers and
+// CreateTable creates the table of docs/design.md §5 (for local servers and
 // tests; deployments declare it in the SAM template).
 func ExampleCreateTable() {
 	ctx := context.Background()

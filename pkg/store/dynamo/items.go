@@ -13,7 +13,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// Key values (DESIGN §5).
+// Key values (docs/design.md §5).
 const (
 	sessionPrefix = "SESSION#"
 	sessionSK     = "SESSION"

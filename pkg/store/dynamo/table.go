@@ -18,7 +18,7 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// Attribute and index names of the table layout (DESIGN §5). They are
+// Attribute and index names of the table layout (docs/design.md §5). They are
 // exported so that the SAM template (and its test) declare the same table.
 const (
 	// AttrPK and AttrSK are the table's key attributes (both S).
@@ -32,7 +32,7 @@ const (
 	// AttrTurnID is the sort key of TurnIDIndex, present only on turn items.
 	AttrTurnID = "turnId"
 	// AttrPurgeAt is the TTL attribute (epoch seconds). This package never
-	// writes it; it is reserved for an optional session retention (DESIGN
+	// writes it; it is reserved for an optional session retention (docs/design.md
 	// §5). No other field may be named purgeAt: DynamoDB would delete the
 	// item.
 	AttrPurgeAt = "purgeAt"
@@ -54,7 +54,7 @@ type TableClient interface {
 	DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error)
 }
 
-// CreateTableInput returns the table definition of DESIGN §5 for name: keys
+// CreateTableInput returns the table definition of docs/design.md §5 for name: keys
 // pk (S, hash) and sk (S, range), PAY_PER_REQUEST, and the two local
 // secondary indexes VisibleIndex and TurnIDIndex (projection ALL). Local
 // secondary indexes limit one session's item collection to 10 GB.

@@ -7,7 +7,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 )
 
-// artifactCases prove PutArtifacts and GetArtifacts (DESIGN §6).
+// artifactCases prove PutArtifacts and GetArtifacts (docs/design.md §6).
 func artifactCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
 		"ReplaceDedupeLastWins": func(t *testing.T, e *env) {

@@ -13,7 +13,7 @@ import (
 )
 
 // claimCases prove ClaimTurn: creation, mutual exclusion, lease expiry, the
-// terminal window and the reserved cursor (DESIGN §4, AgentsKit wire §8).
+// terminal window and the reserved cursor (docs/design.md §4, docs/protocol.md §8).
 func claimCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
 		"CreatesSessionOwnedByCaller": func(t *testing.T, e *env) {

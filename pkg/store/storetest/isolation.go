@@ -10,7 +10,7 @@ import (
 
 // isolationCases prove owner isolation: a session is visible only to its
 // owner (Subject and Tenant), and a foreign principal gets exactly the error
-// a missing session gives, never a hint that it exists (DESIGN §4, §7).
+// a missing session gives, never a hint that it exists (docs/design.md §4, §7).
 func isolationCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
 		"ForeignPrincipalSeesNotFound": func(t *testing.T, e *env) {

@@ -65,7 +65,7 @@ var (
 	mallory     = chat.Principal{Subject: "mallory", Tenant: "acme"}
 	aliceGlobex = chat.Principal{Subject: "alice", Tenant: "globex"}
 	// host is the trusted workspace principal that writes artifact
-	// references (DESIGN §6-7).
+	// references (docs/design.md §6-7).
 	host = chat.Principal{Subject: "workspace-host", Tenant: "acme", Trusted: true}
 )
 
@@ -231,7 +231,7 @@ func (e *env) find(sessionID, turnID string) *chat.Turn {
 	return t
 }
 
-// stamp formats t as a canonical message createdAt (AgentsKit wire §4).
+// stamp formats t as a canonical message createdAt (docs/protocol.md §4).
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // wantErr fails the test unless errors.Is(err, want).

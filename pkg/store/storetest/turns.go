@@ -13,7 +13,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// turnCases prove SaveTurn, FindTurn, Supersede and LoadContext (DESIGN §5).
+// turnCases prove SaveTurn, FindTurn, Supersede and LoadContext (docs/design.md §5).
 func turnCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
 		"SaveTurnRoundTripsEveryField": func(t *testing.T, e *env) {
@@ -46,7 +46,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 		"SaveTurnLargeIntact": func(t *testing.T, e *env) {
 			// 1 MiB of content that does not compress well (hex of a
 			// seeded random stream), in 16 messages: a store must split or
-			// compress it, never truncate (DESIGN §5).
+			// compress it, never truncate (docs/design.md §5).
 			c := e.claim("s1", "big")
 			turn := e.turnFor(c, "s1")
 			rng := rand.New(rand.NewPCG(1, 2))
