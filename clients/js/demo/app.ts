@@ -230,6 +230,8 @@ function renderDecision(c: ToolCall, token: string): HTMLElement {
   const row = document.createElement("div");
   row.className = "decision";
   row.dataset.token = token;
+  row.setAttribute("role", "group");
+  row.setAttribute("aria-label", `Approve or deny ${c.name}`);
   row.append(text("span", "This tool runs only if you approve it.", "ask"));
   for (const [d, label] of [["approve", "Approve"], ["deny", "Deny"]] as const) {
     const b = text("button", label, d === "approve" ? "primary" : "ghost") as HTMLButtonElement;

@@ -332,6 +332,13 @@ describe("demo page in Chromium", { skip }, () => {
     assert.match(await page.textContent("#error"), /CONFIRMATION_EXPIRED/);
     assert.equal(await page.locator(".decision").count(), 0);
     assert.equal(await page.textContent("#send"), "Send");
+    // A message sent from the page supersedes a waiting call there too: its buttons go.
+    await send(page, "/delete Trip plan");
+    await page.waitForSelector(`${approve}:not([disabled])`);
+    await send(page, "Never mind, keep it.");
+    await page.waitForSelector(`${lastAssistant}[data-status="complete"]`);
+    await page.waitForSelector('#status[data-state="ready"]');
+    assert.equal(await page.locator(".decision").count(), 0);
     assert.deepEqual(problems, []);
     await page.close();
   });
