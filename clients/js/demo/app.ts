@@ -204,11 +204,36 @@ function renderTurn(el: HTMLElement, messages: readonly Message[], opts: { error
 const waiting = new Map<string, string>();
 // The decision being sent, while it is in flight.
 let deciding = false;
+// Decided calls: toolCallId -> the decision, from the continuations'
+// metadata.confirmation; the asking turn's call stays
+// requires_confirmation in its record, so the page says what became of it.
+const decided = new Map<string, Decision>();
+
+// noteDecisions records the decisions the messages carry and marks the
+// calls they decided wherever they are shown.
+function noteDecisions(messages: readonly Message[]): void {
+  for (const m of messages) {
+    const c = m.metadata?.confirmation;
+    if (typeof c !== "object" || c === null || Array.isArray(c)) continue;
+    const id = c.toolCallId;
+    const d = c.decision;
+    if (typeof id !== "string" || (d !== "approve" && d !== "deny")) continue;
+    decided.set(id, d);
+    for (const box of document.querySelectorAll<HTMLElement>(`.tool[data-call="${CSS.escape(id)}"]`)) markDecided(box, d);
+  }
+}
+
+function markDecided(box: HTMLElement, d: Decision): void {
+  if (box.dataset.status !== "requires_confirmation" || box.querySelector(".decided")) return;
+  box.append(text("div", d === "approve" ? "You approved this call; its result is below." : "You denied this call.", "decided"));
+}
 
 function renderToolCall(c: ToolCall): HTMLElement {
   const box = document.createElement("div");
   box.className = "tool";
   box.dataset.tool = c.name;
+  box.dataset.call = c.id;
+  box.dataset.status = c.status;
   const head = document.createElement("div");
   head.className = "head";
   head.append(text("span", "Tool", ""), text("span", c.name, "name"));
@@ -223,6 +248,8 @@ function renderToolCall(c: ToolCall): HTMLElement {
   if (c.error !== undefined) box.append(text("div", c.error, "notice fail"));
   const token = c.status === "requires_confirmation" ? waiting.get(c.id) : undefined;
   if (token !== undefined) box.append(renderDecision(c, token));
+  const d = decided.get(c.id);
+  if (d !== undefined) markDecided(box, d);
   return box;
 }
 
@@ -332,6 +359,7 @@ function edge(state: "more" | "loading" | "start" | "none"): void {
 
 function prependTurns(turns: readonly TurnSummary[]): void {
   // Pages are newest first; the log reads oldest first.
+  for (const t of turns) noteDecisions(t.messages);
   const frag = document.createDocumentFragment();
   for (const t of [...turns].reverse()) {
     const el = turnElement(t.turnId);
@@ -544,6 +572,7 @@ async function stream(turn: Turn, el: HTMLElement, first: () => void): Promise<u
       if (snap.payload.status === "complete") {
         for (const m of snap.payload.messages) for (const c of pendingConfirmations(m)) waiting.set(c.toolCallId, c.token);
       }
+      noteDecisions(snap.payload.messages);
       const stick = nearBottom();
       renderTurn(el, snap.payload.messages, { error: snap.payload.error });
       if (stick) toBottom();

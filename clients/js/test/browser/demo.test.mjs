@@ -285,6 +285,8 @@ describe("demo page in Chromium", { skip }, () => {
     assert.equal(await page.textContent(`${cont} ${waitingTool} .badge`), "complete");
     assert.equal(await page.textContent(`${cont} ${waitingTool} .result`), 'Deleted note "notes/shopping-list.md".');
     assert.notEqual((await page.textContent(`${lastAssistant} .text`)).trim(), "", "the model's answer follows");
+    const asked = `.turn:nth-last-child(2) ${waitingTool}`;
+    assert.equal(await page.textContent(`${asked} .decided`), "You approved this call; its result is below.");
     await page.screenshot({ path: join(shots, "approval-approved-desktop.png") });
     // The other window's click is refused, in plain words.
     await other.page.click(approve);
@@ -297,6 +299,7 @@ describe("demo page in Chromium", { skip }, () => {
     await page.reload();
     await page.waitForSelector('#status[data-state="ready"]');
     assert.equal(await page.locator(".decision").count(), 0);
+    assert.equal(await page.textContent(`${asked} .decided`), "You approved this call; its result is below.", "history says so too");
     assert.deepEqual(problems, []);
     assert.deepEqual(other.problems, []);
     await other.page.close();
@@ -315,6 +318,7 @@ describe("demo page in Chromium", { skip }, () => {
     assert.equal(await page.textContent(`${cont} ${waitingTool} .notice.fail`), "The user denied this tool call.");
     assert.equal(await page.locator(`${cont} ${waitingTool} .result`).count(), 0, "no result: it never ran");
     assert.equal(await page.locator(".decision").count(), 0);
+    assert.equal(await page.textContent(`.turn:nth-last-child(2) ${waitingTool} .decided`), "You denied this call.");
     await page.screenshot({ path: join(shots, "approval-denied-phone.png") });
     assert.deepEqual(problems, []);
     await page.close();
