@@ -8,9 +8,12 @@
 import {
   newId,
   isSafeId,
+  isConfirmationCode,
+  pendingConfirmations,
   TurnstreamClient,
   TurnstreamError,
   type ArtifactReference,
+  type Decision,
   type Message,
   type SnapshotEvent,
   type ToolCall,
@@ -141,6 +144,9 @@ const PLAIN: Record<string, string> = {
   TURN_LOST: "The server stopped while writing this answer. What it had written is saved.",
   MODEL_FAILED: "The model failed to answer. Try again.",
   CHAT_TURN_FAILED: "The answer failed. Try again.",
+  CONFIRMATION_DECIDED: "This tool call was already approved or denied, perhaps in another window.",
+  CONFIRMATION_EXPIRED: "It's too late to decide on this tool call: it waited too long, or a later message replaced it.",
+  CONFIRMATION_NOT_FOUND: "This tool call is no longer waiting for a decision.",
 };
 function plain(code: string, message: string): string {
   return PLAIN[code] ?? message;
@@ -191,10 +197,43 @@ function renderTurn(el: HTMLElement, messages: readonly Message[], opts: { error
   el.replaceChildren(...kids);
 }
 
+// Tool calls waiting for the user's approval: toolCallId -> the
+// confirmation's token, from the finished turn's pendingConfirmations or
+// the history summary's pendingInteractions. A later turn (a message, a
+// decision) supersedes them all.
+const waiting = new Map<string, string>();
+// The decision being sent, while it is in flight.
+let deciding = false;
+// Decided calls: toolCallId -> the decision, from the continuations'
+// metadata.confirmation; the asking turn's call stays
+// requires_confirmation in its record, so the page says what became of it.
+const decided = new Map<string, Decision>();
+
+// noteDecisions records the decisions the messages carry and marks the
+// calls they decided wherever they are shown.
+function noteDecisions(messages: readonly Message[]): void {
+  for (const m of messages) {
+    const c = m.metadata?.confirmation;
+    if (typeof c !== "object" || c === null || Array.isArray(c)) continue;
+    const id = c.toolCallId;
+    const d = c.decision;
+    if (typeof id !== "string" || (d !== "approve" && d !== "deny")) continue;
+    decided.set(id, d);
+    for (const box of document.querySelectorAll<HTMLElement>(`.tool[data-call="${CSS.escape(id)}"]`)) markDecided(box, d);
+  }
+}
+
+function markDecided(box: HTMLElement, d: Decision): void {
+  if (box.dataset.status !== "requires_confirmation" || box.querySelector(".decided")) return;
+  box.append(text("div", d === "approve" ? "You approved this call; its result is below." : "You denied this call.", "decided"));
+}
+
 function renderToolCall(c: ToolCall): HTMLElement {
   const box = document.createElement("div");
   box.className = "tool";
   box.dataset.tool = c.name;
+  box.dataset.call = c.id;
+  box.dataset.status = c.status;
   const head = document.createElement("div");
   head.className = "head";
   head.append(text("span", "Tool", ""), text("span", c.name, "name"));
@@ -207,7 +246,67 @@ function renderToolCall(c: ToolCall): HTMLElement {
   if (dl.childElementCount) box.append(dl);
   if (c.result !== undefined) box.append(text("div", c.result, "result"));
   if (c.error !== undefined) box.append(text("div", c.error, "notice fail"));
+  const token = c.status === "requires_confirmation" ? waiting.get(c.id) : undefined;
+  if (token !== undefined) box.append(renderDecision(c, token));
+  const d = decided.get(c.id);
+  if (d !== undefined) markDecided(box, d);
   return box;
+}
+
+function renderDecision(c: ToolCall, token: string): HTMLElement {
+  const row = document.createElement("div");
+  row.className = "decision";
+  row.dataset.token = token;
+  row.setAttribute("role", "group");
+  row.setAttribute("aria-label", `Approve or deny ${c.name}`);
+  row.append(text("span", "This tool runs only if you approve it.", "ask"));
+  for (const [d, label] of [["approve", "Approve"], ["deny", "Deny"]] as const) {
+    const b = text("button", label, d === "approve" ? "primary" : "ghost") as HTMLButtonElement;
+    b.type = "button";
+    b.dataset.decision = d;
+    b.setAttribute("aria-label", `${label} ${c.name}`);
+    b.disabled = deciding || current !== undefined;
+    b.addEventListener("click", () => void decide(token, d));
+    row.append(b);
+  }
+  return row;
+}
+
+function decisionButtons(disabled: boolean): void {
+  for (const b of document.querySelectorAll<HTMLButtonElement>(".decision button")) b.disabled = disabled;
+}
+
+// settle forgets waiting calls (all of them, or one token's) and takes
+// their buttons away, leaving note in their place when given.
+function settle(token?: string, note?: string): void {
+  for (const row of document.querySelectorAll<HTMLElement>(".decision")) {
+    if (token !== undefined && row.dataset.token !== token) continue;
+    if (note) row.replaceWith(text("div", note, "notice"));
+    else row.remove();
+  }
+  if (token === undefined) waiting.clear();
+  else for (const [id, t] of waiting) if (t === token) waiting.delete(id);
+}
+
+// decide sends the decision on a waiting call and streams the
+// continuation turn (the tool's result or the denial, then the answer).
+async function decide(token: string, decision: Decision): Promise<void> {
+  if (deciding || current) return;
+  deciding = true;
+  decisionButtons(true);
+  clearError();
+  const turn = client.decide({ sessionId, token, decision, scope: "turn" });
+  const el = turnElement(turn.turnId);
+  els.turns.append(el);
+  toBottom();
+  const failed = await stream(turn, el, () => settle());
+  deciding = false;
+  if (isConfirmationCode((failed as TurnstreamError | undefined)?.code ?? "")) {
+    const err = failed as TurnstreamError;
+    settle(token, plain(err.code, err.message));
+  } else {
+    decisionButtons(false);
+  }
 }
 
 function renderArtifacts(list: readonly ArtifactReference[]): HTMLElement {
@@ -260,6 +359,7 @@ function edge(state: "more" | "loading" | "start" | "none"): void {
 
 function prependTurns(turns: readonly TurnSummary[]): void {
   // Pages are newest first; the log reads oldest first.
+  for (const t of turns) noteDecisions(t.messages);
   const frag = document.createDocumentFragment();
   for (const t of [...turns].reverse()) {
     const el = turnElement(t.turnId);
@@ -281,7 +381,12 @@ function nameFrom(newestFirst: readonly TurnSummary[], hasMore: boolean): void {
 async function loadFirst(): Promise<void> {
   status("loading", "Loading…");
   try {
+    const pending = client.session(sessionId).then(
+      (s) => s.pendingInteractions,
+      () => [], // no buttons then; the turns' own errors are shown below
+    );
     const page = await client.turns(sessionId, { limit: PAGE, order: "desc" });
+    for (const p of await pending) waiting.set(p.data.toolCallId, p.interactionId);
     prependTurns(page.items);
     older = page.nextCursor;
     edge(page.hasMore ? "more" : page.items.length ? "start" : "none");
@@ -421,12 +526,14 @@ async function send(input: string): Promise<void> {
   clearError();
   els.empty.hidden = true;
   const turn = client.submit({ sessionId, input, scope: "turn" });
+  decisionButtons(true);
   const el = turnElement(turn.turnId);
   // Show the message at once; the first snapshot replaces it.
   renderTurn(el, [{ id: "pending", role: "user", content: input, status: "complete", createdAt: new Date().toISOString() }], {});
   els.turns.append(el);
   toBottom();
   await stream(turn, el, () => {
+    settle(); // a new turn supersedes the calls that waited
     // The server took the turn: the conversation is this user's.
     const entry = known().find((k) => k.id === sessionId);
     remember(sessionId, !entry || entry.title === "New conversation" ? title(input) : undefined);
@@ -450,8 +557,9 @@ async function follow(turn: Turn): Promise<void> {
 
 // stream renders each snapshot of turn into el until its terminal one;
 // first runs on the first snapshot. When it fails before any snapshot, el
-// is removed.
-async function stream(turn: Turn, el: HTMLElement, first: () => void): Promise<void> {
+// is removed. It returns the error it showed, if any. A turn that ends
+// with calls waiting for approval shows their buttons.
+async function stream(turn: Turn, el: HTMLElement, first: () => void): Promise<unknown> {
   current = turn;
   stopping = false;
   composerBusy(true);
@@ -461,6 +569,10 @@ async function stream(turn: Turn, el: HTMLElement, first: () => void): Promise<v
     for await (const snap of turn) {
       if (!last) first();
       last = snap;
+      if (snap.payload.status === "complete") {
+        for (const m of snap.payload.messages) for (const c of pendingConfirmations(m)) waiting.set(c.toolCallId, c.token);
+      }
+      noteDecisions(snap.payload.messages);
       const stick = nearBottom();
       renderTurn(el, snap.payload.messages, { error: snap.payload.error });
       if (stick) toBottom();
@@ -476,11 +588,14 @@ async function stream(turn: Turn, el: HTMLElement, first: () => void): Promise<v
     if (last) renderTurn(el, last.payload.messages, {});
     else el.remove();
     showError(e);
+    return e;
   } finally {
     current = undefined;
     composerBusy(false);
+    if (!deciding) decisionButtons(false);
     renderPicker();
   }
+  return undefined;
 }
 
 // The live stream shows tool calls; the artifact references the turn

@@ -1,5 +1,5 @@
 import { SnapshotCursor } from "./cursor.js";
-import { HTTPError, StreamDiagnosticError, StreamIncompleteError, TurnstreamError } from "./errors.js";
+import { ConfirmationError, HTTPError, isConfirmationCode, StreamDiagnosticError, StreamIncompleteError, TurnstreamError } from "./errors.js";
 import { NOT_JSON, parseStrict, type JSONValue } from "./json.js";
 import { LineSplitter } from "./ndjson.js";
 import {
@@ -8,10 +8,13 @@ import {
   decodeTurnEvent,
   isSafeId,
   TURN_PROTOCOL,
+  type Decision,
   type DecoderDiagnostic,
   type Lineage,
   type Message,
   type SnapshotEvent,
+  type SubmitConfirmation,
+  type SubmitPayload,
   type TurnDiagnostic,
   type Usage,
 } from "./protocol.js";
@@ -48,11 +51,65 @@ export interface SubmitOptions {
   turnId?: string;
   /** retry / edit / regenerate an earlier turn (a turnstream extension). */
   lineage?: Lineage;
+  /**
+   * A decision on a tool call waiting for approval (a turnstream
+   * extension; see decide). It cannot be combined with a retry, edit or
+   * regenerate lineage.
+   */
+  confirmation?: SubmitConfirmation;
   /** "turn" limits snapshots to this turn's messages (page older ones from history). */
   scope?: "session" | "turn";
   signal?: AbortSignal;
   /** Called for each line that is not a valid turn event; the line is skipped. */
   onInvalidLine?: (diagnostic: DecoderDiagnostic) => void;
+}
+
+/** DecideOptions name a waiting tool call's confirmation and the decision on it. */
+export interface DecideOptions {
+  sessionId: string;
+  /** The confirmation's token: PendingConfirmation.token or PendingInteraction.interactionId. */
+  token: string;
+  decision: Decision;
+  /**
+   * The continuation's user message, a label only (it never decides):
+   * "Approved." or "Denied." by default. Must not be blank.
+   */
+  label?: string;
+  /** As in SubmitOptions: a new turn id, random by default. */
+  turnId?: string;
+  scope?: "session" | "turn";
+  signal?: AbortSignal;
+  onInvalidLine?: (diagnostic: DecoderDiagnostic) => void;
+}
+
+/**
+ * PendingConfirmation is one entry of an assistant message's
+ * metadata.pendingConfirmations: a call of toolCallId to the tool action
+ * that waits for a decision until expiresAt (epoch ms).
+ */
+export interface PendingConfirmation {
+  token: string;
+  toolCallId: string;
+  action: string;
+  expiresAt: number;
+}
+
+/**
+ * PendingInteraction is one waiting tool call as the history summary lists
+ * it; interactionId is the confirmation's token.
+ */
+export interface PendingInteraction {
+  interactionId: string;
+  data: {
+    toolName: string;
+    /** The arguments exactly as the model gave them. */
+    args: JSONValue;
+    toolCallId: string;
+    /** The turn that asked. */
+    turnId: string;
+    /** Epoch ms. */
+    expiresAt: number;
+  };
 }
 
 /** ResumeOptions name a running turn to read from where a reader left it. */
@@ -106,6 +163,11 @@ export interface SessionSummary {
    * sequence it checkpointed, where a resume continues after.
    */
   currentTurn: { turnId: string; status: "running"; sequence?: number; expiresAt: number; pendingInteractions: JSONValue[] } | null;
+  /**
+   * The tool calls waiting for a decision (decide), oldest first; [] when
+   * none (or from a server without approvals).
+   */
+  pendingInteractions: PendingInteraction[];
 }
 
 /** TurnSummary is one saved turn of a history page. */
@@ -179,7 +241,32 @@ export class TurnstreamClient {
   submit(opts: SubmitOptions): Turn {
     const turnId = opts.turnId ?? newId();
     if (!isSafeId(opts.sessionId) || !isSafeId(turnId)) throw new TypeError("turnstream: session and turn ids must be SafeIds");
+    const c = opts.confirmation;
+    if (c !== undefined) {
+      if (!isSafeId(c.token) || (c.decision !== "approve" && c.decision !== "deny")) {
+        throw new TypeError("turnstream: a confirmation needs a SafeId token and the decision approve or deny");
+      }
+      if (opts.lineage && opts.lineage.operation !== "submit") throw new TypeError("turnstream: a decision cannot retry, edit or regenerate");
+    }
     return new Turn(this, { ...opts, turnId });
+  }
+
+  /**
+   * decide sends the decision on a tool call waiting for approval: a new
+   * turn whose submit payload carries confirmation {token, decision}. Its
+   * Turn streams the continuation: on approve the tool's call first
+   * (running, then complete or error with its result), on deny the call
+   * as error "The user denied this tool call.", then the model's answer.
+   * A refused decision throws a ConfirmationError from the iteration:
+   * CONFIRMATION_NOT_FOUND, CONFIRMATION_DECIDED, CONFIRMATION_EXPIRED.
+   * @throws TypeError for ids or a token that are not SafeIds, another
+   * decision or a blank label.
+   */
+  decide(opts: DecideOptions): Turn {
+    const { token, decision, label, ...rest } = opts;
+    const input = label ?? (decision === "approve" ? "Approved." : "Denied.");
+    if (input.trim() === "") throw new TypeError("turnstream: a decision's label must not be blank");
+    return this.submit({ ...rest, input, confirmation: { token, decision } });
   }
 
   /**
@@ -231,7 +318,11 @@ export class TurnstreamClient {
   async session(sessionId: string, signal?: AbortSignal): Promise<SessionSummary> {
     const v = await this.getJSON(this.#history(sessionId, ""), signal);
     if (!isObj(v) || v.sessionId !== sessionId) throw invalidResponse();
-    return v as unknown as SessionSummary;
+    const pending = v.pendingInteractions ?? [];
+    if (!Array.isArray(pending)) throw invalidResponse();
+    // Interactions of other kinds, or malformed ones, are left out.
+    const approvals = pending.filter(isPendingInteraction) as unknown as PendingInteraction[];
+    return { ...(v as unknown as SessionSummary), pendingInteractions: approvals };
   }
 
   /** turns returns one page of GET {historyURL}sessions/{id}/turns. */
@@ -317,6 +408,9 @@ export class TurnstreamClient {
         if (isObj(v) && isObj(v.error)) diagnostic = decodeDiagnostic(v.error);
       } catch (e) {
         throwIfAborted(init.signal ?? undefined, e);
+      }
+      if (diagnostic && isConfirmationCode(diagnostic.code)) {
+        throw new ConfirmationError(res.status, { ...diagnostic, code: diagnostic.code });
       }
       throw new HTTPError(res.status, diagnostic);
     }
@@ -436,8 +530,9 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
 
   #submit(): Promise<Response> {
     const o = this.#opts;
-    const payload: { input: string; lineage?: Lineage } = { input: o.input };
+    const payload: SubmitPayload = { input: o.input };
     if (o.lineage) payload.lineage = o.lineage;
+    if (o.confirmation) payload.confirmation = { token: o.confirmation.token, decision: o.confirmation.decision };
     const event = {
       protocol: TURN_PROTOCOL,
       version: 1,
@@ -529,6 +624,36 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
       reader.cancel().catch(() => {}); // frees the connection; a no-op once the stream ended
     }
   }
+}
+
+/**
+ * pendingConfirmations returns the tool calls an assistant message left
+ * waiting for a decision: its metadata.pendingConfirmations, in order,
+ * leaving out any entry that is not {token, toolCallId, action, expiresAt}
+ * with a SafeId token; [] for a message without them. It is a record of
+ * what the turn asked; the history summary's pendingInteractions says
+ * which still wait.
+ */
+export function pendingConfirmations(message: Message): PendingConfirmation[] {
+  const list = message.metadata?.pendingConfirmations;
+  if (!Array.isArray(list)) return [];
+  const out: PendingConfirmation[] = [];
+  for (const c of list) {
+    if (isObj(c) && isSafeId(c.token) && typeof c.toolCallId === "string" && typeof c.action === "string" && isEpochMs(c.expiresAt)) {
+      out.push({ token: c.token, toolCallId: c.toolCallId, action: c.action, expiresAt: c.expiresAt });
+    }
+  }
+  return out;
+}
+
+function isEpochMs(v: unknown): v is number {
+  return typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+}
+
+function isPendingInteraction(v: JSONValue): boolean {
+  if (!isObj(v) || !isSafeId(v.interactionId) || !isObj(v.data)) return false;
+  const d = v.data;
+  return typeof d.toolName === "string" && "args" in d && typeof d.toolCallId === "string" && isSafeId(d.turnId) && isEpochMs(d.expiresAt);
 }
 
 function isObj(v: unknown): v is { [key: string]: JSONValue } {

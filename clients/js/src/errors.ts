@@ -74,3 +74,32 @@ export class StreamIncompleteError extends TurnstreamError {
     this.invalidLines = invalidLines;
   }
 }
+
+/**
+ * The codes of a refused decision (client.decide): no such pending
+ * confirmation in the session (404), decided already (409), or expired,
+ * by CONFIRMATION_TTL or because a later turn superseded it (410). None is
+ * retryable: deciding again with the same token fails the same way.
+ */
+export const CONFIRMATION_CODES = ["CONFIRMATION_NOT_FOUND", "CONFIRMATION_DECIDED", "CONFIRMATION_EXPIRED"] as const;
+
+/** ConfirmationCode is one of CONFIRMATION_CODES. */
+export type ConfirmationCode = (typeof CONFIRMATION_CODES)[number];
+
+/** isConfirmationCode reports whether code is one of CONFIRMATION_CODES. */
+export function isConfirmationCode(code: string): code is ConfirmationCode {
+  return (CONFIRMATION_CODES as readonly string[]).includes(code);
+}
+
+/**
+ * ConfirmationError is an HTTPError refusing a decision, before any
+ * stream started and with nothing changed; retryable is always false.
+ */
+export class ConfirmationError extends HTTPError {
+  declare readonly code: ConfirmationCode;
+  declare readonly retryable: false;
+  constructor(status: number, diagnostic: TurnDiagnostic & { code: ConfirmationCode }) {
+    super(status, { ...diagnostic, retryable: false });
+    this.name = "ConfirmationError";
+  }
+}

@@ -1,19 +1,23 @@
 // turnstream's browser and Node client for AgentsKit Chat's turn protocol v1.
-export { TurnstreamClient, Turn, newId } from "./client.js";
+export { TurnstreamClient, Turn, newId, pendingConfirmations } from "./client.js";
 export type {
   ArtifactReference,
   Capabilities,
   ClientOptions,
+  DecideOptions,
   HeaderSource,
   Page,
   PageOptions,
+  PendingConfirmation,
+  PendingInteraction,
   SessionSummary,
   ResumeOptions,
   SubmitOptions,
   TurnSummary,
 } from "./client.js";
+export type { ConfirmationCode } from "./errors.js";
 export { SnapshotCursor } from "./cursor.js";
-export { CLIENT_CODES, HTTPError, StreamDiagnosticError, StreamIncompleteError, TurnstreamError } from "./errors.js";
+export { CLIENT_CODES, CONFIRMATION_CODES, ConfirmationError, HTTPError, isConfirmationCode, StreamDiagnosticError, StreamIncompleteError, TurnstreamError } from "./errors.js";
 export { LineSplitter } from "./ndjson.js";
 export { MAX_PARSE_DEPTH, NOT_JSON, parseStrict } from "./json.js";
 export type { JSONValue } from "./json.js";

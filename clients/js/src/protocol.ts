@@ -115,7 +115,27 @@ interface Envelope<K extends string, P> {
   payload: P;
 }
 
-export type SubmitEvent = Envelope<"client.turn.submit", { input: string; lineage?: Lineage }>;
+/**
+ * SubmitConfirmation is a submit payload's decision on a tool call waiting
+ * for approval (a turnstream extension): the pending confirmation's token
+ * and "approve" or "deny".
+ */
+export interface SubmitConfirmation {
+  /** The token of metadata.pendingConfirmations or a pendingInteraction's interactionId (a SafeId). */
+  token: string;
+  decision: Decision;
+}
+
+/** Decision is what a decision turn does with the waiting tool call. */
+export type Decision = "approve" | "deny";
+
+export interface SubmitPayload {
+  input: string;
+  lineage?: Lineage;
+  confirmation?: SubmitConfirmation;
+}
+
+export type SubmitEvent = Envelope<"client.turn.submit", SubmitPayload>;
 export type SnapshotEvent = Envelope<"server.turn.snapshot", SnapshotPayload>;
 export type DiagnosticEvent = Envelope<"server.turn.diagnostic", TurnDiagnostic>;
 export type TurnEvent = SubmitEvent | SnapshotEvent | DiagnosticEvent;
@@ -139,7 +159,8 @@ function need(cond: boolean): asserts cond {
 // kind of part and every operation.
 const ENVELOPE = ["protocol", "version", "eventId", "sessionId", "turnId", "sequence", "emittedAt", "event", "payload"];
 const EVENT_ID = ["eventId"];
-const SUBMIT = ["input", "lineage"];
+const SUBMIT = ["input", "lineage", "confirmation"];
+const CONFIRMATION = ["token", "decision"];
 const LINEAGE = ["operation", "parentTurnId", "sourceMessageId"];
 const SNAPSHOT = ["messages", "status", "usage", "error", "lineage"];
 const USAGE = ["promptTokens", "completionTokens", "totalTokens"];
@@ -300,6 +321,10 @@ function eventFrom(root: JSONValue): TurnEvent {
       need(input.trim() !== "");
       const p: SubmitEvent["payload"] = { input };
       if (has(payload, "lineage")) p.lineage = lineageFrom(payload.lineage);
+      if (has(payload, "confirmation")) {
+        p.confirmation = confirmationFrom(payload.confirmation);
+        need(p.lineage === undefined || p.lineage.operation === "submit"); // a decision continues a turn; it replaces none
+      }
       return { ...head, event: "client.turn.submit", payload: p };
     }
     case "server.turn.snapshot":
@@ -316,6 +341,14 @@ function lineageFrom(l: JSONValue): Lineage {
   if (op === "submit") return { operation: "submit" };
   need(op === "retry" || op === "edit" || op === "regenerate");
   return { operation: op, parentTurnId: safeId(l, "parentTurnId"), sourceMessageId: safeId(l, "sourceMessageId") };
+}
+
+function confirmationFrom(c: JSONValue): SubmitConfirmation {
+  need(isObj(c) && !hasVariant(c, CONFIRMATION));
+  const token = safeId(c, "token");
+  const decision = str(c, "decision");
+  need(decision === "approve" || decision === "deny");
+  return { token, decision };
 }
 
 /**

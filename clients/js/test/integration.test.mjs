@@ -4,7 +4,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { HTTPError, TurnstreamClient, decodeTurnEvent } from "../dist/turnstream.js";
+import { ConfirmationError, HTTPError, TurnstreamClient, decodeTurnEvent, pendingConfirmations } from "../dist/turnstream.js";
 import { startDevServer, turnctlBinary } from "./devserver.mjs";
 import { lines } from "./helpers.mjs";
 
@@ -105,6 +105,45 @@ test("turns stream in, stop, history and errors against the dev server", async (
   await assert.rejects(drain(alice.submit({ sessionId: "it-c", input: "me too" })), (e) => e.code === "SESSION_BUSY" && e.retryable);
   await running.stop();
   while (!(await it.next()).done);
+});
+
+test("approvals against the dev server: a waiting call, its decision, and the refusals", async () => {
+  const ann = as("ann");
+  const ask = await drain(ann.submit({ sessionId: "i-approve", input: "/delete Shopping list", scope: "turn" }));
+  const done = ask.at(-1).payload;
+  assert.equal(done.status, "complete", "waiting is not an error");
+  const asst = done.messages.find((m) => m.role === "assistant");
+  assert.equal(asst.toolCalls[0].status, "requires_confirmation");
+  const [pc] = pendingConfirmations(asst);
+  assert.equal(pc.action, "workspace_note_delete");
+  assert.equal(pc.toolCallId, asst.toolCalls[0].id);
+  // The history summary lists the same call.
+  const { pendingInteractions } = await ann.session("i-approve");
+  assert.equal(pendingInteractions.length, 1);
+  assert.equal(pendingInteractions[0].interactionId, pc.token);
+  assert.deepEqual(pendingInteractions[0].data.args, { title: "Shopping list" });
+  // Someone else's decision is not found; an unknown token neither.
+  await assert.rejects(drain(as("eve").decide({ sessionId: "i-approve", token: pc.token, decision: "approve" })), { code: "SESSION_NOT_FOUND" });
+  await assert.rejects(drain(ann.decide({ sessionId: "i-approve", token: "cf00000000000000000000000000000000", decision: "approve" })), (e) =>
+    e instanceof ConfirmationError && e.code === "CONFIRMATION_NOT_FOUND" && e.status === 404 && e.retryable === false);
+  // Approve: the call runs, then the model answers.
+  const cont = await drain(ann.decide({ sessionId: "i-approve", token: pc.token, decision: "approve", scope: "turn" }));
+  const end = cont.at(-1).payload;
+  assert.equal(end.status, "complete");
+  const call = end.messages.find((m) => m.role === "assistant").toolCalls[0];
+  assert.equal(call.status, "complete");
+  assert.equal(call.result, 'Deleted note "notes/shopping-list.md".');
+  assert.equal(end.messages.find((m) => m.role === "user").content, "Approved.");
+  assert.deepEqual((await ann.session("i-approve")).pendingInteractions, []);
+  // A second decision on it is refused for good.
+  await assert.rejects(drain(ann.decide({ sessionId: "i-approve", token: pc.token, decision: "deny" })), (e) =>
+    e instanceof ConfirmationError && e.code === "CONFIRMATION_DECIDED" && e.status === 409 && e.retryable === false);
+  // A plain turn supersedes a waiting call: deciding it later is too late.
+  const again = (await drain(ann.submit({ sessionId: "i-approve", input: "/delete Trip plan" }))).at(-1).payload;
+  const [late] = pendingConfirmations(again.messages.at(-1));
+  await drain(ann.submit({ sessionId: "i-approve", input: "Never mind." }));
+  await assert.rejects(drain(ann.decide({ sessionId: "i-approve", token: late.token, decision: "approve" })), (e) =>
+    e instanceof ConfirmationError && e.code === "CONFIRMATION_EXPIRED" && e.status === 410 && e.retryable === false);
 });
 
 test("every recorded line decodes to what the server wrote, as the Go decoder decodes it", () => {

@@ -50,7 +50,7 @@ describe("demo page in Chromium", { skip }, () => {
       if (!u.startsWith(`${base}/`) && !u.startsWith("data:")) problems.push(`request to another origin: ${u}`);
     });
     page.on("console", (m) => {
-      if (m.type() === "error" && !/the server responded with a status of 404/.test(m.text())) problems.push(`console: ${m.text()}`);
+      if (m.type() === "error" && !/the server responded with a status of (404|409|410)/.test(m.text())) problems.push(`console: ${m.text()}`);
     });
     // Every text the newest assistant message shows, in order.
     await page.addInitScript(() => {
@@ -231,6 +231,118 @@ describe("demo page in Chromium", { skip }, () => {
     await page.reload();
     await page.waitForSelector(".artifact");
     assert.equal(await page.locator(".turn").count(), 2);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  const approve = '.decision button[data-decision="approve"]';
+  const deny = '.decision button[data-decision="deny"]';
+  const waitingTool = '.tool[data-tool="workspace_note_delete"]';
+
+  // askDelete sends "/delete Shopping list" and waits for the call to wait
+  // for approval, with its name, arguments and enabled buttons shown.
+  async function askDelete(page) {
+    await send(page, "/delete Shopping list");
+    await page.waitForSelector(`${approve}:not([disabled])`);
+    await page.waitForSelector('#status[data-state="ready"]');
+    assert.equal(await page.textContent(`${waitingTool} .badge`), "requires confirmation");
+    assert.equal(await page.textContent(`${waitingTool} .name`), "workspace_note_delete");
+    assert.equal(await page.textContent(`${waitingTool} dt`), "title");
+    assert.equal(await page.textContent(`${waitingTool} dd`), "Shopping list");
+    assert.equal(await page.isEnabled(deny), true);
+  }
+
+  test("a tool call waiting for approval: Approve runs it and the answer continues", async () => {
+    const { page, problems } = await newChat(fast.base, "ann");
+    await send(page, "/note Shopping list: eggs");
+    await page.waitForSelector(".artifact");
+    await askDelete(page);
+    await page.screenshot({ path: join(shots, "approval-pending-desktop.png") });
+    await page.setViewportSize(PHONE);
+    await page.screenshot({ path: join(shots, "approval-pending-phone.png") });
+    await page.setViewportSize(DESKTOP);
+    // After a reload the history summary's pending interactions bring the
+    // same buttons back.
+    await page.reload();
+    await page.waitForSelector(`${approve}:not([disabled])`);
+    assert.equal(await page.locator(".decision").count(), 1);
+    // A second window shows them too; it will be too late there.
+    const other = await open(fast.base, `session=${new URL(page.url()).searchParams.get("session")}&user=ann`);
+    await other.page.waitForSelector(`${approve}:not([disabled])`);
+    // Approve: the buttons are disabled at once, then the continuation streams.
+    const decisions = [];
+    page.on("request", (r) => r.method() === "POST" && r.url().endsWith("/turn/") && decisions.push(JSON.parse(r.postData())));
+    await page.click(approve);
+    await page.waitForSelector(`${lastAssistant}[data-status="complete"]`);
+    await page.waitForSelector('#status[data-state="ready"]');
+    assert.equal(decisions.length, 1);
+    assert.deepEqual(Object.keys(decisions[0].payload).sort(), ["confirmation", "input"]);
+    assert.equal(decisions[0].payload.confirmation.decision, "approve");
+    assert.match(decisions[0].payload.confirmation.token, /^cf[0-9a-f]{32}$/);
+    assert.equal(await page.locator(".decision").count(), 0, "the buttons are gone");
+    const cont = ".turn:last-child";
+    assert.equal(await page.textContent(`${cont} .msg[data-role="user"]`), "Approved.");
+    assert.equal(await page.textContent(`${cont} ${waitingTool} .badge`), "complete");
+    assert.equal(await page.textContent(`${cont} ${waitingTool} .result`), 'Deleted note "notes/shopping-list.md".');
+    assert.notEqual((await page.textContent(`${lastAssistant} .text`)).trim(), "", "the model's answer follows");
+    const asked = `.turn:nth-last-child(2) ${waitingTool}`;
+    assert.equal(await page.textContent(`${asked} .decided`), "You approved this call; its result is below.");
+    await page.screenshot({ path: join(shots, "approval-approved-desktop.png") });
+    // The other window's click is refused, in plain words.
+    await other.page.click(approve);
+    await other.page.waitForSelector(".tool .notice");
+    assert.match(await other.page.textContent(".tool .notice"), /already approved or denied/);
+    assert.match(await other.page.textContent("#error"), /CONFIRMATION_DECIDED/);
+    assert.equal(await other.page.locator(".decision").count(), 0);
+    await other.page.screenshot({ path: join(shots, "approval-decided-elsewhere-desktop.png") });
+    // A reload shows no buttons: nothing waits any more.
+    await page.reload();
+    await page.waitForSelector('#status[data-state="ready"]');
+    assert.equal(await page.locator(".decision").count(), 0);
+    assert.equal(await page.textContent(`${asked} .decided`), "You approved this call; its result is below.", "history says so too");
+    assert.deepEqual(problems, []);
+    assert.deepEqual(other.problems, []);
+    await other.page.close();
+    await page.close();
+  });
+
+  test("Deny: the tool does not run and the answer continues", async () => {
+    const { page, problems } = await newChat(fast.base, "ann", PHONE);
+    await askDelete(page);
+    await page.click(deny);
+    await page.waitForSelector(`${lastAssistant}[data-status="complete"]`);
+    await page.waitForSelector('#status[data-state="ready"]');
+    const cont = ".turn:last-child";
+    assert.equal(await page.textContent(`${cont} .msg[data-role="user"]`), "Denied.");
+    assert.equal(await page.textContent(`${cont} ${waitingTool} .badge`), "error");
+    assert.equal(await page.textContent(`${cont} ${waitingTool} .notice.fail`), "The user denied this tool call.");
+    assert.equal(await page.locator(`${cont} ${waitingTool} .result`).count(), 0, "no result: it never ran");
+    assert.equal(await page.locator(".decision").count(), 0);
+    assert.equal(await page.textContent(`.turn:nth-last-child(2) ${waitingTool} .decided`), "You denied this call.");
+    await page.screenshot({ path: join(shots, "approval-denied-phone.png") });
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  test("a call superseded by a later message says it is too late", async () => {
+    const ann = new TurnstreamClient({ turnURL: fast.turnURL, historyURL: fast.historyURL, headers: { Authorization: "Bearer dev.ann" } });
+    for await (const _ of ann.submit({ sessionId: "b-late", input: "/delete Shopping list" }));
+    const { page, problems } = await open(fast.base, "session=b-late&user=ann");
+    await page.waitForSelector(`${approve}:not([disabled])`);
+    for await (const _ of ann.submit({ sessionId: "b-late", input: "Never mind." }));
+    await page.click(approve);
+    await page.waitForSelector(".tool .notice");
+    assert.match(await page.textContent(".tool .notice"), /too late/);
+    assert.match(await page.textContent("#error"), /CONFIRMATION_EXPIRED/);
+    assert.equal(await page.locator(".decision").count(), 0);
+    assert.equal(await page.textContent("#send"), "Send");
+    // A message sent from the page supersedes a waiting call there too: its buttons go.
+    await send(page, "/delete Trip plan");
+    await page.waitForSelector(`${approve}:not([disabled])`);
+    await send(page, "Never mind, keep it.");
+    await page.waitForSelector(`${lastAssistant}[data-status="complete"]`);
+    await page.waitForSelector('#status[data-state="ready"]');
+    assert.equal(await page.locator(".decision").count(), 0);
     assert.deepEqual(problems, []);
     await page.close();
   });
