@@ -141,6 +141,9 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 		fmt.Sprintf("leases held after the run %d (all explained by an injected failure and expiring within the lease: %v), held past expiry %d",
 			l.LeasesHeldAfterRun, l.LeasesPastExpiry == 0, l.LeasesPastExpiry))
 
+	for _, r := range durableRows(rep.Durable) {
+		add(r[0], r[1], r[2], r[3])
+	}
 	ew := &errWriter{w: w}
 	ew.printf("| figure | measured | baseline (same run) | measured vs baseline |\n| --- | --- | --- | --- |\n")
 	for _, r := range rows {
