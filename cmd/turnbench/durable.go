@@ -25,7 +25,6 @@ const (
 	echoDelay  = 10 * time.Millisecond
 	textRate   = float64(echoChunk) / (float64(echoDelay) / float64(time.Second)) // characters per second
 	longTurn   = 300 * time.Second                                                // TurnTimeout: a 64 KB answer at textRate takes about 165 s
-	bigBody    = 256 << 10                                                        // MaxBodyBytes: a 64 KB input
 	checkEvery = time.Second                                                      // CHECKPOINT_INTERVAL's default
 )
 
@@ -125,13 +124,12 @@ func durableSections(ctx context.Context, client, raw dynamo.Client, endpoint, t
 }
 
 // durableOptions sets the options every turn of these sections shares:
-// the echo pace, a deadline a 64 KB answer fits in, a body a 64 KB input
-// fits in, and the checkpoint interval.
+// the echo pace (longAnswer: short prompts, long answers), a deadline a
+// 64 KB answer fits in, and the checkpoint interval.
 func durableOptions(checkpoints time.Duration) func(*turn.Options) {
 	return func(o *turn.Options) {
-		o.Model = echo.New(echoDelay, echoChunk)
+		o.Model = longAnswer{echo.New(echoDelay, echoChunk)}
 		o.TurnTimeout = longTurn
-		o.MaxBodyBytes = bigBody
 		o.CheckpointInterval = checkpoints
 	}
 }
@@ -147,6 +145,9 @@ type costTurn struct {
 	Checkpoints int     // live-item writes: checkpoints and heartbeats
 	// FinalItemBytes is the turn item's size after the final save.
 	FinalItemBytes int
+	// FirstItemUnits is the units of the write that created the turn item
+	// (the first checkpoint's with checkpoints on).
+	FirstItemUnits float64
 	Status         string
 	Took           time.Duration
 }
@@ -201,7 +202,7 @@ func checkpointCost(ctx context.Context, store, plain chat.Store, m *meter, pref
 				}
 				c := newHTTPClient(1, nil)
 				defer c.CloseIdleConnections()
-				req, err := submitRequest(w.base, sid, "t1", inputOf(size-len(echo.Prefix)), true)
+				req, err := submitRequest(w.base, sid, "t1", ask(size), true)
 				if err != nil {
 					errs[2*i+k] = err
 					return
@@ -227,7 +228,7 @@ func checkpointCost(ctx context.Context, store, plain chat.Store, m *meter, pref
 		for k, acct := range []*costTurn{&r.On, &r.Off} {
 			s := m.session(fmt.Sprintf("%s-cost-%d-%d", prefix, r.Size, k))
 			acct.Requests, acct.Writes, acct.TableUnits, acct.IndexUnits = s.Requests, s.Writes, s.TableUnits, s.IndexUnits
-			acct.Checkpoints, acct.FinalItemBytes = s.LiveWrites, s.TurnItemBytes
+			acct.Checkpoints, acct.FinalItemBytes, acct.FirstItemUnits = s.LiveWrites, s.TurnItemBytes, s.FirstItemUnits
 		}
 	}
 	return out, errors.Join(errs...)
@@ -269,7 +270,7 @@ func resumeLatency(ctx context.Context, store chat.Store, m *meter, prefix strin
 			sid := fmt.Sprintf("%s-resume-%d", prefix, i)
 			c := newHTTPClient(2, nil)
 			defer c.CloseIdleConnections()
-			req, err := submitRequest(w.base, sid, "t1", inputOf(ds.ResumeSize), true)
+			req, err := submitRequest(w.base, sid, "t1", ask(ds.ResumeSize), true)
 			if err != nil {
 				errs[i] = err
 				return
@@ -428,7 +429,7 @@ func stopLatency(ctx context.Context, store chat.Store, prefix string, ds durabl
 // returns the time from the stop to the terminal line and that line's
 // error code.
 func stopOne(ctx context.Context, c *http.Client, base, sid string, size int, wait time.Duration) (time.Duration, string, error) {
-	req, err := submitRequest(base, sid, "t1", inputOf(size), true)
+	req, err := submitRequest(base, sid, "t1", ask(size), true)
 	if err != nil {
 		return 0, "", err
 	}
@@ -532,7 +533,7 @@ func crashOne(ctx context.Context, reader *wiring, endpoint, table string, curso
 		return 0, 0, false, err
 	}
 	defer w.close()
-	req, err := submitRequest(w.base, sid, "t1", inputOf(size), true)
+	req, err := submitRequest(w.base, sid, "t1", ask(size), true)
 	if err != nil {
 		return 0, 0, false, err
 	}

@@ -59,6 +59,10 @@ type sessionMeter struct {
 	// TurnItemBytes is the size of the turn item after its latest write
 	// (itemSize); the final save's once the turn has ended.
 	TurnItemBytes int
+	// FirstItemUnits is the write units (table and indexes) of the write
+	// that created the turn item: the first checkpoint's, or the save's
+	// when checkpoints are off.
+	FirstItemUnits float64
 	// Landed is when the first live-item write carrying each sequence was
 	// answered.
 	Landed map[int64]time.Time
@@ -134,7 +138,11 @@ func (m *meter) write(ctx context.Context, key map[string]types.AttributeValue, 
 			m.noCapacity.Add(1)
 		}
 		if sized {
-			s.IndexUnits += indexUnits(before, after)
+			iu := indexUnits(before, after)
+			s.IndexUnits += iu
+			if before == nil && after != nil && s.FirstItemUnits == 0 && cc != nil && cc.CapacityUnits != nil {
+				s.FirstItemUnits = *cc.CapacityUnits + float64(iu)
+			}
 			if after != nil {
 				s.TurnItemBytes = itemSize(after)
 			}

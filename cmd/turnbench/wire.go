@@ -52,7 +52,7 @@ func wireSection(ctx context.Context, store chat.Store, prefix string, ds durabl
 		}
 		w, err := newTurnWiring(store, func(o *turn.Options) {
 			durableOptions(checkEvery)(o)
-			o.Model = echo.New(echoDelay/f, echoChunk)
+			o.Model = longAnswer{echo.New(echoDelay/f, echoChunk)}
 			o.SnapshotInterval = turn.DefaultSnapshotInterval / f
 			o.SnapshotBytesPerSecond = bps
 			o.MaxSnapshotGap = turn.DefaultMaxSnapshotGap / f
@@ -84,7 +84,7 @@ func wireSection(ctx context.Context, store chat.Store, prefix string, ds durabl
 			var counted atomic.Int64
 			c := newHTTPClient(1, &counted)
 			defer c.CloseIdleConnections()
-			req, err := submitRequest(wirings[pw.Paced].base, sid, "t-measured", inputOf(pw.Size-len(echo.Prefix)), pw.TurnScope)
+			req, err := submitRequest(wirings[pw.Paced].base, sid, "t-measured", ask(pw.Size), pw.TurnScope)
 			if err != nil {
 				errs[i] = err
 				return
