@@ -275,12 +275,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	}
 	defer lw.close()
 	rep.Load = runLoad(ctx, lw, t, prefix, set.Load)
+
 	if !*quick { // -quick leaves them to TestDurableSections (-quick -only durable,wire)
 		if rep.Durable, err = durableAll(ctx, endpoint, client, table, cursorKey, prefix, false, nil, progress); err != nil {
 			return nil, err
 		}
 	}
-
 	if *cold {
 		progress("bootstraps: build and cold starts under %s", *rie)
 		rep.Sizes, rep.Cold, rep.ColdErr = coldSection(ctx, root, *rie, endpoint, table, prefix, set)
