@@ -103,7 +103,7 @@ func follow(ctx context.Context, c *http.Client, req *http.Request, decodeAll, k
 	log.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		raw, _ := io.ReadAll(resp.Body)
-		log.Err = fmt.Errorf("status %d %s", resp.StatusCode, errorCode(raw))
+		log.Err = fmt.Errorf("status %d %s", resp.StatusCode, apiErrorCode(raw))
 		return log
 	}
 	var lastRaw []byte
@@ -211,4 +211,17 @@ func postStop(ctx context.Context, c *http.Client, base, sessionID, turnID strin
 func inputOf(n int) string {
 	const s = "A checkpoint holds what changed since the previous one; the final save replaces them all. "
 	return strings.Repeat(s, n/len(s)+1)[:n]
+}
+
+// apiErrorCode returns the code of an {"error":{"code":...}} body, or "".
+func apiErrorCode(raw []byte) string {
+	var b struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &b) != nil {
+		return ""
+	}
+	return b.Error.Code
 }
