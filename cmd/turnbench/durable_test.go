@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/turnstream/turnstream/internal/dynalite"
 )
 
 // TestDurableSections runs the durable-turn and wire sections in quick
@@ -21,7 +23,7 @@ import (
 // snapshots send fewer bytes than unpaced ones. Timings are reported,
 // never asserted.
 func TestDurableSections(t *testing.T) {
-	needDynalite(t)
+	t.Setenv("DYNAMODB_ENDPOINT", dynalite.Endpoint(t)) // run uses it instead of starting its own
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	var out bytes.Buffer
