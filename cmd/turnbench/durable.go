@@ -532,7 +532,12 @@ func crashOne(ctx context.Context, reader *wiring, endpoint, table string, curso
 	if err != nil {
 		return 0, 0, false, err
 	}
-	defer w.close()
+	defer func() {
+		// The cut-off turn runs on (its writes failing) to its end; wait
+		// for it so it does not load the machine under later sections.
+		w.waitIdle(30 * time.Second)
+		w.close()
+	}()
 	req, err := submitRequest(w.base, sid, "t1", ask(size), true)
 	if err != nil {
 		return 0, 0, false, err

@@ -60,7 +60,10 @@ func wireSection(ctx context.Context, store chat.Store, prefix string, ds durabl
 		if err != nil {
 			return nil, err
 		}
-		defer w.close()
+		defer func() {
+			w.waitIdle(30 * time.Second) // the releases after the terminal lines
+			w.close()
+		}()
 		wirings[paced] = w
 		for _, size := range ds.WireSizes {
 			for _, ts := range []bool{false, true} {
