@@ -171,6 +171,8 @@ type report struct {
 	// AttemptErrors counts failed HTTP attempts to DynamoDB by error text
 	// (conditional check failures excluded).
 	AttemptErrors map[string]int
+	// Durable is the durable-turn and paced-wire sections (nil in -quick).
+	Durable *durableReport
 }
 
 // run parses args, measures and writes the table to stdout.
@@ -181,6 +183,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	repo := fs.String("repo", "", "module root (node_modules/.bin/dynalite, functions/); default: found from the working directory")
 	rie := fs.String("rie", defaultRIE(), "aws-lambda-rie binary for the cold-start section (`make rie` installs it)")
 	cold := fs.Bool("coldstart", true, "build the bootstraps and measure them under aws-lambda-rie")
+	only := fs.String("only", "", "run only these sections, comma-separated: durable (checkpoints, resume, stop, crash), wire (paced snapshots)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -235,6 +238,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	cursorKey := []byte("turnbench-cursor-key-0123456789ab")
 	store := dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey})
 	prefix := randomName("b")
+	if *only != "" {
+		return runOnly(ctx, rep, *only, endpoint, client, table, cursorKey, prefix, progress, stdout)
+	}
 
 	fast, err := newWiring(store, handlerConfig{})
 	if err != nil {
@@ -299,6 +305,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	defer lw.close()
 	rep.Load = runLoad(ctx, lw, inj, prefix, set.Load)
 
+	if !*quick { // -quick leaves them to TestDurableSections (-quick -only durable,wire)
+		if rep.Durable, err = durableAll(ctx, endpoint, client, table, cursorKey, prefix, false, nil, progress); err != nil {
+			return nil, err
+		}
+	}
 	if *cold {
 		progress("bootstraps: build and cold starts under %s", *rie)
 		rep.Sizes, rep.Cold, rep.ColdErr = coldSection(ctx, root, *rie, endpoint, table, prefix, set)

@@ -149,6 +149,9 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 		fmt.Sprintf("emitted while a later claim was in flight (ambiguous) %d; emitted before it, received after %d; within the expiry of a renewal that reached DynamoDB unanswered (the store may have resolved it applied) %d", l.Ambiguous, l.InFlight, l.AfterUnknownRenewal),
 		"-")
 
+	for _, r := range durableRows(rep.Durable) {
+		add(r[0], r[1], r[2], r[3])
+	}
 	ew := &errWriter{w: w}
 	ew.printf("| figure | measured | baseline (same run) | measured vs baseline |\n| --- | --- | --- | --- |\n")
 	for _, r := range rows {

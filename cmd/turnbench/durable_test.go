@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/turnstream/turnstream/internal/dynalite"
+)
+
+// TestDurableSections runs the durable-turn and wire sections in quick
+// mode on dynalite (-quick -only durable,wire) and checks what must hold
+// whatever the machine's speed: a turn with checkpoints off costs 4
+// requests and checkpoints write more; the write units stay within the
+// issue's bound; every resumed line decodes and carries a sequence and
+// messages the live stream carried, increasing, ending with the live
+// terminal messages; every stop ends TURN_INTERRUPTED; every crash leaves
+// a TURN_LOST record holding part of what the client had received; paced
+// snapshots send fewer bytes than unpaced ones. Timings are reported,
+// never asserted.
+func TestDurableSections(t *testing.T) {
+	t.Setenv("DYNAMODB_ENDPOINT", dynalite.Endpoint(t)) // run uses it instead of starting its own
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var out bytes.Buffer
+	rep, err := run(ctx, []string{"-quick", "-only", "durable,wire"}, &out)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	t.Logf("\n%s", out.String())
+	d := rep.Durable
+	ds := quickDurable()
+
+	if d.NoCapacity > 0 {
+		t.Errorf("%d writes answered without ConsumedCapacity", d.NoCapacity)
+	}
+	if len(d.Cost) != len(ds.CostSizes) {
+		t.Fatalf("cost rows: %d, want %d", len(d.Cost), len(ds.CostSizes))
+	}
+	for _, c := range d.Cost {
+		if c.Off.Requests != 4 || c.Off.Checkpoints != 0 {
+			t.Errorf("%d B, checkpoints off: %d requests, %d live writes; want 4 and 0", c.Size, c.Off.Requests, c.Off.Checkpoints)
+		}
+		if c.On.Checkpoints < 1 || c.On.Requests <= c.Off.Requests || c.On.TableUnits <= c.Off.TableUnits {
+			t.Errorf("%d B, checkpoints on: %+v; want checkpoints written beyond the off turn's %+v", c.Size, c.On, c.Off)
+		}
+		if c.Off.IndexUnits < 2 || c.On.FinalItemBytes < c.Size {
+			t.Errorf("%d B: off turn %d LSI units, final item %d B; want the save's two index entries and the answer in the item", c.Size, c.Off.IndexUnits, c.On.FinalItemBytes)
+		}
+		if c.On.Units() > c.Bound() {
+			t.Errorf("%d B: %.0f WCU with checkpoints, above the bound %.0f", c.Size, c.On.Units(), c.Bound())
+		}
+	}
+
+	r := d.Resume
+	switch {
+	case r.Lines == 0 || r.Decoded != r.Lines:
+		t.Errorf("resume: %d of %d lines decoded", r.Decoded, r.Lines)
+	case r.Known != r.Lines || !r.Increasing:
+		t.Errorf("resume: %d of %d lines match a live line, increasing %v", r.Known, r.Lines, r.Increasing)
+	case r.TerminalEqual != r.Turns:
+		t.Errorf("resume: %d of %d terminal snapshots equal the live one", r.TerminalEqual, r.Turns)
+	case r.Samples == 0:
+		t.Errorf("resume: no resumed line matched a checkpoint write")
+	}
+
+	for name, s := range d.Stop {
+		if s.Turns != ds.StopTurns || s.Interrupted != s.Turns {
+			t.Errorf("stop (%s): %d of %d turns ended TURN_INTERRUPTED, want %d", name, s.Interrupted, s.Turns, ds.StopTurns)
+		}
+	}
+
+	c := d.Crash
+	if c.Recorded != ds.CrashTurns || len(c.Lost) != ds.CrashTurns {
+		t.Errorf("crash: %d records of %d turns (%d measured)", c.Recorded, ds.CrashTurns, len(c.Lost))
+	}
+	for i := range c.Lost {
+		if c.Received[i] == 0 || c.Lost[i] >= c.Received[i] {
+			t.Errorf("crash turn %d: lost %d of %d received characters; want a partial answer kept", i, c.Lost[i], c.Received[i])
+		}
+	}
+
+	if len(d.Wire) != 4*len(ds.WireSizes) {
+		t.Fatalf("wire rows: %d, want %d", len(d.Wire), 4*len(ds.WireSizes))
+	}
+	for _, p := range d.Wire {
+		if p.Lines < 2 || p.TCPBytes < p.BodyBytes || p.BodyBytes < p.FinalBytes {
+			t.Errorf("wire %+v: want several lines and TCP >= body >= final", *p)
+		}
+	}
+	if !strings.Contains(out.String(), "| figure | measured | baseline (same run) | measured vs baseline |") {
+		t.Errorf("no table header")
+	}
+}
+
+// TestAVSize checks the item size approximation on values whose DynamoDB
+// size is documented.
+func TestAVSize(t *testing.T) {
+	item := map[string]types.AttributeValue{
+		"pk": &types.AttributeValueMemberS{Value: "SESSION#a"}, // 2 + 9
+		"n":  &types.AttributeValueMemberN{Value: "12345"},     // 1 + 4
+		"ok": &types.AttributeValueMemberBOOL{Value: true},     // 2 + 1
+		"list": &types.AttributeValueMemberL{Value: []types.AttributeValue{ // 4 + 3 + (1+1)
+			&types.AttributeValueMemberS{Value: "x"},
+		}},
+	}
+	if got, want := itemSize(item), 11+5+3+9; got != want {
+		t.Errorf("itemSize = %d, want %d", got, want)
+	}
+	before := map[string]types.AttributeValue{"turnId": &types.AttributeValueMemberS{Value: "t"}, "visibleKey": &types.AttributeValueMemberS{Value: "1"}}
+	after := map[string]types.AttributeValue{"turnId": &types.AttributeValueMemberS{Value: "t"}}
+	if got := indexUnits(before, after); got != 2 { // turnId kept: 1; visibleKey removed: 1
+		t.Errorf("indexUnits = %d, want 2", got)
+	}
+	if got := indexUnits(nil, before); got != 2 {
+		t.Errorf("indexUnits of a new item = %d, want 2", got)
+	}
+	moved := map[string]types.AttributeValue{"turnId": &types.AttributeValueMemberS{Value: "t"}, "visibleKey": &types.AttributeValueMemberS{Value: "2"}}
+	if got := indexUnits(before, moved); got != 3 { // turnId 1, visibleKey changed: delete + put
+		t.Errorf("indexUnits of a moved key = %d, want 3", got)
+	}
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/model/echo"
+	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/turn"
+)
+
+// unpaced is a SnapshotBytesPerSecond so large that the size never
+// lengthens the wait: the behaviour before size pacing (a snapshot every
+// SnapshotInterval while the text changes).
+const unpaced = 1 << 50
+
+// pacedWire is one answer size, scope and pacing of the wire section.
+type pacedWire struct {
+	Size      int
+	TurnScope bool
+	Paced     bool
+	TCPBytes  int // read from the connection: headers, chunk framing, body
+	BodyBytes int
+	// FinalBytes is the final snapshot line with its newline.
+	FinalBytes int
+	Lines      int
+	// MaxGap is the longest time between two streaming (non-terminal)
+	// snapshots, in the unscaled clock (measured gap x the scale).
+	MaxGap time.Duration
+}
+
+// Ratio is the bytes on the wire over the final snapshot.
+func (p *pacedWire) Ratio() float64 { return float64(p.TCPBytes) / float64(p.FinalBytes) }
+
+// wireSection streams one answer of each size in each scope, paced by
+// the defaults and unpaced, all at once, each on a session of 10 prior
+// turns, with the clock sped up by ds.WireScale (text rate, bytes per
+// second, snapshot interval and maximum gap scaled alike).
+func wireSection(ctx context.Context, store chat.Store, prefix string, ds durableSettings) ([]*pacedWire, error) {
+	f := time.Duration(ds.WireScale)
+	var out []*pacedWire
+	wirings := map[bool]*wiring{}
+	for _, paced := range []bool{true, false} {
+		bps := int64(turn.DefaultSnapshotBytesPerSecond) * int64(f)
+		if !paced {
+			bps = unpaced
+		}
+		w, err := newTurnWiring(store, func(o *turn.Options) {
+			durableOptions(checkEvery)(o)
+			o.Model = longAnswer{echo.New(echoDelay/f, echoChunk)}
+			o.SnapshotInterval = turn.DefaultSnapshotInterval / f
+			o.SnapshotBytesPerSecond = bps
+			o.MaxSnapshotGap = turn.DefaultMaxSnapshotGap / f
+		})
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			w.waitIdle(30 * time.Second) // the releases after the terminal lines
+			w.close()
+		}()
+		wirings[paced] = w
+		for _, size := range ds.WireSizes {
+			for _, ts := range []bool{false, true} {
+				out = append(out, &pacedWire{Size: size, TurnScope: ts, Paced: paced})
+			}
+		}
+	}
+	errs := make([]error, len(out))
+	var wg sync.WaitGroup
+	for i, pw := range out {
+		wg.Go(func() {
+			scope := "session"
+			if pw.TurnScope {
+				scope = "turn"
+			}
+			sid := fmt.Sprintf("%s-pw-%d-%s-%v", prefix, pw.Size, scope, pw.Paced)
+			if err := seedTurns(ctx, store, sid, 10); err != nil {
+				errs[i] = err
+				return
+			}
+			var counted atomic.Int64
+			c := newHTTPClient(1, &counted)
+			defer c.CloseIdleConnections()
+			req, err := submitRequest(wirings[pw.Paced].base, sid, "t-measured", ask(pw.Size), pw.TurnScope)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			log := follow(ctx, c, req, false, false, nil)
+			last := log.last()
+			if log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
+				errs[i] = fmt.Errorf("wire turn %s: %v, last %+v", sid, log.Err, last)
+				return
+			}
+			pw.TCPBytes, pw.Lines, pw.FinalBytes = int(counted.Load()), len(log.Lines), last.Bytes
+			for k, l := range log.Lines {
+				pw.BodyBytes += l.Bytes
+				if k > 0 && k < len(log.Lines)-1 {
+					pw.MaxGap = max(pw.MaxGap, l.At.Sub(log.Lines[k-1].At)*f)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
+}
