@@ -87,6 +87,15 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		return
 	}
 	turn, err := h.opts.Store.FindTurn(ctx, sessionID, turnID, principal)
+	if errors.Is(err, chat.ErrTurnNotFound) {
+		// Claimed but not checkpointed yet (its first moments): follow it
+		// from the session's lease until its first checkpoint lands.
+		if sess, serr := h.opts.Store.GetSession(ctx, sessionID, principal); serr == nil {
+			if l := sess.ActiveTurn; l != nil && l.TurnID == turnID && l.ExpiresAt.After(h.opts.Now()) {
+				turn, err = &chat.Turn{SessionID: sessionID, TurnID: turnID, Ordinal: l.Ordinal, Status: chat.TurnRunning, Lineage: l.Lineage}, nil
+			}
+		}
+	}
 	if err != nil {
 		d := diagnose(ctx, err)
 		logRejected(log, "resume", d, err)
@@ -148,6 +157,8 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 			turn = next
 		case ctx.Err() != nil:
 			continue // the deadline case above ends the stream
+		case errors.Is(err, chat.ErrTurnNotFound) && turn.Status == chat.TurnRunning && len(turn.Messages) == 0:
+			continue // its first checkpoint has not landed yet
 		case errors.Is(err, chat.ErrSessionNotFound), errors.Is(err, chat.ErrTurnNotFound):
 			// Gone (superseded or deleted) while followed.
 			s.write(s.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeTurnNotFound), sent+1))

@@ -395,3 +395,37 @@ func itoa(n int64) string {
 	b, _ := json.Marshal(n)
 	return string(b)
 }
+
+// TestResumeBeforeTheFirstCheckpoint: a resume in a turn's first moments,
+// before anything was checkpointed, follows the turn (it holds the
+// session's lease) instead of answering TURN_NOT_FOUND.
+func TestResumeBeforeTheFirstCheckpoint(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		m := &scriptModel{Chunks: []string{"late ", "answer"}, Hold: make(chan struct{}), Started: make(chan struct{}, 1)}
+		e := newEnv(t, newStore(t), m, func(o *turn.Options) {
+			durable(o)
+			o.CheckpointInterval = time.Hour // only the first text checkpoints
+		})
+		ls := e.startLive(t, context.Background(), "s", "t1", "hi")
+		<-m.Started
+		if _, err := e.store.FindTurn(context.Background(), "s", "t1", alice); err == nil {
+			t.Fatal("the turn was checkpointed before its first text")
+		}
+		resumed := make(chan []*protocol.Event, 1)
+		go func() {
+			status, evs, raw := e.resume(t, "s", "t1", "", nil)
+			if status != http.StatusOK {
+				t.Errorf("resume before the first checkpoint: %d %s", status, raw)
+			}
+			resumed <- evs
+		}()
+		time.Sleep(50 * time.Millisecond) // let the resume start following
+		close(m.Hold)
+		<-ls.done
+		rt := terminalOf(<-resumed)
+		lt := terminalOf(ls.events(t))
+		if rt == nil || lt == nil || messagesJSON(t, rt.Snapshot.Messages) != messagesJSON(t, lt.Snapshot.Messages) {
+			t.Errorf("resumed terminal %+v, live %+v", rt, lt)
+		}
+	})
+}
