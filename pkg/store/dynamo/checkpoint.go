@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -200,16 +198,9 @@ func (s *Store) writeRunningItem(ctx context.Context, c *chat.Claim, cp *chat.Ch
 		return fmt.Errorf("%w: a first checkpoint above %d bytes", chat.ErrInvalidRequest, inlineLimit)
 	}
 	it.Messages = string(data)
-	av, err := attributevalue.MarshalMap(it)
+	up, err := turnItemUpdate(&it)
 	if err != nil {
-		return fmt.Errorf("encode checkpoint of turn %s: %w", t.TurnID, err)
-	}
-	delete(av, AttrPK)
-	delete(av, AttrSK)
-	delete(av, attrArtifacts)
-	var up expression.UpdateBuilder
-	for _, name := range slices.Sorted(maps.Keys(av)) {
-		up = up.Set(expression.Name(name), expression.Value(av[name]))
+		return err
 	}
 	up = up.Set(expression.Name(attrArtifacts), expression.IfNotExists(expression.Name(attrArtifacts), expression.Value([]artifactAV{})))
 	cond := condition{

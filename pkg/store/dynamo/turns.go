@@ -74,21 +74,9 @@ func (s *Store) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error
 		}
 	}
 
-	av, err := attributevalue.MarshalMap(it)
+	up, err := turnItemUpdate(&it)
 	if err != nil {
-		return fmt.Errorf("encode turn %s: %w", t.TurnID, err)
-	}
-	delete(av, AttrPK)
-	delete(av, AttrSK)
-	delete(av, attrArtifacts)
-	var up expression.UpdateBuilder
-	for _, name := range slices.Sorted(maps.Keys(av)) {
-		up = up.Set(expression.Name(name), expression.Value(av[name]))
-	}
-	for _, name := range optionalTurnAttrs {
-		if _, ok := av[name]; !ok {
-			up = up.Remove(expression.Name(name))
-		}
+		return err
 	}
 	if artifacts != nil {
 		up = up.Set(expression.Name(attrArtifacts), expression.Value(artifactsAV(artifacts)))
@@ -585,4 +573,27 @@ func (s *Store) GetArtifacts(ctx context.Context, sessionID, turnID string, p ch
 		}
 	}
 	return artifactRefs(avs), nil
+}
+
+// turnItemUpdate returns the update that writes it whole, artifacts
+// aside (the caller sets or keeps them): every attribute set, the
+// optional ones it lacks removed.
+func turnItemUpdate(it *turnItem) (expression.UpdateBuilder, error) {
+	var up expression.UpdateBuilder
+	av, err := attributevalue.MarshalMap(it)
+	if err != nil {
+		return up, fmt.Errorf("encode turn %s: %w", it.TurnID, err)
+	}
+	delete(av, AttrPK)
+	delete(av, AttrSK)
+	delete(av, attrArtifacts)
+	for _, name := range slices.Sorted(maps.Keys(av)) {
+		up = up.Set(expression.Name(name), expression.Value(av[name]))
+	}
+	for _, name := range optionalTurnAttrs {
+		if _, ok := av[name]; !ok {
+			up = up.Remove(expression.Name(name))
+		}
+	}
+	return up, nil
 }
