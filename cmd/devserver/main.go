@@ -266,10 +266,18 @@ func newHandler(cfg config.Config, store chat.Store, authn auth.Authenticator, h
 		Logger:        handlerLog,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 	}
+	historyHandler, err := sessionapi.NewHistoryHandler(sessionOpts)
+	if err != nil {
+		return nil, fmt.Errorf("history handler: %w", err)
+	}
+	artifactsHandler, err := sessionapi.NewArtifactsHandler(sessionOpts)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts handler: %w", err)
+	}
 	mux := http.NewServeMux()
 	mount(mux, turnMount, "turn", turnHandler, requestLog)
-	mount(mux, historyMount, "history", sessionapi.NewHistoryHandler(sessionOpts), requestLog)
-	mount(mux, artifactsMount, "artifacts", sessionapi.NewArtifactsHandler(sessionOpts), requestLog)
+	mount(mux, historyMount, "history", historyHandler, requestLog)
+	mount(mux, artifactsMount, "artifacts", artifactsHandler, requestLog)
 	mux.Handle("/", logged("demo", demo.Handler(http.HandlerFunc(notFound)), requestLog))
 	return mux, nil
 }

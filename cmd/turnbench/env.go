@@ -485,11 +485,19 @@ func newWiring(store chat.Store, hc handlerConfig) (*wiring, error) {
 		return nil, fmt.Errorf("turn handler: %w", err)
 	}
 	so := sessionapi.Options{Store: store, Authenticator: authn, Logger: quiet}
+	hh, err := sessionapi.NewHistoryHandler(so)
+	if err != nil {
+		return nil, fmt.Errorf("history handler: %w", err)
+	}
+	ah, err := sessionapi.NewArtifactsHandler(so)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts handler: %w", err)
+	}
 	w := &wiring{idle: make(chan struct{}, 1)}
 	mux := http.NewServeMux()
 	mount(mux, "/turn/", th)
-	mount(mux, "/history/", sessionapi.NewHistoryHandler(so))
-	mount(mux, "/artifacts/", sessionapi.NewArtifactsHandler(so))
+	mount(mux, "/history/", hh)
+	mount(mux, "/artifacts/", ah)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)

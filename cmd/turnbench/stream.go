@@ -40,11 +40,14 @@ func newTurnWiring(store chat.Store, set func(*turn.Options)) (*wiring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("turn handler: %w", err)
 	}
-	so := sessionapi.Options{Store: store, Authenticator: authn, Logger: quiet}
+	hh, err := sessionapi.NewHistoryHandler(sessionapi.Options{Store: store, Authenticator: authn, Logger: quiet})
+	if err != nil {
+		return nil, fmt.Errorf("history handler: %w", err)
+	}
 	w := &wiring{idle: make(chan struct{}, 1)}
 	mux := http.NewServeMux()
 	mount(mux, "/turn/", th)
-	mount(mux, "/history/", sessionapi.NewHistoryHandler(so))
+	mount(mux, "/history/", hh)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)

@@ -42,7 +42,11 @@ func realServers(t *testing.T) (turnURL, historyURL string) {
 	}
 	ts := httptest.NewServer(th)
 	t.Cleanup(ts.Close)
-	hs := httptest.NewServer(sessionapi.NewHistoryHandler(sessionapi.Options{Store: store, Authenticator: authn}))
+	hh, err := sessionapi.NewHistoryHandler(sessionapi.Options{Store: store, Authenticator: authn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(hh)
 	t.Cleanup(hs.Close)
 	return ts.URL + "/", hs.URL + "/"
 }

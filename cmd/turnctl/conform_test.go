@@ -58,11 +58,19 @@ func devWiring(t *testing.T, store chat.Store, wrap func(http.Handler) http.Hand
 		h = wrap(h)
 	}
 	opts := sessionapi.Options{Store: store, Authenticator: authn, Logger: slog.New(slog.DiscardHandler)}
+	hh, err := sessionapi.NewHistoryHandler(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ah, err := sessionapi.NewArtifactsHandler(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var u devURLs
 	for _, s := range []struct {
 		h   http.Handler
 		dst *string
-	}{{h, &u.turn}, {sessionapi.NewHistoryHandler(opts), &u.history}, {sessionapi.NewArtifactsHandler(opts), &u.artifacts}} {
+	}{{h, &u.turn}, {hh, &u.history}, {ah, &u.artifacts}} {
 		srv := httptest.NewServer(s.h)
 		t.Cleanup(srv.Close)
 		*s.dst = srv.URL + "/"

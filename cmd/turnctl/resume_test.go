@@ -110,7 +110,11 @@ func newDurableEnv(t *testing.T, checkpoint time.Duration, openOnResume bool) *d
 		th.ServeHTTP(w, r)
 	}))
 	t.Cleanup(ts.Close)
-	hs := httptest.NewServer(sessionapi.NewHistoryHandler(sessionapi.Options{Store: store, Authenticator: authn}))
+	hh, err := sessionapi.NewHistoryHandler(sessionapi.Options{Store: store, Authenticator: authn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(hh)
 	t.Cleanup(hs.Close)
 	// Registered last, run first: a held turn ends before the servers close.
 	t.Cleanup(open)

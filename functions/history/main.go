@@ -82,5 +82,5 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (ht
 		Authenticator: authn,
 		Logger:        logger,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
-	}), nil
+	})
 }

@@ -1,15 +1,13 @@
 package sessionapi
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 
 	jsonv2 "github.com/go-json-experiment/json"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/httpedge"
 )
 
 // ArtifactList is the body of a PUT request and of both responses on
@@ -44,15 +42,13 @@ type artifactRef struct {
 // REQUEST_INVALID_BODY), the references' values (400 ARTIFACTS_INVALID),
 // then one store write. Nothing is stored unless every check passes.
 func (s *server) artifacts(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
-	switch r.Method {
-	case http.MethodGet:
-		return s.getArtifacts(w, r, rc)
-	case http.MethodPut:
-		return s.putArtifacts(w, r, rc)
-	default:
-		w.Header().Set("Allow", "GET, PUT")
-		return errMethodNotAllowed
+	if err := httpedge.RequireMethod(w, r, http.MethodGet, http.MethodPut); err != nil {
+		return err
 	}
+	if r.Method == http.MethodPut {
+		return s.putArtifacts(w, r, rc)
+	}
+	return s.getArtifacts(w, r, rc)
 }
 
 func (s *server) getArtifacts(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
@@ -72,8 +68,8 @@ func (s *server) getArtifacts(w http.ResponseWriter, r *http.Request, rc *reques
 }
 
 func (s *server) putArtifacts(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
-	if !isJSONContentType(r.Header.Get("Content-Type")) {
-		return errUnsupportedMediaType
+	if err := httpedge.RequireJSON(r); err != nil {
+		return err
 	}
 	p, err := s.auth.Authenticate(r)
 	if err != nil {
@@ -86,7 +82,7 @@ func (s *server) putArtifacts(w http.ResponseWriter, r *http.Request, rc *reques
 	if err != nil {
 		return err
 	}
-	body, err := readBody(w, r, s.maxBody)
+	body, err := httpedge.ReadBody(r.Context(), w, r, s.maxBody, httpedge.ErrInvalidBody)
 	if err != nil {
 		return err
 	}
@@ -122,31 +118,6 @@ func turnPath(r *http.Request, rc *requestContext) (sid, tid string, err error) 
 	return sid, tid, nil
 }
 
-// isJSONContentType reports whether v is the media type application/json
-// (any case, any parameters).
-func isJSONContentType(v string) bool {
-	mt, _, err := mime.ParseMediaType(v)
-	return err == nil && mt == "application/json"
-}
-
-// readBody reads the whole body, at most limit bytes: a declared or actual
-// larger body is errBodyTooLarge. The function URL adapter has already
-// decoded an isBase64Encoded body (see NewFunctionURLHandler).
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if r.ContentLength > limit {
-		return nil, errBodyTooLarge
-	}
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return nil, errBodyTooLarge
-		}
-		return nil, fmt.Errorf("read body: %w", err)
-	}
-	return b, nil
-}
-
 // decodeArtifacts decodes a PUT body strictly: exactly one JSON object with
 // the single member "artifacts", an array (not null) of objects with exactly
 // the string members entryPath and artifactType. Names match
@@ -154,19 +125,19 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 // legacy {"id"} reference among them, and any case variant of a field such
 // as "EntryPath", see protocol.IsCaseVariant), a missing or null member, a wrong
 // type, invalid UTF-8, a lone surrogate escape or trailing data is
-// errInvalidBody. Values are checked afterwards by chat.ValidateArtifacts.
+// httpedge.ErrInvalidBody. Values are checked afterwards by chat.ValidateArtifacts.
 func decodeArtifacts(body []byte) ([]chat.ArtifactReference, error) {
 	var in artifactsBody
 	if err := jsonv2.Unmarshal(body, &in, jsonv2.RejectUnknownMembers(true)); err != nil {
-		return nil, errInvalidBody
+		return nil, httpedge.ErrInvalidBody
 	}
 	if in.Artifacts == nil {
-		return nil, errInvalidBody
+		return nil, httpedge.ErrInvalidBody
 	}
 	refs := make([]chat.ArtifactReference, 0, len(*in.Artifacts))
 	for _, a := range *in.Artifacts {
 		if a.EntryPath == nil || a.ArtifactType == nil {
-			return nil, errInvalidBody
+			return nil, httpedge.ErrInvalidBody
 		}
 		refs = append(refs, chat.ArtifactReference{
 			EntryPath:    *a.EntryPath,

@@ -73,7 +73,7 @@ func BenchmarkHistoryPage(b *testing.B) {
 				st.seed(b, store, benchSession(depth), depth)
 				b.Logf("seeded %d turns in %v", depth, time.Since(t0).Round(time.Millisecond))
 			}
-			h := sessionapi.NewHistoryHandler(sessionapi.Options{Store: store, Authenticator: devAuthenticator(b), Logger: slog.New(slog.DiscardHandler)})
+			h, _ := newHandlers(b, sessionapi.Options{Store: store, Authenticator: devAuthenticator(b), Logger: slog.New(slog.DiscardHandler)})
 			newest := func(depth int) string {
 				return fmt.Sprintf("/sessions/%s/turns?limit=%d", benchSession(depth), benchLimit)
 			}

@@ -1,32 +1,19 @@
 package sessionapi
 
 import (
-	"context"
-	"errors"
+	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/turnstream/turnstream/pkg/auth"
-	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/httpedge"
 )
 
-// Request errors found by this package before or instead of a store call.
-// They exist only to be mapped by errorTable.
-var (
-	errRouteNotFound        = errors.New("sessionapi: no such route")
-	errMethodNotAllowed     = errors.New("sessionapi: method not allowed")
-	errUnsupportedMediaType = errors.New("sessionapi: content type is not application/json")
-	errBodyTooLarge         = errors.New("sessionapi: request body too large")
-	errInvalidBody          = errors.New("sessionapi: request body is not a valid artifacts document")
-	errInvalidQuery         = errors.New("sessionapi: invalid query parameter")
-	errNotTrusted           = errors.New("sessionapi: artifact writes need the trusted principal")
-)
+// errNotTrusted is a PUT of artifact references by a principal that is not
+// the trusted one: 403 REQUEST_FORBIDDEN, as any forbidden caller.
+var errNotTrusted = fmt.Errorf("sessionapi: artifact writes need the trusted principal: %w", auth.ErrForbidden)
 
-// errorTable maps every error a handler can return to its diagnostic code,
-// in one place (STYLE "Errors"); the status comes from protocol.HTTPStatus
-// and the fixed message from protocol.NewDiagnostic. Entries are matched in
-// order with errors.Is; an error matching none is 500 SERVER_INTERNAL.
+// Errors map to diagnostics through the shared edge's one table
+// (httpedge.Diagnose); the statuses of this package's routes:
 //
 //	404 SESSION_NOT_FOUND        no such session, another principal's, or an id that is not a SafeId
 //	404 TURN_NOT_FOUND           no such stored turn in that session, or a turn id that is not a SafeId
@@ -44,66 +31,15 @@ var (
 //	408 SERVER_TIMEOUT           the invocation's deadline passed (retryable)
 //	499 REQUEST_CANCELLED        the client went away (retryable)
 //	500 SERVER_INTERNAL          anything else (retryable); the error text goes to the log only
-var errorTable = []struct {
-	err  error
-	code string
-}{
-	{chat.ErrSessionNotFound, protocol.CodeSessionNotFound},
-	{chat.ErrTurnNotFound, protocol.CodeTurnNotFound},
-	{chat.ErrInvalidCursor, protocol.CodeRequestInvalidCursor},
-	{chat.ErrInvalidRequest, protocol.CodeRequestInvalidQuery},
-	{errInvalidQuery, protocol.CodeRequestInvalidQuery},
-	{chat.ErrInvalidArtifact, protocol.CodeArtifactsInvalid},
-	{errInvalidBody, protocol.CodeRequestInvalidBody},
-	{auth.ErrUnauthenticated, protocol.CodeRequestUnauthenticated},
-	{auth.ErrForbidden, protocol.CodeRequestForbidden},
-	{errNotTrusted, protocol.CodeRequestForbidden},
-	{errRouteNotFound, protocol.CodeRequestNotFound},
-	{errMethodNotAllowed, protocol.CodeRequestMethodNotAllowed},
-	{chat.ErrConflict, protocol.CodeSessionConflict},
-	{errBodyTooLarge, protocol.CodeRequestTooLarge},
-	{errUnsupportedMediaType, protocol.CodeRequestUnsupportedMediaType},
-	{context.DeadlineExceeded, protocol.CodeServerTimeout},
-	{context.Canceled, protocol.CodeRequestCancelled},
-}
 
-// diagnosticFor returns the diagnostic and HTTP status for err.
-func diagnosticFor(err error) (protocol.Diagnostic, int) {
-	code := protocol.CodeServerInternal
-	for _, e := range errorTable {
-		if errors.Is(err, e.err) {
-			code = e.code
-			break
-		}
-	}
-	return protocol.NewDiagnostic(code), protocol.HTTPStatus(code)
-}
-
-// writeError writes the JSON error response for err: the diagnostic's fixed
-// message only, never err's text.
-func (s *server) writeError(w http.ResponseWriter, err error) {
-	d, status := diagnosticFor(err)
-	h := w.Header()
-	if d.Code == protocol.CodeRequestMethodNotAllowed {
-		d = protocol.MethodNotAllowed(strings.Split(h.Get("Allow"), ", ")...)
-	}
-	if status == http.StatusUnauthorized {
-		h.Set("WWW-Authenticate", "Bearer")
-	}
-	writeBody(w, status, protocol.EncodeErrorBody(d))
+// writeError writes the JSON error response for err, returned while
+// serving r: the diagnostic's fixed message only, never err's text.
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	httpedge.WriteError(w, httpedge.Diagnose(r.Context(), err))
 }
 
 // writeBody writes a JSON response with the headers every response carries
 // (docs/protocol.md §9: content type with charset, no-store).
 func writeBody(w http.ResponseWriter, status int, body []byte) {
-	setJSONHeaders(w.Header())
-	w.WriteHeader(status)
-	_, _ = w.Write(body) // a failed write means the client is gone; nothing to report to it
-}
-
-// setJSONHeaders sets the headers of every response on h.
-func setJSONHeaders(h http.Header) {
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Content-Type-Options", "nosniff")
+	httpedge.WriteJSON(w, status, body)
 }

@@ -87,9 +87,9 @@ func TestErrorMapping(t *testing.T) {
 				if tc.authErr != nil {
 					opts.Authenticator = failingAuth{tc.authErr}
 				}
-				h := sessionapi.NewHistoryHandler(opts)
+				h, artifacts := newHandlers(t, opts)
 				if rt.artifacts {
-					h = sessionapi.NewArtifactsHandler(opts)
+					h = artifacts
 				}
 				resp := f.do(h, rt.req)
 				wantError(t, route, resp, tc.status, tc.code)

@@ -70,7 +70,11 @@ func serve(h http.Handler, method, target, subject, body string) {
 }
 
 func ExampleNewHistoryHandler() {
-	h := sessionapi.NewHistoryHandler(exampleOptions())
+	h, err := sessionapi.NewHistoryHandler(exampleOptions())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	serve(h, http.MethodGet, "/sessions/s1", "alice", "")
 	serve(h, http.MethodGet, "/sessions/s1/messages?limit=1", "alice", "")
 	serve(h, http.MethodGet, "/sessions/s1/turns?limit=0", "alice", "")
@@ -83,7 +87,11 @@ func ExampleNewHistoryHandler() {
 }
 
 func ExampleNewArtifactsHandler() {
-	h := sessionapi.NewArtifactsHandler(exampleOptions())
+	h, err := sessionapi.NewArtifactsHandler(exampleOptions())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	// The trusted host records the turn's artifacts; the last reference for
 	// a repeated path wins.
 	serve(h, http.MethodPut, "/sessions/s1/turns/t1/artifacts", "host",

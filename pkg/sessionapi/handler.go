@@ -3,6 +3,8 @@ package sessionapi
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"path"
@@ -11,32 +13,26 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/httpedge"
 )
-
-// DefaultMaxBodyBytes is the request body cap when Options.MaxBodyBytes is 0:
-// 65536 bytes, as MAX_BODY_BYTES (docs/design.md §9).
-const DefaultMaxBodyBytes = 64 << 10
-
-// Authenticator establishes the caller from the request headers only; it must
-// not read the body (docs/design.md §7). It returns an error wrapping
-// auth.ErrUnauthenticated (401) or auth.ErrForbidden (403) for a refused
-// caller; any other error is an internal failure (500). pkg/auth implements
-// it.
-type Authenticator interface {
-	Authenticate(r *http.Request) (chat.Principal, error)
-}
 
 // Options configure NewHistoryHandler and NewArtifactsHandler.
 type Options struct {
 	// Store holds sessions, turns and artifact references. Required.
 	Store chat.Store
-	// Authenticator establishes the principal of every request. Required.
-	Authenticator Authenticator
-	// Logger receives one JSON line per request; nil means slog.Default().
+	// Authenticator establishes the principal of every request from its
+	// headers only, before any body byte is read (docs/design.md §7).
+	// Errors wrapping auth.ErrUnauthenticated are 401, auth.ErrForbidden
+	// 403, anything else 500. Required.
+	Authenticator auth.Authenticator
+	// Logger receives one JSON line per request; nil discards them
+	// (httpedge.Logger, as every handler's Logger).
 	Logger *slog.Logger
 	// MaxBodyBytes caps a request body in bytes (413 REQUEST_TOO_LARGE
-	// above it); 0 means DefaultMaxBodyBytes.
+	// above it); 0 means httpedge.DefaultMaxBodyBytes, a negative value is
+	// an error.
 	MaxBodyBytes int64
 	// Now is the clock that decides whether a session's lease has expired
 	// (GET /sessions/{id} currentTurn); nil means time.Now.
@@ -46,36 +42,36 @@ type Options struct {
 // server is the state shared by both handlers.
 type server struct {
 	store   chat.Store
-	auth    Authenticator
+	auth    auth.Authenticator
 	log     *slog.Logger
 	maxBody int64
 	now     func() time.Time
 }
 
-func newServer(opts Options) *server {
-	if opts.Store == nil {
-		panic("sessionapi: Options.Store is nil")
+// newServer validates opts and applies their defaults. It returns an
+// error for a nil Store or Authenticator or a negative MaxBodyBytes.
+func newServer(opts Options) (*server, error) {
+	switch {
+	case opts.Store == nil:
+		return nil, errors.New("sessionapi: Options.Store is nil")
+	case opts.Authenticator == nil:
+		return nil, errors.New("sessionapi: Options.Authenticator is nil")
 	}
-	if opts.Authenticator == nil {
-		panic("sessionapi: Options.Authenticator is nil")
+	maxBody, err := httpedge.BodyLimit("Options.MaxBodyBytes", opts.MaxBodyBytes)
+	if err != nil {
+		return nil, fmt.Errorf("sessionapi: %w", err)
 	}
 	s := &server{
 		store:   opts.Store,
 		auth:    opts.Authenticator,
-		log:     opts.Logger,
-		maxBody: opts.MaxBodyBytes,
+		log:     httpedge.Logger(opts.Logger),
+		maxBody: maxBody,
 		now:     opts.Now,
-	}
-	if s.log == nil {
-		s.log = slog.Default()
-	}
-	if s.maxBody <= 0 {
-		s.maxBody = DefaultMaxBodyBytes
 	}
 	if s.now == nil {
 		s.now = time.Now
 	}
-	return s
+	return s, nil
 }
 
 // NewHistoryHandler returns the history function's handler (docs/design.md §6):
@@ -88,15 +84,19 @@ func newServer(opts Options) *server {
 // Allow: GET), any other path 404 REQUEST_NOT_FOUND. A session id that is
 // not a SafeId, a missing session and another principal's session are all
 // 404 SESSION_NOT_FOUND. See the package documentation for errors. It
-// panics if opts.Store or opts.Authenticator is nil.
-func NewHistoryHandler(opts Options) http.Handler {
-	s := newServer(opts)
+// returns an error naming the first invalid option: a nil Store or
+// Authenticator, or a negative MaxBodyBytes.
+func NewHistoryHandler(opts Options) (http.Handler, error) {
+	s, err := newServer(opts)
+	if err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/sessions/{id}", s.route("session", http.MethodGet, s.getSession))
 	mux.Handle("/sessions/{id}/turns", s.route("turns", http.MethodGet, s.listTurns))
 	mux.Handle("/sessions/{id}/messages", s.route("messages", http.MethodGet, s.listMessages))
 	mux.Handle("/", s.route("none", "", nil))
-	return s.guard(mux)
+	return s.guard(mux), nil
 }
 
 // NewArtifactsHandler returns the artifacts function's handler (docs/design.md §6):
@@ -109,14 +109,17 @@ func NewHistoryHandler(opts Options) http.Handler {
 // REQUEST_FORBIDDEN otherwise, before any lookup), on sessions of its own
 // tenant (404 SESSION_NOT_FOUND for another tenant's); GET follows chat.Store.GetArtifacts access
 // (the session's owner; another principal gets 404). Another method is 405
-// (Allow: GET, PUT), any other path 404 REQUEST_NOT_FOUND. It panics if
-// opts.Store or opts.Authenticator is nil.
-func NewArtifactsHandler(opts Options) http.Handler {
-	s := newServer(opts)
+// (Allow: GET, PUT), any other path 404 REQUEST_NOT_FOUND. It returns an
+// error for invalid options, as NewHistoryHandler.
+func NewArtifactsHandler(opts Options) (http.Handler, error) {
+	s, err := newServer(opts)
+	if err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/sessions/{id}/turns/{turnId}/artifacts", s.route("artifacts", "", s.artifacts))
 	mux.Handle("/", s.route("none", "", nil))
-	return s.guard(mux)
+	return s.guard(mux), nil
 }
 
 // handlerFunc is a route's handler: it writes a success response itself or
@@ -139,22 +142,22 @@ func (s *server) route(name, method string, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rc := &requestContext{requestID: requestID(r), route: name}
-		rec := &statusRecorder{ResponseWriter: w}
+		rec := &httpedge.Recorder{ResponseWriter: w}
 		var err error
 		switch {
 		case h == nil:
-			err = errRouteNotFound
-		case method != "" && r.Method != method:
-			rec.Header().Set("Allow", method)
-			err = errMethodNotAllowed
-		default:
+			err = httpedge.ErrNotFound
+		case method != "":
+			err = httpedge.RequireMethod(rec, r, method)
+		}
+		if err == nil {
 			err = h(rec, r, rc)
 		}
 		if err != nil {
 			rc.err = err
-			s.writeError(rec, err)
+			writeError(rec, r, err)
 		}
-		s.logRequest(r, rc, rec.status, time.Since(start))
+		s.logRequest(r, rc, rec.Status, time.Since(start))
 	})
 }
 
@@ -177,7 +180,7 @@ func (s *server) guard(next http.Handler) http.Handler {
 func (s *server) logRequest(r *http.Request, rc *requestContext, status int, elapsed time.Duration) {
 	attrs := []slog.Attr{
 		slog.String("requestId", rc.requestID),
-		slog.String("method", safeMethod(r.Method)),
+		slog.String("method", httpedge.SafeMethod(r.Method)),
 		slog.String("route", rc.route),
 		slog.Int("status", status),
 		slog.Int64("durationMs", elapsed.Milliseconds()),
@@ -198,17 +201,6 @@ func (s *server) logRequest(r *http.Request, rc *requestContext, status int, ela
 	s.log.LogAttrs(r.Context(), level, "request", attrs...)
 }
 
-// safeMethod returns m when it is one of the standard methods and "other"
-// otherwise, so that no arbitrary client token reaches the log.
-func safeMethod(m string) string {
-	switch m {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
-		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
-		return m
-	}
-	return "other"
-}
-
 // requestID returns the Lambda request id of the invocation serving r, or a
 // random id when r is not served by Lambda (local runs, tests).
 func requestID(r *http.Request) string {
@@ -218,24 +210,4 @@ func requestID(r *http.Request) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
 	return "local-" + hex.EncodeToString(b[:])
-}
-
-// statusRecorder remembers the status written through it.
-type statusRecorder struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusRecorder) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *statusRecorder) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
 }

@@ -81,16 +81,32 @@ func newFixture(t *testing.T, factory storetest.Factory) *fixture {
 		MaxBodyBytes:  4096,
 		Now:           clock.Now,
 	}
+	history, artifacts := newHandlers(t, opts)
 	return &fixture{
 		t: t, ctx: t.Context(), clock: clock, store: store,
-		history:   sessionapi.NewHistoryHandler(opts),
-		artifacts: sessionapi.NewArtifactsHandler(opts),
+		history:   history,
+		artifacts: artifacts,
 		logs:      logs,
 	}
 }
 
+// newHandlers returns the history and artifacts handlers of opts, failing
+// tb at once when either constructor refuses them.
+func newHandlers(tb testing.TB, opts sessionapi.Options) (history, artifacts http.Handler) {
+	tb.Helper()
+	history, err := sessionapi.NewHistoryHandler(opts)
+	if err != nil {
+		tb.Fatalf("NewHistoryHandler: %v", err)
+	}
+	artifacts, err = sessionapi.NewArtifactsHandler(opts)
+	if err != nil {
+		tb.Fatalf("NewArtifactsHandler: %v", err)
+	}
+	return history, artifacts
+}
+
 // devAuthenticator is pkg/auth in dev mode with "host" trusted (docs/design.md §10).
-func devAuthenticator(tb testing.TB) sessionapi.Authenticator {
+func devAuthenticator(tb testing.TB) auth.Authenticator {
 	tb.Helper()
 	authn, err := auth.New(context.Background(), config.AuthConfig{Mode: config.AuthDev, TrustedSubject: host.Subject},
 		auth.WithLookupEnv(func(string) (string, bool) { return "", false }))

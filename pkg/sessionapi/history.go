@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -238,6 +239,11 @@ func (s *server) page(r *http.Request, rc *requestContext) (*chat.TurnPage, chat
 		Limit:     q.limit,
 		Cursor:    q.cursor,
 	})
+	if errors.Is(err, chat.ErrInvalidRequest) {
+		// The store refused the page request: a query this package
+		// accepted but the store does not.
+		return nil, "", fmt.Errorf("list turns: %w: %w", httpedge.ErrInvalidQuery, err)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("list turns: %w", err)
 	}

@@ -107,7 +107,7 @@ func TestHistoryIsomorphism(t *testing.T) {
 			}
 			turnSrv := httptest.NewServer(turnHandler)
 			t.Cleanup(turnSrv.Close)
-			history := sessionapi.NewHistoryHandler(sessionapi.Options{Store: store, Authenticator: authn, Logger: slog.New(slog.DiscardHandler)})
+			history, _ := newHandlers(t, sessionapi.Options{Store: store, Authenticator: authn, Logger: slog.New(slog.DiscardHandler)})
 
 			type outcome struct {
 				turnID string

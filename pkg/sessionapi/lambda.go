@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
+	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -45,13 +46,13 @@ func NewFunctionURLHandler(h http.Handler) FunctionURLHandler {
 			}
 		}
 		if !validRequestURI(event) {
-			return errorResponse(errRouteNotFound), nil
+			return notFoundResponse(), nil
 		}
 		resp, err := adapter.ProxyWithContext(ctx, event)
 		if err != nil {
 			// The handler always writes a status, so the adapter fails only
 			// while converting the event, before h runs.
-			return errorResponse(errRouteNotFound), nil
+			return notFoundResponse(), nil
 		}
 		return resp, nil
 	}
@@ -74,13 +75,13 @@ func validRequestURI(event events.APIGatewayV2HTTPRequest) bool {
 	return err == nil
 }
 
-// errorResponse is the function URL response of err: the status, headers
-// and body writeError would write.
-func errorResponse(err error) events.APIGatewayV2HTTPResponse {
-	d, status := diagnosticFor(err)
+// notFoundResponse is the function URL response of a path no route
+// serves: the status, headers and body httpedge.NotFound writes.
+func notFoundResponse() events.APIGatewayV2HTTPResponse {
+	d := protocol.NewDiagnostic(protocol.CodeRequestNotFound)
 	h := http.Header{}
-	setJSONHeaders(h)
-	resp := events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: make(map[string]string, len(h)), Body: string(protocol.EncodeErrorBody(d))}
+	httpedge.SetJSONHeaders(h)
+	resp := events.APIGatewayV2HTTPResponse{StatusCode: protocol.HTTPStatus(d.Code), Headers: make(map[string]string, len(h)), Body: string(protocol.EncodeErrorBody(d))}
 	for k := range h {
 		resp.Headers[k] = h.Get(k)
 	}

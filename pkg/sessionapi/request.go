@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -24,23 +25,23 @@ type pageQuery struct {
 //	cursor  opaque, passed to the store; absent or empty means the first page
 //
 // A repeated limit, order or cursor, an empty limit or order, or a query
-// that is not valid URL encoding is errInvalidQuery. Other parameters are
+// that is not valid URL encoding is httpedge.ErrInvalidQuery. Other parameters are
 // ignored.
 func parsePageQuery(raw string) (pageQuery, error) {
 	q := pageQuery{limit: chat.DefaultPageLimit, order: chat.OrderDesc}
 	values, err := url.ParseQuery(raw)
 	if err != nil {
-		return q, fmt.Errorf("%w: undecodable query", errInvalidQuery)
+		return q, fmt.Errorf("%w: undecodable query", httpedge.ErrInvalidQuery)
 	}
 	for _, name := range []string{"limit", "order", "cursor"} {
 		if len(values[name]) > 1 {
-			return q, fmt.Errorf("%w: %s repeated", errInvalidQuery, name)
+			return q, fmt.Errorf("%w: %s repeated", httpedge.ErrInvalidQuery, name)
 		}
 	}
 	if vs, ok := values["limit"]; ok {
 		n, ok := parseLimit(vs[0])
 		if !ok {
-			return q, fmt.Errorf("%w: limit", errInvalidQuery)
+			return q, fmt.Errorf("%w: limit", httpedge.ErrInvalidQuery)
 		}
 		q.limit = n
 	}
@@ -49,7 +50,7 @@ func parsePageQuery(raw string) (pageQuery, error) {
 		case chat.OrderAsc, chat.OrderDesc:
 			q.order = o
 		default:
-			return q, fmt.Errorf("%w: order", errInvalidQuery)
+			return q, fmt.Errorf("%w: order", httpedge.ErrInvalidQuery)
 		}
 	}
 	if vs, ok := values["cursor"]; ok {

@@ -24,7 +24,7 @@ import (
 // trusted writer too.
 
 // withAuthenticator rebuilds f's handlers around a.
-func (f *fixture) withAuthenticator(a sessionapi.Authenticator) {
+func (f *fixture) withAuthenticator(a auth.Authenticator) {
 	opts := sessionapi.Options{
 		Store:         f.store,
 		Authenticator: a,
@@ -32,8 +32,7 @@ func (f *fixture) withAuthenticator(a sessionapi.Authenticator) {
 		MaxBodyBytes:  4096,
 		Now:           f.clock.Now,
 	}
-	f.history = sessionapi.NewHistoryHandler(opts)
-	f.artifacts = sessionapi.NewArtifactsHandler(opts)
+	f.history, f.artifacts = newHandlers(f.t, opts)
 }
 
 // tenancyCase is one request and its expected outcome; status 200 checks

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -114,9 +115,8 @@ func capabilitiesBody(opts Options) []byte {
 // reveals no session data, only what any client of this URL needs before
 // signing in. Other methods are 405.
 func (h *handler) serveCapabilities(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		writeError(w, protocol.MethodNotAllowed("GET", "HEAD"))
+	if err := httpedge.RequireMethod(w, r, http.MethodGet, http.MethodHead); err != nil {
+		writeError(w, diagnose(r.Context(), err))
 		return
 	}
 	writeJSON(w, http.StatusOK, h.capabilities)

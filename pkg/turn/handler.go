@@ -12,21 +12,23 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/definition"
+	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/tool"
 )
 
-// Defaults applied by NewHandler to zero Options fields (docs/design.md §9;
-// docs/protocol.md §9 for the body cap).
+// Defaults applied by NewHandler to zero Options fields (docs/design.md
+// §9). A zero MaxBodyBytes is httpedge.DefaultMaxBodyBytes, the one body
+// cap default of every handler (docs/protocol.md §9).
 const (
 	DefaultTurnTimeout      = 5 * time.Minute
 	DefaultCleanupReserve   = 5 * time.Second
 	DefaultLeaseDuration    = 30 * time.Second
 	DefaultSnapshotInterval = 50 * time.Millisecond
-	DefaultMaxBodyBytes     = 65536
 	// DefaultSnapshotBytesPerSecond and DefaultMaxSnapshotGap pace
 	// streaming snapshots by size (Options.SnapshotBytesPerSecond).
 	DefaultSnapshotBytesPerSecond = 4096
@@ -42,15 +44,6 @@ const (
 // Values are matched case-insensitively; any other value is a 400
 // REQUEST_INVALID_HEADER before the body is read.
 const SnapshotScopeHeader = "X-Turnstream-Snapshot-Scope"
-
-// Authenticator establishes the caller from the request's headers only
-// (docs/design.md §7); it must not read the body. pkg/auth implements it. Its
-// errors are mapped by errors.Is on auth.ErrUnauthenticated (401
-// REQUEST_UNAUTHENTICATED) and auth.ErrForbidden (403 REQUEST_FORBIDDEN);
-// anything else is a 500 SERVER_INTERNAL.
-type Authenticator interface {
-	Authenticate(r *http.Request) (chat.Principal, error)
-}
 
 // Definition is the single definition of the simple configuration path
 // (Options.Model and Options.Definition, no resolver): every session runs
@@ -74,8 +67,13 @@ type Definition struct {
 // with Definition (the simple path, one definition without tools). Zero
 // durations and sizes take the Default* values.
 type Options struct {
-	Store         chat.Store
-	Authenticator Authenticator
+	Store chat.Store
+	// Authenticator establishes the caller from the request's headers
+	// only, before any body byte is read (docs/design.md §7). Its errors
+	// wrapping auth.ErrUnauthenticated are 401 REQUEST_UNAUTHENTICATED,
+	// auth.ErrForbidden 403 REQUEST_FORBIDDEN, anything else 500
+	// SERVER_INTERNAL.
+	Authenticator auth.Authenticator
 
 	// Definitions resolves a session's definition (pkg/definition): a new
 	// session gets the default one, an existing session keeps its stored
@@ -129,7 +127,8 @@ type Options struct {
 	// while the state changes (visible progress); zero means
 	// DefaultMaxSnapshotGap. At least SnapshotInterval.
 	MaxSnapshotGap time.Duration
-	// MaxBodyBytes caps a request body in bytes (413 above it).
+	// MaxBodyBytes caps a request body in bytes (413 above it); zero
+	// means httpedge.DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// ConfirmationTTL is how long a tool call that requires approval can
 	// be decided (docs/approvals.md); zero means
@@ -150,7 +149,8 @@ type Options struct {
 	// means DefaultResumePollInterval.
 	ResumePollInterval time.Duration
 
-	// Logger receives JSON logs; nil discards them. Lines carry the Lambda
+	// Logger receives JSON logs; nil discards them (httpedge.Logger, as
+	// every handler's Logger). Lines carry the Lambda
 	// request id, session id and turn id, never message text or request
 	// input.
 	Logger *slog.Logger
@@ -212,15 +212,17 @@ func NewHandler(opts Options) (http.Handler, error) {
 			return nil, fmt.Errorf("turn: Options.%s is negative", name)
 		}
 	}
-	if opts.MaxBodyBytes < 0 || opts.SnapshotBytesPerSecond < 0 {
-		return nil, errors.New("turn: Options.MaxBodyBytes or SnapshotBytesPerSecond is negative")
+	if opts.SnapshotBytesPerSecond < 0 {
+		return nil, errors.New("turn: Options.SnapshotBytesPerSecond is negative")
+	}
+	if opts.MaxBodyBytes, err = httpedge.BodyLimit("Options.MaxBodyBytes", opts.MaxBodyBytes); err != nil {
+		return nil, fmt.Errorf("turn: %w", err)
 	}
 	setDefault(&opts.TurnTimeout, DefaultTurnTimeout)
 	setDefault(&opts.CleanupReserve, DefaultCleanupReserve)
 	setDefault(&opts.LeaseDuration, DefaultLeaseDuration)
 	setDefault(&opts.SnapshotInterval, DefaultSnapshotInterval)
 	setDefault(&opts.RenewInterval, opts.LeaseDuration/3)
-	setDefault(&opts.MaxBodyBytes, DefaultMaxBodyBytes)
 	setDefault(&opts.ConfirmationTTL, chat.DefaultConfirmationTTL)
 	setDefault(&opts.ResumePollInterval, DefaultResumePollInterval)
 	setDefault(&opts.SnapshotBytesPerSecond, DefaultSnapshotBytesPerSecond)
@@ -239,11 +241,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	} else if !protocol.IsSafeID(opts.NewID()) {
 		return nil, errors.New("turn: Options.NewID does not return SafeIds")
 	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	h := &handler{opts: opts, log: log, agents: agents}
+	h := &handler{opts: opts, log: httpedge.Logger(opts.Logger), agents: agents}
 	h.capabilities = capabilitiesBody(opts)
 	return h, nil
 }
@@ -269,7 +267,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.serveResume(w, r, sessionID, turnID)
 			return
 		}
-		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestNotFound))
+		httpedge.NotFound(w, r)
 	}
 }
 

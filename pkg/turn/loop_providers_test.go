@@ -70,7 +70,10 @@ func providerEnv(t *testing.T, store chat.Store, p fakeProvider, revision int64,
 // serves them, oldest first.
 func historyMessages(t *testing.T, e *env, sessionID string) []protocol.Message {
 	t.Helper()
-	h := sessionapi.NewHistoryHandler(sessionapi.Options{Store: e.store, Authenticator: e.auth, Logger: slog.New(slog.DiscardHandler)})
+	h, err := sessionapi.NewHistoryHandler(sessionapi.Options{Store: e.store, Authenticator: e.auth, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/sessions/"+sessionID+"/messages?order=asc&limit=100", nil))
 	if rec.Code != http.StatusOK {

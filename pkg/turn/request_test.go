@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
@@ -219,7 +220,7 @@ func TestCapabilities(t *testing.T) {
 		c.Approvals.ConfirmationTTLMs != chat.DefaultConfirmationTTL.Milliseconds() {
 		t.Errorf("approvals %+v", c.Approvals)
 	}
-	if c.SnapshotScope.Header != turn.SnapshotScopeHeader || c.Limits.MaxBodyBytes != turn.DefaultMaxBodyBytes || c.Limits.SnapshotIntervalMs != 1 {
+	if c.SnapshotScope.Header != turn.SnapshotScopeHeader || c.Limits.MaxBodyBytes != httpedge.DefaultMaxBodyBytes || c.Limits.SnapshotIntervalMs != 1 {
 		t.Errorf("capabilities %+v", c)
 	}
 	if e.auth.calls.Load() != 0 {

@@ -1,6 +1,7 @@
 package turn
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -22,6 +24,28 @@ func resumePath(p string) (sessionID, turnID string, ok bool) {
 		return "", "", false
 	}
 	return parts[2], parts[4], true
+}
+
+// acceptResume runs the checks of a resume before any storage request:
+// method GET (405), authentication on the headers (401/403), the snapshot
+// scope header (400 REQUEST_INVALID_HEADER) and the after query (400
+// REQUEST_INVALID_QUERY). On failure it returns the step that failed and
+// an error for httpedge.Diagnose.
+func (h *handler) acceptResume(ctx context.Context, w http.ResponseWriter, r *http.Request) (p chat.Principal, sc scope, after int64, step string, err error) {
+	if err := httpedge.RequireMethod(w, r, http.MethodGet); err != nil {
+		return p, sc, 0, "method", err
+	}
+	if p, err = h.authenticate(ctx, r); err != nil {
+		return p, sc, 0, "authenticate", err
+	}
+	if sc, err = parseScope(r.Header.Values(SnapshotScopeHeader)); err != nil {
+		return p, sc, 0, "scope", err
+	}
+	after, ok := parseAfter(r)
+	if !ok {
+		return p, sc, 0, "query", httpedge.ErrInvalidQuery
+	}
+	return p, sc, after, "", nil
 }
 
 // parseAfter reads the after query parameter: a sequence >= 0 (an integer
@@ -67,23 +91,9 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 	ctx, cancel, _ := h.deadline(r)
 	defer cancel()
 	log := h.requestLogger(ctx).With("sessionId", sessionID, "turnId", turnID)
-	if r.Method != http.MethodGet {
-		w.Header().Set("Allow", http.MethodGet)
-		writeError(w, protocol.MethodNotAllowed(http.MethodGet))
-		return
-	}
-	principal, ok := h.authenticate(ctx, w, r, log)
-	if !ok {
-		return
-	}
-	sc, ok := parseScope(r.Header.Values(SnapshotScopeHeader))
-	if !ok {
-		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestInvalidHeader))
-		return
-	}
-	after, ok := parseAfter(r)
-	if !ok {
-		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestInvalidQuery))
+	principal, sc, after, step, err := h.acceptResume(ctx, w, r)
+	if err != nil {
+		reject(ctx, w, log, step, err)
 		return
 	}
 	turn, err := h.opts.Store.FindTurn(ctx, sessionID, turnID, principal)
@@ -97,9 +107,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		}
 	}
 	if err != nil {
-		d := diagnose(ctx, err)
-		logRejected(log, "resume", d, err)
-		writeError(w, d)
+		reject(ctx, w, log, "resume", err)
 		return
 	}
 	s := &run{h: h, log: log, sessionID: sessionID, turnID: turnID, lineage: turn.Lineage, scope: sc}
@@ -118,9 +126,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 			return s.loadContext(ctx, ag.def, turn.Ordinal)
 		}()
 		if err != nil {
-			d := diagnose(ctx, err)
-			logRejected(log, "resume context", d, err)
-			writeError(w, d)
+			reject(ctx, w, log, "resume context", err)
 			return
 		}
 	}

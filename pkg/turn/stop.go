@@ -2,12 +2,15 @@ package turn
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -41,37 +44,40 @@ func (h *handler) serveStop(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	log := h.requestLogger(ctx)
 
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestMethodNotAllowed))
-		return
-	}
-	if !isJSONContentType(r) {
-		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestUnsupportedMediaType))
-		return
-	}
-	principal, ok := h.authenticate(ctx, w, r, log)
-	if !ok {
-		return
-	}
-	body, ok := h.readBody(ctx, w, r)
-	if !ok {
-		return
-	}
-	req, ok := decodeStop(body)
-	if !ok {
-		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestInvalidBody))
+	principal, req, step, err := h.acceptStop(ctx, w, r)
+	if err != nil {
+		reject(ctx, w, log, step, err)
 		return
 	}
 	log = log.With("sessionId", req.SessionID, "turnId", req.TurnID)
 	if err := h.opts.Store.RequestStop(ctx, req.SessionID, req.TurnID, principal); err != nil {
-		d := diagnose(ctx, err)
-		logRejected(log, "stop", d, err)
-		writeError(w, d)
+		reject(ctx, w, log, "stop", err)
 		return
 	}
 	log.Info("turn stop requested")
 	writeJSON(w, http.StatusAccepted, stopAccepted)
+}
+
+// acceptStop runs the checks of POST /stop before the store request, in
+// the order of POST /: method (405), media type (415), authentication
+// (401/403), the body under MaxBodyBytes (413; an unreadable body is 400
+// REQUEST_INVALID_JSON, as on POST /), then the stop body (400
+// REQUEST_INVALID_BODY). On failure it returns the step that failed and an
+// error for httpedge.Diagnose.
+func (h *handler) acceptStop(ctx context.Context, w http.ResponseWriter, r *http.Request) (chat.Principal, stopRequest, string, error) {
+	principal, step, err := h.acceptPost(ctx, w, r)
+	if err != nil {
+		return chat.Principal{}, stopRequest{}, step, err
+	}
+	body, err := h.readBody(ctx, w, r)
+	if err != nil {
+		return chat.Principal{}, stopRequest{}, "read body", err
+	}
+	req, ok := decodeStop(body)
+	if !ok {
+		return chat.Principal{}, stopRequest{}, "decode", httpedge.ErrInvalidBody
+	}
+	return principal, req, "", nil
 }
 
 // decodeStop parses a stop body with go-json-experiment/json, which

@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -23,97 +24,155 @@ const (
 	scopeTurn                 // the current turn's messages only
 )
 
-// serveSubmit runs POST / in the order of docs/design.md §4 and docs/protocol.md §9.
+// serveSubmit runs POST / in the order of docs/design.md §4 and
+// docs/protocol.md §9: the request's checks (acceptSubmit), the lineage
+// check (parentTurn), the claim of the session's lease (claim), then the
+// turn itself (run.serve). A failure before the claim is one JSON error
+// response.
 func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel, deadline := h.deadline(r)
 	defer cancel()
 	log := h.requestLogger(ctx)
 
-	if r.Method != http.MethodPost {
-		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestMethodNotAllowed))
+	sub, step, err := h.acceptSubmit(ctx, w, r)
+	if err != nil {
+		reject(ctx, w, log, step, err)
 		return
 	}
-	if !isJSONContentType(r) {
-		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestUnsupportedMediaType))
+	log = log.With("sessionId", sub.sessionID, "turnId", sub.turnID)
+	parent, err := h.parentTurn(ctx, sub)
+	if err != nil {
+		reject(ctx, w, log, "lineage", err)
 		return
 	}
-	principal, ok := h.authenticate(ctx, w, r, log)
-	if !ok {
+	claim, err := h.claim(ctx, log, sub, deadline)
+	if err != nil {
+		reject(ctx, w, log, "claim", err)
 		return
 	}
-	sc, ok := parseScope(r.Header.Values(SnapshotScopeHeader))
-	if !ok {
-		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestInvalidHeader))
+	t, stop := h.newRun(ctx, w, r, deadline, log, sub, claim)
+	defer stop()
+	if sub.decision != nil && !t.takeDecision(sub.decision) {
 		return
 	}
-	body, ok := h.readBody(ctx, w, r)
-	if !ok {
-		return
-	}
-	ev, d := decodeSubmit(body)
-	if d != nil {
-		writeError(w, *d)
-		return
-	}
-	log = log.With("sessionId", ev.SessionID, "turnId", ev.TurnID)
+	t.serve(parent)
+}
 
-	lineage := protocol.Lineage{Operation: protocol.OperationSubmit}
+// submission is an accepted POST / request: authenticated, its headers
+// and body valid.
+type submission struct {
+	principal chat.Principal
+	scope     scope
+	sessionID string
+	turnID    string
+	// input is the submitted text (for a decision, its label only).
+	input string
+	// lineage is the event's lineage; a plain submit when absent.
+	lineage protocol.Lineage
+	// inputHash is what the claim and a later retry compare
+	// (chat.HashInput, or decisionInputHash for a decision).
+	inputHash string
+	// decision is set for a decision on a confirmation.
+	decision *chat.Decision
+}
+
+// acceptSubmit runs the checks of POST / before any storage request, in
+// order: method (405), media type (415), authentication on headers only,
+// before any body byte is read (401/403), the snapshot scope header (400
+// REQUEST_INVALID_HEADER), the body under MaxBodyBytes (413), JSON (400
+// REQUEST_INVALID_JSON) and the submit event (400 REQUEST_INVALID_EVENT).
+// On failure it returns the step that failed and an error for
+// httpedge.Diagnose, and has written nothing but, for a 405, the Allow
+// header.
+func (h *handler) acceptSubmit(ctx context.Context, w http.ResponseWriter, r *http.Request) (*submission, string, error) {
+	principal, step, err := h.acceptPost(ctx, w, r)
+	if err != nil {
+		return nil, step, err
+	}
+	sc, err := parseScope(r.Header.Values(SnapshotScopeHeader))
+	if err != nil {
+		return nil, "scope", err
+	}
+	body, err := h.readBody(ctx, w, r)
+	if err != nil {
+		return nil, "read body", err
+	}
+	ev, err := decodeSubmit(body)
+	if err != nil {
+		return nil, "decode", err
+	}
+	return newSubmission(principal, sc, ev), "", nil
+}
+
+// newSubmission returns the submission of the decoded event ev: a plain
+// submit's lineage when ev has none, and for a decision on a confirmation
+// the decision, whose input is only a label (decisionInputHash).
+func newSubmission(p chat.Principal, sc scope, ev *protocol.Event) *submission {
+	sub := &submission{
+		principal: p,
+		scope:     sc,
+		sessionID: ev.SessionID,
+		turnID:    ev.TurnID,
+		input:     ev.Submit.Input,
+		lineage:   protocol.Lineage{Operation: protocol.OperationSubmit},
+		inputHash: chat.HashInput(ev.Submit.Input),
+	}
 	if l := ev.Submit.Lineage; l != nil && l.Operation != protocol.OperationSubmit {
-		lineage = *l
+		sub.lineage = *l
 	}
-	input := ev.Submit.Input
-	inputHash := chat.HashInput(input)
-	var decision *chat.Decision
 	if c := ev.Submit.Confirmation; c != nil {
-		// A decision on a confirmation: the input is only a label.
-		decision = &chat.Decision{Token: c.Token, Approve: c.Decision == protocol.DecisionApprove}
-		inputHash = decisionInputHash(input, c)
+		sub.decision = &chat.Decision{Token: c.Token, Approve: c.Decision == protocol.DecisionApprove}
+		sub.inputHash = decisionInputHash(sub.input, c)
 	}
-	var parent *chat.Turn
-	if lineage.Operation != protocol.OperationSubmit {
-		var err error
-		parent, err = h.checkLineage(ctx, ev.SessionID, principal, lineage, inputHash)
-		if err != nil {
-			d := diagnose(ctx, err)
-			logRejected(log, "lineage", d, err)
-			writeError(w, d)
-			return
-		}
-	}
+	return sub
+}
 
+// parentTurn returns the parent turn of a retry, edit or regenerate,
+// checked by checkLineage; nil for a plain submit.
+func (h *handler) parentTurn(ctx context.Context, sub *submission) (*chat.Turn, error) {
+	if sub.lineage.Operation == protocol.OperationSubmit {
+		return nil, nil
+	}
+	return h.checkLineage(ctx, sub.sessionID, sub.principal, sub.lineage, sub.inputHash)
+}
+
+// claim takes the session's lease for the submission (chat.Store.ClaimTurn),
+// recording the default definition on a session it creates, for a lease
+// that never outlasts the request (leaseDuration), and logs the claim.
+func (h *handler) claim(ctx context.Context, log *slog.Logger, sub *submission, deadline time.Time) (*chat.Claim, error) {
 	def := h.defaultDefinition()
-	claimedAt := h.opts.Now()
 	claim, err := h.opts.Store.ClaimTurn(ctx, chat.ClaimRequest{
-		SessionID:          ev.SessionID,
-		TurnID:             ev.TurnID,
-		Principal:          principal,
-		InputHash:          inputHash,
-		Lineage:            lineage,
+		SessionID:          sub.sessionID,
+		TurnID:             sub.turnID,
+		Principal:          sub.principal,
+		InputHash:          sub.inputHash,
+		Lineage:            sub.lineage,
 		DefinitionID:       def.ID,
 		DefinitionRevision: def.Revision,
 		LeaseDuration:      h.leaseDuration(deadline),
-		Decision:           decision,
+		Decision:           sub.decision,
 	})
 	if err != nil {
-		d := diagnose(ctx, err)
-		logRejected(log, "claim", d, err)
-		writeError(w, d)
-		return
+		return nil, err
 	}
-	log.Info("turn claimed", "ordinal", claim.Lease.Ordinal, "baseSequence", claim.BaseSequence,
-		"operation", lineage.Operation, "sessionCreated", claim.Created,
+	log.Info("turn claimed",
+		"ordinal", claim.Lease.Ordinal, "baseSequence", claim.BaseSequence,
+		"operation", sub.lineage.Operation, "sessionCreated", claim.Created,
 		"definitionId", claim.Session.DefinitionID)
+	return claim, nil
+}
 
-	runCtx := ctx
+// newRun returns the run of a claimed submission and the function that
+// releases its context. With checkpoints on, the run's context is
+// detached from the client's: a disconnect is not a stop, the turn runs to
+// its end (as on Lambda, where the invocation outlives its client) and a
+// client resumes it; only the deadline and POST /stop end it.
+func (h *handler) newRun(ctx context.Context, w http.ResponseWriter, r *http.Request, deadline time.Time, log *slog.Logger, sub *submission, claim *chat.Claim) (*run, context.CancelFunc) {
+	runCtx, cancelRun := ctx, context.CancelFunc(func() {})
 	if h.opts.CheckpointInterval > 0 {
-		// A disconnect is not a stop: the turn runs to its end (as on
-		// Lambda, where the invocation outlives its client) and a client
-		// resumes it. Only the deadline and POST /stop end it.
-		detached, cancelRun := context.WithDeadlineCause(context.WithoutCancel(r.Context()), deadline, errTurnDeadline)
-		defer cancelRun()
-		runCtx = detached
+		runCtx, cancelRun = context.WithDeadlineCause(context.WithoutCancel(r.Context()), deadline, errTurnDeadline)
 	}
+	claimedAt := h.opts.Now()
 	t := &run{
 		h:         h,
 		w:         w,
@@ -122,38 +181,72 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		deadline:  deadline,
 		log:       log,
 		claim:     claim,
-		sessionID: ev.SessionID,
-		turnID:    ev.TurnID,
-		lineage:   lineage,
-		inputHash: inputHash,
-		scope:     sc,
+		sessionID: sub.sessionID,
+		turnID:    sub.turnID,
+		lineage:   sub.lineage,
+		inputHash: sub.inputHash,
+		scope:     sub.scope,
 		createdAt: protocol.FormatTime(claimedAt),
 		startedAt: claimedAt,
 	}
-	t.user = userMessage(ev.TurnID, input, t.createdAt)
-	if decision != nil {
-		cf := claim.Decided()
-		if cf == nil {
-			t.failBeforeStream("decision", errDecisionMissing)
-			return
-		}
-		t.approvals.decided, t.approvals.approve = cf, decision.Approve
-		log.Info("confirmation claimed", "tool", cf.Action, "approve", decision.Approve, "parentTurnId", cf.TurnID)
-	}
-	t.serve(parent)
+	t.user = userMessage(sub.turnID, sub.input, t.createdAt)
+	return t, cancelRun
 }
 
-// authenticate runs the Authenticator on headers only, before any body
-// byte is read (docs/design.md §4, §7). On failure it writes the error response.
-func (h *handler) authenticate(ctx context.Context, w http.ResponseWriter, r *http.Request, log *slog.Logger) (chat.Principal, bool) {
-	p, err := h.opts.Authenticator.Authenticate(r.WithContext(ctx))
-	if err != nil {
-		d := diagnose(ctx, err)
-		logRejected(log, "authenticate", d, err)
-		writeError(w, d)
-		return chat.Principal{}, false
+// takeDecision gives a decision turn the confirmation its claim decided.
+// A claim without it (a store that broke its contract) fails the turn
+// before its stream and returns false.
+func (t *run) takeDecision(decision *chat.Decision) bool {
+	cf := t.claim.Decided()
+	if cf == nil {
+		t.failBeforeStream("decision", errDecisionMissing)
+		return false
 	}
-	return p, true
+	t.approvals.decided, t.approvals.approve = cf, decision.Approve
+	t.log.Info("confirmation claimed", "tool", cf.Action, "approve", decision.Approve, "parentTurnId", cf.TurnID)
+	return true
+}
+
+// acceptPost runs the checks every POST route starts with, in order:
+// method (405), media type (415), then authentication on the headers
+// only, before any body byte is read (401/403). On failure it returns the
+// step that failed.
+func (h *handler) acceptPost(ctx context.Context, w http.ResponseWriter, r *http.Request) (chat.Principal, string, error) {
+	if err := httpedge.RequireMethod(w, r, http.MethodPost); err != nil {
+		return chat.Principal{}, "method", err
+	}
+	if err := httpedge.RequireJSON(r); err != nil {
+		return chat.Principal{}, "content type", err
+	}
+	p, err := h.authenticate(ctx, r)
+	if err != nil {
+		return chat.Principal{}, "authenticate", err
+	}
+	return p, "", nil
+}
+
+// readBody reads a POST body under MaxBodyBytes (httpedge.ReadBody): 413
+// over it; a body that cannot be read (a broken connection, a function URL
+// body whose base64 does not decode: lambdaurl.Wrap decodes it while the
+// handler reads) is not valid JSON, 400 REQUEST_INVALID_JSON.
+func (h *handler) readBody(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	return httpedge.ReadBody(ctx, w, r, h.opts.MaxBodyBytes, httpedge.ErrInvalidJSON)
+}
+
+// authenticate runs the Authenticator on the request's headers only,
+// before any body byte is read (docs/design.md §4, §7).
+func (h *handler) authenticate(ctx context.Context, r *http.Request) (chat.Principal, error) {
+	return h.opts.Authenticator.Authenticate(r.WithContext(ctx))
+}
+
+// reject answers a request refused at step with the diagnostic of err
+// (httpedge.Diagnose) and logs it: internal failures at error level with
+// the error, client errors at info level without it (their text may name
+// request values).
+func reject(ctx context.Context, w http.ResponseWriter, log *slog.Logger, step string, err error) {
+	d := diagnose(ctx, err)
+	logRejected(log, step, d, err)
+	writeError(w, d)
 }
 
 // logRejected logs a request rejected at step; internal failures at error
@@ -167,88 +260,45 @@ func logRejected(log *slog.Logger, step string, d protocol.Diagnostic, err error
 	log.Info("request rejected", "step", step, "code", d.Code)
 }
 
-// isJSONContentType reports whether the lower-cased Content-Type starts
-// with application/json; a missing one does not (docs/protocol.md §9 step 3).
-func isJSONContentType(r *http.Request) bool {
-	return strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/json")
-}
-
 // parseScope reads SnapshotScopeHeader: absent or "session" is
 // scopeSession, "turn" scopeTurn (case-insensitive, surrounding spaces
-// ignored); anything else, a repeated header included, is invalid.
-func parseScope(values []string) (scope, bool) {
+// ignored); anything else, a repeated header included, is
+// httpedge.ErrInvalidHeader.
+func parseScope(values []string) (scope, error) {
 	switch len(values) {
 	case 0:
-		return scopeSession, true
+		return scopeSession, nil
 	case 1:
 	default:
-		return 0, false
+		return 0, fmt.Errorf("%w: %s repeated", httpedge.ErrInvalidHeader, SnapshotScopeHeader)
 	}
 	switch v := strings.TrimSpace(values[0]); {
 	case strings.EqualFold(v, "session"):
-		return scopeSession, true
+		return scopeSession, nil
 	case strings.EqualFold(v, "turn"):
-		return scopeTurn, true
+		return scopeTurn, nil
 	}
-	return 0, false
+	return 0, fmt.Errorf("%w: %s", httpedge.ErrInvalidHeader, SnapshotScopeHeader)
 }
 
-// readBody reads the body under the MaxBodyBytes cap (docs/protocol.md §9
-// step 5): a declared Content-Length above the cap is 413 without
-// reading; a body that passes the cap while read is 413 too. Function URL
-// bodies flagged isBase64Encoded arrive decoded: lambdaurl.Wrap wraps them
-// in a base64 decoder before the handler runs (aws-lambda-go v1.55.1
-// lambdaurl/http_handler.go), so the cap applies to decoded bytes.
-func (h *handler) readBody(ctx context.Context, w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	limit := h.opts.MaxBodyBytes
-	if r.ContentLength > limit {
-		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestTooLarge))
-		return nil, false
-	}
-	if r.Body == nil {
-		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestInvalidJSON))
-		return nil, false
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
-			writeError(w, protocol.NewDiagnostic(protocol.CodeRequestTooLarge))
-		default:
-			// A body that cannot be read (a broken connection, invalid
-			// base64 from a function URL) is not valid JSON, unless the
-			// request itself ended.
-			if d, ok := contextDiagnostic(ctx); ok {
-				writeError(w, d)
-			} else {
-				writeError(w, protocol.NewDiagnostic(protocol.CodeRequestInvalidJSON))
-			}
-		}
-		return nil, false
-	}
-	return body, true
-}
-
-// decodeSubmit parses body as JSON (400 REQUEST_INVALID_JSON when empty
-// or invalid) and decodes it as a client.turn.submit event (400
-// REQUEST_INVALID_EVENT for any decoder failure or another event kind;
-// the decoder's own code is not exposed, docs/protocol.md §9 step 6). A body
-// that is a JSON string holding an event is rejected, not decoded twice
-// (docs/design.md §2, unlike the reference's quirk).
-func decodeSubmit(body []byte) (*protocol.Event, *protocol.Diagnostic) {
+// decodeSubmit parses body as JSON (httpedge.ErrInvalidJSON when empty or
+// invalid: 400 REQUEST_INVALID_JSON) and decodes it as a client.turn.submit
+// event (httpedge.ErrInvalidEvent for any decoder failure or another event
+// kind: 400 REQUEST_INVALID_EVENT; the decoder's own code is not exposed,
+// docs/protocol.md §9 step 6). A body that is a JSON string holding an
+// event is rejected, not decoded twice (docs/design.md §2, unlike the
+// reference's quirk).
+func decodeSubmit(body []byte) (*protocol.Event, error) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	if len(trimmed) == 0 || !json.Valid(trimmed) {
-		d := protocol.NewDiagnostic(protocol.CodeRequestInvalidJSON)
-		return nil, &d
+		return nil, httpedge.ErrInvalidJSON
 	}
-	invalid := protocol.NewDiagnostic(protocol.CodeRequestInvalidEvent)
 	if trimmed[0] != '{' {
-		return nil, &invalid
+		return nil, httpedge.ErrInvalidEvent
 	}
 	ev, d := protocol.DecodeTurnEvent(body)
 	if d != nil || ev == nil || ev.Kind != protocol.EventSubmit || ev.Submit == nil {
-		return nil, &invalid
+		return nil, httpedge.ErrInvalidEvent
 	}
 	return ev, nil
 }
@@ -257,17 +307,17 @@ func decodeSubmit(body []byte) (*protocol.Event, *protocol.Diagnostic) {
 // turn (docs/design.md §5): the parent must be a visible (not superseded) saved
 // turn of this session, sourceMessageId one of its messages, and a retry
 // or regenerate must repeat the parent's input (same HashInput). Any
-// mismatch is errLineage; store errors are returned as they are.
+// mismatch is httpedge.ErrLineageInvalid; store errors are returned as they are.
 func (h *handler) checkLineage(ctx context.Context, sessionID string, p chat.Principal, l protocol.Lineage, inputHash string) (*chat.Turn, error) {
 	parent, err := h.opts.Store.FindTurn(ctx, sessionID, l.ParentTurnID, p)
 	if errors.Is(err, chat.ErrTurnNotFound) {
-		return nil, errLineage
+		return nil, httpedge.ErrLineageInvalid
 	}
 	if err != nil {
 		return nil, err
 	}
 	if parent.Superseded || parent.Status == chat.TurnRunning {
-		return nil, errLineage
+		return nil, httpedge.ErrLineageInvalid
 	}
 	found := false
 	for _, m := range parent.Messages {
@@ -277,10 +327,10 @@ func (h *handler) checkLineage(ctx context.Context, sessionID string, p chat.Pri
 		}
 	}
 	if !found {
-		return nil, errLineage
+		return nil, httpedge.ErrLineageInvalid
 	}
 	if l.Operation != protocol.OperationEdit && parent.InputHash != inputHash {
-		return nil, errLineage
+		return nil, httpedge.ErrLineageInvalid
 	}
 	return parent, nil
 }
