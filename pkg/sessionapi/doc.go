@@ -21,7 +21,9 @@
 // Every response is JSON with "cache-control: no-store". Errors use
 // AgentsKit's HTTP error shape {"error":{"version":1,"code","message",
 // "retryable"}} with fixed messages; domain and request errors are mapped to
-// codes and statuses in one table (errorTable), and neither request input
+// codes and statuses in the one table of the HTTP edge shared with the turn
+// function (pkg/httpedge, which also holds the media-type rule and the
+// body cap), and neither request input
 // nor the text of an internal error ever reaches a client. Each request is
 // logged once as JSON (log/slog) with the Lambda request id, the route and
 // the session id; message text is never logged.

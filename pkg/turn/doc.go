@@ -11,7 +11,8 @@
 // session's lease (404/409/422), supersession of replaced turns and the
 // context load. Nothing, not a model call nor a tool call, happens before
 // the claim succeeds. Every failure before the stream is one JSON error
-// body, mapped from domain errors in one table.
+// body, mapped from domain errors in one table: the HTTP edge shared with
+// the history and artifacts handlers (pkg/httpedge).
 //
 // After the claim the response is a 200 NDJSON stream of complete
 // snapshots (docs/design.md §3), numbered from the sequence the claim reserved,
@@ -60,7 +61,8 @@
 // {"error":{"version":1,"code","message","retryable"}}, fixed messages):
 //
 //	405 REQUEST_METHOD_NOT_ALLOWED      not POST (Allow: POST)
-//	415 REQUEST_UNSUPPORTED_MEDIA_TYPE  Content-Type not application/json*
+//	415 REQUEST_UNSUPPORTED_MEDIA_TYPE  Content-Type not the media type application/json
+//	                                    (any case, any parameters; httpedge.IsJSONMediaType)
 //	401 REQUEST_UNAUTHENTICATED         403 REQUEST_FORBIDDEN
 //	400 REQUEST_INVALID_HEADER          X-Turnstream-Snapshot-Scope not session|turn
 //	413 REQUEST_TOO_LARGE               declared or read body over MaxBodyBytes
