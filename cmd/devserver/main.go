@@ -20,7 +20,7 @@
 // TABLE_NAME is created when absent, also when it vanishes while the
 // server runs (see newStore). The model is the offline echo model;
 // definitions come from pkg/config as in the turn function
-// (definition.FromConfig), and the demo tool workspace_note is registered
+// (definition.Load), and the demo tool workspace_note is registered
 // and, unless MODEL_TOOLS or DEFINITIONS_FILE is set, offered by the
 // default definition, so that "/note <title>: <body>" makes the echo
 // model call it (pkg/model/echo): the turn's snapshots show the tool call
@@ -235,7 +235,7 @@ func newHandler(cfg config.Config, store chat.Store, authn auth.Authenticator, h
 			return nil, fmt.Errorf("tools: %w", err)
 		}
 	}
-	defs, err := definition.FromConfig(cfg.Model, os.ReadFile, reg.Has)
+	defs, err := definition.Load(cfg.Model.Definitions(), os.ReadFile, reg.Has)
 	if err != nil {
 		return nil, fmt.Errorf("definitions: %w", err)
 	}

@@ -2,7 +2,7 @@
 // turn, streamed NDJSON snapshots), POST /stop and GET /capabilities behind
 // a Lambda function URL in RESPONSE_STREAM mode. It is wiring only:
 // config.FromEnv -> DynamoDB store -> tool registry (the demo tool
-// workspace_note) -> definitions (definition.FromConfig) -> the model
+// workspace_note) -> definitions (definition.Load) -> the model
 // providers the definitions name (echo; bedrock through the AWS default
 // credential chain in AWS_REGION; openai at OPENAI_BASE_URL with
 // OPENAI_API_KEY) -> authenticator -> turn.NewHandler -> lambdaurl.Start.
@@ -71,7 +71,7 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (ht
 	if err != nil {
 		return nil, err
 	}
-	defs, err := definition.FromConfig(cfg.Model, os.ReadFile, reg.Has)
+	defs, err := definition.Load(cfg.Model.Definitions(), os.ReadFile, reg.Has)
 	if err != nil {
 		return nil, fmt.Errorf("definitions: %w", err)
 	}

@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/config"
 )
 
 // Sentinel errors of Authenticate. Handlers map them with errors.Is; the
@@ -44,7 +43,7 @@ const (
 	// MaxTokenBytes bounds a bearer JWT; longer ones are rejected unparsed.
 	MaxTokenBytes = 16 << 10
 	// DevTenant is the Tenant of every dev-mode principal.
-	DevTenant = config.DevTenant
+	DevTenant = "dev"
 	// DevDefaultSubject is the dev-mode Subject when no Authorization
 	// header is sent.
 	DevDefaultSubject = "local"
@@ -96,15 +95,15 @@ func WithJWKSRefresh(minInterval, maxAge time.Duration) Option {
 	return func(o *options) { o.minRefresh, o.maxAge = minInterval, maxAge }
 }
 
-// New returns the Authenticator of cfg.Mode (config.AuthDev, AuthJWT or
-// AuthIAM). It fails when the mode is unknown, when dev mode is asked for
+// New returns the Authenticator of cfg.Mode (ModeDev, ModeJWT or
+// ModeIAM). It fails when the mode is unknown, when dev mode is asked for
 // on Lambda (AWS_LAMBDA_FUNCTION_NAME set), when jwt settings are missing,
 // when the trusted principal is incomplete or impossible
-// (config.AuthConfig.TrustedPrincipal), or when the first JWKS fetch fails
+// (Config.TrustedPrincipal), or when the first JWKS fetch fails
 // (ctx bounds it), so that a misconfigured function fails at start rather
 // than on every request. A principal is Trusted exactly when its Tenant
 // and Subject are both those of cfg.TrustedPrincipal.
-func New(ctx context.Context, cfg config.AuthConfig, opts ...Option) (Authenticator, error) {
+func New(ctx context.Context, cfg Config, opts ...Option) (Authenticator, error) {
 	o := options{
 		lookupEnv:  os.LookupEnv,
 		httpClient: &http.Client{Timeout: 10 * time.Second},
@@ -117,28 +116,28 @@ func New(ctx context.Context, cfg config.AuthConfig, opts ...Option) (Authentica
 	}
 	var trusted trust
 	switch cfg.Mode {
-	case config.AuthDev, config.AuthIAM, config.AuthJWT:
+	case ModeDev, ModeIAM, ModeJWT:
 		var err error
 		if trusted.tenant, trusted.subject, _, err = cfg.TrustedPrincipal(); err != nil {
 			return nil, fmt.Errorf("auth: %w", err)
 		}
 	}
 	switch cfg.Mode {
-	case config.AuthDev:
+	case ModeDev:
 		if v, ok := o.lookupEnv("AWS_LAMBDA_FUNCTION_NAME"); ok && v != "" {
 			return nil, errors.New("auth: AUTH_MODE dev refused on Lambda (AWS_LAMBDA_FUNCTION_NAME is set)")
 		}
 		return devAuthenticator{trusted: trusted}, nil
-	case config.AuthIAM:
+	case ModeIAM:
 		return iamAuthenticator{trusted: trusted}, nil
-	case config.AuthJWT:
+	case ModeJWT:
 		a, err := newJWT(ctx, cfg, trusted, o)
 		if err != nil {
 			return nil, err // never a typed nil in the interface
 		}
 		return a, nil
 	}
-	return nil, fmt.Errorf("auth: unknown AUTH_MODE (want %s, %s or %s)", config.AuthDev, config.AuthJWT, config.AuthIAM)
+	return nil, fmt.Errorf("auth: unknown AUTH_MODE (want %s, %s or %s)", ModeDev, ModeJWT, ModeIAM)
 }
 
 // unauthenticated wraps ErrUnauthenticated with a fixed reason.
@@ -178,8 +177,8 @@ func validIdentity(s string) bool {
 	return strings.IndexFunc(s, unicode.IsControl) < 0
 }
 
-// trust is the configured trusted principal (config.AuthConfig
-// TrustedPrincipal); the zero value trusts nobody.
+// trust is the configured trusted principal (Config.TrustedPrincipal);
+// the zero value trusts nobody.
 type trust struct{ tenant, subject string }
 
 // of reports whether a principal with tenant and subject is the trusted

@@ -2,7 +2,7 @@
 // request headers and the request context only, before any body byte is
 // read (docs/design.md §4, §7).
 //
-// New builds the Authenticator of a config.AuthConfig mode:
+// New builds the Authenticator of a Config mode:
 //
 //   - dev: "Authorization: Bearer dev.<subject>" names the principal; no
 //     Authorization header means subject "local". Tenant is "dev". For
@@ -21,7 +21,7 @@
 //
 // In every mode a principal is Trusted (may write artifact references of
 // sessions of its own tenant) exactly when its Tenant and Subject both
-// equal config.AuthConfig.TrustedPrincipal's: trust is bound to the whole
+// equal Config.TrustedPrincipal's: trust is bound to the whole
 // principal, so the trusted subject of one tenant is an ordinary
 // principal in another (docs/security.md). Authenticate returns errors wrapping
 // ErrUnauthenticated (HTTP 401) or ErrForbidden (HTTP 403); the wrapped

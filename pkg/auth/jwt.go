@@ -14,7 +14,6 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/lestrrat-go/jwx/v3/jwt"
 	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/config"
 )
 
 // maxJWKSBytes bounds a JWKS response body.
@@ -41,7 +40,7 @@ type jwtAuthenticator struct {
 	keys             *keyCache
 }
 
-func newJWT(ctx context.Context, cfg config.AuthConfig, trusted trust, o options) (*jwtAuthenticator, error) {
+func newJWT(ctx context.Context, cfg Config, trusted trust, o options) (*jwtAuthenticator, error) {
 	switch {
 	case cfg.JWKSURL == "":
 		return nil, errors.New("auth: jwt mode needs JWT_JWKS_URL")

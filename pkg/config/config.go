@@ -13,28 +13,33 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/auth"
+	"github.com/turnstream/turnstream/pkg/definition"
+	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// Authentication modes of AUTH_MODE (docs/design.md §7).
+// Authentication modes of AUTH_MODE (docs/design.md §7), owned by
+// pkg/auth.
 const (
 	// AuthDev names the principal from "Authorization: Bearer dev.<subject>";
 	// local only (pkg/auth refuses it on Lambda).
-	AuthDev = "dev"
+	AuthDev = auth.ModeDev
 	// AuthJWT verifies a bearer JWT against a JWKS URL, issuer and audience.
-	AuthJWT = "jwt"
+	AuthJWT = auth.ModeJWT
 	// AuthIAM takes the caller from a function URL with AuthType AWS_IAM.
-	AuthIAM = "iam"
+	AuthIAM = auth.ModeIAM
 )
 
-// Model providers of MODEL_PROVIDER (docs/design.md §8).
+// Model providers of MODEL_PROVIDER (docs/design.md §8), owned by
+// pkg/definition.
 const (
 	// ProviderEcho is the deterministic offline model (pkg/model/echo).
-	ProviderEcho = "echo"
+	ProviderEcho = definition.ProviderEcho
 	// ProviderBedrock is Amazon Bedrock ConverseStream.
-	ProviderBedrock = "bedrock"
+	ProviderBedrock = definition.ProviderBedrock
 	// ProviderOpenAI is an OpenAI-compatible streaming chat completions API.
-	ProviderOpenAI = "openai"
+	ProviderOpenAI = definition.ProviderOpenAI
 )
 
 // Limits enforced by FromLookup.
@@ -148,112 +153,14 @@ type Config struct {
 	Model ModelConfig
 }
 
-// AuthConfig configures pkg/auth (docs/design.md §7).
-type AuthConfig struct {
-	// Mode is AuthDev, AuthJWT or AuthIAM (AUTH_MODE, default "dev").
-	Mode string
-	// JWKSURL is the JSON Web Key Set URL (JWT_JWKS_URL); required in jwt
-	// mode; https, or http only for a loopback host (local tests).
-	JWKSURL string
-	// Issuer is the required "iss" claim (JWT_ISSUER); required in jwt mode.
-	Issuer string
-	// Audience is the required "aud" value (JWT_AUDIENCE); required in jwt
-	// mode.
-	Audience string
-	// ClockSkew is the tolerance for exp, nbf and iat (JWT_CLOCK_SKEW,
-	// default 60 s, 0..5 min).
-	ClockSkew time.Duration
-	// TenantClaim names the string claim that becomes the principal's
-	// tenant in jwt mode (JWT_TENANT_CLAIM, default "iss").
-	TenantClaim string
-	// TrustedSubject is the subject of the trusted host principal that may
-	// write artifact references (ARTIFACTS_TRUSTED_SUBJECT; default "host"
-	// in dev mode, none otherwise; docs/design.md §6-7). Trust is bound to the
-	// whole principal, TrustedSubject and TrustedTenant: see
-	// TrustedPrincipal.
-	TrustedSubject string
-	// TrustedTenant is the tenant of the trusted host principal
-	// (ARTIFACTS_TRUSTED_TENANT). Empty means the one tenant the mode
-	// allows for TrustedSubject where there is one (see TrustedPrincipal);
-	// in jwt mode with a JWT_TENANT_CLAIM other than iss it is required.
-	TrustedTenant string
-}
+// AuthConfig configures pkg/auth (docs/design.md §7): it is auth.Config,
+// which FromLookup fills from AUTH_MODE, JWT_JWKS_URL, JWT_ISSUER,
+// JWT_AUDIENCE, JWT_CLOCK_SKEW, JWT_TENANT_CLAIM,
+// ARTIFACTS_TRUSTED_SUBJECT and ARTIFACTS_TRUSTED_TENANT.
+type AuthConfig = auth.Config
 
-// DevTenant is the tenant of every dev-mode principal.
-const DevTenant = "dev"
-
-// TrustedPrincipal returns the tenant and subject of the trusted host
-// principal, the only principal that may write artifact references, and
-// only those of sessions of its own tenant (a trusted writer never crosses
-// tenants). A principal is trusted when both its Subject and its Tenant
-// equal these. ok is false when none is configured (TrustedSubject empty).
-// The tenant is TrustedTenant, or when that is empty:
-//
-//   - dev mode: DevTenant (every dev principal has it);
-//   - iam mode: the account id of the ARN in TrustedSubject (an IAM
-//     principal's tenant is its account, which its ARN names);
-//   - jwt mode with JWT_TENANT_CLAIM iss (the default): Issuer (the only
-//     issuer accepted, hence every principal's tenant);
-//   - jwt mode with another tenant claim: none; this is an error, since a
-//     subject alone would be trusted in every tenant.
-//
-// The error names the variable to fix: ARTIFACTS_TRUSTED_TENANT when it
-// is missing, set without a subject, or set to a tenant no principal of
-// the mode can have; ARTIFACTS_TRUSTED_SUBJECT when in iam mode it is not
-// an ARN with an account id.
-func (a AuthConfig) TrustedPrincipal() (tenant, subject string, ok bool, err error) {
-	if a.TrustedSubject == "" {
-		if a.TrustedTenant != "" {
-			return "", "", false, errors.New("ARTIFACTS_TRUSTED_TENANT: set without ARTIFACTS_TRUSTED_SUBJECT")
-		}
-		return "", "", false, nil
-	}
-	var implied string // the only tenant the mode allows, "" when many
-	switch a.Mode {
-	case AuthDev:
-		implied = DevTenant
-	case AuthIAM:
-		account, found := arnAccount(a.TrustedSubject)
-		if !found {
-			return "", "", false, errors.New("ARTIFACTS_TRUSTED_SUBJECT: in iam mode, want the trusted writer's IAM ARN (arn:<partition>:<service>::<account id>:<resource>)")
-		}
-		implied = account
-	case AuthJWT:
-		if a.TenantClaim == "" || a.TenantClaim == "iss" {
-			if a.Issuer == "" {
-				return "", "", false, nil // JWT_ISSUER is reported missing
-			}
-			implied = a.Issuer
-		}
-	default:
-		return "", "", false, nil // AUTH_MODE is reported invalid
-	}
-	switch {
-	case a.TrustedTenant == "" && implied == "":
-		return "", "", false, errors.New("ARTIFACTS_TRUSTED_TENANT: required when ARTIFACTS_TRUSTED_SUBJECT is set and JWT_TENANT_CLAIM is not iss (the trusted principal is a tenant and a subject)")
-	case a.TrustedTenant == "":
-		return implied, a.TrustedSubject, true, nil
-	case implied != "" && a.TrustedTenant != implied:
-		return "", "", false, fmt.Errorf("ARTIFACTS_TRUSTED_TENANT: no %s-mode principal with subject ARTIFACTS_TRUSTED_SUBJECT has this tenant; leave it empty", a.Mode)
-	}
-	return a.TrustedTenant, a.TrustedSubject, true, nil
-}
-
-// arnAccount returns the account id field of an ARN
-// (arn:partition:service:region:account-id:resource), which must be 12
-// digits.
-func arnAccount(arn string) (string, bool) {
-	f := strings.SplitN(arn, ":", 6)
-	if len(f) != 6 || f[0] != "arn" || f[1] == "" || f[2] == "" || f[5] == "" || len(f[4]) != 12 {
-		return "", false
-	}
-	for _, c := range f[4] {
-		if c < '0' || c > '9' {
-			return "", false
-		}
-	}
-	return f[4], true
-}
+// DevTenant is the tenant of every dev-mode principal (auth.DevTenant).
+const DevTenant = auth.DevTenant
 
 // ModelConfig configures the model provider and the default definition
 // (docs/design.md §8).
@@ -312,13 +219,30 @@ type ModelConfig struct {
 	DefinitionsFile string
 }
 
-// Limits of the model settings.
+// Limits of the model settings, owned by pkg/definition.
 const (
-	// MaxModelSteps is the largest MODEL_MAX_STEPS.
-	MaxModelSteps = 64
-	// MaxModelTokens is the largest MODEL_MAX_TOKENS.
-	MaxModelTokens = 1_000_000
+	// MaxModelSteps is the largest MODEL_MAX_STEPS (definition.MaxSteps).
+	MaxModelSteps = definition.MaxSteps
+	// MaxModelTokens is the largest MODEL_MAX_TOKENS (definition.MaxTokens).
+	MaxModelTokens = definition.MaxTokens
 )
+
+// Definitions returns where the process's definitions come from, for
+// definition.Load: the DEFINITIONS_FILE, or the single definition of the
+// other fields (DEFINITION_ID, DEFINITION_REVISION, SYSTEM_PROMPT,
+// MODEL_PROVIDER, MODEL_ID, MODEL_TOOLS, MODEL_MAX_STEPS,
+// MODEL_MAX_TOKENS).
+func (m ModelConfig) Definitions() definition.Config {
+	return definition.Config{
+		File:      m.DefinitionsFile,
+		DefaultID: m.DefinitionID,
+		Single: definition.Definition{
+			ID: m.DefinitionID, Revision: m.DefinitionRevision, SystemPrompt: m.SystemPrompt,
+			Provider: m.Provider, ModelID: m.ModelID, Tools: m.Tools, ApprovalTools: m.ApprovalTools,
+			Limits: definition.Limits{MaxSteps: m.MaxSteps, MaxTokens: m.MaxTokens},
+		},
+	}
+}
 
 // Variables is the sorted list of every variable FromLookup reads that a
 // deployment sets (a SAM template test checks the template sets each one).
@@ -434,7 +358,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 		p.fail("CHECKPOINT_INTERVAL", "out of range (want 0 to turn checkpoints off, or 100ms..1m0s)")
 	}
 	c.ResumePollInterval = p.duration("RESUME_POLL_INTERVAL", 250*time.Millisecond, 10*time.Millisecond, 500*time.Millisecond)
-	c.MaxBodyBytes = p.integer("MAX_BODY_BYTES", 65536, 1, MaxBodyBytesLimit)
+	c.MaxBodyBytes = p.integer("MAX_BODY_BYTES", httpedge.DefaultMaxBodyBytes, 1, MaxBodyBytesLimit)
 
 	if s := p.str("CURSOR_SECRET", ""); s != "" {
 		if len(s) < MinCursorSecretBytes {
@@ -548,7 +472,7 @@ func (p *parser) model() ModelConfig {
 	}
 	m.DefinitionRevision = p.integer("DEFINITION_REVISION", 1, 1, 1<<53-1)
 	m.Tools, m.ApprovalTools = p.toolNames("MODEL_TOOLS")
-	m.MaxSteps = int(p.integer("MODEL_MAX_STEPS", 8, 1, MaxModelSteps))
+	m.MaxSteps = int(p.integer("MODEL_MAX_STEPS", definition.DefaultMaxSteps, 1, MaxModelSteps))
 	m.MaxTokens = int(p.integer("MODEL_MAX_TOKENS", 0, 0, MaxModelTokens))
 	m.DefinitionsFile = p.str("DEFINITIONS_FILE", "")
 	return m

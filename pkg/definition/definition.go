@@ -2,11 +2,13 @@
 // revision, system prompt, provider, model id, tools and limits (docs/design.md
 // §8), from configuration only.
 //
-// Definitions come from a JSON file (config DEFINITIONS_FILE, see Parse)
-// or, without one, from the environment: one definition built from the
-// config.ModelConfig fields (DEFINITION_ID, DEFINITION_REVISION,
-// SYSTEM_PROMPT, MODEL_PROVIDER, MODEL_ID, MODEL_TOOLS, MODEL_MAX_STEPS,
-// MODEL_MAX_TOKENS). They are loaded once per process.
+// Definitions come from a JSON file (Config.File, DEFINITIONS_FILE in
+// pkg/config; see Parse) or, without one, from one definition given
+// field by field (Config.Single, which pkg/config builds from
+// DEFINITION_ID, DEFINITION_REVISION, SYSTEM_PROMPT, MODEL_PROVIDER,
+// MODEL_ID, MODEL_TOOLS, MODEL_MAX_STEPS and MODEL_MAX_TOKENS). They are
+// loaded once per process (Load). This package owns the definition's
+// rules and limits; pkg/config refers to them.
 //
 // A session keeps its definition id for life (the session envelope's
 // definitionId, docs/protocol.md §8); a new session gets the default
@@ -24,18 +26,30 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// Model providers a definition may name (Definition.Provider; pkg/config
+// MODEL_PROVIDER).
+const (
+	// ProviderEcho is the deterministic offline model (pkg/model/echo).
+	ProviderEcho = "echo"
+	// ProviderBedrock is Amazon Bedrock ConverseStream.
+	ProviderBedrock = "bedrock"
+	// ProviderOpenAI is an OpenAI-compatible streaming chat completions API.
+	ProviderOpenAI = "openai"
 )
 
 // Limits of a definition.
 const (
 	// DefaultMaxSteps is limits.maxSteps when absent.
 	DefaultMaxSteps = 8
-	// MaxSteps is the largest limits.maxSteps (config.MaxModelSteps).
-	MaxSteps = config.MaxModelSteps
-	// MaxTokens is the largest limits.maxTokens (config.MaxModelTokens).
-	MaxTokens = config.MaxModelTokens
+	// MaxSteps is the largest limits.maxSteps: at most 64 model calls in
+	// one turn.
+	MaxSteps = 64
+	// MaxTokens is the largest limits.maxTokens: 1,000,000 tokens of one
+	// model call's completion.
+	MaxTokens = 1_000_000
 	// MaxRevision is the largest revision: 2^53-1 (docs/protocol.md §1
 	// integers).
 	MaxRevision = 1<<53 - 1
@@ -55,9 +69,9 @@ const (
 // window is the system prompt, the new input, tool results and the
 // answer). The echo model has no window: its budget only bounds the load.
 var DefaultContextTokens = map[string]int{
-	config.ProviderEcho:    100_000,
-	config.ProviderBedrock: 100_000,
-	config.ProviderOpenAI:  60_000,
+	ProviderEcho:    100_000,
+	ProviderBedrock: 100_000,
+	ProviderOpenAI:  60_000,
 }
 
 // Errors.
@@ -66,7 +80,7 @@ var (
 	// definition has (for example a session whose definition was removed
 	// from the configuration).
 	ErrUnknownDefinition = errors.New("definition: unknown definition id")
-	// ErrInvalid is wrapped by Parse, New and FromConfig; the wrapping
+	// ErrInvalid is wrapped by Parse, New and Load; the wrapping
 	// error names the field at fault (for example
 	// "definitions[2].modelId"), never its value.
 	ErrInvalid = errors.New("definition: invalid definitions")
@@ -80,7 +94,7 @@ type Definition struct {
 	Revision int64
 	// SystemPrompt is model.Request.System; may be empty.
 	SystemPrompt string
-	// Provider is config.ProviderEcho, ProviderBedrock or ProviderOpenAI.
+	// Provider is ProviderEcho, ProviderBedrock or ProviderOpenAI.
 	Provider string
 	// ModelID is model.Request.ModelID; required for bedrock and openai.
 	ModelID string
@@ -274,8 +288,8 @@ func New(defs []Definition, defaultID string, knownTool func(name string) bool) 
 			return nil, fmt.Errorf("%w: %s: want an integer 1..2^53-1", ErrInvalid, field("revision"))
 		}
 		switch d.Provider {
-		case config.ProviderEcho:
-		case config.ProviderBedrock, config.ProviderOpenAI:
+		case ProviderEcho:
+		case ProviderBedrock, ProviderOpenAI:
 			if strings.TrimSpace(d.ModelID) == "" {
 				return nil, fmt.Errorf("%w: %s: required when provider is %s", ErrInvalid, field("modelId"), d.Provider)
 			}
@@ -325,25 +339,37 @@ func New(defs []Definition, defaultID string, knownTool func(name string) bool) 
 	return r, nil
 }
 
-// FromConfig builds the process's Resolver from m: with m.DefinitionsFile
-// set, the file read with readFile (os.ReadFile) and parsed with Parse,
-// default m.DefinitionID; otherwise the single definition of m's fields.
-// Errors wrap ErrInvalid and start with "DEFINITIONS_FILE" when the file
-// is at fault, or name the variable (for example MODEL_TOOLS).
-func FromConfig(m config.ModelConfig, readFile func(string) ([]byte, error), knownTool func(name string) bool) (*Resolver, error) {
-	if m.DefinitionsFile == "" {
-		d := Definition{
-			ID: m.DefinitionID, Revision: m.DefinitionRevision, SystemPrompt: m.SystemPrompt,
-			Provider: m.Provider, ModelID: m.ModelID, Tools: m.Tools, ApprovalTools: m.ApprovalTools,
-			Limits: Limits{MaxSteps: m.MaxSteps, MaxTokens: m.MaxTokens},
-		}
-		r, err := New([]Definition{d}, m.DefinitionID, knownTool)
+// Config says where a process's definitions come from. pkg/config builds
+// it from the environment (config.ModelConfig.Definitions).
+type Config struct {
+	// File is the path of a JSON definitions file (see Parse); empty means
+	// the single definition Single.
+	File string
+	// DefaultID is the id of the definition new sessions get; with File
+	// empty it is Single's id.
+	DefaultID string
+	// Single is the one definition used when File is empty; its ID is
+	// DefaultID.
+	Single Definition
+}
+
+// Load builds the process's Resolver from c: with c.File set, the file
+// read with readFile (os.ReadFile) and parsed with Parse, default
+// c.DefaultID; otherwise the single definition c.Single. knownTool is as
+// for New. Errors wrap ErrInvalid and start with "DEFINITIONS_FILE" when
+// the file is at fault, or name the environment variable that gives the
+// field at fault (for example MODEL_TOOLS).
+func Load(c Config, readFile func(string) ([]byte, error), knownTool func(name string) bool) (*Resolver, error) {
+	if c.File == "" {
+		d := c.Single
+		d.ID = c.DefaultID
+		r, err := New([]Definition{d}, c.DefaultID, knownTool)
 		if err != nil {
 			return nil, fmt.Errorf("%w (from %s)", err, envNames(err))
 		}
 		return r, nil
 	}
-	data, err := readFile(m.DefinitionsFile)
+	data, err := readFile(c.File)
 	if err != nil {
 		return nil, fmt.Errorf("%w: DEFINITIONS_FILE: cannot read the file: %w", ErrInvalid, err)
 	}
@@ -351,7 +377,7 @@ func FromConfig(m config.ModelConfig, readFile func(string) ([]byte, error), kno
 	if err != nil {
 		return nil, fmt.Errorf("DEFINITIONS_FILE: %w", err)
 	}
-	r, err := New(defs, m.DefinitionID, knownTool)
+	r, err := New(defs, c.DefaultID, knownTool)
 	if err != nil {
 		return nil, fmt.Errorf("DEFINITIONS_FILE: %w", err)
 	}

@@ -189,7 +189,7 @@ func TestNewInvalid(t *testing.T) {
 	}
 }
 
-func TestFromConfig(t *testing.T) {
+func TestLoad(t *testing.T) {
 	files := map[string][]byte{"/defs.json": []byte(goodFile), "/bad.json": []byte(`[{"id":"a"}]`)}
 	readFile := func(p string) ([]byte, error) {
 		if b, ok := files[p]; ok {
@@ -201,9 +201,9 @@ func TestFromConfig(t *testing.T) {
 		Tools: []string{"workspace_note"}, MaxSteps: 3, MaxTokens: 100}
 	withEnv := func(f func(*config.ModelConfig)) config.ModelConfig { m := env; f(&m); return m }
 	t.Run("single definition from the environment", func(t *testing.T) {
-		r, err := definition.FromConfig(env, readFile, known("workspace_note"))
+		r, err := definition.Load(env.Definitions(), readFile, known("workspace_note"))
 		if err != nil {
-			t.Fatalf("FromConfig: %v", err)
+			t.Fatalf("Load: %v", err)
 		}
 		want := definition.Definition{ID: "default", Revision: 5, SystemPrompt: "Hi.", Provider: "bedrock", ModelID: "anthropic.x",
 			Tools: []string{"workspace_note"}, Limits: definition.Limits{MaxSteps: 3, MaxTokens: 100}}
@@ -212,9 +212,9 @@ func TestFromConfig(t *testing.T) {
 		}
 	})
 	t.Run("file", func(t *testing.T) {
-		r, err := definition.FromConfig(withEnv(func(m *config.ModelConfig) { m.DefinitionsFile = "/defs.json"; m.DefinitionID = "support.v2" }), readFile, known("workspace_note"))
+		r, err := definition.Load(withEnv(func(m *config.ModelConfig) { m.DefinitionsFile = "/defs.json"; m.DefinitionID = "support.v2" }).Definitions(), readFile, known("workspace_note"))
 		if err != nil {
-			t.Fatalf("FromConfig: %v", err)
+			t.Fatalf("Load: %v", err)
 		}
 		if d := r.Default(); d.ID != "support.v2" || d.Revision != 12 {
 			t.Errorf("Default = %+v", d)
@@ -234,9 +234,9 @@ func TestFromConfig(t *testing.T) {
 	}
 	for name, tc := range errs {
 		t.Run(name, func(t *testing.T) {
-			_, err := definition.FromConfig(tc.m, readFile, known("workspace_note"))
+			_, err := definition.Load(tc.m.Definitions(), readFile, known("workspace_note"))
 			if !errors.Is(err, definition.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("FromConfig = %v, want ErrInvalid containing %q", err, tc.want)
+				t.Fatalf("Load = %v, want ErrInvalid containing %q", err, tc.want)
 			}
 		})
 	}
@@ -258,7 +258,7 @@ func TestApprovalTools(t *testing.T) {
 	}
 	m := config.ModelConfig{Provider: "echo", DefinitionID: "default", DefinitionRevision: 1, MaxSteps: 2,
 		Tools: []string{"note_delete"}, ApprovalTools: []string{"note_delete"}}
-	r, err = definition.FromConfig(m, nil, known("note_delete"))
+	r, err = definition.Load(m.Definitions(), nil, known("note_delete"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,21 +4,22 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/tool"
 )
 
 // A main resolves definitions once at start; each turn resolves its
 // session's definition id ("" for a new session).
-func ExampleFromConfig() {
+func ExampleLoad() {
 	reg := tool.NewRegistry(nil)
 	if err := reg.Register(tool.WorkspaceNote()); err != nil {
 		panic(err)
 	}
-	m := config.ModelConfig{Provider: config.ProviderEcho, DefinitionID: "default", DefinitionRevision: 2,
-		SystemPrompt: "Be brief.", Tools: []string{tool.WorkspaceNoteName}, MaxSteps: 8}
-	defs, err := definition.FromConfig(m, os.ReadFile, reg.Has)
+	c := definition.Config{DefaultID: "default", Single: definition.Definition{
+		Revision: 2, Provider: definition.ProviderEcho, SystemPrompt: "Be brief.",
+		Tools: []string{tool.WorkspaceNoteName}, Limits: definition.Limits{MaxSteps: 8},
+	}}
+	defs, err := definition.Load(c, os.ReadFile, reg.Has)
 	if err != nil {
 		panic(err)
 	}

@@ -15,7 +15,7 @@
 // read (docs/design.md §4, §7). Sessions are visible only to their owner; a session
 // owned by someone else is indistinguishable from a missing one (404
 // SESSION_NOT_FOUND). Artifact writes need the trusted host principal (one
-// tenant and subject, see config.AuthConfig.TrustedPrincipal), and only on
+// tenant and subject, see auth.Config.TrustedPrincipal), and only on
 // sessions of its own tenant: another tenant's session is 404 to it too.
 //
 // Every response is JSON with "cache-control: no-store". Errors use

@@ -71,10 +71,10 @@ func ExampleNewHandler_tools() {
 	if err := reg.Register(tool.WorkspaceNote()); err != nil {
 		panic(err)
 	}
-	defs, err := definition.FromConfig(config.ModelConfig{
+	defs, err := definition.Load(config.ModelConfig{
 		Provider: config.ProviderEcho, DefinitionID: "default", DefinitionRevision: 1,
 		Tools: []string{tool.WorkspaceNoteName}, MaxSteps: 4,
-	}, os.ReadFile, reg.Has)
+	}.Definitions(), os.ReadFile, reg.Has)
 	if err != nil {
 		panic(err)
 	}
