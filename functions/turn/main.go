@@ -5,8 +5,9 @@
 // workspace_note) -> definitions (definition.Load) -> the model
 // providers the definitions name (echo; bedrock through the AWS default
 // credential chain in AWS_REGION; openai at OPENAI_BASE_URL with
-// OPENAI_API_KEY) -> authenticator -> turn.NewHandler -> lambdaurl.Start.
-// Build with -tags lambda.norpc for provided.al2023.
+// OPENAI_API_KEY) -> authenticator -> turn.NewHandler -> lambdaurl.Start
+// (functions/internal/startup). Build with -tags lambda.norpc for
+// provided.al2023.
 package main
 
 import (
@@ -15,42 +16,29 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"time"
 
-	"github.com/aws/aws-lambda-go/lambdaurl"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 
-	"github.com/turnstream/turnstream/pkg/auth"
+	"github.com/turnstream/turnstream/functions/internal/startup"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/model/bedrock"
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/model/openai"
-	"github.com/turnstream/turnstream/pkg/store/dynamo"
 	"github.com/turnstream/turnstream/pkg/tool"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
-// initTimeout bounds start-up work (AWS config, a JWKS fetch in jwt mode).
-const initTimeout = 10 * time.Second
-
 func main() {
-	cfg, err := config.FromEnv()
-	if err != nil {
-		slog.Error("turn: configuration", "error", err)
-		os.Exit(1)
-	}
-	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	ctx, cancel := context.WithTimeout(context.Background(), initTimeout)
-	h, err := newHandler(ctx, cfg, logger)
-	cancel()
-	if err != nil {
-		logger.Error("turn: start", "error", err)
-		os.Exit(1)
-	}
-	lambdaurl.Start(h)
+	startup.Main("turn", func(ctx context.Context, cfg *config.Config, logger *slog.Logger) (func(), error) {
+		h, err := newHandler(ctx, *cfg, logger)
+		if err != nil {
+			return nil, err
+		}
+		return startup.Streaming(h), nil
+	})
 }
 
 // newHandler builds the turn handler of cfg: a DynamoDB store on
@@ -58,14 +46,9 @@ func main() {
 // local server), the tool registry, the definitions of cfg.Model, the
 // model providers they name and the authenticator of cfg.Auth.
 func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (http.Handler, error) {
-	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{
-		Endpoint:          cfg.DynamoDBEndpoint,
-		AttemptTimeout:    cfg.DynamoDBAttemptTimeout,
-		Region:            cfg.Region,
-		StaticCredentials: cfg.DynamoDBEndpoint != "",
-	})
+	store, err := startup.Store(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("dynamodb client: %w", err)
+		return nil, err
 	}
 	reg, err := newRegistry()
 	if err != nil {
@@ -79,12 +62,12 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (ht
 	if err != nil {
 		return nil, err
 	}
-	authn, err := auth.New(ctx, cfg.Auth)
+	authn, err := startup.Authenticator(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("authenticator: %w", err)
+		return nil, err
 	}
 	return turn.NewHandler(turn.Options{
-		Store:                  dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret}),
+		Store:                  store,
 		Authenticator:          authn,
 		Definitions:            defs,
 		Models:                 models,

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnstream/turnstream/functions/internal/startup/startuptest"
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/protocol"
-	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
 func TestMain(m *testing.M) { dynalite.Main(m) }
@@ -24,22 +24,11 @@ func TestMain(m *testing.M) { dynalite.Main(m) }
 // table and the demo tool, and runs an echo turn and a /note turn (a
 // tool round trip) through it.
 func TestWiring(t *testing.T) {
-	client, err := dynamo.NewClient(context.Background(), dynalite.Options(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := map[string]string{
-		"DYNAMODB_ENDPOINT": dynalite.Endpoint(t),
-		"TABLE_NAME":        dynalite.Table(t, client),
-		"AUTH_MODE":         "dev",
-		"MODEL_PROVIDER":    "echo",
-		"MODEL_TOOLS":       "workspace_note",
-		"ECHO_DELAY":        "0s",
-	}
-	cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, _ := startuptest.Config(t, map[string]string{
+		"MODEL_PROVIDER": "echo",
+		"MODEL_TOOLS":    "workspace_note",
+		"ECHO_DELAY":     "0s",
+	})
 	h, err := newHandler(context.Background(), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,113 @@
+// Package startup is the start-up that the turn, history and artifacts
+// functions share: read the configuration once, log JSON to stdout, build
+// the function's handler under a bounded context, then hand it to the
+// Lambda runtime, streaming (lambdaurl) or buffered (lambda with the
+// function URL adapter). Each function's main keeps only what is its own:
+// which handler it builds and how it is served.
+package startup
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdaurl"
+
+	"github.com/turnstream/turnstream/pkg/auth"
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/sessionapi"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+)
+
+// InitTimeout bounds a function's start-up work: AWS configuration, the
+// cursor secret, a JWKS fetch in jwt mode.
+const InitTimeout = 10 * time.Second
+
+// Setup builds a function from cfg under ctx (bounded by InitTimeout) and
+// returns what serves its invocations (Streaming or Buffered); cfg may be
+// changed (the history function installs its cursor secret). logger
+// writes JSON to stdout at LOG_LEVEL.
+type Setup func(ctx context.Context, cfg *config.Config, logger *slog.Logger) (serve func(), err error)
+
+// Main runs the function name: it reads the configuration (config.FromEnv),
+// calls setup, and on success calls the serve function it returned, which
+// does not return on Lambda. A configuration or setup error is logged as
+// "<name>: configuration" or "<name>: start" with the error, and the
+// process exits with status 1.
+func Main(name string, setup Setup) {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		slog.Error(name+": configuration", "error", err)
+		os.Exit(1)
+	}
+	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	ctx, cancel := context.WithTimeout(context.Background(), InitTimeout)
+	serve, err := setup(ctx, &cfg, logger)
+	cancel()
+	if err != nil {
+		logger.Error(name+": start", "error", err)
+		os.Exit(1)
+	}
+	serve()
+}
+
+// Streaming serves h behind a function URL in RESPONSE_STREAM mode
+// (lambdaurl.Start: each Write reaches the client as it is made).
+func Streaming(h http.Handler) func() {
+	return func() { lambdaurl.Start(h) }
+}
+
+// Buffered serves h behind a function URL in BUFFERED mode: lambda.Start
+// with the function URL adapter (sessionapi.NewFunctionURLHandler), which
+// decodes isBase64Encoded bodies before h reads them.
+func Buffered(h http.Handler) func() {
+	return func() { lambda.Start(sessionapi.NewFunctionURLHandler(h)) }
+}
+
+// Store returns the DynamoDB store on cfg.TableName, with page cursors
+// signed by cfg.CursorSecret. Its client has cfg's attempt timeout and
+// region, and placeholder credentials when cfg.DynamoDBEndpoint names a
+// local server.
+func Store(ctx context.Context, cfg config.Config) (chat.Store, error) {
+	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{
+		Endpoint:          cfg.DynamoDBEndpoint,
+		AttemptTimeout:    cfg.DynamoDBAttemptTimeout,
+		Region:            cfg.Region,
+		StaticCredentials: cfg.DynamoDBEndpoint != "",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("dynamodb client: %w", err)
+	}
+	return dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret}), nil
+}
+
+// Authenticator returns the authenticator of cfg.Auth (auth.New; in jwt
+// mode its first JWKS fetch is bounded by ctx).
+func Authenticator(ctx context.Context, cfg config.Config) (auth.Authenticator, error) {
+	a, err := auth.New(ctx, cfg.Auth)
+	if err != nil {
+		return nil, fmt.Errorf("authenticator: %w", err)
+	}
+	return a, nil
+}
+
+// SessionHandler builds a history or artifacts handler (newHandler is
+// sessionapi.NewHistoryHandler or sessionapi.NewArtifactsHandler) on the
+// DynamoDB store (Store) with the authenticator (Authenticator), logger
+// and cfg's body cap.
+func SessionHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, newHandler func(sessionapi.Options) (http.Handler, error)) (http.Handler, error) {
+	store, err := Store(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	authn, err := Authenticator(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newHandler(sessionapi.Options{Store: store, Authenticator: authn, Logger: logger, MaxBodyBytes: cfg.MaxBodyBytes})
+}
