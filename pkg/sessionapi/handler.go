@@ -123,7 +123,8 @@ func NewArtifactsHandler(opts Options) (http.Handler, error) {
 }
 
 // handlerFunc is a route's handler: it writes a success response itself or
-// returns an error that writeError maps through errorTable.
+// returns an error that writeError maps through the edge's one error table
+// (httpedge.Diagnose).
 type handlerFunc func(w http.ResponseWriter, r *http.Request, rc *requestContext) error
 
 // requestContext carries what one request's log line reports.
