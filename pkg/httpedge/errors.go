@@ -90,12 +90,14 @@ var errorTable = []struct {
 //     pkg/auth, and this package's request errors);
 //  2. when ctx has ended: SERVER_TIMEOUT (408) for a deadline,
 //     REQUEST_CANCELLED (499) for a cancellation (see ContextDiagnostic);
-//  3. an err that wraps context.DeadlineExceeded (SERVER_TIMEOUT) or
-//     context.Canceled (REQUEST_CANCELLED);
-//  4. SERVER_INTERNAL (500) for anything else.
+//  3. SERVER_INTERNAL (500) for anything else.
 //
-// The diagnostic carries the code's fixed message: err's text never
-// reaches the client (log it instead when the code is SERVER_INTERNAL).
+// Only the request's own context decides 408 and 499: an err that wraps
+// context.DeadlineExceeded while ctx is live (a dependency that hung until
+// its attempt timeouts ran out) is a 500, since the request's deadline
+// has not passed. The diagnostic carries the code's fixed message: err's
+// text never reaches the client (log it instead when the code is
+// SERVER_INTERNAL).
 func Diagnose(ctx context.Context, err error) protocol.Diagnostic {
 	for _, e := range errorTable {
 		if errors.Is(err, e.err) {
@@ -104,12 +106,6 @@ func Diagnose(ctx context.Context, err error) protocol.Diagnostic {
 	}
 	if d, ok := ContextDiagnostic(ctx); ok {
 		return d
-	}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return protocol.NewDiagnostic(protocol.CodeServerTimeout)
-	case errors.Is(err, context.Canceled):
-		return protocol.NewDiagnostic(protocol.CodeRequestCancelled)
 	}
 	return protocol.NewDiagnostic(protocol.CodeServerInternal)
 }

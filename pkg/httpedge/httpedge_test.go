@@ -53,7 +53,7 @@ func TestRequireMethod(t *testing.T) {
 	if !errors.Is(err, httpedge.ErrMethodNotAllowed) {
 		t.Fatalf("err %v", err)
 	}
-	httpedge.WriteError(w, httpedge.Diagnose(r.Context(), err))
+	httpedge.Error(w, r, err)
 	if got := w.Header().Get("Allow"); got != "GET, PUT" {
 		t.Errorf("Allow %q", got)
 	}
@@ -62,6 +62,11 @@ func TestRequireMethod(t *testing.T) {
 	}
 	if err := httpedge.RequireMethod(httptest.NewRecorder(), httptest.NewRequest(http.MethodPut, "/", nil), http.MethodGet, http.MethodPut); err != nil {
 		t.Errorf("PUT refused: %v", err)
+	}
+	w = httptest.NewRecorder()
+	httpedge.MethodNotAllowed(w, r, http.MethodPost)
+	if w.Code != 405 || w.Header().Get("Allow") != "POST" || !strings.Contains(w.Body.String(), `"message":"Only POST is supported."`) {
+		t.Errorf("MethodNotAllowed: %d %v %s", w.Code, w.Header(), w.Body)
 	}
 }
 
@@ -137,8 +142,11 @@ func TestDiagnose(t *testing.T) {
 		"deadline passed":          {timedOut, errors.New(secret), protocol.CodeServerTimeout},
 		"deadline as cause":        {causeDeadline, errors.New(secret), protocol.CodeServerTimeout},
 		"client gone":              {gone, errors.New(secret), protocol.CodeRequestCancelled},
-		"wrapped deadline":         {live, fmt.Errorf("query: %w", context.DeadlineExceeded), protocol.CodeServerTimeout},
-		"wrapped cancel":           {live, fmt.Errorf("query: %w", context.Canceled), protocol.CodeRequestCancelled},
+		// Attempt timeouts of a hung dependency while the request has time
+		// left: not the request's deadline.
+		"wrapped deadline, live":   {live, fmt.Errorf("query: %w", context.DeadlineExceeded), protocol.CodeServerInternal},
+		"wrapped cancel, live":     {live, fmt.Errorf("query: %w", context.Canceled), protocol.CodeServerInternal},
+		"wrapped deadline, passed": {timedOut, fmt.Errorf("query: %w", context.DeadlineExceeded), protocol.CodeServerTimeout},
 		"internal":                 {live, errors.New(secret), protocol.CodeServerInternal},
 		"invalid request is a bug": {live, chat.ErrInvalidRequest, protocol.CodeServerInternal},
 	}

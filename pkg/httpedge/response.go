@@ -45,11 +45,26 @@ func WriteError(w http.ResponseWriter, d protocol.Diagnostic) {
 	WriteJSON(w, status, protocol.EncodeErrorBody(d))
 }
 
+// Error answers r with the diagnostic of err (Diagnose with r's context)
+// written by WriteError: the one way a handler turns an error into its
+// response. Log err first when it is an internal failure; its text is not
+// sent.
+func Error(w http.ResponseWriter, r *http.Request, err error) {
+	WriteError(w, Diagnose(r.Context(), err))
+}
+
 // NotFound answers any request with 404 REQUEST_NOT_FOUND as a JSON error
 // body; it is an http.HandlerFunc for paths no route serves (the dev
 // server's paths outside its mounts).
 func NotFound(w http.ResponseWriter, _ *http.Request) {
 	WriteError(w, protocol.NewDiagnostic(protocol.CodeRequestNotFound))
+}
+
+// MethodNotAllowed answers r with 405 REQUEST_METHOD_NOT_ALLOWED, its
+// Allow header and message naming allowed.
+func MethodNotAllowed(w http.ResponseWriter, r *http.Request, allowed ...string) {
+	w.Header().Set("Allow", strings.Join(allowed, ", "))
+	Error(w, r, ErrMethodNotAllowed)
 }
 
 // SafeMethod returns m when it is one of the standard HTTP methods and

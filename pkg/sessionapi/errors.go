@@ -32,12 +32,6 @@ var errNotTrusted = fmt.Errorf("sessionapi: artifact writes need the trusted pri
 //	499 REQUEST_CANCELLED        the client went away (retryable)
 //	500 SERVER_INTERNAL          anything else (retryable); the error text goes to the log only
 
-// writeError writes the JSON error response for err, returned while
-// serving r: the diagnostic's fixed message only, never err's text.
-func writeError(w http.ResponseWriter, r *http.Request, err error) {
-	httpedge.WriteError(w, httpedge.Diagnose(r.Context(), err))
-}
-
 // writeBody writes a JSON response with the headers every response carries
 // (docs/protocol.md §9: content type with charset, no-store).
 func writeBody(w http.ResponseWriter, status int, body []byte) {

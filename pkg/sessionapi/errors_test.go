@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -51,15 +52,23 @@ func (a failingAuth) Authenticate(*http.Request) (chat.Principal, error) {
 func TestErrorMapping(t *testing.T) {
 	t.Parallel()
 	const secret = "dynamodb: table turnstream-prod in 123456789012 throttled"
+	expired, cancelExpired := context.WithDeadline(context.Background(), time.Now())
+	defer cancelExpired()
+	gone, cancelGone := context.WithCancel(context.Background())
+	cancelGone()
 	cases := map[string]struct {
+		ctx      context.Context // the request's; nil: live
 		storeErr error
 		authErr  error
 		status   int
 		code     string
 	}{
-		"internal":          {storeErr: errors.New(secret), status: 500, code: protocol.CodeServerInternal},
-		"wrapped deadline":  {storeErr: fmt.Errorf("query: %w", context.DeadlineExceeded), status: 408, code: protocol.CodeServerTimeout},
-		"cancelled":         {storeErr: fmt.Errorf("query: %w", context.Canceled), status: 499, code: protocol.CodeRequestCancelled},
+		"internal":         {storeErr: errors.New(secret), status: 500, code: protocol.CodeServerInternal},
+		"wrapped deadline": {ctx: expired, storeErr: fmt.Errorf("query: %w", context.DeadlineExceeded), status: 408, code: protocol.CodeServerTimeout},
+		"cancelled":        {ctx: gone, storeErr: fmt.Errorf("query: %w", context.Canceled), status: 499, code: protocol.CodeRequestCancelled},
+		// A store call whose attempts all timed out while the request had
+		// time left: not the request's deadline.
+		"attempt timeouts":  {storeErr: fmt.Errorf("query %s: %w", secret, context.DeadlineExceeded), status: 500, code: protocol.CodeServerInternal},
 		"conflict":          {storeErr: fmt.Errorf("put: %w", chat.ErrConflict), status: 409, code: protocol.CodeSessionConflict},
 		"wrapped not found": {storeErr: fmt.Errorf("get %s: %w", secret, chat.ErrSessionNotFound), status: 404, code: protocol.CodeSessionNotFound},
 		"auth internal":     {authErr: errors.New(secret), status: 500, code: protocol.CodeServerInternal},
@@ -79,6 +88,9 @@ func TestErrorMapping(t *testing.T) {
 		for route, rt := range routes {
 			t.Run(name+"/"+route, func(t *testing.T) {
 				f := newFixture(t, storeFactories["memory"])
+				if tc.ctx != nil {
+					f.ctx = tc.ctx
+				}
 				opts := sessionapi.Options{
 					Store:  failingStore{Store: f.store, err: tc.storeErr},
 					Logger: slog.New(slog.NewJSONHandler(f.logs, nil)),

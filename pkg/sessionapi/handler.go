@@ -123,8 +123,8 @@ func NewArtifactsHandler(opts Options) (http.Handler, error) {
 }
 
 // handlerFunc is a route's handler: it writes a success response itself or
-// returns an error that writeError maps through the edge's one error table
-// (httpedge.Diagnose).
+// returns an error that httpedge.Error answers through the edge's one
+// error table.
 type handlerFunc func(w http.ResponseWriter, r *http.Request, rc *requestContext) error
 
 // requestContext carries what one request's log line reports.
@@ -156,7 +156,7 @@ func (s *server) route(name, method string, h handlerFunc) http.Handler {
 		}
 		if err != nil {
 			rc.err = err
-			writeError(rec, r, err)
+			httpedge.Error(rec, r, err)
 		}
 		s.logRequest(r, rc, rec.Status, time.Since(start))
 	})

@@ -116,7 +116,7 @@ func capabilitiesBody(opts Options) []byte {
 // signing in. Other methods are 405.
 func (h *handler) serveCapabilities(w http.ResponseWriter, r *http.Request) {
 	if err := httpedge.RequireMethod(w, r, http.MethodGet, http.MethodHead); err != nil {
-		writeError(w, diagnose(r.Context(), err))
+		httpedge.Error(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, h.capabilities)
