@@ -14,6 +14,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
+	"github.com/turnstream/turnstream/pkg/store/memory"
 )
 
 // failingStore is a chat.Store whose read and artifact calls fail with err.
@@ -114,5 +115,33 @@ func TestErrorMapping(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestConstructorErrors: bad options are an error from both constructors,
+// never a panic, naming the option.
+func TestConstructorErrors(t *testing.T) {
+	t.Parallel()
+	store := memory.New(memory.Options{})
+	authn := devAuthenticator(t)
+	cases := map[string]struct {
+		opts sessionapi.Options
+		want string
+	}{
+		"no store":         {sessionapi.Options{Authenticator: authn}, "Store"},
+		"no authenticator": {sessionapi.Options{Store: store}, "Authenticator"},
+		"negative cap":     {sessionapi.Options{Store: store, Authenticator: authn, MaxBodyBytes: -1}, "MaxBodyBytes"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			for ctor, build := range map[string]func(sessionapi.Options) (http.Handler, error){
+				"history": sessionapi.NewHistoryHandler, "artifacts": sessionapi.NewArtifactsHandler,
+			} {
+				h, err := build(tc.opts)
+				if err == nil || h != nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%s: %v, %v; want an error naming %s", ctor, h, err, tc.want)
+				}
+			}
+		})
 	}
 }
