@@ -45,12 +45,13 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		reject(ctx, w, log, "lineage", err)
 		return
 	}
+	claimedAt := h.opts.Now()
 	claim, err := h.claim(ctx, log, sub, deadline)
 	if err != nil {
 		reject(ctx, w, log, "claim", err)
 		return
 	}
-	t, stop := h.newRun(ctx, w, r, deadline, log, sub, claim)
+	t, stop := h.newRun(ctx, w, r, deadline, log, sub, claim, claimedAt)
 	defer stop()
 	if sub.decision != nil && !t.takeDecision(sub.decision) {
 		return
@@ -162,17 +163,17 @@ func (h *handler) claim(ctx context.Context, log *slog.Logger, sub *submission, 
 	return claim, nil
 }
 
-// newRun returns the run of a claimed submission and the function that
-// releases its context. With checkpoints on, the run's context is
+// newRun returns the run of a submission claimed at claimedAt (the time
+// taken just before the claim request) and the function that releases its
+// context. With checkpoints on, the run's context is
 // detached from the client's: a disconnect is not a stop, the turn runs to
 // its end (as on Lambda, where the invocation outlives its client) and a
 // client resumes it; only the deadline and POST /stop end it.
-func (h *handler) newRun(ctx context.Context, w http.ResponseWriter, r *http.Request, deadline time.Time, log *slog.Logger, sub *submission, claim *chat.Claim) (*run, context.CancelFunc) {
+func (h *handler) newRun(ctx context.Context, w http.ResponseWriter, r *http.Request, deadline time.Time, log *slog.Logger, sub *submission, claim *chat.Claim, claimedAt time.Time) (*run, context.CancelFunc) {
 	runCtx, cancelRun := ctx, context.CancelFunc(func() {})
 	if h.opts.CheckpointInterval > 0 {
 		runCtx, cancelRun = context.WithDeadlineCause(context.WithoutCancel(r.Context()), deadline, errTurnDeadline)
 	}
-	claimedAt := h.opts.Now()
 	t := &run{
 		h:         h,
 		w:         w,
