@@ -85,7 +85,7 @@ type Options struct {
 	// never switched to another definition.
 	Definitions *definition.Resolver
 	// Models are the model providers by name (definition.Definition.Provider:
-	// config.ProviderEcho, ProviderBedrock, ProviderOpenAI); every
+	// definition.ProviderEcho, ProviderBedrock, ProviderOpenAI); every
 	// definition's provider must be present. Used with Definitions.
 	Models map[string]model.Model
 	// Tools is the registry the definitions' tool names are selected from
