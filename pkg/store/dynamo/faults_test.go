@@ -91,8 +91,8 @@ func TestClaimRecognisesItsOwnWrite(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if sess.ActiveTurn == nil || sess.ActiveTurn.Token != c.Lease.Token || sess.NextOrdinal != wantOrdinal+1 || sess.Cursor != wantBase {
-					t.Errorf("session after the claim: lease %+v, next ordinal %d, cursor %d", sess.ActiveTurn, sess.NextOrdinal, sess.Cursor)
+				if sess.ActiveTurn == nil || sess.ActiveTurn.Token != c.Lease.Token || sess.NextOrdinal != wantOrdinal+1 || sess.Sequence != wantBase {
+					t.Errorf("session after the claim: lease %+v, next ordinal %d, sequence %d", sess.ActiveTurn, sess.NextOrdinal, sess.Sequence)
 				}
 				// The turn runs exactly once: the claim is usable end to end.
 				e.faults.SetRule(nil)
@@ -231,7 +231,7 @@ func TestReleaseResolvesUnknownOutcome(t *testing.T) {
 		}
 		e.faults.SetRule(nil)
 		sess, err := e.s.GetSession(ctx, "s1", alice)
-		if err != nil || sess.ActiveTurn != nil || len(sess.TerminalTurns) != 1 || sess.Cursor != 3 {
+		if err != nil || sess.ActiveTurn != nil || len(sess.TerminalTurns) != 1 || sess.Sequence != 3 {
 			t.Errorf("session after the release: %+v, err %v", sess, err)
 		}
 	}
