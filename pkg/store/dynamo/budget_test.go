@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -165,12 +166,12 @@ func TestRequestBudgets(t *testing.T) {
 		}, []string{"UpdateItem", "GetItem"}, chat.ErrLeaseLost},
 	}
 	for _, st := range steps {
-		e.count.reset()
+		e.count.Reset()
 		err := st.run()
 		if !errors.Is(err, st.wantErr) {
 			t.Fatalf("%s: error %v, want %v", st.name, err, st.wantErr)
 		}
-		if got := e.count.take(); !slices.Equal(got, st.want) {
+		if got := e.count.Take(); !slices.Equal(got, st.want) {
 			t.Errorf("%s: requests %v, want %v", st.name, got, st.want)
 		}
 	}
@@ -192,12 +193,44 @@ func TestConditionFailureItemSavesTheRead(t *testing.T) {
 	if _, err := s.ClaimTurn(ctx, claimReq("s1", "t1")); err != nil {
 		t.Fatal(err)
 	}
-	e.count.reset()
+	e.count.Reset()
 	_, err = s.ClaimTurn(ctx, claimReq("s1", "t2"))
 	if !errors.Is(err, chat.ErrSessionBusy) {
 		t.Fatalf("second claim: %v, want ErrSessionBusy", err)
 	}
-	if got, want := e.count.take(), []string{"UpdateItem"}; !slices.Equal(got, want) {
+	if got, want := e.count.Take(), []string{"UpdateItem"}; !slices.Equal(got, want) {
 		t.Errorf("requests %v, want %v", got, want)
+	}
+}
+
+// TestRequestBudgetsPastTheWindow: once the terminal window is full, a
+// claim adds one Query of TurnIDIndex (its turn id may have left the
+// window), whatever the session's depth; a replay of a turn that left it
+// is found there and gives the claim back.
+func TestRequestBudgetsPastTheWindow(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	ctx := context.Background()
+	for i := range chat.DefaultTerminalWindow + 1 {
+		completeTurn(t, s, "s1", fmt.Sprintf("t%d", i), int64(i+1))
+	}
+	e.count.Reset()
+	_, err := s.ClaimTurn(ctx, claimReq("s1", "t0"))
+	if !errors.Is(err, chat.ErrTurnCompleted) {
+		t.Fatalf("replay of a turn that left the window: %v, want ErrTurnCompleted", err)
+	}
+	if got, want := e.count.Take(), []string{"UpdateItem", "Query", "UpdateItem"}; !slices.Equal(got, want) {
+		t.Errorf("rejected replay: requests %v, want %v (claim, lookup, give back)", got, want)
+	}
+	c, err := s.ClaimTurn(ctx, claimReq("s1", "fresh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.count.Take(), []string{"UpdateItem", "Query"}; !slices.Equal(got, want) {
+		t.Errorf("claim past a full window: requests %v, want %v", got, want)
+	}
+	if c.Lease.Ordinal != int64(chat.DefaultTerminalWindow+2) || len(c.Session.TerminalTurns) != chat.DefaultTerminalWindow {
+		t.Errorf("claim ordinal %d, window %d entries; want %d, %d", c.Lease.Ordinal, len(c.Session.TerminalTurns),
+			chat.DefaultTerminalWindow+2, chat.DefaultTerminalWindow)
 	}
 }

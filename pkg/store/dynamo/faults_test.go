@@ -10,6 +10,7 @@ import (
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
+	"github.com/turnstream/turnstream/pkg/store/storetest"
 )
 
 // faultEnv is a table whose client sends every HTTP attempt through a
@@ -30,13 +31,12 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	opts := dynalite.Options(t)
 	opts.Transport = ft
 	opts.AttemptTimeout = attemptTimeout
-	c := &counter{}
-	client, err := dynamo.NewClient(context.Background(), opts, c.option)
+	c := &dynamo.OperationLog{}
+	client, err := dynamo.NewClient(context.Background(), opts, c.Option)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{client: client, table: dynalite.Table(t, client), count: c,
-		clock: &testClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}}
+	e := &env{client: client, table: dynalite.Table(t, client), count: c, clock: storetest.NewClock(testStart)}
 	ft.Reset()
 	return &faultEnv{env: e, faults: ft, s: e.store()}
 }
