@@ -492,9 +492,9 @@ type Store interface {
 	// ReleaseTurn clears the lease of req.Claim, writes the terminal
 	// window of req.Window (this turn's outcome appended to the claim's
 	// window, which cannot change while the lease is held, keeping the
-	// store's window size) and the final sequence. Releasing a turn that is already released with the same
-	// claim is a no-op (nil); a stale claim of a lease now held by another
-	// turn is ErrLeaseLost. 1 request.
+	// store's window size) and the final sequence. Releasing a turn that
+	// is already released with the same claim is a no-op (nil); a stale
+	// claim of a lease now held by another turn is ErrLeaseLost. 1 request.
 	ReleaseTurn(ctx context.Context, req ReleaseRequest) error
 
 	// Checkpoint persists the running turn's state under claim c, as the
