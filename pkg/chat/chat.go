@@ -365,9 +365,8 @@ func (c *Claim) CheckTurn(t *Turn) error {
 }
 
 // CheckSave is CheckTurn for a save of t, which also returns t's artifact
-// references as stored: validated (ErrInvalidArtifact) and deduplicated
-// (DedupeArtifacts), or nil when t carries none (the references already
-// recorded for the turn are then kept).
+// references as stored (StoredArtifacts), or nil when t carries none (the
+// references already recorded for the turn are then kept).
 func (c *Claim) CheckSave(t *Turn) ([]ArtifactReference, error) {
 	if err := c.CheckTurn(t); err != nil {
 		return nil, err
@@ -375,10 +374,7 @@ func (c *Claim) CheckSave(t *Turn) ([]ArtifactReference, error) {
 	if t.Artifacts == nil {
 		return nil, nil
 	}
-	if err := ValidateArtifacts(t.Artifacts); err != nil {
-		return nil, err
-	}
-	return DedupeArtifacts(t.Artifacts), nil
+	return StoredArtifacts(t.Artifacts)
 }
 
 // ListRequest asks for one page of a session's visible turns.

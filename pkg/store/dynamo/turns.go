@@ -566,10 +566,10 @@ func (s *Store) FindTurn(ctx context.Context, sessionID, turnID string, p chat.P
 // conditional UpdateItem (an unknown outcome resolved with one consistent
 // read). Invalid references cost no request.
 func (s *Store) PutArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal, refs []chat.ArtifactReference) ([]chat.ArtifactReference, error) {
-	if err := chat.ValidateArtifacts(refs); err != nil {
+	refs, err := chat.StoredArtifacts(refs) // a fresh slice: the caller's is not kept
+	if err != nil {
 		return nil, err
 	}
-	refs = chat.DedupeArtifacts(refs)
 	item, err := s.turnAccess(ctx, sessionID, turnID, p, true, attrOwnerKey)
 	if err != nil {
 		return nil, err

@@ -561,10 +561,10 @@ func (s *Store) PutArtifacts(ctx context.Context, sessionID, turnID string, p ch
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := chat.ValidateArtifacts(refs); err != nil {
+	refs, err := chat.StoredArtifacts(refs) // a fresh slice: the caller's is not kept
+	if err != nil {
 		return nil, err
 	}
-	refs = chat.DedupeArtifacts(refs) // a fresh slice: the caller's is not kept
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	item, err := s.findItem(sessionID, turnID, p, true)
