@@ -262,9 +262,10 @@ func (m *capMeter) write(ctx context.Context, op string, key map[string]types.At
 			kind = capCheckpoint // the first checkpoint's running turn item
 		}
 		size := max(itemSize(before), itemSize(after))
-		if kind == capSessionItem {
+		switch kind {
+		case capSessionItem:
 			a.SessionBytes = max(a.SessionBytes, size)
-		} else if kind == capTurnItem {
+		case capTurnItem:
 			a.TurnBytes = max(a.TurnBytes, size)
 		}
 		switch {
