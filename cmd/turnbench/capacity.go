@@ -90,6 +90,9 @@ type capAccount struct {
 	// SessionBytes and TurnBytes are the largest session and turn item
 	// sizes a write of the turn left or found.
 	SessionBytes, TurnBytes int
+	// CheckpointWrites counts the writes of checkpoint items (live and
+	// delta items, and the first checkpoint's running turn item).
+	CheckpointWrites int
 }
 
 // Item kinds of capAccount.WCU.
@@ -271,6 +274,9 @@ func (m *capMeter) write(ctx context.Context, op string, key map[string]types.At
 		switch {
 		case err == nil:
 			a.WCU[kind] += kbUnits(size)
+			if kind == capCheckpoint {
+				a.CheckpointWrites++
+			}
 			for _, l := range m.indexes {
 				if u := l.writeUnits(before, after); u > 0 && kind == capCheckpoint {
 					a.WCU[capCheckpoint] += u
@@ -565,7 +571,7 @@ func capacityRows(res []*capacityResult) [][4]string {
 		a := r.Acct
 		mode := "checkpoints off"
 		if r.Step.Checkpoints {
-			mode = "checkpoints every 1 s"
+			mode = fmt.Sprintf("checkpoints every 1 s: %d checkpoint writes", a.CheckpointWrites)
 		}
 		kinds := []string{}
 		for _, k := range slices.Sorted(maps.Keys(a.WCU)) {
