@@ -286,7 +286,8 @@ func (s *Store) resendWrite(ctx context.Context, key map[string]types.AttributeV
 }
 
 // classifyClaim explains a failed claim condition from the session item
-// and performs a takeover of an expired lease.
+// and performs a takeover of an expired lease: the crashed turn fenced
+// and recorded, then recordTakeover.
 func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item map[string]types.AttributeValue, token string, now time.Time) (*chat.Claim, error) {
 	sess, _, err := decodeSession(req.SessionID, item)
 	if err != nil {
@@ -325,8 +326,16 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 		return nil, rejection
 	}
 
-	// Compare-and-set on the revision read: record the crashed turn, and
-	// claim unless the turn id was rejected.
+	return s.recordTakeover(ctx, req, sess, window, sequence, rejection, token, now)
+}
+
+// recordTakeover writes what classifyClaim decided with one
+// compare-and-set on the revision it read: the crashed turn's window and
+// sequence, and the claim unless rejection is set (then the lease is
+// cleared and rejection returned). A compare-and-set whose outcome is
+// unknown is resolved with one consistent read: its token (claim) or a
+// newer revision (rejection) shows it applied.
+func (s *Store) recordTakeover(ctx context.Context, req chat.ClaimRequest, sess *chat.Session, window []chat.TerminalEntry, sequence int64, rejection error, token string, now time.Time) (*chat.Claim, error) {
 	cond := condition{expr: "#revision = :revision", names: []string{attrRevision},
 		values: map[string]types.AttributeValue{":revision": numValue(sess.Revision)}}
 	up := expression.Set(expression.Name(attrRevision), expression.Value(sess.Revision+1)).
