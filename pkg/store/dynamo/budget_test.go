@@ -5,9 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
@@ -232,5 +240,67 @@ func TestRequestBudgetsPastTheWindow(t *testing.T) {
 	if c.Lease.Ordinal != int64(chat.DefaultTerminalWindow+2) || len(c.Session.TerminalTurns) != chat.DefaultTerminalWindow {
 		t.Errorf("claim ordinal %d, window %d entries; want %d, %d", c.Lease.Ordinal, len(c.Session.TerminalTurns),
 			chat.DefaultTerminalWindow+2, chat.DefaultTerminalWindow)
+	}
+}
+
+// TestSessionWritesStayOneUnit: the claim and the release each rewrite
+// the session item, which must stay one write unit (under 1 KB) however
+// deep the session: the window keeps only the newest turns. dynalite
+// reports a write's base-table units as AWS computes them (the larger of
+// the old and new item, per KB).
+func TestSessionWritesStayOneUnit(t *testing.T) {
+	var mu sync.Mutex
+	units := map[string]float64{} // by the session write: claim, release
+	record := func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("capacity",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					up, ok := in.Parameters.(*dynamodb.UpdateItemInput)
+					if ok {
+						up.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+					}
+					out, md, err := next.HandleInitialize(ctx, in)
+					if r, isUp := out.Result.(*dynamodb.UpdateItemOutput); ok && isUp && r.ConsumedCapacity != nil {
+						if sk, _ := up.Key["sk"].(*types.AttributeValueMemberS); sk != nil && sk.Value == "SESSION" {
+							mu.Lock()
+							kind := "release"
+							if strings.Contains(aws.ToString(up.ConditionExpression), "attribute_not_exists(#leaseToken)") {
+								kind = "claim"
+							}
+							units[kind] = max(units[kind], aws.ToFloat64(r.ConsumedCapacity.CapacityUnits))
+							mu.Unlock()
+						}
+					}
+					return out, md, err
+				}), middleware.After)
+		})
+	}
+	client, err := dynamo.NewClient(context.Background(), dynaliteOptions(t), record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t, client), CursorKey: testCursorKey})
+	ctx := context.Background()
+	// UUID-sized ids, as clients send them.
+	id := func(n int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", n, n) }
+	sid := id(0)
+	for i := 1; i <= 3*chat.DefaultTerminalWindow; i++ {
+		c, err := s.ClaimTurn(ctx, claimReq(sid, id(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SaveTurn(ctx, c, turnOf(c, sid, textMessages(id(i), "answer"))); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, kind := range []string{"claim", "release"} {
+		if got, ok := units[kind]; !ok || got != 1 {
+			t.Errorf("largest %s write: %v units (seen %v), want 1 at every depth", kind, got, ok)
+		}
 	}
 }
