@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -404,5 +405,39 @@ func TestLateApplyingWrite(t *testing.T) {
 				t.Errorf("turn after a late write: %+v, %v", got, err)
 			}
 		})
+	}
+}
+
+// TestLookupPastTheWindowStaysInsideTheLease: the turn-id lookup of a
+// claim past a full window serves the lease it just took, so a hung
+// lookup is cut within half of that lease and the claim given back (no
+// lease left held, the ordinal returned) instead of returning a lease
+// already spent.
+func TestLookupPastTheWindowStaysInsideTheLease(t *testing.T) {
+	e := newFaultEnv(t)
+	ctx := faultCtx(t)
+	for i := range chat.DefaultTerminalWindow {
+		completeTurn(t, e.s, "s1", fmt.Sprintf("t%d", i), int64(i+1))
+	}
+	before, err := e.s.GetSession(ctx, "s1", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.faults.SetRule(ddbfault.Always(ddbfault.Hang, ddbfault.Op("Query", dynamo.TurnIDIndex)))
+	req := claimReq("s1", "next")
+	req.LeaseDuration = 2 * attemptTimeout // half of it cuts the first hung attempt
+	if _, err := e.s.ClaimTurn(ctx, req); err == nil {
+		t.Fatal("a claim whose lookup never answered succeeded")
+	}
+	if n := e.faults.Counts()[ddbfault.Hang]; n != 1 {
+		t.Errorf("%d hung lookups, want 1: the lease's half cuts the first", n)
+	}
+	e.faults.SetRule(nil)
+	after, err := e.s.GetSession(ctx, "s1", alice)
+	if err != nil || after.ActiveTurn != nil || after.NextOrdinal != before.NextOrdinal {
+		t.Errorf("session after the failed claim: %+v, %v; want no lease and next ordinal %d", after, err, before.NextOrdinal)
+	}
+	if _, err := e.s.ClaimTurn(ctx, claimReq("s1", "next")); err != nil {
+		t.Errorf("the client's retry: %v", err)
 	}
 }

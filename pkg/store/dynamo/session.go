@@ -166,7 +166,12 @@ func (s *Store) claimed(ctx context.Context, req chat.ClaimRequest, item map[str
 	if !chat.WindowFull(sess.TerminalTurns, s.window) {
 		return c, nil
 	}
-	rejection, err := s.olderTurn(ctx, req)
+	// The lookup serves the lease just taken: it may use at most half of
+	// what is left of it, so that a claim never returns with a lease spent
+	// (a hung attempt is cut, and the claim given back).
+	lctx, cancel := context.WithTimeout(ctx, max(0, c.Lease.ExpiresAt.Sub(s.now()))/2)
+	rejection, err := s.olderTurn(lctx, req)
+	cancel()
 	if err == nil && rejection == nil {
 		return c, nil
 	}
