@@ -50,7 +50,9 @@
 // Flags: -quick (small sizes, seconds), -coldstart=false (skip the
 // builds and the emulator), -rie PATH (default: the Makefile's RIE_DIR
 // install, `make rie`), -repo DIR (module root; default: found from the
-// working directory). Progress goes to stderr, the table to stdout. It
+// working directory), -capacity (only the billed read and write units and
+// requests of one turn at depths 1 to 1,001 of a session, capacity.go).
+// Progress goes to stderr, the table to stdout. It
 // exits with status 1 when a section fails or the load run's verification
 // finds a problem.
 package main
