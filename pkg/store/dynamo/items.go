@@ -184,8 +184,8 @@ func expandHash(s string) string {
 		return raw
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return s
+	if err != nil || len(b) != sha256.Size {
+		return s // not a compact hash (an empty one, or written as it is)
 	}
 	return hex.EncodeToString(b)
 }

@@ -37,3 +37,17 @@ func TestWindowEncoding(t *testing.T) {
 		}
 	}
 }
+
+// A hash that compactHash did not write (64 hex digits, as the former
+// layout stored them) reads back unchanged.
+func TestExpandHashKeepsOtherValues(t *testing.T) {
+	h := chat.HashInput("x")
+	for _, v := range []string{h, "", "abc"} {
+		if got := expandHash(v); got != v {
+			t.Errorf("expandHash(%q) = %q, want it unchanged", v, got)
+		}
+	}
+	if got := expandHash(compactHash(h)); got != h {
+		t.Errorf("round trip of %s: %s", h, got)
+	}
+}
