@@ -50,7 +50,9 @@
 // Flags: -quick (small sizes, seconds), -coldstart=false (skip the
 // builds and the emulator), -rie PATH (default: the Makefile's RIE_DIR
 // install, `make rie`), -repo DIR (module root; default: found from the
-// working directory). Progress goes to stderr, the table to stdout. It
+// working directory), -capacity (only the billed read and write units and
+// requests of one turn at depths 1 to 1,001 of a session, capacity.go).
+// Progress goes to stderr, the table to stdout. It
 // exits with status 1 when a section fails or the load run's verification
 // finds a problem.
 package main
@@ -183,6 +185,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	repo := fs.String("repo", "", "module root (node_modules/.bin/dynalite, functions/); default: found from the working directory")
 	rie := fs.String("rie", defaultRIE(), "aws-lambda-rie binary for the cold-start section (`make rie` installs it)")
 	cold := fs.Bool("coldstart", true, "build the bootstraps and measure them under aws-lambda-rie")
+	capacity := fs.Bool("capacity", false, "run only the capacity section: billed read and write units and requests of one turn at depths 1, 100 and 1,000 of a session")
 	only := fs.String("only", "", "run only these sections, comma-separated: durable (checkpoints, resume, stop, crash), wire (paced snapshots)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -238,6 +241,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	cursorKey := []byte("turnbench-cursor-key-0123456789ab")
 	store := dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey})
 	prefix := randomName("b")
+	if *capacity {
+		raw, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1",
+			StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == ""})
+		if err != nil {
+			return nil, err
+		}
+		return runCapacity(ctx, rep, client, raw, table, cursorKey, progress, stdout)
+	}
 	if *only != "" {
 		return runOnly(ctx, rep, *only, endpoint, client, table, cursorKey, prefix, progress, stdout)
 	}

@@ -64,9 +64,11 @@ func TestQuickRun(t *testing.T) {
 			t.Errorf("%s scope: %+v; want several lines and TCP >= body >= final", scope, *w)
 		}
 	}
+	// At most 4 calls a turn, plus the claim's turn-id lookup once the
+	// session's terminal window is full (sessions here run 10 turns).
 	for _, c := range set.Concurrency {
-		if tr := rep.Turns[c]; tr.TurnsPerSec <= 0 || rep.Writes[c] <= 0 || tr.CallsMean > 4 {
-			t.Errorf("concurrency %d: %+v, %f writes/s; want both measured and <= 4 calls a turn", c, *tr, rep.Writes[c])
+		if tr := rep.Turns[c]; tr.TurnsPerSec <= 0 || rep.Writes[c] <= 0 || tr.CallsMean > 5 {
+			t.Errorf("concurrency %d: %+v, %f writes/s; want both measured and <= 5 calls a turn", c, *tr, rep.Writes[c])
 		}
 	}
 

@@ -30,8 +30,9 @@ import (
 // each index whose key the item holds before or after the write costs
 // ceil(index entry size / 1 KB) per entry written (one when the key is
 // kept, one when it appears or disappears, two when it changes: the old
-// entry deleted, the new one put). The entry size is the item size as
-// AWS computes it (itemSize) plus AWS's 100 bytes of index overhead.
+// entry deleted, the new one put). The entry size is the size of the
+// attributes the index projects, keys included, as AWS computes it
+// (itemSize) plus AWS's 100 bytes of index overhead (lsiLayout).
 // The size reads add latency to turn item writes, so only the cost
 // section's store runs through a meter with them.
 //
@@ -182,29 +183,14 @@ func tableOf(ctx context.Context) *string {
 }
 
 // indexUnits is the LSI write units of a write that turned item before
-// into after (nil: absent) on a table with VisibleIndex and TurnIDIndex.
+// into after (nil: absent), for the indexes and projections of
+// dynamo.CreateTableInput (capacity.go, lsiLayout).
 func indexUnits(before, after map[string]types.AttributeValue) int {
 	units := 0
-	for _, k := range []string{dynamo.AttrVisibleKey, dynamo.AttrTurnID} {
-		old, nw := strAttr(before, k), strAttr(after, k)
-		switch {
-		case old != "" && nw != "" && old == nw:
-			units += entryUnits(after)
-		case old != "" && nw != "":
-			units += entryUnits(before) + entryUnits(after)
-		case old != "":
-			units += entryUnits(before)
-		case nw != "":
-			units += entryUnits(after)
-		}
+	for _, l := range tableIndexes() {
+		units += l.writeUnits(before, after)
 	}
 	return units
-}
-
-// entryUnits is the write units of one index entry of item (projection
-// ALL: the item, plus 100 bytes of overhead).
-func entryUnits(item map[string]types.AttributeValue) int {
-	return kbUnits(itemSize(item) + 100)
 }
 
 // kbUnits is ceil(n / 1024), at least 1.

@@ -668,14 +668,14 @@ func checkTable(t *testing.T, d *deployment, protect bool) {
 	}
 	var gotIdx, wantIdx []string
 	for _, i := range tbl.LocalSecondaryIndexes {
-		s := i.IndexName + "=" + aws.ToString(i.Projection.ProjectionType)
+		s := i.IndexName + "=" + aws.ToString(i.Projection.ProjectionType) + strings.Join(i.Projection.NonKeyAttributes, "+")
 		for _, k := range i.KeySchema {
 			s += "," + k.AttributeName + ":" + k.KeyType
 		}
 		gotIdx = append(gotIdx, s)
 	}
 	for _, i := range want.LocalSecondaryIndexes {
-		s := aws.ToString(i.IndexName) + "=" + string(i.Projection.ProjectionType)
+		s := aws.ToString(i.IndexName) + "=" + string(i.Projection.ProjectionType) + strings.Join(i.Projection.NonKeyAttributes, "+")
 		for _, k := range i.KeySchema {
 			s += "," + aws.ToString(k.AttributeName) + ":" + string(k.KeyType)
 		}

@@ -104,3 +104,13 @@ func DedupeArtifacts(refs []ArtifactReference) []ArtifactReference {
 	}
 	return out
 }
+
+// StoredArtifacts returns refs as a store records them: validated
+// (ValidateArtifacts: ErrInvalidArtifact, nothing to store) and
+// deduplicated (DedupeArtifacts) into a fresh, non-nil slice.
+func StoredArtifacts(refs []ArtifactReference) ([]ArtifactReference, error) {
+	if err := ValidateArtifacts(refs); err != nil {
+		return nil, err
+	}
+	return DedupeArtifacts(refs), nil
+}

@@ -48,32 +48,53 @@ const (
 	TurnInterrupted TurnStatus = "interrupted"
 )
 
-// Outcome is how a released turn ended, as kept in the terminal window
-// (docs/protocol.md §8, docs/decisions.md D-0012).
-type Outcome string
+// TerminalOutcome is how a released turn ended, as kept in the terminal
+// window (docs/protocol.md §8, docs/decisions.md D-0012).
+type TerminalOutcome string
 
 // Outcomes. OutcomeIndeterminate means the turn's save failed or its
 // outcome is unknown (a crashed turn whose lease expired).
 const (
-	OutcomeCompleted     Outcome = "completed"
-	OutcomeIndeterminate Outcome = "indeterminate"
+	OutcomeCompleted     TerminalOutcome = "completed"
+	OutcomeIndeterminate TerminalOutcome = "indeterminate"
 )
 
-// SequenceGapAfterCrash is added to a session's stored cursor when a claim
+// SequenceGapAfterCrash is added to a session's stored sequence when a claim
 // takes over from a turn whose lease expired while it ran: that turn may have
-// emitted snapshots after its last lease renewal persisted its cursor, and
+// emitted snapshots after its last lease renewal persisted its sequence, and
 // a client's snapshot cursor must never see a sequence twice (docs/decisions.md D-0010). It
 // exceeds the snapshots a turn can emit between two renewals.
 const SequenceGapAfterCrash int64 = 1_000_000
 
-// TerminalWindowSize is how many terminal turns a session remembers for
-// replay protection, newest kept (docs/protocol.md §8, docs/decisions.md D-0012).
-const TerminalWindowSize = 64
+// Terminal window sizes. A session remembers its newest terminal turns
+// for replay protection (docs/protocol.md §8, docs/decisions.md D-0012);
+// how many is a store's choice, at most TerminalWindowSize (the session
+// envelope's limit on terminalTurns). The window is the fast path, not
+// the limit: a turn id identifies one turn of its session forever, and a
+// claim whose full window does not hold the id looks it up among the
+// session's turns. DefaultTerminalWindow is the stores' default: small
+// enough that the session item, which every claim and release rewrites,
+// stays under 1 KB (one write unit) with UUID turn ids and owners of up to
+// a few hundred bytes (docs/design.md, Storage).
+const (
+	TerminalWindowSize    = 64
+	DefaultTerminalWindow = 4
+)
+
+// WindowSize returns the terminal window size a store keeps for the
+// configured n: DefaultTerminalWindow when n is 0, else n clamped to
+// 1..TerminalWindowSize.
+func WindowSize(n int) int {
+	if n == 0 {
+		return DefaultTerminalWindow
+	}
+	return min(max(n, 1), TerminalWindowSize)
+}
 
 // TerminalEntry is one entry of a session's terminal window.
 type TerminalEntry struct {
 	TurnID    string
-	Outcome   Outcome
+	Outcome   TerminalOutcome
 	InputHash string // see HashInput
 }
 
@@ -96,14 +117,15 @@ type Session struct {
 	Owner              Principal
 	DefinitionID       string
 	DefinitionRevision int64
-	// Cursor is the last snapshot sequence the session issued (>= 0).
-	Cursor int64
+	// Sequence is the last snapshot sequence the session issued (>= 0).
+	Sequence int64
 	// ActiveTurn is the current lease, nil when idle. A lease whose
 	// ExpiresAt is not after now has expired and no longer protects the
 	// session.
 	ActiveTurn *Lease
-	// TerminalTurns is the terminal window, oldest first, at most
-	// TerminalWindowSize entries with unique turn ids.
+	// TerminalTurns is the terminal window, oldest first, at most the
+	// store's window size (<= TerminalWindowSize) entries with unique turn
+	// ids.
 	TerminalTurns []TerminalEntry
 	// Confirmations are the session's tool call confirmations, oldest
 	// first: at most MaxPendingConfirmations pending ones and
@@ -248,7 +270,8 @@ type ClaimRequest struct {
 type Claim struct {
 	Session Session
 	Lease   Lease
-	// BaseSequence is the reserved cursor: the turn numbers its snapshots
+	// BaseSequence is the session's last sequence as the claim found it
+	// (moved past a crashed turn's): the turn numbers its snapshots
 	// BaseSequence+1, BaseSequence+2, ... and releases with the last one.
 	BaseSequence int64
 	// Created is true when this claim created the session.
@@ -271,9 +294,9 @@ type RenewRequest struct {
 type ReleaseRequest struct {
 	// Claim is what ClaimTurn returned for the lease.
 	Claim   *Claim
-	Outcome Outcome
+	Outcome TerminalOutcome
 	// Sequence is the last sequence the turn emitted: the session's new
-	// last sequence (Session.Cursor).
+	// last sequence (Session.Sequence).
 	Sequence int64
 	// DefinitionRevision, when > 0, is recorded as the session's definition
 	// revision: the revision of its definition this turn ran with (a bumped
@@ -290,6 +313,19 @@ type ReleaseRequest struct {
 	// claim it.
 	Undecide bool
 }
+
+// Validate reports ErrInvalidRequest unless r names a session and a turn
+// id and asks for a positive lease duration.
+func (r ClaimRequest) Validate() error {
+	if r.SessionID == "" || r.TurnID == "" || r.LeaseDuration <= 0 {
+		return fmt.Errorf("%w: a claim needs a session id, a turn id and a positive lease duration", ErrInvalidRequest)
+	}
+	return nil
+}
+
+// Validate reports ErrInvalidRequest unless r names a claim a store
+// returned.
+func (r RenewRequest) Validate() error { return r.Claim.validate() }
 
 // Validate reports ErrInvalidRequest unless r names a claim and a known
 // outcome.
@@ -328,17 +364,51 @@ func (c *Claim) CheckTurn(t *Turn) error {
 	return fmt.Errorf("%w: unknown turn status", ErrInvalidRequest)
 }
 
+// CheckSave is CheckTurn for a save of t, which also returns t's artifact
+// references as stored (StoredArtifacts), or nil when t carries none (the
+// references already recorded for the turn are then kept).
+func (c *Claim) CheckSave(t *Turn) ([]ArtifactReference, error) {
+	if err := c.CheckTurn(t); err != nil {
+		return nil, err
+	}
+	if t.Artifacts == nil {
+		return nil, nil
+	}
+	return StoredArtifacts(t.Artifacts)
+}
+
 // ListRequest asks for one page of a session's visible turns.
 type ListRequest struct {
 	SessionID string
 	Principal Principal
 	Order     Order  // OrderAsc or OrderDesc; empty means OrderDesc
 	Limit     int    // 1..MaxPageLimit; 0 means DefaultPageLimit
-	Cursor    string // opaque; empty for the first page
+	Cursor    string // opaque page cursor; empty for the first page
 }
 
-// TurnPage is one page of turns. NextCursor is empty when HasMore is false.
-type TurnPage struct {
+// Normalized returns r with its defaults applied (Order OrderDesc, Limit
+// DefaultPageLimit), or ErrInvalidRequest for another order or a limit
+// outside 1..MaxPageLimit. The cursor is checked by the store (it knows
+// the key).
+func (r ListRequest) Normalized() (ListRequest, error) {
+	if r.Order == "" {
+		r.Order = OrderDesc
+	}
+	if r.Order != OrderAsc && r.Order != OrderDesc {
+		return r, fmt.Errorf("%w: order must be asc or desc", ErrInvalidRequest)
+	}
+	if r.Limit == 0 {
+		r.Limit = DefaultPageLimit
+	}
+	if r.Limit < 1 || r.Limit > MaxPageLimit {
+		return r, fmt.Errorf("%w: limit must be in 1..%d", ErrInvalidRequest, MaxPageLimit)
+	}
+	return r, nil
+}
+
+// Page is one page of a session's visible turns (ListTurns). NextCursor
+// is empty when HasMore is false.
+type Page struct {
 	Turns      []Turn
 	NextCursor string
 	HasMore    bool
@@ -415,13 +485,12 @@ type Store interface {
 	// ListTurns and PutArtifacts only once saved.
 	SaveTurn(ctx context.Context, c *Claim, t *Turn) error
 
-	// ReleaseTurn clears the lease of req.Claim, appends {TurnID, Outcome}
-	// to the terminal window (removing an older entry with that id, keeping
-	// the newest TerminalWindowSize) and writes the final sequence. The
-	// window is computed from the claim's (it cannot change while the lease
-	// is held). Releasing a turn that is already released with the same
-	// claim is a no-op (nil); a stale claim of a lease now held by another
-	// turn is ErrLeaseLost. 1 request.
+	// ReleaseTurn clears the lease of req.Claim, writes the terminal
+	// window of req.Window (this turn's outcome appended to the claim's
+	// window, which cannot change while the lease is held, keeping the
+	// store's window size) and the final sequence. Releasing a turn that
+	// is already released with the same claim is a no-op (nil); a stale
+	// claim of a lease now held by another turn is ErrLeaseLost. 1 request.
 	ReleaseTurn(ctx context.Context, req ReleaseRequest) error
 
 	// Checkpoint persists the running turn's state under claim c, as the
@@ -457,7 +526,7 @@ type Store interface {
 	// more turns exist; HasMore is exact. Appends during paging neither
 	// duplicate nor skip a turn. 1 request per page (plus GetSession's 1 for
 	// the owner check when the implementation cannot fold it in).
-	ListTurns(ctx context.Context, req ListRequest) (*TurnPage, error)
+	ListTurns(ctx context.Context, req ListRequest) (*Page, error)
 
 	// FindTurn returns the turn with turnID. ErrSessionNotFound as
 	// GetSession; ErrTurnNotFound if no such turn is stored. 1 request
@@ -480,10 +549,10 @@ type Store interface {
 }
 
 // AppendTerminal returns a new window: window with e appended, an older
-// entry with the same turn id removed and only the newest
-// TerminalWindowSize kept. window itself is not modified (a Claim's copy
-// stays as the claim returned it).
-func AppendTerminal(window []TerminalEntry, e TerminalEntry) []TerminalEntry {
+// entry with the same turn id removed and only the newest WindowSize(size)
+// kept. window itself is not modified (a Claim's copy stays as the claim
+// returned it).
+func AppendTerminal(window []TerminalEntry, e TerminalEntry, size int) []TerminalEntry {
 	out := make([]TerminalEntry, 0, len(window)+1)
 	for _, w := range window {
 		if w.TurnID != e.TurnID {
@@ -491,7 +560,7 @@ func AppendTerminal(window []TerminalEntry, e TerminalEntry) []TerminalEntry {
 		}
 	}
 	out = append(out, e)
-	if n := len(out) - TerminalWindowSize; n > 0 {
+	if n := len(out) - WindowSize(size); n > 0 {
 		out = out[n:]
 	}
 	return out
@@ -536,10 +605,23 @@ func terminalIndex(window []TerminalEntry, turnID string) int {
 	return slices.IndexFunc(window, func(e TerminalEntry) bool { return e.TurnID == turnID })
 }
 
-// WindowFull reports whether window holds TerminalWindowSize entries: a
+// WindowFull reports whether window holds WindowSize(size) entries: a
 // claim of a turn id it does not hold must then look the id up among the
 // session's turns, which may have left the window.
-func WindowFull(window []TerminalEntry) bool { return len(window) >= TerminalWindowSize }
+func WindowFull(window []TerminalEntry, size int) bool { return len(window) >= WindowSize(size) }
+
+// Terminal returns the terminal window entry of the lease's turn ending
+// with outcome.
+func (l *Lease) Terminal(outcome TerminalOutcome) TerminalEntry {
+	return TerminalEntry{TurnID: l.TurnID, Outcome: outcome, InputHash: l.InputHash}
+}
+
+// Window returns the terminal window the release writes: the claim's
+// window (it cannot change while the lease is held) with this turn's
+// outcome appended, at most WindowSize(size) entries.
+func (r ReleaseRequest) Window(size int) []TerminalEntry {
+	return AppendTerminal(r.Claim.Session.TerminalTurns, r.Claim.Lease.Terminal(r.Outcome), size)
+}
 
 // CheckCheckpoint reports ErrInvalidRequest unless cp is a checkpoint of
 // claim c's turn.

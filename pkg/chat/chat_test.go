@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
 )
@@ -165,4 +166,70 @@ func ExamplePrincipal_TrustedFor() {
 	// Output:
 	// true
 	// false
+}
+
+// The request rules both stores apply, on the request types.
+func TestRequestRules(t *testing.T) {
+	t.Run("list defaults and limits", func(t *testing.T) {
+		r, err := chat.ListRequest{SessionID: "s"}.Normalized()
+		if err != nil || r.Order != chat.OrderDesc || r.Limit != chat.DefaultPageLimit {
+			t.Errorf("defaults: %+v, %v", r, err)
+		}
+		for name, bad := range map[string]chat.ListRequest{
+			"order":          {Order: "sideways"},
+			"negative limit": {Limit: -1},
+			"limit too big":  {Limit: chat.MaxPageLimit + 1},
+		} {
+			if _, err := bad.Normalized(); !errors.Is(err, chat.ErrInvalidRequest) {
+				t.Errorf("%s: %v, want ErrInvalidRequest", name, err)
+			}
+		}
+		if r, err := (chat.ListRequest{Order: chat.OrderAsc, Limit: chat.MaxPageLimit}).Normalized(); err != nil || r.Order != chat.OrderAsc {
+			t.Errorf("asc at the largest limit: %+v, %v", r, err)
+		}
+	})
+	t.Run("claim", func(t *testing.T) {
+		ok := chat.ClaimRequest{SessionID: "s", TurnID: "t", LeaseDuration: time.Second}
+		if err := ok.Validate(); err != nil {
+			t.Errorf("valid claim: %v", err)
+		}
+		for name, mutate := range map[string]func(*chat.ClaimRequest){
+			"no session": func(r *chat.ClaimRequest) { r.SessionID = "" },
+			"no turn":    func(r *chat.ClaimRequest) { r.TurnID = "" },
+			"no lease":   func(r *chat.ClaimRequest) { r.LeaseDuration = 0 },
+		} {
+			r := ok
+			mutate(&r)
+			if err := r.Validate(); !errors.Is(err, chat.ErrInvalidRequest) {
+				t.Errorf("%s: %v, want ErrInvalidRequest", name, err)
+			}
+		}
+		if err := (chat.RenewRequest{}).Validate(); !errors.Is(err, chat.ErrInvalidRequest) {
+			t.Errorf("renew without a claim: %v", err)
+		}
+	})
+	t.Run("save", func(t *testing.T) {
+		c := &chat.Claim{Session: chat.Session{ID: "s"}, Lease: chat.Lease{TurnID: "t", Token: "k", Ordinal: 3, InputHash: "h"}}
+		turn := &chat.Turn{SessionID: "s", TurnID: "t", Ordinal: 3, Status: chat.TurnComplete}
+		if refs, err := c.CheckSave(turn); err != nil || refs != nil {
+			t.Errorf("save without artifacts: %v, %v; want nil, nil", refs, err)
+		}
+		doc := chat.ArtifactReference{EntryPath: "a.md", ArtifactType: chat.ArtifactDocument}
+		turn.Artifacts = []chat.ArtifactReference{doc, doc}
+		if refs, err := c.CheckSave(turn); err != nil || len(refs) != 1 {
+			t.Errorf("save with a repeated artifact: %v, %v; want it once", refs, err)
+		}
+		turn.Artifacts = []chat.ArtifactReference{{EntryPath: "../x", ArtifactType: chat.ArtifactDocument}}
+		if _, err := c.CheckSave(turn); !errors.Is(err, chat.ErrInvalidArtifact) {
+			t.Errorf("save with an invalid artifact: %v, want ErrInvalidArtifact", err)
+		}
+		turn.Artifacts, turn.Ordinal = nil, 4
+		if _, err := c.CheckSave(turn); !errors.Is(err, chat.ErrInvalidRequest) {
+			t.Errorf("save of another ordinal: %v, want ErrInvalidRequest", err)
+		}
+		r := chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted}
+		if w := r.Window(0); len(w) != 1 || w[0] != (chat.TerminalEntry{TurnID: "t", Outcome: chat.OutcomeCompleted, InputHash: "h"}) {
+			t.Errorf("release window %+v", w)
+		}
+	})
 }

@@ -3,10 +3,11 @@
 // the Store contract every storage implementation satisfies.
 //
 // A session is claimed by one turn at a time through an expiring lease
-// (docs/design.md §4). The claim reserves the session's snapshot cursor; the turn
-// numbers its snapshots from it without a storage write per snapshot, saves
-// its turn item once, and releases the lease, appending its outcome to the
-// 64-entry terminal window that rejects replays. Store implementations live
+// (docs/design.md §4). The claim reserves the session's snapshot sequence;
+// the turn numbers its snapshots from it without a storage write per
+// snapshot, saves its turn item once, and releases the lease, appending its
+// outcome to the terminal window (the newest few turns, at most 64) that
+// rejects replays fast; older turn ids are looked up among the turns. Store implementations live
 // in pkg/store/dynamo (DynamoDB, conditional writes only) and
 // pkg/store/memory (in process); pkg/store/storetest is the contract suite
 // both pass.

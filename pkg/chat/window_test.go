@@ -41,7 +41,7 @@ func TestAppendTerminal(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := chat.AppendTerminal(tc.window, tc.add)
+			got := chat.AppendTerminal(tc.window, tc.add, chat.TerminalWindowSize)
 			if !slices.Equal(ids(got), tc.want) {
 				t.Errorf("window %v, want %v", ids(got), tc.want)
 			}
@@ -52,18 +52,39 @@ func TestAppendTerminal(t *testing.T) {
 	}
 
 	t.Run("re-added entry takes the new outcome", func(t *testing.T) {
-		w := chat.AppendTerminal([]chat.TerminalEntry{entry("a")}, chat.TerminalEntry{TurnID: "a", Outcome: chat.OutcomeIndeterminate})
+		w := chat.AppendTerminal([]chat.TerminalEntry{entry("a")}, chat.TerminalEntry{TurnID: "a", Outcome: chat.OutcomeIndeterminate}, 0)
 		if len(w) != 1 || w[0].Outcome != chat.OutcomeIndeterminate {
 			t.Errorf("window %+v, want one indeterminate entry", w)
 		}
 	})
 }
 
+// A store's window size: the newest size entries are kept, and a full
+// window of that size is what sends a claim to the turn-id lookup.
+func TestWindowSize(t *testing.T) {
+	sizes := map[int]int{0: chat.DefaultTerminalWindow, -3: 1, 1: 1, 8: 8, 64: 64, 65: chat.TerminalWindowSize}
+	for n, want := range sizes {
+		if got := chat.WindowSize(n); got != want {
+			t.Errorf("WindowSize(%d) = %d, want %d", n, got, want)
+		}
+	}
+	var w []chat.TerminalEntry
+	for i := range 5 {
+		w = chat.AppendTerminal(w, chat.TerminalEntry{TurnID: fmt.Sprintf("t%d", i)}, 3)
+		if full := chat.WindowFull(w, 3); full != (i >= 2) {
+			t.Errorf("after %d appends WindowFull = %v", i+1, full)
+		}
+	}
+	if got := []string{w[0].TurnID, w[1].TurnID, w[2].TurnID}; len(w) != 3 || !slices.Equal(got, []string{"t2", "t3", "t4"}) {
+		t.Errorf("window of 3 after 5 appends: %+v, want t2 t3 t4", w)
+	}
+}
+
 func TestAppendTerminalKeepsItsInput(t *testing.T) {
 	in := []chat.TerminalEntry{{TurnID: "a"}, {TurnID: "b"}, {TurnID: "c"}}
 	want := slices.Clone(in)
-	chat.AppendTerminal(in[:2:3], chat.TerminalEntry{TurnID: "a"})
-	chat.AppendTerminal(in[:2:3], chat.TerminalEntry{TurnID: "x"})
+	chat.AppendTerminal(in[:2:3], chat.TerminalEntry{TurnID: "a"}, 0)
+	chat.AppendTerminal(in[:2:3], chat.TerminalEntry{TurnID: "x"}, 0)
 	if !slices.Equal(in, want) {
 		t.Errorf("input changed to %v, want %v", in, want)
 	}

@@ -27,7 +27,7 @@ func (s failingStore) GetSession(context.Context, string, chat.Principal) (*chat
 	return nil, s.err
 }
 
-func (s failingStore) ListTurns(context.Context, chat.ListRequest) (*chat.TurnPage, error) {
+func (s failingStore) ListTurns(context.Context, chat.ListRequest) (*chat.Page, error) {
 	return nil, s.err
 }
 

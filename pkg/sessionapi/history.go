@@ -136,7 +136,7 @@ func (s *server) getSession(w http.ResponseWriter, r *http.Request, rc *requestC
 	}
 	out := sessionSummary(sess, s.now())
 	if cur := out.CurrentTurn; cur != nil {
-		cur.Sequence = sess.Cursor
+		cur.Sequence = sess.Sequence
 		t, err := s.store.PollTurn(r.Context(), id, sess.ActiveTurn.Ordinal, p)
 		switch {
 		case err == nil && t.Status == chat.TurnRunning:
@@ -153,7 +153,7 @@ func sessionSummary(sess *chat.Session, now time.Time) SessionSummary {
 		SessionID:           sess.ID,
 		DefinitionID:        sess.DefinitionID,
 		DefinitionRevision:  sess.DefinitionRevision,
-		Cursor:              sess.Cursor,
+		Cursor:              sess.Sequence,
 		CreatedAt:           protocol.FormatTime(sess.CreatedAt),
 		UpdatedAt:           protocol.FormatTime(sess.UpdatedAt),
 		PendingInteractions: pendingInteractions(sess, now),
@@ -219,7 +219,7 @@ func (s *server) listMessages(w http.ResponseWriter, r *http.Request, rc *reques
 
 // page authenticates, validates the path and query and reads one page of
 // turns: one store request (docs/design.md §5).
-func (s *server) page(r *http.Request, rc *requestContext) (*chat.TurnPage, chat.Order, error) {
+func (s *server) page(r *http.Request, rc *requestContext) (*chat.Page, chat.Order, error) {
 	p, err := s.auth.Authenticate(r)
 	if err != nil {
 		return nil, "", err
@@ -250,7 +250,7 @@ func (s *server) page(r *http.Request, rc *requestContext) (*chat.TurnPage, chat
 	return page, q.order, nil
 }
 
-func nextCursor(page *chat.TurnPage) *string {
+func nextCursor(page *chat.Page) *string {
 	if !page.HasMore || page.NextCursor == "" {
 		return nil
 	}

@@ -139,7 +139,7 @@ func cannotAwait(call model.ToolCall) tool.Outcome {
 
 // confirmationsToRecord returns the confirmations the release records:
 // the pending ones of a turn that ended complete, else none.
-func (t *run) confirmationsToRecord(outcome chat.Outcome) []chat.Confirmation {
+func (t *run) confirmationsToRecord(outcome chat.TerminalOutcome) []chat.Confirmation {
 	a := &t.approvals
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -684,7 +684,7 @@ func (t *run) cleanupContext(end time.Time) (context.Context, context.CancelFunc
 
 // save writes the turn item (cleanup phase 2) and returns the outcome to
 // release with: indeterminate when the save failed or timed out.
-func (t *run) save(item *chat.Turn) chat.Outcome {
+func (t *run) save(item *chat.Turn) chat.TerminalOutcome {
 	// The save may use all of cleanup but the release's share: a slow but
 	// healthy table must not turn a saved turn into a reported failure
 	// (and the store resolves an unknown outcome before it answers).
@@ -700,7 +700,7 @@ func (t *run) save(item *chat.Turn) chat.Outcome {
 // release ends the lease (cleanup phase 3) with the session's new cursor.
 // A failed release is logged: the lease then expires on its own within
 // LeaseDuration and the next claim records the turn as indeterminate.
-func (t *run) release(outcome chat.Outcome, cursor int64) {
+func (t *run) release(outcome chat.TerminalOutcome, cursor int64) {
 	ctx, cancel := t.cleanupContext(t.cleanupEnd())
 	defer cancel()
 	req := chat.ReleaseRequest{Claim: t.claim, Outcome: outcome, Sequence: cursor, Confirmations: t.confirmationsToRecord(outcome), Undecide: t.undecide()}
@@ -714,7 +714,7 @@ func (t *run) release(outcome chat.Outcome, cursor int64) {
 }
 
 // logFinished logs the turn's end; never message text.
-func (t *run) logFinished(end ending, outcome chat.Outcome, cursor int64) {
+func (t *run) logFinished(end ending, outcome chat.TerminalOutcome, cursor int64) {
 	attrs := []any{
 		"status", string(end.status), "outcome", string(outcome),
 		"ordinal", t.claim.Lease.Ordinal, "firstSequence", t.claim.BaseSequence + 1, "lastSequence", cursor,

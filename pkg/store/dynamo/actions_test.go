@@ -21,9 +21,9 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	issued := map[string]map[string]bool{}
 	call := func(method string, fn func() error) {
 		t.Helper()
-		e.count.reset()
+		e.count.Reset()
 		_ = fn() // rejections are part of the paths being covered
-		for _, op := range e.count.take() {
+		for _, op := range e.count.Take() {
 			if issued[method] == nil {
 				issued[method] = map[string]bool{}
 			}

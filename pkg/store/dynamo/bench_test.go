@@ -33,7 +33,7 @@ func BenchmarkLifecycleDynalite(b *testing.B) {
 			"pk": &types.AttributeValueMemberS{Value: "BENCH"},
 			"sk": &types.AttributeValueMemberS{Value: "COUNTER"},
 		}
-		e.count.reset()
+		e.count.Reset()
 		start := time.Now()
 		for b.Loop() {
 			_, err := e.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
@@ -47,14 +47,14 @@ func BenchmarkLifecycleDynalite(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		requests := len(e.count.take())
+		requests := len(e.count.Take())
 		b.ReportMetric(float64(requests)/time.Since(start).Seconds(), "requests/s")
 	})
 
 	b.Run("lifecycle=claim-load-save-release", func(b *testing.B) {
 		s := e.store()
 		run := time.Now().UnixNano() // session ids unique to this run (-count reuses the table)
-		e.count.reset()
+		e.count.Reset()
 		turns := 0
 		start := time.Now()
 		for b.Loop() {
@@ -78,7 +78,7 @@ func BenchmarkLifecycleDynalite(b *testing.B) {
 			}
 		}
 		elapsed := time.Since(start).Seconds()
-		b.ReportMetric(float64(len(e.count.take()))/float64(turns), "requests/turn")
+		b.ReportMetric(float64(len(e.count.Take()))/float64(turns), "requests/turn")
 		b.ReportMetric(float64(turns)/elapsed, "turns/s")
 	})
 }

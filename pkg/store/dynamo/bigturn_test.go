@@ -62,18 +62,18 @@ func TestTurnSizes(t *testing.T) {
 			part := "a part"
 			turn.Messages[1].Parts = []protocol.Part{{Type: "text", Text: &part}}
 			turn.Artifacts = []chat.ArtifactReference{}
-			e.count.reset()
+			e.count.Reset()
 			if err := s.SaveTurn(ctx, c, turn); err != nil {
 				t.Fatalf("save: %v", err)
 			}
-			if got := e.count.take(); !slices.Equal(got, tc.wantSave) {
+			if got := e.count.Take(); !slices.Equal(got, tc.wantSave) {
 				t.Errorf("save requests %v, want %v", got, tc.wantSave)
 			}
 			got, err := s.FindTurn(ctx, "s1", "t1", alice)
 			if err != nil {
 				t.Fatalf("find: %v", err)
 			}
-			if ops := e.count.take(); !slices.Equal(ops, tc.wantFind) {
+			if ops := e.count.Take(); !slices.Equal(ops, tc.wantFind) {
 				t.Errorf("find requests %v, want %v", ops, tc.wantFind)
 			}
 			if !reflect.DeepEqual(got.Messages, turn.Messages) {
@@ -87,13 +87,13 @@ func TestTurnSizes(t *testing.T) {
 				t.Errorf("retried save: %v", err)
 			}
 
-			e.count.reset()
+			e.count.Reset()
 			err = s.SaveTurn(ctx, forged(c, c.Lease.Token+"x"), turn)
 			if err != chat.ErrLeaseLost {
 				t.Fatalf("save with another token: %v, want ErrLeaseLost", err)
 			}
 			deletes := 0
-			for _, op := range e.count.take() {
+			for _, op := range e.count.Take() {
 				if op == "DeleteItem" {
 					deletes++
 				}
@@ -132,11 +132,11 @@ func TestSaveTurnOnlyForItsClaim(t *testing.T) {
 			t.Run(name+"/"+storeName, func(t *testing.T) {
 				tr := turnOf(c, "s1", textMessages("t1", "x"))
 				change(tr)
-				e.count.reset()
+				e.count.Reset()
 				if err := store().SaveTurn(ctx, c, tr); !errors.Is(err, chat.ErrInvalidRequest) {
 					t.Errorf("SaveTurn: %v, want ErrInvalidRequest", err)
 				}
-				if ops := e.count.take(); len(ops) != 0 {
+				if ops := e.count.Take(); len(ops) != 0 {
 					t.Errorf("a rejected save sent %v", ops)
 				}
 			})

@@ -3,10 +3,19 @@ package dynamo_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
@@ -165,12 +174,12 @@ func TestRequestBudgets(t *testing.T) {
 		}, []string{"UpdateItem", "GetItem"}, chat.ErrLeaseLost},
 	}
 	for _, st := range steps {
-		e.count.reset()
+		e.count.Reset()
 		err := st.run()
 		if !errors.Is(err, st.wantErr) {
 			t.Fatalf("%s: error %v, want %v", st.name, err, st.wantErr)
 		}
-		if got := e.count.take(); !slices.Equal(got, st.want) {
+		if got := e.count.Take(); !slices.Equal(got, st.want) {
 			t.Errorf("%s: requests %v, want %v", st.name, got, st.want)
 		}
 	}
@@ -192,12 +201,106 @@ func TestConditionFailureItemSavesTheRead(t *testing.T) {
 	if _, err := s.ClaimTurn(ctx, claimReq("s1", "t1")); err != nil {
 		t.Fatal(err)
 	}
-	e.count.reset()
+	e.count.Reset()
 	_, err = s.ClaimTurn(ctx, claimReq("s1", "t2"))
 	if !errors.Is(err, chat.ErrSessionBusy) {
 		t.Fatalf("second claim: %v, want ErrSessionBusy", err)
 	}
-	if got, want := e.count.take(), []string{"UpdateItem"}; !slices.Equal(got, want) {
+	if got, want := e.count.Take(), []string{"UpdateItem"}; !slices.Equal(got, want) {
 		t.Errorf("requests %v, want %v", got, want)
+	}
+}
+
+// TestRequestBudgetsPastTheWindow: once the terminal window is full, a
+// claim adds one Query of TurnIDIndex (its turn id may have left the
+// window), whatever the session's depth; a replay of a turn that left it
+// is found there and gives the claim back.
+func TestRequestBudgetsPastTheWindow(t *testing.T) {
+	e := newEnv(t)
+	s := e.store()
+	ctx := context.Background()
+	for i := range chat.DefaultTerminalWindow + 1 {
+		completeTurn(t, s, "s1", fmt.Sprintf("t%d", i), int64(i+1))
+	}
+	e.count.Reset()
+	_, err := s.ClaimTurn(ctx, claimReq("s1", "t0"))
+	if !errors.Is(err, chat.ErrTurnCompleted) {
+		t.Fatalf("replay of a turn that left the window: %v, want ErrTurnCompleted", err)
+	}
+	if got, want := e.count.Take(), []string{"UpdateItem", "Query", "UpdateItem"}; !slices.Equal(got, want) {
+		t.Errorf("rejected replay: requests %v, want %v (claim, lookup, give back)", got, want)
+	}
+	c, err := s.ClaimTurn(ctx, claimReq("s1", "fresh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := e.count.Take(), []string{"UpdateItem", "Query"}; !slices.Equal(got, want) {
+		t.Errorf("claim past a full window: requests %v, want %v", got, want)
+	}
+	if c.Lease.Ordinal != int64(chat.DefaultTerminalWindow+2) || len(c.Session.TerminalTurns) != chat.DefaultTerminalWindow {
+		t.Errorf("claim ordinal %d, window %d entries; want %d, %d", c.Lease.Ordinal, len(c.Session.TerminalTurns),
+			chat.DefaultTerminalWindow+2, chat.DefaultTerminalWindow)
+	}
+}
+
+// TestSessionWritesStayOneUnit: the claim and the release each rewrite
+// the session item, which must stay one write unit (under 1 KB) however
+// deep the session: the window keeps only the newest turns. dynalite
+// reports a write's base-table units as AWS computes them (the larger of
+// the old and new item, per KB).
+func TestSessionWritesStayOneUnit(t *testing.T) {
+	var mu sync.Mutex
+	units := map[string]float64{} // by the session write: claim, release
+	record := func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("capacity",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					up, ok := in.Parameters.(*dynamodb.UpdateItemInput)
+					if ok {
+						up.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
+					}
+					out, md, err := next.HandleInitialize(ctx, in)
+					if r, isUp := out.Result.(*dynamodb.UpdateItemOutput); ok && isUp && r.ConsumedCapacity != nil {
+						if sk, _ := up.Key["sk"].(*types.AttributeValueMemberS); sk != nil && sk.Value == "SESSION" {
+							mu.Lock()
+							kind := "release"
+							if strings.Contains(aws.ToString(up.ConditionExpression), "attribute_not_exists(#leaseToken)") {
+								kind = "claim"
+							}
+							units[kind] = max(units[kind], aws.ToFloat64(r.ConsumedCapacity.CapacityUnits))
+							mu.Unlock()
+						}
+					}
+					return out, md, err
+				}), middleware.After)
+		})
+	}
+	client, err := dynamo.NewClient(context.Background(), dynaliteOptions(t), record)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t, client), CursorKey: testCursorKey})
+	ctx := context.Background()
+	// UUID-sized ids, as clients send them.
+	id := func(n int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", n, n) }
+	sid := id(0)
+	for i := 1; i <= 3*chat.DefaultTerminalWindow; i++ {
+		c, err := s.ClaimTurn(ctx, claimReq(sid, id(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SaveTurn(ctx, c, turnOf(c, sid, textMessages(id(i), "answer"))); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, kind := range []string{"claim", "release"} {
+		if got, ok := units[kind]; !ok || got != 1 {
+			t.Errorf("largest %s write: %v units (seen %v), want 1 at every depth", kind, got, ok)
+		}
 	}
 }

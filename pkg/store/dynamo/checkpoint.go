@@ -248,8 +248,8 @@ func (s *Store) putDelta(ctx context.Context, cp *chat.Checkpoint, d *delta, pur
 		// content, which the turn never sends.
 		return fmt.Errorf("checkpoint %d of turn %s: another delta is stored: %w", cp.Number, cp.TurnID, chat.ErrConflict)
 	}
-	read, rerr := s.resolveRead(ctx, deltaKey(cp.SessionID, cp.Ordinal, cp.Number))
-	if rerr == nil && read != nil {
+	read, found, rerr := s.resolveRead(ctx, deltaKey(cp.SessionID, cp.Ordinal, cp.Number))
+	if rerr == nil && found {
 		if v, _ := read[attrDelta].(*types.AttributeValueMemberS); v != nil && v.Value == string(b) {
 			return nil
 		}
@@ -290,11 +290,11 @@ func (s *Store) updateLive(ctx context.Context, cp *chat.Checkpoint, token strin
 		return stopOf(out.Attributes), nil
 	}
 	failed, _ := conditionFailed(err)
-	read, rerr := s.resolveRead(ctx, key)
+	read, found, rerr := s.resolveRead(ctx, key)
 	switch {
 	case rerr != nil:
 		return false, fmt.Errorf("checkpoint turn %s: %w (resolving: %v)", cp.TurnID, err, rerr)
-	case read == nil || tokenOf(read) != token:
+	case !found || tokenOf(read) != token:
 		if failed {
 			return false, chat.ErrLeaseLost
 		}
@@ -441,7 +441,7 @@ func (s *Store) PollTurn(ctx context.Context, sessionID string, ordinal int64, p
 			main = item
 		}
 	}
-	if main == nil || main[AttrTurnID] == nil {
+	if main == nil || main[AttrTurnID] == nil || isFenceRecord(main) {
 		if _, err := s.GetSession(ctx, sessionID, p); err != nil {
 			return nil, err
 		}

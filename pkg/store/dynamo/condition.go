@@ -20,9 +20,13 @@ import (
 // several times slower (measured here: 40-130 ms against 3-10 ms for the
 // claim condition).
 type condition struct {
-	expr   string
-	names  []string // attribute names referenced as "#" + name
-	values map[string]types.AttributeValue
+	expr  string
+	names []string // attribute names referenced as "#" + name
+	// aliases are attribute names referenced by another placeholder (a
+	// key of aliases, "#" + a word), for names that are no word (a turn
+	// id as a map key).
+	aliases map[string]string
+	values  map[string]types.AttributeValue
 }
 
 func strValue(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
@@ -44,6 +48,7 @@ func (s *Store) updateInput(key map[string]types.AttributeValue, up expression.U
 	for _, n := range c.names {
 		names["#"+n] = n
 	}
+	maps.Copy(names, c.aliases)
 	values := maps.Clone(e.Values())
 	if values == nil {
 		values = make(map[string]types.AttributeValue, len(c.values))

@@ -5,15 +5,18 @@
 // Layout (key attributes pk, sk; names in table.go):
 //
 //	session item  pk=SESSION#<id>  sk=SESSION
-//	  ownerKey, definitionId, definitionRevision, cursor, nextOrdinal,
-//	  revision, createdAt, updatedAt (epoch ms), the lease (leaseTurnId,
-//	  leaseToken, leaseExpiresAt in epoch ms, leaseStop, leaseOrdinal,
-//	  leaseInputHash, leaseLineage; absent when idle), the terminal window
-//	  (window: list of {turnId, outcome, inputHash}, oldest first, and
-//	  windowIds: the same turn ids as a string set for claim conditions) and
+//	  ownerKey, definitionId, definitionRevision, sequence (the last
+//	  issued), nextOrdinal, revision, createdAt, updatedAt (epoch ms), the
+//	  lease (leaseTurnId, leaseToken, leaseExpiresAt in epoch ms, leaseStop,
+//	  leaseOrdinal, leaseInputHash, leaseLineage; absent when idle), the
+//	  terminal window (window: a map from turn id to "<position><outcome
+//	  letter><input hash>", position 0 the oldest, outcome c or i, the hash
+//	  in unpadded base64url; at most Options.TerminalWindow entries) and
 //	  releasedToken (the token of the last release, for idempotent retries).
+//	  Every claim and release rewrites it: it stays under 1 KB.
 //	turn item     pk=SESSION#<id>  sk=TURN#<ordinal, 12 digits>
-//	  turnId (TurnIDIndex), visibleKey (VisibleIndex, absent once
+//	  turnId (TurnIDIndex, projecting TurnIDIndexAttributes), visibleKey
+//	  (VisibleIndex, projecting all; absent once
 //	  superseded), ordinal, status, lineage, inputHash, usage, error,
 //	  artifacts, superseded, firstSequence, lastSequence, startedAt,
 //	  completedAt, savedAt, ownerKey (denormalised from the session),
@@ -22,8 +25,9 @@
 //	  (messages), gzip-compressed JSON (messagesGzip) or, when even that
 //	  exceeds 350 KB, a chunk count (chunks) and chunk key prefix.
 //	fence item    pk=SESSION#<id>  sk=TURN#<ordinal>: a crashed turn that
-//	  saved nothing: leaseToken "fence:...", status error, error TURN_LOST;
-//	  no turnId and no visibleKey, so no index holds it.
+//	  saved nothing: leaseToken "fence:...", status error, error TURN_LOST,
+//	  its turnId and inputHash (so that TurnIDIndex keeps the id taken) but
+//	  no saveId, no live flag and no visibleKey: no reader shows it.
 //	chunk item    pk=SESSION#<id>  sk=TURN#<ordinal>#CHUNK#<save id>#<n>
 //	  chunk (B): one part of a large turn's compressed messages.
 //
@@ -33,8 +37,9 @@
 // item returned with the failed condition where the server supports
 // ReturnValuesOnConditionCheckFailure), and a takeover from a crashed turn
 // adds the fence of its turn item and a compare-and-set on the session
-// revision. Once the terminal window is full (64 turns), a claim adds one
-// Query of TurnIDIndex, since its turn id may have left the window. Lease renewal,
+// revision. Once the terminal window is full (Options.TerminalWindow,
+// default chat.DefaultTerminalWindow), a claim adds one Query of
+// TurnIDIndex, since its turn id may have left the window. Lease renewal,
 // release and save are one write each; a history page and a context load
 // are one Query of the sparse VisibleIndex; FindTurn is one Query of
 // TurnIDIndex; an artifacts write is that Query plus one UpdateItem.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,13 +23,18 @@ import (
 // DescribeTable finds it, and a table that another process created between
 // the two (CreateTable answering ResourceInUseException, e.g. two dev
 // servers started at once) counts as present: EnsureTable waits until it
-// is ACTIVE. It reports whether this call created the table. It does not
-// compare an existing table's layout with CreateTableInput.
+// is ACTIVE. It reports whether this call created the table. An existing
+// table whose local secondary indexes differ from CreateTableInput's (one
+// made by an older layout: indexes cannot change once a table exists) is
+// ErrTableLayout, so that the store never runs on items it cannot read.
 func EnsureTable(ctx context.Context, client TableClient, name string) (created bool, err error) {
 	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 	var notFound *types.ResourceNotFoundException
 	switch {
 	case err == nil:
+		if out.Table != nil && indexLayout(out.Table.LocalSecondaryIndexes) != indexLayout(CreateTableInput(name).LocalSecondaryIndexes) {
+			return false, fmt.Errorf("table %s: %w", name, ErrTableLayout)
+		}
 		if out.Table != nil && out.Table.TableStatus == types.TableStatusActive {
 			return false, nil
 		}
@@ -44,6 +51,39 @@ func EnsureTable(ctx context.Context, client TableClient, name string) (created 
 		return false, err
 	}
 	return true, nil
+}
+
+// ErrTableLayout is EnsureTable's error for an existing table with other
+// local secondary indexes than CreateTableInput's: delete it (a local
+// server's data is disposable) or use another table name.
+var ErrTableLayout = errors.New("dynamo: the table has another index layout than this version's")
+
+// indexLayout describes local secondary indexes as one comparable string:
+// name, keys, projection type and projected attributes, sorted.
+func indexLayout[I types.LocalSecondaryIndex | types.LocalSecondaryIndexDescription](indexes []I) string {
+	var out []string
+	for _, ix := range indexes {
+		var name string
+		var keys []types.KeySchemaElement
+		var p *types.Projection
+		switch ix := any(ix).(type) {
+		case types.LocalSecondaryIndex:
+			name, keys, p = aws.ToString(ix.IndexName), ix.KeySchema, ix.Projection
+		case types.LocalSecondaryIndexDescription:
+			name, keys, p = aws.ToString(ix.IndexName), ix.KeySchema, ix.Projection
+		}
+		s := name
+		for _, k := range keys {
+			s += " " + aws.ToString(k.AttributeName) + ":" + string(k.KeyType)
+		}
+		if p != nil {
+			attrs := slices.Sorted(slices.Values(p.NonKeyAttributes))
+			s += " " + string(p.ProjectionType) + " " + strings.Join(attrs, ",")
+		}
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return strings.Join(out, "; ")
 }
 
 // waitActive waits until the table name is ACTIVE, for as long as ctx

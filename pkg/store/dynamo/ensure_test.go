@@ -124,3 +124,20 @@ func TestRecreateMissingTable(t *testing.T) {
 		t.Errorf("DescribeTable of a missing table: %v, recreated %d; want ResourceNotFoundException and no recreation", err, recreated.Load())
 	}
 }
+
+// TestEnsureTableRefusesAnotherLayout: a table made with other index
+// projections (an older layout) is refused, not used.
+func TestEnsureTableRefusesAnotherLayout(t *testing.T) {
+	client := dynalite.Client(t)
+	name := freshTableName(t, client)
+	old := dynamo.CreateTableInput(name)
+	for i := range old.LocalSecondaryIndexes {
+		old.LocalSecondaryIndexes[i].Projection = &types.Projection{ProjectionType: types.ProjectionTypeAll}
+	}
+	if _, err := client.CreateTable(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dynamo.EnsureTable(t.Context(), client, name); !errors.Is(err, dynamo.ErrTableLayout) {
+		t.Fatalf("EnsureTable on a table of another layout: %v, want ErrTableLayout", err)
+	}
+}

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
+	"github.com/turnstream/turnstream/pkg/store/storetest"
 )
 
 // faultEnv is a table whose client sends every HTTP attempt through a
@@ -30,13 +32,12 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	opts := dynalite.Options(t)
 	opts.Transport = ft
 	opts.AttemptTimeout = attemptTimeout
-	c := &counter{}
-	client, err := dynamo.NewClient(context.Background(), opts, c.option)
+	c := &dynamo.OperationLog{}
+	client, err := dynamo.NewClient(context.Background(), opts, c.Option)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{client: client, table: dynalite.Table(t, client), count: c,
-		clock: &testClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}}
+	e := &env{client: client, table: dynalite.Table(t, client), count: c, clock: storetest.NewClock(testStart)}
 	ft.Reset()
 	return &faultEnv{env: e, faults: ft, s: e.store()}
 }
@@ -91,8 +92,8 @@ func TestClaimRecognisesItsOwnWrite(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if sess.ActiveTurn == nil || sess.ActiveTurn.Token != c.Lease.Token || sess.NextOrdinal != wantOrdinal+1 || sess.Cursor != wantBase {
-					t.Errorf("session after the claim: lease %+v, next ordinal %d, cursor %d", sess.ActiveTurn, sess.NextOrdinal, sess.Cursor)
+				if sess.ActiveTurn == nil || sess.ActiveTurn.Token != c.Lease.Token || sess.NextOrdinal != wantOrdinal+1 || sess.Sequence != wantBase {
+					t.Errorf("session after the claim: lease %+v, next ordinal %d, sequence %d", sess.ActiveTurn, sess.NextOrdinal, sess.Sequence)
 				}
 				// The turn runs exactly once: the claim is usable end to end.
 				e.faults.SetRule(nil)
@@ -231,7 +232,7 @@ func TestReleaseResolvesUnknownOutcome(t *testing.T) {
 		}
 		e.faults.SetRule(nil)
 		sess, err := e.s.GetSession(ctx, "s1", alice)
-		if err != nil || sess.ActiveTurn != nil || len(sess.TerminalTurns) != 1 || sess.Cursor != 3 {
+		if err != nil || sess.ActiveTurn != nil || len(sess.TerminalTurns) != 1 || sess.Sequence != 3 {
 			t.Errorf("session after the release: %+v, err %v", sess, err)
 		}
 	}
@@ -404,5 +405,39 @@ func TestLateApplyingWrite(t *testing.T) {
 				t.Errorf("turn after a late write: %+v, %v", got, err)
 			}
 		})
+	}
+}
+
+// TestLookupPastTheWindowStaysInsideTheLease: the turn-id lookup of a
+// claim past a full window serves the lease it just took, so a hung
+// lookup is cut within half of that lease and the claim given back (no
+// lease left held, the ordinal returned) instead of returning a lease
+// already spent.
+func TestLookupPastTheWindowStaysInsideTheLease(t *testing.T) {
+	e := newFaultEnv(t)
+	ctx := faultCtx(t)
+	for i := range chat.DefaultTerminalWindow {
+		completeTurn(t, e.s, "s1", fmt.Sprintf("t%d", i), int64(i+1))
+	}
+	before, err := e.s.GetSession(ctx, "s1", alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.faults.SetRule(ddbfault.Always(ddbfault.Hang, ddbfault.Op("Query", dynamo.TurnIDIndex)))
+	req := claimReq("s1", "next")
+	req.LeaseDuration = 2 * attemptTimeout // half of it cuts the first hung attempt
+	if _, err := e.s.ClaimTurn(ctx, req); err == nil {
+		t.Fatal("a claim whose lookup never answered succeeded")
+	}
+	if n := e.faults.Counts()[ddbfault.Hang]; n != 1 {
+		t.Errorf("%d hung lookups, want 1: the lease's half cuts the first", n)
+	}
+	e.faults.SetRule(nil)
+	after, err := e.s.GetSession(ctx, "s1", alice)
+	if err != nil || after.ActiveTurn != nil || after.NextOrdinal != before.NextOrdinal {
+		t.Errorf("session after the failed claim: %+v, %v; want no lease and next ordinal %d", after, err, before.NextOrdinal)
+	}
+	if _, err := e.s.ClaimTurn(ctx, claimReq("s1", "next")); err != nil {
+		t.Errorf("the client's retry: %v", err)
 	}
 }

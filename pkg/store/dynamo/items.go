@@ -1,6 +1,9 @@
 package dynamo
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -31,7 +34,6 @@ const (
 	attrOwnerKey       = "ownerKey"
 	attrDefinitionID   = "definitionId"
 	attrDefinitionRev  = "definitionRevision"
-	attrCursor         = "cursor"
 	attrNextOrdinal    = "nextOrdinal"
 	attrRevision       = "revision"
 	attrCreatedAt      = "createdAt"
@@ -44,7 +46,6 @@ const (
 	attrLeaseInputHash = "leaseInputHash"
 	attrLeaseLineage   = "leaseLineage"
 	attrWindow         = "window"
-	attrWindowIDs      = "windowIds"
 	attrReleasedToken  = "releasedToken"
 
 	attrArtifacts  = "artifacts"
@@ -124,10 +125,69 @@ func toLineageAV(l protocol.Lineage) lineageAV { return lineageAV(l) }
 
 func (l lineageAV) lineage() protocol.Lineage { return protocol.Lineage(l) }
 
-type windowEntryAV struct {
-	TurnID    string `dynamodbav:"turnId"`
-	Outcome   string `dynamodbav:"outcome"`
-	InputHash string `dynamodbav:"inputHash,omitempty"`
+// The terminal window is stored as one map from turn id to entry, so
+// that the claim's condition tests the id (attribute_not_exists of
+// window.<turn id>) and no id is stored twice. An entry is the turn's
+// position in the window (oldest 0, decimal), its outcome's letter
+// (outcomeLetters) and its compact input hash (compactHash).
+var outcomeLetters = map[chat.TerminalOutcome]byte{chat.OutcomeCompleted: 'c', chat.OutcomeIndeterminate: 'i'}
+
+// windowAV returns the stored form of a terminal window.
+func windowAV(entries []chat.TerminalEntry) map[string]string {
+	m := make(map[string]string, len(entries))
+	for i, e := range entries {
+		m[e.TurnID] = strconv.Itoa(i) + string(outcomeLetters[e.Outcome]) + compactHash(e.InputHash)
+	}
+	return m
+}
+
+// decodeWindow returns the terminal window of its stored form, oldest
+// first.
+func decodeWindow(m map[string]string) ([]chat.TerminalEntry, error) {
+	out := make([]chat.TerminalEntry, len(m))
+	for id, v := range m {
+		digits := strings.IndexFunc(v, func(r rune) bool { return r < '0' || r > '9' })
+		pos, err := strconv.Atoi(v[:max(digits, 0)])
+		if digits < 1 || err != nil || pos >= len(out) || out[pos].TurnID != "" {
+			return nil, fmt.Errorf("malformed terminal window entry")
+		}
+		e := chat.TerminalEntry{TurnID: id, InputHash: expandHash(v[digits+1:])}
+		for o, letter := range outcomeLetters {
+			if v[digits] == letter {
+				e.Outcome = o
+			}
+		}
+		if e.Outcome == "" {
+			return nil, fmt.Errorf("malformed terminal window entry")
+		}
+		out[pos] = e
+	}
+	return out, nil
+}
+
+// compactHash returns the stored form of an input hash: a chat.HashInput
+// value (64 hex digits) as 43 characters of unpadded base64url, any other
+// value as it is after a "~" (which base64url never holds).
+func compactHash(h string) string {
+	if b, err := hex.DecodeString(h); err == nil && len(b) == sha256.Size && hex.EncodeToString(b) == h {
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	if h == "" {
+		return ""
+	}
+	return "~" + h
+}
+
+// expandHash inverts compactHash.
+func expandHash(s string) string {
+	if raw, ok := strings.CutPrefix(s, "~"); ok {
+		return raw
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != sha256.Size {
+		return s // not a compact hash (an empty one, or written as it is)
+	}
+	return hex.EncodeToString(b)
 }
 
 // sessionItem is the stored session item (see doc.go).
@@ -137,7 +197,7 @@ type sessionItem struct {
 	OwnerKey           string                    `dynamodbav:"ownerKey"`
 	DefinitionID       string                    `dynamodbav:"definitionId,omitempty"`
 	DefinitionRevision int64                     `dynamodbav:"definitionRevision"`
-	Cursor             int64                     `dynamodbav:"cursor"`
+	Sequence           int64                     `dynamodbav:"sequence"`
 	NextOrdinal        int64                     `dynamodbav:"nextOrdinal"`
 	Revision           int64                     `dynamodbav:"revision"`
 	CreatedAt          int64                     `dynamodbav:"createdAt"`
@@ -147,10 +207,9 @@ type sessionItem struct {
 	LeaseExpiresAt     int64                     `dynamodbav:"leaseExpiresAt,omitempty"`
 	LeaseStop          bool                      `dynamodbav:"leaseStop,omitempty"`
 	LeaseOrdinal       int64                     `dynamodbav:"leaseOrdinal,omitempty"`
-	LeaseInputHash     string                    `dynamodbav:"leaseInputHash,omitempty"`
+	LeaseInputHash     string                    `dynamodbav:"leaseInputHash,omitempty"` // compactHash
 	LeaseLineage       *lineageAV                `dynamodbav:"leaseLineage,omitempty"`
-	Window             []windowEntryAV           `dynamodbav:"window,omitempty"`
-	WindowIDs          []string                  `dynamodbav:"windowIds,stringset,omitempty"`
+	Window             map[string]string         `dynamodbav:"window,omitempty"`
 	ReleasedToken      string                    `dynamodbav:"releasedToken,omitempty"`
 	Confirmations      map[string]confirmationAV `dynamodbav:"confirmations,omitempty"`
 }
@@ -169,17 +228,15 @@ func decodeSession(sessionID string, item map[string]types.AttributeValue) (*cha
 		Owner:              owner,
 		DefinitionID:       si.DefinitionID,
 		DefinitionRevision: si.DefinitionRevision,
-		Cursor:             si.Cursor,
+		Sequence:           si.Sequence,
 		NextOrdinal:        si.NextOrdinal,
 		Revision:           si.Revision,
 		CreatedAt:          fromMillis(si.CreatedAt),
 		UpdatedAt:          fromMillis(si.UpdatedAt),
-		TerminalTurns:      make([]chat.TerminalEntry, 0, len(si.Window)),
 		Confirmations:      decodeConfirmations(si.Confirmations),
 	}
-	for _, e := range si.Window {
-		s.TerminalTurns = append(s.TerminalTurns, chat.TerminalEntry{
-			TurnID: e.TurnID, Outcome: chat.Outcome(e.Outcome), InputHash: e.InputHash})
+	if s.TerminalTurns, err = decodeWindow(si.Window); err != nil {
+		return nil, nil, fmt.Errorf("decode session %s: %w", sessionID, err)
 	}
 	if si.LeaseToken != "" {
 		s.ActiveTurn = si.lease()
@@ -194,22 +251,12 @@ func (si *sessionItem) lease() *chat.Lease {
 		ExpiresAt: fromMillis(si.LeaseExpiresAt),
 		Stop:      si.LeaseStop,
 		Ordinal:   si.LeaseOrdinal,
-		InputHash: si.LeaseInputHash,
+		InputHash: expandHash(si.LeaseInputHash),
 	}
 	if si.LeaseLineage != nil {
 		l.Lineage = si.LeaseLineage.lineage()
 	}
 	return l
-}
-
-func windowAV(entries []chat.TerminalEntry) ([]windowEntryAV, []string) {
-	w := make([]windowEntryAV, 0, len(entries))
-	ids := make([]string, 0, len(entries))
-	for _, e := range entries {
-		w = append(w, windowEntryAV{TurnID: e.TurnID, Outcome: string(e.Outcome), InputHash: e.InputHash})
-		ids = append(ids, e.TurnID)
-	}
-	return w, ids
 }
 
 type usageAV struct {

@@ -29,36 +29,12 @@ import (
 // Query of TurnIDIndex (and, when the id is found, one write that gives
 // the claim back).
 func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Claim, error) {
-	if req.SessionID == "" || req.TurnID == "" || req.LeaseDuration <= 0 {
-		return nil, fmt.Errorf("%w: claim needs a session id, a turn id and a positive lease duration", chat.ErrInvalidRequest)
+	if err := req.Validate(); err != nil {
+		return nil, err
 	}
 	now := s.now()
 	token := newToken()
-	expiresAt := now.Add(req.LeaseDuration)
-
-	cond := condition{
-		expr:  "attribute_not_exists(#pk) OR #ownerKey = :owner AND attribute_not_exists(#leaseToken) AND NOT contains(#windowIds, :turnId)",
-		names: []string{AttrPK, attrOwnerKey, attrLeaseToken, attrWindowIDs},
-		values: map[string]types.AttributeValue{
-			":owner":  strValue(ownerKey(req.Principal)),
-			":turnId": strValue(req.TurnID),
-		},
-	}
-	if req.Decision != nil {
-		// A decision continues an existing session: its confirmation must
-		// be pending and unexpired.
-		cond.expr = "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND NOT contains(#windowIds, :turnId)"
-		cond.names = []string{attrOwnerKey, attrLeaseToken, attrWindowIDs}
-		cond = decisionCondition(cond, req.Decision, now)
-	}
-	one := expression.Value(1)
-	up := expression.Set(expression.Name(attrOwnerKey), expression.Value(ownerKey(req.Principal))).
-		Set(expression.Name(attrCreatedAt), expression.IfNotExists(expression.Name(attrCreatedAt), expression.Value(millis(now)))).
-		Set(expression.Name(attrCursor), expression.IfNotExists(expression.Name(attrCursor), expression.Value(0))).
-		Set(expression.Name(attrRevision), expression.Plus(expression.IfNotExists(expression.Name(attrRevision), expression.Value(0)), one)).
-		Set(expression.Name(attrNextOrdinal), expression.Plus(expression.IfNotExists(expression.Name(attrNextOrdinal), one), one)).
-		Set(expression.Name(attrLeaseOrdinal), expression.IfNotExists(expression.Name(attrNextOrdinal), one))
-	up = setClaimFields(up, req, token, expiresAt, now)
+	up, cond := claimWrite(req, token, now)
 	wctx, cancel := s.writeContext(ctx)
 	out, err := s.update(wctx, sessionKey(req.SessionID), up, cond, returnAllNew, returnOldOnFailure)
 	cancel()
@@ -66,45 +42,80 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 		return s.claimed(ctx, req, out.Attributes)
 	}
 	failed, item := conditionFailed(err)
-	if item == nil {
+	found := item != nil
+	if !found {
 		var rerr error
-		if item, rerr = s.resolveRead(ctx, sessionKey(req.SessionID)); rerr != nil {
+		if item, found, rerr = s.resolveRead(ctx, sessionKey(req.SessionID)); rerr != nil {
 			return nil, fmt.Errorf("claim session %s: %w (resolving: %v)", req.SessionID, err, rerr)
 		}
 	}
-	if item != nil && holdsToken(item, token) {
+	switch {
+	case found && holdsToken(item, token):
 		return s.claimed(ctx, req, item) // this very claim applied
-	}
-	if !failed {
-		// Not applied as of the read; an attempt may still be in flight.
-		// The same claim once more (same token): its answer, or its own
-		// effect on a condition failure, is the outcome.
-		rctx, cancel := s.resolveContext(ctx)
-		defer cancel()
-		out, rerr := s.update(rctx, sessionKey(req.SessionID), up, cond, returnAllNew, returnOldOnFailure)
-		if rerr == nil {
-			return s.claimed(ctx, req, out.Attributes)
-		}
-		if again, item2 := conditionFailed(rerr); again {
-			if item2 == nil {
-				item2, _ = s.getItem(rctx, sessionKey(req.SessionID))
-			}
-			if item2 != nil && holdsToken(item2, token) {
-				return s.claimed(ctx, req, item2)
-			}
-			if item2 != nil {
-				return s.classifyClaim(ctx, req, item2, token, now)
-			}
-		}
-		return nil, fmt.Errorf("claim session %s: %w", req.SessionID, err) // it did not apply
-	}
-	if item == nil && req.Decision != nil { // no session: no such confirmation
+	case !failed:
+		return s.resendClaim(ctx, req, up, cond, token, now, err)
+	case !found && req.Decision != nil: // no session: no such confirmation
 		return nil, chat.ErrConfirmationNotFound
-	}
-	if item == nil { // it existed when the condition failed: a race
+	case !found: // it existed when the condition failed: a race
 		return nil, fmt.Errorf("claim session %s: session changed during the claim: %w", req.SessionID, chat.ErrSessionBusy)
 	}
 	return s.classifyClaim(ctx, req, item, token, now)
+}
+
+// resendClaim sends a claim whose first outcome is unknown, and which the
+// resolving read showed not applied, once more (same token: an attempt
+// may still be in flight). Its answer, or on a condition failure its own
+// effect as one more read shows, is the outcome; otherwise the read
+// classifies the claim, or first is returned: it did not apply.
+func (s *Store) resendClaim(ctx context.Context, req chat.ClaimRequest, up expression.UpdateBuilder, cond condition, token string, now time.Time, first error) (*chat.Claim, error) {
+	rctx, cancel := s.resolveContext(ctx)
+	defer cancel()
+	out, err := s.update(rctx, sessionKey(req.SessionID), up, cond, returnAllNew, returnOldOnFailure)
+	if err == nil {
+		return s.claimed(ctx, req, out.Attributes)
+	}
+	failed, item := conditionFailed(err)
+	if !failed {
+		return nil, fmt.Errorf("claim session %s: %w", req.SessionID, first)
+	}
+	found := item != nil
+	if !found {
+		item, found, _ = s.getItem(rctx, sessionKey(req.SessionID))
+	}
+	switch {
+	case found && holdsToken(item, token):
+		return s.claimed(ctx, req, item)
+	case found:
+		return s.classifyClaim(ctx, req, item, token, now)
+	}
+	return nil, fmt.Errorf("claim session %s: %w", req.SessionID, first)
+}
+
+// claimWrite returns the claim's update and condition: create the
+// session, or claim an idle one whose owner matches and whose terminal
+// window does not hold the turn id (attribute_not_exists of the id's map
+// entry); a decision claim also needs its confirmation pending and
+// unexpired, and an existing session.
+func claimWrite(req chat.ClaimRequest, token string, now time.Time) (expression.UpdateBuilder, condition) {
+	cond := condition{
+		expr:    "attribute_not_exists(#pk) OR #ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)",
+		names:   []string{AttrPK, attrOwnerKey, attrLeaseToken, attrWindow},
+		aliases: map[string]string{"#claimed": req.TurnID},
+		values:  map[string]types.AttributeValue{":owner": strValue(ownerKey(req.Principal))},
+	}
+	if req.Decision != nil {
+		cond.expr = "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)"
+		cond.names = []string{attrOwnerKey, attrLeaseToken, attrWindow}
+		cond = decisionCondition(cond, req.Decision, now)
+	}
+	one := expression.Value(1)
+	up := expression.Set(expression.Name(attrOwnerKey), expression.Value(ownerKey(req.Principal))).
+		Set(expression.Name(attrCreatedAt), expression.IfNotExists(expression.Name(attrCreatedAt), expression.Value(millis(now)))).
+		Set(expression.Name(attrSequence), expression.IfNotExists(expression.Name(attrSequence), expression.Value(0))).
+		Set(expression.Name(attrRevision), expression.Plus(expression.IfNotExists(expression.Name(attrRevision), expression.Value(0)), one)).
+		Set(expression.Name(attrNextOrdinal), expression.Plus(expression.IfNotExists(expression.Name(attrNextOrdinal), one), one)).
+		Set(expression.Name(attrLeaseOrdinal), expression.IfNotExists(expression.Name(attrNextOrdinal), one))
+	return setClaimFields(up, req, token, now.Add(req.LeaseDuration), now), cond
 }
 
 // holdsToken reports whether the session item holds the lease token.
@@ -128,7 +139,7 @@ func setClaimFields(up expression.UpdateBuilder, req chat.ClaimRequest, token st
 		up = up.Set(expression.Name(attrDefinitionID), expression.IfNotExists(expression.Name(attrDefinitionID), expression.Value(req.DefinitionID)))
 	}
 	up = setDecision(up, req)
-	return setOrRemove(up, attrLeaseInputHash, req.InputHash)
+	return setOrRemove(up, attrLeaseInputHash, compactHash(req.InputHash))
 }
 
 // setOrRemove sets a string attribute, or removes it when v is empty.
@@ -151,11 +162,16 @@ func (s *Store) claimed(ctx context.Context, req chat.ClaimRequest, item map[str
 	if sess.ActiveTurn == nil {
 		return nil, fmt.Errorf("claim session %s: written item carries no lease", req.SessionID)
 	}
-	c := &chat.Claim{Session: *sess, Lease: *sess.ActiveTurn, BaseSequence: sess.Cursor, Created: sess.Revision == 1}
-	if !chat.WindowFull(sess.TerminalTurns) {
+	c := &chat.Claim{Session: *sess, Lease: *sess.ActiveTurn, BaseSequence: sess.Sequence, Created: sess.Revision == 1}
+	if !chat.WindowFull(sess.TerminalTurns, s.window) {
 		return c, nil
 	}
-	rejection, err := s.olderTurn(ctx, req)
+	// The lookup serves the lease just taken: it may use at most half of
+	// what is left of it, so that a claim never returns with a lease spent
+	// (a hung attempt is cut, and the claim given back).
+	lctx, cancel := context.WithTimeout(ctx, max(0, c.Lease.ExpiresAt.Sub(s.now()))/2)
+	rejection, err := s.olderTurn(lctx, req)
+	cancel()
 	if err == nil && rejection == nil {
 		return c, nil
 	}
@@ -170,19 +186,34 @@ func (s *Store) claimed(ctx context.Context, req chat.ClaimRequest, item map[str
 }
 
 // olderTurn looks the claimed turn id up among the session's stored turns
-// (one Query of TurnIDIndex): the rejection of a replay of a turn that
-// left the terminal window, nil when no stored turn has the id.
-func (s *Store) olderTurn(ctx context.Context, req chat.ClaimRequest) (error, error) {
-	item, err := s.findTurnItem(ctx, req.SessionID, req.TurnID, AttrTurnID, attrStatus, attrInputHash)
-	if err != nil || item == nil {
+// (one Query of TurnIDIndex, reading only what the index projects): the
+// rejection of a replay of a turn that left the terminal window, nil when
+// no stored turn has the id. A fence record (a crashed turn that saved
+// nothing) rejects its id as indeterminate.
+func (s *Store) olderTurn(ctx context.Context, req chat.ClaimRequest) (rejection error, err error) {
+	item, found, err := s.findTurnItem(ctx, req.SessionID, req.TurnID, turnIDProjection...)
+	if err != nil || !found {
 		return nil, err
 	}
 	var it turnItem
 	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 		return nil, fmt.Errorf("decode turn of session %s: %w", req.SessionID, err)
 	}
+	if isFenceRecord(item) {
+		e := chat.TerminalEntry{TurnID: it.TurnID, Outcome: chat.OutcomeIndeterminate, InputHash: it.InputHash}
+		return chat.Rejection([]chat.TerminalEntry{e}, req.TurnID, req.InputHash), nil
+	}
 	t := chat.Turn{TurnID: it.TurnID, Status: chat.TurnStatus(it.Status), InputHash: it.InputHash}
 	return chat.TurnRejection(&t, req.InputHash), nil
+}
+
+// isFenceRecord reports whether a turn item is the fence record of a
+// crashed turn that saved nothing: a save writes a save id and a
+// checkpoint the live flag, a fence neither.
+func isFenceRecord(item map[string]types.AttributeValue) bool {
+	_, saved := item[attrSaveID]
+	_, live := item[attrLive]
+	return !saved && !live
 }
 
 // giveBack undoes a claim that must not run: the lease is removed and the
@@ -223,7 +254,7 @@ func (s *Store) resolvedWrite(ctx context.Context, key map[string]types.Attribut
 	if failed, _ := conditionFailed(err); failed {
 		return err
 	}
-	item, rerr := s.resolveRead(ctx, key)
+	item, _, rerr := s.resolveRead(ctx, key) // item nil: absent
 	if rerr == nil && applied(item) {
 		return nil
 	}
@@ -251,7 +282,7 @@ func (s *Store) resendWrite(ctx context.Context, key map[string]types.AttributeV
 		return nil
 	}
 	if failed, _ := conditionFailed(err); failed {
-		if item, rerr := s.getItem(rctx, key); rerr == nil && applied(item) {
+		if item, _, rerr := s.getItem(rctx, key); rerr == nil && applied(item) {
 			return nil
 		}
 		return err
@@ -260,7 +291,8 @@ func (s *Store) resendWrite(ctx context.Context, key map[string]types.AttributeV
 }
 
 // classifyClaim explains a failed claim condition from the session item
-// and performs a takeover of an expired lease.
+// and performs a takeover of an expired lease: the crashed turn fenced
+// and recorded, then recordTakeover.
 func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item map[string]types.AttributeValue, token string, now time.Time) (*chat.Claim, error) {
 	sess, _, err := decodeSession(req.SessionID, item)
 	if err != nil {
@@ -273,22 +305,21 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 	if crashed != nil && crashed.ExpiresAt.After(now) {
 		return nil, chat.ErrSessionBusy
 	}
-	window, cursor := sess.TerminalTurns, sess.Cursor
+	window, sequence := sess.TerminalTurns, sess.Sequence
 	if crashed != nil {
 		// The lease expired while its turn ran: fence its turn item, so
 		// that a late save of that turn can no longer land, and learn
 		// whether its save landed before. It may have emitted sequences
-		// past the stored cursor.
+		// past the stored one.
 		outcome, err := s.fence(ctx, req.SessionID, crashed, token)
 		if err != nil {
 			return nil, err
 		}
-		window = chat.AppendTerminal(window, chat.TerminalEntry{
-			TurnID: crashed.TurnID, Outcome: outcome, InputHash: crashed.InputHash})
-		cursor += chat.SequenceGapAfterCrash
+		window = chat.AppendTerminal(window, crashed.Terminal(outcome), s.window)
+		sequence += chat.SequenceGapAfterCrash
 	}
 	rejection := chat.Rejection(window, req.TurnID, req.InputHash)
-	if rejection == nil && chat.WindowFull(window) {
+	if rejection == nil && chat.WindowFull(window, s.window) {
 		if rejection, err = s.olderTurn(ctx, req); err != nil {
 			return nil, err
 		}
@@ -300,19 +331,21 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 		return nil, rejection
 	}
 
-	// Compare-and-set on the revision read: record the crashed turn, and
-	// claim unless the turn id was rejected.
-	w, ids, hasIDs := windowValues(window)
+	return s.recordTakeover(ctx, req, sess, window, sequence, rejection, token, now)
+}
+
+// recordTakeover writes what classifyClaim decided with one
+// compare-and-set on the revision it read: the crashed turn's window and
+// sequence, and the claim unless rejection is set (then the lease is
+// cleared and rejection returned). A compare-and-set whose outcome is
+// unknown is resolved with one consistent read: its token (claim) or a
+// newer revision (rejection) shows it applied.
+func (s *Store) recordTakeover(ctx context.Context, req chat.ClaimRequest, sess *chat.Session, window []chat.TerminalEntry, sequence int64, rejection error, token string, now time.Time) (*chat.Claim, error) {
 	cond := condition{expr: "#revision = :revision", names: []string{attrRevision},
 		values: map[string]types.AttributeValue{":revision": numValue(sess.Revision)}}
 	up := expression.Set(expression.Name(attrRevision), expression.Value(sess.Revision+1)).
-		Set(expression.Name(attrCursor), expression.Value(cursor)).
-		Set(expression.Name(attrWindow), w)
-	if hasIDs {
-		up = up.Set(expression.Name(attrWindowIDs), ids)
-	} else {
-		up = up.Remove(expression.Name(attrWindowIDs))
-	}
+		Set(expression.Name(attrSequence), expression.Value(sequence)).
+		Set(expression.Name(attrWindow), expression.Value(windowAV(window)))
 	if rejection == nil {
 		up = up.Set(expression.Name(attrNextOrdinal), expression.Value(sess.NextOrdinal+1)).
 			Set(expression.Name(attrLeaseOrdinal), expression.Value(sess.NextOrdinal))
@@ -339,13 +372,13 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 	} else if failed {
 		return nil, fmt.Errorf("claim session %s: lost a compare-and-set: %w", req.SessionID, chat.ErrSessionBusy)
 	}
-	item, rerr := s.resolveRead(ctx, sessionKey(req.SessionID))
+	item, found, rerr := s.resolveRead(ctx, sessionKey(req.SessionID))
 	switch {
 	case rerr != nil:
 		return nil, fmt.Errorf("claim session %s: %w (resolving: %v)", req.SessionID, err, rerr)
-	case rejection == nil && item != nil && holdsToken(item, token):
+	case rejection == nil && found && holdsToken(item, token):
 		return s.claimFromTakeover(req, item)
-	case rejection != nil && item != nil && revisionOf(item) > sess.Revision:
+	case rejection != nil && found && revisionOf(item) > sess.Revision:
 		return nil, rejection // recorded, or changed by another claim: either way rejected
 	}
 	return nil, err
@@ -361,7 +394,7 @@ func (s *Store) claimFromTakeover(req chat.ClaimRequest, item map[string]types.A
 	if sess.ActiveTurn == nil {
 		return nil, fmt.Errorf("claim session %s: written item carries no lease", req.SessionID)
 	}
-	return &chat.Claim{Session: *sess, Lease: *sess.ActiveTurn, BaseSequence: sess.Cursor}, nil
+	return &chat.Claim{Session: *sess, Lease: *sess.ActiveTurn, BaseSequence: sess.Sequence}, nil
 }
 
 // revisionOf returns the session item's revision (0 if unreadable).
@@ -374,14 +407,15 @@ func revisionOf(item map[string]types.AttributeValue) int64 {
 }
 
 // fence closes the turn item of a crashed lease (one conditional
-// UpdateItem): a missing item becomes a fence item (no turn id, not
-// visible) and a running one is closed with status error and TURN_LOST;
+// UpdateItem): a missing item becomes a fence record (the crashed turn's
+// id and input hash, so that TurnIDIndex keeps the id taken once it left
+// the terminal window; not visible, and found by no reader) and a running one is closed with status error and TURN_LOST;
 // either way its lease token is replaced, so the crashed turn's late save
 // is rejected by the table. It returns the crashed turn's outcome:
 // completed when its own save had already landed (the item is terminal
 // under its token), else indeterminate. An unknown outcome is resolved
 // with one consistent read.
-func (s *Store) fence(ctx context.Context, sessionID string, crashed *chat.Lease, token string) (chat.Outcome, error) {
+func (s *Store) fence(ctx context.Context, sessionID string, crashed *chat.Lease, token string) (chat.TerminalOutcome, error) {
 	key := turnKey(sessionID, crashed.Ordinal)
 	fenceToken := fencePrefix + token
 	lost := protocol.NewDiagnostic(protocol.CodeTurnLost)
@@ -394,8 +428,12 @@ func (s *Store) fence(ctx context.Context, sessionID string, crashed *chat.Lease
 	up := expression.Set(expression.Name(attrLeaseToken), expression.Value(fenceToken)).
 		Set(expression.Name(attrStatus), expression.Value(string(chat.TurnError))).
 		Set(expression.Name(attrOrdinal), expression.Value(crashed.Ordinal)).
+		Set(expression.Name(AttrTurnID), expression.IfNotExists(expression.Name(AttrTurnID), expression.Value(crashed.TurnID))).
 		Set(expression.Name(attrError), expression.IfNotExists(expression.Name(attrError), expression.Value(diagnosticAV{
 			Version: lost.Version, Code: lost.Code, Message: lost.Message, Retryable: lost.Retryable})))
+	if crashed.InputHash != "" {
+		up = up.Set(expression.Name(attrInputHash), expression.IfNotExists(expression.Name(attrInputHash), expression.Value(crashed.InputHash)))
+	}
 	wctx, cancel := s.writeContext(ctx)
 	out, err := s.update(wctx, key, up, cond, returnAllOld)
 	cancel()
@@ -403,7 +441,7 @@ func (s *Store) fence(ctx context.Context, sessionID string, crashed *chat.Lease
 	if err == nil {
 		_, checkpointed = out.Attributes[attrLive]
 	} else if failed, _ := conditionFailed(err); !failed {
-		if item, rerr := s.resolveRead(ctx, key); rerr == nil && item != nil && tokenOf(item) == fenceToken {
+		if item, found, rerr := s.resolveRead(ctx, key); rerr == nil && found && tokenOf(item) == fenceToken {
 			err = nil
 		}
 	}
@@ -426,11 +464,11 @@ func (s *Store) fence(ctx context.Context, sessionID string, crashed *chat.Lease
 	if failed, _ := conditionFailed(err); !failed {
 		return "", fmt.Errorf("fence crashed turn of session %s: %w", sessionID, err)
 	}
-	item, err := s.getItem(ctx, key)
+	item, found, err := s.getItem(ctx, key)
 	if err != nil {
 		return "", fmt.Errorf("fence crashed turn of session %s: %w", sessionID, err)
 	}
-	if item != nil && tokenOf(item) == crashed.Token {
+	if found && tokenOf(item) == crashed.Token {
 		return chat.OutcomeCompleted, nil // its save landed: its outcome is known
 	}
 	return chat.OutcomeIndeterminate, nil // fenced already (an earlier takeover attempt)
@@ -449,18 +487,6 @@ func tokenOf(item map[string]types.AttributeValue) string {
 	return v.Value
 }
 
-// windowValues returns the stored forms of a terminal window: the ordered
-// list and the string set of its turn ids, which exists only when the
-// window is not empty (DynamoDB has no empty sets).
-func windowValues(window []chat.TerminalEntry) (list, ids expression.ValueBuilder, hasIDs bool) {
-	w, idList := windowAV(window)
-	list = expression.Value(w)
-	if len(idList) == 0 {
-		return list, expression.ValueBuilder{}, false
-	}
-	return list, expression.Value(&types.AttributeValueMemberSS{Value: idList}), true
-}
-
 // RenewLease implements chat.Store: one UpdateItem conditional on the
 // token, the turn id and an unexpired lease. An expired lease protects
 // nothing, so its holder cannot renew it even before another turn takes
@@ -468,10 +494,10 @@ func windowValues(window []chat.TerminalEntry) (list, ids expression.ValueBuilde
 // applied passes its condition again; an unknown outcome is resolved with
 // one consistent read (the stored expiry equals the requested one).
 func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Lease, error) {
-	c := req.Claim
-	if c == nil || c.Lease.Token == "" {
-		return nil, fmt.Errorf("%w: renew needs a claim", chat.ErrInvalidRequest)
+	if err := req.Validate(); err != nil {
+		return nil, err
 	}
+	c := req.Claim
 	now := s.now()
 	cond := condition{
 		expr:  "#leaseToken = :token AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now",
@@ -480,7 +506,7 @@ func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Le
 			":token": strValue(c.Lease.Token), ":turnId": strValue(c.Lease.TurnID), ":now": numValue(millis(now))},
 	}
 	up := expression.Set(expression.Name(attrLeaseExpiresAt), expression.Value(millis(req.ExpiresAt))).
-		Set(expression.Name(attrCursor), expression.Value(req.Sequence)).
+		Set(expression.Name(attrSequence), expression.Value(req.Sequence)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(now))).
 		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
 	key := sessionKey(c.Session.ID)
@@ -494,11 +520,11 @@ func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Le
 	case failed:
 		return nil, chat.ErrLeaseLost
 	default:
-		read, rerr := s.resolveRead(ctx, key)
+		read, found, rerr := s.resolveRead(ctx, key)
 		if rerr != nil {
 			return nil, fmt.Errorf("renew lease of session %s: %w (resolving: %v)", c.Session.ID, err, rerr)
 		}
-		if read == nil || !holdsToken(read, c.Lease.Token) {
+		if !found || !holdsToken(read, c.Lease.Token) {
 			return nil, chat.ErrLeaseLost
 		}
 		if _, si, derr := decodeSession(c.Session.ID, read); derr != nil || si.LeaseExpiresAt != millis(req.ExpiresAt) {
@@ -538,17 +564,18 @@ func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p cha
 		return s.stopLiveOf(ctx, sessionID, out.Attributes)
 	}
 	failed, _ := conditionFailed(err)
-	item, rerr := s.resolveRead(ctx, sessionKey(sessionID))
+	item, found, rerr := s.resolveRead(ctx, sessionKey(sessionID))
 	if rerr != nil {
 		return fmt.Errorf("request stop in session %s: %w (resolving: %v)", sessionID, err, rerr)
 	}
-	var sess *chat.Session
-	if item != nil {
-		if sess, _, rerr = decodeSession(sessionID, item); rerr != nil {
-			return rerr
-		}
+	if !found {
+		return chat.ErrSessionNotFound
 	}
-	if sess == nil || !p.Owns(sess.Owner) {
+	sess, _, rerr := decodeSession(sessionID, item)
+	if rerr != nil {
+		return rerr
+	}
+	if !p.Owns(sess.Owner) {
 		return chat.ErrSessionNotFound
 	}
 	l := sess.ActiveTurn
@@ -588,17 +615,13 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 		return err
 	}
 	c := req.Claim
-	window := chat.AppendTerminal(c.Session.TerminalTurns, chat.TerminalEntry{
-		TurnID: c.Lease.TurnID, Outcome: req.Outcome, InputHash: c.Lease.InputHash})
-	w, ids, _ := windowValues(window) // never empty: it holds this turn
 	cond := condition{
 		expr:   "#leaseToken = :token AND #leaseTurnId = :turnId",
 		names:  []string{attrLeaseToken, attrLeaseTurnID},
 		values: map[string]types.AttributeValue{":token": strValue(c.Lease.Token), ":turnId": strValue(c.Lease.TurnID)},
 	}
-	up := expression.Set(expression.Name(attrWindow), w).
-		Set(expression.Name(attrWindowIDs), ids).
-		Set(expression.Name(attrCursor), expression.Value(req.Sequence)).
+	up := expression.Set(expression.Name(attrWindow), expression.Value(windowAV(req.Window(s.window)))).
+		Set(expression.Name(attrSequence), expression.Value(req.Sequence)).
 		Set(expression.Name(attrReleasedToken), expression.Value(c.Lease.Token)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(s.now()))).
 		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
@@ -618,11 +641,12 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 	}
 	failed, item := conditionFailed(err)
 	if item == nil {
+		var found bool
 		var rerr error
-		if item, rerr = s.resolveRead(ctx, key); rerr != nil {
+		if item, found, rerr = s.resolveRead(ctx, key); rerr != nil {
 			return fmt.Errorf("release turn of session %s: %w (resolving: %v)", c.Session.ID, err, rerr)
 		}
-		if item == nil {
+		if !found {
 			return chat.ErrLeaseLost
 		}
 	}
@@ -631,25 +655,31 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 		return derr
 	}
 	if !failed && si.LeaseToken == c.Lease.Token {
-		// Not applied as of the read; an attempt may still be in flight.
-		// The same release once more: its answer, or on a condition
-		// failure the released token, is the outcome.
-		rctx, cancel := s.resolveContext(ctx)
-		defer cancel()
-		_, rerr := s.update(rctx, key, up, cond)
-		if rerr == nil {
-			return nil
-		}
-		if again, _ := conditionFailed(rerr); again {
-			if item2, gerr := s.getItem(rctx, key); gerr == nil && item2 != nil {
-				if _, si2, derr := decodeSession(c.Session.ID, item2); derr == nil {
-					return releasedOrLost(si2, c.Lease.Token)
-				}
-			}
-		}
-		return fmt.Errorf("release turn of session %s: %w", c.Session.ID, err) // not applied
+		return s.resendRelease(ctx, c, up, cond, err)
 	}
 	return releasedOrLost(si, c.Lease.Token)
+}
+
+// resendRelease sends a release whose first outcome is unknown, and which
+// the resolving read showed not applied, once more (an attempt may still
+// be in flight): its answer, or on a condition failure the released token
+// one more read shows, is the outcome; otherwise first: it did not apply.
+func (s *Store) resendRelease(ctx context.Context, c *chat.Claim, up expression.UpdateBuilder, cond condition, first error) error {
+	key := sessionKey(c.Session.ID)
+	rctx, cancel := s.resolveContext(ctx)
+	defer cancel()
+	_, err := s.update(rctx, key, up, cond)
+	if err == nil {
+		return nil
+	}
+	if again, _ := conditionFailed(err); again {
+		if item, found, gerr := s.getItem(rctx, key); gerr == nil && found {
+			if _, si, derr := decodeSession(c.Session.ID, item); derr == nil {
+				return releasedOrLost(si, c.Lease.Token)
+			}
+		}
+	}
+	return fmt.Errorf("release turn of session %s: %w", c.Session.ID, first)
 }
 
 // releasedOrLost classifies a release whose token does not hold the

@@ -45,6 +45,13 @@ type Options struct {
 	// deadline. With no deadline the read gets ResolveShare. 0 means
 	// DefaultResolveShare.
 	ResolveShare time.Duration
+	// TerminalWindow is how many terminal turns the session item keeps
+	// for replay protection (chat.WindowSize: 0 means
+	// chat.DefaultTerminalWindow, at most chat.TerminalWindowSize). It is
+	// the claim's fast path: every claim and release rewrites the session
+	// item, so its size is paid twice a turn, and a claim whose full window
+	// does not hold its turn id pays one Query of TurnIDIndex instead.
+	TerminalWindow int
 }
 
 // DefaultResolveShare is the default Options.ResolveShare.
@@ -59,6 +66,7 @@ type Store struct {
 	now          func() time.Time
 	cursors      chat.CursorCodec
 	resolveShare time.Duration
+	window       int
 }
 
 var _ chat.Store = (*Store)(nil)
@@ -86,6 +94,7 @@ func New(client Client, opts Options) *Store {
 		now:          now,
 		cursors:      chat.CursorCodec{Key: append([]byte(nil), opts.CursorKey...)},
 		resolveShare: share,
+		window:       chat.WindowSize(opts.TerminalWindow),
 	}
 }
 
@@ -115,28 +124,29 @@ func (s *Store) resolveContext(ctx context.Context) (context.Context, context.Ca
 	return context.WithTimeout(detached, s.resolveShare)
 }
 
-// resolveRead reads key consistently under resolveContext(ctx): nil when
-// the item does not exist.
-func (s *Store) resolveRead(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+// resolveRead reads key consistently under resolveContext(ctx), as
+// getItem.
+func (s *Store) resolveRead(ctx context.Context, key map[string]types.AttributeValue) (item map[string]types.AttributeValue, found bool, err error) {
 	rctx, cancel := s.resolveContext(ctx)
 	defer cancel()
 	return s.getItem(rctx, key)
 }
 
-// getItem reads key with a consistent read; nil when it does not exist.
-func (s *Store) getItem(ctx context.Context, key map[string]types.AttributeValue) (map[string]types.AttributeValue, error) {
+// getItem reads key with a consistent read. found is false (and item nil)
+// when the item does not exist.
+func (s *Store) getItem(ctx context.Context, key map[string]types.AttributeValue) (item map[string]types.AttributeValue, found bool, err error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      s.table,
 		Key:            key,
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if len(out.Item) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
-	return out.Item, nil
+	return out.Item, true, nil
 }
 
 // newToken returns a random lease token (128 bits, URL-safe base64).
@@ -167,33 +177,36 @@ func build(b expression.Builder) (expression.Expression, error) {
 	return e, nil
 }
 
-// getSessionItem reads the session item with a consistent read; nil when
-// it does not exist.
-func (s *Store) getSessionItem(ctx context.Context, sessionID string) (map[string]types.AttributeValue, error) {
-	item, err := s.getItem(ctx, sessionKey(sessionID))
-	if err != nil {
-		return nil, fmt.Errorf("read session %s: %w", sessionID, err)
-	}
-	return item, nil
-}
+// errNoSession is readSession's error for a session that does not exist.
+var errNoSession = errors.New("dynamo: no such session")
 
-// readSession returns the session and its raw item, or nil when absent.
+// readSession returns the session and its raw item, read consistently:
+// errNoSession when it does not exist.
 func (s *Store) readSession(ctx context.Context, sessionID string) (*chat.Session, *sessionItem, error) {
-	item, err := s.getSessionItem(ctx, sessionID)
-	if err != nil || item == nil {
-		return nil, nil, err
+	item, found, err := s.getItem(ctx, sessionKey(sessionID))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read session %s: %w", sessionID, err)
+	}
+	if !found {
+		return nil, nil, errNoSession
 	}
 	return decodeSession(sessionID, item)
 }
 
-// GetSession implements chat.Store: one consistent GetItem.
-func (s *Store) GetSession(ctx context.Context, sessionID string, p chat.Principal) (*chat.Session, error) {
+// ownedSession is readSession for principal p: ErrSessionNotFound when the
+// session does not exist or p does not own it.
+func (s *Store) ownedSession(ctx context.Context, sessionID string, p chat.Principal) (*chat.Session, error) {
 	sess, _, err := s.readSession(ctx, sessionID)
+	if errors.Is(err, errNoSession) || err == nil && !p.Owns(sess.Owner) {
+		return nil, chat.ErrSessionNotFound
+	}
 	if err != nil {
 		return nil, err
 	}
-	if sess == nil || !p.Owns(sess.Owner) {
-		return nil, chat.ErrSessionNotFound
-	}
 	return sess, nil
+}
+
+// GetSession implements chat.Store: one consistent GetItem.
+func (s *Store) GetSession(ctx context.Context, sessionID string, p chat.Principal) (*chat.Session, error) {
+	return s.ownedSession(ctx, sessionID, p)
 }

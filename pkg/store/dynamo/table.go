@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -38,12 +39,22 @@ const (
 	AttrPurgeAt = "purgeAt"
 
 	// VisibleIndex is the local secondary index (pk, visibleKey), projection
-	// ALL: one Query per history page or context load.
+	// ALL: one Query per history page or context load, which need every
+	// attribute of the turns they read (fetching them from the table
+	// instead would cost one more read per turn).
 	VisibleIndex = "visible"
-	// TurnIDIndex is the local secondary index (pk, turnId), projection ALL:
-	// one Query finds a turn by id.
+	// TurnIDIndex is the local secondary index (pk, turnId), projection
+	// INCLUDE TurnIDIndexAttributes: one Query finds a turn by id. A claim
+	// whose full terminal window misses its turn id reads only the index;
+	// FindTurn and the artifact calls fetch the item from the table.
 	TurnIDIndex = "byTurnId"
 )
+
+// TurnIDIndexAttributes are the non-key attributes TurnIDIndex projects:
+// a turn's status, input hash, owner, save id and live flag, about 350
+// bytes an entry, so that writing a turn item costs one write unit in
+// this index whatever the turn's size.
+var TurnIDIndexAttributes = slices.Clone(turnIDProjection)
 
 // TableClient is the subset of the DynamoDB API that CreateTable and
 // DeleteTable call; *dynamodb.Client implements it.
@@ -56,8 +67,10 @@ type TableClient interface {
 
 // CreateTableInput returns the table definition of docs/design.md §5 for name: keys
 // pk (S, hash) and sk (S, range), PAY_PER_REQUEST, and the two local
-// secondary indexes VisibleIndex and TurnIDIndex (projection ALL). Local
-// secondary indexes limit one session's item collection to 10 GB.
+// secondary indexes VisibleIndex (projection ALL) and TurnIDIndex
+// (projection INCLUDE TurnIDIndexAttributes). Local secondary indexes
+// limit one session's item collection to 10 GB, and a table's indexes
+// cannot change once it exists: a changed layout is a new table.
 func CreateTableInput(name string) *dynamodb.CreateTableInput {
 	s := types.ScalarAttributeTypeS
 	return &dynamodb.CreateTableInput{
@@ -74,20 +87,21 @@ func CreateTableInput(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(AttrSK), KeyType: types.KeyTypeRange},
 		},
 		LocalSecondaryIndexes: []types.LocalSecondaryIndex{
-			localIndex(VisibleIndex, AttrVisibleKey),
-			localIndex(TurnIDIndex, AttrTurnID),
+			localIndex(VisibleIndex, AttrVisibleKey, &types.Projection{ProjectionType: types.ProjectionTypeAll}),
+			localIndex(TurnIDIndex, AttrTurnID, &types.Projection{ProjectionType: types.ProjectionTypeInclude,
+				NonKeyAttributes: slices.Clone(TurnIDIndexAttributes)}),
 		},
 	}
 }
 
-func localIndex(name, sortKey string) types.LocalSecondaryIndex {
+func localIndex(name, sortKey string, p *types.Projection) types.LocalSecondaryIndex {
 	return types.LocalSecondaryIndex{
 		IndexName: aws.String(name),
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(AttrPK), KeyType: types.KeyTypeHash},
 			{AttributeName: aws.String(sortKey), KeyType: types.KeyTypeRange},
 		},
-		Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		Projection: p,
 	}
 }
 

@@ -2,6 +2,7 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -32,77 +33,92 @@ const attrChunk = "chunk"
 // another save's chunks; a rejected save deletes the chunks it wrote. The
 // owner comes from the claim.
 func (s *Store) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error {
-	if err := c.CheckTurn(t); err != nil {
+	artifacts, err := c.CheckSave(t)
+	if err != nil {
 		return err
 	}
 	if t.Ordinal > maxOrdinal {
 		return fmt.Errorf("%w: ordinal above %d", chat.ErrInvalidRequest, int64(maxOrdinal))
 	}
-	artifacts := t.Artifacts
-	if artifacts != nil {
-		if err := chat.ValidateArtifacts(artifacts); err != nil {
-			return err
-		}
-		artifacts = chat.DedupeArtifacts(artifacts)
-	}
-	token := c.Lease.Token
-	it := newTurnItem(t, c.Session.Owner, token, s.now())
+	it := newTurnItem(t, c.Session.Owner, c.Lease.Token, s.now())
 	it.SaveID = newToken()
-	data, err := encodeMessages(t.Messages)
+	chunks, err := setPayload(&it, t.Messages)
 	if err != nil {
 		return err
 	}
-	var chunks [][]byte
-	if len(data) <= compressAbove {
-		it.Messages = string(data)
-	} else {
-		gz, err := gzipBytes(data)
-		if err != nil {
-			return err
-		}
-		if len(gz) <= inlineLimit {
-			it.MessagesGzip = gz
-		} else {
-			chunks = splitChunks(gz)
-			it.Chunks = len(chunks)
-			it.ChunkPrefix = turnSK(t.Ordinal) + "#CHUNK#" + it.SaveID + "#"
-		}
-	}
-	for i, c := range chunks {
-		if err := s.putChunk(ctx, t.SessionID, it.ChunkPrefix, i, c); err != nil {
+	for i, chunk := range chunks {
+		if err := s.putChunk(ctx, t.SessionID, it.ChunkPrefix, i, chunk); err != nil {
 			return err
 		}
 	}
-
-	up, err := turnItemUpdate(&it)
+	up, err := saveUpdate(&it, artifacts)
 	if err != nil {
 		return err
-	}
-	if artifacts != nil {
-		up = up.Set(expression.Name(attrArtifacts), expression.Value(artifactsAV(artifacts)))
-	} else {
-		up = up.Set(expression.Name(attrArtifacts), expression.IfNotExists(expression.Name(attrArtifacts), expression.Value([]artifactAV{})))
 	}
 	cond := condition{
 		expr:   "attribute_not_exists(#pk) OR #leaseToken = :token",
 		names:  []string{AttrPK, attrLeaseToken},
-		values: map[string]types.AttributeValue{":token": strValue(token)},
+		values: map[string]types.AttributeValue{":token": strValue(c.Lease.Token)},
 	}
 	err = s.resolvedWrite(ctx, turnKey(t.SessionID, t.Ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
 		v, _ := item[attrSaveID].(*types.AttributeValueMemberS)
 		return v != nil && v.Value == it.SaveID
 	})
-	if err == nil {
-		return nil
-	}
 	if failed, _ := conditionFailed(err); failed {
-		for i := range chunks {
-			// Best effort: a chunk left behind is unreferenced, never read.
-			_, _ = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: s.table, Key: chunkKey(t.SessionID, it.ChunkPrefix, i)})
-		}
+		s.deleteChunks(ctx, t.SessionID, it.ChunkPrefix, len(chunks))
 		return chat.ErrLeaseLost
 	}
-	return fmt.Errorf("save turn %s of session %s: %w", t.TurnID, t.SessionID, err)
+	if err != nil {
+		return fmt.Errorf("save turn %s of session %s: %w", t.TurnID, t.SessionID, err)
+	}
+	return nil
+}
+
+// setPayload stores msgs on it: inline JSON up to compressAbove bytes,
+// inline gzip up to inlineLimit, else chunk items, whose parts it returns
+// (keyed by the save id, so that a save never overwrites another save's).
+func setPayload(it *turnItem, msgs []protocol.Message) (chunks [][]byte, err error) {
+	data, err := encodeMessages(msgs)
+	if err != nil {
+		return nil, err
+	}
+	if len(data) <= compressAbove {
+		it.Messages = string(data)
+		return nil, nil
+	}
+	gz, err := gzipBytes(data)
+	if err != nil {
+		return nil, err
+	}
+	if len(gz) <= inlineLimit {
+		it.MessagesGzip = gz
+		return nil, nil
+	}
+	chunks = splitChunks(gz)
+	it.Chunks = len(chunks)
+	it.ChunkPrefix = turnSK(it.Ordinal) + "#CHUNK#" + it.SaveID + "#"
+	return chunks, nil
+}
+
+// saveUpdate is the save's update of it: the item whole, with artifacts
+// set to artifacts, or kept as recorded when artifacts is nil.
+func saveUpdate(it *turnItem, artifacts []chat.ArtifactReference) (expression.UpdateBuilder, error) {
+	up, err := turnItemUpdate(it)
+	if err != nil {
+		return up, err
+	}
+	if artifacts != nil {
+		return up.Set(expression.Name(attrArtifacts), expression.Value(artifactsAV(artifacts))), nil
+	}
+	return up.Set(expression.Name(attrArtifacts), expression.IfNotExists(expression.Name(attrArtifacts), expression.Value([]artifactAV{}))), nil
+}
+
+// deleteChunks deletes the n chunk items a rejected save wrote, best
+// effort: a chunk left behind is unreferenced, never read.
+func (s *Store) deleteChunks(ctx context.Context, sessionID, prefix string, n int) {
+	for i := range n {
+		_, _ = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: s.table, Key: chunkKey(sessionID, prefix, i)})
+	}
 }
 
 func chunkKey(sessionID, prefix string, i int) map[string]types.AttributeValue {
@@ -305,10 +321,13 @@ func (s *Store) Supersede(ctx context.Context, c *chat.Claim, fromOrdinal, toOrd
 	}
 	sessionID, token := c.Session.ID, c.Lease.Token
 	_, si, err := s.readSession(ctx, sessionID)
+	if errors.Is(err, errNoSession) {
+		return chat.ErrLeaseLost
+	}
 	if err != nil {
 		return err
 	}
-	if si == nil || si.LeaseToken != token || si.LeaseExpiresAt <= millis(s.now()) {
+	if si.LeaseToken != token || si.LeaseExpiresAt <= millis(s.now()) {
 		return chat.ErrLeaseLost
 	}
 	fromOrdinal = max(fromOrdinal, 1)
@@ -356,21 +375,12 @@ func (s *Store) markSuperseded(ctx context.Context, sessionID string, item map[s
 // tell ErrSessionNotFound from a session without visible turns. A Query
 // cut short by DynamoDB's 1 MB page size returns all but its last item
 // with HasMore true, so HasMore stays exact and no page is empty.
-func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.TurnPage, error) {
-	order := req.Order
-	if order == "" {
-		order = chat.OrderDesc
+func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Page, error) {
+	req, err := req.Normalized()
+	if err != nil {
+		return nil, err
 	}
-	if order != chat.OrderAsc && order != chat.OrderDesc {
-		return nil, fmt.Errorf("%w: order must be asc or desc", chat.ErrInvalidRequest)
-	}
-	limit := req.Limit
-	if limit == 0 {
-		limit = chat.DefaultPageLimit
-	}
-	if limit < 1 || limit > chat.MaxPageLimit {
-		return nil, fmt.Errorf("%w: limit must be in 1..%d", chat.ErrInvalidRequest, chat.MaxPageLimit)
-	}
+	order, limit := req.Order, req.Limit
 	key := pkKey(req.SessionID)
 	if req.Cursor != "" {
 		after, err := s.cursors.Decode(req.SessionID, order, req.Cursor)
@@ -396,12 +406,12 @@ func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Turn
 		if _, err := s.GetSession(ctx, req.SessionID, req.Principal); err != nil {
 			return nil, err
 		}
-		return &chat.TurnPage{Turns: []chat.Turn{}}, nil
+		return &chat.Page{Turns: []chat.Turn{}}, nil
 	}
 	if err := checkOwner(items, req.Principal); err != nil {
 		return nil, err
 	}
-	page := &chat.TurnPage{}
+	page := &chat.Page{}
 	switch {
 	case len(items) > limit:
 		items, page.HasMore = items[:limit], true
@@ -434,23 +444,30 @@ func checkOwner(items []map[string]types.AttributeValue, p chat.Principal) error
 	return nil
 }
 
+// turnIDProjection is what TurnIDIndex projects besides the keys: what a
+// claim's lookup of an older turn id needs (status, input hash, and the
+// save id and live flag that tell a fence record), and the owner that
+// access checks compare. A reader of anything else fetches the item from
+// the table (Select ALL_ATTRIBUTES).
+var turnIDProjection = []string{attrStatus, attrInputHash, attrOwnerKey, attrSaveID, attrLive}
+
 // findTurnItem runs one Query of TurnIDIndex and returns the newest item
-// with turnID (nil if none), reading only the attributes in projection
-// (all when empty).
-func (s *Store) findTurnItem(ctx context.Context, sessionID, turnID string, projection ...string) (map[string]types.AttributeValue, error) {
+// with turnID (found false when none), reading only the attributes in
+// projection plus the keys, or the whole item when projection is empty.
+func (s *Store) findTurnItem(ctx context.Context, sessionID, turnID string, projection ...string) (item map[string]types.AttributeValue, found bool, err error) {
 	b := expression.NewBuilder().WithKeyCondition(pkKey(sessionID).And(expression.Key(AttrTurnID).Equal(expression.Value(turnID))))
 	if len(projection) > 0 {
-		names := make([]expression.NameBuilder, len(projection))
-		for i, n := range projection {
-			names[i] = expression.Name(n)
+		names := []expression.NameBuilder{expression.Name(AttrPK), expression.Name(AttrSK), expression.Name(AttrTurnID)}
+		for _, n := range projection {
+			names = append(names, expression.Name(n))
 		}
 		b = b.WithProjection(expression.NamesList(names[0], names[1:]...))
 	}
 	e, err := build(b)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	out, err := s.client.Query(ctx, &dynamodb.QueryInput{
+	in := &dynamodb.QueryInput{
 		TableName:                 s.table,
 		IndexName:                 aws.String(TurnIDIndex),
 		KeyConditionExpression:    e.KeyCondition(),
@@ -458,18 +475,23 @@ func (s *Store) findTurnItem(ctx context.Context, sessionID, turnID string, proj
 		ExpressionAttributeNames:  e.Names(),
 		ExpressionAttributeValues: e.Values(),
 		ConsistentRead:            aws.Bool(true),
-	})
+	}
+	if len(projection) == 0 {
+		in.Select = types.SelectAllAttributes
+	}
+	out, err := s.client.Query(ctx, in)
 	if err != nil {
-		return nil, fmt.Errorf("find turn in session %s: %w", sessionID, err)
+		return nil, false, fmt.Errorf("find turn in session %s: %w", sessionID, err)
 	}
 	if len(out.Items) == 0 {
-		return nil, nil
+		return nil, false, nil
 	}
-	// A turn id can recur only after it left the terminal window; the
-	// newest turn (highest sort key) is the one meant.
+	// A turn id names one turn of its session (older layouts could let an
+	// id recur once it left the terminal window); the newest turn (highest
+	// sort key) is the one meant.
 	items := out.Items
 	sort.Slice(items, func(i, j int) bool { return skOf(items[i]) > skOf(items[j]) })
-	return items[0], nil
+	return items[0], true, nil
 }
 
 func skOf(item map[string]types.AttributeValue) string {
@@ -482,19 +504,28 @@ func skOf(item map[string]types.AttributeValue) string {
 // turnAccess finds the turn item and checks p's access: ErrSessionNotFound
 // when the session is absent or not p's (a principal TrustedFor the owner
 // passes when trusted is set), ErrTurnNotFound when the session has no
-// such turn. With trusted set, projection must include attrOwnerKey.
+// such turn (a fence record is none). A non-empty projection gets
+// turnIDProjection added.
 func (s *Store) turnAccess(ctx context.Context, sessionID, turnID string, p chat.Principal, trusted bool, projection ...string) (map[string]types.AttributeValue, error) {
 	trustedOK := trusted && p.Trusted
-	item, err := s.findTurnItem(ctx, sessionID, turnID, projection...)
+	if len(projection) > 0 {
+		projection = append(slices.Clone(turnIDProjection), projection...)
+		slices.Sort(projection)
+		projection = slices.Compact(projection)
+	}
+	item, found, err := s.findTurnItem(ctx, sessionID, turnID, projection...)
 	if err != nil {
 		return nil, err
 	}
-	if item == nil {
+	if !found || isFenceRecord(item) {
 		sess, _, err := s.readSession(ctx, sessionID)
+		if errors.Is(err, errNoSession) {
+			return nil, chat.ErrSessionNotFound
+		}
 		if err != nil {
 			return nil, err
 		}
-		if allowed := sess != nil && (p.Owns(sess.Owner) || trustedOK && p.TrustedFor(sess.Owner)); !allowed {
+		if allowed := p.Owns(sess.Owner) || trustedOK && p.TrustedFor(sess.Owner); !allowed {
 			return nil, chat.ErrSessionNotFound
 		}
 		return nil, chat.ErrTurnNotFound
@@ -516,8 +547,9 @@ func (s *Store) turnAccess(ctx context.Context, sessionID, turnID string, p chat
 	return item, nil
 }
 
-// FindTurn implements chat.Store: one Query of TurnIDIndex (plus a
-// GetItem when no turn matches, to choose the error).
+// FindTurn implements chat.Store: one Query of TurnIDIndex, fetching the
+// item from the table (plus a GetItem when no turn matches, to choose the
+// error).
 func (s *Store) FindTurn(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, error) {
 	item, err := s.turnAccess(ctx, sessionID, turnID, p, false)
 	if err != nil {
@@ -534,11 +566,11 @@ func (s *Store) FindTurn(ctx context.Context, sessionID, turnID string, p chat.P
 // conditional UpdateItem (an unknown outcome resolved with one consistent
 // read). Invalid references cost no request.
 func (s *Store) PutArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal, refs []chat.ArtifactReference) ([]chat.ArtifactReference, error) {
-	if err := chat.ValidateArtifacts(refs); err != nil {
+	refs, err := chat.StoredArtifacts(refs) // a fresh slice: the caller's is not kept
+	if err != nil {
 		return nil, err
 	}
-	refs = chat.DedupeArtifacts(refs)
-	item, err := s.turnAccess(ctx, sessionID, turnID, p, true, AttrPK, AttrSK, attrOwnerKey)
+	item, err := s.turnAccess(ctx, sessionID, turnID, p, true, attrOwnerKey)
 	if err != nil {
 		return nil, err
 	}
@@ -559,10 +591,11 @@ func (s *Store) PutArtifacts(ctx context.Context, sessionID, turnID string, p ch
 	return refs, nil
 }
 
-// GetArtifacts implements chat.Store: one Query of TurnIDIndex reading
-// only the artifacts, as FindTurn for access and errors.
+// GetArtifacts implements chat.Store: one Query of TurnIDIndex, fetching
+// the item from the table (the index does not project the artifacts), as
+// FindTurn for access and errors.
 func (s *Store) GetArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal) ([]chat.ArtifactReference, error) {
-	item, err := s.turnAccess(ctx, sessionID, turnID, p, false, AttrPK, AttrSK, attrOwnerKey, attrArtifacts)
+	item, err := s.turnAccess(ctx, sessionID, turnID, p, false)
 	if err != nil {
 		return nil, err
 	}

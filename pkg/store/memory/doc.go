@@ -3,7 +3,7 @@
 //
 // It keeps sessions and turns in maps behind one mutex and follows the
 // same contract as pkg/store/dynamo, proven by the same suite
-// (pkg/store/storetest): lease token checks, the 64-entry terminal window,
+// (pkg/store/storetest): lease token checks, the terminal window,
 // takeover of crashed turns with chat.SequenceGapAfterCrash, superseded
 // turns hidden from history, and HMAC-signed page cursors
 // (chat.CursorCodec). Each method runs atomically under the mutex, so the

@@ -21,6 +21,10 @@ type Options struct {
 	// 16 bytes. Empty means 32 random bytes: cursors then stay valid only as
 	// long as this Store.
 	CursorKey []byte
+	// TerminalWindow is how many terminal turns a session keeps for
+	// replay protection (chat.WindowSize: 0 means
+	// chat.DefaultTerminalWindow, as the DynamoDB store).
+	TerminalWindow int
 }
 
 // Store is an in-process chat.Store. The zero value is not usable; call New.
@@ -28,6 +32,7 @@ type Options struct {
 type Store struct {
 	now     func() time.Time
 	cursors chat.CursorCodec
+	window  int
 
 	mu       sync.Mutex
 	sessions map[string]*sessionRecord
@@ -49,6 +54,9 @@ type sessionRecord struct {
 	turns    map[int64]*turnItem
 	ordinals []int64
 	byID     map[string]int64
+	// lost records the crashed turns that saved nothing, by turn id, as
+	// indeterminate: their ids stay taken once they left the window.
+	lost map[string]chat.TerminalEntry
 }
 
 // fenceToken replaces the token of a crashed turn's claim at takeover: no
@@ -58,20 +66,41 @@ const fenceToken = "fence"
 // fence closes the item of crashed lease l at takeover and returns the
 // crashed turn's outcome: completed if it had saved a terminal item, else
 // indeterminate (a running item is closed as error TURN_LOST).
-func (rec *sessionRecord) fence(l *chat.Lease) chat.Outcome {
+func (rec *sessionRecord) fence(l *chat.Lease) chat.TerminalOutcome {
 	c := rec.claims[l.Ordinal]
 	if c.token != l.Token {
 		return chat.OutcomeIndeterminate
 	}
-	if it, ok := rec.turns[l.Ordinal]; ok && it.token == l.Token && it.turn.Status != chat.TurnRunning {
+	it, saved := rec.turns[l.Ordinal]
+	if saved && it.token == l.Token && it.turn.Status != chat.TurnRunning {
 		return chat.OutcomeCompleted
 	}
 	rec.claims[l.Ordinal] = issuedClaim{turnID: c.turnID, token: fenceToken}
-	if it, ok := rec.turns[l.Ordinal]; ok && it.token == l.Token {
+	switch {
+	case saved && it.token == l.Token:
 		d := protocol.NewDiagnostic(protocol.CodeTurnLost)
 		it.turn.Status, it.turn.Error, it.token = chat.TurnError, &d, fenceToken
+	case !saved:
+		rec.lost[l.TurnID] = l.Terminal(chat.OutcomeIndeterminate)
 	}
 	return chat.OutcomeIndeterminate
+}
+
+// rejection is the error of a claim of turnID with inputHash in the
+// session (chat.Rejection on its window, then, when the window is full,
+// the turns and crashed turns that left it), nil when the id is new.
+func (rec *sessionRecord) rejection(turnID, inputHash string, window int) error {
+	sess := &rec.session
+	if err := chat.Rejection(sess.TerminalTurns, turnID, inputHash); err != nil || !chat.WindowFull(sess.TerminalTurns, window) {
+		return err
+	}
+	if ord, ok := rec.byID[turnID]; ok {
+		return chat.TurnRejection(&rec.turns[ord].turn, inputHash)
+	}
+	if e, ok := rec.lost[turnID]; ok {
+		return chat.Rejection([]chat.TerminalEntry{e}, turnID, inputHash)
+	}
+	return nil
 }
 
 type issuedClaim struct {
@@ -102,6 +131,7 @@ func New(opts Options) *Store {
 	return &Store{
 		now:      now,
 		cursors:  chat.CursorCodec{Key: key},
+		window:   chat.WindowSize(opts.TerminalWindow),
 		sessions: make(map[string]*sessionRecord),
 	}
 }
@@ -112,67 +142,92 @@ func (s *Store) clock() time.Time { return ms(s.now()) }
 // ClaimTurn implements chat.Store. A crashed turn (lease expired while it
 // ran) is recorded as indeterminate and its lease cleared even when the
 // claim that found it is then rejected (a replay of that very turn id); the
-// session's cursor moves up by chat.SequenceGapAfterCrash exactly once.
-// ErrInvalidRequest if SessionID or TurnID is empty or LeaseDuration <= 0.
+// session's sequence moves up by chat.SequenceGapAfterCrash exactly once.
+// ErrInvalidRequest as chat.ClaimRequest.Validate.
 func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Claim, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if req.SessionID == "" || req.TurnID == "" || req.LeaseDuration <= 0 {
-		return nil, fmt.Errorf("claim turn: %w", chat.ErrInvalidRequest)
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("claim turn: %w", err)
 	}
 	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 
-	rec, ok := s.sessions[req.SessionID]
-	created := !ok
-	if created {
-		rec = &sessionRecord{
-			session: chat.Session{
-				ID:          req.SessionID,
-				Owner:       chat.Principal{Subject: req.Principal.Subject, Tenant: req.Principal.Tenant},
-				NextOrdinal: 1,
-				CreatedAt:   now,
-			},
-			claims: make(map[int64]issuedClaim),
-			turns:  make(map[int64]*turnItem),
-			byID:   make(map[string]int64),
-		}
-	} else if !req.Principal.Owns(rec.session.Owner) {
+	rec, created := s.sessions[req.SessionID], false
+	switch {
+	case rec == nil:
+		rec, created = newSessionRecord(req, now), true
+	case !req.Principal.Owns(rec.session.Owner):
 		return nil, chat.ErrSessionNotFound
 	}
-	sess := &rec.session
-
-	if l := sess.ActiveTurn; l != nil {
-		if l.ExpiresAt.After(now) {
-			return nil, chat.ErrSessionBusy
-		}
-		// The holder's lease expired while its turn ran: it crashed. Its
-		// item is fenced (a late save is rejected), its outcome is
-		// completed only if its save had landed, and it may have emitted
-		// sequences after the sequence it last persisted.
-		sess.TerminalTurns = chat.AppendTerminal(sess.TerminalTurns, chat.TerminalEntry{
-			TurnID: l.TurnID, Outcome: rec.fence(l), InputHash: l.InputHash,
-		})
-		sess.Cursor += chat.SequenceGapAfterCrash
-		sess.ActiveTurn = nil
-		sess.Revision++
-		sess.UpdatedAt = now
-	}
-	rejection := chat.Rejection(sess.TerminalTurns, req.TurnID, req.InputHash)
-	if rejection == nil && chat.WindowFull(sess.TerminalTurns) {
-		if ord, ok := rec.byID[req.TurnID]; ok { // a turn that left the window
-			rejection = chat.TurnRejection(&rec.turns[ord].turn, req.InputHash)
-		}
-	}
-	if rejection != nil {
-		return nil, rejection
-	}
-	if err := checkDecision(sess, req, now); err != nil {
+	if err := rec.takeOver(now, s.window); err != nil {
 		return nil, err
 	}
+	if err := rec.rejection(req.TurnID, req.InputHash, s.window); err != nil {
+		return nil, err
+	}
+	if err := checkDecision(&rec.session, req, now); err != nil {
+		return nil, err
+	}
+	lease := rec.lease(req, now)
+	if created {
+		s.sessions[req.SessionID] = rec
+	}
+	return &chat.Claim{
+		Session:      *cloneSession(&rec.session),
+		Lease:        lease,
+		BaseSequence: rec.session.Sequence,
+		Created:      created,
+	}, nil
+}
 
+// newSessionRecord is the record of the session req creates, owned by
+// req.Principal, with the definition req names.
+func newSessionRecord(req chat.ClaimRequest, now time.Time) *sessionRecord {
+	return &sessionRecord{
+		session: chat.Session{
+			ID:                 req.SessionID,
+			Owner:              chat.Principal{Subject: req.Principal.Subject, Tenant: req.Principal.Tenant},
+			DefinitionID:       req.DefinitionID,
+			DefinitionRevision: req.DefinitionRevision,
+			NextOrdinal:        1,
+			CreatedAt:          now,
+		},
+		claims: make(map[int64]issuedClaim),
+		turns:  make(map[int64]*turnItem),
+		byID:   make(map[string]int64),
+		lost:   make(map[string]chat.TerminalEntry),
+	}
+}
+
+// takeOver ends the session's lease if it expired while its turn ran
+// (the turn crashed): its item is fenced (a late save is rejected), its
+// outcome recorded in the window (completed only if its save had
+// landed), and the sequence moved past those it may have emitted after
+// it last persisted one. ErrSessionBusy while the lease is unexpired.
+func (rec *sessionRecord) takeOver(now time.Time, window int) error {
+	sess := &rec.session
+	l := sess.ActiveTurn
+	if l == nil {
+		return nil
+	}
+	if l.ExpiresAt.After(now) {
+		return chat.ErrSessionBusy
+	}
+	sess.TerminalTurns = chat.AppendTerminal(sess.TerminalTurns, l.Terminal(rec.fence(l)), window)
+	sess.Sequence += chat.SequenceGapAfterCrash
+	sess.ActiveTurn = nil
+	sess.Revision++
+	sess.UpdatedAt = now
+	return nil
+}
+
+// lease takes the session's lease for req (and its decision) at the next
+// ordinal, and returns it.
+func (rec *sessionRecord) lease(req chat.ClaimRequest, now time.Time) chat.Lease {
+	sess := &rec.session
 	lease := chat.Lease{
 		TurnID:    req.TurnID,
 		Token:     rand.Text(),
@@ -184,22 +239,10 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 	sess.ActiveTurn = &lease
 	decide(sess, req)
 	sess.NextOrdinal++
-	if created {
-		sess.DefinitionID = req.DefinitionID
-		sess.DefinitionRevision = req.DefinitionRevision
-	}
 	sess.Revision++
 	sess.UpdatedAt = now
 	rec.claims[lease.Ordinal] = issuedClaim{turnID: lease.TurnID, token: lease.Token}
-	if created {
-		s.sessions[req.SessionID] = rec
-	}
-	return &chat.Claim{
-		Session:      *cloneSession(sess),
-		Lease:        lease,
-		BaseSequence: sess.Cursor,
-		Created:      created,
-	}, nil
+	return lease
 }
 
 // RenewLease implements chat.Store. The claim's token must hold an
@@ -210,10 +253,10 @@ func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Le
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c := req.Claim
-	if c == nil {
-		return nil, fmt.Errorf("renew lease: %w", chat.ErrInvalidRequest)
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("renew lease: %w", err)
 	}
+	c := req.Claim
 	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -227,7 +270,7 @@ func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Le
 		return nil, chat.ErrLeaseLost
 	}
 	l.ExpiresAt = ms(req.ExpiresAt)
-	sess.Cursor = max(sess.Cursor, req.Sequence)
+	sess.Sequence = max(sess.Sequence, req.Sequence)
 	sess.Revision++
 	sess.UpdatedAt = now
 	return cloneLease(l), nil
@@ -336,17 +379,13 @@ func (s *Store) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := c.CheckTurn(t); err != nil {
+	artifacts, err := c.CheckSave(t)
+	if err != nil {
 		return fmt.Errorf("save turn: %w", err)
 	}
 	token := c.Lease.Token
 	item := cloneTurn(t)
-	if item.Artifacts != nil {
-		if err := chat.ValidateArtifacts(item.Artifacts); err != nil {
-			return err
-		}
-		item.Artifacts = chat.DedupeArtifacts(item.Artifacts)
-	}
+	item.Artifacts = artifacts
 	item.StartedAt = ms(item.StartedAt)
 	item.CompletedAt = ms(item.CompletedAt)
 
@@ -408,10 +447,8 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 	l := sess.ActiveTurn
 	switch {
 	case l != nil && l.Token == c.Lease.Token && l.TurnID == c.Lease.TurnID:
-		sess.TerminalTurns = chat.AppendTerminal(c.Session.TerminalTurns, chat.TerminalEntry{
-			TurnID: l.TurnID, Outcome: req.Outcome, InputHash: c.Lease.InputHash,
-		})
-		sess.Cursor = max(sess.Cursor, req.Sequence)
+		sess.TerminalTurns = req.Window(s.window)
+		sess.Sequence = max(sess.Sequence, req.Sequence)
 		if req.DefinitionRevision > 0 {
 			sess.DefinitionRevision = req.DefinitionRevision
 		}
@@ -445,24 +482,15 @@ func (s *Store) GetSession(ctx context.Context, sessionID string, p chat.Princip
 
 // ListTurns implements chat.Store. The request is validated (order, limit,
 // cursor) before the session is looked up.
-func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.TurnPage, error) {
+func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Page, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	order := req.Order
-	if order == "" {
-		order = chat.OrderDesc
+	req, err := req.Normalized()
+	if err != nil {
+		return nil, fmt.Errorf("list turns: %w", err)
 	}
-	if order != chat.OrderAsc && order != chat.OrderDesc {
-		return nil, fmt.Errorf("list turns: order: %w", chat.ErrInvalidRequest)
-	}
-	limit := req.Limit
-	if limit == 0 {
-		limit = chat.DefaultPageLimit
-	}
-	if limit < 1 || limit > chat.MaxPageLimit {
-		return nil, fmt.Errorf("list turns: limit: %w", chat.ErrInvalidRequest)
-	}
+	order, limit := req.Order, req.Limit
 	var after int64 // asc: ordinals above after; desc: below before
 	before := int64(1<<63 - 1)
 	if req.Cursor != "" {
@@ -501,7 +529,7 @@ func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Turn
 		for i--; i >= 0 && visit(rec.ordinals[i]); i-- {
 		}
 	}
-	out := &chat.TurnPage{Turns: page}
+	out := &chat.Page{Turns: page}
 	if len(page) > limit {
 		out.Turns = page[:limit]
 		out.HasMore = true
@@ -533,10 +561,10 @@ func (s *Store) PutArtifacts(ctx context.Context, sessionID, turnID string, p ch
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := chat.ValidateArtifacts(refs); err != nil {
+	refs, err := chat.StoredArtifacts(refs) // a fresh slice: the caller's is not kept
+	if err != nil {
 		return nil, err
 	}
-	refs = chat.DedupeArtifacts(refs) // a fresh slice: the caller's is not kept
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	item, err := s.findItem(sessionID, turnID, p, true)

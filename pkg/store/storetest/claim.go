@@ -13,7 +13,7 @@ import (
 )
 
 // claimCases prove ClaimTurn: creation, mutual exclusion, lease expiry, the
-// terminal window and the reserved cursor (docs/design.md §4, docs/protocol.md §8).
+// terminal window and the reserved sequence (docs/design.md §4, docs/protocol.md §8).
 func claimCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
 		"CreatesSessionOwnedByCaller": func(t *testing.T, e *env) {
@@ -35,8 +35,8 @@ func claimCases() map[string]func(*testing.T, *env) {
 			}
 			s := c.Session
 			if s.ID != "s1" || s.Owner.Subject != alice.Subject || s.Owner.Tenant != alice.Tenant ||
-				s.DefinitionID != "assistant" || s.DefinitionRevision != 1 || s.NextOrdinal != 2 || s.Cursor != 0 {
-				t.Errorf("claimed session = %+v, want s1 owned by alice, definition assistant@1, next ordinal 2, cursor 0", s)
+				s.DefinitionID != "assistant" || s.DefinitionRevision != 1 || s.NextOrdinal != 2 || s.Sequence != 0 {
+				t.Errorf("claimed session = %+v, want s1 owned by alice, definition assistant@1, next ordinal 2, sequence 0", s)
 			}
 			if s.ActiveTurn == nil || s.ActiveTurn.Token != c.Lease.Token {
 				t.Errorf("claimed session active turn = %+v, want the claim's lease", s.ActiveTurn)
@@ -227,7 +227,7 @@ func claimCases() map[string]func(*testing.T, *env) {
 		},
 
 		"CrashedTurnTakeover": func(t *testing.T, e *env) {
-			e.completeTurn("s1", "t0") // cursor 2
+			e.completeTurn("s1", "t0") // sequence 2
 			c := e.claim("s1", "crashed")
 			_, err := e.store.RenewLease(e.ctx, chat.RenewRequest{Claim: c, ExpiresAt: e.clock.Now().Add(leaseDuration), Sequence: c.BaseSequence + 7})
 			if err != nil {
@@ -245,7 +245,7 @@ func claimCases() map[string]func(*testing.T, *env) {
 
 			next := e.claim("s1", "next")
 			if min := persisted + chat.SequenceGapAfterCrash; next.BaseSequence < min {
-				t.Errorf("BaseSequence after takeover = %d, want >= persisted cursor %d + SequenceGapAfterCrash = %d",
+				t.Errorf("BaseSequence after takeover = %d, want >= persisted sequence %d + SequenceGapAfterCrash = %d",
 					next.BaseSequence, persisted, min)
 			}
 			if next.Lease.Ordinal != c.Lease.Ordinal+1 {
@@ -261,29 +261,35 @@ func claimCases() map[string]func(*testing.T, *env) {
 			if !slices.Equal(s.TerminalTurns, wantWindow) {
 				t.Errorf("terminal window = %+v\nwant %+v", s.TerminalTurns, wantWindow)
 			}
-			if s.Cursor != next.BaseSequence+1 {
-				t.Errorf("cursor = %d, want the released %d", s.Cursor, next.BaseSequence+1)
+			if s.Sequence != next.BaseSequence+1 {
+				t.Errorf("sequence = %d, want the released %d", s.Sequence, next.BaseSequence+1)
 			}
 		},
 
-		"TerminalWindowKeepsNewest64": func(t *testing.T, e *env) {
+		"TerminalWindowKeepsNewestTurns": func(t *testing.T, e *env) {
+			// A crashed turn that saved nothing, then enough turns that it
+			// and two more leave any window a store may keep.
+			e.claim("s1", "crashed")
+			e.clock.Advance(leaseDuration)
 			const n = chat.TerminalWindowSize + 2
 			turns := e.completeTurns("s1", "t", n)
 			s := e.session("s1")
-			if len(s.TerminalTurns) != chat.TerminalWindowSize {
-				t.Fatalf("terminal window has %d entries, want %d", len(s.TerminalTurns), chat.TerminalWindowSize)
+			k := len(s.TerminalTurns)
+			if k < 1 || k > chat.TerminalWindowSize {
+				t.Fatalf("terminal window has %d entries, want 1..%d", k, chat.TerminalWindowSize)
 			}
 			for i, entry := range s.TerminalTurns {
-				want := turns[i+2]
+				want := turns[n-k+i]
 				if entry.TurnID != want.TurnID || entry.Outcome != chat.OutcomeCompleted || entry.InputHash != want.InputHash {
-					t.Fatalf("window[%d] = %+v, want %s completed (oldest first, two oldest evicted)", i, entry, want.TurnID)
+					t.Fatalf("window[%d] = %+v, want %s completed (the newest %d, oldest first)", i, entry, want.TurnID, k)
 				}
 			}
 			// The window is the fast path: a turn id identifies one turn of
-			// its session forever, evicted or not, and a rejected replay
-			// changes nothing (no ordinal spent, the window as it was).
+			// its session forever, evicted or not, crashed or not, and a
+			// rejected replay changes nothing (no ordinal spent, the window
+			// as it was).
 			before := e.session("s1")
-			_, err := e.store.ClaimTurn(e.ctx, claimRequest("s1", turns[2].TurnID))
+			_, err := e.store.ClaimTurn(e.ctx, claimRequest("s1", turns[n-k].TurnID))
 			wantErr(t, "replay of the oldest kept turn", err, chat.ErrTurnCompleted)
 			_, err = e.store.ClaimTurn(e.ctx, claimRequest("s1", turns[0].TurnID))
 			wantErr(t, "replay of an evicted turn", err, chat.ErrTurnCompleted)
@@ -291,10 +297,19 @@ func claimCases() map[string]func(*testing.T, *env) {
 			reused.InputHash = chat.HashInput("another input")
 			_, err = e.store.ClaimTurn(e.ctx, reused)
 			wantErr(t, "evicted turn id with another input", err, chat.ErrTurnIDReused)
+			_, err = e.store.ClaimTurn(e.ctx, claimRequest("s1", "crashed"))
+			wantErr(t, "replay of an evicted crashed turn", err, chat.ErrTurnIndeterminate)
+			reused = claimRequest("s1", "crashed")
+			reused.InputHash = chat.HashInput("another input")
+			_, err = e.store.ClaimTurn(e.ctx, reused)
+			wantErr(t, "evicted crashed turn id with another input", err, chat.ErrTurnIDReused)
 			after := e.session("s1")
 			if after.ActiveTurn != nil || after.NextOrdinal != before.NextOrdinal || !slices.Equal(after.TerminalTurns, before.TerminalTurns) {
 				t.Errorf("rejected replays changed the session: active %+v, next ordinal %d -> %d",
 					after.ActiveTurn, before.NextOrdinal, after.NextOrdinal)
+			}
+			if _, err := e.store.FindTurn(e.ctx, "s1", "crashed", alice); !errors.Is(err, chat.ErrTurnNotFound) {
+				t.Errorf("FindTurn of a crashed turn that saved nothing: %v, want ErrTurnNotFound", err)
 			}
 			c := e.claim("s1", "fresh")
 			if c.Lease.Ordinal != before.NextOrdinal {
@@ -302,15 +317,15 @@ func claimCases() map[string]func(*testing.T, *env) {
 			}
 		},
 
-		"BaseSequenceIsLastReleasedCursor": func(t *testing.T, e *env) {
+		"BaseSequenceIsLastReleasedSequence": func(t *testing.T, e *env) {
 			c := e.claim("s1", "t1")
 			e.release("s1", c, chat.OutcomeCompleted, 41)
 			c2 := e.claim("s1", "t2")
 			if c2.BaseSequence != 41 {
-				t.Errorf("BaseSequence = %d, want the released cursor 41", c2.BaseSequence)
+				t.Errorf("BaseSequence = %d, want the released sequence 41", c2.BaseSequence)
 			}
-			if c2.Session.Cursor != 41 {
-				t.Errorf("session cursor = %d, want 41", c2.Session.Cursor)
+			if c2.Session.Sequence != 41 {
+				t.Errorf("session sequence = %d, want 41", c2.Session.Sequence)
 			}
 			e.release("s1", c2, chat.OutcomeCompleted, 41) // a turn that emitted nothing
 			if c3 := e.claim("s1", "t3"); c3.BaseSequence != 41 {

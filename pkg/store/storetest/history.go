@@ -230,13 +230,13 @@ func (e *env) checkWalks(t *testing.T, sessionID string, visible []string) {
 // walk lists every page from req (Cursor empty) and fails the test on an
 // error, an empty page followed by more, a page over the limit, or a
 // NextCursor that disagrees with HasMore. It stops after 200 pages.
-func (e *env) walk(t *testing.T, req chat.ListRequest) []*chat.TurnPage {
+func (e *env) walk(t *testing.T, req chat.ListRequest) []*chat.Page {
 	t.Helper()
 	limit := req.Limit
 	if limit == 0 {
 		limit = chat.DefaultPageLimit
 	}
-	var pages []*chat.TurnPage
+	var pages []*chat.Page
 	for range 200 {
 		page, err := e.store.ListTurns(e.ctx, req)
 		if err != nil {

@@ -25,8 +25,8 @@ func leaseCases() map[string]func(*testing.T, *env) {
 			e.clock.Advance(leaseDuration - time.Millisecond) // past the first expiry, before the new one
 			_, err = e.store.ClaimTurn(e.ctx, claimRequest("s1", "t2"))
 			wantErr(t, "claim while the renewed lease holds", err, chat.ErrSessionBusy)
-			if s := e.session("s1"); s.Cursor != 5 || s.ActiveTurn == nil || !s.ActiveTurn.ExpiresAt.Equal(until) {
-				t.Errorf("session after renew: cursor %d, active %+v; want cursor 5, expiry %v", s.Cursor, s.ActiveTurn, until)
+			if s := e.session("s1"); s.Sequence != 5 || s.ActiveTurn == nil || !s.ActiveTurn.ExpiresAt.Equal(until) {
+				t.Errorf("session after renew: sequence %d, active %+v; want sequence 5, expiry %v", s.Sequence, s.ActiveTurn, until)
 			}
 		},
 
@@ -74,9 +74,9 @@ func leaseCases() map[string]func(*testing.T, *env) {
 			before := e.session("s1")
 			e.release("s1", c, chat.OutcomeCompleted, 2)
 			after := e.session("s1")
-			if after.ActiveTurn != nil || len(after.TerminalTurns) != 1 || after.Cursor != 2 {
-				t.Errorf("after a second release: active %+v, window %+v, cursor %d; want idle, one entry, cursor 2",
-					after.ActiveTurn, after.TerminalTurns, after.Cursor)
+			if after.ActiveTurn != nil || len(after.TerminalTurns) != 1 || after.Sequence != 2 {
+				t.Errorf("after a second release: active %+v, window %+v, sequence %d; want idle, one entry, sequence 2",
+					after.ActiveTurn, after.TerminalTurns, after.Sequence)
 			}
 			if after.Revision != before.Revision {
 				t.Errorf("a repeated release wrote the session (revision %d -> %d)", before.Revision, after.Revision)
@@ -86,9 +86,9 @@ func leaseCases() map[string]func(*testing.T, *env) {
 			c2 := e.claim("s1", "t2")
 			e.release("s1", c, chat.OutcomeIndeterminate, 0)
 			if s := e.session("s1"); s.ActiveTurn == nil || s.ActiveTurn.Token != c2.Lease.Token || len(s.TerminalTurns) != 1 ||
-				s.TerminalTurns[0].Outcome != chat.OutcomeCompleted || s.Cursor != 2 {
-				t.Errorf("after a late repeated release: active %+v, window %+v, cursor %d; want t2's lease, t1 completed, cursor 2",
-					s.ActiveTurn, s.TerminalTurns, s.Cursor)
+				s.TerminalTurns[0].Outcome != chat.OutcomeCompleted || s.Sequence != 2 {
+				t.Errorf("after a late repeated release: active %+v, window %+v, sequence %d; want t2's lease, t1 completed, sequence 2",
+					s.ActiveTurn, s.TerminalTurns, s.Sequence)
 			}
 		},
 
@@ -106,8 +106,8 @@ func leaseCases() map[string]func(*testing.T, *env) {
 			if len(s.TerminalTurns) != 1 || s.TerminalTurns[0] != want {
 				t.Errorf("terminal window = %+v, want [%+v]", s.TerminalTurns, want)
 			}
-			if s.Cursor != 9 {
-				t.Errorf("cursor = %d, want 9", s.Cursor)
+			if s.Sequence != 9 {
+				t.Errorf("sequence = %d, want 9", s.Sequence)
 			}
 		},
 

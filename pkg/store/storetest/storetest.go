@@ -180,10 +180,10 @@ func forged(c *chat.Claim, token string) *chat.Claim {
 	return &f
 }
 
-// release releases a claim with outcome and cursor, failing the test on error.
-func (e *env) release(sessionID string, c *chat.Claim, outcome chat.Outcome, cursor int64) {
+// release releases a claim with outcome and sequence, failing the test on error.
+func (e *env) release(sessionID string, c *chat.Claim, outcome chat.TerminalOutcome, sequence int64) {
 	e.t.Helper()
-	err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: outcome, Sequence: cursor})
+	err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: outcome, Sequence: sequence})
 	if err != nil {
 		e.t.Fatalf("ReleaseTurn(%s, %s): %v", sessionID, c.Lease.TurnID, err)
 	}
@@ -311,7 +311,7 @@ func turnIDs(turns []chat.Turn) []string {
 }
 
 // pageTurns returns the turns of page, nil for a nil page.
-func pageTurns(page *chat.TurnPage) []chat.Turn {
+func pageTurns(page *chat.Page) []chat.Turn {
 	if page == nil {
 		return nil
 	}
