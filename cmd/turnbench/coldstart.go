@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -16,6 +18,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -115,6 +119,9 @@ type coldResult struct {
 	FirstInvoke []time.Duration // invoke sent -> response, the invoke that started the bootstrap
 	PeakRSSKiB  int64           // max VmHWM of the bootstrap over the runs, after driving requests
 	Invocations int             // invocations driven per run
+	// Init is the bootstrap's start-up account from direct runs
+	// (initRun); nil for the run under turnbench's environment.
+	Init *initAccount
 }
 
 // rieRun is one emulator started with one bootstrap behind the
@@ -131,7 +138,8 @@ type rieRun struct {
 }
 
 // startRIE starts rie with bootstrap (through the self-exec wrapper) and
-// the recording proxy in front of its Runtime API.
+// the recording proxy in front of its Runtime API. env is the emulator's
+// whole environment, which it passes on to the bootstrap.
 func startRIE(rie, self, bootstrap string, env []string) (*rieRun, error) {
 	apiPort, err := freePort()
 	if err != nil {
@@ -169,7 +177,7 @@ func startRIE(rie, self, bootstrap string, env []string) (*rieRun, error) {
 	r.stamp = filepath.Join(stampDir, "stamp")
 	r.cmd = exec.Command(rie, "--runtime-api-address", "127.0.0.1:"+apiPort,
 		"--runtime-interface-emulator-address", "127.0.0.1:"+invokePort, self)
-	r.cmd.Env = append(append(os.Environ(), env...),
+	r.cmd.Env = append(slices.Clip(env),
 		envExecBootstrap+"="+bootstrap, envStampFile+"="+r.stamp, envRuntimeProxy+"="+ln.Addr().String())
 	r.cmd.Stdout = r.output
 	r.cmd.Stderr = r.output
@@ -352,67 +360,103 @@ func driveEvent(fn, sid string, i int) (*events.LambdaFunctionURLRequest, int) {
 	}
 }
 
+// hostEnvSuffix names the extra run of a function under turnbench's own
+// environment in measureColdStarts' result ("turn"+hostEnvSuffix).
+const hostEnvSuffix = " (turnbench's environment)"
+
+// initRunsPerRound is how many direct runs (measureInit) of each
+// bootstrap a round of measureColdStarts makes beside its emulator run.
+const initRunsPerRound = 3
+
 // measureColdStarts runs the baseline and each bootstrap of bins runs
-// times under
-// rie (in the order of functions): each run starts a fresh emulator,
-// sends the invoke that starts the
-// bootstrap, then drives invocations more requests and reads the
-// bootstrap's VmHWM. The turn function runs before history and artifacts:
-// its turns create the session they read and write.
+// times under rie, in rounds that run each once (in the order of
+// functions, so that load on the machine that changes during the section
+// falls on all of them alike): each run starts a fresh emulator, sends
+// the invoke that starts the bootstrap, then drives invocations more
+// requests and reads the bootstrap's VmHWM. The turn function runs before
+// history and artifacts: its turns create the session they read and
+// write. The emulator and the bootstrap get a Lambda-like environment
+// (lambdaEnv) with env, the function's configuration; the turn bootstrap
+// also runs with turnbench's whole environment added, filed under
+// "turn"+hostEnvSuffix, to show what the host's variables cost. Each
+// round also runs each bootstrap initRunsPerRound times directly for its
+// init account (measureInit).
 func measureColdStarts(ctx context.Context, rie, self string, bins map[string]string, env []string, sid string, runs, invocations int) (map[string]*coldResult, error) {
 	c := &http.Client{Timeout: time.Minute}
 	out := map[string]*coldResult{}
-	turnSeq := 0
-	for _, fn := range append([]string{baseline}, functions...) {
-		if bins[fn] == "" {
-			continue
+	inits := map[string][]*initSample{}
+	var order []string
+	for _, name := range append(append([]string{baseline}, functions...), "turn"+hostEnvSuffix) {
+		if fn, _ := strings.CutSuffix(name, hostEnvSuffix); bins[fn] != "" {
+			order = append(order, name)
+			out[name] = &coldResult{Invocations: invocations}
 		}
-		cr := &coldResult{Invocations: invocations}
-		out[fn] = cr
-		for range runs {
-			r, err := startRIE(rie, self, bins[fn], env)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", fn, err)
-			}
-			err = func() error {
-				defer r.stop()
-				for i := 0; i <= invocations; i++ {
-					n := i
-					if fn == "turn" {
-						n = turnSeq
-						turnSeq++
-					}
-					ev, want := driveEvent(fn, sid, n)
-					start := time.Now()
-					status, body, err := r.invokeURL(ctx, c, ev)
-					if i == 0 {
-						cr.FirstInvoke = append(cr.FirstInvoke, time.Since(start))
-					}
+	}
+	turnSeq := 0
+	for range runs {
+		for _, name := range order {
+			fn, host := strings.CutSuffix(name, hostEnvSuffix)
+			runEnv := lambdaEnv(env)
+			if host {
+				runEnv = append(os.Environ(), env...)
+			} else {
+				for range initRunsPerRound {
+					s, err := initRun(bins[fn], runEnv)
 					if err != nil {
-						return fmt.Errorf("%s invoke %d: %w; emulator output: %s", fn, i, err, r.output)
+						return nil, fmt.Errorf("%s: init account: %w", fn, err)
 					}
-					if status != want || (fn == "turn" && !bytes.Contains(body, []byte(`"status":"complete"`))) {
-						return fmt.Errorf("%s invoke %d: status %d, body %.300q", fn, i, status, body)
-					}
+					inits[fn] = append(inits[fn], s)
 				}
-				d, pid, err := r.coldStart()
-				if err != nil {
-					return fmt.Errorf("%s: %w", fn, err)
-				}
-				cr.ColdStarts = append(cr.ColdStarts, d)
-				kib, err := vmHWM(pid)
-				if err != nil {
-					return fmt.Errorf("%s: read peak memory: %w", fn, err)
-				}
-				cr.PeakRSSKiB = max(cr.PeakRSSKiB, kib)
-				return nil
-			}()
-			if err != nil {
+			}
+			if err := coldRun(ctx, c, rie, self, fn, bins[fn], runEnv, sid, invocations, &turnSeq, out[name]); err != nil {
 				return nil, err
 			}
 		}
 	}
+	for fn, s := range inits {
+		out[fn].Init = accountOf(s)
+	}
 	return out, nil
+}
+
+// coldRun is one emulator run of bootstrap bin (function fn) with env,
+// its figures added to cr; turnSeq numbers the turn function's turns.
+func coldRun(ctx context.Context, c *http.Client, rie, self, fn, bin string, env []string, sid string, invocations int, turnSeq *int, cr *coldResult) error {
+	r, err := startRIE(rie, self, bin, env)
+	if err != nil {
+		return fmt.Errorf("%s: %w", fn, err)
+	}
+	defer r.stop()
+	for i := 0; i <= invocations; i++ {
+		n := i
+		if fn == "turn" {
+			n = *turnSeq
+			*turnSeq++
+		}
+		ev, want := driveEvent(fn, sid, n)
+		start := time.Now()
+		status, body, err := r.invokeURL(ctx, c, ev)
+		if i == 0 {
+			cr.FirstInvoke = append(cr.FirstInvoke, time.Since(start))
+		}
+		if err != nil {
+			return fmt.Errorf("%s invoke %d: %w; emulator output: %s", fn, i, err, r.output)
+		}
+		if status != want || (fn == "turn" && !bytes.Contains(body, []byte(`"status":"complete"`))) {
+			return fmt.Errorf("%s invoke %d: status %d, body %.300q", fn, i, status, body)
+		}
+	}
+	d, pid, err := r.coldStart()
+	if err != nil {
+		return fmt.Errorf("%s: %w", fn, err)
+	}
+	cr.ColdStarts = append(cr.ColdStarts, d)
+	kib, err := vmHWM(pid)
+	if err != nil {
+		return fmt.Errorf("%s: read peak memory: %w", fn, err)
+	}
+	cr.PeakRSSKiB = max(cr.PeakRSSKiB, kib)
+	return nil
 }
 
 // limitedBuffer keeps the first n bytes written to it.
@@ -436,4 +480,231 @@ func (l *limitedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// lambdaEnv returns the environment of a bootstrap on Lambda's provided
+// runtimes (the variables AWS documents for them, placeholder credentials
+// and names) followed by fnEnv, the function's own configuration.
+// Nothing of turnbench's environment is passed on: variables that Lambda
+// would not set change what a bootstrap does at start (AWS_CA_BUNDLE makes
+// every AWS SDK configuration load parse that bundle; HOME makes it look
+// for shared configuration files).
+func lambdaEnv(fnEnv []string) []string {
+	env := []string{
+		"PATH=/usr/local/bin:/usr/bin/:/bin:/opt/bin",
+		"LD_LIBRARY_PATH=/lib64:/usr/lib64:/var/runtime:/var/runtime/lib:/var/task:/var/task/lib:/opt/lib",
+		"LANG=en_US.UTF-8",
+		"TZ=:UTC",
+		"LAMBDA_TASK_ROOT=/var/task",
+		"LAMBDA_RUNTIME_DIR=/var/runtime",
+		"_HANDLER=bootstrap",
+		"AWS_LAMBDA_FUNCTION_NAME=turnbench",
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=1024",
+		"AWS_LAMBDA_FUNCTION_VERSION=$LATEST",
+		"AWS_LAMBDA_INITIALIZATION_TYPE=on-demand",
+		"AWS_LAMBDA_LOG_GROUP_NAME=/aws/lambda/turnbench",
+		"AWS_LAMBDA_LOG_STREAM_NAME=turnbench",
+		"AWS_ACCESS_KEY_ID=AKIATURNBENCH",
+		"AWS_SECRET_ACCESS_KEY=turnbench",
+		"AWS_SESSION_TOKEN=turnbench",
+	}
+	return append(env, fnEnv...)
+}
+
+// initAccount is what one bootstrap's start-up spends, from the Go
+// runtime's init trace (GODEBUG=inittrace=1) of direct runs against a
+// stand-in Runtime API (initRun; medians over the runs).
+type initAccount struct {
+	Runs int
+	// ToFirstRequest is exec -> the first Runtime API request.
+	ToFirstRequest time.Duration
+	// InitDone is when the last package init ended, from the runtime's
+	// start (the trace's @ plus that init's clock time).
+	InitDone time.Duration
+	// InitClock is the sum of the package inits' own clock times; ByGroup
+	// splits it by module (initGroup).
+	InitClock time.Duration
+	ByGroup   map[string]time.Duration
+	// InitAllocs is the bytes the package inits allocated.
+	InitAllocs int64
+}
+
+// initLine matches one line of the Go runtime's init trace.
+var initLine = regexp.MustCompile(`^init (\S+) @([0-9.]+) ms, ([0-9.]+) ms clock, ([0-9]+) bytes`)
+
+// initGroup names the module group of a package for the init account.
+func initGroup(pkg string) string {
+	for _, g := range [][2]string{
+		{"github.com/santhosh-tekuri/jsonschema", "jsonschema"},
+		{"github.com/aws/aws-sdk-go-v2", "aws-sdk-go-v2"},
+		{"github.com/aws/smithy-go", "aws-sdk-go-v2"},
+		{"github.com/aws/aws-lambda-go", "aws-lambda-go"},
+		{"github.com/openai/openai-go", "openai-go"},
+		{"github.com/lestrrat-go", "jwx"},
+		{"github.com/turnstream/turnstream", "turnstream"},
+	} {
+		if strings.HasPrefix(pkg, g[0]) {
+			return g[1]
+		}
+	}
+	if first, _, _ := strings.Cut(pkg, "/"); !strings.Contains(first, ".") {
+		return "Go standard library"
+	}
+	return "other"
+}
+
+// initSample is one direct run's start-up figures (initAccount's).
+type initSample struct {
+	first, done, clock time.Duration
+	allocs             int64
+	byGroup            map[string]time.Duration
+}
+
+// initRun runs bin once with env (lambdaEnv of the function's
+// configuration), GODEBUG=inittrace=1 and AWS_LAMBDA_RUNTIME_API at a
+// local listener that notes the first request and then holds it, and
+// returns what the trace and the listener saw.
+func initRun(bin string, env []string) (*initSample, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	got := make(chan time.Time, 1)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- time.Now():
+		default:
+		}
+		<-r.Context().Done() // the long poll: held until the bootstrap is killed
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }() // ends with Close
+	defer func() { _ = srv.Close() }()
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin)
+	cmd.Env = append(slices.Clip(env), "GODEBUG=inittrace=1", "AWS_LAMBDA_RUNTIME_API="+ln.Addr().String())
+	cmd.Stderr = &stderr
+	setProcAttr(cmd)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	var at time.Time
+	select {
+	case at = <-got:
+	case <-time.After(10 * time.Second):
+	}
+	killGroup(cmd)
+	_ = cmd.Wait() // killed
+	if at.IsZero() {
+		return nil, fmt.Errorf("%s made no Runtime API request within 10s: %.500s", bin, stderr.String())
+	}
+	s := parseInitTrace(stderr.String())
+	s.first = at.Sub(start)
+	return s, nil
+}
+
+// parseInitTrace reads the lines of a Go runtime init trace
+// (GODEBUG=inittrace=1) in stderr; other lines are ignored.
+func parseInitTrace(stderr string) *initSample {
+	s := &initSample{byGroup: map[string]time.Duration{}}
+	for line := range strings.Lines(stderr) {
+		m := initLine.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		atMS, _ := strconv.ParseFloat(m[2], 64)
+		clockMS, _ := strconv.ParseFloat(m[3], 64)
+		n, _ := strconv.ParseInt(m[4], 10, 64)
+		c := time.Duration(clockMS * float64(time.Millisecond))
+		s.done = max(s.done, time.Duration(atMS*float64(time.Millisecond))+c)
+		s.clock += c
+		s.byGroup[initGroup(m[1])] += c
+		s.allocs += n
+	}
+	return s
+}
+
+// accountOf returns the medians of samples.
+func accountOf(samples []*initSample) *initAccount {
+	var first, done, clock []time.Duration
+	var allocs []int64
+	groups := map[string][]time.Duration{}
+	for _, s := range samples {
+		first, done, clock, allocs = append(first, s.first), append(done, s.done), append(clock, s.clock), append(allocs, s.allocs)
+		for g, d := range s.byGroup {
+			groups[g] = append(groups[g], d)
+		}
+	}
+	a := &initAccount{Runs: len(samples), ToFirstRequest: median(first), InitDone: median(done), InitClock: median(clock), ByGroup: map[string]time.Duration{}}
+	slices.Sort(allocs)
+	a.InitAllocs = allocs[len(allocs)/2]
+	for g, d := range groups {
+		for len(d) < len(samples) {
+			d = append(d, 0) // a group absent from a run's trace spent nothing
+		}
+		a.ByGroup[g] = median(d)
+	}
+	return a
+}
+
+// coldRows renders the cold-start section of -only coldstart: per
+// function the emulator's figures (as writeTable has them), the turn
+// bootstrap under turnbench's own environment, and the init account of
+// each bootstrap beside the minimal one's.
+func coldRows(rep *report, set settings) [][4]string {
+	var rows [][4]string
+	add := func(figure, measured, baseline, vs string) {
+		rows = append(rows, [4]string{figure, measured, baseline, vs})
+	}
+	base := rep.Cold[baseline]
+	if base == nil || len(base.ColdStarts) == 0 {
+		add("cold starts", "not measured: "+skipReason(rep.ColdErr), "-", "-")
+		return rows
+	}
+	b := median(base.ColdStarts)
+	for _, name := range append(slices.Clone(functions), "turn"+hostEnvSuffix) {
+		cr := rep.Cold[name]
+		if cr == nil || len(cr.ColdStarts) == 0 {
+			continue
+		}
+		c := median(cr.ColdStarts)
+		add(fmt.Sprintf("%s bootstrap: cold start under aws-lambda-rie, exec -> first Runtime API request (median of %d; first invoke end to end)", name, len(cr.ColdStarts)),
+			fmt.Sprintf("%s (%s); runs: %s", ms(c), ms(median(cr.FirstInvoke)), msList(cr.ColdStarts)),
+			fmt.Sprintf("minimal Go function URL bootstrap: %s (%s); runs: %s", ms(b), ms(median(base.FirstInvoke)), msList(base.ColdStarts)),
+			fmt.Sprintf("%s; %.1fx", signedMS(c-b), float64(c)/float64(b)))
+	}
+	bi := base.Init
+	for _, fn := range functions {
+		if rep.Cold[fn] == nil || rep.Cold[fn].Init == nil || bi == nil {
+			continue
+		}
+		a := rep.Cold[fn].Init
+		add(fmt.Sprintf("%s bootstrap: start-up account (direct exec, GODEBUG=inittrace=1, stand-in Runtime API, median of %d)", fn, a.Runs),
+			fmt.Sprintf("exec -> first Runtime API request %s; package inits done at %s after the runtime started, their own clock %s (%s), %.1f MiB allocated; the rest (exec, runtime start, main) %s",
+				ms(a.ToFirstRequest), ms(a.InitDone), ms(a.InitClock), groupList(a.ByGroup), mib(a.InitAllocs), ms(a.ToFirstRequest-a.InitDone)),
+			fmt.Sprintf("minimal: %s; inits done at %s, own clock %s; the rest %s",
+				ms(bi.ToFirstRequest), ms(bi.InitDone), ms(bi.InitClock), ms(bi.ToFirstRequest-bi.InitDone)),
+			signedMS(a.ToFirstRequest-bi.ToFirstRequest))
+	}
+	return rows
+}
+
+// msList formats durations as "1.23, 4.56" (ms).
+func msList(d []time.Duration) string {
+	s := make([]string, len(d))
+	for i, v := range d {
+		s[i] = fmt.Sprintf("%.2f", float64(v)/float64(time.Millisecond))
+	}
+	return strings.Join(s, ", ") + " ms"
+}
+
+// groupList formats an init account's groups, largest first.
+func groupList(m map[string]time.Duration) string {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(m[b], m[a]) })
+	s := make([]string, 0, len(keys))
+	for _, k := range keys {
+		s = append(s, fmt.Sprintf("%s %.2f", k, float64(m[k])/float64(time.Millisecond)))
+	}
+	return strings.Join(s, ", ") + " ms"
 }

@@ -183,7 +183,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	repo := fs.String("repo", "", "module root (node_modules/.bin/dynalite, functions/); default: found from the working directory")
 	rie := fs.String("rie", defaultRIE(), "aws-lambda-rie binary for the cold-start section (`make rie` installs it)")
 	cold := fs.Bool("coldstart", true, "build the bootstraps and measure them under aws-lambda-rie")
-	only := fs.String("only", "", "run only these sections, comma-separated: durable (checkpoints, resume, stop, crash), wire (paced snapshots)")
+	only := fs.String("only", "", "run only these sections, comma-separated: durable (checkpoints, resume, stop, crash), wire (paced snapshots); or throughput, coldstart")
+	cpuProfile := fs.String("cpuprofile", "", "with -only throughput: CPU-profile each turn phase into `PREFIX`-c<sessions>-r<rep>.pprof")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -238,6 +239,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	cursorKey := []byte("turnbench-cursor-key-0123456789ab")
 	store := dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey})
 	prefix := randomName("b")
+	if tp, cs, ok := ownSections(*only); ok {
+		return runOwn(ctx, rep, set, root, *rie, endpoint, table, cursorKey, prefix, dyn, *cpuProfile, tp, cs, progress, stdout)
+	}
 	if *only != "" {
 		return runOnly(ctx, rep, *only, endpoint, client, table, cursorKey, prefix, progress, stdout)
 	}
