@@ -184,7 +184,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	rie := fs.String("rie", defaultRIE(), "aws-lambda-rie binary for the cold-start section (`make rie` installs it)")
 	cold := fs.Bool("coldstart", true, "build the bootstraps and measure them under aws-lambda-rie")
 	only := fs.String("only", "", "run only these sections, comma-separated: durable (checkpoints, resume, stop, crash), wire (paced snapshots); or throughput, coldstart")
-	cpuProfile := fs.String("cpuprofile", "", "with -only throughput: CPU-profile each turn phase into `PREFIX`-c<sessions>-r<rep>.pprof")
+	cpuProfile := fs.String("cpuprofile", "", "with -only throughput: CPU-profile each turn slice into `PREFIX`-c<sessions>-r<rep>-s<slice>.pprof")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

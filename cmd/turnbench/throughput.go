@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
+	"net/http/httptrace"
 	"os"
 	"runtime/pprof"
 	"slices"
@@ -16,10 +15,10 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
@@ -31,8 +30,9 @@ import (
 //   - per DynamoDB call kind (claim, context, save, release; the bare
 //     conditional UpdateItem of the ceiling): the call as the store sees
 //     it (SDK serialisation, signing, retries, deserialisation included)
-//     and the HTTP attempt alone (request written -> response body read,
-//     which on loopback is the server's own time plus scheduling);
+//     and the HTTP attempt alone (request sent -> response headers, which
+//     on loopback is the server's own time plus scheduling), with the
+//     bodies' bytes; at one session, the server's CPU time per call;
 //   - per turn and per bare write: CPU seconds of this process (handlers,
 //     SDK, HTTP server and client) and of the DynamoDB server process
 //     (dynalite, when turnbench started it), from getrusage and /proc;
@@ -40,8 +40,9 @@ import (
 //     concurrency shows up as dials per call).
 //
 // Each level runs reps times, ceiling then turns, and the table gives the
-// median of each figure and of the per-rep ratio. With -cpuprofile P each
-// turn phase (not the ceilings) is CPU-profiled into P-c<conc>-r<rep>.pprof.
+// median of each figure and of the per-rep ratio. A rep alternates
+// ceiling and turn slices. With -cpuprofile P each turn slice (not the
+// ceilings) is CPU-profiled into P-c<conc>-r<rep>-s<slice>.pprof.
 
 // tpSettings are the throughput section's sizes.
 type tpSettings struct {
@@ -49,15 +50,18 @@ type tpSettings struct {
 	TurnsFor    time.Duration
 	WritesFor   time.Duration
 	Reps        int
-	ShapeFor    time.Duration // each request shape of shapeProbes
+	// Slices is how many alternating ceiling and turn slices a rep of a
+	// level is measured in (TurnsFor and WritesFor split between them).
+	Slices   int
+	ShapeFor time.Duration // each request shape of shapeProbes
 }
 
 func fullThroughput() tpSettings {
-	return tpSettings{Concurrency: []int{1, 8, 64}, TurnsFor: 5 * time.Second, WritesFor: 3 * time.Second, Reps: 3, ShapeFor: 2 * time.Second}
+	return tpSettings{Concurrency: []int{1, 8, 64}, TurnsFor: 5 * time.Second, WritesFor: 3 * time.Second, Reps: 3, Slices: 3, ShapeFor: 2 * time.Second}
 }
 
 func quickThroughput() tpSettings {
-	return tpSettings{Concurrency: []int{1, 8}, TurnsFor: 300 * time.Millisecond, WritesFor: 300 * time.Millisecond, Reps: 1, ShapeFor: 200 * time.Millisecond}
+	return tpSettings{Concurrency: []int{1, 8}, TurnsFor: 300 * time.Millisecond, WritesFor: 300 * time.Millisecond, Reps: 1, Slices: 2, ShapeFor: 200 * time.Millisecond}
 }
 
 // callStats sums the calls of one kind in one phase.
@@ -88,6 +92,35 @@ type phaseResult struct {
 	SelfCPU  time.Duration         // this process's user+system CPU
 	DynCPU   time.Duration         // the DynamoDB server's, -1 when unknown
 	Dials    int64
+}
+
+// add adds q's counts and times to p (one phase measured in slices).
+func (p *phaseResult) add(q *phaseResult) {
+	p.Done += q.Done
+	p.NotDone += q.NotDone
+	p.Wall += q.Wall
+	p.TurnTime += q.TurnTime
+	p.SelfCPU += q.SelfCPU
+	p.Dials += q.Dials
+	switch {
+	case q.DynCPU < 0 || p.DynCPU < 0:
+		p.DynCPU = -1
+	default:
+		p.DynCPU += q.DynCPU
+	}
+	for k, s := range q.Calls {
+		t := p.Calls[k]
+		if t == nil {
+			t = &callStats{}
+			p.Calls[k] = t
+		}
+		t.N += s.N
+		t.Call += s.Call
+		t.HTTP += s.HTTP
+		t.Sent += s.Sent
+		t.Received += s.Received
+		t.DynCPU += s.DynCPU
+	}
 }
 
 // rate is Done per second.
@@ -141,12 +174,40 @@ type attemptsKey struct{}
 // attempts.
 type attemptTime struct{ d, sent, received atomic.Int64 }
 
-// option installs the meter's middleware on a client.
+// option installs the meter's middleware on a client: at the Initialize
+// step (once per API call, retries inside) it times the call and counts
+// the connections its attempts dial (net/http/httptrace); innermost at
+// the Deserialize step (once per HTTP attempt) it times the attempt (the
+// request sent -> the response's headers; the bodies here are small) and
+// counts the bodies' bytes.
 func (m *callMeter) option(o *dynamodb.Options) {
 	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+		if err := stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("turnbenchAttemptMeter",
+			func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+				at, _ := ctx.Value(attemptsKey{}).(*attemptTime)
+				start := time.Now()
+				out, md, err := next.HandleDeserialize(ctx, in)
+				if at != nil {
+					at.d.Add(int64(time.Since(start)))
+					if r, ok := in.Request.(*smithyhttp.Request); ok && r.ContentLength > 0 {
+						at.sent.Add(r.ContentLength)
+					}
+					if r, ok := out.RawResponse.(*smithyhttp.Response); ok && r.ContentLength > 0 {
+						at.received.Add(r.ContentLength)
+					}
+				}
+				return out, md, err
+			}), middleware.After); err != nil {
+			return err
+		}
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("turnbenchCallMeter",
 			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 				at := &attemptTime{}
+				ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(c httptrace.GotConnInfo) {
+					if !c.Reused {
+						m.dials.Add(1)
+					}
+				}})
 				pid := int(m.serverPID.Load())
 				cpu0 := procCPU(pid)
 				start := time.Now()
@@ -182,58 +243,6 @@ func (m *callMeter) option(o *dynamodb.Options) {
 
 // bareKey marks the ceiling's writes in their context.
 type bareKey struct{}
-
-// transport returns the SDK's default transport (the pool sizes a
-// deployed client has) wrapped to time attempts and count dials.
-func (m *callMeter) transport() http.RoundTripper {
-	tr := awshttp.NewBuildableClient().GetTransport()
-	dial := tr.DialContext
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		m.dials.Add(1)
-		return dial(ctx, network, addr)
-	}
-	return timedTransport{tr}
-}
-
-// timedTransport adds each attempt's time (until its body is read and
-// closed) to the call's attemptTime.
-type timedTransport struct{ next http.RoundTripper }
-
-func (t timedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	at, _ := r.Context().Value(attemptsKey{}).(*attemptTime)
-	start := time.Now()
-	if at != nil && r.ContentLength > 0 {
-		at.sent.Add(r.ContentLength)
-	}
-	resp, err := t.next.RoundTrip(r)
-	if at == nil {
-		return resp, err
-	}
-	if err != nil {
-		at.d.Add(int64(time.Since(start)))
-		return resp, err
-	}
-	resp.Body = &timedBody{ReadCloser: resp.Body, start: start, at: at}
-	return resp, nil
-}
-
-type timedBody struct {
-	io.ReadCloser
-	start time.Time
-	at    *attemptTime
-	once  sync.Once
-}
-
-func (b *timedBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.at.received.Add(int64(n))
-	return n, err
-}
-
-func (b *timedBody) Close() error {
-	b.once.Do(func() { b.at.d.Add(int64(time.Since(b.start))) })
-	return b.ReadCloser.Close()
-}
 
 // record starts filing calls; the returned function stops and returns
 // them.
@@ -308,13 +317,13 @@ func measurePhase(m *callMeter, clk cpuClock, fn func() (done, notDone int64, tu
 }
 
 // throughputSection measures each level of ts reps times on its own
-// client of endpoint (the meter's transport and middleware); dynPID is
+// client of endpoint (dynamo.NewClient's, with the meter's middleware); dynPID is
 // the DynamoDB server's pid (0 when unknown). With profile set, the turn
 // phases are CPU-profiled into it.
 func throughputSection(ctx context.Context, endpoint, table string, cursorKey []byte, prefix string, dynPID int, ts tpSettings, profile string, progress func(string, ...any)) ([]*tpLevel, []shapeResult, error) {
 	m := &callMeter{}
 	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1",
-		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == "", Transport: m.transport()}, m.option)
+		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == ""}, m.option)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -335,26 +344,35 @@ func throughputSection(ctx context.Context, endpoint, table string, cursorKey []
 			if l.Conc == 1 {
 				m.serverPID.Store(int64(dynPID))
 			}
-			bctx := context.WithValue(ctx, bareKey{}, true)
-			c, err := measurePhase(m, clk, func() (int64, int64, time.Duration, error) {
-				n, err := bareWrites(bctx, client, table, fmt.Sprintf("%s-r%d", prefix, rep), l.Conc, ts.WritesFor)
-				return n, 0, 0, err
-			})
-			if err != nil {
-				return nil, nil, err
-			}
-			stopProfile, err := startProfile(profile, l.Conc, rep)
-			if err != nil {
-				return nil, nil, err
-			}
-			t, err := measurePhase(m, clk, func() (int64, int64, time.Duration, error) {
-				return backToBack(ctx, w, fmt.Sprintf("%s-r%d", prefix, rep), l.Conc, ts.TurnsFor)
-			})
-			if perr := stopProfile(); err == nil {
-				err = perr
-			}
-			if err != nil {
-				return nil, nil, err
+			c, t := &phaseResult{Calls: map[string]*callStats{}}, &phaseResult{Calls: map[string]*callStats{}}
+			// Ceiling and turns alternate in slices, so that load from
+			// outside (other processes on the machine) that changes
+			// during a rep falls on both alike.
+			for sl := range ts.Slices {
+				pre := fmt.Sprintf("%s-r%ds%d", prefix, rep, sl)
+				bctx := context.WithValue(ctx, bareKey{}, true)
+				cs, err := measurePhase(m, clk, func() (int64, int64, time.Duration, error) {
+					n, err := bareWrites(bctx, client, table, pre, l.Conc, ts.WritesFor/time.Duration(ts.Slices))
+					return n, 0, 0, err
+				})
+				if err != nil {
+					return nil, nil, err
+				}
+				stopProfile, err := startProfile(profile, l.Conc, rep, sl)
+				if err != nil {
+					return nil, nil, err
+				}
+				tsl, err := measurePhase(m, clk, func() (int64, int64, time.Duration, error) {
+					return backToBack(ctx, w, pre, l.Conc, ts.TurnsFor/time.Duration(ts.Slices))
+				})
+				if perr := stopProfile(); err == nil {
+					err = perr
+				}
+				if err != nil {
+					return nil, nil, err
+				}
+				c.add(cs)
+				t.add(tsl)
 			}
 			m.serverPID.Store(0)
 			l.Ceiling, l.Turns = append(l.Ceiling, c), append(l.Turns, t)
@@ -580,7 +598,8 @@ func throughputRows(levels []*tpLevel) [][4]string {
 		dynVs := "-"
 		if dynT >= 0 && dynB >= 0 && l.Turns[0].DynCPU >= 0 {
 			dyn = fmt.Sprintf("dynalite %s", msf(dynT))
-			dynVs = fmt.Sprintf("dynalite per turn %.2fx four bare writes", dynT/(4*dynB))
+			dynVs = fmt.Sprintf("dynalite per turn %.2fx four bare writes; turns/s vs ceiling/4 that these CPU costs allow: %.0f%% where dynalite's one thread is the limit, %.0f%% where the machine's CPU is (both processes)",
+				dynT/(4*dynB), 100*4*dynB/dynT, 100*4*(selfB+dynB)/(selfT+dynT))
 		}
 		add(fmt.Sprintf("CPU per turn, %d concurrent session(s)", l.Conc),
 			fmt.Sprintf("turnbench process (handlers, SDK, HTTP server and client) %s; %s; DynamoDB connections dialled per turn %.2f", msf(selfT), dyn, dialsT),
@@ -590,14 +609,14 @@ func throughputRows(levels []*tpLevel) [][4]string {
 	return rows
 }
 
-// startProfile starts a CPU profile of one turn phase into
-// prefix-c<conc>-r<rep>.pprof (nothing when prefix is empty); the
-// returned function stops it and closes the file.
-func startProfile(prefix string, conc, rep int) (func() error, error) {
+// startProfile starts a CPU profile of one turn slice into
+// prefix-c<conc>-r<rep>-s<slice>.pprof (nothing when prefix is empty);
+// the returned function stops it and closes the file.
+func startProfile(prefix string, conc, rep, slice int) (func() error, error) {
 	if prefix == "" {
 		return func() error { return nil }, nil
 	}
-	f, err := os.Create(fmt.Sprintf("%s-c%d-r%d.pprof", prefix, conc, rep+1))
+	f, err := os.Create(fmt.Sprintf("%s-c%d-r%d-s%d.pprof", prefix, conc, rep+1, slice+1))
 	if err != nil {
 		return nil, err
 	}
