@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,7 +62,18 @@ func maybeExecBootstrap() {
 		env = append(env, kv)
 	}
 	env = append(env, "AWS_LAMBDA_RUNTIME_API="+os.Getenv(envRuntimeProxy))
-	stamp := fmt.Sprintf("%d %d\n", time.Now().UnixNano(), os.Getpid())
+	// The thread that execs is the one that lives on as the bootstrap's
+	// main thread, its scheduler statistics carried over: the stamp
+	// records its CPU time so far (-1 when unreadable), which the
+	// bootstrap's start-up CPU time is then counted from.
+	runtime.LockOSThread()
+	before := time.Duration(-1)
+	if raw, err := os.ReadFile("/proc/thread-self/schedstat"); err == nil {
+		if run, _, ok := parseSchedStat(string(raw)); ok {
+			before = run
+		}
+	}
+	stamp := fmt.Sprintf("%d %d %d\n", time.Now().UnixNano(), os.Getpid(), before)
 	if err := os.WriteFile(os.Getenv(envStampFile), []byte(stamp), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, "turnbench: stamp:", err)
 		os.Exit(1)
@@ -117,8 +129,12 @@ func buildBootstraps(ctx context.Context, root, dir, goos, goarch string, fns []
 type coldResult struct {
 	ColdStarts  []time.Duration // exec -> first Runtime API request, one per run
 	FirstInvoke []time.Duration // invoke sent -> response, the invoke that started the bootstrap
-	PeakRSSKiB  int64           // max VmHWM of the bootstrap over the runs, after driving requests
-	Invocations int             // invocations driven per run
+	// CPU is the bootstrap's CPU time at its first Runtime API request,
+	// one per run (-1 when unknown), which the machine's other load
+	// hardly changes.
+	CPU         []time.Duration
+	PeakRSSKiB  int64 // max VmHWM of the bootstrap over the runs, after driving requests
+	Invocations int   // invocations driven per run
 	// Init is the bootstrap's start-up account from direct runs
 	// (initRun); nil for the run under turnbench's environment.
 	Init *initAccount
@@ -133,6 +149,7 @@ type rieRun struct {
 	proxy    *http.Server
 	mu       sync.Mutex
 	firstReq time.Time
+	cpu      time.Duration // the bootstrap's CPU time at firstReq, -1 when unknown
 	stamp    string
 	output   *limitedBuffer
 }
@@ -163,6 +180,14 @@ func startRIE(rie, self, bootstrap string, env []string) (*rieRun, error) {
 		r.mu.Lock()
 		if r.firstReq.IsZero() {
 			r.firstReq = time.Now()
+			// The bootstrap (the pid in the stamp) waits for this
+			// request's answer: its CPU time so far is its start-up's.
+			r.cpu = -1
+			if pid, before, ok := stampCPU(r.stamp); ok {
+				if run, _, ok := schedStat(pid); ok {
+					r.cpu = run - before
+				}
+			}
 		}
 		r.mu.Unlock()
 		rp.ServeHTTP(w, req)
@@ -220,6 +245,22 @@ func (r *rieRun) stop() {
 	_ = os.RemoveAll(filepath.Dir(r.stamp))
 }
 
+// stampCPU returns the pid in the exec stamp at path and the exec'ing
+// thread's CPU time before the exec.
+func stampCPU(path string) (pid int, before time.Duration, ok bool) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(raw))
+	if len(f) != 3 {
+		return 0, 0, false
+	}
+	pid, err1 := strconv.Atoi(f[1])
+	ns, err2 := strconv.ParseInt(f[2], 10, 64)
+	return pid, time.Duration(ns), err1 == nil && err2 == nil && ns >= 0
+}
+
 // coldStart returns exec -> first Runtime API request and the bootstrap's
 // pid, from the wrapper's stamp and the proxy's first request.
 func (r *rieRun) coldStart() (time.Duration, int, error) {
@@ -228,7 +269,7 @@ func (r *rieRun) coldStart() (time.Duration, int, error) {
 		return 0, 0, fmt.Errorf("no exec stamp (the bootstrap never started): %w; emulator output: %s", err, r.output)
 	}
 	f := strings.Fields(string(raw))
-	if len(f) != 2 {
+	if len(f) != 3 {
 		return 0, 0, fmt.Errorf("malformed exec stamp %q", raw)
 	}
 	ns, err1 := strconv.ParseInt(f[0], 10, 64)
@@ -451,6 +492,9 @@ func coldRun(ctx context.Context, c *http.Client, rie, self, fn, bin string, env
 		return fmt.Errorf("%s: %w", fn, err)
 	}
 	cr.ColdStarts = append(cr.ColdStarts, d)
+	r.mu.Lock()
+	cr.CPU = append(cr.CPU, r.cpu)
+	r.mu.Unlock()
 	kib, err := vmHWM(pid)
 	if err != nil {
 		return fmt.Errorf("%s: read peak memory: %w", fn, err)
@@ -527,6 +571,11 @@ type initAccount struct {
 	ByGroup   map[string]time.Duration
 	// InitAllocs is the bytes the package inits allocated.
 	InitAllocs int64
+	// CPU is the bootstrap's CPU time (all threads, from the scheduler)
+	// until its first Runtime API request, which unlike the elapsed time
+	// the machine's other load hardly changes; Wait is the time it was
+	// runnable but waiting for a CPU. Both -1 where unknown.
+	CPU, Wait time.Duration
 }
 
 // initLine matches one line of the Go runtime's init trace.
@@ -553,8 +602,47 @@ func initGroup(pkg string) string {
 	return "other"
 }
 
+// schedStat sums the scheduler statistics of pid's threads
+// (/proc/<pid>/task/*/schedstat): time run on a CPU and time spent
+// runnable, waiting for one. ok is false where they cannot be read.
+func schedStat(pid int) (run, wait time.Duration, ok bool) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, 0, false
+	}
+	for _, t := range tasks {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			return 0, 0, false
+		}
+		r, w, good := parseSchedStat(string(raw))
+		if !good {
+			return 0, 0, false
+		}
+		run, wait = run+r, wait+w
+	}
+	return run, wait, true
+}
+
+// parseSchedStat reads a schedstat line: run ns, wait ns, timeslices.
+func parseSchedStat(raw string) (run, wait time.Duration, ok bool) {
+	f := strings.Fields(raw)
+	if len(f) < 2 {
+		return 0, 0, false
+	}
+	r, err1 := strconv.ParseInt(f[0], 10, 64)
+	w, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return time.Duration(r), time.Duration(w), true
+}
+
 // initSample is one direct run's start-up figures (initAccount's).
 type initSample struct {
+	// cpu and wait are the bootstrap's CPU time until its first Runtime
+	// API request and its time waiting for a CPU meanwhile (-1: unknown).
+	cpu, wait          time.Duration
 	first, done, clock time.Duration
 	allocs             int64
 	byGroup            map[string]time.Duration
@@ -593,6 +681,9 @@ func initRun(bin string, env []string) (*initSample, error) {
 	case at = <-got:
 	case <-time.After(10 * time.Second):
 	}
+	// The bootstrap now waits for its first request's answer: its
+	// threads' scheduler statistics are what reaching it took.
+	run, wait, schedOK := schedStat(cmd.Process.Pid)
 	killGroup(cmd)
 	_ = cmd.Wait() // killed
 	if at.IsZero() {
@@ -600,6 +691,10 @@ func initRun(bin string, env []string) (*initSample, error) {
 	}
 	s := parseInitTrace(stderr.String())
 	s.first = at.Sub(start)
+	s.cpu, s.wait = -1, -1
+	if schedOK {
+		s.cpu, s.wait = run, wait
+	}
 	return s, nil
 }
 
@@ -626,16 +721,23 @@ func parseInitTrace(stderr string) *initSample {
 
 // accountOf returns the medians of samples.
 func accountOf(samples []*initSample) *initAccount {
-	var first, done, clock []time.Duration
+	var first, done, clock, cpu, wait []time.Duration
 	var allocs []int64
 	groups := map[string][]time.Duration{}
 	for _, s := range samples {
 		first, done, clock, allocs = append(first, s.first), append(done, s.done), append(clock, s.clock), append(allocs, s.allocs)
+		if s.cpu >= 0 {
+			cpu, wait = append(cpu, s.cpu), append(wait, s.wait)
+		}
 		for g, d := range s.byGroup {
 			groups[g] = append(groups[g], d)
 		}
 	}
-	a := &initAccount{Runs: len(samples), ToFirstRequest: median(first), InitDone: median(done), InitClock: median(clock), ByGroup: map[string]time.Duration{}}
+	a := &initAccount{Runs: len(samples), ToFirstRequest: median(first), InitDone: median(done), InitClock: median(clock), ByGroup: map[string]time.Duration{},
+		CPU: -1, Wait: -1}
+	if len(cpu) == len(samples) {
+		a.CPU, a.Wait = median(cpu), median(wait)
+	}
 	slices.Sort(allocs)
 	a.InitAllocs = allocs[len(allocs)/2]
 	for g, d := range groups {
@@ -668,10 +770,17 @@ func coldRows(rep *report, set settings) [][4]string {
 			continue
 		}
 		c := median(cr.ColdStarts)
+		cpu, bcpu := "", ""
+		vs := fmt.Sprintf("%s; %.1fx", signedMS(c-b), float64(c)/float64(b))
+		if !slices.Contains(cr.CPU, -1) && !slices.Contains(base.CPU, -1) {
+			cc, bc := median(cr.CPU), median(base.CPU)
+			cpu, bcpu = fmt.Sprintf("; CPU until then %s", ms(cc)), fmt.Sprintf("; CPU %s", ms(bc))
+			vs += fmt.Sprintf("; CPU %s, %.1fx", signedMS(cc-bc), float64(cc)/float64(bc))
+		}
 		add(fmt.Sprintf("%s bootstrap: cold start under aws-lambda-rie, exec -> first Runtime API request (median of %d; first invoke end to end)", name, len(cr.ColdStarts)),
-			fmt.Sprintf("%s (%s); runs: %s", ms(c), ms(median(cr.FirstInvoke)), msList(cr.ColdStarts)),
-			fmt.Sprintf("minimal Go function URL bootstrap: %s (%s); runs: %s", ms(b), ms(median(base.FirstInvoke)), msList(base.ColdStarts)),
-			fmt.Sprintf("%s; %.1fx", signedMS(c-b), float64(c)/float64(b)))
+			fmt.Sprintf("%s (%s)%s; runs: %s", ms(c), ms(median(cr.FirstInvoke)), cpu, msList(cr.ColdStarts)),
+			fmt.Sprintf("minimal Go function URL bootstrap: %s (%s)%s; runs: %s", ms(b), ms(median(base.FirstInvoke)), bcpu, msList(base.ColdStarts)),
+			vs)
 	}
 	bi := base.Init
 	for _, fn := range functions {
@@ -680,13 +789,29 @@ func coldRows(rep *report, set settings) [][4]string {
 		}
 		a := rep.Cold[fn].Init
 		add(fmt.Sprintf("%s bootstrap: start-up account (direct exec, GODEBUG=inittrace=1, stand-in Runtime API, median of %d)", fn, a.Runs),
-			fmt.Sprintf("exec -> first Runtime API request %s; package inits done at %s after the runtime started, their own clock %s (%s), %.1f MiB allocated; the rest (exec, runtime start, main) %s",
-				ms(a.ToFirstRequest), ms(a.InitDone), ms(a.InitClock), groupList(a.ByGroup), mib(a.InitAllocs), ms(a.ToFirstRequest-a.InitDone)),
-			fmt.Sprintf("minimal: %s; inits done at %s, own clock %s; the rest %s",
-				ms(bi.ToFirstRequest), ms(bi.InitDone), ms(bi.InitClock), ms(bi.ToFirstRequest-bi.InitDone)),
-			signedMS(a.ToFirstRequest-bi.ToFirstRequest))
+			fmt.Sprintf("exec -> first Runtime API request %s, %s; package inits done at %s after the runtime started, their own clock %s (%s), %.1f MiB allocated; the rest (exec, runtime start, main) %s",
+				ms(a.ToFirstRequest), cpuWait(a), ms(a.InitDone), ms(a.InitClock), groupList(a.ByGroup), mib(a.InitAllocs), ms(a.ToFirstRequest-a.InitDone)),
+			fmt.Sprintf("minimal: %s, %s; inits done at %s, own clock %s; the rest %s",
+				ms(bi.ToFirstRequest), cpuWait(bi), ms(bi.InitDone), ms(bi.InitClock), ms(bi.ToFirstRequest-bi.InitDone)),
+			fmt.Sprintf("%s elapsed; CPU %s", signedMS(a.ToFirstRequest-bi.ToFirstRequest), cpuRatio(a, bi)))
 	}
 	return rows
+}
+
+// cpuWait formats an account's CPU and CPU wait times.
+func cpuWait(a *initAccount) string {
+	if a.CPU < 0 {
+		return "CPU time unknown"
+	}
+	return fmt.Sprintf("CPU %s (waited for a CPU %s)", ms(a.CPU), ms(a.Wait))
+}
+
+// cpuRatio formats a's CPU time against b's.
+func cpuRatio(a, b *initAccount) string {
+	if a.CPU < 0 || b.CPU <= 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%s, %.1fx", signedMS(a.CPU-b.CPU), float64(a.CPU)/float64(b.CPU))
 }
 
 // msList formats durations as "1.23, 4.56" (ms).

@@ -178,3 +178,26 @@ func TestGroupList(t *testing.T) {
 		t.Errorf("groupList = %q, want %q", got, want)
 	}
 }
+
+func TestParseSchedStat(t *testing.T) {
+	tests := map[string]struct {
+		in        string
+		run, wait time.Duration
+		ok        bool
+	}{
+		"line":        {"469744089 8951505949 1015\n", 469744089, 8951505949, true},
+		"short":       {"12", 0, 0, false},
+		"not numbers": {"a b c", 0, 0, false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			run, wait, ok := parseSchedStat(tc.in)
+			if run != tc.run || wait != tc.wait || ok != tc.ok {
+				t.Errorf("parseSchedStat = %v, %v, %v; want %v, %v, %v", run, wait, ok, tc.run, tc.wait, tc.ok)
+			}
+		})
+	}
+	if _, _, ok := schedStat(os.Getpid()); !ok && fileExists("/proc/self/task") {
+		t.Error("schedStat(self) unreadable with /proc present")
+	}
+}
