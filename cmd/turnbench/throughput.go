@@ -35,13 +35,13 @@ import (
 //     bodies' bytes; at one session, the server's CPU time per call;
 //   - per turn and per bare write: CPU seconds of this process (handlers,
 //     SDK, HTTP server and client) and of the DynamoDB server process
-//     (dynalite, when turnbench started it), from getrusage and /proc;
+//     (dynalite, when turnbench started it), from /proc;
 //   - connections the DynamoDB client dialled (a pool too small for the
 //     concurrency shows up as dials per call).
 //
-// Each level runs reps times, ceiling then turns, and the table gives the
-// median of each figure and of the per-rep ratio. A rep alternates
-// ceiling and turn slices. With -cpuprofile P each turn slice (not the
+// Each level runs reps times, each rep alternating ceiling and turn
+// slices, and the table gives the median of each figure and of the
+// per-rep ratio. Beside them, shapeProbes times request shapes alone. With -cpuprofile P each turn slice (not the
 // ceilings) is CPU-profiled into P-c<conc>-r<rep>-s<slice>.pprof.
 
 // tpSettings are the throughput section's sizes.
@@ -134,7 +134,7 @@ func (p *phaseResult) per(d time.Duration) time.Duration {
 	return d / time.Duration(p.Done)
 }
 
-// calls returns the DynamoDB calls per done unit.
+// callsPer returns the DynamoDB calls per done unit.
 func (p *phaseResult) callsPer() float64 {
 	var n int64
 	for _, c := range p.Calls {
@@ -156,9 +156,9 @@ type tpLevel struct {
 // ratio is turns/s over ceiling/4 of rep i.
 func (l *tpLevel) ratio(i int) float64 { return l.Turns[i].rate() / (l.Ceiling[i].rate() / 4) }
 
-// callMeter is SDK middleware and an HTTP transport on the throughput
-// client: it times every API call and its HTTP attempts, filed by kind
-// while a phase records.
+// callMeter is SDK middleware on the throughput client: it times every
+// API call and its HTTP attempts and counts the connections they dial,
+// filed by kind while a phase records.
 type callMeter struct {
 	mu    sync.Mutex
 	calls map[string]*callStats // nil while not recording
