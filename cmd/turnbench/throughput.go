@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http/httptrace"
@@ -413,7 +414,7 @@ func bareWrites(ctx context.Context, client *dynamodb.Client, table, prefix stri
 						":p": &types.AttributeValueMemberN{Value: strconv.Itoa(rev)},
 					},
 				}
-				if _, err := client.UpdateItem(ctx, in); err != nil {
+				if err := casWrite(ctx, client, in, rev+1); err != nil {
 					errs <- fmt.Errorf("conditional write: %w", err)
 					return
 				}
@@ -424,6 +425,26 @@ func bareWrites(ctx context.Context, client *dynamodb.Client, table, prefix stri
 	wg.Wait()
 	close(errs)
 	return done.Load(), <-errs
+}
+
+// casWrite sends in, a compare-and-set of the item's "rev" to want. A
+// failed condition is the write's own effect when an attempt whose
+// answer was lost (a timeout on a busy machine) applied and the SDK's
+// retry then found rev already at want: one consistent read tells.
+func casWrite(ctx context.Context, client *dynamodb.Client, in *dynamodb.UpdateItemInput, want int) error {
+	_, err := client.UpdateItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return err
+	}
+	out, rerr := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: in.TableName, Key: in.Key, ConsistentRead: aws.Bool(true)})
+	if rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	if n, ok := out.Item["rev"].(*types.AttributeValueMemberN); ok && n.Value == strconv.Itoa(want) {
+		return nil // applied by an earlier attempt of this call
+	}
+	return err
 }
 
 // backToBack runs conc workers submitting turns back to back for d (a
@@ -773,7 +794,7 @@ func shapeProbes(ctx context.Context, m *callMeter, clk cpuClock, client *dynamo
 				if sh.in != nil {
 					sh.in(in)
 				}
-				if _, err := client.UpdateItem(bctx, in); err != nil {
+				if err := casWrite(bctx, client, in, rev+1); err != nil {
 					return n, fmt.Errorf("%s: %w", sh.name, err)
 				}
 				n++
