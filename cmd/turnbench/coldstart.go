@@ -131,7 +131,7 @@ type coldResult struct {
 	FirstInvoke []time.Duration // invoke sent -> response, the invoke that started the bootstrap
 	// CPU is the bootstrap's CPU time at its first Runtime API request,
 	// one per run (-1 when unknown), which the machine's other load
-	// hardly changes.
+	// changes far less than the elapsed time.
 	CPU         []time.Duration
 	PeakRSSKiB  int64 // max VmHWM of the bootstrap over the runs, after driving requests
 	Invocations int   // invocations driven per run
@@ -572,8 +572,8 @@ type initAccount struct {
 	// InitAllocs is the bytes the package inits allocated.
 	InitAllocs int64
 	// CPU is the bootstrap's CPU time (all threads, from the scheduler)
-	// until its first Runtime API request, which unlike the elapsed time
-	// the machine's other load hardly changes; Wait is the time it was
+	// until its first Runtime API request, which the machine's other load
+	// changes far less than the elapsed time; Wait is the time it was
 	// runnable but waiting for a CPU. Both -1 where unknown.
 	CPU, Wait time.Duration
 }
