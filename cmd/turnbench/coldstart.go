@@ -3,12 +3,14 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -16,6 +18,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,7 +62,18 @@ func maybeExecBootstrap() {
 		env = append(env, kv)
 	}
 	env = append(env, "AWS_LAMBDA_RUNTIME_API="+os.Getenv(envRuntimeProxy))
-	stamp := fmt.Sprintf("%d %d\n", time.Now().UnixNano(), os.Getpid())
+	// The thread that execs is the one that lives on as the bootstrap's
+	// main thread, its scheduler statistics carried over: the stamp
+	// records its CPU time so far (-1 when unreadable), which the
+	// bootstrap's start-up CPU time is then counted from.
+	runtime.LockOSThread()
+	before := time.Duration(-1)
+	if raw, err := os.ReadFile("/proc/thread-self/schedstat"); err == nil {
+		if run, _, ok := parseSchedStat(string(raw)); ok {
+			before = run
+		}
+	}
+	stamp := fmt.Sprintf("%d %d %d\n", time.Now().UnixNano(), os.Getpid(), before)
 	if err := os.WriteFile(os.Getenv(envStampFile), []byte(stamp), 0o600); err != nil {
 		fmt.Fprintln(os.Stderr, "turnbench: stamp:", err)
 		os.Exit(1)
@@ -113,8 +129,15 @@ func buildBootstraps(ctx context.Context, root, dir, goos, goarch string, fns []
 type coldResult struct {
 	ColdStarts  []time.Duration // exec -> first Runtime API request, one per run
 	FirstInvoke []time.Duration // invoke sent -> response, the invoke that started the bootstrap
-	PeakRSSKiB  int64           // max VmHWM of the bootstrap over the runs, after driving requests
-	Invocations int             // invocations driven per run
+	// CPU is the bootstrap's CPU time at its first Runtime API request,
+	// one per run (-1 when unknown), which the machine's other load
+	// changes far less than the elapsed time.
+	CPU         []time.Duration
+	PeakRSSKiB  int64 // max VmHWM of the bootstrap over the runs, after driving requests
+	Invocations int   // invocations driven per run
+	// Init is the bootstrap's start-up account from direct runs
+	// (initRun); nil for the run under turnbench's environment.
+	Init *initAccount
 }
 
 // rieRun is one emulator started with one bootstrap behind the
@@ -126,12 +149,14 @@ type rieRun struct {
 	proxy    *http.Server
 	mu       sync.Mutex
 	firstReq time.Time
+	cpu      time.Duration // the bootstrap's CPU time at firstReq, -1 when unknown
 	stamp    string
 	output   *limitedBuffer
 }
 
 // startRIE starts rie with bootstrap (through the self-exec wrapper) and
-// the recording proxy in front of its Runtime API.
+// the recording proxy in front of its Runtime API. env is the emulator's
+// whole environment, which it passes on to the bootstrap.
 func startRIE(rie, self, bootstrap string, env []string) (*rieRun, error) {
 	apiPort, err := freePort()
 	if err != nil {
@@ -155,6 +180,14 @@ func startRIE(rie, self, bootstrap string, env []string) (*rieRun, error) {
 		r.mu.Lock()
 		if r.firstReq.IsZero() {
 			r.firstReq = time.Now()
+			// The bootstrap (the pid in the stamp) waits for this
+			// request's answer: its CPU time so far is its start-up's.
+			r.cpu = -1
+			if pid, before, ok := stampCPU(r.stamp); ok {
+				if run, _, ok := schedStat(pid); ok {
+					r.cpu = run - before
+				}
+			}
 		}
 		r.mu.Unlock()
 		rp.ServeHTTP(w, req)
@@ -169,7 +202,7 @@ func startRIE(rie, self, bootstrap string, env []string) (*rieRun, error) {
 	r.stamp = filepath.Join(stampDir, "stamp")
 	r.cmd = exec.Command(rie, "--runtime-api-address", "127.0.0.1:"+apiPort,
 		"--runtime-interface-emulator-address", "127.0.0.1:"+invokePort, self)
-	r.cmd.Env = append(append(os.Environ(), env...),
+	r.cmd.Env = append(slices.Clip(env),
 		envExecBootstrap+"="+bootstrap, envStampFile+"="+r.stamp, envRuntimeProxy+"="+ln.Addr().String())
 	r.cmd.Stdout = r.output
 	r.cmd.Stderr = r.output
@@ -212,6 +245,22 @@ func (r *rieRun) stop() {
 	_ = os.RemoveAll(filepath.Dir(r.stamp))
 }
 
+// stampCPU returns the pid in the exec stamp at path and the exec'ing
+// thread's CPU time before the exec.
+func stampCPU(path string) (pid int, before time.Duration, ok bool) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(raw))
+	if len(f) != 3 {
+		return 0, 0, false
+	}
+	pid, err1 := strconv.Atoi(f[1])
+	ns, err2 := strconv.ParseInt(f[2], 10, 64)
+	return pid, time.Duration(ns), err1 == nil && err2 == nil && ns >= 0
+}
+
 // coldStart returns exec -> first Runtime API request and the bootstrap's
 // pid, from the wrapper's stamp and the proxy's first request.
 func (r *rieRun) coldStart() (time.Duration, int, error) {
@@ -220,7 +269,7 @@ func (r *rieRun) coldStart() (time.Duration, int, error) {
 		return 0, 0, fmt.Errorf("no exec stamp (the bootstrap never started): %w; emulator output: %s", err, r.output)
 	}
 	f := strings.Fields(string(raw))
-	if len(f) != 2 {
+	if len(f) != 3 {
 		return 0, 0, fmt.Errorf("malformed exec stamp %q", raw)
 	}
 	ns, err1 := strconv.ParseInt(f[0], 10, 64)
@@ -352,67 +401,106 @@ func driveEvent(fn, sid string, i int) (*events.LambdaFunctionURLRequest, int) {
 	}
 }
 
+// hostEnvSuffix names the extra run of a function under turnbench's own
+// environment in measureColdStarts' result ("turn"+hostEnvSuffix).
+const hostEnvSuffix = " (turnbench's environment)"
+
+// initRunsPerRound is how many direct runs (measureInit) of each
+// bootstrap a round of measureColdStarts makes beside its emulator run.
+const initRunsPerRound = 3
+
 // measureColdStarts runs the baseline and each bootstrap of bins runs
-// times under
-// rie (in the order of functions): each run starts a fresh emulator,
-// sends the invoke that starts the
-// bootstrap, then drives invocations more requests and reads the
-// bootstrap's VmHWM. The turn function runs before history and artifacts:
-// its turns create the session they read and write.
+// times under rie, in rounds that run each once (in the order of
+// functions, so that load on the machine that changes during the section
+// falls on all of them alike): each run starts a fresh emulator, sends
+// the invoke that starts the bootstrap, then drives invocations more
+// requests and reads the bootstrap's VmHWM. The turn function runs before
+// history and artifacts: its turns create the session they read and
+// write. The emulator and the bootstrap get a Lambda-like environment
+// (lambdaEnv) with env, the function's configuration; the turn bootstrap
+// also runs with turnbench's whole environment added, filed under
+// "turn"+hostEnvSuffix, to show what the host's variables cost. Each
+// round also runs each bootstrap initRunsPerRound times directly for its
+// init account (measureInit).
 func measureColdStarts(ctx context.Context, rie, self string, bins map[string]string, env []string, sid string, runs, invocations int) (map[string]*coldResult, error) {
 	c := &http.Client{Timeout: time.Minute}
 	out := map[string]*coldResult{}
-	turnSeq := 0
-	for _, fn := range append([]string{baseline}, functions...) {
-		if bins[fn] == "" {
-			continue
+	inits := map[string][]*initSample{}
+	var order []string
+	for _, name := range append(append([]string{baseline}, functions...), "turn"+hostEnvSuffix) {
+		if fn, _ := strings.CutSuffix(name, hostEnvSuffix); bins[fn] != "" {
+			order = append(order, name)
+			out[name] = &coldResult{Invocations: invocations}
 		}
-		cr := &coldResult{Invocations: invocations}
-		out[fn] = cr
-		for range runs {
-			r, err := startRIE(rie, self, bins[fn], env)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", fn, err)
-			}
-			err = func() error {
-				defer r.stop()
-				for i := 0; i <= invocations; i++ {
-					n := i
-					if fn == "turn" {
-						n = turnSeq
-						turnSeq++
-					}
-					ev, want := driveEvent(fn, sid, n)
-					start := time.Now()
-					status, body, err := r.invokeURL(ctx, c, ev)
-					if i == 0 {
-						cr.FirstInvoke = append(cr.FirstInvoke, time.Since(start))
-					}
+	}
+	turnSeq := 0
+	for range runs {
+		for _, name := range order {
+			fn, host := strings.CutSuffix(name, hostEnvSuffix)
+			runEnv := lambdaEnv(env)
+			if host {
+				runEnv = append(os.Environ(), env...)
+			} else {
+				for range initRunsPerRound {
+					s, err := initRun(bins[fn], runEnv)
 					if err != nil {
-						return fmt.Errorf("%s invoke %d: %w; emulator output: %s", fn, i, err, r.output)
+						return nil, fmt.Errorf("%s: init account: %w", fn, err)
 					}
-					if status != want || (fn == "turn" && !bytes.Contains(body, []byte(`"status":"complete"`))) {
-						return fmt.Errorf("%s invoke %d: status %d, body %.300q", fn, i, status, body)
-					}
+					inits[fn] = append(inits[fn], s)
 				}
-				d, pid, err := r.coldStart()
-				if err != nil {
-					return fmt.Errorf("%s: %w", fn, err)
-				}
-				cr.ColdStarts = append(cr.ColdStarts, d)
-				kib, err := vmHWM(pid)
-				if err != nil {
-					return fmt.Errorf("%s: read peak memory: %w", fn, err)
-				}
-				cr.PeakRSSKiB = max(cr.PeakRSSKiB, kib)
-				return nil
-			}()
-			if err != nil {
+			}
+			if err := coldRun(ctx, c, rie, self, fn, bins[fn], runEnv, sid, invocations, &turnSeq, out[name]); err != nil {
 				return nil, err
 			}
 		}
 	}
+	for fn, s := range inits {
+		out[fn].Init = accountOf(s)
+	}
 	return out, nil
+}
+
+// coldRun is one emulator run of bootstrap bin (function fn) with env,
+// its figures added to cr; turnSeq numbers the turn function's turns.
+func coldRun(ctx context.Context, c *http.Client, rie, self, fn, bin string, env []string, sid string, invocations int, turnSeq *int, cr *coldResult) error {
+	r, err := startRIE(rie, self, bin, env)
+	if err != nil {
+		return fmt.Errorf("%s: %w", fn, err)
+	}
+	defer r.stop()
+	for i := 0; i <= invocations; i++ {
+		n := i
+		if fn == "turn" {
+			n = *turnSeq
+			*turnSeq++
+		}
+		ev, want := driveEvent(fn, sid, n)
+		start := time.Now()
+		status, body, err := r.invokeURL(ctx, c, ev)
+		if i == 0 {
+			cr.FirstInvoke = append(cr.FirstInvoke, time.Since(start))
+		}
+		if err != nil {
+			return fmt.Errorf("%s invoke %d: %w; emulator output: %s", fn, i, err, r.output)
+		}
+		if status != want || (fn == "turn" && !bytes.Contains(body, []byte(`"status":"complete"`))) {
+			return fmt.Errorf("%s invoke %d: status %d, body %.300q", fn, i, status, body)
+		}
+	}
+	d, pid, err := r.coldStart()
+	if err != nil {
+		return fmt.Errorf("%s: %w", fn, err)
+	}
+	cr.ColdStarts = append(cr.ColdStarts, d)
+	r.mu.Lock()
+	cr.CPU = append(cr.CPU, r.cpu)
+	r.mu.Unlock()
+	kib, err := vmHWM(pid)
+	if err != nil {
+		return fmt.Errorf("%s: read peak memory: %w", fn, err)
+	}
+	cr.PeakRSSKiB = max(cr.PeakRSSKiB, kib)
+	return nil
 }
 
 // limitedBuffer keeps the first n bytes written to it.
@@ -436,4 +524,312 @@ func (l *limitedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
+}
+
+// lambdaEnv returns the environment of a bootstrap on Lambda's provided
+// runtimes (the variables AWS documents for them, placeholder credentials
+// and names) followed by fnEnv, the function's own configuration.
+// Nothing of turnbench's environment is passed on: variables that Lambda
+// would not set change what a bootstrap does at start (AWS_CA_BUNDLE makes
+// every AWS SDK configuration load parse that bundle; HOME makes it look
+// for shared configuration files).
+func lambdaEnv(fnEnv []string) []string {
+	env := []string{
+		"PATH=/usr/local/bin:/usr/bin/:/bin:/opt/bin",
+		"LD_LIBRARY_PATH=/lib64:/usr/lib64:/var/runtime:/var/runtime/lib:/var/task:/var/task/lib:/opt/lib",
+		"LANG=en_US.UTF-8",
+		"TZ=:UTC",
+		"LAMBDA_TASK_ROOT=/var/task",
+		"LAMBDA_RUNTIME_DIR=/var/runtime",
+		"_HANDLER=bootstrap",
+		"AWS_LAMBDA_FUNCTION_NAME=turnbench",
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE=1024",
+		"AWS_LAMBDA_FUNCTION_VERSION=$LATEST",
+		"AWS_LAMBDA_INITIALIZATION_TYPE=on-demand",
+		"AWS_LAMBDA_LOG_GROUP_NAME=/aws/lambda/turnbench",
+		"AWS_LAMBDA_LOG_STREAM_NAME=turnbench",
+		"AWS_ACCESS_KEY_ID=AKIATURNBENCH",
+		"AWS_SECRET_ACCESS_KEY=turnbench",
+		"AWS_SESSION_TOKEN=turnbench",
+	}
+	return append(env, fnEnv...)
+}
+
+// initAccount is what one bootstrap's start-up spends, from the Go
+// runtime's init trace (GODEBUG=inittrace=1) of direct runs against a
+// stand-in Runtime API (initRun; medians over the runs).
+type initAccount struct {
+	Runs int
+	// ToFirstRequest is exec -> the first Runtime API request.
+	ToFirstRequest time.Duration
+	// InitDone is when the last package init ended, from the runtime's
+	// start (the trace's @ plus that init's clock time).
+	InitDone time.Duration
+	// InitClock is the sum of the package inits' own clock times; ByGroup
+	// splits it by module (initGroup).
+	InitClock time.Duration
+	ByGroup   map[string]time.Duration
+	// InitAllocs is the bytes the package inits allocated.
+	InitAllocs int64
+	// CPU is the bootstrap's CPU time (all threads, from the scheduler)
+	// until its first Runtime API request, which the machine's other load
+	// changes far less than the elapsed time; Wait is the time it was
+	// runnable but waiting for a CPU. Both -1 where unknown.
+	CPU, Wait time.Duration
+}
+
+// initLine matches one line of the Go runtime's init trace.
+var initLine = regexp.MustCompile(`^init (\S+) @([0-9.]+) ms, ([0-9.]+) ms clock, ([0-9]+) bytes`)
+
+// initGroup names the module group of a package for the init account.
+func initGroup(pkg string) string {
+	for _, g := range [][2]string{
+		{"github.com/santhosh-tekuri/jsonschema", "jsonschema"},
+		{"github.com/aws/aws-sdk-go-v2", "aws-sdk-go-v2"},
+		{"github.com/aws/smithy-go", "aws-sdk-go-v2"},
+		{"github.com/aws/aws-lambda-go", "aws-lambda-go"},
+		{"github.com/openai/openai-go", "openai-go"},
+		{"github.com/lestrrat-go", "jwx"},
+		{"github.com/turnstream/turnstream", "turnstream"},
+	} {
+		if strings.HasPrefix(pkg, g[0]) {
+			return g[1]
+		}
+	}
+	if first, _, _ := strings.Cut(pkg, "/"); !strings.Contains(first, ".") {
+		return "Go standard library"
+	}
+	return "other"
+}
+
+// schedStat sums the scheduler statistics of pid's threads
+// (/proc/<pid>/task/*/schedstat): time run on a CPU and time spent
+// runnable, waiting for one. ok is false where they cannot be read.
+func schedStat(pid int) (run, wait time.Duration, ok bool) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil || len(tasks) == 0 {
+		return 0, 0, false
+	}
+	for _, t := range tasks {
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			return 0, 0, false
+		}
+		r, w, good := parseSchedStat(string(raw))
+		if !good {
+			return 0, 0, false
+		}
+		run, wait = run+r, wait+w
+	}
+	return run, wait, true
+}
+
+// parseSchedStat reads a schedstat line: run ns, wait ns, timeslices.
+func parseSchedStat(raw string) (run, wait time.Duration, ok bool) {
+	f := strings.Fields(raw)
+	if len(f) < 2 {
+		return 0, 0, false
+	}
+	r, err1 := strconv.ParseInt(f[0], 10, 64)
+	w, err2 := strconv.ParseInt(f[1], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return time.Duration(r), time.Duration(w), true
+}
+
+// initSample is one direct run's start-up figures (initAccount's).
+type initSample struct {
+	// cpu and wait are the bootstrap's CPU time until its first Runtime
+	// API request and its time waiting for a CPU meanwhile (-1: unknown).
+	cpu, wait          time.Duration
+	first, done, clock time.Duration
+	allocs             int64
+	byGroup            map[string]time.Duration
+}
+
+// initRun runs bin once with env (lambdaEnv of the function's
+// configuration), GODEBUG=inittrace=1 and AWS_LAMBDA_RUNTIME_API at a
+// local listener that notes the first request and then holds it, and
+// returns what the trace and the listener saw.
+func initRun(bin string, env []string) (*initSample, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	got := make(chan time.Time, 1)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case got <- time.Now():
+		default:
+		}
+		<-r.Context().Done() // the long poll: held until the bootstrap is killed
+	}), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }() // ends with Close
+	defer func() { _ = srv.Close() }()
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin)
+	cmd.Env = append(slices.Clip(env), "GODEBUG=inittrace=1", "AWS_LAMBDA_RUNTIME_API="+ln.Addr().String())
+	cmd.Stderr = &stderr
+	setProcAttr(cmd)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	var at time.Time
+	select {
+	case at = <-got:
+	case <-time.After(10 * time.Second):
+	}
+	// The bootstrap now waits for its first request's answer: its
+	// threads' scheduler statistics are what reaching it took.
+	run, wait, schedOK := schedStat(cmd.Process.Pid)
+	killGroup(cmd)
+	_ = cmd.Wait() // killed
+	if at.IsZero() {
+		return nil, fmt.Errorf("%s made no Runtime API request within 10s: %.500s", bin, stderr.String())
+	}
+	s := parseInitTrace(stderr.String())
+	s.first = at.Sub(start)
+	s.cpu, s.wait = -1, -1
+	if schedOK {
+		s.cpu, s.wait = run, wait
+	}
+	return s, nil
+}
+
+// parseInitTrace reads the lines of a Go runtime init trace
+// (GODEBUG=inittrace=1) in stderr; other lines are ignored.
+func parseInitTrace(stderr string) *initSample {
+	s := &initSample{byGroup: map[string]time.Duration{}}
+	for line := range strings.Lines(stderr) {
+		m := initLine.FindStringSubmatch(strings.TrimSpace(line))
+		if m == nil {
+			continue
+		}
+		atMS, _ := strconv.ParseFloat(m[2], 64)
+		clockMS, _ := strconv.ParseFloat(m[3], 64)
+		n, _ := strconv.ParseInt(m[4], 10, 64)
+		c := time.Duration(clockMS * float64(time.Millisecond))
+		s.done = max(s.done, time.Duration(atMS*float64(time.Millisecond))+c)
+		s.clock += c
+		s.byGroup[initGroup(m[1])] += c
+		s.allocs += n
+	}
+	return s
+}
+
+// accountOf returns the medians of samples.
+func accountOf(samples []*initSample) *initAccount {
+	var first, done, clock, cpu, wait []time.Duration
+	var allocs []int64
+	groups := map[string][]time.Duration{}
+	for _, s := range samples {
+		first, done, clock, allocs = append(first, s.first), append(done, s.done), append(clock, s.clock), append(allocs, s.allocs)
+		if s.cpu >= 0 {
+			cpu, wait = append(cpu, s.cpu), append(wait, s.wait)
+		}
+		for g, d := range s.byGroup {
+			groups[g] = append(groups[g], d)
+		}
+	}
+	a := &initAccount{Runs: len(samples), ToFirstRequest: median(first), InitDone: median(done), InitClock: median(clock), ByGroup: map[string]time.Duration{},
+		CPU: -1, Wait: -1}
+	if len(cpu) == len(samples) {
+		a.CPU, a.Wait = median(cpu), median(wait)
+	}
+	slices.Sort(allocs)
+	a.InitAllocs = allocs[len(allocs)/2]
+	for g, d := range groups {
+		for len(d) < len(samples) {
+			d = append(d, 0) // a group absent from a run's trace spent nothing
+		}
+		a.ByGroup[g] = median(d)
+	}
+	return a
+}
+
+// coldRows renders the cold-start section of -only coldstart: per
+// function the emulator's figures (as writeTable has them), the turn
+// bootstrap under turnbench's own environment, and the init account of
+// each bootstrap beside the minimal one's.
+func coldRows(rep *report, set settings) [][4]string {
+	var rows [][4]string
+	add := func(figure, measured, baseline, vs string) {
+		rows = append(rows, [4]string{figure, measured, baseline, vs})
+	}
+	base := rep.Cold[baseline]
+	if base == nil || len(base.ColdStarts) == 0 {
+		add("cold starts", "not measured: "+skipReason(rep.ColdErr), "-", "-")
+		return rows
+	}
+	b := median(base.ColdStarts)
+	for _, name := range append(slices.Clone(functions), "turn"+hostEnvSuffix) {
+		cr := rep.Cold[name]
+		if cr == nil || len(cr.ColdStarts) == 0 {
+			continue
+		}
+		c := median(cr.ColdStarts)
+		cpu, bcpu := "", ""
+		vs := fmt.Sprintf("%s; %.1fx", signedMS(c-b), float64(c)/float64(b))
+		if !slices.Contains(cr.CPU, -1) && !slices.Contains(base.CPU, -1) {
+			cc, bc := median(cr.CPU), median(base.CPU)
+			cpu, bcpu = fmt.Sprintf("; CPU until then %s", ms(cc)), fmt.Sprintf("; CPU %s", ms(bc))
+			vs += fmt.Sprintf("; CPU %s, %.1fx", signedMS(cc-bc), float64(cc)/float64(bc))
+		}
+		add(fmt.Sprintf("%s bootstrap: cold start under aws-lambda-rie, exec -> first Runtime API request (median of %d; first invoke end to end)", name, len(cr.ColdStarts)),
+			fmt.Sprintf("%s (%s)%s; runs: %s", ms(c), ms(median(cr.FirstInvoke)), cpu, msList(cr.ColdStarts)),
+			fmt.Sprintf("minimal Go function URL bootstrap: %s (%s)%s; runs: %s", ms(b), ms(median(base.FirstInvoke)), bcpu, msList(base.ColdStarts)),
+			vs)
+	}
+	bi := base.Init
+	for _, fn := range functions {
+		if rep.Cold[fn] == nil || rep.Cold[fn].Init == nil || bi == nil {
+			continue
+		}
+		a := rep.Cold[fn].Init
+		add(fmt.Sprintf("%s bootstrap: start-up account (direct exec, GODEBUG=inittrace=1, stand-in Runtime API, median of %d)", fn, a.Runs),
+			fmt.Sprintf("exec -> first Runtime API request %s, %s; package inits done at %s after the runtime started, their own clock %s (%s), %.1f MiB allocated; the rest (exec, runtime start, main) %s",
+				ms(a.ToFirstRequest), cpuWait(a), ms(a.InitDone), ms(a.InitClock), groupList(a.ByGroup), mib(a.InitAllocs), ms(a.ToFirstRequest-a.InitDone)),
+			fmt.Sprintf("minimal: %s, %s; inits done at %s, own clock %s; the rest %s",
+				ms(bi.ToFirstRequest), cpuWait(bi), ms(bi.InitDone), ms(bi.InitClock), ms(bi.ToFirstRequest-bi.InitDone)),
+			fmt.Sprintf("%s elapsed; CPU %s", signedMS(a.ToFirstRequest-bi.ToFirstRequest), cpuRatio(a, bi)))
+	}
+	return rows
+}
+
+// cpuWait formats an account's CPU and CPU wait times.
+func cpuWait(a *initAccount) string {
+	if a.CPU < 0 {
+		return "CPU time unknown"
+	}
+	return fmt.Sprintf("CPU %s (waited for a CPU %s)", ms(a.CPU), ms(a.Wait))
+}
+
+// cpuRatio formats a's CPU time against b's.
+func cpuRatio(a, b *initAccount) string {
+	if a.CPU < 0 || b.CPU <= 0 {
+		return "unknown"
+	}
+	return fmt.Sprintf("%s, %.1fx", signedMS(a.CPU-b.CPU), float64(a.CPU)/float64(b.CPU))
+}
+
+// msList formats durations as "1.23, 4.56" (ms).
+func msList(d []time.Duration) string {
+	s := make([]string, len(d))
+	for i, v := range d {
+		s[i] = fmt.Sprintf("%.2f", float64(v)/float64(time.Millisecond))
+	}
+	return strings.Join(s, ", ") + " ms"
+}
+
+// groupList formats an init account's groups, largest first.
+func groupList(m map[string]time.Duration) string {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(m[b], m[a]) })
+	s := make([]string, 0, len(keys))
+	for _, k := range keys {
+		s = append(s, fmt.Sprintf("%s %.2f", k, float64(m[k])/float64(time.Millisecond)))
+	}
+	return strings.Join(s, ", ") + " ms"
 }

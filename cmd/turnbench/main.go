@@ -186,7 +186,8 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	rie := fs.String("rie", defaultRIE(), "aws-lambda-rie binary for the cold-start section (`make rie` installs it)")
 	cold := fs.Bool("coldstart", true, "build the bootstraps and measure them under aws-lambda-rie")
 	capacity := fs.Bool("capacity", false, "run only the capacity section: billed read and write units and requests of one turn at depths 1, 100 and 1,000 of a session")
-	only := fs.String("only", "", "run only these sections, comma-separated: durable (checkpoints, resume, stop, crash), wire (paced snapshots)")
+	only := fs.String("only", "", "run only these sections, comma-separated: durable (checkpoints, resume, stop, crash), wire (paced snapshots); or throughput, coldstart")
+	cpuProfile := fs.String("cpuprofile", "", "with -only throughput: CPU-profile each turn slice into `PREFIX`-c<sessions>-r<rep>-s<slice>.pprof")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -248,6 +249,9 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 			return nil, err
 		}
 		return runCapacity(ctx, rep, client, raw, table, cursorKey, progress, stdout)
+	}
+	if tp, cs, ok := ownSections(*only); ok {
+		return runOwn(ctx, rep, set, root, *rie, endpoint, table, cursorKey, prefix, dyn, *cpuProfile, tp, cs, progress, stdout)
 	}
 	if *only != "" {
 		return runOnly(ctx, rep, *only, endpoint, client, table, cursorKey, prefix, progress, stdout)

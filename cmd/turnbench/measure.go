@@ -179,7 +179,7 @@ func conditionalWrites(ctx context.Context, client *dynamodb.Client, table, pref
 						":p": &types.AttributeValueMemberN{Value: fmt.Sprint(rev)},
 					},
 				}
-				if _, err := client.UpdateItem(ctx, in); err != nil {
+				if err := casWrite(ctx, client, in, rev+1); err != nil { // a retried write that applied is not a failure
 					errs <- fmt.Errorf("conditional write: %w", err)
 					return
 				}

@@ -1,0 +1,852 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http/httptrace"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+)
+
+// The throughput section (-only throughput) measures turns/s against the
+// conditional-write ceiling, both on one DynamoDB client of its own, and
+// accounts for where a turn's time and CPU go:
+//
+//   - per DynamoDB call kind (claim, context, save, release; the bare
+//     conditional UpdateItem of the ceiling): the call as the store sees
+//     it (SDK serialisation, signing, retries, deserialisation included)
+//     and the HTTP attempt alone (request sent -> response headers, which
+//     on loopback is the server's own time plus scheduling), with the
+//     bodies' bytes; at one session, the server's CPU time per call;
+//   - per turn and per bare write: CPU seconds of this process (handlers,
+//     SDK, HTTP server and client) and of the DynamoDB server process
+//     (dynalite, when turnbench started it), from /proc;
+//   - connections the DynamoDB client dialled (a pool too small for the
+//     concurrency shows up as dials per call).
+//
+// Each level runs reps times, each rep alternating ceiling and turn
+// slices, and the table gives the median of each figure and of the
+// per-rep ratio. Beside them, shapeProbes times request shapes alone. With -cpuprofile P each turn slice (not the
+// ceilings) is CPU-profiled into P-c<conc>-r<rep>-s<slice>.pprof.
+
+// tpSettings are the throughput section's sizes.
+type tpSettings struct {
+	Concurrency []int
+	TurnsFor    time.Duration
+	WritesFor   time.Duration
+	Reps        int
+	// Slices is how many alternating ceiling and turn slices a rep of a
+	// level is measured in (TurnsFor and WritesFor split between them).
+	Slices   int
+	ShapeFor time.Duration // each request shape of shapeProbes
+}
+
+func fullThroughput() tpSettings {
+	return tpSettings{Concurrency: []int{1, 8, 64}, TurnsFor: 5 * time.Second, WritesFor: 3 * time.Second, Reps: 3, Slices: 3, ShapeFor: 2 * time.Second}
+}
+
+func quickThroughput() tpSettings {
+	return tpSettings{Concurrency: []int{1, 8}, TurnsFor: 300 * time.Millisecond, WritesFor: 300 * time.Millisecond, Reps: 1, Slices: 2, ShapeFor: 200 * time.Millisecond}
+}
+
+// callStats sums the calls of one kind in one phase.
+type callStats struct {
+	N    int64
+	Call time.Duration // the API call as the store sees it
+	HTTP time.Duration // its HTTP attempts
+	// Sent and Received are the HTTP bodies' bytes (request, response).
+	Sent, Received int64
+	// DynCPU is the DynamoDB server's CPU time read around each call
+	// (callMeter.serverPID; 0 when not read). With one call at a time the
+	// server is idle between calls, so its 10 ms ticks that fall inside a
+	// call are that call's: per call they are coarse, summed over many
+	// calls an unbiased estimate.
+	DynCPU time.Duration
+}
+
+// phaseResult is one measured phase (a ceiling or a turn run) at one
+// concurrency.
+type phaseResult struct {
+	Done    int64 // bare writes or acknowledged turns
+	NotDone int64 // turns not acknowledged
+	Wall    time.Duration
+	// TurnTime is the sum of client-side turn times (sent -> end of
+	// stream) of acknowledged turns; 0 for a ceiling.
+	TurnTime time.Duration
+	Calls    map[string]*callStats // by kind (kindOf; "bare" for the ceiling)
+	SelfCPU  time.Duration         // this process's user+system CPU
+	DynCPU   time.Duration         // the DynamoDB server's, -1 when unknown
+	Dials    int64
+}
+
+// add adds q's counts and times to p (one phase measured in slices).
+func (p *phaseResult) add(q *phaseResult) {
+	p.Done += q.Done
+	p.NotDone += q.NotDone
+	p.Wall += q.Wall
+	p.TurnTime += q.TurnTime
+	p.SelfCPU += q.SelfCPU
+	p.Dials += q.Dials
+	switch {
+	case q.DynCPU < 0 || p.DynCPU < 0:
+		p.DynCPU = -1
+	default:
+		p.DynCPU += q.DynCPU
+	}
+	for k, s := range q.Calls {
+		t := p.Calls[k]
+		if t == nil {
+			t = &callStats{}
+			p.Calls[k] = t
+		}
+		t.N += s.N
+		t.Call += s.Call
+		t.HTTP += s.HTTP
+		t.Sent += s.Sent
+		t.Received += s.Received
+		t.DynCPU += s.DynCPU
+	}
+}
+
+// rate is Done per second.
+func (p *phaseResult) rate() float64 { return float64(p.Done) / p.Wall.Seconds() }
+
+// per returns d per done unit.
+func (p *phaseResult) per(d time.Duration) time.Duration {
+	if p.Done == 0 {
+		return 0
+	}
+	return d / time.Duration(p.Done)
+}
+
+// callsPer returns the DynamoDB calls per done unit.
+func (p *phaseResult) callsPer() float64 {
+	var n int64
+	for _, c := range p.Calls {
+		n += c.N
+	}
+	if p.Done == 0 {
+		return 0
+	}
+	return float64(n) / float64(p.Done)
+}
+
+// tpLevel is one concurrency level, reps times.
+type tpLevel struct {
+	Conc    int
+	Ceiling []*phaseResult
+	Turns   []*phaseResult
+}
+
+// ratio is turns/s over ceiling/4 of rep i.
+func (l *tpLevel) ratio(i int) float64 { return l.Turns[i].rate() / (l.Ceiling[i].rate() / 4) }
+
+// callMeter is SDK middleware on the throughput client: it times every
+// API call and its HTTP attempts and counts the connections they dial,
+// filed by kind while a phase records.
+type callMeter struct {
+	mu    sync.Mutex
+	calls map[string]*callStats // nil while not recording
+	dials atomic.Int64
+	// serverPID, when > 0, is the DynamoDB server process whose CPU time
+	// is read around each call (set only while calls run one at a time).
+	serverPID atomic.Int64
+}
+
+type attemptsKey struct{}
+
+// attemptTime is the HTTP time and body bytes of one API call's
+// attempts.
+type attemptTime struct{ d, sent, received atomic.Int64 }
+
+// option installs the meter's middleware on a client: at the Initialize
+// step (once per API call, retries inside) it times the call and counts
+// the connections its attempts dial (net/http/httptrace); innermost at
+// the Deserialize step (once per HTTP attempt) it times the attempt (the
+// request sent -> the response's headers; the bodies here are small) and
+// counts the bodies' bytes.
+func (m *callMeter) option(o *dynamodb.Options) {
+	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+		if err := stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("turnbenchAttemptMeter",
+			func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+				at, _ := ctx.Value(attemptsKey{}).(*attemptTime)
+				start := time.Now()
+				out, md, err := next.HandleDeserialize(ctx, in)
+				if at != nil {
+					at.d.Add(int64(time.Since(start)))
+					if r, ok := in.Request.(*smithyhttp.Request); ok && r.ContentLength > 0 {
+						at.sent.Add(r.ContentLength)
+					}
+					if r, ok := out.RawResponse.(*smithyhttp.Response); ok && r.ContentLength > 0 {
+						at.received.Add(r.ContentLength)
+					}
+				}
+				return out, md, err
+			}), middleware.After); err != nil {
+			return err
+		}
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("turnbenchCallMeter",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				at := &attemptTime{}
+				ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(c httptrace.GotConnInfo) {
+					if !c.Reused {
+						m.dials.Add(1)
+					}
+				}})
+				pid := int(m.serverPID.Load())
+				cpu0 := procCPU(pid)
+				start := time.Now()
+				out, md, err := next.HandleInitialize(context.WithValue(ctx, attemptsKey{}, at), in)
+				took := time.Since(start)
+				var cpu time.Duration
+				if cpu1 := procCPU(pid); cpu0 >= 0 && cpu1 >= 0 {
+					cpu = cpu1 - cpu0
+				}
+				kind := "bare"
+				if _, isBare := ctx.Value(bareKey{}).(bool); !isBare {
+					_, kind, _, _ = kindOf(in.Parameters)
+				}
+				m.mu.Lock()
+				if m.calls != nil {
+					s := m.calls[kind]
+					if s == nil {
+						s = &callStats{}
+						m.calls[kind] = s
+					}
+					s.N++
+					s.Call += took
+					s.HTTP += time.Duration(at.d.Load())
+					s.Sent += at.sent.Load()
+					s.DynCPU += cpu
+					s.Received += at.received.Load()
+				}
+				m.mu.Unlock()
+				return out, md, err
+			}), middleware.Before)
+	})
+}
+
+// bareKey marks the ceiling's writes in their context.
+type bareKey struct{}
+
+// record starts filing calls; the returned function stops and returns
+// them.
+func (m *callMeter) record() func() map[string]*callStats {
+	m.mu.Lock()
+	m.calls = map[string]*callStats{}
+	m.mu.Unlock()
+	return func() map[string]*callStats {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		c := m.calls
+		m.calls = nil
+		return c
+	}
+}
+
+// cpuClock reads this process's CPU time and, when pid > 0, that
+// process's (both from /proc, 10 ms resolution; -1 when unreadable).
+type cpuClock struct{ pid int }
+
+func (c cpuClock) read() (self, other time.Duration) {
+	return procCPU(os.Getpid()), procCPU(c.pid)
+}
+
+// procCPU returns utime+stime of pid from /proc/<pid>/stat, or -1.
+func procCPU(pid int) time.Duration {
+	if pid <= 0 {
+		return -1
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	return parseProcStat(string(raw))
+}
+
+// parseProcStat returns utime+stime of a /proc/<pid>/stat line, or -1.
+func parseProcStat(raw string) time.Duration {
+	// Fields after the command name (which may hold spaces) start at ")".
+	i := strings.LastIndexByte(raw, ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(raw[i+1:])
+	if len(f) < 13 {
+		return -1
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	const clkTck = 100 // USER_HZ on Linux
+	return time.Duration(ut+st) * time.Second / clkTck
+}
+
+// measurePhase runs fn, recording its calls, wall time and CPU.
+func measurePhase(m *callMeter, clk cpuClock, fn func() (done, notDone int64, turnTime time.Duration, err error)) (*phaseResult, error) {
+	stop := m.record()
+	dials := m.dials.Load()
+	self0, dyn0 := clk.read()
+	start := time.Now()
+	done, notDone, tt, err := fn()
+	wall := time.Since(start)
+	self1, dyn1 := clk.read()
+	p := &phaseResult{Done: done, NotDone: notDone, Wall: wall, TurnTime: tt, Calls: stop(),
+		SelfCPU: self1 - self0, DynCPU: -1, Dials: m.dials.Load() - dials}
+	if dyn0 >= 0 && dyn1 >= 0 {
+		p.DynCPU = dyn1 - dyn0
+	}
+	return p, err
+}
+
+// throughputSection measures each level of ts reps times on its own
+// client of endpoint (dynamo.NewClient's, with the meter's middleware); dynPID is
+// the DynamoDB server's pid (0 when unknown). With profile set, the turn
+// phases are CPU-profiled into it.
+func throughputSection(ctx context.Context, endpoint, table string, cursorKey []byte, prefix string, dynPID int, ts tpSettings, profile string, progress func(string, ...any)) ([]*tpLevel, []shapeResult, error) {
+	m := &callMeter{}
+	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1",
+		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == ""}, m.option)
+	if err != nil {
+		return nil, nil, err
+	}
+	store := dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey})
+	w, err := newWiring(store, handlerConfig{})
+	if err != nil {
+		return nil, nil, err
+	}
+	defer w.close()
+	clk := cpuClock{pid: dynPID}
+	levels := make([]*tpLevel, 0, len(ts.Concurrency))
+	for _, conc := range ts.Concurrency {
+		levels = append(levels, &tpLevel{Conc: conc})
+	}
+	for rep := range ts.Reps {
+		for _, l := range levels {
+			progress("throughput rep %d/%d: %d concurrent sessions", rep+1, ts.Reps, l.Conc)
+			if l.Conc == 1 {
+				m.serverPID.Store(int64(dynPID))
+			}
+			c, t := &phaseResult{Calls: map[string]*callStats{}}, &phaseResult{Calls: map[string]*callStats{}}
+			// Ceiling and turns alternate in slices, so that load from
+			// outside (other processes on the machine) that changes
+			// during a rep falls on both alike.
+			for sl := range ts.Slices {
+				pre := fmt.Sprintf("%s-r%ds%d", prefix, rep, sl)
+				bctx := context.WithValue(ctx, bareKey{}, true)
+				cs, err := measurePhase(m, clk, func() (int64, int64, time.Duration, error) {
+					n, err := bareWrites(bctx, client, table, pre, l.Conc, ts.WritesFor/time.Duration(ts.Slices))
+					return n, 0, 0, err
+				})
+				if err != nil {
+					return nil, nil, err
+				}
+				stopProfile, err := startProfile(profile, l.Conc, rep, sl)
+				if err != nil {
+					return nil, nil, err
+				}
+				tsl, err := measurePhase(m, clk, func() (int64, int64, time.Duration, error) {
+					return backToBack(ctx, w, pre, l.Conc, ts.TurnsFor/time.Duration(ts.Slices))
+				})
+				if perr := stopProfile(); err == nil {
+					err = perr
+				}
+				if err != nil {
+					return nil, nil, err
+				}
+				c.add(cs)
+				t.add(tsl)
+			}
+			m.serverPID.Store(0)
+			l.Ceiling, l.Turns = append(l.Ceiling, c), append(l.Turns, t)
+		}
+	}
+	progress("throughput: request shapes")
+	shapesOut, err := shapeProbes(ctx, m, clk, client, table, prefix, ts.ShapeFor)
+	if err != nil {
+		return nil, nil, err
+	}
+	return levels, shapesOut, nil
+}
+
+// bareWrites runs conc workers, each issuing conditional UpdateItem calls
+// on its own item for d (conditionalWrites' shape: SET with a
+// compare-and-set condition on a revision), and returns how many
+// succeeded.
+func bareWrites(ctx context.Context, client *dynamodb.Client, table, prefix string, conc int, d time.Duration) (int64, error) {
+	var done atomic.Int64
+	errs := make(chan error, conc)
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for wk := range conc {
+		wg.Go(func() {
+			key := map[string]types.AttributeValue{
+				dynamo.AttrPK: &types.AttributeValueMemberS{Value: fmt.Sprintf("BENCH#%s-%d-%d", prefix, conc, wk)},
+				dynamo.AttrSK: &types.AttributeValueMemberS{Value: "CAS"},
+			}
+			for rev := 0; time.Now().Before(deadline); rev++ {
+				in := &dynamodb.UpdateItemInput{
+					TableName:                aws.String(table),
+					Key:                      key,
+					UpdateExpression:         aws.String("SET #r = :n"),
+					ConditionExpression:      aws.String("attribute_not_exists(#r) OR #r = :p"),
+					ExpressionAttributeNames: map[string]string{"#r": "rev"},
+					ExpressionAttributeValues: map[string]types.AttributeValue{
+						":n": &types.AttributeValueMemberN{Value: strconv.Itoa(rev + 1)},
+						":p": &types.AttributeValueMemberN{Value: strconv.Itoa(rev)},
+					},
+				}
+				if err := casWrite(ctx, client, in, rev+1); err != nil {
+					errs <- fmt.Errorf("conditional write: %w", err)
+					return
+				}
+				done.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return done.Load(), <-errs
+}
+
+// casWrite sends in, a compare-and-set of the item's "rev" to want. A
+// failed condition is the write's own effect when an attempt whose
+// answer was lost (a timeout on a busy machine) applied and the SDK's
+// retry then found rev already at want: one consistent read tells.
+func casWrite(ctx context.Context, client *dynamodb.Client, in *dynamodb.UpdateItemInput, want int) error {
+	_, err := client.UpdateItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return err
+	}
+	out, rerr := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: in.TableName, Key: in.Key, ConsistentRead: aws.Bool(true)})
+	if rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	if n, ok := out.Item["rev"].(*types.AttributeValueMemberN); ok && n.Value == strconv.Itoa(want) {
+		return nil // applied by an earlier attempt of this call
+	}
+	return err
+}
+
+// backToBack runs conc workers submitting turns back to back for d (a
+// new session every 10 turns, as turnsPerSecond does) and returns the
+// acknowledged and other turns and the sum of acknowledged turn times.
+func backToBack(ctx context.Context, w *wiring, prefix string, conc int, d time.Duration) (int64, int64, time.Duration, error) {
+	c := newHTTPClient(conc, nil)
+	defer c.CloseIdleConnections()
+	var done, notDone, total atomic.Int64
+	var firstErr error
+	var once sync.Once
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for wk := range conc {
+		wg.Go(func() {
+			for k := 0; time.Now().Before(deadline); k++ {
+				sid := fmt.Sprintf("%s-tq%d-w%d-s%d", prefix, conc, wk, k/10)
+				res := submit(ctx, c, w.base, sid, fmt.Sprintf("t%d", k), "ping", submitOptions{})
+				if res.acknowledged() {
+					done.Add(1)
+					total.Add(int64(res.Total))
+					continue
+				}
+				notDone.Add(1)
+				if res.Err != nil {
+					once.Do(func() { firstErr = res.Err })
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return 0, 0, 0, ctx.Err()
+	}
+	if done.Load() == 0 && firstErr != nil {
+		return 0, 0, 0, fmt.Errorf("no turn acknowledged: %w", firstErr)
+	}
+	return done.Load(), notDone.Load(), time.Duration(total.Load()), nil
+}
+
+// medianOf returns the median of f over rs.
+func medianOf[T any](rs []T, f func(T) float64) float64 {
+	v := make([]float64, 0, len(rs))
+	for _, r := range rs {
+		v = append(v, f(r))
+	}
+	slices.Sort(v)
+	if len(v) == 0 {
+		return 0
+	}
+	return v[len(v)/2]
+}
+
+// msf formats seconds-as-duration in ms.
+func msf(d float64) string { return fmt.Sprintf("%.3f ms", d/float64(time.Millisecond)) }
+
+// throughputRows renders the section: per level, the headline row
+// (turns/s vs ceiling/4, medians) and the account rows.
+func throughputRows(levels []*tpLevel) [][4]string {
+	var rows [][4]string
+	add := func(figure, measured, baseline, vs string) {
+		rows = append(rows, [4]string{figure, measured, baseline, vs})
+	}
+	kinds := []string{kindClaim, kindContext, kindSave, kindRelease}
+	for _, l := range levels {
+		n := len(l.Turns)
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		turns := medianOf(l.Turns, (*phaseResult).rate)
+		ceil := medianOf(l.Ceiling, (*phaseResult).rate)
+		ratios := make([]string, 0, n)
+		for i := range idx {
+			ratios = append(ratios, fmt.Sprintf("%.0f%%", 100*l.ratio(i)))
+		}
+		ratio := medianOf(idx, func(i int) float64 { return l.ratio(i) })
+		add(fmt.Sprintf("turns/s, %d concurrent session(s), echo no delay (median of %d)", l.Conc, n),
+			fmt.Sprintf("%.0f turns/s (not acknowledged: %.0f)", turns, medianOf(l.Turns, func(p *phaseResult) float64 { return float64(p.NotDone) })),
+			fmt.Sprintf("%.0f conditional UpdateItem/s, same client; ceiling/4 = %.0f turns/s", ceil, ceil/4),
+			fmt.Sprintf("%.0f%% of ceiling/4 (runs: %s)", 100*ratio, strings.Join(ratios, ", ")))
+		// Per-call account, medians over reps of per-call means.
+		bare := func(p *phaseResult, http bool) float64 {
+			s := p.Calls["bare"]
+			if s == nil || s.N == 0 {
+				return 0
+			}
+			if http {
+				return float64(s.HTTP) / float64(s.N)
+			}
+			return float64(s.Call) / float64(s.N)
+		}
+		var parts []string
+		var sumCall, sumHTTP, sumDyn float64
+		for _, k := range kinds {
+			call := medianOf(l.Turns, func(p *phaseResult) float64 {
+				s := p.Calls[k]
+				if s == nil || s.N == 0 {
+					return 0
+				}
+				return float64(s.Call) / float64(s.N)
+			})
+			http := medianOf(l.Turns, func(p *phaseResult) float64 {
+				s := p.Calls[k]
+				if s == nil || s.N == 0 {
+					return 0
+				}
+				return float64(s.HTTP) / float64(s.N)
+			})
+			sent := medianOf(l.Turns, func(p *phaseResult) float64 {
+				if s := p.Calls[k]; s != nil && s.N > 0 {
+					return float64(s.Sent) / float64(s.N)
+				}
+				return 0
+			})
+			recv := medianOf(l.Turns, func(p *phaseResult) float64 {
+				if s := p.Calls[k]; s != nil && s.N > 0 {
+					return float64(s.Received) / float64(s.N)
+				}
+				return 0
+			})
+			dcpu := medianOf(l.Turns, func(p *phaseResult) float64 {
+				if s := p.Calls[k]; s != nil && s.N > 0 {
+					return float64(s.DynCPU) / float64(s.N)
+				}
+				return 0
+			})
+			server := ""
+			if dcpu > 0 {
+				server = ", dynalite CPU " + msf(dcpu)
+			}
+			sumCall, sumHTTP, sumDyn = sumCall+call, sumHTTP+http, sumDyn+dcpu
+			parts = append(parts, fmt.Sprintf("%s %s (HTTP %s%s; %.0f B sent, %.0f B received)", k, msf(call), msf(http), server, sent, recv))
+		}
+		bareBytes := ""
+		if s := l.Ceiling[0].Calls["bare"]; s != nil && s.N > 0 {
+			bareBytes = fmt.Sprintf("; %d B sent, %d B received", s.Sent/s.N, s.Received/s.N)
+		}
+		bareDyn := medianOf(l.Ceiling, func(p *phaseResult) float64 {
+			if s := p.Calls["bare"]; s != nil && s.N > 0 {
+				return float64(s.DynCPU) / float64(s.N)
+			}
+			return 0
+		})
+		dynVsBare := ""
+		if sumDyn > 0 && bareDyn > 0 {
+			bareBytes += ", dynalite CPU " + msf(bareDyn)
+			dynVsBare = fmt.Sprintf("; dynalite CPU of the four %s, %.2fx four bare", msf(sumDyn), sumDyn/(4*bareDyn))
+		}
+		bc := medianOf(l.Ceiling, func(p *phaseResult) float64 { return bare(p, false) })
+		bh := medianOf(l.Ceiling, func(p *phaseResult) float64 { return bare(p, true) })
+		turnTime := medianOf(l.Turns, func(p *phaseResult) float64 { return float64(p.per(p.TurnTime)) })
+		dbTime := medianOf(l.Turns, func(p *phaseResult) float64 {
+			var d time.Duration
+			for _, s := range p.Calls {
+				d += s.Call
+			}
+			return float64(p.per(d))
+		})
+		add(fmt.Sprintf("turn time account, %d concurrent session(s): DynamoDB calls (as the store sees them; HTTP = the attempts alone)", l.Conc),
+			fmt.Sprintf("a turn %s, of it %s in %.1f calls: %s; sum of the four %s (HTTP %s); outside DynamoDB calls %s",
+				msf(turnTime), msf(dbTime), medianOf(l.Turns, (*phaseResult).callsPer), strings.Join(parts, ", "), msf(sumCall), msf(sumHTTP), msf(turnTime-dbTime)),
+			fmt.Sprintf("bare conditional UpdateItem %s (HTTP %s%s); 4 of them %s", msf(bc), msf(bh), bareBytes, msf(4*bc)),
+			fmt.Sprintf("four calls %.2fx four bare (HTTP %.2fx)%s", sumCall/(4*bc), sumHTTP/(4*bh), dynVsBare))
+		selfT := medianOf(l.Turns, func(p *phaseResult) float64 { return float64(p.per(p.SelfCPU)) })
+		selfB := medianOf(l.Ceiling, func(p *phaseResult) float64 { return float64(p.per(p.SelfCPU)) })
+		dynT := medianOf(l.Turns, func(p *phaseResult) float64 { return float64(p.per(p.DynCPU)) })
+		dynB := medianOf(l.Ceiling, func(p *phaseResult) float64 { return float64(p.per(p.DynCPU)) })
+		dialsT := medianOf(l.Turns, func(p *phaseResult) float64 { return float64(p.Dials) / max(1, float64(p.Done)) })
+		dialsB := medianOf(l.Ceiling, func(p *phaseResult) float64 { return float64(p.Dials) / max(1, float64(p.Done)) })
+		dyn := "dynalite CPU unknown (not started by turnbench)"
+		dynVs := "-"
+		if dynT >= 0 && dynB >= 0 && l.Turns[0].DynCPU >= 0 {
+			dyn = fmt.Sprintf("dynalite %s", msf(dynT))
+			dynVs = fmt.Sprintf("dynalite per turn %.2fx four bare writes; turns/s vs ceiling/4 that these CPU costs allow: %.0f%% where dynalite's one thread is the limit, %.0f%% where the machine's CPU is (both processes)",
+				dynT/(4*dynB), 100*4*dynB/dynT, 100*4*(selfB+dynB)/(selfT+dynT))
+		}
+		add(fmt.Sprintf("CPU per turn, %d concurrent session(s)", l.Conc),
+			fmt.Sprintf("turnbench process (handlers, SDK, HTTP server and client) %s; %s; DynamoDB connections dialled per turn %.2f", msf(selfT), dyn, dialsT),
+			fmt.Sprintf("per bare write: turnbench %s, dynalite %s; x4 = %s, %s; connections dialled per write %.2f", msf(selfB), msf(dynB), msf(4*selfB), msf(4*dynB), dialsB),
+			dynVs)
+	}
+	return rows
+}
+
+// startProfile starts a CPU profile of one turn slice into
+// prefix-c<conc>-r<rep>-s<slice>.pprof (nothing when prefix is empty);
+// the returned function stops it and closes the file.
+func startProfile(prefix string, conc, rep, slice int) (func() error, error) {
+	if prefix == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(fmt.Sprintf("%s-c%d-r%d-s%d.pprof", prefix, conc, rep+1, slice+1))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
+}
+
+// ownSections reports whether -only names just sections of this file
+// (throughput, coldstart), which run without the rest of the suite.
+func ownSections(only string) (throughput, cold, ok bool) {
+	for _, n := range strings.Split(only, ",") {
+		switch strings.TrimSpace(n) {
+		case "throughput":
+			throughput = true
+		case "coldstart":
+			cold = true
+		default:
+			return false, false, false
+		}
+	}
+	return throughput, cold, true
+}
+
+// runOwn is run with -only throughput and/or coldstart: those sections
+// alone, in their own table.
+func runOwn(ctx context.Context, rep *report, set settings, root, rie, endpoint, table string, cursorKey []byte, prefix string, dyn *dynaliteProc, profile string, throughput, cold bool, progress func(string, ...any), stdout io.Writer) (*report, error) {
+	rep.Load = &loadReport{} // not run: nothing to verify
+	var rows [][4]string
+	if throughput {
+		ts := fullThroughput()
+		if rep.Quick {
+			ts = quickThroughput()
+		}
+		pid := 0
+		if dyn != nil {
+			pid = dyn.pid()
+		}
+		levels, sh, err := throughputSection(ctx, endpoint, table, cursorKey, prefix, pid, ts, profile, progress)
+		if err != nil {
+			return nil, err
+		}
+		rows = append(append(rows, throughputRows(levels)...), shapeRows(sh)...)
+	}
+	if cold {
+		progress("bootstraps: build and cold starts under %s", rie)
+		rep.Sizes, rep.Cold, rep.ColdErr = coldSection(ctx, root, rie, endpoint, table, prefix, set)
+		rows = append(rows, coldRows(rep, set)...)
+	} else {
+		rep.ColdErr = errSkipped
+	}
+	progress("done")
+	ew := &errWriter{w: stdout}
+	ew.printf("| figure | measured | baseline (same run) | measured vs baseline |\n| --- | --- | --- | --- |\n")
+	for _, r := range rows {
+		ew.printf("| %s | %s | %s | %s |\n", cell(r[0]), cell(r[1]), cell(r[2]), cell(r[3]))
+	}
+	return rep, ew.err
+}
+
+// shapeResult is one request shape's cost on the DynamoDB server,
+// sequential calls: the HTTP attempt and the server's CPU per call.
+type shapeResult struct {
+	Name    string
+	N       int64
+	HTTP    time.Duration // per call
+	DynCPU  time.Duration // per call, -1 when unknown
+	Sent    int64         // request body bytes per call
+	Receivd int64         // response body bytes per call
+}
+
+// shapes are the request shapes shapeProbes compares with the bare
+// conditional write, each one feature of the store's turn writes: many
+// SET clauses (the claim sets 15 attributes, the save 16 and removes 7),
+// ReturnValues ALL_NEW (the claim's answer is the session item), a larger
+// item (the session item carries the terminal window; the turn item the
+// messages), and an item both local secondary indexes project (a turn
+// item: each write also rewrites its index entries).
+var shapes = []struct {
+	name string
+	seed map[string]types.AttributeValue // extra attributes of the item, written once
+	in   func(in *dynamodb.UpdateItemInput)
+	sk   string
+}{
+	{name: "bare (SET 1 attribute, compare-and-set on it)"},
+	{name: "SET 16 attributes", in: func(in *dynamodb.UpdateItemInput) {
+		expr := "SET #r = :n"
+		for i := range 15 {
+			k := fmt.Sprintf("a%d", i)
+			expr += fmt.Sprintf(", #%s = :%s", k, k)
+			in.ExpressionAttributeNames["#"+k] = k
+			in.ExpressionAttributeValues[":"+k] = &types.AttributeValueMemberN{Value: strconv.Itoa(i)}
+		}
+		in.UpdateExpression = aws.String(expr)
+	}},
+	{name: "ReturnValues ALL_NEW of a 1 KB item", seed: map[string]types.AttributeValue{
+		"blob": &types.AttributeValueMemberS{Value: strings.Repeat("x", 1000)},
+	}, in: func(in *dynamodb.UpdateItemInput) { in.ReturnValues = types.ReturnValueAllNew }},
+	{name: "item of 4 KB", seed: map[string]types.AttributeValue{
+		"blob": &types.AttributeValueMemberS{Value: strings.Repeat("x", 4000)},
+	}},
+	{name: "item in both LSIs (turnId, visibleKey set)", sk: "TURN#000000000001", seed: map[string]types.AttributeValue{
+		"turnId":     &types.AttributeValueMemberS{Value: "t0"},
+		"visibleKey": &types.AttributeValueMemberS{Value: "000000000001"},
+	}},
+}
+
+// shapeProbes times each of shapes for d, one call at a time, on client
+// (the throughput client, through the meter), against the DynamoDB
+// server whose pid is clk's.
+func shapeProbes(ctx context.Context, m *callMeter, clk cpuClock, client *dynamodb.Client, table, prefix string, d time.Duration) ([]shapeResult, error) {
+	out := make([]shapeResult, 0, len(shapes))
+	bctx := context.WithValue(ctx, bareKey{}, true)
+	for i, sh := range shapes {
+		sk := sh.sk
+		if sk == "" {
+			sk = "CAS"
+		}
+		key := map[string]types.AttributeValue{
+			dynamo.AttrPK: &types.AttributeValueMemberS{Value: fmt.Sprintf("BENCH#%s-shape-%d", prefix, i)},
+			dynamo.AttrSK: &types.AttributeValueMemberS{Value: sk},
+		}
+		if len(sh.seed) > 0 {
+			item := map[string]types.AttributeValue{dynamo.AttrPK: key[dynamo.AttrPK], dynamo.AttrSK: key[dynamo.AttrSK]}
+			for k, v := range sh.seed {
+				item[k] = v
+			}
+			if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+				return nil, fmt.Errorf("seed %s: %w", sh.name, err)
+			}
+		}
+		// A quarter of d unmeasured first, so that the server's first
+		// calls of a shape (its JIT warming up) do not count.
+		rev := 0
+		calls := func(d time.Duration) (int64, error) {
+			var n int64
+			for deadline := time.Now().Add(d); time.Now().Before(deadline); rev++ {
+				in := &dynamodb.UpdateItemInput{
+					TableName:                aws.String(table),
+					Key:                      key,
+					UpdateExpression:         aws.String("SET #r = :n"),
+					ConditionExpression:      aws.String("attribute_not_exists(#r) OR #r = :p"),
+					ExpressionAttributeNames: map[string]string{"#r": "rev"},
+					ExpressionAttributeValues: map[string]types.AttributeValue{
+						":n": &types.AttributeValueMemberN{Value: strconv.Itoa(rev + 1)},
+						":p": &types.AttributeValueMemberN{Value: strconv.Itoa(rev)},
+					},
+				}
+				if sh.in != nil {
+					sh.in(in)
+				}
+				if err := casWrite(bctx, client, in, rev+1); err != nil {
+					return n, fmt.Errorf("%s: %w", sh.name, err)
+				}
+				n++
+			}
+			return n, nil
+		}
+		if _, err := calls(d / 4); err != nil {
+			return nil, err
+		}
+		p, err := measurePhase(m, clk, func() (int64, int64, time.Duration, error) {
+			n, err := calls(d)
+			return n, 0, 0, err
+		})
+		if err != nil {
+			return nil, err
+		}
+		r := shapeResult{Name: sh.name, N: p.Done, DynCPU: -1}
+		if s := p.Calls["bare"]; s != nil && s.N > 0 {
+			r.HTTP, r.Sent, r.Receivd = s.HTTP/time.Duration(s.N), s.Sent/s.N, s.Received/s.N
+		}
+		if p.DynCPU >= 0 {
+			r.DynCPU = p.per(p.DynCPU)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// shapeRows renders shapeProbes' results beside the first (bare) shape.
+func shapeRows(rs []shapeResult) [][4]string {
+	if len(rs) == 0 {
+		return nil
+	}
+	var rows [][4]string
+	base := rs[0]
+	cpu := func(d time.Duration) string {
+		if d < 0 {
+			return "dynalite CPU unknown"
+		}
+		return "dynalite CPU " + msf(float64(d))
+	}
+	for _, r := range rs[1:] {
+		vs := fmt.Sprintf("HTTP %.2fx", float64(r.HTTP)/float64(base.HTTP))
+		if r.DynCPU >= 0 && base.DynCPU > 0 {
+			vs += fmt.Sprintf(", CPU %.2fx", float64(r.DynCPU)/float64(base.DynCPU))
+		}
+		rows = append(rows, [4]string{
+			"DynamoDB server cost of a request shape, one call at a time: " + r.Name,
+			fmt.Sprintf("HTTP %s, %s per call (%d calls; %d B sent, %d B received)", msf(float64(r.HTTP)), cpu(r.DynCPU), r.N, r.Sent, r.Receivd),
+			fmt.Sprintf("%s: HTTP %s, %s (%d B sent)", base.Name, msf(float64(base.HTTP)), cpu(base.DynCPU), base.Sent),
+			vs,
+		})
+	}
+	return rows
+}
