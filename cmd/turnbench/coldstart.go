@@ -23,6 +23,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -133,11 +134,11 @@ type rieRun struct {
 // startRIE starts rie with bootstrap (through the self-exec wrapper) and
 // the recording proxy in front of its Runtime API.
 func startRIE(rie, self, bootstrap string, env []string) (*rieRun, error) {
-	apiPort, err := freePort()
+	apiPort, err := dynalite.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	invokePort, err := freePort()
+	invokePort, err := dynalite.FreePort()
 	if err != nil {
 		return nil, err
 	}

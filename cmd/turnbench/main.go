@@ -69,6 +69,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
@@ -211,13 +212,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	}
 
 	endpoint := os.Getenv("DYNAMODB_ENDPOINT")
-	var dyn *dynaliteProc
+	var dyn *dynalite.Server
 	if endpoint == "" {
 		var err error
-		if endpoint, dyn, err = startDynalite(root); err != nil {
+		if dyn, err = dynalite.Start(root); err != nil {
 			return nil, err
 		}
-		defer dyn.stop()
+		defer dyn.Stop()
+		endpoint = dyn.Endpoint()
 	}
 	t := newTap()
 	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1",
@@ -320,7 +322,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	progress("done")
 	rep.SelfHWM, _ = vmHWM(os.Getpid()) // 0 where /proc is missing; the table says so
 	if dyn != nil {
-		rep.DynHWM, _ = vmHWM(dyn.pid())
+		rep.DynHWM, _ = vmHWM(dyn.Pid())
 	}
 	rep.Calls, rep.Attempts = t.calls.Load(), t.attempts.Load()
 	rep.AttemptErrors, rep.Retries = t.attemptErrors(), t.retries.Load()
