@@ -67,8 +67,9 @@ const (
 const SequenceGapAfterCrash int64 = 1_000_000
 
 // TerminalWindowSize is how many terminal turns a session remembers for
-// replay protection, newest kept (docs/protocol.md §8, docs/decisions.md D-0012).
-const TerminalWindowSize = 64
+// replay protection, newest kept (docs/protocol.md §8, docs/decisions.md
+// D-0012): the session envelope's bound, protocol.MaxTerminalTurns.
+const TerminalWindowSize = protocol.MaxTerminalTurns
 
 // TerminalEntry is one entry of a session's terminal window.
 type TerminalEntry struct {
