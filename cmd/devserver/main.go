@@ -3,13 +3,11 @@
 //
 //	go run ./cmd/devserver [-addr 127.0.0.1:8787] [-read-timeout 30s]
 //
-// Its handler is internal/devserver's: it mounts the turn handler under /turn/ (POST /turn/ submits a turn,
-// POST /turn/stop stops one, GET /turn/capabilities), the history handler
-// under /history/ and the artifacts handler under /artifacts/, each with
-// its prefix stripped, so every handler sees "/" exactly as behind its own
-// function URL. A mount path without its trailing slash ("/turn") is
-// served as "/" too, so that POST /turn is not turned into a GET by a
-// redirect.
+// It serves internal/devserver's handler: the turn handler under /turn/
+// (POST /turn/ submits a turn, POST /turn/stop stops one, GET
+// /turn/capabilities), the history handler under /history/ and the
+// artifacts handler under /artifacts/, each with its prefix stripped, so
+// every handler sees "/" exactly as behind its own function URL.
 //
 // Configuration is pkg/config's environment (docs/design.md §9) plus ADDR (or
 // -addr, which wins). AUTH_MODE defaults to dev: "Authorization: Bearer
@@ -18,8 +16,8 @@
 // loopback addresses only. The store is in memory unless DYNAMODB_ENDPOINT
 // names a DynamoDB API server (DynamoDB Local, dynalite), where the table
 // TABLE_NAME is created when absent, also when it vanishes while the
-// server runs (internal/devserver.NewStore). The model is the offline echo model;
-// definitions come from pkg/config as in the turn function
+// server runs (internal/devserver.NewStore). The model is the offline
+// echo model; definitions come from pkg/config as in the turn function
 // (definition.FromConfig), and the demo tool workspace_note is registered
 // and, unless MODEL_TOOLS or DEFINITIONS_FILE is set, offered by the
 // default definition, so that "/note <title>: <body>" makes the echo
