@@ -445,13 +445,11 @@ func repoRoot(t *testing.T) string {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := dynalite.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
+	return "127.0.0.1:" + port
 }
 
 // lockedBuffer collects a process's output for failure reports.
