@@ -42,12 +42,25 @@ chromium: ## Install Debian's chromium for the browser tests when it is missing 
 		fi; \
 	fi
 
+# Every Go build of `make test` is race-enabled, so that each package
+# compiles once (the provider SDKs are the slow part of a cold build):
+# vet, the tests, the bootstraps the smoke test and turnbench's quick run
+# start (built here, before any timed test: internal/lambdabin) and the
+# dev server and turnctl the clients/js tests build.
+TEST_BOOTSTRAPS := bin/test-bootstraps
+RACE_GOFLAGS    := $(strip $(GOFLAGS) -race)
+
 .PHONY: test
 test: deps ## Everything: vet, the race-enabled Go suite (memory store and dynalite), the clients/js and browser tests, brief fuzzing.
-	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 15m ./...
-	$(MAKE) --no-print-directory js-test browser-test
+	$(GO) vet -race ./...
+	@$(MAKE) --no-print-directory test-bootstraps
+	TURNSTREAM_BOOTSTRAPS=$(CURDIR)/$(TEST_BOOTSTRAPS) $(GO) test -race -count=1 -timeout 15m ./...
+	GOFLAGS="$(RACE_GOFLAGS)" $(MAKE) --no-print-directory js-test browser-test
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
+
+.PHONY: test-bootstraps
+test-bootstraps: ## Build the bootstraps the smoke test and turnbench -quick run (host, race-enabled) into bin/test-bootstraps.
+	$(GO) build -race -tags lambda.norpc -o $(TEST_BOOTSTRAPS)/ ./functions/turn ./functions/history ./functions/artifacts ./cmd/turnbench/internal/minimal
 
 # ---- clients/js and the demo page -------------------------------------------
 
@@ -88,9 +101,11 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 50000x executions; e.g. FUZZ
 	done
 
 .PHONY: lint
-lint: ## gofmt check and the pinned golangci-lint (errcheck, govet, ineffassign, staticcheck, unused).
+lint: ## gofmt check, the pinned golangci-lint (errcheck, govet, ineffassign, staticcheck, unused) and the macOS and Windows builds.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(LINT) run ./...
+	GOOS=darwin $(GO) build ./...
+	GOOS=windows $(GO) vet ./...
 
 .PHONY: fmt
 fmt: ## Format the Go code.

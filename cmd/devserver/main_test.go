@@ -177,29 +177,6 @@ func TestRunRejects(t *testing.T) {
 	}
 }
 
-func TestMountPaths(t *testing.T) {
-	tests := map[string]struct{ path, want string }{
-		"root with slash":    {"/turn/", "/"},
-		"root without slash": {"/turn", "/"},
-		"route":              {"/turn/stop", "/stop"},
-		"nested":             {"/turn/a/b", "/a/b"},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			var seen string
-			mux := http.NewServeMux()
-			mount(mux, "/turn/", "turn", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				seen = r.URL.Path
-			}), discardLogger())
-			req, _ := http.NewRequest(http.MethodPost, "http://dev"+tc.path, nil)
-			mux.ServeHTTP(discardWriter{}, req)
-			if seen != tc.want {
-				t.Fatalf("handler saw %q, want %q", seen, tc.want)
-			}
-		})
-	}
-}
-
 // testServer is a dev server started by startServer.
 type testServer struct {
 	url    string
@@ -399,12 +376,6 @@ func randomHex(t *testing.T) string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-
-type discardWriter struct{}
-
-func (discardWriter) Header() http.Header         { return http.Header{} }
-func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
-func (discardWriter) WriteHeader(int)             {}
 
 func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/devserver"
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -70,7 +71,7 @@ func TestTwoServersStartAtOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, descs[i], errs[i] = newStore(t.Context(), cfg, true, discardLogger())
+			_, descs[i], errs[i] = devserver.NewStore(t.Context(), cfg, true, discardLogger())
 		}()
 	}
 	wg.Wait()

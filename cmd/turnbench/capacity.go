@@ -3,20 +3,12 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
-	"math"
-	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/definition"
@@ -24,6 +16,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
+	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -78,379 +71,10 @@ func capacitySteps(quick bool) []capacityStep {
 	return []capacityStep{{1, false}, {2, true}, {11, false}, {100, false}, {101, true}, {1000, false}, {1001, false}, {1002, true}}
 }
 
-// capAccount is what the measured turn cost.
-type capAccount struct {
-	Requests int
-	Ops      map[string]int     // requests by operation
-	WCU      map[string]int     // write units by item kind (capacityKinds) and index name
-	RCU      map[string]float64 // read units by operation
-	// ReportedWCU is the base table's write units as the server reported
-	// them (dynalite: ceil(max(old, new) / 1 KB), as computed here).
-	ReportedWCU float64
-	// SessionBytes and TurnBytes are the largest session and turn item
-	// sizes a write of the turn left or found.
-	SessionBytes, TurnBytes int
-	// CheckpointWrites counts the writes of checkpoint items (live and
-	// delta items, and the first checkpoint's running turn item).
-	CheckpointWrites int
-}
-
-// Item kinds of capAccount.WCU.
-const (
-	capSessionItem = "session item"
-	capTurnItem    = "turn item"
-	capCheckpoint  = "checkpoint items"
-)
-
-func newCapAccount() *capAccount {
-	return &capAccount{Ops: map[string]int{}, WCU: map[string]int{}, RCU: map[string]float64{}}
-}
-
-// writeUnits is the turn's billed write units, all kinds and indexes.
-func (a *capAccount) writeUnits() int {
-	n := 0
-	for _, u := range a.WCU {
-		n += u
-	}
-	return n
-}
-
-// readUnits is the turn's billed read units.
-func (a *capAccount) readUnits() float64 {
-	n := 0.0
-	for _, u := range a.RCU {
-		n += u
-	}
-	return n
-}
-
-// lsiLayout is one local secondary index as the table defines it.
-type lsiLayout struct {
-	Name, SortKey string
-	All           bool
-	Include       map[string]bool
-}
-
-// tableIndexes returns the local secondary indexes of dynamo's table
-// layout.
-func tableIndexes() []lsiLayout {
-	var out []lsiLayout
-	for _, ix := range dynamo.CreateTableInput("layout").LocalSecondaryIndexes {
-		l := lsiLayout{Name: aws.ToString(ix.IndexName), Include: map[string]bool{}}
-		for _, k := range ix.KeySchema {
-			if k.KeyType == types.KeyTypeRange {
-				l.SortKey = aws.ToString(k.AttributeName)
-			}
-		}
-		if p := ix.Projection; p != nil {
-			l.All = p.ProjectionType == types.ProjectionTypeAll
-			for _, a := range p.NonKeyAttributes {
-				l.Include[a] = true
-			}
-		}
-		out = append(out, l)
-	}
-	return out
-}
-
-// projects reports whether the index entry carries attribute name.
-func (l lsiLayout) projects(name string) bool {
-	return l.All || l.Include[name] || name == dynamo.AttrPK || name == dynamo.AttrSK || name == l.SortKey
-}
-
-// entrySize is the size of item's entry in the index (0 when the item
-// lacks the index's sort key, so is not in it).
-func (l lsiLayout) entrySize(item map[string]types.AttributeValue) int {
-	if strAttr(item, l.SortKey) == "" {
-		return 0
-	}
-	n := 100
-	for name, v := range item {
-		if l.projects(name) {
-			n += len(name) + avSize(v)
-		}
-	}
-	return n
-}
-
-// writeUnits is the index's write units of a write turning before into
-// after (nil: absent).
-func (l lsiLayout) writeUnits(before, after map[string]types.AttributeValue) int {
-	old, nw := l.entrySize(before), l.entrySize(after)
-	switch {
-	case old > 0 && nw > 0 && strAttr(before, l.SortKey) == strAttr(after, l.SortKey):
-		return kbUnits(nw)
-	default:
-		u := 0
-		if old > 0 {
-			u += kbUnits(old)
-		}
-		if nw > 0 {
-			u += kbUnits(nw)
-		}
-		return u
-	}
-}
-
-// readUnits4K is ceil(n / 4 KB), at least 1, halved unless consistent.
-func readUnits4K(n int, consistent bool) float64 {
-	u := max(1, math.Ceil(float64(n)/4096))
-	if !consistent {
-		u /= 2
-	}
-	return u
-}
-
-// capMeter is a dynamo.Client that accounts every request of the store
-// into the current account (one measured turn at a time).
-type capMeter struct {
-	inner   dynamo.Client
-	raw     dynamo.Client // uncounted: the size reads
-	table   *string
-	indexes []lsiLayout
-
-	mu   sync.Mutex
-	acct *capAccount
-}
-
-// take returns the account so far and starts a new one.
-func (m *capMeter) take() *capAccount {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a := m.acct
-	m.acct = newCapAccount()
-	return a
-}
-
-func (m *capMeter) add(fn func(a *capAccount)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	fn(m.acct)
-}
-
-// get reads key consistently on the uncounted client (nil when absent or
-// when the read fails).
-func (m *capMeter) get(ctx context.Context, key map[string]types.AttributeValue) map[string]types.AttributeValue {
-	out, err := m.raw.GetItem(context.WithoutCancel(ctx), &dynamodb.GetItemInput{TableName: m.table, Key: key, ConsistentRead: aws.Bool(true)})
-	if err != nil || len(out.Item) == 0 {
-		return nil
-	}
-	return out.Item
-}
-
-// itemKind names the kind of the item with sort key sk.
-func itemKind(sk string) string {
-	switch {
-	case sk == "SESSION":
-		return capSessionItem
-	case strings.Contains(sk, "#LIVE"):
-		return capCheckpoint
-	default:
-		return capTurnItem // turn, fence and chunk items
-	}
-}
-
-// write runs one write of key and accounts it.
-func (m *capMeter) write(ctx context.Context, op string, key map[string]types.AttributeValue, do func() (*types.ConsumedCapacity, error)) error {
-	before := m.get(ctx, key)
-	cc, err := do()
-	after := m.get(ctx, key)
-	sk := strAttr(key, dynamo.AttrSK)
-	failed := isConditionFailure(err)
-	m.add(func(a *capAccount) {
-		a.Requests++
-		a.Ops[op]++
-		kind := itemKind(sk)
-		if _, live := after["live"]; live && kind == capTurnItem {
-			kind = capCheckpoint // the first checkpoint's running turn item
-		}
-		size := max(itemSize(before), itemSize(after))
-		switch kind {
-		case capSessionItem:
-			a.SessionBytes = max(a.SessionBytes, size)
-		case capTurnItem:
-			a.TurnBytes = max(a.TurnBytes, size)
-		}
-		switch {
-		case err == nil:
-			a.WCU[kind] += kbUnits(size)
-			if kind == capCheckpoint {
-				a.CheckpointWrites++
-			}
-			for _, l := range m.indexes {
-				if u := l.writeUnits(before, after); u > 0 && kind == capCheckpoint {
-					a.WCU[capCheckpoint] += u
-				} else if u > 0 {
-					a.WCU["index "+l.Name] += u
-				}
-			}
-			if cc != nil && cc.CapacityUnits != nil {
-				a.ReportedWCU += *cc.CapacityUnits
-			}
-		case failed:
-			a.WCU[kind] += kbUnits(itemSize(before))
-		}
-	})
-	return err
-}
-
-// isConditionFailure reports whether err is a failed condition.
-func isConditionFailure(err error) bool {
-	var ccf *types.ConditionalCheckFailedException
-	return errors.As(err, &ccf)
-}
-
-func (m *capMeter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	out, err := m.inner.GetItem(ctx, in, optFns...)
-	full := m.get(ctx, in.Key) // the size billed: the whole item, whatever was projected
-	m.add(func(a *capAccount) {
-		a.Requests++
-		a.Ops["GetItem"]++
-		if err == nil {
-			a.RCU["GetItem"] += readUnits4K(itemSize(full), aws.ToBool(in.ConsistentRead))
-		}
-	})
-	return out, err
-}
-
-// placeholder matches the name and value placeholders of an expression.
-var placeholder = regexp.MustCompile(`[#:][A-Za-z0-9_]+`)
-
-func (m *capMeter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	out, err := m.inner.Query(ctx, in, optFns...)
-	units := 0.0
-	if err == nil {
-		units = m.queryUnits(ctx, in)
-	}
-	m.add(func(a *capAccount) {
-		a.Requests++
-		a.Ops["Query"]++
-		a.RCU["Query"] += units
-	})
-	return out, err
-}
-
-// queryUnits is the read units of a Query: the same key condition, start
-// key and limit sent again on the uncounted client without a filter or a
-// projection, so that it returns every item the Query evaluated, whole.
-func (m *capMeter) queryUnits(ctx context.Context, in *dynamodb.QueryInput) float64 {
-	used := map[string]bool{}
-	for _, p := range placeholder.FindAllString(aws.ToString(in.KeyConditionExpression), -1) {
-		used[p] = true
-	}
-	again := &dynamodb.QueryInput{
-		TableName: in.TableName, IndexName: in.IndexName, KeyConditionExpression: in.KeyConditionExpression,
-		ExclusiveStartKey: in.ExclusiveStartKey, Limit: in.Limit, ScanIndexForward: in.ScanIndexForward,
-		ConsistentRead: aws.Bool(true), ExpressionAttributeNames: map[string]string{},
-		ExpressionAttributeValues: map[string]types.AttributeValue{},
-	}
-	for k, v := range in.ExpressionAttributeNames {
-		if used[k] {
-			again.ExpressionAttributeNames[k] = v
-		}
-	}
-	for k, v := range in.ExpressionAttributeValues {
-		if used[k] {
-			again.ExpressionAttributeValues[k] = v
-		}
-	}
-	var ix *lsiLayout
-	for i := range m.indexes {
-		if m.indexes[i].Name == aws.ToString(in.IndexName) {
-			ix = &m.indexes[i]
-		}
-	}
-	if ix != nil {
-		again.Select = types.SelectAllAttributes // whole base items, for their sizes
-	}
-	out, err := m.raw.Query(context.WithoutCancel(ctx), again)
-	if err != nil {
-		return 0
-	}
-	consistent := aws.ToBool(in.ConsistentRead)
-	if ix == nil {
-		n := 0
-		for _, item := range out.Items {
-			n += itemSize(item)
-		}
-		return readUnits4K(n, consistent)
-	}
-	entries, fetched := 0, 0
-	fetch := m.fetches(*ix, in)
-	for _, item := range out.Items {
-		entries += ix.entrySize(item)
-		if fetch {
-			fetched += itemSize(item)
-		}
-	}
-	units := readUnits4K(entries, consistent)
-	if fetch && fetched > 0 {
-		units += readUnits4K(fetched, consistent)
-	}
-	return units
-}
-
-// fetches reports whether a Query of index ix reads attributes the index
-// does not project, which DynamoDB then fetches from the base table.
-func (m *capMeter) fetches(ix lsiLayout, in *dynamodb.QueryInput) bool {
-	if ix.All {
-		return false
-	}
-	if in.Select == types.SelectAllAttributes {
-		return true
-	}
-	for _, p := range placeholder.FindAllString(aws.ToString(in.ProjectionExpression), -1) {
-		if name, ok := in.ExpressionAttributeNames[p]; ok && !ix.projects(name) {
-			return true
-		}
-	}
-	return false
-}
-
-func (m *capMeter) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	c := *in
-	c.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	key := map[string]types.AttributeValue{dynamo.AttrPK: in.Item[dynamo.AttrPK], dynamo.AttrSK: in.Item[dynamo.AttrSK]}
-	var out *dynamodb.PutItemOutput
-	err := m.write(ctx, "PutItem", key, func() (cc *types.ConsumedCapacity, err error) {
-		if out, err = m.inner.PutItem(ctx, &c, optFns...); err == nil {
-			cc = out.ConsumedCapacity
-		}
-		return cc, err
-	})
-	return out, err
-}
-
-func (m *capMeter) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	c := *in
-	c.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	var out *dynamodb.UpdateItemOutput
-	err := m.write(ctx, "UpdateItem", in.Key, func() (cc *types.ConsumedCapacity, err error) {
-		if out, err = m.inner.UpdateItem(ctx, &c, optFns...); err == nil {
-			cc = out.ConsumedCapacity
-		}
-		return cc, err
-	})
-	return out, err
-}
-
-func (m *capMeter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error) {
-	c := *in
-	c.ReturnConsumedCapacity = types.ReturnConsumedCapacityTotal
-	var out *dynamodb.DeleteItemOutput
-	err := m.write(ctx, "DeleteItem", in.Key, func() (cc *types.ConsumedCapacity, err error) {
-		if out, err = m.inner.DeleteItem(ctx, &c, optFns...); err == nil {
-			cc = out.ConsumedCapacity
-		}
-		return cc, err
-	})
-	return out, err
-}
-
 // capacityResult is one measured turn.
 type capacityResult struct {
 	Step capacityStep
-	Acct *capAccount
+	Acct *dynamobench.CapacityAccount
 	Took time.Duration
 }
 
@@ -458,7 +82,7 @@ type capacityResult struct {
 // UUIDs, as clients send), seeding the turns between them through the
 // store's own claim, save and release outside the meter.
 func capacitySection(ctx context.Context, client, raw dynamo.Client, table string, cursorKey []byte, quick bool, progress func(string, ...any)) ([]*capacityResult, error) {
-	m := &capMeter{inner: client, raw: raw, table: aws.String(table), indexes: tableIndexes(), acct: newCapAccount()}
+	m := dynamobench.NewCapacityMeter(client, raw, table)
 	metered := dynamo.New(m, dynamo.Options{Table: table, CursorKey: cursorKey})
 	plain := dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey})
 	wirings := map[bool]*wiring{}
@@ -487,7 +111,7 @@ func capacitySection(ctx context.Context, client, raw dynamo.Client, table strin
 			}
 		}
 		w := wirings[st.Checkpoints]
-		m.take()
+		m.Take()
 		req, err := submitRequest(w.base, sid, uuidLike(), ask(capacityAnswer), false)
 		if err != nil {
 			return nil, err
@@ -497,7 +121,7 @@ func capacitySection(ctx context.Context, client, raw dynamo.Client, table strin
 			return nil, fmt.Errorf("capacity turn %d: %v, last line %+v", st.Ordinal, log.Err, last)
 		}
 		w.waitIdle(30 * time.Second) // the release follows the terminal line
-		out = append(out, &capacityResult{Step: st, Acct: m.take(), Took: time.Since(log.Sent)})
+		out = append(out, &capacityResult{Step: st, Acct: m.Take(), Took: time.Since(log.Sent)})
 		next = st.Ordinal + 1
 	}
 	return out, nil
@@ -561,7 +185,7 @@ func capacityRows(res []*capacityResult) [][4]string {
 	if len(res) == 0 {
 		return rows
 	}
-	first, atBudget := res[0].Acct, (*capAccount)(nil)
+	first, atBudget := res[0].Acct, (*dynamobench.CapacityAccount)(nil)
 	for _, r := range res {
 		if r.Step.Ordinal == capacityContextTurns+1 {
 			atBudget = r.Acct
@@ -581,17 +205,17 @@ func capacityRows(res []*capacityResult) [][4]string {
 		for _, k := range slices.Sorted(maps.Keys(a.Ops)) {
 			ops = append(ops, fmt.Sprintf("%d %s", a.Ops[k], k))
 		}
-		writes := a.writeUnits() - a.WCU[capCheckpoint]
-		base := fmt.Sprintf("goal <= 8 WCU; turn 1: %d WCU, %d requests", first.writeUnits(), first.Requests)
-		vs := fmt.Sprintf("%d/8 WCU without checkpoints, %.2fx turn 1", writes, float64(writes)/float64(first.writeUnits()))
+		writes := a.WriteUnits() - a.WCU[dynamobench.CapacityCheckpoint]
+		base := fmt.Sprintf("goal <= 8 WCU; turn 1: %d WCU, %d requests", first.WriteUnits(), first.Requests)
+		vs := fmt.Sprintf("%d/8 WCU without checkpoints, %.2fx turn 1", writes, float64(writes)/float64(first.WriteUnits()))
 		if atBudget != nil && r.Step.Ordinal > capacityContextTurns {
-			base += fmt.Sprintf("; turn %d: %.1f RCU, %d requests", capacityContextTurns+1, atBudget.readUnits(), atBudget.Requests)
-			vs += fmt.Sprintf("; RCU %.2fx, requests %+d vs turn %d", a.readUnits()/atBudget.readUnits(), a.Requests-atBudget.Requests, capacityContextTurns+1)
+			base += fmt.Sprintf("; turn %d: %.1f RCU, %d requests", capacityContextTurns+1, atBudget.ReadUnits(), atBudget.Requests)
+			vs += fmt.Sprintf("; RCU %.2fx, requests %+d vs turn %d", a.ReadUnits()/atBudget.ReadUnits(), a.Requests-atBudget.Requests, capacityContextTurns+1)
 		}
 		rows = append(rows, [4]string{
 			fmt.Sprintf("capacity of turn %d of one session (%d-byte answer at %.0f chars/s, %s, context budget %d turns)", r.Step.Ordinal, capacityAnswer, textRate, mode, capacityContextTurns),
 			fmt.Sprintf("%d WCU (%s; server-reported base %.0f), %.1f RCU (Query %.1f, GetItem %.1f), %d requests (%s); session item up to %d B, turn item %d B",
-				a.writeUnits(), strings.Join(kinds, ", "), a.ReportedWCU, a.readUnits(), a.RCU["Query"], a.RCU["GetItem"], a.Requests, strings.Join(ops, ", "), a.SessionBytes, a.TurnBytes),
+				a.WriteUnits(), strings.Join(kinds, ", "), a.ReportedWCU, a.ReadUnits(), a.RCU["Query"], a.RCU["GetItem"], a.Requests, strings.Join(ops, ", "), a.SessionBytes, a.TurnBytes),
 			base, vs,
 		})
 	}

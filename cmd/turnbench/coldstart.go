@@ -28,6 +28,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -87,43 +88,9 @@ func maybeExecBootstrap() {
 var functions = []string{"turn", "history", "artifacts"}
 
 // baseline names the minimal bootstrap (cmd/turnbench/internal/minimal)
-// whose cold start, size and peak memory are the bootstraps' baselines.
+// whose cold start, size and peak memory are the bootstraps' baselines
+// (a name of lambdabin.Packages).
 const baseline = "minimal"
-
-// packageOf is the package a bootstrap is built from.
-func packageOf(name string) string {
-	if name == baseline {
-		return "./cmd/turnbench/internal/minimal"
-	}
-	return "./functions/" + name
-}
-
-// buildBootstraps builds the baseline and the bootstraps of fns for
-// goos/goarch with the Makefile's release flags (CGO_ENABLED=0, -tags
-// lambda.norpc -trimpath -ldflags "-s -w") into dir/<goarch>/<name>,
-// returning path and size by name.
-func buildBootstraps(ctx context.Context, root, dir, goos, goarch string, fns []string) (map[string]string, map[string]int64, error) {
-	paths, sizes := map[string]string{}, map[string]int64{}
-	goBin := os.Getenv("GO") // the Makefile's GO, when run from make
-	if goBin == "" {
-		goBin = "go"
-	}
-	for _, fn := range append([]string{baseline}, fns...) {
-		out := filepath.Join(dir, goarch, fn)
-		cmd := exec.CommandContext(ctx, goBin, "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w", "-o", out, packageOf(fn))
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
-		if msg, err := cmd.CombinedOutput(); err != nil {
-			return nil, nil, fmt.Errorf("build %s for %s/%s: %w: %s", fn, goos, goarch, err, bytes.TrimSpace(msg))
-		}
-		st, err := os.Stat(out)
-		if err != nil {
-			return nil, nil, err
-		}
-		paths[fn], sizes[fn] = out, st.Size()
-	}
-	return paths, sizes, nil
-}
 
 // coldResult is one function's runs under the emulator.
 type coldResult struct {
@@ -158,11 +125,11 @@ type rieRun struct {
 // the recording proxy in front of its Runtime API. env is the emulator's
 // whole environment, which it passes on to the bootstrap.
 func startRIE(rie, self, bootstrap string, env []string) (*rieRun, error) {
-	apiPort, err := freePort()
+	apiPort, err := dynalite.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	invokePort, err := freePort()
+	invokePort, err := dynalite.FreePort()
 	if err != nil {
 		return nil, err
 	}

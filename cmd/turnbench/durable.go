@@ -98,7 +98,7 @@ func durableSections(ctx context.Context, client, raw dynamo.Client, endpoint, t
 		})
 	}
 	wg.Wait()
-	rep.NoCapacity = costMeter.noCapacity.Load()
+	rep.NoCapacity = costMeter.NoCapacity()
 	if err := errors.Join(costErr, wirErr); err != nil {
 		return nil, err
 	}

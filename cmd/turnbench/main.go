@@ -50,9 +50,7 @@
 // Flags: -quick (small sizes, seconds), -coldstart=false (skip the
 // builds and the emulator), -rie PATH (default: the Makefile's RIE_DIR
 // install, `make rie`), -repo DIR (module root; default: found from the
-// working directory), -capacity (only the billed read and write units and
-// requests of one turn at depths 1 to 1,001 of a session, capacity.go).
-// Progress goes to stderr, the table to stdout. It
+// working directory). Progress goes to stderr, the table to stdout. It
 // exits with status 1 when a section fails or the load run's verification
 // finds a problem.
 package main
@@ -63,6 +61,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -71,6 +70,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/internal/lambdabin"
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
@@ -120,6 +122,10 @@ type settings struct {
 	// ColdFunctions are the functions built and run under the emulator
 	// (beside the minimal baseline).
 	ColdFunctions []string
+	// ReleaseBuilds builds the bootstraps with the release flags (for
+	// their sizes; also what runs under the emulator); otherwise the run
+	// uses the test build (internal/lambdabin.Bootstraps).
+	ReleaseBuilds bool
 	// Arm64Sizes also builds the linux/arm64 release bootstraps for their
 	// sizes (the native build is what runs under the emulator).
 	Arm64Sizes bool
@@ -132,7 +138,7 @@ func fullSettings() settings {
 		Concurrency: []int{1, 8, 64}, TurnsFor: 5 * time.Second, WritesFor: 3 * time.Second,
 		Load: loadConfig{Sessions: 200, Turns: 10, Workers: 50, Faults: faultPlan{FailRate: 0.05, Persistent: 0.25},
 			DisconnectRate: 0.05, Lease: 2 * time.Second, AttemptTimeout: loadAttemptTimeout, Seed: 1},
-		ColdRuns: 5, ColdInvokes: 50, ColdFunctions: functions, Arm64Sizes: true,
+		ColdRuns: 5, ColdInvokes: 50, ColdFunctions: functions, ReleaseBuilds: true, Arm64Sizes: true,
 	}
 }
 
@@ -143,8 +149,8 @@ func quickSettings() settings {
 		Concurrency: []int{1, 8}, TurnsFor: 300 * time.Millisecond, WritesFor: 300 * time.Millisecond,
 		Load: loadConfig{Sessions: 20, Turns: 5, Workers: 10, Faults: faultPlan{FailRate: 0.05, Persistent: 0.25},
 			DisconnectRate: 0.05, Lease: time.Second, AttemptTimeout: 2 * loadAttemptTimeout, Seed: 1},
-		// The turn bootstrap only: each build links the AWS SDK, which
-		// dominates the quick run's time on a cold build cache.
+		// The turn bootstrap only, of the test build the smoke test shares
+		// (prebuilt by make test, so the Go test compiles nothing).
 		ColdRuns: 1, ColdInvokes: 3, ColdFunctions: []string{"turn"},
 	}
 }
@@ -179,170 +185,248 @@ type report struct {
 
 // run parses args, measures and writes the table to stdout.
 func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) {
-	fs := flag.NewFlagSet("turnbench", flag.ContinueOnError)
-	fs.SetOutput(stdout)
-	quick := fs.Bool("quick", false, "short run with small sizes (the Go test's mode); figures are not comparable")
-	repo := fs.String("repo", "", "module root (node_modules/.bin/dynalite, functions/); default: found from the working directory")
-	rie := fs.String("rie", defaultRIE(), "aws-lambda-rie binary for the cold-start section (`make rie` installs it)")
-	cold := fs.Bool("coldstart", true, "build the bootstraps and measure them under aws-lambda-rie")
-	capacity := fs.Bool("capacity", false, "run only the capacity section: billed read and write units and requests of one turn at depths 1, 100 and 1,000 of a session")
-	only := fs.String("only", "", "run only these sections, comma-separated: durable (checkpoints, resume, stop, crash), wire (paced snapshots); or throughput, coldstart")
-	cpuProfile := fs.String("cpuprofile", "", "with -only throughput: CPU-profile each turn slice into `PREFIX`-c<sessions>-r<rep>-s<slice>.pprof")
-	if err := fs.Parse(args); err != nil {
+	o, err := parseArgs(args, stdout)
+	if err != nil {
 		return nil, err
 	}
-	if fs.NArg() != 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
 	set := fullSettings()
-	if *quick {
+	if o.quick {
 		set = quickSettings()
 	}
-	root := *repo
-	if root == "" {
-		wd, err := os.Getwd()
-		if err != nil {
-			return nil, err
-		}
-		if root, err = repoRoot(wd); err != nil {
-			return nil, err
-		}
-	}
-	rep := &report{Quick: *quick, Command: "go run ./cmd/turnbench " + strings.Join(args, " "), NativeArc: runtime.GOARCH}
+	rep := &report{Quick: o.quick, Command: "go run ./cmd/turnbench " + strings.Join(args, " "), NativeArc: runtime.GOARCH}
 	began := time.Now()
 	progress := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "turnbench: %6.1fs "+format+"\n", append([]any{time.Since(began).Seconds()}, a...)...)
 	}
-
-	endpoint := os.Getenv("DYNAMODB_ENDPOINT")
-	var dyn *dynaliteProc
-	if endpoint == "" {
-		var err error
-		if endpoint, dyn, err = startDynalite(root); err != nil {
-			return nil, err
-		}
-		defer dyn.stop()
-	}
-	t := newTap()
-	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1",
-		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == ""}, t.option)
+	b, err := startBench(ctx, o.root)
 	if err != nil {
 		return nil, err
 	}
-	table := randomName("turnbench_")
-	if err := dynamo.CreateTable(ctx, client, table); err != nil {
-		return nil, err
-	}
-	defer func() {
-		// ctx may be cancelled: the table is deleted with its own bound.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		_ = dynamo.DeleteTable(dctx, client, table) // best effort; a local server forgets it anyway
-	}()
-	cursorKey := []byte("turnbench-cursor-key-0123456789ab")
-	store := dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey})
-	prefix := randomName("b")
-	if *capacity {
-		raw, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1",
+	defer b.close(ctx)
+	if o.capacity {
+		raw, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: b.endpoint, Region: "us-east-1",
 			StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == ""})
 		if err != nil {
 			return nil, err
 		}
-		return runCapacity(ctx, rep, client, raw, table, cursorKey, progress, stdout)
+		return runCapacity(ctx, rep, b.client, raw, b.table, b.cursorKey, progress, stdout)
 	}
-	if tp, cs, ok := ownSections(*only); ok {
-		return runOwn(ctx, rep, set, root, *rie, endpoint, table, cursorKey, prefix, dyn, *cpuProfile, tp, cs, progress, stdout)
+	if tp, cs, ok := ownSections(o.only); ok {
+		return runOwn(ctx, rep, set, o.root, o.rie, b.endpoint, b.table, b.cursorKey, b.prefix, b.dyn, o.cpuProfile, tp, cs, progress, stdout)
 	}
-	if *only != "" {
-		return runOnly(ctx, rep, *only, endpoint, client, table, cursorKey, prefix, progress, stdout)
+	if o.only != "" {
+		return runOnly(ctx, rep, o.only, b.endpoint, b.client, b.table, b.cursorKey, b.prefix, progress, stdout)
 	}
 
-	fast, err := newWiring(store, handlerConfig{})
-	if err != nil {
+	// The sections, in order.
+	if err := handlerSections(ctx, b, rep, set, progress); err != nil {
 		return nil, err
+	}
+	if rep.Load, err = loadSection(ctx, b, set.Load, progress); err != nil {
+		return nil, err
+	}
+	if !o.quick { // -quick leaves them to TestDurableSections (-quick -only durable,wire)
+		if rep.Durable, err = durableAll(ctx, b.endpoint, b.client, b.table, b.cursorKey, b.prefix, false, nil, progress); err != nil {
+			return nil, err
+		}
+	}
+	if o.cold {
+		progress("bootstraps: build and cold starts under %s", o.rie)
+		rep.Sizes, rep.Cold, rep.ColdErr = coldSection(ctx, o.root, o.rie, b.endpoint, b.table, b.prefix, set)
+	} else {
+		rep.ColdErr = fmt.Errorf("%w: -coldstart=false", errSkipped)
+	}
+	progress("done")
+
+	rep.SelfHWM, _ = vmHWM(os.Getpid()) // 0 where /proc is missing; the table says so
+	if b.dyn != nil {
+		rep.DynHWM, _ = vmHWM(b.dyn.Pid())
+	}
+	rep.Calls, rep.Attempts = b.tap.calls.Load(), b.tap.attempts.Load()
+	rep.AttemptErrors, rep.Retries = b.tap.attemptErrors(), b.tap.retries.Load()
+	if err := writeTable(stdout, rep, set); err != nil {
+		return nil, fmt.Errorf("write the table: %w", err)
+	}
+	return rep, nil
+}
+
+// args are turnbench's flags.
+type args struct {
+	quick, cold, capacity bool
+	root, rie             string
+	only, cpuProfile      string
+}
+
+// parseArgs parses the command line; root is the module root (-repo, or
+// found from the working directory).
+func parseArgs(argv []string, stdout io.Writer) (args, error) {
+	fs := flag.NewFlagSet("turnbench", flag.ContinueOnError)
+	fs.SetOutput(stdout)
+	var a args
+	fs.BoolVar(&a.quick, "quick", false, "short run with small sizes (the Go test's mode); figures are not comparable")
+	fs.StringVar(&a.root, "repo", "", "module root (node_modules/.bin/dynalite, functions/); default: found from the working directory")
+	fs.StringVar(&a.rie, "rie", defaultRIE(), "aws-lambda-rie binary for the cold-start section (`make rie` installs it)")
+	fs.BoolVar(&a.cold, "coldstart", true, "build the bootstraps and measure them under aws-lambda-rie")
+	fs.BoolVar(&a.capacity, "capacity", false, "run only the capacity section: billed read and write units and requests of one turn at depths 1, 100 and 1,000 of a session")
+	fs.StringVar(&a.only, "only", "", "run only these sections, comma-separated: durable (checkpoints, resume, stop, crash), wire (paced snapshots); or throughput, coldstart")
+	fs.StringVar(&a.cpuProfile, "cpuprofile", "", "with -only throughput: CPU-profile each turn slice into `PREFIX`-c<sessions>-r<rep>-s<slice>.pprof")
+	if err := fs.Parse(argv); err != nil {
+		return a, err
+	}
+	if fs.NArg() != 0 {
+		return a, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if a.root == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return a, err
+		}
+		if a.root, err = repoRoot(wd); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+// bench is what every section runs on: a DynamoDB API server, a table on
+// it, the tapped client and a store on it, and the run's session id
+// prefix.
+type bench struct {
+	endpoint  string
+	dyn       *dynalite.Server // nil when DYNAMODB_ENDPOINT named the server
+	tap       *tap
+	client    benchClient
+	table     string
+	cursorKey []byte
+	store     chat.Store
+	prefix    string
+}
+
+// benchClient is a DynamoDB client for the store and for the table's
+// creation and deletion (dynamo.NewClient's).
+type benchClient interface {
+	dynamo.Client
+	dynamo.TableClient
+}
+
+// startBench starts dynalite from root's node_modules (unless
+// DYNAMODB_ENDPOINT names a server) and creates the run's table.
+func startBench(ctx context.Context, root string) (*bench, error) {
+	b := &bench{endpoint: os.Getenv("DYNAMODB_ENDPOINT"), tap: newTap(),
+		cursorKey: []byte("turnbench-cursor-key-0123456789ab"), prefix: randomName("b")}
+	if b.endpoint == "" {
+		var err error
+		if b.dyn, err = dynalite.Start(root); err != nil {
+			return nil, err
+		}
+		b.endpoint = b.dyn.Endpoint()
+	}
+	client, err := b.newClient(ctx, 0, nil)
+	if err != nil {
+		b.close(ctx)
+		return nil, err
+	}
+	b.client = client
+	table := randomName("turnbench_")
+	if err := dynamo.CreateTable(ctx, client, table); err != nil {
+		b.close(ctx)
+		return nil, err
+	}
+	b.table = table
+	b.store = dynamo.New(client, dynamo.Options{Table: table, CursorKey: b.cursorKey})
+	return b, nil
+}
+
+// newClient returns a tapped client of the run's server, with its own
+// attempt timeout and transport when they are set.
+func (b *bench) newClient(ctx context.Context, attemptTimeout time.Duration, transport http.RoundTripper) (benchClient, error) {
+	return dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: b.endpoint, Region: "us-east-1",
+		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == "", AttemptTimeout: attemptTimeout, Transport: transport}, b.tap.option)
+}
+
+// close deletes the table (best effort: a local server forgets it
+// anyway) and stops dynalite.
+func (b *bench) close(ctx context.Context) {
+	if b.table != "" {
+		// ctx may be cancelled: the table is deleted with its own bound.
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		_ = dynamo.DeleteTable(dctx, b.client, b.table)
+		cancel()
+	}
+	if b.dyn != nil {
+		b.dyn.Stop()
+	}
+}
+
+// handlerSections measures the dev server's handler: request budgets,
+// time to first snapshot, bytes on the wire, history pages at depth and
+// throughput against the server's conditional writes.
+func handlerSections(ctx context.Context, b *bench, rep *report, set settings, progress func(string, ...any)) error {
+	fast, err := newWiring(b.store, handlerConfig{})
+	if err != nil {
+		return err
 	}
 	defer fast.close()
 	hc := newHTTPClient(8, nil)
 	defer hc.CloseIdleConnections()
 
 	progress("request budgets")
-	if rep.Budgets, err = measureBudgets(ctx, fast, hc, prefix, set.BudgetSessions); err != nil {
-		return nil, err
+	if rep.Budgets, err = measureBudgets(ctx, fast, hc, b.prefix, set.BudgetSessions); err != nil {
+		return err
 	}
 	progress("time to first snapshot")
-	if rep.TTFS, rep.Claim, err = firstSnapshot(ctx, fast, store, prefix, set.TTFSRequests); err != nil {
-		return nil, err
+	if rep.TTFS, rep.Claim, err = firstSnapshot(ctx, fast, b.store, b.prefix, set.TTFSRequests); err != nil {
+		return err
 	}
 	progress("bytes on the wire")
 	// 8 runes every 2 ms: a 1,206-character answer streams in about 300 ms.
-	slow, err := newWiring(store, handlerConfig{EchoDelay: 2 * time.Millisecond, EchoChunk: 8})
+	slow, err := newWiring(b.store, handlerConfig{EchoDelay: 2 * time.Millisecond, EchoChunk: 8})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer slow.close()
 	rep.Wire = map[string]*wireResult{}
 	for _, scope := range []string{"session", "turn"} {
-		if rep.Wire[scope], err = wireBytes(ctx, slow, store, prefix, set.WireSessions, scope == "turn"); err != nil {
-			return nil, err
+		if rep.Wire[scope], err = wireBytes(ctx, slow, b.store, b.prefix, set.WireSessions, scope == "turn"); err != nil {
+			return err
 		}
 	}
 	progress("history pages at depth %d and %d", set.Depths[0], set.Depths[1])
 	rep.Depth = map[int]*pageResult{}
 	for _, d := range set.Depths {
-		if rep.Depth[d], err = historyDepth(ctx, fast, store, prefix, d, set.Pages); err != nil {
-			return nil, err
+		if rep.Depth[d], err = historyDepth(ctx, fast, b.store, b.prefix, d, set.Pages); err != nil {
+			return err
 		}
 	}
 	rep.Turns, rep.Writes = map[int]*throughputResult{}, map[int]float64{}
 	for _, conc := range set.Concurrency {
 		progress("throughput at %d concurrent sessions", conc)
-		if rep.Writes[conc], err = conditionalWrites(ctx, client, table, prefix, conc, set.WritesFor); err != nil {
-			return nil, err
+		if rep.Writes[conc], err = conditionalWrites(ctx, b.client, b.table, b.prefix, conc, set.WritesFor); err != nil {
+			return err
 		}
-		rep.Turns[conc] = turnsPerSecond(ctx, fast, prefix, conc, set.TurnsFor)
+		rep.Turns[conc] = turnsPerSecond(ctx, fast, b.prefix, conc, set.TurnsFor)
 	}
+	return nil
+}
 
+// loadSection runs the load run on its own DynamoDB client, whose
+// transport injects the faults below the SDK's retryer, with a short
+// attempt timeout that cuts hung attempts.
+func loadSection(ctx context.Context, b *bench, lc loadConfig, progress func(string, ...any)) (*loadReport, error) {
 	progress("load run: %d sessions x %d turns, %.0f%% of DynamoDB calls faulty (%.0f%% of those on every attempt) and aimed faults, %.0f%% disconnects",
-		set.Load.Sessions, set.Load.Turns, 100*set.Load.Faults.FailRate, 100*set.Load.Faults.Persistent, 100*set.Load.DisconnectRate)
-	// The load run's own client: its transport injects the faults, below
-	// the SDK's retryer, and a short attempt timeout cuts hung attempts.
-	lt, inj := newLoadTransport(set.Load.Workers, set.Load.Seed)
-	lclient, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1",
-		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == "", AttemptTimeout: set.Load.AttemptTimeout, Transport: lt}, t.option)
+		lc.Sessions, lc.Turns, 100*lc.Faults.FailRate, 100*lc.Faults.Persistent, 100*lc.DisconnectRate)
+	lt, inj := newLoadTransport(lc.Workers, lc.Seed)
+	lclient, err := b.newClient(ctx, lc.AttemptTimeout, lt)
 	if err != nil {
 		return nil, err
 	}
-	lstore := dynamo.New(lclient, dynamo.Options{Table: table, CursorKey: cursorKey})
-	lw, err := newWiring(lstore, handlerConfig{EchoDelay: time.Millisecond, EchoChunk: 4, LeaseDuration: set.Load.Lease})
+	lstore := dynamo.New(lclient, dynamo.Options{Table: b.table, CursorKey: b.cursorKey})
+	lw, err := newWiring(lstore, handlerConfig{EchoDelay: time.Millisecond, EchoChunk: 4, LeaseDuration: lc.Lease})
 	if err != nil {
 		return nil, err
 	}
 	defer lw.close()
-	rep.Load = runLoad(ctx, lw, inj, prefix, set.Load)
-
-	if !*quick { // -quick leaves them to TestDurableSections (-quick -only durable,wire)
-		if rep.Durable, err = durableAll(ctx, endpoint, client, table, cursorKey, prefix, false, nil, progress); err != nil {
-			return nil, err
-		}
-	}
-	if *cold {
-		progress("bootstraps: build and cold starts under %s", *rie)
-		rep.Sizes, rep.Cold, rep.ColdErr = coldSection(ctx, root, *rie, endpoint, table, prefix, set)
-	} else {
-		rep.ColdErr = fmt.Errorf("%w: -coldstart=false", errSkipped)
-	}
-
-	progress("done")
-	rep.SelfHWM, _ = vmHWM(os.Getpid()) // 0 where /proc is missing; the table says so
-	if dyn != nil {
-		rep.DynHWM, _ = vmHWM(dyn.pid())
-	}
-	rep.Calls, rep.Attempts = t.calls.Load(), t.attempts.Load()
-	rep.AttemptErrors, rep.Retries = t.attemptErrors(), t.retries.Load()
-	if err := writeTable(stdout, rep, set); err != nil {
-		return nil, fmt.Errorf("write the table: %w", err)
-	}
-	return rep, nil
+	return runLoad(ctx, lw, inj, b.prefix, lc), nil
 }
 
 // coldSection builds the bootstraps (linux/arm64 for the release sizes,
@@ -354,21 +438,33 @@ func coldSection(ctx context.Context, root, rie, endpoint, table, prefix string,
 		return nil, nil, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
+	names := append([]string{baseline}, set.ColdFunctions...)
 	sizes := map[string]map[string]int64{}
 	var native map[string]string
+	if !set.ReleaseBuilds {
+		// The test build the smoke test shares (prebuilt by make test).
+		if native, err = lambdabin.Bootstraps(ctx, root, dir, names...); err != nil {
+			return nil, nil, err
+		}
+		if sizes[runtime.GOARCH], err = sizesOf(native); err != nil {
+			return nil, nil, err
+		}
+	}
 	archs := []string{runtime.GOARCH}
 	if set.Arm64Sizes {
 		archs = append(archs, "arm64")
 	}
 	for _, arch := range archs {
-		if sizes[arch] != nil {
+		if !set.ReleaseBuilds || sizes[arch] != nil {
 			continue
 		}
-		paths, sz, err := buildBootstraps(ctx, root, dir, "linux", arch, set.ColdFunctions)
+		paths, err := lambdabin.Build(ctx, root, filepath.Join(dir, arch), lambdabin.Options{Release: true, GOOS: "linux", GOARCH: arch}, names...)
 		if err != nil {
 			return nil, nil, err
 		}
-		sizes[arch] = sz
+		if sizes[arch], err = sizesOf(paths); err != nil {
+			return nil, nil, err
+		}
 		if arch == runtime.GOARCH {
 			native = paths
 		}
@@ -392,16 +488,25 @@ func coldSection(ctx context.Context, root, rie, endpoint, table, prefix string,
 	return sizes, cold, err
 }
 
-// defaultRIE is the Makefile's RIE_DIR install path of aws-lambda-rie.
-func defaultRIE() string {
-	dir := os.Getenv("TURNSTREAM_RIE_DIR")
-	if dir == "" {
-		cache := os.Getenv("XDG_CACHE_HOME")
-		if cache == "" {
-			home, _ := os.UserHomeDir()
-			cache = filepath.Join(home, ".cache")
+// sizesOf returns the size of each file of paths, by name.
+func sizesOf(paths map[string]string) (map[string]int64, error) {
+	sizes := map[string]int64{}
+	for name, p := range paths {
+		st, err := os.Stat(p)
+		if err != nil {
+			return nil, err
 		}
-		dir = filepath.Join(cache, "turnstream", "aws-lambda-rie-v0.0.0-20261030222936-bef5c4ba774d")
+		sizes[name] = st.Size()
 	}
-	return filepath.Join(dir, "aws-lambda-rie")
+	return sizes, nil
+}
+
+// defaultRIE is the Makefile's RIE_DIR install path of aws-lambda-rie
+// (lambdabin.RIEPath).
+func defaultRIE() string {
+	p, err := lambdabin.RIEPath()
+	if err != nil {
+		return "aws-lambda-rie" // no home directory: the flag must say
+	}
+	return p
 }

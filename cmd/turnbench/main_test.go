@@ -24,17 +24,17 @@ func TestMain(m *testing.M) {
 // page is one Query at any depth, turn scope snapshots are smaller than
 // session scope ones, and the load run lost, duplicated or misreported
 // nothing while failures were really injected; and the turn bootstrap
-// and the minimal baseline start under the emulator. With -short the
-// cold-start section (two builds, which link the AWS SDK, and the
-// emulator) is left out.
+// and the minimal baseline start under the emulator (the test build of
+// internal/lambdabin: prebuilt by make test, else built here once). With
+// -short the cold-start section is left out.
 func TestQuickRun(t *testing.T) {
 	t.Setenv("DYNAMODB_ENDPOINT", dynalite.Endpoint(t)) // run uses it instead of starting its own
 	args := []string{"-quick"}
 	if testing.Short() {
 		args = append(args, "-coldstart=false")
 	}
-	// No deadline of its own: a slow machine (a cold build cache for the
-	// bootstraps) must not fail the test; go test's -timeout bounds it.
+	// No deadline of its own: a slow machine must not fail the test; go
+	// test's -timeout bounds it.
 	var out bytes.Buffer
 	rep, err := run(t.Context(), args, &out)
 	if err != nil {

@@ -12,15 +12,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
+	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 )
 
 // benchPrincipal is the dev-mode principal of benchSubject.
@@ -155,7 +152,7 @@ func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d t
 // calls on its own item for d (the shape of every turnstream write: SET
 // with a compare-and-set condition on a revision), and returns the
 // successful writes per second: the server's ceiling for turn writes.
-func conditionalWrites(ctx context.Context, client *dynamodb.Client, table, prefix string, conc int, d time.Duration) (float64, error) {
+func conditionalWrites(ctx context.Context, client dynamo.Client, table, prefix string, conc int, d time.Duration) (float64, error) {
 	var done atomic.Int64
 	errs := make(chan error, conc)
 	start := time.Now()
@@ -163,23 +160,9 @@ func conditionalWrites(ctx context.Context, client *dynamodb.Client, table, pref
 	var wg sync.WaitGroup
 	for wk := range conc {
 		wg.Go(func() {
-			key := map[string]types.AttributeValue{
-				dynamo.AttrPK: &types.AttributeValueMemberS{Value: fmt.Sprintf("BENCH#%s-%d-%d", prefix, conc, wk)},
-				dynamo.AttrSK: &types.AttributeValueMemberS{Value: "CAS"},
-			}
-			for rev := 0; time.Now().Before(deadline); rev++ {
-				in := &dynamodb.UpdateItemInput{
-					TableName:                aws.String(table),
-					Key:                      key,
-					UpdateExpression:         aws.String("SET #r = :n"),
-					ConditionExpression:      aws.String("attribute_not_exists(#r) OR #r = :p"),
-					ExpressionAttributeNames: map[string]string{"#r": "rev"},
-					ExpressionAttributeValues: map[string]types.AttributeValue{
-						":n": &types.AttributeValueMemberN{Value: fmt.Sprint(rev + 1)},
-						":p": &types.AttributeValueMemberN{Value: fmt.Sprint(rev)},
-					},
-				}
-				if err := casWrite(ctx, client, in, rev+1); err != nil { // a retried write that applied is not a failure
+			pk := fmt.Sprintf("BENCH#%s-%d-%d", prefix, conc, wk)
+			for rev := int64(0); time.Now().Before(deadline); rev++ {
+				if err := dynamobench.CompareAndSetOwned(ctx, client, table, pk, rev); err != nil { // a retried write that applied is not a failure
 					errs <- fmt.Errorf("conditional write: %w", err)
 					return
 				}

@@ -6,57 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/auth"
-	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/protocol"
-	"github.com/turnstream/turnstream/pkg/sessionapi"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
-
-// newTurnWiring is newWiring with the turn handler's options as the
-// caller sets them (echo pace, checkpoints, pacing, lease): set receives
-// options already holding the store, the authenticator, the definition
-// and a quiet logger.
-func newTurnWiring(store chat.Store, set func(*turn.Options)) (*wiring, error) {
-	authn, err := auth.New(context.Background(), config.AuthConfig{Mode: config.AuthDev, TrustedSubject: "host"},
-		auth.WithLookupEnv(func(string) (string, bool) { return "", false }))
-	if err != nil {
-		return nil, fmt.Errorf("authenticator: %w", err)
-	}
-	quiet := slog.New(slog.DiscardHandler)
-	opts := turn.Options{
-		Store: store, Authenticator: authn, Logger: quiet,
-		Definition: turn.Definition{ID: "assistant", Revision: 1},
-	}
-	set(&opts)
-	th, err := turn.NewHandler(opts)
-	if err != nil {
-		return nil, fmt.Errorf("turn handler: %w", err)
-	}
-	hh, err := sessionapi.NewHistoryHandler(sessionapi.Options{Store: store, Authenticator: authn, Logger: quiet})
-	if err != nil {
-		return nil, fmt.Errorf("history handler: %w", err)
-	}
-	w := &wiring{idle: make(chan struct{}, 1)}
-	mux := http.NewServeMux()
-	mount(mux, "/turn/", th)
-	mount(mux, "/history/", hh)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	w.base = "http://" + ln.Addr().String()
-	w.srv = &http.Server{Handler: w.traced(mux), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = w.srv.Serve(ln) }() // ends with Close
-	return w, nil
-}
 
 // line is one NDJSON line a client received.
 type line struct {

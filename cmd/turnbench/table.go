@@ -12,9 +12,40 @@ import (
 
 // writeTable renders rep as one markdown table: figure, measured value,
 // the baseline measured in the same run (or the budget it is held to), and
-// the measured value relative to that baseline.
+// the measured value relative to that baseline; then the DynamoDB call
+// counts and the load run's problems.
 func writeTable(w io.Writer, rep *report, set settings) error {
-	rows := [][4]string{}
+	var rows [][4]string
+	rows = append(rows, handlerRows(rep, set)...)
+	rows = append(rows, bootstrapRows(rep, set)...)
+	rows = append(rows, loadRows(rep.Load, set.Load)...)
+	rows = append(rows, durableRows(rep.Durable)...)
+	l := rep.Load
+	ew := &errWriter{w: w}
+	ew.printf("| figure | measured | baseline (same run) | measured vs baseline |\n| --- | --- | --- | --- |\n")
+	for _, r := range rows {
+		ew.printf("| %s | %s | %s | %s |\n", cell(r[0]), cell(r[1]), cell(r[2]), cell(r[3]))
+	}
+	ew.printf("\nDynamoDB: %d API calls, %d HTTP attempts (retries: %d).\n", rep.Calls, rep.Attempts, rep.Retries)
+	for _, k := range slices.Sorted(maps.Keys(rep.AttemptErrors)) {
+		ew.printf("failed DynamoDB attempts (%d): %s\n", rep.AttemptErrors[k], k)
+	}
+	for _, p := range l.Problems {
+		ew.printf("load problem: %s\n", p)
+	}
+	for _, n := range l.Notes {
+		ew.printf("load note: %s\n", n)
+	}
+	if rep.ColdErr != nil && !errors.Is(rep.ColdErr, errSkipped) {
+		ew.printf("cold start error: %v\n", rep.ColdErr)
+	}
+	return ew.err
+}
+
+// handlerRows are the rows of the handler sections: request budgets,
+// throughput, time to first snapshot, wire bytes, history depth.
+func handlerRows(rep *report, set settings) [][4]string {
+	var rows [][4]string
 	add := func(figure, measured, baseline, vs string) {
 		rows = append(rows, [4]string{figure, measured, baseline, vs})
 	}
@@ -65,8 +96,22 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 		fmt.Sprintf("depth %d: %s / %s, %d Query", set.Depths[0], ms(d0.Latency.P50), ms(d0.Latency.P99), d0.MaxQueries),
 		fmt.Sprintf("%.2fx p50", float64(d1.Latency.P50)/float64(d0.Latency.P50)))
 
+	return rows
+}
+
+// bootstrapRows are the cold-start, size and peak memory rows of the
+// bootstraps, and turnbench's own peak memory.
+func bootstrapRows(rep *report, set settings) [][4]string {
+	var rows [][4]string
+	add := func(figure, measured, baseline, vs string) {
+		rows = append(rows, [4]string{figure, measured, baseline, vs})
+	}
 	native := rep.NativeArc
 	base := rep.Cold[baseline]
+	build := `-tags lambda.norpc -trimpath -ldflags "-s -w"`
+	if !set.ReleaseBuilds {
+		build = "the test build, internal/lambdabin"
+	}
 	size := func(name string) string {
 		var sizes []string
 		if s := rep.Sizes["arm64"][name]; s > 0 {
@@ -106,7 +151,7 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 		} else if a, b := rep.Sizes[native][fn], rep.Sizes[native][baseline]; a > 0 && b > 0 {
 			ratio = fmt.Sprintf("%.1fx (%s)", float64(a)/float64(b), native)
 		}
-		add(fmt.Sprintf("%s bootstrap: binary size (-tags lambda.norpc -trimpath -ldflags \"-s -w\")", fn),
+		add(fmt.Sprintf("%s bootstrap: binary size (%s)", fn, build),
 			size(fn), "minimal bootstrap: "+size(baseline), ratio)
 	}
 	for _, fn := range functions {
@@ -126,7 +171,15 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 	add("turnbench process peak RSS (VmHWM): all three handlers in process, clients, load run",
 		fmt.Sprintf("%.1f MiB", float64(rep.SelfHWM)/1024), "dynalite process: "+dyn, "-")
 
-	l, lc := rep.Load, set.Load
+	return rows
+}
+
+// loadRows are the load run's rows.
+func loadRows(l *loadReport, lc loadConfig) [][4]string {
+	var rows [][4]string
+	add := func(figure, measured, baseline, vs string) {
+		rows = append(rows, [4]string{figure, measured, baseline, vs})
+	}
 	add(fmt.Sprintf("load run: %d sessions x %d turns, %.0f%% of DynamoDB calls faulty at the HTTP transport (lost answer, 500 after apply, 500 before apply, hung; on every attempt for %.0f%% of them; attempt timeout %s) plus %d aimed cases, %.0f%% of streams cut",
 		lc.Sessions, lc.Turns, 100*lc.Faults.FailRate, 100*lc.Faults.Persistent, lc.AttemptTimeout, len(aims), 100*lc.DisconnectRate),
 		fmt.Sprintf("%d turns attempted, %d requests, %d acknowledged, %d disconnects, %d client retries (409 busy, 500), %d replays; %d aimed",
@@ -149,28 +202,7 @@ func writeTable(w io.Writer, rep *report, set settings) error {
 		fmt.Sprintf("emitted while a later claim was in flight (ambiguous) %d; emitted before it, received after %d; within the expiry of a renewal that reached DynamoDB unanswered (the store may have resolved it applied) %d", l.Ambiguous, l.InFlight, l.AfterUnknownRenewal),
 		"-")
 
-	for _, r := range durableRows(rep.Durable) {
-		add(r[0], r[1], r[2], r[3])
-	}
-	ew := &errWriter{w: w}
-	ew.printf("| figure | measured | baseline (same run) | measured vs baseline |\n| --- | --- | --- | --- |\n")
-	for _, r := range rows {
-		ew.printf("| %s | %s | %s | %s |\n", cell(r[0]), cell(r[1]), cell(r[2]), cell(r[3]))
-	}
-	ew.printf("\nDynamoDB: %d API calls, %d HTTP attempts (retries: %d).\n", rep.Calls, rep.Attempts, rep.Retries)
-	for _, k := range slices.Sorted(maps.Keys(rep.AttemptErrors)) {
-		ew.printf("failed DynamoDB attempts (%d): %s\n", rep.AttemptErrors[k], k)
-	}
-	for _, p := range l.Problems {
-		ew.printf("load problem: %s\n", p)
-	}
-	for _, n := range l.Notes {
-		ew.printf("load note: %s\n", n)
-	}
-	if rep.ColdErr != nil && !errors.Is(rep.ColdErr, errSkipped) {
-		ew.printf("cold start error: %v\n", rep.ColdErr)
-	}
-	return ew.err
+	return rows
 }
 
 // errWriter keeps the first write error and skips writes after it.

@@ -16,12 +16,15 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
+	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 )
 
 // The throughput section (-only throughput) measures turns/s against the
@@ -220,7 +223,7 @@ func (m *callMeter) option(o *dynamodb.Options) {
 				}
 				kind := "bare"
 				if _, isBare := ctx.Value(bareKey{}).(bool); !isBare {
-					_, kind, _, _ = kindOf(in.Parameters)
+					_, kind, _, _ = kindOf(dynamobench.Describe(awsmiddleware.GetOperationName(ctx), in.Parameters))
 				}
 				m.mu.Lock()
 				if m.calls != nil {
@@ -669,7 +672,7 @@ func ownSections(only string) (throughput, cold, ok bool) {
 
 // runOwn is run with -only throughput and/or coldstart: those sections
 // alone, in their own table.
-func runOwn(ctx context.Context, rep *report, set settings, root, rie, endpoint, table string, cursorKey []byte, prefix string, dyn *dynaliteProc, profile string, throughput, cold bool, progress func(string, ...any), stdout io.Writer) (*report, error) {
+func runOwn(ctx context.Context, rep *report, set settings, root, rie, endpoint, table string, cursorKey []byte, prefix string, dyn *dynalite.Server, profile string, throughput, cold bool, progress func(string, ...any), stdout io.Writer) (*report, error) {
 	rep.Load = &loadReport{} // not run: nothing to verify
 	var rows [][4]string
 	if throughput {
@@ -679,7 +682,7 @@ func runOwn(ctx context.Context, rep *report, set settings, root, rie, endpoint,
 		}
 		pid := 0
 		if dyn != nil {
-			pid = dyn.pid()
+			pid = dyn.Pid()
 		}
 		levels, sh, err := throughputSection(ctx, endpoint, table, cursorKey, prefix, pid, ts, profile, progress)
 		if err != nil {

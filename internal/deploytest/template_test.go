@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/awslabs/goformation/v7"
 	"github.com/awslabs/goformation/v7/cloudformation"
 	"github.com/awslabs/goformation/v7/cloudformation/serverless"
@@ -85,10 +84,10 @@ func TestTemplate(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if aws.ToString(fn.Runtime) != "provided.al2023" || !slices.Equal(fn.Architectures, []string{"arm64"}) ||
-						aws.ToString(fn.Handler) != "bootstrap" || fn.CodeUri == nil || aws.ToString(fn.CodeUri.String) != "." {
+					if deref(fn.Runtime) != "provided.al2023" || !slices.Equal(fn.Architectures, []string{"arm64"}) ||
+						deref(fn.Handler) != "bootstrap" || fn.CodeUri == nil || deref(fn.CodeUri.String) != "." {
 						t.Errorf("runtime %v, architectures %v, handler %v, code %v; want provided.al2023, [arm64], bootstrap, .",
-							aws.ToString(fn.Runtime), fn.Architectures, aws.ToString(fn.Handler), fn.CodeUri)
+							deref(fn.Runtime), fn.Architectures, deref(fn.Handler), fn.CodeUri)
 					}
 					if got := fn.AWSCloudFormationMetadata["BuildMethod"]; got != "makefile" {
 						t.Errorf("Metadata.BuildMethod = %v, want makefile (make build-%s)", got, fname)
@@ -101,9 +100,9 @@ func TestTemplate(t *testing.T) {
 					if url == nil {
 						t.Fatal("no FunctionUrlConfig")
 					}
-					if url.AuthType != wantAuth || aws.ToString(url.InvokeMode) != want.invokeMode || url.Cors == nil {
+					if url.AuthType != wantAuth || deref(url.InvokeMode) != want.invokeMode || url.Cors == nil {
 						t.Errorf("function URL AuthType %s, InvokeMode %s, CORS %v; want %s, %s and CORS",
-							url.AuthType, aws.ToString(url.InvokeMode), url.Cors != nil, wantAuth, want.invokeMode)
+							url.AuthType, deref(url.InvokeMode), url.Cors != nil, wantAuth, want.invokeMode)
 					}
 
 					env := d.environment(fname)
@@ -615,7 +614,7 @@ func checkPublicPermissions(t *testing.T, d *deployment, fname string, jwt bool)
 			continue
 		}
 		switch {
-		case p.Action == "lambda:InvokeFunctionUrl" && p.Principal == "*" && aws.ToString(p.FunctionUrlAuthType) == "NONE":
+		case p.Action == "lambda:InvokeFunctionUrl" && p.Principal == "*" && deref(p.FunctionUrlAuthType) == "NONE":
 			urlPerm = true
 		case p.Action == "lambda:InvokeFunction" && p.Principal == "*" && d.invokedViaURL[name] == true:
 			invokePerm = true
@@ -641,15 +640,15 @@ func checkTable(t *testing.T, d *deployment, protect bool) {
 		t.Fatal(err)
 	}
 	want := dynamo.CreateTableInput("x")
-	if aws.ToString(tbl.BillingMode) != string(want.BillingMode) {
-		t.Errorf("BillingMode %v, want %s", aws.ToString(tbl.BillingMode), want.BillingMode)
+	if deref(tbl.BillingMode) != string(want.BillingMode) {
+		t.Errorf("BillingMode %v, want %s", deref(tbl.BillingMode), want.BillingMode)
 	}
 	var gotAttrs, wantAttrs []string
 	for _, a := range tbl.AttributeDefinitions {
 		gotAttrs = append(gotAttrs, a.AttributeName+":"+a.AttributeType)
 	}
 	for _, a := range want.AttributeDefinitions {
-		wantAttrs = append(wantAttrs, aws.ToString(a.AttributeName)+":"+string(a.AttributeType))
+		wantAttrs = append(wantAttrs, deref(a.AttributeName)+":"+string(a.AttributeType))
 	}
 	slices.Sort(gotAttrs)
 	slices.Sort(wantAttrs)
@@ -661,23 +660,23 @@ func checkTable(t *testing.T, d *deployment, protect bool) {
 		gotKeys = append(gotKeys, k.AttributeName+":"+k.KeyType)
 	}
 	for _, k := range want.KeySchema {
-		wantKeys = append(wantKeys, aws.ToString(k.AttributeName)+":"+string(k.KeyType))
+		wantKeys = append(wantKeys, deref(k.AttributeName)+":"+string(k.KeyType))
 	}
 	if !slices.Equal(gotKeys, wantKeys) {
 		t.Errorf("key schema %v, want %v", gotKeys, wantKeys)
 	}
 	var gotIdx, wantIdx []string
 	for _, i := range tbl.LocalSecondaryIndexes {
-		s := i.IndexName + "=" + aws.ToString(i.Projection.ProjectionType) + strings.Join(i.Projection.NonKeyAttributes, "+")
+		s := i.IndexName + "=" + deref(i.Projection.ProjectionType) + strings.Join(i.Projection.NonKeyAttributes, "+")
 		for _, k := range i.KeySchema {
 			s += "," + k.AttributeName + ":" + k.KeyType
 		}
 		gotIdx = append(gotIdx, s)
 	}
 	for _, i := range want.LocalSecondaryIndexes {
-		s := aws.ToString(i.IndexName) + "=" + string(i.Projection.ProjectionType) + strings.Join(i.Projection.NonKeyAttributes, "+")
+		s := deref(i.IndexName) + "=" + string(i.Projection.ProjectionType) + strings.Join(i.Projection.NonKeyAttributes, "+")
 		for _, k := range i.KeySchema {
-			s += "," + aws.ToString(k.AttributeName) + ":" + string(k.KeyType)
+			s += "," + deref(k.AttributeName) + ":" + string(k.KeyType)
 		}
 		wantIdx = append(wantIdx, s)
 	}
@@ -689,13 +688,13 @@ func checkTable(t *testing.T, d *deployment, protect bool) {
 	if len(tbl.GlobalSecondaryIndexes) != len(want.GlobalSecondaryIndexes) {
 		t.Errorf("%d global secondary indexes, want %d", len(tbl.GlobalSecondaryIndexes), len(want.GlobalSecondaryIndexes))
 	}
-	if ttl := tbl.TimeToLiveSpecification; ttl == nil || aws.ToString(ttl.AttributeName) != dynamo.AttrPurgeAt || !ttl.Enabled {
+	if ttl := tbl.TimeToLiveSpecification; ttl == nil || deref(ttl.AttributeName) != dynamo.AttrPurgeAt || !ttl.Enabled {
 		t.Errorf("TTL %+v, want enabled on %s", ttl, dynamo.AttrPurgeAt)
 	}
-	if p := tbl.PointInTimeRecoverySpecification; p == nil || !aws.ToBool(p.PointInTimeRecoveryEnabled) {
+	if p := tbl.PointInTimeRecoverySpecification; p == nil || !derefBool(p.PointInTimeRecoveryEnabled) {
 		t.Errorf("point-in-time recovery %+v, want enabled", p)
 	}
-	if got := aws.ToBool(tbl.DeletionProtectionEnabled); got != protect {
+	if got := derefBool(tbl.DeletionProtectionEnabled); got != protect {
 		t.Errorf("DeletionProtectionEnabled %v, want %v", got, protect)
 	}
 	if tbl.AWSCloudFormationDeletionPolicy != "Retain" {
@@ -727,3 +726,13 @@ func repoRoot(t *testing.T) string {
 		dir = parent
 	}
 }
+
+// deref and derefBool are what p points to, or the zero value.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func derefBool(p *bool) bool { return p != nil && *p }

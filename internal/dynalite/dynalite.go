@@ -1,7 +1,8 @@
 // Package dynalite gives tests a DynamoDB API server: the one named by
 // DYNAMODB_ENDPOINT (DynamoDB Local or real AWS), or else the pinned
 // dynalite (package.json) started from node_modules on a free loopback
-// port, once per test binary.
+// port, once per test binary. Start starts one for any other program
+// (cmd/turnbench).
 //
 // Test packages that use it call Main from TestMain so the server stops
 // when the tests end; on Linux the server is also killed (parent-death
@@ -43,9 +44,8 @@ const startTimeout = 15 * time.Second
 
 var (
 	once     sync.Once
-	mu       sync.Mutex // guards proc and procDone
-	proc     *exec.Cmd
-	procDone chan struct{} // closed when proc has exited and been reaped
+	mu       sync.Mutex // guards server
+	server   *Server    // started by Endpoint, nil when none runs
 	endpoint string
 	startErr error
 	missing  string // a setup problem that skips (or fails on CI)
@@ -64,12 +64,11 @@ func Main(m *testing.M) {
 func Stop() {
 	mu.Lock()
 	defer mu.Unlock()
-	if proc == nil || proc.Process == nil {
+	if server == nil {
 		return
 	}
-	killGroup(proc)
-	<-procDone
-	proc = nil
+	server.Stop()
+	server = nil
 }
 
 // Endpoint returns the base URL of the DynamoDB API server for tests:
@@ -174,14 +173,51 @@ func start() {
 		startErr = err
 		return
 	}
-	bin := filepath.Join(root, "node_modules", ".bin", "dynalite")
-	if missing = checkInstalled(bin, root, exec.LookPath); missing != "" {
+	s, err := Start(root)
+	var ni *NotInstalledError
+	switch {
+	case errors.As(err, &ni):
+		missing = ni.Missing
 		return
-	}
-	port, err := freePort()
-	if err != nil {
+	case err != nil:
 		startErr = err
 		return
+	}
+	mu.Lock()
+	server = s
+	mu.Unlock()
+	endpoint = s.Endpoint()
+}
+
+// Server is a dynalite process started by Start.
+type Server struct {
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when the process has exited and been reaped
+	endpoint string
+	stopOnce sync.Once
+}
+
+// NotInstalledError is Start's error when dynalite or Node is missing;
+// Missing says what to install.
+type NotInstalledError struct{ Missing string }
+
+func (e *NotInstalledError) Error() string { return "dynalite: " + e.Missing }
+
+// Start starts root/node_modules/.bin/dynalite (the pinned package.json
+// version; never through npx, whose death leaves node running) in memory
+// on a free loopback port, in its own process group (on Linux also killed
+// when this process dies), and waits up to 15 s until it answers HTTP.
+// It returns a *NotInstalledError when dynalite or Node is missing, and
+// an error naming dynalite's first stderr bytes when it does not start.
+// The caller stops the server with Stop.
+func Start(root string) (*Server, error) {
+	bin := filepath.Join(root, "node_modules", ".bin", "dynalite")
+	if m := checkInstalled(bin, root, exec.LookPath); m != "" {
+		return nil, &NotInstalledError{Missing: m}
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
 	}
 	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", port,
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
@@ -191,24 +227,37 @@ func start() {
 	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
-		startErr = fmt.Errorf("start %s: %w", bin, err)
-		return
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	done := make(chan struct{})
+	s := &Server{cmd: cmd, done: make(chan struct{}), endpoint: "http://127.0.0.1:" + port}
 	go func() {
 		_ = cmd.Wait() // exit status after a kill carries no information
-		close(done)
+		close(s.done)
 	}()
-	mu.Lock()
-	proc, procDone = cmd, done
-	mu.Unlock()
-	endpoint = "http://127.0.0.1:" + port
-	if err := waitReady(endpoint, done); err != nil {
-		Stop()
-		startErr = fmt.Errorf("%w (stderr: %q)", err, stderr.String())
+	if err := waitReady(s.endpoint, s.done); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("%w (stderr: %q)", err, stderr.String())
 	}
+	return s, nil
 }
 
+// Endpoint is the server's base URL (http://127.0.0.1:port).
+func (s *Server) Endpoint() string { return s.endpoint }
+
+// Pid is the process id of the dynalite process (its group's leader).
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
+// Stop kills the server's process group and waits for the process to be
+// reaped. Safe to call more than once.
+func (s *Server) Stop() {
+	s.stopOnce.Do(func() {
+		killGroup(s.cmd)
+		<-s.done
+	})
+}
+
+// waitReady polls url until it answers, exited closes or startTimeout
+// passes.
 func waitReady(url string, exited <-chan struct{}) error {
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(startTimeout)
@@ -239,7 +288,10 @@ func checkInstalled(bin, root string, lookPath func(string) (string, error)) str
 	return ""
 }
 
-func freePort() (string, error) {
+// FreePort returns a loopback TCP port that was free a moment ago, for a
+// local server that must be told its port (dynalite, the Lambda runtime
+// interface emulator).
+func FreePort() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("find a free port: %w", err)

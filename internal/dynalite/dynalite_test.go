@@ -2,13 +2,11 @@ package dynalite
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
@@ -20,14 +18,14 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	mu.Lock()
 	var pid int
-	if proc != nil {
-		pid = proc.Process.Pid
+	if server != nil {
+		pid = server.Pid()
 	}
 	mu.Unlock()
 	Stop()
 	if pid != 0 {
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			fmt.Fprintf(os.Stderr, "dynalite process %d still exists after Stop (kill -0: %v)\n", pid, err)
+		if gone, err := processGone(pid); !gone {
+			fmt.Fprintf(os.Stderr, "dynalite process %d still exists after Stop (%v)\n", pid, err)
 			code = 1
 		}
 	}
@@ -39,7 +37,7 @@ func TestEndpointIsStartedOnce(t *testing.T) {
 	if second := Endpoint(t); second != first {
 		t.Errorf("second Endpoint = %q, want the first server %q", second, first)
 	}
-	if os.Getenv(EndpointEnv) == "" && proc == nil {
+	if os.Getenv(EndpointEnv) == "" && server == nil {
 		t.Error("no dynalite process recorded")
 	}
 }

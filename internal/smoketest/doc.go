@@ -9,7 +9,8 @@
 // emulator returns at once) and the api-proxy adapter of the buffered
 // functions. Incremental delivery itself is tested in-process (pkg/turn).
 //
-// The package holds tests only; `go test ./internal/smoketest` builds the
-// bootstraps for the host's GOOS/GOARCH with -tags lambda.norpc and
-// installs the pinned emulator (`make rie` does the same ahead of time).
+// The package holds tests only. The bootstraps and the pinned emulator
+// come from internal/lambdabin: `make test` builds the bootstraps and
+// installs the emulator before the tests start; a plain `go test
+// ./internal/smoketest` does both itself, once.
 package smoketest

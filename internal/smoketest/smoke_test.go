@@ -2,38 +2,24 @@ package smoketest_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/internal/lambdabin"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 func TestMain(m *testing.M) { dynalite.Main(m) }
-
-// RIEModule and RIEVersion pin the runtime interface emulator (docs/design.md §10).
-const (
-	RIEModule  = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie"
-	RIEVersion = "v0.0.0-20261030222936-bef5c4ba774d"
-)
-
-// rieDirEnv names a directory holding (or to receive) the emulator; the
-// default is <user cache dir>/turnstream/aws-lambda-rie-<version>, where
-// `make rie` installs it.
-const rieDirEnv = "TURNSTREAM_RIE_DIR"
 
 // Principals of the sample events (events/*.json requestContext.authorizer.iam).
 const (
@@ -55,12 +41,17 @@ func TestBootstrapsUnderRuntimeEmulator(t *testing.T) {
 	var (
 		wg           sync.WaitGroup
 		rie          string
-		bins         string
+		bins         map[string]string
 		rieErr, bErr error
 	)
+	// Both are done before the tests under `make test` (make rie, make
+	// test-bootstraps); otherwise here, once per run.
 	wg.Add(2)
-	go func() { defer wg.Done(); rie, rieErr = installRIE() }()
-	go func() { defer wg.Done(); bins, bErr = buildBootstraps(root, t.TempDir()) }()
+	go func() { defer wg.Done(); rie, rieErr = lambdabin.InstallRIE(t.Context()) }()
+	go func() {
+		defer wg.Done()
+		bins, bErr = lambdabin.Bootstraps(t.Context(), root, t.TempDir(), "turn", "history", "artifacts")
+	}()
 	wg.Wait()
 	if rieErr != nil {
 		t.Fatalf("install the runtime interface emulator: %v", rieErr)
@@ -84,9 +75,9 @@ func TestBootstrapsUnderRuntimeEmulator(t *testing.T) {
 		"AWS_LAMBDA_FUNCTION_TIMEOUT=40",
 		"MODEL_TOOLS=workspace_note,workspace_note_delete:approval",
 	}
-	turnURL := startFunction(t, rie, filepath.Join(bins, "turn"), env)
-	historyURL := startFunction(t, rie, filepath.Join(bins, "history"), env)
-	artifactsURL := startFunction(t, rie, filepath.Join(bins, "artifacts"), env)
+	turnURL := startFunction(t, rie, bins["turn"], env)
+	historyURL := startFunction(t, rie, bins["history"], env)
+	artifactsURL := startFunction(t, rie, bins["artifacts"], env)
 	events := filepath.Join(root, "events")
 
 	t.Run("turn", func(t *testing.T) {
@@ -431,80 +422,6 @@ func baseEnv() []string {
 	return env
 }
 
-// buildBootstraps builds the three functions for this machine with
-// -tags lambda.norpc into dir (dir/turn, dir/history, dir/artifacts), in
-// one go command so that they share its parallelism.
-func buildBootstraps(root, dir string) (string, error) {
-	// Default flags otherwise (no -trimpath, no CGO_ENABLED=0, unlike
-	// `make build`): the compiled packages are then shared with go vet and
-	// the other builds of the same tree through the build cache.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool(), "build", "-tags", "lambda.norpc",
-		"-o", dir+string(filepath.Separator),
-		"./functions/turn", "./functions/history", "./functions/artifacts")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("%v: %s", err, out)
-	}
-	return dir, nil
-}
-
-// installRIE returns the emulator binary, installing it with `go install`
-// into its cache directory first when absent. The install goes to a
-// temporary directory renamed into place, so concurrent test runs never
-// see a partial binary.
-func installRIE() (string, error) {
-	dir := os.Getenv(rieDirEnv)
-	if dir == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return "", err
-		}
-		dir = filepath.Join(cache, "turnstream", "aws-lambda-rie-"+RIEVersion)
-	}
-	bin := filepath.Join(dir, "aws-lambda-rie")
-	if runtime.GOOS == "windows" {
-		bin += ".exe"
-	}
-	if _, err := os.Stat(bin); err == nil {
-		return bin, nil
-	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return "", err
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".rie-install-")
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = os.RemoveAll(tmp) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool(), "install", RIEModule+"@"+RIEVersion)
-	cmd.Env = append(os.Environ(), "GOBIN="+tmp, "GOFLAGS=")
-	cmd.Dir = tmp // outside the module: install the pinned version, not go.mod's
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go install %s@%s: %v: %s", RIEModule, RIEVersion, err, out)
-	}
-	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, os.ErrExist) {
-		if _, statErr := os.Stat(bin); statErr != nil { // not installed concurrently by another run
-			return "", err
-		}
-	}
-	return bin, nil
-}
-
-// goTool returns the go command: $GOROOT/bin/go when GOROOT is set (as
-// the go command sets it for the tests it runs), else "go" from PATH.
-func goTool() string {
-	if root := os.Getenv("GOROOT"); root != "" {
-		if p := filepath.Join(root, "bin", "go"); fileExists(p) {
-			return p
-		}
-	}
-	return "go"
-}
-
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
@@ -528,13 +445,11 @@ func repoRoot(t *testing.T) string {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := dynalite.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
+	return "127.0.0.1:" + port
 }
 
 // lockedBuffer collects a process's output for failure reports.

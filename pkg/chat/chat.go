@@ -77,7 +77,7 @@ const SequenceGapAfterCrash int64 = 1_000_000
 // stays under 1 KB (one write unit) with UUID turn ids and owners of up to
 // a few hundred bytes (docs/design.md, Storage).
 const (
-	TerminalWindowSize    = 64
+	TerminalWindowSize    = protocol.MaxTerminalTurns
 	DefaultTerminalWindow = 4
 )
 

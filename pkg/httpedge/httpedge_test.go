@@ -245,3 +245,11 @@ func TestRecorder(t *testing.T) {
 	}
 	(&httpedge.Recorder{ResponseWriter: httptest.NewRecorder()}).Flush() // no Flusher: a no-op
 }
+
+func TestSafeMethod(t *testing.T) {
+	for m, want := range map[string]string{"GET": "GET", "POST": "POST", "BREW": "other", "get": "other", "": "other"} {
+		if got := httpedge.SafeMethod(m); got != want {
+			t.Errorf("SafeMethod(%q) = %q, want %q", m, got, want)
+		}
+	}
+}

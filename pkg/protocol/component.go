@@ -19,9 +19,7 @@ const (
 
 // Component frame types (docs/protocol.md §7).
 const (
-	FrameRender   = "render"
-	FrameSelect   = "select"
-	FrameInteract = "interact"
+	FrameRender = "render"
 )
 
 // Bounded JSON limits of component props and interaction values
@@ -56,19 +54,6 @@ type Fallback struct {
 	Summary string
 }
 
-// ComponentEvent is a client's answer to a render frame (docs/protocol.md
-// §7): Type FrameSelect with ChoiceID (a SafeId), or FrameInteract with
-// Event (^[a-z][a-z0-9-]{0,63}$) and an optional bounded JSON Value (nil
-// means absent; JSON null is `null`).
-type ComponentEvent struct {
-	Type         string
-	ComponentKey string
-	InstanceID   string
-	ChoiceID     string
-	Event        string
-	Value        json.RawMessage
-}
-
 // boundedOK reports whether n is bounded JSON (docs/protocol.md §7).
 func boundedOK(n *node) bool {
 	count := 0
@@ -101,12 +86,11 @@ func boundedOK(n *node) bool {
 	return visit(n, 0)
 }
 
-// The fields of a render frame, of a selection or interaction event and of
-// a fallback, for the case-variant rule (IsCaseVariant).
+// The fields of a render frame and of its fallback, for the case-variant
+// rule (IsCaseVariant).
 var (
-	renderFrameFields    = []string{"protocol", "version", "type", "componentKey", "instanceId", "props", "fallback"}
-	componentEventFields = []string{"protocol", "version", "type", "componentKey", "instanceId", "choiceId", "event", "value"}
-	fallbackFields       = []string{"kind", "summary"}
+	renderFrameFields = []string{"protocol", "version", "type", "componentKey", "instanceId", "props", "fallback"}
+	fallbackFields    = []string{"kind", "summary"}
 )
 
 func componentDiag(code, message string) *Diagnostic {
@@ -207,49 +191,6 @@ func renderFrameFromNode(root *node) (*RenderFrame, bool) {
 	}, true
 }
 
-// DecodeComponentEvent decodes an untrusted selection or interaction event
-// (docs/protocol.md §7) with the same steps as DecodeRenderFrame, where the
-// known types are select and interact (a case variant of a field of
-// either is COMPONENT_INVALID_FRAME, checked first). Exactly one result is
-// non-nil.
-func DecodeComponentEvent(data []byte) (*ComponentEvent, *Diagnostic) {
-	root, err := parseJSON(data)
-	if err != nil {
-		return nil, componentDiag(CodeComponentInvalidFrame, msgComponentFrameNotJSON)
-	}
-	if root.hasCaseVariant(componentEventFields) {
-		return nil, componentDiag(CodeComponentInvalidFrame, "")
-	}
-	if d := componentPrecheck(&root, FrameSelect, FrameInteract); d != nil {
-		return nil, d
-	}
-	typ, _ := strField(&root, "type")
-	key, instance, ok := componentHeader(&root, typ)
-	if !ok {
-		return nil, componentDiag(CodeComponentInvalidFrame, "")
-	}
-	e := &ComponentEvent{Type: typ, ComponentKey: key, InstanceID: instance}
-	switch typ {
-	case FrameSelect:
-		if e.ChoiceID, ok = safeIDField(&root, "choiceId"); !ok {
-			return nil, componentDiag(CodeComponentInvalidFrame, "")
-		}
-	case FrameInteract:
-		if e.Event, ok = strField(&root, "event"); !ok || !isLowerKey(e.Event) {
-			return nil, componentDiag(CodeComponentInvalidFrame, "")
-		}
-		if v, present := root.get("value"); present {
-			if !boundedOK(v) {
-				return nil, componentDiag(CodeComponentInvalidFrame, "")
-			}
-			e.Value = appendNode(nil, v)
-		}
-	default:
-		return nil, componentDiag(CodeComponentInvalidFrame, "")
-	}
-	return e, nil
-}
-
 func frameErr(field string) error { return fmt.Errorf("%w: %s", ErrInvalidFrame, field) }
 
 // appendBounded parses raw strictly, checks it is bounded JSON and writes
@@ -311,42 +252,6 @@ func appendRenderFrame(b []byte, f *RenderFrame) ([]byte, error) {
 		return b, frameErr("fallback.summary")
 	}
 	return append(b, "}}"...), nil
-}
-
-// EncodeComponentEvent validates e (docs/protocol.md §7) and returns its
-// compact JSON: protocol, version, type, componentKey, instanceId, then
-// choiceId (select) or event and value (interact). Errors wrap
-// ErrInvalidFrame and name the field.
-func EncodeComponentEvent(e *ComponentEvent) ([]byte, error) {
-	if e.Type != FrameSelect && e.Type != FrameInteract {
-		return nil, frameErr("type")
-	}
-	b, err := appendComponentHeader(nil, e.Type, e.ComponentKey, e.InstanceID)
-	if err != nil {
-		return nil, err
-	}
-	if e.Type == FrameSelect {
-		if !IsSafeID(e.ChoiceID) {
-			return nil, frameErr("choiceId")
-		}
-		b = append(b, `,"choiceId":"`...)
-		b = append(b, e.ChoiceID...)
-		return append(b, `"}`...), nil
-	}
-	if !isLowerKey(e.Event) {
-		return nil, frameErr("event")
-	}
-	b = append(b, `,"event":"`...)
-	b = append(b, e.Event...)
-	b = append(b, '"')
-	if e.Value != nil {
-		var ok bool
-		b = append(b, `,"value":`...)
-		if b, ok = appendBounded(b, e.Value); !ok {
-			return nil, frameErr("value")
-		}
-	}
-	return append(b, '}'), nil
 }
 
 // Manifest is a closed component manifest (docs/protocol.md §7, the chat

@@ -10,8 +10,8 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// testdata/component.json: docs/protocol.md §7 cases for render frames and
-// for selection/interaction events, each with the expected decode result.
+// testdata/component.json: docs/protocol.md §7 cases for render frames,
+// each with the expected decode result.
 //
 //go:embed testdata/component.json
 var componentCases []byte
@@ -42,7 +42,7 @@ func renderResult(tb testing.TB, f *protocol.RenderFrame, d *protocol.Diagnostic
 }
 
 func TestComponentGolden(t *testing.T) {
-	var cases struct{ Render, Events []goldenCase }
+	var cases struct{ Render []goldenCase }
 	if err := json.Unmarshal(componentCases, &cases); err != nil {
 		t.Fatal(err)
 	}
@@ -50,25 +50,6 @@ func TestComponentGolden(t *testing.T) {
 		t.Run("render/"+c.Name, func(t *testing.T) {
 			f, d := protocol.DecodeRenderFrame([]byte(c.Input))
 			assertJSONEqual(t, renderResult(t, f, d), c.Want)
-		})
-	}
-	for _, c := range cases.Events {
-		t.Run("event/"+c.Name, func(t *testing.T) {
-			e, d := protocol.DecodeComponentEvent([]byte(c.Input))
-			if (e == nil) == (d == nil) {
-				t.Fatalf("got event %v and diagnostic %v; want exactly one", e, d)
-			}
-			got := []byte(nil)
-			if d != nil {
-				got = diagnosticResult(d)
-			} else {
-				b, err := protocol.EncodeComponentEvent(e)
-				if err != nil {
-					t.Fatalf("decoded event does not encode: %v", err)
-				}
-				got = []byte(`{"ok":true,"event":` + string(b) + `}`)
-			}
-			assertJSONEqual(t, got, c.Want)
 		})
 	}
 }
@@ -144,19 +125,6 @@ func TestEncodeComponentErrors(t *testing.T) {
 			tt.edit(&f)
 			if _, err := protocol.EncodeRenderFrame(&f); !errors.Is(err, protocol.ErrInvalidFrame) || !strings.Contains(err.Error(), tt.field) {
 				t.Fatalf("EncodeRenderFrame = %v; want ErrInvalidFrame naming %s", err, tt.field)
-			}
-		})
-	}
-	for name, e := range map[string]protocol.ComponentEvent{
-		"unknown type":      {Type: "render", ComponentKey: "k", InstanceID: "i"},
-		"select no choice":  {Type: "select", ComponentKey: "k", InstanceID: "i"},
-		"interact bad name": {Type: "interact", ComponentKey: "k", InstanceID: "i", Event: "Go"},
-		"interact bad value": {Type: "interact", ComponentKey: "k", InstanceID: "i", Event: "go",
-			Value: json.RawMessage(`{"x":1e999}`)},
-	} {
-		t.Run(name, func(t *testing.T) {
-			if _, err := protocol.EncodeComponentEvent(&e); !errors.Is(err, protocol.ErrInvalidFrame) {
-				t.Fatalf("EncodeComponentEvent = %v; want ErrInvalidFrame", err)
 			}
 		})
 	}

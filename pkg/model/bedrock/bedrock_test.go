@@ -11,7 +11,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/model/bedrock"
+	"github.com/turnstream/turnstream/pkg/model/modeltest"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -132,22 +132,6 @@ func simpleRequest() model.Request {
 	return model.Request{ModelID: modelID, Messages: []protocol.Message{{Role: protocol.RoleUser, Content: "hi"}}}
 }
 
-// drain reads events until an error and returns both.
-func drain(t *testing.T, st model.Stream) ([]model.Event, error) {
-	t.Helper()
-	var evs []model.Event
-	for {
-		e, err := st.Recv()
-		if err != nil {
-			return evs, err
-		}
-		evs = append(evs, e)
-		if len(evs) > 100 {
-			t.Fatal("too many events")
-		}
-	}
-}
-
 func TestStreamEvents(t *testing.T) {
 	textFrames := []frame{
 		ev("messageStart", `{"role":"assistant"}`),
@@ -195,33 +179,9 @@ func TestStreamEvents(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			m, _ := newModel(t, script{frames: tc.frames})
-			st, err := m.Stream(context.Background(), simpleRequest())
-			if err != nil {
-				t.Fatalf("Stream: %v", err)
-			}
-			defer closeStream(t, st)
-			got, err := drain(t, st)
-			if err != io.EOF {
-				t.Fatalf("Recv error = %v, want io.EOF", err)
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("events =\n%s\nwant\n%s", dump(got), dump(tc.want))
-			}
-			if _, err := st.Recv(); err != io.EOF {
-				t.Errorf("Recv after EOF = %v", err)
-			}
+			modeltest.CheckEvents(t, m, simpleRequest(), tc.want)
 		})
 	}
-}
-
-func dump(evs []model.Event) string {
-	var b strings.Builder
-	for _, e := range evs {
-		j, _ := json.Marshal(e)
-		b.Write(j)
-		b.WriteByte('\n')
-	}
-	return b.String()
 }
 
 func TestStreamErrors(t *testing.T) {
@@ -260,42 +220,14 @@ func TestStreamErrors(t *testing.T) {
 		"malformed_tool_use stop": {script{frames: []frame{ev("messageStop", `{"stopReason":"malformed_tool_use"}`)}},
 			false, 0, bedrock.CodeMalformedToolUse, true},
 	}
+	failures := map[string]modeltest.StreamFailure{}
 	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			m, _ := newModel(t, tc.script)
-			st, err := m.Stream(context.Background(), simpleRequest())
-			var evs []model.Event
-			if !tc.wantStreamErr {
-				if err != nil {
-					t.Fatalf("Stream: %v", err)
-				}
-				defer closeStream(t, st)
-				evs, err = drain(t, st)
-			} else if st != nil {
-				t.Fatalf("Stream returned a stream and %v", err)
-			}
-			var me *model.Error
-			if !errors.As(err, &me) {
-				t.Fatalf("error = %v (%T), want *model.Error", err, err)
-			}
-			if me.Code != tc.wantCode || me.Retryable != tc.wantRetryable {
-				t.Errorf("model.Error = {%q, retryable %v}, want {%q, %v} (%v)", me.Code, me.Retryable, tc.wantCode, tc.wantRetryable, me.Err)
-			}
-			if len(evs) != tc.wantEvents {
-				t.Errorf("got %d events before the error, want %d: %s", len(evs), tc.wantEvents, dump(evs))
-			}
-			for _, e := range evs {
-				if e.TextDelta != "partial " {
-					t.Errorf("event %+v, want the partial delta", e)
-				}
-			}
-			if st != nil {
-				if _, err2 := st.Recv(); err2 == nil || err2 == io.EOF {
-					t.Errorf("Recv after error = %v, want an error", err2)
-				}
-			}
-		})
+		failures[name] = modeltest.StreamFailure{
+			Model:        func(t *testing.T) model.Model { m, _ := newModel(t, tc.script); return m },
+			BeforeStream: tc.wantStreamErr, Events: tc.wantEvents, Code: tc.wantCode, Retryable: tc.wantRetryable,
+		}
 	}
+	modeltest.RunStreamFailures(t, simpleRequest(), failures)
 	t.Run("connection refused", func(t *testing.T) {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		srv.Close()
@@ -313,51 +245,12 @@ func TestStreamErrors(t *testing.T) {
 
 func TestStreamCancellation(t *testing.T) {
 	first := ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"a"}}`)
-	tests := map[string]struct {
-		stop    func(cancel context.CancelFunc, st model.Stream)
-		wantCtx bool
-	}{
-		"context cancelled": {func(cancel context.CancelFunc, _ model.Stream) { cancel() }, true},
-		"Close from another goroutine": {func(_ context.CancelFunc, st model.Stream) {
-			if err := st.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-		}, false},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
+	modeltest.RunCancellation(t, simpleRequest(),
+		func(t *testing.T) model.Model {
 			m, _ := newModel(t, script{frames: []frame{first}, hold: true})
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			st, err := m.Stream(ctx, simpleRequest())
-			if err != nil {
-				t.Fatalf("Stream: %v", err)
-			}
-			defer closeStream(t, st)
-			if e, err := st.Recv(); err != nil || e.TextDelta != "a" {
-				t.Fatalf("first Recv = %+v, %v", e, err)
-			}
-			time.AfterFunc(5*time.Millisecond, func() { tc.stop(cancel, st) })
-			_, err = st.Recv()
-			if err == nil || err == io.EOF {
-				t.Fatalf("Recv = %v, want an error", err)
-			}
-			if got := errors.Is(err, context.Canceled); got != tc.wantCtx {
-				t.Errorf("errors.Is(%v, context.Canceled) = %v, want %v", err, got, tc.wantCtx)
-			}
-			if err := st.Close(); err != nil {
-				t.Errorf("second Close: %v", err)
-			}
-		})
-	}
-	t.Run("context already ended", func(t *testing.T) {
-		m, _ := newModel(t, script{})
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		if _, err := m.Stream(ctx, simpleRequest()); !errors.Is(err, context.Canceled) {
-			t.Fatalf("Stream = %v, want context.Canceled", err)
-		}
-	})
+			return m
+		},
+		func(t *testing.T) model.Model { m, _ := newModel(t, script{}); return m })
 }
 
 // TestRequestMapping checks the Converse request the real SDK sends.
@@ -386,8 +279,8 @@ func TestRequestMapping(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
-	defer closeStream(t, st)
-	if _, err := drain(t, st); err != io.EOF {
+	defer modeltest.CloseStream(t, st)
+	if _, err := modeltest.Drain(t, st); err != io.EOF {
 		t.Fatalf("Recv = %v", err)
 	}
 	want := `{
@@ -429,11 +322,4 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 		t.Fatalf("decode want: %v", err)
 	}
 	return reflect.DeepEqual(va, vb)
-}
-
-func closeStream(t *testing.T, st model.Stream) {
-	t.Helper()
-	if err := st.Close(); err != nil {
-		t.Errorf("Close: %v", err)
-	}
 }

@@ -17,5 +17,10 @@
 // exchanges, with and without tools offered, with repeated, empty and
 // foreign tool call ids, arguments that are not objects, text written
 // after tool results; and, for scripted providers, model output with such
-// arguments and ids) against any model.Model.
+// arguments and ids) against any model.Model. RunStreamFailures,
+// RunCancellation and CheckEvents are the stream's conformance: each
+// provider scripts its own wire's failures (error statuses, errors and
+// dropped connections mid-stream, streams that end early) and the suite
+// checks that every one becomes the same *model.Error behaviour, and that
+// cancellation and Close end a stream alike.
 package modeltest

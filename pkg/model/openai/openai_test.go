@@ -9,13 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/model/modeltest"
 	"github.com/turnstream/turnstream/pkg/model/openai"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -104,31 +103,6 @@ func chunk(delta, finish string) string {
 
 const usageChunk = `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17}}`
 
-func drain(t *testing.T, st model.Stream) ([]model.Event, error) {
-	t.Helper()
-	var evs []model.Event
-	for {
-		e, err := st.Recv()
-		if err != nil {
-			return evs, err
-		}
-		evs = append(evs, e)
-		if len(evs) > 100 {
-			t.Fatal("too many events")
-		}
-	}
-}
-
-func dump(evs []model.Event) string {
-	var b strings.Builder
-	for _, e := range evs {
-		j, _ := json.Marshal(e)
-		b.Write(j)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
 func TestStreamEvents(t *testing.T) {
 	usage := &protocol.Usage{PromptTokens: 12, CompletionTokens: 5, TotalTokens: 17}
 	text := []string{
@@ -174,21 +148,7 @@ func TestStreamEvents(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			m, _ := newModel(t, script{data: tc.data, done: true})
-			st, err := m.Stream(context.Background(), simpleRequest())
-			if err != nil {
-				t.Fatalf("Stream: %v", err)
-			}
-			defer closeStream(t, st)
-			got, err := drain(t, st)
-			if err != io.EOF {
-				t.Fatalf("Recv error = %v, want io.EOF", err)
-			}
-			if !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("events =\n%s\nwant\n%s", dump(got), dump(tc.want))
-			}
-			if _, err := st.Recv(); err != io.EOF {
-				t.Errorf("Recv after EOF = %v", err)
-			}
+			modeltest.CheckEvents(t, m, simpleRequest(), tc.want)
 		})
 	}
 }
@@ -197,7 +157,7 @@ func TestStreamErrors(t *testing.T) {
 	partial := chunk(`{"content":"partial "}`, "")
 	tests := map[string]struct {
 		script        script
-		wantStreamErr bool
+		wantStreamErr bool // the error comes from Stream, not Recv
 		wantEvents    int
 		wantCode      string
 		wantRetryable bool
@@ -227,42 +187,14 @@ func TestStreamErrors(t *testing.T) {
 			chunk(`{}`, "tool_calls"),
 		}, done: true}, false, 0, openai.CodeInvalidToolArguments, true},
 	}
+	failures := map[string]modeltest.StreamFailure{}
 	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			m, _ := newModel(t, tc.script)
-			st, err := m.Stream(context.Background(), simpleRequest())
-			var evs []model.Event
-			if !tc.wantStreamErr {
-				if err != nil {
-					t.Fatalf("Stream: %v", err)
-				}
-				defer closeStream(t, st)
-				evs, err = drain(t, st)
-			} else if st != nil {
-				t.Fatalf("Stream returned a stream and %v", err)
-			}
-			var me *model.Error
-			if !errors.As(err, &me) {
-				t.Fatalf("error = %v (%T), want *model.Error", err, err)
-			}
-			if me.Code != tc.wantCode || me.Retryable != tc.wantRetryable {
-				t.Errorf("model.Error = {%q, retryable %v}, want {%q, %v} (%v)", me.Code, me.Retryable, tc.wantCode, tc.wantRetryable, me.Err)
-			}
-			if len(evs) != tc.wantEvents {
-				t.Errorf("got %d events before the error, want %d: %s", len(evs), tc.wantEvents, dump(evs))
-			}
-			for _, e := range evs {
-				if e.TextDelta != "partial " {
-					t.Errorf("event %+v, want the partial delta", e)
-				}
-			}
-			if st != nil {
-				if _, err2 := st.Recv(); err2 == nil || err2 == io.EOF {
-					t.Errorf("Recv after error = %v, want an error", err2)
-				}
-			}
-		})
+		failures[name] = modeltest.StreamFailure{
+			Model:        func(t *testing.T) model.Model { m, _ := newModel(t, tc.script); return m },
+			BeforeStream: tc.wantStreamErr, Events: tc.wantEvents, Code: tc.wantCode, Retryable: tc.wantRetryable,
+		}
 	}
+	modeltest.RunStreamFailures(t, simpleRequest(), failures)
 	t.Run("connection refused", func(t *testing.T) {
 		srv := httptest.NewServer(http.NotFoundHandler())
 		srv.Close()
@@ -277,48 +209,12 @@ func TestStreamErrors(t *testing.T) {
 
 func TestStreamCancellation(t *testing.T) {
 	first := chunk(`{"content":"a"}`, "")
-	tests := map[string]struct {
-		stop    func(cancel context.CancelFunc, st model.Stream)
-		wantCtx bool
-	}{
-		"context cancelled": {func(cancel context.CancelFunc, _ model.Stream) { cancel() }, true},
-		"Close from another goroutine": {func(_ context.CancelFunc, st model.Stream) {
-			if err := st.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-		}, false},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
+	modeltest.RunCancellation(t, simpleRequest(),
+		func(t *testing.T) model.Model {
 			m, _ := newModel(t, script{data: []string{first}, hold: true})
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			st, err := m.Stream(ctx, simpleRequest())
-			if err != nil {
-				t.Fatalf("Stream: %v", err)
-			}
-			defer closeStream(t, st)
-			if e, err := st.Recv(); err != nil || e.TextDelta != "a" {
-				t.Fatalf("first Recv = %+v, %v", e, err)
-			}
-			time.AfterFunc(5*time.Millisecond, func() { tc.stop(cancel, st) })
-			_, err = st.Recv()
-			if err == nil || err == io.EOF {
-				t.Fatalf("Recv = %v, want an error", err)
-			}
-			if got := errors.Is(err, context.Canceled); got != tc.wantCtx {
-				t.Errorf("errors.Is(%v, context.Canceled) = %v, want %v", err, got, tc.wantCtx)
-			}
-		})
-	}
-	t.Run("context already ended", func(t *testing.T) {
-		m, _ := newModel(t, script{})
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		if _, err := m.Stream(ctx, simpleRequest()); !errors.Is(err, context.Canceled) {
-			t.Fatalf("Stream = %v, want context.Canceled", err)
-		}
-	})
+			return m
+		},
+		func(t *testing.T) model.Model { m, _ := newModel(t, script{}); return m })
 }
 
 // TestRequestMapping checks the chat completions request the real SDK
@@ -347,8 +243,8 @@ func TestRequestMapping(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Stream: %v", err)
 	}
-	defer closeStream(t, st)
-	if _, err := drain(t, st); err != io.EOF {
+	defer modeltest.CloseStream(t, st)
+	if _, err := modeltest.Drain(t, st); err != io.EOF {
 		t.Fatalf("Recv = %v", err)
 	}
 	want := `{
@@ -388,11 +284,4 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 		return v
 	}
 	return reflect.DeepEqual(decode(a), decode(b))
-}
-
-func closeStream(t *testing.T, st model.Stream) {
-	t.Helper()
-	if err := st.Close(); err != nil {
-		t.Errorf("Close: %v", err)
-	}
 }

@@ -1,0 +1,229 @@
+// Package devserver builds the dev server's http.Handler: turnstream's
+// three functions mounted on one local port, as cmd/devserver serves them
+// and cmd/turnbench measures them.
+//
+// NewHandler mounts the turn handler under TurnMount, the history handler
+// under HistoryMount and the artifacts handler under ArtifactsMount, each
+// with its prefix stripped (from the path and, when set, the raw path), so
+// that every handler sees "/" exactly as behind its own function URL. A
+// mount without its trailing slash ("/turn") is served as "/" too, so that
+// POST /turn is not turned into a GET by a redirect. The root "/" serves
+// the demo chat page (internal/demo); any other path answers the
+// protocol's REQUEST_NOT_FOUND. Every request is logged as one line
+// (method, mount, status, bytes, duration; never a path, query or body
+// byte).
+//
+// NewStore picks the store a configuration names: in memory, or DynamoDB
+// at DYNAMODB_ENDPOINT with its table created when absent.
+package devserver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/turnstream/turnstream/internal/demo"
+	"github.com/turnstream/turnstream/pkg/auth"
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/definition"
+	"github.com/turnstream/turnstream/pkg/httpedge"
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/model/echo"
+	"github.com/turnstream/turnstream/pkg/sessionapi"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+	"github.com/turnstream/turnstream/pkg/store/memory"
+	"github.com/turnstream/turnstream/pkg/tool"
+	"github.com/turnstream/turnstream/pkg/turn"
+)
+
+// Mount points of the three handlers.
+const (
+	TurnMount      = "/turn/"
+	HistoryMount   = "/history/"
+	ArtifactsMount = "/artifacts/"
+)
+
+// Options are what NewHandler builds the handler from.
+type Options struct {
+	// Config supplies the definitions, the echo model's pace, the turn
+	// timings and the body limit (pkg/config). Its MODEL_PROVIDER must be
+	// echo: the dev server runs the offline echo model only.
+	Config config.Config
+	// Store and Authenticator serve all three handlers. Required.
+	Store         chat.Store
+	Authenticator auth.Authenticator
+	// HandlerLog receives the handlers' own records, RequestLog the line
+	// per request; nil discards them.
+	HandlerLog, RequestLog *slog.Logger
+	// ReadFile reads DEFINITIONS_FILE; nil means os.ReadFile.
+	ReadFile func(name string) ([]byte, error)
+	// Turn, when set, adjusts the turn handler's options just before the
+	// handler is built (a benchmark's model of its own, a shorter
+	// lease); nil leaves them as Config says.
+	Turn func(*turn.Options)
+}
+
+// NewHandler returns the three handlers and the demo page mounted behind
+// the request log. It registers the demo tools workspace_note and
+// workspace_note_delete (which definitions may offer) and returns an
+// error for a non-echo provider, a definition the configuration gets
+// wrong, or handler options turn.NewHandler rejects.
+func NewHandler(o Options) (http.Handler, error) {
+	cfg := o.Config
+	if cfg.Model.Provider != config.ProviderEcho {
+		return nil, fmt.Errorf("MODEL_PROVIDER: the dev server runs the echo model only")
+	}
+	handlerLog, requestLog := orDiscard(o.HandlerLog), orDiscard(o.RequestLog)
+	readFile := o.ReadFile
+	if readFile == nil {
+		readFile = os.ReadFile
+	}
+	reg := tool.NewRegistry(nil)
+	for _, t := range []tool.Tool{tool.WorkspaceNote(), tool.WorkspaceNoteDelete()} {
+		if err := reg.Register(t); err != nil {
+			return nil, fmt.Errorf("tools: %w", err)
+		}
+	}
+	defs, err := definition.Load(cfg.Model.Definitions(), readFile, reg.Has)
+	if err != nil {
+		return nil, fmt.Errorf("definitions: %w", err)
+	}
+	topts := turn.Options{
+		Store:                  o.Store,
+		Authenticator:          o.Authenticator,
+		Definitions:            defs,
+		Models:                 map[string]model.Model{config.ProviderEcho: echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk)},
+		Tools:                  reg,
+		TurnTimeout:            cfg.TurnTimeout,
+		CleanupReserve:         cfg.CleanupReserve,
+		LeaseDuration:          cfg.LeaseDuration,
+		SnapshotInterval:       cfg.SnapshotInterval,
+		SnapshotBytesPerSecond: cfg.SnapshotBytesPerSecond,
+		MaxSnapshotGap:         cfg.SnapshotMaxGap,
+		CheckpointInterval:     cfg.CheckpointInterval,
+		ResumePollInterval:     cfg.ResumePollInterval,
+		MaxBodyBytes:           cfg.MaxBodyBytes,
+		ConfirmationTTL:        cfg.ConfirmationTTL,
+		Logger:                 handlerLog,
+	}
+	if o.Turn != nil {
+		o.Turn(&topts)
+	}
+	turnHandler, err := turn.NewHandler(topts)
+	if err != nil {
+		return nil, fmt.Errorf("turn handler: %w", err)
+	}
+	sessionOpts := sessionapi.Options{
+		Store:         o.Store,
+		Authenticator: o.Authenticator,
+		Logger:        handlerLog,
+		MaxBodyBytes:  cfg.MaxBodyBytes,
+	}
+	historyHandler, err := sessionapi.NewHistoryHandler(sessionOpts)
+	if err != nil {
+		return nil, fmt.Errorf("history handler: %w", err)
+	}
+	artifactsHandler, err := sessionapi.NewArtifactsHandler(sessionOpts)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts handler: %w", err)
+	}
+	mux := http.NewServeMux()
+	mount(mux, TurnMount, "turn", turnHandler, requestLog)
+	mount(mux, HistoryMount, "history", historyHandler, requestLog)
+	mount(mux, ArtifactsMount, "artifacts", artifactsHandler, requestLog)
+	mux.Handle("/", logged("demo", demo.Handler(http.HandlerFunc(httpedge.NotFound)), requestLog))
+	return mux, nil
+}
+
+func orDiscard(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}
+
+// mount serves h under prefix (ending in "/") and under prefix without its
+// slash, stripping it from the path and the raw path so that h sees "/..."
+// as behind its function URL.
+func mount(mux *http.ServeMux, prefix, name string, h http.Handler, log *slog.Logger) {
+	bare := strings.TrimSuffix(prefix, "/")
+	strip := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r2 := new(http.Request)
+		*r2 = *r
+		u := *r.URL
+		u.Path = "/" + strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, bare), "/")
+		if u.RawPath != "" {
+			u.RawPath = "/" + strings.TrimPrefix(strings.TrimPrefix(r.URL.RawPath, bare), "/")
+		}
+		r2.URL = &u
+		r2.RequestURI = u.RequestURI()
+		h.ServeHTTP(w, r2)
+	})
+	lh := logged(name, strip, log)
+	mux.Handle(prefix, lh)
+	mux.Handle(bare, lh)
+}
+
+// logged writes one log line per request after h has served it.
+func logged(mountName string, h http.Handler, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &httpedge.Recorder{ResponseWriter: w}
+		h.ServeHTTP(rec, r)
+		if rec.Status == 0 {
+			rec.Status = http.StatusOK
+		}
+		log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("method", httpedge.SafeMethod(r.Method)),
+			slog.String("mount", mountName),
+			slog.Int("status", rec.Status),
+			slog.Int64("bytes", rec.Bytes),
+			slog.Int64("durationMs", time.Since(start).Milliseconds()))
+	})
+}
+
+// NewStore returns the in-memory store, or the DynamoDB store on
+// cfg.TableName at cfg.DynamoDBEndpoint when that is set, creating the
+// table when it does not exist (dynamo.EnsureTable: a table another dev
+// server creates at the same moment counts as present). Should the table
+// vanish while the server runs (DynamoDB Local or dynalite restarted
+// without its data), the next request recreates it empty
+// (dynamo.RecreateMissingTable) and log reports it. Local servers accept
+// any credentials: staticCredentials uses placeholders instead of the
+// SDK's chain. desc says which store, for the start banner.
+func NewStore(ctx context.Context, cfg config.Config, staticCredentials bool, log *slog.Logger) (store chat.Store, desc string, err error) {
+	if cfg.DynamoDBEndpoint == "" {
+		return memory.New(memory.Options{CursorKey: cfg.CursorSecret}), "in-memory store", nil
+	}
+	opts := dynamo.ClientOptions{
+		Endpoint:          cfg.DynamoDBEndpoint,
+		AttemptTimeout:    cfg.DynamoDBAttemptTimeout,
+		Region:            cfg.Region,
+		StaticCredentials: staticCredentials,
+	}
+	admin, err := dynamo.NewClient(ctx, opts)
+	if err != nil {
+		return nil, "", fmt.Errorf("dynamodb client: %w", err)
+	}
+	created, err := dynamo.EnsureTable(ctx, admin, cfg.TableName)
+	if err != nil {
+		return nil, "", err
+	}
+	client, err := dynamo.NewClient(ctx, opts, dynamo.RecreateMissingTable(admin, cfg.TableName, func() {
+		orDiscard(log).Warn("the DynamoDB table was missing (was DynamoDB restarted without its data?): recreated it, empty",
+			"table", cfg.TableName)
+	}))
+	if err != nil {
+		return nil, "", fmt.Errorf("dynamodb client: %w", err)
+	}
+	desc = fmt.Sprintf("DynamoDB table %s at %s", cfg.TableName, cfg.DynamoDBEndpoint)
+	if created {
+		desc += " (created)"
+	}
+	return dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret}), desc, nil
+}

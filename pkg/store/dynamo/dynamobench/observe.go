@@ -1,0 +1,187 @@
+package dynamobench
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+)
+
+// Request describes what one API call asked DynamoDB.
+type Request struct {
+	// Op is the operation name: "GetItem", "PutItem", "UpdateItem",
+	// "DeleteItem", "Query", ...
+	Op string
+	// PK and SK are the key (or a put item's key) of a keyed call; a
+	// Query's PK is the session partition its key condition names, its
+	// SK "".
+	PK, SK string
+	// Index is a Query's index name ("" for the table).
+	Index string
+	// Condition and Update are the condition and update expressions.
+	Condition, Update string
+	// Names are the attribute names the expressions alias (the values of
+	// ExpressionAttributeNames), sorted.
+	Names []string
+	// LeaseExpiresAt is the leaseExpiresAt an UpdateItem sets (epoch ms
+	// in the store), or the zero time.
+	LeaseExpiresAt time.Time
+}
+
+// Outcome is how an API call ended.
+type Outcome struct {
+	// Err is the error its caller got, nil on success.
+	Err error
+	// ConditionFailed reports that Err is a failed condition.
+	ConditionFailed bool
+	// Attempts is how many HTTP attempts it took (the SDK's retries are
+	// the attempts beyond the first).
+	Attempts int
+}
+
+// Observer reports the API calls and HTTP attempts of a client built with
+// its Option. Either field may be nil.
+type Observer struct {
+	// Call is called once per API call, before the SDK's retryer, with
+	// what the call asks. It returns the context the call goes on with
+	// (the HTTP attempts, and the transport below them, receive it) and a
+	// function called with the call's outcome when it has ended.
+	Call func(ctx context.Context, r Request) (context.Context, func(Outcome))
+	// Attempt is called once per HTTP attempt, after the retryer, with
+	// the call's context; condFailed reports that err is a failed
+	// condition.
+	Attempt func(ctx context.Context, err error, condFailed bool)
+}
+
+// ClientOption is an option of dynamo.NewClient (its optFns).
+type ClientOption = func(*dynamodb.Options)
+
+type attemptsKey struct{}
+
+// Option installs the observer on a client: pass it to dynamo.NewClient.
+func (o Observer) Option() ClientOption {
+	return func(opts *dynamodb.Options) {
+		opts.APIOptions = append(opts.APIOptions, o.addTo)
+	}
+}
+
+func (o Observer) addTo(stack *middleware.Stack) error {
+	err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("dynamobenchCall",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			done := func(Outcome) {}
+			if o.Call != nil {
+				ctx, done = o.Call(ctx, Describe(awsmiddleware.GetOperationName(ctx), in.Parameters))
+			}
+			attempts := new(int)
+			ctx = context.WithValue(ctx, attemptsKey{}, attempts)
+			out, md, err := next.HandleInitialize(ctx, in)
+			done(Outcome{Err: err, ConditionFailed: conditionFailed(err), Attempts: *attempts})
+			return out, md, err
+		}), middleware.After)
+	if err != nil {
+		return err
+	}
+	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("dynamobenchAttempt",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			if n, ok := ctx.Value(attemptsKey{}).(*int); ok {
+				*n++ // the attempts of one call are sequential
+			}
+			out, md, err := next.HandleFinalize(ctx, in)
+			if o.Attempt != nil {
+				o.Attempt(ctx, err, conditionFailed(err))
+			}
+			return out, md, err
+		}), middleware.After)
+}
+
+func conditionFailed(err error) bool {
+	var ccf *types.ConditionalCheckFailedException
+	return err != nil && errors.As(err, &ccf)
+}
+
+// Describe returns what params (an API call's input) asks.
+func Describe(op string, params any) Request {
+	r := Request{Op: op}
+	var names map[string]string
+	switch in := params.(type) {
+	case *dynamodb.UpdateItemInput:
+		r.PK, r.SK = strAttr(in.Key, dynamo.AttrPK), strAttr(in.Key, dynamo.AttrSK)
+		r.Condition, r.Update = aws.ToString(in.ConditionExpression), aws.ToString(in.UpdateExpression)
+		names = in.ExpressionAttributeNames
+		r.LeaseExpiresAt = leaseExpiryOf(in)
+	case *dynamodb.GetItemInput:
+		r.PK, r.SK = strAttr(in.Key, dynamo.AttrPK), strAttr(in.Key, dynamo.AttrSK)
+	case *dynamodb.PutItemInput:
+		r.PK, r.SK = strAttr(in.Item, dynamo.AttrPK), strAttr(in.Item, dynamo.AttrSK)
+		r.Condition = aws.ToString(in.ConditionExpression)
+		names = in.ExpressionAttributeNames
+	case *dynamodb.DeleteItemInput:
+		r.PK, r.SK = strAttr(in.Key, dynamo.AttrPK), strAttr(in.Key, dynamo.AttrSK)
+		r.Condition = aws.ToString(in.ConditionExpression)
+		names = in.ExpressionAttributeNames
+	case *dynamodb.QueryInput:
+		r.PK, r.Index = sessionOfQuery(in), aws.ToString(in.IndexName)
+		names = in.ExpressionAttributeNames
+	}
+	for _, n := range names {
+		r.Names = append(r.Names, n)
+	}
+	slices.Sort(r.Names)
+	return r
+}
+
+// setClause matches one "#name = :value" assignment of an update
+// expression built by the SDK's expression builder (#0, #1, ...).
+var setClause = regexp.MustCompile(`(#[0-9A-Za-z]+) = (:[0-9A-Za-z]+)`)
+
+// leaseExpiryOf returns the leaseExpiresAt (epoch ms) an update writes,
+// or the zero time.
+func leaseExpiryOf(in *dynamodb.UpdateItemInput) time.Time {
+	for _, m := range setClause.FindAllStringSubmatch(aws.ToString(in.UpdateExpression), -1) {
+		if in.ExpressionAttributeNames[m[1]] != leaseExpiresAt {
+			continue
+		}
+		n, ok := in.ExpressionAttributeValues[m[2]].(*types.AttributeValueMemberN)
+		if !ok {
+			return time.Time{}
+		}
+		ms, err := strconv.ParseInt(n.Value, 10, 64)
+		if err != nil {
+			return time.Time{}
+		}
+		return time.UnixMilli(ms)
+	}
+	return time.Time{}
+}
+
+// leaseExpiresAt is the store's attribute of a lease's expiry.
+const leaseExpiresAt = "leaseExpiresAt"
+
+// sessionOfQuery returns the session pk a Query's key condition names.
+func sessionOfQuery(in *dynamodb.QueryInput) string {
+	for _, v := range in.ExpressionAttributeValues {
+		if s, ok := v.(*types.AttributeValueMemberS); ok && strings.HasPrefix(s.Value, "SESSION#") {
+			return s.Value
+		}
+	}
+	return ""
+}
+
+func strAttr(item map[string]types.AttributeValue, name string) string {
+	v, _ := item[name].(*types.AttributeValueMemberS)
+	if v == nil {
+		return ""
+	}
+	return v.Value
+}
