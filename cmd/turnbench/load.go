@@ -270,6 +270,9 @@ type facts struct {
 	claimResolved bool           // a read after the applied claim write was answered
 	claimLost     bool           // the claim applied on an attempt whose answer was lost or a 500
 	claimFailed   bool           // a call of the claim's phase failed (not a failed condition)
+	// givenBack is what the attempts of the claim's give-back show: a
+	// claim given back consumed nothing, its turn id may run later.
+	givenBack applied
 	contextFailed bool
 	renewTrouble  bool // a renewal failed, met a fault, or outlived the lease it extended
 	save          applied
@@ -318,6 +321,9 @@ func factsOf(ops []opRecord) facts {
 						f.claim = appliedUnknown
 					}
 				}
+			}
+			if a := appliedOf(op); op.Write == giveBackWrite && f.givenBack != appliedYes && a != appliedNo {
+				f.givenBack = a
 			}
 		case op.Kind == kindContext:
 			f.contextFailed = f.contextFailed || op.failed()
@@ -560,8 +566,8 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 				rep.problem("%s/%s: claim applied with its answer lost, then HTTP %d %s", sid, r.Turn, res.Status, res.ErrorCode)
 			}
 		}
-		if f.claim == appliedYes || f.claim == appliedUnknown && claimed[r.Turn] == appliedNo {
-			claimed[r.Turn] = f.claim
+		if c := f.consumed(); c == appliedYes || c == appliedUnknown && claimed[r.Turn] == appliedNo {
+			claimed[r.Turn] = c
 		}
 	}
 	rep.TurnsAttempted += len(sent)
@@ -707,6 +713,22 @@ func checkLines(sid string, recs []loadRecord, all []facts, cfg loadConfig, rep 
 			}
 		}
 	}
+}
+
+// consumed is whether the submission's claim took its turn id: an applied
+// claim that was given back did not (unknown when the give-back's own
+// outcome is unknown, or when it did not apply: the lease then expires,
+// and a later claim classifies the turn).
+func (f facts) consumed() applied {
+	switch {
+	case f.claim != appliedYes:
+		return f.claim
+	case f.givenBack == appliedYes:
+		return appliedNo
+	case f.givenBack == appliedUnknown:
+		return appliedUnknown
+	}
+	return appliedYes
 }
 
 // observedOutcome names what the client saw of a submission.

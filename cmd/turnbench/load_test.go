@@ -159,6 +159,26 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// TestConsumed: a claim given back (a failed or rejecting turn id lookup)
+// leaves its turn id free for a later run; one whose give-back may not
+// have applied leaves it unknown.
+func TestConsumed(t *testing.T) {
+	for _, tc := range []struct {
+		f    facts
+		want applied
+	}{
+		{facts{claim: appliedNo}, appliedNo},
+		{facts{claim: appliedUnknown}, appliedUnknown},
+		{facts{claim: appliedYes}, appliedYes},
+		{facts{claim: appliedYes, givenBack: appliedYes}, appliedNo},
+		{facts{claim: appliedYes, givenBack: appliedUnknown}, appliedUnknown},
+	} {
+		if got := tc.f.consumed(); got != tc.want {
+			t.Errorf("consumed(claim %v, given back %v) = %v, want %v", tc.f.claim, tc.f.givenBack, got, tc.want)
+		}
+	}
+}
+
 func TestCheckLines(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }

@@ -194,6 +194,9 @@ const (
 	// crashed turn and claims nothing (the turn id was rejected).
 	takeoverRecord = "takeover record"
 	fenceWrite     = "fence" // a takeover's fence of the crashed turn
+	// giveBackWrite undoes a claim that must not run (a rejected replay,
+	// or a turn id lookup that failed): the lease and the ordinal return.
+	giveBackWrite = "give back"
 )
 
 // kindOf classifies a call by its request: the sort key, what it is for
@@ -215,7 +218,7 @@ func kindOf(r dynamobench.Request) (sk, kind, write string, expiry time.Time) {
 		case sk == "SESSION" && strings.Contains(cond, ":now") && strings.Contains(cond, "#leaseToken = :token"):
 			kind = kindRenew
 		case sk == "SESSION" && strings.Contains(cond, "#leaseToken = :token"):
-			kind = kindClaim // a give-back of a claim that must not run
+			kind, write = kindClaim, giveBackWrite
 		case strings.Contains(sk, "#LIVE") || strings.Contains(cond, ":running") && !strings.Contains(cond, ":crashed"):
 			kind = kindCheckpoint // the live item, or the running turn item a checkpoint writes
 		case strings.HasPrefix(sk, "TURN#") && slices.Contains(r.Names, "saveId"):
