@@ -62,7 +62,10 @@ func parseAfter(r *http.Request) (int64, bool) {
 // with the diagnostic TURN_LOST (history shows its last checkpoint). Each
 // poll is one consistent Query (chat.Store.PollTurn), every
 // ResumePollInterval. The stream ends by the request's deadline at the
-// latest, with SERVER_TIMEOUT: the client resumes again.
+// latest, with SERVER_TIMEOUT: the client resumes again. With
+// StreamModeHeader compact, checkpoints that only add text after the first
+// line go out as append lines (docs/compact.md); the first line and the
+// terminal one are complete snapshots.
 func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID, turnID string) {
 	ctx, cancel, _ := h.deadline(r)
 	defer cancel()
@@ -77,6 +80,11 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		return
 	}
 	sc, ok := parseScope(r.Header.Values(SnapshotScopeHeader))
+	if !ok {
+		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestInvalidHeader))
+		return
+	}
+	compact, ok := parseStreamMode(r.Header.Values(StreamModeHeader))
 	if !ok {
 		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestInvalidHeader))
 		return
@@ -102,7 +110,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		writeError(w, d)
 		return
 	}
-	s := &run{h: h, log: log, sessionID: sessionID, turnID: turnID, lineage: turn.Lineage, scope: sc}
+	s := &run{h: h, log: log, sessionID: sessionID, turnID: turnID, lineage: turn.Lineage, scope: sc, compact: compact}
 	if sc == scopeSession {
 		// The same context as the live turn loaded, under the session's
 		// definition and budget, so that snapshots carry the same messages.
@@ -128,6 +136,9 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 	hd.Set("Content-Type", "application/x-ndjson; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
+	if compact {
+		hd.Set(StreamModeHeader, StreamModeCompact)
+	}
 	w.WriteHeader(http.StatusOK)
 	s.w = w
 	log.Info("resume", "after", after, "status", string(turn.Status), "sequence", turn.LastSequence)
@@ -181,6 +192,11 @@ func (s *run) resumeLines(t *chat.Turn, sent int64) ([]byte, bool) {
 	case t.Status == chat.TurnRunning:
 		if t.LastSequence <= sent {
 			return nil, false
+		}
+		if s.compact {
+			// The first line is a complete snapshot; later checkpoints
+			// that only add text are append lines.
+			return s.resumed.line(s, t.LastSequence, assistant, t.Usage), false
 		}
 		return s.snapshotLine(nil, t.LastSequence, protocol.StatusStreaming, assistant, t.Usage, nil), false
 	case t.Error != nil && t.Error.Code == protocol.CodeTurnLost:

@@ -34,6 +34,10 @@ type run struct {
 	lineage   protocol.Lineage
 	inputHash string
 	scope     scope
+	// compact is true for a compact stream (StreamModeHeader,
+	// compactWriter); resumed holds a compact resume's state.
+	compact   bool
+	resumed   compactResume
 	createdAt string // the claim time, the createdAt of the turn's messages
 	startedAt time.Time
 	user      protocol.Message
@@ -222,6 +226,9 @@ func (t *run) streamTurn() {
 	hd.Set("Content-Type", "application/x-ndjson; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
+	if t.compact {
+		hd.Set(StreamModeHeader, StreamModeCompact)
+	}
 	t.w.WriteHeader(http.StatusOK)
 	// A client that stops reading must not hold the handler past the
 	// request deadline plus the cleanup reserve: a blocked Write then fails
@@ -246,7 +253,11 @@ func (t *run) streamTurn() {
 	first := t.assistant(view{}, protocol.MessageStreaming, "")
 	t.remember(seq, first, protocol.Usage{}, false)
 	t.write(t.snapshotLine(nil, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
-	go t.writer(time.Now())
+	if t.compact {
+		go t.compactWriter(time.Now(), newCompactState(seq, first, protocol.Usage{}))
+	} else {
+		go t.writer(time.Now())
+	}
 
 	modelCtx, stopModel := context.WithCancel(t.ctx)
 	defer stopModel()

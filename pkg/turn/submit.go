@@ -47,6 +47,12 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestInvalidHeader))
 		return
 	}
+	// The compact stream's negotiation (compact.go), before the body.
+	compact, ok := parseStreamMode(r.Header.Values(StreamModeHeader))
+	if !ok {
+		writeError(w, protocol.NewDiagnostic(protocol.CodeRequestInvalidHeader))
+		return
+	}
 	body, ok := h.readBody(ctx, w, r)
 	if !ok {
 		return
@@ -127,6 +133,7 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		lineage:   lineage,
 		inputHash: inputHash,
 		scope:     sc,
+		compact:   compact,
 		createdAt: protocol.FormatTime(claimedAt),
 		startedAt: claimedAt,
 	}
