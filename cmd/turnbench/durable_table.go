@@ -111,7 +111,7 @@ func durableRows(d *durableReport) [][4]string {
 	}
 	unpacedOf := func(p *pacedWire) *pacedWire {
 		for _, u := range d.Wire {
-			if !u.Paced && u.Size == p.Size && u.TurnScope == p.TurnScope {
+			if !u.Paced && !u.Compact && u.Size == p.Size && u.TurnScope == p.TurnScope {
 				return u
 			}
 		}
@@ -119,7 +119,7 @@ func durableRows(d *durableReport) [][4]string {
 	}
 	for _, p := range d.Wire {
 		u := unpacedOf(p)
-		if !p.Paced || u == nil {
+		if !p.Paced || p.Compact || u == nil {
 			continue
 		}
 		scope := "session"
@@ -138,7 +138,7 @@ func durableRows(d *durableReport) [][4]string {
 			fmt.Sprintf("unpaced (a snapshot every 50 ms): %d B TCP, %d lines, %.1fx; largest gap %s", u.TCPBytes, u.Lines, u.Ratio(), ms(u.MaxGap)),
 			fmt.Sprintf("%.1fx vs %.1fx (%.2f of unpaced)%s", p.Ratio(), u.Ratio(), float64(p.TCPBytes)/float64(u.TCPBytes), goal))
 	}
-	return rows
+	return append(rows, compactRows(d, pace, scale)...)
 }
 
 // kb formats a size of whole KiB as "N KB".

@@ -24,13 +24,19 @@ type pacedWire struct {
 	Size      int
 	TurnScope bool
 	Paced     bool
+	// Compact asks for the compact stream (on the paced handler);
+	// Snapshots and Appends count its complete snapshots and append lines.
+	Compact   bool
+	Snapshots int
+	Appends   int
 	TCPBytes  int // read from the connection: headers, chunk framing, body
 	BodyBytes int
 	// FinalBytes is the final snapshot line with its newline.
 	FinalBytes int
 	Lines      int
 	// MaxGap is the longest time between two streaming (non-terminal)
-	// snapshots, in the unscaled clock (measured gap x the scale).
+	// snapshots, in the unscaled clock (measured gap x the scale); in
+	// compact mode between two reads that made more text visible.
 	MaxGap time.Duration
 }
 
@@ -38,7 +44,7 @@ type pacedWire struct {
 func (p *pacedWire) Ratio() float64 { return float64(p.TCPBytes) / float64(p.FinalBytes) }
 
 // wireSection streams one answer of each size in each scope, paced by
-// the defaults and unpaced, all at once, each on a session of 10 prior
+// the defaults, unpaced, and in compact mode (compact.go), all at once, each on a session of 10 prior
 // turns, with the clock sped up by ds.WireScale (text rate, bytes per
 // second, snapshot interval and maximum gap scaled alike).
 func wireSection(ctx context.Context, store chat.Store, prefix string, ds durableSettings) ([]*pacedWire, error) {
@@ -56,6 +62,7 @@ func wireSection(ctx context.Context, store chat.Store, prefix string, ds durabl
 			o.SnapshotInterval = turn.DefaultSnapshotInterval / f
 			o.SnapshotBytesPerSecond = bps
 			o.MaxSnapshotGap = turn.DefaultMaxSnapshotGap / f
+			o.CompactLineSpan = turn.DefaultCompactLineSpan / f
 		})
 		if err != nil {
 			return nil, err
@@ -68,6 +75,9 @@ func wireSection(ctx context.Context, store chat.Store, prefix string, ds durabl
 		for _, size := range ds.WireSizes {
 			for _, ts := range []bool{false, true} {
 				out = append(out, &pacedWire{Size: size, TurnScope: ts, Paced: paced})
+				if paced {
+					out = append(out, &pacedWire{Size: size, TurnScope: ts, Paced: true, Compact: true})
+				}
 			}
 		}
 	}
@@ -79,7 +89,7 @@ func wireSection(ctx context.Context, store chat.Store, prefix string, ds durabl
 			if pw.TurnScope {
 				scope = "turn"
 			}
-			sid := fmt.Sprintf("%s-pw-%d-%s-%v", prefix, pw.Size, scope, pw.Paced)
+			sid := fmt.Sprintf("%s-pw-%d-%s-%v-%v", prefix, pw.Size, scope, pw.Paced, pw.Compact)
 			if err := seedTurns(ctx, store, sid, 10); err != nil {
 				errs[i] = err
 				return
@@ -90,6 +100,16 @@ func wireSection(ctx context.Context, store chat.Store, prefix string, ds durabl
 			req, err := submitRequest(wirings[pw.Paced].base, sid, "t-measured", ask(pw.Size), pw.TurnScope)
 			if err != nil {
 				errs[i] = err
+				return
+			}
+			if pw.Compact {
+				cl, err := followCompact(ctx, c, req, sid)
+				if err != nil || cl.Status != protocol.StatusComplete {
+					errs[i] = fmt.Errorf("compact wire turn %s: %v", sid, err)
+					return
+				}
+				pw.TCPBytes, pw.BodyBytes, pw.Lines, pw.FinalBytes = int(counted.Load()), cl.BodyBytes, cl.Lines, cl.FinalBytes
+				pw.Snapshots, pw.Appends, pw.MaxGap = cl.Snapshots, cl.Appends, cl.MaxGap()*f
 				return
 			}
 			log := follow(ctx, c, req, false, false, nil)
