@@ -31,8 +31,12 @@ type pacedWire struct {
 	Appends   int
 	TCPBytes  int // read from the connection: headers, chunk framing, body
 	BodyBytes int
-	// FinalBytes is the final snapshot line with its newline.
+	// FinalBytes is the final snapshot line with its newline; FirstBytes
+	// the first line.
 	FinalBytes int
+	FirstBytes int
+	// Took is the first line to the last, in the unscaled clock.
+	Took time.Duration
 	Lines      int
 	// MaxGap is the longest time between two streaming (non-terminal)
 	// snapshots, in the unscaled clock (measured gap x the scale); in
@@ -42,6 +46,23 @@ type pacedWire struct {
 
 // Ratio is the bytes on the wire over the final snapshot.
 func (p *pacedWire) Ratio() float64 { return float64(p.TCPBytes) / float64(p.FinalBytes) }
+
+// Floor is the least body-bytes ratio any stream of complete snapshots can
+// have for this turn with a snapshot at least every gap: the first
+// snapshot, one every gap while the text grows linearly from the first's
+// size to the final's over the turn's duration, and the terminal one.
+func (p *pacedWire) Floor(gap time.Duration) float64 {
+	if p.Took <= 0 || p.FinalBytes == 0 {
+		return 0
+	}
+	first, final := float64(p.FirstBytes), float64(p.FinalBytes)
+	n := int(p.Took / gap)
+	sum := first + final
+	for k := 1; k <= n; k++ {
+		sum += first + (final-first)*float64(k)*float64(gap)/float64(p.Took)
+	}
+	return sum / final
+}
 
 // wireSection streams one answer of each size in each scope, paced by
 // the defaults, unpaced, and in compact mode (compact.go), all at once, each on a session of 10 prior
@@ -119,6 +140,7 @@ func wireSection(ctx context.Context, store chat.Store, prefix string, ds durabl
 				return
 			}
 			pw.TCPBytes, pw.Lines, pw.FinalBytes = int(counted.Load()), len(log.Lines), last.Bytes
+			pw.FirstBytes, pw.Took = log.Lines[0].Bytes, last.At.Sub(log.Lines[0].At)*f
 			for k, l := range log.Lines {
 				pw.BodyBytes += l.Bytes
 				if k > 0 && k < len(log.Lines)-1 {

@@ -34,11 +34,11 @@ var (
 )
 
 // Append is one append line: Text is added to the content of the last
-// message (the streaming assistant message of TurnID) of the state at
-// sequence After, giving the state at Sequence.
+// message (the streaming assistant message) of the state at sequence
+// After, giving the state at Sequence. A line names no session or turn: it
+// is meaningful only on the stream that carries it, whose session and turn
+// the request named, and sequences are per session.
 type Append struct {
-	SessionID string // SafeId
-	TurnID    string // SafeId
 	// Sequence is the state this line produces: > After, <= 2^53-1.
 	Sequence int64
 	// After is the sequence of the state it applies to (>= 0).
@@ -64,19 +64,14 @@ const AppendClose = "\"}\n"
 
 // AppendAppendOpen appends the opening of a's line to dst: every member up
 // to and including the text member's opening quote, in the order the
-// grammar fixes (protocol, version, event, sessionId, turnId, sequence,
-// after, offset, usage when set, text). a.Text is not written: follow with
-// AppendAppendText for each piece and AppendClose. It returns dst
-// unchanged and an error wrapping ErrInvalidAppend for ids that are not
-// SafeIds, sequences outside 0 <= After < Sequence <= 2^53-1, a negative
-// Offset or a negative usage count.
+// grammar fixes (protocol, version, event, sequence, after, offset, usage
+// when set, text). a.Text is not written: follow with AppendAppendText for
+// each piece and AppendClose. It returns dst unchanged and an error
+// wrapping ErrInvalidAppend for sequences outside 0 <= After < Sequence <=
+// 2^53-1, a negative Offset or a negative usage count.
 func AppendAppendOpen(dst []byte, a *Append) ([]byte, error) {
 	var field string
 	switch {
-	case !IsSafeID(a.SessionID):
-		field = "sessionId"
-	case !IsSafeID(a.TurnID):
-		field = "turnId"
 	case a.Sequence <= a.After || a.Sequence > MaxSafeInteger:
 		field = "sequence"
 	case a.After < 0:
@@ -90,11 +85,7 @@ func AppendAppendOpen(dst []byte, a *Append) ([]byte, error) {
 		return dst, fmt.Errorf("%w: %s", ErrInvalidAppend, field)
 	}
 	b := append(dst, appendPrefix...)
-	b = append(b, `,"sessionId":"`...)
-	b = append(b, a.SessionID...)
-	b = append(b, `","turnId":"`...)
-	b = append(b, a.TurnID...)
-	b = append(b, `","sequence":`...)
+	b = append(b, `,"sequence":`...)
 	b = appendJSONNumber(b, float64(a.Sequence))
 	b = append(b, `,"after":`...)
 	b = appendJSONNumber(b, float64(a.After))
@@ -143,7 +134,7 @@ func AppendAppendLine(dst []byte, a *Append) ([]byte, error) {
 
 // appendFields are the members an append line defines, for the
 // case-variant rule (IsCaseVariant).
-var appendFields = []string{"protocol", "version", "event", "sessionId", "turnId", "sequence", "after", "offset", "usage", "text"}
+var appendFields = []string{"protocol", "version", "event", "sequence", "after", "offset", "usage", "text"}
 
 // IsAppendLine reports whether line (JSON text, with or without its LF)
 // begins as an append line does. It is a quick test, not validation.
@@ -155,8 +146,7 @@ func IsAppendLine(line []byte) bool { return bytes.HasPrefix(line, []byte(append
 // when the text is not strict JSON (docs/design.md §2: duplicated keys,
 // lone surrogates and invalid UTF-8 are errors), is not an object of kind
 // EventAppend, holds a case variant of one of its members, or breaks a
-// member's rule: sessionId and turnId SafeIds, sequence, after and offset
-// integers with 0 <= after < sequence <= 2^53-1 and offset >= 0, usage (if
+// member's rule: sequence, after and offset integers with 0 <= after < sequence <= 2^53-1 and offset >= 0, usage (if
 // present) the snapshot's usage object, text a string.
 func DecodeAppend(line []byte) (*Append, error) {
 	root, err := parseJSON(line)
@@ -183,12 +173,6 @@ func DecodeAppend(line []byte) (*Append, error) {
 	}
 	a := &Append{}
 	var ok bool
-	if a.SessionID, ok = safeIDField(&root, "sessionId"); !ok {
-		return fail("sessionId")
-	}
-	if a.TurnID, ok = safeIDField(&root, "turnId"); !ok {
-		return fail("turnId")
-	}
 	if a.Sequence, ok = intField(&root, "sequence", 1); !ok {
 		return fail("sequence")
 	}
@@ -335,9 +319,10 @@ func hexRune(h []byte) rune {
 // a SnapshotCursor that also applies append lines (docs/compact.md). A
 // complete snapshot is accepted as SnapshotCursor accepts it (its session,
 // a strictly greater sequence); an append line only when it applies to the
-// held state exactly (its After is the held sequence, its TurnID the held
-// snapshot's, the held snapshot streaming with its last message an
-// assistant message of that many UTF-16 code units). So a sequence is
+// held state exactly (its After is the held sequence, the held snapshot
+// streaming with its last message a streaming assistant message of Offset
+// UTF-16 code units). Append lines carry no session id: feed a cursor only
+// the streams of its session. So a sequence is
 // never applied twice, and a gap leaves the state as it was until the next
 // complete snapshot. It is safe for concurrent use.
 type CompactCursor struct {
@@ -359,8 +344,7 @@ func NewCompactCursor(sessionID string) (*CompactCursor, error) {
 
 // Apply offers one complete line (JSON text, its LF optional). It reports
 // whether the held state changed. A complete snapshot is taken as
-// SnapshotCursor.Apply takes it. An append line of the cursor's session is
-// decoded with DecodeAppend (an error wrapping ErrInvalidAppend when it is
+// SnapshotCursor.Apply takes it. An append line is decoded with DecodeAppend (an error wrapping ErrInvalidAppend when it is
 // malformed); one whose Sequence is not above the held sequence is stale
 // and ignored (false, nil); a newer one that does not apply to the held
 // state is ErrAppendGap. Any other line (a diagnostic, an unknown kind,
@@ -387,9 +371,6 @@ func (c *CompactCursor) Apply(line []byte) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if a.SessionID != c.sessionID {
-		return false, nil
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.snapshot != nil && a.Sequence <= c.snapshot.Sequence {
@@ -415,7 +396,7 @@ func (c *CompactCursor) Apply(line []byte) (bool, error) {
 // appliesLocked reports whether a applies to the held state; c.mu is held.
 func (c *CompactCursor) appliesLocked(a *Append) bool {
 	s := c.snapshot
-	if s == nil || a.After != s.Sequence || a.TurnID != s.TurnID || s.Snapshot.Status != StatusStreaming {
+	if s == nil || a.After != s.Sequence || s.Snapshot.Status != StatusStreaming {
 		return false
 	}
 	msgs := s.Snapshot.Messages
@@ -433,7 +414,7 @@ func (c *CompactCursor) appliesLocked(a *Append) bool {
 // base). Nothing changes: the text becomes state only when the line ends.
 func (c *CompactCursor) Provisional(partial []byte) (content string, ok bool) {
 	a, ok := DecodePartialAppend(partial)
-	if !ok || a.SessionID != c.sessionID {
+	if !ok {
 		return "", false
 	}
 	c.mu.Lock()

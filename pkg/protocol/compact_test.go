@@ -1,6 +1,7 @@
 package protocol_test
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -45,9 +46,9 @@ func appendLine(tb testing.TB, a protocol.Append) []byte {
 
 func TestAppendLineRoundTrip(t *testing.T) {
 	for name, a := range map[string]protocol.Append{
-		"plain":   {SessionID: "s1", TurnID: "t1", Sequence: 5, After: 4, Offset: 3, Text: "hello"},
-		"escapes": {SessionID: "s1", TurnID: "t1", Sequence: 9, After: 2, Offset: 0, Text: "a\"b\\c\nd\te\u0001 é 😀 \u2028"},
-		"usage":   {SessionID: "s1", TurnID: "t1", Sequence: 2, After: 1, Offset: 7, Usage: &protocol.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}},
+		"plain":   {Sequence: 5, After: 4, Offset: 3, Text: "hello"},
+		"escapes": {Sequence: 9, After: 2, Offset: 0, Text: "a\"b\\c\nd\te\u0001 é 😀 \u2028"},
+		"usage":   {Sequence: 2, After: 1, Offset: 7, Usage: &protocol.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			line := appendLine(t, a)
@@ -58,7 +59,7 @@ func TestAppendLineRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.SessionID != a.SessionID || got.TurnID != a.TurnID || got.Sequence != a.Sequence || got.After != a.After ||
+			if got.Sequence != a.Sequence || got.After != a.After ||
 				got.Offset != a.Offset || got.Text != a.Text || (got.Usage == nil) != (a.Usage == nil) || (a.Usage != nil && *got.Usage != *a.Usage) {
 				t.Fatalf("decoded %+v, want %+v", got, a)
 			}
@@ -69,7 +70,7 @@ func TestAppendLineRoundTrip(t *testing.T) {
 // An AgentsKit decoder sees an append line as an unknown event kind: inert
 // to its snapshot cursor, never a malformed payload.
 func TestAppendLineIsInertToAgentsKitDecoding(t *testing.T) {
-	line := appendLine(t, protocol.Append{SessionID: "s1", TurnID: "t1", Sequence: 3, After: 2, Text: "x"})
+	line := appendLine(t, protocol.Append{Sequence: 3, After: 2, Text: "x"})
 	_, d := protocol.DecodeTurnEvent(line)
 	if d == nil || d.Code != protocol.CodeProtocolUnknownEvent {
 		t.Fatalf("DecodeTurnEvent: %+v, want PROTOCOL_UNKNOWN_EVENT", d)
@@ -84,15 +85,15 @@ func TestAppendLineIsInertToAgentsKitDecoding(t *testing.T) {
 }
 
 func TestDecodeAppendRejectsBadInput(t *testing.T) {
-	good := `{"protocol":"agentskit.chat.turn","version":1,"event":"turnstream.turn.append","sessionId":"s1","turnId":"t1","sequence":3,"after":2,"offset":0,"text":"x"}`
+	good := `{"protocol":"agentskit.chat.turn","version":1,"event":"turnstream.turn.append","sequence":3,"after":2,"offset":0,"text":"x"}`
 	for name, line := range map[string]string{
 		"not JSON":           `{"protocol":"agentskit.chat.turn","version":1,"event":"turnstream.turn.append","text":"x`,
 		"array":              `[1,"x"]`,
 		"wrong protocol":     strings.Replace(good, `agentskit.chat.turn`, `other`, 1),
 		"version 2":          strings.Replace(good, `"version":1`, `"version":2`, 1),
 		"other event":        strings.Replace(good, `turnstream.turn.append`, `server.turn.snapshot`, 1),
-		"bad session":        strings.Replace(good, `"s1"`, `"-s1"`, 1),
-		"missing turn":       strings.Replace(good, `"turnId":"t1",`, ``, 1),
+		"missing sequence":   strings.Replace(good, `"sequence":3,`, ``, 1),
+		"missing offset":     strings.Replace(good, `,"offset":0`, ``, 1),
 		"sequence 0":         strings.Replace(good, `"sequence":3,"after":2`, `"sequence":0,"after":0`, 1),
 		"after = sequence":   strings.Replace(good, `"after":2`, `"after":3`, 1),
 		"negative after":     strings.Replace(good, `"after":2`, `"after":-1`, 1),
@@ -118,7 +119,7 @@ func TestDecodeAppendRejectsBadInput(t *testing.T) {
 		t.Fatalf("the good line: %v", err)
 	}
 	// The error names a field, never the input.
-	_, err := protocol.DecodeAppend([]byte(strings.Replace(good, `"s1"`, `"secret value"`, 1)))
+	_, err := protocol.DecodeAppend([]byte(strings.Replace(good, `"text":"x"`, `"text":{"secret":1}`, 1)))
 	if err == nil || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("error %v", err)
 	}
@@ -126,13 +127,11 @@ func TestDecodeAppendRejectsBadInput(t *testing.T) {
 
 func TestAppendAppendOpenRejectsBadAppends(t *testing.T) {
 	for name, a := range map[string]protocol.Append{
-		"session":  {SessionID: "", TurnID: "t1", Sequence: 2, After: 1},
-		"turn":     {SessionID: "s1", TurnID: "t 1", Sequence: 2, After: 1},
-		"sequence": {SessionID: "s1", TurnID: "t1", Sequence: 1, After: 1},
-		"after":    {SessionID: "s1", TurnID: "t1", Sequence: 1, After: -1},
-		"offset":   {SessionID: "s1", TurnID: "t1", Sequence: 2, After: 1, Offset: -1},
-		"usage":    {SessionID: "s1", TurnID: "t1", Sequence: 2, After: 1, Usage: &protocol.Usage{TotalTokens: -1}},
-		"text":     {SessionID: "s1", TurnID: "t1", Sequence: 2, After: 1, Text: "\xff"},
+		"sequence": {Sequence: 1, After: 1},
+		"after":    {Sequence: 1, After: -1},
+		"offset":   {Sequence: 2, After: 1, Offset: -1},
+		"usage":    {Sequence: 2, After: 1, Usage: &protocol.Usage{TotalTokens: -1}},
+		"text":     {Sequence: 2, After: 1, Text: "\xff"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dst := []byte("keep")
@@ -146,7 +145,7 @@ func TestAppendAppendOpenRejectsBadAppends(t *testing.T) {
 
 func TestCompactCursor(t *testing.T) {
 	ap := func(seq, after, offset int64, text string) []byte {
-		return appendLine(t, protocol.Append{SessionID: "s1", TurnID: "t1", Sequence: seq, After: after, Offset: offset, Text: text})
+		return appendLine(t, protocol.Append{Sequence: seq, After: after, Offset: offset, Text: text})
 	}
 	type step struct {
 		line    []byte
@@ -180,10 +179,6 @@ func TestCompactCursor(t *testing.T) {
 			{line: snapshotLine(t, 2, protocol.StatusStreaming, "a"), changed: true, content: "a", seq: 2},
 			{line: ap(3, 2, 0, "b"), err: protocol.ErrAppendGap, content: "a", seq: 2},
 		},
-		"wrong base: another turn": {
-			{line: snapshotLine(t, 2, protocol.StatusStreaming, "a"), changed: true, content: "a", seq: 2},
-			{line: appendLine(t, protocol.Append{SessionID: "s1", TurnID: "t2", Sequence: 3, After: 2, Offset: 1, Text: "b"}), err: protocol.ErrAppendGap, content: "a", seq: 2},
-		},
 		"wrong base: terminal snapshot held": {
 			{line: snapshotLine(t, 2, protocol.StatusComplete, "a"), changed: true, content: "a", seq: 2},
 			{line: ap(3, 2, 1, "b"), err: protocol.ErrAppendGap, content: "a", seq: 2},
@@ -195,9 +190,9 @@ func TestCompactCursor(t *testing.T) {
 			{line: snapshotLine(t, 2, protocol.StatusStreaming, "a"), changed: true, content: "a", seq: 2},
 			{line: []byte(`{"protocol":"agentskit.chat.turn","version":1,"event":"turnstream.turn.append","sequence":"3"}`), err: protocol.ErrInvalidAppend, content: "a", seq: 2},
 		},
-		"another session's lines are ignored": {
+		"another session's snapshots are ignored": {
 			{line: snapshotLine(t, 2, protocol.StatusStreaming, "a"), changed: true, content: "a", seq: 2},
-			{line: appendLine(t, protocol.Append{SessionID: "s2", TurnID: "t1", Sequence: 3, After: 2, Offset: 1, Text: "b"}), content: "a", seq: 2},
+			{line: bytes.Replace(snapshotLine(t, 3, protocol.StatusStreaming, "ab"), []byte(`"s1"`), []byte(`"s2"`), 1), content: "a", seq: 2},
 		},
 		"other lines are ignored": {
 			{line: []byte(`{`), seq: -1},
@@ -233,7 +228,7 @@ func TestCompactCursor(t *testing.T) {
 // has arrived.
 func TestDecodePartialAppendAtEveryCut(t *testing.T) {
 	text := "ab \"q\" \\ é 😀\n\t\u0001 end"
-	line := appendLine(t, protocol.Append{SessionID: "s1", TurnID: "t1", Sequence: 3, After: 2, Offset: 1, Text: text})
+	line := appendLine(t, protocol.Append{Sequence: 3, After: 2, Offset: 1, Text: text})
 	c, _ := protocol.NewCompactCursor("s1")
 	if _, err := c.Apply(snapshotLine(t, 2, protocol.StatusStreaming, "a")); err != nil {
 		t.Fatal(err)
@@ -260,10 +255,10 @@ func TestDecodePartialAppendAtEveryCut(t *testing.T) {
 	if last != text {
 		t.Fatalf("at the last cut: %q", last)
 	}
-	if _, ok := protocol.DecodePartialAppend([]byte(`{"protocol":"agentskit.chat.turn","version":1,"event":"turnstream.turn.append","sessionId":"s1","turnId":"t1","sequence":3,"after":2,"offset":1,"text":"` + "\x01")); ok {
+	if _, ok := protocol.DecodePartialAppend([]byte(`{"protocol":"agentskit.chat.turn","version":1,"event":"turnstream.turn.append","sequence":3,"after":2,"offset":1,"text":"` + "\x01")); ok {
 		t.Fatal("a raw control byte in the text must not decode")
 	}
-	if _, ok := c.Provisional(appendLine(t, protocol.Append{SessionID: "s1", TurnID: "t1", Sequence: 3, After: 1, Offset: 1})); ok {
+	if _, ok := c.Provisional(appendLine(t, protocol.Append{Sequence: 3, After: 1, Offset: 1})); ok {
 		t.Fatal("a line of another base has no provisional text")
 	}
 }
@@ -272,7 +267,7 @@ func TestDecodePartialAppendAtEveryCut(t *testing.T) {
 // header and 20-byte pieces of text (50 ms of a 400 B/s model), the
 // writer's pattern, into a reused buffer.
 func BenchmarkAppendLine(b *testing.B) {
-	a := &protocol.Append{SessionID: "0b7a2d4e-5f8c-4a1b-9c3d-2e6f8a0b1c2d", TurnID: "4c8d2e6f-0a1b-4c3d-8e5f-6a7b8c9d0e1f", Sequence: 1234, After: 1233, Offset: 40000}
+	a := &protocol.Append{Sequence: 1234, After: 1233, Offset: 40000}
 	piece := "lorem ipsum dolor s "
 	b.ReportAllocs()
 	var buf []byte
@@ -298,7 +293,7 @@ func BenchmarkCompactCursorApply(b *testing.B) {
 		if _, err := c.Apply(snap); err != nil {
 			b.Fatal(err)
 		}
-		line := appendLine(b, protocol.Append{SessionID: "s1", TurnID: "t1", Sequence: 3, After: 2, Offset: int64(len(content)), Text: "lorem ipsum dolor s lorem ipsum dolor s"})
+		line := appendLine(b, protocol.Append{Sequence: 3, After: 2, Offset: int64(len(content)), Text: "lorem ipsum dolor s lorem ipsum dolor s"})
 		b.StartTimer()
 		if ok, err := c.Apply(line); !ok || err != nil {
 			b.Fatal(ok, err)

@@ -268,7 +268,7 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 			if !ok {
 				continue
 			}
-			a := &protocol.Append{SessionID: t.sessionID, TurnID: t.turnID, Sequence: seq, After: held.seq, Offset: held.length}
+			a := &protocol.Append{Sequence: seq, After: held.seq, Offset: held.length}
 			if usageChanged {
 				u := v.usage
 				a.Usage = &u
@@ -314,7 +314,7 @@ func (c *compactResume) line(s *run, seq int64, assistant protocol.Message, usag
 	defer func() { st := newCompactState(seq, assistant, usage); c.held = &st }()
 	if c.held != nil && seq > c.held.seq {
 		if delta, ok := appended(c.held.assistant, assistant); ok && c.held.assistant.Content+delta == assistant.Content {
-			a := &protocol.Append{SessionID: s.sessionID, TurnID: s.turnID, Sequence: seq, After: c.held.seq, Offset: c.held.length, Text: delta}
+			a := &protocol.Append{Sequence: seq, After: c.held.seq, Offset: c.held.length, Text: delta}
 			if usage != c.held.usage {
 				a.Usage = &usage
 			}

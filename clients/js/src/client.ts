@@ -623,7 +623,6 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
               this.#opts.onInvalidLine?.(d);
               continue;
             }
-            if (a.turnId !== this.turnId) continue;
             const applied = this.cursor.applyAppend(a);
             if (applied === "gap") return false; // resume: it starts with a complete snapshot
             if (applied === "applied") {
@@ -667,7 +666,7 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
         if (compact && lines.pendingBytes > 0) {
           // An append line is arriving: show its text so far.
           const a = decodePartialAppend(lines.peek());
-          const p = a && a.turnId === this.turnId ? this.cursor.provisional(a) : undefined;
+          const p = a ? this.cursor.provisional(a) : undefined;
           if (p && lastContentLength(p) > shown) {
             shown = lastContentLength(p);
             yield p;

@@ -3,7 +3,7 @@
 // (pkg/protocol DecodeAppend and DecodePartialAppend).
 
 import { NOT_JSON, parseStrict, type JSONValue } from "./json.js";
-import { isCaseVariant, isSafeId, MAX_SAFE_INTEGER, TURN_PROTOCOL, type Usage } from "./protocol.js";
+import { isCaseVariant, MAX_SAFE_INTEGER, TURN_PROTOCOL, type Usage } from "./protocol.js";
 
 /** The append lines' event kind. */
 export const EVENT_APPEND = "turnstream.turn.append";
@@ -13,10 +13,9 @@ export const STREAM_MODE_HEADER = "X-Turnstream-Stream-Mode";
 /**
  * AppendLine adds text to the streaming assistant message (the last
  * message) of the state at sequence after, giving the state at sequence.
+ * It names no session or turn: it belongs to the stream that carries it.
  */
 export interface AppendLine {
-  sessionId: string;
-  turnId: string;
   /** The state this line produces (> after). */
   sequence: number;
   /** The sequence of the state it applies to. */
@@ -30,7 +29,7 @@ export interface AppendLine {
 
 const PREFIX = `{"protocol":"${TURN_PROTOCOL}","version":1,"event":"${EVENT_APPEND}"`;
 const TEXT_MEMBER = `,"text":"`;
-const FIELDS = ["protocol", "version", "event", "sessionId", "turnId", "sequence", "after", "offset", "usage", "text"];
+const FIELDS = ["protocol", "version", "event", "sequence", "after", "offset", "usage", "text"];
 const USAGE_FIELDS = ["promptTokens", "completionTokens", "totalTokens"];
 const enc = new TextEncoder();
 const PREFIX_BYTES = enc.encode(PREFIX);
@@ -57,8 +56,7 @@ function startsWith(b: Uint8Array, p: Uint8Array): boolean {
 /**
  * decodeAppend decodes one complete append line from untrusted input (a
  * string or UTF-8 bytes), or returns undefined when it breaks the grammar:
- * not strict JSON, another kind, a case variant of a member, ids that are
- * not SafeIds, integers outside 0 <= after < sequence <= 2^53-1 or a
+ * not strict JSON, another kind, a case variant of a member, integers outside 0 <= after < sequence <= 2^53-1 or a
  * negative offset, a usage object that is not the snapshot's, text not a
  * string. Unknown members are ignored. It never throws.
  */
@@ -73,12 +71,12 @@ export function decodeAppend(input: string | Uint8Array): AppendLine | undefined
   if (v === NOT_JSON || !isObj(v)) return undefined;
   for (const k in v) if (isCaseVariant(k, FIELDS)) return undefined;
   if (v.protocol !== TURN_PROTOCOL || v.version !== 1 || v.event !== EVENT_APPEND) return undefined;
-  const { sessionId, turnId, sequence, after, offset, usage } = v;
-  if (!isSafeId(sessionId) || !isSafeId(turnId) || !isInt(sequence, 1) || !isInt(after, 0) || after >= sequence || !isInt(offset, 0)) {
+  const { sequence, after, offset, usage } = v;
+  if (!isInt(sequence, 1) || !isInt(after, 0) || after >= sequence || !isInt(offset, 0)) {
     return undefined;
   }
   if (typeof v.text !== "string") return undefined;
-  const out: AppendLine = { sessionId, turnId, sequence, after, offset, text: v.text };
+  const out: AppendLine = { sequence, after, offset, text: v.text };
   if (Object.prototype.hasOwnProperty.call(v, "usage")) {
     if (!isObj(usage)) return undefined;
     for (const k in usage) if (isCaseVariant(k, USAGE_FIELDS)) return undefined;

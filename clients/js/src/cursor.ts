@@ -72,16 +72,16 @@ export class SnapshotCursor {
 
   /**
    * applyAppend offers a decoded append line of the compact stream
-   * (docs/compact.md). It applies only to the exact state it was built on:
-   * its after is the held sequence, its turn the held snapshot's, the held
-   * snapshot streaming with its last message a streaming assistant message
-   * of offset UTF-16 code units. The held snapshot is then replaced by a
-   * frozen copy with the text appended, the line's usage (when given) and
-   * its sequence. Another session's line is "stale" (never applied).
+   * (docs/compact.md), read from a stream of this cursor's session. It
+   * applies only to the exact state it was built on: its after is the held
+   * sequence, the held snapshot streaming with its last message a
+   * streaming assistant message of offset UTF-16 code units. The held
+   * snapshot is then replaced by a frozen copy with the text appended, the
+   * line's usage (when given) and its sequence.
    */
   applyAppend(a: AppendLine): AppendResult {
     const held = this.#snapshot;
-    if (a.sessionId !== this.sessionId || (held !== undefined && a.sequence <= held.sequence)) return "stale";
+    if (held !== undefined && a.sequence <= held.sequence) return "stale";
     if (!this.#builtOn(a)) return "gap";
     const msgs = held!.payload.messages;
     const last = msgs[msgs.length - 1]!;
@@ -106,7 +106,7 @@ export class SnapshotCursor {
    */
   provisional(a: AppendLine): SnapshotEvent | undefined {
     const held = this.#snapshot;
-    if (a.sessionId !== this.sessionId || held === undefined || a.sequence <= held.sequence || !this.#builtOn(a)) return undefined;
+    if (held === undefined || a.sequence <= held.sequence || !this.#builtOn(a)) return undefined;
     const msgs = held.payload.messages;
     const last = msgs[msgs.length - 1]!;
     return freeze({ ...held, payload: { ...held.payload, messages: [...msgs.slice(0, -1), { ...last, content: last.content + a.text }] } });
@@ -114,7 +114,7 @@ export class SnapshotCursor {
 
   #builtOn(a: AppendLine): boolean {
     const held = this.#snapshot;
-    if (held === undefined || a.after !== held.sequence || a.turnId !== held.turnId || held.payload.status !== "streaming") return false;
+    if (held === undefined || a.after !== held.sequence || held.payload.status !== "streaming") return false;
     const last = held.payload.messages[held.payload.messages.length - 1];
     return last !== undefined && last.role === "assistant" && last.status === "streaming" && last.content.length === a.offset;
   }

@@ -35,7 +35,7 @@ function snapshot(seq, content, status = "streaming") {
 // appendText writes an append line as the Go encoder does: members in the
 // grammar's order, text last.
 function appendText(seq, after, offset, text, extra = "") {
-  return `{"protocol":"agentskit.chat.turn","version":1,"event":"turnstream.turn.append","sessionId":"s1","turnId":"t1","sequence":${seq},"after":${after},"offset":${offset}${extra},"text":${JSON.stringify(text)}}`;
+  return `{"protocol":"agentskit.chat.turn","version":1,"event":"turnstream.turn.append","sequence":${seq},"after":${after},"offset":${offset}${extra},"text":${JSON.stringify(text)}}`;
 }
 
 test("an append line is an unknown event kind to the turn decoder, inert to a plain cursor", () => {
@@ -53,14 +53,14 @@ test("decodeAppend reads good lines and rejects bad ones", () => {
   const good = appendText(3, 2, 1, "a\"b\\ é 😀\n", `,"usage":{"promptTokens":1,"completionTokens":2,"totalTokens":3}`);
   assert.ok(isAppendLine(good) && isAppendLine(enc.encode(good)));
   assert.deepEqual(decodeAppend(enc.encode(good)), {
-    sessionId: "s1", turnId: "t1", sequence: 3, after: 2, offset: 1, text: "a\"b\\ é 😀\n",
+    sequence: 3, after: 2, offset: 1, text: "a\"b\\ é 😀\n",
     usage: { promptTokens: 1, completionTokens: 2, totalTokens: 3 },
   });
   const bad = {
     "not JSON": good.slice(0, -2),
     "version 2": good.replace(`"version":1`, `"version":2`),
     "another kind": good.replace("turnstream.turn.append", "server.turn.snapshot"),
-    "bad session": good.replace(`"s1"`, `"-s1"`),
+    "missing after": good.replace(`"after":2,`, ""),
     "after = sequence": good.replace(`"after":2`, `"after":3`),
     "negative offset": good.replace(`"offset":1`, `"offset":-1`),
     "fractional sequence": good.replace(`"sequence":3`, `"sequence":3.5`),
@@ -78,7 +78,7 @@ test("decodeAppend reads good lines and rejects bad ones", () => {
 test("the cursor applies appends only to the state they were built on", () => {
   const c = new SnapshotCursor("s1");
   assert.equal(c.apply(snapshot(2, "ab")), true);
-  const a = (seq, after, offset, text, turnId = "t1") => ({ ...decodeAppend(appendText(seq, after, offset, text)), turnId });
+  const a = (seq, after, offset, text) => decodeAppend(appendText(seq, after, offset, text));
   assert.equal(c.applyAppend(a(3, 2, 2, "cd")), "applied");
   assert.equal(c.snapshot.payload.messages[1].content, "abcd");
   assert.equal(c.sequence, 3);
@@ -86,9 +86,7 @@ test("the cursor applies appends only to the state they were built on", () => {
   assert.equal(c.applyAppend(a(3, 2, 2, "cd")), "stale", "never twice");
   assert.equal(c.applyAppend(a(5, 4, 4, "x")), "gap", "a line is missing");
   assert.equal(c.applyAppend(a(4, 3, 3, "x")), "gap", "wrong offset");
-  assert.equal(c.applyAppend(a(4, 3, 4, "x", "t2")), "gap", "another turn");
   assert.equal(c.snapshot.payload.messages[1].content, "abcd", "nothing changed");
-  assert.equal(c.applyAppend({ ...a(4, 3, 4, "x"), sessionId: "s2" }), "stale", "another session");
   assert.equal(c.apply(snapshot(6, "abcdef")), true, "a complete snapshot ends the gap");
   assert.equal(c.applyAppend(a(7, 6, 6, "g")), "applied");
   assert.equal(c.apply(snapshot(8, "abcdefg", "complete")), true);
