@@ -36,8 +36,8 @@ type pacedWire struct {
 	FinalBytes int
 	FirstBytes int
 	// Took is the first line to the last, in the unscaled clock.
-	Took time.Duration
-	Lines      int
+	Took  time.Duration
+	Lines int
 	// MaxGap is the longest time between two streaming (non-terminal)
 	// snapshots, in the unscaled clock (measured gap x the scale); in
 	// compact mode between two reads that made more text visible.
