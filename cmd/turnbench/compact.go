@@ -27,8 +27,10 @@ type compactLog struct {
 	// Final is the state the cursor ended with; Status its status.
 	Final  *protocol.Event
 	Status string
-	// Visible is the time of each read that made more of the answer
-	// visible (a longer rendered assistant content).
+	// Visible is the time of each read before the terminal line that made
+	// more of the answer visible (a longer rendered assistant content):
+	// like the default mode's gap, the wait for the terminal line (the
+	// save and the release come first) is left out.
 	Visible []time.Time
 	// Appended is the answer length (bytes) the append lines carried.
 	Appended int
@@ -68,7 +70,7 @@ func followCompact(ctx context.Context, c *http.Client, req *http.Request, sessi
 	log := &compactLog{}
 	var pending []byte
 	buf := make([]byte, 32<<10)
-	shown := 0
+	shown, terminal := 0, false
 	for {
 		n, rerr := resp.Body.Read(buf)
 		now := time.Now()
@@ -89,7 +91,7 @@ func followCompact(ctx context.Context, c *http.Client, req *http.Request, sessi
 			} else if ev, d := protocol.DecodeTurnEvent(line); d == nil && ev.Kind == protocol.EventSnapshot {
 				log.Snapshots++
 				if ev.Snapshot.Status != protocol.StatusStreaming {
-					log.FinalBytes = i + 1
+					log.FinalBytes, terminal = i+1, true
 				}
 			}
 			if _, err := cur.Apply(line); err != nil {
@@ -105,10 +107,10 @@ func followCompact(ctx context.Context, c *http.Client, req *http.Request, sessi
 		if p, ok := cur.Provisional(pending); ok {
 			visible = max(visible, len(p))
 		}
-		if visible > shown {
-			shown = visible
+		if visible > shown && !terminal {
 			log.Visible = append(log.Visible, now)
 		}
+		shown = max(shown, visible)
 		if rerr == io.EOF {
 			break
 		}
