@@ -141,7 +141,7 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 	handover := false
 	defer func() {
 		if !handover {
-			close(t.done)
+			close(t.out.done)
 		}
 	}()
 	o := t.h.opts
@@ -164,8 +164,8 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 		open = false
 		firstText := held.assistant.Content != "" && t.lastRememberedEmpty()
 		held.seq = openSeq
-		t.remember(openSeq, held.assistant, held.usage, firstText)
-		t.write([]byte(protocol.AppendClose))
+		t.live.remember(openSeq, held.assistant, held.usage, firstText)
+		t.out.write([]byte(protocol.AppendClose))
 		lastWrite = time.Now()
 	}
 	// sleep waits d, unless the final lines arrive first (then false).
@@ -176,9 +176,9 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 		timer := time.NewTimer(d)
 		defer timer.Stop()
 		select {
-		case lines := <-t.final:
+		case lines := <-t.out.final:
 			closeLine()
-			t.write(lines)
+			t.out.write(lines)
 			return false
 		case <-timer.C:
 			return true
@@ -195,17 +195,17 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 			look = idle.C
 		}
 		select {
-		case lines := <-t.final:
+		case lines := <-t.out.final:
 			closeLine()
-			t.write(lines)
+			t.out.write(lines)
 			return
-		case <-t.wake:
+		case <-t.out.wake:
 		case <-look:
 		}
 		if !sleep(o.SnapshotInterval - time.Since(lastWrite)) {
 			return
 		}
-		if t.writeFailed {
+		if t.out.writeFailed {
 			if t.h.opts.CheckpointInterval == 0 {
 				return
 			}
@@ -215,7 +215,7 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 		}
 		v := t.state.view()
 		now := o.Now()
-		if !t.leaseHeldAt(now) {
+		if !t.lease.heldAt(now) {
 			// The supervisor ends the turn; the open line ends now, within
 			// the lease margin, and nothing else goes out meanwhile.
 			closeLine()
@@ -235,21 +235,21 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 			// The newest state after the wait.
 			v = t.state.view()
 			now = o.Now()
-			if !t.leaseHeldAt(now) {
+			if !t.lease.heldAt(now) {
 				continue
 			}
 			assistant = t.assistant(v, protocol.MessageStreaming, "")
-			seq, ok := t.allocate()
+			seq, ok := t.seqs.next()
 			if !ok {
 				continue // closed: the terminal lines are on their way
 			}
 			calls := toolCallStates(assistant.ToolCalls)
-			t.remember(seq, assistant, v.usage, (held.assistant.Content == "" && assistant.Content != "") || calls != lastCalls)
+			t.live.remember(seq, assistant, v.usage, (held.assistant.Content == "" && assistant.Content != "") || calls != lastCalls)
 			lastCalls, lastVersion = calls, v.version
 			held = newCompactState(seq, assistant, v.usage)
 			buf = t.snapshotLineAt(buf[:0], now, seq, protocol.StatusStreaming, assistant, v.usage, nil)
 			snapGap, lastSnap, lastWrite = t.snapshotGap(len(buf)), time.Now(), time.Now()
-			if !t.write(buf) && t.h.opts.CheckpointInterval == 0 {
+			if !t.out.write(buf) && t.h.opts.CheckpointInterval == 0 {
 				return
 			}
 			continue
@@ -264,7 +264,7 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 		lastVersion = v.version
 		buf = buf[:0]
 		if !open {
-			seq, ok := t.allocate()
+			seq, ok := t.seqs.next()
 			if !ok {
 				continue
 			}
@@ -285,7 +285,7 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 		held.length += utf16Len(delta)
 		held.usage = v.usage
 		lastWrite = time.Now()
-		if !t.write(buf) && t.h.opts.CheckpointInterval == 0 {
+		if !t.out.write(buf) && t.h.opts.CheckpointInterval == 0 {
 			return
 		}
 	}
@@ -295,9 +295,7 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 // checkpoints had no assistant text: the first text is a moment a
 // checkpoint must not miss.
 func (t *run) lastRememberedEmpty() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.last.assistant.Content == ""
+	return t.live.latest().assistant.Content == ""
 }
 
 // compactResume is a resume stream's compact state: the state its last

@@ -140,7 +140,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		hd.Set(StreamModeHeader, StreamModeCompact)
 	}
 	w.WriteHeader(http.StatusOK)
-	s.w = w
+	s.w, s.out = w, newStreamOut(w, log)
 	log.Info("resume", "after", after, "status", string(turn.Status), "sequence", turn.LastSequence)
 
 	poll := time.NewTicker(h.opts.ResumePollInterval)
@@ -148,7 +148,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 	sent := after
 	for {
 		lines, done := s.resumeLines(turn, sent)
-		if len(lines) > 0 && !s.write(lines) {
+		if len(lines) > 0 && !s.out.write(lines) {
 			return // the resumer is gone; the turn goes on
 		}
 		if done {
@@ -158,7 +158,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		select {
 		case <-ctx.Done():
 			d, _ := contextDiagnostic(ctx)
-			s.write(s.diagnosticLine(nil, d, sent+1))
+			s.out.write(s.diagnosticLine(nil, d, sent+1))
 			return
 		case <-poll.C:
 		}
@@ -172,7 +172,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 			continue // its first checkpoint has not landed yet
 		case errors.Is(err, chat.ErrSessionNotFound), errors.Is(err, chat.ErrTurnNotFound):
 			// Gone (superseded or deleted) while followed.
-			s.write(s.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeTurnNotFound), sent+1))
+			s.out.write(s.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeTurnNotFound), sent+1))
 			return
 		default:
 			log.Warn("resume poll failed", "err", err)
