@@ -46,7 +46,7 @@ func (a *appendCounter) Write(p []byte) (int, error) {
 	return a.ResponseWriter.Write(p)
 }
 
-func (a *appendCounter) Flush() { http.NewResponseController(a.ResponseWriter).Flush() } //nolint:errcheck // best effort, as the handler's own
+func (a *appendCounter) Flush() { _ = http.NewResponseController(a.ResponseWriter).Flush() }
 
 // compactEnv is newDurableEnv's turn handler (held model, checkpoints
 // every 20 ms) behind a counter of append lines and of compact requests.
