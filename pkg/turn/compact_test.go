@@ -6,6 +6,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -201,4 +203,69 @@ func TestStreamModeHeaderRejections(t *testing.T) {
 	if m := e.model.Calls(); m != 0 {
 		t.Errorf("the model ran %d times", m)
 	}
+}
+
+// BenchmarkCompactVisibleUpdates streams one compact turn per op (300
+// chunks 10 ms apart, about 3 s, text written at most every 50 ms) through
+// a real HTTP server and reads it as the browser client does, showing an
+// open line's text as it arrives. It reports the visible updates per turn
+// and the largest gap between two of them: the writer's cadence, apart
+// from turnbench's many concurrent streams.
+func BenchmarkCompactVisibleUpdates(b *testing.B) {
+	h, err := turn.NewHandler(turn.Options{
+		Store: newStoreMemory(), Model: &scriptModel{Chunks: slowChunks(300), Delay: 10 * time.Millisecond},
+		Authenticator: &testAuth{}, Definition: turn.Definition{ID: "default", Revision: 1},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	var updates int
+	var longest time.Duration
+	for i := 0; b.Loop(); i++ {
+		sid := "bench-" + strconv.Itoa(i)
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/", bytes.NewReader(submitBody(b, sid, "t1", "hi", nil)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(turn.StreamModeHeader, turn.StreamModeCompact)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cur, _ := protocol.NewCompactCursor(sid)
+		var pending []byte
+		buf := make([]byte, 32<<10)
+		shown, last := 0, time.Time{}
+		for {
+			n, rerr := resp.Body.Read(buf)
+			now := time.Now()
+			pending = append(pending, buf[:n]...)
+			for j := bytes.IndexByte(pending, '\n'); j >= 0; j = bytes.IndexByte(pending, '\n') {
+				if _, err := cur.Apply(pending[:j]); err != nil {
+					b.Fatal(err)
+				}
+				pending = pending[j+1:]
+			}
+			visible := 0
+			if s := cur.Snapshot(); s != nil {
+				visible = len(s.Snapshot.Messages[1].Content)
+			}
+			if p, ok := cur.Provisional(pending); ok {
+				visible = max(visible, len(p))
+			}
+			if visible > shown {
+				if !last.IsZero() {
+					longest = max(longest, now.Sub(last))
+				}
+				updates++
+				shown, last = visible, now
+			}
+			if rerr != nil {
+				break
+			}
+		}
+		_ = resp.Body.Close()
+	}
+	b.ReportMetric(float64(updates)/float64(b.N), "updates/turn")
+	b.ReportMetric(float64(longest.Microseconds())/1000, "max-gap-ms")
 }
