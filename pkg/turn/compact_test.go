@@ -1,6 +1,7 @@
 package turn_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,10 +10,12 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
@@ -31,27 +34,31 @@ type compactRead struct {
 	plain   *protocol.SnapshotCursor
 }
 
-// readCompact reads a 200 compact stream of session sessionID and feeds
-// each line to both cursors. Every line must be a turn event an AgentsKit
-// decoder takes, or an append line it reports as an unknown kind; no line
-// may be a gap or a malformed append.
-func readCompact(t *testing.T, sessionID string, resp *http.Response) compactRead {
+// readCompact reads a 200 compact stream of session sessionID line by
+// line, calling onLine (when set) after each, and feeds each line to both
+// cursors. Every line must be a turn event an AgentsKit decoder takes, or
+// an append line it reports as an unknown kind; no line may be a gap or a
+// malformed append.
+func readCompact(t *testing.T, sessionID string, resp *http.Response, onLine ...func(line []byte)) compactRead {
 	t.Helper()
 	defer func() { _ = resp.Body.Close() }()
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if resp.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(resp.Body)
 		t.Fatalf("status %d: %s", resp.StatusCode, raw)
 	}
 	r := compactRead{header: resp.Header}
 	r.compact, _ = protocol.NewCompactCursor(sessionID)
 	r.plain, _ = protocol.NewSnapshotCursor(sessionID)
-	if !bytes.HasSuffix(raw, []byte("\n")) {
-		t.Fatalf("stream does not end with a newline: %q", raw)
-	}
-	for _, line := range bytes.Split(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n")) {
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadBytes('\n')
+		if err == io.EOF && len(line) == 0 {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the stream ended inside a line (%v): %q", err, line)
+		}
+		line = bytes.TrimSuffix(line, []byte("\n"))
 		r.lines = append(r.lines, line)
 		ev, d := protocol.DecodeTurnEvent(line)
 		switch {
@@ -66,9 +73,77 @@ func readCompact(t *testing.T, sessionID string, resp *http.Response) compactRea
 			t.Fatalf("compact cursor: %v at %s", err, line)
 		}
 		r.plain.Apply(line)
+		for _, f := range onLine {
+			f(line)
+		}
+	}
+	if len(r.lines) == 0 {
+		t.Fatal("an empty stream")
 	}
 	return r
 }
+
+// gatedModel streams Parts[0], waits for gates[0] (or the call's
+// context), streams Parts[1], and so on, Delay apart, then usage.
+type gatedModel struct {
+	Parts [][]string
+	Delay time.Duration
+	gates []chan struct{}
+}
+
+func newGatedModel(delay time.Duration, parts ...[]string) *gatedModel {
+	m := &gatedModel{Parts: parts, Delay: delay}
+	for range len(parts) - 1 {
+		m.gates = append(m.gates, make(chan struct{}))
+	}
+	return m
+}
+
+func (m *gatedModel) Stream(ctx context.Context, _ model.Request) (model.Stream, error) {
+	var evs []func() (model.Event, error)
+	wait := func(ch <-chan struct{}) func() (model.Event, error) {
+		return func() (model.Event, error) {
+			select {
+			case <-ctx.Done():
+				return model.Event{}, ctx.Err()
+			case <-ch:
+			}
+			return model.Event{}, nil
+		}
+	}
+	for i, part := range m.Parts {
+		if i > 0 {
+			evs = append(evs, wait(m.gates[i-1]))
+		}
+		for _, s := range part {
+			evs = append(evs, func() (model.Event, error) {
+				select {
+				case <-ctx.Done():
+					return model.Event{}, ctx.Err()
+				case <-time.After(m.Delay):
+				}
+				return model.Event{TextDelta: s}, nil
+			})
+		}
+	}
+	evs = append(evs, func() (model.Event, error) {
+		return model.Event{Usage: &protocol.Usage{PromptTokens: 2, CompletionTokens: 40, TotalTokens: 42}, FinishReason: model.FinishStop}, nil
+	})
+	return &funcStream{evs: evs}, nil
+}
+
+type funcStream struct{ evs []func() (model.Event, error) }
+
+func (s *funcStream) Recv() (model.Event, error) {
+	if len(s.evs) == 0 {
+		return model.Event{}, io.EOF
+	}
+	f := s.evs[0]
+	s.evs = s.evs[1:]
+	return f()
+}
+
+func (s *funcStream) Close() error { return nil }
 
 // TestCompactStream: a compact stream opens and ends with complete
 // snapshots and carries the text between them in append lines; a compact
@@ -76,13 +151,22 @@ func readCompact(t *testing.T, sessionID string, resp *http.Response) compactRea
 // the same state, the terminal snapshot's, which is also what was saved.
 func TestCompactStream(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
-		m := &scriptModel{Chunks: slowChunks(40), Delay: 3 * time.Millisecond, Usage: &protocol.Usage{PromptTokens: 2, CompletionTokens: 40, TotalTokens: 42}}
-		e := newEnv(t, newStore(t), m, func(o *turn.Options) {
+		// The model waits after its first words until the client has seen
+		// an append line, so the stream has one whatever the machine's speed.
+		chunks := slowChunks(40)
+		m := newGatedModel(3*time.Millisecond, chunks[:5], chunks[5:])
+		e := newEnv(t, newStore(t), &scriptModel{}, func(o *turn.Options) {
+			o.Model = m
 			o.SnapshotInterval = 5 * time.Millisecond
 			o.CompactLineSpan = 30 * time.Millisecond
 		})
 		resp := e.post(t, context.Background(), "/", submitBody(t, "s", "t1", "hi", nil), compactHeader)
-		r := readCompact(t, "s", resp)
+		var once sync.Once
+		r := readCompact(t, "s", resp, func(line []byte) {
+			if protocol.IsAppendLine(line) {
+				once.Do(func() { close(m.gates[0]) })
+			}
+		})
 		if got := r.header.Get(turn.StreamModeHeader); got != turn.StreamModeCompact {
 			t.Errorf("response %s = %q", turn.StreamModeHeader, got)
 		}
@@ -94,7 +178,7 @@ func TestCompactStream(t *testing.T) {
 		if first == nil || first.Kind != protocol.EventSnapshot || last == nil || last.Kind != protocol.EventSnapshot || last.Snapshot.Status != protocol.StatusComplete {
 			t.Fatalf("the first and last lines must be complete snapshots: %s ... %s", r.lines[0], r.lines[len(r.lines)-1])
 		}
-		want := strings.Join(slowChunks(40), "")
+		want := strings.Join(chunks, "")
 		for name, snap := range map[string]*protocol.Event{"compact": r.compact.Snapshot(), "plain": r.plain.Snapshot()} {
 			if snap.Sequence != last.Sequence || messagesJSON(t, snap.Snapshot.Messages) != messagesJSON(t, last.Snapshot.Messages) || snap.Snapshot.Messages[1].Content != want {
 				t.Errorf("%s cursor ended at %d with %q", name, snap.Sequence, snap.Snapshot.Messages[1].Content)
@@ -123,9 +207,14 @@ func TestCompactStream(t *testing.T) {
 // lines; a client holding the live stream's state can resume after it and
 // take the resumed lines through the same cursor without a gap.
 func TestCompactStreamWithCheckpointsAndResume(t *testing.T) {
-	m := &scriptModel{Chunks: slowChunks(80), Delay: 5 * time.Millisecond}
-	e := newEnv(t, newStoreMemory(), m, func(o *turn.Options) {
+	// The model waits twice: until the resume's first line has arrived,
+	// then until the resume has sent an append line, so the resume has
+	// both whatever the machine's speed.
+	chunks := slowChunks(60)
+	m := newGatedModel(2*time.Millisecond, chunks[:5], chunks[5:20], chunks[20:])
+	e := newEnv(t, newStoreMemory(), &scriptModel{}, func(o *turn.Options) {
 		durable(o)
+		o.Model = m
 		o.SnapshotInterval = 5 * time.Millisecond
 		o.CompactLineSpan = 20 * time.Millisecond
 	})
@@ -143,7 +232,13 @@ func TestCompactStreamWithCheckpointsAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resumed := readCompact(t, "s", resp)
+	var started, appended sync.Once
+	resumed := readCompact(t, "s", resp, func(line []byte) {
+		started.Do(func() { close(m.gates[0]) })
+		if protocol.IsAppendLine(line) {
+			appended.Do(func() { close(m.gates[1]) })
+		}
+	})
 	lr := readCompact(t, "s", live)
 	first, _ := protocol.DecodeTurnEvent(resumed.lines[0])
 	if first == nil || first.Kind != protocol.EventSnapshot {
@@ -157,7 +252,9 @@ func TestCompactStreamWithCheckpointsAndResume(t *testing.T) {
 		t.Fatalf("live ended at %d, resumed at %d, with other messages", ls.Sequence, rs.Sequence)
 	}
 	// One cursor over the live stream's first half, then the resumed
-	// lines: stale ones are ignored, the rest apply without a gap.
+	// lines: stale ones are ignored, and a line built on a state this
+	// cursor skipped is a gap that waits for the next complete snapshot;
+	// the cursor ends with the same state.
 	c, _ := protocol.NewCompactCursor("s")
 	for _, l := range lr.lines[:len(lr.lines)/2] {
 		if _, err := c.Apply(l); err != nil {
@@ -268,4 +365,59 @@ func BenchmarkCompactVisibleUpdates(b *testing.B) {
 	}
 	b.ReportMetric(float64(updates)/float64(b.N), "updates/turn")
 	b.ReportMetric(float64(longest.Microseconds())/1000, "max-gap-ms")
+}
+
+// TestCompactStreamWithToolsAndComponents: a tool call's state changes and
+// the switch to ordered content records are not appended text: they go
+// out as complete snapshots, and text around them as append lines; both
+// cursors still end with the terminal state.
+func TestCompactStreamWithToolsAndComponents(t *testing.T) {
+	words := func(prefix string, n int) []model.Event {
+		var evs []model.Event
+		for i := range n {
+			evs = append(evs, model.Event{TextDelta: prefix + strconv.Itoa(i) + " "})
+		}
+		return evs
+	}
+	m := &slowSteps{stepModel: stepModel{Steps: [][]model.Event{
+		append(words("a", 20), callEvent("c1", "chart", `{}`), usageEvent(1, 1)),
+		append(words("b", 20), usageEvent(1, 1)),
+	}}, delay: 2 * time.Millisecond}
+	e := toolEnv(t, newStoreMemory(), m, 4, func(o *turn.Options) { o.SnapshotInterval = time.Millisecond })
+	resp := e.post(t, context.Background(), "/", submitBody(t, "s", "t1", "chart it", nil), compactHeader)
+	r := readCompact(t, "s", resp)
+	t.Logf("%d complete snapshots, %d append lines", r.snaps, r.appends) // how many depends on the machine's speed
+	last, _ := protocol.DecodeTurnEvent(r.lines[len(r.lines)-1])
+	for name, snap := range map[string]*protocol.Event{"compact": r.compact.Snapshot(), "plain": r.plain.Snapshot()} {
+		if snap.Sequence != last.Sequence || messagesJSON(t, snap.Snapshot.Messages) != messagesJSON(t, last.Snapshot.Messages) {
+			t.Errorf("%s cursor ended at %d", name, snap.Sequence)
+		}
+	}
+	if calls := last.Snapshot.Messages[1].ToolCalls; len(calls) != 1 || calls[0].Status != protocol.ToolCallComplete {
+		t.Errorf("tool calls %+v", calls)
+	}
+}
+
+// slowSteps is a stepModel whose events come delay apart.
+type slowSteps struct {
+	stepModel
+	delay time.Duration
+}
+
+func (m *slowSteps) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
+	s, err := m.stepModel.Stream(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &slowStream{Stream: s, delay: m.delay}, nil
+}
+
+type slowStream struct {
+	model.Stream
+	delay time.Duration
+}
+
+func (s *slowStream) Recv() (model.Event, error) {
+	time.Sleep(s.delay)
+	return s.Stream.Recv()
 }
