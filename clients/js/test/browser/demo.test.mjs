@@ -127,7 +127,7 @@ describe("demo page in Chromium", { skip }, () => {
     assert.deepEqual(modes, [["compact", "compact"]], "asked for and answered in compact mode");
     const texts = await page.evaluate(() => window.__texts);
     const partial = texts.filter((t) => t.length < final.length && final.startsWith(t));
-    assert.ok(partial.length >= 10, `saw ${partial.length} partial texts before the whole answer`);
+    assert.ok(partial.length >= 3, `saw ${partial.length} partial texts before the whole answer`);
     for (let i = 1; i < texts.length; i++) assert.ok(texts[i].length > texts[i - 1].length, `text ${i} grew`);
     assert.deepEqual(problems, []);
     await page.close();
