@@ -2,6 +2,8 @@ package protocol_test
 
 import (
 	"bytes"
+	_ "embed"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -298,5 +300,49 @@ func BenchmarkCompactCursorApply(b *testing.B) {
 		if ok, err := c.Apply(line); !ok || err != nil {
 			b.Fatal(ok, err)
 		}
+	}
+}
+
+//go:embed testdata/compact.json
+var compactCases []byte
+
+// TestAppendFixtures decodes the shared append line fixtures (also read
+// by the JavaScript decoder's tests, clients/js/test/compact.test.mjs).
+func TestAppendFixtures(t *testing.T) {
+	var file struct {
+		Cases []struct {
+			Name   string `json:"name"`
+			Line   string `json:"line"`
+			Append *struct {
+				Sequence, After, Offset int64
+				Usage                   *protocol.Usage
+				Text                    string
+			} `json:"append"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(compactCases, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Cases) < 10 {
+		t.Fatalf("%d cases", len(file.Cases))
+	}
+	for _, c := range file.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			got, err := protocol.DecodeAppend([]byte(c.Line))
+			if c.Append == nil {
+				if !errors.Is(err, protocol.ErrInvalidAppend) {
+					t.Fatalf("DecodeAppend = %+v, %v; want ErrInvalidAppend", got, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := c.Append
+			if got.Sequence != w.Sequence || got.After != w.After || got.Offset != w.Offset || got.Text != w.Text ||
+				(got.Usage == nil) != (w.Usage == nil) || (w.Usage != nil && *got.Usage != *w.Usage) {
+				t.Fatalf("decoded %+v, want %+v", got, w)
+			}
+		})
 	}
 }

@@ -12,8 +12,10 @@ import {
   decodeTurnEvent,
   isAppendLine,
 } from "../dist/turnstream.js";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { startDevServer } from "./devserver.mjs";
-import { lines, ndjsonResponse } from "./helpers.mjs";
+import { here, lines, ndjsonResponse } from "./helpers.mjs";
 
 const enc = new TextEncoder();
 const T = "2026-12-01T10:00:00.000Z";
@@ -73,6 +75,15 @@ test("decodeAppend reads good lines and rejects bad ones", () => {
   };
   for (const [name, line] of Object.entries(bad)) assert.equal(decodeAppend(line), undefined, name);
   assert.equal(decodeAppend(new Uint8Array([0xff, 0xfe])), undefined, "invalid UTF-8");
+});
+
+test("the shared append line fixtures decode as the Go decoder decodes them", () => {
+  const { cases } = JSON.parse(readFileSync(join(here, "../../../pkg/protocol/testdata/compact.json"), "utf8"));
+  assert.ok(cases.length >= 10);
+  for (const c of cases) {
+    assert.deepEqual(decodeAppend(c.line), c.append, c.name);
+    assert.deepEqual(decodeAppend(enc.encode(c.line)), c.append, `${c.name} (bytes)`);
+  }
 });
 
 test("the cursor applies appends only to the state they were built on", () => {
