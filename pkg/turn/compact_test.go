@@ -421,3 +421,48 @@ func (s *slowStream) Recv() (model.Event, error) {
 	time.Sleep(s.delay)
 	return s.Stream.Recv()
 }
+
+// TestCompactDisconnectIsNotAStop: a compact client that disconnects
+// mid-line leaves the turn running (checkpoints on): the default writer
+// takes over numbering states for the checkpoints, the whole answer is
+// saved, and a compact resume ends with it.
+func TestCompactDisconnectIsNotAStop(t *testing.T) {
+	chunks := slowChunks(30)
+	m := newGatedModel(time.Millisecond, chunks[:5], chunks[5:])
+	e := newEnv(t, newStoreMemory(), &scriptModel{}, func(o *turn.Options) {
+		durable(o)
+		o.Model = m
+		o.SnapshotInterval = 2 * time.Millisecond
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := e.post(t, ctx, "/", submitBody(t, "s", "t1", "hi", nil), compactHeader)
+	br := bufio.NewReader(resp.Body)
+	if _, err := br.ReadBytes('\n'); err != nil { // the first snapshot
+		t.Fatal(err)
+	}
+	// Some bytes of the first append line, then the client goes.
+	if b, err := br.Peek(len(`{"protocol":"agentskit.chat.turn","version":1,"event":"turnstream.turn.append"`)); err != nil || !protocol.IsAppendLine(b) {
+		t.Fatalf("after the first snapshot: %q %v", b, err)
+	}
+	cancel()
+	_ = resp.Body.Close()
+	close(m.gates[0])
+	waitFor(t, "the turn saved", func() bool {
+		got, err := e.store.FindTurn(context.Background(), "s", "t1", alice)
+		return err == nil && got.Status == chat.TurnComplete
+	})
+	want := strings.Join(chunks, "")
+	if got, _ := e.store.FindTurn(context.Background(), "s", "t1", alice); got.Messages[1].Content != want {
+		t.Errorf("saved answer %q", got.Messages[1].Content)
+	}
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/sessions/s/turns/t1/stream", nil)
+	req.Header.Set(turn.StreamModeHeader, turn.StreamModeCompact)
+	rr, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := readCompact(t, "s", rr)
+	if s := r.compact.Snapshot(); s.Snapshot.Status != protocol.StatusComplete || s.Snapshot.Messages[1].Content != want {
+		t.Errorf("resume after the disconnect ended with %+v", s.Snapshot)
+	}
+}
