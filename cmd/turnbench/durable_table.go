@@ -111,7 +111,7 @@ func durableRows(d *durableReport) [][4]string {
 	}
 	unpacedOf := func(p *pacedWire) *pacedWire {
 		for _, u := range d.Wire {
-			if !u.Paced && u.Size == p.Size && u.TurnScope == p.TurnScope {
+			if !u.Paced && !u.Compact && u.Size == p.Size && u.TurnScope == p.TurnScope {
 				return u
 			}
 		}
@@ -119,7 +119,7 @@ func durableRows(d *durableReport) [][4]string {
 	}
 	for _, p := range d.Wire {
 		u := unpacedOf(p)
-		if !p.Paced || u == nil {
+		if !p.Paced || p.Compact || u == nil {
 			continue
 		}
 		scope := "session"
@@ -136,9 +136,9 @@ func durableRows(d *durableReport) [][4]string {
 		add(fmt.Sprintf("bytes on the wire per turn, %s answer at %s, %s scope (10 prior turns%s), paced (4096 B/s, max gap 2 s)", kb(p.Size), pace, scope, scale),
 			fmt.Sprintf("%d B TCP (%d B body), %d lines, %.1fx the final snapshot (%d B); largest gap between streaming snapshots %s", p.TCPBytes, p.BodyBytes, p.Lines, p.Ratio(), p.FinalBytes, ms(p.MaxGap)),
 			fmt.Sprintf("unpaced (a snapshot every 50 ms): %d B TCP, %d lines, %.1fx; largest gap %s", u.TCPBytes, u.Lines, u.Ratio(), ms(u.MaxGap)),
-			fmt.Sprintf("%.1fx vs %.1fx (%.2f of unpaced)%s", p.Ratio(), u.Ratio(), float64(p.TCPBytes)/float64(u.TCPBytes), goal))
+			fmt.Sprintf("%.1fx vs %.1fx (%.2f of unpaced)%s; floor for complete snapshots at most 2 s apart over this turn's %s: %.1fx", p.Ratio(), u.Ratio(), float64(p.TCPBytes)/float64(u.TCPBytes), goal, p.Took.Round(100*time.Millisecond), p.Floor(2*time.Second)))
 	}
-	return rows
+	return append(rows, compactRows(d, pace, scale)...)
 }
 
 // kb formats a size of whole KiB as "N KB".

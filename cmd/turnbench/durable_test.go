@@ -82,12 +82,15 @@ func TestDurableSections(t *testing.T) {
 		}
 	}
 
-	if len(d.Wire) != 4*len(ds.WireSizes) {
-		t.Fatalf("wire rows: %d, want %d", len(d.Wire), 4*len(ds.WireSizes))
+	if len(d.Wire) != 6*len(ds.WireSizes) {
+		t.Fatalf("wire rows: %d, want %d", len(d.Wire), 6*len(ds.WireSizes))
 	}
 	for _, p := range d.Wire {
 		if p.Lines < 2 || p.TCPBytes < p.BodyBytes || p.BodyBytes < p.FinalBytes {
 			t.Errorf("wire %+v: want several lines and TCP >= body >= final", *p)
+		}
+		if p.Compact && (p.Appends == 0 || p.Snapshots < 2) {
+			t.Errorf("compact wire %+v: want append lines between the first and the terminal snapshot", *p)
 		}
 	}
 	if !strings.Contains(out.String(), "| figure | measured | baseline (same run) | measured vs baseline |") {

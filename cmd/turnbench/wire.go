@@ -24,21 +24,49 @@ type pacedWire struct {
 	Size      int
 	TurnScope bool
 	Paced     bool
+	// Compact asks for the compact stream (on the paced handler);
+	// Snapshots and Appends count its complete snapshots and append lines.
+	Compact   bool
+	Snapshots int
+	Appends   int
 	TCPBytes  int // read from the connection: headers, chunk framing, body
 	BodyBytes int
-	// FinalBytes is the final snapshot line with its newline.
+	// FinalBytes is the final snapshot line with its newline; FirstBytes
+	// the first line.
 	FinalBytes int
-	Lines      int
+	FirstBytes int
+	// Took is the first line to the last, in the unscaled clock.
+	Took  time.Duration
+	Lines int
 	// MaxGap is the longest time between two streaming (non-terminal)
-	// snapshots, in the unscaled clock (measured gap x the scale).
+	// snapshots, in the unscaled clock (measured gap x the scale); in
+	// compact mode between two reads that made more text visible.
 	MaxGap time.Duration
 }
 
 // Ratio is the bytes on the wire over the final snapshot.
 func (p *pacedWire) Ratio() float64 { return float64(p.TCPBytes) / float64(p.FinalBytes) }
 
+// Floor is the least body-bytes ratio any stream of complete snapshots can
+// have for this turn with a snapshot at least every gap: the first
+// snapshot, one every gap while the text grows linearly from the first's
+// size to the final's over the turn's duration, and the terminal one.
+func (p *pacedWire) Floor(gap time.Duration) float64 {
+	if p.Took <= 0 || p.FinalBytes == 0 {
+		return 0
+	}
+	first, final := float64(p.FirstBytes), float64(p.FinalBytes)
+	n := int(p.Took / gap)
+	sum := first + final
+	for k := 1; k <= n; k++ {
+		sum += first + (final-first)*float64(k)*float64(gap)/float64(p.Took)
+	}
+	return sum / final
+}
+
 // wireSection streams one answer of each size in each scope, paced by
-// the defaults and unpaced, all at once, each on a session of 10 prior
+// the defaults and in compact mode (compact.go) all at once, then the
+// same unpaced, each on a session of 10 prior
 // turns, with the clock sped up by ds.WireScale (text rate, bytes per
 // second, snapshot interval and maximum gap scaled alike).
 func wireSection(ctx context.Context, store chat.Store, prefix string, ds durableSettings) ([]*pacedWire, error) {
@@ -56,6 +84,7 @@ func wireSection(ctx context.Context, store chat.Store, prefix string, ds durabl
 			o.SnapshotInterval = turn.DefaultSnapshotInterval / f
 			o.SnapshotBytesPerSecond = bps
 			o.MaxSnapshotGap = turn.DefaultMaxSnapshotGap / f
+			o.CompactLineSpan = turn.DefaultCompactLineSpan / f
 		})
 		if err != nil {
 			return nil, err
@@ -68,45 +97,67 @@ func wireSection(ctx context.Context, store chat.Store, prefix string, ds durabl
 		for _, size := range ds.WireSizes {
 			for _, ts := range []bool{false, true} {
 				out = append(out, &pacedWire{Size: size, TurnScope: ts, Paced: paced})
+				if paced {
+					out = append(out, &pacedWire{Size: size, TurnScope: ts, Paced: true, Compact: true})
+				}
 			}
 		}
 	}
 	errs := make([]error, len(out))
-	var wg sync.WaitGroup
-	for i, pw := range out {
-		wg.Go(func() {
-			scope := "session"
-			if pw.TurnScope {
-				scope = "turn"
+	// Two phases: the paced and compact turns together, then the unpaced
+	// baseline, whose snapshots (hundreds of MB for the long answers) would
+	// otherwise starve the others of CPU and stretch their gaps.
+	for _, unpacedPhase := range []bool{false, true} {
+		var wg sync.WaitGroup
+		for i, pw := range out {
+			if pw.Paced == unpacedPhase {
+				continue
 			}
-			sid := fmt.Sprintf("%s-pw-%d-%s-%v", prefix, pw.Size, scope, pw.Paced)
-			if err := seedTurns(ctx, store, sid, 10); err != nil {
-				errs[i] = err
-				return
-			}
-			var counted atomic.Int64
-			c := newHTTPClient(1, &counted)
-			defer c.CloseIdleConnections()
-			req, err := submitRequest(wirings[pw.Paced].base, sid, "t-measured", ask(pw.Size), pw.TurnScope)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			log := follow(ctx, c, req, false, false, nil)
-			last := log.last()
-			if log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
-				errs[i] = fmt.Errorf("wire turn %s: %v, last %+v", sid, log.Err, last)
-				return
-			}
-			pw.TCPBytes, pw.Lines, pw.FinalBytes = int(counted.Load()), len(log.Lines), last.Bytes
-			for k, l := range log.Lines {
-				pw.BodyBytes += l.Bytes
-				if k > 0 && k < len(log.Lines)-1 {
-					pw.MaxGap = max(pw.MaxGap, l.At.Sub(log.Lines[k-1].At)*f)
-				}
-			}
-		})
+			wg.Go(func() { errs[i] = measureWire(ctx, store, prefix, f, wirings[pw.Paced], pw) })
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	return out, errors.Join(errs...)
+}
+
+// measureWire streams pw's turn through w and fills pw in.
+func measureWire(ctx context.Context, store chat.Store, prefix string, f time.Duration, w *wiring, pw *pacedWire) error {
+	scope := "session"
+	if pw.TurnScope {
+		scope = "turn"
+	}
+	sid := fmt.Sprintf("%s-pw-%d-%s-%v-%v", prefix, pw.Size, scope, pw.Paced, pw.Compact)
+	if err := seedTurns(ctx, store, sid, 10); err != nil {
+		return err
+	}
+	var counted atomic.Int64
+	c := newHTTPClient(1, &counted)
+	defer c.CloseIdleConnections()
+	req, err := submitRequest(w.base, sid, "t-measured", ask(pw.Size), pw.TurnScope)
+	if err != nil {
+		return err
+	}
+	if pw.Compact {
+		cl, err := followCompact(ctx, c, req, sid)
+		if err != nil || cl.Status != protocol.StatusComplete {
+			return fmt.Errorf("compact wire turn %s: %v", sid, err)
+		}
+		pw.TCPBytes, pw.BodyBytes, pw.Lines, pw.FinalBytes = int(counted.Load()), cl.BodyBytes, cl.Lines, cl.FinalBytes
+		pw.Snapshots, pw.Appends, pw.MaxGap = cl.Snapshots, cl.Appends, cl.MaxGap()*f
+		return nil
+	}
+	log := follow(ctx, c, req, false, false, nil)
+	last := log.last()
+	if log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
+		return fmt.Errorf("wire turn %s: %v, last %+v", sid, log.Err, last)
+	}
+	pw.TCPBytes, pw.Lines, pw.FinalBytes = int(counted.Load()), len(log.Lines), last.Bytes
+	pw.FirstBytes, pw.Took = log.Lines[0].Bytes, last.At.Sub(log.Lines[0].At)*f
+	for k, l := range log.Lines {
+		pw.BodyBytes += l.Bytes
+		if k > 0 && k < len(log.Lines)-1 {
+			pw.MaxGap = max(pw.MaxGap, l.At.Sub(log.Lines[k-1].At)*f)
+		}
+	}
+	return nil
 }

@@ -24,7 +24,7 @@ func init() {
 }
 
 // attachUsage documents `turnctl attach`.
-const attachUsage = `usage: turnctl attach -session ID [-turn ID] [-url URL] [-history URL] [-token TOKEN | -sigv4] [-json]
+const attachUsage = `usage: turnctl attach -session ID [-turn ID] [-url URL] [-history URL] [-token TOKEN | -sigv4] [-json] [-compact]
 
 Follows a running turn and renders it as turnctl chat does, from its
 current state to its end, over the turn function's resume route
@@ -33,7 +33,8 @@ session's running turn is read from the history function
 (GET <history>sessions/<session>, its currentTurn). A finished turn named
 by -turn shows its last snapshot. A dropped stream is resumed again, as in
 turnctl chat. -token and -sigv4 authenticate as for turnctl chat. Ctrl-C
-detaches; the turn goes on.
+detaches; the turn goes on. -compact reads the compact stream, as in
+turnctl chat.
 
 Exit status: 0 when the turn completed; 1 when it failed, was stopped or
 lost, when nothing is running in the session, when the turn function does
@@ -51,6 +52,7 @@ func runAttach(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	turnID := fs.String("turn", "", "turn id; default: the session's running turn (history currentTurn)")
 	opts.auth.register(fs)
 	fs.BoolVar(&opts.json, "json", false, "print the raw NDJSON stream lines")
+	fs.BoolVar(&opts.compact, "compact", false, "ask for the compact stream (append lines between complete snapshots)")
 	if status, ok := parseFlags(fs, args, attachUsage, stdout, stderr); !ok {
 		return status
 	}
@@ -104,7 +106,7 @@ func runAttach(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	// From the start: the first line is the turn's newest state as one
 	// complete snapshot, which is all a terminal that shows nothing yet
 	// needs.
-	body, err := openResume(ctx, turnClient, opts.url, route, opts.sessionID, *turnID, -1)
+	body, err := openResume(ctx, turnClient, opts.url, route, opts.sessionID, *turnID, -1, opts.compact)
 	if err != nil {
 		if ctx.Err() != nil {
 			return detachedOr(ctx, stderr, 1)
@@ -195,7 +197,7 @@ func (c *chatClient) attach(ctx context.Context, turnID string, body io.ReadClos
 	}
 	shown := &lockedRenderer{r: r}
 	defer shown.done()
-	s, err := newReattachingStream(ctx, c.http, c.opts.url, c.opts.sessionID, turnID, body, shown.status)
+	s, err := newReattachingStream(ctx, c.http, c.opts.url, c.opts.sessionID, turnID, body, shown.status, c.opts.compact)
 	if err != nil { // the session id was checked as a SafeId: cannot happen
 		_ = body.Close()
 		_, _ = fmt.Fprintln(c.stderr, "turnctl attach:", err)

@@ -39,7 +39,7 @@ func init() {
 }
 
 // chatUsage documents `turnctl chat`.
-const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [message...]
+const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [-compact] [message...]
 
 Submits one turn per message to a turnstream turn function (the dev server's
 /turn/ by default) and renders the streamed snapshots: the assistant's text
@@ -48,6 +48,14 @@ sequence and token usage. With message arguments they are joined into one
 turn; without, each line read from stdin is a turn. -json prints the raw
 NDJSON lines instead. On a terminal the reply is redrawn in place; otherwise
 text is appended without cursor movement.
+
+-compact asks for the compact stream (X-Turnstream-Stream-Mode: compact,
+docs/compact.md): complete snapshots at the start, at changes other than
+appended text and at the end, append lines between them. Each append line
+is applied to the last snapshot and shown (and, with -json, printed) as
+the complete snapshot it makes; text arrives at least once a second. A gap
+(an append line that does not fit the state shown) resumes the turn, which
+starts again from a complete snapshot.
 
 Authentication: -token sends a bearer token (jwt mode, or dev.<subject> on
 the dev server); -sigv4 signs each request with AWS SigV4 for a function URL
@@ -81,6 +89,7 @@ type chatOptions struct {
 	sessionID string
 	auth      authFlags
 	json      bool
+	compact   bool // X-Turnstream-Stream-Mode: compact
 }
 
 // runChat implements `turnctl chat`.
@@ -91,6 +100,7 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&opts.sessionID, "session", "", "session id (a SafeId); default: a new random one, printed on stderr")
 	opts.auth.register(fs)
 	fs.BoolVar(&opts.json, "json", false, "print the raw NDJSON stream lines")
+	fs.BoolVar(&opts.compact, "compact", false, "ask for the compact stream (append lines between complete snapshots)")
 	if status, ok := parseFlags(fs, args, chatUsage, stdout, stderr); !ok {
 		return status
 	}
@@ -229,6 +239,9 @@ func (c *chatClient) turn(ctx context.Context, input string, decision *protocol.
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/x-ndjson")
+	if c.opts.compact {
+		req.Header.Set(streamModeHeader, "compact")
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

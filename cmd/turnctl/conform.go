@@ -55,7 +55,10 @@ What it checks:
   history.pagination    page cursors stay stable while turns are appended
   artifacts.dedupe      PUT keeps the last reference of each entry path (needs
                         -artifacts, and -trusted-token unless the caller is trusted)
-  resume, approvals, compact  run when the capabilities advertise them
+  compact               (when advertised) X-Turnstream-Stream-Mode: compact: append
+                        lines are unknown event kinds, first and last lines complete
+                        snapshots, a compact and a plain cursor end alike
+  resume, approvals     run when the capabilities advertise them
 
 -token and -sigv4 authenticate as for turnctl chat (a function URL host is
 signed automatically). -json prints the rows as one JSON object. Exit status 0 when no check failed, 1 otherwise, 2
@@ -212,7 +215,8 @@ func (c *conformer) run(ctx context.Context) []checkResult {
 	c.checkStop(ctx)
 	c.checkPagination(ctx)
 	c.checkArtifacts(ctx, first)
-	for _, ext := range []string{"resume", "approvals", "compact"} {
+	c.checkCompact(ctx)
+	for _, ext := range []string{"resume", "approvals"} {
 		if c.caps.has(ext) {
 			c.record(ext, checkSkip, "advertised by /capabilities; this turnctl has no check for it yet")
 		} else {

@@ -587,3 +587,71 @@ func (c *conformer) checkArtifacts(ctx context.Context, first *submitted) {
 	}
 	c.report("artifacts.dedupe", p, "a repeated entry path kept once, the last reference winning")
 }
+
+// checkCompact submits a turn asking for the compact stream
+// (docs/compact.md): the response must say it is compact; every line must
+// be a turn event or an append line, which the turn decoder must report
+// as an unknown event kind (inert to AgentsKit clients); the first and
+// the last line must be complete snapshots; a compact cursor must apply
+// every line without a gap, and a plain snapshot cursor, which ignores the
+// append lines, must end with the same state.
+func (c *conformer) checkCompact(ctx context.Context) {
+	if !c.caps.has("compact") {
+		c.record("compact", checkSkip, "not advertised by /capabilities")
+		return
+	}
+	s := &submitted{sessionID: newSessionID(), turnID: "turn-" + randomHex(8), header0: http.Header{streamModeHeader: {"compact"}}}
+	s.body = submitBody(s.sessionID, s.turnID, compactInput)
+	c.stream(ctx, s, nil)
+	if s.status != http.StatusOK {
+		c.record("compact", checkFail, "a compact submit answered %d %s", s.status, errorCode(s.errBody))
+		return
+	}
+	var p problems
+	if got := s.header.Get(streamModeHeader); !strings.EqualFold(got, "compact") {
+		p.addf("the response's %s is %q, want compact", streamModeHeader, got)
+	}
+	compact, _ := protocol.NewCompactCursor(s.sessionID)
+	plain, _ := protocol.NewSnapshotCursor(s.sessionID)
+	appends := 0
+	for i, line := range s.lines {
+		_, diag := protocol.DecodeTurnEvent(line)
+		if protocol.IsAppendLine(line) {
+			appends++
+			if diag == nil || diag.Code != protocol.CodeProtocolUnknownEvent {
+				p.addf("append line %d is not an unknown event kind to the turn decoder", i+1)
+			}
+		} else if diag != nil {
+			p.addf("line %d does not decode (%s)", i+1, diag.Code)
+		}
+		if _, err := compact.Apply(line); err != nil {
+			p.addf("line %d: %v", i+1, err)
+		}
+		plain.Apply(line)
+	}
+	if n := len(s.events); n == 0 || s.events[0] == nil || s.events[0].Kind != protocol.EventSnapshot {
+		p.addf("the first line is not a complete snapshot")
+	}
+	if last := s.last(); last == nil || last.Kind != protocol.EventSnapshot || last.Snapshot.Status == protocol.StatusStreaming {
+		p.addf("the last line is not a terminal snapshot")
+	}
+	cs, ps := compact.Snapshot(), plain.Snapshot()
+	if cs == nil || ps == nil || cs.Sequence != ps.Sequence || !sameJSON(cs.Snapshot.Messages, ps.Snapshot.Messages) {
+		p.addf("a compact cursor and a plain snapshot cursor end with different states")
+	}
+	if s.readErr != nil {
+		p.addf("read: %v", s.readErr)
+	}
+	c.report("compact", p, fmt.Sprintf("%d lines, %d append lines; both cursors end with the terminal state", len(s.lines), appends))
+}
+
+// compactInput is the compact check's input: long enough for a streaming
+// model to send text between the first and the last line.
+var compactInput = strings.Repeat("Write this sentence back to me, word for word. ", 4)
+
+// sameJSON reports whether a and b encode alike.
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}

@@ -102,9 +102,10 @@ type resumeError struct{ text string }
 func (e *resumeError) Error() string { return e.text }
 
 // openResume starts a resume of turnID after sequence after (from the
-// start when after < 0) and returns its 200 body. A refusal for good is a
-// *resumeError carrying the server's error code and message, escaped.
-func openResume(ctx context.Context, client *http.Client, turnURL string, route resumeRoute, sessionID, turnID string, after int64) (io.ReadCloser, error) {
+// start when after < 0), in compact mode when compact is set, and returns
+// its 200 body. A refusal for good is a *resumeError carrying the server's
+// error code and message, escaped.
+func openResume(ctx context.Context, client *http.Client, turnURL string, route resumeRoute, sessionID, turnID string, after int64, compact bool) (io.ReadCloser, error) {
 	u, err := url.Parse(strings.TrimSuffix(turnURL, "/"))
 	if err != nil {
 		return nil, &resumeError{"the turn URL does not parse"}
@@ -125,6 +126,9 @@ func openResume(ctx context.Context, client *http.Client, turnURL string, route 
 		return nil, &resumeError{"the resume URL does not parse"}
 	}
 	req.Header.Set("Accept", "application/x-ndjson")
+	if compact {
+		req.Header.Set(streamModeHeader, "compact")
+	}
 	resp, err := client.Do(req)
 	if !timer.Stop() && err == nil {
 		// The timer fired as the header arrived: the body is cancelled.
@@ -189,6 +193,13 @@ func splitFullLines(data []byte, atEOF bool) (int, []byte, error) {
 // backoff, see resumeAttempts), showing "reconnecting…" through status,
 // and goes on. Without resume (the capabilities do not offer it) a drop
 // ends it as before: the read error, or EOF.
+//
+// In compact mode (docs/compact.md) an append line that applies to the
+// state passed on is passed on as the complete snapshot it makes (the
+// cursor's state, encoded); a stale one is dropped; one that does not fit
+// (a gap) ends the current stream, and the resume that follows starts
+// from a complete snapshot. A malformed append line is passed on as it
+// is, for the reader to report.
 type reattachingStream struct {
 	ctx       context.Context
 	client    *http.Client
@@ -201,7 +212,9 @@ type reattachingStream struct {
 	body    io.ReadCloser
 	lines   *bufio.Scanner
 	resumed bool // lines come from a resume stream
-	cursor  *protocol.SnapshotCursor
+	compact bool // resumes ask for the compact stream
+	gap     bool // an append line did not fit: resume
+	cursor  *protocol.CompactCursor
 	last    int64 // sequence of the last snapshot passed on; -1 none
 	ended   bool  // a terminal snapshot or a final diagnostic was passed on
 	route   *resumeRoute
@@ -213,13 +226,13 @@ type reattachingStream struct {
 
 // newReattachingStream follows turnID of sessionID from body (the live
 // stream; nil to start with a resume from the first line).
-func newReattachingStream(ctx context.Context, client *http.Client, turnURL, sessionID, turnID string, body io.ReadCloser, status func(string)) (*reattachingStream, error) {
-	cursor, err := protocol.NewSnapshotCursor(sessionID)
+func newReattachingStream(ctx context.Context, client *http.Client, turnURL, sessionID, turnID string, body io.ReadCloser, status func(string), compact bool) (*reattachingStream, error) {
+	cursor, err := protocol.NewCompactCursor(sessionID)
 	if err != nil {
 		return nil, err
 	}
 	s := &reattachingStream{ctx: ctx, client: client, turnURL: turnURL, sessionID: sessionID, turnID: turnID,
-		status: status, cursor: cursor, last: -1}
+		status: status, cursor: cursor, last: -1, compact: compact}
 	if body != nil {
 		s.setBody(body, false)
 	}
@@ -261,12 +274,13 @@ func (s *reattachingStream) next() ([]byte, error) {
 		if s.ended {
 			return nil, io.EOF
 		}
-		if s.lines != nil && s.lines.Scan() {
+		if !s.gap && s.lines != nil && s.lines.Scan() {
 			if line, ok := s.take(s.lines.Bytes()); ok {
 				return line, nil
 			}
 			continue
 		}
+		s.gap = false
 		dropped := io.EOF
 		if s.lines != nil {
 			if err := s.lines.Err(); err != nil {
@@ -284,6 +298,25 @@ func (s *reattachingStream) next() ([]byte, error) {
 
 // take decides whether line is passed on.
 func (s *reattachingStream) take(line []byte) ([]byte, bool) {
+	if protocol.IsAppendLine(line) {
+		changed, err := s.cursor.Apply(line)
+		switch {
+		case errors.Is(err, protocol.ErrAppendGap):
+			s.gap = true
+			return nil, false
+		case err != nil:
+			return line, true // the reader reports it
+		case !changed:
+			return nil, false // stale
+		}
+		snap := s.cursor.Snapshot()
+		out, err := protocol.AppendEventLine(nil, snap)
+		if err != nil {
+			return line, true
+		}
+		s.last, s.failures = snap.Sequence, 0
+		return out[:len(out)-1], true
+	}
 	ev, diag := protocol.DecodeTurnEvent(line)
 	switch {
 	case diag != nil:
@@ -294,7 +327,7 @@ func (s *reattachingStream) take(line []byte) ([]byte, bool) {
 		s.ended = ev.Snapshot.Status != protocol.StatusStreaming
 		return line, true
 	case ev.Kind == protocol.EventSnapshot:
-		if !s.cursor.Apply(line) {
+		if changed, _ := s.cursor.Apply(line); !changed {
 			return nil, false // held already (or another session's)
 		}
 		s.last, s.failures = ev.Sequence, 0
@@ -348,7 +381,7 @@ func (s *reattachingStream) reattach(dropped error) error {
 			return s.ctx.Err()
 		case <-t.C:
 		}
-		body, err := openResume(s.ctx, s.client, s.turnURL, *s.route, s.sessionID, s.turnID, s.last)
+		body, err := openResume(s.ctx, s.client, s.turnURL, *s.route, s.sessionID, s.turnID, s.last, s.compact)
 		if err == nil {
 			s.status("")
 			s.setBody(body, true)
@@ -373,7 +406,7 @@ func (s *reattachingStream) reattach(dropped error) error {
 // the resume route when it drops mid-turn; "reconnecting…" is shown on
 // shown's status line meanwhile.
 func (c *chatClient) follow(ctx context.Context, turnID string, body io.ReadCloser, shown *lockedRenderer) io.ReadCloser {
-	s, err := newReattachingStream(ctx, c.http, c.opts.url, c.opts.sessionID, turnID, body, shown.status)
+	s, err := newReattachingStream(ctx, c.http, c.opts.url, c.opts.sessionID, turnID, body, shown.status, c.opts.compact)
 	if err != nil { // the session id was checked as a SafeId: cannot happen
 		return body
 	}
@@ -403,6 +436,10 @@ func (l *lockedRenderer) status(text string) {
 		l.r.notice(text)
 	}
 }
+
+// streamModeHeader negotiates the compact stream (the turn function's
+// turn.StreamModeHeader, docs/compact.md).
+const streamModeHeader = "X-Turnstream-Stream-Mode"
 
 // noticeReconnecting starts the transient status shown while a dropped
 // stream is resumed.

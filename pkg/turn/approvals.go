@@ -109,7 +109,7 @@ func (t *run) awaitApproval(step, n int, c *pendingCall) bool {
 	a.pending = append(a.pending, cf)
 	a.mu.Unlock()
 	if t.state.setCall(c.index, entry) {
-		t.notify()
+		t.out.notify()
 	}
 	t.log.Info("tool call awaits approval", "tool", c.call.Name)
 	return true
@@ -175,7 +175,7 @@ func (t *run) decide(ctx context.Context) protocol.ToolCall {
 	t.loop.addRound(1)
 	var o tool.Outcome
 	if t.approvals.approve {
-		t.notify()
+		t.out.notify()
 		o = t.agent.tools.Run(ctx, call)
 		if !o.OK() {
 			t.log.Info("approved tool call failed", "tool", call.Name, "code", o.Code)
@@ -191,7 +191,7 @@ func (t *run) decide(ctx context.Context) protocol.ToolCall {
 			t.log.Warn("component left out: assistant content limit", "tool", call.Name)
 		}
 	}
-	t.notify()
+	t.out.notify()
 	t.log.Info("confirmation decided", "tool", call.Name, "approve", t.approvals.approve, "status", o.Status)
 	return o.ToolCall()
 }

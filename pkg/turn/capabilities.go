@@ -30,7 +30,7 @@ const (
 // extensions it supports, so clients discover them instead of guessing.
 //
 //	{"protocols":[{"protocol":"agentskit.chat.turn","versions":[1]}],
-//	 "extensions":["snapshotScope","stop","lineage","artifacts","history","approvals"],
+//	 "extensions":["snapshotScope","stop","lineage","artifacts","history","approvals","compact"],
 //	 "snapshotScope":{"header":"X-Turnstream-Snapshot-Scope","values":["session","turn"],"default":"session"},
 //	 "lineage":{"operations":["retry","edit","regenerate"]},
 //	 "stop":{"method":"POST","path":"/stop"},
@@ -38,6 +38,8 @@ const (
 //	 "resume":{"available":true,"method":"GET","path":"/sessions/{sessionId}/turns/{turnId}/stream",
 //	           "parameter":"after","pollIntervalMs":250,"cost":"..."},
 //	 "durableTurns":{"available":true,"checkpointIntervalMs":1000,"disconnectStops":false},
+//	 "compact":{"header":"X-Turnstream-Stream-Mode","values":["snapshots","compact"],"default":"snapshots",
+//	            "event":"turnstream.turn.append","intervalMs":50,"lineSpanMs":1000,"doc":"docs/compact.md"},
 //	 "limits":{"maxBodyBytes":65536,"turnTimeoutMs":300000,"snapshotIntervalMs":50,"snapshotBytesPerSecond":4096,"maxSnapshotGapMs":2000}}
 type Capabilities struct {
 	Protocols     []ProtocolVersions `json:"protocols"`
@@ -61,6 +63,8 @@ type Capabilities struct {
 		Decisions         []string `json:"decisions"`
 		ConfirmationTTLMs int64    `json:"confirmationTtlMs"`
 	} `json:"approvals"`
+	// Compact describes the compact stream (docs/compact.md).
+	Compact      compactCapability      `json:"compact"`
 	Resume       resumeCapability       `json:"resume"`
 	DurableTurns durableTurnsCapability `json:"durableTurns"`
 	Limits       struct {
@@ -85,7 +89,8 @@ type ProtocolVersions struct {
 func capabilitiesBody(opts Options) []byte {
 	var c Capabilities
 	c.Protocols = []ProtocolVersions{{Protocol: protocol.TurnProtocol, Versions: []int{protocol.TurnVersion}}}
-	c.Extensions = []string{ExtensionSnapshotScope, ExtensionStop, ExtensionLineage, ExtensionArtifacts, ExtensionHistory, ExtensionApprovals}
+	c.Extensions = []string{ExtensionSnapshotScope, ExtensionStop, ExtensionLineage, ExtensionArtifacts, ExtensionHistory, ExtensionApprovals, ExtensionCompact}
+	c.Compact = compactCapabilities(opts)
 	c.SnapshotScope.Header = SnapshotScopeHeader
 	c.SnapshotScope.Values = []string{"session", "turn"}
 	c.SnapshotScope.Default = "session"

@@ -64,7 +64,8 @@
 //	415 REQUEST_UNSUPPORTED_MEDIA_TYPE  Content-Type not the media type application/json
 //	                                    (any case, any parameters; httpedge.IsJSONMediaType)
 //	401 REQUEST_UNAUTHENTICATED         403 REQUEST_FORBIDDEN
-//	400 REQUEST_INVALID_HEADER          X-Turnstream-Snapshot-Scope not session|turn
+//	400 REQUEST_INVALID_HEADER          X-Turnstream-Snapshot-Scope not session|turn, or
+//	                                    X-Turnstream-Stream-Mode not snapshots|compact
 //	413 REQUEST_TOO_LARGE               declared or read body over MaxBodyBytes
 //	400 REQUEST_INVALID_JSON            empty or invalid JSON
 //	400 REQUEST_INVALID_EVENT           not a valid client.turn.submit

@@ -127,6 +127,11 @@ type Options struct {
 	// while the state changes (visible progress); zero means
 	// DefaultMaxSnapshotGap. At least SnapshotInterval.
 	MaxSnapshotGap time.Duration
+	// CompactLineSpan is the longest an append line of a compact stream
+	// (StreamModeHeader, docs/compact.md) stays open; zero means
+	// DefaultCompactLineSpan. Readers that wait for whole lines see text
+	// at least this often; a checkpoint can carry only closed lines.
+	CompactLineSpan time.Duration
 	// MaxBodyBytes caps a request body in bytes (413 above it); zero
 	// means httpedge.DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -207,6 +212,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 		"LeaseDuration": opts.LeaseDuration, "RenewInterval": opts.RenewInterval,
 		"SnapshotInterval": opts.SnapshotInterval, "CheckpointInterval": opts.CheckpointInterval,
 		"ResumePollInterval": opts.ResumePollInterval, "MaxSnapshotGap": opts.MaxSnapshotGap,
+		"CompactLineSpan": opts.CompactLineSpan,
 	} {
 		if d < 0 {
 			return nil, fmt.Errorf("turn: Options.%s is negative", name)
@@ -227,6 +233,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 	setDefault(&opts.ResumePollInterval, DefaultResumePollInterval)
 	setDefault(&opts.SnapshotBytesPerSecond, DefaultSnapshotBytesPerSecond)
 	setDefault(&opts.MaxSnapshotGap, DefaultMaxSnapshotGap)
+	setDefault(&opts.CompactLineSpan, DefaultCompactLineSpan)
 	if opts.MaxSnapshotGap < opts.SnapshotInterval {
 		return nil, errors.New("turn: Options.MaxSnapshotGap must be at least SnapshotInterval")
 	}

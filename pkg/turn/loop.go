@@ -7,6 +7,7 @@ import (
 	"io"
 	"maps"
 	"strings"
+	"sync"
 
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -65,7 +66,7 @@ func (t *run) runModel(ctx context.Context) error {
 				msg := TextStepLimit
 				tc.Error = &msg
 				if t.state.setCall(c.index, tc) {
-					t.notify()
+					t.out.notify()
 				}
 			}
 			t.log.Info("step limit reached", "maxSteps", a.def.Limits.MaxSteps, "toolCalls", len(calls))
@@ -89,13 +90,9 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (strin
 	if err != nil {
 		return "", nil, err
 	}
-	t.streamMu.Lock()
-	t.stream = s
-	t.streamMu.Unlock()
+	t.model.set(s)
 	defer func() {
-		t.streamMu.Lock()
-		t.stream = nil
-		t.streamMu.Unlock()
+		t.model.set(nil)
 		_ = s.Close() // a close failure changes nothing the client sees
 	}()
 	var (
@@ -147,7 +144,7 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (strin
 			changed = t.state.addUsage(*ev.Usage) || changed
 		}
 		if changed {
-			t.notify()
+			t.out.notify()
 		}
 	}
 }
@@ -209,13 +206,13 @@ func (t *run) runTools(ctx context.Context, step int, text string, calls []pendi
 			}
 			o := cannotAwait(c.call)
 			if t.state.setCall(c.index, o.ToolCall()) {
-				t.notify()
+				t.out.notify()
 			}
 			out = append(out, o.ToolMessage(MessageID(t.turnID, fmt.Sprintf("t%d.%d", step, i+1)), t.createdAt))
 			continue
 		}
 		if t.state.setCall(c.index, tool.Entry(c.call, protocol.ToolCallRunning)) {
-			t.notify()
+			t.out.notify()
 		}
 		o := t.agent.tools.Run(ctx, c.call)
 		if !o.OK() {
@@ -233,7 +230,7 @@ func (t *run) runTools(ctx context.Context, step int, text string, calls []pendi
 			}
 		}
 		if changed {
-			t.notify()
+			t.out.notify()
 		}
 		out = append(out, o.ToolMessage(MessageID(t.turnID, fmt.Sprintf("t%d.%d", step, i+1)), t.createdAt))
 	}
@@ -285,4 +282,29 @@ func PlainText(content string) string {
 		}
 	}
 	return b.String()
+}
+
+// modelStream holds the open model stream of a turn, so that cleanup can
+// close it to abort a Recv that ignores cancellation. Safe for concurrent
+// use.
+type modelStream struct {
+	mu sync.Mutex
+	s  model.Stream
+}
+
+// set records s as the open stream (nil: none).
+func (m *modelStream) set(s model.Stream) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.s = s
+}
+
+// close closes the open stream, if any; its error is ignored.
+func (m *modelStream) close() {
+	m.mu.Lock()
+	s := m.s
+	m.mu.Unlock()
+	if s != nil {
+		_ = s.Close()
+	}
 }

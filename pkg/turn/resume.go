@@ -31,21 +31,25 @@ func resumePath(p string) (sessionID, turnID string, ok bool) {
 // scope header (400 REQUEST_INVALID_HEADER) and the after query (400
 // REQUEST_INVALID_QUERY). On failure it returns the step that failed and
 // an error for httpedge.Diagnose.
-func (h *handler) acceptResume(ctx context.Context, w http.ResponseWriter, r *http.Request) (p chat.Principal, sc scope, after int64, step string, err error) {
+func (h *handler) acceptResume(ctx context.Context, w http.ResponseWriter, r *http.Request) (p chat.Principal, sc scope, compact bool, after int64, step string, err error) {
 	if err := httpedge.RequireMethod(w, r, http.MethodGet); err != nil {
-		return p, sc, 0, "method", err
+		return p, sc, false, 0, "method", err
 	}
 	if p, err = h.authenticate(ctx, r); err != nil {
-		return p, sc, 0, "authenticate", err
+		return p, sc, false, 0, "authenticate", err
 	}
 	if sc, err = parseScope(r.Header.Values(SnapshotScopeHeader)); err != nil {
-		return p, sc, 0, "scope", err
+		return p, sc, false, 0, "scope", err
 	}
-	after, ok := parseAfter(r)
+	compact, ok := parseStreamMode(r.Header.Values(StreamModeHeader))
 	if !ok {
-		return p, sc, 0, "query", httpedge.ErrInvalidQuery
+		return p, sc, false, 0, "stream mode", httpedge.ErrInvalidHeader
 	}
-	return p, sc, after, "", nil
+	after, ok = parseAfter(r)
+	if !ok {
+		return p, sc, false, 0, "query", httpedge.ErrInvalidQuery
+	}
+	return p, sc, compact, after, "", nil
 }
 
 // parseAfter reads the after query parameter: a sequence >= 0 (an integer
@@ -86,12 +90,15 @@ func parseAfter(r *http.Request) (int64, bool) {
 // with the diagnostic TURN_LOST (history shows its last checkpoint). Each
 // poll is one consistent Query (chat.Store.PollTurn), every
 // ResumePollInterval. The stream ends by the request's deadline at the
-// latest, with SERVER_TIMEOUT: the client resumes again.
+// latest, with SERVER_TIMEOUT: the client resumes again. With
+// StreamModeHeader compact, checkpoints that only add text after the first
+// line go out as append lines (docs/compact.md); the first line and the
+// terminal one are complete snapshots.
 func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID, turnID string) {
 	ctx, cancel, _ := h.deadline(r)
 	defer cancel()
 	log := h.requestLogger(ctx).With("sessionId", sessionID, "turnId", turnID)
-	principal, sc, after, step, err := h.acceptResume(ctx, w, r)
+	principal, sc, compact, after, step, err := h.acceptResume(ctx, w, r)
 	if err != nil {
 		reject(ctx, w, log, step, err)
 		return
@@ -110,7 +117,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		reject(ctx, w, log, "resume", err)
 		return
 	}
-	s := &run{h: h, log: log, sessionID: sessionID, turnID: turnID, lineage: turn.Lineage, scope: sc}
+	s := &run{h: h, log: log, sessionID: sessionID, turnID: turnID, lineage: turn.Lineage, scope: sc, compact: compact}
 	if sc == scopeSession {
 		// The same context as the live turn loaded, under the session's
 		// definition and budget, so that snapshots carry the same messages.
@@ -134,8 +141,11 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 	hd.Set("Content-Type", "application/x-ndjson; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
+	if compact {
+		hd.Set(StreamModeHeader, StreamModeCompact)
+	}
 	w.WriteHeader(http.StatusOK)
-	s.w = w
+	s.w, s.out = w, newStreamOut(w, log)
 	log.Info("resume", "after", after, "status", string(turn.Status), "sequence", turn.LastSequence)
 
 	poll := time.NewTicker(h.opts.ResumePollInterval)
@@ -143,7 +153,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 	sent := after
 	for {
 		lines, done := s.resumeLines(turn, sent)
-		if len(lines) > 0 && !s.write(lines) {
+		if len(lines) > 0 && !s.out.write(lines) {
 			return // the resumer is gone; the turn goes on
 		}
 		if done {
@@ -153,7 +163,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		select {
 		case <-ctx.Done():
 			d, _ := contextDiagnostic(ctx)
-			s.write(s.diagnosticLine(nil, d, sent+1))
+			s.out.write(s.diagnosticLine(nil, d, sent+1))
 			return
 		case <-poll.C:
 		}
@@ -167,7 +177,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 			continue // its first checkpoint has not landed yet
 		case errors.Is(err, chat.ErrSessionNotFound), errors.Is(err, chat.ErrTurnNotFound):
 			// Gone (superseded or deleted) while followed.
-			s.write(s.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeTurnNotFound), sent+1))
+			s.out.write(s.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeTurnNotFound), sent+1))
 			return
 		default:
 			log.Warn("resume poll failed", "err", err)
@@ -187,6 +197,11 @@ func (s *run) resumeLines(t *chat.Turn, sent int64) ([]byte, bool) {
 	case t.Status == chat.TurnRunning:
 		if t.LastSequence <= sent {
 			return nil, false
+		}
+		if s.compact {
+			// The first line is a complete snapshot; later checkpoints
+			// that only add text are append lines.
+			return s.resumed.line(s, t.LastSequence, assistant, t.Usage), false
 		}
 		return s.snapshotLine(nil, t.LastSequence, protocol.StatusStreaming, assistant, t.Usage, nil), false
 	case t.Error != nil && t.Error.Code == protocol.CodeTurnLost:

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +33,10 @@ type run struct {
 	lineage   protocol.Lineage
 	inputHash string
 	scope     scope
+	// compact is true for a compact stream (StreamModeHeader,
+	// compactWriter); resumed holds a compact resume's state.
+	compact   bool
+	resumed   compactResume
 	createdAt string // the claim time, the createdAt of the turn's messages
 	startedAt time.Time
 	user      protocol.Message
@@ -51,60 +54,19 @@ type run struct {
 
 	state state
 
-	// The writer goroutine's channels (see writer).
-	wake   chan struct{} // cap 1: the state changed
-	final  chan []byte   // cap 1: the last lines; the writer exits after them
-	done   chan struct{} // closed when the writer exits
-	failed chan struct{} // closed at the first write failure
-
-	mu     sync.Mutex
-	seq    int64 // the last sequence allocated to a line
-	closed bool  // no more streaming snapshots
-
-	// writeFailed is set at the first failed write; it is owned by the
-	// handler goroutine until the writer starts, then by the writer.
-	writeFailed bool
-
-	streamMu sync.Mutex
-	stream   model.Stream // the open model stream, to abort a blocked Recv
+	// The turn's parts, each with one job: the response body and the
+	// writer goroutine's channels (writer.go), the sequences (sequence.go),
+	// the proof that the lease still holds (lease.go), the states kept for
+	// checkpoints (sequence.go) and the open model stream (loop.go).
+	out   *streamOut
+	seqs  sequencer
+	lease leaseProof
+	live  *liveStates
+	model modelStream
 
 	loop loopLog // the model-tool loop's tool call ids and tool rounds
 
 	approvals approvals // confirmations asked for and decided (approvals.go)
-	// last is the state of the latest snapshot (guarded by mu), and urgent
-	// (cap 1) asks the supervisor for a checkpoint now: at the first text
-	// and at each tool call's state change.
-	last   liveState
-	urgent chan struct{}
-
-	// leaseUntil is the last instant (unix ms, opts.Now's clock) at which
-	// the turn may still stream: the lease's proven expiry (the claim's,
-	// then each successful renewal's) less leaseMargin. The supervisor
-	// writes it; the writer reads it, so no snapshot line goes out once
-	// the lease can no longer be proven.
-	leaseUntil atomic.Int64
-}
-
-// liveState is the state the latest snapshot carried: what a checkpoint
-// persists (a resumer's first line rebuilds exactly this snapshot).
-type liveState struct {
-	seq       int64
-	assistant protocol.Message
-	usage     protocol.Usage
-}
-
-// checkpointResult is the result of one checkpoint, run off the
-// supervisor.
-type checkpointResult struct {
-	cp   *chat.Checkpoint
-	stop bool
-	err  error
-}
-
-// renewal is the result of one lease renewal, run off the supervisor.
-type renewal struct {
-	lease *chat.Lease
-	err   error
 }
 
 // ending is how a turn ended, decided once by the supervisor.
@@ -222,6 +184,9 @@ func (t *run) streamTurn() {
 	hd.Set("Content-Type", "application/x-ndjson; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
+	if t.compact {
+		hd.Set(StreamModeHeader, StreamModeCompact)
+	}
 	t.w.WriteHeader(http.StatusOK)
 	// A client that stops reading must not hold the handler past the
 	// request deadline plus the cleanup reserve: a blocked Write then fails
@@ -231,125 +196,32 @@ func (t *run) streamTurn() {
 		t.log.Debug("set write deadline", "err", err)
 	}
 
-	t.seq = t.claim.BaseSequence
-	t.urgent = make(chan struct{}, 1)
-	t.proveLease(t.claim.Lease.ExpiresAt)
-	t.wake = make(chan struct{}, 1)
-	t.final = make(chan []byte, 1)
-	t.done = make(chan struct{})
-	t.failed = make(chan struct{})
+	t.seqs.start(t.claim.BaseSequence)
+	t.live = newLiveStates()
+	t.lease.init(t.leaseMargin(), t.h.opts.Now)
+	t.lease.prove(t.claim.Lease.ExpiresAt)
+	t.out = newStreamOut(t.w, t.log)
 	// The first snapshot (the user message and an empty streaming
 	// assistant message) goes out before the model starts, so every 200
 	// stream begins with it however fast the model is. Then the writer
 	// goroutine takes the response over.
-	seq, _ := t.allocate()
+	seq, _ := t.seqs.next()
 	first := t.assistant(view{}, protocol.MessageStreaming, "")
-	t.remember(seq, first, protocol.Usage{}, false)
-	t.write(t.snapshotLine(nil, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
-	go t.writer(time.Now())
+	t.live.remember(seq, first, protocol.Usage{}, false)
+	t.out.write(t.snapshotLine(nil, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
+	if t.compact {
+		go t.compactWriter(time.Now(), newCompactState(seq, first, protocol.Usage{}))
+	} else {
+		go t.writer(time.Now())
+	}
 
 	modelCtx, stopModel := context.WithCancel(t.ctx)
 	defer stopModel()
 	modelDone := make(chan error, 1)
 	go func() { modelDone <- t.runModelRecovered(modelCtx) }()
 
-	renew := time.NewTicker(t.h.opts.RenewInterval)
-	defer renew.Stop()
-	leaseTimer := time.NewTimer(t.leaseLeft())
-	defer leaseTimer.Stop()
-	renewed := make(chan renewal, 1)
-	renewing := false
-	// Checkpoints (CheckpointInterval > 0): a ticker, urgent requests from
-	// the writer, at most one in flight.
-	var cpTick <-chan time.Time
-	if d := t.h.opts.CheckpointInterval; d > 0 {
-		ticker := time.NewTicker(d)
-		defer ticker.Stop()
-		cpTick = ticker.C
-	}
-	checkpointed := make(chan checkpointResult, 1)
-	checkpointing := false
-	var cpPrior *chat.Checkpoint // the last checkpoint that landed
-	failed := t.failed
-	renewCtx, stopRenewing := context.WithCancel(t.ctx)
-	defer func() {
-		// An in-flight renewal is cancelled and awaited: no goroutine of
-		// the turn outlives it.
-		stopRenewing()
-		if renewing {
-			<-renewed
-		}
-		if checkpointing {
-			<-checkpointed
-		}
-	}()
-	startCheckpoint := func() {
-		if checkpointing || cpTick == nil {
-			return
-		}
-		if cp := t.nextCheckpoint(cpPrior); cp != nil {
-			checkpointing = true
-			go t.checkpoint(renewCtx, cp, checkpointed)
-		}
-	}
-	var (
-		end      ending
-		finished bool
-	)
-supervise:
-	for {
-		select {
-		case err := <-modelDone:
-			finished = true
-			end = t.modelEnding(err)
-			break supervise
-		case <-t.ctx.Done():
-			end = t.contextEnding()
-			break supervise
-		case <-failed:
-			if cpTick != nil {
-				// With checkpoints a disconnect is not a stop: the turn
-				// runs on for a client that resumes it.
-				t.log.Info("client gone; the turn goes on for a resume")
-				failed = nil
-				continue
-			}
-			// The client is gone (or its connection broke): nobody reads
-			// the rest, but the turn is still saved and released.
-			d := protocol.NewDiagnostic(protocol.CodeRequestCancelled)
-			end = ending{status: chat.TurnError, diag: &d}
-			break supervise
-		case <-cpTick:
-			startCheckpoint()
-		case <-t.urgent:
-			startCheckpoint()
-		case r := <-checkpointed:
-			checkpointing = false
-			if e, stop := t.checkpointed(r, &cpPrior); stop {
-				end = e
-				break supervise
-			}
-		case <-renew.C:
-			if !renewing {
-				renewing = true
-				go t.renew(renewCtx, renewed)
-			}
-		case r := <-renewed:
-			renewing = false
-			if e, stop := t.renewed(r); stop {
-				end = e
-				break supervise
-			}
-			leaseTimer.Reset(t.leaseLeft())
-		case <-leaseTimer.C:
-			// No renewal proved the lease in time (the table may be
-			// unreachable or hung): another turn may claim the session
-			// now, so this one stops streaming and saves nothing.
-			t.log.Warn("lease expired without renewal")
-			end = leaseLostEnding()
-			break supervise
-		}
-	}
+	end, finished, settle := t.supervise(modelDone)
+	defer settle()
 
 	// Cleanup phase 1: stop the model. Each phase has its own bounded
 	// context or wait (cleanupContext), so that one slow phase cannot eat
@@ -396,12 +268,7 @@ func (t *run) awaitModel(modelDone <-chan error) {
 	case err := <-modelDone:
 		t.log.Debug("model stopped", "err", err)
 	case <-timer.C:
-		t.streamMu.Lock()
-		s := t.stream
-		t.streamMu.Unlock()
-		if s != nil {
-			_ = s.Close() // best effort; the goroutine exits on its own
-		}
+		t.model.close() // best effort; the goroutine exits on its own
 		t.log.Warn("model did not stop in time")
 	}
 }
@@ -436,175 +303,14 @@ func (t *run) contextEnding() ending {
 	return ending{status: chat.TurnError, diag: &d, trailer: &d}
 }
 
-// remember records the state of the snapshot of seq for checkpoints and
-// asks for one now when urgent.
-func (t *run) remember(seq int64, assistant protocol.Message, usage protocol.Usage, urgent bool) {
-	t.mu.Lock()
-	t.last = liveState{seq: seq, assistant: assistant, usage: usage}
-	t.mu.Unlock()
-	if urgent {
-		select {
-		case t.urgent <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// nextCheckpoint returns the checkpoint of the latest snapshot after
-// prior (nil: none landed yet): a heartbeat when the messages did not
-// change. Nil when no snapshot is newer than prior.
-func (t *run) nextCheckpoint(prior *chat.Checkpoint) *chat.Checkpoint {
-	t.mu.Lock()
-	last := t.last
-	t.mu.Unlock()
-	if last.seq == 0 {
-		return nil
-	}
-	cp := &chat.Checkpoint{
-		SessionID: t.sessionID, TurnID: t.turnID, Ordinal: t.claim.Lease.Ordinal,
-		Lineage: t.lineage, InputHash: t.inputHash,
-		Messages:      []protocol.Message{t.user, last.assistant},
-		Usage:         last.usage,
-		FirstSequence: t.claim.BaseSequence + 1,
-		Sequence:      last.seq,
-		Number:        1,
-		// The lease's proven expiry: leaseUntil plus the margin.
-		LeaseExpiresAt: time.UnixMilli(t.leaseUntil.Load()).Add(t.leaseMargin()),
-		StartedAt:      t.startedAt,
-	}
-	if prior != nil {
-		cp.Prior, cp.Number = prior.Messages, prior.Number
-		if !sameMessages(prior.Messages, cp.Messages) {
-			cp.Number++
-		}
-	}
-	return cp
-}
-
-// sameMessages reports whether a and b encode alike.
-func sameMessages(a, b []protocol.Message) bool {
-	x, err1 := json.Marshal(a)
-	y, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(x) == string(y)
-}
-
-// checkpoint writes cp on its own goroutine and sends the result on done
-// (cap 1), under a context that ends at the lease's proven expiry.
-func (t *run) checkpoint(parent context.Context, cp *chat.Checkpoint, done chan<- checkpointResult) {
-	ctx, cancel := context.WithTimeout(parent, t.leaseLeft())
-	defer cancel()
-	stop, err := t.h.opts.Store.Checkpoint(ctx, t.claim, cp)
-	done <- checkpointResult{cp: cp, stop: stop, err: err}
-}
-
-// checkpointed handles a checkpoint's result (prior is the last one that
-// landed) and reports whether the turn must end: its lease was lost, or a
-// stop was requested (interrupted, seen within one CheckpointInterval).
-// Another failure is logged; the next tick tries again.
-func (t *run) checkpointed(r checkpointResult, prior **chat.Checkpoint) (ending, bool) {
-	switch {
-	case errors.Is(r.err, chat.ErrLeaseLost):
-		t.log.Warn("lease lost at a checkpoint")
-		return leaseLostEnding(), true
-	case r.err != nil:
-		t.log.Warn("checkpoint failed", "err", r.err)
-		return ending{}, false
-	}
-	*prior = r.cp
-	if r.stop {
-		t.log.Info("turn stop requested")
-		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
-		return ending{status: chat.TurnInterrupted, diag: &d}, true
-	}
-	return ending{}, false
-}
-
-// leaseMargin is how long before the lease's proven expiry the turn
-// stops streaming: room for clock skew between processes and for a line
-// in flight, so that no line of this turn is written once another turn
-// may hold the session.
-// It stays below a quarter of CleanupReserve, so that a lease capped at
-// the request deadline plus CleanupReserve still covers the deadline.
-func (t *run) leaseMargin() time.Duration {
-	return min(t.h.opts.LeaseDuration/10, t.h.opts.CleanupReserve/4)
-}
-
-// proveLease records expiresAt as the lease's proven expiry.
-func (t *run) proveLease(expiresAt time.Time) {
-	t.leaseUntil.Store(expiresAt.Add(-t.leaseMargin()).UnixMilli())
-}
-
-// leaseLeft is the real time left until leaseUntil (0 when past).
-func (t *run) leaseLeft() time.Duration {
-	return max(0, time.UnixMilli(t.leaseUntil.Load()).Sub(t.h.opts.Now()))
-}
-
-// leaseHeldAt reports whether the lease is still proven at now (see
-// leaseUntil).
-func (t *run) leaseHeldAt(now time.Time) bool {
-	return now.UnixMilli() < t.leaseUntil.Load()
-}
-
-// leaseLostEnding is the ending of a turn whose lease was lost or could
-// not be proven: nothing is saved or released, SESSION_CONFLICT is the
-// last line, and the next claim closes the turn.
-func leaseLostEnding() ending {
-	d := protocol.NewDiagnostic(protocol.CodeSessionConflict)
-	return ending{leaseLost: true, trailer: &d}
-}
-
-// renew extends the lease on its own goroutine and sends the result on
-// done (cap 1). Its context ends at the lease's proven expiry: a renewal
-// that cannot answer by then is useless, and the supervisor must not wait
-// for it (the store's attempt timeout cuts a hung connection sooner).
-func (t *run) renew(parent context.Context, done chan<- renewal) {
-	now := t.h.opts.Now()
-	expires := now.Add(t.h.opts.LeaseDuration)
-	if ceiling := now.Add(time.Until(t.deadline) + t.h.opts.CleanupReserve); ceiling.Before(expires) {
-		expires = ceiling
-	}
-	t.mu.Lock()
-	seq := t.seq
-	t.mu.Unlock()
-	ctx, cancel := context.WithTimeout(parent, t.leaseLeft())
-	defer cancel()
-	lease, err := t.h.opts.Store.RenewLease(ctx, chat.RenewRequest{Claim: t.claim, ExpiresAt: expires, Sequence: seq})
-	done <- renewal{lease, err}
-}
-
-// renewed handles a renewal's result and reports whether the turn must
-// end: the lease was lost (SESSION_CONFLICT) or a stop was requested
-// (interrupted). A renewal that failed for another reason is logged and
-// tried again at the next tick; the lease timer ends the turn if none
-// succeeds before the proven expiry.
-func (t *run) renewed(r renewal) (ending, bool) {
-	switch {
-	case errors.Is(r.err, chat.ErrLeaseLost):
-		t.log.Warn("lease lost")
-		return leaseLostEnding(), true
-	case r.err != nil:
-		if t.ctx.Err() == nil {
-			t.log.Warn("lease renewal failed", "err", r.err)
-		}
-		return ending{}, false
-	}
-	t.proveLease(r.lease.ExpiresAt)
-	if r.lease.Stop {
-		t.log.Info("turn stop requested")
-		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
-		return ending{status: chat.TurnInterrupted, diag: &d}, true
-	}
-	return ending{}, false
-}
-
 // finish is cleanup after the model stopped: save the turn, release the
 // lease, then write the last lines. Release comes before the terminal
 // snapshot so that a client submitting its next turn on seeing it does not
 // find the session busy.
 func (t *run) finish(end ending, v view) {
-	last := t.closeStream()
+	last := t.seqs.close()
 	if end.leaseLost {
-		t.send(t.diagnosticLine(nil, *end.trailer, last+1))
+		t.out.send(t.diagnosticLine(nil, *end.trailer, last+1))
 		t.logFinished(end, "", last+1)
 		return
 	}
@@ -625,7 +331,7 @@ func (t *run) finish(end ending, v view) {
 		}
 	}
 	t.release(outcome, cursor)
-	t.send(lines)
+	t.out.send(lines)
 	t.logFinished(end, outcome, cursor)
 }
 

@@ -75,12 +75,15 @@ type submission struct {
 	inputHash string
 	// decision is set for a decision on a confirmation.
 	decision *chat.Decision
+	// compact is whether the client asked for the compact stream
+	// (StreamModeHeader, docs/compact.md).
+	compact bool
 }
 
 // acceptSubmit runs the checks of POST / before any storage request, in
 // order: method (405), media type (415), authentication on headers only,
-// before any body byte is read (401/403), the snapshot scope header (400
-// REQUEST_INVALID_HEADER), the body under MaxBodyBytes (413), JSON (400
+// before any body byte is read (401/403), the snapshot scope and stream
+// mode headers (400 REQUEST_INVALID_HEADER), the body under MaxBodyBytes (413), JSON (400
 // REQUEST_INVALID_JSON) and the submit event (400 REQUEST_INVALID_EVENT).
 // On failure it returns the step that failed and an error for
 // httpedge.Diagnose, and has written nothing but, for a 405, the Allow
@@ -94,6 +97,11 @@ func (h *handler) acceptSubmit(ctx context.Context, w http.ResponseWriter, r *ht
 	if err != nil {
 		return nil, "scope", err
 	}
+	// The compact stream's negotiation (compact.go), before the body.
+	compact, ok := parseStreamMode(r.Header.Values(StreamModeHeader))
+	if !ok {
+		return nil, "stream mode", httpedge.ErrInvalidHeader
+	}
 	body, err := h.readBody(ctx, w, r)
 	if err != nil {
 		return nil, "read body", err
@@ -102,7 +110,9 @@ func (h *handler) acceptSubmit(ctx context.Context, w http.ResponseWriter, r *ht
 	if err != nil {
 		return nil, "decode", err
 	}
-	return newSubmission(principal, sc, ev), "", nil
+	sub := newSubmission(principal, sc, ev)
+	sub.compact = compact
+	return sub, "", nil
 }
 
 // newSubmission returns the submission of the decoded event ev: a plain
@@ -187,6 +197,7 @@ func (h *handler) newRun(ctx context.Context, w http.ResponseWriter, r *http.Req
 		lineage:   sub.lineage,
 		inputHash: sub.inputHash,
 		scope:     sub.scope,
+		compact:   sub.compact,
 		createdAt: protocol.FormatTime(claimedAt),
 		startedAt: claimedAt,
 	}

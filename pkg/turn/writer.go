@@ -2,6 +2,7 @@ package turn
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -9,26 +10,17 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// notify tells the writer that the state changed. It never blocks: one
-// pending wake-up is enough, the writer always reads the latest state.
-func (t *run) notify() {
-	select {
-	case t.wake <- struct{}{}:
-	default:
-	}
-}
-
 // writer is the goroutine that owns the response body while the turn
 // streams, after the first snapshot, written at first. On each wake-up it
 // waits until the gap after its last streaming snapshot has passed
 // (snapshotGap: paced by that snapshot's size), then encodes the latest
 // state, if it changed, as the next sequence. A slow reader blocks it in Write while
 // the model keeps overwriting the state, so it receives fewer, newer
-// snapshots (docs/design.md §3). The terminal lines arrive on t.final and are
-// written without delay; the writer exits after them or at the first
-// write failure (closing t.failed).
+// snapshots (docs/design.md §3). The terminal lines arrive on out.final and
+// are written without delay; the writer exits after them or at the first
+// write failure (closing out.failed).
 func (t *run) writer(first time.Time) {
-	defer close(t.done)
+	defer close(t.out.done)
 	var (
 		buf         []byte
 		last        = first
@@ -39,17 +31,17 @@ func (t *run) writer(first time.Time) {
 	gap := t.h.opts.SnapshotInterval // after the first snapshot
 	for {
 		select {
-		case lines := <-t.final:
-			t.write(lines)
+		case lines := <-t.out.final:
+			t.out.write(lines)
 			return
-		case <-t.wake:
+		case <-t.out.wake:
 		}
 		if wait := gap - time.Since(last); wait > 0 {
 			timer := time.NewTimer(wait)
 			select {
-			case lines := <-t.final:
+			case lines := <-t.out.final:
 				timer.Stop()
-				t.write(lines)
+				t.out.write(lines)
 				return
 			case <-timer.C:
 			}
@@ -59,28 +51,28 @@ func (t *run) writer(first time.Time) {
 		// with (emittedAt): a stall after this check cannot date a line
 		// past the lease it was checked against.
 		now := t.h.opts.Now()
-		if v.version == lastVersion || !t.leaseHeldAt(now) {
+		if v.version == lastVersion || !t.lease.heldAt(now) {
 			// Nothing new, or the lease can no longer be proven: then the
 			// supervisor ends the turn, and no line may go out meanwhile.
 			continue
 		}
-		seq, ok := t.allocate()
+		seq, ok := t.seqs.next()
 		if !ok {
 			continue // closed: the terminal lines are on their way
 		}
 		assistant := t.assistant(v, protocol.MessageStreaming, "")
 		calls := toolCallStates(assistant.ToolCalls)
-		t.remember(seq, assistant, v.usage, (lastContent == "" && assistant.Content != "") || calls != lastCalls)
+		t.live.remember(seq, assistant, v.usage, (lastContent == "" && assistant.Content != "") || calls != lastCalls)
 		lastContent, lastCalls = assistant.Content, calls
 		lastVersion, last = v.version, time.Now()
-		if t.writeFailed {
+		if t.out.writeFailed {
 			// The client is gone; with checkpoints the turn goes on, its
 			// snapshots numbered for the checkpoints a resumer reads.
 			continue
 		}
 		buf = t.snapshotLineAt(buf[:0], now, seq, protocol.StatusStreaming, assistant, v.usage, nil)
 		gap = t.snapshotGap(len(buf))
-		if !t.write(buf) && t.h.opts.CheckpointInterval == 0 {
+		if !t.out.write(buf) && t.h.opts.CheckpointInterval == 0 {
 			return
 		}
 	}
@@ -107,56 +99,64 @@ func toolCallStates(calls []protocol.ToolCall) string {
 	return b.String()
 }
 
-// allocate returns the next sequence for a streaming snapshot, or false
-// once the stream is closed.
-func (t *run) allocate() (int64, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.closed {
-		return 0, false
-	}
-	t.seq++
-	return t.seq, true
+// streamOut is a turn's response body once it streams, and the writer
+// goroutine's channels. One goroutine writes at a time: the handler until
+// the writer starts, then the writer.
+type streamOut struct {
+	w   http.ResponseWriter
+	log *slog.Logger
+
+	wake   chan struct{} // cap 1: the state changed
+	final  chan []byte   // cap 1: the last lines; the writer exits after them
+	done   chan struct{} // closed when the writer exits
+	failed chan struct{} // closed at the first write failure
+	// writeFailed is set at the first failed write; it belongs to the
+	// goroutine that writes.
+	writeFailed bool
 }
 
-// closeStream ends streaming snapshots and returns the last sequence
-// allocated (written, or being written before the terminal lines).
-func (t *run) closeStream() int64 {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.closed = true
-	return t.seq
+func newStreamOut(w http.ResponseWriter, log *slog.Logger) *streamOut {
+	return &streamOut{w: w, log: log, wake: make(chan struct{}, 1), final: make(chan []byte, 1), done: make(chan struct{}), failed: make(chan struct{})}
+}
+
+// notify tells the writer that the state changed. It never blocks: one
+// pending wake-up is enough, the writer always reads the latest state.
+func (o *streamOut) notify() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
 }
 
 // send hands the last lines to the writer and waits for it to exit. If
 // the writer already failed, the lines are dropped.
-func (t *run) send(lines []byte) {
-	t.final <- lines // cap 1, sent once
-	<-t.done
+func (o *streamOut) send(lines []byte) {
+	o.final <- lines // cap 1, sent once
+	<-o.done
 }
 
 // write writes p and flushes it when the writer supports flushing
 // (net/http; lambdaurl streams every Write as it is). It reports false,
-// closing t.failed, at the first failure, and writes nothing after one.
-func (t *run) write(p []byte) bool {
-	if t.writeFailed {
+// closing failed, at the first failure, and writes nothing after one.
+func (o *streamOut) write(p []byte) bool {
+	if o.writeFailed {
 		return false
 	}
 	if len(p) == 0 {
 		return true
 	}
-	_, err := t.w.Write(p)
+	_, err := o.w.Write(p)
 	if err == nil {
-		if ferr := http.NewResponseController(t.w).Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
+		if ferr := http.NewResponseController(o.w).Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
 			err = ferr
 		}
 	}
 	if err != nil {
 		// The error's text names the client's address: debug level only.
-		t.log.Info("stream write failed")
-		t.log.Debug("stream write failure detail", "err", err)
-		t.writeFailed = true
-		close(t.failed)
+		o.log.Info("stream write failed")
+		o.log.Debug("stream write failure detail", "err", err)
+		o.writeFailed = true
+		close(o.failed)
 		return false
 	}
 	return true

@@ -47,6 +47,9 @@ const client = new TurnstreamClient({
   turnURL: "/turn/",
   historyURL: "/history/",
   headers: isSafeId(user) ? { Authorization: `Bearer dev.${user}` } : {},
+  // The compact stream (docs/compact.md): text every 50 ms for a few
+  // bytes more than the answer itself, instead of paced complete snapshots.
+  compact: true,
 });
 
 // Sessions this browser started, newest first, per user.

@@ -1,3 +1,4 @@
+import { decodeAppend, decodePartialAppend, isAppendLine, STREAM_MODE_HEADER } from "./compact.js";
 import { SnapshotCursor } from "./cursor.js";
 import { ConfirmationError, HTTPError, isConfirmationCode, StreamDiagnosticError, StreamIncompleteError, TurnstreamError } from "./errors.js";
 import { NOT_JSON, parseStrict, type JSONValue } from "./json.js";
@@ -42,6 +43,15 @@ export interface ClientOptions {
   resume?: "auto" | "off";
   /** Resume attempts per turn (default 3), with 250 ms doubling pauses. */
   maxResumes?: number;
+  /**
+   * Ask for the compact stream (docs/compact.md) on every submit and
+   * resume: complete snapshots at the start, at changes other than
+   * appended text and at the end, append lines between them. A Turn then
+   * also yields provisional snapshots while an append line is arriving
+   * (the held sequence, the text so far). Off by default; a server without
+   * the extension answers with complete snapshots, read as usual.
+   */
+  compact?: boolean;
 }
 
 export interface SubmitOptions {
@@ -59,6 +69,8 @@ export interface SubmitOptions {
   confirmation?: SubmitConfirmation;
   /** "turn" limits snapshots to this turn's messages (page older ones from history). */
   scope?: "session" | "turn";
+  /** Overrides ClientOptions.compact for this turn. */
+  compact?: boolean;
   signal?: AbortSignal;
   /** Called for each line that is not a valid turn event; the line is skipped. */
   onInvalidLine?: (diagnostic: DecoderDiagnostic) => void;
@@ -124,6 +136,7 @@ export interface ResumeOptions {
   after?: number;
   /** As in SubmitOptions. */
   scope?: "session" | "turn";
+  compact?: boolean;
   signal?: AbortSignal;
   onInvalidLine?: (diagnostic: DecoderDiagnostic) => void;
 }
@@ -441,6 +454,11 @@ export class TurnstreamClient {
   get maxResumes(): number {
     return this.#opts.maxResumes ?? 3;
   }
+
+  /** @internal */
+  get compact(): boolean {
+    return this.#opts.compact === true;
+  }
 }
 
 interface TurnOptions extends SubmitOptions {
@@ -491,6 +509,10 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
   /** The newest accepted snapshot. */
   get snapshot(): SnapshotEvent | undefined {
     return this.cursor.snapshot;
+  }
+
+  get #compact(): boolean {
+    return this.#opts.compact ?? this.#client.compact;
   }
 
   /** stop asks the server to stop this turn (see TurnstreamClient.stop). */
@@ -546,6 +568,7 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
     };
     const headers: Record<string, string> = { "Content-Type": "application/json", Accept: "application/x-ndjson" };
     if (o.scope) headers[SCOPE_HEADER] = o.scope;
+    if (this.#compact) headers[STREAM_MODE_HEADER] = "compact";
     return this.#client.request(this.#client.turnURL, { method: "POST", headers, body: JSON.stringify(event), signal: o.signal });
   }
 
@@ -558,6 +581,7 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
     const after = seq === undefined ? "" : `?after=${seq}`;
     const headers: Record<string, string> = { Accept: "application/x-ndjson" };
     if (o.scope) headers[SCOPE_HEADER] = o.scope;
+    if (this.#compact) headers[STREAM_MODE_HEADER] = "compact";
     const url = `${this.#client.turnURL}sessions/${o.sessionId}/turns/${o.turnId}/stream${after}`;
     return this.#client.request(url, { method: "GET", headers, signal: o.signal });
   }
@@ -577,6 +601,8 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
     const reader = res.body.getReader();
     const lines = new LineSplitter();
     const first = this.sequence;
+    const compact = (res.headers.get(STREAM_MODE_HEADER) ?? "").toLowerCase() === "compact";
+    let shown = -1; // the content length last yielded provisionally
     let done = false;
     try {
       for (;;) {
@@ -589,6 +615,23 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
         }
         const batch = chunk.done ? [lines.flush()].filter((l) => l.length > 0) : lines.push(chunk.value);
         for (const line of batch) {
+          if (compact && isAppendLine(line)) {
+            const a = decodeAppend(line);
+            if (!a) {
+              const d: DecoderDiagnostic = { code: "PROTOCOL_INVALID_PAYLOAD", message: "Turn event payload is invalid.", retryable: false };
+              this.invalidLines.push(d);
+              this.#opts.onInvalidLine?.(d);
+              continue;
+            }
+            const applied = this.cursor.applyAppend(a);
+            if (applied === "gap") return false; // resume: it starts with a complete snapshot
+            if (applied === "applied") {
+              const snap = this.cursor.snapshot!;
+              shown = lastContentLength(snap);
+              yield snap;
+            }
+            continue;
+          }
           const r = decodeTurnEvent(line);
           if (!r.ok) {
             this.invalidLines.push(r.diagnostic);
@@ -614,16 +657,31 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
           if (this.#opts.after !== undefined && ev.sequence <= this.#opts.after) continue;
           if (!this.cursor.apply(ev)) continue;
           const snap = this.cursor.snapshot!;
+          shown = lastContentLength(snap);
           if (snap.payload.status === "complete" || snap.payload.status === "error") done = true;
           yield snap;
           if (done) return true;
         }
         if (chunk.done) return false;
+        if (compact && lines.pendingBytes > 0) {
+          // An append line is arriving: show its text so far.
+          const a = decodePartialAppend(lines.peek());
+          const p = a ? this.cursor.provisional(a) : undefined;
+          if (p && lastContentLength(p) > shown) {
+            shown = lastContentLength(p);
+            yield p;
+          }
+        }
       }
     } finally {
       reader.cancel().catch(() => {}); // frees the connection; a no-op once the stream ended
     }
   }
+}
+
+function lastContentLength(s: SnapshotEvent): number {
+  const m = s.payload.messages;
+  return m.length === 0 ? 0 : m[m.length - 1]!.content.length;
 }
 
 /**

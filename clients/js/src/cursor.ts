@@ -1,4 +1,14 @@
+import type { AppendLine } from "./compact.js";
 import { decodeTurnEvent, isDecoded, isSafeId, type SnapshotEvent, type TurnEvent } from "./protocol.js";
+
+/**
+ * AppendResult says what SnapshotCursor.applyAppend did with an append
+ * line: "applied" (the state moved to its sequence), "stale" (its sequence
+ * is not above the held one: ignored) or "gap" (newer, but not built on the
+ * held state: ignored; wait for the next complete snapshot, or resume
+ * after the held sequence).
+ */
+export type AppendResult = "applied" | "stale" | "gap";
 
 /**
  * SnapshotCursor holds the newest snapshot of one session. It accepts only
@@ -59,4 +69,65 @@ export class SnapshotCursor {
     this.#snapshot = ev; // deep-frozen by decodeTurnEvent
     return true;
   }
+
+  /**
+   * applyAppend offers a decoded append line of the compact stream
+   * (docs/compact.md), read from a stream of this cursor's session. It
+   * applies only to the exact state it was built on: its after is the held
+   * sequence, the held snapshot streaming with its last message a
+   * streaming assistant message of offset UTF-16 code units. The held
+   * snapshot is then replaced by a frozen copy with the text appended, the
+   * line's usage (when given) and its sequence.
+   */
+  applyAppend(a: AppendLine): AppendResult {
+    const held = this.#snapshot;
+    if (held !== undefined && a.sequence <= held.sequence) return "stale";
+    if (!this.#builtOn(a)) return "gap";
+    const msgs = held!.payload.messages;
+    const last = msgs[msgs.length - 1]!;
+    const next: SnapshotEvent = {
+      ...held!,
+      sequence: a.sequence,
+      payload: {
+        ...held!.payload,
+        messages: [...msgs.slice(0, -1), { ...last, content: last.content + a.text }],
+        usage: a.usage ?? held!.payload.usage,
+      },
+    };
+    this.#snapshot = freeze(next);
+    return "applied";
+  }
+
+  /**
+   * provisional returns the held snapshot with the text received so far of
+   * an open append line (decodePartialAppend), when that line is built on
+   * the held state; undefined otherwise. Nothing changes: the text becomes
+   * state only when its line ends.
+   */
+  provisional(a: AppendLine): SnapshotEvent | undefined {
+    const held = this.#snapshot;
+    if (held === undefined || a.sequence <= held.sequence || !this.#builtOn(a)) return undefined;
+    const msgs = held.payload.messages;
+    const last = msgs[msgs.length - 1]!;
+    return freeze({ ...held, payload: { ...held.payload, messages: [...msgs.slice(0, -1), { ...last, content: last.content + a.text }] } });
+  }
+
+  #builtOn(a: AppendLine): boolean {
+    const held = this.#snapshot;
+    if (held === undefined || a.after !== held.sequence || held.payload.status !== "streaming") return false;
+    const last = held.payload.messages[held.payload.messages.length - 1];
+    return last !== undefined && last.role === "assistant" && last.status === "streaming" && last.content.length === a.offset;
+  }
+}
+
+function freeze<T extends object>(v: T): T {
+  Object.freeze(v);
+  const p = (v as unknown as SnapshotEvent).payload;
+  if (p && !Object.isFrozen(p)) {
+    Object.freeze(p);
+    Object.freeze(p.messages);
+    for (const m of p.messages) Object.freeze(m);
+    Object.freeze(p.usage);
+  }
+  return v;
 }

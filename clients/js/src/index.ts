@@ -17,6 +17,9 @@ export type {
 } from "./client.js";
 export type { ConfirmationCode } from "./errors.js";
 export { SnapshotCursor } from "./cursor.js";
+export type { AppendResult } from "./cursor.js";
+export { decodeAppend, decodePartialAppend, EVENT_APPEND, isAppendLine, STREAM_MODE_HEADER } from "./compact.js";
+export type { AppendLine } from "./compact.js";
 export { CLIENT_CODES, CONFIRMATION_CODES, ConfirmationError, HTTPError, isConfirmationCode, StreamDiagnosticError, StreamIncompleteError, TurnstreamError } from "./errors.js";
 export { LineSplitter } from "./ndjson.js";
 export { MAX_PARSE_DEPTH, NOT_JSON, parseStrict } from "./json.js";

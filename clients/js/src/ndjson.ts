@@ -29,6 +29,14 @@ export class LineSplitter {
     return this.#pendingBytes;
   }
 
+  /** peek returns the unterminated tail (empty when none) without taking it. */
+  peek(): Uint8Array {
+    if (this.#pending.length === 0) return new Uint8Array(0);
+    if (this.#pending.length > 1) this.#pending = [this.#take(new Uint8Array(0)).slice()];
+    this.#pendingBytes = this.#pending[0]!.length;
+    return this.#pending[0]!;
+  }
+
   /** flush returns the unterminated tail (empty when none) and resets. */
   flush(): Uint8Array {
     return this.#take(new Uint8Array(0));

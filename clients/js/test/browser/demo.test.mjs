@@ -111,6 +111,28 @@ describe("demo page in Chromium", { skip }, () => {
     await page.close();
   });
 
+  test("the demo streams in compact mode and renders the whole answer", async () => {
+    const { page, problems } = await newChat(slow.base, "cai");
+    const modes = [];
+    page.on("response", (r) => {
+      if (r.request().method() === "POST" && new URL(r.url()).pathname === "/turn/") {
+        modes.push([r.request().headers()["x-turnstream-stream-mode"], r.headers()["x-turnstream-stream-mode"]]);
+      }
+    });
+    const input = "Compact mode: append lines carry this text between two complete snapshots. ".repeat(2).trim();
+    await send(page, input);
+    await page.waitForSelector(`${lastAssistant}[data-status="complete"]`, { timeout: 60_000 });
+    const final = `Echo: ${input}`;
+    assert.equal(await page.textContent(`${lastAssistant} .text`), final);
+    assert.deepEqual(modes, [["compact", "compact"]], "asked for and answered in compact mode");
+    const texts = await page.evaluate(() => window.__texts);
+    const partial = texts.filter((t) => t.length < final.length && final.startsWith(t));
+    assert.ok(partial.length >= 3, `saw ${partial.length} partial texts before the whole answer`);
+    for (let i = 1; i < texts.length; i++) assert.ok(texts[i].length > texts[i - 1].length, `text ${i} grew`);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
   test("Stop ends the answer early", async () => {
     const { page, problems } = await newChat(slow.base, "ann");
     const input = "A long answer that would take a good while to stream. ".repeat(4).trim();

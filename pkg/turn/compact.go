@@ -1,0 +1,325 @@
+package turn
+
+import (
+	"reflect"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// StreamModeHeader negotiates the compact stream (turnstream extension,
+// docs/compact.md) on POST / and on the resume route: "compact" asks for
+// complete snapshots only at the start, at changes that are not appended
+// text, and at the end, with append lines (protocol.EventAppend) between
+// them; absent or "snapshots" is the default stream of complete snapshots.
+// Values are matched case-insensitively; any other value, a repeated
+// header included, is a 400 REQUEST_INVALID_HEADER before the body is
+// read. A compact response carries the header back with "compact".
+const StreamModeHeader = "X-Turnstream-Stream-Mode"
+
+// Stream modes (StreamModeHeader values).
+const (
+	StreamModeSnapshots = "snapshots"
+	StreamModeCompact   = "compact"
+)
+
+// ExtensionCompact is listed by GET /capabilities: the compact stream.
+const ExtensionCompact = "compact"
+
+// DefaultCompactLineSpan is Options.CompactLineSpan's default.
+const DefaultCompactLineSpan = time.Second
+
+// parseStreamMode reads StreamModeHeader: it reports whether the compact
+// stream was asked for, and false for ok on an invalid value.
+func parseStreamMode(values []string) (compact, ok bool) {
+	switch len(values) {
+	case 0:
+		return false, true
+	case 1:
+	default:
+		return false, false
+	}
+	switch v := strings.TrimSpace(values[0]); {
+	case strings.EqualFold(v, StreamModeSnapshots):
+		return false, true
+	case strings.EqualFold(v, StreamModeCompact):
+		return true, true
+	}
+	return false, false
+}
+
+// compactCapability is the compact part of GET /capabilities.
+type compactCapability struct {
+	Header  string   `json:"header"`
+	Values  []string `json:"values"`
+	Default string   `json:"default"`
+	// Event is the append lines' event kind.
+	Event string `json:"event"`
+	// IntervalMs is the least time between two writes of text;
+	// LineSpanMs the longest an append line stays open.
+	IntervalMs int64 `json:"intervalMs"`
+	LineSpanMs int64 `json:"lineSpanMs"`
+	// Doc names the document that specifies the extension.
+	Doc string `json:"doc"`
+}
+
+func compactCapabilities(opts Options) compactCapability {
+	return compactCapability{
+		Header: StreamModeHeader, Values: []string{StreamModeSnapshots, StreamModeCompact}, Default: StreamModeSnapshots,
+		Event: protocol.EventAppend, IntervalMs: opts.SnapshotInterval.Milliseconds(), LineSpanMs: opts.CompactLineSpan.Milliseconds(),
+		Doc: "docs/compact.md",
+	}
+}
+
+// compactState is what a compact stream's client holds once it has read
+// every byte written: the assistant message, its usage, and the sequence
+// of that state. The live writer and a resume keep one each.
+type compactState struct {
+	assistant protocol.Message
+	usage     protocol.Usage
+	seq       int64
+	length    int64 // UTF-16 code units of assistant.Content
+}
+
+func newCompactState(seq int64, assistant protocol.Message, usage protocol.Usage) compactState {
+	return compactState{assistant: assistant, usage: usage, seq: seq, length: utf16Len(assistant.Content)}
+}
+
+// appended returns the text that turns held into next, when next differs
+// from held only by text appended to its content (and its usage): the
+// change an append line carries. Text that ends inside a UTF-8 sequence
+// is cut before it (the rest follows later). ok=false for any other
+// change: a complete snapshot carries it.
+func appended(held, next protocol.Message) (string, bool) {
+	if !strings.HasPrefix(next.Content, held.Content) {
+		return "", false
+	}
+	a, b := held, next
+	a.Content, b.Content = "", ""
+	if !reflect.DeepEqual(a, b) {
+		return "", false
+	}
+	delta := next.Content[len(held.Content):]
+	for i := 0; i < utf8.UTFMax && delta != "" && !utf8.ValidString(delta); i++ {
+		delta = delta[:len(delta)-1]
+	}
+	if !utf8.ValidString(delta) {
+		return "", false
+	}
+	return delta, true
+}
+
+// utf16Len is the length of s in UTF-16 code units.
+func utf16Len(s string) int64 {
+	var n int64
+	for _, r := range s {
+		if r >= 0x10000 {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
+}
+
+// compactWriter is the writer goroutine of a compact stream (see writer
+// for the default one). After the first complete snapshot (held, written
+// by streamTurn) it sends text as append lines: a line opens with its
+// header and the new text, takes more text at most every SnapshotInterval
+// while it is open, and closes after CompactLineSpan, when a look finds
+// nothing new, before any other line, and when the lease can no longer be
+// proven. A change that is not appended text (a tool call, metadata, the
+// ordered content envelope) closes the line and goes out as a complete
+// snapshot, paced as in the default mode (snapshotGap). Each closed line
+// and each snapshot is remembered for checkpoints, so a resume's complete
+// snapshot of a sequence is the state the live lines built. After a write
+// failure (the client is gone, the turn goes on with checkpoints) the
+// default writer takes over.
+func (t *run) compactWriter(first time.Time, held compactState) {
+	handover := false
+	defer func() {
+		if !handover {
+			close(t.out.done)
+		}
+	}()
+	o := t.h.opts
+	var (
+		buf         []byte
+		lastWrite   = first
+		lastSnap    = first
+		snapGap     = o.SnapshotInterval
+		lastVersion uint64
+		open        bool      // an append line is open
+		openSeq     int64     // its sequence
+		openedAt    time.Time // when it opened
+		lastCalls   = toolCallStates(held.assistant.ToolCalls)
+	)
+	// closeLine ends the open line: its state is then held at openSeq.
+	closeLine := func() {
+		if !open {
+			return
+		}
+		open = false
+		firstText := held.assistant.Content != "" && t.lastRememberedEmpty()
+		held.seq = openSeq
+		t.live.remember(openSeq, held.assistant, held.usage, firstText)
+		t.out.write([]byte(protocol.AppendClose))
+		lastWrite = time.Now()
+	}
+	// sleep waits d, unless the final lines arrive first (then false).
+	sleep := func(d time.Duration) bool {
+		if d <= 0 {
+			return true
+		}
+		timer := time.NewTimer(d)
+		defer timer.Stop()
+		select {
+		case lines := <-t.out.final:
+			closeLine()
+			t.out.write(lines)
+			return false
+		case <-timer.C:
+			return true
+		}
+	}
+	idle := time.NewTimer(o.SnapshotInterval)
+	defer idle.Stop()
+	for {
+		var look <-chan time.Time
+		if open {
+			// An open line is closed at the first look that finds nothing
+			// new, so readers of whole lines see its text soon.
+			idle.Reset(2 * o.SnapshotInterval)
+			look = idle.C
+		}
+		select {
+		case lines := <-t.out.final:
+			closeLine()
+			t.out.write(lines)
+			return
+		case <-t.out.wake:
+		case <-look:
+		}
+		if !sleep(o.SnapshotInterval - time.Since(lastWrite)) {
+			return
+		}
+		if t.out.writeFailed {
+			if t.h.opts.CheckpointInterval == 0 {
+				return
+			}
+			handover = true
+			t.writer(lastWrite)
+			return
+		}
+		v := t.state.view()
+		now := o.Now()
+		if !t.lease.heldAt(now) {
+			// The supervisor ends the turn; the open line ends now, within
+			// the lease margin, and nothing else goes out meanwhile.
+			closeLine()
+			continue
+		}
+		if v.version == lastVersion {
+			closeLine()
+			continue
+		}
+		assistant := t.assistant(v, protocol.MessageStreaming, "")
+		delta, ok := appended(held.assistant, assistant)
+		if !ok {
+			closeLine()
+			if !sleep(snapGap - time.Since(lastSnap)) {
+				return
+			}
+			// The newest state after the wait.
+			v = t.state.view()
+			now = o.Now()
+			if !t.lease.heldAt(now) {
+				continue
+			}
+			assistant = t.assistant(v, protocol.MessageStreaming, "")
+			seq, ok := t.seqs.next()
+			if !ok {
+				continue // closed: the terminal lines are on their way
+			}
+			calls := toolCallStates(assistant.ToolCalls)
+			t.live.remember(seq, assistant, v.usage, (held.assistant.Content == "" && assistant.Content != "") || calls != lastCalls)
+			lastCalls, lastVersion = calls, v.version
+			held = newCompactState(seq, assistant, v.usage)
+			buf = t.snapshotLineAt(buf[:0], now, seq, protocol.StatusStreaming, assistant, v.usage, nil)
+			snapGap, lastSnap, lastWrite = t.snapshotGap(len(buf)), time.Now(), time.Now()
+			if !t.out.write(buf) && t.h.opts.CheckpointInterval == 0 {
+				return
+			}
+			continue
+		}
+		usageChanged := v.usage != held.usage
+		if open && (usageChanged || time.Since(openedAt) >= o.CompactLineSpan) {
+			closeLine()
+		}
+		if delta == "" && !usageChanged {
+			continue // a partial character only: the rest follows
+		}
+		lastVersion = v.version
+		buf = buf[:0]
+		if !open {
+			seq, ok := t.seqs.next()
+			if !ok {
+				continue
+			}
+			a := &protocol.Append{Sequence: seq, After: held.seq, Offset: held.length}
+			if usageChanged {
+				u := v.usage
+				a.Usage = &u
+			}
+			var err error
+			if buf, err = protocol.AppendAppendOpen(buf, a); err != nil {
+				t.log.Error("append line encoding failed", "err", err)
+				continue
+			}
+			open, openSeq, openedAt = true, seq, time.Now()
+		}
+		buf, _ = protocol.AppendAppendText(buf, delta) // delta is valid UTF-8 (appended)
+		held.assistant.Content += delta
+		held.length += utf16Len(delta)
+		held.usage = v.usage
+		lastWrite = time.Now()
+		if !t.out.write(buf) && t.h.opts.CheckpointInterval == 0 {
+			return
+		}
+	}
+}
+
+// lastRememberedEmpty reports whether the state last remembered for
+// checkpoints had no assistant text: the first text is a moment a
+// checkpoint must not miss.
+func (t *run) lastRememberedEmpty() bool {
+	return t.live.latest().assistant.Content == ""
+}
+
+// compactResume is a resume stream's compact state: the state its last
+// line left the client with, nil before the first line.
+type compactResume struct {
+	held *compactState
+}
+
+// line returns the line that takes the resumer from its held state to the
+// streaming state (seq, assistant, usage): an append line when that state
+// differs only by appended text, otherwise (and first) a complete
+// snapshot.
+func (c *compactResume) line(s *run, seq int64, assistant protocol.Message, usage protocol.Usage) []byte {
+	defer func() { st := newCompactState(seq, assistant, usage); c.held = &st }()
+	if c.held != nil && seq > c.held.seq {
+		if delta, ok := appended(c.held.assistant, assistant); ok && c.held.assistant.Content+delta == assistant.Content {
+			a := &protocol.Append{Sequence: seq, After: c.held.seq, Offset: c.held.length, Text: delta}
+			if usage != c.held.usage {
+				a.Usage = &usage
+			}
+			if line, err := protocol.AppendAppendLine(nil, a); err == nil {
+				return line
+			}
+		}
+	}
+	return s.snapshotLine(nil, seq, protocol.StatusStreaming, assistant, usage, nil)
+}

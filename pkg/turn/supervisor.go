@@ -1,0 +1,257 @@
+package turn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// supervise is a streaming turn's control loop, the lease supervisor: it
+// waits for the model (modelDone), the request deadline, the client, the
+// lease renewals and the checkpoints, and decides how the turn ends.
+// Renewals and checkpoints run on their own goroutines, at most one of
+// each in flight, under a context that ends at the lease's proven expiry.
+// finished reports that the model returned. The caller defers settle,
+// which cancels and awaits an in-flight renewal or checkpoint, so that no
+// goroutine of the turn outlives it.
+func (t *run) supervise(modelDone <-chan error) (end ending, finished bool, settle func()) {
+	renew := time.NewTicker(t.h.opts.RenewInterval)
+	defer renew.Stop()
+	leaseTimer := time.NewTimer(t.lease.left())
+	defer leaseTimer.Stop()
+	renewed := make(chan renewal, 1)
+	renewing := false
+	// Checkpoints (CheckpointInterval > 0): a ticker, urgent requests from
+	// the writer, at most one in flight.
+	var cpTick <-chan time.Time
+	if d := t.h.opts.CheckpointInterval; d > 0 {
+		ticker := time.NewTicker(d)
+		defer ticker.Stop()
+		cpTick = ticker.C
+	}
+	checkpointed := make(chan checkpointResult, 1)
+	checkpointing := false
+	var cpPrior *chat.Checkpoint // the last checkpoint that landed
+	failed := t.out.failed
+	renewCtx, stopRenewing := context.WithCancel(t.ctx)
+	settle = func() {
+		// An in-flight renewal is cancelled and awaited: no goroutine of
+		// the turn outlives it.
+		stopRenewing()
+		if renewing {
+			<-renewed
+		}
+		if checkpointing {
+			<-checkpointed
+		}
+	}
+	startCheckpoint := func() {
+		if checkpointing || cpTick == nil {
+			return
+		}
+		if cp := t.nextCheckpoint(cpPrior); cp != nil {
+			checkpointing = true
+			go t.checkpoint(renewCtx, cp, checkpointed)
+		}
+	}
+supervise:
+	for {
+		select {
+		case err := <-modelDone:
+			finished = true
+			end = t.modelEnding(err)
+			break supervise
+		case <-t.ctx.Done():
+			end = t.contextEnding()
+			break supervise
+		case <-failed:
+			if cpTick != nil {
+				// With checkpoints a disconnect is not a stop: the turn
+				// runs on for a client that resumes it.
+				t.log.Info("client gone; the turn goes on for a resume")
+				failed = nil
+				continue
+			}
+			// The client is gone (or its connection broke): nobody reads
+			// the rest, but the turn is still saved and released.
+			d := protocol.NewDiagnostic(protocol.CodeRequestCancelled)
+			end = ending{status: chat.TurnError, diag: &d}
+			break supervise
+		case <-cpTick:
+			startCheckpoint()
+		case <-t.live.urgent:
+			startCheckpoint()
+		case r := <-checkpointed:
+			checkpointing = false
+			if e, stop := t.checkpointed(r, &cpPrior); stop {
+				end = e
+				break supervise
+			}
+		case <-renew.C:
+			if !renewing {
+				renewing = true
+				go t.renew(renewCtx, renewed)
+			}
+		case r := <-renewed:
+			renewing = false
+			if e, stop := t.renewed(r); stop {
+				end = e
+				break supervise
+			}
+			leaseTimer.Reset(t.lease.left())
+		case <-leaseTimer.C:
+			// No renewal proved the lease in time (the table may be
+			// unreachable or hung): another turn may claim the session
+			// now, so this one stops streaming and saves nothing.
+			t.log.Warn("lease expired without renewal")
+			end = leaseLostEnding()
+			break supervise
+		}
+	}
+
+	return end, finished, settle
+}
+
+// checkpointResult is the result of one checkpoint, run off the
+// supervisor.
+type checkpointResult struct {
+	cp   *chat.Checkpoint
+	stop bool
+	err  error
+}
+
+// renewal is the result of one lease renewal, run off the supervisor.
+type renewal struct {
+	lease *chat.Lease
+	err   error
+}
+
+// nextCheckpoint returns the checkpoint of the latest snapshot after
+// prior (nil: none landed yet): a heartbeat when the messages did not
+// change. Nil when no snapshot is newer than prior.
+func (t *run) nextCheckpoint(prior *chat.Checkpoint) *chat.Checkpoint {
+	last := t.live.latest()
+	if last.seq == 0 {
+		return nil
+	}
+	cp := &chat.Checkpoint{
+		SessionID: t.sessionID, TurnID: t.turnID, Ordinal: t.claim.Lease.Ordinal,
+		Lineage: t.lineage, InputHash: t.inputHash,
+		Messages:       []protocol.Message{t.user, last.assistant},
+		Usage:          last.usage,
+		FirstSequence:  t.claim.BaseSequence + 1,
+		Sequence:       last.seq,
+		Number:         1,
+		LeaseExpiresAt: t.lease.expiresAt(),
+		StartedAt:      t.startedAt,
+	}
+	if prior != nil {
+		cp.Prior, cp.Number = prior.Messages, prior.Number
+		if !sameMessages(prior.Messages, cp.Messages) {
+			cp.Number++
+		}
+	}
+	return cp
+}
+
+// sameMessages reports whether a and b encode alike.
+func sameMessages(a, b []protocol.Message) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// checkpoint writes cp on its own goroutine and sends the result on done
+// (cap 1), under a context that ends at the lease's proven expiry.
+func (t *run) checkpoint(parent context.Context, cp *chat.Checkpoint, done chan<- checkpointResult) {
+	ctx, cancel := context.WithTimeout(parent, t.lease.left())
+	defer cancel()
+	stop, err := t.h.opts.Store.Checkpoint(ctx, t.claim, cp)
+	done <- checkpointResult{cp: cp, stop: stop, err: err}
+}
+
+// checkpointed handles a checkpoint's result (prior is the last one that
+// landed) and reports whether the turn must end: its lease was lost, or a
+// stop was requested (interrupted, seen within one CheckpointInterval).
+// Another failure is logged; the next tick tries again.
+func (t *run) checkpointed(r checkpointResult, prior **chat.Checkpoint) (ending, bool) {
+	switch {
+	case errors.Is(r.err, chat.ErrLeaseLost):
+		t.log.Warn("lease lost at a checkpoint")
+		return leaseLostEnding(), true
+	case r.err != nil:
+		t.log.Warn("checkpoint failed", "err", r.err)
+		return ending{}, false
+	}
+	*prior = r.cp
+	if r.stop {
+		t.log.Info("turn stop requested")
+		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
+		return ending{status: chat.TurnInterrupted, diag: &d}, true
+	}
+	return ending{}, false
+}
+
+// leaseMargin is how long before the lease's proven expiry the turn
+// stops streaming: room for clock skew between processes and for a line
+// in flight, so that no line of this turn is written once another turn
+// may hold the session.
+// It stays below a quarter of CleanupReserve, so that a lease capped at
+// the request deadline plus CleanupReserve still covers the deadline.
+func (t *run) leaseMargin() time.Duration {
+	return min(t.h.opts.LeaseDuration/10, t.h.opts.CleanupReserve/4)
+}
+
+// leaseLostEnding is the ending of a turn whose lease was lost or could
+// not be proven: nothing is saved or released, SESSION_CONFLICT is the
+// last line, and the next claim closes the turn.
+func leaseLostEnding() ending {
+	d := protocol.NewDiagnostic(protocol.CodeSessionConflict)
+	return ending{leaseLost: true, trailer: &d}
+}
+
+// renew extends the lease on its own goroutine and sends the result on
+// done (cap 1). Its context ends at the lease's proven expiry: a renewal
+// that cannot answer by then is useless, and the supervisor must not wait
+// for it (the store's attempt timeout cuts a hung connection sooner).
+func (t *run) renew(parent context.Context, done chan<- renewal) {
+	now := t.h.opts.Now()
+	expires := now.Add(t.h.opts.LeaseDuration)
+	if ceiling := now.Add(time.Until(t.deadline) + t.h.opts.CleanupReserve); ceiling.Before(expires) {
+		expires = ceiling
+	}
+	seq := t.seqs.last()
+	ctx, cancel := context.WithTimeout(parent, t.lease.left())
+	defer cancel()
+	lease, err := t.h.opts.Store.RenewLease(ctx, chat.RenewRequest{Claim: t.claim, ExpiresAt: expires, Sequence: seq})
+	done <- renewal{lease, err}
+}
+
+// renewed handles a renewal's result and reports whether the turn must
+// end: the lease was lost (SESSION_CONFLICT) or a stop was requested
+// (interrupted). A renewal that failed for another reason is logged and
+// tried again at the next tick; the lease timer ends the turn if none
+// succeeds before the proven expiry.
+func (t *run) renewed(r renewal) (ending, bool) {
+	switch {
+	case errors.Is(r.err, chat.ErrLeaseLost):
+		t.log.Warn("lease lost")
+		return leaseLostEnding(), true
+	case r.err != nil:
+		if t.ctx.Err() == nil {
+			t.log.Warn("lease renewal failed", "err", r.err)
+		}
+		return ending{}, false
+	}
+	t.lease.prove(r.lease.ExpiresAt)
+	if r.lease.Stop {
+		t.log.Info("turn stop requested")
+		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
+		return ending{status: chat.TurnInterrupted, diag: &d}, true
+	}
+	return ending{}, false
+}
