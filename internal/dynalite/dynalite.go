@@ -111,6 +111,13 @@ func Options(tb testing.TB) dynamo.ClientOptions {
 // testAttemptTimeout is the attempt timeout of test clients.
 const testAttemptTimeout = 20 * time.Second
 
+// ResolveShare is the dynamo.Options.ResolveShare of test stores whose
+// calls carry no deadline: the consistent read that resolves a failed
+// write (a lost race's condition failure included) may take as long as
+// one test attempt on a busy machine, where the default second can pass
+// before dynalite answers.
+const ResolveShare = testAttemptTimeout
+
 // isLoopback reports whether endpoint's host is localhost or a loopback IP.
 func isLoopback(endpoint string) bool {
 	u, err := url.Parse(endpoint)

@@ -3,6 +3,7 @@ package dynamo_test
 import (
 	"testing"
 
+	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 	"github.com/turnstream/turnstream/pkg/store/storetest"
@@ -16,6 +17,6 @@ func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, clock *storetest.Clock, cursorKey []byte) chat.Store {
 		t.Parallel()
 		e := newEnv(t)
-		return dynamo.New(e.client, dynamo.Options{Table: e.table, Now: clock.Now, CursorKey: cursorKey})
+		return dynamo.New(e.client, dynamo.Options{Table: e.table, Now: clock.Now, CursorKey: cursorKey, ResolveShare: dynalite.ResolveShare})
 	})
 }

@@ -43,7 +43,7 @@ func newEnv(tb testing.TB) *env {
 
 // store returns a new Store over the environment's table and clock.
 func (e *env) store() *dynamo.Store {
-	return dynamo.New(e.client, dynamo.Options{Table: e.table, Now: e.clock.Now, CursorKey: testCursorKey})
+	return dynamo.New(e.client, dynamo.Options{Table: e.table, Now: e.clock.Now, CursorKey: testCursorKey, ResolveShare: dynalite.ResolveShare})
 }
 
 // forged returns a copy of c with another lease token.
