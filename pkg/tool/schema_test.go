@@ -93,25 +93,39 @@ func TestInputSchemaValidation(t *testing.T) {
 	const list = `{"type":"object","properties":{"xs":{"type":"array","items":{"type":"integer"}},
 		"kind":{"enum":["a","b",1]},"step":{"type":"number","multipleOf":0.1}},"additionalProperties":false}`
 	const prefix = `{"type":"object","properties":{"t":{"type":"array","prefixItems":[{"type":"string"}],"items":false}}}`
+	const draft4 = `{"$schema":"http://json-schema.org/draft-04/schema#","type":"object",
+		"properties":{"n":{"type":"number","maximum":5,"exclusiveMaximum":true}}}`
+	const draft2019 = `{"$schema":"https://json-schema.org/draft/2019-09/schema","type":"object",
+		"properties":{"e":{"type":"string","format":"email"}},"dependentRequired":{"a":["b"]}}`
+	const format7 = `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object",
+		"properties":{"e":{"type":"string","format":"email"}}}`
+	const format2020 = `{"type":"object","properties":{"e":{"type":"string","format":"email"}}}`
 	tests := map[string]struct {
 		schema, args string
 		want         string // "" when the call must run
 	}{
-		"draft-07 tuple ok":         {draft7, `{"t":["a"],"n":1}`, ""},
-		"draft-07 tuple item":       {draft7, `{"t":[1]}`, "Arguments are invalid: /t/0: type."},
-		"draft-07 additionalItems":  {draft7, `{"t":["a","b"]}`, "Arguments are invalid: /t: additionalItems."},
-		"draft-07 definitions $ref": {draft7, `{"n":"x"}`, "Arguments are invalid: /n: type."},
-		"2020-12 prefixItems ok":    {prefix, `{"t":["a"]}`, ""},
-		"2020-12 items false":       {prefix, `{"t":["a","b"]}`, "Arguments are invalid: /t/1: schema."},
-		"$defs $ref":                {defs, `{"p":"x"}`, "Arguments are invalid: /p: type."},
-		"$anchor $ref":              {defs, `{"q":1.5}`, "Arguments are invalid: /q: type."},
-		"integer as 1.0":            {defs, `{"p":1.0}`, ""},
-		"big integer":               {defs, `{"p":123456789012345678901234567890}`, ""},
-		"enum number":               {list, `{"kind":1.0}`, ""},
-		"enum miss":                 {list, `{"kind":"c"}`, "Arguments are invalid: /kind: enum."},
-		"decimal multipleOf":        {list, `{"step":0.3}`, ""},
-		"decimal not multiple":      {list, `{"step":0.35}`, "Arguments are invalid: /step: multipleOf."},
-		"item location":             {list, `{"xs":[1,"two",3]}`, "Arguments are invalid: /xs/1: type."},
+		"draft-04 boolean exclusiveMaximum": {draft4, `{"n":5}`, "Arguments are invalid: /n: exclusiveMaximum."},
+		"draft-04 below maximum":            {draft4, `{"n":4.5}`, ""},
+		"2019-09 dependentRequired":         {draft2019, `{"a":1}`, "Arguments are invalid: /: dependentRequired/a."},
+		"2019-09 format is an annotation":   {draft2019, `{"e":"not an address"}`, ""},
+		"draft-07 format asserted":          {format7, `{"e":"not an address"}`, "Arguments are invalid: /e: format."},
+		"draft-07 format ok":                {format7, `{"e":"a@example.com"}`, ""},
+		"2020-12 format is an annotation":   {format2020, `{"e":"not an address"}`, ""},
+		"draft-07 tuple ok":                 {draft7, `{"t":["a"],"n":1}`, ""},
+		"draft-07 tuple item":               {draft7, `{"t":[1]}`, "Arguments are invalid: /t/0: type."},
+		"draft-07 additionalItems":          {draft7, `{"t":["a","b"]}`, "Arguments are invalid: /t: additionalItems."},
+		"draft-07 definitions $ref":         {draft7, `{"n":"x"}`, "Arguments are invalid: /n: type."},
+		"2020-12 prefixItems ok":            {prefix, `{"t":["a"]}`, ""},
+		"2020-12 items false":               {prefix, `{"t":["a","b"]}`, "Arguments are invalid: /t/1: schema."},
+		"$defs $ref":                        {defs, `{"p":"x"}`, "Arguments are invalid: /p: type."},
+		"$anchor $ref":                      {defs, `{"q":1.5}`, "Arguments are invalid: /q: type."},
+		"integer as 1.0":                    {defs, `{"p":1.0}`, ""},
+		"big integer":                       {defs, `{"p":123456789012345678901234567890}`, ""},
+		"enum number":                       {list, `{"kind":1.0}`, ""},
+		"enum miss":                         {list, `{"kind":"c"}`, "Arguments are invalid: /kind: enum."},
+		"decimal multipleOf":                {list, `{"step":0.3}`, ""},
+		"decimal not multiple":              {list, `{"step":0.35}`, "Arguments are invalid: /step: multipleOf."},
+		"item location":                     {list, `{"xs":[1,"two",3]}`, "Arguments are invalid: /xs/1: type."},
 		"every failure listed": {list, `{"xs":["a","b"],"kind":"c","z":1}`,
 			"Arguments are invalid: /: additionalProperties (unexpected z); /kind: enum; /xs/0: type; /xs/1: type."},
 		"at most eight": {list, `{"xs":["a","b","c","d","e","f","g","h","i"]}`,
