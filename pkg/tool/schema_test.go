@@ -149,3 +149,29 @@ func TestInputSchemaValidation(t *testing.T) {
 		})
 	}
 }
+
+// TestInputSchemaConcurrentFirstUse registers draft-06 schemas (no other
+// test uses that draft, so its metaschemas are compiled here, on first
+// use) from several goroutines at once; run with -race it checks that
+// loading a draft is synchronised.
+func TestInputSchemaConcurrentFirstUse(t *testing.T) {
+	const draft6 = `{"$schema":"http://json-schema.org/draft-06/schema#","type":"object",
+		"properties":{"n":{"type":"number","exclusiveMaximum":5}}}`
+	errs := make(chan string, 8)
+	for range cap(errs) {
+		go func() {
+			r := tool.NewRegistry(nil)
+			if err := r.Register(schemaTool(draft6)); err != nil {
+				errs <- "Register: " + err.Error()
+				return
+			}
+			o := r.Run(context.Background(), model.ToolCall{ID: "1", Name: "t", Args: json.RawMessage(`{"n":5}`)})
+			errs <- o.Text
+		}()
+	}
+	for range cap(errs) {
+		if got := <-errs; got != "Arguments are invalid: /n: exclusiveMaximum." {
+			t.Errorf("got %q, want the exclusiveMaximum diagnostic", got)
+		}
+	}
+}
