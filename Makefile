@@ -10,7 +10,7 @@ LINT      := $(GO) tool -modfile=tools/go.mod golangci-lint
 FUZZTIME  ?= 50000x
 # Fuzz targets as package:Target.
 FUZZ_TARGETS := ./pkg/protocol:FuzzDecodeTurnEvent ./pkg/protocol:FuzzDecodeContent \
-                ./pkg/protocol:FuzzParseJSON ./pkg/sessionapi:FuzzPutArtifacts
+                ./pkg/protocol:FuzzParseJSON ./pkg/sessionapi/internal/artifactsfuzz:FuzzPutArtifacts
 
 .DEFAULT_GOAL := help
 
