@@ -65,7 +65,10 @@ type Exchange struct {
 	// Sent and Received are the request and response body bytes (their
 	// Content-Length; 0 when unknown or empty).
 	Sent, Received int64
-	// Err is the transport's error, nil when a response came back.
+	// Status is the response's HTTP status code, 0 when none came back.
+	Status int
+	// Err is the transport's error, nil when a response came back
+	// (whatever its status).
 	Err error
 }
 
@@ -150,8 +153,11 @@ func (o Observer) addTo(stack *middleware.Stack) error {
 			if r, ok := in.Request.(*smithyhttp.Request); ok && r.ContentLength > 0 {
 				e.Sent = r.ContentLength
 			}
-			if r, ok := out.RawResponse.(*smithyhttp.Response); ok && r.ContentLength > 0 {
-				e.Received = r.ContentLength
+			if r, ok := out.RawResponse.(*smithyhttp.Response); ok && r.Response != nil {
+				e.Status = r.StatusCode
+				if r.ContentLength > 0 {
+					e.Received = r.ContentLength
+				}
 			}
 			o.Exchange(ctx, e)
 			return out, md, err
