@@ -46,7 +46,11 @@ func TestThroughputSection(t *testing.T) {
 			}
 		}
 		if n := tp.callsPer(); n < 3 || n > 4 {
-			t.Errorf("%d sessions: %.2f calls a turn, want 3-4", l.Conc, n)
+			byKind := map[string]int64{}
+			for k, s := range tp.Calls {
+				byKind[k] = s.N
+			}
+			t.Errorf("%d sessions: %.2f calls a turn (%d turns; calls by kind %v), want 3-4", l.Conc, n, tp.Done, byKind)
 		}
 	}
 	if len(shapesOut) != len(dynamobench.Shapes()) {
