@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http/httptrace"
@@ -14,13 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
@@ -160,9 +152,9 @@ type tpLevel struct {
 // ratio is turns/s over ceiling/4 of rep i.
 func (l *tpLevel) ratio(i int) float64 { return l.Turns[i].rate() / (l.Ceiling[i].rate() / 4) }
 
-// callMeter is SDK middleware on the throughput client: it times every
-// API call and its HTTP attempts and counts the connections they dial,
-// filed by kind while a phase records.
+// callMeter observes the throughput client (dynamobench.Observer): it
+// times every API call and its HTTP attempts and counts the connections
+// they dial, filed by kind while a phase records.
 type callMeter struct {
 	mu    sync.Mutex
 	calls map[string]*callStats // nil while not recording
@@ -178,71 +170,60 @@ type attemptsKey struct{}
 // attempts.
 type attemptTime struct{ d, sent, received atomic.Int64 }
 
-// option installs the meter's middleware on a client: at the Initialize
-// step (once per API call, retries inside) it times the call and counts
-// the connections its attempts dial (net/http/httptrace); innermost at
-// the Deserialize step (once per HTTP attempt) it times the attempt (the
-// request sent -> the response's headers; the bodies here are small) and
-// counts the bodies' bytes.
-func (m *callMeter) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-		if err := stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("turnbenchAttemptMeter",
-			func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
-				at, _ := ctx.Value(attemptsKey{}).(*attemptTime)
-				start := time.Now()
-				out, md, err := next.HandleDeserialize(ctx, in)
-				if at != nil {
-					at.d.Add(int64(time.Since(start)))
-					if r, ok := in.Request.(*smithyhttp.Request); ok && r.ContentLength > 0 {
-						at.sent.Add(r.ContentLength)
-					}
-					if r, ok := out.RawResponse.(*smithyhttp.Response); ok && r.ContentLength > 0 {
-						at.received.Add(r.ContentLength)
-					}
-				}
-				return out, md, err
-			}), middleware.After); err != nil {
-			return err
+// option installs the meter on a client (dynamo.NewClient's optFns):
+// once per API call (retries inside) it times the call and counts the
+// connections its attempts dial (net/http/httptrace); once per HTTP
+// attempt it adds the attempt's round trip (the request sent -> the
+// response's headers; the bodies here are small) and the bodies' bytes.
+func (m *callMeter) option() dynamobench.ClientOption {
+	return dynamobench.Observer{Call: m.call, Exchange: func(ctx context.Context, e dynamobench.Exchange) {
+		if at, ok := ctx.Value(attemptsKey{}).(*attemptTime); ok {
+			at.d.Add(int64(e.End.Sub(e.Start)))
+			at.sent.Add(e.Sent)
+			at.received.Add(e.Received)
 		}
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("turnbenchCallMeter",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				at := &attemptTime{}
-				ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(c httptrace.GotConnInfo) {
-					if !c.Reused {
-						m.dials.Add(1)
-					}
-				}})
-				pid := int(m.serverPID.Load())
-				cpu0 := procCPU(pid)
-				start := time.Now()
-				out, md, err := next.HandleInitialize(context.WithValue(ctx, attemptsKey{}, at), in)
-				took := time.Since(start)
-				var cpu time.Duration
-				if cpu1 := procCPU(pid); cpu0 >= 0 && cpu1 >= 0 {
-					cpu = cpu1 - cpu0
-				}
-				kind := "bare"
-				if _, isBare := ctx.Value(bareKey{}).(bool); !isBare {
-					_, kind, _, _ = kindOf(dynamobench.Describe(awsmiddleware.GetOperationName(ctx), in.Parameters))
-				}
-				m.mu.Lock()
-				if m.calls != nil {
-					s := m.calls[kind]
-					if s == nil {
-						s = &callStats{}
-						m.calls[kind] = s
-					}
-					s.N++
-					s.Call += took
-					s.HTTP += time.Duration(at.d.Load())
-					s.Sent += at.sent.Load()
-					s.DynCPU += cpu
-					s.Received += at.received.Load()
-				}
-				m.mu.Unlock()
-				return out, md, err
-			}), middleware.Before)
-	})
+	}}.Option()
+}
+
+// call starts the account of one API call; the returned function files
+// it.
+func (m *callMeter) call(ctx context.Context, r dynamobench.Request) (context.Context, func(dynamobench.Outcome)) {
+	kind := "bare"
+	if _, isBare := ctx.Value(bareKey{}).(bool); !isBare {
+		_, kind, _, _ = kindOf(r)
+	}
+	at := &attemptTime{}
+	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(c httptrace.GotConnInfo) {
+		if !c.Reused {
+			m.dials.Add(1)
+		}
+	}})
+	pid := int(m.serverPID.Load())
+	cpu0 := procCPU(pid)
+	start := time.Now()
+	return context.WithValue(ctx, attemptsKey{}, at), func(dynamobench.Outcome) {
+		took := time.Since(start)
+		var cpu time.Duration
+		if cpu1 := procCPU(pid); cpu0 >= 0 && cpu1 >= 0 {
+			cpu = cpu1 - cpu0
+		}
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		if m.calls == nil {
+			return
+		}
+		s := m.calls[kind]
+		if s == nil {
+			s = &callStats{}
+			m.calls[kind] = s
+		}
+		s.N++
+		s.Call += took
+		s.HTTP += time.Duration(at.d.Load())
+		s.Sent += at.sent.Load()
+		s.DynCPU += cpu
+		s.Received += at.received.Load()
+	}
 }
 
 // bareKey marks the ceiling's writes in their context.
@@ -327,7 +308,7 @@ func measurePhase(m *callMeter, clk cpuClock, fn func() (done, notDone int64, tu
 func throughputSection(ctx context.Context, endpoint, table string, cursorKey []byte, prefix string, dynPID int, ts tpSettings, profile string, progress func(string, ...any)) ([]*tpLevel, []shapeResult, error) {
 	m := &callMeter{}
 	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1",
-		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == ""}, m.option)
+		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == ""}, m.option())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -391,33 +372,19 @@ func throughputSection(ctx context.Context, endpoint, table string, cursorKey []
 }
 
 // bareWrites runs conc workers, each issuing conditional UpdateItem calls
-// on its own item for d (conditionalWrites' shape: SET with a
+// on its own item for d (dynamobench.CompareAndSetOwned: SET with a
 // compare-and-set condition on a revision), and returns how many
 // succeeded.
-func bareWrites(ctx context.Context, client *dynamodb.Client, table, prefix string, conc int, d time.Duration) (int64, error) {
+func bareWrites(ctx context.Context, client dynamo.Client, table, prefix string, conc int, d time.Duration) (int64, error) {
 	var done atomic.Int64
 	errs := make(chan error, conc)
 	deadline := time.Now().Add(d)
 	var wg sync.WaitGroup
 	for wk := range conc {
 		wg.Go(func() {
-			key := map[string]types.AttributeValue{
-				dynamo.AttrPK: &types.AttributeValueMemberS{Value: fmt.Sprintf("BENCH#%s-%d-%d", prefix, conc, wk)},
-				dynamo.AttrSK: &types.AttributeValueMemberS{Value: "CAS"},
-			}
-			for rev := 0; time.Now().Before(deadline); rev++ {
-				in := &dynamodb.UpdateItemInput{
-					TableName:                aws.String(table),
-					Key:                      key,
-					UpdateExpression:         aws.String("SET #r = :n"),
-					ConditionExpression:      aws.String("attribute_not_exists(#r) OR #r = :p"),
-					ExpressionAttributeNames: map[string]string{"#r": "rev"},
-					ExpressionAttributeValues: map[string]types.AttributeValue{
-						":n": &types.AttributeValueMemberN{Value: strconv.Itoa(rev + 1)},
-						":p": &types.AttributeValueMemberN{Value: strconv.Itoa(rev)},
-					},
-				}
-				if err := casWrite(ctx, client, in, rev+1); err != nil {
+			pk := fmt.Sprintf("BENCH#%s-%d-%d", prefix, conc, wk)
+			for rev := int64(0); time.Now().Before(deadline); rev++ {
+				if err := dynamobench.CompareAndSetOwned(ctx, client, table, pk, rev); err != nil {
 					errs <- fmt.Errorf("conditional write: %w", err)
 					return
 				}
@@ -428,26 +395,6 @@ func bareWrites(ctx context.Context, client *dynamodb.Client, table, prefix stri
 	wg.Wait()
 	close(errs)
 	return done.Load(), <-errs
-}
-
-// casWrite sends in, a compare-and-set of the item's "rev" to want. A
-// failed condition is the write's own effect when an attempt whose
-// answer was lost (a timeout on a busy machine) applied and the SDK's
-// retry then found rev already at want: one consistent read tells.
-func casWrite(ctx context.Context, client *dynamodb.Client, in *dynamodb.UpdateItemInput, want int) error {
-	_, err := client.UpdateItem(ctx, in)
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		return err
-	}
-	out, rerr := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: in.TableName, Key: in.Key, ConsistentRead: aws.Bool(true)})
-	if rerr != nil {
-		return errors.Join(err, rerr)
-	}
-	if n, ok := out.Item["rev"].(*types.AttributeValueMemberN); ok && n.Value == strconv.Itoa(want) {
-		return nil // applied by an earlier attempt of this call
-	}
-	return err
 }
 
 // backToBack runs conc workers submitting turns back to back for d (a
@@ -717,88 +664,26 @@ type shapeResult struct {
 	Receivd int64         // response body bytes per call
 }
 
-// shapes are the request shapes shapeProbes compares with the bare
-// conditional write, each one feature of the store's turn writes: many
-// SET clauses (the claim sets 15 attributes, the save 16 and removes 7),
-// ReturnValues ALL_NEW (the claim's answer is the session item), a larger
-// item (the session item carries the terminal window; the turn item the
-// messages), and an item both local secondary indexes project (a turn
-// item: each write also rewrites its index entries).
-var shapes = []struct {
-	name string
-	seed map[string]types.AttributeValue // extra attributes of the item, written once
-	in   func(in *dynamodb.UpdateItemInput)
-	sk   string
-}{
-	{name: "bare (SET 1 attribute, compare-and-set on it)"},
-	{name: "SET 16 attributes", in: func(in *dynamodb.UpdateItemInput) {
-		expr := "SET #r = :n"
-		for i := range 15 {
-			k := fmt.Sprintf("a%d", i)
-			expr += fmt.Sprintf(", #%s = :%s", k, k)
-			in.ExpressionAttributeNames["#"+k] = k
-			in.ExpressionAttributeValues[":"+k] = &types.AttributeValueMemberN{Value: strconv.Itoa(i)}
-		}
-		in.UpdateExpression = aws.String(expr)
-	}},
-	{name: "ReturnValues ALL_NEW of a 1 KB item", seed: map[string]types.AttributeValue{
-		"blob": &types.AttributeValueMemberS{Value: strings.Repeat("x", 1000)},
-	}, in: func(in *dynamodb.UpdateItemInput) { in.ReturnValues = types.ReturnValueAllNew }},
-	{name: "item of 4 KB", seed: map[string]types.AttributeValue{
-		"blob": &types.AttributeValueMemberS{Value: strings.Repeat("x", 4000)},
-	}},
-	{name: "item in both LSIs (turnId, visibleKey set)", sk: "TURN#000000000001", seed: map[string]types.AttributeValue{
-		"turnId":     &types.AttributeValueMemberS{Value: "t0"},
-		"visibleKey": &types.AttributeValueMemberS{Value: "000000000001"},
-	}},
-}
-
-// shapeProbes times each of shapes for d, one call at a time, on client
-// (the throughput client, through the meter), against the DynamoDB
-// server whose pid is clk's.
-func shapeProbes(ctx context.Context, m *callMeter, clk cpuClock, client *dynamodb.Client, table, prefix string, d time.Duration) ([]shapeResult, error) {
+// shapeProbes times each of dynamobench.Shapes for d, one call at a
+// time, on client (the throughput client, through the meter), against
+// the DynamoDB server whose pid is clk's.
+func shapeProbes(ctx context.Context, m *callMeter, clk cpuClock, client dynamo.Client, table, prefix string, d time.Duration) ([]shapeResult, error) {
+	shapes := dynamobench.Shapes()
 	out := make([]shapeResult, 0, len(shapes))
 	bctx := context.WithValue(ctx, bareKey{}, true)
 	for i, sh := range shapes {
-		sk := sh.sk
-		if sk == "" {
-			sk = "CAS"
-		}
-		key := map[string]types.AttributeValue{
-			dynamo.AttrPK: &types.AttributeValueMemberS{Value: fmt.Sprintf("BENCH#%s-shape-%d", prefix, i)},
-			dynamo.AttrSK: &types.AttributeValueMemberS{Value: sk},
-		}
-		if len(sh.seed) > 0 {
-			item := map[string]types.AttributeValue{dynamo.AttrPK: key[dynamo.AttrPK], dynamo.AttrSK: key[dynamo.AttrSK]}
-			for k, v := range sh.seed {
-				item[k] = v
-			}
-			if _, err := client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
-				return nil, fmt.Errorf("seed %s: %w", sh.name, err)
-			}
+		pk := fmt.Sprintf("BENCH#%s-shape-%d", prefix, i)
+		if err := sh.Seed(ctx, client, table, pk); err != nil {
+			return nil, err
 		}
 		// A quarter of d unmeasured first, so that the server's first
 		// calls of a shape (its JIT warming up) do not count.
-		rev := 0
+		var rev int64
 		calls := func(d time.Duration) (int64, error) {
 			var n int64
 			for deadline := time.Now().Add(d); time.Now().Before(deadline); rev++ {
-				in := &dynamodb.UpdateItemInput{
-					TableName:                aws.String(table),
-					Key:                      key,
-					UpdateExpression:         aws.String("SET #r = :n"),
-					ConditionExpression:      aws.String("attribute_not_exists(#r) OR #r = :p"),
-					ExpressionAttributeNames: map[string]string{"#r": "rev"},
-					ExpressionAttributeValues: map[string]types.AttributeValue{
-						":n": &types.AttributeValueMemberN{Value: strconv.Itoa(rev + 1)},
-						":p": &types.AttributeValueMemberN{Value: strconv.Itoa(rev)},
-					},
-				}
-				if sh.in != nil {
-					sh.in(in)
-				}
-				if err := casWrite(bctx, client, in, rev+1); err != nil {
-					return n, fmt.Errorf("%s: %w", sh.name, err)
+				if err := sh.CompareAndSetOwned(bctx, client, table, pk, rev); err != nil {
+					return n, fmt.Errorf("%s: %w", sh.Name, err)
 				}
 				n++
 			}
@@ -814,7 +699,7 @@ func shapeProbes(ctx context.Context, m *callMeter, clk cpuClock, client *dynamo
 		if err != nil {
 			return nil, err
 		}
-		r := shapeResult{Name: sh.name, N: p.Done, DynCPU: -1}
+		r := shapeResult{Name: sh.Name, N: p.Done, DynCPU: -1}
 		if s := p.Calls["bare"]; s != nil && s.N > 0 {
 			r.HTTP, r.Sent, r.Receivd = s.HTTP/time.Duration(s.N), s.Sent/s.N, s.Received/s.N
 		}

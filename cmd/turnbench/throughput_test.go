@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 )
 
 // TestThroughputSection runs the quick throughput section on dynalite
@@ -45,18 +46,22 @@ func TestThroughputSection(t *testing.T) {
 			}
 		}
 		if n := tp.callsPer(); n < 3 || n > 4 {
-			t.Errorf("%d sessions: %.2f calls a turn, want 3-4", l.Conc, n)
+			byKind := map[string]int64{}
+			for k, s := range tp.Calls {
+				byKind[k] = s.N
+			}
+			t.Errorf("%d sessions: %.2f calls a turn (%d turns; calls by kind %v), want 3-4", l.Conc, n, tp.Done, byKind)
 		}
 	}
-	if len(shapesOut) != len(shapes) {
-		t.Fatalf("%d request shapes measured, want %d", len(shapesOut), len(shapes))
+	if len(shapesOut) != len(dynamobench.Shapes()) {
+		t.Fatalf("%d request shapes measured, want %d", len(shapesOut), len(dynamobench.Shapes()))
 	}
 	for _, s := range shapesOut {
 		if s.N == 0 || s.HTTP <= 0 || s.Sent == 0 || s.DynCPU != -1 {
 			t.Errorf("shape %q: %+v; want calls with HTTP time and bytes, server CPU unknown (no pid)", s.Name, s)
 		}
 	}
-	if rows := append(throughputRows(levels), shapeRows(shapesOut)...); len(rows) != 3*len(levels)+len(shapes)-1 {
+	if rows := append(throughputRows(levels), shapeRows(shapesOut)...); len(rows) != 3*len(levels)+len(dynamobench.Shapes())-1 {
 		t.Errorf("%d rows", len(rows))
 	}
 }

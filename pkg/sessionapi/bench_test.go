@@ -11,14 +11,11 @@ import (
 	"testing"
 	"time"
 
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/smithy-go/middleware"
-
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
+	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 	"github.com/turnstream/turnstream/pkg/store/memory"
 )
 
@@ -62,7 +59,7 @@ func BenchmarkHistoryPage(b *testing.B) {
 		}, seedSequential},
 		{"dynalite", func(b *testing.B) (chat.Store, *opCounter) {
 			ops := &opCounter{}
-			return newDynamoStore(b, time.Now, benchKey, ops.option), ops
+			return newDynamoStore(b, time.Now, benchKey, ops.option()), ops
 		}, seedSequential},
 	}
 	for _, st := range stores {
@@ -180,7 +177,8 @@ func benchTurn(sessionID, turnID string, ordinal int64) *chat.Turn {
 	}
 }
 
-// opCounter records the DynamoDB operations a client sends.
+// opCounter records the DynamoDB operations a client sends, one per API
+// call (dynamobench.Observer).
 type opCounter struct {
 	mu  sync.Mutex
 	ops []string
@@ -195,15 +193,12 @@ func (c *opCounter) take() []string {
 	return ops
 }
 
-// option installs the counting middleware on a DynamoDB client.
-func (c *opCounter) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("sessionapiCountRequests",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				c.mu.Lock()
-				c.ops = append(c.ops, awsmiddleware.GetOperationName(ctx))
-				c.mu.Unlock()
-				return next.HandleInitialize(ctx, in)
-			}), middleware.After)
-	})
+// option installs the counter on a DynamoDB client.
+func (c *opCounter) option() dynamobench.ClientOption {
+	return dynamobench.Observer{Call: func(ctx context.Context, r dynamobench.Request) (context.Context, func(dynamobench.Outcome)) {
+		c.mu.Lock()
+		c.ops = append(c.ops, r.Op)
+		c.mu.Unlock()
+		return ctx, func(dynamobench.Outcome) {}
+	}}.Option()
 }

@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
+	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 	"github.com/turnstream/turnstream/pkg/store/storetest"
 )
 
@@ -30,7 +29,7 @@ func init() {
 // newDynamoStore is a DynamoDB store on a fresh table of the test's
 // DynamoDB API server (dynalite, or $DYNAMODB_ENDPOINT) with clock now.
 // It skips tb when no server is available (fails it when CI=true).
-func newDynamoStore(tb testing.TB, now func() time.Time, key []byte, optFns ...func(*dynamodb.Options)) *dynamo.Store {
+func newDynamoStore(tb testing.TB, now func() time.Time, key []byte, optFns ...dynamobench.ClientOption) *dynamo.Store {
 	tb.Helper()
 	client, err := dynamo.NewClient(context.Background(), dynalite.Options(tb), optFns...)
 	if err != nil {
@@ -47,7 +46,7 @@ func TestRequestBudget(t *testing.T) {
 	t.Parallel()
 	ops := &opCounter{}
 	f := newFixture(t, func(t *testing.T, clock *storetest.Clock, key []byte) chat.Store {
-		return newDynamoStore(t, clock.Now, key, ops.option)
+		return newDynamoStore(t, clock.Now, key, ops.option())
 	})
 	f.runTurns("s1", alice, "t", 7)
 

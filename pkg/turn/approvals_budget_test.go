@@ -11,20 +11,17 @@ import (
 	"testing"
 	"time"
 
-	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go/middleware"
-
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
+	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
 // capacityMeter counts the DynamoDB requests a client sends and sums the
-// capacity units DynamoDB bills for them: every request asks for
-// ReturnConsumedCapacity TOTAL (dynalite reports it for the base table).
+// capacity units DynamoDB bills for them: its observer has every request
+// ask for ReturnConsumedCapacity TOTAL (dynalite reports it for the base
+// table).
 type capacityMeter struct {
 	mu     sync.Mutex
 	ops    map[string]int
@@ -40,54 +37,17 @@ func (m *capacityMeter) take() (ops map[string]int, writes, reads float64) {
 	return ops, writes, reads
 }
 
-func (m *capacityMeter) option(o *dynamodb.Options) {
-	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("turnstreamMeterCapacity",
-			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				total := types.ReturnConsumedCapacityTotal
-				switch p := in.Parameters.(type) {
-				case *dynamodb.UpdateItemInput:
-					p.ReturnConsumedCapacity = total
-				case *dynamodb.PutItemInput:
-					p.ReturnConsumedCapacity = total
-				case *dynamodb.GetItemInput:
-					p.ReturnConsumedCapacity = total
-				case *dynamodb.QueryInput:
-					p.ReturnConsumedCapacity = total
-				}
-				out, md, err := next.HandleInitialize(ctx, in)
-				var cc *types.ConsumedCapacity
-				switch r := out.Result.(type) {
-				case *dynamodb.UpdateItemOutput:
-					cc = r.ConsumedCapacity
-				case *dynamodb.PutItemOutput:
-					cc = r.ConsumedCapacity
-				case *dynamodb.GetItemOutput:
-					cc = r.ConsumedCapacity
-				case *dynamodb.QueryOutput:
-					cc = r.ConsumedCapacity
-				}
-				m.mu.Lock()
-				m.ops[awsmiddleware.GetOperationName(ctx)]++
-				if cc != nil {
-					if cc.WriteCapacityUnits != nil {
-						m.writes += *cc.WriteCapacityUnits
-					}
-					if cc.ReadCapacityUnits != nil {
-						m.reads += *cc.ReadCapacityUnits
-					}
-					if cc.WriteCapacityUnits == nil && cc.ReadCapacityUnits == nil && cc.CapacityUnits != nil {
-						if strings.HasSuffix(awsmiddleware.GetOperationName(ctx), "Item") && awsmiddleware.GetOperationName(ctx) != "GetItem" {
-							m.writes += *cc.CapacityUnits
-						} else {
-							m.reads += *cc.CapacityUnits
-						}
-					}
-				}
-				m.mu.Unlock()
-				return out, md, err
-			}), middleware.After)
-	})
+// option installs the meter on a client (dynamo.NewClient's optFns).
+func (m *capacityMeter) option() dynamobench.ClientOption {
+	return dynamobench.Observer{Capacity: true, Call: func(ctx context.Context, r dynamobench.Request) (context.Context, func(dynamobench.Outcome)) {
+		return ctx, func(o dynamobench.Outcome) {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			m.ops[r.Op]++
+			m.writes += o.WriteUnits
+			m.reads += o.ReadUnits
+		}
+	}}.Option()
 }
 
 func opsString(ops map[string]int) string {
@@ -119,7 +79,7 @@ func TestApprovalRoundTripCost(t *testing.T) {
 // on timing and are only reported.
 func approvalRoundTripCost(t *testing.T, cp time.Duration) {
 	meter := &capacityMeter{ops: map[string]int{}}
-	client, err := dynamo.NewClient(context.Background(), dynalite.Options(t), meter.option)
+	client, err := dynamo.NewClient(context.Background(), dynalite.Options(t), meter.option())
 	if err != nil {
 		t.Fatal(err)
 	}

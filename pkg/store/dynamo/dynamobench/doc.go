@@ -3,11 +3,17 @@
 // only pkg/store/dynamo and this package may:
 //
 //   - Observer is SDK middleware for dynamo.NewClient that reports each
-//     API call (what it asked, described by Request, and how it ended)
-//     and each of its HTTP attempts, so that retries show;
+//     API call (what it asked, described by Request, and how it ended,
+//     with the capacity it consumed when asked), each of its HTTP
+//     attempts, so that retries show, and each attempt's round trip
+//     alone (its times and body bytes);
 //   - Meter is a dynamo.Client between a Store and its client that
 //     accounts each session's requests and billed write units, the local
 //     secondary indexes' included;
 //   - CompareAndSet is one conditional UpdateItem of the shape of every
-//     store write, the baseline of a server's write ceiling.
+//     store write, the baseline of a server's write ceiling, and
+//     CompareAndSetOwned the same for an item's only writer, which
+//     recognises its own effect on a retry;
+//   - Shapes are that write with one feature of the store's turn writes
+//     added each, to set a feature's cost beside the bare write's.
 package dynamobench
