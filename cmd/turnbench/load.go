@@ -272,7 +272,7 @@ type facts struct {
 	claimFailed   bool           // a call of the claim's phase failed (not a failed condition)
 	// givenBack is what the attempts of the claim's give-back show: a
 	// claim given back consumed nothing, its turn id may run later.
-	givenBack applied
+	givenBack     applied
 	contextFailed bool
 	renewTrouble  bool // a renewal failed, met a fault, or outlived the lease it extended
 	save          applied

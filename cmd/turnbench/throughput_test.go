@@ -45,12 +45,15 @@ func TestThroughputSection(t *testing.T) {
 				t.Errorf("%d sessions, %s calls: %+v for %d turns; want one a turn at least, bodies sent, HTTP time within the call's", l.Conc, k, s, tp.Done)
 			}
 		}
-		if n := tp.callsPer(); n < 3 || n > 4 {
+		// 3 calls for a session's first turn, 4 with a context load, and
+		// one more (the claim's turn id lookup) once the session's terminal
+		// window is full: a run long enough to reach that averages above 4.
+		if n := tp.callsPer(); n < 3 || n > 5 {
 			byKind := map[string]int64{}
 			for k, s := range tp.Calls {
 				byKind[k] = s.N
 			}
-			t.Errorf("%d sessions: %.2f calls a turn (%d turns; calls by kind %v), want 3-4", l.Conc, n, tp.Done, byKind)
+			t.Errorf("%d sessions: %.2f calls a turn (%d turns; calls by kind %v), want 3-5", l.Conc, n, tp.Done, byKind)
 		}
 	}
 	if len(shapesOut) != len(dynamobench.Shapes()) {

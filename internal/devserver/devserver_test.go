@@ -37,4 +37,3 @@ func TestMountPaths(t *testing.T) {
 		})
 	}
 }
-
