@@ -146,27 +146,10 @@ func capacityWiring(store chat.Store, every time.Duration) (*wiring, error) {
 	})
 }
 
-// seedCapacity appends n completed turns of priorTurnText (about 1.2 KB of
-// messages each) to the session, with UUID-shaped turn ids.
+// seedCapacity adds n completed turns of priorTurnText to the session,
+// with UUID-shaped turn ids, as clients send (seedTurnsNamed).
 func seedCapacity(ctx context.Context, store chat.Store, sessionID string, n int) error {
-	for range n {
-		id := uuidLike()
-		c, err := store.ClaimTurn(ctx, chat.ClaimRequest{
-			SessionID: sessionID, TurnID: id, Principal: benchPrincipal, InputHash: chat.HashInput(priorTurnText),
-			Lineage: protocol.Lineage{Operation: protocol.OperationSubmit}, DefinitionID: "assistant",
-			DefinitionRevision: 1, LeaseDuration: time.Minute,
-		})
-		if err != nil {
-			return fmt.Errorf("seed %s: %w", sessionID, err)
-		}
-		if err := store.SaveTurn(ctx, c, seedTurn(sessionID, id, c.Lease.Ordinal, c.BaseSequence)); err != nil {
-			return fmt.Errorf("seed %s: %w", sessionID, err)
-		}
-		if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1}); err != nil {
-			return fmt.Errorf("seed %s: %w", sessionID, err)
-		}
-	}
-	return nil
+	return seedTurnsNamed(ctx, store, sessionID, n, func(int) string { return uuidLike() })
 }
 
 // uuidLike returns a random id shaped like a UUID (36 characters).

@@ -274,10 +274,16 @@ func wireBytes(ctx context.Context, w *wiring, store chat.Store, prefix string, 
 }
 
 // seedTurns writes n completed turns of priorTurnText into a new session
-// through the store's own claim, save and release.
+// through the store's own claim, save and release, with turn ids
+// prior-0, prior-1, ...
 func seedTurns(ctx context.Context, store chat.Store, sessionID string, n int) error {
+	return seedTurnsNamed(ctx, store, sessionID, n, func(i int) string { return fmt.Sprintf("prior-%d", i) })
+}
+
+// seedTurnsNamed is seedTurns with the i-th turn's id from name(i).
+func seedTurnsNamed(ctx context.Context, store chat.Store, sessionID string, n int, name func(int) string) error {
 	for i := range n {
-		id := fmt.Sprintf("prior-%d", i)
+		id := name(i)
 		c, err := store.ClaimTurn(ctx, chat.ClaimRequest{
 			SessionID: sessionID, TurnID: id, Principal: benchPrincipal, InputHash: chat.HashInput(priorTurnText),
 			Lineage: protocol.Lineage{Operation: protocol.OperationSubmit}, DefinitionID: "assistant",
