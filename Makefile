@@ -54,7 +54,8 @@ RACE_GOFLAGS    := $(strip $(GOFLAGS) -race)
 test: deps ## Everything: vet, the race-enabled Go suite (memory store and dynalite), the clients/js and browser tests, brief fuzzing.
 	$(GO) vet -race ./...
 	@$(MAKE) --no-print-directory test-bootstraps
-	TURNSTREAM_BOOTSTRAPS=$(CURDIR)/$(TEST_BOOTSTRAPS) $(GO) test -race -count=1 -timeout 15m ./...
+	# -vet=off: the line above vetted every package, test files included.
+	TURNSTREAM_BOOTSTRAPS=$(CURDIR)/$(TEST_BOOTSTRAPS) $(GO) test -race -vet=off -count=1 -timeout 15m ./...
 	GOFLAGS="$(RACE_GOFLAGS)" $(MAKE) --no-print-directory js-test browser-test
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 
