@@ -59,11 +59,14 @@ const (
 	OutcomeIndeterminate TerminalOutcome = "indeterminate"
 )
 
-// SequenceGapAfterCrash is added to a session's stored sequence when a claim
-// takes over from a turn whose lease expired while it ran: that turn may have
-// emitted snapshots after its last lease renewal persisted its sequence, and
-// a client's snapshot cursor must never see a sequence twice (docs/decisions.md D-0010). It
-// exceeds the snapshots a turn can emit between two renewals.
+// SequenceGapAfterCrash is added to a session's stored sequence when a
+// store decides the fate of a turn whose lease expired while it ran (see
+// Store): that turn may have emitted snapshots after its last lease
+// renewal persisted its sequence, and no two lines of a session may carry
+// one sequence (docs/decisions.md D-0010). The lost turn's record takes
+// the stored sequence plus the gap as its terminal sequence (the line a
+// resume of it ends with), and the next turn starts after it. It exceeds
+// the snapshots a turn can emit in its lifetime.
 const SequenceGapAfterCrash int64 = 1_000_000
 
 // Terminal window sizes. A session remembers its newest terminal turns
@@ -187,14 +190,25 @@ type Turn struct {
 	LastSequence  int64
 	StartedAt     time.Time
 	CompletedAt   time.Time
-	// LeaseExpiresAt is set on a running turn (from its latest
-	// checkpoint): the lease's proven expiry when it was taken.
+	// LeaseExpiresAt is set on a running turn only: the expiry of the
+	// session's lease held by the turn, read from the session item (the
+	// one authority on whether a turn may still be running) when the turn
+	// was read. A running turn whose lease has expired is still running
+	// until a store decides its fate (see Store): readers show it running
+	// with this expiry, never as lost.
 	LeaseExpiresAt time.Time
+	// Head is, on a running turn, the sequence of the checkpoint whose
+	// messages it carries (at most LastSequence, which heartbeats move):
+	// PollTurn given this turn reads only checkpoints newer than Head.
+	// Zero otherwise.
+	Head int64
 }
 
 // Checkpoint is the state of a running turn as one of its snapshots
 // carried it: what a resumer, a reloaded page or crash recovery rebuilds
-// the turn from.
+// the turn from. A turn's first checkpoint (Prior nil) is its
+// acknowledgment: it is written before the turn's stream starts, so a
+// turn a client has seen start is always recorded (docs/durable-turns.md).
 type Checkpoint struct {
 	SessionID string
 	TurnID    string
@@ -206,22 +220,19 @@ type Checkpoint struct {
 	Messages []protocol.Message
 	Usage    protocol.Usage
 	// FirstSequence is the turn's first snapshot sequence; Sequence the
-	// snapshot whose state this is.
+	// snapshot whose state this is (>= FirstSequence).
 	FirstSequence int64
 	Sequence      int64
-	// Number counts the turn's checkpoints that changed its messages,
-	// from 1. A retried call carries the same Number.
-	Number int
-	// Prior holds the messages of the turn's previous checkpoint (nil for
-	// the first): stores write only what changed since. Messages equal to
-	// Prior make a heartbeat (a later sequence, a fresh lease expiry, the
-	// stop flag read), which repeats the previous Number.
-	Prior []protocol.Message
-	// LeaseExpiresAt is the lease's proven expiry when the checkpoint was
-	// taken: once it has passed without a newer checkpoint or a save, the
-	// turn is presented as lost (TurnError, protocol.CodeTurnLost).
-	LeaseExpiresAt time.Time
-	StartedAt      time.Time
+	// Prior holds the messages of the last checkpoint of this turn that
+	// landed and changed its messages (nil for the first checkpoint), and
+	// PriorSequence that checkpoint's sequence: stores write only what
+	// changed since. Messages equal to Prior make a heartbeat (the stop
+	// flag read, the fence checked), which changes no messages. A
+	// checkpoint that failed, or whose outcome the caller does not know,
+	// is superseded by the next one, which names the same prior.
+	Prior         []protocol.Message
+	PriorSequence int64
+	StartedAt     time.Time
 }
 
 // Order is a listing direction.
@@ -426,6 +437,24 @@ type Page struct {
 // SDK then retried, or that timed out) is resolved with one consistent
 // read before the call returns, so the caller is never told that an
 // applied write failed.
+//
+// A turn's fate is data, decided once by conditional writes
+// (docs/durable-turns.md). Its turn item is absent until its first
+// checkpoint (written before its stream starts), then running, then
+// terminal: complete, interrupted or error, TURN_LOST among the errors. No
+// write changes a terminal turn item but artifact references and the
+// superseded mark. The session's lease is the one authority on whether a
+// turn may still run. A turn whose lease expired without a save stays
+// running until a store decides it: a conditional write that applies only
+// while the session still holds that turn's expired lease replaces the
+// lease by a fence, so that no renewal, checkpoint or save of the dead
+// turn can land afterwards; then the turn item is closed as TURN_LOST
+// with its last checkpoint (unless its save landed first: then that is
+// its fate) and the session freed. Whoever meets an expired lease first
+// decides it: ClaimTurn, GetSession, ListTurns, FindTurn and PollTurn all
+// do, so a turn's fate is recorded within one read after its lease
+// expires. Until then, or when the deciding write cannot be made, readers
+// show the turn running with its lease expiry, never lost.
 type Store interface {
 	// ClaimTurn takes the session's lease for req.TurnID, creating the
 	// session owned by req.Principal on first use. It returns
@@ -438,25 +467,29 @@ type Store interface {
 	// the fast path, and a claim whose window is full and does not hold the
 	// id looks the id up among the session's turns (one more request).
 	//
-	// A lease that expired while its turn was running is taken over: the
-	// crashed turn's item is fenced (a late save with its claim is then
-	// ErrLeaseLost), it is recorded in the terminal window as
-	// indeterminate (completed if its save had landed), and a claim by
-	// another turn id goes on, with BaseSequence moved past the crashed
-	// turn's sequences by SequenceGapAfterCrash. The new turn gets Ordinal
+	// A lease that expired while its turn was running is decided first
+	// (see Store): the crashed turn is fenced (a late renewal, checkpoint
+	// or save with its claim is then ErrLeaseLost), closed as TURN_LOST
+	// unless its save landed, and recorded in the terminal window as
+	// indeterminate (completed if its save had landed); then a claim by
+	// another turn id goes on, with BaseSequence past the crashed turn's
+	// terminal sequence (SequenceGapAfterCrash). The new turn gets Ordinal
 	// NextOrdinal. Happy path: 1 request (2 once the window is full); a
-	// rejected claim: at most 3; a takeover from a crashed turn: at most 4.
+	// rejected claim: at most 3; a takeover from a crashed turn: at most 7.
 	ClaimTurn(ctx context.Context, req ClaimRequest) (*Claim, error)
 
 	// RenewLease extends the lease of req.Claim to req.ExpiresAt and
 	// records req.Sequence, returning the lease as stored (with its stop
 	// flag). It returns ErrLeaseLost if the claim's token no longer holds
-	// an unexpired lease. 1 request.
+	// an unexpired lease. A lease's expiry never moves back: a renewal
+	// asking for an earlier expiry than the stored one (an older renewal
+	// delivered late) is ErrLeaseLost and changes nothing. 1 request.
 	RenewLease(ctx context.Context, req RenewRequest) (*Lease, error)
 
 	// RequestStop sets the stop flag on the lease of turnID. It returns
 	// ErrSessionNotFound if the session does not exist or p does not own it,
-	// and ErrTurnNotActive if turnID does not hold an unexpired lease.
+	// and ErrTurnNotActive if turnID does not hold an unexpired lease (a
+	// fenced lease included).
 	RequestStop(ctx context.Context, sessionID, turnID string, p Principal) error
 
 	// LoadContext returns the newest maxTurns (>= 1) visible (not
@@ -475,14 +508,16 @@ type Store interface {
 
 	// SaveTurn writes the turn item of claim c: t must be that claim's turn
 	// (session, turn id and ordinal; ErrInvalidRequest otherwise). The
-	// write is conditional on the item: it creates it, or replaces one
-	// written earlier with the same claim (a retried save); an item written
-	// or fenced by another claim is ErrLeaseLost. Artifacts already
+	// write is conditional on the item: it creates it, or replaces the
+	// running item the claim's checkpoints wrote; a retry of this very save
+	// recognises itself. An item fenced by a store that decided the turn
+	// lost, or already terminal, is ErrLeaseLost: the turn's fate was
+	// decided before this save. Artifacts already
 	// recorded for the turn are kept when t.Artifacts is nil. It never
 	// truncates: a turn larger than one item is split or compressed. The
 	// owner is stored on the turn item so that history reads need no
 	// session read. Happy path: 1 request. A turn is visible to FindTurn,
-	// ListTurns and PutArtifacts only once saved.
+	// ListTurns and PutArtifacts from its first checkpoint (or its save).
 	SaveTurn(ctx context.Context, c *Claim, t *Turn) error
 
 	// ReleaseTurn clears the lease of req.Claim, writes the terminal
@@ -495,28 +530,41 @@ type Store interface {
 
 	// Checkpoint persists the running turn's state under claim c, as the
 	// snapshot of cp.Sequence carried it (see Checkpoint). The first
-	// checkpoint writes the turn item with status TurnRunning (history and
-	// FindTurn then show it); later ones write only what changed, so the
-	// cost grows with the turn's duration, not its length. Every
-	// checkpoint is fenced by the lease: ErrLeaseLost once a takeover
-	// fenced the turn, or if c never held it. It reports whether a stop
-	// was requested (RequestStop), so a stop is seen at the next
-	// checkpoint. ErrInvalidRequest unless cp is the claim's turn. A
-	// checkpoint whose messages have not changed (a heartbeat) costs one
-	// small write; otherwise two. A checkpoint that lands after the final
-	// save (a late retry) changes nothing a reader sees.
+	// checkpoint (cp.Prior nil) writes the turn item with status
+	// TurnRunning (history and FindTurn then show it; 1 request); later
+	// ones write only what changed since cp.Prior, so the cost grows with
+	// the turn's duration, not its length. A checkpoint that failed or
+	// whose outcome is unknown is superseded by the next one: nothing it
+	// may have written blocks a later checkpoint, and readers never see a
+	// state that mixes the two. Every checkpoint is fenced: ErrLeaseLost
+	// once a store decided the turn (or it was saved), or if c never held
+	// it. It reports whether a stop was requested (RequestStop), so a stop
+	// is seen at the next checkpoint. ErrInvalidRequest unless cp is the
+	// claim's turn. A heartbeat (messages equal to Prior) costs one small
+	// write; a change two. A checkpoint that lands after the final save (a
+	// late retry) changes nothing a reader sees.
 	Checkpoint(ctx context.Context, c *Claim, cp *Checkpoint) (stop bool, err error)
 
 	// PollTurn returns the turn at ordinal as stored now, for a resumer
-	// that found it with FindTurn: a running turn with its latest
-	// checkpoint merged (Status TurnRunning, LastSequence the checkpoint's
-	// sequence), or the terminal turn. ErrSessionNotFound if p does not
-	// own the session, ErrTurnNotFound if no turn is stored there. One
-	// consistent Query.
-	PollTurn(ctx context.Context, sessionID string, ordinal int64, p Principal) (*Turn, error)
+	// that found it with FindTurn (or the turn's own process): a running
+	// turn with its latest checkpoint merged (Status TurnRunning,
+	// LastSequence the checkpoint's sequence, LeaseExpiresAt its lease's),
+	// or the terminal turn; a turn whose lease expired is decided first
+	// (see Store). since, when not nil, is an earlier PollTurn result for
+	// the same turn: only what changed after it is read, so a poll's cost
+	// does not grow with the turn. A turn lost before its first checkpoint
+	// is returned as its record (TURN_LOST, no messages) although no other
+	// reader lists it. ErrSessionNotFound if p does not own the session,
+	// ErrTurnNotFound if no turn is stored there. While the turn runs: at
+	// most 2 requests, each reading only the session, the live state and
+	// the newer checkpoints.
+	PollTurn(ctx context.Context, sessionID string, ordinal int64, p Principal, since *Turn) (*Turn, error)
 
-	// GetSession returns the session. ErrSessionNotFound if it does not
-	// exist or p does not own it (never a hint which). 1 request.
+	// GetSession returns the session, its expired lease decided first (see
+	// Store): ActiveTurn is then nil, or the lease as stored when the
+	// deciding write could not be made. ErrSessionNotFound if it does not
+	// exist or p does not own it (never a hint which). 1 request, more
+	// only to decide an expired lease.
 	GetSession(ctx context.Context, sessionID string, p Principal) (*Session, error)
 
 	// ListTurns returns one page of the session's visible turns in
@@ -524,13 +572,16 @@ type Store interface {
 	// cursor that is tampered, malformed, or from another session or order;
 	// ErrInvalidRequest for a bad limit or order. Pages are never empty while
 	// more turns exist; HasMore is exact. Appends during paging neither
-	// duplicate nor skip a turn. 1 request per page (plus GetSession's 1 for
-	// the owner check when the implementation cannot fold it in).
+	// duplicate nor skip a turn. A running turn carries its lease expiry;
+	// one whose lease expired is decided first (see Store). 1 request per
+	// page (plus GetSession's 1 for the owner check when the implementation
+	// cannot fold it in, and 1 when the page holds a running turn).
 	ListTurns(ctx context.Context, req ListRequest) (*Page, error)
 
-	// FindTurn returns the turn with turnID. ErrSessionNotFound as
-	// GetSession; ErrTurnNotFound if no such turn is stored. 1 request
-	// for the turn (by index).
+	// FindTurn returns the turn with turnID, a running one with its lease
+	// expiry, decided first when its lease expired (see Store).
+	// ErrSessionNotFound as GetSession; ErrTurnNotFound if no such turn is
+	// stored. 1 request for the turn (by index), 1 more for a running one.
 	FindTurn(ctx context.Context, sessionID, turnID string, p Principal) (*Turn, error)
 
 	// PutArtifacts replaces the artifact references of a stored turn with
@@ -624,13 +675,16 @@ func (r ReleaseRequest) Window(size int) []TerminalEntry {
 }
 
 // CheckCheckpoint reports ErrInvalidRequest unless cp is a checkpoint of
-// claim c's turn.
+// claim c's turn: the claim's session, turn id and ordinal, messages, a
+// sequence from its first one on, and for a later checkpoint a prior at
+// or after the first sequence and not after its own.
 func (c *Claim) CheckCheckpoint(cp *Checkpoint) error {
 	if err := c.validate(); err != nil {
 		return err
 	}
 	if cp == nil || cp.SessionID != c.Session.ID || cp.TurnID != c.Lease.TurnID || cp.Ordinal != c.Lease.Ordinal ||
-		cp.Number < 1 || len(cp.Messages) == 0 || (cp.Number > 1 && cp.Prior == nil) {
+		len(cp.Messages) == 0 || cp.FirstSequence < 1 || cp.Sequence < cp.FirstSequence ||
+		cp.Prior != nil && (cp.PriorSequence < cp.FirstSequence || cp.PriorSequence > cp.Sequence) {
 		return fmt.Errorf("%w: not a checkpoint of the claimed turn", ErrInvalidRequest)
 	}
 	return nil
@@ -642,25 +696,33 @@ func (cp *Checkpoint) TurnOf() *Turn {
 		SessionID: cp.SessionID, TurnID: cp.TurnID, Ordinal: cp.Ordinal, Status: TurnRunning,
 		Lineage: cp.Lineage, InputHash: cp.InputHash, Messages: cp.Messages, Usage: cp.Usage,
 		FirstSequence: cp.FirstSequence, LastSequence: cp.Sequence, StartedAt: cp.StartedAt,
-		LeaseExpiresAt: cp.LeaseExpiresAt,
+		Head: cp.Sequence,
 	}
 }
 
-// Presented returns t as readers see it at now. A running turn whose
-// checkpoint's lease expiry has passed is lost (its process stopped
-// without saving): it is presented with status TurnError and the error
-// TURN_LOST. A turn that is not running never shows a streaming message
-// or an unfinished tool call: they are closed as errors.
-func (t Turn) Presented(now time.Time) Turn {
+// Presented returns t as readers see it: a turn that is not running never
+// shows a streaming message or an unfinished tool call (they are closed
+// as errors). A running turn is returned as it is: whether a turn is lost
+// is never inferred from a clock by a reader; it is recorded by the store
+// that decides it (Store).
+func (t Turn) Presented() Turn {
 	if t.Status == TurnRunning {
-		if t.LeaseExpiresAt.IsZero() || now.Before(t.LeaseExpiresAt) {
-			return t
-		}
-		d := protocol.NewDiagnostic(protocol.CodeTurnLost)
-		t.Status, t.Error = TurnError, &d
+		return t
 	}
 	t.Messages = closeMessages(t.Messages)
 	return t
+}
+
+// Lost returns the record of a running turn t whose lease expired without
+// a save: status TurnError with the diagnostic TURN_LOST, its messages
+// closed (Presented) and its terminal sequence. The stores write it when
+// they fence the turn.
+func (t Turn) Lost(sequence int64, at time.Time) Turn {
+	d := protocol.NewDiagnostic(protocol.CodeTurnLost)
+	t.Status, t.Error = TurnError, &d
+	t.LastSequence, t.CompletedAt = sequence, at
+	t.LeaseExpiresAt, t.Head = time.Time{}, 0
+	return t.Presented()
 }
 
 // textToolNotCompleted is the error of a tool call a lost turn left

@@ -26,8 +26,11 @@ type SessionSummary struct {
 	Cursor    int64  `json:"cursor"`
 	CreatedAt string `json:"createdAt"`
 	UpdatedAt string `json:"updatedAt"`
-	// CurrentTurn is the turn holding an unexpired lease, nil (null) when
-	// the session is idle or the lease has expired.
+	// CurrentTurn is the turn holding the session's lease, nil (null) when
+	// the session is idle. The read decides a lease that has expired
+	// (docs/durable-turns.md), so an expired one shows only when that
+	// could not be done: the turn is then still running, its fate not
+	// yet recorded, and ExpiresAt says since when it may be lost.
 	CurrentTurn *CurrentTurn `json:"currentTurn"`
 	// PendingInteractions are the tool calls waiting for the owner's
 	// approval ({interactionId: token, data: PendingApproval}), [] when
@@ -70,7 +73,7 @@ type PendingInteraction struct {
 
 // TurnSummary is one turn of GET /sessions/{id}/turns (docs/design.md §6).
 //
-//	{"turnId","ordinal","status","lineage","messages":[...],"artifacts":[...],"error":Diagnostic|null,"usage","startedAt","completedAt":string|null}
+//	{"turnId","ordinal","status","lineage","messages":[...],"artifacts":[...],"error":Diagnostic|null,"usage","startedAt","completedAt":string|null,"expiresAt":number|null}
 type TurnSummary struct {
 	TurnID  string `json:"turnId"`
 	Ordinal int64  `json:"ordinal"`
@@ -87,6 +90,11 @@ type TurnSummary struct {
 	StartedAt string                   `json:"startedAt"`
 	// CompletedAt is null when the turn has no completion time.
 	CompletedAt *string `json:"completedAt"`
+	// ExpiresAt is, on a running turn, the expiry of the session lease it
+	// holds in milliseconds since the Unix epoch (as CurrentTurn's); null
+	// on a terminal turn. A running turn past it is still running until
+	// its fate is recorded (docs/durable-turns.md).
+	ExpiresAt *int64 `json:"expiresAt"`
 }
 
 // TurnPage is the body of GET /sessions/{id}/turns. Turns are in the
@@ -137,11 +145,18 @@ func (s *server) getSession(w http.ResponseWriter, r *http.Request, rc *requestC
 	out := sessionSummary(sess, s.now())
 	if cur := out.CurrentTurn; cur != nil {
 		cur.Sequence = sess.Sequence
-		t, err := s.store.PollTurn(r.Context(), id, sess.ActiveTurn.Ordinal, p)
+		t, err := s.store.PollTurn(r.Context(), id, sess.ActiveTurn.Ordinal, p, nil)
 		switch {
 		case err == nil && t.Status == chat.TurnRunning:
 			cur.Sequence = t.LastSequence
-		case err != nil && !errors.Is(err, chat.ErrTurnNotFound):
+		case err == nil:
+			// The turn ended (or was decided) between the two reads: the
+			// session as it is now, so that both agree.
+			if sess, err = s.store.GetSession(r.Context(), id, p); err != nil {
+				return fmt.Errorf("get session: %w", err)
+			}
+			out = sessionSummary(sess, s.now())
+		case !errors.Is(err, chat.ErrTurnNotFound):
 			return fmt.Errorf("read the running turn: %w", err)
 		}
 	}
@@ -159,7 +174,7 @@ func sessionSummary(sess *chat.Session, now time.Time) SessionSummary {
 		PendingInteractions: pendingInteractions(sess, now),
 		Session:             sessionEnvelope(sess, now),
 	}
-	if l := sess.ActiveTurn; l != nil && l.ExpiresAt.After(now) {
+	if l := sess.ActiveTurn; l != nil {
 		out.CurrentTurn = &CurrentTurn{
 			TurnID:              l.TurnID,
 			Status:              string(chat.TurnRunning),
@@ -282,6 +297,10 @@ func turnSummary(t *chat.Turn) TurnSummary {
 	if !t.CompletedAt.IsZero() {
 		c := protocol.FormatTime(t.CompletedAt)
 		out.CompletedAt = &c
+	}
+	if t.Status == chat.TurnRunning && !t.LeaseExpiresAt.IsZero() {
+		ms := t.LeaseExpiresAt.UnixMilli()
+		out.ExpiresAt = &ms
 	}
 	return out
 }

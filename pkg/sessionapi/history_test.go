@@ -191,7 +191,7 @@ func TestTurnsShape(t *testing.T) {
 				t.Errorf("t1 %s = %s, want %s", key, got, want)
 			}
 		}
-		wantKeys := []string{"artifacts", "completedAt", "error", "lineage", "messages", "ordinal", "startedAt", "status", "turnId", "usage"}
+		wantKeys := []string{"artifacts", "completedAt", "error", "expiresAt", "lineage", "messages", "ordinal", "startedAt", "status", "turnId", "usage"}
 		if got := slices.Sorted(maps.Keys(raw.Turns[0])); !slices.Equal(got, wantKeys) {
 			t.Errorf("t1 members %v, want %v", got, wantKeys)
 		}

@@ -9,10 +9,12 @@ import (
 )
 
 // TestRunningTurnInHistory: a running turn's latest checkpoint is in
-// history (status running, the checkpoint's messages) and currentTurn
-// names its sequence, so a reloaded page renders the answer so far and
-// resumes from there; once its lease has expired without a save it is
-// listed as its record: error TURN_LOST with the partial answer.
+// history (status running, the checkpoint's messages, the lease expiry
+// currentTurn shows) and currentTurn names its sequence, so a reloaded
+// page renders the answer so far and resumes from there; once its lease
+// has expired without a save, the next read decides it, and every route
+// agrees: it is listed as its record (error TURN_LOST with the partial
+// answer) and the session is idle.
 func TestRunningTurnInHistory(t *testing.T) {
 	forEachStore(t, func(t *testing.T, f *fixture) {
 		c := f.claim("s1", alice, turnSpec{id: "t1"})
@@ -23,7 +25,7 @@ func TestRunningTurnInHistory(t *testing.T) {
 		}
 		cp := &chat.Checkpoint{SessionID: "s1", TurnID: "t1", Ordinal: c.Lease.Ordinal, Lineage: c.Lease.Lineage,
 			InputHash: c.Lease.InputHash, Messages: msgs, FirstSequence: c.BaseSequence + 1, Sequence: c.BaseSequence + 7,
-			Number: 1, LeaseExpiresAt: c.Lease.ExpiresAt, StartedAt: f.clock.Now()}
+			StartedAt: f.clock.Now()}
 		if _, err := f.store.Checkpoint(f.ctx, c, cp); err != nil {
 			t.Fatal(err)
 		}
@@ -35,16 +37,36 @@ func TestRunningTurnInHistory(t *testing.T) {
 		if len(page.Turns) != 1 || page.Turns[0].Status != chat.TurnRunning || messageJSON(t, page.Turns[0].Messages) != messageJSON(t, msgs) {
 			t.Fatalf("running turn in history: %+v", page.Turns)
 		}
-		f.clock.Advance(leaseDuration) // its process died
-		sum = decode[sessionapi.SessionSummary](t, "summary after the crash", f.do(f.history, get("/sessions/s1", alice)))
-		if sum.CurrentTurn != nil {
-			t.Errorf("currentTurn of an expired lease: %+v", sum.CurrentTurn)
+		if e := page.Turns[0].ExpiresAt; e == nil || *e != sum.CurrentTurn.ExpiresAt {
+			t.Errorf("running turn's expiresAt %v, want currentTurn's %d", e, sum.CurrentTurn.ExpiresAt)
 		}
-		page = decode[sessionapi.TurnPage](t, "turns after the crash", f.do(f.history, get("/sessions/s1/turns", alice)))
-		got := page.Turns[0]
-		if got.Status != chat.TurnError || got.Error == nil || got.Error.Code != protocol.CodeTurnLost ||
-			got.Messages[1].Content != "the answer so" || got.Messages[1].Status != protocol.MessageError {
-			t.Errorf("crashed turn in history: %+v", got)
+		f.clock.Advance(leaseDuration) // its process died
+		for _, first := range []string{"summary", "turns"} {
+			if first == "turns" {
+				c = f.claim("s2", alice, turnSpec{id: "t1"})
+				cp.SessionID, cp.Ordinal, cp.FirstSequence, cp.Sequence = "s2", c.Lease.Ordinal, c.BaseSequence+1, c.BaseSequence+7
+				if _, err := f.store.Checkpoint(f.ctx, c, cp); err != nil {
+					t.Fatal(err)
+				}
+				f.clock.Advance(leaseDuration)
+			}
+			sid := map[string]string{"summary": "s1", "turns": "s2"}[first]
+			var page sessionapi.TurnPage
+			if first == "turns" { // the list decides, then the summary agrees
+				page = decode[sessionapi.TurnPage](t, "turns after the crash", f.do(f.history, get("/sessions/"+sid+"/turns", alice)))
+			}
+			sum = decode[sessionapi.SessionSummary](t, "summary after the crash", f.do(f.history, get("/sessions/"+sid, alice)))
+			if sum.CurrentTurn != nil || sum.Cursor != c.BaseSequence+chat.SequenceGapAfterCrash {
+				t.Errorf("%s first: currentTurn %+v, cursor %d after the decision", first, sum.CurrentTurn, sum.Cursor)
+			}
+			if first == "summary" {
+				page = decode[sessionapi.TurnPage](t, "turns after the crash", f.do(f.history, get("/sessions/"+sid+"/turns", alice)))
+			}
+			got := page.Turns[0]
+			if got.Status != chat.TurnError || got.Error == nil || got.Error.Code != protocol.CodeTurnLost || got.ExpiresAt != nil ||
+				got.Messages[1].Content != "the answer so" || got.Messages[1].Status != protocol.MessageError {
+				t.Errorf("%s first: crashed turn in history: %+v", first, got)
+			}
 		}
 	})
 }

@@ -177,6 +177,9 @@ type handler struct {
 	// agents holds what each definition id runs with, built once by
 	// NewHandler (the resolver is immutable).
 	agents map[string]*agent
+	// follows shares one poller among the resumes of a turn in this
+	// process (resume.go).
+	follows follows
 }
 
 // NewHandler validates opts, applies defaults and returns the turn
@@ -249,6 +252,7 @@ func NewHandler(opts Options) (http.Handler, error) {
 		return nil, errors.New("turn: Options.NewID does not return SafeIds")
 	}
 	h := &handler{opts: opts, log: httpedge.Logger(opts.Logger), agents: agents}
+	h.follows.init(h)
 	h.capabilities = capabilitiesBody(opts)
 	return h, nil
 }

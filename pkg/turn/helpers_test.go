@@ -326,7 +326,12 @@ func decodeErrorBody(tb testing.TB, raw []byte) protocol.Diagnostic {
 
 // decodeStream decodes every NDJSON line with protocol.DecodeTurnEvent
 // and checks the stream invariants: sequences contiguous, snapshots
-// before the last line streaming, the last line terminal.
+// before the last line streaming, the last line terminal. The last line
+// may leave the contiguous run in two ways: the record of a turn the
+// table decided lost (its TURN_LOST terminal snapshot or diagnostic, at
+// its own terminal sequence, above every line of the turn), and a
+// diagnostic that is no state of the turn (an outcome the table did not
+// confirm, a resume's own ending), at sequence 0.
 func decodeStream(tb testing.TB, raw []byte) []*protocol.Event {
 	tb.Helper()
 	if len(raw) == 0 || raw[len(raw)-1] != '\n' {
@@ -340,8 +345,11 @@ func decodeStream(tb testing.TB, raw []byte) []*protocol.Event {
 		if d != nil {
 			tb.Fatalf("line %d does not decode: %+v: %s", len(evs)+1, *d, sc.Bytes())
 		}
-		if n := len(evs); n > 0 && ev.Sequence != evs[n-1].Sequence+1 {
+		if n := len(evs); n > 0 && ev.Sequence != evs[n-1].Sequence+1 && !outOfRun(ev, evs[n-1]) {
 			tb.Fatalf("sequence %d follows %d", ev.Sequence, evs[n-1].Sequence)
+		}
+		if n := len(evs); n > 0 && outOfRun(evs[n-1], evs[max(n-2, 0)]) && evs[n-1].Sequence != evs[max(n-2, 0)].Sequence+1 {
+			tb.Fatalf("a line follows the out-of-run line at sequence %d", evs[n-1].Sequence)
 		}
 		evs = append(evs, ev)
 	}
@@ -360,6 +368,20 @@ func decodeStream(tb testing.TB, raw []byte) []*protocol.Event {
 	return evs
 }
 
+// outOfRun reports whether ev, following prev, may leave the contiguous
+// run of sequences: a lost turn's record above it, or a diagnostic at 0.
+func outOfRun(ev, prev *protocol.Event) bool {
+	switch {
+	case ev.Kind == protocol.EventDiagnostic && ev.Sequence == 0:
+		return true
+	case ev.Sequence <= prev.Sequence:
+		return false
+	case ev.Kind == protocol.EventDiagnostic:
+		return ev.Diagnostic.Code == protocol.CodeTurnLost
+	}
+	return ev.Snapshot.Error != nil && ev.Snapshot.Error.Code == protocol.CodeTurnLost
+}
+
 // isTerminalBeforeTrailer: a terminal snapshot may be followed by one
 // trailing diagnostic.
 func isTerminalBeforeTrailer(evs []*protocol.Event, i int) bool {
@@ -376,6 +398,17 @@ func (r result) terminal(tb testing.TB) *protocol.SnapshotPayload {
 	}
 	tb.Fatalf("no terminal snapshot in %s", r.raw)
 	return nil
+}
+
+// lost reports whether the stream ends with the record of a turn the
+// table decided lost: its terminal snapshot with TURN_LOST (a turn that
+// checkpointed), or the TURN_LOST diagnostic (one with nothing recorded).
+func (r result) lost() bool {
+	last := r.last()
+	if last.Kind == protocol.EventDiagnostic {
+		return last.Diagnostic.Code == protocol.CodeTurnLost
+	}
+	return last.Snapshot.Status == protocol.StatusError && last.Snapshot.Error != nil && last.Snapshot.Error.Code == protocol.CodeTurnLost
 }
 
 // last returns the stream's last event.

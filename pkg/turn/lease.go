@@ -35,9 +35,3 @@ func (l *leaseProof) left() time.Duration {
 func (l *leaseProof) heldAt(now time.Time) bool {
 	return now.UnixMilli() < l.until.Load()
 }
-
-// expiresAt is the lease's proven expiry itself (the proof's end plus the
-// margin), what a checkpoint records.
-func (l *leaseProof) expiresAt() time.Time {
-	return time.UnixMilli(l.until.Load()).Add(l.margin)
-}

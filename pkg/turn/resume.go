@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -81,19 +82,24 @@ func parseAfter(r *http.Request) (int64, bool) {
 
 // serveResume runs GET /sessions/{sessionId}/turns/{turnId}/stream?after=N:
 // the turn's newest state as one complete snapshot (when its sequence is
-// above after), then each newer checkpoint as it lands, ending as the live
-// stream ended (the terminal snapshot and, after a timeout or a
-// cancellation, the same diagnostic). Sequences are the live stream's, so
-// one snapshot cursor takes live and resumed lines and never applies one
-// twice; a resumer may see gaps. A resume never runs the model, and closing
-// it never stops the turn. A turn whose lease expired without a save ends
-// with the diagnostic TURN_LOST (history shows its last checkpoint). Each
-// poll is one consistent Query (chat.Store.PollTurn), every
-// ResumePollInterval. The stream ends by the request's deadline at the
-// latest, with SERVER_TIMEOUT: the client resumes again. With
-// StreamModeHeader compact, checkpoints that only add text after the first
-// line go out as append lines (docs/compact.md); the first line and the
-// terminal one are complete snapshots.
+// above after), then each newer checkpoint as it lands, ending as the turn
+// ended, whatever after: the terminal snapshot (and, after a timeout or a
+// cancellation, the same trailing diagnostic as the live stream), or for
+// a turn the table decided lost its record as a terminal snapshot (its
+// last checkpoint, closed, with TURN_LOST) at its own terminal sequence.
+// Sequences are the live stream's, so one snapshot cursor takes live and
+// resumed lines and never applies one twice; a resumer may see gaps. A
+// resume never runs the model, and closing it never stops the turn. Its
+// reads decide a turn whose lease expired (chat.Store.PollTurn), so a
+// resume learns the fate of a dead turn within one poll after its lease
+// expires. The resumes of one turn in this process share one poller, each
+// poll reading only what is newer (follows). The stream ends by the
+// request's deadline at the latest, with SERVER_TIMEOUT at sequence 0 (a
+// sequence no line of a turn carries: this is no state of the turn): the
+// client resumes again. With StreamModeHeader compact, checkpoints that
+// only add text after the first line go out as append lines
+// (docs/compact.md); the first line and the terminal one are complete
+// snapshots.
 func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID, turnID string) {
 	ctx, cancel, _ := h.deadline(r)
 	defer cancel()
@@ -105,10 +111,11 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 	}
 	turn, err := h.opts.Store.FindTurn(ctx, sessionID, turnID, principal)
 	if errors.Is(err, chat.ErrTurnNotFound) {
-		// Claimed but not checkpointed yet (its first moments): follow it
-		// from the session's lease until its first checkpoint lands.
+		// Claimed but not acknowledged yet (its first moments): follow it
+		// from the session's lease until its first checkpoint lands, or
+		// its fate is decided.
 		if sess, serr := h.opts.Store.GetSession(ctx, sessionID, principal); serr == nil {
-			if l := sess.ActiveTurn; l != nil && l.TurnID == turnID && l.ExpiresAt.After(h.opts.Now()) {
+			if l := sess.ActiveTurn; l != nil && l.TurnID == turnID {
 				turn, err = &chat.Turn{SessionID: sessionID, TurnID: turnID, Ordinal: l.Ordinal, Status: chat.TurnRunning, Lineage: l.Lineage}, nil
 			}
 		}
@@ -148,8 +155,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 	s.w, s.out = w, newStreamOut(w, log)
 	log.Info("resume", "after", after, "status", string(turn.Status), "sequence", turn.LastSequence)
 
-	poll := time.NewTicker(h.opts.ResumePollInterval)
-	defer poll.Stop()
+	var f *follow
 	sent := after
 	for {
 		lines, done := s.resumeLines(turn, sent)
@@ -160,69 +166,178 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 			return
 		}
 		sent = max(sent, turn.LastSequence)
-		select {
-		case <-ctx.Done():
-			d, _ := contextDiagnostic(ctx)
-			s.out.write(s.diagnosticLine(nil, d, sent+1))
-			return
-		case <-poll.C:
+		if f == nil {
+			f = h.follows.join(sessionID, turn, principal)
+			defer h.follows.leave(f)
 		}
-		next, err := h.opts.Store.PollTurn(ctx, sessionID, turn.Ordinal, principal)
+		next, err := f.next(ctx, turn)
 		switch {
-		case err == nil:
-			turn = next
 		case ctx.Err() != nil:
-			continue // the deadline case above ends the stream
-		case errors.Is(err, chat.ErrTurnNotFound) && turn.Status == chat.TurnRunning && len(turn.Messages) == 0:
-			continue // its first checkpoint has not landed yet
-		case errors.Is(err, chat.ErrSessionNotFound), errors.Is(err, chat.ErrTurnNotFound):
-			// Gone (superseded or deleted) while followed.
-			s.out.write(s.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeTurnNotFound), sent+1))
+			d, _ := contextDiagnostic(ctx)
+			s.out.write(s.diagnosticLine(nil, d, 0))
 			return
-		default:
-			log.Warn("resume poll failed", "err", err)
+		case err != nil:
+			// Gone (superseded or deleted) while followed.
+			s.out.write(s.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeTurnNotFound), 0))
+			return
 		}
+		turn = next
 	}
 }
 
 // resumeLines returns the lines of t newer than sequence sent, and whether
-// the stream ends with them.
+// the stream ends with them: a terminal turn's lines end it whatever sent
+// is (recordLines).
 func (s *run) resumeLines(t *chat.Turn, sent int64) ([]byte, bool) {
-	if len(t.Messages) == 0 {
-		return nil, false
+	if t.Status != chat.TurnRunning {
+		if len(t.Messages) > 0 {
+			s.user = t.Messages[0]
+		}
+		return s.recordLines(t), true
+	}
+	if len(t.Messages) == 0 || t.LastSequence <= sent {
+		return nil, false // not acknowledged yet, or nothing newer
 	}
 	s.user = t.Messages[0]
 	assistant := t.Messages[len(t.Messages)-1]
-	switch {
-	case t.Status == chat.TurnRunning:
-		if t.LastSequence <= sent {
-			return nil, false
-		}
-		if s.compact {
-			// The first line is a complete snapshot; later checkpoints
-			// that only add text are append lines.
-			return s.resumed.line(s, t.LastSequence, assistant, t.Usage), false
-		}
-		return s.snapshotLine(nil, t.LastSequence, protocol.StatusStreaming, assistant, t.Usage, nil), false
-	case t.Error != nil && t.Error.Code == protocol.CodeTurnLost:
-		// Its process stopped without saving: what the live stream sent
-		// after the last checkpoint is unknown, so no snapshot is sent
-		// with a sequence a client may already hold.
-		return s.diagnosticLine(nil, *t.Error, max(sent, t.LastSequence)+1), true
+	if s.compact {
+		// The first line is a complete snapshot; later checkpoints that
+		// only add text are append lines.
+		return s.resumed.line(s, t.LastSequence, assistant, t.Usage), false
 	}
-	var lines []byte
-	if t.LastSequence > sent {
-		status := protocol.StatusComplete
-		if t.Status != chat.TurnComplete {
-			status = protocol.StatusError
+	return s.snapshotLine(nil, t.LastSequence, protocol.StatusStreaming, assistant, t.Usage, nil), false
+}
+
+// follows are the turns this process's resumes follow, each polled by
+// one goroutine however many resumes share it (on Lambda an instance
+// serves one request at a time, so each resume polls for itself). Safe
+// for concurrent use.
+type follows struct {
+	h  *handler
+	mu sync.Mutex
+	m  map[followKey]*follow
+}
+
+type followKey struct {
+	sessionID string
+	ordinal   int64
+}
+
+// follow is one followed turn: the newest state its poller read.
+type follow struct {
+	key  followKey
+	subs int // the resumes following it; the poller stops at 0
+	stop context.CancelFunc
+
+	mu     sync.Mutex
+	latest *chat.Turn
+	err    error
+	// changed is closed, and replaced, at each new state or error.
+	changed chan struct{}
+}
+
+func (fs *follows) init(h *handler) { fs.h, fs.m = h, map[followKey]*follow{} }
+
+// join returns the follow of the turn at, starting its poller as p (who
+// was checked to own the session) when it has none.
+func (fs *follows) join(sessionID string, at *chat.Turn, p chat.Principal) *follow {
+	key := followKey{sessionID, at.Ordinal}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f := fs.m[key]; f != nil {
+		f.subs++
+		return f
+	}
+	// The poller outlives the request that started it while others
+	// follow: detached, stopped when the last one leaves.
+	ctx, stop := context.WithCancel(context.Background())
+	f := &follow{key: key, subs: 1, stop: stop, latest: at, changed: make(chan struct{})}
+	fs.m[key] = f
+	go fs.poll(ctx, f, p)
+	return f
+}
+
+// leave ends one resume's following of f.
+func (fs *follows) leave(f *follow) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if f.subs--; f.subs == 0 {
+		delete(fs.m, f.key)
+		f.stop()
+	}
+}
+
+// poll reads the turn of f every ResumePollInterval (PollTurn, from the
+// newest state it holds) until f is left or the turn ends.
+func (fs *follows) poll(ctx context.Context, f *follow, p chat.Principal) {
+	tick := time.NewTicker(fs.h.opts.ResumePollInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 		}
-		lines = s.snapshotLine(lines, t.LastSequence, status, assistant, t.Usage, t.Error)
+		f.mu.Lock()
+		since := f.latest
+		f.mu.Unlock()
+		rctx, cancel := context.WithTimeout(ctx, max(fs.h.opts.ResumePollInterval*4, time.Second))
+		next, err := fs.h.opts.Store.PollTurn(rctx, f.key.sessionID, f.key.ordinal, p, since)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err == nil:
+			if next.Status == since.Status && next.LastSequence == since.LastSequence && next.Head == since.Head && len(next.Messages) == len(since.Messages) {
+				continue // nothing new for a resumer
+			}
+			f.publish(next, nil)
+			if next.Status != chat.TurnRunning {
+				return
+			}
+		case errors.Is(err, chat.ErrTurnNotFound) && since.Status == chat.TurnRunning && len(since.Messages) == 0:
+			// Its first checkpoint has not landed yet.
+		case errors.Is(err, chat.ErrSessionNotFound), errors.Is(err, chat.ErrTurnNotFound):
+			f.publish(nil, err)
+			return
+		default:
+			fs.h.log.Warn("resume poll failed", "sessionId", f.key.sessionID, "err", err)
+		}
 	}
-	if d := t.Error; d != nil && (d.Code == protocol.CodeServerTimeout || d.Code == protocol.CodeRequestCancelled) && t.LastSequence+1 > sent {
-		// The live stream's trailing diagnostic of a timeout or cancellation.
-		lines = s.diagnosticLine(lines, *d, t.LastSequence+1)
+}
+
+// publish records a new state (or the error that ends following) and
+// wakes the resumes.
+func (f *follow) publish(t *chat.Turn, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if t != nil {
+		f.latest = t
 	}
-	return lines, true
+	f.err = err
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// next waits for a state of f newer than have (by status, sequence or
+// checkpoint head) or the error that ends following, until ctx ends.
+func (f *follow) next(ctx context.Context, have *chat.Turn) (*chat.Turn, error) {
+	for {
+		f.mu.Lock()
+		latest, err, changed := f.latest, f.err, f.changed
+		f.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		if latest != have && (latest.Status != have.Status || latest.LastSequence != have.LastSequence || latest.Head != have.Head || len(latest.Messages) != len(have.Messages)) {
+			return latest, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-changed:
+		}
+	}
 }
 
 // resumeCapability is the resume part of GET /capabilities.

@@ -193,7 +193,8 @@ func TestResumeMidTurn(t *testing.T) {
 }
 
 // TestResumeFinishedTurn: a finished turn answers its terminal snapshot at
-// once (or nothing when the client holds it), and a timeout's trailing
+// once, whatever after (a stream always ends with a terminal line; a
+// client that holds it already ignores it), and a timeout's trailing
 // diagnostic too.
 func TestResumeFinishedTurn(t *testing.T) {
 	e := newEnv(t, newStoreMemory(), &scriptModel{Chunks: []string{"done"}}, durable)
@@ -207,8 +208,11 @@ func TestResumeFinishedTurn(t *testing.T) {
 	if resumed[0].Sequence != lt.Sequence || messagesJSON(t, resumed[0].Snapshot.Messages) != messagesJSON(t, lt.Snapshot.Messages) {
 		t.Error("resumed terminal snapshot differs from the live one")
 	}
-	if status, evs, raw := e.resume(t, "s", "t1", "?after="+itoa(lt.Sequence), nil); status != http.StatusOK || len(evs) != 0 {
-		t.Errorf("resume after the terminal sequence: %d, %s", status, raw)
+	for _, after := range []int64{lt.Sequence, lt.Sequence + 100} {
+		status, evs, raw := e.resume(t, "s", "t1", "?after="+itoa(after), nil)
+		if status != http.StatusOK || len(evs) != 1 || evs[0].Sequence != lt.Sequence || terminalOf(evs) == nil {
+			t.Errorf("resume after %d, past the terminal sequence: %d, %s", after, status, raw)
+		}
 	}
 }
 
@@ -324,8 +328,12 @@ func TestStopSeenAtCheckpoint(t *testing.T) {
 }
 
 // TestResumeOfALostTurn: a turn whose process died (checkpointed, never
-// saved) is resumed as its last checkpoint, then TURN_LOST once its lease
-// has expired; history shows the record.
+// saved) is resumed as its last checkpoint; once its lease has expired the
+// resume's poll decides it, and the resume ends with the lost record (its
+// last checkpoint closed, TURN_LOST) as a terminal snapshot at the lost
+// turn's own terminal sequence, which no live line used; history shows the
+// same record. A resume opened after that, whatever its after, ends with
+// that record at once.
 func TestResumeOfALostTurn(t *testing.T) {
 	store := newStoreMemory()
 	e := newEnv(t, store, &scriptModel{}, durable)
@@ -339,7 +347,7 @@ func TestResumeOfALostTurn(t *testing.T) {
 	now := time.Now()
 	stamp := protocol.FormatTime(now)
 	cp := &chat.Checkpoint{SessionID: "s", TurnID: "t1", Ordinal: c.Lease.Ordinal, InputHash: c.Lease.InputHash,
-		Lineage: c.Lease.Lineage, Number: 1, FirstSequence: 1, Sequence: 4, LeaseExpiresAt: c.Lease.ExpiresAt, StartedAt: now,
+		Lineage: c.Lease.Lineage, FirstSequence: 1, Sequence: 4, StartedAt: now,
 		Messages: []protocol.Message{
 			{ID: "t1.u", Role: protocol.RoleUser, Content: "hi", Status: protocol.MessageComplete, CreatedAt: stamp},
 			{ID: "t1.a", Role: protocol.RoleAssistant, Content: "Partial", Status: protocol.MessageStreaming, CreatedAt: stamp},
@@ -347,14 +355,23 @@ func TestResumeOfALostTurn(t *testing.T) {
 	if _, err := store.Checkpoint(ctx, c, cp); err != nil {
 		t.Fatal(err)
 	}
+	lost := c.BaseSequence + chat.SequenceGapAfterCrash
 	_, evs, raw := e.resume(t, "s", "t1", "", nil)
-	if len(evs) != 2 || evs[0].Kind != protocol.EventSnapshot || evs[0].Sequence != 4 ||
-		evs[1].Kind != protocol.EventDiagnostic || evs[1].Diagnostic.Code != protocol.CodeTurnLost {
+	if len(evs) != 2 || evs[0].Kind != protocol.EventSnapshot || evs[0].Sequence != 4 || evs[0].Snapshot.Status != protocol.StatusStreaming ||
+		evs[1].Kind != protocol.EventSnapshot || evs[1].Sequence != lost || evs[1].Snapshot.Status != protocol.StatusError ||
+		evs[1].Snapshot.Error == nil || evs[1].Snapshot.Error.Code != protocol.CodeTurnLost ||
+		evs[1].Snapshot.Messages[1].Content != "Partial" {
 		t.Fatalf("resume of a lost turn: %s", raw)
 	}
 	got, err := store.FindTurn(ctx, "s", "t1", alice)
-	if err != nil || got.Status != chat.TurnError || got.Messages[1].Content != "Partial" {
+	if err != nil || got.Status != chat.TurnError || got.Messages[1].Content != "Partial" || got.LastSequence != lost {
 		t.Errorf("history of the lost turn: %+v, %v", got, err)
+	}
+	for _, after := range []string{"", "?after=0", "?after=4", "?after=" + itoa(lost), "?after=" + itoa(lost+5)} {
+		_, evs, raw := e.resume(t, "s", "t1", after, nil)
+		if len(evs) != 1 || evs[0].Sequence != lost || evs[0].Snapshot == nil || evs[0].Snapshot.Error.Code != protocol.CodeTurnLost {
+			t.Errorf("resume after=%q of the decided turn: %s", after, raw)
+		}
 	}
 }
 
@@ -396,26 +413,28 @@ func itoa(n int64) string {
 	return string(b)
 }
 
-// TestResumeBeforeTheFirstCheckpoint: a resume in a turn's first moments,
-// before anything was checkpointed, follows the turn (it holds the
-// session's lease) instead of answering TURN_NOT_FOUND.
-func TestResumeBeforeTheFirstCheckpoint(t *testing.T) {
+// TestAcknowledgedTurnIsRecorded: from the moment a turn's 200 stream
+// starts, the turn (its user message at least) is recorded: history finds
+// it running before the model said anything, and a resume opened then
+// follows it to its end.
+func TestAcknowledgedTurnIsRecorded(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
 		m := &scriptModel{Chunks: []string{"late ", "answer"}, Hold: make(chan struct{}), Started: make(chan struct{}, 1)}
 		e := newEnv(t, newStore(t), m, func(o *turn.Options) {
 			durable(o)
-			o.CheckpointInterval = time.Hour // only the first text checkpoints
+			o.CheckpointInterval = time.Hour // only the acknowledgment and the first text checkpoint
 		})
 		ls := e.startLive(t, context.Background(), "s", "t1", "hi")
 		<-m.Started
-		if _, err := e.store.FindTurn(context.Background(), "s", "t1", alice); err == nil {
-			t.Fatal("the turn was checkpointed before its first text")
+		got, err := e.store.FindTurn(context.Background(), "s", "t1", alice)
+		if err != nil || got.Status != chat.TurnRunning || len(got.Messages) != 2 || got.Messages[0].Content != "hi" {
+			t.Fatalf("a turn whose stream started, before its first text: %+v, %v; want it running with its user message", got, err)
 		}
 		resumed := make(chan []*protocol.Event, 1)
 		go func() {
 			status, evs, raw := e.resume(t, "s", "t1", "", nil)
 			if status != http.StatusOK {
-				t.Errorf("resume before the first checkpoint: %d %s", status, raw)
+				t.Errorf("resume before the first text: %d %s", status, raw)
 			}
 			resumed <- evs
 		}()

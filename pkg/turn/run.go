@@ -81,8 +81,9 @@ type ending struct {
 	// errorCode is the provider's error code kept in the assistant
 	// message's metadata (docs/design.md §3); empty otherwise.
 	errorCode string
-	// leaseLost means another turn took the session: nothing is saved or
-	// released, and SESSION_CONFLICT is the last line.
+	// leaseLost means the turn's lease was lost or could not be proven:
+	// nothing is saved or released, and the last line says the fate the
+	// table decided (run.lostLines).
 	leaseLost bool
 }
 
@@ -163,7 +164,8 @@ func estimateTokens(msgs []protocol.Message) int {
 // failBeforeStream ends a claimed turn that never streamed: the turn is
 // saved with status error and released, and the client gets the JSON
 // error (docs/protocol.md §9 "Errors before streaming"). Unlike the
-// reference, the lease is not left to expire.
+// reference, the lease is not left to expire, unless the save's outcome
+// is unknown: then the table decides the turn once the lease expires.
 func (t *run) failBeforeStream(step string, err error) {
 	d := diagnose(t.ctx, err)
 	logRejected(t.log, step, d, err)
@@ -171,15 +173,42 @@ func (t *run) failBeforeStream(step string, err error) {
 	if !e.leaseLost {
 		item := t.record(e, t.state.view(), 0, 0)
 		outcome := t.save(item)
-		t.release(outcome, t.claim.BaseSequence)
+		if outcome == saved {
+			t.release(t.claim.BaseSequence)
+		}
 		t.logFinished(e, outcome, 0)
 	}
 	writeError(t.w, d)
 }
 
-// streamTurn writes the 200 NDJSON stream and supervises the turn: the
-// model, the request deadline, the writer and lease renewals.
+// streamTurn acknowledges the turn, writes the 200 NDJSON stream and
+// supervises the turn: the model, the request deadline, the writer and
+// lease renewals.
 func (t *run) streamTurn() {
+	t.seqs.start(t.claim.BaseSequence)
+	t.live = newLiveStates()
+	t.lease.init(t.leaseMargin(), t.h.opts.Now)
+	t.lease.prove(t.claim.Lease.ExpiresAt)
+	// The first snapshot (the user message and an empty streaming
+	// assistant message) goes out before the model starts, so every 200
+	// stream begins with it however fast the model is; it is the state the
+	// acknowledgment records.
+	seq, _ := t.seqs.next()
+	first := t.assistant(view{}, protocol.MessageStreaming, "")
+	t.live.remember(seq, first, protocol.Usage{}, false)
+	ack, err := t.acknowledge()
+	if err != nil {
+		t.failBeforeStream("acknowledge", err)
+		return
+	}
+	// The lease is checked at the instant the first line is stamped with,
+	// as the writer checks every later one: the steps before (supersede,
+	// the context load, the acknowledgment) may have outlived it.
+	now := t.h.opts.Now()
+	if !t.lease.heldAt(now) {
+		t.failBeforeStream("lease", errLeaseUnproven)
+		return
+	}
 	hd := t.w.Header()
 	hd.Set("Content-Type", "application/x-ndjson; charset=utf-8")
 	hd.Set("Cache-Control", "no-store")
@@ -196,19 +225,9 @@ func (t *run) streamTurn() {
 		t.log.Debug("set write deadline", "err", err)
 	}
 
-	t.seqs.start(t.claim.BaseSequence)
-	t.live = newLiveStates()
-	t.lease.init(t.leaseMargin(), t.h.opts.Now)
-	t.lease.prove(t.claim.Lease.ExpiresAt)
 	t.out = newStreamOut(t.w, t.log)
-	// The first snapshot (the user message and an empty streaming
-	// assistant message) goes out before the model starts, so every 200
-	// stream begins with it however fast the model is. Then the writer
-	// goroutine takes the response over.
-	seq, _ := t.seqs.next()
-	first := t.assistant(view{}, protocol.MessageStreaming, "")
-	t.live.remember(seq, first, protocol.Usage{}, false)
-	t.out.write(t.snapshotLine(nil, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
+	// Then the writer goroutine takes the response over.
+	t.out.write(t.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
 	if t.compact {
 		go t.compactWriter(time.Now(), newCompactState(seq, first, protocol.Usage{}))
 	} else {
@@ -220,7 +239,7 @@ func (t *run) streamTurn() {
 	modelDone := make(chan error, 1)
 	go func() { modelDone <- t.runModelRecovered(modelCtx) }()
 
-	end, finished, settle := t.supervise(modelDone)
+	end, finished, settle := t.supervise(modelDone, ack)
 	defer settle()
 
 	// Cleanup phase 1: stop the model. Each phase has its own bounded
@@ -236,6 +255,40 @@ func (t *run) streamTurn() {
 	}
 	t.finish(end, v)
 }
+
+// acknowledge makes a turn durable before its stream starts, with
+// checkpoints on: its first checkpoint writes the turn item (the user
+// message and the first snapshot's state), so that a turn a client has
+// seen start is recorded whatever happens to this process
+// (docs/durable-turns.md). When the steps before the stream used half of
+// the lease the claim granted or more, the lease is renewed first. It returns the
+// acknowledgment (nil with checkpoints off: nothing is written, and the
+// lease as claimed must still hold).
+func (t *run) acknowledge() (*chat.Checkpoint, error) {
+	if granted := t.claim.Lease.ExpiresAt.Sub(t.startedAt); t.lease.left() < granted/2 {
+		done := make(chan renewal, 1)
+		t.renew(t.ctx, done)
+		r := <-done
+		if r.err != nil {
+			return nil, r.err
+		}
+		t.lease.prove(r.lease.ExpiresAt)
+	}
+	if t.h.opts.CheckpointInterval <= 0 {
+		return nil, nil
+	}
+	cp := t.checkpointOf(t.live.latest())
+	ctx, cancel := context.WithTimeout(t.ctx, t.lease.left())
+	defer cancel()
+	if _, err := t.h.opts.Store.Checkpoint(ctx, t.claim, cp); err != nil {
+		return nil, fmt.Errorf("acknowledge turn: %w", err)
+	}
+	return cp, nil
+}
+
+// errLeaseUnproven is the error of a turn whose lease could no longer be
+// proven when its stream was to start.
+var errLeaseUnproven = errors.New("turn: lease not proven at the start of the stream")
 
 // errModelPanic is the error of a model-tool loop that panicked (a bug in
 // a model provider or in the loop; tool panics are recovered by
@@ -306,12 +359,17 @@ func (t *run) contextEnding() ending {
 // finish is cleanup after the model stopped: save the turn, release the
 // lease, then write the last lines. Release comes before the terminal
 // snapshot so that a client submitting its next turn on seeing it does not
-// find the session busy.
+// find the session busy. The last line says only what the table holds:
+// the terminal snapshot once the save landed; the lost record when the
+// turn was decided lost (its lease lost, or its save fenced); and when the
+// save's outcome stays unknown, TURN_OUTCOME_INDETERMINATE (not
+// retryable, the code a replay of the turn id gets), with the lease left
+// to expire so that the table decides the turn.
 func (t *run) finish(end ending, v view) {
 	last := t.seqs.close()
 	if end.leaseLost {
-		t.out.send(t.diagnosticLine(nil, *end.trailer, last+1))
-		t.logFinished(end, "", last+1)
+		t.out.send(t.lostLines(last))
+		t.logFinished(end, "", last)
 		return
 	}
 	terminal := last + 1
@@ -319,20 +377,89 @@ func (t *run) finish(end ending, v view) {
 	outcome := t.save(item)
 	cursor := terminal
 	var lines []byte
-	if outcome == chat.OutcomeIndeterminate {
-		// The save failed: the client must not believe the terminal
-		// snapshot was kept. The stream's last line says so.
-		lines = t.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeServerInternal), terminal)
-	} else {
+	switch outcome {
+	case saved:
 		lines = t.snapshotLine(nil, terminal, snapshotStatus(end), item.Messages[len(item.Messages)-1], item.Usage, end.diag)
 		if end.trailer != nil {
 			cursor++
 			lines = t.diagnosticLine(lines, *end.trailer, cursor)
 		}
+		t.release(cursor)
+	case fenced:
+		lines = t.lostLines(last)
+	default:
+		lines = t.indeterminateLine()
 	}
-	t.release(outcome, cursor)
 	t.out.send(lines)
 	t.logFinished(end, outcome, cursor)
+}
+
+// lostLines returns the last lines of a turn that lost its lease or whose
+// save was fenced: the turn's record as the table decided it (lost, unless
+// decided otherwise), read, and decided by that read once the lease has
+// expired (chat.Store.PollTurn), as a terminal snapshot with its own
+// terminal sequence, what a resume of the turn ends with too;
+// TURN_OUTCOME_INDETERMINATE when no decision could be read in time. While
+// the turn still reads as running, the next read waits for the lease
+// expiry it reports.
+func (t *run) lostLines(last int64) []byte {
+	// A quarter of the reserve is kept for writing the line.
+	ctx, cancel := t.cleanupContext(t.cleanupEnd().Add(-t.h.opts.CleanupReserve / 4))
+	defer cancel()
+	for ctx.Err() == nil {
+		rec, err := t.h.opts.Store.PollTurn(ctx, t.sessionID, t.claim.Lease.Ordinal, t.claim.Session.Owner, nil)
+		wait := t.h.opts.ResumePollInterval
+		switch {
+		case err == nil && rec.Status != chat.TurnRunning:
+			return t.recordLines(rec)
+		case err == nil && !rec.LeaseExpiresAt.IsZero():
+			wait = max(time.Until(rec.LeaseExpiresAt)+time.Millisecond, time.Millisecond)
+		case err != nil:
+			t.log.Warn("read the decided turn", "err", err)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+	}
+	t.log.Warn("turn outcome unknown at the end of cleanup", "lastSequence", last)
+	return t.indeterminateLine()
+}
+
+// recordLines returns the lines that show a terminal turn record: its
+// terminal snapshot at its terminal sequence (the turn's messages as
+// stored, which a resume and history show alike), and the trailing
+// diagnostic of a timeout or cancellation; a turn lost before its first
+// checkpoint, which has no messages, is its TURN_LOST diagnostic.
+func (t *run) recordLines(rec *chat.Turn) []byte {
+	if len(rec.Messages) == 0 {
+		d := protocol.NewDiagnostic(protocol.CodeTurnLost)
+		if rec.Error != nil {
+			d = *rec.Error
+		}
+		return t.diagnosticLine(nil, d, rec.LastSequence)
+	}
+	status := protocol.StatusComplete
+	if rec.Status != chat.TurnComplete {
+		status = protocol.StatusError
+	}
+	lines := t.snapshotLine(nil, rec.LastSequence, status, rec.Messages[len(rec.Messages)-1], rec.Usage, rec.Error)
+	if d := rec.Error; d != nil && (d.Code == protocol.CodeServerTimeout || d.Code == protocol.CodeRequestCancelled) {
+		lines = t.diagnosticLine(lines, *d, rec.LastSequence+1)
+	}
+	return lines
+}
+
+// indeterminateLine is the last line of a turn whose outcome the table did
+// not confirm: TURN_OUTCOME_INDETERMINATE, not retryable (a replay of the
+// turn id gets the same code; a resume or history shows the outcome once
+// decided). It carries sequence 0, which no line of a turn carries: it is
+// no state of the turn, and the turn's terminal line, once decided, keeps
+// its own sequence.
+func (t *run) indeterminateLine() []byte {
+	return t.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeTurnOutcomeIndeterminate), 0)
 }
 
 // snapshotStatus is the terminal snapshot status of an ending.
@@ -388,28 +515,42 @@ func (t *run) cleanupContext(end time.Time) (context.Context, context.CancelFunc
 	return context.WithDeadline(context.WithoutCancel(t.reqCtx), end)
 }
 
-// save writes the turn item (cleanup phase 2) and returns the outcome to
-// release with: indeterminate when the save failed or timed out.
-func (t *run) save(item *chat.Turn) chat.TerminalOutcome {
+// saveOutcome is what became of a turn's save.
+type saveOutcome string
+
+const (
+	saved   saveOutcome = "saved"   // the table holds the turn as saved
+	fenced  saveOutcome = "fenced"  // the turn was decided before the save (lost)
+	unknown saveOutcome = "unknown" // the save failed, or its outcome is unknown
+)
+
+// save writes the turn item (cleanup phase 2) and returns its outcome.
+func (t *run) save(item *chat.Turn) saveOutcome {
 	// The save may use all of cleanup but the release's share: a slow but
 	// healthy table must not turn a saved turn into a reported failure
 	// (and the store resolves an unknown outcome before it answers).
 	ctx, cancel := t.cleanupContext(t.cleanupEnd().Add(-t.h.opts.CleanupReserve / 4))
 	defer cancel()
-	if err := t.h.opts.Store.SaveTurn(ctx, t.claim, item); err != nil {
-		t.log.Error("turn save failed", "err", err)
-		return chat.OutcomeIndeterminate
+	err := t.h.opts.Store.SaveTurn(ctx, t.claim, item)
+	switch {
+	case err == nil:
+		return saved
+	case errors.Is(err, chat.ErrLeaseLost):
+		t.log.Warn("turn save fenced: the turn was decided")
+		return fenced
 	}
-	return chat.OutcomeCompleted
+	t.log.Error("turn save failed", "err", err)
+	return unknown
 }
 
-// release ends the lease (cleanup phase 3) with the session's new cursor.
-// A failed release is logged: the lease then expires on its own within
-// LeaseDuration and the next claim records the turn as indeterminate.
-func (t *run) release(outcome chat.TerminalOutcome, cursor int64) {
+// release ends the lease (cleanup phase 3) of a saved turn with the
+// session's new cursor. A failed release is logged: the lease then
+// expires on its own within LeaseDuration and the table records the turn
+// as completed (its save landed) when it decides it.
+func (t *run) release(cursor int64) {
 	ctx, cancel := t.cleanupContext(t.cleanupEnd())
 	defer cancel()
-	req := chat.ReleaseRequest{Claim: t.claim, Outcome: outcome, Sequence: cursor, Confirmations: t.confirmationsToRecord(outcome), Undecide: t.undecide()}
+	req := chat.ReleaseRequest{Claim: t.claim, Outcome: chat.OutcomeCompleted, Sequence: cursor, Confirmations: t.confirmationsToRecord(chat.OutcomeCompleted), Undecide: t.undecide()}
 	if t.agent != nil {
 		req.DefinitionRevision = t.agent.def.Revision // the revision this turn ran with
 	}
@@ -420,7 +561,7 @@ func (t *run) release(outcome chat.TerminalOutcome, cursor int64) {
 }
 
 // logFinished logs the turn's end; never message text.
-func (t *run) logFinished(end ending, outcome chat.TerminalOutcome, cursor int64) {
+func (t *run) logFinished(end ending, outcome saveOutcome, cursor int64) {
 	attrs := []any{
 		"status", string(end.status), "outcome", string(outcome),
 		"ordinal", t.claim.Lease.Ordinal, "firstSequence", t.claim.BaseSequence + 1, "lastSequence", cursor,
@@ -430,7 +571,7 @@ func (t *run) logFinished(end ending, outcome chat.TerminalOutcome, cursor int64
 		attrs = append(attrs, "code", end.diag.Code)
 	}
 	if end.leaseLost {
-		attrs = append(attrs, "code", protocol.CodeSessionConflict)
+		attrs = append(attrs, "leaseLost", true)
 	}
 	t.log.Info("turn finished", attrs...)
 }

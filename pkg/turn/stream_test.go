@@ -258,14 +258,21 @@ func TestDeadline(t *testing.T) {
 	})
 }
 
+// TestSaveFailure: a save whose outcome stays unknown is reported as
+// such, TURN_OUTCOME_INDETERMINATE, not retryable (the code a replay of
+// the turn id gets) and at sequence 0 (no state of the turn), never a
+// retryable failure; the lease is left to expire, and the table then
+// decides the turn (lost: the save never landed) for the replay.
 func TestSaveFailure(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
 		fs := &failingStore{Store: newStore(t), saveErr: errors.New("storage unavailable")}
-		e := newEnv(t, fs, &scriptModel{Chunks: []string{"a", "b"}}, nil)
+		e := newEnv(t, fs, &scriptModel{Chunks: []string{"a", "b"}}, func(o *turn.Options) {
+			o.LeaseDuration = 300 * time.Millisecond
+		})
 		r := e.submit(t, "s", "t1", "hello", nil, nil)
 		r.want(t, http.StatusOK, "")
 		last := r.last()
-		if last.Kind != protocol.EventDiagnostic || last.Diagnostic.Code != protocol.CodeServerInternal || !last.Diagnostic.Retryable {
+		if last.Kind != protocol.EventDiagnostic || last.Diagnostic.Code != protocol.CodeTurnOutcomeIndeterminate || last.Diagnostic.Retryable || last.Sequence != 0 {
 			t.Fatalf("last line: %s", r.raw)
 		}
 		for _, ev := range r.events {
@@ -277,6 +284,10 @@ func TestSaveFailure(t *testing.T) {
 			t.Error("internal error text reached the client")
 		}
 		fs.saveErr = nil
+		waitFor(t, "the lease to expire", func() bool {
+			return e.submit(t, "s", "t1", "hello", nil, nil).status != http.StatusConflict ||
+				e.submit(t, "s", "t1", "hello", nil, nil).errD.Code == protocol.CodeTurnOutcomeIndeterminate
+		})
 		e.submit(t, "s", "t1", "hello", nil, nil).want(t, http.StatusConflict, protocol.CodeTurnOutcomeIndeterminate)
 		e.submit(t, "s", "t2", "next", nil, nil).want(t, http.StatusOK, "")
 	})
@@ -321,15 +332,27 @@ func TestModelError(t *testing.T) {
 	})
 }
 
+// TestLeaseLost: a turn that cannot renew its lease stops, saves
+// nothing, and once the lease has expired reads the fate the table
+// decides (its own read decides it): its stream ends with the lost record,
+// what a resume and history show too.
 func TestLeaseLost(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
 		fs := &failingStore{Store: newStore(t), renewErr: chat.ErrLeaseLost}
 		m := &scriptModel{Chunks: []string{"x"}, Hold: make(chan struct{})}
-		e := newEnv(t, fs, m, func(o *turn.Options) { o.RenewInterval = 5 * time.Millisecond })
+		e := newEnv(t, fs, m, func(o *turn.Options) {
+			durable(o)
+			o.RenewInterval, o.LeaseDuration = 5*time.Millisecond, 300*time.Millisecond
+		})
 		r := e.submit(t, "s", "t1", "hello", nil, nil)
 		r.want(t, http.StatusOK, "")
-		if last := r.last(); last.Kind != protocol.EventDiagnostic || last.Diagnostic.Code != protocol.CodeSessionConflict {
+		last := r.last()
+		if last.Kind != protocol.EventSnapshot || last.Snapshot.Error == nil || last.Snapshot.Error.Code != protocol.CodeTurnLost {
 			t.Fatalf("stream: %s", r.raw)
+		}
+		rec, err := fs.FindTurn(context.Background(), "s", "t1", alice)
+		if err != nil || rec.Status != chat.TurnError || rec.LastSequence != last.Sequence || messagesJSON(t, rec.Messages) != messagesJSON(t, last.Snapshot.Messages[len(last.Snapshot.Messages)-2:]) {
+			t.Errorf("the record %+v, %v; want the last line's", rec, err)
 		}
 		if fs.saves.get() != 0 {
 			t.Error("a turn that lost its lease was saved")

@@ -15,10 +15,14 @@ import (
 // lease renewals and the checkpoints, and decides how the turn ends.
 // Renewals and checkpoints run on their own goroutines, at most one of
 // each in flight, under a context that ends at the lease's proven expiry.
-// finished reports that the model returned. The caller defers settle,
-// which cancels and awaits an in-flight renewal or checkpoint, so that no
-// goroutine of the turn outlives it.
-func (t *run) supervise(modelDone <-chan error) (end ending, finished bool, settle func()) {
+// cpPrior is the last checkpoint that landed (the acknowledgment, nil
+// without checkpoints). A failed checkpoint is followed by the next one
+// after checkpointRetry, not a whole interval: it supersedes the failed
+// one, so stops and crash losses stay within their bounds while
+// checkpoint writes fail. finished reports that the model returned. The
+// caller defers settle, which cancels and awaits an in-flight renewal or
+// checkpoint, so that no goroutine of the turn outlives it.
+func (t *run) supervise(modelDone <-chan error, cpPrior *chat.Checkpoint) (end ending, finished bool, settle func()) {
 	renew := time.NewTicker(t.h.opts.RenewInterval)
 	defer renew.Stop()
 	leaseTimer := time.NewTimer(t.lease.left())
@@ -35,7 +39,9 @@ func (t *run) supervise(modelDone <-chan error) (end ending, finished bool, sett
 	}
 	checkpointed := make(chan checkpointResult, 1)
 	checkpointing := false
-	var cpPrior *chat.Checkpoint // the last checkpoint that landed
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
 	failed := t.out.failed
 	renewCtx, stopRenewing := context.WithCancel(t.ctx)
 	settle = func() {
@@ -85,11 +91,17 @@ supervise:
 			startCheckpoint()
 		case <-t.live.urgent:
 			startCheckpoint()
+		case <-retry.C:
+			startCheckpoint()
 		case r := <-checkpointed:
 			checkpointing = false
-			if e, stop := t.checkpointed(r, &cpPrior); stop {
+			e, stop, again := t.checkpointed(r, &cpPrior)
+			if stop {
 				end = e
 				break supervise
+			}
+			if again {
+				retry.Reset(t.checkpointRetry())
 			}
 		case <-renew.C:
 			if !renewing {
@@ -131,31 +143,45 @@ type renewal struct {
 }
 
 // nextCheckpoint returns the checkpoint of the latest snapshot after
-// prior (nil: none landed yet): a heartbeat when the messages did not
-// change. Nil when no snapshot is newer than prior.
+// prior, the last one that landed and changed the messages (nil: the
+// acknowledgment, the first): a heartbeat when the messages did not
+// change since prior. Nil when no snapshot was remembered yet.
 func (t *run) nextCheckpoint(prior *chat.Checkpoint) *chat.Checkpoint {
 	last := t.live.latest()
 	if last.seq == 0 {
 		return nil
 	}
-	cp := &chat.Checkpoint{
-		SessionID: t.sessionID, TurnID: t.turnID, Ordinal: t.claim.Lease.Ordinal,
-		Lineage: t.lineage, InputHash: t.inputHash,
-		Messages:       []protocol.Message{t.user, last.assistant},
-		Usage:          last.usage,
-		FirstSequence:  t.claim.BaseSequence + 1,
-		Sequence:       last.seq,
-		Number:         1,
-		LeaseExpiresAt: t.lease.expiresAt(),
-		StartedAt:      t.startedAt,
-	}
+	cp := t.checkpointOf(last)
 	if prior != nil {
-		cp.Prior, cp.Number = prior.Messages, prior.Number
+		cp.Prior, cp.PriorSequence = prior.Messages, prior.Sequence
 		if !sameMessages(prior.Messages, cp.Messages) {
-			cp.Number++
+			return cp
 		}
+		// A heartbeat names the state it repeats, so that the next change
+		// names the same prior.
+		cp.Sequence = max(cp.Sequence, prior.Sequence)
+		cp.Messages, cp.PriorSequence = prior.Messages, prior.Sequence
 	}
 	return cp
+}
+
+// checkpointOf returns the checkpoint of the state a snapshot carried.
+func (t *run) checkpointOf(st liveState) *chat.Checkpoint {
+	return &chat.Checkpoint{
+		SessionID: t.sessionID, TurnID: t.turnID, Ordinal: t.claim.Lease.Ordinal,
+		Lineage: t.lineage, InputHash: t.inputHash,
+		Messages:      []protocol.Message{t.user, st.assistant},
+		Usage:         st.usage,
+		FirstSequence: t.claim.BaseSequence + 1,
+		Sequence:      st.seq,
+		StartedAt:     t.startedAt,
+	}
+}
+
+// checkpointRetry is the wait before the checkpoint that follows a failed
+// one: a quarter of CheckpointInterval, at most 250 ms.
+func (t *run) checkpointRetry() time.Duration {
+	return min(t.h.opts.CheckpointInterval/4, 250*time.Millisecond)
 }
 
 // sameMessages reports whether a and b encode alike.
@@ -175,25 +201,28 @@ func (t *run) checkpoint(parent context.Context, cp *chat.Checkpoint, done chan<
 }
 
 // checkpointed handles a checkpoint's result (prior is the last one that
-// landed) and reports whether the turn must end: its lease was lost, or a
-// stop was requested (interrupted, seen within one CheckpointInterval).
-// Another failure is logged; the next tick tries again.
-func (t *run) checkpointed(r checkpointResult, prior **chat.Checkpoint) (ending, bool) {
+// landed and changed the messages) and reports whether the turn must
+// end: its turn was decided (fenced), or a stop was requested
+// (interrupted, seen within one CheckpointInterval). Another failure is
+// logged and again is true: the next checkpoint follows soon.
+func (t *run) checkpointed(r checkpointResult, prior **chat.Checkpoint) (end ending, stop, again bool) {
 	switch {
 	case errors.Is(r.err, chat.ErrLeaseLost):
-		t.log.Warn("lease lost at a checkpoint")
-		return leaseLostEnding(), true
+		t.log.Warn("turn fenced at a checkpoint")
+		return leaseLostEnding(), true, false
 	case r.err != nil:
 		t.log.Warn("checkpoint failed", "err", r.err)
-		return ending{}, false
+		return ending{}, false, true
 	}
-	*prior = r.cp
+	if r.cp.Prior == nil || !sameMessages(r.cp.Prior, r.cp.Messages) {
+		*prior = r.cp
+	}
 	if r.stop {
 		t.log.Info("turn stop requested")
 		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
-		return ending{status: chat.TurnInterrupted, diag: &d}, true
+		return ending{status: chat.TurnInterrupted, diag: &d}, true, false
 	}
-	return ending{}, false
+	return ending{}, false, false
 }
 
 // leaseMargin is how long before the lease's proven expiry the turn
@@ -207,11 +236,12 @@ func (t *run) leaseMargin() time.Duration {
 }
 
 // leaseLostEnding is the ending of a turn whose lease was lost or could
-// not be proven: nothing is saved or released, SESSION_CONFLICT is the
-// last line, and the next claim closes the turn.
+// not be proven: nothing is saved or released; once the lease has
+// expired the turn's fate is decided by the table (lost, unless it was
+// decided otherwise), and the last line says what was decided
+// (run.lostLines).
 func leaseLostEnding() ending {
-	d := protocol.NewDiagnostic(protocol.CodeSessionConflict)
-	return ending{leaseLost: true, trailer: &d}
+	return ending{leaseLost: true}
 }
 
 // renew extends the lease on its own goroutine and sends the result on

@@ -7,24 +7,28 @@ import (
 // methodOperations is the table of the DynamoDB operations each Store
 // method may issue, on any path (happy, rejected, takeover, fallback):
 // GetItem for classification and owner reads, PutItem and DeleteItem only
-// for the chunk items of turns too large for one item, Query for the two
-// local secondary indexes and for chunk reads.
+// for the chunk items of turns too large for one item and for checkpoint
+// deltas, Query for the two local secondary indexes, chunk and
+// checkpoint reads, BatchGetItem for a resume's poll, and UpdateItem in
+// the readers (GetSession, ListTurns, FindTurn, PollTurn) for deciding
+// the fate of a turn whose lease expired (fate.go: conditional writes
+// that succeed only on an expired lease).
 // The IAM action lists below are derived from it, and a test proves with
 // request-counting middleware that every operation a method issues is
 // listed here.
 var methodOperations = map[string][]string{
 	"ClaimTurn":    {"UpdateItem", "GetItem", "Query"},
 	"Checkpoint":   {"UpdateItem", "GetItem", "PutItem"},
-	"PollTurn":     {"Query", "GetItem"},
+	"PollTurn":     {"BatchGetItem", "Query", "GetItem", "UpdateItem"},
 	"RenewLease":   {"UpdateItem"},
 	"RequestStop":  {"UpdateItem", "GetItem"},
 	"LoadContext":  {"Query"},
 	"Supersede":    {"GetItem", "Query", "UpdateItem"},
 	"SaveTurn":     {"UpdateItem", "GetItem", "PutItem", "DeleteItem"},
 	"ReleaseTurn":  {"UpdateItem", "GetItem"},
-	"GetSession":   {"GetItem"},
-	"ListTurns":    {"Query", "GetItem"},
-	"FindTurn":     {"Query", "GetItem"},
+	"GetSession":   {"GetItem", "Query", "UpdateItem"},
+	"ListTurns":    {"Query", "GetItem", "UpdateItem"},
+	"FindTurn":     {"Query", "GetItem", "UpdateItem"},
 	"PutArtifacts": {"Query", "GetItem", "UpdateItem"},
 	"GetArtifacts": {"Query", "GetItem"},
 }

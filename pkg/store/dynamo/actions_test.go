@@ -40,14 +40,19 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 		_, err := s.RenewLease(ctx, chat.RenewRequest{Claim: c1, ExpiresAt: e.clock.Now().Add(lease)})
 		return err
 	})
-	cp := &chat.Checkpoint{SessionID: "s1", TurnID: "t1", Ordinal: c1.Lease.Ordinal, Number: 1, Sequence: 1,
-		Messages: textMessages("t1", "a"), LeaseExpiresAt: e.clock.Now().Add(lease)}
+	cp := &chat.Checkpoint{SessionID: "s1", TurnID: "t1", Ordinal: c1.Lease.Ordinal, FirstSequence: 1, Sequence: 1,
+		Messages: textMessages("t1", "a")}
 	call("Checkpoint", func() error { _, err := s.Checkpoint(ctx, c1, cp); return err })
 	cp2 := *cp
-	cp2.Number, cp2.Prior, cp2.Sequence, cp2.Messages = 2, cp.Messages, 2, textMessages("t1", "ab")
+	cp2.Prior, cp2.PriorSequence, cp2.Sequence, cp2.Messages = cp.Messages, 1, 2, textMessages("t1", "ab")
 	call("Checkpoint", func() error { _, err := s.Checkpoint(ctx, c1, &cp2); return err })
-	call("PollTurn", func() error { _, err := s.PollTurn(ctx, "s1", c1.Lease.Ordinal, alice); return err })
-	call("PollTurn", func() error { _, err := s.PollTurn(ctx, "s1", 99, alice); return err })
+	var polled *chat.Turn
+	call("PollTurn", func() (err error) { polled, err = s.PollTurn(ctx, "s1", c1.Lease.Ordinal, alice, nil); return err })
+	cp3 := cp2
+	cp3.Prior, cp3.PriorSequence, cp3.Sequence, cp3.Messages = cp2.Messages, 2, 3, textMessages("t1", "abc")
+	call("Checkpoint", func() error { _, err := s.Checkpoint(ctx, c1, &cp3); return err })
+	call("PollTurn", func() error { _, err := s.PollTurn(ctx, "s1", c1.Lease.Ordinal, alice, polled); return err })
+	call("PollTurn", func() error { _, err := s.PollTurn(ctx, "s1", 99, alice, nil); return err })
 	call("RequestStop", func() error { return s.RequestStop(ctx, "s1", "t1", alice) })
 	call("RequestStop", func() error { return s.RequestStop(ctx, "s1", "t9", alice) })
 	big.SessionID, big.TurnID, big.Ordinal = "s1", "t1", c1.Lease.Ordinal
@@ -80,6 +85,42 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	call("PutArtifacts", func() error { _, err := s.PutArtifacts(ctx, "s1", "missing", host, refs); return err })
 	call("GetArtifacts", func() error { _, err := s.GetArtifacts(ctx, "s1", "t1", alice); return err })
 	call("GetArtifacts", func() error { _, err := s.GetArtifacts(ctx, "s1", "missing", alice); return err })
+	// Each reader deciding a turn whose lease expired (fate.go).
+	for _, m := range []string{"GetSession", "ListTurns", "FindTurn", "PollTurn"} {
+		sid := "decide-" + m
+		c, err := s.ClaimTurn(ctx, chat.ClaimRequest{SessionID: sid, TurnID: "t1", Principal: alice, LeaseDuration: lease})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ack := &chat.Checkpoint{SessionID: sid, TurnID: "t1", Ordinal: c.Lease.Ordinal, FirstSequence: 1, Sequence: 1, Messages: textMessages("t1", "a")}
+		if _, err := s.Checkpoint(ctx, c, ack); err != nil {
+			t.Fatal(err)
+		}
+		more := *ack
+		more.Prior, more.PriorSequence, more.Sequence, more.Messages = ack.Messages, 1, 2, textMessages("t1", "ab")
+		if _, err := s.Checkpoint(ctx, c, &more); err != nil {
+			t.Fatal(err)
+		}
+		if m == "PollTurn" {
+			if polled, err = s.PollTurn(ctx, sid, c.Lease.Ordinal, alice, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.clock.Advance(lease)
+		call(m, func() error {
+			switch m {
+			case "GetSession":
+				_, err = s.GetSession(ctx, sid, alice)
+			case "ListTurns":
+				_, err = s.ListTurns(ctx, chat.ListRequest{SessionID: sid, Principal: alice})
+			case "FindTurn":
+				_, err = s.FindTurn(ctx, sid, "t1", alice)
+			case "PollTurn":
+				_, err = s.PollTurn(ctx, sid, c.Lease.Ordinal, alice, polled)
+			}
+			return err
+		})
+	}
 
 	functions := map[string]struct {
 		methods []string
@@ -110,7 +151,8 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	for _, want := range []struct{ method, op string }{
 		{"SaveTurn", "PutItem"}, {"SaveTurn", "DeleteItem"},
 		{"ClaimTurn", "GetItem"}, {"ReleaseTurn", "GetItem"}, {"ListTurns", "GetItem"},
-		{"Supersede", "UpdateItem"},
+		{"Supersede", "UpdateItem"}, {"PollTurn", "BatchGetItem"},
+		{"GetSession", "UpdateItem"}, {"ListTurns", "UpdateItem"}, {"FindTurn", "UpdateItem"}, {"PollTurn", "UpdateItem"},
 	} {
 		if !issued[want.method][want.op] {
 			t.Errorf("scenario did not reach %s's %s path", want.method, want.op)

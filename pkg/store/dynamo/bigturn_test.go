@@ -83,8 +83,8 @@ func TestTurnSizes(t *testing.T) {
 			if err != nil || len(page.Turns) != 1 || !reflect.DeepEqual(page.Turns[0].Messages, turn.Messages) {
 				t.Errorf("ListTurns: err %v, or messages differ", err)
 			}
-			if err := s.SaveTurn(ctx, c, turn); err != nil {
-				t.Errorf("retried save: %v", err)
+			if err := s.SaveTurn(ctx, c, turn); !errors.Is(err, chat.ErrLeaseLost) {
+				t.Errorf("a second save of the terminal turn: %v, want ErrLeaseLost", err)
 			}
 
 			e.count.Reset()

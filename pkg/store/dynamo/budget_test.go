@@ -162,7 +162,7 @@ func TestRequestBudgets(t *testing.T) {
 				t.Errorf("takeover BaseSequence %d, want %d", c3.BaseSequence, 4+chat.SequenceGapAfterCrash)
 			}
 			return err
-		}, []string{"UpdateItem", "GetItem", "UpdateItem", "UpdateItem"}, nil}, // claim, classify, fence, compare-and-set
+		}, []string{"UpdateItem", "GetItem", "UpdateItem", "UpdateItem", "Query", "UpdateItem", "UpdateItem"}, nil}, // claim, classify, then deciding the crashed turn (fate.go: fence the session, fence the live item, read the turn, close it) and the claim in the compare-and-set that frees the session
 		{"release through another Store instance", func() error {
 			return e.store().ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c3, Outcome: chat.OutcomeIndeterminate, Sequence: c3.BaseSequence})
 		}, []string{"UpdateItem"}, nil},

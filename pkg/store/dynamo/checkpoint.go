@@ -19,37 +19,46 @@ import (
 )
 
 // Checkpoint layout. A running turn's first checkpoint writes its turn
-// item (status running, its messages as of then, and live = true). Each
-// later checkpoint writes one delta item with what changed since the
-// previous one, then moves the live item's count to it; a heartbeat (no
-// change) only updates the live item. Readers of a turn item with live
-// set merge the deltas up to the live item's count. The final save
+// item (status running, its messages as of then, live = true) and its
+// live item before the turn's stream starts. Each later checkpoint that changed the messages
+// writes one delta item, keyed by the checkpoint's sequence, with what
+// changed since the prior checkpoint it names, then moves the live
+// item's head to it; a heartbeat (no change) only updates the live item.
+// Readers of a turn item with live set follow the chain of deltas from
+// the live item's head back to the turn item's messages. The final save
 // rewrites the turn item whole and drops live; the live and delta items
 // then expire (purgeAt).
 //
-//	live item   sk=TURN#<ordinal>#LIVE          leaseToken, count, sequence, usage,
-//	                                            leaseExpiresAt, stop, purgeAt
-//	delta item  sk=TURN#<ordinal>#LIVE#<n, 6>   d (JSON, see delta), purgeAt
+//	delta item  sk=TURN#<ordinal>#D#<sequence, 16 digits>  d (JSON, see delta), purgeAt
+//	live item   sk=TURN#<ordinal>#LIVE    leaseToken, head, sequence, usage, stop, purgeAt
 //
-// The live item is what fences checkpoints: its updates are conditional
-// on the lease token, and a takeover replaces the token, so a delta a
-// crashed turn writes late is never counted. Neither item carries an
-// index key, so a checkpoint costs no index write: one small item for a
-// heartbeat, two for a change.
+// Delta items sort before the live item, so one Query from a sequence on
+// reads the newer deltas and the live item, and nothing older. A delta
+// names its prior (the sequence whose state it applies to), so a delta
+// written by a checkpoint that failed or whose outcome is unknown is
+// simply never on the chain: the next checkpoint names the last prior
+// its turn knows landed, and a reader never mixes two checkpoints. The
+// live item is what fences checkpoints: its updates are conditional on
+// the lease token and a higher sequence, and deciding a turn replaces the
+// token (fate.go), so a delta written late by a dead turn is never
+// counted. Neither item carries an index key, so a checkpoint costs no
+// index write: one small item for a heartbeat, two for a change.
 const (
 	liveSuffix   = "#LIVE"
-	attrCount    = "count"
+	deltaInfix   = "#D#"
+	attrHead     = "head"
 	attrSequence = "sequence"
 	attrUsage    = "usage"
 	attrStop     = "stop"
 	attrDelta    = "d"
 	attrLive     = "live"
-	attrLeaseExp = "leaseExpiresAt"
+	// sequenceDigits is the zero padding of sequences in delta sort keys
+	// (sequences are at most 2^53-1, 16 digits).
+	sequenceDigits = 16
 	// checkpointRetention is how long live and delta items outlive their
-	// write (TTL): long past any turn (15 min at most). A crashed turn's
-	// record is made whole by the takeover that fences it (its deltas
-	// are folded into the turn item); one never taken over keeps its
-	// deltas for this long.
+	// write (TTL): long past any turn (15 min at most). Deciding a lost
+	// turn folds its checkpoints into its turn item, so nothing reads them
+	// after that.
 	checkpointRetention = 7 * 24 * time.Hour
 )
 
@@ -60,19 +69,25 @@ func liveKey(sessionID string, ordinal int64) map[string]types.AttributeValue {
 	}
 }
 
-func deltaKey(sessionID string, ordinal int64, n int) map[string]types.AttributeValue {
+// deltaSK is the sort key of the delta item of the checkpoint at sequence.
+func deltaSK(ordinal, sequence int64) string {
+	return fmt.Sprintf("%s%s%0*d", turnSK(ordinal), deltaInfix, sequenceDigits, sequence)
+}
+
+func deltaKey(sessionID string, ordinal, sequence int64) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{
 		AttrPK: strValue(sessionPK(sessionID)),
-		AttrSK: strValue(fmt.Sprintf("%s%s#%06d", turnSK(ordinal), liveSuffix, n)),
+		AttrSK: strValue(deltaSK(ordinal, sequence)),
 	}
 }
 
-// delta is what changed in a turn's messages between two checkpoints:
-// per changed message, its index, the message without its content when
-// anything but the content changed (Head), and the content as a kept
-// prefix length (From, in bytes of the previous content; -1 replaces it
-// whole) plus the appended text.
+// delta is what changed in a turn's messages from the state at sequence
+// Prior to the state of its own item: per changed message, its index,
+// the message without its content when anything but the content changed
+// (Head), and the content as a kept prefix length (From, in bytes of the
+// prior content; -1 replaces it whole) plus the appended text.
 type delta struct {
+	Prior    int64          `json:"p"`
 	Messages []deltaMessage `json:"m"`
 }
 
@@ -125,13 +140,14 @@ func sameHead(a, b protocol.Message) bool {
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 
-// apply applies d to msgs in place (growing it as needed).
+// apply returns msgs with d applied; msgs itself is not modified.
 func (d *delta) apply(msgs []protocol.Message) ([]protocol.Message, error) {
+	out := append([]protocol.Message(nil), msgs...)
 	for _, dm := range d.Messages {
-		for len(msgs) <= dm.Index {
-			msgs = append(msgs, protocol.Message{})
+		for len(out) <= dm.Index {
+			out = append(out, protocol.Message{})
 		}
-		m := &msgs[dm.Index]
+		m := &out[dm.Index]
 		content := m.Content
 		if dm.Head != nil {
 			var h protocol.Message
@@ -149,43 +165,53 @@ func (d *delta) apply(msgs []protocol.Message) ([]protocol.Message, error) {
 			return nil, fmt.Errorf("decode checkpoint message: content offset %d past %d bytes", dm.From, len(content))
 		}
 	}
-	return msgs, nil
+	return out, nil
 }
 
 // Checkpoint implements chat.Store. The first checkpoint writes the turn
 // item (conditional on it being absent or running under the claim's
-// token) and then the live item; a later one writes its delta item
-// (conditional on being absent or identical: a retry) and then the live
-// item, conditional on the token and a lower count; a heartbeat writes
-// only the live item, conditional on the token. The live item's answer
-// carries the stop flag. Unknown outcomes are resolved with one
-// consistent read each.
+// token) and, at the same time, the live item as a heartbeat does; a
+// later one that changed the messages writes its delta item
+// (conditional on being absent or identical: a retry) and then moves the
+// live item's head to it, conditional on the token and a lower sequence;
+// a heartbeat writes only the live item, conditional on the token and a
+// sequence not above its own. The live item's answer carries the stop
+// flag. Unknown outcomes are resolved with one consistent read each.
 func (s *Store) Checkpoint(ctx context.Context, c *chat.Claim, cp *chat.Checkpoint) (bool, error) {
 	if err := c.CheckCheckpoint(cp); err != nil {
 		return false, err
 	}
-	token := c.Lease.Token
 	purgeAt := s.now().Add(checkpointRetention).Unix()
-	change := true
 	if cp.Prior == nil {
-		if err := s.writeRunningItem(ctx, c, cp); err != nil {
+		// The acknowledgment: the turn item and the live item (which
+		// fences later checkpoints and carries the stop flag), written at
+		// once, before the turn's stream starts.
+		done := make(chan error, 1)
+		go func() { done <- s.writeRunningItem(ctx, c, cp) }()
+		stop, lerr := s.updateLive(ctx, cp, c.Lease.Token, false, purgeAt)
+		if err := <-done; err != nil {
 			return false, err
 		}
-	} else {
-		d, err := diffMessages(cp.Prior, cp.Messages)
-		if err != nil {
-			return false, err
+		return stop, lerr
+	}
+	d, err := diffMessages(cp.Prior, cp.Messages)
+	if err != nil {
+		return false, err
+	}
+	if d != nil {
+		if cp.PriorSequence >= cp.Sequence {
+			return false, fmt.Errorf("%w: a change at or before its prior", chat.ErrInvalidRequest)
 		}
-		if change = d != nil; change {
-			if err := s.putDelta(ctx, cp, d, purgeAt); err != nil {
-				return false, err
-			}
+		d.Prior = cp.PriorSequence
+		if err := s.putDelta(ctx, cp, d, purgeAt); err != nil {
+			return false, err
 		}
 	}
-	return s.updateLive(ctx, cp, token, change, purgeAt)
+	return s.updateLive(ctx, cp, c.Lease.Token, d != nil, purgeAt)
 }
 
-// writeRunningItem writes the first checkpoint's turn item.
+// writeRunningItem writes the first checkpoint's turn item: the turn's
+// acknowledgment, written before its stream starts.
 func (s *Store) writeRunningItem(ctx context.Context, c *chat.Claim, cp *chat.Checkpoint) error {
 	t := cp.TurnOf()
 	it := newTurnItem(t, c.Session.Owner, c.Lease.Token, s.now())
@@ -210,7 +236,7 @@ func (s *Store) writeRunningItem(ctx context.Context, c *chat.Claim, cp *chat.Ch
 			":token": strValue(c.Lease.Token), ":running": strValue(string(chat.TurnRunning))},
 	}
 	err = s.resolvedWrite(ctx, turnKey(cp.SessionID, cp.Ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
-		return item != nil && tokenOf(item) == c.Lease.Token
+		return item != nil && tokenOf(item) == c.Lease.Token && statusOf(item) == chat.TurnRunning
 	})
 	if failed, _ := conditionFailed(err); failed {
 		return chat.ErrLeaseLost // fenced, or the turn was saved already
@@ -221,13 +247,16 @@ func (s *Store) writeRunningItem(ctx context.Context, c *chat.Claim, cp *chat.Ch
 	return nil
 }
 
-// putDelta writes delta item cp.Number.
+// putDelta writes the delta item of checkpoint cp. Its key is the
+// checkpoint's sequence and its content is determined by that sequence's
+// state and the prior it names, so a retry writes the same item.
 func (s *Store) putDelta(ctx context.Context, cp *chat.Checkpoint, d *delta, purgeAt int64) error {
 	b, err := json.Marshal(d)
 	if err != nil {
 		return fmt.Errorf("encode checkpoint delta: %w", err)
 	}
-	item := deltaKey(cp.SessionID, cp.Ordinal, cp.Number)
+	key := deltaKey(cp.SessionID, cp.Ordinal, cp.Sequence)
+	item := deltaKey(cp.SessionID, cp.Ordinal, cp.Sequence)
 	item[attrDelta] = strValue(string(b))
 	item[AttrPurgeAt] = numValue(purgeAt)
 	in := &dynamodb.PutItemInput{
@@ -244,43 +273,40 @@ func (s *Store) putDelta(ctx context.Context, cp *chat.Checkpoint, d *delta, pur
 		return nil
 	}
 	if failed, _ := conditionFailed(err); failed {
-		// Another delta under this number: a retried checkpoint with other
-		// content, which the turn never sends.
-		return fmt.Errorf("checkpoint %d of turn %s: another delta is stored: %w", cp.Number, cp.TurnID, chat.ErrConflict)
+		// Another delta under this sequence: a checkpoint of another state
+		// with the same sequence, which the turn never sends.
+		return fmt.Errorf("checkpoint %d of turn %s: another delta is stored: %w", cp.Sequence, cp.TurnID, chat.ErrConflict)
 	}
-	read, found, rerr := s.resolveRead(ctx, deltaKey(cp.SessionID, cp.Ordinal, cp.Number))
+	read, found, rerr := s.resolveRead(ctx, key)
 	if rerr == nil && found {
 		if v, _ := read[attrDelta].(*types.AttributeValueMemberS); v != nil && v.Value == string(b) {
 			return nil
 		}
 	}
-	return fmt.Errorf("checkpoint %d of turn %s: %w", cp.Number, cp.TurnID, err)
+	return fmt.Errorf("checkpoint %d of turn %s: %w", cp.Sequence, cp.TurnID, err)
 }
 
 // updateLive moves the live item to checkpoint cp and returns its stop
-// flag. A change moves the count up to cp.Number (a count already there is
-// a retry that applied); a heartbeat keeps it.
+// flag: a change moves the head to cp.Sequence, a heartbeat only the
+// sequence. The sequence never moves back, so an older checkpoint
+// delivered late changes nothing; one the live item already reached is
+// reported landed (a retry, or superseded by a newer one).
 func (s *Store) updateLive(ctx context.Context, cp *chat.Checkpoint, token string, change bool, purgeAt int64) (bool, error) {
 	up := expression.Set(expression.Name(attrLeaseToken), expression.Value(token)).
 		Set(expression.Name(attrSequence), expression.Value(cp.Sequence)).
 		Set(expression.Name(attrUsage), expression.Value(usageAV(cp.Usage))).
-		Set(expression.Name(attrLeaseExp), expression.Value(millis(cp.LeaseExpiresAt))).
 		Set(expression.Name(AttrPurgeAt), expression.Value(purgeAt))
-	cond := condition{
-		expr:   "#leaseToken = :token",
-		names:  []string{attrLeaseToken},
-		values: map[string]types.AttributeValue{":token": strValue(token)},
-	}
+	order := "<="
 	if change {
-		up = up.Set(expression.Name(attrCount), expression.Value(cp.Number))
-		cond.expr = "#leaseToken = :token AND #count < :n"
-		cond.names = append(cond.names, attrCount)
-		cond.values[":n"] = numValue(int64(cp.Number))
+		up = up.Set(expression.Name(attrHead), expression.Value(cp.Sequence))
+		order = "<"
 	}
-	if cp.Prior == nil {
-		// The first checkpoint creates the live item; a stop requested
-		// before it may have created it already, without a token.
-		cond.expr = "attribute_not_exists(#leaseToken) OR " + cond.expr
+	// A stop requested before any checkpoint may have created the live
+	// item already, without a token.
+	cond := condition{
+		expr:   "(attribute_not_exists(#leaseToken) OR #leaseToken = :token) AND (attribute_not_exists(#sequence) OR #sequence " + order + " :seq)",
+		names:  []string{attrLeaseToken, attrSequence},
+		values: map[string]types.AttributeValue{":token": strValue(token), ":seq": numValue(cp.Sequence)},
 	}
 	key := liveKey(cp.SessionID, cp.Ordinal)
 	wctx, cancel := s.writeContext(ctx)
@@ -298,10 +324,8 @@ func (s *Store) updateLive(ctx context.Context, cp *chat.Checkpoint, token strin
 		if failed {
 			return false, chat.ErrLeaseLost
 		}
-	case countOf(read) >= cp.Number && seqOf(read) == cp.Sequence:
-		return stopOf(read), nil // applied (an SDK retry, or a lost answer)
-	case failed:
-		return false, chat.ErrLeaseLost
+	case seqOf(read) > cp.Sequence || seqOf(read) == cp.Sequence && (!change || numOf(read, attrHead) == cp.Sequence):
+		return stopOf(read), nil // applied, or a newer checkpoint landed
 	}
 	return false, fmt.Errorf("checkpoint turn %s: %w", cp.TurnID, err)
 }
@@ -320,8 +344,16 @@ func numOf(item map[string]types.AttributeValue, name string) int64 {
 	return n
 }
 
-func countOf(item map[string]types.AttributeValue) int { return int(numOf(item, attrCount)) }
 func seqOf(item map[string]types.AttributeValue) int64 { return numOf(item, attrSequence) }
+
+// statusOf returns a turn item's status ("" if absent).
+func statusOf(item map[string]types.AttributeValue) chat.TurnStatus {
+	v, _ := item[attrStatus].(*types.AttributeValueMemberS)
+	if v == nil {
+		return ""
+	}
+	return chat.TurnStatus(v.Value)
+}
 
 // stopLive sets the stop flag on the live item of the lease (creating it
 // when no checkpoint did yet), so that the turn sees the stop at its next
@@ -343,70 +375,114 @@ func (s *Store) stopLive(ctx context.Context, sessionID string, ordinal int64, t
 	return err
 }
 
-// mergeLive folds a running turn item's checkpoint deltas (the live and
-// delta items among items, or else read with one Query) into t.
-func (s *Store) mergeLive(ctx context.Context, it *turnItem, t *chat.Turn, items []map[string]types.AttributeValue) error {
-	if items == nil {
-		var err error
-		if items, err = s.queryPrefix(ctx, it.PK, it.SK+liveSuffix); err != nil {
-			return err
-		}
-	}
-	var live map[string]types.AttributeValue
-	deltas := map[int]string{}
-	prefix := it.SK + liveSuffix
+// liveState is what a reader found of a running turn's checkpoints: the
+// live item's head, sequence and usage, and the delta items by sequence.
+type liveState struct {
+	found    bool // the live item exists
+	head     int64
+	sequence int64
+	usage    *protocol.Usage
+	deltas   map[int64]string // the d attribute of each delta item read
+}
+
+// readLive collects the live and delta items of the turn item at sk
+// among items.
+func readLive(sk string, items []map[string]types.AttributeValue) liveState {
+	ls := liveState{deltas: map[int64]string{}}
+	prefix := sk + deltaInfix
 	for _, item := range items {
-		sk := skOf(item)
-		switch {
-		case sk == prefix:
-			live = item
-		case strings.HasPrefix(sk, prefix+"#"):
-			n, err := strconv.Atoi(sk[len(prefix)+1:])
+		switch k := skOf(item); {
+		case k == sk+liveSuffix:
+			ls.found = true
+			ls.head, ls.sequence = numOf(item, attrHead), seqOf(item)
+			var u usageAV
+			if v, ok := item[attrUsage]; ok && attributevalue.Unmarshal(v, &u) == nil {
+				pu := protocol.Usage(u)
+				ls.usage = &pu
+			}
+		case strings.HasPrefix(k, prefix):
+			n, err := strconv.ParseInt(k[len(prefix):], 10, 64)
 			if err != nil {
 				continue
 			}
 			if v, _ := item[attrDelta].(*types.AttributeValueMemberS); v != nil {
-				deltas[n] = v.Value
+				ls.deltas[n] = v.Value
 			}
 		}
 	}
-	if live == nil {
-		return nil // no checkpoint after the first
-	}
-	count := countOf(live)
-	for n := 2; n <= count; n++ {
-		raw, ok := deltas[n]
-		if !ok {
-			return fmt.Errorf("read checkpoints of turn %s: delta %d of %d missing", it.TurnID, n, count)
+	return ls
+}
+
+// errChainBroken reports that the deltas at hand do not lead from the
+// live item's head to the state a reader started from: it reads the turn
+// whole instead.
+var errChainBroken = fmt.Errorf("dynamo: checkpoint chain not at hand")
+
+// follow applies the deltas of ls from its head back to the state at
+// sequence from (whose messages base holds) and returns the messages at
+// the head. errChainBroken when a delta on the way is not in ls or the
+// chain passes from without meeting it.
+func (ls liveState) follow(from int64, base []protocol.Message) ([]protocol.Message, error) {
+	var chain []*delta
+	for seq := ls.head; seq != from; {
+		raw, ok := ls.deltas[seq]
+		if !ok || seq < from {
+			return nil, errChainBroken
 		}
 		var d delta
 		if err := json.Unmarshal([]byte(raw), &d); err != nil {
-			return fmt.Errorf("read checkpoints of turn %s: %w", it.TurnID, err)
+			return nil, fmt.Errorf("read checkpoint %d: %w", seq, err)
 		}
-		msgs, err := d.apply(t.Messages)
-		if err != nil {
+		if d.Prior >= seq {
+			return nil, fmt.Errorf("read checkpoint %d: prior %d not before it", seq, d.Prior)
+		}
+		chain = append(chain, &d)
+		seq = d.Prior
+	}
+	msgs := base
+	for i := len(chain) - 1; i >= 0; i-- {
+		var err error
+		if msgs, err = chain[i].apply(msgs); err != nil {
+			return nil, err
+		}
+	}
+	return msgs, nil
+}
+
+// mergeLive folds a running turn item's checkpoints (the live and delta
+// items among items, or else read with one Query) into t, whose messages
+// are the turn item's (the first checkpoint's state, at it.LastSequence).
+func (s *Store) mergeLive(ctx context.Context, it *turnItem, t *chat.Turn, items []map[string]types.AttributeValue) error {
+	if items == nil {
+		var err error
+		if items, err = s.queryRange(ctx, it.PK, it.SK+deltaInfix, it.SK+liveSuffix); err != nil {
 			return err
 		}
-		t.Messages = msgs
 	}
-	if seq := seqOf(live); seq > 0 {
-		t.LastSequence = seq
+	ls := readLive(it.SK, items)
+	t.Head = it.LastSequence
+	if !ls.found {
+		return nil // no checkpoint after the first
 	}
-	var u usageAV
-	if v, ok := live[attrUsage]; ok && attributevalue.Unmarshal(v, &u) == nil {
-		t.Usage = protocol.Usage(u)
+	if ls.head > 0 {
+		msgs, err := ls.follow(it.LastSequence, t.Messages)
+		if err != nil {
+			return fmt.Errorf("read checkpoints of turn %s: %w", it.TurnID, err)
+		}
+		t.Messages, t.Head = msgs, ls.head
 	}
-	if exp := numOf(live, attrLeaseExp); exp > 0 {
-		t.LeaseExpiresAt = fromMillis(exp)
+	t.LastSequence = max(t.LastSequence, ls.sequence)
+	if ls.usage != nil {
+		t.Usage = *ls.usage
 	}
 	return nil
 }
 
-// queryPrefix returns every item of pk whose sort key begins with prefix,
+// queryRange returns every item of pk whose sort key is in [from, to],
 // read consistently (one Query, more pages only past 1 MB).
-func (s *Store) queryPrefix(ctx context.Context, pk, prefix string) ([]map[string]types.AttributeValue, error) {
+func (s *Store) queryRange(ctx context.Context, pk, from, to string) ([]map[string]types.AttributeValue, error) {
 	e, err := build(expression.NewBuilder().WithKeyCondition(
-		expression.Key(AttrPK).Equal(expression.Value(pk)).And(expression.Key(AttrSK).BeginsWith(prefix))))
+		expression.Key(AttrPK).Equal(expression.Value(pk)).And(expression.Key(AttrSK).Between(expression.Value(from), expression.Value(to)))))
 	if err != nil {
 		return nil, err
 	}
@@ -421,38 +497,27 @@ func (s *Store) queryPrefix(ctx context.Context, pk, prefix string) ([]map[strin
 	for p.HasMorePages() {
 		out, err := p.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("query %s: %w", prefix, err)
+			return nil, fmt.Errorf("query %s: %w", from, err)
 		}
 		items = append(items, out.Items...)
 	}
 	return items, nil
 }
 
-// PollTurn implements chat.Store: one consistent Query of the turn's
-// items (turn item, chunks, live and delta items).
-func (s *Store) PollTurn(ctx context.Context, sessionID string, ordinal int64, p chat.Principal) (*chat.Turn, error) {
-	items, err := s.queryPrefix(ctx, sessionPK(sessionID), turnSK(ordinal))
+// queryTurn reads the turn item at ordinal with its chunks, deltas and
+// live item (one Query; the checkpoint items of an older layout, which
+// sort after the live item, are not read). main is nil when the turn
+// item does not exist.
+func (s *Store) queryTurn(ctx context.Context, sessionID string, ordinal int64) (main map[string]types.AttributeValue, items []map[string]types.AttributeValue, err error) {
+	sk := turnSK(ordinal)
+	items, err = s.queryRange(ctx, sessionPK(sessionID), sk, sk+liveSuffix)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var main map[string]types.AttributeValue
 	for _, item := range items {
-		if skOf(item) == turnSK(ordinal) {
+		if skOf(item) == sk {
 			main = item
 		}
 	}
-	if main == nil || main[AttrTurnID] == nil || isFenceRecord(main) {
-		if _, err := s.GetSession(ctx, sessionID, p); err != nil {
-			return nil, err
-		}
-		return nil, chat.ErrTurnNotFound
-	}
-	if err := checkOwner([]map[string]types.AttributeValue{main}, p); err != nil {
-		return nil, err
-	}
-	turns, _, err := s.turnsFromItemsWith(ctx, []map[string]types.AttributeValue{main}, items)
-	if err != nil {
-		return nil, err
-	}
-	return &turns[0], nil
+	return main, items, nil
 }

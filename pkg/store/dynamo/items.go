@@ -48,12 +48,15 @@ const (
 	attrWindow         = "window"
 	attrReleasedToken  = "releasedToken"
 
-	attrArtifacts  = "artifacts"
-	attrSuperseded = "superseded"
-	attrStatus     = "status"
-	attrInputHash  = "inputHash"
-	attrOrdinal    = "ordinal"
-	attrError      = "error"
+	attrArtifacts    = "artifacts"
+	attrSuperseded   = "superseded"
+	attrStatus       = "status"
+	attrInputHash    = "inputHash"
+	attrOrdinal      = "ordinal"
+	attrError        = "error"
+	attrLineage      = "lineage"
+	attrLastSequence = "lastSequence"
+	attrCompletedAt  = "completedAt"
 	// attrSaveID is a random id per SaveTurn call, by which a save whose
 	// outcome is unknown recognises its own write.
 	attrSaveID = "saveId"
@@ -212,6 +215,9 @@ type sessionItem struct {
 	Window             map[string]string         `dynamodbav:"window,omitempty"`
 	ReleasedToken      string                    `dynamodbav:"releasedToken,omitempty"`
 	Confirmations      map[string]confirmationAV `dynamodbav:"confirmations,omitempty"`
+	// FencedToken is set while the fate of the lease's turn is being
+	// decided (fate.go): that turn's token; LeaseToken is then the fence.
+	FencedToken string `dynamodbav:"fencedToken,omitempty"`
 }
 
 func decodeSession(sessionID string, item map[string]types.AttributeValue) (*chat.Session, *sessionItem, error) {
@@ -240,6 +246,11 @@ func decodeSession(sessionID string, item map[string]types.AttributeValue) (*cha
 	}
 	if si.LeaseToken != "" {
 		s.ActiveTurn = si.lease()
+		if si.FencedToken != "" {
+			// Being decided: the lease is no longer the turn's; it shows
+			// as expired (it is) to every caller.
+			s.ActiveTurn.Token = si.FencedToken
+		}
 	}
 	return s, &si, nil
 }

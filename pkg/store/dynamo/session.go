@@ -2,7 +2,9 @@ package dynamo
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -10,7 +12,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // ClaimTurn implements chat.Store. Happy path: one conditional
@@ -199,7 +200,9 @@ func (s *Store) olderTurn(ctx context.Context, req chat.ClaimRequest) (rejection
 	if err := attributevalue.UnmarshalMap(item, &it); err != nil {
 		return nil, fmt.Errorf("decode turn of session %s: %w", req.SessionID, err)
 	}
-	if isFenceRecord(item) {
+	if isFenceRecord(item) || strings.HasPrefix(it.SaveID, fencePrefix) {
+		// Lost: closed by a decider, not saved by its own turn. Its
+		// outcome is indeterminate, as the terminal window has it.
 		e := chat.TerminalEntry{TurnID: it.TurnID, Outcome: chat.OutcomeIndeterminate, InputHash: it.InputHash}
 		return chat.Rejection([]chat.TerminalEntry{e}, req.TurnID, req.InputHash), nil
 	}
@@ -294,7 +297,7 @@ func (s *Store) resendWrite(ctx context.Context, key map[string]types.AttributeV
 // and performs a takeover of an expired lease: the crashed turn fenced
 // and recorded, then recordTakeover.
 func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item map[string]types.AttributeValue, token string, now time.Time) (*chat.Claim, error) {
-	sess, _, err := decodeSession(req.SessionID, item)
+	sess, si, err := decodeSession(req.SessionID, item)
 	if err != nil {
 		return nil, err
 	}
@@ -302,21 +305,22 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 		return nil, chat.ErrSessionNotFound
 	}
 	crashed := sess.ActiveTurn
-	if crashed != nil && crashed.ExpiresAt.After(now) {
+	if crashed != nil && crashed.ExpiresAt.After(now) && si.FencedToken == "" {
 		return nil, chat.ErrSessionBusy
 	}
 	window, sequence := sess.TerminalTurns, sess.Sequence
 	if crashed != nil {
-		// The lease expired while its turn ran: fence its turn item, so
-		// that a late save of that turn can no longer land, and learn
-		// whether its save landed before. It may have emitted sequences
-		// past the stored one.
-		outcome, err := s.fence(ctx, req.SessionID, crashed, token)
+		// The lease expired while its turn ran (or its fate is being
+		// decided): decide it first (fate.go), so that no late write of
+		// that turn can land, and learn whether its save landed before.
+		d, err := s.decideTurn(ctx, req.SessionID, item)
+		if errors.Is(err, errNotDue) {
+			return nil, fmt.Errorf("claim session %s: session changed during the claim: %w", req.SessionID, chat.ErrSessionBusy)
+		}
 		if err != nil {
 			return nil, err
 		}
-		window = chat.AppendTerminal(window, crashed.Terminal(outcome), s.window)
-		sequence += chat.SequenceGapAfterCrash
+		sess, window, sequence = d.session, d.window(s.window), d.lost
 	}
 	rejection := chat.Rejection(window, req.TurnID, req.InputHash)
 	if rejection == nil && chat.WindowFull(window, s.window) {
@@ -345,7 +349,8 @@ func (s *Store) recordTakeover(ctx context.Context, req chat.ClaimRequest, sess 
 		values: map[string]types.AttributeValue{":revision": numValue(sess.Revision)}}
 	up := expression.Set(expression.Name(attrRevision), expression.Value(sess.Revision+1)).
 		Set(expression.Name(attrSequence), expression.Value(sequence)).
-		Set(expression.Name(attrWindow), expression.Value(windowAV(window)))
+		Set(expression.Name(attrWindow), expression.Value(windowAV(window))).
+		Remove(expression.Name(attrFencedToken))
 	if rejection == nil {
 		up = up.Set(expression.Name(attrNextOrdinal), expression.Value(sess.NextOrdinal+1)).
 			Set(expression.Name(attrLeaseOrdinal), expression.Value(sess.NextOrdinal))
@@ -406,76 +411,9 @@ func revisionOf(item map[string]types.AttributeValue) int64 {
 	return si.Revision
 }
 
-// fence closes the turn item of a crashed lease (one conditional
-// UpdateItem): a missing item becomes a fence record (the crashed turn's
-// id and input hash, so that TurnIDIndex keeps the id taken once it left
-// the terminal window; not visible, and found by no reader) and a running one is closed with status error and TURN_LOST;
-// either way its lease token is replaced, so the crashed turn's late save
-// is rejected by the table. It returns the crashed turn's outcome:
-// completed when its own save had already landed (the item is terminal
-// under its token), else indeterminate. An unknown outcome is resolved
-// with one consistent read.
-func (s *Store) fence(ctx context.Context, sessionID string, crashed *chat.Lease, token string) (chat.TerminalOutcome, error) {
-	key := turnKey(sessionID, crashed.Ordinal)
-	fenceToken := fencePrefix + token
-	lost := protocol.NewDiagnostic(protocol.CodeTurnLost)
-	cond := condition{
-		expr:  "attribute_not_exists(#pk) OR #leaseToken = :crashed AND #status = :running",
-		names: []string{AttrPK, attrLeaseToken, attrStatus},
-		values: map[string]types.AttributeValue{
-			":crashed": strValue(crashed.Token), ":running": strValue(string(chat.TurnRunning))},
-	}
-	up := expression.Set(expression.Name(attrLeaseToken), expression.Value(fenceToken)).
-		Set(expression.Name(attrStatus), expression.Value(string(chat.TurnError))).
-		Set(expression.Name(attrOrdinal), expression.Value(crashed.Ordinal)).
-		Set(expression.Name(AttrTurnID), expression.IfNotExists(expression.Name(AttrTurnID), expression.Value(crashed.TurnID))).
-		Set(expression.Name(attrError), expression.IfNotExists(expression.Name(attrError), expression.Value(diagnosticAV{
-			Version: lost.Version, Code: lost.Code, Message: lost.Message, Retryable: lost.Retryable})))
-	if crashed.InputHash != "" {
-		up = up.Set(expression.Name(attrInputHash), expression.IfNotExists(expression.Name(attrInputHash), expression.Value(crashed.InputHash)))
-	}
-	wctx, cancel := s.writeContext(ctx)
-	out, err := s.update(wctx, key, up, cond, returnAllOld)
-	cancel()
-	checkpointed := err != nil // unknown: fence the live item to be safe
-	if err == nil {
-		_, checkpointed = out.Attributes[attrLive]
-	} else if failed, _ := conditionFailed(err); !failed {
-		if item, found, rerr := s.resolveRead(ctx, key); rerr == nil && found && tokenOf(item) == fenceToken {
-			err = nil
-		}
-	}
-	if err == nil && checkpointed {
-		// Its checkpoints stop counting: a late one fails on the live
-		// item's token (an absent live item needs no fence).
-		lcond := condition{expr: "#leaseToken = :crashed", names: []string{attrLeaseToken},
-			values: map[string]types.AttributeValue{":crashed": strValue(crashed.Token)}}
-		lup := expression.Set(expression.Name(attrLeaseToken), expression.Value(fenceToken))
-		lerr := s.resolvedWrite(ctx, liveKey(sessionID, crashed.Ordinal), lup, lcond, func(item map[string]types.AttributeValue) bool {
-			return item != nil && tokenOf(item) == fenceToken
-		})
-		if failed, _ := conditionFailed(lerr); lerr != nil && !failed {
-			return "", fmt.Errorf("fence crashed turn of session %s: %w", sessionID, lerr)
-		}
-	}
-	if err == nil {
-		return chat.OutcomeIndeterminate, nil
-	}
-	if failed, _ := conditionFailed(err); !failed {
-		return "", fmt.Errorf("fence crashed turn of session %s: %w", sessionID, err)
-	}
-	item, found, err := s.getItem(ctx, key)
-	if err != nil {
-		return "", fmt.Errorf("fence crashed turn of session %s: %w", sessionID, err)
-	}
-	if found && tokenOf(item) == crashed.Token {
-		return chat.OutcomeCompleted, nil // its save landed: its outcome is known
-	}
-	return chat.OutcomeIndeterminate, nil // fenced already (an earlier takeover attempt)
-}
-
-// fencePrefix starts the lease token a takeover writes on a crashed
-// turn's item; no claim's token has it (tokens are base64url).
+// fencePrefix starts the fence token that deciding a turn writes in
+// place of its lease token (fate.go); no claim's token has it (tokens
+// are base64url).
 const fencePrefix = "fence:"
 
 // tokenOf returns an item's leaseToken ("" if absent).
@@ -488,11 +426,14 @@ func tokenOf(item map[string]types.AttributeValue) string {
 }
 
 // RenewLease implements chat.Store: one UpdateItem conditional on the
-// token, the turn id and an unexpired lease. An expired lease protects
-// nothing, so its holder cannot renew it even before another turn takes
-// over; it can still release it (ReleaseTurn). A retried renewal that had
-// applied passes its condition again; an unknown outcome is resolved with
-// one consistent read (the stored expiry equals the requested one).
+// token, the turn id, an unexpired lease and a stored expiry not after
+// the new one (so an older renewal delivered late cannot move the expiry
+// back under a turn that proved a later one). An expired lease protects
+// nothing, so its holder cannot renew it even before its fate is
+// decided; it can still save and release (ReleaseTurn). A retried renewal
+// that had applied passes its condition again; an unknown outcome is
+// resolved with one consistent read (the stored expiry equals the
+// requested one).
 func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Lease, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
@@ -500,10 +441,11 @@ func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Le
 	c := req.Claim
 	now := s.now()
 	cond := condition{
-		expr:  "#leaseToken = :token AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now",
+		expr:  "#leaseToken = :token AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now AND #leaseExpiresAt <= :expires",
 		names: []string{attrLeaseToken, attrLeaseTurnID, attrLeaseExpiresAt},
 		values: map[string]types.AttributeValue{
-			":token": strValue(c.Lease.Token), ":turnId": strValue(c.Lease.TurnID), ":now": numValue(millis(now))},
+			":token": strValue(c.Lease.Token), ":turnId": strValue(c.Lease.TurnID), ":now": numValue(millis(now)),
+			":expires": numValue(millis(req.ExpiresAt))},
 	}
 	up := expression.Set(expression.Name(attrLeaseExpiresAt), expression.Value(millis(req.ExpiresAt))).
 		Set(expression.Name(attrSequence), expression.Value(req.Sequence)).
@@ -549,8 +491,8 @@ func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Le
 func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p chat.Principal) error {
 	now := s.now()
 	cond := condition{
-		expr:  "#ownerKey = :owner AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now",
-		names: []string{attrOwnerKey, attrLeaseTurnID, attrLeaseExpiresAt},
+		expr:  "#ownerKey = :owner AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now AND attribute_not_exists(#fencedToken)",
+		names: []string{attrOwnerKey, attrLeaseTurnID, attrLeaseExpiresAt, attrFencedToken},
 		values: map[string]types.AttributeValue{
 			":owner": strValue(ownerKey(p)), ":turnId": strValue(turnID), ":now": numValue(millis(now))},
 	}

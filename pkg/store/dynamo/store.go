@@ -25,6 +25,7 @@ type Client interface {
 	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 }
 
 // Options configures a Store.
@@ -206,7 +207,30 @@ func (s *Store) ownedSession(ctx context.Context, sessionID string, p chat.Princ
 	return sess, nil
 }
 
-// GetSession implements chat.Store: one consistent GetItem.
+// GetSession implements chat.Store: one consistent GetItem; an expired
+// lease is decided first (fate.go). When that cannot be done, the
+// session is returned as read, its expired lease shown.
 func (s *Store) GetSession(ctx context.Context, sessionID string, p chat.Principal) (*chat.Session, error) {
-	return s.ownedSession(ctx, sessionID, p)
+	item, found, err := s.getItem(ctx, sessionKey(sessionID))
+	if err != nil {
+		return nil, fmt.Errorf("read session %s: %w", sessionID, err)
+	}
+	if !found {
+		return nil, chat.ErrSessionNotFound
+	}
+	sess, _, err := decodeSession(sessionID, item)
+	if err != nil {
+		return nil, err
+	}
+	if !p.Owns(sess.Owner) {
+		return nil, chat.ErrSessionNotFound
+	}
+	if l := sess.ActiveTurn; l != nil && !l.ExpiresAt.After(s.now()) {
+		if after, err := s.settleSession(ctx, sessionID, item); err == nil {
+			if decided, _, err := decodeSession(sessionID, after); err == nil {
+				return decided, nil
+			}
+		}
+	}
+	return sess, nil
 }

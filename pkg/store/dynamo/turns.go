@@ -21,9 +21,10 @@ import (
 const attrChunk = "chunk"
 
 // SaveTurn implements chat.Store: one UpdateItem of the claim's turn
-// item, conditional on the item not existing or having been written with
-// the claim's token (an item fenced by a takeover carries another token).
-// An SDK retry of a save that applied passes that condition again; any
+// item, conditional on the item not existing or running under the claim's
+// token (an item whose turn was decided lost carries a fence token, a
+// saved one is terminal). An SDK retry of a save that applied passes that
+// condition again (its save id); any
 // other unknown outcome is resolved with one consistent read of the item,
 // which shows this call's save id when the write applied. Artifact
 // references, when given, are validated (ErrInvalidArtifact) and
@@ -55,10 +56,13 @@ func (s *Store) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error
 	if err != nil {
 		return err
 	}
+	// Absent, or running under this claim's token: a terminal item never
+	// changes, but for this very save's retry (its save id).
 	cond := condition{
-		expr:   "attribute_not_exists(#pk) OR #leaseToken = :token",
-		names:  []string{AttrPK, attrLeaseToken},
-		values: map[string]types.AttributeValue{":token": strValue(c.Lease.Token)},
+		expr:  "attribute_not_exists(#pk) OR #leaseToken = :token AND (#status = :running OR #saveId = :saveId)",
+		names: []string{AttrPK, attrLeaseToken, attrStatus, attrSaveID},
+		values: map[string]types.AttributeValue{":token": strValue(c.Lease.Token),
+			":running": strValue(string(chat.TurnRunning)), ":saveId": strValue(it.SaveID)},
 	}
 	err = s.resolvedWrite(ctx, turnKey(t.SessionID, t.Ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
 		v, _ := item[attrSaveID].(*types.AttributeValueMemberS)
@@ -149,7 +153,8 @@ func (s *Store) putChunk(ctx context.Context, sessionID, prefix string, i int, d
 
 // turnsFromItems decodes turn items, messages included (chunked turns
 // cost one more Query each, and so does a running turn's checkpoints),
-// as readers see them now (chat.Turn.Presented).
+// as readers see them (chat.Turn.Presented), running turns without their
+// lease expiry (readTurnItems adds it).
 func (s *Store) turnsFromItems(ctx context.Context, items []map[string]types.AttributeValue) ([]chat.Turn, []*turnItem, error) {
 	return s.turnsFromItemsWith(ctx, items, nil)
 }
@@ -159,7 +164,6 @@ func (s *Store) turnsFromItems(ctx context.Context, items []map[string]types.Att
 func (s *Store) turnsFromItemsWith(ctx context.Context, items, related []map[string]types.AttributeValue) ([]chat.Turn, []*turnItem, error) {
 	turns := make([]chat.Turn, 0, len(items))
 	its := make([]*turnItem, 0, len(items))
-	now := s.now()
 	for _, item := range items {
 		it, err := decodeTurnItem(item)
 		if err != nil {
@@ -174,7 +178,7 @@ func (s *Store) turnsFromItemsWith(ctx context.Context, items, related []map[str
 				return nil, nil, err
 			}
 		}
-		turns = append(turns, t.Presented(now))
+		turns = append(turns, t.Presented())
 		its = append(its, it)
 	}
 	return turns, its, nil
@@ -195,6 +199,8 @@ func (s *Store) loadMessages(ctx context.Context, it *turnItem) (msgs []protocol
 		if data, err = gunzipBytes(it.MessagesGzip); err != nil {
 			return nil, err
 		}
+	case it.Messages == "":
+		return nil, nil // a fence record: no messages
 	default:
 		data = []byte(it.Messages)
 	}
@@ -421,7 +427,7 @@ func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Page
 		// Unreachable with 400 KB items in 1 MB pages; stay conservative.
 		page.HasMore = true
 	}
-	turns, its, err := s.turnsFromItems(ctx, items)
+	turns, its, err := s.readTurnItems(ctx, req.SessionID, items)
 	if err != nil {
 		return nil, err
 	}
@@ -555,7 +561,7 @@ func (s *Store) FindTurn(ctx context.Context, sessionID, turnID string, p chat.P
 	if err != nil {
 		return nil, err
 	}
-	turns, _, err := s.turnsFromItems(ctx, []map[string]types.AttributeValue{item})
+	turns, _, err := s.readTurnItems(ctx, sessionID, []map[string]types.AttributeValue{item})
 	if err != nil {
 		return nil, err
 	}

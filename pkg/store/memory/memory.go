@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // Options configure a Store.
@@ -63,14 +62,15 @@ type sessionRecord struct {
 // claim has it, so the crashed turn's late save is ErrLeaseLost.
 const fenceToken = "fence"
 
-// fence closes the item of crashed lease l at takeover and returns the
-// crashed turn's outcome: completed if it had saved a terminal item, else
-// indeterminate (a running item is closed as error TURN_LOST).
-func (rec *sessionRecord) fence(l *chat.Lease) chat.TerminalOutcome {
+// fence closes the item of expired lease l when its turn's fate is
+// decided (decide) and returns the turn's outcome: completed if it had
+// saved a terminal item, else indeterminate. A running item becomes the
+// turn's lost record (chat.Turn.Lost) with terminal sequence lost; a turn
+// that wrote no item gets a hidden one (PollTurn shows it, no list does),
+// and its id stays taken. Either way its claim is fenced: its late
+// checkpoints and saves are ErrLeaseLost.
+func (rec *sessionRecord) fence(l *chat.Lease, lost int64, now time.Time) chat.TerminalOutcome {
 	c := rec.claims[l.Ordinal]
-	if c.token != l.Token {
-		return chat.OutcomeIndeterminate
-	}
 	it, saved := rec.turns[l.Ordinal]
 	if saved && it.token == l.Token && it.turn.Status != chat.TurnRunning {
 		return chat.OutcomeCompleted
@@ -78,12 +78,46 @@ func (rec *sessionRecord) fence(l *chat.Lease) chat.TerminalOutcome {
 	rec.claims[l.Ordinal] = issuedClaim{turnID: c.turnID, token: fenceToken}
 	switch {
 	case saved && it.token == l.Token:
-		d := protocol.NewDiagnostic(protocol.CodeTurnLost)
-		it.turn.Status, it.turn.Error, it.token = chat.TurnError, &d, fenceToken
+		it.turn, it.token = it.turn.Lost(lost, now), fenceToken
 	case !saved:
 		rec.lost[l.TurnID] = l.Terminal(chat.OutcomeIndeterminate)
+		record := chat.Turn{
+			SessionID: rec.session.ID, TurnID: l.TurnID, Ordinal: l.Ordinal, Status: chat.TurnRunning,
+			Lineage: l.Lineage, InputHash: l.InputHash, Artifacts: []chat.ArtifactReference{},
+		}
+		rec.turns[l.Ordinal] = &turnItem{turn: record.Lost(lost, now), token: fenceToken, hidden: true}
 	}
 	return chat.OutcomeIndeterminate
+}
+
+// decide records the fate of a turn whose lease expired at now without
+// a release (chat.Store): its item is fenced and closed (fence), its
+// outcome entered in the terminal window, the session's sequence moved to
+// the lost turn's terminal sequence (past any it may have emitted after
+// it last persisted one) and the lease cleared. A session without an
+// expired lease is left as it is.
+func (rec *sessionRecord) decide(now time.Time, window int) {
+	sess := &rec.session
+	l := sess.ActiveTurn
+	if l == nil || l.ExpiresAt.After(now) {
+		return
+	}
+	lost := sess.Sequence + chat.SequenceGapAfterCrash
+	sess.TerminalTurns = chat.AppendTerminal(sess.TerminalTurns, l.Terminal(rec.fence(l, lost, now)), window)
+	sess.Sequence = lost
+	sess.ActiveTurn = nil
+	sess.Revision++
+	sess.UpdatedAt = now
+}
+
+// present returns a copy of it as readers see it: a running turn carries
+// the expiry of the session's lease it holds (chat.Turn.LeaseExpiresAt).
+func (rec *sessionRecord) present(it *turnItem) chat.Turn {
+	t := cloneTurn(&it.turn).Presented()
+	if l := rec.session.ActiveTurn; t.Status == chat.TurnRunning && l != nil && l.Token == it.token {
+		t.LeaseExpiresAt = l.ExpiresAt
+	}
+	return t
 }
 
 // rejection is the error of a claim of turnID with inputHash in the
@@ -95,6 +129,10 @@ func (rec *sessionRecord) rejection(turnID, inputHash string, window int) error 
 		return err
 	}
 	if ord, ok := rec.byID[turnID]; ok {
+		if it := rec.turns[ord]; it.token == fenceToken {
+			// Decided lost: its outcome is indeterminate, as the window has it.
+			return chat.Rejection([]chat.TerminalEntry{{TurnID: turnID, Outcome: chat.OutcomeIndeterminate, InputHash: it.turn.InputHash}}, turnID, inputHash)
+		}
 		return chat.TurnRejection(&rec.turns[ord].turn, inputHash)
 	}
 	if e, ok := rec.lost[turnID]; ok {
@@ -111,6 +149,9 @@ type issuedClaim struct {
 type turnItem struct {
 	turn  chat.Turn
 	token string // the lease token of the claim that wrote it
+	// hidden marks the record of a turn lost before its first
+	// checkpoint: PollTurn returns it, no list or lookup by id does.
+	hidden bool
 }
 
 // New returns an empty Store. It panics if opts.CursorKey is non-empty and
@@ -202,25 +243,13 @@ func newSessionRecord(req chat.ClaimRequest, now time.Time) *sessionRecord {
 	}
 }
 
-// takeOver ends the session's lease if it expired while its turn ran
-// (the turn crashed): its item is fenced (a late save is rejected), its
-// outcome recorded in the window (completed only if its save had
-// landed), and the sequence moved past those it may have emitted after
-// it last persisted one. ErrSessionBusy while the lease is unexpired.
+// takeOver decides the session's lease if it expired while its turn ran
+// (decide). ErrSessionBusy while the lease is unexpired.
 func (rec *sessionRecord) takeOver(now time.Time, window int) error {
-	sess := &rec.session
-	l := sess.ActiveTurn
-	if l == nil {
-		return nil
-	}
-	if l.ExpiresAt.After(now) {
+	rec.decide(now, window)
+	if rec.session.ActiveTurn != nil {
 		return chat.ErrSessionBusy
 	}
-	sess.TerminalTurns = chat.AppendTerminal(sess.TerminalTurns, l.Terminal(rec.fence(l)), window)
-	sess.Sequence += chat.SequenceGapAfterCrash
-	sess.ActiveTurn = nil
-	sess.Revision++
-	sess.UpdatedAt = now
 	return nil
 }
 
@@ -266,7 +295,7 @@ func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Le
 	}
 	sess := &rec.session
 	l := sess.ActiveTurn
-	if !holds(l, c.Lease.TurnID, c.Lease.Token, now) {
+	if !holds(l, c.Lease.TurnID, c.Lease.Token, now) || ms(req.ExpiresAt).Before(l.ExpiresAt) {
 		return nil, chat.ErrLeaseLost
 	}
 	l.ExpiresAt = ms(req.ExpiresAt)
@@ -311,7 +340,6 @@ func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal
 	if maxTurns < 1 {
 		return nil, false, fmt.Errorf("load context: %w", chat.ErrInvalidRequest)
 	}
-	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := []chat.Turn{}
@@ -321,7 +349,7 @@ func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal
 	}
 	i, _ := slices.BinarySearch(rec.ordinals, beforeOrdinal)
 	for i--; i >= 0; i-- {
-		t := cloneTurn(&rec.turns[rec.ordinals[i]].turn).Presented(now)
+		t := cloneTurn(&rec.turns[rec.ordinals[i]].turn).Presented()
 		if t.Superseded || t.Status == chat.TurnRunning {
 			continue
 		}
@@ -369,10 +397,10 @@ func (s *Store) Supersede(ctx context.Context, c *chat.Claim, fromOrdinal, toOrd
 }
 
 // SaveTurn implements chat.Store. Only the claim ClaimTurn issued for
-// t.Ordinal may write that turn item; a fenced claim (its lease expired
-// and another claim took over) is ErrLeaseLost, whether or not a save
-// landed before. A retried save keeps the superseded mark of the stored
-// item. Non-nil t.Artifacts are validated (ErrInvalidArtifact) and
+// t.Ordinal may write that turn item, and only while the item is absent
+// or running: a fenced claim (its turn decided lost) or a terminal item
+// (a second save) is ErrLeaseLost. A save keeps the superseded mark of
+// the stored item. Non-nil t.Artifacts are validated (ErrInvalidArtifact) and
 // deduplicated as PutArtifacts does. ErrInvalidRequest unless t is the
 // claim's turn (chat.Claim.CheckTurn).
 func (s *Store) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error {
@@ -399,7 +427,7 @@ func (s *Store) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error
 		return chat.ErrLeaseLost
 	}
 	if old, ok := rec.turns[t.Ordinal]; ok {
-		if old.token != token {
+		if old.token != token || old.turn.Status != chat.TurnRunning {
 			return chat.ErrLeaseLost
 		}
 		if item.Artifacts == nil {
@@ -465,18 +493,19 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 	}
 }
 
-// GetSession implements chat.Store. The lease is returned as stored: an
-// expired lease not yet taken over is still there (compare its ExpiresAt).
+// GetSession implements chat.Store: an expired lease is decided first.
 func (s *Store) GetSession(ctx context.Context, sessionID string, p chat.Principal) (*chat.Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, err := s.owned(sessionID, p)
 	if err != nil {
 		return nil, err
 	}
+	rec.decide(now, s.window)
 	return cloneSession(&rec.session), nil
 }
 
@@ -508,12 +537,12 @@ func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Page
 	if err != nil {
 		return nil, err
 	}
+	rec.decide(now, s.window)
 	// Collect one turn more than the limit: HasMore is then exact.
 	page := make([]chat.Turn, 0, min(limit+1, len(rec.ordinals)))
 	visit := func(ord int64) bool {
-		t := &rec.turns[ord].turn
-		if !t.Superseded {
-			page = append(page, cloneTurn(t).Presented(now))
+		if it := rec.turns[ord]; !it.turn.Superseded {
+			page = append(page, rec.present(it))
 		}
 		return len(page) <= limit
 	}
@@ -540,18 +569,21 @@ func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Page
 
 // FindTurn implements chat.Store. Superseded turns are found (with
 // Superseded set). If an evicted turn id was used again, the newest turn
-// with that id is returned.
+// with that id is returned. An expired lease is decided first.
 func (s *Store) FindTurn(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	item, err := s.findItem(sessionID, turnID, p, false)
 	if err != nil {
 		return nil, err
 	}
-	t := cloneTurn(&item.turn).Presented(s.clock())
+	rec := s.sessions[sessionID]
+	rec.decide(now, s.window)
+	t := rec.present(item)
 	return &t, nil
 }
 
@@ -644,12 +676,20 @@ func (s *Store) Checkpoint(ctx context.Context, c *chat.Claim, cp *chat.Checkpoi
 		return false, chat.ErrLeaseLost
 	}
 	item := cloneTurn(cp.TurnOf())
-	item.StartedAt, item.LeaseExpiresAt = ms(item.StartedAt), ms(item.LeaseExpiresAt)
+	item.StartedAt = ms(item.StartedAt)
 	item.Artifacts = []chat.ArtifactReference{}
-	if old, ok := rec.turns[cp.Ordinal]; ok {
-		if old.token != token || old.turn.Status != chat.TurnRunning {
-			return false, chat.ErrLeaseLost
-		}
+	old, ok := rec.turns[cp.Ordinal]
+	switch {
+	case ok && (old.token != token || old.turn.Status != chat.TurnRunning):
+		return false, chat.ErrLeaseLost
+	case ok && old.turn.LastSequence > cp.Sequence:
+		// An older checkpoint delivered late: the newer one stays.
+		l := rec.session.ActiveTurn
+		return l != nil && l.Token == token && l.Stop, nil
+	case !ok && cp.Prior != nil:
+		return false, fmt.Errorf("checkpoint: %w: no first checkpoint", chat.ErrInvalidRequest)
+	}
+	if ok {
 		item.Artifacts = old.turn.Artifacts
 	} else {
 		i, _ := slices.BinarySearch(rec.ordinals, cp.Ordinal)
@@ -663,8 +703,9 @@ func (s *Store) Checkpoint(ctx context.Context, c *chat.Claim, cp *chat.Checkpoi
 	return l != nil && l.Token == token && l.Stop, nil
 }
 
-// PollTurn implements chat.Store.
-func (s *Store) PollTurn(ctx context.Context, sessionID string, ordinal int64, p chat.Principal) (*chat.Turn, error) {
+// PollTurn implements chat.Store: an expired lease is decided first;
+// since is not needed (the whole turn is at hand).
+func (s *Store) PollTurn(ctx context.Context, sessionID string, ordinal int64, p chat.Principal, _ *chat.Turn) (*chat.Turn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -675,10 +716,11 @@ func (s *Store) PollTurn(ctx context.Context, sessionID string, ordinal int64, p
 	if err != nil {
 		return nil, err
 	}
+	rec.decide(now, s.window)
 	it, ok := rec.turns[ordinal]
 	if !ok {
 		return nil, chat.ErrTurnNotFound
 	}
-	t := cloneTurn(&it.turn).Presented(now)
+	t := rec.present(it)
 	return &t, nil
 }

@@ -115,6 +115,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 		"SaveTurnNilArtifactsKeepsStored": func(t *testing.T, e *env) {
 			c := e.claim("s1", "t1")
 			turn := e.turnFor(c, "s1")
+			turn.Status = chat.TurnRunning
 			turn.Artifacts = []chat.ArtifactReference{{EntryPath: "first.md", ArtifactType: chat.ArtifactDocument}}
 			e.save(c, turn)
 			put := []chat.ArtifactReference{{EntryPath: "out/chart.png", ArtifactType: chat.ArtifactImage}}

@@ -250,6 +250,28 @@ func (m *CapacityMeter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, 
 	return out, err
 }
 
+// BatchGetItem implements dynamo.Client: one request, each item read
+// billed as a GetItem of it.
+func (m *CapacityMeter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	out, err := m.inner.BatchGetItem(ctx, in, optFns...)
+	units := 0.0
+	if err == nil {
+		for _, ka := range in.RequestItems {
+			for _, key := range ka.Keys {
+				if full := m.get(ctx, key); full != nil {
+					units += readUnits4K(itemSize(full), aws.ToBool(ka.ConsistentRead))
+				}
+			}
+		}
+	}
+	m.add(func(a *CapacityAccount) {
+		a.Requests++
+		a.Ops["BatchGetItem"]++
+		a.RCU["BatchGetItem"] += units
+	})
+	return out, err
+}
+
 // placeholder matches the name and value placeholders of an expression.
 var placeholder = regexp.MustCompile(`[#:][A-Za-z0-9_]+`)
 

@@ -268,6 +268,19 @@ func (m *Meter) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns .
 	return m.inner.GetItem(ctx, in, optFns...)
 }
 
+// BatchGetItem implements dynamo.Client, counting a request (for the
+// session of its first key).
+func (m *Meter) BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	pk := ""
+	for _, ka := range in.RequestItems {
+		if len(ka.Keys) > 0 {
+			pk = strAttr(ka.Keys[0], dynamo.AttrPK)
+		}
+	}
+	m.account(pk, func(s *Account) { s.Requests++ })
+	return m.inner.BatchGetItem(ctx, in, optFns...)
+}
+
 // Query implements dynamo.Client, counting a request.
 func (m *Meter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	m.account(sessionOfQuery(in), func(s *Account) { s.Requests++ })

@@ -1,0 +1,260 @@
+package dynamo_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/turnstream/turnstream/internal/ddbfault"
+	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+	"github.com/turnstream/turnstream/pkg/store/storetest"
+)
+
+// The writes of checkpoints and of deciding a turn (fate.go), by a
+// fragment only their requests carry.
+var (
+	liveWrite         = ddbfault.Op("UpdateItem", "#LIVE", ":seq")
+	deltaWrite        = ddbfault.Op("PutItem", "#D#")
+	sessionFenceWrite = ddbfault.Op("UpdateItem", "#leaseExpiresAt <= :now")
+	liveFenceWrite    = ddbfault.Op("UpdateItem", "#LIVE", ":crashed")
+	closeLostWrite    = ddbfault.Op("UpdateItem", ":running", ":fence")
+	clearWrite        = ddbfault.Op("UpdateItem", ":revision", "fencedToken")
+)
+
+// checkpointAt returns the checkpoint of claim c at sequence seq with the
+// assistant text, after prior (nil: the acknowledgment).
+func checkpointAt(c *chat.Claim, prior *chat.Checkpoint, text string, seq int64) *chat.Checkpoint {
+	cp := &chat.Checkpoint{SessionID: c.Session.ID, TurnID: c.Lease.TurnID, Ordinal: c.Lease.Ordinal,
+		FirstSequence: c.BaseSequence + 1, Sequence: seq, Messages: textMessages(c.Lease.TurnID, text)}
+	if prior != nil {
+		cp.Prior, cp.PriorSequence = prior.Messages, prior.Sequence
+	}
+	return cp
+}
+
+// TestCheckpointAfterAFailedOne: a checkpoint whose live item write
+// failed (its delta stored, the head not moved), or whose delta write
+// failed, is superseded by the next checkpoint, which names the same prior
+// and lands; readers see the newest state. On a table where one failed
+// write blocked every later checkpoint, the next one failed too.
+func TestCheckpointAfterAFailedOne(t *testing.T) {
+	for _, f := range []struct {
+		name  string
+		fault ddbfault.Fault
+		match func(ddbfault.Attempt) bool
+	}{
+		{"live write 500 before", ddbfault.ServerErrorBefore, liveWrite},
+		{"live write hung", ddbfault.Hang, liveWrite},
+		{"live write applied late", ddbfault.ApplyLate, liveWrite},
+		{"delta write 500 after", ddbfault.ServerErrorAfter, deltaWrite},
+		{"delta write hung", ddbfault.Hang, deltaWrite},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			e := newFaultEnv(t)
+			ctx := faultCtx(t)
+			c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ack := checkpointAt(c, nil, "", 1)
+			if _, err := e.s.Checkpoint(ctx, c, ack); err != nil {
+				t.Fatal(err)
+			}
+			e.faults.SetRule(ddbfault.Always(f.fault, f.match))
+			failed := checkpointAt(c, ack, "Hel", 3)
+			wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, err = e.s.Checkpoint(wctx, c, failed)
+			cancel()
+			e.faults.SetRule(nil)
+			if n := e.faults.Counts()[f.fault]; n == 0 {
+				t.Fatalf("no attempt met %v: the fault was not injected", f.fault)
+			}
+			if err == nil {
+				t.Logf("the faulted checkpoint resolved as landed")
+			}
+			time.Sleep(ddbfault.LateBy) // a late write has landed by now
+			// The turn names the prior it knows landed: the acknowledgment.
+			next := checkpointAt(c, ack, "Hello, wo", 5)
+			if _, err := e.s.Checkpoint(ctx, c, next); err != nil {
+				t.Fatalf("the checkpoint after a failed one: %v", err)
+			}
+			after := checkpointAt(c, next, "Hello, world", 7)
+			if _, err := e.s.Checkpoint(ctx, c, after); err != nil {
+				t.Fatalf("the one after: %v", err)
+			}
+			got, err := e.s.PollTurn(ctx, "s1", c.Lease.Ordinal, alice, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.LastSequence != 7 || got.Messages[1].Content != "Hello, world" {
+				t.Errorf("turn at %d with %q, want 7 with the newest text", got.LastSequence, got.Messages[1].Content)
+			}
+		})
+	}
+}
+
+// TestDecisionRecognisesItsOwnWrites: each write of a decision that
+// applied without an answer (or late) is recognised, and one that did not
+// apply leaves the turn running with its expired lease until a later read
+// completes the decision; either way every reader ends with the same lost
+// record and a free session, and the dead turn can write nothing more.
+func TestDecisionRecognisesItsOwnWrites(t *testing.T) {
+	writes := map[string]func(ddbfault.Attempt) bool{
+		"session fence": sessionFenceWrite, "live fence": liveFenceWrite,
+		"turn close": closeLostWrite, "session free": clearWrite,
+	}
+	faults := []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter, ddbfault.ServerErrorBefore, ddbfault.ApplyLate}
+	for name, match := range writes {
+		for _, fault := range faults {
+			t.Run(name+"/"+fault.String(), func(t *testing.T) {
+				e := newFaultEnv(t)
+				ctx := faultCtx(t)
+				c, err := e.s.ClaimTurn(ctx, claimReq("s1", "crash"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ack := checkpointAt(c, nil, "", 1)
+				cp := checkpointAt(c, ack, "Partial", 3)
+				for _, x := range []*chat.Checkpoint{ack, cp} {
+					if _, err := e.s.Checkpoint(ctx, c, x); err != nil {
+						t.Fatal(err)
+					}
+				}
+				e.clock.Advance(lease)
+				e.faults.SetRule(ddbfault.Always(fault, match))
+				_, _ = e.s.GetSession(ctx, "s1", alice) // decides, or leaves it running
+				e.faults.SetRule(nil)
+				if n := e.faults.Counts()[fault]; n == 0 {
+					t.Fatalf("no attempt met %v: the fault was not injected", fault)
+				}
+				time.Sleep(ddbfault.LateBy)
+				sess, err := e.s.GetSession(ctx, "s1", alice) // completes it
+				if err != nil {
+					t.Fatal(err)
+				}
+				if sess.ActiveTurn != nil || sess.Sequence != chat.SequenceGapAfterCrash {
+					t.Errorf("session: lease %+v, sequence %d; want free at %d", sess.ActiveTurn, sess.Sequence, chat.SequenceGapAfterCrash)
+				}
+				got, err := e.s.FindTurn(ctx, "s1", "crash", alice)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Status != chat.TurnError || got.Error == nil || got.Error.Code != protocol.CodeTurnLost ||
+					got.Messages[1].Content != "Partial" || got.LastSequence != chat.SequenceGapAfterCrash {
+					t.Errorf("lost record: %s %+v %q at %d", got.Status, got.Error, got.Messages[1].Content, got.LastSequence)
+				}
+				_, err = e.s.Checkpoint(ctx, c, checkpointAt(c, cp, "Partial, late", 4))
+				if err == nil {
+					t.Error("a checkpoint of the decided turn landed")
+				}
+				if err := e.s.SaveTurn(ctx, c, turnOf(c, "s1", textMessages("crash", "done"))); err == nil {
+					t.Error("a save of the decided turn landed")
+				}
+			})
+		}
+	}
+}
+
+// TestDecisionFencesAProcessWithASlowClock: the decider's clock runs
+// ahead of the turn's. Once the session is fenced, the turn's renewal
+// (which its own clock still allows) and its save fail: the session
+// lease, not a clock, is the authority.
+func TestDecisionFencesAProcessWithASlowClock(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	turnStore := e.store()
+	ahead := storetest.NewClock(testStart)
+	decider := dynamo.New(e.client, dynamo.Options{Table: e.table, Now: ahead.Now, CursorKey: testCursorKey, ResolveShare: dynalite.ResolveShare})
+	c, err := turnStore.ClaimTurn(ctx, claimReq("s1", "t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := turnStore.Checkpoint(ctx, c, checkpointAt(c, nil, "", 1)); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(lease - time.Second) // the turn's clock: one second left
+	ahead.Advance(lease + time.Second)   // the decider's: expired
+	if _, err := decider.GetSession(ctx, "s1", alice); err != nil {
+		t.Fatal(err)
+	}
+	_, err = turnStore.RenewLease(ctx, chat.RenewRequest{Claim: c, ExpiresAt: e.clock.Now().Add(lease), Sequence: 2})
+	if err != chat.ErrLeaseLost {
+		t.Errorf("renewal after the decision: %v, want ErrLeaseLost", err)
+	}
+	if err := turnStore.SaveTurn(ctx, c, turnOf(c, "s1", textMessages("t1", "done"))); err != chat.ErrLeaseLost {
+		t.Errorf("save after the decision: %v, want ErrLeaseLost", err)
+	}
+}
+
+// itemCounter counts the items Query returns.
+type itemCounter struct {
+	dynamo.Client
+	items atomic.Int64
+}
+
+func (c *itemCounter) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	out, err := c.Client.Query(ctx, in, optFns...)
+	if err == nil {
+		c.items.Add(int64(len(out.Items)))
+	}
+	return out, err
+}
+
+// TestPollReadsOnlyWhatIsNewer: a resume's poll from its last state costs
+// one BatchGetItem, plus one Query that returns only the checkpoints
+// newer than that state, however long the turn has run (a poll that read
+// the turn whole returned every delta so far, growing with the turn).
+func TestPollReadsOnlyWhatIsNewer(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	counted := &itemCounter{Client: e.client}
+	s := dynamo.New(counted, dynamo.Options{Table: e.table, Now: e.clock.Now, CursorKey: testCursorKey})
+	c, err := s.ClaimTurn(ctx, claimReq("s1", "t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	prior := checkpointAt(c, nil, "", 1)
+	if _, err := s.Checkpoint(ctx, c, prior); err != nil {
+		t.Fatal(err)
+	}
+	text := ""
+	var polled *chat.Turn
+	for i := range 30 {
+		text += fmt.Sprintf("word %d ", i)
+		cp := checkpointAt(c, prior, text, prior.Sequence+2)
+		if _, err := s.Checkpoint(ctx, c, cp); err != nil {
+			t.Fatal(err)
+		}
+		prior = cp
+		e.count.Reset()
+		counted.items.Store(0)
+		if polled, err = s.PollTurn(ctx, "s1", c.Lease.Ordinal, alice, polled); err != nil {
+			t.Fatal(err)
+		}
+		if polled.Messages[1].Content != text || polled.LastSequence != cp.Sequence {
+			t.Fatalf("poll %d: %q at %d, want %q at %d", i, polled.Messages[1].Content, polled.LastSequence, text, cp.Sequence)
+		}
+		ops, items := e.count.Take(), counted.items.Load()
+		if i == 0 {
+			continue // the first poll reads the turn whole
+		}
+		if strings.Join(ops, " ") != "BatchGetItem Query" || items != 1 {
+			t.Fatalf("poll %d after one new checkpoint: %v returning %d items; want BatchGetItem and a Query of the one new delta", i, ops, items)
+		}
+	}
+	e.count.Reset()
+	if _, err := s.PollTurn(ctx, "s1", c.Lease.Ordinal, alice, polled); err != nil {
+		t.Fatal(err)
+	}
+	if ops := e.count.Take(); strings.Join(ops, " ") != "BatchGetItem" {
+		t.Errorf("a poll with nothing new: %v, want one BatchGetItem", ops)
+	}
+}
