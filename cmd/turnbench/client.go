@@ -85,10 +85,16 @@ func (r *turnResult) acknowledged() bool {
 	return !r.Disconnected && r.Last != nil && r.Last.Snapshot != nil && r.Last.Snapshot.Status == protocol.StatusComplete
 }
 
-// lastDiagnostic returns the code of a last-line stream diagnostic, or "".
+// lastDiagnostic returns the code of a last-line stream diagnostic, or
+// of the error of a last snapshot that is a lost turn's record
+// (TURN_LOST), or "".
 func (r *turnResult) lastDiagnostic() string {
-	if r.Last != nil && r.Last.Diagnostic != nil {
+	switch {
+	case r.Last == nil:
+	case r.Last.Diagnostic != nil:
 		return r.Last.Diagnostic.Code
+	case r.Last.Snapshot != nil && r.Last.Snapshot.Error != nil && r.Last.Snapshot.Error.Code == protocol.CodeTurnLost:
+		return protocol.CodeTurnLost
 	}
 	return ""
 }

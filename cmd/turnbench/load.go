@@ -428,10 +428,12 @@ func judge(f facts, res *turnResult, earlier applied, saved bool, lease time.Dur
 		return verdict{}
 	}
 	switch d := res.lastDiagnostic(); d {
-	case protocol.CodeServerInternal:
+	case protocol.CodeTurnOutcomeIndeterminate:
 		switch {
+		case res.Last.Diagnostic.Retryable || res.Last.Sequence != 0:
+			return bad("stream TURN_OUTCOME_INDETERMINATE retryable or with a turn's sequence")
 		case !f.saveCalled:
-			return bad("stream SERVER_INTERNAL without a save")
+			return bad("stream TURN_OUTCOME_INDETERMINATE without a save")
 		case f.save == appliedYes && f.saveResolved:
 			return bad("saved, its resolving read answered, but reported unsaved")
 		case f.save == appliedYes:
@@ -439,16 +441,18 @@ func judge(f facts, res *turnResult, earlier applied, saved bool, lease time.Dur
 		case f.save == appliedUnknown:
 			return unknown
 		case !f.saveFailed:
-			return bad("stream SERVER_INTERNAL but the save returned no error")
+			return bad("stream TURN_OUTCOME_INDETERMINATE but the save returned no error")
 		}
 		return verdict{}
-	case protocol.CodeSessionConflict:
-		// The turn may stop when its renewals are in trouble, or when it
+	case protocol.CodeTurnLost:
+		// The turn stops when its renewals are in trouble, or when it
 		// reaches the end of the lease it could prove (less a safety
-		// margin, at most a quarter of the lease) however slow the reason.
-		end := res.Received[len(res.Received)-1].EmittedAt
+		// margin, at most a quarter of the lease) however slow the
+		// reason; its last line is the record the table decided once the
+		// lease expired. Its streaming lines end before that.
+		end := lastStreamingAt(res)
 		if !f.renewTrouble && (end.IsZero() || end.Before(f.expiry.Add(-lease/4))) {
-			return bad("stream SESSION_CONFLICT at %s, with its lease proven until %s and no renewal in trouble",
+			return bad("stream TURN_LOST after a line at %s, with its lease proven until %s and no renewal in trouble",
 				end.Format("15:04:05.000"), f.expiry.Format("15:04:05.000"))
 		}
 		return verdict{}
@@ -457,6 +461,17 @@ func judge(f facts, res *turnResult, earlier applied, saved bool, lease time.Dur
 	default:
 		return bad("last line: diagnostic %s", d)
 	}
+}
+
+// lastStreamingAt is when the last streaming snapshot of res was
+// emitted (zero when none was).
+func lastStreamingAt(res *turnResult) time.Time {
+	for i := len(res.Received) - 1; i >= 0; i-- {
+		if l := res.Received[i]; l.Event == protocol.EventSnapshot && l.Status == protocol.StatusStreaming {
+			return l.EmittedAt
+		}
+	}
+	return time.Time{}
 }
 
 // verifySession checks one session's records against their calls and

@@ -110,11 +110,14 @@ func TestJudge(t *testing.T) {
 	diagAt := func(code string, at time.Time) *turnResult {
 		d := protocol.NewDiagnostic(code)
 		r := stream(&protocol.Event{Kind: protocol.EventDiagnostic, Diagnostic: &d})
-		r.Received = []lineRecord{{EmittedAt: at, Event: protocol.EventDiagnostic}}
+		r.Received = []lineRecord{{EmittedAt: at, Event: protocol.EventSnapshot, Status: protocol.StatusStreaming}, {EmittedAt: at, Event: protocol.EventDiagnostic}}
 		return r
 	}
 	diag := func(code string) *turnResult { return diagAt(code, t0) }
 	complete := stream(&protocol.Event{Kind: protocol.EventSnapshot, Snapshot: &protocol.SnapshotPayload{Status: protocol.StatusComplete}})
+	lostD := protocol.NewDiagnostic(protocol.CodeTurnLost)
+	lostRecord := stream(&protocol.Event{Kind: protocol.EventSnapshot, Sequence: chat.SequenceGapAfterCrash,
+		Snapshot: &protocol.SnapshotPayload{Status: protocol.StatusError, Error: &lostD}})
 	claimed := facts{claim: appliedYes, claimResolved: true}
 	tests := map[string]struct {
 		f       facts
@@ -139,13 +142,15 @@ func TestJudge(t *testing.T) {
 		"acknowledged, no save applied":       {facts{claim: appliedYes, saveCalled: true}, complete, appliedNo, false, false},
 		"a second run of a claimed turn":      {facts{claim: appliedYes, save: appliedYes}, complete, appliedYes, true, false},
 		"a stream without a claim":            {facts{}, complete, appliedNo, true, false},
-		"unsaved, the save never applied":     {facts{claim: appliedYes, saveCalled: true, saveFailed: true, saveResolved: true}, diag(protocol.CodeServerInternal), appliedNo, false, true},
-		"unsaved, but saved and read":         {facts{claim: appliedYes, saveCalled: true, save: appliedYes, saveFailed: true, saveResolved: true}, diag(protocol.CodeServerInternal), appliedNo, true, false},
-		"unsaved, saved, read failed":         {facts{claim: appliedYes, saveCalled: true, save: appliedYes, saveFailed: true}, diag(protocol.CodeServerInternal), appliedNo, true, true},
-		"conflict after renewal trouble":      {facts{claim: appliedYes, renewTrouble: true}, diag(protocol.CodeSessionConflict), appliedNo, false, true},
-		"conflict with healthy renewals":      {facts{claim: appliedYes, expiry: t0.Add(time.Second)}, diag(protocol.CodeSessionConflict), appliedNo, false, false},
-		"conflict at the lease's end":         {facts{claim: appliedYes, expiry: t0.Add(100 * time.Millisecond)}, diag(protocol.CodeSessionConflict), appliedNo, false, true},
+		"unsaved, the save never applied":     {facts{claim: appliedYes, saveCalled: true, saveFailed: true, saveResolved: true}, diag(protocol.CodeTurnOutcomeIndeterminate), appliedNo, false, true},
+		"unsaved, but saved and read":         {facts{claim: appliedYes, saveCalled: true, save: appliedYes, saveFailed: true, saveResolved: true}, diag(protocol.CodeTurnOutcomeIndeterminate), appliedNo, true, false},
+		"unsaved, saved, read failed":         {facts{claim: appliedYes, saveCalled: true, save: appliedYes, saveFailed: true}, diag(protocol.CodeTurnOutcomeIndeterminate), appliedNo, true, true},
+		"conflict after renewal trouble":      {facts{claim: appliedYes, renewTrouble: true}, diag(protocol.CodeTurnLost), appliedNo, false, true},
+		"conflict with healthy renewals":      {facts{claim: appliedYes, expiry: t0.Add(time.Second)}, diag(protocol.CodeTurnLost), appliedNo, false, false},
+		"conflict at the lease's end":         {facts{claim: appliedYes, expiry: t0.Add(100 * time.Millisecond)}, diag(protocol.CodeTurnLost), appliedNo, false, true},
 		"server timeout":                      {facts{claim: appliedYes}, diag(protocol.CodeServerTimeout), appliedNo, false, false},
+		"unsaved, said retryable":             {facts{claim: appliedYes, saveCalled: true, saveFailed: true}, diag(protocol.CodeServerInternal), appliedNo, false, false},
+		"lost record after renewal trouble":   {facts{claim: appliedYes, renewTrouble: true}, lostRecord, appliedNo, false, true},
 		"cut by the client":                   {facts{claim: appliedYes}, &turnResult{Status: http.StatusOK, Disconnected: true}, appliedNo, false, true},
 		"busy, the claim's outcome unseen":    {facts{claim: appliedUnknown}, status(409, protocol.CodeSessionBusy, true), appliedNo, false, true},
 	}

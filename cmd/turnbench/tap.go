@@ -23,7 +23,7 @@ type opRecord struct {
 	SK   string // the sort key of a keyed call ("SESSION", "TURN#..."), "" for Query
 	Kind string // what the call was for (kindOf)
 	// Write tells the claim's writes apart (claimWrite, takeoverWrite,
-	// fenceWrite); "" for other calls.
+	// giveBackWrite); "" for other calls.
 	Write string
 	// Expiry is the lease expiry a claim or a renewal writes (zero for
 	// other calls, or when it cannot be read from the request).
@@ -178,6 +178,7 @@ const (
 	kindContext = "context"
 	kindRenew   = "renew"
 	kindSave    = "save"
+	kindDecide  = "decide"
 	kindRelease = "release"
 	// kindCheckpoint is a checkpoint of a running turn (its live item,
 	// deltas, running turn item), where the store has them.
@@ -193,7 +194,6 @@ const (
 	// takeoverRecord is a takeover's compare-and-set that records the
 	// crashed turn and claims nothing (the turn id was rejected).
 	takeoverRecord = "takeover record"
-	fenceWrite     = "fence" // a takeover's fence of the crashed turn
 	// giveBackWrite undoes a claim that must not run (a rejected replay,
 	// or a turn id lookup that failed): the lease and the ordinal return.
 	giveBackWrite = "give back"
@@ -211,6 +211,8 @@ func kindOf(r dynamobench.Request) (sk, kind, write string, expiry time.Time) {
 		switch {
 		case sk == "SESSION" && strings.Contains(cond, "attribute_not_exists(#leaseToken)"):
 			kind, write = kindClaim, claimWrite
+		case sk == "SESSION" && strings.Contains(cond, ":revision") && slices.Contains(r.Names, "fencedToken") && r.LeaseExpiresAt.IsZero():
+			kind = kindDecide // the decision's last write: the session freed
 		case sk == "SESSION" && strings.Contains(cond, ":revision"):
 			kind, write = kindClaim, takeoverWrite
 		case sk == "SESSION" && slices.Contains(r.Names, "releasedToken"):
@@ -219,12 +221,12 @@ func kindOf(r dynamobench.Request) (sk, kind, write string, expiry time.Time) {
 			kind = kindRenew
 		case sk == "SESSION" && strings.Contains(cond, "#leaseToken = :token"):
 			kind, write = kindClaim, giveBackWrite
-		case strings.Contains(sk, "#LIVE") || strings.Contains(cond, ":running") && !strings.Contains(cond, ":crashed"):
-			kind = kindCheckpoint // the live item, or the running turn item a checkpoint writes
-		case strings.HasPrefix(sk, "TURN#") && slices.Contains(r.Names, "saveId"):
+		case strings.Contains(cond, ":crashed") || strings.Contains(cond, ":fence") || strings.Contains(cond, "#leaseExpiresAt <="):
+			kind = kindDecide // deciding a turn whose lease expired (the session, live and turn fences)
+		case strings.HasPrefix(sk, "TURN#") && strings.Contains(cond, ":saveId"):
 			kind = kindSave
-		case strings.HasPrefix(sk, "TURN#") && strings.Contains(cond, ":crashed"):
-			kind, write = kindClaim, fenceWrite
+		case strings.Contains(sk, "#LIVE") || strings.Contains(cond, ":running"):
+			kind = kindCheckpoint // the live item, or the running turn item a checkpoint writes
 		default:
 			kind = kindOther
 		}
@@ -234,7 +236,7 @@ func kindOf(r dynamobench.Request) (sk, kind, write string, expiry time.Time) {
 		if write == takeoverWrite && expiry.IsZero() {
 			write = takeoverRecord // it writes no lease
 		}
-	case "GetItem":
+	case "GetItem", "BatchGetItem":
 		kind = kindRead
 		if strings.Contains(sk, "#LIVE") {
 			kind = kindCheckpoint
