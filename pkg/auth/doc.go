@@ -23,7 +23,8 @@
 // sessions of its own tenant) exactly when its Tenant and Subject both
 // equal Config.TrustedPrincipal's: trust is bound to the whole
 // principal, so the trusted subject of one tenant is an ordinary
-// principal in another (docs/security.md). Authenticate returns errors wrapping
-// ErrUnauthenticated (HTTP 401) or ErrForbidden (HTTP 403); the wrapped
-// text is for logs and never contains the credential.
+// principal in another (docs/security.md). Authenticate returns errors
+// wrapping ErrUnauthenticated (HTTP 401), a jwt-mode token without a usable
+// tenant claim included (RFC 6750 §3.1 invalid_token); the wrapped text is
+// for logs and never contains the credential.
 package auth

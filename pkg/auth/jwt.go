@@ -130,14 +130,18 @@ func (a *jwtAuthenticator) Authenticate(r *http.Request) (chat.Principal, error)
 	if !validIdentity(sub) {
 		return chat.Principal{}, unauthenticated("sub claim is empty or malformed")
 	}
+	// A token without a usable tenant claim names no principal: it is an
+	// invalid token (401, RFC 6750 §3.1 invalid_token), not a valid one
+	// lacking privileges (403 insufficient_scope), and only a new token
+	// can fix it (docs/security.md).
 	var tenant string
 	if a.tenantClaim == jwt.IssuerKey {
 		tenant, _ = t.Issuer()
 	} else if err := t.Get(a.tenantClaim, &tenant); err != nil {
-		return chat.Principal{}, fmt.Errorf("%w: tenant claim missing or not a string", ErrForbidden)
+		return chat.Principal{}, unauthenticated("tenant claim missing or not a string")
 	}
 	if !validIdentity(tenant) {
-		return chat.Principal{}, fmt.Errorf("%w: tenant claim empty or malformed", ErrForbidden)
+		return chat.Principal{}, unauthenticated("tenant claim empty or malformed")
 	}
 	return chat.Principal{Subject: sub, Tenant: tenant, Trusted: a.trusted.of(tenant, sub)}, nil
 }

@@ -340,6 +340,10 @@ func TestJWT(t *testing.T) {
 	}
 }
 
+// TestJWTTenantClaim: the tenant is the configured claim when it is a
+// valid identity string; a verified token without one names no principal
+// and is refused as unauthenticated (401, RFC 6750 invalid_token), never
+// forbidden (403).
 func TestJWTTenantClaim(t *testing.T) {
 	k := testKeys(t)
 	srv := newJWKSServer(t, publicJWK(t, k["ES256"], true))
@@ -352,9 +356,12 @@ func TestJWTTenantClaim(t *testing.T) {
 		wantErr error
 	}{
 		"string claim":  {map[string]any{"org_id": "acme"}, chat.Principal{Subject: "user-42", Tenant: "acme"}, nil},
-		"missing claim": {nil, chat.Principal{}, auth.ErrForbidden},
-		"number claim":  {map[string]any{"org_id": 7}, chat.Principal{}, auth.ErrForbidden},
-		"empty claim":   {map[string]any{"org_id": ""}, chat.Principal{}, auth.ErrForbidden},
+		"missing claim": {nil, chat.Principal{}, auth.ErrUnauthenticated},
+		"number claim":  {map[string]any{"org_id": 7}, chat.Principal{}, auth.ErrUnauthenticated},
+		"empty claim":   {map[string]any{"org_id": ""}, chat.Principal{}, auth.ErrUnauthenticated},
+		"null claim":    {map[string]any{"org_id": nil}, chat.Principal{}, auth.ErrUnauthenticated},
+		"object claim":  {map[string]any{"org_id": map[string]any{"id": "acme"}}, chat.Principal{}, auth.ErrUnauthenticated},
+		"control char":  {map[string]any{"org_id": "ac\nme"}, chat.Principal{}, auth.ErrUnauthenticated},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
