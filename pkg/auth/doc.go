@@ -11,7 +11,10 @@
 //   - jwt: a bearer JWT signed with an asymmetric algorithm, verified
 //     against a cached JSON Web Key Set, the issuer, the audience and the
 //     clock (with skew), using github.com/lestrrat-go/jwx/v3. Subject is
-//     the "sub" claim; Tenant is the configured claim (default "iss").
+//     the "sub" claim; Tenant is the configured claim (default "iss"). A
+//     protected header with "crit", and claims that are not one JSON
+//     object with unique names and numeric exp, nbf and iat, are refused
+//     (docs/security.md).
 //   - iam: a function URL with AuthType AWS_IAM. Lambda has already
 //     verified the SigV4 signature; the caller is read from the raw event
 //     in the request context (lambdaurl.RequestFromContext for the
