@@ -30,7 +30,9 @@
 // (docs/approvals.md).
 //
 // The root "/" serves the demo chat page (internal/demo), built from
-// clients/js and embedded in the binary.
+// clients/js and embedded in the binary. Any other path, and a path that
+// is not canonical ("//", a "." or ".." segment), is the JSON 404
+// REQUEST_NOT_FOUND, never a redirect.
 //
 // It prints the three base URLs at start, logs one JSON line per request
 // (method, mount, status, bytes, duration; never a path, query or body
@@ -68,9 +70,9 @@ const ShutdownGrace = 10 * time.Second
 
 // Connection timeouts of the local server (Lambda delivers a request's body
 // whole, so only the dev server needs them). DefaultReadTimeout bounds
-// reading one request, header and body (-read-timeout): a client that
-// trickles its body is answered with an error and disconnected once it
-// passes. The header must arrive within headerTimeout (or the read
+// reading one request, header and body (-read-timeout): a client whose
+// body stalls or trickles is answered 408 SERVER_TIMEOUT and disconnected
+// once it passes. The header must arrive within headerTimeout (or the read
 // timeout, when shorter); an idle keep-alive connection is closed after
 // IdleTimeout.
 //

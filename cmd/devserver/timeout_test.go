@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -22,7 +23,9 @@ const guard = 2 * time.Minute
 
 // TestTimeouts: with -read-timeout set short, a body trickled a byte at a
 // time is cut (the server answers an error or closes the connection while
-// the body is still incomplete), on each mount that reads a body; and a
+// the body is still incomplete), on each mount that reads a body; a body
+// that stops arriving is answered 408 SERVER_TIMEOUT (not 499, as if the
+// client had gone); and a
 // turn whose stream lasts several times the read timeout still streams to
 // its terminal snapshot (ReadTimeout bounds reading the request, never
 // the response).
@@ -41,6 +44,26 @@ func TestTimeouts(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				trickle(t, s.url, target.method, target.path)
+			})
+		}
+	})
+
+	t.Run("stalled body is 408", func(t *testing.T) {
+		for name, target := range map[string]struct{ method, path string }{
+			"turn submit": {http.MethodPost, "/turn/"},
+			"turn stop":   {http.MethodPost, "/turn/stop"},
+			"artifacts":   {http.MethodPut, "/artifacts/sessions/s1/turns/t1/artifacts"},
+		} {
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				resp, body := stall(t, s.url, target.method, target.path)
+				want := string(protocol.EncodeErrorBody(protocol.NewDiagnostic(protocol.CodeServerTimeout)))
+				if resp.StatusCode != http.StatusRequestTimeout || string(body) != want {
+					t.Fatalf("status %d, body %s; want 408 %s", resp.StatusCode, body, want)
+				}
+				if ct := resp.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+					t.Errorf("Content-Type %q", ct)
+				}
 			})
 		}
 	})
@@ -124,6 +147,55 @@ func trickle(t *testing.T, base, method, path string) {
 	if n := sent.Load(); n >= bodySize-1 {
 		t.Fatalf("the whole body (%d bytes) was sent before the server answered", n)
 	}
+}
+
+// stall sends a request declaring a 100-byte body, sends one byte of it
+// and then nothing, and returns the server's answer and its body. The
+// client writes nothing more, so the server has read every byte it was
+// sent when it answers, and its close cannot reset the answer away. A
+// connection closed with no answer at all is the header read timing out
+// on a machine too busy to read it in time (net/http answers nothing
+// then): stall tries again on a new connection until guard passes.
+func stall(t *testing.T, base, method, path string) (*http.Response, []byte) {
+	t.Helper()
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(guard)
+	for attempt := 1; ; attempt++ {
+		resp, body, err := stallOnce(u.Host, method, path, deadline)
+		if err == nil {
+			return resp, body
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) || !isClosed(err) || time.Now().After(deadline) {
+			t.Fatalf("attempt %d: no answer to a stalled body: %v", attempt, err)
+		}
+	}
+}
+
+// stallOnce is one attempt of stall.
+func stallOnce(host, method, path string, deadline time.Time) (*http.Response, []byte, error) {
+	conn, err := net.Dial("tcp", host)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() { _ = conn.Close() }()
+	head := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"+
+		"Authorization: Bearer dev.host\r\nContent-Length: 100\r\n\r\n{", method, path, host)
+	if _, err := conn.Write([]byte(head)); err != nil {
+		return nil, nil, err
+	}
+	if err := conn.SetReadDeadline(deadline); err != nil {
+		return nil, nil, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	return resp, body, err
 }
 
 // isClosed reports whether err says the peer closed the connection.

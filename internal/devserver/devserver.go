@@ -137,7 +137,7 @@ func NewHandler(o Options) (http.Handler, error) {
 	mount(mux, HistoryMount, "history", historyHandler, requestLog)
 	mount(mux, ArtifactsMount, "artifacts", artifactsHandler, requestLog)
 	mux.Handle("/", logged("demo", demo.Handler(http.HandlerFunc(httpedge.NotFound)), requestLog))
-	return mux, nil
+	return canonicalPaths(mux, requestLog), nil
 }
 
 func orDiscard(l *slog.Logger) *slog.Logger {

@@ -92,3 +92,25 @@ func (i *IdP) Token(tb testing.TB, sub string, extra map[string]any) string {
 	}
 	return string(signed)
 }
+
+// Sign returns a compact JWS signed with the issuer's key over payload
+// exactly as given (claims a builder would not write, such as "exp" as a
+// string or a claim named twice), with kid, alg ES256 and the members of
+// header in its protected header (a "crit" list, for instance).
+func (i *IdP) Sign(tb testing.TB, header map[string]any, payload string) string {
+	tb.Helper()
+	h := jws.NewHeaders()
+	if err := h.Set(jws.KeyIDKey, keyID); err != nil {
+		tb.Fatal(err)
+	}
+	for k, v := range header {
+		if err := h.Set(k, v); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	signed, err := jws.Sign([]byte(payload), jws.WithKey(jwa.ES256(), i.key, jws.WithProtectedHeaders(h)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return string(signed)
+}

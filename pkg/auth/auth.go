@@ -18,11 +18,13 @@ import (
 // wrapping text (a fixed reason) is for logs only.
 var (
 	// ErrUnauthenticated: no acceptable credential (missing, malformed,
-	// expired, badly signed, wrong issuer or audience, no IAM identity).
-	// HTTP 401.
+	// expired, badly signed, wrong issuer or audience, without a usable
+	// subject or tenant claim, no IAM identity). HTTP 401.
 	ErrUnauthenticated = errors.New("auth: unauthenticated")
-	// ErrForbidden: the credential is valid but cannot act here (in jwt
-	// mode, a verified token without a usable tenant claim). HTTP 403.
+	// ErrForbidden: the principal is known but may not do what it asked
+	// (an artifact write by a principal that is not the trusted one,
+	// pkg/sessionapi). HTTP 403. No Authenticator of this package returns
+	// it: a credential that names no principal is ErrUnauthenticated.
 	ErrForbidden = errors.New("auth: forbidden")
 )
 

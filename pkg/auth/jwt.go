@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/lestrrat-go/jwx/v3/jwa"
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
@@ -108,6 +110,16 @@ func (a *jwtAuthenticator) Authenticate(r *http.Request) (chat.Principal, error)
 	if !ok || kid == "" {
 		return chat.Principal{}, unauthenticated("token has no kid")
 	}
+	// RFC 7515 §4.1.11: a recipient must refuse a "crit" extension it
+	// does not understand. None is understood here, and jwx checks "crit"
+	// only when asked to (jws.WithCritValidation), which jwt.Parse with a
+	// key set does not do: any "crit" member refuses the token.
+	if hdr.Has(jws.CriticalKey) {
+		return chat.Principal{}, unauthenticated("token has a crit header")
+	}
+	if reason := claimsProblem(msg.Payload()); reason != "" {
+		return chat.Principal{}, unauthenticated(reason)
+	}
 	set, err := a.keys.setWithKey(r.Context(), kid)
 	if err != nil {
 		return chat.Principal{}, unauthenticated("unknown kid")
@@ -130,16 +142,63 @@ func (a *jwtAuthenticator) Authenticate(r *http.Request) (chat.Principal, error)
 	if !validIdentity(sub) {
 		return chat.Principal{}, unauthenticated("sub claim is empty or malformed")
 	}
+	// A token without a usable tenant claim names no principal: it is an
+	// invalid token (401, RFC 6750 §3.1 invalid_token), not a valid one
+	// lacking privileges (403 insufficient_scope), and only a new token
+	// can fix it (docs/security.md).
 	var tenant string
 	if a.tenantClaim == jwt.IssuerKey {
 		tenant, _ = t.Issuer()
 	} else if err := t.Get(a.tenantClaim, &tenant); err != nil {
-		return chat.Principal{}, fmt.Errorf("%w: tenant claim missing or not a string", ErrForbidden)
+		return chat.Principal{}, unauthenticated("tenant claim missing or not a string")
 	}
 	if !validIdentity(tenant) {
-		return chat.Principal{}, fmt.Errorf("%w: tenant claim empty or malformed", ErrForbidden)
+		return chat.Principal{}, unauthenticated("tenant claim empty or malformed")
 	}
 	return chat.Principal{Subject: sub, Tenant: tenant, Trusted: a.trusted.of(tenant, sub)}, nil
+}
+
+// numericDates are the claims whose value is a NumericDate (RFC 7519 §2,
+// §4.1.4-§4.1.6): a JSON number of seconds since the epoch.
+var numericDates = map[string]bool{jwt.ExpirationKey: true, jwt.NotBeforeKey: true, jwt.IssuedAtKey: true}
+
+// claimsProblem checks the claims set as JSON before jwx reads it, for
+// what jwx accepts and RFC 7519 does not: it must be one JSON object (no
+// trailing data, valid UTF-8) whose claim names are unique (§4; jwx keeps
+// the last of two), and exp, nbf and iat, when present, must be JSON
+// numbers (jwx also reads a string of digits or an RFC 3339 time). It
+// returns "" when the claims pass, else a fixed reason that quotes
+// nothing from the token.
+func claimsProblem(payload []byte) string {
+	const notObject = "claims are not one JSON object"
+	dec := jsontext.NewDecoder(bytes.NewReader(payload)) // duplicate names and invalid UTF-8 are errors
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return notObject
+	}
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			if errors.Is(err, jsontext.ErrDuplicateName) {
+				return "claims name a claim twice"
+			}
+			return notObject
+		}
+		date := numericDates[tok.String()] // tok is void after the next read
+		v, err := dec.ReadValue()
+		if err != nil {
+			return notObject
+		}
+		if date && v.Kind() != '0' {
+			return "exp, nbf or iat is not a NumericDate (a JSON number)"
+		}
+	}
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '}' {
+		return notObject
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return notObject
+	}
+	return ""
 }
 
 // jwtReason names a jwt.Parse failure with a fixed text (the library's

@@ -24,6 +24,7 @@ import (
 	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jws"
 	"github.com/lestrrat-go/jwx/v3/jwt"
+	"github.com/turnstream/turnstream/internal/testidp"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -340,6 +341,10 @@ func TestJWT(t *testing.T) {
 	}
 }
 
+// TestJWTTenantClaim: the tenant is the configured claim when it is a
+// valid identity string; a verified token without one names no principal
+// and is refused as unauthenticated (401, RFC 6750 invalid_token), never
+// forbidden (403).
 func TestJWTTenantClaim(t *testing.T) {
 	k := testKeys(t)
 	srv := newJWKSServer(t, publicJWK(t, k["ES256"], true))
@@ -352,9 +357,12 @@ func TestJWTTenantClaim(t *testing.T) {
 		wantErr error
 	}{
 		"string claim":  {map[string]any{"org_id": "acme"}, chat.Principal{Subject: "user-42", Tenant: "acme"}, nil},
-		"missing claim": {nil, chat.Principal{}, auth.ErrForbidden},
-		"number claim":  {map[string]any{"org_id": 7}, chat.Principal{}, auth.ErrForbidden},
-		"empty claim":   {map[string]any{"org_id": ""}, chat.Principal{}, auth.ErrForbidden},
+		"missing claim": {nil, chat.Principal{}, auth.ErrUnauthenticated},
+		"number claim":  {map[string]any{"org_id": 7}, chat.Principal{}, auth.ErrUnauthenticated},
+		"empty claim":   {map[string]any{"org_id": ""}, chat.Principal{}, auth.ErrUnauthenticated},
+		"null claim":    {map[string]any{"org_id": nil}, chat.Principal{}, auth.ErrUnauthenticated},
+		"object claim":  {map[string]any{"org_id": map[string]any{"id": "acme"}}, chat.Principal{}, auth.ErrUnauthenticated},
+		"control char":  {map[string]any{"org_id": "ac\nme"}, chat.Principal{}, auth.ErrUnauthenticated},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -555,5 +563,81 @@ func TestJWTConcurrent(t *testing.T) {
 	}
 	if got := srv.fetches.Load(); got != 1 {
 		t.Errorf("%d JWKS fetches, want only the initial one", got)
+	}
+}
+
+// TestJWTCritAndNumericDates: tokens signed by the issuer's own key are
+// refused when their protected header has a "crit" list (RFC 7515
+// §4.1.11: no extension is understood here, so none may be critical) or
+// when exp, nbf or iat is anything but a JSON number (NumericDate, RFC
+// 7519 §2), such as a string of digits or an RFC 3339 time that the JWT
+// library would read as a time; a claim named twice is refused too (RFC
+// 7519 §4). Each fails for its own reason, and no reason quotes a claim.
+func TestJWTCritAndNumericDates(t *testing.T) {
+	idp := testidp.New(t)
+	a := mustNew(t, config.AuthConfig{
+		Mode: config.AuthJWT, JWKSURL: idp.JWKSURL, Issuer: testidp.Issuer, Audience: testidp.Audience,
+	}, auth.WithHTTPClient(idp.Client), auth.WithNow(func() time.Time { return testNow }))
+	exp, past := testNow.Add(time.Hour).Unix(), testNow.Add(-time.Minute).Unix()
+	// claims returns a claims set with members in order: iss, aud, sub,
+	// then the JSON members of rest, or exp when rest is empty.
+	claims := func(rest string) string {
+		if rest == "" {
+			rest = fmt.Sprintf(`"exp":%d`, exp)
+		}
+		return fmt.Sprintf(`{"iss":%q,"aud":%q,"sub":"user-42",%s}`, testidp.Issuer, testidp.Audience, rest)
+	}
+	user := chat.Principal{Subject: "user-42", Tenant: testidp.Issuer}
+	const (
+		critReason = "crit header"
+		dateReason = "not a NumericDate"
+	)
+	tests := map[string]struct {
+		header map[string]any
+		claims string
+		reason string // "" for an accepted token
+	}{
+		"plain":                 {nil, claims(""), ""},
+		"exp with a fraction":   {nil, claims(fmt.Sprintf(`"exp":%d.5`, exp)), ""},
+		"exp with an exponent":  {nil, claims(`"exp":4.1e9`), ""},
+		"nbf and iat numbers":   {nil, claims(fmt.Sprintf(`"exp":%d,"nbf":%d,"iat":%d`, exp, past, past)), ""},
+		"unknown private claim": {nil, claims(fmt.Sprintf(`"exp":%d,"note":"1"`, exp)), ""},
+
+		"crit naming a private header":  {map[string]any{"crit": []string{"x-ext"}, "x-ext": "v"}, claims(""), critReason},
+		"crit naming an absent header":  {map[string]any{"crit": []string{"x-ext"}}, claims(""), critReason},
+		"crit naming a standard header": {map[string]any{"crit": []string{"kid"}}, claims(""), critReason},
+		"crit empty":                    {map[string]any{"crit": []string{}}, claims(""), critReason},
+		"exp a string of digits":        {nil, claims(fmt.Sprintf(`"exp":"%d"`, exp)), dateReason},
+		"exp an RFC 3339 string":        {nil, claims(`"exp":"` + testNow.Add(time.Hour).Format(time.RFC3339) + `"`), dateReason},
+		"exp true":                      {nil, claims(`"exp":true`), dateReason},
+		"exp null":                      {nil, claims(`"exp":null`), dateReason},
+		"exp an array":                  {nil, claims(fmt.Sprintf(`"exp":[%d]`, exp)), dateReason},
+		"nbf a string":                  {nil, claims(fmt.Sprintf(`"exp":%d,"nbf":"%d"`, exp, past)), dateReason},
+		"iat a string":                  {nil, claims(fmt.Sprintf(`"exp":%d,"iat":"%d"`, exp, past)), dateReason},
+		"exp twice, string last":        {nil, claims(fmt.Sprintf(`"exp":%d,"exp":"%d"`, exp, exp)), "a claim twice"},
+		"exp twice, numbers":            {nil, claims(fmt.Sprintf(`"exp":%d,"exp":%d`, past, exp)), "a claim twice"},
+		"sub twice":                     {nil, claims(fmt.Sprintf(`"exp":%d,"sub":"admin"`, exp)), "a claim twice"},
+		"claims an array":               {nil, fmt.Sprintf(`[{"iss":%q}]`, testidp.Issuer), "not one JSON object"},
+		"trailing data":                 {nil, claims("") + `{}`, "not one JSON object"},
+		"invalid UTF-8 in a claim":      {nil, claims(fmt.Sprintf(`"exp":%d,"note":"%s"`, exp, "\xff")), "not one JSON object"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tok := idp.Sign(t, tc.header, tc.claims)
+			got, err := a.Authenticate(newRequest(t, context.Background(), "Bearer "+tok))
+			if tc.reason == "" {
+				checkResult(t, got, err, user, nil)
+				return
+			}
+			checkResult(t, got, err, chat.Principal{}, auth.ErrUnauthenticated)
+			if !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("error %q, want reason %q", err, tc.reason)
+			}
+			for _, quoted := range []string{"x-ext", fmt.Sprint(exp), "admin"} {
+				if strings.Contains(err.Error(), quoted) {
+					t.Errorf("error %q quotes the token's %q", err, quoted)
+				}
+			}
+		})
 	}
 }

@@ -11,7 +11,8 @@ import (
 // UTF-8, a relative path inside the workspace with no leading "/", no ".."
 // segment, no backslash, and no character that can change how the path
 // reads when it is printed (see IsUnsafePathRune: control characters,
-// bidirectional formatting characters, line and paragraph separators). It
+// format characters and other invisible ones, line and paragraph
+// separators). It
 // returns an error wrapping ErrInvalidArtifact that names the index of the
 // first bad reference and a fixed reason (never its content).
 func ValidateArtifacts(refs []ArtifactReference) error {
@@ -46,7 +47,7 @@ func artifactProblem(r ArtifactReference) string {
 	case strings.ContainsFunc(p, unicode.IsControl):
 		return "control character in entryPath"
 	case strings.ContainsFunc(p, IsUnsafePathRune):
-		return "bidirectional formatting or line separator character in entryPath"
+		return "invisible, format or line separator character in entryPath"
 	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == ".." {
@@ -59,30 +60,37 @@ func artifactProblem(r ArtifactReference) string {
 // IsUnsafePathRune reports whether r may not appear in an artifact
 // reference's entryPath: stored paths are shown in terminals, logs and
 // user interfaces, where these characters reorder, hide or split the text
-// around them. The set is
+// around them, or make two different paths look the same. The set is
 //
 //   - the C0 controls U+0000-U+001F (newline, tab and ESC among them), DEL
 //     U+007F and the C1 controls U+0080-U+009F (U+0085 NEXT LINE among them):
 //     Unicode category Cc, unicode.IsControl;
-//   - the bidirectional formatting characters: embeddings and overrides
-//     U+202A-U+202E, isolates U+2066-U+2069, and the implicit marks U+200E
-//     LEFT-TO-RIGHT MARK, U+200F RIGHT-TO-LEFT MARK and U+061C ARABIC
-//     LETTER MARK (marks are invisible and can make a path display as
-//     another one; a file name has no need of them);
+//   - every format character, Unicode category Cf (unicode.Cf): the
+//     bidirectional embeddings, overrides, isolates and marks (U+202A-U+202E,
+//     U+2066-U+2069, U+200E, U+200F, U+061C), the zero-width space, joiners
+//     and word joiner (U+200B-U+200D, U+2060), U+FEFF, the soft hyphen
+//     U+00AD, the interlinear annotation characters U+FFF9-U+FFFB and the
+//     tag characters among them. Most draw nothing, so "a" U+200D "b" and
+//     "ab" look the same; a file name has no need of them (emoji joined
+//     into one picture by U+200D are refused with the rest);
+//   - the other default-ignorable code points
+//     (unicode.Other_Default_Ignorable_Code_Point), which draw nothing
+//     either: the Hangul fillers U+115F, U+1160, U+3164 and U+FFA0, U+034F
+//     COMBINING GRAPHEME JOINER, and unassigned code points kept invisible
+//     for the future;
+//   - the whole tag block U+E0000-U+E007F, assigned or not (the two lists
+//     above cover it today; the range is named so it stays refused);
 //   - U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR, which some
 //     viewers and JavaScript source treat as line breaks.
 //
-// Other format characters (zero-width joiners in emoji sequences, for
-// instance) are allowed.
+// Variation selectors (U+FE0F after an emoji, for instance), right-to-left
+// letters and no-break spaces are allowed. The sets are those of the
+// unicode package's Unicode version (unicode.Version).
 func IsUnsafePathRune(r rune) bool {
 	switch {
-	case unicode.IsControl(r):
+	case unicode.IsControl(r), unicode.Is(unicode.Cf, r), unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r):
 		return true
-	case r >= 0x202A && r <= 0x202E, r >= 0x2066 && r <= 0x2069:
-		return true
-	}
-	switch r {
-	case 0x200E, 0x200F, 0x061C, 0x2028, 0x2029:
+	case r >= 0xE0000 && r <= 0xE007F, r == 0x2028, r == 0x2029:
 		return true
 	}
 	return false

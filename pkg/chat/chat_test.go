@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/turnstream/turnstream/pkg/chat"
 )
@@ -59,9 +61,11 @@ func TestValidateArtifacts(t *testing.T) {
 		{EntryPath: "slides/index.html", ArtifactType: chat.ArtifactPresentation},
 		{EntryPath: "data.xlsx", ArtifactType: chat.ArtifactSpreadsheet},
 		{EntryPath: "img/ü.png", ArtifactType: chat.ArtifactImage},
-		{EntryPath: "דוחות/סיכום.pdf", ArtifactType: chat.ArtifactDocument},                          // right-to-left text itself is fine
-		{EntryPath: "team/\U0001F469\u200D\U0001F4BB notes.md", ArtifactType: chat.ArtifactDocument}, // ZWJ emoji sequence
-		{EntryPath: "a\u00A0b\u202Fc.txt", ArtifactType: chat.ArtifactDocument},                      // no-break spaces are not controls
+		{EntryPath: "דוחות/סיכום.pdf", ArtifactType: chat.ArtifactDocument},                    // right-to-left text itself is fine
+		{EntryPath: "team/\U0001F469\U0001F4BB notes.md", ArtifactType: chat.ArtifactDocument}, // emoji, not joined
+		{EntryPath: "\u2764\uFE0F.md", ArtifactType: chat.ArtifactDocument},                    // variation selector (emoji presentation)
+		{EntryPath: "\uD55C\uAE00/\u1100\u1161.md", ArtifactType: chat.ArtifactDocument},       // Hangul syllables and jamo
+		{EntryPath: "a\u00A0b\u202Fc.txt", ArtifactType: chat.ArtifactDocument},                // no-break spaces are not controls
 	}
 	if err := chat.ValidateArtifacts(ok); err != nil {
 		t.Fatalf("valid references rejected: %v", err)
@@ -88,6 +92,19 @@ func TestValidateArtifacts(t *testing.T) {
 			err := chat.ValidateArtifacts([]chat.ArtifactReference{ok[0], ref})
 			if !errors.Is(err, chat.ErrInvalidArtifact) {
 				t.Fatalf("ValidateArtifacts = %v; want ErrInvalidArtifact", err)
+			}
+			// The error names the index and a fixed reason, never the
+			// reference's content.
+			if !strings.Contains(err.Error(), "artifacts[1]: ") {
+				t.Errorf("error %q does not name artifacts[1]", err)
+			}
+			for _, v := range []string{ref.EntryPath, string(ref.ArtifactType)} {
+				if len(v) > 2 && strings.Contains(err.Error(), v) { // ".." is in a fixed reason
+					t.Errorf("error %q quotes the reference", err)
+				}
+			}
+			if strings.ContainsFunc(err.Error(), chat.IsUnsafePathRune) {
+				t.Errorf("error %q carries an unsafe character", err)
 			}
 		})
 	}
@@ -116,6 +133,36 @@ var unsafePathRunes = map[string]rune{
 	"ALM Arabic letter mark": 0x061C,
 	"LINE SEPARATOR":         0x2028,
 	"PARAGRAPH SEPARATOR":    0x2029,
+	// Format characters (Cf) besides the bidirectional ones.
+	"ZERO WIDTH SPACE":                0x200B,
+	"ZERO WIDTH NON-JOINER":           0x200C,
+	"ZERO WIDTH JOINER":               0x200D,
+	"WORD JOINER":                     0x2060,
+	"INVISIBLE TIMES":                 0x2062,
+	"inhibit symmetric swapping":      0x206A,
+	"nominal digit shapes":            0x206F,
+	"BOM / ZERO WIDTH NO-BREAK SPACE": 0xFEFF,
+	"SOFT HYPHEN":                     0x00AD,
+	"ARABIC NUMBER SIGN":              0x0600,
+	"MONGOLIAN VOWEL SEPARATOR":       0x180E,
+	"interlinear annotation anchor":   0xFFF9,
+	"interlinear annotation sep.":     0xFFFA,
+	"interlinear annotation end":      0xFFFB,
+	"musical symbol begin beam":       0x1D173,
+	// Other default-ignorable code points: fillers that draw nothing.
+	"HANGUL CHOSEONG FILLER":      0x115F,
+	"HANGUL JUNGSEONG FILLER":     0x1160,
+	"HANGUL FILLER":               0x3164,
+	"HALFWIDTH HANGUL FILLER":     0xFFA0,
+	"COMBINING GRAPHEME JOINER":   0x034F,
+	"unassigned ignorable U+2065": 0x2065,
+	// The tag block U+E0000-U+E007F.
+	"tag block start (unassigned)": 0xE0000,
+	"LANGUAGE TAG":                 0xE0001,
+	"tag unassigned U+E0002":       0xE0002,
+	"TAG SPACE":                    0xE0020,
+	"TAG LATIN CAPITAL LETTER A":   0xE0041,
+	"CANCEL TAG":                   0xE007F,
 }
 
 func TestIsUnsafePathRune(t *testing.T) {
@@ -124,10 +171,30 @@ func TestIsUnsafePathRune(t *testing.T) {
 			t.Errorf("%s (U+%04X) allowed; want rejected", name, r)
 		}
 	}
-	// Neighbours of the rejected ranges and ordinary characters.
-	for _, r := range []rune{' ', '~', 0xA0, 0xA1, 0x061B, 0x061D, 0x200B, 0x200C, 0x200D, 0x2010, 0x2027, 0x202F, 0x2065, 0x206A, 0xFEFF, 'ü', 0x05D0} {
+	// Neighbours of the rejected ranges and ordinary characters; variation
+	// selectors (emoji presentation) are not format characters.
+	for _, r := range []rune{' ', '~', 0xA0, 0xA1, 0xAC, 0xAE, 0x061B, 0x061D, 0x05FF, 0x0606, 0x200A, 0x2010, 0x2027, 0x202F, 0x205F, 0x2070,
+		0x115E, 0x1161, 0x3163, 0x3165, 0xFF9F, 0xFFA1, 0xFEFE, 0xFF00, 0xFFFC, 0xFFFD, 0xFE0F, 0xE0100, 0xE01EF, 0x1D172, 0x1F469, 'ü', 0x05D0} {
 		if chat.IsUnsafePathRune(r) {
 			t.Errorf("U+%04X rejected; want allowed", r)
+		}
+	}
+	// Every format character and every other default-ignorable code point
+	// of the unicode package's tables, and the whole tag block.
+	for _, table := range []*unicode.RangeTable{unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, {R32: []unicode.Range32{{Lo: 0xE0000, Hi: 0xE007F, Stride: 1}}}} {
+		for _, rg := range table.R16 {
+			for r := rune(rg.Lo); r <= rune(rg.Hi); r += rune(rg.Stride) {
+				if !chat.IsUnsafePathRune(r) {
+					t.Errorf("U+%04X allowed; want rejected", r)
+				}
+			}
+		}
+		for _, rg := range table.R32 {
+			for r := rune(rg.Lo); r <= rune(rg.Hi); r += rune(rg.Stride) {
+				if !chat.IsUnsafePathRune(r) {
+					t.Errorf("U+%04X allowed; want rejected", r)
+				}
+			}
 		}
 	}
 }

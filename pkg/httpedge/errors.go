@@ -25,6 +25,13 @@ var (
 	// ErrBodyTooLarge is a body, declared or read, over the cap: 413
 	// REQUEST_TOO_LARGE.
 	ErrBodyTooLarge = errors.New("httpedge: request body too large")
+	// ErrBodyTimeout is a body that did not arrive before the server's
+	// read deadline (the dev server's -read-timeout; a function URL
+	// delivers a body whole): 408 SERVER_TIMEOUT, the protocol's one code
+	// for 408 (docs/protocol.md §9), retryable. net/http cancels the
+	// request's context when the read fails, which alone would read as
+	// the client going away (499).
+	ErrBodyTimeout = errors.New("httpedge: request body read timed out")
 	// ErrInvalidHeader is a header the route reads with a value it does
 	// not accept: 400 REQUEST_INVALID_HEADER.
 	ErrInvalidHeader = errors.New("httpedge: invalid header")
@@ -75,6 +82,7 @@ var errorTable = []struct {
 	{ErrMethodNotAllowed, protocol.CodeRequestMethodNotAllowed},
 	{ErrUnsupportedMediaType, protocol.CodeRequestUnsupportedMediaType},
 	{ErrBodyTooLarge, protocol.CodeRequestTooLarge},
+	{ErrBodyTimeout, protocol.CodeServerTimeout},
 	{ErrInvalidHeader, protocol.CodeRequestInvalidHeader},
 	{ErrInvalidQuery, protocol.CodeRequestInvalidQuery},
 	{ErrInvalidJSON, protocol.CodeRequestInvalidJSON},

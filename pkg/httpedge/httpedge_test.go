@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -70,6 +72,10 @@ func TestRequireMethod(t *testing.T) {
 	}
 }
 
+// readTimeout is the error a net.Conn read returns once its read deadline
+// has passed.
+var readTimeout = &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}
+
 // TestReadBody covers each way a body is refused, with a cap of 8 bytes.
 func TestReadBody(t *testing.T) {
 	t.Parallel()
@@ -90,6 +96,11 @@ func TestReadBody(t *testing.T) {
 		"chunked too large":     {body: strings.NewReader("123456789"), length: -1, wantErr: httpedge.ErrBodyTooLarge},
 		"unreadable":            {body: iotest.ErrReader(errors.New("illegal base64 data")), length: -1, wantErr: errInvalid},
 		"unreadable, ctx ended": {body: iotest.ErrReader(errors.New("connection reset")), length: -1, ctx: cancelled, wantErr: context.Canceled},
+		// A server's read deadline passed mid-body: net/http cancels the
+		// request's context as it reports the read error, and the
+		// timeout, not the cancellation, is what happened.
+		"read deadline passed": {body: iotest.ErrReader(readTimeout), length: 4, ctx: cancelled, wantErr: httpedge.ErrBodyTimeout},
+		"read deadline, live":  {body: io.MultiReader(strings.NewReader("{"), iotest.ErrReader(readTimeout)), length: -1, wantErr: httpedge.ErrBodyTimeout},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -142,6 +153,7 @@ func TestDiagnose(t *testing.T) {
 		"deadline passed":          {timedOut, errors.New(secret), protocol.CodeServerTimeout},
 		"deadline as cause":        {causeDeadline, errors.New(secret), protocol.CodeServerTimeout},
 		"client gone":              {gone, errors.New(secret), protocol.CodeRequestCancelled},
+		"body read timed out":      {gone, fmt.Errorf("%w: %w", httpedge.ErrBodyTimeout, readTimeout), protocol.CodeServerTimeout},
 		// Attempt timeouts of a hung dependency while the request has time
 		// left: not the request's deadline.
 		"wrapped deadline, live":   {live, fmt.Errorf("query: %w", context.DeadlineExceeded), protocol.CodeServerInternal},

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"strings"
 )
 
@@ -58,8 +59,10 @@ func IsJSONMediaType(v string) bool {
 // connection, a function URL body whose base64 does not decode) is
 // returned as invalid, the route's error for a body it cannot decode
 // (ErrInvalidJSON or ErrInvalidBody), wrapping the read error for the log;
-// when ctx has ended meanwhile, the error wraps ctx's error instead, so
-// Diagnose reports the timeout or cancellation.
+// a read that failed because the connection's read deadline passed is
+// ErrBodyTimeout (408), whatever ctx says; otherwise, when ctx has ended
+// meanwhile, the error wraps ctx's error instead, so Diagnose reports the
+// timeout or cancellation.
 func ReadBody(ctx context.Context, w http.ResponseWriter, r *http.Request, limit int64, invalid error) ([]byte, error) {
 	if r.ContentLength > limit {
 		return nil, ErrBodyTooLarge
@@ -75,6 +78,8 @@ func ReadBody(ctx context.Context, w http.ResponseWriter, r *http.Request, limit
 	switch {
 	case errors.As(err, &tooLarge):
 		return nil, ErrBodyTooLarge
+	case errors.Is(err, os.ErrDeadlineExceeded): // a net.Conn's read deadline
+		return nil, fmt.Errorf("%w: %w", ErrBodyTimeout, err)
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("read body: %w", ctx.Err())
 	}

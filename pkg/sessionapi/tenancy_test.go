@@ -152,6 +152,21 @@ func TestTenancyJWT(t *testing.T) {
 			}
 			return f.do(h, req)
 		})
+		// A verified token without the tenant claim names no principal:
+		// 401 with the Bearer challenge, as every other token fault, on
+		// both functions.
+		noTenant := "Bearer " + idp.Token(t, "owner", nil)
+		for _, target := range []string{"/sessions/sa", "/sessions/sa/turns/t1/artifacts"} {
+			h := f.history
+			if strings.HasSuffix(target, "/artifacts") {
+				h = f.artifacts
+			}
+			resp := f.do(h, request{method: http.MethodGet, target: target, auth: noTenant})
+			wantError(t, "no tenant claim: "+target, resp, http.StatusUnauthorized, protocol.CodeRequestUnauthenticated)
+			if got := resp.header.Get("WWW-Authenticate"); got != "Bearer" {
+				t.Errorf("no tenant claim: %s: WWW-Authenticate %q, want Bearer", target, got)
+			}
+		}
 	})
 }
 

@@ -19,16 +19,29 @@ import (
 // are recorded as failed and never run.
 const TextStepLimit = "Step limit reached."
 
+// TextRepeatedCallID is the error of a tool call whose id an earlier call
+// of the same model call already has: the call is recorded as failed
+// under a new id (loopLog.callID) and never runs, so that a model that
+// sends one call twice does not run its tool twice. The text names no
+// value the model sent.
+const TextRepeatedCallID = "Not run: another tool call in the same response has this id."
+
+// codeRepeatedCallID is the tool.Outcome code of such a call (logs only).
+const codeRepeatedCallID = "repeated_call_id"
+
 // stepSeparator goes between the text of two model calls of one turn
 // when both have text, so that "Let me check." and "Done." do not run
 // together in the assistant message.
 const stepSeparator = "\n\n"
 
 // pendingCall is a tool call of the current model call and its index in
-// the assistant message's toolCalls.
+// the assistant message's toolCalls. repeated marks a call whose id the
+// model already gave an earlier call of the same model call: it is
+// recorded as failed (TextRepeatedCallID) and never runs.
 type pendingCall struct {
-	call  model.ToolCall
-	index int
+	call     model.ToolCall
+	index    int
+	repeated bool
 }
 
 // runModel is the model-tool loop (docs/design.md §8): up to MaxSteps model
@@ -62,6 +75,9 @@ func (t *run) runModel(ctx context.Context) error {
 		}
 		if step >= a.def.Limits.MaxSteps {
 			for _, c := range calls {
+				if c.repeated {
+					continue // already failed, with its own error
+				}
 				tc := tool.Entry(c.call, protocol.ToolCallError)
 				msg := TextStepLimit
 				tc.Error = &msg
@@ -84,7 +100,8 @@ func (t *run) runModel(ctx context.Context) error {
 
 // modelCall streams one model call into the state. It returns the call's
 // own text and its tool calls, each already added as a pending toolCalls
-// entry.
+// entry, or as a failed one when its id repeats an earlier call's of this
+// model call (pendingCall.repeated).
 func (t *run) modelCall(ctx context.Context, req model.Request, step int) (string, []pendingCall, error) {
 	s, err := t.agent.model.Stream(ctx, req)
 	if err != nil {
@@ -98,6 +115,7 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (strin
 	var (
 		text  strings.Builder
 		calls []pendingCall
+		sent  = map[string]bool{} // the non-empty ids the model sent in this call
 	)
 	for {
 		ev, err := s.Recv()
@@ -124,19 +142,28 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (strin
 		}
 		if tc := ev.ToolCall; tc != nil {
 			call := *tc
+			// The same id twice in one model call is one call sent twice,
+			// not two calls: the second fails without running. (Across
+			// model calls an id may come back for a new call: it is only
+			// given a new id.)
+			repeated := call.ID != "" && sent[call.ID]
+			sent[call.ID] = true
 			if id := t.loop.callID(call.ID, step, len(calls)+1); id != call.ID {
 				// The record needs a non-empty id, unique in its message,
 				// and a result must answer exactly one call: an empty or
 				// repeated id gets a new one.
-				t.log.Info("tool call id replaced", "step", step, "empty", call.ID == "")
+				t.log.Info("tool call id replaced", "step", step, "empty", call.ID == "", "notRun", repeated)
 				call.ID = id
 			}
 			entry := tool.Entry(call, protocol.ToolCallPending)
+			if repeated {
+				entry = repeatedCall(call).ToolCall()
+			}
 			if !t.fitsRecord(entry) {
 				return "", nil, errInvalidToolCall
 			}
 			if i, ok := t.state.addCall(entry); ok {
-				calls = append(calls, pendingCall{call: call, index: i})
+				calls = append(calls, pendingCall{call: call, index: i, repeated: repeated})
 				changed = true
 			}
 		}
@@ -184,7 +211,8 @@ func (t *run) fitsRecord(tc protocol.ToolCall) bool {
 // the next model call: the assistant message of this call (its text and
 // calls) and one tool message per call (pkg/model package documentation).
 // Artifacts and component frames of successful calls go into the state.
-// A call made after ctx ended is recorded as cancelled without running.
+// A call made after ctx ended is recorded as cancelled without running;
+// a repeated call (pendingCall.repeated) keeps its error and never runs.
 func (t *run) runTools(ctx context.Context, step int, text string, calls []pendingCall) []protocol.Message {
 	entries := make([]protocol.ToolCall, len(calls))
 	for i, c := range calls {
@@ -200,6 +228,10 @@ func (t *run) runTools(ctx context.Context, step int, text string, calls []pendi
 		ToolCalls: entries,
 	})
 	for i, c := range calls {
+		if c.repeated {
+			out = append(out, repeatedCall(c.call).ToolMessage(MessageID(t.turnID, fmt.Sprintf("t%d.%d", step, i+1)), t.createdAt))
+			continue
+		}
 		if t.agent.requiresApproval(c.call.Name) {
 			if t.awaitApproval(step, i+1, &calls[i]) {
 				continue
@@ -235,6 +267,15 @@ func (t *run) runTools(ctx context.Context, step int, text string, calls []pendi
 		out = append(out, o.ToolMessage(MessageID(t.turnID, fmt.Sprintf("t%d.%d", step, i+1)), t.createdAt))
 	}
 	return out
+}
+
+// repeatedCall is the outcome of a call whose id repeats an earlier
+// call's of the same model call (TextRepeatedCallID).
+func repeatedCall(call model.ToolCall) tool.Outcome {
+	if len(call.Args) == 0 {
+		call.Args = json.RawMessage("{}")
+	}
+	return tool.Outcome{Call: call, Status: protocol.ToolCallError, Text: TextRepeatedCallID, Code: codeRepeatedCallID}
 }
 
 // modelMessages returns the context as providers read it: assistant

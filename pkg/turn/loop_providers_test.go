@@ -3,11 +3,13 @@ package turn_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -51,11 +53,17 @@ func forEachFakeProvider(t *testing.T, replies []modeltest.Reply, f func(t *test
 // revision, runs p with the tools named (of toolRegistry) and maxSteps.
 func providerEnv(t *testing.T, store chat.Store, p fakeProvider, revision int64, tools []string, maxSteps int) *env {
 	t.Helper()
-	reg := toolRegistry(t)
-	res, err := definition.New([]definition.Definition{{
-		ID: "agent", Revision: revision, Provider: p.name, ModelID: p.modelID, SystemPrompt: "Use tools.",
-		Tools: tools, Limits: definition.Limits{MaxSteps: maxSteps},
-	}}, "agent", reg.Has)
+	return registryEnv(t, store, p, toolRegistry(t), definition.Definition{
+		Revision: revision, Tools: tools, Limits: definition.Limits{MaxSteps: maxSteps},
+	})
+}
+
+// registryEnv serves a handler whose one definition "agent" is d (its id,
+// provider, model and system prompt set here) on p, with the tools of reg.
+func registryEnv(t *testing.T, store chat.Store, p fakeProvider, reg *tool.Registry, d definition.Definition) *env {
+	t.Helper()
+	d.ID, d.Provider, d.ModelID, d.SystemPrompt = "agent", p.name, p.modelID, "Use tools."
+	res, err := definition.New([]definition.Definition{d}, "agent", reg.Has)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,9 +254,11 @@ func argumentsNotObject(t *testing.T, e *env, p fakeProvider) {
 	}
 }
 
-// TestLoopDuplicateCallIDs: calls that share an id (in one model call, or
-// across the model calls of a turn) get unique ids in the turn's record,
-// and every request pairs each result with its own call.
+// TestLoopDuplicateCallIDs: a call whose id repeats an earlier call's of
+// the same model call is recorded as failed under a new id and does not
+// run (no notes/b.md); an id that comes back in a later model call, or
+// none, only gets a new id. Every request pairs each result with its own
+// call.
 func TestLoopDuplicateCallIDs(t *testing.T) {
 	call := func(id, title string) modeltest.Call {
 		return modeltest.Call{ID: id, Name: tool.WorkspaceNoteName, Args: `{"title":"` + title + `","body":"b"}`}
@@ -264,25 +274,108 @@ func TestLoopDuplicateCallIDs(t *testing.T) {
 		r := e.submit(t, "s", "t1", "Notes please", nil, nil)
 		r.want(t, http.StatusOK, "")
 		term := agree(t, e, r, "s", "t1")
-		var ids []string
-		for _, tc := range term.Messages[1].ToolCalls {
-			if tc.Status != protocol.ToolCallComplete {
-				t.Errorf("call %+v", tc)
-			}
-			ids = append(ids, tc.ID)
+		wantLines(t, "recorded calls", callTexts(term.Messages[1].ToolCalls), []string{
+			`dup complete {"title":"A","body":"b"} Saved note "notes/a.md" (1 characters).`,
+			`call-1-2 error {"title":"B","body":"b"} ` + turn.TextRepeatedCallID,
+			`call-2-1 complete {"title":"C","body":"b"} Saved note "notes/c.md" (1 characters).`,
+			`call-2-2 complete {"title":"D","body":"b"} Saved note "notes/d.md" (1 characters).`,
+		})
+		stored, err := e.store.FindTurn(context.Background(), "s", "t1", alice)
+		if err != nil {
+			t.Fatal(err)
 		}
-		wantLines(t, "recorded ids", ids, []string{"dup", "call-1-2", "call-2-1", "call-2-2"})
+		var saved []string
+		for _, a := range stored.Artifacts {
+			saved = append(saved, a.EntryPath)
+		}
+		wantLines(t, "artifacts", saved, []string{"notes/a.md", "notes/c.md", "notes/d.md"})
 		tr := p.server.Transcripts()
 		wantLines(t, "third model request", tr[2], []string{
 			"user: Notes please",
 			"assistant: Two notes.",
 			`call dup workspace_note {"body":"b","title":"A"}`, `call call-1-2 workspace_note {"body":"b","title":"B"}`,
-			`result dup: Saved note "notes/a.md" (1 characters).`, `result call-1-2: Saved note "notes/b.md" (1 characters).`,
+			`result dup: Saved note "notes/a.md" (1 characters).`, `result call-1-2: Error: ` + turn.TextRepeatedCallID,
 			`call call-2-1 workspace_note {"body":"b","title":"C"}`, `call call-2-2 workspace_note {"body":"b","title":"D"}`,
 			`result call-2-1: Saved note "notes/c.md" (1 characters).`, `result call-2-2: Saved note "notes/d.md" (1 characters).`,
 		})
 		e.submit(t, "s", "t2", "Thanks", nil, nil).want(t, http.StatusOK, "")
 		wantLines(t, "next turn's request", p.server.Transcripts()[3], append(append([]string(nil), tr[2]...), "assistant: Done.", "user: Thanks"))
+	})
+}
+
+// TestLoopRepeatedCallIDRunsOnce: a model response that sends one call
+// twice (the same id) runs the tool once, whether the call would run at
+// once or wait for approval; the repeat is a failed call, also at the
+// step limit, and a call without id still runs.
+func TestLoopRepeatedCallIDRunsOnce(t *testing.T) {
+	call := func(id, name string) modeltest.Call { return modeltest.Call{ID: id, Name: name, Args: `{}`} }
+	replies := []modeltest.Reply{
+		{Calls: []modeltest.Call{call("x", "tally"), call("x", "tally"), call("", "tally"), call("x", "tally")}},
+		{Text: "Counted."},
+		{Calls: []modeltest.Call{call("y", "guarded"), call("y", "guarded")}},
+		{Calls: []modeltest.Call{call("z", "tally"), call("z", "tally")}},
+		{Calls: []modeltest.Call{call("w", "tally"), call("w", "tally")}},
+	}
+	forEachFakeProvider(t, replies, func(t *testing.T, p fakeProvider) {
+		var tallies, guarded atomic.Int32
+		reg := toolRegistry(t)
+		for _, tl := range []tool.Tool{
+			{Name: "tally", Description: "Counts its runs.", InputSchema: json.RawMessage(`{"type":"object"}`),
+				Call: func(context.Context, json.RawMessage) (tool.Result, error) {
+					return tool.Result{Text: fmt.Sprintf("Run %d.", tallies.Add(1))}, nil
+				}},
+			{Name: "guarded", Description: "Counts its runs, once approved.", InputSchema: json.RawMessage(`{"type":"object"}`),
+				Call: func(context.Context, json.RawMessage) (tool.Result, error) {
+					guarded.Add(1)
+					return tool.Result{Text: "Ran."}, nil
+				}},
+		} {
+			if err := reg.Register(tl); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := registryEnv(t, newStoreMemory(), p, reg, definition.Definition{
+			Revision: 1, Tools: []string{"tally", "guarded"}, ApprovalTools: []string{"guarded"},
+			Limits: definition.Limits{MaxSteps: 2},
+		})
+		r := e.submit(t, "s", "t1", "Count", nil, nil)
+		r.want(t, http.StatusOK, "")
+		term := agree(t, e, r, "s", "t1")
+		wantLines(t, "t1 calls", callTexts(term.Messages[1].ToolCalls), []string{
+			"x complete {} Run 1.",
+			"call-1-2 error {} " + turn.TextRepeatedCallID,
+			"call-1-3 complete {} Run 2.",
+			"call-1-4 error {} " + turn.TextRepeatedCallID,
+		})
+		if n := tallies.Load(); n != 2 {
+			t.Fatalf("tally ran %d times, want 2", n)
+		}
+
+		r = e.submit(t, "s", "t2", "Guarded", nil, nil)
+		r.want(t, http.StatusOK, "")
+		term = agree(t, e, r, "s", "t2")
+		last := term.Messages[len(term.Messages)-1].ToolCalls
+		wantLines(t, "t2 statuses", []string{last[0].ID + " " + last[0].Status, last[1].ID + " " + last[1].Status},
+			[]string{"y " + protocol.ToolCallRequiresConfirmation, "call-1-2 " + protocol.ToolCallError})
+		if last[1].Error == nil || *last[1].Error != turn.TextRepeatedCallID {
+			t.Fatalf("repeated guarded call %+v", last[1])
+		}
+		if n := guarded.Load(); n != 0 {
+			t.Fatalf("guarded ran %d times before any approval", n)
+		}
+
+		r = e.submit(t, "s", "t3", "Count to the limit", nil, nil)
+		r.want(t, http.StatusOK, "")
+		term = agree(t, e, r, "s", "t3")
+		wantLines(t, "t3 calls", callTexts(term.Messages[len(term.Messages)-1].ToolCalls), []string{
+			"z complete {} Run 3.",
+			"call-1-2 error {} " + turn.TextRepeatedCallID,
+			"w error {} " + turn.TextStepLimit,
+			"call-2-2 error {} " + turn.TextRepeatedCallID,
+		})
+		if n := tallies.Load(); n != 3 {
+			t.Fatalf("tally ran %d times, want 3", n)
+		}
 	})
 }
 
