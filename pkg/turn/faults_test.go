@@ -2,7 +2,9 @@ package turn_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,8 +113,8 @@ func (s *hangingRenewals) RenewLease(ctx context.Context, req chat.RenewRequest)
 
 // TestHungRenewalStopsTheStream: a renewal that hangs does not block the
 // turn until its deadline; the turn stops streaming before its lease's
-// last proven expiry (another turn may then claim the session), ends with
-// SESSION_CONFLICT and saves nothing.
+// last proven expiry (another turn may then claim the session), saves
+// nothing and ends with the fate the table decided: lost.
 func TestHungRenewalStopsTheStream(t *testing.T) {
 	inner := newStoreMemory()
 	store := &hangingRenewals{Store: inner}
@@ -195,4 +197,110 @@ func countFaults(ft *ddbfault.Transport) int {
 		}
 	}
 	return n
+}
+
+// slowContext delays every context load (the steps before a turn's
+// stream take longer than its lease) and records each lease expiry it
+// granted with the time it granted it.
+type slowContext struct {
+	chat.Store
+	delay    time.Duration
+	renewErr error
+	mu       sync.Mutex
+	granted  []time.Time // the expiries granted (claim, renewals)
+}
+
+func (s *slowContext) grant(expires time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.granted = append(s.granted, expires)
+}
+
+// latest is the latest expiry granted.
+func (s *slowContext) latest() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var l time.Time
+	for _, g := range s.granted {
+		if g.After(l) {
+			l = g
+		}
+	}
+	return l
+}
+
+func (s *slowContext) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Claim, error) {
+	c, err := s.Store.ClaimTurn(ctx, req)
+	if err == nil {
+		s.grant(c.Lease.ExpiresAt)
+	}
+	return c, err
+}
+
+func (s *slowContext) LoadContext(ctx context.Context, sessionID string, before int64, maxTurns int) ([]chat.Turn, bool, error) {
+	time.Sleep(s.delay)
+	return s.Store.LoadContext(ctx, sessionID, before, maxTurns)
+}
+
+func (s *slowContext) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Lease, error) {
+	if s.renewErr != nil {
+		return nil, s.renewErr
+	}
+	l, err := s.Store.RenewLease(ctx, req)
+	if err == nil {
+		s.grant(l.ExpiresAt)
+	}
+	return l, err
+}
+
+// TestNoLineAfterTheLease: when the steps before the stream (the context
+// load here) outlive the lease the claim took, the first snapshot is not
+// written past it: the lease is renewed first, and a turn that cannot
+// renew it answers an error instead of a stream. (The first line was once
+// written without the lease check every later line gets, so a slow
+// context load produced a streaming snapshot after the lease's expiry.)
+func TestNoLineAfterTheLease(t *testing.T) {
+	// Leases and delays leave a slow machine room: a long lease where the
+	// stream must start, a short one where it must not.
+	for name, tc := range map[string]struct {
+		lease, delay time.Duration
+		renewErr     error
+		stream       bool
+	}{
+		"most of the lease spent, renewed":     {lease: 2 * time.Second, delay: 1400 * time.Millisecond, stream: true},
+		"most of the lease spent, no renewal":  {lease: 2 * time.Second, delay: 1400 * time.Millisecond, renewErr: errors.New("storage unavailable")},
+		"the lease spent, renewal too late":    {lease: 150 * time.Millisecond, delay: 400 * time.Millisecond},
+		"the lease spent, renewal unavailable": {lease: 150 * time.Millisecond, delay: 400 * time.Millisecond, renewErr: errors.New("storage unavailable")},
+	} {
+		for mode, opt := range map[string]func(*turn.Options){"plain": nil, "durable": durable} {
+			t.Run(name+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				store := &slowContext{Store: newStoreMemory(), delay: tc.delay, renewErr: tc.renewErr}
+				e := newEnv(t, store, &scriptModel{Chunks: []string{"a", "b"}}, func(o *turn.Options) {
+					if opt != nil {
+						opt(o)
+					}
+					o.LeaseDuration = tc.lease
+				})
+				r := e.submit(t, "s", "t1", "hello", nil, nil)
+				if !tc.stream {
+					if r.status == http.StatusOK {
+						t.Fatalf("a stream after a lease that could not be renewed: %s", r.raw)
+					}
+					return
+				}
+				r.want(t, http.StatusOK, "")
+				at, err := time.Parse(time.RFC3339Nano, r.events[0].EmittedAt)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if l := store.latest(); !at.Before(l) {
+					t.Errorf("first line at %v, not before the latest lease expiry granted, %v", at, l)
+				}
+				if n := len(store.granted); n < 2 {
+					t.Errorf("%d leases granted: the lease was not renewed before the stream", n)
+				}
+			})
+		}
+	}
 }

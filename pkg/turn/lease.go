@@ -35,3 +35,8 @@ func (l *leaseProof) left() time.Duration {
 func (l *leaseProof) heldAt(now time.Time) bool {
 	return now.UnixMilli() < l.until.Load()
 }
+
+// end is the proof's end: the lease's proven expiry less the margin.
+func (l *leaseProof) end() time.Time {
+	return time.UnixMilli(l.until.Load())
+}

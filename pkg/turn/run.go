@@ -403,8 +403,7 @@ func (t *run) finish(end ending, v view) {
 // the turn still reads as running, the next read waits for the lease
 // expiry it reports.
 func (t *run) lostLines(last int64) []byte {
-	// A quarter of the reserve is kept for writing the line.
-	ctx, cancel := t.cleanupContext(t.cleanupEnd().Add(-t.h.opts.CleanupReserve / 4))
+	ctx, cancel := t.settleContext(t.lease.end())
 	defer cancel()
 	for ctx.Err() == nil {
 		rec, err := t.h.opts.Store.PollTurn(ctx, t.sessionID, t.claim.Lease.Ordinal, t.claim.Session.Owner, nil)
@@ -417,12 +416,7 @@ func (t *run) lostLines(last int64) []byte {
 		case err != nil:
 			t.log.Warn("read the decided turn", "err", err)
 		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-timer.C:
-		case <-ctx.Done():
-		}
-		timer.Stop()
+		sleepContext(ctx, wait)
 	}
 	t.log.Warn("turn outcome unknown at the end of cleanup", "lastSequence", last)
 	return t.indeterminateLine()
@@ -507,6 +501,22 @@ func (t *run) record(end ending, v view, first, last int64) *chat.Turn {
 // deadline is at most the Lambda deadline less CleanupReserve).
 func (t *run) cleanupEnd() time.Time { return t.deadline.Add(t.h.opts.CleanupReserve) }
 
+// settleContext is the context of learning how the turn ended (the
+// save and its retries, the fate of a turn that lost its lease): three
+// quarters of CleanupReserve from from (the save's start, the lease's
+// proven end), so that a table that stays unreachable does not hold the
+// client for the rest of the request's time, and within cleanup but the
+// release's quarter. A slow but healthy table must not turn a saved turn
+// into a reported failure, and the store resolves an unknown outcome
+// before it answers.
+func (t *run) settleContext(from time.Time) (context.Context, context.CancelFunc) {
+	end := from.Add(t.h.opts.CleanupReserve * 3 / 4)
+	if last := t.cleanupEnd().Add(-t.h.opts.CleanupReserve / 4); last.Before(end) {
+		end = last
+	}
+	return t.cleanupContext(end)
+}
+
 // cleanupContext is a context for one cleanup phase ending at end:
 // detached from the request's cancellation (the request may already be
 // cancelled or past its deadline, and the turn must still be saved and
@@ -524,23 +534,65 @@ const (
 	unknown saveOutcome = "unknown" // the save failed, or its outcome is unknown
 )
 
-// save writes the turn item (cleanup phase 2) and returns its outcome.
+// save writes the turn item (cleanup phase 2) and returns its outcome. A
+// save whose outcome stays unknown is sent again until cleanup ends (a
+// table that was briefly unreachable, a write that applied late): a save
+// refused then is read to learn whether it is this turn's own earlier
+// save that landed, or the turn was decided lost meanwhile.
 func (t *run) save(item *chat.Turn) saveOutcome {
-	// The save may use all of cleanup but the release's share: a slow but
-	// healthy table must not turn a saved turn into a reported failure
-	// (and the store resolves an unknown outcome before it answers).
-	ctx, cancel := t.cleanupContext(t.cleanupEnd().Add(-t.h.opts.CleanupReserve / 4))
+	ctx, cancel := t.settleContext(time.Now())
 	defer cancel()
-	err := t.h.opts.Store.SaveTurn(ctx, t.claim, item)
-	switch {
-	case err == nil:
-		return saved
-	case errors.Is(err, chat.ErrLeaseLost):
-		t.log.Warn("turn save fenced: the turn was decided")
-		return fenced
+	for {
+		err := t.h.opts.Store.SaveTurn(ctx, t.claim, item)
+		switch {
+		case err == nil:
+			return saved
+		case errors.Is(err, chat.ErrLeaseLost):
+			return t.savedOrFenced(ctx, item)
+		}
+		t.log.Error("turn save failed", "err", err)
+		if !sleepContext(ctx, saveRetry) {
+			return unknown
+		}
 	}
-	t.log.Error("turn save failed", "err", err)
-	return unknown
+}
+
+// saveRetry is the wait before a save whose outcome is unknown is sent
+// again.
+const saveRetry = 250 * time.Millisecond
+
+// savedOrFenced classifies a refused save by reading the turn (until ctx
+// ends): saved when the table holds this very save (an earlier attempt
+// landed), fenced when the turn was decided otherwise.
+func (t *run) savedOrFenced(ctx context.Context, item *chat.Turn) saveOutcome {
+	for {
+		rec, err := t.h.opts.Store.PollTurn(ctx, t.sessionID, t.claim.Lease.Ordinal, t.claim.Session.Owner, nil)
+		switch {
+		case err == nil && rec.Status == item.Status && rec.LastSequence == item.LastSequence &&
+			(rec.Error == nil || rec.Error.Code != protocol.CodeTurnLost):
+			return saved
+		case err == nil:
+			t.log.Warn("turn save fenced: the turn was decided")
+			return fenced
+		}
+		t.log.Warn("read the turn after a refused save", "err", err)
+		if !sleepContext(ctx, saveRetry) {
+			return unknown
+		}
+	}
+}
+
+// sleepContext waits d or until ctx ends, and reports whether ctx is
+// still alive.
+func sleepContext(ctx context.Context, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // release ends the lease (cleanup phase 3) of a saved turn with the
