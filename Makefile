@@ -102,11 +102,25 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 50000x executions; e.g. FUZZ
 	done
 
 .PHONY: lint
-lint: ## gofmt check, the pinned golangci-lint (errcheck, govet, ineffassign, staticcheck, unused) and the macOS and Windows builds.
+lint: cfn-lint ## gofmt check, the pinned golangci-lint (errcheck, govet, ineffassign, staticcheck, unused), the macOS and Windows builds, and cfn-lint on template.yaml.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(LINT) run ./...
 	GOOS=darwin $(GO) build ./...
 	GOOS=windows $(GO) vet ./...
+
+# AWS's linter for CloudFormation (what `sam validate --lint` runs), with
+# its informational checks (.cfnlintrc.yaml): it must print nothing. A
+# missing cfn-lint fails the run in CI (CI=true) and is reported loudly
+# otherwise (pip install cfn-lint).
+CFN_LINT ?= cfn-lint
+.PHONY: cfn-lint
+cfn-lint: ## cfn-lint template.yaml: errors, warnings and informational findings (pip install cfn-lint).
+	@if command -v $(CFN_LINT) >/dev/null; then \
+		echo "$(CFN_LINT) template.yaml"; $(CFN_LINT) template.yaml; \
+	else \
+		echo "make: *** cfn-lint is missing: template.yaml was NOT checked against CloudFormation's rules (pip install cfn-lint) ***" >&2; \
+		if [ "$$CI" = true ]; then exit 1; fi; \
+	fi
 
 .PHONY: fmt
 fmt: ## Format the Go code.
