@@ -1,5 +1,16 @@
 // Package deploytest checks the SAM template (template.yaml) against the
-// code it deploys: the environment each function's pkg/config reads, the
-// table layout the DynamoDB store creates, each function's DynamoDB actions
-// and function URL mode (docs/design.md §1, §5, §9). It holds tests only.
+// code it deploys and against AWS's own tools (docs/design.md §1, §5, §9,
+// §10). It holds tests only.
+//
+// TestTemplate evaluates the template under a set of deployments
+// (parameter sets) and compares it with the code: the environment each
+// function's pkg/config reads, the table layout the DynamoDB store
+// creates, each function's DynamoDB actions, its Bedrock and secret
+// grants, its function URL's mode and CORS. TestSAMTranslation runs the
+// SAM translator (aws-sam-translator, the transform CloudFormation
+// applies) on the template under the same parameter sets and checks the
+// CloudFormation it makes: function URLs, Lambda permissions, each
+// function's environment and role, and that cfn-lint finds nothing in it.
+// The Python tools are skipped loudly when missing, and fail the run
+// under CI=true.
 package deploytest
