@@ -12,5 +12,8 @@
 // CloudFormation it makes: function URLs, Lambda permissions, each
 // function's environment and role, and that cfn-lint finds nothing in it.
 // The Python tools are skipped loudly when missing, and fail the run
-// under CI=true.
+// under CI=true. TestTableLayoutRecorded holds the table's layout (key
+// schema and indexes, which an update cannot change without replacing the
+// table) to testdata/table-layouts.json: a new layout must be recorded
+// there with the migration users run (docs/design.md §5).
 package deploytest
