@@ -257,12 +257,16 @@ func TestLayoutFingerprintSeesEveryChange(t *testing.T) {
 	t.Parallel()
 	base := codeLayout()
 	changes := map[string]func(l *tableLayout){
-		"sort key":              func(l *tableLayout) { l.KeySchema[1] = "sk2:RANGE" },
-		"attribute type":        func(l *tableLayout) { l.Attributes[0] += "N" },
-		"index projection":      func(l *tableLayout) { l.LocalSecondaryIndexes[0].Projection = "KEYS_ONLY" },
-		"projected attribute":   func(l *tableLayout) { l.LocalSecondaryIndexes[1].NonKeyAttributes = append(l.LocalSecondaryIndexes[1].NonKeyAttributes, "x") },
-		"index renamed":         func(l *tableLayout) { l.LocalSecondaryIndexes[0].Name += "2" },
-		"global index added":    func(l *tableLayout) { l.GlobalSecondaryIndexes = append(l.GlobalSecondaryIndexes, indexLayout{Name: "g"}) },
+		"sort key":         func(l *tableLayout) { l.KeySchema[1] = "sk2:RANGE" },
+		"attribute type":   func(l *tableLayout) { l.Attributes[0] += "N" },
+		"index projection": func(l *tableLayout) { l.LocalSecondaryIndexes[0].Projection = "KEYS_ONLY" },
+		"projected attribute": func(l *tableLayout) {
+			l.LocalSecondaryIndexes[1].NonKeyAttributes = append(l.LocalSecondaryIndexes[1].NonKeyAttributes, "x")
+		},
+		"index renamed": func(l *tableLayout) { l.LocalSecondaryIndexes[0].Name += "2" },
+		"global index added": func(l *tableLayout) {
+			l.GlobalSecondaryIndexes = append(l.GlobalSecondaryIndexes, indexLayout{Name: "g"})
+		},
 		"local index dropped":   func(l *tableLayout) { l.LocalSecondaryIndexes = l.LocalSecondaryIndexes[:1] },
 		"index sort key":        func(l *tableLayout) { l.LocalSecondaryIndexes[0].KeySchema[1] = "other:RANGE" },
 		"key schema type order": func(l *tableLayout) { slices.Reverse(l.KeySchema) },
