@@ -44,8 +44,9 @@ chromium: ## Install Debian's chromium for the browser tests when it is missing 
 
 # Every Go build of `make test` is race-enabled, so that each package
 # compiles once (the provider SDKs are the slow part of a cold build):
-# vet, the tests, the bootstraps the smoke test and turnbench's quick run
-# start (built here, before any timed test: internal/lambdabin) and the
+# vet, the tests, the bootstraps the smoke test, the runtime path test and
+# turnbench's quick run start (built here, before any timed test:
+# internal/lambdabin) and the
 # dev server and turnctl the clients/js tests build.
 TEST_BOOTSTRAPS := bin/test-bootstraps
 RACE_GOFLAGS    := $(strip $(GOFLAGS) -race)
@@ -60,7 +61,7 @@ test: deps ## Everything: vet, the race-enabled Go suite (memory store and dynal
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 
 .PHONY: test-bootstraps
-test-bootstraps: ## Build the bootstraps the smoke test and turnbench -quick run (host, race-enabled) into bin/test-bootstraps.
+test-bootstraps: ## Build the bootstraps the smoke test, the runtime path test and turnbench -quick run (host, race-enabled) into bin/test-bootstraps.
 	$(GO) build -race -tags lambda.norpc -o $(TEST_BOOTSTRAPS)/ ./functions/turn ./functions/history ./functions/artifacts ./cmd/turnbench/internal/minimal
 
 # ---- clients/js and the demo page -------------------------------------------
