@@ -60,8 +60,8 @@ const cleanupReserve = 5 * time.Second
 
 var input80 = strings.Repeat("turnstream streams.. ", 4)[:80]
 
-// TestTurnStreamsThroughRuntimeAPI runs the real turn bootstrap in two
-// execution environments (A and B: Lambda runs one invocation at a time
+// TestTurnStreamsThroughRuntimeAPI runs the real turn bootstrap in three
+// execution environments (A, B and C: Lambda runs one invocation at a time
 // per environment) on one dynalite table, and proves with the arrival
 // time of every chunk:
 //
@@ -79,7 +79,7 @@ var input80 = strings.Repeat("turnstream streams.. ", 4)[:80]
 //     started, since function URL clients never see trailers.
 func TestTurnStreamsThroughRuntimeAPI(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs the turn bootstrap for about 15 s; skipped with -short")
+		t.Skip("runs the turn bootstrap for about 10 s; skipped with -short")
 	}
 	root := repoRoot(t)
 	endpoint := dynalite.Endpoint(t)
@@ -94,9 +94,10 @@ func TestTurnStreamsThroughRuntimeAPI(t *testing.T) {
 		"CLEANUP_RESERVE=" + cleanupReserve.String(),
 		"LOG_LEVEL=warn",
 	}
-	a, b := newRuntimeAPI(t), newRuntimeAPI(t)
-	startBootstrap(t, bootstrap, a, env)
-	startBootstrap(t, bootstrap, b, env)
+	a, b, c := newRuntimeAPI(t), newRuntimeAPI(t), newRuntimeAPI(t)
+	for _, api := range []*runtimeAPI{a, b, c} {
+		startBootstrap(t, bootstrap, api, env)
+	}
 	events := newEventFactory(t, root)
 
 	var report []string
@@ -105,8 +106,10 @@ func TestTurnStreamsThroughRuntimeAPI(t *testing.T) {
 	}
 	t.Cleanup(func() { t.Log("measured:\n  " + strings.Join(report, "\n  ")) })
 
-	// A streams a turn; B answers everything else meanwhile.
+	// A streams a turn, C a turn that B stops; B answers everything else
+	// meanwhile.
 	stream := a.invoke(events.submit("rt-stream", "t1", input80), time.Minute)
+	stopped := c.invoke(events.submit("rt-stop", "t1", input80), time.Minute)
 	stream.waitLines(t, 1, time.Minute) // the lease is held from here on
 
 	early := []struct {
@@ -128,6 +131,27 @@ func TestTurnStreamsThroughRuntimeAPI(t *testing.T) {
 		checkEarly(t, e.name, ans, e.status, e.code)
 		logf("%-20s HTTP %d complete %v after the invocation", e.name, ans.StatusCode, ans.complete.Round(time.Millisecond))
 	}
+
+	t.Run("stop", func(t *testing.T) {
+		stopped.waitLines(t, 2, time.Minute)
+		stop := b.invoke(events.request(http.MethodPost, "/stop", true, `{"sessionId":"rt-stop","turnId":"t1"}`), time.Minute)
+		ans := stop.answered(t)
+		checkEarly(t, "POST /stop", ans, http.StatusAccepted, "")
+		logf("%-20s HTTP %d complete %v after the invocation", "POST /stop (running)", ans.StatusCode, ans.complete.Round(time.Millisecond))
+
+		// The stop takes effect at the turn's next checkpoint.
+		stopped.answered(t)
+		_, lines, _ := stopped.streamed()
+		evs := decodeLines(t, lines)
+		if end := evs[len(evs)-1]; end.Kind != protocol.EventSnapshot || end.Snapshot.Error == nil || end.Snapshot.Error.Code != protocol.CodeTurnInterrupted {
+			t.Errorf("stopped turn's last line %s, want TURN_INTERRUPTED", lines[len(lines)-1].text)
+		}
+
+		again := b.invoke(events.request(http.MethodPost, "/stop", true, `{"sessionId":"rt-stop","turnId":"t1"}`), time.Minute)
+		ans = again.answered(t)
+		checkEarly(t, "POST /stop again", ans, http.StatusConflict, protocol.CodeTurnNotActive)
+		logf("%-20s HTTP %d complete %v after the invocation", "POST /stop (ended)", ans.StatusCode, ans.complete.Round(time.Millisecond))
+	})
 
 	// B: a turn whose invocation has 8 s left. With the 5 s cleanup
 	// reserve it must stop streaming after about 3 s, mid-way.
@@ -203,27 +227,6 @@ func TestTurnStreamsThroughRuntimeAPI(t *testing.T) {
 		}
 	})
 
-	t.Run("stop", func(t *testing.T) {
-		running := a.invoke(events.submit("rt-stop", "t1", input80), time.Minute)
-		running.waitLines(t, 2, time.Minute)
-		stop := b.invoke(events.request(http.MethodPost, "/stop", true, `{"sessionId":"rt-stop","turnId":"t1"}`), time.Minute)
-		ans := stop.answered(t)
-		checkEarly(t, "POST /stop", ans, http.StatusAccepted, "")
-		logf("%-20s HTTP %d complete %v after the invocation", "POST /stop (running)", ans.StatusCode, ans.complete.Round(time.Millisecond))
-
-		// The stop takes effect at the turn's next checkpoint.
-		running.answered(t)
-		_, lines, _ := running.streamed()
-		evs := decodeLines(t, lines)
-		if end := evs[len(evs)-1]; end.Kind != protocol.EventSnapshot || end.Snapshot.Error == nil || end.Snapshot.Error.Code != protocol.CodeTurnInterrupted {
-			t.Errorf("stopped turn's last line %s, want TURN_INTERRUPTED", lines[len(lines)-1].text)
-		}
-
-		again := b.invoke(events.request(http.MethodPost, "/stop", true, `{"sessionId":"rt-stop","turnId":"t1"}`), time.Minute)
-		ans = again.answered(t)
-		checkEarly(t, "POST /stop again", ans, http.StatusConflict, protocol.CodeTurnNotActive)
-		logf("%-20s HTTP %d complete %v after the invocation", "POST /stop (ended)", ans.StatusCode, ans.complete.Round(time.Millisecond))
-	})
 }
 
 // TestStartupFailure pins how the turn bootstrap fails to start: with the
