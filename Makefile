@@ -190,11 +190,17 @@ build-HistoryFunction: bin/history/bootstrap ## sam build hook: the history boot
 build-ArtifactsFunction: bin/artifacts/bootstrap ## sam build hook: the artifacts bootstrap into ARTIFACTS_DIR.
 	cp $< $(ARTIFACTS_DIR)/bootstrap
 
+# `make deploy REGION=eu-west-1 [STACK=turnstream]`: the region is never
+# guessed (README "Deploy").
+STACK  ?= turnstream
+REGION ?= $(AWS_REGION)
+
 .PHONY: deploy
-deploy: ## sam build && sam deploy with samconfig.toml (first time: sam deploy --guided).
+deploy: ## sam build && sam deploy --region REGION --stack-name STACK (default turnstream) with samconfig.toml's settings.
 	@command -v sam >/dev/null || { echo "make: the AWS SAM CLI is required (https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/install-sam-cli.html)" >&2; exit 1; }
+	@test -n "$(REGION)" || { echo "make deploy: name the region: make deploy REGION=<aws region> (or set AWS_REGION)" >&2; exit 1; }
 	sam build
-	sam deploy
+	sam deploy --region $(REGION) --stack-name $(STACK)
 
 .PHONY: invoke-local
 invoke-local: ## sam local invoke FUNCTION (TurnFunction) with EVENT against DynamoDB Local (samconfig env "local"); SAM_FLAGS adds flags (Linux: SAM_FLAGS="--add-host host.docker.internal:host-gateway").

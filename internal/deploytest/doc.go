@@ -16,4 +16,13 @@
 // schema and indexes, which an update cannot change without replacing the
 // table) to testdata/table-layouts.json: a new layout must be recorded
 // there with the migration users run (docs/design.md §5).
+//
+// TestREADMEDeployCommands and TestREADMEDeploy hold the README's
+// "Deploy" and "After deploy" sections to what they say: every shell
+// block is marked as run or not run (with the reason), commands name
+// their region and use only variables set before them, parameter values
+// are ones the template accepts, samconfig.toml deploys the template's
+// defaults; the blocks marked run are run with the AWS CLI against moto's
+// server standing in for AWS (testdata/moto_standin.py), and what they
+// did is checked.
 package deploytest

@@ -137,6 +137,9 @@ func TestTemplate(t *testing.T) {
 			}
 
 			checkTable(t, d, params["TableDeletionProtection"] != "false")
+			if len(d.tpl.Outputs) != 5 {
+				t.Errorf("%d outputs, want the 5 README \"After deploy\" reads", len(d.tpl.Outputs))
+			}
 			if got := d.globalFunction["LoggingConfig"]; !reflect.DeepEqual(got, map[string]any{"LogFormat": "JSON"}) {
 				t.Errorf("Globals.Function.LoggingConfig = %v, want LogFormat JSON", got)
 			}
@@ -145,6 +148,7 @@ func TestTemplate(t *testing.T) {
 				"HistoryFunctionUrl":   "GetAtt(HistoryFunctionUrl.FunctionUrl)",
 				"ArtifactsFunctionUrl": "GetAtt(ArtifactsFunctionUrl.FunctionUrl)",
 				"TableName":            "Ref(Table)",
+				"CursorSecretArn":      "Ref(CursorSecret)",
 			} {
 				if got := d.tpl.Outputs[out].Value; got != want {
 					t.Errorf("output %s = %v, want %s", out, got, want)

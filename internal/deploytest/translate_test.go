@@ -2,6 +2,7 @@ package deploytest_test
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -38,6 +40,10 @@ func TestSAMTranslation(t *testing.T) {
 	t.Run("cfn-lint", func(t *testing.T) {
 		t.Parallel()
 		lintTranslated(t, cfnLint, root, translated)
+	})
+	t.Run("deploy policy", func(t *testing.T) {
+		t.Parallel()
+		checkDeployPolicy(t, root, translated)
 	})
 	for name, params := range parameterSets {
 		t.Run(name, func(t *testing.T) {
@@ -278,4 +284,85 @@ func roleStatements(t *testing.T, role map[string]any) []statement {
 		}
 	}
 	return out
+}
+
+// deployActions are the calls `sam deploy` and CloudFormation make with
+// the deploying identity's credentials: always (the stack, its change
+// sets, the SAM transform and SAM's upload bucket), and per resource type
+// the stack creates (the create, update and delete of each type's
+// CloudFormation handler). A type missing here fails the test, so that a
+// new kind of resource comes with its permissions in
+// docs/deploy-policy.json.
+var deployActions = map[string][]string{
+	"": {
+		"cloudformation:CreateChangeSet", "cloudformation:DescribeChangeSet", "cloudformation:ExecuteChangeSet",
+		"cloudformation:DescribeStacks", "cloudformation:DescribeStackEvents", "cloudformation:GetTemplateSummary",
+		"cloudformation:DeleteStack", "cloudformation:DescribeStackResources",
+		"s3:CreateBucket", "s3:PutObject", "s3:GetObject", "s3:PutBucketPolicy", "s3:PutBucketVersioning",
+	},
+	"AWS::Lambda::Function": {
+		"lambda:CreateFunction", "lambda:GetFunction", "lambda:UpdateFunctionCode", "lambda:UpdateFunctionConfiguration",
+		"lambda:DeleteFunction", "lambda:TagResource", "lambda:ListTags", "iam:PassRole",
+	},
+	"AWS::Lambda::Url": {
+		"lambda:CreateFunctionUrlConfig", "lambda:GetFunctionUrlConfig", "lambda:UpdateFunctionUrlConfig", "lambda:DeleteFunctionUrlConfig",
+	},
+	"AWS::Lambda::Permission": {"lambda:AddPermission", "lambda:RemovePermission", "lambda:GetPolicy"},
+	"AWS::IAM::Role": {
+		"iam:CreateRole", "iam:GetRole", "iam:DeleteRole", "iam:TagRole", "iam:PutRolePolicy", "iam:GetRolePolicy",
+		"iam:DeleteRolePolicy", "iam:AttachRolePolicy", "iam:DetachRolePolicy", "iam:UpdateAssumeRolePolicy",
+	},
+	"AWS::DynamoDB::Table": {
+		"dynamodb:CreateTable", "dynamodb:DescribeTable", "dynamodb:UpdateTable", "dynamodb:UpdateTimeToLive",
+		"dynamodb:DescribeTimeToLive", "dynamodb:UpdateContinuousBackups", "dynamodb:DescribeContinuousBackups",
+		"dynamodb:TagResource", "dynamodb:ListTagsOfResource",
+	},
+	"AWS::SecretsManager::Secret": {
+		"secretsmanager:CreateSecret", "secretsmanager:DescribeSecret", "secretsmanager:UpdateSecret",
+		"secretsmanager:DeleteSecret", "secretsmanager:GetRandomPassword", "secretsmanager:TagResource",
+	},
+}
+
+// checkDeployPolicy: docs/deploy-policy.json (README "Permissions of the
+// deploying identity") allows every action of deployActions for the
+// resource types the translated templates hold, and denies nothing.
+func checkDeployPolicy(t *testing.T, root string, translated map[string]map[string]any) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(root, "docs", "deploy-policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var policy struct {
+		Version   string
+		Statement []statement
+	}
+	if err := json.Unmarshal(raw, &policy); err != nil {
+		t.Fatalf("docs/deploy-policy.json: %v", err)
+	}
+	var allowed []*regexp.Regexp
+	for _, s := range policy.Statement {
+		if s.Effect != "Allow" {
+			t.Errorf("docs/deploy-policy.json statement %s: Effect %s, want Allow only", s.Sid, s.Effect)
+		}
+		for _, a := range s.Action {
+			allowed = append(allowed, regexp.MustCompile(`(?i)^`+strings.ReplaceAll(regexp.QuoteMeta(a), `\*`, `.*`)+`$`))
+		}
+	}
+	types := map[string]bool{"": true}
+	for _, tpl := range translated {
+		for _, r := range tpl["Resources"].(map[string]any) {
+			types[fmt.Sprint(r.(map[string]any)["Type"])] = true
+		}
+	}
+	for _, typ := range slices.Sorted(maps.Keys(types)) {
+		actions, known := deployActions[typ]
+		if !known {
+			t.Errorf("the stack creates %s: add its CloudFormation permissions to docs/deploy-policy.json and to deployActions", typ)
+		}
+		for _, a := range actions {
+			if !slices.ContainsFunc(allowed, func(re *regexp.Regexp) bool { return re.MatchString(a) }) {
+				t.Errorf("docs/deploy-policy.json does not allow %s (needed for %s)", a, cmp.Or(typ, "sam deploy"))
+			}
+		}
+	}
 }
