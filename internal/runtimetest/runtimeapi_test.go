@@ -44,6 +44,7 @@ type runtimeAPI struct {
 	invocations map[string]*invocation
 	initErrors  []string // "<error type>: <body>" of each /init/error
 	nextID      int
+	polls       int // GET /next requests
 }
 
 // newRuntimeAPI starts a Runtime API on a free loopback port; it stops
@@ -91,6 +92,9 @@ func (api *runtimeAPI) invoke(event []byte, timeLeft time.Duration) *invocation 
 // body, its id, deadline (epoch milliseconds), function ARN and trace id
 // as headers. The invocation's clock starts here.
 func (api *runtimeAPI) next(w http.ResponseWriter, r *http.Request) {
+	api.mu.Lock()
+	api.polls++
+	api.mu.Unlock()
 	var inv *invocation
 	select {
 	case inv = <-api.queue:

@@ -252,8 +252,8 @@ func TestStartupFailure(t *testing.T) {
 	}
 	api.mu.Lock()
 	defer api.mu.Unlock()
-	if len(api.initErrors) != 0 || api.nextID != 0 {
-		t.Errorf("init errors %v, invocations %d; want none", api.initErrors, api.nextID)
+	if len(api.initErrors) != 0 || api.polls != 0 {
+		t.Errorf("init errors %v, %d polls of /next; want none", api.initErrors, api.polls)
 	}
 }
 
