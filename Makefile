@@ -44,8 +44,9 @@ chromium: ## Install Debian's chromium for the browser tests when it is missing 
 
 # Every Go build of `make test` is race-enabled, so that each package
 # compiles once (the provider SDKs are the slow part of a cold build):
-# vet, the tests, the bootstraps the smoke test and turnbench's quick run
-# start (built here, before any timed test: internal/lambdabin) and the
+# vet, the tests, the bootstraps the smoke test, the runtime path test and
+# turnbench's quick run start (built here, before any timed test:
+# internal/lambdabin) and the
 # dev server and turnctl the clients/js tests build.
 TEST_BOOTSTRAPS := bin/test-bootstraps
 RACE_GOFLAGS    := $(strip $(GOFLAGS) -race)
@@ -60,7 +61,7 @@ test: deps ## Everything: vet, the race-enabled Go suite (memory store and dynal
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 
 .PHONY: test-bootstraps
-test-bootstraps: ## Build the bootstraps the smoke test and turnbench -quick run (host, race-enabled) into bin/test-bootstraps.
+test-bootstraps: ## Build the bootstraps the smoke test, the runtime path test and turnbench -quick run (host, race-enabled) into bin/test-bootstraps.
 	$(GO) build -race -tags lambda.norpc -o $(TEST_BOOTSTRAPS)/ ./functions/turn ./functions/history ./functions/artifacts ./cmd/turnbench/internal/minimal
 
 # ---- clients/js and the demo page -------------------------------------------
@@ -102,11 +103,25 @@ fuzz: ## Run each fuzz target for FUZZTIME (default 50000x executions; e.g. FUZZ
 	done
 
 .PHONY: lint
-lint: ## gofmt check, the pinned golangci-lint (errcheck, govet, ineffassign, staticcheck, unused) and the macOS and Windows builds.
+lint: cfn-lint ## gofmt check, the pinned golangci-lint (errcheck, govet, ineffassign, staticcheck, unused), the macOS and Windows builds, and cfn-lint on template.yaml.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(LINT) run ./...
 	GOOS=darwin $(GO) build ./...
 	GOOS=windows $(GO) vet ./...
+
+# AWS's linter for CloudFormation (what `sam validate --lint` runs), with
+# its informational checks (.cfnlintrc.yaml): it must print nothing. A
+# missing cfn-lint fails the run in CI (CI=true) and is reported loudly
+# otherwise (pip install cfn-lint).
+CFN_LINT ?= cfn-lint
+.PHONY: cfn-lint
+cfn-lint: ## cfn-lint template.yaml: errors, warnings and informational findings (pip install cfn-lint).
+	@if command -v $(CFN_LINT) >/dev/null; then \
+		echo "$(CFN_LINT) template.yaml"; $(CFN_LINT) template.yaml; \
+	else \
+		echo "make: *** cfn-lint is missing: template.yaml was NOT checked against CloudFormation's rules (pip install cfn-lint) ***" >&2; \
+		if [ "$$CI" = true ]; then exit 1; fi; \
+	fi
 
 .PHONY: fmt
 fmt: ## Format the Go code.
@@ -175,11 +190,17 @@ build-HistoryFunction: bin/history/bootstrap ## sam build hook: the history boot
 build-ArtifactsFunction: bin/artifacts/bootstrap ## sam build hook: the artifacts bootstrap into ARTIFACTS_DIR.
 	cp $< $(ARTIFACTS_DIR)/bootstrap
 
+# `make deploy REGION=eu-west-1 [STACK=turnstream]`: the region is never
+# guessed (README "Deploy").
+STACK  ?= turnstream
+REGION ?= $(AWS_REGION)
+
 .PHONY: deploy
-deploy: ## sam build && sam deploy with samconfig.toml (first time: sam deploy --guided).
+deploy: ## sam build && sam deploy --region REGION --stack-name STACK (default turnstream) with samconfig.toml's settings.
 	@command -v sam >/dev/null || { echo "make: the AWS SAM CLI is required (https://docs.aws.amazon.com/serverless-application-model/latest/developerguide/install-sam-cli.html)" >&2; exit 1; }
+	@test -n "$(REGION)" || { echo "make deploy: name the region: make deploy REGION=<aws region> (or set AWS_REGION)" >&2; exit 1; }
 	sam build
-	sam deploy
+	sam deploy --region $(REGION) --stack-name $(STACK)
 
 .PHONY: invoke-local
 invoke-local: ## sam local invoke FUNCTION (TurnFunction) with EVENT against DynamoDB Local (samconfig env "local"); SAM_FLAGS adds flags (Linux: SAM_FLAGS="--add-host host.docker.internal:host-gateway").

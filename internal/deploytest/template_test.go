@@ -20,6 +20,7 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
+	"github.com/turnstream/turnstream/pkg/turn"
 )
 
 // functions maps each template function to the DynamoDB actions its code
@@ -52,7 +53,7 @@ var parameterSets = map[string]map[string]any{
 		"AuthMode": "jwt", "JwtJwksUrl": "https://issuer.example/.well-known/jwks.json",
 		"JwtIssuer": "https://issuer.example/", "JwtAudience": "turnstream",
 		"ModelProvider": "bedrock", "ModelId": "anthropic.claude-3-haiku-20240307-v1:0",
-		"TableDeletionProtection": "false",
+		"TableDeletionProtection": "false", "AllowedOrigins": "https://chat.example.com,https://admin.example.com",
 	},
 	"bedrock US inference profile":         {"ModelProvider": "bedrock", "ModelId": "us.anthropic.claude-sonnet-4-20250514-v1:0"},
 	"bedrock global inference profile":     {"ModelProvider": "bedrock", "ModelId": "global.anthropic.claude-sonnet-4-5-20250929-v1:0"},
@@ -100,10 +101,11 @@ func TestTemplate(t *testing.T) {
 					if url == nil {
 						t.Fatal("no FunctionUrlConfig")
 					}
-					if url.AuthType != wantAuth || deref(url.InvokeMode) != want.invokeMode || url.Cors == nil {
-						t.Errorf("function URL AuthType %s, InvokeMode %s, CORS %v; want %s, %s and CORS",
-							url.AuthType, deref(url.InvokeMode), url.Cors != nil, wantAuth, want.invokeMode)
+					if url.AuthType != wantAuth || deref(url.InvokeMode) != want.invokeMode {
+						t.Errorf("function URL AuthType %s, InvokeMode %s; want %s, %s",
+							url.AuthType, deref(url.InvokeMode), wantAuth, want.invokeMode)
 					}
+					checkCORS(t, fname, d.resourceProperties(fname)["FunctionUrlConfig"], params["AllowedOrigins"])
 
 					env := d.environment(fname)
 					checkEnvironment(t, fname, env)
@@ -135,6 +137,9 @@ func TestTemplate(t *testing.T) {
 			}
 
 			checkTable(t, d, params["TableDeletionProtection"] != "false")
+			if len(d.tpl.Outputs) != 5 {
+				t.Errorf("%d outputs, want the 5 README \"After deploy\" reads", len(d.tpl.Outputs))
+			}
 			if got := d.globalFunction["LoggingConfig"]; !reflect.DeepEqual(got, map[string]any{"LogFormat": "JSON"}) {
 				t.Errorf("Globals.Function.LoggingConfig = %v, want LogFormat JSON", got)
 			}
@@ -143,6 +148,7 @@ func TestTemplate(t *testing.T) {
 				"HistoryFunctionUrl":   "GetAtt(HistoryFunctionUrl.FunctionUrl)",
 				"ArtifactsFunctionUrl": "GetAtt(ArtifactsFunctionUrl.FunctionUrl)",
 				"TableName":            "Ref(Table)",
+				"CursorSecretArn":      "Ref(CursorSecret)",
 			} {
 				if got := d.tpl.Outputs[out].Value; got != want {
 					t.Errorf("output %s = %v, want %s", out, got, want)
@@ -176,26 +182,67 @@ type deployment struct {
 	invokedViaURL map[string]any
 }
 
-// load processes template.yaml with params: parameters resolve to their
-// values, conditions are evaluated, a reference to a resource becomes
-// "Ref(Name)" and an attribute "GetAtt(Name.Attr)" so that policies and
-// outputs can be compared. Resources whose Condition is false are dropped,
-// like CloudFormation does, and the rest is parsed with goformation.
+// load processes template.yaml with params (evaluate) and parses the
+// result with goformation.
 func load(t *testing.T, params map[string]any) *deployment {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(repoRoot(t), "template.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tmpl map[string]any
 	pre, err := intrinsics.ProcessYAML(data, &intrinsics.ProcessorOptions{NoProcess: true})
 	if err != nil {
 		t.Fatalf("template.yaml: %v", err)
 	}
-	if err := json.Unmarshal(pre, &tmpl); err != nil {
+	d := &deployment{invokedViaURL: map[string]any{}}
+	d.raw = evaluate(t, pre, params)
+	view := map[string]any{}
+	for k, v := range d.raw {
+		view[k] = v
+	}
+	kept := map[string]any{}
+	for name, r := range d.raw["Resources"].(map[string]any) {
+		res := cloneMap(r.(map[string]any))
+		if props, ok := res["Properties"].(map[string]any); ok {
+			props = cloneMap(props)
+			if v, ok := props["InvokedViaFunctionUrl"]; ok {
+				d.invokedViaURL[name] = v
+				delete(props, "InvokedViaFunctionUrl")
+			}
+			res["Properties"] = props
+		}
+		kept[name] = res
+	}
+	view["Resources"] = kept
+	d.globalFunction, _ = d.raw["Globals"].(map[string]any)["Function"].(map[string]any)
+	delete(view, "Globals") // checked from the raw map: goformation does not model LoggingConfig
+	delete(view, "Conditions")
+	js, err := json.Marshal(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.tpl, err = goformation.ParseJSONWithOptions(js, &intrinsics.ProcessorOptions{NoProcess: true})
+	if err != nil {
+		t.Fatalf("goformation: %v", err)
+	}
+	return d
+}
+
+// evaluate processes a template in JSON (template.yaml, or the
+// CloudFormation the SAM translator makes of it) with params, as
+// CloudFormation would: parameters resolve to their values (a
+// CommaDelimitedList to a list), conditions are evaluated, a reference to
+// a resource becomes "Ref(Name)" and an attribute "GetAtt(Name.Attr)" so
+// that policies and outputs can be compared. Resources whose Condition is
+// false are dropped, and so is every value that is AWS::NoValue.
+func evaluate(t *testing.T, template []byte, params map[string]any) map[string]any {
+	t.Helper()
+	var tmpl map[string]any
+	if err := json.Unmarshal(template, &tmpl); err != nil {
 		t.Fatal(err)
 	}
 	resources := tmpl["Resources"].(map[string]any)
+	parameters, _ := tmpl["Parameters"].(map[string]any)
 	// goformation replaces a whole map holding a "Condition" key by the
 	// condition's value: keep resource conditions aside under another key
 	// and apply them below.
@@ -224,6 +271,15 @@ func load(t *testing.T, params map[string]any) *deployment {
 		if n, ok := v.(float64); ok { // CloudFormation's Ref yields a Number parameter as a string
 			return fmt.Sprint(n)
 		}
+		if p, ok := parameters[fmt.Sprint(input)].(map[string]any); ok && p["Type"] == "CommaDelimitedList" {
+			if s, ok := v.(string); ok {
+				var list []any
+				for _, item := range strings.Split(s, ",") {
+					list = append(list, item)
+				}
+				return list
+			}
+		}
 		return v
 	}
 	getAtt := func(_ string, input, _ any) any {
@@ -240,21 +296,33 @@ func load(t *testing.T, params map[string]any) *deployment {
 		return nil
 	}
 	subVar := regexp.MustCompile(`\$\{([A-Za-z0-9:.]+)\}`)
+	// Fn::Sub takes a string, or [string, {variable: value}] whose
+	// variables win over parameters and resources of the same name.
 	sub := func(_ string, input, template any) any {
 		s, ok := input.(string)
+		var vars map[string]any
+		if arr, isList := input.([]any); isList && len(arr) == 2 {
+			s, ok = arr[0].(string)
+			vars, _ = arr[1].(map[string]any)
+			ok = ok && vars != nil
+		}
 		if !ok {
-			t.Fatalf("Fn::Sub with variables map is not used by the template: %v", input)
+			t.Fatalf("Fn::Sub %v: want a string or [string, variables]", input)
 		}
 		return subVar.ReplaceAllStringFunc(s, func(m string) string {
 			name := m[2 : len(m)-1]
-			if strings.Contains(name, ".") {
-				return getAtt("", []any{name[:strings.Index(name, ".")], name[strings.Index(name, ".")+1:]}, nil).(string)
+			if v, ok := vars[name]; ok {
+				return fmt.Sprint(v)
+			}
+			if resource, attr, isAttr := strings.Cut(name, "."); isAttr {
+				return getAtt("", []any{resource, attr}, nil).(string)
 			}
 			return fmt.Sprint(ref("Ref", name, template))
 		})
 	}
 	// goformation's Fn::Split yields a []string, which its Fn::Select does
-	// not index: split into []any, as JSON would.
+	// not index: split into []any, as JSON would. CloudFormation takes only
+	// a literal string as the delimiter.
 	split := func(_ string, input, _ any) any {
 		arr, ok := input.([]any)
 		if !ok || len(arr) != 2 {
@@ -292,21 +360,17 @@ func load(t *testing.T, params map[string]any) *deployment {
 		},
 	})
 	if err != nil {
-		t.Fatalf("process template.yaml: %v", err)
+		t.Fatalf("process the template: %v", err)
 	}
-	d := &deployment{invokedViaURL: map[string]any{}}
-	if err := json.Unmarshal(out, &d.raw); err != nil {
+	var raw map[string]any
+	if err := json.Unmarshal(out, &raw); err != nil {
 		t.Fatal(err)
 	}
-	view := map[string]any{}
-	for k, v := range d.raw {
-		view[k] = v
-	}
 	kept := map[string]any{}
-	for name, r := range d.raw["Resources"].(map[string]any) {
+	for name, r := range raw["Resources"].(map[string]any) {
 		res := cloneMap(r.(map[string]any))
 		if c, ok := res[resourceCondition]; ok {
-			v, found := d.raw["Conditions"].(map[string]any)[fmt.Sprint(c)]
+			v, found := raw["Conditions"].(map[string]any)[fmt.Sprint(c)]
 			if !found {
 				t.Fatalf("resource %s: unknown condition %v", name, c)
 			}
@@ -315,32 +379,35 @@ func load(t *testing.T, params map[string]any) *deployment {
 			}
 			delete(res, resourceCondition)
 		}
-		if props, ok := res["Properties"].(map[string]any); ok {
-			props = cloneMap(props)
-			if v, ok := props["InvokedViaFunctionUrl"]; ok {
-				d.invokedViaURL[name] = v
-				delete(props, "InvokedViaFunctionUrl")
+		kept[name] = dropNoValue(res)
+	}
+	raw["Resources"] = kept
+	return raw
+}
+
+// dropNoValue removes what AWS::NoValue left (a null) from v: a list
+// element or a map entry, as CloudFormation removes the element or the
+// property.
+func dropNoValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if e != nil {
+				out[k] = dropNoValue(e)
 			}
-			if pol, ok := props["Policies"].([]any); ok { // !If ... AWS::NoValue leaves a null
-				props["Policies"] = slices.DeleteFunc(slices.Clone(pol), func(p any) bool { return p == nil })
-			}
-			res["Properties"] = props
 		}
-		kept[name] = res
+		return out
+	case []any:
+		out := make([]any, 0, len(x))
+		for _, e := range x {
+			if e != nil {
+				out = append(out, dropNoValue(e))
+			}
+		}
+		return out
 	}
-	view["Resources"] = kept
-	d.globalFunction, _ = d.raw["Globals"].(map[string]any)["Function"].(map[string]any)
-	delete(view, "Globals") // checked from the raw map: goformation does not model LoggingConfig
-	delete(view, "Conditions")
-	js, err := json.Marshal(view)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.tpl, err = goformation.ParseJSONWithOptions(js, &intrinsics.ProcessorOptions{NoProcess: true})
-	if err != nil {
-		t.Fatalf("goformation: %v", err)
-	}
-	return d
+	return v
 }
 
 func cloneMap(m map[string]any) map[string]any {
@@ -408,6 +475,53 @@ func checkEnvironment(t *testing.T, fname string, env map[string]string) {
 			t.Errorf("%s = %q resolves a secret into the environment", k, v)
 		}
 	}
+}
+
+// checkCORS: without AllowedOrigins a function URL has no CORS
+// configuration (no web page of another origin may read its answers);
+// with it, exactly those origins, and on the turn function the request
+// headers its handler reads and the compact stream's header exposed
+// (clients/js reads it back).
+func checkCORS(t *testing.T, fname string, urlConfig, origins any) {
+	t.Helper()
+	cors, _ := urlConfig.(map[string]any)["Cors"].(map[string]any)
+	if origins == nil {
+		if cors != nil {
+			t.Errorf("CORS %v without AllowedOrigins, want none", cors)
+		}
+		return
+	}
+	if cors == nil {
+		t.Fatalf("no CORS with AllowedOrigins %v", origins)
+	}
+	list := func(key string) []string {
+		var out []string
+		for _, v := range cors[key].([]any) {
+			out = append(out, fmt.Sprint(v))
+		}
+		return out
+	}
+	if got, want := list("AllowOrigins"), strings.Split(fmt.Sprint(origins), ","); !slices.Equal(got, want) {
+		t.Errorf("CORS AllowOrigins %v, want %v", got, want)
+	}
+	if fname != "TurnFunction" {
+		return
+	}
+	for _, h := range []string{turn.SnapshotScopeHeader, turn.StreamModeHeader} {
+		if got := list("AllowHeaders"); !slices.Contains(got, strings.ToLower(h)) {
+			t.Errorf("CORS AllowHeaders %v lack %s", got, strings.ToLower(h))
+		}
+	}
+	if got := list("ExposeHeaders"); !slices.Contains(got, strings.ToLower(turn.StreamModeHeader)) {
+		t.Errorf("CORS ExposeHeaders %v lack %s", got, strings.ToLower(turn.StreamModeHeader))
+	}
+}
+
+// resourceProperties returns the evaluated Properties of resource name.
+func (d *deployment) resourceProperties(name string) map[string]any {
+	res, _ := d.raw["Resources"].(map[string]any)[name].(map[string]any)
+	props, _ := res["Properties"].(map[string]any)
+	return props
 }
 
 // checkSecretPolicy: only the history function may read the cursor
@@ -697,8 +811,9 @@ func checkTable(t *testing.T, d *deployment, protect bool) {
 	if got := derefBool(tbl.DeletionProtectionEnabled); got != protect {
 		t.Errorf("DeletionProtectionEnabled %v, want %v", got, protect)
 	}
-	if tbl.AWSCloudFormationDeletionPolicy != "Retain" {
-		t.Errorf("DeletionPolicy %q, want Retain", tbl.AWSCloudFormationDeletionPolicy)
+	if tbl.AWSCloudFormationDeletionPolicy != "Retain" || tbl.AWSCloudFormationUpdateReplacePolicy != "Retain" {
+		t.Errorf("DeletionPolicy %q, UpdateReplacePolicy %q, want Retain for both",
+			tbl.AWSCloudFormationDeletionPolicy, tbl.AWSCloudFormationUpdateReplacePolicy)
 	}
 }
 

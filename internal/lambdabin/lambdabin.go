@@ -1,6 +1,7 @@
-// Package lambdabin gives the smoke test (internal/smoketest) and
-// cmd/turnbench the Lambda bootstraps and the runtime interface emulator
-// they run them under, built once.
+// Package lambdabin gives the smoke test (internal/smoketest), the
+// runtime path test (internal/runtimetest) and cmd/turnbench the Lambda
+// bootstraps, and the runtime interface emulator they run them under,
+// built once.
 //
 // Bootstraps returns the bootstraps of the named functions: from the
 // directory $TURNSTREAM_BOOTSTRAPS names, which `make test` fills before

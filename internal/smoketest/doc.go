@@ -7,7 +7,8 @@
 // runtime path: bootstrap start-up and configuration, the lambdaurl
 // streaming adapter (whose prelude, 8 NUL bytes and NDJSON body the
 // emulator returns at once) and the api-proxy adapter of the buffered
-// functions. Incremental delivery itself is tested in-process (pkg/turn).
+// functions. Incremental delivery itself is tested by internal/runtimetest,
+// whose own Runtime API records when each chunk arrives.
 //
 // The package holds tests only. The bootstraps and the pinned emulator
 // come from internal/lambdabin: `make test` builds the bootstraps and

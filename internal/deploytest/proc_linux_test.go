@@ -1,0 +1,12 @@
+package deploytest_test
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcAttr has the kernel kill the process (moto's server) if the test
+// binary dies.
+func setProcAttr(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
