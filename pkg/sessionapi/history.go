@@ -150,10 +150,16 @@ func (s *server) getSession(w http.ResponseWriter, r *http.Request, rc *requestC
 		case err == nil && t.Status == chat.TurnRunning:
 			cur.Sequence = t.LastSequence
 		case err == nil:
-			// The turn ended (or was decided) between the two reads: the
-			// session as it is now, so that both agree.
+			// The turn has ended: saved (its release still to come, or
+			// failed: the lease then expires on its own) or decided
+			// between the two reads. It is no current turn, as /turns
+			// shows it; the session as it is now otherwise.
+			ended := t.Ordinal
 			if sess, err = s.store.GetSession(r.Context(), id, p); err != nil {
 				return fmt.Errorf("get session: %w", err)
+			}
+			if l := sess.ActiveTurn; l != nil && l.Ordinal == ended {
+				sess.ActiveTurn = nil
 			}
 			out = sessionSummary(sess, s.now())
 		case !errors.Is(err, chat.ErrTurnNotFound):

@@ -1,6 +1,7 @@
 package sessionapi_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -67,6 +68,51 @@ func TestRunningTurnInHistory(t *testing.T) {
 				got.Messages[1].Content != "the answer so" || got.Messages[1].Status != protocol.MessageError {
 				t.Errorf("%s first: crashed turn in history: %+v", first, got)
 			}
+		}
+	})
+}
+
+// TestRoutesAgreeOnASavedTurn: a turn saved but not released (its
+// release still to come, or failed: the lease then expires on its own) is
+// complete in /turns and no current turn in the summary or its envelope:
+// the routes never show one turn in two states. Once its lease expires a
+// read frees the session, recording the turn as completed.
+func TestRoutesAgreeOnASavedTurn(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *fixture) {
+		c := f.claim("s1", alice, turnSpec{id: "t1"})
+		at := protocol.FormatTime(f.clock.Now())
+		msgs := []protocol.Message{
+			{ID: "t1-user", Role: protocol.RoleUser, Content: "question t1", Status: protocol.MessageComplete, CreatedAt: at},
+			{ID: "t1-assistant", Role: protocol.RoleAssistant, Content: "", Status: protocol.MessageStreaming, CreatedAt: at},
+		}
+		cp := &chat.Checkpoint{SessionID: "s1", TurnID: "t1", Ordinal: c.Lease.Ordinal, Lineage: c.Lease.Lineage,
+			InputHash: c.Lease.InputHash, Messages: msgs, FirstSequence: c.BaseSequence + 1, Sequence: c.BaseSequence + 1,
+			StartedAt: f.clock.Now()}
+		if _, err := f.store.Checkpoint(f.ctx, c, cp); err != nil {
+			t.Fatal(err)
+		}
+		final := &chat.Turn{SessionID: "s1", TurnID: "t1", Ordinal: c.Lease.Ordinal, Status: chat.TurnComplete,
+			Lineage: c.Lease.Lineage, InputHash: c.Lease.InputHash, FirstSequence: c.BaseSequence + 1, LastSequence: c.BaseSequence + 3,
+			Messages:  []protocol.Message{msgs[0], {ID: "t1-assistant", Role: protocol.RoleAssistant, Content: "done", Status: protocol.MessageComplete, CreatedAt: at}},
+			StartedAt: f.clock.Now(), CompletedAt: f.clock.Now()}
+		if err := f.store.SaveTurn(f.ctx, c, final); err != nil {
+			t.Fatal(err)
+		}
+		page := decode[sessionapi.TurnPage](t, "turns", f.do(f.history, get("/sessions/s1/turns", alice)))
+		if len(page.Turns) != 1 || page.Turns[0].Status != chat.TurnComplete {
+			t.Fatalf("turns: %+v", page.Turns)
+		}
+		sum := decode[sessionapi.SessionSummary](t, "summary", f.do(f.history, get("/sessions/s1", alice)))
+		if sum.CurrentTurn != nil {
+			t.Errorf("currentTurn %+v of a turn /turns shows complete", sum.CurrentTurn)
+		}
+		if strings.Contains(string(sum.Session), `"activeTurn"`) {
+			t.Errorf("the envelope names the saved turn active: %s", sum.Session)
+		}
+		f.clock.Advance(leaseDuration)
+		sum = decode[sessionapi.SessionSummary](t, "summary after the expiry", f.do(f.history, get("/sessions/s1", alice)))
+		if sum.CurrentTurn != nil || !strings.Contains(string(sum.Session), `"turnId":"t1","outcome":"completed"`) {
+			t.Errorf("after the lease expired: currentTurn %+v, envelope %s; want t1 completed", sum.CurrentTurn, sum.Session)
 		}
 	})
 }

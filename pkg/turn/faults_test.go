@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -303,4 +304,56 @@ func TestNoLineAfterTheLease(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestStopWhileCheckpointsFail: a checkpoint whose live item write failed
+// on every attempt (its delta stored) does not stop the checkpoints after
+// it, so a stop is still seen at a checkpoint, with the lease renewed too
+// rarely to see it: the turn ends interrupted soon after the stop. (Once,
+// one such failure made every later checkpoint of the turn fail, and a
+// stop waited for the next renewal.) The time from the stop to the
+// interrupted ending is logged, not asserted.
+func TestStopWhileCheckpointsFail(t *testing.T) {
+	store, ft := newFaultStore(t)
+	chunks := make([]string, 400)
+	for i := range chunks {
+		chunks[i] = "w "
+	}
+	m := &scriptModel{Chunks: chunks, Delay: 10 * time.Millisecond, Started: make(chan struct{}, 1)}
+	e := newEnv(t, store, m, func(o *turn.Options) {
+		durable(o)
+		o.CheckpointInterval = 100 * time.Millisecond
+		o.RenewInterval = time.Hour // a stop can be seen only at a checkpoint
+	})
+	// The first live item write after the acknowledgment fails on each
+	// of its SDK attempts; everything after it passes.
+	var liveWrites, failed atomic.Int64
+	isLive := ddbfault.Op("UpdateItem", "#LIVE", ":seq")
+	ft.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+		if !isLive(a) {
+			return ddbfault.Pass
+		}
+		if n := liveWrites.Add(1); n > 1 && failed.Load() < int64(dynamo.DefaultMaxAttempts) {
+			failed.Add(1)
+			return ddbfault.ServerErrorBefore
+		}
+		return ddbfault.Pass
+	})
+	ls := e.startLive(t, context.Background(), "s", "t1", "hello")
+	<-m.Started
+	waitFor(t, "the failed checkpoint", func() bool { return failed.Load() >= int64(dynamo.DefaultMaxAttempts) })
+	time.Sleep(300 * time.Millisecond) // later checkpoints land
+	stopAt := time.Now()
+	resp := e.post(t, context.Background(), "/stop", []byte(`{"sessionId":"s","turnId":"t1"}`), nil)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("stop: %d", resp.StatusCode)
+	}
+	<-ls.done
+	evs := ls.events(t)
+	term := terminalOf(evs)
+	if term == nil || term.Snapshot.Error == nil || term.Snapshot.Error.Code != protocol.CodeTurnInterrupted {
+		t.Fatalf("the turn did not end interrupted: %+v", term)
+	}
+	t.Logf("stopped %v after the stop request, %d live writes", time.Since(stopAt), liveWrites.Load())
 }

@@ -267,7 +267,7 @@ func TestSaveFailure(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
 		fs := &failingStore{Store: newStore(t), saveErr: errors.New("storage unavailable")}
 		e := newEnv(t, fs, &scriptModel{Chunks: []string{"a", "b"}}, func(o *turn.Options) {
-			o.LeaseDuration = 300 * time.Millisecond
+			o.LeaseDuration, o.CleanupReserve = 300*time.Millisecond, time.Second
 		})
 		r := e.submit(t, "s", "t1", "hello", nil, nil)
 		r.want(t, http.StatusOK, "")
@@ -747,5 +747,71 @@ func TestContextLoadFailure(t *testing.T) {
 		s.load = nil
 		e.submit(t, "s", "t1", "hello", nil, nil).want(t, http.StatusConflict, protocol.CodeTurnAlreadyCompleted)
 		e.submit(t, "s", "t2", "hello", nil, nil).want(t, http.StatusOK, "")
+	})
+}
+
+// appliedUnanswered applies every save, then answers its first one with an
+// error (an answer lost after the write applied, beyond what the store
+// could resolve), or with lateErr all of them (a table that applies
+// writes but cannot answer until later).
+type appliedUnanswered struct {
+	chat.Store
+	mu      sync.Mutex
+	failed  int
+	always  bool
+	release atomicCounter
+}
+
+func (s *appliedUnanswered) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error {
+	err := s.Store.SaveTurn(ctx, c, t)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.always || s.failed == 0 {
+		s.failed++
+		return errors.New("storage unavailable")
+	}
+	return err
+}
+
+func (s *appliedUnanswered) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error {
+	s.release.add()
+	return s.Store.ReleaseTurn(ctx, req)
+}
+
+// TestSaveAppliedWithoutAnswer: a save that applied but whose answer was
+// lost is learned (the save is sent again, refused as the turn is already
+// terminal, and the turn read): the client is told complete and the lease
+// released, never a retryable failure for a saved turn. When no answer can
+// be had in time the client is told TURN_OUTCOME_INDETERMINATE (not
+// retryable), and history and a replay later agree with the save.
+func TestSaveAppliedWithoutAnswer(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		for _, always := range []bool{false, true} {
+			s := &appliedUnanswered{Store: newStore(t), always: always}
+			e := newEnv(t, s, &scriptModel{Chunks: []string{"a", "b"}}, func(o *turn.Options) {
+				durable(o)
+				o.LeaseDuration, o.CleanupReserve = 300*time.Millisecond, time.Second
+			})
+			sid := fmt.Sprintf("s-%v", always)
+			r := e.submit(t, sid, "t1", "hello", nil, nil)
+			r.want(t, http.StatusOK, "")
+			last := r.last()
+			if !always {
+				if last.Kind != protocol.EventSnapshot || last.Snapshot.Status != protocol.StatusComplete || s.release.get() != 1 {
+					t.Fatalf("a save that applied unanswered: last line %s, %d releases; want complete, released", r.raw, s.release.get())
+				}
+				continue
+			}
+			if last.Kind != protocol.EventDiagnostic || last.Diagnostic.Code != protocol.CodeTurnOutcomeIndeterminate || last.Diagnostic.Retryable || last.Sequence != 0 {
+				t.Fatalf("a save never answered: last line %s; want TURN_OUTCOME_INDETERMINATE, not retryable, sequence 0", r.raw)
+			}
+			got, err := s.FindTurn(context.Background(), sid, "t1", alice)
+			if err != nil || got.Status != chat.TurnComplete {
+				t.Errorf("history of the saved turn: %+v, %v; want complete", got, err)
+			}
+			waitFor(t, "the lease to expire", func() bool {
+				return e.submit(t, sid, "t1", "hello", nil, nil).errD.Code == protocol.CodeTurnAlreadyCompleted
+			})
+		}
 	})
 }
