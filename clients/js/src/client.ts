@@ -653,9 +653,18 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
             throw new StreamDiagnosticError(ev);
           }
           if (ev.event !== "server.turn.snapshot") continue;
-          // A resumed reader already has the state at or before after.
-          if (this.#opts.after !== undefined && ev.sequence <= this.#opts.after) continue;
-          if (!this.cursor.apply(ev)) continue;
+          const terminal = ev.payload.status === "complete" || ev.payload.status === "error";
+          // A resumed reader already has the state at or before after; a
+          // terminal line it already holds still ends the turn (a resume
+          // always ends with one, whatever after).
+          if (this.#opts.after !== undefined && ev.sequence <= this.#opts.after) {
+            if (terminal) return true;
+            continue;
+          }
+          if (!this.cursor.apply(ev)) {
+            if (terminal && this.cursor.sequence !== undefined && ev.sequence <= this.cursor.sequence) return true;
+            continue;
+          }
           const snap = this.cursor.snapshot!;
           shown = lastContentLength(snap);
           if (snap.payload.status === "complete" || snap.payload.status === "error") done = true;

@@ -137,3 +137,21 @@ test("resume attaches to a turn running elsewhere from the history summary's seq
   assert.equal(second.at(-1).payload.messages.at(-1).content, `Echo: ${input}`);
   assert.deepEqual(second.at(-1).payload, first.snapshot.payload, "both readers end on the same state");
 });
+
+test("resuming a finished turn after its terminal sequence ends at once, without an error", async () => {
+  const alice = new TurnstreamClient({ turnURL: srv.turnURL, historyURL: srv.historyURL, headers: { Authorization: "Bearer dev.alice" } });
+  const done = alice.submit({ sessionId: "rs-c", input: "short", scope: "turn" });
+  for await (const _ of done);
+  const terminal = done.sequence;
+  for (const after of [terminal, terminal + 50]) {
+    const shown = [];
+    for await (const s of alice.resume({ sessionId: "rs-c", turnId: done.turnId, after, scope: "turn" })) shown.push(s);
+    assert.deepEqual(shown, [], "the reader already holds the terminal state");
+  }
+  // Without after, the terminal snapshot itself.
+  const again = [];
+  for await (const s of alice.resume({ sessionId: "rs-c", turnId: done.turnId, scope: "turn" })) again.push(s);
+  assert.equal(again.length, 1);
+  assert.equal(again[0].sequence, terminal);
+  assert.equal(again[0].payload.status, "complete");
+});
