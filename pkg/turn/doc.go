@@ -14,18 +14,23 @@
 // body, mapped from domain errors in one table: the HTTP edge shared with
 // the history and artifacts handlers (pkg/httpedge).
 //
-// After the claim the response is a 200 NDJSON stream of complete
-// snapshots (docs/design.md §3), numbered from the sequence the claim reserved,
-// with no storage write per snapshot. One pending slot holds the latest
-// turn state; a writer goroutine emits it at most every SnapshotInterval,
-// so a slow reader receives fewer, newer snapshots. The lease is renewed
-// every LeaseDuration/3; a stop flag seen at a renewal ends the turn as
-// interrupted. Cleanup runs on every exit path (completion, model error,
-// timeout, client disconnect, write failure, storage failure), each phase
-// under its own bounded context: stop the model, save the turn, release
-// the lease. Only then is the last line written: a terminal snapshot, or a
-// server.turn.diagnostic when the turn timed out, was cancelled, lost its
-// lease or could not be saved. A stream never just stops.
+// After the claim, and with checkpoints on after the turn's
+// acknowledgment (its first checkpoint: the turn is recorded before the
+// stream starts, docs/durable-turns.md), the response is a 200 NDJSON
+// stream of complete snapshots (docs/design.md §3), numbered from the
+// sequence the claim reserved. One pending slot holds the latest turn
+// state; a writer goroutine emits it at most every SnapshotInterval, so a
+// slow reader receives fewer, newer snapshots, and only while the lease is
+// proven. The lease is renewed every LeaseDuration/3; a stop flag seen at
+// a checkpoint or a renewal ends the turn as interrupted. Cleanup runs on
+// every exit path (completion, model error, timeout, client disconnect,
+// write failure, storage failure), each phase under its own bounded
+// context: stop the model, save the turn, release the lease. Only then is
+// the last line written, saying only what the table holds: a terminal
+// snapshot (and a trailing diagnostic after a timeout or a cancellation);
+// the lost record (TURN_LOST) of a turn whose lease was lost, once the
+// table decided it; or TURN_OUTCOME_INDETERMINATE when the save's outcome
+// could not be confirmed. A stream never just stops.
 //
 // Definitions, models and tools (docs/design.md §8). Before the claim the turn
 // resolves the session's definition (Options.Definitions: a new session

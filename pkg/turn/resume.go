@@ -376,7 +376,7 @@ func resumeCapabilities(opts Options) (resumeCapability, durableTurnsCapability)
 			Path:           "/sessions/{sessionId}/turns/{turnId}/stream",
 			Parameter:      "after",
 			PollIntervalMs: opts.ResumePollInterval.Milliseconds(),
-			Cost:           "one consistent DynamoDB Query per poll",
+			Cost:           "one consistent DynamoDB BatchGetItem per poll, and one Query of the newer checkpoints when there are some",
 		}, durableTurnsCapability{
 			Available:            true,
 			CheckpointIntervalMs: opts.CheckpointInterval.Milliseconds(),
