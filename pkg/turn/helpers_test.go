@@ -217,7 +217,7 @@ func (b *syncBuffer) String() string {
 
 // newEnv builds a handler over store with m, tuned by opt, and serves it
 // with a real HTTP server (chunked streaming).
-func newEnv(t *testing.T, store chat.Store, m *scriptModel, opt func(*turn.Options)) *env {
+func newEnv(t testing.TB, store chat.Store, m *scriptModel, opt func(*turn.Options)) *env {
 	t.Helper()
 	e := &env{store: store, model: m, auth: &testAuth{}, logs: &syncBuffer{}}
 	opts := turn.Options{

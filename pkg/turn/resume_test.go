@@ -39,7 +39,7 @@ type liveStream struct {
 	resp  *http.Response
 }
 
-func (e *env) startLive(t *testing.T, ctx context.Context, sessionID, turnID, input string) *liveStream {
+func (e *env) startLive(t testing.TB, ctx context.Context, sessionID, turnID, input string) *liveStream {
 	t.Helper()
 	resp := e.post(t, ctx, "/", submitBody(t, sessionID, turnID, input, nil), nil)
 	if resp.StatusCode != http.StatusOK {
