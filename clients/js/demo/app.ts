@@ -145,6 +145,7 @@ const PLAIN: Record<string, string> = {
   RESPONSE_INVALID: "The server sent something this page doesn't understand.",
   TURN_INTERRUPTED: "Stopped.",
   TURN_LOST: "The server stopped while writing this answer. What it had written is saved.",
+  TURN_OUTCOME_INDETERMINATE: "The server couldn't confirm this answer was saved. Reload the page in a moment to see how it ended.",
   MODEL_FAILED: "The model failed to answer. Try again.",
   CHAT_TURN_FAILED: "The answer failed. Try again.",
   CONFIRMATION_DECIDED: "This tool call was already approved or denied, perhaps in another window.",
