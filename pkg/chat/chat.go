@@ -134,6 +134,9 @@ type Session struct {
 	// first: at most MaxPendingConfirmations pending ones and
 	// KeptConfirmations others (see ReleaseConfirmations).
 	Confirmations []Confirmation
+	// Queue lists the session's queued turns (docs/multitask.md), those
+	// that wait and the one started from it while it runs, in queue order.
+	Queue []QueueEntry
 	// NextOrdinal is the ordinal the next claimed turn receives (starts at 1).
 	NextOrdinal int64
 	// Revision increases with every write to the session item; writes that
@@ -474,9 +477,45 @@ type Store interface {
 	// indeterminate (completed if its save had landed); then a claim by
 	// another turn id goes on, with BaseSequence past the crashed turn's
 	// terminal sequence (SequenceGapAfterCrash). The new turn gets Ordinal
-	// NextOrdinal. Happy path: 1 request (2 once the window is full); a
-	// rejected claim: at most 3; a takeover from a crashed turn: at most 7.
+	// NextOrdinal. A session whose lease is free but whose queued turns
+	// wait is ErrSessionQueued (ErrSessionBusy) to a claim that decides no
+	// confirmation: those turns start first (ClaimQueued). Happy path: 1
+	// request (2 once the window is full); a rejected claim: at most 3; a
+	// takeover from a crashed turn: at most 7.
 	ClaimTurn(ctx context.Context, req ClaimRequest) (*Claim, error)
+
+	// EnqueueTurn stores req as a queued turn of its session
+	// (docs/multitask.md): an entry in the session's queue and the turn's
+	// user message, to run after the turns queued before it once the
+	// session is free. It returns the entry and its position among the
+	// waiting turns (from 1). An enqueue of a turn id already queued with
+	// the same input returns that entry: it queues nothing twice.
+	// ErrTurnIDReused for another input; the replay errors of ClaimTurn
+	// for a turn id already used; ErrQueueFull when req.Max turns wait;
+	// ErrSessionNotFound when the session does not exist or p does not own
+	// it. At most 3 requests.
+	EnqueueTurn(ctx context.Context, req EnqueueRequest) (*QueueEntry, int, error)
+
+	// ClaimQueued takes the session's lease for its oldest waiting queued
+	// turn, when the lease is free (an expired one is decided first) and
+	// no confirmation waits for a decision: the turn gets the session's
+	// next ordinal, as any claim. Waiting turns past their expiry are
+	// recorded on the way as turns that never ran (TURN_QUEUE_EXPIRED). It
+	// returns the claim and the queued turn, ErrSessionBusy when the
+	// session is not free, ErrNothingQueued when no turn waits. Cancelled
+	// turns are recorded on the way too (CancelQueued). Exactly one
+	// caller starts each queued turn; a claim that dies before its turn is
+	// acknowledged leaves the turn waiting again once the lease is decided.
+	ClaimQueued(ctx context.Context, sessionID string, leaseDuration time.Duration) (*Claim, *QueuedTurn, error)
+
+	// CancelQueued takes a waiting queued turn out of the queue and
+	// records it as a turn that never ran (TURN_CANCELLED): at once when
+	// the session is free, else when it is next (ClaimQueued), since a
+	// session's terminal window changes only while no lease is held; a
+	// replay of its id is ErrTurnCompleted from now on. ErrSessionNotFound
+	// as GetSession; ErrTurnNotActive when turnID does not wait in the
+	// queue.
+	CancelQueued(ctx context.Context, sessionID, turnID string, p Principal) error
 
 	// RenewLease extends the lease of req.Claim to req.ExpiresAt and
 	// records req.Sequence, returning the lease as stored (with its stop
@@ -523,7 +562,8 @@ type Store interface {
 	// ReleaseTurn clears the lease of req.Claim, writes the terminal
 	// window of req.Window (this turn's outcome appended to the claim's
 	// window, which cannot change while the lease is held, keeping the
-	// store's window size) and the final sequence. Releasing a turn that
+	// store's window size) and the final sequence, and takes a queued turn
+	// that ran out of the queue. Releasing a turn that
 	// is already released with the same claim is a no-op (nil); a stale
 	// claim of a lease now held by another turn is ErrLeaseLost. 1 request.
 	ReleaseTurn(ctx context.Context, req ReleaseRequest) error

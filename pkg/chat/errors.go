@@ -1,6 +1,9 @@
 package chat
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors of the Store contract. Handlers map them to diagnostics in
 // one table (pkg/turn, pkg/sessionapi); clients never see their text.
@@ -39,4 +42,14 @@ var (
 	ErrConfirmationExpired = errors.New("chat: confirmation expired")
 	// ErrInvalidArtifact: an artifact reference is invalid (wraps a reason).
 	ErrInvalidArtifact = errors.New("chat: invalid artifact reference")
+	// ErrQueueFull: the session holds as many queued turns as it may
+	// (retryable, once one of them ran).
+	ErrQueueFull = errors.New("chat: session queue full")
+	// ErrNothingQueued: the session has no queued turn that may start.
+	ErrNothingQueued = errors.New("chat: nothing queued")
 )
+
+// ErrSessionQueued is ErrSessionBusy for a session whose lease is free
+// but whose queued turns wait to start: a plain claim may not run before
+// them. The caller may start them (Store.ClaimQueued).
+var ErrSessionQueued = fmt.Errorf("%w: queued turns wait to start", ErrSessionBusy)

@@ -66,6 +66,7 @@ var errorTable = []struct {
 	{auth.ErrForbidden, protocol.CodeRequestForbidden},
 	{chat.ErrSessionNotFound, protocol.CodeSessionNotFound},
 	{chat.ErrTurnNotFound, protocol.CodeTurnNotFound},
+	{chat.ErrQueueFull, protocol.CodeSessionQueueFull},
 	{chat.ErrSessionBusy, protocol.CodeSessionBusy},
 	{chat.ErrTurnCompleted, protocol.CodeTurnAlreadyCompleted},
 	{chat.ErrTurnIndeterminate, protocol.CodeTurnOutcomeIndeterminate},

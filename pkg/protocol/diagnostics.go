@@ -71,6 +71,17 @@ const (
 	// code. Retryable: the client may submit the input again.
 	CodeTurnLost = "TURN_LOST"
 
+	// Messages sent while a turn runs (docs/multitask.md). A session with
+	// MAX_QUEUED_TURNS turns queued answers SESSION_QUEUE_FULL (409,
+	// retryable); a policy the session's definition does not allow is
+	// MULTITASK_NOT_ALLOWED (422). A queued turn that never ran is stored
+	// with TURN_QUEUE_EXPIRED (it waited past QUEUED_TURN_TTL; retryable:
+	// submit it again) or TURN_CANCELLED (POST /stop named it).
+	CodeSessionQueueFull    = "SESSION_QUEUE_FULL"
+	CodeMultitaskNotAllowed = "MULTITASK_NOT_ALLOWED"
+	CodeTurnQueueExpired    = "TURN_QUEUE_EXPIRED"
+	CodeTurnCancelled       = "TURN_CANCELLED"
+
 	// Ordered assistant content (docs/protocol.md §6).
 	CodeAssistantContentInvalidRecord      = "ASSISTANT_CONTENT_INVALID_RECORD"
 	CodeAssistantContentUnsupportedVersion = "ASSISTANT_CONTENT_UNSUPPORTED_VERSION"
@@ -156,6 +167,10 @@ var codes = map[string]codeInfo{
 	CodeTurnInterrupted:          {"The turn was stopped.", false, statusNotHTTP},
 	CodeModelFailed:              {"The model request failed.", true, statusNotHTTP},
 	CodeTurnLost:                 {"The turn stopped before it finished.", true, statusNotHTTP},
+	CodeSessionQueueFull:         {"Too many turns are queued for this session.", true, http.StatusConflict},
+	CodeMultitaskNotAllowed:      {"This session does not allow that multitask policy.", false, http.StatusUnprocessableEntity},
+	CodeTurnQueueExpired:         {"The queued turn expired before it could run.", true, statusNotHTTP},
+	CodeTurnCancelled:            {"The queued turn was cancelled before it ran.", false, statusNotHTTP},
 
 	CodeAssistantContentInvalidRecord:      {"Assistant content record is invalid.", false, statusNotHTTP},
 	CodeAssistantContentUnsupportedVersion: {"Assistant content envelope uses an unsupported version.", false, statusNotHTTP},

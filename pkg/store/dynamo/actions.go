@@ -31,11 +31,14 @@ var methodOperations = map[string][]string{
 	"FindTurn":     {"Query", "GetItem", "UpdateItem"},
 	"PutArtifacts": {"Query", "GetItem", "UpdateItem"},
 	"GetArtifacts": {"Query", "GetItem"},
+	"EnqueueTurn":  {"GetItem", "PutItem", "UpdateItem", "Query"},
+	"ClaimQueued":  {"GetItem", "UpdateItem", "Query"},
+	"CancelQueued": {"GetItem", "UpdateItem"},
 }
 
 // Store methods each Lambda function calls (docs/design.md §1).
 var (
-	turnFunctionMethods      = []string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession"}
+	turnFunctionMethods      = []string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued"}
 	historyFunctionMethods   = []string{"GetSession", "ListTurns", "FindTurn", "PollTurn"}
 	artifactsFunctionMethods = []string{"PutArtifacts", "GetArtifacts"}
 )

@@ -85,6 +85,21 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	call("PutArtifacts", func() error { _, err := s.PutArtifacts(ctx, "s1", "missing", host, refs); return err })
 	call("GetArtifacts", func() error { _, err := s.GetArtifacts(ctx, "s1", "t1", alice); return err })
 	call("GetArtifacts", func() error { _, err := s.GetArtifacts(ctx, "s1", "missing", alice); return err })
+	// Queued turns: enqueued while a turn runs, cancelled, started.
+	if _, err := s.ClaimTurn(ctx, claimReq("q", "run")); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"q1", "q2"} {
+		call("EnqueueTurn", func() error {
+			_, _, err := s.EnqueueTurn(ctx, chat.EnqueueRequest{SessionID: "q", TurnID: id, Principal: alice, InputHash: "h" + id,
+				Message: textMessages(id, "x")[0], TTL: lease, Max: 4})
+			return err
+		})
+	}
+	call("CancelQueued", func() error { return s.CancelQueued(ctx, "q", "q1", alice) })
+	e.clock.Advance(lease)
+	call("ClaimQueued", func() error { _, _, err := s.ClaimQueued(ctx, "q", lease); return err })
+	call("CancelQueued", func() error { return s.CancelQueued(ctx, "q", "q2", alice) })
 	// Each reader deciding a turn whose lease expired (fate.go).
 	for _, m := range []string{"GetSession", "ListTurns", "FindTurn", "PollTurn"} {
 		sid := "decide-" + m
@@ -126,7 +141,7 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 		methods []string
 		actions []string
 	}{
-		"turn":      {[]string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession"}, dynamo.TurnFunctionActions},
+		"turn":      {[]string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued"}, dynamo.TurnFunctionActions},
 		"history":   {[]string{"GetSession", "ListTurns", "FindTurn", "PollTurn"}, dynamo.HistoryFunctionActions},
 		"artifacts": {[]string{"PutArtifacts", "GetArtifacts"}, dynamo.ArtifactsFunctionActions},
 	}

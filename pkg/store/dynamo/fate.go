@@ -62,11 +62,34 @@ type decided struct {
 	// lost is the decided turn's terminal sequence, the session's next
 	// base sequence.
 	lost int64
+	// requeue is set when the lease was a queued turn's whose claim died
+	// before the turn was acknowledged: it never started, and waits
+	// again (queue.go).
+	requeue bool
 }
 
 // window returns the terminal window step 4 writes.
 func (d *decided) window(size int) []chat.TerminalEntry {
+	if d.requeue {
+		return d.session.TerminalTurns
+	}
 	return chat.AppendTerminal(d.session.TerminalTurns, d.crashed.Terminal(d.outcome), size)
+}
+
+// sequence is the session's sequence step 4 writes: the lost turn's
+// terminal one, or the stored one for a requeued turn, which streamed
+// nothing.
+func (d *decided) sequence() int64 {
+	if d.requeue {
+		return d.si.Sequence
+	}
+	return d.lost
+}
+
+// edit adds to step 4's update what becomes of the lease's queued turn
+// (queueAfterDecision).
+func (d *decided) edit(up expression.UpdateBuilder) expression.UpdateBuilder {
+	return queueAfterDecision(up, d)
 }
 
 // decideTurn performs steps 1-3 for the session item as read: errNotDue
@@ -97,7 +120,8 @@ func (s *Store) decideTurn(ctx context.Context, sessionID string, item map[strin
 	if err := s.fenceLive(ctx, sessionID, si.LeaseOrdinal, crashed.Token, si.LeaseToken); err != nil {
 		return nil, err
 	}
-	if d.outcome, err = s.fenceTurn(ctx, sessionID, crashed, si.LeaseToken, si.OwnerKey, d.lost); err != nil {
+	queued := startedEntry(sess, crashed.Ordinal) != nil
+	if d.outcome, d.requeue, err = s.fenceTurn(ctx, sessionID, crashed, si.LeaseToken, si.OwnerKey, d.lost, queued); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -172,34 +196,37 @@ func (s *Store) fenceLive(ctx context.Context, sessionID string, ordinal int64, 
 // fenceTurn is step 3 for the turn of lease crashed (its token the
 // turn's own): it returns completed when the turn's save landed first,
 // else indeterminate once the turn item is closed as lost under fence (or
-// already was, by another decider).
-func (s *Store) fenceTurn(ctx context.Context, sessionID string, crashed *chat.Lease, fence, owner string, lost int64) (chat.TerminalOutcome, error) {
+// already was, by another decider). A queued turn (queued) that was never
+// acknowledged gets the fence record too, and requeue: it never started.
+func (s *Store) fenceTurn(ctx context.Context, sessionID string, crashed *chat.Lease, fence, owner string, lost int64, queued bool) (outcome chat.TerminalOutcome, requeue bool, err error) {
 	for range 3 { // a first checkpoint may land between the read and the write
 		main, items, err := s.queryTurn(ctx, sessionID, crashed.Ordinal)
 		if err != nil {
-			return "", fmt.Errorf("decide the turn of session %s: %w", sessionID, err)
+			return "", false, fmt.Errorf("decide the turn of session %s: %w", sessionID, err)
 		}
 		switch tok := tokenOf(main); {
 		case main == nil:
 			err = s.writeFenceRecord(ctx, sessionID, crashed, fence, owner, lost)
 		case tok == fence:
-			return chat.OutcomeIndeterminate, nil // decided by another process
+			// Decided by another process: a fence record of a queued turn
+			// is its requeue.
+			return chat.OutcomeIndeterminate, queued && isFenceRecord(main), nil
 		case tok == crashed.Token && statusOf(main) != chat.TurnRunning:
-			return chat.OutcomeCompleted, nil // its save landed first
+			return chat.OutcomeCompleted, false, nil // its save landed first
 		case tok == crashed.Token:
 			err = s.closeLost(ctx, main, items, crashed.Token, fence, lost)
 		default:
-			return "", fmt.Errorf("decide the turn of session %s: its item carries another token", sessionID)
+			return "", false, fmt.Errorf("decide the turn of session %s: its item carries another token", sessionID)
 		}
 		if failed, _ := conditionFailed(err); failed {
 			continue // it changed: read it again
 		}
 		if err != nil {
-			return "", fmt.Errorf("decide the turn of session %s: %w", sessionID, err)
+			return "", false, fmt.Errorf("decide the turn of session %s: %w", sessionID, err)
 		}
-		return chat.OutcomeIndeterminate, nil
+		return chat.OutcomeIndeterminate, queued && main == nil, nil
 	}
-	return "", fmt.Errorf("decide the turn of session %s: its item kept changing", sessionID)
+	return "", false, fmt.Errorf("decide the turn of session %s: its item kept changing", sessionID)
 }
 
 // writeFenceRecord writes the record of a turn lost before its first
@@ -283,10 +310,11 @@ func (s *Store) clearDecided(ctx context.Context, sessionID string, d *decided) 
 	cond := condition{expr: "#revision = :revision", names: []string{attrRevision},
 		values: map[string]types.AttributeValue{":revision": numValue(d.si.Revision)}}
 	up := expression.Set(expression.Name(attrRevision), expression.Value(d.si.Revision+1)).
-		Set(expression.Name(attrSequence), expression.Value(d.lost)).
+		Set(expression.Name(attrSequence), expression.Value(d.sequence())).
 		Set(expression.Name(attrWindow), expression.Value(windowAV(d.window(s.window)))).
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(s.now()))).
 		Remove(expression.Name(attrFencedToken))
+	up = d.edit(up)
 	for _, a := range leaseAttrs {
 		up = up.Remove(expression.Name(a))
 	}

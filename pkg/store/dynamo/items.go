@@ -218,6 +218,10 @@ type sessionItem struct {
 	// FencedToken is set while the fate of the lease's turn is being
 	// decided (fate.go): that turn's token; LeaseToken is then the fence.
 	FencedToken string `dynamodbav:"fencedToken,omitempty"`
+	// Queue is the session's queued turns (queue.go): a map from turn id
+	// to queueEntry's stored form; QueueSeq the last queue position given.
+	Queue    map[string]string `dynamodbav:"queue,omitempty"`
+	QueueSeq int64             `dynamodbav:"queueSeq,omitempty"`
 }
 
 func decodeSession(sessionID string, item map[string]types.AttributeValue) (*chat.Session, *sessionItem, error) {
@@ -242,6 +246,9 @@ func decodeSession(sessionID string, item map[string]types.AttributeValue) (*cha
 		Confirmations:      decodeConfirmations(si.Confirmations),
 	}
 	if s.TerminalTurns, err = decodeWindow(si.Window); err != nil {
+		return nil, nil, fmt.Errorf("decode session %s: %w", sessionID, err)
+	}
+	if s.Queue, err = decodeQueue(si.Queue); err != nil {
 		return nil, nil, fmt.Errorf("decode session %s: %w", sessionID, err)
 	}
 	if si.LeaseToken != "" {

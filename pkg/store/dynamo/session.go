@@ -99,14 +99,18 @@ func (s *Store) resendClaim(ctx context.Context, req chat.ClaimRequest, up expre
 // unexpired, and an existing session.
 func claimWrite(req chat.ClaimRequest, token string, now time.Time) (expression.UpdateBuilder, condition) {
 	cond := condition{
-		expr:    "attribute_not_exists(#pk) OR #ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)",
-		names:   []string{AttrPK, attrOwnerKey, attrLeaseToken, attrWindow},
+		expr: "attribute_not_exists(#pk) OR #ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)" +
+			" AND (attribute_not_exists(#queue) OR size(#queue) = :zero)",
+		names:   []string{AttrPK, attrOwnerKey, attrLeaseToken, attrWindow, attrQueue},
 		aliases: map[string]string{"#claimed": req.TurnID},
-		values:  map[string]types.AttributeValue{":owner": strValue(ownerKey(req.Principal))},
+		values:  map[string]types.AttributeValue{":owner": strValue(ownerKey(req.Principal)), ":zero": numValue(0)},
 	}
 	if req.Decision != nil {
+		// A decision runs before the session's queued turns, which wait
+		// for it (docs/multitask.md).
 		cond.expr = "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)"
 		cond.names = []string{attrOwnerKey, attrLeaseToken, attrWindow}
+		delete(cond.values, ":zero")
 		cond = decisionCondition(cond, req.Decision, now)
 	}
 	one := expression.Value(1)
@@ -309,6 +313,7 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 		return nil, chat.ErrSessionBusy
 	}
 	window, sequence := sess.TerminalTurns, sess.Sequence
+	edit := func(up expression.UpdateBuilder) expression.UpdateBuilder { return up }
 	if crashed != nil {
 		// The lease expired while its turn ran (or its fate is being
 		// decided): decide it first (fate.go), so that no late write of
@@ -320,7 +325,9 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 		if err != nil {
 			return nil, err
 		}
-		sess, window, sequence = d.session, d.window(s.window), d.lost
+		sess, window, sequence, edit = d.session, d.window(s.window), d.sequence(), d.edit
+	} else if req.Decision == nil && len(chat.Waiting(sess.Queue)) > 0 {
+		return nil, chat.ErrSessionQueued
 	}
 	rejection := chat.Rejection(window, req.TurnID, req.InputHash)
 	if rejection == nil && chat.WindowFull(window, s.window) {
@@ -331,11 +338,14 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 	if rejection == nil && req.Decision != nil {
 		rejection = chat.CheckDecision(sess.Confirmations, req.Decision, now)
 	}
+	if rejection == nil && req.Decision == nil && len(chat.Waiting(sess.Queue)) > 0 {
+		rejection = chat.ErrSessionQueued // the decided turn left queued turns waiting
+	}
 	if rejection != nil && crashed == nil {
 		return nil, rejection
 	}
 
-	return s.recordTakeover(ctx, req, sess, window, sequence, rejection, token, now)
+	return s.recordTakeover(ctx, req, sess, window, sequence, rejection, token, now, edit)
 }
 
 // recordTakeover writes what classifyClaim decided with one
@@ -344,13 +354,14 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 // cleared and rejection returned). A compare-and-set whose outcome is
 // unknown is resolved with one consistent read: its token (claim) or a
 // newer revision (rejection) shows it applied.
-func (s *Store) recordTakeover(ctx context.Context, req chat.ClaimRequest, sess *chat.Session, window []chat.TerminalEntry, sequence int64, rejection error, token string, now time.Time) (*chat.Claim, error) {
+func (s *Store) recordTakeover(ctx context.Context, req chat.ClaimRequest, sess *chat.Session, window []chat.TerminalEntry, sequence int64, rejection error, token string, now time.Time, edit func(expression.UpdateBuilder) expression.UpdateBuilder) (*chat.Claim, error) {
 	cond := condition{expr: "#revision = :revision", names: []string{attrRevision},
 		values: map[string]types.AttributeValue{":revision": numValue(sess.Revision)}}
 	up := expression.Set(expression.Name(attrRevision), expression.Value(sess.Revision+1)).
 		Set(expression.Name(attrSequence), expression.Value(sequence)).
 		Set(expression.Name(attrWindow), expression.Value(windowAV(window))).
 		Remove(expression.Name(attrFencedToken))
+	up = edit(up)
 	if rejection == nil {
 		up = up.Set(expression.Name(attrNextOrdinal), expression.Value(sess.NextOrdinal+1)).
 			Set(expression.Name(attrLeaseOrdinal), expression.Value(sess.NextOrdinal))
@@ -573,6 +584,9 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 	up = settleConfirmations(up, req, s.now())
 	for _, a := range leaseAttrs {
 		up = up.Remove(expression.Name(a))
+	}
+	if startedEntry(&c.Session, c.Lease.Ordinal) != nil {
+		up = up.Remove(expression.Name(queuePath(c.Lease.TurnID))) // a queued turn that ran
 	}
 	key := sessionKey(c.Session.ID)
 	wctx, cancel := s.writeContext(ctx)

@@ -31,6 +31,7 @@ func cloneSession(s *chat.Session) *chat.Session {
 	c.ActiveTurn = cloneLease(s.ActiveTurn)
 	c.TerminalTurns = slices.Clone(s.TerminalTurns)
 	c.Confirmations = cloneConfirmations(s.Confirmations)
+	c.Queue = slices.Clone(s.Queue)
 	return &c
 }
 

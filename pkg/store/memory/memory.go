@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // Options configure a Store.
@@ -56,6 +57,10 @@ type sessionRecord struct {
 	// lost records the crashed turns that saved nothing, by turn id, as
 	// indeterminate: their ids stay taken once they left the window.
 	lost map[string]chat.TerminalEntry
+	// queued holds the queued turns of session.Queue by turn id, and
+	// queueSeq the last queue position given.
+	queued   map[string]*chat.QueuedTurn
+	queueSeq int64
 }
 
 // fenceToken replaces the token of a crashed turn's claim at takeover: no
@@ -102,13 +107,52 @@ func (rec *sessionRecord) decide(now time.Time, window int) {
 	if l == nil || l.ExpiresAt.After(now) {
 		return
 	}
-	lost := sess.Sequence + chat.SequenceGapAfterCrash
-	sess.TerminalTurns = chat.AppendTerminal(sess.TerminalTurns, l.Terminal(rec.fence(l, lost, now)), window)
-	sess.Sequence = lost
 	sess.ActiveTurn = nil
 	sess.Revision++
 	sess.UpdatedAt = now
+	if i := slices.IndexFunc(sess.Queue, func(e chat.QueueEntry) bool { return e.Started == l.Ordinal }); i >= 0 {
+		if _, acked := rec.turns[l.Ordinal]; !acked {
+			// A queued turn whose claim died before its acknowledgment:
+			// it never started, so it waits again; its claim is fenced.
+			c := rec.claims[l.Ordinal]
+			rec.claims[l.Ordinal] = issuedClaim{turnID: c.turnID, token: fenceToken}
+			sess.Queue[i].Started = 0
+			return
+		}
+		rec.dequeue(l.TurnID)
+	}
+	lost := sess.Sequence + chat.SequenceGapAfterCrash
+	sess.TerminalTurns = chat.AppendTerminal(sess.TerminalTurns, l.Terminal(rec.fence(l, lost, now)), window)
+	sess.Sequence = lost
 }
+
+// dequeue takes turnID out of the session's queue.
+func (rec *sessionRecord) dequeue(turnID string) {
+	rec.session.Queue = slices.DeleteFunc(rec.session.Queue, func(e chat.QueueEntry) bool { return e.TurnID == turnID })
+	delete(rec.queued, turnID)
+}
+
+// notRun records waiting queued turn q as a turn that never ran, with
+// the diagnostic code, at the session's next ordinal, and takes it out
+// of the queue; its turn id is then spent like a finished turn's.
+func (rec *sessionRecord) notRun(q *chat.QueuedTurn, code string, now time.Time, window int) {
+	sess := &rec.session
+	ord := sess.NextOrdinal
+	sess.NextOrdinal++
+	t := q.NotRun(ord, code, now)
+	t.StartedAt, t.CompletedAt = ms(t.StartedAt), ms(t.CompletedAt)
+	rec.turns[ord] = &turnItem{turn: *t, token: "not run"}
+	i, _ := slices.BinarySearch(rec.ordinals, ord)
+	rec.ordinals = slices.Insert(rec.ordinals, i, ord)
+	rec.byID[q.TurnID] = ord
+	sess.TerminalTurns = chat.AppendTerminal(sess.TerminalTurns, chat.TerminalEntry{TurnID: q.TurnID, Outcome: chat.OutcomeCompleted, InputHash: q.InputHash}, window)
+	rec.dequeue(q.TurnID)
+	sess.Revision++
+	sess.UpdatedAt = now
+}
+
+// waitingQueued reports whether queued turns wait in the session.
+func (rec *sessionRecord) waitingQueued() bool { return len(chat.Waiting(rec.session.Queue)) > 0 }
 
 // present returns a copy of it as readers see it: a running turn carries
 // the expiry of the session's lease it holds (chat.Turn.LeaseExpiresAt).
@@ -212,6 +256,9 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 	if err := checkDecision(&rec.session, req, now); err != nil {
 		return nil, err
 	}
+	if req.Decision == nil && rec.waitingQueued() {
+		return nil, chat.ErrSessionQueued
+	}
 	lease := rec.lease(req, now)
 	if created {
 		s.sessions[req.SessionID] = rec
@@ -240,6 +287,7 @@ func newSessionRecord(req chat.ClaimRequest, now time.Time) *sessionRecord {
 		turns:  make(map[int64]*turnItem),
 		byID:   make(map[string]int64),
 		lost:   make(map[string]chat.TerminalEntry),
+		queued: make(map[string]*chat.QueuedTurn),
 	}
 }
 
@@ -485,6 +533,7 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 		sess.Revision++
 		sess.UpdatedAt = now
 		rec.releasedToken = c.Lease.Token
+		rec.dequeue(c.Lease.TurnID)
 		return nil
 	case rec.releasedToken != "" && rec.releasedToken == c.Lease.Token:
 		return nil
@@ -723,4 +772,125 @@ func (s *Store) PollTurn(ctx context.Context, sessionID string, ordinal int64, p
 	}
 	t := rec.present(it)
 	return &t, nil
+}
+
+// EnqueueTurn implements chat.Store.
+func (s *Store) EnqueueTurn(ctx context.Context, req chat.EnqueueRequest) (*chat.QueueEntry, int, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	if err := req.Validate(); err != nil {
+		return nil, 0, fmt.Errorf("enqueue turn: %w", err)
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.owned(req.SessionID, req.Principal)
+	if err != nil {
+		return nil, 0, err
+	}
+	sess := &rec.session
+	if l := sess.ActiveTurn; l != nil && l.TurnID == req.TurnID {
+		return nil, 0, chat.ErrSessionBusy // that very turn runs
+	}
+	queued, err := chat.QueueRejection(sess.Queue, sess.TerminalTurns, req.TurnID, req.InputHash, req.Max)
+	if err == nil && queued == nil {
+		err = rec.rejection(req.TurnID, req.InputHash, s.window)
+	}
+	switch {
+	case err != nil:
+		return nil, 0, err
+	case queued != nil:
+		e := *queued
+		return &e, chat.Position(sess.Queue, req.TurnID), nil
+	}
+	rec.queueSeq++
+	e := chat.QueueEntry{TurnID: req.TurnID, Seq: rec.queueSeq, InputHash: req.InputHash, QueuedAt: now, ExpiresAt: ms(now.Add(req.TTL))}
+	sess.Queue = append(sess.Queue, e)
+	msg := cloneMessages([]protocol.Message{req.Message})[0]
+	rec.queued[req.TurnID] = &chat.QueuedTurn{QueueEntry: e, SessionID: req.SessionID, Principal: sess.Owner, Lineage: req.Lineage, Message: msg}
+	sess.Revision++
+	sess.UpdatedAt = now
+	return &e, chat.Position(sess.Queue, req.TurnID), nil
+}
+
+// ClaimQueued implements chat.Store.
+func (s *Store) ClaimQueued(ctx context.Context, sessionID string, leaseDuration time.Duration) (*chat.Claim, *chat.QueuedTurn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if leaseDuration <= 0 {
+		return nil, nil, fmt.Errorf("claim queued turn: %w: a positive lease duration", chat.ErrInvalidRequest)
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.sessions[sessionID]
+	if !ok {
+		return nil, nil, chat.ErrNothingQueued
+	}
+	rec.decide(now, s.window)
+	sess := &rec.session
+	if sess.ActiveTurn != nil || chat.PendingConfirmation(sess.Confirmations, now) {
+		return nil, nil, chat.ErrSessionBusy
+	}
+	for _, e := range slices.Clone(sess.Queue) {
+		if e.Cancelled {
+			rec.notRun(rec.queued[e.TurnID], protocol.CodeTurnCancelled, now, s.window)
+		}
+	}
+	for _, e := range chat.Waiting(sess.Queue) {
+		q := rec.queued[e.TurnID]
+		if !e.ExpiresAt.After(now) {
+			rec.notRun(q, protocol.CodeTurnQueueExpired, now, s.window)
+			continue
+		}
+		lease := rec.lease(chat.ClaimRequest{SessionID: sessionID, TurnID: e.TurnID, Principal: q.Principal,
+			InputHash: e.InputHash, Lineage: q.Lineage, LeaseDuration: leaseDuration}, now)
+		for i := range sess.Queue {
+			if sess.Queue[i].TurnID == e.TurnID {
+				sess.Queue[i].Started = lease.Ordinal
+			}
+		}
+		out := *q
+		out.QueueEntry = e
+		out.Started = lease.Ordinal
+		out.Message = cloneMessages([]protocol.Message{q.Message})[0]
+		return &chat.Claim{Session: *cloneSession(sess), Lease: lease, BaseSequence: sess.Sequence}, &out, nil
+	}
+	return nil, nil, chat.ErrNothingQueued
+}
+
+// CancelQueued implements chat.Store.
+func (s *Store) CancelQueued(ctx context.Context, sessionID, turnID string, p chat.Principal) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.owned(sessionID, p)
+	if err != nil {
+		return err
+	}
+	for _, e := range chat.Waiting(rec.session.Queue) {
+		if e.TurnID != turnID {
+			continue
+		}
+		if rec.session.ActiveTurn == nil {
+			rec.notRun(rec.queued[turnID], protocol.CodeTurnCancelled, now, s.window)
+			return nil
+		}
+		// A turn runs: the window may change only when it ends, so the
+		// cancelled turn is recorded when the session is next free.
+		for i := range rec.session.Queue {
+			if rec.session.Queue[i].TurnID == turnID {
+				rec.session.Queue[i].Cancelled = true
+			}
+		}
+		rec.session.Revision++
+		rec.session.UpdatedAt = now
+		return nil
+	}
+	return chat.ErrTurnNotActive
 }

@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Confirmations", confirmationCases()},
 		{"Checkpoints", checkpointCases()},
 		{"Fate", fateCases()},
+		{"Queue", queueCases()},
 		{"Context", contextCases()},
 	}
 	for _, g := range groups {
