@@ -84,7 +84,8 @@ func TestLoadTransportRecordsTheTruth(t *testing.T) {
 		t.Errorf("save applied under 500s: %v, facts %+v; want saved (its call failed, its read resolved it)", err, f)
 	}
 	f, ops, err = call(&aim{Kind: kindRelease, Fault: ddbfault.Hang}, func(ctx context.Context) error {
-		return store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 2})
+		_, err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 2})
+		return err
 	})
 	if err != nil || f.release != appliedYes || ops[0].Attempts[0].Fault != ddbfault.Hang || ops[0].Attempts[0].Forwarded {
 		t.Errorf("release after a hung attempt: %v, facts %+v, calls %s", err, f, describe(ops))

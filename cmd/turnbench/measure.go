@@ -295,7 +295,7 @@ func seedTurnsNamed(ctx context.Context, store chat.Store, sessionID string, n i
 		if err := store.SaveTurn(ctx, c, seedTurn(sessionID, id, c.Lease.Ordinal, c.BaseSequence)); err != nil {
 			return fmt.Errorf("seed %s: %w", sessionID, err)
 		}
-		if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1}); err != nil {
+		if _, err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1}); err != nil {
 			return fmt.Errorf("seed %s: %w", sessionID, err)
 		}
 	}

@@ -565,8 +565,11 @@ type Store interface {
 	// store's window size) and the final sequence, and takes a queued turn
 	// that ran out of the queue. Releasing a turn that
 	// is already released with the same claim is a no-op (nil); a stale
-	// claim of a lease now held by another turn is ErrLeaseLost. 1 request.
-	ReleaseTurn(ctx context.Context, req ReleaseRequest) error
+	// claim of a lease now held by another turn is ErrLeaseLost. It
+	// returns the session as the release left it (nil when a retried
+	// release found it released already), so that the caller learns,
+	// without another request, whether queued turns wait. 1 request.
+	ReleaseTurn(ctx context.Context, req ReleaseRequest) (*Session, error)
 
 	// Checkpoint persists the running turn's state under claim c, as the
 	// snapshot of cp.Sequence carried it (see Checkpoint). The first

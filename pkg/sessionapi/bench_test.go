@@ -151,7 +151,7 @@ func seedSequential(b *testing.B, store chat.Store, sessionID string, depth int)
 		if err := store.SaveTurn(ctx, c, benchTurn(sessionID, id, c.Lease.Ordinal)); err != nil {
 			b.Fatal(err)
 		}
-		if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 2}); err != nil {
+		if _, err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 2}); err != nil {
 			b.Fatal(err)
 		}
 	}

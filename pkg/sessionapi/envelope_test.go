@@ -23,7 +23,7 @@ func TestPendingApprovals(t *testing.T) {
 			Token: chat.NewConfirmationToken(), Action: "note_delete", Input: json.RawMessage(`{"title":"Trip plan"}`),
 			ToolCallID: "c1", TurnID: "t2", ExpiresAt: f.clock.Now().Add(time.Hour), Status: chat.ConfirmationPending,
 		}
-		if err := f.store.ReleaseTurn(f.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted,
+		if _, err := f.store.ReleaseTurn(f.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted,
 			Sequence: turn.LastSequence + 1, Confirmations: []chat.Confirmation{cf}}); err != nil {
 			t.Fatal(err)
 		}

@@ -44,7 +44,7 @@ func exampleStore(now func() time.Time) chat.Store {
 	if err != nil {
 		panic(err)
 	}
-	if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 2}); err != nil {
+	if _, err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 2}); err != nil {
 		panic(err)
 	}
 	return store

@@ -199,7 +199,7 @@ func (f *fixture) complete(sessionID string, c *chat.Claim, spec turnSpec) *chat
 		f.t.Fatalf("SaveTurn(%s, %s): %v", sessionID, spec.id, err)
 	}
 	outcome := chat.OutcomeCompleted
-	if err := f.store.ReleaseTurn(f.ctx, chat.ReleaseRequest{Claim: c, Outcome: outcome, Sequence: turn.LastSequence}); err != nil {
+	if _, err := f.store.ReleaseTurn(f.ctx, chat.ReleaseRequest{Claim: c, Outcome: outcome, Sequence: turn.LastSequence}); err != nil {
 		f.t.Fatalf("ReleaseTurn(%s, %s): %v", sessionID, spec.id, err)
 	}
 	f.clock.Advance(2 * time.Second)

@@ -51,7 +51,7 @@ func (s *countingStore) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Tur
 	return s.Store.SaveTurn(ctx, c, t)
 }
 
-func (s *countingStore) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error {
+func (s *countingStore) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) (*chat.Session, error) {
 	s.count("ReleaseTurn")
 	return s.Store.ReleaseTurn(ctx, req)
 }

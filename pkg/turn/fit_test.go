@@ -57,7 +57,7 @@ func seedTurns(tb testing.TB, store chat.Store, sessionID string, n, keysPerTurn
 		if err != nil {
 			tb.Fatal(err)
 		}
-		if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1}); err != nil {
+		if _, err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1}); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -606,7 +606,7 @@ func (t *run) release(cursor int64) {
 	if t.agent != nil {
 		req.DefinitionRevision = t.agent.def.Revision // the revision this turn ran with
 	}
-	err := t.h.opts.Store.ReleaseTurn(ctx, req)
+	_, err := t.h.opts.Store.ReleaseTurn(ctx, req)
 	if err != nil {
 		t.log.Error("lease release failed", "err", err)
 	}

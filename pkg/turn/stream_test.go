@@ -773,7 +773,7 @@ func (s *appliedUnanswered) SaveTurn(ctx context.Context, c *chat.Claim, t *chat
 	return err
 }
 
-func (s *appliedUnanswered) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error {
+func (s *appliedUnanswered) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) (*chat.Session, error) {
 	s.release.add()
 	return s.Store.ReleaseTurn(ctx, req)
 }

@@ -59,10 +59,12 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	call("SaveTurn", func() error { return e.store().SaveTurn(ctx, c1, big) })
 	call("SaveTurn", func() error { return s.SaveTurn(ctx, forged(c1, "another token"), big) })
 	call("ReleaseTurn", func() error {
-		return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c1, Outcome: chat.OutcomeCompleted})
+		_, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c1, Outcome: chat.OutcomeCompleted})
+		return err
 	})
 	call("ReleaseTurn", func() error {
-		return e.store().ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c1, Outcome: chat.OutcomeCompleted})
+		_, err := e.store().ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c1, Outcome: chat.OutcomeCompleted})
+		return err
 	})
 	call("ClaimTurn", func() error { _, err := s.ClaimTurn(ctx, claimReq("s1", "t2")); return err })
 	e.clock.Advance(lease)

@@ -73,7 +73,7 @@ func BenchmarkLifecycleDynalite(b *testing.B) {
 			if err := s.SaveTurn(ctx, c, turnOf(c, sessionID, textMessages(turnID, "a reply of typical length, a sentence or two"))); err != nil {
 				b.Fatal(err)
 			}
-			if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 2}); err != nil {
+			if _, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 2}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -88,7 +88,8 @@ func TestRequestBudgets(t *testing.T) {
 			return s.SaveTurn(ctx, c1, turnOf(c1, "s1", textMessages("t1", "hello")))
 		}, []string{"UpdateItem"}, nil},
 		{"release", func() error {
-			return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c1, Outcome: chat.OutcomeCompleted, Sequence: 2})
+			_, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c1, Outcome: chat.OutcomeCompleted, Sequence: 2})
+			return err
 		}, []string{"UpdateItem"}, nil},
 		{"claim of an idle session", func() (err error) {
 			c2, err = s.ClaimTurn(ctx, claimReq("s1", "t2"))
@@ -115,7 +116,8 @@ func TestRequestBudgets(t *testing.T) {
 			if err := s.SaveTurn(ctx, c2, turnOf(c2, "s1", textMessages("t2", "again"))); err != nil {
 				return err
 			}
-			return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c2, Outcome: chat.OutcomeCompleted, Sequence: 4})
+			_, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c2, Outcome: chat.OutcomeCompleted, Sequence: 4})
+			return err
 		}, []string{"UpdateItem", "UpdateItem"}, nil},
 		{"claim rejected: replay of a completed turn", func() error {
 			_, err := s.ClaimTurn(ctx, claimReq("s1", "t1"))
@@ -164,13 +166,16 @@ func TestRequestBudgets(t *testing.T) {
 			return err
 		}, []string{"UpdateItem", "GetItem", "UpdateItem", "UpdateItem", "Query", "UpdateItem", "UpdateItem"}, nil}, // claim, classify, then deciding the crashed turn (fate.go: fence the session, fence the live item, read the turn, close it) and the claim in the compare-and-set that frees the session
 		{"release through another Store instance", func() error {
-			return e.store().ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c3, Outcome: chat.OutcomeIndeterminate, Sequence: c3.BaseSequence})
+			_, err := e.store().ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c3, Outcome: chat.OutcomeIndeterminate, Sequence: c3.BaseSequence})
+			return err
 		}, []string{"UpdateItem"}, nil},
 		{"retried release", func() error {
-			return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c3, Outcome: chat.OutcomeIndeterminate, Sequence: c3.BaseSequence})
+			_, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c3, Outcome: chat.OutcomeIndeterminate, Sequence: c3.BaseSequence})
+			return err
 		}, []string{"UpdateItem", "GetItem"}, nil},
 		{"release by the crashed turn", func() error {
-			return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: crashed, Outcome: chat.OutcomeCompleted})
+			_, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: crashed, Outcome: chat.OutcomeCompleted})
+			return err
 		}, []string{"UpdateItem", "GetItem"}, chat.ErrLeaseLost},
 	}
 	for _, st := range steps {
@@ -292,7 +297,7 @@ func TestSessionWritesStayOneUnit(t *testing.T) {
 		if err := s.SaveTurn(ctx, c, turnOf(c, sid, textMessages(id(i), "answer"))); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 2}); err != nil {
+		if _, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 2}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -32,7 +32,7 @@ func TestDecisionRecognisesItsOwnWrite(t *testing.T) {
 			// The release that records the confirmation recognises its own
 			// write too.
 			e.faults.SetRule(ddbfault.Once(fault, releaseWrite))
-			if err := e.s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 1,
+			if _, err := e.s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 1,
 				Confirmations: []chat.Confirmation{cf}}); err != nil {
 				t.Fatalf("release whose write applied: %v", err)
 			}
@@ -57,7 +57,7 @@ func TestDecisionRecognisesItsOwnWrite(t *testing.T) {
 			if _, err := e.s.ClaimTurn(ctx, req2); !errors.Is(err, chat.ErrSessionBusy) {
 				t.Errorf("second decision while the first runs: %v, want ErrSessionBusy", err)
 			}
-			if err := e.s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: d, Outcome: chat.OutcomeCompleted, Sequence: 2}); err != nil {
+			if _, err := e.s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: d, Outcome: chat.OutcomeCompleted, Sequence: 2}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := e.s.ClaimTurn(ctx, req2); !errors.Is(err, chat.ErrConfirmationDecided) {

@@ -117,7 +117,8 @@ func TestErrorTranslation(t *testing.T) {
 			return s.SaveTurn(ctx, c, turnOf(c, "s1", textMessages("t1", "x")))
 		}, nil, "save turn t1 of session s1"},
 		"release throttled": {"UpdateItem", throttled, func(ctx context.Context, s *dynamo.Store, c *chat.Claim) error {
-			return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted})
+			_, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted})
+			return err
 		}, nil, "release turn of session s1"},
 		"get session throttled": {"GetItem", throttled, func(ctx context.Context, s *dynamo.Store, _ *chat.Claim) error {
 			_, err := s.GetSession(ctx, "s1", alice)
@@ -150,7 +151,7 @@ func TestErrorTranslation(t *testing.T) {
 			if err := healthy.SaveTurn(ctx, c0, turnOf(c0, "s1", textMessages("t0", "x"))); err != nil {
 				t.Fatal(err)
 			}
-			if err := healthy.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c0, Outcome: chat.OutcomeCompleted}); err != nil {
+			if _, err := healthy.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c0, Outcome: chat.OutcomeCompleted}); err != nil {
 				t.Fatal(err)
 			}
 			faulty := dynamo.New(&faultClient{Client: e.client, op: tc.op, err: tc.err},

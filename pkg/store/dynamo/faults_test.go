@@ -101,7 +101,7 @@ func TestClaimRecognisesItsOwnWrite(t *testing.T) {
 				if err := e.s.SaveTurn(ctx, c, turn); err != nil {
 					t.Fatal(err)
 				}
-				if err := e.s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: wantBase + 1}); err != nil {
+				if _, err := e.s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: wantBase + 1}); err != nil {
 					t.Fatal(err)
 				}
 				_, err = e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
@@ -227,7 +227,7 @@ func TestReleaseResolvesUnknownOutcome(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.faults.SetRule(rule)
-		if err := e.s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 3}); err != nil {
+		if _, err := e.s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 3}); err != nil {
 			t.Fatalf("release that applied: %v", err)
 		}
 		e.faults.SetRule(nil)
@@ -341,7 +341,7 @@ func completeTurn(t *testing.T, s *dynamo.Store, sessionID, turnID string, seque
 	if err := s.SaveTurn(ctx, c, turnOf(c, sessionID, textMessages(turnID, "answer"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: sequence}); err != nil {
+	if _, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: sequence}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -389,7 +389,7 @@ func TestLateApplyingWrite(t *testing.T) {
 			if err := s.SaveTurn(ctx, c, turn); err != nil {
 				t.Fatalf("save: %v", err)
 			}
-			if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 2}); err != nil {
+			if _, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 2}); err != nil {
 				t.Fatalf("release: %v", err)
 			}
 			if ft.Counts()[ddbfault.ApplyLate] != 1 {

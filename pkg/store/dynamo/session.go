@@ -563,9 +563,9 @@ func (s *Store) stopLiveOf(ctx context.Context, sessionID string, item map[strin
 // change while the lease is held). A failed condition or an unknown
 // outcome is classified with one consistent read: a release already done
 // with this token (an SDK retry of an applied release included) is nil.
-func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error {
+func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) (*chat.Session, error) {
 	if err := req.Validate(); err != nil {
-		return err
+		return nil, err
 	}
 	c := req.Claim
 	cond := condition{
@@ -590,52 +590,63 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 	}
 	key := sessionKey(c.Session.ID)
 	wctx, cancel := s.writeContext(ctx)
-	_, err := s.update(wctx, key, up, cond, returnOldOnFailure)
+	out, err := s.update(wctx, key, up, cond, returnAllNew, returnOldOnFailure)
 	cancel()
 	if err == nil {
-		return nil
+		sess, _, derr := decodeSession(c.Session.ID, out.Attributes)
+		return sess, derr
 	}
 	failed, item := conditionFailed(err)
 	if item == nil {
 		var found bool
 		var rerr error
 		if item, found, rerr = s.resolveRead(ctx, key); rerr != nil {
-			return fmt.Errorf("release turn of session %s: %w (resolving: %v)", c.Session.ID, err, rerr)
+			return nil, fmt.Errorf("release turn of session %s: %w (resolving: %v)", c.Session.ID, err, rerr)
 		}
 		if !found {
-			return chat.ErrLeaseLost
+			return nil, chat.ErrLeaseLost
 		}
 	}
-	_, si, derr := decodeSession(c.Session.ID, item)
+	sess, si, derr := decodeSession(c.Session.ID, item)
 	if derr != nil {
-		return derr
+		return nil, derr
 	}
 	if !failed && si.LeaseToken == c.Lease.Token {
 		return s.resendRelease(ctx, c, up, cond, err)
 	}
-	return releasedOrLost(si, c.Lease.Token)
+	if err := releasedOrLost(si, c.Lease.Token); err != nil {
+		return nil, err
+	}
+	if failed {
+		return nil, nil // released before (a retry): the session has moved on since
+	}
+	return sess, nil // this release, resolved by the read
 }
 
 // resendRelease sends a release whose first outcome is unknown, and which
 // the resolving read showed not applied, once more (an attempt may still
 // be in flight): its answer, or on a condition failure the released token
 // one more read shows, is the outcome; otherwise first: it did not apply.
-func (s *Store) resendRelease(ctx context.Context, c *chat.Claim, up expression.UpdateBuilder, cond condition, first error) error {
+func (s *Store) resendRelease(ctx context.Context, c *chat.Claim, up expression.UpdateBuilder, cond condition, first error) (*chat.Session, error) {
 	key := sessionKey(c.Session.ID)
 	rctx, cancel := s.resolveContext(ctx)
 	defer cancel()
-	_, err := s.update(rctx, key, up, cond)
+	out, err := s.update(rctx, key, up, cond, returnAllNew)
 	if err == nil {
-		return nil
+		sess, _, derr := decodeSession(c.Session.ID, out.Attributes)
+		return sess, derr
 	}
 	if again, _ := conditionFailed(err); again {
 		if item, found, gerr := s.getItem(rctx, key); gerr == nil && found {
-			if _, si, derr := decodeSession(c.Session.ID, item); derr == nil {
-				return releasedOrLost(si, c.Lease.Token)
+			if sess, si, derr := decodeSession(c.Session.ID, item); derr == nil {
+				if err := releasedOrLost(si, c.Lease.Token); err != nil {
+					return nil, err
+				}
+				return sess, nil
 			}
 		}
 	}
-	return fmt.Errorf("release turn of session %s: %w", c.Session.ID, first)
+	return nil, fmt.Errorf("release turn of session %s: %w", c.Session.ID, first)
 }
 
 // releasedOrLost classifies a release whose token does not hold the

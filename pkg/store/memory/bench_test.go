@@ -59,7 +59,7 @@ func BenchmarkLifecycle(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				err = s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 2})
+				_, err = s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 2})
 				if err != nil {
 					b.Fatal(err)
 				}

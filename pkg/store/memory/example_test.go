@@ -32,7 +32,7 @@ func ExampleNew() {
 		fmt.Println("save:", err)
 		return
 	}
-	err = store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: claim, Outcome: chat.OutcomeCompleted, Sequence: claim.BaseSequence + 1})
+	_, err = store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: claim, Outcome: chat.OutcomeCompleted, Sequence: claim.BaseSequence + 1})
 	if err != nil {
 		fmt.Println("release:", err)
 		return

@@ -504,12 +504,12 @@ func (s *Store) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error
 // ErrLeaseLost, so a crashed turn's late release after a takeover is never
 // recorded. The terminal window is computed from the claim's, as the
 // DynamoDB store does. The stored sequence never moves backward.
-func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error {
+func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) (*chat.Session, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	if err := req.Validate(); err != nil {
-		return fmt.Errorf("release turn: %w", err)
+		return nil, fmt.Errorf("release turn: %w", err)
 	}
 	c := req.Claim
 	now := s.clock()
@@ -517,7 +517,7 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 	defer s.mu.Unlock()
 	rec, ok := s.sessions[c.Session.ID]
 	if !ok {
-		return chat.ErrLeaseLost
+		return nil, chat.ErrLeaseLost
 	}
 	sess := &rec.session
 	l := sess.ActiveTurn
@@ -534,11 +534,11 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) error 
 		sess.UpdatedAt = now
 		rec.releasedToken = c.Lease.Token
 		rec.dequeue(c.Lease.TurnID)
-		return nil
+		return cloneSession(sess), nil
 	case rec.releasedToken != "" && rec.releasedToken == c.Lease.Token:
-		return nil
+		return nil, nil
 	default:
-		return chat.ErrLeaseLost
+		return nil, chat.ErrLeaseLost
 	}
 }
 

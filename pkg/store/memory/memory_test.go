@@ -35,7 +35,7 @@ func TestNewCursorKey(t *testing.T) {
 			if err := s.SaveTurn(ctx, c, &chat.Turn{SessionID: "s1", TurnID: id, Ordinal: c.Lease.Ordinal, Status: chat.TurnComplete}); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted}); err != nil {
+			if _, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -137,12 +137,14 @@ func TestInvalidRequests(t *testing.T) {
 			return s.SaveTurn(ctx, c, turn(func(t *chat.Turn) { t.SessionID = "nope" }))
 		}, chat.ErrInvalidRequest},
 		"release unknown outcome": {func() error {
-			return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: "done"})
+			_, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: "done"})
+			return err
 		}, chat.ErrInvalidRequest},
 		"release in a missing session": {func() error {
 			f := *c
 			f.Session.ID = "nope"
-			return s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: &f, Outcome: chat.OutcomeCompleted})
+			_, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: &f, Outcome: chat.OutcomeCompleted})
+			return err
 		}, chat.ErrLeaseLost},
 	}
 	for name, tc := range cases {
@@ -192,7 +194,7 @@ func TestConcurrentUse(t *testing.T) {
 				if _, err := s.PutArtifacts(ctx, sessionID, turnID, alice, []chat.ArtifactReference{{EntryPath: "a.md", ArtifactType: chat.ArtifactDocument}}); err != nil {
 					t.Error(err)
 				}
-				if err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted}); err != nil {
+				if _, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted}); err != nil {
 					t.Error(err)
 				}
 				if found, err := s.FindTurn(ctx, sessionID, turnID, alice); err != nil || *found.Messages[0].Parts[0].Text != "hi" {

@@ -295,7 +295,7 @@ func fateCases() map[string]func(*testing.T, *env) {
 					wantErr(t, "late save", err, chat.ErrLeaseLost)
 					_, err = e.store.RenewLease(e.ctx, chat.RenewRequest{Claim: c, ExpiresAt: e.clock.Now().Add(leaseDuration), Sequence: cp2.Sequence})
 					wantErr(t, "late renewal", err, chat.ErrLeaseLost)
-					err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: cp2.Sequence})
+					_, err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: cp2.Sequence})
 					wantErr(t, "late release", err, chat.ErrLeaseLost)
 					// Irrevocable: much later, still the same record.
 					e.clock.Advance(time.Hour)

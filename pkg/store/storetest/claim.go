@@ -108,7 +108,7 @@ func claimCases() map[string]func(*testing.T, *env) {
 				if winner.Lease.Token != s.ActiveTurn.Token {
 					t.Fatalf("round %d: the session holds another lease than the winner's", round)
 				}
-				err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: winner, Outcome: chat.OutcomeCompleted})
+				_, err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: winner, Outcome: chat.OutcomeCompleted})
 				if err != nil {
 					t.Fatalf("round %d: release the winner: %v", round, err)
 				}
@@ -343,7 +343,7 @@ func claimCases() map[string]func(*testing.T, *env) {
 				t.Errorf("claim session definition %s@%d, want the stored assistant@1",
 					c.Session.DefinitionID, c.Session.DefinitionRevision)
 			}
-			err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1, DefinitionRevision: 2})
+			_, err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1, DefinitionRevision: 2})
 			if err != nil {
 				t.Fatalf("ReleaseTurn: %v", err)
 			}

@@ -116,7 +116,7 @@ func confirmationCases() map[string]func(*testing.T, *env) {
 			// decision turn claims it.
 			cf := e.askApproval("s1", "t1", "call-1")
 			c := e.claimWith(decisionRequest("s1", "t2", cf.Token, true))
-			if err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1, Undecide: true}); err != nil {
+			if _, err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1, Undecide: true}); err != nil {
 				t.Fatal(err)
 			}
 			if got := e.session("s1").Confirmations[0]; got.Status != chat.ConfirmationPending || got.DecidedBy != "" {
@@ -215,7 +215,7 @@ func confirmationCases() map[string]func(*testing.T, *env) {
 				for j := range chat.MaxPendingConfirmations {
 					add = append(add, newConfirmation(e, c.Lease.TurnID, fmt.Sprintf("call-%d", j)))
 				}
-				err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1, Confirmations: add})
+				_, err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1, Confirmations: add})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -252,7 +252,7 @@ func confirmationCases() map[string]func(*testing.T, *env) {
 			} {
 				cf := good
 				mutate(&cf)
-				err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Confirmations: []chat.Confirmation{cf}})
+				_, err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Confirmations: []chat.Confirmation{cf}})
 				wantErr(t, name, err, chat.ErrInvalidRequest)
 			}
 			if s := e.session("s1"); s.ActiveTurn == nil || len(s.Confirmations) != 0 {
@@ -279,7 +279,7 @@ func (e *env) askApproval(sessionID, turnID, callID string) chat.Confirmation {
 	turn := e.turnFor(c, sessionID)
 	e.save(c, turn)
 	cf := newConfirmation(e, turnID, callID)
-	err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: turn.LastSequence,
+	_, err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: turn.LastSequence,
 		Confirmations: []chat.Confirmation{cf}})
 	if err != nil {
 		e.t.Fatalf("ReleaseTurn(%s, %s) with a confirmation: %v", sessionID, turnID, err)

@@ -44,14 +44,14 @@ func leaseCases() map[string]func(*testing.T, *env) {
 			bad := forged(c, c.Lease.Token+"x")
 			_, err := e.store.RenewLease(e.ctx, chat.RenewRequest{Claim: bad, ExpiresAt: e.clock.Now().Add(leaseDuration)})
 			wantErr(t, "renew with a wrong token", err, chat.ErrLeaseLost)
-			err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: bad, Outcome: chat.OutcomeCompleted})
+			_, err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: bad, Outcome: chat.OutcomeCompleted})
 			wantErr(t, "release with a wrong token", err, chat.ErrLeaseLost)
 
 			e.clock.Advance(leaseDuration)
 			c2 := e.claim("s1", "t2") // takes over from t1
 			_, err = e.store.RenewLease(e.ctx, chat.RenewRequest{Claim: c, ExpiresAt: e.clock.Now().Add(leaseDuration)})
 			wantErr(t, "renew by the taken-over turn", err, chat.ErrLeaseLost)
-			err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 3})
+			_, err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 3})
 			wantErr(t, "release by the taken-over turn", err, chat.ErrLeaseLost)
 			err = e.store.Supersede(e.ctx, c, 1, 2)
 			wantErr(t, "supersede by the taken-over turn", err, chat.ErrLeaseLost)
@@ -61,7 +61,7 @@ func leaseCases() map[string]func(*testing.T, *env) {
 			// Once the successor released, the crashed turn's late release
 			// is still not its to make: its outcome stays indeterminate.
 			e.release("s1", c2, chat.OutcomeCompleted, 3)
-			err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 3})
+			_, err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 3})
 			wantErr(t, "late release by the taken-over turn", err, chat.ErrLeaseLost)
 			if s := e.session("s1"); len(s.TerminalTurns) != 2 || s.TerminalTurns[0].TurnID != "t1" || s.TerminalTurns[0].Outcome != chat.OutcomeIndeterminate {
 				t.Errorf("terminal window = %+v, want [t1 indeterminate, t2 completed]", s.TerminalTurns)

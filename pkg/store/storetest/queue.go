@@ -86,7 +86,14 @@ func queueCases() map[string]func(*testing.T, *env) {
 			}
 			_, _, err := e.store.ClaimQueued(e.ctx, "s1", leaseDuration)
 			wantErr(t, "ClaimQueued while a turn runs", err, chat.ErrSessionBusy)
-			e.runQueuedLike(running)
+			done := e.turnFor(running, "s1")
+			e.save(running, done)
+			// The release tells its caller, without another request, that
+			// turns wait.
+			after, err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: running, Outcome: chat.OutcomeCompleted, Sequence: done.LastSequence})
+			if err != nil || after == nil || len(chat.Waiting(after.Queue)) != 3 || after.ActiveTurn != nil {
+				t.Fatalf("release: %+v, %v; want the session free with three turns waiting", after, err)
+			}
 			_, err = e.store.ClaimTurn(e.ctx, claimRequest("s1", "plain"))
 			wantErr(t, "a plain claim while turns wait", err, chat.ErrSessionQueued)
 			var order []string

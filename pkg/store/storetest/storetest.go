@@ -185,7 +185,7 @@ func forged(c *chat.Claim, token string) *chat.Claim {
 // release releases a claim with outcome and sequence, failing the test on error.
 func (e *env) release(sessionID string, c *chat.Claim, outcome chat.TerminalOutcome, sequence int64) {
 	e.t.Helper()
-	err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: outcome, Sequence: sequence})
+	_, err := e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: outcome, Sequence: sequence})
 	if err != nil {
 		e.t.Fatalf("ReleaseTurn(%s, %s): %v", sessionID, c.Lease.TurnID, err)
 	}

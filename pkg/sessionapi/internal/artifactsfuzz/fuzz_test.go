@@ -57,7 +57,7 @@ func newFixture(t *testing.T) *fixture {
 	if err := store.SaveTurn(ctx, c, turn); err != nil {
 		t.Fatalf("SaveTurn: %v", err)
 	}
-	if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: turn.LastSequence}); err != nil {
+	if _, err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: turn.LastSequence}); err != nil {
 		t.Fatalf("ReleaseTurn: %v", err)
 	}
 	authn, err := auth.New(context.Background(), auth.Config{Mode: auth.ModeDev, TrustedSubject: host.Subject},
