@@ -517,6 +517,11 @@ type Store interface {
 	// queue.
 	CancelQueued(ctx context.Context, sessionID, turnID string, p Principal) error
 
+	// QueuedTurns returns the session's waiting queued turns in queue
+	// order, with their user messages. ErrSessionNotFound as GetSession.
+	// 1 request, 1 more when turns wait.
+	QueuedTurns(ctx context.Context, sessionID string, p Principal) ([]QueuedTurn, error)
+
 	// RenewLease extends the lease of req.Claim to req.ExpiresAt and
 	// records req.Sequence, returning the lease as stored (with its stop
 	// flag). It returns ErrLeaseLost if the claim's token no longer holds

@@ -21,6 +21,7 @@ package definition
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -39,6 +40,48 @@ const (
 	// ProviderOpenAI is an OpenAI-compatible streaming chat completions API.
 	ProviderOpenAI = "openai"
 )
+
+// Multitask policies: what a submit that finds its session busy does
+// (docs/multitask.md; the submit's X-Turnstream-Multitask header, or the
+// definition's default).
+const (
+	// MultitaskReject answers 409 SESSION_BUSY: AgentsKit's behaviour.
+	MultitaskReject = "reject"
+	// MultitaskEnqueue stores the turn to run after the running one.
+	MultitaskEnqueue = "enqueue"
+	// MultitaskInterrupt stops the running turn and runs the new one in
+	// its place.
+	MultitaskInterrupt = "interrupt"
+	// MultitaskRollback interrupts, and supersedes the interrupted turn.
+	MultitaskRollback = "rollback"
+)
+
+// MultitaskPolicies are every policy, in the order capabilities list them.
+var MultitaskPolicies = []string{MultitaskReject, MultitaskEnqueue, MultitaskInterrupt, MultitaskRollback}
+
+// Multitask is a definition's multitask policy: the one used when a
+// submit names none, and those a submit may name.
+type Multitask struct {
+	// Default is one of Allowed; empty in a Definition built in code means
+	// MultitaskReject.
+	Default string
+	// Allowed are the policies a submit may name; empty in a Definition
+	// built in code means all of MultitaskPolicies. MultitaskReject is
+	// always allowed.
+	Allowed []string
+}
+
+// Policies returns m with its defaults applied.
+func (m Multitask) Policies() (def string, allowed []string) {
+	def, allowed = m.Default, m.Allowed
+	if def == "" {
+		def = MultitaskReject
+	}
+	if len(allowed) == 0 {
+		allowed = MultitaskPolicies
+	}
+	return def, allowed
+}
 
 // Limits of a definition.
 const (
@@ -108,6 +151,8 @@ type Definition struct {
 	ApprovalTools []string
 	// Limits bound one turn.
 	Limits Limits
+	// Multitask is what a submit that finds the session busy does.
+	Multitask Multitask
 }
 
 // Limits bound one turn of a definition.
@@ -171,11 +216,16 @@ type fileDefinition struct {
 		ContextTurns  *int `json:"contextTurns"`
 		ContextTokens *int `json:"contextTokens"`
 	} `json:"limits"`
+	Multitask *struct {
+		Default *string  `json:"default"`
+		Allowed []string `json:"allowed"`
+	} `json:"multitask"`
 }
 
 // Parse decodes a definitions file: a JSON array of objects
 // {id, revision, systemPrompt?, provider, modelId?, tools?,
-// approvalTools?, limits?: {maxSteps?, maxTokens?, contextTurns?, contextTokens?}}. Decoding is strict: member names are
+// approvalTools?, limits?: {maxSteps?, maxTokens?, contextTurns?, contextTokens?},
+// multitask?: {default?, allowed?}}. Decoding is strict: member names are
 // case-sensitive; unknown or duplicate members, invalid UTF-8, wrong
 // types and non-integral numbers are errors; null counts as absent. The result is not
 // yet checked against tools or a default id (see New). Errors wrap
@@ -226,6 +276,15 @@ func Parse(data []byte) ([]Definition, error) {
 				}
 				d.Limits.ContextTokens = *e.Limits.ContextTokens
 			}
+		}
+		if m := e.Multitask; m != nil {
+			if m.Default != nil {
+				d.Multitask.Default = *m.Default
+			}
+			if m.Allowed != nil && len(m.Allowed) == 0 {
+				return nil, fmt.Errorf("%w: %s: want at least one policy", ErrInvalid, field("multitask.allowed"))
+			}
+			d.Multitask.Allowed = m.Allowed
 		}
 		defs[i] = d
 	}
@@ -328,8 +387,12 @@ func New(defs []Definition, defaultID string, knownTool func(name string) bool) 
 		if d.Limits.ContextTokens < 0 || d.Limits.ContextTokens > MaxContextTokens {
 			return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.contextTokens"), MaxContextTokens)
 		}
+		if err := checkMultitask(d.Multitask, field); err != nil {
+			return nil, err
+		}
 		d.Tools = append([]string(nil), d.Tools...)
 		d.ApprovalTools = append([]string(nil), d.ApprovalTools...)
+		d.Multitask.Allowed = append([]string(nil), d.Multitask.Allowed...)
 		r.byID[d.ID] = d
 		r.order = append(r.order, d.ID)
 	}
@@ -337,6 +400,26 @@ func New(defs []Definition, defaultID string, knownTool func(name string) bool) 
 		return nil, fmt.Errorf("%w: DEFINITION_ID: names no definition", ErrInvalid)
 	}
 	return r, nil
+}
+
+// checkMultitask reports ErrInvalid unless m names known policies, no
+// repeats, reject among the allowed ones and the default among them.
+func checkMultitask(m Multitask, field func(string) string) error {
+	seen := map[string]bool{}
+	for j, p := range m.Allowed {
+		if !slices.Contains(MultitaskPolicies, p) || seen[p] {
+			return fmt.Errorf("%w: %s: want one of %s, no repeats", ErrInvalid, field(fmt.Sprintf("multitask.allowed[%d]", j)), strings.Join(MultitaskPolicies, ", "))
+		}
+		seen[p] = true
+	}
+	def, allowed := m.Policies()
+	if !slices.Contains(allowed, MultitaskReject) {
+		return fmt.Errorf("%w: %s: must include %s", ErrInvalid, field("multitask.allowed"), MultitaskReject)
+	}
+	if !slices.Contains(allowed, def) {
+		return fmt.Errorf("%w: %s: want one of the allowed policies", ErrInvalid, field("multitask.default"))
+	}
+	return nil
 }
 
 // Config says where a process's definitions come from. pkg/config builds

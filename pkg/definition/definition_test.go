@@ -111,21 +111,24 @@ func TestParseInvalid(t *testing.T) {
 		file string
 		want string // substring naming the field
 	}{
-		"not JSON":          {`[{`, "invalid JSON"},
-		"not an array":      {`{"id":"a"}`, "(root): wrong type or value"},
-		"null":              {`null`, "want a JSON array"},
-		"unknown member":    {`[{"id":"a","revision":1,"provider":"echo","model":"x"}]`, "/0/model: unknown member"},
-		"case-folded name":  {`[{"ID":"a","revision":1,"provider":"echo"}]`, "/0/ID: unknown member"},
-		"duplicate member":  {`[{"id":"a","id":"b","revision":1,"provider":"echo"}]`, "/0/id: duplicate member"},
-		"revision string":   {`[{"id":"a","revision":"1","provider":"echo"}]`, "/0/revision: wrong type or value"},
-		"revision fraction": {`[{"id":"a","revision":1.5,"provider":"echo"}]`, "/0/revision: wrong type or value"},
-		"tools not list":    {`[{"id":"a","revision":1,"provider":"echo","tools":"x"}]`, "/0/tools: wrong type or value"},
-		"limits unknown":    {`[{"id":"a","revision":1,"provider":"echo","limits":{"steps":2}}]`, "/0/limits/steps: unknown member"},
-		"missing id":        {`[{"revision":1,"provider":"echo"}]`, "definitions[0].id: required"},
-		"missing revision":  {`[{"id":"a","provider":"echo"}]`, "definitions[0].revision: required"},
-		"missing provider":  {`[{"id":"a","revision":1}]`, "definitions[0].provider: required"},
-		"null id":           {`[{"id":null,"revision":1,"provider":"echo"}]`, "definitions[0].id: required"},
-		"invalid UTF-8":     {"[{\"id\":\"a\",\"revision\":1,\"provider\":\"echo\",\"systemPrompt\":\"\xff\"}]", "invalid JSON"},
+		"not JSON":                 {`[{`, "invalid JSON"},
+		"not an array":             {`{"id":"a"}`, "(root): wrong type or value"},
+		"null":                     {`null`, "want a JSON array"},
+		"unknown member":           {`[{"id":"a","revision":1,"provider":"echo","model":"x"}]`, "/0/model: unknown member"},
+		"case-folded name":         {`[{"ID":"a","revision":1,"provider":"echo"}]`, "/0/ID: unknown member"},
+		"duplicate member":         {`[{"id":"a","id":"b","revision":1,"provider":"echo"}]`, "/0/id: duplicate member"},
+		"revision string":          {`[{"id":"a","revision":"1","provider":"echo"}]`, "/0/revision: wrong type or value"},
+		"revision fraction":        {`[{"id":"a","revision":1.5,"provider":"echo"}]`, "/0/revision: wrong type or value"},
+		"tools not list":           {`[{"id":"a","revision":1,"provider":"echo","tools":"x"}]`, "/0/tools: wrong type or value"},
+		"limits unknown":           {`[{"id":"a","revision":1,"provider":"echo","limits":{"steps":2}}]`, "/0/limits/steps: unknown member"},
+		"missing id":               {`[{"revision":1,"provider":"echo"}]`, "definitions[0].id: required"},
+		"missing revision":         {`[{"id":"a","provider":"echo"}]`, "definitions[0].revision: required"},
+		"missing provider":         {`[{"id":"a","revision":1}]`, "definitions[0].provider: required"},
+		"null id":                  {`[{"id":null,"revision":1,"provider":"echo"}]`, "definitions[0].id: required"},
+		"invalid UTF-8":            {"[{\"id\":\"a\",\"revision\":1,\"provider\":\"echo\",\"systemPrompt\":\"\xff\"}]", "invalid JSON"},
+		"multitask unknown member": {`[{"id":"a","revision":1,"provider":"echo","multitask":{"policy":"enqueue"}}]`, "/0/multitask/policy: unknown member"},
+		"multitask allowed empty":  {`[{"id":"a","revision":1,"provider":"echo","multitask":{"allowed":[]}}]`, "definitions[0].multitask.allowed: want at least one"},
+		"multitask default number": {`[{"id":"a","revision":1,"provider":"echo","multitask":{"default":1}}]`, "/0/multitask/default: wrong type or value"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -173,11 +176,17 @@ func TestNewInvalid(t *testing.T) {
 			d.Tools = []string{"workspace_note"}
 			d.ApprovalTools = []string{"workspace_note", "workspace_note"}
 		}), "a", "definitions[0].approvalTools[1]: repeats"},
-		"steps zero":      {with(func(d *definition.Definition) { d.Limits.MaxSteps = 0 }), "a", "definitions[0].limits.maxSteps: want 1..64"},
-		"steps large":     {with(func(d *definition.Definition) { d.Limits.MaxSteps = 65 }), "a", "definitions[0].limits.maxSteps: want 1..64"},
-		"tokens negative": {with(func(d *definition.Definition) { d.Limits.MaxTokens = -1 }), "a", "definitions[0].limits.maxTokens"},
-		"tokens large":    {with(func(d *definition.Definition) { d.Limits.MaxTokens = 1_000_001 }), "a", "definitions[0].limits.maxTokens"},
-		"default missing": {with(func(*definition.Definition) {}), "b", "DEFINITION_ID: names no definition"},
+		"steps zero":               {with(func(d *definition.Definition) { d.Limits.MaxSteps = 0 }), "a", "definitions[0].limits.maxSteps: want 1..64"},
+		"steps large":              {with(func(d *definition.Definition) { d.Limits.MaxSteps = 65 }), "a", "definitions[0].limits.maxSteps: want 1..64"},
+		"tokens negative":          {with(func(d *definition.Definition) { d.Limits.MaxTokens = -1 }), "a", "definitions[0].limits.maxTokens"},
+		"tokens large":             {with(func(d *definition.Definition) { d.Limits.MaxTokens = 1_000_001 }), "a", "definitions[0].limits.maxTokens"},
+		"default missing":          {with(func(*definition.Definition) {}), "b", "DEFINITION_ID: names no definition"},
+		"multitask unknown policy": {with(func(d *definition.Definition) { d.Multitask.Allowed = []string{"reject", "latest"} }), "a", "definitions[0].multitask.allowed[1]: want one of"},
+		"multitask repeated":       {with(func(d *definition.Definition) { d.Multitask.Allowed = []string{"reject", "reject"} }), "a", "definitions[0].multitask.allowed[1]"},
+		"multitask without reject": {with(func(d *definition.Definition) { d.Multitask.Allowed = []string{"enqueue"} }), "a", "definitions[0].multitask.allowed: must include reject"},
+		"multitask default not allowed": {with(func(d *definition.Definition) {
+			d.Multitask = definition.Multitask{Default: "enqueue", Allowed: []string{"reject", "interrupt"}}
+		}), "a", "definitions[0].multitask.default"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -186,6 +195,26 @@ func TestNewInvalid(t *testing.T) {
 				t.Fatalf("New = %v, want ErrInvalid containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestMultitask(t *testing.T) {
+	defs, err := definition.Parse([]byte(`[{"id":"a","revision":1,"provider":"echo","multitask":{"default":"enqueue","allowed":["reject","enqueue"]}},
+		{"id":"b","revision":1,"provider":"echo"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := definition.New(defs, "a", known())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := r.Resolve("a")
+	if def, allowed := a.Multitask.Policies(); def != "enqueue" || strings.Join(allowed, ",") != "reject,enqueue" {
+		t.Errorf("a: %s %v", def, allowed)
+	}
+	b, _ := r.Resolve("b")
+	if def, allowed := b.Multitask.Policies(); def != "reject" || strings.Join(allowed, ",") != "reject,enqueue,interrupt,rollback" {
+		t.Errorf("b (none given): %s %v, want reject and all four", def, allowed)
 	}
 }
 

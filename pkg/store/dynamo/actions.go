@@ -34,12 +34,13 @@ var methodOperations = map[string][]string{
 	"EnqueueTurn":  {"GetItem", "PutItem", "UpdateItem", "Query"},
 	"ClaimQueued":  {"GetItem", "UpdateItem", "Query"},
 	"CancelQueued": {"GetItem", "UpdateItem"},
+	"QueuedTurns":  {"GetItem", "Query"},
 }
 
 // Store methods each Lambda function calls (docs/design.md §1).
 var (
 	turnFunctionMethods      = []string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued"}
-	historyFunctionMethods   = []string{"GetSession", "ListTurns", "FindTurn", "PollTurn"}
+	historyFunctionMethods   = []string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns"}
 	artifactsFunctionMethods = []string{"PutArtifacts", "GetArtifacts"}
 )
 

@@ -98,6 +98,7 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 			return err
 		})
 	}
+	call("QueuedTurns", func() error { _, err := s.QueuedTurns(ctx, "q", alice); return err })
 	call("CancelQueued", func() error { return s.CancelQueued(ctx, "q", "q1", alice) })
 	e.clock.Advance(lease)
 	call("ClaimQueued", func() error { _, _, err := s.ClaimQueued(ctx, "q", lease); return err })
@@ -144,7 +145,7 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 		actions []string
 	}{
 		"turn":      {[]string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued"}, dynamo.TurnFunctionActions},
-		"history":   {[]string{"GetSession", "ListTurns", "FindTurn", "PollTurn"}, dynamo.HistoryFunctionActions},
+		"history":   {[]string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns"}, dynamo.HistoryFunctionActions},
 		"artifacts": {[]string{"PutArtifacts", "GetArtifacts"}, dynamo.ArtifactsFunctionActions},
 	}
 	for name, f := range functions {

@@ -530,3 +530,38 @@ func queueAfterDecision(up expression.UpdateBuilder, d *decided) expression.Upda
 	}
 	return up.Remove(expression.Name(queuePath(e.TurnID)))
 }
+
+// QueuedTurns implements chat.Store: one consistent read of the session,
+// and when turns wait one Query of the session's queue items.
+func (s *Store) QueuedTurns(ctx context.Context, sessionID string, p chat.Principal) ([]chat.QueuedTurn, error) {
+	sess, _, err := s.ownedQueue(ctx, sessionID, p)
+	if err != nil {
+		return nil, err
+	}
+	waiting := chat.Waiting(sess.Queue)
+	out := make([]chat.QueuedTurn, 0, len(waiting))
+	if len(waiting) == 0 {
+		return out, nil
+	}
+	items, err := s.queryRange(ctx, sessionPK(sessionID), queuePrefix, queuePrefix+"\uffff")
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]queueItem{}
+	for _, item := range items {
+		var it queueItem
+		if attributevalue.UnmarshalMap(item, &it) == nil {
+			byID[it.TurnID] = it
+		}
+	}
+	for _, e := range waiting {
+		q := chat.QueuedTurn{QueueEntry: e, SessionID: sessionID, Principal: sess.Owner}
+		if it, ok := byID[e.TurnID]; ok {
+			if msgs, err := decodeMessages([]byte(it.Message)); err == nil && len(msgs) == 1 {
+				q.Message, q.Lineage = msgs[0], it.Lineage.lineage()
+			}
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}

@@ -894,3 +894,24 @@ func (s *Store) CancelQueued(ctx context.Context, sessionID, turnID string, p ch
 	}
 	return chat.ErrTurnNotActive
 }
+
+// QueuedTurns implements chat.Store.
+func (s *Store) QueuedTurns(ctx context.Context, sessionID string, p chat.Principal) ([]chat.QueuedTurn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.owned(sessionID, p)
+	if err != nil {
+		return nil, err
+	}
+	out := []chat.QueuedTurn{}
+	for _, e := range chat.Waiting(rec.session.Queue) {
+		q := *rec.queued[e.TurnID]
+		q.QueueEntry = e
+		q.Message = cloneMessages([]protocol.Message{q.Message})[0]
+		out = append(out, q)
+	}
+	return out, nil
+}

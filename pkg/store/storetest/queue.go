@@ -84,7 +84,18 @@ func queueCases() map[string]func(*testing.T, *env) {
 			if pos := e.enqueue("s1", "q2"); pos != 2 {
 				t.Errorf("the same enqueue again: position %d, want 2", pos)
 			}
-			_, _, err := e.store.ClaimQueued(e.ctx, "s1", leaseDuration)
+			listed, err := e.store.QueuedTurns(e.ctx, "s1", alice)
+			if err != nil || len(listed) != 3 {
+				t.Fatalf("QueuedTurns = %+v, %v", listed, err)
+			}
+			for i, q := range listed {
+				if id := fmt.Sprintf("q%d", i+1); q.TurnID != id || q.Message.Content != inputOf(id) || q.Message.Role != protocol.RoleUser {
+					t.Errorf("QueuedTurns[%d] = %+v, want %s with its input", i, q, id)
+				}
+			}
+			_, err = e.store.QueuedTurns(e.ctx, "s1", mallory)
+			wantErr(t, "QueuedTurns by another principal", err, chat.ErrSessionNotFound)
+			_, _, err = e.store.ClaimQueued(e.ctx, "s1", leaseDuration)
 			wantErr(t, "ClaimQueued while a turn runs", err, chat.ErrSessionBusy)
 			done := e.turnFor(running, "s1")
 			e.save(running, done)
