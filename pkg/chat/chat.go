@@ -278,7 +278,17 @@ type ClaimRequest struct {
 	// ErrConfirmationExpired (CheckDecision), after the owner, busy and
 	// turn id checks.
 	Decision *Decision
+	// AheadOfQueue lets the claim take a free lease while queued turns
+	// wait (an interrupt or rollback replaces the running turn, and the
+	// queue waits for its replacement, docs/multitask.md). Without it, or
+	// a Decision (which always goes first), a free session whose queued
+	// turns wait is ErrSessionQueued.
+	AheadOfQueue bool
 }
+
+// AheadOfQueued reports whether the claim may start before the session's
+// waiting queued turns: a decision, or AheadOfQueue.
+func (r ClaimRequest) AheadOfQueued() bool { return r.AheadOfQueue || r.Decision != nil }
 
 // Claim is a successful claim: the session as written and the lease.
 type Claim struct {

@@ -105,13 +105,20 @@ func claimWrite(req chat.ClaimRequest, token string, now time.Time) (expression.
 		aliases: map[string]string{"#claimed": req.TurnID},
 		values:  map[string]types.AttributeValue{":owner": strValue(ownerKey(req.Principal)), ":zero": numValue(0)},
 	}
-	if req.Decision != nil {
+	switch {
+	case req.Decision != nil:
 		// A decision runs before the session's queued turns, which wait
 		// for it (docs/multitask.md).
 		cond.expr = "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)"
 		cond.names = []string{attrOwnerKey, attrLeaseToken, attrWindow}
 		delete(cond.values, ":zero")
 		cond = decisionCondition(cond, req.Decision, now)
+	case req.AheadOfQueue:
+		// An interrupt: the queue waits for the turn that replaces the
+		// running one.
+		cond.expr = "attribute_not_exists(#pk) OR #ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)"
+		cond.names = []string{AttrPK, attrOwnerKey, attrLeaseToken, attrWindow}
+		delete(cond.values, ":zero")
 	}
 	one := expression.Value(1)
 	up := expression.Set(expression.Name(attrOwnerKey), expression.Value(ownerKey(req.Principal))).
@@ -326,7 +333,7 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 			return nil, err
 		}
 		sess, window, sequence, edit = d.session, d.window(s.window), d.sequence(), d.edit
-	} else if req.Decision == nil && len(chat.Waiting(sess.Queue)) > 0 {
+	} else if !req.AheadOfQueued() && len(chat.Waiting(sess.Queue)) > 0 {
 		return nil, chat.ErrSessionQueued
 	}
 	rejection := chat.Rejection(window, req.TurnID, req.InputHash)
@@ -338,7 +345,7 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 	if rejection == nil && req.Decision != nil {
 		rejection = chat.CheckDecision(sess.Confirmations, req.Decision, now)
 	}
-	if rejection == nil && req.Decision == nil && len(chat.Waiting(sess.Queue)) > 0 {
+	if rejection == nil && !req.AheadOfQueued() && len(chat.Waiting(sess.Queue)) > 0 {
 		rejection = chat.ErrSessionQueued // the decided turn left queued turns waiting
 	}
 	if rejection != nil && crashed == nil {

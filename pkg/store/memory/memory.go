@@ -256,7 +256,7 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 	if err := checkDecision(&rec.session, req, now); err != nil {
 		return nil, err
 	}
-	if req.Decision == nil && rec.waitingQueued() {
+	if !req.AheadOfQueued() && rec.waitingQueued() {
 		return nil, chat.ErrSessionQueued
 	}
 	lease := rec.lease(req, now)

@@ -133,6 +133,34 @@ func queueCases() map[string]func(*testing.T, *env) {
 			}
 		},
 
+		"AnInterruptGoesAheadOfTheQueue": func(t *testing.T, e *env) {
+			running := e.claim("s1", "t1")
+			e.enqueue("s1", "q1")
+			ahead := claimRequest("s1", "interrupter")
+			ahead.AheadOfQueue = true
+			_, err := e.store.ClaimTurn(e.ctx, ahead)
+			wantErr(t, "an interrupt while the turn runs", err, chat.ErrSessionBusy)
+			done := e.turnFor(running, "s1")
+			e.save(running, done)
+			e.release("s1", running, chat.OutcomeCompleted, done.LastSequence)
+			_, err = e.store.ClaimTurn(e.ctx, claimRequest("s1", "plain"))
+			wantErr(t, "a plain claim while q1 waits", err, chat.ErrSessionQueued)
+			c, err := e.store.ClaimTurn(e.ctx, ahead)
+			if err != nil {
+				t.Fatalf("the interrupt's claim once the session is free: %v", err)
+			}
+			_, _, err = e.store.ClaimQueued(e.ctx, "s1", leaseDuration)
+			wantErr(t, "ClaimQueued while the interrupt runs", err, chat.ErrSessionBusy)
+			if ids := e.waitingIDs("s1"); !slices.Equal(ids, []string{"q1"}) {
+				t.Errorf("waiting %v while the interrupt runs, want q1", ids)
+			}
+			e.runQueuedLike(c)
+			qc, q := e.claimQueued("s1")
+			if q.TurnID != "q1" || qc.Lease.Ordinal != c.Lease.Ordinal+1 {
+				t.Errorf("after the interrupt: %s at ordinal %d, want q1 at %d", q.TurnID, qc.Lease.Ordinal, c.Lease.Ordinal+1)
+			}
+		},
+
 		"EnqueueRejections": func(t *testing.T, e *env) {
 			_, _, err := e.store.EnqueueTurn(e.ctx, enqueueRequest("none", "q1", 4))
 			wantErr(t, "enqueue in no session", err, chat.ErrSessionNotFound)
