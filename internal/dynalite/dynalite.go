@@ -145,9 +145,12 @@ func Client(tb testing.TB) dynamo.TableClient {
 var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
 // Table creates a fresh, uniquely named table with dynamo.CreateTable
-// through client and deletes it when tb ends. It returns the table name.
+// through client and deletes it when tb ends, through a client with the
+// default attempts (client may be a fault test's, whose short attempts a
+// loaded machine exceeds). It returns the table name.
 func Table(tb testing.TB, client dynamo.TableClient) string {
 	tb.Helper()
+	admin := Client(tb)
 	var suffix [4]byte
 	_, _ = rand.Read(suffix[:]) // crypto/rand.Read never fails (Go 1.24+)
 	base := unsafeName.ReplaceAllString(tb.Name(), "_")
@@ -163,7 +166,7 @@ func Table(tb testing.TB, client dynamo.TableClient) string {
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := dynamo.DeleteTable(ctx, client, name); err != nil {
+		if err := dynamo.DeleteTable(ctx, admin, name); err != nil {
 			tb.Errorf("dynalite: %v", err)
 		}
 	})

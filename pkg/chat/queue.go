@@ -47,6 +47,13 @@ type QueueEntry struct {
 	// it no longer waits, and is recorded as never run when the session
 	// is next free (its terminal window then changes).
 	Cancelled bool
+	// Recording marks a turn being recorded as never run, at ordinal
+	// Started (TURN_CANCELLED when Cancelled, else TURN_QUEUE_EXPIRED): a
+	// store that cannot write the session and the turn's record in one
+	// request takes the ordinal first, then writes the record, then
+	// removes the entry; ClaimQueued finishes a recording whose writer
+	// died between the steps.
+	Recording bool
 }
 
 // QueuedTurn is a queued turn with what it runs with: its user message
@@ -92,6 +99,13 @@ func Waiting(queue []QueueEntry) []QueueEntry {
 	out := slices.DeleteFunc(slices.Clone(queue), func(e QueueEntry) bool { return e.Started != 0 || e.Cancelled })
 	slices.SortFunc(out, func(a, b QueueEntry) int { return int(a.Seq - b.Seq) })
 	return out
+}
+
+// NeedsDrain reports whether queue holds work for ClaimQueued: a turn
+// waiting, one cancelled or one whose recording as never run is
+// unfinished.
+func NeedsDrain(queue []QueueEntry) bool {
+	return slices.ContainsFunc(queue, func(e QueueEntry) bool { return e.Started == 0 || e.Cancelled || e.Recording })
 }
 
 // Position returns the 1-based position of turnID among the waiting

@@ -52,6 +52,10 @@ var (
 	// not name a visible parent turn of the session (docs/design.md §5):
 	// 422 LINEAGE_INVALID.
 	ErrLineageInvalid = errors.New("httpedge: lineage does not match a visible parent turn")
+	// ErrMultitaskNotAllowed is a submit naming a multitask policy its
+	// session's definition, or the deployment, does not allow
+	// (docs/multitask.md): 422 MULTITASK_NOT_ALLOWED.
+	ErrMultitaskNotAllowed = errors.New("httpedge: multitask policy not allowed")
 )
 
 // errorTable is the one table from errors to diagnostic codes (the HTTP
@@ -90,6 +94,7 @@ var errorTable = []struct {
 	{ErrInvalidEvent, protocol.CodeRequestInvalidEvent},
 	{ErrInvalidBody, protocol.CodeRequestInvalidBody},
 	{ErrLineageInvalid, protocol.CodeLineageInvalid},
+	{ErrMultitaskNotAllowed, protocol.CodeMultitaskNotAllowed},
 }
 
 // Diagnose maps err, returned while ctx was the request's context, to the

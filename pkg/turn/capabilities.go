@@ -23,6 +23,10 @@ const (
 	// say "available": false otherwise, never omitted.
 	ExtensionResume       = "resume"
 	ExtensionDurableTurns = "durableTurns"
+	// ExtensionMultitask: a submit that finds its session busy may be
+	// queued, or interrupt the running turn (docs/multitask.md); listed
+	// when a policy other than reject is available.
+	ExtensionMultitask = "multitask"
 )
 
 // Capabilities is the body of GET /capabilities (turnstream extension,
@@ -38,6 +42,9 @@ const (
 //	 "resume":{"available":true,"method":"GET","path":"/sessions/{sessionId}/turns/{turnId}/stream",
 //	           "parameter":"after","pollIntervalMs":250,"cost":"..."},
 //	 "durableTurns":{"available":true,"checkpointIntervalMs":1000,"disconnectStops":false},
+//	 "multitask":{"available":true,"header":"X-Turnstream-Multitask","policies":["reject","enqueue","interrupt","rollback"],
+//	              "default":"reject","definitions":{"<id>":{"default","policies"}},"maxQueuedTurns":4,
+//	              "queuedTurnTtlMs":600000,"interruptWaitMs":1500,"doc":"docs/multitask.md"},
 //	 "compact":{"header":"X-Turnstream-Stream-Mode","values":["snapshots","compact"],"default":"snapshots",
 //	            "event":"turnstream.turn.append","intervalMs":50,"lineSpanMs":1000,"doc":"docs/compact.md"},
 //	 "limits":{"maxBodyBytes":65536,"turnTimeoutMs":300000,"snapshotIntervalMs":50,"snapshotBytesPerSecond":4096,"maxSnapshotGapMs":2000}}
@@ -67,7 +74,11 @@ type Capabilities struct {
 	Compact      compactCapability      `json:"compact"`
 	Resume       resumeCapability       `json:"resume"`
 	DurableTurns durableTurnsCapability `json:"durableTurns"`
-	Limits       struct {
+	// Multitask describes the policies of a submit that finds its
+	// session busy (MultitaskHeader); "available": false without
+	// checkpoints.
+	Multitask multitaskCapability `json:"multitask"`
+	Limits    struct {
 		MaxBodyBytes       int64 `json:"maxBodyBytes"`
 		TurnTimeoutMs      int64 `json:"turnTimeoutMs"`
 		SnapshotIntervalMs int64 `json:"snapshotIntervalMs"`
@@ -86,7 +97,7 @@ type ProtocolVersions struct {
 
 // capabilitiesBody encodes the Capabilities of a handler configured with
 // opts, once at construction.
-func capabilitiesBody(opts Options) []byte {
+func capabilitiesBody(opts Options, multitask multitaskCapability) []byte {
 	var c Capabilities
 	c.Protocols = []ProtocolVersions{{Protocol: protocol.TurnProtocol, Versions: []int{protocol.TurnVersion}}}
 	c.Extensions = []string{ExtensionSnapshotScope, ExtensionStop, ExtensionLineage, ExtensionArtifacts, ExtensionHistory, ExtensionApprovals, ExtensionCompact}
@@ -103,6 +114,10 @@ func capabilitiesBody(opts Options) []byte {
 	c.Resume, c.DurableTurns = resumeCapabilities(opts)
 	if c.Resume.Available {
 		c.Extensions = append(c.Extensions, ExtensionResume, ExtensionDurableTurns)
+	}
+	c.Multitask = multitask
+	if multitask.Available {
+		c.Extensions = append(c.Extensions, ExtensionMultitask)
 	}
 	c.Limits.MaxBodyBytes = opts.MaxBodyBytes
 	c.Limits.TurnTimeoutMs = opts.TurnTimeout.Milliseconds()

@@ -154,6 +154,29 @@ type Options struct {
 	// means DefaultResumePollInterval.
 	ResumePollInterval time.Duration
 
+	// MaxQueuedTurns is how many turns a session may hold queued (the
+	// enqueue policy, docs/multitask.md): 1..chat.MaxQueuedTurnsLimit;
+	// zero means chat.DefaultMaxQueuedTurns. An enqueue beyond it is 409
+	// SESSION_QUEUE_FULL (retryable).
+	MaxQueuedTurns int
+	// QueuedTurnTTL is how long a queued turn may wait to start; past it,
+	// it is recorded as never run (TURN_QUEUE_EXPIRED). Zero means
+	// chat.DefaultQueuedTurnTTL.
+	QueuedTurnTTL time.Duration
+	// InterruptWait bounds how long an interrupt or rollback waits for
+	// the turn it stops to end before it answers 409 SESSION_BUSY; zero
+	// means DefaultInterruptWait.
+	InterruptWait time.Duration
+	// Dispatch starts a drain of a session's queued turns (Handler.Drain)
+	// in another invocation: on Lambda, an asynchronous invocation of the
+	// turn function itself (docs/multitask.md). Nil drains in this
+	// process, in a goroutine: right only where the process outlives its
+	// requests (the dev server, a container), never on Lambda, which
+	// freezes the process between invocations. Called in a goroutine of
+	// its own with a 10 s context; an error is logged (a later submit,
+	// resume or turn end dispatches again).
+	Dispatch func(ctx context.Context, d DrainRequest) error
+
 	// Logger receives JSON logs; nil discards them (httpedge.Logger, as
 	// every handler's Logger). Lines carry the Lambda
 	// request id, session id and turn id, never message text or request
@@ -169,6 +192,10 @@ type Options struct {
 	NewID func() string
 }
 
+// Handler serves the turn function's routes (NewHandler) and drains
+// sessions' queued turns (Drain).
+type Handler struct{ *handler }
+
 // handler serves the turn function's routes; see NewHandler.
 type handler struct {
 	opts         Options
@@ -180,13 +207,20 @@ type handler struct {
 	// follows shares one poller among the resumes of a turn in this
 	// process (resume.go).
 	follows follows
+	// multitaskDefaults is whether some definition's default policy is
+	// not reject: a busy submit that names no policy then reads its
+	// session's definition.
+	multitaskDefaults bool
+	// kicks rate-limits the drains this process starts (multitask.go).
+	kicks kicks
 }
 
 // NewHandler validates opts, applies defaults and returns the turn
 // function's handler. Routes (docs/design.md §1):
 //
 //	POST /              client.turn.submit -> 200 NDJSON snapshot stream
-//	POST /stop          {"sessionId","turnId"} -> 202 {"stopRequested":true}
+//	POST /stop          {"sessionId","turnId"} -> 202 {"stopRequested":true} (a queued turn: also "cancelled":true)
+//	GET  /sessions/{sessionId}/turns/{turnId}/stream?after=N  resume -> 200 NDJSON
 //	GET  /capabilities  protocol versions and extensions (no authentication)
 //
 // Any other path is 404 REQUEST_NOT_FOUND; a method other than the
@@ -215,11 +249,14 @@ func NewHandler(opts Options) (http.Handler, error) {
 		"LeaseDuration": opts.LeaseDuration, "RenewInterval": opts.RenewInterval,
 		"SnapshotInterval": opts.SnapshotInterval, "CheckpointInterval": opts.CheckpointInterval,
 		"ResumePollInterval": opts.ResumePollInterval, "MaxSnapshotGap": opts.MaxSnapshotGap,
-		"CompactLineSpan": opts.CompactLineSpan,
+		"CompactLineSpan": opts.CompactLineSpan, "QueuedTurnTTL": opts.QueuedTurnTTL, "InterruptWait": opts.InterruptWait,
 	} {
 		if d < 0 {
 			return nil, fmt.Errorf("turn: Options.%s is negative", name)
 		}
+	}
+	if opts.MaxQueuedTurns < 0 || opts.MaxQueuedTurns > chat.MaxQueuedTurnsLimit {
+		return nil, fmt.Errorf("turn: Options.MaxQueuedTurns must be within 0..%d", chat.MaxQueuedTurnsLimit)
 	}
 	if opts.SnapshotBytesPerSecond < 0 {
 		return nil, errors.New("turn: Options.SnapshotBytesPerSecond is negative")
@@ -237,6 +274,9 @@ func NewHandler(opts Options) (http.Handler, error) {
 	setDefault(&opts.SnapshotBytesPerSecond, DefaultSnapshotBytesPerSecond)
 	setDefault(&opts.MaxSnapshotGap, DefaultMaxSnapshotGap)
 	setDefault(&opts.CompactLineSpan, DefaultCompactLineSpan)
+	setDefault(&opts.MaxQueuedTurns, chat.DefaultMaxQueuedTurns)
+	setDefault(&opts.QueuedTurnTTL, chat.DefaultQueuedTurnTTL)
+	setDefault(&opts.InterruptWait, DefaultInterruptWait)
 	if opts.MaxSnapshotGap < opts.SnapshotInterval {
 		return nil, errors.New("turn: Options.MaxSnapshotGap must be at least SnapshotInterval")
 	}
@@ -252,9 +292,14 @@ func NewHandler(opts Options) (http.Handler, error) {
 		return nil, errors.New("turn: Options.NewID does not return SafeIds")
 	}
 	h := &handler{opts: opts, log: httpedge.Logger(opts.Logger), agents: agents}
+	for _, ag := range agents {
+		if def, _ := ag.def.Multitask.Policies(); def != definition.MultitaskReject {
+			h.multitaskDefaults = true
+		}
+	}
 	h.follows.init(h)
-	h.capabilities = capabilitiesBody(opts)
-	return h, nil
+	h.capabilities = capabilitiesBody(opts, h.multitaskCapability())
+	return &Handler{h}, nil
 }
 
 func setDefault[T comparable](v *T, def T) {
@@ -287,15 +332,21 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // under lambdaurl) minus CleanupReserve. Its cause is errTurnDeadline, so a
 // timeout is told from a client cancellation.
 func (h *handler) deadline(r *http.Request) (context.Context, context.CancelFunc, time.Time) {
-	now := time.Now()
-	d := now.Add(h.opts.TurnTimeout)
-	if ld, ok := r.Context().Deadline(); ok {
+	d := h.deadlineOf(r.Context())
+	ctx, cancel := context.WithDeadlineCause(r.Context(), d, errTurnDeadline)
+	return ctx, cancel, d
+}
+
+// deadlineOf is the deadline of a turn started now under ctx: the earlier
+// of now+TurnTimeout and ctx's deadline minus CleanupReserve.
+func (h *handler) deadlineOf(ctx context.Context) time.Time {
+	d := time.Now().Add(h.opts.TurnTimeout)
+	if ld, ok := ctx.Deadline(); ok {
 		if l := ld.Add(-h.opts.CleanupReserve); l.Before(d) {
 			d = l
 		}
 	}
-	ctx, cancel := context.WithDeadlineCause(r.Context(), d, errTurnDeadline)
-	return ctx, cancel, d
+	return d
 }
 
 // errTurnDeadline is the cause of the request deadline's expiry.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,22 +110,44 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		reject(ctx, w, log, step, err)
 		return
 	}
-	turn, err := h.opts.Store.FindTurn(ctx, sessionID, turnID, principal)
-	if errors.Is(err, chat.ErrTurnNotFound) {
-		// Claimed but not acknowledged yet (its first moments): follow it
-		// from the session's lease until its first checkpoint lands, or
-		// its fate is decided.
-		if sess, serr := h.opts.Store.GetSession(ctx, sessionID, principal); serr == nil {
-			if l := sess.ActiveTurn; l != nil && l.TurnID == turnID {
-				turn, err = &chat.Turn{SessionID: sessionID, TurnID: turnID, Ordinal: l.Ordinal, Status: chat.TurnRunning, Lineage: l.Lineage}, nil
-			}
+	s := &run{h: h, log: log, sessionID: sessionID, turnID: turnID, scope: sc, compact: compact}
+	streaming := false
+	start := func() {
+		hd := w.Header()
+		hd.Set("Content-Type", "application/x-ndjson; charset=utf-8")
+		hd.Set("Cache-Control", "no-store")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		if compact {
+			hd.Set(StreamModeHeader, StreamModeCompact)
 		}
+		w.WriteHeader(http.StatusOK)
+		s.w, s.out, streaming = w, newStreamOut(w, log), true
+	}
+	// fail ends the resume with err: a JSON error before the stream, a
+	// diagnostic line (sequence 0) once it started.
+	fail := func(step string, err error) {
+		if !streaming {
+			reject(ctx, w, log, step, err)
+			return
+		}
+		d := diagnose(ctx, err)
+		logRejected(log, step, d, err)
+		s.out.write(s.diagnosticLine(nil, d, 0))
+	}
+	turn, queued, err := h.findResumed(ctx, sessionID, turnID, principal)
+	if err == nil && queued {
+		// Queued, not started: the stream opens and stays silent until
+		// the turn starts (docs/multitask.md).
+		start()
+		_ = http.NewResponseController(w).Flush() // the client learns the stream is open
+		log.Info("resume of a queued turn: waiting for it to start")
+		turn, err = h.awaitQueued(ctx, sessionID, turnID, principal)
 	}
 	if err != nil {
-		reject(ctx, w, log, "resume", err)
+		fail("resume", err)
 		return
 	}
-	s := &run{h: h, log: log, sessionID: sessionID, turnID: turnID, lineage: turn.Lineage, scope: sc, compact: compact}
+	s.lineage = turn.Lineage
 	if sc == scopeSession {
 		// The same context as the live turn loaded, under the session's
 		// definition and budget, so that snapshots carry the same messages.
@@ -140,19 +163,13 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 			return s.loadContext(ctx, ag.def, turn.Ordinal)
 		}()
 		if err != nil {
-			reject(ctx, w, log, "resume context", err)
+			fail("resume context", err)
 			return
 		}
 	}
-	hd := w.Header()
-	hd.Set("Content-Type", "application/x-ndjson; charset=utf-8")
-	hd.Set("Cache-Control", "no-store")
-	hd.Set("X-Content-Type-Options", "nosniff")
-	if compact {
-		hd.Set(StreamModeHeader, StreamModeCompact)
+	if !streaming {
+		start()
 	}
-	w.WriteHeader(http.StatusOK)
-	s.w, s.out = w, newStreamOut(w, log)
 	log.Info("resume", "after", after, "status", string(turn.Status), "sequence", turn.LastSequence)
 
 	var f *follow
@@ -182,6 +199,78 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 			return
 		}
 		turn = next
+	}
+}
+
+// findResumed returns the turn a resume follows: its record, or for a
+// turn claimed but not acknowledged yet (its first moments) a running
+// turn from the session's lease, followed until its first checkpoint
+// lands or its fate is decided; queued true (and no turn) for a queued
+// turn that has not started. chat.ErrTurnNotFound for none of these.
+func (h *handler) findResumed(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, bool, error) {
+	turn, err := h.opts.Store.FindTurn(ctx, sessionID, turnID, p)
+	if !errors.Is(err, chat.ErrTurnNotFound) {
+		return turn, false, err
+	}
+	sess, serr := h.opts.Store.GetSession(ctx, sessionID, p)
+	if serr != nil {
+		return nil, false, err
+	}
+	if l := sess.ActiveTurn; l != nil && l.TurnID == turnID {
+		return leasedTurn(sessionID, l), false, nil
+	}
+	if queuedIn(sess, turnID) {
+		h.nudgeIfFree(ctx, sess)
+		return nil, true, nil
+	}
+	return nil, false, err
+}
+
+// leasedTurn is the running turn of lease l, before its first checkpoint.
+func leasedTurn(sessionID string, l *chat.Lease) *chat.Turn {
+	return &chat.Turn{SessionID: sessionID, TurnID: l.TurnID, Ordinal: l.Ordinal, Status: chat.TurnRunning, Lineage: l.Lineage}
+}
+
+// queuedIn reports whether turnID is in sess's queue, started or not.
+func queuedIn(sess *chat.Session, turnID string) bool {
+	return slices.ContainsFunc(sess.Queue, func(e chat.QueueEntry) bool { return e.TurnID == turnID })
+}
+
+// nudgeIfFree starts a drain of sess when it is free for its queued
+// turns (no lease, no confirmation waiting) and its queue holds work
+// (chat.NeedsDrain).
+func (h *handler) nudgeIfFree(ctx context.Context, sess *chat.Session) {
+	if sess.ActiveTurn == nil && chat.NeedsDrain(sess.Queue) && !chat.PendingConfirmation(sess.Confirmations, h.opts.Now()) {
+		h.nudge(ctx, sess.ID)
+	}
+}
+
+// awaitQueued waits, sending nothing, until queued turn turnID starts,
+// reading the session every ResumePollInterval, and returns the turn to
+// follow: running (from its lease, or its record once acknowledged), or
+// terminal (a turn that finished between two reads, or one recorded as
+// never run: expired or cancelled). While the session is free and turns
+// wait, it starts a drain (nudge): a queued turn never waits for a
+// process that died before starting it. It returns ctx's error when ctx
+// ends first, chat.ErrTurnNotFound when the turn left the queue without
+// a record.
+func (h *handler) awaitQueued(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, error) {
+	for {
+		if !sleepContext(ctx, h.opts.ResumePollInterval) {
+			return nil, ctx.Err()
+		}
+		sess, err := h.opts.Store.GetSession(ctx, sessionID, p)
+		if err != nil {
+			return nil, err
+		}
+		switch l := sess.ActiveTurn; {
+		case l != nil && l.TurnID == turnID:
+			return leasedTurn(sessionID, l), nil
+		case queuedIn(sess, turnID):
+			h.nudgeIfFree(ctx, sess)
+			continue
+		}
+		return h.opts.Store.FindTurn(ctx, sessionID, turnID, p)
 	}
 }
 

@@ -67,6 +67,20 @@ type run struct {
 	loop loopLog // the model-tool loop's tool call ids and tool rounds
 
 	approvals approvals // confirmations asked for and decided (approvals.go)
+
+	// released is the session as the turn's release left it (nil when it
+	// was not released), and stopped whether the turn ended stopped: what
+	// drainAfter starts the queued turns from.
+	released *chat.Session
+	stopped  bool
+}
+
+// drainAfter starts the session's queued turns after the turn's response
+// ended (afterRelease), when it released a session where turns wait.
+// Called by the request's goroutine before it returns, so that on Lambda
+// the dispatch happens inside the invocation.
+func (t *run) drainAfter() {
+	t.h.afterRelease(t.reqCtx, t.released, t.stopped)
 }
 
 // ending is how a turn ended, decided once by the supervisor.
@@ -174,7 +188,7 @@ func (t *run) failBeforeStream(step string, err error) {
 		item := t.record(e, t.state.view(), 0, 0)
 		outcome := t.save(item)
 		if outcome == saved {
-			t.release(t.claim.BaseSequence)
+			t.release(t.claim.BaseSequence, false)
 		}
 		t.logFinished(e, outcome, 0)
 	}
@@ -384,7 +398,7 @@ func (t *run) finish(end ending, v view) {
 			cursor++
 			lines = t.diagnosticLine(lines, *end.trailer, cursor)
 		}
-		t.release(cursor)
+		t.release(cursor, end.diag != nil && end.diag.Code == protocol.CodeTurnInterrupted)
 	case fenced:
 		lines = t.lostLines(last)
 	default:
@@ -426,7 +440,8 @@ func (t *run) lostLines(last int64) []byte {
 // terminal snapshot at its terminal sequence (the turn's messages as
 // stored, which a resume and history show alike), and the trailing
 // diagnostic of a timeout or cancellation; a turn lost before its first
-// checkpoint, which has no messages, is its TURN_LOST diagnostic.
+// checkpoint, which has no messages, is its TURN_LOST diagnostic, and a
+// queued turn that never ran its TURN_QUEUE_EXPIRED or TURN_CANCELLED one.
 func (t *run) recordLines(rec *chat.Turn) []byte {
 	if len(rec.Messages) == 0 {
 		d := protocol.NewDiagnostic(protocol.CodeTurnLost)
@@ -434,6 +449,11 @@ func (t *run) recordLines(rec *chat.Turn) []byte {
 			d = *rec.Error
 		}
 		return t.diagnosticLine(nil, d, rec.LastSequence)
+	}
+	if rec.Messages[len(rec.Messages)-1].Role != protocol.RoleAssistant && rec.Error != nil {
+		// A queued turn that never ran (expired or cancelled): no
+		// snapshot of it exists, only its diagnostic, at sequence 0.
+		return t.diagnosticLine(nil, *rec.Error, 0)
 	}
 	status := protocol.StatusComplete
 	if rec.Status != chat.TurnComplete {
@@ -596,20 +616,24 @@ func sleepContext(ctx context.Context, d time.Duration) bool {
 }
 
 // release ends the lease (cleanup phase 3) of a saved turn with the
-// session's new cursor. A failed release is logged: the lease then
-// expires on its own within LeaseDuration and the table records the turn
-// as completed (its save landed) when it decides it.
-func (t *run) release(cursor int64) {
+// session's new cursor, keeping the session released for drainAfter
+// (stopped: the turn was stopped, maybe by an interrupt). A failed release is logged: the lease then expires on its
+// own within LeaseDuration and the table records the turn as completed
+// (its save landed) when it decides it; the queued turns start at the
+// next submit, resume or drain that finds the session free.
+func (t *run) release(cursor int64, stopped bool) {
 	ctx, cancel := t.cleanupContext(t.cleanupEnd())
 	defer cancel()
 	req := chat.ReleaseRequest{Claim: t.claim, Outcome: chat.OutcomeCompleted, Sequence: cursor, Confirmations: t.confirmationsToRecord(chat.OutcomeCompleted), Undecide: t.undecide()}
 	if t.agent != nil {
 		req.DefinitionRevision = t.agent.def.Revision // the revision this turn ran with
 	}
-	_, err := t.h.opts.Store.ReleaseTurn(ctx, req)
+	sess, err := t.h.opts.Store.ReleaseTurn(ctx, req)
 	if err != nil {
 		t.log.Error("lease release failed", "err", err)
+		return
 	}
+	t.released, t.stopped = sess, stopped
 }
 
 // logFinished logs the turn's end; never message text.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -36,9 +37,12 @@ var stopAccepted = []byte(`{"stopRequested":true}` + "\n")
 // authentication and body cap as POST /, then a strict JSON body
 // {"sessionId","turnId"} of two SafeIds (case-sensitive keys, no
 // duplicates, no key equal to sessionId or turnId but for case, other
-// unknown keys ignored; anything else is 400 REQUEST_INVALID_BODY), then Store.RequestStop: 202 {"stopRequested":true},
-// 404 SESSION_NOT_FOUND (no such session or another owner's), 409
-// TURN_NOT_ACTIVE (the turn does not hold the lease).
+// unknown keys ignored; anything else is 400 REQUEST_INVALID_BODY), then
+// stop: 202 {"stopRequested":true} for the running turn,
+// {"stopRequested":true,"cancelled":true} for a queued turn that had not
+// started (docs/multitask.md), 404 SESSION_NOT_FOUND (no such session or
+// another owner's), 409 TURN_NOT_ACTIVE (the turn neither holds the lease
+// nor waits in the queue).
 func (h *handler) serveStop(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel, _ := h.deadline(r)
 	defer cancel()
@@ -50,12 +54,38 @@ func (h *handler) serveStop(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	log = log.With("sessionId", req.SessionID, "turnId", req.TurnID)
-	if err := h.opts.Store.RequestStop(ctx, req.SessionID, req.TurnID, principal); err != nil {
+	cancelled, err := h.stop(ctx, req.SessionID, req.TurnID, principal)
+	if err != nil {
 		reject(ctx, w, log, "stop", err)
+		return
+	}
+	if cancelled {
+		log.Info("queued turn cancelled")
+		writeJSON(w, http.StatusAccepted, queuedCancelled)
 		return
 	}
 	log.Info("turn stop requested")
 	writeJSON(w, http.StatusAccepted, stopAccepted)
+}
+
+// queuedCancelled is the 202 body of POST /stop naming a queued turn
+// that had not started: it never runs (recorded with TURN_CANCELLED).
+var queuedCancelled = []byte(`{"stopRequested":true,"cancelled":true}` + "\n")
+
+// stop stops turnID: the running turn's stop flag (chat.Store.RequestStop),
+// or a queued turn that has not started taken out of the queue
+// (chat.Store.CancelQueued; cancelled true). A queued turn that starts
+// meanwhile is stopped as a running one.
+func (h *handler) stop(ctx context.Context, sessionID, turnID string, p chat.Principal) (cancelled bool, err error) {
+	err = h.opts.Store.RequestStop(ctx, sessionID, turnID, p)
+	if !errors.Is(err, chat.ErrTurnNotActive) {
+		return false, err
+	}
+	err = h.opts.Store.CancelQueued(ctx, sessionID, turnID, p)
+	if !errors.Is(err, chat.ErrTurnNotActive) {
+		return err == nil, err
+	}
+	return false, h.opts.Store.RequestStop(ctx, sessionID, turnID, p)
 }
 
 // acceptStop runs the checks of POST /stop before the store request, in

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -45,14 +46,41 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		reject(ctx, w, log, "lineage", err)
 		return
 	}
+	policy, sess, err := h.policyFor(ctx, sub)
+	if err != nil {
+		reject(ctx, w, log, "multitask", err)
+		return
+	}
+	if policy == definition.MultitaskEnqueue && sess != nil && busyFor(sess, h.opts.Now()) {
+		h.enqueue(ctx, w, log, sub)
+		return
+	}
+	var claim *chat.Claim
 	claimedAt := h.opts.Now()
-	claim, err := h.claim(ctx, log, sub, deadline)
+	switch policy {
+	case definition.MultitaskInterrupt, definition.MultitaskRollback:
+		var replaced *chat.Turn
+		claim, claimedAt, replaced, err = h.interrupt(ctx, log, sub, sess, deadline)
+		if policy == definition.MultitaskRollback && replaced != nil && parent == nil {
+			parent = replaced // superseded by this turn, as a regenerate supersedes
+		}
+	default:
+		claim, err = h.claim(ctx, log, sub, deadline, false)
+		if policy == definition.MultitaskEnqueue && errors.Is(err, chat.ErrSessionBusy) {
+			h.enqueue(ctx, w, log, sub) // busy since policyFor read the session
+			return
+		}
+		if errors.Is(err, chat.ErrSessionQueued) {
+			h.nudge(ctx, sub.sessionID) // free, with queued turns that have not started
+		}
+	}
 	if err != nil {
 		reject(ctx, w, log, "claim", err)
 		return
 	}
-	t, stop := h.newRun(ctx, w, r, deadline, log, sub, claim, claimedAt)
+	t, stop := h.newRun(ctx, r.Context(), w, deadline, log, sub, claim, claimedAt)
 	defer stop()
+	defer t.drainAfter()
 	if sub.decision != nil && !t.takeDecision(sub.decision) {
 		return
 	}
@@ -78,12 +106,14 @@ type submission struct {
 	// compact is whether the client asked for the compact stream
 	// (StreamModeHeader, docs/compact.md).
 	compact bool
+	// multitask is the policy MultitaskHeader names; empty when absent.
+	multitask string
 }
 
 // acceptSubmit runs the checks of POST / before any storage request, in
 // order: method (405), media type (415), authentication on headers only,
 // before any body byte is read (401/403), the snapshot scope and stream
-// mode headers (400 REQUEST_INVALID_HEADER), the body under MaxBodyBytes (413), JSON (400
+// mode and multitask headers (400 REQUEST_INVALID_HEADER), the body under MaxBodyBytes (413), JSON (400
 // REQUEST_INVALID_JSON) and the submit event (400 REQUEST_INVALID_EVENT).
 // On failure it returns the step that failed and an error for
 // httpedge.Diagnose, and has written nothing but, for a 405, the Allow
@@ -102,6 +132,10 @@ func (h *handler) acceptSubmit(ctx context.Context, w http.ResponseWriter, r *ht
 	if !ok {
 		return nil, "stream mode", httpedge.ErrInvalidHeader
 	}
+	multitask, err := parseMultitask(r.Header.Values(MultitaskHeader))
+	if err != nil {
+		return nil, "multitask", err
+	}
 	body, err := h.readBody(ctx, w, r)
 	if err != nil {
 		return nil, "read body", err
@@ -111,7 +145,7 @@ func (h *handler) acceptSubmit(ctx context.Context, w http.ResponseWriter, r *ht
 		return nil, "decode", err
 	}
 	sub := newSubmission(principal, sc, ev)
-	sub.compact = compact
+	sub.compact, sub.multitask = compact, multitask
 	return sub, "", nil
 }
 
@@ -150,7 +184,9 @@ func (h *handler) parentTurn(ctx context.Context, sub *submission) (*chat.Turn, 
 // claim takes the session's lease for the submission (chat.Store.ClaimTurn),
 // recording the default definition on a session it creates, for a lease
 // that never outlasts the request (leaseDuration), and logs the claim.
-func (h *handler) claim(ctx context.Context, log *slog.Logger, sub *submission, deadline time.Time) (*chat.Claim, error) {
+// aheadOfQueue lets it start before the session's queued turns (an
+// interrupt).
+func (h *handler) claim(ctx context.Context, log *slog.Logger, sub *submission, deadline time.Time, aheadOfQueue bool) (*chat.Claim, error) {
 	def := h.defaultDefinition()
 	claim, err := h.opts.Store.ClaimTurn(ctx, chat.ClaimRequest{
 		SessionID:          sub.sessionID,
@@ -162,6 +198,7 @@ func (h *handler) claim(ctx context.Context, log *slog.Logger, sub *submission, 
 		DefinitionRevision: def.Revision,
 		LeaseDuration:      h.leaseDuration(deadline),
 		Decision:           sub.decision,
+		AheadOfQueue:       aheadOfQueue,
 	})
 	if err != nil {
 		return nil, err
@@ -175,19 +212,20 @@ func (h *handler) claim(ctx context.Context, log *slog.Logger, sub *submission, 
 
 // newRun returns the run of a submission claimed at claimedAt (the time
 // taken just before the claim request) and the function that releases its
-// context. With checkpoints on, the run's context is
-// detached from the client's: a disconnect is not a stop, the turn runs to
-// its end (as on Lambda, where the invocation outlives its client) and a
-// client resumes it; only the deadline and POST /stop end it.
-func (h *handler) newRun(ctx context.Context, w http.ResponseWriter, r *http.Request, deadline time.Time, log *slog.Logger, sub *submission, claim *chat.Claim, claimedAt time.Time) (*run, context.CancelFunc) {
+// context. ctx is reqCtx, the request's own context, under the request
+// deadline. With checkpoints on, the run's context is detached from the
+// client's: a disconnect is not a stop, the turn runs to its end (as on
+// Lambda, where the invocation outlives its client) and a client resumes
+// it; only the deadline and POST /stop end it.
+func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, deadline time.Time, log *slog.Logger, sub *submission, claim *chat.Claim, claimedAt time.Time) (*run, context.CancelFunc) {
 	runCtx, cancelRun := ctx, context.CancelFunc(func() {})
 	if h.opts.CheckpointInterval > 0 {
-		runCtx, cancelRun = context.WithDeadlineCause(context.WithoutCancel(r.Context()), deadline, errTurnDeadline)
+		runCtx, cancelRun = context.WithDeadlineCause(context.WithoutCancel(reqCtx), deadline, errTurnDeadline)
 	}
 	t := &run{
 		h:         h,
 		w:         w,
-		reqCtx:    r.Context(),
+		reqCtx:    reqCtx,
 		ctx:       runCtx,
 		deadline:  deadline,
 		log:       log,

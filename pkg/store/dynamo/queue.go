@@ -77,11 +77,15 @@ func queueKey(sessionID, turnID string) map[string]types.AttributeValue {
 
 // queueEntryAV returns the stored form of e:
 // "<seq>|<queuedAt ms>|<expiresAt ms>|<started ordinal>|<flags>|<compact hash>",
-// flags "c" for a cancelled entry, else empty.
+// flags "c" for a cancelled entry and "n" for one being recorded as never
+// run, else empty.
 func queueEntryAV(e chat.QueueEntry) string {
 	flags := ""
 	if e.Cancelled {
-		flags = "c"
+		flags += "c"
+	}
+	if e.Recording {
+		flags += "n"
 	}
 	return fmt.Sprintf("%d|%d|%d|%d|%s|%s", e.Seq, millis(e.QueuedAt), millis(e.ExpiresAt), e.Started, flags, compactHash(e.InputHash))
 }
@@ -110,7 +114,7 @@ func decodeQueue(m map[string]string) ([]chat.QueueEntry, error) {
 			n[i] = x
 		}
 		out = append(out, chat.QueueEntry{TurnID: string(id), Seq: n[0], QueuedAt: fromMillis(n[1]), ExpiresAt: fromMillis(n[2]),
-			Started: n[3], Cancelled: f[4] == "c", InputHash: expandHash(f[5])})
+			Started: n[3], Cancelled: strings.Contains(f[4], "c"), Recording: strings.Contains(f[4], "n"), InputHash: expandHash(f[5])})
 	}
 	slices.SortFunc(out, func(a, b chat.QueueEntry) int { return cmp.Compare(a.Seq, b.Seq) })
 	return out, nil
@@ -285,6 +289,17 @@ func (s *Store) ClaimQueued(ctx context.Context, sessionID string, leaseDuration
 		if sess.ActiveTurn != nil || chat.PendingConfirmation(sess.Confirmations, now) {
 			return nil, nil, chat.ErrSessionBusy
 		}
+		if i := slices.IndexFunc(sess.Queue, func(e chat.QueueEntry) bool { return e.Recording }); i >= 0 {
+			// A recording as never run whose writer died between its steps.
+			q, err := s.readQueueItem(ctx, sessionID, sess.Owner, sess.Queue[i])
+			if err != nil {
+				return nil, nil, err
+			}
+			if err := s.finishNotRun(ctx, sess, q); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		if i := slices.IndexFunc(sess.Queue, func(e chat.QueueEntry) bool { return e.Cancelled }); i >= 0 {
 			// Cancelled while a turn ran: recorded now that none does.
 			q, err := s.readQueueItem(ctx, sessionID, sess.Owner, sess.Queue[i])
@@ -405,25 +420,34 @@ func (s *Store) claimQueued(ctx context.Context, sess *chat.Session, si *session
 }
 
 // recordNotRun records waiting queued turn q as a turn that never ran,
-// with the diagnostic code: a compare-and-set on the session's revision
-// takes it out of the queue, gives it the next ordinal and enters it in
-// the terminal window as completed (its outcome is known: it did not
-// run), then its turn item is written. ErrConflict when the session
-// changed since si was read.
+// with the diagnostic code, in three writes, since the table takes no
+// transaction across items: a compare-and-set on the session's revision
+// gives it the next ordinal, enters it in the terminal window as
+// completed (its outcome is known: it did not run) and marks its entry
+// Recording at that ordinal; then finishNotRun writes its turn item and
+// removes the entry. A writer that dies between the steps leaves the
+// entry Recording, which the next ClaimQueued finishes; until then a
+// reader sees the turn queued. ErrConflict when the session changed
+// since si was read.
 func (s *Store) recordNotRun(ctx context.Context, sess *chat.Session, si *sessionItem, q *chat.QueuedTurn, code string) error {
 	now := s.now()
 	ord := sess.NextOrdinal
 	window := chat.AppendTerminal(sess.TerminalTurns, chat.TerminalEntry{TurnID: q.TurnID, Outcome: chat.OutcomeCompleted, InputHash: q.InputHash}, s.window)
+	entry := q.QueueEntry
+	entry.Started, entry.Recording, entry.Cancelled = ord, true, code == protocol.CodeTurnCancelled
 	cond := condition{expr: "#revision = :revision", names: []string{attrRevision},
 		values: map[string]types.AttributeValue{":revision": numValue(si.Revision)}}
 	up := expression.Set(expression.Name(attrRevision), expression.Value(si.Revision+1)).
 		Set(expression.Name(attrNextOrdinal), expression.Value(ord+1)).
 		Set(expression.Name(attrWindow), expression.Value(windowAV(window))).
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(now))).
-		Remove(expression.Name(queuePath(q.TurnID)))
+		Set(expression.Name(queuePath(q.TurnID)), expression.Value(queueEntryAV(entry)))
 	err := s.resolvedWrite(ctx, sessionKey(sess.ID), up, cond, func(item map[string]types.AttributeValue) bool {
 		_, got, derr := decodeSession(sess.ID, item)
-		return item != nil && derr == nil && got.Revision > si.Revision && got.Queue[queueName(q.TurnID)] == "" && got.NextOrdinal > ord
+		// Applied: the entry recording at ord, or already finished (gone,
+		// with the ordinal taken).
+		v, ok := got.Queue[queueName(q.TurnID)]
+		return item != nil && derr == nil && got.NextOrdinal > ord && (v == queueEntryAV(entry) || !ok && got.Revision > si.Revision)
 	})
 	if failed, _ := conditionFailed(err); failed {
 		return chat.ErrConflict
@@ -431,7 +455,22 @@ func (s *Store) recordNotRun(ctx context.Context, sess *chat.Session, si *sessio
 	if err != nil {
 		return fmt.Errorf("record queued turn %s: %w", q.TurnID, err)
 	}
-	t := q.NotRun(ord, code, now)
+	q.QueueEntry = entry
+	return s.finishNotRun(ctx, sess, q)
+}
+
+// finishNotRun ends the recording of q, whose entry is Recording at
+// ordinal q.Started: the turn item written (conditional on absence; an
+// item of the same turn already there is this recording's, written
+// before a crash or by a concurrent finisher), then the entry removed
+// (conditional on its recording value; gone already is done).
+func (s *Store) finishNotRun(ctx context.Context, sess *chat.Session, q *chat.QueuedTurn) error {
+	code := protocol.CodeTurnQueueExpired
+	if q.Cancelled {
+		code = protocol.CodeTurnCancelled
+	}
+	now := s.now()
+	t := q.NotRun(q.Started, code, now)
 	it := newTurnItem(t, sess.Owner, "notrun:"+newToken(), now)
 	it.SaveID = it.LeaseToken // a saved record, not a fence record (isFenceRecord)
 	if _, err := setPayload(&it, t.Messages); err != nil {
@@ -441,12 +480,35 @@ func (s *Store) recordNotRun(ctx context.Context, sess *chat.Session, si *sessio
 	if err != nil {
 		return err
 	}
-	terr := s.resolvedWrite(ctx, turnKey(sess.ID, ord), tup, condition{expr: "attribute_not_exists(#pk)", names: []string{AttrPK}},
-		func(item map[string]types.AttributeValue) bool { return item != nil && tokenOf(item) == it.LeaseToken })
-	if terr != nil {
-		return fmt.Errorf("record queued turn %s: %w", q.TurnID, terr)
+	ours := func(item map[string]types.AttributeValue) bool {
+		v, ok := item[AttrTurnID].(*types.AttributeValueMemberS)
+		return item != nil && ok && v.Value == q.TurnID
 	}
-	return nil
+	err = s.resolvedWrite(ctx, turnKey(sess.ID, q.Started), tup, condition{expr: "attribute_not_exists(#pk)", names: []string{AttrPK}}, ours)
+	if failed, _ := conditionFailed(err); failed {
+		item, found, rerr := s.resolveRead(ctx, turnKey(sess.ID, q.Started))
+		switch {
+		case rerr != nil:
+			return fmt.Errorf("record queued turn %s: %w", q.TurnID, rerr)
+		case !found || !ours(item):
+			return fmt.Errorf("record queued turn %s: ordinal %d holds another turn", q.TurnID, q.Started)
+		}
+	} else if err != nil {
+		return fmt.Errorf("record queued turn %s: %w", q.TurnID, err)
+	}
+	entryCond := condition{expr: "#queue.#entry = :entry", names: []string{attrQueue},
+		aliases: map[string]string{"#entry": queueName(q.TurnID)},
+		values:  map[string]types.AttributeValue{":entry": strValue(queueEntryAV(q.QueueEntry))}}
+	rm := expression.Remove(expression.Name(queuePath(q.TurnID)))
+	err = s.resolvedWrite(ctx, sessionKey(sess.ID), rm, entryCond, func(item map[string]types.AttributeValue) bool {
+		_, got, derr := decodeSession(sess.ID, item)
+		_, ok := got.Queue[queueName(q.TurnID)]
+		return item != nil && derr == nil && !ok
+	})
+	if failed, _ := conditionFailed(err); failed || err == nil {
+		return nil // removed, now or by another finisher
+	}
+	return fmt.Errorf("record queued turn %s: %w", q.TurnID, err)
 }
 
 // CancelQueued implements chat.Store: one read of the session; on a free

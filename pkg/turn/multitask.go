@@ -1,0 +1,436 @@
+package turn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/definition"
+	"github.com/turnstream/turnstream/pkg/httpedge"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// Messages sent while a turn runs (docs/multitask.md). A submit that
+// finds its session busy follows a multitask policy: reject (409
+// SESSION_BUSY, what AgentsKit does), enqueue (stored as a queued turn,
+// 202, run after the turns before it without another request), interrupt
+// (the running turn stopped as POST /stop stops it, this one run in its
+// place in this request's stream) or rollback (interrupt, and the stopped
+// turn superseded).
+
+// MultitaskHeader names the policy of a submit that finds its session
+// busy (turnstream extension, docs/multitask.md): reject, enqueue,
+// interrupt or rollback, case-insensitive, surrounding spaces ignored.
+// Absent, the session's definition's default applies (itself reject
+// unless configured). Another value or a repeated header is 400
+// REQUEST_INVALID_HEADER; a policy the definition does not allow, or
+// this deployment cannot serve (enqueue, interrupt and rollback need
+// checkpoints), is 422 MULTITASK_NOT_ALLOWED. A decision on a
+// confirmation ignores it.
+const MultitaskHeader = "X-Turnstream-Multitask"
+
+// DefaultInterruptWait is how long an interrupt waits for the turn it
+// stops to end before it answers 409 SESSION_BUSY (Options.InterruptWait):
+// the stop bound, at most one checkpoint interval and a save.
+const DefaultInterruptWait = 1500 * time.Millisecond
+
+// Pacing of the queue's background work.
+const (
+	// interruptPoll is how often an interrupt tries to claim while the
+	// turn it stopped ends.
+	interruptPoll = 50 * time.Millisecond
+	// nudgeInterval is the shortest time between two drains this process
+	// starts for one session on a reader's behalf (a rejected submit, a
+	// resume waiting for a queued turn).
+	nudgeInterval = time.Second
+	// dispatchTimeout bounds one Options.Dispatch call.
+	dispatchTimeout = 10 * time.Second
+)
+
+// DrainRequest asks a turn function to run a session's queued turns
+// (Handler.Drain); Options.Dispatch carries it to another invocation.
+//
+//	{"sessionId":"<SafeId>","notBefore":"<RFC 3339>"}
+type DrainRequest struct {
+	SessionID string `json:"sessionId"`
+	// NotBefore is when the drain may start claiming (zero: at once). A
+	// turn ended by an interrupt leaves its replacement this long to
+	// claim the session first.
+	NotBefore time.Time `json:"notBefore,omitzero"`
+}
+
+// parseMultitask reads MultitaskHeader: "" when absent, else a policy
+// name; httpedge.ErrInvalidHeader for another value or a repeated header.
+func parseMultitask(values []string) (string, error) {
+	switch len(values) {
+	case 0:
+		return "", nil
+	case 1:
+	default:
+		return "", fmt.Errorf("%w: %s repeated", httpedge.ErrInvalidHeader, MultitaskHeader)
+	}
+	v := strings.ToLower(strings.TrimSpace(values[0]))
+	if !slices.Contains(definition.MultitaskPolicies, v) {
+		return "", fmt.Errorf("%w: %s", httpedge.ErrInvalidHeader, MultitaskHeader)
+	}
+	return v, nil
+}
+
+// policyFor returns the policy of submission sub and, when it had to read
+// it, its session (nil for a session that does not exist yet). A submit
+// that names reject, or none while every definition defaults to reject,
+// costs no request: the claim tells whether the session is busy. Else the
+// session is read, for its definition's policies (the default
+// definition's for a new session). A named policy the definition or the
+// deployment does not allow is httpedge.ErrMultitaskNotAllowed; a default
+// the deployment cannot serve falls back to reject.
+func (h *handler) policyFor(ctx context.Context, sub *submission) (string, *chat.Session, error) {
+	if sub.decision != nil || sub.multitask == definition.MultitaskReject || sub.multitask == "" && !h.multitaskDefaults {
+		return definition.MultitaskReject, nil, nil
+	}
+	def := h.defaultDefinition()
+	sess, err := h.opts.Store.GetSession(ctx, sub.sessionID, sub.principal)
+	switch {
+	case errors.Is(err, chat.ErrSessionNotFound):
+		sess = nil // the claim creates it, with the default definition
+	case err != nil:
+		return "", nil, err
+	default:
+		ag, err := h.agentFor(sess.DefinitionID)
+		if err != nil {
+			return "", nil, err
+		}
+		def = ag.def
+	}
+	dflt, allowed := h.policies(def)
+	switch {
+	case sub.multitask == "":
+		return dflt, sess, nil
+	case slices.Contains(allowed, sub.multitask):
+		return sub.multitask, sess, nil
+	}
+	return "", nil, httpedge.ErrMultitaskNotAllowed
+}
+
+// policies returns the default and allowed policies of def as this
+// deployment serves them: enqueue, interrupt and rollback need durable
+// turns (a queued turn is followed through resume; an interrupt needs
+// its stop seen at a checkpoint), so without checkpoints only reject is.
+func (h *handler) policies(def definition.Definition) (string, []string) {
+	dflt, allowed := def.Multitask.Policies()
+	if h.opts.CheckpointInterval <= 0 {
+		return definition.MultitaskReject, []string{definition.MultitaskReject}
+	}
+	return dflt, allowed
+}
+
+// busyFor reports whether sess is busy for a queued turn: a lease held,
+// turns waiting before it, or a confirmation waiting for its decision.
+func busyFor(sess *chat.Session, now time.Time) bool {
+	return sess.ActiveTurn != nil || len(chat.Waiting(sess.Queue)) > 0 || chat.PendingConfirmation(sess.Confirmations, now)
+}
+
+// queuedAnswer is the 202 body of an enqueued submit.
+//
+//	{"sessionId","turnId","status":"queued","position":<n>,"streamUrl":"sessions/{sessionId}/turns/{turnId}/stream"}
+type queuedAnswer struct {
+	SessionID string `json:"sessionId"`
+	TurnID    string `json:"turnId"`
+	Status    string `json:"status"`
+	// Position is the turn's place among the session's waiting turns,
+	// from 1.
+	Position int `json:"position"`
+	// StreamURL is the turn's resume route relative to the turn
+	// function's base URL: it waits, sending no line, until the turn
+	// starts, then streams it as any resume.
+	StreamURL string `json:"streamUrl"`
+}
+
+// enqueue stores sub as a queued turn and answers 202, or the store's
+// error (409 SESSION_QUEUE_FULL, 422 TURN_ID_REUSED, ...). A second
+// enqueue of the same turn id and input answers as the first. It then
+// starts a drain in case the session is free already.
+func (h *handler) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.Logger, sub *submission) {
+	e, pos, err := h.opts.Store.EnqueueTurn(ctx, chat.EnqueueRequest{
+		SessionID: sub.sessionID, TurnID: sub.turnID, Principal: sub.principal, InputHash: sub.inputHash,
+		Lineage: sub.lineage, Message: userMessage(sub.turnID, sub.input, protocol.FormatTime(h.opts.Now())),
+		TTL: h.opts.QueuedTurnTTL, Max: h.opts.MaxQueuedTurns,
+	})
+	if err != nil {
+		reject(ctx, w, log, "enqueue", err)
+		return
+	}
+	log.Info("turn queued", "position", pos, "queueSeq", e.Seq)
+	body, err := json.Marshal(queuedAnswer{SessionID: sub.sessionID, TurnID: sub.turnID, Status: "queued", Position: pos,
+		StreamURL: "sessions/" + sub.sessionID + "/turns/" + sub.turnID + "/stream"})
+	if err != nil {
+		reject(ctx, w, log, "enqueue", err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, append(body, '\n'))
+	h.nudge(ctx, sub.sessionID)
+}
+
+// interrupt claims the session for sub in place of the turn that keeps it
+// busy: the running turn is stopped (chat.Store.RequestStop, as POST
+// /stop), and the claim is tried until that turn has ended, within
+// InterruptWait; a turn whose tool call waits for approval is replaced at
+// once (its confirmation expires at this turn's release, the tool never
+// runs). sess is the session as policyFor read it (nil: none yet). It
+// returns the claim, the time taken just before it, and the replaced
+// turn (nil when none: a session that was free), or the claim's error,
+// chat.ErrSessionBusy when the running turn did not end in time.
+func (h *handler) interrupt(ctx context.Context, log *slog.Logger, sub *submission, sess *chat.Session, deadline time.Time) (*chat.Claim, time.Time, *chat.Turn, error) {
+	var replaced *chat.Turn
+	if sess != nil {
+		if l := sess.ActiveTurn; l != nil {
+			replaced = &chat.Turn{SessionID: sub.sessionID, TurnID: l.TurnID, Ordinal: l.Ordinal}
+			if err := h.opts.Store.RequestStop(ctx, sub.sessionID, l.TurnID, sub.principal); err != nil && !errors.Is(err, chat.ErrTurnNotActive) {
+				return nil, time.Time{}, nil, err
+			}
+			log.Info("running turn stopped by a submit", "stoppedTurnId", l.TurnID)
+		} else if cf := pendingOf(sess, h.opts.Now()); cf != nil {
+			t, err := h.opts.Store.FindTurn(ctx, sub.sessionID, cf.TurnID, sub.principal)
+			if err != nil && !errors.Is(err, chat.ErrTurnNotFound) {
+				return nil, time.Time{}, nil, err
+			}
+			replaced = t
+		}
+	}
+	until := time.Now().Add(h.opts.InterruptWait)
+	for {
+		claimedAt := h.opts.Now()
+		claim, err := h.claim(ctx, log, sub, deadline, true)
+		if err == nil || !errors.Is(err, chat.ErrSessionBusy) || !time.Now().Before(until) {
+			return claim, claimedAt, replaced, err
+		}
+		if !sleepContext(ctx, interruptPoll) {
+			return nil, time.Time{}, nil, ctx.Err()
+		}
+	}
+}
+
+// pendingOf returns a confirmation of sess that waits for a decision at
+// now, or nil.
+func pendingOf(sess *chat.Session, now time.Time) *chat.Confirmation {
+	for i := range sess.Confirmations {
+		if sess.Confirmations[i].VisibleStatus(now) == chat.ConfirmationPending {
+			return &sess.Confirmations[i]
+		}
+	}
+	return nil
+}
+
+// kicks remembers when this process last started a drain of each
+// session on a reader's behalf (nudge).
+type kicks struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// due reports whether a nudge of sessionID may start a drain now, and
+// records it.
+func (k *kicks) due(sessionID string, now time.Time) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.last == nil {
+		k.last = make(map[string]time.Time)
+	}
+	if t, ok := k.last[sessionID]; ok && now.Sub(t) < nudgeInterval {
+		return false
+	}
+	if len(k.last) >= 1024 {
+		for id, t := range k.last {
+			if now.Sub(t) >= nudgeInterval {
+				delete(k.last, id)
+			}
+		}
+	}
+	k.last[sessionID] = now
+	return true
+}
+
+// nudge starts a drain of the session (kick) unless this process started
+// one in the last nudgeInterval: readers that find queued turns waiting
+// on a free session (an enqueue, a rejected submit, a waiting resume)
+// call it.
+func (h *handler) nudge(ctx context.Context, sessionID string) {
+	if h.kicks.due(sessionID, time.Now()) {
+		h.kick(ctx, DrainRequest{SessionID: sessionID})
+	}
+}
+
+// kick starts a drain of the session: through Options.Dispatch, waiting
+// for its answer (within dispatchTimeout, whatever ctx's cancellation),
+// since on Lambda nothing runs once the invocation returns; without
+// Dispatch, in a goroutine of this process.
+func (h *handler) kick(ctx context.Context, d DrainRequest) {
+	if h.opts.Dispatch == nil {
+		go h.drain(context.Background(), d, false)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dispatchTimeout)
+	defer cancel()
+	if err := h.opts.Dispatch(ctx, d); err != nil {
+		h.requestLogger(ctx).Error("drain dispatch failed", "sessionId", d.SessionID, "err", err)
+	}
+}
+
+// afterRelease starts a drain when the session a turn released holds
+// queued turns that may start (no confirmation waits for a decision): at
+// once, or after InterruptWait when the turn was stopped, which leaves an
+// interrupt's replacement the session first.
+func (h *handler) afterRelease(ctx context.Context, sess *chat.Session, stopped bool) {
+	if sess == nil || !chat.NeedsDrain(sess.Queue) || chat.PendingConfirmation(sess.Confirmations, h.opts.Now()) {
+		return
+	}
+	d := DrainRequest{SessionID: sess.ID}
+	if stopped {
+		d.NotBefore = time.Now().Add(h.opts.InterruptWait)
+	}
+	h.kick(ctx, d)
+}
+
+// Drain runs the session's queued turns one at a time, in queue order,
+// while the session is free (docs/multitask.md): it waits until
+// d.NotBefore, then claims the oldest waiting turn
+// (chat.Store.ClaimQueued: of concurrent drainers exactly one starts each
+// queued turn) and runs it as a submitted turn runs, acknowledged and
+// checkpointed, its stream read by whoever resumes it. It returns when no
+// turn waits, the session is busy (the turn that holds it starts the next
+// drain when it ends), ctx ends, or ctx's deadline leaves no room for
+// another whole turn (TurnTimeout and CleanupReserve): then it starts
+// the next drain (Options.Dispatch) and returns. The first turn of a
+// drain runs whatever the room, with the deadline ctx allows. The turn
+// function calls Drain for the invocations Dispatch starts; without
+// Dispatch, the handler drains in a goroutine of its own.
+func (h *Handler) Drain(ctx context.Context, d DrainRequest) {
+	h.drain(ctx, d, true)
+}
+
+// drain is Drain; dispatched says whether further drains go through
+// Options.Dispatch (a drain invocation) or stay in this process.
+func (h *handler) drain(ctx context.Context, d DrainRequest, dispatched bool) {
+	log := h.requestLogger(ctx).With("sessionId", d.SessionID)
+	if !sleepContext(ctx, time.Until(d.NotBefore)) {
+		return
+	}
+	for first := true; ctx.Err() == nil; first = false {
+		if dl, ok := ctx.Deadline(); ok && !first && time.Until(dl) < h.opts.TurnTimeout+h.opts.CleanupReserve {
+			log.Info("drain: no room for another turn in this invocation")
+			if dispatched && h.opts.Dispatch != nil {
+				h.kick(ctx, DrainRequest{SessionID: d.SessionID})
+			}
+			return
+		}
+		deadline := h.deadlineOf(ctx)
+		claimedAt := h.opts.Now()
+		claim, q, err := h.opts.Store.ClaimQueued(ctx, d.SessionID, h.leaseDuration(deadline))
+		switch {
+		case errors.Is(err, chat.ErrNothingQueued), errors.Is(err, chat.ErrSessionBusy):
+			return
+		case err != nil:
+			log.Error("drain: claim a queued turn", "err", err)
+			return
+		}
+		if h.runQueued(ctx, log.With("turnId", q.TurnID), claim, q, deadline, claimedAt) {
+			// Stopped, perhaps by an interrupt: its replacement claims first.
+			if !sleepContext(ctx, h.opts.InterruptWait) {
+				return
+			}
+		}
+	}
+}
+
+// runQueued runs queued turn q under claim c with no client attached:
+// its lines go nowhere, its checkpoints to its resumers. Its user message
+// is the one stored at enqueue (created then). It reports whether the
+// turn was stopped.
+func (h *handler) runQueued(ctx context.Context, log *slog.Logger, c *chat.Claim, q *chat.QueuedTurn, deadline, claimedAt time.Time) (stopped bool) {
+	log.Info("queued turn started", "ordinal", c.Lease.Ordinal, "waitedMs", claimedAt.Sub(q.QueuedAt).Milliseconds())
+	sub := &submission{principal: q.Principal, scope: scopeSession, sessionID: q.SessionID, turnID: q.TurnID,
+		input: q.Message.Content, lineage: q.Lineage, inputHash: q.InputHash}
+	if sub.lineage.Operation == "" {
+		sub.lineage.Operation = protocol.OperationSubmit
+	}
+	runCtx, cancel := context.WithDeadlineCause(ctx, deadline, errTurnDeadline)
+	defer cancel()
+	t, stop := h.newRun(runCtx, ctx, discardWriter{header: http.Header{}}, deadline, log, sub, c, claimedAt)
+	defer stop()
+	t.user = q.Message
+	parent, err := h.parentTurn(runCtx, sub)
+	if err != nil {
+		t.failBeforeStream("lineage", err)
+		return false
+	}
+	t.serve(parent)
+	return t.stopped
+}
+
+// discardWriter is the response of a turn no client reads (a queued
+// turn): every write succeeds and goes nowhere.
+type discardWriter struct{ header http.Header }
+
+func (w discardWriter) Header() http.Header       { return w.header }
+func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (discardWriter) WriteHeader(int)             {}
+
+// multitaskCapability is the "multitask" object of GET /capabilities.
+type multitaskCapability struct {
+	// Available is whether a submit may name a policy other than reject.
+	Available bool   `json:"available"`
+	Header    string `json:"header"`
+	// Policies are the policies some definition allows; Default the
+	// default definition's default.
+	Policies []string `json:"policies"`
+	Default  string   `json:"default"`
+	// Definitions are each definition's own default and policies, by
+	// definition id (a session runs its definition's).
+	Definitions     map[string]definitionPolicies `json:"definitions,omitempty"`
+	MaxQueuedTurns  int                           `json:"maxQueuedTurns"`
+	QueuedTurnTTLMs int64                         `json:"queuedTurnTtlMs"`
+	InterruptWaitMs int64                         `json:"interruptWaitMs"`
+	Doc             string                        `json:"doc"`
+}
+
+// definitionPolicies is one definition's multitask policies.
+type definitionPolicies struct {
+	Default  string   `json:"default"`
+	Policies []string `json:"policies"`
+}
+
+// multitaskCapability describes the policies h serves.
+func (h *handler) multitaskCapability() multitaskCapability {
+	c := multitaskCapability{Header: MultitaskHeader, MaxQueuedTurns: h.opts.MaxQueuedTurns,
+		QueuedTurnTTLMs: h.opts.QueuedTurnTTL.Milliseconds(), InterruptWaitMs: h.opts.InterruptWait.Milliseconds(),
+		Doc: "docs/multitask.md"}
+	c.Default, _ = h.policies(h.defaultDefinition())
+	union := map[string]bool{}
+	for id, ag := range h.agents {
+		dflt, allowed := h.policies(ag.def)
+		for _, p := range allowed {
+			union[p] = true
+		}
+		if id != simpleID {
+			if c.Definitions == nil {
+				c.Definitions = map[string]definitionPolicies{}
+			}
+			c.Definitions[id] = definitionPolicies{Default: dflt, Policies: allowed}
+		}
+	}
+	for _, p := range definition.MultitaskPolicies {
+		if union[p] {
+			c.Policies = append(c.Policies, p)
+		}
+	}
+	c.Available = len(c.Policies) > 1
+	return c
+}

@@ -1,0 +1,639 @@
+package turn_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/turn"
+)
+
+// inputModel answers every call "re: <input>", the input being the
+// request's last user message. An input that starts with "hold" first
+// streams "partial", then waits until its call's context ends (a stop, a
+// deadline) or release is closed, then streams " done". It records each
+// request.
+type inputModel struct {
+	release chan struct{}
+	once    sync.Once
+	mu      sync.Mutex
+	reqs    []model.Request
+}
+
+func newInputModel() *inputModel { return &inputModel{release: make(chan struct{})} }
+
+// finish lets every held call go on.
+func (m *inputModel) finish() { m.once.Do(func() { close(m.release) }) }
+
+func (m *inputModel) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
+	m.mu.Lock()
+	m.reqs = append(m.reqs, req)
+	m.mu.Unlock()
+	input := ""
+	for _, msg := range req.Messages {
+		if msg.Role == protocol.RoleUser {
+			input = msg.Content
+		}
+	}
+	return &inputStream{ctx: ctx, m: m, input: input}, nil
+}
+
+// requestOf returns the request of the call whose input is input.
+func (m *inputModel) requestOf(input string) (model.Request, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.reqs {
+		if u := r.Messages[len(r.Messages)-1]; u.Role == protocol.RoleUser && u.Content == input {
+			return r, true
+		}
+	}
+	return model.Request{}, false
+}
+
+// inputs returns the inputs of the calls, in call order.
+func (m *inputModel) inputs() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	for _, r := range m.reqs {
+		out = append(out, r.Messages[len(r.Messages)-1].Content)
+	}
+	return out
+}
+
+type inputStream struct {
+	ctx   context.Context
+	m     *inputModel
+	input string
+	step  int
+}
+
+func (s *inputStream) Recv() (model.Event, error) {
+	if err := s.ctx.Err(); err != nil {
+		return model.Event{}, err
+	}
+	s.step++
+	hold := strings.HasPrefix(s.input, "hold")
+	switch {
+	case !hold && s.step == 1:
+		return model.Event{TextDelta: "re: " + s.input}, nil
+	case hold && s.step == 1:
+		return model.Event{TextDelta: "partial"}, nil
+	case hold && s.step == 2:
+		select {
+		case <-s.ctx.Done():
+			return model.Event{}, s.ctx.Err()
+		case <-s.m.release:
+		}
+		return model.Event{TextDelta: " done"}, nil
+	case s.step <= 3:
+		return usageEvent(2, 1), nil
+	}
+	return model.Event{}, io.EOF
+}
+
+func (s *inputStream) Close() error { return nil }
+
+// multitaskEnv is a durable handler over store with an inputModel.
+func multitaskEnv(t *testing.T, store chat.Store, opt func(*turn.Options)) (*env, *inputModel) {
+	t.Helper()
+	m := newInputModel()
+	t.Cleanup(m.finish)
+	e := newEnv(t, store, &scriptModel{}, func(o *turn.Options) {
+		durable(o)
+		o.Model = m
+		if opt != nil {
+			opt(o)
+		}
+	})
+	return e, m
+}
+
+// policy is the header naming a multitask policy.
+func policy(p string) map[string]string { return map[string]string{turn.MultitaskHeader: p} }
+
+// queued is the 202 answer of an enqueued submit.
+type queued struct {
+	SessionID, TurnID, Status, StreamURL string
+	Position                             int
+}
+
+// enqueue submits turnID with the enqueue policy and decodes the 202.
+func (e *env) enqueue(t *testing.T, sessionID, turnID, input string) queued {
+	t.Helper()
+	resp := e.post(t, context.Background(), "/", submitBody(t, sessionID, turnID, input, nil), policy("enqueue"))
+	defer func() { _ = resp.Body.Close() }()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("enqueue %s: %d %s", turnID, resp.StatusCode, raw)
+	}
+	var q queued
+	if err := json.Unmarshal(raw, &q); err != nil {
+		t.Fatalf("202 body %s: %v", raw, err)
+	}
+	return q
+}
+
+// waitLong polls cond until it holds, for up to a minute (the machine may
+// be loaded; a failure here is a hang, not slowness).
+func waitLong(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// runningTurn reports whether turnID has checkpointed (its model runs).
+func runningTurn(e *env, sessionID, turnID string) func() bool {
+	return func() bool {
+		got, err := e.store.FindTurn(context.Background(), sessionID, turnID, alice)
+		return err == nil && got.Status == chat.TurnRunning && len(got.Messages) == 2 && got.Messages[1].Content == "partial"
+	}
+}
+
+// history returns the session's visible turns, oldest first.
+func history(t *testing.T, e *env, sessionID string) []chat.Turn {
+	t.Helper()
+	page, err := e.store.ListTurns(context.Background(), chat.ListRequest{SessionID: sessionID, Principal: alice, Order: chat.OrderAsc, Limit: chat.MaxPageLimit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return page.Turns
+}
+
+// turnIDsOf returns the turn ids of turns.
+func turnIDsOf(turns []chat.Turn) []string {
+	var ids []string
+	for _, t := range turns {
+		ids = append(ids, t.TurnID)
+	}
+	return ids
+}
+
+// openStream GETs the resume route of turnID and reads its lines as they
+// arrive.
+func (e *env) openStream(t *testing.T, streamURL string) *liveStream {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, e.srv.URL+"/"+streamURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %d %s", streamURL, resp.StatusCode, b)
+	}
+	ls := &liveStream{done: make(chan struct{}), resp: resp}
+	go func() {
+		defer close(ls.done)
+		defer func() { _ = resp.Body.Close() }()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			ls.mu.Lock()
+			ls.lines = append(ls.lines, append([]byte(nil), sc.Bytes()...))
+			ls.mu.Unlock()
+		}
+	}()
+	return ls
+}
+
+// TestEnqueue: B submitted with enqueue while A runs is answered 202 with
+// its position and stream route, at once; the same enqueue again answers
+// the same and queues nothing twice, another input under its id is 422.
+// Its stream stays silent while it waits. When A ends, B runs without
+// another request, with A in its context, and its stream shows it from
+// its first line to its terminal one; history lists A then B.
+func TestEnqueue(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		e, m := multitaskEnv(t, newStore(t), nil)
+		a := e.startLive(t, context.Background(), "s", "A", "hold A")
+		waitLong(t, "A running", runningTurn(e, "s", "A"))
+
+		q := e.enqueue(t, "s", "B", "question B")
+		if q.Status != "queued" || q.Position != 1 || q.SessionID != "s" || q.TurnID != "B" || q.StreamURL != "sessions/s/turns/B/stream" {
+			t.Fatalf("202 body %+v", q)
+		}
+		if again := e.enqueue(t, "s", "B", "question B"); again != q {
+			t.Errorf("the same enqueue again: %+v, want %+v", again, q)
+		}
+		if c := e.enqueue(t, "s", "C", "question C"); c.Position != 2 {
+			t.Errorf("C at position %d, want 2", c.Position)
+		}
+		e.submit(t, "s", "B", "other input", nil, policy("enqueue")).want(t, http.StatusUnprocessableEntity, protocol.CodeTurnIDReused)
+		// Without a policy the busy session still answers as AgentsKit's does.
+		e.submit(t, "s", "D", "plain", nil, nil).want(t, http.StatusConflict, protocol.CodeSessionBusy)
+
+		b := e.openStream(t, q.StreamURL)
+		time.Sleep(50 * time.Millisecond)
+		if n := b.count(); n != 0 {
+			t.Fatalf("B's stream sent %d lines while B waited: %s", n, b.lines[0])
+		}
+		m.finish()
+		<-a.done
+		<-b.done
+		evs := b.events(t)
+		term := terminalOf(evs)
+		if term == nil || term.TurnID != "B" || term.Snapshot.Status != protocol.StatusComplete || term != evs[len(evs)-1] {
+			t.Fatalf("B's stream %s", b.lines)
+		}
+		if got := term.Snapshot.Messages[len(term.Snapshot.Messages)-1].Content; got != "re: question B" {
+			t.Errorf("B answered %q", got)
+		}
+		waitLong(t, "C completed", func() bool { return len(history(t, e, "s")) == 3 })
+		if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"A", "B", "C"}) {
+			t.Errorf("history %v, want A B C", ids)
+		}
+		req, ok := m.requestOf("question B")
+		if !ok || !slices.ContainsFunc(req.Messages, func(msg protocol.Message) bool { return msg.Content == "hold A" }) {
+			t.Errorf("B's model context %+v lacks A", req.Messages)
+		}
+		if in := m.inputs(); !slices.Equal(in, []string{"hold A", "question B", "question C"}) {
+			t.Errorf("model calls %v, want A B C once each", in)
+		}
+	})
+}
+
+// TestQueueFull: beyond MaxQueuedTurns an enqueue is 409
+// SESSION_QUEUE_FULL, retryable; nothing is queued.
+func TestQueueFull(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		e, m := multitaskEnv(t, newStore(t), func(o *turn.Options) { o.MaxQueuedTurns = 1 })
+		a := e.startLive(t, context.Background(), "s", "A", "hold A")
+		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		e.enqueue(t, "s", "B", "question B")
+		r := e.submit(t, "s", "C", "question C", nil, policy("enqueue"))
+		r.want(t, http.StatusConflict, protocol.CodeSessionQueueFull)
+		if !r.errD.Retryable {
+			t.Error("SESSION_QUEUE_FULL not retryable")
+		}
+		m.finish()
+		<-a.done
+		waitLong(t, "B completed", func() bool { return len(history(t, e, "s")) == 2 })
+		if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"A", "B"}) {
+			t.Errorf("history %v, want A B", ids)
+		}
+	})
+}
+
+// TestInterrupt: B with interrupt stops the running A as POST /stop does
+// (its partial answer kept, TURN_INTERRUPTED) and streams in its own
+// request; A's partial answer is in B's context; history shows A and B.
+func TestInterrupt(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		e, m := multitaskEnv(t, newStore(t), nil)
+		a := e.startLive(t, context.Background(), "s", "A", "hold A")
+		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		r := e.submit(t, "s", "B", "question B", nil, policy("interrupt"))
+		r.want(t, http.StatusOK, "")
+		if term := r.terminal(t); term.Status != protocol.StatusComplete || term.Messages[len(term.Messages)-1].Content != "re: question B" {
+			t.Fatalf("B's terminal snapshot %+v", term)
+		}
+		<-a.done
+		lt := terminalOf(a.events(t))
+		if lt == nil || lt.Snapshot.Error == nil || lt.Snapshot.Error.Code != protocol.CodeTurnInterrupted {
+			t.Fatalf("A's stream ends %+v, want TURN_INTERRUPTED", lt)
+		}
+		turns := history(t, e, "s")
+		if ids := turnIDsOf(turns); !slices.Equal(ids, []string{"A", "B"}) {
+			t.Fatalf("history %v, want A B", ids)
+		}
+		if a := turns[0]; a.Error == nil || a.Error.Code != protocol.CodeTurnInterrupted || a.Messages[1].Content != "partial" {
+			t.Errorf("A as stored: %+v", a)
+		}
+		req, _ := m.requestOf("question B")
+		if !slices.ContainsFunc(req.Messages, func(msg protocol.Message) bool { return msg.Content == "partial" }) {
+			t.Errorf("B's model context %+v lacks A's partial answer", req.Messages)
+		}
+	})
+}
+
+// TestRollback: as interrupt, and A is superseded: gone from history and
+// from B's model context.
+func TestRollback(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		e, m := multitaskEnv(t, newStore(t), nil)
+		e.submit(t, "s", "Z", "earlier", nil, nil).want(t, http.StatusOK, "")
+		a := e.startLive(t, context.Background(), "s", "A", "hold A")
+		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		r := e.submit(t, "s", "B", "question B", nil, policy("rollback"))
+		r.want(t, http.StatusOK, "")
+		<-a.done
+		if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"Z", "B"}) {
+			t.Fatalf("history %v, want Z B (A superseded)", ids)
+		}
+		req, _ := m.requestOf("question B")
+		for _, msg := range req.Messages {
+			if msg.Content == "hold A" || msg.Content == "partial" {
+				t.Errorf("B's model context holds A: %+v", req.Messages)
+			}
+		}
+		if !slices.ContainsFunc(req.Messages, func(msg protocol.Message) bool { return msg.Content == "earlier" }) {
+			t.Errorf("B's model context %+v lost Z", req.Messages)
+		}
+		term := r.terminal(t)
+		for _, msg := range term.Messages {
+			if msg.Content == "hold A" {
+				t.Errorf("B's terminal snapshot shows A: %+v", term.Messages)
+			}
+		}
+	})
+}
+
+// TestInterruptWaitsAtMostInterruptWait: a running turn that does not end
+// within InterruptWait (its stop is seen only at its next checkpoint,
+// here an hour away) leaves the interrupt 409 SESSION_BUSY; the running
+// turn then ends interrupted at its next chance, and nothing else ran.
+func TestInterruptWaitsAtMostInterruptWait(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		e, m := multitaskEnv(t, newStore(t), func(o *turn.Options) {
+			o.CheckpointInterval, o.RenewInterval, o.InterruptWait = time.Hour, time.Hour, 100*time.Millisecond
+		})
+		a := e.startLive(t, context.Background(), "s", "A", "hold A")
+		waitLong(t, "A's last checkpoint for an hour", runningTurn(e, "s", "A"))
+		e.submit(t, "s", "B", "question B", nil, policy("interrupt")).want(t, http.StatusConflict, protocol.CodeSessionBusy)
+		m.finish()
+		<-a.done
+		if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"A"}) {
+			t.Errorf("history %v, want A only", ids)
+		}
+		if in := m.inputs(); !slices.Equal(in, []string{"hold A"}) {
+			t.Errorf("model calls %v", in)
+		}
+	})
+}
+
+// TestStopCancelsAQueuedTurn: POST /stop naming a queued turn that has
+// not started answers 202 with "cancelled": it never runs, its stream
+// and a replay say TURN_CANCELLED; the turns after it run.
+func TestStopCancelsAQueuedTurn(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		e, m := multitaskEnv(t, newStore(t), nil)
+		a := e.startLive(t, context.Background(), "s", "A", "hold A")
+		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		qb := e.enqueue(t, "s", "B", "question B")
+		e.enqueue(t, "s", "C", "question C")
+		b := e.openStream(t, qb.StreamURL)
+
+		body, _ := json.Marshal(map[string]string{"sessionId": "s", "turnId": "B"})
+		resp := e.post(t, context.Background(), "/stop", body, nil)
+		raw, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted || strings.TrimSpace(string(raw)) != `{"stopRequested":true,"cancelled":true}` {
+			t.Fatalf("stop of a queued turn: %d %s", resp.StatusCode, raw)
+		}
+		body, _ = json.Marshal(map[string]string{"sessionId": "s", "turnId": "nope"})
+		r := readResult(t, e.post(t, context.Background(), "/stop", body, nil))
+		r.want(t, http.StatusConflict, protocol.CodeTurnNotActive)
+
+		m.finish()
+		<-a.done
+		<-b.done
+		evs := b.events(t)
+		if len(evs) != 1 || evs[0].Kind != protocol.EventDiagnostic || evs[0].Diagnostic.Code != protocol.CodeTurnCancelled {
+			t.Fatalf("B's stream %+v, want one TURN_CANCELLED diagnostic", evs)
+		}
+		waitLong(t, "C completed", func() bool {
+			got, err := e.store.FindTurn(context.Background(), "s", "C", alice)
+			return err == nil && got.Status == chat.TurnComplete
+		})
+		if in := m.inputs(); !slices.Equal(in, []string{"hold A", "question C"}) {
+			t.Errorf("model calls %v, want A and C (B cancelled)", in)
+		}
+		e.submit(t, "s", "B", "question B", nil, nil).want(t, http.StatusConflict, protocol.CodeTurnAlreadyCompleted)
+	})
+}
+
+// TestQueuedTurnExpires: a queued turn still waiting after QueuedTurnTTL
+// is recorded as never run, TURN_QUEUE_EXPIRED, which its stream shows.
+func TestQueuedTurnExpires(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		e, m := multitaskEnv(t, newStore(t), func(o *turn.Options) { o.QueuedTurnTTL = 50 * time.Millisecond })
+		a := e.startLive(t, context.Background(), "s", "A", "hold A")
+		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		q := e.enqueue(t, "s", "B", "question B")
+		time.Sleep(100 * time.Millisecond)
+		m.finish()
+		<-a.done
+		status, evs, raw := e.resume(t, "s", "B", "", nil)
+		if status != http.StatusOK || len(evs) != 1 || evs[0].Kind != protocol.EventDiagnostic || evs[0].Diagnostic.Code != protocol.CodeTurnQueueExpired {
+			t.Fatalf("resume of %s: %d %s", q.StreamURL, status, raw)
+		}
+		if in := m.inputs(); !slices.Equal(in, []string{"hold A"}) {
+			t.Errorf("model calls %v: the expired turn ran", in)
+		}
+	})
+}
+
+// TestMultitaskRejections: a header value that is no policy, or repeated,
+// is 400 REQUEST_INVALID_HEADER before the body is read; a policy the
+// deployment cannot serve (no checkpoints) is 422 MULTITASK_NOT_ALLOWED;
+// nothing is stored by either.
+func TestMultitaskRejections(t *testing.T) {
+	e, _ := multitaskEnv(t, newStoreMemory(), nil)
+	e.submit(t, "s", "t1", "hi", nil, policy("queue")).want(t, http.StatusBadRequest, protocol.CodeRequestInvalidHeader)
+	e.submit(t, "s", "t1", "hi", nil, policy("")).want(t, http.StatusBadRequest, protocol.CodeRequestInvalidHeader)
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/", strings.NewReader(string(submitBody(t, "s", "t1", "hi", nil))))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Add(turn.MultitaskHeader, "enqueue")
+	req.Header.Add(turn.MultitaskHeader, "enqueue")
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readResult(t, resp).want(t, http.StatusBadRequest, protocol.CodeRequestInvalidHeader)
+	if _, err := e.store.GetSession(context.Background(), "s", alice); err == nil {
+		t.Error("a rejected submit created the session")
+	}
+	// Case and spaces do not matter.
+	e.submit(t, "s", "t1", "hi", nil, policy(" Enqueue ")).want(t, http.StatusOK, "")
+
+	plain := newEnv(t, newStoreMemory(), &scriptModel{Chunks: []string{"x"}}, nil) // no checkpoints
+	plain.submit(t, "s", "t1", "hi", nil, policy("enqueue")).want(t, http.StatusUnprocessableEntity, protocol.CodeMultitaskNotAllowed)
+	plain.submit(t, "s", "t1", "hi", nil, policy("reject")).want(t, http.StatusOK, "")
+}
+
+// TestDispatchedDrain: with Options.Dispatch (the Lambda path), the
+// release that finds turns waiting dispatches a drain instead of running
+// it in process; Handler.Drain runs the queued turns, and a drain whose
+// deadline leaves no room for another whole turn dispatches the next one
+// after its first turn.
+func TestDispatchedDrain(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		var mu sync.Mutex
+		var dispatched []turn.DrainRequest
+		var h *turn.Handler
+		e, m := multitaskEnv(t, newStore(t), func(o *turn.Options) {
+			o.Dispatch = func(_ context.Context, d turn.DrainRequest) error {
+				mu.Lock()
+				dispatched = append(dispatched, d)
+				mu.Unlock()
+				return nil
+			}
+		})
+		h = e.h.(*turn.Handler)
+		count := func() int {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(dispatched)
+		}
+		a := e.startLive(t, context.Background(), "s", "A", "hold A")
+		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		e.enqueue(t, "s", "B", "question B")
+		e.enqueue(t, "s", "C", "question C")
+		n := count() // the enqueues' nudges found the session busy
+		m.finish()
+		<-a.done
+		waitLong(t, "a dispatch after A's release", func() bool { return count() > n })
+		mu.Lock()
+		d := dispatched[len(dispatched)-1]
+		mu.Unlock()
+		if d.SessionID != "s" {
+			t.Fatalf("dispatched %+v", d)
+		}
+		if in := m.inputs(); len(in) != 1 {
+			t.Fatalf("model calls %v before the drain ran: the release drained in process", in)
+		}
+		// A drain invocation whose deadline leaves room for one turn only
+		// (TurnTimeout 10 s + CleanupReserve 3 s): B runs, C is dispatched.
+		n = count()
+		ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
+		defer cancel()
+		h.Drain(ctx, d)
+		if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"A", "B"}) {
+			t.Fatalf("history after one drain %v, want A B", ids)
+		}
+		if count() != n+1 {
+			t.Fatalf("%d dispatches after the drain's first turn, want %d", count(), n+1)
+		}
+		h.Drain(context.Background(), turn.DrainRequest{SessionID: "s"})
+		if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"A", "B", "C"}) {
+			t.Fatalf("history %v, want A B C", ids)
+		}
+		// Draining an empty queue, or a session that does not exist, does nothing.
+		h.Drain(context.Background(), turn.DrainRequest{SessionID: "s"})
+		h.Drain(context.Background(), turn.DrainRequest{SessionID: "none"})
+		if in := m.inputs(); !slices.Equal(in, []string{"hold A", "question B", "question C"}) {
+			t.Errorf("model calls %v", in)
+		}
+	})
+}
+
+// TestCapabilitiesListMultitask: the capabilities name the header, the
+// policies, the default and the limits; without checkpoints only reject
+// is available.
+func TestCapabilitiesListMultitask(t *testing.T) {
+	get := func(e *env) map[string]any {
+		resp, err := e.srv.Client().Get(e.srv.URL + "/capabilities")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		var c struct {
+			Extensions []string       `json:"extensions"`
+			Multitask  map[string]any `json:"multitask"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
+			t.Fatal(err)
+		}
+		c.Multitask["listed"] = slices.Contains(c.Extensions, turn.ExtensionMultitask)
+		return c.Multitask
+	}
+	e, _ := multitaskEnv(t, newStoreMemory(), func(o *turn.Options) { o.MaxQueuedTurns = 3 })
+	c := get(e)
+	if c["available"] != true || c["listed"] != true || c["header"] != turn.MultitaskHeader || c["default"] != "reject" ||
+		c["maxQueuedTurns"] != float64(3) || c["queuedTurnTtlMs"] != float64(chat.DefaultQueuedTurnTTL.Milliseconds()) ||
+		c["interruptWaitMs"] != float64(turn.DefaultInterruptWait.Milliseconds()) {
+		t.Errorf("multitask capability %+v", c)
+	}
+	if p, _ := json.Marshal(c["policies"]); string(p) != `["reject","enqueue","interrupt","rollback"]` {
+		t.Errorf("policies %s", p)
+	}
+	plain := newEnv(t, newStoreMemory(), &scriptModel{}, nil)
+	c = get(plain)
+	if p, _ := json.Marshal(c["policies"]); c["available"] != false || c["listed"] != false || string(p) != `["reject"]` {
+		t.Errorf("without checkpoints: %+v", c)
+	}
+}
+
+// TestPendingApprovalCountsAsBusy: a tool call waiting for approval makes
+// the session busy for the multitask policies: an enqueued turn waits for
+// the decision turn and runs after it; an interrupt runs at once and the
+// confirmation expires (the tool never runs); a rollback also supersedes
+// the turn that asked.
+func TestPendingApprovalCountsAsBusy(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		var runs atomic.Int32
+		e, _ := approvalEnv(t, newStore(t), &runs, durable)
+		token := askDelete(t, e, "s", "t1")
+		q := e.enqueue(t, "s", "q1", "after the decision")
+		if q.Position != 1 {
+			t.Errorf("position %d", q.Position)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"t1"}) {
+			t.Fatalf("history %v before the decision: the queued turn did not wait", ids)
+		}
+		e.decide(t, "s", "t2", token, protocol.DecisionApprove, nil).want(t, http.StatusOK, "")
+		waitLong(t, "q1 completed and released", func() bool {
+			sess, err := e.store.GetSession(context.Background(), "s", alice)
+			return err == nil && sess.ActiveTurn == nil && len(sess.Queue) == 0
+		})
+		if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"t1", "t2", "q1"}) {
+			t.Fatalf("history %v, want t1 t2 q1", ids)
+		}
+
+		token = askAgain(t, e, "s", "t3")
+		e.submit(t, "s", "t4", "never mind", nil, policy("interrupt")).want(t, http.StatusOK, "")
+		if cf := storedConfirmation(t, e.store, "s", token); cf.Status != chat.ConfirmationExpired {
+			t.Errorf("confirmation after the interrupt: %s, want expired", cf.Status)
+		}
+		e.decide(t, "s", "t5", token, protocol.DecisionApprove, nil).want(t, http.StatusGone, protocol.CodeConfirmationExpired)
+
+		askAgain(t, e, "s", "t6")
+		e.submit(t, "s", "t7", "forget that", nil, policy("rollback")).want(t, http.StatusOK, "")
+		if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"t1", "t2", "q1", "t3", "t4", "t7"}) {
+			t.Fatalf("history %v, want t6 superseded", ids)
+		}
+		if n := runs.Load(); n != 1 {
+			t.Errorf("the tool ran %d times, want once (the approved call)", n)
+		}
+	})
+}
+
+// askAgain runs turn turnID, which ends waiting for approval, and returns
+// the token of its confirmation (askDelete for a session whose earlier
+// turns already used the call id).
+func askAgain(t *testing.T, e *env, sessionID, turnID string) string {
+	t.Helper()
+	e.submit(t, sessionID, turnID, askInput, nil, nil).want(t, http.StatusOK, "")
+	s, err := e.store.GetSession(context.Background(), sessionID, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cf := range s.Confirmations {
+		if cf.TurnID == turnID && cf.Status == chat.ConfirmationPending {
+			return cf.Token
+		}
+	}
+	t.Fatalf("%s left no pending confirmation: %+v", turnID, s.Confirmations)
+	return ""
+}
