@@ -112,11 +112,7 @@ func capacitySection(ctx context.Context, client, raw dynamo.Client, table strin
 		}
 		w := wirings[st.Checkpoints]
 		m.Take()
-		req, err := submitRequest(w.base, sid, uuidLike(), ask(capacityAnswer), false)
-		if err != nil {
-			return nil, err
-		}
-		log := follow(ctx, hc, req, false, false, nil)
+		log := follow(submitting(ctx, w.client(hc), sid, uuidLike(), ask(capacityAnswer), false), false, false, nil)
 		if last := log.last(); log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
 			return nil, fmt.Errorf("capacity turn %d: %v, last line %+v", st.Ordinal, log.Err, last)
 		}

@@ -1,29 +1,110 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"net"
 	"net/http"
-	neturl "net/url"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/auth"
+	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
-	"github.com/turnstream/turnstream/pkg/sessionapi"
-	"github.com/turnstream/turnstream/pkg/turn"
 )
+
+// The benchmark's clients are pkg/client's, as the bench principal, over
+// HTTP clients whose transport adds the bench headers a request's context
+// carries (the request id its DynamoDB calls are filed under, the faults
+// it aims at).
 
 // benchSubject is the dev-mode principal every benchmark session belongs to.
 const benchSubject = "bench"
 
 // benchIDs numbers requests for benchIDHeader.
 var benchIDs atomic.Int64
+
+// nextBenchID returns a new request id for benchIDHeader.
+func nextBenchID() string { return strconv.FormatInt(benchIDs.Add(1), 10) }
+
+type benchHeadersKey struct{}
+
+// withBenchHeaders returns ctx whose requests carry benchIDHeader id and,
+// when a is set, benchFaultHeader.
+func withBenchHeaders(ctx context.Context, id string, a *aim) context.Context {
+	h := http.Header{benchIDHeader: {id}}
+	if a != nil {
+		h.Set(benchFaultHeader, a.String())
+	}
+	return context.WithValue(ctx, benchHeadersKey{}, h)
+}
+
+// benchHeaders sets the bench headers of a request's context.
+type benchHeaders struct{ next http.RoundTripper }
+
+func (t benchHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
+	if h, ok := r.Context().Value(benchHeadersKey{}).(http.Header); ok {
+		r = r.Clone(r.Context())
+		for k, v := range h {
+			r.Header[k] = v
+		}
+	}
+	return t.next.RoundTrip(r)
+}
+
+// countingConn counts the bytes read from a connection.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// newHTTPClient returns a keep-alive client for up to conns parallel
+// connections. With wire set, every connection counts the bytes it reads
+// into wire and keep-alive is off, so one request is one connection.
+func newHTTPClient(conns int, wire *atomic.Int64) *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	tr := &http.Transport{
+		MaxIdleConns:        conns,
+		MaxIdleConnsPerHost: conns,
+		IdleConnTimeout:     time.Minute,
+		DisableCompression:  true,
+		DialContext:         d.DialContext,
+	}
+	if wire != nil {
+		tr.DisableKeepAlives = true
+		tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			c, err := d.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return countingConn{Conn: c, n: wire}, nil
+		}
+	}
+	return &http.Client{Transport: benchHeaders{next: tr}}
+}
+
+// client returns a client of w's three functions as the bench principal
+// over hc. A dropped stream is not resumed: every section reads its
+// streams as they come.
+func (w *wiring) client(hc *http.Client) *client.Client {
+	c, err := client.New(client.Options{TurnURL: w.base + "/turn/", HistoryURL: w.base + "/history/",
+		HTTPClient: hc, Auth: client.Bearer(strings.TrimPrefix(auth.DevAuthorization(benchSubject), "Bearer ")),
+		Resume: client.ResumeOff})
+	if err != nil { // w.base is a loopback http URL
+		panic(err)
+	}
+	return c
+}
 
 // turnResult is what a client saw of one POST /turn/.
 type turnResult struct {
@@ -95,7 +176,7 @@ func (r *turnResult) lastDiagnostic() string {
 
 // submitOptions shape one submission.
 type submitOptions struct {
-	// TurnScope sends X-Turnstream-Snapshot-Scope: turn.
+	// TurnScope asks for turn-scoped snapshots.
 	TurnScope bool
 	// DisconnectAfter, when > 0, cancels the request after that many lines.
 	DisconnectAfter int
@@ -105,51 +186,18 @@ type submitOptions struct {
 	Aim *aim
 }
 
-// submit posts one client.turn.submit to base+"/turn/" and reads the
-// stream. Only the last line is decoded (with the strict protocol
-// decoder), so client CPU stays small next to the server's.
-func submit(ctx context.Context, c *http.Client, base, sessionID, turnID, input string, o submitOptions) *turnResult {
-	res := &turnResult{BenchID: strconv.FormatInt(benchIDs.Add(1), 10)}
-	body, err := protocol.EncodeEvent(&protocol.Event{
-		EventID: "e-" + turnID, SessionID: sessionID, TurnID: turnID,
-		EmittedAt: protocol.FormatTime(time.Now()), Kind: protocol.EventSubmit,
-		Submit: &protocol.SubmitPayload{Input: input},
-	})
-	if err != nil {
-		res.Err = err
-		return res
-	}
-	ctx, cancel := context.WithCancel(ctx)
+// submit submits one turn through c and reads its stream. Only the last
+// line is decoded (with the strict protocol decoder: client.Stream.Drain),
+// so client CPU stays small next to the server's.
+func submit(ctx context.Context, c *client.Client, sessionID, turnID, input string, o submitOptions) *turnResult {
+	res := &turnResult{BenchID: nextBenchID()}
+	ctx, cancel := context.WithCancel(withBenchHeaders(ctx, res.BenchID, o.Aim))
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/turn/", bytes.NewReader(body))
-	if err != nil {
-		res.Err = err
-		return res
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", auth.DevAuthorization(benchSubject))
-	req.Header.Set(benchIDHeader, res.BenchID)
-	if o.Aim != nil {
-		req.Header.Set(benchFaultHeader, o.Aim.String())
-	}
+	sub := client.Submit{SessionID: sessionID, TurnID: turnID, EventID: "e-" + turnID, Input: input}
 	if o.TurnScope {
-		req.Header.Set(turn.SnapshotScopeHeader, "turn")
+		sub.Scope = client.ScopeTurn
 	}
-	res.Sent = time.Now()
-	resp, err := c.Do(req)
-	if err != nil {
-		res.Err = err
-		return res
-	}
-	defer drain(resp.Body)
-	res.Status = resp.StatusCode
-	if resp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(resp.Body)
-		res.ErrorCode, res.Retryable = errorCode(raw)
-		return res
-	}
-	var last []byte
-	err = readLines(resp.Body, func(line []byte) bool {
+	sub.OnLine = func(line []byte) {
 		if res.Lines == 0 {
 			res.FirstLine = time.Since(res.Sent)
 		}
@@ -158,92 +206,173 @@ func submit(ctx context.Context, c *http.Client, base, sessionID, turnID, input 
 		}
 		res.Lines++
 		res.Bytes += len(line) + 1
-		last = append(last[:0], line...)
 		if o.DisconnectAfter > 0 && res.Lines >= o.DisconnectAfter {
 			res.Disconnected = true
 			cancel()
-			return false
 		}
-		return true
-	})
-	res.Total = time.Since(res.Sent)
-	if err != nil && !res.Disconnected {
-		res.Err = fmt.Errorf("read stream: %w", err)
 	}
-	if len(last) > 0 {
-		res.LastRaw = last
-		ev, d := protocol.DecodeTurnEvent(last)
-		if d != nil {
-			res.Err = errors.Join(res.Err, fmt.Errorf("last line does not decode: %s", d.Code))
+	res.Sent = time.Now()
+	s, err := c.Submit(ctx, sub)
+	if err != nil {
+		var e *client.Error
+		if errors.As(err, &e) && e.Kind == client.KindHTTP {
+			res.Status = e.Status
+			if e.Code() != client.CodeResponseInvalid {
+				res.ErrorCode, res.Retryable = e.Code(), e.Retryable()
+			}
+			return res
 		}
-		res.Last = ev
+		res.Err = err
+		return res
+	}
+	res.Status = http.StatusOK
+	res.Last, err = s.Drain()
+	res.Total = time.Since(res.Sent)
+	if raw := s.Line(); len(raw) > 0 {
+		res.LastRaw = append([]byte(nil), raw...)
+	}
+	if err := streamErr(err); err != nil && !res.Disconnected {
+		res.Err = fmt.Errorf("read stream: %w", err)
 	}
 	return res
 }
 
-// errorCode returns the code and retryable flag of an {"error":{...}}
-// body ("" and false if it is not one).
-func errorCode(raw []byte) (string, bool) {
-	var b struct {
-		Error struct {
-			Code      string `json:"code"`
-			Retryable bool   `json:"retryable"`
-		} `json:"error"`
+// streamErr is what of a Drain error is a failure of the read: not the
+// stream's own ending (a diagnostic line, or no terminal line), which its
+// last line shows.
+func streamErr(err error) error {
+	var e *client.Error
+	if errors.As(err, &e) && (e.Kind == client.KindDiagnostic || e.Kind == client.KindIncomplete) {
+		return nil
 	}
-	if json.Unmarshal(raw, &b) != nil {
-		return "", false
-	}
-	return b.Error.Code, b.Error.Retryable
+	return err
 }
 
-// getJSON GETs base+path as the bench principal into v (when non-nil) and
-// returns the status and the benchIDHeader value sent.
-func getJSON(ctx context.Context, c *http.Client, url string, v any) (int, string, error) {
-	id := strconv.FormatInt(benchIDs.Add(1), 10)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, id, err
-	}
-	req.Header.Set("Authorization", auth.DevAuthorization(benchSubject))
-	req.Header.Set(benchIDHeader, id)
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, id, err
-	}
-	defer drain(resp.Body)
-	raw, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, id, err
-	}
-	if resp.StatusCode == http.StatusOK && v != nil {
-		if err := json.Unmarshal(raw, v); err != nil {
-			return resp.StatusCode, id, fmt.Errorf("decode %s: %w", url, err)
-		}
-	}
-	return resp.StatusCode, id, nil
+// line is one NDJSON line a client received.
+type line struct {
+	At       time.Time
+	Bytes    int // with its newline
+	Sequence int64
+	Kind     string
+	Status   string // a snapshot's status
+	Code     string // a snapshot's error code, or a diagnostic's code
+	// Answer is the runes of the snapshot's last assistant message.
+	Answer int
+	// Messages is the snapshot's messages as JSON (kept for the last line
+	// and when asked).
+	Messages []byte
+	Err      string // the decoder's diagnostic code when the line does not decode
 }
 
-// historyAll reads every turn of a session, oldest first, 100 per page.
-func historyAll(ctx context.Context, c *http.Client, base, sessionID string) ([]sessionapi.TurnSummary, error) {
-	var all []sessionapi.TurnSummary
-	cursor := ""
-	for {
-		url := base + "/history/sessions/" + sessionID + "/turns?order=asc&limit=100"
-		if cursor != "" {
-			url += "&cursor=" + neturl.QueryEscape(cursor)
-		}
-		var page sessionapi.TurnPage
-		status, _, err := getJSON(ctx, c, url, &page)
-		if err != nil {
-			return nil, err
-		}
-		if status != http.StatusOK {
-			return nil, fmt.Errorf("history page of %s: status %d", sessionID, status)
-		}
-		all = append(all, page.Turns...)
-		if !page.HasMore || page.NextCursor == nil {
-			return all, nil
-		}
-		cursor = *page.NextCursor
+// streamLog is everything a client saw of one NDJSON stream.
+type streamLog struct {
+	Sent  time.Time
+	Lines []line
+	// Err is a refusal (a *client.Error of KindHTTP: Status says which)
+	// or a failed read.
+	Err error
+}
+
+// last returns the last line, or nil.
+func (s *streamLog) last() *line {
+	if len(s.Lines) == 0 {
+		return nil
 	}
+	return &s.Lines[len(s.Lines)-1]
+}
+
+// status is the HTTP status of a refusal, 0 otherwise.
+func (s *streamLog) status() int {
+	var e *client.Error
+	if errors.As(s.Err, &e) && e.Kind == client.KindHTTP {
+		return e.Status
+	}
+	return 0
+}
+
+// follow opens a stream with open and reads it into a streamLog. Every
+// line is decoded with the strict protocol decoder when decodeAll is set
+// (else only its size and time are kept, and the last line is decoded).
+// onLine, when set, is called after each line.
+func follow(open func(client.StreamOptions) (*client.Stream, error), decodeAll, keepMessages bool, onLine func(*line)) *streamLog {
+	log := &streamLog{Sent: time.Now()}
+	var lastRaw []byte
+	s, err := open(client.StreamOptions{OnLine: func(b []byte) {
+		l := line{At: time.Now(), Bytes: len(b) + 1}
+		if decodeAll {
+			decodeLine(&l, b, keepMessages)
+		} else {
+			lastRaw = append(lastRaw[:0], b...)
+		}
+		log.Lines = append(log.Lines, l)
+		if onLine != nil {
+			onLine(&log.Lines[len(log.Lines)-1])
+		}
+	}})
+	if err != nil {
+		log.Err = err
+		return log
+	}
+	_, err = s.Drain()
+	if err = streamErr(err); err != nil && !errors.Is(err, context.Canceled) {
+		log.Err = fmt.Errorf("read stream: %w", err)
+	}
+	if !decodeAll && len(lastRaw) > 0 {
+		decodeLine(log.last(), lastRaw, true)
+	}
+	return log
+}
+
+// decodeLine fills l from the raw line b.
+func decodeLine(l *line, b []byte, keepMessages bool) {
+	ev, d := protocol.DecodeTurnEvent(b)
+	if d != nil {
+		l.Err = d.Code
+		return
+	}
+	l.Sequence, l.Kind = ev.Sequence, ev.Kind
+	switch {
+	case ev.Snapshot != nil:
+		l.Status = ev.Snapshot.Status
+		if ev.Snapshot.Error != nil {
+			l.Code = ev.Snapshot.Error.Code
+		}
+		for i := len(ev.Snapshot.Messages) - 1; i >= 0; i-- {
+			if ev.Snapshot.Messages[i].Role == protocol.RoleAssistant {
+				l.Answer = runeLen(ev.Snapshot.Messages[i].Content)
+				break
+			}
+		}
+		if keepMessages {
+			l.Messages, _ = json.Marshal(ev.Snapshot.Messages)
+		}
+	case ev.Diagnostic != nil:
+		l.Code = ev.Diagnostic.Code
+	}
+}
+
+// submitting returns follow's open function for a submit of input as
+// turnID of sessionID through c (turn-scoped snapshots with turnScope).
+func submitting(ctx context.Context, c *client.Client, sessionID, turnID, input string, turnScope bool) func(client.StreamOptions) (*client.Stream, error) {
+	return func(o client.StreamOptions) (*client.Stream, error) {
+		if turnScope {
+			o.Scope = client.ScopeTurn
+		}
+		return c.Submit(ctx, client.Submit{SessionID: sessionID, TurnID: turnID, EventID: "e-" + turnID, Input: input, StreamOptions: o})
+	}
+}
+
+// inputOf is an ASCII input of n bytes; the echo model answers "Echo: "
+// and the input, so the answer is n + 6 characters.
+func inputOf(n int) string {
+	const s = "A checkpoint holds what changed since the previous one; the final save replaces them all. "
+	return strings.Repeat(s, n/len(s)+1)[:n]
+}
+
+// turnsPage reads one page of a session's turns through c as a request of
+// its own bench id, which it returns (its trace's key).
+func turnsPage(ctx context.Context, c *client.Client, sessionID string, o client.PageOptions) (*client.TurnPage, string, error) {
+	id := nextBenchID()
+	p, err := c.Turns(withBenchHeaders(ctx, id, nil), sessionID, o)
+	return p, id, err
 }

@@ -29,7 +29,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
-	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/client"
 )
 
 // The self-exec wrapper: aws-lambda-rie runs turnbench itself as the
@@ -270,7 +270,7 @@ func (r *rieRun) invokeURL(ctx context.Context, c *http.Client, ev *events.Lambd
 	if err != nil {
 		return 0, nil, err
 	}
-	defer drain(resp.Body)
+	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return 0, nil, err
@@ -340,10 +340,7 @@ func urlEvent(method, path, query, body, arn string) *events.LambdaFunctionURLRe
 
 // submitBody is a client.turn.submit body for the emulator runs.
 func submitBody(sessionID, turnID string) string {
-	b, _ := protocol.EncodeEvent(&protocol.Event{ // a valid event never fails to encode
-		EventID: "e-" + turnID, SessionID: sessionID, TurnID: turnID, EmittedAt: protocol.FormatTime(time.Now()),
-		Kind: protocol.EventSubmit, Submit: &protocol.SubmitPayload{Input: "cold start"},
-	})
+	b, _ := client.SubmitBody(client.Submit{SessionID: sessionID, TurnID: turnID, EventID: "e-" + turnID, Input: "cold start"}) // SafeIds: cannot fail
 	return string(b)
 }
 

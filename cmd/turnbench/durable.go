@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
@@ -200,14 +201,9 @@ func checkpointCost(ctx context.Context, store, plain chat.Store, m *meter, pref
 					errs[2*i+k] = err
 					return
 				}
-				c := newHTTPClient(1, nil)
-				defer c.CloseIdleConnections()
-				req, err := submitRequest(w.base, sid, "t1", ask(size), true)
-				if err != nil {
-					errs[2*i+k] = err
-					return
-				}
-				log := follow(ctx, c, req, false, false, nil)
+				hc := newHTTPClient(1, nil)
+				defer hc.CloseIdleConnections()
+				log := follow(submitting(ctx, w.client(hc), sid, "t1", ask(size), true), false, false, nil)
 				last := log.last()
 				if log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
 					errs[2*i+k] = fmt.Errorf("cost turn %s: %v, last line %+v", sid, log.Err, last)
@@ -268,21 +264,16 @@ func resumeLatency(ctx context.Context, store chat.Store, m *meter, prefix strin
 	for i := range ds.ResumeTurns {
 		wg.Go(func() {
 			sid := fmt.Sprintf("%s-resume-%d", prefix, i)
-			c := newHTTPClient(2, nil)
-			defer c.CloseIdleConnections()
-			req, err := submitRequest(w.base, sid, "t1", ask(ds.ResumeSize), true)
-			if err != nil {
-				errs[i] = err
-				return
-			}
+			hc := newHTTPClient(2, nil)
+			defer hc.CloseIdleConnections()
+			c := w.client(hc)
 			resumed := make(chan *streamLog, 1)
 			started := false
-			live := follow(ctx, c, req, true, true, func(*line) bool {
+			live := follow(submitting(ctx, c, sid, "t1", ask(ds.ResumeSize), true), true, true, func(*line) {
 				if !started {
 					started = true
-					go func() { resumed <- resumeWhenFound(ctx, c, w.base, sid, "t1") }()
+					go func() { resumed <- resumeWhenFound(ctx, c, sid, "t1") }()
 				}
-				return true
 			})
 			if !started {
 				errs[i] = fmt.Errorf("resume turn %s: no live line: %v", sid, live.Err)
@@ -338,15 +329,13 @@ func resumeLatency(ctx context.Context, store chat.Store, m *meter, prefix strin
 // resumeWhenFound follows the resume route (after=0) of a turn that has
 // just started: until its first checkpoint lands the route answers 404
 // TURN_NOT_FOUND, and the resumer asks again 50 ms later (at most 5 s).
-func resumeWhenFound(ctx context.Context, c *http.Client, base, sid, turnID string) *streamLog {
+func resumeWhenFound(ctx context.Context, c *client.Client, sid, turnID string) *streamLog {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		rq, err := resumeRequest(base, sid, turnID, 0)
-		if err != nil {
-			return &streamLog{Err: err}
-		}
-		log := follow(ctx, c, rq, true, true, nil)
-		if log.Status != http.StatusNotFound || time.Now().After(deadline) {
+		log := follow(func(o client.StreamOptions) (*client.Stream, error) {
+			return c.Resume(ctx, client.Resume{SessionID: sid, TurnID: turnID, After: 0, StreamOptions: o})
+		}, true, true, nil)
+		if log.status() != http.StatusNotFound || time.Now().After(deadline) {
 			return log
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -389,13 +378,14 @@ func stopLatency(ctx context.Context, store chat.Store, prefix string, ds durabl
 		jobs := make(chan int)
 		for wk := range 5 {
 			wg.Go(func() {
-				c := newHTTPClient(2, nil)
-				defer c.CloseIdleConnections()
+				hc := newHTTPClient(2, nil)
+				defer hc.CloseIdleConnections()
+				c := w.client(hc)
 				rng := mrand.New(mrand.NewPCG(uint64(wk), 7))
 				for i := range jobs {
 					sid := fmt.Sprintf("%s-stop-%s-%d", prefix, name, i)
 					wait := 300*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond)))
-					d, code, err := stopOne(ctx, c, w.base, sid, ds.StopSize, wait)
+					d, code, err := stopOne(ctx, c, sid, ds.StopSize, wait)
 					mu.Lock()
 					sr.Turns++
 					if err != nil {
@@ -428,28 +418,23 @@ func stopLatency(ctx context.Context, store chat.Store, prefix string, ds durabl
 // stopOne submits a turn, sends POST /stop wait after its first line and
 // returns the time from the stop to the terminal line and that line's
 // error code.
-func stopOne(ctx context.Context, c *http.Client, base, sid string, size int, wait time.Duration) (time.Duration, string, error) {
-	req, err := submitRequest(base, sid, "t1", ask(size), true)
-	if err != nil {
-		return 0, "", err
-	}
+func stopOne(ctx context.Context, c *client.Client, sid string, size int, wait time.Duration) (time.Duration, string, error) {
 	var (
 		sent    time.Time
 		stopErr = make(chan error, 1)
 		once    sync.Once
 	)
 	var sentMu sync.Mutex
-	log := follow(ctx, c, req, true, false, func(*line) bool {
+	log := follow(submitting(ctx, c, sid, "t1", ask(size), true), true, false, func(*line) {
 		once.Do(func() {
 			go func() {
 				time.Sleep(wait)
 				sentMu.Lock()
 				sent = time.Now()
 				sentMu.Unlock()
-				stopErr <- postStop(ctx, c, base, sid, "t1")
+				stopErr <- c.Stop(ctx, sid, "t1")
 			}()
 		})
-		return true
 	})
 	last := log.last()
 	if last == nil {
@@ -538,23 +523,18 @@ func crashOne(ctx context.Context, reader *wiring, endpoint, table string, curso
 		w.waitIdle(30 * time.Second)
 		w.close()
 	}()
-	req, err := submitRequest(w.base, sid, "t1", ask(size), true)
-	if err != nil {
-		return 0, 0, false, err
-	}
 	rng := mrand.New(mrand.NewPCG(seed, 11))
 	wait := time.Second + time.Duration(rng.Int64N(int64(3*time.Second)))
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var once sync.Once
-	log := follow(sctx, newHTTPClient(1, nil), req, true, false, func(l *line) bool {
+	log := follow(submitting(sctx, w.client(newHTTPClient(1, nil)), sid, "t1", ask(size), true), true, false, func(*line) {
 		once.Do(func() {
 			time.AfterFunc(wait, func() {
 				cut.cut.Store(true) // the process is gone: nothing more lands
 				cancel()
 			})
 		})
-		return l.Status != protocol.StatusComplete
 	})
 	if !cut.cut.Load() {
 		return 0, 0, false, fmt.Errorf("crash turn %s ended before the cut (%d lines, %v)", sid, len(log.Lines), log.Err)
@@ -568,10 +548,11 @@ func crashOne(ctx context.Context, reader *wiring, endpoint, table string, curso
 	// crash record from then on.
 	hc := newHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
+	history := reader.client(hc)
 	deadline := time.Now().Add(lease + 15*time.Second)
 	for time.Now().Before(deadline) {
-		turns, err := historyAll(ctx, hc, reader.base, sid)
-		if err == nil && len(turns) == 1 && turns[0].Status == chat.TurnError {
+		turns, err := history.AllTurns(ctx, sid)
+		if err == nil && len(turns) == 1 && turns[0].Status == string(chat.TurnError) {
 			t := turns[0]
 			stored := 0
 			for _, m := range t.Messages {

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
+	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
-	"github.com/turnstream/turnstream/pkg/sessionapi"
 )
 
 // loadConfig shapes the load run.
@@ -132,8 +132,9 @@ func longText(lease time.Duration) string {
 // every session through the history handler with faults off.
 func runLoad(ctx context.Context, w *wiring, inj *faultInjector, prefix string, cfg loadConfig) *loadReport {
 	rep := &loadReport{Sessions: cfg.Sessions, Injected: map[string]int{}, Aimed: map[string]int{}, Outcomes: map[string]int{}}
-	c := newHTTPClient(cfg.Workers, nil)
-	defer c.CloseIdleConnections()
+	hc := newHTTPClient(cfg.Workers, nil)
+	defer hc.CloseIdleConnections()
+	c := w.client(hc)
 
 	var mu sync.Mutex
 	records := map[string][]loadRecord{}
@@ -145,7 +146,7 @@ func runLoad(ctx context.Context, w *wiring, inj *faultInjector, prefix string, 
 		wg.Go(func() {
 			for i := range sessions {
 				sid := fmt.Sprintf("%s-load-%d", prefix, i)
-				recs := runSession(ctx, c, w, sid, i, cfg, mrand.New(mrand.NewPCG(cfg.Seed, uint64(i))))
+				recs := runSession(ctx, c, sid, i, cfg, mrand.New(mrand.NewPCG(cfg.Seed, uint64(i))))
 				mu.Lock()
 				records[sid] = recs
 				mu.Unlock()
@@ -169,17 +170,16 @@ func runLoad(ctx context.Context, w *wiring, inj *faultInjector, prefix string, 
 				recs[i].Ops = tr.snapshot()
 			}
 		}
-		verifySession(ctx, c, w, sid, recs, cfg, checkedAt, rep)
+		verifySession(ctx, c, sid, recs, cfg, checkedAt, rep)
 	}
 	// Leases left by a failed release end on their own: wait until the
 	// last one has expired and check that no session reports a running
 	// turn any more.
 	time.Sleep(time.Until(checkedAt.Add(cfg.Lease + 100*time.Millisecond)))
 	for sid := range records {
-		var s sessionapi.SessionSummary
-		status, _, err := getJSON(ctx, c, w.base+"/history/sessions/"+sid, &s)
-		if err != nil || status != http.StatusOK {
-			rep.problem("session %s: status %d, %v", sid, status, err)
+		s, err := c.Session(ctx, sid)
+		if err != nil {
+			rep.problem("session %s: %v", sid, err)
 			continue
 		}
 		if s.CurrentTurn != nil {
@@ -212,7 +212,7 @@ func aimFor(i, k int) *aim {
 // turn id; a stream that reports its turn unsaved (SERVER_INTERNAL,
 // SESSION_CONFLICT) is replayed to read the recorded outcome; anything
 // else moves on to the next turn.
-func runSession(ctx context.Context, c *http.Client, w *wiring, sid string, i int, cfg loadConfig, rng *mrand.Rand) []loadRecord {
+func runSession(ctx context.Context, c *client.Client, sid string, i int, cfg loadConfig, rng *mrand.Rand) []loadRecord {
 	var recs []loadRecord
 	for k := range cfg.Turns {
 		tid := fmt.Sprintf("t%d", k)
@@ -230,7 +230,7 @@ func runSession(ctx context.Context, c *http.Client, w *wiring, sid string, i in
 			} else if rng.Float64() < cfg.DisconnectRate {
 				o.DisconnectAfter = 1
 			}
-			res = submit(ctx, c, w.base, sid, tid, input, o)
+			res = submit(ctx, c, sid, tid, input, o)
 			recs = append(recs, loadRecord{Session: sid, Turn: tid, Aim: o.Aim, Res: res})
 			if retryable(res) && time.Now().Before(giveUp) {
 				time.Sleep(50 * time.Millisecond)
@@ -242,7 +242,7 @@ func runSession(ctx context.Context, c *http.Client, w *wiring, sid string, i in
 			continue
 		}
 		for range 100 { // replay: the recorded outcome, once the lease is free
-			rr := submit(ctx, c, w.base, sid, tid, input, submitOptions{TurnScope: true, RecordLines: true})
+			rr := submit(ctx, c, sid, tid, input, submitOptions{TurnScope: true, RecordLines: true})
 			recs = append(recs, loadRecord{Session: sid, Turn: tid, Replay: true, Res: rr})
 			if !retryable(rr) || !time.Now().Before(giveUp) {
 				break
@@ -461,13 +461,13 @@ func judge(f facts, res *turnResult, earlier applied, saved bool, lease time.Dur
 
 // verifySession checks one session's records against their calls and
 // the session's history.
-func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, recs []loadRecord, cfg loadConfig, checkedAt time.Time, rep *loadReport) {
-	turns, err := historyAll(ctx, c, w.base, sid)
+func verifySession(ctx context.Context, c *client.Client, sid string, recs []loadRecord, cfg loadConfig, checkedAt time.Time, rep *loadReport) {
+	turns, err := c.AllTurns(ctx, sid)
 	if err != nil {
 		rep.problem("history of %s: %v", sid, err)
 		return
 	}
-	saved := map[string]*sessionapi.TurnSummary{}
+	saved := map[string]*client.TurnSummary{}
 	seen := map[string]int{}
 	ordinals := map[int64]bool{}
 	for i, t := range turns {
@@ -605,10 +605,9 @@ func verifySession(ctx context.Context, c *http.Client, w *wiring, sid string, r
 	}
 	checkLines(sid, recs, all, cfg, rep)
 
-	var s sessionapi.SessionSummary
-	status, _, err := getJSON(ctx, c, w.base+"/history/sessions/"+sid, &s)
-	if err != nil || status != http.StatusOK {
-		rep.problem("session %s: status %d, %v", sid, status, err)
+	s, err := c.Session(ctx, sid)
+	if err != nil {
+		rep.problem("session %s: %v", sid, err)
 		return
 	}
 	if s.CurrentTurn != nil {

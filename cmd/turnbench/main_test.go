@@ -117,27 +117,3 @@ func TestQuickRun(t *testing.T) {
 		t.Errorf("no table header in the output")
 	}
 }
-
-func TestLineReader(t *testing.T) {
-	tests := map[string]struct {
-		in   string
-		want []string
-	}{
-		"lines":             {"a\nbb\n", []string{"a", "bb"}},
-		"trailing fragment": {"a\nbb", []string{"a", "bb"}},
-		"empty":             {"", nil},
-		"long line":         {strings.Repeat("x", 200_000) + "\ny\n", []string{strings.Repeat("x", 200_000), "y"}},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			var got []string
-			err := readLines(strings.NewReader(tc.in), func(line []byte) bool {
-				got = append(got, string(line))
-				return true
-			})
-			if err != nil || !slices.Equal(got, tc.want) {
-				t.Errorf("readLines = %d lines, %v; want %d lines", len(got), err, len(tc.want))
-			}
-		})
-	}
-}

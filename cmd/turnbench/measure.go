@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	neturl "net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -14,8 +13,8 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
-	"github.com/turnstream/turnstream/pkg/sessionapi"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 )
@@ -48,12 +47,13 @@ type budgetResult struct {
 // measureBudgets runs sessions x 2 completed turns (the first creates the
 // session, the second loads one turn of context) and one history page per
 // session, counting each request's DynamoDB calls through its trace.
-func measureBudgets(ctx context.Context, w *wiring, c *http.Client, prefix string, sessions int) (*budgetResult, error) {
+func measureBudgets(ctx context.Context, w *wiring, hc *http.Client, prefix string, sessions int) (*budgetResult, error) {
+	c := w.client(hc)
 	r := &budgetResult{}
 	for i := range sessions {
 		sid := fmt.Sprintf("%s-budget-%d", prefix, i)
 		for k := range 2 {
-			res := submit(ctx, c, w.base, sid, fmt.Sprintf("t%d", k), "How many requests does a turn cost?", submitOptions{})
+			res := submit(ctx, c, sid, fmt.Sprintf("t%d", k), "How many requests does a turn cost?", submitOptions{})
 			if res.Err != nil || !res.acknowledged() {
 				return nil, fmt.Errorf("budget turn %s/t%d not acknowledged (status %d, %v)", sid, k, res.Status, res.Err)
 			}
@@ -68,10 +68,9 @@ func measureBudgets(ctx context.Context, w *wiring, c *http.Client, prefix strin
 				r.ContTurnMax = max(r.ContTurnMax, n)
 			}
 		}
-		var page sessionapi.TurnPage
-		status, id, err := getJSON(ctx, c, w.base+"/history/sessions/"+sid+"/turns?limit=10", &page)
-		if err != nil || status != http.StatusOK || len(page.Turns) != 2 {
-			return nil, fmt.Errorf("history page of %s: status %d, %d turns, %v", sid, status, len(page.Turns), err)
+		page, id, err := turnsPage(ctx, c, sid, client.PageOptions{Limit: 10})
+		if err != nil || len(page.Turns) != 2 {
+			return nil, fmt.Errorf("history page of %s: %v, %+v", sid, err, page)
 		}
 		n := len(w.trace(id).snapshot())
 		r.Pages++
@@ -99,8 +98,9 @@ type throughputResult struct {
 // (a new session every 10 turns, so context loads stay small) for d, and
 // returns completed turns per second with where a turn's time went.
 func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d time.Duration) *throughputResult {
-	c := newHTTPClient(conc, nil)
-	defer c.CloseIdleConnections()
+	hc := newHTTPClient(conc, nil)
+	defer hc.CloseIdleConnections()
+	c := w.client(hc)
 	var (
 		mu                 sync.Mutex
 		done, notDone      int64
@@ -116,7 +116,7 @@ func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d t
 		wg.Go(func() {
 			for k := 0; time.Now().Before(deadline); k++ {
 				sid := fmt.Sprintf("%s-tp%d-w%d-s%d", prefix, conc, wk, k/10)
-				res := submit(ctx, c, w.base, sid, fmt.Sprintf("t%d", k), "ping", submitOptions{})
+				res := submit(ctx, c, sid, fmt.Sprintf("t%d", k), "ping", submitOptions{})
 				mu.Lock()
 				if res.acknowledged() {
 					done++
@@ -192,11 +192,12 @@ func summarize(d []time.Duration) latencies {
 // on new sessions made directly on the store (the claim's own round trip,
 // the baseline), so both see the same load on the machine.
 func firstSnapshot(ctx context.Context, w *wiring, store chat.Store, prefix string, n int) (ttfs, claim latencies, err error) {
-	c := newHTTPClient(1, nil)
-	defer c.CloseIdleConnections()
+	hc := newHTTPClient(1, nil)
+	defer hc.CloseIdleConnections()
+	c := w.client(hc)
 	var td, cd []time.Duration
 	for i := range n {
-		res := submit(ctx, c, w.base, fmt.Sprintf("%s-ttfs-%d", prefix, i), "t1", "ping", submitOptions{})
+		res := submit(ctx, c, fmt.Sprintf("%s-ttfs-%d", prefix, i), "t1", "ping", submitOptions{})
 		if res.Err != nil || !res.acknowledged() {
 			return ttfs, claim, fmt.Errorf("first-snapshot turn %d: status %d, %v", i, res.Status, res.Err)
 		}
@@ -238,8 +239,9 @@ var priorTurnText = strings.Repeat("Earlier question and answer of the same sess
 // given scope, and returns the means.
 func wireBytes(ctx context.Context, w *wiring, store chat.Store, prefix string, sessions int, turnScope bool) (*wireResult, error) {
 	var counted atomic.Int64
-	c := newHTTPClient(1, &counted)
-	defer c.CloseIdleConnections()
+	hc := newHTTPClient(1, &counted)
+	defer hc.CloseIdleConnections()
+	c := w.client(hc)
 	scope := "session"
 	if turnScope {
 		scope = "turn"
@@ -251,7 +253,7 @@ func wireBytes(ctx context.Context, w *wiring, store chat.Store, prefix string, 
 			return nil, err
 		}
 		counted.Store(0)
-		res := submit(ctx, c, w.base, sid, "t-measured", answerText, submitOptions{TurnScope: turnScope})
+		res := submit(ctx, c, sid, "t-measured", answerText, submitOptions{TurnScope: turnScope})
 		if res.Err != nil || !res.acknowledged() {
 			return nil, fmt.Errorf("wire turn %s: status %d, %v", sid, res.Status, res.Err)
 		}
@@ -348,9 +350,9 @@ func historyDepth(ctx context.Context, w *wiring, store chat.Store, prefix strin
 	r := &pageResult{Seed: time.Since(t0)}
 	hc := newHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
-	base := w.base + "/history/sessions/" + sid + "/turns?limit=10"
+	c := w.client(hc)
 	var err error
-	if r.Latency, err = pages(ctx, hc, w, base, int64(depth), n, &r.MaxQueries); err != nil {
+	if r.Latency, err = pages(ctx, c, w, sid, "", int64(depth), n, &r.MaxQueries); err != nil {
 		return nil, err
 	}
 	if depth < 200 {
@@ -359,38 +361,32 @@ func historyDepth(ctx context.Context, w *wiring, store chat.Store, prefix strin
 	// Walk to the middle 100 turns a page, then measure the page there.
 	cursor, walked := "", 0
 	for walked < depth/2 {
-		url := w.base + "/history/sessions/" + sid + "/turns?limit=100"
-		if cursor != "" {
-			url += "&cursor=" + neturl.QueryEscape(cursor)
+		page, _, err := turnsPage(ctx, c, sid, client.PageOptions{Limit: 100, Cursor: cursor})
+		if err != nil || page.NextCursor == "" {
+			return nil, fmt.Errorf("walk %s: %v", sid, err)
 		}
-		var page sessionapi.TurnPage
-		status, _, err := getJSON(ctx, hc, url, &page)
-		if err != nil || status != http.StatusOK || page.NextCursor == nil {
-			return nil, fmt.Errorf("walk %s: status %d, %v", sid, status, err)
-		}
-		cursor = *page.NextCursor
+		cursor = page.NextCursor
 		walked += len(page.Turns)
 	}
 	r.MiddleAt = walked
-	mid := base + "&cursor=" + neturl.QueryEscape(cursor)
-	if r.Middle, err = pages(ctx, hc, w, mid, int64(depth-walked), n, &r.MaxQueries); err != nil {
+	if r.Middle, err = pages(ctx, c, w, sid, cursor, int64(depth-walked), n, &r.MaxQueries); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// pages GETs url n times, checks that each is a full page of 10 whose
-// first turn has ordinal first, records the most DynamoDB requests one
-// page sent in maxQueries and returns the latencies.
-func pages(ctx context.Context, hc *http.Client, w *wiring, url string, first int64, n int, maxQueries *int) (latencies, error) {
+// pages reads the page of 10 of sid's turns at cursor n times, checks
+// that each is a full page whose first turn has ordinal first, records
+// the most DynamoDB requests one page sent in maxQueries and returns the
+// latencies.
+func pages(ctx context.Context, c *client.Client, w *wiring, sid, cursor string, first int64, n int, maxQueries *int) (latencies, error) {
 	var d []time.Duration
 	for range n {
-		var page sessionapi.TurnPage
 		start := time.Now()
-		status, id, err := getJSON(ctx, hc, url, &page)
+		page, id, err := turnsPage(ctx, c, sid, client.PageOptions{Limit: 10, Cursor: cursor})
 		d = append(d, time.Since(start))
-		if err != nil || status != http.StatusOK {
-			return latencies{}, fmt.Errorf("history page: status %d, %v", status, err)
+		if err != nil {
+			return latencies{}, fmt.Errorf("history page: %w", err)
 		}
 		if len(page.Turns) != 10 || page.Turns[0].Ordinal != first {
 			return latencies{}, fmt.Errorf("history page: %d turns from ordinal %d, want 10 from %d", len(page.Turns), page.Turns[0].Ordinal, first)

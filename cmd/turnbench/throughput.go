@@ -401,8 +401,9 @@ func bareWrites(ctx context.Context, client dynamo.Client, table, prefix string,
 // new session every 10 turns, as turnsPerSecond does) and returns the
 // acknowledged and other turns and the sum of acknowledged turn times.
 func backToBack(ctx context.Context, w *wiring, prefix string, conc int, d time.Duration) (int64, int64, time.Duration, error) {
-	c := newHTTPClient(conc, nil)
-	defer c.CloseIdleConnections()
+	hc := newHTTPClient(conc, nil)
+	defer hc.CloseIdleConnections()
+	c := w.client(hc)
 	var done, notDone, total atomic.Int64
 	var firstErr error
 	var once sync.Once
@@ -412,7 +413,7 @@ func backToBack(ctx context.Context, w *wiring, prefix string, conc int, d time.
 		wg.Go(func() {
 			for k := 0; time.Now().Before(deadline); k++ {
 				sid := fmt.Sprintf("%s-tq%d-w%d-s%d", prefix, conc, wk, k/10)
-				res := submit(ctx, c, w.base, sid, fmt.Sprintf("t%d", k), "ping", submitOptions{})
+				res := submit(ctx, c, sid, fmt.Sprintf("t%d", k), "ping", submitOptions{})
 				if res.acknowledged() {
 					done.Add(1)
 					total.Add(int64(res.Total))

@@ -131,14 +131,11 @@ func measureWire(ctx context.Context, store chat.Store, prefix string, f time.Du
 		return err
 	}
 	var counted atomic.Int64
-	c := newHTTPClient(1, &counted)
-	defer c.CloseIdleConnections()
-	req, err := submitRequest(w.base, sid, "t-measured", ask(pw.Size), pw.TurnScope)
-	if err != nil {
-		return err
-	}
+	hc := newHTTPClient(1, &counted)
+	defer hc.CloseIdleConnections()
+	open := submitting(ctx, w.client(hc), sid, "t-measured", ask(pw.Size), pw.TurnScope)
 	if pw.Compact {
-		cl, err := followCompact(ctx, c, req, sid)
+		cl, err := followCompact(open)
 		if err != nil || cl.Status != protocol.StatusComplete {
 			return fmt.Errorf("compact wire turn %s: %v", sid, err)
 		}
@@ -146,7 +143,7 @@ func measureWire(ctx context.Context, store chat.Store, prefix string, f time.Du
 		pw.Snapshots, pw.Appends, pw.MaxGap = cl.Snapshots, cl.Appends, cl.MaxGap()*f
 		return nil
 	}
-	log := follow(ctx, c, req, false, false, nil)
+	log := follow(open, false, false, nil)
 	last := log.last()
 	if log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
 		return fmt.Errorf("wire turn %s: %v, last %+v", sid, log.Err, last)
