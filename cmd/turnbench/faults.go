@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
+	"github.com/turnstream/turnstream/internal/dynamobench"
 )
 
 // The load run injects its DynamoDB faults at the HTTP transport, below
@@ -95,7 +96,7 @@ func (f *faultInjector) rule(a ddbfault.Attempt) ddbfault.Fault {
 // load run aims one at some turns so that each case is covered in every
 // run, beside the random faults.
 type aim struct {
-	Kind  string // a call kind, or a claim write (claimWrite)
+	Kind  string // a call kind, or a claim write (dynamobench.ClaimWrite)
 	Fault ddbfault.Fault
 	Every bool
 	// Long makes the turn stream for longer than its lease, so that it
@@ -130,19 +131,19 @@ func (a *aim) matches(rec *opRecord) bool {
 // aims are the cases the load run aims at, each the fault of one kind
 // of call of one turn.
 var aims = []aim{
-	{Kind: claimWrite, Fault: ddbfault.LoseAnswer},                     // applied; the SDK's retry fails its own condition
-	{Kind: claimWrite, Fault: ddbfault.ServerErrorAfter, Every: true},  // applied; every answer a 500
-	{Kind: claimWrite, Fault: ddbfault.Hang},                           // the attempt timeout cuts it; the retry claims
-	{Kind: claimWrite, Fault: ddbfault.ServerErrorBefore, Every: true}, // never applied: 500, the client retries
-	{Kind: kindContext, Fault: ddbfault.ServerErrorBefore, Every: true},
-	{Kind: kindSave, Fault: ddbfault.LoseAnswer},
-	{Kind: kindSave, Fault: ddbfault.ServerErrorAfter, Every: true},  // saved, so reported saved
-	{Kind: kindSave, Fault: ddbfault.ServerErrorBefore, Every: true}, // not saved: reported so
-	{Kind: kindSave, Fault: ddbfault.Hang, Every: true},
-	{Kind: kindRelease, Fault: ddbfault.ServerErrorAfter, Every: true},
-	{Kind: kindRelease, Fault: ddbfault.ServerErrorBefore, Every: true}, // the lease is left to expire
-	{Kind: kindRenew, Fault: ddbfault.Hang, Every: true, Long: true},    // the lease can no longer be proven
-	{Kind: kindRenew, Fault: ddbfault.LoseAnswer, Long: true},
+	{Kind: dynamobench.ClaimWrite, Fault: ddbfault.LoseAnswer},                     // applied; the SDK's retry fails its own condition
+	{Kind: dynamobench.ClaimWrite, Fault: ddbfault.ServerErrorAfter, Every: true},  // applied; every answer a 500
+	{Kind: dynamobench.ClaimWrite, Fault: ddbfault.Hang},                           // the attempt timeout cuts it; the retry claims
+	{Kind: dynamobench.ClaimWrite, Fault: ddbfault.ServerErrorBefore, Every: true}, // never applied: 500, the client retries
+	{Kind: dynamobench.KindContext, Fault: ddbfault.ServerErrorBefore, Every: true},
+	{Kind: dynamobench.KindSave, Fault: ddbfault.LoseAnswer},
+	{Kind: dynamobench.KindSave, Fault: ddbfault.ServerErrorAfter, Every: true},  // saved, so reported saved
+	{Kind: dynamobench.KindSave, Fault: ddbfault.ServerErrorBefore, Every: true}, // not saved: reported so
+	{Kind: dynamobench.KindSave, Fault: ddbfault.Hang, Every: true},
+	{Kind: dynamobench.KindRelease, Fault: ddbfault.ServerErrorAfter, Every: true},
+	{Kind: dynamobench.KindRelease, Fault: ddbfault.ServerErrorBefore, Every: true}, // the lease is left to expire
+	{Kind: dynamobench.KindRenew, Fault: ddbfault.Hang, Every: true, Long: true},    // the lease can no longer be proven
+	{Kind: dynamobench.KindRenew, Fault: ddbfault.LoseAnswer, Long: true},
 }
 
 // attemptRecord is one HTTP attempt of an API call.

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
+	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
 // loadConfig shapes the load run.
@@ -296,20 +298,20 @@ func factsOf(ops []opRecord) facts {
 	for i := range ops {
 		op := &ops[i]
 		switch {
-		case op.Kind == kindRead && strings.HasPrefix(op.SK, "TURN#"):
+		case op.Kind == dynamobench.KindRead && dynamo.ItemKindOf(op.SK) == dynamo.ItemTurn:
 			if save != nil && !op.Start.Before(save.End) {
 				f.saveResolved = f.saveResolved || op.Err == ""
 			} else if op.failed() {
 				f.claimFailed = true // the fence's read
 			}
-		case op.Kind == kindRead && (lastSession == nil || lastSession.Kind == kindClaim):
+		case op.Kind == dynamobench.KindRead && (lastSession == nil || lastSession.Kind == dynamobench.KindClaim):
 			if f.claimOp != nil && !op.Start.Before(f.claimOp.End) && op.Err == "" {
 				f.claimResolved = true
 			}
 			f.claimFailed = f.claimFailed || op.failed()
-		case op.Kind == kindClaim:
+		case op.Kind == dynamobench.KindClaim:
 			f.claimFailed = f.claimFailed || op.failed()
-			if op.Write == claimWrite || op.Write == takeoverWrite {
+			if op.Write == dynamobench.ClaimWrite || op.Write == dynamobench.TakeoverWrite {
 				lastSession = op
 				switch appliedOf(op) {
 				case appliedYes:
@@ -322,12 +324,12 @@ func factsOf(ops []opRecord) facts {
 					}
 				}
 			}
-			if a := appliedOf(op); op.Write == giveBackWrite && f.givenBack != appliedYes && a != appliedNo {
+			if a := appliedOf(op); op.Write == dynamobench.GiveBackWrite && f.givenBack != appliedYes && a != appliedNo {
 				f.givenBack = a
 			}
-		case op.Kind == kindContext:
+		case op.Kind == dynamobench.KindContext:
 			f.contextFailed = f.contextFailed || op.failed()
-		case op.Kind == kindRenew:
+		case op.Kind == dynamobench.KindRenew:
 			lastSession = op
 			if op.Err != "" || faulted(op) || !f.expiry.IsZero() && op.End.After(f.expiry) {
 				f.renewTrouble = true
@@ -338,12 +340,12 @@ func factsOf(ops []opRecord) facts {
 			case appliedUnknown:
 				f.expiryMaybe = later(f.expiryMaybe, op.Expiry)
 			}
-		case op.Kind == kindSave && op.Op == "UpdateItem":
+		case op.Kind == dynamobench.KindSave && op.Op == "UpdateItem":
 			save = op
 			f.saveCalled = true
 			f.save = appliedOf(op)
 			f.saveFailed = op.Err != ""
-		case op.Kind == kindRelease:
+		case op.Kind == dynamobench.KindRelease:
 			lastSession = op
 			f.release = appliedOf(op)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
 	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
@@ -52,7 +53,7 @@ func TestLoadTransportRecordsTheTruth(t *testing.T) {
 	if err != nil {
 		t.Fatalf("claim: %v", err)
 	}
-	if ops[0].Write != claimWrite || ops[0].Attempts[0].Fault != ddbfault.LoseAnswer || ops[0].Attempts[0].Status != http.StatusOK {
+	if ops[0].Write != dynamobench.ClaimWrite || ops[0].Attempts[0].Fault != ddbfault.LoseAnswer || ops[0].Attempts[0].Status != http.StatusOK {
 		t.Fatalf("claim write %+v, first attempt %+v; want a claim write applied (200) on a lost answer", ops[0], *ops[0].Attempts[0])
 	}
 	if f.claim != appliedYes || !f.claimLost || !f.claimResolved || !f.expiry.Equal(c.Lease.ExpiresAt) {
@@ -60,30 +61,30 @@ func TestLoadTransportRecordsTheTruth(t *testing.T) {
 	}
 
 	until := time.Now().Add(2 * time.Minute).Truncate(time.Millisecond)
-	f, ops, err = call(&aim{Kind: kindRenew, Fault: ddbfault.ServerErrorAfter}, func(ctx context.Context) error {
+	f, ops, err = call(&aim{Kind: dynamobench.KindRenew, Fault: ddbfault.ServerErrorAfter}, func(ctx context.Context) error {
 		_, err := store.RenewLease(ctx, chat.RenewRequest{Claim: c, ExpiresAt: until, Sequence: 1})
 		return err
 	})
-	if err != nil || len(ops) == 0 || ops[0].Kind != kindRenew || !ops[0].Expiry.Equal(until) || !f.expiry.Equal(until) || !f.renewTrouble {
+	if err != nil || len(ops) == 0 || ops[0].Kind != dynamobench.KindRenew || !ops[0].Expiry.Equal(until) || !f.expiry.Equal(until) || !f.renewTrouble {
 		t.Errorf("renewal: %v, calls %+v, facts %+v; want a renewal to %v, in trouble (it met a fault)", err, ops, f, until)
 	}
 
 	msgs := []protocol.Message{{ID: "t1-u", Role: protocol.RoleUser, Content: "x", Status: protocol.MessageComplete, CreatedAt: "2026-12-01T00:00:00.000Z"}}
 	turn := &chat.Turn{SessionID: "s1", TurnID: "t1", Ordinal: c.Lease.Ordinal, Status: chat.TurnComplete, Lineage: c.Lease.Lineage,
 		InputHash: c.Lease.InputHash, Messages: msgs, FirstSequence: 1, LastSequence: 2}
-	f, _, err = call(&aim{Kind: kindSave, Fault: ddbfault.ServerErrorBefore, Every: true}, func(ctx context.Context) error {
+	f, _, err = call(&aim{Kind: dynamobench.KindSave, Fault: ddbfault.ServerErrorBefore, Every: true}, func(ctx context.Context) error {
 		return store.SaveTurn(ctx, c, turn)
 	})
 	if err == nil || !f.saveCalled || f.save != appliedNo || !f.saveFailed || !f.saveResolved {
 		t.Errorf("save that never applied: %v, facts %+v; want an error, not applied, resolved", err, f)
 	}
-	f, _, err = call(&aim{Kind: kindSave, Fault: ddbfault.ServerErrorAfter, Every: true}, func(ctx context.Context) error {
+	f, _, err = call(&aim{Kind: dynamobench.KindSave, Fault: ddbfault.ServerErrorAfter, Every: true}, func(ctx context.Context) error {
 		return store.SaveTurn(ctx, c, turn)
 	})
 	if err != nil || f.save != appliedYes || !f.saveFailed || !f.saveResolved {
 		t.Errorf("save applied under 500s: %v, facts %+v; want saved (its call failed, its read resolved it)", err, f)
 	}
-	f, ops, err = call(&aim{Kind: kindRelease, Fault: ddbfault.Hang}, func(ctx context.Context) error {
+	f, ops, err = call(&aim{Kind: dynamobench.KindRelease, Fault: ddbfault.Hang}, func(ctx context.Context) error {
 		return store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 2})
 	})
 	if err != nil || f.release != appliedYes || ops[0].Attempts[0].Fault != ddbfault.Hang || ops[0].Attempts[0].Forwarded {

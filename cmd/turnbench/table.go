@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/turnstream/turnstream/internal/dynamobench"
 )
 
 // writeTable renders rep as one markdown table: figure, measured value,
@@ -66,7 +68,7 @@ func handlerRows(rep *report, set settings) [][4]string {
 			fails = fmt.Sprintf(", %d not completed", tr.NotDone)
 		}
 		perKind := []string{}
-		for _, k := range []string{kindClaim, kindContext, kindSave, kindRelease, kindRenew} {
+		for _, k := range []string{dynamobench.KindClaim, dynamobench.KindContext, dynamobench.KindSave, dynamobench.KindRelease, dynamobench.KindRenew} {
 			if d, ok := tr.ByKind[k]; ok {
 				perKind = append(perKind, k+" "+ms(d))
 			}

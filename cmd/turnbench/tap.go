@@ -5,14 +5,12 @@ import (
 	"maps"
 	"regexp"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
-	"github.com/turnstream/turnstream/pkg/store/dynamo"
-	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
+	"github.com/turnstream/turnstream/internal/dynamobench"
 )
 
 // ---- the DynamoDB tap: counting and tracing ------------------------------
@@ -21,9 +19,9 @@ import (
 type opRecord struct {
 	Op   string // operation name, e.g. "UpdateItem"
 	SK   string // the sort key of a keyed call ("SESSION", "TURN#..."), "" for Query
-	Kind string // what the call was for (kindOf)
-	// Write tells the claim's writes apart (claimWrite, takeoverWrite,
-	// fenceWrite); "" for other calls.
+	Kind string // what the call was for (dynamobench.Classify)
+	// Write tells the claim's writes apart (dynamobench.ClaimWrite,
+	// TakeoverWrite, FenceWrite); "" for other calls.
 	Write string
 	// Expiry is the lease expiry a claim or a renewal writes (zero for
 	// other calls, or when it cannot be read from the request).
@@ -121,7 +119,8 @@ func newTap() *tap {
 func (t *tap) call(ctx context.Context, r dynamobench.Request) (context.Context, func(dynamobench.Outcome)) {
 	t.calls.Add(1)
 	call := &callState{rec: opRecord{Op: r.Op, Start: time.Now()}}
-	call.rec.SK, call.rec.Kind, call.rec.Write, call.rec.Expiry = kindOf(r)
+	p := dynamobench.Classify(r)
+	call.rec.SK, call.rec.Kind, call.rec.Write, call.rec.Expiry = p.SK, p.Kind, p.Write, p.Expiry
 	ctx = context.WithValue(ctx, callKey{}, call)
 	return ctx, func(o dynamobench.Outcome) {
 		if o.Attempts > 1 {
@@ -164,103 +163,4 @@ func (t *tap) attemptErrors() map[string]int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return maps.Clone(t.attemptErr)
-}
-
-// What a DynamoDB call of a turn request was for, from its request: the
-// claim's phase (kindClaim: the claim's UpdateItem, a takeover's fence of
-// the crashed turn and its compare-and-set, a give-back, the turn id
-// lookup of a full window), the context load, renewals, the save, the
-// release; kindRead is a consistent GetItem (the read that classifies a
-// failed condition or resolves an unknown outcome), attributed to the
-// write it follows by readsOf.
-const (
-	kindClaim   = "claim"
-	kindContext = "context"
-	kindRenew   = "renew"
-	kindSave    = "save"
-	kindRelease = "release"
-	// kindCheckpoint is a checkpoint of a running turn (its live item,
-	// deltas, running turn item), where the store has them.
-	kindCheckpoint = "checkpoint"
-	kindRead       = "read"
-	kindOther      = "other"
-)
-
-// Sub-kinds of kindClaim writes, told apart where it matters.
-const (
-	claimWrite    = "claim write"    // the claim's own UpdateItem
-	takeoverWrite = "takeover write" // a takeover's compare-and-set that claims
-	// takeoverRecord is a takeover's compare-and-set that records the
-	// crashed turn and claims nothing (the turn id was rejected).
-	takeoverRecord = "takeover record"
-	fenceWrite     = "fence" // a takeover's fence of the crashed turn
-	// giveBackWrite undoes a claim that must not run (a rejected replay,
-	// or a turn id lookup that failed): the lease and the ordinal return.
-	giveBackWrite = "give back"
-)
-
-// kindOf classifies a call by its request: the sort key, what it is for
-// (and which of the claim's writes), and the lease expiry it writes. It
-// reads the store's condition expressions, whose attribute names are
-// written out by hand (#name); the update expression's names come from
-// the SDK's builder (#0, #1).
-func kindOf(r dynamobench.Request) (sk, kind, write string, expiry time.Time) {
-	sk, cond := r.SK, r.Condition
-	switch r.Op {
-	case "UpdateItem":
-		switch {
-		case sk == "SESSION" && strings.Contains(cond, "attribute_not_exists(#leaseToken)"):
-			kind, write = kindClaim, claimWrite
-		case sk == "SESSION" && strings.Contains(cond, ":revision"):
-			kind, write = kindClaim, takeoverWrite
-		case sk == "SESSION" && slices.Contains(r.Names, "releasedToken"):
-			kind = kindRelease
-		case sk == "SESSION" && strings.Contains(cond, ":now") && strings.Contains(cond, "#leaseToken = :token"):
-			kind = kindRenew
-		case sk == "SESSION" && strings.Contains(cond, "#leaseToken = :token"):
-			kind, write = kindClaim, giveBackWrite
-		case strings.Contains(sk, "#LIVE") || strings.Contains(cond, ":running") && !strings.Contains(cond, ":crashed"):
-			kind = kindCheckpoint // the live item, or the running turn item a checkpoint writes
-		case strings.HasPrefix(sk, "TURN#") && slices.Contains(r.Names, "saveId"):
-			kind = kindSave
-		case strings.HasPrefix(sk, "TURN#") && strings.Contains(cond, ":crashed"):
-			kind, write = kindClaim, fenceWrite
-		default:
-			kind = kindOther
-		}
-		if write == claimWrite || write == takeoverWrite || kind == kindRenew {
-			expiry = r.LeaseExpiresAt
-		}
-		if write == takeoverWrite && expiry.IsZero() {
-			write = takeoverRecord // it writes no lease
-		}
-	case "GetItem":
-		kind = kindRead
-		if strings.Contains(sk, "#LIVE") {
-			kind = kindCheckpoint
-		}
-	case "PutItem":
-		kind = kindOther
-		switch {
-		case strings.Contains(sk, "#LIVE"):
-			kind = kindCheckpoint // a checkpoint's delta
-		case strings.Contains(sk, "#CHUNK#"):
-			kind = kindSave
-		}
-	case "DeleteItem":
-		kind = kindOther
-	case "Query":
-		sk = ""
-		switch r.Index {
-		case dynamo.VisibleIndex:
-			kind = kindContext // the context load (history pages are other requests)
-		case dynamo.TurnIDIndex:
-			kind = kindClaim // the turn id lookup of a full window
-		default:
-			kind = kindOther // a chunked turn's chunks, a crashed turn's checkpoints
-		}
-	default:
-		sk, kind = "", kindOther
-	}
-	return sk, kind, write, expiry
 }

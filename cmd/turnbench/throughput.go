@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
-	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 )
 
 // The throughput section (-only throughput) measures turns/s against the
@@ -190,7 +190,7 @@ func (m *callMeter) option() dynamobench.ClientOption {
 func (m *callMeter) call(ctx context.Context, r dynamobench.Request) (context.Context, func(dynamobench.Outcome)) {
 	kind := "bare"
 	if _, isBare := ctx.Value(bareKey{}).(bool); !isBare {
-		_, kind, _, _ = kindOf(r)
+		kind = dynamobench.Classify(r).Kind
 	}
 	at := &attemptTime{}
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: func(c httptrace.GotConnInfo) {
@@ -459,7 +459,7 @@ func throughputRows(levels []*tpLevel) [][4]string {
 	add := func(figure, measured, baseline, vs string) {
 		rows = append(rows, [4]string{figure, measured, baseline, vs})
 	}
-	kinds := []string{kindClaim, kindContext, kindSave, kindRelease}
+	kinds := []string{dynamobench.KindClaim, dynamobench.KindContext, dynamobench.KindSave, dynamobench.KindRelease}
 	for _, l := range levels {
 		n := len(l.Turns)
 		idx := make([]int, n)

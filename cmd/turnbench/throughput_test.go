@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
-	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
+	"github.com/turnstream/turnstream/internal/dynamobench"
 )
 
 // TestThroughputSection runs the quick throughput section on dynalite
@@ -39,7 +39,7 @@ func TestThroughputSection(t *testing.T) {
 		if tp.Done == 0 || tp.NotDone != 0 {
 			t.Errorf("%d sessions: %d turns acknowledged, %d not", l.Conc, tp.Done, tp.NotDone)
 		}
-		for _, k := range []string{kindClaim, kindSave, kindRelease} {
+		for _, k := range []string{dynamobench.KindClaim, dynamobench.KindSave, dynamobench.KindRelease} {
 			s := tp.Calls[k]
 			if s == nil || s.N < tp.Done || s.Sent == 0 || s.HTTP <= 0 || s.Call < s.HTTP {
 				t.Errorf("%d sessions, %s calls: %+v for %d turns; want one a turn at least, bodies sent, HTTP time within the call's", l.Conc, k, s, tp.Done)

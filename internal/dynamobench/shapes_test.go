@@ -9,8 +9,8 @@ import (
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
 	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
-	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 )
 
 // TestShapes: every shape seeds its item (again without harm), writes

@@ -54,9 +54,9 @@ func Shapes() []Shape {
 		{Name: "item of 4 KB", seed: map[string]types.AttributeValue{
 			"blob": &types.AttributeValueMemberS{Value: strings.Repeat("x", 4000)},
 		}},
-		{Name: "item in both LSIs (turnId, visibleKey set)", sk: "TURN#000000000001", seed: map[string]types.AttributeValue{
-			"turnId":     &types.AttributeValueMemberS{Value: "t0"},
-			"visibleKey": &types.AttributeValueMemberS{Value: "000000000001"},
+		{Name: "item in both LSIs (turnId, visibleKey set)", sk: dynamo.TurnSortKey(1), seed: map[string]types.AttributeValue{
+			dynamo.AttrTurnID:     &types.AttributeValueMemberS{Value: "t0"},
+			dynamo.AttrVisibleKey: &types.AttributeValueMemberS{Value: dynamo.OrdinalKey(1)},
 		}},
 	}
 }

@@ -3,7 +3,6 @@ package dynamobench
 import (
 	"context"
 	"math"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,7 +95,7 @@ func (m *Meter) Session(sessionID string) Account {
 func (m *Meter) NoCapacity() int64 { return m.noCapacity.Load() }
 
 func (m *Meter) account(pk string, fn func(s *Account)) {
-	id := strings.TrimPrefix(pk, "SESSION#")
+	id, _ := dynamo.SessionIDOf(pk)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.sessions[id]
@@ -107,14 +106,10 @@ func (m *Meter) account(pk string, fn func(s *Account)) {
 	fn(s)
 }
 
-// turnItemSK matches the sort key of a turn item (not its live, delta or
-// chunk items).
-var turnItemSK = regexp.MustCompile(`^TURN#[0-9]+$`)
-
 // write runs one write on key, accounting it under its session.
 func (m *Meter) write(ctx context.Context, key map[string]types.AttributeValue, do func() (*types.ConsumedCapacity, map[string]types.AttributeValue, error)) error {
 	pk, sk := strAttr(key, dynamo.AttrPK), strAttr(key, dynamo.AttrSK)
-	sized := m.raw != nil && turnItemSK.MatchString(sk)
+	sized := m.raw != nil && dynamo.ItemKindOf(sk) == dynamo.ItemTurn
 	var before map[string]types.AttributeValue
 	if sized {
 		before = m.read(ctx, key)
@@ -146,7 +141,7 @@ func (m *Meter) write(ctx context.Context, key map[string]types.AttributeValue, 
 				s.TurnItemBytes = itemSize(after)
 			}
 		}
-		if strings.HasSuffix(sk, "#LIVE") {
+		if dynamo.ItemKindOf(sk) == dynamo.ItemLive {
 			s.LiveWrites++
 			if n, ok := attrs["sequence"].(*types.AttributeValueMemberN); ok {
 				if seq, perr := strconv.ParseInt(n.Value, 10, 64); perr == nil {

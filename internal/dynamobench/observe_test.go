@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
-	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 )
 
 func TestMain(m *testing.M) { dynalite.Main(m) }

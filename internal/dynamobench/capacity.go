@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math"
 	"regexp"
-	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -177,10 +176,10 @@ func (m *CapacityMeter) get(ctx context.Context, key map[string]types.AttributeV
 
 // itemKind names the kind of the item with sort key sk.
 func itemKind(sk string) string {
-	switch {
-	case sk == "SESSION":
+	switch dynamo.ItemKindOf(sk) {
+	case dynamo.ItemSession:
 		return CapacitySessionItem
-	case strings.Contains(sk, "#LIVE"):
+	case dynamo.ItemLive, dynamo.ItemDelta:
 		return CapacityCheckpoint
 	default:
 		return CapacityTurnItem // turn, fence and chunk items

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -278,11 +277,16 @@ const leaseExpiresAt = "leaseExpiresAt"
 // sessionOfQuery returns the session pk a Query's key condition names.
 func sessionOfQuery(in *dynamodb.QueryInput) string {
 	for _, v := range in.ExpressionAttributeValues {
-		if s, ok := v.(*types.AttributeValueMemberS); ok && strings.HasPrefix(s.Value, "SESSION#") {
+		if s, ok := v.(*types.AttributeValueMemberS); ok && isSessionPK(s.Value) {
 			return s.Value
 		}
 	}
 	return ""
+}
+
+func isSessionPK(pk string) bool {
+	_, ok := dynamo.SessionIDOf(pk)
+	return ok
 }
 
 func strAttr(item map[string]types.AttributeValue, name string) string {
