@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -95,7 +94,7 @@ func capacitySection(ctx context.Context, client, raw dynamo.Client, table strin
 		if err != nil {
 			return nil, err
 		}
-		defer w.close()
+		defer w.Close()
 		wirings[cp] = w
 	}
 	hc := newHTTPClient(1, nil)
@@ -112,7 +111,7 @@ func capacitySection(ctx context.Context, client, raw dynamo.Client, table strin
 		}
 		w := wirings[st.Checkpoints]
 		m.Take()
-		log := follow(submitting(ctx, w.client(hc), sid, uuidLike(), ask(capacityAnswer), false), false, false, nil)
+		log := follow(submitting(ctx, w.Client(hc), sid, uuidLike(), ask(capacityAnswer), false), false, false, nil)
 		if last := log.last(); log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
 			return nil, fmt.Errorf("capacity turn %d: %v, last line %+v", st.Ordinal, log.Err, last)
 		}
@@ -201,19 +200,12 @@ func capacityRows(res []*capacityResult) [][4]string {
 	return rows
 }
 
-// runCapacity is run with -capacity: the capacity section alone, in its
-// own table.
-func runCapacity(ctx context.Context, rep *report, client, raw dynamo.Client, table string, cursorKey []byte, progress func(string, ...any), stdout io.Writer) (*report, error) {
-	res, err := capacitySection(ctx, client, raw, table, cursorKey, rep.Quick, progress)
+// capacityRun is the capacity section (-only capacity, -capacity).
+func capacityRun(ctx context.Context, b *bench, rep *report, _ map[string]bool) error {
+	raw, err := b.rawClient(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rep.Load = &loadReport{} // not run: nothing to verify
-	progress("done")
-	ew := &errWriter{w: stdout}
-	ew.printf("| figure | measured | baseline (same run) | measured vs baseline |\n| --- | --- | --- | --- |\n")
-	for _, r := range capacityRows(res) {
-		ew.printf("| %s | %s | %s | %s |\n", cell(r[0]), cell(r[1]), cell(r[2]), cell(r[3]))
-	}
-	return rep, ew.err
+	rep.Capacity, err = capacitySection(ctx, b.client, raw, b.table, b.cursorKey, rep.Quick, b.progress)
+	return err
 }

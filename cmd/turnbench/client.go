@@ -7,54 +7,23 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/loadcheck"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // The benchmark's clients are pkg/client's, as the bench principal, over
-// HTTP clients whose transport adds the bench headers a request's context
-// carries (the request id its DynamoDB calls are filed under, the faults
-// it aims at).
+// HTTP clients whose transport adds the headers a request's context
+// carries (loadcheck.Tag: the request id its DynamoDB calls are filed
+// under, the faults it aims at).
 
 // benchSubject is the dev-mode principal every benchmark session belongs to.
 const benchSubject = "bench"
-
-// benchIDs numbers requests for benchIDHeader.
-var benchIDs atomic.Int64
-
-// nextBenchID returns a new request id for benchIDHeader.
-func nextBenchID() string { return strconv.FormatInt(benchIDs.Add(1), 10) }
-
-type benchHeadersKey struct{}
-
-// withBenchHeaders returns ctx whose requests carry benchIDHeader id and,
-// when a is set, benchFaultHeader.
-func withBenchHeaders(ctx context.Context, id string, a *aim) context.Context {
-	h := http.Header{benchIDHeader: {id}}
-	if a != nil {
-		h.Set(benchFaultHeader, a.String())
-	}
-	return context.WithValue(ctx, benchHeadersKey{}, h)
-}
-
-// benchHeaders sets the bench headers of a request's context.
-type benchHeaders struct{ next http.RoundTripper }
-
-func (t benchHeaders) RoundTrip(r *http.Request) (*http.Response, error) {
-	if h, ok := r.Context().Value(benchHeadersKey{}).(http.Header); ok {
-		r = r.Clone(r.Context())
-		for k, v := range h {
-			r.Header[k] = v
-		}
-	}
-	return t.next.RoundTrip(r)
-}
 
 // countingConn counts the bytes read from a connection.
 type countingConn struct {
@@ -90,13 +59,13 @@ func newHTTPClient(conns int, wire *atomic.Int64) *http.Client {
 			return countingConn{Conn: c, n: wire}, nil
 		}
 	}
-	return &http.Client{Transport: benchHeaders{next: tr}}
+	return &http.Client{Transport: loadcheck.TagRequests(tr)}
 }
 
-// client returns a client of w's three functions as the bench principal
+// Client returns a client of w's three functions as the bench principal
 // over hc. A dropped stream is not resumed: every section reads its
 // streams as they come.
-func (w *wiring) client(hc *http.Client) *client.Client {
+func (w *wiring) Client(hc *http.Client) *client.Client {
 	c, err := client.New(client.Options{TurnURL: w.base + "/turn/", HistoryURL: w.base + "/history/",
 		HTTPClient: hc, Auth: client.Bearer(strings.TrimPrefix(auth.DevAuthorization(benchSubject), "Bearer ")),
 		Resume: client.ResumeOff})
@@ -104,137 +73,6 @@ func (w *wiring) client(hc *http.Client) *client.Client {
 		panic(err)
 	}
 	return c
-}
-
-// turnResult is what a client saw of one POST /turn/.
-type turnResult struct {
-	BenchID string
-	Status  int // HTTP status; 0 when the request failed before a response
-	// ErrorCode and Retryable are the JSON error of a non-200 response.
-	ErrorCode string
-	Retryable bool
-	// Lines is the number of NDJSON lines received; Bytes the body bytes.
-	Lines int
-	Bytes int
-	// FirstLine is when the first line arrived, measured from Sent.
-	Sent      time.Time
-	FirstLine time.Duration
-	// Total is Sent -> the end of the body (or the disconnect).
-	Total time.Duration
-	// Last is the last complete line received, decoded (nil if none or
-	// undecodable); LastRaw its bytes.
-	Last    *protocol.Event
-	LastRaw []byte
-	// Disconnected is set when the client cancelled the request mid-stream.
-	Disconnected bool
-	// Err is a transport or decoding failure.
-	Err error
-	// Received is every line with its arrival time (with
-	// submitOptions.RecordLines).
-	Received []lineRecord
-}
-
-// lineRecord is one NDJSON line as the client received it.
-type lineRecord struct {
-	Arrived   time.Time
-	EmittedAt time.Time // the line's emittedAt (millisecond precision); zero if unreadable
-	Event     string    // protocol.EventSnapshot or protocol.EventDiagnostic
-	Status    string    // a snapshot's status
-}
-
-// readLineRecord reads the fields of a line that lineRecord keeps (a
-// light decode: the last line gets the strict decoder).
-func readLineRecord(line []byte, arrived time.Time) lineRecord {
-	var l struct {
-		Event     string `json:"event"`
-		EmittedAt string `json:"emittedAt"`
-		Payload   struct {
-			Status string `json:"status"`
-		} `json:"payload"`
-	}
-	_ = json.Unmarshal(line, &l) // an undecodable line keeps zero fields
-	r := lineRecord{Arrived: arrived, Event: l.Event, Status: l.Payload.Status}
-	if t, err := time.Parse(time.RFC3339Nano, l.EmittedAt); err == nil {
-		r.EmittedAt = t
-	}
-	return r
-}
-
-// acknowledged reports whether the stream's last line is a terminal
-// snapshot with status complete: the turn the client may rely on.
-func (r *turnResult) acknowledged() bool {
-	return !r.Disconnected && r.Last != nil && r.Last.Snapshot != nil && r.Last.Snapshot.Status == protocol.StatusComplete
-}
-
-// lastDiagnostic returns the code of a last-line stream diagnostic, or "".
-func (r *turnResult) lastDiagnostic() string {
-	if r.Last != nil && r.Last.Diagnostic != nil {
-		return r.Last.Diagnostic.Code
-	}
-	return ""
-}
-
-// submitOptions shape one submission.
-type submitOptions struct {
-	// TurnScope asks for turn-scoped snapshots.
-	TurnScope bool
-	// DisconnectAfter, when > 0, cancels the request after that many lines.
-	DisconnectAfter int
-	// RecordLines keeps every line's arrival time and emittedAt.
-	RecordLines bool
-	// Aim asks the server for faults on the request's DynamoDB calls.
-	Aim *aim
-}
-
-// submit submits one turn through c and reads its stream. Only the last
-// line is decoded (with the strict protocol decoder: client.Stream.Drain),
-// so client CPU stays small next to the server's.
-func submit(ctx context.Context, c *client.Client, sessionID, turnID, input string, o submitOptions) *turnResult {
-	res := &turnResult{BenchID: nextBenchID()}
-	ctx, cancel := context.WithCancel(withBenchHeaders(ctx, res.BenchID, o.Aim))
-	defer cancel()
-	sub := client.Submit{SessionID: sessionID, TurnID: turnID, EventID: "e-" + turnID, Input: input}
-	if o.TurnScope {
-		sub.Scope = client.ScopeTurn
-	}
-	sub.OnLine = func(line []byte) {
-		if res.Lines == 0 {
-			res.FirstLine = time.Since(res.Sent)
-		}
-		if o.RecordLines {
-			res.Received = append(res.Received, readLineRecord(line, time.Now()))
-		}
-		res.Lines++
-		res.Bytes += len(line) + 1
-		if o.DisconnectAfter > 0 && res.Lines >= o.DisconnectAfter {
-			res.Disconnected = true
-			cancel()
-		}
-	}
-	res.Sent = time.Now()
-	s, err := c.Submit(ctx, sub)
-	if err != nil {
-		var e *client.Error
-		if errors.As(err, &e) && e.Kind == client.KindHTTP {
-			res.Status = e.Status
-			if e.Code() != client.CodeResponseInvalid {
-				res.ErrorCode, res.Retryable = e.Code(), e.Retryable()
-			}
-			return res
-		}
-		res.Err = err
-		return res
-	}
-	res.Status = http.StatusOK
-	res.Last, err = s.Drain()
-	res.Total = time.Since(res.Sent)
-	if raw := s.Line(); len(raw) > 0 {
-		res.LastRaw = append([]byte(nil), raw...)
-	}
-	if err := streamErr(err); err != nil && !res.Disconnected {
-		res.Err = fmt.Errorf("read stream: %w", err)
-	}
-	return res
 }
 
 // streamErr is what of a Drain error is a failure of the read: not the
@@ -372,7 +210,7 @@ func inputOf(n int) string {
 // turnsPage reads one page of a session's turns through c as a request of
 // its own bench id, which it returns (its trace's key).
 func turnsPage(ctx context.Context, c *client.Client, sessionID string, o client.PageOptions) (*client.TurnPage, string, error) {
-	id := nextBenchID()
-	p, err := c.Turns(withBenchHeaders(ctx, id, nil), sessionID, o)
+	id := loadcheck.NextID()
+	p, err := c.Turns(loadcheck.Tag(ctx, id, nil), sessionID, o)
 	return p, id, err
 }

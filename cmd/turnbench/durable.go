@@ -179,12 +179,12 @@ func checkpointCost(ctx context.Context, store, plain chat.Store, m *meter, pref
 	if err != nil {
 		return nil, err
 	}
-	defer on.close()
+	defer on.Close()
 	off, err := newTurnWiring(store, durableOptions(0))
 	if err != nil {
 		return nil, err
 	}
-	defer off.close()
+	defer off.Close()
 	out := make([]*costResult, len(sizes))
 	errs := make([]error, 2*len(sizes))
 	var wg sync.WaitGroup
@@ -203,7 +203,7 @@ func checkpointCost(ctx context.Context, store, plain chat.Store, m *meter, pref
 				}
 				hc := newHTTPClient(1, nil)
 				defer hc.CloseIdleConnections()
-				log := follow(submitting(ctx, w.client(hc), sid, "t1", ask(size), true), false, false, nil)
+				log := follow(submitting(ctx, w.Client(hc), sid, "t1", ask(size), true), false, false, nil)
 				last := log.last()
 				if log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
 					errs[2*i+k] = fmt.Errorf("cost turn %s: %v, last line %+v", sid, log.Err, last)
@@ -253,7 +253,7 @@ func resumeLatency(ctx context.Context, store chat.Store, m *meter, prefix strin
 	if err != nil {
 		return nil, err
 	}
-	defer w.close()
+	defer w.Close()
 	r := &resumeResult{Poll: turn.DefaultResumePollInterval, Increasing: true, Turns: ds.ResumeTurns}
 	var (
 		mu   sync.Mutex
@@ -266,7 +266,7 @@ func resumeLatency(ctx context.Context, store chat.Store, m *meter, prefix strin
 			sid := fmt.Sprintf("%s-resume-%d", prefix, i)
 			hc := newHTTPClient(2, nil)
 			defer hc.CloseIdleConnections()
-			c := w.client(hc)
+			c := w.Client(hc)
 			resumed := make(chan *streamLog, 1)
 			started := false
 			live := follow(submitting(ctx, c, sid, "t1", ask(ds.ResumeSize), true), true, true, func(*line) {
@@ -374,13 +374,13 @@ func stopLatency(ctx context.Context, store chat.Store, prefix string, ds durabl
 		if err != nil {
 			return nil, err
 		}
-		defer w.close()
+		defer w.Close()
 		jobs := make(chan int)
 		for wk := range 5 {
 			wg.Go(func() {
 				hc := newHTTPClient(2, nil)
 				defer hc.CloseIdleConnections()
-				c := w.client(hc)
+				c := w.Client(hc)
 				rng := mrand.New(mrand.NewPCG(uint64(wk), 7))
 				for i := range jobs {
 					sid := fmt.Sprintf("%s-stop-%s-%d", prefix, name, i)
@@ -477,7 +477,7 @@ func crashLoss(ctx context.Context, store chat.Store, endpoint, table string, cu
 	if err != nil {
 		return nil, err
 	}
-	defer reader.close()
+	defer reader.Close()
 	r := &crashResult{Turns: ds.CrashTurns, Interval: checkEvery, Lease: lease}
 	var (
 		mu   sync.Mutex
@@ -521,14 +521,14 @@ func crashOne(ctx context.Context, reader *wiring, endpoint, table string, curso
 		// The cut-off turn runs on (its writes failing) to its end; wait
 		// for it so it does not load the machine under later sections.
 		w.waitIdle(30 * time.Second)
-		w.close()
+		w.Close()
 	}()
 	rng := mrand.New(mrand.NewPCG(seed, 11))
 	wait := time.Second + time.Duration(rng.Int64N(int64(3*time.Second)))
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var once sync.Once
-	log := follow(submitting(sctx, w.client(newHTTPClient(1, nil)), sid, "t1", ask(size), true), true, false, func(*line) {
+	log := follow(submitting(sctx, w.Client(newHTTPClient(1, nil)), sid, "t1", ask(size), true), true, false, func(*line) {
 		once.Do(func() {
 			time.AfterFunc(wait, func() {
 				cut.cut.Store(true) // the process is gone: nothing more lands
@@ -548,7 +548,7 @@ func crashOne(ctx context.Context, reader *wiring, endpoint, table string, curso
 	// crash record from then on.
 	hc := newHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
-	history := reader.client(hc)
+	history := reader.Client(hc)
 	deadline := time.Now().Add(lease + 15*time.Second)
 	for time.Now().Before(deadline) {
 		turns, err := history.AllTurns(ctx, sid)

@@ -11,13 +11,66 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/turnstream/turnstream/internal/dynamobench"
+	"github.com/turnstream/turnstream/internal/loadcheck"
+	"github.com/turnstream/turnstream/internal/throughput"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
+
+// handlerSections measures the dev server's handler: request budgets,
+// time to first snapshot, bytes on the wire, history pages at depth and
+// throughput against the server's conditional writes.
+func handlerSections(ctx context.Context, b *bench, rep *report, _ map[string]bool) error {
+	set := rep.Set
+	fast, err := newWiring(b.store, handlerConfig{})
+	if err != nil {
+		return err
+	}
+	defer fast.Close()
+	hc := newHTTPClient(8, nil)
+	defer hc.CloseIdleConnections()
+
+	b.progress("request budgets")
+	if rep.Budgets, err = measureBudgets(ctx, fast, hc, b.prefix, set.BudgetSessions); err != nil {
+		return err
+	}
+	b.progress("time to first snapshot")
+	if rep.TTFS, rep.Claim, err = firstSnapshot(ctx, fast, b.store, b.prefix, set.TTFSRequests); err != nil {
+		return err
+	}
+	b.progress("bytes on the wire")
+	// 8 runes every 2 ms: a 1,206-character answer streams in about 300 ms.
+	slow, err := newWiring(b.store, handlerConfig{EchoDelay: 2 * time.Millisecond, EchoChunk: 8})
+	if err != nil {
+		return err
+	}
+	defer slow.Close()
+	rep.Wire = map[string]*wireResult{}
+	for _, scope := range []string{"session", "turn"} {
+		if rep.Wire[scope], err = wireBytes(ctx, slow, b.store, b.prefix, set.WireSessions, scope == "turn"); err != nil {
+			return err
+		}
+	}
+	b.progress("history pages at depth %d and %d", set.Depths[0], set.Depths[1])
+	rep.Depth = map[int]*pageResult{}
+	for _, d := range set.Depths {
+		if rep.Depth[d], err = historyDepth(ctx, fast, b.store, b.prefix, d, set.Pages); err != nil {
+			return err
+		}
+	}
+	rep.Turns, rep.Writes = map[int]*throughputResult{}, map[int]float64{}
+	for _, conc := range set.Concurrency {
+		b.progress("throughput at %d concurrent sessions", conc)
+		if rep.Writes[conc], err = conditionalWrites(ctx, b.client, b.table, b.prefix, conc, set.WritesFor); err != nil {
+			return err
+		}
+		rep.Turns[conc] = turnsPerSecond(ctx, fast, b.prefix, conc, set.TurnsFor)
+	}
+	return nil
+}
 
 // benchPrincipal is the dev-mode principal of benchSubject.
 var benchPrincipal = chat.Principal{Subject: benchSubject, Tenant: auth.DevTenant}
@@ -48,16 +101,16 @@ type budgetResult struct {
 // session, the second loads one turn of context) and one history page per
 // session, counting each request's DynamoDB calls through its trace.
 func measureBudgets(ctx context.Context, w *wiring, hc *http.Client, prefix string, sessions int) (*budgetResult, error) {
-	c := w.client(hc)
+	c := w.Client(hc)
 	r := &budgetResult{}
 	for i := range sessions {
 		sid := fmt.Sprintf("%s-budget-%d", prefix, i)
 		for k := range 2 {
-			res := submit(ctx, c, sid, fmt.Sprintf("t%d", k), "How many requests does a turn cost?", submitOptions{})
-			if res.Err != nil || !res.acknowledged() {
+			res := loadcheck.Submit(ctx, c, sid, fmt.Sprintf("t%d", k), "How many requests does a turn cost?", loadcheck.SubmitOptions{})
+			if res.Err != nil || !res.Acknowledged() {
 				return nil, fmt.Errorf("budget turn %s/t%d not acknowledged (status %d, %v)", sid, k, res.Status, res.Err)
 			}
-			n := len(w.trace(res.BenchID).snapshot())
+			n := len(w.trace(res.ID).Ops())
 			if k == 0 {
 				r.NewTurns++
 				r.NewTurnSum += n
@@ -72,7 +125,7 @@ func measureBudgets(ctx context.Context, w *wiring, hc *http.Client, prefix stri
 		if err != nil || len(page.Turns) != 2 {
 			return nil, fmt.Errorf("history page of %s: %v, %+v", sid, err, page)
 		}
-		n := len(w.trace(id).snapshot())
+		n := len(w.trace(id).Ops())
 		r.Pages++
 		r.PageSum += n
 		r.PageMax = max(r.PageMax, n)
@@ -98,44 +151,25 @@ type throughputResult struct {
 // (a new session every 10 turns, so context loads stay small) for d, and
 // returns completed turns per second with where a turn's time went.
 func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d time.Duration) *throughputResult {
-	hc := newHTTPClient(conc, nil)
-	defer hc.CloseIdleConnections()
-	c := w.client(hc)
 	var (
 		mu                 sync.Mutex
-		done, notDone      int64
 		turnSum, dynamoSum time.Duration
 		calls              int
 		kindSum            = map[string]time.Duration{}
 		kindN              = map[string]int{}
 	)
 	start := time.Now()
-	deadline := start.Add(d)
-	var wg sync.WaitGroup
-	for wk := range conc {
-		wg.Go(func() {
-			for k := 0; time.Now().Before(deadline); k++ {
-				sid := fmt.Sprintf("%s-tp%d-w%d-s%d", prefix, conc, wk, k/10)
-				res := submit(ctx, c, sid, fmt.Sprintf("t%d", k), "ping", submitOptions{})
-				mu.Lock()
-				if res.acknowledged() {
-					done++
-					turnSum += res.Total
-					ops := w.trace(res.BenchID).snapshot()
-					for _, op := range ops {
-						dynamoSum += op.Took
-						calls++
-						kindSum[op.Kind] += op.Took
-						kindN[op.Kind]++
-					}
-				} else {
-					notDone++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	done, notDone, _ := throughput.BackToBack(ctx, w.Client, prefix+"-tp", conc, d, func(res *loadcheck.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		turnSum += res.Total
+		for _, op := range w.trace(res.ID).Ops() {
+			dynamoSum += op.Took
+			calls++
+			kindSum[op.Kind] += op.Took
+			kindN[op.Kind]++
+		}
+	})
 	r := &throughputResult{TurnsPerSec: float64(done) / time.Since(start).Seconds(), NotDone: notDone, ByKind: map[string]time.Duration{}}
 	for k, n := range kindN {
 		r.ByKind[k] = kindSum[k] / time.Duration(n)
@@ -148,34 +182,15 @@ func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d t
 	return r
 }
 
-// conditionalWrites runs conc workers, each issuing conditional UpdateItem
-// calls on its own item for d (the shape of every turnstream write: SET
-// with a compare-and-set condition on a revision), and returns the
-// successful writes per second: the server's ceiling for turn writes.
+// conditionalWrites runs throughput.BareWrites for d and returns the successful
+// writes per second: the server's ceiling for turn writes.
 func conditionalWrites(ctx context.Context, client dynamo.Client, table, prefix string, conc int, d time.Duration) (float64, error) {
-	var done atomic.Int64
-	errs := make(chan error, conc)
 	start := time.Now()
-	deadline := start.Add(d)
-	var wg sync.WaitGroup
-	for wk := range conc {
-		wg.Go(func() {
-			pk := fmt.Sprintf("BENCH#%s-%d-%d", prefix, conc, wk)
-			for rev := int64(0); time.Now().Before(deadline); rev++ {
-				if err := dynamobench.CompareAndSetOwned(ctx, client, table, pk, rev); err != nil { // a retried write that applied is not a failure
-					errs <- fmt.Errorf("conditional write: %w", err)
-					return
-				}
-				done.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	n, err := throughput.BareWrites(ctx, client, table, prefix, conc, d)
+	if err != nil {
 		return 0, err
 	}
-	return float64(done.Load()) / time.Since(start).Seconds(), nil
+	return float64(n) / time.Since(start).Seconds(), nil
 }
 
 // ---- time to first snapshot ------------------------------------------------
@@ -194,11 +209,11 @@ func summarize(d []time.Duration) latencies {
 func firstSnapshot(ctx context.Context, w *wiring, store chat.Store, prefix string, n int) (ttfs, claim latencies, err error) {
 	hc := newHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
-	c := w.client(hc)
+	c := w.Client(hc)
 	var td, cd []time.Duration
 	for i := range n {
-		res := submit(ctx, c, fmt.Sprintf("%s-ttfs-%d", prefix, i), "t1", "ping", submitOptions{})
-		if res.Err != nil || !res.acknowledged() {
+		res := loadcheck.Submit(ctx, c, fmt.Sprintf("%s-ttfs-%d", prefix, i), "t1", "ping", loadcheck.SubmitOptions{})
+		if res.Err != nil || !res.Acknowledged() {
 			return ttfs, claim, fmt.Errorf("first-snapshot turn %d: status %d, %v", i, res.Status, res.Err)
 		}
 		td = append(td, res.FirstLine)
@@ -241,7 +256,7 @@ func wireBytes(ctx context.Context, w *wiring, store chat.Store, prefix string, 
 	var counted atomic.Int64
 	hc := newHTTPClient(1, &counted)
 	defer hc.CloseIdleConnections()
-	c := w.client(hc)
+	c := w.Client(hc)
 	scope := "session"
 	if turnScope {
 		scope = "turn"
@@ -253,8 +268,8 @@ func wireBytes(ctx context.Context, w *wiring, store chat.Store, prefix string, 
 			return nil, err
 		}
 		counted.Store(0)
-		res := submit(ctx, c, sid, "t-measured", answerText, submitOptions{TurnScope: turnScope})
-		if res.Err != nil || !res.acknowledged() {
+		res := loadcheck.Submit(ctx, c, sid, "t-measured", answerText, loadcheck.SubmitOptions{TurnScope: turnScope})
+		if res.Err != nil || !res.Acknowledged() {
 			return nil, fmt.Errorf("wire turn %s: status %d, %v", sid, res.Status, res.Err)
 		}
 		wantMsgs := 2
@@ -350,7 +365,7 @@ func historyDepth(ctx context.Context, w *wiring, store chat.Store, prefix strin
 	r := &pageResult{Seed: time.Since(t0)}
 	hc := newHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
-	c := w.client(hc)
+	c := w.Client(hc)
 	var err error
 	if r.Latency, err = pages(ctx, c, w, sid, "", int64(depth), n, &r.MaxQueries); err != nil {
 		return nil, err
@@ -391,7 +406,7 @@ func pages(ctx context.Context, c *client.Client, w *wiring, sid, cursor string,
 		if len(page.Turns) != 10 || page.Turns[0].Ordinal != first {
 			return latencies{}, fmt.Errorf("history page: %d turns from ordinal %d, want 10 from %d", len(page.Turns), page.Turns[0].Ordinal, first)
 		}
-		*maxQueries = max(*maxQueries, len(w.trace(id).snapshot()))
+		*maxQueries = max(*maxQueries, len(w.trace(id).Ops()))
 	}
 	return summarize(d), nil
 }

@@ -91,7 +91,7 @@ func wireSection(ctx context.Context, store chat.Store, prefix string, ds durabl
 		}
 		defer func() {
 			w.waitIdle(30 * time.Second) // the releases after the terminal lines
-			w.close()
+			w.Close()
 		}()
 		wirings[paced] = w
 		for _, size := range ds.WireSizes {
@@ -133,7 +133,7 @@ func measureWire(ctx context.Context, store chat.Store, prefix string, f time.Du
 	var counted atomic.Int64
 	hc := newHTTPClient(1, &counted)
 	defer hc.CloseIdleConnections()
-	open := submitting(ctx, w.client(hc), sid, "t-measured", ask(pw.Size), pw.TurnScope)
+	open := submitting(ctx, w.Client(hc), sid, "t-measured", ask(pw.Size), pw.TurnScope)
 	if pw.Compact {
 		cl, err := followCompact(open)
 		if err != nil || cl.Status != protocol.StatusComplete {

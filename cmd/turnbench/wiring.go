@@ -5,11 +5,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/turnstream/turnstream/internal/devserver"
+	"github.com/turnstream/turnstream/internal/loadcheck"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -20,22 +19,13 @@ import (
 
 // ---- the dev-server wiring ------------------------------------------------
 
-// Header a turnbench client sends so the server can file the request's
-// DynamoDB trace under it (bench-only; the handlers never see it used).
-const benchIDHeader = "X-Turnbench-Id"
-
-// benchFaultHeader carries the aim of a load submission (aim.String).
-const benchFaultHeader = "X-Turnbench-Fault"
-
 // wiring is the dev server's handler (internal/devserver: /turn/,
 // /history/, /artifacts/ with the prefix stripped) served over real
 // loopback HTTP, on one DynamoDB store whose client carries the tap.
 type wiring struct {
-	srv      *http.Server
-	base     string // http://127.0.0.1:port
-	traces   sync.Map
-	inflight atomic.Int64
-	idle     chan struct{} // signalled when inflight drops to 0
+	srv    *http.Server
+	base   string // http://127.0.0.1:port
+	traces *loadcheck.Traces
 }
 
 // handlerConfig is what differs between the wirings the first sections
@@ -99,56 +89,19 @@ func newTurnWiring(store chat.Store, set func(*turn.Options)) (*wiring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	w := &wiring{idle: make(chan struct{}, 1), base: "http://" + ln.Addr().String()}
-	w.srv = &http.Server{Handler: w.traced(h), ReadHeaderTimeout: 10 * time.Second}
+	w := &wiring{base: "http://" + ln.Addr().String(), traces: loadcheck.NewTraces()}
+	w.srv = &http.Server{Handler: w.traces.Wrap(h), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = w.srv.Serve(ln) }() // ends with Close
 	return w, nil
 }
 
-// traced gives each request a trace (filed under its benchIDHeader) and
-// counts requests in flight.
-func (w *wiring) traced(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		w.inflight.Add(1)
-		defer func() {
-			if w.inflight.Add(-1) == 0 {
-				select {
-				case w.idle <- struct{}{}:
-				default:
-				}
-			}
-		}()
-		tr := &trace{aim: parseAim(r.Header.Get(benchFaultHeader))}
-		if id := r.Header.Get(benchIDHeader); id != "" {
-			w.traces.Store(id, tr)
-		}
-		h.ServeHTTP(rw, r.WithContext(withTrace(r.Context(), tr)))
-	})
-}
-
-// trace returns the trace of the request sent with id, or nil.
-func (w *wiring) trace(id string) *trace {
-	v, ok := w.traces.Load(id)
-	if !ok {
-		return nil
-	}
-	return v.(*trace)
-}
+// trace returns the trace of the request sent with loadcheck.IDHeader
+// id, or nil.
+func (w *wiring) trace(id string) *loadcheck.Trace { return w.traces.Trace(id) }
 
 // waitIdle waits until no request is being served (handlers keep running
 // after a client disconnect) or timeout passes.
-func (w *wiring) waitIdle(timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for w.inflight.Load() != 0 {
-		if time.Now().After(deadline) {
-			return false
-		}
-		select {
-		case <-w.idle:
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-	return true
-}
+func (w *wiring) waitIdle(timeout time.Duration) bool { return w.traces.WaitIdle(timeout) }
 
-func (w *wiring) close() { _ = w.srv.Close() }
+// Close stops the server.
+func (w *wiring) Close() { _ = w.srv.Close() }

@@ -1,16 +1,14 @@
-package main
+package coldstart
 
 import (
 	"bufio"
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
-	"maps"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -45,10 +43,12 @@ const (
 	envRuntimeProxy  = "TURNBENCH_RUNTIME_PROXY"
 )
 
-// maybeExecBootstrap turns this process into the bootstrap named by
+// MaybeExec turns this process into the bootstrap named by
 // envExecBootstrap, if set; it returns only when it is unset or the exec
-// failed (then the process exits with status 1).
-func maybeExecBootstrap() {
+// failed (then the process exits with status 1). The binary that runs
+// Measure calls it first thing in main (and its tests in TestMain): the
+// emulator runs that binary itself as each function's command.
+func MaybeExec() {
 	bin := os.Getenv(envExecBootstrap)
 	if bin == "" {
 		return
@@ -87,13 +87,13 @@ func maybeExecBootstrap() {
 // functions are the three Lambda functions (functions/<name>).
 var functions = []string{"turn", "history", "artifacts"}
 
-// baseline names the minimal bootstrap (cmd/turnbench/internal/minimal)
+// Baseline names the minimal bootstrap (cmd/turnbench/internal/minimal)
 // whose cold start, size and peak memory are the bootstraps' baselines
 // (a name of lambdabin.Packages).
-const baseline = "minimal"
+const Baseline = "minimal"
 
-// coldResult is one function's runs under the emulator.
-type coldResult struct {
+// Result is one bootstrap's runs under the emulator.
+type Result struct {
 	ColdStarts  []time.Duration // exec -> first Runtime API request, one per run
 	FirstInvoke []time.Duration // invoke sent -> response, the invoke that started the bootstrap
 	// CPU is the bootstrap's CPU time at its first Runtime API request,
@@ -292,8 +292,8 @@ func (r *rieRun) invokeURL(ctx context.Context, c *http.Client, ev *events.Lambd
 	return out.StatusCode, body, nil
 }
 
-// vmHWM returns the peak resident set (VmHWM, KiB) of pid from /proc.
-func vmHWM(pid int) (int64, error) {
+// VmHWM returns the peak resident set (VmHWM, KiB) of pid from /proc.
+func VmHWM(pid int) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
@@ -349,7 +349,7 @@ func submitBody(sessionID, turnID string) string {
 // alternates a trusted PUT and an owner GET on its first turn.
 func driveEvent(fn, sid string, i int) (*events.LambdaFunctionURLRequest, int) {
 	switch fn {
-	case baseline:
+	case Baseline:
 		return urlEvent("GET", "/", "", "", iamCaller), http.StatusOK
 	case "turn":
 		return urlEvent("POST", "/", "", submitBody(sid, fmt.Sprintf("t%d", i)), iamCaller), http.StatusOK
@@ -365,68 +365,67 @@ func driveEvent(fn, sid string, i int) (*events.LambdaFunctionURLRequest, int) {
 	}
 }
 
-// hostEnvSuffix names the extra run of a function under turnbench's own
-// environment in measureColdStarts' result ("turn"+hostEnvSuffix).
-const hostEnvSuffix = " (turnbench's environment)"
-
-// initRunsPerRound is how many direct runs (measureInit) of each
-// bootstrap a round of measureColdStarts makes beside its emulator run.
+// initRunsPerRound is how many direct runs (initRun) of each bootstrap a
+// round of measureColdStarts makes beside its emulator run.
 const initRunsPerRound = 3
 
-// measureColdStarts runs the baseline and each bootstrap of bins runs
-// times under rie, in rounds that run each once (in the order of
-// functions, so that load on the machine that changes during the section
-// falls on all of them alike): each run starts a fresh emulator, sends
-// the invoke that starts the bootstrap, then drives invocations more
-// requests and reads the bootstrap's VmHWM. The turn function runs before
-// history and artifacts: its turns create the session they read and
-// write. The emulator and the bootstrap get a Lambda-like environment
-// (lambdaEnv) with env, the function's configuration; the turn bootstrap
-// also runs with turnbench's whole environment added, filed under
-// "turn"+hostEnvSuffix, to show what the host's variables cost. Each
-// round also runs each bootstrap initRunsPerRound times directly for its
-// init account (measureInit).
-func measureColdStarts(ctx context.Context, rie, self string, bins map[string]string, env []string, sid string, runs, invocations int) (map[string]*coldResult, error) {
+// bootstrap is one bootstrap measureColdStarts runs: name is its key in
+// the results, fn the function whose events it is sent, bin its binary;
+// hostEnv runs it under turnbench's whole environment (and makes no init
+// account).
+type bootstrap struct {
+	name, fn, bin string
+	hostEnv       bool
+}
+
+// measureColdStarts runs each of boots runs times under rie, in rounds
+// that run each once (in order, so that load on the machine that changes
+// during the section falls on all of them alike): each run starts a fresh
+// emulator, sends the invoke that starts the bootstrap, then drives
+// invocations more requests and reads the bootstrap's VmHWM. The turn
+// function runs before history and artifacts: its turns create the
+// session they read and write. The emulator and the bootstrap get a
+// Lambda-like environment (lambdaEnv) with env, the function's
+// configuration, or turnbench's whole environment with it (hostEnv), to
+// show what the host's variables cost. Each round also runs each other
+// bootstrap initRunsPerRound times directly for its init account
+// (initRun).
+func measureColdStarts(ctx context.Context, rie, self string, boots []bootstrap, env []string, sid string, runs, invocations int) (map[string]*Result, error) {
 	c := &http.Client{Timeout: time.Minute}
-	out := map[string]*coldResult{}
+	out := map[string]*Result{}
 	inits := map[string][]*initSample{}
-	var order []string
-	for _, name := range append(append([]string{baseline}, functions...), "turn"+hostEnvSuffix) {
-		if fn, _ := strings.CutSuffix(name, hostEnvSuffix); bins[fn] != "" {
-			order = append(order, name)
-			out[name] = &coldResult{Invocations: invocations}
-		}
+	for _, b := range boots {
+		out[b.name] = &Result{Invocations: invocations}
 	}
 	turnSeq := 0
 	for range runs {
-		for _, name := range order {
-			fn, host := strings.CutSuffix(name, hostEnvSuffix)
+		for _, b := range boots {
 			runEnv := lambdaEnv(env)
-			if host {
+			if b.hostEnv {
 				runEnv = append(os.Environ(), env...)
 			} else {
 				for range initRunsPerRound {
-					s, err := initRun(bins[fn], runEnv)
+					s, err := initRun(b.bin, runEnv)
 					if err != nil {
-						return nil, fmt.Errorf("%s: init account: %w", fn, err)
+						return nil, fmt.Errorf("%s: init account: %w", b.name, err)
 					}
-					inits[fn] = append(inits[fn], s)
+					inits[b.name] = append(inits[b.name], s)
 				}
 			}
-			if err := coldRun(ctx, c, rie, self, fn, bins[fn], runEnv, sid, invocations, &turnSeq, out[name]); err != nil {
+			if err := coldRun(ctx, c, rie, self, b.fn, b.bin, runEnv, sid, invocations, &turnSeq, out[b.name]); err != nil {
 				return nil, err
 			}
 		}
 	}
-	for fn, s := range inits {
-		out[fn].Init = accountOf(s)
+	for name, s := range inits {
+		out[name].Init = accountOf(s)
 	}
 	return out, nil
 }
 
 // coldRun is one emulator run of bootstrap bin (function fn) with env,
 // its figures added to cr; turnSeq numbers the turn function's turns.
-func coldRun(ctx context.Context, c *http.Client, rie, self, fn, bin string, env []string, sid string, invocations int, turnSeq *int, cr *coldResult) error {
+func coldRun(ctx context.Context, c *http.Client, rie, self, fn, bin string, env []string, sid string, invocations int, turnSeq *int, cr *Result) error {
 	r, err := startRIE(rie, self, bin, env)
 	if err != nil {
 		return fmt.Errorf("%s: %w", fn, err)
@@ -459,7 +458,7 @@ func coldRun(ctx context.Context, c *http.Client, rie, self, fn, bin string, env
 	r.mu.Lock()
 	cr.CPU = append(cr.CPU, r.cpu)
 	r.mu.Unlock()
-	kib, err := vmHWM(pid)
+	kib, err := VmHWM(pid)
 	if err != nil {
 		return fmt.Errorf("%s: read peak memory: %w", fn, err)
 	}
@@ -711,89 +710,4 @@ func accountOf(samples []*initSample) *initAccount {
 		a.ByGroup[g] = median(d)
 	}
 	return a
-}
-
-// coldRows renders the cold-start section of -only coldstart: per
-// function the emulator's figures (as writeTable has them), the turn
-// bootstrap under turnbench's own environment, and the init account of
-// each bootstrap beside the minimal one's.
-func coldRows(rep *report, set settings) [][4]string {
-	var rows [][4]string
-	add := func(figure, measured, baseline, vs string) {
-		rows = append(rows, [4]string{figure, measured, baseline, vs})
-	}
-	base := rep.Cold[baseline]
-	if base == nil || len(base.ColdStarts) == 0 {
-		add("cold starts", "not measured: "+skipReason(rep.ColdErr), "-", "-")
-		return rows
-	}
-	b := median(base.ColdStarts)
-	for _, name := range append(slices.Clone(functions), "turn"+hostEnvSuffix) {
-		cr := rep.Cold[name]
-		if cr == nil || len(cr.ColdStarts) == 0 {
-			continue
-		}
-		c := median(cr.ColdStarts)
-		cpu, bcpu := "", ""
-		vs := fmt.Sprintf("%s; %.1fx", signedMS(c-b), float64(c)/float64(b))
-		if !slices.Contains(cr.CPU, -1) && !slices.Contains(base.CPU, -1) {
-			cc, bc := median(cr.CPU), median(base.CPU)
-			cpu, bcpu = fmt.Sprintf("; CPU until then %s", ms(cc)), fmt.Sprintf("; CPU %s", ms(bc))
-			vs += fmt.Sprintf("; CPU %s, %.1fx", signedMS(cc-bc), float64(cc)/float64(bc))
-		}
-		add(fmt.Sprintf("%s bootstrap: cold start under aws-lambda-rie, exec -> first Runtime API request (median of %d; first invoke end to end)", name, len(cr.ColdStarts)),
-			fmt.Sprintf("%s (%s)%s; runs: %s", ms(c), ms(median(cr.FirstInvoke)), cpu, msList(cr.ColdStarts)),
-			fmt.Sprintf("minimal Go function URL bootstrap: %s (%s)%s; runs: %s", ms(b), ms(median(base.FirstInvoke)), bcpu, msList(base.ColdStarts)),
-			vs)
-	}
-	bi := base.Init
-	for _, fn := range functions {
-		if rep.Cold[fn] == nil || rep.Cold[fn].Init == nil || bi == nil {
-			continue
-		}
-		a := rep.Cold[fn].Init
-		add(fmt.Sprintf("%s bootstrap: start-up account (direct exec, GODEBUG=inittrace=1, stand-in Runtime API, median of %d)", fn, a.Runs),
-			fmt.Sprintf("exec -> first Runtime API request %s, %s; package inits done at %s after the runtime started, their own clock %s (%s), %.1f MiB allocated; the rest (exec, runtime start, main) %s",
-				ms(a.ToFirstRequest), cpuWait(a), ms(a.InitDone), ms(a.InitClock), groupList(a.ByGroup), mib(a.InitAllocs), ms(a.ToFirstRequest-a.InitDone)),
-			fmt.Sprintf("minimal: %s, %s; inits done at %s, own clock %s; the rest %s",
-				ms(bi.ToFirstRequest), cpuWait(bi), ms(bi.InitDone), ms(bi.InitClock), ms(bi.ToFirstRequest-bi.InitDone)),
-			fmt.Sprintf("%s elapsed; CPU %s", signedMS(a.ToFirstRequest-bi.ToFirstRequest), cpuRatio(a, bi)))
-	}
-	return rows
-}
-
-// cpuWait formats an account's CPU and CPU wait times.
-func cpuWait(a *initAccount) string {
-	if a.CPU < 0 {
-		return "CPU time unknown"
-	}
-	return fmt.Sprintf("CPU %s (waited for a CPU %s)", ms(a.CPU), ms(a.Wait))
-}
-
-// cpuRatio formats a's CPU time against b's.
-func cpuRatio(a, b *initAccount) string {
-	if a.CPU < 0 || b.CPU <= 0 {
-		return "unknown"
-	}
-	return fmt.Sprintf("%s, %.1fx", signedMS(a.CPU-b.CPU), float64(a.CPU)/float64(b.CPU))
-}
-
-// msList formats durations as "1.23, 4.56" (ms).
-func msList(d []time.Duration) string {
-	s := make([]string, len(d))
-	for i, v := range d {
-		s[i] = fmt.Sprintf("%.2f", float64(v)/float64(time.Millisecond))
-	}
-	return strings.Join(s, ", ") + " ms"
-}
-
-// groupList formats an init account's groups, largest first.
-func groupList(m map[string]time.Duration) string {
-	keys := slices.Collect(maps.Keys(m))
-	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(m[b], m[a]) })
-	s := make([]string, 0, len(keys))
-	for _, k := range keys {
-		s = append(s, fmt.Sprintf("%s %.2f", k, float64(m[k])/float64(time.Millisecond)))
-	}
-	return strings.Join(s, ", ") + " ms"
 }

@@ -1,6 +1,4 @@
-//go:build unix && !linux
-
-package main
+package coldstart
 
 import (
 	"os/exec"
@@ -8,13 +6,14 @@ import (
 )
 
 // setProcAttr puts a child (dynalite, the emulator) in its own process
-// group. Without Linux's parent-death signal, the deferred stops are what
-// end the children.
+// group and asks the kernel to kill it when turnbench dies, so that no
+// child outlives an interrupted run.
 func setProcAttr(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
 
-// killGroup kills a child's process group.
+// killGroup kills a child's process group (the emulator's bootstrap, the
+// node process behind dynalite's script).
 func killGroup(cmd *exec.Cmd) {
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // already gone is fine
 }

@@ -1,4 +1,4 @@
-package main
+package loadcheck
 
 import (
 	"context"
@@ -21,25 +21,25 @@ import (
 // DynamoDB applied it, whatever the store was told.
 func TestLoadTransportRecordsTheTruth(t *testing.T) {
 	opts := dynalite.Options(t)
-	lt, inj := newLoadTransport(4, 1)
-	inj.set(&faultPlan{}) // aimed faults only
+	lt, inj := NewTransport(4, 1)
+	inj.set(&FaultPlan{}) // aimed faults only
 	// A generous attempt timeout: only the aimed hang may meet it, never
 	// a slow answer (which would make this test depend on the machine).
 	opts.Transport, opts.AttemptTimeout = lt, 2*time.Second
-	client, err := dynamo.NewClient(context.Background(), opts, newTap().option)
+	client, err := dynamo.NewClient(context.Background(), opts, NewTap().Option())
 	if err != nil {
 		t.Fatal(err)
 	}
 	store := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t, client), CursorKey: []byte("turnbench-test-cursor-key-0123456")})
-	p := chat.Principal{Subject: benchSubject}
+	p := chat.Principal{Subject: "bench"}
 	// call runs fn with a fresh trace aimed at a, and returns its facts
 	// and calls.
-	call := func(a *aim, fn func(ctx context.Context) error) (facts, []opRecord, error) {
-		tr := &trace{aim: a}
+	call := func(a *aim, fn func(ctx context.Context) error) (facts, []Op, error) {
+		tr := &Trace{aim: a}
 		ctx, cancel := context.WithTimeout(withTrace(context.Background(), tr), 30*time.Second)
 		defer cancel()
 		err := fn(ctx)
-		ops := tr.snapshot()
+		ops := tr.Ops()
 		return factsOf(ops), ops, err
 	}
 
@@ -103,23 +103,23 @@ func TestLoadTransportRecordsTheTruth(t *testing.T) {
 }
 
 func TestJudge(t *testing.T) {
-	status := func(code int, errCode string, retryable bool) *turnResult {
-		return &turnResult{Status: code, ErrorCode: errCode, Retryable: retryable}
+	status := func(code int, errCode string, retryable bool) *Result {
+		return &Result{Status: code, ErrorCode: errCode, Retryable: retryable}
 	}
-	stream := func(last *protocol.Event) *turnResult { return &turnResult{Status: http.StatusOK, Last: last} }
+	stream := func(last *protocol.Event) *Result { return &Result{Status: http.StatusOK, Last: last} }
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	diagAt := func(code string, at time.Time) *turnResult {
+	diagAt := func(code string, at time.Time) *Result {
 		d := protocol.NewDiagnostic(code)
 		r := stream(&protocol.Event{Kind: protocol.EventDiagnostic, Diagnostic: &d})
-		r.Received = []lineRecord{{EmittedAt: at, Event: protocol.EventDiagnostic}}
+		r.Received = []LineRecord{{EmittedAt: at, Event: protocol.EventDiagnostic}}
 		return r
 	}
-	diag := func(code string) *turnResult { return diagAt(code, t0) }
+	diag := func(code string) *Result { return diagAt(code, t0) }
 	complete := stream(&protocol.Event{Kind: protocol.EventSnapshot, Snapshot: &protocol.SnapshotPayload{Status: protocol.StatusComplete}})
 	claimed := facts{claim: appliedYes, claimResolved: true}
 	tests := map[string]struct {
 		f       facts
-		res     *turnResult
+		res     *Result
 		earlier applied
 		saved   bool
 		ok      bool
@@ -147,7 +147,7 @@ func TestJudge(t *testing.T) {
 		"conflict with healthy renewals":      {facts{claim: appliedYes, expiry: t0.Add(time.Second)}, diag(protocol.CodeSessionConflict), appliedNo, false, false},
 		"conflict at the lease's end":         {facts{claim: appliedYes, expiry: t0.Add(100 * time.Millisecond)}, diag(protocol.CodeSessionConflict), appliedNo, false, true},
 		"server timeout":                      {facts{claim: appliedYes}, diag(protocol.CodeServerTimeout), appliedNo, false, false},
-		"cut by the client":                   {facts{claim: appliedYes}, &turnResult{Status: http.StatusOK, Disconnected: true}, appliedNo, false, true},
+		"cut by the client":                   {facts{claim: appliedYes}, &Result{Status: http.StatusOK, Disconnected: true}, appliedNo, false, true},
 		"busy, the claim's outcome unseen":    {facts{claim: appliedUnknown}, status(409, protocol.CodeSessionBusy, true), appliedNo, false, true},
 	}
 	for name, tc := range tests {
@@ -183,23 +183,23 @@ func TestConsumed(t *testing.T) {
 func TestCheckLines(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	line := func(ms int, status string) lineRecord {
-		return lineRecord{Arrived: at(ms + 1), EmittedAt: at(ms), Event: protocol.EventSnapshot, Status: status}
+	line := func(ms int, status string) LineRecord {
+		return LineRecord{Arrived: at(ms + 1), EmittedAt: at(ms), Event: protocol.EventSnapshot, Status: status}
 	}
 	a := facts{claimAt: &attemptRecord{Start: at(0), Answered: at(2)}, expiry: at(1000)}
 	b := facts{claimAt: &attemptRecord{Start: at(2000), Answered: at(2005)}, expiry: at(3000)}
 	recs := []loadRecord{
-		{Turn: "a", Res: &turnResult{Received: []lineRecord{
+		{Turn: "a", Res: &Result{Received: []LineRecord{
 			line(500, protocol.StatusStreaming),  // inside the lease
 			line(1200, protocol.StatusStreaming), // after its expiry
 			line(1300, protocol.StatusComplete),  // a terminal snapshot after a save: not judged by the expiry
 			line(2003, protocol.StatusComplete),  // while b's claim was in flight
 			line(2010, protocol.StatusError),     // after b claimed
 		}}},
-		{Turn: "b", Res: &turnResult{Received: []lineRecord{line(2100, protocol.StatusStreaming)}}},
+		{Turn: "b", Res: &Result{Received: []LineRecord{line(2100, protocol.StatusStreaming)}}},
 	}
-	rep := &loadReport{}
-	checkLines("s", recs, []facts{a, b}, loadConfig{Lease: time.Second}, rep)
+	rep := &Report{}
+	checkLines("s", recs, []facts{a, b}, Config{Lease: time.Second}, rep)
 	if rep.Lines != 6 || rep.AfterExpiry != 1 || rep.AfterClaim != 1 || rep.Ambiguous != 1 {
 		t.Errorf("lines %d, after expiry %d, after a later claim %d, ambiguous %d; want 6, 1, 1, 1",
 			rep.Lines, rep.AfterExpiry, rep.AfterClaim, rep.Ambiguous)

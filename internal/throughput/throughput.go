@@ -1,27 +1,7 @@
-package main
-
-import (
-	"context"
-	"fmt"
-	"io"
-	"net/http/httptrace"
-	"os"
-	"runtime/pprof"
-	"slices"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/turnstream/turnstream/internal/dynalite"
-	"github.com/turnstream/turnstream/internal/dynamobench"
-	"github.com/turnstream/turnstream/pkg/store/dynamo"
-)
-
-// The throughput section (-only throughput) measures turns/s against the
-// conditional-write ceiling, both on one DynamoDB client of its own, and
-// accounts for where a turn's time and CPU go:
+// Package throughput is turnbench's throughput account (turnbench -only
+// throughput): it measures turns/s against the conditional-write ceiling,
+// both on one DynamoDB client of its own, and accounts for where a turn's
+// time and CPU go:
 //
 //   - per DynamoDB call kind (claim, context, save, release; the bare
 //     conditional UpdateItem of the ceiling): the call as the store sees
@@ -36,12 +16,35 @@ import (
 //     concurrency shows up as dials per call).
 //
 // Each level runs reps times, each rep alternating ceiling and turn
-// slices, and the table gives the median of each figure and of the
-// per-rep ratio. Beside them, shapeProbes times request shapes alone. With -cpuprofile P each turn slice (not the
-// ceilings) is CPU-profiled into P-c<conc>-r<rep>-s<slice>.pprof.
+// slices, and Rows gives the median of each figure and of the per-rep
+// ratio. Beside them, shapeProbes times request shapes alone
+// (dynamobench.Shapes). BackToBack and BareWrites are the two loads,
+// which turnbench's handler section runs too.
+package throughput
 
-// tpSettings are the throughput section's sizes.
-type tpSettings struct {
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptrace"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/turnstream/turnstream/internal/dynamobench"
+	"github.com/turnstream/turnstream/internal/loadcheck"
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/client"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+)
+
+// Settings are the throughput section's sizes.
+type Settings struct {
 	Concurrency []int
 	TurnsFor    time.Duration
 	WritesFor   time.Duration
@@ -52,16 +55,16 @@ type tpSettings struct {
 	ShapeFor time.Duration // each request shape of shapeProbes
 }
 
-func fullThroughput() tpSettings {
-	return tpSettings{Concurrency: []int{1, 8, 64}, TurnsFor: 5 * time.Second, WritesFor: 3 * time.Second, Reps: 3, Slices: 3, ShapeFor: 2 * time.Second}
+func Full() Settings {
+	return Settings{Concurrency: []int{1, 8, 64}, TurnsFor: 5 * time.Second, WritesFor: 3 * time.Second, Reps: 3, Slices: 3, ShapeFor: 2 * time.Second}
 }
 
-func quickThroughput() tpSettings {
-	return tpSettings{Concurrency: []int{1, 8}, TurnsFor: 300 * time.Millisecond, WritesFor: 300 * time.Millisecond, Reps: 1, Slices: 2, ShapeFor: 200 * time.Millisecond}
+func Quick() Settings {
+	return Settings{Concurrency: []int{1, 8}, TurnsFor: 300 * time.Millisecond, WritesFor: 300 * time.Millisecond, Reps: 1, Slices: 2, ShapeFor: 200 * time.Millisecond}
 }
 
-// callStats sums the calls of one kind in one phase.
-type callStats struct {
+// CallStats sums the calls of one kind in one phase.
+type CallStats struct {
 	N    int64
 	Call time.Duration // the API call as the store sees it
 	HTTP time.Duration // its HTTP attempts
@@ -75,23 +78,23 @@ type callStats struct {
 	DynCPU time.Duration
 }
 
-// phaseResult is one measured phase (a ceiling or a turn run) at one
+// Phase is one measured phase (a ceiling or a turn run) at one
 // concurrency.
-type phaseResult struct {
+type Phase struct {
 	Done    int64 // bare writes or acknowledged turns
 	NotDone int64 // turns not acknowledged
 	Wall    time.Duration
 	// TurnTime is the sum of client-side turn times (sent -> end of
 	// stream) of acknowledged turns; 0 for a ceiling.
 	TurnTime time.Duration
-	Calls    map[string]*callStats // by kind (kindOf; "bare" for the ceiling)
+	Calls    map[string]*CallStats // by kind (kindOf; "bare" for the ceiling)
 	SelfCPU  time.Duration         // this process's user+system CPU
 	DynCPU   time.Duration         // the DynamoDB server's, -1 when unknown
 	Dials    int64
 }
 
 // add adds q's counts and times to p (one phase measured in slices).
-func (p *phaseResult) add(q *phaseResult) {
+func (p *Phase) add(q *Phase) {
 	p.Done += q.Done
 	p.NotDone += q.NotDone
 	p.Wall += q.Wall
@@ -107,7 +110,7 @@ func (p *phaseResult) add(q *phaseResult) {
 	for k, s := range q.Calls {
 		t := p.Calls[k]
 		if t == nil {
-			t = &callStats{}
+			t = &CallStats{}
 			p.Calls[k] = t
 		}
 		t.N += s.N
@@ -120,10 +123,10 @@ func (p *phaseResult) add(q *phaseResult) {
 }
 
 // rate is Done per second.
-func (p *phaseResult) rate() float64 { return float64(p.Done) / p.Wall.Seconds() }
+func (p *Phase) rate() float64 { return float64(p.Done) / p.Wall.Seconds() }
 
 // per returns d per done unit.
-func (p *phaseResult) per(d time.Duration) time.Duration {
+func (p *Phase) per(d time.Duration) time.Duration {
 	if p.Done == 0 {
 		return 0
 	}
@@ -131,7 +134,7 @@ func (p *phaseResult) per(d time.Duration) time.Duration {
 }
 
 // callsPer returns the DynamoDB calls per done unit.
-func (p *phaseResult) callsPer() float64 {
+func (p *Phase) callsPer() float64 {
 	var n int64
 	for _, c := range p.Calls {
 		n += c.N
@@ -142,22 +145,22 @@ func (p *phaseResult) callsPer() float64 {
 	return float64(n) / float64(p.Done)
 }
 
-// tpLevel is one concurrency level, reps times.
-type tpLevel struct {
+// Level is one concurrency level, reps times.
+type Level struct {
 	Conc    int
-	Ceiling []*phaseResult
-	Turns   []*phaseResult
+	Ceiling []*Phase
+	Turns   []*Phase
 }
 
 // ratio is turns/s over ceiling/4 of rep i.
-func (l *tpLevel) ratio(i int) float64 { return l.Turns[i].rate() / (l.Ceiling[i].rate() / 4) }
+func (l *Level) ratio(i int) float64 { return l.Turns[i].rate() / (l.Ceiling[i].rate() / 4) }
 
 // callMeter observes the throughput client (dynamobench.Observer): it
 // times every API call and its HTTP attempts and counts the connections
 // they dial, filed by kind while a phase records.
 type callMeter struct {
 	mu    sync.Mutex
-	calls map[string]*callStats // nil while not recording
+	calls map[string]*CallStats // nil while not recording
 	dials atomic.Int64
 	// serverPID, when > 0, is the DynamoDB server process whose CPU time
 	// is read around each call (set only while calls run one at a time).
@@ -214,7 +217,7 @@ func (m *callMeter) call(ctx context.Context, r dynamobench.Request) (context.Co
 		}
 		s := m.calls[kind]
 		if s == nil {
-			s = &callStats{}
+			s = &CallStats{}
 			m.calls[kind] = s
 		}
 		s.N++
@@ -231,11 +234,11 @@ type bareKey struct{}
 
 // record starts filing calls; the returned function stops and returns
 // them.
-func (m *callMeter) record() func() map[string]*callStats {
+func (m *callMeter) record() func() map[string]*CallStats {
 	m.mu.Lock()
-	m.calls = map[string]*callStats{}
+	m.calls = map[string]*CallStats{}
 	m.mu.Unlock()
-	return func() map[string]*callStats {
+	return func() map[string]*CallStats {
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		c := m.calls
@@ -285,7 +288,7 @@ func parseProcStat(raw string) time.Duration {
 }
 
 // measurePhase runs fn, recording its calls, wall time and CPU.
-func measurePhase(m *callMeter, clk cpuClock, fn func() (done, notDone int64, turnTime time.Duration, err error)) (*phaseResult, error) {
+func measurePhase(m *callMeter, clk cpuClock, fn func() (done, notDone int64, turnTime time.Duration, err error)) (*Phase, error) {
 	stop := m.record()
 	dials := m.dials.Load()
 	self0, dyn0 := clk.read()
@@ -293,7 +296,7 @@ func measurePhase(m *callMeter, clk cpuClock, fn func() (done, notDone int64, tu
 	done, notDone, tt, err := fn()
 	wall := time.Since(start)
 	self1, dyn1 := clk.read()
-	p := &phaseResult{Done: done, NotDone: notDone, Wall: wall, TurnTime: tt, Calls: stop(),
+	p := &Phase{Done: done, NotDone: notDone, Wall: wall, TurnTime: tt, Calls: stop(),
 		SelfCPU: self1 - self0, DynCPU: -1, Dials: m.dials.Load() - dials}
 	if dyn0 >= 0 && dyn1 >= 0 {
 		p.DynCPU = dyn1 - dyn0
@@ -301,35 +304,66 @@ func measurePhase(m *callMeter, clk cpuClock, fn func() (done, notDone int64, tu
 	return p, err
 }
 
-// throughputSection measures each level of ts reps times on its own
-// client of endpoint (dynamo.NewClient's, with the meter's middleware); dynPID is
-// the DynamoDB server's pid (0 when unknown). With profile set, the turn
-// phases are CPU-profiled into it.
-func throughputSection(ctx context.Context, endpoint, table string, cursorKey []byte, prefix string, dynPID int, ts tpSettings, profile string, progress func(string, ...any)) ([]*tpLevel, []shapeResult, error) {
+// Server is the turn handler a measurement drives, served on its store.
+type Server interface {
+	// Client returns a client of the server's functions over hc.
+	Client(hc *http.Client) *client.Client
+	Close()
+}
+
+// Config is what a measurement runs against.
+type Config struct {
+	// Endpoint and Table are the DynamoDB API server and table the
+	// measurement's own client and store use.
+	Endpoint, Table string
+	CursorKey       []byte
+	// Prefix starts the measurement's session ids and item keys.
+	Prefix string
+	// DynamoPID is the DynamoDB server's pid (0 when unknown: its CPU
+	// time is then not read).
+	DynamoPID int
+	// Profile, when set, CPU-profiles each turn slice into
+	// Profile-c<sessions>-r<rep>-s<slice>.pprof.
+	Profile string
+	// Serve starts the turn handler (the dev server's, echo without
+	// delay) on a store.
+	Serve func(chat.Store) (Server, error)
+	// Progress reports what runs; nil for silence.
+	Progress func(format string, a ...any)
+}
+
+// Measure measures each level of set reps times on its own client of
+// cfg.Endpoint (dynamo.NewClient's, with the meter's middleware), then
+// the request shapes.
+func Measure(ctx context.Context, cfg Config, set Settings) ([]*Level, []Shape, error) {
+	ts, prefix, table, progress := set, cfg.Prefix, cfg.Table, cfg.Progress
+	if progress == nil {
+		progress = func(string, ...any) {}
+	}
 	m := &callMeter{}
-	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1",
+	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: cfg.Endpoint, Region: "us-east-1",
 		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == ""}, m.option())
 	if err != nil {
 		return nil, nil, err
 	}
-	store := dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey})
-	w, err := newWiring(store, handlerConfig{})
+	store := dynamo.New(client, dynamo.Options{Table: table, CursorKey: cfg.CursorKey})
+	w, err := cfg.Serve(store)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer w.close()
-	clk := cpuClock{pid: dynPID}
-	levels := make([]*tpLevel, 0, len(ts.Concurrency))
+	defer w.Close()
+	clk := cpuClock{pid: cfg.DynamoPID}
+	levels := make([]*Level, 0, len(ts.Concurrency))
 	for _, conc := range ts.Concurrency {
-		levels = append(levels, &tpLevel{Conc: conc})
+		levels = append(levels, &Level{Conc: conc})
 	}
 	for rep := range ts.Reps {
 		for _, l := range levels {
 			progress("throughput rep %d/%d: %d concurrent sessions", rep+1, ts.Reps, l.Conc)
 			if l.Conc == 1 {
-				m.serverPID.Store(int64(dynPID))
+				m.serverPID.Store(int64(cfg.DynamoPID))
 			}
-			c, t := &phaseResult{Calls: map[string]*callStats{}}, &phaseResult{Calls: map[string]*callStats{}}
+			c, t := &Phase{Calls: map[string]*CallStats{}}, &Phase{Calls: map[string]*CallStats{}}
 			// Ceiling and turns alternate in slices, so that load from
 			// outside (other processes on the machine) that changes
 			// during a rep falls on both alike.
@@ -337,18 +371,18 @@ func throughputSection(ctx context.Context, endpoint, table string, cursorKey []
 				pre := fmt.Sprintf("%s-r%ds%d", prefix, rep, sl)
 				bctx := context.WithValue(ctx, bareKey{}, true)
 				cs, err := measurePhase(m, clk, func() (int64, int64, time.Duration, error) {
-					n, err := bareWrites(bctx, client, table, pre, l.Conc, ts.WritesFor/time.Duration(ts.Slices))
+					n, err := BareWrites(bctx, client, table, pre, l.Conc, ts.WritesFor/time.Duration(ts.Slices))
 					return n, 0, 0, err
 				})
 				if err != nil {
 					return nil, nil, err
 				}
-				stopProfile, err := startProfile(profile, l.Conc, rep, sl)
+				stopProfile, err := startProfile(cfg.Profile, l.Conc, rep, sl)
 				if err != nil {
 					return nil, nil, err
 				}
 				tsl, err := measurePhase(m, clk, func() (int64, int64, time.Duration, error) {
-					return backToBack(ctx, w, pre, l.Conc, ts.TurnsFor/time.Duration(ts.Slices))
+					return turnPhase(ctx, w.Client, pre, l.Conc, ts.TurnsFor/time.Duration(ts.Slices))
 				})
 				if perr := stopProfile(); err == nil {
 					err = perr
@@ -375,7 +409,7 @@ func throughputSection(ctx context.Context, endpoint, table string, cursorKey []
 // on its own item for d (dynamobench.CompareAndSetOwned: SET with a
 // compare-and-set condition on a revision), and returns how many
 // succeeded.
-func bareWrites(ctx context.Context, client dynamo.Client, table, prefix string, conc int, d time.Duration) (int64, error) {
+func BareWrites(ctx context.Context, client dynamo.Client, table, prefix string, conc int, d time.Duration) (int64, error) {
 	var done atomic.Int64
 	errs := make(chan error, conc)
 	deadline := time.Now().Add(d)
@@ -398,13 +432,16 @@ func bareWrites(ctx context.Context, client dynamo.Client, table, prefix string,
 }
 
 // backToBack runs conc workers submitting turns back to back for d (a
-// new session every 10 turns, as turnsPerSecond does) and returns the
-// acknowledged and other turns and the sum of acknowledged turn times.
-func backToBack(ctx context.Context, w *wiring, prefix string, conc int, d time.Duration) (int64, int64, time.Duration, error) {
-	hc := newHTTPClient(conc, nil)
+// new session every 10 turns, so context loads stay small), calls acked
+// with each acknowledged turn, and returns the acknowledged and other
+// turns and the error of the first turn that failed.
+func BackToBack(ctx context.Context, clientOf func(*http.Client) *client.Client, prefix string, conc int, d time.Duration, acked func(*loadcheck.Result)) (int64, int64, error) {
+	pool := http.DefaultTransport.(*http.Transport).Clone()
+	pool.MaxIdleConns, pool.MaxIdleConnsPerHost = conc, conc
+	hc := &http.Client{Transport: loadcheck.TagRequests(pool)}
 	defer hc.CloseIdleConnections()
-	c := w.client(hc)
-	var done, notDone, total atomic.Int64
+	c := clientOf(hc)
+	var done, notDone atomic.Int64
 	var firstErr error
 	var once sync.Once
 	deadline := time.Now().Add(d)
@@ -412,11 +449,11 @@ func backToBack(ctx context.Context, w *wiring, prefix string, conc int, d time.
 	for wk := range conc {
 		wg.Go(func() {
 			for k := 0; time.Now().Before(deadline); k++ {
-				sid := fmt.Sprintf("%s-tq%d-w%d-s%d", prefix, conc, wk, k/10)
-				res := submit(ctx, c, sid, fmt.Sprintf("t%d", k), "ping", submitOptions{})
-				if res.acknowledged() {
+				sid := fmt.Sprintf("%s%d-w%d-s%d", prefix, conc, wk, k/10)
+				res := loadcheck.Submit(ctx, c, sid, fmt.Sprintf("t%d", k), "ping", loadcheck.SubmitOptions{})
+				if res.Acknowledged() {
 					done.Add(1)
-					total.Add(int64(res.Total))
+					acked(res)
 					continue
 				}
 				notDone.Add(1)
@@ -427,13 +464,20 @@ func backToBack(ctx context.Context, w *wiring, prefix string, conc int, d time.
 		})
 	}
 	wg.Wait()
+	return done.Load(), notDone.Load(), firstErr
+}
+
+// turnPhase runs backToBack and returns its account for measurePhase.
+func turnPhase(ctx context.Context, clientOf func(*http.Client) *client.Client, prefix string, conc int, d time.Duration) (int64, int64, time.Duration, error) {
+	var total atomic.Int64
+	done, notDone, err := BackToBack(ctx, clientOf, prefix+"-tq", conc, d, func(res *loadcheck.Result) { total.Add(int64(res.Total)) })
 	if ctx.Err() != nil {
 		return 0, 0, 0, ctx.Err()
 	}
-	if done.Load() == 0 && firstErr != nil {
-		return 0, 0, 0, fmt.Errorf("no turn acknowledged: %w", firstErr)
+	if done == 0 && err != nil {
+		return 0, 0, 0, fmt.Errorf("no turn acknowledged: %w", err)
 	}
-	return done.Load(), notDone.Load(), time.Duration(total.Load()), nil
+	return done, notDone, time.Duration(total.Load()), nil
 }
 
 // medianOf returns the median of f over rs.
@@ -452,9 +496,15 @@ func medianOf[T any](rs []T, f func(T) float64) float64 {
 // msf formats seconds-as-duration in ms.
 func msf(d float64) string { return fmt.Sprintf("%.3f ms", d/float64(time.Millisecond)) }
 
+// Rows renders a measurement as rows of turnbench's table: the levels
+// (throughputRows) and the request shapes (shapeRows).
+func Rows(levels []*Level, shapes []Shape) [][4]string {
+	return append(throughputRows(levels), shapeRows(shapes)...)
+}
+
 // throughputRows renders the section: per level, the headline row
 // (turns/s vs ceiling/4, medians) and the account rows.
-func throughputRows(levels []*tpLevel) [][4]string {
+func throughputRows(levels []*Level) [][4]string {
 	var rows [][4]string
 	add := func(figure, measured, baseline, vs string) {
 		rows = append(rows, [4]string{figure, measured, baseline, vs})
@@ -466,19 +516,19 @@ func throughputRows(levels []*tpLevel) [][4]string {
 		for i := range idx {
 			idx[i] = i
 		}
-		turns := medianOf(l.Turns, (*phaseResult).rate)
-		ceil := medianOf(l.Ceiling, (*phaseResult).rate)
+		turns := medianOf(l.Turns, (*Phase).rate)
+		ceil := medianOf(l.Ceiling, (*Phase).rate)
 		ratios := make([]string, 0, n)
 		for i := range idx {
 			ratios = append(ratios, fmt.Sprintf("%.0f%%", 100*l.ratio(i)))
 		}
 		ratio := medianOf(idx, func(i int) float64 { return l.ratio(i) })
 		add(fmt.Sprintf("turns/s, %d concurrent session(s), echo no delay (median of %d)", l.Conc, n),
-			fmt.Sprintf("%.0f turns/s (not acknowledged: %.0f)", turns, medianOf(l.Turns, func(p *phaseResult) float64 { return float64(p.NotDone) })),
+			fmt.Sprintf("%.0f turns/s (not acknowledged: %.0f)", turns, medianOf(l.Turns, func(p *Phase) float64 { return float64(p.NotDone) })),
 			fmt.Sprintf("%.0f conditional UpdateItem/s, same client; ceiling/4 = %.0f turns/s", ceil, ceil/4),
 			fmt.Sprintf("%.0f%% of ceiling/4 (runs: %s)", 100*ratio, strings.Join(ratios, ", ")))
 		// Per-call account, medians over reps of per-call means.
-		bare := func(p *phaseResult, http bool) float64 {
+		bare := func(p *Phase, http bool) float64 {
 			s := p.Calls["bare"]
 			if s == nil || s.N == 0 {
 				return 0
@@ -491,33 +541,33 @@ func throughputRows(levels []*tpLevel) [][4]string {
 		var parts []string
 		var sumCall, sumHTTP, sumDyn float64
 		for _, k := range kinds {
-			call := medianOf(l.Turns, func(p *phaseResult) float64 {
+			call := medianOf(l.Turns, func(p *Phase) float64 {
 				s := p.Calls[k]
 				if s == nil || s.N == 0 {
 					return 0
 				}
 				return float64(s.Call) / float64(s.N)
 			})
-			http := medianOf(l.Turns, func(p *phaseResult) float64 {
+			http := medianOf(l.Turns, func(p *Phase) float64 {
 				s := p.Calls[k]
 				if s == nil || s.N == 0 {
 					return 0
 				}
 				return float64(s.HTTP) / float64(s.N)
 			})
-			sent := medianOf(l.Turns, func(p *phaseResult) float64 {
+			sent := medianOf(l.Turns, func(p *Phase) float64 {
 				if s := p.Calls[k]; s != nil && s.N > 0 {
 					return float64(s.Sent) / float64(s.N)
 				}
 				return 0
 			})
-			recv := medianOf(l.Turns, func(p *phaseResult) float64 {
+			recv := medianOf(l.Turns, func(p *Phase) float64 {
 				if s := p.Calls[k]; s != nil && s.N > 0 {
 					return float64(s.Received) / float64(s.N)
 				}
 				return 0
 			})
-			dcpu := medianOf(l.Turns, func(p *phaseResult) float64 {
+			dcpu := medianOf(l.Turns, func(p *Phase) float64 {
 				if s := p.Calls[k]; s != nil && s.N > 0 {
 					return float64(s.DynCPU) / float64(s.N)
 				}
@@ -534,7 +584,7 @@ func throughputRows(levels []*tpLevel) [][4]string {
 		if s := l.Ceiling[0].Calls["bare"]; s != nil && s.N > 0 {
 			bareBytes = fmt.Sprintf("; %d B sent, %d B received", s.Sent/s.N, s.Received/s.N)
 		}
-		bareDyn := medianOf(l.Ceiling, func(p *phaseResult) float64 {
+		bareDyn := medianOf(l.Ceiling, func(p *Phase) float64 {
 			if s := p.Calls["bare"]; s != nil && s.N > 0 {
 				return float64(s.DynCPU) / float64(s.N)
 			}
@@ -545,10 +595,10 @@ func throughputRows(levels []*tpLevel) [][4]string {
 			bareBytes += ", dynalite CPU " + msf(bareDyn)
 			dynVsBare = fmt.Sprintf("; dynalite CPU of the four %s, %.2fx four bare", msf(sumDyn), sumDyn/(4*bareDyn))
 		}
-		bc := medianOf(l.Ceiling, func(p *phaseResult) float64 { return bare(p, false) })
-		bh := medianOf(l.Ceiling, func(p *phaseResult) float64 { return bare(p, true) })
-		turnTime := medianOf(l.Turns, func(p *phaseResult) float64 { return float64(p.per(p.TurnTime)) })
-		dbTime := medianOf(l.Turns, func(p *phaseResult) float64 {
+		bc := medianOf(l.Ceiling, func(p *Phase) float64 { return bare(p, false) })
+		bh := medianOf(l.Ceiling, func(p *Phase) float64 { return bare(p, true) })
+		turnTime := medianOf(l.Turns, func(p *Phase) float64 { return float64(p.per(p.TurnTime)) })
+		dbTime := medianOf(l.Turns, func(p *Phase) float64 {
 			var d time.Duration
 			for _, s := range p.Calls {
 				d += s.Call
@@ -557,15 +607,15 @@ func throughputRows(levels []*tpLevel) [][4]string {
 		})
 		add(fmt.Sprintf("turn time account, %d concurrent session(s): DynamoDB calls (as the store sees them; HTTP = the attempts alone)", l.Conc),
 			fmt.Sprintf("a turn %s, of it %s in %.1f calls: %s; sum of the four %s (HTTP %s); outside DynamoDB calls %s",
-				msf(turnTime), msf(dbTime), medianOf(l.Turns, (*phaseResult).callsPer), strings.Join(parts, ", "), msf(sumCall), msf(sumHTTP), msf(turnTime-dbTime)),
+				msf(turnTime), msf(dbTime), medianOf(l.Turns, (*Phase).callsPer), strings.Join(parts, ", "), msf(sumCall), msf(sumHTTP), msf(turnTime-dbTime)),
 			fmt.Sprintf("bare conditional UpdateItem %s (HTTP %s%s); 4 of them %s", msf(bc), msf(bh), bareBytes, msf(4*bc)),
 			fmt.Sprintf("four calls %.2fx four bare (HTTP %.2fx)%s", sumCall/(4*bc), sumHTTP/(4*bh), dynVsBare))
-		selfT := medianOf(l.Turns, func(p *phaseResult) float64 { return float64(p.per(p.SelfCPU)) })
-		selfB := medianOf(l.Ceiling, func(p *phaseResult) float64 { return float64(p.per(p.SelfCPU)) })
-		dynT := medianOf(l.Turns, func(p *phaseResult) float64 { return float64(p.per(p.DynCPU)) })
-		dynB := medianOf(l.Ceiling, func(p *phaseResult) float64 { return float64(p.per(p.DynCPU)) })
-		dialsT := medianOf(l.Turns, func(p *phaseResult) float64 { return float64(p.Dials) / max(1, float64(p.Done)) })
-		dialsB := medianOf(l.Ceiling, func(p *phaseResult) float64 { return float64(p.Dials) / max(1, float64(p.Done)) })
+		selfT := medianOf(l.Turns, func(p *Phase) float64 { return float64(p.per(p.SelfCPU)) })
+		selfB := medianOf(l.Ceiling, func(p *Phase) float64 { return float64(p.per(p.SelfCPU)) })
+		dynT := medianOf(l.Turns, func(p *Phase) float64 { return float64(p.per(p.DynCPU)) })
+		dynB := medianOf(l.Ceiling, func(p *Phase) float64 { return float64(p.per(p.DynCPU)) })
+		dialsT := medianOf(l.Turns, func(p *Phase) float64 { return float64(p.Dials) / max(1, float64(p.Done)) })
+		dialsB := medianOf(l.Ceiling, func(p *Phase) float64 { return float64(p.Dials) / max(1, float64(p.Done)) })
 		dyn := "dynalite CPU unknown (not started by turnbench)"
 		dynVs := "-"
 		if dynT >= 0 && dynB >= 0 && l.Turns[0].DynCPU >= 0 {
@@ -602,61 +652,9 @@ func startProfile(prefix string, conc, rep, slice int) (func() error, error) {
 	}, nil
 }
 
-// ownSections reports whether -only names just sections of this file
-// (throughput, coldstart), which run without the rest of the suite.
-func ownSections(only string) (throughput, cold, ok bool) {
-	for _, n := range strings.Split(only, ",") {
-		switch strings.TrimSpace(n) {
-		case "throughput":
-			throughput = true
-		case "coldstart":
-			cold = true
-		default:
-			return false, false, false
-		}
-	}
-	return throughput, cold, true
-}
-
-// runOwn is run with -only throughput and/or coldstart: those sections
-// alone, in their own table.
-func runOwn(ctx context.Context, rep *report, set settings, root, rie, endpoint, table string, cursorKey []byte, prefix string, dyn *dynalite.Server, profile string, throughput, cold bool, progress func(string, ...any), stdout io.Writer) (*report, error) {
-	rep.Load = &loadReport{} // not run: nothing to verify
-	var rows [][4]string
-	if throughput {
-		ts := fullThroughput()
-		if rep.Quick {
-			ts = quickThroughput()
-		}
-		pid := 0
-		if dyn != nil {
-			pid = dyn.Pid()
-		}
-		levels, sh, err := throughputSection(ctx, endpoint, table, cursorKey, prefix, pid, ts, profile, progress)
-		if err != nil {
-			return nil, err
-		}
-		rows = append(append(rows, throughputRows(levels)...), shapeRows(sh)...)
-	}
-	if cold {
-		progress("bootstraps: build and cold starts under %s", rie)
-		rep.Sizes, rep.Cold, rep.ColdErr = coldSection(ctx, root, rie, endpoint, table, prefix, set)
-		rows = append(rows, coldRows(rep, set)...)
-	} else {
-		rep.ColdErr = errSkipped
-	}
-	progress("done")
-	ew := &errWriter{w: stdout}
-	ew.printf("| figure | measured | baseline (same run) | measured vs baseline |\n| --- | --- | --- | --- |\n")
-	for _, r := range rows {
-		ew.printf("| %s | %s | %s | %s |\n", cell(r[0]), cell(r[1]), cell(r[2]), cell(r[3]))
-	}
-	return rep, ew.err
-}
-
-// shapeResult is one request shape's cost on the DynamoDB server,
+// Shape is one request shape's cost on the DynamoDB server,
 // sequential calls: the HTTP attempt and the server's CPU per call.
-type shapeResult struct {
+type Shape struct {
 	Name    string
 	N       int64
 	HTTP    time.Duration // per call
@@ -668,9 +666,9 @@ type shapeResult struct {
 // shapeProbes times each of dynamobench.Shapes for d, one call at a
 // time, on client (the throughput client, through the meter), against
 // the DynamoDB server whose pid is clk's.
-func shapeProbes(ctx context.Context, m *callMeter, clk cpuClock, client dynamo.Client, table, prefix string, d time.Duration) ([]shapeResult, error) {
+func shapeProbes(ctx context.Context, m *callMeter, clk cpuClock, client dynamo.Client, table, prefix string, d time.Duration) ([]Shape, error) {
 	shapes := dynamobench.Shapes()
-	out := make([]shapeResult, 0, len(shapes))
+	out := make([]Shape, 0, len(shapes))
 	bctx := context.WithValue(ctx, bareKey{}, true)
 	for i, sh := range shapes {
 		pk := fmt.Sprintf("BENCH#%s-shape-%d", prefix, i)
@@ -700,7 +698,7 @@ func shapeProbes(ctx context.Context, m *callMeter, clk cpuClock, client dynamo.
 		if err != nil {
 			return nil, err
 		}
-		r := shapeResult{Name: sh.Name, N: p.Done, DynCPU: -1}
+		r := Shape{Name: sh.Name, N: p.Done, DynCPU: -1}
 		if s := p.Calls["bare"]; s != nil && s.N > 0 {
 			r.HTTP, r.Sent, r.Receivd = s.HTTP/time.Duration(s.N), s.Sent/s.N, s.Received/s.N
 		}
@@ -713,7 +711,7 @@ func shapeProbes(ctx context.Context, m *callMeter, clk cpuClock, client dynamo.
 }
 
 // shapeRows renders shapeProbes' results beside the first (bare) shape.
-func shapeRows(rs []shapeResult) [][4]string {
+func shapeRows(rs []Shape) [][4]string {
 	if len(rs) == 0 {
 		return nil
 	}

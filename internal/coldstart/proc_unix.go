@@ -1,4 +1,6 @@
-package main
+//go:build unix && !linux
+
+package coldstart
 
 import (
 	"os/exec"
@@ -6,14 +8,13 @@ import (
 )
 
 // setProcAttr puts a child (dynalite, the emulator) in its own process
-// group and asks the kernel to kill it when turnbench dies, so that no
-// child outlives an interrupted run.
+// group. Without Linux's parent-death signal, the deferred stops are what
+// end the children.
 func setProcAttr(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 }
 
-// killGroup kills a child's process group (the emulator's bootstrap, the
-// node process behind dynalite's script).
+// killGroup kills a child's process group.
 func killGroup(cmd *exec.Cmd) {
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // already gone is fine
 }

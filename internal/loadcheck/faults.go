@@ -1,4 +1,4 @@
-package main
+package loadcheck
 
 import (
 	"bytes"
@@ -27,12 +27,12 @@ import (
 // attempts ddbfault forwards, records DynamoDB's real answer: the ground
 // truth of whether a write applied, whatever the caller was told.
 
-// faultPlan is the load run's fault rate: FailRate of API calls are
+// FaultPlan is the load run's fault rate: FailRate of API calls are
 // faulty, each with one fault kind drawn uniformly from faultKinds; a
 // faulty call's first attempt meets the fault (the SDK's retry then
 // passes), or with probability Persistent every attempt does (the SDK
 // gives up and the caller sees the failure).
-type faultPlan struct {
+type FaultPlan struct {
 	FailRate   float64
 	Persistent float64
 }
@@ -40,24 +40,24 @@ type faultPlan struct {
 // faultKinds are the faults the load run injects.
 var faultKinds = []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter, ddbfault.ServerErrorBefore, ddbfault.Hang}
 
-// faultInjector draws the faults of the load client's attempts.
-type faultInjector struct {
-	plan atomic.Pointer[faultPlan] // nil: no faults
+// Injector draws the faults of the load client's attempts.
+type Injector struct {
+	plan atomic.Pointer[FaultPlan] // nil: no faults
 
 	mu  sync.Mutex
 	rng *mrand.Rand
 }
 
-func newFaultInjector(seed uint64) *faultInjector {
-	return &faultInjector{rng: mrand.New(mrand.NewPCG(seed, seed^0x5851f42d4c957f2d))}
+func newInjector(seed uint64) *Injector {
+	return &Injector{rng: mrand.New(mrand.NewPCG(seed, seed^0x5851f42d4c957f2d))}
 }
 
 // set installs p (nil: no faults from now on).
-func (f *faultInjector) set(p *faultPlan) { f.plan.Store(p) }
+func (f *Injector) set(p *FaultPlan) { f.plan.Store(p) }
 
 // rule is the ddbfault rule: the call's decision is drawn at its first
 // attempt and kept on its record.
-func (f *faultInjector) rule(a ddbfault.Attempt) ddbfault.Fault {
+func (f *Injector) rule(a ddbfault.Attempt) ddbfault.Fault {
 	call, _ := a.Context.Value(callKey{}).(*callState)
 	att, _ := a.Context.Value(attemptKey{}).(*attemptState)
 	p := f.plan.Load()
@@ -92,7 +92,7 @@ func (f *faultInjector) rule(a ddbfault.Attempt) ddbfault.Fault {
 }
 
 // aim is a fault a load submission asks for on the calls of one kind
-// (benchFaultHeader): the first attempt of each, or every attempt. The
+// (FaultHeader): the first attempt of each, or every attempt. The
 // load run aims one at some turns so that each case is covered in every
 // run, beside the random faults.
 type aim struct {
@@ -124,7 +124,7 @@ func parseAim(s string) *aim {
 }
 
 // matches reports whether a call of rec's kind is aimed at.
-func (a *aim) matches(rec *opRecord) bool {
+func (a *aim) matches(rec *Op) bool {
 	return rec.Write == a.Kind || rec.Kind == a.Kind && rec.Write == ""
 }
 
@@ -234,14 +234,14 @@ func (l answerLog) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// newLoadTransport returns the load client's transport over a keep-alive
+// NewTransport returns the load client's transport over a keep-alive
 // pool sized for workers concurrent turns, and the injector that chooses
 // its faults.
-func newLoadTransport(workers int, seed uint64) (http.RoundTripper, *faultInjector) {
+func NewTransport(workers int, seed uint64) (http.RoundTripper, *Injector) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.MaxIdleConns = 4 * workers
 	base.MaxIdleConnsPerHost = 4 * workers
-	inj := newFaultInjector(seed)
+	inj := newInjector(seed)
 	ft := ddbfault.New(answerLog{next: base})
 	ft.SetRule(inj.rule)
 	return attemptLog{next: ft}, inj
@@ -259,7 +259,7 @@ const (
 // appliedOf reads a write call's attempts: yes when DynamoDB answered 200
 // to one (whatever the SDK was told), unknown when one was forwarded and
 // no real answer came back, else no.
-func appliedOf(op *opRecord) applied {
+func appliedOf(op *Op) applied {
 	out := appliedNo
 	for _, a := range op.Attempts {
 		switch {
@@ -273,7 +273,7 @@ func appliedOf(op *opRecord) applied {
 }
 
 // appliedAttempt returns the attempt DynamoDB answered 200, or nil.
-func appliedAttempt(op *opRecord) *attemptRecord {
+func appliedAttempt(op *Op) *attemptRecord {
 	for _, a := range op.Attempts {
 		if a.Status == http.StatusOK {
 			return a
@@ -283,7 +283,7 @@ func appliedAttempt(op *opRecord) *attemptRecord {
 }
 
 // faulted reports whether any attempt of op met a fault.
-func faulted(op *opRecord) bool {
+func faulted(op *Op) bool {
 	for _, a := range op.Attempts {
 		if a.Fault != ddbfault.Pass {
 			return true
@@ -295,7 +295,7 @@ func faulted(op *opRecord) bool {
 // answerLost reports whether op applied on an attempt whose answer the
 // caller never got (lost or replaced by a 500): the SDK retried, or gave
 // up, after the write had applied.
-func answerLost(op *opRecord) bool {
+func answerLost(op *Op) bool {
 	a := appliedAttempt(op)
 	return a != nil && (a.Fault == ddbfault.LoseAnswer || a.Fault == ddbfault.ServerErrorAfter)
 }

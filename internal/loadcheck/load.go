@@ -1,4 +1,4 @@
-package main
+package loadcheck
 
 import (
 	"bytes"
@@ -17,14 +17,14 @@ import (
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
-// loadConfig shapes the load run.
-type loadConfig struct {
+// Config shapes the load run.
+type Config struct {
 	Sessions int // sessions, each running Turns turns one after another
 	Turns    int // turns per session
 	Workers  int // sessions running at once
 	// Faults are the random faults on every DynamoDB call, beside the
 	// aimed ones (aims).
-	Faults         faultPlan
+	Faults         FaultPlan
 	DisconnectRate float64       // fraction of submissions the client cancels after the first line
 	Lease          time.Duration // the turn handler's LeaseDuration
 	// AttemptTimeout is the load client's per-attempt timeout, which cuts
@@ -38,12 +38,12 @@ type loadRecord struct {
 	Session, Turn string
 	Replay        bool // a replay of a turn whose stream reported it unsaved
 	Aim           *aim
-	Res           *turnResult
-	Ops           []opRecord // its DynamoDB calls, read at verification
+	Res           *Result
+	Ops           []Op // its DynamoDB calls, read at verification
 }
 
-// loadReport is the load run's counts and verification results.
-type loadReport struct {
+// Report is the load run's counts and verification results.
+type Report struct {
 	Sessions, TurnsAttempted, Requests, Acknowledged int
 	Disconnects, Retried, Replays                    int
 	// Injected counts faulted HTTP attempts by call kind and fault.
@@ -98,45 +98,65 @@ type loadReport struct {
 	Notes []string
 }
 
-func (r *loadReport) note(format string, args ...any) {
+func (r *Report) note(format string, args ...any) {
 	if len(r.Notes) < 5 {
 		r.Notes = append(r.Notes, fmt.Sprintf(format, args...))
 	}
 }
 
-func (r *loadReport) problem(format string, args ...any) {
+func (r *Report) problem(format string, args ...any) {
 	if len(r.Problems) < 10 {
 		r.Problems = append(r.Problems, fmt.Sprintf(format, args...))
 	}
 }
 
 // ok reports whether verification found nothing wrong.
-func (r *loadReport) ok() bool {
+func (r *Report) OK() bool {
 	return r.Lost == 0 && r.Duplicates == 0 && r.Foreign == 0 && r.Wrong == 0 && r.BusyOwnClaim == 0 &&
 		r.UnsavedSaved == r.UnsavedSavedUnresolvable && r.AfterExpiry == 0 && r.AfterClaim == 0 &&
 		r.ClaimsRanOnce+r.ClaimsFailedAfter+r.ClaimsUnresolvable == r.ClaimsAnswerLost && r.LeasesPastExpiry == 0 && len(r.Problems) == 0
 }
 
-// loadText is the input of every load turn: long enough (with the load
-// wiring's echo delay) that a stream has several lines to cut.
+// The pace of the echo model a load run's server streams with: EchoChunk
+// runes every EchoDelay (4 runes a millisecond).
+const (
+	EchoDelay = time.Millisecond
+	EchoChunk = 4
+)
+
+// loadText is the input of every load turn: long enough (at the echo
+// pace) that a stream has several lines to cut.
 var loadText = strings.Repeat("load run text ", 12)
 
 // longText returns the input of a turn that streams for about 1.5 leases
-// with the load wiring's echo (4 runes a millisecond), so that it renews.
+// at the echo pace (4 runes a millisecond), so that it renews.
 func longText(lease time.Duration) string {
 	const unit = "long turn text "
 	return strings.Repeat(unit, int(lease.Milliseconds())*4*3/2/len(unit)+1)
 }
 
-// runLoad drives cfg.Sessions sessions of cfg.Turns turns through w,
-// whose DynamoDB client's faults inj injects, with the client cutting
+// Server is what a load run drives: a dev-server wiring of the turn and
+// history functions (their handler wrapped by Traces.Wrap; its DynamoDB
+// client's transport NewTransport's, with a Tap) whose echo model streams
+// at the echo pace (EchoDelay, EchoChunk) and whose lease is Config.Lease.
+type Server struct {
+	// Client returns a client of the server's functions, as the owner of
+	// the run's sessions, over hc.
+	Client func(hc *http.Client) *client.Client
+	Traces *Traces
+}
+
+// Run drives cfg.Sessions sessions of cfg.Turns turns through srv, whose
+// DynamoDB client's faults inj injects, with the client cutting
 // cfg.DisconnectRate of streams after their first line; then verifies
-// every session through the history handler with faults off.
-func runLoad(ctx context.Context, w *wiring, inj *faultInjector, prefix string, cfg loadConfig) *loadReport {
-	rep := &loadReport{Sessions: cfg.Sessions, Injected: map[string]int{}, Aimed: map[string]int{}, Outcomes: map[string]int{}}
-	hc := newHTTPClient(cfg.Workers, nil)
+// every session through the history function with faults off.
+func Run(ctx context.Context, srv Server, inj *Injector, prefix string, cfg Config) *Report {
+	rep := &Report{Sessions: cfg.Sessions, Injected: map[string]int{}, Aimed: map[string]int{}, Outcomes: map[string]int{}}
+	pool := http.DefaultTransport.(*http.Transport).Clone()
+	pool.MaxIdleConns, pool.MaxIdleConnsPerHost = cfg.Workers, cfg.Workers
+	hc := &http.Client{Transport: TagRequests(pool)}
 	defer hc.CloseIdleConnections()
-	c := w.client(hc)
+	c := srv.Client(hc)
 
 	var mu sync.Mutex
 	records := map[string][]loadRecord{}
@@ -161,15 +181,15 @@ func runLoad(ctx context.Context, w *wiring, inj *faultInjector, prefix string, 
 	close(sessions)
 	wg.Wait()
 	inj.set(nil)
-	if !w.waitIdle(time.Minute) {
+	if !srv.Traces.WaitIdle(time.Minute) {
 		rep.problem("handlers still running a minute after the last client request")
 	}
 	checkedAt := time.Now()
 
 	for sid, recs := range records {
 		for i := range recs {
-			if tr := w.trace(recs[i].Res.BenchID); tr != nil {
-				recs[i].Ops = tr.snapshot()
+			if tr := srv.Traces.Trace(recs[i].Res.ID); tr != nil {
+				recs[i].Ops = tr.Ops()
 			}
 		}
 		verifySession(ctx, c, sid, recs, cfg, checkedAt, rep)
@@ -214,7 +234,7 @@ func aimFor(i, k int) *aim {
 // turn id; a stream that reports its turn unsaved (SERVER_INTERNAL,
 // SESSION_CONFLICT) is replayed to read the recorded outcome; anything
 // else moves on to the next turn.
-func runSession(ctx context.Context, c *client.Client, sid string, i int, cfg loadConfig, rng *mrand.Rand) []loadRecord {
+func runSession(ctx context.Context, c *client.Client, sid string, i int, cfg Config, rng *mrand.Rand) []loadRecord {
 	var recs []loadRecord
 	for k := range cfg.Turns {
 		tid := fmt.Sprintf("t%d", k)
@@ -224,15 +244,15 @@ func runSession(ctx context.Context, c *client.Client, sid string, i int, cfg lo
 		if first != nil && first.Long {
 			input = longText(cfg.Lease)
 		}
-		var res *turnResult
+		var res *Result
 		for n := 0; ; n++ {
-			o := submitOptions{TurnScope: true, RecordLines: true}
+			o := SubmitOptions{TurnScope: true, RecordLines: true}
 			if n == 0 && first != nil {
 				o.Aim = first
 			} else if rng.Float64() < cfg.DisconnectRate {
 				o.DisconnectAfter = 1
 			}
-			res = submit(ctx, c, sid, tid, input, o)
+			res = Submit(ctx, c, sid, tid, input, o)
 			recs = append(recs, loadRecord{Session: sid, Turn: tid, Aim: o.Aim, Res: res})
 			if retryable(res) && time.Now().Before(giveUp) {
 				time.Sleep(50 * time.Millisecond)
@@ -240,11 +260,11 @@ func runSession(ctx context.Context, c *client.Client, sid string, i int, cfg lo
 			}
 			break
 		}
-		if d := res.lastDiagnostic(); res.Status != http.StatusOK || d != protocol.CodeServerInternal && d != protocol.CodeSessionConflict {
+		if d := res.LastDiagnostic(); res.Status != http.StatusOK || d != protocol.CodeServerInternal && d != protocol.CodeSessionConflict {
 			continue
 		}
 		for range 100 { // replay: the recorded outcome, once the lease is free
-			rr := submit(ctx, c, sid, tid, input, submitOptions{TurnScope: true, RecordLines: true})
+			rr := Submit(ctx, c, sid, tid, input, SubmitOptions{TurnScope: true, RecordLines: true})
 			recs = append(recs, loadRecord{Session: sid, Turn: tid, Replay: true, Res: rr})
 			if !retryable(rr) || !time.Now().Before(giveUp) {
 				break
@@ -256,7 +276,7 @@ func runSession(ctx context.Context, c *client.Client, sid string, i int, cfg lo
 }
 
 // retryable reports whether a client retries the submission as it is.
-func retryable(r *turnResult) bool {
+func retryable(r *Result) bool {
 	return r.Status == http.StatusConflict && r.ErrorCode == protocol.CodeSessionBusy ||
 		r.Status == http.StatusInternalServerError && r.ErrorCode == protocol.CodeServerInternal && r.Retryable
 }
@@ -268,7 +288,7 @@ func retryable(r *turnResult) bool {
 type facts struct {
 	claim         applied
 	claimAt       *attemptRecord // the attempt that applied the claim
-	claimOp       *opRecord      // the claim's applied write
+	claimOp       *Op            // the claim's applied write
 	claimResolved bool           // a read after the applied claim write was answered
 	claimLost     bool           // the claim applied on an attempt whose answer was lost or a 500
 	claimFailed   bool           // a call of the claim's phase failed (not a failed condition)
@@ -291,10 +311,10 @@ type facts struct {
 }
 
 // factsOf reads ops (one request's calls, in start order).
-func factsOf(ops []opRecord) facts {
+func factsOf(ops []Op) facts {
 	var f facts
-	var lastSession *opRecord // the last session write started, for its reads
-	var save *opRecord
+	var lastSession *Op // the last session write started, for its reads
+	var save *Op
 	for i := range ops {
 		op := &ops[i]
 		switch {
@@ -372,7 +392,7 @@ type verdict struct {
 // earlier submissions of the same turn id (yes: one applied; unknown: one
 // may have), saved whether history holds the turn, lease the turn
 // handler's LeaseDuration.
-func judge(f facts, res *turnResult, earlier applied, saved bool, lease time.Duration) verdict {
+func judge(f facts, res *Result, earlier applied, saved bool, lease time.Duration) verdict {
 	bad := func(format string, a ...any) verdict { return verdict{problem: fmt.Sprintf(format, a...)} }
 	unknown := verdict{unattributable: true}
 	if res.Status != http.StatusOK {
@@ -423,13 +443,13 @@ func judge(f facts, res *turnResult, earlier applied, saved bool, lease time.Dur
 		return verdict{}
 	case res.Err != nil || res.Last == nil:
 		return bad("stream without a last line (%v)", res.Err)
-	case res.acknowledged():
+	case res.Acknowledged():
 		if f.save == appliedNo {
 			return bad("acknowledged, but no save applied")
 		}
 		return verdict{}
 	}
-	switch d := res.lastDiagnostic(); d {
+	switch d := res.LastDiagnostic(); d {
 	case protocol.CodeServerInternal:
 		switch {
 		case !f.saveCalled:
@@ -463,7 +483,7 @@ func judge(f facts, res *turnResult, earlier applied, saved bool, lease time.Dur
 
 // verifySession checks one session's records against their calls and
 // the session's history.
-func verifySession(ctx context.Context, c *client.Client, sid string, recs []loadRecord, cfg loadConfig, checkedAt time.Time, rep *loadReport) {
+func verifySession(ctx context.Context, c *client.Client, sid string, recs []loadRecord, cfg Config, checkedAt time.Time, rep *Report) {
 	turns, err := c.AllTurns(ctx, sid)
 	if err != nil {
 		rep.problem("history of %s: %v", sid, err)
@@ -485,7 +505,7 @@ func verifySession(ctx context.Context, c *client.Client, sid string, recs []loa
 	all := make([]facts, len(recs))
 	sent := map[string]bool{}
 	claimed := map[string]applied{} // turn id -> whether a claim of an earlier record applied
-	acked := map[string]*turnResult{}
+	acked := map[string]*Result{}
 	unsaved := map[string]int{} // turn id -> the record that ran it and reported it unsaved
 	indeterminate := map[string]bool{}
 	for i := range recs {
@@ -515,7 +535,7 @@ func verifySession(ctx context.Context, c *client.Client, sid string, recs []loa
 		switch {
 		case res.Disconnected:
 			rep.Disconnects++
-		case res.acknowledged():
+		case res.Acknowledged():
 			rep.Acknowledged++
 			acked[r.Turn] = res
 		default:
@@ -530,7 +550,7 @@ func verifySession(ctx context.Context, c *client.Client, sid string, recs []loa
 		} else if retryable(res) {
 			rep.Retried++
 		}
-		if d := res.lastDiagnostic(); res.Status == http.StatusOK && (d == protocol.CodeServerInternal || d == protocol.CodeSessionConflict) {
+		if d := res.LastDiagnostic(); res.Status == http.StatusOK && (d == protocol.CodeServerInternal || d == protocol.CodeSessionConflict) {
 			unsaved[r.Turn] = i
 		}
 		if res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeTurnOutcomeIndeterminate {
@@ -584,7 +604,7 @@ func verifySession(ctx context.Context, c *client.Client, sid string, recs []loa
 			continue
 		}
 		rep.UnsavedSaved++
-		if ran && recs[i].Res.lastDiagnostic() == protocol.CodeServerInternal && !all[i].saveResolved {
+		if ran && recs[i].Res.LastDiagnostic() == protocol.CodeServerInternal && !all[i].saveResolved {
 			rep.UnsavedSavedUnresolvable++
 			rep.note("%s/%s: saved, its resolving read failed too: reported unsaved; calls: %s", sid, tid, describe(recs[i].Ops))
 		} else {
@@ -656,7 +676,7 @@ func leaseLeft(requests []facts) bool {
 // What this cannot see: a line built before a deadline but held in a
 // buffer and written after it (emittedAt is not the write time), and
 // sub-millisecond orders.
-func checkLines(sid string, recs []loadRecord, all []facts, cfg loadConfig, rep *loadReport) {
+func checkLines(sid string, recs []loadRecord, all []facts, cfg Config, rep *Report) {
 	type claimTime struct{ start, answered time.Time }
 	var claims []claimTime
 	for _, f := range all {
@@ -733,7 +753,7 @@ func (f facts) consumed() applied {
 }
 
 // observedOutcome names what the client saw of a submission.
-func observedOutcome(r *turnResult) string {
+func observedOutcome(r *Result) string {
 	switch {
 	case r.Status != http.StatusOK:
 		return fmt.Sprintf("HTTP %d %s", r.Status, r.ErrorCode)
@@ -782,13 +802,13 @@ func describeTurn(recs []loadRecord, tid string) string {
 
 // quotaExceeded reports whether the SDK gave op up because its retry
 // quota was empty (aws-sdk-go-v2 retry.QuotaExceededError).
-func quotaExceeded(op *opRecord) bool { return strings.Contains(op.Err, "retry quota exceeded") }
+func quotaExceeded(op *Op) bool { return strings.Contains(op.Err, "retry quota exceeded") }
 
 // describe summarises a request's DynamoDB calls for a problem report:
 // each call's kind and operation, then per attempt its fault (. none)
 // and DynamoDB's real status (- no answer, x never sent), then the
 // caller's result (ok, ccf, err).
-func describe(ops []opRecord) string {
+func describe(ops []Op) string {
 	var b strings.Builder
 	for _, op := range ops {
 		k := op.Kind
