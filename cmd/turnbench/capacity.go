@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/definition"
@@ -84,7 +85,7 @@ func capacitySection(ctx context.Context, client, raw dynamo.Client, table strin
 	m := dynamobench.NewCapacityMeter(client, raw, table)
 	metered := dynamo.New(m, dynamo.Options{Table: table, CursorKey: cursorKey})
 	plain := dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey})
-	wirings := map[bool]*wiring{}
+	wirings := map[bool]*benchwire.Wiring{}
 	for _, cp := range []bool{false, true} {
 		every := time.Duration(0)
 		if cp {
@@ -97,7 +98,7 @@ func capacitySection(ctx context.Context, client, raw dynamo.Client, table strin
 		defer w.Close()
 		wirings[cp] = w
 	}
-	hc := newHTTPClient(1, nil)
+	hc := benchwire.NewHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
 	sid := uuidLike()
 	var out []*capacityResult
@@ -111,11 +112,11 @@ func capacitySection(ctx context.Context, client, raw dynamo.Client, table strin
 		}
 		w := wirings[st.Checkpoints]
 		m.Take()
-		log := follow(submitting(ctx, w.Client(hc), sid, uuidLike(), ask(capacityAnswer), false), false, false, nil)
-		if last := log.last(); log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
+		log := benchwire.Follow(benchwire.Submitting(ctx, w.Client(hc), sid, uuidLike(), benchwire.Ask(capacityAnswer), false), false, false, nil)
+		if last := log.Last(); log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
 			return nil, fmt.Errorf("capacity turn %d: %v, last line %+v", st.Ordinal, log.Err, last)
 		}
-		w.waitIdle(30 * time.Second) // the release follows the terminal line
+		w.WaitIdle(30 * time.Second) // the release follows the terminal line
 		out = append(out, &capacityResult{Step: st, Acct: m.Take(), Took: time.Since(log.Sent)})
 		next = st.Ordinal + 1
 	}
@@ -125,7 +126,7 @@ func capacitySection(ctx context.Context, client, raw dynamo.Client, table strin
 // capacityWiring is the turn handler on store with the capacity
 // definition, the durable sections' echo pace and checkpoints every
 // `every` (0: off).
-func capacityWiring(store chat.Store, every time.Duration) (*wiring, error) {
+func capacityWiring(store chat.Store, every time.Duration) (*benchwire.Wiring, error) {
 	defs, err := definition.New([]definition.Definition{{
 		ID: "assistant", Revision: 1, Provider: "echo",
 		Limits: definition.Limits{MaxSteps: 1, ContextTurns: capacityContextTurns},
@@ -133,18 +134,18 @@ func capacityWiring(store chat.Store, every time.Duration) (*wiring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newTurnWiring(store, func(o *turn.Options) {
+	return benchwire.NewTurn(store, func(o *turn.Options) {
 		o.Definitions = defs
-		o.Models = map[string]model.Model{"echo": longAnswer{echo.New(echoDelay, echoChunk)}}
+		o.Models = map[string]model.Model{"echo": benchwire.LongAnswer{Echo: echo.New(echoDelay, echoChunk)}}
 		o.TurnTimeout = longTurn
 		o.CheckpointInterval = every
 	})
 }
 
-// seedCapacity adds n completed turns of priorTurnText to the session,
-// with UUID-shaped turn ids, as clients send (seedTurnsNamed).
+// seedCapacity adds n completed turns of benchwire.PriorTurnText to the session,
+// with UUID-shaped turn ids, as clients send (benchwire.SeedTurnsNamed).
 func seedCapacity(ctx context.Context, store chat.Store, sessionID string, n int) error {
-	return seedTurnsNamed(ctx, store, sessionID, n, func(int) string { return uuidLike() })
+	return benchwire.SeedTurnsNamed(ctx, store, sessionID, n, func(int) string { return uuidLike() })
 }
 
 // uuidLike returns a random id shaped like a UUID (36 characters).

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/model/echo"
@@ -125,11 +126,11 @@ func durableSections(ctx context.Context, client, raw dynamo.Client, endpoint, t
 }
 
 // durableOptions sets the options every turn of these sections shares:
-// the echo pace (longAnswer: short prompts, long answers), a deadline a
+// the echo pace (benchwire.LongAnswer: short prompts, long answers), a deadline a
 // 64 KB answer fits in, and the checkpoint interval.
 func durableOptions(checkpoints time.Duration) func(*turn.Options) {
 	return func(o *turn.Options) {
-		o.Model = longAnswer{echo.New(echoDelay, echoChunk)}
+		o.Model = benchwire.LongAnswer{Echo: echo.New(echoDelay, echoChunk)}
 		o.TurnTimeout = longTurn
 		o.CheckpointInterval = checkpoints
 	}
@@ -175,12 +176,12 @@ func (c *costResult) Bound() float64 {
 // 1 s and on another with them off, all at once, and accounts each
 // session's requests and write units.
 func checkpointCost(ctx context.Context, store, plain chat.Store, m *meter, prefix string, sizes []int) ([]*costResult, error) {
-	on, err := newTurnWiring(store, durableOptions(checkEvery))
+	on, err := benchwire.NewTurn(store, durableOptions(checkEvery))
 	if err != nil {
 		return nil, err
 	}
 	defer on.Close()
-	off, err := newTurnWiring(store, durableOptions(0))
+	off, err := benchwire.NewTurn(store, durableOptions(0))
 	if err != nil {
 		return nil, err
 	}
@@ -190,21 +191,21 @@ func checkpointCost(ctx context.Context, store, plain chat.Store, m *meter, pref
 	var wg sync.WaitGroup
 	for i, size := range sizes {
 		out[i] = &costResult{Size: size}
-		for k, w := range []*wiring{on, off} {
+		for k, w := range []*benchwire.Wiring{on, off} {
 			acct := &out[i].On
 			if k == 1 {
 				acct = &out[i].Off
 			}
 			wg.Go(func() {
 				sid := fmt.Sprintf("%s-cost-%d-%d", prefix, size, k)
-				if err := seedTurns(ctx, plain, sid, 1); err != nil {
+				if err := benchwire.SeedTurns(ctx, plain, sid, 1); err != nil {
 					errs[2*i+k] = err
 					return
 				}
-				hc := newHTTPClient(1, nil)
+				hc := benchwire.NewHTTPClient(1, nil)
 				defer hc.CloseIdleConnections()
-				log := follow(submitting(ctx, w.Client(hc), sid, "t1", ask(size), true), false, false, nil)
-				last := log.last()
+				log := benchwire.Follow(benchwire.Submitting(ctx, w.Client(hc), sid, "t1", benchwire.Ask(size), true), false, false, nil)
+				last := log.Last()
 				if log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
 					errs[2*i+k] = fmt.Errorf("cost turn %s: %v, last line %+v", sid, log.Err, last)
 					return
@@ -218,8 +219,8 @@ func checkpointCost(ctx context.Context, store, plain chat.Store, m *meter, pref
 	wg.Wait()
 	// The release is written after the terminal line: wait for the
 	// handlers, then take the accounts again.
-	on.waitIdle(30 * time.Second)
-	off.waitIdle(30 * time.Second)
+	on.WaitIdle(30 * time.Second)
+	off.WaitIdle(30 * time.Second)
 	for _, r := range out {
 		for k, acct := range []*costTurn{&r.On, &r.Off} {
 			s := m.session(fmt.Sprintf("%s-cost-%d-%d", prefix, r.Size, k))
@@ -236,7 +237,7 @@ func checkpointCost(ctx context.Context, store, plain chat.Store, m *meter, pref
 type resumeResult struct {
 	Latency latencies // checkpoint write answered -> the resumer's line of that sequence
 	Samples int
-	Poll    time.Duration // RESUME_POLL_INTERVAL of the wiring
+	Poll    time.Duration // RESUME_POLL_INTERVAL of the benchwire.Wiring
 	// Lines is the resumed lines, Decoded those that decode, Known those
 	// whose sequence the live stream also carried with equal messages,
 	// Increasing whether each resumer's sequences only grew, TerminalEqual
@@ -249,7 +250,7 @@ type resumeResult struct {
 // first line by a resumer (after=0), and matches each resumed line with
 // the checkpoint write of its sequence seen in the meter.
 func resumeLatency(ctx context.Context, store chat.Store, m *meter, prefix string, ds durableSettings) (*resumeResult, error) {
-	w, err := newTurnWiring(store, durableOptions(checkEvery))
+	w, err := benchwire.NewTurn(store, durableOptions(checkEvery))
 	if err != nil {
 		return nil, err
 	}
@@ -264,12 +265,12 @@ func resumeLatency(ctx context.Context, store chat.Store, m *meter, prefix strin
 	for i := range ds.ResumeTurns {
 		wg.Go(func() {
 			sid := fmt.Sprintf("%s-resume-%d", prefix, i)
-			hc := newHTTPClient(2, nil)
+			hc := benchwire.NewHTTPClient(2, nil)
 			defer hc.CloseIdleConnections()
 			c := w.Client(hc)
-			resumed := make(chan *streamLog, 1)
+			resumed := make(chan *benchwire.StreamLog, 1)
 			started := false
-			live := follow(submitting(ctx, c, sid, "t1", ask(ds.ResumeSize), true), true, true, func(*line) {
+			live := benchwire.Follow(benchwire.Submitting(ctx, c, sid, "t1", benchwire.Ask(ds.ResumeSize), true), true, true, func(*benchwire.Line) {
 				if !started {
 					started = true
 					go func() { resumed <- resumeWhenFound(ctx, c, sid, "t1") }()
@@ -313,7 +314,7 @@ func resumeLatency(ctx context.Context, store chat.Store, m *meter, prefix strin
 					lat = append(lat, l.At.Sub(at))
 				}
 			}
-			if a, b := live.last(), res.last(); a != nil && b != nil && a.Status == protocol.StatusComplete && string(a.Messages) == string(b.Messages) {
+			if a, b := live.Last(), res.Last(); a != nil && b != nil && a.Status == protocol.StatusComplete && string(a.Messages) == string(b.Messages) {
 				r.TerminalEqual++
 			}
 		})
@@ -329,13 +330,13 @@ func resumeLatency(ctx context.Context, store chat.Store, m *meter, prefix strin
 // resumeWhenFound follows the resume route (after=0) of a turn that has
 // just started: until its first checkpoint lands the route answers 404
 // TURN_NOT_FOUND, and the resumer asks again 50 ms later (at most 5 s).
-func resumeWhenFound(ctx context.Context, c *client.Client, sid, turnID string) *streamLog {
+func resumeWhenFound(ctx context.Context, c *client.Client, sid, turnID string) *benchwire.StreamLog {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		log := follow(func(o client.StreamOptions) (*client.Stream, error) {
+		log := benchwire.Follow(func(o client.StreamOptions) (*client.Stream, error) {
 			return c.Resume(ctx, client.Resume{SessionID: sid, TurnID: turnID, After: 0, StreamOptions: o})
 		}, true, true, nil)
-		if log.status() != http.StatusNotFound || time.Now().After(deadline) {
+		if log.Status() != http.StatusNotFound || time.Now().After(deadline) {
 			return log
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -370,7 +371,7 @@ func stopLatency(ctx context.Context, store chat.Store, prefix string, ds durabl
 	)
 	for name, sr := range out {
 		set := durableOptions(sr.Checkpoints)
-		w, err := newTurnWiring(store, func(o *turn.Options) { set(o); o.LeaseDuration = sr.Lease })
+		w, err := benchwire.NewTurn(store, func(o *turn.Options) { set(o); o.LeaseDuration = sr.Lease })
 		if err != nil {
 			return nil, err
 		}
@@ -378,7 +379,7 @@ func stopLatency(ctx context.Context, store chat.Store, prefix string, ds durabl
 		jobs := make(chan int)
 		for wk := range 5 {
 			wg.Go(func() {
-				hc := newHTTPClient(2, nil)
+				hc := benchwire.NewHTTPClient(2, nil)
 				defer hc.CloseIdleConnections()
 				c := w.Client(hc)
 				rng := mrand.New(mrand.NewPCG(uint64(wk), 7))
@@ -425,7 +426,7 @@ func stopOne(ctx context.Context, c *client.Client, sid string, size int, wait t
 		once    sync.Once
 	)
 	var sentMu sync.Mutex
-	log := follow(submitting(ctx, c, sid, "t1", ask(size), true), true, false, func(*line) {
+	log := benchwire.Follow(benchwire.Submitting(ctx, c, sid, "t1", benchwire.Ask(size), true), true, false, func(*benchwire.Line) {
 		once.Do(func() {
 			go func() {
 				time.Sleep(wait)
@@ -436,7 +437,7 @@ func stopOne(ctx context.Context, c *client.Client, sid string, size int, wait t
 			}()
 		})
 	})
-	last := log.last()
+	last := log.Last()
 	if last == nil {
 		return 0, "", fmt.Errorf("stop turn %s: no line: %v", sid, log.Err)
 	}
@@ -470,10 +471,10 @@ type crashResult struct {
 // lands: no checkpoint, save or release) and drops the client's stream
 // at a random moment 1-4 s after the first line, waits for the lease
 // (3 s) to expire, and reads the turn's record through another
-// wiring's history handler.
+// benchwire.Wiring's history handler.
 func crashLoss(ctx context.Context, store chat.Store, endpoint, table string, cursorKey []byte, prefix string, ds durableSettings) (*crashResult, error) {
 	const lease = 3 * time.Second
-	reader, err := newTurnWiring(store, durableOptions(checkEvery))
+	reader, err := benchwire.NewTurn(store, durableOptions(checkEvery))
 	if err != nil {
 		return nil, err
 	}
@@ -506,21 +507,21 @@ func crashLoss(ctx context.Context, store chat.Store, endpoint, table string, cu
 	return r, errors.Join(errs...)
 }
 
-func crashOne(ctx context.Context, reader *wiring, endpoint, table string, cursorKey []byte, sid string, size int, lease time.Duration, seed uint64) (lost, received int, recorded bool, err error) {
+func crashOne(ctx context.Context, reader *benchwire.Wiring, endpoint, table string, cursorKey []byte, sid string, size int, lease time.Duration, seed uint64) (lost, received int, recorded bool, err error) {
 	cut := &cutTransport{inner: http.DefaultTransport.(*http.Transport).Clone()}
 	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1", StaticCredentials: true, Transport: cut})
 	if err != nil {
 		return 0, 0, false, err
 	}
 	set := durableOptions(checkEvery)
-	w, err := newTurnWiring(dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey}), func(o *turn.Options) { set(o); o.LeaseDuration = lease })
+	w, err := benchwire.NewTurn(dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey}), func(o *turn.Options) { set(o); o.LeaseDuration = lease })
 	if err != nil {
 		return 0, 0, false, err
 	}
 	defer func() {
 		// The cut-off turn runs on (its writes failing) to its end; wait
 		// for it so it does not load the machine under later sections.
-		w.waitIdle(30 * time.Second)
+		w.WaitIdle(30 * time.Second)
 		w.Close()
 	}()
 	rng := mrand.New(mrand.NewPCG(seed, 11))
@@ -528,7 +529,7 @@ func crashOne(ctx context.Context, reader *wiring, endpoint, table string, curso
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var once sync.Once
-	log := follow(submitting(sctx, w.Client(newHTTPClient(1, nil)), sid, "t1", ask(size), true), true, false, func(*line) {
+	log := benchwire.Follow(benchwire.Submitting(sctx, w.Client(benchwire.NewHTTPClient(1, nil)), sid, "t1", benchwire.Ask(size), true), true, false, func(*benchwire.Line) {
 		once.Do(func() {
 			time.AfterFunc(wait, func() {
 				cut.cut.Store(true) // the process is gone: nothing more lands
@@ -546,7 +547,7 @@ func crashOne(ctx context.Context, reader *wiring, endpoint, table string, curso
 	}
 	// The lease expires at most one lease after the cut; history shows the
 	// crash record from then on.
-	hc := newHTTPClient(1, nil)
+	hc := benchwire.NewHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
 	history := reader.Client(hc)
 	deadline := time.Now().Add(lease + 15*time.Second)

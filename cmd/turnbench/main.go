@@ -57,6 +57,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/internal/coldstart"
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/internal/lambdabin"
@@ -420,12 +421,12 @@ func loadSection(ctx context.Context, b *bench, rep *report, _ map[string]bool) 
 		return err
 	}
 	lstore := dynamo.New(lclient, dynamo.Options{Table: b.table, CursorKey: b.cursorKey})
-	lw, err := newWiring(lstore, handlerConfig{EchoDelay: loadcheck.EchoDelay, EchoChunk: loadcheck.EchoChunk, LeaseDuration: lc.Lease})
+	lw, err := benchwire.New(lstore, benchwire.HandlerConfig{EchoDelay: loadcheck.EchoDelay, EchoChunk: loadcheck.EchoChunk, LeaseDuration: lc.Lease})
 	if err != nil {
 		return err
 	}
 	defer lw.Close()
-	rep.Load = loadcheck.Run(ctx, loadcheck.Server{Client: lw.Client, Traces: lw.traces}, inj, b.prefix, lc)
+	rep.Load = loadcheck.Run(ctx, loadcheck.Server{Client: lw.Client, Traces: lw.Traces()}, inj, b.prefix, lc)
 	return nil
 }
 
@@ -484,9 +485,7 @@ func throughputRun(ctx context.Context, b *bench, rep *report, _ map[string]bool
 		pid = b.dyn.Pid()
 	}
 	levels, shapes, err := throughput.Measure(ctx, throughput.Config{Endpoint: b.endpoint, Table: b.table, CursorKey: b.cursorKey,
-		Prefix: b.prefix, DynamoPID: pid, Profile: b.cpuProfile, Progress: b.progress,
-		Serve: func(s chat.Store) (throughput.Server, error) { return newWiring(s, handlerConfig{}) },
-	}, ts)
+		Prefix: b.prefix, DynamoPID: pid, Profile: b.cpuProfile, Progress: b.progress}, ts)
 	rep.Throughput = throughput.Rows(levels, shapes)
 	return err
 }

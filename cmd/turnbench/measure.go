@@ -11,9 +11,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/internal/loadcheck"
 	"github.com/turnstream/turnstream/internal/throughput"
-	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -25,12 +25,12 @@ import (
 // throughput against the server's conditional writes.
 func handlerSections(ctx context.Context, b *bench, rep *report, _ map[string]bool) error {
 	set := rep.Set
-	fast, err := newWiring(b.store, handlerConfig{})
+	fast, err := benchwire.New(b.store, benchwire.HandlerConfig{})
 	if err != nil {
 		return err
 	}
 	defer fast.Close()
-	hc := newHTTPClient(8, nil)
+	hc := benchwire.NewHTTPClient(8, nil)
 	defer hc.CloseIdleConnections()
 
 	b.progress("request budgets")
@@ -43,7 +43,7 @@ func handlerSections(ctx context.Context, b *bench, rep *report, _ map[string]bo
 	}
 	b.progress("bytes on the wire")
 	// 8 runes every 2 ms: a 1,206-character answer streams in about 300 ms.
-	slow, err := newWiring(b.store, handlerConfig{EchoDelay: 2 * time.Millisecond, EchoChunk: 8})
+	slow, err := benchwire.New(b.store, benchwire.HandlerConfig{EchoDelay: 2 * time.Millisecond, EchoChunk: 8})
 	if err != nil {
 		return err
 	}
@@ -72,9 +72,6 @@ func handlerSections(ctx context.Context, b *bench, rep *report, _ map[string]bo
 	return nil
 }
 
-// benchPrincipal is the dev-mode principal of benchSubject.
-var benchPrincipal = chat.Principal{Subject: benchSubject, Tenant: auth.DevTenant}
-
 // quantile returns the q-quantile (0..1, nearest rank) of d; d is sorted.
 func quantile(d []time.Duration, q float64) time.Duration {
 	if len(d) == 0 {
@@ -100,7 +97,7 @@ type budgetResult struct {
 // measureBudgets runs sessions x 2 completed turns (the first creates the
 // session, the second loads one turn of context) and one history page per
 // session, counting each request's DynamoDB calls through its trace.
-func measureBudgets(ctx context.Context, w *wiring, hc *http.Client, prefix string, sessions int) (*budgetResult, error) {
+func measureBudgets(ctx context.Context, w *benchwire.Wiring, hc *http.Client, prefix string, sessions int) (*budgetResult, error) {
 	c := w.Client(hc)
 	r := &budgetResult{}
 	for i := range sessions {
@@ -110,7 +107,7 @@ func measureBudgets(ctx context.Context, w *wiring, hc *http.Client, prefix stri
 			if res.Err != nil || !res.Acknowledged() {
 				return nil, fmt.Errorf("budget turn %s/t%d not acknowledged (status %d, %v)", sid, k, res.Status, res.Err)
 			}
-			n := len(w.trace(res.ID).Ops())
+			n := len(w.Trace(res.ID).Ops())
 			if k == 0 {
 				r.NewTurns++
 				r.NewTurnSum += n
@@ -121,11 +118,11 @@ func measureBudgets(ctx context.Context, w *wiring, hc *http.Client, prefix stri
 				r.ContTurnMax = max(r.ContTurnMax, n)
 			}
 		}
-		page, id, err := turnsPage(ctx, c, sid, client.PageOptions{Limit: 10})
+		page, id, err := benchwire.TurnsPage(ctx, c, sid, client.PageOptions{Limit: 10})
 		if err != nil || len(page.Turns) != 2 {
 			return nil, fmt.Errorf("history page of %s: %v, %+v", sid, err, page)
 		}
-		n := len(w.trace(id).Ops())
+		n := len(w.Trace(id).Ops())
 		r.Pages++
 		r.PageSum += n
 		r.PageMax = max(r.PageMax, n)
@@ -147,10 +144,10 @@ type throughputResult struct {
 	ByKind map[string]time.Duration
 }
 
-// turnsPerSecond runs conc workers, each submitting turns back to back
+// turnsPerSecond runs conc workers, each benchwire.Submitting turns back to back
 // (a new session every 10 turns, so context loads stay small) for d, and
 // returns completed turns per second with where a turn's time went.
-func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d time.Duration) *throughputResult {
+func turnsPerSecond(ctx context.Context, w *benchwire.Wiring, prefix string, conc int, d time.Duration) *throughputResult {
 	var (
 		mu                 sync.Mutex
 		turnSum, dynamoSum time.Duration
@@ -159,11 +156,11 @@ func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d t
 		kindN              = map[string]int{}
 	)
 	start := time.Now()
-	done, notDone, _ := throughput.BackToBack(ctx, w.Client, prefix+"-tp", conc, d, func(res *loadcheck.Result) {
+	done, notDone, _ := throughput.BackToBack(ctx, w, prefix+"-tp", conc, d, func(res *loadcheck.Result) {
 		mu.Lock()
 		defer mu.Unlock()
 		turnSum += res.Total
-		for _, op := range w.trace(res.ID).Ops() {
+		for _, op := range w.Trace(res.ID).Ops() {
 			dynamoSum += op.Took
 			calls++
 			kindSum[op.Kind] += op.Took
@@ -206,8 +203,8 @@ func summarize(d []time.Duration) latencies {
 // side: request sent -> first NDJSON line received) with n ClaimTurn calls
 // on new sessions made directly on the store (the claim's own round trip,
 // the baseline), so both see the same load on the machine.
-func firstSnapshot(ctx context.Context, w *wiring, store chat.Store, prefix string, n int) (ttfs, claim latencies, err error) {
-	hc := newHTTPClient(1, nil)
+func firstSnapshot(ctx context.Context, w *benchwire.Wiring, store chat.Store, prefix string, n int) (ttfs, claim latencies, err error) {
+	hc := benchwire.NewHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
 	c := w.Client(hc)
 	var td, cd []time.Duration
@@ -219,7 +216,7 @@ func firstSnapshot(ctx context.Context, w *wiring, store chat.Store, prefix stri
 		td = append(td, res.FirstLine)
 		start := time.Now()
 		_, err := store.ClaimTurn(ctx, chat.ClaimRequest{
-			SessionID: fmt.Sprintf("%s-claim-%d", prefix, i), TurnID: "t1", Principal: benchPrincipal,
+			SessionID: fmt.Sprintf("%s-claim-%d", prefix, i), TurnID: "t1", Principal: benchwire.Principal,
 			InputHash: chat.HashInput("ping"), Lineage: protocol.Lineage{Operation: protocol.OperationSubmit},
 			DefinitionID: "assistant", DefinitionRevision: 1, LeaseDuration: time.Minute,
 		})
@@ -245,16 +242,13 @@ type wireResult struct {
 // words): the echo model replies "Echo: " + input.
 var answerText = strings.Repeat("The lease is the mutual exclusion; every write is conditional on its token or the revision. ", 13)
 
-// priorTurnText is the length of each seeded prior turn's messages.
-var priorTurnText = strings.Repeat("Earlier question and answer of the same session. ", 12)
-
 // wireBytes seeds sessions sessions with 10 prior turns each, then streams
 // one answer of answerText's length per session through w (whose echo
 // model has a small delay, so several snapshots are emitted) with the
 // given scope, and returns the means.
-func wireBytes(ctx context.Context, w *wiring, store chat.Store, prefix string, sessions int, turnScope bool) (*wireResult, error) {
+func wireBytes(ctx context.Context, w *benchwire.Wiring, store chat.Store, prefix string, sessions int, turnScope bool) (*wireResult, error) {
 	var counted atomic.Int64
-	hc := newHTTPClient(1, &counted)
+	hc := benchwire.NewHTTPClient(1, &counted)
 	defer hc.CloseIdleConnections()
 	c := w.Client(hc)
 	scope := "session"
@@ -264,7 +258,7 @@ func wireBytes(ctx context.Context, w *wiring, store chat.Store, prefix string, 
 	var sum wireResult
 	for i := range sessions {
 		sid := fmt.Sprintf("%s-wire-%s-%d", prefix, scope, i)
-		if err := seedTurns(ctx, store, sid, 10); err != nil {
+		if err := benchwire.SeedTurns(ctx, store, sid, 10); err != nil {
 			return nil, err
 		}
 		counted.Store(0)
@@ -290,54 +284,6 @@ func wireBytes(ctx context.Context, w *wiring, store chat.Store, prefix string, 
 	}, nil
 }
 
-// seedTurns writes n completed turns of priorTurnText into a new session
-// through the store's own claim, save and release, with turn ids
-// prior-0, prior-1, ...
-func seedTurns(ctx context.Context, store chat.Store, sessionID string, n int) error {
-	return seedTurnsNamed(ctx, store, sessionID, n, func(i int) string { return fmt.Sprintf("prior-%d", i) })
-}
-
-// seedTurnsNamed is seedTurns with the i-th turn's id from name(i).
-func seedTurnsNamed(ctx context.Context, store chat.Store, sessionID string, n int, name func(int) string) error {
-	for i := range n {
-		id := name(i)
-		c, err := store.ClaimTurn(ctx, chat.ClaimRequest{
-			SessionID: sessionID, TurnID: id, Principal: benchPrincipal, InputHash: chat.HashInput(priorTurnText),
-			Lineage: protocol.Lineage{Operation: protocol.OperationSubmit}, DefinitionID: "assistant",
-			DefinitionRevision: 1, LeaseDuration: time.Minute,
-		})
-		if err != nil {
-			return fmt.Errorf("seed %s: %w", sessionID, err)
-		}
-		if err := store.SaveTurn(ctx, c, seedTurn(sessionID, id, c.Lease.Ordinal, c.BaseSequence)); err != nil {
-			return fmt.Errorf("seed %s: %w", sessionID, err)
-		}
-		if err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1}); err != nil {
-			return fmt.Errorf("seed %s: %w", sessionID, err)
-		}
-	}
-	return nil
-}
-
-// seedTurn is a completed turn of priorTurnText's user and assistant
-// messages.
-func seedTurn(sessionID, turnID string, ordinal, base int64) *chat.Turn {
-	now := time.Now()
-	at := protocol.FormatTime(now)
-	return &chat.Turn{
-		SessionID: sessionID, TurnID: turnID, Ordinal: ordinal, Status: chat.TurnComplete,
-		Lineage:   protocol.Lineage{Operation: protocol.OperationSubmit},
-		InputHash: chat.HashInput(priorTurnText),
-		Messages: []protocol.Message{
-			{ID: turnID + "-user", Role: protocol.RoleUser, Content: priorTurnText, Status: protocol.MessageComplete, CreatedAt: at},
-			{ID: turnID + "-assistant", Role: protocol.RoleAssistant, Content: "Echo: " + priorTurnText, Status: protocol.MessageComplete, CreatedAt: at},
-		},
-		Usage:         protocol.Usage{PromptTokens: 150, CompletionTokens: 152, TotalTokens: 302},
-		FirstSequence: base + 1, LastSequence: base + 1,
-		StartedAt: now, CompletedAt: now,
-	}
-}
-
 // ---- history page at depth -------------------------------------------------
 
 // pageResult is the latency and DynamoDB requests of one depth's pages.
@@ -356,14 +302,14 @@ type pageResult struct {
 // path (claim, save, release per turn: a claim may write only its own
 // ordinal) and serves n newest pages of 10 turns through the history
 // handler.
-func historyDepth(ctx context.Context, w *wiring, store chat.Store, prefix string, depth, n int) (*pageResult, error) {
+func historyDepth(ctx context.Context, w *benchwire.Wiring, store chat.Store, prefix string, depth, n int) (*pageResult, error) {
 	sid := fmt.Sprintf("%s-deep-%d", prefix, depth)
 	t0 := time.Now()
-	if err := seedTurns(ctx, store, sid, depth); err != nil {
+	if err := benchwire.SeedTurns(ctx, store, sid, depth); err != nil {
 		return nil, err
 	}
 	r := &pageResult{Seed: time.Since(t0)}
-	hc := newHTTPClient(1, nil)
+	hc := benchwire.NewHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
 	c := w.Client(hc)
 	var err error
@@ -376,7 +322,7 @@ func historyDepth(ctx context.Context, w *wiring, store chat.Store, prefix strin
 	// Walk to the middle 100 turns a page, then measure the page there.
 	cursor, walked := "", 0
 	for walked < depth/2 {
-		page, _, err := turnsPage(ctx, c, sid, client.PageOptions{Limit: 100, Cursor: cursor})
+		page, _, err := benchwire.TurnsPage(ctx, c, sid, client.PageOptions{Limit: 100, Cursor: cursor})
 		if err != nil || page.NextCursor == "" {
 			return nil, fmt.Errorf("walk %s: %v", sid, err)
 		}
@@ -394,11 +340,11 @@ func historyDepth(ctx context.Context, w *wiring, store chat.Store, prefix strin
 // that each is a full page whose first turn has ordinal first, records
 // the most DynamoDB requests one page sent in maxQueries and returns the
 // latencies.
-func pages(ctx context.Context, c *client.Client, w *wiring, sid, cursor string, first int64, n int, maxQueries *int) (latencies, error) {
+func pages(ctx context.Context, c *client.Client, w *benchwire.Wiring, sid, cursor string, first int64, n int, maxQueries *int) (latencies, error) {
 	var d []time.Duration
 	for range n {
 		start := time.Now()
-		page, id, err := turnsPage(ctx, c, sid, client.PageOptions{Limit: 10, Cursor: cursor})
+		page, id, err := benchwire.TurnsPage(ctx, c, sid, client.PageOptions{Limit: 10, Cursor: cursor})
 		d = append(d, time.Since(start))
 		if err != nil {
 			return latencies{}, fmt.Errorf("history page: %w", err)
@@ -406,7 +352,7 @@ func pages(ctx context.Context, c *client.Client, w *wiring, sid, cursor string,
 		if len(page.Turns) != 10 || page.Turns[0].Ordinal != first {
 			return latencies{}, fmt.Errorf("history page: %d turns from ordinal %d, want 10 from %d", len(page.Turns), page.Turns[0].Ordinal, first)
 		}
-		*maxQueries = max(*maxQueries, len(w.trace(id).Ops()))
+		*maxQueries = max(*maxQueries, len(w.Trace(id).Ops()))
 	}
 	return summarize(d), nil
 }

@@ -25,7 +25,6 @@ package throughput
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/http/httptrace"
 	"os"
 	"runtime/pprof"
@@ -36,10 +35,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/internal/loadcheck"
-	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
@@ -304,13 +302,6 @@ func measurePhase(m *callMeter, clk cpuClock, fn func() (done, notDone int64, tu
 	return p, err
 }
 
-// Server is the turn handler a measurement drives, served on its store.
-type Server interface {
-	// Client returns a client of the server's functions over hc.
-	Client(hc *http.Client) *client.Client
-	Close()
-}
-
 // Config is what a measurement runs against.
 type Config struct {
 	// Endpoint and Table are the DynamoDB API server and table the
@@ -325,16 +316,14 @@ type Config struct {
 	// Profile, when set, CPU-profiles each turn slice into
 	// Profile-c<sessions>-r<rep>-s<slice>.pprof.
 	Profile string
-	// Serve starts the turn handler (the dev server's, echo without
-	// delay) on a store.
-	Serve func(chat.Store) (Server, error)
 	// Progress reports what runs; nil for silence.
 	Progress func(format string, a ...any)
 }
 
 // Measure measures each level of set reps times on its own client of
-// cfg.Endpoint (dynamo.NewClient's, with the meter's middleware), then
-// the request shapes.
+// cfg.Endpoint (dynamo.NewClient's, with the meter's middleware) and a
+// dev-server wiring on it (benchwire, echo without delay), then the
+// request shapes.
 func Measure(ctx context.Context, cfg Config, set Settings) ([]*Level, []Shape, error) {
 	ts, prefix, table, progress := set, cfg.Prefix, cfg.Table, cfg.Progress
 	if progress == nil {
@@ -347,7 +336,7 @@ func Measure(ctx context.Context, cfg Config, set Settings) ([]*Level, []Shape, 
 		return nil, nil, err
 	}
 	store := dynamo.New(client, dynamo.Options{Table: table, CursorKey: cfg.CursorKey})
-	w, err := cfg.Serve(store)
+	w, err := benchwire.New(store, benchwire.HandlerConfig{})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -382,7 +371,7 @@ func Measure(ctx context.Context, cfg Config, set Settings) ([]*Level, []Shape, 
 					return nil, nil, err
 				}
 				tsl, err := measurePhase(m, clk, func() (int64, int64, time.Duration, error) {
-					return turnPhase(ctx, w.Client, pre, l.Conc, ts.TurnsFor/time.Duration(ts.Slices))
+					return turnPhase(ctx, w, pre, l.Conc, ts.TurnsFor/time.Duration(ts.Slices))
 				})
 				if perr := stopProfile(); err == nil {
 					err = perr
@@ -435,12 +424,10 @@ func BareWrites(ctx context.Context, client dynamo.Client, table, prefix string,
 // new session every 10 turns, so context loads stay small), calls acked
 // with each acknowledged turn, and returns the acknowledged and other
 // turns and the error of the first turn that failed.
-func BackToBack(ctx context.Context, clientOf func(*http.Client) *client.Client, prefix string, conc int, d time.Duration, acked func(*loadcheck.Result)) (int64, int64, error) {
-	pool := http.DefaultTransport.(*http.Transport).Clone()
-	pool.MaxIdleConns, pool.MaxIdleConnsPerHost = conc, conc
-	hc := &http.Client{Transport: loadcheck.TagRequests(pool)}
+func BackToBack(ctx context.Context, w *benchwire.Wiring, prefix string, conc int, d time.Duration, acked func(*loadcheck.Result)) (int64, int64, error) {
+	hc := benchwire.NewHTTPClient(conc, nil)
 	defer hc.CloseIdleConnections()
-	c := clientOf(hc)
+	c := w.Client(hc)
 	var done, notDone atomic.Int64
 	var firstErr error
 	var once sync.Once
@@ -468,9 +455,9 @@ func BackToBack(ctx context.Context, clientOf func(*http.Client) *client.Client,
 }
 
 // turnPhase runs backToBack and returns its account for measurePhase.
-func turnPhase(ctx context.Context, clientOf func(*http.Client) *client.Client, prefix string, conc int, d time.Duration) (int64, int64, time.Duration, error) {
+func turnPhase(ctx context.Context, w *benchwire.Wiring, prefix string, conc int, d time.Duration) (int64, int64, time.Duration, error) {
 	var total atomic.Int64
-	done, notDone, err := BackToBack(ctx, clientOf, prefix+"-tq", conc, d, func(res *loadcheck.Result) { total.Add(int64(res.Total)) })
+	done, notDone, err := BackToBack(ctx, w, prefix+"-tq", conc, d, func(res *loadcheck.Result) { total.Add(int64(res.Total)) })
 	if ctx.Err() != nil {
 		return 0, 0, 0, ctx.Err()
 	}

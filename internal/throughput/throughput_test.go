@@ -1,57 +1,16 @@
 package throughput
 
 import (
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/turnstream/turnstream/internal/devserver"
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/internal/dynamobench"
-	"github.com/turnstream/turnstream/pkg/auth"
-	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/client"
-	"github.com/turnstream/turnstream/pkg/config"
 )
 
 // TestMain stops the dynalite the tests started.
 func TestMain(m *testing.M) { dynalite.Main(m) }
-
-// devServer returns Config.Serve: the dev server's handler (internal/
-// devserver, dev auth, echo without delay) on a store, on a test server.
-func devServer(t *testing.T) func(chat.Store) (Server, error) {
-	return func(store chat.Store) (Server, error) {
-		env := map[string]string{"AUTH_MODE": "dev", "ECHO_DELAY": "0", "LOG_LEVEL": "error"}
-		lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
-		cfg, err := config.FromLookup(lookup)
-		if err != nil {
-			return nil, err
-		}
-		authn, err := auth.New(t.Context(), cfg.Auth, auth.WithLookupEnv(lookup))
-		if err != nil {
-			return nil, err
-		}
-		h, err := devserver.NewHandler(devserver.Options{Config: cfg, Store: store, Authenticator: authn})
-		if err != nil {
-			return nil, err
-		}
-		return testServer{httptest.NewServer(h)}, nil
-	}
-}
-
-// testServer is a Server on a test server of the dev server's handler.
-type testServer struct{ *httptest.Server }
-
-func (s testServer) Client(hc *http.Client) *client.Client {
-	c, err := client.New(client.Options{TurnURL: s.URL + devserver.TurnMount, HistoryURL: s.URL + devserver.HistoryMount,
-		HTTPClient: hc, Auth: client.Bearer("dev.bench"), Resume: client.ResumeOff})
-	if err != nil {
-		panic(err)
-	}
-	return c
-}
 
 // TestThroughputSection runs the quick throughput section on dynalite
 // and checks its structure, never its timings: every level measured both
@@ -62,7 +21,7 @@ func TestThroughputSection(t *testing.T) {
 	table := dynalite.Table(t, dynalite.Client(t))
 	ts := Quick()
 	levels, shapesOut, err := Measure(t.Context(), Config{Endpoint: endpoint, Table: table, CursorKey: []byte("turnbench-test-cursor-key-0123456"),
-		Prefix: "tt", Serve: devServer(t)}, ts)
+		Prefix: "tt"}, ts)
 	if err != nil {
 		t.Fatal(err)
 	}

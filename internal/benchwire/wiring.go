@@ -1,4 +1,4 @@
-package main
+package benchwire
 
 import (
 	"context"
@@ -17,29 +17,27 @@ import (
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
-// ---- the dev-server wiring ------------------------------------------------
-
-// wiring is the dev server's handler (internal/devserver: /turn/,
+// Wiring is the dev server's handler (internal/devserver: /turn/,
 // /history/, /artifacts/ with the prefix stripped) served over real
 // loopback HTTP, on one DynamoDB store whose client carries the tap.
-type wiring struct {
+type Wiring struct {
 	srv    *http.Server
 	base   string // http://127.0.0.1:port
 	traces *loadcheck.Traces
 }
 
-// handlerConfig is what differs between the wirings the first sections
+// HandlerConfig is what differs between the wirings the first sections
 // start: the echo model's pace and the lease.
-type handlerConfig struct {
+type HandlerConfig struct {
 	EchoDelay     time.Duration
 	EchoChunk     int
 	LeaseDuration time.Duration // zero: the configuration's
 }
 
-// newWiring starts a loopback server of the dev server's handler on
+// New starts a loopback server of the dev server's handler on
 // store, with the echo pace and lease of hc.
-func newWiring(store chat.Store, hc handlerConfig) (*wiring, error) {
-	return newTurnWiring(store, func(o *turn.Options) {
+func New(store chat.Store, hc HandlerConfig) (*Wiring, error) {
+	return NewTurn(store, func(o *turn.Options) {
 		o.Model = echo.New(hc.EchoDelay, hc.EchoChunk)
 		if hc.LeaseDuration != 0 {
 			o.LeaseDuration = hc.LeaseDuration
@@ -58,12 +56,12 @@ var benchEnv = map[string]string{
 	"LOG_LEVEL":           "error",
 }
 
-// newTurnWiring starts a loopback server of the dev server's handler
+// NewTurn starts a loopback server of the dev server's handler
 // (internal/devserver, as cmd/devserver serves it) on store, with the
 // turn handler's options as set leaves them (echo pace, checkpoints,
 // pacing, lease). A model set leaves in Options.Model serves the
 // configured definition (the dev server's echo provider).
-func newTurnWiring(store chat.Store, set func(*turn.Options)) (*wiring, error) {
+func NewTurn(store chat.Store, set func(*turn.Options)) (*Wiring, error) {
 	cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := benchEnv[k]; return v, ok })
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
@@ -89,19 +87,22 @@ func newTurnWiring(store chat.Store, set func(*turn.Options)) (*wiring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	w := &wiring{base: "http://" + ln.Addr().String(), traces: loadcheck.NewTraces()}
+	w := &Wiring{base: "http://" + ln.Addr().String(), traces: loadcheck.NewTraces()}
 	w.srv = &http.Server{Handler: w.traces.Wrap(h), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = w.srv.Serve(ln) }() // ends with Close
 	return w, nil
 }
 
-// trace returns the trace of the request sent with loadcheck.IDHeader
+// Trace returns the trace of the request sent with loadcheck.IDHeader
 // id, or nil.
-func (w *wiring) trace(id string) *loadcheck.Trace { return w.traces.Trace(id) }
+func (w *Wiring) Trace(id string) *loadcheck.Trace { return w.traces.Trace(id) }
 
-// waitIdle waits until no request is being served (handlers keep running
+// WaitIdle waits until no request is being served (handlers keep running
 // after a client disconnect) or timeout passes.
-func (w *wiring) waitIdle(timeout time.Duration) bool { return w.traces.WaitIdle(timeout) }
+func (w *Wiring) WaitIdle(timeout time.Duration) bool { return w.traces.WaitIdle(timeout) }
+
+// Traces are the traces of the wiring's requests.
+func (w *Wiring) Traces() *loadcheck.Traces { return w.traces }
 
 // Close stops the server.
-func (w *wiring) Close() { _ = w.srv.Close() }
+func (w *Wiring) Close() { _ = w.srv.Close() }

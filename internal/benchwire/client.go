@@ -1,4 +1,4 @@
-package main
+package benchwire
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/turnstream/turnstream/internal/loadcheck"
 	"github.com/turnstream/turnstream/pkg/auth"
@@ -22,8 +23,8 @@ import (
 // carries (loadcheck.Tag: the request id its DynamoDB calls are filed
 // under, the faults it aims at).
 
-// benchSubject is the dev-mode principal every benchmark session belongs to.
-const benchSubject = "bench"
+// Subject is the dev-mode principal every benchmark session belongs to.
+const Subject = "bench"
 
 // countingConn counts the bytes read from a connection.
 type countingConn struct {
@@ -37,10 +38,10 @@ func (c countingConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// newHTTPClient returns a keep-alive client for up to conns parallel
+// NewHTTPClient returns a keep-alive client for up to conns parallel
 // connections. With wire set, every connection counts the bytes it reads
 // into wire and keep-alive is off, so one request is one connection.
-func newHTTPClient(conns int, wire *atomic.Int64) *http.Client {
+func NewHTTPClient(conns int, wire *atomic.Int64) *http.Client {
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	tr := &http.Transport{
 		MaxIdleConns:        conns,
@@ -65,9 +66,9 @@ func newHTTPClient(conns int, wire *atomic.Int64) *http.Client {
 // Client returns a client of w's three functions as the bench principal
 // over hc. A dropped stream is not resumed: every section reads its
 // streams as they come.
-func (w *wiring) Client(hc *http.Client) *client.Client {
+func (w *Wiring) Client(hc *http.Client) *client.Client {
 	c, err := client.New(client.Options{TurnURL: w.base + "/turn/", HistoryURL: w.base + "/history/",
-		HTTPClient: hc, Auth: client.Bearer(strings.TrimPrefix(auth.DevAuthorization(benchSubject), "Bearer ")),
+		HTTPClient: hc, Auth: client.Bearer(strings.TrimPrefix(auth.DevAuthorization(Subject), "Bearer ")),
 		Resume: client.ResumeOff})
 	if err != nil { // w.base is a loopback http URL
 		panic(err)
@@ -86,8 +87,8 @@ func streamErr(err error) error {
 	return err
 }
 
-// line is one NDJSON line a client received.
-type line struct {
+// Line is one NDJSON line a client received.
+type Line struct {
 	At       time.Time
 	Bytes    int // with its newline
 	Sequence int64
@@ -102,25 +103,25 @@ type line struct {
 	Err      string // the decoder's diagnostic code when the line does not decode
 }
 
-// streamLog is everything a client saw of one NDJSON stream.
-type streamLog struct {
+// StreamLog is everything a client saw of one NDJSON stream.
+type StreamLog struct {
 	Sent  time.Time
-	Lines []line
+	Lines []Line
 	// Err is a refusal (a *client.Error of KindHTTP: Status says which)
 	// or a failed read.
 	Err error
 }
 
-// last returns the last line, or nil.
-func (s *streamLog) last() *line {
+// Last returns the last line, or nil.
+func (s *StreamLog) Last() *Line {
 	if len(s.Lines) == 0 {
 		return nil
 	}
 	return &s.Lines[len(s.Lines)-1]
 }
 
-// status is the HTTP status of a refusal, 0 otherwise.
-func (s *streamLog) status() int {
+// Status is the HTTP status of a refusal, 0 otherwise.
+func (s *StreamLog) Status() int {
 	var e *client.Error
 	if errors.As(s.Err, &e) && e.Kind == client.KindHTTP {
 		return e.Status
@@ -128,15 +129,15 @@ func (s *streamLog) status() int {
 	return 0
 }
 
-// follow opens a stream with open and reads it into a streamLog. Every
+// Follow opens a stream with open and reads it into a StreamLog. Every
 // line is decoded with the strict protocol decoder when decodeAll is set
 // (else only its size and time are kept, and the last line is decoded).
 // onLine, when set, is called after each line.
-func follow(open func(client.StreamOptions) (*client.Stream, error), decodeAll, keepMessages bool, onLine func(*line)) *streamLog {
-	log := &streamLog{Sent: time.Now()}
+func Follow(open func(client.StreamOptions) (*client.Stream, error), decodeAll, keepMessages bool, onLine func(*Line)) *StreamLog {
+	log := &StreamLog{Sent: time.Now()}
 	var lastRaw []byte
 	s, err := open(client.StreamOptions{OnLine: func(b []byte) {
-		l := line{At: time.Now(), Bytes: len(b) + 1}
+		l := Line{At: time.Now(), Bytes: len(b) + 1}
 		if decodeAll {
 			decodeLine(&l, b, keepMessages)
 		} else {
@@ -156,13 +157,13 @@ func follow(open func(client.StreamOptions) (*client.Stream, error), decodeAll, 
 		log.Err = fmt.Errorf("read stream: %w", err)
 	}
 	if !decodeAll && len(lastRaw) > 0 {
-		decodeLine(log.last(), lastRaw, true)
+		decodeLine(log.Last(), lastRaw, true)
 	}
 	return log
 }
 
 // decodeLine fills l from the raw line b.
-func decodeLine(l *line, b []byte, keepMessages bool) {
+func decodeLine(l *Line, b []byte, keepMessages bool) {
 	ev, d := protocol.DecodeTurnEvent(b)
 	if d != nil {
 		l.Err = d.Code
@@ -177,7 +178,7 @@ func decodeLine(l *line, b []byte, keepMessages bool) {
 		}
 		for i := len(ev.Snapshot.Messages) - 1; i >= 0; i-- {
 			if ev.Snapshot.Messages[i].Role == protocol.RoleAssistant {
-				l.Answer = runeLen(ev.Snapshot.Messages[i].Content)
+				l.Answer = utf8.RuneCountInString(ev.Snapshot.Messages[i].Content)
 				break
 			}
 		}
@@ -189,9 +190,9 @@ func decodeLine(l *line, b []byte, keepMessages bool) {
 	}
 }
 
-// submitting returns follow's open function for a submit of input as
+// Submitting returns Follow's open function for a submit of input as
 // turnID of sessionID through c (turn-scoped snapshots with turnScope).
-func submitting(ctx context.Context, c *client.Client, sessionID, turnID, input string, turnScope bool) func(client.StreamOptions) (*client.Stream, error) {
+func Submitting(ctx context.Context, c *client.Client, sessionID, turnID, input string, turnScope bool) func(client.StreamOptions) (*client.Stream, error) {
 	return func(o client.StreamOptions) (*client.Stream, error) {
 		if turnScope {
 			o.Scope = client.ScopeTurn
@@ -200,16 +201,16 @@ func submitting(ctx context.Context, c *client.Client, sessionID, turnID, input 
 	}
 }
 
-// inputOf is an ASCII input of n bytes; the echo model answers "Echo: "
+// InputOf is an ASCII input of n bytes; the echo model answers "Echo: "
 // and the input, so the answer is n + 6 characters.
-func inputOf(n int) string {
+func InputOf(n int) string {
 	const s = "A checkpoint holds what changed since the previous one; the final save replaces them all. "
 	return strings.Repeat(s, n/len(s)+1)[:n]
 }
 
-// turnsPage reads one page of a session's turns through c as a request of
+// TurnsPage reads one page of a session's turns through c as a request of
 // its own bench id, which it returns (its trace's key).
-func turnsPage(ctx context.Context, c *client.Client, sessionID string, o client.PageOptions) (*client.TurnPage, string, error) {
+func TurnsPage(ctx context.Context, c *client.Client, sessionID string, o client.PageOptions) (*client.TurnPage, string, error) {
 	id := loadcheck.NextID()
 	p, err := c.Turns(loadcheck.Tag(ctx, id, nil), sessionID, o)
 	return p, id, err
