@@ -80,7 +80,8 @@ type Config struct {
 	// own resolution.
 	Region string
 	// TurnTimeout bounds one turn request (TURN_TIMEOUT, default 5 min,
-	// > 0, <= 15 min). See Deadline (docs/design.md §4).
+	// > 0, <= 15 min); the request's deadline is the earlier of it and the
+	// Lambda deadline less CleanupReserve (docs/design.md §4).
 	TurnTimeout time.Duration
 	// CleanupReserve is kept from the Lambda deadline for cleanup
 	// (CLEANUP_RESERVE, default 5 s, > 0, < TurnTimeout; docs/design.md §4).
@@ -555,21 +556,6 @@ func validSecretARN(s string) bool {
 	parts := strings.SplitN(s, ":", 7)
 	return len(parts) == 7 && parts[0] == "arn" && parts[1] != "" && parts[2] == "secretsmanager" &&
 		parts[3] != "" && parts[4] != "" && parts[5] == "secret" && parts[6] != ""
-}
-
-// Deadline is the one deadline of a turn request (docs/design.md §4):
-// now + TurnTimeout, or lambdaDeadline - CleanupReserve when ok (a Lambda
-// deadline is known, see lambdacontext / ctx.Deadline) and that is earlier.
-// The result may already be past when the invocation has little time left;
-// the caller then fails the request at once.
-func (c Config) Deadline(now time.Time, lambdaDeadline time.Time, ok bool) time.Time {
-	d := now.Add(c.TurnTimeout)
-	if ok {
-		if l := lambdaDeadline.Add(-c.CleanupReserve); l.Before(d) {
-			d = l
-		}
-	}
-	return d
 }
 
 // parser accumulates one error per variable.
