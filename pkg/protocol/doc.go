@@ -1,9 +1,10 @@
 // Package protocol implements AgentsKit Chat's turn protocol v1 on the wire:
 // turn event envelopes and their encoder and untrusted-input decoder, the
 // snapshot cursor, ordered assistant content (agentskit.chat.content/1),
-// component frames and manifests, the session envelope with v0 migration,
-// the canonical message record validator, and the diagnostic codes with
-// their fixed messages. It imports nothing from this module.
+// component frames (their closed manifests, which need a JSON Schema
+// library, are pkg/tool's), the session envelope with v0 migration, the
+// canonical message record validator, and the diagnostic codes with their
+// fixed messages. It imports nothing from this module.
 //
 // Every decoder reads untrusted bytes with one strict JSON reader (json.go)
 // into a small tree and then validates it by hand in the order AgentsKit's

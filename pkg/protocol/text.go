@@ -33,6 +33,10 @@ func isAlnum(c byte) bool {
 
 // isLowerKey reports whether s matches ^[a-z][a-z0-9-]{0,63}$, the grammar
 // of component keys and interaction event names (docs/protocol.md §7).
+// IsComponentKey reports whether s is a component key (docs/protocol.md
+// §7): ^[a-z][a-z0-9-]{0,63}$.
+func IsComponentKey(s string) bool { return isLowerKey(s) }
+
 func isLowerKey(s string) bool {
 	if len(s) == 0 || len(s) > 64 || s[0] < 'a' || s[0] > 'z' {
 		return false

@@ -20,7 +20,11 @@
 //     (docs/design.md §8), already validated with chat.ValidateArtifacts;
 //   - at most one component render frame to append to the ordered
 //     assistant content (docs/protocol.md §6-§7), already checked against
-//     the registry's closed component manifest.
+//     the registry's closed component manifest (Manifest).
+//
+// Schemas are compiled here, where they are used (a tool's input schema
+// when it is registered, a manifest's props schemas by NewManifest), so
+// that only the turn function links a JSON Schema library.
 //
 // Tools decode their arguments with DecodeArgs: case-sensitive names and
 // no duplicate keys (docs/design.md §2), so the tool reads exactly what

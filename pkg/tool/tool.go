@@ -207,7 +207,7 @@ func (o Outcome) ToolMessage(id, createdAt string) protocol.Message {
 // at start-up; Specs, Has and Run are safe for concurrent use with each
 // other and with Register.
 type Registry struct {
-	manifest *protocol.Manifest
+	manifest *Manifest
 
 	mu    sync.RWMutex
 	tools map[string]*entry
@@ -221,16 +221,17 @@ type entry struct {
 // NewRegistry returns an empty registry. manifest is the closed component
 // manifest that tool render frames must pass (docs/protocol.md §7); nil
 // means no component is registered, so every tool component is rejected.
-func NewRegistry(manifest *protocol.Manifest) *Registry {
+func NewRegistry(manifest *Manifest) *Registry {
 	return &Registry{manifest: manifest, tools: map[string]*entry{}}
 }
 
-// noRemoteLoader refuses every $ref outside the tool's own schema, so
-// registering a tool never touches the file system or network.
-type noRemoteLoader struct{}
+// noRemoteLoader refuses every $ref outside a schema's own document (a
+// tool's input schema, a manifest's props schemas), so compiling one
+// never touches the file system or network. It names what it refuses for.
+type noRemoteLoader struct{ what string }
 
-func (noRemoteLoader) Load(string) (any, error) {
-	return nil, errors.New("tool: schemas may not reference external documents")
+func (l noRemoteLoader) Load(string) (any, error) {
+	return nil, fmt.Errorf("tool: %s may not reference external documents", l.what)
 }
 
 // Register adds t. It returns an error wrapping ErrInvalidTool (naming
@@ -275,7 +276,7 @@ func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error)
 		return nil, errors.New(`root must be an object schema with "type": "object"`)
 	}
 	c := jsonschema.NewCompiler()
-	c.UseLoader(noRemoteLoader{})
+	c.UseLoader(noRemoteLoader{"schemas"})
 	url := "urn:turnstream:tool:" + name
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, err

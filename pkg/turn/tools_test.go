@@ -86,7 +86,7 @@ const chartSchema = `{"type":"object","properties":{"points":{"type":"array","it
 // (blocks until its 20 ms timeout), and "chart" (returns a render frame).
 func toolRegistry(tb testing.TB) *tool.Registry {
 	tb.Helper()
-	manifest, err := protocol.NewManifest(map[string][]byte{"chart": []byte(chartSchema)})
+	manifest, err := tool.NewManifest(map[string][]byte{"chart": []byte(chartSchema)})
 	if err != nil {
 		tb.Fatal(err)
 	}
