@@ -37,11 +37,13 @@ type SessionEnvelope struct {
 	DefinitionID       string // SafeId
 	DefinitionRevision int64  // >= 1
 	UpdatedAt          string // emittedAt grammar (IsDateTime)
-	Cursor             int64  // >= 0
-	ActiveTurn         *ActiveTurn
-	TerminalTurns      []TerminalTurn // <= MaxTerminalTurns, unique TurnIDs
-	Conversation       *Conversation
-	Confirmations      []Confirmation // <= MaxConfirmations, unique Tokens and ToolCallIDs
+	// Sequence is the last snapshot sequence the session issued, >= 0:
+	// the wire's "cursor" (a session sequence, not a page cursor).
+	Sequence      int64
+	ActiveTurn    *ActiveTurn
+	TerminalTurns []TerminalTurn // <= MaxTerminalTurns, unique TurnIDs
+	Conversation  *Conversation
+	Confirmations []Confirmation // <= MaxConfirmations, unique Tokens and ToolCallIDs
 }
 
 // ActiveTurn is a session's lease: the turn and its expiry in epoch ms.
@@ -148,7 +150,7 @@ func sessionFromNode(n *node) (*SessionEnvelope, bool) {
 	s.DefinitionID, ok2 = safeIDField(n, "definitionId")
 	s.DefinitionRevision, ok3 = intField(n, "definitionRevision", 1)
 	s.UpdatedAt, ok4 = strField(n, "updatedAt")
-	s.Cursor, ok5 = intField(n, "cursor", 0)
+	s.Sequence, ok5 = intField(n, "cursor", 0)
 	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !IsDateTime(s.UpdatedAt) {
 		return nil, false
 	}
@@ -299,7 +301,7 @@ func EncodeSession(s *SessionEnvelope) ([]byte, error) {
 		return nil, sessionErr("definitionRevision")
 	case !IsDateTime(s.UpdatedAt):
 		return nil, sessionErr("updatedAt")
-	case s.Cursor < 0 || s.Cursor > MaxSafeInteger:
+	case s.Sequence < 0 || s.Sequence > MaxSafeInteger:
 		return nil, sessionErr("cursor")
 	}
 	b := []byte(`{"protocol":"agentskit.chat.session","version":1,"sessionId":"`)
@@ -311,7 +313,7 @@ func EncodeSession(s *SessionEnvelope) ([]byte, error) {
 	b = append(b, `,"updatedAt":"`...)
 	b = append(b, s.UpdatedAt...)
 	b = append(b, `","cursor":`...)
-	b = appendJSONNumber(b, float64(s.Cursor))
+	b = appendJSONNumber(b, float64(s.Sequence))
 	if a := s.ActiveTurn; a != nil {
 		if !IsSafeID(a.TurnID) {
 			return nil, sessionErr("activeTurn.turnId")
