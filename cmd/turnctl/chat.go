@@ -23,7 +23,7 @@ import (
 )
 
 // Defaults of `turnctl chat` and `turnctl history`: the dev server's mounts
-// (docs/design.md §10).
+// (docs/design.md#running-it).
 const (
 	defaultTurnURL    = "http://127.0.0.1:8787/turn/"
 	defaultHistoryURL = "http://127.0.0.1:8787/history/"

@@ -1,5 +1,5 @@
 // Command turnctl is turnstream's terminal tool for the AgentsKit Chat turn
-// protocol v1 (docs/design.md §2, §10).
+// protocol v1 (docs/design.md#wire-protocol-v1, docs/design.md#running-it).
 //
 // Usage:
 //

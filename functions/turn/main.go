@@ -1,12 +1,13 @@
-// Command turn is the turn function (docs/design.md §1, §4): POST / (submit a
-// turn, streamed NDJSON snapshots), POST /stop and GET /capabilities behind
-// a Lambda function URL in RESPONSE_STREAM mode. It is wiring only:
-// config.FromEnv -> DynamoDB store -> authenticator -> the turn handler of
-// the configuration (internal/turnsetup: the demo tools, the definitions,
-// the model providers they name: echo; bedrock through the AWS default
-// credential chain in AWS_REGION; openai at OPENAI_BASE_URL with
-// OPENAI_API_KEY) -> lambdaurl.Start (functions/internal/startup). Build
-// with -tags lambda.norpc for provided.al2023.
+// Command turn is the turn function (docs/design.md#the-three-functions,
+// docs/design.md#the-turn-pipeline): POST / (submit a turn, streamed NDJSON
+// snapshots), POST /stop and GET /capabilities behind a Lambda function URL in
+// RESPONSE_STREAM mode. It is wiring only: config.FromEnv -> DynamoDB store ->
+// authenticator -> the turn handler of the configuration (internal/turnsetup:
+// the demo tools, the definitions, the model providers they name: echo;
+// bedrock through the AWS default credential chain in AWS_REGION; openai at
+// OPENAI_BASE_URL with OPENAI_API_KEY) -> lambdaurl.Start
+// (functions/internal/startup). Build with -tags lambda.norpc for
+// provided.al2023.
 package main
 
 import (

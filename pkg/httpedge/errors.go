@@ -41,9 +41,9 @@ var (
 	// document the route expects (routes that take no protocol event): 400
 	// REQUEST_INVALID_BODY.
 	ErrInvalidBody = errors.New("httpedge: invalid request body")
-	// ErrLineageInvalid is a retry, edit or regenerate whose lineage does
-	// not name a visible parent turn of the session (docs/design.md §5):
-	// 422 LINEAGE_INVALID.
+	// ErrLineageInvalid is a retry, edit or regenerate whose lineage does not
+	// name a visible parent turn of the session
+	// (docs/design.md#storage-one-dynamodb-table): 422 LINEAGE_INVALID.
 	ErrLineageInvalid = errors.New("httpedge: lineage does not match a visible parent turn")
 )
 

@@ -140,14 +140,15 @@ var appendFields = []string{"protocol", "version", "event", "sequence", "after",
 // begins as an append line does. It is a quick test, not validation.
 func IsAppendLine(line []byte) bool { return bytes.HasPrefix(line, []byte(appendPrefix)) }
 
-// DecodeAppend decodes one complete append line from untrusted JSON text
-// (its LF, if any, and JSON whitespace are allowed). Members may come in
-// any order; unknown members are ignored. The error wraps ErrInvalidAppend
-// when the text is not strict JSON (docs/design.md §2: duplicated keys,
-// lone surrogates and invalid UTF-8 are errors), is not an object of kind
+// DecodeAppend decodes one complete append line from untrusted JSON text (its
+// LF, if any, and JSON whitespace are allowed). Members may come in any order;
+// unknown members are ignored. The error wraps ErrInvalidAppend when the text
+// is not strict JSON (docs/design.md#wire-protocol-v1: duplicated keys, lone
+// surrogates and invalid UTF-8 are errors), is not an object of kind
 // EventAppend, holds a case variant of one of its members, or breaks a
-// member's rule: sequence, after and offset integers with 0 <= after < sequence <= 2^53-1 and offset >= 0, usage (if
-// present) the snapshot's usage object, text a string.
+// member's rule: sequence, after and offset integers with 0 <= after <
+// sequence <= 2^53-1 and offset >= 0, usage (if present) the snapshot's usage
+// object, text a string.
 func DecodeAppend(line []byte) (*Append, error) {
 	root, err := parseJSON(line)
 	if err != nil {

@@ -7,19 +7,20 @@ import (
 	"math"
 )
 
-// Component envelope constants (docs/protocol.md §7; docs/decisions.md D-0007).
+// Component envelope constants (docs/protocol.md#component-frames;
+// docs/decisions.md D-0007).
 const (
 	ComponentProtocol = "agentskit.chat.component"
 	ComponentVersion  = 1
 )
 
-// Component frame types (docs/protocol.md §7).
+// Component frame types (docs/protocol.md#component-frames).
 const (
 	FrameRender = "render"
 )
 
 // Bounded JSON limits of component props and interaction values
-// (docs/protocol.md §7): the root is depth 0 and node 1.
+// (docs/protocol.md#component-frames): the root is depth 0 and node 1.
 const (
 	MaxBoundedNodes  = 1_000
 	MaxBoundedDepth  = 20
@@ -32,9 +33,9 @@ const (
 // a wire rule; the wrapping error names the field.
 var ErrInvalidFrame = errors.New("protocol: invalid component frame")
 
-// RenderFrame is a component render frame (docs/protocol.md §7). Props is
-// bounded JSON and required: JSON null is written as `null`, so a nil Props
-// is invalid. Encoded key order: protocol, version, type, componentKey,
+// RenderFrame is a component render frame (docs/protocol.md#component-frames).
+// Props is bounded JSON and required: JSON null is written as `null`, so a nil
+// Props is invalid. Encoded key order: protocol, version, type, componentKey,
 // instanceId, props, fallback.
 type RenderFrame struct {
 	ComponentKey string          // ^[a-z][a-z0-9-]{0,63}$
@@ -44,13 +45,14 @@ type RenderFrame struct {
 }
 
 // Fallback is a render frame's semantic fallback: Kind 1-64 and Summary
-// 1-4,096 UTF-16 code units (docs/protocol.md §7).
+// 1-4,096 UTF-16 code units (docs/protocol.md#component-frames).
 type Fallback struct {
 	Kind    string
 	Summary string
 }
 
-// boundedOK reports whether n is bounded JSON (docs/protocol.md §7).
+// boundedOK reports whether n is bounded JSON
+// (docs/protocol.md#component-frames).
 func boundedOK(n *node) bool {
 	count := 0
 	var visit func(n *node, depth int) bool
@@ -98,14 +100,14 @@ func componentDiag(code, message string) *Diagnostic {
 }
 
 // DecodeRenderFrame decodes an untrusted component frame as AgentsKit's
-// decodeComponentFrame does (docs/protocol.md §7), in order: invalid JSON
-// (strict reader, docs/design.md §2) → COMPONENT_INVALID_FRAME "Component frame is
-// not valid JSON."; right protocol with a numeric version other than 1 →
-// COMPONENT_UNSUPPORTED_VERSION; right protocol and a type other than
-// render → COMPONENT_UNKNOWN_TYPE; any schema failure →
-// COMPONENT_INVALID_FRAME "Component frame payload is invalid.". Unknown
-// keys are dropped; a case variant of a field (IsCaseVariant) in the frame
-// or its fallback is COMPONENT_INVALID_FRAME, checked first. Exactly one
+// decodeComponentFrame does (docs/protocol.md#component-frames), in order:
+// invalid JSON (strict reader, docs/design.md#wire-protocol-v1) →
+// COMPONENT_INVALID_FRAME "Component frame is not valid JSON."; right protocol
+// with a numeric version other than 1 → COMPONENT_UNSUPPORTED_VERSION; right
+// protocol and a type other than render → COMPONENT_UNKNOWN_TYPE; any schema
+// failure → COMPONENT_INVALID_FRAME "Component frame payload is invalid.".
+// Unknown keys are dropped; a case variant of a field (IsCaseVariant) in the
+// frame or its fallback is COMPONENT_INVALID_FRAME, checked first. Exactly one
 // result is non-nil.
 func DecodeRenderFrame(data []byte) (*RenderFrame, *Diagnostic) {
 	root, err := parseJSON(data)
@@ -125,8 +127,8 @@ func DecodeRenderFrame(data []byte) (*RenderFrame, *Diagnostic) {
 	return f, nil
 }
 
-// componentPrecheck applies steps 2-3 of docs/protocol.md §7; allowed lists
-// the types the caller decodes.
+// componentPrecheck applies steps 2-3 of docs/protocol.md#component-frames;
+// allowed lists the types the caller decodes.
 func componentPrecheck(root *node, allowed ...string) *Diagnostic {
 	if p, ok := strField(root, "protocol"); !ok || p != ComponentProtocol {
 		return nil
@@ -217,8 +219,8 @@ func appendComponentHeader(b []byte, typ, key, instance string) ([]byte, error) 
 	return append(b, '"'), nil
 }
 
-// EncodeRenderFrame validates f (docs/protocol.md §7) and returns its compact
-// JSON. Errors wrap ErrInvalidFrame and name the field.
+// EncodeRenderFrame validates f (docs/protocol.md#component-frames) and
+// returns its compact JSON. Errors wrap ErrInvalidFrame and name the field.
 func EncodeRenderFrame(f *RenderFrame) ([]byte, error) {
 	return appendRenderFrame(nil, f)
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// testdata/component.json: docs/protocol.md §7 cases for render frames,
-// each with the expected decode result.
+// testdata/component.json: docs/protocol.md#component-frames cases for render
+// frames, each with the expected decode result.
 //
 //go:embed testdata/component.json
 var componentCases []byte
@@ -59,7 +59,8 @@ func frameWithProps(props string) string {
 		`"props":` + props + `,"fallback":{"kind":"k","summary":"s"}}`
 }
 
-// TestBoundedJSONLimits pins the docs/protocol.md §7 limits at their edges.
+// TestBoundedJSONLimits pins the docs/protocol.md#component-frames limits at
+// their edges.
 func TestBoundedJSONLimits(t *testing.T) {
 	list := func(n int) string { return "[" + strings.TrimSuffix(strings.Repeat("0,", n), ",") + "]" }
 	tests := map[string]struct {

@@ -11,8 +11,9 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// testdata/session.json: docs/protocol.md §8 cases with the expected result
-// {"ok":true,"session":<v1 envelope>} or {"ok":false,"diagnostic":...}.
+// testdata/session.json: docs/protocol.md#the-session-envelope cases with the
+// expected result {"ok":true,"session":<v1 envelope>} or
+// {"ok":false,"diagnostic":...}.
 //
 //go:embed testdata/session.json
 var sessionCases []byte

@@ -10,12 +10,12 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// Manifest is a closed component manifest (docs/protocol.md §7, the chat
-// layer): the registered component keys, each with a compiled JSON Schema
-// for its props, which tool render frames must pass (NewRegistry). It
-// lives here, where the frames are checked, so that only the turn
-// function links a JSON Schema library. A Manifest is immutable and safe
-// for concurrent use.
+// Manifest is a closed component manifest (docs/protocol.md#component-frames,
+// the chat layer): the registered component keys, each with a compiled JSON
+// Schema for its props, which tool render frames must pass (NewRegistry). It
+// lives here, where the frames are checked, so that only the turn function
+// links a JSON Schema library. A Manifest is immutable and safe for concurrent
+// use.
 type Manifest struct {
 	schemas map[string]*jsonschema.Schema
 }

@@ -27,7 +27,7 @@ func contextDiagnostic(ctx context.Context) (protocol.Diagnostic, bool) {
 }
 
 // writeError writes d as a JSON error body with d's HTTP status
-// (httpedge.WriteError; docs/protocol.md §9 headers).
+// (httpedge.WriteError; docs/protocol.md#server-handler-behaviour headers).
 func writeError(w http.ResponseWriter, d protocol.Diagnostic) {
 	httpedge.WriteError(w, d)
 }

@@ -29,7 +29,7 @@ var methodOperations = map[string][]string{
 	"GetArtifacts": {"Query", "GetItem"},
 }
 
-// Store methods each Lambda function calls (docs/design.md §1).
+// Store methods each Lambda function calls (docs/design.md#the-three-functions).
 var (
 	turnFunctionMethods      = []string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession"}
 	historyFunctionMethods   = []string{"GetSession", "ListTurns", "FindTurn", "PollTurn"}

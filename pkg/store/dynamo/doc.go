@@ -1,6 +1,7 @@
 // Package dynamo implements chat.Store on one DynamoDB table, written only
-// with conditional writes and without transactions (docs/design.md §5). It is the
-// only package that imports the DynamoDB SDK.
+// with conditional writes and without transactions
+// (docs/design.md#storage-one-dynamodb-table). It is the only package that
+// imports the DynamoDB SDK.
 //
 // Layout (key attributes pk, sk; names in table.go):
 //
