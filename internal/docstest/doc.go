@@ -8,5 +8,6 @@
 // (legacySections), and no citation of the engineers' private notes,
 // which are not part of the repository, is left (docs/design.md is the
 // design, docs/protocol.md the wire rules, docs/decisions.md the
-// decisions). It holds tests only.
+// decisions). The error table of docs/design.md#errors is checked against
+// pkg/httpedge's. It holds tests only.
 package docstest

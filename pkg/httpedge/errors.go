@@ -3,6 +3,7 @@ package httpedge
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -81,6 +82,21 @@ var errorTable = []struct {
 	{ErrInvalidEvent, protocol.CodeRequestInvalidEvent},
 	{ErrInvalidBody, protocol.CodeRequestInvalidBody},
 	{ErrLineageInvalid, protocol.CodeLineageInvalid},
+}
+
+// Codes returns every code Diagnose can return, without repeats: the
+// error table's, in its order, then SERVER_TIMEOUT, REQUEST_CANCELLED and
+// SERVER_INTERNAL. The HTTP status of each is protocol.HTTPStatus's; the
+// one table of codes and statuses in docs/design.md#errors is checked
+// against this list (internal/docstest).
+func Codes() []string {
+	var codes []string
+	for _, e := range errorTable {
+		if !slices.Contains(codes, e.code) {
+			codes = append(codes, e.code)
+		}
+	}
+	return append(codes, protocol.CodeServerTimeout, protocol.CodeRequestCancelled, protocol.CodeServerInternal)
 }
 
 // Diagnose maps err, returned while ctx was the request's context, to the
