@@ -126,5 +126,5 @@ func (h *handler) serveCapabilities(w http.ResponseWriter, r *http.Request) {
 		httpedge.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, h.capabilities)
+	httpedge.WriteJSON(w, http.StatusOK, h.capabilities)
 }
