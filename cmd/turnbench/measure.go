@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -356,6 +355,3 @@ func pages(ctx context.Context, c *client.Client, w *benchwire.Wiring, sid, curs
 	}
 	return summarize(d), nil
 }
-
-// errSkipped marks a section that was not measured (the reason follows).
-var errSkipped = errors.New("not measured")

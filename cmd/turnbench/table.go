@@ -108,15 +108,6 @@ func (e *errWriter) printf(format string, a ...any) {
 	}
 }
 
-// sum adds a map's counts.
-func sum(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
 func mean(sum, n int) float64 {
 	if n == 0 {
 		return 0
@@ -124,40 +115,9 @@ func mean(sum, n int) float64 {
 	return float64(sum) / float64(n)
 }
 
-func mib(b int64) float64 { return float64(b) / (1 << 20) }
-
 // signedMS formats d in milliseconds with an explicit sign.
 func signedMS(d time.Duration) string {
 	return fmt.Sprintf("%+.2f ms", float64(d)/float64(time.Millisecond))
-}
-
-func median(d []time.Duration) time.Duration {
-	return quantile(slices.Clone(d), 0.5)
-}
-
-// counts renders a map of counts as "k n, k n" in key order.
-func counts(m map[string]int) string {
-	if len(m) == 0 {
-		return "none"
-	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %d", k, m[k])
-	}
-	return strings.Join(parts, ", ")
-}
-
-// skipReason is err's text, or "skipped".
-func skipReason(err error) string {
-	if err == nil {
-		return "skipped"
-	}
-	return err.Error()
 }
 
 // cell escapes a markdown table cell.
