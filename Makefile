@@ -135,7 +135,7 @@ bench: deps ## Run the Go benchmarks (each reports its own baseline in the same 
 turnbench: deps ## Measure the dev-server wiring on dynalite against the request budgets: one markdown table (docs/benchmarks.md), a few minutes.
 	GO=$(GO) TURNSTREAM_RIE_DIR=$(RIE_DIR) $(GO) run ./cmd/turnbench
 
-# ---- Run and deploy (docs/design.md §10) ------------------------------------
+# ---- Run and deploy (docs/design.md#running-it) -----------------------------
 
 # The three Lambda functions: functions/<dir> builds bin/<dir>/bootstrap.
 FUNCTIONS     := turn history artifacts

@@ -1,5 +1,5 @@
 // Command devserver runs turnstream's three functions on one local port
-// with real chunked streaming (docs/design.md §10):
+// with real chunked streaming (docs/design.md#running-it):
 //
 //	go run ./cmd/devserver [-addr 127.0.0.1:8787] [-read-timeout 30s]
 //
@@ -9,24 +9,23 @@
 // artifacts handler under /artifacts/, each with its prefix stripped, so
 // every handler sees "/" exactly as behind its own function URL.
 //
-// Configuration is pkg/config's environment (docs/design.md §9) plus ADDR (or
-// -addr, which wins). AUTH_MODE defaults to dev: "Authorization: Bearer
-// dev.<subject>" names the principal, no header means subject "local", and
-// subject "host" may write artifact references. Dev auth listens on
+// Configuration is pkg/config's environment (docs/design.md#configuration)
+// plus ADDR (or -addr, which wins). AUTH_MODE defaults to dev: "Authorization:
+// Bearer dev.<subject>" names the principal, no header means subject "local",
+// and subject "host" may write artifact references. Dev auth listens on
 // loopback addresses only. The store is in memory unless DYNAMODB_ENDPOINT
 // names a DynamoDB API server (DynamoDB Local, dynalite), where the table
-// TABLE_NAME is created when absent, also when it vanishes while the
-// server runs (internal/devserver.NewStore). The model is the offline
-// echo model; definitions come from pkg/config as in the turn function
-// (definition.Load), and the demo tool workspace_note is registered
-// and, unless MODEL_TOOLS or DEFINITIONS_FILE is set, offered by the
-// default definition, so that "/note <title>: <body>" makes the echo
-// model call it (pkg/model/echo): the turn's snapshots show the tool call
-// (complete; the instant demo tool's running state is coalesced away,
-// docs/design.md §3) and the turn records the note's artifact reference. The demo
-// tool workspace_note_delete is offered too and requires approval:
-// "/delete <title>" ends the turn with the call waiting
-// (requires_confirmation) until a decision turn approves or denies it
+// TABLE_NAME is created when absent, also when it vanishes while the server
+// runs (internal/devserver.NewStore). The model is the offline echo model;
+// definitions come from pkg/config as in the turn function (definition.Load),
+// and the demo tool workspace_note is registered and, unless MODEL_TOOLS or
+// DEFINITIONS_FILE is set, offered by the default definition, so that "/note
+// <title>: <body>" makes the echo model call it (pkg/model/echo): the turn's
+// snapshots show the tool call (complete; the instant demo tool's running
+// state is coalesced away, docs/design.md#snapshots) and the turn records the
+// note's artifact reference. The demo tool workspace_note_delete is offered
+// too and requires approval: "/delete <title>" ends the turn with the call
+// waiting (requires_confirmation) until a decision turn approves or denies it
 // (docs/approvals.md).
 //
 // The root "/" serves the demo chat page (internal/demo), built from
@@ -61,7 +60,7 @@ import (
 )
 
 // DefaultAddr is where the dev server listens unless -addr or ADDR says
-// otherwise (docs/design.md §10).
+// otherwise (docs/design.md#running-it).
 const DefaultAddr = "127.0.0.1:8787"
 
 // ShutdownGrace bounds how long a shutdown waits for running requests

@@ -4,19 +4,19 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/benchwire"
+	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
-	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -85,7 +85,7 @@ func capacitySection(ctx context.Context, client, raw dynamo.Client, table strin
 	m := dynamobench.NewCapacityMeter(client, raw, table)
 	metered := dynamo.New(m, dynamo.Options{Table: table, CursorKey: cursorKey})
 	plain := dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey})
-	wirings := map[bool]*wiring{}
+	wirings := map[bool]*benchwire.Wiring{}
 	for _, cp := range []bool{false, true} {
 		every := time.Duration(0)
 		if cp {
@@ -95,10 +95,10 @@ func capacitySection(ctx context.Context, client, raw dynamo.Client, table strin
 		if err != nil {
 			return nil, err
 		}
-		defer w.close()
+		defer w.Close()
 		wirings[cp] = w
 	}
-	hc := newHTTPClient(1, nil)
+	hc := benchwire.NewHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
 	sid := uuidLike()
 	var out []*capacityResult
@@ -112,15 +112,11 @@ func capacitySection(ctx context.Context, client, raw dynamo.Client, table strin
 		}
 		w := wirings[st.Checkpoints]
 		m.Take()
-		req, err := submitRequest(w.base, sid, uuidLike(), ask(capacityAnswer), false)
-		if err != nil {
-			return nil, err
-		}
-		log := follow(ctx, hc, req, false, false, nil)
-		if last := log.last(); log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
+		log := benchwire.Follow(benchwire.Submitting(ctx, w.Client(hc), sid, uuidLike(), benchwire.Ask(capacityAnswer), false), false, false, nil)
+		if last := log.Last(); log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
 			return nil, fmt.Errorf("capacity turn %d: %v, last line %+v", st.Ordinal, log.Err, last)
 		}
-		w.waitIdle(30 * time.Second) // the release follows the terminal line
+		w.WaitIdle(30 * time.Second) // the release follows the terminal line
 		out = append(out, &capacityResult{Step: st, Acct: m.Take(), Took: time.Since(log.Sent)})
 		next = st.Ordinal + 1
 	}
@@ -130,7 +126,7 @@ func capacitySection(ctx context.Context, client, raw dynamo.Client, table strin
 // capacityWiring is the turn handler on store with the capacity
 // definition, the durable sections' echo pace and checkpoints every
 // `every` (0: off).
-func capacityWiring(store chat.Store, every time.Duration) (*wiring, error) {
+func capacityWiring(store chat.Store, every time.Duration) (*benchwire.Wiring, error) {
 	defs, err := definition.New([]definition.Definition{{
 		ID: "assistant", Revision: 1, Provider: "echo",
 		Limits: definition.Limits{MaxSteps: 1, ContextTurns: capacityContextTurns},
@@ -138,18 +134,18 @@ func capacityWiring(store chat.Store, every time.Duration) (*wiring, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newTurnWiring(store, func(o *turn.Options) {
+	return benchwire.NewTurn(store, func(o *turn.Options) {
 		o.Definitions = defs
-		o.Models = map[string]model.Model{"echo": longAnswer{echo.New(echoDelay, echoChunk)}}
+		o.Models = map[string]model.Model{"echo": benchwire.LongAnswer{Echo: echo.New(echoDelay, echoChunk)}}
 		o.TurnTimeout = longTurn
 		o.CheckpointInterval = every
 	})
 }
 
-// seedCapacity adds n completed turns of priorTurnText to the session,
-// with UUID-shaped turn ids, as clients send (seedTurnsNamed).
+// seedCapacity adds n completed turns of benchwire.PriorTurnText to the session,
+// with UUID-shaped turn ids, as clients send (benchwire.SeedTurnsNamed).
 func seedCapacity(ctx context.Context, store chat.Store, sessionID string, n int) error {
-	return seedTurnsNamed(ctx, store, sessionID, n, func(int) string { return uuidLike() })
+	return benchwire.SeedTurnsNamed(ctx, store, sessionID, n, func(int) string { return uuidLike() })
 }
 
 // uuidLike returns a random id shaped like a UUID (36 characters).
@@ -205,19 +201,12 @@ func capacityRows(res []*capacityResult) [][4]string {
 	return rows
 }
 
-// runCapacity is run with -capacity: the capacity section alone, in its
-// own table.
-func runCapacity(ctx context.Context, rep *report, client, raw dynamo.Client, table string, cursorKey []byte, progress func(string, ...any), stdout io.Writer) (*report, error) {
-	res, err := capacitySection(ctx, client, raw, table, cursorKey, rep.Quick, progress)
+// capacityRun is the capacity section (-only capacity, -capacity).
+func capacityRun(ctx context.Context, b *bench, rep *report, _ map[string]bool) error {
+	raw, err := b.rawClient(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rep.Load = &loadReport{} // not run: nothing to verify
-	progress("done")
-	ew := &errWriter{w: stdout}
-	ew.printf("| figure | measured | baseline (same run) | measured vs baseline |\n| --- | --- | --- | --- |\n")
-	for _, r := range capacityRows(res) {
-		ew.printf("| %s | %s | %s | %s |\n", cell(r[0]), cell(r[1]), cell(r[2]), cell(r[3]))
-	}
-	return rep, ew.err
+	rep.Capacity, err = capacitySection(ctx, b.client, raw, b.table, b.cursorKey, rep.Quick, b.progress)
+	return err
 }

@@ -1,22 +1,20 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
-// compactLog is what a compact-mode client saw of one stream: it reads the
-// body as it arrives, applies whole lines with a CompactCursor and renders
-// the open append line's text as it comes (protocol.CompactCursor
-// Provisional), as the browser client does.
+// compactLog is what a compact-mode client saw of one stream: it applies
+// whole lines with the client's compact cursor and renders the open
+// append line's text as it comes (client.StreamOptions.Provisional), as
+// the browser client does.
 type compactLog struct {
 	Lines     int
 	Snapshots int // complete snapshot lines
@@ -46,82 +44,48 @@ func (l *compactLog) MaxGap() time.Duration {
 	return g
 }
 
-// followCompact sends req with StreamModeHeader compact and reads its
-// stream as a compact client of session sessionID does.
-func followCompact(ctx context.Context, c *http.Client, req *http.Request, sessionID string) (*compactLog, error) {
-	req = req.WithContext(ctx)
-	req.Header.Set(turn.StreamModeHeader, turn.StreamModeCompact)
-	resp, err := c.Do(req)
+// followCompact opens a compact stream with open and reads it as a compact
+// client does.
+func followCompact(open func(client.StreamOptions) (*client.Stream, error)) (*compactLog, error) {
+	log := &compactLog{}
+	s, err := open(client.StreamOptions{Compact: true, Provisional: true, OnLine: func(line []byte) {
+		log.Lines++
+		log.BodyBytes += len(line) + 1
+		if protocol.IsAppendLine(line) {
+			log.Appends++
+			if a, err := protocol.DecodeAppend(line); err == nil {
+				log.Appended += len(a.Text)
+			}
+		} else if ev, d := protocol.DecodeTurnEvent(line); d == nil && ev.Kind == protocol.EventSnapshot {
+			log.Snapshots++
+			if ev.Snapshot.Status != protocol.StatusStreaming {
+				log.FinalBytes = len(line) + 1
+			}
+		}
+	}})
 	if err != nil {
 		return nil, err
 	}
-	defer drain(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		raw, _ := io.ReadAll(resp.Body)
-		return nil, fmt.Errorf("status %d %s", resp.StatusCode, apiErrorCode(raw))
-	}
-	if resp.Header.Get(turn.StreamModeHeader) != turn.StreamModeCompact {
+	defer func() { _ = s.Close() }()
+	if s.Header().Get(client.StreamModeHeader) != turn.StreamModeCompact {
 		return nil, errors.New("the server did not answer in compact mode")
 	}
-	cur, err := protocol.NewCompactCursor(sessionID)
-	if err != nil {
-		return nil, err
-	}
-	log := &compactLog{}
-	var pending []byte
-	buf := make([]byte, 32<<10)
-	shown, terminal := 0, false
+	shown := 0
 	for {
-		n, rerr := resp.Body.Read(buf)
-		now := time.Now()
-		pending = append(pending, buf[:n]...)
-		log.BodyBytes += n
-		for {
-			i := bytes.IndexByte(pending, '\n')
-			if i < 0 {
-				break
-			}
-			line := pending[:i]
-			log.Lines++
-			if protocol.IsAppendLine(line) {
-				log.Appends++
-				if a, err := protocol.DecodeAppend(line); err == nil {
-					log.Appended += len(a.Text)
-				}
-			} else if ev, d := protocol.DecodeTurnEvent(line); d == nil && ev.Kind == protocol.EventSnapshot {
-				log.Snapshots++
-				if ev.Snapshot.Status != protocol.StatusStreaming {
-					log.FinalBytes, terminal = i+1, true
-				}
-			}
-			if _, err := cur.Apply(line); err != nil {
-				return nil, fmt.Errorf("line %d: %w", log.Lines, err)
-			}
-			pending = pending[i+1:]
-		}
-		visible := 0
-		if s := cur.Snapshot(); s != nil {
-			msgs := s.Snapshot.Messages
-			visible = len(msgs[len(msgs)-1].Content)
-		}
-		if p, ok := cur.Provisional(pending); ok {
-			visible = max(visible, len(p))
-		}
-		if visible > shown && !terminal {
-			log.Visible = append(log.Visible, now)
-		}
-		shown = max(shown, visible)
-		if rerr == io.EOF {
+		ev, err := s.Next()
+		if errors.Is(err, io.EOF) {
 			break
 		}
-		if rerr != nil {
-			return nil, rerr
+		if err != nil {
+			return nil, err
+		}
+		msgs := ev.Snapshot.Messages
+		if visible := len(msgs[len(msgs)-1].Content); visible > shown && ev.Snapshot.Status == protocol.StatusStreaming {
+			log.Visible = append(log.Visible, time.Now())
+			shown = visible
 		}
 	}
-	if len(pending) > 0 {
-		return nil, errors.New("the stream ended inside a line")
-	}
-	log.Final = cur.Snapshot()
+	log.Final = s.Snapshot()
 	if log.Final != nil {
 		log.Status = log.Final.Snapshot.Status
 	}

@@ -10,7 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
@@ -124,11 +126,11 @@ func durableSections(ctx context.Context, client, raw dynamo.Client, endpoint, t
 }
 
 // durableOptions sets the options every turn of these sections shares:
-// the echo pace (longAnswer: short prompts, long answers), a deadline a
+// the echo pace (benchwire.LongAnswer: short prompts, long answers), a deadline a
 // 64 KB answer fits in, and the checkpoint interval.
 func durableOptions(checkpoints time.Duration) func(*turn.Options) {
 	return func(o *turn.Options) {
-		o.Model = longAnswer{echo.New(echoDelay, echoChunk)}
+		o.Model = benchwire.LongAnswer{Echo: echo.New(echoDelay, echoChunk)}
 		o.TurnTimeout = longTurn
 		o.CheckpointInterval = checkpoints
 	}
@@ -174,41 +176,36 @@ func (c *costResult) Bound() float64 {
 // 1 s and on another with them off, all at once, and accounts each
 // session's requests and write units.
 func checkpointCost(ctx context.Context, store, plain chat.Store, m *meter, prefix string, sizes []int) ([]*costResult, error) {
-	on, err := newTurnWiring(store, durableOptions(checkEvery))
+	on, err := benchwire.NewTurn(store, durableOptions(checkEvery))
 	if err != nil {
 		return nil, err
 	}
-	defer on.close()
-	off, err := newTurnWiring(store, durableOptions(0))
+	defer on.Close()
+	off, err := benchwire.NewTurn(store, durableOptions(0))
 	if err != nil {
 		return nil, err
 	}
-	defer off.close()
+	defer off.Close()
 	out := make([]*costResult, len(sizes))
 	errs := make([]error, 2*len(sizes))
 	var wg sync.WaitGroup
 	for i, size := range sizes {
 		out[i] = &costResult{Size: size}
-		for k, w := range []*wiring{on, off} {
+		for k, w := range []*benchwire.Wiring{on, off} {
 			acct := &out[i].On
 			if k == 1 {
 				acct = &out[i].Off
 			}
 			wg.Go(func() {
 				sid := fmt.Sprintf("%s-cost-%d-%d", prefix, size, k)
-				if err := seedTurns(ctx, plain, sid, 1); err != nil {
+				if err := benchwire.SeedTurns(ctx, plain, sid, 1); err != nil {
 					errs[2*i+k] = err
 					return
 				}
-				c := newHTTPClient(1, nil)
-				defer c.CloseIdleConnections()
-				req, err := submitRequest(w.base, sid, "t1", ask(size), true)
-				if err != nil {
-					errs[2*i+k] = err
-					return
-				}
-				log := follow(ctx, c, req, false, false, nil)
-				last := log.last()
+				hc := benchwire.NewHTTPClient(1, nil)
+				defer hc.CloseIdleConnections()
+				log := benchwire.Follow(benchwire.Submitting(ctx, w.Client(hc), sid, "t1", benchwire.Ask(size), true), false, false, nil)
+				last := log.Last()
 				if log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
 					errs[2*i+k] = fmt.Errorf("cost turn %s: %v, last line %+v", sid, log.Err, last)
 					return
@@ -222,8 +219,8 @@ func checkpointCost(ctx context.Context, store, plain chat.Store, m *meter, pref
 	wg.Wait()
 	// The release is written after the terminal line: wait for the
 	// handlers, then take the accounts again.
-	on.waitIdle(30 * time.Second)
-	off.waitIdle(30 * time.Second)
+	on.WaitIdle(30 * time.Second)
+	off.WaitIdle(30 * time.Second)
 	for _, r := range out {
 		for k, acct := range []*costTurn{&r.On, &r.Off} {
 			s := m.session(fmt.Sprintf("%s-cost-%d-%d", prefix, r.Size, k))
@@ -240,7 +237,7 @@ func checkpointCost(ctx context.Context, store, plain chat.Store, m *meter, pref
 type resumeResult struct {
 	Latency latencies // checkpoint write answered -> the resumer's line of that sequence
 	Samples int
-	Poll    time.Duration // RESUME_POLL_INTERVAL of the wiring
+	Poll    time.Duration // RESUME_POLL_INTERVAL of the benchwire.Wiring
 	// Lines is the resumed lines, Decoded those that decode, Known those
 	// whose sequence the live stream also carried with equal messages,
 	// Increasing whether each resumer's sequences only grew, TerminalEqual
@@ -253,11 +250,11 @@ type resumeResult struct {
 // first line by a resumer (after=0), and matches each resumed line with
 // the checkpoint write of its sequence seen in the meter.
 func resumeLatency(ctx context.Context, store chat.Store, m *meter, prefix string, ds durableSettings) (*resumeResult, error) {
-	w, err := newTurnWiring(store, durableOptions(checkEvery))
+	w, err := benchwire.NewTurn(store, durableOptions(checkEvery))
 	if err != nil {
 		return nil, err
 	}
-	defer w.close()
+	defer w.Close()
 	r := &resumeResult{Poll: turn.DefaultResumePollInterval, Increasing: true, Turns: ds.ResumeTurns}
 	var (
 		mu   sync.Mutex
@@ -268,21 +265,16 @@ func resumeLatency(ctx context.Context, store chat.Store, m *meter, prefix strin
 	for i := range ds.ResumeTurns {
 		wg.Go(func() {
 			sid := fmt.Sprintf("%s-resume-%d", prefix, i)
-			c := newHTTPClient(2, nil)
-			defer c.CloseIdleConnections()
-			req, err := submitRequest(w.base, sid, "t1", ask(ds.ResumeSize), true)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			resumed := make(chan *streamLog, 1)
+			hc := benchwire.NewHTTPClient(2, nil)
+			defer hc.CloseIdleConnections()
+			c := w.Client(hc)
+			resumed := make(chan *benchwire.StreamLog, 1)
 			started := false
-			live := follow(ctx, c, req, true, true, func(*line) bool {
+			live := benchwire.Follow(benchwire.Submitting(ctx, c, sid, "t1", benchwire.Ask(ds.ResumeSize), true), true, true, func(*benchwire.Line) {
 				if !started {
 					started = true
-					go func() { resumed <- resumeWhenFound(ctx, c, w.base, sid, "t1") }()
+					go func() { resumed <- resumeWhenFound(ctx, c, sid, "t1") }()
 				}
-				return true
 			})
 			if !started {
 				errs[i] = fmt.Errorf("resume turn %s: no live line: %v", sid, live.Err)
@@ -322,7 +314,7 @@ func resumeLatency(ctx context.Context, store chat.Store, m *meter, prefix strin
 					lat = append(lat, l.At.Sub(at))
 				}
 			}
-			if a, b := live.last(), res.last(); a != nil && b != nil && a.Status == protocol.StatusComplete && string(a.Messages) == string(b.Messages) {
+			if a, b := live.Last(), res.Last(); a != nil && b != nil && a.Status == protocol.StatusComplete && string(a.Messages) == string(b.Messages) {
 				r.TerminalEqual++
 			}
 		})
@@ -338,15 +330,13 @@ func resumeLatency(ctx context.Context, store chat.Store, m *meter, prefix strin
 // resumeWhenFound follows the resume route (after=0) of a turn that has
 // just started: until its first checkpoint lands the route answers 404
 // TURN_NOT_FOUND, and the resumer asks again 50 ms later (at most 5 s).
-func resumeWhenFound(ctx context.Context, c *http.Client, base, sid, turnID string) *streamLog {
+func resumeWhenFound(ctx context.Context, c *client.Client, sid, turnID string) *benchwire.StreamLog {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		rq, err := resumeRequest(base, sid, turnID, 0)
-		if err != nil {
-			return &streamLog{Err: err}
-		}
-		log := follow(ctx, c, rq, true, true, nil)
-		if log.Status != http.StatusNotFound || time.Now().After(deadline) {
+		log := benchwire.Follow(func(o client.StreamOptions) (*client.Stream, error) {
+			return c.Resume(ctx, client.Resume{SessionID: sid, TurnID: turnID, After: 0, StreamOptions: o})
+		}, true, true, nil)
+		if log.Status() != http.StatusNotFound || time.Now().After(deadline) {
 			return log
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -381,21 +371,22 @@ func stopLatency(ctx context.Context, store chat.Store, prefix string, ds durabl
 	)
 	for name, sr := range out {
 		set := durableOptions(sr.Checkpoints)
-		w, err := newTurnWiring(store, func(o *turn.Options) { set(o); o.LeaseDuration = sr.Lease })
+		w, err := benchwire.NewTurn(store, func(o *turn.Options) { set(o); o.LeaseDuration = sr.Lease })
 		if err != nil {
 			return nil, err
 		}
-		defer w.close()
+		defer w.Close()
 		jobs := make(chan int)
 		for wk := range 5 {
 			wg.Go(func() {
-				c := newHTTPClient(2, nil)
-				defer c.CloseIdleConnections()
+				hc := benchwire.NewHTTPClient(2, nil)
+				defer hc.CloseIdleConnections()
+				c := w.Client(hc)
 				rng := mrand.New(mrand.NewPCG(uint64(wk), 7))
 				for i := range jobs {
 					sid := fmt.Sprintf("%s-stop-%s-%d", prefix, name, i)
 					wait := 300*time.Millisecond + time.Duration(rng.Int64N(int64(1500*time.Millisecond)))
-					d, code, err := stopOne(ctx, c, w.base, sid, ds.StopSize, wait)
+					d, code, err := stopOne(ctx, c, sid, ds.StopSize, wait)
 					mu.Lock()
 					sr.Turns++
 					if err != nil {
@@ -428,30 +419,25 @@ func stopLatency(ctx context.Context, store chat.Store, prefix string, ds durabl
 // stopOne submits a turn, sends POST /stop wait after its first line and
 // returns the time from the stop to the terminal line and that line's
 // error code.
-func stopOne(ctx context.Context, c *http.Client, base, sid string, size int, wait time.Duration) (time.Duration, string, error) {
-	req, err := submitRequest(base, sid, "t1", ask(size), true)
-	if err != nil {
-		return 0, "", err
-	}
+func stopOne(ctx context.Context, c *client.Client, sid string, size int, wait time.Duration) (time.Duration, string, error) {
 	var (
 		sent    time.Time
 		stopErr = make(chan error, 1)
 		once    sync.Once
 	)
 	var sentMu sync.Mutex
-	log := follow(ctx, c, req, true, false, func(*line) bool {
+	log := benchwire.Follow(benchwire.Submitting(ctx, c, sid, "t1", benchwire.Ask(size), true), true, false, func(*benchwire.Line) {
 		once.Do(func() {
 			go func() {
 				time.Sleep(wait)
 				sentMu.Lock()
 				sent = time.Now()
 				sentMu.Unlock()
-				stopErr <- postStop(ctx, c, base, sid, "t1")
+				stopErr <- c.Stop(ctx, sid, "t1")
 			}()
 		})
-		return true
 	})
-	last := log.last()
+	last := log.Last()
 	if last == nil {
 		return 0, "", fmt.Errorf("stop turn %s: no line: %v", sid, log.Err)
 	}
@@ -485,14 +471,14 @@ type crashResult struct {
 // lands: no checkpoint, save or release) and drops the client's stream
 // at a random moment 1-4 s after the first line, waits for the lease
 // (3 s) to expire, and reads the turn's record through another
-// wiring's history handler.
+// benchwire.Wiring's history handler.
 func crashLoss(ctx context.Context, store chat.Store, endpoint, table string, cursorKey []byte, prefix string, ds durableSettings) (*crashResult, error) {
 	const lease = 3 * time.Second
-	reader, err := newTurnWiring(store, durableOptions(checkEvery))
+	reader, err := benchwire.NewTurn(store, durableOptions(checkEvery))
 	if err != nil {
 		return nil, err
 	}
-	defer reader.close()
+	defer reader.Close()
 	r := &crashResult{Turns: ds.CrashTurns, Interval: checkEvery, Lease: lease}
 	var (
 		mu   sync.Mutex
@@ -521,40 +507,35 @@ func crashLoss(ctx context.Context, store chat.Store, endpoint, table string, cu
 	return r, errors.Join(errs...)
 }
 
-func crashOne(ctx context.Context, reader *wiring, endpoint, table string, cursorKey []byte, sid string, size int, lease time.Duration, seed uint64) (lost, received int, recorded bool, err error) {
+func crashOne(ctx context.Context, reader *benchwire.Wiring, endpoint, table string, cursorKey []byte, sid string, size int, lease time.Duration, seed uint64) (lost, received int, recorded bool, err error) {
 	cut := &cutTransport{inner: http.DefaultTransport.(*http.Transport).Clone()}
 	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1", StaticCredentials: true, Transport: cut})
 	if err != nil {
 		return 0, 0, false, err
 	}
 	set := durableOptions(checkEvery)
-	w, err := newTurnWiring(dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey}), func(o *turn.Options) { set(o); o.LeaseDuration = lease })
+	w, err := benchwire.NewTurn(dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey}), func(o *turn.Options) { set(o); o.LeaseDuration = lease })
 	if err != nil {
 		return 0, 0, false, err
 	}
 	defer func() {
 		// The cut-off turn runs on (its writes failing) to its end; wait
 		// for it so it does not load the machine under later sections.
-		w.waitIdle(30 * time.Second)
-		w.close()
+		w.WaitIdle(30 * time.Second)
+		w.Close()
 	}()
-	req, err := submitRequest(w.base, sid, "t1", ask(size), true)
-	if err != nil {
-		return 0, 0, false, err
-	}
 	rng := mrand.New(mrand.NewPCG(seed, 11))
 	wait := time.Second + time.Duration(rng.Int64N(int64(3*time.Second)))
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var once sync.Once
-	log := follow(sctx, newHTTPClient(1, nil), req, true, false, func(l *line) bool {
+	log := benchwire.Follow(benchwire.Submitting(sctx, w.Client(benchwire.NewHTTPClient(1, nil)), sid, "t1", benchwire.Ask(size), true), true, false, func(*benchwire.Line) {
 		once.Do(func() {
 			time.AfterFunc(wait, func() {
 				cut.cut.Store(true) // the process is gone: nothing more lands
 				cancel()
 			})
 		})
-		return l.Status != protocol.StatusComplete
 	})
 	if !cut.cut.Load() {
 		return 0, 0, false, fmt.Errorf("crash turn %s ended before the cut (%d lines, %v)", sid, len(log.Lines), log.Err)
@@ -566,12 +547,13 @@ func crashOne(ctx context.Context, reader *wiring, endpoint, table string, curso
 	}
 	// The lease expires at most one lease after the cut; history shows the
 	// crash record from then on.
-	hc := newHTTPClient(1, nil)
+	hc := benchwire.NewHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
+	history := reader.Client(hc)
 	deadline := time.Now().Add(lease + 15*time.Second)
 	for time.Now().Before(deadline) {
-		turns, err := historyAll(ctx, hc, reader.base, sid)
-		if err == nil && len(turns) == 1 && turns[0].Status == chat.TurnError {
+		turns, err := history.AllTurns(ctx, sid)
+		if err == nil && len(turns) == 1 && turns[0].Status == string(chat.TurnError) {
 			t := turns[0]
 			stored := 0
 			for _, m := range t.Messages {

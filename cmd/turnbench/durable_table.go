@@ -3,56 +3,30 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
-	"strings"
 	"time"
-
-	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
-// durableAll makes the uncounted client the meter's size reads use and
-// runs the durable-turn and wire sections (only: their names, nil for
-// both).
-func durableAll(ctx context.Context, endpoint string, client dynamo.Client, table string, cursorKey []byte, prefix string, quick bool, only map[string]bool, progress func(string, ...any)) (*durableReport, error) {
-	raw, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: endpoint, Region: "us-east-1",
-		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == ""})
+// durableSection runs the durable-turn and wire sections named in names
+// (their sizes: quickDurable with -quick).
+func durableSection(ctx context.Context, b *bench, rep *report, names map[string]bool) error {
+	raw, err := b.rawClient(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	ds := fullDurable()
-	if quick {
+	if rep.Quick {
 		ds = quickDurable()
 	}
-	return durableSections(ctx, client, raw, endpoint, table, cursorKey, prefix, ds, only, progress)
+	rep.Durable, err = durableSections(ctx, b.client, raw, b.endpoint, b.table, b.cursorKey, b.prefix, ds, names, b.progress)
+	return err
 }
 
-// runOnly is run with -only: the named sections alone, in their own table.
-func runOnly(ctx context.Context, rep *report, only, endpoint string, client dynamo.Client, table string, cursorKey []byte, prefix string, progress func(string, ...any), stdout io.Writer) (*report, error) {
-	names := map[string]bool{}
-	for _, n := range strings.Split(only, ",") {
-		switch n = strings.TrimSpace(n); n {
-		case "durable", "wire":
-			names[n] = true
-		default:
-			return nil, fmt.Errorf("-only: unknown section %q (durable, wire)", n)
-		}
-	}
-	var err error
-	if rep.Durable, err = durableAll(ctx, endpoint, client, table, cursorKey, prefix, rep.Quick, names, progress); err != nil {
-		return nil, err
-	}
-	rep.Load = &loadReport{} // not run: nothing to verify
-	progress("done")
-	ew := &errWriter{w: stdout}
-	ew.printf("| figure | measured | baseline (same run) | measured vs baseline |\n| --- | --- | --- | --- |\n")
-	for _, r := range durableRows(rep.Durable) {
-		ew.printf("| %s | %s | %s | %s |\n", cell(r[0]), cell(r[1]), cell(r[2]), cell(r[3]))
-	}
+// durableNotes reports writes the capacity accounts could not count.
+func durableNotes(rep *report) []string {
 	if n := rep.Durable.NoCapacity; n > 0 {
-		ew.printf("\n%d writes were answered without ConsumedCapacity (not counted).\n", n)
+		return []string{fmt.Sprintf("%d writes were answered without ConsumedCapacity (not counted).", n)}
 	}
-	return rep, ew.err
+	return nil
 }
 
 // durableRows renders the durable-turn and wire sections' rows (none when

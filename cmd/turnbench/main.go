@@ -4,55 +4,43 @@
 //
 //	go run ./cmd/turnbench            # full run, a few minutes on 2 cores
 //	go run ./cmd/turnbench -quick     # seconds; what the Go test runs
+//	go run ./cmd/turnbench -only coldstart,throughput
 //
 // It serves the real handlers mounted as cmd/devserver mounts them
 // (/turn/, /history/, /artifacts/, prefix stripped) over loopback HTTP, on
 // the DynamoDB store over a dynalite it starts from node_modules (or the
-// server named by DYNAMODB_ENDPOINT), with the echo model and dev auth.
-// SDK middleware on the DynamoDB clients counts every call and files it
-// under the HTTP request that caused it. Figures:
+// server named by DYNAMODB_ENDPOINT), with the echo model and dev auth,
+// and talks to them with pkg/client. SDK middleware on the DynamoDB
+// clients (internal/loadcheck's Tap) counts every call and files it under
+// the HTTP request that caused it. The run is made of sections (the
+// sections table below; -only runs some of them):
 //
-//   - DynamoDB requests per completed turn (budget 4; 3 for a new
-//     session) and per history page (budget 1);
-//   - turns/s at 1, 8 and 64 concurrent sessions (echo, no delay) against
-//     conditional UpdateItem/s of the same server at the same concurrency,
-//     and that ceiling / 4 (four writes a turn);
-//   - time to first snapshot p50/p99 (client: request sent -> first NDJSON
-//     line) against ClaimTurn p50/p99 called directly on the store;
-//   - bytes on the wire per turn against the final snapshot, in session
-//     and turn snapshot scope, for a session of 10 prior turns and a
-//     1,200-character answer streamed with a small echo delay;
-//   - a history page at depth 10 against depth 10,000;
-//   - cold start of each bootstrap under aws-lambda-rie (exec -> first
-//     Runtime API request, through a recording proxy), binary sizes
-//     (linux/arm64 release and the native build run), and each bootstrap's
-//     peak RSS (VmHWM) after driving requests, against turnbench's own;
-//   - a load run (default 200 sessions x 10 turns) on its own DynamoDB
-//     client, whose HTTP transport injects faults below the SDK's
-//     retryer (internal/ddbfault), so the SDK really retries: 5% of calls
-//     meet a lost answer (applied, then the connection reset), a 500 after
-//     the write applied, a 500 before it, or a hung connection (cut by a
-//     250 ms attempt timeout, 500 ms with -quick), on the first attempt
-//     or, for a quarter of them, on every one; beside those random faults, each case that
-//     matters is aimed at some turns (faults.go, aims), and 5% of streams
-//     are cut by the client. The transport records DynamoDB's real answer
-//     to every attempt, so the verification knows which writes applied
-//     whatever the store was told, and checks every outcome against it,
-//     and the sessions through the history handler with faults off: no
-//     acknowledged turn lost or duplicated, no turn reported unsaved that
-//     was saved (unless the read that would tell also failed), every claim
-//     whose write applied with its answer lost run exactly once, no
-//     SESSION_BUSY for a request's own claim, no snapshot line built after
-//     its lease expired or after another turn claimed the session, no
-//     lease held past its expiry (load.go, checkLines, says what the line
-//     check can and cannot prove).
+//   - handler: DynamoDB requests per completed turn (budget 4; 3 for a
+//     new session) and per history page (budget 1); turns/s at 1, 8 and
+//     64 concurrent sessions against conditional UpdateItem/s of the same
+//     server and that ceiling / 4; time to first snapshot p50/p99 against
+//     ClaimTurn called directly on the store; bytes on the wire per turn
+//     against the final snapshot, in session and turn snapshot scope; a
+//     history page at depth 10 against depth 10,000;
+//   - load: a fault-injecting load run (default 200 sessions x 10 turns)
+//     and its verification, internal/loadcheck;
+//   - durable, wire: checkpoint cost, resume and stop latency, characters
+//     lost in a crash; paced and compact snapshots (not in -quick);
+//   - coldstart: each bootstrap's size, cold start under aws-lambda-rie,
+//     start-up account and peak memory against a minimal bootstrap, and
+//     the turn bootstrap against the one built with upstream jsonschema,
+//     internal/coldstart;
+//   - throughput (-only): turns/s against the ceiling with an account of
+//     a turn's time and CPU, and request shapes;
+//   - capacity (-only, or -capacity): billed read and write units of one
+//     turn at depths 1, 100 and 1,000 of a session.
 //
-// Flags: -quick (small sizes, seconds), -coldstart=false (skip the
-// builds and the emulator), -rie PATH (default: the Makefile's RIE_DIR
-// install, `make rie`), -repo DIR (module root; default: found from the
-// working directory). Progress goes to stderr, the table to stdout. It
-// exits with status 1 when a section fails or the load run's verification
-// finds a problem.
+// Flags: -quick (small sizes, seconds), -only SECTIONS, -coldstart=false
+// (leave the cold-start section out of the default run), -rie PATH
+// (default: the Makefile's RIE_DIR install, `make rie`), -repo DIR (module
+// root; default: found from the working directory). Progress goes to
+// stderr, the table to stdout. It exits with status 1 when a section
+// fails or the load run's verification finds a problem.
 package main
 
 import (
@@ -64,20 +52,23 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/benchwire"
+	"github.com/turnstream/turnstream/internal/coldstart"
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/internal/lambdabin"
+	"github.com/turnstream/turnstream/internal/loadcheck"
+	"github.com/turnstream/turnstream/internal/throughput"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
 func main() {
-	maybeExecBootstrap()
+	coldstart.MaybeExec()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	rep, err := run(ctx, os.Args[1:], os.Stdout)
@@ -88,14 +79,45 @@ func main() {
 		fmt.Fprintln(os.Stderr, "turnbench:", err)
 		os.Exit(1)
 	}
-	if !rep.Load.ok() {
+	if rep.Load != nil && !rep.Load.OK() {
 		fmt.Fprintln(os.Stderr, "turnbench: the load run's verification failed")
 		os.Exit(1)
 	}
-	if rep.ColdErr != nil && !errors.Is(rep.ColdErr, errSkipped) {
-		fmt.Fprintln(os.Stderr, "turnbench: cold starts:", rep.ColdErr)
+	if c := rep.Cold; c != nil && c.Err != nil && !errors.Is(c.Err, coldstart.ErrSkipped) {
+		fmt.Fprintln(os.Stderr, "turnbench: cold starts:", c.Err)
 		os.Exit(1)
 	}
+}
+
+// A section is one part of the run. -only selects sections by name; the
+// default run is the sections marked inRun (inQuick: also with -quick),
+// in this order. run measures into rep (names: those of the section's
+// names the run asked for), rows renders what it measured (only: the
+// section runs without the rest, in a table of its own), notes adds lines
+// under the table. To add a section, add an entry.
+type section struct {
+	names          []string
+	about          string
+	inRun, inQuick bool
+	run            func(ctx context.Context, b *bench, rep *report, names map[string]bool) error
+	rows           func(rep *report, only bool) [][4]string
+	notes          func(rep *report) []string
+}
+
+// sections are turnbench's sections.
+var sections = []section{
+	{names: []string{"handler"}, about: "request budgets, time to first snapshot, bytes on the wire, history pages at depth, turns/s",
+		inRun: true, inQuick: true, run: handlerSections, rows: handlerRows},
+	{names: []string{"load"}, about: "the fault-injecting load run and its verification (internal/loadcheck)",
+		inRun: true, inQuick: true, run: loadSection, rows: loadRows, notes: loadNotes},
+	{names: []string{"durable", "wire"}, about: "durable: checkpoint cost, resume, stop, crash; wire: paced and compact snapshots",
+		inRun: true, run: durableSection, rows: func(rep *report, _ bool) [][4]string { return durableRows(rep.Durable) }, notes: durableNotes},
+	{names: []string{"coldstart"}, about: "bootstrap sizes, cold starts under aws-lambda-rie, start-up accounts (internal/coldstart)",
+		inRun: true, inQuick: true, run: coldSection, rows: coldRows, notes: coldNotes},
+	{names: []string{"throughput"}, about: "turns/s against the conditional-write ceiling, with a time and CPU account and request shapes",
+		run: throughputRun, rows: func(rep *report, _ bool) [][4]string { return rep.Throughput }},
+	{names: []string{"capacity"}, about: "billed read and write units and requests of one turn at depths 1, 100 and 1,000 of a session",
+		run: capacityRun, rows: func(rep *report, _ bool) [][4]string { return capacityRows(rep.Capacity) }},
 }
 
 // loadAttemptTimeout is the load client's per-attempt timeout: short, so
@@ -116,19 +138,8 @@ type settings struct {
 	Concurrency    []int
 	TurnsFor       time.Duration // each throughput level
 	WritesFor      time.Duration // each baseline level
-	Load           loadConfig
-	ColdRuns       int
-	ColdInvokes    int
-	// ColdFunctions are the functions built and run under the emulator
-	// (beside the minimal baseline).
-	ColdFunctions []string
-	// ReleaseBuilds builds the bootstraps with the release flags (for
-	// their sizes; also what runs under the emulator); otherwise the run
-	// uses the test build (internal/lambdabin.Bootstraps).
-	ReleaseBuilds bool
-	// Arm64Sizes also builds the linux/arm64 release bootstraps for their
-	// sizes (the native build is what runs under the emulator).
-	Arm64Sizes bool
+	Load           loadcheck.Config
+	Cold           coldstart.Settings
 }
 
 func fullSettings() settings {
@@ -136,9 +147,10 @@ func fullSettings() settings {
 		BudgetSessions: 20, TTFSRequests: 200, WireSessions: 5,
 		Depths: [2]int{10, 10_000}, Pages: 200,
 		Concurrency: []int{1, 8, 64}, TurnsFor: 5 * time.Second, WritesFor: 3 * time.Second,
-		Load: loadConfig{Sessions: 200, Turns: 10, Workers: 50, Faults: faultPlan{FailRate: 0.05, Persistent: 0.25},
+		Load: loadcheck.Config{Sessions: 200, Turns: 10, Workers: 50, Faults: loadcheck.FaultPlan{FailRate: 0.05, Persistent: 0.25},
 			DisconnectRate: 0.05, Lease: 2 * time.Second, AttemptTimeout: loadAttemptTimeout, Seed: 1},
-		ColdRuns: 5, ColdInvokes: 50, ColdFunctions: functions, ReleaseBuilds: true, Arm64Sizes: true,
+		Cold: coldstart.Settings{Runs: 5, Invokes: 50, Functions: []string{"turn", "history", "artifacts"},
+			ReleaseBuilds: true, Arm64Sizes: true, Upstream: true},
 	}
 }
 
@@ -147,40 +159,41 @@ func quickSettings() settings {
 		BudgetSessions: 3, TTFSRequests: 10, WireSessions: 1,
 		Depths: [2]int{10, 200}, Pages: 10,
 		Concurrency: []int{1, 8}, TurnsFor: 300 * time.Millisecond, WritesFor: 300 * time.Millisecond,
-		Load: loadConfig{Sessions: 20, Turns: 5, Workers: 10, Faults: faultPlan{FailRate: 0.05, Persistent: 0.25},
+		Load: loadcheck.Config{Sessions: 20, Turns: 5, Workers: 10, Faults: loadcheck.FaultPlan{FailRate: 0.05, Persistent: 0.25},
 			DisconnectRate: 0.05, Lease: time.Second, AttemptTimeout: 2 * loadAttemptTimeout, Seed: 1},
 		// The turn bootstrap only, of the test build the smoke test shares
 		// (prebuilt by make test, so the Go test compiles nothing).
-		ColdRuns: 1, ColdInvokes: 3, ColdFunctions: []string{"turn"},
+		Cold: coldstart.Settings{Runs: 1, Invokes: 3, Functions: []string{"turn"}},
 	}
 }
 
 // report is everything a run measured; run renders it as the table.
 type report struct {
-	Quick     bool
-	Command   string
-	Budgets   *budgetResult
-	TTFS      latencies
-	Claim     latencies
-	Wire      map[string]*wireResult // by scope: "session", "turn"
-	Depth     map[int]*pageResult
-	Turns     map[int]*throughputResult // by concurrency
-	Writes    map[int]float64           // conditional UpdateItem/s by concurrency
-	Cold      map[string]*coldResult
-	ColdErr   error
-	NativeArc string
-	Sizes     map[string]map[string]int64 // by goarch, then function
-	SelfHWM   int64                       // turnbench's own VmHWM, KiB
-	DynHWM    int64                       // dynalite's VmHWM, KiB (0 when not started here)
-	Load      *loadReport
-	Calls     int64 // DynamoDB API calls, all sections
-	Attempts  int64 // HTTP attempts to DynamoDB, all sections
-	Retries   int64 // attempts beyond the first of a call (the SDK's retries)
+	Quick    bool
+	Set      settings
+	Budgets  *budgetResult
+	TTFS     latencies
+	Claim    latencies
+	Wire     map[string]*wireResult // by scope: "session", "turn"
+	Depth    map[int]*pageResult
+	Turns    map[int]*throughputResult // by concurrency
+	Writes   map[int]float64           // conditional UpdateItem/s by concurrency
+	Cold     *coldstart.Report         // nil when not run
+	SelfHWM  int64                     // turnbench's own VmHWM, KiB
+	DynHWM   int64                     // dynalite's VmHWM, KiB (0 when not started here)
+	Load     *loadcheck.Report         // nil when not run
+	Calls    int64                     // DynamoDB API calls, all sections
+	Attempts int64                     // HTTP attempts to DynamoDB, all sections
+	Retries  int64                     // attempts beyond the first of a call (the SDK's retries)
 	// AttemptErrors counts failed HTTP attempts to DynamoDB by error text
 	// (conditional check failures excluded).
 	AttemptErrors map[string]int
-	// Durable is the durable-turn and paced-wire sections (nil in -quick).
+	// Durable is the durable-turn and paced-wire sections.
 	Durable *durableReport
+	// Throughput is the throughput section's rows.
+	Throughput [][4]string
+	// Capacity is the capacity section's turns.
+	Capacity []*capacityResult
 }
 
 // run parses args, measures and writes the table to stdout.
@@ -193,68 +206,88 @@ func run(ctx context.Context, args []string, stdout io.Writer) (*report, error) 
 	if o.quick {
 		set = quickSettings()
 	}
-	rep := &report{Quick: o.quick, Command: "go run ./cmd/turnbench " + strings.Join(args, " "), NativeArc: runtime.GOARCH}
+	chosen, err := choose(o)
+	if err != nil {
+		return nil, err
+	}
+	rep := &report{Quick: o.quick, Set: set}
 	began := time.Now()
 	progress := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "turnbench: %6.1fs "+format+"\n", append([]any{time.Since(began).Seconds()}, a...)...)
 	}
-	b, err := startBench(ctx, o.root)
+	b, err := startBench(ctx, o)
 	if err != nil {
 		return nil, err
 	}
 	defer b.close(ctx)
-	if o.capacity {
-		raw, err := dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: b.endpoint, Region: "us-east-1",
-			StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == ""})
-		if err != nil {
+	b.progress = progress
+	for _, c := range chosen {
+		if err := c.section.run(ctx, b, rep, c.names); err != nil {
 			return nil, err
 		}
-		return runCapacity(ctx, rep, b.client, raw, b.table, b.cursorKey, progress, stdout)
-	}
-	if tp, cs, ok := ownSections(o.only); ok {
-		return runOwn(ctx, rep, set, o.root, o.rie, b.endpoint, b.table, b.cursorKey, b.prefix, b.dyn, o.cpuProfile, tp, cs, progress, stdout)
-	}
-	if o.only != "" {
-		return runOnly(ctx, rep, o.only, b.endpoint, b.client, b.table, b.cursorKey, b.prefix, progress, stdout)
-	}
-
-	// The sections, in order.
-	if err := handlerSections(ctx, b, rep, set, progress); err != nil {
-		return nil, err
-	}
-	if rep.Load, err = loadSection(ctx, b, set.Load, progress); err != nil {
-		return nil, err
-	}
-	if !o.quick { // -quick leaves them to TestDurableSections (-quick -only durable,wire)
-		if rep.Durable, err = durableAll(ctx, b.endpoint, b.client, b.table, b.cursorKey, b.prefix, false, nil, progress); err != nil {
-			return nil, err
-		}
-	}
-	if o.cold {
-		progress("bootstraps: build and cold starts under %s", o.rie)
-		rep.Sizes, rep.Cold, rep.ColdErr = coldSection(ctx, o.root, o.rie, b.endpoint, b.table, b.prefix, set)
-	} else {
-		rep.ColdErr = fmt.Errorf("%w: -coldstart=false", errSkipped)
 	}
 	progress("done")
 
-	rep.SelfHWM, _ = vmHWM(os.Getpid()) // 0 where /proc is missing; the table says so
+	rep.SelfHWM, _ = coldstart.VmHWM(os.Getpid()) // 0 where /proc is missing; the table says so
 	if b.dyn != nil {
-		rep.DynHWM, _ = vmHWM(b.dyn.Pid())
+		rep.DynHWM, _ = coldstart.VmHWM(b.dyn.Pid())
 	}
-	rep.Calls, rep.Attempts = b.tap.calls.Load(), b.tap.attempts.Load()
-	rep.AttemptErrors, rep.Retries = b.tap.attemptErrors(), b.tap.retries.Load()
-	if err := writeTable(stdout, rep, set); err != nil {
+	rep.Calls, rep.Attempts, rep.Retries = b.tap.Counts()
+	rep.AttemptErrors = b.tap.AttemptErrors()
+	if err := writeTable(stdout, rep, chosen, o.only != ""); err != nil {
 		return nil, fmt.Errorf("write the table: %w", err)
 	}
 	return rep, nil
 }
 
+// chosenSection is a section the run runs and the names it was asked by.
+type chosenSection struct {
+	section *section
+	names   map[string]bool
+}
+
+// choose returns the sections the run runs: -only's, or the default run's.
+func choose(o args) ([]chosenSection, error) {
+	asked := map[string]bool{}
+	if o.only != "" {
+		for _, n := range strings.Split(o.only, ",") {
+			n = strings.TrimSpace(n)
+			if !slices.ContainsFunc(sections, func(s section) bool { return slices.Contains(s.names, n) }) {
+				return nil, fmt.Errorf("-only: unknown section %q (%s)", n, sectionNames())
+			}
+			asked[n] = true
+		}
+	}
+	var out []chosenSection
+	for i := range sections {
+		s := &sections[i]
+		names := map[string]bool{}
+		for _, n := range s.names {
+			if o.only == "" && s.inRun && (s.inQuick || !o.quick) && (n != "coldstart" || o.cold) || asked[n] {
+				names[n] = true
+			}
+		}
+		if len(names) > 0 {
+			out = append(out, chosenSection{section: s, names: names})
+		}
+	}
+	return out, nil
+}
+
+// sectionNames lists every section's names.
+func sectionNames() string {
+	var names []string
+	for _, s := range sections {
+		names = append(names, s.names...)
+	}
+	return strings.Join(names, ", ")
+}
+
 // args are turnbench's flags.
 type args struct {
-	quick, cold, capacity bool
-	root, rie             string
-	only, cpuProfile      string
+	quick, cold      bool
+	root, rie        string
+	only, cpuProfile string
 }
 
 // parseArgs parses the command line; root is the module root (-repo, or
@@ -263,18 +296,26 @@ func parseArgs(argv []string, stdout io.Writer) (args, error) {
 	fs := flag.NewFlagSet("turnbench", flag.ContinueOnError)
 	fs.SetOutput(stdout)
 	var a args
+	var capacity bool
 	fs.BoolVar(&a.quick, "quick", false, "short run with small sizes (the Go test's mode); figures are not comparable")
 	fs.StringVar(&a.root, "repo", "", "module root (node_modules/.bin/dynalite, functions/); default: found from the working directory")
 	fs.StringVar(&a.rie, "rie", defaultRIE(), "aws-lambda-rie binary for the cold-start section (`make rie` installs it)")
-	fs.BoolVar(&a.cold, "coldstart", true, "build the bootstraps and measure them under aws-lambda-rie")
-	fs.BoolVar(&a.capacity, "capacity", false, "run only the capacity section: billed read and write units and requests of one turn at depths 1, 100 and 1,000 of a session")
-	fs.StringVar(&a.only, "only", "", "run only these sections, comma-separated: durable (checkpoints, resume, stop, crash), wire (paced snapshots); or throughput, coldstart")
+	fs.BoolVar(&a.cold, "coldstart", true, "include the cold-start section in the default run (builds the bootstraps, runs them under aws-lambda-rie)")
+	fs.BoolVar(&capacity, "capacity", false, "the same as -only capacity")
+	var help strings.Builder
+	for _, s := range sections {
+		fmt.Fprintf(&help, "; %s: %s", strings.Join(s.names, ", "), s.about)
+	}
+	fs.StringVar(&a.only, "only", "", "run only these sections, comma-separated"+help.String())
 	fs.StringVar(&a.cpuProfile, "cpuprofile", "", "with -only throughput: CPU-profile each turn slice into `PREFIX`-c<sessions>-r<rep>-s<slice>.pprof")
 	if err := fs.Parse(argv); err != nil {
 		return a, err
 	}
 	if fs.NArg() != 0 {
 		return a, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if capacity {
+		a.only = strings.Trim(a.only+",capacity", ",")
 	}
 	if a.root == "" {
 		wd, err := os.Getwd()
@@ -292,14 +333,16 @@ func parseArgs(argv []string, stdout io.Writer) (args, error) {
 // it, the tapped client and a store on it, and the run's session id
 // prefix.
 type bench struct {
+	args
 	endpoint  string
 	dyn       *dynalite.Server // nil when DYNAMODB_ENDPOINT named the server
-	tap       *tap
+	tap       *loadcheck.Tap
 	client    benchClient
 	table     string
 	cursorKey []byte
 	store     chat.Store
 	prefix    string
+	progress  func(format string, a ...any)
 }
 
 // benchClient is a DynamoDB client for the store and for the table's
@@ -309,14 +352,14 @@ type benchClient interface {
 	dynamo.TableClient
 }
 
-// startBench starts dynalite from root's node_modules (unless
+// startBench starts dynalite from o.root's node_modules (unless
 // DYNAMODB_ENDPOINT names a server) and creates the run's table.
-func startBench(ctx context.Context, root string) (*bench, error) {
-	b := &bench{endpoint: os.Getenv("DYNAMODB_ENDPOINT"), tap: newTap(),
+func startBench(ctx context.Context, o args) (*bench, error) {
+	b := &bench{args: o, endpoint: os.Getenv("DYNAMODB_ENDPOINT"), tap: loadcheck.NewTap(),
 		cursorKey: []byte("turnbench-cursor-key-0123456789ab"), prefix: randomName("b")}
 	if b.endpoint == "" {
 		var err error
-		if b.dyn, err = dynalite.Start(root); err != nil {
+		if b.dyn, err = dynalite.Start(o.root); err != nil {
 			return nil, err
 		}
 		b.endpoint = b.dyn.Endpoint()
@@ -341,7 +384,14 @@ func startBench(ctx context.Context, root string) (*bench, error) {
 // attempt timeout and transport when they are set.
 func (b *bench) newClient(ctx context.Context, attemptTimeout time.Duration, transport http.RoundTripper) (benchClient, error) {
 	return dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: b.endpoint, Region: "us-east-1",
-		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == "", AttemptTimeout: attemptTimeout, Transport: transport}, b.tap.option)
+		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == "", AttemptTimeout: attemptTimeout, Transport: transport}, b.tap.Option())
+}
+
+// rawClient returns an uncounted client of the run's server (for the
+// meters' size reads).
+func (b *bench) rawClient(ctx context.Context) (dynamo.Client, error) {
+	return dynamo.NewClient(ctx, dynamo.ClientOptions{Endpoint: b.endpoint, Region: "us-east-1",
+		StaticCredentials: os.Getenv("AWS_ACCESS_KEY_ID") == ""})
 }
 
 // close deletes the table (best effort: a local server forgets it
@@ -358,147 +408,86 @@ func (b *bench) close(ctx context.Context) {
 	}
 }
 
-// handlerSections measures the dev server's handler: request budgets,
-// time to first snapshot, bytes on the wire, history pages at depth and
-// throughput against the server's conditional writes.
-func handlerSections(ctx context.Context, b *bench, rep *report, set settings, progress func(string, ...any)) error {
-	fast, err := newWiring(b.store, handlerConfig{})
+// loadSection runs the load run on its own DynamoDB client, whose
+// transport injects the faults below the SDK's retryer, with a short
+// attempt timeout that cuts hung attempts.
+func loadSection(ctx context.Context, b *bench, rep *report, _ map[string]bool) error {
+	lc := rep.Set.Load
+	b.progress("load run: %d sessions x %d turns, %.0f%% of DynamoDB calls faulty (%.0f%% of those on every attempt) and aimed faults, %.0f%% disconnects",
+		lc.Sessions, lc.Turns, 100*lc.Faults.FailRate, 100*lc.Faults.Persistent, 100*lc.DisconnectRate)
+	lt, inj := loadcheck.NewTransport(lc.Workers, lc.Seed)
+	lclient, err := b.newClient(ctx, lc.AttemptTimeout, lt)
 	if err != nil {
 		return err
 	}
-	defer fast.close()
-	hc := newHTTPClient(8, nil)
-	defer hc.CloseIdleConnections()
+	lstore := dynamo.New(lclient, dynamo.Options{Table: b.table, CursorKey: b.cursorKey})
+	lw, err := benchwire.New(lstore, benchwire.HandlerConfig{EchoDelay: loadcheck.EchoDelay, EchoChunk: loadcheck.EchoChunk, LeaseDuration: lc.Lease})
+	if err != nil {
+		return err
+	}
+	defer lw.Close()
+	rep.Load = loadcheck.Run(ctx, loadcheck.Server{Client: lw.Client, Traces: lw.Traces()}, inj, b.prefix, lc)
+	return nil
+}
 
-	progress("request budgets")
-	if rep.Budgets, err = measureBudgets(ctx, fast, hc, b.prefix, set.BudgetSessions); err != nil {
-		return err
+func loadRows(rep *report, _ bool) [][4]string { return loadcheck.Rows(rep.Load, rep.Set.Load) }
+
+func loadNotes(rep *report) []string {
+	var notes []string
+	for _, p := range rep.Load.Problems {
+		notes = append(notes, "load problem: "+p)
 	}
-	progress("time to first snapshot")
-	if rep.TTFS, rep.Claim, err = firstSnapshot(ctx, fast, b.store, b.prefix, set.TTFSRequests); err != nil {
-		return err
+	for _, n := range rep.Load.Notes {
+		notes = append(notes, "load note: "+n)
 	}
-	progress("bytes on the wire")
-	// 8 runes every 2 ms: a 1,206-character answer streams in about 300 ms.
-	slow, err := newWiring(b.store, handlerConfig{EchoDelay: 2 * time.Millisecond, EchoChunk: 8})
-	if err != nil {
-		return err
+	return notes
+}
+
+// coldSection builds the bootstraps and measures them under the emulator
+// (internal/coldstart).
+func coldSection(ctx context.Context, b *bench, rep *report, _ map[string]bool) error {
+	b.progress("bootstraps: build and cold starts under %s", b.rie)
+	rep.Cold = coldstart.Measure(ctx, coldstart.Config{Root: b.root, RIE: b.rie, Endpoint: b.endpoint, Table: b.table,
+		SessionID: b.prefix + "-rie"}, rep.Set.Cold)
+	return nil
+}
+
+// coldRows are the cold-start rows (in detail when the section runs
+// alone) and turnbench's own peak memory.
+func coldRows(rep *report, only bool) [][4]string {
+	if only {
+		return rep.Cold.DetailRows()
 	}
-	defer slow.close()
-	rep.Wire = map[string]*wireResult{}
-	for _, scope := range []string{"session", "turn"} {
-		if rep.Wire[scope], err = wireBytes(ctx, slow, b.store, b.prefix, set.WireSessions, scope == "turn"); err != nil {
-			return err
-		}
+	dyn := "not started here"
+	if rep.DynHWM > 0 {
+		dyn = fmt.Sprintf("%.1f MiB", float64(rep.DynHWM)/1024)
 	}
-	progress("history pages at depth %d and %d", set.Depths[0], set.Depths[1])
-	rep.Depth = map[int]*pageResult{}
-	for _, d := range set.Depths {
-		if rep.Depth[d], err = historyDepth(ctx, fast, b.store, b.prefix, d, set.Pages); err != nil {
-			return err
-		}
-	}
-	rep.Turns, rep.Writes = map[int]*throughputResult{}, map[int]float64{}
-	for _, conc := range set.Concurrency {
-		progress("throughput at %d concurrent sessions", conc)
-		if rep.Writes[conc], err = conditionalWrites(ctx, b.client, b.table, b.prefix, conc, set.WritesFor); err != nil {
-			return err
-		}
-		rep.Turns[conc] = turnsPerSecond(ctx, fast, b.prefix, conc, set.TurnsFor)
+	return append(rep.Cold.Rows(rep.Set.Cold), [4]string{"turnbench process peak RSS (VmHWM): all three handlers in process, clients, load run",
+		fmt.Sprintf("%.1f MiB", float64(rep.SelfHWM)/1024), "dynalite process: " + dyn, "-"})
+}
+
+func coldNotes(rep *report) []string {
+	if err := rep.Cold.Err; err != nil && !errors.Is(err, coldstart.ErrSkipped) {
+		return []string{fmt.Sprintf("cold start error: %v", err)}
 	}
 	return nil
 }
 
-// loadSection runs the load run on its own DynamoDB client, whose
-// transport injects the faults below the SDK's retryer, with a short
-// attempt timeout that cuts hung attempts.
-func loadSection(ctx context.Context, b *bench, lc loadConfig, progress func(string, ...any)) (*loadReport, error) {
-	progress("load run: %d sessions x %d turns, %.0f%% of DynamoDB calls faulty (%.0f%% of those on every attempt) and aimed faults, %.0f%% disconnects",
-		lc.Sessions, lc.Turns, 100*lc.Faults.FailRate, 100*lc.Faults.Persistent, 100*lc.DisconnectRate)
-	lt, inj := newLoadTransport(lc.Workers, lc.Seed)
-	lclient, err := b.newClient(ctx, lc.AttemptTimeout, lt)
-	if err != nil {
-		return nil, err
+// throughputRun is the throughput section (internal/throughput): the
+// levels and request shapes, rendered as rows.
+func throughputRun(ctx context.Context, b *bench, rep *report, _ map[string]bool) error {
+	ts := throughput.Full()
+	if rep.Quick {
+		ts = throughput.Quick()
 	}
-	lstore := dynamo.New(lclient, dynamo.Options{Table: b.table, CursorKey: b.cursorKey})
-	lw, err := newWiring(lstore, handlerConfig{EchoDelay: time.Millisecond, EchoChunk: 4, LeaseDuration: lc.Lease})
-	if err != nil {
-		return nil, err
+	pid := 0
+	if b.dyn != nil {
+		pid = b.dyn.Pid()
 	}
-	defer lw.close()
-	return runLoad(ctx, lw, inj, b.prefix, lc), nil
-}
-
-// coldSection builds the bootstraps (linux/arm64 for the release sizes,
-// the native architecture for the emulator runs) and measures them under
-// rie. A missing emulator skips the runs, not the sizes.
-func coldSection(ctx context.Context, root, rie, endpoint, table, prefix string, set settings) (map[string]map[string]int64, map[string]*coldResult, error) {
-	dir, err := os.MkdirTemp("", "turnbench-bin-")
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	names := append([]string{baseline}, set.ColdFunctions...)
-	sizes := map[string]map[string]int64{}
-	var native map[string]string
-	if !set.ReleaseBuilds {
-		// The test build the smoke test shares (prebuilt by make test).
-		if native, err = lambdabin.Bootstraps(ctx, root, dir, names...); err != nil {
-			return nil, nil, err
-		}
-		if sizes[runtime.GOARCH], err = sizesOf(native); err != nil {
-			return nil, nil, err
-		}
-	}
-	archs := []string{runtime.GOARCH}
-	if set.Arm64Sizes {
-		archs = append(archs, "arm64")
-	}
-	for _, arch := range archs {
-		if !set.ReleaseBuilds || sizes[arch] != nil {
-			continue
-		}
-		paths, err := lambdabin.Build(ctx, root, filepath.Join(dir, arch), lambdabin.Options{Release: true, GOOS: "linux", GOARCH: arch}, names...)
-		if err != nil {
-			return nil, nil, err
-		}
-		if sizes[arch], err = sizesOf(paths); err != nil {
-			return nil, nil, err
-		}
-		if arch == runtime.GOARCH {
-			native = paths
-		}
-	}
-	if runtime.GOOS != "linux" {
-		return sizes, nil, fmt.Errorf("%w: the emulator runs need linux", errSkipped)
-	}
-	if _, err := os.Stat(rie); err != nil {
-		return sizes, nil, fmt.Errorf("%w: %s not found (make rie)", errSkipped, rie)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return sizes, nil, err
-	}
-	env := []string{
-		"DYNAMODB_ENDPOINT=" + endpoint, "TABLE_NAME=" + table, "AWS_REGION=us-east-1",
-		"AUTH_MODE=iam", "ARTIFACTS_TRUSTED_SUBJECT=" + iamHost, "MODEL_PROVIDER=echo", "ECHO_DELAY=0s",
-		"CURSOR_SECRET=turnbench-cursor-secret-0123456789", "LOG_LEVEL=error",
-	}
-	cold, err := measureColdStarts(ctx, rie, self, native, env, prefix+"-rie", set.ColdRuns, set.ColdInvokes)
-	return sizes, cold, err
-}
-
-// sizesOf returns the size of each file of paths, by name.
-func sizesOf(paths map[string]string) (map[string]int64, error) {
-	sizes := map[string]int64{}
-	for name, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		sizes[name] = st.Size()
-	}
-	return sizes, nil
+	levels, shapes, err := throughput.Measure(ctx, throughput.Config{Endpoint: b.endpoint, Table: b.table, CursorKey: b.cursorKey,
+		Prefix: b.prefix, DynamoPID: pid, Profile: b.cpuProfile, Progress: b.progress}, ts)
+	rep.Throughput = throughput.Rows(levels, shapes)
+	return err
 }
 
 // defaultRIE is the Makefile's RIE_DIR install path of aws-lambda-rie

@@ -2,20 +2,21 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/turnstream/turnstream/internal/coldstart"
 	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/internal/lambdabin"
 )
 
 // TestMain lets the test binary play the self-exec wrapper that
-// aws-lambda-rie runs in the cold-start section, and stops the dynalite
-// the tests started.
+// aws-lambda-rie runs in the cold-start section (coldstart.MaybeExec),
+// and stops the dynalite the tests started.
 func TestMain(m *testing.M) {
-	maybeExecBootstrap()
+	coldstart.MaybeExec()
 	dynalite.Main(m)
 }
 
@@ -23,20 +24,14 @@ func TestMain(m *testing.M) {
 // structural results, never timings: the request budgets hold, a history
 // page is one Query at any depth, turn scope snapshots are smaller than
 // session scope ones, and the load run lost, duplicated or misreported
-// nothing while failures were really injected; and the turn bootstrap
-// and the minimal baseline start under the emulator (the test build of
-// internal/lambdabin: prebuilt by make test, else built here once). With
-// -short the cold-start section is left out.
+// nothing while failures were really injected. The cold-start section is
+// TestQuickColdStart's.
 func TestQuickRun(t *testing.T) {
 	t.Setenv("DYNAMODB_ENDPOINT", dynalite.Endpoint(t)) // run uses it instead of starting its own
-	args := []string{"-quick"}
-	if testing.Short() {
-		args = append(args, "-coldstart=false")
-	}
 	// No deadline of its own: a slow machine must not fail the test; go
 	// test's -timeout bounds it.
 	var out bytes.Buffer
-	rep, err := run(t.Context(), args, &out)
+	rep, err := run(t.Context(), []string{"-quick", "-coldstart=false"}, &out)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
@@ -73,70 +68,102 @@ func TestQuickRun(t *testing.T) {
 	}
 
 	l := rep.Load
-	faults := map[string]bool{}
-	for k := range l.Injected {
-		faults[k[strings.LastIndex(k, ": ")+2:]] = true
-	}
 	switch {
-	case !l.ok():
+	case !l.OK():
 		t.Errorf("load run verification failed: %+v\nproblems: %s", *l, strings.Join(l.Problems, "\n"))
 	case l.Acknowledged == 0 || l.Verified != l.Acknowledged:
 		t.Errorf("load run: %d acknowledged, %d verified", l.Acknowledged, l.Verified)
-	case len(faults) != len(faultKinds) || len(l.Aimed) != len(aims) || l.Checked == 0:
-		t.Errorf("load run: faults injected %v, aimed cases %v, %d outcomes checked; want all %d kinds and %d cases",
-			faults, l.Aimed, l.Checked, len(faultKinds), len(aims))
-	case l.ClaimsAnswerLost == 0:
-		t.Error("load run: no claim applied with its answer lost; the aimed cases did not happen")
-	case l.TurnsAttempted != set.Load.Sessions*set.Load.Turns:
-		t.Errorf("load run attempted %d turns, want %d", l.TurnsAttempted, set.Load.Sessions*set.Load.Turns)
 	}
-
-	if !testing.Short() {
-		switch {
-		case errors.Is(rep.ColdErr, errSkipped):
-			t.Logf("cold starts: %v", rep.ColdErr)
-		case rep.ColdErr != nil:
-			t.Errorf("cold starts: %v", rep.ColdErr)
-		default:
-			for _, fn := range append([]string{baseline}, set.ColdFunctions...) {
-				cr := rep.Cold[fn]
-				if len(cr.ColdStarts) != set.ColdRuns || cr.ColdStarts[0] <= 0 || cr.PeakRSSKiB <= 0 {
-					t.Errorf("%s under the emulator: %+v", fn, *cr)
-				}
-			}
-		}
-		for _, fn := range set.ColdFunctions {
-			if rep.ColdErr == nil && rep.Sizes[runtime.GOARCH][fn] == 0 {
-				t.Errorf("no linux/%s size for %s", runtime.GOARCH, fn)
-			}
-		}
+	if err := l.Coverage(set.Load); err != nil {
+		t.Errorf("load run: %v", err)
 	}
-
+	if rep.Cold != nil {
+		t.Errorf("-coldstart=false ran the cold-start section")
+	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	if !slices.Contains(lines, "| figure | measured | baseline (same run) | measured vs baseline |") {
 		t.Errorf("no table header in the output")
 	}
 }
 
-func TestLineReader(t *testing.T) {
+// TestQuickColdStart runs the quick cold-start section (-quick -only
+// coldstart): the turn bootstrap and the minimal baseline start under the
+// emulator (the test build of internal/lambdabin: prebuilt by make test,
+// else built here once), installed first when missing. It never passes
+// without measuring: -short and a machine that cannot run the emulator
+// (not Linux) skip it with their reason, and a section that reports
+// itself not measured fails it.
+func TestQuickColdStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the cold-start section starts bootstraps under aws-lambda-rie")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skipf("the emulator runs need linux, not %s", runtime.GOOS)
+	}
+	rie, err := lambdabin.InstallRIE(t.Context())
+	if err != nil {
+		t.Fatalf("install aws-lambda-rie: %v", err)
+	}
+	t.Setenv("DYNAMODB_ENDPOINT", dynalite.Endpoint(t))
+	var out bytes.Buffer
+	rep, err := run(t.Context(), []string{"-quick", "-only", "coldstart", "-rie", rie}, &out)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	t.Logf("\n%s", out.String())
+	set := quickSettings().Cold
+	c := rep.Cold
+	if c == nil || c.Err != nil {
+		t.Fatalf("cold starts not measured: %+v", c) // ErrSkipped included: never silent
+	}
+	for _, name := range append([]string{coldstart.Baseline, coldstart.HostEnvTurn}, set.Functions...) {
+		r := c.Runs[name]
+		if r == nil || len(r.ColdStarts) != set.Runs || r.ColdStarts[0] <= 0 || r.PeakRSSKiB <= 0 {
+			t.Errorf("%s under the emulator: %+v", name, r)
+		}
+	}
+	for _, fn := range set.Functions {
+		if c.Sizes[runtime.GOARCH][fn] == 0 {
+			t.Errorf("no linux/%s size for %s", runtime.GOARCH, fn)
+		}
+		if r := c.Runs[fn]; r != nil && r.Init == nil {
+			t.Errorf("%s: no start-up account", fn)
+		}
+	}
+}
+
+// TestChoose: -only picks sections by any of their names, in the
+// sections' order; the default run is the inRun sections (inQuick ones
+// with -quick), the cold-start section left out with -coldstart=false.
+func TestChoose(t *testing.T) {
 	tests := map[string]struct {
-		in   string
-		want []string
+		o    args
+		want string // names of the chosen sections, in order
+		err  bool
 	}{
-		"lines":             {"a\nbb\n", []string{"a", "bb"}},
-		"trailing fragment": {"a\nbb", []string{"a", "bb"}},
-		"empty":             {"", nil},
-		"long line":         {strings.Repeat("x", 200_000) + "\ny\n", []string{strings.Repeat("x", 200_000), "y"}},
+		"default":          {args{cold: true}, "handler load durable wire coldstart", false},
+		"quick":            {args{quick: true, cold: true}, "handler load coldstart", false},
+		"no cold starts":   {args{quick: true}, "handler load", false},
+		"only":             {args{only: "coldstart, throughput"}, "coldstart throughput", false},
+		"one of a section": {args{only: "wire"}, "wire", false},
+		"unknown section":  {args{only: "thruput"}, "", true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
+			chosen, err := choose(tc.o)
+			if (err != nil) != tc.err {
+				t.Fatalf("choose: %v", err)
+			}
 			var got []string
-			err := readLines(strings.NewReader(tc.in), func(line []byte) bool {
-				got = append(got, string(line))
-				return true
-			})
-			if err != nil || !slices.Equal(got, tc.want) {
-				t.Errorf("readLines = %d lines, %v; want %d lines", len(got), err, len(tc.want))
+			for _, c := range chosen {
+				for _, n := range c.section.names {
+					if c.names[n] {
+						got = append(got, n)
+					}
+				}
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("chose %q, want %q", strings.Join(got, " "), tc.want)
 			}
 		})
 	}

@@ -2,26 +2,74 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	neturl "net/url"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/turnstream/turnstream/pkg/auth"
+	"github.com/turnstream/turnstream/internal/benchwire"
+	"github.com/turnstream/turnstream/internal/loadcheck"
+	"github.com/turnstream/turnstream/internal/throughput"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
-	"github.com/turnstream/turnstream/pkg/sessionapi"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
-	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 )
 
-// benchPrincipal is the dev-mode principal of benchSubject.
-var benchPrincipal = chat.Principal{Subject: benchSubject, Tenant: auth.DevTenant}
+// handlerSections measures the dev server's handler: request budgets,
+// time to first snapshot, bytes on the wire, history pages at depth and
+// throughput against the server's conditional writes.
+func handlerSections(ctx context.Context, b *bench, rep *report, _ map[string]bool) error {
+	set := rep.Set
+	fast, err := benchwire.New(b.store, benchwire.HandlerConfig{})
+	if err != nil {
+		return err
+	}
+	defer fast.Close()
+	hc := benchwire.NewHTTPClient(8, nil)
+	defer hc.CloseIdleConnections()
+
+	b.progress("request budgets")
+	if rep.Budgets, err = measureBudgets(ctx, fast, hc, b.prefix, set.BudgetSessions); err != nil {
+		return err
+	}
+	b.progress("time to first snapshot")
+	if rep.TTFS, rep.Claim, err = firstSnapshot(ctx, fast, b.store, b.prefix, set.TTFSRequests); err != nil {
+		return err
+	}
+	b.progress("bytes on the wire")
+	// 8 runes every 2 ms: a 1,206-character answer streams in about 300 ms.
+	slow, err := benchwire.New(b.store, benchwire.HandlerConfig{EchoDelay: 2 * time.Millisecond, EchoChunk: 8})
+	if err != nil {
+		return err
+	}
+	defer slow.Close()
+	rep.Wire = map[string]*wireResult{}
+	for _, scope := range []string{"session", "turn"} {
+		if rep.Wire[scope], err = wireBytes(ctx, slow, b.store, b.prefix, set.WireSessions, scope == "turn"); err != nil {
+			return err
+		}
+	}
+	b.progress("history pages at depth %d and %d", set.Depths[0], set.Depths[1])
+	rep.Depth = map[int]*pageResult{}
+	for _, d := range set.Depths {
+		if rep.Depth[d], err = historyDepth(ctx, fast, b.store, b.prefix, d, set.Pages); err != nil {
+			return err
+		}
+	}
+	rep.Turns, rep.Writes = map[int]*throughputResult{}, map[int]float64{}
+	for _, conc := range set.Concurrency {
+		b.progress("throughput at %d concurrent sessions", conc)
+		if rep.Writes[conc], err = conditionalWrites(ctx, b.client, b.table, b.prefix, conc, set.WritesFor); err != nil {
+			return err
+		}
+		rep.Turns[conc] = turnsPerSecond(ctx, fast, b.prefix, conc, set.TurnsFor)
+	}
+	return nil
+}
 
 // quantile returns the q-quantile (0..1, nearest rank) of d; d is sorted.
 func quantile(d []time.Duration, q float64) time.Duration {
@@ -48,16 +96,17 @@ type budgetResult struct {
 // measureBudgets runs sessions x 2 completed turns (the first creates the
 // session, the second loads one turn of context) and one history page per
 // session, counting each request's DynamoDB calls through its trace.
-func measureBudgets(ctx context.Context, w *wiring, c *http.Client, prefix string, sessions int) (*budgetResult, error) {
+func measureBudgets(ctx context.Context, w *benchwire.Wiring, hc *http.Client, prefix string, sessions int) (*budgetResult, error) {
+	c := w.Client(hc)
 	r := &budgetResult{}
 	for i := range sessions {
 		sid := fmt.Sprintf("%s-budget-%d", prefix, i)
 		for k := range 2 {
-			res := submit(ctx, c, w.base, sid, fmt.Sprintf("t%d", k), "How many requests does a turn cost?", submitOptions{})
-			if res.Err != nil || !res.acknowledged() {
+			res := loadcheck.Submit(ctx, c, sid, fmt.Sprintf("t%d", k), "How many requests does a turn cost?", loadcheck.SubmitOptions{})
+			if res.Err != nil || !res.Acknowledged() {
 				return nil, fmt.Errorf("budget turn %s/t%d not acknowledged (status %d, %v)", sid, k, res.Status, res.Err)
 			}
-			n := len(w.trace(res.BenchID).snapshot())
+			n := len(w.Trace(res.ID).Ops())
 			if k == 0 {
 				r.NewTurns++
 				r.NewTurnSum += n
@@ -68,12 +117,11 @@ func measureBudgets(ctx context.Context, w *wiring, c *http.Client, prefix strin
 				r.ContTurnMax = max(r.ContTurnMax, n)
 			}
 		}
-		var page sessionapi.TurnPage
-		status, id, err := getJSON(ctx, c, w.base+"/history/sessions/"+sid+"/turns?limit=10", &page)
-		if err != nil || status != http.StatusOK || len(page.Turns) != 2 {
-			return nil, fmt.Errorf("history page of %s: status %d, %d turns, %v", sid, status, len(page.Turns), err)
+		page, id, err := benchwire.TurnsPage(ctx, c, sid, client.PageOptions{Limit: 10})
+		if err != nil || len(page.Turns) != 2 {
+			return nil, fmt.Errorf("history page of %s: %v, %+v", sid, err, page)
 		}
-		n := len(w.trace(id).snapshot())
+		n := len(w.Trace(id).Ops())
 		r.Pages++
 		r.PageSum += n
 		r.PageMax = max(r.PageMax, n)
@@ -95,47 +143,29 @@ type throughputResult struct {
 	ByKind map[string]time.Duration
 }
 
-// turnsPerSecond runs conc workers, each submitting turns back to back
+// turnsPerSecond runs conc workers, each benchwire.Submitting turns back to back
 // (a new session every 10 turns, so context loads stay small) for d, and
 // returns completed turns per second with where a turn's time went.
-func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d time.Duration) *throughputResult {
-	c := newHTTPClient(conc, nil)
-	defer c.CloseIdleConnections()
+func turnsPerSecond(ctx context.Context, w *benchwire.Wiring, prefix string, conc int, d time.Duration) *throughputResult {
 	var (
 		mu                 sync.Mutex
-		done, notDone      int64
 		turnSum, dynamoSum time.Duration
 		calls              int
 		kindSum            = map[string]time.Duration{}
 		kindN              = map[string]int{}
 	)
 	start := time.Now()
-	deadline := start.Add(d)
-	var wg sync.WaitGroup
-	for wk := range conc {
-		wg.Go(func() {
-			for k := 0; time.Now().Before(deadline); k++ {
-				sid := fmt.Sprintf("%s-tp%d-w%d-s%d", prefix, conc, wk, k/10)
-				res := submit(ctx, c, w.base, sid, fmt.Sprintf("t%d", k), "ping", submitOptions{})
-				mu.Lock()
-				if res.acknowledged() {
-					done++
-					turnSum += res.Total
-					ops := w.trace(res.BenchID).snapshot()
-					for _, op := range ops {
-						dynamoSum += op.Took
-						calls++
-						kindSum[op.Kind] += op.Took
-						kindN[op.Kind]++
-					}
-				} else {
-					notDone++
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
+	done, notDone, _ := throughput.BackToBack(ctx, w, prefix+"-tp", conc, d, func(res *loadcheck.Result) {
+		mu.Lock()
+		defer mu.Unlock()
+		turnSum += res.Total
+		for _, op := range w.Trace(res.ID).Ops() {
+			dynamoSum += op.Took
+			calls++
+			kindSum[op.Kind] += op.Took
+			kindN[op.Kind]++
+		}
+	})
 	r := &throughputResult{TurnsPerSec: float64(done) / time.Since(start).Seconds(), NotDone: notDone, ByKind: map[string]time.Duration{}}
 	for k, n := range kindN {
 		r.ByKind[k] = kindSum[k] / time.Duration(n)
@@ -148,34 +178,15 @@ func turnsPerSecond(ctx context.Context, w *wiring, prefix string, conc int, d t
 	return r
 }
 
-// conditionalWrites runs conc workers, each issuing conditional UpdateItem
-// calls on its own item for d (the shape of every turnstream write: SET
-// with a compare-and-set condition on a revision), and returns the
-// successful writes per second: the server's ceiling for turn writes.
+// conditionalWrites runs throughput.BareWrites for d and returns the successful
+// writes per second: the server's ceiling for turn writes.
 func conditionalWrites(ctx context.Context, client dynamo.Client, table, prefix string, conc int, d time.Duration) (float64, error) {
-	var done atomic.Int64
-	errs := make(chan error, conc)
 	start := time.Now()
-	deadline := start.Add(d)
-	var wg sync.WaitGroup
-	for wk := range conc {
-		wg.Go(func() {
-			pk := fmt.Sprintf("BENCH#%s-%d-%d", prefix, conc, wk)
-			for rev := int64(0); time.Now().Before(deadline); rev++ {
-				if err := dynamobench.CompareAndSetOwned(ctx, client, table, pk, rev); err != nil { // a retried write that applied is not a failure
-					errs <- fmt.Errorf("conditional write: %w", err)
-					return
-				}
-				done.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	n, err := throughput.BareWrites(ctx, client, table, prefix, conc, d)
+	if err != nil {
 		return 0, err
 	}
-	return float64(done.Load()) / time.Since(start).Seconds(), nil
+	return float64(n) / time.Since(start).Seconds(), nil
 }
 
 // ---- time to first snapshot ------------------------------------------------
@@ -191,19 +202,20 @@ func summarize(d []time.Duration) latencies {
 // side: request sent -> first NDJSON line received) with n ClaimTurn calls
 // on new sessions made directly on the store (the claim's own round trip,
 // the baseline), so both see the same load on the machine.
-func firstSnapshot(ctx context.Context, w *wiring, store chat.Store, prefix string, n int) (ttfs, claim latencies, err error) {
-	c := newHTTPClient(1, nil)
-	defer c.CloseIdleConnections()
+func firstSnapshot(ctx context.Context, w *benchwire.Wiring, store chat.Store, prefix string, n int) (ttfs, claim latencies, err error) {
+	hc := benchwire.NewHTTPClient(1, nil)
+	defer hc.CloseIdleConnections()
+	c := w.Client(hc)
 	var td, cd []time.Duration
 	for i := range n {
-		res := submit(ctx, c, w.base, fmt.Sprintf("%s-ttfs-%d", prefix, i), "t1", "ping", submitOptions{})
-		if res.Err != nil || !res.acknowledged() {
+		res := loadcheck.Submit(ctx, c, fmt.Sprintf("%s-ttfs-%d", prefix, i), "t1", "ping", loadcheck.SubmitOptions{})
+		if res.Err != nil || !res.Acknowledged() {
 			return ttfs, claim, fmt.Errorf("first-snapshot turn %d: status %d, %v", i, res.Status, res.Err)
 		}
 		td = append(td, res.FirstLine)
 		start := time.Now()
 		_, err := store.ClaimTurn(ctx, chat.ClaimRequest{
-			SessionID: fmt.Sprintf("%s-claim-%d", prefix, i), TurnID: "t1", Principal: benchPrincipal,
+			SessionID: fmt.Sprintf("%s-claim-%d", prefix, i), TurnID: "t1", Principal: benchwire.Principal,
 			InputHash: chat.HashInput("ping"), Lineage: protocol.Lineage{Operation: protocol.OperationSubmit},
 			DefinitionID: "assistant", DefinitionRevision: 1, LeaseDuration: time.Minute,
 		})
@@ -229,17 +241,15 @@ type wireResult struct {
 // words): the echo model replies "Echo: " + input.
 var answerText = strings.Repeat("The lease is the mutual exclusion; every write is conditional on its token or the revision. ", 13)
 
-// priorTurnText is the length of each seeded prior turn's messages.
-var priorTurnText = strings.Repeat("Earlier question and answer of the same session. ", 12)
-
 // wireBytes seeds sessions sessions with 10 prior turns each, then streams
 // one answer of answerText's length per session through w (whose echo
 // model has a small delay, so several snapshots are emitted) with the
 // given scope, and returns the means.
-func wireBytes(ctx context.Context, w *wiring, store chat.Store, prefix string, sessions int, turnScope bool) (*wireResult, error) {
+func wireBytes(ctx context.Context, w *benchwire.Wiring, store chat.Store, prefix string, sessions int, turnScope bool) (*wireResult, error) {
 	var counted atomic.Int64
-	c := newHTTPClient(1, &counted)
-	defer c.CloseIdleConnections()
+	hc := benchwire.NewHTTPClient(1, &counted)
+	defer hc.CloseIdleConnections()
+	c := w.Client(hc)
 	scope := "session"
 	if turnScope {
 		scope = "turn"
@@ -247,12 +257,12 @@ func wireBytes(ctx context.Context, w *wiring, store chat.Store, prefix string, 
 	var sum wireResult
 	for i := range sessions {
 		sid := fmt.Sprintf("%s-wire-%s-%d", prefix, scope, i)
-		if err := seedTurns(ctx, store, sid, 10); err != nil {
+		if err := benchwire.SeedTurns(ctx, store, sid, 10); err != nil {
 			return nil, err
 		}
 		counted.Store(0)
-		res := submit(ctx, c, w.base, sid, "t-measured", answerText, submitOptions{TurnScope: turnScope})
-		if res.Err != nil || !res.acknowledged() {
+		res := loadcheck.Submit(ctx, c, sid, "t-measured", answerText, loadcheck.SubmitOptions{TurnScope: turnScope})
+		if res.Err != nil || !res.Acknowledged() {
 			return nil, fmt.Errorf("wire turn %s: status %d, %v", sid, res.Status, res.Err)
 		}
 		wantMsgs := 2
@@ -273,54 +283,6 @@ func wireBytes(ctx context.Context, w *wiring, store chat.Store, prefix string, 
 	}, nil
 }
 
-// seedTurns writes n completed turns of priorTurnText into a new session
-// through the store's own claim, save and release, with turn ids
-// prior-0, prior-1, ...
-func seedTurns(ctx context.Context, store chat.Store, sessionID string, n int) error {
-	return seedTurnsNamed(ctx, store, sessionID, n, func(i int) string { return fmt.Sprintf("prior-%d", i) })
-}
-
-// seedTurnsNamed is seedTurns with the i-th turn's id from name(i).
-func seedTurnsNamed(ctx context.Context, store chat.Store, sessionID string, n int, name func(int) string) error {
-	for i := range n {
-		id := name(i)
-		c, err := store.ClaimTurn(ctx, chat.ClaimRequest{
-			SessionID: sessionID, TurnID: id, Principal: benchPrincipal, InputHash: chat.HashInput(priorTurnText),
-			Lineage: protocol.Lineage{Operation: protocol.OperationSubmit}, DefinitionID: "assistant",
-			DefinitionRevision: 1, LeaseDuration: time.Minute,
-		})
-		if err != nil {
-			return fmt.Errorf("seed %s: %w", sessionID, err)
-		}
-		if err := store.SaveTurn(ctx, c, seedTurn(sessionID, id, c.Lease.Ordinal, c.BaseSequence)); err != nil {
-			return fmt.Errorf("seed %s: %w", sessionID, err)
-		}
-		if _, err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: c.BaseSequence + 1}); err != nil {
-			return fmt.Errorf("seed %s: %w", sessionID, err)
-		}
-	}
-	return nil
-}
-
-// seedTurn is a completed turn of priorTurnText's user and assistant
-// messages.
-func seedTurn(sessionID, turnID string, ordinal, base int64) *chat.Turn {
-	now := time.Now()
-	at := protocol.FormatTime(now)
-	return &chat.Turn{
-		SessionID: sessionID, TurnID: turnID, Ordinal: ordinal, Status: chat.TurnComplete,
-		Lineage:   protocol.Lineage{Operation: protocol.OperationSubmit},
-		InputHash: chat.HashInput(priorTurnText),
-		Messages: []protocol.Message{
-			{ID: turnID + "-user", Role: protocol.RoleUser, Content: priorTurnText, Status: protocol.MessageComplete, CreatedAt: at},
-			{ID: turnID + "-assistant", Role: protocol.RoleAssistant, Content: "Echo: " + priorTurnText, Status: protocol.MessageComplete, CreatedAt: at},
-		},
-		Usage:         protocol.Usage{PromptTokens: 150, CompletionTokens: 152, TotalTokens: 302},
-		FirstSequence: base + 1, LastSequence: base + 1,
-		StartedAt: now, CompletedAt: now,
-	}
-}
-
 // ---- history page at depth -------------------------------------------------
 
 // pageResult is the latency and DynamoDB requests of one depth's pages.
@@ -339,18 +301,18 @@ type pageResult struct {
 // path (claim, save, release per turn: a claim may write only its own
 // ordinal) and serves n newest pages of 10 turns through the history
 // handler.
-func historyDepth(ctx context.Context, w *wiring, store chat.Store, prefix string, depth, n int) (*pageResult, error) {
+func historyDepth(ctx context.Context, w *benchwire.Wiring, store chat.Store, prefix string, depth, n int) (*pageResult, error) {
 	sid := fmt.Sprintf("%s-deep-%d", prefix, depth)
 	t0 := time.Now()
-	if err := seedTurns(ctx, store, sid, depth); err != nil {
+	if err := benchwire.SeedTurns(ctx, store, sid, depth); err != nil {
 		return nil, err
 	}
 	r := &pageResult{Seed: time.Since(t0)}
-	hc := newHTTPClient(1, nil)
+	hc := benchwire.NewHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
-	base := w.base + "/history/sessions/" + sid + "/turns?limit=10"
+	c := w.Client(hc)
 	var err error
-	if r.Latency, err = pages(ctx, hc, w, base, int64(depth), n, &r.MaxQueries); err != nil {
+	if r.Latency, err = pages(ctx, c, w, sid, "", int64(depth), n, &r.MaxQueries); err != nil {
 		return nil, err
 	}
 	if depth < 200 {
@@ -359,46 +321,37 @@ func historyDepth(ctx context.Context, w *wiring, store chat.Store, prefix strin
 	// Walk to the middle 100 turns a page, then measure the page there.
 	cursor, walked := "", 0
 	for walked < depth/2 {
-		url := w.base + "/history/sessions/" + sid + "/turns?limit=100"
-		if cursor != "" {
-			url += "&cursor=" + neturl.QueryEscape(cursor)
+		page, _, err := benchwire.TurnsPage(ctx, c, sid, client.PageOptions{Limit: 100, Cursor: cursor})
+		if err != nil || page.NextCursor == "" {
+			return nil, fmt.Errorf("walk %s: %v", sid, err)
 		}
-		var page sessionapi.TurnPage
-		status, _, err := getJSON(ctx, hc, url, &page)
-		if err != nil || status != http.StatusOK || page.NextCursor == nil {
-			return nil, fmt.Errorf("walk %s: status %d, %v", sid, status, err)
-		}
-		cursor = *page.NextCursor
+		cursor = page.NextCursor
 		walked += len(page.Turns)
 	}
 	r.MiddleAt = walked
-	mid := base + "&cursor=" + neturl.QueryEscape(cursor)
-	if r.Middle, err = pages(ctx, hc, w, mid, int64(depth-walked), n, &r.MaxQueries); err != nil {
+	if r.Middle, err = pages(ctx, c, w, sid, cursor, int64(depth-walked), n, &r.MaxQueries); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// pages GETs url n times, checks that each is a full page of 10 whose
-// first turn has ordinal first, records the most DynamoDB requests one
-// page sent in maxQueries and returns the latencies.
-func pages(ctx context.Context, hc *http.Client, w *wiring, url string, first int64, n int, maxQueries *int) (latencies, error) {
+// pages reads the page of 10 of sid's turns at cursor n times, checks
+// that each is a full page whose first turn has ordinal first, records
+// the most DynamoDB requests one page sent in maxQueries and returns the
+// latencies.
+func pages(ctx context.Context, c *client.Client, w *benchwire.Wiring, sid, cursor string, first int64, n int, maxQueries *int) (latencies, error) {
 	var d []time.Duration
 	for range n {
-		var page sessionapi.TurnPage
 		start := time.Now()
-		status, id, err := getJSON(ctx, hc, url, &page)
+		page, id, err := benchwire.TurnsPage(ctx, c, sid, client.PageOptions{Limit: 10, Cursor: cursor})
 		d = append(d, time.Since(start))
-		if err != nil || status != http.StatusOK {
-			return latencies{}, fmt.Errorf("history page: status %d, %v", status, err)
+		if err != nil {
+			return latencies{}, fmt.Errorf("history page: %w", err)
 		}
 		if len(page.Turns) != 10 || page.Turns[0].Ordinal != first {
 			return latencies{}, fmt.Errorf("history page: %d turns from ordinal %d, want 10 from %d", len(page.Turns), page.Turns[0].Ordinal, first)
 		}
-		*maxQueries = max(*maxQueries, len(w.trace(id).snapshot()))
+		*maxQueries = max(*maxQueries, len(w.Trace(id).Ops()))
 	}
 	return summarize(d), nil
 }
-
-// errSkipped marks a section that was not measured (the reason follows).
-var errSkipped = errors.New("not measured")

@@ -6,8 +6,8 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
+	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
-	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 )
 
 // meter accounts each session's DynamoDB requests and billed write

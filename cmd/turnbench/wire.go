@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -72,15 +73,15 @@ func (p *pacedWire) Floor(gap time.Duration) float64 {
 func wireSection(ctx context.Context, store chat.Store, prefix string, ds durableSettings) ([]*pacedWire, error) {
 	f := time.Duration(ds.WireScale)
 	var out []*pacedWire
-	wirings := map[bool]*wiring{}
+	wirings := map[bool]*benchwire.Wiring{}
 	for _, paced := range []bool{true, false} {
 		bps := int64(turn.DefaultSnapshotBytesPerSecond) * int64(f)
 		if !paced {
 			bps = unpaced
 		}
-		w, err := newTurnWiring(store, func(o *turn.Options) {
+		w, err := benchwire.NewTurn(store, func(o *turn.Options) {
 			durableOptions(checkEvery)(o)
-			o.Model = longAnswer{echo.New(echoDelay/f, echoChunk)}
+			o.Model = benchwire.LongAnswer{Echo: echo.New(echoDelay/f, echoChunk)}
 			o.SnapshotInterval = turn.DefaultSnapshotInterval / f
 			o.SnapshotBytesPerSecond = bps
 			o.MaxSnapshotGap = turn.DefaultMaxSnapshotGap / f
@@ -90,8 +91,8 @@ func wireSection(ctx context.Context, store chat.Store, prefix string, ds durabl
 			return nil, err
 		}
 		defer func() {
-			w.waitIdle(30 * time.Second) // the releases after the terminal lines
-			w.close()
+			w.WaitIdle(30 * time.Second) // the releases after the terminal lines
+			w.Close()
 		}()
 		wirings[paced] = w
 		for _, size := range ds.WireSizes {
@@ -121,24 +122,21 @@ func wireSection(ctx context.Context, store chat.Store, prefix string, ds durabl
 }
 
 // measureWire streams pw's turn through w and fills pw in.
-func measureWire(ctx context.Context, store chat.Store, prefix string, f time.Duration, w *wiring, pw *pacedWire) error {
+func measureWire(ctx context.Context, store chat.Store, prefix string, f time.Duration, w *benchwire.Wiring, pw *pacedWire) error {
 	scope := "session"
 	if pw.TurnScope {
 		scope = "turn"
 	}
 	sid := fmt.Sprintf("%s-pw-%d-%s-%v-%v", prefix, pw.Size, scope, pw.Paced, pw.Compact)
-	if err := seedTurns(ctx, store, sid, 10); err != nil {
+	if err := benchwire.SeedTurns(ctx, store, sid, 10); err != nil {
 		return err
 	}
 	var counted atomic.Int64
-	c := newHTTPClient(1, &counted)
-	defer c.CloseIdleConnections()
-	req, err := submitRequest(w.base, sid, "t-measured", ask(pw.Size), pw.TurnScope)
-	if err != nil {
-		return err
-	}
+	hc := benchwire.NewHTTPClient(1, &counted)
+	defer hc.CloseIdleConnections()
+	open := benchwire.Submitting(ctx, w.Client(hc), sid, "t-measured", benchwire.Ask(pw.Size), pw.TurnScope)
 	if pw.Compact {
-		cl, err := followCompact(ctx, c, req, sid)
+		cl, err := followCompact(open)
 		if err != nil || cl.Status != protocol.StatusComplete {
 			return fmt.Errorf("compact wire turn %s: %v", sid, err)
 		}
@@ -146,8 +144,8 @@ func measureWire(ctx context.Context, store chat.Store, prefix string, f time.Du
 		pw.Snapshots, pw.Appends, pw.MaxGap = cl.Snapshots, cl.Appends, cl.MaxGap()*f
 		return nil
 	}
-	log := follow(ctx, c, req, false, false, nil)
-	last := log.last()
+	log := benchwire.Follow(open, false, false, nil)
+	last := log.Last()
 	if log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
 		return fmt.Errorf("wire turn %s: %v, last %+v", sid, log.Err, last)
 	}

@@ -1,18 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
-	"strings"
 
+	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -73,52 +71,47 @@ func runAttach(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	turnClient, err := opts.auth.client(ctx, opts.url)
+	cl, err := opts.auth.client(ctx, urls{turn: opts.url, history: *historyURL})
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, "turnctl attach:", err)
 		return 2
 	}
 	if *turnID == "" {
-		historyClient, err := opts.auth.client(ctx, *historyURL)
+		sum, err := cl.Session(ctx, opts.sessionID)
 		if err != nil {
-			_, _ = fmt.Fprintln(stderr, "turnctl attach:", err)
-			return 2
-		}
-		cur, ok := currentTurn(ctx, historyClient, *historyURL, opts.sessionID, stderr)
-		if !ok {
+			if ctx.Err() == nil {
+				reportError(stderr, "attach", err)
+			}
 			return detachedOr(ctx, stderr, 1)
 		}
-		if cur == nil {
+		if sum.CurrentTurn == nil {
 			_, _ = fmt.Fprintf(stderr, "turnctl attach: nothing is running in session %s\n", opts.sessionID)
 			return 1
 		}
-		*turnID = cur.TurnID
-		_, _ = fmt.Fprintf(stderr, "attaching to turn %s (checkpoint sequence %d)\n", *turnID, cur.Sequence)
+		*turnID = sum.CurrentTurn.TurnID
+		_, _ = fmt.Fprintf(stderr, "attaching to turn %s (checkpoint sequence %d)\n", *turnID, sum.CurrentTurn.Sequence)
 	}
-	route, ok := fetchResumeRoute(ctx, turnClient, opts.url)
-	if !ok {
-		if ctx.Err() != nil {
-			return detachedOr(ctx, stderr, 1)
-		}
-		_, _ = fmt.Fprintln(stderr, "turnctl attach: the turn function does not offer resume (its capabilities do not list it: checkpoints are off)")
-		return 1
-	}
-	// From the start: the first line is the turn's newest state as one
-	// complete snapshot, which is all a terminal that shows nothing yet
-	// needs.
-	body, err := openResume(ctx, turnClient, opts.url, route, opts.sessionID, *turnID, -1, opts.compact)
-	if err != nil {
-		if ctx.Err() != nil {
-			return detachedOr(ctx, stderr, 1)
-		}
-		_, _ = fmt.Fprintln(stderr, "turnctl attach:", err)
-		return 1
-	}
-	c := &chatClient{opts: opts, http: turnClient, stdout: stdout, stderr: stderr, tty: isTerminal(stdout), quit: func() {}}
+	c := &chatClient{opts: opts, client: cl, stdout: stdout, stderr: stderr, tty: isTerminal(stdout), quit: func() {}}
 	if c.tty {
 		c.width, c.height = terminalSize(stdout)
 	}
-	if c.attach(ctx, *turnID, body) {
+	shown := &lockedRenderer{r: c.renderer()}
+	// From the start: the first line is the turn's newest state as one
+	// complete snapshot, which is all a terminal that shows nothing yet
+	// needs.
+	s, err := cl.Resume(ctx, client.Resume{SessionID: opts.sessionID, TurnID: *turnID, After: client.FromStart, StreamOptions: c.streamOptions(shown)})
+	switch {
+	case ctx.Err() != nil:
+		return detachedOr(ctx, stderr, 1)
+	case errors.Is(err, client.ErrResumeUnavailable):
+		_, _ = fmt.Fprintln(stderr, "turnctl attach: the turn function does not offer resume (its capabilities do not list it: checkpoints are off)")
+		return 1
+	case err != nil:
+		_, _ = fmt.Fprintln(stderr, "turnctl attach:", escapeText(err.Error(), false))
+		return 1
+	}
+	defer func() { _ = s.Close() }()
+	if _, ok := c.follow(ctx, "attach", s, shown); ok {
 		return 0
 	}
 	return detachedOr(ctx, stderr, 1)
@@ -132,126 +125,4 @@ func detachedOr(ctx context.Context, stderr io.Writer, status int) int {
 	}
 	_, _ = fmt.Fprintln(stderr, "turnctl attach: detached; the turn goes on (turnctl history shows how it ended)")
 	return exitQuit
-}
-
-// runningTurn is a session's currentTurn in GET /sessions/{id}: the turn
-// holding the session's lease and its latest checkpoint's sequence.
-type runningTurn struct {
-	TurnID   string `json:"turnId"`
-	Status   string `json:"status"`
-	Sequence int64  `json:"sequence"`
-}
-
-// currentTurn reads the session's running turn from the history function:
-// nil when none runs. Errors are printed; false then.
-func currentTurn(ctx context.Context, client *http.Client, historyURL, sessionID string, stderr io.Writer) (*runningTurn, bool) {
-	u, err := url.Parse(historyURL)
-	if err != nil {
-		_, _ = fmt.Fprintln(stderr, "turnctl attach: -history is not an http(s) URL")
-		return nil, false
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/sessions/" + sessionID
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		_, _ = fmt.Fprintln(stderr, "turnctl attach: -history is not an http(s) URL")
-		return nil, false
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		if ctx.Err() == nil {
-			_, _ = fmt.Fprintln(stderr, "turnctl attach:", err)
-		}
-		return nil, false
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		reportHTTPError(stderr, "attach", resp)
-		return nil, false
-	}
-	var s struct {
-		CurrentTurn *runningTurn `json:"currentTurn"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&s); err != nil {
-		_, _ = fmt.Fprintln(stderr, "turnctl attach: the session does not decode:", escapeText(err.Error(), false))
-		return nil, false
-	}
-	if s.CurrentTurn != nil && !protocol.IsSafeID(s.CurrentTurn.TurnID) {
-		_, _ = fmt.Fprintln(stderr, "turnctl attach: the session's currentTurn has no valid turnId")
-		return nil, false
-	}
-	return s.CurrentTurn, true
-}
-
-// attach renders the resume stream body of turnID to the turn's end, as
-// turn does for a live stream, and reports whether the turn completed.
-func (c *chatClient) attach(ctx context.Context, turnID string, body io.ReadCloser) bool {
-	var r renderer
-	switch {
-	case c.opts.json:
-		r = &rawRenderer{w: c.stdout, notices: c.stderr}
-	case c.tty:
-		r = &liveRenderer{w: c.stdout, width: c.width, height: c.height}
-	default:
-		r = &appendRenderer{w: c.stdout, notices: c.stderr}
-	}
-	shown := &lockedRenderer{r: r}
-	defer shown.done()
-	s, err := newReattachingStream(ctx, c.http, c.opts.url, c.opts.sessionID, turnID, body, shown.status, c.opts.compact)
-	if err != nil { // the session id was checked as a SafeId: cannot happen
-		_ = body.Close()
-		_, _ = fmt.Fprintln(c.stderr, "turnctl attach:", err)
-		return false
-	}
-	s.resumed = true
-	defer func() { _ = s.Close() }()
-	sc := bufio.NewScanner(s)
-	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
-	for sc.Scan() {
-		line := sc.Bytes()
-		ev, diag := protocol.DecodeTurnEvent(line)
-		if diag != nil {
-			shown.done()
-			_, _ = fmt.Fprintf(c.stderr, "turnctl attach: the server sent a line that is not a turn event (%s)\n", diag.Code)
-			return false
-		}
-		shown.event(line, ev)
-		if ok, ended := c.outcome(ev, shown); ended {
-			return ok
-		}
-	}
-	shown.done()
-	if ctx.Err() != nil {
-		return false // Ctrl-C: reported by runAttach
-	}
-	if err := sc.Err(); err != nil {
-		_, _ = fmt.Fprintln(c.stderr, "turnctl attach: read the stream:", err)
-		return false
-	}
-	_, _ = fmt.Fprintln(c.stderr, "turnctl attach: the stream ended before the turn's last snapshot")
-	return false
-}
-
-// outcome reports whether ev ends the turn (ended) and then whether the
-// turn completed (ok), printing a failure as turnctl chat does: a
-// diagnostic, or a snapshot with status error and its error.
-func (c *chatClient) outcome(ev *protocol.Event, shown *lockedRenderer) (ok, ended bool) {
-	switch {
-	case ev.Kind == protocol.EventDiagnostic:
-		shown.done()
-		printDiagnostic(c.stderr, "stream diagnostic", *ev.Diagnostic)
-		return false, true
-	case ev.Kind == protocol.EventSnapshot && ev.Snapshot.Status == protocol.StatusError:
-		shown.done()
-		if ev.Snapshot.Error != nil {
-			printDiagnostic(c.stderr, "turn failed", *ev.Snapshot.Error)
-		} else {
-			_, _ = fmt.Fprintln(c.stderr, "turn failed")
-		}
-		return false, true
-	case ev.Kind == protocol.EventSnapshot && ev.Snapshot.Status == protocol.StatusComplete:
-		shown.done()
-		return true, true
-	}
-	return false, false
 }

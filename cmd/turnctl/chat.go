@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,18 +18,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // Defaults of `turnctl chat` and `turnctl history`: the dev server's mounts
-// (docs/design.md §10).
+// (docs/design.md#running-it).
 const (
 	defaultTurnURL    = "http://127.0.0.1:8787/turn/"
 	defaultHistoryURL = "http://127.0.0.1:8787/history/"
 )
 
-// maxLineBytes bounds one NDJSON line of a turn stream (a snapshot carries
-// the whole session; 16 MiB is far beyond any Lambda response line).
+// maxLineBytes bounds one line read from stdin.
 const maxLineBytes = 16 << 20
 
 func init() {
@@ -114,12 +115,12 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	httpClient, err := opts.auth.client(ctx, opts.url)
+	cl, err := opts.auth.client(ctx, urls{turn: opts.url})
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, "turnctl chat:", err)
 		return 2
 	}
-	c := &chatClient{opts: opts, http: httpClient, stdout: stdout, stderr: stderr, tty: isTerminal(stdout), quit: cancel}
+	c := &chatClient{opts: opts, client: cl, stdout: stdout, stderr: stderr, tty: isTerminal(stdout), quit: cancel}
 	if c.tty {
 		c.width, c.height = terminalSize(stdout)
 	}
@@ -193,7 +194,7 @@ const stopTimeout = 10 * time.Second
 // chatClient submits turns of one session.
 type chatClient struct {
 	opts          chatOptions
-	http          *http.Client
+	client        *client.Client
 	stdout        io.Writer
 	stderr        io.Writer
 	tty           bool
@@ -203,7 +204,7 @@ type chatClient struct {
 	quit context.CancelFunc
 	// pending are the confirmations the last turn ended waiting for
 	// (approve.go).
-	pending []pendingConfirmation
+	pending []client.PendingConfirmation
 }
 
 // turn submits input as a new turn and renders its stream; decision,
@@ -212,111 +213,98 @@ type chatClient struct {
 // ended waiting for in c.pending.
 func (c *chatClient) turn(ctx context.Context, input string, decision *protocol.SubmitConfirmation) bool {
 	c.pending = nil
-	turnID := "turn-" + randomHex(8)
-	payload := map[string]any{"input": input}
-	if decision != nil {
-		payload["confirmation"] = decision
-	}
-	body, err := json.Marshal(map[string]any{
-		"protocol":  protocol.TurnProtocol,
-		"version":   protocol.TurnVersion,
-		"eventId":   "event-" + randomHex(8),
-		"sessionId": c.opts.sessionID,
-		"turnId":    turnID,
-		"sequence":  0,
-		"emittedAt": protocol.FormatTime(time.Now()),
-		"event":     protocol.EventSubmit,
-		"payload":   payload,
-	})
-	if err != nil {
-		_, _ = fmt.Fprintln(c.stderr, "turnctl chat: encode the turn:", err)
-		return false
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.opts.url, bytes.NewReader(body))
-	if err != nil {
-		_, _ = fmt.Fprintln(c.stderr, "turnctl chat: -url:", err)
-		return false
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/x-ndjson")
-	if c.opts.compact {
-		req.Header.Set(streamModeHeader, "compact")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return false // quit: reported by runChat
-		}
-		_, _ = fmt.Fprintln(c.stderr, "turnctl chat:", err)
-		return false
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		reportHTTPError(c.stderr, "chat", resp)
-		return false
-	}
-
-	var r renderer
-	switch {
-	case c.opts.json:
-		r = &rawRenderer{w: c.stdout, notices: c.stderr}
-	case c.tty:
-		r = &liveRenderer{w: c.stdout, width: c.width, height: c.height}
-	default:
-		r = &appendRenderer{w: c.stdout, notices: c.stderr}
-	}
 	// The interrupt watcher shows its notices through the renderer, so
 	// that a redraw counts them instead of erasing them.
-	shown := &lockedRenderer{r: r}
+	shown := &lockedRenderer{r: c.renderer()}
+	s, err := c.client.Submit(ctx, client.Submit{
+		SessionID: c.opts.sessionID, TurnID: "turn-" + randomHex(8), EventID: "event-" + randomHex(8),
+		Input: input, Confirmation: decision, StreamOptions: c.streamOptions(shown),
+	})
+	if err != nil {
+		if ctx.Err() == nil { // else quit: reported by runChat
+			reportError(c.stderr, "chat", err)
+		}
+		return false
+	}
+	defer func() { _ = s.Close() }()
 	interrupts, stopNotify := notifyInterrupts()
 	defer stopNotify()
 	watchDone := make(chan struct{})
 	defer close(watchDone)
-	go c.watchInterrupts(ctx, turnID, shown, interrupts, watchDone)
+	go c.watchInterrupts(ctx, s.TurnID(), shown, interrupts, watchDone)
+	// A drop mid-turn is followed on over the resume route (pkg/client).
+	last, ok := c.follow(ctx, "chat", s, shown)
+	if ok {
+		c.pending = client.PendingConfirmations(last.Snapshot)
+	}
+	return ok
+}
 
-	// A drop mid-turn is followed on over the resume route (resume.go).
-	stream := c.follow(ctx, turnID, resp.Body, shown)
-	defer func() { _ = stream.Close() }()
-	sc := bufio.NewScanner(stream)
-	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
-	for sc.Scan() {
-		line := sc.Bytes()
-		ev, diag := protocol.DecodeTurnEvent(line)
-		if diag != nil {
-			shown.done()
-			_, _ = fmt.Fprintf(c.stderr, "turnctl chat: the server sent a line that is not a turn event (%s)\n", diag.Code)
-			return false
+// renderer returns the renderer of c's output: raw lines (-json), redrawn
+// in place (a terminal) or appended.
+func (c *chatClient) renderer() renderer {
+	switch {
+	case c.opts.json:
+		return &rawRenderer{w: c.stdout, notices: c.stderr}
+	case c.tty:
+		return &liveRenderer{w: c.stdout, width: c.width, height: c.height}
+	}
+	return &appendRenderer{w: c.stdout, notices: c.stderr}
+}
+
+// streamOptions are the options of c's streams: compact when asked, and
+// "reconnecting…" shown on shown's status line while a drop is resumed.
+func (c *chatClient) streamOptions(shown *lockedRenderer) client.StreamOptions {
+	return client.StreamOptions{Compact: c.opts.compact, OnResume: func(attempt, of int) {
+		if attempt == 0 {
+			shown.status("")
+			return
 		}
-		shown.event(line, ev)
-		switch {
-		case ev.Kind == protocol.EventDiagnostic:
+		shown.status(fmt.Sprintf("%s (attempt %d of %d)", noticeReconnecting, attempt, of))
+	}}
+}
+
+// follow renders s to the turn's end and reports whether the turn
+// completed, with its terminal snapshot; a failure is printed: a
+// diagnostic, a snapshot with status error and its error, a line that is
+// not a turn event, a stream that ended early.
+func (c *chatClient) follow(ctx context.Context, cmd string, s *client.Stream, shown *lockedRenderer) (*protocol.Event, bool) {
+	defer shown.done()
+	for {
+		ev, err := s.Next()
+		if err != nil {
+			var e *client.Error
+			isDiag := errors.As(err, &e) && e.Kind == client.KindDiagnostic
+			if isDiag { // -json prints the line
+				shown.event(s.Line(), &protocol.Event{Kind: protocol.EventDiagnostic, Diagnostic: &e.Diagnostic})
+			}
 			shown.done()
-			printDiagnostic(c.stderr, "stream diagnostic", *ev.Diagnostic)
-			return false
-		case ev.Kind == protocol.EventSnapshot && ev.Snapshot.Status == protocol.StatusError:
+			switch {
+			case ctx.Err() != nil:
+				return nil, false // Ctrl-C: reported by the command
+			case isDiag:
+				printDiagnostic(c.stderr, "stream diagnostic", e.Diagnostic)
+			case errors.As(err, &e) && (e.Kind == client.KindInvalidLine || e.Kind == client.KindIncomplete):
+				_, _ = fmt.Fprintf(c.stderr, "turnctl %s: %s\n", cmd, escapeText(err.Error(), false))
+			default:
+				_, _ = fmt.Fprintf(c.stderr, "turnctl %s: read the stream: %s\n", cmd, escapeText(err.Error(), false))
+			}
+			return nil, false
+		}
+		shown.event(s.Line(), ev)
+		switch ev.Snapshot.Status {
+		case protocol.StatusError:
 			shown.done()
 			if ev.Snapshot.Error != nil {
 				printDiagnostic(c.stderr, "turn failed", *ev.Snapshot.Error)
 			} else {
 				_, _ = fmt.Fprintln(c.stderr, "turn failed")
 			}
-			return false
-		case ev.Kind == protocol.EventSnapshot && ev.Snapshot.Status == protocol.StatusComplete:
-			shown.done()
-			c.pending = pendingOf(ev.Snapshot)
-			return true
+			return ev, false
+		case protocol.StatusComplete:
+			return ev, true
 		}
 	}
-	shown.done()
-	if ctx.Err() != nil {
-		return false // quit: reported by runChat
-	}
-	if err := sc.Err(); err != nil {
-		_, _ = fmt.Fprintln(c.stderr, "turnctl chat: read the stream:", err)
-		return false
-	}
-	_, _ = fmt.Fprintln(c.stderr, "turnctl chat: the stream ended before the turn's last snapshot")
-	return false
 }
 
 // Notices shown while a turn streams.
@@ -347,29 +335,14 @@ func (c *chatClient) watchInterrupts(ctx context.Context, turnID string, shown *
 	}
 }
 
-// requestStop posts {"sessionId","turnId"} to the turn function's /stop
-// route and shows a refusal as a notice.
+// requestStop asks the turn function to stop turnID (POST <url>/stop)
+// and shows a refusal as a notice.
 func (c *chatClient) requestStop(ctx context.Context, turnID string, shown *lockedRenderer) {
-	body, _ := json.Marshal(map[string]string{"sessionId": c.opts.sessionID, "turnId": turnID})
 	ctx, cancel := context.WithTimeout(ctx, stopTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.opts.url, "/")+"/stop", bytes.NewReader(body))
-	if err != nil {
-		shown.notice("stop: " + err.Error())
-		return
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if ctx.Err() == nil {
-			shown.notice("stop: " + err.Error())
-		}
-		return
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusAccepted {
+	if err := c.client.Stop(ctx, c.opts.sessionID, turnID); err != nil && ctx.Err() == nil {
 		var b strings.Builder
-		reportHTTPError(&b, "chat stop", resp)
+		reportError(&b, "chat stop", err)
 		shown.notice(strings.TrimSuffix(b.String(), "\n"))
 	}
 }
@@ -648,28 +621,35 @@ func (r *liveRenderer) done() {
 	}
 }
 
-// reportHTTPError prints an error response: its JSON error code and
-// message when it has one (docs/design.md §6 shape), a function URL's own
-// {"Message"} refusal, or the HTTP status.
-func reportHTTPError(w io.Writer, cmd string, resp *http.Response) {
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var body struct {
-		Error *protocol.Diagnostic `json:"error"`
-	}
-	if json.Unmarshal(data, &body) == nil && body.Error != nil && body.Error.Code != "" {
-		printDiagnostic(w, fmt.Sprintf("turnctl %s: HTTP %d", cmd, resp.StatusCode), *body.Error)
+// reportError prints a failed request as "turnctl <cmd>: ...": an HTTP
+// error answer with its JSON error code and message when it has one
+// (docs/design.md#history-and-artifacts-api shape), a function URL's own
+// {"Message"} refusal, or the HTTP status; any other error as it is.
+// Everything from the server is escaped.
+func reportError(w io.Writer, cmd string, err error) {
+	var e *client.Error
+	if !errors.As(err, &e) || e.Kind != client.KindHTTP {
+		_, _ = fmt.Fprintf(w, "turnctl %s: %s\n", cmd, escapeText(err.Error(), false))
 		return
 	}
-	// Lambda's function URL front end answers refused signatures and
-	// missing permissions itself, as {"Message":"..."}.
-	var aws struct {
-		Message string `json:"Message"`
+	switch {
+	case e.Diagnostic.Code != client.CodeResponseInvalid:
+		printDiagnostic(w, fmt.Sprintf("turnctl %s: HTTP %d", cmd, e.Status), e.Diagnostic)
+	case e.FunctionURLMessage != "":
+		// Lambda's function URL front end answers refused signatures and
+		// missing permissions itself, as {"Message":"..."}.
+		_, _ = fmt.Fprintf(w, "turnctl %s: HTTP %s: %s\n", cmd, httpStatus(e.Status), escapeText(e.FunctionURLMessage, false))
+	default:
+		_, _ = fmt.Fprintf(w, "turnctl %s: HTTP %s\n", cmd, httpStatus(e.Status))
 	}
-	if json.Unmarshal(data, &aws) == nil && aws.Message != "" {
-		_, _ = fmt.Fprintf(w, "turnctl %s: HTTP %s: %s\n", cmd, escapeText(resp.Status, false), escapeText(aws.Message, false))
-		return
+}
+
+// httpStatus is "502 Bad Gateway".
+func httpStatus(code int) string {
+	if t := http.StatusText(code); t != "" {
+		return fmt.Sprintf("%d %s", code, t)
 	}
-	_, _ = fmt.Fprintf(w, "turnctl %s: HTTP %s\n", cmd, escapeText(resp.Status, false))
+	return fmt.Sprint(code)
 }
 
 // printDiagnostic prints "prefix: CODE: message (retryable|not retryable)",
@@ -700,4 +680,59 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
 	return hex.EncodeToString(b)
+}
+
+// statusRenderer is a renderer that shows a transient status (such as
+// "reconnecting…") in its status block; "" clears it.
+type statusRenderer interface {
+	status(text string)
+}
+
+// status shows text as the renderer's transient status: in place on a
+// terminal (statusRenderer), as a notice line otherwise (clearing shows
+// nothing).
+func (l *lockedRenderer) status(text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.finished {
+		return
+	}
+	if sr, ok := l.r.(statusRenderer); ok {
+		sr.status(text)
+		return
+	}
+	if text != "" {
+		l.r.notice(text)
+	}
+}
+
+// streamModeHeader negotiates the compact stream (docs/compact.md).
+const streamModeHeader = client.StreamModeHeader
+
+// noticeReconnecting starts the transient status shown while a dropped
+// stream is resumed.
+const noticeReconnecting = "reconnecting…"
+
+// status replaces the transient status line under the status line (the
+// notices that start with noticeReconnecting) by text, or removes it for
+// "", and redraws. While appending (a block too tall to redraw) it is a
+// notice line.
+func (r *liveRenderer) status(text string) {
+	if r.appending != nil {
+		if text != "" {
+			r.appending.notice(text)
+		}
+		return
+	}
+	kept := r.notices[:0]
+	for _, n := range r.notices {
+		if !strings.HasPrefix(n, noticeReconnecting) {
+			kept = append(kept, n)
+		}
+	}
+	r.notices = kept
+	if text != "" {
+		r.notices = append(r.notices, text)
+	}
+	r.redraw()
 }

@@ -130,9 +130,28 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", s.ctype)
 	w.WriteHeader(s.status)
-	_, _ = io.WriteString(w, s.response)
+	_, _ = io.WriteString(w, asSubmitted(s.response, body))
 }
 
+// asSubmitted rewrites the lines of eventLine (session s1, turn t1) to
+// the session and turn of a submit body, as a server answers the turn it
+// was sent; a body that is not a submit leaves them.
+func asSubmitted(lines string, body []byte) string {
+	ev, diag := protocol.DecodeTurnEvent(body)
+	if diag != nil {
+		return lines
+	}
+	lines = strings.ReplaceAll(lines, `"sessionId":"s1"`, `"sessionId":"`+ev.SessionID+`"`)
+	return asTurn(lines, ev.TurnID)
+}
+
+// asTurn rewrites the lines of eventLine (turn t1) to turnID.
+func asTurn(lines, turnID string) string {
+	return strings.ReplaceAll(lines, `"turnId":"t1"`, `"turnId":"`+turnID+`"`)
+}
+
+// eventLine is one line of session s1's turn t1 (asTurn answers it for
+// another turn).
 func eventLine(t *testing.T, seq int64, kind string, snap *protocol.SnapshotPayload, diag *protocol.Diagnostic) string {
 	t.Helper()
 	b, err := protocol.AppendEventLine(nil, &protocol.Event{

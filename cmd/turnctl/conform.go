@@ -1,10 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +17,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -135,49 +136,61 @@ func runConform(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 // conformer runs the checks against one deployment.
 type conformer struct {
-	opts                   conformOptions
-	turn, history, trusted *http.Client
-	// artifacts reads artifact references as the caller (the session's
-	// owner); trusted writes them.
-	artifacts *http.Client
-	marker    string
-	caps      *capabilitiesDoc
-	results   []checkResult
+	opts conformOptions
+	// api calls the three functions as the caller (the sessions' owner);
+	// trusted writes artifact references (nil without -artifacts); raw
+	// sends the requests the client cannot (bad ones, replays) with the
+	// caller's credentials.
+	api, trusted *client.Client
+	raw          *http.Client
+	marker       string
+	caps         *client.Capabilities
+	results      []checkResult
 }
-
-// capabilitiesDoc is the part of GET /capabilities that conform reads.
-type capabilitiesDoc struct {
-	Protocols []struct {
-		Protocol string `json:"protocol"`
-		Versions []int  `json:"versions"`
-	} `json:"protocols"`
-	Extensions []string `json:"extensions"`
-}
-
-func (d *capabilitiesDoc) has(ext string) bool { return d != nil && slices.Contains(d.Extensions, ext) }
 
 func newConformer(ctx context.Context, opts conformOptions) (*conformer, error) {
 	c := &conformer{opts: opts, marker: "cfmk" + randomHex(8)}
-	var err error
-	if c.turn, err = opts.auth.client(ctx, opts.turnURL); err != nil {
+	u := urls{turn: opts.turnURL, history: opts.historyURL, artifacts: opts.artifactsURL}
+	authn, err := opts.auth.authenticator(ctx, u.turn)
+	if err != nil {
 		return nil, err
 	}
-	if c.history, err = opts.auth.client(ctx, opts.historyURL); err != nil {
+	c.raw = &http.Client{Transport: authTransport{auth: authn, base: baseTransport}}
+	// One stream is checked as it is: no resume.
+	newClient := func(authn client.Authenticator) (*client.Client, error) {
+		return client.New(client.Options{TurnURL: u.turn, HistoryURL: u.history, ArtifactsURL: u.artifacts,
+			HTTPClient: &http.Client{Transport: baseTransport}, Auth: authn, Resume: client.ResumeOff})
+	}
+	if c.api, err = newClient(authn); err != nil {
 		return nil, err
 	}
 	if opts.artifactsURL != "" {
-		trusted := opts.auth
+		trusted := authn
 		if opts.trustedToken != "" {
-			trusted = authFlags{token: opts.trustedToken}
+			trusted = client.Bearer(opts.trustedToken)
 		}
-		if c.trusted, err = trusted.client(ctx, opts.artifactsURL); err != nil {
-			return nil, err
-		}
-		if c.artifacts, err = opts.auth.client(ctx, opts.artifactsURL); err != nil {
+		if c.trusted, err = newClient(trusted); err != nil {
 			return nil, err
 		}
 	}
 	return c, nil
+}
+
+// authTransport authenticates the raw requests as the client does.
+type authTransport struct {
+	auth client.Authenticator
+	base http.RoundTripper
+}
+
+func (t authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if t.auth == nil {
+		return t.base.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	if err := t.auth.Authenticate(r); err != nil {
+		return nil, err
+	}
+	return t.base.RoundTrip(r)
 }
 
 func (c *conformer) record(name, outcome, format string, args ...any) {
@@ -217,7 +230,7 @@ func (c *conformer) run(ctx context.Context) []checkResult {
 	c.checkArtifacts(ctx, first)
 	c.checkCompact(ctx)
 	for _, ext := range []string{"resume", "approvals"} {
-		if c.caps.has(ext) {
+		if c.caps.Has(ext) {
 			c.record(ext, checkSkip, "advertised by /capabilities; this turnctl has no check for it yet")
 		} else {
 			c.record(ext, checkSkip, "not advertised by /capabilities")
@@ -272,27 +285,26 @@ func printJSON(w io.Writer, results []checkResult) {
 }
 
 func (c *conformer) checkCapabilities(ctx context.Context) {
-	status, _, body, err := c.do(ctx, c.turn, http.MethodGet, c.turnPath("/capabilities"), nil, "")
+	caps, err := c.api.Capabilities(ctx)
+	var e *client.Error
 	switch {
+	case errors.As(err, &e) && (e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed):
+		c.record("capabilities", checkSkip, "GET /capabilities answered %d: optional checks are skipped", e.Status)
+		return
+	case errors.As(err, &e) && e.Kind == client.KindHTTP:
+		c.record("capabilities", checkFail, "GET /capabilities answered %d", e.Status)
+		return
+	case errors.As(err, &e) && e.Kind == client.KindInvalidResponse:
+		c.record("capabilities", checkFail, "GET /capabilities: not the capabilities JSON")
+		return
 	case err != nil:
 		c.record("capabilities", checkFail, "GET /capabilities: %v", err)
 		return
-	case status == http.StatusNotFound || status == http.StatusMethodNotAllowed:
-		c.record("capabilities", checkSkip, "GET /capabilities answered %d: optional checks are skipped", status)
-		return
-	case status != http.StatusOK:
-		c.record("capabilities", checkFail, "GET /capabilities answered %d", status)
-		return
 	}
-	var doc capabilitiesDoc
-	if err := json.Unmarshal(body, &doc); err != nil {
-		c.record("capabilities", checkFail, "GET /capabilities: not the capabilities JSON")
-		return
-	}
-	for _, p := range doc.Protocols {
+	for _, p := range caps.Protocols {
 		if p.Protocol == protocol.TurnProtocol && slices.Contains(p.Versions, protocol.TurnVersion) {
-			c.caps = &doc
-			c.record("capabilities", checkPass, "%s v%d; extensions: %s", protocol.TurnProtocol, protocol.TurnVersion, strings.Join(doc.Extensions, ", "))
+			c.caps = caps
+			c.record("capabilities", checkPass, "%s v%d; extensions: %s", protocol.TurnProtocol, protocol.TurnVersion, strings.Join(caps.Extensions, ", "))
 			return
 		}
 	}
@@ -302,15 +314,16 @@ func (c *conformer) checkCapabilities(ctx context.Context) {
 // submitted is one submitted turn and what its stream held.
 type submitted struct {
 	sessionID, turnID string
-	body              []byte
-	header0           http.Header // extra request headers
-	status            int
-	header            http.Header
-	errBody           []byte
-	lines             [][]byte
-	events            []*protocol.Event
-	undecodable       []int // indexes of lines that did not decode
-	readErr           error
+	// sub is what was submitted (its event id and time fixed, so that it
+	// can be sent again as it was).
+	sub         client.Submit
+	status      int
+	header      http.Header
+	errBody     []byte
+	lines       [][]byte
+	events      []*protocol.Event
+	undecodable []int // indexes of lines that did not decode
+	readErr     error
 }
 
 // last returns the last decoded event, or nil.
@@ -323,13 +336,18 @@ func (s *submitted) last() *protocol.Event {
 
 func newSessionID() string { return "conform-" + randomHex(8) }
 
+// newSubmit is a submit of input to a new turn of sessionID, its event
+// id and time fixed.
+func newSubmit(sessionID, input string) client.Submit {
+	return client.Submit{SessionID: sessionID, TurnID: "turn-" + randomHex(8), EventID: "event-" + randomHex(8),
+		EmittedAt: protocol.FormatTime(time.Now()), Input: input}
+}
+
 // submitBody encodes a client.turn.submit of input.
 func submitBody(sessionID, turnID, input string) []byte {
-	b, _ := json.Marshal(map[string]any{
-		"protocol": protocol.TurnProtocol, "version": protocol.TurnVersion, "eventId": "event-" + randomHex(8),
-		"sessionId": sessionID, "turnId": turnID, "sequence": 0, "emittedAt": protocol.FormatTime(time.Now()),
-		"event": protocol.EventSubmit, "payload": map[string]string{"input": input},
-	})
+	s := newSubmit(sessionID, input)
+	s.TurnID = turnID
+	b, _ := client.SubmitBody(s) // SafeIds: cannot fail
 	return b
 }
 
@@ -343,40 +361,21 @@ var longInput = strings.Repeat("Count slowly from one to three hundred, one numb
 // submit posts a turn and reads its stream to the end. onLine, when not
 // nil, is called after each line with its index, before the next is read.
 func (c *conformer) submit(ctx context.Context, sessionID, input string, onLine func(i int, ev *protocol.Event)) *submitted {
-	s := &submitted{sessionID: sessionID, turnID: "turn-" + randomHex(8)}
-	s.body = submitBody(sessionID, s.turnID, input)
+	sub := newSubmit(sessionID, input)
+	s := &submitted{sessionID: sessionID, turnID: sub.TurnID, sub: sub}
 	c.stream(ctx, s, onLine)
 	return s
 }
 
-// stream posts s.body and fills in s.
+// stream submits s.sub and fills in s with every line of its stream, as
+// received: the client's cursor is not used, so that every check sees
+// what the server sent.
 func (c *conformer) stream(ctx context.Context, s *submitted, onLine func(i int, ev *protocol.Event)) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.opts.turnURL, bytes.NewReader(s.body))
-	if err != nil {
-		s.readErr = err
-		return
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range s.header0 {
-		req.Header[k] = v
-	}
-	resp, err := c.turn.Do(req)
-	if err != nil {
-		s.readErr = err
-		return
-	}
-	defer func() { _ = resp.Body.Close() }()
-	s.status, s.header = resp.StatusCode, resp.Header
-	if resp.StatusCode != http.StatusOK {
-		s.errBody, _ = io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), maxLineBytes)
-	for sc.Scan() {
-		line := append([]byte(nil), sc.Bytes()...)
+	sub := s.sub
+	sub.OnLine = func(raw []byte) {
+		line := append([]byte(nil), raw...)
 		ev, diag := protocol.DecodeTurnEvent(line)
 		if diag != nil {
 			s.undecodable = append(s.undecodable, len(s.lines))
@@ -388,7 +387,23 @@ func (c *conformer) stream(ctx context.Context, s *submitted, onLine func(i int,
 			onLine(len(s.lines)-1, ev)
 		}
 	}
-	s.readErr = sc.Err()
+	st, err := c.api.Submit(ctx, sub)
+	var e *client.Error
+	switch {
+	case errors.As(err, &e) && e.Kind == client.KindHTTP:
+		s.status, s.header, s.errBody = e.Status, e.Header, e.Body
+		return
+	case err != nil:
+		s.readErr = err
+		return
+	}
+	defer func() { _ = st.Close() }()
+	s.status, s.header = http.StatusOK, st.Header()
+	// What the lines hold is judged by the checks; only a failed read or
+	// the end of the time bound is an error here.
+	if _, err := st.Drain(); errors.As(err, &e) && e.Kind == client.KindNetwork || ctx.Err() != nil {
+		s.readErr = err
+	}
 }
 
 // isTerminalEvent reports whether ev ends a stream: a diagnostic, or a snapshot
@@ -460,13 +475,9 @@ func examineStream(s *submitted) streamFindings {
 	return f
 }
 
-// do sends one request and reads the whole answer (up to 1 MiB).
-func (c *conformer) do(ctx context.Context, client *http.Client, method, target string, body []byte, contentType string) (int, http.Header, []byte, error) {
-	return c.doWith(ctx, client, method, target, body, contentType, nil)
-}
-
-// doWith is do with extra request headers.
-func (c *conformer) doWith(ctx context.Context, client *http.Client, method, target string, body []byte, contentType string, extra http.Header) (int, http.Header, []byte, error) {
+// do sends one raw request with the caller's credentials and reads the
+// whole answer (up to 1 MiB); extra are extra request headers.
+func (c *conformer) do(ctx context.Context, method, target string, body []byte, contentType string, extra http.Header) (int, http.Header, []byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
 	defer cancel()
 	var rd io.Reader
@@ -483,7 +494,7 @@ func (c *conformer) doWith(ctx context.Context, client *http.Client, method, tar
 	for k, v := range extra {
 		req.Header[k] = v
 	}
-	resp, err := client.Do(req)
+	resp, err := c.raw.Do(req)
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -492,10 +503,9 @@ func (c *conformer) doWith(ctx context.Context, client *http.Client, method, tar
 	return resp.StatusCode, resp.Header, data, err
 }
 
-// turnPath, historyPath and artifactsPath join a route to a base URL.
-func (c *conformer) turnPath(route string) string      { return joinURL(c.opts.turnURL, route) }
-func (c *conformer) historyPath(route string) string   { return joinURL(c.opts.historyURL, route) }
-func (c *conformer) artifactsPath(route string) string { return joinURL(c.opts.artifactsURL, route) }
+// turnPath and historyPath join a route to a base URL.
+func (c *conformer) turnPath(route string) string    { return joinURL(c.opts.turnURL, route) }
+func (c *conformer) historyPath(route string) string { return joinURL(c.opts.historyURL, route) }
 
 func joinURL(base, route string) string {
 	u, err := url.Parse(base)

@@ -9,11 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -66,7 +66,7 @@ func (c *conformer) checkReplay(ctx context.Context, first *submitted) {
 		c.record("replay", checkSkip, "no first turn")
 		return
 	}
-	again := &submitted{sessionID: first.sessionID, turnID: first.turnID, body: first.body}
+	again := &submitted{sessionID: first.sessionID, turnID: first.turnID, sub: first.sub}
 	c.stream(ctx, again, nil)
 	var p problems
 	switch {
@@ -83,7 +83,6 @@ func (c *conformer) checkReplay(ctx context.Context, first *submitted) {
 // errorCase is one bad request and the error it must get.
 type errorCase struct {
 	what        string
-	client      *http.Client
 	method, url string
 	contentType string
 	header      http.Header
@@ -99,41 +98,41 @@ func (c *conformer) checkErrors(ctx context.Context) {
 	sessionID := newSessionID()
 	validSubmit := submitBody(sessionID, "turn-"+randomHex(8), "x")
 	cases := []errorCase{
-		{what: "GET on the submit route", client: c.turn, method: http.MethodGet, url: c.opts.turnURL + "?" + m + "=" + m,
+		{what: "GET on the submit route", method: http.MethodGet, url: c.opts.turnURL + "?" + m + "=" + m,
 			status: http.StatusMethodNotAllowed, codes: []string{protocol.CodeRequestMethodNotAllowed}},
-		{what: "text/plain submit", client: c.turn, method: http.MethodPost, url: c.opts.turnURL, contentType: "text/plain",
+		{what: "text/plain submit", method: http.MethodPost, url: c.opts.turnURL, contentType: "text/plain",
 			body: []byte(`{"note":"` + m + `"}`), status: http.StatusUnsupportedMediaType, codes: []string{protocol.CodeRequestUnsupportedMediaType}},
-		{what: "invalid JSON", client: c.turn, method: http.MethodPost, url: c.opts.turnURL, contentType: "application/json",
+		{what: "invalid JSON", method: http.MethodPost, url: c.opts.turnURL, contentType: "application/json",
 			body: []byte(`{"` + m + `": [`), status: http.StatusBadRequest, codes: []string{protocol.CodeRequestInvalidJSON}},
-		{what: "an invalid event", client: c.turn, method: http.MethodPost, url: c.opts.turnURL, contentType: "application/json",
+		{what: "an invalid event", method: http.MethodPost, url: c.opts.turnURL, contentType: "application/json",
 			body:   bytes.Replace(bytes.Replace(validSubmit, []byte(`"sequence":0`), []byte(`"sequence":"`+m+`"`), 1), []byte(`"input":"x"`), []byte(`"input":"`+m+`"`), 1),
 			status: http.StatusBadRequest, codes: []string{protocol.CodeRequestInvalidEvent}},
-		{what: "a submit of version 2", client: c.turn, method: http.MethodPost, url: c.opts.turnURL, contentType: "application/json",
+		{what: "a submit of version 2", method: http.MethodPost, url: c.opts.turnURL, contentType: "application/json",
 			body:   bytes.Replace(bytes.Replace(validSubmit, []byte(`"version":1`), []byte(`"version":2`), 1), []byte(`"input":"x"`), []byte(`"input":"`+m+`"`), 1),
 			status: http.StatusBadRequest, codes: []string{protocol.CodeRequestInvalidEvent}},
-		{what: "history of an unknown session", client: c.history, method: http.MethodGet,
+		{what: "history of an unknown session", method: http.MethodGet,
 			url:    c.historyPath("/sessions/" + m + "/messages"),
 			status: http.StatusNotFound, codes: []string{protocol.CodeSessionNotFound}},
-		{what: "a tampered page cursor", client: c.history, method: http.MethodGet,
+		{what: "a tampered page cursor", method: http.MethodGet,
 			url:    c.historyPath("/sessions/"+sessionID+"/turns") + "?cursor=" + m,
 			status: http.StatusBadRequest, codes: []string{protocol.CodeRequestInvalidCursor, protocol.CodeSessionNotFound}},
-		{what: "a bad page limit", client: c.history, method: http.MethodGet,
+		{what: "a bad page limit", method: http.MethodGet,
 			url:    c.historyPath("/sessions/"+sessionID+"/turns") + "?limit=" + m,
 			status: http.StatusBadRequest, codes: []string{protocol.CodeRequestInvalidQuery, protocol.CodeSessionNotFound}},
 	}
-	if c.caps.has("snapshotScope") {
-		cases = append(cases, errorCase{what: "an unknown snapshot scope", client: c.turn, method: http.MethodPost, url: c.opts.turnURL,
+	if c.caps.Has("snapshotScope") {
+		cases = append(cases, errorCase{what: "an unknown snapshot scope", method: http.MethodPost, url: c.opts.turnURL,
 			contentType: "application/json", header: http.Header{snapshotScopeHeader: {m}}, body: validSubmit,
 			status: http.StatusBadRequest, codes: []string{protocol.CodeRequestInvalidHeader}})
 	}
-	if c.caps.has("stop") {
-		cases = append(cases, errorCase{what: "a stop of no turn", client: c.turn, method: http.MethodPost, url: c.turnPath("/stop"),
+	if c.caps.Has("stop") {
+		cases = append(cases, errorCase{what: "a stop of no turn", method: http.MethodPost, url: c.turnPath("/stop"),
 			contentType: "application/json", body: []byte(`{"sessionId":"` + m + `","turnId":"` + m + `"}`),
 			status: http.StatusNotFound, codes: []string{protocol.CodeSessionNotFound, protocol.CodeTurnNotActive, protocol.CodeTurnNotFound}})
 	}
 	var shape, echo problems
 	for _, ec := range cases {
-		status, header, body, err := c.doWith(ctx, ec.client, ec.method, ec.url, ec.body, ec.contentType, ec.header)
+		status, header, body, err := c.do(ctx, ec.method, ec.url, ec.body, ec.contentType, ec.header)
 		if err != nil {
 			shape.addf("%s: %v", ec.what, err)
 			continue
@@ -228,6 +227,16 @@ func retryableOf(code string) (retryable, known bool) {
 	return d.Retryable, true
 }
 
+// errorText describes a failed client call: "<status> <code>" for an
+// error answer, else the error's text.
+func errorText(err error) string {
+	var e *client.Error
+	if errors.As(err, &e) && e.Kind == client.KindHTTP {
+		return fmt.Sprintf("%d %s", e.Status, errorCode(e.Body))
+	}
+	return err.Error()
+}
+
 // errorCode returns the code of an error body, or "" when it has none.
 func errorCode(body []byte) string {
 	var e struct {
@@ -281,50 +290,29 @@ func compareMessages(live, stored []protocol.Message) problems {
 // historyMessages reads all of a session's messages, oldest first.
 func (c *conformer) historyMessages(ctx context.Context, sessionID string) ([]protocol.Message, error) {
 	var all []protocol.Message
-	cursor := ""
-	for range 1000 {
-		q := url.Values{"order": {"asc"}, "limit": {"100"}}
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
-		status, _, body, err := c.do(ctx, c.history, http.MethodGet, c.historyPath("/sessions/"+sessionID+"/messages")+"?"+q.Encode(), nil, "")
+	pages := 0
+	for page, err := range c.api.MessagePages(ctx, sessionID, client.PageOptions{Limit: client.MaxPageLimit, Order: client.OrderAsc}) {
 		if err != nil {
 			return nil, fmt.Errorf("GET messages: %w", err)
 		}
-		if status != http.StatusOK {
-			return nil, fmt.Errorf("GET messages answered %d %s", status, errorCode(body))
+		if pages++; pages > 1000 {
+			return nil, errors.New("GET messages: more than 1000 pages")
 		}
-		var page struct {
-			Messages   json.RawMessage `json:"messages"`
-			NextCursor *string         `json:"nextCursor"`
-			HasMore    bool            `json:"hasMore"`
-		}
-		if err := json.Unmarshal(body, &page); err != nil {
-			return nil, errors.New("GET messages: not a messages page")
-		}
-		msgs, err := protocol.DecodeMessages(page.Messages)
-		if err != nil {
-			return nil, errors.New("GET messages: the messages are not canonical message records")
-		}
-		all = append(all, msgs...)
-		if !page.HasMore || page.NextCursor == nil {
-			return all, nil
-		}
-		cursor = *page.NextCursor
+		all = append(all, page.Messages...)
 	}
-	return nil, errors.New("GET messages: more than 1000 pages")
+	return all, nil
 }
 
 // snapshotScopeHeader is turnstream's request header choosing what a
 // snapshot carries: the whole session (default) or the current turn.
-const snapshotScopeHeader = "X-Turnstream-Snapshot-Scope"
+const snapshotScopeHeader = client.ScopeHeader
 
 // checkSnapshotScope submits a second turn to the first turn's session
 // asking for turn-scoped snapshots: none may carry the first turn's
 // messages, every one must carry the new turn's input.
 func (c *conformer) checkSnapshotScope(ctx context.Context, first *submitted) {
 	switch {
-	case !c.caps.has("snapshotScope"):
+	case !c.caps.Has("snapshotScope"):
 		c.record("snapshot-scope", checkSkip, "not advertised by /capabilities")
 		return
 	case first == nil || first.last() == nil || first.last().Kind != protocol.EventSnapshot:
@@ -335,8 +323,9 @@ func (c *conformer) checkSnapshotScope(ctx context.Context, first *submitted) {
 	for _, m := range first.last().Snapshot.Messages {
 		earlier[m.ID] = true
 	}
-	s := &submitted{sessionID: first.sessionID, turnID: "turn-" + randomHex(8), header0: http.Header{snapshotScopeHeader: {"turn"}}}
-	s.body = submitBody(s.sessionID, s.turnID, shortInput)
+	sub := newSubmit(first.sessionID, shortInput)
+	sub.Scope = client.ScopeTurn
+	s := &submitted{sessionID: sub.SessionID, turnID: sub.TurnID, sub: sub}
 	c.stream(ctx, s, nil)
 	var p problems
 	if s.status != http.StatusOK {
@@ -403,7 +392,7 @@ func (c *conformer) checkConcurrent(ctx context.Context) {
 
 // checkStop stops a long turn once it streams.
 func (c *conformer) checkStop(ctx context.Context) {
-	if !c.caps.has("stop") {
+	if !c.caps.Has("stop") {
 		c.record("stop", checkSkip, "not advertised by /capabilities")
 		return
 	}
@@ -412,15 +401,15 @@ func (c *conformer) checkStop(ctx context.Context) {
 	var stopBody []byte
 	var stopErr error
 	sent := false
-	long := &submitted{sessionID: sessionID, turnID: "turn-" + randomHex(8)}
-	long.body = submitBody(sessionID, long.turnID, longInput)
+	sub := newSubmit(sessionID, longInput)
+	long := &submitted{sessionID: sessionID, turnID: sub.TurnID, sub: sub}
 	c.stream(ctx, long, func(i int, ev *protocol.Event) {
 		if sent || isTerminalEvent(ev) {
 			return
 		}
 		sent = true
 		body, _ := json.Marshal(map[string]string{"sessionId": sessionID, "turnId": long.turnID})
-		stopStatus, _, stopBody, stopErr = c.do(ctx, c.turn, http.MethodPost, c.turnPath("/stop"), body, "application/json")
+		stopStatus, _, stopBody, stopErr = c.do(ctx, http.MethodPost, c.turnPath("/stop"), body, "application/json", nil)
 	})
 	var p problems
 	switch {
@@ -456,7 +445,7 @@ func (c *conformer) checkStop(ctx context.Context) {
 // checkPagination pages a session's turns one at a time, oldest first,
 // appending a turn after the first page.
 func (c *conformer) checkPagination(ctx context.Context) {
-	if c.caps != nil && !c.caps.has("history") {
+	if c.caps != nil && !c.caps.Has("history") {
 		c.record("history.pagination", checkSkip, "history not advertised by /capabilities")
 		return
 	}
@@ -476,48 +465,31 @@ func (c *conformer) checkPagination(ctx context.Context) {
 	}
 	var seen []string
 	var p problems
-	cursor := ""
-	for page := 0; page < 20; page++ {
-		q := url.Values{"order": {"asc"}, "limit": {"1"}}
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
-		status, _, body, err := c.do(ctx, c.history, http.MethodGet, c.historyPath("/sessions/"+sessionID+"/turns")+"?"+q.Encode(), nil, "")
-		if err != nil || status != http.StatusOK {
-			p.addf("page %d: %d %s %v", page+1, status, errorCode(body), err)
+	page := 0
+	for pg, err := range c.api.TurnPages(ctx, sessionID, client.PageOptions{Limit: 1, Order: client.OrderAsc}) {
+		if page++; page > 20 {
 			break
 		}
-		var pg struct {
-			Turns []struct {
-				TurnID string `json:"turnId"`
-			} `json:"turns"`
-			NextCursor *string `json:"nextCursor"`
-			HasMore    bool    `json:"hasMore"`
-		}
-		if err := json.Unmarshal(body, &pg); err != nil {
-			p.addf("page %d is not a turns page", page+1)
+		if err != nil {
+			p.addf("page %d: %s", page, errorText(err))
 			break
 		}
 		if len(pg.Turns) > 1 {
-			p.addf("page %d has %d turns with limit 1", page+1, len(pg.Turns))
+			p.addf("page %d has %d turns with limit 1", page, len(pg.Turns))
 		}
 		if len(pg.Turns) == 0 && pg.HasMore {
-			p.addf("page %d is empty but says more follow", page+1)
+			p.addf("page %d is empty but says more follow", page)
 		}
 		for _, t := range pg.Turns {
 			seen = append(seen, t.TurnID)
 		}
-		if page == 0 { // a turn appended between pages
+		if page == 1 { // a turn appended between pages
 			s := c.submit(ctx, sessionID, shortInput, nil)
 			if s.status != http.StatusOK {
 				p.addf("the appended turn answered %d", s.status)
 			}
 			want = append(want, s.turnID)
 		}
-		if !pg.HasMore || pg.NextCursor == nil {
-			break
-		}
-		cursor = *pg.NextCursor
 	}
 	if !slices.Equal(seen, want) && len(p) == 0 {
 		p.addf("pages returned %d turns %v, want %d in order %v", len(seen), short(seen), len(want), short(want))
@@ -544,45 +516,35 @@ func (c *conformer) checkArtifacts(ctx context.Context, first *submitted) {
 		c.record("artifacts.dedupe", checkSkip, "no first turn")
 		return
 	}
-	path := c.artifactsPath("/sessions/" + first.sessionID + "/turns/" + first.turnID + "/artifacts")
-	put := []byte(`{"artifacts":[{"entryPath":"conform/a.md","artifactType":"document"},` +
-		`{"entryPath":"conform/b.png","artifactType":"image"},{"entryPath":"conform/a.md","artifactType":"webpage"}]}`)
-	status, _, body, err := c.do(ctx, c.trusted, http.MethodPut, path, put, "application/json")
-	switch {
-	case err != nil:
-		c.record("artifacts.dedupe", checkFail, "PUT: %v", err)
-		return
-	case status == http.StatusForbidden || status == http.StatusUnauthorized:
-		c.record("artifacts.dedupe", checkSkip, "PUT answered %d %s: the caller is not the trusted principal (pass -trusted-token)", status, errorCode(body))
-		return
-	}
+	put := []client.ArtifactReference{{EntryPath: "conform/a.md", ArtifactType: "document"},
+		{EntryPath: "conform/b.png", ArtifactType: "image"}, {EntryPath: "conform/a.md", ArtifactType: "webpage"}}
+	_, err := c.trusted.PutArtifacts(ctx, first.sessionID, first.turnID, put)
+	var e *client.Error
 	var p problems
-	if status != http.StatusOK {
-		p.addf("PUT answered %d %s, want 200", status, errorCode(body))
+	switch {
+	case errors.As(err, &e) && (e.Status == http.StatusForbidden || e.Status == http.StatusUnauthorized):
+		c.record("artifacts.dedupe", checkSkip, "PUT answered %d %s: the caller is not the trusted principal (pass -trusted-token)", e.Status, e.Code())
+		return
+	case errors.As(err, &e) && e.Kind == client.KindHTTP:
+		p.addf("PUT answered %d %s, want 200", e.Status, e.Code())
+	case err != nil:
+		c.record("artifacts.dedupe", checkFail, "PUT: %s", errorText(err))
+		return
 	}
-	status, _, body, err = c.do(ctx, c.artifacts, http.MethodGet, path, nil, "")
-	if err != nil || status != http.StatusOK {
-		p.addf("GET answered %d %s %v", status, errorCode(body), err)
+	got, err := c.api.Artifacts(ctx, first.sessionID, first.turnID)
+	if err != nil {
+		p.addf("GET: %s", errorText(err))
 		c.report("artifacts.dedupe", p, "")
 		return
 	}
-	var got struct {
-		Artifacts []struct {
-			EntryPath    string `json:"entryPath"`
-			ArtifactType string `json:"artifactType"`
-		} `json:"artifacts"`
-	}
-	if err := json.Unmarshal(body, &got); err != nil {
-		p.addf("GET: not an artifacts list")
-	}
 	byPath := map[string]string{}
-	for _, a := range got.Artifacts {
+	for _, a := range got {
 		if _, dup := byPath[a.EntryPath]; dup {
 			p.addf("%s is listed twice", a.EntryPath)
 		}
 		byPath[a.EntryPath] = a.ArtifactType
 	}
-	if len(got.Artifacts) != 2 || byPath["conform/a.md"] != "webpage" || byPath["conform/b.png"] != "image" {
+	if len(got) != 2 || byPath["conform/a.md"] != "webpage" || byPath["conform/b.png"] != "image" {
 		p.addf("GET lists %v, want conform/a.md webpage (the last reference wins) and conform/b.png image", byPath)
 	}
 	c.report("artifacts.dedupe", p, "a repeated entry path kept once, the last reference winning")
@@ -596,12 +558,13 @@ func (c *conformer) checkArtifacts(ctx context.Context, first *submitted) {
 // every line without a gap, and a plain snapshot cursor, which ignores the
 // append lines, must end with the same state.
 func (c *conformer) checkCompact(ctx context.Context) {
-	if !c.caps.has("compact") {
+	if !c.caps.Has("compact") {
 		c.record("compact", checkSkip, "not advertised by /capabilities")
 		return
 	}
-	s := &submitted{sessionID: newSessionID(), turnID: "turn-" + randomHex(8), header0: http.Header{streamModeHeader: {"compact"}}}
-	s.body = submitBody(s.sessionID, s.turnID, compactInput)
+	sub := newSubmit(newSessionID(), compactInput)
+	sub.Compact = true
+	s := &submitted{sessionID: sub.SessionID, turnID: sub.TurnID, sub: sub}
 	c.stream(ctx, s, nil)
 	if s.status != http.StatusOK {
 		c.record("compact", checkFail, "a compact submit answered %d %s", s.status, errorCode(s.errBody))

@@ -6,18 +6,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
 	"strings"
 
+	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
-
-// historyPageLimit is the page size history asks for (the history API's
-// maximum, docs/design.md §6).
-const historyPageLimit = 100
 
 // maxHistoryPages bounds how many pages one `turnctl history` reads.
 const maxHistoryPages = 10_000
@@ -56,82 +52,37 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintln(stderr, "turnctl history: -session ID (a SafeId) is required and no arguments are taken")
 		return 2
 	}
-	u, err := url.Parse(*base)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+	if u, err := url.Parse(*base); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		_, _ = fmt.Fprintln(stderr, "turnctl history: -url is not an http(s) URL")
 		return 2
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + "/sessions/" + *sessionID + "/messages"
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	client, err := authn.client(ctx, *base)
+	cl, err := authn.client(ctx, urls{history: *base})
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, "turnctl history:", err)
 		return 2
 	}
-	cursor := ""
-	for range maxHistoryPages {
-		q := url.Values{"order": {"asc"}, "limit": {fmt.Sprint(historyPageLimit)}}
-		if cursor != "" {
-			q.Set("cursor", cursor)
-		}
-		u.RawQuery = q.Encode()
-		page, ok := fetchPage(ctx, client, u.String(), stderr)
-		if !ok {
+	pages := 0
+	for page, err := range cl.MessagePages(ctx, *sessionID, client.PageOptions{Limit: client.MaxPageLimit, Order: client.OrderAsc}) {
+		if err != nil {
+			reportError(stderr, "history", err)
 			return 1
 		}
-		for _, raw := range page.Messages {
+		if pages++; pages > maxHistoryPages {
+			_, _ = fmt.Fprintln(stderr, "turnctl history: stopped after", maxHistoryPages, "pages")
+			return 1
+		}
+		for i, m := range page.Messages {
 			if *asJSON {
-				_, _ = stdout.Write(append(compactRaw(raw), '\n'))
+				_, _ = stdout.Write(append(compactRaw(page.Raw[i]), '\n'))
 				continue
-			}
-			var m protocol.Message
-			if err := json.Unmarshal(raw, &m); err != nil {
-				_, _ = fmt.Fprintln(stderr, "turnctl history: a message record does not decode:", escapeText(err.Error(), false))
-				return 1
 			}
 			printMessage(stdout, m)
 		}
-		if !page.HasMore || page.NextCursor == nil || *page.NextCursor == "" {
-			return 0
-		}
-		cursor = *page.NextCursor
 	}
-	_, _ = fmt.Fprintln(stderr, "turnctl history: stopped after", maxHistoryPages, "pages")
-	return 1
-}
-
-// messagePage is one page of GET /sessions/{id}/messages (docs/design.md §6).
-type messagePage struct {
-	Messages   []json.RawMessage `json:"messages"`
-	NextCursor *string           `json:"nextCursor"`
-	HasMore    bool              `json:"hasMore"`
-}
-
-func fetchPage(ctx context.Context, client *http.Client, pageURL string, stderr io.Writer) (*messagePage, bool) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pageURL, nil)
-	if err != nil {
-		_, _ = fmt.Fprintln(stderr, "turnctl history:", err)
-		return nil, false
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		_, _ = fmt.Fprintln(stderr, "turnctl history:", err)
-		return nil, false
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		reportHTTPError(stderr, "history", resp)
-		return nil, false
-	}
-	var page messagePage
-	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-		_, _ = fmt.Fprintln(stderr, "turnctl history: the page does not decode:", escapeText(err.Error(), false))
-		return nil, false
-	}
-	return &page, true
+	return 0
 }
 
 // printMessage writes one message block: "role (status, createdAt):", its

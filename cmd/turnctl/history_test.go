@@ -22,6 +22,11 @@ func TestHistoryFollowsCursors(t *testing.T) {
 		}
 		return b
 	}
+	type messagePage struct {
+		Messages   []json.RawMessage `json:"messages"`
+		NextCursor *string           `json:"nextCursor"`
+		HasMore    bool              `json:"hasMore"`
+	}
 	pages := map[string]messagePage{
 		"": {Messages: []json.RawMessage{msg("t1.u", "user", "one", ""), msg("t1.a", "assistant", "Echo: one",
 			`{"artifacts":[{"entryPath":"out/a.md","artifactType":"document"}]}`)}, NextCursor: ptr("c2"), HasMore: true},

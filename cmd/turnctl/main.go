@@ -1,5 +1,5 @@
 // Command turnctl is turnstream's terminal tool for the AgentsKit Chat turn
-// protocol v1 (docs/design.md §2, §10).
+// protocol v1 (docs/design.md#wire-protocol-v1, docs/design.md#running-it).
 //
 // Usage:
 //
@@ -10,13 +10,13 @@
 //	turnctl conform -turn URL -history URL [-artifacts URL] [-token TOKEN | -sigv4]
 //
 // chat and history (chat.go, history.go) talk to a turn and a history
-// function, the dev server's by default; chat reattaches to a turn whose
-// stream drops, and attach follows a running turn, over the turn
-// function's resume route (resume.go, attach.go); conform (conform.go) checks a
-// deployment against the protocol, black-box. Requests carry a bearer
-// token or are signed with AWS SigV4 (auth.go); text from a server is
-// escaped and measured in terminal columns before it is shown
-// (display.go). `turnctl <command> -h` describes each command and exits 0.
+// function, the dev server's by default, through pkg/client; chat
+// reattaches to a turn whose stream drops, and attach (attach.go) follows
+// a running turn, over the turn function's resume route; conform
+// (conform.go) checks a deployment against the protocol, black-box.
+// Requests carry a bearer token or are signed with AWS SigV4 (auth.go);
+// text from a server is escaped and measured in terminal columns before
+// it is shown (display.go). `turnctl <command> -h` describes each command and exits 0.
 //
 // validate reads one turn event per input line from stdin and writes one
 // line per input line to stdout: {"ok":true,"event":"<kind>"} or

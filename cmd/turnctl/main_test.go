@@ -12,7 +12,7 @@ import (
 	"testing"
 )
 
-// fixture is one docs/protocol.md §10 turn fixture from pkg/protocol's
+// fixture is one docs/protocol.md#fixtures turn fixture from pkg/protocol's
 // golden files: the decoder input and the expected decode result.
 type fixture struct {
 	name  string

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -35,8 +36,9 @@ const resumeCapabilitiesJSON = `{"extensions":["stop","resume","durableTurns"],"
 func (s *resumeScript) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/":
+		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "application/x-ndjson")
-		_, _ = w.Write([]byte(s.live))
+		_, _ = io.WriteString(w, asSubmitted(s.live, body))
 	case r.URL.Path == "/capabilities":
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write([]byte(resumeCapabilitiesJSON))
@@ -55,7 +57,8 @@ func (s *resumeScript) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 		}
 		w.WriteHeader(resp.status)
-		_, _ = w.Write([]byte(resp.body))
+		turnID := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/sessions/s1/turns/"), "/stream")
+		_, _ = io.WriteString(w, asTurn(resp.body, turnID))
 	default:
 		s.t.Errorf("unexpected request %s %s", r.Method, r.URL)
 		w.WriteHeader(http.StatusTeapot)

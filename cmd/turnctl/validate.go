@@ -9,12 +9,11 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// runValidate implements `turnctl validate` (docs/design.md §2): lines are split on
-// "\n" only, so a trailing "\r" stays in the line (where it is JSON
-// whitespace); a final line without "\n" counts, an empty input has no
-// lines. Lines of any length are read. It returns 0 when every line
-// decoded, 1 when one did not, and 1 after reporting a read or write error
-// on stderr.
+// runValidate implements `turnctl validate` (docs/design.md#wire-protocol-v1):
+// lines are split on "\n" only, so a trailing "\r" stays in the line (where it
+// is JSON whitespace); a final line without "\n" counts, an empty input has no
+// lines. Lines of any length are read. It returns 0 when every line decoded, 1
+// when one did not, and 1 after reporting a read or write error on stderr.
 func runValidate(stdin io.Reader, stdout, stderr io.Writer) int {
 	in := bufio.NewReaderSize(stdin, 64<<10)
 	out := bufio.NewWriter(stdout)

@@ -1,8 +1,10 @@
-// Command artifacts is the artifacts function (docs/design.md §1, §6): PUT and GET
+// Command artifacts is the artifacts function
+// (docs/design.md#the-three-functions,
+// docs/design.md#history-and-artifacts-api): PUT and GET
 // /sessions/{id}/turns/{turnId}/artifacts behind a Lambda function URL in
 // BUFFERED mode. It is wiring only: config.FromEnv -> DynamoDB store ->
-// authenticator -> sessionapi.NewArtifactsHandler -> lambda.Start through
-// the function URL adapter (functions/internal/startup). Build with -tags
+// authenticator -> sessionapi.NewArtifactsHandler -> lambda.Start through the
+// function URL adapter (functions/internal/startup). Build with -tags
 // lambda.norpc for provided.al2023.
 package main
 

@@ -1,12 +1,12 @@
-// Command history is the history function (docs/design.md §1, §6): GET
-// /sessions/{id}, /sessions/{id}/turns and /sessions/{id}/messages behind
-// a Lambda function URL in BUFFERED mode. It is wiring only:
-// config.FromEnv -> the page cursor key (read once at start from the
-// Secrets Manager secret CURSOR_SECRET_ARN, so that it is not in the
-// function's environment; CURSOR_SECRET in local runs) -> DynamoDB store
-// -> authenticator -> sessionapi.NewHistoryHandler -> lambda.Start through
-// the function URL adapter (functions/internal/startup). Build with -tags
-// lambda.norpc for provided.al2023.
+// Command history is the history function (docs/design.md#the-three-functions,
+// docs/design.md#history-and-artifacts-api): GET /sessions/{id},
+// /sessions/{id}/turns and /sessions/{id}/messages behind a Lambda function
+// URL in BUFFERED mode. It is wiring only: config.FromEnv -> the page cursor
+// key (read once at start from the Secrets Manager secret CURSOR_SECRET_ARN,
+// so that it is not in the function's environment; CURSOR_SECRET in local
+// runs) -> DynamoDB store -> authenticator -> sessionapi.NewHistoryHandler ->
+// lambda.Start through the function URL adapter (functions/internal/startup).
+// Build with -tags lambda.norpc for provided.al2023.
 package main
 
 import (

@@ -4,12 +4,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/turnstream/turnstream/functions/internal/startup/startuptest"
 	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/internal/lambdabin"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -43,6 +45,21 @@ func TestNewHandler(t *testing.T) {
 		h.ServeHTTP(w, r)
 		if !strings.Contains(w.Body.String(), want) {
 			t.Errorf("GET %s: %d %s, want it to contain %s", target, w.Code, w.Body, want)
+		}
+	}
+}
+
+// TestNoJSONSchemaLinked: the history and artifacts bootstraps link no
+// JSON Schema library; only the turn function, whose tools and component
+// manifests use one (pkg/tool), does.
+func TestNoJSONSchemaLinked(t *testing.T) {
+	out, err := exec.Command(lambdabin.GoTool(), "list", "-deps", ".", "../artifacts").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v: %s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if strings.Contains(pkg, "jsonschema") {
+			t.Errorf("the history or artifacts bootstrap links %s", pkg)
 		}
 	}
 }

@@ -1,11 +1,11 @@
-// Command turn is the turn function (docs/design.md §1, §4): POST / (submit a
-// turn, streamed NDJSON snapshots), POST /stop and GET /capabilities behind
-// a Lambda function URL in RESPONSE_STREAM mode. It is wiring only:
-// config.FromEnv -> DynamoDB store -> tool registry (the demo tool
-// workspace_note) -> definitions (definition.Load) -> the model
-// providers the definitions name (echo; bedrock through the AWS default
-// credential chain in AWS_REGION; openai at OPENAI_BASE_URL with
-// OPENAI_API_KEY) -> authenticator -> turn.NewHandler -> lambdaurl.Start
+// Command turn is the turn function (docs/design.md#the-three-functions,
+// docs/design.md#the-turn-pipeline): POST / (submit a turn, streamed NDJSON
+// snapshots), POST /stop and GET /capabilities behind a Lambda function URL in
+// RESPONSE_STREAM mode. It is wiring only: config.FromEnv -> DynamoDB store ->
+// authenticator -> the turn handler of the configuration (internal/turnsetup:
+// the demo tools, the definitions, the model providers they name: echo;
+// bedrock through the AWS default credential chain in AWS_REGION; openai at
+// OPENAI_BASE_URL with OPENAI_API_KEY) -> lambdaurl.Start
 // (functions/internal/startup). Build with -tags lambda.norpc for
 // provided.al2023.
 package main
@@ -15,20 +15,18 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 
 	"github.com/turnstream/turnstream/functions/internal/startup"
+	"github.com/turnstream/turnstream/internal/turnsetup"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/model/bedrock"
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/model/openai"
-	"github.com/turnstream/turnstream/pkg/tool"
-	"github.com/turnstream/turnstream/pkg/turn"
 )
 
 func main() {
@@ -41,24 +39,12 @@ func main() {
 	})
 }
 
-// newHandler builds the turn handler of cfg: a DynamoDB store on
-// cfg.TableName (placeholder credentials when cfg.DynamoDBEndpoint names a
-// local server), the tool registry, the definitions of cfg.Model, the
-// model providers they name and the authenticator of cfg.Auth.
+// newHandler builds the turn handler of cfg (internal/turnsetup): a
+// DynamoDB store on cfg.TableName (placeholder credentials when
+// cfg.DynamoDBEndpoint names a local server), the model providers the
+// definitions name and the authenticator of cfg.Auth.
 func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (http.Handler, error) {
 	store, err := startup.Store(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	reg, err := newRegistry()
-	if err != nil {
-		return nil, err
-	}
-	defs, err := definition.Load(cfg.Model.Definitions(), os.ReadFile, reg.Has)
-	if err != nil {
-		return nil, fmt.Errorf("definitions: %w", err)
-	}
-	models, err := newModels(ctx, cfg, defs)
 	if err != nil {
 		return nil, err
 	}
@@ -66,38 +52,10 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (ht
 	if err != nil {
 		return nil, err
 	}
-	return turn.NewHandler(turn.Options{
-		Store:                  store,
-		Authenticator:          authn,
-		Definitions:            defs,
-		Models:                 models,
-		Tools:                  reg,
-		TurnTimeout:            cfg.TurnTimeout,
-		CleanupReserve:         cfg.CleanupReserve,
-		LeaseDuration:          cfg.LeaseDuration,
-		SnapshotInterval:       cfg.SnapshotInterval,
-		SnapshotBytesPerSecond: cfg.SnapshotBytesPerSecond,
-		MaxSnapshotGap:         cfg.SnapshotMaxGap,
-		CheckpointInterval:     cfg.CheckpointInterval,
-		ResumePollInterval:     cfg.ResumePollInterval,
-		MaxBodyBytes:           cfg.MaxBodyBytes,
-		ConfirmationTTL:        cfg.ConfirmationTTL,
-		Logger:                 logger,
+	return turnsetup.NewHandler(cfg, turnsetup.Deps{
+		Store: store, Authenticator: authn, Logger: logger,
+		Models: func(defs *definition.Resolver) (map[string]model.Model, error) { return newModels(ctx, cfg, defs) },
 	})
-}
-
-// newRegistry returns the tools definitions may offer: the demo tools
-// workspace_note and workspace_note_delete (pkg/tool; a definition
-// offers them only when it names them, the second typically marked as
-// requiring approval). No component manifest is registered.
-func newRegistry() (*tool.Registry, error) {
-	reg := tool.NewRegistry(nil)
-	for _, t := range []tool.Tool{tool.WorkspaceNote(), tool.WorkspaceNoteDelete()} {
-		if err := reg.Register(t); err != nil {
-			return nil, fmt.Errorf("tools: %w", err)
-		}
-	}
-	return reg, nil
 }
 
 // newModels builds one provider per provider name that defs use: echo

@@ -22,11 +22,11 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/turnstream/turnstream/internal/demo"
+	"github.com/turnstream/turnstream/internal/turnsetup"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -37,7 +37,6 @@ import (
 	"github.com/turnstream/turnstream/pkg/sessionapi"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 	"github.com/turnstream/turnstream/pkg/store/memory"
-	"github.com/turnstream/turnstream/pkg/tool"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -69,54 +68,25 @@ type Options struct {
 }
 
 // NewHandler returns the three handlers and the demo page mounted behind
-// the request log. It registers the demo tools workspace_note and
-// workspace_note_delete (which definitions may offer) and returns an
-// error for a non-echo provider, a definition the configuration gets
-// wrong, or handler options turn.NewHandler rejects.
+// the request log; the turn handler is the configuration's, as the turn
+// function builds it (internal/turnsetup: the demo tools workspace_note
+// and workspace_note_delete, which definitions may offer), with the echo
+// model. It returns an error for a non-echo provider, a definition the
+// configuration gets wrong, or handler options turn.NewHandler rejects.
 func NewHandler(o Options) (http.Handler, error) {
 	cfg := o.Config
 	if cfg.Model.Provider != config.ProviderEcho {
 		return nil, fmt.Errorf("MODEL_PROVIDER: the dev server runs the echo model only")
 	}
 	handlerLog, requestLog := orDiscard(o.HandlerLog), orDiscard(o.RequestLog)
-	readFile := o.ReadFile
-	if readFile == nil {
-		readFile = os.ReadFile
-	}
-	reg := tool.NewRegistry(nil)
-	for _, t := range []tool.Tool{tool.WorkspaceNote(), tool.WorkspaceNoteDelete()} {
-		if err := reg.Register(t); err != nil {
-			return nil, fmt.Errorf("tools: %w", err)
-		}
-	}
-	defs, err := definition.Load(cfg.Model.Definitions(), readFile, reg.Has)
+	turnHandler, err := turnsetup.NewHandler(cfg, turnsetup.Deps{
+		Store: o.Store, Authenticator: o.Authenticator, ReadFile: o.ReadFile, Logger: handlerLog, Adjust: o.Turn,
+		Models: func(*definition.Resolver) (map[string]model.Model, error) {
+			return map[string]model.Model{config.ProviderEcho: echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk)}, nil
+		},
+	})
 	if err != nil {
-		return nil, fmt.Errorf("definitions: %w", err)
-	}
-	topts := turn.Options{
-		Store:                  o.Store,
-		Authenticator:          o.Authenticator,
-		Definitions:            defs,
-		Models:                 map[string]model.Model{config.ProviderEcho: echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk)},
-		Tools:                  reg,
-		TurnTimeout:            cfg.TurnTimeout,
-		CleanupReserve:         cfg.CleanupReserve,
-		LeaseDuration:          cfg.LeaseDuration,
-		SnapshotInterval:       cfg.SnapshotInterval,
-		SnapshotBytesPerSecond: cfg.SnapshotBytesPerSecond,
-		MaxSnapshotGap:         cfg.SnapshotMaxGap,
-		CheckpointInterval:     cfg.CheckpointInterval,
-		ResumePollInterval:     cfg.ResumePollInterval,
-		MaxBodyBytes:           cfg.MaxBodyBytes,
-		ConfirmationTTL:        cfg.ConfirmationTTL,
-		Logger:                 handlerLog,
-	}
-	if o.Turn != nil {
-		o.Turn(&topts)
-	}
-	turnHandler, err := turn.NewHandler(topts)
-	if err != nil {
-		return nil, fmt.Errorf("turn handler: %w", err)
+		return nil, err
 	}
 	sessionOpts := sessionapi.Options{
 		Store:         o.Store,

@@ -1,8 +1,13 @@
-// Package docstest checks that the repository's references to its own
-// documents lead somewhere: every "docs/<file>.md §N" names a numbered
-// section ("## N. Title") of that file, every "docs/decisions.md D-NNNN"
-// names a decision ("## D-NNNN ..."), and no citation of the engineers'
-// private notes, which are not part of the repository, is left
-// (docs/design.md is the design, docs/protocol.md the wire rules,
-// docs/decisions.md the decisions). It holds tests only.
+// Package docstest checks that the repository's documents say what the
+// code does and that its references to them lead somewhere: every
+// "docs/<file>.md#<anchor>" names a heading of that file (anchors as
+// GitHub derives them from headings), every link inside a docs page to
+// one of its headings or another page's resolves, every
+// "docs/decisions.md D-NNNN" names a decision ("## D-NNNN ..."), a legacy
+// "docs/design.md §N" still names the section that number had
+// (legacySections), and no citation of the engineers' private notes,
+// which are not part of the repository, is left (docs/design.md is the
+// design, docs/protocol.md the wire rules, docs/decisions.md the
+// decisions). The error table of docs/design.md#errors is checked against
+// pkg/httpedge's. It holds tests only.
 package docstest

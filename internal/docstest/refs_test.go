@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -35,10 +36,10 @@ var stale = []struct {
 	re   *regexp.Regexp
 	what string
 }{
-	{"DESIGN", regexp.MustCompile(`\bDESIGN(?:\.md)?` + sep + `?§`), "a design-notes section (use docs/design.md §N)"},
+	{"DESIGN", regexp.MustCompile(`\bDESIGN(?:\.md)?` + sep + `?§`), "a design-notes section (use docs/design.md#<heading>)"},
 	{"DESIGN", regexp.MustCompile(`\bDESIGN\.md\b`), "the design notes (use docs/design.md)"},
-	{"AgentsKit", regexp.MustCompile(`\bAgentsKit` + sep + `wire\b`), "the wire-reference notes (use docs/protocol.md §N)"},
-	{"wire", regexp.MustCompile(`(?:^|[^\w/.-])wire` + sep + `?§`), "a wire-reference section (use docs/protocol.md §N)"},
+	{"AgentsKit", regexp.MustCompile(`\bAgentsKit` + sep + `wire\b`), "the wire-reference notes (use docs/protocol.md#<heading>)"},
+	{"wire", regexp.MustCompile(`(?:^|[^\w/.-])wire` + sep + `?§`), "a wire-reference section (use docs/protocol.md#<heading>)"},
 	{"agentskit-", regexp.MustCompile(`\bagentskit-wire\.md\b`), "the wire-reference notes (use docs/protocol.md)"},
 	{"ADR-", regexp.MustCompile(`\bADR-\d{3,4}\b`), "an upstream decision record (use docs/decisions.md D-NNNN)"},
 	{"NOTES", regexp.MustCompile(`\bNOTES\.md\b`), "the tool notes (cite the docs/ section holding the fact)"},
@@ -46,40 +47,77 @@ var stale = []struct {
 	{"shared/", regexp.MustCompile(`(?:\.\./|/work/)shared/`), "the engineers' shared folder"},
 }
 
+// legacySections are the numbers design.md and protocol.md gave their
+// sections before citations named headings: "docs/design.md §4" still
+// resolves, to the heading here, in files written before the change. New
+// citations name the heading's anchor ("docs/design.md#the-turn-pipeline").
+var legacySections = map[string][]string{
+	"docs/design.md": {"", "the-three-functions", "wire-protocol-v1", "snapshots", "the-turn-pipeline",
+		"storage-one-dynamodb-table", "history-and-artifacts-api", "authentication-and-tenancy",
+		"models-tools-definitions", "configuration", "running-it"},
+	"docs/protocol.md": {"", "the-turn-event-envelope", "payloads", "decoding-untrusted-events",
+		"the-canonical-message-record", "the-snapshot-cursor", "ordered-assistant-content", "component-frames",
+		"the-session-envelope", "server-handler-behaviour", "fixtures"},
+}
+
 // refTailRE matches what may follow a reference to a markdown document
-// ("name.md"): section numbers ("§4", "§6-7", "§3-§5, §10") or decision
-// ids ("D-0012"), or nothing.
-var refTailRE = regexp.MustCompile(`^(?:` + sep + `(§[ \t]*\d+(?:[ \t]*(?:[-–]|,` + sep + `?)[ \t]*§?[ \t]*\d+)*)` +
+// ("name.md"): an anchor ("#the-turn-pipeline"), legacy section numbers
+// ("§4", "§6-7", "§3-§5, §10") or decision ids ("D-0012"), or nothing.
+var refTailRE = regexp.MustCompile(`^(?:#([\w-]+)` +
+	`|` + sep + `(§[ \t]*\d+(?:[ \t]*(?:[-–]|,` + sep + `?)[ \t]*§?[ \t]*\d+)*)` +
 	`|` + sep + `(D-\d{4}(?:,[ \t]*D-\d{4})*))?`)
 
 var (
 	numRE      = regexp.MustCompile(`\d+`)
 	idRE       = regexp.MustCompile(`D-\d{4}`)
 	rangeRE    = regexp.MustCompile(`(\d+)[ \t]*[-–][ \t]*§?[ \t]*(\d+)`)
-	sectionRE  = regexp.MustCompile(`(?m)^## (\d+)\. \S`)
+	headingRE  = regexp.MustCompile(`(?m)^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$`)
 	decisionRE = regexp.MustCompile(`(?m)^## (D-\d{4})\b`)
-	// localRE is a section (§N) or decision (D-NNNN) named inside a docs
-	// page without a file: it refers to that page, or to decisions.md.
-	localRE = regexp.MustCompile(`§[ \t]*\d+(?:[ \t]*[-–][ \t]*§?[ \t]*\d+)?|\bD-\d{4}\b`)
+	// localRE is, inside a docs page, a link to one of its own headings
+	// ("](#anchor)"), a legacy section (§N) or a decision (D-NNNN) named
+	// without a file: it refers to that page, or to decisions.md.
+	localRE = regexp.MustCompile(`\]\(#([\w-]+)\)|§[ \t]*\d+(?:[ \t]*[-–][ \t]*§?[ \t]*\d+)?|\bD-\d{4}\b`)
+	// fenceRE matches a fenced code block, whose lines are no headings.
+	fenceRE = regexp.MustCompile("(?ms)^```.*?^```")
 )
 
-// doc is what a docs page offers to references: its numbered sections and
-// its decision ids.
+// doc is what a docs page offers to references: the anchors of its
+// headings and its decision ids.
 type doc struct {
-	sections  map[int]bool
+	anchors   map[string]bool
 	decisions map[string]bool
 }
 
 func parseDoc(text string) doc {
-	d := doc{sections: map[int]bool{}, decisions: map[string]bool{}}
-	for _, m := range sectionRE.FindAllStringSubmatch(text, -1) {
-		n, _ := strconv.Atoi(m[1])
-		d.sections[n] = true
+	d := doc{anchors: map[string]bool{}, decisions: map[string]bool{}}
+	text = fenceRE.ReplaceAllString(text, "")
+	for _, m := range headingRE.FindAllStringSubmatch(text, -1) {
+		a := slug(m[1])
+		for n := 1; d.anchors[a]; n++ { // a repeated heading gets -1, -2, ...
+			a = slug(m[1]) + "-" + strconv.Itoa(n)
+		}
+		d.anchors[a] = true
 	}
 	for _, m := range decisionRE.FindAllStringSubmatch(text, -1) {
 		d.decisions[m[1]] = true
 	}
 	return d
+}
+
+// slug is the anchor GitHub gives a heading: lower case, letters, digits,
+// spaces, hyphens and underscores kept (other punctuation, backticks
+// included, dropped), spaces made hyphens.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // checker holds the docs pages (by repository path, "docs/design.md").
@@ -134,23 +172,26 @@ func (c checker) check(path, text string) []string {
 			continue // README.md, the go.md files of other folders: not ours to resolve
 		}
 		tail := refTailRE.FindStringSubmatchIndex(text[after:min(len(text), after+300)])
-		sections, decisions := "", ""
-		if tail[2] >= 0 {
-			sections = text[after+tail[2] : after+tail[3]]
+		group := func(i int) string {
+			if tail[2*i] < 0 {
+				return ""
+			}
+			return text[after+tail[2*i] : after+tail[2*i+1]]
 		}
-		if tail[4] >= 0 {
-			decisions = text[after+tail[4] : after+tail[5]]
-		}
+		anchor, sections, decisions := group(1), group(2), group(3)
 		target := "docs/" + name + ".md"
 		covered = append(covered, [2]int{start, after + tail[1]})
 		at := func(f string, a ...any) { report(start, f, a...) }
 		d, ok := c.docs[target]
 		if !ok {
 			link := start >= 2 && text[start-2:start] == "]("
-			if hasDocsPrefix || link || sections != "" || decisions != "" {
+			if hasDocsPrefix || link || anchor != "" || sections != "" || decisions != "" {
 				at("%s does not exist", target)
 			}
 			continue
+		}
+		if anchor != "" && !d.anchors[anchor] {
+			at("%s has no heading #%s", target, anchor)
 		}
 		if sections != "" {
 			c.checkSections(sections, target, d, at)
@@ -164,24 +205,30 @@ func (c checker) check(path, text string) []string {
 	if inDocs {
 		self := c.docs[path]
 		decisions := c.docs["docs/decisions.md"]
-		for _, loc := range localRE.FindAllStringIndex(text, -1) {
+		for _, loc := range localRE.FindAllStringSubmatchIndex(text, -1) {
 			if inside(loc[0], covered) {
 				continue
 			}
 			ref := text[loc[0]:loc[1]]
-			if strings.HasPrefix(ref, "D-") {
+			switch {
+			case loc[2] >= 0:
+				if a := text[loc[2]:loc[3]]; !self.anchors[a] {
+					report(loc[0], "%s has no heading #%s", path, a)
+				}
+			case strings.HasPrefix(ref, "D-"):
 				if !decisions.decisions[ref] {
 					report(loc[0], "docs/decisions.md has no decision %s", ref)
 				}
-				continue
+			default:
+				c.checkSections(ref, path, self, func(f string, a ...any) { report(loc[0], f, a...) })
 			}
-			c.checkSections(ref, path, self, func(f string, a ...any) { report(loc[0], f, a...) })
 		}
 	}
 	return out
 }
 
-// checkSections checks a section list such as "§3-§5, §10" against d.
+// checkSections checks a legacy section list such as "§3-§5, §10"
+// against target's headings, through legacySections.
 func (checker) checkSections(list, target string, d doc, report func(string, ...any)) {
 	want := map[int]bool{}
 	for _, n := range numRE.FindAllString(list, -1) {
@@ -204,8 +251,9 @@ func (checker) checkSections(list, target string, d doc, report func(string, ...
 		nums = append(nums, v)
 	}
 	sort.Ints(nums)
+	legacy := legacySections[target]
 	for _, v := range nums {
-		if !d.sections[v] {
+		if v <= 0 || v >= len(legacy) || !d.anchors[legacy[v]] {
 			report("%s has no section %d", target, v)
 		}
 	}
@@ -340,7 +388,7 @@ func readText(path string) (string, bool) {
 
 // TestReferencesResolve scans every text file of the repository for
 // citations of documents outside it and for docs/ references whose file,
-// section or decision does not exist.
+// heading, legacy section or decision does not exist.
 func TestReferencesResolve(t *testing.T) {
 	root := repoRoot(t)
 	files := repoFiles(t, root)
@@ -379,44 +427,46 @@ func TestReferencesResolve(t *testing.T) {
 // forms are assembled at run time so that this file cites nothing.
 func TestChecker(t *testing.T) {
 	c := checker{docs: map[string]doc{
-		"docs/design.md":    parseDoc("# d\n\n## 1. One\n\n## 2. Two\n\n## 3. Three\n"),
+		"docs/design.md":    parseDoc("# d\n\n## The three functions\n\n## Wire protocol v1\n\n## Snapshots\n\n```\n## Not a heading\n```\n"),
 		"docs/decisions.md": parseDoc("# d\n\n## D-0010: ten\n\n## D-0012 twelve\n"),
 	}}
-	design, wire, adr, notes := "DES"+"IGN", "AgentsKit"+" wire", "AD"+"R-", "NO"+"TES"
+	design, wire, adr, notes, sec := "DES"+"IGN", "AgentsKit"+" wire", "AD"+"R-", "NO"+"TES", "§"
 	tests := map[string]struct {
 		path, text string
 		want       []string // substrings of the problems, in order
 	}{
 		"resolving references": {
 			path: "pkg/x/x.go",
-			text: "// a (docs/design.md §1, §3) b (docs/design.md §1-3)\n// docs/decisions.md D-0010, D-0012 and docs/design.md\n// §2.\n",
+			text: "// a (docs/design.md#the-three-functions, docs/design.md#snapshots)\n// docs/decisions.md D-0010, D-0012 and docs/design.md\n",
 		},
-		"missing section":  {path: "a.go", text: "// x\n// (docs/design.md §4)\n", want: []string{"a.go:2: docs/design.md has no section 4"}},
-		"range past end":   {path: "a.go", text: "// docs/design.md §2-§5\n", want: []string{"no section 4", "no section 5"}},
-		"wrapped section":  {path: "a.go", text: "// see docs/design.md\n// §9 here\n", want: []string{"a.go:1: docs/design.md has no section 9"}},
-		"backwards range":  {path: "a.go", text: "// docs/design.md §" + "3-1\n", want: []string{"runs backwards"}},
+		"missing heading":  {path: "a.go", text: "// x\n// (docs/design.md#the-turn-pipeline)\n", want: []string{"a.go:2: docs/design.md has no heading #the-turn-pipeline"}},
+		"fenced heading":   {path: "a.go", text: "// docs/design" + ".md#not-a-heading\n", want: []string{"no heading #not-a-heading"}},
+		"legacy section":   {path: "a.go", text: "// docs/design.md " + sec + "1, " + sec + "3 and docs/design.md\n// " + sec + "2.\n"},
+		"legacy missing":   {path: "a.go", text: "// x\n// (docs/design.md " + sec + "4)\n", want: []string{"a.go:2: docs/design.md has no section 4"}},
+		"range past end":   {path: "a.go", text: "// docs/design.md " + sec + "2-" + sec + "5\n", want: []string{"no section 4", "no section 5"}},
+		"backwards range":  {path: "a.go", text: "// docs/design.md " + sec + "3-1\n", want: []string{"runs backwards"}},
 		"missing decision": {path: "a.yaml", text: "# docs/decisions.md D-0011\n", want: []string{"a.yaml:1: docs/decisions.md has no decision D-0011"}},
-		"missing file":     {path: "Makefile", text: "# docs/" + "nowhere.md §1\n", want: []string{"Makefile:1: docs/" + "nowhere.md does not exist"}},
-		"old design":       {path: "a.go", text: "// (" + design + " §4)\n", want: []string{"design-notes section"}},
+		"missing file":     {path: "Makefile", text: "# docs/" + "nowhere.md#x\n", want: []string{"Makefile:1: docs/" + "nowhere.md does not exist"}},
+		"old design":       {path: "a.go", text: "// (" + design + " " + sec + "4)\n", want: []string{"design-notes section"}},
 		"old design wrapped": {
-			path: "a.go", text: "// x (" + design + "\n// §8)\n", want: []string{"a.go:1: cites a design-notes section"},
+			path: "a.go", text: "// x (" + design + "\n// " + sec + "8)\n", want: []string{"a.go:1: cites a design-notes section"},
 		},
-		"old design file": {path: "t.yaml", text: "# " + design + ".md §1\n", want: []string{"design-notes section", "the design notes"}},
-		"old wire":        {path: "a.go", text: "// (" + wire + " §9)\n", want: []string{"wire-reference notes", "wire-reference section"}},
+		"old design file": {path: "t.yaml", text: "# " + design + ".md " + sec + "1\n", want: []string{"design-notes section", "the design notes"}},
+		"old wire":        {path: "a.go", text: "// (" + wire + " " + sec + "9)\n", want: []string{"wire-reference notes", "wire-reference section"}},
 		"old wire rules":  {path: "a.go", text: "// (" + wire + ", \"SafeId\")\n", want: []string{"wire-reference notes"}},
-		"short wire":      {path: "a_test.go", text: "\t// Algorithm order (wi" + "re §3).\n", want: []string{"a_test.go:1: cites a wire-reference section"}},
+		"short wire":      {path: "a_test.go", text: "\t// Algorithm order (wi" + "re " + sec + "3).\n", want: []string{"a_test.go:1: cites a wire-reference section"}},
 		"decision record": {path: "a.go", text: "// (" + adr + "0012)\n", want: []string{"upstream decision record"}},
 		"tool notes":      {path: "a.go", text: "// (" + notes + ".md) and " + notes + " \"JSON in Go\"\n", want: []string{"tool notes", "tool-notes section"}},
-		"docs page, own section": {
-			path: "docs/design.md", text: "## 1. One\n\nsee §2 and §7, and D-0012, D-0099\n",
-			want: []string{"docs/design.md:3: docs/design.md has no section 7", "docs/design.md:3: docs/decisions.md has no decision D-0099"},
+		"docs page, own headings": {
+			path: "docs/design.md", text: "## Snapshots\n\nsee [x](#snapshots), [y](#wire-protocol-v2), D-0012, D-0099\n",
+			want: []string{"docs/design.md:3: docs/design.md has no heading #wire-protocol-v2", "docs/design.md:3: docs/decisions.md has no decision D-0099"},
 		},
-		"docs page, relative link": {
-			path: "docs/design.md", text: "## 1. One\n\n(decisions.md D-0013) [x](faults.md) ../README.md\n",
-			want: []string{"docs/decisions.md has no decision D-0013", "docs/faults.md does not exist"},
+		"docs page, relative links": {
+			path: "docs/design.md", text: "## Snapshots\n\n(decisions.md D-0013) [x](faults.md) [y](design.md#snapshots) [z](design.md#gone)\n",
+			want: []string{"docs/decisions.md has no decision D-0013", "docs/faults.md does not exist", "docs/design.md has no heading #gone"},
 		},
-		"other markdown is not resolved": {path: "a.go", text: "// README.md §4, CHANGES.md\n"},
-		"prose is not a citation":        {path: "a.go", text: "// on the wire, the hardwire § and docs/design.md\n"},
+		"other markdown is not resolved": {path: "a.go", text: "// README.md#anything, CHANGES.md\n"},
+		"prose is not a citation":        {path: "a.go", text: "// on the wire, the hardwire " + sec + " and docs/design.md\n"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -430,5 +480,19 @@ func TestChecker(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestSlug(t *testing.T) {
+	for heading, want := range map[string]string{
+		"Storage: one DynamoDB table": "storage-one-dynamodb-table",
+		"Models, tools, definitions":  "models-tools-definitions",
+		"Cold `make test`":            "cold-make-test",
+		"D-0101: No storage write":    "d-0101-no-storage-write",
+		"The tool demo: `/note`":      "the-tool-demo-note",
+	} {
+		if got := slug(heading); got != want {
+			t.Errorf("slug(%q) = %q, want %q", heading, got, want)
+		}
 	}
 }

@@ -33,7 +33,7 @@ import (
 )
 
 // EndpointEnv names an existing DynamoDB API server to use instead of
-// starting dynalite (config DYNAMODB_ENDPOINT, docs/design.md §9).
+// starting dynalite (config DYNAMODB_ENDPOINT, docs/design.md#configuration).
 const EndpointEnv = "DYNAMODB_ENDPOINT"
 
 // region is used for the local server and when AWS_REGION is unset.

@@ -48,6 +48,10 @@ type Options struct {
 	// host (-race when this binary is race-enabled).
 	Release      bool
 	GOOS, GOARCH string // Release only; empty means the host's
+	// ModFile, when set, builds with that go.mod instead of the module's
+	// (go build -modfile, -mod=mod: the sums it needs are added to the
+	// .sum file beside it).
+	ModFile string
 }
 
 // Bootstraps returns the paths of the named bootstraps (keys of
@@ -89,6 +93,9 @@ func Build(ctx context.Context, root, dir string, o Options, names ...string) (m
 		env = append(env, "CGO_ENABLED=0", "GOOS="+goos, "GOARCH="+goarch)
 	} else if raceEnabled {
 		args = append(args, "-race")
+	}
+	if o.ModFile != "" {
+		args = append(args, "-modfile", o.ModFile, "-mod=mod")
 	}
 	paths := map[string]string{}
 	for _, n := range names {

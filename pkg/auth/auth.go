@@ -28,7 +28,8 @@ var (
 	ErrForbidden = errors.New("auth: forbidden")
 )
 
-// Authenticator establishes the principal of a request (docs/design.md §7).
+// Authenticator establishes the principal of a request
+// (docs/design.md#authentication-and-tenancy).
 type Authenticator interface {
 	// Authenticate returns the caller's principal. It reads r's headers and
 	// context only, never r.Body. Errors wrap ErrUnauthenticated or

@@ -14,8 +14,9 @@ import (
 	"github.com/turnstream/turnstream/pkg/config"
 )
 
-// forbiddenBody fails the test when an Authenticator reads the request
-// body (docs/design.md §4: authenticate before any body byte is read).
+// forbiddenBody fails the test when an Authenticator reads the request body
+// (docs/design.md#the-turn-pipeline: authenticate before any body byte is
+// read).
 type forbiddenBody struct{ tb testing.TB }
 
 func (b forbiddenBody) Read([]byte) (int, error) {

@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Authentication modes of Config.Mode (AUTH_MODE; docs/design.md §7).
+// Authentication modes of Config.Mode (AUTH_MODE;
+// docs/design.md#authentication-and-tenancy).
 const (
 	// ModeDev names the principal from "Authorization: Bearer
 	// dev.<subject>"; local only (New refuses it on Lambda).
@@ -19,8 +20,8 @@ const (
 	ModeIAM = "iam"
 )
 
-// Config configures New (docs/design.md §7). pkg/config builds it from
-// the environment variables named at each field.
+// Config configures New (docs/design.md#authentication-and-tenancy).
+// pkg/config builds it from the environment variables named at each field.
 type Config struct {
 	// Mode is ModeDev, ModeJWT or ModeIAM (AUTH_MODE, default "dev").
 	Mode string
@@ -39,10 +40,10 @@ type Config struct {
 	// tenant in jwt mode (JWT_TENANT_CLAIM, default "iss").
 	TenantClaim string
 	// TrustedSubject is the subject of the trusted host principal that may
-	// write artifact references (ARTIFACTS_TRUSTED_SUBJECT; default "host"
-	// in dev mode, none otherwise; docs/design.md §6-7). Trust is bound to the
-	// whole principal, TrustedSubject and TrustedTenant: see
-	// TrustedPrincipal.
+	// write artifact references (ARTIFACTS_TRUSTED_SUBJECT; default "host" in
+	// dev mode, none otherwise; docs/design.md#history-and-artifacts-api,
+	// docs/design.md#authentication-and-tenancy). Trust is bound to the whole
+	// principal, TrustedSubject and TrustedTenant: see TrustedPrincipal.
 	TrustedSubject string
 	// TrustedTenant is the tenant of the trusted host principal
 	// (ARTIFACTS_TRUSTED_TENANT). Empty means the one tenant the mode

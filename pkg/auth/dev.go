@@ -7,7 +7,8 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 )
 
-// devAuthenticator implements dev mode (docs/design.md §7, §10).
+// devAuthenticator implements dev mode
+// (docs/design.md#authentication-and-tenancy, docs/design.md#running-it).
 type devAuthenticator struct {
 	trusted trust
 }

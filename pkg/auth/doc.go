@@ -1,6 +1,7 @@
-// Package auth establishes who is calling a turnstream function, from
-// request headers and the request context only, before any body byte is
-// read (docs/design.md §4, §7).
+// Package auth establishes who is calling a turnstream function, from request
+// headers and the request context only, before any body byte is read
+// (docs/design.md#the-turn-pipeline,
+// docs/design.md#authentication-and-tenancy).
 //
 // New builds the Authenticator of a Config mode:
 //

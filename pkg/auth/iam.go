@@ -9,11 +9,12 @@ import (
 )
 
 // iamAuthenticator implements iam mode: function URL AuthType AWS_IAM
-// (docs/design.md §7). Lambda verified the SigV4 signature before invoking; the
-// identity is read from the raw event that the adapter put in the request
-// context, never from headers (aws-lambda-go-api-proxy also copies the
-// event into an X-GoLambdaProxy-ApiGateway-Context header, which a caller
-// could forge: it is ignored).
+// (docs/design.md#authentication-and-tenancy). Lambda verified the SigV4
+// signature before invoking; the identity is read from the raw event that the
+// adapter put in the request context, never from headers
+// (aws-lambda-go-api-proxy also copies the event into an
+// X-GoLambdaProxy-ApiGateway-Context header, which a caller could forge: it is
+// ignored).
 type iamAuthenticator struct {
 	trusted trust
 }

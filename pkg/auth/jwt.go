@@ -21,10 +21,11 @@ import (
 // maxJWKSBytes bounds a JWKS response body.
 const maxJWKSBytes = 1 << 20
 
-// asymmetric is the allowlist of JWS algorithms (docs/design.md §7): RSA PKCS#1
-// v1.5 and PSS, ECDSA and EdDSA (RFC 7518, RFC 8037). "none" and every HMAC algorithm are
-// refused before any key is looked up, which closes the HS256-with-the-
-// public-key confusion.
+// asymmetric is the allowlist of JWS algorithms
+// (docs/design.md#authentication-and-tenancy): RSA PKCS#1 v1.5 and PSS, ECDSA
+// and EdDSA (RFC 7518, RFC 8037). "none" and every HMAC algorithm are refused
+// before any key is looked up, which closes the HS256-with-the- public-key
+// confusion.
 var asymmetric = map[string]bool{
 	"RS256": true, "RS384": true, "RS512": true,
 	"PS256": true, "PS384": true, "PS512": true,
@@ -32,7 +33,8 @@ var asymmetric = map[string]bool{
 	"EdDSA": true, "Ed25519": true, // Ed25519: RFC 9864 fully-specified EdDSA
 }
 
-// jwtAuthenticator implements jwt mode (docs/design.md §7).
+// jwtAuthenticator implements jwt mode
+// (docs/design.md#authentication-and-tenancy).
 type jwtAuthenticator struct {
 	issuer, audience string
 	skew             time.Duration

@@ -19,8 +19,8 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// Authentication modes of AUTH_MODE (docs/design.md §7), owned by
-// pkg/auth.
+// Authentication modes of AUTH_MODE
+// (docs/design.md#authentication-and-tenancy), owned by pkg/auth.
 const (
 	// AuthDev names the principal from "Authorization: Bearer dev.<subject>";
 	// local only (pkg/auth refuses it on Lambda).
@@ -31,8 +31,8 @@ const (
 	AuthIAM = auth.ModeIAM
 )
 
-// Model providers of MODEL_PROVIDER (docs/design.md §8), owned by
-// pkg/definition.
+// Model providers of MODEL_PROVIDER (docs/design.md#models-tools-definitions),
+// owned by pkg/definition.
 const (
 	// ProviderEcho is the deterministic offline model (pkg/model/echo).
 	ProviderEcho = definition.ProviderEcho
@@ -61,8 +61,9 @@ const (
 	generatedCursorSecretBytes = 32
 )
 
-// Config is the whole process configuration (docs/design.md §9). Build it with
-// FromEnv or FromLookup, or by hand in tests; the zero value is not valid.
+// Config is the whole process configuration (docs/design.md#configuration).
+// Build it with FromEnv or FromLookup, or by hand in tests; the zero value is
+// not valid.
 type Config struct {
 	// TableName is the DynamoDB table (TABLE_NAME, default "turnstream";
 	// 3..255 of [A-Za-z0-9_.-]).
@@ -80,13 +81,16 @@ type Config struct {
 	// own resolution.
 	Region string
 	// TurnTimeout bounds one turn request (TURN_TIMEOUT, default 5 min,
-	// > 0, <= 15 min). See Deadline (docs/design.md §4).
+	// > 0, <= 15 min); the request's deadline is the earlier of it and the
+	// Lambda deadline less CleanupReserve (docs/design.md#the-turn-pipeline).
 	TurnTimeout time.Duration
 	// CleanupReserve is kept from the Lambda deadline for cleanup
-	// (CLEANUP_RESERVE, default 5 s, > 0, < TurnTimeout; docs/design.md §4).
+	// (CLEANUP_RESERVE, default 5 s, > 0, < TurnTimeout;
+	// docs/design.md#the-turn-pipeline).
 	CleanupReserve time.Duration
-	// LeaseDuration is the active-turn lease length, renewed every third of
-	// it (LEASE_DURATION, default 30 s, >= 1 s, <= 1 h; docs/design.md §4).
+	// LeaseDuration is the active-turn lease length, renewed every third of it
+	// (LEASE_DURATION, default 30 s, >= 1 s, <= 1 h;
+	// docs/design.md#the-turn-pipeline).
 	LeaseDuration time.Duration
 	// ConfirmationTTL is how long a tool call that requires approval can
 	// be decided (CONFIRMATION_TTL, default 15 min, >= 1 s, <= 7 days;
@@ -111,10 +115,11 @@ type Config struct {
 	// (RESUME_POLL_INTERVAL, default 250 ms, 10 ms..500 ms).
 	ResumePollInterval time.Duration
 	// SnapshotInterval is the minimum time between streaming snapshots
-	// (SNAPSHOT_INTERVAL, default 50 ms, >= 1 ms, <= 10 s; docs/design.md §3).
+	// (SNAPSHOT_INTERVAL, default 50 ms, >= 1 ms, <= 10 s;
+	// docs/design.md#snapshots).
 	SnapshotInterval time.Duration
 	// MaxBodyBytes caps a request body in bytes (MAX_BODY_BYTES, default
-	// 65536, 1..MaxBodyBytesLimit; docs/design.md §4).
+	// 65536, 1..MaxBodyBytesLimit; docs/design.md#the-turn-pipeline).
 	MaxBodyBytes int64
 	// CursorSecret is the HMAC key of history page cursors (CURSOR_SECRET,
 	// its bytes as given, at least MinCursorSecretBytes). When unset a
@@ -138,24 +143,25 @@ type Config struct {
 	// LambdaFunctionName is AWS_LAMBDA_FUNCTION_NAME, set by the Lambda
 	// runtime; empty when not running on Lambda.
 	LambdaFunctionName string
-	// SessionRetention is how long an idle session is kept before DynamoDB
-	// TTL may delete it (SESSION_RETENTION; 0, the default, keeps sessions
+	// SessionRetention is how long an idle session is kept before DynamoDB TTL
+	// may delete it (SESSION_RETENTION; 0, the default, keeps sessions
 	// forever; otherwise >= 1 min, since TTL deletion is lazy and a shorter
-	// retention would delete live sessions; docs/design.md §5).
+	// retention would delete live sessions;
+	// docs/design.md#storage-one-dynamodb-table).
 	SessionRetention time.Duration
 	// LogLevel is the slog level (LOG_LEVEL: debug | info | warn | error,
-	// case-insensitive, default info; docs/design.md §9).
+	// case-insensitive, default info; docs/design.md#configuration).
 	LogLevel slog.Level
-	// Auth configures pkg/auth (docs/design.md §7).
+	// Auth configures pkg/auth (docs/design.md#authentication-and-tenancy).
 	Auth AuthConfig
 	// Model configures the model provider and the default definition
-	// (docs/design.md §8).
+	// (docs/design.md#models-tools-definitions).
 	Model ModelConfig
 }
 
-// AuthConfig configures pkg/auth (docs/design.md §7): it is auth.Config,
-// which FromLookup fills from AUTH_MODE, JWT_JWKS_URL, JWT_ISSUER,
-// JWT_AUDIENCE, JWT_CLOCK_SKEW, JWT_TENANT_CLAIM,
+// AuthConfig configures pkg/auth (docs/design.md#authentication-and-tenancy):
+// it is auth.Config, which FromLookup fills from AUTH_MODE, JWT_JWKS_URL,
+// JWT_ISSUER, JWT_AUDIENCE, JWT_CLOCK_SKEW, JWT_TENANT_CLAIM,
 // ARTIFACTS_TRUSTED_SUBJECT and ARTIFACTS_TRUSTED_TENANT.
 type AuthConfig = auth.Config
 
@@ -163,7 +169,7 @@ type AuthConfig = auth.Config
 const DevTenant = auth.DevTenant
 
 // ModelConfig configures the model provider and the default definition
-// (docs/design.md §8).
+// (docs/design.md#models-tools-definitions).
 type ModelConfig struct {
 	// Provider is ProviderEcho, ProviderBedrock or ProviderOpenAI
 	// (MODEL_PROVIDER, default "echo").
@@ -203,8 +209,9 @@ type ModelConfig struct {
 	// ApprovalTools are the tools of Tools marked ":approval" in
 	// MODEL_TOOLS, in order.
 	ApprovalTools []string
-	// MaxSteps caps the model calls of one turn, each tool round trip
-	// being one more call (MODEL_MAX_STEPS, default 8, 1..64; docs/design.md §8).
+	// MaxSteps caps the model calls of one turn, each tool round trip being
+	// one more call (MODEL_MAX_STEPS, default 8, 1..64;
+	// docs/design.md#models-tools-definitions).
 	MaxSteps int
 	// MaxTokens caps one model call's completion in tokens
 	// (MODEL_MAX_TOKENS, default 0 = the provider's default,
@@ -555,21 +562,6 @@ func validSecretARN(s string) bool {
 	parts := strings.SplitN(s, ":", 7)
 	return len(parts) == 7 && parts[0] == "arn" && parts[1] != "" && parts[2] == "secretsmanager" &&
 		parts[3] != "" && parts[4] != "" && parts[5] == "secret" && parts[6] != ""
-}
-
-// Deadline is the one deadline of a turn request (docs/design.md §4):
-// now + TurnTimeout, or lambdaDeadline - CleanupReserve when ok (a Lambda
-// deadline is known, see lambdacontext / ctx.Deadline) and that is earlier.
-// The result may already be past when the invocation has little time left;
-// the caller then fails the request at once.
-func (c Config) Deadline(now time.Time, lambdaDeadline time.Time, ok bool) time.Time {
-	d := now.Add(c.TurnTimeout)
-	if ok {
-		if l := lambdaDeadline.Add(-c.CleanupReserve); l.Before(d) {
-			d = l
-		}
-	}
-	return d
 }
 
 // parser accumulates one error per variable.

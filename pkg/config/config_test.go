@@ -544,30 +544,6 @@ func TestFromEnvParsesOnce(t *testing.T) {
 	}
 }
 
-func TestDeadline(t *testing.T) {
-	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	c := config.Config{TurnTimeout: 30 * time.Second, CleanupReserve: 5 * time.Second}
-	tests := map[string]struct {
-		lambda time.Time
-		ok     bool
-		want   time.Time
-	}{
-		"no Lambda deadline":             {time.Time{}, false, now.Add(30 * time.Second)},
-		"Lambda deadline far":            {now.Add(15 * time.Minute), true, now.Add(30 * time.Second)},
-		"Lambda deadline near":           {now.Add(20 * time.Second), true, now.Add(15 * time.Second)},
-		"exactly equal":                  {now.Add(35 * time.Second), true, now.Add(30 * time.Second)},
-		"Lambda deadline within reserve": {now.Add(3 * time.Second), true, now.Add(-2 * time.Second)},
-		"ignored when not ok":            {now.Add(time.Second), false, now.Add(30 * time.Second)},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			if got := c.Deadline(now, tc.lambda, tc.ok); !got.Equal(tc.want) {
-				t.Errorf("Deadline = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 // wantTrusted checks c's trusted principal.
 func wantTrusted(t *testing.T, c config.Config, tenant, subject string) {
 	t.Helper()

@@ -1,5 +1,5 @@
 // Package config turns the process environment into a typed Config shared
-// by every Lambda main and the dev server (docs/design.md §9).
+// by every Lambda main and the dev server (docs/design.md#configuration).
 //
 // The environment is the only source of configuration. It is read once:
 // FromEnv parses os.LookupEnv on its first call and returns the same result

@@ -2,7 +2,6 @@ package config_test
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/turnstream/turnstream/pkg/config"
 )
@@ -30,12 +29,4 @@ func ExampleFromLookup() {
 	// Output:
 	// 20s 100ms dev echo
 	// TURN_TIMEOUT: not a duration (want Go syntax such as "30s" or integer milliseconds)
-}
-
-func ExampleConfig_Deadline() {
-	c := config.Config{TurnTimeout: 30 * time.Second, CleanupReserve: 5 * time.Second}
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	// Lambda gives the invocation 12 s: the turn gets 7 s, keeping 5 s for cleanup.
-	fmt.Println(c.Deadline(now, now.Add(12*time.Second), true).Sub(now))
-	// Output: 7s
 }

@@ -1,6 +1,6 @@
 // Package definition resolves the definition a session runs with: id,
-// revision, system prompt, provider, model id, tools and limits (docs/design.md
-// §8), from configuration only.
+// revision, system prompt, provider, model id, tools and limits
+// (docs/design.md#models-tools-definitions), from configuration only.
 //
 // Definitions come from a JSON file (Config.File, DEFINITIONS_FILE in
 // pkg/config; see Parse) or, without one, from one definition given
@@ -11,9 +11,9 @@
 // rules and limits; pkg/config refers to them.
 //
 // A session keeps its definition id for life (the session envelope's
-// definitionId, docs/protocol.md §8); a new session gets the default
-// definition (config DEFINITION_ID). Every turn resolves the session's id
-// again and runs the definition's current revision, so a deployment that
+// definitionId, docs/protocol.md#the-session-envelope); a new session gets the
+// default definition (config DEFINITION_ID). Every turn resolves the session's
+// id again and runs the definition's current revision, so a deployment that
 // bumps a revision applies it to the next turn of every session; the turn
 // records the revision it ran in the session envelope.
 package definition
@@ -93,8 +93,8 @@ const (
 	// MaxTokens is the largest limits.maxTokens: 1,000,000 tokens of one
 	// model call's completion.
 	MaxTokens = 1_000_000
-	// MaxRevision is the largest revision: 2^53-1 (docs/protocol.md §1
-	// integers).
+	// MaxRevision is the largest revision: 2^53-1
+	// (docs/protocol.md#the-turn-event-envelope integers).
 	MaxRevision = 1<<53 - 1
 	// MaxDefinitions bounds the definitions of one file.
 	MaxDefinitions = 1_000
@@ -131,7 +131,8 @@ var (
 
 // Definition is what a session's turns run with.
 type Definition struct {
-	// ID is a SafeId (docs/protocol.md §1), unique among definitions.
+	// ID is a SafeId (docs/protocol.md#the-turn-event-envelope), unique among
+	// definitions.
 	ID string
 	// Revision is an integer 1..MaxRevision.
 	Revision int64

@@ -4,15 +4,16 @@
 // errors to protocol diagnostics, and the one way an error response is
 // written.
 //
-// Every handler checks a request in the same order (docs/protocol.md §9):
-// the method (405 REQUEST_METHOD_NOT_ALLOWED, see RequireMethod), the media
-// type of a request with a body (415, see RequireJSON), the caller from the
-// headers alone, before any body byte is read (401/403, pkg/auth), then the
-// body under a hard cap (413, see ReadBody), then the route's own decoding
-// (400). The media-type rule is strict: the Content-Type must parse with
-// mime.ParseMediaType and name exactly application/json, in any case, with
-// any valid parameters; a missing header, a malformed one and look-alikes
-// such as application/json-patch+json are 415.
+// Every handler checks a request in the same order
+// (docs/protocol.md#server-handler-behaviour): the method (405
+// REQUEST_METHOD_NOT_ALLOWED, see RequireMethod), the media type of a request
+// with a body (415, see RequireJSON), the caller from the headers alone,
+// before any body byte is read (401/403, pkg/auth), then the body under a hard
+// cap (413, see ReadBody), then the route's own decoding (400). The media-type
+// rule is strict: the Content-Type must parse with mime.ParseMediaType and
+// name exactly application/json, in any case, with any valid parameters; a
+// missing header, a malformed one and look-alikes such as
+// application/json-patch+json are 415.
 //
 // Errors become diagnostics in one place, Diagnose: a table of the domain
 // sentinels (pkg/chat, pkg/auth) and of this package's request errors

@@ -3,6 +3,7 @@ package httpedge
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -48,9 +49,9 @@ var (
 	// document the route expects (routes that take no protocol event): 400
 	// REQUEST_INVALID_BODY.
 	ErrInvalidBody = errors.New("httpedge: invalid request body")
-	// ErrLineageInvalid is a retry, edit or regenerate whose lineage does
-	// not name a visible parent turn of the session (docs/design.md §5):
-	// 422 LINEAGE_INVALID.
+	// ErrLineageInvalid is a retry, edit or regenerate whose lineage does not
+	// name a visible parent turn of the session
+	// (docs/design.md#storage-one-dynamodb-table): 422 LINEAGE_INVALID.
 	ErrLineageInvalid = errors.New("httpedge: lineage does not match a visible parent turn")
 	// ErrMultitaskNotAllowed is a submit naming a multitask policy its
 	// session's definition, or the deployment, does not allow
@@ -95,6 +96,26 @@ var errorTable = []struct {
 	{ErrInvalidBody, protocol.CodeRequestInvalidBody},
 	{ErrLineageInvalid, protocol.CodeLineageInvalid},
 	{ErrMultitaskNotAllowed, protocol.CodeMultitaskNotAllowed},
+}
+
+// Codes returns every code Diagnose can return, without repeats: the
+// error table's, in its order, then SERVER_TIMEOUT, REQUEST_CANCELLED and
+// SERVER_INTERNAL. The HTTP status of each is protocol.HTTPStatus's; the
+// one table of codes and statuses in docs/design.md#errors is checked
+// against this list (internal/docstest).
+func Codes() []string {
+	var codes []string
+	for _, e := range errorTable {
+		codes = append(codes, e.code)
+	}
+	codes = append(codes, protocol.CodeServerTimeout, protocol.CodeRequestCancelled, protocol.CodeServerInternal)
+	var out []string
+	for _, c := range codes {
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // Diagnose maps err, returned while ctx was the request's context, to the

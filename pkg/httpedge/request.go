@@ -14,7 +14,7 @@ import (
 
 // DefaultMaxBodyBytes is the request body cap of every handler whose
 // options leave it zero: 65,536 bytes, the protocol's reference limit and
-// MAX_BODY_BYTES's default (docs/protocol.md §9).
+// MAX_BODY_BYTES's default (docs/protocol.md#server-handler-behaviour).
 const DefaultMaxBodyBytes = 64 << 10
 
 // RequireMethod returns nil when r's method is one of allowed; otherwise

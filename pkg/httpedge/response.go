@@ -7,9 +7,9 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// SetJSONHeaders sets on h the headers of every JSON response (error or
-// not): Content-Type application/json; charset=utf-8, Cache-Control
-// no-store and X-Content-Type-Options nosniff (docs/protocol.md §9).
+// SetJSONHeaders sets on h the headers of every JSON response (error or not):
+// Content-Type application/json; charset=utf-8, Cache-Control no-store and
+// X-Content-Type-Options nosniff (docs/protocol.md#server-handler-behaviour).
 func SetJSONHeaders(h http.Header) {
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")

@@ -1,5 +1,5 @@
 // Package model is the seam between the turn pipeline and a language model
-// provider (docs/design.md §8).
+// provider (docs/design.md#models-tools-definitions).
 //
 // A Model turns one Request (system prompt, conversation, tool specs) into a
 // Stream of Events: text deltas, complete tool calls, usage and one finish
@@ -161,9 +161,10 @@ const (
 )
 
 // Error is a provider failure. Code is the provider's own error code (for
-// example Bedrock "ThrottlingException", OpenAI "rate_limit_exceeded" or
-// an HTTP status such as "http_503"); the turn keeps it in the message's
-// metadata, never Err's text in a client-visible message (docs/design.md §3).
+// example Bedrock "ThrottlingException", OpenAI "rate_limit_exceeded" or an
+// HTTP status such as "http_503"); the turn keeps it in the message's
+// metadata, never Err's text in a client-visible message
+// (docs/design.md#snapshots).
 type Error struct {
 	// Code is the provider's error code; never empty.
 	Code string

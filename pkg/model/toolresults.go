@@ -7,17 +7,17 @@ import "github.com/turnstream/turnstream/pkg/protocol"
 // requires_confirmation, for example after a crashed turn).
 const TextToolNotCompleted = "Tool call did not complete."
 
-// ExpandToolCalls returns msgs with the tool round trips that providers
-// need made explicit (see the package documentation): after every
-// assistant message with ToolCalls, one protocol.RoleTool message per
-// call that is not already answered by a tool message with its
-// ToolCallID before the next user or assistant message. The synthesized
-// message has Content the call's Result (status complete) or Error
-// (status error; Status protocol.MessageError), or TextToolNotCompleted
-// with Status protocol.MessageError for an unfinished call. A turn that
-// stores one assistant message per turn with its toolCalls (docs/protocol.md
-// §4) calls this on the loaded context before Stream. msgs is not
-// modified; messages without tool calls are kept as they are.
+// ExpandToolCalls returns msgs with the tool round trips that providers need
+// made explicit (see the package documentation): after every assistant message
+// with ToolCalls, one protocol.RoleTool message per call that is not already
+// answered by a tool message with its ToolCallID before the next user or
+// assistant message. The synthesized message has Content the call's Result
+// (status complete) or Error (status error; Status protocol.MessageError), or
+// TextToolNotCompleted with Status protocol.MessageError for an unfinished
+// call. A turn that stores one assistant message per turn with its toolCalls
+// (docs/protocol.md#the-canonical-message-record) calls this on the loaded
+// context before Stream. msgs is not modified; messages without tool calls are
+// kept as they are.
 func ExpandToolCalls(msgs []protocol.Message) []protocol.Message {
 	out := make([]protocol.Message, 0, len(msgs))
 	for i, m := range msgs {

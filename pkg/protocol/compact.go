@@ -140,14 +140,15 @@ var appendFields = []string{"protocol", "version", "event", "sequence", "after",
 // begins as an append line does. It is a quick test, not validation.
 func IsAppendLine(line []byte) bool { return bytes.HasPrefix(line, []byte(appendPrefix)) }
 
-// DecodeAppend decodes one complete append line from untrusted JSON text
-// (its LF, if any, and JSON whitespace are allowed). Members may come in
-// any order; unknown members are ignored. The error wraps ErrInvalidAppend
-// when the text is not strict JSON (docs/design.md §2: duplicated keys,
-// lone surrogates and invalid UTF-8 are errors), is not an object of kind
+// DecodeAppend decodes one complete append line from untrusted JSON text (its
+// LF, if any, and JSON whitespace are allowed). Members may come in any order;
+// unknown members are ignored. The error wraps ErrInvalidAppend when the text
+// is not strict JSON (docs/design.md#wire-protocol-v1: duplicated keys, lone
+// surrogates and invalid UTF-8 are errors), is not an object of kind
 // EventAppend, holds a case variant of one of its members, or breaks a
-// member's rule: sequence, after and offset integers with 0 <= after < sequence <= 2^53-1 and offset >= 0, usage (if
-// present) the snapshot's usage object, text a string.
+// member's rule: sequence, after and offset integers with 0 <= after <
+// sequence <= 2^53-1 and offset >= 0, usage (if present) the snapshot's usage
+// object, text a string.
 func DecodeAppend(line []byte) (*Append, error) {
 	root, err := parseJSON(line)
 	if err != nil {
@@ -352,20 +353,10 @@ func NewCompactCursor(sessionID string) (*CompactCursor, error) {
 func (c *CompactCursor) Apply(line []byte) (bool, error) {
 	if !IsAppendLine(bytes.TrimLeft(line, " \t\r\n")) {
 		ev, diag := DecodeTurnEvent(line)
-		if diag != nil || ev.Kind != EventSnapshot || ev.SessionID != c.sessionID {
+		if diag != nil {
 			return false, nil
 		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.snapshot != nil && ev.Sequence <= c.snapshot.Sequence {
-			return false, nil
-		}
-		c.snapshot = ev
-		c.length = 0
-		if n := len(ev.Snapshot.Messages); n > 0 {
-			c.length = int64(utf16Len(ev.Snapshot.Messages[n-1].Content, -1))
-		}
-		return true, nil
+		return c.ApplyEvent(ev), nil
 	}
 	a, err := DecodeAppend(line)
 	if err != nil {
@@ -391,6 +382,27 @@ func (c *CompactCursor) Apply(line []byte) (bool, error) {
 	c.snapshot = &next
 	c.length += int64(utf16Len(a.Text, -1))
 	return true, nil
+}
+
+// ApplyEvent offers a decoded event, as Apply offers its line, for a
+// reader that decoded the line already (DecodeTurnEvent): a snapshot of
+// the cursor's session with a strictly greater sequence is kept (a deep
+// copy: ev stays the caller's). It reports whether the held state changed.
+func (c *CompactCursor) ApplyEvent(ev *Event) bool {
+	if ev == nil || ev.Kind != EventSnapshot || ev.Snapshot == nil || ev.SessionID != c.sessionID {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.snapshot != nil && ev.Sequence <= c.snapshot.Sequence {
+		return false
+	}
+	c.snapshot = cloneEvent(ev)
+	c.length = 0
+	if n := len(ev.Snapshot.Messages); n > 0 {
+		c.length = int64(utf16Len(ev.Snapshot.Messages[n-1].Content, -1))
+	}
+	return true
 }
 
 // appliesLocked reports whether a applies to the held state; c.mu is held.

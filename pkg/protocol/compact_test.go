@@ -225,6 +225,31 @@ func TestCompactCursor(t *testing.T) {
 	}
 }
 
+// TestCompactCursorApplyEvent: a decoded snapshot is taken as its line
+// is, as a copy, and an append line then applies to it.
+func TestCompactCursorApplyEvent(t *testing.T) {
+	c, _ := protocol.NewCompactCursor("s1")
+	ev, diag := protocol.DecodeTurnEvent(snapshotLine(t, 2, protocol.StatusStreaming, "a"))
+	if diag != nil {
+		t.Fatal(diag.Code)
+	}
+	if !c.ApplyEvent(ev) || c.ApplyEvent(ev) {
+		t.Fatal("ApplyEvent: want the snapshot taken once")
+	}
+	ev.Snapshot.Messages[1].Content = "changed by its caller"
+	if changed, err := c.Apply(appendLine(t, protocol.Append{Sequence: 3, After: 2, Offset: 1, Text: "b"})); !changed || err != nil {
+		t.Fatalf("append after ApplyEvent: %v %v", changed, err)
+	}
+	if got := c.Snapshot().Snapshot.Messages[1].Content; got != "ab" {
+		t.Errorf("content %q, want ab", got)
+	}
+	other := *ev
+	other.SessionID, other.Sequence = "s2", 9
+	if c.ApplyEvent(&other) || c.ApplyEvent(nil) {
+		t.Error("ApplyEvent took another session's snapshot or nil")
+	}
+}
+
 // Every cut of an open append line yields a prefix of its text, never a
 // broken character or escape, and the whole text once the closing quote
 // has arrived.

@@ -1,29 +1,26 @@
 package protocol
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"sort"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Component envelope constants (docs/protocol.md §7; docs/decisions.md D-0007).
+// Component envelope constants (docs/protocol.md#component-frames;
+// docs/decisions.md D-0007).
 const (
 	ComponentProtocol = "agentskit.chat.component"
 	ComponentVersion  = 1
 )
 
-// Component frame types (docs/protocol.md §7).
+// Component frame types (docs/protocol.md#component-frames).
 const (
 	FrameRender = "render"
 )
 
 // Bounded JSON limits of component props and interaction values
-// (docs/protocol.md §7): the root is depth 0 and node 1.
+// (docs/protocol.md#component-frames): the root is depth 0 and node 1.
 const (
 	MaxBoundedNodes  = 1_000
 	MaxBoundedDepth  = 20
@@ -36,9 +33,9 @@ const (
 // a wire rule; the wrapping error names the field.
 var ErrInvalidFrame = errors.New("protocol: invalid component frame")
 
-// RenderFrame is a component render frame (docs/protocol.md §7). Props is
-// bounded JSON and required: JSON null is written as `null`, so a nil Props
-// is invalid. Encoded key order: protocol, version, type, componentKey,
+// RenderFrame is a component render frame (docs/protocol.md#component-frames).
+// Props is bounded JSON and required: JSON null is written as `null`, so a nil
+// Props is invalid. Encoded key order: protocol, version, type, componentKey,
 // instanceId, props, fallback.
 type RenderFrame struct {
 	ComponentKey string          // ^[a-z][a-z0-9-]{0,63}$
@@ -48,13 +45,14 @@ type RenderFrame struct {
 }
 
 // Fallback is a render frame's semantic fallback: Kind 1-64 and Summary
-// 1-4,096 UTF-16 code units (docs/protocol.md §7).
+// 1-4,096 UTF-16 code units (docs/protocol.md#component-frames).
 type Fallback struct {
 	Kind    string
 	Summary string
 }
 
-// boundedOK reports whether n is bounded JSON (docs/protocol.md §7).
+// boundedOK reports whether n is bounded JSON
+// (docs/protocol.md#component-frames).
 func boundedOK(n *node) bool {
 	count := 0
 	var visit func(n *node, depth int) bool
@@ -102,14 +100,14 @@ func componentDiag(code, message string) *Diagnostic {
 }
 
 // DecodeRenderFrame decodes an untrusted component frame as AgentsKit's
-// decodeComponentFrame does (docs/protocol.md §7), in order: invalid JSON
-// (strict reader, docs/design.md §2) → COMPONENT_INVALID_FRAME "Component frame is
-// not valid JSON."; right protocol with a numeric version other than 1 →
-// COMPONENT_UNSUPPORTED_VERSION; right protocol and a type other than
-// render → COMPONENT_UNKNOWN_TYPE; any schema failure →
-// COMPONENT_INVALID_FRAME "Component frame payload is invalid.". Unknown
-// keys are dropped; a case variant of a field (IsCaseVariant) in the frame
-// or its fallback is COMPONENT_INVALID_FRAME, checked first. Exactly one
+// decodeComponentFrame does (docs/protocol.md#component-frames), in order:
+// invalid JSON (strict reader, docs/design.md#wire-protocol-v1) →
+// COMPONENT_INVALID_FRAME "Component frame is not valid JSON."; right protocol
+// with a numeric version other than 1 → COMPONENT_UNSUPPORTED_VERSION; right
+// protocol and a type other than render → COMPONENT_UNKNOWN_TYPE; any schema
+// failure → COMPONENT_INVALID_FRAME "Component frame payload is invalid.".
+// Unknown keys are dropped; a case variant of a field (IsCaseVariant) in the
+// frame or its fallback is COMPONENT_INVALID_FRAME, checked first. Exactly one
 // result is non-nil.
 func DecodeRenderFrame(data []byte) (*RenderFrame, *Diagnostic) {
 	root, err := parseJSON(data)
@@ -129,8 +127,8 @@ func DecodeRenderFrame(data []byte) (*RenderFrame, *Diagnostic) {
 	return f, nil
 }
 
-// componentPrecheck applies steps 2-3 of docs/protocol.md §7; allowed lists
-// the types the caller decodes.
+// componentPrecheck applies steps 2-3 of docs/protocol.md#component-frames;
+// allowed lists the types the caller decodes.
 func componentPrecheck(root *node, allowed ...string) *Diagnostic {
 	if p, ok := strField(root, "protocol"); !ok || p != ComponentProtocol {
 		return nil
@@ -221,8 +219,8 @@ func appendComponentHeader(b []byte, typ, key, instance string) ([]byte, error) 
 	return append(b, '"'), nil
 }
 
-// EncodeRenderFrame validates f (docs/protocol.md §7) and returns its compact
-// JSON. Errors wrap ErrInvalidFrame and name the field.
+// EncodeRenderFrame validates f (docs/protocol.md#component-frames) and
+// returns its compact JSON. Errors wrap ErrInvalidFrame and name the field.
 func EncodeRenderFrame(f *RenderFrame) ([]byte, error) {
 	return appendRenderFrame(nil, f)
 }
@@ -252,91 +250,4 @@ func appendRenderFrame(b []byte, f *RenderFrame) ([]byte, error) {
 		return b, frameErr("fallback.summary")
 	}
 	return append(b, "}}"...), nil
-}
-
-// Manifest is a closed component manifest (docs/protocol.md §7, the chat
-// layer): the registered component keys, each with a compiled JSON Schema
-// for its props. A Manifest is immutable and safe for concurrent use.
-type Manifest struct {
-	schemas map[string]*jsonschema.Schema
-}
-
-// noRemoteLoader refuses every $ref outside the manifest's own documents,
-// so compiling a manifest never touches the file system or network.
-type noRemoteLoader struct{}
-
-func (noRemoteLoader) Load(string) (any, error) {
-	return nil, errors.New("protocol: manifest schemas may not reference external documents")
-}
-
-// NewManifest compiles a manifest from componentKey → JSON Schema document
-// of that component's props (draft 2020-12 unless the document's $schema
-// says otherwise). Keys must match ^[a-z][a-z0-9-]{0,63}$. Schemas may not
-// $ref external documents. It returns an error naming the key whose schema
-// does not compile.
-func NewManifest(schemas map[string][]byte) (*Manifest, error) {
-	keys := make([]string, 0, len(schemas))
-	for k := range schemas {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	c := jsonschema.NewCompiler()
-	c.UseLoader(noRemoteLoader{})
-	m := &Manifest{schemas: make(map[string]*jsonschema.Schema, len(schemas))}
-	for _, k := range keys {
-		if !isLowerKey(k) {
-			return nil, fmt.Errorf("protocol: manifest key %q is not a component key", k)
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemas[k]))
-		if err != nil {
-			return nil, fmt.Errorf("protocol: manifest schema of %s: %w", k, err)
-		}
-		url := "urn:turnstream:component:" + k
-		if err := c.AddResource(url, doc); err != nil {
-			return nil, fmt.Errorf("protocol: manifest schema of %s: %w", k, err)
-		}
-		sch, err := c.Compile(url)
-		if err != nil {
-			return nil, fmt.Errorf("protocol: manifest schema of %s: %w", k, err)
-		}
-		m.schemas[k] = sch
-	}
-	return m, nil
-}
-
-// Has reports whether componentKey is registered.
-func (m *Manifest) Has(componentKey string) bool {
-	_, ok := m.schemas[componentKey]
-	return ok
-}
-
-// Check validates a decoded render frame against the manifest: an
-// unregistered key is COMPONENT_UNKNOWN ("Component is not registered."),
-// props failing the key's schema COMPONENT_INVALID_PROPS ("Component props
-// are invalid."). It returns nil when the frame is acceptable. Schema
-// errors are never exposed.
-func (m *Manifest) Check(f *RenderFrame) *Diagnostic {
-	sch, ok := m.schemas[f.ComponentKey]
-	if !ok {
-		return componentDiag(CodeComponentUnknown, "")
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(f.Props))
-	if err != nil || sch.Validate(inst) != nil {
-		return componentDiag(CodeComponentInvalidProps, "")
-	}
-	return nil
-}
-
-// Resolve decodes an untrusted render frame (DecodeRenderFrame) and checks
-// it against the manifest (Check), AgentsKit's resolveComponentFrame.
-// Exactly one result is non-nil.
-func (m *Manifest) Resolve(data []byte) (*RenderFrame, *Diagnostic) {
-	f, d := DecodeRenderFrame(data)
-	if d != nil {
-		return nil, d
-	}
-	if d := m.Check(f); d != nil {
-		return nil, d
-	}
-	return f, nil
 }

@@ -7,9 +7,10 @@ import (
 	"unicode/utf8"
 )
 
-// Ordered assistant content agentskit.chat.content/1 (docs/protocol.md §6;
-// docs/decisions.md D-0021): an assistant message's content string that is ContentPrefix
-// followed by one JSON record per line.
+// Ordered assistant content agentskit.chat.content/1
+// (docs/protocol.md#ordered-assistant-content; docs/decisions.md D-0021): an
+// assistant message's content string that is ContentPrefix followed by one
+// JSON record per line.
 const (
 	// ContentPrefix is written once, by the first Encode: record separator
 	// U+001E, the envelope name and version, LF.
@@ -23,7 +24,7 @@ const (
 	MaxContentText = 16_384
 )
 
-// Content part kinds (docs/protocol.md §6).
+// Content part kinds (docs/protocol.md#ordered-assistant-content).
 const (
 	ContentText      = "text"
 	ContentComponent = "component"
@@ -41,8 +42,9 @@ var (
 	ErrInvalidContentPart = errors.New("protocol: invalid assistant content part")
 )
 
-// ContentPart is one ordered part of assistant content: Kind ContentText
-// with Text, or ContentComponent with Frame (docs/protocol.md §6).
+// ContentPart is one ordered part of assistant content: Kind ContentText with
+// Text, or ContentComponent with Frame
+// (docs/protocol.md#ordered-assistant-content).
 type ContentPart struct {
 	Kind  string
 	Text  string
@@ -56,9 +58,9 @@ type DecodedContent struct {
 	Complete bool
 }
 
-// ContentEncoder writes one assistant message's ordered content (docs/protocol.md
-// §6). Use one encoder per assistant message; the zero value is ready.
-// It is not safe for concurrent use.
+// ContentEncoder writes one assistant message's ordered content
+// (docs/protocol.md#ordered-assistant-content). Use one encoder per assistant
+// message; the zero value is ready. It is not safe for concurrent use.
 type ContentEncoder struct {
 	started bool
 	bytes   int // UTF-8 bytes written so far, prefix included
@@ -140,8 +142,8 @@ func contentDiag(code, message string) *Diagnostic {
 	return &d
 }
 
-// DecodeContent decodes an ordered assistant content string (docs/protocol.md
-// §6), in order:
+// DecodeContent decodes an ordered assistant content string
+// (docs/protocol.md#ordered-assistant-content), in order:
 //   - no leading U+001E: ASSISTANT_CONTENT_INVALID_RECORD ("Assistant
 //     content envelope is invalid.");
 //   - a prefix of ContentPrefix (the whole prefix without LF included):

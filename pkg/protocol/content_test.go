@@ -12,8 +12,9 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// testdata/content.json: docs/protocol.md §6 cases, each a content string and
-// the expected decode result {"ok":true,"parts":[...],"complete":b} or
+// testdata/content.json: docs/protocol.md#ordered-assistant-content cases,
+// each a content string and the expected decode result
+// {"ok":true,"parts":[...],"complete":b} or
 // {"ok":false,"diagnostic":{code,message,retryable}}.
 //
 //go:embed testdata/content.json

@@ -10,9 +10,9 @@ import (
 var ErrInvalidSessionID = errors.New("protocol: session id is not a SafeId")
 
 // SnapshotCursor holds the newest snapshot of one session, AgentsKit's
-// createTurnSnapshotCursor (docs/protocol.md §5; docs/decisions.md D-0010): reconnects,
-// duplicate and stale deliveries and other sessions' snapshots are inert.
-// It is safe for concurrent use.
+// createTurnSnapshotCursor (docs/protocol.md#the-snapshot-cursor;
+// docs/decisions.md D-0010): reconnects, duplicate and stale deliveries and
+// other sessions' snapshots are inert. It is safe for concurrent use.
 type SnapshotCursor struct {
 	sessionID string
 

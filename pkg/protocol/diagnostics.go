@@ -8,21 +8,26 @@ import (
 // Diagnostic codes: the one table of every code turnstream emits, with its
 // fixed message, retryability and HTTP status (see NewDiagnostic and
 // HTTPStatus). Codes without a turnstream-extension note are AgentsKit's
-// (docs/protocol.md §2, §6-§9).
+// (docs/protocol.md#payloads, docs/protocol.md#ordered-assistant-content,
+// docs/protocol.md#component-frames, docs/protocol.md#the-session-envelope,
+// docs/protocol.md#server-handler-behaviour).
 const (
-	// Decoder results of DecodeTurnEvent (docs/protocol.md §3); never HTTP bodies.
+	// Decoder results of DecodeTurnEvent
+	// (docs/protocol.md#decoding-untrusted-events); never HTTP bodies.
 	CodeProtocolUnsupportedVersion = "PROTOCOL_UNSUPPORTED_VERSION"
 	CodeProtocolUnknownEvent       = "PROTOCOL_UNKNOWN_EVENT"
 	CodeProtocolInvalidPayload     = "PROTOCOL_INVALID_PAYLOAD"
 
-	// HTTP request checks of the turn handler (docs/protocol.md §9).
+	// HTTP request checks of the turn handler
+	// (docs/protocol.md#server-handler-behaviour).
 	CodeRequestMethodNotAllowed     = "REQUEST_METHOD_NOT_ALLOWED"
 	CodeRequestUnsupportedMediaType = "REQUEST_UNSUPPORTED_MEDIA_TYPE"
 	CodeRequestTooLarge             = "REQUEST_TOO_LARGE"
 	CodeRequestInvalidJSON          = "REQUEST_INVALID_JSON"
 	CodeRequestInvalidEvent         = "REQUEST_INVALID_EVENT"
 
-	// Retryable failures, as an HTTP body or a stream diagnostic (docs/protocol.md §9).
+	// Retryable failures, as an HTTP body or a stream diagnostic
+	// (docs/protocol.md#server-handler-behaviour).
 	CodeSessionBusy      = "SESSION_BUSY"
 	CodeSessionConflict  = "SESSION_CONFLICT"
 	CodeServerTimeout    = "SERVER_TIMEOUT"
@@ -36,7 +41,10 @@ const (
 	// CodeAdapterFailed is the adapter failure of AgentsKit's fixtures.
 	CodeAdapterFailed = "ADAPTER_FAILED"
 
-	// turnstream extensions (docs/design.md §4-§7).
+	// turnstream extensions (docs/design.md#the-turn-pipeline,
+	// docs/design.md#storage-one-dynamodb-table,
+	// docs/design.md#history-and-artifacts-api,
+	// docs/design.md#authentication-and-tenancy).
 	CodeSessionNotFound          = "SESSION_NOT_FOUND"
 	CodeTurnAlreadyCompleted     = "TURN_ALREADY_COMPLETED"
 	CodeTurnOutcomeIndeterminate = "TURN_OUTCOME_INDETERMINATE"
@@ -56,8 +64,9 @@ const (
 	CodeRequestInvalidQuery    = "REQUEST_INVALID_QUERY"
 	CodeRequestInvalidCursor   = "REQUEST_INVALID_CURSOR"
 	CodeRequestInvalidBody     = "REQUEST_INVALID_BODY"
-	// CodeRequestInvalidHeader is a request header with an unsupported
-	// value (the turn handler's X-Turnstream-Snapshot-Scope, docs/design.md §3).
+	// CodeRequestInvalidHeader is a request header with an unsupported value
+	// (the turn handler's X-Turnstream-Snapshot-Scope,
+	// docs/design.md#snapshots).
 	CodeRequestInvalidHeader = "REQUEST_INVALID_HEADER"
 	CodeArtifactsInvalid     = "ARTIFACTS_INVALID"
 	// CodeTurnInterrupted is the snapshot error of a turn ended by the stop route.
@@ -82,32 +91,34 @@ const (
 	CodeTurnQueueExpired    = "TURN_QUEUE_EXPIRED"
 	CodeTurnCancelled       = "TURN_CANCELLED"
 
-	// Ordered assistant content (docs/protocol.md §6).
+	// Ordered assistant content (docs/protocol.md#ordered-assistant-content).
 	CodeAssistantContentInvalidRecord      = "ASSISTANT_CONTENT_INVALID_RECORD"
 	CodeAssistantContentUnsupportedVersion = "ASSISTANT_CONTENT_UNSUPPORTED_VERSION"
 	CodeAssistantContentLimitExceeded      = "ASSISTANT_CONTENT_LIMIT_EXCEEDED"
 
-	// Component frames and manifests (docs/protocol.md §7).
+	// Component frames and manifests (docs/protocol.md#component-frames).
 	CodeComponentInvalidFrame       = "COMPONENT_INVALID_FRAME"
 	CodeComponentUnsupportedVersion = "COMPONENT_UNSUPPORTED_VERSION"
 	CodeComponentUnknownType        = "COMPONENT_UNKNOWN_TYPE"
 	CodeComponentUnknown            = "COMPONENT_UNKNOWN"
 	CodeComponentInvalidProps       = "COMPONENT_INVALID_PROPS"
 
-	// Session envelope (docs/protocol.md §8).
+	// Session envelope (docs/protocol.md#the-session-envelope).
 	CodeSessionInvalidSnapshot    = "SESSION_INVALID_SNAPSHOT"
 	CodeSessionUnsupportedVersion = "SESSION_UNSUPPORTED_VERSION"
 )
 
 // MessageTurnEventNotJSON is the message of the PROTOCOL_INVALID_PAYLOAD
 // diagnostic DecodeTurnEvent returns when its input is not strict JSON
-// (docs/protocol.md §3). A handler that answers unparsable bodies with
-// REQUEST_INVALID_JSON and other failures with REQUEST_INVALID_EVENT
-// (docs/protocol.md §9) tells the two apart by this message.
+// (docs/protocol.md#decoding-untrusted-events). A handler that answers
+// unparsable bodies with REQUEST_INVALID_JSON and other failures with
+// REQUEST_INVALID_EVENT (docs/protocol.md#server-handler-behaviour) tells the
+// two apart by this message.
 const MessageTurnEventNotJSON = "Turn event is not valid JSON."
 
-// Fixed messages used in place of a code's table message by the decoders
-// whose code has two messages (docs/protocol.md §6-§8).
+// Fixed messages used in place of a code's table message by the decoders whose
+// code has two messages (docs/protocol.md#ordered-assistant-content,
+// docs/protocol.md#component-frames, docs/protocol.md#the-session-envelope).
 const (
 	msgContentRecordLimit     = "Assistant content envelope exceeds its record limit."
 	msgContentEnvelopeInvalid = "Assistant content envelope is invalid."
@@ -198,13 +209,14 @@ func NewDiagnostic(code string) Diagnostic {
 	return Diagnostic{Version: 1, Code: code, Message: info.message, Retryable: info.retryable}
 }
 
-// MethodNotAllowed returns REQUEST_METHOD_NOT_ALLOWED naming the methods
-// a route accepts, so the message never contradicts the response's Allow
-// header. For the turn route ("POST") it is exactly AgentsKit's fixed
-// message "Only POST is supported." (docs/protocol.md §9); turnstream's other
-// routes (history, artifacts, capabilities) name their own methods
-// (turnstream extension), e.g. "Only GET and PUT are supported.". Methods
-// must be HTTP method tokens from the route table, never request input.
+// MethodNotAllowed returns REQUEST_METHOD_NOT_ALLOWED naming the methods a
+// route accepts, so the message never contradicts the response's Allow header.
+// For the turn route ("POST") it is exactly AgentsKit's fixed message "Only
+// POST is supported." (docs/protocol.md#server-handler-behaviour);
+// turnstream's other routes (history, artifacts, capabilities) name their own
+// methods (turnstream extension), e.g. "Only GET and PUT are supported.".
+// Methods must be HTTP method tokens from the route table, never request
+// input.
 func MethodNotAllowed(allowed ...string) Diagnostic {
 	d := NewDiagnostic(CodeRequestMethodNotAllowed)
 	switch len(allowed) {
@@ -218,10 +230,10 @@ func MethodNotAllowed(allowed ...string) Diagnostic {
 }
 
 // HTTPStatus returns the HTTP status for an error body carrying code
-// (docs/protocol.md §9: 405, 415, 413, 400, 409, 408, 499, 500; turnstream
-// extensions 401, 403, 404, 409, 422). Codes that never travel as an HTTP
-// error body (decoder results, snapshot errors, content, component and
-// session codes) and unknown codes map to 500.
+// (docs/protocol.md#server-handler-behaviour: 405, 415, 413, 400, 409, 408,
+// 499, 500; turnstream extensions 401, 403, 404, 409, 422). Codes that never
+// travel as an HTTP error body (decoder results, snapshot errors, content,
+// component and session codes) and unknown codes map to 500.
 func HTTPStatus(code string) int {
 	if info, ok := codes[code]; ok && info.status != statusNotHTTP {
 		return info.status
@@ -229,7 +241,8 @@ func HTTPStatus(code string) int {
 	return http.StatusInternalServerError
 }
 
-// EncodeErrorBody returns the HTTP error body of d (docs/protocol.md §9):
+// EncodeErrorBody returns the HTTP error body of d
+// (docs/protocol.md#server-handler-behaviour):
 // {"error":{"version":1,"code":…,"message":…,"retryable":…}}. Version is
 // always written as 1 and EventID is not part of the body.
 func EncodeErrorBody(d Diagnostic) []byte {
@@ -240,7 +253,7 @@ func EncodeErrorBody(d Diagnostic) []byte {
 }
 
 // EncodeDecoderDiagnostic returns a decoder result as AgentsKit encodes it
-// (docs/protocol.md §3, fixtures 7, 11, 12):
+// (docs/protocol.md#decoding-untrusted-events, fixtures 7, 11, 12):
 // {"code":…,"message":…,"retryable":false} with "eventId" last, only
 // when d.EventID is set. This is the shape turnctl validate prints.
 func EncodeDecoderDiagnostic(d Diagnostic) []byte {

@@ -6,8 +6,14 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// TestDiagnosticTable pins every code's message, retryability and HTTP
-// status against docs/protocol.md §2-§9 and the turnstream extensions.
+// TestDiagnosticTable pins every code's message, retryability and HTTP status
+// against docs/protocol.md#payloads,
+// docs/protocol.md#decoding-untrusted-events,
+// docs/protocol.md#the-canonical-message-record,
+// docs/protocol.md#the-snapshot-cursor,
+// docs/protocol.md#ordered-assistant-content,
+// docs/protocol.md#component-frames, docs/protocol.md#the-session-envelope,
+// docs/protocol.md#server-handler-behaviour and the turnstream extensions.
 func TestDiagnosticTable(t *testing.T) {
 	tests := []struct {
 		code      string
@@ -92,7 +98,7 @@ func TestDiagnosticTable(t *testing.T) {
 }
 
 func TestEncodeErrorBody(t *testing.T) {
-	// docs/protocol.md §10 fixture 15.
+	// docs/protocol.md#fixtures fixture 15.
 	const want = `{"error":{"version":1,"code":"REQUEST_TOO_LARGE","message":"Request body is too large.","retryable":false}}`
 	if got := string(protocol.EncodeErrorBody(protocol.NewDiagnostic(protocol.CodeRequestTooLarge))); got != want {
 		t.Errorf("EncodeErrorBody = %s; want %s", got, want)

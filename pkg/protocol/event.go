@@ -12,12 +12,13 @@ import (
 var ErrInvalidEvent = errors.New("protocol: invalid turn event")
 
 // DecodeTurnEvent decodes one turn event from untrusted JSON text following
-// AgentsKit's decodeTurnEvent (docs/protocol.md §3). Exactly one result is
-// non-nil. The diagnostic is one of:
+// AgentsKit's decodeTurnEvent (docs/protocol.md#decoding-untrusted-events).
+// Exactly one result is non-nil. The diagnostic is one of:
 //
 //   - PROTOCOL_INVALID_PAYLOAD "Turn event is not valid JSON." for text that
 //     is not strict JSON (including a duplicated key at any depth, a lone
-//     surrogate escape or invalid UTF-8: docs/design.md §2), without EventID;
+//     surrogate escape or invalid UTF-8: docs/design.md#wire-protocol-v1),
+//     without EventID;
 //   - PROTOCOL_UNSUPPORTED_VERSION when protocol is agentskit.chat.turn and
 //     version is a number other than 1 (checked before the event kind);
 //   - PROTOCOL_UNKNOWN_EVENT when, with version 1, event is a string other
@@ -32,12 +33,12 @@ var ErrInvalidEvent = errors.New("protocol: invalid turn event")
 // messages, parts, tool calls) is PROTOCOL_INVALID_PAYLOAD; in the
 // envelope this is checked before the version and event kind.
 //
-// Diagnostic.EventID is set only when the input is an object whose eventId
-// is a SafeId and which holds no case variant of "eventId"; no other input
-// byte reaches a diagnostic. Unknown keys are ignored; keys match
-// case-sensitively; null is invalid for optional fields; integers are
-// integral numbers <= 2^53-1. A submit payload may
-// carry the turnstream lineage extension (docs/design.md §5) in Submit.Lineage.
+// Diagnostic.EventID is set only when the input is an object whose eventId is
+// a SafeId and which holds no case variant of "eventId"; no other input byte
+// reaches a diagnostic. Unknown keys are ignored; keys match case-sensitively;
+// null is invalid for optional fields; integers are integral numbers <=
+// 2^53-1. A submit payload may carry the turnstream lineage extension
+// (docs/design.md#storage-one-dynamodb-table) in Submit.Lineage.
 func DecodeTurnEvent(data []byte) (*Event, *Diagnostic) {
 	root, err := parseJSON(data)
 	if err != nil {
@@ -295,26 +296,27 @@ func isSnapshotStatus(s string) bool {
 }
 
 // EncodeEvent returns e as compact JSON text in the wire key order
-// (docs/protocol.md §1, "Encoded key order"): protocol, version, eventId,
-// sessionId, turnId, sequence, emittedAt, event, payload; a snapshot
-// payload as messages, status, usage, error, lineage; messages as
-// docs/protocol.md §4 orders them. Strings are escaped as JavaScript's
-// JSON.stringify escapes them (U+2028, U+2029, '<', '>' and '&' stay raw),
-// so content round-trips byte for byte.
+// (docs/protocol.md#the-turn-event-envelope, "Encoded key order"): protocol,
+// version, eventId, sessionId, turnId, sequence, emittedAt, event, payload; a
+// snapshot payload as messages, status, usage, error, lineage; messages as
+// docs/protocol.md#the-canonical-message-record orders them. Strings are
+// escaped as JavaScript's JSON.stringify escapes them (U+2028, U+2029, '<',
+// '>' and '&' stay raw), so content round-trips byte for byte.
 //
 // e is validated against the same rules DecodeTurnEvent applies, so every
-// encoded event decodes to an equal value: an error wrapping
-// ErrInvalidEvent names the first offending field (never its value),
-// including strings that are not valid UTF-8 and message records beyond
-// the docs/protocol.md §4 limits. Message Metadata and ToolCall Args are
-// re-emitted compactly in JSON.stringify form.
+// encoded event decodes to an equal value: an error wrapping ErrInvalidEvent
+// names the first offending field (never its value), including strings that
+// are not valid UTF-8 and message records beyond the
+// docs/protocol.md#the-canonical-message-record limits. Message Metadata and
+// ToolCall Args are re-emitted compactly in JSON.stringify form.
 func EncodeEvent(e *Event) ([]byte, error) {
 	return appendEvent(make([]byte, 0, estimateEventSize(e)), e)
 }
 
-// AppendEventLine appends the encoding of e (as EncodeEvent) and "\n" to
-// dst, one NDJSON line of a turn stream (docs/protocol.md §9). On error dst
-// is returned unchanged.
+// AppendEventLine appends the encoding of e (as EncodeEvent) and "\n" to dst,
+// one NDJSON line of a turn stream
+// (docs/protocol.md#server-handler-behaviour). On error dst is returned
+// unchanged.
 func AppendEventLine(dst []byte, e *Event) ([]byte, error) {
 	out, err := appendEvent(dst, e)
 	if err != nil {

@@ -14,11 +14,12 @@ import (
 
 const (
 	envelope = `"protocol":"agentskit.chat.turn","version":1,"sessionId":"session-conformance","turnId":"turn-conformance","emittedAt":"2026-07-11T03:00:00.000Z"`
-	// submitEvent is docs/protocol.md §10 fixture 1.
+	// submitEvent is docs/protocol.md#fixtures fixture 1.
 	submitEvent = `{` + envelope + `,"eventId":"event-submit","sequence":0,"event":"client.turn.submit","payload":{"input":"hello"}}`
-	// snapshotEvent is docs/protocol.md §10 fixture 3 (one message, submit lineage).
+	// snapshotEvent is docs/protocol.md#fixtures fixture 3 (one message,
+	// submit lineage).
 	snapshotEvent = `{` + envelope + `,"eventId":"event-streaming","sequence":2,"event":"server.turn.snapshot","payload":{"status":"streaming","lineage":{"operation":"submit"},"usage":{"promptTokens":2,"completionTokens":1,"totalTokens":3},"messages":[{"id":"message-assistant","role":"assistant","content":"AgentsKit","status":"streaming","createdAt":"2026-07-11T03:00:00.000Z"}]}}`
-	// diagnosticEvent is docs/protocol.md §10 fixture 5.
+	// diagnosticEvent is docs/protocol.md#fixtures fixture 5.
 	diagnosticEvent = `{` + envelope + `,"eventId":"event-diagnostic","sequence":4,"event":"server.turn.diagnostic","payload":{"version":1,"code":"ADAPTER_FAILED","message":"The adapter failed.","retryable":false}}`
 )
 
@@ -47,9 +48,10 @@ const (
 	invalid = "Turn event payload is invalid."
 )
 
-// TestDecodeTurnEvent covers docs/protocol.md §3 and the docs/design.md §2 hazards.
-// code "" means the input decodes; eventID is the diagnostic's expected
-// EventID; msg (when set) its expected message.
+// TestDecodeTurnEvent covers docs/protocol.md#decoding-untrusted-events and
+// the docs/design.md#wire-protocol-v1 hazards. code "" means the input
+// decodes; eventID is the diagnostic's expected EventID; msg (when set) its
+// expected message.
 func TestDecodeTurnEvent(t *testing.T) {
 	type tc struct {
 		input   string
@@ -83,7 +85,7 @@ func TestDecodeTurnEvent(t *testing.T) {
 	}
 
 	tests := map[string]tc{
-		// Algorithm order (docs/protocol.md §3).
+		// Algorithm order (docs/protocol.md#decoding-untrusted-events).
 		"fixture submit":                  ok(submitEvent),
 		"not JSON":                        badJSON(`{`),
 		"empty text":                      badJSON(``),
@@ -121,7 +123,7 @@ func TestDecodeTurnEvent(t *testing.T) {
 		"eventId non-ASCII":    bad(sub(`"event-submit"`, `"é"`), ""),
 		"eventId a number":     bad(sub(`"event-submit"`, `7`), ""),
 
-		// Case-sensitive keys (docs/design.md §2).
+		// Case-sensitive keys (docs/design.md#wire-protocol-v1).
 		"Version key":  bad(sub(`"version":1`, `"Version":1`), "event-submit"),
 		"Protocol key": bad(sub(`"protocol"`, `"Protocol"`), "event-submit"),
 		"EventId key":  bad(sub(`"eventId"`, `"EventId"`), ""),
@@ -133,7 +135,7 @@ func TestDecodeTurnEvent(t *testing.T) {
 		"Event beside event": bad(sub(`"event":`, `"Event":"server.turn.snapshot","event":`), "event-submit"),
 		"INPUT beside input": bad(input(`"hello","INPUT":"x"`), "event-submit"),
 
-		// Duplicate keys anywhere (docs/design.md §2).
+		// Duplicate keys anywhere (docs/design.md#wire-protocol-v1).
 		"duplicate top-level key":           badJSON(sub(`"sequence":0`, `"sequence":0,"sequence":0`)),
 		"duplicate key in payload":          badJSON(input(`"hello","input":"other"`)),
 		"duplicate key through an escape":   badJSON(input(`"hello","\u0069nput":"other"`)),
@@ -141,7 +143,7 @@ func TestDecodeTurnEvent(t *testing.T) {
 		"duplicate key in deep metadata":    badJSON(withMessage(t, `"metadata":{"a":[{"b":{"c":1,"c":1}}]}`)),
 		"same key in sibling objects":       ok(sub(`"payload"`, `"future":[{"a":1},{"a":2}],"payload"`)),
 
-		// Lone surrogates and invalid UTF-8 (docs/design.md §2).
+		// Lone surrogates and invalid UTF-8 (docs/design.md#wire-protocol-v1).
 		"lone high surrogate":             badJSON(input(`"\ud800"`)),
 		"lone low surrogate":              badJSON(input(`"a\udc00b"`)),
 		"high surrogate then letter":      badJSON(input(`"\ud800\u0041"`)),
@@ -184,7 +186,7 @@ func TestDecodeTurnEvent(t *testing.T) {
 		"bad number syntax":         badJSON(sub(`"sequence":0`, `"sequence":01`)),
 		"bad number dot":            badJSON(sub(`"sequence":0`, `"sequence":1.`)),
 
-		// Blank input uses JavaScript's trim() (docs/protocol.md §2).
+		// Blank input uses JavaScript's trim() (docs/protocol.md#payloads).
 		"blank spaces":        bad(input(`"   "`), "event-submit"),
 		"blank ASCII set":     bad(input(`"\t\n\u000b\f\r "`), "event-submit"),
 		"blank U+FEFF":        bad(input(`"\ufeff"`), "event-submit"),
@@ -197,7 +199,7 @@ func TestDecodeTurnEvent(t *testing.T) {
 		"empty input":         bad(input(`""`), "event-submit"),
 		"input not a string":  bad(input(`5`), "event-submit"),
 
-		// emittedAt grammar (docs/protocol.md §1).
+		// emittedAt grammar (docs/protocol.md#the-turn-event-envelope).
 		"emittedAt minutes only":   ok(emitted("2026-07-11T03:00Z")),
 		"emittedAt offset":         ok(emitted("2026-07-11T03:00:00+02:00")),
 		"emittedAt 9 fraction":     ok(emitted("2026-07-11T03:00:00.123456789Z")),
@@ -216,7 +218,8 @@ func TestDecodeTurnEvent(t *testing.T) {
 		"emittedAt empty fraction": bad(emitted("2026-07-11T03:00:00.Z"), "event-submit"),
 		"emittedAt offset 24:00":   bad(emitted("2026-07-11T03:00:00+24:00"), "event-submit"),
 
-		// Submit lineage (turnstream extension, docs/design.md §5).
+		// Submit lineage (turnstream extension,
+		// docs/design.md#storage-one-dynamodb-table).
 		"submit lineage edit":        ok(input(`"hello","lineage":{"operation":"edit","parentTurnId":"turn-1","sourceMessageId":"msg-1"}`)),
 		"submit lineage submit":      ok(input(`"hello","lineage":{"operation":"submit"}`)),
 		"submit lineage no parents":  bad(input(`"hello","lineage":{"operation":"retry"}`), "event-submit"),
@@ -241,7 +244,8 @@ func TestDecodeTurnEvent(t *testing.T) {
 		"submit confirmation TOKEN":          bad(input(`"yes","confirmation":{"token":"cf1","TOKEN":"cf2","decision":"approve"}`), "event-submit"),
 		"submit Confirmation beside":         bad(input(`"yes","confirmation":{"token":"cf1","decision":"approve"},"Confirmation":{}`), "event-submit"),
 
-		// Canonical message records (docs/protocol.md §4).
+		// Canonical message records
+		// (docs/protocol.md#the-canonical-message-record).
 		"metadata nested 29 levels":           ok(withMessage(t, `"metadata":`+nested(29))),
 		"metadata nested 30 levels":           bad(withMessage(t, `"metadata":`+nested(30)), "event-streaming"),
 		"metadata key 256 units":              ok(key(256, "k")),
@@ -278,7 +282,7 @@ func TestDecodeTurnEvent(t *testing.T) {
 		"tool call requires_confirmation": ok(withMessage(t, `"toolCalls":[{"id":"c","name":"n","args":{},"status":"requires_confirmation"}]`)),
 		"messages not an array":           bad(snap(`"messages":[`, `"messages":"x","m":[`), "event-streaming"),
 
-		// Diagnostic payload (docs/protocol.md §2).
+		// Diagnostic payload (docs/protocol.md#payloads).
 		"diagnostic fixture":        ok(diagnosticEvent),
 		"diagnostic lowercase code": bad(replace(t, diagnosticEvent, `"ADAPTER_FAILED"`, `"adapter_failed"`), "event-diagnostic"),
 		"diagnostic empty message":  bad(replace(t, diagnosticEvent, `"The adapter failed."`, `""`), "event-diagnostic"),

@@ -13,7 +13,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// testdata/turn holds docs/protocol.md §10 fixtures 1-14: NAME.input.json is
+// testdata/turn holds docs/protocol.md#fixtures fixtures 1-14: NAME.input.json is
 // the decoder input (byte for byte), NAME.want.json the expected result,
 // {"ok":true,"event":<event>} or {"ok":false,"diagnostic":<decoder result>}.
 //
@@ -50,7 +50,7 @@ func loadTurnFixtures(tb testing.TB) []fixture {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	if len(out) != 15 {
-		tb.Fatalf("found %d turn fixtures, want 15 (docs/protocol.md §10 fixtures 1-14, 14 has two cases)", len(out))
+		tb.Fatalf("found %d turn fixtures, want 15 (docs/protocol.md#fixtures fixtures 1-14, 14 has two cases)", len(out))
 	}
 	return out
 }

@@ -17,11 +17,11 @@ import (
 // This file holds the strict JSON reader every decoder of this package uses
 // and the writer that emits JSON the way JavaScript's JSON.stringify does.
 //
-// The reader accepts exactly RFC 8259 JSON text (what JavaScript's
-// JSON.parse accepts) minus the inputs where Go and JavaScript would read
-// one body two ways (docs/design.md §2): a duplicated object key at any depth, a
-// lone UTF-16 surrogate escape, and invalid raw UTF-8 are errors. Keys are
-// kept exactly as written, so lookups are case-sensitive.
+// The reader accepts exactly RFC 8259 JSON text (what JavaScript's JSON.parse
+// accepts) minus the inputs where Go and JavaScript would read one body two
+// ways (docs/design.md#wire-protocol-v1): a duplicated object key at any
+// depth, a lone UTF-16 surrogate escape, and invalid raw UTF-8 are errors.
+// Keys are kept exactly as written, so lookups are case-sensitive.
 
 // maxParseDepth bounds nesting while reading, so hostile input cannot grow
 // the stack without limit. It is far above every depth the protocol allows
@@ -234,7 +234,7 @@ func (p *parser) object(depth int) (node, error) {
 		}
 		for i := base; i < len(p.stack); i++ {
 			if p.stack[i].key == key {
-				return node{}, errSyntax // duplicate name (docs/design.md §2)
+				return node{}, errSyntax // duplicate name (docs/design.md#wire-protocol-v1)
 			}
 		}
 		p.skipSpace()
@@ -406,7 +406,8 @@ func (p *parser) escapedString(start int) (string, error) {
 			}
 			if utf16.IsSurrogate(r) {
 				// Only a high surrogate escape followed by a low one is a
-				// character; anything else is a lone surrogate (docs/design.md §2).
+				// character; anything else is a lone surrogate
+				// (docs/design.md#wire-protocol-v1).
 				if r >= 0xDC00 || len(p.data)-p.pos < 2 || p.data[p.pos] != '\\' || p.data[p.pos+1] != 'u' {
 					return "", errSyntax
 				}

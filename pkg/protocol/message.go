@@ -9,9 +9,10 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of a canonical message record {version:1, messages} (docs/protocol.md
-// §4; upstream cloneJsonRecord). The record is depth 0, the messages
-// array depth 1, each message depth 2; every JSON value counts as a node.
+// Limits of a canonical message record {version:1, messages}
+// (docs/protocol.md#the-canonical-message-record; upstream cloneJsonRecord).
+// The record is depth 0, the messages array depth 1, each message depth 2;
+// every JSON value counts as a node.
 const (
 	MaxRecordNodes = 10_000 // values in the whole record
 	MaxRecordDepth = 32     // deepest value
@@ -20,21 +21,23 @@ const (
 )
 
 // ErrInvalidMessages is wrapped by ValidateMessages and DecodeMessages when
-// messages are not a valid canonical record (docs/protocol.md §4). The
-// wrapping error names the field, never its value.
+// messages are not a valid canonical record
+// (docs/protocol.md#the-canonical-message-record). The wrapping error names
+// the field, never its value.
 var ErrInvalidMessages = errors.New("protocol: invalid message record")
 
 func validUTF8(s string) bool { return utf8.ValidString(s) }
 
 // ValidateMessages checks msgs as AgentsKit's validateMemoryRecord checks
-// {version:1, messages} (docs/protocol.md §4): non-empty id; role user |
-// assistant | system | tool; status pending | streaming | complete | error;
-// createdAt exactly YYYY-MM-DDTHH:MM:SS.mmmZ naming a real instant; parts
-// and tool calls of the allowed shapes; Metadata (if set) and every Args a
-// JSON object; the whole-record limits (MaxRecordNodes, MaxRecordDepth,
-// MaxRecordItems, MaxRecordKey, finite numbers); all strings valid UTF-8
-// and Metadata/Args strict JSON (no duplicate keys). It returns nil or an
-// error wrapping ErrInvalidMessages naming the first bad field.
+// {version:1, messages} (docs/protocol.md#the-canonical-message-record):
+// non-empty id; role user | assistant | system | tool; status pending |
+// streaming | complete | error; createdAt exactly YYYY-MM-DDTHH:MM:SS.mmmZ
+// naming a real instant; parts and tool calls of the allowed shapes; Metadata
+// (if set) and every Args a JSON object; the whole-record limits
+// (MaxRecordNodes, MaxRecordDepth, MaxRecordItems, MaxRecordKey, finite
+// numbers); all strings valid UTF-8 and Metadata/Args strict JSON (no
+// duplicate keys). It returns nil or an error wrapping ErrInvalidMessages
+// naming the first bad field.
 func ValidateMessages(msgs []Message) error {
 	_, err := appendMessages(nil, msgs, "messages")
 	if err != nil {
@@ -45,9 +48,10 @@ func ValidateMessages(msgs []Message) error {
 
 // DecodeMessages decodes a JSON array of canonical message records with the
 // strict reader of DecodeTurnEvent (duplicate keys, lone surrogates and
-// invalid UTF-8 rejected) and the docs/protocol.md §4 rules, dropping unknown
-// keys on messages, parts and tool calls. An empty array yields an empty,
-// non-nil slice. Errors wrap ErrInvalidMessages and never quote the input.
+// invalid UTF-8 rejected) and the
+// docs/protocol.md#the-canonical-message-record rules, dropping unknown keys
+// on messages, parts and tool calls. An empty array yields an empty, non-nil
+// slice. Errors wrap ErrInvalidMessages and never quote the input.
 func DecodeMessages(data []byte) ([]Message, error) {
 	root, err := parseJSON(data)
 	if err != nil {
@@ -55,7 +59,7 @@ func DecodeMessages(data []byte) ([]Message, error) {
 	}
 	msgs, ok := messagesFromNode(&root)
 	if !ok {
-		return nil, fmt.Errorf("%w: a record breaks docs/protocol.md §4", ErrInvalidMessages)
+		return nil, fmt.Errorf("%w: a record breaks docs/protocol.md#the-canonical-message-record", ErrInvalidMessages)
 	}
 	return msgs, nil
 }
@@ -256,8 +260,9 @@ func fieldErr(path string, i int, field string) error {
 	return invalid(path + "[" + strconv.Itoa(i) + "]" + field)
 }
 
-// appendMessages validates msgs as the record's messages array and writes
-// them in docs/protocol.md §4 key order. Errors are fieldErrors.
+// appendMessages validates msgs as the record's messages array and writes them
+// in docs/protocol.md#the-canonical-message-record key order. Errors are
+// fieldErrors.
 func appendMessages(b []byte, msgs []Message, path string) ([]byte, error) {
 	if len(msgs) > MaxRecordItems {
 		return b, invalid(path + ": too many messages")

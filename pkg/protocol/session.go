@@ -6,13 +6,14 @@ import (
 	"fmt"
 )
 
-// Session envelope constants (docs/protocol.md §8; docs/decisions.md D-0011).
+// Session envelope constants (docs/protocol.md#the-session-envelope;
+// docs/decisions.md D-0011).
 const (
 	SessionProtocol = "agentskit.chat.session"
 	SessionVersion  = 1
 )
 
-// Session envelope limits (docs/protocol.md §8).
+// Session envelope limits (docs/protocol.md#the-session-envelope).
 const (
 	MaxTerminalTurns     = 64
 	MaxSessionDecisions  = 1_000
@@ -26,22 +27,24 @@ const (
 // wire rule; the wrapping error names the field.
 var ErrInvalidSession = errors.New("protocol: invalid session envelope")
 
-// SessionEnvelope is the agentskit.chat.session v1 envelope (docs/protocol.md
-// §8): application session metadata, never messages. Encoded key order:
-// protocol, version, sessionId, definitionId, definitionRevision,
-// updatedAt, cursor, activeTurn, terminalTurns, conversation,
-// confirmations. A nil TerminalTurns is absent (an empty non-nil slice is
-// written as []); Confirmations is always written ([] when empty).
+// SessionEnvelope is the agentskit.chat.session v1 envelope
+// (docs/protocol.md#the-session-envelope): application session metadata, never
+// messages. Encoded key order: protocol, version, sessionId, definitionId,
+// definitionRevision, updatedAt, cursor, activeTurn, terminalTurns,
+// conversation, confirmations. A nil TerminalTurns is absent (an empty non-nil
+// slice is written as []); Confirmations is always written ([] when empty).
 type SessionEnvelope struct {
 	SessionID          string // SafeId
 	DefinitionID       string // SafeId
 	DefinitionRevision int64  // >= 1
 	UpdatedAt          string // emittedAt grammar (IsDateTime)
-	Cursor             int64  // >= 0
-	ActiveTurn         *ActiveTurn
-	TerminalTurns      []TerminalTurn // <= MaxTerminalTurns, unique TurnIDs
-	Conversation       *Conversation
-	Confirmations      []Confirmation // <= MaxConfirmations, unique Tokens and ToolCallIDs
+	// Sequence is the last snapshot sequence the session issued, >= 0:
+	// the wire's "cursor" (a session sequence, not a page cursor).
+	Sequence      int64
+	ActiveTurn    *ActiveTurn
+	TerminalTurns []TerminalTurn // <= MaxTerminalTurns, unique TurnIDs
+	Conversation  *Conversation
+	Confirmations []Confirmation // <= MaxConfirmations, unique Tokens and ToolCallIDs
 }
 
 // ActiveTurn is a session's lease: the turn and its expiry in epoch ms.
@@ -65,10 +68,10 @@ type Conversation struct {
 	Decisions []Decision
 }
 
-// Decision is one deterministic route decision (docs/protocol.md §8).
-// MessageID and RouteID are SafeIds; Input at most 16,384 and Content at
-// most 65,536 UTF-16 code units; Kind deterministic | repaired | fallback;
-// FromState and ToState 1-128 units.
+// Decision is one deterministic route decision
+// (docs/protocol.md#the-session-envelope). MessageID and RouteID are SafeIds;
+// Input at most 16,384 and Content at most 65,536 UTF-16 code units; Kind
+// deterministic | repaired | fallback; FromState and ToState 1-128 units.
 type Decision struct {
 	MessageID string
 	Input     string
@@ -79,10 +82,10 @@ type Decision struct {
 	ToState   string
 }
 
-// Confirmation binds a pending tool confirmation (docs/protocol.md §8).
-// Token, Action and ToolCallID are SafeIds; Input is a bounded JSON object;
-// ExpiresAt is epoch ms; Status pending | approving | rejecting | expiring |
-// approved | rejected | expired.
+// Confirmation binds a pending tool confirmation
+// (docs/protocol.md#the-session-envelope). Token, Action and ToolCallID are
+// SafeIds; Input is a bounded JSON object; ExpiresAt is epoch ms; Status
+// pending | approving | rejecting | expiring | approved | rejected | expired.
 type Confirmation struct {
 	Token      string
 	Action     string
@@ -92,16 +95,16 @@ type Confirmation struct {
 	Status     string
 }
 
-// DecodeSession decodes a stored session envelope (docs/protocol.md §8):
-// invalid JSON → SESSION_INVALID_SNAPSHOT ("Session snapshot is not valid
-// JSON."); an object whose numeric version is neither 0 nor 1 →
-// SESSION_UNSUPPORTED_VERSION; then v1; then v0 (the same fields without
-// protocol and with version 0; a stray protocol is ignored), migrated to
-// v1; anything else (a missing version included) → SESSION_INVALID_SNAPSHOT
-// ("Session snapshot payload is invalid."). Unknown keys are dropped; a
-// case variant of a field (IsCaseVariant) in the envelope or any object in
-// it is SESSION_INVALID_SNAPSHOT, checked first. Exactly one result is
-// non-nil.
+// DecodeSession decodes a stored session envelope
+// (docs/protocol.md#the-session-envelope): invalid JSON →
+// SESSION_INVALID_SNAPSHOT ("Session snapshot is not valid JSON."); an object
+// whose numeric version is neither 0 nor 1 → SESSION_UNSUPPORTED_VERSION; then
+// v1; then v0 (the same fields without protocol and with version 0; a stray
+// protocol is ignored), migrated to v1; anything else (a missing version
+// included) → SESSION_INVALID_SNAPSHOT ("Session snapshot payload is
+// invalid."). Unknown keys are dropped; a case variant of a field
+// (IsCaseVariant) in the envelope or any object in it is
+// SESSION_INVALID_SNAPSHOT, checked first. Exactly one result is non-nil.
 func DecodeSession(data []byte) (*SessionEnvelope, *Diagnostic) {
 	root, err := parseJSON(data)
 	if err != nil {
@@ -148,7 +151,7 @@ func sessionFromNode(n *node) (*SessionEnvelope, bool) {
 	s.DefinitionID, ok2 = safeIDField(n, "definitionId")
 	s.DefinitionRevision, ok3 = intField(n, "definitionRevision", 1)
 	s.UpdatedAt, ok4 = strField(n, "updatedAt")
-	s.Cursor, ok5 = intField(n, "cursor", 0)
+	s.Sequence, ok5 = intField(n, "cursor", 0)
 	if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || !IsDateTime(s.UpdatedAt) {
 		return nil, false
 	}
@@ -287,8 +290,9 @@ func isConfirmationStatus(s string) bool {
 
 func sessionErr(field string) error { return fmt.Errorf("%w: %s", ErrInvalidSession, field) }
 
-// EncodeSession validates s against docs/protocol.md §8 and returns it as a
-// compact v1 envelope. Errors wrap ErrInvalidSession and name the field.
+// EncodeSession validates s against docs/protocol.md#the-session-envelope and
+// returns it as a compact v1 envelope. Errors wrap ErrInvalidSession and name
+// the field.
 func EncodeSession(s *SessionEnvelope) ([]byte, error) {
 	switch {
 	case !IsSafeID(s.SessionID):
@@ -299,7 +303,7 @@ func EncodeSession(s *SessionEnvelope) ([]byte, error) {
 		return nil, sessionErr("definitionRevision")
 	case !IsDateTime(s.UpdatedAt):
 		return nil, sessionErr("updatedAt")
-	case s.Cursor < 0 || s.Cursor > MaxSafeInteger:
+	case s.Sequence < 0 || s.Sequence > MaxSafeInteger:
 		return nil, sessionErr("cursor")
 	}
 	b := []byte(`{"protocol":"agentskit.chat.session","version":1,"sessionId":"`)
@@ -311,7 +315,7 @@ func EncodeSession(s *SessionEnvelope) ([]byte, error) {
 	b = append(b, `,"updatedAt":"`...)
 	b = append(b, s.UpdatedAt...)
 	b = append(b, `","cursor":`...)
-	b = appendJSONNumber(b, float64(s.Cursor))
+	b = appendJSONNumber(b, float64(s.Sequence))
 	if a := s.ActiveTurn; a != nil {
 		if !IsSafeID(a.TurnID) {
 			return nil, sessionErr("activeTurn.turnId")

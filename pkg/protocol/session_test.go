@@ -11,8 +11,9 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// testdata/session.json: docs/protocol.md §8 cases with the expected result
-// {"ok":true,"session":<v1 envelope>} or {"ok":false,"diagnostic":...}.
+// testdata/session.json: docs/protocol.md#the-session-envelope cases with the
+// expected result {"ok":true,"session":<v1 envelope>} or
+// {"ok":false,"diagnostic":...}.
 //
 //go:embed testdata/session.json
 var sessionCases []byte
@@ -47,7 +48,7 @@ func TestSessionGolden(t *testing.T) {
 
 func TestSessionRoundTrip(t *testing.T) {
 	s := &protocol.SessionEnvelope{
-		SessionID: "s", DefinitionID: "d", DefinitionRevision: 3, UpdatedAt: "2026-07-11T00:00:00.000Z", Cursor: 7,
+		SessionID: "s", DefinitionID: "d", DefinitionRevision: 3, UpdatedAt: "2026-07-11T00:00:00.000Z", Sequence: 7,
 		ActiveTurn:    &protocol.ActiveTurn{TurnID: "t2", ExpiresAt: 1_783_738_845_000},
 		TerminalTurns: []protocol.TerminalTurn{},
 		Conversation: &protocol.Conversation{State: "s\u2028", Decisions: []protocol.Decision{{

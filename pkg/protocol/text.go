@@ -6,14 +6,14 @@ import (
 	"unicode/utf8"
 )
 
-// MaxSafeInteger is JavaScript's Number.MAX_SAFE_INTEGER, 2^53-1: the
-// largest value of every integer field of the protocol (docs/protocol.md §1,
-// "Integer").
+// MaxSafeInteger is JavaScript's Number.MAX_SAFE_INTEGER, 2^53-1: the largest
+// value of every integer field of the protocol
+// (docs/protocol.md#the-turn-event-envelope, "Integer").
 const MaxSafeInteger = 1<<53 - 1
 
-// IsSafeID reports whether s is an AgentsKit SafeId: 1-128 ASCII
-// characters, the first [A-Za-z0-9], the rest [A-Za-z0-9._:-] (docs/protocol.md
-// §1, "SafeId").
+// IsSafeID reports whether s is an AgentsKit SafeId: 1-128 ASCII characters,
+// the first [A-Za-z0-9], the rest [A-Za-z0-9._:-]
+// (docs/protocol.md#the-turn-event-envelope, "SafeId").
 func IsSafeID(s string) bool {
 	if len(s) == 0 || len(s) > 128 || !isAlnum(s[0]) {
 		return false
@@ -31,8 +31,12 @@ func isAlnum(c byte) bool {
 	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
-// isLowerKey reports whether s matches ^[a-z][a-z0-9-]{0,63}$, the grammar
-// of component keys and interaction event names (docs/protocol.md §7).
+// isLowerKey reports whether s matches ^[a-z][a-z0-9-]{0,63}$, the grammar of
+// component keys and interaction event names
+// (docs/protocol.md#component-frames). IsComponentKey reports whether s is a
+// component key (docs/protocol.md#component-frames): ^[a-z][a-z0-9-]{0,63}$.
+func IsComponentKey(s string) bool { return isLowerKey(s) }
+
 func isLowerKey(s string) bool {
 	if len(s) == 0 || len(s) > 64 || s[0] < 'a' || s[0] > 'z' {
 		return false
@@ -46,8 +50,8 @@ func isLowerKey(s string) bool {
 	return true
 }
 
-// isDiagnosticCode reports whether s matches ^[A-Z][A-Z0-9_]*$ (docs/protocol.md
-// §2).
+// isDiagnosticCode reports whether s matches ^[A-Z][A-Z0-9_]*$
+// (docs/protocol.md#payloads).
 func isDiagnosticCode(s string) bool {
 	if len(s) == 0 || s[0] < 'A' || s[0] > 'Z' {
 		return false
@@ -105,7 +109,7 @@ func lenBetween(s string, lo, hi int) bool {
 // TAB, LF, VT, FF, CR, U+FEFF, the line terminators U+2028/U+2029 and
 // every Zs character (which includes SP and U+00A0). Unlike Go's
 // unicode.IsSpace it excludes U+0085, and U+180E and U+200B are not
-// whitespace (docs/protocol.md §2).
+// whitespace (docs/protocol.md#payloads).
 func isJSSpace(r rune) bool {
 	switch r {
 	case '\t', '\n', '\v', '\f', '\r', ' ', 0xA0, 0xFEFF, 0x2028, 0x2029:
@@ -135,10 +139,11 @@ func isBlank(s string) bool {
 	return true
 }
 
-// FormatTime formats t as JavaScript's Date#toISOString does for years
-// 0-9999: UTC, millisecond precision (truncated), "YYYY-MM-DDTHH:MM:SS.mmmZ".
-// This is the createdAt grammar of canonical messages (docs/protocol.md §4)
-// and the emittedAt servers write (docs/protocol.md §9).
+// FormatTime formats t as JavaScript's Date#toISOString does for years 0-9999:
+// UTC, millisecond precision (truncated), "YYYY-MM-DDTHH:MM:SS.mmmZ". This is
+// the createdAt grammar of canonical messages
+// (docs/protocol.md#the-canonical-message-record) and the emittedAt servers
+// write (docs/protocol.md#server-handler-behaviour).
 func FormatTime(t time.Time) string {
 	return t.UTC().Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z")
 }
@@ -180,9 +185,9 @@ func validDate(s string) bool {
 }
 
 // IsDateTime reports whether s is an ISO datetime of the emittedAt grammar
-// (Zod 4 datetime({offset:true}), docs/protocol.md §1): a real calendar
-// YYYY-MM-DD, uppercase T, HH:MM (00-23, 00-59), optional :SS (00-59)
-// optionally followed by a fraction of any number of digits, then Z or
+// (Zod 4 datetime({offset:true}), docs/protocol.md#the-turn-event-envelope): a
+// real calendar YYYY-MM-DD, uppercase T, HH:MM (00-23, 00-59), optional :SS
+// (00-59) optionally followed by a fraction of any number of digits, then Z or
 // ±HH:MM.
 func IsDateTime(s string) bool {
 	if len(s) < 17 || !validDate(s) || s[10] != 'T' {
@@ -223,9 +228,10 @@ func IsDateTime(s string) bool {
 	return ok1 && ok2 && oh <= 23 && om <= 59
 }
 
-// IsCreatedAt reports whether s is a canonical message timestamp:
-// exactly YYYY-MM-DDTHH:MM:SS.mmmZ naming a real instant, so that it
-// round-trips through JavaScript's Date unchanged (docs/protocol.md §4).
+// IsCreatedAt reports whether s is a canonical message timestamp: exactly
+// YYYY-MM-DDTHH:MM:SS.mmmZ naming a real instant, so that it round-trips
+// through JavaScript's Date unchanged
+// (docs/protocol.md#the-canonical-message-record).
 func IsCreatedAt(s string) bool {
 	if len(s) != 24 || !validDate(s) || s[10] != 'T' || s[13] != ':' || s[16] != ':' || s[19] != '.' || s[23] != 'Z' {
 		return false

@@ -2,7 +2,8 @@ package protocol
 
 import "encoding/json"
 
-// Wire constants of AgentsKit Chat turn protocol v1 (docs/protocol.md §1).
+// Wire constants of AgentsKit Chat turn protocol v1
+// (docs/protocol.md#the-turn-event-envelope).
 const (
 	// TurnProtocol is the envelope's `protocol` value.
 	TurnProtocol = "agentskit.chat.turn"
@@ -10,14 +11,14 @@ const (
 	TurnVersion = 1
 )
 
-// Event kinds (docs/protocol.md §1).
+// Event kinds (docs/protocol.md#the-turn-event-envelope).
 const (
 	EventSubmit     = "client.turn.submit"
 	EventSnapshot   = "server.turn.snapshot"
 	EventDiagnostic = "server.turn.diagnostic"
 )
 
-// Snapshot statuses (docs/protocol.md §2).
+// Snapshot statuses (docs/protocol.md#payloads).
 const (
 	StatusIdle      = "idle"
 	StatusStreaming = "streaming"
@@ -25,7 +26,8 @@ const (
 	StatusError     = "error"
 )
 
-// Lineage operations (docs/protocol.md §2; turnstream extension on submit, docs/design.md §5).
+// Lineage operations (docs/protocol.md#payloads; turnstream extension on
+// submit, docs/design.md#storage-one-dynamodb-table).
 const (
 	OperationSubmit     = "submit"
 	OperationRetry      = "retry"
@@ -33,7 +35,8 @@ const (
 	OperationRegenerate = "regenerate"
 )
 
-// Message roles and statuses of the canonical message record (docs/protocol.md §4).
+// Message roles and statuses of the canonical message record
+// (docs/protocol.md#the-canonical-message-record).
 const (
 	RoleUser      = "user"
 	RoleAssistant = "assistant"
@@ -46,7 +49,7 @@ const (
 	MessageError     = "error"
 )
 
-// Tool call statuses (docs/protocol.md §4).
+// Tool call statuses (docs/protocol.md#the-canonical-message-record).
 const (
 	ToolCallPending              = "pending"
 	ToolCallRunning              = "running"
@@ -55,15 +58,16 @@ const (
 	ToolCallRequiresConfirmation = "requires_confirmation"
 )
 
-// Event is one turn event envelope (docs/protocol.md §1). Exactly one of
-// Submit, Snapshot and Diagnostic is set, matching Kind. Protocol and
-// Version are implied (TurnProtocol, TurnVersion) and always encoded.
+// Event is one turn event envelope (docs/protocol.md#the-turn-event-envelope).
+// Exactly one of Submit, Snapshot and Diagnostic is set, matching Kind.
+// Protocol and Version are implied (TurnProtocol, TurnVersion) and always
+// encoded.
 type Event struct {
 	EventID   string // SafeId
 	SessionID string // SafeId
 	TurnID    string // SafeId
 	Sequence  int64  // >= 0, <= 2^53-1
-	EmittedAt string // ISO datetime, docs/protocol.md §1 grammar
+	EmittedAt string // ISO datetime, docs/protocol.md#the-turn-event-envelope grammar
 	Kind      string // EventSubmit | EventSnapshot | EventDiagnostic
 
 	Submit     *SubmitPayload
@@ -71,11 +75,12 @@ type Event struct {
 	Diagnostic *Diagnostic
 }
 
-// SubmitPayload is the payload of client.turn.submit (docs/protocol.md §2).
-// Lineage is a turnstream extension (docs/design.md §5): nil means a plain submit.
-// Confirmation is a turnstream extension too: the decision on a pending
-// tool call confirmation (docs/approvals.md); nil means none. A payload
-// carries at most one of a non-submit Lineage and a Confirmation.
+// SubmitPayload is the payload of client.turn.submit
+// (docs/protocol.md#payloads). Lineage is a turnstream extension
+// (docs/design.md#storage-one-dynamodb-table): nil means a plain submit.
+// Confirmation is a turnstream extension too: the decision on a pending tool
+// call confirmation (docs/approvals.md); nil means none. A payload carries at
+// most one of a non-submit Lineage and a Confirmation.
 type SubmitPayload struct {
 	Input        string              `json:"input"`
 	Lineage      *Lineage            `json:"lineage,omitempty"`
@@ -97,8 +102,9 @@ type SubmitConfirmation struct {
 	Decision string `json:"decision"`
 }
 
-// SnapshotPayload is the payload of server.turn.snapshot (docs/protocol.md §2).
-// Encoded key order: messages, status, usage, error, lineage.
+// SnapshotPayload is the payload of server.turn.snapshot
+// (docs/protocol.md#payloads). Encoded key order: messages, status, usage,
+// error, lineage.
 type SnapshotPayload struct {
 	Messages []Message   `json:"messages"`
 	Status   string      `json:"status"`
@@ -107,14 +113,15 @@ type SnapshotPayload struct {
 	Lineage  *Lineage    `json:"lineage,omitempty"`
 }
 
-// Usage counts tokens of a turn; each field an integer >= 0 (docs/protocol.md §2).
+// Usage counts tokens of a turn; each field an integer >= 0
+// (docs/protocol.md#payloads).
 type Usage struct {
 	PromptTokens     int64 `json:"promptTokens"`
 	CompletionTokens int64 `json:"completionTokens"`
 	TotalTokens      int64 `json:"totalTokens"`
 }
 
-// Lineage says how a turn relates to an earlier one (docs/protocol.md §2).
+// Lineage says how a turn relates to an earlier one (docs/protocol.md#payloads).
 // For OperationSubmit both ids are empty; otherwise both are SafeIds.
 type Lineage struct {
 	Operation       string `json:"operation"`
@@ -122,11 +129,11 @@ type Lineage struct {
 	SourceMessageID string `json:"sourceMessageId,omitempty"`
 }
 
-// Diagnostic is AgentsKit's TurnDiagnostic (docs/protocol.md §2):
+// Diagnostic is AgentsKit's TurnDiagnostic (docs/protocol.md#payloads):
 // version 1, an UPPER_SNAKE code, a fixed non-empty message and whether a
 // retry may succeed. EventID is set only on decoder results whose input
-// carried a valid SafeId eventId (docs/protocol.md §3); it is never part of a
-// wire payload.
+// carried a valid SafeId eventId (docs/protocol.md#decoding-untrusted-events);
+// it is never part of a wire payload.
 type Diagnostic struct {
 	Version   int    `json:"version"`
 	Code      string `json:"code"`
@@ -135,9 +142,10 @@ type Diagnostic struct {
 	EventID   string `json:"-"`
 }
 
-// Message is one canonical message record (docs/protocol.md §4). Encoded key
-// order: id, role, content, status, createdAt, parts, toolCalls, toolCallId,
-// metadata. Metadata, when present, is a JSON object kept verbatim.
+// Message is one canonical message record
+// (docs/protocol.md#the-canonical-message-record). Encoded key order: id,
+// role, content, status, createdAt, parts, toolCalls, toolCallId, metadata.
+// Metadata, when present, is a JSON object kept verbatim.
 type Message struct {
 	ID         string          `json:"id"`
 	Role       string          `json:"role"`
@@ -150,9 +158,9 @@ type Message struct {
 	Metadata   json.RawMessage `json:"metadata,omitempty"`
 }
 
-// Part is one message part (docs/protocol.md §4): type "text" with Text, or
-// "image" | "audio" | "video" | "file" with Source and the optional fields
-// allowed for that type.
+// Part is one message part (docs/protocol.md#the-canonical-message-record):
+// type "text" with Text, or "image" | "audio" | "video" | "file" with Source
+// and the optional fields allowed for that type.
 type Part struct {
 	Type        string   `json:"type"`
 	Text        *string  `json:"text,omitempty"`
@@ -163,8 +171,9 @@ type Part struct {
 	Filename    *string  `json:"filename,omitempty"`    // file
 }
 
-// ToolCall is one tool call of an assistant message (docs/protocol.md §4).
-// Args is a JSON object kept verbatim.
+// ToolCall is one tool call of an assistant message
+// (docs/protocol.md#the-canonical-message-record). Args is a JSON object kept
+// verbatim.
 type ToolCall struct {
 	ID     string          `json:"id"`
 	Name   string          `json:"name"`

@@ -11,8 +11,9 @@ import (
 )
 
 // ArtifactList is the body of a PUT request and of both responses on
-// /sessions/{id}/turns/{turnId}/artifacts (docs/design.md §6; agent UI protocol
-// 0.7 ArtifactReference):
+// /sessions/{id}/turns/{turnId}/artifacts
+// (docs/design.md#history-and-artifacts-api; agent UI protocol 0.7
+// ArtifactReference):
 //
 //	{"artifacts":[{"entryPath":"reports/index.html","artifactType":"webpage"}]}
 //
@@ -36,11 +37,12 @@ type artifactRef struct {
 
 // artifacts serves PUT and GET /sessions/{id}/turns/{turnId}/artifacts.
 //
-// PUT checks, in order (docs/design.md §4): method, content type (415),
-// authentication before any body byte is read (401/403), the trusted
-// principal (403), path ids (404), the body cap (413), the body's shape (400
-// REQUEST_INVALID_BODY), the references' values (400 ARTIFACTS_INVALID),
-// then one store write. Nothing is stored unless every check passes.
+// PUT checks, in order (docs/design.md#the-turn-pipeline): method, content
+// type (415), authentication before any body byte is read (401/403), the
+// trusted principal (403), path ids (404), the body cap (413), the body's
+// shape (400 REQUEST_INVALID_BODY), the references' values (400
+// ARTIFACTS_INVALID), then one store write. Nothing is stored unless every
+// check passes.
 func (s *server) artifacts(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
 	if err := httpedge.RequireMethod(w, r, http.MethodGet, http.MethodPut); err != nil {
 		return err

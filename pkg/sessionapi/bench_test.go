@@ -11,16 +11,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
-	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 	"github.com/turnstream/turnstream/pkg/store/memory"
 )
 
 // benchDepths are the session depths (visible turns) compared: a page must
-// cost the same at 10 and at 10,000 turns (docs/design.md §5: one Query per page).
+// cost the same at 10 and at 10,000 turns
+// (docs/design.md#storage-one-dynamodb-table: one Query per page).
 var benchDepths = []int{10, 10_000}
 
 // benchLimit is the page size: small enough that both depths return a

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
-	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 	"github.com/turnstream/turnstream/pkg/store/storetest"
 )
 
@@ -39,9 +39,10 @@ func newDynamoStore(tb testing.TB, now func() time.Time, key []byte, optFns ...d
 	return dynamo.New(client, dynamo.Options{Table: table, Now: now, CursorKey: key})
 }
 
-// TestRequestBudget counts the DynamoDB requests of each route (docs/design.md §5):
-// a history page is exactly one Query whatever the order, cursor or route,
-// the session summary one GetItem, an artifacts write at most two requests.
+// TestRequestBudget counts the DynamoDB requests of each route
+// (docs/design.md#storage-one-dynamodb-table): a history page is exactly one
+// Query whatever the order, cursor or route, the session summary one GetItem,
+// an artifacts write at most two requests.
 func TestRequestBudget(t *testing.T) {
 	t.Parallel()
 	ops := &opCounter{}

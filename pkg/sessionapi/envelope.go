@@ -52,7 +52,7 @@ func sessionEnvelope(sess *chat.Session, now time.Time) json.RawMessage {
 		DefinitionID:       sess.DefinitionID,
 		DefinitionRevision: sess.DefinitionRevision,
 		UpdatedAt:          protocol.FormatTime(sess.UpdatedAt),
-		Cursor:             sess.Sequence,
+		Sequence:           sess.Sequence,
 		TerminalTurns:      make([]protocol.TerminalTurn, 0, len(sess.TerminalTurns)),
 		Confirmations:      []protocol.Confirmation{},
 	}

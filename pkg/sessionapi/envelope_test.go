@@ -42,7 +42,7 @@ func TestPendingApprovals(t *testing.T) {
 		if d != nil {
 			t.Fatalf("envelope %s: %+v", got.Session, d)
 		}
-		if env.SessionID != "s1" || env.DefinitionID != "assistant" || env.DefinitionRevision != 1 || env.Cursor != turn.LastSequence+1 ||
+		if env.SessionID != "s1" || env.DefinitionID != "assistant" || env.DefinitionRevision != 1 || env.Sequence != turn.LastSequence+1 ||
 			env.ActiveTurn != nil || len(env.TerminalTurns) != 2 || len(env.Confirmations) != 1 {
 			t.Fatalf("envelope %+v", env)
 		}

@@ -23,9 +23,10 @@ type Options struct {
 	// Store holds sessions, turns and artifact references. Required.
 	Store chat.Store
 	// Authenticator establishes the principal of every request from its
-	// headers only, before any body byte is read (docs/design.md §7).
-	// Errors wrapping auth.ErrUnauthenticated are 401, auth.ErrForbidden
-	// 403, anything else 500. Required.
+	// headers only, before any body byte is read
+	// (docs/design.md#authentication-and-tenancy). Errors wrapping
+	// auth.ErrUnauthenticated are 401, auth.ErrForbidden 403, anything else
+	// 500. Required.
 	Authenticator auth.Authenticator
 	// Logger receives one JSON line per request; nil discards them
 	// (httpedge.Logger, as every handler's Logger).
@@ -74,7 +75,8 @@ func newServer(opts Options) (*server, error) {
 	return s, nil
 }
 
-// NewHistoryHandler returns the history function's handler (docs/design.md §6):
+// NewHistoryHandler returns the history function's handler
+// (docs/design.md#history-and-artifacts-api):
 //
 //	GET /sessions/{id}           200 SessionSummary
 //	GET /sessions/{id}/turns     200 TurnPage     ?limit=1..100 (20) &order=desc|asc (desc) &cursor=
@@ -99,7 +101,8 @@ func NewHistoryHandler(opts Options) (http.Handler, error) {
 	return s.guard(mux), nil
 }
 
-// NewArtifactsHandler returns the artifacts function's handler (docs/design.md §6):
+// NewArtifactsHandler returns the artifacts function's handler
+// (docs/design.md#history-and-artifacts-api):
 //
 //	PUT /sessions/{id}/turns/{turnId}/artifacts  {"artifacts":[ArtifactReference...]} -> 200 ArtifactList
 //	GET /sessions/{id}/turns/{turnId}/artifacts  200 ArtifactList

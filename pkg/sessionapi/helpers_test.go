@@ -22,8 +22,9 @@ import (
 	"github.com/turnstream/turnstream/pkg/store/storetest"
 )
 
-// Principals of the dev authenticator (docs/design.md §10): "Authorization: Bearer
-// dev.<subject>", tenant auth.DevTenant; subject "host" is trusted.
+// Principals of the dev authenticator (docs/design.md#running-it):
+// "Authorization: Bearer dev.<subject>", tenant auth.DevTenant; subject "host"
+// is trusted.
 var (
 	alice   = chat.Principal{Subject: "alice", Tenant: auth.DevTenant}
 	mallory = chat.Principal{Subject: "mallory", Tenant: auth.DevTenant}
@@ -105,7 +106,8 @@ func newHandlers(tb testing.TB, opts sessionapi.Options) (history, artifacts htt
 	return history, artifacts
 }
 
-// devAuthenticator is pkg/auth in dev mode with "host" trusted (docs/design.md §10).
+// devAuthenticator is pkg/auth in dev mode with "host" trusted
+// (docs/design.md#running-it).
 func devAuthenticator(tb testing.TB) auth.Authenticator {
 	tb.Helper()
 	authn, err := auth.New(context.Background(), config.AuthConfig{Mode: config.AuthDev, TrustedSubject: host.Subject},

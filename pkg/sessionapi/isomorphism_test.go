@@ -70,9 +70,9 @@ func (s *inputStream) Recv() (model.Event, error) {
 func (s *inputStream) Close() error { return nil }
 
 // TestHistoryIsomorphism runs turns through the turn handler (completed,
-// failed, stopped) and checks that history serves exactly what the
-// terminal snapshots carried: the same canonical messages as JSON, ids
-// included, the same statuses and diagnostics (docs/design.md §3; chatkit adapter
+// failed, stopped) and checks that history serves exactly what the terminal
+// snapshots carried: the same canonical messages as JSON, ids included, the
+// same statuses and diagnostics (docs/design.md#snapshots; chatkit adapter
 // protocol: history isomorphism).
 func TestHistoryIsomorphism(t *testing.T) {
 	factories := map[string]storetest.Factory{

@@ -38,11 +38,11 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// withArtifacts returns msgs with refs placed in the metadata.artifacts of
-// the last assistant message (agent UI protocol AssistantMessage.artifacts;
-// docs/design.md §6), other metadata keys kept in their order and verbatim. msgs is
-// not modified. Without refs, or without an assistant message, msgs is
-// returned as it is.
+// withArtifacts returns msgs with refs placed in the metadata.artifacts of the
+// last assistant message (agent UI protocol AssistantMessage.artifacts;
+// docs/design.md#history-and-artifacts-api), other metadata keys kept in their
+// order and verbatim. msgs is not modified. Without refs, or without an
+// assistant message, msgs is returned as it is.
 func withArtifacts(msgs []protocol.Message, refs []chat.ArtifactReference) ([]protocol.Message, error) {
 	if len(refs) == 0 {
 		return msgs, nil

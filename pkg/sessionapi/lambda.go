@@ -19,12 +19,12 @@ import (
 // lambda.Start.
 type FunctionURLHandler func(ctx context.Context, event events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error)
 
-// NewFunctionURLHandler adapts h to function URL events in BUFFERED mode
-// with aws-lambda-go-api-proxy v0.16.2 httpadapter.NewV2(h).ProxyWithContext
-// (docs/design.md §1). The adapter decodes an isBase64Encoded body (standard
-// encoding) before h reads it and puts the Lambda context in the request
-// context (lambdacontext.FromContext gives the request id; the function
-// URL request context is core.GetAPIGatewayV2ContextFromContext).
+// NewFunctionURLHandler adapts h to function URL events in BUFFERED mode with
+// aws-lambda-go-api-proxy v0.16.2 httpadapter.NewV2(h).ProxyWithContext
+// (docs/design.md#the-three-functions). The adapter decodes an isBase64Encoded
+// body (standard encoding) before h reads it and puts the Lambda context in
+// the request context (lambdacontext.FromContext gives the request id; the
+// function URL request context is core.GetAPIGatewayV2ContextFromContext).
 //
 // One gap of the adapter is closed here: a body marked isBase64Encoded that
 // is not valid base64 makes the adapter fail the invocation (a 502 from the

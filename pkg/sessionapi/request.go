@@ -18,7 +18,8 @@ type pageQuery struct {
 	cursor string
 }
 
-// parsePageQuery validates the query string of a page request (docs/design.md §6):
+// parsePageQuery validates the query string of a page request
+// (docs/design.md#history-and-artifacts-api):
 //
 //	limit   decimal digits only, 1..chat.MaxPageLimit; default chat.DefaultPageLimit
 //	order   "asc" or "desc" (case-sensitive); default "desc"

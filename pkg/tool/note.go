@@ -26,14 +26,13 @@ const workspaceNoteSchema = `{
   "additionalProperties": false
 }`
 
-// WorkspaceNote returns the built-in demo tool "workspace_note", used by
-// local runs (make dev) and examples. It is deterministic and offline:
-// for {"title": t, "body": b} it returns the artifact reference
-// {entryPath: "notes/<slug>.md", artifactType: "document"}, where slug is
-// Slug(t), and the text `Saved note "notes/<slug>.md" (<n> characters).`
-// with n the runes of b. It does not write a file: turnstream records
-// artifact references, and the host's workspace owns the files (docs/design.md
-// §6).
+// WorkspaceNote returns the built-in demo tool "workspace_note", used by local
+// runs (make dev) and examples. It is deterministic and offline: for {"title":
+// t, "body": b} it returns the artifact reference {entryPath:
+// "notes/<slug>.md", artifactType: "document"}, where slug is Slug(t), and the
+// text `Saved note "notes/<slug>.md" (<n> characters).` with n the runes of b.
+// It does not write a file: turnstream records artifact references, and the
+// host's workspace owns the files (docs/design.md#history-and-artifacts-api).
 func WorkspaceNote() Tool {
 	return Tool{
 		Name:        WorkspaceNoteName,

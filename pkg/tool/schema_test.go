@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/turnstream/turnstream/pkg/model"
-	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/tool"
 )
 
@@ -66,7 +65,7 @@ func TestInputSchemaNoFetch(t *testing.T) {
 			before := hits.Load()
 			var err error
 			if schema == "" {
-				_, err = protocol.NewManifest(map[string][]byte{"chart": []byte(`{"$ref":"` + srv.URL + `/props.json"}`)})
+				_, err = tool.NewManifest(map[string][]byte{"chart": []byte(`{"$ref":"` + srv.URL + `/props.json"}`)})
 			} else {
 				err = tool.NewRegistry(nil).Register(schemaTool(schema))
 			}

@@ -27,7 +27,7 @@ const (
 	// MaxResultTextBytes bounds Result.Text in UTF-8 bytes (64 KiB): the
 	// text is stored twice per call (the toolCalls entry and the tool
 	// message) in a turn item that must stay well under DynamoDB's 400 KB
-	// (docs/design.md §5).
+	// (docs/design.md#storage-one-dynamodb-table).
 	MaxResultTextBytes = 64 << 10
 	// MaxArtifacts bounds Result.Artifacts per call.
 	MaxArtifacts = 64
@@ -55,9 +55,10 @@ const (
 	// CodeInvalidResult: Result.Text is too long or not UTF-8, or an
 	// artifact reference is invalid or too many.
 	CodeInvalidResult = "invalid_result"
-	// CodeInvalidComponent: Result.Component is not a valid render frame
-	// or the registry's component manifest rejects it (docs/protocol.md §7
-	// COMPONENT_UNKNOWN / COMPONENT_INVALID_PROPS).
+	// CodeInvalidComponent: Result.Component is not a valid render frame or
+	// the registry's component manifest rejects it
+	// (docs/protocol.md#component-frames COMPONENT_UNKNOWN /
+	// COMPONENT_INVALID_PROPS).
 	CodeInvalidComponent = "invalid_component"
 )
 
@@ -112,12 +113,15 @@ type Result struct {
 	// Text is the result for the model and the toolCalls entry's result:
 	// valid UTF-8, at most MaxResultTextBytes.
 	Text string
-	// Artifacts are workspace files the call produced (docs/design.md §6); at most
-	// MaxArtifacts, each valid by chat.ValidateArtifacts. The turn records
-	// them before its terminal snapshot.
+	// Artifacts are workspace files the call produced
+	// (docs/design.md#history-and-artifacts-api); at most MaxArtifacts, each
+	// valid by chat.ValidateArtifacts. The turn records them before its
+	// terminal snapshot.
 	Artifacts []chat.ArtifactReference
-	// Component is a render frame to append to the ordered assistant
-	// content (docs/protocol.md §6-§7); it must pass the registry's manifest.
+	// Component is a render frame to append to the ordered assistant content
+	// (docs/protocol.md#ordered-assistant-content,
+	// docs/protocol.md#component-frames); it must pass the registry's
+	// manifest.
 	Component *protocol.RenderFrame
 }
 
@@ -164,10 +168,10 @@ type Outcome struct {
 // OK reports whether the call completed.
 func (o Outcome) OK() bool { return o.Status == protocol.ToolCallComplete }
 
-// ToolCall returns the assistant message's toolCalls entry for the
-// finished call (docs/protocol.md §4): Result set when complete, Error when
-// failed. Args is the call's JSON object; a call whose Args were not a
-// JSON object gets "{}" so the record stays valid.
+// ToolCall returns the assistant message's toolCalls entry for the finished
+// call (docs/protocol.md#the-canonical-message-record): Result set when
+// complete, Error when failed. Args is the call's JSON object; a call whose
+// Args were not a JSON object gets "{}" so the record stays valid.
 func (o Outcome) ToolCall() protocol.ToolCall {
 	args := o.Call.Args
 	if !isJSONObject(args) {
@@ -207,7 +211,7 @@ func (o Outcome) ToolMessage(id, createdAt string) protocol.Message {
 // at start-up; Specs, Has and Run are safe for concurrent use with each
 // other and with Register.
 type Registry struct {
-	manifest *protocol.Manifest
+	manifest *Manifest
 
 	mu    sync.RWMutex
 	tools map[string]*entry
@@ -219,18 +223,20 @@ type entry struct {
 }
 
 // NewRegistry returns an empty registry. manifest is the closed component
-// manifest that tool render frames must pass (docs/protocol.md §7); nil
-// means no component is registered, so every tool component is rejected.
-func NewRegistry(manifest *protocol.Manifest) *Registry {
+// manifest that tool render frames must pass
+// (docs/protocol.md#component-frames); nil means no component is registered,
+// so every tool component is rejected.
+func NewRegistry(manifest *Manifest) *Registry {
 	return &Registry{manifest: manifest, tools: map[string]*entry{}}
 }
 
-// noRemoteLoader refuses every $ref outside the tool's own schema, so
-// registering a tool never touches the file system or network.
-type noRemoteLoader struct{}
+// noRemoteLoader refuses every $ref outside a schema's own document (a
+// tool's input schema, a manifest's props schemas), so compiling one
+// never touches the file system or network. It names what it refuses for.
+type noRemoteLoader struct{ what string }
 
-func (noRemoteLoader) Load(string) (any, error) {
-	return nil, errors.New("tool: schemas may not reference external documents")
+func (l noRemoteLoader) Load(string) (any, error) {
+	return nil, fmt.Errorf("tool: %s may not reference external documents", l.what)
 }
 
 // Register adds t. It returns an error wrapping ErrInvalidTool (naming
@@ -275,7 +281,7 @@ func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error)
 		return nil, errors.New(`root must be an object schema with "type": "object"`)
 	}
 	c := jsonschema.NewCompiler()
-	c.UseLoader(noRemoteLoader{})
+	c.UseLoader(noRemoteLoader{"schemas"})
 	url := "urn:turnstream:tool:" + name
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, err
@@ -511,9 +517,10 @@ func argsProblem(raw json.RawMessage) string {
 	return textInvalidArgs + ": " + kind + ", not a JSON object."
 }
 
-// isJSONObject reports whether raw is exactly one JSON object with valid
-// UTF-8 and no duplicate names (the JSON reader rules of docs/design.md
-// §2: two parsers must never read one value two ways).
+// isJSONObject reports whether raw is exactly one JSON object with valid UTF-8
+// and no duplicate names (the JSON reader rules of
+// docs/design.md#wire-protocol-v1: two parsers must never read one value two
+// ways).
 func isJSONObject(raw json.RawMessage) bool {
 	v := jsontext.Value(raw)
 	return v.IsValid() && v.Kind() == '{'

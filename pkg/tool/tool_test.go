@@ -20,7 +20,7 @@ const addSchema = `{"type":"object","properties":{"a":{"type":"integer"},"b":{"t
 // ("chart", props {"points": [numbers]}) and the given tools.
 func newRegistry(t *testing.T, tools ...tool.Tool) *tool.Registry {
 	t.Helper()
-	m, err := protocol.NewManifest(map[string][]byte{
+	m, err := tool.NewManifest(map[string][]byte{
 		"chart": []byte(`{"type":"object","properties":{"points":{"type":"array","items":{"type":"number"}}},"required":["points"]}`),
 	})
 	if err != nil {

@@ -53,11 +53,12 @@ func (ts *Toolset) Run(ctx context.Context, call model.ToolCall) Outcome {
 	return ts.reg.Run(ctx, call)
 }
 
-// Entry returns the toolCalls entry (docs/protocol.md §4) of a call that has
-// not finished: status protocol.ToolCallPending (the model asked for it)
-// or protocol.ToolCallRunning (Run has started), with Args "{}" when the
-// model sent none or they are not a JSON object. Outcome.ToolCall gives
-// the finished entry.
+// Entry returns the toolCalls entry
+// (docs/protocol.md#the-canonical-message-record) of a call that has not
+// finished: status protocol.ToolCallPending (the model asked for it) or
+// protocol.ToolCallRunning (Run has started), with Args "{}" when the model
+// sent none or they are not a JSON object. Outcome.ToolCall gives the finished
+// entry.
 func Entry(call model.ToolCall, status string) protocol.ToolCall {
 	args := call.Args
 	if !isJSONObject(args) {

@@ -11,7 +11,7 @@ import (
 )
 
 // agent is what one definition runs with: the definition, its model
-// provider and the tools it offers (docs/design.md §8).
+// provider and the tools it offers (docs/design.md#models-tools-definitions).
 type agent struct {
 	def   definition.Definition
 	model model.Model
@@ -81,11 +81,12 @@ func (h *handler) defaultDefinition() definition.Definition {
 	return h.opts.Definitions.Default()
 }
 
-// agentFor returns the agent for a claimed session's stored definition id,
-// at the definition's current revision (a bumped revision applies to new
-// turns, docs/design.md §8). The definition is resolved after the claim, from the
-// session the claim returned, so it costs no store request (docs/design.md §5
-// request budget). An id that is no longer configured is errDefinitionGone.
+// agentFor returns the agent for a claimed session's stored definition id, at
+// the definition's current revision (a bumped revision applies to new turns,
+// docs/design.md#models-tools-definitions). The definition is resolved after
+// the claim, from the session the claim returned, so it costs no store request
+// (docs/design.md#storage-one-dynamodb-table request budget). An id that is no
+// longer configured is errDefinitionGone.
 func (h *handler) agentFor(definitionID string) (*agent, error) {
 	if h.opts.Definitions == nil {
 		return h.agents[simpleID], nil

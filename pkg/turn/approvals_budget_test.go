@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
-	"github.com/turnstream/turnstream/pkg/store/dynamo/dynamobench"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 

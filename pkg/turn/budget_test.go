@@ -66,11 +66,11 @@ func (s *countingStore) FindTurn(ctx context.Context, sessionID, turnID string, 
 	return s.Store.FindTurn(ctx, sessionID, turnID, p)
 }
 
-// TestStoreCallsPerTurn pins docs/design.md §5's request budget at the handler:
-// a completed turn on the configured path (definitions resolved per
-// session) makes exactly one claim, one context load, one save and one
-// release — the definition comes from the session the claim returns, not
-// from an extra read.
+// TestStoreCallsPerTurn pins docs/design.md#storage-one-dynamodb-table's
+// request budget at the handler: a completed turn on the configured path
+// (definitions resolved per session) makes exactly one claim, one context
+// load, one save and one release — the definition comes from the session the
+// claim returns, not from an extra read.
 func TestStoreCallsPerTurn(t *testing.T) {
 	store := &countingStore{Store: newStoreMemory(), calls: map[string]int{}}
 	res, err := definition.New([]definition.Definition{

@@ -8,7 +8,8 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// Extension names listed by GET /capabilities (docs/design.md §5).
+// Extension names listed by GET /capabilities
+// (docs/design.md#storage-one-dynamodb-table).
 const (
 	ExtensionSnapshotScope = "snapshotScope"
 	ExtensionStop          = "stop"
@@ -30,8 +31,9 @@ const (
 )
 
 // Capabilities is the body of GET /capabilities (turnstream extension,
-// docs/design.md §5): the turn protocol versions this deployment speaks and the
-// extensions it supports, so clients discover them instead of guessing.
+// docs/design.md#storage-one-dynamodb-table): the turn protocol versions this
+// deployment speaks and the extensions it supports, so clients discover them
+// instead of guessing.
 //
 //	{"protocols":[{"protocol":"agentskit.chat.turn","versions":[1]}],
 //	 "extensions":["snapshotScope","stop","lineage","artifacts","history","approvals","compact"],
@@ -139,5 +141,5 @@ func (h *handler) serveCapabilities(w http.ResponseWriter, r *http.Request) {
 		httpedge.Error(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, h.capabilities)
+	httpedge.WriteJSON(w, http.StatusOK, h.capabilities)
 }

@@ -45,11 +45,12 @@ func settledGoroutines(want int) int {
 }
 
 // TestExitPathsCleanUp runs one turn per exit path through ServeHTTP (no
-// server goroutines) and checks the cleanup guarantees of docs/design.md §3-§4:
-// the stream ends with a terminal snapshot or diagnostic (decodeStream also
-// checks contiguous sequences and nothing after the terminal line), the
-// lease is released, the turn is saved, no internal text reaches the
-// client, and no goroutine of the request outlives it.
+// server goroutines) and checks the cleanup guarantees of
+// docs/design.md#snapshots, docs/design.md#the-turn-pipeline: the stream ends
+// with a terminal snapshot or diagnostic (decodeStream also checks contiguous
+// sequences and nothing after the terminal line), the lease is released, the
+// turn is saved, no internal text reaches the client, and no goroutine of the
+// request outlives it.
 func TestExitPathsCleanUp(t *testing.T) {
 	tests := map[string]struct {
 		model    model.Model
@@ -119,9 +120,9 @@ func TestExitPathsCleanUp(t *testing.T) {
 // unavailable, not a lost lease) the lease runs out, and another turn may
 // claim the session. The turn must stop streaming then and save nothing,
 // not keep running and saving beside its successor until the request
-// deadline (docs/design.md §4: the lease is the mutual exclusion); its
-// last line is its fate as the table decided it once the lease expired
-// (lost), and the session is free.
+// deadline (docs/design.md#the-turn-pipeline: the lease is the mutual
+// exclusion); its last line is its fate as the table decided it once the
+// lease expired (lost), and the session is free.
 func TestLeaseExpiredWithoutRenewal(t *testing.T) {
 	tests := map[string]struct {
 		renewErr error

@@ -9,8 +9,9 @@ import (
 )
 
 // The turn handler's error responses are the shared HTTP edge's
-// (pkg/httpedge): one error table, one JSON error writer. These names are
-// what the handler's routes and its streaming path call.
+// (pkg/httpedge): one error table, one JSON error writer. New code calls
+// httpedge directly; these forwarders remain only for the calls in
+// run.go, submit.go, resume.go and stop.go, and go with them.
 
 // diagnose maps err, returned while ctx was the request's context, to the
 // diagnostic the client sees (httpedge.Diagnose). err's text never
@@ -27,7 +28,7 @@ func contextDiagnostic(ctx context.Context) (protocol.Diagnostic, bool) {
 }
 
 // writeError writes d as a JSON error body with d's HTTP status
-// (httpedge.WriteError; docs/protocol.md §9 headers).
+// (httpedge.WriteError; docs/protocol.md#server-handler-behaviour headers).
 func writeError(w http.ResponseWriter, d protocol.Diagnostic) {
 	httpedge.WriteError(w, d)
 }

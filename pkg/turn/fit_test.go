@@ -63,11 +63,11 @@ func seedTurns(tb testing.TB, store chat.Store, sessionID string, n, keysPerTurn
 	}
 }
 
-// TestSessionSnapshotFits: a session whose history passes the record's
-// 10,000 JSON values (docs/protocol.md §4) still streams: session-scope
-// snapshots leave out the oldest whole turns, keep the newest ones, and
-// every snapshot of the turn carries the same context; the model still
-// gets the whole context and the turn is stored.
+// TestSessionSnapshotFits: a session whose history passes the record's 10,000
+// JSON values (docs/protocol.md#the-canonical-message-record) still streams:
+// session-scope snapshots leave out the oldest whole turns, keep the newest
+// ones, and every snapshot of the turn carries the same context; the model
+// still gets the whole context and the turn is stored.
 func TestSessionSnapshotFits(t *testing.T) {
 	const turns, keys = 30, 500 // about 15,000 values of history
 	tests := map[string]struct {

@@ -21,9 +21,10 @@ import (
 	"github.com/turnstream/turnstream/pkg/tool"
 )
 
-// Defaults applied by NewHandler to zero Options fields (docs/design.md
-// §9). A zero MaxBodyBytes is httpedge.DefaultMaxBodyBytes, the one body
-// cap default of every handler (docs/protocol.md §9).
+// Defaults applied by NewHandler to zero Options fields
+// (docs/design.md#configuration). A zero MaxBodyBytes is
+// httpedge.DefaultMaxBodyBytes, the one body cap default of every handler
+// (docs/protocol.md#server-handler-behaviour).
 const (
 	DefaultTurnTimeout      = 5 * time.Minute
 	DefaultCleanupReserve   = 5 * time.Second
@@ -38,10 +39,10 @@ const (
 	DefaultResumePollInterval = 250 * time.Millisecond
 )
 
-// SnapshotScopeHeader selects what a snapshot carries (turnstream
-// extension, docs/design.md §3): absent or "session" means the whole session's
-// visible canonical messages, "turn" only the current turn's messages.
-// Values are matched case-insensitively; any other value is a 400
+// SnapshotScopeHeader selects what a snapshot carries (turnstream extension,
+// docs/design.md#snapshots): absent or "session" means the whole session's
+// visible canonical messages, "turn" only the current turn's messages. Values
+// are matched case-insensitively; any other value is a 400
 // REQUEST_INVALID_HEADER before the body is read.
 const SnapshotScopeHeader = "X-Turnstream-Snapshot-Scope"
 
@@ -63,14 +64,16 @@ type Definition struct {
 }
 
 // Options configure NewHandler. Store and Authenticator are required, and
-// either Definitions with Models (the configured path, docs/design.md §8) or Model
-// with Definition (the simple path, one definition without tools). Zero
-// durations and sizes take the Default* values.
+// either Definitions with Models (the configured path,
+// docs/design.md#models-tools-definitions) or Model with Definition (the
+// simple path, one definition without tools). Zero durations and sizes take
+// the Default* values.
 type Options struct {
 	Store chat.Store
-	// Authenticator establishes the caller from the request's headers
-	// only, before any body byte is read (docs/design.md §7). Its errors
-	// wrapping auth.ErrUnauthenticated are 401 REQUEST_UNAUTHENTICATED,
+	// Authenticator establishes the caller from the request's headers only,
+	// before any body byte is read
+	// (docs/design.md#authentication-and-tenancy). Its errors wrapping
+	// auth.ErrUnauthenticated are 401 REQUEST_UNAUTHENTICATED,
 	// auth.ErrForbidden 403 REQUEST_FORBIDDEN, anything else 500
 	// SERVER_INTERNAL.
 	Authenticator auth.Authenticator
@@ -79,10 +82,10 @@ type Options struct {
 	// session gets the default one, an existing session keeps its stored
 	// definition id and runs that definition's current revision. The
 	// definition is resolved from the session the claim returns (no extra
-	// store request, docs/design.md §5) and the revision the turn ran with is
-	// recorded at release. A session whose id is no longer configured is
-	// saved as a failed turn and refused with 500 SERVER_INTERNAL (logged),
-	// never switched to another definition.
+	// store request, docs/design.md#storage-one-dynamodb-table) and the
+	// revision the turn ran with is recorded at release. A session whose id is
+	// no longer configured is saved as a failed turn and refused with 500
+	// SERVER_INTERNAL (logged), never switched to another definition.
 	Definitions *definition.Resolver
 	// Models are the model providers by name (definition.Definition.Provider:
 	// definition.ProviderEcho, ProviderBedrock, ProviderOpenAI); every
@@ -98,8 +101,8 @@ type Options struct {
 	Model      model.Model
 	Definition Definition
 
-	// TurnTimeout bounds one request (docs/design.md §4); the deadline is
-	// min(now+TurnTimeout, Lambda deadline - CleanupReserve).
+	// TurnTimeout bounds one request (docs/design.md#the-turn-pipeline); the
+	// deadline is min(now+TurnTimeout, Lambda deadline - CleanupReserve).
 	TurnTimeout time.Duration
 	// CleanupReserve is kept from the Lambda deadline for cleanup; each of
 	// the three cleanup phases (stop the model, save, release) gets a third
@@ -109,11 +112,12 @@ type Options struct {
 	// request deadline plus CleanupReserve.
 	LeaseDuration time.Duration
 	// RenewInterval is how often the lease is renewed (and the stop flag
-	// checked); zero means LeaseDuration/3 (docs/design.md §4). Tests shorten it.
+	// checked); zero means LeaseDuration/3 (docs/design.md#the-turn-pipeline).
+	// Tests shorten it.
 	RenewInterval time.Duration
-	// SnapshotInterval is the minimum time between two streaming
-	// snapshots (docs/design.md §3). The first and the terminal snapshot are never
-	// delayed by it.
+	// SnapshotInterval is the minimum time between two streaming snapshots
+	// (docs/design.md#snapshots). The first and the terminal snapshot are
+	// never delayed by it.
 	SnapshotInterval time.Duration
 	// SnapshotBytesPerSecond paces streaming snapshots by size as well as
 	// time: after a snapshot of n bytes the next waits n/SnapshotBytesPerSecond
@@ -216,16 +220,17 @@ type handler struct {
 }
 
 // NewHandler validates opts, applies defaults and returns the turn
-// function's handler. Routes (docs/design.md §1):
+// function's handler. Routes (docs/design.md#the-three-functions):
 //
 //	POST /              client.turn.submit -> 200 NDJSON snapshot stream
 //	POST /stop          {"sessionId","turnId"} -> 202 {"stopRequested":true} (a queued turn: also "cancelled":true)
 //	GET  /sessions/{sessionId}/turns/{turnId}/stream?after=N  resume -> 200 NDJSON
 //	GET  /capabilities  protocol versions and extensions (no authentication)
 //
-// Any other path is 404 REQUEST_NOT_FOUND; a method other than the
-// route's is 405 REQUEST_METHOD_NOT_ALLOWED. Every error response is JSON
-// {"error":{"version":1,"code","message","retryable"}} (docs/protocol.md §9).
+// Any other path is 404 REQUEST_NOT_FOUND; a method other than the route's is
+// 405 REQUEST_METHOD_NOT_ALLOWED. Every error response is JSON
+// {"error":{"version":1,"code","message","retryable"}}
+// (docs/protocol.md#server-handler-behaviour).
 //
 // NewHandler returns an error naming the first invalid option: a nil
 // Store or Authenticator; with Definitions, a definition whose provider
@@ -327,10 +332,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// deadline starts the request's one deadline (docs/design.md §4): the earlier of
-// now+TurnTimeout and the invocation's own deadline (the Lambda deadline
-// under lambdaurl) minus CleanupReserve. Its cause is errTurnDeadline, so a
-// timeout is told from a client cancellation.
+// deadline starts the request's one deadline
+// (docs/design.md#the-turn-pipeline): the earlier of now+TurnTimeout and the
+// invocation's own deadline (the Lambda deadline under lambdaurl) minus
+// CleanupReserve. Its cause is errTurnDeadline, so a timeout is told from a
+// client cancellation.
 func (h *handler) deadline(r *http.Request) (context.Context, context.CancelFunc, time.Time) {
 	d := h.deadlineOf(r.Context())
 	ctx, cancel := context.WithDeadlineCause(r.Context(), d, errTurnDeadline)

@@ -44,11 +44,11 @@ type pendingCall struct {
 	repeated bool
 }
 
-// runModel is the model-tool loop (docs/design.md §8): up to MaxSteps model
-// calls, each followed by the tools it asked for, their results fed back
-// for the next call. It returns nil when the model finished, or the
-// error that ended the loop (a model error, or ctx's). Every change goes
-// into the state and wakes the writer.
+// runModel is the model-tool loop (docs/design.md#models-tools-definitions):
+// up to MaxSteps model calls, each followed by the tools it asked for, their
+// results fed back for the next call. It returns nil when the model finished,
+// or the error that ended the loop (a model error, or ctx's). Every change
+// goes into the state and wakes the writer.
 func (t *run) runModel(ctx context.Context) error {
 	a := t.agent
 	var live map[string]protocol.ToolCall
@@ -176,20 +176,20 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (strin
 	}
 }
 
-// errInvalidToolCall ends a model call that asked for a tool call no
-// canonical record can hold (docs/protocol.md §4: an empty name, arguments
-// nested past protocol.MaxRecordDepth, a non-finite number, an over-long
-// key, or calls that together pass protocol.MaxRecordNodes): the turn ends
-// as MODEL_FAILED (not retryable; the error code is kept in the assistant
-// message's metadata) instead of every later snapshot failing to encode
-// and an unencodable turn being saved.
+// errInvalidToolCall ends a model call that asked for a tool call no canonical
+// record can hold (docs/protocol.md#the-canonical-message-record: an empty
+// name, arguments nested past protocol.MaxRecordDepth, a non-finite number, an
+// over-long key, or calls that together pass protocol.MaxRecordNodes): the
+// turn ends as MODEL_FAILED (not retryable; the error code is kept in the
+// assistant message's metadata) instead of every later snapshot failing to
+// encode and an unencodable turn being saved.
 var errInvalidToolCall = &model.Error{Code: "invalid_tool_call"}
 
 // fitsRecord reports whether the turn's messages with tc added to the
 // assistant message's toolCalls are still a valid canonical record
-// (docs/protocol.md §4) once every call has finished: each call is checked
-// with a result, and the message with error metadata, as in the largest
-// final shape of the record.
+// (docs/protocol.md#the-canonical-message-record) once every call has
+// finished: each call is checked with a result, and the message with error
+// metadata, as in the largest final shape of the record.
 func (t *run) fitsRecord(tc protocol.ToolCall) bool {
 	calls := append(t.state.view().toolCalls, tc) // the view is capped: a copy
 	done := ""
@@ -302,12 +302,12 @@ func modelMessages(context []protocol.Message, live map[string]protocol.ToolCall
 	return model.ExpandToolCalls(msgs)
 }
 
-// PlainText returns the text of an assistant message's content: content
-// itself when it is plain, or, for ordered content
-// (agentskit.chat.content/1, docs/protocol.md §6), its text parts joined
-// without separator (a long text is split into several records) and its
-// components left out. Content that starts like an envelope but does not
-// decode is returned as it is.
+// PlainText returns the text of an assistant message's content: content itself
+// when it is plain, or, for ordered content (agentskit.chat.content/1,
+// docs/protocol.md#ordered-assistant-content), its text parts joined without
+// separator (a long text is split into several records) and its components
+// left out. Content that starts like an envelope but does not decode is
+// returned as it is.
 func PlainText(content string) string {
 	if !strings.HasPrefix(content, "\x1e") {
 		return content

@@ -13,7 +13,8 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// maxSafeIDLen is the SafeId length limit (docs/protocol.md §1, "Rules").
+// maxSafeIDLen is the SafeId length limit
+// (docs/protocol.md#the-turn-event-envelope, "Rules").
 const maxSafeIDLen = 128
 
 // Message positions within a turn, the suffix of its message ids.
@@ -24,7 +25,7 @@ const (
 
 // MessageID returns the deterministic SafeId of the message at position
 // ("u" the user message, "a" the assistant message) of turn turnID
-// (docs/design.md §3: identical in the live stream, in history and after
+// (docs/design.md#snapshots: identical in the live stream, in history and after
 // reload). It is turnID + "." + position when that fits the 128-character
 // SafeId limit; otherwise "h" + the 64 hex digits of SHA-256(turnID) +
 // "-" + position, a form no short id produces (those end in "." +

@@ -10,15 +10,15 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// state is the single pending slot (docs/design.md §3): the latest state of the
-// turn, changed by the model goroutine and read by the writer when it is
-// ready to emit.
+// state is the single pending slot (docs/design.md#snapshots): the latest
+// state of the turn, changed by the model goroutine and read by the writer
+// when it is ready to emit.
 //
-// The assistant content is plain text until a tool returns a component
-// frame; from then on it is the ordered content envelope
-// agentskit.chat.content/1 (docs/protocol.md §6): env holds the encoded
-// parts up to the last component, tail the text after it, encoded on
-// demand with a copy of enc.
+// The assistant content is plain text until a tool returns a component frame;
+// from then on it is the ordered content envelope agentskit.chat.content/1
+// (docs/protocol.md#ordered-assistant-content): env holds the encoded parts up
+// to the last component, tail the text after it, encoded on demand with a copy
+// of enc.
 type state struct {
 	mu        sync.Mutex
 	plain     strings.Builder // all text before the first component

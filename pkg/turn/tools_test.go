@@ -86,7 +86,7 @@ const chartSchema = `{"type":"object","properties":{"points":{"type":"array","it
 // (blocks until its 20 ms timeout), and "chart" (returns a render frame).
 func toolRegistry(tb testing.TB) *tool.Registry {
 	tb.Helper()
-	manifest, err := protocol.NewManifest(map[string][]byte{"chart": []byte(chartSchema)})
+	manifest, err := tool.NewManifest(map[string][]byte{"chart": []byte(chartSchema)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -555,13 +555,13 @@ func TestEchoNote(t *testing.T) {
 	})
 }
 
-// TestUnencodableToolCall: a tool call from the model that cannot be part
-// of a canonical record (docs/protocol.md §4: args nested past
-// MaxRecordDepth, a non-finite number, an over-long key, an empty name)
-// ends the turn as MODEL_FAILED with a terminal snapshot, and the stored
-// turn is a valid record. Without the check every snapshot of the turn
-// failed to encode: the stream ended in SERVER_INTERNAL while the turn
-// was saved, unencodable, as complete.
+// TestUnencodableToolCall: a tool call from the model that cannot be part of a
+// canonical record (docs/protocol.md#the-canonical-message-record: args nested
+// past MaxRecordDepth, a non-finite number, an over-long key, an empty name)
+// ends the turn as MODEL_FAILED with a terminal snapshot, and the stored turn
+// is a valid record. Without the check every snapshot of the turn failed to
+// encode: the stream ended in SERVER_INTERNAL while the turn was saved,
+// unencodable, as complete.
 func TestUnencodableToolCall(t *testing.T) {
 	thousand := `{"a":[0` + strings.Repeat(`,0`, 999) + `]}`
 	tests := map[string]struct {

@@ -1,6 +1,7 @@
 // Package bedrock is turnstream's Amazon Bedrock model provider
-// (MODEL_PROVIDER=bedrock, docs/design.md §8): one model.Stream per Bedrock
-// ConverseStream call, through aws-sdk-go-v2's bedrockruntime client.
+// (MODEL_PROVIDER=bedrock, docs/design.md#models-tools-definitions): one
+// model.Stream per Bedrock ConverseStream call, through aws-sdk-go-v2's
+// bedrockruntime client.
 //
 // Request mapping (pkg/model package documentation): Request.Messages go
 // through model.ProviderMessages first (every toolUse answered by exactly

@@ -1,5 +1,5 @@
 // Package echo is turnstream's deterministic, offline model provider, the
-// default (MODEL_PROVIDER=echo, docs/design.md §8).
+// default (MODEL_PROVIDER=echo, docs/design.md#models-tools-definitions).
 //
 // Its reply is exactly Prefix ("Echo: ") followed by the Content of the
 // request's last user message, byte for byte. The reply streams as text

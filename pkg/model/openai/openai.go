@@ -1,5 +1,6 @@
-// Package openai is turnstream's provider for OpenAI-compatible streaming
-// chat completions (MODEL_PROVIDER=openai, docs/design.md §8), through
+// Package openai is turnstream's provider for OpenAI-compatible streaming chat
+// completions (MODEL_PROVIDER=openai,
+// docs/design.md#models-tools-definitions), through
 // github.com/openai/openai-go/v3, at any base URL (OPENAI_BASE_URL).
 //
 // Request mapping (pkg/model package documentation): Request.Messages go

@@ -37,7 +37,7 @@ var methodOperations = map[string][]string{
 	"QueuedTurns":  {"GetItem", "Query"},
 }
 
-// Store methods each Lambda function calls (docs/design.md §1).
+// Store methods each Lambda function calls (docs/design.md#the-three-functions).
 var (
 	turnFunctionMethods      = []string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued"}
 	historyFunctionMethods   = []string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns"}

@@ -54,11 +54,11 @@ func textMessages(turnID, text string) []protocol.Message {
 	}
 }
 
-// TestRequestBudgets walks a session through its life and asserts the
-// exact DynamoDB requests of every step against docs/design.md §5's budgets:
-// claim 1, context load 1 (0 for a new session), save 1, release 1,
-// renew 1, history page 1, artifacts write <= 2, rejected claim <= 2,
-// takeover <= 3.
+// TestRequestBudgets walks a session through its life and asserts the exact
+// DynamoDB requests of every step against
+// docs/design.md#storage-one-dynamodb-table's budgets: claim 1, context load 1
+// (0 for a new session), save 1, release 1, renew 1, history page 1, artifacts
+// write <= 2, rejected claim <= 2, takeover <= 3.
 func TestRequestBudgets(t *testing.T) {
 	e := newEnv(t)
 	s := e.store()

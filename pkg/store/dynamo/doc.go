@@ -1,8 +1,10 @@
 // Package dynamo implements chat.Store on one DynamoDB table, written only
-// with conditional writes and without transactions (docs/design.md §5). It is the
-// only package that imports the DynamoDB SDK.
+// with conditional writes and without transactions
+// (docs/design.md#storage-one-dynamodb-table). It is the only package that
+// imports the DynamoDB SDK.
 //
-// Layout (key attributes pk, sk; names in table.go):
+// Layout (key attributes pk, sk; names in table.go; keys.go gives the
+// key shapes to code that reads the store's traffic):
 //
 //	session item  pk=SESSION#<id>  sk=SESSION
 //	  ownerKey, definitionId, definitionRevision, sequence (the last
@@ -30,6 +32,18 @@
 //	  no saveId, no live flag and no visibleKey: no reader shows it.
 //	chunk item    pk=SESSION#<id>  sk=TURN#<ordinal>#CHUNK#<save id>#<n>
 //	  chunk (B): one part of a large turn's compressed messages.
+//	live item     pk=SESSION#<id>  sk=TURN#<ordinal>#LIVE
+//	  a running turn's checkpoint head (checkpoint.go): leaseToken (every
+//	  update is conditional on it, so a takeover's new token fences it),
+//	  count (the delta items readers merge), sequence and usage of the
+//	  checkpointed snapshot, leaseExpiresAt, stop (a stop request), purgeAt.
+//	delta item    pk=SESSION#<id>  sk=TURN#<ordinal>#LIVE#<n, 6 digits>
+//	  d: what changed since the previous checkpoint (JSON), purgeAt.
+//	  A running turn's first checkpoint writes its turn item (status
+//	  running, live set); each later one writes a delta and moves the live
+//	  item's count; the final save rewrites the turn item whole and clears
+//	  live, and the live and delta items expire. Neither carries an index
+//	  key: a checkpoint costs no index write.
 //
 // Request budgets, each measured by this package's tests: a claim is one
 // conditional UpdateItem that creates or claims the session; only a

@@ -32,8 +32,8 @@ func ExampleNew() {
 	_ = store // handed to pkg/turn or pkg/sessionapi
 }
 
-// CreateTable creates the table of docs/design.md §5 (for local servers and
-// tests; deployments declare it in the SAM template).
+// CreateTable creates the table of docs/design.md#storage-one-dynamodb-table
+// (for local servers and tests; deployments declare it in the SAM template).
 func ExampleCreateTable() {
 	ctx := context.Background()
 	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{

@@ -10,10 +10,11 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// Payload limits. A DynamoDB item holds at most 400 KB; the messages of a
-// turn are stored inline as JSON up to compressAbove bytes, gzip-compressed
-// inline up to inlineLimit bytes, and beyond that in chunk items of at most
-// chunkSize bytes each (docs/design.md §5: "split or compressed, never truncated").
+// Payload limits. A DynamoDB item holds at most 400 KB; the messages of a turn
+// are stored inline as JSON up to compressAbove bytes, gzip-compressed inline
+// up to inlineLimit bytes, and beyond that in chunk items of at most chunkSize
+// bytes each (docs/design.md#storage-one-dynamodb-table: "split or compressed,
+// never truncated").
 const (
 	compressAbove = 16 << 10
 	inlineLimit   = 350_000

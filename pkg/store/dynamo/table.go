@@ -19,8 +19,9 @@ import (
 	"github.com/aws/smithy-go"
 )
 
-// Attribute and index names of the table layout (docs/design.md §5). They are
-// exported so that the SAM template (and its test) declare the same table.
+// Attribute and index names of the table layout
+// (docs/design.md#storage-one-dynamodb-table). They are exported so that the
+// SAM template (and its test) declare the same table.
 const (
 	// AttrPK and AttrSK are the table's key attributes (both S).
 	AttrPK = "pk"
@@ -33,9 +34,9 @@ const (
 	// AttrTurnID is the sort key of TurnIDIndex, present only on turn items.
 	AttrTurnID = "turnId"
 	// AttrPurgeAt is the TTL attribute (epoch seconds). This package never
-	// writes it; it is reserved for an optional session retention (docs/design.md
-	// §5). No other field may be named purgeAt: DynamoDB would delete the
-	// item.
+	// writes it; it is reserved for an optional session retention
+	// (docs/design.md#storage-one-dynamodb-table). No other field may be named
+	// purgeAt: DynamoDB would delete the item.
 	AttrPurgeAt = "purgeAt"
 
 	// VisibleIndex is the local secondary index (pk, visibleKey), projection
@@ -65,12 +66,13 @@ type TableClient interface {
 	DeleteTable(ctx context.Context, in *dynamodb.DeleteTableInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteTableOutput, error)
 }
 
-// CreateTableInput returns the table definition of docs/design.md §5 for name: keys
-// pk (S, hash) and sk (S, range), PAY_PER_REQUEST, and the two local
-// secondary indexes VisibleIndex (projection ALL) and TurnIDIndex
-// (projection INCLUDE TurnIDIndexAttributes). Local secondary indexes
-// limit one session's item collection to 10 GB, and a table's indexes
-// cannot change once it exists: a changed layout is a new table.
+// CreateTableInput returns the table definition of
+// docs/design.md#storage-one-dynamodb-table for name: keys pk (S, hash) and sk
+// (S, range), PAY_PER_REQUEST, and the two local secondary indexes
+// VisibleIndex (projection ALL) and TurnIDIndex (projection INCLUDE
+// TurnIDIndexAttributes). Local secondary indexes limit one session's item
+// collection to 10 GB, and a table's indexes cannot change once it exists: a
+// changed layout is a new table.
 func CreateTableInput(name string) *dynamodb.CreateTableInput {
 	s := types.ScalarAttributeTypeS
 	return &dynamodb.CreateTableInput{

@@ -7,7 +7,8 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 )
 
-// artifactCases prove PutArtifacts and GetArtifacts (docs/design.md §6).
+// artifactCases prove PutArtifacts and GetArtifacts
+// (docs/design.md#history-and-artifacts-api).
 func artifactCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
 		"ReplaceDedupeLastWins": func(t *testing.T, e *env) {

@@ -13,7 +13,8 @@ import (
 )
 
 // claimCases prove ClaimTurn: creation, mutual exclusion, lease expiry, the
-// terminal window and the reserved sequence (docs/design.md §4, docs/protocol.md §8).
+// terminal window and the reserved sequence (docs/design.md#the-turn-pipeline,
+// docs/protocol.md#the-session-envelope).
 func claimCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
 		"CreatesSessionOwnedByCaller": func(t *testing.T, e *env) {

@@ -9,7 +9,7 @@ import (
 )
 
 // historyCases prove ListTurns: orders, limits, exact HasMore, cursors and
-// superseded turns (docs/design.md §6).
+// superseded turns (docs/design.md#history-and-artifacts-api).
 func historyCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
 		"PagesCoverEveryTurnOnce": func(t *testing.T, e *env) {

@@ -8,9 +8,11 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 )
 
-// isolationCases prove owner isolation: a session is visible only to its
-// owner (Subject and Tenant), and a foreign principal gets exactly the error
-// a missing session gives, never a hint that it exists (docs/design.md §4, §7).
+// isolationCases prove owner isolation: a session is visible only to its owner
+// (Subject and Tenant), and a foreign principal gets exactly the error a
+// missing session gives, never a hint that it exists
+// (docs/design.md#the-turn-pipeline,
+// docs/design.md#authentication-and-tenancy).
 func isolationCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
 		"ForeignPrincipalSeesNotFound": func(t *testing.T, e *env) {

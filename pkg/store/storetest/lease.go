@@ -8,7 +8,7 @@ import (
 )
 
 // leaseCases prove RenewLease, ReleaseTurn, RequestStop and the lease as
-// GetSession shows it (docs/design.md §4).
+// GetSession shows it (docs/design.md#the-turn-pipeline).
 func leaseCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
 		"RenewExtendsLease": func(t *testing.T, e *env) {

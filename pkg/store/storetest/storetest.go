@@ -66,8 +66,9 @@ var (
 	// subject in another tenant are both not alice.
 	mallory     = chat.Principal{Subject: "mallory", Tenant: "acme"}
 	aliceGlobex = chat.Principal{Subject: "alice", Tenant: "globex"}
-	// host is the trusted workspace principal that writes artifact
-	// references (docs/design.md §6-7).
+	// host is the trusted workspace principal that writes artifact references
+	// (docs/design.md#history-and-artifacts-api,
+	// docs/design.md#authentication-and-tenancy).
 	host = chat.Principal{Subject: "workspace-host", Tenant: "acme", Trusted: true}
 )
 
@@ -233,7 +234,8 @@ func (e *env) find(sessionID, turnID string) *chat.Turn {
 	return t
 }
 
-// stamp formats t as a canonical message createdAt (docs/protocol.md §4).
+// stamp formats t as a canonical message createdAt
+// (docs/protocol.md#the-canonical-message-record).
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 // wantErr fails the test unless errors.Is(err, want).

@@ -13,7 +13,8 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// turnCases prove SaveTurn, FindTurn, Supersede and LoadContext (docs/design.md §5).
+// turnCases prove SaveTurn, FindTurn, Supersede and LoadContext
+// (docs/design.md#storage-one-dynamodb-table).
 func turnCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
 		"SaveTurnRoundTripsEveryField": func(t *testing.T, e *env) {
@@ -44,9 +45,9 @@ func turnCases() map[string]func(*testing.T, *env) {
 		},
 
 		"SaveTurnLargeIntact": func(t *testing.T, e *env) {
-			// 1 MiB of content that does not compress well (hex of a
-			// seeded random stream), in 16 messages: a store must split or
-			// compress it, never truncate (docs/design.md §5).
+			// 1 MiB of content that does not compress well (hex of a seeded
+			// random stream), in 16 messages: a store must split or compress
+			// it, never truncate (docs/design.md#storage-one-dynamodb-table).
 			c := e.claim("s1", "big")
 			turn := e.turnFor(c, "s1")
 			rng := rand.New(rand.NewPCG(1, 2))

@@ -1,0 +1,108 @@
+package benchwire
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/turnstream/turnstream/internal/devserver"
+	"github.com/turnstream/turnstream/internal/loadcheck"
+	"github.com/turnstream/turnstream/pkg/auth"
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/model/echo"
+	"github.com/turnstream/turnstream/pkg/turn"
+)
+
+// Wiring is the dev server's handler (internal/devserver: /turn/,
+// /history/, /artifacts/ with the prefix stripped) served over real
+// loopback HTTP, on one DynamoDB store whose client carries the tap.
+type Wiring struct {
+	srv    *http.Server
+	base   string // http://127.0.0.1:port
+	traces *loadcheck.Traces
+}
+
+// HandlerConfig is what differs between the wirings the first sections
+// start: the echo model's pace and the lease.
+type HandlerConfig struct {
+	EchoDelay     time.Duration
+	EchoChunk     int
+	LeaseDuration time.Duration // zero: the configuration's
+}
+
+// New starts a loopback server of the dev server's handler on
+// store, with the echo pace and lease of hc.
+func New(store chat.Store, hc HandlerConfig) (*Wiring, error) {
+	return NewTurn(store, func(o *turn.Options) {
+		o.Model = echo.New(hc.EchoDelay, hc.EchoChunk)
+		if hc.LeaseDuration != 0 {
+			o.LeaseDuration = hc.LeaseDuration
+		}
+	})
+}
+
+// benchEnv is the environment the wirings' configuration is read from
+// (pkg/config): dev auth, one definition without tools, checkpoints off
+// (a section that wants them sets them), the echo model at full speed.
+var benchEnv = map[string]string{
+	"AUTH_MODE":           "dev",
+	"DEFINITION_ID":       "assistant",
+	"CHECKPOINT_INTERVAL": "0",
+	"ECHO_DELAY":          "0",
+	"LOG_LEVEL":           "error",
+}
+
+// NewTurn starts a loopback server of the dev server's handler
+// (internal/devserver, as cmd/devserver serves it) on store, with the
+// turn handler's options as set leaves them (echo pace, checkpoints,
+// pacing, lease). A model set leaves in Options.Model serves the
+// configured definition (the dev server's echo provider).
+func NewTurn(store chat.Store, set func(*turn.Options)) (*Wiring, error) {
+	cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := benchEnv[k]; return v, ok })
+	if err != nil {
+		return nil, fmt.Errorf("configuration: %w", err)
+	}
+	authn, err := auth.New(context.Background(), cfg.Auth, auth.WithLookupEnv(func(string) (string, bool) { return "", false }))
+	if err != nil {
+		return nil, fmt.Errorf("authenticator: %w", err)
+	}
+	h, err := devserver.NewHandler(devserver.Options{
+		Config: cfg, Store: store, Authenticator: authn,
+		Turn: func(o *turn.Options) {
+			set(o)
+			if o.Model != nil {
+				o.Models = map[string]model.Model{config.ProviderEcho: o.Model}
+				o.Model = nil
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	w := &Wiring{base: "http://" + ln.Addr().String(), traces: loadcheck.NewTraces()}
+	w.srv = &http.Server{Handler: w.traces.Wrap(h), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = w.srv.Serve(ln) }() // ends with Close
+	return w, nil
+}
+
+// Trace returns the trace of the request sent with loadcheck.IDHeader
+// id, or nil.
+func (w *Wiring) Trace(id string) *loadcheck.Trace { return w.traces.Trace(id) }
+
+// WaitIdle waits until no request is being served (handlers keep running
+// after a client disconnect) or timeout passes.
+func (w *Wiring) WaitIdle(timeout time.Duration) bool { return w.traces.WaitIdle(timeout) }
+
+// Traces are the traces of the wiring's requests.
+func (w *Wiring) Traces() *loadcheck.Traces { return w.traces }
+
+// Close stops the server.
+func (w *Wiring) Close() { _ = w.srv.Close() }

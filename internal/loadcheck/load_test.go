@@ -1,0 +1,236 @@
+package loadcheck
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/turnstream/turnstream/internal/ddbfault"
+	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/internal/dynamobench"
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+)
+
+// TestLoadTransportRecordsTheTruth drives the real store through the load
+// client's transport with aimed faults and checks what the records say:
+// each call's kind (read from the store's own requests, so a change in
+// them shows here), the lease expiry written, and for each write whether
+// DynamoDB applied it, whatever the store was told.
+func TestLoadTransportRecordsTheTruth(t *testing.T) {
+	opts := dynalite.Options(t)
+	lt, inj := NewTransport(4, 1)
+	inj.set(&FaultPlan{}) // aimed faults only
+	// A generous attempt timeout: only the aimed hang may meet it, never
+	// a slow answer (which would make this test depend on the machine).
+	opts.Transport, opts.AttemptTimeout = lt, 2*time.Second
+	client, err := dynamo.NewClient(context.Background(), opts, NewTap().Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t, client), CursorKey: []byte("turnbench-test-cursor-key-0123456")})
+	p := chat.Principal{Subject: "bench"}
+	// call runs fn with a fresh trace aimed at a, and returns its facts
+	// and calls.
+	call := func(a *aim, fn func(ctx context.Context) error) (facts, []Op, error) {
+		tr := &Trace{aim: a}
+		ctx, cancel := context.WithTimeout(withTrace(context.Background(), tr), 30*time.Second)
+		defer cancel()
+		err := fn(ctx)
+		ops := tr.Ops()
+		return factsOf(ops), ops, err
+	}
+
+	var c *chat.Claim
+	req := chat.ClaimRequest{SessionID: "s1", TurnID: "t1", Principal: p, InputHash: chat.HashInput("x"),
+		Lineage: protocol.Lineage{Operation: protocol.OperationSubmit}, LeaseDuration: time.Minute}
+	f, ops, err := call(&aims[0], func(ctx context.Context) (err error) { // the claim's answer is lost
+		c, err = store.ClaimTurn(ctx, req)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("claim: %v", err)
+	}
+	if ops[0].Write != dynamobench.ClaimWrite || ops[0].Attempts[0].Fault != ddbfault.LoseAnswer || ops[0].Attempts[0].Status != http.StatusOK {
+		t.Fatalf("claim write %+v, first attempt %+v; want a claim write applied (200) on a lost answer", ops[0], *ops[0].Attempts[0])
+	}
+	if f.claim != appliedYes || !f.claimLost || !f.claimResolved || !f.expiry.Equal(c.Lease.ExpiresAt) {
+		t.Errorf("claim facts %+v; want applied, answer lost, resolved, expiry %v", f, c.Lease.ExpiresAt)
+	}
+
+	until := time.Now().Add(2 * time.Minute).Truncate(time.Millisecond)
+	f, ops, err = call(&aim{Kind: dynamobench.KindRenew, Fault: ddbfault.ServerErrorAfter}, func(ctx context.Context) error {
+		_, err := store.RenewLease(ctx, chat.RenewRequest{Claim: c, ExpiresAt: until, Sequence: 1})
+		return err
+	})
+	if err != nil || len(ops) == 0 || ops[0].Kind != dynamobench.KindRenew || !ops[0].Expiry.Equal(until) || !f.expiry.Equal(until) || !f.renewTrouble {
+		t.Errorf("renewal: %v, calls %+v, facts %+v; want a renewal to %v, in trouble (it met a fault)", err, ops, f, until)
+	}
+
+	msgs := []protocol.Message{{ID: "t1-u", Role: protocol.RoleUser, Content: "x", Status: protocol.MessageComplete, CreatedAt: "2026-12-01T00:00:00.000Z"}}
+	turn := &chat.Turn{SessionID: "s1", TurnID: "t1", Ordinal: c.Lease.Ordinal, Status: chat.TurnComplete, Lineage: c.Lease.Lineage,
+		InputHash: c.Lease.InputHash, Messages: msgs, FirstSequence: 1, LastSequence: 2}
+	f, _, err = call(&aim{Kind: dynamobench.KindSave, Fault: ddbfault.ServerErrorBefore, Every: true}, func(ctx context.Context) error {
+		return store.SaveTurn(ctx, c, turn)
+	})
+	if err == nil || !f.saveCalled || f.save != appliedNo || !f.saveFailed || !f.saveResolved {
+		t.Errorf("save that never applied: %v, facts %+v; want an error, not applied, resolved", err, f)
+	}
+	f, _, err = call(&aim{Kind: dynamobench.KindSave, Fault: ddbfault.ServerErrorAfter, Every: true}, func(ctx context.Context) error {
+		return store.SaveTurn(ctx, c, turn)
+	})
+	if err != nil || f.save != appliedYes || !f.saveFailed || !f.saveResolved {
+		t.Errorf("save applied under 500s: %v, facts %+v; want saved (its call failed, its read resolved it)", err, f)
+	}
+	f, ops, err = call(&aim{Kind: dynamobench.KindRelease, Fault: ddbfault.Hang}, func(ctx context.Context) error {
+		_, err := store.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 2})
+		return err
+	})
+	if err != nil || f.release != appliedYes || ops[0].Attempts[0].Fault != ddbfault.Hang || ops[0].Attempts[0].Forwarded {
+		t.Errorf("release after a hung attempt: %v, facts %+v, calls %s", err, f, describe(ops))
+	}
+
+	// A replay is rejected by the window: the claim's condition fails,
+	// nothing applied.
+	f, ops, err = call(nil, func(ctx context.Context) error {
+		_, err := store.ClaimTurn(ctx, req)
+		return err
+	})
+	if err == nil || f.claim != appliedNo || !ops[0].CondFailed || ops[0].Attempts[0].ErrorType != "ConditionalCheckFailedException" {
+		t.Errorf("replay: %v, facts %+v, calls %s; want a failed condition, nothing applied", err, f, describe(ops))
+	}
+}
+
+func TestJudge(t *testing.T) {
+	status := func(code int, errCode string, retryable bool) *Result {
+		return &Result{Status: code, ErrorCode: errCode, Retryable: retryable}
+	}
+	stream := func(last *protocol.Event) *Result { return &Result{Status: http.StatusOK, Last: last} }
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	diagAt := func(code string, at time.Time) *Result {
+		d := protocol.NewDiagnostic(code)
+		r := stream(&protocol.Event{Kind: protocol.EventDiagnostic, Diagnostic: &d})
+		r.Received = []LineRecord{{EmittedAt: at, Event: protocol.EventSnapshot, Status: protocol.StatusStreaming}, {EmittedAt: at, Event: protocol.EventDiagnostic}}
+		return r
+	}
+	diag := func(code string) *Result { return diagAt(code, t0) }
+	complete := stream(&protocol.Event{Kind: protocol.EventSnapshot, Snapshot: &protocol.SnapshotPayload{Status: protocol.StatusComplete}})
+	lostD := protocol.NewDiagnostic(protocol.CodeTurnLost)
+	lostRecord := stream(&protocol.Event{Kind: protocol.EventSnapshot, Sequence: chat.SequenceGapAfterCrash,
+		Snapshot: &protocol.SnapshotPayload{Status: protocol.StatusError, Error: &lostD}})
+	claimed := facts{claim: appliedYes, claimResolved: true}
+	tests := map[string]struct {
+		f       facts
+		res     *Result
+		earlier applied
+		saved   bool
+		ok      bool
+	}{
+		"busy, nothing applied":               {facts{claim: appliedNo}, status(409, protocol.CodeSessionBusy, true), appliedNo, false, true},
+		"busy for its own applied claim":      {claimed, status(409, protocol.CodeSessionBusy, true), appliedNo, false, false},
+		"500, the claim never applied":        {facts{claimFailed: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
+		"500 without a failure":               {facts{}, status(500, protocol.CodeServerInternal, true), appliedNo, false, false},
+		"500 not retryable":                   {facts{claimFailed: true}, status(500, protocol.CodeServerInternal, false), appliedNo, false, false},
+		"500 for an applied, read claim":      {claimed, status(500, protocol.CodeServerInternal, true), appliedNo, false, false},
+		"500, applied but unresolvable":       {facts{claim: appliedYes, claimFailed: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
+		"500, the context load failed":        {facts{claim: appliedYes, claimResolved: true, contextFailed: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
+		"indeterminate after a claim":         {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), appliedYes, false, true},
+		"indeterminate after an unseen claim": {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), appliedUnknown, false, true},
+		"indeterminate, never claimed":        {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), appliedNo, false, false},
+		"completed, not in history":           {facts{}, status(409, protocol.CodeTurnAlreadyCompleted, false), appliedYes, false, false},
+		"acknowledged":                        {facts{claim: appliedYes, saveCalled: true, save: appliedYes}, complete, appliedNo, true, true},
+		"acknowledged, no save applied":       {facts{claim: appliedYes, saveCalled: true}, complete, appliedNo, false, false},
+		"a second run of a claimed turn":      {facts{claim: appliedYes, save: appliedYes}, complete, appliedYes, true, false},
+		"a stream without a claim":            {facts{}, complete, appliedNo, true, false},
+		"unsaved, the save never applied":     {facts{claim: appliedYes, saveCalled: true, saveFailed: true, saveResolved: true}, diag(protocol.CodeTurnOutcomeIndeterminate), appliedNo, false, true},
+		"unsaved, but saved and read":         {facts{claim: appliedYes, saveCalled: true, save: appliedYes, saveFailed: true, saveResolved: true}, diag(protocol.CodeTurnOutcomeIndeterminate), appliedNo, true, false},
+		"unsaved, saved, read failed":         {facts{claim: appliedYes, saveCalled: true, save: appliedYes, saveFailed: true}, diag(protocol.CodeTurnOutcomeIndeterminate), appliedNo, true, true},
+		"conflict after renewal trouble":      {facts{claim: appliedYes, renewTrouble: true}, diag(protocol.CodeTurnLost), appliedNo, false, true},
+		"conflict with healthy renewals":      {facts{claim: appliedYes, expiry: t0.Add(time.Second)}, diag(protocol.CodeTurnLost), appliedNo, false, false},
+		"conflict at the lease's end":         {facts{claim: appliedYes, expiry: t0.Add(100 * time.Millisecond)}, diag(protocol.CodeTurnLost), appliedNo, false, true},
+		"server timeout":                      {facts{claim: appliedYes}, diag(protocol.CodeServerTimeout), appliedNo, false, false},
+		"unsaved, said retryable":             {facts{claim: appliedYes, saveCalled: true, saveFailed: true}, diag(protocol.CodeServerInternal), appliedNo, false, false},
+		"lost record after renewal trouble":   {facts{claim: appliedYes, renewTrouble: true}, lostRecord, appliedNo, false, true},
+		"cut by the client":                   {facts{claim: appliedYes}, &Result{Status: http.StatusOK, Disconnected: true}, appliedNo, false, true},
+		"busy, the claim's outcome unseen":    {facts{claim: appliedUnknown}, status(409, protocol.CodeSessionBusy, true), appliedNo, false, true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			v := judge(tc.f, tc.res, tc.earlier, tc.saved, time.Second)
+			if got := v.problem == ""; got != tc.ok {
+				t.Errorf("judge = %+v, want ok %v", v, tc.ok)
+			}
+		})
+	}
+}
+
+// TestConsumed: a claim given back (a failed or rejecting turn id lookup)
+// leaves its turn id free for a later run; one whose give-back may not
+// have applied leaves it unknown.
+func TestConsumed(t *testing.T) {
+	for _, tc := range []struct {
+		f    facts
+		want applied
+	}{
+		{facts{claim: appliedNo}, appliedNo},
+		{facts{claim: appliedUnknown}, appliedUnknown},
+		{facts{claim: appliedYes}, appliedYes},
+		{facts{claim: appliedYes, givenBack: appliedYes}, appliedNo},
+		{facts{claim: appliedYes, givenBack: appliedUnknown}, appliedUnknown},
+	} {
+		if got := tc.f.consumed(); got != tc.want {
+			t.Errorf("consumed(claim %v, given back %v) = %v, want %v", tc.f.claim, tc.f.givenBack, got, tc.want)
+		}
+	}
+}
+
+func TestCheckLines(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	line := func(ms int, status string) LineRecord {
+		return LineRecord{Arrived: at(ms + 1), EmittedAt: at(ms), Event: protocol.EventSnapshot, Status: status}
+	}
+	a := facts{claimAt: &attemptRecord{Start: at(0), Answered: at(2)}, expiry: at(1000)}
+	b := facts{claimAt: &attemptRecord{Start: at(2000), Answered: at(2005)}, expiry: at(3000)}
+	recs := []loadRecord{
+		{Turn: "a", Res: &Result{Received: []LineRecord{
+			line(500, protocol.StatusStreaming),  // inside the lease
+			line(1200, protocol.StatusStreaming), // after its expiry
+			line(1300, protocol.StatusComplete),  // a terminal snapshot after a save: not judged by the expiry
+			line(2003, protocol.StatusComplete),  // while b's claim was in flight
+			line(2010, protocol.StatusError),     // after b claimed
+		}}},
+		{Turn: "b", Res: &Result{Received: []LineRecord{line(2100, protocol.StatusStreaming)}}},
+	}
+	rep := &Report{}
+	checkLines("s", recs, []facts{a, b}, Config{Lease: time.Second}, rep)
+	if rep.Lines != 6 || rep.AfterExpiry != 1 || rep.AfterClaim != 1 || rep.Ambiguous != 1 {
+		t.Errorf("lines %d, after expiry %d, after a later claim %d, ambiguous %d; want 6, 1, 1, 1",
+			rep.Lines, rep.AfterExpiry, rep.AfterClaim, rep.Ambiguous)
+	}
+}
+
+func TestLeaseLeft(t *testing.T) {
+	done := facts{claim: appliedYes, release: appliedYes}
+	left := facts{claim: appliedYes, release: appliedNo}
+	busy := facts{claim: appliedNo}
+	tests := map[string]struct {
+		requests []facts
+		want     bool
+	}{
+		"all released":                    {[]facts{done, done}, false},
+		"last release failed":             {[]facts{done, left}, true},
+		"release failed, then busy":       {[]facts{left, busy, busy}, true},
+		"release failed, then a new turn": {[]facts{left, done}, false},
+		"claim outcome unseen":            {[]facts{done, {claim: appliedUnknown}}, true},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := leaseLeft(tc.requests); got != tc.want {
+				t.Errorf("leaseLeft = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,105 @@
+// Package turnsetup builds the turn handler a configuration describes
+// (pkg/config), the one way the turn function (functions/turn) and the
+// dev server (internal/devserver) build it: the demo tools registered, the
+// definitions loaded, the models built for them, and the timings and
+// limits of the configuration in turn.Options.
+package turnsetup
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/turnstream/turnstream/pkg/auth"
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/definition"
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/tool"
+	"github.com/turnstream/turnstream/pkg/turn"
+)
+
+// Deps are what the handler runs on beside its configuration.
+type Deps struct {
+	Store         chat.Store
+	Authenticator auth.Authenticator
+	// Models returns the model of each provider the definitions name
+	// (definition.Definition.Provider): the turn function builds echo,
+	// bedrock and openai; the dev server echo only.
+	Models func(defs *definition.Resolver) (map[string]model.Model, error)
+	// ReadFile reads DEFINITIONS_FILE; nil means os.ReadFile.
+	ReadFile func(name string) ([]byte, error)
+	// Logger receives the handler's records; nil discards them.
+	Logger *slog.Logger
+	// Adjust, when set, changes the options just before the handler is
+	// built (a benchmark's model, a shorter lease).
+	Adjust func(*turn.Options)
+}
+
+// NewHandler returns the turn handler of cfg on d. It returns an error
+// naming what failed: a demo tool that does not register, a definition
+// the configuration gets wrong (definition.Load), a model that cannot be
+// built, or options turn.NewHandler rejects.
+func NewHandler(cfg config.Config, d Deps) (http.Handler, error) {
+	reg, err := Tools()
+	if err != nil {
+		return nil, err
+	}
+	readFile := d.ReadFile
+	if readFile == nil {
+		readFile = os.ReadFile
+	}
+	defs, err := definition.Load(cfg.Model.Definitions(), readFile, reg.Has)
+	if err != nil {
+		return nil, fmt.Errorf("definitions: %w", err)
+	}
+	models, err := d.Models(defs)
+	if err != nil {
+		return nil, err
+	}
+	logger := d.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	opts := turn.Options{
+		Store:                  d.Store,
+		Authenticator:          d.Authenticator,
+		Definitions:            defs,
+		Models:                 models,
+		Tools:                  reg,
+		TurnTimeout:            cfg.TurnTimeout,
+		CleanupReserve:         cfg.CleanupReserve,
+		LeaseDuration:          cfg.LeaseDuration,
+		SnapshotInterval:       cfg.SnapshotInterval,
+		SnapshotBytesPerSecond: cfg.SnapshotBytesPerSecond,
+		MaxSnapshotGap:         cfg.SnapshotMaxGap,
+		CheckpointInterval:     cfg.CheckpointInterval,
+		ResumePollInterval:     cfg.ResumePollInterval,
+		MaxBodyBytes:           cfg.MaxBodyBytes,
+		ConfirmationTTL:        cfg.ConfirmationTTL,
+		Logger:                 logger,
+	}
+	if d.Adjust != nil {
+		d.Adjust(&opts)
+	}
+	h, err := turn.NewHandler(opts)
+	if err != nil {
+		return nil, fmt.Errorf("turn handler: %w", err)
+	}
+	return h, nil
+}
+
+// Tools returns the tools definitions may offer: the demo tools
+// workspace_note and workspace_note_delete (pkg/tool; a definition offers
+// them only when it names them, the second typically marked as requiring
+// approval). No component manifest is registered.
+func Tools() (*tool.Registry, error) {
+	reg := tool.NewRegistry(nil)
+	for _, t := range []tool.Tool{tool.WorkspaceNote(), tool.WorkspaceNoteDelete()} {
+		if err := reg.Register(t); err != nil {
+			return nil, fmt.Errorf("tools: %w", err)
+		}
+	}
+	return reg, nil
+}

@@ -1,0 +1,98 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// Capabilities is GET {TurnURL}capabilities: what the deployment supports
+// (docs/design.md#the-three-functions).
+type Capabilities struct {
+	Protocols []ProtocolVersions `json:"protocols"`
+	// Extensions are turnstream's extensions the deployment serves, e.g.
+	// snapshotScope, stop, lineage, artifacts, history, resume,
+	// durableTurns, compact, approvals.
+	Extensions []string `json:"extensions"`
+	// Resume is the resume route; Available is false (and "resume" not
+	// in Extensions) where the deployment does not checkpoint running
+	// turns.
+	Resume ResumeRoute `json:"resume"`
+	// Raw is the whole document as received.
+	Raw json.RawMessage `json:"-"`
+}
+
+// ProtocolVersions is one protocol and the versions served of it.
+type ProtocolVersions struct {
+	Protocol string `json:"protocol"`
+	Versions []int  `json:"versions"`
+}
+
+// ResumeRoute is how a turn function resumes a running turn: Method Path,
+// with {sessionId} and {turnId} placeholders, and the query parameter
+// Parameter carrying the last sequence the reader holds.
+type ResumeRoute struct {
+	Available      bool   `json:"available"`
+	Method         string `json:"method"`
+	Path           string `json:"path"`
+	Parameter      string `json:"parameter"`
+	PollIntervalMs int64  `json:"pollIntervalMs"`
+}
+
+// Has reports whether the capabilities list extension ext.
+func (c *Capabilities) Has(ext string) bool { return c != nil && slices.Contains(c.Extensions, ext) }
+
+// Resumes reports whether the deployment serves the resume route: the
+// extension is listed and the route is available, a GET with both
+// placeholders and a parameter.
+func (c *Capabilities) Resumes() bool {
+	r := c.Resume
+	return c.Has("resume") && r.Available && r.Method == http.MethodGet && r.Parameter != "" &&
+		strings.Contains(r.Path, "{sessionId}") && strings.Contains(r.Path, "{turnId}")
+}
+
+// Capabilities returns GET {TurnURL}capabilities, fetched once per client
+// (a failure is not kept: the next call asks again). A server without the
+// route answers a KindHTTP *Error (404 or 405).
+func (c *Client) Capabilities(ctx context.Context) (*Capabilities, error) {
+	c.mu.Lock()
+	caps := c.caps
+	c.mu.Unlock()
+	if caps != nil {
+		return caps, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, capabilitiesTimeout)
+	defer cancel()
+	var raw json.RawMessage
+	if err := c.getJSON(ctx, joinURL(c.opts.TurnURL, "/capabilities"), "capabilities", &raw); err != nil {
+		return nil, err
+	}
+	caps = &Capabilities{}
+	if err := json.Unmarshal(raw, caps); err != nil {
+		return nil, invalidResponse("capabilities", http.StatusOK)
+	}
+	caps.Raw = raw
+	c.mu.Lock()
+	c.caps = caps
+	c.mu.Unlock()
+	return caps, nil
+}
+
+// resumeRoute returns the resume route when the deployment offers it and
+// Options.Resume allows it; ok is false otherwise (capabilities that
+// cannot be read included). err is only ctx's.
+func (c *Client) resumeRoute(ctx context.Context) (route ResumeRoute, ok bool, err error) {
+	caps, err := c.Capabilities(ctx)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return ResumeRoute{}, false, cerr
+		}
+		return ResumeRoute{}, false, nil
+	}
+	if !caps.Resumes() {
+		return ResumeRoute{}, false, nil
+	}
+	return caps.Resume, true, nil
+}
