@@ -80,7 +80,7 @@ func ExampleNewHistoryHandler() {
 	serve(h, http.MethodGet, "/sessions/s1/turns?limit=0", "alice", "")
 	serve(h, http.MethodGet, "/sessions/s1", "mallory", "")
 	// Output:
-	// 200 {"sessionId":"s1","definitionId":"default","definitionRevision":1,"cursor":2,"createdAt":"2026-11-29T12:00:00.000Z","updatedAt":"2026-11-29T12:00:00.000Z","currentTurn":null,"pendingInteractions":[],"session":{"protocol":"agentskit.chat.session","version":1,"sessionId":"s1","definitionId":"default","definitionRevision":1,"updatedAt":"2026-11-29T12:00:00.000Z","cursor":2,"terminalTurns":[{"turnId":"t1","outcome":"completed"}],"confirmations":[]}}
+	// 200 {"sessionId":"s1","definitionId":"default","definitionRevision":1,"cursor":2,"createdAt":"2026-11-29T12:00:00.000Z","updatedAt":"2026-11-29T12:00:00.000Z","currentTurn":null,"pendingInteractions":[],"queuedTurns":[],"session":{"protocol":"agentskit.chat.session","version":1,"sessionId":"s1","definitionId":"default","definitionRevision":1,"updatedAt":"2026-11-29T12:00:00.000Z","cursor":2,"terminalTurns":[{"turnId":"t1","outcome":"completed"}],"confirmations":[]}}
 	// 200 {"messages":[{"id":"t1.u","role":"user","content":"Hi","status":"complete","createdAt":"2026-11-29T12:00:00.000Z"},{"id":"t1.a","role":"assistant","content":"Hello!","status":"complete","createdAt":"2026-11-29T12:00:00.000Z"}],"nextCursor":null,"hasMore":false}
 	// 400 {"error":{"version":1,"code":"REQUEST_INVALID_QUERY","message":"Query parameters are invalid.","retryable":false}}
 	// 404 {"error":{"version":1,"code":"SESSION_NOT_FOUND","message":"Session not found.","retryable":false}}

@@ -1,6 +1,7 @@
 package sessionapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,8 +23,9 @@ type SessionSummary struct {
 	SessionID          string `json:"sessionId"`
 	DefinitionID       string `json:"definitionId"`
 	DefinitionRevision int64  `json:"definitionRevision"`
-	// Cursor is the last snapshot sequence the session issued.
-	Cursor    int64  `json:"cursor"`
+	// Sequence is the last snapshot sequence the session issued (the
+	// session envelope's "cursor").
+	Sequence  int64  `json:"cursor"`
 	CreatedAt string `json:"createdAt"`
 	UpdatedAt string `json:"updatedAt"`
 	// CurrentTurn is the turn holding the session's lease, nil (null) when
@@ -36,6 +38,12 @@ type SessionSummary struct {
 	// approval ({interactionId: token, data: PendingApproval}), [] when
 	// none (docs/approvals.md).
 	PendingInteractions []PendingInteraction `json:"pendingInteractions"`
+	// QueuedTurns are the turns submitted with the enqueue policy that
+	// have not started, in the order they will run, [] when none
+	// (docs/multitask.md). Only the summary lists them: a queued turn
+	// gets its ordinal, which orders /turns and its page cursors, when it
+	// starts.
+	QueuedTurns []QueuedTurn `json:"queuedTurns"`
 	// Session is the session as the AgentsKit session envelope
 	// agentskit.chat.session v1 (protocol.SessionEnvelope), with its
 	// confirmations; null only for a session that has no definition id.
@@ -61,6 +69,55 @@ type CurrentTurn struct {
 	// call that waits for approval ends its turn, and the session summary
 	// lists it (SessionSummary.PendingInteractions).
 	PendingInteractions []PendingInteraction `json:"pendingInteractions"`
+}
+
+// QueuedTurn is a queued turn of the session summary.
+//
+//	{"turnId","position":<from 1>,"inputPreview","queuedAt":"<ISO time>","expiresAt":<epoch ms>}
+type QueuedTurn struct {
+	TurnID   string `json:"turnId"`
+	Position int    `json:"position"`
+	// InputPreview is the start of the turn's input, at most
+	// InputPreviewRunes characters, "…" appended when cut.
+	InputPreview string `json:"inputPreview"`
+	QueuedAt     string `json:"queuedAt"`
+	// ExpiresAt is when the turn, not started by then, is recorded as
+	// never run (TURN_QUEUE_EXPIRED), in milliseconds since the Unix epoch.
+	ExpiresAt int64 `json:"expiresAt"`
+}
+
+// InputPreviewRunes bounds QueuedTurn.InputPreview.
+const InputPreviewRunes = 120
+
+// inputPreview returns the first InputPreviewRunes characters of input,
+// with "…" when it is longer.
+func inputPreview(input string) string {
+	n := 0
+	for i := range input {
+		if n == InputPreviewRunes {
+			return input[:i] + "…"
+		}
+		n++
+	}
+	return input
+}
+
+// queuedTurns lists the session's waiting queued turns (one more read of
+// the session and one Query, only when sess says some wait).
+func (s *server) queuedTurns(ctx context.Context, sess *chat.Session, p chat.Principal) ([]QueuedTurn, error) {
+	out := []QueuedTurn{}
+	if len(chat.Waiting(sess.Queue)) == 0 {
+		return out, nil
+	}
+	qs, err := s.store.QueuedTurns(ctx, sess.ID, p)
+	if err != nil {
+		return nil, fmt.Errorf("queued turns: %w", err)
+	}
+	for i, q := range qs {
+		out = append(out, QueuedTurn{TurnID: q.TurnID, Position: i + 1, InputPreview: inputPreview(q.Message.Content),
+			QueuedAt: protocol.FormatTime(q.QueuedAt), ExpiresAt: q.ExpiresAt.UnixMilli()})
+	}
+	return out, nil
 }
 
 // PendingInteraction is an interaction the session waits for (agent UI
@@ -166,6 +223,9 @@ func (s *server) getSession(w http.ResponseWriter, r *http.Request, rc *requestC
 			return fmt.Errorf("read the running turn: %w", err)
 		}
 	}
+	if out.QueuedTurns, err = s.queuedTurns(r.Context(), sess, p); err != nil {
+		return err
+	}
 	return writeJSON(w, out)
 }
 
@@ -174,10 +234,11 @@ func sessionSummary(sess *chat.Session, now time.Time) SessionSummary {
 		SessionID:           sess.ID,
 		DefinitionID:        sess.DefinitionID,
 		DefinitionRevision:  sess.DefinitionRevision,
-		Cursor:              sess.Sequence,
+		Sequence:            sess.Sequence,
 		CreatedAt:           protocol.FormatTime(sess.CreatedAt),
 		UpdatedAt:           protocol.FormatTime(sess.UpdatedAt),
 		PendingInteractions: pendingInteractions(sess, now),
+		QueuedTurns:         []QueuedTurn{},
 		Session:             sessionEnvelope(sess, now),
 	}
 	if l := sess.ActiveTurn; l != nil {

@@ -32,7 +32,7 @@ func TestSessionCurrentTurn(t *testing.T) {
 			got.CurrentTurn.ExpiresAt != want.ExpiresAt || got.CurrentTurn.PendingInteractions == nil {
 			t.Fatalf("running: currentTurn %+v, want %+v", got.CurrentTurn, want)
 		}
-		if got.SessionID != "s1" || got.DefinitionID != "assistant" || got.DefinitionRevision != 1 || got.Cursor < 2 {
+		if got.SessionID != "s1" || got.DefinitionID != "assistant" || got.DefinitionRevision != 1 || got.Sequence < 2 {
 			t.Errorf("running: summary %+v", got)
 		}
 		if _, err := time.Parse(time.RFC3339Nano, got.CreatedAt); err != nil || !protocol.IsCreatedAt(got.CreatedAt) {

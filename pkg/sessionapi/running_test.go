@@ -57,8 +57,8 @@ func TestRunningTurnInHistory(t *testing.T) {
 				page = decode[sessionapi.TurnPage](t, "turns after the crash", f.do(f.history, get("/sessions/"+sid+"/turns", alice)))
 			}
 			sum = decode[sessionapi.SessionSummary](t, "summary after the crash", f.do(f.history, get("/sessions/"+sid, alice)))
-			if sum.CurrentTurn != nil || sum.Cursor != c.BaseSequence+chat.SequenceGapAfterCrash {
-				t.Errorf("%s first: currentTurn %+v, cursor %d after the decision", first, sum.CurrentTurn, sum.Cursor)
+			if sum.CurrentTurn != nil || sum.Sequence != c.BaseSequence+chat.SequenceGapAfterCrash {
+				t.Errorf("%s first: currentTurn %+v, cursor %d after the decision", first, sum.CurrentTurn, sum.Sequence)
 			}
 			if first == "summary" {
 				page = decode[sessionapi.TurnPage](t, "turns after the crash", f.do(f.history, get("/sessions/"+sid+"/turns", alice)))
