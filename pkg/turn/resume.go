@@ -109,40 +109,15 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		reject(ctx, w, log, step, err)
 		return
 	}
-	turn, err := h.opts.Store.FindTurn(ctx, sessionID, turnID, principal)
-	if errors.Is(err, chat.ErrTurnNotFound) {
-		// Claimed but not acknowledged yet (its first moments): follow it
-		// from the session's lease until its first checkpoint lands, or
-		// its fate is decided.
-		if sess, serr := h.opts.Store.GetSession(ctx, sessionID, principal); serr == nil {
-			if l := sess.ActiveTurn; l != nil && l.TurnID == turnID {
-				turn, err = &chat.Turn{SessionID: sessionID, TurnID: turnID, Ordinal: l.Ordinal, Status: chat.TurnRunning, Lineage: l.Lineage}, nil
-			}
-		}
-	}
+	turn, err := h.resumable(ctx, sessionID, turnID, principal)
 	if err != nil {
 		reject(ctx, w, log, "resume", err)
 		return
 	}
 	s := &run{h: h, log: log, sessionID: sessionID, turnID: turnID, lineage: turn.Lineage, scope: sc, compact: compact}
-	if sc == scopeSession {
-		// The same context as the live turn loaded, under the session's
-		// definition and budget, so that snapshots carry the same messages.
-		err := func() error {
-			sess, err := h.opts.Store.GetSession(ctx, sessionID, principal)
-			if err != nil {
-				return err
-			}
-			ag, err := h.agentFor(sess.DefinitionID)
-			if err != nil {
-				return err
-			}
-			return s.loadContext(ctx, ag.def, turn.Ordinal)
-		}()
-		if err != nil {
-			reject(ctx, w, log, "resume context", err)
-			return
-		}
+	if err := h.resumeContext(ctx, s, principal, turn); err != nil {
+		reject(ctx, w, log, "resume context", err)
+		return
 	}
 	hd := w.Header()
 	hd.Set("Content-Type", "application/x-ndjson; charset=utf-8")
@@ -183,6 +158,42 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		}
 		turn = next
 	}
+}
+
+// resumable returns the turn a resume of turnID follows, read as
+// principal: the turn's item, or, for a turn claimed but not acknowledged
+// yet (its first moments), a running turn without messages taken from the
+// session's lease, followed until its first checkpoint lands or its fate
+// is decided. Errors are the store's (chat.ErrSessionNotFound for another
+// principal's session, chat.ErrTurnNotFound).
+func (h *handler) resumable(ctx context.Context, sessionID, turnID string, principal chat.Principal) (*chat.Turn, error) {
+	turn, err := h.opts.Store.FindTurn(ctx, sessionID, turnID, principal)
+	if errors.Is(err, chat.ErrTurnNotFound) {
+		if sess, serr := h.opts.Store.GetSession(ctx, sessionID, principal); serr == nil {
+			if l := sess.ActiveTurn; l != nil && l.TurnID == turnID {
+				return &chat.Turn{SessionID: sessionID, TurnID: turnID, Ordinal: l.Ordinal, Status: chat.TurnRunning, Lineage: l.Lineage}, nil
+			}
+		}
+	}
+	return turn, err
+}
+
+// resumeContext loads into s, a resume of turn in session scope, the same
+// context as the live turn loaded, under the session's definition and
+// budget, so that its snapshots carry the same messages.
+func (h *handler) resumeContext(ctx context.Context, s *run, principal chat.Principal, turn *chat.Turn) error {
+	if s.scope != scopeSession {
+		return nil
+	}
+	sess, err := h.opts.Store.GetSession(ctx, s.sessionID, principal)
+	if err != nil {
+		return err
+	}
+	ag, err := h.agentFor(sess.DefinitionID)
+	if err != nil {
+		return err
+	}
+	return s.loadContext(ctx, ag.def, turn.Ordinal)
 }
 
 // resumeLines returns the lines of t newer than sequence sent, and whether
