@@ -33,7 +33,7 @@ const ExtensionAGUI = "agui"
 // event framing (aguiWriter): text goes out once it outweighs the frame
 // that carries it, or once it has waited this long, and never more often
 // than every SnapshotInterval.
-const AGUITextGap = 250 * time.Millisecond
+const AGUITextGap = 400 * time.Millisecond
 
 // aguiCapability is the agui part of GET /capabilities.
 type aguiCapability struct {
@@ -247,7 +247,7 @@ func (t *run) aguiWriter(first time.Time) {
 			continue
 		}
 		if textOnly := len(next.calls) == len(enc.held.calls) && len(next.results) == len(enc.held.results); textOnly && enc.extends(next) {
-			if pending := len(next.text) - len(enc.held.text); pending < framing && time.Since(lastText) < AGUITextGap {
+			if !aguiTextDue(len(next.text)-len(enc.held.text), framing, time.Since(lastText)) {
 				held.Reset(AGUITextGap - time.Since(lastText))
 				waiting = held.C
 				continue
@@ -278,6 +278,14 @@ func (t *run) aguiWriter(first time.Time) {
 			return
 		}
 	}
+}
+
+// aguiTextDue is the AG-UI stream's pacing law for text alone: pending
+// bytes of new text go out once they are at least twice the frame that
+// carries them (framing), so that frames cost at most half the text, or
+// once AGUITextGap has passed since the last text went out.
+func aguiTextDue(pending, framing int, since time.Duration) bool {
+	return pending >= 2*framing || since >= AGUITextGap
 }
 
 // aguiFraming is the size of the frame of a TEXT_MESSAGE_CONTENT event of

@@ -191,6 +191,11 @@ type aguiEncoder struct {
 	open            bool
 	// started is set once RUN_STARTED was sent.
 	started bool
+	// client holds, by id, the turn's own AG-UI messages (its assistant
+	// message and the tool messages of its calls) as the client holds
+	// them: from the last snapshot, then as the deltas built them. It tells
+	// whether the end needs a final snapshot.
+	client map[string]agui.Message
 }
 
 func newAGUIEncoder(sessionID, turnID string) *aguiEncoder {
@@ -215,7 +220,42 @@ func (e *aguiEncoder) snapshot(dst []agui.Event, msgs []agui.Message, next aguiP
 		msgs = []agui.Message{}
 	}
 	e.held, e.known = next, true
+	e.client = map[string]agui.Message{}
+	for _, m := range msgs {
+		if e.owns(m.ID) {
+			e.client[m.ID] = m
+		}
+	}
 	return append(dst, agui.Event{Type: agui.TypeMessagesSnapshot, Messages: msgs})
+}
+
+// owns reports whether id is one of the turn's own AG-UI messages: its
+// assistant message or a tool message answering one of its calls.
+func (e *aguiEncoder) owns(id string) bool {
+	return id == e.assistantID || strings.HasPrefix(id, e.assistantID+".tool.")
+}
+
+// holds reports whether the client holds the turn's own messages of msgs
+// (its messages as a snapshot carries them) exactly as msgs has them:
+// then a final snapshot would tell it nothing.
+func (e *aguiEncoder) holds(msgs []agui.Message) bool {
+	n := 0
+	for _, m := range msgs {
+		if !e.owns(m.ID) {
+			continue
+		}
+		n++
+		c, ok := e.client[m.ID]
+		if !ok {
+			return false
+		}
+		x, err1 := json.Marshal(c)
+		y, err2 := json.Marshal(m)
+		if err1 != nil || err2 != nil || string(x) != string(y) {
+			return false
+		}
+	}
+	return n == len(e.client)
 }
 
 // endText appends TEXT_MESSAGE_END when a text message is open.
@@ -284,6 +324,13 @@ func (e *aguiEncoder) step(dst []agui.Event, next aguiPart) []agui.Event {
 	}
 	for _, r := range next.results[len(h.results):] {
 		dst = append(dst, agui.Event{Type: agui.TypeToolCallResult, MessageID: r.ID, ToolCallID: r.ToolCallID, Content: agui.Text(r.Content)})
+		if e.client != nil {
+			e.client[r.ID] = agui.Message{ID: r.ID, Role: agui.RoleTool, Content: r.Content, ToolCallID: r.ToolCallID}
+		}
+	}
+	if a, ok := e.client[e.assistantID]; ok {
+		a.Content, a.ToolCalls = next.text, next.calls
+		e.client[e.assistantID] = a
 	}
 	e.held = next
 	return dst
@@ -302,16 +349,22 @@ func (e *aguiEncoder) advance(dst []agui.Event, next aguiPart, msgs func() []agu
 // whose messages as a snapshot are msgs: the rest of the answer as deltas
 // when they can express it, the text message ended, the final
 // MESSAGES_SNAPSHOT (what history holds, metadata and tool errors
-// included), then RUN_FINISHED or RUN_ERROR (aguiRunEnd). A record without
-// messages (a turn lost before its first checkpoint) has only its
-// RUN_ERROR.
+// included) unless the deltas left the client holding exactly that
+// already (a plain answer), then RUN_FINISHED or RUN_ERROR (aguiRunEnd). A
+// record without messages (a turn lost before its first checkpoint) has
+// only its RUN_ERROR.
 func (e *aguiEncoder) end(dst []agui.Event, rec *chat.Turn, msgs func() []agui.Message) []agui.Event {
 	if len(rec.Messages) > 0 {
 		next := aguiPartOf(rec.Messages[len(rec.Messages)-1])
+		exact := false
 		if e.extends(next) {
 			dst = e.step(dst, next)
+			exact = e.holds(aguiMessages(rec.Messages))
 		}
-		dst = e.snapshot(dst, msgs(), next)
+		dst = e.endText(dst)
+		if !exact {
+			dst = e.snapshot(dst, msgs(), next)
+		}
 	}
 	return append(dst, aguiRunEnd(e.threadID, e.runID, rec))
 }

@@ -42,7 +42,7 @@ const (
 //	            "event":"turnstream.turn.append","intervalMs":50,"lineSpanMs":1000,"doc":"docs/compact.md"},
 //	 "agui":{"available":true,"protocol":"ag-ui","version":"1.0","method":"POST","path":"/agui",
 //	         "resume":{"available":true,"method":"GET","path":"/agui/threads/{threadId}/runs/{runId}",
-//	                   "header":"Last-Event-ID","parameter":"lastEventId"},"textGapMs":250,"doc":"docs/agui.md"},
+//	                   "header":"Last-Event-ID","parameter":"lastEventId"},"textGapMs":400,"doc":"docs/agui.md"},
 //	 "limits":{"maxBodyBytes":65536,"turnTimeoutMs":300000,"snapshotIntervalMs":50,"snapshotBytesPerSecond":4096,"maxSnapshotGapMs":2000}}
 type Capabilities struct {
 	Protocols     []ProtocolVersions `json:"protocols"`
