@@ -312,9 +312,6 @@ func (t *run) aguiEndFrames(rec *chat.Turn) []byte {
 		}
 		return out
 	}
-	if len(rec.Messages) > 0 {
-		t.user = rec.Messages[0]
-	}
 	events := enc.end(nil, rec, func() []agui.Message { return t.aguiSnapshot(rec.Messages...) })
 	return t.aguiBatch(nil, rec.LastSequence, events)
 }
