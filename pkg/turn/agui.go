@@ -30,9 +30,9 @@ const (
 const ExtensionAGUI = "agui"
 
 // AGUITextGap is the longest an AG-UI stream holds text back to spare
-// event framing (aguiWriter): text goes out once it outweighs the frame
-// that carries it, or once it has waited this long, and never more often
-// than every SnapshotInterval.
+// event framing (aguiTextDue): text goes out once it is twice the size of
+// the frame that carries it, or once this long has passed since the last
+// text went out, and never more often than every SnapshotInterval.
 const AGUITextGap = 400 * time.Millisecond
 
 // aguiCapability is the agui part of GET /capabilities.
@@ -191,11 +191,11 @@ func (t *run) aguiFinish(rec *chat.Turn) {
 // wake-up, at most every SnapshotInterval, it takes the latest state and,
 // when the client's view of it changed, sends the events that take the
 // client there as the frames of the next sequence (aguiEncoder.advance),
-// remembering that state for checkpoints. Text alone waits until it
-// outweighs the frame that carries it or AGUITextGap has passed since the
-// last text, so that a slow answer does not cost a frame per token. The
-// end arrives on agui.end and is written without delay; the writer exits
-// after it. After a write failure (the client is gone; with checkpoints
+// remembering that state for checkpoints. Text alone waits until it is
+// twice the frame that carries it or AGUITextGap has passed since the
+// last text (aguiTextDue), so that a slow answer does not cost a frame
+// per token. The end arrives on agui.end and is written without delay;
+// the writer exits after it. After a write failure (the client is gone; with checkpoints
 // the turn goes on for a resume) it goes on numbering and remembering
 // states without writing.
 func (t *run) aguiWriter(first time.Time) {
@@ -210,10 +210,10 @@ func (t *run) aguiWriter(first time.Time) {
 		lastVersion uint64
 		lastContent string
 		lastCalls   string
-		held        = time.NewTimer(time.Hour)
+		textTimer   = time.NewTimer(time.Hour)
 	)
-	held.Stop()
-	defer held.Stop()
+	textTimer.Stop()
+	defer textTimer.Stop()
 	framing := t.aguiFraming()
 	var waiting <-chan time.Time
 	for {
@@ -248,14 +248,14 @@ func (t *run) aguiWriter(first time.Time) {
 		}
 		if textOnly := len(next.calls) == len(enc.held.calls) && len(next.results) == len(enc.held.results); textOnly && enc.extends(next) {
 			if !aguiTextDue(len(next.text)-len(enc.held.text), framing, time.Since(lastText)) {
-				held.Reset(AGUITextGap - time.Since(lastText))
-				waiting = held.C
+				textTimer.Reset(AGUITextGap - time.Since(lastText))
+				waiting = textTimer.C
 				continue
 			}
 		} else if textOnly && strings.HasPrefix(next.text, enc.held.text) && !t.out.writeFailed {
 			// The text ends inside a character: the rest follows soon.
-			held.Reset(o.SnapshotInterval)
-			waiting = held.C
+			textTimer.Reset(o.SnapshotInterval)
+			waiting = textTimer.C
 			continue
 		}
 		seq, ok := t.seqs.next()

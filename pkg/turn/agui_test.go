@@ -360,7 +360,9 @@ func TestAGUIEndings(t *testing.T) {
 	})
 	t.Run("timeout", func(t *testing.T) {
 		e := newEnv(t, newStoreMemory(), &scriptModel{Chunks: slowChunks(100), Delay: 20 * time.Millisecond}, func(o *turn.Options) {
-			o.TurnTimeout, o.CleanupReserve = 500*time.Millisecond, 400*time.Millisecond
+			// Each cleanup phase gets a third of the reserve: generous for
+			// a loaded machine, as in TestDeadline.
+			o.TurnTimeout, o.CleanupReserve = time.Second, 900*time.Millisecond
 		})
 		frames := e.aguiRun(t, "timeout", aguiInput("s", "t1", "hi", ""))
 		wantEnd(t, frames, agui.TypeRunError, protocol.CodeServerTimeout)
