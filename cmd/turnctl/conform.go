@@ -59,6 +59,9 @@ What it checks:
   compact               (when advertised) X-Turnstream-Stream-Mode: compact: append
                         lines are unknown event kinds, first and last lines complete
                         snapshots, a compact and a plain cursor end alike
+  agui                  (when advertised) POST <turn>/agui answers an AG-UI run: ids of
+                        the documented grammar in order, RUN_STARTED to RUN_FINISHED; a
+                        resume with Last-Event-ID answers the ended run alike (docs/agui.md)
   resume, approvals     run when the capabilities advertise them
 
 -token and -sigv4 authenticate as for turnctl chat (a function URL host is
@@ -229,6 +232,7 @@ func (c *conformer) run(ctx context.Context) []checkResult {
 	c.checkPagination(ctx)
 	c.checkArtifacts(ctx, first)
 	c.checkCompact(ctx)
+	c.results = append(c.results, conformAGUI(ctx, c.raw, c.opts.turnURL, c.caps.Has("agui")))
 	for _, ext := range []string{"resume", "approvals"} {
 		if c.caps.Has(ext) {
 			c.record(ext, checkSkip, "advertised by /capabilities; this turnctl has no check for it yet")

@@ -188,7 +188,7 @@ func rows(t *testing.T, out string) map[string]string {
 var mandatory = []string{
 	"capabilities", "stream.headers", "stream.decode", "stream.identity", "stream.cursor", "stream.terminal-last",
 	"turn.complete", "replay", "errors.shape", "errors.no-echo", "history.isomorphism", "snapshot-scope", "submit.concurrent", "stop",
-	"history.pagination", "artifacts.dedupe", "compact",
+	"history.pagination", "artifacts.dedupe", "compact", "agui",
 }
 
 func TestConformDevWiring(t *testing.T) {

@@ -242,3 +242,8 @@ func IsCreatedAt(s string) bool {
 	_, ok4 := digits(s, 20, 3)
 	return ok1 && ok2 && ok3 && ok4 && h <= 23 && m <= 59 && sec <= 59
 }
+
+// IsBlank reports whether s is empty after JavaScript's String#trim, the
+// rule a submit's input must pass (docs/protocol.md §2): decoders of other
+// wire formats that carry a turn's input (pkg/agui) apply the same rule.
+func IsBlank(s string) bool { return isBlank(s) }

@@ -24,7 +24,7 @@ func TestQueuedTurnsInTheSummary(t *testing.T) {
 			if _, _, err := f.store.EnqueueTurn(f.ctx, chat.EnqueueRequest{SessionID: "s1", TurnID: q.id, Principal: alice,
 				InputHash: chat.HashInput(q.input), Lineage: protocol.Lineage{Operation: protocol.OperationSubmit},
 				Message: protocol.Message{ID: q.id + ".u", Role: protocol.RoleUser, Content: q.input, Status: protocol.MessageComplete, CreatedAt: at},
-				TTL: time.Minute, Max: 4}); err != nil {
+				TTL:     time.Minute, Max: 4}); err != nil {
 				t.Fatal(err)
 			}
 		}

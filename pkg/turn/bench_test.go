@@ -152,3 +152,44 @@ func benchRequest(b *testing.B, sessionID, turnID string) *http.Request {
 	req.Header.Set("Content-Type", "application/json")
 	return req
 }
+
+// BenchmarkWireBytesByMode streams the turn of BenchmarkWireBytes (1,000
+// 5-byte chunks 1 ms apart, default pacing) as the default stream, the
+// compact stream and the AG-UI stream (POST /agui), and reports each
+// one's body bytes over the default stream's final snapshot line
+// ("x-final"), the same denominator for all three in the same run.
+// BenchmarkAGUIPacedWire runs the slow, long answers.
+func BenchmarkWireBytesByMode(b *testing.B) {
+	chunks := make([]string, 1000)
+	for i := range chunks {
+		chunks[i] = "word "
+	}
+	final := 0
+	for _, mode := range []string{"snapshots", "compact", "agui"} {
+		b.Run(mode, func(b *testing.B) {
+			m := &scriptModel{Chunks: chunks, Delay: time.Millisecond}
+			h := benchHandler(b, memory.New(memory.Options{}), m, turn.DefaultSnapshotInterval)
+			var wire int
+			for i := 0; b.Loop(); i++ {
+				w := newCountingWriter()
+				req := benchRequest(b, fmt.Sprintf("s%d", i), "t1")
+				switch mode {
+				case "compact":
+					req.Header.Set(turn.StreamModeHeader, turn.StreamModeCompact)
+				case "agui":
+					req = httptest.NewRequest(http.MethodPost, turn.AGUIPath, bytes.NewReader(aguiInput(fmt.Sprintf("s%d", i), "t1", "hello", "")))
+					req.Header.Set("Content-Type", "application/json")
+				}
+				h.ServeHTTP(w, req)
+				wire = w.n
+				if mode == "snapshots" {
+					final = len(w.last)
+				}
+			}
+			b.ReportMetric(float64(wire), "wire-bytes")
+			if final > 0 {
+				b.ReportMetric(float64(wire)/float64(final), "x-final")
+			}
+		})
+	}
+}

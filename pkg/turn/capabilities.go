@@ -36,7 +36,7 @@ const (
 // instead of guessing.
 //
 //	{"protocols":[{"protocol":"agentskit.chat.turn","versions":[1]}],
-//	 "extensions":["snapshotScope","stop","lineage","artifacts","history","approvals","compact"],
+//	 "extensions":["snapshotScope","stop","lineage","artifacts","history","approvals","compact","agui"],
 //	 "snapshotScope":{"header":"X-Turnstream-Snapshot-Scope","values":["session","turn"],"default":"session"},
 //	 "lineage":{"operations":["retry","edit","regenerate"]},
 //	 "stop":{"method":"POST","path":"/stop"},
@@ -49,6 +49,9 @@ const (
 //	              "queuedTurnTtlMs":600000,"interruptWaitMs":1500,"doc":"docs/multitask.md"},
 //	 "compact":{"header":"X-Turnstream-Stream-Mode","values":["snapshots","compact"],"default":"snapshots",
 //	            "event":"turnstream.turn.append","intervalMs":50,"lineSpanMs":1000,"doc":"docs/compact.md"},
+//	 "agui":{"available":true,"protocol":"ag-ui","version":"1.0","method":"POST","path":"/agui",
+//	         "resume":{"available":true,"method":"GET","path":"/agui/threads/{threadId}/runs/{runId}",
+//	                   "header":"Last-Event-ID","parameter":"lastEventId"},"textGapMs":400,"doc":"docs/agui.md"},
 //	 "limits":{"maxBodyBytes":65536,"turnTimeoutMs":300000,"snapshotIntervalMs":50,"snapshotBytesPerSecond":4096,"maxSnapshotGapMs":2000}}
 type Capabilities struct {
 	Protocols     []ProtocolVersions `json:"protocols"`
@@ -73,7 +76,9 @@ type Capabilities struct {
 		ConfirmationTTLMs int64    `json:"confirmationTtlMs"`
 	} `json:"approvals"`
 	// Compact describes the compact stream (docs/compact.md).
-	Compact      compactCapability      `json:"compact"`
+	Compact compactCapability `json:"compact"`
+	// AGUI describes the AG-UI endpoint (docs/agui.md).
+	AGUI         aguiCapability         `json:"agui"`
 	Resume       resumeCapability       `json:"resume"`
 	DurableTurns durableTurnsCapability `json:"durableTurns"`
 	// Multitask describes the policies of a submit that finds its
@@ -102,8 +107,9 @@ type ProtocolVersions struct {
 func capabilitiesBody(opts Options, multitask multitaskCapability) []byte {
 	var c Capabilities
 	c.Protocols = []ProtocolVersions{{Protocol: protocol.TurnProtocol, Versions: []int{protocol.TurnVersion}}}
-	c.Extensions = []string{ExtensionSnapshotScope, ExtensionStop, ExtensionLineage, ExtensionArtifacts, ExtensionHistory, ExtensionApprovals, ExtensionCompact}
+	c.Extensions = []string{ExtensionSnapshotScope, ExtensionStop, ExtensionLineage, ExtensionArtifacts, ExtensionHistory, ExtensionApprovals, ExtensionCompact, ExtensionAGUI}
 	c.Compact = compactCapabilities(opts)
+	c.AGUI = aguiCapabilities(opts)
 	c.SnapshotScope.Header = SnapshotScopeHeader
 	c.SnapshotScope.Values = []string{"session", "turn"}
 	c.SnapshotScope.Default = "session"

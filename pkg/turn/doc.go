@@ -59,6 +59,16 @@
 // a call that never finished is stored as failed. The request deadline and the
 // stop route cancel a running tool through its context.
 //
+// AG-UI (docs/agui.md). POST /agui takes an AG-UI RunAgentInput as a
+// submit (pkg/agui decodes it) and runs it through the same pipeline from
+// the claim on; a third writer (aguiWriter, beside writer and
+// compactWriter) encodes the same turn states as AG-UI events: an encoder
+// (aguiEncoder) holds what the stream's client holds of the turn and emits
+// the deltas that take it to each new state, or a MESSAGES_SNAPSHOT when
+// no delta can. Every event's SSE id names the state it leads to, so GET
+// /agui/threads/{threadId}/runs/{runId} with Last-Event-ID continues a run
+// through the resume machinery of the NDJSON route.
+//
 // Snapshot scope (docs/design.md#snapshots). A session-scope snapshot carries
 // the session's visible messages, but a canonical record holds at most 10,000
 // JSON values (docs/protocol.md#the-canonical-message-record): when the

@@ -226,6 +226,11 @@ type handler struct {
 //	POST /stop          {"sessionId","turnId"} -> 202 {"stopRequested":true} (a queued turn: also "cancelled":true)
 //	GET  /sessions/{sessionId}/turns/{turnId}/stream?after=N  resume -> 200 NDJSON
 //	GET  /capabilities  protocol versions and extensions (no authentication)
+//	POST /agui          AG-UI RunAgentInput -> 200 text/event-stream of AG-UI events
+//	GET  /agui/threads/{threadId}/runs/{runId}  (Last-Event-ID) the run resumed
+//
+// The two AG-UI routes (docs/agui.md) serve the same turns through the
+// same pipeline, encoded as AG-UI events (agui.go).
 //
 // Any other path is 404 REQUEST_NOT_FOUND; a method other than the route's is
 // 405 REQUEST_METHOD_NOT_ALLOWED. Every error response is JSON
@@ -323,9 +328,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.serveStop(w, r)
 	case "/capabilities":
 		h.serveCapabilities(w, r)
+	case AGUIPath:
+		h.serveAGUI(w, r)
 	default:
 		if sessionID, turnID, ok := resumePath(r.URL.Path); ok {
 			h.serveResume(w, r, sessionID, turnID)
+			return
+		}
+		if sessionID, turnID, ok := aguiRunPath(r.URL.Path); ok {
+			h.serveAGUIResume(w, r, sessionID, turnID)
 			return
 		}
 		httpedge.NotFound(w, r)

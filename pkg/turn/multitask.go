@@ -87,13 +87,14 @@ func parseMultitask(values []string) (string, error) {
 // policyFor returns the policy of submission sub and, when it had to read
 // it, its session (nil for a session that does not exist yet). A submit
 // that names reject, or none while every definition defaults to reject,
-// costs no request: the claim tells whether the session is busy. Else the
+// costs no request: the claim tells whether the session is busy; so does
+// an AG-UI run (docs/agui.md: it has no answer but its event stream). Else the
 // session is read, for its definition's policies (the default
 // definition's for a new session). A named policy the definition or the
 // deployment does not allow is httpedge.ErrMultitaskNotAllowed; a default
 // the deployment cannot serve falls back to reject.
 func (h *handler) policyFor(ctx context.Context, sub *submission) (string, *chat.Session, error) {
-	if sub.decision != nil || sub.multitask == definition.MultitaskReject || sub.multitask == "" && !h.multitaskDefaults {
+	if sub.decision != nil || sub.agui || sub.multitask == definition.MultitaskReject || sub.multitask == "" && !h.multitaskDefaults {
 		return definition.MultitaskReject, nil, nil
 	}
 	def := h.defaultDefinition()

@@ -213,7 +213,7 @@ func TestCapabilities(t *testing.T) {
 	if len(c.Protocols) != 1 || c.Protocols[0].Protocol != protocol.TurnProtocol || len(c.Protocols[0].Versions) != 1 || c.Protocols[0].Versions[0] != 1 {
 		t.Errorf("protocols %+v", c.Protocols)
 	}
-	if got := strings.Join(c.Extensions, ","); got != "snapshotScope,stop,lineage,artifacts,history,approvals,compact" {
+	if got := strings.Join(c.Extensions, ","); got != "snapshotScope,stop,lineage,artifacts,history,approvals,compact,agui" {
 		t.Errorf("extensions %s", got)
 	}
 	if c.Approvals.Field != "confirmation" || strings.Join(c.Approvals.Decisions, ",") != "approve,deny" ||
@@ -226,6 +226,9 @@ func TestCapabilities(t *testing.T) {
 	if c.Compact.Header != turn.StreamModeHeader || c.Compact.Event != protocol.EventAppend || c.Compact.Default != turn.StreamModeSnapshots ||
 		c.Compact.LineSpanMs != turn.DefaultCompactLineSpan.Milliseconds() {
 		t.Errorf("compact %+v", c.Compact)
+	}
+	if !c.AGUI.Available || c.AGUI.Path != turn.AGUIPath || c.AGUI.Version != "1.0" || c.AGUI.Resume.Available {
+		t.Errorf("agui %+v (no checkpoints: no resume)", c.AGUI)
 	}
 	if e.auth.calls.Load() != 0 {
 		t.Error("capabilities authenticated")

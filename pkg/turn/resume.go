@@ -148,24 +148,9 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		return
 	}
 	s.lineage = turn.Lineage
-	if sc == scopeSession {
-		// The same context as the live turn loaded, under the session's
-		// definition and budget, so that snapshots carry the same messages.
-		err := func() error {
-			sess, err := h.opts.Store.GetSession(ctx, sessionID, principal)
-			if err != nil {
-				return err
-			}
-			ag, err := h.agentFor(sess.DefinitionID)
-			if err != nil {
-				return err
-			}
-			return s.loadContext(ctx, ag.def, turn.Ordinal)
-		}()
-		if err != nil {
-			fail("resume context", err)
-			return
-		}
+	if err := h.resumeContext(ctx, s, principal, turn); err != nil {
+		fail("resume context", err)
+		return
 	}
 	if !streaming {
 		start()
@@ -272,6 +257,35 @@ func (h *handler) awaitQueued(ctx context.Context, sessionID, turnID string, p c
 		}
 		return h.opts.Store.FindTurn(ctx, sessionID, turnID, p)
 	}
+}
+
+// resumable returns the turn a resume of turnID follows, read as
+// principal (findResumed): a queued turn that has not started is
+// chat.ErrTurnNotFound here (the AG-UI resume does not wait for one).
+func (h *handler) resumable(ctx context.Context, sessionID, turnID string, principal chat.Principal) (*chat.Turn, error) {
+	turn, queued, err := h.findResumed(ctx, sessionID, turnID, principal)
+	if err == nil && queued {
+		return nil, chat.ErrTurnNotFound
+	}
+	return turn, err
+}
+
+// resumeContext loads into s, a resume of turn in session scope, the same
+// context as the live turn loaded, under the session's definition and
+// budget, so that its snapshots carry the same messages.
+func (h *handler) resumeContext(ctx context.Context, s *run, principal chat.Principal, turn *chat.Turn) error {
+	if s.scope != scopeSession {
+		return nil
+	}
+	sess, err := h.opts.Store.GetSession(ctx, s.sessionID, principal)
+	if err != nil {
+		return err
+	}
+	ag, err := h.agentFor(sess.DefinitionID)
+	if err != nil {
+		return err
+	}
+	return s.loadContext(ctx, ag.def, turn.Ordinal)
 }
 
 // resumeLines returns the lines of t newer than sequence sent, and whether

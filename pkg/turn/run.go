@@ -35,8 +35,11 @@ type run struct {
 	scope     scope
 	// compact is true for a compact stream (StreamModeHeader,
 	// compactWriter); resumed holds a compact resume's state.
-	compact   bool
-	resumed   compactResume
+	compact bool
+	resumed compactResume
+	// agui is set for an AG-UI stream (POST /agui, agui.go): its encoder
+	// and end channel; nil for the NDJSON streams.
+	agui      *aguiStream
 	createdAt string // the claim time, the createdAt of the turn's messages
 	startedAt time.Time
 	user      protocol.Message
@@ -225,6 +228,9 @@ func (t *run) streamTurn() {
 	}
 	hd := t.w.Header()
 	hd.Set("Content-Type", "application/x-ndjson; charset=utf-8")
+	if t.agui != nil {
+		hd.Set("Content-Type", "text/event-stream; charset=utf-8")
+	}
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	if t.compact {
@@ -241,10 +247,15 @@ func (t *run) streamTurn() {
 
 	t.out = newStreamOut(t.w, t.log)
 	// Then the writer goroutine takes the response over.
-	t.out.write(t.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
-	if t.compact {
+	switch {
+	case t.agui != nil:
+		t.out.write(t.aguiFirst(seq, first))
+		go t.aguiWriter(time.Now())
+	case t.compact:
+		t.out.write(t.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
 		go t.compactWriter(time.Now(), newCompactState(seq, first, protocol.Usage{}))
-	} else {
+	default:
+		t.out.write(t.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
 		go t.writer(time.Now())
 	}
 
@@ -382,7 +393,11 @@ func (t *run) contextEnding() ending {
 func (t *run) finish(end ending, v view) {
 	last := t.seqs.close()
 	if end.leaseLost {
-		t.out.send(t.lostLines(last))
+		if t.agui != nil {
+			t.aguiFinish(t.lostRecord(last))
+		} else {
+			t.out.send(t.lostLines(last))
+		}
 		t.logFinished(end, "", last)
 		return
 	}
@@ -390,6 +405,10 @@ func (t *run) finish(end ending, v view) {
 	item := t.record(end, v, t.claim.BaseSequence+1, terminal)
 	outcome := t.save(item)
 	cursor := terminal
+	if t.agui != nil {
+		t.aguiFinished(end, item, outcome, last)
+		return
+	}
 	var lines []byte
 	switch outcome {
 	case saved:
@@ -417,6 +436,18 @@ func (t *run) finish(end ending, v view) {
 // the turn still reads as running, the next read waits for the lease
 // expiry it reports.
 func (t *run) lostLines(last int64) []byte {
+	if rec := t.lostRecord(last); rec != nil {
+		return t.recordLines(rec)
+	}
+	return t.indeterminateLine()
+}
+
+// lostRecord reads the record of a turn that lost its lease or whose save
+// was fenced, as the table decided it, deciding it by that read once the
+// lease has expired (chat.Store.PollTurn); nil when no decision could be
+// read in time. While the turn still reads as running, the next read waits
+// for the lease expiry it reports.
+func (t *run) lostRecord(last int64) *chat.Turn {
 	ctx, cancel := t.settleContext(t.lease.end())
 	defer cancel()
 	for ctx.Err() == nil {
@@ -424,7 +455,7 @@ func (t *run) lostLines(last int64) []byte {
 		wait := t.h.opts.ResumePollInterval
 		switch {
 		case err == nil && rec.Status != chat.TurnRunning:
-			return t.recordLines(rec)
+			return rec
 		case err == nil && !rec.LeaseExpiresAt.IsZero():
 			wait = max(time.Until(rec.LeaseExpiresAt)+time.Millisecond, time.Millisecond)
 		case err != nil:
@@ -433,7 +464,7 @@ func (t *run) lostLines(last int64) []byte {
 		sleepContext(ctx, wait)
 	}
 	t.log.Warn("turn outcome unknown at the end of cleanup", "lastSequence", last)
-	return t.indeterminateLine()
+	return nil
 }
 
 // recordLines returns the lines that show a terminal turn record: its

@@ -40,7 +40,13 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		reject(ctx, w, log, step, err)
 		return
 	}
-	log = log.With("sessionId", sub.sessionID, "turnId", sub.turnID)
+	h.runSubmission(ctx, w, r, deadline, log.With("sessionId", sub.sessionID, "turnId", sub.turnID), sub)
+}
+
+// runSubmission runs an accepted submission (of POST / or POST /agui) from
+// the lineage check on: the lineage check (parentTurn), the claim of the
+// session's lease (claim), then the turn itself (run.serve).
+func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *http.Request, deadline time.Time, log *slog.Logger, sub *submission) {
 	parent, err := h.parentTurn(ctx, sub)
 	if err != nil {
 		reject(ctx, w, log, "lineage", err)
@@ -108,6 +114,9 @@ type submission struct {
 	compact bool
 	// multitask is the policy MultitaskHeader names; empty when absent.
 	multitask string
+	// agui is whether the submission came as an AG-UI RunAgentInput (POST
+	// /agui): the turn streams as AG-UI events (docs/agui.md).
+	agui bool
 }
 
 // acceptSubmit runs the checks of POST / before any storage request, in
@@ -240,6 +249,9 @@ func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, dea
 		startedAt: claimedAt,
 	}
 	t.user = userMessage(sub.turnID, sub.input, t.createdAt)
+	if sub.agui {
+		t.agui = newAGUIStream(sub.sessionID, sub.turnID)
+	}
 	return t, cancelRun
 }
 
