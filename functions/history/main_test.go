@@ -36,7 +36,7 @@ func TestNewHandler(t *testing.T) {
 
 	for target, want := range map[string]string{
 		"/sessions/s1/turns":   `"turnId":"t1"`,
-		"/sessions/s1":         `"currentTurn":{"turnId":"t1","status":"running"`,
+		"/sessions/s1":         `"currentTurn":null`, // saved: no current turn, whether released or not
 		"/sessions/nope/turns": `"code":"SESSION_NOT_FOUND"`,
 	} {
 		r := httptest.NewRequest(http.MethodGet, target, nil)

@@ -6,15 +6,18 @@
 // the demo tools, the definitions, the model providers they name: echo;
 // bedrock through the AWS default credential chain in AWS_REGION; openai at
 // OPENAI_BASE_URL with OPENAI_API_KEY) -> lambdaurl.Start
-// (functions/internal/startup). Build with -tags lambda.norpc for
-// provided.al2023.
+// (functions/internal/startup), and the asynchronous invocations that
+// drain queued turns (drain.go, docs/multitask.md). Build with -tags
+// lambda.norpc for provided.al2023.
 package main
 
 import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
@@ -27,23 +30,26 @@ import (
 	"github.com/turnstream/turnstream/pkg/model/bedrock"
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/model/openai"
+	"github.com/turnstream/turnstream/pkg/turn"
 )
 
 func main() {
 	startup.Main("turn", func(ctx context.Context, cfg *config.Config, logger *slog.Logger) (func(), error) {
-		h, err := newHandler(ctx, *cfg, logger)
+		h, err := newHandler(ctx, *cfg, logger, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"))
 		if err != nil {
 			return nil, err
 		}
-		return startup.Streaming(h), nil
+		return func() { lambda.StartHandlerFunc(lambdaHandler(h, logger)) }, nil
 	})
 }
 
 // newHandler builds the turn handler of cfg (internal/turnsetup): a
 // DynamoDB store on cfg.TableName (placeholder credentials when
 // cfg.DynamoDBEndpoint names a local server), the model providers the
-// definitions name and the authenticator of cfg.Auth.
-func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (http.Handler, error) {
+// definitions name and the authenticator of cfg.Auth. Queued turns are
+// drained by asynchronous invocations of function (drain.go); with
+// function empty (not on Lambda) in the process.
+func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, function string) (*turn.Handler, error) {
 	store, err := startup.Store(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -52,10 +58,14 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (ht
 	if err != nil {
 		return nil, err
 	}
-	return turnsetup.NewHandler(cfg, turnsetup.Deps{
+	deps := turnsetup.Deps{
 		Store: store, Authenticator: authn, Logger: logger,
 		Models: func(defs *definition.Resolver) (map[string]model.Model, error) { return newModels(ctx, cfg, defs) },
-	})
+	}
+	if function != "" {
+		deps.Dispatch = newDispatcher(function, lambdaClient(cfg.Region))
+	}
+	return turnsetup.NewHandler(cfg, deps)
 }
 
 // newModels builds one provider per provider name that defs use: echo

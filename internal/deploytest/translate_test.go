@@ -312,6 +312,9 @@ var deployActions = map[string][]string{
 		"iam:CreateRole", "iam:GetRole", "iam:DeleteRole", "iam:TagRole", "iam:PutRolePolicy", "iam:GetRolePolicy",
 		"iam:DeleteRolePolicy", "iam:AttachRolePolicy", "iam:DetachRolePolicy", "iam:UpdateAssumeRolePolicy",
 	},
+	// An inline policy of a role the stack made (the turn function's
+	// self-invoke policy).
+	"AWS::IAM::Policy": {"iam:PutRolePolicy", "iam:GetRolePolicy", "iam:DeleteRolePolicy"},
 	"AWS::DynamoDB::Table": {
 		"dynamodb:CreateTable", "dynamodb:DescribeTable", "dynamodb:UpdateTable", "dynamodb:UpdateTimeToLive",
 		"dynamodb:DescribeTimeToLive", "dynamodb:UpdateContinuousBackups", "dynamodb:DescribeContinuousBackups",

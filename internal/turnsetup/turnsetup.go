@@ -6,9 +6,9 @@
 package turnsetup
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 
 	"github.com/turnstream/turnstream/pkg/auth"
@@ -32,6 +32,10 @@ type Deps struct {
 	ReadFile func(name string) ([]byte, error)
 	// Logger receives the handler's records; nil discards them.
 	Logger *slog.Logger
+	// Dispatch starts a drain of a session's queued turns in another
+	// invocation (turn.Options.Dispatch); nil drains in the process (the
+	// dev server).
+	Dispatch func(ctx context.Context, d turn.DrainRequest) error
 	// Adjust, when set, changes the options just before the handler is
 	// built (a benchmark's model, a shorter lease).
 	Adjust func(*turn.Options)
@@ -41,7 +45,7 @@ type Deps struct {
 // naming what failed: a demo tool that does not register, a definition
 // the configuration gets wrong (definition.Load), a model that cannot be
 // built, or options turn.NewHandler rejects.
-func NewHandler(cfg config.Config, d Deps) (http.Handler, error) {
+func NewHandler(cfg config.Config, d Deps) (*turn.Handler, error) {
 	reg, err := Tools()
 	if err != nil {
 		return nil, err
@@ -78,6 +82,9 @@ func NewHandler(cfg config.Config, d Deps) (http.Handler, error) {
 		ResumePollInterval:     cfg.ResumePollInterval,
 		MaxBodyBytes:           cfg.MaxBodyBytes,
 		ConfirmationTTL:        cfg.ConfirmationTTL,
+		MaxQueuedTurns:         cfg.MaxQueuedTurns,
+		QueuedTurnTTL:          cfg.QueuedTurnTTL,
+		Dispatch:               d.Dispatch,
 		Logger:                 logger,
 	}
 	if d.Adjust != nil {

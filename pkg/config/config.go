@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/auth"
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -114,6 +115,12 @@ type Config struct {
 	// ResumePollInterval is how often a resume stream reads the turn
 	// (RESUME_POLL_INTERVAL, default 250 ms, 10 ms..500 ms).
 	ResumePollInterval time.Duration
+	// MaxQueuedTurns is how many turns a session may hold queued
+	// (MAX_QUEUED_TURNS, default 4, 1..16; docs/multitask.md).
+	MaxQueuedTurns int
+	// QueuedTurnTTL is how long a queued turn may wait to start
+	// (QUEUED_TURN_TTL, default 10 min, 1 s..24 h; docs/multitask.md).
+	QueuedTurnTTL time.Duration
 	// SnapshotInterval is the minimum time between streaming snapshots
 	// (SNAPSHOT_INTERVAL, default 50 ms, >= 1 ms, <= 10 s;
 	// docs/design.md#snapshots).
@@ -278,6 +285,7 @@ var Variables = []string{
 	"LEASE_DURATION",
 	"LOG_LEVEL",
 	"MAX_BODY_BYTES",
+	"MAX_QUEUED_TURNS",
 	"MODEL_ID",
 	"MODEL_MAX_STEPS",
 	"MODEL_MAX_TOKENS",
@@ -285,6 +293,7 @@ var Variables = []string{
 	"MODEL_TOOLS",
 	"OPENAI_API_KEY",
 	"OPENAI_BASE_URL",
+	"QUEUED_TURN_TTL",
 	"RESUME_POLL_INTERVAL",
 	"SESSION_RETENTION",
 	"SNAPSHOT_BYTES_PER_SECOND",
@@ -366,6 +375,8 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 	c.ResumePollInterval = p.duration("RESUME_POLL_INTERVAL", 250*time.Millisecond, 10*time.Millisecond, 500*time.Millisecond)
 	c.MaxBodyBytes = p.integer("MAX_BODY_BYTES", httpedge.DefaultMaxBodyBytes, 1, MaxBodyBytesLimit)
+	c.MaxQueuedTurns = int(p.integer("MAX_QUEUED_TURNS", chat.DefaultMaxQueuedTurns, 1, chat.MaxQueuedTurnsLimit))
+	c.QueuedTurnTTL = p.duration("QUEUED_TURN_TTL", chat.DefaultQueuedTurnTTL, time.Second, 24*time.Hour)
 
 	if s := p.str("CURSOR_SECRET", ""); s != "" {
 		if len(s) < MinCursorSecretBytes {

@@ -241,9 +241,10 @@ type handler struct {
 // Store or Authenticator; with Definitions, a definition whose provider
 // has no entry in Models or whose tools are not all in Tools; without it,
 // a nil Model, a Definition ID that is not a SafeId or a Revision < 1; a
-// negative duration or size, a CleanupReserve not below TurnTimeout, or a
-// NewID that does not return a SafeId.
-func NewHandler(opts Options) (http.Handler, error) {
+// negative duration or size, a CleanupReserve not below TurnTimeout, a
+// MaxQueuedTurns above chat.MaxQueuedTurnsLimit, or a NewID that does not
+// return a SafeId.
+func NewHandler(opts Options) (*Handler, error) {
 	switch {
 	case opts.Store == nil:
 		return nil, errors.New("turn: Options.Store is nil")

@@ -79,9 +79,6 @@ func (s *Store) update(ctx context.Context, key map[string]types.AttributeValue,
 // returnAllNew asks for the item as written.
 func returnAllNew(in *dynamodb.UpdateItemInput) { in.ReturnValues = types.ReturnValueAllNew }
 
-// returnAllOld asks for the item as it was before the write.
-func returnAllOld(in *dynamodb.UpdateItemInput) { in.ReturnValues = types.ReturnValueAllOld }
-
 // returnOldOnFailure asks real DynamoDB to return the item with a failed
 // condition (dynalite ignores it; callers then read the item).
 func returnOldOnFailure(in *dynamodb.UpdateItemInput) {

@@ -392,11 +392,11 @@ func (s *Store) claimQueued(ctx context.Context, sess *chat.Session, si *session
 	wctx, cancel := s.writeContext(ctx)
 	out, err := s.update(wctx, sessionKey(sess.ID), up, cond, returnAllNew)
 	cancel()
-	item := map[string]types.AttributeValue(nil)
-	switch failed, _ := conditionFailed(err); {
-	case err == nil:
+	var item map[string]types.AttributeValue
+	if err == nil {
 		item = out.Attributes
-	default:
+	} else {
+		failed, _ := conditionFailed(err)
 		read, found, rerr := s.resolveRead(ctx, sessionKey(sess.ID))
 		switch {
 		case rerr != nil:

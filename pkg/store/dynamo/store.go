@@ -194,19 +194,6 @@ func (s *Store) readSession(ctx context.Context, sessionID string) (*chat.Sessio
 	return decodeSession(sessionID, item)
 }
 
-// ownedSession is readSession for principal p: ErrSessionNotFound when the
-// session does not exist or p does not own it.
-func (s *Store) ownedSession(ctx context.Context, sessionID string, p chat.Principal) (*chat.Session, error) {
-	sess, _, err := s.readSession(ctx, sessionID)
-	if errors.Is(err, errNoSession) || err == nil && !p.Owns(sess.Owner) {
-		return nil, chat.ErrSessionNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	return sess, nil
-}
-
 // GetSession implements chat.Store: one consistent GetItem; an expired
 // lease is decided first (fate.go). When that cannot be done, the
 // session is returned as read, its expired lease shown.

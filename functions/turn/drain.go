@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/lambdaurl"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
+
+	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/turn"
+)
+
+// Queued turns on Lambda (docs/multitask.md): a turn function invocation
+// cannot keep working once its response ends (Lambda freezes the
+// environment), and a client's stream ends only when the invocation does.
+// So the invocation that ends a turn with queued turns waiting starts
+// their drain in another invocation of the same function: an
+// asynchronous Invoke (InvocationType Event) whose payload is a
+// drainEvent. That invocation runs turn.Handler.Drain under its own
+// deadline, turn after turn while its deadline leaves room for a whole
+// turn, and invokes the function again for the rest.
+
+// drainEvent is the payload of a drain invocation:
+//
+//	{"turnstreamDrain":{"sessionId":"<SafeId>","notBefore":"<RFC 3339>"}}
+type drainEvent struct {
+	Drain *turn.DrainRequest `json:"turnstreamDrain"`
+}
+
+// invoker is what a dispatcher needs of the Lambda client.
+type invoker interface {
+	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+}
+
+// newDispatcher returns turn.Options.Dispatch for the function named
+// function (AWS_LAMBDA_FUNCTION_NAME, the function's own): each drain is
+// an asynchronous invocation of the function with a drainEvent. The
+// client comes from newClient on the first dispatch, so a deployment
+// that never queues a turn pays nothing for it at cold start. An Invoke
+// error is returned (the SDK has retried it); Lambda itself retries an
+// accepted asynchronous invocation whose function fails.
+func newDispatcher(function string, newClient func(context.Context) (invoker, error)) func(context.Context, turn.DrainRequest) error {
+	var once sync.Once
+	var client invoker
+	var clientErr error
+	return func(ctx context.Context, d turn.DrainRequest) error {
+		once.Do(func() { client, clientErr = newClient(ctx) })
+		if clientErr != nil {
+			return fmt.Errorf("drain dispatch: Lambda client: %w", clientErr)
+		}
+		payload, err := json.Marshal(drainEvent{Drain: &d})
+		if err != nil {
+			return fmt.Errorf("drain dispatch: %w", err)
+		}
+		_, err = client.Invoke(ctx, &lambda.InvokeInput{
+			FunctionName: &function, InvocationType: types.InvocationTypeEvent, Payload: payload,
+		})
+		if err != nil {
+			return fmt.Errorf("drain dispatch: invoke %s: %w", function, err)
+		}
+		return nil
+	}
+}
+
+// lambdaClient builds the Lambda client of the dispatcher: the AWS
+// default credential chain in region (AWS_ENDPOINT_URL_LAMBDA, read by
+// the SDK, points it elsewhere).
+func lambdaClient(region string) func(context.Context) (invoker, error) {
+	return func(ctx context.Context) (invoker, error) {
+		cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(region))
+		if err != nil {
+			return nil, err
+		}
+		return lambda.NewFromConfig(cfg), nil
+	}
+}
+
+// lambdaHandler returns the turn function's Lambda handler: a drain
+// event runs h.Drain under the invocation's deadline (a session id that
+// is no SafeId is logged and ignored); any other payload is a function
+// URL request, served in streaming mode (lambdaurl.Wrap).
+func lambdaHandler(h *turn.Handler, logger *slog.Logger) func(context.Context, json.RawMessage) (any, error) {
+	serveURL := lambdaurl.Wrap(h)
+	return func(ctx context.Context, payload json.RawMessage) (any, error) {
+		var ev drainEvent
+		if json.Unmarshal(payload, &ev) == nil && ev.Drain != nil {
+			if !protocol.IsSafeID(ev.Drain.SessionID) {
+				logger.Error("drain event without a valid session id")
+				return nil, nil
+			}
+			h.Drain(ctx, *ev.Drain)
+			return nil, nil
+		}
+		var req events.LambdaFunctionURLRequest
+		if err := json.Unmarshal(payload, &req); err != nil {
+			return nil, fmt.Errorf("turn: payload is neither a function URL request nor a drain event: %w", err)
+		}
+		return serveURL(ctx, &req)
+	}
+}
