@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/tracing"
 )
 
 // Attribute and index names of the table layout
@@ -189,6 +190,10 @@ type ClientOptions struct {
 	// in place of the SDK's default transport: tests inject faults there,
 	// below the SDK's retryer (internal/ddbfault).
 	Transport http.RoundTripper
+	// TracerProvider receives the SDK's own spans of each request (one
+	// client span per operation; pkg/telemetry adapts an OpenTelemetry
+	// provider); nil means none.
+	TracerProvider tracing.TracerProvider
 }
 
 // Client defaults. A DynamoDB request answers in milliseconds; an attempt
@@ -247,6 +252,10 @@ func NewClient(ctx context.Context, opts ClientOptions, optFns ...func(*dynamodb
 		return nil, fmt.Errorf("load AWS config: %w", err)
 	}
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		MeterUsage(o)
+		if opts.TracerProvider != nil {
+			o.TracerProvider = opts.TracerProvider
+		}
 		if opts.Endpoint != "" {
 			o.BaseEndpoint = aws.String(opts.Endpoint)
 		}
