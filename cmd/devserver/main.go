@@ -54,6 +54,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/devserver"
+	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/tool"
@@ -148,10 +149,23 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		handlerLog = log
 	}
 
+	// EMF documents (TELEMETRY_METRICS=emf) go to the log, one line each,
+	// as on Lambda; spans to OTEL_EXPORTER_OTLP_ENDPOINT when set.
+	tel, err := telemetrysetup.New(cfg.Telemetry, stdout, "devserver", "turn", "history", "artifacts")
+	if err != nil {
+		return fmt.Errorf("configuration: %w", err)
+	}
+	defer func() {
+		// The process ends: the last spans go out, within a bound.
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), ShutdownGrace)
+		defer cancel()
+		_ = tel.Shutdown(shutdownCtx)
+	}()
+
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	_, haveKeys := lookupEnv("AWS_ACCESS_KEY_ID")
-	store, storeDesc, err := devserver.NewStore(setupCtx, cfg, !haveKeys, log)
+	store, storeDesc, err := devserver.NewStore(setupCtx, cfg, !haveKeys, log, tel)
 	if err != nil {
 		return err
 	}
@@ -163,6 +177,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 
 	h, err := devserver.NewHandler(devserver.Options{
 		Config: cfg, Store: store, Authenticator: authn, HandlerLog: handlerLog, RequestLog: log,
+		Telemetry: tel,
 	})
 	if err != nil {
 		return err

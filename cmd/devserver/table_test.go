@@ -71,7 +71,7 @@ func TestTwoServersStartAtOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, descs[i], errs[i] = devserver.NewStore(t.Context(), cfg, true, discardLogger())
+			_, descs[i], errs[i] = devserver.NewStore(t.Context(), cfg, true, discardLogger(), nil)
 		}()
 	}
 	wg.Wait()

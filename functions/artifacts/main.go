@@ -14,17 +14,18 @@ import (
 	"net/http"
 
 	"github.com/turnstream/turnstream/functions/internal/startup"
+	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
 )
 
 func main() {
-	startup.Main("artifacts", func(ctx context.Context, cfg *config.Config, logger *slog.Logger) (func(), error) {
-		h, err := newHandler(ctx, *cfg, logger)
+	startup.Main("artifacts", func(ctx context.Context, cfg *config.Config, logger *slog.Logger, tel *telemetrysetup.Set) (func(), error) {
+		h, err := newHandler(ctx, *cfg, logger, tel)
 		if err != nil {
 			return nil, err
 		}
-		return startup.Buffered(h), nil
+		return startup.Buffered(h, tel), nil
 	})
 }
 
@@ -32,6 +33,7 @@ func main() {
 // cfg.TableName (placeholder credentials when cfg.DynamoDBEndpoint names a
 // local server) and the authenticator of cfg.Auth. The artifacts routes
 // issue no page cursors, so a generated CURSOR_SECRET is harmless here.
-func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (http.Handler, error) {
-	return startup.SessionHandler(ctx, cfg, logger, sessionapi.NewArtifactsHandler)
+// tel (nil: off) gives its metrics and spans.
+func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, tel *telemetrysetup.Set) (http.Handler, error) {
+	return startup.SessionHandler(ctx, cfg, logger, tel, "artifacts", sessionapi.NewArtifactsHandler)
 }

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { dynalite.Main(m) }
 // artifact references on a turn written through the DynamoDB store.
 func TestNewHandler(t *testing.T) {
 	cfg, store := startuptest.Config(t, nil)
-	h, err := newHandler(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	h, err := newHandler(t.Context(), cfg, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"net/http"
 
 	"github.com/turnstream/turnstream/functions/internal/startup"
+	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
 )
@@ -26,7 +27,7 @@ func main() {
 
 // setup installs the cursor key, which must be the same on every instance
 // on Lambda (config.RequireCursorSecret), then builds the handler.
-func setup(ctx context.Context, cfg *config.Config, logger *slog.Logger) (func(), error) {
+func setup(ctx context.Context, cfg *config.Config, logger *slog.Logger, tel *telemetrysetup.Set) (func(), error) {
 	err := installCursorSecret(ctx, cfg, func(ctx context.Context) (secretsGetter, error) {
 		return newSecretsClient(ctx, cfg.Region)
 	})
@@ -36,19 +37,20 @@ func setup(ctx context.Context, cfg *config.Config, logger *slog.Logger) (func()
 	if err != nil {
 		return nil, fmt.Errorf("cursor secret: %w", err)
 	}
-	h, err := newHandler(ctx, *cfg, logger)
+	h, err := newHandler(ctx, *cfg, logger, tel)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.CursorSecretGenerated {
 		logger.Warn("history: CURSOR_SECRET unset; page cursors are valid only in this process")
 	}
-	return startup.Buffered(h), nil
+	return startup.Buffered(h, tel), nil
 }
 
 // newHandler builds the history handler of cfg: a DynamoDB store on
 // cfg.TableName (placeholder credentials when cfg.DynamoDBEndpoint names a
-// local server) and the authenticator of cfg.Auth.
-func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (http.Handler, error) {
-	return startup.SessionHandler(ctx, cfg, logger, sessionapi.NewHistoryHandler)
+// local server), the authenticator of cfg.Auth and tel's metrics and
+// spans (tel may be nil: off).
+func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, tel *telemetrysetup.Set) (http.Handler, error) {
+	return startup.SessionHandler(ctx, cfg, logger, tel, "history", sessionapi.NewHistoryHandler)
 }

@@ -24,7 +24,7 @@ func TestMain(m *testing.M) { dynalite.Main(m) }
 // store.
 func TestNewHandler(t *testing.T) {
 	cfg, store := startuptest.Config(t, map[string]string{"CURSOR_SECRET": "0123456789abcdef0123456789abcdef"})
-	h, err := newHandler(t.Context(), cfg, slog.New(slog.DiscardHandler))
+	h, err := newHandler(t.Context(), cfg, slog.New(slog.DiscardHandler), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

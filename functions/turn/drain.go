@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
+	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
@@ -85,9 +86,10 @@ func lambdaClient(region string) func(context.Context) (invoker, error) {
 // lambdaHandler returns the turn function's Lambda handler: a drain
 // event runs h.Drain under the invocation's deadline (a session id that
 // is no SafeId is logged and ignored); any other payload is a function
-// URL request, served in streaming mode (lambdaurl.Wrap).
-func lambdaHandler(h *turn.Handler, logger *slog.Logger) func(context.Context, json.RawMessage) (any, error) {
-	serveURL := lambdaurl.Wrap(h)
+// URL request, served in streaming mode (lambdaurl.Wrap). Either way the
+// invocation's spans are flushed before it ends (tel, nil when off).
+func lambdaHandler(h *turn.Handler, logger *slog.Logger, tel *telemetrysetup.Set) func(context.Context, json.RawMessage) (any, error) {
+	serveURL := lambdaurl.Wrap(tel.FlushAfter(h))
 	return func(ctx context.Context, payload json.RawMessage) (any, error) {
 		var ev drainEvent
 		if json.Unmarshal(payload, &ev) == nil && ev.Drain != nil {
@@ -96,6 +98,7 @@ func lambdaHandler(h *turn.Handler, logger *slog.Logger) func(context.Context, j
 				return nil, nil
 			}
 			h.Drain(ctx, *ev.Drain)
+			_ = tel.Flush(ctx) // a lost batch is the exporter's loss, never the drain's
 			return nil, nil
 		}
 		var req events.LambdaFunctionURLRequest

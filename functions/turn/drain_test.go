@@ -106,11 +106,11 @@ func TestDispatcherInvokesTheFunctionAsynchronously(t *testing.T) {
 // streaming mode, and refuses a payload that is neither.
 func TestLambdaHandler(t *testing.T) {
 	cfg, store := startuptest.Config(t, map[string]string{"MODEL_PROVIDER": "echo", "ECHO_DELAY": "0s"})
-	h, err := newHandler(t.Context(), cfg, slog.New(slog.DiscardHandler), "")
+	h, err := newHandler(t.Context(), cfg, slog.New(slog.DiscardHandler), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve := lambdaHandler(h, slog.New(slog.DiscardHandler))
+	serve := lambdaHandler(h, slog.New(slog.DiscardHandler), nil)
 	alice := chat.Principal{Subject: "alice", Tenant: auth.DevTenant}
 	ctx := t.Context()
 

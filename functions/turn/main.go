@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 
 	"github.com/turnstream/turnstream/functions/internal/startup"
+	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/internal/turnsetup"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
@@ -34,12 +35,12 @@ import (
 )
 
 func main() {
-	startup.Main("turn", func(ctx context.Context, cfg *config.Config, logger *slog.Logger) (func(), error) {
-		h, err := newHandler(ctx, *cfg, logger, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"))
+	startup.Main("turn", func(ctx context.Context, cfg *config.Config, logger *slog.Logger, tel *telemetrysetup.Set) (func(), error) {
+		h, err := newHandler(ctx, *cfg, logger, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), tel)
 		if err != nil {
 			return nil, err
 		}
-		return func() { lambda.StartHandlerFunc(lambdaHandler(h, logger)) }, nil
+		return func() { lambda.StartHandlerFunc(lambdaHandler(h, logger, tel)) }, nil
 	})
 }
 
@@ -48,9 +49,10 @@ func main() {
 // cfg.DynamoDBEndpoint names a local server), the model providers the
 // definitions name and the authenticator of cfg.Auth. Queued turns are
 // drained by asynchronous invocations of function (drain.go); with
-// function empty (not on Lambda) in the process.
-func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, function string) (*turn.Handler, error) {
-	store, err := startup.Store(ctx, cfg)
+// function empty (not on Lambda) in the process. tel (nil: off) gives
+// the metrics and spans.
+func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, function string, tel *telemetrysetup.Set) (*turn.Handler, error) {
+	store, err := startup.Store(ctx, cfg, tel)
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +62,7 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, fun
 	}
 	deps := turnsetup.Deps{
 		Store: store, Authenticator: authn, Logger: logger,
+		Metrics: tel.Metrics("turn"), Tracing: tel.Tracer(),
 		Models: func(defs *definition.Resolver) (map[string]model.Model, error) { return newModels(ctx, cfg, defs) },
 	}
 	if function != "" {

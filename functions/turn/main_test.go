@@ -29,7 +29,7 @@ func TestWiring(t *testing.T) {
 		"MODEL_TOOLS":    "workspace_note",
 		"ECHO_DELAY":     "0s",
 	})
-	h, err := newHandler(context.Background(), cfg, slog.New(slog.DiscardHandler), "")
+	h, err := newHandler(context.Background(), cfg, slog.New(slog.DiscardHandler), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

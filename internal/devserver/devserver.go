@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/demo"
+	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/internal/turnsetup"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -65,6 +66,10 @@ type Options struct {
 	// handler is built (a benchmark's model of its own, a shorter
 	// lease); nil leaves them as Config says.
 	Turn func(*turn.Options)
+	// Telemetry gives each handler its metrics (the Function dimension
+	// is the mount's function: turn, history, artifacts) and spans; nil
+	// means none.
+	Telemetry *telemetrysetup.Set
 }
 
 // NewHandler returns the three handlers and the demo page mounted behind
@@ -81,6 +86,7 @@ func NewHandler(o Options) (http.Handler, error) {
 	handlerLog, requestLog := orDiscard(o.HandlerLog), orDiscard(o.RequestLog)
 	turnHandler, err := turnsetup.NewHandler(cfg, turnsetup.Deps{
 		Store: o.Store, Authenticator: o.Authenticator, ReadFile: o.ReadFile, Logger: handlerLog, Adjust: o.Turn,
+		Metrics: o.Telemetry.Metrics("turn"), Tracing: o.Telemetry.Tracer(),
 		Models: func(*definition.Resolver) (map[string]model.Model, error) {
 			return map[string]model.Model{config.ProviderEcho: echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk)}, nil
 		},
@@ -93,11 +99,14 @@ func NewHandler(o Options) (http.Handler, error) {
 		Authenticator: o.Authenticator,
 		Logger:        handlerLog,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
+		Tracing:       o.Telemetry.Tracer(),
 	}
+	sessionOpts.Metrics = o.Telemetry.Metrics("history")
 	historyHandler, err := sessionapi.NewHistoryHandler(sessionOpts)
 	if err != nil {
 		return nil, fmt.Errorf("history handler: %w", err)
 	}
+	sessionOpts.Metrics = o.Telemetry.Metrics("artifacts")
 	artifactsHandler, err := sessionapi.NewArtifactsHandler(sessionOpts)
 	if err != nil {
 		return nil, fmt.Errorf("artifacts handler: %w", err)
@@ -166,7 +175,7 @@ func logged(mountName string, h http.Handler, log *slog.Logger) http.Handler {
 // (dynamo.RecreateMissingTable) and log reports it. Local servers accept
 // any credentials: staticCredentials uses placeholders instead of the
 // SDK's chain. desc says which store, for the start banner.
-func NewStore(ctx context.Context, cfg config.Config, staticCredentials bool, log *slog.Logger) (store chat.Store, desc string, err error) {
+func NewStore(ctx context.Context, cfg config.Config, staticCredentials bool, log *slog.Logger, tel *telemetrysetup.Set) (store chat.Store, desc string, err error) {
 	if cfg.DynamoDBEndpoint == "" {
 		return memory.New(memory.Options{CursorKey: cfg.CursorSecret}), "in-memory store", nil
 	}
@@ -177,6 +186,7 @@ func NewStore(ctx context.Context, cfg config.Config, staticCredentials bool, lo
 		StaticCredentials: staticCredentials,
 	}
 	admin, err := dynamo.NewClient(ctx, opts)
+	opts.TracerProvider = tel.SDKTracerProvider() // the store's requests only, not the table's set-up
 	if err != nil {
 		return nil, "", fmt.Errorf("dynamodb client: %w", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/telemetry"
 	"github.com/turnstream/turnstream/pkg/tool"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
@@ -36,6 +37,10 @@ type Deps struct {
 	// invocation (turn.Options.Dispatch); nil drains in the process (the
 	// dev server).
 	Dispatch func(ctx context.Context, d turn.DrainRequest) error
+	// Metrics and Tracing are the handler's telemetry
+	// (turn.Options.Metrics, turn.Options.Tracing); nil means none.
+	Metrics *telemetry.Recorder
+	Tracing *telemetry.Tracing
 	// Adjust, when set, changes the options just before the handler is
 	// built (a benchmark's model, a shorter lease).
 	Adjust func(*turn.Options)
@@ -85,6 +90,8 @@ func NewHandler(cfg config.Config, d Deps) (*turn.Handler, error) {
 		MaxQueuedTurns:         cfg.MaxQueuedTurns,
 		QueuedTurnTTL:          cfg.QueuedTurnTTL,
 		Dispatch:               d.Dispatch,
+		Metrics:                d.Metrics,
+		Tracing:                d.Tracing,
 		Logger:                 logger,
 	}
 	if d.Adjust != nil {

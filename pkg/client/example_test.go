@@ -30,7 +30,7 @@ func devServer() (turnURL, historyURL, artifactsURL string, stop func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	store, _, err := devserver.NewStore(context.Background(), cfg, true, nil)
+	store, _, err := devserver.NewStore(context.Background(), cfg, true, nil, nil)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/url"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
 // Authentication modes of AUTH_MODE
@@ -164,6 +166,19 @@ type Config struct {
 	// Model configures the model provider and the default definition
 	// (docs/design.md#models-tools-definitions).
 	Model ModelConfig
+	// Telemetry configures metrics and traces (docs/operations.md):
+	// TELEMETRY_METRICS (emf | off; emf by default on Lambda, off
+	// elsewhere), TELEMETRY_NAMESPACE (default Turnstream),
+	// OTEL_SERVICE_NAME (default turnstream), the OTLP traces endpoint
+	// (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, else
+	// OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces: absolute http(s) URLs;
+	// unset, tracing is off), its headers (OTEL_EXPORTER_OTLP_HEADERS,
+	// OTEL_EXPORTER_OTLP_TRACES_HEADERS: key=value pairs separated by
+	// commas, values URL-encoded), the protocol (OTEL_EXPORTER_OTLP_PROTOCOL,
+	// OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: unset or http/json, the only one
+	// turnstream sends) and OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
+	// (true | false, default false).
+	Telemetry telemetry.Config
 }
 
 // AuthConfig configures pkg/auth (docs/design.md#authentication-and-tenancy):
@@ -293,6 +308,9 @@ var Variables = []string{
 	"MODEL_TOOLS",
 	"OPENAI_API_KEY",
 	"OPENAI_BASE_URL",
+	"OTEL_EXPORTER_OTLP_ENDPOINT",
+	"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
+	"OTEL_SERVICE_NAME",
 	"QUEUED_TURN_TTL",
 	"RESUME_POLL_INTERVAL",
 	"SESSION_RETENTION",
@@ -301,7 +319,21 @@ var Variables = []string{
 	"SNAPSHOT_MAX_GAP",
 	"SYSTEM_PROMPT",
 	"TABLE_NAME",
+	"TELEMETRY_METRICS",
+	"TELEMETRY_NAMESPACE",
 	"TURN_TIMEOUT",
+}
+
+// OptionalVariables is the sorted list of variables FromLookup reads
+// that a deployment may set but the template does not: the standard
+// OpenTelemetry exporter settings an operator adds for a collector of
+// their own (docs/operations.md).
+var OptionalVariables = []string{
+	"OTEL_EXPORTER_OTLP_HEADERS",
+	"OTEL_EXPORTER_OTLP_PROTOCOL",
+	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+	"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
 }
 
 // RuntimeVariables is the sorted list of variables FromLookup reads that
@@ -420,11 +452,95 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 
 	c.Auth = p.auth()
 	c.Model = p.model()
+	c.Telemetry = p.telemetry(c.OnLambda())
 
 	if len(p.errs) > 0 {
 		return Config{}, errors.Join(p.errs...)
 	}
 	return c, nil
+}
+
+func (p *parser) telemetry(onLambda bool) telemetry.Config {
+	def := telemetry.MetricsOff
+	if onLambda {
+		def = telemetry.MetricsEMF
+	}
+	t := telemetry.Config{
+		Metrics:   strings.ToLower(p.str("TELEMETRY_METRICS", def)),
+		Namespace: p.str("TELEMETRY_NAMESPACE", telemetry.DefaultNamespace),
+		Service:   p.str("OTEL_SERVICE_NAME", telemetry.DefaultService),
+	}
+	if t.Metrics != telemetry.MetricsEMF && t.Metrics != telemetry.MetricsOff {
+		p.fail("TELEMETRY_METRICS", "want emf or off")
+	}
+	if !telemetry.ValidNamespace(t.Namespace) {
+		p.fail("TELEMETRY_NAMESPACE", "want 1..255 characters of [A-Za-z0-9._#:/-], not starting with AWS/")
+	}
+	if len(t.Service) > telemetry.MaxDimensionValueLength {
+		p.fail("OTEL_SERVICE_NAME", "longer than 1024 bytes")
+	}
+	if u := p.str("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", ""); u != "" {
+		if !validHTTPURL(u, false) {
+			p.fail("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "not an absolute http or https URL")
+		}
+		t.TracesURL = u
+	}
+	if u := p.str("OTEL_EXPORTER_OTLP_ENDPOINT", ""); u != "" {
+		if !validHTTPURL(u, false) {
+			p.fail("OTEL_EXPORTER_OTLP_ENDPOINT", "not an absolute http or https URL")
+		}
+		if t.TracesURL == "" {
+			t.TracesURL = strings.TrimRight(u, "/") + "/v1/traces"
+		}
+	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
+		if v := p.str(name, "http/json"); v != "http/json" {
+			p.fail(name, "turnstream exports http/json only (unset it, or set http/json)")
+		}
+	}
+	for _, name := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		v := p.str(name, "")
+		if v == "" {
+			continue
+		}
+		h, ok := parseOTLPHeaders(v)
+		if !ok {
+			p.fail(name, "want key=value pairs separated by commas")
+			continue
+		}
+		if t.TracesHeaders == nil {
+			t.TracesHeaders = map[string]string{}
+		}
+		maps.Copy(t.TracesHeaders, h)
+	}
+	switch strings.ToLower(p.str("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "false")) {
+	case "true":
+		t.CaptureContent = true
+	case "false":
+	default:
+		p.fail("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "want true or false")
+	}
+	return t
+}
+
+// parseOTLPHeaders parses the OpenTelemetry exporter headers format:
+// key=value pairs separated by commas, values URL-encoded (W3C baggage
+// style). It reports false for a pair without "=" or an empty key.
+func parseOTLPHeaders(s string) (map[string]string, bool) {
+	out := map[string]string{}
+	for _, pair := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(pair, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return nil, false
+		}
+		dv, err := url.PathUnescape(strings.TrimSpace(v))
+		if err != nil {
+			return nil, false
+		}
+		out[k] = dv
+	}
+	return out, true
 }
 
 func (p *parser) auth() AuthConfig {

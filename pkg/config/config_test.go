@@ -474,7 +474,7 @@ func TestVariablesListsEveryRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	all := append(slices.Clone(config.Variables), config.RuntimeVariables...)
+	all := append(slices.Concat(config.Variables, config.OptionalVariables), config.RuntimeVariables...)
 	for name := range read {
 		if !slices.Contains(all, name) {
 			t.Errorf("FromLookup reads %s, which neither Variables nor RuntimeVariables lists", name)
@@ -485,7 +485,7 @@ func TestVariablesListsEveryRead(t *testing.T) {
 			t.Errorf("%s is listed but never read", name)
 		}
 	}
-	for _, list := range [][]string{config.Variables, config.RuntimeVariables} {
+	for _, list := range [][]string{config.Variables, config.OptionalVariables, config.RuntimeVariables} {
 		if !slices.IsSorted(list) {
 			t.Errorf("not sorted: %v", list)
 		}

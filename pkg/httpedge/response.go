@@ -42,7 +42,26 @@ func WriteError(w http.ResponseWriter, d protocol.Diagnostic) {
 			d = protocol.MethodNotAllowed(strings.Split(allow, ", ")...)
 		}
 	}
+	noteCode(w, d.Code)
 	WriteJSON(w, status, protocol.EncodeErrorBody(d))
+}
+
+// noteCode records code on the first Recorder among w and the writers it
+// wraps (Unwrap), so that a request's metrics name its error code.
+func noteCode(w http.ResponseWriter, code string) {
+	for w != nil {
+		if rec, ok := w.(*Recorder); ok {
+			if rec.Code == "" {
+				rec.Code = code
+			}
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
 }
 
 // Error answers r with the diagnostic of err (Diagnose with r's context)
@@ -90,6 +109,9 @@ type Recorder struct {
 	Status int
 	// Bytes counts the body bytes written.
 	Bytes int64
+	// Code is the code of the first error body WriteError wrote through
+	// it (or a writer wrapping it); empty when none was.
+	Code string
 }
 
 // WriteHeader records the first status and passes status on.

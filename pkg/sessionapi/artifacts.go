@@ -8,6 +8,7 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
+	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
 // ArtifactList is the body of a PUT request and of both responses on
@@ -55,6 +56,7 @@ func (s *server) artifacts(w http.ResponseWriter, r *http.Request, rc *requestCo
 
 func (s *server) getArtifacts(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
 	p, err := s.auth.Authenticate(r)
+	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
 	if err != nil {
 		return err
 	}
@@ -74,6 +76,7 @@ func (s *server) putArtifacts(w http.ResponseWriter, r *http.Request, rc *reques
 		return err
 	}
 	p, err := s.auth.Authenticate(r)
+	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
 	if err != nil {
 		return err
 	}

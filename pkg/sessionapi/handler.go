@@ -16,6 +16,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
+	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
 // Options configure NewHistoryHandler and NewArtifactsHandler.
@@ -38,6 +39,12 @@ type Options struct {
 	// Now is the clock that decides whether a session's lease has expired
 	// (GET /sessions/{id} currentTurn); nil means time.Now.
 	Now func() time.Time
+	// Metrics receives one CloudWatch EMF document per request
+	// (telemetry.Recorder, docs/operations.md); nil writes none.
+	Metrics *telemetry.Recorder
+	// Tracing starts each request's server span (telemetry.Tracing), to
+	// which the store's DynamoDB client spans attach; nil starts none.
+	Tracing *telemetry.Tracing
 }
 
 // server is the state shared by both handlers.
@@ -98,7 +105,7 @@ func NewHistoryHandler(opts Options) (http.Handler, error) {
 	mux.Handle("/sessions/{id}/turns", s.route("turns", http.MethodGet, s.listTurns))
 	mux.Handle("/sessions/{id}/messages", s.route("messages", http.MethodGet, s.listMessages))
 	mux.Handle("/", s.route("none", "", nil))
-	return s.guard(mux), nil
+	return telemetry.Measure(opts.Metrics, opts.Tracing, s.guard(mux)), nil
 }
 
 // NewArtifactsHandler returns the artifacts function's handler
@@ -122,7 +129,7 @@ func NewArtifactsHandler(opts Options) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle("/sessions/{id}/turns/{turnId}/artifacts", s.route("artifacts", "", s.artifacts))
 	mux.Handle("/", s.route("none", "", nil))
-	return s.guard(mux), nil
+	return telemetry.Measure(opts.Metrics, opts.Tracing, s.guard(mux)), nil
 }
 
 // handlerFunc is a route's handler: it writes a success response itself or
@@ -162,6 +169,9 @@ func (s *server) route(name, method string, h handlerFunc) http.Handler {
 			httpedge.Error(rec, r, err)
 		}
 		s.logRequest(r, rc, rec.Status, time.Since(start))
+		sc := telemetry.ScopeFrom(r.Context())
+		sc.SetRoute(name)
+		sc.SetSession(rc.sessionID, rc.turnID)
 	})
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
 // SessionSummary is the body of GET /sessions/{id} (docs/design.md §6). Times are
@@ -188,6 +189,7 @@ type MessagePage struct {
 // getSession serves GET /sessions/{id}.
 func (s *server) getSession(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
 	p, err := s.auth.Authenticate(r)
+	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
 	if err != nil {
 		return err
 	}
@@ -303,6 +305,7 @@ func (s *server) listMessages(w http.ResponseWriter, r *http.Request, rc *reques
 // turns: one store request (docs/design.md §5).
 func (s *server) page(r *http.Request, rc *requestContext) (*chat.Page, chat.Order, error) {
 	p, err := s.auth.Authenticate(r)
+	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
 	if err != nil {
 		return nil, "", err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/telemetry"
 	"github.com/turnstream/turnstream/pkg/tool"
 )
 
@@ -181,6 +182,15 @@ type Options struct {
 	// resume or turn end dispatches again).
 	Dispatch func(ctx context.Context, d DrainRequest) error
 
+	// Metrics receives one CloudWatch EMF document per finished turn and
+	// one per other request (telemetry.Recorder, docs/operations.md); nil
+	// writes none.
+	Metrics *telemetry.Recorder
+	// Tracing starts the request's server span, one invoke_agent span per
+	// turn, a chat span per model call and an execute_tool span per tool
+	// call (telemetry.Tracing); nil starts none.
+	Tracing *telemetry.Tracing
+
 	// Logger receives JSON logs; nil discards them (httpedge.Logger, as
 	// every handler's Logger). Lines carry the Lambda
 	// request id, session id and turn id, never message text or request
@@ -217,6 +227,8 @@ type handler struct {
 	multitaskDefaults bool
 	// kicks rate-limits the drains this process starts (multitask.go).
 	kicks kicks
+	// serve is route measured (telemetry.Measure).
+	serve http.Handler
 }
 
 // NewHandler validates opts, applies defaults and returns the turn
@@ -309,6 +321,7 @@ func NewHandler(opts Options) (*Handler, error) {
 		}
 	}
 	h.follows.init(h)
+	h.serve = telemetry.Measure(opts.Metrics, opts.Tracing, http.HandlerFunc(h.route))
 	h.capabilities = capabilitiesBody(opts, h.multitaskCapability())
 	return &Handler{h}, nil
 }
@@ -320,26 +333,44 @@ func setDefault[T comparable](v *T, def T) {
 	}
 }
 
-// ServeHTTP routes by path; see Handler.
+// ServeHTTP serves the request, measured (Options.Metrics,
+// Options.Tracing); see Handler.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.serve.ServeHTTP(w, r)
+}
+
+// route routes by path, naming the route for the request's metrics.
+func (h *handler) route(w http.ResponseWriter, r *http.Request) {
+	sc := telemetry.ScopeFrom(r.Context())
 	switch r.URL.Path {
 	case "/":
+		sc.SetRoute("submit")
 		h.serveSubmit(w, r)
 	case "/stop":
+		sc.SetRoute("stop")
 		h.serveStop(w, r)
 	case "/capabilities":
+		sc.SetRoute("capabilities")
 		h.serveCapabilities(w, r)
 	case AGUIPath:
+		sc.SetRoute("agui")
 		h.serveAGUI(w, r)
 	default:
 		if sessionID, turnID, ok := resumePath(r.URL.Path); ok {
+			sc.SetRoute("resume")
+			sc.SetResume()
+			sc.SetSession(sessionID, turnID)
 			h.serveResume(w, r, sessionID, turnID)
 			return
 		}
 		if sessionID, turnID, ok := aguiRunPath(r.URL.Path); ok {
+			sc.SetRoute("agui-resume")
+			sc.SetResume()
+			sc.SetSession(sessionID, turnID)
 			h.serveAGUIResume(w, r, sessionID, turnID)
 			return
 		}
+		sc.SetRoute("none")
 		httpedge.NotFound(w, r)
 	}
 }

@@ -102,7 +102,9 @@ func (t *run) runModel(ctx context.Context) error {
 // own text and its tool calls, each already added as a pending toolCalls
 // entry, or as a failed one when its id repeats an earlier call's of this
 // model call (pendingCall.repeated).
-func (t *run) modelCall(ctx context.Context, req model.Request, step int) (string, []pendingCall, error) {
+func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ string, _ []pendingCall, err error) {
+	ctx, mc := t.startModelCall(ctx, req)
+	defer func() { mc.end(err) }()
 	s, err := t.agent.model.Stream(ctx, req)
 	if err != nil {
 		return "", nil, err
@@ -128,6 +130,7 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (strin
 		if err != nil {
 			return "", nil, err
 		}
+		mc.event(ev)
 		changed := false
 		if ev.TextDelta != "" {
 			delta := ev.TextDelta
@@ -246,7 +249,9 @@ func (t *run) runTools(ctx context.Context, step int, text string, calls []pendi
 		if t.state.setCall(c.index, tool.Entry(c.call, protocol.ToolCallRunning)) {
 			t.out.notify()
 		}
-		o := t.agent.tools.Run(ctx, c.call)
+		toolCtx, span := t.startToolCall(ctx, c.call)
+		o := t.agent.tools.Run(toolCtx, c.call)
+		t.endToolCall(span, o)
 		if !o.OK() {
 			t.log.Info("tool call failed", "tool", c.call.Name, "code", o.Code)
 			t.log.Debug("tool failure detail", "tool", c.call.Name, "err", o.Err)

@@ -76,6 +76,10 @@ type run struct {
 	// drainAfter starts the queued turns from.
 	released *chat.Session
 	stopped  bool
+
+	// tel is what the turn measures for its metrics and spans
+	// (telemetry.go); set by newRun.
+	tel *turnTelemetry
 }
 
 // drainAfter starts the session's queued turns after the turn's response
@@ -187,15 +191,17 @@ func (t *run) failBeforeStream(step string, err error) {
 	d := diagnose(t.ctx, err)
 	logRejected(t.log, step, d, err)
 	e := ending{status: chat.TurnError, diag: &d, leaseLost: errors.Is(err, chat.ErrLeaseLost)}
+	outcome := saveOutcome("")
 	if !e.leaseLost {
 		item := t.record(e, t.state.view(), 0, 0)
-		outcome := t.save(item)
+		outcome = t.save(item)
 		if outcome == saved {
 			t.release(t.claim.BaseSequence, false)
 		}
 		t.logFinished(e, outcome, 0)
 	}
 	writeError(t.w, d)
+	t.report(e, outcome, t.state.view())
 }
 
 // streamTurn acknowledges the turn, writes the 200 NDJSON stream and
@@ -250,12 +256,15 @@ func (t *run) streamTurn() {
 	switch {
 	case t.agui != nil:
 		t.out.write(t.aguiFirst(seq, first))
+		t.tel.firstSnapshotWritten()
 		go t.aguiWriter(time.Now())
 	case t.compact:
 		t.out.write(t.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
+		t.tel.firstSnapshotWritten()
 		go t.compactWriter(time.Now(), newCompactState(seq, first, protocol.Usage{}))
 	default:
 		t.out.write(t.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
+		t.tel.firstSnapshotWritten()
 		go t.writer(time.Now())
 	}
 
@@ -308,6 +317,7 @@ func (t *run) acknowledge() (*chat.Checkpoint, error) {
 	if _, err := t.h.opts.Store.Checkpoint(ctx, t.claim, cp); err != nil {
 		return nil, fmt.Errorf("acknowledge turn: %w", err)
 	}
+	t.tel.checkpointWritten()
 	return cp, nil
 }
 
@@ -399,6 +409,7 @@ func (t *run) finish(end ending, v view) {
 			t.out.send(t.lostLines(last))
 		}
 		t.logFinished(end, "", last)
+		t.report(end, "", v)
 		return
 	}
 	terminal := last + 1
@@ -407,6 +418,7 @@ func (t *run) finish(end ending, v view) {
 	cursor := terminal
 	if t.agui != nil {
 		t.aguiFinished(end, item, outcome, last)
+		t.report(end, outcome, v)
 		return
 	}
 	var lines []byte
@@ -425,6 +437,7 @@ func (t *run) finish(end ending, v view) {
 	}
 	t.out.send(lines)
 	t.logFinished(end, outcome, cursor)
+	t.report(end, outcome, v)
 }
 
 // lostLines returns the last lines of a turn that lost its lease or whose

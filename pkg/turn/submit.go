@@ -15,6 +15,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
 // scope is what a snapshot carries (SnapshotScopeHeader).
@@ -40,6 +41,7 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		reject(ctx, w, log, step, err)
 		return
 	}
+	telemetry.ScopeFrom(ctx).SetSession(sub.sessionID, sub.turnID)
 	h.runSubmission(ctx, w, r, deadline, log.With("sessionId", sub.sessionID, "turnId", sub.turnID), sub)
 }
 
@@ -249,6 +251,7 @@ func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, dea
 		startedAt: claimedAt,
 	}
 	t.user = userMessage(sub.turnID, sub.input, t.createdAt)
+	t.startTelemetry(sub.principal)
 	if sub.agui {
 		t.agui = newAGUIStream(sub.sessionID, sub.turnID)
 	}
@@ -284,6 +287,7 @@ func (h *handler) acceptPost(ctx context.Context, w http.ResponseWriter, r *http
 	if err != nil {
 		return chat.Principal{}, "authenticate", err
 	}
+	telemetry.ScopeFrom(ctx).SetPrincipal(p)
 	return p, "", nil
 }
 

@@ -214,10 +214,12 @@ func (t *run) checkpointed(r checkpointResult, prior **chat.Checkpoint) (end end
 		t.log.Warn("checkpoint failed", "err", r.err)
 		return ending{}, false, true
 	}
+	t.tel.checkpointWritten()
 	if r.cp.Prior == nil || !sameMessages(r.cp.Prior, r.cp.Messages) {
 		*prior = r.cp
 	}
 	if r.stop {
+		t.tel.stopRequested()
 		t.log.Info("turn stop requested")
 		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
 		return ending{status: chat.TurnInterrupted, diag: &d}, true, false
@@ -279,6 +281,7 @@ func (t *run) renewed(r renewal) (ending, bool) {
 	}
 	t.lease.prove(r.lease.ExpiresAt)
 	if r.lease.Stop {
+		t.tel.stopRequested()
 		t.log.Info("turn stop requested")
 		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
 		return ending{status: chat.TurnInterrupted, diag: &d}, true

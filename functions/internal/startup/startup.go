@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdaurl"
 
+	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -32,7 +33,9 @@ const InitTimeout = 10 * time.Second
 // returns what serves its invocations (Streaming or Buffered); cfg may be
 // changed (the history function installs its cursor secret). logger
 // writes JSON to stdout at LOG_LEVEL.
-type Setup func(ctx context.Context, cfg *config.Config, logger *slog.Logger) (serve func(), err error)
+// tel is the function's telemetry (internal/telemetrysetup), built from
+// cfg.Telemetry for the function name.
+type Setup func(ctx context.Context, cfg *config.Config, logger *slog.Logger, tel *telemetrysetup.Set) (serve func(), err error)
 
 // Main runs the function name: it reads the configuration (config.FromEnv),
 // calls setup, and on success calls the serve function it returned, which
@@ -46,8 +49,15 @@ func Main(name string, setup Setup) {
 		os.Exit(1)
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	// EMF documents go to standard output with the logs: CloudWatch Logs
+	// extracts the metrics from the function's log group.
+	tel, err := telemetrysetup.New(cfg.Telemetry, os.Stdout, name, name)
+	if err != nil {
+		logger.Error(name+": configuration", "error", err)
+		os.Exit(1)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), InitTimeout)
-	serve, err := setup(ctx, &cfg, logger)
+	serve, err := setup(ctx, &cfg, logger, tel)
 	cancel()
 	if err != nil {
 		logger.Error(name+": start", "error", err)
@@ -57,28 +67,32 @@ func Main(name string, setup Setup) {
 }
 
 // Streaming serves h behind a function URL in RESPONSE_STREAM mode
-// (lambdaurl.Start: each Write reaches the client as it is made).
-func Streaming(h http.Handler) func() {
-	return func() { lambdaurl.Start(h) }
+// (lambdaurl.Start: each Write reaches the client as it is made), the
+// spans of each invocation flushed before it ends (tel.FlushAfter).
+func Streaming(h http.Handler, tel *telemetrysetup.Set) func() {
+	return func() { lambdaurl.Start(tel.FlushAfter(h)) }
 }
 
 // Buffered serves h behind a function URL in BUFFERED mode: lambda.Start
 // with the function URL adapter (sessionapi.NewFunctionURLHandler), which
-// decodes isBase64Encoded bodies before h reads them.
-func Buffered(h http.Handler) func() {
-	return func() { lambda.Start(sessionapi.NewFunctionURLHandler(h)) }
+// decodes isBase64Encoded bodies before h reads them; the spans of each
+// invocation are flushed before it ends (tel.FlushAfter).
+func Buffered(h http.Handler, tel *telemetrysetup.Set) func() {
+	return func() { lambda.Start(sessionapi.NewFunctionURLHandler(tel.FlushAfter(h))) }
 }
 
 // Store returns the DynamoDB store on cfg.TableName, with page cursors
 // signed by cfg.CursorSecret. Its client has cfg's attempt timeout and
-// region, and placeholder credentials when cfg.DynamoDBEndpoint names a
-// local server.
-func Store(ctx context.Context, cfg config.Config) (chat.Store, error) {
+// region, placeholder credentials when cfg.DynamoDBEndpoint names a
+// local server, and tel's tracer provider (a client span per operation
+// when tracing is on; tel may be nil).
+func Store(ctx context.Context, cfg config.Config, tel *telemetrysetup.Set) (chat.Store, error) {
 	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{
 		Endpoint:          cfg.DynamoDBEndpoint,
 		AttemptTimeout:    cfg.DynamoDBAttemptTimeout,
 		Region:            cfg.Region,
 		StaticCredentials: cfg.DynamoDBEndpoint != "",
+		TracerProvider:    tel.SDKTracerProvider(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("dynamodb client: %w", err)
@@ -96,12 +110,13 @@ func Authenticator(ctx context.Context, cfg config.Config) (auth.Authenticator, 
 	return a, nil
 }
 
-// SessionHandler builds a history or artifacts handler (newHandler is
-// sessionapi.NewHistoryHandler or sessionapi.NewArtifactsHandler) on the
-// DynamoDB store (Store) with the authenticator (Authenticator), logger
-// and cfg's body cap.
-func SessionHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, newHandler func(sessionapi.Options) (http.Handler, error)) (http.Handler, error) {
-	store, err := Store(ctx, cfg)
+// SessionHandler builds the history or artifacts handler (newHandler is
+// sessionapi.NewHistoryHandler or sessionapi.NewArtifactsHandler; function
+// names it, "history" or "artifacts") on the DynamoDB store (Store) with
+// the authenticator (Authenticator), logger, cfg's body cap and tel's
+// metrics and spans (tel may be nil).
+func SessionHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, tel *telemetrysetup.Set, function string, newHandler func(sessionapi.Options) (http.Handler, error)) (http.Handler, error) {
+	store, err := Store(ctx, cfg, tel)
 	if err != nil {
 		return nil, err
 	}
@@ -109,5 +124,8 @@ func SessionHandler(ctx context.Context, cfg config.Config, logger *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
-	return newHandler(sessionapi.Options{Store: store, Authenticator: authn, Logger: logger, MaxBodyBytes: cfg.MaxBodyBytes})
+	return newHandler(sessionapi.Options{
+		Store: store, Authenticator: authn, Logger: logger, MaxBodyBytes: cfg.MaxBodyBytes,
+		Metrics: tel.Metrics(function), Tracing: tel.Tracer(),
+	})
 }

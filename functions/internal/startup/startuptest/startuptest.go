@@ -38,7 +38,7 @@ func Config(tb testing.TB, env map[string]string) (config.Config, chat.Store) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	store, err := startup.Store(tb.Context(), cfg)
+	store, err := startup.Store(tb.Context(), cfg, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

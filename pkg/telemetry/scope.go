@@ -1,0 +1,175 @@
+package telemetry
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/httpedge"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// Scope is the telemetry of one request, carried by its context
+// (Measure): when it arrived, the chat.Meter its store requests are
+// added to, and the ids the handler learns as it goes. A request that
+// runs a turn takes the scope's turn (TakeTurn): the turn then reports
+// itself (Recorder.Turn) and the request writes no document of its own.
+// Safe for concurrent use.
+type Scope struct {
+	// Start is when the request reached the handler.
+	Start time.Time
+	// Meter accumulates the request's usage; the store's client adds its
+	// requests and units to it (chat.WithMeter).
+	Meter *chat.Meter
+
+	mu     sync.Mutex
+	props  Properties
+	turn   bool
+	resume bool
+}
+
+type scopeKey struct{}
+
+// ScopeFrom returns the Scope ctx carries, or nil.
+func ScopeFrom(ctx context.Context) *Scope {
+	s, _ := ctx.Value(scopeKey{}).(*Scope)
+	return s
+}
+
+// WithScope returns ctx carrying s and s.Meter.
+func WithScope(ctx context.Context, s *Scope) context.Context {
+	return chat.WithMeter(context.WithValue(ctx, scopeKey{}, s), s.Meter)
+}
+
+// TakeTurn reports whether the caller is the first to run a turn in this
+// request (true once per scope; false on a nil scope). The taker reports
+// the turn; the request then writes no document.
+func (s *Scope) TakeTurn() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turn {
+		return false
+	}
+	s.turn = true
+	return true
+}
+
+// SetRoute names the request's route (a fixed name, never a path).
+func (s *Scope) SetRoute(route string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.props.Route = route
+	s.mu.Unlock()
+}
+
+// SetResume marks the request as a resume (MetricResumeCount).
+func (s *Scope) SetResume() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.resume = true
+	s.mu.Unlock()
+}
+
+// SetSession records the request's session and turn ids, validated
+// SafeIds (others are ignored: a property never holds raw input).
+func (s *Scope) SetSession(sessionID, turnID string) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if protocol.IsSafeID(sessionID) {
+		s.props.SessionID = sessionID
+	}
+	if protocol.IsSafeID(turnID) {
+		s.props.TurnID = turnID
+	}
+}
+
+// SetPrincipal records the authenticated caller.
+func (s *Scope) SetPrincipal(p chat.Principal) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.props.Tenant, s.props.Principal = p.Tenant, p.Subject
+	s.mu.Unlock()
+}
+
+// Properties returns the ids recorded so far.
+func (s *Scope) Properties() Properties {
+	if s == nil {
+		return Properties{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.props
+}
+
+// Measure returns h measured: each request gets a Scope (and the server
+// span of t.Handler), and, unless it ran a turn, one Recorder.Request
+// document when h returns: its outcome (OutcomeOK, or the code of its
+// error answer), its time, its store usage, whether it was a resume and
+// whether it was a submit refused for a busy session. With neither
+// metrics (rec nil) nor tracing, h is returned as it is.
+func Measure(rec *Recorder, t *Tracing, h http.Handler) http.Handler {
+	if rec == nil && !t.Enabled() {
+		return h
+	}
+	measured := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s := &Scope{Start: time.Now(), Meter: &chat.Meter{}}
+		ctx := WithScope(r.Context(), s)
+		hw := &httpedge.Recorder{ResponseWriter: w}
+		h.ServeHTTP(hw, r.WithContext(ctx))
+		if rec == nil || !s.TakeTurn() {
+			return
+		}
+		rep := RequestReport{
+			Outcome:  OutcomeOK,
+			Duration: time.Since(s.Start),
+			Usage:    s.Meter.Usage(),
+		}
+		if hw.Code != "" {
+			rep.Outcome = hw.Code
+		}
+		s.mu.Lock()
+		rep.Resume = s.resume
+		s.mu.Unlock()
+		rep.LeaseConflict = hw.Code == protocol.CodeSessionBusy || hw.Code == protocol.CodeSessionConflict
+		rep.Properties = s.Properties()
+		rep.Properties.RequestID = RequestID(ctx)
+		rep.Properties.TraceID = TraceID(ctx)
+		rec.Request(rep)
+	})
+	return t.Handler(measured)
+}
+
+// RequestID returns the Lambda request id of the invocation ctx belongs
+// to, or "" outside Lambda.
+func RequestID(ctx context.Context) string {
+	if lc, ok := lambdacontext.FromContext(ctx); ok {
+		return lc.AwsRequestID
+	}
+	return ""
+}
+
+// TraceID returns the trace id of the span ctx carries, or "" when none
+// is recorded.
+func TraceID(ctx context.Context) string {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		return sc.TraceID().String()
+	}
+	return ""
+}
