@@ -399,13 +399,20 @@ func (r *Recorder) write(directives []directive, metrics []metric, dims map[stri
 	}()
 	line, err := r.encode(directives, metrics, dims, props)
 	if err == nil {
-		r.mu.Lock()
-		_, err = r.w.Write(line)
-		r.mu.Unlock()
+		err = r.writeLine(line)
 	}
 	if err != nil {
 		r.dropped.Add(1)
 	}
+}
+
+// writeLine writes one line under the recorder's lock, released even when
+// the writer panics.
+func (r *Recorder) writeLine(line []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, err := r.w.Write(line)
+	return err
 }
 
 // encode returns the document as a JSON line.
