@@ -176,7 +176,9 @@ func unmarshalOTLPJSON(b []byte, m proto.Message) error {
 
 func sortScopes(r *collectorpb.ExportTraceServiceRequest) {
 	for _, rs := range r.ResourceSpans {
-		slices.SortFunc(rs.ScopeSpans, func(a, b *tracepb.ScopeSpans) int { return strings.Compare(a.GetScope().GetName(), b.GetScope().GetName()) })
+		slices.SortFunc(rs.ScopeSpans, func(a, b *tracepb.ScopeSpans) int {
+			return strings.Compare(a.GetScope().GetName(), b.GetScope().GetName())
+		})
 	}
 }
 
