@@ -66,6 +66,9 @@ var parameterSets = map[string]map[string]any{
 	"ten-minute turn":                      {"TurnTimeout": "600"},
 	"one-minute turn":                      {"TurnTimeout": "60"},
 	"five-minute turns":                    {"TurnTimeout": "300"},
+	"adot tracing, alarms notify": {"Tracing": "adot", "AdotLayerArn": "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-1-0:1",
+		"AlarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:ops", "CaptureMessageContent": "true", "TelemetryNamespace": "Chat/Prod"},
+	"x-ray, no alarms, no metrics": {"Tracing": "xray", "Alarms": "false", "TelemetryMetrics": "off"},
 }
 
 func TestTemplate(t *testing.T) {
@@ -137,8 +140,15 @@ func TestTemplate(t *testing.T) {
 			}
 
 			checkTable(t, d, params["TableDeletionProtection"] != "false")
-			if len(d.tpl.Outputs) != 5 {
-				t.Errorf("%d outputs, want the 5 README \"After deploy\" reads", len(d.tpl.Outputs))
+			alarms := params["Alarms"] != "false"
+			checkAlarms(t, d, params, alarms)
+			checkTracing(t, d, params)
+			wantOutputs := 5 // the README's "After deploy" reads them
+			if alarms {
+				wantOutputs++ // DashboardName
+			}
+			if len(d.tpl.Outputs) != wantOutputs {
+				t.Errorf("%d outputs, want %d", len(d.tpl.Outputs), wantOutputs)
 			}
 			if got := d.globalFunction["LoggingConfig"]; !reflect.DeepEqual(got, map[string]any{"LogFormat": "JSON"}) {
 				t.Errorf("Globals.Function.LoggingConfig = %v, want LogFormat JSON", got)
@@ -203,6 +213,13 @@ func load(t *testing.T, params map[string]any) *deployment {
 	kept := map[string]any{}
 	for name, r := range d.raw["Resources"].(map[string]any) {
 		res := cloneMap(r.(map[string]any))
+		if typ, _ := res["Type"].(string); strings.HasPrefix(typ, "AWS::CloudWatch::") {
+			// goformation models an alarm's Threshold as a number, which
+			// a Ref to a Number parameter is not (a string): the alarms
+			// and the dashboard are checked from the raw map
+			// (checkAlarms).
+			continue
+		}
 		if props, ok := res["Properties"].(map[string]any); ok {
 			props = cloneMap(props)
 			if v, ok := props["InvokedViaFunctionUrl"]; ok {
@@ -246,11 +263,14 @@ func evaluate(t *testing.T, template []byte, params map[string]any) map[string]a
 	// goformation replaces a whole map holding a "Condition" key by the
 	// condition's value: keep resource conditions aside under another key
 	// and apply them below.
-	for _, r := range resources {
-		if res, ok := r.(map[string]any); ok {
-			if c, ok := res["Condition"]; ok {
-				res[resourceCondition] = c
-				delete(res, "Condition")
+	outputs, _ := tmpl["Outputs"].(map[string]any)
+	for _, section := range []map[string]any{resources, outputs} {
+		for _, r := range section {
+			if res, ok := r.(map[string]any); ok {
+				if c, ok := res["Condition"]; ok {
+					res[resourceCondition] = c
+					delete(res, "Condition")
+				}
 			}
 		}
 	}
@@ -382,6 +402,21 @@ func evaluate(t *testing.T, template []byte, params map[string]any) map[string]a
 		kept[name] = dropNoValue(res)
 	}
 	raw["Resources"] = kept
+	if outs, ok := raw["Outputs"].(map[string]any); ok {
+		for name, o := range outs {
+			out, ok := o.(map[string]any)
+			if !ok {
+				continue
+			}
+			if c, ok := out[resourceCondition]; ok {
+				if raw["Conditions"].(map[string]any)[fmt.Sprint(c)] != true {
+					delete(outs, name)
+					continue
+				}
+				delete(out, resourceCondition)
+			}
+		}
+	}
 	return raw
 }
 

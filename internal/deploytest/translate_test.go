@@ -92,8 +92,11 @@ func TestSAMTranslation(t *testing.T) {
 						t.Errorf("Role %v, want the generated %sRole", fn["Role"], fname)
 					}
 					role := resourceOf(t, resources, fname+"Role", "AWS::IAM::Role")
-					if got := fmt.Sprint(role["ManagedPolicyArns"]); got != "[arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]" {
-						t.Errorf("role ManagedPolicyArns %s, want only AWSLambdaBasicExecutionRole (logs)", got)
+					// Logs, and X-Ray segments: SAM attaches AWSXrayWriteOnlyAccess
+					// because Tracing is a parameter's value (template.yaml,
+					// Globals), whatever that value.
+					if got := fmt.Sprint(role["ManagedPolicyArns"]); got != "[arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess]" {
+						t.Errorf("role ManagedPolicyArns %s, want only AWSLambdaBasicExecutionRole (logs) and AWSXrayWriteOnlyAccess (X-Ray segments)", got)
 					}
 					statements := roleStatements(t, role)
 					checkTablePolicy(t, statements, want.actions)
@@ -323,6 +326,14 @@ var deployActions = map[string][]string{
 	"AWS::SecretsManager::Secret": {
 		"secretsmanager:CreateSecret", "secretsmanager:DescribeSecret", "secretsmanager:UpdateSecret",
 		"secretsmanager:DeleteSecret", "secretsmanager:GetRandomPassword", "secretsmanager:TagResource",
+	},
+	// The alarms and the dashboard (docs/operations.md; parameter Alarms).
+	"AWS::CloudWatch::Alarm": {
+		"cloudwatch:PutMetricAlarm", "cloudwatch:DescribeAlarms", "cloudwatch:DeleteAlarms",
+		"cloudwatch:TagResource", "cloudwatch:UntagResource", "cloudwatch:ListTagsForResource",
+	},
+	"AWS::CloudWatch::Dashboard": {
+		"cloudwatch:PutDashboard", "cloudwatch:GetDashboard", "cloudwatch:DeleteDashboards", "cloudwatch:ListDashboards",
 	},
 }
 
