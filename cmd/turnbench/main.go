@@ -33,7 +33,13 @@
 //   - throughput (-only): turns/s against the ceiling with an account of
 //     a turn's time and CPU, and request shapes;
 //   - capacity (-only, or -capacity): billed read and write units of one
-//     turn at depths 1, 100 and 1,000 of a session.
+//     turn at depths 1, 100 and 1,000 of a session;
+//   - telemetry: CPU per turn and time to first snapshot with EMF
+//     metrics and tracing on against telemetry off (not in -quick);
+//   - cost: billed units, requests and Lambda GB-seconds of a 1 KB and a
+//     16 KB answer with and without checkpoints, and of a history page,
+//     priced with AWS's on-demand prices (README "What a turn costs"; not
+//     in -quick).
 //
 // Flags: -quick (small sizes, seconds), -only SECTIONS, -coldstart=false
 // (leave the cold-start section out of the default run), -rie PATH
@@ -118,6 +124,10 @@ var sections = []section{
 		run: throughputRun, rows: func(rep *report, _ bool) [][4]string { return rep.Throughput }},
 	{names: []string{"capacity"}, about: "billed read and write units and requests of one turn at depths 1, 100 and 1,000 of a session",
 		run: capacityRun, rows: func(rep *report, _ bool) [][4]string { return capacityRows(rep.Capacity) }},
+	{names: []string{"telemetry"}, about: "CPU per turn and time to first snapshot with EMF metrics and tracing on vs off (docs/operations.md)",
+		inRun: true, run: telemetrySection, rows: telemetryRows},
+	{names: []string{"cost"}, about: "what a turn costs: billed units and Lambda GB-seconds of 1 KB and 16 KB answers with and without checkpoints, a history page, priced",
+		inRun: true, run: costSection, rows: costRows, notes: costNotes},
 }
 
 // loadAttemptTimeout is the load client's per-attempt timeout: short, so
@@ -150,7 +160,7 @@ func fullSettings() settings {
 		Load: loadcheck.Config{Sessions: 200, Turns: 10, Workers: 50, Faults: loadcheck.FaultPlan{FailRate: 0.05, Persistent: 0.25},
 			DisconnectRate: 0.05, Lease: 2 * time.Second, AttemptTimeout: loadAttemptTimeout, Seed: 1},
 		Cold: coldstart.Settings{Runs: 5, Invokes: 50, Functions: []string{"turn", "history", "artifacts"},
-			ReleaseBuilds: true, Arm64Sizes: true, Upstream: true},
+			ReleaseBuilds: true, Arm64Sizes: true, Upstream: true, Telemetry: true},
 	}
 }
 
@@ -194,6 +204,10 @@ type report struct {
 	Throughput [][4]string
 	// Capacity is the capacity section's turns.
 	Capacity []*capacityResult
+	// Telemetry is the telemetry section's measurements.
+	Telemetry *telemetryResult
+	// Cost is the cost section's measurements.
+	Cost *turnCost
 }
 
 // run parses args, measures and writes the table to stdout.

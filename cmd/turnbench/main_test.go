@@ -141,7 +141,7 @@ func TestChoose(t *testing.T) {
 		want string // names of the chosen sections, in order
 		err  bool
 	}{
-		"default":          {args{cold: true}, "handler load durable wire coldstart", false},
+		"default":          {args{cold: true}, "handler load durable wire coldstart telemetry cost", false},
 		"quick":            {args{quick: true, cold: true}, "handler load coldstart", false},
 		"no cold starts":   {args{quick: true}, "handler load", false},
 		"only":             {args{only: "coldstart, throughput"}, "coldstart throughput", false},

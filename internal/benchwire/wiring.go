@@ -9,6 +9,7 @@ import (
 
 	"github.com/turnstream/turnstream/internal/devserver"
 	"github.com/turnstream/turnstream/internal/loadcheck"
+	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -62,6 +63,12 @@ var benchEnv = map[string]string{
 // pacing, lease). A model set leaves in Options.Model serves the
 // configured definition (the dev server's echo provider).
 func NewTurn(store chat.Store, set func(*turn.Options)) (*Wiring, error) {
+	return NewTurnTelemetry(store, nil, set)
+}
+
+// NewTurnTelemetry is NewTurn with the handlers' telemetry (nil: none):
+// what turnbench's telemetry section compares.
+func NewTurnTelemetry(store chat.Store, tel *telemetrysetup.Set, set func(*turn.Options)) (*Wiring, error) {
 	cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := benchEnv[k]; return v, ok })
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
@@ -71,7 +78,7 @@ func NewTurn(store chat.Store, set func(*turn.Options)) (*Wiring, error) {
 		return nil, fmt.Errorf("authenticator: %w", err)
 	}
 	h, err := devserver.NewHandler(devserver.Options{
-		Config: cfg, Store: store, Authenticator: authn,
+		Config: cfg, Store: store, Authenticator: authn, Telemetry: tel,
 		Turn: func(o *turn.Options) {
 			set(o)
 			if o.Model != nil {

@@ -376,6 +376,8 @@ const initRunsPerRound = 3
 type bootstrap struct {
 	name, fn, bin string
 	hostEnv       bool
+	// env is added to the function's configuration (a variant of it).
+	env []string
 }
 
 // measureColdStarts runs each of boots runs times under rie, in rounds
@@ -400,7 +402,7 @@ func measureColdStarts(ctx context.Context, rie, self string, boots []bootstrap,
 	turnSeq := 0
 	for range runs {
 		for _, b := range boots {
-			runEnv := lambdaEnv(env)
+			runEnv := lambdaEnv(append(slices.Clip(env), b.env...))
 			if b.hostEnv {
 				runEnv = append(os.Environ(), env...)
 			} else {
@@ -554,6 +556,7 @@ func initGroup(pkg string) string {
 		{"github.com/openai/openai-go", "openai-go"},
 		{"github.com/lestrrat-go", "jwx"},
 		{"github.com/turnstream/turnstream", "turnstream"},
+		{"go.opentelemetry.io", "opentelemetry"},
 	} {
 		if strings.HasPrefix(pkg, g[0]) {
 			return g[1]

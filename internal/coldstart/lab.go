@@ -34,6 +34,11 @@ type Settings struct {
 	// of third_party/jsonschema), filed as UpstreamTurn: what the fork
 	// saves (third_party/jsonschema/PATCHES.md).
 	Upstream bool
+	// Telemetry also runs the turn bootstrap with TELEMETRY_METRICS=off
+	// (TelemetryOffTurn, the baseline) and with an OTLP endpoint set
+	// (TracingTurn): what EMF metrics, on by default on Lambda, and
+	// tracing cost a cold start (docs/operations.md).
+	Telemetry bool
 }
 
 // Config says what a run measures against: the module root, the
@@ -55,6 +60,11 @@ const (
 	// UpstreamTurn is the turn bootstrap built against upstream
 	// jsonschema (Settings.Upstream).
 	UpstreamTurn = "turn (upstream jsonschema)"
+	// TelemetryOffTurn and TracingTurn are the turn bootstrap with
+	// metrics off, and with EMF metrics and tracing on (Settings.Telemetry;
+	// the plain "turn" run has EMF on, the Lambda default).
+	TelemetryOffTurn = "turn (TELEMETRY_METRICS=off)"
+	TracingTurn      = "turn (EMF and tracing on)"
 )
 
 // Report is what a run measured.
@@ -108,6 +118,14 @@ func Measure(ctx context.Context, cfg Config, set Settings) *Report {
 	}
 	if bin := native["turn"]; bin != "" {
 		boots = append(boots, bootstrap{name: HostEnvTurn, fn: "turn", bin: bin, hostEnv: true})
+		if set.Telemetry {
+			// The collector's address refuses connections: each
+			// invocation's flush fails at once, as the export would fail
+			// against no collector (telemetry never fails a request).
+			boots = append(boots,
+				bootstrap{name: TelemetryOffTurn, fn: "turn", bin: bin, env: []string{"TELEMETRY_METRICS=off"}},
+				bootstrap{name: TracingTurn, fn: "turn", bin: bin, env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:9"}})
+		}
 	}
 	env := []string{
 		"DYNAMODB_ENDPOINT=" + cfg.Endpoint, "TABLE_NAME=" + cfg.Table, "AWS_REGION=us-east-1",

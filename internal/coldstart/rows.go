@@ -75,7 +75,41 @@ func (rep *Report) Rows(set Settings) [][4]string {
 			fmt.Sprintf("minimal bootstrap, same invocations: %.1f MiB", float64(base.PeakRSSKiB)/1024),
 			fmt.Sprintf("%+.1f MiB", float64(cr.PeakRSSKiB-base.PeakRSSKiB)/1024))
 	}
+	rows = append(rows, rep.telemetryRows()...)
 	return append(rows, rep.upstreamRows()...)
+}
+
+// telemetryRows compare the turn bootstrap's cold start and start-up CPU
+// with EMF on (the Lambda default) and with EMF and tracing on against
+// telemetry off, when measured (Settings.Telemetry).
+func (rep *Report) telemetryRows() [][4]string {
+	off := rep.Runs[TelemetryOffTurn]
+	if off == nil || len(off.ColdStarts) == 0 {
+		return nil
+	}
+	var rows [][4]string
+	for _, v := range []struct{ name, label string }{{"turn", "EMF metrics on (the default)"}, {TracingTurn, "EMF metrics and tracing on"}} {
+		cr := rep.Runs[v.name]
+		if cr == nil || len(cr.ColdStarts) == 0 {
+			continue
+		}
+		c, b := median(cr.ColdStarts), median(off.ColdStarts)
+		rows = append(rows, [4]string{
+			fmt.Sprintf("turn bootstrap, %s: cold start (median of %d)", v.label, len(cr.ColdStarts)),
+			ms(c), "TELEMETRY_METRICS=off: " + ms(b), fmt.Sprintf("%s (%.3fx)", signedMS(c-b), float64(c)/float64(b)),
+		})
+		if cr.Init != nil && off.Init != nil && cr.Init.CPU >= 0 && off.Init.CPU >= 0 {
+			rows = append(rows, [4]string{
+				fmt.Sprintf("turn bootstrap, %s: CPU until the first Runtime API request (median of %d direct runs)", v.label, cr.Init.Runs),
+				ms(cr.Init.CPU), "TELEMETRY_METRICS=off: " + ms(off.Init.CPU), signedMS(cr.Init.CPU - off.Init.CPU),
+			})
+		}
+	}
+	if a := rep.Runs["turn"]; a != nil && a.Init != nil && a.Init.ByGroup["opentelemetry"] > 0 {
+		rows = append(rows, [4]string{"turn bootstrap: package inits of go.opentelemetry.io (linked whether on or off)",
+			ms(a.Init.ByGroup["opentelemetry"]), "all package inits: " + ms(a.Init.InitClock), "-"})
+	}
+	return rows
 }
 
 // DetailRows render the cold starts in detail (turnbench -only
