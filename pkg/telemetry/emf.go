@@ -8,6 +8,7 @@ import (
 	"math"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -143,7 +144,7 @@ var namespacePattern = regexp.MustCompile(`^[A-Za-z0-9._#:/-]{1,255}$`)
 // ValidNamespace reports whether s is a namespace CloudWatch accepts for
 // custom metrics.
 func ValidNamespace(s string) bool {
-	return namespacePattern.MatchString(s) && !(len(s) >= 4 && s[:4] == "AWS/")
+	return namespacePattern.MatchString(s) && !strings.HasPrefix(s, "AWS/")
 }
 
 // Recorder writes EMF documents to a writer (the process's standard

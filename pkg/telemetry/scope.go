@@ -31,6 +31,7 @@ type Scope struct {
 	props  Properties
 	turn   bool
 	resume bool
+	closed bool
 }
 
 type scopeKey struct{}
@@ -47,19 +48,30 @@ func WithScope(ctx context.Context, s *Scope) context.Context {
 }
 
 // TakeTurn reports whether the caller is the first to run a turn in this
-// request (true once per scope; false on a nil scope). The taker reports
-// the turn; the request then writes no document.
+// request, while the request is being served (true once per scope; false
+// on a nil scope, and once the handler has returned: a turn that runs
+// later with a context derived from the request's, a queued turn drained
+// in the process, is not the request's). The taker reports the turn; the
+// request then writes no document.
 func (s *Scope) TakeTurn() bool {
 	if s == nil {
 		return false
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.turn {
+	if s.turn || s.closed {
 		return false
 	}
 	s.turn = true
 	return true
+}
+
+// close ends the request's scope and reports whether a turn took it.
+func (s *Scope) close() (turned bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return s.turn
 }
 
 // SetRoute names the request's route (a fixed name, never a path).
@@ -133,7 +145,7 @@ func Measure(rec *Recorder, t *Tracing, h http.Handler) http.Handler {
 		ctx := WithScope(r.Context(), s)
 		hw := &httpedge.Recorder{ResponseWriter: w}
 		h.ServeHTTP(hw, r.WithContext(ctx))
-		if rec == nil || !s.TakeTurn() {
+		if s.close() || rec == nil {
 			return
 		}
 		rep := RequestReport{
