@@ -135,7 +135,7 @@ func TestJudge(t *testing.T) {
 		"500 not retryable":                   {facts{claimFailed: true}, status(500, protocol.CodeServerInternal, false), appliedNo, false, false},
 		"500 for an applied, read claim":      {claimed, status(500, protocol.CodeServerInternal, true), appliedNo, false, false},
 		"500, applied but unresolvable":       {facts{claim: appliedYes, claimFailed: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
-		"500, the context load failed":        {facts{claim: appliedYes, claimResolved: true, contextFailed: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
+		"500, the context load failed":        {facts{claim: appliedYes, claimResolved: true, afterClaimFailed: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
 		"indeterminate after a claim":         {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), appliedYes, false, true},
 		"indeterminate after an unseen claim": {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), appliedUnknown, false, true},
 		"indeterminate, never claimed":        {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), appliedNo, false, false},

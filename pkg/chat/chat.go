@@ -497,14 +497,14 @@ type Store interface {
 	// EnqueueTurn stores req as a queued turn of its session
 	// (docs/multitask.md): an entry in the session's queue and the turn's
 	// user message, to run after the turns queued before it once the
-	// session is free. It returns the entry and its position among the
-	// waiting turns (from 1). An enqueue of a turn id already queued with
-	// the same input returns that entry: it queues nothing twice.
-	// ErrTurnIDReused for another input; the replay errors of ClaimTurn
-	// for a turn id already used; ErrQueueFull when req.Max turns wait;
-	// ErrSessionNotFound when the session does not exist or p does not own
-	// it. At most 3 requests.
-	EnqueueTurn(ctx context.Context, req EnqueueRequest) (*QueueEntry, int, error)
+	// session is free. It returns the entry, its position among the
+	// waiting turns and whether the session was idle (Enqueued). An
+	// enqueue of a turn id already queued with the same input returns that
+	// entry: it queues nothing twice. ErrTurnIDReused for another input;
+	// the replay errors of ClaimTurn for a turn id already used;
+	// ErrQueueFull when req.Max turns wait; ErrSessionNotFound when the
+	// session does not exist or p does not own it. At most 3 requests.
+	EnqueueTurn(ctx context.Context, req EnqueueRequest) (*Enqueued, error)
 
 	// ClaimQueued takes the session's lease for its oldest waiting queued
 	// turn, when the lease is free (an expired one is decided first) and
