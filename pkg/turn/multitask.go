@@ -181,7 +181,7 @@ func (h *handler) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.
 		reject(ctx, w, log, "enqueue", err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, append(body, '\n'))
+	httpedge.WriteJSON(w, http.StatusAccepted, append(body, '\n'))
 	if q.Idle {
 		h.nudge(ctx, sub.sessionID) // no release will start the queue
 	}

@@ -130,7 +130,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 			reject(ctx, w, log, step, err)
 			return
 		}
-		d := diagnose(ctx, err)
+		d := httpedge.Diagnose(ctx, err)
 		logRejected(log, step, d, err)
 		s.out.write(s.diagnosticLine(nil, d, 0))
 	}
@@ -175,7 +175,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		next, err := f.next(ctx, turn)
 		switch {
 		case ctx.Err() != nil:
-			d, _ := contextDiagnostic(ctx)
+			d, _ := httpedge.ContextDiagnostic(ctx)
 			s.out.write(s.diagnosticLine(nil, d, 0))
 			return
 		case err != nil:

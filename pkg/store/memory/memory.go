@@ -682,7 +682,7 @@ func (s *Store) owned(sessionID string, p chat.Principal) (*sessionRecord, error
 
 // findItem returns the newest saved turn item with turnID. trustedOK lets a
 // Trusted principal through without owning the session (artifact writes,
-// docs/design.md §6-7). s.mu must be held.
+// docs/design.md#history-and-artifacts-api). s.mu must be held.
 func (s *Store) findItem(sessionID, turnID string, p chat.Principal, trustedOK bool) (*turnItem, error) {
 	rec, ok := s.sessions[sessionID]
 	if !ok {
