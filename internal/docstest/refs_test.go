@@ -55,9 +55,7 @@ var refTailRE = regexp.MustCompile(`^(?:#([\w-]+)` +
 	`|` + sep + `(D-\d{4}(?:,[ \t]*D-\d{4})*))?`)
 
 var (
-	numRE      = regexp.MustCompile(`\d+`)
 	idRE       = regexp.MustCompile(`D-\d{4}`)
-	rangeRE    = regexp.MustCompile(`(\d+)[ \t]*[-–][ \t]*§?[ \t]*(\d+)`)
 	headingRE  = regexp.MustCompile(`(?m)^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$`)
 	decisionRE = regexp.MustCompile(`(?m)^## (D-\d{4})\b`)
 	// localRE is, inside a docs page, a link to one of its own headings
