@@ -418,8 +418,11 @@ func judge(f facts, res *Result, earlier applied, saved bool, lease time.Duratio
 			switch {
 			case !res.Retryable:
 				return bad("500 SERVER_INTERNAL not retryable")
-			case f.afterClaimFailed:
-				return verdict{} // claimed, then the context load or the acknowledgment failed on every attempt
+			case f.afterClaimFailed, f.claim == appliedYes && f.renewTrouble:
+				// Claimed, then the context load, the acknowledgment or the
+				// renewal before it (a lease half gone) failed on every
+				// attempt.
+				return verdict{}
 			case f.claim == appliedYes && f.claimResolved:
 				return bad("500 for an applied claim whose resolving read was answered")
 			case f.claim == appliedYes:
@@ -603,7 +606,7 @@ func verifySession(ctx context.Context, c *client.Client, sid string, recs []loa
 				rep.problem("%s/%s: claim applied with its answer lost, of a turn id claimed before", sid, r.Turn)
 			case res.Status == http.StatusOK:
 				rep.ClaimsRanOnce++
-			case res.Status == http.StatusInternalServerError && f.afterClaimFailed:
+			case res.Status == http.StatusInternalServerError && (f.afterClaimFailed || f.renewTrouble):
 				rep.ClaimsFailedAfter++
 			case res.Status == http.StatusInternalServerError && !f.claimResolved:
 				rep.ClaimsUnresolvable++
