@@ -128,6 +128,8 @@ var sections = []section{
 		inRun: true, run: telemetrySection, rows: telemetryRows},
 	{names: []string{"cost"}, about: "what a turn costs: billed units and Lambda GB-seconds of 1 KB and 16 KB answers with and without checkpoints, a history page, priced",
 		inRun: true, run: costSection, rows: costRows, notes: costNotes},
+	{names: []string{"multitask"}, about: "queued turns: requests and units against a plain turn, the delay from the previous turn's end to the queued turn's first line",
+		inRun: true, inQuick: true, run: multitaskRun, rows: multitaskRows},
 }
 
 // loadAttemptTimeout is the load client's per-attempt timeout: short, so
@@ -208,6 +210,8 @@ type report struct {
 	Telemetry *telemetryResult
 	// Cost is the cost section's measurements.
 	Cost *turnCost
+	// Multitask is the multitask section's figures.
+	Multitask *multitaskResult
 }
 
 // run parses args, measures and writes the table to stdout.

@@ -58,6 +58,7 @@ func TestCheckpointAfterAFailedOne(t *testing.T) {
 		{"delta write hung", ddbfault.Hang, deltaWrite},
 	} {
 		t.Run(f.name, func(t *testing.T) {
+			t.Parallel() // its own table and fault transport
 			e := newFaultEnv(t)
 			ctx := faultCtx(t)
 			c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
@@ -80,7 +81,7 @@ func TestCheckpointAfterAFailedOne(t *testing.T) {
 			if err == nil {
 				t.Logf("the faulted checkpoint resolved as landed")
 			}
-			time.Sleep(ddbfault.LateBy) // a late write has landed by now
+			e.faults.WaitLate() // a late write has landed
 			// The turn names the prior it knows landed: the acknowledgment.
 			next := checkpointAt(c, ack, "Hello, wo", 5)
 			if _, err := e.s.Checkpoint(ctx, c, next); err != nil {
@@ -115,6 +116,7 @@ func TestDecisionRecognisesItsOwnWrites(t *testing.T) {
 	for name, match := range writes {
 		for _, fault := range faults {
 			t.Run(name+"/"+fault.String(), func(t *testing.T) {
+				t.Parallel() // its own table and fault transport
 				e := newFaultEnv(t)
 				ctx := faultCtx(t)
 				c, err := e.s.ClaimTurn(ctx, claimReq("s1", "crash"))
@@ -135,7 +137,7 @@ func TestDecisionRecognisesItsOwnWrites(t *testing.T) {
 				if n := e.faults.Counts()[fault]; n == 0 {
 					t.Fatalf("no attempt met %v: the fault was not injected", fault)
 				}
-				time.Sleep(ddbfault.LateBy)
+				e.faults.WaitLate() // a late write has landed
 				sess, err := e.s.GetSession(ctx, "s1", alice) // completes it
 				if err != nil {
 					t.Fatal(err)

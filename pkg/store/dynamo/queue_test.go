@@ -39,6 +39,7 @@ func TestNotRunRecordingSurvivesACrash(t *testing.T) {
 		{"removal answer lost", ddbfault.LoseAnswer, notRunEntryRemove, false},
 	} {
 		t.Run(f.name, func(t *testing.T) {
+			t.Parallel() // its own table and fault transport
 			e := newFaultEnv(t)
 			ctx := faultCtx(t)
 			c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
@@ -46,7 +47,7 @@ func TestNotRunRecordingSurvivesACrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, id := range []string{"q1", "q2"} {
-				if _, _, err := e.s.EnqueueTurn(ctx, chat.EnqueueRequest{SessionID: "s1", TurnID: id, Principal: alice,
+				if _, err := e.s.EnqueueTurn(ctx, chat.EnqueueRequest{SessionID: "s1", TurnID: id, Principal: alice,
 					InputHash: chat.HashInput("input of " + id), Lineage: protocol.Lineage{Operation: protocol.OperationSubmit},
 					Message: textMessages(id, "")[0], TTL: time.Hour, Max: 4}); err != nil {
 					t.Fatal(err)
