@@ -384,7 +384,7 @@ func TestREADMEDeploy(t *testing.T) {
 	}
 	env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "CURL_LOG="+curlLog,
 		"CHANGE_SET="+made[stack[1]].ChangeSet, "AWS_SESSION_TOKEN=")
-	vars := "printf '@var %s=%s\\n' TURN_URL \"$TURN_URL\" HISTORY_URL \"$HISTORY_URL\" ARTIFACTS_URL \"$ARTIFACTS_URL\" TableName \"$TABLE_NAME\" CursorSecretArn \"$CURSOR_SECRET_ARN\"\n"
+	vars := "printf '@var %s=%s\\n' TURN_URL \"$TURN_URL\" HISTORY_URL \"$HISTORY_URL\" ARTIFACTS_URL \"$ARTIFACTS_URL\" TableName \"$TABLE_NAME\" CursorSecretArn \"$CURSOR_SECRET_ARN\" DashboardName \"$DASHBOARD\"\n"
 	run := func(name string, parts ...string) string {
 		t.Helper()
 		script := "set -e -o pipefail\n" + strings.Join(parts, "\necho @step\n")
@@ -414,7 +414,8 @@ func TestREADMEDeploy(t *testing.T) {
 	}
 	want := made[stack[1]].Outputs
 	for v, key := range map[string]string{"TURN_URL": "TurnFunctionUrl", "HISTORY_URL": "HistoryFunctionUrl",
-		"ARTIFACTS_URL": "ArtifactsFunctionUrl", "TableName": "TableName", "CursorSecretArn": "CursorSecretArn"} {
+		"ARTIFACTS_URL": "ArtifactsFunctionUrl", "TableName": "TableName", "CursorSecretArn": "CursorSecretArn",
+		"DashboardName": "DashboardName"} {
 		if got[v] == "" || got[v] != want[key] {
 			t.Errorf("after the outputs block %s = %q, want the output %s %q", v, got[v], key, want[key])
 		}
