@@ -54,8 +54,8 @@ func TestHandlerContinuesTrace(t *testing.T) {
 		"none":             {nil, "", "", ""},
 	} {
 		t.Run(name, func(t *testing.T) {
-			sr := tracetest.NewSpanRecorder()
-			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+			exp := tracetest.NewInMemoryExporter()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 			tr := telemetry.NewTracing(tp, false)
 			h := tr.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if !trace.SpanContextFromContext(r.Context()).IsValid() {
@@ -71,7 +71,7 @@ func TestHandlerContinuesTrace(t *testing.T) {
 				req = req.WithContext(context.WithValue(req.Context(), "x-amzn-trace-id", tc.lambdaTrace)) //nolint:staticcheck // aws-lambda-go's own key
 			}
 			h.ServeHTTP(httptest.NewRecorder(), req)
-			spans := sr.Ended()
+			spans := exp.GetSpans().Snapshots()
 			if len(spans) != 1 {
 				t.Fatalf("%d spans", len(spans))
 			}

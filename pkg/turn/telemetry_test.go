@@ -34,9 +34,10 @@ const (
 )
 
 // telemetryEnv serves a handler whose one definition "agent" runs p with
-// workspace_note, its spans recorded by sr and its EMF documents written
-// to docs.
-func telemetryEnv(t *testing.T, p fakeProvider, sr *tracetest.SpanRecorder, capture bool, docs *syncBuffer) *env {
+// workspace_note, its spans exported to exp (the SDK's in-memory
+// exporter, synchronously as each span ends) and its EMF documents
+// written to docs.
+func telemetryEnv(t *testing.T, p fakeProvider, exp *tracetest.InMemoryExporter, capture bool, docs *syncBuffer) *env {
 	t.Helper()
 	reg := toolRegistry(t)
 	d := definition.Definition{ID: "agent", Revision: 3, Provider: p.name, ModelID: p.modelID, SystemPrompt: "Use tools.",
@@ -49,7 +50,7 @@ func telemetryEnv(t *testing.T, p fakeProvider, sr *tracetest.SpanRecorder, capt
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	return newEnv(t, newStoreMemory(), &scriptModel{}, func(o *turn.Options) {
 		o.Model, o.Definition = nil, turn.Definition{}
 		o.Definitions, o.Tools = res, reg
@@ -59,12 +60,13 @@ func telemetryEnv(t *testing.T, p fakeProvider, sr *tracetest.SpanRecorder, capt
 	})
 }
 
-// endedSpans waits until the request's server span has ended (it ends
-// just after the response's last byte) and returns every ended span.
-func endedSpans(t *testing.T, sr *tracetest.SpanRecorder) []sdktrace.ReadOnlySpan {
+// endedSpans waits until the request's server span has been exported (it
+// ends just after the response's last byte) and returns every exported
+// span.
+func endedSpans(t *testing.T, exp *tracetest.InMemoryExporter) []sdktrace.ReadOnlySpan {
 	t.Helper()
 	for range 200 {
-		spans := sr.Ended()
+		spans := exp.GetSpans().Snapshots()
 		if slices.ContainsFunc(spans, func(s sdktrace.ReadOnlySpan) bool { return s.SpanKind() == trace.SpanKindServer }) {
 			return spans
 		}
@@ -100,15 +102,15 @@ func TestTurnSpans(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			forEachFakeProvider(t, replies, func(t *testing.T, p fakeProvider) {
-				sr := tracetest.NewSpanRecorder()
+				exp := tracetest.NewInMemoryExporter()
 				docs := &syncBuffer{}
-				e := telemetryEnv(t, p, sr, capture, docs)
+				e := telemetryEnv(t, p, exp, capture, docs)
 				r := e.submit(t, "s1", "t1", "Note my trip", nil, map[string]string{"traceparent": traceparent})
 				r.want(t, http.StatusOK, "")
 				if term := r.terminal(t); term.Status != protocol.StatusComplete {
 					t.Fatalf("terminal %+v", term)
 				}
-				checkTurnSpans(t, endedSpans(t, sr), p, capture)
+				checkTurnSpans(t, endedSpans(t, exp), p, capture)
 				checkTurnDocuments(t, docs.String(), p)
 			})
 		})
@@ -260,8 +262,8 @@ func checkTurnDocuments(t *testing.T, out string, p fakeProvider) {
 func TestTurnStoreUsage(t *testing.T) {
 	ft := ddbfault.New(nil)
 	ops := &dynamo.OperationLog{}
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	opts := dynalite.Options(t)
 	opts.Transport = ft
 	opts.TracerProvider = telemetry.SmithyTracerProvider(tp)
@@ -280,7 +282,7 @@ func TestTurnStoreUsage(t *testing.T) {
 		o.Metrics, o.Tracing = rec, telemetry.NewTracing(tp, false)
 		o.CheckpointInterval = time.Hour // the acknowledgment only
 	})
-	sr.Reset()
+	exp.Reset()
 	ops.Reset()
 	// The save's answer is lost once: the SDK sends it again.
 	ft.SetRule(ddbfault.Once(ddbfault.LoseAnswer, ddbfault.Op("UpdateItem", "saveId")))
@@ -305,7 +307,7 @@ func TestTurnStoreUsage(t *testing.T) {
 	}
 	var dynamoSpans int
 	var agentID trace.SpanID
-	spans := endedSpans(t, sr)
+	spans := endedSpans(t, exp)
 	for _, s := range spans {
 		if strings.HasPrefix(s.Name(), "invoke_agent ") {
 			agentID = s.SpanContext().SpanID()
