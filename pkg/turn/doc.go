@@ -84,4 +84,14 @@
 // A claimed turn that fails before its stream starts (supersession or
 // context load) is saved with status error and released, so its turn id
 // is spent: a replay gets TURN_ALREADY_COMPLETED.
+//
+// Telemetry (docs/operations.md). Every finished turn, however it ended,
+// writes one CloudWatch EMF document (Options.Metrics) after its last
+// line: its outcome, times, per-model-call tokens and times, tool calls
+// and the store requests and capacity units its chat.Usage measured from
+// the claim on (the request's chat.Meter); every other request writes one
+// of its own. With Options.Tracing a turn is an invoke_agent span with a
+// chat span per model call and an execute_tool span per tool call, under
+// the request's server span (telemetry.Measure). Neither ever fails a
+// request: a document that cannot be written is dropped.
 package turn
