@@ -475,10 +475,13 @@ func (w *failAfterWriter) Write(p []byte) (int, error) {
 
 func TestWriteFailureCleansUp(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
-		m := &scriptModel{Chunks: []string{"a", "b", "c"}, Delay: 5 * time.Millisecond}
-		e := newEnv(t, newStore(t), m, nil)
+		// The model streams a first text, then waits for its context: the
+		// broken connection is the only way this turn ends, however slow
+		// the machine.
+		m := newInputModel()
+		e := newEnv(t, newStore(t), &scriptModel{}, func(o *turn.Options) { o.Model = m })
 		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(submitBody(t, "s", "t1", "hello", nil))))
+		req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(submitBody(t, "s", "t1", "hold on", nil))))
 		req.Header.Set("Content-Type", "application/json")
 		e.h.ServeHTTP(&failAfterWriter{ResponseWriter: rec}, req)
 		stored, err := e.store.FindTurn(context.Background(), "s", "t1", alice)
