@@ -185,13 +185,19 @@ func estimateTokens(msgs []protocol.Message) int {
 
 // failBeforeStream ends a claimed turn that never streamed: the turn is
 // saved with status error and released, and the client gets the JSON
-// error (docs/protocol.md#server-handler-behaviour "Errors before streaming"). Unlike the
-// reference, the lease is not left to expire, unless the save's outcome
-// is unknown: then the table decides the turn once the lease expires.
+// error (docs/protocol.md#server-handler-behaviour "Errors before
+// streaming"); its turn id is spent (a replay gets TURN_ALREADY_COMPLETED).
+// Unlike the reference, the lease is not left to expire, unless the turn
+// can no longer prove it (lost, or past its proven expiry: a process
+// paused after its claim) or the save's outcome is not confirmed: then
+// nothing more is written, the table decides the turn once the lease
+// expires, and the client gets what a replay of the id will get, 409
+// TURN_OUTCOME_INDETERMINATE (docs/durable-turns.md).
 func (t *run) failBeforeStream(step string, err error) {
 	d := httpedge.Diagnose(t.ctx, err)
 	logRejected(t.log, step, d, err)
-	e := ending{status: chat.TurnError, diag: &d, leaseLost: errors.Is(err, chat.ErrLeaseLost)}
+	e := ending{status: chat.TurnError, diag: &d,
+		leaseLost: errors.Is(err, chat.ErrLeaseLost) || errors.Is(err, errLeaseUnproven) || t.leaseGone()}
 	outcome := saveOutcome("")
 	if !e.leaseLost {
 		item := t.record(e, t.state.view(), 0, 0)
@@ -199,10 +205,25 @@ func (t *run) failBeforeStream(step string, err error) {
 		if outcome == saved {
 			t.release(t.claim.BaseSequence, false)
 		}
-		t.logFinished(e, outcome, 0)
+	}
+	t.logFinished(e, outcome, 0)
+	if outcome != saved {
+		d = protocol.NewDiagnostic(protocol.CodeTurnOutcomeIndeterminate)
+		t.log.Info("turn left to the table's decision", "code", d.Code)
 	}
 	httpedge.WriteError(t.w, d)
 	t.report(e, outcome, t.state.view())
+}
+
+// leaseGone reports whether the turn can no longer prove its lease now:
+// past its proven expiry less the margin (before the stream starts
+// proving it, the claim's).
+func (t *run) leaseGone() bool {
+	now := t.h.opts.Now()
+	if t.lease.now == nil {
+		return !now.Before(t.claim.Lease.ExpiresAt.Add(-t.leaseMargin()))
+	}
+	return !t.lease.heldAt(now)
 }
 
 // streamTurn acknowledges the turn, writes the 200 NDJSON stream and
