@@ -2,6 +2,7 @@ package fate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -46,8 +47,10 @@ type sessionInput struct {
 	Replays  []*Replay
 	Inputs   map[string]string
 	Final    finalState
-	// Leases are the lease expiries DynamoDB applied, by turn id.
+	// Leases are the lease expiries DynamoDB applied, by turn id;
+	// Writes the write attempts of the session it answered.
 	Leases  map[string][]leaseMark
+	Writes  []writeMark
 	Events  []procEvent
 	Timings Timings
 }
@@ -65,6 +68,7 @@ func (r *runner) check() []Violation {
 		for t := range r.turnsOf(lg) {
 			in.Leases[t] = r.proxy.leaseMarks(p.Session, t)
 		}
+		in.Writes = r.proxy.writeMarks(p.Session)
 		out = append(out, checkSession(in)...)
 	}
 	return out
@@ -122,6 +126,7 @@ func checkSession(in *sessionInput) []Violation {
 	c.acknowledged()     // I4
 	c.checkpoints()      // I5
 	c.resumes()          // I6
+	c.lostAbove()        // I6
 	c.honest()           // I7
 	c.noLineAfterLease() // I8
 	return c.out
@@ -468,13 +473,16 @@ func (c *checker) liveDesc(t string) string {
 	return "no accepted submit stream"
 }
 
-// checkpoints checks I5: after a checkpoint fault window closes (plus
-// ProgressGrace), the turn's checkpoints move again. A violation needs
-// at least two /sessions reads, at least a second apart, all begun after
-// the window plus the grace, all showing the turn current at one
-// sequence the live stream had passed more than the grace before the
-// last of them, with the turn's process neither paused nor killed
-// meanwhile: a stall, never a slow machine's lag.
+// checkpoints checks I5: after a checkpoint fault window closes, the
+// turn's checkpoints land again. It reads the order of what DynamoDB
+// applied, not a clock, so a slow machine cannot fail it: a violation is
+// two renewals of the turn's lease applied (from its process, more than
+// ProgressGrace after the window, while its stream went on) with no
+// checkpoint write of it applied since the window closed; or /sessions
+// naming the turn current at one sequence in every read begun after the
+// window plus the grace (two or more, a second apart), with two renewals
+// applied between the first and the last of them, while the live stream
+// had passed that sequence before the first.
 func (c *checker) checkpoints() {
 	in := c.in
 	if in.Plan == nil {
@@ -482,11 +490,35 @@ func (c *checker) checkpoints() {
 	}
 	grace := in.Timings.ProgressGrace
 	for _, st := range in.Plan.Steps {
-		if st.Do != "fault" || st.Kind != kindCheckpoint {
+		if st.Do != "fault" || !isCheckpoint(st.Kind) {
 			continue
 		}
 		from, to := in.Start.Add(st.At), in.Start.Add(st.At+st.For)
-		for t, live := range c.live {
+		window := fmt.Sprintf("a %s window on %s writes (%s..%s)", st.Fault, st.Kind, clock(from), clock(to))
+		for _, t := range slices.Sorted(maps.Keys(c.live)) {
+			live := c.live[t]
+			last := live.last()
+			if last == nil || !last.Recv.After(to) || c.disturbed(live.Proc, from, last.Recv) {
+				continue
+			}
+			var renewals []writeMark
+			var landed *writeMark
+			for i, w := range in.Writes {
+				if w.Slot != live.Proc || !w.Applied || !w.At.After(to) || w.At.After(last.Recv) {
+					continue
+				}
+				switch {
+				case w.Kind == kindRenew && w.At.After(to.Add(grace)):
+					renewals = append(renewals, w)
+				case (w.Kind == kindDelta || w.Kind == kindLive) && landed == nil:
+					landed = &in.Writes[i]
+				}
+			}
+			if len(renewals) >= 2 && (landed == nil || landed.At.After(renewals[1].At)) {
+				c.add("I5", t, fmt.Sprintf("no checkpoint write applied after %s until two renewals had, %s and %s", window, clock(renewals[0].At), clock(renewals[1].At)),
+					streamLine(live, last), fmt.Sprintf("DynamoDB applied renewals at %s and %s and no delta or live item write from p%d in between since %s", clock(renewals[0].At), clock(renewals[1].At), live.Proc, clock(to)))
+				continue
+			}
 			var after []runObs
 			for _, r := range c.runs[t] {
 				if r.Route == "sessions" && !r.Start.Before(to.Add(grace)) {
@@ -496,30 +528,32 @@ func (c *checker) checkpoints() {
 			if len(after) < 2 {
 				continue
 			}
-			first, last := after[0], after[len(after)-1]
-			if last.Start.Sub(first.Start) < time.Second || c.disturbed(live.Proc, from, last.End) {
+			first, lastRead := after[0], after[len(after)-1]
+			if lastRead.Start.Sub(first.Start) < time.Second || c.disturbed(live.Proc, from, lastRead.End) {
 				continue
 			}
 			stuck := true
 			for _, r := range after {
 				stuck = stuck && r.Sequence == first.Sequence
 			}
-			if !stuck {
-				continue
+			n := 0
+			for _, w := range in.Writes {
+				if w.Slot == live.Proc && w.Applied && w.Kind == kindRenew && w.At.After(first.Start) && w.At.Before(lastRead.End) {
+					n++
+				}
 			}
 			var passed *Line
 			for i := range live.Lines {
-				l := &live.Lines[i]
-				if l.Sequence > first.Sequence && l.Recv.Before(last.Start.Add(-grace)) {
+				if l := &live.Lines[i]; l.Sequence > first.Sequence && l.Recv.Before(first.Start) {
 					passed = l
 				}
 			}
-			if passed == nil {
+			if !stuck || n < 2 || passed == nil {
 				continue
 			}
-			c.add("I5", t, fmt.Sprintf("checkpoints stopped after a %s window on checkpoint writes (%s..%s): currentTurn.sequence stayed %d from %s to %s while the stream reached %d",
-				st.Fault, clock(from), clock(to), first.Sequence, clock(first.Start), clock(last.End), passed.Sequence),
-				first.Desc, last.Desc, streamLine(live, passed))
+			c.add("I5", t, fmt.Sprintf("checkpoints stopped after %s: currentTurn.sequence stayed %d from %s to %s while %d renewals applied and the stream had reached %d",
+				window, first.Sequence, clock(first.Start), clock(lastRead.End), n, passed.Sequence),
+				first.Desc, lastRead.Desc, streamLine(live, passed))
 		}
 	}
 }
@@ -605,6 +639,11 @@ func (c *checker) resumes() {
 				c.add("I6", s.Turn, fmt.Sprintf("sequence %d carries two different lines", l.Sequence), streamLine(o.s, o.l), streamLine(s, l))
 			}
 		}
+		for i := range s.Lines {
+			if l := &s.Lines[i]; l.Event == eventDiagnostic && l.Code == codeIndeterminate && (l.Retryable || l.Sequence != 0) {
+				c.add("I7", s.Turn, "TURN_OUTCOME_INDETERMINATE is retryable or carries a sequence (a replay gets it, not retryable; it is no state of the turn)", streamLine(s, l))
+			}
+		}
 		last := s.last()
 		switch s.Ending {
 		case "eof":
@@ -621,6 +660,39 @@ func (c *checker) resumes() {
 			}
 		case "timeout":
 			c.add("I6", s.Turn, "the stream had not ended when the harness gave up on it", s.String())
+		}
+	}
+}
+
+// lostAbove checks I6 for lost records: a turn's lost record (its
+// terminal TURN_LOST snapshot or diagnostic) carries a sequence above
+// every other line of the turn in any stream.
+func (c *checker) lostAbove() {
+	type line struct {
+		s *Stream
+		l *Line
+	}
+	top := map[string]line{}
+	lost := map[string]line{}
+	for _, s := range c.in.Streams {
+		for i := range s.Lines {
+			l := &s.Lines[i]
+			if l.Sequence == 0 {
+				continue
+			}
+			if f, ok := l.fate(); ok && f.Kind == codeTurnLost {
+				if _, seen := lost[s.Turn]; !seen {
+					lost[s.Turn] = line{s, l}
+				}
+			} else if t, ok := top[s.Turn]; !ok || l.Sequence > t.l.Sequence {
+				top[s.Turn] = line{s, l}
+			}
+		}
+	}
+	for t, lr := range lost {
+		if tp, ok := top[t]; ok && tp.l.Sequence >= lr.l.Sequence {
+			c.add("I6", t, fmt.Sprintf("the lost record's sequence %d is not above the turn's line at %d", lr.l.Sequence, tp.l.Sequence),
+				streamLine(lr.s, lr.l), streamLine(tp.s, tp.l))
 		}
 	}
 }
@@ -680,7 +752,13 @@ func (c *checker) honest() {
 				}
 			}
 		}
-		for _, r := range c.in.Replays {
+		replays := c.in.Replays
+		for _, s := range c.in.Streams {
+			if s.Kind == "submit" && s.Turn == t && s.Status != 200 && s.Status != 0 {
+				replays = append(replays, &Replay{Proc: s.Proc, Turn: t, Start: s.Start, End: s.End, Status: s.Status, ErrCode: s.ErrCode})
+			}
+		}
+		for _, r := range replays {
 			if r.Turn != t {
 				continue
 			}

@@ -195,7 +195,24 @@ func TestCheckFindsEachInvariant(t *testing.T) {
 			in.Final = final(turn("a", historyRunning, "", messages("Echo: the", statusStreaming), 2100))
 			in.Final.summary = sessionsRead(20000, 20010, "a", 2, 2100)
 		}},
-		"I5 checkpoints stop": {"I5", "checkpoints stopped", func(in *sessionInput) {
+		"I5 checkpoints stop, by the table": {"I5", "no checkpoint write applied after", func(in *sessionInput) {
+			in.Plan = &Plan{Steps: []Step{{At: time.Second, Do: "fault", Kind: kindLive, Fault: ddbfault.ServerErrorBefore, For: time.Second}}}
+			var lines []Line
+			for i := 1; i <= 60; i++ {
+				lines = append(lines, snapshot(int64(i), 100*i, statusStreaming, "", strings.Repeat("x", i)))
+			}
+			in.Streams = []*Stream{stream("submit", 0, 0, "cut", lines...)}
+			in.Events = []procEvent{{At: at(6050), Slot: 0, What: "kill"}}
+			in.Reads = nil
+			for ms := 700; ms < 6000; ms += 667 {
+				in.Writes = append(in.Writes, writeMark{At: at(ms), Slot: 0, Kind: kindRenew, Applied: true})
+			}
+			for ms := 200; ms < 1000; ms += 200 {
+				in.Writes = append(in.Writes, writeMark{At: at(ms), Slot: 0, Kind: kindLive, Applied: true})
+			}
+			in.Final = final(turn("a", statusError, codeTurnLost, lost, 0))
+		}},
+		"I5 checkpoints stop, by /sessions": {"I5", "currentTurn.sequence stayed 5", func(in *sessionInput) {
 			in.Plan = &Plan{Steps: []Step{{At: time.Second, Do: "fault", Kind: kindCheckpoint, Fault: ddbfault.Hang, For: time.Second}}}
 			var lines []Line
 			for i := 1; i <= 40; i++ {
@@ -204,6 +221,8 @@ func TestCheckFindsEachInvariant(t *testing.T) {
 			lines = append(lines, snapshot(41, 4200, statusComplete, "", "Echo: the question"))
 			in.Streams = []*Stream{stream("submit", 0, 0, "eof", lines...)}
 			in.Reads = []*Read{sessionsRead(3600, 3610, "a", 5, 6000), sessionsRead(3900, 3910, "a", 5, 6000), sessionsRead(4700, 4710, "a", 5, 6000)}
+			in.Writes = []writeMark{{At: at(3700), Slot: 0, Kind: kindRenew, Applied: true}, {At: at(4400), Slot: 0, Kind: kindRenew, Applied: true},
+				{At: at(3650), Slot: 0, Kind: kindLive, Applied: true}}
 		}},
 		"I6 empty resume": {"I6", "the stream answered 200 and ended without a line", func(in *sessionInput) {
 			in.Streams = append(in.Streams, stream("resume", 1, 900, "eof"))
@@ -214,6 +233,17 @@ func TestCheckFindsEachInvariant(t *testing.T) {
 		"I6 broke off without a kill": {"I6", "broke off without a terminal line", func(in *sessionInput) {
 			in.Streams[1].Lines = in.Streams[1].Lines[:1]
 			in.Streams[1].Ending = "cut"
+		}},
+		"I6 lost record below the turn's lines": {"I6", "the lost record's sequence 2 is not above", func(in *sessionInput) {
+			in.Streams = []*Stream{stream("submit", 0, 0, "cut", snapshot(1, 100, statusStreaming, "", ""), snapshot(2, 200, statusStreaming, "", "Echo:")),
+				stream("resume", 1, 300, "eof", diagnostic(2, 2500, codeTurnLost, true))}
+			in.Events = []procEvent{{At: at(200), Slot: 0, What: "kill"}}
+			in.Reads = nil
+			in.Final = final(turn("a", statusError, codeTurnLost, lost, 0))
+		}},
+		"I7 indeterminate retryable": {"I7", "TURN_OUTCOME_INDETERMINATE is retryable", func(in *sessionInput) {
+			in.Streams[0].Lines[2] = diagnostic(0, 500, codeIndeterminate, true)
+			in.Streams = in.Streams[:1]
 		}},
 		"I7 retryable but saved": {"I7", "ended with retryable SERVER_INTERNAL, history keeps the turn saved", func(in *sessionInput) {
 			in.Streams[0].Lines[2] = diagnostic(3, 500, codeServerInternal, true)
@@ -258,24 +288,47 @@ func TestClassify(t *testing.T) {
 	for name, tc := range map[string]struct {
 		target, body, kind, session string
 	}{
-		"claim": {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},"ConditionExpression":"attribute_not_exists(#pk) OR #ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)"}`, kindClaim, "s1"},
-		"renew": {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},"ConditionExpression":"#leaseToken = :token AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now AND #leaseExpiresAt <= :expires"}`, kindRenew, "s1"},
+		"claim":         {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},"ConditionExpression":"attribute_not_exists(#pk) OR #ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)"}`, kindClaim, "s1"},
+		"renew":         {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},"ConditionExpression":"#leaseToken = :token AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now AND #leaseExpiresAt <= :expires"}`, kindRenew, "s1"},
 		"session fence": {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},"ConditionExpression":"#leaseToken = :crashed AND #leaseExpiresAt <= :now"}`, kindDecide, "s1"},
-		"live item": {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#LIVE"}},"ConditionExpression":"(attribute_not_exists(#leaseToken) OR #leaseToken = :token) AND (attribute_not_exists(#sequence) OR #sequence < :seq)","ExpressionAttributeNames":{"#leaseToken":"leaseToken","#sequence":"sequence"}}`, kindCheckpoint, "s1"},
-		"delta": {"DynamoDB_20120810.PutItem", `{"Item":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#D#0000000000000004"}}}`, kindCheckpoint, "s1"},
-		"ack": {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001"}},"ConditionExpression":"attribute_not_exists(#pk) OR #leaseToken = :token AND #status = :running"}`, kindAck, "s1"},
-		"save": {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001"}},"ConditionExpression":"attribute_not_exists(#pk) OR #leaseToken = :token AND (#status = :running OR #saveId = :saveId)"}`, kindSave, "s1"},
-		"turn fence": {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001"}},"ConditionExpression":"#leaseToken = :token AND #status = :running OR #leaseToken = :fence"}`, kindDecide, "s1"},
-		"query": {"DynamoDB_20120810.Query", `{"ExpressionAttributeValues":{":0":{"S":"SESSION#s1-10"}}}`, kindRead, "s1-10"},
+		"live item":     {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#LIVE"}},"ConditionExpression":"(attribute_not_exists(#leaseToken) OR #leaseToken = :token) AND (attribute_not_exists(#sequence) OR #sequence < :seq)","ExpressionAttributeNames":{"#leaseToken":"leaseToken","#sequence":"sequence"}}`, kindLive, "s1"},
+		"delta":         {"DynamoDB_20120810.PutItem", `{"Item":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#D#0000000000000004"}}}`, kindDelta, "s1"},
+		"ack":           {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001"}},"ConditionExpression":"attribute_not_exists(#pk) OR #leaseToken = :token AND #status = :running"}`, kindAck, "s1"},
+		"save":          {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001"}},"ConditionExpression":"attribute_not_exists(#pk) OR #leaseToken = :token AND (#status = :running OR #saveId = :saveId)"}`, kindSave, "s1"},
+		"turn fence":    {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001"}},"ConditionExpression":"#leaseToken = :token AND #status = :running OR #leaseToken = :fence"}`, kindDecide, "s1"},
+		"query":         {"DynamoDB_20120810.Query", `{"ExpressionAttributeValues":{":0":{"S":"SESSION#s1-10"}}}`, kindRead, "s1-10"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			a := classify(tc.target, []byte(tc.body))
 			if a.Kind != tc.kind || a.Session != tc.session {
 				t.Errorf("classify = %s of session %q, want %s of %q", a.Kind, a.Session, tc.kind, tc.session)
 			}
-			if name == "ack" && !a.is(kindCheckpoint) {
-				t.Errorf("an acknowledgment is not a checkpoint")
+			if isCheckpoint(tc.kind) && !a.is(kindCheckpoint) {
+				t.Errorf("a %s write is not a checkpoint", a.Kind)
 			}
 		})
+	}
+}
+
+// TestCheckCheckpointsRecover: checkpoints that land again after the
+// fault window, however late on the clock, are no violation.
+func TestCheckCheckpointsRecover(t *testing.T) {
+	in := clean()
+	in.Plan = &Plan{Steps: []Step{{At: time.Second, Do: "fault", Kind: kindLive, Fault: ddbfault.Hang, For: time.Second}}}
+	var lines []Line
+	for i := 1; i <= 60; i++ {
+		lines = append(lines, snapshot(int64(i), 100*i, statusStreaming, "", strings.Repeat("x", i)))
+	}
+	lines = append(lines, snapshot(61, 6100, statusComplete, "", "Echo: the question"))
+	in.Streams = []*Stream{stream("submit", 0, 0, "eof", lines...)}
+	in.Final = final(turn("a", statusComplete, "", lines[60].Messages, 0))
+	in.Reads = []*Read{sessionsRead(3600, 3610, "a", 5, 6000), sessionsRead(3900, 3910, "a", 5, 6000), sessionsRead(4700, 4710, "a", 40, 6000)}
+	for ms := 700; ms < 6000; ms += 667 {
+		in.Writes = append(in.Writes, writeMark{At: at(ms), Slot: 0, Kind: kindRenew, Applied: true})
+	}
+	in.Writes = append(in.Writes, writeMark{At: at(4000), Slot: 0, Kind: kindLive, Applied: true})
+	in.Leases["a"] = []leaseMark{{Applied: at(5400), Expiry: at(7400)}}
+	for _, v := range checkSession(in) {
+		t.Errorf("%s", v)
 	}
 }

@@ -15,9 +15,14 @@ import (
 // of the store that keeps these shapes (older ones are classified as
 // well as their shapes allow; an unknown write is kindOther).
 const (
-	kindClaim      = "claim"      // a claim or a takeover's compare-and-set that claims
-	kindCheckpoint = "checkpoint" // a running turn's live item, delta or first (acknowledgment) turn item
-	kindAck        = "ack"        // the first checkpoint's turn item (a checkpoint too)
+	kindClaim = "claim" // a claim or a takeover's compare-and-set that claims
+	// kindCheckpoint is a running turn's checkpoint write of any of the
+	// three kinds after it: the first checkpoint's turn item (the
+	// acknowledgment), a delta item, or the live item.
+	kindCheckpoint = "checkpoint"
+	kindAck        = "ack"
+	kindDelta      = "delta"
+	kindLive       = "live"
 	kindRenew      = "renew"
 	kindSave       = "save" // the final save of the turn item, or a chunk of it
 	kindRelease    = "release"
@@ -36,10 +41,15 @@ type attemptInfo struct {
 	SK      string
 }
 
-// is reports whether the attempt is of kind k; a first checkpoint is a
-// checkpoint too.
+// is reports whether the attempt is of kind k (kindCheckpoint: any
+// checkpoint write).
 func (a *attemptInfo) is(k string) bool {
-	return a.Kind == k || k == kindCheckpoint && a.Kind == kindAck
+	return a.Kind == k || k == kindCheckpoint && isCheckpoint(a.Kind)
+}
+
+// isCheckpoint reports whether kind is a checkpoint write's.
+func isCheckpoint(kind string) bool {
+	return kind == kindCheckpoint || kind == kindAck || kind == kindDelta || kind == kindLive
 }
 
 var sessionInBody = regexp.MustCompile(`"SESSION#([A-Za-z0-9._:-]+)"`)
@@ -87,8 +97,8 @@ func classify(target string, body []byte) *attemptInfo {
 	named := func(n string) bool { return slices.Contains(names, n) }
 	sk := a.SK
 	switch {
-	case op == "PutItem" && strings.Contains(sk, "#D#"):
-		a.Kind = kindCheckpoint // a delta
+	case op == "PutItem" && (strings.Contains(sk, "#D#") || strings.Contains(sk, "#LIVE#")):
+		a.Kind = kindDelta // (#LIVE#<n>: an older layout)
 	case op == "PutItem" && strings.Contains(sk, "#CHUNK#"):
 		a.Kind = kindSave
 	case op == "PutItem":
@@ -116,7 +126,7 @@ func classify(target string, body []byte) *attemptInfo {
 		case named("stop") && !named("sequence"):
 			a.Kind = kindStop
 		default:
-			a.Kind = kindCheckpoint
+			a.Kind = kindLive
 		}
 	case strings.HasPrefix(sk, "TURN#"):
 		switch {

@@ -37,6 +37,9 @@ type Config struct {
 	// found.
 	Dir      string
 	KeepLogs bool
+	// Timelines keeps every schedule's timeline in the Report, not only
+	// those of the schedules with violations.
+	Timelines bool
 	// Timings are the dev servers' settings (defaults: DefaultTimings).
 	Timings Timings
 	// Logf, when set, receives progress lines.

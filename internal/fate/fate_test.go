@@ -2,6 +2,7 @@ package fate_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -73,6 +74,9 @@ func TestFate(t *testing.T) {
 	for _, v := range rep.Violations {
 		t.Errorf("%s", v)
 	}
+	for _, e := range rep.ProcessErrors {
+		t.Errorf("dev server: %s", e)
+	}
 	if rep.Acknowledged == 0 {
 		t.Errorf("no turn was acknowledged: the harness checked nothing")
 	}
@@ -86,7 +90,8 @@ func TestFate(t *testing.T) {
 //	  go test ./internal/fate -run TestFateLong -v -timeout 3h
 //
 // FATE_DEVSERVER runs it against another dev server binary,
-// FATE_LOGS keeps the dev servers' logs there.
+// FATE_LOGS keeps the dev servers' logs there, FATE_TIMELINES writes
+// every schedule's timeline there.
 func TestFateLong(t *testing.T) {
 	n := envInt(t, "FATE_SCHEDULES", 0)
 	if n == 0 {
@@ -102,6 +107,7 @@ func TestFateLong(t *testing.T) {
 		Endpoint:    dynalite.Endpoint(t),
 		Dir:         os.Getenv("FATE_LOGS"),
 		KeepLogs:    os.Getenv("FATE_LOGS") != "",
+		Timelines:   os.Getenv("FATE_TIMELINES") != "",
 		Logf:        t.Logf,
 	}
 	if only := os.Getenv("FATE_ONLY"); only != "" {
@@ -118,8 +124,15 @@ func TestFateLong(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + rep.Markdown())
-	if len(rep.Violations) > 0 {
-		t.Errorf("%d violations", len(rep.Violations))
+	if dir := os.Getenv("FATE_TIMELINES"); dir != "" {
+		for i, tl := range rep.Timelines {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("schedule-%d.txt", i)), []byte(rep.Plans[i]+tl), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(rep.Violations) > 0 || len(rep.ProcessErrors) > 0 {
+		t.Errorf("%d violations, %d dev server errors", len(rep.Violations), len(rep.ProcessErrors))
 	}
 }
 

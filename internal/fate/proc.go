@@ -85,7 +85,9 @@ func (ps *procs) base(i int) string {
 }
 
 // start starts slot s's process with endpoint as DYNAMODB_ENDPOINT and
-// waits until it answers.
+// waits until it answers. A process that exits before it answers (its
+// port taken meanwhile by another program) is started again on a new
+// port, twice at most.
 func (s *slot) start(ctx context.Context, endpoint string) error {
 	s.mu.Lock()
 	if s.up || s.starting {
@@ -93,32 +95,47 @@ func (s *slot) start(ctx context.Context, endpoint string) error {
 		return nil
 	}
 	s.starting = true
-	if s.addr == "" {
+	s.mu.Unlock()
+	var err error
+	for try := 0; try < 3; try++ {
+		if err = s.spawn(ctx, endpoint, try > 0); err == nil || !errors.Is(err, errExited) {
+			break
+		}
+	}
+	s.mu.Lock()
+	s.starting = false
+	s.up = err == nil
+	s.mu.Unlock()
+	return err
+}
+
+// errExited is spawn's error for a process that exited before it
+// answered.
+var errExited = errors.New("exited before answering")
+
+// spawn runs one dev server process on the slot's address (a new one
+// with newAddr, or when it has none yet) and waits until it answers.
+func (s *slot) spawn(ctx context.Context, endpoint string, newAddr bool) error {
+	s.mu.Lock()
+	if s.addr == "" || newAddr {
 		addr, err := freeAddr()
 		if err != nil {
-			s.starting = false
 			s.mu.Unlock()
 			return err
 		}
 		s.addr = addr
 	}
 	s.gen++
-	gen := s.gen
+	gen, addr := s.gen, s.addr
 	s.mu.Unlock()
-	ok := false
-	defer func() {
-		s.mu.Lock()
-		s.starting = false
-		s.up = ok
-		s.mu.Unlock()
-	}()
 
 	logf, err := os.Create(filepath.Join(s.p.dir, fmt.Sprintf("devserver-p%d-%d.log", s.idx, gen)))
 	if err != nil {
 		return fmt.Errorf("fate: dev server log: %w", err)
 	}
 	cmd := exec.Command(s.p.bin)
-	cmd.Env = append(append(os.Environ(), s.p.env...), "ADDR="+s.addr, "DYNAMODB_ENDPOINT="+endpoint)
+	cmd.Env = append(baseEnv(), s.p.env...)
+	cmd.Env = append(cmd.Env, "ADDR="+addr, "DYNAMODB_ENDPOINT="+endpoint)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
@@ -136,14 +153,26 @@ func (s *slot) start(ctx context.Context, endpoint string) error {
 	s.cmd, s.exited, s.paused = cmd, exited, false
 	s.mu.Unlock()
 	s.p.note(s.idx, "start", "")
-	if err := waitReady(ctx, "http://"+s.addr, exited); err != nil {
+	if err := waitReady(ctx, "http://"+addr, exited); err != nil {
 		killProcess(cmd)
 		<-exited
 		return fmt.Errorf("fate: dev server p%d: %w (log %s)", s.idx, err, logf.Name())
 	}
 	s.p.note(s.idx, "ready", "")
-	ok = true
 	return nil
+}
+
+// baseEnv is the part of the harness's environment a dev server gets:
+// what finds programs and temporary files, and the race detector's
+// options; none of the dev server's own settings.
+func baseEnv() []string {
+	var env []string
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "GORACE", "SYSTEMROOT"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
 }
 
 // freeAddr returns a loopback address that was free a moment ago.
@@ -163,7 +192,7 @@ func waitReady(ctx context.Context, base string, exited <-chan struct{}) error {
 	for time.Now().Before(deadline) {
 		select {
 		case <-exited:
-			return errors.New("exited before answering")
+			return errExited
 		case <-ctx.Done():
 			return ctx.Err()
 		default:

@@ -45,8 +45,10 @@ type proxy struct {
 	// decided are the times a decision's first write (the session's
 	// fence) applied, by session and the decided turn id.
 	decided map[string]map[string]time.Time
-	// reads are the read attempts by session, for the resume cost.
-	reads map[string][]readMark
+	// reads are the read attempts by session, for the resume cost;
+	// writes the write attempts DynamoDB answered, by session.
+	reads  map[string][]readMark
+	writes map[string][]writeMark
 	// faulted counts faulted attempts by kind and fault, byKind all
 	// attempts by kind.
 	faulted, byKind map[string]int
@@ -63,6 +65,15 @@ type readMark struct {
 	At   time.Time
 	Slot int
 	Op   string
+}
+
+// writeMark is one write attempt DynamoDB answered: when, of which kind,
+// from which slot, and whether it applied (200).
+type writeMark struct {
+	At      time.Time
+	Slot    int
+	Kind    string
+	Applied bool
 }
 
 // window is a fault on a session's attempts of one kind over a time
@@ -105,6 +116,7 @@ func newProxy(target string, slots int) (*proxy, error) {
 		leases:  map[string]map[string][]leaseMark{},
 		decided: map[string]map[string]time.Time{},
 		reads:   map[string][]readMark{},
+		writes:  map[string][]writeMark{},
 		faulted: map[string]int{},
 		byKind:  map[string]int{},
 	}
@@ -166,7 +178,7 @@ func (p *proxy) checkpointFaultsOpen(session string, t time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, w := range p.windows[session] {
-		if (w.Kind == kindCheckpoint || w.Kind == "all") && !t.Before(w.From) && t.Before(w.To) {
+		if (isCheckpoint(w.Kind) || w.Kind == "all") && !t.Before(w.From) && t.Before(w.To) {
 			return true
 		}
 	}
@@ -309,8 +321,16 @@ type tap struct {
 func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	a, _ := req.Context().Value(infoKey{}).(*attemptInfo)
 	resp, err := t.base.RoundTrip(req)
-	if err != nil || a == nil || a.Op != "UpdateItem" || a.SK != "SESSION" || resp.StatusCode != http.StatusOK {
+	if err != nil || a == nil {
 		return resp, err
+	}
+	if (a.Op == "UpdateItem" || a.Op == "PutItem") && a.Session != "" {
+		t.p.mu.Lock()
+		t.p.writes[a.Session] = append(t.p.writes[a.Session], writeMark{At: time.Now(), Slot: a.Slot, Kind: a.Kind, Applied: resp.StatusCode == http.StatusOK})
+		t.p.mu.Unlock()
+	}
+	if a.Op != "UpdateItem" || a.SK != "SESSION" || resp.StatusCode != http.StatusOK {
+		return resp, nil
 	}
 	answer, rerr := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
@@ -394,6 +414,12 @@ func (p *proxy) decidedAt(session, turn string) (time.Time, bool) {
 	defer p.mu.Unlock()
 	t, ok := p.decided[session][turn]
 	return t, ok
+}
+
+func (p *proxy) writeMarks(session string) []writeMark {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]writeMark(nil), p.writes[session]...)
 }
 
 func (p *proxy) readMarks(session string) []readMark {

@@ -35,6 +35,10 @@ type Report struct {
 	Hooks, Attempts, Faulted map[string]int
 	// Violations are the breaches found, by schedule.
 	Violations []Violation
+	// ProcessErrors are the data races, panics and fatal errors the dev
+	// servers logged (a race-enabled dev server reports a race and goes
+	// on), each with the lines after it.
+	ProcessErrors []string
 	// Plans are the plans of the schedules with violations, by index,
 	// and Timelines everything each of them saw and did, in time order.
 	Plans, Timelines map[int]string
@@ -325,6 +329,7 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "| what | figure |\n| --- | --- |\n")
 	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, v) }
 	row("violations", violationCounts(r.ByInvariant()))
+	row("dev server data races, panics, fatal errors", fmt.Sprint(len(r.ProcessErrors)))
 	row("turns submitted / acknowledged (a line received)", fmt.Sprintf("%d / %d", r.Turns, r.Acknowledged))
 	row("final history of the turns", counts(r.Outcomes))
 	row("live streams ended with", counts(r.Endings))
@@ -349,6 +354,13 @@ func (r *Report) Markdown() string {
 		row("dev server logs", r.LogDir)
 	}
 	b.WriteString("\n")
+	for i, e := range r.ProcessErrors {
+		if i == 3 {
+			fmt.Fprintf(&b, "... and %d more process errors\n\n", len(r.ProcessErrors)-3)
+			break
+		}
+		fmt.Fprintf(&b, "### Dev server error\n\n```\n%s\n```\n\n", e)
+	}
 	if len(r.Violations) == 0 {
 		b.WriteString("No violations.\n")
 		return b.String()

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,10 +27,8 @@ type runner struct {
 	c     *client
 	plans []*Plan
 	logs  map[string]*sessionLog
-	// final are the reads and streams of the quiescent rounds, by
-	// session.
+	// finalReads are the reads of the last quiescent round, by session.
 	finalReads map[string][]*Read
-	quiet      time.Time // when the final reads began
 }
 
 // Run runs cfg.Schedules schedules (cfg.Concurrency at a time) against
@@ -152,7 +152,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep := r.report(began)
 	rep.Violations = r.check()
+	r.ps.stopAll()
+	rep.ProcessErrors = processErrors(dir)
 	events := r.ps.eventsCopy()
+	if cfg.Timelines {
+		for _, p := range r.plans {
+			rep.Plans[p.Index] = p.String()
+			rep.Timelines[p.Index] = r.timeline(p, events)
+		}
+	}
 	for _, v := range rep.Violations {
 		for _, p := range r.plans {
 			if p.Index == v.Schedule && rep.Plans[p.Index] == "" {
@@ -163,7 +171,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	rep.Wall = time.Since(began)
 	rep.LogDir = dir
-	if tmp && !cfg.KeepLogs && len(rep.Violations) == 0 {
+	if tmp && !cfg.KeepLogs && len(rep.Violations) == 0 && len(rep.ProcessErrors) == 0 {
 		_ = os.RemoveAll(dir)
 		rep.LogDir = ""
 	}
@@ -204,12 +212,14 @@ func (r *runner) quiesce(ctx context.Context) error {
 			r.c.read(ctx, r.logs[sid], (i+k)%procs, sid, route)
 		}
 	})
-	r.quiet = time.Now()
+	var finalMu sync.Mutex
 	forEach(func(i int, sid string) {
 		lg := r.logs[sid]
 		for k, route := range []string{"sessions", "turns", "messages"} {
 			rd := r.c.read(ctx, lg, (i+k+1)%procs, sid, route)
+			finalMu.Lock()
 			r.finalReads[sid] = append(r.finalReads[sid], rd)
+			finalMu.Unlock()
 		}
 	})
 	forEach(func(i int, sid string) {
@@ -276,4 +286,27 @@ func (r *runner) final(sid string) finalState {
 		}
 	}
 	return f
+}
+
+// processErrors returns what the dev servers' logs in dir hold of data
+// races, panics and fatal errors (a race-enabled dev server reports a
+// race and goes on), each with the lines that follow it.
+func processErrors(dir string) []string {
+	files, _ := filepath.Glob(filepath.Join(dir, "devserver-*.log"))
+	sort.Strings(files)
+	var out []string
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(string(b), "\n")
+		for i, l := range lines {
+			if strings.HasPrefix(l, "WARNING: DATA RACE") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "fatal error:") {
+				end := min(len(lines), i+40)
+				out = append(out, fmt.Sprintf("%s:%d:\n%s", filepath.Base(f), i+1, strings.Join(lines[i:end], "\n")))
+			}
+		}
+	}
+	return out
 }

@@ -19,7 +19,9 @@ type Plan struct {
 	Index   int
 	Seed    uint64
 	Session string
-	Steps   []Step
+	// Delay staggers the schedules that start together.
+	Delay time.Duration
+	Steps []Step
 	// Runes are the input lengths of the turns by id.
 	Runes map[string]int
 }
@@ -90,7 +92,7 @@ func (s Step) String() string {
 
 func (p *Plan) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "schedule %d (seed %d), session %s:\n", p.Index, p.Seed, p.Session)
+	fmt.Fprintf(&b, "schedule %d (seed %d), session %s, starting %s late:\n", p.Index, p.Seed, p.Session, p.Delay.Round(time.Millisecond))
 	for _, s := range p.Steps {
 		fmt.Fprintf(&b, "  %s\n", s)
 	}
@@ -103,6 +105,7 @@ var windowKinds = []struct {
 	faults []ddbfault.Fault
 }{
 	{kindCheckpoint, []ddbfault.Fault{ddbfault.Hang, ddbfault.ServerErrorBefore, ddbfault.ServerErrorAfter, ddbfault.LoseAnswer}},
+	{kindLive, []ddbfault.Fault{ddbfault.Hang, ddbfault.ServerErrorBefore, ddbfault.ServerErrorAfter, ddbfault.LoseAnswer}},
 	{kindRenew, []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.Hang, ddbfault.ServerErrorAfter, ddbfault.ServerErrorBefore}},
 	{kindSave, []ddbfault.Fault{ddbfault.ServerErrorAfter, ddbfault.LoseAnswer, ddbfault.ApplyLate, ddbfault.Hang, ddbfault.ServerErrorBefore}},
 	{kindDecide, []ddbfault.Fault{ddbfault.ServerErrorBefore, ddbfault.Hang, ddbfault.LoseAnswer, ddbfault.ServerErrorAfter}},
@@ -131,6 +134,7 @@ func newPlan(seed uint64, index, procs int, t Timings, session string) *Plan {
 	add := func(s Step) { p.Steps = append(p.Steps, s) }
 	rps := t.runesPerSecond()
 	ms := time.Millisecond
+	p.Delay = between(0, 2*time.Second)
 
 	// A schedule that watches its checkpoints through a fault window runs
 	// a longer first turn (6-8 s), so that the window, the grace after it
@@ -146,35 +150,38 @@ func newPlan(seed uint64, index, procs int, t Timings, session string) *Plan {
 	lease := t.Lease
 	add(Step{Do: "submit", Turn: "a", Proc: procA})
 
-	// The process of turn a: paused, killed, at random or at its writes.
-	if chance(0.2) {
+	// The process of turn a: paused, killed, at random or at its writes
+	// (not in a schedule that watches its checkpoints: that one needs its
+	// turn to live; the others' process faults still reach it).
+	procFaults := !watched
+	if chance(0.12) && procFaults {
 		add(Step{At: between(200*ms, durA), Do: "pause", Proc: procA, For: between(500*ms, 3*time.Second)})
 	}
-	if chance(0.15) { // right after a renewal: the lease has most of its time left
+	if chance(0.12) && procFaults { // right after a renewal: the lease has most of its time left
 		add(Step{At: between(0, durA/2), Do: "hook", Kind: kindRenew, Phase: "after", Action: "pause", For: between(500*ms, 3*time.Second)})
 	}
-	if chance(0.08) { // claimed, before its first checkpoint
+	if chance(0.06) && procFaults { // claimed, before its first checkpoint
 		action := "kill"
 		if chance(0.4) {
 			action = "pause"
 		}
 		add(Step{Do: "hook", Kind: kindClaim, Phase: "after", Action: action, For: between(200*ms, 3*time.Second)})
 	}
-	if chance(0.05) { // at its first checkpoint: never written, or written unknown to it
+	if chance(0.04) && procFaults { // at its first checkpoint: never written, or written unknown to it
 		phase := "before"
 		if chance(0.5) {
 			phase = "applied"
 		}
 		add(Step{Do: "hook", Kind: kindAck, Phase: phase, Action: "kill", For: between(200*ms, 2*time.Second)})
 	}
-	if chance(0.04) { // checkpoints hung, then a kill (issue 22 point 2)
+	if chance(0.03) && procFaults { // checkpoints hung, then a kill (issue 22 point 2)
 		add(Step{Do: "fault", Kind: kindCheckpoint, Fault: ddbfault.Hang, For: 3 * time.Second})
 		add(Step{At: between(200*ms, 1500*ms), Do: "kill", Proc: procA, For: between(200*ms, 2*time.Second)})
 	}
-	if chance(0.1) {
+	if chance(0.07) && procFaults {
 		add(Step{At: between(300*ms, durA), Do: "kill", Proc: procA, For: between(200*ms, 2*time.Second)})
 	}
-	if chance(0.08) { // during the final save
+	if chance(0.06) && procFaults { // during the final save
 		phase := "before"
 		if chance(0.5) {
 			phase = "applied"
@@ -195,9 +202,15 @@ func newPlan(seed uint64, index, procs int, t Timings, session string) *Plan {
 	}
 	if watched { // checkpoints failing, their progress watched, maybe a stop meanwhile
 		at, span := between(300*ms, 1500*ms), between(500*ms, 1500*ms)
-		add(Step{At: at, Do: "fault", Kind: kindCheckpoint, Fault: checkpointFaults[rng.IntN(len(checkpointFaults))], For: span})
-		add(Step{At: max(0, at-500*ms), Do: "watch", For: durA + time.Second - max(0, at-500*ms)})
+		kind := kindCheckpoint // every checkpoint write, or only the live item's
 		if chance(0.5) {
+			kind = kindLive
+		}
+		add(Step{At: at, Do: "fault", Kind: kind, Fault: checkpointFaults[rng.IntN(len(checkpointFaults))], For: span})
+		add(Step{At: max(0, at-500*ms), Do: "watch", For: durA + time.Second - max(0, at-500*ms)})
+		// A stop during the window measures the stop bound; without one
+		// the turn streams on and shows whether its checkpoints recover.
+		if chance(0.4) {
 			add(Step{At: at + between(0, span), Do: "stop", Turn: "a", Proc: anyProc()})
 		}
 	}
@@ -211,10 +224,10 @@ func newPlan(seed uint64, index, procs int, t Timings, session string) *Plan {
 		p.Runes["b"] = runesB
 		atB = between(time.Second, durA+2*time.Second)
 		add(Step{At: atB, Do: "submit", Turn: "b", Proc: procB})
-		if chance(0.1) {
+		if chance(0.06) {
 			add(Step{At: atB + between(300*ms, 2*time.Second), Do: "kill", Proc: procB, For: between(200*ms, 2*time.Second)})
 		}
-		if chance(0.1) {
+		if chance(0.06) {
 			add(Step{At: atB + between(300*ms, 2*time.Second), Do: "pause", Proc: procB, For: between(500*ms, 3*time.Second)})
 		}
 		if chance(0.2) {
@@ -247,7 +260,7 @@ func newPlan(seed uint64, index, procs int, t Timings, session string) *Plan {
 	if chance(0.08) {
 		add(Step{At: between(300*ms, durA), Do: "crowd", Turn: "a", Proc: other(procA), N: 10, For: 1500 * ms})
 	}
-	if chance(0.3) {
+	if chance(0.3) && !watched {
 		add(Step{At: between(500*ms, durA), Do: "stop", Turn: "a", Proc: anyProc()})
 	}
 	routes := []string{"sessions", "turns", "messages"}
@@ -285,6 +298,9 @@ type schedRun struct {
 // run carries the plan out and returns when every step (and every
 // stream it opened) has ended.
 func (s *schedRun) run(ctx context.Context) {
+	if !sleepUntil(ctx, time.Now().Add(s.plan.Delay)) {
+		return
+	}
 	s.start = time.Now()
 	s.lg.firstRun = s.start
 	sid := s.plan.Session
@@ -394,8 +410,11 @@ func (s *schedRun) inputOf(turn string) string {
 	return input(s.plan.Session, turn, s.plan.Runes[turn])
 }
 
-// submit submits a turn, again while the session is busy (another turn
-// runs) or the process is down, for up to busyWait.
+// submit submits a turn, and again with the same turn id, as a client
+// would, while the session is busy (another turn runs) or the request
+// failed without an answer (its process was down, or died with it: the
+// turn may have been claimed, and the table then answers the retry), for
+// up to busyWait.
 func (s *schedRun) submit(ctx context.Context, st Step) {
 	const busyWait = 15 * time.Second
 	in := s.inputOf(st.Turn)
@@ -406,8 +425,7 @@ func (s *schedRun) submit(ctx context.Context, st Step) {
 	for ctx.Err() == nil {
 		s.waitUp(ctx, st.Proc)
 		res := s.r.c.submit(ctx, s.lg, st.Proc, s.plan.Session, st.Turn, in)
-		retry := res.Status == 409 && res.ErrCode == codeSessionBusy ||
-			res.Ending == "failed" && strings.Contains(res.Err, "connection refused")
+		retry := res.Status == 409 && res.ErrCode == codeSessionBusy || res.Ending == "failed"
 		if res.Status == 200 || !retry || time.Now().After(deadline) {
 			if res.Status == 200 {
 				s.mu.Lock()
