@@ -136,6 +136,8 @@ func classify(target string, body []byte) *attemptInfo {
 			a.Kind = kindDecide
 		case has(":running"):
 			a.Kind = kindAck
+		case has("#leaseToken = :token"):
+			a.Kind = kindSave // an older layout, without a save id
 		}
 	}
 	return a

@@ -2,6 +2,8 @@ package fate
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -50,10 +52,12 @@ type Line struct {
 	Status    string    // a snapshot's status
 	Code      string    // a snapshot's error code, or a diagnostic's code
 	Retryable bool      // a diagnostic's
-	// Messages are a snapshot's messages, canonical JSON.
+	// Messages are a terminal snapshot's messages, canonical JSON; a
+	// streaming snapshot keeps only their head and tail, for evidence
+	// (a long run holds hundreds of thousands of lines).
 	Messages string
-	// Key is the event kind and the canonical payload: what one
-	// sequence must carry wherever it appears (I6).
+	// Key is a digest of the event kind and the canonical payload: what
+	// one sequence must carry wherever it appears (I6).
 	Key string
 	Bad string // why the line does not decode ("" when it does)
 }
@@ -299,7 +303,8 @@ func decodeLine(raw []byte, recv time.Time) Line {
 	} else {
 		l.Bad = "emittedAt: " + err.Error()
 	}
-	l.Key = ev.Event + " " + canonical(ev.Payload)
+	sum := sha256.Sum256([]byte(ev.Event + " " + canonical(ev.Payload)))
+	l.Key = hex.EncodeToString(sum[:])
 	switch ev.Event {
 	case eventSnapshot:
 		var p struct {
@@ -312,6 +317,9 @@ func decodeLine(raw []byte, recv time.Time) Line {
 			return l
 		}
 		l.Status, l.Messages = p.Status, canonical(p.Messages)
+		if !l.terminal() {
+			l.Messages = brief(l.Messages)
+		}
 		if p.Error != nil {
 			l.Code = p.Error.Code
 		}
@@ -398,6 +406,7 @@ type sessionLog struct {
 	replays  []*Replay
 	inputs   map[string]string // turn id -> input
 	hooks    []*hook
+	windows  []*window
 	firstRun time.Time
 }
 

@@ -36,6 +36,8 @@ type proxy struct {
 	servers   []*http.Server
 	// onHook carries out a hook's action on a slot (kill, pause).
 	onHook func(h *hook, slot int)
+	// pending are the deliveries of late windows not made yet.
+	pending sync.WaitGroup
 
 	mu      sync.Mutex
 	windows map[string][]*window // by session
@@ -77,16 +79,32 @@ type writeMark struct {
 }
 
 // window is a fault on a session's attempts of one kind over a time
-// span.
+// span. A window with Late holds each attempt until its client gives up
+// and delivers it Late after it began (ddbfault.ApplyLate with a delay of
+// its own): a write that lands long after its caller stopped waiting.
+//
+// A window with Span opens at the first attempt of its kind at or after
+// From and stays open Span from then (a turn's final save comes when
+// the turn ends, whenever that is).
 type window struct {
 	Kind     string // an attempt kind, or "all"
 	Fault    ddbfault.Fault
+	Late     time.Duration
 	From, To time.Time
+	Span     time.Duration
 	Hits     int
 }
 
+// matches reports whether w applies to a at now, opening a Span window
+// on its first match (the caller holds the proxy's lock).
 func (w *window) matches(a *attemptInfo, now time.Time) bool {
-	return !now.Before(w.From) && now.Before(w.To) && (w.Kind == "all" || a.is(w.Kind))
+	if w.Kind != "all" && !a.is(w.Kind) || now.Before(w.From) {
+		return false
+	}
+	if w.Span > 0 && w.To.IsZero() {
+		w.From, w.To = now, now.Add(w.Span)
+	}
+	return now.Before(w.To)
 }
 
 // hook is an action on the process that sends a session's first attempt
@@ -196,13 +214,30 @@ func (p *proxy) rule(at ddbfault.Attempt) ddbfault.Fault {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, w := range p.windows[a.Session] {
-		if w.matches(a, now) {
+		if w.Late == 0 && w.matches(a, now) {
 			w.Hits++
 			p.faulted[a.Kind+"/"+w.Fault.String()]++
 			return w.Fault
 		}
 	}
 	return ddbfault.Pass
+}
+
+// late returns how late an open Late window delivers a, 0 when none
+// does; the caller delivers it and then calls pending.Done.
+func (p *proxy) late(a *attemptInfo) time.Duration {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range p.windows[a.Session] {
+		if w.Late > 0 && w.matches(a, now) {
+			p.pending.Add(1) // under mu: clear, then Wait, sees it
+			w.Hits++
+			p.faulted[fmt.Sprintf("%s/applied %s late", a.Kind, w.Late)]++
+			return w.Late
+		}
+	}
+	return 0
 }
 
 // take fires the first armed hook of phase matching a, if any.
@@ -248,6 +283,29 @@ func (p *proxy) handler(slot int) http.Handler {
 				drop(w)
 				return
 			}
+		}
+		if d := p.late(a); d > 0 {
+			// Delivered d after it began, whatever the client does; the
+			// client gets no answer.
+			began := time.Now()
+			go func() {
+				defer p.pending.Done()
+				late, err := http.NewRequestWithContext(context.WithValue(context.WithoutCancel(r.Context()), infoKey{}, a),
+					r.Method, p.target+r.URL.RequestURI(), bytes.NewReader(body))
+				if err != nil {
+					return
+				}
+				late.Header = r.Header.Clone()
+				late.Header.Del("Accept-Encoding")
+				time.Sleep(time.Until(began.Add(d)))
+				if resp, err := p.ft.Base.RoundTrip(late); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					_ = resp.Body.Close()
+				}
+			}()
+			<-r.Context().Done()
+			drop(w)
+			return
 		}
 		applied := p.take(a, "applied")
 		ctx := r.Context()

@@ -51,7 +51,8 @@ type Report struct {
 	// DynamoDB applied) to the first write of its decision, FateShown to
 	// the lost record's receipt by a resumer: for the turns a resumer
 	// followed at that expiry (others are decided by whoever reads them
-	// first, however late).
+	// first, however late), the resumer's process neither paused nor
+	// killed meanwhile.
 	FateDecided, FateShown Dist
 	// ResumeReads are the read requests (Query, BatchGetItem, GetItem)
 	// per second that one process made for one running turn while only
@@ -220,7 +221,7 @@ func (r *runner) report(began time.Time) *Report {
 					decided = append(decided, d.Sub(expiry))
 				}
 				for i := range s.Lines {
-					if f, ok := s.Lines[i].fate(); ok && f.Kind == codeTurnLost {
+					if f, ok := s.Lines[i].fate(); ok && f.Kind == codeTurnLost && !ev.disturbed(s.Proc, expiry, s.Lines[i].Recv) {
 						shown = append(shown, s.Lines[i].Recv.Sub(expiry))
 						break
 					}
@@ -323,7 +324,7 @@ func resumeSegments(lg *sessionLog, slot int) []segment {
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	t := r.Timings
-	fmt.Fprintf(&b, "## Fate harness (issue 22): seed %d, %d schedules\n\n", r.Seed, r.Schedules)
+	fmt.Fprintf(&b, "## Fate harness: seed %d, %d schedules\n\n", r.Seed, r.Schedules)
 	fmt.Fprintf(&b, "%d dev servers (%s), %d schedules at once; LEASE_DURATION %s, CHECKPOINT_INTERVAL %s, RESUME_POLL_INTERVAL %s, DYNAMODB_ATTEMPT_TIMEOUT %s, ECHO_DELAY %s, TURN_TIMEOUT %s; wall time %s.\n\n",
 		r.Processes, r.DevServer, r.Concurrency, t.Lease, t.CheckpointInterval, t.ResumePoll, t.AttemptTimeout, t.EchoDelay, t.TurnTimeout, r.Wall.Round(time.Second))
 	fmt.Fprintf(&b, "| what | figure |\n| --- | --- |\n")

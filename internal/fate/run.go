@@ -103,7 +103,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	t := cfg.Timings
-	r.c = newClient(r.ps, t.TurnTimeout+t.CleanupReserve+2*t.Lease+15*time.Second)
+	// A stream lasts its deadline plus cleanup at most, and pauses of its
+	// process: the harness waits twice that and more before it gives up.
+	r.c = newClient(r.ps, 2*t.TurnTimeout+t.CleanupReserve+30*time.Second)
 
 	indexes := cfg.Only
 	if len(indexes) == 0 {
@@ -185,6 +187,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // replays every turn id history holds.
 func (r *runner) quiesce(ctx context.Context) error {
 	r.proxy.clear()
+	r.proxy.pending.Wait() // writes delivered late land before the final reads
 	if err := r.ps.settle(ctx, r.proxy.endpoint); err != nil {
 		return err
 	}
@@ -207,16 +210,28 @@ func (r *runner) quiesce(ctx context.Context) error {
 		wg.Wait()
 	}
 	procs := len(r.ps.slots)
+	// A read that fails (a busy machine can make DynamoDB slower than the
+	// dev servers' attempt timeout) is made again, as a client would.
+	read := func(lg *sessionLog, proc int, sid, route string) *Read {
+		var rd *Read
+		for try := 0; try < 5 && ctx.Err() == nil; try++ {
+			if rd = r.c.read(ctx, lg, (proc+try)%procs, sid, route); rd.Status == 200 && rd.Err == "" {
+				break
+			}
+			sleepUntil(ctx, time.Now().Add(200*time.Millisecond))
+		}
+		return rd
+	}
 	forEach(func(i int, sid string) {
 		for k, route := range []string{"sessions", "turns", "messages"} {
-			r.c.read(ctx, r.logs[sid], (i+k)%procs, sid, route)
+			read(r.logs[sid], (i+k)%procs, sid, route)
 		}
 	})
 	var finalMu sync.Mutex
 	forEach(func(i int, sid string) {
 		lg := r.logs[sid]
 		for k, route := range []string{"sessions", "turns", "messages"} {
-			rd := r.c.read(ctx, lg, (i+k+1)%procs, sid, route)
+			rd := read(lg, (i+k+1)%procs, sid, route)
 			finalMu.Lock()
 			r.finalReads[sid] = append(r.finalReads[sid], rd)
 			finalMu.Unlock()
@@ -235,8 +250,14 @@ func (r *runner) quiesce(ctx context.Context) error {
 		for k, t := range turns {
 			st := r.c.resume(ctx, lg, (i+k)%procs, sid, t, -1, 0)
 			st.Final = true
-			if final.turn(t) != nil {
-				r.c.replay(ctx, lg, (i+k+1)%procs, sid, t, lg.inputs[t], true)
+			if final.turn(t) == nil {
+				continue
+			}
+			for try := 0; try < 5; try++ {
+				if rp := r.c.replay(ctx, lg, (i+k+1+try)%procs, sid, t, lg.inputs[t], true); rp.Status != 0 && rp.Status < 500 {
+					break
+				}
+				sleepUntil(ctx, time.Now().Add(200*time.Millisecond))
 			}
 		}
 	})

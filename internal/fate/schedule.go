@@ -46,8 +46,12 @@ type Step struct {
 	Route     string        // a read's route
 	Kind      string        // a fault window's or a hook's attempt kind
 	Fault     ddbfault.Fault
-	Phase     string // a hook's phase
-	Action    string // a hook's action: kill or pause
+	Late      time.Duration // a fault window's delivery delay (ApplyLate's, 0: ddbfault.LateBy)
+	// OnFirst opens a fault window at the first attempt of its kind at
+	// or after At, for For (a turn's save comes whenever the turn ends).
+	OnFirst bool
+	Phase     string        // a hook's phase
+	Action    string        // a hook's action: kill or pause
 }
 
 func (s Step) String() string {
@@ -78,7 +82,14 @@ func (s Step) String() string {
 	case "kill":
 		fmt.Fprintf(&b, " p%d, restart after %s", s.Proc, s.For)
 	case "fault":
-		fmt.Fprintf(&b, " %s attempts: %s for %s", s.Kind, s.Fault, s.For)
+		if s.Late > 0 {
+			fmt.Fprintf(&b, " %s attempts: applied %s late for %s", s.Kind, s.Late, s.For)
+		} else {
+			fmt.Fprintf(&b, " %s attempts: %s for %s", s.Kind, s.Fault, s.For)
+		}
+		if s.OnFirst {
+			b.WriteString(" from the first one")
+		}
 	case "hook":
 		fmt.Fprintf(&b, " %s the process at the next %s attempt (%s)", s.Action, s.Kind, s.Phase)
 		if s.Action == "pause" {
@@ -174,7 +185,7 @@ func newPlan(seed uint64, index, procs int, t Timings, session string) *Plan {
 		}
 		add(Step{Do: "hook", Kind: kindAck, Phase: phase, Action: "kill", For: between(200*ms, 2*time.Second)})
 	}
-	if chance(0.03) && procFaults { // checkpoints hung, then a kill (issue 22 point 2)
+	if chance(0.03) && procFaults { // checkpoints hung, then a kill: the turn must not stay running
 		add(Step{Do: "fault", Kind: kindCheckpoint, Fault: ddbfault.Hang, For: 3 * time.Second})
 		add(Step{At: between(200*ms, 1500*ms), Do: "kill", Proc: procA, For: between(200*ms, 2*time.Second)})
 	}
@@ -194,11 +205,24 @@ func newPlan(seed uint64, index, procs int, t Timings, session string) *Plan {
 		wk := windowKinds[rng.IntN(len(windowKinds))]
 		f := wk.faults[rng.IntN(len(wk.faults))]
 		at, span := between(0, durA), between(300*ms, 2*time.Second)
-		if wk.kind == kindSave {
-			at = max(0, durA-300*ms) + between(0, 600*ms)
-			span = between(500*ms, 2500*ms)
+		var late time.Duration
+		onFirst := wk.kind == kindSave
+		if onFirst {
+			at, span = durA/2, between(500*ms, 2500*ms)
+			if f == ddbfault.ApplyLate && chance(0.5) {
+				late = between(time.Second, 6*time.Second) // past its cleanup reserve
+			}
 		}
-		add(Step{At: at, Do: "fault", Kind: wk.kind, Fault: f, For: span})
+		add(Step{At: at, Do: "fault", Kind: wk.kind, Fault: f, For: span, Late: late, OnFirst: onFirst})
+	}
+	if chance(0.15) { // the final save: applied unknown to it, lost, or landing long after
+		faults := []ddbfault.Fault{ddbfault.ServerErrorAfter, ddbfault.LoseAnswer, ddbfault.ApplyLate, ddbfault.ApplyLate, ddbfault.Hang, ddbfault.ServerErrorBefore}
+		f := faults[rng.IntN(len(faults))]
+		var late time.Duration
+		if f == ddbfault.ApplyLate {
+			late = between(500*ms, 6*time.Second)
+		}
+		add(Step{At: durA / 2, Do: "fault", Kind: kindSave, Fault: f, For: between(time.Second, 3*time.Second), Late: late, OnFirst: true})
 	}
 	if watched { // checkpoints failing, their progress watched, maybe a stop meanwhile
 		at, span := between(300*ms, 1500*ms), between(500*ms, 1500*ms)
@@ -307,7 +331,12 @@ func (s *schedRun) run(ctx context.Context) {
 	for _, st := range s.plan.Steps {
 		switch st.Do {
 		case "fault":
-			s.r.proxy.addWindow(sid, &window{Kind: st.Kind, Fault: st.Fault, From: s.start.Add(st.At), To: s.start.Add(st.At + st.For)})
+			w := &window{Kind: st.Kind, Fault: st.Fault, Late: st.Late, From: s.start.Add(st.At), To: s.start.Add(st.At + st.For)}
+			if st.OnFirst {
+				w.To, w.Span = time.Time{}, st.For
+			}
+			s.lg.windows = append(s.lg.windows, w)
+			s.r.proxy.addWindow(sid, w)
 		case "hook":
 			h := &hook{Kind: st.Kind, After: s.start.Add(st.At), Phase: st.Phase, Action: st.Action, For: st.For}
 			s.lg.hooks = append(s.lg.hooks, h)

@@ -30,13 +30,20 @@ func (r *runner) timeline(p *Plan, events []procEvent) string {
 			add(e.At, "p%d %s %s", e.Slot, e.What, e.By)
 		}
 	}
-	for _, st := range p.Steps {
-		switch st.Do {
-		case "fault":
-			add(lg.firstRun.Add(st.At), "faults on: %s attempts %s", st.Kind, st.Fault)
-			add(lg.firstRun.Add(st.At+st.For), "faults off: %s attempts %s", st.Kind, st.Fault)
+	r.proxy.mu.Lock() // a window's From and To move when it opens
+	for _, w := range lg.windows {
+		what := w.Fault.String()
+		if w.Late > 0 {
+			what = fmt.Sprintf("applied %s late", w.Late)
 		}
+		if w.To.IsZero() {
+			add(w.From, "faults armed, never opened: %s attempts %s", w.Kind, what)
+			continue
+		}
+		add(w.From, "faults on: %s attempts %s (%d attempts met them)", w.Kind, what, w.Hits)
+		add(w.To, "faults off: %s attempts %s", w.Kind, what)
 	}
+	r.proxy.mu.Unlock()
 	for _, h := range lg.hooks {
 		if !h.Fired.IsZero() {
 			add(h.Fired, "hook fired: %s p%d at its %s attempt (%s)", h.Action, h.Slot, h.Kind, h.Phase)
