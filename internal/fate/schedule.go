@@ -50,8 +50,8 @@ type Step struct {
 	// OnFirst opens a fault window at the first attempt of its kind at
 	// or after At, for For (a turn's save comes whenever the turn ends).
 	OnFirst bool
-	Phase     string        // a hook's phase
-	Action    string        // a hook's action: kill or pause
+	Phase   string // a hook's phase
+	Action  string // a hook's action: kill or pause
 }
 
 func (s Step) String() string {
