@@ -618,8 +618,7 @@ func (c *checker) resumes() {
 				c.add("I6", s.Turn, "a line that does not decode: "+l.Bad, streamLine(s, l))
 				continue
 			}
-			if terminalAt >= 0 && !(i == terminalAt+1 && l.Event == eventDiagnostic && l.Sequence == s.Lines[terminalAt].Sequence+1 &&
-				(l.Code == codeServerTimeout || l.Code == codeRequestCancelled)) {
+			if terminalAt >= 0 && !trailer(&s.Lines[terminalAt], l, i == terminalAt+1) {
 				c.add("I6", s.Turn, "a line after the stream's terminal line", streamLine(s, &s.Lines[terminalAt]), streamLine(s, l))
 			}
 			if l.terminal() && terminalAt < 0 {
@@ -695,6 +694,14 @@ func (c *checker) lostAbove() {
 				streamLine(lr.s, lr.l), streamLine(tp.s, tp.l))
 		}
 	}
+}
+
+// trailer reports whether l, right after the terminal line term when
+// next, is its trailing diagnostic: SERVER_TIMEOUT or REQUEST_CANCELLED
+// at term's sequence plus one.
+func trailer(term, l *Line, next bool) bool {
+	return next && l.Event == eventDiagnostic && l.Sequence == term.Sequence+1 &&
+		(l.Code == codeServerTimeout || l.Code == codeRequestCancelled)
 }
 
 // answer is the line a live stream ended with as its outcome: its last

@@ -68,13 +68,6 @@ func (s *Stream) lastSequence() int64 {
 	return -1
 }
 
-// lineCount returns how many lines the stream delivered so far.
-func (s *Stream) lineCount() int {
-	linesMu.Lock()
-	defer linesMu.Unlock()
-	return len(s.Lines)
-}
-
 func submitBody(session, turn, input string) []byte {
 	ev := map[string]any{
 		"protocol": "agentskit.chat.turn", "version": 1,

@@ -182,16 +182,6 @@ type Read struct {
 	Err        string
 }
 
-// shows returns the entry of turn in a /turns read, nil when absent.
-func (r *Read) shows(turn string) *wireTurn {
-	for i := range r.Turns {
-		if r.Turns[i].TurnID == turn {
-			return &r.Turns[i]
-		}
-	}
-	return nil
-}
-
 func (r *Read) String() string {
 	return fmt.Sprintf("read#%d /%s on p%d [%s..%s] HTTP %d %s", r.ID, r.Route, r.Proc, clock(r.Start), clock(r.End), r.Status, r.ErrCode)
 }
