@@ -1,6 +1,7 @@
 package fate
 
 import (
+	"bytes"
 	"encoding/json"
 	"regexp"
 	"slices"
@@ -39,6 +40,7 @@ type attemptInfo struct {
 	Kind    string
 	Session string // the session id of its key, "" when none
 	SK      string
+	Index   bool // a Query of a secondary index
 }
 
 // is reports whether the attempt is of kind k (kindCheckpoint: any
@@ -73,6 +75,7 @@ func classify(target string, body []byte) *attemptInfo {
 	switch op {
 	case "GetItem", "BatchGetItem", "Query":
 		a.Kind = kindRead
+		a.Index = op == "Query" && bytes.Contains(body, []byte(`"IndexName"`))
 		return a
 	case "UpdateItem", "PutItem":
 	default:

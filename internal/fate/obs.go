@@ -14,13 +14,13 @@ import (
 // What clients saw: every stream with its lines, every history read,
 // every stop. The checker reads nothing else of the dev servers.
 
-// Event kinds of the wire (docs/protocol.md §1).
+// Event kinds of the wire (docs/protocol.md, the turn event envelope).
 const (
 	eventSnapshot   = "server.turn.snapshot"
 	eventDiagnostic = "server.turn.diagnostic"
 )
 
-// Codes the checker reads (docs/protocol.md §2).
+// Codes the checker reads (docs/protocol.md, payloads).
 const (
 	codeTurnLost          = "TURN_LOST"
 	codeInterrupted       = "TURN_INTERRUPTED"

@@ -229,11 +229,12 @@ func (s *slot) pause(d time.Duration, by string) {
 		s.pausedTill = until
 	}
 	if !s.paused {
+		s.p.note(s.idx, "pause", by) // before the signal, as a kill
 		if err := signalStop(s.cmd); err != nil {
+			s.p.note(s.idx, "cont", "")
 			return
 		}
 		s.paused = true
-		s.p.note(s.idx, "pause", by)
 	}
 	gen := s.gen
 	time.AfterFunc(d, func() { s.cont(gen, false) })
@@ -264,9 +265,10 @@ func (s *slot) kill(restartAfter time.Duration, endpoint, by string) {
 		return
 	}
 	cmd, exited := s.cmd, s.exited
+	// Noted before the signal: a stream the kill cuts ends after it.
+	s.p.note(s.idx, "kill", by)
 	killProcess(cmd)
 	s.up, s.paused = false, false
-	s.p.note(s.idx, "kill", by)
 	s.mu.Unlock()
 	<-exited
 	s.p.wg.Add(1)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
@@ -38,6 +40,11 @@ type proxy struct {
 	onHook func(h *hook, slot int)
 	// pending are the deliveries of late windows not made yet.
 	pending sync.WaitGroup
+	// unreachable is set when the DynamoDB API server refused a
+	// connection: it died, and the run is void.
+	unreachable atomic.Pointer[unreachable]
+	// locks keep a session's index Queries apart from its writes (tap).
+	locks sync.Map // session id -> *sync.RWMutex
 
 	mu      sync.Mutex
 	windows map[string][]*window // by session
@@ -54,6 +61,18 @@ type proxy struct {
 	// faulted counts faulted attempts by kind and fault, byKind all
 	// attempts by kind.
 	faulted, byKind map[string]int
+}
+
+// unreachable is when and how the DynamoDB API server first refused a
+// connection.
+type unreachable struct {
+	At  time.Time
+	Err error
+}
+
+func (p *proxy) sessionLock(session string) *sync.RWMutex {
+	l, _ := p.locks.LoadOrStore(session, new(sync.RWMutex))
+	return l.(*sync.RWMutex)
 }
 
 // leaseMark is one applied write of a lease expiry.
@@ -143,6 +162,9 @@ func newProxy(target string, slots int) (*proxy, error) {
 		MaxIdleConns:        256,
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     30 * time.Second,
+		// A forwarded attempt may hold its session's lock (tap): bound it
+		// even when its client no longer waits.
+		ResponseHeaderTimeout: 30 * time.Second,
 	}
 	p.ft = ddbfault.New(tap{p: p, base: base})
 	p.ft.SetRule(p.rule)
@@ -378,7 +400,27 @@ type tap struct {
 
 func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	a, _ := req.Context().Value(infoKey{}).(*attemptInfo)
+	if a != nil && a.Session != "" {
+		// dynalite writes an item's index entries before the item, so
+		// a Query of an index that reads the item from the table while
+		// the item is being created finds none, and dynalite crashes
+		// (db/index.js itemSize of undefined). The harness lets no
+		// index Query of a session overlap a write of it: one
+		// interleaving DynamoDB itself could produce.
+		l := t.p.sessionLock(a.Session)
+		if a.Op == "Query" && a.Index {
+			l.Lock()
+			defer l.Unlock()
+		} else if a.Op == "UpdateItem" || a.Op == "PutItem" || a.Op == "DeleteItem" {
+			l.RLock()
+			defer l.RUnlock()
+		}
+	}
 	resp, err := t.base.RoundTrip(req)
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		t.p.unreachable.CompareAndSwap(nil, &unreachable{At: time.Now(), Err: err})
+	}
 	if err != nil || a == nil {
 		return resp, err
 	}

@@ -212,13 +212,19 @@ func (r *runner) report(began time.Time) *Report {
 				continue
 			}
 			// Turns whose verdict someone needed at their expiry: a
-			// resume of them was open then.
+			// resume of them was open then and stayed open, its process
+			// neither paused nor killed, until the decision (the first
+			// fence write DynamoDB applied) and until it showed the turn
+			// lost.
+			d, decidedOK := r.proxy.decidedAt(p.Session, t)
+			countedDecision := false
 			for _, s := range lg.streams {
 				if s.Kind != "resume" || s.Turn != t || s.Status != 200 || !s.Start.Before(expiry) || !s.End.After(expiry) {
 					continue
 				}
-				if d, ok := r.proxy.decidedAt(p.Session, t); ok {
+				if decidedOK && !countedDecision && d.After(expiry) && !s.End.Before(d) && !ev.disturbed(s.Proc, expiry, d) {
 					decided = append(decided, d.Sub(expiry))
+					countedDecision = true
 				}
 				for i := range s.Lines {
 					if f, ok := s.Lines[i].fate(); ok && f.Kind == codeTurnLost && !ev.disturbed(s.Proc, expiry, s.Lines[i].Recv) {
@@ -226,7 +232,6 @@ func (r *runner) report(began time.Time) *Report {
 						break
 					}
 				}
-				break
 			}
 		}
 		// Resume reads.

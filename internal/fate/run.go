@@ -122,6 +122,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.Logf("fate: %d schedules, %d at once, %d dev servers (%s), table %s, logs in %s",
 		len(r.plans), cfg.Concurrency, cfg.Processes, cfg.DevServer, table, dir)
 
+	// A run whose DynamoDB API server died is void: stop it at once.
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	dead := func() error {
+		if u := r.proxy.unreachable.Load(); u != nil {
+			return fmt.Errorf("fate: the DynamoDB API server stopped answering at %s (%v): the run is void", clock(u.At), u.Err)
+		}
+		return nil
+	}
 	sem := make(chan struct{}, cfg.Concurrency)
 	var wg sync.WaitGroup
 	var done sync.Mutex
@@ -129,14 +138,17 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for _, p := range r.plans {
 		select {
 		case sem <- struct{}{}:
-		case <-ctx.Done():
+		case <-runCtx.Done():
 		}
-		if ctx.Err() != nil {
+		if runCtx.Err() != nil {
 			break
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			(&schedRun{r: r, plan: p, lg: r.logs[p.Session], live: map[string]*Stream{}}).run(ctx)
+			(&schedRun{r: r, plan: p, lg: r.logs[p.Session], live: map[string]*Stream{}}).run(runCtx)
+			if dead() != nil {
+				stopRun()
+			}
 			done.Lock()
 			finished++
 			if finished%25 == 0 || finished == len(r.plans) {
@@ -146,10 +158,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		})
 	}
 	wg.Wait()
+	if err := dead(); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := r.quiesce(ctx); err != nil {
+		return nil, err
+	}
+	if err := dead(); err != nil {
 		return nil, err
 	}
 	rep := r.report(began)
