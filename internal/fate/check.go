@@ -413,9 +413,10 @@ func firstDifference(a, b []string) string {
 	return ""
 }
 
-// acknowledged checks I4: every turn whose stream delivered a line, and
-// every turn any /turns read listed, is in the final /turns with its
-// user message, in a terminal state.
+// acknowledged checks I4: every /turns read begun after a turn's first
+// line lists it; every turn whose stream delivered a line, and every
+// turn any /turns read listed, is in the final /turns with its user
+// message, in a terminal state.
 func (c *checker) acknowledged() {
 	f := c.in.Final
 	if f.turns == nil {
@@ -432,6 +433,15 @@ func (c *checker) acknowledged() {
 		default:
 			continue
 		}
+		if live != nil && len(live.Lines) > 0 {
+			first := live.Lines[0].Recv
+			for _, r := range c.in.Reads {
+				if r.Route == "turns" && r.Status == 200 && r.Start.After(first) && !lists(r, t) {
+					c.add("I4", t, "a /turns read begun after the turn's first line does not list it", streamLine(live, &live.Lines[0]), r.String())
+					break
+				}
+			}
+		}
 		ft := f.turn(t)
 		switch {
 		case ft == nil:
@@ -445,6 +455,16 @@ func (c *checker) acknowledged() {
 			}
 		}
 	}
+}
+
+// lists reports whether the /turns read r lists turn t.
+func lists(r *Read, t string) bool {
+	for i := range r.Turns {
+		if r.Turns[i].TurnID == t {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *checker) listed(t string) bool {

@@ -191,6 +191,9 @@ func TestCheckFindsEachInvariant(t *testing.T) {
 			in.Final = final()
 			in.Reads = nil
 		}},
+		"I4 not listed after the first line": {"I4", "a /turns read begun after the turn's first line does not list it", func(in *sessionInput) {
+			in.Reads = append(in.Reads, turnsRead(150, 160))
+		}},
 		"I4 stuck running": {"I4", "still running at quiescence", func(in *sessionInput) {
 			in.Final = final(turn("a", historyRunning, "", messages("Echo: the", statusStreaming), 2100))
 			in.Final.summary = sessionsRead(20000, 20010, "a", 2, 2100)

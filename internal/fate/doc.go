@@ -54,7 +54,8 @@
 //     shows one running, /messages holds exactly the messages of /turns,
 //     and the session envelope's outcome of each turn is completed iff the
 //     turn was saved.
-//   - I4 Acknowledged means recorded: every turn whose stream delivered a
+//   - I4 Acknowledged means recorded: every /turns read begun after a
+//     turn's first line lists it; every turn whose stream delivered a
 //     line, and every turn a /turns read listed, is in history at
 //     quiescence, terminal, with its user message.
 //   - I5 Checkpoints recover: after a checkpoint fault window DynamoDB
