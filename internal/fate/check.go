@@ -166,11 +166,13 @@ func (c *checker) index() {
 						Desc: fmt.Sprintf("%s shows %s %s messages %s", r, t.TurnID, f, brief(f.Messages))})
 				} else {
 					var exp int64
+					expires := "no expiresAt"
 					if t.ExpiresAt != nil {
 						exp = *t.ExpiresAt
+						expires = "expiresAt " + clock(time.UnixMilli(exp))
 					}
 					c.runs[t.TurnID] = append(c.runs[t.TurnID], runObs{Start: r.Start, End: r.End, Route: "turns", ExpiresAt: exp,
-						Desc: fmt.Sprintf("%s shows %s running (expiresAt %s)", r, t.TurnID, clock(time.UnixMilli(exp)))})
+						Desc: fmt.Sprintf("%s shows %s running (%s)", r, t.TurnID, expires)})
 				}
 			}
 		case "sessions":
