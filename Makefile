@@ -61,8 +61,8 @@ test: deps ## Everything: vet, the race-enabled Go suite (memory store and dynal
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME)
 
 .PHONY: test-bootstraps
-test-bootstraps: ## Build the bootstraps the smoke test, the runtime path test and turnbench -quick run (host, race-enabled) into bin/test-bootstraps.
-	$(GO) build -race -tags lambda.norpc -o $(TEST_BOOTSTRAPS)/ ./functions/turn ./functions/history ./functions/artifacts ./cmd/turnbench/internal/minimal
+test-bootstraps: ## Build the bootstraps the smoke test, the runtime path test and turnbench -quick run, and the dev server the fate harness runs (host, race-enabled) into bin/test-bootstraps.
+	$(GO) build -race -tags lambda.norpc -o $(TEST_BOOTSTRAPS)/ ./functions/turn ./functions/history ./functions/artifacts ./cmd/turnbench/internal/minimal ./cmd/devserver
 
 # ---- clients/js and the demo page -------------------------------------------
 

@@ -1,0 +1,337 @@
+package fate
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnstream/turnstream/internal/ddbfault"
+)
+
+// The checker against hand-made observations: a clean session passes,
+// and each invariant's breach is found (the dev servers of a run cannot
+// be made to break them on purpose).
+
+var t0 = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+const question = "the question"
+
+// messages returns a turn's canonical messages with the assistant's
+// content and status.
+func messages(content, status string) string {
+	m := []map[string]any{
+		{"id": "a.u", "role": "user", "content": question, "status": "complete", "createdAt": "2026-12-01T12:00:00.000Z"},
+		{"id": "a.a", "role": "assistant", "content": content, "status": status, "createdAt": "2026-12-01T12:00:00.000Z"},
+	}
+	b, _ := json.Marshal(m)
+	return canonical(b)
+}
+
+// snapshot is a snapshot line of turn a received at recv ms (emitted 1 ms
+// earlier).
+func snapshot(seq int64, recv int, status, code, content string) Line {
+	msgStatus := statusStreaming
+	switch status {
+	case statusComplete:
+		msgStatus = statusComplete
+	case statusError:
+		msgStatus = statusError
+	}
+	l := Line{Recv: at(recv), Emitted: at(recv - 1), Event: eventSnapshot, TurnID: "a", Sequence: seq, Status: status, Code: code,
+		Messages: messages(content, msgStatus)}
+	l.Key = fmt.Sprintf("%s %s %s %s", l.Event, l.Status, l.Code, l.Messages)
+	return l
+}
+
+func diagnostic(seq int64, recv int, code string, retryable bool) Line {
+	l := Line{Recv: at(recv), Emitted: at(recv - 1), Event: eventDiagnostic, TurnID: "a", Sequence: seq, Code: code, Retryable: retryable}
+	l.Key = fmt.Sprintf("%s %s %v", l.Event, l.Code, l.Retryable)
+	return l
+}
+
+func stream(kind string, proc int, start int, ending string, lines ...Line) *Stream {
+	s := &Stream{Kind: kind, Proc: proc, Session: "s", Turn: "a", After: -1, Start: at(start), Status: 200, Ending: ending, Lines: lines}
+	s.End = s.Start
+	if len(lines) > 0 {
+		s.End = lines[len(lines)-1].Recv
+	}
+	return s
+}
+
+func turn(id, status, code, msgs string, expires int) wireTurn {
+	t := wireTurn{TurnID: id, Status: status, Messages: json.RawMessage(msgs)}
+	if code != "" {
+		t.Error = &wireDiagnostic{Code: code}
+	}
+	if expires > 0 {
+		e := at(expires).UnixMilli()
+		t.ExpiresAt = &e
+	}
+	return t
+}
+
+func turnsRead(start, end int, turns ...wireTurn) *Read {
+	return &Read{Route: "turns", Status: 200, Start: at(start), End: at(end), Turns: turns}
+}
+
+func sessionsRead(start, end int, current string, seq int64, expires int) *Read {
+	r := &Read{Route: "sessions", Status: 200, Start: at(start), End: at(end), Summary: &wireSession{}}
+	if current != "" {
+		r.Summary.CurrentTurn = &struct {
+			TurnID    string `json:"turnId"`
+			Status    string `json:"status"`
+			ExpiresAt int64  `json:"expiresAt"`
+			Sequence  int64  `json:"sequence"`
+		}{TurnID: current, Status: historyRunning, ExpiresAt: at(expires).UnixMilli(), Sequence: seq}
+	}
+	return r
+}
+
+// final is a consistent quiescent state holding turns.
+func final(turns ...wireTurn) finalState {
+	f := finalState{summary: sessionsRead(20000, 20010, "", 0, 0), turns: turnsRead(20010, 20020, turns...),
+		messages: &Read{Route: "messages", Status: 200, Start: at(20020), End: at(20030)}}
+	for _, t := range turns {
+		var msgs []json.RawMessage
+		_ = json.Unmarshal(t.Messages, &msgs)
+		f.messages.Messages = append(f.messages.Messages, msgs...)
+	}
+	return f
+}
+
+// clean is a session whose turn a streamed, completed and was saved,
+// read and resumed consistently.
+func clean() *sessionInput {
+	done := messages("Echo: the question", statusComplete)
+	return &sessionInput{
+		Seed: 1, Schedule: 0, Session: "s", Start: at(0), Inputs: map[string]string{"a": question}, Timings: DefaultTimings,
+		Streams: []*Stream{
+			stream("submit", 0, 0, "eof",
+				snapshot(1, 100, statusStreaming, "", ""),
+				snapshot(2, 300, statusStreaming, "", "Echo: the"),
+				snapshot(3, 500, statusComplete, "", "Echo: the question")),
+			stream("resume", 1, 200, "eof",
+				snapshot(2, 250, statusStreaming, "", "Echo: the"),
+				snapshot(3, 550, statusComplete, "", "Echo: the question")),
+		},
+		Reads: []*Read{
+			sessionsRead(150, 160, "a", 1, 2100),
+			turnsRead(200, 210, turn("a", historyRunning, "", messages("", statusStreaming), 2100)),
+			turnsRead(600, 610, turn("a", statusComplete, "", done, 0)),
+			sessionsRead(620, 630, "", 0, 0),
+		},
+		Final:  final(turn("a", statusComplete, "", done, 0)),
+		Leases: map[string][]leaseMark{"a": {{Applied: at(90), Expiry: at(2090)}}},
+	}
+}
+
+func TestCheckClean(t *testing.T) {
+	if vs := checkSession(clean()); len(vs) > 0 {
+		for _, v := range vs {
+			t.Errorf("%s", v)
+		}
+	}
+}
+
+func TestCheckFindsEachInvariant(t *testing.T) {
+	lost := messages("Echo: the", statusError)
+	done := messages("Echo: the question", statusComplete)
+	for name, tc := range map[string]struct {
+		inv, what string
+		breakIt   func(in *sessionInput)
+	}{
+		"I1 a terminal state that changes": {"I1", "shown complete with other messages", func(in *sessionInput) {
+			in.Reads = append(in.Reads, turnsRead(700, 710, turn("a", statusComplete, "", messages("Echo: other", statusComplete), 0)))
+		}},
+		"I1 running after terminal": {"I1", "shown running after it was shown complete", func(in *sessionInput) {
+			in.Reads = append(in.Reads, turnsRead(700, 710, turn("a", historyRunning, "", messages("Echo: the", statusStreaming), 2100)))
+		}},
+		"I2 lost beside complete": {"I2", "first shown complete, later TURN_LOST", func(in *sessionInput) {
+			in.Streams = append(in.Streams, stream("resume", 1, 600, "eof", snapshot(1000003, 900, statusError, codeTurnLost, "Echo: the")))
+		}},
+		"I2 lost before the lease expired": {"I2", "shown lost before its lease expired", func(in *sessionInput) {
+			in.Streams = []*Stream{
+				stream("submit", 0, 0, "cut", snapshot(1, 100, statusStreaming, "", "")),
+				stream("resume", 1, 200, "eof", snapshot(1000001, 1500, statusError, codeTurnLost, "Echo: the")),
+			}
+			in.Streams[0].Ending = "cut"
+			in.Events = []procEvent{{At: at(150), Slot: 0, What: "kill"}}
+			in.Reads = nil
+			in.Final = final(turn("a", statusError, codeTurnLost, lost, 0))
+		}},
+		"I2 lost then running": {"I2", "shown running after it was shown lost", func(in *sessionInput) {
+			in.Streams = []*Stream{
+				stream("submit", 0, 0, "cut", snapshot(1, 100, statusStreaming, "", "")),
+				stream("resume", 1, 200, "eof", snapshot(1000001, 2500, statusError, codeTurnLost, "Echo: the")),
+			}
+			in.Events = []procEvent{{At: at(150), Slot: 0, What: "kill"}}
+			in.Reads = []*Read{sessionsRead(2600, 2610, "a", 1, 4000)}
+			in.Final = final(turn("a", statusError, codeTurnLost, lost, 0))
+		}},
+		"I3 current after terminal": {"I3", "/sessions names the turn current after /turns showed it terminal", func(in *sessionInput) {
+			in.Reads = append(in.Reads, sessionsRead(700, 710, "a", 3, 2100))
+		}},
+		"I3 running after none current": {"I3", "/turns shows the turn running after /sessions named none current", func(in *sessionInput) {
+			in.Reads = []*Read{
+				sessionsRead(150, 160, "", 0, 0),
+				turnsRead(200, 210, turn("a", historyRunning, "", messages("", statusStreaming), 2100)),
+			}
+		}},
+		"I3 quiescent contradiction": {"I3", "at quiescence /sessions names a current turn and /turns shows none running", func(in *sessionInput) {
+			in.Final.summary = sessionsRead(20000, 20010, "a", 3, 2100)
+		}},
+		"I3 messages differ": {"I3", "at quiescence /messages", func(in *sessionInput) {
+			in.Final.messages.Messages = in.Final.messages.Messages[:1]
+		}},
+		"I4 missing": {"I4", "missing from history at quiescence", func(in *sessionInput) {
+			in.Final = final()
+			in.Reads = nil
+		}},
+		"I4 not listed after the first line": {"I4", "a /turns read begun after the turn's first line does not list it", func(in *sessionInput) {
+			in.Reads = append(in.Reads, turnsRead(150, 160))
+		}},
+		"I4 stuck running": {"I4", "still running at quiescence", func(in *sessionInput) {
+			in.Final = final(turn("a", historyRunning, "", messages("Echo: the", statusStreaming), 2100))
+			in.Final.summary = sessionsRead(20000, 20010, "a", 2, 2100)
+		}},
+		"I5 checkpoints stop, by the table": {"I5", "no checkpoint write applied after", func(in *sessionInput) {
+			in.Plan = &Plan{Steps: []Step{{At: time.Second, Do: "fault", Kind: kindLive, Fault: ddbfault.ServerErrorBefore, For: time.Second}}}
+			var lines []Line
+			for i := 1; i <= 60; i++ {
+				lines = append(lines, snapshot(int64(i), 100*i, statusStreaming, "", strings.Repeat("x", i)))
+			}
+			in.Streams = []*Stream{stream("submit", 0, 0, "cut", lines...)}
+			in.Events = []procEvent{{At: at(6050), Slot: 0, What: "kill"}}
+			in.Reads = nil
+			for ms := 700; ms < 6000; ms += 667 {
+				in.Writes = append(in.Writes, writeMark{At: at(ms), Slot: 0, Kind: kindRenew, Applied: true})
+			}
+			for ms := 200; ms < 1000; ms += 200 {
+				in.Writes = append(in.Writes, writeMark{At: at(ms), Slot: 0, Kind: kindLive, Applied: true})
+			}
+			in.Final = final(turn("a", statusError, codeTurnLost, lost, 0))
+		}},
+		"I5 checkpoints stop, by /sessions": {"I5", "currentTurn.sequence stayed 5", func(in *sessionInput) {
+			in.Plan = &Plan{Steps: []Step{{At: time.Second, Do: "fault", Kind: kindCheckpoint, Fault: ddbfault.Hang, For: time.Second}}}
+			var lines []Line
+			for i := 1; i <= 40; i++ {
+				lines = append(lines, snapshot(int64(i), 100*i, statusStreaming, "", strings.Repeat("x", i)))
+			}
+			lines = append(lines, snapshot(41, 4200, statusComplete, "", "Echo: the question"))
+			in.Streams = []*Stream{stream("submit", 0, 0, "eof", lines...)}
+			in.Reads = []*Read{sessionsRead(3600, 3610, "a", 5, 6000), sessionsRead(3900, 3910, "a", 5, 6000), sessionsRead(4700, 4710, "a", 5, 6000)}
+			in.Writes = []writeMark{{At: at(3700), Slot: 0, Kind: kindRenew, Applied: true}, {At: at(4400), Slot: 0, Kind: kindRenew, Applied: true},
+				{At: at(3650), Slot: 0, Kind: kindLive, Applied: true}}
+		}},
+		"I6 empty resume": {"I6", "the stream answered 200 and ended without a line", func(in *sessionInput) {
+			in.Streams = append(in.Streams, stream("resume", 1, 900, "eof"))
+		}},
+		"I6 one sequence, two lines": {"I6", "sequence 2 carries two different lines", func(in *sessionInput) {
+			in.Streams[1].Lines[0] = diagnostic(2, 250, codeTurnLost, true)
+		}},
+		"I6 broke off without a kill": {"I6", "broke off without a terminal line", func(in *sessionInput) {
+			in.Streams[1].Lines = in.Streams[1].Lines[:1]
+			in.Streams[1].Ending = "cut"
+		}},
+		"I6 lost record below the turn's lines": {"I6", "the lost record's sequence 2 is not above", func(in *sessionInput) {
+			in.Streams = []*Stream{stream("submit", 0, 0, "cut", snapshot(1, 100, statusStreaming, "", ""), snapshot(2, 200, statusStreaming, "", "Echo:")),
+				stream("resume", 1, 300, "eof", diagnostic(2, 2500, codeTurnLost, true))}
+			in.Events = []procEvent{{At: at(200), Slot: 0, What: "kill"}}
+			in.Reads = nil
+			in.Final = final(turn("a", statusError, codeTurnLost, lost, 0))
+		}},
+		"I7 indeterminate retryable": {"I7", "TURN_OUTCOME_INDETERMINATE is retryable", func(in *sessionInput) {
+			in.Streams[0].Lines[2] = diagnostic(0, 500, codeIndeterminate, true)
+			in.Streams = in.Streams[:1]
+		}},
+		"I7 retryable but saved": {"I7", "ended with retryable SERVER_INTERNAL, history keeps the turn saved", func(in *sessionInput) {
+			in.Streams[0].Lines[2] = diagnostic(3, 500, codeServerInternal, true)
+			in.Streams = in.Streams[:1]
+			in.Reads = nil
+		}},
+		"I7 replay": {"I7", "a replay was told the turn completed, history keeps it lost", func(in *sessionInput) {
+			in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", ""), snapshot(1000001, 2500, statusError, codeTurnLost, "Echo: the"))}
+			in.Reads = nil
+			in.Final = final(turn("a", statusError, codeTurnLost, lost, 0))
+			in.Replays = []*Replay{{Turn: "a", Status: 409, ErrCode: codeAlreadyCompleted, Start: at(3000), End: at(3010)}}
+		}},
+		"I8 after the lease": {"I8", "after the latest lease expiry", func(in *sessionInput) {
+			in.Leases["a"] = []leaseMark{{Applied: at(90), Expiry: at(250)}}
+		}},
+		"I8 after a later turn": {"I8", "after the first line of the later turn b", func(in *sessionInput) {
+			b := stream("submit", 1, 150, "eof", snapshot(1000001, 200, statusStreaming, "", ""), snapshot(1000002, 400, statusComplete, "", "Echo: b"))
+			b.Turn = "b"
+			in.Streams = append(in.Streams, b)
+			in.Inputs["b"] = question
+			in.Final = final(turn("a", statusComplete, "", done, 0), turn("b", statusComplete, "", b.Lines[1].Messages, 0))
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := clean()
+			tc.breakIt(in)
+			vs := checkSession(in)
+			for _, v := range vs {
+				if v.Invariant == tc.inv && strings.Contains(v.What, tc.what) {
+					return
+				}
+			}
+			t.Errorf("no %s violation %q among %d:", tc.inv, tc.what, len(vs))
+			for _, v := range vs {
+				t.Logf("%s", v)
+			}
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for name, tc := range map[string]struct {
+		target, body, kind, session string
+	}{
+		"claim":         {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},"ConditionExpression":"attribute_not_exists(#pk) OR #ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)"}`, kindClaim, "s1"},
+		"renew":         {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},"ConditionExpression":"#leaseToken = :token AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now AND #leaseExpiresAt <= :expires"}`, kindRenew, "s1"},
+		"session fence": {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},"ConditionExpression":"#leaseToken = :crashed AND #leaseExpiresAt <= :now"}`, kindDecide, "s1"},
+		"live item":     {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#LIVE"}},"ConditionExpression":"(attribute_not_exists(#leaseToken) OR #leaseToken = :token) AND (attribute_not_exists(#sequence) OR #sequence < :seq)","ExpressionAttributeNames":{"#leaseToken":"leaseToken","#sequence":"sequence"}}`, kindLive, "s1"},
+		"delta":         {"DynamoDB_20120810.PutItem", `{"Item":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#D#0000000000000004"}}}`, kindDelta, "s1"},
+		"ack":           {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001"}},"ConditionExpression":"attribute_not_exists(#pk) OR #leaseToken = :token AND #status = :running"}`, kindAck, "s1"},
+		"save":          {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001"}},"ConditionExpression":"attribute_not_exists(#pk) OR #leaseToken = :token AND (#status = :running OR #saveId = :saveId)"}`, kindSave, "s1"},
+		"turn fence":    {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001"}},"ConditionExpression":"#leaseToken = :token AND #status = :running OR #leaseToken = :fence"}`, kindDecide, "s1"},
+		"query":         {"DynamoDB_20120810.Query", `{"ExpressionAttributeValues":{":0":{"S":"SESSION#s1-10"}}}`, kindRead, "s1-10"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a := classify(tc.target, []byte(tc.body))
+			if a.Kind != tc.kind || a.Session != tc.session {
+				t.Errorf("classify = %s of session %q, want %s of %q", a.Kind, a.Session, tc.kind, tc.session)
+			}
+			if isCheckpoint(tc.kind) && !a.is(kindCheckpoint) {
+				t.Errorf("a %s write is not a checkpoint", a.Kind)
+			}
+		})
+	}
+}
+
+// TestCheckCheckpointsRecover: checkpoints that land again after the
+// fault window, however late on the clock, are no violation.
+func TestCheckCheckpointsRecover(t *testing.T) {
+	in := clean()
+	in.Plan = &Plan{Steps: []Step{{At: time.Second, Do: "fault", Kind: kindLive, Fault: ddbfault.Hang, For: time.Second}}}
+	var lines []Line
+	for i := 1; i <= 60; i++ {
+		lines = append(lines, snapshot(int64(i), 100*i, statusStreaming, "", strings.Repeat("x", i)))
+	}
+	lines = append(lines, snapshot(61, 6100, statusComplete, "", "Echo: the question"))
+	in.Streams = []*Stream{stream("submit", 0, 0, "eof", lines...)}
+	in.Final = final(turn("a", statusComplete, "", lines[60].Messages, 0))
+	in.Reads = []*Read{sessionsRead(3600, 3610, "a", 5, 6000), sessionsRead(3900, 3910, "a", 5, 6000), sessionsRead(4700, 4710, "a", 40, 6000)}
+	for ms := 700; ms < 6000; ms += 667 {
+		in.Writes = append(in.Writes, writeMark{At: at(ms), Slot: 0, Kind: kindRenew, Applied: true})
+	}
+	in.Writes = append(in.Writes, writeMark{At: at(4000), Slot: 0, Kind: kindLive, Applied: true})
+	in.Leases["a"] = []leaseMark{{Applied: at(5400), Expiry: at(7400)}}
+	for _, v := range checkSession(in) {
+		t.Errorf("%s", v)
+	}
+}
