@@ -130,6 +130,8 @@ var sections = []section{
 		inRun: true, run: costSection, rows: costRows, notes: costNotes},
 	{names: []string{"multitask"}, about: "queued turns: requests and units against a plain turn, the delay from the previous turn's end to the queued turn's first line",
 		inRun: true, inQuick: true, run: multitaskRun, rows: multitaskRows},
+	{names: []string{"fate"}, about: "the fate harness: seeded schedules of pauses, kills, faults, resumes and reads on three dev servers, checked against the turn's invariants (internal/fate)",
+		run: fateRun, rows: fateRows, notes: fateNotes},
 }
 
 // loadAttemptTimeout is the load client's per-attempt timeout: short, so
@@ -212,6 +214,8 @@ type report struct {
 	Cost *turnCost
 	// Multitask is the multitask section's figures.
 	Multitask *multitaskResult
+	// Fate is the fate section's report.
+	Fate *fateResult
 }
 
 // run parses args, measures and writes the table to stdout.
@@ -306,6 +310,9 @@ type args struct {
 	quick, cold      bool
 	root, rie        string
 	only, cpuProfile string
+	// fateSchedules and fateSeed are the fate section's schedules.
+	fateSchedules int
+	fateSeed      uint64
 }
 
 // parseArgs parses the command line; root is the module root (-repo, or
@@ -325,6 +332,8 @@ func parseArgs(argv []string, stdout io.Writer) (args, error) {
 		fmt.Fprintf(&help, "; %s: %s", strings.Join(s.names, ", "), s.about)
 	}
 	fs.StringVar(&a.only, "only", "", "run only these sections, comma-separated"+help.String())
+	fs.IntVar(&a.fateSchedules, "fate-schedules", 500, "the fate section's schedule count")
+	fs.Uint64Var(&a.fateSeed, "fate-seed", 1, "the fate section's seed (schedule i of a seed is always the same plan)")
 	fs.StringVar(&a.cpuProfile, "cpuprofile", "", "with -only throughput: CPU-profile each turn slice into `PREFIX`-c<sessions>-r<rep>-s<slice>.pprof")
 	if err := fs.Parse(argv); err != nil {
 		return a, err
