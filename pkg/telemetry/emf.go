@@ -147,12 +147,20 @@ func ValidNamespace(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("._#:/-", c) >= 0) {
+		if !namespaceByte(s[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// namespaceByte reports whether c may appear in a namespace.
+func namespaceByte(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	return strings.IndexByte("._#:/-", c) >= 0
 }
 
 // Recorder writes EMF documents to a writer (the process's standard
