@@ -25,17 +25,20 @@ func approvalServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	store := memory.New(memory.Options{})
 	reg := tool.NewRegistry(nil)
-	if err := reg.Register(tool.WorkspaceNoteDelete()); err != nil {
-		t.Fatal(err)
+	for _, tl := range []tool.Tool{tool.WorkspaceNote(), tool.WorkspaceNoteDelete(tool.SessionNotes(store))} {
+		if err := reg.Register(tl); err != nil {
+			t.Fatal(err)
+		}
 	}
 	defs, err := definition.New([]definition.Definition{{ID: "default", Revision: 1, Provider: config.ProviderEcho,
-		Tools: []string{tool.WorkspaceNoteDeleteName}, ApprovalTools: []string{tool.WorkspaceNoteDeleteName},
+		Tools: []string{tool.WorkspaceNoteName, tool.WorkspaceNoteDeleteName}, ApprovalTools: []string{tool.WorkspaceNoteDeleteName},
 		Limits: definition.Limits{MaxSteps: 4}}}, "default", reg.Has)
 	if err != nil {
 		t.Fatal(err)
 	}
-	th, err := turn.NewHandler(turn.Options{Store: memory.New(memory.Options{}), Authenticator: authn, Definitions: defs, Tools: reg,
+	th, err := turn.NewHandler(turn.Options{Store: store, Authenticator: authn, Definitions: defs, Tools: reg,
 		Models: map[string]model.Model{config.ProviderEcho: echo.New(0, 3)}})
 	if err != nil {
 		t.Fatal(err)

@@ -147,8 +147,14 @@ func TestBootstrapsUnderRuntimeEmulator(t *testing.T) {
 		template := filepath.Join(events, "turn-submit.json")
 		for _, decision := range []string{protocol.DecisionApprove, protocol.DecisionDeny} {
 			sid := "sess-approval-" + decision
+			// The note to delete (the tool says so when there is none).
+			status, _, body := invokeStreaming(t, turnURL, submitEvent(t, template, sid, "note-1", map[string]any{"input": "/note Trip plan: pack"}))
+			if status != http.StatusOK {
+				t.Fatalf("%s note: status %d, body %s", decision, status, body)
+			}
+			checkStream(t, body, "note-1")
 			ask := submitEvent(t, template, sid, "ask-1", map[string]any{"input": "/delete Trip plan"})
-			status, _, body := invokeStreaming(t, turnURL, ask)
+			status, _, body = invokeStreaming(t, turnURL, ask)
 			if status != http.StatusOK {
 				t.Fatalf("%s ask: status %d, body %s", decision, status, body)
 			}

@@ -109,6 +109,7 @@ test("turns stream in, stop, history and errors against the dev server", async (
 
 test("approvals against the dev server: a waiting call, its decision, and the refusals", async () => {
   const ann = as("ann");
+  await drain(ann.submit({ sessionId: "i-approve", input: "/note Shopping list: eggs", scope: "turn" }));
   const ask = await drain(ann.submit({ sessionId: "i-approve", input: "/delete Shopping list", scope: "turn" }));
   const done = ask.at(-1).payload;
   assert.equal(done.status, "complete", "waiting is not an error");
@@ -138,6 +139,14 @@ test("approvals against the dev server: a waiting call, its decision, and the re
   // A second decision on it is refused for good.
   await assert.rejects(drain(ann.decide({ sessionId: "i-approve", token: pc.token, decision: "deny" })), (e) =>
     e instanceof ConfirmationError && e.code === "CONFIRMATION_DECIDED" && e.status === 409 && e.retryable === false);
+  // The note is gone now: deleting it again says so instead of claiming a delete.
+  const twice = (await drain(ann.submit({ sessionId: "i-approve", input: "/delete Shopping list", scope: "turn" }))).at(-1).payload;
+  const [pc2] = pendingConfirmations(twice.messages.find((m) => m.role === "assistant"));
+  const gone = (await drain(ann.decide({ sessionId: "i-approve", token: pc2.token, decision: "approve", scope: "turn" }))).at(-1).payload;
+  const call2 = gone.messages.find((m) => m.role === "assistant").toolCalls[0];
+  assert.equal(call2.status, "error");
+  assert.equal(call2.error, 'There is no note "notes/shopping-list.md" in this conversation; nothing was deleted.');
+  assert.equal(call2.result, undefined);
   // A plain turn supersedes a waiting call: deciding it later is too late.
   const again = (await drain(ann.submit({ sessionId: "i-approve", input: "/delete Trip plan" }))).at(-1).payload;
   const [late] = pendingConfirmations(again.messages.at(-1));
