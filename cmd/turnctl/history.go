@@ -29,9 +29,13 @@ const historyUsage = `usage: turnctl history -session ID [-url URL] [-token TOKE
 
 Prints a session's conversation, oldest first, from a turnstream history
 function (the dev server's /history/ by default), following page cursors to
-the end: one block per message with its role, text, tool calls and the
-turn's artifact references. -json prints each canonical message record as
-one JSON line instead. -token and -sigv4 authenticate as for turnctl chat.
+the end (GET <url>sessions/<id>/turns): one block per message with its
+role, status, text, tool calls (with their results; a call the user denied
+reads "denied") and the turn's artifact references. A stopped turn's
+answer reads "stopped"; a decision on a tool call is shown as the decision,
+not as a message; a queued turn that never ran says why. -json prints each
+canonical message record as one JSON line instead (GET <url>sessions/<id>/messages).
+-token and -sigv4 authenticate as for turnctl chat.
 
 Exit status: 0 on success, 1 after an HTTP error (its JSON error code and
 message are printed on stderr), 2 for bad usage.
@@ -65,7 +69,23 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		return 2
 	}
 	pages := 0
-	for page, err := range cl.MessagePages(ctx, *sessionID, client.PageOptions{Limit: client.MaxPageLimit, Order: client.OrderAsc}) {
+	if *asJSON {
+		for page, err := range cl.MessagePages(ctx, *sessionID, client.PageOptions{Limit: client.MaxPageLimit, Order: client.OrderAsc}) {
+			if err != nil {
+				reportError(stderr, "history", err)
+				return 1
+			}
+			if pages++; pages > maxHistoryPages {
+				_, _ = fmt.Fprintln(stderr, "turnctl history: stopped after", maxHistoryPages, "pages")
+				return 1
+			}
+			for _, raw := range page.Raw {
+				_, _ = stdout.Write(append(compactRaw(raw), '\n'))
+			}
+		}
+		return 0
+	}
+	for page, err := range cl.TurnPages(ctx, *sessionID, client.PageOptions{Limit: client.MaxPageLimit, Order: client.OrderAsc}) {
 		if err != nil {
 			reportError(stderr, "history", err)
 			return 1
@@ -74,20 +94,83 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 			_, _ = fmt.Fprintln(stderr, "turnctl history: stopped after", maxHistoryPages, "pages")
 			return 1
 		}
-		for i, m := range page.Messages {
-			if *asJSON {
-				_, _ = stdout.Write(append(compactRaw(page.Raw[i]), '\n'))
-				continue
-			}
-			printMessage(stdout, m)
+		for _, t := range page.Turns {
+			printTurn(stdout, t)
 		}
 	}
 	return 0
 }
 
+// printTurn writes a turn's messages (printMessage), then its artifact
+// references, indented under the last message. A decision turn's
+// user message is the decision's label, not something the user typed: it
+// is shown as the decision. A turn that never ran (cancelled or expired
+// in the queue) says so under its user message.
+func printTurn(w io.Writer, t client.TurnSummary) {
+	decision := ""
+	for _, m := range t.Messages {
+		if d, call := decisionOf(m); d != "" {
+			decision = d + " the call " + call
+		}
+	}
+	assistant := false
+	for _, m := range t.Messages {
+		switch {
+		case m.Role == protocol.RoleUser && decision != "":
+			_, _ = fmt.Fprintf(w, "decision (%s):\n  %s\n", escapeText(m.CreatedAt, false), escapeText(decision, false))
+			continue
+		case m.Role == protocol.RoleAssistant:
+			assistant = true
+			m.Status = statusWord(m.Status, t.Error)
+		}
+		printMessage(w, m)
+	}
+	for _, a := range t.Artifacts {
+		_, _ = fmt.Fprintf(w, "  artifact %s (%s)\n", escapeText(a.EntryPath, false), escapeText(a.ArtifactType, false))
+	}
+	if !assistant && t.Error != nil {
+		switch t.Error.Code {
+		case protocol.CodeTurnCancelled:
+			_, _ = io.WriteString(w, "  (cancelled before it ran)\n")
+		case protocol.CodeTurnQueueExpired:
+			_, _ = io.WriteString(w, "  (it waited in the queue too long and never ran)\n")
+		default:
+			_, _ = fmt.Fprintf(w, "  (no answer: %s)\n", escapeText(t.Error.Code, false))
+		}
+	}
+}
+
+// decisionOf returns "approved" or "denied" and the tool call's id when m
+// is the assistant message of a decision turn (its
+// metadata.confirmation), "" otherwise.
+func decisionOf(m protocol.Message) (decision, toolCallID string) {
+	var md struct {
+		Confirmation struct {
+			Decision   string `json:"decision"`
+			ToolCallID string `json:"toolCallId"`
+		} `json:"confirmation"`
+	}
+	if m.Role != protocol.RoleAssistant || len(m.Metadata) == 0 || json.Unmarshal(m.Metadata, &md) != nil {
+		return "", ""
+	}
+	name := md.Confirmation.ToolCallID
+	for _, tc := range m.ToolCalls {
+		if tc.ID == md.Confirmation.ToolCallID {
+			name = tc.Name
+		}
+	}
+	switch md.Confirmation.Decision {
+	case protocol.DecisionApprove:
+		return "approved", name
+	case protocol.DecisionDeny:
+		return "denied", name
+	}
+	return "", ""
+}
+
 // printMessage writes one message block: "role (status, createdAt):", its
-// text indented, its tool calls and the artifact references kept in its
-// metadata. Everything from the server is escaped (escapeText): only the
+// text indented and its tool calls (printTurn adds the turn's artifact
+// references). Everything from the server is escaped (escapeText): only the
 // text keeps its line breaks, each line indented, so that no stored
 // string can draw a block of its own or move the cursor.
 func printMessage(w io.Writer, m protocol.Message) {
@@ -98,19 +181,9 @@ func printMessage(w io.Writer, m protocol.Message) {
 			fmt.Fprintf(&b, "  %s\n", line)
 		}
 	}
+	denied := deniedCall(m)
 	for _, tc := range m.ToolCalls {
-		fmt.Fprintf(&b, "  %s\n", toolCallLine(tc))
-	}
-	var md struct {
-		Artifacts []struct {
-			EntryPath    string `json:"entryPath"`
-			ArtifactType string `json:"artifactType"`
-		} `json:"artifacts"`
-	}
-	if len(m.Metadata) > 0 && json.Unmarshal(m.Metadata, &md) == nil {
-		for _, a := range md.Artifacts {
-			fmt.Fprintf(&b, "  artifact %s (%s)\n", escapeText(a.EntryPath, false), escapeText(a.ArtifactType, false))
-		}
+		fmt.Fprintf(&b, "  %s\n", toolCallLine(tc, tc.ID == denied))
 	}
 	_, _ = io.WriteString(w, b.String())
 }
