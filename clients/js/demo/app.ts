@@ -275,6 +275,9 @@ interface View {
   failure?: TurnstreamError;
   /** A view of a running turn this page cannot follow (no resume). */
   elsewhere?: boolean;
+  /** Ends the page's reading of the turn (a cancelled queued turn). */
+  abort?: AbortController;
+  cancelled?: boolean;
 }
 
 const views = new Map<string, View>();
@@ -293,8 +296,14 @@ function newView(id: string, init: Partial<View>): View {
   return v;
 }
 
+// append adds v's element to the log: a message of this page that is not
+// sent yet (pending, queued, held, failed) stays last, so a turn that
+// arrives from another window goes before it.
 function append(v: View): void {
-  els.turns.append(v.el);
+  const unsent = (x: View): boolean => x.state === "waiting" || x.state === "failed" || ((x.state === "queued" || x.state === "pending") && x.input !== "");
+  const before = unsent(v) ? undefined : [...views.values()].find((x) => x !== v && x.el.isConnected && unsent(x));
+  if (before) before.el.before(v.el);
+  else els.turns.append(v.el);
   els.empty.hidden = true;
 }
 
@@ -369,7 +378,7 @@ function paint(v: View): void {
     else v.el.prepend(art);
     prev = art;
     keep.add(m.id);
-    paintMessage(v, m, art, m === lastAssistant || (m === lastUser && !lastAssistant), m === lastUser);
+    paintMessage(v, m, art, m === lastAssistant || m === lastUser, m === lastUser);
   }
   for (const a of v.el.querySelectorAll<HTMLElement>(":scope > article")) if (!keep.has(a.dataset.id!)) a.remove();
   let note = v.el.querySelector<HTMLElement>(":scope > .elsewhere");
@@ -759,10 +768,10 @@ async function catchUp(s: SessionSummary): Promise<void> {
   }
   for (const q of s.queuedTurns) {
     if (views.has(q.turnId)) continue;
-    const v = newView(q.turnId, { state: "queued", turnStatus: "queued", input: q.inputPreview, position: q.position });
+    const v = newView(q.turnId, { state: "queued", turnStatus: "queued", input: q.inputPreview, position: q.position, abort: new AbortController() });
     append(v);
     paint(v);
-    void follow(v, client.resume({ sessionId, turnId: q.turnId, scope: "turn", queued: true }));
+    void follow(v, client.resume({ sessionId, turnId: q.turnId, scope: "turn", queued: true, signal: v.abort!.signal }));
   }
   for (const v of views.values()) {
     const q = s.queuedTurns.find((x) => x.turnId === v.id);
@@ -894,6 +903,7 @@ function sendText(input: string, policy?: MultitaskPolicy): void {
 function start(v: View, policy?: MultitaskPolicy): void {
   v.state = "pending";
   v.failure = undefined;
+  v.abort = new AbortController();
   paint(v);
   const turn = client.submit({
     sessionId,
@@ -902,6 +912,7 @@ function start(v: View, policy?: MultitaskPolicy): void {
     lineage: v.lineage,
     scope: "turn",
     multitask: policy,
+    signal: v.abort.signal,
     onQueued: (q) => {
       v.state = "queued";
       v.position = q.position;
@@ -1002,6 +1013,7 @@ async function follow(v: View, turn: Turn, onStart?: () => void): Promise<void> 
     if (p && p.messages.some((m) => m.toolCalls?.length)) await showArtifacts(v);
     if (!last) await showNewest(); // it ended before its stream opened: history has it
   } catch (e) {
+    if (v.cancelled) return; // cancelled here: its view is gone already
     const err = asError(e);
     v.state = last ? "history" : "failed";
     if (err instanceof StreamDiagnosticError && err.code === "TURN_CANCELLED") {
@@ -1203,9 +1215,14 @@ async function copy(textToCopy: string, b: HTMLElement): Promise<void> {
     ok = false;
   }
   const was = b.textContent;
+  const label = b.getAttribute("aria-label");
   b.textContent = ok ? "Copied" : "Copy failed";
+  b.setAttribute("aria-label", b.textContent);
   announce(ok ? "Copied to the clipboard." : "The browser refused to copy; select the text and copy it yourself.");
-  setTimeout(() => (b.textContent = was), 1500);
+  setTimeout(() => {
+    b.textContent = was;
+    if (label) b.setAttribute("aria-label", label);
+  }, 1500);
 }
 
 // One listener for every button in the log (data-action).
@@ -1297,7 +1314,17 @@ async function cancelQueued(v: View): Promise<void> {
     return;
   }
   try {
-    await client.stop(sessionId, v.id);
+    const r = await client.stop(sessionId, v.id);
+    if (r.cancelled) {
+      // It will never run; the server records that once the session is
+      // free, which may be long after: the page stops waiting for it now.
+      v.cancelled = true;
+      v.abort?.abort();
+      views.delete(v.id);
+      v.el.remove();
+      composerBusy();
+      announce("The queued message was cancelled.");
+    }
   } catch (e) {
     showError(e);
   }
