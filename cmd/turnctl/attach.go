@@ -47,8 +47,8 @@ on stderr); 2 for bad usage; 130 after Ctrl-C.
 func runAttach(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var opts chatOptions
 	fs := flag.NewFlagSet("attach", flag.ContinueOnError)
-	fs.StringVar(&opts.url, "url", defaultTurnURL, "turn function URL")
-	historyURL := fs.String("history", defaultHistoryURL, "history function URL (read for the running turn when -turn is not given)")
+	fs.StringVar(&opts.url, "url", defaultTurnURL(), "turn function URL (default $"+turnURLEnv+", else the dev server's)")
+	historyURL := fs.String("history", defaultHistoryURL(), "history function URL, read for the running turn when -turn is not given (default $"+historyURLEnv+", else the dev server's)")
 	fs.StringVar(&opts.sessionID, "session", "", "session id (required)")
 	turnID := fs.String("turn", "", "turn id; default: the session's running turn (history currentTurn)")
 	opts.auth.register(fs)

@@ -23,12 +23,38 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// Defaults of `turnctl chat` and `turnctl history`: the dev server's mounts
-// (docs/design.md#running-it).
+// Defaults of -url (chat, attach) and -history (attach; -url of
+// history): the dev server's mounts (docs/design.md#running-it), unless the
+// environment names others (turnURLEnv, historyURLEnv).
 const (
-	defaultTurnURL    = "http://127.0.0.1:8787/turn/"
-	defaultHistoryURL = "http://127.0.0.1:8787/history/"
+	devTurnURL    = "http://127.0.0.1:8787/turn/"
+	devHistoryURL = "http://127.0.0.1:8787/history/"
 )
+
+// Environment variables that replace the default turn and history URLs:
+// for a dev server on another address, or a stack used often.
+const (
+	turnURLEnv    = "TURNSTREAM_TURN_URL"
+	historyURLEnv = "TURNSTREAM_HISTORY_URL"
+)
+
+// lookupEnv reads the environment; tests replace it.
+var lookupEnv = os.LookupEnv
+
+// defaultTurnURL is -url's default: $TURNSTREAM_TURN_URL, else the dev
+// server's turn mount.
+func defaultTurnURL() string { return envOr(turnURLEnv, devTurnURL) }
+
+// defaultHistoryURL is the history URL's default: $TURNSTREAM_HISTORY_URL,
+// else the dev server's history mount.
+func defaultHistoryURL() string { return envOr(historyURLEnv, devHistoryURL) }
+
+func envOr(name, dflt string) string {
+	if v, ok := lookupEnv(name); ok && v != "" {
+		return v
+	}
+	return dflt
+}
 
 // maxLineBytes bounds one line read from stdin.
 const maxLineBytes = 16 << 20
@@ -44,12 +70,13 @@ func init() {
 const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [-compact] [-multitask POLICY] [message...]
 
 Submits one turn per message to a turnstream turn function (the dev server's
-/turn/ by default) and renders the streamed snapshots: the assistant's text
-as it grows, tool calls, and a status line with the turn's state, snapshot
-sequence and token usage. With message arguments they are joined into one
-turn; without, each line read from stdin is a turn. -json prints the raw
-NDJSON lines instead. On a terminal the reply is redrawn in place; otherwise
-text is appended without cursor movement.
+/turn/ by default, or $TURNSTREAM_TURN_URL) and renders the streamed
+snapshots: the assistant's text as it grows, tool calls, and a status line
+with the turn's state, snapshot sequence and token usage. With message
+arguments they are joined into one turn; without, each line read from stdin
+is a turn. -json prints the raw NDJSON lines instead. On a terminal the
+reply is redrawn in place; otherwise text is appended without cursor
+movement.
 
 -compact asks for the compact stream (X-Turnstream-Stream-Mode: compact,
 docs/compact.md): complete snapshots at the start, at changes other than
@@ -116,7 +143,7 @@ type chatOptions struct {
 func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var opts chatOptions
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
-	fs.StringVar(&opts.url, "url", defaultTurnURL, "turn function URL")
+	fs.StringVar(&opts.url, "url", defaultTurnURL(), "turn function URL (default $"+turnURLEnv+", else the dev server's)")
 	fs.StringVar(&opts.sessionID, "session", "", "session id (a SafeId); default: a new random one, printed on stderr")
 	opts.auth.register(fs)
 	fs.BoolVar(&opts.json, "json", false, "print the raw NDJSON stream lines")
@@ -364,7 +391,7 @@ func (c *chatClient) follow(ctx context.Context, cmd string, s *client.Stream, s
 // the credentials, never the token itself).
 func (c *chatClient) attachHint(cmd string, s *client.Stream) {
 	attach := fmt.Sprintf("turnctl attach -session %s -turn %s", s.SessionID(), s.TurnID())
-	if c.opts.url != defaultTurnURL {
+	if c.opts.url != defaultTurnURL() {
 		attach += " -url " + escapeText(c.opts.url, false)
 	}
 	if c.opts.auth.token != "" || c.opts.auth.sigv4 {
@@ -480,6 +507,7 @@ func (r *rawRenderer) done() {}
 type turnView struct {
 	text      string
 	toolCalls []string
+	toolIDs   []string // the calls' ids, toolCalls[i] being toolIDs[i]'s line
 	status    string
 }
 
@@ -504,6 +532,7 @@ func viewOf(ev *protocol.Event) turnView {
 		denied := deniedCall(m)
 		for _, tc := range m.ToolCalls {
 			v.toolCalls = append(v.toolCalls, toolCallLine(tc, tc.ID == denied))
+			v.toolIDs = append(v.toolIDs, tc.ID)
 		}
 	}
 	v.text = escapeText(text.String(), true)
@@ -601,14 +630,21 @@ func compactJSON(raw json.RawMessage) string {
 }
 
 // appendRenderer writes without cursor movement (stdout is not a
-// terminal): text as it grows, each tool call state once, the final status
-// line at the end; notices go to notices (stderr).
+// terminal): text as it grows, each tool call's state when it changes, the
+// final status line at the end; notices go to notices (stderr). A tool
+// call's line never cuts a line of text in two: one that changes while
+// text is mid-line waits for the line's end (or the turn's), and only its
+// newest state is then printed.
 type appendRenderer struct {
-	w         io.Writer
-	notices   io.Writer
-	last      *protocol.Event
-	text      string
-	toolLines map[string]bool
+	w       io.Writer
+	notices io.Writer
+	last    *protocol.Event
+	text    string
+	// printed is the line last printed for each tool call id; pending the
+	// calls whose newer line waits for the text's line end, in order.
+	printed map[string]string
+	pending []string
+	waiting map[string]string
 	// lineStart: the last thing written ended a line (a tool line or a
 	// notice), whatever text ends with.
 	lineStart bool
@@ -630,16 +666,33 @@ func (r *appendRenderer) event(_ []byte, ev *protocol.Event) {
 		r.lineStart = false
 	}
 	r.text = v.text
-	for _, tl := range v.toolCalls {
-		if r.toolLines == nil {
-			r.toolLines = map[string]bool{}
-		}
-		if !r.toolLines[tl] {
-			r.toolLines[tl] = true
-			_, _ = fmt.Fprintf(r.w, "\n%s\n", tl)
-			r.lineStart = true
-		}
+	if r.printed == nil {
+		r.printed, r.waiting = map[string]string{}, map[string]string{}
 	}
+	for i, tl := range v.toolCalls {
+		id := v.toolIDs[i]
+		if r.printed[id] == tl || r.waiting[id] == tl {
+			continue
+		}
+		if _, ok := r.waiting[id]; !ok {
+			r.pending = append(r.pending, id)
+		}
+		r.waiting[id] = tl
+	}
+	if r.atLineStart() {
+		r.flushTools()
+	}
+}
+
+// flushTools prints the tool lines that wait, at a line start.
+func (r *appendRenderer) flushTools() {
+	for _, id := range r.pending {
+		_, _ = fmt.Fprintln(r.w, r.waiting[id])
+		r.printed[id] = r.waiting[id]
+		delete(r.waiting, id)
+		r.lineStart = true
+	}
+	r.pending = r.pending[:0]
 }
 
 func (r *appendRenderer) notice(text string) {
@@ -666,6 +719,10 @@ func (r *appendRenderer) done() {
 	}
 	if !r.atLineStart() {
 		_, _ = io.WriteString(r.w, "\n")
+		r.lineStart = true
+	}
+	if len(r.pending) > 0 {
+		r.flushTools()
 	}
 	_, _ = fmt.Fprintln(r.w, viewOf(r.last).status)
 }
@@ -729,7 +786,7 @@ func (r *liveRenderer) redraw() {
 	}
 	if n >= r.height && r.view != nil {
 		// Too tall to redraw: keep what is on screen and append from here.
-		r.appending = &appendRenderer{w: r.w, text: r.view.text, last: r.last}
+		r.appending = &appendRenderer{w: r.w, text: r.view.text, last: r.last, printed: map[string]string{}, waiting: map[string]string{}}
 		b.WriteString("assistant> " + r.view.text)
 		_, _ = io.WriteString(r.w, b.String())
 		r.lines = 0

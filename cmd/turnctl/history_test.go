@@ -55,6 +55,9 @@ func TestHistoryFollowsCursors(t *testing.T) {
 		"c2": {Turns: []turn{
 			{TurnID: "t2", Ordinal: 2, Status: "interrupted", Error: &stopped, Messages: []json.RawMessage{msg("t2.u", "user", "two\nlines", ""),
 				msgStatus("t2.a", "assistant", "Echo: two", protocol.MessageError, "")}},
+			{TurnID: "t2b", Ordinal: 3, Status: "complete", Messages: []json.RawMessage{msg("t2b.u", "user", "/delete x", ""),
+				json.RawMessage(`{"id":"t2b.a","role":"assistant","content":"","status":"complete","createdAt":"2026-11-29T12:00:00.000Z",` +
+					`"toolCalls":[{"id":"c1","name":"workspace_note_delete","args":{"title":"x"},"status":"requires_confirmation"}]}`)}},
 			{TurnID: "t3", Ordinal: 3, Status: "complete", Messages: []json.RawMessage{msg("t3.u", "user", "Denied.", ""),
 				msg("t3.a", "assistant", "Echo: Denied.", `{"confirmation":{"decision":"deny","toolCallId":"c1","token":"cf1"}}`)}},
 			{TurnID: "t4", Ordinal: 4, Status: "error", Error: &cancelled, Messages: []json.RawMessage{msg("t4.u", "user", "queued one", "")}},
@@ -95,6 +98,8 @@ func TestHistoryFollowsCursors(t *testing.T) {
 		"assistant (complete, 2026-11-29T12:00:00.000Z):", "  Echo: one", "  artifact out/a.md (document)",
 		"user (complete, 2026-11-29T12:00:00.000Z):", "  two", "  lines",
 		"assistant (stopped, 2026-11-29T12:00:00.000Z):", "  Echo: two",
+		"user (complete, 2026-11-29T12:00:00.000Z):", "  /delete x",
+		"assistant (complete, 2026-11-29T12:00:00.000Z):", `  tool workspace_note_delete {"title":"x"}: denied (asked for approval)`,
 		"decision (2026-11-29T12:00:00.000Z):", "  denied the call c1",
 		"assistant (complete, 2026-11-29T12:00:00.000Z):", "  Echo: Denied.",
 		"user (complete, 2026-11-29T12:00:00.000Z):", "  queued one", "  (cancelled before it ran)", "",

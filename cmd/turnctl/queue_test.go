@@ -139,3 +139,30 @@ func TestChatQueued(t *testing.T) {
 		t.Errorf("bad policy: exit %d, stderr %q", code, errOut)
 	}
 }
+
+// TestDefaultURLsFromTheEnvironment: without -url, chat and history use
+// $TURNSTREAM_TURN_URL and $TURNSTREAM_HISTORY_URL when set.
+func TestDefaultURLsFromTheEnvironment(t *testing.T) {
+	e := newDurableEnv(t, 20*time.Millisecond, true)
+	saved := lookupEnv
+	t.Cleanup(func() { lookupEnv = saved })
+	lookupEnv = func(name string) (string, bool) {
+		switch name {
+		case turnURLEnv:
+			return e.turnURL, true
+		case historyURLEnv:
+			return e.historyURL, true
+		}
+		return "", false
+	}
+	startTurn(t, e.turnURL, "s1", "t0") // the model's gate opens at the first resume: attach
+	if code, out, errOut := runTurnctl([]string{"attach", "-session", "s1", "-token", "dev.alice"}, ""); code != 0 || !strings.Contains(out, partOne+partTwo) {
+		t.Fatalf("attach: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, out, errOut := runTurnctl([]string{"history", "-session", "s1", "-token", "dev.alice"}, ""); code != 0 || !strings.Contains(out, partOne+partTwo) {
+		t.Fatalf("history: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if code, _, errOut := runTurnctl([]string{"chat", "-session", "s1", "-token", "dev.alice", "again"}, ""); code != 0 {
+		t.Fatalf("chat: exit %d, stderr %q", code, errOut)
+	}
+}
