@@ -160,8 +160,7 @@ SAM_FLAGS ?=
 
 .PHONY: dev
 dev: ## Run the three functions and the demo chat page (http://127.0.0.1:8787/) on 127.0.0.1:8787 (in-memory store, echo model; DYNAMODB_ENDPOINT for DynamoDB). Ctrl-C stops it.
-	@echo "make dev: compiling cmd/devserver into bin/devserver (the first build takes a while)..."
-	@$(GO) build -o bin/devserver ./cmd/devserver
+	@GO="$(GO)" sh scripts/build-devserver.sh
 	@# On a terminal, job control (set -m) gives the server the terminal's
 	@# foreground: Ctrl-C reaches it alone, it shuts down gracefully and
 	@# make exits 0 instead of dying of the interrupt.
