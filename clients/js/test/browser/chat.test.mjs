@@ -30,7 +30,7 @@ describe("demo chat in Chromium", { skip }, () => {
     // behind, stopped); still: slow and without checkpoints, so without
     // resume and without the server's queue.
     [slow, fast, still] = await Promise.all([
-      startDevServer({ ECHO_DELAY: "120ms", ECHO_CHUNK_RUNES: "2", LEASE_DURATION: "3s" }),
+      startDevServer({ ECHO_DELAY: "120ms", ECHO_CHUNK_RUNES: "2", LEASE_DURATION: "3s", MAX_QUEUED_TURNS: "2" }),
       startDevServer({ ECHO_DELAY: "10ms", ECHO_CHUNK_RUNES: "6" }),
       startDevServer({ ECHO_DELAY: "120ms", ECHO_CHUNK_RUNES: "2", LEASE_DURATION: "3s", CHECKPOINT_INTERVAL: "0" }),
     ]);
@@ -41,8 +41,10 @@ describe("demo chat in Chromium", { skip }, () => {
     await Promise.all([slow?.stop(), fast?.stop(), still?.stop()]);
   });
 
-  // open opens the page; every console error is a problem unless allowed
-  // matches it, and so is a request to another origin or a page error.
+  // open opens the page; every console error and every failed request
+  // (an aborted one included: a finished turn's must end, not be
+  // cancelled) is a problem unless allowed matches it, and so is a request
+  // to another origin or a page error.
   async function open(base, query, { viewport = DESKTOP, allowed = /^$/ } = {}) {
     const page = await browser.context.newPage();
     await page.setViewportSize(viewport);
@@ -56,6 +58,10 @@ describe("demo chat in Chromium", { skip }, () => {
     });
     page.on("console", (m) => {
       if (m.type() === "error" && !allowed.test(m.text())) problems.push(`console: ${m.text()}`);
+    });
+    page.on("requestfailed", (r) => {
+      const why = r.failure()?.errorText ?? "";
+      if (!allowed.test(why)) problems.push(`request failed: ${r.method()} ${new URL(r.url()).pathname} ${why}`);
     });
     await page.goto(`${base}/?${query}`);
     await page.waitForSelector('#status:not([data-state="loading"]):not([data-state="idle"])');
@@ -78,6 +84,12 @@ describe("demo chat in Chromium", { skip }, () => {
   async function axeClean(page, screen) {
     const found = await axe(page);
     assert.deepEqual(found, [], `axe-core on "${screen}": ${JSON.stringify(found, null, 1)}`);
+  }
+
+  // finish checks the screen a test leaves with axe-core, then closes it.
+  async function finish(page, screen) {
+    await axeClean(page, screen);
+    await page.close();
   }
 
   async function shoot(page, name) {
@@ -152,9 +164,9 @@ describe("demo chat in Chromium", { skip }, () => {
     assert.equal(await page.evaluate(() => document.activeElement?.dataset.action), "copy");
     await axeClean(page, "markdown");
     await shoot(page, "markdown");
-    assert.deepEqual(problems, [], "no console error for a new chat and a finished turn");
+    assert.deepEqual(problems, [], "no console error nor failed request for a new chat and a finished turn");
     assert.ok(!requests.some((r) => r.startsWith("GET /history/") && requests.indexOf(r) < requests.indexOf("POST /turn/")), `no history read for a new chat before its first message: ${requests}`);
-    await page.close();
+    await finish(page, "markdown end");
   });
 
   test("a failed send keeps the message, and Retry sends it", async () => {
@@ -182,13 +194,13 @@ describe("demo chat in Chromium", { skip }, () => {
     assert.equal(await page.evaluate(() => document.activeElement?.id), "input");
     assert.equal(await page.isHidden("#error"), true);
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page, "failed send retried");
   });
 
   test("a busy session without a queue: SESSION_BUSY keeps the message, which goes when ready; the page catches up", async () => {
     const ann = as(still, "ann");
     for await (const _ of ann.submit({ sessionId: "c-busy", input: "hello" }));
-    const { page, problems } = await open(still.base, "session=c-busy&user=ann", { allowed: /status of 409|ERR_FAILED/ });
+    const { page, problems } = await open(still.base, "session=c-busy&user=ann", { allowed: /status of 409|ERR_FAILED|ERR_ABORTED/ });
     // This window does not learn of the other turn before its send.
     await page.route(/\/history\/sessions\/c-busy$/, (r) => r.abort());
     const long = "An answer written in another window while this one sends.";
@@ -214,11 +226,11 @@ describe("demo chat in Chromium", { skip }, () => {
     assert.deepEqual(await page.locator('.msg[data-role="user"] .text').allTextContents(), ["hello", long, "mine, after theirs"]);
     await page.waitForSelector('#status[data-state="ready"]');
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page, "busy caught up");
   });
 
   test("while an answer streams: messages queue with their position, can be cancelled, survive a reload, then run", async () => {
-    const { page, problems } = await newChat(slow.base, "qui");
+    const { page, problems } = await newChat(slow.base, "qui", { allowed: /status of 409|ERR_ABORTED/ });
     // Long enough never to end by itself within the test: it is stopped below.
     const long = "The first answer, which runs until it is stopped. ".repeat(40).trim();
     await send(page, long);
@@ -233,6 +245,15 @@ describe("demo chat in Chromium", { skip }, () => {
     assert.match(await page.textContent(`${turn(3)} .meta`), /queued · 2/);
     await axeClean(page, "queued");
     await shoot(page, "queued");
+    // This server holds two: a third is refused (SESSION_QUEUE_FULL) and kept.
+    await send(page, "fourth, refused");
+    await page.waitForSelector('.turn[data-state="failed"]');
+    assert.equal(await page.textContent('.turn[data-state="failed"] .msg[data-role="user"] .text'), "fourth, refused");
+    assert.match(await page.textContent('.turn[data-state="failed"] .why'), /Too many messages are already waiting/);
+    assert.match(await page.textContent("#error"), /SESSION_QUEUE_FULL/);
+    await axeClean(page, "queue full");
+    await page.click('.turn[data-state="failed"] [data-action="discard"]');
+    assert.equal(await page.locator(".turn").count(), 3);
     const third = await page.getAttribute(turn(3), "data-turn");
     // Cancel the third: it is gone, and the server will never run it.
     await page.click(`${turn(3)} [data-action="cancel"]`);
@@ -257,7 +278,7 @@ describe("demo chat in Chromium", { skip }, () => {
     assert.equal(cancelled?.error?.code, "TURN_CANCELLED");
     assert.equal(cancelled.messages.filter((m) => m.role === "assistant").length, 0);
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page, "queue ran");
   });
 
   test("Stop and send: the running answer stops with what it wrote, the new message runs", async () => {
@@ -272,12 +293,19 @@ describe("demo chat in Chromium", { skip }, () => {
     assert.equal(await page.textContent(`${turn(1)} .notice`), "Stopped.");
     assert.ok(`Echo: ${long}`.startsWith(await page.textContent(`${turn(1)} .msg[data-role="assistant"] .text`)));
     assert.equal(await page.textContent(`${turn(2)} .msg[data-role="assistant"] .text`), "Echo: instead");
+    await page.waitForSelector('#status[data-state="ready"]');
+    // Retry the stopped one: it and the turn after it are replaced by its new answer.
+    await page.click(`${turn(1)} .msg[data-role="assistant"] [data-action="retry"]`);
+    await page.waitForFunction((t) => document.querySelectorAll(".turn").length === 1 &&
+      document.querySelector('.turn .msg[data-role="assistant"]')?.dataset.status === "complete" &&
+      document.querySelector('.turn .msg[data-role="assistant"] .text')?.textContent === t, `Echo: ${long}`, { timeout: MINUTE });
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "input");
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page, "retried");
   });
 
   test("edit and regenerate replace turns as history does", async () => {
-    const { page, problems } = await newChat(fast.base, "eda");
+    const { page, problems } = await newChat(fast.base, "eda", { allowed: /ERR_ABORTED/ }); // reloads end the page's requests
     for (const t of ["first", "second"]) {
       await send(page, t);
       await page.waitForFunction((n) => document.querySelectorAll('.msg[data-role="assistant"][data-status="complete"]').length === n, t === "first" ? 1 : 2);
@@ -304,7 +332,7 @@ describe("demo chat in Chromium", { skip }, () => {
     assert.equal(await page.locator(".turn").count(), 1);
     assert.notEqual(await page.getAttribute(".turn", "data-turn"), edited);
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page, "edit and regenerate");
   });
 
   test("keyboard only: send and stop; load earlier messages keeps the focus; jump to latest", async () => {
@@ -320,7 +348,7 @@ describe("demo chat in Chromium", { skip }, () => {
     await page.keyboard.press("Enter");
     await page.waitForSelector('#status[data-state="stopped"]', { timeout: MINUTE });
     assert.equal(await page.evaluate(() => document.activeElement?.id), "input", "the focus went back to the message box");
-    await page.close();
+    await finish(page, "stopped with the keyboard");
 
     const hal = as(fast, "hal");
     for (let i = 1; i <= 25; i++) for await (const _ of hal.submit({ sessionId: "c-hist", input: `message ${i}` }));
@@ -348,7 +376,7 @@ describe("demo chat in Chromium", { skip }, () => {
     assert.equal(await h.page.evaluate(() => document.activeElement?.querySelector(".text")?.textContent), "Echo: message 25");
     assert.deepEqual(problems, []);
     assert.deepEqual(h.problems, []);
-    await h.page.close();
+    await finish(h.page, "history loaded, jumped");
   });
 
   test("a second window follows a turn another window sends, live, and catches up when it ends", async () => {
@@ -366,7 +394,7 @@ describe("demo chat in Chromium", { skip }, () => {
     assert.equal(await second.page.locator(".turn").count(), 2);
     assert.deepEqual(first.problems, []);
     assert.deepEqual(second.problems, []);
-    await first.page.close();
-    await second.page.close();
+    await finish(first.page, "first window");
+    await finish(second.page, "second window");
   });
 });

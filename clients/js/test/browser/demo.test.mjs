@@ -93,6 +93,13 @@ describe("demo page in Chromium", { skip }, () => {
     assert.deepEqual(found, [], `axe-core on "${screen}": ${JSON.stringify(found, null, 1)}`);
   }
 
+  // finish checks the screen a test leaves with axe-core, then closes it:
+  // every screen the tests visit is checked at least there.
+  async function finish(page, screen = "the test's last screen") {
+    await axeClean(page, screen);
+    await page.close();
+  }
+
   test("a message's reply streams in", async () => {
     const { page, problems } = await newChat(slow.base, "ann");
     await page.screenshot({ path: join(shots, "empty-desktop.png") });
@@ -121,7 +128,7 @@ describe("demo page in Chromium", { skip }, () => {
     await page.setViewportSize(PHONE);
     await page.screenshot({ path: join(shots, "complete-phone.png") });
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("the demo streams in compact mode and renders the whole answer", async () => {
@@ -143,7 +150,7 @@ describe("demo page in Chromium", { skip }, () => {
     assert.ok(partial.length >= 3, `saw ${partial.length} partial texts before the whole answer`);
     for (let i = 1; i < texts.length; i++) assert.ok(texts[i].length > texts[i - 1].length, `text ${i} grew`);
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("Stop ends the answer early", async () => {
@@ -167,7 +174,7 @@ describe("demo page in Chromium", { skip }, () => {
     assert.equal(await page.textContent(`${lastAssistant} .notice`), "Stopped.");
     await page.screenshot({ path: join(shots, "stopped-desktop.png") });
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("reload mid-answer and see the same answer continue", async (t) => {
@@ -205,7 +212,7 @@ describe("demo page in Chromium", { skip }, () => {
     assert.equal(await page.locator('.msg[data-role="user"]').count(), 1);
     await page.waitForSelector('#status[data-state="ready"]');
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("a page opened mid-answer follows it, and shows its stop", async () => {
@@ -227,7 +234,7 @@ describe("demo page in Chromium", { skip }, () => {
     assert.equal(await page.textContent(`${lastAssistant} .notice`), "Stopped.");
     await page.waitForSelector('#status[data-state="stopped"]');
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("without resume, a page opened mid-answer says so, then shows the saved answer", async () => {
@@ -249,7 +256,7 @@ describe("demo page in Chromium", { skip }, () => {
     assert.equal(await page.textContent(`${lastAssistant} .notice`), "Stopped.");
     await page.waitForSelector('#status[data-state="ready"]');
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("a tool call and its artifact reference are shown", async () => {
@@ -273,7 +280,7 @@ describe("demo page in Chromium", { skip }, () => {
     await page.waitForSelector(".artifact");
     assert.equal(await page.locator(".turn").count(), 2);
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   const approve = '.decision button[data-decision="approve"]';
@@ -345,8 +352,8 @@ describe("demo page in Chromium", { skip }, () => {
     assert.equal(await page.textContent(`${asked} .badge`), "approved", "history says so too");
     assert.deepEqual(problems, []);
     assert.deepEqual(other.problems, []);
-    await other.page.close();
-    await page.close();
+    await finish(other.page);
+    await finish(page);
   });
 
   test("a decision another window made first is refused in plain words", async () => {
@@ -366,7 +373,7 @@ describe("demo page in Chromium", { skip }, () => {
     assert.equal(await page.evaluate(() => document.activeElement?.className), "notice", "the focus is on the refusal");
     await page.screenshot({ path: join(shots, "approval-decided-elsewhere-desktop.png") });
     assert.deepEqual(problems.filter((p) => !/ERR_FAILED|net::/.test(p)), []);
-    await page.close();
+    await finish(page);
   });
 
   test("Deny: the tool does not run, the call reads denied (not an error), and the answer continues", async () => {
@@ -389,7 +396,7 @@ describe("demo page in Chromium", { skip }, () => {
     await axeClean(page, "denied");
     await page.screenshot({ path: join(shots, "approval-denied-phone.png") });
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("deleting a note that was never saved says so", async () => {
@@ -402,7 +409,7 @@ describe("demo page in Chromium", { skip }, () => {
     assert.equal(await page.textContent(`${call} .notice.fail`), 'There is no note "notes/shopping-list.md" in this conversation; nothing was deleted.');
     assert.equal(await page.locator(`${call} .result`).count(), 0);
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("a call superseded by a later message is no longer offered", async () => {
@@ -423,7 +430,7 @@ describe("demo page in Chromium", { skip }, () => {
     await page.waitForSelector('#status[data-state="ready"]');
     assert.equal(await page.locator(".decision").count(), 0);
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("older history loads as the reader scrolls up", async () => {
@@ -447,7 +454,7 @@ describe("demo page in Chromium", { skip }, () => {
     await page.setViewportSize(PHONE);
     await page.screenshot({ path: join(shots, "history-phone.png") });
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("another user's session is an error in plain words", async () => {
@@ -480,6 +487,6 @@ describe("demo page in Chromium", { skip }, () => {
     await page.setViewportSize(PHONE);
     await page.screenshot({ path: join(shots, "error-phone.png") });
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 });
