@@ -349,6 +349,12 @@ func factsOf(ops []Op) facts {
 			}
 		case op.Kind == dynamobench.KindContext:
 			f.contextFailed = f.contextFailed || op.failed()
+		case (op.Kind == dynamobench.KindOther || op.Kind == dynamobench.KindDecide) && f.claim != appliedYes:
+			// Before the claim applied, these calls are the claim's own
+			// work: the fence of a crashed turn (its decide writes) and its
+			// read of that turn's checkpoints (a Query, classified other);
+			// a failure there fails the claim (500).
+			f.claimFailed = f.claimFailed || op.failed()
 		case op.Kind == dynamobench.KindRenew:
 			lastSession = op
 			if op.Err != "" || faulted(op) || !f.expiry.IsZero() && op.End.After(f.expiry) {
