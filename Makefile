@@ -93,7 +93,9 @@ js-bench: ## clients/js: decoder and line splitter speed against JSON.parse of t
 browser-test: ## The demo page in headless Chromium against dev servers; screenshots in clients/js/test-output/screenshots.
 	@test -x $(TSC) || npm ci --no-audit --no-fund --loglevel=error
 	$(NODE) $(JS)/build.mjs --client
-	$(NODE) --test $(JS)/test/browser/*.test.mjs
+	@# Two files at once: they mostly wait on slowed echo models, each with
+	@# its own Chromium and dev servers; no test depends on the machine's speed.
+	$(NODE) --test --test-concurrency=2 $(JS)/test/browser/*.test.mjs
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 50000x executions; e.g. FUZZTIME=5m).
