@@ -179,8 +179,11 @@ test("multitask against the dev server: enqueue (followed to its end), cancel a 
   await it.next(); // A runs
   const aRest = (async () => { while (!(await it.next()).done); })();
   const told = [];
-  const b = ann.submit({ sessionId: "i-queue", input: "then this one", scope: "turn", multitask: "enqueue", onQueued: (q) => told.push(q) });
+  let bQueued;
+  const bIn = new Promise((r) => (bQueued = r));
+  const b = ann.submit({ sessionId: "i-queue", input: "then this one", scope: "turn", multitask: "enqueue", onQueued: (q) => { told.push(q); bQueued(); } });
   const bSeen = drain(b);
+  await bIn; // B is queued before C is sent: the queue keeps submit order
   const c = ann.submit({ sessionId: "i-queue", input: "and this one, cancelled", scope: "turn", multitask: "enqueue" });
   const cDone = drain(c).then(() => "complete", (e) => e);
   // Both are queued before A ends: the summary lists them in order.
