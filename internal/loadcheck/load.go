@@ -369,7 +369,11 @@ func factsOf(ops []Op) facts {
 		case op.Kind == dynamobench.KindSave && op.Op == "UpdateItem":
 			save = op
 			f.saveCalled = true
-			f.save = appliedOf(op)
+			// A save that applied stays applied: a later save of the same
+			// turn (the turn's own retry) then fails its condition.
+			if a := appliedOf(op); f.save != appliedYes && (a != appliedNo || f.save == appliedNo) {
+				f.save = a
+			}
 			f.saveFailed = op.Err != ""
 		case op.Kind == dynamobench.KindRelease:
 			lastSession = op
@@ -417,6 +421,8 @@ func judge(f facts, res *Result, earlier applied, saved bool, lease time.Duratio
 				return bad("500 SERVER_INTERNAL not retryable")
 			case f.contextFailed:
 				return verdict{} // claimed, the context load failed on every attempt
+			case f.claim == appliedYes && f.renewTrouble:
+				return verdict{} // claimed, then its lease could not be proven: the turn gives up
 			case f.claim == appliedYes && f.claimResolved:
 				return bad("500 for an applied claim whose resolving read was answered")
 			case f.claim == appliedYes:

@@ -136,6 +136,7 @@ func TestJudge(t *testing.T) {
 		"500 for an applied, read claim":      {claimed, status(500, protocol.CodeServerInternal, true), appliedNo, false, false},
 		"500, applied but unresolvable":       {facts{claim: appliedYes, claimFailed: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
 		"500, the context load failed":        {facts{claim: appliedYes, claimResolved: true, contextFailed: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
+		"500, the lease not provable":         {facts{claim: appliedYes, claimResolved: true, renewTrouble: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
 		"indeterminate after a claim":         {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), appliedYes, false, true},
 		"indeterminate after an unseen claim": {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), appliedUnknown, false, true},
 		"indeterminate, never claimed":        {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), appliedNo, false, false},
@@ -189,6 +190,21 @@ func TestFactsOfAFailedFence(t *testing.T) {
 	hung := append(append([]Op(nil), fence[:2]...), Op{Op: "UpdateItem", Kind: dynamobench.KindDecide, Err: "hung"})
 	if f := factsOf(hung); !f.claimFailed {
 		t.Errorf("facts %+v: the fence's failed decide write does not fail the claim", f)
+	}
+}
+
+// TestFactsOfASaveRetried: a save that applied (500 after apply, on every
+// attempt), then a second save whose condition failed, leaves the turn
+// saved.
+func TestFactsOfASaveRetried(t *testing.T) {
+	applied := &attemptRecord{Forwarded: true, Status: http.StatusOK} // DynamoDB applied it; the client got a 500
+	ops := []Op{
+		{Op: "UpdateItem", Kind: dynamobench.KindClaim, Write: dynamobench.ClaimWrite},
+		{Op: "UpdateItem", Kind: dynamobench.KindSave, Err: "500", Attempts: []*attemptRecord{applied}},
+		{Op: "UpdateItem", Kind: dynamobench.KindSave, Err: "ccf", CondFailed: true},
+	}
+	if f := factsOf(ops); f.save != appliedYes {
+		t.Fatalf("facts %+v: the applied save was forgotten", f)
 	}
 }
 
