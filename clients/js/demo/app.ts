@@ -688,7 +688,9 @@ async function loadFirst(): Promise<void> {
     els.empty.hidden = page.items.length > 0;
     toBottom();
     void nameFrom(page.items, page.hasMore);
-    status("ready", "Ready");
+    // A turn history shows running is being answered: say so at once.
+    if (page.items[0]?.status === "running" || s?.currentTurn) status("streaming", "An answer is being written…");
+    else status("ready", "Ready");
     if (s) await catchUp(s);
   } catch (e) {
     edge("none");
