@@ -369,11 +369,7 @@ func factsOf(ops []Op) facts {
 		case op.Kind == dynamobench.KindSave && op.Op == "UpdateItem":
 			save = op
 			f.saveCalled = true
-			// A save that applied stays applied: a later save of the same
-			// turn (the turn's own retry) then fails its condition.
-			if a := appliedOf(op); f.save != appliedYes && (a != appliedNo || f.save == appliedNo) {
-				f.save = a
-			}
+			f.save = appliedOf(op)
 			f.saveFailed = op.Err != ""
 		case op.Kind == dynamobench.KindRelease:
 			lastSession = op

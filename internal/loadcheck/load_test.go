@@ -193,21 +193,6 @@ func TestFactsOfAFailedFence(t *testing.T) {
 	}
 }
 
-// TestFactsOfASaveRetried: a save that applied (500 after apply, on every
-// attempt), then a second save whose condition failed, leaves the turn
-// saved.
-func TestFactsOfASaveRetried(t *testing.T) {
-	applied := &attemptRecord{Forwarded: true, Status: http.StatusOK} // DynamoDB applied it; the client got a 500
-	ops := []Op{
-		{Op: "UpdateItem", Kind: dynamobench.KindClaim, Write: dynamobench.ClaimWrite},
-		{Op: "UpdateItem", Kind: dynamobench.KindSave, Err: "500", Attempts: []*attemptRecord{applied}},
-		{Op: "UpdateItem", Kind: dynamobench.KindSave, Err: "ccf", CondFailed: true},
-	}
-	if f := factsOf(ops); f.save != appliedYes {
-		t.Fatalf("facts %+v: the applied save was forgotten", f)
-	}
-}
-
 // TestConsumed: a claim given back (a failed or rejecting turn id lookup)
 // leaves its turn id free for a later run; one whose give-back may not
 // have applied leaves it unknown.
