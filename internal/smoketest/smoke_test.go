@@ -179,7 +179,11 @@ func TestBootstrapsUnderRuntimeEmulator(t *testing.T) {
 			call := end.Messages[len(end.Messages)-1].ToolCalls[0]
 			want := map[string]string{protocol.DecisionApprove: protocol.ToolCallComplete, protocol.DecisionDeny: protocol.ToolCallError}[decision]
 			if call.Status != want {
-				t.Errorf("%s: decided call %+v, want %s", decision, call, want)
+				text := ""
+				if call.Error != nil {
+					text = *call.Error
+				}
+				t.Errorf("%s: decided call %+v (error %q), want %s", decision, call, text, want)
 			}
 			status, _, body = invokeStreaming(t, turnURL, submitEvent(t, template, sid, "decide-2", map[string]any{"input": decision,
 				"confirmation": map[string]string{"token": meta.Pending[0].Token, "decision": decision}}))
