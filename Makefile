@@ -84,15 +84,18 @@ js-test: ## clients/js: type-check, unit tests (recorded streams cut at every by
 	$(NODE) --test $(JS)/test/*.test.mjs
 
 .PHONY: js-bench
-js-bench: ## clients/js: decoder and line splitter speed against JSON.parse of the same lines (medians, same run).
+js-bench: ## clients/js: decoder and line splitter speed against JSON.parse of the same lines; the chat page's Markdown per streamed update against plain text (Chromium). Medians, same run.
 	$(NODE) $(JS)/build.mjs --client
 	$(NODE) $(JS)/bench/decode.bench.mjs
+	$(NODE) $(JS)/bench/render.bench.mjs
 
 .PHONY: browser-test
 browser-test: ## The demo page in headless Chromium against dev servers; screenshots in clients/js/test-output/screenshots.
 	@test -x $(TSC) || npm ci --no-audit --no-fund --loglevel=error
 	$(NODE) $(JS)/build.mjs --client
-	$(NODE) --test $(JS)/test/browser/*.test.mjs
+	@# Two files at once: they mostly wait on slowed echo models, each with
+	@# its own Chromium and dev servers; no test depends on the machine's speed.
+	$(NODE) --test --test-concurrency=2 $(JS)/test/browser/*.test.mjs
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 50000x executions; e.g. FUZZTIME=5m).
@@ -160,8 +163,7 @@ SAM_FLAGS ?=
 
 .PHONY: dev
 dev: ## Run the three functions and the demo chat page (http://127.0.0.1:8787/) on 127.0.0.1:8787 (in-memory store, echo model; DYNAMODB_ENDPOINT for DynamoDB). Ctrl-C stops it.
-	@echo "make dev: compiling cmd/devserver into bin/devserver (the first build takes a while)..."
-	@$(GO) build -o bin/devserver ./cmd/devserver
+	@GO="$(GO)" sh scripts/build-devserver.sh
 	@# On a terminal, job control (set -m) gives the server the terminal's
 	@# foreground: Ctrl-C reaches it alone, it shuts down gracefully and
 	@# make exits 0 instead of dying of the interrupt.

@@ -32,10 +32,42 @@ export async function buildClient(outdir = join(here, "dist")) {
   return { minified: min.length, gzip: gzipSync(min, { level: 9 }).length };
 }
 
+// The demo page bundles marked (MIT) and DOMPurify (Apache-2.0 or
+// MPL-2.0), pinned in the root package.json; their notices stay in app.js.
+// (No URL in it: the page names no other origin, internal/demo's test checks.)
+const demoBanner = "/*! turnstream demo page. Includes marked 18 (MIT License, Copyright (c) 2018-2026 MarkedJS, (c) 2011-2018 Christopher Jeffrey; github.com/markedjs/marked) and DOMPurify 3 (Apache-2.0 or MPL-2.0, (c) Cure53 and other contributors; github.com/cure53/DOMPurify). */";
+
+/**
+ * DEMO_GZIP_BUDGET is what the demo page may weigh, gzipped, its three
+ * files together (index.html, app.css, app.js): the client, marked,
+ * DOMPurify and the page itself. bundle.test.mjs fails above it.
+ */
+export const DEMO_GZIP_BUDGET = 56 * 1024;
+
+/** demoSize returns the gzipped size of each file in dir and their total. */
+export function demoSize(dir = assetsDir) {
+  const files = {};
+  let total = 0;
+  for (const name of ["index.html", "app.css", "app.js"]) {
+    const n = gzipSync(readFileSync(join(dir, name)), { level: 9 }).length;
+    files[name] = n;
+    total += n;
+  }
+  return { files, total };
+}
+
 /** buildDemo writes the demo page's three files into outdir. */
 export async function buildDemo(outdir = assetsDir) {
   mkdirSync(outdir, { recursive: true });
-  await build({ ...common, platform: "browser", entryPoints: [join(here, "demo/app.ts")], outfile: join(outdir, "app.js"), minify: true });
+  await build({
+    ...common,
+    platform: "browser",
+    entryPoints: [join(here, "demo/app.ts")],
+    outfile: join(outdir, "app.js"),
+    minify: true,
+    legalComments: "eof",
+    banner: { js: demoBanner },
+  });
   copyFileSync(join(here, "demo/index.html"), join(outdir, "index.html"));
   copyFileSync(join(here, "demo/style.css"), join(outdir, "app.css"));
 }
@@ -78,6 +110,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   } else {
     const size = await buildClient();
     await buildDemo();
-    console.log(`clients/js: dist/turnstream.min.js ${size.minified} bytes, ${(size.gzip / 1024).toFixed(1)} KiB gzip; demo built into internal/demo/assets`);
+    const demo = demoSize();
+    console.log(`clients/js: dist/turnstream.min.js ${size.minified} bytes, ${(size.gzip / 1024).toFixed(1)} KiB gzip; demo built into internal/demo/assets, ${(demo.total / 1024).toFixed(1)} KiB gzip (budget ${DEMO_GZIP_BUDGET / 1024} KiB)`);
   }
 }

@@ -13,18 +13,31 @@ import (
 // TestApprovalDemo: the dev server's workspace_note_delete requires
 // approval: "/delete <title>" ends with the call waiting, history lists
 // it as a pending interaction, and a decision turn approves (the tool
-// runs) or denies it; /turns then shows the call and its decision.
+// runs: it deletes a note the session saved, and says that a note it
+// never saved does not exist) or denies it; /turns then shows the call
+// and its decision.
 func TestApprovalDemo(t *testing.T) {
 	srv := startServer(t, map[string]string{"ECHO_DELAY": "0s"})
-	for _, decision := range []string{protocol.DecisionApprove, protocol.DecisionDeny} {
-		t.Run(decision, func(t *testing.T) {
-			sid := "s-" + decision
+	for name, tc := range map[string]struct {
+		decision, note string
+		status, result string
+	}{
+		"approve": {protocol.DecisionApprove, "/note Trip plan: pack", protocol.ToolCallComplete, `Deleted note "notes/trip-plan.md".`},
+		"approve a note never saved": {protocol.DecisionApprove, "/note Groceries: eggs", protocol.ToolCallError,
+			`There is no note "notes/trip-plan.md" in this conversation; nothing was deleted.`},
+		"deny": {protocol.DecisionDeny, "/note Trip plan: pack", protocol.ToolCallError, "The user denied this tool call."},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sid := "s-" + strings.ReplaceAll(name, " ", "-")
+			if lines := submit(t, srv.url+"/turn/", "alice", sid, "t0", tc.note); lines[len(lines)-1].Snapshot.Status != protocol.StatusComplete {
+				t.Fatalf("note turn ends %+v", lines[len(lines)-1])
+			}
 			lines := submit(t, srv.url+"/turn/", "alice", sid, "t1", "/delete Trip plan")
 			last := lines[len(lines)-1]
 			if last.Snapshot == nil || last.Snapshot.Status != protocol.StatusComplete {
 				t.Fatalf("last line %+v", last)
 			}
-			if c := last.Snapshot.Messages[1].ToolCalls[0]; c.Name != "workspace_note_delete" || c.Status != protocol.ToolCallRequiresConfirmation {
+			if c := lastAssistant(last.Snapshot.Messages).ToolCalls[0]; c.Name != "workspace_note_delete" || c.Status != protocol.ToolCallRequiresConfirmation {
 				t.Fatalf("waiting call %+v", c)
 			}
 			var summary struct {
@@ -40,15 +53,14 @@ func TestApprovalDemo(t *testing.T) {
 				summary.Pending[0].Data.ToolName != "workspace_note_delete" || string(summary.Pending[0].Data.Args) != `{"title":"Trip plan"}` {
 				t.Fatalf("summary %d %+v", st, summary)
 			}
-			evs := decide(t, srv.url+"/turn/", sid, "t2", summary.Pending[0].InteractionID, decision)
+			evs := decide(t, srv.url+"/turn/", sid, "t2", summary.Pending[0].InteractionID, tc.decision)
 			term := evs[len(evs)-1].Snapshot
 			if term == nil || term.Status != protocol.StatusComplete {
 				t.Fatalf("continuation ends %+v", evs[len(evs)-1])
 			}
-			c := term.Messages[3].ToolCalls[0]
-			want := map[string]string{protocol.DecisionApprove: protocol.ToolCallComplete, protocol.DecisionDeny: protocol.ToolCallError}[decision]
-			if c.Status != want {
-				t.Fatalf("decided call %+v, want %s", c, want)
+			c := lastAssistant(term.Messages).ToolCalls[0]
+			if text := deref(c.Result) + deref(c.Error); c.Status != tc.status || text != tc.result {
+				t.Fatalf("decided call %+v, want %s %q", c, tc.status, tc.result)
 			}
 			var page struct {
 				Turns []struct {
@@ -56,9 +68,9 @@ func TestApprovalDemo(t *testing.T) {
 					Messages []protocol.Message `json:"messages"`
 				} `json:"turns"`
 			}
-			if st := getJSON(t, srv.url+"/history/sessions/"+sid+"/turns?order=asc", "alice", &page); st != http.StatusOK || len(page.Turns) != 2 ||
-				page.Turns[0].Messages[1].ToolCalls[0].Status != protocol.ToolCallRequiresConfirmation ||
-				page.Turns[1].Messages[1].ToolCalls[0].Status != want {
+			if st := getJSON(t, srv.url+"/history/sessions/"+sid+"/turns?order=asc", "alice", &page); st != http.StatusOK || len(page.Turns) != 3 ||
+				page.Turns[1].Messages[1].ToolCalls[0].Status != protocol.ToolCallRequiresConfirmation ||
+				page.Turns[2].Messages[1].ToolCalls[0].Status != tc.status {
 				t.Fatalf("turns %d %+v", st, page)
 			}
 			if st := getJSON(t, srv.url+"/history/sessions/"+sid, "alice", &summary); st != http.StatusOK || len(summary.Pending) != 0 {
@@ -67,6 +79,23 @@ func TestApprovalDemo(t *testing.T) {
 		})
 	}
 	srv.stop(t)
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// lastAssistant returns the last assistant message of msgs.
+func lastAssistant(msgs []protocol.Message) protocol.Message {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == protocol.RoleAssistant {
+			return msgs[i]
+		}
+	}
+	return protocol.Message{}
 }
 
 // decide posts a decision turn and returns its stream.

@@ -34,6 +34,9 @@ turnctl chat. -token and -sigv4 authenticate as for turnctl chat. Ctrl-C
 detaches; the turn goes on. -compact reads the compact stream, as in
 turnctl chat.
 
+A queued turn (turnctl chat -multitask enqueue) named by -turn is
+followed from its start: nothing is shown until it starts.
+
 Exit status: 0 when the turn completed; 1 when it failed, was stopped or
 lost, when nothing is running in the session, when the turn function does
 not offer resume, or after an HTTP error (its code and message are printed
@@ -44,8 +47,8 @@ on stderr); 2 for bad usage; 130 after Ctrl-C.
 func runAttach(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var opts chatOptions
 	fs := flag.NewFlagSet("attach", flag.ContinueOnError)
-	fs.StringVar(&opts.url, "url", defaultTurnURL, "turn function URL")
-	historyURL := fs.String("history", defaultHistoryURL, "history function URL (read for the running turn when -turn is not given)")
+	fs.StringVar(&opts.url, "url", defaultTurnURL(), "turn function URL (default $"+turnURLEnv+", else the dev server's)")
+	historyURL := fs.String("history", defaultHistoryURL(), "history function URL, read for the running turn when -turn is not given (default $"+historyURLEnv+", else the dev server's)")
 	fs.StringVar(&opts.sessionID, "session", "", "session id (required)")
 	turnID := fs.String("turn", "", "turn id; default: the session's running turn (history currentTurn)")
 	opts.auth.register(fs)
@@ -86,6 +89,10 @@ func runAttach(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		}
 		if sum.CurrentTurn == nil {
 			_, _ = fmt.Fprintf(stderr, "turnctl attach: nothing is running in session %s\n", opts.sessionID)
+			if len(sum.QueuedTurns) > 0 {
+				_, _ = fmt.Fprintf(stderr, "turnctl attach: %d turns are queued; -turn %s follows the next one from its start\n",
+					len(sum.QueuedTurns), sum.QueuedTurns[0].TurnID)
+			}
 			return 1
 		}
 		*turnID = sum.CurrentTurn.TurnID

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,12 +23,38 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// Defaults of `turnctl chat` and `turnctl history`: the dev server's mounts
-// (docs/design.md#running-it).
+// Defaults of -url (chat, attach) and -history (attach; -url of
+// history): the dev server's mounts (docs/design.md#running-it), unless the
+// environment names others (turnURLEnv, historyURLEnv).
 const (
-	defaultTurnURL    = "http://127.0.0.1:8787/turn/"
-	defaultHistoryURL = "http://127.0.0.1:8787/history/"
+	devTurnURL    = "http://127.0.0.1:8787/turn/"
+	devHistoryURL = "http://127.0.0.1:8787/history/"
 )
+
+// Environment variables that replace the default turn and history URLs:
+// for a dev server on another address, or a stack used often.
+const (
+	turnURLEnv    = "TURNSTREAM_TURN_URL"
+	historyURLEnv = "TURNSTREAM_HISTORY_URL"
+)
+
+// lookupEnv reads the environment; tests replace it.
+var lookupEnv = os.LookupEnv
+
+// defaultTurnURL is -url's default: $TURNSTREAM_TURN_URL, else the dev
+// server's turn mount.
+func defaultTurnURL() string { return envOr(turnURLEnv, devTurnURL) }
+
+// defaultHistoryURL is the history URL's default: $TURNSTREAM_HISTORY_URL,
+// else the dev server's history mount.
+func defaultHistoryURL() string { return envOr(historyURLEnv, devHistoryURL) }
+
+func envOr(name, dflt string) string {
+	if v, ok := lookupEnv(name); ok && v != "" {
+		return v
+	}
+	return dflt
+}
 
 // maxLineBytes bounds one line read from stdin.
 const maxLineBytes = 16 << 20
@@ -40,15 +67,16 @@ func init() {
 }
 
 // chatUsage documents `turnctl chat`.
-const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [-compact] [message...]
+const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [-compact] [-multitask POLICY] [message...]
 
 Submits one turn per message to a turnstream turn function (the dev server's
-/turn/ by default) and renders the streamed snapshots: the assistant's text
-as it grows, tool calls, and a status line with the turn's state, snapshot
-sequence and token usage. With message arguments they are joined into one
-turn; without, each line read from stdin is a turn. -json prints the raw
-NDJSON lines instead. On a terminal the reply is redrawn in place; otherwise
-text is appended without cursor movement.
+/turn/ by default, or $TURNSTREAM_TURN_URL) and renders the streamed
+snapshots: the assistant's text as it grows, tool calls, and a status line
+with the turn's state, snapshot sequence and token usage. With message
+arguments they are joined into one turn; without, each line read from stdin
+is a turn. -json prints the raw NDJSON lines instead. On a terminal the
+reply is redrawn in place; otherwise text is appended without cursor
+movement.
 
 -compact asks for the compact stream (X-Turnstream-Stream-Mode: compact,
 docs/compact.md): complete snapshots at the start, at changes other than
@@ -64,15 +92,32 @@ with AuthType AWS_IAM (iam mode), with the default AWS credential chain. A
 https://<id>.lambda-url.<region>.on.aws/ URL without -token is signed
 automatically.
 
+-multitask says what to do when the session is busy with another turn
+(X-Turnstream-Multitask, docs/multitask.md): reject (the server's 409
+SESSION_BUSY), enqueue (the turn waits for the turns before it: "queued
+(n)" is shown, then the turn as it runs), interrupt (the running turn is
+stopped, its answer so far kept, and this one runs) or rollback (as
+interrupt, and the stopped turn is removed from the conversation). Without
+it the session's definition decides (reject unless configured).
+
 When the stream drops before the turn's last line and GET <url>capabilities
 offers resume, the turn is resumed after the last sequence shown
-("reconnecting…" is shown meanwhile; up to 5 resumes in a row without
-news, 250 ms apart and doubling), and no line is shown twice. turnctl
-attach follows a running turn from another terminal.
+("reconnecting… (attempt n of 5)" is shown meanwhile; up to 5 resumes in a
+row without news, 250 ms apart and doubling; a server that cannot be
+reached, even for its capabilities, counts as one attempt), and no line is
+shown twice. When the attempts run out, the turn id and the turnctl attach
+command that follows the turn are printed. turnctl attach follows a running
+turn from another terminal.
+
+A tool call that waits for approval asks "approve? [y/N]": y or yes
+approves it, anything else (Enter included) denies it; the answer taken is
+printed. Tool calls are shown with their results and errors; a call the
+user denied reads "denied".
 
 Ctrl-C during a turn asks the server to stop it (POST <url>/stop) and shows
-the turn ending; a second Ctrl-C quits at once (exit status 130). Ctrl-D at
-the prompt ends the session.
+the turn ending as "stopped" with its answer so far (a queued turn that has
+not started is cancelled); a second Ctrl-C quits at once (exit status 130).
+Ctrl-D at the prompt ends the session.
 
 Text from the server is shown escaped: control characters, escape
 sequences and bidirectional overrides appear as \xHH or \uHHHH, tabs as
@@ -80,8 +125,8 @@ spaces. Widths are counted in terminal columns (wide characters and emoji
 take two, combining marks none), so redraws cover exactly what was drawn.
 
 Exit status: 0 when every turn completed, 1 after an HTTP error, a
-diagnostic or a failed turn (its code and message are printed on stderr),
-2 for bad usage, 130 after a quit.
+diagnostic, a stopped or failed turn (its code and message are printed on
+stderr), 2 for bad usage, 130 after a quit.
 `
 
 // chatOptions are the flags of `turnctl chat`.
@@ -90,20 +135,26 @@ type chatOptions struct {
 	sessionID string
 	auth      authFlags
 	json      bool
-	compact   bool // X-Turnstream-Stream-Mode: compact
+	compact   bool   // X-Turnstream-Stream-Mode: compact
+	multitask string // X-Turnstream-Multitask; "" sends none
 }
 
 // runChat implements `turnctl chat`.
 func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var opts chatOptions
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
-	fs.StringVar(&opts.url, "url", defaultTurnURL, "turn function URL")
+	fs.StringVar(&opts.url, "url", defaultTurnURL(), "turn function URL (default $"+turnURLEnv+", else the dev server's)")
 	fs.StringVar(&opts.sessionID, "session", "", "session id (a SafeId); default: a new random one, printed on stderr")
 	opts.auth.register(fs)
 	fs.BoolVar(&opts.json, "json", false, "print the raw NDJSON stream lines")
 	fs.BoolVar(&opts.compact, "compact", false, "ask for the compact stream (append lines between complete snapshots)")
+	fs.StringVar(&opts.multitask, "multitask", "", "when the session is busy: reject, enqueue, interrupt or rollback (default: the definition's)")
 	if status, ok := parseFlags(fs, args, chatUsage, stdout, stderr); !ok {
 		return status
+	}
+	if opts.multitask != "" && !slices.Contains(client.MultitaskPolicies, opts.multitask) {
+		_, _ = fmt.Fprintf(stderr, "turnctl chat: -multitask must be one of %s\n", strings.Join(client.MultitaskPolicies, ", "))
+		return 2
 	}
 	if opts.sessionID == "" {
 		opts.sessionID = "session-" + randomHex(8)
@@ -216,15 +267,26 @@ func (c *chatClient) turn(ctx context.Context, input string, decision *protocol.
 	// The interrupt watcher shows its notices through the renderer, so
 	// that a redraw counts them instead of erasing them.
 	shown := &lockedRenderer{r: c.renderer()}
-	s, err := c.client.Submit(ctx, client.Submit{
+	sub := client.Submit{
 		SessionID: c.opts.sessionID, TurnID: "turn-" + randomHex(8), EventID: "event-" + randomHex(8),
 		Input: input, Confirmation: decision, StreamOptions: c.streamOptions(shown),
-	})
+	}
+	if decision == nil {
+		sub.Multitask = c.opts.multitask
+	}
+	s, err := c.client.Submit(ctx, sub)
 	if err != nil {
 		if ctx.Err() == nil { // else quit: reported by runChat
 			reportError(c.stderr, "chat", err)
+			var e *client.Error
+			if errors.As(err, &e) && e.Code() == protocol.CodeSessionBusy {
+				_, _ = fmt.Fprintln(c.stderr, "turnctl chat: another turn runs in this session; -multitask enqueue queues a message behind it, interrupt stops it")
+			}
 		}
 		return false
+	}
+	if q := s.Queued(); q != nil {
+		shown.status(fmt.Sprintf("%s%d): turn %s waits for the turn before it to end", noticeQueued, q.Position, s.TurnID()))
 	}
 	defer func() { _ = s.Close() }()
 	interrupts, stopNotify := notifyInterrupts()
@@ -270,8 +332,11 @@ func (c *chatClient) streamOptions(shown *lockedRenderer) client.StreamOptions {
 // not a turn event, a stream that ended early.
 func (c *chatClient) follow(ctx context.Context, cmd string, s *client.Stream, shown *lockedRenderer) (*protocol.Event, bool) {
 	defer shown.done()
-	for {
+	for first := true; ; first = false {
 		ev, err := s.Next()
+		if first && err == nil && s.Queued() != nil {
+			shown.status("") // it started
+		}
 		if err != nil {
 			var e *client.Error
 			isDiag := errors.As(err, &e) && e.Kind == client.KindDiagnostic
@@ -282,12 +347,22 @@ func (c *chatClient) follow(ctx context.Context, cmd string, s *client.Stream, s
 			switch {
 			case ctx.Err() != nil:
 				return nil, false // Ctrl-C: reported by the command
+			case isDiag && e.Code() == protocol.CodeTurnCancelled:
+				_, _ = fmt.Fprintf(c.stderr, "turnctl %s: the queued turn was cancelled before it ran\n", cmd)
+			case isDiag && e.Code() == protocol.CodeTurnQueueExpired:
+				_, _ = fmt.Fprintf(c.stderr, "turnctl %s: the queued turn waited too long and never ran (TURN_QUEUE_EXPIRED); send it again\n", cmd)
 			case isDiag:
 				printDiagnostic(c.stderr, "stream diagnostic", e.Diagnostic)
-			case errors.As(err, &e) && (e.Kind == client.KindInvalidLine || e.Kind == client.KindIncomplete):
+			case errors.As(err, &e) && e.Kind == client.KindInvalidLine:
 				_, _ = fmt.Fprintf(c.stderr, "turnctl %s: %s\n", cmd, escapeText(err.Error(), false))
+			case errors.As(err, &e) && e.Kind == client.KindIncomplete:
+				_, _ = fmt.Fprintf(c.stderr, "turnctl %s: %s\n", cmd, escapeText(err.Error(), false))
+				c.attachHint(cmd, s)
 			default:
 				_, _ = fmt.Fprintf(c.stderr, "turnctl %s: read the stream: %s\n", cmd, escapeText(err.Error(), false))
+				if errors.As(err, &e) && e.Kind == client.KindNetwork {
+					c.attachHint(cmd, s)
+				}
 			}
 			return nil, false
 		}
@@ -295,9 +370,12 @@ func (c *chatClient) follow(ctx context.Context, cmd string, s *client.Stream, s
 		switch ev.Snapshot.Status {
 		case protocol.StatusError:
 			shown.done()
-			if ev.Snapshot.Error != nil {
-				printDiagnostic(c.stderr, "turn failed", *ev.Snapshot.Error)
-			} else {
+			switch d := ev.Snapshot.Error; {
+			case d != nil && d.Code == protocol.CodeTurnInterrupted:
+				_, _ = fmt.Fprintf(c.stderr, "turnctl %s: stopped (TURN_INTERRUPTED); the answer so far is kept\n", cmd)
+			case d != nil:
+				printDiagnostic(c.stderr, "turn failed", *d)
+			default:
 				_, _ = fmt.Fprintln(c.stderr, "turn failed")
 			}
 			return ev, false
@@ -305,6 +383,21 @@ func (c *chatClient) follow(ctx context.Context, cmd string, s *client.Stream, s
 			return ev, true
 		}
 	}
+}
+
+// attachHint tells how to follow the turn of s, whose stream was lost
+// before its end while the turn may still be running: its id and the
+// turnctl attach command (flags for a non-default URL, and a reminder of
+// the credentials, never the token itself).
+func (c *chatClient) attachHint(cmd string, s *client.Stream) {
+	attach := fmt.Sprintf("turnctl attach -session %s -turn %s", s.SessionID(), s.TurnID())
+	if c.opts.url != defaultTurnURL() {
+		attach += " -url " + escapeText(c.opts.url, false)
+	}
+	if c.opts.auth.token != "" || c.opts.auth.sigv4 {
+		attach += " (with the same -token or -sigv4)"
+	}
+	_, _ = fmt.Fprintf(c.stderr, "turnctl %s: turn %s may still be running; follow it with: %s\n", cmd, s.TurnID(), attach)
 }
 
 // Notices shown while a turn streams.
@@ -336,14 +429,19 @@ func (c *chatClient) watchInterrupts(ctx context.Context, turnID string, shown *
 }
 
 // requestStop asks the turn function to stop turnID (POST <url>/stop)
-// and shows a refusal as a notice.
+// and shows a refusal as a notice, and a queued turn's cancellation.
 func (c *chatClient) requestStop(ctx context.Context, turnID string, shown *lockedRenderer) {
 	ctx, cancel := context.WithTimeout(ctx, stopTimeout)
 	defer cancel()
-	if err := c.client.Stop(ctx, c.opts.sessionID, turnID); err != nil && ctx.Err() == nil {
+	ans, err := c.client.StopTurn(ctx, c.opts.sessionID, turnID)
+	switch {
+	case err != nil && ctx.Err() == nil:
 		var b strings.Builder
 		reportError(&b, "chat stop", err)
 		shown.notice(strings.TrimSuffix(b.String(), "\n"))
+	case err == nil && ans.Cancelled:
+		shown.status("") // no longer queued
+		shown.notice("cancelled the queued turn before it started")
 	}
 }
 
@@ -409,11 +507,13 @@ func (r *rawRenderer) done() {}
 type turnView struct {
 	text      string
 	toolCalls []string
+	toolIDs   []string // the calls' ids, toolCalls[i] being toolIDs[i]'s line
 	status    string
 }
 
 // viewOf returns the current turn's assistant text and tool calls (the
-// messages after the last user message) and the status line.
+// messages after the last user message) and the status line: the
+// snapshot's status, "stopped" for a turn ended by a stop.
 func viewOf(ev *protocol.Event) turnView {
 	s := ev.Snapshot
 	start := 0
@@ -429,20 +529,74 @@ func viewOf(ev *protocol.Event) turnView {
 			continue
 		}
 		text.WriteString(displayContent(m.Content))
+		denied := deniedCall(m)
 		for _, tc := range m.ToolCalls {
-			v.toolCalls = append(v.toolCalls, toolCallLine(tc))
+			v.toolCalls = append(v.toolCalls, toolCallLine(tc, tc.ID == denied))
+			v.toolIDs = append(v.toolIDs, tc.ID)
 		}
 	}
 	v.text = escapeText(text.String(), true)
 	v.status = fmt.Sprintf("[%s · seq %d · tokens %d in / %d out / %d total]",
-		escapeText(s.Status, false), ev.Sequence, s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.TotalTokens)
+		escapeText(statusWord(s.Status, s.Error), false), ev.Sequence, s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.TotalTokens)
 	return v
 }
 
-// toolCallLine is one tool call as shown: "tool <name> <args>: <status>",
-// escaped.
-func toolCallLine(tc protocol.ToolCall) string {
-	return escapeText(fmt.Sprintf("tool %s %s: %s", tc.Name, compactJSON(tc.Args), tc.Status), false)
+// statusWord is how a turn's status reads: "stopped" for an error
+// status whose diagnostic is TURN_INTERRUPTED (the user stopped it),
+// the status itself otherwise.
+func statusWord(status string, d *protocol.Diagnostic) string {
+	if status == protocol.StatusError && d != nil && d.Code == protocol.CodeTurnInterrupted {
+		return "stopped"
+	}
+	return status
+}
+
+// deniedCall returns the id of the tool call that message m's decision
+// turn denied (its metadata.confirmation, docs/approvals.md), "" when m
+// carries no denial.
+func deniedCall(m protocol.Message) string {
+	var md struct {
+		Confirmation struct {
+			Decision   string `json:"decision"`
+			ToolCallID string `json:"toolCallId"`
+		} `json:"confirmation"`
+	}
+	if len(m.Metadata) == 0 || json.Unmarshal(m.Metadata, &md) != nil || md.Confirmation.Decision != protocol.DecisionDeny {
+		return ""
+	}
+	return md.Confirmation.ToolCallID
+}
+
+// maxShownResult bounds the tool result or error shown on a tool call's
+// line, in runes.
+const maxShownResult = 200
+
+// toolCallLine is one tool call as shown, escaped: "tool <name> <args>:
+// <status>", followed by " → <result>" for a complete call, ": <error>"
+// for a failed one; a call the user denied reads "denied" (not an error).
+func toolCallLine(tc protocol.ToolCall, denied bool) string {
+	line := fmt.Sprintf("tool %s %s: %s", tc.Name, compactJSON(tc.Args), tc.Status)
+	switch {
+	case denied && tc.Status == protocol.ToolCallError:
+		line = fmt.Sprintf("tool %s %s: denied (it did not run)", tc.Name, compactJSON(tc.Args))
+	case tc.Status == protocol.ToolCallComplete && tc.Result != nil && *tc.Result != "":
+		line += " → " + clip(*tc.Result)
+	case tc.Status == protocol.ToolCallError && tc.Error != nil && *tc.Error != "":
+		line += ": " + clip(*tc.Error)
+	}
+	return escapeText(line, false)
+}
+
+// clip returns s cut to maxShownResult runes, "…" appended when cut.
+func clip(s string) string {
+	n := 0
+	for i := range s {
+		if n == maxShownResult {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
 }
 
 // displayContent returns content for display: the text and component
@@ -476,14 +630,21 @@ func compactJSON(raw json.RawMessage) string {
 }
 
 // appendRenderer writes without cursor movement (stdout is not a
-// terminal): text as it grows, each tool call state once, the final status
-// line at the end; notices go to notices (stderr).
+// terminal): text as it grows, each tool call's state when it changes, the
+// final status line at the end; notices go to notices (stderr). A tool
+// call's line never cuts a line of text in two: one that changes while
+// text is mid-line waits for the line's end (or the turn's), and only its
+// newest state is then printed.
 type appendRenderer struct {
-	w         io.Writer
-	notices   io.Writer
-	last      *protocol.Event
-	text      string
-	toolLines map[string]bool
+	w       io.Writer
+	notices io.Writer
+	last    *protocol.Event
+	text    string
+	// printed is the line last printed for each tool call id; pending the
+	// calls whose newer line waits for the text's line end, in order.
+	printed map[string]string
+	pending []string
+	waiting map[string]string
 	// lineStart: the last thing written ended a line (a tool line or a
 	// notice), whatever text ends with.
 	lineStart bool
@@ -505,16 +666,33 @@ func (r *appendRenderer) event(_ []byte, ev *protocol.Event) {
 		r.lineStart = false
 	}
 	r.text = v.text
-	for _, tl := range v.toolCalls {
-		if r.toolLines == nil {
-			r.toolLines = map[string]bool{}
-		}
-		if !r.toolLines[tl] {
-			r.toolLines[tl] = true
-			_, _ = fmt.Fprintf(r.w, "\n%s\n", tl)
-			r.lineStart = true
-		}
+	if r.printed == nil {
+		r.printed, r.waiting = map[string]string{}, map[string]string{}
 	}
+	for i, tl := range v.toolCalls {
+		id := v.toolIDs[i]
+		if r.printed[id] == tl || r.waiting[id] == tl {
+			continue
+		}
+		if _, ok := r.waiting[id]; !ok {
+			r.pending = append(r.pending, id)
+		}
+		r.waiting[id] = tl
+	}
+	if r.atLineStart() {
+		r.flushTools()
+	}
+}
+
+// flushTools prints the tool lines that wait, at a line start.
+func (r *appendRenderer) flushTools() {
+	for _, id := range r.pending {
+		_, _ = fmt.Fprintln(r.w, r.waiting[id])
+		r.printed[id] = r.waiting[id]
+		delete(r.waiting, id)
+		r.lineStart = true
+	}
+	r.pending = r.pending[:0]
 }
 
 func (r *appendRenderer) notice(text string) {
@@ -541,6 +719,10 @@ func (r *appendRenderer) done() {
 	}
 	if !r.atLineStart() {
 		_, _ = io.WriteString(r.w, "\n")
+		r.lineStart = true
+	}
+	if len(r.pending) > 0 {
+		r.flushTools()
 	}
 	_, _ = fmt.Fprintln(r.w, viewOf(r.last).status)
 }
@@ -604,7 +786,7 @@ func (r *liveRenderer) redraw() {
 	}
 	if n >= r.height && r.view != nil {
 		// Too tall to redraw: keep what is on screen and append from here.
-		r.appending = &appendRenderer{w: r.w, text: r.view.text, last: r.last}
+		r.appending = &appendRenderer{w: r.w, text: r.view.text, last: r.last, printed: map[string]string{}, waiting: map[string]string{}}
 		b.WriteString("assistant> " + r.view.text)
 		_, _ = io.WriteString(r.w, b.String())
 		r.lines = 0
@@ -710,11 +892,20 @@ func (l *lockedRenderer) status(text string) {
 const streamModeHeader = client.StreamModeHeader
 
 // noticeReconnecting starts the transient status shown while a dropped
-// stream is resumed.
-const noticeReconnecting = "reconnecting…"
+// stream is resumed; noticeQueued the one shown while a queued turn
+// waits to start.
+const (
+	noticeReconnecting = "reconnecting…"
+	noticeQueued       = "queued ("
+)
+
+// isTransient reports whether a notice line is a transient status.
+func isTransient(n string) bool {
+	return strings.HasPrefix(n, noticeReconnecting) || strings.HasPrefix(n, noticeQueued)
+}
 
 // status replaces the transient status line under the status line (the
-// notices that start with noticeReconnecting) by text, or removes it for
+// notices isTransient recognises) by text, or removes it for
 // "", and redraws. While appending (a block too tall to redraw) it is a
 // notice line.
 func (r *liveRenderer) status(text string) {
@@ -726,7 +917,7 @@ func (r *liveRenderer) status(text string) {
 	}
 	kept := r.notices[:0]
 	for _, n := range r.notices {
-		if !strings.HasPrefix(n, noticeReconnecting) {
+		if !isTransient(n) {
 			kept = append(kept, n)
 		}
 	}

@@ -214,7 +214,7 @@ func TestChatFailures(t *testing.T) {
 			body: func(t *testing.T) string {
 				return eventLine(t, 1, protocol.EventSnapshot, snapshot(protocol.StatusError, "partial", &interrupted), nil)
 			},
-			wantErr: "turn failed: TURN_INTERRUPTED",
+			wantErr: "turnctl chat: stopped (TURN_INTERRUPTED); the answer so far is kept",
 			wantOut: "partial",
 		},
 		"stream cut short": {
@@ -389,7 +389,7 @@ func TestChatCtrlCStopsTheTurn(t *testing.T) {
 	if code != 1 {
 		t.Errorf("exit %d, want 1 for an interrupted turn", code)
 	}
-	if !strings.Contains(errOut, "stopping the turn") || !strings.Contains(errOut, "turn failed: TURN_INTERRUPTED: The turn was stopped.") {
+	if !strings.Contains(errOut, "stopping the turn") || !strings.Contains(errOut, "turnctl chat: stopped (TURN_INTERRUPTED); the answer so far is kept") {
 		t.Errorf("stderr %q, want the stop notice and TURN_INTERRUPTED", errOut)
 	}
 	if strings.Contains(out, "many seconds to repeat") {

@@ -14,7 +14,6 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/client"
@@ -62,7 +61,16 @@ What it checks:
   agui                  (when advertised) POST <turn>/agui answers an AG-UI run: ids of
                         the documented grammar in order, RUN_STARTED to RUN_FINISHED; a
                         resume with Last-Event-ID answers the ended run alike (docs/agui.md)
+  multitask.reject      (when listed in capabilities.multitask.policies) a submit with
+                        X-Turnstream-Multitask: reject while a turn runs is 409 SESSION_BUSY
+  multitask.enqueue     (when listed) enqueue while a turn runs is 202 queued; the queued
+                        turn runs after it, followed over its streamUrl, to complete
+  multitask.interrupt   (when listed) interrupt stops the running turn (TURN_INTERRUPTED)
+                        and the new turn streams to complete
+  multitask.rollback    (when listed) as interrupt, and the stopped turn is gone from history
   resume, approvals     run when the capabilities advertise them
+
+Each row is printed as its check ends (the long checks take seconds each).
 
 -token and -sigv4 authenticate as for turnctl chat (a function URL host is
 signed automatically). -json prints the rows as one JSON object. Exit status 0 when no check failed, 1 otherwise, 2
@@ -123,11 +131,16 @@ func runConform(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintln(stderr, "turnctl conform:", err)
 		return 2
 	}
+	if !opts.json {
+		// Rows as they come: a check against a real model takes seconds.
+		printHeader(stdout, opts)
+		c.onRow = func(r checkResult) { printRow(stdout, r) }
+	}
 	results := c.run(ctx)
 	if opts.json {
 		printJSON(stdout, results)
 	} else {
-		printResults(stdout, opts, results)
+		printSummary(stdout, results)
 	}
 	for _, r := range results {
 		if r.outcome == checkFail {
@@ -149,6 +162,8 @@ type conformer struct {
 	marker       string
 	caps         *client.Capabilities
 	results      []checkResult
+	// onRow, when set, is called with each row as it is recorded.
+	onRow func(checkResult)
 }
 
 func newConformer(ctx context.Context, opts conformOptions) (*conformer, error) {
@@ -197,7 +212,15 @@ func (t authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 func (c *conformer) record(name, outcome, format string, args ...any) {
-	c.results = append(c.results, checkResult{name: name, outcome: outcome, detail: escapeText(fmt.Sprintf(format, args...), false)})
+	c.add(checkResult{name: name, outcome: outcome, detail: escapeText(fmt.Sprintf(format, args...), false)})
+}
+
+// add records one row (its detail escaped already).
+func (c *conformer) add(r checkResult) {
+	c.results = append(c.results, r)
+	if c.onRow != nil {
+		c.onRow(r)
+	}
 }
 
 // problems collects the failures of one check.
@@ -232,7 +255,8 @@ func (c *conformer) run(ctx context.Context) []checkResult {
 	c.checkPagination(ctx)
 	c.checkArtifacts(ctx, first)
 	c.checkCompact(ctx)
-	c.results = append(c.results, conformAGUI(ctx, c.raw, c.opts.turnURL, c.caps.Has("agui")))
+	c.add(conformAGUI(ctx, c.raw, c.opts.turnURL, c.caps.Has("agui")))
+	c.checkMultitask(ctx)
 	for _, ext := range []string{"resume", "approvals"} {
 		if c.caps.Has(ext) {
 			c.record(ext, checkSkip, "advertised by /capabilities; this turnctl has no check for it yet")
@@ -243,20 +267,31 @@ func (c *conformer) run(ctx context.Context) []checkResult {
 	return c.results
 }
 
-// printResults writes the table and a summary line.
-func printResults(w io.Writer, opts conformOptions, results []checkResult) {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "turnctl conform: turn %s, history %s\n\n", escapeText(opts.turnURL, false), escapeText(opts.historyURL, false))
-	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "CHECK\tRESULT\tDETAIL")
+// nameWidth and resultWidth are the widths of the table's first two
+// columns: the longest check name and result, and two spaces.
+const (
+	nameWidth   = len("stream.terminal-last") + 2
+	resultWidth = len(checkSkip) + 2
+)
+
+// printHeader writes the run's first lines and the table's header.
+func printHeader(w io.Writer, opts conformOptions) {
+	_, _ = fmt.Fprintf(w, "turnctl conform: turn %s, history %s\n\n", escapeText(opts.turnURL, false), escapeText(opts.historyURL, false))
+	_, _ = fmt.Fprintf(w, "%-*s%-*s%s\n", nameWidth, "CHECK", resultWidth, "RESULT", "DETAIL")
+}
+
+// printRow writes one row of the table.
+func printRow(w io.Writer, r checkResult) {
+	_, _ = fmt.Fprintf(w, "%-*s%-*s%s\n", nameWidth, r.name, resultWidth, r.outcome, r.detail)
+}
+
+// printSummary writes the summary line after the table.
+func printSummary(w io.Writer, results []checkResult) {
 	counts := map[string]int{}
 	for _, r := range results {
 		counts[r.outcome]++
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\n", r.name, r.outcome, r.detail)
 	}
-	_ = tw.Flush()
-	fmt.Fprintf(&b, "\n%d passed, %d failed, %d skipped\n", counts[checkPass], counts[checkFail], counts[checkSkip])
-	_, _ = w.Write(b.Bytes())
+	_, _ = fmt.Fprintf(w, "\n%d passed, %d failed, %d skipped\n", counts[checkPass], counts[checkFail], counts[checkSkip])
 }
 
 // printJSON writes the results as one JSON object (details escaped as in

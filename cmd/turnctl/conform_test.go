@@ -9,12 +9,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/model/echo"
@@ -49,6 +51,9 @@ func devWiring(t *testing.T, store chat.Store, wrap func(http.Handler) http.Hand
 		Store: store, Model: gm, Authenticator: authn,
 		Definition:    turn.Definition{ID: "default", Revision: 1},
 		LeaseDuration: 3 * time.Second, RenewInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+		// Checkpoints make the deployment durable: resume, and every
+		// multitask policy, are advertised; a stop is seen within 20 ms.
+		CheckpointInterval: 20 * time.Millisecond, ResumePollInterval: 10 * time.Millisecond,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -98,12 +103,13 @@ func (g *gatedModel) Stream(ctx context.Context, req model.Request) (model.Strea
 	return &gatedStream{Stream: st, ctx: ctx, gate: g.gate, held: last == longInput}, nil
 }
 
-// releaseOnBusy opens the gate after h answers 409 SESSION_BUSY.
+// releaseOnBusy opens the gate after h answers 409 SESSION_BUSY, or 202
+// (a turn queued behind the held one).
 func (g *gatedModel) releaseOnBusy(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
 		h.ServeHTTP(rec, r)
-		if rec.status == http.StatusConflict && bytes.Contains(rec.body, []byte(protocol.CodeSessionBusy)) {
+		if rec.status == http.StatusConflict && bytes.Contains(rec.body, []byte(protocol.CodeSessionBusy)) || rec.status == http.StatusAccepted {
 			select {
 			case g.gate <- struct{}{}:
 			default:
@@ -189,6 +195,7 @@ var mandatory = []string{
 	"capabilities", "stream.headers", "stream.decode", "stream.identity", "stream.cursor", "stream.terminal-last",
 	"turn.complete", "replay", "errors.shape", "errors.no-echo", "history.isomorphism", "snapshot-scope", "submit.concurrent", "stop",
 	"history.pagination", "artifacts.dedupe", "compact", "agui",
+	"multitask.reject", "multitask.enqueue", "multitask.interrupt", "multitask.rollback",
 }
 
 func TestConformDevWiring(t *testing.T) {
@@ -320,7 +327,8 @@ func TestConformBrokenServers(t *testing.T) {
 				}
 			}),
 			// Everything that needs a turn to end says so.
-			fails: []string{"stream.terminal-last", "turn.complete", "history.isomorphism", "submit.concurrent", "stop", "history.pagination", "compact"},
+			fails: []string{"stream.terminal-last", "turn.complete", "history.isomorphism", "submit.concurrent", "stop", "history.pagination", "compact",
+				"multitask.reject", "multitask.enqueue", "multitask.interrupt", "multitask.rollback"},
 		},
 		"the snapshot scope header ignored": {
 			wrap: func(h http.Handler) http.Handler {
@@ -340,9 +348,37 @@ func TestConformBrokenServers(t *testing.T) {
 				}
 			}),
 			// The compact stream's first snapshot is another session's: its
-			// append lines then apply to nothing.
-			fails: []string{"stream.identity", "stream.cursor", "compact"},
+			// append lines then apply to nothing; the queued turn's stream,
+			// followed as the client follows it, shows nothing of its turn.
+			fails: []string{"stream.identity", "stream.cursor", "compact", "multitask.enqueue"},
 		},
+	}
+	tests["the multitask header ignored"] = struct {
+		wrap  func(http.Handler) http.Handler
+		fails []string
+	}{
+		wrap: func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				r.Header.Del(client.MultitaskHeader)
+				h.ServeHTTP(w, r)
+			})
+		},
+		// reject is what a server without the header does.
+		fails: []string{"multitask.enqueue", "multitask.interrupt", "multitask.rollback"},
+	}
+	tests["rollback served as interrupt"] = struct {
+		wrap  func(http.Handler) http.Handler
+		fails []string
+	}{
+		wrap: func(h http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.Header.Get(client.MultitaskHeader) == client.MultitaskRollback {
+					r.Header.Set(client.MultitaskHeader, client.MultitaskInterrupt)
+				}
+				h.ServeHTTP(w, r)
+			})
+		},
+		fails: []string{"multitask.rollback"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -365,6 +401,54 @@ func TestConformBrokenServers(t *testing.T) {
 				t.Logf("output:\n%s", out)
 			}
 		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and concurrent
+// readers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// TestConformPrintsRowsAsTheyRun: each row is on stdout when its check
+// ends, before the next checks have sent anything: the table of the checks
+// that ran is there when the multitask checks start.
+func TestConformPrintsRowsAsTheyRun(t *testing.T) {
+	var out syncBuffer
+	var seen string
+	var once sync.Once
+	u := devWiring(t, memory.New(memory.Options{}), func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get(client.MultitaskHeader) != "" {
+				once.Do(func() { seen = out.String() })
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	code := run(conformArgs(u), strings.NewReader(""), &out, io.Discard)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out.String())
+	}
+	for _, row := range []string{"CHECK  ", "\ncapabilities ", "\nstream.headers ", "\nagui "} {
+		if !strings.Contains(seen, row) {
+			t.Errorf("when the multitask checks started, stdout held %q, without %q", seen, row)
+		}
+	}
+	if strings.Contains(seen, "multitask.") || strings.Contains(seen, " passed, ") {
+		t.Errorf("stdout held rows of checks not run yet: %q", seen)
 	}
 }
 

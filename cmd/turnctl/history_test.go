@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -27,25 +28,63 @@ func TestHistoryFollowsCursors(t *testing.T) {
 		NextCursor *string           `json:"nextCursor"`
 		HasMore    bool              `json:"hasMore"`
 	}
+	type turn struct {
+		TurnID    string                     `json:"turnId"`
+		Ordinal   int                        `json:"ordinal"`
+		Status    string                     `json:"status"`
+		Messages  []json.RawMessage          `json:"messages"`
+		Artifacts []client.ArtifactReference `json:"artifacts"`
+		Error     *protocol.Diagnostic       `json:"error"`
+	}
+	type turnPage struct {
+		Turns      []turn  `json:"turns"`
+		NextCursor *string `json:"nextCursor"`
+		HasMore    bool    `json:"hasMore"`
+	}
+	stopped := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
+	cancelled := protocol.NewDiagnostic(protocol.CodeTurnCancelled)
 	pages := map[string]messagePage{
 		"": {Messages: []json.RawMessage{msg("t1.u", "user", "one", ""), msg("t1.a", "assistant", "Echo: one",
 			`{"artifacts":[{"entryPath":"out/a.md","artifactType":"document"}]}`)}, NextCursor: ptr("c2"), HasMore: true},
 		"c2": {Messages: []json.RawMessage{msg("t2.u", "user", "two\nlines", ""), msg("t2.a", "assistant", "Echo: two", "")}},
 	}
+	turnPages := map[string]turnPage{
+		"": {Turns: []turn{{TurnID: "t1", Ordinal: 1, Status: "complete", Messages: []json.RawMessage{msg("t1.u", "user", "one", ""),
+			msg("t1.a", "assistant", "Echo: one", "")}, Artifacts: []client.ArtifactReference{{EntryPath: "out/a.md", ArtifactType: "document"}}}},
+			NextCursor: ptr("c2"), HasMore: true},
+		"c2": {Turns: []turn{
+			{TurnID: "t2", Ordinal: 2, Status: "interrupted", Error: &stopped, Messages: []json.RawMessage{msg("t2.u", "user", "two\nlines", ""),
+				msgStatus("t2.a", "assistant", "Echo: two", protocol.MessageError, "")}},
+			{TurnID: "t2b", Ordinal: 3, Status: "complete", Messages: []json.RawMessage{msg("t2b.u", "user", "/delete x", ""),
+				json.RawMessage(`{"id":"t2b.a","role":"assistant","content":"","status":"complete","createdAt":"2026-11-29T12:00:00.000Z",` +
+					`"toolCalls":[{"id":"c1","name":"workspace_note_delete","args":{"title":"x"},"status":"requires_confirmation"}]}`)}},
+			{TurnID: "t3", Ordinal: 3, Status: "complete", Messages: []json.RawMessage{msg("t3.u", "user", "Denied.", ""),
+				msg("t3.a", "assistant", "Echo: Denied.", `{"confirmation":{"decision":"deny","toolCallId":"c1","token":"cf1"}}`)}},
+			{TurnID: "t4", Ordinal: 4, Status: "error", Error: &cancelled, Messages: []json.RawMessage{msg("t4.u", "user", "queued one", "")}},
+		}},
+	}
 	var queries []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/history/sessions/s1/messages" || r.Header.Get("Authorization") != "Bearer dev.alice" {
+		if (r.URL.Path != "/history/sessions/s1/messages" && r.URL.Path != "/history/sessions/s1/turns") || r.Header.Get("Authorization") != "Bearer dev.alice" {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusNotFound)
 			_, _ = w.Write(protocol.EncodeErrorBody(protocol.NewDiagnostic(protocol.CodeSessionNotFound)))
 			return
 		}
 		queries = append(queries, r.URL.RawQuery)
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/turns") {
+			page, ok := turnPages[r.URL.Query().Get("cursor")]
+			if !ok {
+				t.Errorf("unknown cursor in %q", r.URL.RawQuery)
+			}
+			_ = json.NewEncoder(w).Encode(page)
+			return
+		}
 		page, ok := pages[r.URL.Query().Get("cursor")]
 		if !ok {
 			t.Errorf("unknown cursor in %q", r.URL.RawQuery)
 		}
-		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(page)
 	}))
 	defer srv.Close()
@@ -58,7 +97,12 @@ func TestHistoryFollowsCursors(t *testing.T) {
 		"user (complete, 2026-11-29T12:00:00.000Z):", "  one",
 		"assistant (complete, 2026-11-29T12:00:00.000Z):", "  Echo: one", "  artifact out/a.md (document)",
 		"user (complete, 2026-11-29T12:00:00.000Z):", "  two", "  lines",
-		"assistant (complete, 2026-11-29T12:00:00.000Z):", "  Echo: two", "",
+		"assistant (stopped, 2026-11-29T12:00:00.000Z):", "  Echo: two",
+		"user (complete, 2026-11-29T12:00:00.000Z):", "  /delete x",
+		"assistant (complete, 2026-11-29T12:00:00.000Z):", `  tool workspace_note_delete {"title":"x"}: denied (asked for approval)`,
+		"decision (2026-11-29T12:00:00.000Z):", "  denied the call c1",
+		"assistant (complete, 2026-11-29T12:00:00.000Z):", "  Echo: Denied.",
+		"user (complete, 2026-11-29T12:00:00.000Z):", "  queued one", "  (cancelled before it ran)", "",
 	}, "\n")
 	if out != want {
 		t.Errorf("output:\n%s\nwant:\n%s", out, want)
@@ -67,6 +111,7 @@ func TestHistoryFollowsCursors(t *testing.T) {
 		t.Errorf("queries %q, want the first page then cursor c2, ascending, 100 per page", queries)
 	}
 
+	queries = nil
 	code, out, _ = runTurnctl([]string{"history", "-url", srv.URL + "/history", "-session", "s1", "-token", "dev.alice", "-json"}, "")
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	if code != 0 || len(lines) != 4 {
@@ -99,3 +144,13 @@ func TestHistoryUsage(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// msgStatus is a message record of that status.
+func msgStatus(id, role, content, status, metadata string) json.RawMessage {
+	m := protocol.Message{ID: id, Role: role, Content: content, Status: status, CreatedAt: "2026-11-29T12:00:00.000Z"}
+	if metadata != "" {
+		m.Metadata = json.RawMessage(metadata)
+	}
+	b, _ := json.Marshal(m)
+	return b
+}

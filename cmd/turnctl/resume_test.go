@@ -353,7 +353,7 @@ func TestAttachToAStoppedTurn(t *testing.T) {
 		t.Fatalf("stop: %d", resp.StatusCode)
 	}
 	code, out, errOut := runTurnctl([]string{"attach", "-url", e.turnURL, "-session", "s1", "-turn", "t1", "-token", "dev.alice"}, "")
-	if code != 1 || !strings.Contains(errOut, "turn failed: TURN_INTERRUPTED") {
+	if code != 1 || !strings.Contains(errOut, "turnctl attach: stopped (TURN_INTERRUPTED)") {
 		t.Errorf("exit %d, stderr %q; want 1 and TURN_INTERRUPTED", code, errOut)
 	}
 	if !strings.HasPrefix(out, partOne) || strings.Contains(out, partTwo) {

@@ -288,12 +288,13 @@ func TestHistoryEscapesStoredText(t *testing.T) {
 		{ID: "t1.u", Role: protocol.RoleUser, Content: forged, Status: protocol.MessageComplete, CreatedAt: "2026-11-29T12:00:00.000Z"},
 		{ID: "t1.a", Role: protocol.RoleAssistant, Content: "reply \u202eexe.txt\u202c 日本 👍", Status: protocol.MessageComplete,
 			CreatedAt: "2026-11-29T12:00:00.000Z",
-			ToolCalls: []protocol.ToolCall{{ID: "c1", Name: "workspace_note", Args: json.RawMessage(`{"title":"x\u001b[31m"}`), Status: protocol.ToolCallComplete}},
-			Metadata:  json.RawMessage(`{"artifacts":[{"entryPath":"notes/a.md\n\nassistant (complete, now):\n  \u001b]0;title\u0007pwned","artifactType":"document"}]}`)},
+			ToolCalls: []protocol.ToolCall{{ID: "c1", Name: "workspace_note", Args: json.RawMessage(`{"title":"x\u001b[31m"}`), Status: protocol.ToolCallComplete}}},
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"messages": msgs, "nextCursor": nil, "hasMore": false})
+		_ = json.NewEncoder(w).Encode(map[string]any{"turns": []map[string]any{{"turnId": "t1", "ordinal": 1, "status": "complete",
+			"messages": msgs, "error": nil, "artifacts": []map[string]string{{"entryPath": "notes/a.md\n\nassistant (complete, now):\n  \u001b]0;title\u0007pwned",
+				"artifactType": "document"}}}}, "nextCursor": nil, "hasMore": false})
 	}))
 	defer srv.Close()
 	code, out, errOut := runTurnctl([]string{"history", "-url", srv.URL + "/", "-session", "s1"}, "")
@@ -440,11 +441,11 @@ func TestErrorTextEscaped(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusConflict)
-		_, _ = w.Write([]byte(`{"error":{"version":1,"code":"SESSION_BUSY","message":"busy\u001b[2J\u001b]0;x\u0007\nforged line","retryable":true}}`))
+		_, _ = w.Write([]byte(`{"error":{"version":1,"code":"SESSION_CONFLICT","message":"busy\u001b[2J\u001b]0;x\u0007\nforged line","retryable":true}}`))
 	}))
 	defer srv.Close()
 	code, _, errOut := runTurnctl([]string{"chat", "-url", srv.URL + "/", "-session", "s1", "q"}, "")
-	want := `turnctl chat: HTTP 409: SESSION_BUSY: busy\x1b[2J\x1b]0;x\x07\nforged line (retryable)` + "\n"
+	want := `turnctl chat: HTTP 409: SESSION_CONFLICT: busy\x1b[2J\x1b]0;x\x07\nforged line (retryable)` + "\n"
 	if code != 1 || errOut != want {
 		t.Errorf("exit %d, stderr %q; want 1, %q", code, errOut, want)
 	}

@@ -9,5 +9,8 @@
 // which are not part of the repository, is left (docs/design.md is the
 // design, docs/protocol.md the wire rules, docs/decisions.md the
 // decisions). The error table of docs/design.md#errors is checked against
-// pkg/httpedge's. It holds tests only.
+// pkg/httpedge's. TestREADMERunsAsPasted runs README.md's shell blocks
+// outside its deploy sections (internal/deploytest's) in order, as a reader
+// pastes them, against dev servers it starts as the blocks' make dev lines
+// say. It holds tests only.
 package docstest

@@ -167,6 +167,32 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// TestFactsOfAFailedFence: a claim whose fence of a crashed turn failed
+// (its decide write, or reading its checkpoints: a Query, classified
+// other) failed: its 500 is explained.
+func TestFactsOfAFailedFence(t *testing.T) {
+	fence := []Op{
+		{Op: "UpdateItem", Kind: dynamobench.KindClaim, Write: dynamobench.ClaimWrite, Err: "ccf", CondFailed: true},
+		{Op: "GetItem", SK: "SESSION", Kind: dynamobench.KindRead},
+		{Op: "UpdateItem", Kind: dynamobench.KindDecide},
+		{Op: "Query", Kind: dynamobench.KindOther, Err: "500 before apply"},
+	}
+	f := factsOf(fence)
+	if !f.claimFailed {
+		t.Fatalf("facts %+v: the fence's failed Query does not fail the claim", f)
+	}
+	if v := judge(f, &Result{Status: http.StatusInternalServerError, ErrorCode: protocol.CodeServerInternal, Retryable: true}, appliedNo, false, time.Second); v.problem != "" {
+		t.Errorf("judge: %s, want the 500 explained", v.problem)
+	}
+	if f := factsOf(fence[:3]); f.claimFailed {
+		t.Errorf("facts %+v: failed without a failed call", f)
+	}
+	hung := append(append([]Op(nil), fence[:2]...), Op{Op: "UpdateItem", Kind: dynamobench.KindDecide, Err: "hung"})
+	if f := factsOf(hung); !f.claimFailed {
+		t.Errorf("facts %+v: the fence's failed decide write does not fail the claim", f)
+	}
+}
+
 // TestConsumed: a claim given back (a failed or rejecting turn id lookup)
 // leaves its turn id free for a later run; one whose give-back may not
 // have applied leaves it unknown.

@@ -147,8 +147,14 @@ func TestBootstrapsUnderRuntimeEmulator(t *testing.T) {
 		template := filepath.Join(events, "turn-submit.json")
 		for _, decision := range []string{protocol.DecisionApprove, protocol.DecisionDeny} {
 			sid := "sess-approval-" + decision
+			// The note to delete (the tool says so when there is none).
+			status, _, body := invokeStreaming(t, turnURL, submitEvent(t, template, sid, "note-1", map[string]any{"input": "/note Trip plan: pack"}))
+			if status != http.StatusOK {
+				t.Fatalf("%s note: status %d, body %s", decision, status, body)
+			}
+			checkStream(t, body, "note-1")
 			ask := submitEvent(t, template, sid, "ask-1", map[string]any{"input": "/delete Trip plan"})
-			status, _, body := invokeStreaming(t, turnURL, ask)
+			status, _, body = invokeStreaming(t, turnURL, ask)
 			if status != http.StatusOK {
 				t.Fatalf("%s ask: status %d, body %s", decision, status, body)
 			}
@@ -173,7 +179,11 @@ func TestBootstrapsUnderRuntimeEmulator(t *testing.T) {
 			call := end.Messages[len(end.Messages)-1].ToolCalls[0]
 			want := map[string]string{protocol.DecisionApprove: protocol.ToolCallComplete, protocol.DecisionDeny: protocol.ToolCallError}[decision]
 			if call.Status != want {
-				t.Errorf("%s: decided call %+v, want %s", decision, call, want)
+				text := ""
+				if call.Error != nil {
+					text = *call.Error
+				}
+				t.Errorf("%s: decided call %+v (error %q), want %s", decision, call, text, want)
 			}
 			status, _, body = invokeStreaming(t, turnURL, submitEvent(t, template, sid, "decide-2", map[string]any{"input": decision,
 				"confirmation": map[string]string{"token": meta.Pending[0].Token, "decision": decision}}))

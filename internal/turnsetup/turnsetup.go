@@ -51,7 +51,7 @@ type Deps struct {
 // the configuration gets wrong (definition.Load), a model that cannot be
 // built, or options turn.NewHandler rejects.
 func NewHandler(cfg config.Config, d Deps) (*turn.Handler, error) {
-	reg, err := Tools()
+	reg, err := Tools(d.Store)
 	if err != nil {
 		return nil, err
 	}
@@ -107,10 +107,11 @@ func NewHandler(cfg config.Config, d Deps) (*turn.Handler, error) {
 // Tools returns the tools definitions may offer: the demo tools
 // workspace_note and workspace_note_delete (pkg/tool; a definition offers
 // them only when it names them, the second typically marked as requiring
-// approval). No component manifest is registered.
-func Tools() (*tool.Registry, error) {
+// approval), the second looking notes up in store's history
+// (tool.SessionNotes). No component manifest is registered.
+func Tools(store chat.Store) (*tool.Registry, error) {
 	reg := tool.NewRegistry(nil)
-	for _, t := range []tool.Tool{tool.WorkspaceNote(), tool.WorkspaceNoteDelete()} {
+	for _, t := range []tool.Tool{tool.WorkspaceNote(), tool.WorkspaceNoteDelete(tool.SessionNotes(store))} {
 		if err := reg.Register(t); err != nil {
 			return nil, fmt.Errorf("tools: %w", err)
 		}

@@ -20,6 +20,9 @@ type Capabilities struct {
 	// in Extensions) where the deployment does not checkpoint running
 	// turns.
 	Resume ResumeRoute `json:"resume"`
+	// Multitask is what a submit may do when its session is busy
+	// (Allows; docs/multitask.md); zero from a server without it.
+	Multitask MultitaskCapability `json:"multitask"`
 	// Raw is the whole document as received.
 	Raw json.RawMessage `json:"-"`
 }
@@ -78,6 +81,23 @@ func (c *Client) Capabilities(ctx context.Context) (*Capabilities, error) {
 	c.caps = caps
 	c.mu.Unlock()
 	return caps, nil
+}
+
+// resumeRouteOf returns the resume route when the deployment offers it
+// (ok); ok false when its capabilities say it does not, or refuse the
+// route for good (404, 405). err is a failure that may pass: the
+// capabilities could not be read (no answer, 408, 429, 5xx), or ctx's.
+func (c *Client) resumeRouteOf(ctx context.Context) (route ResumeRoute, ok bool, err error) {
+	caps, err := c.Capabilities(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return ResumeRoute{}, false, ctx.Err()
+	case err != nil && !refusedForGood(err):
+		return ResumeRoute{}, false, err
+	case err != nil || !caps.Resumes():
+		return ResumeRoute{}, false, nil
+	}
+	return caps.Resume, true, nil
 }
 
 // resumeRoute returns the resume route when the deployment offers it and

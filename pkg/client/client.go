@@ -147,6 +147,8 @@ var (
 	// ErrResumeUnavailable: the turn function does not offer the resume
 	// route (its capabilities do not list it, or cannot be read).
 	ErrResumeUnavailable = errors.New("client: the turn function does not offer resume")
+	// ErrInvalidPolicy: Submit.Multitask is not one of MultitaskPolicies.
+	ErrInvalidPolicy = errors.New("client: unknown multitask policy")
 )
 
 // joinURL returns base with route appended to its path, without its query.
@@ -232,23 +234,62 @@ func (c *Client) getJSON(ctx context.Context, target, op string, v any) error {
 // its stream then ends with a terminal snapshot, status error and code
 // TURN_INTERRUPTED, within about a checkpoint interval
 // (docs/durable-turns.md). On Lambda a client that leaves a stream does
-// not stop its turn; Stop does. A turn that already ended is a KindHTTP
-// *Error TURN_NOT_ACTIVE (409).
+// not stop its turn; Stop does. A queued turn that has not started is
+// cancelled instead (StopTurn tells the two apart). A turn that already
+// ended is a KindHTTP *Error TURN_NOT_ACTIVE (409).
 func (c *Client) Stop(ctx context.Context, sessionID, turnID string) error {
+	_, _, err := c.stop(ctx, sessionID, turnID)
+	return err
+}
+
+// StopAnswer is the 202 answer of POST {TurnURL}stop.
+//
+//	{"stopRequested":true} or {"stopRequested":true,"cancelled":true}
+type StopAnswer struct {
+	StopRequested bool `json:"stopRequested"`
+	// Cancelled is true when the turn was queued and had not started: it
+	// never runs, and is recorded with TURN_CANCELLED
+	// (docs/multitask.md).
+	Cancelled bool `json:"cancelled"`
+}
+
+// StopTurn is Stop returning the answer: whether a running turn was asked
+// to stop or a queued one cancelled. A 202 whose body is not a StopAnswer
+// is a KindInvalidResponse *Error.
+func (c *Client) StopTurn(ctx context.Context, sessionID, turnID string) (*StopAnswer, error) {
+	raw, status, err := c.stop(ctx, sessionID, turnID)
+	if err != nil {
+		return nil, err
+	}
+	var a StopAnswer
+	if json.Unmarshal(raw, &a) != nil || !a.StopRequested {
+		return nil, invalidResponse("stop", status)
+	}
+	return &a, nil
+}
+
+// stop sends POST {TurnURL}stop and returns the 2xx answer's body.
+func (c *Client) stop(ctx context.Context, sessionID, turnID string) ([]byte, int, error) {
 	if !protocol.IsSafeID(sessionID) || !protocol.IsSafeID(turnID) {
-		return ErrInvalidID
+		return nil, 0, ErrInvalidID
 	}
 	body, _ := json.Marshal(map[string]string{"sessionId": sessionID, "turnId": turnID}) // two strings: cannot fail
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, joinURL(c.opts.TurnURL, "/stop"), strings.NewReader(string(body)))
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.send(req, "stop")
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
-	_ = resp.Body.Close()
-	return nil
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, 0, cerr
+		}
+		return nil, 0, networkError("stop", err)
+	}
+	return raw, resp.StatusCode, nil
 }

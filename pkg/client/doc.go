@@ -13,7 +13,13 @@
 // returned twice; Resume reads a running turn from another process. Stop
 // ends a turn (a client that leaves a stream does not: on Lambda the turn
 // runs on). Decide answers a tool call waiting for approval
-// (docs/approvals.md). Compact mode (docs/compact.md) reads append lines
+// (docs/approvals.md). Submit.Multitask says what a busy session does
+// with the submit (docs/multitask.md): reject it (SESSION_BUSY), queue it
+// (the Stream then reports Queued and follows the turn from its start),
+// or interrupt or roll back the running turn; StopTurn cancels a queued
+// turn that has not started. A stream that drops while the server cannot
+// even be asked for its capabilities keeps trying within its resume
+// attempts. Compact mode (docs/compact.md) reads append lines
 // into the same cursor (protocol.CompactCursor). Capabilities is fetched
 // once per Client.
 //

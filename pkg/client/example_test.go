@@ -138,17 +138,18 @@ func ExampleClient_Decide() {
 	defer stop()
 	c := mustClient(client.Options{TurnURL: turnURL, Auth: client.Bearer("dev.alice")})
 	ctx := context.Background()
+	finish(c.Submit(ctx, client.Submit{SessionID: "approvals", Input: "/note Trip plan: pack the tent"}))
 	last := finish(c.Submit(ctx, client.Submit{SessionID: "approvals", Input: "/delete Trip plan"}))
 	for _, p := range client.PendingConfirmations(last.Snapshot) {
 		fmt.Println("waiting:", p.Action, string(p.Args))
 		end := finish(c.Decide(ctx, client.Decision{SessionID: "approvals", Token: p.Token, Approve: true}))
 		msgs := end.Snapshot.Messages
 		call := msgs[len(msgs)-1].ToolCalls[0]
-		fmt.Println("decided:", call.Name, call.Status)
+		fmt.Println("decided:", call.Name, call.Status, *call.Result)
 	}
 	// Output:
 	// waiting: workspace_note_delete {"title":"Trip plan"}
-	// decided: workspace_note_delete complete
+	// decided: workspace_note_delete complete Deleted note "notes/trip-plan.md".
 }
 
 // Capabilities say which extensions a deployment serves.

@@ -27,6 +27,10 @@ type SessionSummary struct {
 	// PendingInteractions are the tool calls waiting for a decision
 	// (Client.Decide), oldest first.
 	PendingInteractions []PendingInteraction `json:"pendingInteractions"`
+	// QueuedTurns are the turns queued with MultitaskEnqueue that have
+	// not started, in the order they will run (empty when none, or from a
+	// server without queues).
+	QueuedTurns []QueuedTurn `json:"queuedTurns"`
 	// Envelope is the session as the AgentsKit session envelope
 	// agentskit.chat.session v1 (protocol.DecodeSession reads it).
 	Envelope json.RawMessage `json:"session"`

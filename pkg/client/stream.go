@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,6 +71,13 @@ type Submit struct {
 	// Set both to send the very same body again.
 	EventID   string
 	EmittedAt string
+	// Multitask is the policy when the session is busy with another turn
+	// (MultitaskHeader; docs/multitask.md): "" sends none (the session's
+	// definition decides, reject unless configured), else one of
+	// MultitaskPolicies. With MultitaskEnqueue a busy session queues the
+	// turn: Submit returns a Stream whose Queued says so, and which
+	// follows the turn from its start (Next waits until then).
+	Multitask string
 	StreamOptions
 }
 
@@ -104,14 +112,22 @@ func NewID() string {
 }
 
 // Submit sends s to the turn function (POST {TurnURL}) and returns its
-// stream once the answer is 200. A refusal is a KindHTTP *Error (409
-// SESSION_BUSY while another turn runs, TURN_ALREADY_COMPLETED for a
-// replay, 404 SESSION_NOT_FOUND for another caller's session, ...). ctx
-// bounds the whole stream, resumes included: cancel it to leave the
-// stream (the turn runs on until it ends or Stop is called).
+// stream once the answer is 200, or 202 for a turn the server queued
+// (Stream.Queued). A refusal is a KindHTTP *Error (409 SESSION_BUSY while
+// another turn runs, 409 SESSION_QUEUE_FULL and 422 MULTITASK_NOT_ALLOWED
+// refusing the policy (IsMultitaskCode), TURN_ALREADY_COMPLETED for a
+// replay, 404 SESSION_NOT_FOUND for another caller's session, ...). A
+// 202 whose body is not a Queued naming the turn is KindInvalidResponse.
+// ErrInvalidPolicy for a Multitask that is not a policy. ctx bounds the
+// whole stream, resumes and the wait of a queued turn included: cancel
+// it to leave the stream (the turn runs on until it ends or Stop is
+// called; Stop cancels a queued turn that has not started).
 func (c *Client) Submit(ctx context.Context, s Submit) (*Stream, error) {
 	if s.TurnID == "" {
 		s.TurnID = NewID()
+	}
+	if s.Multitask != "" && !slices.Contains(MultitaskPolicies, s.Multitask) {
+		return nil, ErrInvalidPolicy
 	}
 	body, err := SubmitBody(s)
 	if err != nil {
@@ -123,10 +139,21 @@ func (c *Client) Submit(ctx context.Context, s Submit) (*Stream, error) {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if s.Multitask != "" {
+		req.Header.Set(MultitaskHeader, s.Multitask)
+	}
 	st.setHeaders(req)
 	resp, err := c.send(req, "submit")
 	if err != nil {
 		return nil, err
+	}
+	if resp.StatusCode == http.StatusAccepted {
+		q, err := readQueued(resp, s.SessionID, s.TurnID)
+		if err != nil {
+			return nil, err
+		}
+		st.queued, st.header = q, resp.Header
+		return st, nil
 	}
 	st.setBody(resp.Body, resp.Header, false, nil)
 	return st, nil
@@ -254,6 +281,11 @@ type Stream struct {
 	err         error // sticky: every later call returns it
 	failures    int   // resumes since the last accepted snapshot
 	gap         bool  // an append line did not fit: resume
+	// queued is the 202 answer of a queued submit; nil otherwise. Until
+	// the turn's first snapshot its stream is read from queued.StreamURL,
+	// opened again each time the server ends a silent wait (waiting).
+	queued  *Queued
+	waiting bool
 }
 
 func (c *Client) newStream(ctx context.Context, sessionID, turnID string, opts StreamOptions, after int64) *Stream {
@@ -308,6 +340,14 @@ func (s *Stream) Snapshot() *protocol.Event { return s.cursor.Snapshot() }
 // is valid until the next call.
 func (s *Stream) Line() []byte { return s.raw }
 
+// Queued returns the 202 answer of a submit the server queued
+// (MultitaskEnqueue on a busy session), nil for a turn that streamed at
+// once. Next then waits, sending nothing back, until the turn starts
+// after the turns before it, and returns its snapshots as for any turn; a
+// queued turn that never runs ends Next with a KindDiagnostic *Error
+// TURN_CANCELLED (Stop) or TURN_QUEUE_EXPIRED.
+func (s *Stream) Queued() *Queued { return s.queued }
+
 // Provisional reports whether the event Next returned last is a
 // provisional snapshot (StreamOptions.Provisional).
 func (s *Stream) Provisional() bool { return s.provisional }
@@ -339,6 +379,27 @@ func (s *Stream) Next() (*protocol.Event, error) {
 		if s.ended {
 			_ = s.Close()
 			return nil, io.EOF
+		}
+		if s.queued != nil && s.Sequence() < 0 && (s.lines == nil && s.failures == 0 || s.waiting) {
+			// A queued turn not started yet: (re)open its stream, which
+			// stays silent until the turn starts. A wait the server ended
+			// at its own deadline is no failure: the queue's TTL bounds it.
+			if s.waiting && !sleepCtx(s.ctx, s.c.opts.ResumeBackoff) {
+				return nil, s.fail(s.ctx.Err())
+			}
+			s.waiting, s.gap = false, false
+			body, header, err := s.open(joinURL(s.c.opts.TurnURL, "/"+s.queued.StreamURL))
+			if err != nil {
+				if cerr := s.ctx.Err(); cerr != nil {
+					return nil, s.fail(cerr)
+				}
+				if rerr := s.reattach(err); rerr != nil {
+					return nil, s.fail(rerr)
+				}
+				continue
+			}
+			s.setBody(body, header, true, nil)
+			continue
 		}
 		if !s.gap && s.lines != nil {
 			line, full, err := s.lines.next(s.compact && s.opts.Provisional)
@@ -430,8 +491,10 @@ func (s *Stream) take(line []byte) (*protocol.Event, bool) {
 		if s.resumed && ev.Diagnostic.Code == protocol.CodeServerTimeout {
 			// The resume's own deadline passed while the turn runs on (a
 			// timeout of the turn itself comes after its terminal
-			// snapshot, which ended the stream): resume again.
+			// snapshot, which ended the stream), or while a queued turn
+			// waits to start: resume again.
 			s.gap = true
+			s.waiting = s.queued != nil && s.Sequence() < 0
 			return nil, false
 		}
 		s.raw = append(s.raw[:0], line...)
@@ -542,23 +605,46 @@ func (s *Stream) Drain() (*protocol.Event, error) {
 // KindIncomplete *Error (the body ended) or a KindNetwork one (the read
 // failed); a refusal for good; or, after Options.ResumeAttempts resumes in
 // a row without a new snapshot, a KindNetwork *Error wrapping the last
-// failure.
+// failure. Capabilities that cannot be read (the server unreachable at
+// the moment of the drop) count as a failed attempt and are asked again
+// at the next one; only capabilities that answer without resume end the
+// stream at once.
 func (s *Stream) reattach(dropped error) error {
 	_ = s.Close()
 	s.lines = nil
-	if s.route == nil {
-		route, ok, err := s.c.resumeRoute(s.ctx)
+	droppedErr := func() error {
+		if errors.Is(dropped, io.EOF) || errors.Is(dropped, errTruncatedLine) {
+			return &Error{Kind: KindIncomplete, Op: "stream", Sequence: -1,
+				Diagnostic: clientDiagnostic(CodeStreamIncomplete, "The turn stream ended before the turn did.", true)}
+		}
+		return networkError("stream", dropped)
+	}
+	if s.c.opts.Resume == ResumeOff {
+		return droppedErr()
+	}
+	// lookup reads the resume route once it is known to exist; it reports
+	// a transient failure (to try again) apart from a definite answer.
+	lookup := func() (transient, err error) {
+		if s.route != nil {
+			return nil, nil
+		}
+		route, ok, err := s.c.resumeRouteOf(s.ctx)
 		switch {
+		case err != nil && s.ctx.Err() != nil:
+			return nil, s.ctx.Err()
 		case err != nil:
-			return err
-		case !ok || s.c.opts.Resume == ResumeOff:
-			if errors.Is(dropped, io.EOF) || errors.Is(dropped, errTruncatedLine) {
-				return &Error{Kind: KindIncomplete, Op: "stream", Sequence: -1,
-					Diagnostic: clientDiagnostic(CodeStreamIncomplete, "The turn stream ended before the turn did.", true)}
-			}
-			return networkError("stream", dropped)
+			return err, nil
+		case !ok:
+			return nil, droppedErr()
 		}
 		s.route = &route
+		return nil, nil
+	}
+	lastErr := dropped
+	if transient, err := lookup(); err != nil {
+		return err
+	} else if transient != nil {
+		lastErr = transient
 	}
 	of := s.c.opts.ResumeAttempts
 	status := func(attempt int) {
@@ -566,7 +652,6 @@ func (s *Stream) reattach(dropped error) error {
 			s.opts.OnResume(attempt, of)
 		}
 	}
-	lastErr := dropped
 	for s.failures < of {
 		s.failures++
 		wait := min(s.c.opts.ResumeBackoff<<(s.failures-1), s.c.opts.MaxResumeBackoff)
@@ -579,11 +664,24 @@ func (s *Stream) reattach(dropped error) error {
 			return s.ctx.Err()
 		case <-t.C:
 		}
+		transient, err := lookup()
+		if err != nil {
+			status(0)
+			return err
+		}
+		if transient != nil {
+			lastErr = transient
+			continue
+		}
 		after := s.Sequence()
 		if after < 0 {
 			after = s.after
 		}
-		body, header, err := s.openResume(*s.route, after)
+		target := s.resumeTarget(*s.route, after)
+		if s.queued != nil && s.Sequence() < 0 {
+			target = joinURL(s.c.opts.TurnURL, "/"+s.queued.StreamURL) // not started yet, perhaps
+		}
+		body, header, err := s.open(target)
 		if err == nil {
 			status(0)
 			s.setBody(body, header, true, nil)
@@ -600,19 +698,35 @@ func (s *Stream) reattach(dropped error) error {
 		lastErr = err
 	}
 	status(0)
+	if errors.Is(lastErr, io.EOF) || errors.Is(lastErr, errTruncatedLine) {
+		// Not wrapped: a caller must never read this end as io.EOF, the
+		// end of a complete stream.
+		lastErr = errors.New("the stream ended early")
+	}
 	return networkError("resume", fmt.Errorf("the stream dropped and %d resumes in a row brought nothing new: %w", of, lastErr))
 }
 
 // openResume starts a resume of the stream's turn after sequence after
-// (from the newest state when after < 0) and returns its 200 body. The
-// answer's header must come within resumeOpenTimeout; the body then lasts
-// as long as the stream's context.
+// (from the newest state when after < 0) and returns its 200 body (open).
 func (s *Stream) openResume(route ResumeRoute, after int64) (io.ReadCloser, http.Header, error) {
+	return s.open(s.resumeTarget(route, after))
+}
+
+// resumeTarget is the URL of a resume of the stream's turn over route
+// after sequence after (from the newest state when after < 0).
+func (s *Stream) resumeTarget(route ResumeRoute, after int64) string {
 	p := strings.NewReplacer("{sessionId}", url.PathEscape(s.sessionID), "{turnId}", url.PathEscape(s.turnID)).Replace(route.Path)
 	target := joinURL(s.c.opts.TurnURL, p)
 	if after >= 0 {
 		target += "?" + url.Values{route.Parameter: {strconv.FormatInt(after, 10)}}.Encode()
 	}
+	return target
+}
+
+// open GETs a resume stream at target and returns its 200 body. The
+// answer's header must come within resumeOpenTimeout; the body then lasts
+// as long as the stream's context.
+func (s *Stream) open(target string) (io.ReadCloser, http.Header, error) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	timer := time.AfterFunc(resumeOpenTimeout, cancel)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
@@ -637,6 +751,18 @@ func (s *Stream) openResume(route ResumeRoute, after int64) (io.ReadCloser, http
 		return nil, nil, err
 	}
 	return &cancelOnClose{ReadCloser: resp.Body, cancel: cancel}, resp.Header, nil
+}
+
+// sleepCtx waits d, or until ctx ends (false).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
 }
 
 // cancelOnClose releases a request's context when its body is closed.

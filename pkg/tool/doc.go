@@ -32,4 +32,11 @@
 // Tools decode their arguments with DecodeArgs: case-sensitive names and no
 // duplicate keys (docs/design.md#wire-protocol-v1), so the tool reads exactly
 // what the schema validated.
+//
+// A tool that needs to know where it runs reads CallInfoFrom(ctx): the
+// session, turn and principal of the call, which the turn pipeline puts
+// in every call's context. The demo tools are WorkspaceNote and
+// WorkspaceNoteDelete; the second asks its Notes (SessionNotes: the
+// session's visible turns) whether the note exists, and never reports a
+// delete of a note it could not find.
 package tool

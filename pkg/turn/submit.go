@@ -16,6 +16,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/telemetry"
+	"github.com/turnstream/turnstream/pkg/tool"
 )
 
 // scope is what a snapshot carries (SnapshotScopeHeader).
@@ -233,6 +234,8 @@ func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, dea
 	if h.opts.CheckpointInterval > 0 {
 		runCtx, cancelRun = context.WithDeadlineCause(context.WithoutCancel(reqCtx), deadline, errTurnDeadline)
 	}
+	// The tools the turn runs learn its session (tool.CallInfoFrom).
+	runCtx = tool.WithCallInfo(runCtx, tool.CallInfo{SessionID: sub.sessionID, TurnID: sub.turnID, Principal: sub.principal})
 	t := &run{
 		h:         h,
 		w:         w,

@@ -1,28 +1,46 @@
 // The demo chat page the dev server serves at "/": the client from
-// ../src driving a plain DOM renderer. Same origin as the dev server's
-// /turn/ and /history/ mounts; no network beyond them.
+// ../src driving a plain DOM renderer, answers rendered as Markdown
+// (./markdown.ts). Same origin as the dev server's /turn/ and /history/
+// mounts; no network beyond them.
 //
 // URL parameters: ?session=<SafeId> opens a conversation, ?user=<subject>
 // sends "Authorization: Bearer dev.<subject>" (the dev server's dev auth).
+//
+// The page keeps one view per turn (views), in the order of the log. A
+// view is a turn of history, a turn this page sent (pending until its
+// first snapshot, queued while it waits behind another, failed when the
+// server refused it: the text is kept, with Retry), or a turn another
+// window runs, followed over the resume route. At most one view streams
+// at a time (active): the session runs one turn at a time.
 
 import {
   newId,
   isSafeId,
   isConfirmationCode,
   pendingConfirmations,
+  HTTPError,
+  StreamDiagnosticError,
   TurnstreamClient,
   TurnstreamError,
   type ArtifactReference,
   type Decision,
+  type Lineage,
   type Message,
+  type MultitaskPolicy,
+  type SessionSummary,
   type SnapshotEvent,
   type ToolCall,
   type Turn,
   type TurnDiagnostic,
   type TurnSummary,
+  type Usage,
 } from "../src/index.js";
+import { morph, plain as plainText, render as renderMarkdown } from "./markdown.js";
 
 const PAGE = 10;
+// How often an idle page asks whether the session moved on (another
+// window's turn started, ended or was queued).
+const WATCH_MS = 2000;
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
 const els = {
@@ -32,13 +50,18 @@ const els = {
   edge: $("history-edge"),
   turns: $("turns"),
   empty: $("empty"),
+  jump: $<HTMLButtonElement>("jump"),
+  announce: $("announce"),
   form: $<HTMLFormElement>("composer"),
   input: $<HTMLTextAreaElement>("input"),
   send: $<HTMLButtonElement>("send"),
+  interrupt: $<HTMLButtonElement>("interrupt"),
+  stop: $<HTMLButtonElement>("stop"),
+  hint: $("busy-hint"),
   sessions: $<HTMLSelectElement>("sessions"),
   newChat: $<HTMLButtonElement>("new-chat"),
   who: $("who"),
-  seq: $("seq"),
+  usage: $("usage"),
 };
 
 const params = new URLSearchParams(location.search);
@@ -52,24 +75,29 @@ const client = new TurnstreamClient({
   compact: true,
 });
 
-// Sessions this browser started, newest first, per user.
+// ---- Conversations this browser knows, newest first, per user ----------
+
 interface Known {
   id: string;
   title: string;
+  /** Sent to at least once: the server has it. */
+  sent: boolean;
 }
 const storeKey = `turnstream.sessions.${user || "local"}`;
 function known(): Known[] {
   try {
     const v = JSON.parse(localStorage.getItem(storeKey) ?? "[]");
-    return Array.isArray(v) ? v.filter((k) => isSafeId(k?.id) && typeof k.title === "string") : [];
+    return Array.isArray(v)
+      ? v.filter((k) => isSafeId(k?.id) && typeof k.title === "string").map((k) => ({ id: k.id, title: k.title, sent: k.sent !== false }))
+      : [];
   } catch {
     return [];
   }
 }
-function remember(id: string, title?: string): void {
+function remember(id: string, change: Partial<Known>): void {
   const list = known();
   const old = list.find((k) => k.id === id);
-  const entry = { id, title: title ?? old?.title ?? "New conversation" };
+  const entry: Known = { id, title: old?.title ?? "New conversation", sent: old?.sent ?? false, ...change };
   const next = [entry, ...list.filter((k) => k.id !== id)].slice(0, 20);
   try {
     localStorage.setItem(storeKey, JSON.stringify(next));
@@ -84,8 +112,11 @@ let sessionId = params.get("session") ?? "";
 if (!isSafeId(sessionId)) sessionId = "";
 const fromLink = sessionId !== "" && !known().some((k) => k.id === sessionId);
 if (sessionId === "") sessionId = known()[0]?.id ?? newId();
-if (!fromLink) remember(sessionId);
+if (!fromLink && !known().some((k) => k.id === sessionId)) remember(sessionId, { sent: false });
 setParam("session", sessionId);
+// fresh: a conversation this browser made and never sent to: the server
+// has nothing of it, so the page asks for nothing (no 404s).
+let fresh = !fromLink && known().find((k) => k.id === sessionId)?.sent === false;
 
 function setParam(k: string, v: string): void {
   const u = new URL(location.href);
@@ -96,7 +127,7 @@ function setParam(k: string, v: string): void {
 function renderPicker(): void {
   els.sessions.replaceChildren();
   const list = known();
-  if (!list.some((k) => k.id === sessionId)) list.unshift({ id: sessionId, title: `Conversation ${sessionId.slice(0, 8)}` });
+  if (!list.some((k) => k.id === sessionId)) list.unshift({ id: sessionId, title: "This conversation", sent: true });
   for (const k of list) {
     const o = document.createElement("option");
     o.value = k.id;
@@ -108,22 +139,28 @@ function renderPicker(): void {
 els.sessions.addEventListener("change", () => open(els.sessions.value));
 els.newChat.addEventListener("click", () => {
   // Forget conversations that were started but never sent to.
-  const sent = known().filter((k) => k.title !== "New conversation");
+  const sent = known().filter((k) => k.sent);
   try {
     localStorage.setItem(storeKey, JSON.stringify(sent));
   } catch {
     /* as in remember */
   }
-  open(newId());
+  const id = newId();
+  remember(id, { sent: false });
+  open(id);
 });
 function open(id: string): void {
   const u = new URL(location.href);
   u.searchParams.set("session", id);
-  if (!known().some((k) => k.id === id)) remember(id);
   location.assign(u);
 }
 
-// Status and errors, in plain words.
+function title(s: string): string {
+  const t = s.trim().replace(/\s+/g, " ");
+  return t.length > 48 ? t.slice(0, 47) + "…" : t || "New conversation";
+}
+
+// ---- Status, errors, announcements, in plain words ---------------------
 
 type State = "idle" | "loading" | "ready" | "streaming" | "stopped" | "error";
 function status(state: State, text: string): void {
@@ -133,8 +170,10 @@ function status(state: State, text: string): void {
 
 const PLAIN: Record<string, string> = {
   SESSION_NOT_FOUND: "This conversation can't be opened. It doesn't exist, or it belongs to another account.",
-  SESSION_BUSY: "Another answer is still being written in this conversation. Wait for it to finish, then send again.",
-  SESSION_CONFLICT: "Another answer is still being written in this conversation. Wait for it to finish, then send again.",
+  SESSION_BUSY: "Another answer is still being written in this conversation, so this message was not sent.",
+  SESSION_CONFLICT: "Another answer is still being written in this conversation, so this message was not sent.",
+  SESSION_QUEUE_FULL: "Too many messages are already waiting in this conversation. Send this one when one of them has run.",
+  MULTITASK_NOT_ALLOWED: "This conversation doesn't take messages while an answer is being written.",
   REQUEST_UNAUTHENTICATED: "You're not signed in, so the server refused the request.",
   REQUEST_FORBIDDEN: "Your account may not do that.",
   REQUEST_TOO_LARGE: "That message is too long to send. Shorten it and try again.",
@@ -143,9 +182,12 @@ const PLAIN: Record<string, string> = {
   SERVER_TIMEOUT: "The answer took too long and was cut off.",
   SERVER_INTERNAL: "Something went wrong on the server. Try again in a moment.",
   RESPONSE_INVALID: "The server sent something this page doesn't understand.",
+  LINEAGE_INVALID: "That message can no longer be edited or answered again: the conversation changed.",
   TURN_INTERRUPTED: "Stopped.",
   TURN_LOST: "The server stopped while writing this answer. What it had written is saved.",
   TURN_OUTCOME_INDETERMINATE: "The server couldn't confirm this answer was saved. Reload the page in a moment to see how it ended.",
+  TURN_QUEUE_EXPIRED: "This message waited too long behind other answers and was not sent.",
+  TURN_CANCELLED: "Cancelled before it was sent.",
   MODEL_FAILED: "The model failed to answer. Try again.",
   CHAT_TURN_FAILED: "The answer failed. Try again.",
   CONFIRMATION_DECIDED: "This tool call was already approved or denied, perhaps in another window.",
@@ -156,12 +198,14 @@ function plain(code: string, message: string): string {
   return PLAIN[code] ?? message;
 }
 
+function asError(e: unknown): TurnstreamError {
+  if (e instanceof TurnstreamError) return e;
+  console.error(e);
+  return new TurnstreamError("CLIENT", "Something went wrong in this page.", false);
+}
+
 function showError(e: unknown): void {
-  if (!(e instanceof TurnstreamError)) {
-    console.error(e);
-    e = new TurnstreamError("CLIENT", "Something went wrong in this page.", false);
-  }
-  const err = e as TurnstreamError;
+  const err = asError(e);
   els.error.replaceChildren(text("span", plain(err.code, err.message)), text("span", err.code, "code mono"));
   els.error.hidden = false;
   status("error", err.retryable ? "Error · try again" : "Error");
@@ -171,6 +215,12 @@ function clearError(): void {
   els.error.replaceChildren();
 }
 
+// announce says s to screen readers, once (the live region is polite).
+function announce(s: string): void {
+  els.announce.textContent = "";
+  requestAnimationFrame(() => (els.announce.textContent = s));
+}
+
 function text(tag: string, s: string, cls?: string): HTMLElement {
   const el = document.createElement(tag);
   el.textContent = s;
@@ -178,82 +228,320 @@ function text(tag: string, s: string, cls?: string): HTMLElement {
   return el;
 }
 
-// Rendering: one .turn element per turn, rebuilt from each complete snapshot.
-
-function renderTurn(el: HTMLElement, messages: readonly Message[], opts: { error?: TurnDiagnostic | null; artifacts?: readonly ArtifactReference[] }): void {
-  const kids: HTMLElement[] = [];
-  for (const m of messages) {
-    if (m.role !== "user" && m.role !== "assistant") continue; // tool results show in their call
-    const b = document.createElement("div");
-    b.className = "msg";
-    b.dataset.role = m.role;
-    b.dataset.status = m.status;
-    b.dataset.id = m.id;
-    const calls = m.toolCalls ?? [];
-    b.dataset.hasTools = String(calls.length > 0);
-    for (const c of calls) b.append(renderToolCall(c));
-    b.append(text("div", m.content, "text"));
-    kids.push(b);
-  }
-  const host = [...kids].reverse().find((k) => k.dataset.role === "assistant") ?? kids[kids.length - 1];
-  if (host && opts.artifacts?.length) host.append(renderArtifacts(opts.artifacts));
-  if (host && opts.error) host.append(text("div", plain(opts.error.code, opts.error.message), opts.error.code === "TURN_INTERRUPTED" ? "notice" : "notice fail"));
-  el.replaceChildren(...kids);
+function button(label: string, action: string, cls = "ghost", aria?: string): HTMLButtonElement {
+  const b = text("button", label, cls) as HTMLButtonElement;
+  b.type = "button";
+  b.dataset.action = action;
+  if (aria) b.setAttribute("aria-label", aria);
+  return b;
 }
 
-// Tool calls waiting for the user's approval: toolCallId -> the
-// confirmation's token, from the finished turn's pendingConfirmations or
-// the history summary's pendingInteractions. A later turn (a message, a
-// decision) supersedes them all.
+function clock(iso: string): HTMLElement {
+  const t = document.createElement("time");
+  t.dateTime = iso;
+  const d = new Date(iso);
+  t.textContent = Number.isNaN(d.getTime()) ? "" : d.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  t.title = Number.isNaN(d.getTime()) ? iso : d.toLocaleString();
+  return t;
+}
+
+// ---- Views ---------------------------------------------------------------
+
+type ViewState =
+  | "history" // a saved turn from history (or one that ended here)
+  | "pending" // sent, no answer yet
+  | "queued" // waiting behind another turn (server queue)
+  | "waiting" // held by this page until the session is free (no server queue)
+  | "streaming"
+  | "failed"; // refused or never started: the text is kept
+
+interface View {
+  id: string;
+  el: HTMLElement;
+  state: ViewState;
+  messages: Message[];
+  /** complete, error or running as the server last said (history, snapshots). */
+  turnStatus: string;
+  error: TurnDiagnostic | null;
+  artifacts: ArtifactReference[];
+  usage?: Usage;
+  /** What the user typed, for a turn this page sent. */
+  input: string;
+  lineage?: Lineage;
+  /** A decision turn: its user message is a label, not shown. */
+  decision: boolean;
+  position?: number;
+  turn?: Turn;
+  failure?: TurnstreamError;
+  /** A view of a running turn this page cannot follow (no resume). */
+  elsewhere?: boolean;
+  /** Ends the page's reading of the turn (a cancelled queued turn). */
+  abort?: AbortController;
+  cancelled?: boolean;
+}
+
+const views = new Map<string, View>();
+let active: View | undefined;
+let stopping = false;
+// The session's last sequence this page has seen (summary or snapshot).
+let lastCursor = -1;
+let policies: MultitaskPolicy[] = ["reject"];
+
+function newView(id: string, init: Partial<View>): View {
+  const el = document.createElement("section");
+  el.className = "turn";
+  el.dataset.turn = id;
+  const v: View = { id, el, state: "history", messages: [], turnStatus: "complete", error: null, artifacts: [], input: "", decision: false, ...init };
+  views.set(id, v);
+  return v;
+}
+
+// append adds v's element to the log: a message of this page that is not
+// sent yet (pending, queued, held, failed) stays last, so a turn that
+// arrives from another window goes before it.
+function append(v: View): void {
+  const unsent = (x: View): boolean => x.state === "waiting" || x.state === "failed" || ((x.state === "queued" || x.state === "pending") && x.input !== "");
+  const before = unsent(v) ? undefined : [...views.values()].find((x) => x !== v && x.el.isConnected && unsent(x));
+  if (before) before.el.before(v.el);
+  else els.turns.append(v.el);
+  els.empty.hidden = true;
+}
+
+function userMessage(v: View): Message {
+  return { id: `${v.id}.pending`, role: "user", content: v.input, status: "complete", createdAt: new Date().toISOString() };
+}
+
+// Tool calls waiting for the user's approval: toolCallId -> token, from a
+// finished turn's pendingConfirmations or the history summary's
+// pendingInteractions. A later turn supersedes them all.
 const waiting = new Map<string, string>();
-// The decision being sent, while it is in flight.
-let deciding = false;
-// Decided calls: toolCallId -> the decision, from the continuations'
-// metadata.confirmation; the asking turn's call stays
-// requires_confirmation in its record, so the page says what became of it.
+// Decided calls: toolCallId -> the decision, from the decision turns'
+// metadata.confirmation: the asking turn's record keeps
+// requires_confirmation, so the page says what became of it.
 const decided = new Map<string, Decision>();
+// Calls whose decision the server refused: toolCallId -> why, in plain words.
+const refused = new Map<string, string>();
+let deciding = false;
 
-// noteDecisions records the decisions the messages carry and marks the
-// calls they decided wherever they are shown.
-function noteDecisions(messages: readonly Message[]): void {
+function noteDecisions(messages: readonly Message[]): boolean {
+  let changed = false;
   for (const m of messages) {
-    const c = m.metadata?.confirmation;
-    if (typeof c !== "object" || c === null || Array.isArray(c)) continue;
-    const id = c.toolCallId;
-    const d = c.decision;
-    if (typeof id !== "string" || (d !== "approve" && d !== "deny")) continue;
-    decided.set(id, d);
-    for (const box of document.querySelectorAll<HTMLElement>(`.tool[data-call="${CSS.escape(id)}"]`)) markDecided(box, d);
+    const d = decisionOf(m);
+    if (d && decided.get(d.toolCallId) !== d.decision) {
+      decided.set(d.toolCallId, d.decision);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+function decisionOf(m: Message): { toolCallId: string; decision: Decision } | undefined {
+  const c = m.metadata?.confirmation;
+  if (typeof c !== "object" || c === null || Array.isArray(c)) return undefined;
+  const id = c.toolCallId;
+  const d = c.decision;
+  if (typeof id !== "string" || (d !== "approve" && d !== "deny")) return undefined;
+  return { toolCallId: id, decision: d };
+}
+
+// isDecisionTurn: a turn whose assistant message records the decision it
+// carried (its user message is the decision's label).
+function isDecisionTurn(messages: readonly Message[]): boolean {
+  return messages.some((m) => m.role === "assistant" && decisionOf(m) !== undefined);
+}
+
+// paint brings v's element up to date. Each message is one article, kept
+// from paint to paint, its text morphed (markdown.ts), so a growing
+// answer changes only its last block.
+function paint(v: View): void {
+  const shown: Message[] = v.messages.length ? v.messages.filter((m) => m.role === "user" || m.role === "assistant") : [];
+  if (!shown.some((m) => m.role === "user") && v.input && !v.decision) shown.unshift(userMessage(v));
+  const decision = v.decision || isDecisionTurn(v.messages);
+  const keep = new Set<string>();
+  let prev: HTMLElement | null = null;
+  const lastAssistant = [...shown].reverse().find((m) => m.role === "assistant");
+  const lastUser = [...shown].reverse().find((m) => m.role === "user");
+  for (const m of shown) {
+    if (m.role === "user" && decision) continue; // a label the user never typed
+    let art = v.el.querySelector<HTMLElement>(`:scope > article[data-id="${CSS.escape(m.id)}"]`);
+    if (!art) {
+      art = document.createElement("article");
+      art.className = "msg";
+      art.dataset.id = m.id;
+      art.append(document.createElement("header"), document.createElement("div"), document.createElement("div"), document.createElement("div"));
+      (art.children[0] as HTMLElement).className = "meta";
+      (art.children[1] as HTMLElement).className = "tools";
+      (art.children[2] as HTMLElement).className = "text md";
+      (art.children[3] as HTMLElement).className = "extra";
+    }
+    if (prev) prev.after(art);
+    else v.el.prepend(art);
+    prev = art;
+    keep.add(m.id);
+    paintMessage(v, m, art, m === lastAssistant || m === lastUser, m === lastUser);
+  }
+  for (const a of v.el.querySelectorAll<HTMLElement>(":scope > article")) if (!keep.has(a.dataset.id!)) a.remove();
+  let note = v.el.querySelector<HTMLElement>(":scope > .elsewhere");
+  if (v.elsewhere && !note) {
+    note = text("p", "An answer is being written in another window. It appears here when it is finished.", "elsewhere");
+    v.el.append(note);
+  } else if (!v.elsewhere) note?.remove();
+  v.el.dataset.state = v.state;
+}
+
+function paintMessage(v: View, m: Message, art: HTMLElement, last: boolean, isUser: boolean): void {
+  const stopped = m.role === "assistant" && v.error?.code === "TURN_INTERRUPTED";
+  const msgStatus = stopped ? "stopped" : m.status;
+  art.dataset.role = m.role;
+  art.dataset.status = msgStatus;
+  const headId = `h-${v.id}-${m.role}-${m.id}`.replace(/[^\w-]/g, "_");
+  art.setAttribute("aria-labelledby", headId);
+  const [meta, tools, body, extra] = Array.from(art.children) as HTMLElement[];
+  // Header: who, when, how it stands.
+  const who = text("span", m.role === "user" ? "You" : "Assistant", "who");
+  who.id = headId;
+  const parts: Node[] = [who, clock(m.createdAt)];
+  if (m.role === "assistant") {
+    if (msgStatus === "streaming") parts.push(text("span", "writing…", "state"));
+    else if (stopped) parts.push(text("span", "stopped", "state"));
+    else if (msgStatus === "error") parts.push(text("span", "failed", "state"));
+    const u = v.usage;
+    if (last && u && u.totalTokens > 0 && v.turnStatus !== "streaming" && v.turnStatus !== "running") parts.push(text("span", `${u.totalTokens} tokens`, "tokens"));
+  }
+  if (isUser && v.state === "queued") parts.push(text("span", `queued · ${v.position ?? 1}`, "state"));
+  if (isUser && v.state === "waiting") parts.push(text("span", "waiting to send", "state"));
+  if (isUser && v.state === "failed") parts.push(text("span", "not sent", "state fail"));
+  replaceKeepingFocus(meta!, parts);
+  art.dataset.hasTools = String((m.toolCalls ?? []).length > 0);
+  // Tool calls.
+  replaceKeepingFocus(tools!, (m.toolCalls ?? []).map((c) => renderToolCall(c, m)));
+  // Text.
+  morph(body!, renderMarkdown(m.content));
+  // Notices, artifacts and actions.
+  const more: Node[] = [];
+  if (m.role === "assistant" && last && v.artifacts.length) more.push(renderArtifacts(v.artifacts));
+  if (m.role === "assistant" && last && v.error) {
+    more.push(text("div", plain(v.error.code, v.error.message), v.error.code === "TURN_INTERRUPTED" ? "notice" : "notice fail"));
+  }
+  if (isUser && v.state === "failed" && v.failure) more.push(renderFailure(v));
+  if (isUser && (v.state === "queued" || v.state === "waiting")) {
+    const row = document.createElement("div");
+    row.className = "actions";
+    row.append(button("Cancel", "cancel", "ghost", "Cancel this queued message"));
+    more.push(row);
+  }
+  const acts = last ? actionsFor(v, m) : undefined;
+  if (acts) more.push(acts);
+  replaceKeepingFocus(extra!, more);
+}
+
+// replaceKeepingFocus replaces el's children; a button that had the focus
+// gives it to its replacement (the same data-action), so re-rendering a
+// message never drops the focus to the page.
+function replaceKeepingFocus(el: HTMLElement, nodes: Node[]): void {
+  const focused = document.activeElement instanceof HTMLElement && el.contains(document.activeElement) ? document.activeElement : undefined;
+  const key = focused?.dataset.action;
+  const call = focused?.closest<HTMLElement>("[data-call]")?.dataset.call;
+  el.replaceChildren(...nodes);
+  if (focused && key) {
+    const sel = call ? `[data-call="${CSS.escape(call)}"] [data-action="${key}"]` : `[data-action="${key}"]`;
+    const same = el.querySelector<HTMLElement>(sel);
+    if (same) same.focus();
   }
 }
 
-function markDecided(box: HTMLElement, d: Decision): void {
-  if (box.dataset.status !== "requires_confirmation" || box.querySelector(".decided")) return;
-  box.append(text("div", d === "approve" ? "You approved this call; its result is below." : "You denied this call.", "decided"));
+function renderFailure(v: View): HTMLElement {
+  const e = v.failure!;
+  const box = document.createElement("div");
+  box.className = "failed";
+  box.append(text("p", plain(e.code, e.message), "why"));
+  const row = document.createElement("div");
+  row.className = "actions";
+  const busy = e.code === "SESSION_BUSY" || e.code === "SESSION_CONFLICT" || e.code === "SESSION_QUEUE_FULL";
+  if (busy && policies.includes("enqueue")) row.append(button("Queue it", "queue", "primary", "Queue it: send this message after the answer being written"));
+  if (busy) row.append(button("Send when ready", "when-ready", busy && policies.includes("enqueue") ? "ghost" : "primary"));
+  if (busy && policies.includes("interrupt")) row.append(button("Stop that answer and send", "interrupt-send"));
+  if (!busy) row.append(button("Retry", "retry-send", "primary", "Retry sending this message"));
+  row.append(button("Edit", "edit-failed", "ghost", "Edit: put this message back in the message box"), button("Discard", "discard"));
+  box.append(row);
+  return box;
 }
 
-function renderToolCall(c: ToolCall): HTMLElement {
+function actionsFor(v: View, m: Message): HTMLElement | undefined {
+  if (v.state !== "history" || v.elsewhere) return undefined;
+  if (v.turnStatus === "running" || v.turnStatus === "streaming") return undefined;
+  const row = document.createElement("div");
+  row.className = "actions";
+  const decision = v.decision || isDecisionTurn(v.messages);
+  const busy = busyNow() ? "true" : "false";
+  if (m.role === "user" && !decision) row.append(button("Edit", "edit", "ghost link", "Edit this message and ask again"));
+  if (m.role === "assistant") {
+    if (m.content.trim()) row.append(button("Copy", "copy-answer", "ghost link", "Copy this answer"));
+    if (!decision) {
+      if (v.turnStatus === "complete") row.append(button("Regenerate", "regenerate", "ghost link", "Regenerate this answer"));
+      else row.append(button("Retry", "retry", "ghost link", "Retry this message"));
+    }
+  }
+  for (const b of row.querySelectorAll<HTMLElement>('[data-action="edit"], [data-action="regenerate"], [data-action="retry"]')) b.setAttribute("aria-disabled", busy);
+  return row.childElementCount ? row : undefined;
+}
+
+function renderToolCall(c: ToolCall, m: Message): HTMLElement {
   const box = document.createElement("div");
   box.className = "tool";
   box.dataset.tool = c.name;
   box.dataset.call = c.id;
-  box.dataset.status = c.status;
+  const deniedHere = c.status === "error" && decisionOf(m)?.toolCallId === c.id && decisionOf(m)?.decision === "deny";
+  const d = decided.get(c.id);
+  let shown: string = c.status;
+  let label: string = c.status.replace("_", " ");
+  let note: string | undefined;
+  if (deniedHere) {
+    shown = "denied";
+    label = "denied";
+  } else if (c.status === "requires_confirmation") {
+    if (d === "approve") {
+      shown = "approved";
+      label = "approved";
+      note = "You approved this call; it runs in the turn below.";
+    } else if (d === "deny") {
+      shown = "denied";
+      label = "denied";
+      note = "You denied this call; it did not run.";
+    } else if (waiting.has(c.id)) {
+      label = "needs approval";
+    } else {
+      shown = "expired";
+      label = "not decided";
+      note = "This call was not approved in time, or a later message replaced it; it did not run.";
+    }
+  }
+  box.dataset.status = shown;
   const head = document.createElement("div");
   head.className = "head";
   head.append(text("span", "Tool", ""), text("span", c.name, "name"));
-  const badge = text("span", c.status.replace("_", " "), "badge");
-  badge.dataset.status = c.status;
+  const badge = text("span", label, "badge");
+  badge.dataset.status = shown;
   head.append(badge);
   box.append(head);
   const dl = document.createElement("dl");
-  for (const [k, v] of Object.entries(c.args)) dl.append(text("dt", k), text("dd", typeof v === "string" ? v : JSON.stringify(v)));
+  for (const [k, val] of Object.entries(c.args)) dl.append(text("dt", k), text("dd", typeof val === "string" ? val : JSON.stringify(val)));
   if (dl.childElementCount) box.append(dl);
   if (c.result !== undefined) box.append(text("div", c.result, "result"));
-  if (c.error !== undefined) box.append(text("div", c.error, "notice fail"));
-  const token = c.status === "requires_confirmation" ? waiting.get(c.id) : undefined;
+  if (deniedHere) box.append(text("div", "You denied this call; it did not run.", "decided"));
+  else if (c.error !== undefined) box.append(text("div", c.error, "notice fail"));
+  const why = refused.get(c.id);
+  if (why !== undefined && d === undefined) {
+    const n = text("div", why, "notice");
+    n.tabIndex = -1;
+    box.append(n);
+  } else if (note) {
+    const n = text("div", note, "decided");
+    n.tabIndex = -1;
+    box.append(n);
+  }
+  const token = c.status === "requires_confirmation" && d === undefined && why === undefined ? waiting.get(c.id) : undefined;
   if (token !== undefined) box.append(renderDecision(c, token));
-  const d = decided.get(c.id);
-  if (d !== undefined) markDecided(box, d);
   return box;
 }
 
@@ -265,76 +553,38 @@ function renderDecision(c: ToolCall, token: string): HTMLElement {
   row.setAttribute("aria-label", `Approve or deny ${c.name}`);
   row.append(text("span", "This tool runs only if you approve it.", "ask"));
   for (const [d, label] of [["approve", "Approve"], ["deny", "Deny"]] as const) {
-    const b = text("button", label, d === "approve" ? "primary" : "ghost") as HTMLButtonElement;
-    b.type = "button";
+    const b = button(label, d, d === "approve" ? "primary" : "ghost", `${label} ${c.name}`);
     b.dataset.decision = d;
-    b.setAttribute("aria-label", `${label} ${c.name}`);
-    b.disabled = deciding || current !== undefined;
-    b.addEventListener("click", () => void decide(token, d));
+    b.setAttribute("aria-disabled", String(deciding || active !== undefined));
     row.append(b);
   }
   return row;
 }
 
-function decisionButtons(disabled: boolean): void {
-  for (const b of document.querySelectorAll<HTMLButtonElement>(".decision button")) b.disabled = disabled;
-}
-
-// settle forgets waiting calls (all of them, or one token's) and takes
-// their buttons away, leaving note in their place when given.
-function settle(token?: string, note?: string): void {
-  for (const row of document.querySelectorAll<HTMLElement>(".decision")) {
-    if (token !== undefined && row.dataset.token !== token) continue;
-    if (note) row.replaceWith(text("div", note, "notice"));
-    else row.remove();
-  }
-  if (token === undefined) waiting.clear();
-  else for (const [id, t] of waiting) if (t === token) waiting.delete(id);
-}
-
-// decide sends the decision on a waiting call and streams the
-// continuation turn (the tool's result or the denial, then the answer).
-async function decide(token: string, decision: Decision): Promise<void> {
-  if (deciding || current) return;
-  deciding = true;
-  decisionButtons(true);
-  clearError();
-  const turn = client.decide({ sessionId, token, decision, scope: "turn" });
-  const el = turnElement(turn.turnId);
-  els.turns.append(el);
-  toBottom();
-  const failed = await stream(turn, el, () => settle());
-  deciding = false;
-  if (isConfirmationCode((failed as TurnstreamError | undefined)?.code ?? "")) {
-    const err = failed as TurnstreamError;
-    settle(token, plain(err.code, err.message));
-  } else {
-    decisionButtons(false);
-  }
-}
-
 function renderArtifacts(list: readonly ArtifactReference[]): HTMLElement {
   const row = document.createElement("div");
   row.className = "artifacts";
+  row.setAttribute("role", "list");
   row.setAttribute("aria-label", "Artifacts");
   for (const a of list) {
     const chip = document.createElement("span");
     chip.className = "artifact";
+    chip.setAttribute("role", "listitem");
     chip.dataset.path = a.entryPath;
     const icon = document.createElement("span");
     icon.className = "icon";
+    icon.setAttribute("aria-hidden", "true");
     chip.append(icon, text("span", a.entryPath, "mono"), text("span", a.artifactType, "kind"));
     row.append(chip);
   }
   return row;
 }
 
-function turnElement(id: string): HTMLElement {
-  const el = document.createElement("section");
-  el.className = "turn";
-  el.dataset.turn = id;
-  return el;
+function repaintAll(): void {
+  for (const v of views.values()) paint(v);
 }
+
+// ---- Scrolling, "jump to latest" ------------------------------------------
 
 function nearBottom(): boolean {
   const l = els.log;
@@ -342,23 +592,52 @@ function nearBottom(): boolean {
 }
 function toBottom(): void {
   els.log.scrollTop = els.log.scrollHeight;
+  els.jump.hidden = true;
 }
+els.jump.addEventListener("click", () => {
+  toBottom();
+  const arts = els.turns.querySelectorAll<HTMLElement>("article");
+  const last = arts[arts.length - 1];
+  if (last) {
+    last.tabIndex = -1;
+    last.focus();
+  } else els.input.focus();
+});
 
-// History: the newest page first, older pages as the reader scrolls up.
+// ---- History --------------------------------------------------------------
 
 let older: string | null = null;
 let loadingOlder = false;
+const loadButton = button("Load earlier messages", "load-older");
+loadButton.addEventListener("click", () => void loadOlder());
+const startNote = text("span", "Beginning of the conversation");
+startNote.tabIndex = -1;
 
 function edge(state: "more" | "loading" | "start" | "none"): void {
   els.edge.dataset.state = state;
-  els.edge.replaceChildren();
-  if (state === "loading") els.edge.textContent = "Loading earlier messages…";
-  if (state === "start") els.edge.textContent = "Beginning of the conversation";
-  if (state === "more") {
-    const b = text("button", "Load earlier messages", "ghost");
-    b.addEventListener("click", loadOlder);
-    els.edge.append(b);
+  const hadFocus = document.activeElement === loadButton;
+  if (state === "more" || state === "loading") {
+    // The same button stays, so a keyboard user keeps the focus on it.
+    loadButton.textContent = state === "loading" ? "Loading earlier messages…" : "Load earlier messages";
+    loadButton.setAttribute("aria-disabled", String(state === "loading"));
+    if (els.edge.firstChild !== loadButton) els.edge.replaceChildren(loadButton);
+    return;
   }
+  els.edge.replaceChildren(...(state === "start" ? [startNote] : []));
+  if (hadFocus) (state === "start" ? startNote : els.input).focus();
+}
+
+function fromSummary(t: TurnSummary): Partial<View> {
+  return {
+    state: "history",
+    messages: t.messages,
+    turnStatus: t.status === "interrupted" ? "error" : t.status,
+    error: t.error,
+    artifacts: t.artifacts,
+    usage: t.usage,
+    lineage: t.lineage,
+    decision: isDecisionTurn(t.messages),
+  };
 }
 
 function prependTurns(turns: readonly TurnSummary[]): void {
@@ -366,122 +645,58 @@ function prependTurns(turns: readonly TurnSummary[]): void {
   for (const t of turns) noteDecisions(t.messages);
   const frag = document.createDocumentFragment();
   for (const t of [...turns].reverse()) {
-    const el = turnElement(t.turnId);
-    renderTurn(el, t.messages, { error: t.error, artifacts: t.artifacts });
-    frag.append(el);
+    if (views.has(t.turnId)) continue;
+    const v = newView(t.turnId, fromSummary(t));
+    paint(v);
+    frag.append(v.el);
   }
   els.turns.prepend(frag);
 }
 
-// nameFrom names the conversation in the picker after its first message,
-// once the oldest page is known; until then after its id.
-function nameFrom(newestFirst: readonly TurnSummary[], hasMore: boolean): void {
-  const first = newestFirst[newestFirst.length - 1]?.messages[0];
-  if (!hasMore && first) remember(sessionId, title(first.content));
-  else if (!known().some((k) => k.id === sessionId)) remember(sessionId, `Conversation ${sessionId.slice(0, 8)}`);
+async function nameFrom(newestFirst: readonly TurnSummary[], hasMore: boolean): Promise<void> {
+  let first: Message | undefined = newestFirst[newestFirst.length - 1]?.messages[0];
+  if (hasMore) {
+    try {
+      first = (await client.turns(sessionId, { limit: 1, order: "asc" })).items[0]?.messages[0];
+    } catch {
+      first = undefined;
+    }
+  }
+  if (first) remember(sessionId, { title: title(first.content), sent: true });
   renderPicker();
 }
 
 async function loadFirst(): Promise<void> {
+  if (fresh) {
+    edge("none");
+    els.empty.hidden = false;
+    status("ready", "Ready");
+    renderPicker();
+    void capabilities();
+    return;
+  }
   status("loading", "Loading…");
+  void capabilities();
   try {
-    const pending = client.session(sessionId).then(
-      (s) => s.pendingInteractions,
-      () => [], // no buttons then; the turns' own errors are shown below
-    );
+    const summary = client.session(sessionId).catch(() => undefined); // the turns' own error is shown below
     const page = await client.turns(sessionId, { limit: PAGE, order: "desc" });
-    for (const p of await pending) waiting.set(p.data.toolCallId, p.interactionId);
+    const s = await summary;
+    if (s) for (const p of s.pendingInteractions) waiting.set(p.data.toolCallId, p.interactionId);
     prependTurns(page.items);
     older = page.nextCursor;
     edge(page.hasMore ? "more" : page.items.length ? "start" : "none");
     els.empty.hidden = page.items.length > 0;
     toBottom();
-    if (page.items.length) nameFrom(page.items, page.hasMore);
-    status("ready", "Ready");
-    void watchRunning(page.items[0]?.status === "running");
+    void nameFrom(page.items, page.hasMore);
+    // A turn history shows running is being answered: say so at once.
+    if (page.items[0]?.status === "running" || s?.currentTurn) status("streaming", "An answer is being written…");
+    else status("ready", "Ready");
+    if (s) await catchUp(s);
   } catch (e) {
-    if (e instanceof TurnstreamError && e.code === "SESSION_NOT_FOUND" && !fromLink) {
-      // A conversation this browser started but never sent to.
-      edge("none");
-      els.empty.hidden = false;
-      status("ready", "Ready");
-      return;
-    }
     edge("none");
     showError(e);
   }
   renderPicker();
-}
-
-// watchRunning handles a page opened while a turn of this session is
-// still running (a reload mid-answer, a second tab). When the server
-// offers resume, the page reads that turn's stream from the sequence
-// history has saved, so the answer goes on growing here; otherwise it says
-// so and adds the turn once history has it. shownRunning: the newest turn
-// of the page is one history listed as still running.
-async function watchRunning(shownRunning: boolean): Promise<void> {
-  try {
-    const summary = await client.session(sessionId);
-    const run = summary.currentTurn;
-    // It ended since the page was read: show it as saved.
-    if (!run && shownRunning) return await showNewest();
-    if (run && !current && isSafeId(run.turnId) && (await client.canResume())) {
-      // History shows the running turn as of its last checkpoint, at
-      // run.sequence: continue after it. A page without it starts from the
-      // turn's newest state.
-      const shown = els.turns.querySelector(`[data-turn="${run.turnId}"]`) !== null;
-      const after = shown && Number.isSafeInteger(run.sequence) && run.sequence! >= 0 ? run.sequence : undefined;
-      await follow(client.resume({ sessionId, turnId: run.turnId, after, scope: "turn" }));
-      return;
-    }
-  } catch {
-    /* no resume here: fall back to waiting for history */
-  }
-  let running = false;
-  const note = text("p", "An answer is being written in another window. It appears here when it is finished.", "elsewhere");
-  for (;;) {
-    let summary;
-    try {
-      summary = await client.session(sessionId);
-    } catch {
-      note.remove();
-      return; // the conversation itself is shown; this is only a notice
-    }
-    if (summary.currentTurn === null) break;
-    if (!running && !current) {
-      els.empty.hidden = true;
-      els.turns.append(note);
-      toBottom();
-    }
-    running = true;
-    if (!current) status("streaming", "An answer is being written…");
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-  note.remove();
-  if ((!running && !shownRunning) || current) return;
-  await showNewest();
-}
-
-// showNewest shows the newest turn as history has it: in its element when
-// the page shows it already (as it was while running), else at the end.
-async function showNewest(): Promise<void> {
-  try {
-    const page = await client.turns(sessionId, { limit: 1, order: "desc" });
-    const t = page.items[0];
-    if (t) {
-      let el = els.turns.querySelector<HTMLElement>(`[data-turn="${t.turnId}"]`);
-      if (!el) {
-        el = turnElement(t.turnId);
-        els.turns.append(el);
-      }
-      renderTurn(el, t.messages, { error: t.error, artifacts: t.artifacts });
-      els.empty.hidden = true;
-      toBottom();
-    }
-    status("ready", "Ready");
-  } catch (e) {
-    showError(e);
-  }
 }
 
 async function loadOlder(): Promise<void> {
@@ -495,7 +710,6 @@ async function loadOlder(): Promise<void> {
     els.log.scrollTop += els.log.scrollHeight - before; // keep the reader's place
     older = page.nextCursor;
     edge(page.hasMore ? "more" : "start");
-    nameFrom(page.items, page.hasMore);
   } catch (e) {
     edge("more");
     showError(e);
@@ -505,139 +719,642 @@ async function loadOlder(): Promise<void> {
 }
 
 els.log.addEventListener("scroll", () => {
-  if (els.log.scrollTop < 120) void loadOlder();
+  els.jump.hidden = nearBottom();
+  // Scrolled to the top by the reader, not by the focus arriving on the button.
+  if (els.log.scrollTop < 120 && document.activeElement !== loadButton) void loadOlder();
 });
 
-// Sending, streaming and stopping.
-
-let current: Turn | undefined;
-let stopping = false;
-
-function title(s: string): string {
-  const t = s.trim().replace(/\s+/g, " ");
-  return t.length > 48 ? t.slice(0, 47) + "…" : t || "New conversation";
+async function capabilities(): Promise<void> {
+  policies = await client.multitaskPolicies();
+  composerBusy();
 }
 
-function composerBusy(busy: boolean): void {
-  els.send.textContent = busy ? "Stop" : "Send";
-  els.send.classList.toggle("stop", busy);
-  els.send.type = busy ? "button" : "submit";
-  els.send.disabled = false;
-  els.send.setAttribute("aria-label", busy ? "Stop the answer" : "Send the message");
+// ---- Keeping up with the session (other windows) -------------------------
+
+let watching = false;
+let canResume: boolean | undefined;
+
+// catchUp brings the page up to what the summary says: a running turn this
+// page does not follow is followed (resume) or announced; turns queued
+// elsewhere are shown and followed; turns that ended elsewhere are added;
+// waiting messages go once the session is free.
+async function catchUp(s: SessionSummary): Promise<void> {
+  const run = s.currentTurn;
+  if (!deciding && !active) {
+    // The calls that still wait are the summary's: a decision or a
+    // message in another window settles them here too.
+    const now = new Map(s.pendingInteractions.map((p) => [p.data.toolCallId, p.interactionId] as const));
+    if (now.size !== waiting.size || [...now].some(([id, t]) => waiting.get(id) !== t)) {
+      waiting.clear();
+      for (const [id, t] of now) waiting.set(id, t);
+      repaintAll();
+    }
+  }
+  if (run && isSafeId(run.turnId) && !views.get(run.turnId)?.turn) {
+    canResume ??= await client.canResume();
+    let v = views.get(run.turnId);
+    if (canResume) {
+      const shown = v !== undefined;
+      const after = shown && Number.isSafeInteger(run.sequence) && run.sequence! >= 0 ? run.sequence : undefined;
+      v ??= newView(run.turnId, { state: "streaming", turnStatus: "running" });
+      if (!v.el.isConnected) append(v);
+      v.elsewhere = false;
+      void follow(v, client.resume({ sessionId, turnId: run.turnId, after, scope: "turn" }));
+    } else if (!v) {
+      v = newView(run.turnId, { state: "history", turnStatus: "running", elsewhere: true });
+      append(v);
+      paint(v);
+      if (!active) status("streaming", "An answer is being written…");
+      if (nearBottom()) toBottom();
+    }
+  }
+  for (const q of s.queuedTurns) {
+    if (views.has(q.turnId)) continue;
+    const v = newView(q.turnId, { state: "queued", turnStatus: "queued", input: q.inputPreview, position: q.position, abort: new AbortController() });
+    append(v);
+    paint(v);
+    void follow(v, client.resume({ sessionId, turnId: q.turnId, scope: "turn", queued: true, signal: v.abort!.signal }));
+  }
+  for (const v of views.values()) {
+    const q = s.queuedTurns.find((x) => x.turnId === v.id);
+    if (q && v.state === "queued" && v.position !== q.position) {
+      v.position = q.position;
+      paint(v);
+    }
+  }
+  const moved = s.cursor > lastCursor;
+  lastCursor = Math.max(lastCursor, s.cursor);
+  if (!run && (moved || [...views.values()].some((v) => v.elsewhere || v.turnStatus === "running"))) await showNewest();
+  if (!run && s.queuedTurns.length === 0 && !active) sendWaiting();
 }
 
-async function send(input: string): Promise<void> {
+// watch asks for the summary every WATCH_MS while the page is visible, and
+// at once when it becomes visible again.
+function watch(): void {
+  if (watching) return;
+  watching = true;
+  const tick = async (): Promise<void> => {
+    if (document.visibilityState !== "visible" || fresh) return;
+    try {
+      await catchUp(await client.session(sessionId));
+    } catch {
+      /* the page shows what it has; the next tick tries again */
+    }
+  };
+  let busy = false;
+  const guarded = (): void => {
+    if (busy) return;
+    busy = true;
+    void tick().finally(() => (busy = false));
+  };
+  setInterval(guarded, WATCH_MS);
+  document.addEventListener("visibilitychange", guarded);
+  window.addEventListener("focus", guarded);
+}
+
+// showNewest shows the newest page of turns as history has them: turns
+// the page does not show yet are added, shown ones that ended elsewhere
+// are brought up to date.
+async function showNewest(): Promise<void> {
+  let page;
+  try {
+    page = await client.turns(sessionId, { limit: PAGE, order: "desc" });
+  } catch {
+    return;
+  }
+  noteDecisions(page.items.flatMap((t) => t.messages));
+  let added = false;
+  for (const t of [...page.items].reverse()) {
+    const v = views.get(t.turnId);
+    if (v?.turn || v?.state === "pending" || v?.state === "failed") continue; // this page's own
+    if (!v) {
+      const nv = newView(t.turnId, fromSummary(t));
+      append(nv);
+      paint(nv);
+      added = true;
+      continue;
+    }
+    if (v.turnStatus !== t.status || v.elsewhere) {
+      Object.assign(v, fromSummary(t), { elsewhere: false });
+      paint(v);
+      added = true;
+    }
+  }
+  if (added) {
+    els.empty.hidden = true;
+    if (nearBottom()) toBottom();
+    else els.jump.hidden = false;
+    repaintAll();
+    if (!active) status("ready", "Ready");
+  }
+}
+
+// ---- Sending, streaming, stopping ----------------------------------------
+
+function busyNow(): boolean {
+  return active !== undefined || [...views.values()].some((v) => v.state === "queued" || v.state === "pending" || v.elsewhere);
+}
+
+function composerBusy(): void {
+  const busy = busyNow();
+  const queue = policies.includes("enqueue");
+  els.send.textContent = busy ? (queue ? "Queue" : "Send when ready") : "Send";
+  els.send.setAttribute("aria-label", busy ? (queue ? "Queue the message after the answer being written" : "Send when ready: the message goes when the answer being written ends") : "Send the message");
+  els.interrupt.hidden = !(busy && policies.includes("interrupt") && (active !== undefined || [...views.values()].some((v) => v.elsewhere)));
+  const wasStop = document.activeElement === els.stop;
+  els.stop.hidden = active === undefined;
+  els.stop.textContent = stopping ? "Stopping…" : "Stop";
+  els.stop.setAttribute("aria-disabled", String(stopping));
+  if (wasStop && els.stop.hidden) els.input.focus(); // never drop the focus to the page
+  els.hint.hidden = !busy;
+  els.hint.textContent = busy
+    ? queue
+      ? "An answer is being written. A message you send now waits in line and goes when it ends."
+      : "An answer is being written. A message you send now is held here and sent when it ends."
+    : "";
+  // aria-disabled, not disabled: a disabled button would drop its focus.
+  for (const b of document.querySelectorAll<HTMLButtonElement>(".decision button")) b.setAttribute("aria-disabled", String(deciding || active !== undefined));
+  for (const b of document.querySelectorAll<HTMLButtonElement>('[data-action="edit"], [data-action="regenerate"], [data-action="retry"]')) {
+    b.setAttribute("aria-disabled", String(busy));
+  }
+}
+
+// sendText sends what the user wrote: at once when the session is free;
+// queued on the server behind the running turn when it can queue; else
+// held here until the session is free. policy forces one (interrupt).
+function sendText(input: string, policy?: MultitaskPolicy): void {
   clearError();
-  els.empty.hidden = true;
-  const turn = client.submit({ sessionId, input, scope: "turn" });
-  decisionButtons(true);
-  const el = turnElement(turn.turnId);
-  // Show the message at once; the first snapshot replaces it.
-  renderTurn(el, [{ id: "pending", role: "user", content: input, status: "complete", createdAt: new Date().toISOString() }], {});
-  els.turns.append(el);
+  const busy = busyNow(); // before this message's own view counts
+  const v = newView(newId(), { state: "pending", input, turnStatus: "pending" });
+  append(v);
+  paint(v);
   toBottom();
-  await stream(turn, el, () => {
-    settle(); // a new turn supersedes the calls that waited
+  if (policy === undefined && busy) {
+    if (policies.includes("enqueue")) policy = "enqueue";
+    else {
+      v.state = "waiting";
+      paint(v);
+      composerBusy();
+      return;
+    }
+  }
+  start(v, policy);
+}
+
+// start submits view v (its input, its lineage) and follows it.
+function start(v: View, policy?: MultitaskPolicy): void {
+  v.state = "pending";
+  v.failure = undefined;
+  v.abort = new AbortController();
+  paint(v);
+  const turn = client.submit({
+    sessionId,
+    turnId: v.id,
+    input: v.input,
+    lineage: v.lineage,
+    scope: "turn",
+    multitask: policy,
+    signal: v.abort.signal,
+    onQueued: (q) => {
+      v.state = "queued";
+      v.position = q.position;
+      paint(v);
+      composerBusy();
+      announce(`Queued: it is sent when the answer before it ends (position ${q.position}).`);
+    },
+  });
+  void follow(v, turn, () => {
     // The server took the turn: the conversation is this user's.
     const entry = known().find((k) => k.id === sessionId);
-    remember(sessionId, !entry || entry.title === "New conversation" ? title(input) : undefined);
+    remember(sessionId, { sent: true, title: !entry || entry.title === "New conversation" ? title(v.input) : entry.title });
+    fresh = false;
+    watch();
+    renderPicker();
   });
+  composerBusy();
 }
 
-// follow shows a turn that was running when the page opened (resumed):
-// in the element history rendered for it, or a new one at the end.
-async function follow(turn: Turn): Promise<void> {
-  let el = els.turns.querySelector<HTMLElement>(`[data-turn="${turn.turnId}"]`);
-  if (!el) {
-    el = turnElement(turn.turnId);
-    els.turns.append(el);
-  }
-  els.empty.hidden = true;
-  toBottom();
-  await stream(turn, el, () => {});
-  // It ended before its stream opened: show what history saved.
-  if (!turn.snapshot) await showNewest();
+// sendWaiting sends the oldest message held by this page, once the
+// session is free.
+function sendWaiting(): void {
+  if (busyNow()) return;
+  const next = [...views.values()].find((v) => v.state === "waiting");
+  if (next) start(next);
 }
 
-// stream renders each snapshot of turn into el until its terminal one;
-// first runs on the first snapshot. When it fails before any snapshot, el
-// is removed. It returns the error it showed, if any. A turn that ends
-// with calls waiting for approval shows their buttons.
-async function stream(turn: Turn, el: HTMLElement, first: () => void): Promise<unknown> {
-  current = turn;
-  stopping = false;
-  composerBusy(true);
-  status("streaming", "Sending…");
+let paintQueued = false;
+const dirty = new Set<View>();
+// schedule paints v at the next frame: a fast stream renders at most once
+// a frame, whatever its rate.
+function schedule(v: View): void {
+  dirty.add(v);
+  if (paintQueued) return;
+  paintQueued = true;
+  requestAnimationFrame(flush);
+}
+function flush(): void {
+  paintQueued = false;
+  const stick = nearBottom();
+  for (const v of dirty) paint(v);
+  dirty.clear();
+  if (stick) toBottom();
+  else els.jump.hidden = false;
+}
+
+// follow reads turn into view v until its end. onStart runs on the first
+// snapshot. A failure before any snapshot keeps v as failed (its text
+// and a way to send it again) unless it was a queued turn cancelled.
+async function follow(v: View, turn: Turn, onStart?: () => void): Promise<void> {
+  v.turn = turn;
   let last: SnapshotEvent | undefined;
   try {
     for await (const snap of turn) {
-      if (!last) first();
-      last = snap;
-      if (snap.payload.status === "complete") {
-        for (const m of snap.payload.messages) for (const c of pendingConfirmations(m)) waiting.set(c.toolCallId, c.token);
+      if (!last) {
+        onStart?.();
+        if (active && active !== v) finishActive(); // an interrupted turn's view is done
+        active = v;
+        stopping = false;
+        v.state = "streaming";
+        v.elsewhere = false;
+        clearError();
+        if (v.lineage && v.lineage.operation !== "submit") supersede(v.lineage.parentTurnId, v);
+        if (!v.decision && v.input) settle(); // a new message supersedes the calls that waited
+        composerBusy();
       }
-      noteDecisions(snap.payload.messages);
-      const stick = nearBottom();
-      renderTurn(el, snap.payload.messages, { error: snap.payload.error });
-      if (stick) toBottom();
-      els.seq.textContent = `sequence ${snap.sequence}`;
-      if (snap.payload.status === "streaming") status("streaming", stopping ? "Stopping…" : "Answering…");
+      last = snap;
+      const p = snap.payload;
+      v.messages = [...p.messages];
+      v.turnStatus = p.status;
+      v.error = p.error ?? null;
+      v.usage = p.usage;
+      lastCursor = Math.max(lastCursor, snap.sequence);
+      if (p.status === "complete") for (const m of p.messages) for (const c of pendingConfirmations(m)) waiting.set(c.toolCallId, c.token);
+      if (noteDecisions(p.messages)) repaintAll();
+      if (p.status === "streaming") {
+        status("streaming", stopping ? "Stopping…" : "Answering…");
+        schedule(v);
+      } else {
+        dirty.delete(v);
+        paint(v); // the terminal state at once
+      }
     }
     const p = last?.payload;
-    if (p?.status === "error" && p.error?.code === "TURN_INTERRUPTED") status("stopped", "Stopped");
-    else if (p?.status === "error") status("error", "The answer failed");
-    else status("ready", "Ready");
-    if (p && p.messages.some((m) => m.toolCalls?.length)) await showArtifacts(el, turn.turnId, p.messages);
+    v.state = "history";
+    if (p?.status === "error" && p.error?.code === "TURN_INTERRUPTED") {
+      status("stopped", "Stopped");
+      announce("The answer was stopped. What it had written is kept.");
+    } else if (p?.status === "error") {
+      status("error", "The answer failed");
+      announce(plain(p.error?.code ?? "", p.error?.message ?? "The answer failed."));
+    } else {
+      status("ready", "Ready");
+      const answer = p?.messages.filter((m) => m.role === "assistant").at(-1);
+      announce(answer ? `Assistant: ${plainText(answer.content) || "(no text)"}` : "Answered.");
+    }
+    paint(v);
+    if (p && p.messages.some((m) => m.toolCalls?.length)) await showArtifacts(v);
+    if (!last) await showNewest(); // it ended before its stream opened: history has it
   } catch (e) {
-    if (last) renderTurn(el, last.payload.messages, {});
-    else el.remove();
-    showError(e);
-    return e;
+    if (v.cancelled) return; // cancelled here: its view is gone already
+    const err = asError(e);
+    v.state = last ? "history" : "failed";
+    if (err instanceof StreamDiagnosticError && err.code === "TURN_CANCELLED") {
+      views.delete(v.id);
+      v.el.remove();
+      announce("The queued message was cancelled.");
+    } else if (!last) {
+      v.failure = err;
+      if (v.decision) {
+        views.delete(v.id);
+        v.el.remove();
+      } else paint(v);
+      if (err instanceof HTTPError && (err.code === "SESSION_BUSY" || err.code === "SESSION_CONFLICT")) {
+        status("ready", "Another answer is being written");
+        void client.session(sessionId).then(catchUp, () => {});
+      } else if (!v.decision) {
+        showError(err);
+      }
+      announce(`Not sent: ${plain(err.code, err.message)}`);
+      if (v.decision) throw err; // decide() says it in place of the buttons
+    } else {
+      paint(v);
+      showError(err);
+    }
   } finally {
-    current = undefined;
-    composerBusy(false);
-    if (!deciding) decisionButtons(false);
+    v.turn = undefined;
+    if (active === v) finishActive();
+    composerBusy();
     renderPicker();
+    if (!active) sendWaiting();
   }
-  return undefined;
+}
+
+function finishActive(): void {
+  active = undefined;
+  stopping = false;
+  composerBusy();
+}
+
+// supersede removes turn parentId and every later turn but keep: an
+// edit, retry or regenerate replaced them, as history no longer shows them.
+function supersede(parentId: string, keep: View): void {
+  let on = false;
+  for (const v of [...views.values()]) {
+    if (v.id === parentId) on = true;
+    if (on && v !== keep && v.state === "history") {
+      views.delete(v.id);
+      v.el.remove();
+    }
+  }
 }
 
 // The live stream shows tool calls; the artifact references the turn
 // recorded come from history once it has been saved.
-async function showArtifacts(el: HTMLElement, turnId: string, messages: readonly Message[]): Promise<void> {
+async function showArtifacts(v: View): Promise<void> {
   try {
     const page = await client.turns(sessionId, { limit: 1, order: "desc" });
     const t = page.items[0];
-    if (t?.turnId === turnId && t.artifacts.length) renderTurn(el, messages, { artifacts: t.artifacts, error: t.error });
+    if (t?.turnId === v.id && t.artifacts.length) {
+      v.artifacts = t.artifacts;
+      paint(v);
+    }
   } catch {
     /* artifacts are a bonus here: the answer itself is shown */
   }
 }
 
 async function stop(): Promise<void> {
-  if (!current || stopping) return;
+  if (!active?.turn || stopping) return;
   stopping = true;
-  els.send.disabled = true;
+  composerBusy();
   status("streaming", "Stopping…");
   try {
-    await current.stop();
+    await active.turn.stop();
   } catch (e) {
     if (!(e instanceof TurnstreamError && e.code === "TURN_NOT_ACTIVE")) showError(e);
   }
 }
 
+// settle forgets waiting calls (all of them, or one token's, whose
+// refusal note says why) and repaints: their buttons go. A focus that was
+// on a button goes to the sentence in their place, or to the message box.
+function settle(token?: string, note?: string): void {
+  const focus = document.activeElement?.closest<HTMLElement>(".decision") ?? null;
+  const focusCall = focus?.closest<HTMLElement>(".tool")?.dataset.call;
+  for (const [id, t] of [...waiting]) {
+    if (token !== undefined && t !== token) continue;
+    waiting.delete(id);
+    if (note) refused.set(id, note);
+  }
+  repaintAll();
+  if (focus && !focus.isConnected) {
+    const n = focusCall ? document.querySelector<HTMLElement>(`.tool[data-call="${CSS.escape(focusCall)}"] .notice, .tool[data-call="${CSS.escape(focusCall)}"] .decided`) : null;
+    (n ?? els.input).focus();
+  }
+}
+
+// decide sends the decision on a waiting call and streams the
+// continuation turn (the tool's result or the denial, then the answer).
+async function decide(token: string, decision: Decision, from: HTMLElement): Promise<void> {
+  if (deciding || active) return;
+  deciding = true;
+  const card = from.closest<HTMLElement>(".tool");
+  const callId = card?.dataset.call;
+  composerBusy();
+  clearError();
+  const turn = client.decide({ sessionId, token, decision, scope: "turn" });
+  const v = newView(turn.turnId, { state: "pending", decision: true, turnStatus: "pending" });
+  append(v);
+  toBottom();
+  try {
+    await follow(v, turn, () => {
+      if (callId) decided.set(callId, decision);
+      waiting.clear();
+      // The asking card now says what became of the call; the focus goes
+      // to that sentence, where the buttons were.
+      const focus = card?.contains(document.activeElement) ?? false;
+      repaintAll();
+      if (focus && callId) document.querySelector<HTMLElement>(`.tool[data-call="${CSS.escape(callId)}"] .decided`)?.focus();
+    });
+  } catch (e) {
+    const err = asError(e);
+    showError(err);
+    if (isConfirmationCode(err.code)) settle(token, plain(err.code, err.message));
+    else repaintAll(); // the buttons come back: nothing was decided
+  } finally {
+    deciding = false;
+    composerBusy();
+  }
+}
+
+// ---- Editing, answering again, copying --------------------------------------
+
+function lineageSubmit(v: View, operation: "edit" | "retry" | "regenerate", input: string, sourceMessageId: string): void {
+  clearError();
+  const nv = newView(newId(), { state: "pending", input, turnStatus: "pending", lineage: { operation, parentTurnId: v.id, sourceMessageId } });
+  append(nv);
+  paint(nv);
+  toBottom();
+  start(nv);
+  els.input.focus();
+}
+
+function openEditor(v: View, art: HTMLElement): void {
+  const m = v.messages.find((x) => x.id === art.dataset.id);
+  if (!m) return;
+  const body = art.querySelector<HTMLElement>(".text")!;
+  const extra = art.querySelector<HTMLElement>(".extra")!;
+  const form = document.createElement("form");
+  form.className = "editor";
+  const label = text("label", "Edit your message", "sr");
+  const area = document.createElement("textarea");
+  area.id = `edit-${v.id}`;
+  label.setAttribute("for", area.id);
+  area.value = m.content;
+  area.rows = Math.min(8, m.content.split("\n").length + 1);
+  const save = button("Send edited message", "save-edit", "primary");
+  save.type = "submit";
+  const cancel = button("Cancel", "cancel-edit");
+  const row = document.createElement("div");
+  row.className = "actions";
+  row.append(save, cancel);
+  form.append(label, area, row);
+  body.hidden = true;
+  extra.hidden = true;
+  art.append(form);
+  area.focus();
+  const close = (): void => {
+    form.remove();
+    body.hidden = false;
+    extra.hidden = false;
+  };
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const input = area.value;
+    if (input.trim() === "" || busyNow()) return;
+    close();
+    lineageSubmit(v, "edit", input, m.id);
+  });
+  const cancelEdit = (): void => {
+    close();
+    art.querySelector<HTMLElement>('[data-action="edit"]')?.focus();
+  };
+  cancel.addEventListener("click", cancelEdit);
+  area.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape") cancelEdit();
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      form.requestSubmit();
+    }
+  });
+}
+
+async function copy(textToCopy: string, b: HTMLElement): Promise<void> {
+  let ok = true;
+  try {
+    await navigator.clipboard.writeText(textToCopy);
+  } catch {
+    ok = false;
+  }
+  const was = b.textContent;
+  const label = b.getAttribute("aria-label");
+  b.textContent = ok ? "Copied" : "Copy failed";
+  b.setAttribute("aria-label", b.textContent);
+  announce(ok ? "Copied to the clipboard." : "The browser refused to copy; select the text and copy it yourself.");
+  setTimeout(() => {
+    b.textContent = was;
+    if (label) b.setAttribute("aria-label", label);
+  }, 1500);
+}
+
+// One listener for every button in the log (data-action).
+els.log.addEventListener("click", (ev) => {
+  const b = (ev.target as HTMLElement).closest<HTMLElement>("[data-action]");
+  if (!b || b === loadButton) return;
+  const el = b.closest<HTMLElement>(".turn");
+  const v = el ? views.get(el.dataset.turn!) : undefined;
+  const art = b.closest<HTMLElement>("article");
+  const action = b.dataset.action!;
+  if (b.getAttribute("aria-disabled") === "true") return;
+  switch (action) {
+    case "copy": {
+      const code = b.closest(".code")?.querySelector("code");
+      if (code) void copy(code.textContent ?? "", b);
+      return;
+    }
+    case "copy-answer": {
+      const m = v?.messages.find((x) => x.id === art?.dataset.id);
+      if (m) void copy(m.content, b);
+      return;
+    }
+    case "approve":
+    case "deny": {
+      const token = b.closest<HTMLElement>(".decision")?.dataset.token;
+      if (token) {
+        for (const x of b.closest(".decision")!.querySelectorAll("button")) x.setAttribute("aria-disabled", "true");
+        void decide(token, action, b);
+      }
+      return;
+    }
+  }
+  if (!v) return;
+  switch (action) {
+    case "edit":
+      if (art && !busyNow()) openEditor(v, art);
+      return;
+    case "regenerate":
+    case "retry": {
+      const u = v.messages.find((m) => m.role === "user");
+      const a = v.messages.filter((m) => m.role === "assistant").at(-1);
+      if (u && a && !busyNow()) lineageSubmit(v, action, u.content, a.id);
+      return;
+    }
+    case "cancel":
+      void cancelQueued(v);
+      return;
+    case "retry-send":
+      els.input.focus();
+      start(v);
+      return;
+    case "queue":
+      els.input.focus();
+      start(v, "enqueue");
+      return;
+    case "interrupt-send":
+      els.input.focus();
+      start(v, "interrupt");
+      return;
+    case "when-ready":
+      v.state = "waiting";
+      v.failure = undefined;
+      paint(v);
+      els.input.focus();
+      composerBusy();
+      void client.session(sessionId).then(catchUp, () => {});
+      return;
+    case "edit-failed":
+    case "discard":
+      if (action === "edit-failed" && els.input.value.trim() === "") {
+        els.input.value = v.input;
+        grow();
+      }
+      views.delete(v.id);
+      v.el.remove();
+      els.input.focus();
+      composerBusy();
+      return;
+  }
+});
+
+async function cancelQueued(v: View): Promise<void> {
+  els.input.focus();
+  if (v.state === "waiting") {
+    views.delete(v.id);
+    v.el.remove();
+    composerBusy();
+    announce("The message was not sent.");
+    return;
+  }
+  try {
+    const r = await client.stop(sessionId, v.id);
+    if (r.cancelled) {
+      // It will never run; the server records that once the session is
+      // free, which may be long after: the page stops waiting for it now.
+      v.cancelled = true;
+      v.abort?.abort();
+      views.delete(v.id);
+      v.el.remove();
+      composerBusy();
+      announce("The queued message was cancelled.");
+    }
+  } catch (e) {
+    showError(e);
+  }
+}
+
+// ---- The composer --------------------------------------------------------
+
 els.form.addEventListener("submit", (ev) => {
   ev.preventDefault();
-  if (current) return;
   const input = els.input.value;
   if (input.trim() === "") return;
   els.input.value = "";
   grow();
-  void send(input);
+  sendText(input);
 });
-els.send.addEventListener("click", () => {
-  if (current) void stop();
+els.interrupt.addEventListener("click", () => {
+  const input = els.input.value;
+  if (input.trim() === "") {
+    els.input.focus();
+    announce("Write the message to send first.");
+    return;
+  }
+  els.input.value = "";
+  grow();
+  els.input.focus();
+  sendText(input, "interrupt");
 });
+els.stop.addEventListener("click", () => void stop());
 els.input.addEventListener("keydown", (ev) => {
   if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
     ev.preventDefault();
@@ -652,5 +1369,14 @@ els.input.addEventListener("input", grow);
 
 els.who.textContent = `signed in as ${isSafeId(user) ? user : "local"} (dev auth)`;
 renderPicker();
-void loadFirst();
+composerBusy();
+void loadFirst().then(() => {
+  if (!fresh) watch();
+});
 els.input.focus();
+
+// The last completed answer's tokens, in the footer.
+new MutationObserver(() => {
+  const last = [...views.values()].reverse().find((v) => v.state === "history" && v.usage && v.usage.totalTokens > 0);
+  els.usage.textContent = last?.usage ? `last answer: ${last.usage.promptTokens} in / ${last.usage.completionTokens} out tokens` : "";
+}).observe(els.turns, { childList: true, subtree: true, attributes: true, attributeFilter: ["data-state"] });

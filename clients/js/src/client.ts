@@ -1,6 +1,15 @@
 import { decodeAppend, decodePartialAppend, isAppendLine, STREAM_MODE_HEADER } from "./compact.js";
 import { SnapshotCursor } from "./cursor.js";
-import { ConfirmationError, HTTPError, isConfirmationCode, StreamDiagnosticError, StreamIncompleteError, TurnstreamError } from "./errors.js";
+import {
+  ConfirmationError,
+  HTTPError,
+  isConfirmationCode,
+  isMultitaskCode,
+  MultitaskError,
+  StreamDiagnosticError,
+  StreamIncompleteError,
+  TurnstreamError,
+} from "./errors.js";
 import { NOT_JSON, parseStrict, type JSONValue } from "./json.js";
 import { LineSplitter } from "./ndjson.js";
 import {
@@ -54,9 +63,68 @@ export interface ClientOptions {
   compact?: boolean;
 }
 
+/**
+ * MultitaskPolicy is what a busy session does with a submit
+ * (X-Turnstream-Multitask, docs/multitask.md): reject it (409
+ * SESSION_BUSY, the protocol's behaviour), enqueue it (202: it runs after
+ * the turns before it, and the Turn follows it), interrupt the running
+ * turn (its answer so far kept, TURN_INTERRUPTED) and run in its place, or
+ * rollback (interrupt, and the stopped turn is removed from history).
+ */
+export type MultitaskPolicy = "reject" | "enqueue" | "interrupt" | "rollback";
+
+/** The multitask policies, in the order capabilities list them. */
+export const MULTITASK_POLICIES: readonly MultitaskPolicy[] = ["reject", "enqueue", "interrupt", "rollback"];
+
+/** The request header naming a submit's multitask policy. */
+export const MULTITASK_HEADER = "X-Turnstream-Multitask";
+
+/**
+ * QueuedTurn is the 202 answer to a submit the server queued: the turn
+ * waits at position (from 1) among the session's queued turns, and its
+ * stream is streamURL (relative to the turn URL; it stays silent until
+ * the turn starts).
+ */
+export interface QueuedTurn {
+  sessionId: string;
+  turnId: string;
+  status: "queued";
+  position: number;
+  /** The resume route of the turn, relative to turnURL. */
+  streamUrl: string;
+}
+
+/** StopResult is the 202 answer of stop: cancelled when a queued turn that had not started will never run. */
+export interface StopResult {
+  stopRequested: true;
+  cancelled: boolean;
+}
+
+/** A turn waiting in a session's queue, as the history summary lists it. */
+export interface QueuedTurnSummary {
+  turnId: string;
+  /** Its place in the queue, from 1. */
+  position: number;
+  /** The input's first 120 characters, "…" appended when cut. */
+  inputPreview: string;
+  /** ISO time it was queued. */
+  queuedAt: string;
+  /** Epoch ms: recorded as never run (TURN_QUEUE_EXPIRED) if not started by then. */
+  expiresAt: number;
+}
+
 export interface SubmitOptions {
   sessionId: string;
   input: string;
+  /**
+   * What a busy session does with this submit (MultitaskPolicy); absent,
+   * the session's definition decides (reject unless configured). With
+   * "enqueue" a busy session answers 202: onQueued is called, Turn.queued
+   * is set, and the Turn follows the queued turn from its start.
+   */
+  multitask?: MultitaskPolicy;
+  /** Called once when the server queued the turn (multitask "enqueue"), before it runs. */
+  onQueued?: (queued: QueuedTurn) => void;
   /** A SafeId; a random one by default. Reusing it retries the same turn idempotently. */
   turnId?: string;
   /** retry / edit / regenerate an earlier turn (a turnstream extension). */
@@ -137,6 +205,11 @@ export interface ResumeOptions {
   /** As in SubmitOptions. */
   scope?: "session" | "turn";
   compact?: boolean;
+  /**
+   * The turn is queued (a history summary's queuedTurns): its stream stays
+   * silent until it starts, however many times the server ends the wait.
+   */
+  queued?: boolean;
   signal?: AbortSignal;
   onInvalidLine?: (diagnostic: DecoderDiagnostic) => void;
 }
@@ -153,6 +226,11 @@ export interface Capabilities {
    */
   resume?: { available: boolean; method?: string; path?: string; parameter?: string; pollIntervalMs?: number };
   limits?: { maxBodyBytes?: number; turnTimeoutMs?: number; snapshotIntervalMs?: number };
+  /**
+   * The multitask policies served (docs/multitask.md): available is false
+   * when only reject is.
+   */
+  multitask?: { available: boolean; header?: string; policies: string[]; default?: string; maxQueuedTurns?: number; queuedTurnTtlMs?: number };
   [key: string]: JSONValue | undefined;
 }
 
@@ -181,6 +259,11 @@ export interface SessionSummary {
    * none (or from a server without approvals).
    */
   pendingInteractions: PendingInteraction[];
+  /**
+   * The turns queued (multitask "enqueue") that have not started, in the
+   * order they will run; [] when none (or from a server without queues).
+   */
+  queuedTurns: QueuedTurnSummary[];
 }
 
 /** TurnSummary is one saved turn of a history page. */
@@ -249,11 +332,17 @@ export class TurnstreamClient {
    * submit starts a turn. Iterate the returned Turn to receive each
    * accepted snapshot (complete, never a delta) until the terminal one.
    * Nothing is sent until iteration starts.
-   * @throws TypeError for a sessionId or turnId that is not a SafeId.
+   * A refused policy throws a MultitaskError from the iteration
+   * (SESSION_QUEUE_FULL, retryable; MULTITASK_NOT_ALLOWED).
+   * @throws TypeError for a sessionId or turnId that is not a SafeId, or a
+   * multitask that is not a MultitaskPolicy.
    */
   submit(opts: SubmitOptions): Turn {
     const turnId = opts.turnId ?? newId();
     if (!isSafeId(opts.sessionId) || !isSafeId(turnId)) throw new TypeError("turnstream: session and turn ids must be SafeIds");
+    if (opts.multitask !== undefined && !MULTITASK_POLICIES.includes(opts.multitask)) {
+      throw new TypeError("turnstream: multitask must be reject, enqueue, interrupt or rollback");
+    }
     const c = opts.confirmation;
     if (c !== undefined) {
       if (!isSafeId(c.token) || (c.decision !== "approve" && c.decision !== "deny")) {
@@ -302,17 +391,42 @@ export class TurnstreamClient {
 
   /**
    * stop asks the running turn to end; its stream then ends with a
-   * terminal snapshot (status error, code TURN_INTERRUPTED).
+   * terminal snapshot (status error, code TURN_INTERRUPTED). A queued turn
+   * that has not started is cancelled instead (cancelled: true): it never
+   * runs, and its stream ends with a TURN_CANCELLED diagnostic.
    * @throws HTTPError (e.g. TURN_NOT_ACTIVE when it already ended).
    */
-  async stop(sessionId: string, turnId: string, signal?: AbortSignal): Promise<void> {
+  async stop(sessionId: string, turnId: string, signal?: AbortSignal): Promise<StopResult> {
     const res = await this.request(this.turnURL + "stop", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
       body: JSON.stringify({ sessionId, turnId }),
       signal,
     });
-    await res.body?.cancel();
+    let v: JSONValue | typeof NOT_JSON = NOT_JSON;
+    try {
+      v = parseStrict(await res.text());
+    } catch (e) {
+      throwIfAborted(signal, e);
+    }
+    return { stopRequested: true, cancelled: isObj(v) && v.cancelled === true };
+  }
+
+  /**
+   * multitaskPolicies returns the policies this deployment serves
+   * (capabilities.multitask): at least ["reject"], also when capabilities
+   * cannot be read.
+   */
+  async multitaskPolicies(signal?: AbortSignal): Promise<MultitaskPolicy[]> {
+    try {
+      const m = (await this.capabilities(signal)).multitask;
+      if (m?.available === true && Array.isArray(m.policies)) {
+        return MULTITASK_POLICIES.filter((p) => p === "reject" || m.policies.includes(p));
+      }
+    } catch (e) {
+      throwIfAborted(signal, e);
+    }
+    return ["reject"];
   }
 
   /** capabilities returns GET {turnURL}capabilities, fetched once per client. */
@@ -335,7 +449,10 @@ export class TurnstreamClient {
     if (!Array.isArray(pending)) throw invalidResponse();
     // Interactions of other kinds, or malformed ones, are left out.
     const approvals = pending.filter(isPendingInteraction) as unknown as PendingInteraction[];
-    return { ...(v as unknown as SessionSummary), pendingInteractions: approvals };
+    const queue = v.queuedTurns ?? [];
+    if (!Array.isArray(queue)) throw invalidResponse();
+    const queuedTurns = queue.filter(isQueuedSummary) as unknown as QueuedTurnSummary[];
+    return { ...(v as unknown as SessionSummary), pendingInteractions: approvals, queuedTurns };
   }
 
   /** turns returns one page of GET {historyURL}sessions/{id}/turns. */
@@ -425,6 +542,9 @@ export class TurnstreamClient {
       if (diagnostic && isConfirmationCode(diagnostic.code)) {
         throw new ConfirmationError(res.status, { ...diagnostic, code: diagnostic.code });
       }
+      if (diagnostic && isMultitaskCode(diagnostic.code)) {
+        throw new MultitaskError(res.status, { ...diagnostic, code: diagnostic.code });
+      }
       throw new HTTPError(res.status, diagnostic);
     }
     return res;
@@ -467,6 +587,8 @@ interface TurnOptions extends SubmitOptions {
   attach?: boolean;
   /** With attach: the last sequence the reader already has. */
   after?: number;
+  /** With attach: the turn is queued (ResumeOptions.queued). */
+  queued?: boolean;
 }
 
 /**
@@ -485,6 +607,12 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
   readonly turnId: string;
   /** The cursor every line of this turn goes through. */
   readonly cursor: SnapshotCursor;
+  /**
+   * The server's 202 answer when it queued this turn (multitask
+   * "enqueue"); undefined for a turn that streamed at once. Set before
+   * onQueued is called.
+   */
+  queued: QueuedTurn | undefined;
   /** Lines that failed to decode (skipped). */
   readonly invalidLines: DecoderDiagnostic[] = [];
   readonly #client: TurnstreamClient;
@@ -492,6 +620,8 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
   #started = false;
   // The last resume stream ended at its deadline without a new snapshot.
   #idleTimeout = false;
+  // The last stream was a queued turn's silent wait the server ended.
+  #idleWait = false;
 
   constructor(client: TurnstreamClient, opts: TurnOptions) {
     this.#client = client;
@@ -499,6 +629,13 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
     this.sessionId = opts.sessionId;
     this.turnId = opts.turnId;
     this.cursor = new SnapshotCursor(opts.sessionId);
+    this.queued = undefined;
+  }
+
+  // #waiting: the turn is queued and has not started; its stream may end
+  // any number of silent waits, each opened again.
+  get #waiting(): boolean {
+    return (this.queued !== undefined || this.#opts.queued === true) && this.cursor.sequence === undefined;
   }
 
   /** The last accepted sequence: where a resume continues after. */
@@ -515,8 +652,8 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
     return this.#opts.compact ?? this.#client.compact;
   }
 
-  /** stop asks the server to stop this turn (see TurnstreamClient.stop). */
-  stop(signal?: AbortSignal): Promise<void> {
+  /** stop asks the server to stop this turn, or cancel it while it is queued (see TurnstreamClient.stop). */
+  stop(signal?: AbortSignal): Promise<StopResult> {
     return this.#client.stop(this.sessionId, this.turnId, signal);
   }
 
@@ -529,13 +666,27 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
   async *#run(): AsyncGenerator<SnapshotEvent> {
     const { signal } = this.#opts;
     let res: Response | undefined = await (this.#opts.attach ? this.#resume() : this.#submit());
-    let resumed = this.#opts.attach === true;
+    if (res.status === 202 && !this.#opts.attach) {
+      this.queued = await readQueued(res, this.sessionId, this.turnId);
+      this.#opts.onQueued?.(this.queued);
+      res = await this.#resume();
+    }
+    let resumed = this.#opts.attach === true || this.queued !== undefined;
     for (let resumes = 0; ; ) {
       const before = this.sequence;
       const ended = yield* this.#read(res, resumed);
       if (ended) return;
       if (this.sequence !== before) resumes = 0; // it got somewhere: a fresh budget
       resumed = true;
+      if (this.#idleWait) {
+        // The server ended a silent wait of a queued turn: no failure (the
+        // queue's TTL bounds the wait; an expired turn ends with its own
+        // diagnostic). Open it again.
+        this.#idleWait = false;
+        await pause(250, signal);
+        res = await this.#resume();
+        continue;
+      }
       if (resumes >= this.#client.maxResumes || !(await this.#client.resumeEnabled(signal))) {
         throw new StreamIncompleteError(this.sequence, this.invalidLines);
       }
@@ -569,6 +720,7 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
     const headers: Record<string, string> = { "Content-Type": "application/json", Accept: "application/x-ndjson" };
     if (o.scope) headers[SCOPE_HEADER] = o.scope;
     if (this.#compact) headers[STREAM_MODE_HEADER] = "compact";
+    if (o.multitask && !o.confirmation) headers[MULTITASK_HEADER] = o.multitask;
     return this.#client.request(this.#client.turnURL, { method: "POST", headers, body: JSON.stringify(event), signal: o.signal });
   }
 
@@ -582,7 +734,8 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
     const headers: Record<string, string> = { Accept: "application/x-ndjson" };
     if (o.scope) headers[SCOPE_HEADER] = o.scope;
     if (this.#compact) headers[STREAM_MODE_HEADER] = "compact";
-    const url = `${this.#client.turnURL}sessions/${o.sessionId}/turns/${o.turnId}/stream${after}`;
+    const path = this.queued && this.sequence === undefined ? this.queued.streamUrl : `sessions/${o.sessionId}/turns/${o.turnId}/stream`;
+    const url = `${this.#client.turnURL}${path}${after}`;
     return this.#client.request(url, { method: "GET", headers, signal: o.signal });
   }
 
@@ -641,6 +794,10 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
           const ev = r.event;
           if (ev.sessionId !== this.sessionId || ev.turnId !== this.turnId) continue;
           if (ev.event === "server.turn.diagnostic") {
+            if (resumed && ev.payload.code === "SERVER_TIMEOUT" && this.#waiting) {
+              this.#idleWait = true; // a queued turn still waiting to start
+              return false;
+            }
             // A resume stream that reaches its own deadline while the turn
             // runs ends with SERVER_TIMEOUT and no terminal snapshot: resume
             // again, unless the previous one ended so too without progress.
@@ -683,9 +840,68 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
         }
       }
     } finally {
-      reader.cancel().catch(() => {}); // frees the connection; a no-op once the stream ended
+      if (done) {
+        // The terminal line came; the server ends the body right after it.
+        // Reading that end (in the background) instead of cancelling keeps
+        // the browser from logging the request as aborted.
+        void drainQuietly(reader);
+      } else {
+        reader.cancel().catch(() => {}); // frees the connection
+      }
     }
   }
+}
+
+// drainQuietly reads a body to its end, cancelling it after 64 KiB more
+// or 5 s, whichever comes first (a server that keeps the body open);
+// errors are nobody's business any more.
+async function drainQuietly(reader: ReadableStreamDefaultReader<Uint8Array>): Promise<void> {
+  let left = 64 << 10;
+  const timer = setTimeout(() => reader.cancel().catch(() => {}), 5000);
+  try {
+    while (left > 0) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      left -= value.byteLength;
+    }
+    await reader.cancel();
+  } catch {
+    /* the stream is over either way */
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+// readQueued reads a 202 answer: the queued turn it names must be this
+// one, with a position >= 1 and a stream URL below the turn URL (a
+// relative path without dot segments, query or scheme); anything else is
+// RESPONSE_INVALID.
+async function readQueued(res: Response, sessionId: string, turnId: string): Promise<QueuedTurn> {
+  let text: string;
+  try {
+    text = await res.text();
+  } catch (e) {
+    throw networkFailure(e, undefined);
+  }
+  const v = text.length > 4096 ? NOT_JSON : parseStrict(text);
+  if (
+    !isObj(v) ||
+    v.sessionId !== sessionId ||
+    v.turnId !== turnId ||
+    v.status !== "queued" ||
+    typeof v.position !== "number" ||
+    !Number.isSafeInteger(v.position) ||
+    v.position < 1 ||
+    !isRelativeRoute(v.streamUrl)
+  ) {
+    throw invalidResponse();
+  }
+  return { sessionId, turnId, status: "queued", position: v.position, streamUrl: v.streamUrl as string };
+}
+
+function isRelativeRoute(v: unknown): boolean {
+  if (typeof v !== "string" || v === "" || v.startsWith("/") || /[?#\\:]/.test(v)) return false;
+  return v.split("/").every((seg) => seg !== "" && seg !== "." && seg !== "..");
 }
 
 function lastContentLength(s: SnapshotEvent): number {
@@ -721,6 +937,19 @@ function isPendingInteraction(v: JSONValue): boolean {
   if (!isObj(v) || !isSafeId(v.interactionId) || !isObj(v.data)) return false;
   const d = v.data;
   return typeof d.toolName === "string" && "args" in d && typeof d.toolCallId === "string" && isSafeId(d.turnId) && isEpochMs(d.expiresAt);
+}
+
+function isQueuedSummary(v: JSONValue): boolean {
+  return (
+    isObj(v) &&
+    isSafeId(v.turnId) &&
+    typeof v.position === "number" &&
+    Number.isSafeInteger(v.position) &&
+    v.position >= 1 &&
+    typeof v.inputPreview === "string" &&
+    typeof v.queuedAt === "string" &&
+    isEpochMs(v.expiresAt)
+  );
 }
 
 function isObj(v: unknown): v is { [key: string]: JSONValue } {

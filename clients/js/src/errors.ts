@@ -103,3 +103,32 @@ export class ConfirmationError extends HTTPError {
     this.name = "ConfirmationError";
   }
 }
+
+/**
+ * The codes of a refused multitask policy (submit({multitask})): the
+ * session's queue is full (SESSION_QUEUE_FULL, 409, retryable once a
+ * queued turn has run; nothing was stored), or the session's definition or
+ * the deployment does not serve the policy (MULTITASK_NOT_ALLOWED, 422).
+ */
+export const MULTITASK_CODES = ["SESSION_QUEUE_FULL", "MULTITASK_NOT_ALLOWED"] as const;
+
+/** MultitaskCode is one of MULTITASK_CODES. */
+export type MultitaskCode = (typeof MULTITASK_CODES)[number];
+
+/** isMultitaskCode reports whether code is one of MULTITASK_CODES. */
+export function isMultitaskCode(code: string): code is MultitaskCode {
+  return (MULTITASK_CODES as readonly string[]).includes(code);
+}
+
+/**
+ * MultitaskError is an HTTPError refusing a submit's multitask policy,
+ * before anything was stored; retryable as the server says
+ * (SESSION_QUEUE_FULL is, MULTITASK_NOT_ALLOWED is not).
+ */
+export class MultitaskError extends HTTPError {
+  declare readonly code: MultitaskCode;
+  constructor(status: number, diagnostic: TurnDiagnostic & { code: MultitaskCode }) {
+    super(status, diagnostic);
+    this.name = "MultitaskError";
+  }
+}

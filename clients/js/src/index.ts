@@ -1,26 +1,42 @@
 // turnstream's browser and Node client for AgentsKit Chat's turn protocol v1.
-export { TurnstreamClient, Turn, newId, pendingConfirmations } from "./client.js";
+export { MULTITASK_HEADER, MULTITASK_POLICIES, TurnstreamClient, Turn, newId, pendingConfirmations } from "./client.js";
 export type {
   ArtifactReference,
   Capabilities,
   ClientOptions,
   DecideOptions,
   HeaderSource,
+  MultitaskPolicy,
   Page,
   PageOptions,
   PendingConfirmation,
   PendingInteraction,
+  QueuedTurn,
+  QueuedTurnSummary,
   SessionSummary,
+  StopResult,
   ResumeOptions,
   SubmitOptions,
   TurnSummary,
 } from "./client.js";
-export type { ConfirmationCode } from "./errors.js";
+export type { ConfirmationCode, MultitaskCode } from "./errors.js";
 export { SnapshotCursor } from "./cursor.js";
 export type { AppendResult } from "./cursor.js";
 export { decodeAppend, decodePartialAppend, EVENT_APPEND, isAppendLine, STREAM_MODE_HEADER } from "./compact.js";
 export type { AppendLine } from "./compact.js";
-export { CLIENT_CODES, CONFIRMATION_CODES, ConfirmationError, HTTPError, isConfirmationCode, StreamDiagnosticError, StreamIncompleteError, TurnstreamError } from "./errors.js";
+export {
+  CLIENT_CODES,
+  CONFIRMATION_CODES,
+  ConfirmationError,
+  HTTPError,
+  isConfirmationCode,
+  isMultitaskCode,
+  MULTITASK_CODES,
+  MultitaskError,
+  StreamDiagnosticError,
+  StreamIncompleteError,
+  TurnstreamError,
+} from "./errors.js";
 export { LineSplitter } from "./ndjson.js";
 export { MAX_PARSE_DEPTH, NOT_JSON, parseStrict } from "./json.js";
 export type { JSONValue } from "./json.js";

@@ -4,7 +4,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { ConfirmationError, HTTPError, TurnstreamClient, decodeTurnEvent, pendingConfirmations } from "../dist/turnstream.js";
+import { ConfirmationError, HTTPError, StreamDiagnosticError, TurnstreamClient, decodeTurnEvent, pendingConfirmations } from "../dist/turnstream.js";
 import { startDevServer, turnctlBinary } from "./devserver.mjs";
 import { lines } from "./helpers.mjs";
 
@@ -109,6 +109,7 @@ test("turns stream in, stop, history and errors against the dev server", async (
 
 test("approvals against the dev server: a waiting call, its decision, and the refusals", async () => {
   const ann = as("ann");
+  await drain(ann.submit({ sessionId: "i-approve", input: "/note Shopping list: eggs", scope: "turn" }));
   const ask = await drain(ann.submit({ sessionId: "i-approve", input: "/delete Shopping list", scope: "turn" }));
   const done = ask.at(-1).payload;
   assert.equal(done.status, "complete", "waiting is not an error");
@@ -138,6 +139,14 @@ test("approvals against the dev server: a waiting call, its decision, and the re
   // A second decision on it is refused for good.
   await assert.rejects(drain(ann.decide({ sessionId: "i-approve", token: pc.token, decision: "deny" })), (e) =>
     e instanceof ConfirmationError && e.code === "CONFIRMATION_DECIDED" && e.status === 409 && e.retryable === false);
+  // The note is gone now: deleting it again says so instead of claiming a delete.
+  const twice = (await drain(ann.submit({ sessionId: "i-approve", input: "/delete Shopping list", scope: "turn" }))).at(-1).payload;
+  const [pc2] = pendingConfirmations(twice.messages.find((m) => m.role === "assistant"));
+  const gone = (await drain(ann.decide({ sessionId: "i-approve", token: pc2.token, decision: "approve", scope: "turn" }))).at(-1).payload;
+  const call2 = gone.messages.find((m) => m.role === "assistant").toolCalls[0];
+  assert.equal(call2.status, "error");
+  assert.equal(call2.error, 'There is no note "notes/shopping-list.md" in this conversation; nothing was deleted.');
+  assert.equal(call2.result, undefined);
   // A plain turn supersedes a waiting call: deciding it later is too late.
   const again = (await drain(ann.submit({ sessionId: "i-approve", input: "/delete Trip plan" }))).at(-1).payload;
   const [late] = pendingConfirmations(again.messages.at(-1));
@@ -159,4 +168,50 @@ test("every recorded line decodes to what the server wrote, as the Go decoder de
   const verdicts = out.stdout.toString().trim().split("\n").map((l) => JSON.parse(l));
   assert.equal(verdicts.length, all.length);
   verdicts.forEach((v, i) => assert.deepEqual(v, { ok: true, event: decodeTurnEvent(all[i]).event.event }));
+});
+
+test("multitask against the dev server: enqueue (followed to its end), cancel a queued turn, interrupt", async () => {
+  const ann = as("ann");
+  assert.deepEqual(await ann.multitaskPolicies(), ["reject", "enqueue", "interrupt", "rollback"]);
+  const long = "a question long enough to keep the slowed echo model busy for a while";
+  const a = ann.submit({ sessionId: "i-queue", input: long, scope: "turn" });
+  const it = a[Symbol.asyncIterator]();
+  await it.next(); // A runs
+  const aRest = (async () => { while (!(await it.next()).done); })();
+  const told = [];
+  let bQueued;
+  const bIn = new Promise((r) => (bQueued = r));
+  const b = ann.submit({ sessionId: "i-queue", input: "then this one", scope: "turn", multitask: "enqueue", onQueued: (q) => { told.push(q); bQueued(); } });
+  const bSeen = drain(b);
+  await bIn; // B is queued before C is sent: the queue keeps submit order
+  const c = ann.submit({ sessionId: "i-queue", input: "and this one, cancelled", scope: "turn", multitask: "enqueue" });
+  const cDone = drain(c).then(() => "complete", (e) => e);
+  // Both are queued before A ends: the summary lists them in order.
+  let summary;
+  do summary = await ann.session("i-queue");
+  while (summary.queuedTurns.length < 2);
+  assert.deepEqual(summary.queuedTurns.map((q) => [q.turnId, q.position, q.inputPreview]), [
+    [b.turnId, 1, "then this one"],
+    [c.turnId, 2, "and this one, cancelled"],
+  ]);
+  assert.deepEqual(await ann.stop("i-queue", c.turnId), { stopRequested: true, cancelled: true });
+  const cEnd = await cDone;
+  assert.ok(cEnd instanceof StreamDiagnosticError && cEnd.code === "TURN_CANCELLED", `the cancelled turn ends ${cEnd}`);
+  await aRest;
+  const bEnd = (await bSeen).at(-1).payload;
+  assert.deepEqual(told.map((q) => [q.turnId, q.position]), [[b.turnId, 1]]);
+  assert.equal(bEnd.status, "complete");
+  assert.equal(bEnd.messages.at(-1).content, "Echo: then this one");
+  // Interrupt: the running turn is stopped with its answer so far, the new one streams.
+  const d = ann.submit({ sessionId: "i-queue", input: long, scope: "turn" });
+  const dit = d[Symbol.asyncIterator]();
+  await dit.next();
+  const dRest = (async () => { let last; for (let r = await dit.next(); !r.done; r = await dit.next()) last = r.value; return last ?? d.snapshot; })();
+  const e = await drain(ann.submit({ sessionId: "i-queue", input: "instead", scope: "turn", multitask: "interrupt" }));
+  const dLast = await dRest;
+  assert.equal(dLast.payload.status, "error");
+  assert.equal(dLast.payload.error.code, "TURN_INTERRUPTED");
+  assert.equal(e.at(-1).payload.messages.at(-1).content, "Echo: instead");
+  const turns = (await ann.turns("i-queue", { order: "asc" })).items.map((t) => [t.turnId, t.status]);
+  assert.deepEqual(turns.filter(([id]) => id !== c.turnId), [[a.turnId, "complete"], [b.turnId, "complete"], [d.turnId, "interrupted"], [turns.at(-1)[0], "complete"]]);
 });

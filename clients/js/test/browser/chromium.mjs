@@ -1,5 +1,6 @@
 // Launching Debian's Chromium through the pinned playwright-core.
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
@@ -43,4 +44,23 @@ export async function launch() {
       rmSync(profile, { recursive: true, force: true });
     },
   };
+}
+
+const axeSource = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/**
+ * axe runs axe-core (the version pinned in package.json) on page and
+ * returns its serious and critical violations as [{id, impact, help,
+ * targets}]. The script is evaluated through the DevTools protocol, which
+ * the page's Content-Security-Policy does not govern; the page's own
+ * policy stays in force for everything else.
+ */
+export async function axe(page) {
+  await page.evaluate(axeSource);
+  return page.evaluate(async () => {
+    const r = await window.axe.run(document, { resultTypes: ["violations"] });
+    return r.violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(" ")).slice(0, 5) }));
+  });
 }

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { TurnstreamClient } from "../../dist/turnstream.js";
 import { startDevServer } from "../devserver.mjs";
 import { here } from "../helpers.mjs";
-import { browserMissing, launch } from "./chromium.mjs";
+import { axe, browserMissing, launch } from "./chromium.mjs";
 
 const shots = join(here, "../test-output/screenshots");
 const DESKTOP = { width: 1280, height: 860 };
@@ -39,7 +39,10 @@ describe("demo page in Chromium", { skip }, () => {
     await Promise.all([slow?.stop(), fast?.stop(), still?.stop()]);
   });
 
-  async function open(base, query, viewport = DESKTOP) {
+  // open opens the page; a console error is a problem unless allowed
+  // matches it (a refusal the test provokes: the browser logs every
+  // non-2xx answer). No test allows one of a new chat or a finished turn.
+  async function open(base, query, viewport = DESKTOP, allowed = /^$/) {
     const page = await browser.context.newPage();
     await page.setViewportSize(viewport);
     const problems = [];
@@ -50,7 +53,7 @@ describe("demo page in Chromium", { skip }, () => {
       if (!u.startsWith(`${base}/`) && !u.startsWith("data:")) problems.push(`request to another origin: ${u}`);
     });
     page.on("console", (m) => {
-      if (m.type() === "error" && !/the server responded with a status of (404|409|410)/.test(m.text())) problems.push(`console: ${m.text()}`);
+      if (m.type() === "error" && !allowed.test(m.text())) problems.push(`console: ${m.text()}`);
     });
     // Every text the newest assistant message shows, in order.
     await page.addInitScript(() => {
@@ -83,6 +86,20 @@ describe("demo page in Chromium", { skip }, () => {
 
   const lastAssistant = '.turn:last-child .msg[data-role="assistant"]';
 
+  // axeClean runs axe-core (pinned) on the page as it is: no serious or
+  // critical violation.
+  async function axeClean(page, screen) {
+    const found = await axe(page);
+    assert.deepEqual(found, [], `axe-core on "${screen}": ${JSON.stringify(found, null, 1)}`);
+  }
+
+  // finish checks the screen a test leaves with axe-core, then closes it:
+  // every screen the tests visit is checked at least there.
+  async function finish(page, screen = "the test's last screen") {
+    await axeClean(page, screen);
+    await page.close();
+  }
+
   test("a message's reply streams in", async () => {
     const { page, problems } = await newChat(slow.base, "ann");
     await page.screenshot({ path: join(shots, "empty-desktop.png") });
@@ -93,7 +110,7 @@ describe("demo page in Chromium", { skip }, () => {
       return el?.dataset.status === "streaming" && el.textContent.length > 12;
     }, lastAssistant);
     assert.equal(await page.getAttribute("#status", "data-state"), "streaming");
-    assert.equal(await page.textContent("#send"), "Stop");
+    assert.equal(await page.isVisible("#stop"), true, "Stop is offered while the answer streams");
     await page.screenshot({ path: join(shots, "streaming-desktop.png") });
     await page.waitForSelector(`${lastAssistant}[data-status="complete"]`, { timeout: 60_000 });
     const final = `Echo: ${input}`;
@@ -103,12 +120,15 @@ describe("demo page in Chromium", { skip }, () => {
     assert.ok(partial.length >= 3, `saw ${partial.length} partial texts before the whole answer`);
     assert.equal(texts.at(-1), final);
     assert.equal(await page.getAttribute("#status", "data-state"), "ready");
-    assert.match(await page.textContent("#seq"), /^sequence \d+$/);
+    assert.equal(await page.isHidden("#stop"), true);
+    // Token counts appear once they are known, never as 0 while streaming.
+    assert.match(await page.textContent(`${lastAssistant} .meta`), /\d+ tokens/);
+    assert.match(await page.textContent("#usage"), /^last answer: \d+ in \/ \d+ out tokens$/);
     await page.screenshot({ path: join(shots, "complete-desktop.png") });
     await page.setViewportSize(PHONE);
     await page.screenshot({ path: join(shots, "complete-phone.png") });
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("the demo streams in compact mode and renders the whole answer", async () => {
@@ -130,7 +150,7 @@ describe("demo page in Chromium", { skip }, () => {
     assert.ok(partial.length >= 3, `saw ${partial.length} partial texts before the whole answer`);
     for (let i = 1; i < texts.length; i++) assert.ok(texts[i].length > texts[i - 1].length, `text ${i} grew`);
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("Stop ends the answer early", async () => {
@@ -138,17 +158,23 @@ describe("demo page in Chromium", { skip }, () => {
     const input = "A long answer that would take a good while to stream. ".repeat(4).trim();
     await send(page, input);
     await page.waitForFunction((sel) => (document.querySelector(sel)?.textContent.length ?? 0) > 12, `${lastAssistant} .text`);
-    await page.click("#send");
+    await page.click("#stop");
     await page.waitForSelector('#status[data-state="stopped"]', { timeout: 60_000 });
     const shown = await page.textContent(`${lastAssistant} .text`);
     assert.ok(shown.length < `Echo: ${input}`.length, "stopped before the end");
     assert.ok(`Echo: ${input}`.startsWith(shown));
     assert.equal(await page.textContent(`${lastAssistant} .notice`), "Stopped.");
-    assert.equal(await page.getAttribute(lastAssistant, "data-status"), "error");
+    assert.equal(await page.getAttribute(lastAssistant, "data-status"), "stopped");
+    assert.match(await page.textContent(`${lastAssistant} .meta`), /stopped/);
     assert.equal(await page.textContent("#send"), "Send");
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "input", "the focus went to the message box, not the page");
+    // History says "stopped" too.
+    await page.reload();
+    await page.waitForSelector(`${lastAssistant}[data-status="stopped"]`);
+    assert.equal(await page.textContent(`${lastAssistant} .notice`), "Stopped.");
     await page.screenshot({ path: join(shots, "stopped-desktop.png") });
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("reload mid-answer and see the same answer continue", async (t) => {
@@ -164,8 +190,11 @@ describe("demo page in Chromium", { skip }, () => {
     await page.reload();
     // The same answer goes on growing here, not a notice from elsewhere.
     await page.waitForFunction(([sel, n]) => (document.querySelector(sel)?.textContent.length ?? 0) > n, [text, before.length]);
-    assert.equal(await page.getAttribute("#status", "data-state"), "streaming");
-    assert.equal(await page.textContent("#send"), "Stop");
+    // History's checkpoint may show more text before the resumed stream's
+    // first line: the page says it is answering from the start, and offers
+    // Stop once it follows the stream.
+    await page.waitForSelector('#status[data-state="streaming"]');
+    await page.waitForSelector("#stop:not([hidden])");
     assert.equal(await page.locator(".elsewhere").count(), 0);
     await page.screenshot({ path: join(shots, "resumed-desktop.png") });
     await page.waitForSelector(`${lastAssistant}[data-status="complete"]`, { timeout: 60_000 });
@@ -186,7 +215,7 @@ describe("demo page in Chromium", { skip }, () => {
     assert.equal(await page.locator('.msg[data-role="user"]').count(), 1);
     await page.waitForSelector('#status[data-state="ready"]');
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("a page opened mid-answer follows it, and shows its stop", async () => {
@@ -203,12 +232,12 @@ describe("demo page in Chromium", { skip }, () => {
     await page.screenshot({ path: join(shots, "running-elsewhere-desktop.png") });
     await turn.stop();
     await rest;
-    await page.waitForSelector(`${lastAssistant}[data-status="error"]`, { timeout: 60_000 });
+    await page.waitForSelector(`${lastAssistant}[data-status="stopped"]`, { timeout: 60_000 });
     assert.equal(await page.textContent(`${lastAssistant} .text`), turn.snapshot.payload.messages.at(-1).content, "the same state as the tab that stopped it");
     assert.equal(await page.textContent(`${lastAssistant} .notice`), "Stopped.");
     await page.waitForSelector('#status[data-state="stopped"]');
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("without resume, a page opened mid-answer says so, then shows the saved answer", async () => {
@@ -225,12 +254,12 @@ describe("demo page in Chromium", { skip }, () => {
     await page.screenshot({ path: join(shots, "running-elsewhere-noresume-desktop.png") });
     await turn.stop();
     await rest;
-    await page.waitForSelector(`${lastAssistant}[data-status="error"]`, { timeout: 60_000 });
+    await page.waitForSelector(`${lastAssistant}[data-status="stopped"]`, { timeout: 60_000 });
     assert.ok(`Echo: ${input}`.startsWith(await page.textContent(`${lastAssistant} .text`)));
     assert.equal(await page.textContent(`${lastAssistant} .notice`), "Stopped.");
     await page.waitForSelector('#status[data-state="ready"]');
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("a tool call and its artifact reference are shown", async () => {
@@ -254,7 +283,7 @@ describe("demo page in Chromium", { skip }, () => {
     await page.waitForSelector(".artifact");
     assert.equal(await page.locator(".turn").count(), 2);
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   const approve = '.decision button[data-decision="approve"]';
@@ -265,9 +294,9 @@ describe("demo page in Chromium", { skip }, () => {
   // for approval, with its name, arguments and enabled buttons shown.
   async function askDelete(page) {
     await send(page, "/delete Shopping list");
-    await page.waitForSelector(`${approve}:not([disabled])`);
+    await page.waitForSelector(`${approve}:not([aria-disabled="true"])`);
     await page.waitForSelector('#status[data-state="ready"]');
-    assert.equal(await page.textContent(`${waitingTool} .badge`), "requires confirmation");
+    assert.equal(await page.textContent(`${waitingTool} .badge`), "needs approval");
     assert.equal(await page.textContent(`${waitingTool} .name`), "workspace_note_delete");
     assert.equal(await page.textContent(`${waitingTool} dt`), "title");
     assert.equal(await page.textContent(`${waitingTool} dd`), "Shopping list");
@@ -279,6 +308,7 @@ describe("demo page in Chromium", { skip }, () => {
     await send(page, "/note Shopping list: eggs");
     await page.waitForSelector(".artifact");
     await askDelete(page);
+    await axeClean(page, "approval pending");
     await page.screenshot({ path: join(shots, "approval-pending-desktop.png") });
     await page.setViewportSize(PHONE);
     await page.screenshot({ path: join(shots, "approval-pending-phone.png") });
@@ -286,15 +316,16 @@ describe("demo page in Chromium", { skip }, () => {
     // After a reload the history summary's pending interactions bring the
     // same buttons back.
     await page.reload();
-    await page.waitForSelector(`${approve}:not([disabled])`);
+    await page.waitForSelector(`${approve}:not([aria-disabled="true"])`);
     assert.equal(await page.locator(".decision").count(), 1);
-    // A second window shows them too; it will be too late there.
+    // A second window shows them too.
     const other = await open(fast.base, `session=${new URL(page.url()).searchParams.get("session")}&user=ann`);
-    await other.page.waitForSelector(`${approve}:not([disabled])`);
-    // Approve: the buttons are disabled at once, then the continuation streams.
+    await other.page.waitForSelector(`${approve}:not([aria-disabled="true"])`);
+    // Approve: the continuation streams; the focus stays where the buttons were.
     const decisions = [];
     page.on("request", (r) => r.method() === "POST" && r.url().endsWith("/turn/") && decisions.push(JSON.parse(r.postData())));
-    await page.click(approve);
+    await page.focus(approve);
+    await page.keyboard.press("Enter");
     await page.waitForSelector(`${lastAssistant}[data-status="complete"]`);
     await page.waitForSelector('#status[data-state="ready"]');
     assert.equal(decisions.length, 1);
@@ -303,70 +334,106 @@ describe("demo page in Chromium", { skip }, () => {
     assert.match(decisions[0].payload.confirmation.token, /^cf[0-9a-f]{32}$/);
     assert.equal(await page.locator(".decision").count(), 0, "the buttons are gone");
     const cont = ".turn:last-child";
-    assert.equal(await page.textContent(`${cont} .msg[data-role="user"]`), "Approved.");
+    assert.equal(await page.locator(`${cont} .msg[data-role="user"]`).count(), 0, "no user message the user never typed");
     assert.equal(await page.textContent(`${cont} ${waitingTool} .badge`), "complete");
     assert.equal(await page.textContent(`${cont} ${waitingTool} .result`), 'Deleted note "notes/shopping-list.md".');
     assert.notEqual((await page.textContent(`${lastAssistant} .text`)).trim(), "", "the model's answer follows");
     const asked = `.turn:nth-last-child(2) ${waitingTool}`;
-    assert.equal(await page.textContent(`${asked} .decided`), "You approved this call; its result is below.");
+    assert.equal(await page.textContent(`${asked} .badge`), "approved", "the asking call no longer says it waits");
+    assert.equal(await page.textContent(`${asked} .decided`), "You approved this call; it runs in the turn below.");
+    assert.equal(await page.evaluate(() => document.activeElement?.className), "decided", "the focus is on what became of the call");
+    await axeClean(page, "approved");
     await page.screenshot({ path: join(shots, "approval-approved-desktop.png") });
-    // The other window's click is refused, in plain words.
-    await other.page.click(approve);
-    await other.page.waitForSelector(".tool .notice");
-    assert.match(await other.page.textContent(".tool .notice"), /already approved or denied/);
-    assert.match(await other.page.textContent("#error"), /CONFIRMATION_DECIDED/);
+    // The second window learns the decision by itself: no buttons, "approved".
+    await other.page.waitForSelector(`${waitingTool} .badge[data-status="approved"]`, { timeout: 60_000 });
     assert.equal(await other.page.locator(".decision").count(), 0);
-    await other.page.screenshot({ path: join(shots, "approval-decided-elsewhere-desktop.png") });
+    await other.page.waitForSelector(`.turn:last-child ${waitingTool} .badge[data-status="complete"]`, { timeout: 60_000 });
     // A reload shows no buttons: nothing waits any more.
     await page.reload();
     await page.waitForSelector('#status[data-state="ready"]');
     assert.equal(await page.locator(".decision").count(), 0);
-    assert.equal(await page.textContent(`${asked} .decided`), "You approved this call; its result is below.", "history says so too");
+    assert.equal(await page.textContent(`${asked} .badge`), "approved", "history says so too");
     assert.deepEqual(problems, []);
     assert.deepEqual(other.problems, []);
-    await other.page.close();
-    await page.close();
+    await finish(other.page);
+    await finish(page);
   });
 
-  test("Deny: the tool does not run and the answer continues", async () => {
+  test("a decision another window made first is refused in plain words", async () => {
+    const ann = new TurnstreamClient({ turnURL: fast.turnURL, historyURL: fast.historyURL, headers: { Authorization: "Bearer dev.ann" } });
+    for await (const _ of ann.submit({ sessionId: "b-twice", input: "/delete Shopping list" }));
+    const { page, problems } = await open(fast.base, "session=b-twice&user=ann", DESKTOP, /status of 409|ERR_FAILED/);
+    await page.waitForSelector(`${approve}:not([aria-disabled="true"])`);
+    // This window hears nothing more from history: it cannot learn of the other decision.
+    await page.route(/\/history\/sessions\/b-twice$/, (r) => r.abort());
+    const { interactionId } = (await ann.session("b-twice")).pendingInteractions[0];
+    for await (const _ of ann.decide({ sessionId: "b-twice", token: interactionId, decision: "deny" }));
+    await page.click(approve);
+    await page.waitForSelector(`${waitingTool} .notice`);
+    assert.match(await page.textContent(`${waitingTool} .notice`), /already approved or denied/);
+    assert.match(await page.textContent("#error"), /CONFIRMATION_DECIDED/);
+    assert.equal(await page.locator(".decision").count(), 0);
+    assert.equal(await page.evaluate(() => document.activeElement?.className), "notice", "the focus is on the refusal");
+    await page.screenshot({ path: join(shots, "approval-decided-elsewhere-desktop.png") });
+    assert.deepEqual(problems.filter((p) => !/ERR_FAILED|net::/.test(p)), []);
+    await finish(page);
+  });
+
+  test("Deny: the tool does not run, the call reads denied (not an error), and the answer continues", async () => {
     const { page, problems } = await newChat(fast.base, "ann", PHONE);
     await askDelete(page);
     await page.click(deny);
     await page.waitForSelector(`${lastAssistant}[data-status="complete"]`);
     await page.waitForSelector('#status[data-state="ready"]');
     const cont = ".turn:last-child";
-    assert.equal(await page.textContent(`${cont} .msg[data-role="user"]`), "Denied.");
-    assert.equal(await page.textContent(`${cont} ${waitingTool} .badge`), "error");
-    assert.equal(await page.textContent(`${cont} ${waitingTool} .notice.fail`), "The user denied this tool call.");
+    assert.equal(await page.locator(`${cont} .msg[data-role="user"]`).count(), 0, "no \"Denied.\" the user never typed");
+    assert.equal(await page.textContent(`${cont} ${waitingTool} .badge`), "denied");
+    assert.equal(await page.getAttribute(`${cont} ${waitingTool} .badge`, "data-status"), "denied");
+    assert.equal(await page.locator(`${cont} ${waitingTool} .notice.fail`).count(), 0, "a deliberate deny is no error");
+    assert.equal(await page.textContent(`${cont} ${waitingTool} .decided`), "You denied this call; it did not run.");
     assert.equal(await page.locator(`${cont} ${waitingTool} .result`).count(), 0, "no result: it never ran");
     assert.equal(await page.locator(".decision").count(), 0);
-    assert.equal(await page.textContent(`.turn:nth-last-child(2) ${waitingTool} .decided`), "You denied this call.");
+    const asked = `.turn:nth-last-child(2) ${waitingTool}`;
+    assert.equal(await page.textContent(`${asked} .badge`), "denied");
+    assert.equal(await page.textContent(`${asked} .decided`), "You denied this call; it did not run.");
+    await axeClean(page, "denied");
     await page.screenshot({ path: join(shots, "approval-denied-phone.png") });
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
-  test("a call superseded by a later message says it is too late", async () => {
+  test("deleting a note that was never saved says so", async () => {
+    const { page, problems } = await newChat(fast.base, "ann");
+    await askDelete(page);
+    await page.click(approve);
+    await page.waitForSelector(`${lastAssistant}[data-status="complete"]`);
+    const call = `.turn:last-child ${waitingTool}`;
+    assert.equal(await page.textContent(`${call} .badge`), "error");
+    assert.equal(await page.textContent(`${call} .notice.fail`), 'There is no note "notes/shopping-list.md" in this conversation; nothing was deleted.');
+    assert.equal(await page.locator(`${call} .result`).count(), 0);
+    assert.deepEqual(problems, []);
+    await finish(page);
+  });
+
+  test("a call superseded by a later message is no longer offered", async () => {
     const ann = new TurnstreamClient({ turnURL: fast.turnURL, historyURL: fast.historyURL, headers: { Authorization: "Bearer dev.ann" } });
     for await (const _ of ann.submit({ sessionId: "b-late", input: "/delete Shopping list" }));
     const { page, problems } = await open(fast.base, "session=b-late&user=ann");
-    await page.waitForSelector(`${approve}:not([disabled])`);
+    await page.waitForSelector(`${approve}:not([aria-disabled="true"])`);
     for await (const _ of ann.submit({ sessionId: "b-late", input: "Never mind." }));
-    await page.click(approve);
-    await page.waitForSelector(".tool .notice");
-    assert.match(await page.textContent(".tool .notice"), /too late/);
-    assert.match(await page.textContent("#error"), /CONFIRMATION_EXPIRED/);
-    assert.equal(await page.locator(".decision").count(), 0);
-    assert.equal(await page.textContent("#send"), "Send");
+    // The page learns it by itself: the later message appears, the buttons go.
+    await page.waitForFunction(() => [...document.querySelectorAll('.msg[data-role="user"] .text')].some((e) => e.textContent === "Never mind."), null, { timeout: 60_000 });
+    await page.waitForFunction(() => document.querySelectorAll(".decision").length === 0, null, { timeout: 60_000 });
+    assert.equal(await page.textContent(`${waitingTool} .badge`), "not decided");
     // A message sent from the page supersedes a waiting call there too: its buttons go.
     await send(page, "/delete Trip plan");
-    await page.waitForSelector(`${approve}:not([disabled])`);
+    await page.waitForSelector(`${approve}:not([aria-disabled="true"])`);
     await send(page, "Never mind, keep it.");
     await page.waitForSelector(`${lastAssistant}[data-status="complete"]`);
     await page.waitForSelector('#status[data-state="ready"]');
     assert.equal(await page.locator(".decision").count(), 0);
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("older history loads as the reader scrolls up", async () => {
@@ -375,7 +442,7 @@ describe("demo page in Chromium", { skip }, () => {
     const { page, problems } = await open(fast.base, "session=b-hist&user=hal");
     const count = () => page.locator(".turn").count();
     assert.equal(await count(), 10, "the newest page");
-    assert.equal(await page.textContent('.turn:last-child .msg[data-role="user"]'), "message 25");
+    assert.equal(await page.textContent('.turn:last-child .msg[data-role="user"] .text'), "message 25");
     assert.equal(await page.getAttribute("#history-edge", "data-state"), "more");
     await page.screenshot({ path: join(shots, "history-desktop.png") });
     for (const want of [20, 25]) {
@@ -383,20 +450,20 @@ describe("demo page in Chromium", { skip }, () => {
       await page.waitForFunction((n) => document.querySelectorAll(".turn").length === n, want);
     }
     await page.waitForSelector('#history-edge[data-state="start"]');
-    const users = await page.locator('.msg[data-role="user"]').allTextContents();
+    const users = await page.locator('.msg[data-role="user"] .text').allTextContents();
     assert.deepEqual(users, Array.from({ length: 25 }, (_, i) => `message ${i + 1}`), "oldest first, each once");
     await page.evaluate(() => (document.getElementById("log").scrollTop = 0));
     await page.screenshot({ path: join(shots, "history-start-desktop.png") });
     await page.setViewportSize(PHONE);
     await page.screenshot({ path: join(shots, "history-phone.png") });
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 
   test("another user's session is an error in plain words", async () => {
     const ann = new TurnstreamClient({ turnURL: fast.turnURL, historyURL: fast.historyURL, headers: { Authorization: "Bearer dev.ann" } });
     for await (const _ of ann.submit({ sessionId: "b-private", input: "my secret plans" }));
-    const { page, problems } = await open(fast.base, "session=b-private&user=eve");
+    const { page, problems } = await open(fast.base, "session=b-private&user=eve", DESKTOP, /status of 404/);
     await page.waitForSelector("#error:not([hidden])");
     const text = await page.textContent("#error");
     assert.match(text, /doesn't exist, or it belongs to another account/);
@@ -405,13 +472,24 @@ describe("demo page in Chromium", { skip }, () => {
     assert.equal(await page.locator(".turn").count(), 0);
     assert.ok(!(await page.content()).includes("secret plans"));
     await page.screenshot({ path: join(shots, "error-desktop.png") });
-    // Sending into it fails the same way, and says so.
+    await axeClean(page, "error");
+    // Sending into it fails the same way, and says so; what was typed stays.
     await send(page, "let me in");
-    await page.waitForFunction(() => document.querySelectorAll(".turn").length === 0 && !document.getElementById("error").hidden && document.getElementById("send").textContent === "Send");
+    await page.waitForSelector('.turn[data-state="failed"]');
     assert.match(await page.textContent("#error"), /belongs to another account/);
+    assert.equal(await page.textContent('.turn[data-state="failed"] .msg[data-role="user"] .text'), "let me in");
+    assert.match(await page.textContent('.turn[data-state="failed"] .meta'), /not sent/);
+    assert.match(await page.textContent('.turn[data-state="failed"] .why'), /belongs to another account/);
+    assert.equal(await page.textContent("#send"), "Send");
+    await axeClean(page, "failed send");
+    // Edit puts it back in the message box.
+    await page.click('.turn[data-state="failed"] [data-action="edit-failed"]');
+    assert.equal(await page.inputValue("#input"), "let me in");
+    assert.equal(await page.locator(".turn").count(), 0);
+    assert.equal(await page.evaluate(() => document.activeElement?.id), "input");
     await page.setViewportSize(PHONE);
     await page.screenshot({ path: join(shots, "error-phone.png") });
     assert.deepEqual(problems, []);
-    await page.close();
+    await finish(page);
   });
 });
