@@ -118,6 +118,8 @@ var sections = []section{
 		run: throughputRun, rows: func(rep *report, _ bool) [][4]string { return rep.Throughput }},
 	{names: []string{"capacity"}, about: "billed read and write units and requests of one turn at depths 1, 100 and 1,000 of a session",
 		run: capacityRun, rows: func(rep *report, _ bool) [][4]string { return capacityRows(rep.Capacity) }},
+	{names: []string{"multitask"}, about: "queued turns: requests and units against a plain turn, the delay from the previous turn's end to the queued turn's first line",
+		inRun: true, inQuick: true, run: multitaskRun, rows: multitaskRows},
 }
 
 // loadAttemptTimeout is the load client's per-attempt timeout: short, so
@@ -194,6 +196,8 @@ type report struct {
 	Throughput [][4]string
 	// Capacity is the capacity section's turns.
 	Capacity []*capacityResult
+	// Multitask is the multitask section's figures.
+	Multitask *multitaskResult
 }
 
 // run parses args, measures and writes the table to stdout.

@@ -67,6 +67,22 @@ func TestQuickRun(t *testing.T) {
 		}
 	}
 
+	// A queued turn costs a plain turn's writes plus its enqueue's (the
+	// queue item and the session's entry); each delay mode measured.
+	if mt := rep.Multitask; mt == nil || mt.Plain == nil {
+		t.Error("multitask: not measured")
+	} else {
+		queued := mt.Both.WriteUnits() - mt.First.WriteUnits()
+		if queued < mt.Plain.WriteUnits() || queued > mt.Plain.WriteUnits()+3 {
+			t.Errorf("multitask: a queued turn costs %d WCU, a plain one %d; want at most 3 more", queued, mt.Plain.WriteUnits())
+		}
+		for _, mode := range multitaskModes {
+			if len(mt.Delays[mode]) == 0 || slices.Min(mt.Delays[mode]) <= 0 {
+				t.Errorf("multitask: delays %s: %v", mode, mt.Delays[mode])
+			}
+		}
+	}
+
 	l := rep.Load
 	switch {
 	case !l.OK():
@@ -141,9 +157,9 @@ func TestChoose(t *testing.T) {
 		want string // names of the chosen sections, in order
 		err  bool
 	}{
-		"default":          {args{cold: true}, "handler load durable wire coldstart", false},
-		"quick":            {args{quick: true, cold: true}, "handler load coldstart", false},
-		"no cold starts":   {args{quick: true}, "handler load", false},
+		"default":          {args{cold: true}, "handler load durable wire coldstart multitask", false},
+		"quick":            {args{quick: true, cold: true}, "handler load coldstart multitask", false},
+		"no cold starts":   {args{quick: true}, "handler load multitask", false},
 		"only":             {args{only: "coldstart, throughput"}, "coldstart throughput", false},
 		"one of a section": {args{only: "wire"}, "wire", false},
 		"unknown section":  {args{only: "thruput"}, "", true},

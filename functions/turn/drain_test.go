@@ -121,7 +121,7 @@ func TestLambdaHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := protocol.FormatTime(time.Now())
-	if _, _, err := store.EnqueueTurn(ctx, chat.EnqueueRequest{SessionID: "s1", TurnID: "B", Principal: alice, InputHash: chat.HashInput("question B"),
+	if _, err := store.EnqueueTurn(ctx, chat.EnqueueRequest{SessionID: "s1", TurnID: "B", Principal: alice, InputHash: chat.HashInput("question B"),
 		Lineage: protocol.Lineage{Operation: protocol.OperationSubmit}, TTL: time.Minute, Max: 4,
 		Message: protocol.Message{ID: "B.u", Role: protocol.RoleUser, Content: "question B", Status: protocol.MessageComplete, CreatedAt: at}}); err != nil {
 		t.Fatal(err)

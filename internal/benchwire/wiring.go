@@ -104,5 +104,8 @@ func (w *Wiring) WaitIdle(timeout time.Duration) bool { return w.traces.WaitIdle
 // Traces are the traces of the wiring's requests.
 func (w *Wiring) Traces() *loadcheck.Traces { return w.traces }
 
+// TurnURL is the turn function's base URL (ends with "/").
+func (w *Wiring) TurnURL() string { return w.base + "/turn/" }
+
 // Close stops the server.
 func (w *Wiring) Close() { _ = w.srv.Close() }

@@ -104,7 +104,13 @@ type Transport struct {
 	rule   Rule
 	seen   map[string]int
 	counts map[Fault]int
+	// late counts the ApplyLate requests not delivered yet (WaitLate).
+	late sync.WaitGroup
 }
+
+// WaitLate returns once every ApplyLate request so far has been
+// delivered and answered: what it was going to apply has applied.
+func (t *Transport) WaitLate() { t.late.Wait() }
 
 // New returns a Transport over base (nil: http.DefaultTransport) that
 // passes everything until SetRule.
@@ -183,7 +189,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	case ApplyLate:
 		late := req.Clone(context.WithoutCancel(req.Context()))
 		late.Body = io.NopCloser(bytes.NewReader(body))
+		t.late.Add(1)
 		go func() {
+			defer t.late.Done()
 			time.Sleep(LateBy)
 			if resp, err := base.RoundTrip(late); err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)

@@ -1,6 +1,7 @@
 // Package deploytest checks the SAM template (template.yaml) against the
-// code it deploys and against AWS's own tools (docs/design.md §1, §5, §9,
-// §10). It holds tests only.
+// code it deploys and against AWS's own tools (docs/design.md#the-three-functions,
+// docs/design.md#storage-one-dynamodb-table, docs/design.md#configuration,
+// docs/design.md#running-it). It holds tests only.
 //
 // TestTemplate evaluates the template under a set of deployments
 // (parameter sets) and compares it with the code: the environment each
@@ -15,7 +16,7 @@
 // under CI=true. TestTableLayoutRecorded holds the table's layout (key
 // schema and indexes, which an update cannot change without replacing the
 // table) to testdata/table-layouts.json: a new layout must be recorded
-// there with the migration users run (docs/design.md §5).
+// there with the migration users run (docs/design.md#storage-one-dynamodb-table).
 //
 // TestREADMEDeployCommands and TestREADMEDeploy hold the README's
 // "Deploy" and "After deploy" sections to what they say: every shell

@@ -19,7 +19,7 @@ import (
 )
 
 // layoutsFile records every table layout turnstream has shipped since the
-// rule of docs/design.md §5 ("Stack upgrades keep data"): the last entry
+// rule of docs/design.md#storage-one-dynamodb-table ("Stack upgrades keep data"): the last entry
 // is the current one, and each later entry names the migration that
 // copies a table of the layout before it into a table of its own.
 const layoutsFile = "testdata/table-layouts.json"
@@ -78,7 +78,7 @@ type migration struct {
 // TestTableLayoutRecorded fails when the table's key schema or indexes, in
 // template.yaml or in dynamo.CreateTableInput, differ from the last layout
 // recorded in testdata/table-layouts.json, or when a recorded layout
-// after the first has no migration a user can run (docs/design.md §5).
+// after the first has no migration a user can run (docs/design.md#storage-one-dynamodb-table).
 func TestTableLayoutRecorded(t *testing.T) {
 	t.Parallel()
 	code := codeLayout()
@@ -127,7 +127,7 @@ func TestTableLayoutRecorded(t *testing.T) {
 		t.Errorf("the table's key schema or indexes changed (layout %s, last recorded %s).\n"+
 			"Updating a stack then replaces its table with a new, EMPTY one (the old one is retained, its data not copied).\n"+
 			"Keep the layout, or ship a migration that copies a retained table into the new one (idempotent, resumable)\n"+
-			"and record it: append to %s\n    %s\n(docs/design.md §5, \"Stack upgrades keep data\")",
+			"and record it: append to %s\n    %s\n(docs/design.md#storage-one-dynamodb-table, \"Stack upgrades keep data\")",
 			code.fingerprint(), last.Fingerprint, layoutsFile, bytes.TrimSpace(entry.Bytes()))
 	}
 }

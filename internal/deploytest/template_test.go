@@ -25,7 +25,7 @@ import (
 
 // functions maps each template function to the DynamoDB actions its code
 // declares (dynamo.*FunctionActions) and its function URL invoke mode
-// (docs/design.md §1).
+// (docs/design.md#the-three-functions).
 var functions = map[string]struct {
 	actions    []string
 	invokeMode string
@@ -742,7 +742,7 @@ func checkPublicPermissions(t *testing.T, d *deployment, fname string, jwt bool)
 }
 
 // checkTable compares the table with dynamo.CreateTableInput, the layout
-// the store creates in tests and the dev server (docs/design.md §5).
+// the store creates in tests and the dev server (docs/design.md#storage-one-dynamodb-table).
 func checkTable(t *testing.T, d *deployment, protect bool) {
 	t.Helper()
 	tables := d.tpl.GetAllDynamoDBTableResources()

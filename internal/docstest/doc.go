@@ -3,9 +3,9 @@
 // "docs/<file>.md#<anchor>" names a heading of that file (anchors as
 // GitHub derives them from headings), every link inside a docs page to
 // one of its headings or another page's resolves, every
-// "docs/decisions.md D-NNNN" names a decision ("## D-NNNN ..."), a legacy
-// "docs/design.md §N" still names the section that number had
-// (legacySections), and no citation of the engineers' private notes,
+// "docs/decisions.md D-NNNN" names a decision ("## D-NNNN ..."), no
+// citation names a section by number ("§N": headings are cited by
+// anchor), and no citation of the engineers' private notes,
 // which are not part of the repository, is left (docs/design.md is the
 // design, docs/protocol.md the wire rules, docs/decisions.md the
 // decisions). The error table of docs/design.md#errors is checked against

@@ -47,19 +47,6 @@ var stale = []struct {
 	{"shared/", regexp.MustCompile(`(?:\.\./|/work/)shared/`), "the engineers' shared folder"},
 }
 
-// legacySections are the numbers design.md and protocol.md gave their
-// sections before citations named headings: "docs/design.md §4" still
-// resolves, to the heading here, in files written before the change. New
-// citations name the heading's anchor ("docs/design.md#the-turn-pipeline").
-var legacySections = map[string][]string{
-	"docs/design.md": {"", "the-three-functions", "wire-protocol-v1", "snapshots", "the-turn-pipeline",
-		"storage-one-dynamodb-table", "history-and-artifacts-api", "authentication-and-tenancy",
-		"models-tools-definitions", "configuration", "running-it"},
-	"docs/protocol.md": {"", "the-turn-event-envelope", "payloads", "decoding-untrusted-events",
-		"the-canonical-message-record", "the-snapshot-cursor", "ordered-assistant-content", "component-frames",
-		"the-session-envelope", "server-handler-behaviour", "fixtures"},
-}
-
 // refTailRE matches what may follow a reference to a markdown document
 // ("name.md"): an anchor ("#the-turn-pipeline"), legacy section numbers
 // ("§4", "§6-7", "§3-§5, §10") or decision ids ("D-0012"), or nothing.
@@ -68,9 +55,7 @@ var refTailRE = regexp.MustCompile(`^(?:#([\w-]+)` +
 	`|` + sep + `(D-\d{4}(?:,[ \t]*D-\d{4})*))?`)
 
 var (
-	numRE      = regexp.MustCompile(`\d+`)
 	idRE       = regexp.MustCompile(`D-\d{4}`)
-	rangeRE    = regexp.MustCompile(`(\d+)[ \t]*[-–][ \t]*§?[ \t]*(\d+)`)
 	headingRE  = regexp.MustCompile(`(?m)^#{1,6}[ \t]+(.+?)[ \t]*#*[ \t]*$`)
 	decisionRE = regexp.MustCompile(`(?m)^## (D-\d{4})\b`)
 	// localRE is, inside a docs page, a link to one of its own headings
@@ -227,36 +212,11 @@ func (c checker) check(path, text string) []string {
 	return out
 }
 
-// checkSections checks a legacy section list such as "§3-§5, §10"
-// against target's headings, through legacySections.
-func (checker) checkSections(list, target string, d doc, report func(string, ...any)) {
-	want := map[int]bool{}
-	for _, n := range numRE.FindAllString(list, -1) {
-		v, _ := strconv.Atoi(n)
-		want[v] = true
-	}
-	for _, r := range rangeRE.FindAllStringSubmatch(list, -1) {
-		lo, _ := strconv.Atoi(r[1])
-		hi, _ := strconv.Atoi(r[2])
-		if lo > hi {
-			report("%s: section range §%d-%d runs backwards", target, lo, hi)
-			continue
-		}
-		for v := lo; v <= hi; v++ {
-			want[v] = true
-		}
-	}
-	nums := make([]int, 0, len(want))
-	for v := range want {
-		nums = append(nums, v)
-	}
-	sort.Ints(nums)
-	legacy := legacySections[target]
-	for _, v := range nums {
-		if v <= 0 || v >= len(legacy) || !d.anchors[legacy[v]] {
-			report("%s has no section %d", target, v)
-		}
-	}
+// checkSections refuses a section number ("§4", "§3-§5"): the design
+// and protocol documents cite their headings by anchor
+// ("docs/design.md#the-turn-pipeline"), which survive a new section.
+func (checker) checkSections(list, target string, _ doc, report func(string, ...any)) {
+	report("%s %s: cite the heading's anchor (%s#<anchor>), not a section number", target, list, target)
 }
 
 // indexes returns the offsets of every occurrence of word in text.
@@ -441,10 +401,9 @@ func TestChecker(t *testing.T) {
 		},
 		"missing heading":  {path: "a.go", text: "// x\n// (docs/design.md#the-turn-pipeline)\n", want: []string{"a.go:2: docs/design.md has no heading #the-turn-pipeline"}},
 		"fenced heading":   {path: "a.go", text: "// docs/design" + ".md#not-a-heading\n", want: []string{"no heading #not-a-heading"}},
-		"legacy section":   {path: "a.go", text: "// docs/design.md " + sec + "1, " + sec + "3 and docs/design.md\n// " + sec + "2.\n"},
-		"legacy missing":   {path: "a.go", text: "// x\n// (docs/design.md " + sec + "4)\n", want: []string{"a.go:2: docs/design.md has no section 4"}},
-		"range past end":   {path: "a.go", text: "// docs/design.md " + sec + "2-" + sec + "5\n", want: []string{"no section 4", "no section 5"}},
-		"backwards range":  {path: "a.go", text: "// docs/design.md " + sec + "3-1\n", want: []string{"runs backwards"}},
+		"section number":   {path: "a.go", text: "// x\n// (docs/design.md " + sec + "4)\n", want: []string{"a.go:2: docs/design.md " + sec + "4: cite the heading's anchor"}},
+		"section list":     {path: "a.go", text: "// docs/design.md " + sec + "1, " + sec + "3 and docs/design.md\n// " + sec + "2.\n", want: []string{"cite the heading's anchor", "cite the heading's anchor"}},
+		"section range":    {path: "a.go", text: "// docs/design.md " + sec + "2-" + sec + "5\n", want: []string{"not a section number"}},
 		"missing decision": {path: "a.yaml", text: "# docs/decisions.md D-0011\n", want: []string{"a.yaml:1: docs/decisions.md has no decision D-0011"}},
 		"missing file":     {path: "Makefile", text: "# docs/" + "nowhere.md#x\n", want: []string{"Makefile:1: docs/" + "nowhere.md does not exist"}},
 		"old design":       {path: "a.go", text: "// (" + design + " " + sec + "4)\n", want: []string{"design-notes section"}},

@@ -294,14 +294,16 @@ type facts struct {
 	claimFailed   bool           // a call of the claim's phase failed (not a failed condition)
 	// givenBack is what the attempts of the claim's give-back show: a
 	// claim given back consumed nothing, its turn id may run later.
-	givenBack     applied
-	contextFailed bool
-	renewTrouble  bool // a renewal failed, met a fault, or outlived the lease it extended
-	save          applied
-	saveCalled    bool
-	saveFailed    bool // the save returned an error (a failed condition included)
-	saveResolved  bool // a read of the turn item after the save was answered
-	release       applied
+	givenBack applied
+	// afterClaimFailed: the context load or the acknowledgment failed on
+	// every attempt (a 500 before the stream).
+	afterClaimFailed bool
+	renewTrouble     bool // a renewal failed, met a fault, or outlived the lease it extended
+	save             applied
+	saveCalled       bool
+	saveFailed       bool // the save returned an error (a failed condition included)
+	saveResolved     bool // a read of the turn item after the save was answered
+	release          applied
 	// expiry is the latest lease expiry set by the request's applied
 	// claim or renewal writes: no turn can prove a later one.
 	expiry time.Time
@@ -347,8 +349,15 @@ func factsOf(ops []Op) facts {
 			if a := appliedOf(op); op.Write == dynamobench.GiveBackWrite && f.givenBack != appliedYes && a != appliedNo {
 				f.givenBack = a
 			}
-		case op.Kind == dynamobench.KindContext:
-			f.contextFailed = f.contextFailed || op.failed()
+		case op.Kind == dynamobench.KindContext, op.Kind == dynamobench.KindCheckpoint:
+			// The context load, or the acknowledgment (the first
+			// checkpoint) before the stream: a 500 when it fails.
+			f.afterClaimFailed = f.afterClaimFailed || op.failed()
+		case op.Kind == dynamobench.KindDecide, op.Kind == dynamobench.KindOther:
+			// Deciding the crashed turn a claim found (its fences, the
+			// Query of its checkpoints), or another call before the
+			// stream.
+			f.claimFailed = f.claimFailed || op.failed()
 		case op.Kind == dynamobench.KindRenew:
 			lastSession = op
 			if op.Err != "" || faulted(op) || !f.expiry.IsZero() && op.End.After(f.expiry) {
@@ -409,8 +418,11 @@ func judge(f facts, res *Result, earlier applied, saved bool, lease time.Duratio
 			switch {
 			case !res.Retryable:
 				return bad("500 SERVER_INTERNAL not retryable")
-			case f.contextFailed:
-				return verdict{} // claimed, the context load failed on every attempt
+			case f.afterClaimFailed, f.claim == appliedYes && f.renewTrouble:
+				// Claimed, then the context load, the acknowledgment or the
+				// renewal before it (a lease half gone) failed on every
+				// attempt.
+				return verdict{}
 			case f.claim == appliedYes && f.claimResolved:
 				return bad("500 for an applied claim whose resolving read was answered")
 			case f.claim == appliedYes:
@@ -594,7 +606,7 @@ func verifySession(ctx context.Context, c *client.Client, sid string, recs []loa
 				rep.problem("%s/%s: claim applied with its answer lost, of a turn id claimed before", sid, r.Turn)
 			case res.Status == http.StatusOK:
 				rep.ClaimsRanOnce++
-			case res.Status == http.StatusInternalServerError && f.contextFailed:
+			case res.Status == http.StatusInternalServerError && (f.afterClaimFailed || f.renewTrouble):
 				rep.ClaimsFailedAfter++
 			case res.Status == http.StatusInternalServerError && !f.claimResolved:
 				rep.ClaimsUnresolvable++

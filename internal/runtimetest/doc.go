@@ -2,7 +2,7 @@
 // the real turn bootstrap (functions/turn, as `make test-bootstraps` builds
 // it) runs against a Lambda Runtime API served by the test itself, which
 // records when each chunk of the streamed response arrives
-// (docs/design.md §10).
+// (docs/design.md#running-it).
 //
 // The test Runtime API implements the documented protocol
 // (https://docs.aws.amazon.com/lambda/latest/dg/runtimes-api.html): GET

@@ -1,7 +1,7 @@
 // Package smoketest runs the three Lambda bootstraps (functions/turn,
 // functions/history, functions/artifacts) under the AWS Lambda runtime
 // interface emulator against a DynamoDB API server (dynalite) and invokes
-// each with the sample function URL events in events/ (docs/design.md §10).
+// each with the sample function URL events in events/ (docs/design.md#running-it).
 //
 // The emulator speaks the real Runtime API, so the test proves the whole
 // runtime path: bootstrap start-up and configuration, the lambdaurl

@@ -13,7 +13,7 @@
 // Encoding writes compact JSON without HTML escaping, one event per SSE
 // frame: "id: <event id>\ndata: <json>\n\n" (LF only; AG-UI's reference
 // parser splits frames at "\n\n"). Decoding reads untrusted bytes strictly
-// (docs/design.md §2): keys match case-sensitively, a duplicated key or
+// (docs/design.md#wire-protocol-v1): keys match case-sensitively, a duplicated key or
 // invalid UTF-8 is invalid, and a member that equals a field of the same
 // object but for case is invalid. Errors name the field and the rule broken,
 // never a value of the input.

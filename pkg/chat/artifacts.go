@@ -6,7 +6,7 @@ import (
 	"unicode"
 )
 
-// ValidateArtifacts checks references against docs/design.md §6: artifactType is
+// ValidateArtifacts checks references against docs/design.md#history-and-artifacts-api: artifactType is
 // one of the five ArtifactType values; entryPath is 1..1024 bytes of valid
 // UTF-8, a relative path inside the workspace with no leading "/", no ".."
 // segment, no backslash, and no character that can change how the path

@@ -10,14 +10,14 @@ import (
 )
 
 // Principal is who is calling, as established by pkg/auth from headers only
-// (docs/design.md §7). Client-supplied fields never become a Principal. Two
+// (docs/design.md#authentication-and-tenancy). Client-supplied fields never become a Principal. Two
 // principals are the same owner when Subject and Tenant are both equal.
 type Principal struct {
 	Subject string
 	Tenant  string
 	// Trusted marks the configured host principal, bound to both its
 	// Subject and its Tenant, that may write the artifact references of
-	// the sessions of its own Tenant (TrustedFor; docs/design.md §6-7). It is
+	// the sessions of its own Tenant (TrustedFor; docs/design.md#history-and-artifacts-api). It is
 	// never stored.
 	Trusted bool
 }
@@ -40,7 +40,7 @@ type TurnStatus string
 
 // Turn statuses. A turn is TurnRunning from its claim until its save; the
 // other three are terminal. TurnInterrupted is a turn ended by the stop
-// route (docs/design.md §4).
+// route (docs/design.md#the-turn-pipeline).
 const (
 	TurnRunning     TurnStatus = "running"
 	TurnComplete    TurnStatus = "complete"
@@ -49,7 +49,7 @@ const (
 )
 
 // TerminalOutcome is how a released turn ended, as kept in the terminal
-// window (docs/protocol.md §8, docs/decisions.md D-0012).
+// window (docs/protocol.md#the-session-envelope, docs/decisions.md D-0012).
 type TerminalOutcome string
 
 // Outcomes. OutcomeIndeterminate means the turn's save failed or its
@@ -70,7 +70,7 @@ const (
 const SequenceGapAfterCrash int64 = 1_000_000
 
 // Terminal window sizes. A session remembers its newest terminal turns
-// for replay protection (docs/protocol.md §8, docs/decisions.md D-0012);
+// for replay protection (docs/protocol.md#the-session-envelope, docs/decisions.md D-0012);
 // how many is a store's choice, at most TerminalWindowSize (the session
 // envelope's limit on terminalTurns). The window is the fast path, not
 // the limit: a turn id identifies one turn of its session forever, and a
@@ -101,7 +101,7 @@ type TerminalEntry struct {
 	InputHash string // see HashInput
 }
 
-// Lease is a session's active-turn lease (docs/design.md §4). ExpiresAt is compared
+// Lease is a session's active-turn lease (docs/design.md#the-turn-pipeline). ExpiresAt is compared
 // in code, never left to DynamoDB TTL.
 type Lease struct {
 	TurnID    string
@@ -114,7 +114,7 @@ type Lease struct {
 }
 
 // Session is a session item: owner, the session envelope fields
-// (docs/protocol.md §8) and the lease (docs/design.md §5).
+// (docs/protocol.md#the-session-envelope) and the lease (docs/design.md#storage-one-dynamodb-table).
 type Session struct {
 	ID                 string
 	Owner              Principal
@@ -146,10 +146,10 @@ type Session struct {
 	UpdatedAt time.Time
 }
 
-// ArtifactType is one of the five workspace artifact kinds (docs/design.md §6).
+// ArtifactType is one of the five workspace artifact kinds (docs/design.md#history-and-artifacts-api).
 type ArtifactType string
 
-// Artifact types (docs/design.md §6; agent UI protocol 0.7).
+// Artifact types (docs/design.md#history-and-artifacts-api; agent UI protocol 0.7).
 const (
 	ArtifactDocument     ArtifactType = "document"
 	ArtifactWebpage      ArtifactType = "webpage"
@@ -159,14 +159,14 @@ const (
 )
 
 // ArtifactReference names a workspace file a turn produced: a relative
-// entry path kept exactly as given and its type (docs/design.md §6). Identity is
+// entry path kept exactly as given and its type (docs/design.md#history-and-artifacts-api). Identity is
 // (session, turn, EntryPath).
 type ArtifactReference struct {
 	EntryPath    string       `json:"entryPath"`
 	ArtifactType ArtifactType `json:"artifactType"`
 }
 
-// Turn is a turn item (docs/design.md §5).
+// Turn is a turn item (docs/design.md#storage-one-dynamodb-table).
 type Turn struct {
 	SessionID string
 	TurnID    string
@@ -185,7 +185,7 @@ type Turn struct {
 	Error     *protocol.Diagnostic
 	Artifacts []ArtifactReference
 	// Superseded is true once an edit, retry or regenerate replaced this turn
-	// (docs/design.md §5). Superseded turns are never listed nor loaded as context.
+	// (docs/design.md#storage-one-dynamodb-table). Superseded turns are never listed nor loaded as context.
 	Superseded bool
 	// FirstSequence and LastSequence are the snapshot sequences the turn
 	// emitted (inclusive); LastSequence is 0 when it emitted none.
@@ -247,13 +247,13 @@ const (
 	OrderDesc Order = "desc"
 )
 
-// Page limits of ListTurns (docs/design.md §6).
+// Page limits of ListTurns (docs/design.md#history-and-artifacts-api).
 const (
 	DefaultPageLimit = 20
 	MaxPageLimit     = 100
 )
 
-// ClaimRequest asks for the session's active-turn lease (docs/design.md §4).
+// ClaimRequest asks for the session's active-turn lease (docs/design.md#the-turn-pipeline).
 type ClaimRequest struct {
 	SessionID string
 	TurnID    string
@@ -262,7 +262,7 @@ type ClaimRequest struct {
 	Lineage   protocol.Lineage
 	// DefinitionID and DefinitionRevision are recorded when the claim
 	// creates the session; an existing session keeps its stored definition
-	// (docs/design.md §8: a session keeps its definition id), which the returned
+	// (docs/design.md#models-tools-definitions: a session keeps its definition id), which the returned
 	// Claim.Session carries, so the caller resolves the definition after the
 	// claim without another request. The revision a turn actually ran with
 	// is recorded by ReleaseRequest.DefinitionRevision.
@@ -497,14 +497,14 @@ type Store interface {
 	// EnqueueTurn stores req as a queued turn of its session
 	// (docs/multitask.md): an entry in the session's queue and the turn's
 	// user message, to run after the turns queued before it once the
-	// session is free. It returns the entry and its position among the
-	// waiting turns (from 1). An enqueue of a turn id already queued with
-	// the same input returns that entry: it queues nothing twice.
-	// ErrTurnIDReused for another input; the replay errors of ClaimTurn
-	// for a turn id already used; ErrQueueFull when req.Max turns wait;
-	// ErrSessionNotFound when the session does not exist or p does not own
-	// it. At most 3 requests.
-	EnqueueTurn(ctx context.Context, req EnqueueRequest) (*QueueEntry, int, error)
+	// session is free. It returns the entry, its position among the
+	// waiting turns and whether the session was idle (Enqueued). An
+	// enqueue of a turn id already queued with the same input returns that
+	// entry: it queues nothing twice. ErrTurnIDReused for another input;
+	// the replay errors of ClaimTurn for a turn id already used;
+	// ErrQueueFull when req.Max turns wait; ErrSessionNotFound when the
+	// session does not exist or p does not own it. At most 3 requests.
+	EnqueueTurn(ctx context.Context, req EnqueueRequest) (*Enqueued, error)
 
 	// ClaimQueued takes the session's lease for its oldest waiting queued
 	// turn, when the lease is free (an expired one is decided first) and

@@ -11,7 +11,7 @@ import (
 // cursorVersion is the first byte of every page cursor.
 const cursorVersion = 1
 
-// CursorCodec signs and checks opaque page cursors (docs/design.md §6). A cursor
+// CursorCodec signs and checks opaque page cursors (docs/design.md#history-and-artifacts-api). A cursor
 // names the last ordinal a page returned and is bound to its session and
 // order with HMAC-SHA256 under Key, so a cursor from another session or
 // order, or an edited one, is rejected. The zero value is not usable.

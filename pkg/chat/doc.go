@@ -3,7 +3,7 @@
 // the Store contract every storage implementation satisfies.
 //
 // A session is claimed by one turn at a time through an expiring lease
-// (docs/design.md §4). The claim reserves the session's snapshot sequence;
+// (docs/design.md#the-turn-pipeline). The claim reserves the session's snapshot sequence;
 // the turn numbers its snapshots from it without a storage write per
 // snapshot, saves its turn item once, and releases the lease, appending its
 // outcome to the terminal window (the newest few turns, at most 64) that

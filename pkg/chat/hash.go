@@ -8,7 +8,7 @@ import (
 
 // HashInput returns the hex SHA-256 of a turn's input, the value compared
 // to tell a replay (same turn id, same input) from a reused turn id
-// (docs/design.md §4).
+// (docs/design.md#the-turn-pipeline).
 func HashInput(input string) string {
 	sum := sha256.Sum256([]byte(input))
 	return hex.EncodeToString(sum[:])

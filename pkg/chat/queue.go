@@ -82,6 +82,27 @@ type EnqueueRequest struct {
 	Max int
 }
 
+// Enqueued is a queued turn as EnqueueTurn stored it, or found it (the
+// same enqueue again).
+type Enqueued struct {
+	Entry QueueEntry
+	// Position is the turn's place among the waiting turns, from 1.
+	Position int
+	// Idle reports that the session, as the enqueue left it, held no
+	// unexpired lease and no confirmation waiting for a decision: no
+	// turn's release will start the queue, so the caller starts a drain
+	// (whose claim decides an expired lease). A session that was busy
+	// starts its queue when it is released: the release follows the
+	// enqueue, and sees it.
+	Idle bool
+}
+
+// IdleAt reports whether sess holds no unexpired lease and no
+// confirmation waiting for a decision at now (Enqueued.Idle).
+func IdleAt(sess *Session, now time.Time) bool {
+	return (sess.ActiveTurn == nil || !sess.ActiveTurn.ExpiresAt.After(now)) && !PendingConfirmation(sess.Confirmations, now)
+}
+
 // Validate reports ErrInvalidRequest unless r names a session, a turn id,
 // a user message, a positive TTL and a queue limit within
 // 1..MaxQueuedTurnsLimit.

@@ -29,7 +29,7 @@ var (
 	// ErrBodyTimeout is a body that did not arrive before the server's
 	// read deadline (the dev server's -read-timeout; a function URL
 	// delivers a body whole): 408 SERVER_TIMEOUT, the protocol's one code
-	// for 408 (docs/protocol.md §9), retryable. net/http cancels the
+	// for 408 (docs/protocol.md#server-handler-behaviour), retryable. net/http cancels the
 	// request's context when the read fails, which alone would read as
 	// the client going away (499).
 	ErrBodyTimeout = errors.New("httpedge: request body read timed out")

@@ -244,6 +244,6 @@ func IsCreatedAt(s string) bool {
 }
 
 // IsBlank reports whether s is empty after JavaScript's String#trim, the
-// rule a submit's input must pass (docs/protocol.md §2): decoders of other
+// rule a submit's input must pass (docs/protocol.md#payloads): decoders of other
 // wire formats that carry a turn's input (pkg/agui) apply the same rule.
 func IsBlank(s string) bool { return isBlank(s) }

@@ -14,7 +14,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// SessionSummary is the body of GET /sessions/{id} (docs/design.md §6). Times are
+// SessionSummary is the body of GET /sessions/{id} (docs/design.md#history-and-artifacts-api). Times are
 // ISO 8601 UTC with milliseconds (protocol.FormatTime).
 //
 //	{"sessionId","definitionId","definitionRevision","cursor","createdAt","updatedAt","currentTurn":CurrentTurn|null,
@@ -51,7 +51,7 @@ type SessionSummary struct {
 }
 
 // CurrentTurn is a session's running turn (agent UI protocol current_turn;
-// docs/design.md §6). Status is always "running": a turn being stopped is still
+// docs/design.md#history-and-artifacts-api). Status is always "running": a turn being stopped is still
 // running until it ends (hosts map stopping to running).
 //
 //	{"turnId","status":"running","expiresAt":<epoch ms>,"sequence":<n>,"pendingInteractions":[]}
@@ -128,7 +128,7 @@ type PendingInteraction struct {
 	Data          any    `json:"data"`
 }
 
-// TurnSummary is one turn of GET /sessions/{id}/turns (docs/design.md §6).
+// TurnSummary is one turn of GET /sessions/{id}/turns (docs/design.md#history-and-artifacts-api).
 //
 //	{"turnId","ordinal","status","lineage","messages":[...],"artifacts":[...],"error":Diagnostic|null,"usage","startedAt","completedAt":string|null,"expiresAt":number|null}
 type TurnSummary struct {
@@ -300,7 +300,7 @@ func (s *server) listMessages(w http.ResponseWriter, r *http.Request, rc *reques
 }
 
 // page authenticates, validates the path and query and reads one page of
-// turns: one store request (docs/design.md §5).
+// turns: one store request (docs/design.md#storage-one-dynamodb-table).
 func (s *server) page(r *http.Request, rc *requestContext) (*chat.Page, chat.Order, error) {
 	p, err := s.auth.Authenticate(r)
 	if err != nil {

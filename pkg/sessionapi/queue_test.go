@@ -21,7 +21,7 @@ func TestQueuedTurnsInTheSummary(t *testing.T) {
 		long := strings.Repeat("é", sessionapi.InputPreviewRunes+5)
 		for _, q := range []struct{ id, input string }{{"q1", "short question"}, {"q2", long}} {
 			at := protocol.FormatTime(f.clock.Now())
-			if _, _, err := f.store.EnqueueTurn(f.ctx, chat.EnqueueRequest{SessionID: "s1", TurnID: q.id, Principal: alice,
+			if _, err := f.store.EnqueueTurn(f.ctx, chat.EnqueueRequest{SessionID: "s1", TurnID: q.id, Principal: alice,
 				InputHash: chat.HashInput(q.input), Lineage: protocol.Lineage{Operation: protocol.OperationSubmit},
 				Message: protocol.Message{ID: q.id + ".u", Role: protocol.RoleUser, Content: q.input, Status: protocol.MessageComplete, CreatedAt: at},
 				TTL:     time.Minute, Max: 4}); err != nil {

@@ -22,7 +22,7 @@ import (
 
 // MetadataOrderedContent is the AG-UI assistant message metadata member
 // that carries the message's ordered content envelope
-// (agentskit.chat.content/1, docs/protocol.md §6) when it has one: AG-UI
+// (agentskit.chat.content/1, docs/protocol.md#ordered-assistant-content) when it has one: AG-UI
 // content is text only, so its content is the envelope's text (PlainText)
 // and the components travel here.
 const MetadataOrderedContent = "orderedContent"

@@ -342,7 +342,9 @@ func TestStopWhileCheckpointsFail(t *testing.T) {
 	ls := e.startLive(t, context.Background(), "s", "t1", "hello")
 	<-m.Started
 	waitFor(t, "the failed checkpoint", func() bool { return failed.Load() >= int64(dynamo.DefaultMaxAttempts) })
-	time.Sleep(300 * time.Millisecond) // later checkpoints land
+	// A checkpoint after the failed one has been sent (the acknowledgment,
+	// the failed one's attempts, then this one).
+	waitFor(t, "a later checkpoint", func() bool { return liveWrites.Load() >= int64(dynamo.DefaultMaxAttempts)+2 })
 	stopAt := time.Now()
 	resp := e.post(t, context.Background(), "/stop", []byte(`{"sessionId":"s","turnId":"t1"}`), nil)
 	_ = resp.Body.Close()

@@ -53,6 +53,10 @@ const (
 	nudgeInterval = time.Second
 	// dispatchTimeout bounds one Options.Dispatch call.
 	dispatchTimeout = 10 * time.Second
+	// drainGrace is how long a session stays idle with queued turns
+	// waiting before a reader starts a drain: the releasing request's own
+	// drain (on Lambda an asynchronous invocation) starts well within it.
+	drainGrace = 2 * time.Second
 )
 
 // DrainRequest asks a turn function to run a session's queued turns
@@ -158,9 +162,10 @@ type queuedAnswer struct {
 // enqueue stores sub as a queued turn and answers 202, or the store's
 // error (409 SESSION_QUEUE_FULL, 422 TURN_ID_REUSED, ...). A second
 // enqueue of the same turn id and input answers as the first. It then
-// starts a drain in case the session is free already.
+// starts a drain when the session was idle (chat.Enqueued.Idle): a busy
+// session's release starts it.
 func (h *handler) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.Logger, sub *submission) {
-	e, pos, err := h.opts.Store.EnqueueTurn(ctx, chat.EnqueueRequest{
+	q, err := h.opts.Store.EnqueueTurn(ctx, chat.EnqueueRequest{
 		SessionID: sub.sessionID, TurnID: sub.turnID, Principal: sub.principal, InputHash: sub.inputHash,
 		Lineage: sub.lineage, Message: userMessage(sub.turnID, sub.input, protocol.FormatTime(h.opts.Now())),
 		TTL: h.opts.QueuedTurnTTL, Max: h.opts.MaxQueuedTurns,
@@ -169,15 +174,17 @@ func (h *handler) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.
 		reject(ctx, w, log, "enqueue", err)
 		return
 	}
-	log.Info("turn queued", "position", pos, "queueSeq", e.Seq)
-	body, err := json.Marshal(queuedAnswer{SessionID: sub.sessionID, TurnID: sub.turnID, Status: "queued", Position: pos,
+	log.Info("turn queued", "position", q.Position, "queueSeq", q.Entry.Seq, "idle", q.Idle)
+	body, err := json.Marshal(queuedAnswer{SessionID: sub.sessionID, TurnID: sub.turnID, Status: "queued", Position: q.Position,
 		StreamURL: "sessions/" + sub.sessionID + "/turns/" + sub.turnID + "/stream"})
 	if err != nil {
 		reject(ctx, w, log, "enqueue", err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, append(body, '\n'))
-	h.nudge(ctx, sub.sessionID)
+	httpedge.WriteJSON(w, http.StatusAccepted, append(body, '\n'))
+	if q.Idle {
+		h.nudge(ctx, sub.sessionID) // no release will start the queue
+	}
 }
 
 // interrupt claims the session for sub in place of the turn that keeps it
@@ -306,10 +313,11 @@ func (h *handler) afterRelease(ctx context.Context, sess *chat.Session, stopped 
 // (chat.Store.ClaimQueued: of concurrent drainers exactly one starts each
 // queued turn) and runs it as a submitted turn runs, acknowledged and
 // checkpointed, its stream read by whoever resumes it. It returns when no
-// turn waits, the session is busy (the turn that holds it starts the next
-// drain when it ends), ctx ends, or ctx's deadline leaves no room for
-// another whole turn (TurnTimeout and CleanupReserve): then it starts
-// the next drain (Options.Dispatch) and returns. The first turn of a
+// turn waits (as the last turn's release shows), the session is busy
+// (the turn that holds it starts the next drain when it ends), ctx ends,
+// or ctx's deadline leaves no room for another whole turn (TurnTimeout
+// and CleanupReserve): then it starts the next drain (Options.Dispatch)
+// and returns. The first turn of a
 // drain runs whatever the room, with the deadline ctx allows. The turn
 // function calls Drain for the invocations Dispatch starts; without
 // Dispatch, the handler drains in a goroutine of its own.
@@ -342,7 +350,13 @@ func (h *handler) drain(ctx context.Context, d DrainRequest, dispatched bool) {
 			log.Error("drain: claim a queued turn", "err", err)
 			return
 		}
-		if h.runQueued(ctx, log.With("turnId", q.TurnID), claim, q, deadline, claimedAt) {
+		released, stopped := h.runQueued(ctx, log.With("turnId", q.TurnID), claim, q, deadline, claimedAt)
+		if released == nil || !chat.NeedsDrain(released.Queue) {
+			// Nothing left, or the release failed: the lease then expires
+			// and a reader that finds turns waiting starts a drain.
+			return
+		}
+		if stopped {
 			// Stopped, perhaps by an interrupt: its replacement claims first.
 			if !sleepContext(ctx, h.opts.InterruptWait) {
 				return
@@ -353,9 +367,10 @@ func (h *handler) drain(ctx context.Context, d DrainRequest, dispatched bool) {
 
 // runQueued runs queued turn q under claim c with no client attached:
 // its lines go nowhere, its checkpoints to its resumers. Its user message
-// is the one stored at enqueue (created then). It reports whether the
-// turn was stopped.
-func (h *handler) runQueued(ctx context.Context, log *slog.Logger, c *chat.Claim, q *chat.QueuedTurn, deadline, claimedAt time.Time) (stopped bool) {
+// is the one stored at enqueue (created then). It returns the session as
+// the turn's release left it (nil when it was not released) and whether
+// the turn was stopped.
+func (h *handler) runQueued(ctx context.Context, log *slog.Logger, c *chat.Claim, q *chat.QueuedTurn, deadline, claimedAt time.Time) (released *chat.Session, stopped bool) {
 	log.Info("queued turn started", "ordinal", c.Lease.Ordinal, "waitedMs", claimedAt.Sub(q.QueuedAt).Milliseconds())
 	sub := &submission{principal: q.Principal, scope: scopeSession, sessionID: q.SessionID, turnID: q.TurnID,
 		input: q.Message.Content, lineage: q.Lineage, inputHash: q.InputHash}
@@ -370,10 +385,10 @@ func (h *handler) runQueued(ctx context.Context, log *slog.Logger, c *chat.Claim
 	parent, err := h.parentTurn(runCtx, sub)
 	if err != nil {
 		t.failBeforeStream("lineage", err)
-		return false
+		return t.released, false
 	}
 	t.serve(parent)
-	return t.stopped
+	return t.released, t.stopped
 }
 
 // discardWriter is the response of a turn no client reads (a queued

@@ -130,7 +130,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 			reject(ctx, w, log, step, err)
 			return
 		}
-		d := diagnose(ctx, err)
+		d := httpedge.Diagnose(ctx, err)
 		logRejected(log, step, d, err)
 		s.out.write(s.diagnosticLine(nil, d, 0))
 	}
@@ -175,7 +175,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		next, err := f.next(ctx, turn)
 		switch {
 		case ctx.Err() != nil:
-			d, _ := contextDiagnostic(ctx)
+			d, _ := httpedge.ContextDiagnostic(ctx)
 			s.out.write(s.diagnosticLine(nil, d, 0))
 			return
 		case err != nil:
@@ -221,11 +221,13 @@ func queuedIn(sess *chat.Session, turnID string) bool {
 	return slices.ContainsFunc(sess.Queue, func(e chat.QueueEntry) bool { return e.TurnID == turnID })
 }
 
-// nudgeIfFree starts a drain of sess when it is free for its queued
-// turns (no lease, no confirmation waiting) and its queue holds work
-// (chat.NeedsDrain).
+// nudgeIfFree starts a drain of sess when its queue holds work
+// (chat.NeedsDrain) that nothing else will start: the session idle
+// (chat.IdleAt) for drainGrace already, which the drain the last
+// release started would not have left it.
 func (h *handler) nudgeIfFree(ctx context.Context, sess *chat.Session) {
-	if sess.ActiveTurn == nil && chat.NeedsDrain(sess.Queue) && !chat.PendingConfirmation(sess.Confirmations, h.opts.Now()) {
+	now := h.opts.Now()
+	if chat.NeedsDrain(sess.Queue) && chat.IdleAt(sess, now) && now.Sub(sess.UpdatedAt) >= drainGrace {
 		h.nudge(ctx, sess.ID)
 	}
 }

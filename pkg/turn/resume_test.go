@@ -430,18 +430,18 @@ func TestAcknowledgedTurnIsRecorded(t *testing.T) {
 		if err != nil || got.Status != chat.TurnRunning || len(got.Messages) != 2 || got.Messages[0].Content != "hi" {
 			t.Fatalf("a turn whose stream started, before its first text: %+v, %v; want it running with its user message", got, err)
 		}
-		resumed := make(chan []*protocol.Event, 1)
-		go func() {
-			status, evs, raw := e.resume(t, "s", "t1", "", nil)
-			if status != http.StatusOK {
-				t.Errorf("resume before the first text: %d %s", status, raw)
-			}
-			resumed <- evs
-		}()
-		time.Sleep(50 * time.Millisecond) // let the resume start following
+		// The resume follows the turn from before its first text: its
+		// first line (the acknowledged state) has arrived before the model
+		// goes on.
+		rs := e.openStream(t, "sessions/s/turns/t1/stream")
+		waitLong(t, "the resume's first line", func() bool { return rs.count() > 0 })
 		close(m.Hold)
 		<-ls.done
-		rt := terminalOf(<-resumed)
+		<-rs.done
+		if first := rs.events(t)[0]; first.Snapshot == nil || first.Snapshot.Status != protocol.StatusStreaming {
+			t.Errorf("the resume's first line %+v, want the running turn", first)
+		}
+		rt := terminalOf(rs.events(t))
 		lt := terminalOf(ls.events(t))
 		if rt == nil || lt == nil || messagesJSON(t, rt.Snapshot.Messages) != messagesJSON(t, lt.Snapshot.Messages) {
 			t.Errorf("resumed terminal %+v, live %+v", rt, lt)

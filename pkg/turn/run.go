@@ -13,6 +13,7 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/definition"
+	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -96,7 +97,7 @@ type ending struct {
 	// (SERVER_TIMEOUT, REQUEST_CANCELLED); nil otherwise.
 	trailer *protocol.Diagnostic
 	// errorCode is the provider's error code kept in the assistant
-	// message's metadata (docs/design.md §3); empty otherwise.
+	// message's metadata (docs/design.md#snapshots); empty otherwise.
 	errorCode string
 	// leaseLost means the turn's lease was lost or could not be proven:
 	// nothing is saved or released, and the last line says the fate the
@@ -180,11 +181,11 @@ func estimateTokens(msgs []protocol.Message) int {
 
 // failBeforeStream ends a claimed turn that never streamed: the turn is
 // saved with status error and released, and the client gets the JSON
-// error (docs/protocol.md §9 "Errors before streaming"). Unlike the
+// error (docs/protocol.md#server-handler-behaviour "Errors before streaming"). Unlike the
 // reference, the lease is not left to expire, unless the save's outcome
 // is unknown: then the table decides the turn once the lease expires.
 func (t *run) failBeforeStream(step string, err error) {
-	d := diagnose(t.ctx, err)
+	d := httpedge.Diagnose(t.ctx, err)
 	logRejected(t.log, step, d, err)
 	e := ending{status: chat.TurnError, diag: &d, leaseLost: errors.Is(err, chat.ErrLeaseLost)}
 	if !e.leaseLost {
@@ -195,7 +196,7 @@ func (t *run) failBeforeStream(step string, err error) {
 		}
 		t.logFinished(e, outcome, 0)
 	}
-	writeError(t.w, d)
+	httpedge.WriteError(t.w, d)
 }
 
 // streamTurn acknowledges the turn, writes the 200 NDJSON stream and
@@ -377,7 +378,7 @@ func (t *run) modelEnding(err error) ending {
 // deadline (SERVER_TIMEOUT) or the client (REQUEST_CANCELLED). Both are
 // stored as the turn's error and sent as a trailing stream diagnostic.
 func (t *run) contextEnding() ending {
-	d, _ := contextDiagnostic(t.ctx)
+	d, _ := httpedge.ContextDiagnostic(t.ctx)
 	return ending{status: chat.TurnError, diag: &d, trailer: &d}
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// stopRequest is the body of POST /stop (docs/design.md §4).
+// stopRequest is the body of POST /stop (docs/design.md#the-turn-pipeline).
 type stopRequest struct {
 	SessionID string `json:"sessionId"`
 	TurnID    string `json:"turnId"`
@@ -61,11 +61,11 @@ func (h *handler) serveStop(w http.ResponseWriter, r *http.Request) {
 	}
 	if cancelled {
 		log.Info("queued turn cancelled")
-		writeJSON(w, http.StatusAccepted, queuedCancelled)
+		httpedge.WriteJSON(w, http.StatusAccepted, queuedCancelled)
 		return
 	}
 	log.Info("turn stop requested")
-	writeJSON(w, http.StatusAccepted, stopAccepted)
+	httpedge.WriteJSON(w, http.StatusAccepted, stopAccepted)
 }
 
 // queuedCancelled is the 202 body of POST /stop naming a queued turn
@@ -111,7 +111,7 @@ func (h *handler) acceptStop(ctx context.Context, w http.ResponseWriter, r *http
 }
 
 // decodeStop parses a stop body with go-json-experiment/json, which
-// matches keys case-sensitively and rejects duplicate keys (docs/design.md §2
+// matches keys case-sensitively and rejects duplicate keys (docs/design.md#wire-protocol-v1
 // hazards; encoding/json does neither), and rejects a member that is a
 // case variant of sessionId or turnId ("SessionId", "TURNID"), which a
 // case-folding reader would take for the field.

@@ -25,8 +25,8 @@ const (
 	scopeTurn                 // the current turn's messages only
 )
 
-// serveSubmit runs POST / in the order of docs/design.md §4 and
-// docs/protocol.md §9: the request's checks (acceptSubmit), the lineage
+// serveSubmit runs POST / in the order of docs/design.md#the-turn-pipeline and
+// docs/protocol.md#server-handler-behaviour: the request's checks (acceptSubmit), the lineage
 // check (parentTurn), the claim of the session's lease (claim), then the
 // turn itself (run.serve). A failure before the claim is one JSON error
 // response.
@@ -296,7 +296,8 @@ func (h *handler) readBody(ctx context.Context, w http.ResponseWriter, r *http.R
 }
 
 // authenticate runs the Authenticator on the request's headers only,
-// before any body byte is read (docs/design.md §4, §7).
+// before any body byte is read (docs/design.md#the-turn-pipeline,
+// docs/design.md#authentication-and-tenancy).
 func (h *handler) authenticate(ctx context.Context, r *http.Request) (chat.Principal, error) {
 	return h.opts.Authenticator.Authenticate(r.WithContext(ctx))
 }
@@ -306,9 +307,9 @@ func (h *handler) authenticate(ctx context.Context, r *http.Request) (chat.Princ
 // the error, client errors at info level without it (their text may name
 // request values).
 func reject(ctx context.Context, w http.ResponseWriter, log *slog.Logger, step string, err error) {
-	d := diagnose(ctx, err)
+	d := httpedge.Diagnose(ctx, err)
 	logRejected(log, step, d, err)
-	writeError(w, d)
+	httpedge.WriteError(w, d)
 }
 
 // logRejected logs a request rejected at step; internal failures at error
@@ -347,8 +348,8 @@ func parseScope(values []string) (scope, error) {
 // invalid: 400 REQUEST_INVALID_JSON) and decodes it as a client.turn.submit
 // event (httpedge.ErrInvalidEvent for any decoder failure or another event
 // kind: 400 REQUEST_INVALID_EVENT; the decoder's own code is not exposed,
-// docs/protocol.md §9 step 6). A body that is a JSON string holding an
-// event is rejected, not decoded twice (docs/design.md §2, unlike the
+// docs/protocol.md#server-handler-behaviour step 6). A body that is a JSON string holding an
+// event is rejected, not decoded twice (docs/design.md#wire-protocol-v1, unlike the
 // reference's quirk).
 func decodeSubmit(body []byte) (*protocol.Event, error) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
@@ -366,7 +367,7 @@ func decodeSubmit(body []byte) (*protocol.Event, error) {
 }
 
 // checkLineage verifies a retry, edit or regenerate against its parent
-// turn (docs/design.md §5): the parent must be a visible (not superseded) saved
+// turn (docs/design.md#storage-one-dynamodb-table): the parent must be a visible (not superseded) saved
 // turn of this session, sourceMessageId one of its messages, and a retry
 // or regenerate must repeat the parent's input (same HashInput). Any
 // mismatch is httpedge.ErrLineageInvalid; store errors are returned as they are.
@@ -398,7 +399,7 @@ func (h *handler) checkLineage(ctx context.Context, sessionID string, p chat.Pri
 }
 
 // leaseDuration is the lease length of a claim: LeaseDuration, but never
-// past the request deadline plus CleanupReserve (docs/design.md §4).
+// past the request deadline plus CleanupReserve (docs/design.md#the-turn-pipeline).
 func (h *handler) leaseDuration(deadline time.Time) time.Duration {
 	d := h.opts.LeaseDuration
 	if ceiling := time.Until(deadline) + h.opts.CleanupReserve; ceiling < d {

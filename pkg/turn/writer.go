@@ -16,7 +16,7 @@ import (
 // (snapshotGap: paced by that snapshot's size), then encodes the latest
 // state, if it changed, as the next sequence. A slow reader blocks it in Write while
 // the model keeps overwriting the state, so it receives fewer, newer
-// snapshots (docs/design.md §3). The terminal lines arrive on out.final and
+// snapshots (docs/design.md#snapshots). The terminal lines arrive on out.final and
 // are written without delay; the writer exits after them or at the first
 // write failure (closing out.failed).
 func (t *run) writer(first time.Time) {
@@ -166,9 +166,9 @@ func (o *streamOut) write(p []byte) bool {
 // the turn's messages, preceded in scopeSession by the context messages.
 //
 // A session-scope snapshot whose messages pass the canonical record
-// limits (docs/protocol.md §4: 10,000 JSON values, protocol.MaxRecordNodes)
+// limits (docs/protocol.md#the-canonical-message-record: 10,000 JSON values, protocol.MaxRecordNodes)
 // leaves out the oldest whole context turns until it fits; the client
-// pages them from the history function (docs/design.md §3). Once dropped they stay
+// pages them from the history function (docs/design.md#snapshots). Once dropped they stay
 // dropped for the rest of the turn, so snapshots never grow back.
 func (t *run) snapshotLine(dst []byte, seq int64, status string, assistant protocol.Message, usage protocol.Usage, d *protocol.Diagnostic) []byte {
 	return t.snapshotLineAt(dst, t.h.opts.Now(), seq, status, assistant, usage, d)

@@ -91,7 +91,7 @@ test("every event of the corpus parses with @ag-ui/core's schemas and passes @ag
 });
 
 // plainText is an assistant content's text (the ordered content envelope
-// joins its text records; docs/protocol.md §6).
+// joins its text records; docs/protocol.md#ordered-assistant-content).
 function plainText(content) {
   if (!content.startsWith("\x1e")) return content;
   return content

@@ -93,7 +93,7 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	}
 	for _, id := range []string{"q1", "q2"} {
 		call("EnqueueTurn", func() error {
-			_, _, err := s.EnqueueTurn(ctx, chat.EnqueueRequest{SessionID: "q", TurnID: id, Principal: alice, InputHash: "h" + id,
+			_, err := s.EnqueueTurn(ctx, chat.EnqueueRequest{SessionID: "q", TurnID: id, Principal: alice, InputHash: "h" + id,
 				Message: textMessages(id, "x")[0], TTL: lease, Max: 4})
 			return err
 		})

@@ -80,7 +80,7 @@ func TestCheckpointAfterAFailedOne(t *testing.T) {
 			if err == nil {
 				t.Logf("the faulted checkpoint resolved as landed")
 			}
-			time.Sleep(ddbfault.LateBy) // a late write has landed by now
+			e.faults.WaitLate() // a late write has landed
 			// The turn names the prior it knows landed: the acknowledgment.
 			next := checkpointAt(c, ack, "Hello, wo", 5)
 			if _, err := e.s.Checkpoint(ctx, c, next); err != nil {
@@ -135,7 +135,7 @@ func TestDecisionRecognisesItsOwnWrites(t *testing.T) {
 				if n := e.faults.Counts()[fault]; n == 0 {
 					t.Fatalf("no attempt met %v: the fault was not injected", fault)
 				}
-				time.Sleep(ddbfault.LateBy)
+				e.faults.WaitLate() // a late write has landed
 				sess, err := e.s.GetSession(ctx, "s1", alice) // completes it
 				if err != nil {
 					t.Fatal(err)

@@ -395,7 +395,7 @@ func TestLateApplyingWrite(t *testing.T) {
 			if ft.Counts()[ddbfault.ApplyLate] != 1 {
 				t.Fatal("the fault was not injected")
 			}
-			time.Sleep(2 * ddbfault.LateBy) // let the late copy land
+			ft.WaitLate() // the late copy has landed
 			ft.SetRule(nil)
 			// Read back through a client with the default attempts: the
 			// store under test gives each attempt 200 ms, which a loaded

@@ -16,7 +16,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// Key values (docs/design.md §5).
+// Key values (docs/design.md#storage-one-dynamodb-table).
 const (
 	sessionPrefix = "SESSION#"
 	sessionSK     = "SESSION"

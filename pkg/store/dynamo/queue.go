@@ -140,18 +140,18 @@ type queueItem struct {
 // (retried on a lost race; an unknown outcome resolved by reading the
 // entry). The queue item goes first, so that an entry always has its
 // message. A full terminal window adds the turn id lookup of a claim.
-func (s *Store) EnqueueTurn(ctx context.Context, req chat.EnqueueRequest) (*chat.QueueEntry, int, error) {
+func (s *Store) EnqueueTurn(ctx context.Context, req chat.EnqueueRequest) (*chat.Enqueued, error) {
 	if err := req.Validate(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	now := s.now()
 	for range queueCASRetries {
 		sess, si, err := s.ownedQueue(ctx, req.SessionID, req.Principal)
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		if l := sess.ActiveTurn; l != nil && l.TurnID == req.TurnID {
-			return nil, 0, chat.ErrSessionBusy // that very turn runs
+			return nil, chat.ErrSessionBusy // that very turn runs
 		}
 		queued, err := chat.QueueRejection(sess.Queue, sess.TerminalTurns, req.TurnID, req.InputHash, req.Max)
 		if err == nil && queued == nil && chat.WindowFull(sess.TerminalTurns, s.window) {
@@ -162,15 +162,14 @@ func (s *Store) EnqueueTurn(ctx context.Context, req chat.EnqueueRequest) (*chat
 		}
 		switch {
 		case err != nil:
-			return nil, 0, err
+			return nil, err
 		case queued != nil:
-			e := *queued
-			return &e, chat.Position(sess.Queue, req.TurnID), nil
+			return &chat.Enqueued{Entry: *queued, Position: chat.Position(sess.Queue, req.TurnID), Idle: chat.IdleAt(sess, now)}, nil
 		}
 		e := chat.QueueEntry{TurnID: req.TurnID, Seq: si.QueueSeq + 1, InputHash: req.InputHash,
 			QueuedAt: fromMillis(millis(now)), ExpiresAt: fromMillis(millis(now.Add(req.TTL)))}
 		if err := s.putQueueItem(ctx, req, e); err != nil {
-			return nil, 0, err
+			return nil, err
 		}
 		err = s.addQueueEntry(ctx, req.SessionID, si, e)
 		if errors.Is(err, chat.ErrConflict) {
@@ -178,11 +177,13 @@ func (s *Store) EnqueueTurn(ctx context.Context, req chat.EnqueueRequest) (*chat
 			continue // the session changed: read it again
 		}
 		if err != nil {
-			return nil, 0, err
+			return nil, err
 		}
-		return &e, chat.Position(append(slices.Clone(sess.Queue), e), req.TurnID), nil
+		// The entry's compare-and-set applied on the revision sess was
+		// read at: the session held then what sess shows.
+		return &chat.Enqueued{Entry: e, Position: chat.Position(append(slices.Clone(sess.Queue), e), req.TurnID), Idle: chat.IdleAt(sess, now)}, nil
 	}
-	return nil, 0, fmt.Errorf("enqueue in session %s: %w", req.SessionID, chat.ErrConflict)
+	return nil, fmt.Errorf("enqueue in session %s: %w", req.SessionID, chat.ErrConflict)
 }
 
 // ownedQueue reads the session for p (ErrSessionNotFound when absent or

@@ -46,7 +46,7 @@ func TestNotRunRecordingSurvivesACrash(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, id := range []string{"q1", "q2"} {
-				if _, _, err := e.s.EnqueueTurn(ctx, chat.EnqueueRequest{SessionID: "s1", TurnID: id, Principal: alice,
+				if _, err := e.s.EnqueueTurn(ctx, chat.EnqueueRequest{SessionID: "s1", TurnID: id, Principal: alice,
 					InputHash: chat.HashInput("input of " + id), Lineage: protocol.Lineage{Operation: protocol.OperationSubmit},
 					Message: textMessages(id, "")[0], TTL: time.Hour, Max: 4}); err != nil {
 					t.Fatal(err)

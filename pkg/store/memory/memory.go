@@ -682,7 +682,7 @@ func (s *Store) owned(sessionID string, p chat.Principal) (*sessionRecord, error
 
 // findItem returns the newest saved turn item with turnID. trustedOK lets a
 // Trusted principal through without owning the session (artifact writes,
-// docs/design.md §6-7). s.mu must be held.
+// docs/design.md#history-and-artifacts-api). s.mu must be held.
 func (s *Store) findItem(sessionID, turnID string, p chat.Principal, trustedOK bool) (*turnItem, error) {
 	rec, ok := s.sessions[sessionID]
 	if !ok {
@@ -775,23 +775,23 @@ func (s *Store) PollTurn(ctx context.Context, sessionID string, ordinal int64, p
 }
 
 // EnqueueTurn implements chat.Store.
-func (s *Store) EnqueueTurn(ctx context.Context, req chat.EnqueueRequest) (*chat.QueueEntry, int, error) {
+func (s *Store) EnqueueTurn(ctx context.Context, req chat.EnqueueRequest) (*chat.Enqueued, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	if err := req.Validate(); err != nil {
-		return nil, 0, fmt.Errorf("enqueue turn: %w", err)
+		return nil, fmt.Errorf("enqueue turn: %w", err)
 	}
 	now := s.clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, err := s.owned(req.SessionID, req.Principal)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	sess := &rec.session
 	if l := sess.ActiveTurn; l != nil && l.TurnID == req.TurnID {
-		return nil, 0, chat.ErrSessionBusy // that very turn runs
+		return nil, chat.ErrSessionBusy // that very turn runs
 	}
 	queued, err := chat.QueueRejection(sess.Queue, sess.TerminalTurns, req.TurnID, req.InputHash, req.Max)
 	if err == nil && queued == nil {
@@ -799,10 +799,9 @@ func (s *Store) EnqueueTurn(ctx context.Context, req chat.EnqueueRequest) (*chat
 	}
 	switch {
 	case err != nil:
-		return nil, 0, err
+		return nil, err
 	case queued != nil:
-		e := *queued
-		return &e, chat.Position(sess.Queue, req.TurnID), nil
+		return &chat.Enqueued{Entry: *queued, Position: chat.Position(sess.Queue, req.TurnID), Idle: chat.IdleAt(sess, now)}, nil
 	}
 	rec.queueSeq++
 	e := chat.QueueEntry{TurnID: req.TurnID, Seq: rec.queueSeq, InputHash: req.InputHash, QueuedAt: now, ExpiresAt: ms(now.Add(req.TTL))}
@@ -811,7 +810,7 @@ func (s *Store) EnqueueTurn(ctx context.Context, req chat.EnqueueRequest) (*chat
 	rec.queued[req.TurnID] = &chat.QueuedTurn{QueueEntry: e, SessionID: req.SessionID, Principal: sess.Owner, Lineage: req.Lineage, Message: msg}
 	sess.Revision++
 	sess.UpdatedAt = now
-	return &e, chat.Position(sess.Queue, req.TurnID), nil
+	return &chat.Enqueued{Entry: e, Position: chat.Position(sess.Queue, req.TurnID), Idle: chat.IdleAt(sess, now)}, nil
 }
 
 // ClaimQueued implements chat.Store.

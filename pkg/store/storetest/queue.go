@@ -31,11 +31,11 @@ func enqueueRequest(sessionID, turnID string, max int) chat.EnqueueRequest {
 // turn's position.
 func (e *env) enqueue(sessionID, turnID string) int {
 	e.t.Helper()
-	_, pos, err := e.store.EnqueueTurn(e.ctx, enqueueRequest(sessionID, turnID, chat.DefaultMaxQueuedTurns))
+	q, err := e.store.EnqueueTurn(e.ctx, enqueueRequest(sessionID, turnID, chat.DefaultMaxQueuedTurns))
 	if err != nil {
 		e.t.Fatalf("EnqueueTurn(%s, %s): %v", sessionID, turnID, err)
 	}
-	return pos
+	return q.Position
 }
 
 // claimQueued starts the session's next queued turn and fails the test
@@ -133,6 +133,28 @@ func queueCases() map[string]func(*testing.T, *env) {
 			}
 		},
 
+		"EnqueueSaysWhetherTheSessionWasIdle": func(t *testing.T, e *env) {
+			running := e.claim("s1", "t1")
+			q, err := e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", "q1", 4))
+			if err != nil || q.Idle || q.Position != 1 || q.Entry.TurnID != "q1" {
+				t.Fatalf("enqueue while a turn runs: %+v, %v; want not idle, position 1", q, err)
+			}
+			done := e.turnFor(running, "s1")
+			e.save(running, done)
+			e.release("s1", running, chat.OutcomeCompleted, done.LastSequence)
+			if q, err = e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", "q2", 4)); err != nil || !q.Idle || q.Position != 2 {
+				t.Fatalf("enqueue on a free session: %+v, %v; want idle, position 2", q, err)
+			}
+			if q, err = e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", "q1", 4)); err != nil || !q.Idle || q.Position != 1 {
+				t.Fatalf("the same enqueue again: %+v, %v; want q1 idle at position 1", q, err)
+			}
+			e.claimQueued("s1")
+			e.clock.Advance(leaseDuration + time.Second) // its process died: the lease expired
+			if q, err = e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", "q3", 4)); err != nil || !q.Idle {
+				t.Fatalf("enqueue beside an expired lease: %+v, %v; want idle (nobody will release it)", q, err)
+			}
+		},
+
 		"AnInterruptGoesAheadOfTheQueue": func(t *testing.T, e *env) {
 			running := e.claim("s1", "t1")
 			e.enqueue("s1", "q1")
@@ -162,26 +184,26 @@ func queueCases() map[string]func(*testing.T, *env) {
 		},
 
 		"EnqueueRejections": func(t *testing.T, e *env) {
-			_, _, err := e.store.EnqueueTurn(e.ctx, enqueueRequest("none", "q1", 4))
+			_, err := e.store.EnqueueTurn(e.ctx, enqueueRequest("none", "q1", 4))
 			wantErr(t, "enqueue in no session", err, chat.ErrSessionNotFound)
 			e.claim("s1", "t1")
 			req := enqueueRequest("s1", "q1", 4)
 			req.Principal = mallory
-			_, _, err = e.store.EnqueueTurn(e.ctx, req)
+			_, err = e.store.EnqueueTurn(e.ctx, req)
 			wantErr(t, "enqueue by another principal", err, chat.ErrSessionNotFound)
-			_, _, err = e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", "t1", 4))
+			_, err = e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", "t1", 4))
 			wantErr(t, "enqueue of the running turn's id", err, chat.ErrSessionBusy)
 			e.enqueue("s1", "q1")
 			other := enqueueRequest("s1", "q1", 4)
 			other.InputHash = chat.HashInput("another input")
-			_, _, err = e.store.EnqueueTurn(e.ctx, other)
+			_, err = e.store.EnqueueTurn(e.ctx, other)
 			wantErr(t, "the queued id with another input", err, chat.ErrTurnIDReused)
 			e.enqueue("s1", "q2")
-			_, _, err = e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", "q3", 2))
+			_, err = e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", "q3", 2))
 			wantErr(t, "a third turn with two allowed", err, chat.ErrQueueFull)
 			bad := enqueueRequest("s1", "q3", 4)
 			bad.TTL = 0
-			_, _, err = e.store.EnqueueTurn(e.ctx, bad)
+			_, err = e.store.EnqueueTurn(e.ctx, bad)
 			wantErr(t, "no TTL", err, chat.ErrInvalidRequest)
 			if ids := e.waitingIDs("s1"); !slices.Equal(ids, []string{"q1", "q2"}) {
 				t.Errorf("queue %v after the rejections, want q1 q2", ids)
@@ -191,7 +213,7 @@ func queueCases() map[string]func(*testing.T, *env) {
 		"ReplayOfAFinishedTurnIsNotQueued": func(t *testing.T, e *env) {
 			e.completeTurn("s1", "t1")
 			e.claim("s1", "t2")
-			_, _, err := e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", "t1", 4))
+			_, err := e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", "t1", 4))
 			wantErr(t, "enqueue of a finished turn id", err, chat.ErrTurnCompleted)
 		},
 
@@ -204,7 +226,7 @@ func queueCases() map[string]func(*testing.T, *env) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					_, _, errs[i] = e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", fmt.Sprintf("q%d", i), n))
+					_, errs[i] = e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", fmt.Sprintf("q%d", i), n))
 				}()
 			}
 			wg.Wait()
@@ -397,7 +419,7 @@ func queueCases() map[string]func(*testing.T, *env) {
 				cf := e.askApproval(sid, "t1", "call-1")
 				req := enqueueRequest(sid, "q1", chat.DefaultMaxQueuedTurns)
 				req.TTL = 2 * confirmationTTL // it outlives the confirmation
-				if _, _, err := e.store.EnqueueTurn(e.ctx, req); err != nil {
+				if _, err := e.store.EnqueueTurn(e.ctx, req); err != nil {
 					t.Fatal(err)
 				}
 				_, _, err := e.store.ClaimQueued(e.ctx, sid, leaseDuration)
