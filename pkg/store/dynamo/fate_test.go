@@ -135,7 +135,7 @@ func TestDecisionRecognisesItsOwnWrites(t *testing.T) {
 				if n := e.faults.Counts()[fault]; n == 0 {
 					t.Fatalf("no attempt met %v: the fault was not injected", fault)
 				}
-				e.faults.WaitLate() // a late write has landed
+				e.faults.WaitLate()                           // a late write has landed
 				sess, err := e.s.GetSession(ctx, "s1", alice) // completes it
 				if err != nil {
 					t.Fatal(err)
