@@ -41,7 +41,8 @@ var functions = map[string]struct {
 // set on every function.
 var turnOnlyVariables = []string{
 	"CLEANUP_RESERVE", "DEFINITIONS_FILE", "DEFINITION_ID", "DEFINITION_REVISION", "ECHO_CHUNK_RUNES",
-	"ECHO_DELAY", "LEASE_DURATION", "MODEL_ID", "MODEL_MAX_STEPS", "MODEL_MAX_TOKENS", "MODEL_PROVIDER",
+	"ECHO_DELAY", "LEASE_DURATION", "MODEL_ID", "MODEL_MAX_STEPS", "MODEL_MAX_TOKENS", "MODEL_MAX_OUTPUT_TOKENS",
+	"MODEL_MAX_TOOL_CALLS", "MODEL_MAX_WALL_TIME", "MODEL_PROVIDER",
 	"MODEL_TOOLS", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SESSION_RETENTION", "SNAPSHOT_INTERVAL",
 	"SYSTEM_PROMPT", "TURN_TIMEOUT",
 }
@@ -66,6 +67,9 @@ var parameterSets = map[string]map[string]any{
 	"ten-minute turn":                      {"TurnTimeout": "600"},
 	"one-minute turn":                      {"TurnTimeout": "60"},
 	"five-minute turns":                    {"TurnTimeout": "300"},
+	"quotas and budgets": {"Quotas": `{"principal":{"turnsPerMinute":3,"tokensPerDay":100000},"tenant":{"concurrentSessions":50}}`,
+		"QuotaFailMode": "open", "QuotaCache": "0", "LedgerRetention": "24h", "ModelMaxOutputTokens": "4000",
+		"ModelMaxToolCalls": "8", "ModelMaxWallTime": "2m"},
 }
 
 func TestTemplate(t *testing.T) {

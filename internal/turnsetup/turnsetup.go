@@ -54,7 +54,7 @@ func NewHandler(cfg config.Config, d Deps) (*turn.Handler, error) {
 	if readFile == nil {
 		readFile = os.ReadFile
 	}
-	defs, err := definition.Load(cfg.Model.Definitions(), readFile, reg.Has)
+	defs, err := definition.Load(cfg.Definitions(), readFile, reg.Has)
 	if err != nil {
 		return nil, fmt.Errorf("definitions: %w", err)
 	}

@@ -309,6 +309,7 @@ func (h *handler) authenticate(ctx context.Context, r *http.Request) (chat.Princ
 func reject(ctx context.Context, w http.ResponseWriter, log *slog.Logger, step string, err error) {
 	d := httpedge.Diagnose(ctx, err)
 	logRejected(log, step, d, err)
+	httpedge.RetryHeaders(w.Header(), err)
 	httpedge.WriteError(w, d)
 }
 
