@@ -205,7 +205,9 @@ type Limits struct {
 
 // Budgets reports whether l sets a per-turn budget beside maxSteps
 // (MaxOutputTokens, MaxToolCalls, MaxWallTime).
-func (l Limits) Budgets() bool { return l.MaxOutputTokens > 0 || l.MaxToolCalls > 0 || l.MaxWallTime > 0 }
+func (l Limits) Budgets() bool {
+	return l.MaxOutputTokens > 0 || l.MaxToolCalls > 0 || l.MaxWallTime > 0
+}
 
 // Context returns the effective context budget of d: turns and estimated
 // tokens, defaults applied.
