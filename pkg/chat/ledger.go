@@ -147,13 +147,17 @@ func (e LedgerEntry) Validate() error {
 
 // Admission is one turn admitted under a principal's rate or concurrency
 // quota (Store.Admit): it counts towards turnsPerMinute for a minute from
-// StartedAt, and towards concurrentSessions until its turn is counted
-// (ExpiresAt zero) or ExpiresAt passes (a turn never runs past its
-// request deadline and cleanup reserve).
+// StartedAt, and its session towards concurrentSessions until its turn is
+// counted (ExpiresAt zero) or ExpiresAt passes (a turn never runs past
+// its request deadline and cleanup reserve).
 type Admission struct {
 	ID        string
 	StartedAt time.Time
 	ExpiresAt time.Time
+	// Session is the admitted turn's session (SessionMarker of its id):
+	// concurrentSessions counts sessions, so two turns of one session (a
+	// submit to a busy session, an interrupt) hold one slot.
+	Session string
 }
 
 // RateWindow is the window of turnsPerMinute: admissions count for a
@@ -203,19 +207,24 @@ func (u *PrincipalUsage) Counters(p Period) Counters {
 }
 
 // Activity counts admissions: those that count towards turnsPerMinute at
-// t (Recent) and those that hold a concurrency slot (Running).
+// t (Recent) and the sessions whose turns hold a concurrency slot
+// (Running).
 type Activity struct {
 	Recent, Running int64
 }
 
-// ActivityAt counts admissions at t.
-func ActivityAt(admissions []Admission, t time.Time) Activity {
+// ActivityAt counts admissions at t; the running sessions but except (a
+// session that is not counted: the one asking, whose turn would not add
+// a session).
+func ActivityAt(admissions []Admission, t time.Time, except ...string) Activity {
 	var a Activity
+	running := map[string]bool{}
 	for _, ad := range admissions {
 		if ad.Recent(t) {
 			a.Recent++
 		}
-		if ad.Running(t) {
+		if ad.Running(t) && !slices.Contains(except, ad.Session) && !running[ad.Session] {
+			running[ad.Session] = true
 			a.Running++
 		}
 	}
@@ -259,7 +268,8 @@ type AdmitRequest struct {
 	Principal Principal
 	// Admission is the new admission: a fresh random ID, StartedAt the
 	// turn's start (the claim's StartedAt), ExpiresAt the latest its turn
-	// can end.
+	// can end (just after StartedAt for a turn counted towards the rate
+	// only: a queued turn), Session its session's SessionMarker.
 	Admission Admission
 	// TurnsPerMinute and ConcurrentSessions are the principal's limits;
 	// zero means unlimited.
@@ -280,17 +290,18 @@ func (r AdmitRequest) Validate() error {
 	return nil
 }
 
-// CheckAdmission returns the QuotaError that refuses admitting one more
-// turn of a principal whose admissions are admissions, at t: a
-// concurrentSessions limit reached by the running ones, or a
-// turnsPerMinute limit by those of the last minute (zero limits are
-// unlimited); nil when the turn may be admitted.
-func CheckAdmission(admissions []Admission, turnsPerMinute, concurrent int64, scope string, t time.Time) *QuotaError {
-	act := ActivityAt(admissions, t)
+// CheckAdmission returns the QuotaError that refuses admitting a turn of
+// session (its SessionMarker) by a principal whose admissions are
+// admissions, at t: a concurrentSessions limit reached by the other
+// sessions running a turn, or a turnsPerMinute limit by the admissions of
+// the last minute (zero limits are unlimited); nil when the turn may be
+// admitted.
+func CheckAdmission(admissions []Admission, turnsPerMinute, concurrent int64, scope string, t time.Time, session string) *QuotaError {
+	act := ActivityAt(admissions, t, session)
 	if concurrent > 0 && act.Running >= concurrent {
 		wait := ConcurrencyRetryAfter
 		for _, a := range admissions {
-			if a.Running(t) && a.ExpiresAt.Sub(t) < wait {
+			if a.Running(t) && a.Session != session && a.ExpiresAt.Sub(t) < wait {
 				wait = a.ExpiresAt.Sub(t)
 			}
 		}

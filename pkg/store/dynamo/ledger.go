@@ -136,9 +136,10 @@ func countersOf(item map[string]types.AttributeValue, prefix string) chat.Counte
 	return c
 }
 
-// admissionValue encodes an admission's times (expiry 0: counted).
-func admissionValue(start, expires time.Time) string {
-	return strconv.FormatInt(millis(start), 10) + " " + strconv.FormatInt(millis(expires), 10)
+// admissionValue encodes an admission: "<start ms> <expiry ms> <session
+// marker>" (expiry 0: counted).
+func admissionValue(start, expires time.Time, session string) string {
+	return strconv.FormatInt(millis(start), 10) + " " + strconv.FormatInt(millis(expires), 10) + " " + session
 }
 
 // admissionsOf reads the admissions of a ledger item.
@@ -150,13 +151,16 @@ func admissionsOf(item map[string]types.AttributeValue) []chat.Admission {
 		if !ok || s == nil {
 			continue
 		}
-		start, exp, ok := strings.Cut(s.Value, " ")
-		a, errA := strconv.ParseInt(start, 10, 64)
-		b, errB := strconv.ParseInt(exp, 10, 64)
-		if !ok || errA != nil || errB != nil {
+		f := strings.SplitN(s.Value, " ", 3)
+		if len(f) != 3 {
 			continue
 		}
-		out = append(out, chat.Admission{ID: id, StartedAt: fromMillis(a), ExpiresAt: fromMillis(b)})
+		a, errA := strconv.ParseInt(f[0], 10, 64)
+		b, errB := strconv.ParseInt(f[1], 10, 64)
+		if errA != nil || errB != nil {
+			continue
+		}
+		out = append(out, chat.Admission{ID: id, StartedAt: fromMillis(a), ExpiresAt: fromMillis(b), Session: f[2]})
 	}
 	slices.SortFunc(out, func(x, y chat.Admission) int { return strings.Compare(x.ID, y.ID) })
 	return out
@@ -185,7 +189,7 @@ func (s *Store) RecordUsage(ctx context.Context, e chat.LedgerEntry) error {
 	if e.Admission != "" {
 		// Its slot is released; it counts towards the rate for a minute
 		// from its start.
-		up = up.Set(expression.Name(admissionPrefix+e.Admission), expression.Value(admissionValue(start, time.Time{})))
+		up = up.Set(expression.Name(admissionPrefix+e.Admission), expression.Value(admissionValue(start, time.Time{}, chat.SessionMarker(e.SessionID))))
 	}
 	cond := condition{
 		expr:    "attribute_not_exists(#mark) OR #mark < :ordinal",
@@ -401,7 +405,7 @@ func (s *Store) Admit(ctx context.Context, req chat.AdmitRequest) (*chat.Princip
 		if slices.ContainsFunc(basis.Admissions, func(x chat.Admission) bool { return x.ID == a.ID }) {
 			return basis, nil // admitted already
 		}
-		if qe := chat.CheckAdmission(basis.Admissions, req.TurnsPerMinute, req.ConcurrentSessions, chat.ScopePrincipal, a.StartedAt); qe != nil {
+		if qe := chat.CheckAdmission(basis.Admissions, req.TurnsPerMinute, req.ConcurrentSessions, chat.ScopePrincipal, a.StartedAt, a.Session); qe != nil {
 			return nil, qe
 		}
 		err := s.writeAdmission(ctx, req.Principal, a, basis)
@@ -429,7 +433,7 @@ func (s *Store) writeAdmission(ctx context.Context, p chat.Principal, a chat.Adm
 	}
 	up := s.ledgerIdentity(expression.UpdateBuilder{}, p, a.StartedAt).
 		Set(expression.Name(attrAdmissionVersion), expression.Value(basis.Version+1)).
-		Set(expression.Name(name), expression.Value(admissionValue(a.StartedAt, a.ExpiresAt)))
+		Set(expression.Name(name), expression.Value(admissionValue(a.StartedAt, a.ExpiresAt, a.Session)))
 	for _, id := range basis.Stale {
 		up = up.Remove(expression.Name(admissionPrefix + id))
 	}

@@ -139,7 +139,7 @@ func TestAdmitRecognisesItsOwnWrite(t *testing.T) {
 			e := newFaultEnv(t)
 			s := e.ledgerStore()
 			ctx := faultCtx(t)
-			a := chat.Admission{ID: "a1", StartedAt: testStart, ExpiresAt: testStart.Add(time.Minute)}
+			a := chat.Admission{ID: "a1", StartedAt: testStart, ExpiresAt: testStart.Add(time.Minute), Session: chat.SessionMarker("s1")}
 			e.faults.SetRule(ddbfault.Once(fault, admissionWrite))
 			if _, err := s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: a, ConcurrentSessions: 1}); err != nil {
 				t.Fatalf("admission that applied: %v", err)
@@ -156,7 +156,7 @@ func TestAdmitRecognisesItsOwnWrite(t *testing.T) {
 				t.Errorf("activity %+v, want the one admission", act)
 			}
 			b := a
-			b.ID = "a2"
+			b.ID, b.Session = "a2", chat.SessionMarker("s2")
 			_, err = s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: b, ConcurrentSessions: 1})
 			var qe *chat.QuotaError
 			if !errors.As(err, &qe) || qe.Name != chat.QuotaConcurrentSessions {

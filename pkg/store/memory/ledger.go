@@ -79,7 +79,7 @@ func (s *Store) record(e chat.LedgerEntry) {
 	if e.Admission != "" {
 		// Finished: it no longer holds a concurrency slot, and counts
 		// towards the rate for a minute from its start.
-		rec.admissions[e.Admission] = chat.Admission{ID: e.Admission, StartedAt: start}
+		rec.admissions[e.Admission] = chat.Admission{ID: e.Admission, StartedAt: start, Session: chat.SessionMarker(e.SessionID)}
 	}
 }
 
@@ -177,7 +177,7 @@ func (s *Store) Admit(ctx context.Context, req chat.AdmitRequest) (*chat.Princip
 	if slices.ContainsFunc(u.Admissions, func(x chat.Admission) bool { return x.ID == a.ID }) {
 		return u, nil // admitted already
 	}
-	if qe := chat.CheckAdmission(u.Admissions, req.TurnsPerMinute, req.ConcurrentSessions, chat.ScopePrincipal, a.StartedAt); qe != nil {
+	if qe := chat.CheckAdmission(u.Admissions, req.TurnsPerMinute, req.ConcurrentSessions, chat.ScopePrincipal, a.StartedAt, a.Session); qe != nil {
 		return nil, qe
 	}
 	rec := s.ledgerRecord(req.Principal, a.StartedAt, true)

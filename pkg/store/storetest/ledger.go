@@ -309,9 +309,10 @@ func (e *env) admit(a chat.Admission, perMinute, concurrent int64) error {
 	return err
 }
 
-// admission is an admission started at at, running for a minute.
+// admission is an admission started at at, running for a minute, in a
+// session of its own.
 func admission(id string, at time.Time) chat.Admission {
-	return chat.Admission{ID: id, StartedAt: at, ExpiresAt: at.Add(time.Minute)}
+	return chat.Admission{ID: id, StartedAt: at, ExpiresAt: at.Add(time.Minute), Session: chat.SessionMarker("session of " + id)}
 }
 
 // wantQuota fails the test unless err is the QuotaError of name with the
@@ -346,6 +347,7 @@ func admissionCases() map[string]func(*testing.T, *env) {
 
 		"ConcurrentSessionsReleasedWhenTheTurnIsCounted": func(t *testing.T, e *env) {
 			first := admission("a1", start)
+			first.Session = chat.SessionMarker("s1")
 			if err := e.admit(first, 0, 1); err != nil {
 				t.Fatal(err)
 			}
@@ -374,6 +376,25 @@ func admissionCases() map[string]func(*testing.T, *env) {
 			if err := e.admit(admission("a2", start.Add(3*time.Second)), 0, 1); err != nil {
 				t.Fatalf("after the expiry: %v", err)
 			}
+		},
+
+		"OneSessionHoldsOneSlot": func(t *testing.T, e *env) {
+			// A second turn of a session that runs one (a submit that will
+			// find it busy, an interrupt) adds no session.
+			a := admission("a1", start)
+			if err := e.admit(a, 0, 1); err != nil {
+				t.Fatal(err)
+			}
+			same := admission("a2", start.Add(time.Second))
+			same.Session = a.Session
+			if err := e.admit(same, 0, 1); err != nil {
+				t.Fatalf("a second turn of the same session: %v", err)
+			}
+			at := start.Add(2 * time.Second)
+			if got := chat.ActivityAt(e.usage(alice, at).Admissions, at); got.Running != 1 || got.Recent != 2 {
+				t.Errorf("activity %+v, want 1 running session, 2 recent turns", got)
+			}
+			wantQuota(t, "another session", e.admit(admission("a3", at), 0, 1), chat.QuotaConcurrentSessions, chat.ConcurrencyRetryAfter)
 		},
 
 		"CancelledAdmissionCountsNoMore": func(t *testing.T, e *env) {
