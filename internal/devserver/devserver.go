@@ -167,8 +167,9 @@ func logged(mountName string, h http.Handler, log *slog.Logger) http.Handler {
 // any credentials: staticCredentials uses placeholders instead of the
 // SDK's chain. desc says which store, for the start banner.
 func NewStore(ctx context.Context, cfg config.Config, staticCredentials bool, log *slog.Logger) (store chat.Store, desc string, err error) {
+	ledger := chat.LedgerOptions{Enabled: cfg.Usage.Ledger, Retention: cfg.Usage.LedgerRetention}
 	if cfg.DynamoDBEndpoint == "" {
-		return memory.New(memory.Options{CursorKey: cfg.CursorSecret}), "in-memory store", nil
+		return memory.New(memory.Options{CursorKey: cfg.CursorSecret, Ledger: ledger}), "in-memory store", nil
 	}
 	opts := dynamo.ClientOptions{
 		Endpoint:          cfg.DynamoDBEndpoint,
@@ -195,5 +196,5 @@ func NewStore(ctx context.Context, cfg config.Config, staticCredentials bool, lo
 	if created {
 		desc += " (created)"
 	}
-	return dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret}), desc, nil
+	return dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret, Ledger: ledger}), desc, nil
 }

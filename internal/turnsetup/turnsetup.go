@@ -84,6 +84,9 @@ func NewHandler(cfg config.Config, d Deps) (*turn.Handler, error) {
 		ConfirmationTTL:        cfg.ConfirmationTTL,
 		MaxQueuedTurns:         cfg.MaxQueuedTurns,
 		QueuedTurnTTL:          cfg.QueuedTurnTTL,
+		Ledger:                 cfg.Usage.Ledger,
+		QuotaFailOpen:          cfg.Usage.QuotaFailOpen,
+		QuotaCache:             cfg.Usage.QuotaCache,
 		Dispatch:               d.Dispatch,
 		Logger:                 logger,
 	}

@@ -77,6 +77,19 @@ type run struct {
 	// drainAfter starts the queued turns from.
 	released *chat.Session
 	stopped  bool
+
+	// meter adds up what the turn uses (chat.Usage): its store requests
+	// (its contexts carry it), its model and tool calls and tokens
+	// (loop.go); the record's Metered, the ledger's figures.
+	meter *chat.Meter
+	// quota is what the turn knows of its quotas (quota.go); nil when none.
+	quota *quotaState
+	// limit is the limit the turn reached, if it ended with
+	// LIMIT_EXCEEDED (quota.go).
+	limit atomic.Pointer[limitDetail]
+	// modelCtx is the model goroutine's context: its cause says whether
+	// the wall time budget ended it (errWallTime).
+	modelCtx context.Context
 }
 
 // drainAfter starts the session's queued turns after the turn's response
@@ -191,7 +204,7 @@ func (t *run) failBeforeStream(step string, err error) {
 	if !e.leaseLost {
 		item := t.record(e, t.state.view(), 0, 0)
 		outcome := t.save(item)
-		if outcome == saved {
+		if outcome == saved && t.countUsage(item) {
 			t.release(t.claim.BaseSequence, false)
 		}
 		t.logFinished(e, outcome, 0)
@@ -262,6 +275,12 @@ func (t *run) streamTurn() {
 
 	modelCtx, stopModel := context.WithCancel(t.ctx)
 	defer stopModel()
+	if wall := t.agent.def.Limits.MaxWallTime; wall > 0 {
+		var stopWall context.CancelFunc
+		modelCtx, stopWall = context.WithDeadlineCause(modelCtx, t.startedAt.Add(wall), errWallTime)
+		defer stopWall()
+	}
+	t.modelCtx = modelCtx
 	modelDone := make(chan error, 1)
 	go func() { modelDone <- t.runModelRecovered(modelCtx) }()
 
@@ -362,6 +381,13 @@ func (t *run) modelEnding(err error) ending {
 	if t.ctx.Err() != nil {
 		return t.contextEnding()
 	}
+	var le *limitError
+	switch {
+	case errors.As(err, &le):
+		return t.limitEnding(le.detail)
+	case t.modelCtx != nil && errors.Is(context.Cause(t.modelCtx), errWallTime):
+		return t.wallTimeEnding()
+	}
 	d := protocol.NewDiagnostic(protocol.CodeModelFailed)
 	e := ending{status: chat.TurnError, diag: &d}
 	var me *model.Error
@@ -418,7 +444,11 @@ func (t *run) finish(end ending, v view) {
 			cursor++
 			lines = t.diagnosticLine(lines, *end.trailer, cursor)
 		}
-		t.release(cursor, end.diag != nil && end.diag.Code == protocol.CodeTurnInterrupted)
+		// Counted before the release: the session's next turn can only be
+		// counted after this one (docs/quotas.md).
+		if t.countUsage(item) {
+			t.release(cursor, end.diag != nil && end.diag.Code == protocol.CodeTurnInterrupted)
+		}
 	case fenced:
 		lines = t.lostLines(last)
 	default:
@@ -540,6 +570,7 @@ func (t *run) record(end ending, v view, first, last int64) *chat.Turn {
 		InputHash:     t.inputHash,
 		Messages:      []protocol.Message{t.user, t.assistant(v, msgStatus, end.errorCode)},
 		Usage:         v.usage,
+		Metered:       t.usage(),
 		Error:         end.diag,
 		FirstSequence: first,
 		LastSequence:  last,
@@ -710,6 +741,9 @@ func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 		}
 	}
 	m.Metadata = t.approvalMetadata(t.loop.metadata(m.Metadata, false), status)
+	if status != protocol.MessageStreaming {
+		m.Metadata = t.limitMetadata(m.Metadata)
+	}
 	if t.omitted {
 		m.Metadata = withMember(m.Metadata, MetadataContext, json.RawMessage(fmt.Sprintf(`{"turns":%d,"omittedOlder":true}`, len(t.turnStarts))))
 	}

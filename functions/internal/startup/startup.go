@@ -70,7 +70,7 @@ func Buffered(h http.Handler) func() {
 }
 
 // Store returns the DynamoDB store on cfg.TableName, with page cursors
-// signed by cfg.CursorSecret. Its client has cfg's attempt timeout and
+// signed by cfg.CursorSecret and the usage ledger of cfg (LedgerOptions). Its client has cfg's attempt timeout and
 // region, and placeholder credentials when cfg.DynamoDBEndpoint names a
 // local server.
 func Store(ctx context.Context, cfg config.Config) (chat.Store, error) {
@@ -83,7 +83,14 @@ func Store(ctx context.Context, cfg config.Config) (chat.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamodb client: %w", err)
 	}
-	return dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret}), nil
+	return dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret, Ledger: LedgerOptions(cfg)}), nil
+}
+
+// LedgerOptions returns the store's usage ledger options of cfg
+// (USAGE_LEDGER, LEDGER_RETENTION): every function's store decides
+// turns, so every one counts the turns it decides when the ledger is on.
+func LedgerOptions(cfg config.Config) chat.LedgerOptions {
+	return chat.LedgerOptions{Enabled: cfg.Usage.Ledger, Retention: cfg.Usage.LedgerRetention}
 }
 
 // Authenticator returns the authenticator of cfg.Auth (auth.New; in jwt
