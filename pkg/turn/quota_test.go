@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -543,5 +544,25 @@ func TestQuotasNeedTheLedger(t *testing.T) {
 		Definition: turn.Definition{ID: "d", Revision: 1, Quotas: chat.Quotas{Tenant: chat.QuotaLimits{TokensPerDay: 1}}}})
 	if err == nil || !strings.Contains(err.Error(), "Options.Ledger") {
 		t.Errorf("NewHandler = %v, want an error naming Options.Ledger", err)
+	}
+}
+
+// TestAGUITurnCounted: an AG-UI run is a turn like any other: counted in
+// the ledger once when it ends.
+func TestAGUITurnCounted(t *testing.T) {
+	store := newLedgerMemory()
+	e := newEnv(t, store, &scriptModel{Chunks: []string{"ok"}}, func(o *turn.Options) { o.Ledger = true })
+	body := []byte(`{"threadId":"ag1","runId":"r1","messages":[{"id":"m1","role":"user","content":"hello"}]}`)
+	resp := e.post(t, context.Background(), turn.AGUIPath, body, nil)
+	raw, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(raw), "RUN_FINISHED") {
+		t.Fatalf("AG-UI run: %d %v\n%s", resp.StatusCode, err, raw)
+	}
+	if u := usageOf(t, store, alice, time.Now()); u.Day.Turns != 1 || u.Day.ModelCalls != 1 {
+		t.Errorf("ledger %+v, want the run counted once", u.Day)
+	}
+	if s, err := store.GetSession(context.Background(), "ag1", alice); err != nil || s.ActiveTurn != nil {
+		t.Errorf("session %+v, %v; want released", s, err)
 	}
 }

@@ -204,8 +204,8 @@ func (t *run) failBeforeStream(step string, err error) {
 	if !e.leaseLost {
 		item := t.record(e, t.state.view(), 0, 0)
 		outcome := t.save(item)
-		if outcome == saved && t.countUsage(item) {
-			t.release(t.claim.BaseSequence, false)
+		if outcome == saved {
+			t.countAndRelease(item, t.claim.BaseSequence, false)
 		}
 		t.logFinished(e, outcome, 0)
 	}
@@ -444,11 +444,7 @@ func (t *run) finish(end ending, v view) {
 			cursor++
 			lines = t.diagnosticLine(lines, *end.trailer, cursor)
 		}
-		// Counted before the release: the session's next turn can only be
-		// counted after this one (docs/quotas.md).
-		if t.countUsage(item) {
-			t.release(cursor, end.diag != nil && end.diag.Code == protocol.CodeTurnInterrupted)
-		}
+		t.countAndRelease(item, cursor, end.diag != nil && end.diag.Code == protocol.CodeTurnInterrupted)
 	case fenced:
 		lines = t.lostLines(last)
 	default:
@@ -675,6 +671,17 @@ func sleepContext(ctx context.Context, d time.Duration) bool {
 		return true
 	case <-ctx.Done():
 		return false
+	}
+}
+
+// countAndRelease counts the saved turn item in the usage ledger, then
+// releases the lease (release): counted first, so that the session's next
+// turn is counted after this one (docs/quotas.md). A turn whose count
+// could not be confirmed is not released: its lease expires and the
+// store that decides it counts it.
+func (t *run) countAndRelease(item *chat.Turn, cursor int64, stopped bool) {
+	if t.countUsage(item) {
+		t.release(cursor, stopped)
 	}
 }
 
