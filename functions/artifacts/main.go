@@ -33,5 +33,5 @@ func main() {
 // local server) and the authenticator of cfg.Auth. The artifacts routes
 // issue no page cursors, so a generated CURSOR_SECRET is harmless here.
 func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (http.Handler, error) {
-	return startup.SessionHandler(ctx, cfg, logger, sessionapi.NewArtifactsHandler)
+	return startup.SessionHandler(ctx, cfg, logger, sessionapi.NewArtifactsHandler, false)
 }

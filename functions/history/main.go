@@ -50,5 +50,5 @@ func setup(ctx context.Context, cfg *config.Config, logger *slog.Logger) (func()
 // cfg.TableName (placeholder credentials when cfg.DynamoDBEndpoint names a
 // local server) and the authenticator of cfg.Auth.
 func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger) (http.Handler, error) {
-	return startup.SessionHandler(ctx, cfg, logger, sessionapi.NewHistoryHandler)
+	return startup.SessionHandler(ctx, cfg, logger, sessionapi.NewHistoryHandler, true)
 }

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -65,6 +66,9 @@ type Options struct {
 	// handler is built (a benchmark's model of its own, a shorter
 	// lease); nil leaves them as Config says.
 	Turn func(*turn.Options)
+	// Now is the history handler's clock (which day and month GET /usage
+	// reports); nil means time.Now. Tests set it with the turn handler's.
+	Now func() time.Time
 }
 
 // NewHandler returns the three handlers and the demo page mounted behind
@@ -93,6 +97,18 @@ func NewHandler(o Options) (http.Handler, error) {
 		Authenticator: o.Authenticator,
 		Logger:        handlerLog,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
+		Now:           o.Now,
+	}
+	if cfg.Usage.Ledger {
+		readFile := o.ReadFile
+		if readFile == nil {
+			readFile = os.ReadFile
+		}
+		q, err := definition.DefaultQuotas(cfg.Definitions(), readFile)
+		if err != nil {
+			return nil, fmt.Errorf("quotas: %w", err)
+		}
+		sessionOpts.Usage = &sessionapi.UsageOptions{Quotas: q}
 	}
 	historyHandler, err := sessionapi.NewHistoryHandler(sessionOpts)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
@@ -106,8 +107,8 @@ func Authenticator(ctx context.Context, cfg config.Config) (auth.Authenticator, 
 // SessionHandler builds a history or artifacts handler (newHandler is
 // sessionapi.NewHistoryHandler or sessionapi.NewArtifactsHandler) on the
 // DynamoDB store (Store) with the authenticator (Authenticator), logger
-// and cfg's body cap.
-func SessionHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, newHandler func(sessionapi.Options) (http.Handler, error)) (http.Handler, error) {
+// and cfg's body cap; with usage, GET /usage too (UsageOptions).
+func SessionHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, newHandler func(sessionapi.Options) (http.Handler, error), usage bool) (http.Handler, error) {
 	store, err := Store(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -116,5 +117,25 @@ func SessionHandler(ctx context.Context, cfg config.Config, logger *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
-	return newHandler(sessionapi.Options{Store: store, Authenticator: authn, Logger: logger, MaxBodyBytes: cfg.MaxBodyBytes})
+	opts := sessionapi.Options{Store: store, Authenticator: authn, Logger: logger, MaxBodyBytes: cfg.MaxBodyBytes}
+	if usage {
+		if opts.Usage, err = UsageOptions(cfg, os.ReadFile); err != nil {
+			return nil, err
+		}
+	}
+	return newHandler(opts)
+}
+
+// UsageOptions returns the GET /usage options of cfg: nil when the usage
+// ledger is off, else the quotas of the default definition (the
+// definitions file's, read with readFile, over QUOTAS).
+func UsageOptions(cfg config.Config, readFile func(string) ([]byte, error)) (*sessionapi.UsageOptions, error) {
+	if !cfg.Usage.Ledger {
+		return nil, nil
+	}
+	q, err := definition.DefaultQuotas(cfg.Definitions(), readFile)
+	if err != nil {
+		return nil, fmt.Errorf("quotas: %w", err)
+	}
+	return &sessionapi.UsageOptions{Quotas: q}, nil
 }
