@@ -21,6 +21,7 @@ import {
   type TurnDiagnostic,
   type TurnSummary,
 } from "../src/index.js";
+import { usageLine } from "./usage.js";
 
 const PAGE = 10;
 
@@ -43,10 +44,11 @@ const els = {
 
 const params = new URLSearchParams(location.search);
 const user = params.get("user") ?? "";
+const auth: Record<string, string> = isSafeId(user) ? { Authorization: `Bearer dev.${user}` } : {};
 const client = new TurnstreamClient({
   turnURL: "/turn/",
   historyURL: "/history/",
-  headers: isSafeId(user) ? { Authorization: `Bearer dev.${user}` } : {},
+  headers: auth,
   // The compact stream (docs/compact.md): text every 50 ms for a few
   // bytes more than the answer itself, instead of paced complete snapshots.
   compact: true,
@@ -151,6 +153,9 @@ const PLAIN: Record<string, string> = {
   CONFIRMATION_DECIDED: "This tool call was already approved or denied, perhaps in another window.",
   CONFIRMATION_EXPIRED: "It's too late to decide on this tool call: it waited too long, or a later message replaced it.",
   CONFIRMATION_NOT_FOUND: "This tool call is no longer waiting for a decision.",
+  QUOTA_EXCEEDED: "You've reached a usage limit for now. Wait a little, then send again.",
+  QUOTA_UNAVAILABLE: "The server can't check your usage limits right now. Try again in a moment.",
+  LIMIT_EXCEEDED: "This answer stopped at a usage limit. What it wrote is kept.",
 };
 function plain(code: string, message: string): string {
   return PLAIN[code] ?? message;
@@ -595,6 +600,7 @@ async function stream(turn: Turn, el: HTMLElement, first: () => void): Promise<u
     return e;
   } finally {
     current = undefined;
+    void usage(); // what is left after this turn, or after a refusal
     composerBusy(false);
     if (!deciding) decisionButtons(false);
     renderPicker();
@@ -651,6 +657,10 @@ function grow(): void {
 els.input.addEventListener("input", grow);
 
 els.who.textContent = `signed in as ${isSafeId(user) ? user : "local"} (dev auth)`;
+// What is left of the user's quotas, when little is (usage.ts).
+const usage = usageLine($("usage"), "/history/", auth);
+
 renderPicker();
 void loadFirst();
+void usage();
 els.input.focus();
