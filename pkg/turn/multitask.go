@@ -388,6 +388,12 @@ func (h *handler) runQueued(ctx context.Context, log *slog.Logger, c *chat.Claim
 	t, stop := h.newRun(runCtx, ctx, discardWriter{header: http.Header{}}, deadline, log, sub, c, claimedAt)
 	defer stop()
 	t.user = q.Message
+	// Its token quotas were checked at its enqueue, maybe long ago: they
+	// are checked again before each of its model calls, the first
+	// included (quota.go).
+	if quotas, err := h.quotasFor(runCtx, sub, &c.Session); err == nil && !quotas.IsZero() {
+		t.quota = &quotaState{quotas: quotas}
+	}
 	parent, err := h.parentTurn(runCtx, sub)
 	if err != nil {
 		t.failBeforeStream("lineage", err)

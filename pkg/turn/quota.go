@@ -320,7 +320,9 @@ func (t *run) beforeModelCall(ctx context.Context, step int) (int, error) {
 			maxTokens = int(min(left, definition.MaxTokens))
 		}
 	}
-	if step > 1 {
+	// The first call was checked before the claim, unless the figures
+	// were never read then (a queued turn, or a check failed open).
+	if step > 1 || t.quota != nil && t.quota.principal == nil {
 		if err := t.checkQuotaTokens(ctx); err != nil {
 			return 0, err
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -565,4 +566,34 @@ func TestAGUITurnCounted(t *testing.T) {
 	if s, err := store.GetSession(context.Background(), "ag1", alice); err != nil || s.ActiveTurn != nil {
 		t.Errorf("session %+v, %v; want released", s, err)
 	}
+}
+
+// TestQueuedTurnChecksTokenQuota: a queued turn's token quota is checked
+// when it starts, before its first model call, not only at its enqueue:
+// the turn before it reached the quota, so it ends with LIMIT_EXCEEDED
+// without calling the model, and is counted (a turn that used nothing).
+func TestQueuedTurnChecksTokenQuota(t *testing.T) {
+	forEachStoreWithLedger(t, func(t *testing.T, store chat.Store) {
+		e, m := multitaskEnv(t, store, func(o *turn.Options) {
+			o.Ledger = true
+			o.Definition.Quotas = chat.Quotas{Principal: chat.QuotaLimits{TokensPerDay: 3}}
+		})
+		a := e.startLive(t, context.Background(), "s", "A", "hold A")
+		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		e.enqueue(t, "s", "B", "question B")
+		m.finish()
+		<-a.done
+		waitLong(t, "B recorded", func() bool { return len(history(t, e, "s")) == 2 })
+		b := history(t, e, "s")[1]
+		if b.TurnID != "B" || b.Error == nil || b.Error.Code != protocol.CodeLimitExceeded {
+			t.Fatalf("B's record %+v, want LIMIT_EXCEEDED", b)
+		}
+		if in := m.inputs(); !slices.Equal(in, []string{"hold A"}) {
+			t.Errorf("model calls %v, want A's only", in)
+		}
+		waitLong(t, "both counted", func() bool { return usageOf(t, store, alice, time.Now()).Day.Turns == 2 })
+		if u := usageOf(t, store, alice, time.Now()); u.Day.Tokens() != 3 {
+			t.Errorf("ledger %+v, want A's 3 tokens", u.Day)
+		}
+	})
 }
