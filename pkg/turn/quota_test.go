@@ -469,7 +469,7 @@ func TestQuotaCheckCannotRead(t *testing.T) {
 			if !r.errD.Retryable || r.header.Get("Retry-After") != "1" || strings.Contains(string(r.raw), "unreachable") {
 				t.Errorf("503 %s, Retry-After %q", r.raw, r.header.Get("Retry-After"))
 			}
-			if _, err := store.Store.GetSession(context.Background(), "s1", alice); !errors.Is(err, chat.ErrSessionNotFound) {
+			if _, err := store.GetSession(context.Background(), "s1", alice); !errors.Is(err, chat.ErrSessionNotFound) {
 				t.Errorf("refused submit claimed its session: %v", err)
 			}
 			continue
