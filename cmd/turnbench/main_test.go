@@ -161,9 +161,9 @@ func TestChoose(t *testing.T) {
 		want string // names of the chosen sections, in order
 		err  bool
 	}{
-		"default":          {args{cold: true}, "handler load durable wire coldstart multitask", false},
-		"quick":            {args{quick: true, cold: true}, "handler load coldstart multitask", false},
-		"no cold starts":   {args{quick: true}, "handler load multitask", false},
+		"default":          {args{cold: true}, "handler load durable wire coldstart multitask ledger", false},
+		"quick":            {args{quick: true, cold: true}, "handler load coldstart multitask ledger", false},
+		"no cold starts":   {args{quick: true}, "handler load multitask ledger", false},
 		"only":             {args{only: "coldstart, throughput"}, "coldstart throughput", false},
 		"one of a section": {args{only: "wire"}, "wire", false},
 		"unknown section":  {args{only: "thruput"}, "", true},

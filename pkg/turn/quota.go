@@ -25,14 +25,18 @@ import (
 // the ledger before its release (countUsage).
 
 // MetadataLimit is the assistant message metadata member of a turn that
-// ended with LIMIT_EXCEEDED: which limit it reached.
+// ended with LIMIT_EXCEEDED, or that completed at its step limit: which
+// limit it reached.
 //
 //	"limit": {"scope": "turn"|"principal"|"tenant", "name": "<limit>", "limit": <n>, "used": <n>}
 //
-// name is a budget of the turn's definition (maxOutputTokens,
-// maxToolCalls, maxWallTime; limit and used in tokens, calls or
-// milliseconds) or a token quota (tokensPerDay, tokensPerMonth; in
-// tokens, used counting the turn's own).
+// name is a budget of the turn's definition, spelled as in the
+// definitions file's limits (maxOutputTokens, maxToolCalls,
+// maxWallTimeMs, maxSteps; limit and used in tokens, tool calls,
+// milliseconds or model calls) or a token quota (tokensPerDay,
+// tokensPerMonth; in tokens, used counting the turn's own). A turn at
+// its step limit completes (its last calls recorded as failed,
+// TextStepLimit); the others end with LIMIT_EXCEEDED.
 const MetadataLimit = "limit"
 
 // ScopeTurn is the scope of a per-turn budget in MetadataLimit.
@@ -42,7 +46,8 @@ const ScopeTurn = "turn"
 const (
 	BudgetOutputTokens = "maxOutputTokens"
 	BudgetToolCalls    = "maxToolCalls"
-	BudgetWallTime     = "maxWallTime"
+	BudgetWallTime     = "maxWallTimeMs"
+	BudgetSteps        = "maxSteps"
 )
 
 // TextLimitReached is the error of the tool calls a turn asked for in

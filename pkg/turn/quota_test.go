@@ -369,7 +369,8 @@ func budgetEnv(t *testing.T, store chat.Store, m model.Model, limits definition.
 // TestBudgets: each per-turn budget ends the turn with LIMIT_EXCEEDED and
 // its own detail, the partial answer kept: output tokens across the turn
 // (each call's completion capped at what is left), tool calls (the calls
-// within the budget run, the others never), wall time (the turn stopped).
+// within the budget run, the others never), wall time (the turn stopped);
+// the step limit, which completes the turn, names itself too.
 func TestBudgets(t *testing.T) {
 	t.Run("maxOutputTokens", func(t *testing.T) {
 		m := &stepModel{Steps: [][]model.Event{
@@ -412,7 +413,25 @@ func TestBudgets(t *testing.T) {
 			t.Errorf("%d model calls after the budget, want 1", len(m.requests()))
 		}
 	})
-	t.Run("maxWallTime", func(t *testing.T) {
+	t.Run("maxSteps", func(t *testing.T) {
+		// The step limit keeps its own ending (the turn completes, the
+		// last call's tools never run) and names itself in the metadata.
+		m := &stepModel{Steps: [][]model.Event{
+			{callEvent("c1", "workspace_note", `{"title":"A","body":"b"}`), usageEvent(1, 1)},
+			{{TextDelta: "Again."}, callEvent("c2", "workspace_note", `{"title":"B","body":"b"}`), usageEvent(1, 1)},
+		}}
+		e := budgetEnv(t, newLedgerMemory(), m, definition.Limits{MaxSteps: 2}, chat.Quotas{})
+		snap := e.submit(t, "s1", "t1", "hello", nil, nil).terminal(t)
+		if snap.Status != protocol.StatusComplete || snap.Error != nil {
+			t.Fatalf("terminal %s %+v, want complete", snap.Status, snap.Error)
+		}
+		a := snap.Messages[len(snap.Messages)-1]
+		wantLimit(t, a, `{"scope":"turn","name":"maxSteps","limit":2,"used":2}`)
+		if len(a.ToolCalls) != 2 || *a.ToolCalls[1].Error != turn.TextStepLimit {
+			t.Errorf("calls %+v, want the second failed at the step limit", a.ToolCalls)
+		}
+	})
+	t.Run("maxWallTimeMs", func(t *testing.T) {
 		hold := make(chan struct{})
 		defer close(hold)
 		m := &scriptModel{Chunks: []string{"partial ", "never"}, Delay: time.Hour}
