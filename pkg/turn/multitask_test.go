@@ -1,7 +1,6 @@
 package turn_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -201,19 +200,7 @@ func (e *env) openStream(t *testing.T, streamURL string) *liveStream {
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("GET %s: %d %s", streamURL, resp.StatusCode, b)
 	}
-	ls := &liveStream{done: make(chan struct{}), resp: resp}
-	go func() {
-		defer close(ls.done)
-		defer func() { _ = resp.Body.Close() }()
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(nil, 16<<20)
-		for sc.Scan() {
-			ls.mu.Lock()
-			ls.lines = append(ls.lines, append([]byte(nil), sc.Bytes()...))
-			ls.mu.Unlock()
-		}
-	}()
-	return ls
+	return readLive(resp)
 }
 
 // TestEnqueue: B submitted with enqueue while A runs is answered 202 with

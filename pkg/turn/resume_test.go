@@ -46,6 +46,11 @@ func (e *env) startLive(t testing.TB, ctx context.Context, sessionID, turnID, in
 		b, _ := io.ReadAll(resp.Body)
 		t.Fatalf("submit: %d %s", resp.StatusCode, b)
 	}
+	return readLive(resp)
+}
+
+// readLive reads resp's NDJSON lines as they arrive, in a goroutine.
+func readLive(resp *http.Response) *liveStream {
 	ls := &liveStream{done: make(chan struct{}), resp: resp}
 	go func() {
 		defer close(ls.done)

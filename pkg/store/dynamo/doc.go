@@ -13,9 +13,14 @@
 //	  leaseOrdinal, leaseInputHash, leaseLineage; absent when idle), the
 //	  terminal window (window: a map from turn id to "<position><outcome
 //	  letter><input hash>", position 0 the oldest, outcome c or i, the hash
-//	  in unpadded base64url; at most Options.TerminalWindow entries) and
-//	  releasedToken (the token of the last release, for idempotent retries).
-//	  Every claim and release rewrites it: it stays under 1 KB.
+//	  in unpadded base64url; at most Options.TerminalWindow entries),
+//	  releasedToken (the token of the last release, for idempotent
+//	  retries), the confirmations (a map by token), the queue (queue: a
+//	  map from the base64url turn id to "<seq>|<queuedAt>|<expiresAt>|
+//	  <started ordinal>|<flags>|<input hash>", queue.go; queueSeq) and,
+//	  while a dead turn's fate is being decided, fencedToken (fate.go).
+//	  Every claim and release rewrites it: it stays small (the queue holds
+//	  at most chat.MaxQueuedTurnsLimit entries of ~80 bytes).
 //	turn item     pk=SESSION#<id>  sk=TURN#<ordinal, 12 digits>
 //	  turnId (TurnIDIndex, projecting TurnIDIndexAttributes), visibleKey
 //	  (VisibleIndex, projecting all; absent once
@@ -34,16 +39,21 @@
 //	  chunk (B): one part of a large turn's compressed messages.
 //	live item     pk=SESSION#<id>  sk=TURN#<ordinal>#LIVE
 //	  a running turn's checkpoint head (checkpoint.go): leaseToken (every
-//	  update is conditional on it, so a takeover's new token fences it),
-//	  count (the delta items readers merge), sequence and usage of the
-//	  checkpointed snapshot, leaseExpiresAt, stop (a stop request), purgeAt.
-//	delta item    pk=SESSION#<id>  sk=TURN#<ordinal>#LIVE#<n, 6 digits>
-//	  d: what changed since the previous checkpoint (JSON), purgeAt.
-//	  A running turn's first checkpoint writes its turn item (status
-//	  running, live set); each later one writes a delta and moves the live
-//	  item's count; the final save rewrites the turn item whole and clears
-//	  live, and the live and delta items expire. Neither carries an index
-//	  key: a checkpoint costs no index write.
+//	  update is conditional on it, so the decision's fence stops it), the
+//	  head (the sequence of the last checkpoint, whose delta chain readers
+//	  fold), usage of the checkpointed snapshot, leaseExpiresAt, stop (a
+//	  stop request), purgeAt.
+//	delta item    pk=SESSION#<id>  sk=TURN#<ordinal>#D#<sequence, 16 digits>
+//	  what a checkpoint changed since the one it names as prior (JSON),
+//	  purgeAt. A running turn's first checkpoint writes its turn item
+//	  (status running, live set) and its live item; each later one writes
+//	  a delta and moves the live item's head; the final save rewrites the
+//	  turn item whole and clears live, and the live and delta items
+//	  expire. Neither carries an index key: a checkpoint costs no index
+//	  write.
+//	queue item    pk=SESSION#<id>  sk=QUEUE#<turnId>
+//	  a queued turn's user message, lineage, input hash and times
+//	  (queue.go); its order is the session item's queue entry.
 //
 // Request budgets, each measured by this package's tests: a claim is one
 // conditional UpdateItem that creates or claims the session; only a

@@ -58,6 +58,7 @@ func TestCheckpointAfterAFailedOne(t *testing.T) {
 		{"delta write hung", ddbfault.Hang, deltaWrite},
 	} {
 		t.Run(f.name, func(t *testing.T) {
+			t.Parallel() // its own table and fault transport
 			e := newFaultEnv(t)
 			ctx := faultCtx(t)
 			c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
@@ -115,6 +116,7 @@ func TestDecisionRecognisesItsOwnWrites(t *testing.T) {
 	for name, match := range writes {
 		for _, fault := range faults {
 			t.Run(name+"/"+fault.String(), func(t *testing.T) {
+				t.Parallel() // its own table and fault transport
 				e := newFaultEnv(t)
 				ctx := faultCtx(t)
 				c, err := e.s.ClaimTurn(ctx, claimReq("s1", "crash"))

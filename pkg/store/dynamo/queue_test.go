@@ -39,6 +39,7 @@ func TestNotRunRecordingSurvivesACrash(t *testing.T) {
 		{"removal answer lost", ddbfault.LoseAnswer, notRunEntryRemove, false},
 	} {
 		t.Run(f.name, func(t *testing.T) {
+			t.Parallel() // its own table and fault transport
 			e := newFaultEnv(t)
 			ctx := faultCtx(t)
 			c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
