@@ -602,7 +602,10 @@ func TestQueuedTurnChecksTokenQuota(t *testing.T) {
 		e.enqueue(t, "s", "B", "question B")
 		m.finish()
 		<-a.done
-		waitLong(t, "B recorded", func() bool { return len(history(t, e, "s")) == 2 })
+		waitLong(t, "B ended", func() bool {
+			h := history(t, e, "s")
+			return len(h) == 2 && h[1].Status != chat.TurnRunning
+		})
 		b := history(t, e, "s")[1]
 		if b.TurnID != "B" || b.Error == nil || b.Error.Code != protocol.CodeLimitExceeded {
 			t.Fatalf("B's record %+v, want LIMIT_EXCEEDED", b)
