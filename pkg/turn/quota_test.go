@@ -521,7 +521,7 @@ func TestUncountedTurnIsCountedByItsDecider(t *testing.T) {
 			t.Fatal("released a turn that was not counted")
 		}
 		store.recordErr = nil
-		waitFor(t, "the lease to expire and the next turn to run", func() bool {
+		waitLong(t, "the lease to expire and the next turn to run", func() bool {
 			return e.submit(t, "s1", "t2", "again", nil, nil).status == http.StatusOK
 		})
 		if u := usageOf(t, store, alice, time.Now()); u.Day.Turns != 2 {
