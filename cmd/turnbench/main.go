@@ -16,14 +16,16 @@
 // sections table below; -only runs some of them):
 //
 //   - handler: DynamoDB requests per completed turn (budget 4; 3 for a
-//     new session) and per history page (budget 1); turns/s at 1, 8 and
+//     new session; the usage ledger off, as in every section but the
+//     load run and ledger) and per history page (budget 1); turns/s at 1, 8 and
 //     64 concurrent sessions against conditional UpdateItem/s of the same
 //     server and that ceiling / 4; time to first snapshot p50/p99 against
 //     ClaimTurn called directly on the store; bytes on the wire per turn
 //     against the final snapshot, in session and turn snapshot scope; a
 //     history page at depth 10 against depth 10,000;
 //   - load: a fault-injecting load run (default 200 sessions x 10 turns)
-//     and its verification, internal/loadcheck;
+//     and its verification, internal/loadcheck, the usage ledger's
+//     counters included;
 //   - durable, wire: checkpoint cost, resume and stop latency, characters
 //     lost in a crash; paced and compact snapshots (not in -quick);
 //   - coldstart: each bootstrap's size, cold start under aws-lambda-rie,
@@ -40,6 +42,11 @@
 //     16 KB answer with and without checkpoints, and of a history page,
 //     priced with AWS's on-demand prices (README "What a turn costs"; not
 //     in -quick).
+//   - multitask: queued turns against plain ones;
+//   - ledger: the usage ledger's requests and units per turn against the
+//     ledger off (one write: budgets 4 + 1 and 3 + 1), the quota check
+//     before the claim against the ledger alone, time to the first line,
+//     a ledger item's growth with the sessions it counted (ledger.go).
 //
 // Flags: -quick (small sizes, seconds), -only SECTIONS, -coldstart=false
 // (leave the cold-start section out of the default run), -rie PATH
@@ -69,6 +76,7 @@ import (
 	"github.com/turnstream/turnstream/internal/lambdabin"
 	"github.com/turnstream/turnstream/internal/loadcheck"
 	"github.com/turnstream/turnstream/internal/throughput"
+	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
@@ -132,6 +140,8 @@ var sections = []section{
 		inRun: true, inQuick: true, run: multitaskRun, rows: multitaskRows},
 	{names: []string{"fate"}, about: "the fate harness: seeded schedules of pauses, kills, faults, resumes and reads on three dev servers, checked against the turn's invariants (internal/fate)",
 		run: fateRun, rows: fateRows, notes: fateNotes},
+	{names: []string{"ledger"}, about: "the usage ledger and the quota check before the claim: requests, units and time to the first line against the ledger off; a ledger item's growth",
+		inRun: true, inQuick: true, run: ledgerRun, rows: ledgerRows, notes: ledgerNotes},
 }
 
 // loadAttemptTimeout is the load client's per-attempt timeout: short, so
@@ -212,6 +222,8 @@ type report struct {
 	Telemetry *telemetryResult
 	// Cost is the cost section's measurements.
 	Cost *turnCost
+	// Ledger is the ledger section's figures.
+	Ledger *ledgerResult
 	// Multitask is the multitask section's figures.
 	Multitask *multitaskResult
 	// Fate is the fate section's report.
@@ -447,13 +459,23 @@ func loadSection(ctx context.Context, b *bench, rep *report, _ map[string]bool) 
 	if err != nil {
 		return err
 	}
-	lstore := dynamo.New(lclient, dynamo.Options{Table: b.table, CursorKey: b.cursorKey})
-	lw, err := benchwire.New(lstore, benchwire.HandlerConfig{EchoDelay: loadcheck.EchoDelay, EchoChunk: loadcheck.EchoChunk, LeaseDuration: lc.Lease})
+	// The ledger on, in the handler and in the store (whose decisions
+	// count the turns they decide): the run checks it.
+	lstore := dynamo.New(lclient, dynamo.Options{Table: b.table, CursorKey: b.cursorKey, Ledger: chat.LedgerOptions{Enabled: true}})
+	lw, err := benchwire.New(lstore, benchwire.HandlerConfig{EchoDelay: loadcheck.EchoDelay, EchoChunk: loadcheck.EchoChunk, LeaseDuration: lc.Lease, Ledger: true})
 	if err != nil {
 		return err
 	}
 	defer lw.Close()
-	rep.Load = loadcheck.Run(ctx, loadcheck.Server{Client: lw.Client, Traces: lw.Traces()}, inj, b.prefix, lc)
+	owner := chat.Principal{Subject: benchwire.Subject, Tenant: auth.DevTenant}
+	turns := func(ctx context.Context, sid string) (int64, error) {
+		s, err := b.store.GetSession(ctx, sid, owner) // faults off: the bench's own client
+		if err != nil {
+			return 0, err
+		}
+		return s.NextOrdinal - 1, nil
+	}
+	rep.Load = loadcheck.Run(ctx, loadcheck.Server{Client: lw.Client, Traces: lw.Traces(), Turns: turns}, inj, b.prefix, lc)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/turnstream/turnstream/internal/coldstart"
 	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/internal/lambdabin"
 )
 
@@ -39,9 +40,12 @@ func TestQuickRun(t *testing.T) {
 
 	set := quickSettings()
 	b := rep.Budgets
+	// The handler section runs with the usage ledger off: the turn's own
+	// requests. The ledger adds exactly one (below): budgets 4 and 5.
 	if b.NewTurnMax > 3 || b.ContTurnMax > 4 || b.NewTurns == 0 || b.ContTurns == 0 {
-		t.Errorf("requests per completed turn: new session max %d (budget 3), continued max %d (budget 4)", b.NewTurnMax, b.ContTurnMax)
+		t.Errorf("requests per completed turn, ledger off: new session max %d (budget 3), continued max %d (budget 4)", b.NewTurnMax, b.ContTurnMax)
 	}
+	checkLedgerSection(t, rep.Ledger)
 	if b.PageMax != 1 || b.Pages == 0 {
 		t.Errorf("requests per history page: max %d over %d pages; budget 1", b.PageMax, b.Pages)
 	}
@@ -157,9 +161,9 @@ func TestChoose(t *testing.T) {
 		want string // names of the chosen sections, in order
 		err  bool
 	}{
-		"default":          {args{cold: true}, "handler load durable wire coldstart telemetry cost multitask", false},
-		"quick":            {args{quick: true, cold: true}, "handler load coldstart multitask", false},
-		"no cold starts":   {args{quick: true}, "handler load multitask", false},
+		"default":          {args{cold: true}, "handler load durable wire coldstart telemetry cost multitask ledger", false},
+		"quick":            {args{quick: true, cold: true}, "handler load coldstart multitask ledger", false},
+		"no cold starts":   {args{quick: true}, "handler load multitask ledger", false},
 		"only":             {args{only: "coldstart, throughput"}, "coldstart throughput", false},
 		"one of a section": {args{only: "wire"}, "wire", false},
 		"unknown section":  {args{only: "thruput"}, "", true},
@@ -182,5 +186,38 @@ func TestChoose(t *testing.T) {
 				t.Errorf("chose %q, want %q", strings.Join(got, " "), tc.want)
 			}
 		})
+	}
+}
+
+// checkLedgerSection checks the ledger section's structural results: the
+// ledger adds exactly one request a turn (request budgets 3 + 1 for a new
+// session, 4 + 1 after) and a write unit; a principal's token quota one
+// read before the claim; a rate quota the read and the admission's
+// write; a tenant quota without its cache the principal's read and the
+// tenant's Query. A month item that holds more sessions' markers costs
+// no fewer units.
+func checkLedgerSection(t *testing.T, r *ledgerResult) {
+	t.Helper()
+	if r == nil || len(r.First) != len(ledgerModes) {
+		t.Error("ledger: not measured")
+		return
+	}
+	extra := []int{0, 1, 2, 3, 3, -1} // requests over the ledger off; -1: not fixed (the cache)
+	for i, mode := range ledgerModes {
+		for _, k := range []struct {
+			name string
+			at   []*dynamobench.CapacityAccount
+		}{{"new session", r.First}, {"second turn", r.Second}} {
+			got := k.at[i].Requests - k.at[0].Requests
+			if extra[i] >= 0 && got != extra[i] {
+				t.Errorf("ledger: %s, %s: %d requests, %d more than the ledger off; want %d more", mode.Name, k.name, k.at[i].Requests, got, extra[i])
+			}
+		}
+	}
+	if on, off := r.Second[1], r.Second[0]; on.Requests != 5 || on.WriteUnits() <= off.WriteUnits() {
+		t.Errorf("ledger: a second turn with the ledger: %d requests (budget 4 + 1), %d WCU against %d without", on.Requests, on.WriteUnits(), off.WriteUnits())
+	}
+	if r.GrowthLastWCU < r.GrowthFirstWCU || r.GrowthLastB <= r.GrowthFirstB || r.GrowthFirstWCU == 0 {
+		t.Errorf("ledger growth: first write %d WCU (%d B), after %d sessions %d WCU (%d B)", r.GrowthFirstWCU, r.GrowthFirstB, r.GrowthSessions, r.GrowthLastWCU, r.GrowthLastB)
 	}
 }

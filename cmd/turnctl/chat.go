@@ -817,6 +817,7 @@ func reportError(w io.Writer, cmd string, err error) {
 	switch {
 	case e.Diagnostic.Code != client.CodeResponseInvalid:
 		printDiagnostic(w, fmt.Sprintf("turnctl %s: HTTP %d", cmd, e.Status), e.Diagnostic)
+		printRetryAfter(w, cmd, e) // usage.go
 	case e.FunctionURLMessage != "":
 		// Lambda's function URL front end answers refused signatures and
 		// missing permissions itself, as {"Message":"..."}.

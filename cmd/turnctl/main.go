@@ -7,10 +7,13 @@
 //	turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [message...]
 //	turnctl attach -session ID [-turn ID] [-url URL] [-history URL] [-token TOKEN | -sigv4] [-json]
 //	turnctl history -session ID [-url URL] [-token TOKEN | -sigv4] [-json]
+//	turnctl usage [-period day|month] [-tenant] [-url URL] [-token TOKEN | -sigv4] [-json]
 //	turnctl conform -turn URL -history URL [-artifacts URL] [-token TOKEN | -sigv4]
 //
-// chat and history (chat.go, history.go) talk to a turn and a history
-// function, the dev server's by default, through pkg/client; chat
+// chat, history and usage (chat.go, history.go, usage.go) talk to a turn
+// and a history function, the dev server's by default, through
+// pkg/client; usage prints the caller's usage ledger and quotas
+// (docs/quotas.md); chat
 // reattaches to a turn whose stream drops, and attach (attach.go) follows
 // a running turn, over the turn function's resume route; conform
 // (conform.go) checks a deployment against the protocol, black-box.

@@ -35,5 +35,5 @@ func main() {
 // issue no page cursors, so a generated CURSOR_SECRET is harmless here.
 // tel (nil: off) gives its metrics and spans.
 func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, tel *telemetrysetup.Set) (http.Handler, error) {
-	return startup.SessionHandler(ctx, cfg, logger, tel, "artifacts", sessionapi.NewArtifactsHandler)
+	return startup.SessionHandler(ctx, cfg, logger, tel, "artifacts", sessionapi.NewArtifactsHandler, false)
 }

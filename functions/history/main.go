@@ -52,5 +52,5 @@ func setup(ctx context.Context, cfg *config.Config, logger *slog.Logger, tel *te
 // local server), the authenticator of cfg.Auth and tel's metrics and
 // spans (tel may be nil: off).
 func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, tel *telemetrysetup.Set) (http.Handler, error) {
-	return startup.SessionHandler(ctx, cfg, logger, tel, "history", sessionapi.NewHistoryHandler)
+	return startup.SessionHandler(ctx, cfg, logger, tel, "history", sessionapi.NewHistoryHandler, true)
 }

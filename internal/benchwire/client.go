@@ -66,9 +66,12 @@ func NewHTTPClient(conns int, wire *atomic.Int64) *http.Client {
 // Client returns a client of w's three functions as the bench principal
 // over hc. A dropped stream is not resumed: every section reads its
 // streams as they come.
-func (w *Wiring) Client(hc *http.Client) *client.Client {
+func (w *Wiring) Client(hc *http.Client) *client.Client { return w.ClientAs(hc, Subject) }
+
+// ClientAs is Client as the dev-mode principal subject (a SafeId).
+func (w *Wiring) ClientAs(hc *http.Client, subject string) *client.Client {
 	c, err := client.New(client.Options{TurnURL: w.base + "/turn/", HistoryURL: w.base + "/history/",
-		HTTPClient: hc, Auth: client.Bearer(strings.TrimPrefix(auth.DevAuthorization(Subject), "Bearer ")),
+		HTTPClient: hc, Auth: client.Bearer(strings.TrimPrefix(auth.DevAuthorization(subject), "Bearer ")),
 		Resume: client.ResumeOff})
 	if err != nil { // w.base is a loopback http URL
 		panic(err)

@@ -28,17 +28,25 @@ type Wiring struct {
 }
 
 // HandlerConfig is what differs between the wirings the first sections
-// start: the echo model's pace and the lease.
+// start: the echo model's pace, the lease, and the usage ledger.
 type HandlerConfig struct {
 	EchoDelay     time.Duration
 	EchoChunk     int
 	LeaseDuration time.Duration // zero: the configuration's
+	// Ledger turns the usage ledger on (USAGE_LEDGER=on: every turn
+	// counted, GET /history/usage served); the store's ledger should be
+	// enabled too, so that the turns it decides are counted.
+	Ledger bool
 }
 
 // New starts a loopback server of the dev server's handler on
-// store, with the echo pace and lease of hc.
+// store, with the echo pace, lease and ledger of hc.
 func New(store chat.Store, hc HandlerConfig) (*Wiring, error) {
-	return NewTurn(store, func(o *turn.Options) {
+	var env map[string]string
+	if hc.Ledger {
+		env = map[string]string{"USAGE_LEDGER": "on"}
+	}
+	return NewTurnEnv(store, nil, env, func(o *turn.Options) {
 		o.Model = echo.New(hc.EchoDelay, hc.EchoChunk)
 		if hc.LeaseDuration != 0 {
 			o.LeaseDuration = hc.LeaseDuration
@@ -48,13 +56,16 @@ func New(store chat.Store, hc HandlerConfig) (*Wiring, error) {
 
 // benchEnv is the environment the wirings' configuration is read from
 // (pkg/config): dev auth, one definition without tools, checkpoints off
-// (a section that wants them sets them), the echo model at full speed.
+// (a section that wants them sets them), the echo model at full speed,
+// the usage ledger off (the turn's own requests; the ledger section and
+// the load run turn it on).
 var benchEnv = map[string]string{
 	"AUTH_MODE":           "dev",
 	"DEFINITION_ID":       "assistant",
 	"CHECKPOINT_INTERVAL": "0",
 	"ECHO_DELAY":          "0",
 	"LOG_LEVEL":           "error",
+	"USAGE_LEDGER":        "off",
 }
 
 // NewTurn starts a loopback server of the dev server's handler
@@ -63,13 +74,25 @@ var benchEnv = map[string]string{
 // pacing, lease). A model set leaves in Options.Model serves the
 // configured definition (the dev server's echo provider).
 func NewTurn(store chat.Store, set func(*turn.Options)) (*Wiring, error) {
-	return NewTurnTelemetry(store, nil, set)
+	return NewTurnEnv(store, nil, nil, set)
 }
 
 // NewTurnTelemetry is NewTurn with the handlers' telemetry (nil: none):
 // what turnbench's telemetry section compares.
 func NewTurnTelemetry(store chat.Store, tel *telemetrysetup.Set, set func(*turn.Options)) (*Wiring, error) {
-	cfg, err := config.FromLookup(func(k string) (string, bool) { v, ok := benchEnv[k]; return v, ok })
+	return NewTurnEnv(store, tel, nil, set)
+}
+
+// NewTurnEnv is NewTurn with the handlers' telemetry (nil: none) and
+// env's variables over benchEnv (e.g. USAGE_LEDGER, QUOTAS, QUOTA_CACHE).
+func NewTurnEnv(store chat.Store, tel *telemetrysetup.Set, env map[string]string, set func(*turn.Options)) (*Wiring, error) {
+	cfg, err := config.FromLookup(func(k string) (string, bool) {
+		if v, ok := env[k]; ok {
+			return v, true
+		}
+		v, ok := benchEnv[k]
+		return v, ok
+	})
 	if err != nil {
 		return nil, fmt.Errorf("configuration: %w", err)
 	}

@@ -41,7 +41,8 @@ var functions = map[string]struct {
 // set on every function.
 var turnOnlyVariables = []string{
 	"CLEANUP_RESERVE", "DEFINITIONS_FILE", "DEFINITION_ID", "DEFINITION_REVISION", "ECHO_CHUNK_RUNES",
-	"ECHO_DELAY", "LEASE_DURATION", "MODEL_ID", "MODEL_MAX_STEPS", "MODEL_MAX_TOKENS", "MODEL_PROVIDER",
+	"ECHO_DELAY", "LEASE_DURATION", "MODEL_ID", "MODEL_MAX_STEPS", "MODEL_MAX_TOKENS", "MODEL_MAX_OUTPUT_TOKENS",
+	"MODEL_MAX_TOOL_CALLS", "MODEL_MAX_WALL_TIME", "MODEL_PROVIDER",
 	"MODEL_TOOLS", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SESSION_RETENTION", "SNAPSHOT_INTERVAL",
 	"SYSTEM_PROMPT", "TURN_TIMEOUT",
 }
@@ -69,6 +70,9 @@ var parameterSets = map[string]map[string]any{
 	"adot tracing, alarms notify": {"Tracing": "adot", "AdotLayerArn": "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-1-0:1",
 		"AlarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:ops", "CaptureMessageContent": "true", "TelemetryNamespace": "Chat/Prod"},
 	"x-ray, no alarms, no metrics": {"Tracing": "xray", "Alarms": "false", "TelemetryMetrics": "off"},
+	"quotas and budgets": {"Quotas": `{"principal":{"turnsPerMinute":3,"tokensPerDay":100000},"tenant":{"concurrentSessions":50}}`,
+		"QuotaFailMode": "open", "QuotaCache": "0", "LedgerRetention": "24h", "ModelMaxOutputTokens": "4000",
+		"ModelMaxToolCalls": "8", "ModelMaxWallTime": "2m"},
 }
 
 func TestTemplate(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -70,6 +71,9 @@ type Options struct {
 	// is the mount's function: turn, history, artifacts) and spans; nil
 	// means none.
 	Telemetry *telemetrysetup.Set
+	// Now is the history handler's clock (which day and month GET /usage
+	// reports); nil means time.Now. Tests set it with the turn handler's.
+	Now func() time.Time
 }
 
 // NewHandler returns the three handlers and the demo page mounted behind
@@ -100,6 +104,18 @@ func NewHandler(o Options) (http.Handler, error) {
 		Logger:        handlerLog,
 		MaxBodyBytes:  cfg.MaxBodyBytes,
 		Tracing:       o.Telemetry.Tracer(),
+		Now:           o.Now,
+	}
+	if cfg.Usage.Ledger {
+		readFile := o.ReadFile
+		if readFile == nil {
+			readFile = os.ReadFile
+		}
+		q, err := definition.DefaultQuotas(cfg.Definitions(), readFile)
+		if err != nil {
+			return nil, fmt.Errorf("quotas: %w", err)
+		}
+		sessionOpts.Usage = &sessionapi.UsageOptions{Quotas: q}
 	}
 	sessionOpts.Metrics = o.Telemetry.Metrics("history")
 	historyHandler, err := sessionapi.NewHistoryHandler(sessionOpts)
@@ -176,8 +192,9 @@ func logged(mountName string, h http.Handler, log *slog.Logger) http.Handler {
 // any credentials: staticCredentials uses placeholders instead of the
 // SDK's chain. desc says which store, for the start banner.
 func NewStore(ctx context.Context, cfg config.Config, staticCredentials bool, log *slog.Logger, tel *telemetrysetup.Set) (store chat.Store, desc string, err error) {
+	ledger := chat.LedgerOptions{Enabled: cfg.Usage.Ledger, Retention: cfg.Usage.LedgerRetention}
 	if cfg.DynamoDBEndpoint == "" {
-		return memory.New(memory.Options{CursorKey: cfg.CursorSecret}), "in-memory store", nil
+		return memory.New(memory.Options{CursorKey: cfg.CursorSecret, Ledger: ledger}), "in-memory store", nil
 	}
 	opts := dynamo.ClientOptions{
 		Endpoint:          cfg.DynamoDBEndpoint,
@@ -205,5 +222,5 @@ func NewStore(ctx context.Context, cfg config.Config, staticCredentials bool, lo
 	if created {
 		desc += " (created)"
 	}
-	return dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret}), desc, nil
+	return dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret, Ledger: ledger}), desc, nil
 }

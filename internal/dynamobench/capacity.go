@@ -23,9 +23,9 @@ type CapacityAccount struct {
 	// ReportedWCU is the base table's write units as the server reported
 	// them (dynalite: ceil(max(old, new) / 1 KB), as computed here).
 	ReportedWCU float64
-	// SessionBytes and TurnBytes are the largest session and turn item
-	// sizes a write of the turn left or found.
-	SessionBytes, TurnBytes int
+	// SessionBytes, TurnBytes and LedgerBytes are the largest session,
+	// turn and usage ledger item sizes a write of the turn left or found.
+	SessionBytes, TurnBytes, LedgerBytes int
 	// CheckpointWrites counts the writes of checkpoint items (live and
 	// delta items, and the first checkpoint's running turn item).
 	CheckpointWrites int
@@ -36,6 +36,8 @@ const (
 	CapacitySessionItem = "session item"
 	CapacityTurnItem    = "turn item"
 	CapacityCheckpoint  = "checkpoint items"
+	// CapacityLedgerItem is a principal's usage ledger item of a month.
+	CapacityLedgerItem = "ledger item"
 )
 
 func NewCapacityAccount() *CapacityAccount {
@@ -181,6 +183,8 @@ func itemKind(sk string) string {
 		return CapacitySessionItem
 	case dynamo.ItemLive, dynamo.ItemDelta:
 		return CapacityCheckpoint
+	case dynamo.ItemLedger:
+		return CapacityLedgerItem
 	default:
 		return CapacityTurnItem // turn, fence and chunk items
 	}
@@ -206,6 +210,8 @@ func (m *CapacityMeter) write(ctx context.Context, op string, key map[string]typ
 			a.SessionBytes = max(a.SessionBytes, size)
 		case CapacityTurnItem:
 			a.TurnBytes = max(a.TurnBytes, size)
+		case CapacityLedgerItem:
+			a.LedgerBytes = max(a.LedgerBytes, size)
 		}
 		switch {
 		case err == nil:

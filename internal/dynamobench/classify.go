@@ -29,7 +29,23 @@ const (
 	// deltas, running turn item), where the store has them.
 	KindCheckpoint = "checkpoint"
 	KindRead       = "read"
-	KindOther      = "other"
+	// KindUsage is a call on a usage ledger item (docs/quotas.md): the
+	// write that counts a turn (LedgerWrite), an admission's write or its
+	// cancellation (AdmissionWrite), and every read of a ledger item (the
+	// quota check's, a write's resolving read) or partition (a tenant's
+	// figures).
+	KindUsage = "usage"
+	KindOther = "other"
+)
+
+// The writes of KindUsage (Purpose.Write).
+const (
+	// LedgerWrite counts a turn: the ADD conditional on its session's
+	// marker.
+	LedgerWrite = "ledger write"
+	// AdmissionWrite records an admission (rate and concurrency quotas)
+	// or forgets one that was given back.
+	AdmissionWrite = "admission write"
 )
 
 // The writes of KindClaim, told apart where it matters (Purpose.Write).
@@ -68,6 +84,10 @@ func Classify(r Request) Purpose {
 	switch r.Op {
 	case "UpdateItem":
 		switch {
+		case item == dynamo.ItemLedger && strings.Contains(cond, "#mark"):
+			p.Kind, p.Write = KindUsage, LedgerWrite
+		case item == dynamo.ItemLedger:
+			p.Kind, p.Write = KindUsage, AdmissionWrite
 		case item == dynamo.ItemSession && strings.Contains(cond, "attribute_not_exists(#leaseToken)"):
 			p.Kind, p.Write = KindClaim, ClaimWrite
 		case item == dynamo.ItemSession && strings.Contains(cond, ":revision") && slices.Contains(r.Names, "fencedToken") && r.LeaseExpiresAt.IsZero():
@@ -97,8 +117,11 @@ func Classify(r Request) Purpose {
 		}
 	case "GetItem", "BatchGetItem":
 		p.Kind = KindRead
-		if item == dynamo.ItemLive || item == dynamo.ItemDelta {
+		switch item {
+		case dynamo.ItemLive, dynamo.ItemDelta:
 			p.Kind = KindCheckpoint
+		case dynamo.ItemLedger:
+			p.Kind = KindUsage
 		}
 	case "PutItem":
 		switch item {
@@ -113,10 +136,12 @@ func Classify(r Request) Purpose {
 		p.Kind = KindOther
 	case "Query":
 		p.SK = ""
-		switch r.Index {
-		case dynamo.VisibleIndex:
+		switch {
+		case dynamo.IsLedgerPartition(r.PK):
+			p.Kind = KindUsage // a tenant's figures
+		case r.Index == dynamo.VisibleIndex:
 			p.Kind = KindContext // the context load (history pages are other requests)
-		case dynamo.TurnIDIndex:
+		case r.Index == dynamo.TurnIDIndex:
 			p.Kind = KindClaim // the turn id lookup of a full window
 		default:
 			p.Kind = KindOther // a chunked turn's chunks, a crashed turn's checkpoints

@@ -23,9 +23,9 @@ type Request struct {
 	// Op is the operation name: "GetItem", "PutItem", "UpdateItem",
 	// "DeleteItem", "Query", ...
 	Op string
-	// PK and SK are the key (or a put item's key) of a keyed call; a
-	// Query's PK is the session partition its key condition names, its
-	// SK "".
+	// PK and SK are the key (or a put item's key) of a keyed call (a
+	// BatchGetItem's first key); a Query's PK is the session or usage
+	// ledger partition its key condition names, its SK "".
 	PK, SK string
 	// Index is a Query's index name ("" for the table).
 	Index string
@@ -228,6 +228,12 @@ func Describe(op string, params any) Request {
 		r.LeaseExpiresAt = leaseExpiryOf(in)
 	case *dynamodb.GetItemInput:
 		r.PK, r.SK = strAttr(in.Key, dynamo.AttrPK), strAttr(in.Key, dynamo.AttrSK)
+	case *dynamodb.BatchGetItemInput:
+		for _, ka := range in.RequestItems { // the store reads one table
+			if len(ka.Keys) > 0 {
+				r.PK, r.SK = strAttr(ka.Keys[0], dynamo.AttrPK), strAttr(ka.Keys[0], dynamo.AttrSK)
+			}
+		}
 	case *dynamodb.PutItemInput:
 		r.PK, r.SK = strAttr(in.Item, dynamo.AttrPK), strAttr(in.Item, dynamo.AttrSK)
 		r.Condition = aws.ToString(in.ConditionExpression)
@@ -274,10 +280,11 @@ func leaseExpiryOf(in *dynamodb.UpdateItemInput) time.Time {
 // leaseExpiresAt is the store's attribute of a lease's expiry.
 const leaseExpiresAt = "leaseExpiresAt"
 
-// sessionOfQuery returns the session pk a Query's key condition names.
+// sessionOfQuery returns the session pk (or the usage ledger partition)
+// a Query's key condition names.
 func sessionOfQuery(in *dynamodb.QueryInput) string {
 	for _, v := range in.ExpressionAttributeValues {
-		if s, ok := v.(*types.AttributeValueMemberS); ok && isSessionPK(s.Value) {
+		if s, ok := v.(*types.AttributeValueMemberS); ok && (isSessionPK(s.Value) || dynamo.IsLedgerPartition(s.Value)) {
 			return s.Value
 		}
 	}

@@ -22,7 +22,10 @@
 // SESSION_BUSY for a request's own claim, no snapshot line built after
 // its lease expired or after another turn claimed the session
 // (checkLines says what that check can and cannot prove), no lease held
-// past its expiry. cmd/turnbench runs it as its load section and renders
+// past its expiry; and the usage ledger counted every turn that ended
+// exactly once (ledger.go: GET /usage's growth over the run against the
+// sessions' claimed ordinals and history's tokens, the ledger writes'
+// own faults aimed at too). cmd/turnbench runs it as its load section and renders
 // the Report with Rows; it also uses the traces to count each request's
 // DynamoDB calls.
 package loadcheck

@@ -144,6 +144,13 @@ var aims = []aim{
 	{Kind: dynamobench.KindRelease, Fault: ddbfault.ServerErrorBefore, Every: true}, // the lease is left to expire
 	{Kind: dynamobench.KindRenew, Fault: ddbfault.Hang, Every: true, Long: true},    // the lease can no longer be proven
 	{Kind: dynamobench.KindRenew, Fault: ddbfault.LoseAnswer, Long: true},
+	// The turn's ledger write (docs/quotas.md): counted once whatever its
+	// answer; one that cannot be confirmed leaves the lease to expire and
+	// the turn to the store that decides it.
+	{Kind: dynamobench.LedgerWrite, Fault: ddbfault.LoseAnswer},                     // applied; the SDK's retry finds the marker
+	{Kind: dynamobench.LedgerWrite, Fault: ddbfault.ServerErrorAfter, Every: true},  // applied; the resolving read sees it
+	{Kind: dynamobench.LedgerWrite, Fault: ddbfault.Hang, Every: true},              // never answered: left to the decider
+	{Kind: dynamobench.LedgerWrite, Fault: ddbfault.ServerErrorBefore, Every: true}, // never applied: left to the decider
 }
 
 // attemptRecord is one HTTP attempt of an API call.

@@ -72,7 +72,8 @@ type Report struct {
 	// whose answer was lost or replaced by a 500 (the SDK retried, or gave
 	// up); RanOnce those whose turn then ran exactly once, FailedAfter
 	// those the store recognised whose context load then failed on every
-	// attempt (500; the turn recorded once, as an error), Unresolvable
+	// attempt (500; the turn recorded once, as an error) or whose turn id
+	// lookup did (500; the claim given back), Unresolvable
 	// those whose resolving read failed on every attempt too (500, the
 	// lease left to expire).
 	ClaimsAnswerLost, ClaimsRanOnce, ClaimsFailedAfter, ClaimsUnresolvable int
@@ -92,7 +93,9 @@ type Report struct {
 	// (then the line was in time), which turnbench cannot see.
 	Lines, AfterExpiry, AfterClaim, Ambiguous, InFlight, AfterUnknownRenewal int
 	LeasesHeldAfterRun, LeasesPastExpiry                                     int
-	Problems                                                                 []string // the first few, for the report
+	// Ledger is the usage ledger's check (ledger.go).
+	Ledger   LedgerCheck
+	Problems []string // the first few, for the report
 	// Notes are the first few outcomes the store could not know (its
 	// resolving read failed too), with their calls.
 	Notes []string
@@ -144,6 +147,10 @@ type Server struct {
 	// the run's sessions, over hc.
 	Client func(hc *http.Client) *client.Client
 	Traces *Traces
+	// Turns returns how many turns of a session ended: its claimed
+	// ordinals (chat.Session.NextOrdinal - 1), read from the table after
+	// the run; nil leaves the usage ledger unchecked.
+	Turns func(ctx context.Context, sessionID string) (int64, error)
 }
 
 // Run drives cfg.Sessions sessions of cfg.Turns turns through srv, whose
@@ -158,6 +165,7 @@ func Run(ctx context.Context, srv Server, inj *Injector, prefix string, cfg Conf
 	defer hc.CloseIdleConnections()
 	c := srv.Client(hc)
 
+	before, skipped := ledgerBaseline(ctx, c)
 	var mu sync.Mutex
 	records := map[string][]loadRecord{}
 	sessions := make(chan int)
@@ -209,6 +217,8 @@ func Run(ctx context.Context, srv Server, inj *Injector, prefix string, cfg Conf
 			rep.problem("session %s: lease of %s still held past its expiry", sid, s.CurrentTurn.TurnID)
 		}
 	}
+	// Every turn has ended and been decided: the ledger counted each once.
+	checkLedger(ctx, c, srv, before, skipped, records, rep)
 	return rep
 }
 
@@ -358,6 +368,13 @@ func factsOf(ops []Op) facts {
 			// Query of its checkpoints), or another call before the
 			// stream.
 			f.claimFailed = f.claimFailed || op.failed()
+		case op.Kind == dynamobench.KindUsage:
+			// The usage ledger: before the save, the count of a crashed
+			// turn the claim decided (its failure fails the claim); after
+			// it, the turn's own count, which the client does not see.
+			if save == nil {
+				f.claimFailed = f.claimFailed || op.failed()
+			}
 		case op.Kind == dynamobench.KindRenew:
 			lastSession = op
 			if op.Err != "" || faulted(op) || !f.expiry.IsZero() && op.End.After(f.expiry) {
@@ -422,6 +439,10 @@ func judge(f facts, res *Result, earlier applied, saved bool, lease time.Duratio
 				// Claimed, then the context load, the acknowledgment or the
 				// renewal before it (a lease half gone) failed on every
 				// attempt.
+				return verdict{}
+			case f.claim == appliedYes && f.claimFailed && f.givenBack == appliedYes:
+				// Claimed, then the claim's turn id lookup failed on every
+				// attempt: the claim was given back.
 				return verdict{}
 			case f.claim == appliedYes && f.claimResolved:
 				return bad("500 for an applied claim whose resolving read was answered")
@@ -606,7 +627,7 @@ func verifySession(ctx context.Context, c *client.Client, sid string, recs []loa
 				rep.problem("%s/%s: claim applied with its answer lost, of a turn id claimed before", sid, r.Turn)
 			case res.Status == http.StatusOK:
 				rep.ClaimsRanOnce++
-			case res.Status == http.StatusInternalServerError && (f.afterClaimFailed || f.renewTrouble):
+			case res.Status == http.StatusInternalServerError && (f.afterClaimFailed || f.renewTrouble || f.claimFailed && f.givenBack == appliedYes):
 				rep.ClaimsFailedAfter++
 			case res.Status == http.StatusInternalServerError && !f.claimResolved:
 				rep.ClaimsUnresolvable++

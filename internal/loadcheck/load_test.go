@@ -101,6 +101,25 @@ func TestLoadTransportRecordsTheTruth(t *testing.T) {
 	if err == nil || f.claim != appliedNo || !ops[0].CondFailed || ops[0].Attempts[0].ErrorType != "ConditionalCheckFailedException" {
 		t.Errorf("replay: %v, facts %+v, calls %s; want a failed condition, nothing applied", err, f, describe(ops))
 	}
+
+	// The turn's ledger write, its answer lost: applied, and the SDK's
+	// retry finds the marker (a failed condition: counted once).
+	entry := chat.LedgerEntry{SessionID: "s1", Ordinal: c.Lease.Ordinal, Owner: p, StartedAt: time.Now()}
+	_, ops, err = call(&aims[len(aims)-4], func(ctx context.Context) error { return store.RecordUsage(ctx, entry) })
+	if err != nil || len(ops) != 1 || ops[0].Kind != dynamobench.KindUsage || ops[0].Write != dynamobench.LedgerWrite ||
+		appliedOf(&ops[0]) != appliedYes || !answerLost(&ops[0]) || !ops[0].CondFailed {
+		t.Errorf("ledger write, its answer lost: %v, calls %s; want one ledger write, applied, its retry's condition failed", err, describe(ops))
+	}
+	// Every attempt refused before it applies: the store's resolving read
+	// (a usage read, not the claim's) finds it not applied and sends it
+	// once more, refused too. Without a save before it, the request's
+	// facts take it for a decision's count in the claim: the claim failed.
+	entry.Ordinal++
+	f, ops, err = call(&aims[len(aims)-1], func(ctx context.Context) error { return store.RecordUsage(ctx, entry) })
+	if err == nil || !f.claimFailed || len(ops) != 3 || ops[1].Kind != dynamobench.KindUsage || ops[1].Op != "GetItem" ||
+		ops[2].Write != dynamobench.LedgerWrite || appliedOf(&ops[0]) != appliedNo || appliedOf(&ops[2]) != appliedNo {
+		t.Errorf("ledger write refused: %v, facts %+v, calls %s; want the write, its read, the write again, none applied", err, f, describe(ops))
+	}
 }
 
 func TestJudge(t *testing.T) {
@@ -135,6 +154,7 @@ func TestJudge(t *testing.T) {
 		"500 not retryable":                         {facts{claimFailed: true}, status(500, protocol.CodeServerInternal, false), appliedNo, false, false},
 		"500 for an applied, read claim":            {claimed, status(500, protocol.CodeServerInternal, true), appliedNo, false, false},
 		"500, applied but unresolvable":             {facts{claim: appliedYes, claimFailed: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
+		"500, the lookup failed, given back":        {facts{claim: appliedYes, claimResolved: true, claimFailed: true, givenBack: appliedYes}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
 		"500, the context load failed":              {facts{claim: appliedYes, claimResolved: true, afterClaimFailed: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
 		"500, the renewal before the stream failed": {facts{claim: appliedYes, claimResolved: true, renewTrouble: true}, status(500, protocol.CodeServerInternal, true), appliedNo, false, true},
 		"indeterminate after a claim":               {facts{}, status(409, protocol.CodeTurnOutcomeIndeterminate, false), appliedYes, false, true},

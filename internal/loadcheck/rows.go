@@ -29,13 +29,23 @@ func Rows(l *Report, lc Config) [][4]string {
 			l.LeasesHeldAfterRun, l.LeasesPastExpiry == 0, l.LeasesPastExpiry))
 	add("load run: claims whose write applied but whose answer was lost or a 500 (the SDK retried or gave up)",
 		fmt.Sprintf("%d, of them ran exactly once %d", l.ClaimsAnswerLost, l.ClaimsRanOnce),
-		fmt.Sprintf("recognised, then the context load failed on every attempt (500, recorded once) %d; unresolvable (500: the resolving read failed on every attempt too) %d", l.ClaimsFailedAfter, l.ClaimsUnresolvable),
+		fmt.Sprintf("recognised, then the context load failed on every attempt (500, recorded once) or the turn id lookup did (500, given back) %d; unresolvable (500: the resolving read failed on every attempt too) %d", l.ClaimsFailedAfter, l.ClaimsUnresolvable),
 		fmt.Sprintf("%d/%d ran once", l.ClaimsRanOnce, l.ClaimsAnswerLost-l.ClaimsFailedAfter-l.ClaimsUnresolvable))
 	add("load run: snapshot lines streamed after a lease was lost",
 		fmt.Sprintf("%d after their lease's expiry, %d after a later claim of the session applied (of %d snapshot lines)", l.AfterExpiry, l.AfterClaim, l.Lines),
 		fmt.Sprintf("emitted while a later claim was in flight (ambiguous) %d; emitted before it, received after %d; within the expiry of a renewal that reached DynamoDB unanswered (the store may have resolved it applied) %d", l.Ambiguous, l.InFlight, l.AfterUnknownRenewal),
 		"-")
-
+	lg := l.Ledger
+	if lg.Checked {
+		add("load run: usage ledger (GET /usage, month) against history of the run's sessions, faults off",
+			fmt.Sprintf("counted %d turns, %d input and %d output tokens", lg.Counted.Turns, lg.Counted.InputTokens, lg.Counted.OutputTokens),
+			fmt.Sprintf("ended (the sessions' claimed ordinals) %d turns; history: %d turns (%d acknowledged, %d lost before a checkpoint unlisted), %d input and %d output tokens; ledger writes %d: applied with the answer lost or a 500 %d, unanswered %d, failed (left to the decider) %d, found counted %d",
+				lg.Ended, lg.Recorded.Turns, lg.Acknowledged.Turns, lg.Ended-lg.Recorded.Turns, lg.Recorded.InputTokens, lg.Recorded.OutputTokens, lg.Writes, lg.AnswerLost, lg.Unknown, lg.Failed, lg.Recognised),
+			fmt.Sprintf("%d/%d turns, tokens equal: %v", lg.Counted.Turns, lg.Ended,
+				lg.Counted.InputTokens == lg.Recorded.InputTokens && lg.Counted.OutputTokens == lg.Recorded.OutputTokens))
+	} else {
+		add("load run: usage ledger", "not checked: "+lg.Skipped, "-", "-")
+	}
 	return rows
 }
 
@@ -76,6 +86,10 @@ func (r *Report) Coverage(cfg Config) error {
 		return fmt.Errorf("no claim applied with its answer lost; the aimed cases did not happen")
 	case r.TurnsAttempted != cfg.Sessions*cfg.Turns:
 		return fmt.Errorf("%d turns attempted, want %d", r.TurnsAttempted, cfg.Sessions*cfg.Turns)
+	case !r.Ledger.Checked && r.Ledger.Skipped != monthCrossed:
+		return fmt.Errorf("the usage ledger was not checked: %s", r.Ledger.Skipped)
+	case r.Ledger.AnswerLost == 0:
+		return fmt.Errorf("no ledger write applied with its answer lost; the aimed cases did not happen")
 	}
 	return nil
 }

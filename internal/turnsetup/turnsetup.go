@@ -59,7 +59,7 @@ func NewHandler(cfg config.Config, d Deps) (*turn.Handler, error) {
 	if readFile == nil {
 		readFile = os.ReadFile
 	}
-	defs, err := definition.Load(cfg.Model.Definitions(), readFile, reg.Has)
+	defs, err := definition.Load(cfg.Definitions(), readFile, reg.Has)
 	if err != nil {
 		return nil, fmt.Errorf("definitions: %w", err)
 	}
@@ -89,6 +89,9 @@ func NewHandler(cfg config.Config, d Deps) (*turn.Handler, error) {
 		ConfirmationTTL:        cfg.ConfirmationTTL,
 		MaxQueuedTurns:         cfg.MaxQueuedTurns,
 		QueuedTurnTTL:          cfg.QueuedTurnTTL,
+		Ledger:                 cfg.Usage.Ledger,
+		QuotaFailOpen:          cfg.Usage.QuotaFailOpen,
+		QuotaCache:             cfg.Usage.QuotaCache,
 		Dispatch:               d.Dispatch,
 		Metrics:                d.Metrics,
 		Tracing:                d.Tracing,

@@ -111,6 +111,13 @@ type Lease struct {
 	Ordinal   int64     // the ordinal of the turn holding the lease
 	InputHash string
 	Lineage   protocol.Lineage
+	// StartedAt is the claim's ClaimRequest.StartedAt (millisecond
+	// precision): the turn's periods in the usage ledger, whoever counts
+	// it.
+	StartedAt time.Time
+	// Admission is the claim's ClaimRequest.Admission: the admission the
+	// turn's ledger entry releases.
+	Admission string
 }
 
 // Session is a session item: owner, the session envelope fields
@@ -180,6 +187,11 @@ type Turn struct {
 	// Messages are the turn's canonical messages (the user message first).
 	Messages []protocol.Message
 	Usage    protocol.Usage
+	// Metered is the turn's account (Usage: tokens, model and tool
+	// calls, DynamoDB requests and units), what the usage ledger counts
+	// for it (docs/quotas.md): as of its save, or of its last checkpoint
+	// for a turn decided lost.
+	Metered Usage
 	// Error is the turn's diagnostic when Status is TurnError or
 	// TurnInterrupted; nil otherwise.
 	Error     *protocol.Diagnostic
@@ -222,6 +234,8 @@ type Checkpoint struct {
 	// the same ids, parts and content as the snapshot of Sequence.
 	Messages []protocol.Message
 	Usage    protocol.Usage
+	// Metered is the turn's account so far (Turn.Metered).
+	Metered Usage
 	// FirstSequence is the turn's first snapshot sequence; Sequence the
 	// snapshot whose state this is (>= FirstSequence).
 	FirstSequence int64
@@ -284,6 +298,15 @@ type ClaimRequest struct {
 	// a Decision (which always goes first), a free session whose queued
 	// turns wait is ErrSessionQueued.
 	AheadOfQueue bool
+	// StartedAt is when the turn starts (the caller's clock, just before
+	// the claim), kept with the lease (Lease.StartedAt) so that whoever
+	// counts the turn in the usage ledger counts it in the same day and
+	// month; zero means the store's now.
+	StartedAt time.Time
+	// Admission is the turn's admission under rate and concurrency quotas
+	// (Store.Admit), kept with the lease (Lease.Admission); empty when
+	// none.
+	Admission string
 }
 
 // AheadOfQueued reports whether the claim may start before the session's
@@ -468,6 +491,14 @@ type Page struct {
 // do, so a turn's fate is recorded within one read after its lease
 // expires. Until then, or when the deciding write cannot be made, readers
 // show the turn running with its lease expiry, never lost.
+//
+// A store whose ledger is enabled (LedgerOptions.Enabled) counts every
+// turn it decides in the usage ledger (RecordUsage, from the turn's
+// record: its Metered usage; a turn lost before its first checkpoint
+// counts as one turn that used nothing) before it frees the session, so
+// that a session's turns are counted in ordinal order whoever ends them.
+// A queued turn whose claim died before its acknowledgment waits again
+// and is not counted; nor is a queued turn that never ran.
 type Store interface {
 	// ClaimTurn takes the session's lease for req.TurnID, creating the
 	// session owned by req.Principal on first use. It returns
@@ -655,6 +686,54 @@ type Store interface {
 	// GetArtifacts returns the artifact references of a stored turn, as
 	// FindTurn for access and errors.
 	GetArtifacts(ctx context.Context, sessionID, turnID string, p Principal) ([]ArtifactReference, error)
+
+	// The usage ledger and quota admissions (docs/quotas.md; ledger.go).
+
+	// RecordUsage counts one ended turn: e's usage and one turn added to
+	// the counters of e.Owner for the UTC day and month of e.StartedAt,
+	// and e.Admission's running slot released. Exactly once per turn: an
+	// entry whose ordinal is not above the last one counted for its
+	// session (in that month) was counted already and changes nothing; the
+	// call returns nil either way, so that a retried, re-sent or repeated
+	// entry (the turn's process and a store deciding the turn) is counted
+	// once. A write whose outcome is unknown is resolved with one
+	// consistent read (the session's last counted ordinal). Callers count
+	// a session's turns in ordinal order, each before the session's lease
+	// passes on (ReleaseTurn, or the decision of a lost turn).
+	// ErrInvalidRequest unless e validates. 1 request.
+	RecordUsage(ctx context.Context, e LedgerEntry) error
+
+	// ReadUsage returns p's ledger at at: its counters for the UTC day and
+	// month containing at and its admissions still live
+	// (Admission.Live), read consistently; zero counters when p has none.
+	// Records past their retention (LedgerOptions) read as absent. 1
+	// request.
+	ReadUsage(ctx context.Context, p Principal, at time.Time) (*PrincipalUsage, error)
+
+	// ListUsage returns one page of the principals of req.Tenant with a
+	// ledger record for the month containing req.At, by PrincipalKey, each
+	// as ReadUsage would; pages are never empty while more principals
+	// exist. ErrInvalidCursor for a cursor of another tenant or month, or
+	// a tampered one; ErrInvalidRequest for a bad limit. 1 request a page
+	// (DynamoDB reads at most 1 MB a page: a large page may take more).
+	ListUsage(ctx context.Context, req UsageListRequest) (*UsagePage, error)
+
+	// Admit records req.Admission for req.Principal if its running
+	// admissions are fewer than req.ConcurrentSessions and its admissions
+	// of the last minute fewer than req.TurnsPerMinute (zero: unlimited),
+	// atomically with the check (a compare-and-set on the principal's
+	// admission state, retried after a lost race), and returns the usage
+	// the decision was taken on; a *QuotaError (ErrQuotaExceeded) when a
+	// limit refuses it, recording nothing. An admission whose outcome is
+	// unknown is resolved by one consistent read (its id recorded).
+	// Admissions no longer live are forgotten on the way. With req.Basis
+	// current: 1 request; else 2.
+	Admit(ctx context.Context, req AdmitRequest) (*PrincipalUsage, error)
+
+	// CancelAdmission forgets admission a of p, whose turn never started
+	// (its claim was refused): it counts towards no quota any more. A
+	// forgotten or unknown admission is not an error. 1 request.
+	CancelAdmission(ctx context.Context, p Principal, a Admission) error
 }
 
 // AppendTerminal returns a new window: window with e appended, an older
@@ -752,7 +831,7 @@ func (c *Claim) CheckCheckpoint(cp *Checkpoint) error {
 func (cp *Checkpoint) TurnOf() *Turn {
 	return &Turn{
 		SessionID: cp.SessionID, TurnID: cp.TurnID, Ordinal: cp.Ordinal, Status: TurnRunning,
-		Lineage: cp.Lineage, InputHash: cp.InputHash, Messages: cp.Messages, Usage: cp.Usage,
+		Lineage: cp.Lineage, InputHash: cp.InputHash, Messages: cp.Messages, Usage: cp.Usage, Metered: cp.Metered,
 		FirstSequence: cp.FirstSequence, LastSequence: cp.Sequence, StartedAt: cp.StartedAt,
 		Head: cp.Sequence,
 	}

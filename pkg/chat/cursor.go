@@ -62,3 +62,49 @@ func (c CursorCodec) mac(sessionID string, order Order, body []byte) []byte {
 	_, _ = h.Write(body)
 	return h.Sum(nil)
 }
+
+// keyCursorVersion is the first byte of a key cursor (EncodeKey).
+const keyCursorVersion = 2
+
+// maxCursorKey bounds the key a key cursor carries.
+const maxCursorKey = 64
+
+// EncodeKey returns an opaque cursor carrying key (at most 64 bytes: the
+// last item of a page), bound to binding (what the listing is of, such
+// as UsageCursorBinding) with HMAC-SHA256 under Key. URL-safe base64
+// without padding. It panics on a longer key (a programming error).
+func (c CursorCodec) EncodeKey(binding, key string) string {
+	if len(key) > maxCursorKey {
+		panic("chat: cursor key too long")
+	}
+	body := append([]byte{keyCursorVersion}, key...)
+	mac := c.keyMAC(binding, body)
+	return base64.RawURLEncoding.EncodeToString(append(body, mac...))
+}
+
+// DecodeKey returns the key of a cursor made by EncodeKey for the same
+// binding. Any other input yields ErrInvalidCursor.
+func (c CursorCodec) DecodeKey(binding, cursor string) (string, error) {
+	if len(cursor) > 160 || strings.ContainsAny(cursor, "=+/") {
+		return "", ErrInvalidCursor
+	}
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(cursor)
+	if err != nil || len(raw) < 1+sha256.Size || raw[0] != keyCursorVersion {
+		return "", ErrInvalidCursor
+	}
+	body, mac := raw[:len(raw)-sha256.Size], raw[len(raw)-sha256.Size:]
+	if !hmac.Equal(mac, c.keyMAC(binding, body)) {
+		return "", ErrInvalidCursor
+	}
+	return string(body[1:]), nil
+}
+
+func (c CursorCodec) keyMAC(binding string, body []byte) []byte {
+	if len(c.Key) == 0 {
+		panic("chat: CursorCodec used without a key")
+	}
+	h := hmac.New(sha256.New, c.Key)
+	_, _ = h.Write([]byte("turnstream.keycursor\x00" + binding + "\x00"))
+	_, _ = h.Write(body)
+	return h.Sum(nil)
+}

@@ -13,6 +13,12 @@ import (
 //
 //   - InputTokens and OutputTokens are the model's own token counts
 //     (model usage events), summed over the turn's model calls;
+//     CacheReadTokens and CacheWriteTokens are the prompt tokens the
+//     provider reports read from or written to its prompt cache, where it
+//     reports them (Bedrock cacheReadInputTokens and
+//     cacheWriteInputTokens, OpenAI prompt_tokens_details), zero
+//     elsewhere; providers count them as they bill them (OpenAI's cached
+//     tokens are part of its prompt tokens, Bedrock's are not);
 //   - ModelCalls counts model calls started (each tool round trip is
 //     one more); ToolCalls counts tool calls the model asked for,
 //     including those that failed or never ran;
@@ -31,12 +37,18 @@ type Usage struct {
 	StoreRequests int64   `json:"storeRequests"`
 	ReadUnits     float64 `json:"readUnits"`
 	WriteUnits    float64 `json:"writeUnits"`
+	// CacheReadTokens and CacheWriteTokens came after the fields above
+	// (additive: zero means none reported).
+	CacheReadTokens  int64 `json:"cacheReadTokens"`
+	CacheWriteTokens int64 `json:"cacheWriteTokens"`
 }
 
 // Add adds v to u, field by field.
 func (u *Usage) Add(v Usage) {
 	u.InputTokens += v.InputTokens
 	u.OutputTokens += v.OutputTokens
+	u.CacheReadTokens += v.CacheReadTokens
+	u.CacheWriteTokens += v.CacheWriteTokens
 	u.ModelCalls += v.ModelCalls
 	u.ToolCalls += v.ToolCalls
 	u.StoreRequests += v.StoreRequests

@@ -179,6 +179,36 @@ type Config struct {
 	// turnstream sends) and OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT
 	// (true | false, default false).
 	Telemetry telemetry.Config
+	// Usage configures the usage ledger and quotas (docs/quotas.md).
+	Usage UsageConfig
+}
+
+// UsageConfig configures the usage ledger and quotas (docs/quotas.md).
+type UsageConfig struct {
+	// Ledger is whether every finished turn is counted in the usage
+	// ledger (USAGE_LEDGER: on, the default, or off). Quotas need it:
+	// setting QUOTAS with the ledger off is an error.
+	Ledger bool
+	// LedgerRetention is how long a month's ledger records are kept after
+	// the month ends (LEDGER_RETENTION, default 9600h = 400 days, 24h..
+	// 87600h = 10 years); DynamoDB's TTL deletes them after.
+	LedgerRetention time.Duration
+	// Quotas are the deployment-wide default quotas (QUOTAS, a JSON
+	// object {"principal": {...}, "tenant": {...}} with the members
+	// turnsPerMinute, tokensPerDay, tokensPerMonth, concurrentSessions;
+	// definition.ParseQuotas); a definition's own quotas apply over them.
+	// Empty: no limit.
+	Quotas chat.Quotas
+	// QuotaFailOpen is what a quota check that cannot read the ledger
+	// does (QUOTA_FAIL_MODE: closed, the default, refuses the turn with
+	// 503 QUOTA_UNAVAILABLE; open lets it run unchecked and logs it).
+	QuotaFailOpen bool
+	// QuotaCache is how long a tenant's figures (a sum over its
+	// principals) are reused by the quota checks of one process, and how
+	// old a principal's figures may be before a check before a model
+	// call reads them again (QUOTA_CACHE, default 5s, 0..1m; 0 reads them
+	// every time).
+	QuotaCache time.Duration
 }
 
 // AuthConfig configures pkg/auth (docs/design.md#authentication-and-tenancy):
@@ -239,11 +269,19 @@ type ModelConfig struct {
 	// (MODEL_MAX_TOKENS, default 0 = the provider's default,
 	// 0..1,000,000).
 	MaxTokens int
+	// MaxOutputTokens, MaxToolCalls and MaxWallTime are the default
+	// definition's per-turn budgets (MODEL_MAX_OUTPUT_TOKENS 0..100,000,000,
+	// MODEL_MAX_TOOL_CALLS 0..10,000, MODEL_MAX_WALL_TIME 0..15m; 0, the
+	// default, sets none; definition.Limits).
+	MaxOutputTokens int64
+	MaxToolCalls    int
+	MaxWallTime     time.Duration
 	// DefinitionsFile is the path of a JSON file of definitions
 	// (DEFINITIONS_FILE; see pkg/definition). When set, definitions come
 	// from the file and DefinitionID names the one new sessions get; the
 	// other default-definition fields (SYSTEM_PROMPT, MODEL_ID,
-	// DEFINITION_REVISION, MODEL_TOOLS, MODEL_MAX_STEPS, MODEL_MAX_TOKENS)
+	// DEFINITION_REVISION, MODEL_TOOLS, MODEL_MAX_STEPS, MODEL_MAX_TOKENS,
+	// MODEL_MAX_OUTPUT_TOKENS, MODEL_MAX_TOOL_CALLS, MODEL_MAX_WALL_TIME)
 	// are not used for definitions.
 	DefinitionsFile string
 }
@@ -260,7 +298,8 @@ const (
 // definition.Load: the DEFINITIONS_FILE, or the single definition of the
 // other fields (DEFINITION_ID, DEFINITION_REVISION, SYSTEM_PROMPT,
 // MODEL_PROVIDER, MODEL_ID, MODEL_TOOLS, MODEL_MAX_STEPS,
-// MODEL_MAX_TOKENS).
+// MODEL_MAX_TOKENS, MODEL_MAX_OUTPUT_TOKENS, MODEL_MAX_TOOL_CALLS,
+// MODEL_MAX_WALL_TIME). Config.Definitions adds the default quotas.
 func (m ModelConfig) Definitions() definition.Config {
 	return definition.Config{
 		File:      m.DefinitionsFile,
@@ -268,9 +307,18 @@ func (m ModelConfig) Definitions() definition.Config {
 		Single: definition.Definition{
 			ID: m.DefinitionID, Revision: m.DefinitionRevision, SystemPrompt: m.SystemPrompt,
 			Provider: m.Provider, ModelID: m.ModelID, Tools: m.Tools, ApprovalTools: m.ApprovalTools,
-			Limits: definition.Limits{MaxSteps: m.MaxSteps, MaxTokens: m.MaxTokens},
+			Limits: definition.Limits{MaxSteps: m.MaxSteps, MaxTokens: m.MaxTokens,
+				MaxOutputTokens: m.MaxOutputTokens, MaxToolCalls: m.MaxToolCalls, MaxWallTime: m.MaxWallTime},
 		},
 	}
+}
+
+// Definitions returns c.Model.Definitions() over the deployment-wide
+// default quotas (QUOTAS): what a process that checks quotas loads.
+func (c Config) Definitions() definition.Config {
+	d := c.Model.Definitions()
+	d.DefaultQuotas = c.Usage.Quotas
+	return d
 }
 
 // Variables is the sorted list of every variable FromLookup reads that a
@@ -298,12 +346,16 @@ var Variables = []string{
 	"JWT_JWKS_URL",
 	"JWT_TENANT_CLAIM",
 	"LEASE_DURATION",
+	"LEDGER_RETENTION",
 	"LOG_LEVEL",
 	"MAX_BODY_BYTES",
 	"MAX_QUEUED_TURNS",
 	"MODEL_ID",
+	"MODEL_MAX_OUTPUT_TOKENS",
 	"MODEL_MAX_STEPS",
 	"MODEL_MAX_TOKENS",
+	"MODEL_MAX_TOOL_CALLS",
+	"MODEL_MAX_WALL_TIME",
 	"MODEL_PROVIDER",
 	"MODEL_TOOLS",
 	"OPENAI_API_KEY",
@@ -312,6 +364,9 @@ var Variables = []string{
 	"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",
 	"OTEL_SERVICE_NAME",
 	"QUEUED_TURN_TTL",
+	"QUOTAS",
+	"QUOTA_CACHE",
+	"QUOTA_FAIL_MODE",
 	"RESUME_POLL_INTERVAL",
 	"SESSION_RETENTION",
 	"SNAPSHOT_BYTES_PER_SECOND",
@@ -322,6 +377,7 @@ var Variables = []string{
 	"TELEMETRY_METRICS",
 	"TELEMETRY_NAMESPACE",
 	"TURN_TIMEOUT",
+	"USAGE_LEDGER",
 }
 
 // OptionalVariables is the sorted list of variables FromLookup reads
@@ -453,6 +509,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c.Auth = p.auth()
 	c.Model = p.model()
 	c.Telemetry = p.telemetry(c.OnLambda())
+	c.Usage = p.usage()
 
 	if len(p.errs) > 0 {
 		return Config{}, errors.Join(p.errs...)
@@ -608,8 +665,46 @@ func (p *parser) model() ModelConfig {
 	m.Tools, m.ApprovalTools = p.toolNames("MODEL_TOOLS")
 	m.MaxSteps = int(p.integer("MODEL_MAX_STEPS", definition.DefaultMaxSteps, 1, MaxModelSteps))
 	m.MaxTokens = int(p.integer("MODEL_MAX_TOKENS", 0, 0, MaxModelTokens))
+	m.MaxOutputTokens = p.integer("MODEL_MAX_OUTPUT_TOKENS", 0, 0, definition.MaxOutputTokens)
+	m.MaxToolCalls = int(p.integer("MODEL_MAX_TOOL_CALLS", 0, 0, definition.MaxToolCalls))
+	m.MaxWallTime = p.duration("MODEL_MAX_WALL_TIME", 0, 0, definition.MaxWallTime)
 	m.DefinitionsFile = p.str("DEFINITIONS_FILE", "")
 	return m
+}
+
+// DefaultLedgerRetention is LEDGER_RETENTION's default (chat's).
+const DefaultLedgerRetention = chat.DefaultLedgerRetention
+
+func (p *parser) usage() UsageConfig {
+	u := UsageConfig{Ledger: true}
+	switch strings.ToLower(p.str("USAGE_LEDGER", "on")) {
+	case "on":
+	case "off":
+		u.Ledger = false
+	default:
+		p.fail("USAGE_LEDGER", "want on or off")
+	}
+	u.LedgerRetention = p.duration("LEDGER_RETENTION", DefaultLedgerRetention, 24*time.Hour, 10*365*24*time.Hour)
+	if s := p.str("QUOTAS", ""); s != "" {
+		q, err := definition.ParseQuotas([]byte(s))
+		if err != nil {
+			// definition.ParseQuotas names the member, never its value.
+			p.fail("QUOTAS", strings.TrimPrefix(err.Error(), definition.ErrInvalid.Error()+": "))
+		}
+		u.Quotas = q
+		if !u.Ledger && !q.IsZero() {
+			p.fail("QUOTAS", "quotas need the usage ledger (USAGE_LEDGER=on)")
+		}
+	}
+	switch strings.ToLower(p.str("QUOTA_FAIL_MODE", "closed")) {
+	case "closed":
+	case "open":
+		u.QuotaFailOpen = true
+	default:
+		p.fail("QUOTA_FAIL_MODE", "want closed or open")
+	}
+	u.QuotaCache = p.duration("QUOTA_CACHE", 5*time.Second, 0, time.Minute)
+	return u
 }
 
 // approvalSuffix marks a MODEL_TOOLS name whose calls require approval.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
 )
 
@@ -67,7 +68,13 @@ func TestDefaults(t *testing.T) {
 		"Model.MaxSteps":     {c.Model.MaxSteps, 8},
 		"Model.MaxTokens":    {c.Model.MaxTokens, 0},
 		"Model.DefFile":      {c.Model.DefinitionsFile, ""},
+		"Model.Budgets":      {c.Model.MaxOutputTokens + int64(c.Model.MaxToolCalls) + int64(c.Model.MaxWallTime), int64(0)},
 		"OnLambda":           {c.OnLambda(), false},
+		"Usage.Ledger":       {c.Usage.Ledger, true},
+		"Usage.Retention":    {c.Usage.LedgerRetention, 400 * 24 * time.Hour},
+		"Usage.Quotas":       {c.Usage.Quotas.IsZero(), true},
+		"Usage.FailOpen":     {c.Usage.QuotaFailOpen, false},
+		"Usage.QuotaCache":   {c.Usage.QuotaCache, 5 * time.Second},
 	}
 	for name, ch := range checks {
 		t.Run(name, func(t *testing.T) {
@@ -251,6 +258,30 @@ func TestValues(t *testing.T) {
 				}
 			},
 		},
+		"usage ledger and quotas": {
+			env: map[string]string{"QUOTAS": `{"principal":{"turnsPerMinute":3,"tokensPerDay":1000},"tenant":{"concurrentSessions":20}}`,
+				"LEDGER_RETENTION": "24h", "QUOTA_FAIL_MODE": "open", "QUOTA_CACHE": "0", "MODEL_MAX_OUTPUT_TOKENS": "500",
+				"MODEL_MAX_TOOL_CALLS": "3", "MODEL_MAX_WALL_TIME": "90s"},
+			check: func(t *testing.T, c config.Config) {
+				want := config.UsageConfig{Ledger: true, LedgerRetention: 24 * time.Hour, QuotaFailOpen: true,
+					Quotas: chat.Quotas{Principal: chat.QuotaLimits{TurnsPerMinute: 3, TokensPerDay: 1000}, Tenant: chat.QuotaLimits{ConcurrentSessions: 20}}}
+				if c.Usage != want {
+					t.Errorf("usage %+v, want %+v", c.Usage, want)
+				}
+				d := c.Definitions()
+				if d.DefaultQuotas != want.Quotas || d.Single.Limits.MaxOutputTokens != 500 || d.Single.Limits.MaxToolCalls != 3 || d.Single.Limits.MaxWallTime != 90*time.Second {
+					t.Errorf("definitions config %+v", d)
+				}
+			},
+		},
+		"ledger off": {
+			env: map[string]string{"USAGE_LEDGER": "off"},
+			check: func(t *testing.T, c config.Config) {
+				if c.Usage.Ledger {
+					t.Error("ledger on")
+				}
+			},
+		},
 		"on Lambda": {
 			env: map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "turnstream-history"},
 			check: func(t *testing.T, c config.Config) {
@@ -371,6 +402,17 @@ func TestInvalid(t *testing.T) {
 		"definition revision zero":     {map[string]string{"DEFINITION_REVISION": "0"}, "DEFINITION_REVISION: out of range (want 1..9007199254740991)"},
 		"definition revision 2^53":     {map[string]string{"DEFINITION_REVISION": "9007199254740992"}, "DEFINITION_REVISION: out of range (want 1..9007199254740991)"},
 		"definition revision float":    {map[string]string{"DEFINITION_REVISION": "1.0"}, "DEFINITION_REVISION: not an integer"},
+		"quotas not JSON":              {map[string]string{"QUOTAS": "turnsPerMinute=3"}, "QUOTAS: (root): invalid JSON at byte 1"},
+		"quotas unknown member":        {map[string]string{"QUOTAS": `{"principal":{"turnsPerHour":3}}`}, "QUOTAS: /principal/turnsPerHour: unknown member"},
+		"quotas zero":                  {map[string]string{"QUOTAS": `{"tenant":{"tokensPerDay":0}}`}, "QUOTAS: quotas.tenant.tokensPerDay: want 1..2^53-1 (omit it for no limit)"},
+		"quotas without ledger":        {map[string]string{"QUOTAS": `{"principal":{"turnsPerMinute":3}}`, "USAGE_LEDGER": "off"}, "QUOTAS: quotas need the usage ledger (USAGE_LEDGER=on)"},
+		"usage ledger":                 {map[string]string{"USAGE_LEDGER": "yes"}, "USAGE_LEDGER: want on or off"},
+		"ledger retention short":       {map[string]string{"LEDGER_RETENTION": "1h"}, "LEDGER_RETENTION: out of range (want 24h0m0s..87600h0m0s)"},
+		"quota fail mode":              {map[string]string{"QUOTA_FAIL_MODE": "ajar"}, "QUOTA_FAIL_MODE: want closed or open"},
+		"quota cache long":             {map[string]string{"QUOTA_CACHE": "2m"}, "QUOTA_CACHE: out of range (want 0s..1m0s)"},
+		"max output tokens negative":   {map[string]string{"MODEL_MAX_OUTPUT_TOKENS": "-1"}, "MODEL_MAX_OUTPUT_TOKENS: out of range (want 0..100000000)"},
+		"max tool calls large":         {map[string]string{"MODEL_MAX_TOOL_CALLS": "10001"}, "MODEL_MAX_TOOL_CALLS: out of range (want 0..10000)"},
+		"max wall time long":           {map[string]string{"MODEL_MAX_WALL_TIME": "16m"}, "MODEL_MAX_WALL_TIME: out of range (want 0s..15m0s)"},
 		"several at once": {
 			map[string]string{"TURN_TIMEOUT": "x", "LOG_LEVEL": "loud", "MODEL_PROVIDER": "nope"},
 			"TURN_TIMEOUT: not a duration (want Go syntax such as \"30s\" or integer milliseconds)\nLOG_LEVEL: want debug, info, warn or error\nMODEL_PROVIDER: want echo, bedrock or openai",

@@ -23,10 +23,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -104,6 +106,14 @@ const (
 	MaxContextTurns     = 1_000
 	// MaxContextTokens is the largest limits.contextTokens.
 	MaxContextTokens = 10_000_000
+	// MaxOutputTokens is the largest limits.maxOutputTokens: output
+	// tokens across one turn's model calls.
+	MaxOutputTokens = 100_000_000
+	// MaxToolCalls is the largest limits.maxToolCalls.
+	MaxToolCalls = 10_000
+	// MaxWallTime is the largest limits.maxWallTimeMs: 15 minutes, a
+	// Lambda invocation's limit.
+	MaxWallTime = 15 * time.Minute
 )
 
 // DefaultContextTokens is limits.contextTokens when absent, per provider:
@@ -154,6 +164,11 @@ type Definition struct {
 	Limits Limits
 	// Multitask is what a submit that finds the session busy does.
 	Multitask Multitask
+	// Quotas are the definition's quotas on its sessions' principals and
+	// tenants (docs/quotas.md; the file's "quotas"): each limit set here
+	// replaces the deployment-wide default's (Resolver.Quotas); zero
+	// leaves it.
+	Quotas chat.Quotas
 }
 
 // Limits bound one turn of a definition.
@@ -173,6 +188,25 @@ type Limits struct {
 	// (1..MaxContextTokens; 0 means DefaultContextTokens of the provider).
 	// The system prompt and the new input are always sent.
 	ContextTokens int
+	// MaxOutputTokens caps the output tokens of one turn, across its
+	// model calls (1..MaxOutputTokens; 0: none): each call's completion is
+	// capped at what is left, and a turn that reaches it ends with
+	// LIMIT_EXCEEDED after the call (docs/quotas.md).
+	MaxOutputTokens int64
+	// MaxToolCalls caps the tool calls one turn may ask for (1..MaxToolCalls;
+	// 0: none): the calls past it never run, and the turn ends with
+	// LIMIT_EXCEEDED after the model call that asked for them.
+	MaxToolCalls int
+	// MaxWallTime caps one turn's duration from its claim (1 ms..
+	// MaxWallTime; 0: none, the request's deadline only): the turn is
+	// stopped there and ends with LIMIT_EXCEEDED, its partial answer kept.
+	MaxWallTime time.Duration
+}
+
+// Budgets reports whether l sets a per-turn budget beside maxSteps
+// (MaxOutputTokens, MaxToolCalls, MaxWallTime).
+func (l Limits) Budgets() bool {
+	return l.MaxOutputTokens > 0 || l.MaxToolCalls > 0 || l.MaxWallTime > 0
 }
 
 // Context returns the effective context budget of d: turns and estimated
@@ -197,6 +231,8 @@ type Resolver struct {
 	byID      map[string]Definition
 	order     []string
 	defaultID string
+	// quotas is the deployment-wide default (Config.DefaultQuotas).
+	quotas chat.Quotas
 }
 
 // fileDefinition is one entry of a definitions file. Pointers tell a
@@ -212,21 +248,96 @@ type fileDefinition struct {
 	// require approval.
 	ApprovalTools []string `json:"approvalTools"`
 	Limits        *struct {
-		MaxSteps      *int `json:"maxSteps"`
-		MaxTokens     *int `json:"maxTokens"`
-		ContextTurns  *int `json:"contextTurns"`
-		ContextTokens *int `json:"contextTokens"`
+		MaxSteps        *int   `json:"maxSteps"`
+		MaxTokens       *int   `json:"maxTokens"`
+		ContextTurns    *int   `json:"contextTurns"`
+		ContextTokens   *int   `json:"contextTokens"`
+		MaxOutputTokens *int64 `json:"maxOutputTokens"`
+		MaxToolCalls    *int   `json:"maxToolCalls"`
+		MaxWallTimeMs   *int64 `json:"maxWallTimeMs"`
 	} `json:"limits"`
 	Multitask *struct {
 		Default *string  `json:"default"`
 		Allowed []string `json:"allowed"`
 	} `json:"multitask"`
+	Quotas *fileQuotas `json:"quotas"`
+}
+
+// fileQuotas is the "quotas" object of a definition, and the QUOTAS
+// variable's document (ParseQuotas).
+type fileQuotas struct {
+	Principal *fileQuotaLimits `json:"principal"`
+	Tenant    *fileQuotaLimits `json:"tenant"`
+}
+
+// fileQuotaLimits is one scope's quotas; an absent member is unlimited
+// (or, in a definition, the deployment-wide default).
+type fileQuotaLimits struct {
+	TurnsPerMinute     *int64 `json:"turnsPerMinute"`
+	TokensPerDay       *int64 `json:"tokensPerDay"`
+	TokensPerMonth     *int64 `json:"tokensPerMonth"`
+	ConcurrentSessions *int64 `json:"concurrentSessions"`
+}
+
+// quotas checks q's values (1..chat.MaxQuota each; field names the
+// member for errors) and returns them.
+func (q *fileQuotas) quotas(field func(string) string) (chat.Quotas, error) {
+	var out chat.Quotas
+	if q == nil {
+		return out, nil
+	}
+	for _, sc := range []struct {
+		name string
+		in   *fileQuotaLimits
+		out  *chat.QuotaLimits
+	}{{chat.ScopePrincipal, q.Principal, &out.Principal}, {chat.ScopeTenant, q.Tenant, &out.Tenant}} {
+		if sc.in == nil {
+			continue
+		}
+		for _, m := range []struct {
+			name string
+			in   *int64
+			out  *int64
+		}{
+			{chat.QuotaTurnsPerMinute, sc.in.TurnsPerMinute, &sc.out.TurnsPerMinute},
+			{chat.QuotaTokensPerDay, sc.in.TokensPerDay, &sc.out.TokensPerDay},
+			{chat.QuotaTokensPerMonth, sc.in.TokensPerMonth, &sc.out.TokensPerMonth},
+			{chat.QuotaConcurrentSessions, sc.in.ConcurrentSessions, &sc.out.ConcurrentSessions},
+		} {
+			if m.in == nil {
+				continue
+			}
+			if *m.in < 1 || *m.in > chat.MaxQuota {
+				return chat.Quotas{}, fmt.Errorf("%w: %s: want 1..2^53-1 (omit it for no limit)", ErrInvalid, field("quotas."+sc.name+"."+m.name))
+			}
+			*m.out = *m.in
+		}
+	}
+	return out, nil
+}
+
+// ParseQuotas decodes a quotas document, {"principal": {...}, "tenant":
+// {...}} with the members turnsPerMinute, tokensPerDay, tokensPerMonth and
+// concurrentSessions (integers 1..2^53-1; absent: unlimited), as strictly
+// as Parse: the deployment-wide default quotas (config QUOTAS). Errors
+// wrap ErrInvalid and name the member, never its value.
+func ParseQuotas(data []byte) (chat.Quotas, error) {
+	var q *fileQuotas
+	if err := jsonv2.Unmarshal(data, &q, jsonv2.RejectUnknownMembers(true)); err != nil {
+		return chat.Quotas{}, fmt.Errorf("%w: %s", ErrInvalid, describe(err))
+	}
+	if q == nil {
+		return chat.Quotas{}, fmt.Errorf("%w: want a JSON object", ErrInvalid)
+	}
+	return q.quotas(func(name string) string { return name })
 }
 
 // Parse decodes a definitions file: a JSON array of objects
 // {id, revision, systemPrompt?, provider, modelId?, tools?,
-// approvalTools?, limits?: {maxSteps?, maxTokens?, contextTurns?, contextTokens?},
-// multitask?: {default?, allowed?}}. Decoding is strict: member names are
+// approvalTools?, limits?: {maxSteps?, maxTokens?, contextTurns?, contextTokens?,
+// maxOutputTokens?, maxToolCalls?, maxWallTimeMs?},
+// multitask?: {default?, allowed?}, quotas?: {principal?: {turnsPerMinute?,
+// tokensPerDay?, tokensPerMonth?, concurrentSessions?}, tenant?: {...}}}. Decoding is strict: member names are
 // case-sensitive; unknown or duplicate members, invalid UTF-8, wrong
 // types and non-integral numbers are errors; null counts as absent. The result is not
 // yet checked against tools or a default id (see New). Errors wrap
@@ -277,7 +388,30 @@ func Parse(data []byte) ([]Definition, error) {
 				}
 				d.Limits.ContextTokens = *e.Limits.ContextTokens
 			}
+			if v := e.Limits.MaxOutputTokens; v != nil {
+				if *v < 1 || *v > MaxOutputTokens {
+					return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.maxOutputTokens"), MaxOutputTokens)
+				}
+				d.Limits.MaxOutputTokens = *v
+			}
+			if v := e.Limits.MaxToolCalls; v != nil {
+				if *v < 1 || *v > MaxToolCalls {
+					return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.maxToolCalls"), MaxToolCalls)
+				}
+				d.Limits.MaxToolCalls = *v
+			}
+			if v := e.Limits.MaxWallTimeMs; v != nil {
+				if *v < 1 || *v > MaxWallTime.Milliseconds() {
+					return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.maxWallTimeMs"), MaxWallTime.Milliseconds())
+				}
+				d.Limits.MaxWallTime = time.Duration(*v) * time.Millisecond
+			}
 		}
+		q, err := e.Quotas.quotas(field)
+		if err != nil {
+			return nil, err
+		}
+		d.Quotas = q
 		if m := e.Multitask; m != nil {
 			if m.Default != nil {
 				d.Multitask.Default = *m.Default
@@ -388,6 +522,18 @@ func New(defs []Definition, defaultID string, knownTool func(name string) bool) 
 		if d.Limits.ContextTokens < 0 || d.Limits.ContextTokens > MaxContextTokens {
 			return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.contextTokens"), MaxContextTokens)
 		}
+		if d.Limits.MaxOutputTokens < 0 || d.Limits.MaxOutputTokens > MaxOutputTokens {
+			return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.maxOutputTokens"), MaxOutputTokens)
+		}
+		if d.Limits.MaxToolCalls < 0 || d.Limits.MaxToolCalls > MaxToolCalls {
+			return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.maxToolCalls"), MaxToolCalls)
+		}
+		if d.Limits.MaxWallTime < 0 || d.Limits.MaxWallTime > MaxWallTime {
+			return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.maxWallTimeMs"), MaxWallTime.Milliseconds())
+		}
+		if err := checkQuotas(d.Quotas, field); err != nil {
+			return nil, err
+		}
 		if err := checkMultitask(d.Multitask, field); err != nil {
 			return nil, err
 		}
@@ -401,6 +547,23 @@ func New(defs []Definition, defaultID string, knownTool func(name string) bool) 
 		return nil, fmt.Errorf("%w: DEFINITION_ID: names no definition", ErrInvalid)
 	}
 	return r, nil
+}
+
+// checkQuotas reports ErrInvalid for a negative quota or one above
+// chat.MaxQuota.
+func checkQuotas(q chat.Quotas, field func(string) string) error {
+	for _, sc := range []struct {
+		name string
+		l    chat.QuotaLimits
+	}{{chat.ScopePrincipal, q.Principal}, {chat.ScopeTenant, q.Tenant}} {
+		for name, v := range map[string]int64{chat.QuotaTurnsPerMinute: sc.l.TurnsPerMinute, chat.QuotaTokensPerDay: sc.l.TokensPerDay,
+			chat.QuotaTokensPerMonth: sc.l.TokensPerMonth, chat.QuotaConcurrentSessions: sc.l.ConcurrentSessions} {
+			if v < 0 || v > chat.MaxQuota {
+				return fmt.Errorf("%w: %s: want 1..2^53-1 (omit it for no limit)", ErrInvalid, field("quotas."+sc.name+"."+name))
+			}
+		}
+	}
+	return nil
 }
 
 // checkMultitask reports ErrInvalid unless m names known policies, no
@@ -435,6 +598,9 @@ type Config struct {
 	// Single is the one definition used when File is empty; its ID is
 	// DefaultID.
 	Single Definition
+	// DefaultQuotas are the deployment-wide default quotas (config
+	// QUOTAS): each definition's quotas apply over them (Resolver.Quotas).
+	DefaultQuotas chat.Quotas
 }
 
 // Load builds the process's Resolver from c: with c.File set, the file
@@ -451,6 +617,7 @@ func Load(c Config, readFile func(string) ([]byte, error), knownTool func(name s
 		if err != nil {
 			return nil, fmt.Errorf("%w (from %s)", err, envNames(err))
 		}
+		r.quotas = c.DefaultQuotas
 		return r, nil
 	}
 	data, err := readFile(c.File)
@@ -465,7 +632,33 @@ func Load(c Config, readFile func(string) ([]byte, error), knownTool func(name s
 	if err != nil {
 		return nil, fmt.Errorf("DEFINITIONS_FILE: %w", err)
 	}
+	r.quotas = c.DefaultQuotas
 	return r, nil
+}
+
+// DefaultQuotas returns the quotas of the definition new sessions get
+// (Resolver.Quotas of c's default) without building a Resolver: for a
+// function that shows quotas but runs no turn (the history function's
+// GET /usage). The file, when c names one, is read and parsed (Parse),
+// its tools not checked. Errors as Load's.
+func DefaultQuotas(c Config, readFile func(string) ([]byte, error)) (chat.Quotas, error) {
+	if c.File == "" {
+		return c.DefaultQuotas, nil
+	}
+	data, err := readFile(c.File)
+	if err != nil {
+		return chat.Quotas{}, fmt.Errorf("%w: DEFINITIONS_FILE: cannot read the file: %w", ErrInvalid, err)
+	}
+	defs, err := Parse(data)
+	if err != nil {
+		return chat.Quotas{}, fmt.Errorf("DEFINITIONS_FILE: %w", err)
+	}
+	for _, d := range defs {
+		if d.ID == c.DefaultID {
+			return d.Quotas.Over(c.DefaultQuotas), nil
+		}
+	}
+	return chat.Quotas{}, fmt.Errorf("%w: DEFINITION_ID: names no definition", ErrInvalid)
 }
 
 // envNames maps a New error about the environment's single definition to
@@ -501,6 +694,30 @@ func (r *Resolver) Resolve(sessionDefinitionID string) (Definition, error) {
 	d.Tools = append([]string(nil), d.Tools...)
 	d.ApprovalTools = append([]string(nil), d.ApprovalTools...)
 	return d, nil
+}
+
+// Quotas returns the quotas of the sessions of definition id (a session's
+// stored id; "" for the default): the definition's own over the
+// deployment-wide default (Config.DefaultQuotas). An unknown id has the
+// default's.
+func (r *Resolver) Quotas(id string) chat.Quotas {
+	if id == "" {
+		id = r.defaultID
+	}
+	return r.byID[id].Quotas.Over(r.quotas)
+}
+
+// UniformQuotas returns the quotas every definition has, and false when
+// definitions differ: a submit must then know its session's definition
+// before its quotas are checked.
+func (r *Resolver) UniformQuotas() (chat.Quotas, bool) {
+	q := r.Quotas("")
+	for _, id := range r.order {
+		if r.Quotas(id) != q {
+			return chat.Quotas{}, false
+		}
+	}
+	return q, true
 }
 
 // Default returns the definition new sessions get.

@@ -3,7 +3,10 @@ package httpedge
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
+	"strconv"
+	"time"
 
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -96,6 +99,38 @@ var errorTable = []struct {
 	{ErrInvalidBody, protocol.CodeRequestInvalidBody},
 	{ErrLineageInvalid, protocol.CodeLineageInvalid},
 	{ErrMultitaskNotAllowed, protocol.CodeMultitaskNotAllowed},
+	{chat.ErrQuotaExceeded, protocol.CodeQuotaExceeded},
+	{chat.ErrQuotaUnavailable, protocol.CodeQuotaUnavailable},
+}
+
+// Response headers of quota refusals (docs/quotas.md).
+const (
+	// QuotaHeader names the quota that refused a request, as
+	// "<scope>.<name>" ("principal.turnsPerMinute"): never request input.
+	QuotaHeader = "X-Turnstream-Quota"
+	// QuotaUnavailableRetry is the Retry-After of QUOTA_UNAVAILABLE.
+	QuotaUnavailableRetry = time.Second
+)
+
+// RetryHeaders sets on h what the answer to err says beside its body: for
+// a quota refusal (a *chat.QuotaError), Retry-After in whole seconds
+// (rounded up, at least 1) and QuotaHeader; for an unavailable quota
+// check, Retry-After QuotaUnavailableRetry. Other errors set nothing.
+func RetryHeaders(h http.Header, err error) {
+	var qe *chat.QuotaError
+	switch {
+	case errors.As(err, &qe):
+		h.Set("Retry-After", retrySeconds(qe.RetryAfterDuration()))
+		h.Set(QuotaHeader, qe.Scope+"."+qe.Name)
+	case errors.Is(err, chat.ErrQuotaUnavailable):
+		h.Set("Retry-After", retrySeconds(QuotaUnavailableRetry))
+	}
+}
+
+// retrySeconds formats d as Retry-After delay-seconds (RFC 9110
+// §10.2.3), rounded up.
+func retrySeconds(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10)
 }
 
 // Codes returns every code Diagnose can return, without repeats: the

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -263,5 +264,42 @@ func TestSafeMethod(t *testing.T) {
 		if got := httpedge.SafeMethod(m); got != want {
 			t.Errorf("SafeMethod(%q) = %q, want %q", m, got, want)
 		}
+	}
+}
+
+// TestQuotaErrors: a quota refusal is 429 QUOTA_EXCEEDED (retryable) with
+// Retry-After in whole seconds, rounded up, at least 1, and the quota's
+// name; an unavailable check 503 QUOTA_UNAVAILABLE with Retry-After 1;
+// the body is the protocol's, nothing of the error's text.
+func TestQuotaErrors(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct {
+		err                      error
+		status                   int
+		code, retryAfter, naming string
+	}{
+		"rate":        {&chat.QuotaError{Scope: chat.ScopePrincipal, Name: chat.QuotaTurnsPerMinute, Limit: 3, RetryAfter: 41200 * time.Millisecond}, 429, protocol.CodeQuotaExceeded, "42", "principal.turnsPerMinute"},
+		"under 1 s":   {&chat.QuotaError{Scope: chat.ScopeTenant, Name: chat.QuotaConcurrentSessions, RetryAfter: time.Millisecond}, 429, protocol.CodeQuotaExceeded, "1", "tenant.concurrentSessions"},
+		"wrapped":     {fmt.Errorf("check: %w", &chat.QuotaError{Scope: chat.ScopePrincipal, Name: chat.QuotaTokensPerDay, RetryAfter: 2 * time.Hour}), 429, protocol.CodeQuotaExceeded, "7200", "principal.tokensPerDay"},
+		"unavailable": {fmt.Errorf("read: %w", chat.ErrQuotaUnavailable), 503, protocol.CodeQuotaUnavailable, "1", ""},
+		"another":     {chat.ErrSessionBusy, 409, protocol.CodeSessionBusy, "", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			httpedge.Error(rec, httptest.NewRequest(http.MethodPost, "/", nil), tc.err)
+			d := protocol.NewDiagnostic(tc.code)
+			if rec.Code != tc.status || rec.Body.String() != string(protocol.EncodeErrorBody(d)) {
+				t.Errorf("%d %s, want %d %s", rec.Code, rec.Body, tc.status, protocol.EncodeErrorBody(d))
+			}
+			if got := rec.Header().Get("Retry-After"); got != tc.retryAfter {
+				t.Errorf("Retry-After %q, want %q", got, tc.retryAfter)
+			}
+			if got := rec.Header().Get(httpedge.QuotaHeader); got != tc.naming {
+				t.Errorf("%s %q, want %q", httpedge.QuotaHeader, got, tc.naming)
+			}
+			if tc.code != protocol.CodeSessionBusy && !d.Retryable {
+				t.Errorf("%s not retryable", tc.code)
+			}
+		})
 	}
 }

@@ -65,10 +65,11 @@ func noteCode(w http.ResponseWriter, code string) {
 }
 
 // Error answers r with the diagnostic of err (Diagnose with r's context)
-// written by WriteError: the one way a handler turns an error into its
-// response. Log err first when it is an internal failure; its text is not
+// written by WriteError, with the headers RetryHeaders sets for err: the
+// one way a handler turns an error into its response. Log err first when it is an internal failure; its text is not
 // sent.
 func Error(w http.ResponseWriter, r *http.Request, err error) {
+	RetryHeaders(w.Header(), err)
 	WriteError(w, Diagnose(r.Context(), err))
 }
 

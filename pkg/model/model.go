@@ -117,8 +117,31 @@ type Event struct {
 	// Usage is the call's token usage; TotalTokens = PromptTokens +
 	// CompletionTokens.
 	Usage *protocol.Usage
+	// Cache is the prompt-cache part of the call's usage, where the
+	// provider reports it (with Usage); nil when it reports none or both
+	// counts are zero.
+	Cache *CacheTokens
 	// FinishReason is why the model stopped; set on exactly one event.
 	FinishReason FinishReason
+}
+
+// CacheTokens are the prompt tokens a provider read from (Read) or wrote
+// to (Write) its prompt cache in one call, as it reports them: Bedrock's
+// cacheReadInputTokens and cacheWriteInputTokens (not part of its
+// inputTokens), OpenAI's prompt_tokens_details.cached_tokens and
+// cache_write_tokens (part of its prompt_tokens). The usage ledger records
+// them beside the input tokens (chat.Usage).
+type CacheTokens struct {
+	Read, Write int64
+}
+
+// NewCacheTokens returns the cache counts read and write, nil when both
+// are zero.
+func NewCacheTokens(read, write int64) *CacheTokens {
+	if read == 0 && write == 0 {
+		return nil
+	}
+	return &CacheTokens{Read: read, Write: write}
 }
 
 // ToolCall is one complete tool call the model asked for.

@@ -91,6 +91,19 @@ const (
 	CodeTurnQueueExpired    = "TURN_QUEUE_EXPIRED"
 	CodeTurnCancelled       = "TURN_CANCELLED"
 
+	// Quotas and budgets (docs/quotas.md). A submit a quota refuses now
+	// is QUOTA_EXCEEDED (429 with Retry-After, retryable after that wait);
+	// one whose quotas could not be read, in a deployment that fails
+	// closed, QUOTA_UNAVAILABLE (503, retryable). A turn that reaches a
+	// limit while it runs (a token quota crossed by a model call, or one
+	// of its definition's budgets: output tokens, tool calls, wall time)
+	// ends with LIMIT_EXCEEDED in its error snapshot, its partial answer
+	// kept, the limit named in the assistant message's metadata (not
+	// retryable: the same turn would meet it again).
+	CodeQuotaExceeded    = "QUOTA_EXCEEDED"
+	CodeQuotaUnavailable = "QUOTA_UNAVAILABLE"
+	CodeLimitExceeded    = "LIMIT_EXCEEDED"
+
 	// Ordered assistant content (docs/protocol.md#ordered-assistant-content).
 	CodeAssistantContentInvalidRecord      = "ASSISTANT_CONTENT_INVALID_RECORD"
 	CodeAssistantContentUnsupportedVersion = "ASSISTANT_CONTENT_UNSUPPORTED_VERSION"
@@ -182,6 +195,9 @@ var codes = map[string]codeInfo{
 	CodeMultitaskNotAllowed:      {"This session does not allow that multitask policy.", false, http.StatusUnprocessableEntity},
 	CodeTurnQueueExpired:         {"The queued turn expired before it could run.", true, statusNotHTTP},
 	CodeTurnCancelled:            {"The queued turn was cancelled before it ran.", false, statusNotHTTP},
+	CodeQuotaExceeded:            {"A usage quota does not allow this request now.", true, http.StatusTooManyRequests},
+	CodeQuotaUnavailable:         {"Usage quotas could not be checked.", true, http.StatusServiceUnavailable},
+	CodeLimitExceeded:            {"The turn reached a usage limit.", false, statusNotHTTP},
 
 	CodeAssistantContentInvalidRecord:      {"Assistant content record is invalid.", false, statusNotHTTP},
 	CodeAssistantContentUnsupportedVersion: {"Assistant content envelope uses an unsupported version.", false, statusNotHTTP},
@@ -231,7 +247,7 @@ func MethodNotAllowed(allowed ...string) Diagnostic {
 
 // HTTPStatus returns the HTTP status for an error body carrying code
 // (docs/protocol.md#server-handler-behaviour: 405, 415, 413, 400, 409, 408,
-// 499, 500; turnstream extensions 401, 403, 404, 409, 422). Codes that never
+// 499, 500; turnstream extensions 401, 403, 404, 409, 410, 422, 429, 503). Codes that never
 // travel as an HTTP error body (decoder results, snapshot errors, content,
 // component and session codes) and unknown codes map to 500.
 func HTTPStatus(code string) int {

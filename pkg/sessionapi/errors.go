@@ -12,6 +12,10 @@ import (
 // the trusted one: 403 REQUEST_FORBIDDEN, as any forbidden caller.
 var errNotTrusted = fmt.Errorf("sessionapi: artifact writes need the trusted principal: %w", auth.ErrForbidden)
 
+// errNotTrustedUsage is a tenant usage report asked for by anyone but the
+// tenant's trusted principal: 403 REQUEST_FORBIDDEN.
+var errNotTrustedUsage = fmt.Errorf("sessionapi: a tenant's usage is for its trusted principal: %w", auth.ErrForbidden)
+
 // Errors map to diagnostics through the shared edge's one table
 // (httpedge.Diagnose); each code's HTTP status and message are in the one
 // table of docs/design.md#errors. The routes of this package answer

@@ -37,7 +37,8 @@ type Options struct {
 	// an error.
 	MaxBodyBytes int64
 	// Now is the clock that decides whether a session's lease has expired
-	// (GET /sessions/{id} currentTurn); nil means time.Now.
+	// (GET /sessions/{id} currentTurn) and which day and month GET /usage
+	// reports; nil means time.Now.
 	Now func() time.Time
 	// Metrics receives one CloudWatch EMF document per request
 	// (telemetry.Recorder, docs/operations.md); nil writes none.
@@ -45,6 +46,10 @@ type Options struct {
 	// Tracing starts each request's server span (telemetry.Tracing), to
 	// which the store's DynamoDB client spans attach; nil starts none.
 	Tracing *telemetry.Tracing
+	// Usage, when set, makes the history handler serve GET /usage
+	// (docs/quotas.md): the deployment keeps the usage ledger. Nil: /usage
+	// is 404 REQUEST_NOT_FOUND, as any path no route serves.
+	Usage *UsageOptions
 }
 
 // server is the state shared by both handlers.
@@ -54,6 +59,7 @@ type server struct {
 	log     *slog.Logger
 	maxBody int64
 	now     func() time.Time
+	usage   *UsageOptions
 }
 
 // newServer validates opts and applies their defaults. It returns an
@@ -75,6 +81,7 @@ func newServer(opts Options) (*server, error) {
 		log:     httpedge.Logger(opts.Logger),
 		maxBody: maxBody,
 		now:     opts.Now,
+		usage:   opts.Usage,
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -88,6 +95,8 @@ func newServer(opts Options) (*server, error) {
 //	GET /sessions/{id}           200 SessionSummary
 //	GET /sessions/{id}/turns     200 TurnPage     ?limit=1..100 (20) &order=desc|asc (desc) &cursor=
 //	GET /sessions/{id}/messages  200 MessagePage  same query as /turns
+//	GET /usage                   200 UsageReport  ?period=day|month (day); with scope=tenant, for the
+//	                             tenant's trusted principal, 200 TenantUsageReport ?limit=&cursor= (Options.Usage)
 //
 // Another method on these paths is 405 REQUEST_METHOD_NOT_ALLOWED (with
 // Allow: GET), any other path 404 REQUEST_NOT_FOUND. A session id that is
@@ -104,6 +113,9 @@ func NewHistoryHandler(opts Options) (http.Handler, error) {
 	mux.Handle("/sessions/{id}", s.route("session", http.MethodGet, s.getSession))
 	mux.Handle("/sessions/{id}/turns", s.route("turns", http.MethodGet, s.listTurns))
 	mux.Handle("/sessions/{id}/messages", s.route("messages", http.MethodGet, s.listMessages))
+	if s.usage != nil {
+		mux.Handle("/usage", s.route("usage", http.MethodGet, s.getUsage))
+	}
 	mux.Handle("/", s.route("none", "", nil))
 	return telemetry.Measure(opts.Metrics, opts.Tracing, s.guard(mux)), nil
 }

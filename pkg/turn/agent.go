@@ -39,10 +39,14 @@ func newAgents(opts Options) (map[string]*agent, error) {
 			return nil, errors.New("turn: Options.Definition.Revision must be >= 1")
 		}
 		ts, _ := reg.Select(nil) // no names: never an error
+		limits := d.Limits
+		if limits.MaxSteps == 0 {
+			limits.MaxSteps = definition.DefaultMaxSteps
+		}
 		return map[string]*agent{simpleID: {
 			def: definition.Definition{
 				ID: d.ID, Revision: d.Revision, SystemPrompt: d.SystemPrompt, ModelID: d.ModelID,
-				Limits: definition.Limits{MaxSteps: definition.DefaultMaxSteps},
+				Limits: limits, Quotas: d.Quotas,
 			},
 			model: opts.Model,
 			tools: ts,
@@ -61,6 +65,7 @@ func newAgents(opts Options) (map[string]*agent, error) {
 		if d.Limits.MaxSteps < 1 {
 			return nil, fmt.Errorf("turn: definition %s: limits.maxSteps must be >= 1", d.ID)
 		}
+		d.Quotas = opts.Definitions.Quotas(d.ID) // its own over the deployment's default
 		agents[d.ID] = &agent{def: d, model: m, tools: ts}
 	}
 	return agents, nil

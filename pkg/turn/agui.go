@@ -330,7 +330,7 @@ func (t *run) aguiFinished(end ending, item *chat.Turn, outcome saveOutcome, las
 		if end.trailer != nil {
 			cursor++
 		}
-		t.release(cursor, end.diag != nil && end.diag.Code == protocol.CodeTurnInterrupted)
+		t.countAndRelease(item, cursor, end.diag != nil && end.diag.Code == protocol.CodeTurnInterrupted)
 		t.aguiFinish(item)
 	case fenced:
 		t.aguiFinish(t.lostRecord(last))

@@ -62,6 +62,14 @@ type Definition struct {
 	// ModelID is the provider's model id; empty for providers that need
 	// none (echo).
 	ModelID string
+	// Limits are the per-turn budgets (definition.Limits: MaxOutputTokens,
+	// MaxToolCalls, MaxWallTime; MaxTokens per model call). MaxSteps zero
+	// means definition.DefaultMaxSteps; the context budget fields are not
+	// used.
+	Limits definition.Limits
+	// Quotas are the quotas of every session (docs/quotas.md); they need
+	// Options.Ledger.
+	Quotas chat.Quotas
 }
 
 // Options configure NewHandler. Store and Authenticator are required, and
@@ -190,6 +198,23 @@ type Options struct {
 	// turn, a chat span per model call and an execute_tool span per tool
 	// call (telemetry.Tracing); nil starts none.
 	Tracing *telemetry.Tracing
+	// Ledger makes every turn count its usage in the store's usage ledger
+	// when it ends (chat.Store.RecordUsage), after its save and before its
+	// release: one write per turn (docs/quotas.md). The store must count
+	// the turns it decides itself (chat.LedgerOptions.Enabled). Quotas
+	// need it.
+	Ledger bool
+	// QuotaFailOpen is what a quota check that cannot read the ledger
+	// does: false (the default) refuses the submit with 503
+	// QUOTA_UNAVAILABLE, true lets the turn run unchecked, logged (config
+	// QUOTA_FAIL_MODE).
+	QuotaFailOpen bool
+	// QuotaCache is how long a tenant's usage sum (a sum over its
+	// principals: chat.Store.ListUsage) is reused by this handler's quota
+	// checks, and how old a principal's figures may be before a check
+	// before a model call reads them again; zero reads them every time
+	// (config QUOTA_CACHE).
+	QuotaCache time.Duration
 
 	// Logger receives JSON logs; nil discards them (httpedge.Logger, as
 	// every handler's Logger). Lines carry the Lambda
@@ -229,6 +254,8 @@ type handler struct {
 	kicks kicks
 	// serve is route measured (telemetry.Measure).
 	serve http.Handler
+	// tenants caches tenants' usage sums for the quota checks (quota.go).
+	tenants tenantCache
 }
 
 // NewHandler validates opts, applies defaults and returns the turn
@@ -267,7 +294,15 @@ func NewHandler(opts Options) (*Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !opts.Ledger {
+		for _, ag := range agents {
+			if !ag.def.Quotas.IsZero() {
+				return nil, fmt.Errorf("turn: definition %s sets quotas: they need Options.Ledger", ag.def.ID)
+			}
+		}
+	}
 	for name, d := range map[string]time.Duration{
+		"QuotaCache":  opts.QuotaCache,
 		"TurnTimeout": opts.TurnTimeout, "CleanupReserve": opts.CleanupReserve,
 		"LeaseDuration": opts.LeaseDuration, "RenewInterval": opts.RenewInterval,
 		"SnapshotInterval": opts.SnapshotInterval, "CheckpointInterval": opts.CheckpointInterval,
@@ -322,7 +357,7 @@ func NewHandler(opts Options) (*Handler, error) {
 	}
 	h.follows.init(h)
 	h.serve = telemetry.Measure(opts.Metrics, opts.Tracing, http.HandlerFunc(h.route))
-	h.capabilities = capabilitiesBody(opts, h.multitaskCapability())
+	h.capabilities = capabilitiesBody(opts, h.multitaskCapability(), agents, h.defaultDefinition().ID)
 	return &Handler{h}, nil
 }
 

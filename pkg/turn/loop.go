@@ -3,12 +3,14 @@ package turn
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"strings"
 	"sync"
 
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/tool"
@@ -59,32 +61,44 @@ func (t *run) runModel(ctx context.Context) error {
 	msgs := modelMessages(t.context, live)
 	msgs = append(msgs, t.user)
 	for step := 1; ; step++ {
+		// Budgets and token quotas before each call (quota.go).
+		maxTokens, err := t.beforeModelCall(ctx, step)
+		if err != nil {
+			return err
+		}
 		req := model.Request{
 			ModelID:   a.def.ModelID,
 			System:    a.def.SystemPrompt,
 			Messages:  msgs,
 			Tools:     a.tools.Specs(),
-			MaxTokens: a.def.Limits.MaxTokens,
+			MaxTokens: maxTokens,
 		}
-		text, calls, err := t.modelCall(ctx, req, step)
+		text, calls, finish, err := t.modelCall(ctx, req, step)
 		if err != nil {
+			return err
+		}
+		capped := finish == model.FinishLength && maxTokens > 0 && maxTokens != a.def.Limits.MaxTokens
+		if err := t.afterModelCall(ctx, len(calls), capped); err != nil {
+			// The call reached a limit: it is the turn's last. Calls
+			// within a tool call budget still run; the others never do.
+			var le *limitError
+			run := 0
+			if errors.As(err, &le) && le.detail.Name == BudgetToolCalls {
+				run = max(0, len(calls)-int(le.detail.Used-le.detail.Limit))
+			}
+			t.failCalls(calls[run:], TextLimitReached)
+			if run > 0 {
+				t.runTools(ctx, step, text, calls[:run])
+			}
 			return err
 		}
 		if len(calls) == 0 {
 			return nil
 		}
 		if step >= a.def.Limits.MaxSteps {
-			for _, c := range calls {
-				if c.repeated {
-					continue // already failed, with its own error
-				}
-				tc := tool.Entry(c.call, protocol.ToolCallError)
-				msg := TextStepLimit
-				tc.Error = &msg
-				if t.state.setCall(c.index, tc) {
-					t.out.notify()
-				}
-			}
+			t.failCalls(calls, TextStepLimit)
+			// The turn completes; its message says which limit stopped it.
+			t.limit.Store(&limitDetail{Scope: ScopeTurn, Name: BudgetSteps, Limit: int64(a.def.Limits.MaxSteps), Used: int64(step)})
 			t.log.Info("step limit reached", "maxSteps", a.def.Limits.MaxSteps, "toolCalls", len(calls))
 			return nil
 		}
@@ -98,16 +112,35 @@ func (t *run) runModel(ctx context.Context) error {
 	}
 }
 
+// failCalls records calls as failed with text (their tools never run);
+// a repeated call keeps its own error.
+func (t *run) failCalls(calls []pendingCall, text string) {
+	for _, c := range calls {
+		if c.repeated {
+			continue // already failed, with its own error
+		}
+		tc := tool.Entry(c.call, protocol.ToolCallError)
+		msg := text
+		tc.Error = &msg
+		if t.state.setCall(c.index, tc) {
+			t.out.notify()
+		}
+	}
+}
+
 // modelCall streams one model call into the state. It returns the call's
-// own text and its tool calls, each already added as a pending toolCalls
+// own text, its tool calls, each already added as a pending toolCalls
 // entry, or as a failed one when its id repeats an earlier call's of this
-// model call (pendingCall.repeated).
-func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ string, _ []pendingCall, err error) {
+// model call (pendingCall.repeated), and why the model stopped. The
+// call, its tokens and the tool calls it asks for are added to the
+// turn's meter.
+func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ string, _ []pendingCall, _ model.FinishReason, err error) {
 	ctx, mc := t.startModelCall(ctx, req)
 	defer func() { mc.end(err) }()
+	t.meter.Add(chat.Usage{ModelCalls: 1})
 	s, err := t.agent.model.Stream(ctx, req)
 	if err != nil {
-		return "", nil, err
+		return "", nil, "", err
 	}
 	t.model.set(s)
 	defer func() {
@@ -115,9 +148,10 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ str
 		_ = s.Close() // a close failure changes nothing the client sees
 	}()
 	var (
-		text  strings.Builder
-		calls []pendingCall
-		sent  = map[string]bool{} // the non-empty ids the model sent in this call
+		text   strings.Builder
+		calls  []pendingCall
+		sent   = map[string]bool{} // the non-empty ids the model sent in this call
+		finish model.FinishReason
 	)
 	for {
 		ev, err := s.Recv()
@@ -125,10 +159,13 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ str
 			if len(calls) > 0 {
 				t.loop.addRound(len(calls))
 			}
-			return text.String(), calls, nil
+			return text.String(), calls, finish, nil
 		}
 		if err != nil {
-			return "", nil, err
+			return "", nil, "", err
+		}
+		if ev.FinishReason != "" {
+			finish = ev.FinishReason
 		}
 		mc.event(ev)
 		changed := false
@@ -144,6 +181,7 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ str
 			}
 		}
 		if tc := ev.ToolCall; tc != nil {
+			t.meter.Add(chat.Usage{ToolCalls: 1})
 			call := *tc
 			// The same id twice in one model call is one call sent twice,
 			// not two calls: the second fails without running. (Across
@@ -163,7 +201,7 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ str
 				entry = repeatedCall(call).ToolCall()
 			}
 			if !t.fitsRecord(entry) {
-				return "", nil, errInvalidToolCall
+				return "", nil, "", errInvalidToolCall
 			}
 			if i, ok := t.state.addCall(entry); ok {
 				calls = append(calls, pendingCall{call: call, index: i, repeated: repeated})
@@ -172,6 +210,11 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ str
 		}
 		if ev.Usage != nil {
 			changed = t.state.addUsage(*ev.Usage) || changed
+			u := chat.Usage{InputTokens: ev.Usage.PromptTokens, OutputTokens: ev.Usage.CompletionTokens}
+			if c := ev.Cache; c != nil {
+				u.CacheReadTokens, u.CacheWriteTokens = c.Read, c.Write
+			}
+			t.meter.Add(u)
 		}
 		if changed {
 			t.out.notify()

@@ -164,7 +164,13 @@ type queuedAnswer struct {
 // enqueue of the same turn id and input answers as the first. It then
 // starts a drain when the session was idle (chat.Enqueued.Idle): a busy
 // session's release starts it.
-func (h *handler) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.Logger, sub *submission) {
+func (h *handler) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.Logger, sub *submission, quotas chat.Quotas) {
+	// Checked against its quotas now, and counted towards the rate from
+	// now; it holds no concurrency slot of its own (docs/quotas.md).
+	if _, err := h.checkQuotas(ctx, log, sub, quotas, sub.startedAt, sub.startedAt, admitRateOnly); err != nil {
+		reject(ctx, w, log, "quota", err)
+		return
+	}
 	q, err := h.opts.Store.EnqueueTurn(ctx, chat.EnqueueRequest{
 		SessionID: sub.sessionID, TurnID: sub.turnID, Principal: sub.principal, InputHash: sub.inputHash,
 		Lineage: sub.lineage, Message: userMessage(sub.turnID, sub.input, protocol.FormatTime(h.opts.Now())),
@@ -382,6 +388,12 @@ func (h *handler) runQueued(ctx context.Context, log *slog.Logger, c *chat.Claim
 	t, stop := h.newRun(runCtx, ctx, discardWriter{header: http.Header{}}, deadline, log, sub, c, claimedAt)
 	defer stop()
 	t.user = q.Message
+	// Its token quotas were checked at its enqueue, maybe long ago: they
+	// are checked again before each of its model calls, the first
+	// included (quota.go).
+	if quotas, err := h.quotasFor(runCtx, sub, &c.Session); err == nil && !quotas.IsZero() {
+		t.quota = &quotaState{quotas: quotas}
+	}
 	parent, err := h.parentTurn(runCtx, sub)
 	if err != nil {
 		t.failBeforeStream("lineage", err)

@@ -213,7 +213,7 @@ func TestCapabilities(t *testing.T) {
 	if len(c.Protocols) != 1 || c.Protocols[0].Protocol != protocol.TurnProtocol || len(c.Protocols[0].Versions) != 1 || c.Protocols[0].Versions[0] != 1 {
 		t.Errorf("protocols %+v", c.Protocols)
 	}
-	if got := strings.Join(c.Extensions, ","); got != "snapshotScope,stop,lineage,artifacts,history,approvals,compact,agui" {
+	if got := strings.Join(c.Extensions, ","); got != "snapshotScope,stop,lineage,artifacts,history,approvals,compact,agui,budgets" {
 		t.Errorf("extensions %s", got)
 	}
 	if c.Approvals.Field != "confirmation" || strings.Join(c.Approvals.Decisions, ",") != "approve,deny" ||

@@ -81,6 +81,18 @@ type run struct {
 	// tel is what the turn measures for its metrics and spans
 	// (telemetry.go); set by newRun.
 	tel *turnTelemetry
+	// meter adds up what the turn uses (chat.Usage): its store requests
+	// (its contexts carry it), its model and tool calls and tokens
+	// (loop.go); the record's Metered, the ledger's figures.
+	meter *chat.Meter
+	// quota is what the turn knows of its quotas (quota.go); nil when none.
+	quota *quotaState
+	// limit is the limit the turn reached, if it ended with
+	// LIMIT_EXCEEDED (quota.go).
+	limit atomic.Pointer[limitDetail]
+	// modelCtx is the model goroutine's context: its cause says whether
+	// the wall time budget ended it (errWallTime).
+	modelCtx context.Context
 }
 
 // drainAfter starts the session's queued turns after the turn's response
@@ -203,7 +215,7 @@ func (t *run) failBeforeStream(step string, err error) {
 		item := t.record(e, t.state.view(), 0, 0)
 		outcome = t.save(item)
 		if outcome == saved {
-			t.release(t.claim.BaseSequence, false)
+			t.countAndRelease(item, t.claim.BaseSequence, false)
 		}
 	}
 	t.logFinished(e, outcome, 0)
@@ -292,6 +304,12 @@ func (t *run) streamTurn() {
 
 	modelCtx, stopModel := context.WithCancel(t.ctx)
 	defer stopModel()
+	if wall := t.agent.def.Limits.MaxWallTime; wall > 0 {
+		var stopWall context.CancelFunc
+		modelCtx, stopWall = context.WithDeadlineCause(modelCtx, t.startedAt.Add(wall), errWallTime)
+		defer stopWall()
+	}
+	t.modelCtx = modelCtx
 	modelDone := make(chan error, 1)
 	go func() { modelDone <- t.runModelRecovered(modelCtx) }()
 
@@ -393,6 +411,13 @@ func (t *run) modelEnding(err error) ending {
 	if t.ctx.Err() != nil {
 		return t.contextEnding()
 	}
+	var le *limitError
+	switch {
+	case errors.As(err, &le):
+		return t.limitEnding(le.detail)
+	case t.modelCtx != nil && errors.Is(context.Cause(t.modelCtx), errWallTime):
+		return t.wallTimeEnding()
+	}
 	d := protocol.NewDiagnostic(protocol.CodeModelFailed)
 	e := ending{status: chat.TurnError, diag: &d}
 	var me *model.Error
@@ -451,7 +476,7 @@ func (t *run) finish(end ending, v view) {
 			cursor++
 			lines = t.diagnosticLine(lines, *end.trailer, cursor)
 		}
-		t.release(cursor, end.diag != nil && end.diag.Code == protocol.CodeTurnInterrupted)
+		t.countAndRelease(item, cursor, end.diag != nil && end.diag.Code == protocol.CodeTurnInterrupted)
 	case fenced:
 		lines = t.lostLines(last)
 	default:
@@ -574,6 +599,7 @@ func (t *run) record(end ending, v view, first, last int64) *chat.Turn {
 		InputHash:     t.inputHash,
 		Messages:      []protocol.Message{t.user, t.assistant(v, msgStatus, end.errorCode)},
 		Usage:         v.usage,
+		Metered:       t.usage(),
 		Error:         end.diag,
 		FirstSequence: first,
 		LastSequence:  last,
@@ -681,6 +707,17 @@ func sleepContext(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// countAndRelease counts the saved turn item in the usage ledger, then
+// releases the lease (release): counted first, so that the session's next
+// turn is counted after this one (docs/quotas.md). A turn whose count
+// could not be confirmed is not released: its lease expires and the
+// store that decides it counts it.
+func (t *run) countAndRelease(item *chat.Turn, cursor int64, stopped bool) {
+	if t.countUsage(item) {
+		t.release(cursor, stopped)
+	}
+}
+
 // release ends the lease (cleanup phase 3) of a saved turn with the
 // session's new cursor, keeping the session released for drainAfter
 // (stopped: the turn was stopped, maybe by an interrupt). A failed release is logged: the lease then expires on its
@@ -744,6 +781,9 @@ func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 		}
 	}
 	m.Metadata = t.approvalMetadata(t.loop.metadata(m.Metadata, false), status)
+	if status != protocol.MessageStreaming {
+		m.Metadata = t.limitMetadata(m.Metadata)
+	}
 	if t.omitted {
 		m.Metadata = withMember(m.Metadata, MetadataContext, json.RawMessage(fmt.Sprintf(`{"turns":%d,"omittedOlder":true}`, len(t.turnStarts))))
 	}

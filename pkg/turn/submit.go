@@ -50,6 +50,7 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 // the lineage check on: the lineage check (parentTurn), the claim of the
 // session's lease (claim), then the turn itself (run.serve).
 func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *http.Request, deadline time.Time, log *slog.Logger, sub *submission) {
+	ctx = chat.WithMeter(ctx, &chat.Meter{}) // the turn's usage, from its first store request
 	parent, err := h.parentTurn(ctx, sub)
 	if err != nil {
 		reject(ctx, w, log, "lineage", err)
@@ -60,12 +61,25 @@ func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *h
 		reject(ctx, w, log, "multitask", err)
 		return
 	}
+	quotas, err := h.quotasFor(ctx, sub, sess)
+	if err != nil {
+		reject(ctx, w, log, "quotas", err)
+		return
+	}
+	sub.startedAt = h.opts.Now()
 	if policy == definition.MultitaskEnqueue && sess != nil && busyFor(sess, h.opts.Now()) {
-		h.enqueue(ctx, w, log, sub)
+		h.enqueue(ctx, w, log, sub, quotas)
+		return
+	}
+	// The quota check, before the claim (docs/quotas.md); its admission
+	// holds a concurrency slot until the turn is counted or its latest end.
+	expires := sub.startedAt.Add(time.Until(deadline) + h.opts.CleanupReserve) // on the handler's clock
+	if sub.quota, err = h.checkQuotas(ctx, log, sub, quotas, sub.startedAt, expires, admitRunning); err != nil {
+		reject(ctx, w, log, "quota", err)
 		return
 	}
 	var claim *chat.Claim
-	claimedAt := h.opts.Now()
+	claimedAt := sub.startedAt
 	switch policy {
 	case definition.MultitaskInterrupt, definition.MultitaskRollback:
 		var replaced *chat.Turn
@@ -76,7 +90,8 @@ func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *h
 	default:
 		claim, err = h.claim(ctx, log, sub, deadline, false)
 		if policy == definition.MultitaskEnqueue && errors.Is(err, chat.ErrSessionBusy) {
-			h.enqueue(ctx, w, log, sub) // busy since policyFor read the session
+			h.giveBack(ctx, log, sub.principal, sub.quota)
+			h.enqueue(ctx, w, log, sub, quotas) // busy since policyFor read the session
 			return
 		}
 		if errors.Is(err, chat.ErrSessionQueued) {
@@ -84,6 +99,7 @@ func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *h
 		}
 	}
 	if err != nil {
+		h.giveBack(ctx, log, sub.principal, sub.quota)
 		reject(ctx, w, log, "claim", err)
 		return
 	}
@@ -120,6 +136,12 @@ type submission struct {
 	// agui is whether the submission came as an AG-UI RunAgentInput (POST
 	// /agui): the turn streams as AG-UI events (docs/agui.md).
 	agui bool
+	// startedAt is when the turn starts (just before its quota check and
+	// claim): its periods in the usage ledger (chat.ClaimRequest.StartedAt).
+	startedAt time.Time
+	// quota is what its quota check found, and its admission (quota.go);
+	// nil without quotas.
+	quota *quotaState
 }
 
 // acceptSubmit runs the checks of POST / before any storage request, in
@@ -159,6 +181,14 @@ func (h *handler) acceptSubmit(ctx context.Context, w http.ResponseWriter, r *ht
 	sub := newSubmission(principal, sc, ev)
 	sub.compact, sub.multitask = compact, multitask
 	return sub, "", nil
+}
+
+// admissionID is the id of sub's admission, "" when it has none.
+func (sub *submission) admissionID() string {
+	if sub.quota == nil || sub.quota.admission == nil {
+		return ""
+	}
+	return sub.quota.admission.ID
 }
 
 // newSubmission returns the submission of the decoded event ev: a plain
@@ -211,6 +241,8 @@ func (h *handler) claim(ctx context.Context, log *slog.Logger, sub *submission, 
 		LeaseDuration:      h.leaseDuration(deadline),
 		Decision:           sub.decision,
 		AheadOfQueue:       aheadOfQueue,
+		StartedAt:          sub.startedAt,
+		Admission:          sub.admissionID(),
 	})
 	if err != nil {
 		return nil, err
@@ -236,11 +268,16 @@ func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, dea
 	}
 	// The tools the turn runs learn its session (tool.CallInfoFrom).
 	runCtx = tool.WithCallInfo(runCtx, tool.CallInfo{SessionID: sub.sessionID, TurnID: sub.turnID, Principal: sub.principal})
+	meter := chat.MeterFrom(ctx) // the submit's store requests so far
+	if meter == nil {
+		meter = &chat.Meter{}
+	}
 	t := &run{
+		meter:     meter,
 		h:         h,
 		w:         w,
-		reqCtx:    reqCtx,
-		ctx:       runCtx,
+		reqCtx:    chat.WithMeter(reqCtx, meter),
+		ctx:       chat.WithMeter(runCtx, meter),
 		deadline:  deadline,
 		log:       log,
 		claim:     claim,
@@ -255,6 +292,7 @@ func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, dea
 	}
 	t.user = userMessage(sub.turnID, sub.input, t.createdAt)
 	t.startTelemetry(sub.principal)
+	t.quota = sub.quota
 	if sub.agui {
 		t.agui = newAGUIStream(sub.sessionID, sub.turnID)
 	}
@@ -316,6 +354,7 @@ func (h *handler) authenticate(ctx context.Context, r *http.Request) (chat.Princ
 func reject(ctx context.Context, w http.ResponseWriter, log *slog.Logger, step string, err error) {
 	d := httpedge.Diagnose(ctx, err)
 	logRejected(log, step, d, err)
+	httpedge.RetryHeaders(w.Header(), err)
 	httpedge.WriteError(w, d)
 }
 

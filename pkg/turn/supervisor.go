@@ -172,6 +172,7 @@ func (t *run) checkpointOf(st liveState) *chat.Checkpoint {
 		Lineage: t.lineage, InputHash: t.inputHash,
 		Messages:      []protocol.Message{t.user, st.assistant},
 		Usage:         st.usage,
+		Metered:       t.usage(),
 		FirstSequence: t.claim.BaseSequence + 1,
 		Sequence:      st.seq,
 		StartedAt:     t.startedAt,

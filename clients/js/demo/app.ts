@@ -36,6 +36,7 @@ import {
   type Usage,
 } from "../src/index.js";
 import { morph, plain as plainText, render as renderMarkdown } from "./markdown.js";
+import { usageLine } from "./usage.js";
 
 const PAGE = 10;
 // How often an idle page asks whether the session moved on (another
@@ -66,10 +67,11 @@ const els = {
 
 const params = new URLSearchParams(location.search);
 const user = params.get("user") ?? "";
+const auth: Record<string, string> = isSafeId(user) ? { Authorization: `Bearer dev.${user}` } : {};
 const client = new TurnstreamClient({
   turnURL: "/turn/",
   historyURL: "/history/",
-  headers: isSafeId(user) ? { Authorization: `Bearer dev.${user}` } : {},
+  headers: auth,
   // The compact stream (docs/compact.md): text every 50 ms for a few
   // bytes more than the answer itself, instead of paced complete snapshots.
   compact: true,
@@ -193,6 +195,9 @@ const PLAIN: Record<string, string> = {
   CONFIRMATION_DECIDED: "This tool call was already approved or denied, perhaps in another window.",
   CONFIRMATION_EXPIRED: "It's too late to decide on this tool call: it waited too long, or a later message replaced it.",
   CONFIRMATION_NOT_FOUND: "This tool call is no longer waiting for a decision.",
+  QUOTA_EXCEEDED: "You've reached a usage limit for now. Wait a little, then send again.",
+  QUOTA_UNAVAILABLE: "The server can't check your usage limits right now. Try again in a moment.",
+  LIMIT_EXCEEDED: "This answer stopped at a usage limit. What it wrote is kept.",
 };
 function plain(code: string, message: string): string {
   return PLAIN[code] ?? message;
@@ -1043,6 +1048,7 @@ async function follow(v: View, turn: Turn, onStart?: () => void): Promise<void> 
   } finally {
     v.turn = undefined;
     if (active === v) finishActive();
+    void usage(); // what is left after this turn, or after a refusal
     composerBusy();
     renderPicker();
     if (!active) sendWaiting();
@@ -1368,11 +1374,15 @@ function grow(): void {
 els.input.addEventListener("input", grow);
 
 els.who.textContent = `signed in as ${isSafeId(user) ? user : "local"} (dev auth)`;
+// What is left of the user's quotas, when little is (usage.ts).
+const usage = usageLine($("usage"), "/history/", auth);
+
 renderPicker();
 composerBusy();
 void loadFirst().then(() => {
   if (!fresh) watch();
 });
+void usage();
 els.input.focus();
 
 // The last completed answer's tokens, in the footer.

@@ -21,6 +21,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
@@ -82,10 +83,11 @@ func Buffered(h http.Handler, tel *telemetrysetup.Set) func() {
 }
 
 // Store returns the DynamoDB store on cfg.TableName, with page cursors
-// signed by cfg.CursorSecret. Its client has cfg's attempt timeout and
-// region, placeholder credentials when cfg.DynamoDBEndpoint names a
-// local server, and tel's tracer provider (a client span per operation
-// when tracing is on; tel may be nil).
+// signed by cfg.CursorSecret and the usage ledger of cfg (LedgerOptions).
+// Its client has cfg's attempt timeout and region, placeholder credentials
+// when cfg.DynamoDBEndpoint names a local server, and tel's tracer
+// provider (a client span per operation when tracing is on; tel may be
+// nil).
 func Store(ctx context.Context, cfg config.Config, tel *telemetrysetup.Set) (chat.Store, error) {
 	client, err := dynamo.NewClient(ctx, dynamo.ClientOptions{
 		Endpoint:          cfg.DynamoDBEndpoint,
@@ -97,7 +99,14 @@ func Store(ctx context.Context, cfg config.Config, tel *telemetrysetup.Set) (cha
 	if err != nil {
 		return nil, fmt.Errorf("dynamodb client: %w", err)
 	}
-	return dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret}), nil
+	return dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret, Ledger: LedgerOptions(cfg)}), nil
+}
+
+// LedgerOptions returns the store's usage ledger options of cfg
+// (USAGE_LEDGER, LEDGER_RETENTION): every function's store decides
+// turns, so every one counts the turns it decides when the ledger is on.
+func LedgerOptions(cfg config.Config) chat.LedgerOptions {
+	return chat.LedgerOptions{Enabled: cfg.Usage.Ledger, Retention: cfg.Usage.LedgerRetention}
 }
 
 // Authenticator returns the authenticator of cfg.Auth (auth.New; in jwt
@@ -114,8 +123,9 @@ func Authenticator(ctx context.Context, cfg config.Config) (auth.Authenticator, 
 // sessionapi.NewHistoryHandler or sessionapi.NewArtifactsHandler; function
 // names it, "history" or "artifacts") on the DynamoDB store (Store) with
 // the authenticator (Authenticator), logger, cfg's body cap and tel's
-// metrics and spans (tel may be nil).
-func SessionHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, tel *telemetrysetup.Set, function string, newHandler func(sessionapi.Options) (http.Handler, error)) (http.Handler, error) {
+// metrics and spans (tel may be nil); with usage, GET /usage too
+// (UsageOptions).
+func SessionHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, tel *telemetrysetup.Set, function string, newHandler func(sessionapi.Options) (http.Handler, error), usage bool) (http.Handler, error) {
 	store, err := Store(ctx, cfg, tel)
 	if err != nil {
 		return nil, err
@@ -124,8 +134,28 @@ func SessionHandler(ctx context.Context, cfg config.Config, logger *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
-	return newHandler(sessionapi.Options{
+	opts := sessionapi.Options{
 		Store: store, Authenticator: authn, Logger: logger, MaxBodyBytes: cfg.MaxBodyBytes,
 		Metrics: tel.Metrics(function), Tracing: tel.Tracer(),
-	})
+	}
+	if usage {
+		if opts.Usage, err = UsageOptions(cfg, os.ReadFile); err != nil {
+			return nil, err
+		}
+	}
+	return newHandler(opts)
+}
+
+// UsageOptions returns the GET /usage options of cfg: nil when the usage
+// ledger is off, else the quotas of the default definition (the
+// definitions file's, read with readFile, over QUOTAS).
+func UsageOptions(cfg config.Config, readFile func(string) ([]byte, error)) (*sessionapi.UsageOptions, error) {
+	if !cfg.Usage.Ledger {
+		return nil, nil
+	}
+	q, err := definition.DefaultQuotas(cfg.Definitions(), readFile)
+	if err != nil {
+		return nil, fmt.Errorf("quotas: %w", err)
+	}
+	return &sessionapi.UsageOptions{Quotas: q}, nil
 }

@@ -447,7 +447,8 @@ func (s *stream) handle(ev types.ConverseStreamOutput) (model.Event, bool, error
 	case *types.ConverseStreamOutputMemberMetadata:
 		if u := v.Value.Usage; u != nil {
 			in, out := int64(deref(u.InputTokens)), int64(deref(u.OutputTokens))
-			return model.Event{Usage: &protocol.Usage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out}}, true, nil
+			return model.Event{Usage: &protocol.Usage{PromptTokens: in, CompletionTokens: out, TotalTokens: in + out},
+				Cache: model.NewCacheTokens(int64(deref(u.CacheReadInputTokens)), int64(deref(u.CacheWriteInputTokens)))}, true, nil
 		}
 	}
 	return model.Event{}, false, nil

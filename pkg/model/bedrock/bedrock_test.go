@@ -175,6 +175,9 @@ func TestStreamEvents(t *testing.T) {
 		"no metadata":        {[]frame{ev("messageStop", `{"stopReason":"end_turn"}`)}, []model.Event{{FinishReason: model.FinishStop}}},
 		"unknown event type ignored": {append([]frame{ev("futureEvent", `{"x":1}`)}, stop("end_turn")...),
 			[]model.Event{{FinishReason: model.FinishStop}, {Usage: usage}}},
+		"prompt cache tokens": {[]frame{ev("messageStop", `{"stopReason":"end_turn"}`),
+			ev("metadata", `{"usage":{"inputTokens":12,"outputTokens":5,"totalTokens":17,"cacheReadInputTokens":300,"cacheWriteInputTokens":40},"metrics":{"latencyMs":9}}`)},
+			[]model.Event{{FinishReason: model.FinishStop}, {Usage: usage, Cache: &model.CacheTokens{Read: 300, Write: 40}}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

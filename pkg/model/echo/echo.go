@@ -25,6 +25,11 @@
 //	CompletionTokens = ceil(runes of the reply / 4)
 //	TotalTokens      = PromptTokens + CompletionTokens
 //
+// Request.MaxTokens, when set, caps the text reply as a provider's
+// completion cap would: a reply longer than 4 x MaxTokens runes is cut
+// there (CompletionTokens then MaxTokens) and ends with FinishLength. A
+// tool call's reply is never cut.
+//
 // The same Request always yields the same events.
 package echo
 
@@ -83,8 +88,9 @@ func New(delay time.Duration, chunkRunes int) *Model {
 
 // Stream starts an echo reply of req. It returns a *model.Error with Code
 // ErrorCodeNoUserMessage (not retryable) when req has no user message, and
-// ctx.Err() when ctx has already ended. ModelID and MaxTokens are
-// ignored; Tools only matter for the note command.
+// ctx.Err() when ctx has already ended. ModelID is ignored; MaxTokens
+// cuts a longer text reply (see the package documentation); Tools only
+// matter for the note command.
 func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -100,12 +106,16 @@ func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, er
 	if call != nil {
 		return &stream{ctx: ctx, call: call, usage: Usage(req, string(call.Args)), done: make(chan struct{})}, nil
 	}
-	reply := Prefix + input
+	reply, finish := Prefix+input, model.FinishStop
+	if capRunes := 4 * req.MaxTokens; req.MaxTokens > 0 && utf8.RuneCountInString(reply) > capRunes {
+		reply, finish = string([]rune(reply)[:capRunes]), model.FinishLength
+	}
 	return &stream{
 		ctx:    ctx,
 		delay:  m.Delay,
 		chunks: split(reply, m.ChunkRunes),
 		usage:  Usage(req, reply),
+		finish: finish,
 		done:   make(chan struct{}),
 	}, nil
 }
@@ -189,6 +199,7 @@ type stream struct {
 	delay  time.Duration
 	chunks []string
 	usage  protocol.Usage
+	finish model.FinishReason // of a text reply
 
 	next     int  // index of the next chunk to emit
 	finished bool // the final event was emitted
@@ -224,7 +235,7 @@ func (s *stream) Recv() (model.Event, error) {
 		if s.call != nil {
 			return model.Event{ToolCall: s.call, Usage: &u, FinishReason: model.FinishToolUse}, nil
 		}
-		return model.Event{Usage: &u, FinishReason: model.FinishStop}, nil
+		return model.Event{Usage: &u, FinishReason: s.finish}, nil
 	}
 	return model.Event{}, io.EOF
 }

@@ -132,6 +132,42 @@ func TestReplyIsPrefixPlusLastUserMessage(t *testing.T) {
 	}
 }
 
+// TestMaxTokensCutsTheReply: a completion cap shorter than the reply
+// cuts it at 4 runes a token (never inside a character) and ends with
+// FinishLength, completion tokens the cap; a cap the reply fits in
+// changes nothing.
+func TestMaxTokensCutsTheReply(t *testing.T) {
+	in := "héllo wörld, a reply longer than three tokens"
+	for _, tc := range []struct {
+		max    int
+		reply  string
+		finish model.FinishReason
+	}{
+		{3, "Echo: héllo ", model.FinishLength},
+		{100, echo.Prefix + in, model.FinishStop},
+		{0, echo.Prefix + in, model.FinishStop},
+	} {
+		s, err := echo.New(0, 5).Stream(context.Background(), model.Request{Messages: []protocol.Message{user(in)}, MaxTokens: tc.max})
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeOnCleanup(t, s)
+		var b strings.Builder
+		evs := drain(t, s)
+		for _, ev := range evs {
+			b.WriteString(ev.TextDelta)
+		}
+		last := evs[len(evs)-1]
+		if b.String() != tc.reply || last.FinishReason != tc.finish || last.Usage == nil ||
+			last.Usage.CompletionTokens != int64((utf8.RuneCountInString(tc.reply)+3)/4) {
+			t.Errorf("MaxTokens %d: reply %q, finish %q, usage %+v; want %q, %q", tc.max, b.String(), last.FinishReason, last.Usage, tc.reply, tc.finish)
+		}
+		if tc.max == 3 && last.Usage.CompletionTokens != 3 {
+			t.Errorf("cut reply: %d completion tokens, want the cap 3", last.Usage.CompletionTokens)
+		}
+	}
+}
+
 func TestStreamErrors(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()

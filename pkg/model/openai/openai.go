@@ -263,6 +263,7 @@ type stream struct {
 	calls    map[int64]*toolCall
 	pending  []model.Event
 	usage    *protocol.Usage // the last usage seen, emitted at io.EOF
+	cache    *model.CacheTokens
 	finished bool
 	err      error
 }
@@ -281,7 +282,7 @@ func (s *stream) Recv() (model.Event, error) {
 		if !s.st.Next() {
 			s.err = s.end()
 			if s.err == io.EOF && s.usage != nil {
-				s.pending = append(s.pending, model.Event{Usage: s.usage})
+				s.pending = append(s.pending, model.Event{Usage: s.usage, Cache: s.cache})
 				s.usage = nil
 			}
 			continue
@@ -349,6 +350,7 @@ func (s *stream) handle(c openai.ChatCompletionChunk) error {
 		// keep the last and emit it once, at the end of the stream.
 		u := c.Usage
 		s.usage = &protocol.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+		s.cache = model.NewCacheTokens(u.PromptTokensDetails.CachedTokens, u.PromptTokensDetails.CacheWriteTokens)
 	}
 	return nil
 }

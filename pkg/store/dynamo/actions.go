@@ -35,12 +35,21 @@ var methodOperations = map[string][]string{
 	"ClaimQueued":  {"GetItem", "UpdateItem", "Query"},
 	"CancelQueued": {"GetItem", "UpdateItem"},
 	"QueuedTurns":  {"GetItem", "Query"},
+	// The usage ledger (ledger.go): counting a turn, reading a
+	// principal's ledger (two months' items in one BatchGetItem early in a
+	// month), a tenant's page, and admissions.
+	"RecordUsage":     {"UpdateItem", "GetItem"},
+	"ReadUsage":       {"GetItem", "BatchGetItem"},
+	"ListUsage":       {"Query"},
+	"Admit":           {"GetItem", "BatchGetItem", "UpdateItem"},
+	"CancelAdmission": {"UpdateItem", "GetItem"},
 }
 
 // Store methods each Lambda function calls (docs/design.md#the-three-functions).
 var (
-	turnFunctionMethods      = []string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued"}
-	historyFunctionMethods   = []string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns"}
+	turnFunctionMethods = []string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued",
+		"RecordUsage", "ReadUsage", "ListUsage", "Admit", "CancelAdmission"}
+	historyFunctionMethods   = []string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns", "ReadUsage", "ListUsage"}
 	artifactsFunctionMethods = []string{"PutArtifacts", "GetArtifacts"}
 )
 
@@ -49,8 +58,9 @@ var (
 // methods that function calls: the turn function (ClaimTurn RenewLease
 // RequestStop LoadContext Supersede SaveTurn ReleaseTurn FindTurn
 // Checkpoint PollTurn GetSession: the last three for durable turns and
-// resume), the history function (GetSession ListTurns FindTurn PollTurn)
-// and the artifacts
+// resume; the queue's; the usage ledger's and admissions), the history
+// function (GetSession ListTurns FindTurn PollTurn QueuedTurns, and
+// ReadUsage ListUsage for GET /usage) and the artifacts
 // function (PutArtifacts GetArtifacts). Sorted, without duplicates. The
 // SAM template grants exactly these.
 var (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
@@ -103,6 +104,31 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	e.clock.Advance(lease)
 	call("ClaimQueued", func() error { _, _, err := s.ClaimQueued(ctx, "q", lease); return err })
 	call("CancelQueued", func() error { return s.CancelQueued(ctx, "q", "q2", alice) })
+	// The usage ledger: counting (twice: the second is refused), reading
+	// in the first hour of a month (two items) and later, listing,
+	// admitting (and refusing), cancelling.
+	entry := chat.LedgerEntry{SessionID: "s1", Ordinal: 1, Owner: alice, StartedAt: e.clock.Now(), Usage: chat.Usage{InputTokens: 1}}
+	call("RecordUsage", func() error { return s.RecordUsage(ctx, entry) })
+	call("RecordUsage", func() error { return s.RecordUsage(ctx, entry) })
+	monthStart, _ := chat.PeriodMonth.Bounds(e.clock.Now())
+	call("ReadUsage", func() error { _, err := s.ReadUsage(ctx, alice, monthStart.Add(time.Minute)); return err })
+	call("ReadUsage", func() error { _, err := s.ReadUsage(ctx, alice, monthStart.Add(48*time.Hour)); return err })
+	call("ListUsage", func() error {
+		_, err := s.ListUsage(ctx, chat.UsageListRequest{Tenant: alice.Tenant, At: e.clock.Now()})
+		return err
+	})
+	adm := chat.Admission{ID: "a1", StartedAt: monthStart.Add(time.Minute), ExpiresAt: monthStart.Add(2 * time.Minute)}
+	call("Admit", func() error {
+		_, err := s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: adm, ConcurrentSessions: 1})
+		return err
+	})
+	call("Admit", func() error {
+		a2 := adm
+		a2.ID = "a2"
+		_, err := s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: a2, ConcurrentSessions: 1})
+		return err
+	})
+	call("CancelAdmission", func() error { return s.CancelAdmission(ctx, alice, adm) })
 	// Each reader deciding a turn whose lease expired (fate.go).
 	for _, m := range []string{"GetSession", "ListTurns", "FindTurn", "PollTurn"} {
 		sid := "decide-" + m
@@ -144,8 +170,9 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 		methods []string
 		actions []string
 	}{
-		"turn":      {[]string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued"}, dynamo.TurnFunctionActions},
-		"history":   {[]string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns"}, dynamo.HistoryFunctionActions},
+		"turn": {[]string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued",
+			"RecordUsage", "ReadUsage", "ListUsage", "Admit", "CancelAdmission"}, dynamo.TurnFunctionActions},
+		"history":   {[]string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns", "ReadUsage", "ListUsage"}, dynamo.HistoryFunctionActions},
 		"artifacts": {[]string{"PutArtifacts", "GetArtifacts"}, dynamo.ArtifactsFunctionActions},
 	}
 	for name, f := range functions {
@@ -171,6 +198,7 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 		{"ClaimTurn", "GetItem"}, {"ReleaseTurn", "GetItem"}, {"ListTurns", "GetItem"},
 		{"Supersede", "UpdateItem"}, {"PollTurn", "BatchGetItem"},
 		{"GetSession", "UpdateItem"}, {"ListTurns", "UpdateItem"}, {"FindTurn", "UpdateItem"}, {"PollTurn", "UpdateItem"},
+		{"ReadUsage", "BatchGetItem"}, {"ReadUsage", "GetItem"}, {"Admit", "UpdateItem"},
 	} {
 		if !issued[want.method][want.op] {
 			t.Errorf("scenario did not reach %s's %s path", want.method, want.op)

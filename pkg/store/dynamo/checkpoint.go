@@ -296,6 +296,11 @@ func (s *Store) updateLive(ctx context.Context, cp *chat.Checkpoint, token strin
 		Set(expression.Name(attrSequence), expression.Value(cp.Sequence)).
 		Set(expression.Name(attrUsage), expression.Value(usageAV(cp.Usage))).
 		Set(expression.Name(AttrPurgeAt), expression.Value(purgeAt))
+	if m := toMeteredAV(cp.Metered); m != nil {
+		up = up.Set(expression.Name(attrMetered), expression.Value(m))
+	} else {
+		up = up.Remove(expression.Name(attrMetered))
+	}
 	order := "<="
 	if change {
 		up = up.Set(expression.Name(attrHead), expression.Value(cp.Sequence))
@@ -382,6 +387,7 @@ type liveState struct {
 	head     int64
 	sequence int64
 	usage    *protocol.Usage
+	metered  chat.Usage
 	deltas   map[int64]string // the d attribute of each delta item read
 }
 
@@ -399,6 +405,10 @@ func readLive(sk string, items []map[string]types.AttributeValue) liveState {
 			if v, ok := item[attrUsage]; ok && attributevalue.Unmarshal(v, &u) == nil {
 				pu := protocol.Usage(u)
 				ls.usage = &pu
+				var m meteredAV
+				if v, ok := item[attrMetered]; ok && attributevalue.Unmarshal(v, &m) == nil {
+					ls.metered = m.usage()
+				}
 			}
 		case strings.HasPrefix(k, prefix):
 			n, err := strconv.ParseInt(k[len(prefix):], 10, 64)
@@ -473,7 +483,7 @@ func (s *Store) mergeLive(ctx context.Context, it *turnItem, t *chat.Turn, items
 	}
 	t.LastSequence = max(t.LastSequence, ls.sequence)
 	if ls.usage != nil {
-		t.Usage = *ls.usage
+		t.Usage, t.Metered = *ls.usage, ls.metered
 	}
 	return nil
 }

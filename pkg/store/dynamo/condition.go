@@ -54,6 +54,9 @@ func (s *Store) updateInput(key map[string]types.AttributeValue, up expression.U
 		values = make(map[string]types.AttributeValue, len(c.values))
 	}
 	maps.Copy(values, c.values)
+	if len(values) == 0 {
+		values = nil // DynamoDB refuses an empty map
+	}
 	return &dynamodb.UpdateItemInput{
 		TableName:                 s.table,
 		Key:                       key,

@@ -17,6 +17,7 @@ func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, clock *storetest.Clock, cursorKey []byte) chat.Store {
 		t.Parallel()
 		e := newEnv(t)
-		return dynamo.New(e.client, dynamo.Options{Table: e.table, Now: clock.Now, CursorKey: cursorKey, ResolveShare: dynalite.ResolveShare})
+		return dynamo.New(e.client, dynamo.Options{Table: e.table, Now: clock.Now, CursorKey: cursorKey, ResolveShare: dynalite.ResolveShare,
+			Ledger: chat.LedgerOptions{Enabled: true}})
 	})
 }

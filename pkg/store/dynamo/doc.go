@@ -54,6 +54,10 @@
 //	queue item    pk=SESSION#<id>  sk=QUEUE#<turnId>
 //	  a queued turn's user message, lineage, input hash and times
 //	  (queue.go); its order is the session item's queue entry.
+//	ledger item   pk=USAGE#<tenant key>#<yyyy-mm>  sk=P#<principal key>
+//	  one principal's usage ledger of a UTC month (ledger.go): its
+//	  counters, each session's last counted ordinal, its quota admissions,
+//	  tenant and subject in clear, purgeAt. No index key.
 //
 // Request budgets, each measured by this package's tests: a claim is one
 // conditional UpdateItem that creates or claims the session; only a
@@ -66,7 +70,9 @@
 // TurnIDIndex, since its turn id may have left the window. Lease renewal,
 // release and save are one write each; a history page and a context load
 // are one Query of the sparse VisibleIndex; FindTurn is one Query of
-// TurnIDIndex; an artifacts write is that Query plus one UpdateItem.
+// TurnIDIndex; an artifacts write is that Query plus one UpdateItem;
+// counting a turn in the usage ledger is one UpdateItem, reading a
+// principal's usage one GetItem (a BatchGetItem in a month's first hour).
 //
 // A Store keeps no per-lease state: the calls of a lease take the Claim
 // that ClaimTurn returned (owner, ordinal, token, terminal window), so

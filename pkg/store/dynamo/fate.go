@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -121,8 +122,17 @@ func (s *Store) decideTurn(ctx context.Context, sessionID string, item map[strin
 		return nil, err
 	}
 	queued := startedEntry(sess, crashed.Ordinal) != nil
-	if d.outcome, d.requeue, err = s.fenceTurn(ctx, sessionID, crashed, si.LeaseToken, si.OwnerKey, d.lost, queued); err != nil {
+	var usage chat.Usage
+	if d.outcome, d.requeue, usage, err = s.fenceTurn(ctx, sessionID, crashed, si.LeaseToken, si.OwnerKey, d.lost, queued); err != nil {
 		return nil, err
+	}
+	if !d.requeue {
+		// Counted before the session is freed (step 4), so that a
+		// session's turns are counted in ordinal order; a decider that
+		// finds this done completes it again, counting nothing twice.
+		if err := s.countDecided(ctx, sessionID, sess.Owner, crashed, usage); err != nil {
+			return nil, fmt.Errorf("decide the turn of session %s: %w", sessionID, err)
+		}
 	}
 	return d, nil
 }
@@ -196,13 +206,14 @@ func (s *Store) fenceLive(ctx context.Context, sessionID string, ordinal int64, 
 // fenceTurn is step 3 for the turn of lease crashed (its token the
 // turn's own): it returns completed when the turn's save landed first,
 // else indeterminate once the turn item is closed as lost under fence (or
-// already was, by another decider). A queued turn (queued) that was never
+// already was, by another decider), and the usage its record holds (what
+// the ledger counts for it). A queued turn (queued) that was never
 // acknowledged gets the fence record too, and requeue: it never started.
-func (s *Store) fenceTurn(ctx context.Context, sessionID string, crashed *chat.Lease, fence, owner string, lost int64, queued bool) (outcome chat.TerminalOutcome, requeue bool, err error) {
+func (s *Store) fenceTurn(ctx context.Context, sessionID string, crashed *chat.Lease, fence, owner string, lost int64, queued bool) (outcome chat.TerminalOutcome, requeue bool, usage chat.Usage, err error) {
 	for range 3 { // a first checkpoint may land between the read and the write
 		main, items, err := s.queryTurn(ctx, sessionID, crashed.Ordinal)
 		if err != nil {
-			return "", false, fmt.Errorf("decide the turn of session %s: %w", sessionID, err)
+			return "", false, usage, fmt.Errorf("decide the turn of session %s: %w", sessionID, err)
 		}
 		switch tok := tokenOf(main); {
 		case main == nil:
@@ -210,23 +221,32 @@ func (s *Store) fenceTurn(ctx context.Context, sessionID string, crashed *chat.L
 		case tok == fence:
 			// Decided by another process: a fence record of a queued turn
 			// is its requeue.
-			return chat.OutcomeIndeterminate, queued && isFenceRecord(main), nil
+			return chat.OutcomeIndeterminate, queued && isFenceRecord(main), meteredOf(main), nil
 		case tok == crashed.Token && statusOf(main) != chat.TurnRunning:
-			return chat.OutcomeCompleted, false, nil // its save landed first
+			return chat.OutcomeCompleted, false, meteredOf(main), nil // its save landed first
 		case tok == crashed.Token:
-			err = s.closeLost(ctx, main, items, crashed.Token, fence, lost)
+			usage, err = s.closeLost(ctx, main, items, crashed.Token, fence, lost)
 		default:
-			return "", false, fmt.Errorf("decide the turn of session %s: its item carries another token", sessionID)
+			return "", false, usage, fmt.Errorf("decide the turn of session %s: its item carries another token", sessionID)
 		}
 		if failed, _ := conditionFailed(err); failed {
 			continue // it changed: read it again
 		}
 		if err != nil {
-			return "", false, fmt.Errorf("decide the turn of session %s: %w", sessionID, err)
+			return "", false, usage, fmt.Errorf("decide the turn of session %s: %w", sessionID, err)
 		}
-		return chat.OutcomeIndeterminate, queued && main == nil, nil
+		return chat.OutcomeIndeterminate, queued && main == nil, usage, nil
 	}
-	return "", false, fmt.Errorf("decide the turn of session %s: its item kept changing", sessionID)
+	return "", false, usage, fmt.Errorf("decide the turn of session %s: its item kept changing", sessionID)
+}
+
+// meteredOf returns the usage a turn item records (chat.Turn.Metered).
+func meteredOf(item map[string]types.AttributeValue) chat.Usage {
+	var m meteredAV
+	if v, ok := item[attrMetered]; ok && attributevalue.Unmarshal(v, &m) == nil {
+		return m.usage()
+	}
+	return chat.Usage{}
 }
 
 // writeFenceRecord writes the record of a turn lost before its first
@@ -257,19 +277,20 @@ func (s *Store) writeFenceRecord(ctx context.Context, sessionID string, crashed 
 // closeLost closes a running turn item as lost: its checkpoints (among
 // items, read after its live item was fenced, so no later one counts)
 // folded into its messages, closed (chat.Turn.Lost), conditional on it
-// still running under the turn's token.
-func (s *Store) closeLost(ctx context.Context, main map[string]types.AttributeValue, items []map[string]types.AttributeValue, token, fence string, lost int64) error {
+// still running under the turn's token. It returns the usage of the
+// record (its last checkpoint's).
+func (s *Store) closeLost(ctx context.Context, main map[string]types.AttributeValue, items []map[string]types.AttributeValue, token, fence string, lost int64) (chat.Usage, error) {
 	it, err := decodeTurnItem(main)
 	if err != nil {
-		return err
+		return chat.Usage{}, err
 	}
 	t := it.turn()
 	if t.Messages, err = s.loadMessages(ctx, it); err != nil {
-		return err
+		return chat.Usage{}, err
 	}
 	if it.Live {
 		if err := s.mergeLive(ctx, it, &t, items); err != nil {
-			return err
+			return chat.Usage{}, err
 		}
 	}
 	t = t.Lost(lost, s.now())
@@ -284,11 +305,12 @@ func (s *Store) closeLost(ctx context.Context, main map[string]types.AttributeVa
 		rec = *it
 		rec.Status, rec.LastSequence, rec.CompletedAt = string(t.Status), lost, millis(t.CompletedAt)
 		rec.Error = &diagnosticAV{Version: t.Error.Version, Code: t.Error.Code, Message: t.Error.Message, Retryable: t.Error.Retryable}
+		rec.Metered = toMeteredAV(t.Metered)
 		rec.LeaseToken, rec.SaveID = fence, fence
 	}
 	up, err := turnItemUpdate(&rec)
 	if err != nil {
-		return err
+		return chat.Usage{}, err
 	}
 	cond := condition{
 		expr:  "#leaseToken = :token AND #status = :running OR #leaseToken = :fence",
@@ -296,7 +318,7 @@ func (s *Store) closeLost(ctx context.Context, main map[string]types.AttributeVa
 		values: map[string]types.AttributeValue{
 			":token": strValue(token), ":running": strValue(string(chat.TurnRunning)), ":fence": strValue(fence)},
 	}
-	return s.resolvedWrite(ctx, map[string]types.AttributeValue{AttrPK: main[AttrPK], AttrSK: main[AttrSK]}, up, cond, func(item map[string]types.AttributeValue) bool {
+	return t.Metered, s.resolvedWrite(ctx, map[string]types.AttributeValue{AttrPK: main[AttrPK], AttrSK: main[AttrSK]}, up, cond, func(item map[string]types.AttributeValue) bool {
 		return item != nil && tokenOf(item) == fence
 	})
 }
@@ -365,7 +387,9 @@ func (s *Store) settleOrphan(ctx context.Context, sessionID string, si *sessionI
 	if err != nil || main == nil {
 		return err
 	}
-	err = s.closeLost(ctx, main, items, token, fence, si.Sequence+chat.SequenceGapAfterCrash)
+	// Not counted in the ledger: a turn of an older version's release,
+	// whose session's later turns may be counted already.
+	_, err = s.closeLost(ctx, main, items, token, fence, si.Sequence+chat.SequenceGapAfterCrash)
 	if failed, _ := conditionFailed(err); failed {
 		return nil // saved or decided meanwhile
 	}
@@ -530,7 +554,7 @@ func (s *Store) pollLive(ctx context.Context, sessionID string, ordinal int64, p
 	}
 	t.LastSequence = max(t.LastSequence, ls.sequence)
 	if ls.usage != nil {
-		t.Usage = *ls.usage
+		t.Usage, t.Metered = *ls.usage, ls.metered
 	}
 	return &t, true, nil
 }

@@ -45,6 +45,11 @@ const (
 	attrLeaseOrdinal   = "leaseOrdinal"
 	attrLeaseInputHash = "leaseInputHash"
 	attrLeaseLineage   = "leaseLineage"
+	// attrLeaseStartedAt (epoch ms) and attrLeaseAdmission are the
+	// lease's chat.Lease.StartedAt and Admission: what the usage ledger
+	// counts the turn under (ledger.go).
+	attrLeaseStartedAt = "leaseStartedAt"
+	attrLeaseAdmission = "leaseAdmission"
 	attrWindow         = "window"
 	attrReleasedToken  = "releasedToken"
 
@@ -64,7 +69,7 @@ const (
 
 // leaseAttrs are removed from the session item when a lease ends.
 var leaseAttrs = []string{attrLeaseTurnID, attrLeaseToken, attrLeaseExpiresAt, attrLeaseStop,
-	attrLeaseOrdinal, attrLeaseInputHash, attrLeaseLineage}
+	attrLeaseOrdinal, attrLeaseInputHash, attrLeaseLineage, attrLeaseStartedAt, attrLeaseAdmission}
 
 func sessionPK(sessionID string) string { return sessionPrefix + sessionID }
 
@@ -212,6 +217,8 @@ type sessionItem struct {
 	LeaseOrdinal       int64                     `dynamodbav:"leaseOrdinal,omitempty"`
 	LeaseInputHash     string                    `dynamodbav:"leaseInputHash,omitempty"` // compactHash
 	LeaseLineage       *lineageAV                `dynamodbav:"leaseLineage,omitempty"`
+	LeaseStartedAt     int64                     `dynamodbav:"leaseStartedAt,omitempty"`
+	LeaseAdmission     string                    `dynamodbav:"leaseAdmission,omitempty"`
 	Window             map[string]string         `dynamodbav:"window,omitempty"`
 	ReleasedToken      string                    `dynamodbav:"releasedToken,omitempty"`
 	Confirmations      map[string]confirmationAV `dynamodbav:"confirmations,omitempty"`
@@ -270,11 +277,51 @@ func (si *sessionItem) lease() *chat.Lease {
 		Stop:      si.LeaseStop,
 		Ordinal:   si.LeaseOrdinal,
 		InputHash: expandHash(si.LeaseInputHash),
+		StartedAt: fromMillis(si.LeaseStartedAt),
+		Admission: si.LeaseAdmission,
 	}
 	if si.LeaseLineage != nil {
 		l.Lineage = si.LeaseLineage.lineage()
 	}
 	return l
+}
+
+// attrMetered holds a turn's chat.Usage (Turn.Metered, Checkpoint.Metered)
+// on turn and live items.
+const attrMetered = "metered"
+
+// meteredAV is a chat.Usage as stored: only the figures that are not
+// zero.
+type meteredAV struct {
+	InputTokens      int64   `dynamodbav:"i,omitempty"`
+	OutputTokens     int64   `dynamodbav:"o,omitempty"`
+	CacheReadTokens  int64   `dynamodbav:"r,omitempty"`
+	CacheWriteTokens int64   `dynamodbav:"w,omitempty"`
+	ModelCalls       int64   `dynamodbav:"m,omitempty"`
+	ToolCalls        int64   `dynamodbav:"c,omitempty"`
+	StoreRequests    int64   `dynamodbav:"q,omitempty"`
+	ReadUnits        float64 `dynamodbav:"u,omitempty"`
+	WriteUnits       float64 `dynamodbav:"v,omitempty"`
+}
+
+// toMeteredAV returns u as stored, nil when it is zero.
+func toMeteredAV(u chat.Usage) *meteredAV {
+	if u == (chat.Usage{}) {
+		return nil
+	}
+	return &meteredAV{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens, ModelCalls: u.ModelCalls, ToolCalls: u.ToolCalls,
+		StoreRequests: u.StoreRequests, ReadUnits: u.ReadUnits, WriteUnits: u.WriteUnits}
+}
+
+// usage returns m as a chat.Usage (zero for nil).
+func (m *meteredAV) usage() chat.Usage {
+	if m == nil {
+		return chat.Usage{}
+	}
+	return chat.Usage{InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CacheReadTokens: m.CacheReadTokens,
+		CacheWriteTokens: m.CacheWriteTokens, ModelCalls: m.ModelCalls, ToolCalls: m.ToolCalls,
+		StoreRequests: m.StoreRequests, ReadUnits: m.ReadUnits, WriteUnits: m.WriteUnits}
 }
 
 type usageAV struct {
@@ -323,6 +370,7 @@ type turnItem struct {
 	Lineage       lineageAV     `dynamodbav:"lineage"`
 	InputHash     string        `dynamodbav:"inputHash,omitempty"`
 	Usage         usageAV       `dynamodbav:"usage"`
+	Metered       *meteredAV    `dynamodbav:"metered,omitempty"`
 	Error         *diagnosticAV `dynamodbav:"error,omitempty"`
 	Artifacts     []artifactAV  `dynamodbav:"artifacts"`
 	Superseded    bool          `dynamodbav:"superseded"`
@@ -346,7 +394,7 @@ type turnItem struct {
 
 // optionalTurnAttrs are the turn attributes that may be absent; a save
 // that does not set one removes it.
-var optionalTurnAttrs = []string{AttrVisibleKey, "inputHash", "error", "startedAt", "completedAt",
+var optionalTurnAttrs = []string{AttrVisibleKey, "inputHash", attrMetered, "error", "startedAt", "completedAt",
 	"messages", "messagesGzip", "chunks", "chunkPrefix", attrSaveID, attrLive}
 
 func newTurnItem(t *chat.Turn, owner chat.Principal, token string, savedAt time.Time) turnItem {
@@ -359,6 +407,7 @@ func newTurnItem(t *chat.Turn, owner chat.Principal, token string, savedAt time.
 		Lineage:       toLineageAV(t.Lineage),
 		InputHash:     t.InputHash,
 		Usage:         usageAV(t.Usage),
+		Metered:       toMeteredAV(t.Metered),
 		Superseded:    t.Superseded,
 		FirstSequence: t.FirstSequence,
 		LastSequence:  t.LastSequence,
@@ -395,6 +444,7 @@ func (it *turnItem) turn() chat.Turn {
 		Lineage:       it.Lineage.lineage(),
 		InputHash:     it.InputHash,
 		Usage:         protocol.Usage(it.Usage),
+		Metered:       it.Metered.usage(),
 		Artifacts:     artifactRefs(it.Artifacts),
 		Superseded:    it.Superseded,
 		FirstSequence: it.FirstSequence,

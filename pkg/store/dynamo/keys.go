@@ -23,6 +23,9 @@ const (
 	ItemDelta ItemKind = "delta"
 	// ItemChunk is one part of a large turn's compressed messages.
 	ItemChunk ItemKind = "chunk"
+	// ItemLedger is a principal's usage ledger item of one month
+	// (ledger.go).
+	ItemLedger ItemKind = "ledger"
 )
 
 // SessionSortKey is the sort key of a session item.
@@ -42,11 +45,18 @@ func TurnSortKey(ordinal int64) string { return turnSK(ordinal) }
 // key (AttrVisibleKey) holds.
 func OrdinalKey(ordinal int64) string { return ordinalKey(ordinal) }
 
+// IsLedgerPartition reports whether pk is a usage ledger partition (a
+// tenant's principals of one month).
+func IsLedgerPartition(pk string) bool { return strings.HasPrefix(pk, ledgerPrefix) }
+
 // ItemKindOf returns the kind of the item whose sort key is sk, and ""
 // for a sort key the store never writes.
 func ItemKindOf(sk string) ItemKind {
 	if sk == sessionSK {
 		return ItemSession
+	}
+	if strings.HasPrefix(sk, ledgerSKPrefix) {
+		return ItemLedger
 	}
 	if len(sk) < len(turnKeyShape) || !strings.HasPrefix(sk, turnPrefix) {
 		return ""

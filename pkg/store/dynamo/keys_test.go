@@ -1,6 +1,11 @@
 package dynamo
 
-import "testing"
+import (
+	"testing"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+)
 
 // TestItemKindOf: every key the store builds is of its kind, whatever the
 // ordinal.
@@ -16,6 +21,7 @@ func TestItemKindOf(t *testing.T) {
 		"OTHER":                                     "",
 		TurnSortKey(7) + "#SOMETHING":               "",
 	}
+	tests[sortKey(ledgerKey(chat.Principal{Subject: "ann", Tenant: "t1"}, time.Now()))] = ItemLedger
 	for sk, want := range tests {
 		if got := ItemKindOf(sk); got != want {
 			t.Errorf("ItemKindOf(%q) = %q, want %q", sk, got, want)

@@ -150,6 +150,12 @@ func setClaimFields(up expression.UpdateBuilder, req chat.ClaimRequest, token st
 	if req.DefinitionID != "" {
 		up = up.Set(expression.Name(attrDefinitionID), expression.IfNotExists(expression.Name(attrDefinitionID), expression.Value(req.DefinitionID)))
 	}
+	started := req.StartedAt
+	if started.IsZero() {
+		started = now
+	}
+	up = up.Set(expression.Name(attrLeaseStartedAt), expression.Value(millis(started)))
+	up = setOrRemove(up, attrLeaseAdmission, req.Admission)
 	up = setDecision(up, req)
 	return setOrRemove(up, attrLeaseInputHash, compactHash(req.InputHash))
 }

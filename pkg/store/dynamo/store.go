@@ -53,6 +53,9 @@ type Options struct {
 	// item, so its size is paid twice a turn, and a claim whose full window
 	// does not hold its turn id pays one Query of TurnIDIndex instead.
 	TerminalWindow int
+	// Ledger configures the usage ledger (ledger.go, docs/quotas.md):
+	// its retention, and whether the turns the store decides are counted.
+	Ledger chat.LedgerOptions
 }
 
 // DefaultResolveShare is the default Options.ResolveShare.
@@ -68,6 +71,7 @@ type Store struct {
 	cursors      chat.CursorCodec
 	resolveShare time.Duration
 	window       int
+	ledger       chat.LedgerOptions
 }
 
 var _ chat.Store = (*Store)(nil)
@@ -96,6 +100,7 @@ func New(client Client, opts Options) *Store {
 		cursors:      chat.CursorCodec{Key: append([]byte(nil), opts.CursorKey...)},
 		resolveShare: share,
 		window:       chat.WindowSize(opts.TerminalWindow),
+		ledger:       opts.Ledger,
 	}
 }
 

@@ -25,6 +25,9 @@ type Options struct {
 	// replay protection (chat.WindowSize: 0 means
 	// chat.DefaultTerminalWindow, as the DynamoDB store).
 	TerminalWindow int
+	// Ledger configures the usage ledger (docs/quotas.md): with Enabled,
+	// the turns the store decides are counted.
+	Ledger chat.LedgerOptions
 }
 
 // Store is an in-process chat.Store. The zero value is not usable; call New.
@@ -36,6 +39,10 @@ type Store struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionRecord
+
+	// ledger is the usage ledger (ledger.go), guarded by mu too.
+	ledgerOpts chat.LedgerOptions
+	ledger     map[ledgerKey]*ledgerRecord
 }
 
 var _ chat.Store = (*Store)(nil)
@@ -100,12 +107,14 @@ func (rec *sessionRecord) fence(l *chat.Lease, lost int64, now time.Time) chat.T
 // outcome entered in the terminal window, the session's sequence moved to
 // the lost turn's terminal sequence (past any it may have emitted after
 // it last persisted one) and the lease cleared. A session without an
-// expired lease is left as it is.
-func (rec *sessionRecord) decide(now time.Time, window int) {
+// expired lease is left as it is. It returns the ledger entry of the
+// decided turn (its record's usage; none for a turn lost before its first
+// checkpoint), nil when no turn ended.
+func (rec *sessionRecord) decide(now time.Time, window int) *chat.LedgerEntry {
 	sess := &rec.session
 	l := sess.ActiveTurn
 	if l == nil || l.ExpiresAt.After(now) {
-		return
+		return nil
 	}
 	sess.ActiveTurn = nil
 	sess.Revision++
@@ -117,13 +126,24 @@ func (rec *sessionRecord) decide(now time.Time, window int) {
 			c := rec.claims[l.Ordinal]
 			rec.claims[l.Ordinal] = issuedClaim{turnID: c.turnID, token: fenceToken}
 			sess.Queue[i].Started = 0
-			return
+			return nil
 		}
 		rec.dequeue(l.TurnID)
 	}
 	lost := sess.Sequence + chat.SequenceGapAfterCrash
 	sess.TerminalTurns = chat.AppendTerminal(sess.TerminalTurns, l.Terminal(rec.fence(l, lost, now)), window)
 	sess.Sequence = lost
+	e := &chat.LedgerEntry{SessionID: sess.ID, Ordinal: l.Ordinal, Owner: sess.Owner, StartedAt: l.StartedAt, Admission: l.Admission}
+	if it := rec.turns[l.Ordinal]; it != nil {
+		e.Usage = it.turn.Metered
+	}
+	return e
+}
+
+// decide decides rec's expired lease (sessionRecord.decide) and counts
+// the turn it ended. s.mu must be held.
+func (s *Store) decide(rec *sessionRecord, now time.Time) {
+	s.countDecided(rec.decide(now, s.window))
 }
 
 // dequeue takes turnID out of the session's queue.
@@ -218,6 +238,9 @@ func New(opts Options) *Store {
 		cursors:  chat.CursorCodec{Key: key},
 		window:   chat.WindowSize(opts.TerminalWindow),
 		sessions: make(map[string]*sessionRecord),
+
+		ledgerOpts: opts.Ledger,
+		ledger:     make(map[ledgerKey]*ledgerRecord),
 	}
 }
 
@@ -247,7 +270,7 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 	case !req.Principal.Owns(rec.session.Owner):
 		return nil, chat.ErrSessionNotFound
 	}
-	if err := rec.takeOver(now, s.window); err != nil {
+	if err := s.takeOver(rec, now); err != nil {
 		return nil, err
 	}
 	if err := rec.rejection(req.TurnID, req.InputHash, s.window); err != nil {
@@ -293,8 +316,8 @@ func newSessionRecord(req chat.ClaimRequest, now time.Time) *sessionRecord {
 
 // takeOver decides the session's lease if it expired while its turn ran
 // (decide). ErrSessionBusy while the lease is unexpired.
-func (rec *sessionRecord) takeOver(now time.Time, window int) error {
-	rec.decide(now, window)
+func (s *Store) takeOver(rec *sessionRecord, now time.Time) error {
+	s.decide(rec, now)
 	if rec.session.ActiveTurn != nil {
 		return chat.ErrSessionBusy
 	}
@@ -312,6 +335,11 @@ func (rec *sessionRecord) lease(req chat.ClaimRequest, now time.Time) chat.Lease
 		Ordinal:   sess.NextOrdinal,
 		InputHash: req.InputHash,
 		Lineage:   req.Lineage,
+		StartedAt: ms(req.StartedAt),
+		Admission: req.Admission,
+	}
+	if lease.StartedAt.IsZero() {
+		lease.StartedAt = now
 	}
 	sess.ActiveTurn = &lease
 	decide(sess, req)
@@ -554,7 +582,7 @@ func (s *Store) GetSession(ctx context.Context, sessionID string, p chat.Princip
 	if err != nil {
 		return nil, err
 	}
-	rec.decide(now, s.window)
+	s.decide(rec, now)
 	return cloneSession(&rec.session), nil
 }
 
@@ -586,7 +614,7 @@ func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Page
 	if err != nil {
 		return nil, err
 	}
-	rec.decide(now, s.window)
+	s.decide(rec, now)
 	// Collect one turn more than the limit: HasMore is then exact.
 	page := make([]chat.Turn, 0, min(limit+1, len(rec.ordinals)))
 	visit := func(ord int64) bool {
@@ -631,7 +659,7 @@ func (s *Store) FindTurn(ctx context.Context, sessionID, turnID string, p chat.P
 		return nil, err
 	}
 	rec := s.sessions[sessionID]
-	rec.decide(now, s.window)
+	s.decide(rec, now)
 	t := rec.present(item)
 	return &t, nil
 }
@@ -765,7 +793,7 @@ func (s *Store) PollTurn(ctx context.Context, sessionID string, ordinal int64, p
 	if err != nil {
 		return nil, err
 	}
-	rec.decide(now, s.window)
+	s.decide(rec, now)
 	it, ok := rec.turns[ordinal]
 	if !ok {
 		return nil, chat.ErrTurnNotFound
@@ -828,7 +856,7 @@ func (s *Store) ClaimQueued(ctx context.Context, sessionID string, leaseDuration
 	if !ok {
 		return nil, nil, chat.ErrNothingQueued
 	}
-	rec.decide(now, s.window)
+	s.decide(rec, now)
 	sess := &rec.session
 	if sess.ActiveTurn != nil || chat.PendingConfirmation(sess.Confirmations, now) {
 		return nil, nil, chat.ErrSessionBusy

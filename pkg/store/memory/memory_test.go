@@ -16,7 +16,7 @@ import (
 // TestContract runs the chat.Store contract suite against the memory store.
 func TestContract(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, clock *storetest.Clock, cursorKey []byte) chat.Store {
-		return memory.New(memory.Options{Now: clock.Now, CursorKey: cursorKey})
+		return memory.New(memory.Options{Now: clock.Now, CursorKey: cursorKey, Ledger: chat.LedgerOptions{Enabled: true}})
 	})
 }
 

@@ -21,6 +21,7 @@ func (e *env) checkpointOf(c *chat.Claim, prior *chat.Checkpoint, text string, s
 			{ID: id + "-assistant", Role: protocol.RoleAssistant, Content: text, Status: protocol.MessageStreaming, CreatedAt: stamp(start), ToolCalls: calls},
 		},
 		Usage:         protocol.Usage{PromptTokens: 3, CompletionTokens: int64(len(text)), TotalTokens: 3 + int64(len(text))},
+		Metered:       chat.Usage{InputTokens: 3, OutputTokens: int64(len(text)), ModelCalls: 1, ToolCalls: int64(len(calls)), StoreRequests: seq},
 		FirstSequence: c.BaseSequence + 1,
 		Sequence:      seq,
 		StartedAt:     now,
@@ -62,8 +63,9 @@ func (e *env) poll(c *chat.Claim, since *chat.Turn) *chat.Turn {
 // wantRunning checks that the stored turn reads back as cp's running turn.
 func (e *env) wantRunning(t *testing.T, what string, got *chat.Turn, cp *chat.Checkpoint) {
 	t.Helper()
-	if got.Status != chat.TurnRunning || got.LastSequence != cp.Sequence || got.Usage != cp.Usage {
-		t.Errorf("%s: status %s, last sequence %d, usage %+v; want running at %d, %+v", what, got.Status, got.LastSequence, got.Usage, cp.Sequence, cp.Usage)
+	if got.Status != chat.TurnRunning || got.LastSequence != cp.Sequence || got.Usage != cp.Usage || got.Metered != cp.Metered {
+		t.Errorf("%s: status %s, last sequence %d, usage %+v, metered %+v; want running at %d, %+v, %+v", what, got.Status, got.LastSequence, got.Usage, got.Metered,
+			cp.Sequence, cp.Usage, cp.Metered)
 	}
 	if abbrev(got.Messages) != abbrev(cp.Messages) {
 		t.Errorf("%s: messages\n%s\nwant %s", what, abbrev(got.Messages), abbrev(cp.Messages))
@@ -90,6 +92,9 @@ func wantLost(t *testing.T, what string, got *chat.Turn, cp *chat.Checkpoint, se
 	}
 	if len(got.Messages) != 2 || got.Messages[1].Content != cp.Messages[1].Content || got.Messages[1].Status != protocol.MessageError {
 		t.Errorf("%s: messages %s; want the last checkpoint's (%q), the assistant's closed as error", what, abbrev(got.Messages), cp.Messages[1].Content)
+	}
+	if got.Metered != cp.Metered {
+		t.Errorf("%s: metered %+v; want the last checkpoint's %+v", what, got.Metered, cp.Metered)
 	}
 }
 

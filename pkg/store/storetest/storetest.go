@@ -16,7 +16,8 @@ import (
 
 // Factory returns a fresh, empty store using clock.Now as its clock and
 // cursorKey (32 bytes) as the HMAC key of its page cursors
-// (chat.CursorCodec). Run calls it once per subtest; the factory registers
+// (chat.CursorCodec), with its usage ledger enabled (chat.LedgerOptions,
+// the default retention). Run calls it once per subtest; the factory registers
 // any cleanup with t.Cleanup and fails t itself when it cannot build a store.
 type Factory func(t *testing.T, clock *Clock, cursorKey []byte) chat.Store
 
@@ -42,6 +43,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"Fate", fateCases()},
 		{"Queue", queueCases()},
 		{"Context", contextCases()},
+		{"Ledger", ledgerCases()},
+		{"Admissions", admissionCases()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -159,7 +162,9 @@ func (e *env) turnFor(c *chat.Claim, sessionID string) *chat.Turn {
 			{ID: id + "-user", Role: protocol.RoleUser, Content: inputOf(id), Status: protocol.MessageComplete, CreatedAt: stamp(now)},
 			{ID: id + "-assistant", Role: protocol.RoleAssistant, Content: "reply to " + id, Status: protocol.MessageComplete, CreatedAt: stamp(now)},
 		},
-		Usage:         protocol.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7},
+		Usage: protocol.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7},
+		Metered: chat.Usage{InputTokens: 3, OutputTokens: 4, CacheReadTokens: 2, ModelCalls: 1, StoreRequests: 6,
+			ReadUnits: 1.5, WriteUnits: 3},
 		FirstSequence: c.BaseSequence + 1,
 		LastSequence:  c.BaseSequence + 2,
 		StartedAt:     now,

@@ -460,6 +460,56 @@ describe("demo page in Chromium", { skip }, () => {
     await finish(page);
   });
 
+  test("usage: what is left shows when little is, a quota reached mid-answer keeps it, the next message is refused", async () => {
+    // One plain turn's tokens (the echo model's are deterministic), on the
+    // fast server; then a server whose daily token quota is that and a
+    // tenth more: after one such turn little is left.
+    const probe = new TurnstreamClient({ turnURL: fast.turnURL, historyURL: fast.historyURL, headers: { Authorization: "Bearer dev.probe" } });
+    const input = "How much is left of my quota?";
+    let last;
+    for await (const snap of probe.submit({ sessionId: "q-probe", input })) last = snap;
+    const perTurn = last.payload.usage.totalTokens;
+    assert.ok(perTurn > 0);
+    const limit = perTurn + Math.max(1, Math.floor(perTurn / 10));
+    const quota = await startDevServer({ ECHO_DELAY: "0", QUOTAS: JSON.stringify({ principal: { tokensPerDay: limit } }) });
+    try {
+      const { page, problems } = await newChat(quota.base, "quinn");
+      assert.equal(await page.isHidden("#usage"), true, "nothing is shown while much is left");
+      await send(page, input);
+      await page.waitForSelector(`${lastAssistant}[data-status="complete"]`);
+      await page.waitForSelector('#usage:not([hidden])[data-state="near"]');
+      const left = limit - perTurn;
+      assert.equal(await page.textContent("#usage"), `${left.toLocaleString("en-US")} of ${limit.toLocaleString("en-US")} tokens left today`);
+      await page.screenshot({ path: join(shots, "usage-near-desktop.png") });
+      // The next turn's first model call crosses the quota: it asked for a
+      // tool call, which does not run; the turn ends there, its answer kept.
+      await send(page, "/note Quota: this note is never written");
+      await page.waitForSelector(`${lastAssistant}[data-status="error"]`);
+      assert.match(await page.textContent(`${lastAssistant} > .notice.fail`), /stopped at a usage limit/);
+      assert.equal(await page.textContent(".turn:last-child .tool .badge"), "error");
+      assert.equal(await page.textContent(".turn:last-child .tool .notice.fail"), "Not run: a usage limit was reached.");
+      await page.waitForSelector('#usage[data-state="at"]');
+      assert.match(await page.textContent("#usage"), /^No tokens left today · more in \d+ (h|min|s)$/);
+      // A message now is refused before it runs, in plain words.
+      const turns = await page.locator(".turn").count();
+      await send(page, "And one more?");
+      await page.waitForSelector("#error:not([hidden])");
+      assert.match(await page.textContent("#error"), /reached a usage limit/);
+      assert.match(await page.textContent("#error"), /QUOTA_EXCEEDED/);
+      await page.waitForFunction((n) => document.querySelectorAll(".turn").length === n && document.getElementById("send").textContent === "Send", turns);
+      await page.screenshot({ path: join(shots, "usage-at-desktop.png") });
+      await page.setViewportSize(PHONE);
+      await page.screenshot({ path: join(shots, "usage-at-phone.png") });
+      assert.deepEqual(
+        problems.filter((p) => !/status of 429/.test(p)),
+        [],
+      );
+      await page.close();
+    } finally {
+      await quota.stop();
+    }
+  });
+
   test("another user's session is an error in plain words", async () => {
     const ann = new TurnstreamClient({ turnURL: fast.turnURL, historyURL: fast.historyURL, headers: { Authorization: "Bearer dev.ann" } });
     for await (const _ of ann.submit({ sessionId: "b-private", input: "my secret plans" }));

@@ -1,0 +1,157 @@
+package loadcheck
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/turnstream/turnstream/internal/dynamobench"
+	"github.com/turnstream/turnstream/pkg/client"
+)
+
+// The usage ledger's check (docs/quotas.md): every turn that ended,
+// however it ended, counted once. The run's principal owns nothing else
+// while it runs, so the ledger's month counters grow by exactly the run's
+// turns: after the run (faults off, every lease expired and decided), the
+// difference between GET /usage before and after must equal the turns
+// the sessions' items say ended (their claimed ordinals: a turn lost
+// before its first checkpoint is counted though history does not list
+// it) and the tokens of the turns history holds; and every acknowledged
+// turn is in history with the usage its terminal snapshot reported. The
+// ledger writes of the run's requests say how often the exactly-once
+// rule was put to the test.
+
+// LedgerCheck is what the load run found of the usage ledger.
+type LedgerCheck struct {
+	// Checked is false when the server keeps no ledger (GET /usage 404)
+	// or the run crossed a UTC month boundary; Skipped says why.
+	Checked bool
+	Skipped string
+	// Counted is the ledger's growth over the run (month counters);
+	// Ended the turns the sessions' items say ended (Server.Turns);
+	// Recorded what history lists of the run's sessions (complete,
+	// interrupted, error, lost after a checkpoint); Acknowledged the turns
+	// whose terminal snapshot the client received, all of them in
+	// Recorded.
+	Counted, Recorded, Acknowledged LedgerFigures
+	Ended                           int64
+	// Writes counts the ledger writes of the run's turn requests (a
+	// turn's own count, or a decision's); AnswerLost those that applied on
+	// an attempt whose answer was lost or replaced by a 500; Unknown
+	// those whose attempts reached DynamoDB without an answer and none
+	// answered 200; Failed those whose caller got an error (the turn then
+	// left to its decider); Recognised those that found their marker
+	// (an SDK retry of an applied write, or a turn counted already).
+	Writes, AnswerLost, Unknown, Failed, Recognised int
+}
+
+// monthCrossed is why a run that crossed a UTC month boundary leaves the
+// ledger unchecked.
+const monthCrossed = "the run crossed a UTC month boundary"
+
+// LedgerFigures are turns and tokens.
+type LedgerFigures struct{ Turns, InputTokens, OutputTokens int64 }
+
+// ledgerBaseline reads the principal's month counters before the run:
+// nil with the reason when the ledger is not checked.
+func ledgerBaseline(ctx context.Context, c *client.Client) (*client.UsageReport, string) {
+	u, err := c.Usage(ctx, client.UsageOptions{Period: client.PeriodMonth})
+	var e *client.Error
+	switch {
+	case errors.As(err, &e) && e.Status == http.StatusNotFound:
+		return nil, "the server keeps no usage ledger"
+	case err != nil:
+		return nil, "GET /usage failed before the run: " + err.Error()
+	}
+	return u, ""
+}
+
+// checkLedger compares the ledger's growth since before with the run's
+// sessions' history.
+func checkLedger(ctx context.Context, c *client.Client, srv Server, before *client.UsageReport, skipped string, records map[string][]loadRecord, rep *Report) {
+	l := &rep.Ledger
+	for _, recs := range records {
+		for _, r := range recs {
+			for i := range r.Ops {
+				op := &r.Ops[i]
+				if op.Write != dynamobench.LedgerWrite {
+					continue
+				}
+				l.Writes++
+				switch appliedOf(op) {
+				case appliedYes:
+					if answerLost(op) {
+						l.AnswerLost++
+					}
+				case appliedUnknown:
+					l.Unknown++
+				}
+				switch {
+				case op.CondFailed:
+					l.Recognised++
+				case op.Err != "":
+					l.Failed++
+				}
+			}
+		}
+	}
+	if before == nil || srv.Turns == nil {
+		l.Skipped = skipped
+		if srv.Turns == nil {
+			l.Skipped = "the server's turns cannot be read"
+		}
+		return
+	}
+	after, err := c.Usage(ctx, client.UsageOptions{Period: client.PeriodMonth})
+	if err != nil {
+		rep.problem("ledger: GET /usage after the run: %v", err)
+		return
+	}
+	if after.Start != before.Start {
+		l.Skipped = monthCrossed
+		return
+	}
+	l.Checked = true
+	l.Counted = LedgerFigures{after.Usage.Turns - before.Usage.Turns, after.Usage.InputTokens - before.Usage.InputTokens,
+		after.Usage.OutputTokens - before.Usage.OutputTokens}
+	for sid, recs := range records {
+		turns, err := c.AllTurns(ctx, sid)
+		if err != nil {
+			rep.problem("ledger: history of %s: %v", sid, err)
+			return
+		}
+		ended, err := srv.Turns(ctx, sid)
+		if err != nil {
+			rep.problem("ledger: the turns of %s: %v", sid, err)
+			return
+		}
+		l.Ended += ended
+		byID := map[string]*client.TurnSummary{}
+		for i, t := range turns {
+			byID[t.TurnID] = &turns[i]
+			l.Recorded.Turns++
+			l.Recorded.InputTokens += int64(t.Usage.PromptTokens)
+			l.Recorded.OutputTokens += int64(t.Usage.CompletionTokens)
+		}
+		acked := map[string]bool{}
+		for _, r := range recs {
+			if !r.Res.Acknowledged() || acked[r.Turn] {
+				continue
+			}
+			acked[r.Turn] = true
+			u := r.Res.Last.Snapshot.Usage
+			l.Acknowledged.Turns++
+			l.Acknowledged.InputTokens += int64(u.PromptTokens)
+			l.Acknowledged.OutputTokens += int64(u.CompletionTokens)
+			if t := byID[r.Turn]; t != nil && t.Usage != u {
+				rep.problem("ledger: %s/%s acknowledged with usage %+v, history has %+v", sid, r.Turn, u, t.Usage)
+			}
+		}
+	}
+	if l.Counted.Turns != l.Ended || l.Counted.InputTokens != l.Recorded.InputTokens || l.Counted.OutputTokens != l.Recorded.OutputTokens {
+		rep.problem("ledger: the run's turns counted %+v; %d turns ended, history holds %+v", l.Counted, l.Ended, l.Recorded)
+	}
+	if l.Recorded.Turns > l.Ended {
+		rep.problem("ledger: history lists %d turns, the sessions' items say %d ended", l.Recorded.Turns, l.Ended)
+	}
+}

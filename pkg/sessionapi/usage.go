@@ -1,0 +1,297 @@
+package sessionapi
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/httpedge"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// UsageOptions configure GET /usage on the history handler
+// (docs/quotas.md): served when the deployment keeps the usage ledger.
+type UsageOptions struct {
+	// Quotas are the limits shown: those of the sessions of the default
+	// definition (definition.DefaultQuotas), the deployment-wide default
+	// under each definition's own.
+	Quotas chat.Quotas
+}
+
+// Query parameters of GET /usage.
+const (
+	// ScopeTenant is the scope parameter's value of a tenant's report.
+	ScopeTenant = chat.ScopeTenant
+)
+
+// UsageReport is the body of GET /usage?period=day|month: the caller's
+// own counters for the current UTC period and each quota that applies to
+// it, with what is left and when it resets. Times are ISO 8601 UTC with
+// milliseconds.
+//
+//	{"period":"day","start","resetsAt","principal":{"subject","tenant"},
+//	 "usage":{"turns","inputTokens","outputTokens","modelCalls","toolCalls","storeRequests","readUnits","writeUnits","cacheReadTokens","cacheWriteTokens"},
+//	 "limits":[LimitStatus...]}
+type UsageReport struct {
+	Period string `json:"period"`
+	// Start and ResetsAt bound the period: it resets at ResetsAt.
+	Start     string         `json:"start"`
+	ResetsAt  string         `json:"resetsAt"`
+	Principal UsagePrincipal `json:"principal"`
+	// Usage is the caller's counters of the period (chat.Counters).
+	Usage  chat.Counters `json:"usage"`
+	Limits []LimitStatus `json:"limits"`
+}
+
+// UsagePrincipal is a principal in a usage report.
+type UsagePrincipal struct {
+	Subject string `json:"subject"`
+	Tenant  string `json:"tenant"`
+}
+
+// LimitStatus is one quota that applies (docs/quotas.md): its scope
+// (principal or tenant) and name (turnsPerMinute, tokensPerDay,
+// tokensPerMonth, concurrentSessions), the limit, what is used and left
+// (in turns, tokens or sessions), and when it resets (turnsPerMinute:
+// when the oldest turn of the window leaves it; tokens: the end of the
+// day or month; concurrentSessions: none). A tenant quota shows used,
+// remaining and resetsAt only to the tenant's trusted principal.
+type LimitStatus struct {
+	Scope     string  `json:"scope"`
+	Name      string  `json:"name"`
+	Limit     int64   `json:"limit"`
+	Used      *int64  `json:"used,omitempty"`
+	Remaining *int64  `json:"remaining,omitempty"`
+	ResetsAt  *string `json:"resetsAt,omitempty"`
+}
+
+// TenantUsageReport is the body of GET /usage?scope=tenant for the
+// tenant's trusted principal: the tenant's totals, activity and quotas
+// (first page only: null after), and one page of its principals'
+// counters of the period, in a stable order.
+//
+//	{"period","start","resetsAt","tenant","totals":Counters|null,"activity":{"recentTurns","runningSessions"}|null,
+//	 "limits":[LimitStatus...],"principals":[{"principal":{"subject","tenant"},"usage":Counters}...],
+//	 "nextCursor":string|null,"hasMore":bool}
+type TenantUsageReport struct {
+	Period     string          `json:"period"`
+	Start      string          `json:"start"`
+	ResetsAt   string          `json:"resetsAt"`
+	Tenant     string          `json:"tenant"`
+	Totals     *chat.Counters  `json:"totals"`
+	Activity   *TenantActivity `json:"activity"`
+	Limits     []LimitStatus   `json:"limits"`
+	Principals []PrincipalRow  `json:"principals"`
+	NextCursor *string         `json:"nextCursor"`
+	HasMore    bool            `json:"hasMore"`
+}
+
+// TenantActivity is a tenant's turns of the last minute and sessions
+// running a turn now, as admitted under rate and concurrency quotas (zero
+// when none is set).
+type TenantActivity struct {
+	RecentTurns     int64 `json:"recentTurns"`
+	RunningSessions int64 `json:"runningSessions"`
+}
+
+// PrincipalRow is one principal of a tenant report.
+type PrincipalRow struct {
+	Principal UsagePrincipal `json:"principal"`
+	Usage     chat.Counters  `json:"usage"`
+}
+
+// usageQuery is the validated query of GET /usage.
+type usageQuery struct {
+	period chat.Period
+	tenant bool
+	limit  int
+	cursor string
+}
+
+// parseUsageQuery validates the query of GET /usage:
+//
+//	period  "day" (default) or "month"
+//	scope   "principal" (default) or "tenant"
+//	limit   tenant scope: 1..chat.MaxPageLimit principals a page (default chat.DefaultPageLimit)
+//	cursor  tenant scope: the previous page's nextCursor
+//
+// A repeated or bad value, or a limit or cursor without scope=tenant, is
+// httpedge.ErrInvalidQuery. Other parameters are ignored.
+func parseUsageQuery(raw string) (usageQuery, error) {
+	q := usageQuery{period: chat.PeriodDay, limit: chat.DefaultPageLimit}
+	values, err := url.ParseQuery(raw)
+	if err != nil {
+		return q, fmt.Errorf("%w: undecodable query", httpedge.ErrInvalidQuery)
+	}
+	for _, name := range []string{"period", "scope", "limit", "cursor"} {
+		if len(values[name]) > 1 {
+			return q, fmt.Errorf("%w: %s repeated", httpedge.ErrInvalidQuery, name)
+		}
+	}
+	if vs, ok := values["period"]; ok {
+		if q.period, err = chat.ParsePeriod(vs[0]); err != nil {
+			return q, fmt.Errorf("%w: period", httpedge.ErrInvalidQuery)
+		}
+	}
+	if vs, ok := values["scope"]; ok {
+		switch vs[0] {
+		case chat.ScopePrincipal:
+		case chat.ScopeTenant:
+			q.tenant = true
+		default:
+			return q, fmt.Errorf("%w: scope", httpedge.ErrInvalidQuery)
+		}
+	}
+	_, hasLimit := values["limit"]
+	_, hasCursor := values["cursor"]
+	if !q.tenant && (hasLimit || hasCursor) {
+		return q, fmt.Errorf("%w: limit or cursor without scope=tenant", httpedge.ErrInvalidQuery)
+	}
+	if hasLimit {
+		n, ok := parseLimit(values["limit"][0])
+		if !ok {
+			return q, fmt.Errorf("%w: limit", httpedge.ErrInvalidQuery)
+		}
+		q.limit = n
+	}
+	if hasCursor {
+		q.cursor = values["cursor"][0]
+	}
+	return q, nil
+}
+
+// getUsage serves GET /usage (docs/quotas.md): the caller's own report,
+// or with scope=tenant, for the tenant's trusted principal only (403
+// REQUEST_FORBIDDEN for anyone else), the tenant's. One read of the
+// caller's ledger; the tenant's report one Query per page, and on its
+// first page one per page of all its principals for the totals.
+func (s *server) getUsage(w http.ResponseWriter, r *http.Request, _ *requestContext) error {
+	p, err := s.auth.Authenticate(r)
+	if err != nil {
+		return err
+	}
+	q, err := parseUsageQuery(r.URL.RawQuery)
+	if err != nil {
+		return err
+	}
+	now := s.now().UTC()
+	if q.tenant {
+		if !p.Trusted {
+			return errNotTrustedUsage
+		}
+		return s.tenantUsage(w, r, p, q, now)
+	}
+	u, err := s.store.ReadUsage(r.Context(), p, now)
+	if err != nil {
+		return fmt.Errorf("read usage: %w", err)
+	}
+	start, end := q.period.Bounds(now)
+	return writeJSON(w, UsageReport{
+		Period: string(q.period), Start: protocol.FormatTime(start), ResetsAt: protocol.FormatTime(end),
+		Principal: UsagePrincipal{Subject: p.Subject, Tenant: p.Tenant},
+		Usage:     u.Counters(q.period),
+		Limits:    s.limits(u, nil, now),
+	})
+}
+
+// tenantUsage writes the tenant report of q.
+func (s *server) tenantUsage(w http.ResponseWriter, r *http.Request, p chat.Principal, q usageQuery, now time.Time) error {
+	page, err := s.store.ListUsage(r.Context(), chat.UsageListRequest{Tenant: p.Tenant, At: now, Limit: q.limit, Cursor: q.cursor})
+	if err != nil {
+		return fmt.Errorf("list usage: %w", err)
+	}
+	start, end := q.period.Bounds(now)
+	out := TenantUsageReport{Period: string(q.period), Start: protocol.FormatTime(start), ResetsAt: protocol.FormatTime(end),
+		Tenant: p.Tenant, Limits: []LimitStatus{}, Principals: []PrincipalRow{}, HasMore: page.HasMore}
+	for i := range page.Principals {
+		u := &page.Principals[i]
+		out.Principals = append(out.Principals, PrincipalRow{
+			Principal: UsagePrincipal{Subject: u.Principal.Subject, Tenant: u.Principal.Tenant}, Usage: u.Counters(q.period)})
+	}
+	if page.HasMore {
+		out.NextCursor = &page.NextCursor
+	}
+	if q.cursor == "" {
+		sum := &chat.TenantUsage{Tenant: p.Tenant, At: now}
+		for pg := page; ; {
+			for i := range pg.Principals {
+				sum.Add(&pg.Principals[i])
+			}
+			if !pg.HasMore {
+				break
+			}
+			if pg, err = s.store.ListUsage(r.Context(), chat.UsageListRequest{Tenant: p.Tenant, At: now, Limit: chat.MaxPageLimit, Cursor: pg.NextCursor}); err != nil {
+				return fmt.Errorf("sum tenant usage: %w", err)
+			}
+		}
+		totals := sum.Day
+		if q.period == chat.PeriodMonth {
+			totals = sum.Month
+		}
+		out.Totals = &totals
+		out.Activity = &TenantActivity{RecentTurns: sum.Activity.Recent, RunningSessions: sum.Activity.Running}
+		out.Limits = s.limits(nil, sum, now)
+	}
+	return writeJSON(w, out)
+}
+
+// limits returns the status of every quota of the usage options: the
+// principal's, from u, when u is set, and the tenant's, with what is used
+// when t (the tenant's sum) is set.
+func (s *server) limits(u *chat.PrincipalUsage, t *chat.TenantUsage, now time.Time) []LimitStatus {
+	out := []LimitStatus{}
+	q := s.usage.Quotas
+	if u != nil {
+		act := chat.ActivityAt(u.Admissions, now)
+		oldest := time.Time{}
+		for _, a := range u.Admissions {
+			if a.Recent(now) && (oldest.IsZero() || a.StartedAt.Before(oldest)) {
+				oldest = a.StartedAt
+			}
+		}
+		out = append(out, limitStatuses(chat.ScopePrincipal, q.Principal, act, u.Day.Tokens(), u.Month.Tokens(), oldest, now)...)
+	}
+	if t != nil {
+		out = append(out, limitStatuses(chat.ScopeTenant, q.Tenant, t.Activity, t.Day.Tokens(), t.Month.Tokens(), time.Time{}, now)...)
+	} else {
+		for _, l := range limitStatuses(chat.ScopeTenant, q.Tenant, chat.Activity{}, 0, 0, time.Time{}, now) {
+			l.Used, l.Remaining, l.ResetsAt = nil, nil, nil // the tenant's figures are its trusted principal's to see
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// limitStatuses returns the status of each quota of l set, in the order
+// the definitions file lists them, from the figures of its scope: act
+// (admissions), the day's and month's tokens, and the oldest admission of
+// the rate window (zero when none).
+func limitStatuses(scope string, l chat.QuotaLimits, act chat.Activity, day, month int64, oldest, now time.Time) []LimitStatus {
+	var out []LimitStatus
+	add := func(name string, limit, used int64, resets time.Time) {
+		if limit == 0 {
+			return
+		}
+		left := max(limit-used, 0)
+		st := LimitStatus{Scope: scope, Name: name, Limit: limit, Used: &used, Remaining: &left}
+		if !resets.IsZero() {
+			r := protocol.FormatTime(resets)
+			st.ResetsAt = &r
+		}
+		out = append(out, st)
+	}
+	var rate time.Time
+	if !oldest.IsZero() {
+		rate = oldest.Add(chat.RateWindow)
+	}
+	_, dayEnd := chat.PeriodDay.Bounds(now)
+	_, monthEnd := chat.PeriodMonth.Bounds(now)
+	add(chat.QuotaTurnsPerMinute, l.TurnsPerMinute, act.Recent, rate)
+	add(chat.QuotaTokensPerDay, l.TokensPerDay, day, dayEnd)
+	add(chat.QuotaTokensPerMonth, l.TokensPerMonth, month, monthEnd)
+	add(chat.QuotaConcurrentSessions, l.ConcurrentSessions, act.Running, time.Time{})
+	return slices.Clip(out)
+}

@@ -1,0 +1,283 @@
+package dynamo_test
+
+import (
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/turnstream/turnstream/internal/ddbfault"
+	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
+)
+
+// The ledger's writes, aimed at by fragments only their requests carry.
+var (
+	ledgerWrite    = ddbfault.Op("UpdateItem", ":ordinal")
+	admissionWrite = ddbfault.Op("UpdateItem", "#qv")
+)
+
+// ledgerStore is the fault env's store with the usage ledger enabled.
+func (e *faultEnv) ledgerStore() *dynamo.Store {
+	return dynamo.New(e.client, dynamo.Options{Table: e.table, Now: e.clock.Now, CursorKey: testCursorKey,
+		ResolveShare: dynalite.ResolveShare, Ledger: chat.LedgerOptions{Enabled: true}})
+}
+
+// TestRecordUsageCountsOnceUnderFaults: a ledger write that applied but
+// whose answer was lost, was answered 500 (every try), hung, or was
+// delivered after the store gave up on it, counts its turn once, also
+// when the entry is sent again (the turn's re-send, a decider); one that
+// never applied is an error and counts nothing until sent again.
+func TestRecordUsageCountsOnceUnderFaults(t *testing.T) {
+	u := chat.Usage{InputTokens: 7, OutputTokens: 11, ModelCalls: 2, ToolCalls: 1, StoreRequests: 5, WriteUnits: 3.5}
+	cases := map[string]struct {
+		rule    ddbfault.Rule
+		fault   ddbfault.Fault
+		applies bool
+	}{
+		"answer lost":                 {ddbfault.Once(ddbfault.LoseAnswer, ledgerWrite), ddbfault.LoseAnswer, true},
+		"500 after apply, every try":  {ddbfault.Always(ddbfault.ServerErrorAfter, ledgerWrite), ddbfault.ServerErrorAfter, true},
+		"first attempt hangs":         {ddbfault.Once(ddbfault.Hang, ledgerWrite), ddbfault.Hang, true},
+		"applied late":                {ddbfault.Once(ddbfault.ApplyLate, ledgerWrite), ddbfault.ApplyLate, true},
+		"500 before apply, every try": {ddbfault.Always(ddbfault.ServerErrorBefore, ledgerWrite), ddbfault.ServerErrorBefore, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newFaultEnv(t)
+			s := e.ledgerStore()
+			ctx := faultCtx(t)
+			entry := chat.LedgerEntry{SessionID: "s1", Ordinal: 1, Owner: alice, StartedAt: testStart, Usage: u}
+			e.faults.SetRule(tc.rule)
+			err := s.RecordUsage(ctx, entry)
+			if e.faults.Counts()[tc.fault] == 0 {
+				t.Fatal("the fault was not injected")
+			}
+			e.faults.SetRule(nil)
+			e.faults.WaitLate() // a late copy has landed
+			want := chat.Counters{Turns: 1, Usage: u}
+			got, rerr := s.ReadUsage(ctx, alice, testStart)
+			switch {
+			case rerr != nil:
+				t.Fatal(rerr)
+			case tc.applies && err != nil:
+				t.Fatalf("a write that applied: %v", err)
+			case !tc.applies && err == nil:
+				t.Fatal("a write that never applied reported no error")
+			case !tc.applies && got.Month.Turns != 0:
+				t.Fatalf("counted %+v after a write that never applied", got.Month)
+			case tc.applies && got.Month != want:
+				t.Fatalf("month %+v, want %+v", got.Month, want)
+			}
+			// Sent again (the turn's re-send, a second decider): once.
+			for range 2 {
+				if err := s.RecordUsage(ctx, entry); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, _ := s.ReadUsage(ctx, alice, testStart); got.Month != want || got.Day != want {
+				t.Errorf("after re-sends: day %+v, month %+v, want %+v", got.Day, got.Month, want)
+			}
+		})
+	}
+}
+
+// TestLedgerExactUnderRandomFaults counts 60 turns of 6 sessions while a
+// third of the ledger writes lose their answer, answer 500 after
+// applying or hang, each entry sent until it reports no error and then
+// once more (as a decider would): the counters are the exact sum.
+func TestLedgerExactUnderRandomFaults(t *testing.T) {
+	e := newFaultEnv(t)
+	s := e.ledgerStore()
+	ctx := faultCtx(t)
+	rng := mrand.New(mrand.NewPCG(7, 27))
+	faults := []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter, ddbfault.Hang}
+	e.faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+		if !ledgerWrite(a) || rng.IntN(3) != 0 {
+			return ddbfault.Pass
+		}
+		return faults[rng.IntN(len(faults))]
+	})
+	var want chat.Counters
+	for turn := range 60 {
+		entry := chat.LedgerEntry{SessionID: fmt.Sprint("s", turn%6), Ordinal: int64(turn/6 + 1), Owner: alice,
+			StartedAt: testStart, Usage: chat.Usage{InputTokens: int64(turn), OutputTokens: 1, ModelCalls: 1}}
+		want.Add(chat.Counters{Turns: 1, Usage: entry.Usage})
+		for try := 0; ; try++ {
+			if err := s.RecordUsage(ctx, entry); err == nil {
+				break
+			} else if try == 5 {
+				t.Fatalf("turn %d: %v", turn, err)
+			}
+		}
+		if err := s.RecordUsage(ctx, entry); err != nil {
+			t.Fatalf("turn %d sent again: %v", turn, err)
+		}
+	}
+	e.faults.SetRule(nil)
+	counts := e.faults.Counts()
+	if counts[ddbfault.LoseAnswer] == 0 || counts[ddbfault.ServerErrorAfter] == 0 || counts[ddbfault.Hang] == 0 {
+		t.Fatalf("faults injected %v, want every kind", counts)
+	}
+	got, err := s.ReadUsage(ctx, alice, testStart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Month != want {
+		t.Errorf("after 60 turns under faults %v: month %+v, want %+v", counts, got.Month, want)
+	}
+}
+
+// TestAdmitRecognisesItsOwnWrite: an admission whose write applied but
+// whose answer was lost (the SDK's retry then fails its own condition)
+// is an admission, recorded once: the next one meets the limit.
+func TestAdmitRecognisesItsOwnWrite(t *testing.T) {
+	for _, fault := range []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter} {
+		t.Run(fault.String(), func(t *testing.T) {
+			e := newFaultEnv(t)
+			s := e.ledgerStore()
+			ctx := faultCtx(t)
+			a := chat.Admission{ID: "a1", StartedAt: testStart, ExpiresAt: testStart.Add(time.Minute), Session: chat.SessionMarker("s1")}
+			e.faults.SetRule(ddbfault.Once(fault, admissionWrite))
+			if _, err := s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: a, ConcurrentSessions: 1}); err != nil {
+				t.Fatalf("admission that applied: %v", err)
+			}
+			if e.faults.Counts()[fault] != 1 {
+				t.Fatal("the fault was not injected")
+			}
+			e.faults.SetRule(nil)
+			u, err := s.ReadUsage(ctx, alice, testStart)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if act := chat.ActivityAt(u.Admissions, testStart); act.Running != 1 || act.Recent != 1 {
+				t.Errorf("activity %+v, want the one admission", act)
+			}
+			b := a
+			b.ID, b.Session = "a2", chat.SessionMarker("s2")
+			_, err = s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: b, ConcurrentSessions: 1})
+			var qe *chat.QuotaError
+			if !errors.As(err, &qe) || qe.Name != chat.QuotaConcurrentSessions {
+				t.Errorf("a second running turn: %v, want the concurrency quota", err)
+			}
+		})
+	}
+}
+
+// TestDeciderCountsLostTurnOnce: the decider's ledger write of a lost
+// turn losing its answer (or answered 500) still counts the turn once,
+// and the decision completes: the session is free.
+func TestDeciderCountsLostTurnOnce(t *testing.T) {
+	for _, fault := range []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter} {
+		t.Run(fault.String(), func(t *testing.T) {
+			e := newFaultEnv(t)
+			s := e.ledgerStore()
+			ctx := faultCtx(t)
+			req := claimReq("s1", "crash")
+			req.StartedAt = testStart
+			c, err := s.ClaimTurn(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := chat.Usage{InputTokens: 4, OutputTokens: 9, ModelCalls: 1}
+			cp := &chat.Checkpoint{SessionID: "s1", TurnID: "crash", Ordinal: c.Lease.Ordinal, FirstSequence: 1, Sequence: 1,
+				Messages: textMessages("crash", "partial"), Metered: used}
+			if _, err := s.Checkpoint(ctx, c, cp); err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(lease)
+			e.faults.SetRule(ddbfault.Once(fault, ledgerWrite))
+			sess, err := s.GetSession(ctx, "s1", alice)
+			if err != nil || sess.ActiveTurn != nil {
+				t.Fatalf("session after the decision: lease %+v, %v; want free", sess, err)
+			}
+			if e.faults.Counts()[fault] != 1 {
+				t.Fatal("the fault was not injected")
+			}
+			e.faults.SetRule(nil)
+			if _, err := s.ClaimTurn(ctx, claimReq("s1", "next")); err != nil {
+				t.Fatal(err)
+			}
+			u, err := s.ReadUsage(ctx, alice, testStart)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := (chat.Counters{Turns: 1, Usage: used}); u.Month != want {
+				t.Errorf("month %+v, want the lost turn once: %+v", u.Month, want)
+			}
+		})
+	}
+}
+
+// TestLedgerRequestBudgets asserts the exact DynamoDB requests of the
+// ledger's calls (docs/quotas.md): counting a turn is one UpdateItem
+// (the one extra write of a turn with the ledger on), a second count of
+// it one refused UpdateItem; a principal's read one GetItem (one
+// BatchGetItem of two months' items in a month's first hour); a tenant's
+// page one Query; an admission on a fresh basis one UpdateItem, on none
+// a read first; a decision with the ledger on one write more than
+// without.
+func TestLedgerRequestBudgets(t *testing.T) {
+	e := newEnv(t)
+	s := dynamo.New(e.client, dynamo.Options{Table: e.table, Now: e.clock.Now, CursorKey: testCursorKey,
+		ResolveShare: dynalite.ResolveShare, Ledger: chat.LedgerOptions{Enabled: true}})
+	ctx := faultCtx(t)
+	monthStart, _ := chat.PeriodMonth.Bounds(testStart)
+	entry := chat.LedgerEntry{SessionID: "s1", Ordinal: 1, Owner: alice, StartedAt: testStart, Usage: chat.Usage{InputTokens: 3}}
+	var basis *chat.PrincipalUsage
+	var crashed *chat.Claim
+	steps := []struct {
+		name string
+		run  func() error
+		want []string
+	}{
+		{"count a turn", func() error { return s.RecordUsage(ctx, entry) }, []string{"UpdateItem"}},
+		{"count it again", func() error { return s.RecordUsage(ctx, entry) }, []string{"UpdateItem"}},
+		{"read a principal's ledger", func() (err error) { basis, err = s.ReadUsage(ctx, alice, testStart); return err }, []string{"GetItem"}},
+		{"read early in a month", func() error { _, err := s.ReadUsage(ctx, alice, monthStart.Add(time.Minute)); return err }, []string{"BatchGetItem"}},
+		{"a tenant's page", func() error {
+			_, err := s.ListUsage(ctx, chat.UsageListRequest{Tenant: alice.Tenant, At: testStart})
+			return err
+		}, []string{"Query"}},
+		{"admit on a basis", func() error {
+			a := chat.Admission{ID: "a1", StartedAt: testStart, ExpiresAt: testStart.Add(time.Minute)}
+			_, err := s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: a, TurnsPerMinute: 5, Basis: basis})
+			return err
+		}, []string{"UpdateItem"}},
+		{"admit without one", func() error {
+			a := chat.Admission{ID: "a2", StartedAt: testStart, ExpiresAt: testStart.Add(time.Minute)}
+			_, err := s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: a, TurnsPerMinute: 5})
+			return err
+		}, []string{"GetItem", "UpdateItem"}},
+		{"cancel an admission", func() error {
+			return s.CancelAdmission(ctx, alice, chat.Admission{ID: "a2", StartedAt: testStart})
+		}, []string{"UpdateItem"}},
+		{"claim a turn that then crashes", func() (err error) {
+			crashed, err = s.ClaimTurn(ctx, claimReq("s2", "t1"))
+			return err
+		}, []string{"UpdateItem"}},
+		{"a reader deciding it, counting it", func() error {
+			e.clock.Advance(lease)
+			_, err := s.GetSession(ctx, "s2", alice)
+			return err
+		}, []string{"GetItem", "UpdateItem", "UpdateItem", "Query", "UpdateItem", "UpdateItem", "UpdateItem"}}, // fence the session, fence the live item, read the turn, write its fence record, count it, free the session
+	}
+	for _, st := range steps {
+		e.count.Reset()
+		if err := st.run(); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := e.count.Take(); !slices.Equal(got, st.want) {
+			t.Errorf("%s: requests %v, want %v", st.name, got, st.want)
+		}
+	}
+	if crashed == nil {
+		t.Fatal("no crashed claim")
+	}
+	u, err := s.ReadUsage(ctx, alice, crashed.Lease.StartedAt)
+	if err != nil || u.Month.Turns != 2 {
+		t.Errorf("month %+v, %v; want the counted turn and the decided one", u, err)
+	}
+}
