@@ -455,10 +455,20 @@ func judge(f facts, res *Result, earlier applied, saved bool, lease time.Duratio
 			}
 			return verdict{}
 		case res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeTurnOutcomeIndeterminate:
-			if earlier == appliedNo {
-				return bad("409 TURN_OUTCOME_INDETERMINATE for a turn id never claimed before")
+			switch {
+			case earlier != appliedNo:
+				return verdict{} // a replay of a claimed turn id
+			case f.claim == appliedYes && (f.renewTrouble || f.saveFailed):
+				// Its own claim, then a failure before the stream while
+				// the lease could not be proven (a renewal failed) or
+				// whose record's save went unconfirmed: the turn writes
+				// nothing more and leaves its fate to the table's
+				// decision, what a replay of its id is told.
+				return verdict{}
+			case f.claim == appliedUnknown:
+				return unknown
 			}
-			return verdict{}
+			return bad("409 TURN_OUTCOME_INDETERMINATE for a turn id never claimed before")
 		case res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeTurnAlreadyCompleted:
 			if earlier == appliedNo || !saved {
 				return bad("409 TURN_ALREADY_COMPLETED for a turn id claimed before %v, saved %v", earlier != appliedNo, saved)

@@ -23,7 +23,7 @@ import (
 // model goroutine, the supervisor and the writer record into it.
 type turnTelemetry struct {
 	start time.Time   // the request's arrival (or the claim, in a drain)
-	meter *chat.Meter // the turn's usage: its store requests from the claim on
+	meter *chat.Meter // the run's meter (run.meter): the turn's usage from its first store request
 	span  trace.Span  // the invoke_agent span
 	props telemetry.Properties
 	model string // the Model dimension
@@ -42,10 +42,12 @@ type turnTelemetry struct {
 // cleanup included, is the turn's.
 func (t *run) startTelemetry(principal chat.Principal) {
 	h := t.h
-	tt := &turnTelemetry{start: t.startedAt, meter: &chat.Meter{}}
+	tt := &turnTelemetry{start: t.startedAt, meter: t.meter}
 	if sc := telemetry.ScopeFrom(t.reqCtx); sc.TakeTurn() {
+		// The request's store requests before its turn's meter existed
+		// (runSubmission) are the turn's too.
 		tt.start = sc.Start
-		tt.meter.Add(sc.Meter.Usage())
+		t.meter.Add(sc.Meter.Usage())
 	}
 	defID := t.claim.Session.DefinitionID
 	var provider, modelID string
@@ -66,8 +68,8 @@ func (t *run) startTelemetry(principal chat.Principal) {
 	var ctx context.Context
 	ctx, tt.span = h.opts.Tracing.StartAgent(t.ctx, defID, revision, provider, tt.model, t.sessionID, t.turnID)
 	tt.props.TraceID = telemetry.TraceID(ctx)
-	t.ctx = chat.WithMeter(ctx, tt.meter)
-	t.reqCtx = chat.WithMeter(trace.ContextWithSpan(t.reqCtx, tt.span), tt.meter)
+	t.ctx = ctx // carrying the turn's meter already (newRun)
+	t.reqCtx = trace.ContextWithSpan(t.reqCtx, tt.span)
 	t.tel = tt
 }
 
@@ -132,8 +134,7 @@ type modelCallTelemetry struct {
 // startModelCall starts the chat span of a model call of req and counts
 // the call; the returned context carries the span.
 func (t *run) startModelCall(ctx context.Context, req model.Request) (context.Context, *modelCallTelemetry) {
-	tt := t.tel
-	tt.meter.Add(chat.Usage{ModelCalls: 1})
+	tt := t.tel // the call and its tokens are counted by modelCall
 	tr := t.h.opts.Tracing
 	ctx, span := tr.StartChat(ctx, providerOf(t.agent), tt.model, t.sessionID, req.MaxTokens)
 	mc := &modelCallTelemetry{tt: tt, span: span, start: time.Now(), capture: tr.CaptureContent() && span.IsRecording()}
@@ -170,7 +171,6 @@ func (mc *modelCallTelemetry) event(ev model.Event) {
 func (mc *modelCallTelemetry) end(err error) {
 	d := time.Since(mc.start)
 	in, out := int64(mc.usage.PromptTokens), int64(mc.usage.CompletionTokens)
-	mc.tt.meter.Add(chat.Usage{InputTokens: in, OutputTokens: out})
 	mc.tt.mu.Lock()
 	mc.tt.calls = append(mc.tt.calls, telemetry.ModelCall{Duration: d, TimeToFirstChunk: mc.first, InputTokens: in, OutputTokens: out})
 	mc.tt.mu.Unlock()
@@ -262,7 +262,6 @@ func (t *run) report(end ending, outcome saveOutcome, v view) {
 	for i, c := range calls {
 		tools[i] = telemetry.ToolCall{Name: c.Name, Status: c.Status}
 	}
-	tt.meter.Add(chat.Usage{ToolCalls: int64(len(calls))})
 	u := tt.meter.Usage()
 	tt.mu.Lock()
 	rep := telemetry.TurnReport{
