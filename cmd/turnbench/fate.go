@@ -51,10 +51,17 @@ func fateRun(ctx context.Context, b *bench, rep *report, _ map[string]bool) erro
 		return fmt.Errorf("fate: %w", err)
 	}
 	rep.Fate = &fateResult{Report: r}
-	if len(r.Violations) > 0 || len(r.ProcessErrors) > 0 {
-		return errors.New("fate: the harness found violations or dev server failures (the report follows the table)")
-	}
 	return nil
+}
+
+// errFateFound is what turnbench exits with (status 1) after writing its
+// table when the fate harness found violations or dev server failures.
+var errFateFound = errors.New("fate: the harness found violations or dev server failures (the report follows the table)")
+
+// fateFailed reports whether rep's fate section found violations or dev
+// server failures.
+func fateFailed(rep *report) bool {
+	return rep.Fate != nil && (len(rep.Fate.Report.Violations) > 0 || len(rep.Fate.Report.ProcessErrors) > 0)
 }
 
 // fateRows renders the section.

@@ -93,6 +93,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "turnbench:", err)
 		os.Exit(1)
 	}
+	if fateFailed(rep) {
+		fmt.Fprintln(os.Stderr, "turnbench:", errFateFound)
+		os.Exit(1)
+	}
 	if rep.Load != nil && !rep.Load.OK() {
 		fmt.Fprintln(os.Stderr, "turnbench: the load run's verification failed")
 		os.Exit(1)
