@@ -5,7 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -119,3 +123,23 @@ var baseTransport http.RoundTripper = http.DefaultTransport
 // resumeBackoff is the first wait before resuming a dropped stream
 // (client.Options.ResumeBackoff); tests shorten it.
 var resumeBackoff = client.DefaultResumeBackoff
+
+// historyClient checks base (-url: an http(s) URL) and returns the
+// client of the history function at base for command cmd ("history",
+// "usage"), with a context that Ctrl-C cancels and the function that
+// releases it; on a problem it says so on stderr and returns exit status
+// 2 and a nil client.
+func (a *authFlags) historyClient(cmd, base string, stderr io.Writer) (*client.Client, context.Context, context.CancelFunc, int) {
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		_, _ = fmt.Fprintf(stderr, "turnctl %s: -url is not an http(s) URL\n", cmd)
+		return nil, nil, nil, 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	cl, err := a.client(ctx, urls{history: base})
+	if err != nil {
+		stop()
+		_, _ = fmt.Fprintf(stderr, "turnctl %s: %v\n", cmd, err)
+		return nil, nil, nil, 2
+	}
+	return cl, ctx, stop, 0
+}

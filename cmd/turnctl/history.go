@@ -1,14 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
-	"os"
-	"os/signal"
 	"strings"
 
 	"github.com/turnstream/turnstream/pkg/client"
@@ -57,18 +53,11 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintln(stderr, "turnctl history: -session ID (a SafeId) is required and no arguments are taken")
 		return 2
 	}
-	if u, err := url.Parse(*base); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		_, _ = fmt.Fprintln(stderr, "turnctl history: -url is not an http(s) URL")
-		return 2
+	cl, ctx, stop, status := authn.historyClient("history", *base, stderr)
+	if cl == nil {
+		return status
 	}
-
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	cl, err := authn.client(ctx, urls{history: *base})
-	if err != nil {
-		_, _ = fmt.Fprintln(stderr, "turnctl history:", err)
-		return 2
-	}
 	pages := 0
 	if *asJSON {
 		for page, err := range cl.MessagePages(ctx, *sessionID, client.PageOptions{Limit: client.MaxPageLimit, Order: client.OrderAsc}) {

@@ -6,9 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/url"
-	"os"
-	"os/signal"
 	"strings"
 	"text/tabwriter"
 
@@ -56,17 +53,11 @@ func runUsage(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 		_, _ = fmt.Fprintln(stderr, "turnctl usage: -period is day or month, and no arguments are taken")
 		return 2
 	}
-	if u, err := url.Parse(*base); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		_, _ = fmt.Fprintln(stderr, "turnctl usage: -url is not an http(s) URL")
-		return 2
+	cl, ctx, stop, status := authn.historyClient("usage", *base, stderr)
+	if cl == nil {
+		return status
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	cl, err := authn.client(ctx, urls{history: *base})
-	if err != nil {
-		_, _ = fmt.Fprintln(stderr, "turnctl usage:", err)
-		return 2
-	}
 	if *tenant {
 		return printTenantUsage(ctx, cl, *period, *asJSON, stdout, stderr)
 	}
