@@ -35,18 +35,20 @@
 //   - throughput (-only): turns/s against the ceiling with an account of
 //     a turn's time and CPU, and request shapes;
 //   - capacity (-only, or -capacity): billed read and write units of one
-//     turn at depths 1, 100 and 1,000 of a session;
+//     turn at depths 1, 100 and 1,000 of a session (internal/capacitybench);
 //   - telemetry: CPU per turn and time to first snapshot with EMF
 //     metrics and tracing on against telemetry off (not in -quick);
 //   - cost: billed units, requests and Lambda GB-seconds of a 1 KB and a
 //     16 KB answer with and without checkpoints, and of a history page,
 //     priced with AWS's on-demand prices (README "What a turn costs"; not
 //     in -quick).
-//   - multitask: queued turns against plain ones;
+//   - multitask: queued turns against plain ones (internal/queuebench);
 //   - ledger: the usage ledger's requests and units per turn against the
 //     ledger off (one write: budgets 4 + 1 and 3 + 1), the quota check
 //     before the claim against the ledger alone, time to the first line,
-//     a ledger item's growth with the sessions it counted (ledger.go).
+//     a ledger item's growth with the sessions it counted (internal/ledgerbench);
+//   - fate (-only): the fate harness's long form (internal/fate), exit
+//     status 1 when it finds a violation.
 //
 // Flags: -quick (small sizes, seconds), -only SECTIONS, -coldstart=false
 // (leave the cold-start section out of the default run), -rie PATH
@@ -71,10 +73,14 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/benchwire"
+	"github.com/turnstream/turnstream/internal/capacitybench"
 	"github.com/turnstream/turnstream/internal/coldstart"
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/internal/lambdabin"
+	"github.com/turnstream/turnstream/internal/ledgerbench"
 	"github.com/turnstream/turnstream/internal/loadcheck"
+	"github.com/turnstream/turnstream/internal/queuebench"
+	"github.com/turnstream/turnstream/internal/telemetrybench"
 	"github.com/turnstream/turnstream/internal/throughput"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -135,7 +141,7 @@ var sections = []section{
 	{names: []string{"throughput"}, about: "turns/s against the conditional-write ceiling, with a time and CPU account and request shapes",
 		run: throughputRun, rows: func(rep *report, _ bool) [][4]string { return rep.Throughput }},
 	{names: []string{"capacity"}, about: "billed read and write units and requests of one turn at depths 1, 100 and 1,000 of a session",
-		run: capacityRun, rows: func(rep *report, _ bool) [][4]string { return capacityRows(rep.Capacity) }},
+		run: capacityRun, rows: capacityRows},
 	{names: []string{"telemetry"}, about: "CPU per turn and time to first snapshot with EMF metrics and tracing on vs off (docs/operations.md)",
 		inRun: true, run: telemetrySection, rows: telemetryRows},
 	{names: []string{"cost"}, about: "what a turn costs: billed units and Lambda GB-seconds of 1 KB and 16 KB answers with and without checkpoints, a history page, priced",
@@ -221,15 +227,15 @@ type report struct {
 	// Throughput is the throughput section's rows.
 	Throughput [][4]string
 	// Capacity is the capacity section's turns.
-	Capacity []*capacityResult
+	Capacity []*capacitybench.Result
 	// Telemetry is the telemetry section's measurements.
-	Telemetry *telemetryResult
+	Telemetry *telemetrybench.Result
 	// Cost is the cost section's measurements.
-	Cost *turnCost
+	Cost *capacitybench.CostResult
 	// Ledger is the ledger section's figures.
-	Ledger *ledgerResult
+	Ledger *ledgerbench.Result
 	// Multitask is the multitask section's figures.
-	Multitask *multitaskResult
+	Multitask *queuebench.Result
 	// Fate is the fate section's report.
 	Fate *fateResult
 }

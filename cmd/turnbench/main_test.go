@@ -11,6 +11,8 @@ import (
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/internal/lambdabin"
+	"github.com/turnstream/turnstream/internal/ledgerbench"
+	"github.com/turnstream/turnstream/internal/queuebench"
 )
 
 // TestMain lets the test binary play the self-exec wrapper that
@@ -80,7 +82,7 @@ func TestQuickRun(t *testing.T) {
 		if queued < mt.Plain.WriteUnits() || queued > mt.Plain.WriteUnits()+3 {
 			t.Errorf("multitask: a queued turn costs %d WCU, a plain one %d; want at most 3 more", queued, mt.Plain.WriteUnits())
 		}
-		for _, mode := range multitaskModes {
+		for _, mode := range queuebench.Modes {
 			if len(mt.Delays[mode]) == 0 || slices.Min(mt.Delays[mode]) <= 0 {
 				t.Errorf("multitask: delays %s: %v", mode, mt.Delays[mode])
 			}
@@ -196,14 +198,14 @@ func TestChoose(t *testing.T) {
 // write; a tenant quota without its cache the principal's read and the
 // tenant's Query. A month item that holds more sessions' markers costs
 // no fewer units.
-func checkLedgerSection(t *testing.T, r *ledgerResult) {
+func checkLedgerSection(t *testing.T, r *ledgerbench.Result) {
 	t.Helper()
-	if r == nil || len(r.First) != len(ledgerModes) {
+	if r == nil || len(r.First) != len(ledgerbench.Modes) {
 		t.Error("ledger: not measured")
 		return
 	}
 	extra := []int{0, 1, 2, 3, 3, -1} // requests over the ledger off; -1: not fixed (the cache)
-	for i, mode := range ledgerModes {
+	for i, mode := range ledgerbench.Modes {
 		for _, k := range []struct {
 			name string
 			at   []*dynamobench.CapacityAccount

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"regexp"
+	"slices"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -415,4 +416,12 @@ func (m *CapacityMeter) DeleteItem(ctx context.Context, in *dynamodb.DeleteItemI
 // uncounted client of its size reads.
 func NewCapacityMeter(inner, raw dynamo.Client, table string) *CapacityMeter {
 	return &CapacityMeter{inner: inner, raw: raw, table: aws.String(table), indexes: TableIndexes(), acct: NewCapacityAccount()}
+}
+
+// MedianAccount returns the account of as with the median write units
+// (the upper one of an even count); as must not be empty.
+func MedianAccount(as []*CapacityAccount) *CapacityAccount {
+	s := slices.Clone(as)
+	slices.SortFunc(s, func(a, b *CapacityAccount) int { return a.WriteUnits() - b.WriteUnits() })
+	return s[len(s)/2]
 }

@@ -1,4 +1,18 @@
-package main
+// Package telemetrybench measures, for turnbench's telemetry section
+// (-only telemetry, docs/benchmarks.md), what telemetry costs a turn: the
+// process's CPU time per turn and the time to first snapshot, with
+// telemetry off (the baseline), with EMF metrics on (written to
+// /dev/null, one write per document as to a Lambda's standard output)
+// and with EMF and tracing on (spans batched and exported as OTLP JSON
+// to a collector on loopback that discards them, flushed after every
+// turn as the functions flush before an invocation ends). The three
+// wirings serve the same DynamoDB store; rounds alternate the variants
+// (each round a batch of turns of each, in a rotating order) so that the
+// machine's other load falls on all of them alike, and the figures are
+// medians over the rounds. CPU is this process's (handlers, DynamoDB
+// client, the benchmark's own client, the exporter): the same work in
+// every variant but the telemetry, which the differences isolate.
+package telemetrybench
 
 import (
 	"context"
@@ -13,24 +27,11 @@ import (
 	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/internal/loadcheck"
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/telemetry"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
-
-// The telemetry section measures what telemetry costs a turn: the
-// process's CPU time per turn and the time to first snapshot, with
-// telemetry off (the baseline), with EMF metrics on (written to
-// /dev/null, one write per document as to a Lambda's standard output)
-// and with EMF and tracing on (spans batched and exported as OTLP JSON
-// to a collector on loopback that discards them, flushed after every
-// turn as the functions flush before an invocation ends). The three
-// wirings serve the same DynamoDB store; rounds alternate the variants
-// (each round a batch of turns of each, in a rotating order) so that the
-// machine's other load falls on all of them alike, and the figures are
-// medians over the rounds. CPU is this process's (handlers, DynamoDB
-// client, the benchmark's own client, the exporter): the same work in
-// every variant but the telemetry, which the differences isolate.
 
 // telemetryVariant is one wiring of the section.
 type telemetryVariant struct {
@@ -41,9 +42,9 @@ type telemetryVariant struct {
 	ttfs []time.Duration // every turn's
 }
 
-// telemetryResult is the section's measurements, by variant name
+// Result is the section's measurements, by variant name
 // (telemetryOff first).
-type telemetryResult struct {
+type Result struct {
 	Rounds, Batch int
 	Variants      []*telemetryVariant
 }
@@ -54,14 +55,26 @@ const (
 	telemetryTracing = "EMF metrics and tracing on"
 )
 
-func telemetrySection(ctx context.Context, b *bench, rep *report, _ map[string]bool) error {
+// Env is what Run measures on.
+type Env struct {
+	// Store is the DynamoDB store every variant's wiring serves.
+	Store chat.Store
+	// Prefix makes the run's sessions its own.
+	Prefix string
+	// Quick measures 3 rounds of 5 turns instead of 30 of 10.
+	Quick    bool
+	Progress func(format string, a ...any)
+}
+
+// Run measures every variant, round by round.
+func Run(ctx context.Context, e Env) (*Result, error) {
 	rounds, batch := 30, 10
-	if rep.Quick {
+	if e.Quick {
 		rounds, batch = 3, 5
 	}
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { _ = devNull.Close() }()
 	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -71,7 +84,7 @@ func telemetrySection(ctx context.Context, b *bench, rep *report, _ map[string]b
 	base := telemetry.Config{Metrics: telemetry.MetricsEMF, Namespace: telemetry.DefaultNamespace, Service: "turnbench"}
 	traced := base
 	traced.TracesURL = collector.URL + "/v1/traces"
-	res := &telemetryResult{Rounds: rounds, Batch: batch}
+	res := &Result{Rounds: rounds, Batch: batch}
 	for _, v := range []struct {
 		name string
 		cfg  *telemetry.Config
@@ -79,20 +92,20 @@ func telemetrySection(ctx context.Context, b *bench, rep *report, _ map[string]b
 		tv := &telemetryVariant{name: v.name}
 		if v.cfg != nil {
 			if tv.set, err = telemetrysetup.New(*v.cfg, devNull, "turnbench", "turn", "history", "artifacts"); err != nil {
-				return err
+				return nil, err
 			}
 			defer func() { _ = tv.set.Shutdown(context.Background()) }()
 		}
-		tv.w, err = benchwire.NewTurnTelemetry(b.store, tv.set, func(o *turn.Options) { o.Model = echo.New(0, 4) })
+		tv.w, err = benchwire.NewTurnTelemetry(e.Store, tv.set, func(o *turn.Options) { o.Model = echo.New(0, 4) })
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer tv.w.Close()
 		res.Variants = append(res.Variants, tv)
 	}
 	hc := benchwire.NewHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
-	b.progress("telemetry: %d rounds of %d turns per variant", rounds, batch)
+	e.Progress("telemetry: %d rounds of %d turns per variant", rounds, batch)
 	n := 0
 	for r := range rounds {
 		for i := range res.Variants {
@@ -101,9 +114,9 @@ func telemetrySection(ctx context.Context, b *bench, rep *report, _ map[string]b
 			start := processCPU()
 			for range batch {
 				n++
-				out := loadcheck.Submit(ctx, c, fmt.Sprintf("%s-tel-%d", b.prefix, n), "t1", "ping", loadcheck.SubmitOptions{})
+				out := loadcheck.Submit(ctx, c, fmt.Sprintf("%s-tel-%d", e.Prefix, n), "t1", "ping", loadcheck.SubmitOptions{})
 				if out.Err != nil || !out.Acknowledged() {
-					return fmt.Errorf("telemetry turn (%s): status %d, %v", tv.name, out.Status, out.Err)
+					return nil, fmt.Errorf("telemetry turn (%s): status %d, %v", tv.name, out.Status, out.Err)
 				}
 				tv.ttfs = append(tv.ttfs, out.FirstLine)
 				_ = tv.set.Flush(ctx) // as the functions flush before an invocation ends
@@ -113,16 +126,14 @@ func telemetrySection(ctx context.Context, b *bench, rep *report, _ map[string]b
 			}
 		}
 	}
-	rep.Telemetry = res
-	return nil
+	return res, nil
 }
 
-// telemetryRows renders the section: each variant's CPU per turn and
+// Rows renders the section: each variant's CPU per turn and
 // time to first snapshot beside telemetry off's in the same run, with
 // the goal (at most 5 % CPU and 0.2 ms time to first snapshot added by
 // EMF with tracing off).
-func telemetryRows(rep *report, _ bool) [][4]string {
-	res := rep.Telemetry
+func (res *Result) Rows() [][4]string {
 	if res == nil || len(res.Variants) == 0 {
 		return nil
 	}
@@ -166,3 +177,5 @@ func median(d []time.Duration) time.Duration {
 func signedDuration(d time.Duration) string {
 	return fmt.Sprintf("%+.3f ms", float64(d)/float64(time.Millisecond))
 }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }

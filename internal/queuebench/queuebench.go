@@ -1,4 +1,22 @@
-package main
+// Package queuebench measures queued turns (docs/multitask.md) against
+// plain ones, in the same run, for turnbench's multitask section (-only
+// multitask, docs/benchmarks.md):
+//
+//   - cost: DynamoDB requests and billed write and read units of one
+//     queued turn (its enqueue, the drain's start of it, its run) against
+//     a plain turn of the same size submitted after the same first turn;
+//     the queued turn's figures are those of the session's two turns less
+//     the first turn's, medians over the sessions;
+//   - delay: from the running turn's terminal line at its client to the
+//     queued turn's first line at a client already following its
+//     streamUrl, p50/p99, with the drain in process (the dev server) and
+//     through Options.Dispatch to a second handler instance on the same
+//     table (the Lambda path, without Lambda's own invocation latency),
+//     against a client that submits its next turn itself the moment it
+//     sees the terminal line.
+//
+// Resumes poll every Poll, the delays' resolution.
+package queuebench
 
 import (
 	"bufio"
@@ -26,88 +44,85 @@ import (
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
-// The multitask section (-only multitask) measures queued turns
-// (docs/multitask.md) against plain ones, in the same run:
-//
-//   - cost: DynamoDB requests and billed write and read units of one
-//     queued turn (its enqueue, the drain's start of it, its run) against
-//     a plain turn of the same size submitted after the same first turn;
-//     the queued turn's figures are those of the session's two turns less
-//     the first turn's, medians over the sessions;
-//   - delay: from the running turn's terminal line at its client to the
-//     queued turn's first line at a client already following its
-//     streamUrl, p50/p99, with the drain in process (the dev server) and
-//     through Options.Dispatch to a second handler instance on the same
-//     table (the Lambda path, without Lambda's own invocation latency),
-//     against a client that submits its next turn itself the moment it
-//     sees the terminal line.
-//
-// Resumes poll every multitaskPoll, the delays' resolution.
-
-// multitaskAnswer is the answer size of every turn of the section: about
+// Answer is the answer size of every turn of the section: about
 // half a second at textRate, within one checkpoint interval, so that
 // every run of a turn writes the same checkpoints.
-const multitaskAnswer = 200
+const Answer = 200
 
-// multitaskPoll is the resume poll interval of the section's handlers.
-const multitaskPoll = 10 * time.Millisecond
+// Poll is the resume poll interval of the section's handlers.
+const Poll = 10 * time.Millisecond
 
-// multitaskResult is what the section measured.
-type multitaskResult struct {
+// Result is what Run measured.
+type Result struct {
 	Sessions int
 	Plain    *dynamobench.CapacityAccount // median plain second turn
 	First    *dynamobench.CapacityAccount // median first turn
 	Both     *dynamobench.CapacityAccount // median first turn with a queued turn
-	Delays   map[string][]time.Duration   // by mode: multitaskModes
+	Delays   map[string][]time.Duration   // by mode: Modes
 }
 
 // The delay modes, in the order the rows show them.
-var multitaskModes = []string{"client resubmits on the terminal line", "queued, drained in process", "queued, drained through Dispatch"}
+var Modes = []string{"client resubmits on the terminal line", "queued, drained in process", "queued, drained through Dispatch"}
 
-// multitaskRun is the multitask section.
-func multitaskRun(ctx context.Context, b *bench, rep *report, _ map[string]bool) error {
-	raw, err := b.rawClient(ctx)
-	if err != nil {
-		return err
-	}
+// Env is what Run measures on: the bench's table and its clients.
+type Env struct {
+	// Client is the store's DynamoDB client, Raw an unmetered one for
+	// the capacity meter's own reads (dynamobench.NewCapacityMeter).
+	Client, Raw dynamo.Client
+	// Store is an unmetered store on Table, for waiting.
+	Store     chat.Store
+	Table     string
+	CursorKey []byte
+	// EchoDelay and EchoChunk are the echo model's pace, Checkpoint the
+	// handlers' checkpoint interval.
+	EchoDelay  time.Duration
+	EchoChunk  int
+	Checkpoint time.Duration
+	// Quick measures 1 session pair and 2 delays a mode instead of 5 and
+	// 20.
+	Quick    bool
+	Progress func(format string, a ...any)
+}
+
+// Run measures the cost of a queued turn and the delays of Modes.
+func Run(ctx context.Context, e Env) (*Result, error) {
 	n, runs := 5, 20
-	if rep.Quick {
+	if e.Quick {
 		n, runs = 1, 2
 	}
-	res := &multitaskResult{Sessions: n, Delays: map[string][]time.Duration{}}
-	rep.Multitask = res
-	if err := multitaskCost(ctx, b, raw, n, res); err != nil {
-		return err
+	res := &Result{Sessions: n, Delays: map[string][]time.Duration{}}
+	if err := cost(ctx, e, n, res); err != nil {
+		return nil, err
 	}
-	for i, mode := range multitaskModes {
-		w, err := multitaskWiring(b.store, i == 2)
+	for i, mode := range Modes {
+		w, err := wiring(e, e.Store, i == 2)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		b.progress("multitask: %s, %d runs", mode, runs)
+		e.Progress("multitask: %s, %d runs", mode, runs)
 		for range runs {
-			d, err := multitaskDelay(ctx, w, i > 0)
+			d, err := delay(ctx, w, i > 0)
 			if err != nil {
 				w.Close()
-				return fmt.Errorf("multitask (%s): %w", mode, err)
+				return nil, fmt.Errorf("multitask (%s): %w", mode, err)
 			}
 			res.Delays[mode] = append(res.Delays[mode], d)
 		}
 		w.Close()
 	}
-	return nil
+	return res, nil
 }
 
-// multitaskWiring is the dev server's handler on store with checkpoints
+// wiring is the dev server's handler on store with checkpoints
 // at their default interval, fast resume polls, and the section's echo
 // pace; with dispatch, Options.Dispatch runs each drain on a second
 // handler built from the same options, in a goroutine (another
 // execution environment on the same table).
-func multitaskWiring(store chat.Store, dispatch bool) (*benchwire.Wiring, error) {
+func wiring(e Env, store chat.Store, dispatch bool) (*benchwire.Wiring, error) {
 	return benchwire.NewTurn(store, func(o *turn.Options) {
-		o.Model = benchwire.LongAnswer{Echo: echo.New(echoDelay, echoChunk)}
-		o.CheckpointInterval = checkEvery
-		o.ResumePollInterval = multitaskPoll
+		o.Model = benchwire.LongAnswer{Echo: echo.New(e.EchoDelay, e.EchoChunk)}
+		o.CheckpointInterval = e.Checkpoint
+		o.ResumePollInterval = Poll
 		if !dispatch {
 			return
 		}
@@ -135,13 +150,13 @@ func multitaskWiring(store chat.Store, dispatch bool) (*benchwire.Wiring, error)
 	})
 }
 
-// multitaskCost measures n sessions of each kind on a metered store: a
+// cost measures n sessions of each kind on a metered store: a
 // first turn then a plain second turn submitted after it, and a first
 // turn with a second turn enqueued while it runs.
-func multitaskCost(ctx context.Context, b *bench, raw dynamo.Client, n int, res *multitaskResult) error {
-	m := dynamobench.NewCapacityMeter(b.client, raw, b.table)
-	metered := dynamo.New(m, dynamo.Options{Table: b.table, CursorKey: b.cursorKey})
-	w, err := multitaskWiring(metered, false)
+func cost(ctx context.Context, e Env, n int, res *Result) error {
+	m := dynamobench.NewCapacityMeter(e.Client, e.Raw, e.Table)
+	metered := dynamo.New(m, dynamo.Options{Table: e.Table, CursorKey: e.CursorKey})
+	w, err := wiring(e, metered, false)
 	if err != nil {
 		return err
 	}
@@ -151,66 +166,44 @@ func multitaskCost(ctx context.Context, b *bench, raw dynamo.Client, n int, res 
 	c := w.Client(hc)
 	var firsts, plains, boths []*dynamobench.CapacityAccount
 	for i := range n {
-		b.progress("multitask: cost, session pair %d of %d", i+1, n)
-		sid := uuidLike()
+		e.Progress("multitask: cost, session pair %d of %d", i+1, n)
+		sid := benchwire.NewID()
 		m.Take()
-		if err := completeTurn(ctx, c, sid, uuidLike()); err != nil {
+		if err := completeTurn(ctx, c, sid, benchwire.NewID()); err != nil {
 			return err
 		}
-		if err := awaitFree(ctx, b.store, sid); err != nil {
+		if err := benchwire.AwaitFree(ctx, e.Store, sid, benchwire.Principal); err != nil {
 			return err
 		}
 		firsts = append(firsts, m.Take())
-		if err := completeTurn(ctx, c, sid, uuidLike()); err != nil {
+		if err := completeTurn(ctx, c, sid, benchwire.NewID()); err != nil {
 			return err
 		}
-		if err := awaitFree(ctx, b.store, sid); err != nil {
+		if err := benchwire.AwaitFree(ctx, e.Store, sid, benchwire.Principal); err != nil {
 			return err
 		}
 		plains = append(plains, m.Take())
 
-		sid = uuidLike()
+		sid = benchwire.NewID()
 		if _, err := firstWithQueued(ctx, w, hc, sid, false); err != nil {
 			return err
 		}
-		if err := awaitFree(ctx, b.store, sid); err != nil {
+		if err := benchwire.AwaitFree(ctx, e.Store, sid, benchwire.Principal); err != nil {
 			return err
 		}
 		boths = append(boths, m.Take())
 	}
-	res.First, res.Plain, res.Both = medianAccount(firsts), medianAccount(plains), medianAccount(boths)
+	res.First, res.Plain, res.Both = dynamobench.MedianAccount(firsts), dynamobench.MedianAccount(plains), dynamobench.MedianAccount(boths)
 	return nil
-}
-
-// medianAccount returns the account with the median write units.
-func medianAccount(as []*dynamobench.CapacityAccount) *dynamobench.CapacityAccount {
-	s := slices.Clone(as)
-	slices.SortFunc(s, func(a, b *dynamobench.CapacityAccount) int { return a.WriteUnits() - b.WriteUnits() })
-	return s[len(s)/2]
 }
 
 // completeTurn runs one turn of the section's size to its end.
 func completeTurn(ctx context.Context, c *client.Client, sid, tid string) error {
-	log := benchwire.Follow(benchwire.Submitting(ctx, c, sid, tid, benchwire.Ask(multitaskAnswer), false), false, false, nil)
+	log := benchwire.Follow(benchwire.Submitting(ctx, c, sid, tid, benchwire.Ask(Answer), false), false, false, nil)
 	if last := log.Last(); log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
 		return fmt.Errorf("turn %s: %v, last line %+v", tid, log.Err, last)
 	}
 	return nil
-}
-
-// awaitFree waits (reading through store, unmetered) until the session
-// holds no lease and no queued turn: the last release and drain are done.
-func awaitFree(ctx context.Context, store chat.Store, sid string) error {
-	p := chat.Principal{Subject: benchwire.Subject, Tenant: auth.DevTenant}
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		s, err := store.GetSession(ctx, sid, p)
-		if err == nil && s.ActiveTurn == nil && len(s.Queue) == 0 {
-			return nil
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return fmt.Errorf("session %s still busy after a minute", sid)
 }
 
 // firstWithQueued runs a first turn of sid and, once its first line has
@@ -224,7 +217,7 @@ func firstWithQueued(ctx context.Context, w *benchwire.Wiring, hc *http.Client, 
 	var once sync.Once
 	done := make(chan *benchwire.StreamLog, 1)
 	go func() {
-		done <- benchwire.Follow(benchwire.Submitting(ctx, c, sid, uuidLike(), benchwire.Ask(multitaskAnswer), false), false, false,
+		done <- benchwire.Follow(benchwire.Submitting(ctx, c, sid, benchwire.NewID(), benchwire.Ask(Answer), false), false, false,
 			func(*benchwire.Line) { once.Do(func() { close(started) }) })
 	}()
 	select {
@@ -232,7 +225,7 @@ func firstWithQueued(ctx context.Context, w *benchwire.Wiring, hc *http.Client, 
 	case log := <-done:
 		return 0, fmt.Errorf("the first turn ended before its first line: %v", log.Err)
 	}
-	streamURL, err := enqueueRaw(ctx, hc, w.TurnURL(), sid, uuidLike(), benchwire.Ask(multitaskAnswer))
+	streamURL, err := enqueueRaw(ctx, hc, w.TurnURL(), sid, benchwire.NewID(), benchwire.Ask(Answer))
 	if err != nil {
 		return 0, err
 	}
@@ -257,22 +250,22 @@ func firstWithQueued(ctx context.Context, w *benchwire.Wiring, hc *http.Client, 
 	return firstLine.Sub(log.Last().At), nil
 }
 
-// multitaskDelay measures one delay on a new session: queued (the second
+// delay measures one delay on a new session: queued (the second
 // turn enqueued while the first runs) or the client's own resubmission.
-func multitaskDelay(ctx context.Context, w *benchwire.Wiring, queued bool) (time.Duration, error) {
+func delay(ctx context.Context, w *benchwire.Wiring, queued bool) (time.Duration, error) {
 	hc := benchwire.NewHTTPClient(4, nil)
 	defer hc.CloseIdleConnections()
-	sid := uuidLike()
+	sid := benchwire.NewID()
 	if queued {
 		return firstWithQueued(ctx, w, hc, sid, true)
 	}
 	c := w.Client(hc)
-	first := benchwire.Follow(benchwire.Submitting(ctx, c, sid, uuidLike(), benchwire.Ask(multitaskAnswer), false), false, false, nil)
+	first := benchwire.Follow(benchwire.Submitting(ctx, c, sid, benchwire.NewID(), benchwire.Ask(Answer), false), false, false, nil)
 	if l := first.Last(); first.Err != nil || l == nil || l.Status != protocol.StatusComplete {
 		return 0, fmt.Errorf("first turn: %v", first.Err)
 	}
 	var at time.Time
-	second := benchwire.Follow(benchwire.Submitting(ctx, c, sid, uuidLike(), benchwire.Ask(multitaskAnswer), false), false, false,
+	second := benchwire.Follow(benchwire.Submitting(ctx, c, sid, benchwire.NewID(), benchwire.Ask(Answer), false), false, false,
 		func(l *benchwire.Line) {
 			if at.IsZero() {
 				at = l.At
@@ -353,9 +346,9 @@ func followRaw(ctx context.Context, hc *http.Client, url string) (time.Time, str
 	return first, last, nil
 }
 
-// multitaskRows renders the section.
-func multitaskRows(rep *report, _ bool) [][4]string {
-	r := rep.Multitask
+// Rows renders r as turnbench's table rows (figure, measured, baseline,
+// measured vs baseline).
+func (r *Result) Rows() [][4]string {
 	if r == nil || r.Plain == nil {
 		return nil
 	}
@@ -363,20 +356,32 @@ func multitaskRows(rep *report, _ bool) [][4]string {
 	queuedRCU := r.Both.ReadUnits() - r.First.ReadUnits()
 	queuedReq := r.Both.Requests - r.First.Requests
 	rows := [][4]string{{
-		fmt.Sprintf("cost of a queued turn (%d-byte answer, checkpoints every 1 s; medians of %d sessions)", multitaskAnswer, r.Sessions),
+		fmt.Sprintf("cost of a queued turn (%d-byte answer, checkpoints every 1 s; medians of %d sessions)", Answer, r.Sessions),
 		fmt.Sprintf("%d requests, %d WCU, %.1f RCU", queuedReq, queuedWCU, queuedRCU),
 		fmt.Sprintf("plain second turn: %d requests, %d WCU, %.1f RCU", r.Plain.Requests, r.Plain.WriteUnits(), r.Plain.ReadUnits()),
 		fmt.Sprintf("%+d requests, %.2fx WCU, %.2fx RCU", queuedReq-r.Plain.Requests, float64(queuedWCU)/float64(r.Plain.WriteUnits()), queuedRCU/r.Plain.ReadUnits()),
 	}}
-	base := summarize(r.Delays[multitaskModes[0]])
-	for _, mode := range multitaskModes[1:] {
+	base := summarize(r.Delays[Modes[0]])
+	for _, mode := range Modes[1:] {
 		l := summarize(r.Delays[mode])
 		rows = append(rows, [4]string{
-			fmt.Sprintf("previous turn's last line -> queued turn's first line, %s (%d runs; resumes poll every %s)", mode, len(r.Delays[mode]), multitaskPoll),
+			fmt.Sprintf("previous turn's last line -> queued turn's first line, %s (%d runs; resumes poll every %s)", mode, len(r.Delays[mode]), Poll),
 			fmt.Sprintf("p50 %s, p99 %s", ms(l.P50), ms(l.P99)),
-			fmt.Sprintf("%s: p50 %s, p99 %s", multitaskModes[0], ms(base.P50), ms(base.P99)),
+			fmt.Sprintf("%s: p50 %s, p99 %s", Modes[0], ms(base.P50), ms(base.P99)),
 			fmt.Sprintf("p50 %.2fx", float64(l.P50)/float64(base.P50)),
 		})
 	}
 	return rows
 }
+
+// latencies are the p50 and p99 of a set of durations (nearest rank).
+type latencies struct{ P50, P99 time.Duration }
+
+func summarize(d []time.Duration) latencies {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	q := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
+	return latencies{P50: q(0.50), P99: q(0.99)}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }

@@ -1,4 +1,30 @@
-package main
+// Package ledgerbench measures the usage ledger and the quota check
+// before the claim (docs/quotas.md) against turns without them, in the
+// same run, for turnbench's ledger section (-only ledger,
+// docs/benchmarks.md):
+//
+//   - cost: DynamoDB requests and billed write and read units of a new
+//     session's first turn and of its second turn, with the ledger off
+//     (the baseline), on, and on with one kind of quota set: a
+//     principal's token quota (its ledger read), a rate quota (the read
+//     and the admission's write), a tenant's token quota (the principal's
+//     read and the tenant's Query, the latter reused for QUOTA_CACHE:
+//     measured at 0, a Query every time, and at the default 5 s); medians
+//     over the sessions of each mode, each mode its own principal;
+//   - time: request sent -> first line at the client, p50 and p90 of
+//     each mode's turns; the modes take turns, so that the machine's
+//     noise falls on all of them alike;
+//
+// The ledger is compared with the ledger off, each quota mode with the
+// ledger on (the quota check's own cost).
+//   - growth: the write units of a ledger write once the principal's
+//     month item holds the markers of Growth sessions, against the
+//     first.
+//
+// The echo model answers at full speed without tools: no model call
+// after the first, so the check before each model call adds nothing
+// here.
+package ledgerbench
 
 import (
 	"context"
@@ -16,40 +42,14 @@ import (
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
-// The ledger section (-only ledger) measures the usage ledger and the
-// quota check before the claim (docs/quotas.md) against turns without
-// them, in the same run:
-//
-//   - cost: DynamoDB requests and billed write and read units of a new
-//     session's first turn and of its second turn, with the ledger off
-//     (the baseline), on, and on with one kind of quota set: a
-//     principal's token quota (its ledger read), a rate quota (the read
-//     and the admission's write), a tenant's token quota (the principal's
-//     read and the tenant's Query, the latter reused for QUOTA_CACHE:
-//     measured at 0, a Query every time, and at the default 5 s); medians
-//     over the sessions of each mode, each mode its own principal;
-//   - time: request sent -> first line at the client, p50 and p90 of
-//     each mode's turns; the modes take turns, so that the machine's
-//     noise falls on all of them alike;
-//
-// The ledger is compared with the ledger off, each quota mode with the
-// ledger on (the quota check's own cost).
-//   - growth: the write units of a ledger write once the principal's
-//     month item holds the markers of ledgerGrowth sessions, against the
-//     first.
-//
-// The echo model answers at full speed without tools: no model call
-// after the first, so the check before each model call adds nothing
-// here.
-
-// ledgerMode is one configuration of the section.
-type ledgerMode struct {
+// Mode is one configuration of the section.
+type Mode struct {
 	Name string
 	Env  map[string]string // over benchwire's environment
 }
 
-// ledgerModes are the section's modes; the first is the baseline.
-var ledgerModes = []ledgerMode{
+// Modes are the section's modes; the first is the baseline.
+var Modes = []Mode{
 	{"ledger off", map[string]string{"USAGE_LEDGER": "off"}},
 	{"ledger on", map[string]string{"USAGE_LEDGER": "on"}},
 	{"ledger on, principal token quota (tokensPerDay)", map[string]string{"USAGE_LEDGER": "on",
@@ -62,11 +62,11 @@ var ledgerModes = []ledgerMode{
 		"QUOTAS": `{"tenant":{"tokensPerMonth":1000000000000}}`, "QUOTA_CACHE": "5s"}},
 }
 
-// ledgerAnswer is the answer size of the section's turns.
-const ledgerAnswer = 200
+// Answer is the answer size of the section's turns.
+const Answer = 200
 
-// ledgerResult is what the section measured.
-type ledgerResult struct {
+// Result is what Run measured.
+type Result struct {
 	Sessions int
 	// First and Second are each mode's median account of a session's
 	// first and second turn; FirstLine each mode's times to the first
@@ -83,22 +83,35 @@ type ledgerResult struct {
 	GrowthFirstB, GrowthLastB     int
 }
 
-// ledgerGrowth is the sessions the growth figure fills a month item with
+// Growth is the sessions the growth figure fills a month item with
 // (quick: a tenth).
-const ledgerGrowth = 1000
+const Growth = 1000
 
-// ledgerRun is the ledger section.
-func ledgerRun(ctx context.Context, b *bench, rep *report, _ map[string]bool) error {
-	raw, err := b.rawClient(ctx)
-	if err != nil {
-		return err
+// Env is what Run measures on: the bench's table and its clients.
+type Env struct {
+	// Client is the store's DynamoDB client, Raw an unmetered one for
+	// the capacity meter's own reads (dynamobench.NewCapacityMeter).
+	Client, Raw dynamo.Client
+	// Store is an unmetered store on Table, for waiting and listing.
+	Store     chat.Store
+	Table     string
+	CursorKey []byte
+	// Prefix makes the run's principals its own.
+	Prefix string
+	// Quick measures 2 sessions a mode and a tenth of Growth instead of
+	// 10 and Growth.
+	Quick    bool
+	Progress func(format string, a ...any)
+}
+
+// Run measures every mode of Modes, the growth of a month item and the
+// dev tenant's partition.
+func Run(ctx context.Context, e Env) (*Result, error) {
+	n, growth := 10, Growth
+	if e.Quick {
+		n, growth = 2, Growth/10
 	}
-	n, growth := 10, ledgerGrowth
-	if rep.Quick {
-		n, growth = 2, ledgerGrowth/10
-	}
-	res := &ledgerResult{Sessions: n, GrowthSessions: growth}
-	rep.Ledger = res
+	res := &Result{Sessions: n, GrowthSessions: growth}
 	type wired struct {
 		meter  *dynamobench.CapacityMeter
 		store  chat.Store
@@ -111,73 +124,76 @@ func ledgerRun(ctx context.Context, b *bench, rep *report, _ map[string]bool) er
 	}
 	hc := benchwire.NewHTTPClient(4, nil)
 	defer hc.CloseIdleConnections()
-	modes := make([]*wired, len(ledgerModes))
-	for i, mode := range ledgerModes {
-		m := dynamobench.NewCapacityMeter(b.client, raw, b.table)
-		store := dynamo.New(m, dynamo.Options{Table: b.table, CursorKey: b.cursorKey, Ledger: chat.LedgerOptions{Enabled: mode.Env["USAGE_LEDGER"] == "on"}})
+	modes := make([]*wired, len(Modes))
+	for i, mode := range Modes {
+		m := dynamobench.NewCapacityMeter(e.Client, e.Raw, e.Table)
+		store := dynamo.New(m, dynamo.Options{Table: e.Table, CursorKey: e.CursorKey, Ledger: chat.LedgerOptions{Enabled: mode.Env["USAGE_LEDGER"] == "on"}})
 		w, err := benchwire.NewTurnEnv(store, nil, mode.Env, func(*turn.Options) {})
 		if err != nil {
-			return fmt.Errorf("ledger (%s): %w", mode.Name, err)
+			return nil, fmt.Errorf("ledger (%s): %w", mode.Name, err)
 		}
 		defer w.Close()
-		subject := fmt.Sprintf("%s-ledger-%d", b.prefix, i)
+		subject := fmt.Sprintf("%s-ledger-%d", e.Prefix, i)
 		modes[i] = &wired{meter: m, store: store, w: w, c: w.ClientAs(hc, subject), p: chat.Principal{Subject: subject, Tenant: auth.DevTenant}}
 	}
 	// turn runs one turn of sid in mode x and returns its account.
 	turn := func(x *wired, sid string) (*dynamobench.CapacityAccount, error) {
 		x.meter.Take()
-		log := benchwire.Follow(benchwire.Submitting(ctx, x.c, sid, uuidLike(), benchwire.Ask(ledgerAnswer), true), false, false, nil)
+		log := benchwire.Follow(benchwire.Submitting(ctx, x.c, sid, benchwire.NewID(), benchwire.Ask(Answer), true), false, false, nil)
 		if last := log.Last(); log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
 			return nil, fmt.Errorf("turn of %s: %v, last line %+v", sid, log.Err, last)
 		}
 		x.times = append(x.times, log.Lines[0].At.Sub(log.Sent))
-		if err := awaitFreeAs(ctx, b.store, sid, x.p); err != nil {
+		if err := benchwire.AwaitFree(ctx, e.Store, sid, x.p); err != nil {
 			return nil, err
 		}
 		return x.meter.Take(), nil
 	}
 	for s := range n {
-		b.progress("ledger: session %d of %d in each of %d modes", s+1, n, len(modes))
+		e.Progress("ledger: session %d of %d in each of %d modes", s+1, n, len(modes))
 		sids := make([]string, len(modes))
 		for i, x := range modes {
-			sids[i] = uuidLike()
+			sids[i] = benchwire.NewID()
 			a, err := turn(x, sids[i])
 			if err != nil {
-				return fmt.Errorf("ledger (%s): %w", ledgerModes[i].Name, err)
+				return nil, fmt.Errorf("ledger (%s): %w", Modes[i].Name, err)
 			}
 			x.first = append(x.first, a)
 		}
 		for i, x := range modes {
 			a, err := turn(x, sids[i])
 			if err != nil {
-				return fmt.Errorf("ledger (%s): %w", ledgerModes[i].Name, err)
+				return nil, fmt.Errorf("ledger (%s): %w", Modes[i].Name, err)
 			}
 			x.second = append(x.second, a)
 		}
 	}
 	for _, x := range modes {
-		res.First = append(res.First, medianAccount(x.first))
-		res.Second = append(res.Second, medianAccount(x.second))
+		res.First = append(res.First, dynamobench.MedianAccount(x.first))
+		res.Second = append(res.Second, dynamobench.MedianAccount(x.second))
 		res.FirstLine = append(res.FirstLine, x.times)
 	}
-	if err := ledgerGrowthRun(ctx, b, raw, res); err != nil {
-		return err
+	if err := growthRun(ctx, e, res); err != nil {
+		return nil, err
 	}
-	return tenantPartition(ctx, b, res)
+	if err := tenantPartition(ctx, e, res); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
-// ledgerGrowthRun counts one turn of each of res.GrowthSessions sessions
+// growthRun counts one turn of each of res.GrowthSessions sessions
 // in a fresh principal's month item, measuring the first write and the
 // last.
-func ledgerGrowthRun(ctx context.Context, b *bench, raw dynamo.Client, res *ledgerResult) error {
-	m := dynamobench.NewCapacityMeter(b.client, raw, b.table)
-	store := dynamo.New(m, dynamo.Options{Table: b.table, CursorKey: b.cursorKey, Ledger: chat.LedgerOptions{Enabled: true}})
-	p := chat.Principal{Subject: b.prefix + "-ledger-growth", Tenant: b.prefix + "-growth"}
-	b.progress("ledger: one principal's month item, %d sessions", res.GrowthSessions)
+func growthRun(ctx context.Context, e Env, res *Result) error {
+	m := dynamobench.NewCapacityMeter(e.Client, e.Raw, e.Table)
+	store := dynamo.New(m, dynamo.Options{Table: e.Table, CursorKey: e.CursorKey, Ledger: chat.LedgerOptions{Enabled: true}})
+	p := chat.Principal{Subject: e.Prefix + "-ledger-growth", Tenant: e.Prefix + "-growth"}
+	e.Progress("ledger: one principal's month item, %d sessions", res.GrowthSessions)
 	now := time.Now()
 	for i := range res.GrowthSessions {
 		m.Take()
-		e := chat.LedgerEntry{SessionID: uuidLike(), Ordinal: 1, Owner: p, StartedAt: now,
+		e := chat.LedgerEntry{SessionID: benchwire.NewID(), Ordinal: 1, Owner: p, StartedAt: now,
 			Usage: chat.Usage{InputTokens: 120, OutputTokens: 60, ModelCalls: 1, StoreRequests: 4, WriteUnits: 8, ReadUnits: 1}}
 		if err := store.RecordUsage(ctx, e); err != nil {
 			return fmt.Errorf("ledger growth: %w", err)
@@ -195,10 +211,10 @@ func ledgerGrowthRun(ctx context.Context, b *bench, raw dynamo.Client, res *ledg
 
 // tenantPartition reads the dev tenant's principals of the month (what a
 // tenant quota's Query reads), unmetered.
-func tenantPartition(ctx context.Context, b *bench, res *ledgerResult) error {
+func tenantPartition(ctx context.Context, e Env, res *Result) error {
 	cursor := ""
 	for {
-		page, err := b.store.ListUsage(ctx, chat.UsageListRequest{Tenant: auth.DevTenant, At: time.Now(), Limit: chat.MaxPageLimit, Cursor: cursor})
+		page, err := e.Store.ListUsage(ctx, chat.UsageListRequest{Tenant: auth.DevTenant, At: time.Now(), Limit: chat.MaxPageLimit, Cursor: cursor})
 		if err != nil {
 			return fmt.Errorf("ledger: the tenant's partition: %w", err)
 		}
@@ -210,20 +226,6 @@ func tenantPartition(ctx context.Context, b *bench, res *ledgerResult) error {
 	}
 }
 
-// awaitFreeAs waits (reading through store, unmetered) until p's session
-// sid holds no lease and no queued turn.
-func awaitFreeAs(ctx context.Context, store chat.Store, sid string, p chat.Principal) error {
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		s, err := store.GetSession(ctx, sid, p)
-		if err == nil && s.ActiveTurn == nil && len(s.Queue) == 0 {
-			return nil
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return fmt.Errorf("session %s still busy after a minute", sid)
-}
-
 // quantileOf is the q quantile of d (nearest rank).
 func quantileOf(d []time.Duration, q float64) time.Duration {
 	s := slices.Clone(d)
@@ -231,10 +233,10 @@ func quantileOf(d []time.Duration, q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
-// ledgerRows renders the section.
-func ledgerRows(rep *report, _ bool) [][4]string {
-	r := rep.Ledger
-	if r == nil || len(r.First) != len(ledgerModes) {
+// Rows renders r as turnbench's table rows (figure, measured, baseline,
+// measured vs baseline).
+func (r *Result) Rows() [][4]string {
+	if r == nil || len(r.First) != len(Modes) {
 		return nil
 	}
 	acct := func(a *dynamobench.CapacityAccount) string {
@@ -247,24 +249,24 @@ func ledgerRows(rep *report, _ bool) [][4]string {
 	// The ledger against none; each quota check against the ledger alone.
 	baseOf := func(i int) int { return min(i-1, 1) }
 	var rows [][4]string
-	for i := 1; i < len(ledgerModes); i++ {
+	for i := 1; i < len(Modes); i++ {
 		b := baseOf(i)
 		for _, k := range []struct {
 			name string
 			at   []*dynamobench.CapacityAccount
 		}{{"new session", r.First}, {"second turn", r.Second}} {
 			rows = append(rows, [4]string{
-				fmt.Sprintf("DynamoDB cost of a turn (%s; %d-byte answer), %s (medians of %d)", k.name, ledgerAnswer, ledgerModes[i].Name, r.Sessions),
-				acct(k.at[i]), ledgerModes[b].Name + ": " + acct(k.at[b]), vs(k.at[i], k.at[b]),
+				fmt.Sprintf("DynamoDB cost of a turn (%s; %d-byte answer), %s (medians of %d)", k.name, Answer, Modes[i].Name, r.Sessions),
+				acct(k.at[i]), Modes[b].Name + ": " + acct(k.at[b]), vs(k.at[i], k.at[b]),
 			})
 		}
 	}
-	for i := 1; i < len(ledgerModes); i++ {
+	for i := 1; i < len(Modes); i++ {
 		d, base := r.FirstLine[i], r.FirstLine[baseOf(i)]
 		rows = append(rows, [4]string{
-			fmt.Sprintf("request sent -> first line, %s (%d turns)", ledgerModes[i].Name, len(d)),
+			fmt.Sprintf("request sent -> first line, %s (%d turns)", Modes[i].Name, len(d)),
 			fmt.Sprintf("p50 %s, p90 %s", ms(quantileOf(d, 0.5)), ms(quantileOf(d, 0.9))),
-			fmt.Sprintf("%s: p50 %s, p90 %s", ledgerModes[baseOf(i)].Name, ms(quantileOf(base, 0.5)), ms(quantileOf(base, 0.9))),
+			fmt.Sprintf("%s: p50 %s, p90 %s", Modes[baseOf(i)].Name, ms(quantileOf(base, 0.5)), ms(quantileOf(base, 0.9))),
 			fmt.Sprintf("p50 %+.2f ms, %.2fx", float64(quantileOf(d, 0.5)-quantileOf(base, 0.5))/float64(time.Millisecond),
 				float64(quantileOf(d, 0.5))/float64(quantileOf(base, 0.5))),
 		})
@@ -278,11 +280,12 @@ func ledgerRows(rep *report, _ bool) [][4]string {
 	return rows
 }
 
-// ledgerNotes says what a tenant's Query read.
-func ledgerNotes(rep *report) []string {
-	r := rep.Ledger
+// Notes says what a tenant's Query read.
+func (r *Result) Notes() []string {
 	if r == nil {
 		return nil
 	}
 	return []string{fmt.Sprintf("ledger: a tenant quota's Query read the dev tenant's month partition of %d principals (the run's sessions' owners); it reads %d principals a page", r.TenantPrincipals, chat.MaxPageLimit)}
 }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }

@@ -1,4 +1,4 @@
-package main
+package capacitybench
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
-// The cost section measures what a turn costs (README "What a turn
+// Cost measures what a turn costs, for turnbench's cost section (README "What a turn
 // costs"): for a 1 KB and a 16 KB answer, with checkpoints off and every
 // second, the billed write and read units (the capacity section's meter:
 // item sizes as AWS bills them, local secondary indexes included), the
@@ -27,7 +27,7 @@ import (
 // context load reads a whole budget of 10 turns); and a history page of
 // 20 turns. Lambda is billed for the invocation's time at the function's
 // memory: the turn's time from its request to its last line at the echo
-// model's pace (textRate characters per second; a real model's pace
+// model's pace (Env's echo pace; a real model's pace
 // replaces it), and the history request's. The prices are AWS's
 // on-demand prices below; the model's own price is the provider's and
 // is not counted.
@@ -45,7 +45,7 @@ const (
 	priceLogsGB    = 0.50         // $ per GB of CloudWatch Logs ingested (the EMF documents)
 	turnMemoryGB   = 512.0 / 1024 // template.yaml TurnFunction MemorySize
 	pageMemoryGB   = 256.0 / 1024 // template.yaml HistoryFunction MemorySize
-	costDepth      = capacityContextTurns + 1
+	costDepth      = ContextTurns + 1
 )
 
 // pricedRequest is one measured turn (or history page) of the section.
@@ -70,69 +70,67 @@ func (c *pricedRequest) Dollars() (dynamoDB, lambda, logs float64) {
 	return
 }
 
-// turnCost is the section's measurements.
-type turnCost struct {
+// CostResult is the section's measurements.
+type CostResult struct {
 	Turns []*pricedRequest
 	Page  *pricedRequest
 }
 
-func costSection(ctx context.Context, b *bench, rep *report, _ map[string]bool) error {
-	raw, err := b.rawClient(ctx)
-	if err != nil {
-		return err
-	}
-	m := dynamobench.NewCapacityMeter(b.client, raw, b.table)
-	metered := dynamo.New(m, dynamo.Options{Table: b.table, CursorKey: b.cursorKey})
-	plain := dynamo.New(b.client, dynamo.Options{Table: b.table, CursorKey: b.cursorKey})
+// Cost measures the turns and the history page the cost section prices
+// (see above).
+func Cost(ctx context.Context, e Env) (*CostResult, error) {
+	m := dynamobench.NewCapacityMeter(e.Client, e.Raw, e.Table)
+	metered := dynamo.New(m, dynamo.Options{Table: e.Table, CursorKey: e.CursorKey})
+	plain := dynamo.New(e.Client, dynamo.Options{Table: e.Table, CursorKey: e.CursorKey})
 	var emf atomic.Int64
 	tel, err := telemetrysetup.New(telemetry.Config{Metrics: telemetry.MetricsEMF, Namespace: telemetry.DefaultNamespace, Service: "turnbench"},
 		countingWriter{&emf}, "turnbench", "turn", "history", "artifacts")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defs, err := definition.New([]definition.Definition{{
 		ID: "assistant", Revision: 1, Provider: "echo",
-		Limits: definition.Limits{MaxSteps: 1, ContextTurns: capacityContextTurns},
+		Limits: definition.Limits{MaxSteps: 1, ContextTurns: ContextTurns},
 	}}, "assistant", nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	wirings := map[bool]*benchwire.Wiring{}
 	for _, cp := range []bool{false, true} {
 		every := time.Duration(0)
 		if cp {
-			every = checkEvery
+			every = e.Checkpoint
 		}
 		w, err := benchwire.NewTurnTelemetry(metered, tel, func(o *turn.Options) {
 			o.Definitions = defs
-			o.Models = map[string]model.Model{"echo": benchwire.LongAnswer{Echo: echo.New(echoDelay, echoChunk)}}
-			o.TurnTimeout = longTurn
+			o.Models = map[string]model.Model{"echo": benchwire.LongAnswer{Echo: echo.New(e.EchoDelay, e.EchoChunk)}}
+			o.TurnTimeout = e.TurnTimeout
 			o.CheckpointInterval = every
 		})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer w.Close()
 		wirings[cp] = w
 	}
 	hc := benchwire.NewHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
-	res := &turnCost{}
+	res := &CostResult{}
 	var lastSession string
 	for _, answer := range []int{1024, 16 << 10} {
 		for _, cp := range []bool{false, true} {
-			sid := uuidLike()
-			b.progress("cost: %d-byte answer, checkpoints %v", answer, cp)
-			if err := seedCapacity(ctx, plain, sid, costDepth-1); err != nil {
-				return err
+			sid := benchwire.NewID()
+			e.Progress("cost: %d-byte answer, checkpoints %v", answer, cp)
+			if err := seed(ctx, plain, sid, costDepth-1); err != nil {
+				return nil, err
 			}
 			w := wirings[cp]
 			m.Take()
 			emf.Store(0)
-			log := benchwire.Follow(benchwire.Submitting(ctx, w.Client(hc), sid, uuidLike(), benchwire.Ask(answer), false), false, false, nil)
+			log := benchwire.Follow(benchwire.Submitting(ctx, w.Client(hc), sid, benchwire.NewID(), benchwire.Ask(answer), false), false, false, nil)
 			last := log.Last()
 			if log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
-				return fmt.Errorf("cost turn: %v, last line %+v", log.Err, last)
+				return nil, fmt.Errorf("cost turn: %v, last line %+v", log.Err, last)
 			}
 			took := last.At.Sub(log.Sent)
 			w.WaitIdle(30 * time.Second) // the release follows the terminal line
@@ -147,11 +145,10 @@ func costSection(ctx context.Context, b *bench, rep *report, _ map[string]bool) 
 	emf.Store(0)
 	start := time.Now()
 	if _, _, err := benchwire.TurnsPage(ctx, wirings[false].Client(hc), lastSession, client.PageOptions{Limit: 20}); err != nil {
-		return fmt.Errorf("cost history page: %w", err)
+		return nil, fmt.Errorf("cost history page: %w", err)
 	}
 	res.Page = &pricedRequest{Label: "history page of 20 turns (11 stored)", Acct: m.Take(), Took: time.Since(start), EMFBytes: emf.Load(), MemoryGB: pageMemoryGB}
-	rep.Cost = res
-	return nil
+	return res, nil
 }
 
 // countingWriter counts the bytes written through it.
@@ -162,11 +159,10 @@ func (w countingWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// costRows renders each measured request: its units, requests and time,
+// CostRows renders each measured request: its units, requests and time,
 // and its price per request and per million, beside the 1 KB turn
 // without checkpoints.
-func costRows(rep *report, _ bool) [][4]string {
-	res := rep.Cost
+func CostRows(res *CostResult) [][4]string {
 	if res == nil || len(res.Turns) == 0 {
 		return nil
 	}
@@ -188,14 +184,15 @@ func costRows(rep *report, _ bool) [][4]string {
 	return rows
 }
 
-// costNotes says what the prices are and where the time comes from.
-func costNotes(rep *report) []string {
-	if rep.Cost == nil {
+// CostNotes says what the prices are and where the time comes from (the
+// echo pace of e).
+func CostNotes(res *CostResult, e Env) []string {
+	if res == nil {
 		return nil
 	}
 	var perCheckpoint []string
-	for i := 0; i+1 < len(rep.Cost.Turns); i += 2 {
-		off, on := rep.Cost.Turns[i], rep.Cost.Turns[i+1]
+	for i := 0; i+1 < len(res.Turns); i += 2 {
+		off, on := res.Turns[i], res.Turns[i+1]
 		if n := on.Acct.CheckpointWrites; n > 0 {
 			perCheckpoint = append(perCheckpoint, fmt.Sprintf("%s answer: %.2f WCU per checkpoint write (%d writes)",
 				kb(on.Answer), float64(on.Acct.WriteUnits()-off.Acct.WriteUnits())/float64(n), n))
@@ -203,7 +200,11 @@ func costNotes(rep *report) []string {
 	}
 	return []string{
 		fmt.Sprintf("Cost prices: DynamoDB on-demand $%.3f per million write units, $%.3f per million read units; Lambda arm64 $%.10f per GB-second and $%.2f per million requests; CloudWatch Logs $%.2f per GB ingested (AWS's published US East prices, compiled 2026-12-01). Turn times are at the echo model's pace of %.0f characters per second; the model's own price is not counted.",
-			priceWriteUnit*1e6, priceReadUnit*1e6, priceGBSecond, priceRequest*1e6, priceLogsGB, textRate),
+			priceWriteUnit*1e6, priceReadUnit*1e6, priceGBSecond, priceRequest*1e6, priceLogsGB, float64(e.EchoChunk)/e.EchoDelay.Seconds()),
 		fmt.Sprintf("Per checkpoint: %v.", perCheckpoint),
 	}
 }
+
+func kb(n int) string { return fmt.Sprintf("%d KB", n>>10) }
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d)/float64(time.Millisecond)) }
