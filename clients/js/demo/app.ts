@@ -1375,7 +1375,7 @@ els.input.addEventListener("input", grow);
 
 els.who.textContent = `signed in as ${isSafeId(user) ? user : "local"} (dev auth)`;
 // What is left of the user's quotas, when little is (usage.ts).
-const usage = usageLine($("usage"), "/history/", auth);
+const usage = usageLine($("quota"), "/history/", auth);
 
 renderPicker();
 composerBusy();

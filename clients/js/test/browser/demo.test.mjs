@@ -474,29 +474,32 @@ describe("demo page in Chromium", { skip }, () => {
     const quota = await startDevServer({ ECHO_DELAY: "0", QUOTAS: JSON.stringify({ principal: { tokensPerDay: limit } }) });
     try {
       const { page, problems } = await newChat(quota.base, "quinn");
-      assert.equal(await page.isHidden("#usage"), true, "nothing is shown while much is left");
+      assert.equal(await page.isHidden("#quota"), true, "nothing is shown while much is left");
       await send(page, input);
       await page.waitForSelector(`${lastAssistant}[data-status="complete"]`);
-      await page.waitForSelector('#usage:not([hidden])[data-state="near"]');
+      await page.waitForSelector('#quota:not([hidden])[data-state="near"]');
       const left = limit - perTurn;
-      assert.equal(await page.textContent("#usage"), `${left.toLocaleString("en-US")} of ${limit.toLocaleString("en-US")} tokens left today`);
+      assert.equal(await page.textContent("#quota"), `${left.toLocaleString("en-US")} of ${limit.toLocaleString("en-US")} tokens left today`);
       await page.screenshot({ path: join(shots, "usage-near-desktop.png") });
       // The next turn's first model call crosses the quota: it asked for a
       // tool call, which does not run; the turn ends there, its answer kept.
       await send(page, "/note Quota: this note is never written");
       await page.waitForSelector(`${lastAssistant}[data-status="error"]`);
-      assert.match(await page.textContent(`${lastAssistant} > .notice.fail`), /stopped at a usage limit/);
+      assert.match(await page.textContent(`${lastAssistant} > .extra > .notice.fail`), /stopped at a usage limit/);
       assert.equal(await page.textContent(".turn:last-child .tool .badge"), "error");
       assert.equal(await page.textContent(".turn:last-child .tool .notice.fail"), "Not run: a usage limit was reached.");
-      await page.waitForSelector('#usage[data-state="at"]');
-      assert.match(await page.textContent("#usage"), /^No tokens left today · more in \d+ (h|min|s)$/);
+      await page.waitForSelector('#quota[data-state="at"]');
+      assert.match(await page.textContent("#quota"), /^No tokens left today · more in \d+ (h|min|s)$/);
       // A message now is refused before it runs, in plain words.
       const turns = await page.locator(".turn").count();
       await send(page, "And one more?");
       await page.waitForSelector("#error:not([hidden])");
       assert.match(await page.textContent("#error"), /reached a usage limit/);
       assert.match(await page.textContent("#error"), /QUOTA_EXCEEDED/);
-      await page.waitForFunction((n) => document.querySelectorAll(".turn").length === n && document.getElementById("send").textContent === "Send", turns);
+      // The refused message stays, marked not sent, with its text for a
+      // retry once more is allowed.
+      await page.waitForFunction((n) => document.querySelectorAll(".turn").length === n + 1 && document.getElementById("send").textContent === "Send", turns);
+      assert.equal(await page.textContent('.turn:last-child .msg[data-role="user"] .state.fail'), "not sent");
       await page.screenshot({ path: join(shots, "usage-at-desktop.png") });
       await page.setViewportSize(PHONE);
       await page.screenshot({ path: join(shots, "usage-at-phone.png") });
