@@ -37,6 +37,7 @@ import (
 
 	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/internal/dynamobench"
+	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
@@ -101,19 +102,11 @@ func Run(ctx context.Context, e Env) ([]*Result, error) {
 	m := dynamobench.NewCapacityMeter(client, raw, table)
 	metered := dynamo.New(m, dynamo.Options{Table: table, CursorKey: cursorKey})
 	plain := dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey})
-	wirings := map[bool]*benchwire.Wiring{}
-	for _, cp := range []bool{false, true} {
-		every := time.Duration(0)
-		if cp {
-			every = e.Checkpoint
-		}
-		w, err := wiring(e, metered, every)
-		if err != nil {
-			return nil, err
-		}
-		defer w.Close()
-		wirings[cp] = w
+	wirings, closeAll, err := wiringsOf(e, metered, nil)
+	if err != nil {
+		return nil, err
 	}
+	defer closeAll()
 	hc := benchwire.NewHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
 	sid := benchwire.NewID()
@@ -139,23 +132,42 @@ func Run(ctx context.Context, e Env) ([]*Result, error) {
 	return out, nil
 }
 
-// wiring is the turn handler on store with the capacity
-// definition, the durable sections' echo pace and checkpoints every
-// `every` (0: off).
-func wiring(e Env, store chat.Store, every time.Duration) (*benchwire.Wiring, error) {
+// wiringsOf returns the turn handler on store with the capacity
+// definition, the durable sections' echo pace and tel's telemetry (nil:
+// none), with checkpoints off (false) and every e.Checkpoint (true), and
+// the function that closes both.
+func wiringsOf(e Env, store chat.Store, tel *telemetrysetup.Set) (map[bool]*benchwire.Wiring, func(), error) {
 	defs, err := definition.New([]definition.Definition{{
 		ID: "assistant", Revision: 1, Provider: "echo",
 		Limits: definition.Limits{MaxSteps: 1, ContextTurns: ContextTurns},
 	}}, "assistant", nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return benchwire.NewTurn(store, func(o *turn.Options) {
-		o.Definitions = defs
-		o.Models = map[string]model.Model{"echo": benchwire.LongAnswer{Echo: echo.New(e.EchoDelay, e.EchoChunk)}}
-		o.TurnTimeout = e.TurnTimeout
-		o.CheckpointInterval = every
-	})
+	wirings := map[bool]*benchwire.Wiring{}
+	closeAll := func() {
+		for _, w := range wirings {
+			w.Close()
+		}
+	}
+	for _, cp := range []bool{false, true} {
+		every := time.Duration(0)
+		if cp {
+			every = e.Checkpoint
+		}
+		w, err := benchwire.NewTurnTelemetry(store, tel, func(o *turn.Options) {
+			o.Definitions = defs
+			o.Models = map[string]model.Model{"echo": benchwire.LongAnswer{Echo: echo.New(e.EchoDelay, e.EchoChunk)}}
+			o.TurnTimeout = e.TurnTimeout
+			o.CheckpointInterval = every
+		})
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		wirings[cp] = w
+	}
+	return wirings, closeAll, nil
 }
 
 // seed adds n completed turns of benchwire.PriorTurnText to the session,

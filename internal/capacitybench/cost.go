@@ -10,13 +10,9 @@ import (
 	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/pkg/client"
-	"github.com/turnstream/turnstream/pkg/definition"
-	"github.com/turnstream/turnstream/pkg/model"
-	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 	"github.com/turnstream/turnstream/pkg/telemetry"
-	"github.com/turnstream/turnstream/pkg/turn"
 )
 
 // Cost measures what a turn costs, for turnbench's cost section (README "What a turn
@@ -88,31 +84,11 @@ func Cost(ctx context.Context, e Env) (*CostResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	defs, err := definition.New([]definition.Definition{{
-		ID: "assistant", Revision: 1, Provider: "echo",
-		Limits: definition.Limits{MaxSteps: 1, ContextTurns: ContextTurns},
-	}}, "assistant", nil)
+	wirings, closeAll, err := wiringsOf(e, metered, tel)
 	if err != nil {
 		return nil, err
 	}
-	wirings := map[bool]*benchwire.Wiring{}
-	for _, cp := range []bool{false, true} {
-		every := time.Duration(0)
-		if cp {
-			every = e.Checkpoint
-		}
-		w, err := benchwire.NewTurnTelemetry(metered, tel, func(o *turn.Options) {
-			o.Definitions = defs
-			o.Models = map[string]model.Model{"echo": benchwire.LongAnswer{Echo: echo.New(e.EchoDelay, e.EchoChunk)}}
-			o.TurnTimeout = e.TurnTimeout
-			o.CheckpointInterval = every
-		})
-		if err != nil {
-			return nil, err
-		}
-		defer w.Close()
-		wirings[cp] = w
-	}
+	defer closeAll()
 	hc := benchwire.NewHTTPClient(1, nil)
 	defer hc.CloseIdleConnections()
 	res := &CostResult{}
