@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/awslabs/goformation/v7/intrinsics"
-
 	"github.com/turnstream/turnstream/pkg/config"
 )
 
@@ -236,7 +234,7 @@ func rawTemplate(t *testing.T) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := intrinsics.ProcessYAML(data, &intrinsics.ProcessorOptions{NoProcess: true})
+	js, err := processYAML(data)
 	if err != nil {
 		t.Fatal(err)
 	}

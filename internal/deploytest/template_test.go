@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -204,7 +205,7 @@ func load(t *testing.T, params map[string]any) *deployment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pre, err := intrinsics.ProcessYAML(data, &intrinsics.ProcessorOptions{NoProcess: true})
+	pre, err := processYAML(data)
 	if err != nil {
 		t.Fatalf("template.yaml: %v", err)
 	}
@@ -890,3 +891,17 @@ func deref(p *string) string {
 }
 
 func derefBool(p *bool) bool { return p != nil && *p }
+
+// yamlMu serializes goformation's intrinsics.ProcessYAML: every call
+// registers the short-form tags in a package-level map, which the YAML
+// decoding then reads, so two parallel tests calling it race (the race
+// detector caught TestTableLayoutRecorded and TestREADMEDeployCommands).
+var yamlMu sync.Mutex
+
+// processYAML is intrinsics.ProcessYAML of data with the short forms
+// converted and nothing evaluated, one call at a time.
+func processYAML(data []byte) ([]byte, error) {
+	yamlMu.Lock()
+	defer yamlMu.Unlock()
+	return intrinsics.ProcessYAML(data, &intrinsics.ProcessorOptions{NoProcess: true})
+}
