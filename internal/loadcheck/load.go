@@ -458,12 +458,14 @@ func judge(f facts, res *Result, earlier applied, saved bool, lease time.Duratio
 			switch {
 			case earlier != appliedNo:
 				return verdict{} // a replay of a claimed turn id
-			case f.claim == appliedYes && (f.renewTrouble || f.saveFailed):
-				// Its own claim, then a failure before the stream while
-				// the lease could not be proven (a renewal failed) or
-				// whose record's save went unconfirmed: the turn writes
-				// nothing more and leaves its fate to the table's
-				// decision, what a replay of its id is told.
+			case f.claim == appliedYes && (f.renewTrouble || f.saveFailed || f.afterClaimFailed):
+				// Its own claim, then a failure before the stream (a
+				// renewal, the context load or the acknowledgment failing
+				// on every attempt, which can outlast what the turn can
+				// prove of its lease) or a failure record whose save went
+				// unconfirmed: the turn writes nothing more and leaves its
+				// fate to the table's decision, what a replay of its id
+				// is told.
 				return verdict{}
 			case f.claim == appliedUnknown:
 				return unknown
