@@ -645,12 +645,20 @@ function fromSummary(t: TurnSummary): Partial<View> {
   };
 }
 
+// cancelledUnsent reports whether t is a queued message cancelled before
+// it ran (TURN_CANCELLED, no answer): the reader took it back, so the page
+// does not show it. Its record reaches history when the queue passes it,
+// which can be after the page removed it.
+function cancelledUnsent(t: TurnSummary): boolean {
+  return t.error?.code === "TURN_CANCELLED" && !t.messages.some((m) => m.role === "assistant");
+}
+
 function prependTurns(turns: readonly TurnSummary[]): void {
   // Pages are newest first; the log reads oldest first.
   for (const t of turns) noteDecisions(t.messages);
   const frag = document.createDocumentFragment();
   for (const t of [...turns].reverse()) {
-    if (views.has(t.turnId)) continue;
+    if (views.has(t.turnId) || cancelledUnsent(t)) continue;
     const v = newView(t.turnId, fromSummary(t));
     paint(v);
     frag.append(v.el);
@@ -832,6 +840,7 @@ async function showNewest(): Promise<void> {
   for (const t of [...page.items].reverse()) {
     const v = views.get(t.turnId);
     if (v?.turn || v?.state === "pending" || v?.state === "failed") continue; // this page's own
+    if (!v && cancelledUnsent(t)) continue;
     if (!v) {
       const nv = newView(t.turnId, fromSummary(t));
       append(nv);

@@ -283,6 +283,11 @@ describe("demo chat in Chromium", { skip }, () => {
     const cancelled = turns.find((t) => t.turnId === third);
     assert.equal(cancelled?.error?.code, "TURN_CANCELLED");
     assert.equal(cancelled.messages.filter((m) => m.role === "assistant").length, 0);
+    // History holds the cancelled message's record now; the page still
+    // does not show what the reader took back, after a reload either.
+    await page.reload();
+    await page.waitForSelector(`${turn(2)} .msg[data-role="assistant"][data-status="complete"]`);
+    assert.equal(await page.locator(".turn").count(), 2);
     assert.deepEqual(problems, []);
     await finish(page, "queue ran");
   });
