@@ -398,9 +398,12 @@ func TestStopCancelsAQueuedTurn(t *testing.T) {
 		if len(evs) != 1 || evs[0].Kind != protocol.EventDiagnostic || evs[0].Diagnostic.Code != protocol.CodeTurnCancelled {
 			t.Fatalf("B's stream %+v, want one TURN_CANCELLED diagnostic", evs)
 		}
-		waitLong(t, "C completed", func() bool {
+		// C's record is complete before its release: the replay of B below
+		// would meet C's lease (SESSION_BUSY) until then.
+		waitLong(t, "C completed and released", func() bool {
 			got, err := e.store.FindTurn(context.Background(), "s", "C", alice)
-			return err == nil && got.Status == chat.TurnComplete
+			sess, serr := e.store.GetSession(context.Background(), "s", alice)
+			return err == nil && got.Status == chat.TurnComplete && serr == nil && sess.ActiveTurn == nil && len(sess.Queue) == 0
 		})
 		if in := m.inputs(); !slices.Equal(in, []string{"hold A", "question C"}) {
 			t.Errorf("model calls %v, want A and C (B cancelled)", in)
