@@ -2,6 +2,8 @@
 # `make help` lists every target.
 
 GO        ?= go
+# npm ci, then the one fix the pinned dynalite needs (scripts/patch-dynalite.mjs).
+NPM_CI    = npm ci --no-audit --no-fund --loglevel=error && $(NODE) scripts/patch-dynalite.mjs
 LINT      := $(GO) tool -modfile=tools/go.mod golangci-lint
 # Fuzz budget per target. `make test` uses an execution count, not a duration:
 # go1.26's fuzz coordinator can fail a duration-bounded run with a spurious
@@ -21,7 +23,7 @@ help: ## List the targets.
 .PHONY: deps
 deps: rie ## Install the pinned test dependencies (npm ci: dynalite and the clients/js tools; Go modules; the Lambda runtime interface emulator; Chromium).
 	@command -v node >/dev/null || { echo "make: Node.js is required for the DynamoDB tests (dynalite) and clients/js; install Node 20+" >&2; exit 1; }
-	npm ci --no-audit --no-fund --loglevel=error
+	$(NPM_CI)
 	$(GO) mod download
 	@$(MAKE) --no-print-directory chromium
 
@@ -79,13 +81,13 @@ TSC    := node_modules/.bin/tsc
 
 .PHONY: js-build
 js-build: ## Type-check clients/js, build it (dist/, with .d.ts types) and the demo page (commit internal/demo/assets afterwards).
-	@test -x $(TSC) || npm ci --no-audit --no-fund --loglevel=error
+	@test -x $(TSC) || $(NPM_CI)
 	$(TSC) -p $(JS)
 	$(NODE) $(JS)/build.mjs
 
 .PHONY: js-test
 js-test: ## clients/js: type-check, unit tests (recorded streams cut at every byte, shared Go fixtures), bundle freshness and size, a run against the dev server.
-	@test -x $(TSC) || npm ci --no-audit --no-fund --loglevel=error
+	@test -x $(TSC) || $(NPM_CI)
 	$(TSC) -p $(JS) --noEmit
 	$(NODE) $(JS)/build.mjs --client
 	$(NODE) --test $(JS)/test/*.test.mjs
@@ -98,7 +100,7 @@ js-bench: ## clients/js: decoder and line splitter speed against JSON.parse of t
 
 .PHONY: browser-test
 browser-test: ## The demo page in headless Chromium against dev servers; screenshots in clients/js/test-output/screenshots.
-	@test -x $(TSC) || npm ci --no-audit --no-fund --loglevel=error
+	@test -x $(TSC) || $(NPM_CI)
 	$(NODE) $(JS)/build.mjs --client
 	@# Two files at once: they mostly wait on slowed echo models, each with
 	@# its own Chromium and dev servers; no test depends on the machine's speed.
@@ -219,7 +221,7 @@ invoke-local: ## sam local invoke FUNCTION (TurnFunction) with EVENT against Dyn
 
 .PHONY: dynamodb-local
 dynamodb-local: ## Run the pinned dynalite on 127.0.0.1:8000 in the foreground (DYNAMODB_ENDPOINT=http://127.0.0.1:8000); data in memory unless DYNAMODB_DATA=<folder>.
-	@test -x $(DYNALITE) || npm ci --no-audit --no-fund --loglevel=error
+	@test -x $(DYNALITE) || $(NPM_CI)
 	@if [ -n "$(DYNAMODB_DATA)" ]; then \
 		echo "make dynamodb-local: dynalite on http://$(DYNAMODB_LOCAL_HOST):8000, tables kept on disk in $(DYNAMODB_DATA) (delete that folder to start empty)"; \
 	else \

@@ -214,7 +214,8 @@ type NotInstalledError struct{ Missing string }
 func (e *NotInstalledError) Error() string { return "dynalite: " + e.Missing }
 
 // Start starts root/node_modules/.bin/dynalite (the pinned package.json
-// version; never through npx, whose death leaves node running) in memory
+// version, patched by scripts/patch-dynalite.mjs if it is not yet; never
+// through npx, whose death leaves node running) in memory
 // on a free loopback port, in its own process group (on Linux also killed
 // when this process dies), and waits up to 15 s until it answers HTTP.
 // It returns a *NotInstalledError when dynalite or Node is missing, and
@@ -224,6 +225,9 @@ func Start(root string) (*Server, error) {
 	bin := filepath.Join(root, "node_modules", ".bin", "dynalite")
 	if m := checkInstalled(bin, root, exec.LookPath); m != "" {
 		return nil, &NotInstalledError{Missing: m}
+	}
+	if err := ensurePatched(root); err != nil {
+		return nil, err
 	}
 	port, err := FreePort()
 	if err != nil {
@@ -296,6 +300,30 @@ func checkInstalled(bin, root string, lookPath func(string) (string, error)) str
 		return "node not found in PATH: install Node 20+ (or set " + EndpointEnv + ")"
 	}
 	return ""
+}
+
+// patchMarker is what scripts/patch-dynalite.mjs leaves in dynalite's
+// db/index.js.
+const patchMarker = "turnstream: skip an index entry whose item is not written yet"
+
+// ensurePatched applies scripts/patch-dynalite.mjs (which `make deps`
+// runs after npm ci) when root's dynalite lacks it: unpatched, dynalite
+// 4.0.0 crashes when an index Query meets an item still being created,
+// failing every test sharing the server.
+func ensurePatched(root string) error {
+	src, err := os.ReadFile(filepath.Join(root, "node_modules", "dynalite", "db", "index.js"))
+	if err != nil {
+		return fmt.Errorf("read dynalite's db/index.js: %w", err)
+	}
+	if strings.Contains(string(src), patchMarker) {
+		return nil
+	}
+	cmd := exec.Command("node", filepath.Join(root, "scripts", "patch-dynalite.mjs"))
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("patch dynalite: %w: %s", err, out)
+	}
+	return nil
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago, for a
