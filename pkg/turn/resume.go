@@ -191,7 +191,9 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 // turn claimed but not acknowledged yet (its first moments) a running
 // turn from the session's lease, followed until its first checkpoint
 // lands or its fate is decided; queued true (and no turn) for a queued
-// turn that has not started. chat.ErrTurnNotFound for none of these.
+// turn that has not started. chat.ErrTurnNotFound for none of these: the
+// record is read again after the session, so that a turn leaving the
+// queue or its lease between the reads is found (three reads then).
 func (h *handler) findResumed(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, bool, error) {
 	turn, err := h.opts.Store.FindTurn(ctx, sessionID, turnID, p)
 	if !errors.Is(err, chat.ErrTurnNotFound) {
@@ -208,7 +210,12 @@ func (h *handler) findResumed(ctx context.Context, sessionID, turnID string, p c
 		h.nudgeIfFree(ctx, sess)
 		return nil, true, nil
 	}
-	return nil, false, err
+	// Neither leased nor queued: it may have left the queue (recorded as
+	// never run) or its lease (saved and released) between the two reads.
+	// A turn's record is written before it leaves either, so a second
+	// read of the record tells.
+	turn, err = h.opts.Store.FindTurn(ctx, sessionID, turnID, p)
+	return turn, false, err
 }
 
 // leasedTurn is the running turn of lease l, before its first checkpoint.
