@@ -72,8 +72,9 @@ type Report struct {
 	// whose answer was lost or replaced by a 500 (the SDK retried, or gave
 	// up); RanOnce those whose turn then ran exactly once, FailedAfter
 	// those the store recognised whose context load then failed on every
-	// attempt (500; the turn recorded once, as an error) or whose turn id
-	// lookup did (500; the claim given back), Unresolvable
+	// attempt (500; the turn recorded once, as an error), whose turn id
+	// lookup did (500; the claim given back) or whose lease could no longer
+	// be proven before the stream (409 TURN_OUTCOME_INDETERMINATE), Unresolvable
 	// those whose resolving read failed on every attempt too (500, the
 	// lease left to expire).
 	ClaimsAnswerLost, ClaimsRanOnce, ClaimsFailedAfter, ClaimsUnresolvable int
@@ -399,6 +400,39 @@ func factsOf(ops []Op) facts {
 	return f
 }
 
+// What became of a turn whose claim applied on an attempt whose answer was
+// lost or a 500 (the first submission of its turn id), by lostClaimOutcome.
+const (
+	unexplained  = iota
+	ranOnce      // the store recognised its own claim and the turn ran: 200
+	failedAfter  // recognised, then a failure before the stream (see lostClaimOutcome)
+	unresolvable // 500: the read resolving the claim's outcome failed on every attempt too
+)
+
+// lostClaimOutcome classifies res, the answer to a submission whose claim
+// applied with its answer lost (f.claimLost). A failure after the claim
+// was recognised is failedAfter: the context load or the acknowledgment
+// failing on every attempt (500, the turn recorded once, as an error), the
+// turn id lookup failing (500, the claim given back), or a renewal, the
+// context load, the acknowledgment or a failure record's save failing so
+// that the turn could no longer prove its lease (409
+// TURN_OUTCOME_INDETERMINATE, its fate left to the table's decision, as
+// judge accepts it).
+func lostClaimOutcome(f facts, res *Result) int {
+	switch {
+	case res.Status == http.StatusOK:
+		return ranOnce
+	case res.Status == http.StatusInternalServerError && (f.afterClaimFailed || f.renewTrouble || f.claimFailed && f.givenBack == appliedYes):
+		return failedAfter
+	case res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeTurnOutcomeIndeterminate &&
+		(f.renewTrouble || f.saveFailed || f.afterClaimFailed):
+		return failedAfter
+	case res.Status == http.StatusInternalServerError && !f.claimResolved:
+		return unresolvable
+	}
+	return unexplained
+}
+
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -637,15 +671,18 @@ func verifySession(ctx context.Context, c *client.Client, sid string, recs []loa
 			switch {
 			case claimed[r.Turn] != appliedNo || seen[r.Turn] > 1:
 				rep.problem("%s/%s: claim applied with its answer lost, of a turn id claimed before", sid, r.Turn)
-			case res.Status == http.StatusOK:
-				rep.ClaimsRanOnce++
-			case res.Status == http.StatusInternalServerError && (f.afterClaimFailed || f.renewTrouble || f.claimFailed && f.givenBack == appliedYes):
-				rep.ClaimsFailedAfter++
-			case res.Status == http.StatusInternalServerError && !f.claimResolved:
-				rep.ClaimsUnresolvable++
-				rep.note("%s/%s: claim applied, its resolving read failed too: HTTP 500; calls: %s", sid, r.Turn, describe(r.Ops))
 			default:
-				rep.problem("%s/%s: claim applied with its answer lost, then HTTP %d %s", sid, r.Turn, res.Status, res.ErrorCode)
+				switch lostClaimOutcome(f, res) {
+				case ranOnce:
+					rep.ClaimsRanOnce++
+				case failedAfter:
+					rep.ClaimsFailedAfter++
+				case unresolvable:
+					rep.ClaimsUnresolvable++
+					rep.note("%s/%s: claim applied, its resolving read failed too: HTTP 500; calls: %s", sid, r.Turn, describe(r.Ops))
+				default:
+					rep.problem("%s/%s: claim applied with its answer lost, then HTTP %d %s; calls: %s", sid, r.Turn, res.Status, res.ErrorCode, describe(r.Ops))
+				}
 			}
 		}
 		if c := f.consumed(); c == appliedYes || c == appliedUnknown && claimed[r.Turn] == appliedNo {

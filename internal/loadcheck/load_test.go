@@ -190,6 +190,40 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// TestLostClaimOutcome: a claim applied with its answer lost is accounted
+// for by what followed it; a 409 TURN_OUTCOME_INDETERMINATE after its lease
+// could not be proven (a stressed make test met one) is a failure after
+// the claim, not a problem.
+func TestLostClaimOutcome(t *testing.T) {
+	res := func(code int, errCode string) *Result { return &Result{Status: code, ErrorCode: errCode} }
+	lost := facts{claim: appliedYes, claimLost: true, claimResolved: true}
+	with := func(edit func(*facts)) facts { f := lost; edit(&f); return f }
+	tests := map[string]struct {
+		f    facts
+		res  *Result
+		want int
+	}{
+		"ran":                                 {lost, &Result{Status: http.StatusOK}, ranOnce},
+		"500, the context load failed":        {with(func(f *facts) { f.afterClaimFailed = true }), res(500, protocol.CodeServerInternal), failedAfter},
+		"500, the lookup failed, given back":  {with(func(f *facts) { f.claimFailed, f.givenBack = true, appliedYes }), res(500, protocol.CodeServerInternal), failedAfter},
+		"409 indeterminate, renewal trouble":  {with(func(f *facts) { f.renewTrouble = true }), res(409, protocol.CodeTurnOutcomeIndeterminate), failedAfter},
+		"409 indeterminate, context failed":   {with(func(f *facts) { f.afterClaimFailed = true }), res(409, protocol.CodeTurnOutcomeIndeterminate), failedAfter},
+		"409 indeterminate, failure unsaved":  {with(func(f *facts) { f.saveFailed = true }), res(409, protocol.CodeTurnOutcomeIndeterminate), failedAfter},
+		"409 indeterminate, nothing failed":   {lost, res(409, protocol.CodeTurnOutcomeIndeterminate), unexplained},
+		"500, the resolving read failed too":  {with(func(f *facts) { f.claimResolved = false }), res(500, protocol.CodeServerInternal), unresolvable},
+		"500 for a resolved claim":            {lost, res(500, protocol.CodeServerInternal), unexplained},
+		"busy for its own claim":              {lost, res(409, protocol.CodeSessionBusy), unexplained},
+		"busy for its own claim, any trouble": {with(func(f *facts) { f.renewTrouble = true }), res(409, protocol.CodeSessionBusy), unexplained},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			if got := lostClaimOutcome(tc.f, tc.res); got != tc.want {
+				t.Errorf("lostClaimOutcome = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestFactsOfAFailedFence: a claim whose fence of a crashed turn failed
 // (its decide write, or reading its checkpoints: a Query, classified
 // other) failed: its 500 is explained.
