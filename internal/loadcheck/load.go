@@ -424,14 +424,19 @@ func lostClaimOutcome(f facts, res *Result) int {
 		return ranOnce
 	case res.Status == http.StatusInternalServerError && (f.afterClaimFailed || f.renewTrouble || f.claimFailed && f.givenBack == appliedYes):
 		return failedAfter
-	case res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeTurnOutcomeIndeterminate &&
-		(f.renewTrouble || f.saveFailed || f.afterClaimFailed):
+	case res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeTurnOutcomeIndeterminate && f.leaseUnproven():
 		return failedAfter
 	case res.Status == http.StatusInternalServerError && !f.claimResolved:
 		return unresolvable
 	}
 	return unexplained
 }
+
+// leaseUnproven reports whether something failed after the claim that can
+// leave a turn unable to prove its lease before the stream (a renewal, the
+// context load or the acknowledgment) or with a failure record whose save
+// went unconfirmed: the turn then answers 409 TURN_OUTCOME_INDETERMINATE.
+func (f facts) leaseUnproven() bool { return f.renewTrouble || f.saveFailed || f.afterClaimFailed }
 
 func later(a, b time.Time) time.Time {
 	if b.After(a) {
@@ -492,7 +497,7 @@ func judge(f facts, res *Result, earlier applied, saved bool, lease time.Duratio
 			switch {
 			case earlier != appliedNo:
 				return verdict{} // a replay of a claimed turn id
-			case f.claim == appliedYes && (f.renewTrouble || f.saveFailed || f.afterClaimFailed):
+			case f.claim == appliedYes && f.leaseUnproven():
 				// Its own claim, then a failure before the stream (a
 				// renewal, the context load or the acknowledgment failing
 				// on every attempt, which can outlast what the turn can
