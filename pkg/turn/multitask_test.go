@@ -638,6 +638,9 @@ type gatedStore struct {
 	chat.Store
 	mu    sync.Mutex
 	gates map[string]*gate
+	// claims are the errors of the ClaimTurn calls that returned, by
+	// turn id, in order.
+	claims map[string][]error
 }
 
 // gate is one held call: arrived closes when the call reaches the gate,
@@ -648,7 +651,14 @@ type gate struct {
 }
 
 func newGatedStore(s chat.Store) *gatedStore {
-	return &gatedStore{Store: s, gates: make(map[string]*gate)}
+	return &gatedStore{Store: s, gates: make(map[string]*gate), claims: make(map[string][]error)}
+}
+
+// claimed returns the errors of turnID's ClaimTurn calls that returned.
+func (s *gatedStore) claimed(turnID string) []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.claims[turnID])
 }
 
 // hold arms a gate for the first call op ("claim" or "release") of turnID.
@@ -671,16 +681,20 @@ func (s *gatedStore) take(op, turnID string) *gate {
 
 func (s *gatedStore) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Claim, error) {
 	g := s.take("claim", req.TurnID)
-	if g == nil {
-		return s.Store.ClaimTurn(ctx, req)
-	}
-	close(g.arrived)
-	select {
-	case <-g.open:
-	case <-ctx.Done(): // the test failed and is closing its server
+	if g != nil {
+		close(g.arrived)
+		select {
+		case <-g.open:
+		case <-ctx.Done(): // the test failed and is closing its server
+		}
 	}
 	c, err := s.Store.ClaimTurn(ctx, req)
-	g.result <- err
+	if g != nil {
+		g.result <- err
+	}
+	s.mu.Lock()
+	s.claims[req.TurnID] = append(s.claims[req.TurnID], err)
+	s.mu.Unlock()
 	return c, err
 }
 
@@ -848,8 +862,16 @@ func TestInterruptDoesNotWaitForATurnItDidNotStop(t *testing.T) {
 				p := e.startLive(t, context.Background(), "s", "P", "hold P")
 				waitLong(t, "P running", runningTurn(e, "s", "P"))
 				close(iGate.open)
-				<-iGate.result // I's own claim answered: P holds the session
-				m.finish()     // P may end now: I must not take its place
+				if err := <-iGate.result; !errors.Is(err, chat.ErrSessionBusy) {
+					t.Fatalf("I's claim while P holds the session: %v", err)
+				}
+				// I's next claim (a plain one, or another try at its own)
+				// also meets P; then P may end: I must not take its place.
+				waitLong(t, "I's second claim", func() bool { return len(gs.claimed("I")) >= 2 })
+				if err := gs.claimed("I")[1]; !errors.Is(err, chat.ErrSessionBusy) {
+					t.Fatalf("I's second claim while P holds the session: %v", err)
+				}
+				m.finish()
 				ir := i()
 				ir.want(t, http.StatusConflict, protocol.CodeSessionBusy)
 				if !ir.errD.Retryable {
