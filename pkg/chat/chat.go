@@ -307,6 +307,18 @@ type ClaimRequest struct {
 	// (Store.Admit), kept with the lease (Lease.Admission); empty when
 	// none.
 	Admission string
+	// IfNextOrdinal, when > 0, makes the claim conditional on the
+	// session's NextOrdinal still being this value (1 for a session that
+	// does not exist yet): no turn claimed since the caller read the
+	// session. An interrupt or rollback claims with the NextOrdinal of the
+	// read that found the turn it stopped, so that it never runs after,
+	// nor supersedes, a turn it did not stop (docs/multitask.md). The
+	// condition is part of the claim's conditional write and is judged
+	// right after the owner check, before the lease: a session that moved
+	// on is ErrSessionMoved (changing nothing) whether or not a lease is
+	// held. A claim whose write applied recognises itself on retry before
+	// the condition is judged. 0: no condition.
+	IfNextOrdinal int64
 }
 
 // AheadOfQueued reports whether the claim may start before the session's
@@ -366,6 +378,9 @@ type ReleaseRequest struct {
 func (r ClaimRequest) Validate() error {
 	if r.SessionID == "" || r.TurnID == "" || r.LeaseDuration <= 0 {
 		return fmt.Errorf("%w: a claim needs a session id, a turn id and a positive lease duration", ErrInvalidRequest)
+	}
+	if r.IfNextOrdinal < 0 {
+		return fmt.Errorf("%w: a claim's expected next ordinal is negative", ErrInvalidRequest)
 	}
 	return nil
 }
@@ -503,7 +518,8 @@ type Store interface {
 	// ClaimTurn takes the session's lease for req.TurnID, creating the
 	// session owned by req.Principal on first use. It returns
 	// ErrSessionNotFound if another principal owns the session,
-	// ErrSessionBusy if an unexpired lease is held (by any turn, the same
+	// ErrSessionMoved if req.IfNextOrdinal is set and the session's next
+	// ordinal is another, ErrSessionBusy if an unexpired lease is held (by any turn, the same
 	// turn id included), ErrTurnCompleted / ErrTurnIndeterminate if the
 	// session already has a turn with that id and the same input hash, and
 	// ErrTurnIDReused if it has one with another input hash. A turn id

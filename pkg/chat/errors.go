@@ -53,3 +53,9 @@ var (
 // but whose queued turns wait to start: a plain claim may not run before
 // them. The caller may start them (Store.ClaimQueued).
 var ErrSessionQueued = fmt.Errorf("%w: queued turns wait to start", ErrSessionBusy)
+
+// ErrSessionMoved is ErrSessionBusy for a claim conditional on the
+// session's next ordinal (ClaimRequest.IfNextOrdinal) made after another
+// turn was claimed: the session moved on since the caller read it. What
+// holds the session now is for a plain claim to find.
+var ErrSessionMoved = fmt.Errorf("%w: another turn was claimed since", ErrSessionBusy)

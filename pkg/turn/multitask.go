@@ -198,13 +198,21 @@ func (h *handler) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.
 // /stop), and the claim is tried until that turn has ended, within
 // InterruptWait; a turn whose tool call waits for approval is replaced at
 // once (its confirmation expires at this turn's release, the tool never
-// runs). sess is the session as policyFor read it (nil: none yet). It
-// returns the claim, the time taken just before it, and the replaced
-// turn (nil when none: a session that was free), or the claim's error,
-// chat.ErrSessionBusy when the running turn did not end in time.
+// runs). sess is the session as policyFor read it (nil: none yet). Every
+// claim it tries is conditional on the session's next ordinal as sess
+// shows it (chat.ClaimRequest.IfNextOrdinal): the turn it stopped (or
+// none) still the session's latest. Once another turn was claimed
+// (chat.ErrSessionMoved), the answer is a plain submit's: one plain
+// claim, and no turn replaced, so a rollback supersedes only the turn it
+// stopped. It returns the claim, the time taken just before it, and the
+// replaced turn (nil when none: a session that was free, or that moved
+// on), or the claim's error, chat.ErrSessionBusy when the running turn
+// did not end in time.
 func (h *handler) interrupt(ctx context.Context, log *slog.Logger, sub *submission, sess *chat.Session, deadline time.Time) (*chat.Claim, time.Time, *chat.Turn, error) {
 	var replaced *chat.Turn
+	next := int64(1) // the next ordinal of a session not created yet
 	if sess != nil {
+		next = sess.NextOrdinal
 		if l := sess.ActiveTurn; l != nil {
 			replaced = &chat.Turn{SessionID: sub.sessionID, TurnID: l.TurnID, Ordinal: l.Ordinal}
 			if err := h.opts.Store.RequestStop(ctx, sub.sessionID, l.TurnID, sub.principal); err != nil && !errors.Is(err, chat.ErrTurnNotActive) {
@@ -222,7 +230,19 @@ func (h *handler) interrupt(ctx context.Context, log *slog.Logger, sub *submissi
 	until := time.Now().Add(h.opts.InterruptWait)
 	for {
 		claimedAt := h.opts.Now()
-		claim, err := h.claim(ctx, log, sub, deadline, true)
+		claim, err := h.claim(ctx, log, sub, deadline, next)
+		if errors.Is(err, chat.ErrSessionMoved) {
+			// Another turn took the session after the one this request
+			// found: it was not stopped, and must be neither waited for
+			// nor superseded.
+			log.Info("session moved on before the interrupt claimed: claiming as a plain submit", "nextOrdinal", next)
+			claimedAt = h.opts.Now()
+			claim, err = h.claim(ctx, log, sub, deadline, 0)
+			if errors.Is(err, chat.ErrSessionQueued) {
+				h.nudge(ctx, sub.sessionID) // free, with queued turns that have not started
+			}
+			return claim, claimedAt, nil, err
+		}
 		if err == nil || !errors.Is(err, chat.ErrSessionBusy) || !time.Now().Before(until) {
 			return claim, claimedAt, replaced, err
 		}

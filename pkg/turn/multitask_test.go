@@ -1,8 +1,10 @@
 package turn_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -626,4 +628,267 @@ func askAgain(t *testing.T, e *env, sessionID, turnID string) string {
 	}
 	t.Fatalf("%s left no pending confirmation: %+v", turnID, s.Confirmations)
 	return ""
+}
+
+// gatedStore holds chosen store calls at a gate, so that a test orders a
+// race between requests: the first ClaimTurn of a turn id (hold "claim")
+// or its first ReleaseTurn (hold "release") waits until the test opens its
+// gate.
+type gatedStore struct {
+	chat.Store
+	mu    sync.Mutex
+	gates map[string]*gate
+	// claims are the errors of the ClaimTurn calls that returned, by
+	// turn id, in order.
+	claims map[string][]error
+}
+
+// gate is one held call: arrived closes when the call reaches the gate,
+// open lets it go on, result then carries its error.
+type gate struct {
+	arrived, open chan struct{}
+	result        chan error
+}
+
+func newGatedStore(s chat.Store) *gatedStore {
+	return &gatedStore{Store: s, gates: make(map[string]*gate), claims: make(map[string][]error)}
+}
+
+// claimed returns the errors of turnID's ClaimTurn calls that returned.
+func (s *gatedStore) claimed(turnID string) []error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.claims[turnID])
+}
+
+// hold arms a gate for the first call op ("claim" or "release") of turnID.
+func (s *gatedStore) hold(op, turnID string) *gate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := &gate{arrived: make(chan struct{}), open: make(chan struct{}), result: make(chan error, 1)}
+	s.gates[op+" "+turnID] = g
+	return g
+}
+
+// take returns the armed gate of op and turnID, once, or nil.
+func (s *gatedStore) take(op, turnID string) *gate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.gates[op+" "+turnID]
+	delete(s.gates, op+" "+turnID)
+	return g
+}
+
+func (s *gatedStore) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Claim, error) {
+	g := s.take("claim", req.TurnID)
+	if g != nil {
+		close(g.arrived)
+		select {
+		case <-g.open:
+		case <-ctx.Done(): // the test failed and is closing its server
+		}
+	}
+	c, err := s.Store.ClaimTurn(ctx, req)
+	if g != nil {
+		g.result <- err
+	}
+	s.mu.Lock()
+	s.claims[req.TurnID] = append(s.claims[req.TurnID], err)
+	s.mu.Unlock()
+	return c, err
+}
+
+func (s *gatedStore) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) (*chat.Session, error) {
+	g := s.take("release", req.Claim.Lease.TurnID)
+	if g == nil {
+		return s.Store.ReleaseTurn(ctx, req)
+	}
+	close(g.arrived)
+	select {
+	case <-g.open:
+	case <-ctx.Done(): // the test failed and is closing its server
+	}
+	sess, err := s.Store.ReleaseTurn(ctx, req)
+	g.result <- err
+	return sess, err
+}
+
+// submitAsync posts a turn from another goroutine; the function it
+// returns waits for the answer and reads it whole.
+func (e *env) submitAsync(t *testing.T, sessionID, turnID, input string, hdr map[string]string) func() result {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+"/", bytes.NewReader(submitBody(t, sessionID, turnID, input, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		resp, err := e.srv.Client().Do(req)
+		ch <- answer{resp, err}
+	}()
+	return func() result {
+		t.Helper()
+		a := <-ch
+		if a.err != nil {
+			t.Fatalf("POST / %s: %v", turnID, a.err)
+		}
+		return readResult(t, a.resp)
+	}
+}
+
+// sessionFree reports whether the session's lease is free.
+func sessionFree(e *env, sessionID string) func() bool {
+	return func() bool {
+		sess, err := e.store.GetSession(context.Background(), sessionID, alice)
+		return err == nil && sess.ActiveTurn == nil
+	}
+}
+
+// wantCompleteKept checks that turnID, answered complete to its client,
+// is listed complete in history and still resumes as complete.
+func wantCompleteKept(t *testing.T, e *env, sessionID, turnID, answer string) {
+	t.Helper()
+	turns := history(t, e, sessionID)
+	i := slices.IndexFunc(turns, func(tr chat.Turn) bool { return tr.TurnID == turnID })
+	if i < 0 {
+		t.Fatalf("history %v lost %s, a turn its client saw complete", turnIDsOf(turns), turnID)
+	}
+	if got := turns[i]; got.Status != chat.TurnComplete || got.Messages[len(got.Messages)-1].Content != answer {
+		t.Errorf("%s as listed: %+v", turnID, got)
+	}
+	status, evs, raw := e.resume(t, sessionID, turnID, "", nil)
+	if term := terminalOf(evs); status != http.StatusOK || term == nil || term.Snapshot.Status != protocol.StatusComplete {
+		t.Errorf("resume of %s: %d %s", turnID, status, raw)
+	}
+}
+
+// TestRollbackKeepsATurnItDidNotStop: A runs; R (rollback) stops A; before
+// R claims, another submit P (a plain one, or a second rollback that also
+// stopped A) claims, runs and completes. R's claim then finds the session
+// moved on: R runs as a plain submit would (the session is free), after
+// P, superseding nothing. P, seen complete by its client, stays in
+// history and in R's context, and still resumes as complete; A stays, as
+// interrupted.
+func TestRollbackKeepsATurnItDidNotStop(t *testing.T) {
+	for _, other := range []string{"plain", "rollback"} {
+		t.Run(other, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+				gs := newGatedStore(newStore(t))
+				e, m := multitaskEnv(t, gs, func(o *turn.Options) { o.InterruptWait = time.Minute })
+				e.submit(t, "s", "Z", "earlier", nil, nil).want(t, http.StatusOK, "")
+				a := e.startLive(t, context.Background(), "s", "A", "hold A")
+				waitLong(t, "A running", runningTurn(e, "s", "A"))
+
+				rGate := gs.hold("claim", "R")
+				var aRelease *gate
+				if other == "rollback" {
+					aRelease = gs.hold("release", "A") // P must find A running, to stop it too
+				}
+				r := e.submitAsync(t, "s", "R", "question R", policy("rollback"))
+				<-rGate.arrived // R stopped A and is about to claim
+				var p result
+				if other == "plain" {
+					<-a.done
+					waitLong(t, "A released", sessionFree(e, "s"))
+					p = e.submit(t, "s", "P", "question P", nil, nil)
+				} else {
+					<-aRelease.arrived // A ended, not yet released
+					pGate := gs.hold("claim", "P")
+					pr := e.submitAsync(t, "s", "P", "question P", policy("rollback"))
+					<-pGate.arrived // P found A running and stopped it too
+					close(pGate.open)
+					if err := <-pGate.result; !errors.Is(err, chat.ErrSessionBusy) {
+						t.Fatalf("P's first claim while A holds the session: %v", err)
+					}
+					close(aRelease.open)
+					p = pr()
+				}
+				p.want(t, http.StatusOK, "")
+				if term := p.terminal(t); term.Status != protocol.StatusComplete {
+					t.Fatalf("P's terminal snapshot %+v", term)
+				}
+				close(rGate.open)
+				rr := r()
+				rr.want(t, http.StatusOK, "")
+				if term := rr.terminal(t); term.Status != protocol.StatusComplete || term.Messages[len(term.Messages)-1].Content != "re: question R" {
+					t.Fatalf("R's terminal snapshot %+v", term)
+				}
+				<-a.done
+
+				wantCompleteKept(t, e, "s", "P", "re: question P")
+				want := []string{"Z", "A", "P", "R"}
+				if other == "rollback" {
+					want = []string{"Z", "P", "R"} // P rolled back A, which it stopped
+				}
+				if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, want) {
+					t.Errorf("history %v, want %v", ids, want)
+				}
+				req, _ := m.requestOf("question R")
+				if !slices.ContainsFunc(req.Messages, func(msg protocol.Message) bool { return msg.Content == "re: question P" }) {
+					t.Errorf("R's model context %+v lacks P", req.Messages)
+				}
+			})
+		})
+	}
+}
+
+// TestInterruptDoesNotWaitForATurnItDidNotStop: A runs; I (interrupt or
+// rollback) stops A; A ends; before I claims, P claims and runs. I's
+// claim finds the session moved on and answers what a plain submit gets
+// at that moment, 409 SESSION_BUSY (retryable), at once: it neither waits
+// for P, which it did not stop, nor runs after it. History keeps A and P.
+func TestInterruptDoesNotWaitForATurnItDidNotStop(t *testing.T) {
+	for _, pol := range []string{"interrupt", "rollback"} {
+		t.Run(pol, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+				gs := newGatedStore(newStore(t))
+				e, m := multitaskEnv(t, gs, func(o *turn.Options) { o.InterruptWait = time.Minute })
+				a := e.startLive(t, context.Background(), "s", "A", "hold A")
+				waitLong(t, "A running", runningTurn(e, "s", "A"))
+
+				iGate := gs.hold("claim", "I")
+				i := e.submitAsync(t, "s", "I", "question I", policy(pol))
+				<-iGate.arrived
+				<-a.done
+				waitLong(t, "A released", sessionFree(e, "s"))
+				p := e.startLive(t, context.Background(), "s", "P", "hold P")
+				waitLong(t, "P running", runningTurn(e, "s", "P"))
+				close(iGate.open)
+				if err := <-iGate.result; !errors.Is(err, chat.ErrSessionBusy) {
+					t.Fatalf("I's claim while P holds the session: %v", err)
+				}
+				// I's next claim (a plain one, or another try at its own)
+				// also meets P; then P may end: I must not take its place.
+				waitLong(t, "I's second claim", func() bool { return len(gs.claimed("I")) >= 2 })
+				if err := gs.claimed("I")[1]; !errors.Is(err, chat.ErrSessionBusy) {
+					t.Fatalf("I's second claim while P holds the session: %v", err)
+				}
+				m.finish()
+				ir := i()
+				ir.want(t, http.StatusConflict, protocol.CodeSessionBusy)
+				if !ir.errD.Retryable {
+					t.Error("SESSION_BUSY not retryable")
+				}
+				<-p.done
+				if term := terminalOf(p.events(t)); term == nil || term.Snapshot.Status != protocol.StatusComplete {
+					t.Fatalf("P's stream %s", p.lines)
+				}
+				wantCompleteKept(t, e, "s", "P", "partial done")
+				if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"A", "P"}) {
+					t.Errorf("history %v, want A P", ids)
+				}
+				if in := m.inputs(); !slices.Equal(in, []string{"hold A", "hold P"}) {
+					t.Errorf("model calls %v, want A and P only", in)
+				}
+			})
+		})
+	}
 }

@@ -88,7 +88,7 @@ func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *h
 			parent = replaced // superseded by this turn, as a regenerate supersedes
 		}
 	default:
-		claim, err = h.claim(ctx, log, sub, deadline, false)
+		claim, err = h.claim(ctx, log, sub, deadline, 0)
 		if policy == definition.MultitaskEnqueue && errors.Is(err, chat.ErrSessionBusy) {
 			h.giveBack(ctx, log, sub.principal, sub.quota)
 			h.enqueue(ctx, w, log, sub, quotas) // busy since policyFor read the session
@@ -226,9 +226,10 @@ func (h *handler) parentTurn(ctx context.Context, sub *submission) (*chat.Turn, 
 // claim takes the session's lease for the submission (chat.Store.ClaimTurn),
 // recording the default definition on a session it creates, for a lease
 // that never outlasts the request (leaseDuration), and logs the claim.
-// aheadOfQueue lets it start before the session's queued turns (an
-// interrupt).
-func (h *handler) claim(ctx context.Context, log *slog.Logger, sub *submission, deadline time.Time, aheadOfQueue bool) (*chat.Claim, error) {
+// ifNextOrdinal > 0 makes it an interrupt's claim: it starts before the
+// session's queued turns, and only while the session's next ordinal is
+// ifNextOrdinal (chat.ClaimRequest.IfNextOrdinal); 0 is a plain claim.
+func (h *handler) claim(ctx context.Context, log *slog.Logger, sub *submission, deadline time.Time, ifNextOrdinal int64) (*chat.Claim, error) {
 	def := h.defaultDefinition()
 	claim, err := h.opts.Store.ClaimTurn(ctx, chat.ClaimRequest{
 		SessionID:          sub.sessionID,
@@ -240,7 +241,8 @@ func (h *handler) claim(ctx context.Context, log *slog.Logger, sub *submission, 
 		DefinitionRevision: def.Revision,
 		LeaseDuration:      h.leaseDuration(deadline),
 		Decision:           sub.decision,
-		AheadOfQueue:       aheadOfQueue,
+		AheadOfQueue:       ifNextOrdinal > 0,
+		IfNextOrdinal:      ifNextOrdinal,
 		StartedAt:          sub.startedAt,
 		Admission:          sub.admissionID(),
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,6 +58,8 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 		return s.resendClaim(ctx, req, up, cond, token, now, err)
 	case !found && req.Decision != nil: // no session: no such confirmation
 		return nil, chat.ErrConfirmationNotFound
+	case !found && req.IfNextOrdinal > 1: // not the session the caller read
+		return nil, chat.ErrSessionMoved
 	case !found: // it existed when the condition failed: a race
 		return nil, fmt.Errorf("claim session %s: session changed during the claim: %w", req.SessionID, chat.ErrSessionBusy)
 	}
@@ -96,10 +99,11 @@ func (s *Store) resendClaim(ctx context.Context, req chat.ClaimRequest, up expre
 // session, or claim an idle one whose owner matches and whose terminal
 // window does not hold the turn id (attribute_not_exists of the id's map
 // entry); a decision claim also needs its confirmation pending and
-// unexpired, and an existing session.
+// unexpired, and an existing session; a claim with IfNextOrdinal, the
+// session's next ordinal unchanged (ifNextOrdinal).
 func claimWrite(req chat.ClaimRequest, token string, now time.Time) (expression.UpdateBuilder, condition) {
 	cond := condition{
-		expr: "attribute_not_exists(#pk) OR #ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)" +
+		expr: createBranch + "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)" +
 			" AND (attribute_not_exists(#queue) OR size(#queue) = :zero)",
 		names:   []string{AttrPK, attrOwnerKey, attrLeaseToken, attrWindow, attrQueue},
 		aliases: map[string]string{"#claimed": req.TurnID},
@@ -116,9 +120,12 @@ func claimWrite(req chat.ClaimRequest, token string, now time.Time) (expression.
 	case req.AheadOfQueue:
 		// An interrupt: the queue waits for the turn that replaces the
 		// running one.
-		cond.expr = "attribute_not_exists(#pk) OR #ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)"
+		cond.expr = createBranch + "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)"
 		cond.names = []string{AttrPK, attrOwnerKey, attrLeaseToken, attrWindow}
 		delete(cond.values, ":zero")
+	}
+	if req.IfNextOrdinal > 0 {
+		cond = ifNextOrdinal(cond, req.IfNextOrdinal)
 	}
 	one := expression.Value(1)
 	up := expression.Set(expression.Name(attrOwnerKey), expression.Value(ownerKey(req.Principal))).
@@ -128,6 +135,25 @@ func claimWrite(req chat.ClaimRequest, token string, now time.Time) (expression.
 		Set(expression.Name(attrNextOrdinal), expression.Plus(expression.IfNotExists(expression.Name(attrNextOrdinal), one), one)).
 		Set(expression.Name(attrLeaseOrdinal), expression.IfNotExists(expression.Name(attrNextOrdinal), one))
 	return setClaimFields(up, req, token, now.Add(req.LeaseDuration), now), cond
+}
+
+// createBranch starts a claim condition that may create the session.
+const createBranch = "attribute_not_exists(#pk) OR "
+
+// ifNextOrdinal adds ClaimRequest.IfNextOrdinal to the claim condition c:
+// the stored next ordinal is next. A session that does not exist yet
+// counts as next ordinal 1, so only then may the claim still create it.
+func ifNextOrdinal(c condition, next int64) condition {
+	existing, create := strings.CutPrefix(c.expr, createBranch)
+	c.expr = existing + " AND #nextOrdinal = :next"
+	c.names = append(slices.Clone(c.names), attrNextOrdinal)
+	c.values[":next"] = numValue(next)
+	if create && next == 1 {
+		c.expr = createBranch + c.expr
+	} else {
+		c.names = slices.DeleteFunc(c.names, func(n string) bool { return n == AttrPK }) // referenced by the create branch only
+	}
+	return c
 }
 
 // holdsToken reports whether the session item holds the lease token.
@@ -320,6 +346,9 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 	}
 	if !req.Principal.Owns(sess.Owner) {
 		return nil, chat.ErrSessionNotFound
+	}
+	if req.IfNextOrdinal > 0 && sess.NextOrdinal != req.IfNextOrdinal {
+		return nil, chat.ErrSessionMoved
 	}
 	crashed := sess.ActiveTurn
 	if crashed != nil && crashed.ExpiresAt.After(now) && si.FencedToken == "" {

@@ -270,6 +270,9 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 	case !req.Principal.Owns(rec.session.Owner):
 		return nil, chat.ErrSessionNotFound
 	}
+	if req.IfNextOrdinal > 0 && rec.session.NextOrdinal != req.IfNextOrdinal {
+		return nil, chat.ErrSessionMoved
+	}
 	if err := s.takeOver(rec, now); err != nil {
 		return nil, err
 	}

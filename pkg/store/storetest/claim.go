@@ -356,5 +356,115 @@ func claimCases() map[string]func(*testing.T, *env) {
 				t.Errorf("stored revision after a release without one = %d, want 2", s.DefinitionRevision)
 			}
 		},
+
+		"IfNextOrdinal": func(t *testing.T, e *env) {
+			// A claim conditional on the next ordinal the caller read
+			// (an interrupt or rollback, docs/multitask.md) is made only
+			// while no other turn was claimed since, and that is judged
+			// before the lease.
+			ifNext := func(turnID string, next int64) chat.ClaimRequest {
+				req := claimRequest("s1", turnID)
+				req.AheadOfQueue, req.IfNextOrdinal = true, next
+				return req
+			}
+			_, err := e.store.ClaimTurn(e.ctx, ifNext("t1", 2))
+			wantErr(t, "a claim expecting next ordinal 2 of a session not created", err, chat.ErrSessionMoved)
+			if _, err := e.store.GetSession(e.ctx, "s1", alice); !errors.Is(err, chat.ErrSessionNotFound) {
+				t.Fatalf("session after a claim that did not apply: %v, want ErrSessionNotFound", err)
+			}
+			c1 := e.claimWith(ifNext("t1", 1)) // a new session's next ordinal is 1
+			if c1.Lease.Ordinal != 1 || !c1.Created {
+				t.Errorf("claim of a new session: ordinal %d created %v", c1.Lease.Ordinal, c1.Created)
+			}
+
+			_, err = e.store.ClaimTurn(e.ctx, ifNext("t2", 2))
+			if !errors.Is(err, chat.ErrSessionBusy) || errors.Is(err, chat.ErrSessionMoved) {
+				t.Errorf("claim while the turn it expects holds the lease: %v, want ErrSessionBusy, not moved", err)
+			}
+			_, err = e.store.ClaimTurn(e.ctx, ifNext("t2", 1))
+			wantErr(t, "a stale claim while another turn holds the lease", err, chat.ErrSessionMoved)
+			if !errors.Is(err, chat.ErrSessionBusy) {
+				t.Errorf("ErrSessionMoved %v is not ErrSessionBusy", err)
+			}
+			e.save(c1, e.turnFor(c1, "s1"))
+			e.release("s1", c1, chat.OutcomeCompleted, 2)
+
+			before := e.session("s1")
+			_, err = e.store.ClaimTurn(e.ctx, ifNext("t2", 1))
+			wantErr(t, "a stale claim of a free session", err, chat.ErrSessionMoved)
+			if after := e.session("s1"); after.ActiveTurn != nil || after.NextOrdinal != before.NextOrdinal || after.Revision != before.Revision {
+				t.Errorf("session after a stale claim: lease %+v, next ordinal %d, revision %d; want unchanged (%d, %d)",
+					after.ActiveTurn, after.NextOrdinal, after.Revision, before.NextOrdinal, before.Revision)
+			}
+			c2 := e.claimWith(ifNext("t2", 2))
+			if c2.Lease.Ordinal != 2 || c2.Session.NextOrdinal != 3 {
+				t.Errorf("claim expecting next ordinal 2: ordinal %d, next %d", c2.Lease.Ordinal, c2.Session.NextOrdinal)
+			}
+
+			// A lease that expired (its turn crashed after a stop) is
+			// taken over by the claim that expects it to be the latest;
+			// a stale claim is refused before the takeover.
+			e.clock.Advance(leaseDuration)
+			_, err = e.store.ClaimTurn(e.ctx, ifNext("t3", 2))
+			wantErr(t, "a stale claim of a session with an expired lease", err, chat.ErrSessionMoved)
+			c3 := e.claimWith(ifNext("t3", 3))
+			if c3.Lease.Ordinal != 3 || c3.BaseSequence != 2+chat.SequenceGapAfterCrash {
+				t.Errorf("takeover expecting next ordinal 3: ordinal %d, base sequence %d", c3.Lease.Ordinal, c3.BaseSequence)
+			}
+		},
+
+		"IfNextOrdinalConcurrentOneWinner": func(t *testing.T, e *env) {
+			// Conditional claims racing for the same next ordinal (two
+			// rollbacks that stopped the same turn): one wins, every other
+			// one finds the session moved on or busy; none runs after it.
+			e.completeTurn("s1", "t0")
+			const n = 12
+			errs := make([]error, n)
+			claims := make([]*chat.Claim, n)
+			request := func(i int) chat.ClaimRequest {
+				req := claimRequest("s1", fmt.Sprintf("r%02d", i))
+				req.AheadOfQueue, req.IfNextOrdinal = true, 2
+				return req
+			}
+			var wg sync.WaitGroup
+			gate := make(chan struct{})
+			for i := range n {
+				wg.Go(func() {
+					<-gate
+					claims[i], errs[i] = e.store.ClaimTurn(e.ctx, request(i))
+				})
+			}
+			close(gate)
+			wg.Wait()
+			winner := -1
+			for i, err := range errs {
+				switch {
+				case err == nil && winner < 0:
+					winner = i
+				case err == nil:
+					t.Fatalf("claims %d and %d both won", winner, i)
+				case !errors.Is(err, chat.ErrSessionBusy):
+					t.Errorf("claim %d: %v, want ErrSessionMoved or ErrSessionBusy", i, err)
+				}
+			}
+			if winner < 0 {
+				t.Fatal("no claim won")
+			}
+			if s := e.session("s1"); s.NextOrdinal != 3 || s.ActiveTurn == nil || s.ActiveTurn.Ordinal != 2 {
+				t.Errorf("session after the race: next ordinal %d, lease %+v; want 3 and the winner at 2", s.NextOrdinal, s.ActiveTurn)
+			}
+			// Once the winner ended, a loser tried again still finds the
+			// session moved on: it never takes the place after a turn it
+			// did not expect.
+			c := claims[winner]
+			e.save(c, e.turnFor(c, "s1"))
+			e.release("s1", c, chat.OutcomeCompleted, c.BaseSequence+2)
+			for i := range n {
+				if i != winner {
+					_, err := e.store.ClaimTurn(e.ctx, request(i))
+					wantErr(t, fmt.Sprintf("loser %d tried again after the winner ended", i), err, chat.ErrSessionMoved)
+				}
+			}
+		},
 	}
 }
