@@ -137,10 +137,10 @@ func localBlocks(name, text string) (blocks []localBlock, problems []string) {
 func TestREADMEMarkers(t *testing.T) {
 	doc := "# R\n\n<!-- readme: dev -->\n```sh\nECHO_DELAY=1s make dev\n```\n\n<!-- readme: run; expects SESSION_BUSY, TURN_INTERRUPTED -->\n```sh\ncurl x\n```\n" +
 		"\n<!-- readme: not run: needs AWS -->\n```sh\naws y\n```\n\n```text\n$ output\n```\n\n<!-- readme: run -->\n```sh\necho after\n```\n"
-	blocks, problems := localBlocks("docs/x.md", doc)
+	blocks, problems := localBlocks("page.md", doc)
 	if len(problems) != 0 || len(blocks) != 4 || blocks[0].kind != "dev" || blocks[1].kind != "run" || blocks[2].kind != "not run" ||
 		blocks[3].code != "echo after\n" || strings.Join(blocks[1].expects, " ") != "SESSION_BUSY TURN_INTERRUPTED" ||
-		blocks[3].where() != "docs/x.md:23" {
+		blocks[3].where() != "page.md:23" {
 		t.Fatalf("blocks %+v, problems %q", blocks, problems)
 	}
 	for name, bad := range map[string]string{
@@ -148,7 +148,7 @@ func TestREADMEMarkers(t *testing.T) {
 		"a transcript as code": "```\n$ curl x\n```\n",
 		"an unknown marker":    "<!-- readme: maybe -->\n```sh\ncurl x\n```\n",
 	} {
-		if _, problems := localBlocks("docs/x.md", bad); len(problems) != 1 {
+		if _, problems := localBlocks("page.md", bad); len(problems) != 1 {
 			t.Errorf("%s: problems %q, want one", name, problems)
 		}
 	}
