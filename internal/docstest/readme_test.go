@@ -157,6 +157,21 @@ func TestREADMEMarkers(t *testing.T) {
 	}
 }
 
+// TestRunDocs checks, without running anything, that the documents
+// TestREADMERunsAsPasted runs parse (every shell block marked), that no
+// other page holds a run marker, and that no run block has gone missing.
+func TestRunDocs(t *testing.T) {
+	runs := 0
+	for _, b := range readmeLocalBlocks(t) {
+		if b.kind == "run" {
+			runs++
+		}
+	}
+	if runs < minRunBlocks {
+		t.Errorf("%s hold %d run blocks, want at least %d", strings.Join(runDocs, " and "), runs, minRunBlocks)
+	}
+}
+
 // devLineRE is a dev block's command: environment assignments, then make dev.
 var devLineRE = regexp.MustCompile(`^((?:[A-Z][A-Z0-9_]*=\S*\s+)*)make dev(?:\s+#.*)?$`)
 
