@@ -20,7 +20,12 @@ import (
 	"github.com/turnstream/turnstream/pkg/config"
 )
 
-// readmeBlock is a shell block of the README's "Deploy" and "After
+// deployDoc is the page whose "Deploy" and "After deploy: your first turn"
+// sections hold the deploy commands (it was the README's until the README
+// became a short introduction).
+const deployDoc = "docs/deploy.md"
+
+// readmeBlock is a shell block of deployDoc's "Deploy" and "After
 // deploy: your first turn" sections. Each is preceded by a marker line:
 // "<!-- deploytest: run NAME ... -->" for a block TestREADMEDeploy runs,
 // or "<!-- deploytest: not run: REASON -->".
@@ -38,7 +43,7 @@ var markerRE = regexp.MustCompile(`^<!-- deploytest: (?:run (\S+)[^>]*|not run: 
 // and the sections' text.
 func readmeDeploy(t *testing.T) ([]readmeBlock, string) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), filepath.FromSlash(deployDoc)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +51,7 @@ func readmeDeploy(t *testing.T) ([]readmeBlock, string) {
 	start := strings.Index(text, "\n## Deploy\n")
 	after := strings.Index(text, "\n## After deploy: your first turn\n")
 	if start < 0 || after < start {
-		t.Fatal(`README.md has no "## Deploy" followed by "## After deploy: your first turn"`)
+		t.Fatal(deployDoc + ` has no "## Deploy" followed by "## After deploy: your first turn"`)
 	}
 	end := strings.Index(text[after+1:], "\n## ")
 	if end < 0 {
@@ -75,7 +80,7 @@ func readmeDeploy(t *testing.T) ([]readmeBlock, string) {
 		}
 		switch {
 		case m == nil:
-			t.Errorf("README.md:%d: a shell block of the deploy sections without a deploytest marker (run NAME, or not run: REASON)", b.line)
+			t.Errorf("%s:%d: a shell block of the deploy sections without a deploytest marker (run NAME, or not run: REASON)", deployDoc, b.line)
 			continue
 		case m[1] != "":
 			b.run, b.name = true, m[1]
@@ -95,7 +100,7 @@ func runBlock(t *testing.T, blocks []readmeBlock, name string) string {
 			return b.code
 		}
 	}
-	t.Fatalf(`README.md: no "<!-- deploytest: run %s -->" block in the deploy sections`, name)
+	t.Fatalf(`%s: no "<!-- deploytest: run %s -->" block in the deploy sections`, deployDoc, name)
 	return ""
 }
 
@@ -116,7 +121,7 @@ var externalVariables = []string{
 	"HOST_KEY_ID", "HOST_SECRET_KEY", "HOST_SESSION_TOKEN", "JWT", "CHANGE_SET",
 }
 
-// TestREADMEDeployCommands checks the README's deploy sections without
+// TestREADMEDeployCommands checks deployDoc's deploy sections without
 // running them: every block is marked run or not run (with the reason),
 // every aws and sam command names --region, every variable is set before
 // it is used, the URL variables come from the stack's outputs, every
@@ -138,13 +143,13 @@ func TestREADMEDeployCommands(t *testing.T) {
 				continue // local only
 			}
 			if !strings.Contains(cmd, "--region") {
-				t.Errorf("README.md:%d: %q does not name --region", b.line, cmd)
+				t.Errorf("%s:%d: %q does not name --region", deployDoc, b.line, cmd)
 			}
 		}
 		for _, m := range overrideRE.FindAllStringSubmatch(code, -1) {
 			for _, kv := range strings.Fields(m[1]) {
 				k, v, _ := strings.Cut(kv, "=")
-				checkParameterValue(t, fmt.Sprintf("README.md:%d", b.line), params, k, v)
+				checkParameterValue(t, fmt.Sprintf("%s:%d", deployDoc, b.line), params, k, v)
 			}
 		}
 	}
@@ -160,19 +165,19 @@ func TestREADMEDeployCommands(t *testing.T) {
 		}
 		for _, m := range useRE.FindAllStringSubmatch(b.code, -1) {
 			if !set[m[1]] {
-				t.Errorf("README.md:%d: $%s is used before any block sets it", b.line, m[1])
+				t.Errorf("%s:%d: $%s is used before any block sets it", deployDoc, b.line, m[1])
 			}
 		}
 	}
 	outputs := runBlock(t, blocks, "outputs")
 	for _, v := range []string{"TURN_URL", "HISTORY_URL", "ARTIFACTS_URL"} {
 		if !regexp.MustCompile(`(?m)^` + v + `=\$\(out \w+\)`).MatchString(outputs) {
-			t.Errorf(`README.md: the "outputs" block does not set %s from an output`, v)
+			t.Errorf(`%s: the "outputs" block does not set %s from an output`, deployDoc, v)
 		}
 	}
 	for _, key := range templateOutputs(t) {
 		if !strings.Contains(outputs, "$(out "+key+")") {
-			t.Errorf(`README.md: the "outputs" block does not read the output %s`, key)
+			t.Errorf(`%s: the "outputs" block does not read the output %s`, deployDoc, key)
 		}
 	}
 
@@ -182,18 +187,18 @@ func TestREADMEDeployCommands(t *testing.T) {
 	}
 	goVersion := regexp.MustCompile(`(?m)^go (\S+)$`).FindSubmatch(goMod)
 	if goVersion == nil || !strings.Contains(section, "| Go | "+string(goVersion[1])+" or later") {
-		t.Errorf("README.md's deploy prerequisites do not name go.mod's Go version %s", goVersion)
+		t.Errorf("%s's deploy prerequisites do not name go.mod's Go version %s", deployDoc, goVersion)
 	}
 
 	if strings.Contains(section, "--guided") {
 		for _, m := range regexp.MustCompile("`sam deploy --guided[^`]*`").FindAllString(section, -1) {
 			if m = strings.Join(strings.Fields(m), " "); !strings.Contains(m, "--config-file samconfig.local.toml") {
-				t.Errorf("README.md: %s would rewrite the committed samconfig.toml (add --config-file samconfig.local.toml)", m)
+				t.Errorf("%s: %s would rewrite the committed samconfig.toml (add --config-file samconfig.local.toml)", deployDoc, m)
 			}
 		}
 		ignore, err := os.ReadFile(filepath.Join(root, ".gitignore"))
 		if err != nil || !regexp.MustCompile(`(?m)^/?samconfig\.local\.toml$`).Match(ignore) {
-			t.Error(".gitignore does not ignore samconfig.local.toml, where the README's --guided writes")
+			t.Error(".gitignore does not ignore samconfig.local.toml, where " + deployDoc + "'s --guided writes")
 		}
 	}
 
@@ -318,7 +323,7 @@ func checkSamconfig(t *testing.T, root string, params map[string]map[string]any)
 	}
 }
 
-// TestREADMEDeploy runs the README's deploy blocks marked "run" with the
+// TestREADMEDeploy runs deployDoc's deploy blocks marked "run" with the
 // AWS CLI against moto's server standing in for AWS, in a bash that
 // carries their variables from block to block, and checks what they did:
 // the deploy policy is accepted, every URL variable holds its stack
@@ -338,7 +343,7 @@ func TestREADMEDeploy(t *testing.T) {
 	region := regexp.MustCompile(`(?m)^REGION=(\S+)`).FindStringSubmatch(setupBlock)
 	stack := regexp.MustCompile(`(?m)^STACK=(\S+)`).FindStringSubmatch(setupBlock)
 	if region == nil || stack == nil {
-		t.Fatalf(`README.md: the "setup" block does not set REGION and STACK:\n%s`, setupBlock)
+		t.Fatalf(`%s: the "setup" block does not set REGION and STACK:\n%s`, deployDoc, setupBlock)
 	}
 	hostStack := stack[1] + "-host"
 
@@ -392,9 +397,9 @@ func TestREADMEDeploy(t *testing.T) {
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		start := time.Now()
 		if err := cmd.Run(); err != nil {
-			t.Fatalf("%s: the README's blocks failed: %v\nstdout:\n%s\nstderr:\n%s", name, err, stdout.String(), stderr.String())
+			t.Fatalf("%s: the deploy blocks failed: %v\nstdout:\n%s\nstderr:\n%s", name, err, stdout.String(), stderr.String())
 		}
-		t.Logf("%s: README blocks ran in %v", name, time.Since(start).Round(time.Millisecond))
+		t.Logf("%s: deploy blocks ran in %v", name, time.Since(start).Round(time.Millisecond))
 		return stdout.String()
 	}
 

@@ -9,8 +9,9 @@
 // which are not part of the repository, is left (docs/design.md is the
 // design, docs/protocol.md the wire rules, docs/decisions.md the
 // decisions). The error table of docs/design.md#errors is checked against
-// pkg/httpedge's. TestREADMERunsAsPasted runs README.md's shell blocks
-// outside its deploy sections (internal/deploytest's) in order, as a reader
+// pkg/httpedge's. TestREADMERunsAsPasted runs the shell blocks of the
+// README's first session and of docs/walkthrough.md in order, as a reader
 // pastes them, against dev servers it starts as the blocks' make dev lines
-// say. It holds tests only.
+// say (docs/deploy.md's blocks are internal/deploytest's). It holds tests
+// only.
 package docstest

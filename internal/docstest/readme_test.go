@@ -18,8 +18,16 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// A shell block of README.md outside its deploy sections (which
-// internal/deploytest checks) is preceded by one of these markers:
+// runDocs are the documents whose shell blocks TestREADMERunsAsPasted
+// runs, in this order, in one shell: the README's first session, then the
+// local walk-through. The deploy page's blocks are internal/deploytest's.
+var runDocs = []string{"README.md", "docs/walkthrough.md"}
+
+// markerPrefix starts every run marker; a document that holds one must be
+// in runDocs, so that no block stops running unnoticed.
+const markerPrefix = "<!-- readme: "
+
+// A shell block of a runDocs document is preceded by one of these markers:
 //
 //	<!-- readme: run -->                       run it as pasted
 //	<!-- readme: run; expects CODE, CODE -->   run it; those codes must show, no other
@@ -27,76 +35,86 @@ import (
 //	<!-- readme: not run: REASON -->           said why
 var readmeMarkerRE = regexp.MustCompile(`^<!-- readme: (run(?:; expects ([A-Z0-9_, ]+))?|dev|not run: .+) -->$`)
 
-// localBlock is one shell block of the local sections.
+// localBlock is one shell block of a runDocs document.
 type localBlock struct {
 	kind    string   // "run", "dev" or "not run"
 	expects []string // codes a run block's output must show
 	code    string
+	doc     string // the document, as runDocs names it
 	line    int
 }
 
-// readmeLocalBlocks returns README.md's local blocks (localBlocks), failing
-// t on every problem.
+// where is the block's place, "doc:line".
+func (b localBlock) where() string { return fmt.Sprintf("%s:%d", b.doc, b.line) }
+
+// readmeLocalBlocks returns the blocks of runDocs in order (localBlocks),
+// failing t on every problem, and on a document outside runDocs that
+// holds a run marker.
 func readmeLocalBlocks(t *testing.T) []localBlock {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(repoRoot(t), "README.md"))
+	root := repoRoot(t)
+	var all []localBlock
+	for _, name := range runDocs {
+		raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		blocks, problems := localBlocks(name, string(raw))
+		for _, p := range problems {
+			t.Error(p)
+		}
+		all = append(all, blocks...)
+	}
+	others, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks, problems := localBlocks(string(raw))
-	for _, p := range problems {
-		t.Error(p)
+	for _, f := range others {
+		name := "docs/" + filepath.Base(f)
+		if slices.Contains(runDocs, name) {
+			continue
+		}
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(raw), "\n"+markerPrefix) {
+			t.Errorf("%s holds a run marker (%q...) but is not one of the documents the test runs (runDocs)", name, markerPrefix)
+		}
 	}
 	if t.Failed() {
 		t.FailNow()
 	}
-	return blocks
+	return all
 }
 
-// localBlocks returns the shell blocks of a README's text before its
-// "## Deploy" section and after the deploy sections, in order, each with
-// its marker, and the problems: a block without a marker, a transcript
-// ("$ " lines) fenced as anything but text, no deploy sections.
-func localBlocks(text string) (blocks []localBlock, problems []string) {
-	deployStart := strings.Index(text, "\n## Deploy\n")
-	after := strings.Index(text, "\n## After deploy: your first turn\n")
-	if deployStart < 0 || after < deployStart {
-		return nil, []string{`README.md has no "## Deploy" followed by "## After deploy: your first turn"`}
-	}
-	deployEnd := strings.Index(text[after+1:], "\n## ") + after + 1
+// localBlocks returns the shell blocks of the document name's text in
+// order, each with its marker, and the problems: a block without a marker,
+// a transcript ("$ " lines) fenced as anything but text.
+func localBlocks(name, text string) (blocks []localBlock, problems []string) {
 	lines := strings.Split(text, "\n")
-	offset := 0
 	for i := 0; i < len(lines); i++ {
-		lineStart := offset
-		offset += len(lines[i]) + 1
 		if !strings.HasPrefix(lines[i], "```") {
 			continue
 		}
 		open, lang := i, strings.TrimPrefix(lines[i], "```")
 		for i++; i < len(lines) && lines[i] != "```"; i++ {
-			offset += len(lines[i]) + 1
-		}
-		if i < len(lines) {
-			offset += len(lines[i]) + 1
-		}
-		if lineStart > deployStart && lineStart < deployEnd {
-			continue // internal/deploytest's
 		}
 		body := lines[open+1 : min(i, len(lines))]
 		if lang != "sh" {
 			if lang != "text" && slices.ContainsFunc(body, func(l string) bool { return strings.HasPrefix(l, "$ ") }) {
-				problems = append(problems, fmt.Sprintf("README.md:%d: a transcript of commands fenced as %q: make the commands a sh block and the output text", open+1, lang))
+				problems = append(problems, fmt.Sprintf("%s:%d: a transcript of commands fenced as %q: make the commands a sh block and the output text", name, open+1, lang))
 			}
 			continue
 		}
-		b := localBlock{code: strings.Join(body, "\n") + "\n", line: open + 1}
+		b := localBlock{code: strings.Join(body, "\n") + "\n", doc: name, line: open + 1}
 		var m []string
 		if open > 0 {
 			m = readmeMarkerRE.FindStringSubmatch(lines[open-1])
 		}
 		switch {
 		case m == nil:
-			problems = append(problems, fmt.Sprintf("README.md:%d: a shell block without a readme marker (run, dev, or not run: REASON)", b.line))
+			problems = append(problems, fmt.Sprintf("%s: a shell block without a readme marker (run, dev, or not run: REASON)", b.where()))
 			continue
 		case strings.HasPrefix(m[1], "run"):
 			b.kind = "run"
@@ -117,26 +135,40 @@ func localBlocks(text string) (blocks []localBlock, problems []string) {
 
 // TestREADMEMarkers: what the README test accepts and refuses.
 func TestREADMEMarkers(t *testing.T) {
-	deploy := "\n## Deploy\n\n```sh\nsam deploy\n```\n\n## After deploy: your first turn\n\n```sh\naws x\n```\n\n## Next\n"
 	doc := "# R\n\n<!-- readme: dev -->\n```sh\nECHO_DELAY=1s make dev\n```\n\n<!-- readme: run; expects SESSION_BUSY, TURN_INTERRUPTED -->\n```sh\ncurl x\n```\n" +
-		"\n<!-- readme: not run: needs AWS -->\n```sh\naws y\n```\n\n```text\n$ output\n```\n" + deploy + "\n<!-- readme: run -->\n```sh\necho after\n```\n"
-	blocks, problems := localBlocks(doc)
+		"\n<!-- readme: not run: needs AWS -->\n```sh\naws y\n```\n\n```text\n$ output\n```\n\n<!-- readme: run -->\n```sh\necho after\n```\n"
+	blocks, problems := localBlocks("page.md", doc)
 	if len(problems) != 0 || len(blocks) != 4 || blocks[0].kind != "dev" || blocks[1].kind != "run" || blocks[2].kind != "not run" ||
-		blocks[3].code != "echo after\n" || strings.Join(blocks[1].expects, " ") != "SESSION_BUSY TURN_INTERRUPTED" {
+		blocks[3].code != "echo after\n" || strings.Join(blocks[1].expects, " ") != "SESSION_BUSY TURN_INTERRUPTED" ||
+		blocks[3].where() != "page.md:23" {
 		t.Fatalf("blocks %+v, problems %q", blocks, problems)
 	}
 	for name, bad := range map[string]string{
-		"no marker":            "```sh\ncurl x\n```\n" + deploy,
-		"a transcript as code": "```\n$ curl x\n```\n" + deploy,
-		"an unknown marker":    "<!-- readme: maybe -->\n```sh\ncurl x\n```\n" + deploy,
-		"no deploy sections":   "<!-- readme: run -->\n```sh\ncurl x\n```\n",
+		"no marker":            "```sh\ncurl x\n```\n",
+		"a transcript as code": "```\n$ curl x\n```\n",
+		"an unknown marker":    "<!-- readme: maybe -->\n```sh\ncurl x\n```\n",
 	} {
-		if _, problems := localBlocks(bad); len(problems) != 1 {
+		if _, problems := localBlocks("page.md", bad); len(problems) != 1 {
 			t.Errorf("%s: problems %q, want one", name, problems)
 		}
 	}
 	if got := codesIn(`{"code":"CONFIRMATION_NOT_FOUND"} HTTP 404: SESSION_NOT_FOUND: x; NOT_A_CODE, TURN_INTERRUPTED`); strings.Join(got, " ") != "CONFIRMATION_NOT_FOUND SESSION_NOT_FOUND TURN_INTERRUPTED" {
 		t.Errorf("codesIn = %v", got)
+	}
+}
+
+// TestRunDocs checks, without running anything, that the documents
+// TestREADMERunsAsPasted runs parse (every shell block marked), that no
+// other page holds a run marker, and that no run block has gone missing.
+func TestRunDocs(t *testing.T) {
+	runs := 0
+	for _, b := range readmeLocalBlocks(t) {
+		if b.kind == "run" {
+			runs++
+		}
+	}
+	if runs < minRunBlocks {
+		t.Errorf("%s hold %d run blocks, want at least %d", strings.Join(runDocs, " and "), runs, minRunBlocks)
 	}
 }
 
@@ -154,13 +186,13 @@ func devEnv(t *testing.T, b localBlock) []string {
 		}
 		m := devLineRE.FindStringSubmatch(l)
 		if m == nil {
-			t.Fatalf("README.md:%d: a dev block holds %q: only [VAR=value ...] make dev", b.line, l)
+			t.Fatalf("%s: a dev block holds %q: only [VAR=value ...] make dev", b.where(), l)
 		}
 		n++
 		found = strings.Fields(m[1])
 	}
 	if n != 1 {
-		t.Fatalf("README.md:%d: a dev block must hold one make dev", b.line)
+		t.Fatalf("%s: a dev block must hold one make dev", b.where())
 	}
 	return found
 }
@@ -179,8 +211,8 @@ func codesIn(out string) []string {
 	return codes
 }
 
-// TestREADMERunsAsPasted runs README.md's shell blocks outside the deploy
-// sections in order, as a reader pastes them, in one bash (variables
+// TestREADMERunsAsPasted runs the shell blocks of runDocs (the README's
+// first session, then docs/walkthrough.md) in order, as a reader pastes them, in one bash (variables
 // carry from block to block) in the repository's root: a dev block
 // (re)starts the dev server with its environment (built from this
 // checkout, on a free port: the blocks' 127.0.0.1:8787 is replaced by it,
@@ -196,7 +228,7 @@ func TestREADMERunsAsPasted(t *testing.T) {
 			if os.Getenv("CI") == "true" {
 				t.Fatalf("%s is missing: the README test cannot run", tool)
 			}
-			t.Skipf("!!! %s is missing: README.md's blocks were NOT run", tool)
+			t.Skipf("!!! %s is missing: the blocks of %s were NOT run", tool, strings.Join(runDocs, " and "))
 		}
 	}
 	blocks := readmeLocalBlocks(t)
@@ -224,33 +256,38 @@ func TestREADMERunsAsPasted(t *testing.T) {
 		case "dev":
 			srv.stop()
 			srv = startDev(t, devserver, dir, devEnv(t, b))
-			sh.run(t, b.line, fmt.Sprintf("export TURNSTREAM_TURN_URL=http://%[1]s/turn/ TURNSTREAM_HISTORY_URL=http://%[1]s/history/", srv.addr))
+			sh.run(t, b.where(), fmt.Sprintf("export TURNSTREAM_TURN_URL=http://%[1]s/turn/ TURNSTREAM_HISTORY_URL=http://%[1]s/history/", srv.addr))
 			continue
 		}
 		if srv == nil {
-			t.Fatalf("README.md:%d: a run block before any dev block: nothing serves it", b.line)
+			t.Fatalf("%s: a run block before any dev block: nothing serves it", b.where())
 		}
 		code := strings.ReplaceAll(b.code, "127.0.0.1:8787", srv.addr)
 		start := time.Now()
-		out := sh.run(t, b.line, code)
+		out := sh.run(t, b.where(), code)
 		ran++
-		t.Logf("README.md:%d (block %d, %v):\n%s", b.line, i, time.Since(start).Round(time.Millisecond), out)
+		t.Logf("%s (block %d, %v):\n%s", b.where(), i, time.Since(start).Round(time.Millisecond), out)
 		got := codesIn(out)
 		for _, c := range got {
 			if !slices.Contains(b.expects, c) {
-				t.Errorf("README.md:%d: the output shows %s, which the block does not expect:\n%s", b.line, c, out)
+				t.Errorf("%s: the output shows %s, which the block does not expect:\n%s", b.where(), c, out)
 			}
 		}
 		for _, c := range b.expects {
 			if !slices.Contains(got, c) {
-				t.Errorf("README.md:%d: the output does not show %s, which the block expects:\n%s", b.line, c, out)
+				t.Errorf("%s: the output does not show %s, which the block expects:\n%s", b.where(), c, out)
 			}
 		}
 	}
-	if ran < 10 {
-		t.Errorf("only %d README blocks ran", ran)
+	if ran < minRunBlocks {
+		t.Errorf("only %d blocks ran, want at least %d", ran, minRunBlocks)
 	}
 }
+
+// minRunBlocks is how many run blocks ran when the walk-through moved from
+// the README to docs/walkthrough.md (its 14, plus the README's first
+// session): fewer means a block stopped running.
+const minRunBlocks = 15
 
 // shell is one bash process that runs blocks one after the other.
 type shell struct {
@@ -304,13 +341,13 @@ const blockTimeout = 5 * time.Minute
 
 // run runs code in the shell under set -e and pipefail and returns its
 // output; a failure (the shell exits) or a hang fails the test.
-func (s *shell) run(t *testing.T, line int, code string) string {
+func (s *shell) run(t *testing.T, where string, code string) string {
 	t.Helper()
 	s.n++
 	sentinel := fmt.Sprintf("@@readme-block-%d-done@@", s.n)
 	script := "set -e -o pipefail\n" + code + "\nset +e +o pipefail\necho " + sentinel + "\n"
 	if _, err := io.WriteString(s.stdin, script); err != nil {
-		t.Fatalf("README.md:%d: the shell is gone: %v", line, err)
+		t.Fatalf("%s: the shell is gone: %v", where, err)
 	}
 	var out strings.Builder
 	timer := time.NewTimer(blockTimeout)
@@ -319,14 +356,14 @@ func (s *shell) run(t *testing.T, line int, code string) string {
 		select {
 		case l, ok := <-s.lines:
 			if !ok {
-				t.Fatalf("README.md:%d: the block failed (the shell exited):\n%s", line, out.String())
+				t.Fatalf("%s: the block failed (the shell exited):\n%s", where, out.String())
 			}
 			if l == sentinel {
 				return out.String()
 			}
 			out.WriteString(l + "\n")
 		case <-timer.C:
-			t.Fatalf("README.md:%d: the block did not end within %v:\n%s", line, blockTimeout, out.String())
+			t.Fatalf("%s: the block did not end within %v:\n%s", where, blockTimeout, out.String())
 		}
 	}
 }

@@ -7,7 +7,7 @@
 // @ag-ui/client's HttpAgent runs turns against the dev server and ends
 // with the messages history holds; a reader that drops its connection
 // mid-run and reconnects with Last-Event-ID ends with exactly the stored
-// text; the README's AG-UI snippet runs.
+// text; the walk-through's AG-UI snippet (docs/walkthrough.md) runs.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync, spawnSync } from "node:child_process";
@@ -244,10 +244,10 @@ test("a reader that drops the connection mid-run and reconnects with Last-Event-
   assert.ok(events > 4, "the run streamed");
 });
 
-test("the README's AG-UI snippet runs against the dev server", () => {
-  const readme = readFileSync(join(repoRoot, "README.md"), "utf8");
-  const m = /<!-- agui-snippet -->\s*```js\n([\s\S]*?)```/.exec(readme);
-  assert.ok(m, "README.md has the AG-UI snippet");
+test("the walk-through's AG-UI snippet runs against the dev server", () => {
+  const page = readFileSync(join(repoRoot, "docs/walkthrough.md"), "utf8");
+  const m = /<!-- agui-snippet -->\s*```js\n([\s\S]*?)```/.exec(page);
+  assert.ok(m, "docs/walkthrough.md has the AG-UI snippet");
   const lines = m[1].trimEnd().split("\n");
   assert.ok(lines.length <= 12, `the snippet is short (${lines.length} lines)`);
   const dir = join(repoRoot, "clients/js/test-output");

@@ -1,7 +1,11 @@
 // Package dynamo implements chat.Store on one DynamoDB table, written only
 // with conditional writes and without transactions
-// (docs/design.md#storage-one-dynamodb-table). It is the only package that
-// imports the DynamoDB SDK.
+// (docs/design.md#storage-one-dynamodb-table). It is the only package under
+// pkg/ that imports the DynamoDB SDK (service/dynamodb and its types, and
+// feature/dynamodb); the only other importer is internal/dynamobench, the
+// benchmark and check rig that observes, meters and shapes the store's
+// traffic (cmd/turnbench, internal/loadcheck and the store's budget tests
+// use it instead of the SDK). docs/architecture.md has the import graph.
 //
 // Layout (key attributes pk, sk; names in table.go; keys.go gives the
 // key shapes to code that reads the store's traffic):
