@@ -202,7 +202,7 @@ build-ArtifactsFunction: bin/artifacts/bootstrap ## sam build hook: the artifact
 	cp $< $(ARTIFACTS_DIR)/bootstrap
 
 # `make deploy REGION=eu-west-1 [STACK=turnstream]`: the region is never
-# guessed (README "Deploy").
+# guessed (docs/deploy.md "Deploy").
 STACK  ?= turnstream
 REGION ?= $(AWS_REGION)
 

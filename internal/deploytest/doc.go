@@ -18,7 +18,7 @@
 // table) to testdata/table-layouts.json: a new layout must be recorded
 // there with the migration users run (docs/design.md#storage-one-dynamodb-table).
 //
-// TestREADMEDeployCommands and TestREADMEDeploy hold the README's
+// TestREADMEDeployCommands and TestREADMEDeploy hold docs/deploy.md's
 // "Deploy" and "After deploy" sections to what they say: every shell
 // block is marked as run or not run (with the reason), commands name
 // their region and use only variables set before them, parameter values

@@ -71,7 +71,7 @@ type migration struct {
 	// Command is what a user runs: "make <target> ..." (a Makefile
 	// target) or "turnctl <subcommand> ..." (cmd/turnctl).
 	Command string `json:"command"`
-	// Doc is where the steps are written, e.g. "README.md#updating-a-stack".
+	// Doc is where the steps are written, e.g. "docs/deploy.md#updating-a-stack".
 	Doc string `json:"doc"`
 }
 
@@ -123,7 +123,7 @@ func TestTableLayoutRecorded(t *testing.T) {
 		enc.SetEscapeHTML(false)
 		enc.SetIndent("    ", "  ")
 		_ = enc.Encode(layoutVersion{Fingerprint: code.fingerprint(), Layout: code,
-			Migration: &migration{Command: "make <target> ... (or turnctl <subcommand> ...)", Doc: "README.md#<section>"}})
+			Migration: &migration{Command: "make <target> ... (or turnctl <subcommand> ...)", Doc: "docs/deploy.md#<section>"}})
 		t.Errorf("the table's key schema or indexes changed (layout %s, last recorded %s).\n"+
 			"Updating a stack then replaces its table with a new, EMPTY one (the old one is retained, its data not copied).\n"+
 			"Keep the layout, or ship a migration that copies a retained table into the new one (idempotent, resumable)\n"+
