@@ -81,7 +81,7 @@ func TestClassifyUsage(t *testing.T) {
 	if err := store.CancelAdmission(t.Context(), p, a); err != nil {
 		t.Fatal(err)
 	}
-	want("cancel", take(), dynamobench.AdmissionWrite)
+	want("cancel", take(), "", dynamobench.AdmissionWrite) // find its rate place, give it back
 	if _, err := store.ListUsage(t.Context(), chat.UsageListRequest{Tenant: p.Tenant, At: at}); err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -239,6 +242,61 @@ func TestTurnsPerMinute(t *testing.T) {
 			e.submit(t, "s4", "t4", "hello", nil, nil).want(t, http.StatusOK, "")
 			if u := usageOf(t, store, alice, start); u.Month.Turns != 4 {
 				t.Errorf("alice's month: %d turns, want 4", u.Month.Turns)
+			}
+		})
+	}
+}
+
+// TestTurnsPerMinuteExactUnderConcurrentSubmits: 30 submits of one
+// principal at once, on 30 sessions, through two handlers (two servers)
+// on one store, with turnsPerMinute 5: exactly 5 run, the other 25 get
+// 429 QUOTA_EXCEEDED principal.turnsPerMinute, and the ledger counts 5
+// turns. The handlers' clock moves a millisecond per reading, so the
+// submits' starts differ and their admissions are written in any order of
+// their starts, as concurrent submits' are (the whole run spans far less
+// than the minute however slow the machine).
+func TestTurnsPerMinuteExactUnderConcurrentSubmits(t *testing.T) {
+	base := time.Now().UTC().Truncate(time.Millisecond)
+	var ticks atomic.Int64
+	now := func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
+	for _, sf := range ledgerStores(nil) {
+		t.Run(sf.name, func(t *testing.T) {
+			store := sf.new(t)
+			q := chat.Quotas{Principal: chat.QuotaLimits{TurnsPerMinute: 5}}
+			opts := func(o *turn.Options) {
+				o.Ledger = true
+				o.Definition.Quotas = q
+				o.Now = now
+			}
+			envs := []*env{
+				newEnv(t, store, &scriptModel{Chunks: []string{"ok"}}, opts),
+				newEnv(t, store, &scriptModel{Chunks: []string{"ok"}}, opts),
+			}
+			const n = 30
+			results := make([]result, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					results[i] = envs[i%2].submit(t, fmt.Sprint("s", i), fmt.Sprint("t", i), "hello", nil, nil)
+				})
+			}
+			wg.Wait()
+			ran, refused := 0, 0
+			for i, r := range results {
+				switch {
+				case r.status == http.StatusOK:
+					ran++
+				case r.status == http.StatusTooManyRequests && r.header.Get(httpedge.QuotaHeader) == "principal.turnsPerMinute":
+					refused++
+				default:
+					t.Errorf("submit %d: %d %s", i, r.status, r.raw)
+				}
+			}
+			if ran != 5 || refused != n-5 {
+				t.Errorf("%d ran, %d refused by the rate, of %d submits with turnsPerMinute 5", ran, refused, n)
+			}
+			if u := usageOf(t, store, alice, base); u.Month.Turns != int64(ran) {
+				t.Errorf("ledger: %d turns, want the %d that ran", u.Month.Turns, ran)
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +29,11 @@ import (
 //	  store requests, mu read units, mv write units) and each day's
 //	  (d<dd> + the same letter: d07t), the last ordinal counted of each
 //	  session (S#<chat.SessionMarker>), the admissions (A#<id>:
-//	  "<start ms> <expiry ms>", expiry 0 once the turn was counted) and
-//	  their compare-and-set version qv.
+//	  "<start ms> <expiry ms> <session marker>[ <rate place> <its
+//	  previous start ms>]", expiry 0 once the turn was counted), their
+//	  compare-and-set version qv (concurrentSessions), and the
+//	  turnsPerMinute places (R#<n>: the start ms of the admission that
+//	  last took place n; see Admit).
 //
 // The keys are hashes (chat.TenantKey, chat.PrincipalKey): fixed size
 // whatever a tenant or subject, and a tenant's principals of a month are
@@ -49,9 +53,12 @@ const (
 	attrLedgerSubject    = "subject"
 	attrAdmissionVersion = "qv"
 	// markerPrefix starts the attribute holding a session's last counted
-	// ordinal; admissionPrefix an admission's.
+	// ordinal; admissionPrefix an admission's; ratePlacePrefix a
+	// turnsPerMinute place's (the start, in ms, of the admission that
+	// last took it).
 	markerPrefix    = "S#"
 	admissionPrefix = "A#"
+	ratePlacePrefix = "R#"
 	// monthPrefix and dayPrefix start the counters' attribute names.
 	monthPrefix = "m"
 	dayPrefix   = "d"
@@ -142,28 +149,85 @@ func admissionValue(start, expires time.Time, session string) string {
 	return strconv.FormatInt(millis(start), 10) + " " + strconv.FormatInt(millis(expires), 10) + " " + session
 }
 
+// placedValue encodes an admission that took rate place number place,
+// whose previous start was floor (zero: none): admissionValue and " <place>
+// <floor ms>", so that its give-back can restore the place.
+func placedValue(start, expires time.Time, session string, place int, floor time.Time) string {
+	return admissionValue(start, expires, session) + " " + strconv.Itoa(place) + " " + strconv.FormatInt(millis(floor), 10)
+}
+
+// storedAdmission is an admission as its item holds it: place is its rate
+// place (-1: none), floor what the place held before.
+type storedAdmission struct {
+	chat.Admission
+	place int
+	floor time.Time
+}
+
+// parseAdmission decodes an admission attribute (admissionValue or
+// placedValue); false when it is not one.
+func parseAdmission(name string, v types.AttributeValue) (storedAdmission, bool) {
+	id, ok := strings.CutPrefix(name, admissionPrefix)
+	s, _ := v.(*types.AttributeValueMemberS)
+	if !ok || s == nil {
+		return storedAdmission{}, false
+	}
+	f := strings.Split(s.Value, " ")
+	if len(f) != 3 && len(f) != 5 {
+		return storedAdmission{}, false
+	}
+	a, errA := strconv.ParseInt(f[0], 10, 64)
+	b, errB := strconv.ParseInt(f[1], 10, 64)
+	if errA != nil || errB != nil {
+		return storedAdmission{}, false
+	}
+	out := storedAdmission{Admission: chat.Admission{ID: id, StartedAt: fromMillis(a), ExpiresAt: fromMillis(b), Session: f[2]}, place: -1}
+	if len(f) == 5 {
+		place, errP := strconv.Atoi(f[3])
+		floor, errF := strconv.ParseInt(f[4], 10, 64)
+		if errP == nil && errF == nil && place >= 0 {
+			out.place, out.floor = place, fromMillis(floor)
+		}
+	}
+	return out, true
+}
+
 // admissionsOf reads the admissions of a ledger item.
 func admissionsOf(item map[string]types.AttributeValue) []chat.Admission {
 	var out []chat.Admission
 	for name, v := range item {
-		id, ok := strings.CutPrefix(name, admissionPrefix)
-		s, _ := v.(*types.AttributeValueMemberS)
-		if !ok || s == nil {
-			continue
+		if a, ok := parseAdmission(name, v); ok {
+			out = append(out, a.Admission)
 		}
-		f := strings.SplitN(s.Value, " ", 3)
-		if len(f) != 3 {
-			continue
-		}
-		a, errA := strconv.ParseInt(f[0], 10, 64)
-		b, errB := strconv.ParseInt(f[1], 10, 64)
-		if errA != nil || errB != nil {
-			continue
-		}
-		out = append(out, chat.Admission{ID: id, StartedAt: fromMillis(a), ExpiresAt: fromMillis(b), Session: f[2]})
 	}
 	slices.SortFunc(out, func(x, y chat.Admission) int { return strings.Compare(x.ID, y.ID) })
 	return out
+}
+
+// ratePlaceName is the attribute of rate place number i.
+func ratePlaceName(i int) string { return ratePlacePrefix + strconv.Itoa(i) }
+
+// mergeRatePlaces sets in places the rate places of item that hold a
+// later start than places does (the previous month's places count with
+// the current month's, place by place), growing it as needed.
+func mergeRatePlaces(places []time.Time, item map[string]types.AttributeValue) []time.Time {
+	for name := range item {
+		n, ok := strings.CutPrefix(name, ratePlacePrefix)
+		if !ok {
+			continue
+		}
+		i, err := strconv.Atoi(n)
+		if err != nil || i < 0 || i >= maxRatePlaces {
+			continue
+		}
+		for len(places) <= i {
+			places = append(places, time.Time{})
+		}
+		if t := fromMillis(numOf(item, name)); t.After(places[i]) {
+			places[i] = t
+		}
+	}
+	return places
 }
 
 // toMillis returns t at millisecond precision in UTC, as the items keep it.
@@ -230,6 +294,7 @@ func (s *Store) ReadUsage(ctx context.Context, p chat.Principal, at time.Time) (
 			continue
 		}
 		isCurrent := skOf(item) == current && pkOf(item) == pk.Value
+		u.RatePlaces = mergeRatePlaces(u.RatePlaces, item)
 		for _, a := range admissionsOf(item) {
 			switch {
 			case a.Live(at):
@@ -375,16 +440,43 @@ func usageOfItem(item map[string]types.AttributeValue, at time.Time) *chat.Princ
 	return u
 }
 
-// admitAttempts bounds the compare-and-set rounds of one Admit.
-const admitAttempts = 5
+// admitAttempts bounds the conditional writes of one Admit. A write that
+// fails its condition lost its place (or, with a concurrency quota, the
+// version) to another admission that succeeded; at most turnsPerMinute of
+// those can succeed before a read finds the window full.
+const admitAttempts = 16
 
-// errLostRace is an admission's compare-and-set that another write beat.
-var errLostRace = errors.New("dynamo: admission lost a compare-and-set")
+// maxRatePlaces bounds the places a principal's item keeps: a
+// turnsPerMinute above it is enforced with this many places at most in
+// use at once beyond the places already taken (ratePlaceSpread), so the
+// item grows with the admissions of a minute, not with the limit.
+const maxRatePlaces = 1 << 16
 
-// Admit implements chat.Store: a compare-and-set on the version of the
-// principal's item of the admission's month (the check made on the usage
-// read, req.Basis or a consistent read), recording the admission and
-// forgetting the stale ones. A lost race reads again and decides again.
+// ratePlaceSpread is how many never-taken places an admission may choose
+// among, past the highest place taken: concurrent admissions spread over
+// them instead of all asking for the same one.
+const ratePlaceSpread = 8
+
+// errLostRace is an admission's conditional write that another admission
+// beat to its place (or version).
+var errLostRace = errors.New("dynamo: admission lost its place to another")
+
+// Admit implements chat.Store. With a turnsPerMinute limit the admission
+// takes one of the principal's rate places (chat.PrincipalUsage.RatePlaces)
+// in one UpdateItem whose condition is that the place is as read: free for
+// the admission's start (its last start at least chat.RateWindow before)
+// and not taken since. That condition, not the read, enforces the rate:
+// two admissions never hold one place within a minute, whatever the order
+// of their writes or starts, in any number of processes. With a
+// concurrentSessions limit the same write is also a compare-and-set on the
+// item's admission version. The write records the admission (A#<id>,
+// which a retry of it, or a later Admit of the same id, recognises as its
+// own) and forgets admissions that count no more. A write that fails its
+// condition is classified by one consistent read: the admission recorded
+// (its own write, retried by the SDK after a lost answer or a 500) is an
+// admission; otherwise the read is the basis of the next attempt. The
+// first attempt is written against req.Basis when it is a read of this
+// principal at the admission's start.
 func (s *Store) Admit(ctx context.Context, req chat.AdmitRequest) (*chat.PrincipalUsage, error) {
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("admit: %w", err)
@@ -408,60 +500,151 @@ func (s *Store) Admit(ctx context.Context, req chat.AdmitRequest) (*chat.Princip
 		if qe := chat.CheckAdmission(basis.Admissions, req.TurnsPerMinute, req.ConcurrentSessions, chat.ScopePrincipal, a.StartedAt, a.Session); qe != nil {
 			return nil, qe
 		}
-		err := s.writeAdmission(ctx, req.Principal, a, basis)
+		place := -1
+		if req.TurnsPerMinute > 0 {
+			var qe *chat.QuotaError
+			if place, qe = freeRatePlace(basis.RatePlaces, req.TurnsPerMinute, a.StartedAt); qe != nil {
+				return nil, qe
+			}
+		}
+		read, err := s.writeAdmission(ctx, req.Principal, a, basis, place, req.ConcurrentSessions > 0)
 		if err == nil {
 			return basis, nil
 		}
 		if !errors.Is(err, errLostRace) {
 			return nil, fmt.Errorf("admit: %w", err)
 		}
-		basis = nil
+		basis = read
 	}
 	return nil, fmt.Errorf("admit: %w: the principal's admissions kept changing", chat.ErrQuotaUnavailable)
 }
 
-// writeAdmission records a in p's item, conditional on the version basis
-// read, forgetting basis's stale admissions. errLostRace when another
-// write changed the version first (a consistent read tells an SDK retry
-// of this very write, which fails its own condition, from that).
-func (s *Store) writeAdmission(ctx context.Context, p chat.Principal, a chat.Admission, basis *chat.PrincipalUsage) error {
-	name := admissionPrefix + a.ID
-	cond := condition{expr: "attribute_not_exists(#qv)", names: []string{attrAdmissionVersion}}
-	if basis.Version > 0 {
-		cond = condition{expr: "#qv = :version", names: []string{attrAdmissionVersion},
-			values: map[string]types.AttributeValue{":version": numValue(basis.Version)}}
+// freeRatePlace picks at random one of the rate places free for a turn
+// starting at t among a limit of them (places as read: a place beyond
+// them was never taken), or returns the turnsPerMinute QuotaError when
+// none is: every place holds a start within chat.RateWindow of t, each a
+// different admission that counts.
+func freeRatePlace(places []time.Time, limit int64, t time.Time) (int, *chat.QuotaError) {
+	n := int(min(limit, maxRatePlaces))
+	var free []int
+	earliest := time.Time{}
+	for i := 0; i < n && i < len(places); i++ {
+		if places[i].IsZero() || t.Sub(places[i]) >= chat.RateWindow {
+			free = append(free, i)
+		} else if earliest.IsZero() || places[i].Before(earliest) {
+			earliest = places[i]
+		}
 	}
-	up := s.ledgerIdentity(expression.UpdateBuilder{}, p, a.StartedAt).
-		Set(expression.Name(attrAdmissionVersion), expression.Value(basis.Version+1)).
-		Set(expression.Name(name), expression.Value(admissionValue(a.StartedAt, a.ExpiresAt, a.Session)))
+	for i := len(places); i < n && i < len(places)+ratePlaceSpread; i++ {
+		free = append(free, i)
+	}
+	if len(free) == 0 {
+		return -1, &chat.QuotaError{Scope: chat.ScopePrincipal, Name: chat.QuotaTurnsPerMinute, Limit: limit, Used: int64(n),
+			RetryAfter: earliest.Add(chat.RateWindow).Sub(t)}
+	}
+	return free[mrand.IntN(len(free))], nil
+}
+
+// writeAdmission records a in p's item, in rate place place (-1: none) as
+// basis read it, and with versioned set as a compare-and-set on the
+// version basis read; it forgets basis's stale admissions. When the
+// condition fails it reads the item once (consistently): nil when a is
+// recorded (an SDK retry of this very write, which fails its own
+// condition), else errLostRace with the read.
+func (s *Store) writeAdmission(ctx context.Context, p chat.Principal, a chat.Admission, basis *chat.PrincipalUsage, place int, versioned bool) (*chat.PrincipalUsage, error) {
+	name := admissionPrefix + a.ID
+	cond := condition{expr: "attribute_not_exists(#a)", aliases: map[string]string{"#a": name}, values: map[string]types.AttributeValue{}}
+	value := admissionValue(a.StartedAt, a.ExpiresAt, a.Session)
+	up := s.ledgerIdentity(expression.UpdateBuilder{}, p, a.StartedAt)
+	if place >= 0 {
+		var floor time.Time
+		if place < len(basis.RatePlaces) {
+			floor = basis.RatePlaces[place]
+		}
+		cond.aliases["#r"] = ratePlaceName(place)
+		if floor.IsZero() {
+			cond.expr += " AND attribute_not_exists(#r)"
+		} else {
+			cond.expr += " AND #r = :floor"
+			cond.values[":floor"] = numValue(millis(floor))
+		}
+		value = placedValue(a.StartedAt, a.ExpiresAt, a.Session, place, floor)
+		up = up.Set(expression.Name(ratePlaceName(place)), expression.Value(millis(a.StartedAt)))
+	}
+	if versioned {
+		if basis.Version > 0 {
+			cond.expr += " AND #qv = :version"
+			cond.values[":version"] = numValue(basis.Version)
+		} else {
+			cond.expr += " AND attribute_not_exists(#qv)"
+		}
+		cond.names = append(cond.names, attrAdmissionVersion)
+		up = up.Set(expression.Name(attrAdmissionVersion), expression.Value(basis.Version+1))
+	}
+	up = up.Set(expression.Name(name), expression.Value(value))
 	for _, id := range basis.Stale {
 		up = up.Remove(expression.Name(admissionPrefix + id))
 	}
 	key := ledgerKey(p, a.StartedAt)
-	applied := func(item map[string]types.AttributeValue) bool { return item != nil && item[name] != nil }
-	err := s.resolvedWrite(ctx, key, up, cond, applied)
+	err := s.resolvedWrite(ctx, key, up, cond, func(item map[string]types.AttributeValue) bool { return item != nil && item[name] != nil })
 	if failed, _ := conditionFailed(err); failed {
 		rctx, cancel := s.resolveContext(ctx)
 		defer cancel()
-		item, _, rerr := s.getItem(rctx, key)
-		if rerr == nil && applied(item) {
-			return nil // an SDK retry of this write: it applied
+		read, rerr := s.ReadUsage(rctx, p, a.StartedAt)
+		if rerr != nil {
+			return nil, fmt.Errorf("classify a refused admission: %w", rerr)
 		}
-		return errLostRace
+		if slices.ContainsFunc(read.Admissions, func(x chat.Admission) bool { return x.ID == a.ID }) {
+			return read, nil // an SDK retry of this write: it applied
+		}
+		return read, errLostRace
 	}
-	return err
+	return nil, err
 }
 
-// CancelAdmission implements chat.Store: one UpdateItem removing the
-// admission, conditional on the item existing (no item: nothing to
-// forget); an unknown outcome is resolved with one consistent read.
+// CancelAdmission implements chat.Store. An admission that holds a rate
+// place gives it back in one UpdateItem conditional on the place still
+// holding the admission's start, restoring what the place held before;
+// the place is never freed twice (a retry, or a give-back sent again
+// after another admission took the place, fails that condition). Finding
+// the admission's place costs one consistent read first. Otherwise, one
+// UpdateItem removing the admission, conditional on the item existing (no
+// item: nothing to forget). An unknown outcome is resolved with one
+// consistent read.
 func (s *Store) CancelAdmission(ctx context.Context, p chat.Principal, a chat.Admission) error {
 	name := admissionPrefix + a.ID
-	up := expression.Remove(expression.Name(name))
+	key := ledgerKey(p, toMillis(a.StartedAt))
+	item, found, err := s.getItem(ctx, key)
+	if err != nil {
+		return fmt.Errorf("cancel admission: %w", err)
+	}
+	stored, ok := parseAdmission(name, item[name])
+	if !found || !ok {
+		return nil // given back already, or never recorded
+	}
+	gone := func(item map[string]types.AttributeValue) bool { return item == nil || item[name] == nil }
+	if stored.place >= 0 {
+		placeName := ratePlaceName(stored.place)
+		up := expression.Remove(expression.Name(name))
+		if stored.floor.IsZero() {
+			up = up.Remove(expression.Name(placeName))
+		} else {
+			up = up.Set(expression.Name(placeName), expression.Value(millis(stored.floor)))
+		}
+		cond := condition{expr: "#r = :start AND attribute_exists(#a)", aliases: map[string]string{"#r": placeName, "#a": name},
+			values: map[string]types.AttributeValue{":start": numValue(millis(stored.StartedAt))}}
+		err := s.resolvedWrite(ctx, key, up, cond, gone)
+		if failed, _ := conditionFailed(err); !failed {
+			if err != nil {
+				return fmt.Errorf("cancel admission: %w", err)
+			}
+			return nil
+		}
+		// Given back by an earlier copy of this write, or its place was
+		// taken again a minute later: the admission no longer holds it.
+	}
 	cond := condition{expr: "attribute_exists(#pk)", names: []string{AttrPK}}
-	err := s.resolvedWrite(ctx, ledgerKey(p, toMillis(a.StartedAt)), up, cond, func(item map[string]types.AttributeValue) bool {
-		return item == nil || item[name] == nil
-	})
+	err = s.resolvedWrite(ctx, key, expression.Remove(expression.Name(name)), cond, gone)
 	if failed, _ := conditionFailed(err); failed {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +18,8 @@ import (
 // The ledger's writes, aimed at by fragments only their requests carry.
 var (
 	ledgerWrite    = ddbfault.Op("UpdateItem", ":ordinal")
-	admissionWrite = ddbfault.Op("UpdateItem", "#qv")
+	admissionWrite = ddbfault.Op("UpdateItem", "attribute_not_exists(#a)")
+	giveBackWrite  = ddbfault.Op("UpdateItem", "#r = :start")
 )
 
 // ledgerStore is the fault env's store with the usage ledger enabled.
@@ -131,38 +133,138 @@ func TestLedgerExactUnderRandomFaults(t *testing.T) {
 }
 
 // TestAdmitRecognisesItsOwnWrite: an admission whose write applied but
-// whose answer was lost (the SDK's retry then fails its own condition)
-// is an admission, recorded once: the next one meets the limit.
+// whose answer was lost, or was answered 500 (the SDK's retry then fails
+// its own condition), is an admission, recorded once and holding one
+// place: the next one meets the limit, under the rate and under the
+// concurrency quota.
 func TestAdmitRecognisesItsOwnWrite(t *testing.T) {
+	for _, fault := range []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter} {
+		for quota, limits := range map[string][2]int64{chat.QuotaTurnsPerMinute: {1, 0}, chat.QuotaConcurrentSessions: {0, 1}} {
+			t.Run(fault.String()+"/"+quota, func(t *testing.T) {
+				e := newFaultEnv(t)
+				s := e.ledgerStore()
+				ctx := faultCtx(t)
+				a := chat.Admission{ID: "a1", StartedAt: testStart, ExpiresAt: testStart.Add(time.Minute), Session: chat.SessionMarker("s1")}
+				e.faults.SetRule(ddbfault.Once(fault, admissionWrite))
+				if _, err := s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: a, TurnsPerMinute: limits[0], ConcurrentSessions: limits[1]}); err != nil {
+					t.Fatalf("admission that applied: %v", err)
+				}
+				if e.faults.Counts()[fault] != 1 {
+					t.Fatal("the fault was not injected")
+				}
+				e.faults.SetRule(nil)
+				u, err := s.ReadUsage(ctx, alice, testStart)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if act := chat.ActivityAt(u.Admissions, testStart); act.Running != 1 || act.Recent != 1 {
+					t.Errorf("activity %+v, want the one admission", act)
+				}
+				b := a
+				b.ID, b.Session = "a2", chat.SessionMarker("s2")
+				_, err = s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: b, TurnsPerMinute: limits[0], ConcurrentSessions: limits[1]})
+				var qe *chat.QuotaError
+				if !errors.As(err, &qe) || qe.Name != quota {
+					t.Errorf("a second turn: %v, want the %s quota", err, quota)
+				}
+			})
+		}
+	}
+}
+
+// TestGiveBackFreesOncePlaceUnderFaults: a give-back whose write applied
+// but whose answer was lost, or was answered 500, frees its rate place
+// once: another admission takes it, and the same give-back sent again
+// does not free that one's.
+func TestGiveBackFreesOncePlaceUnderFaults(t *testing.T) {
 	for _, fault := range []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter} {
 		t.Run(fault.String(), func(t *testing.T) {
 			e := newFaultEnv(t)
 			s := e.ledgerStore()
 			ctx := faultCtx(t)
-			a := chat.Admission{ID: "a1", StartedAt: testStart, ExpiresAt: testStart.Add(time.Minute), Session: chat.SessionMarker("s1")}
-			e.faults.SetRule(ddbfault.Once(fault, admissionWrite))
-			if _, err := s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: a, ConcurrentSessions: 1}); err != nil {
-				t.Fatalf("admission that applied: %v", err)
+			admit := func(id string, at time.Time) error {
+				a := chat.Admission{ID: id, StartedAt: at, ExpiresAt: at.Add(time.Minute), Session: chat.SessionMarker("s-" + id)}
+				_, err := s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: a, TurnsPerMinute: 1})
+				return err
+			}
+			first := chat.Admission{ID: "a1", StartedAt: testStart}
+			if err := admit("a1", testStart); err != nil {
+				t.Fatal(err)
+			}
+			e.faults.SetRule(ddbfault.Once(fault, giveBackWrite))
+			if err := s.CancelAdmission(ctx, alice, first); err != nil {
+				t.Fatalf("give-back that applied: %v", err)
 			}
 			if e.faults.Counts()[fault] != 1 {
 				t.Fatal("the fault was not injected")
 			}
 			e.faults.SetRule(nil)
-			u, err := s.ReadUsage(ctx, alice, testStart)
-			if err != nil {
-				t.Fatal(err)
+			if err := admit("a2", testStart.Add(time.Second)); err != nil {
+				t.Fatalf("after the give-back: %v", err)
 			}
-			if act := chat.ActivityAt(u.Admissions, testStart); act.Running != 1 || act.Recent != 1 {
-				t.Errorf("activity %+v, want the one admission", act)
+			if err := s.CancelAdmission(ctx, alice, first); err != nil {
+				t.Fatalf("the give-back again: %v", err)
 			}
-			b := a
-			b.ID, b.Session = "a2", chat.SessionMarker("s2")
-			_, err = s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: b, ConcurrentSessions: 1})
 			var qe *chat.QuotaError
-			if !errors.As(err, &qe) || qe.Name != chat.QuotaConcurrentSessions {
-				t.Errorf("a second running turn: %v, want the concurrency quota", err)
+			if err := admit("a3", testStart.Add(2*time.Second)); !errors.As(err, &qe) || qe.Name != chat.QuotaTurnsPerMinute {
+				t.Errorf("a third admission: %v, want the rate quota (the place is a2's)", err)
 			}
 		})
+	}
+}
+
+// TestAdmitExactUnderConcurrencyAndFaults: 30 admissions of one principal
+// at once, on 30 sessions, from two stores (two processes) on one table,
+// with a third of the admission writes losing their answer or answered
+// 500 after applying: exactly turnsPerMinute (5) are admitted, each
+// recorded once, every other one refused by the rate.
+func TestAdmitExactUnderConcurrencyAndFaults(t *testing.T) {
+	e := newFaultEnv(t)
+	stores := []*dynamo.Store{e.ledgerStore(), e.ledgerStore()}
+	ctx := faultCtx(t)
+	var mu sync.Mutex
+	rng := mrand.New(mrand.NewPCG(34, 2))
+	faults := []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter}
+	e.faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		if !admissionWrite(a) || rng.IntN(3) != 0 {
+			return ddbfault.Pass
+		}
+		return faults[rng.IntN(len(faults))]
+	})
+	const n, limit = 30, 5
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			at := testStart.Add(time.Duration(n-i) * time.Millisecond)
+			a := chat.Admission{ID: fmt.Sprint("a", i), StartedAt: at, ExpiresAt: at.Add(time.Minute), Session: chat.SessionMarker(fmt.Sprint("s", i))}
+			_, errs[i] = stores[i%2].Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: a, TurnsPerMinute: limit})
+		})
+	}
+	wg.Wait()
+	e.faults.SetRule(nil)
+	admitted := 0
+	for i, err := range errs {
+		var qe *chat.QuotaError
+		switch {
+		case err == nil:
+			admitted++
+		case !errors.As(err, &qe) || qe.Name != chat.QuotaTurnsPerMinute:
+			t.Errorf("admission %d: %v, want admitted or the rate quota", i, err)
+		}
+	}
+	at := testStart.Add(time.Second)
+	u, err := stores[0].ReadUsage(ctx, alice, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if act := chat.ActivityAt(u.Admissions, at); admitted != limit || act.Recent != limit {
+		t.Errorf("%d of %d admitted (%d recorded) under faults %v, want %d", admitted, n, act.Recent, e.faults.Counts(), limit)
+	}
+	if c := e.faults.Counts(); c[ddbfault.LoseAnswer]+c[ddbfault.ServerErrorAfter] == 0 {
+		t.Error("no fault was injected")
 	}
 }
 
@@ -217,7 +319,7 @@ func TestDeciderCountsLostTurnOnce(t *testing.T) {
 // it one refused UpdateItem; a principal's read one GetItem (one
 // BatchGetItem of two months' items in a month's first hour); a tenant's
 // page one Query; an admission on a fresh basis one UpdateItem, on none
-// a read first; a decision with the ledger on one write more than
+// a read first; a give-back a read (of its rate place) and a write; a decision with the ledger on one write more than
 // without.
 func TestLedgerRequestBudgets(t *testing.T) {
 	e := newEnv(t)
@@ -253,7 +355,7 @@ func TestLedgerRequestBudgets(t *testing.T) {
 		}, []string{"GetItem", "UpdateItem"}},
 		{"cancel an admission", func() error {
 			return s.CancelAdmission(ctx, alice, chat.Admission{ID: "a2", StartedAt: testStart})
-		}, []string{"UpdateItem"}},
+		}, []string{"GetItem", "UpdateItem"}}, // find its rate place, give it back
 		{"claim a turn that then crashes", func() (err error) {
 			crashed, err = s.ClaimTurn(ctx, claimReq("s2", "t1"))
 			return err

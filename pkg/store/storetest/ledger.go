@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -343,6 +344,82 @@ func admissionCases() map[string]func(*testing.T, *env) {
 			if err := e.admit(admission("a4", start.Add(time.Minute)), 3, 0); err != nil {
 				t.Fatalf("after the first left the window: %v", err)
 			}
+		},
+
+		"RateExactWhateverTheOrderOfStarts": func(t *testing.T, e *env) {
+			// Admissions are written in an order other than their
+			// starts' (concurrent submits): the later-started first.
+			// Every admission within the minute counts, before or after
+			// the asking one's own start.
+			admitted := 0
+			for i := 29; i >= 0; i-- {
+				switch err := e.admit(admission(fmt.Sprint("a", i), start.Add(time.Duration(i)*time.Millisecond)), 5, 0); {
+				case err == nil:
+					admitted++
+				case !errors.Is(err, chat.ErrQuotaExceeded):
+					t.Fatalf("admission %d: %v", i, err)
+				}
+			}
+			if admitted != 5 {
+				t.Errorf("%d of 30 admitted with turnsPerMinute 5, want 5", admitted)
+			}
+			at := start.Add(time.Second)
+			if got := chat.ActivityAt(e.usage(alice, at).Admissions, at); got.Recent != 5 {
+				t.Errorf("recent admissions %d, want 5", got.Recent)
+			}
+		},
+
+		"RateExactUnderConcurrency": func(t *testing.T, e *env) {
+			// 30 submits of one principal on 30 sessions at once, their
+			// starts a millisecond apart: exactly the limit is admitted,
+			// every other one refused by the rate (never unavailable).
+			const n, limit = 30, 5
+			errs := make(chan error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					errs <- e.admit(admission(fmt.Sprint("a", i), start.Add(time.Duration(i%7)*time.Millisecond)), limit, 0)
+				})
+			}
+			wg.Wait()
+			close(errs)
+			admitted := 0
+			for err := range errs {
+				var qe *chat.QuotaError
+				switch {
+				case err == nil:
+					admitted++
+				case !errors.As(err, &qe) || qe.Name != chat.QuotaTurnsPerMinute:
+					t.Errorf("a refusal: %v, want the rate quota", err)
+				}
+			}
+			if admitted != limit {
+				t.Errorf("%d of %d admitted with turnsPerMinute %d", admitted, n, limit)
+			}
+			// The window moves on: the next minute admits again.
+			if err := e.admit(admission("later", start.Add(time.Minute+10*time.Millisecond)), limit, 0); err != nil {
+				t.Errorf("a minute later: %v", err)
+			}
+		},
+
+		"GiveBackFreesItsPlaceOnce": func(t *testing.T, e *env) {
+			// A give-back sent twice (a retry), the second after another
+			// admission took the place it freed, frees one place.
+			a := admission("a1", start)
+			if err := e.admit(a, 1, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.store.CancelAdmission(e.ctx, alice, a); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.admit(admission("a2", start.Add(time.Second)), 1, 0); err != nil {
+				t.Fatalf("after the give-back: %v", err)
+			}
+			if err := e.store.CancelAdmission(e.ctx, alice, a); err != nil {
+				t.Fatalf("given back twice: %v", err)
+			}
+			wantQuota(t, "after a second give-back of the first", e.admit(admission("a3", start.Add(2*time.Second)), 1, 0),
+				chat.QuotaTurnsPerMinute, time.Minute-time.Second)
 		},
 
 		"ConcurrentSessionsReleasedWhenTheTurnIsCounted": func(t *testing.T, e *env) {
