@@ -19,7 +19,11 @@
 // ledger on (the quota check's own cost).
 //   - growth: the write units of a ledger write once the principal's
 //     month item holds the markers of Growth sessions, against the
-//     first.
+//     first;
+//   - admission: a turnsPerMinute admission's requests and units, and a
+//     burst of 30 at once with a limit of 5 (admitted, refused, the
+//     burst's requests and units), the store's Admit against the
+//     compare-and-set admission it replaced, reproduced (admission.go).
 //
 // The echo model answers at full speed without tools: no model call
 // after the first, so the check before each model call adds nothing
@@ -81,6 +85,8 @@ type Result struct {
 	GrowthSessions                int
 	GrowthFirstWCU, GrowthLastWCU int
 	GrowthFirstB, GrowthLastB     int
+	// Admission: the baseline admission, then the store's (admission.go).
+	Admission []AdmissionMethod
 }
 
 // Growth is the sessions the growth figure fills a month item with
@@ -176,6 +182,9 @@ func Run(ctx context.Context, e Env) (*Result, error) {
 	if err := growthRun(ctx, e, res); err != nil {
 		return nil, err
 	}
+	if err := admissionRun(ctx, e, res); err != nil {
+		return nil, err
+	}
 	if err := tenantPartition(ctx, e, res); err != nil {
 		return nil, err
 	}
@@ -269,6 +278,25 @@ func (r *Result) Rows() [][4]string {
 			fmt.Sprintf("%s: p50 %s, p90 %s", Modes[baseOf(i)].Name, ms(quantileOf(base, 0.5)), ms(quantileOf(base, 0.9))),
 			fmt.Sprintf("p50 %+.2f ms, %.2fx", float64(quantileOf(d, 0.5)-quantileOf(base, 0.5))/float64(time.Millisecond),
 				float64(quantileOf(d, 0.5))/float64(quantileOf(base, 0.5))),
+		})
+	}
+	if len(r.Admission) == 2 {
+		before, after := r.Admission[0], r.Admission[1]
+		rows = append(rows, [4]string{
+			"a turnsPerMinute admission on a fresh read (the read and the admission's writes; median)",
+			after.Name + ": " + acct(after.Sequential), before.Name + ": " + acct(before.Sequential), vs(after.Sequential, before.Sequential),
+		})
+		burst := func(m AdmissionMethod) string {
+			per := "none admitted"
+			if m.Admitted > 0 {
+				per = fmt.Sprintf("%.1f requests, %.1f WCU per admitted turn", float64(m.Burst.Requests)/float64(m.Admitted),
+					float64(m.Burst.WriteUnits())/float64(m.Admitted))
+			}
+			return fmt.Sprintf("%d admitted, %d unavailable; %d requests, %d WCU in all (%s)", m.Admitted, m.Unavailable, m.Burst.Requests, m.Burst.WriteUnits(), per)
+		}
+		rows = append(rows, [4]string{
+			fmt.Sprintf("%d admissions at once from two stores, turnsPerMinute %d", BurstSize, BurstLimit),
+			burst(after), burst(before), fmt.Sprintf("%d vs %d admitted", after.Admitted, before.Admitted),
 		})
 	}
 	rows = append(rows, [4]string{
