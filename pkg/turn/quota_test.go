@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/ddbfault"
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -251,7 +253,10 @@ func TestTurnsPerMinute(t *testing.T) {
 // principal at once, on 30 sessions, through two handlers (two servers)
 // on one store, with turnsPerMinute 5: exactly 5 run, the other 25 get
 // 429 QUOTA_EXCEEDED principal.turnsPerMinute, and the ledger counts 5
-// turns. The handlers' clock moves a millisecond per reading, so the
+// turns; also on DynamoDB with a third of the admission writes losing
+// their answer or answered 500 after applying (below the SDK's retryer):
+// an admission recognises its own write, never counted twice nor
+// refused. The handlers' clock moves a millisecond per reading, so the
 // submits' starts differ and their admissions are written in any order of
 // their starts, as concurrent submits' are (the whole run spans far less
 // than the minute however slow the machine).
@@ -259,7 +264,31 @@ func TestTurnsPerMinuteExactUnderConcurrentSubmits(t *testing.T) {
 	base := time.Now().UTC().Truncate(time.Millisecond)
 	var ticks atomic.Int64
 	now := func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
-	for _, sf := range ledgerStores(nil) {
+	var faults *ddbfault.Transport
+	stores := append(ledgerStores(nil), storeFactory{"dynalite, a third of the admission writes faulted", func(tb testing.TB) chat.Store {
+		tb.Helper()
+		faults = ddbfault.New(nil)
+		opts := dynalite.Options(tb)
+		opts.Transport = faults
+		client, err := dynamo.NewClient(context.Background(), opts)
+		if err != nil {
+			tb.Fatalf("dynamo client: %v", err)
+		}
+		var mu sync.Mutex
+		rng := mrand.New(mrand.NewPCG(34, 2))
+		admission := ddbfault.Op("UpdateItem", "attribute_not_exists(#a)")
+		faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+			mu.Lock()
+			defer mu.Unlock()
+			if !admission(a) || rng.IntN(3) != 0 {
+				return ddbfault.Pass
+			}
+			return []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter}[rng.IntN(2)]
+		})
+		return dynamo.New(client, dynamo.Options{Table: dynalite.Table(tb, client),
+			CursorKey: []byte("turn-test-cursor-key-0123456789"), Ledger: chat.LedgerOptions{Enabled: true}})
+	}})
+	for _, sf := range stores {
 		t.Run(sf.name, func(t *testing.T) {
 			store := sf.new(t)
 			q := chat.Quotas{Principal: chat.QuotaLimits{TurnsPerMinute: 5}}
@@ -297,6 +326,11 @@ func TestTurnsPerMinuteExactUnderConcurrentSubmits(t *testing.T) {
 			}
 			if u := usageOf(t, store, alice, base); u.Month.Turns != int64(ran) {
 				t.Errorf("ledger: %d turns, want the %d that ran", u.Month.Turns, ran)
+			}
+			if faults != nil {
+				if c := faults.Counts(); c[ddbfault.LoseAnswer]+c[ddbfault.ServerErrorAfter] == 0 {
+					t.Error("no admission write was faulted")
+				}
 			}
 		})
 	}
