@@ -22,10 +22,12 @@ import (
 // to the next turn only once the ending turn is counted (its own process
 // counts it before its release; a store that decides a dead turn counts
 // it before it frees the session). So a session's turns are counted in
-// ordinal order, and the ledger keeps, per principal and month, the last
-// ordinal counted of each session: an entry whose ordinal is not above it
-// was counted already (a retried or re-sent write, a late copy, a second
-// decider) and changes nothing.
+// ordinal order, and the ledger remembers, per session and month, the
+// last ordinal counted: an entry whose ordinal is not above it was
+// counted already (a retried or re-sent write, a late copy, a second
+// decider) and changes nothing. Where that memory lives is the store's
+// (the DynamoDB store keeps it on an item of the session's, so that the
+// principal's month record does not grow with its sessions).
 
 // Period is a span the ledger counts over: a UTC day or a UTC month.
 type Period string

@@ -19,7 +19,8 @@ import (
 )
 
 // The usage ledger (chat.Store, docs/quotas.md): one item per principal
-// and UTC month, in the same table.
+// and UTC month, and one small item per session that counted a turn in
+// the month, in the same table.
 //
 //	ledger item  pk=USAGE#<tenant key>#<yyyy-mm>  sk=P#<principal key>
 //	  tenant, subject (the principal, for listings), purgeAt (TTL: the
@@ -27,22 +28,24 @@ import (
 //	  a letter per figure: mt turns, mi input tokens, mo output tokens,
 //	  mr cache read, mw cache write, mm model calls, mc tool calls, mq
 //	  store requests, mu read units, mv write units) and each day's
-//	  (d<dd> + the same letter: d07t), the last ordinal counted of each
-//	  session (S#<chat.SessionMarker>), the admissions (A#<id>:
-//	  "<start ms> <expiry ms> <session marker>[ <rate place> <its
-//	  previous start ms>]", expiry 0 once the turn was counted), their
-//	  compare-and-set version qv (concurrentSessions), and the
-//	  turnsPerMinute places (R#<n>: the start ms of the admission that
-//	  last took place n; see Admit).
+//	  (d<dd> + the same letter: d07t), the journal entries of the counts
+//	  in progress (J#<chat.SessionMarker>: the ordinal) and the generation
+//	  g (see RecordUsage), the admissions (A#<id>: "<start ms> <expiry ms>
+//	  <session marker>[ <rate place> <its previous start ms>]", expiry 0
+//	  once the turn was counted), their compare-and-set version qv
+//	  (concurrentSessions), and the turnsPerMinute places (R#<n>: the
+//	  start ms of the admission that last took place n; see Admit). Items
+//	  written before the journal may still hold per-session markers
+//	  (S#<session marker>: the last ordinal counted), read as counted.
+//	counted item pk=USAGE#<tenant key>#<yyyy-mm>  sk=K#<principal key>#<session marker>
+//	  c (the session's last ordinal counted in the month), purgeAt.
 //
 // The keys are hashes (chat.TenantKey, chat.PrincipalKey): fixed size
 // whatever a tenant or subject, and a tenant's principals of a month are
-// one partition, which ListUsage reads in pages. Counting a turn is one
-// UpdateItem: ADD to the month's and the day's counters, conditional on
-// the session's last counted ordinal being below the turn's, which it
-// sets (chat.Store.RecordUsage). The item grows with the days of the
-// month that have turns (about 80 bytes a day) and the sessions that
-// counted a turn in it (about 14 bytes each).
+// one partition, which ListUsage reads in pages (its key condition skips
+// the counted items). The ledger item grows with the days of the month
+// that have turns (about 80 bytes a day) and the admissions of the last
+// minute, never with the sessions it counted.
 
 // Ledger key values and attribute names.
 const (
@@ -59,6 +62,17 @@ const (
 	markerPrefix    = "S#"
 	admissionPrefix = "A#"
 	ratePlacePrefix = "R#"
+	// journalPrefix starts a session's journal entry in the month item:
+	// the ordinal of the turn being counted, from its add to its clear
+	// (RecordUsage).
+	journalPrefix = "J#"
+	// attrGeneration is the month item's generation, moved on by every
+	// clear of a journal entry (RecordUsage).
+	attrGeneration = "g"
+	// countedSKPrefix starts the sort key of a session's counted item,
+	// and attrCountedOrdinal holds its last counted ordinal.
+	countedSKPrefix    = "K#"
+	attrCountedOrdinal = "c"
 	// monthPrefix and dayPrefix start the counters' attribute names.
 	monthPrefix = "m"
 	dayPrefix   = "d"
@@ -233,22 +247,113 @@ func mergeRatePlaces(places []time.Time, item map[string]types.AttributeValue) [
 // toMillis returns t at millisecond precision in UTC, as the items keep it.
 func toMillis(t time.Time) time.Time { return fromMillis(millis(t)) }
 
-// RecordUsage implements chat.Store: one UpdateItem of the owner's item
-// of the turn's month, ADDing the turn to the month's and the day's
-// counters and setting the session's last counted ordinal, conditional on
-// that ordinal being below the entry's. A failed condition means the turn
-// was counted before: nil. A write whose outcome is unknown is resolved
-// with one consistent read (the session's ordinal reached the entry's),
-// and sent once more when the read finds it not applied.
+// countAttempts bounds the rounds of one RecordUsage: a round ends early
+// only when its add failed its condition, because the generation moved
+// (another session's count settled) or an add of the same turn landed
+// first.
+const countAttempts = 16
+
+// RecordUsage implements chat.Store. Counting a turn is, at most:
+//
+//  1. one consistent BatchGetItem of the owner's month item and the
+//     session's counted item (a later step, or an earlier count, may have
+//     done the work: the counted ordinal at or above the entry's, or the
+//     session's journal entry at or above it, say the add applied);
+//  2. the add: one UpdateItem of the month item ADDing the turn to the
+//     month's and the day's counters and setting the session's journal
+//     entry (J#<session marker>) to the ordinal, conditional on the entry
+//     being below the ordinal (or absent) and on the item's generation
+//     (g) being the one read;
+//  3. the settle: one UpdateItem of the session's counted item (sk
+//     K#<principal key>#<session marker>, in the same partition), setting
+//     its counted ordinal, conditional on it being below the entry's;
+//  4. the clear: one UpdateItem of the month item removing the journal
+//     entry and adding 1 to the generation, conditional on the entry
+//     holding the ordinal.
+//
+// So the month item holds a journal entry only for a session whose count
+// is between its add and its clear (a crash there leaves one, which the
+// next count of the session, or of the same turn, clears), and its size
+// does not grow with the sessions it counted. Exactly once: the journal
+// entry refuses a second add of the turn (a retry, a re-send, a late copy,
+// a decider) until the clear; the clear happens only once the counted item
+// remembers the turn, which every count reads first; and a copy of the add
+// that lands after the clear fails its generation, which the clear moved
+// and nothing moves back. A failed condition is not an error: the next
+// round's read says what happened. An add whose outcome is unknown is
+// resolved as the store's writes are (one consistent read, one more send).
+// Month items written before the journal keep their per-session markers
+// (S#<session marker>): one at or above the entry's ordinal counts as
+// counted.
 func (s *Store) RecordUsage(ctx context.Context, e chat.LedgerEntry) error {
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("record usage: %w", err)
 	}
 	start := toMillis(e.StartedAt)
-	mark := markerPrefix + chat.SessionMarker(e.SessionID)
+	session := chat.SessionMarker(e.SessionID)
+	monthKey, countedKey := ledgerKey(e.Owner, start), countedItemKey(e.Owner, start, session)
+	journal := journalPrefix + session
+	for range countAttempts {
+		month, counted, err := s.readCount(ctx, monthKey, countedKey)
+		if err != nil {
+			return fmt.Errorf("record usage of turn %d of session %s: %w", e.Ordinal, e.SessionID, err)
+		}
+		done := numOf(counted, attrCountedOrdinal)
+		if done >= e.Ordinal || numOf(month, markerPrefix+session) >= e.Ordinal {
+			if j := numOf(month, journal); j != 0 && j <= done {
+				// A crash between a settle and its clear left the entry.
+				_ = s.clearJournal(ctx, monthKey, journal, j)
+			}
+			return nil // counted before
+		}
+		if numOf(month, journal) < e.Ordinal {
+			err := s.addCount(ctx, monthKey, e, start, journal, numOf(month, attrGeneration))
+			if failed, _ := conditionFailed(err); failed {
+				continue // the next read tells
+			}
+			if err != nil {
+				return fmt.Errorf("record usage of turn %d of session %s: %w", e.Ordinal, e.SessionID, err)
+			}
+		}
+		// Added (now or before): remember it on the session's item, then
+		// clear the journal entry.
+		if err := s.settleCount(ctx, e.Owner, start, countedKey, e.Ordinal); err != nil {
+			return fmt.Errorf("record usage of turn %d of session %s: settle: %w", e.Ordinal, e.SessionID, err)
+		}
+		// A clear that fails leaves the entry to the session's next count:
+		// the turn is counted and remembered either way.
+		_ = s.clearJournal(ctx, monthKey, journal, e.Ordinal)
+		return nil
+	}
+	return fmt.Errorf("record usage of turn %d of session %s: the month item kept changing", e.Ordinal, e.SessionID)
+}
+
+// readCount reads the month item and the session's counted item
+// consistently in one BatchGetItem (nil when absent).
+func (s *Store) readCount(ctx context.Context, monthKey, countedKey map[string]types.AttributeValue) (month, counted map[string]types.AttributeValue, err error) {
+	items, err := s.getItems(ctx, []map[string]types.AttributeValue{monthKey, countedKey})
+	if err != nil {
+		return nil, nil, err
+	}
+	want := sortKey(countedKey)
+	for _, item := range items {
+		if skOf(item) == want {
+			counted = item
+		} else {
+			month = item
+		}
+	}
+	return month, counted, nil
+}
+
+// addCount is step 2 of RecordUsage: the counters added and the journal
+// entry set, conditional on the entry being below the ordinal and on the
+// generation read (zero: none yet). An unknown outcome is resolved by a
+// consistent read (the entry at or above the ordinal: applied).
+func (s *Store) addCount(ctx context.Context, key map[string]types.AttributeValue, e chat.LedgerEntry, start time.Time, journal string, generation int64) error {
 	c := chat.Counters{Turns: 1, Usage: e.Usage}
 	up := s.ledgerIdentity(expression.UpdateBuilder{}, e.Owner, start).
-		Set(expression.Name(mark), expression.Value(e.Ordinal))
+		Set(expression.Name(journal), expression.Value(e.Ordinal))
 	up = addCounters(addCounters(up, monthPrefix, c), dayCounters(start), c)
 	if e.Admission != "" {
 		// Its slot is released; it counts towards the rate for a minute
@@ -256,20 +361,58 @@ func (s *Store) RecordUsage(ctx context.Context, e chat.LedgerEntry) error {
 		up = up.Set(expression.Name(admissionPrefix+e.Admission), expression.Value(admissionValue(start, time.Time{}, chat.SessionMarker(e.SessionID))))
 	}
 	cond := condition{
-		expr:    "attribute_not_exists(#mark) OR #mark < :ordinal",
-		aliases: map[string]string{"#mark": mark},
+		expr:    "(attribute_not_exists(#journal) OR #journal < :ordinal) AND attribute_not_exists(#g)",
+		aliases: map[string]string{"#journal": journal, "#g": attrGeneration},
 		values:  map[string]types.AttributeValue{":ordinal": numValue(e.Ordinal)},
 	}
-	err := s.resolvedWrite(ctx, ledgerKey(e.Owner, start), up, cond, func(item map[string]types.AttributeValue) bool {
-		return item != nil && numOf(item, mark) >= e.Ordinal
+	if generation > 0 {
+		cond.expr = "(attribute_not_exists(#journal) OR #journal < :ordinal) AND #g = :generation"
+		cond.values[":generation"] = numValue(generation)
+	}
+	return s.resolvedWrite(ctx, key, up, cond, func(item map[string]types.AttributeValue) bool {
+		return item != nil && numOf(item, journal) >= e.Ordinal
+	})
+}
+
+// settleCount is step 3 of RecordUsage: the session's counted ordinal set
+// to ordinal unless it is there already (a failed condition: it is).
+func (s *Store) settleCount(ctx context.Context, p chat.Principal, start time.Time, key map[string]types.AttributeValue, ordinal int64) error {
+	up := expression.Set(expression.Name(attrCountedOrdinal), expression.Value(ordinal)).
+		Set(expression.Name(AttrPurgeAt), expression.Value(s.ledger.PurgeAt(start).Unix()))
+	cond := condition{expr: "attribute_not_exists(#c) OR #c < :ordinal", aliases: map[string]string{"#c": attrCountedOrdinal},
+		values: map[string]types.AttributeValue{":ordinal": numValue(ordinal)}}
+	err := s.resolvedWrite(ctx, key, up, cond, func(item map[string]types.AttributeValue) bool {
+		return item != nil && numOf(item, attrCountedOrdinal) >= ordinal
 	})
 	if failed, _ := conditionFailed(err); failed {
-		return nil // counted before
+		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("record usage of turn %d of session %s: %w", e.Ordinal, e.SessionID, err)
+	return err
+}
+
+// clearJournal is step 4 of RecordUsage: the session's journal entry
+// removed and the generation moved on, conditional on the entry holding
+// ordinal (a failed condition: cleared before, or a later turn's).
+func (s *Store) clearJournal(ctx context.Context, key map[string]types.AttributeValue, journal string, ordinal int64) error {
+	up := expression.Remove(expression.Name(journal)).Add(expression.Name(attrGeneration), expression.Value(1))
+	cond := condition{expr: "#journal = :ordinal", aliases: map[string]string{"#journal": journal},
+		values: map[string]types.AttributeValue{":ordinal": numValue(ordinal)}}
+	err := s.resolvedWrite(ctx, key, up, cond, func(item map[string]types.AttributeValue) bool {
+		return item != nil && numOf(item, journal) != ordinal
+	})
+	if failed, _ := conditionFailed(err); failed {
+		return nil
 	}
-	return nil
+	return err
+}
+
+// countedItemKey is the key of the counted item of the session whose
+// marker is session, in p's ledger partition of the month containing t.
+func countedItemKey(p chat.Principal, t time.Time, session string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{
+		AttrPK: strValue(ledgerPK(p.Tenant, t)),
+		AttrSK: strValue(countedSKPrefix + chat.PrincipalKey(p) + "#" + session),
+	}
 }
 
 // ReadUsage implements chat.Store: one consistent GetItem of p's item of
@@ -376,7 +519,8 @@ func (s *Store) ListUsage(ctx context.Context, req chat.UsageListRequest) (*chat
 		}
 		start = map[string]types.AttributeValue{AttrPK: strValue(pk), AttrSK: strValue(ledgerSKPrefix + after)}
 	}
-	e, err := build(expression.NewBuilder().WithKeyCondition(expression.Key(AttrPK).Equal(expression.Value(pk))))
+	e, err := build(expression.NewBuilder().WithKeyCondition(expression.Key(AttrPK).Equal(expression.Value(pk)).
+		And(expression.Key(AttrSK).BeginsWith(ledgerSKPrefix))))
 	if err != nil {
 		return nil, err
 	}
