@@ -31,7 +31,7 @@ import (
 //	  (d<dd> + the same letter: d07t), the journal entries of the counts
 //	  in progress (J#<chat.SessionMarker>: the ordinal) and the generation
 //	  g (see RecordUsage), the admissions (A#<id>: "<start ms> <expiry ms>
-//	  <session marker>[ <rate place> <its previous start ms>]", expiry 0
+//	  <session marker>[ <rate place>]", expiry 0
 //	  once the turn was counted), their compare-and-set version qv
 //	  (concurrentSessions), and the turnsPerMinute places (R#<n>: the
 //	  start ms of the admission that last took place n; see Admit). Items
@@ -163,19 +163,17 @@ func admissionValue(start, expires time.Time, session string) string {
 	return strconv.FormatInt(millis(start), 10) + " " + strconv.FormatInt(millis(expires), 10) + " " + session
 }
 
-// placedValue encodes an admission that took rate place number place,
-// whose previous start was floor (zero: none): admissionValue and " <place>
-// <floor ms>", so that its give-back can restore the place.
-func placedValue(start, expires time.Time, session string, place int, floor time.Time) string {
-	return admissionValue(start, expires, session) + " " + strconv.Itoa(place) + " " + strconv.FormatInt(millis(floor), 10)
+// placedValue encodes an admission that took rate place number place:
+// admissionValue and " <place>", so that its give-back finds the place.
+func placedValue(start, expires time.Time, session string, place int) string {
+	return admissionValue(start, expires, session) + " " + strconv.Itoa(place)
 }
 
 // storedAdmission is an admission as its item holds it: place is its rate
-// place (-1: none), floor what the place held before.
+// place (-1: none).
 type storedAdmission struct {
 	chat.Admission
 	place int
-	floor time.Time
 }
 
 // parseAdmission decodes an admission attribute (admissionValue or
@@ -187,7 +185,7 @@ func parseAdmission(name string, v types.AttributeValue) (storedAdmission, bool)
 		return storedAdmission{}, false
 	}
 	f := strings.Split(s.Value, " ")
-	if len(f) != 3 && len(f) != 5 {
+	if len(f) != 3 && len(f) != 4 {
 		return storedAdmission{}, false
 	}
 	a, errA := strconv.ParseInt(f[0], 10, 64)
@@ -196,11 +194,9 @@ func parseAdmission(name string, v types.AttributeValue) (storedAdmission, bool)
 		return storedAdmission{}, false
 	}
 	out := storedAdmission{Admission: chat.Admission{ID: id, StartedAt: fromMillis(a), ExpiresAt: fromMillis(b), Session: f[2]}, place: -1}
-	if len(f) == 5 {
-		place, errP := strconv.Atoi(f[3])
-		floor, errF := strconv.ParseInt(f[4], 10, 64)
-		if errP == nil && errF == nil && place >= 0 {
-			out.place, out.floor = place, fromMillis(floor)
+	if len(f) == 4 {
+		if place, err := strconv.Atoi(f[3]); err == nil && place >= 0 {
+			out.place = place
 		}
 	}
 	return out, true
@@ -607,9 +603,9 @@ var errLostRace = errors.New("dynamo: admission lost its place to another")
 
 // Admit implements chat.Store. With a turnsPerMinute limit the admission
 // takes one of the principal's rate places (chat.PrincipalUsage.RatePlaces)
-// in one UpdateItem whose condition is that the place is as read: free for
-// the admission's start (its last start at least chat.RateWindow before)
-// and not taken since. That condition, not the read, enforces the rate:
+// in one UpdateItem whose condition is that the place is free for the
+// admission's start: never taken, or its last start at least
+// chat.RateWindow before. That condition, not the read, enforces the rate:
 // two admissions never hold one place within a minute, whatever the order
 // of their writes or starts, in any number of processes. With a
 // concurrentSessions limit the same write is also a compare-and-set on the
@@ -689,9 +685,9 @@ func freeRatePlace(places []time.Time, limit int64, t time.Time) (int, *chat.Quo
 	return free[mrand.IntN(len(free))], nil
 }
 
-// writeAdmission records a in p's item, in rate place place (-1: none) as
-// basis read it, and with versioned set as a compare-and-set on the
-// version basis read; it forgets basis's stale admissions. When the
+// writeAdmission records a in p's item, in rate place place (-1: none) if
+// it is free for a's start, and with versioned set as a compare-and-set on
+// the version basis read; it forgets basis's stale admissions. When the
 // condition fails it reads the item once (consistently): nil when a is
 // recorded (an SDK retry of this very write, which fails its own
 // condition), else errLostRace with the read.
@@ -701,18 +697,12 @@ func (s *Store) writeAdmission(ctx context.Context, p chat.Principal, a chat.Adm
 	value := admissionValue(a.StartedAt, a.ExpiresAt, a.Session)
 	up := s.ledgerIdentity(expression.UpdateBuilder{}, p, a.StartedAt)
 	if place >= 0 {
-		var floor time.Time
-		if place < len(basis.RatePlaces) {
-			floor = basis.RatePlaces[place]
-		}
+		// The limit itself: the place free for this start in this item
+		// (whatever the read saw).
 		cond.aliases["#r"] = ratePlaceName(place)
-		if floor.IsZero() {
-			cond.expr += " AND attribute_not_exists(#r)"
-		} else {
-			cond.expr += " AND #r = :floor"
-			cond.values[":floor"] = numValue(millis(floor))
-		}
-		value = placedValue(a.StartedAt, a.ExpiresAt, a.Session, place, floor)
+		cond.expr += " AND (attribute_not_exists(#r) OR #r <= :cutoff)"
+		cond.values[":cutoff"] = numValue(millis(a.StartedAt.Add(-chat.RateWindow)))
+		value = placedValue(a.StartedAt, a.ExpiresAt, a.Session, place)
 		up = up.Set(expression.Name(ratePlaceName(place)), expression.Value(millis(a.StartedAt)))
 	}
 	if versioned {
@@ -748,7 +738,10 @@ func (s *Store) writeAdmission(ctx context.Context, p chat.Principal, a chat.Adm
 
 // CancelAdmission implements chat.Store. An admission that holds a rate
 // place gives it back in one UpdateItem conditional on the place still
-// holding the admission's start, restoring what the place held before;
+// holding the admission's start, setting it to that start less
+// chat.RateWindow: the latest start the place can have held before (the
+// admission's own condition), so the place is free for any turn starting
+// from the given-back one's start on, as it was before that admission;
 // the place is never freed twice (a retry, or a give-back sent again
 // after another admission took the place, fails that condition). Finding
 // the admission's place costs one consistent read first. Otherwise, one
@@ -769,12 +762,8 @@ func (s *Store) CancelAdmission(ctx context.Context, p chat.Principal, a chat.Ad
 	gone := func(item map[string]types.AttributeValue) bool { return item == nil || item[name] == nil }
 	if stored.place >= 0 {
 		placeName := ratePlaceName(stored.place)
-		up := expression.Remove(expression.Name(name))
-		if stored.floor.IsZero() {
-			up = up.Remove(expression.Name(placeName))
-		} else {
-			up = up.Set(expression.Name(placeName), expression.Value(millis(stored.floor)))
-		}
+		up := expression.Remove(expression.Name(name)).
+			Set(expression.Name(placeName), expression.Value(millis(stored.StartedAt.Add(-chat.RateWindow))))
 		cond := condition{expr: "#r = :start AND attribute_exists(#a)", aliases: map[string]string{"#r": placeName, "#a": name},
 			values: map[string]types.AttributeValue{":start": numValue(millis(stored.StartedAt))}}
 		err := s.resolvedWrite(ctx, key, up, cond, gone)

@@ -402,6 +402,23 @@ func admissionCases() map[string]func(*testing.T, *env) {
 			}
 		},
 
+		"RateAcrossTheMonthBoundary": func(t *testing.T, e *env) {
+			// The previous month's admissions count in the next month's
+			// first minute, and a place they left free is free.
+			if err := e.admit(admission("a1", time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC)), 2, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.admit(admission("a2", time.Date(2026, 11, 30, 23, 59, 40, 0, time.UTC)), 2, 0); err != nil {
+				t.Fatal(err)
+			}
+			dec := time.Date(2026, 12, 1, 0, 0, 10, 0, time.UTC)
+			if err := e.admit(admission("a3", dec), 2, 0); err != nil {
+				t.Fatalf("in December, beside one November turn of the minute: %v", err)
+			}
+			wantQuota(t, "a third within the minute", e.admit(admission("a4", dec.Add(time.Second)), 2, 0),
+				chat.QuotaTurnsPerMinute, 29*time.Second)
+		},
+
 		"GiveBackFreesItsPlaceOnce": func(t *testing.T, e *env) {
 			// A give-back sent twice (a retry), the second after another
 			// admission took the place it freed, frees one place.
