@@ -88,6 +88,29 @@ func ledgerCases() map[string]func(*testing.T, *env) {
 			wantCounters(t, "month", e.usage(alice, start).Month, counters(3, usageOf(2), usageOf(3), usageOf(4)))
 		},
 
+		"ConcurrentCountsOfOnePrincipal": func(t *testing.T, e *env) {
+			// 30 sessions of one principal end at once, each counted twice
+			// (its process and a decider): 30 turns, no error.
+			const n = 30
+			errs := make(chan error, 2*n)
+			var wg sync.WaitGroup
+			for i := range 2 * n {
+				wg.Go(func() { errs <- e.store.RecordUsage(e.ctx, entry(fmt.Sprint("s", i%n), 1, start, usageOf(1))) })
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Errorf("a count: %v", err)
+				}
+			}
+			us := make([]chat.Usage, n)
+			for i := range us {
+				us[i] = usageOf(1)
+			}
+			wantCounters(t, "month", e.usage(alice, start).Month, counters(n, us...))
+		},
+
 		"DayAndMonthOfTheStart": func(t *testing.T, e *env) {
 			// A turn counts in the UTC day and month it started in,
 			// whenever it is counted.
