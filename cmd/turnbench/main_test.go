@@ -192,19 +192,20 @@ func TestChoose(t *testing.T) {
 }
 
 // checkLedgerSection checks the ledger section's structural results: the
-// ledger adds exactly one request a turn (request budgets 3 + 1 for a new
-// session, 4 + 1 after) and a write unit; a principal's token quota one
-// read before the claim; a rate quota the read and the admission's
-// write; a tenant quota without its cache the principal's read and the
-// tenant's Query. A month item that holds more sessions' markers costs
-// no fewer units.
+// ledger adds exactly four requests a turn (the count's read, add, settle
+// and clear: request budgets 3 + 4 for a new session, 4 + 4 after) and
+// write units; a principal's token quota one read before the claim; a
+// rate quota the read and the admission's write; a tenant quota without
+// its cache the principal's read and the tenant's Query. A count costs
+// the same units whatever the sessions the month counted; a burst of
+// admissions admits exactly the rate.
 func checkLedgerSection(t *testing.T, r *ledgerbench.Result) {
 	t.Helper()
 	if r == nil || len(r.First) != len(ledgerbench.Modes) {
 		t.Error("ledger: not measured")
 		return
 	}
-	extra := []int{0, 1, 2, 3, 3, -1} // requests over the ledger off; -1: not fixed (the cache)
+	extra := []int{0, 4, 5, 6, 6, -1} // requests over the ledger off; -1: not fixed (the cache)
 	for i, mode := range ledgerbench.Modes {
 		for _, k := range []struct {
 			name string
@@ -216,10 +217,13 @@ func checkLedgerSection(t *testing.T, r *ledgerbench.Result) {
 			}
 		}
 	}
-	if on, off := r.Second[1], r.Second[0]; on.Requests != 5 || on.WriteUnits() <= off.WriteUnits() {
-		t.Errorf("ledger: a second turn with the ledger: %d requests (budget 4 + 1), %d WCU against %d without", on.Requests, on.WriteUnits(), off.WriteUnits())
+	if on, off := r.Second[1], r.Second[0]; on.Requests != 8 || on.WriteUnits() <= off.WriteUnits() {
+		t.Errorf("ledger: a second turn with the ledger: %d requests (budget 4 + 4), %d WCU against %d without", on.Requests, on.WriteUnits(), off.WriteUnits())
 	}
-	if r.GrowthLastWCU < r.GrowthFirstWCU || r.GrowthLastB <= r.GrowthFirstB || r.GrowthFirstWCU == 0 {
-		t.Errorf("ledger growth: first write %d WCU (%d B), after %d sessions %d WCU (%d B)", r.GrowthFirstWCU, r.GrowthFirstB, r.GrowthSessions, r.GrowthLastWCU, r.GrowthLastB)
+	if r.GrowthLastWCU != r.GrowthFirstWCU || r.GrowthFirstWCU == 0 {
+		t.Errorf("ledger growth: first count %d WCU (%d B), after %d sessions %d WCU (%d B); want equal", r.GrowthFirstWCU, r.GrowthFirstB, r.GrowthSessions, r.GrowthLastWCU, r.GrowthLastB)
+	}
+	if len(r.Admission) != 2 || r.Admission[1].Admitted != ledgerbench.BurstLimit || r.Admission[1].Unavailable != 0 {
+		t.Errorf("ledger: a burst of %d admissions with turnsPerMinute %d: %+v, want exactly %d admitted", ledgerbench.BurstSize, ledgerbench.BurstLimit, r.Admission, ledgerbench.BurstLimit)
 	}
 }

@@ -41,7 +41,8 @@ const (
 // The writes of KindUsage (Purpose.Write).
 const (
 	// LedgerWrite counts a turn: the ADD conditional on its session's
-	// marker.
+	// journal entry and the month item's generation, the settle of the
+	// session's counted item, and the clear of the journal entry.
 	LedgerWrite = "ledger write"
 	// AdmissionWrite records an admission (rate and concurrency quotas)
 	// or forgets one that was given back.
@@ -84,7 +85,7 @@ func Classify(r Request) Purpose {
 	switch r.Op {
 	case "UpdateItem":
 		switch {
-		case item == dynamo.ItemLedger && strings.Contains(cond, "#mark"):
+		case item == dynamo.ItemLedger && (strings.Contains(cond, "#journal") || strings.Contains(cond, "#c < :ordinal")):
 			p.Kind, p.Write = KindUsage, LedgerWrite
 		case item == dynamo.ItemLedger:
 			p.Kind, p.Write = KindUsage, AdmissionWrite

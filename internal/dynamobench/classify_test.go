@@ -64,7 +64,7 @@ func TestClassifyUsage(t *testing.T) {
 	if err := store.RecordUsage(t.Context(), chat.LedgerEntry{SessionID: "s1", Ordinal: 1, Owner: p, StartedAt: at}); err != nil {
 		t.Fatal(err)
 	}
-	want("record", take(), dynamobench.LedgerWrite)
+	want("record", take(), "", dynamobench.LedgerWrite, dynamobench.LedgerWrite, dynamobench.LedgerWrite) // read, add, settle, clear
 	if _, err := store.ReadUsage(t.Context(), p, at); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestClassifyUsage(t *testing.T) {
 	if err := store.CancelAdmission(t.Context(), p, a); err != nil {
 		t.Fatal(err)
 	}
-	want("cancel", take(), dynamobench.AdmissionWrite)
+	want("cancel", take(), "", dynamobench.AdmissionWrite) // find its rate place, give it back
 	if _, err := store.ListUsage(t.Context(), chat.UsageListRequest{Tenant: p.Tenant, At: at}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,12 @@
 //
 // The ledger is compared with the ledger off, each quota mode with the
 // ledger on (the quota check's own cost).
-//   - growth: the write units of a ledger write once the principal's
-//     month item holds the markers of Growth sessions, against the
-//     first.
+//   - growth: the write units of counting a turn once the principal's
+//     month counted Growth sessions, against the first;
+//   - admission: a turnsPerMinute admission's requests and units, and a
+//     burst of 30 at once with a limit of 5 (admitted, refused, the
+//     burst's requests and units), the store's Admit against the
+//     compare-and-set admission it replaced, reproduced (admission.go).
 //
 // The echo model answers at full speed without tools: no model call
 // after the first, so the check before each model call adds nothing
@@ -76,11 +79,14 @@ type Result struct {
 	// TenantPrincipals is the size of the dev tenant's partition of the
 	// month when the section ended (what a tenant's Query reads).
 	TenantPrincipals int
-	// Growth: the write units and item size of a ledger write on a fresh
-	// principal's item, and once it holds GrowthSessions sessions.
+	// Growth: the write units of counting a turn, and the month item's
+	// size, on a fresh principal's month and once it counted
+	// GrowthSessions sessions.
 	GrowthSessions                int
 	GrowthFirstWCU, GrowthLastWCU int
 	GrowthFirstB, GrowthLastB     int
+	// Admission: the baseline admission, then the store's (admission.go).
+	Admission []AdmissionMethod
 }
 
 // Growth is the sessions the growth figure fills a month item with
@@ -176,6 +182,9 @@ func Run(ctx context.Context, e Env) (*Result, error) {
 	if err := growthRun(ctx, e, res); err != nil {
 		return nil, err
 	}
+	if err := admissionRun(ctx, e, res); err != nil {
+		return nil, err
+	}
 	if err := tenantPartition(ctx, e, res); err != nil {
 		return nil, err
 	}
@@ -183,8 +192,7 @@ func Run(ctx context.Context, e Env) (*Result, error) {
 }
 
 // growthRun counts one turn of each of res.GrowthSessions sessions
-// in a fresh principal's month item, measuring the first write and the
-// last.
+// in a fresh principal's month, measuring the first count and the last.
 func growthRun(ctx context.Context, e Env, res *Result) error {
 	m := dynamobench.NewCapacityMeter(e.Client, e.Raw, e.Table)
 	store := dynamo.New(m, dynamo.Options{Table: e.Table, CursorKey: e.CursorKey, Ledger: chat.LedgerOptions{Enabled: true}})
@@ -271,10 +279,29 @@ func (r *Result) Rows() [][4]string {
 				float64(quantileOf(d, 0.5))/float64(quantileOf(base, 0.5))),
 		})
 	}
+	if len(r.Admission) == 2 {
+		before, after := r.Admission[0], r.Admission[1]
+		rows = append(rows, [4]string{
+			"a turnsPerMinute admission on a fresh read (the read and the admission's writes; median)",
+			after.Name + ": " + acct(after.Sequential), before.Name + ": " + acct(before.Sequential), vs(after.Sequential, before.Sequential),
+		})
+		burst := func(m AdmissionMethod) string {
+			per := "none admitted"
+			if m.Admitted > 0 {
+				per = fmt.Sprintf("%.1f requests, %.1f WCU per admitted turn", float64(m.Burst.Requests)/float64(m.Admitted),
+					float64(m.Burst.WriteUnits())/float64(m.Admitted))
+			}
+			return fmt.Sprintf("%d admitted, %d unavailable; %d requests, %d WCU in all (%s)", m.Admitted, m.Unavailable, m.Burst.Requests, m.Burst.WriteUnits(), per)
+		}
+		rows = append(rows, [4]string{
+			fmt.Sprintf("%d admissions at once from two stores, turnsPerMinute %d", BurstSize, BurstLimit),
+			burst(after), burst(before), fmt.Sprintf("%d vs %d admitted", after.Admitted, before.Admitted),
+		})
+	}
 	rows = append(rows, [4]string{
-		fmt.Sprintf("a ledger write once the principal's month item holds %d sessions' markers", r.GrowthSessions),
-		fmt.Sprintf("%d WCU (item %d B)", r.GrowthLastWCU, r.GrowthLastB),
-		fmt.Sprintf("the first session's: %d WCU (item %d B)", r.GrowthFirstWCU, r.GrowthFirstB),
+		fmt.Sprintf("counting a turn of the principal's %dth session of the month (read, add, settle, clear)", r.GrowthSessions),
+		fmt.Sprintf("%d WCU (month item %d B)", r.GrowthLastWCU, r.GrowthLastB),
+		fmt.Sprintf("the first session's: %d WCU (month item %d B)", r.GrowthFirstWCU, r.GrowthFirstB),
 		fmt.Sprintf("%.2fx", float64(r.GrowthLastWCU)/float64(r.GrowthFirstWCU)),
 	})
 	return rows

@@ -22,10 +22,12 @@ import (
 // to the next turn only once the ending turn is counted (its own process
 // counts it before its release; a store that decides a dead turn counts
 // it before it frees the session). So a session's turns are counted in
-// ordinal order, and the ledger keeps, per principal and month, the last
-// ordinal counted of each session: an entry whose ordinal is not above it
-// was counted already (a retried or re-sent write, a late copy, a second
-// decider) and changes nothing.
+// ordinal order, and the ledger remembers, per session and month, the
+// last ordinal counted: an entry whose ordinal is not above it was
+// counted already (a retried or re-sent write, a late copy, a second
+// decider) and changes nothing. Where that memory lives is the store's
+// (the DynamoDB store keeps it on an item of the session's, so that the
+// principal's month record does not grow with its sessions).
 
 // Period is a span the ledger counts over: a UTC day or a UTC month.
 type Period string
@@ -167,9 +169,14 @@ const RateWindow = time.Minute
 // Running reports whether a still holds a concurrency slot at t.
 func (a Admission) Running(t time.Time) bool { return a.ExpiresAt.After(t) }
 
-// Recent reports whether a counts towards turnsPerMinute at t.
+// Recent reports whether a counts towards turnsPerMinute at t: it
+// started less than RateWindow before t, or after t. Concurrent submits
+// write their admissions in any order, not in the order of their starts;
+// an admission that started after t is within the window of a turn
+// started at t all the same (both fall in one span of RateWindow), so it
+// counts.
 func (a Admission) Recent(t time.Time) bool {
-	return !a.StartedAt.After(t) && t.Sub(a.StartedAt) < RateWindow
+	return t.Sub(a.StartedAt) < RateWindow
 }
 
 // Live reports whether a still counts towards any quota at t; a store may
@@ -186,6 +193,16 @@ type PrincipalUsage struct {
 	Admissions []Admission
 	// Version is the admission state's compare-and-set version (Store.Admit).
 	Version int64
+	// RatePlaces are the principal's turnsPerMinute places, as a store
+	// that enforces the rate by a conditional write keeps them
+	// (Store.Admit): the start of the admission that last took each place
+	// (zero: never taken), by place number. A turn starting at t may take
+	// a place whose start is at least RateWindow before t; an admission
+	// takes one place, so a principal with turnsPerMinute n has n places
+	// and no span of RateWindow holds more than n admissions' starts. A
+	// store that checks and records an admission in one step (the
+	// in-memory one) keeps none.
+	RatePlaces []time.Time
 	// Stale are the ids of admissions the record still holds that count
 	// no more (not Live at At); the next Admit forgets them. A store may
 	// leave it empty.

@@ -4,14 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/ddbfault"
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -160,11 +165,12 @@ func (s *countingLedger) ReleaseTurn(ctx context.Context, req chat.ReleaseReques
 }
 
 // TestLedgerRequestBudget: with the ledger on a completed turn makes one
-// store call more than without, RecordUsage, and on DynamoDB exactly one
-// request more: 5 (4 for a new session) instead of 4 (3)
-// (docs/design.md#storage-one-dynamodb-table, docs/quotas.md). A quota
-// check adds one read, and with a rate or concurrency quota one write.
+// store call more than without, RecordUsage, and on DynamoDB exactly four
+// requests more (the count's read, add, settle and clear): 8 (7 for a new
+// session) instead of 4 (3) (docs/quotas.md). A quota check adds one
+// read, and with a rate or concurrency quota one write.
 func TestLedgerRequestBudget(t *testing.T) {
+	const count = "BatchGetItem UpdateItem UpdateItem UpdateItem"
 	for name, tc := range map[string]struct {
 		ledger   bool
 		quotas   chat.Quotas
@@ -172,14 +178,14 @@ func TestLedgerRequestBudget(t *testing.T) {
 	}{
 		"ledger off": {false, chat.Quotas{}, []string{"UpdateItem", "UpdateItem", "UpdateItem"},
 			[]string{"UpdateItem", "Query", "UpdateItem", "UpdateItem"}},
-		"ledger on": {true, chat.Quotas{}, []string{"UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem"},
-			[]string{"UpdateItem", "Query", "UpdateItem", "UpdateItem", "UpdateItem"}},
+		"ledger on": {true, chat.Quotas{}, []string{"UpdateItem", "UpdateItem", count, "UpdateItem"},
+			[]string{"UpdateItem", "Query", "UpdateItem", count, "UpdateItem"}},
 		"token quota": {true, chat.Quotas{Principal: chat.QuotaLimits{TokensPerDay: 1000}},
-			[]string{"GetItem", "UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem"},
-			[]string{"GetItem", "UpdateItem", "Query", "UpdateItem", "UpdateItem", "UpdateItem"}},
+			[]string{"GetItem", "UpdateItem", "UpdateItem", count, "UpdateItem"},
+			[]string{"GetItem", "UpdateItem", "Query", "UpdateItem", count, "UpdateItem"}},
 		"rate quota": {true, chat.Quotas{Principal: chat.QuotaLimits{TurnsPerMinute: 100}},
-			[]string{"GetItem", "UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem"},
-			[]string{"GetItem", "UpdateItem", "UpdateItem", "Query", "UpdateItem", "UpdateItem", "UpdateItem"}},
+			[]string{"GetItem", "UpdateItem", "UpdateItem", "UpdateItem", count, "UpdateItem"},
+			[]string{"GetItem", "UpdateItem", "UpdateItem", "Query", "UpdateItem", count, "UpdateItem"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			log := &dynamo.OperationLog{}
@@ -239,6 +245,93 @@ func TestTurnsPerMinute(t *testing.T) {
 			e.submit(t, "s4", "t4", "hello", nil, nil).want(t, http.StatusOK, "")
 			if u := usageOf(t, store, alice, start); u.Month.Turns != 4 {
 				t.Errorf("alice's month: %d turns, want 4", u.Month.Turns)
+			}
+		})
+	}
+}
+
+// TestTurnsPerMinuteExactUnderConcurrentSubmits: 30 submits of one
+// principal at once, on 30 sessions, through two handlers (two servers)
+// on one store, with turnsPerMinute 5: exactly 5 run, the other 25 get
+// 429 QUOTA_EXCEEDED principal.turnsPerMinute, and the ledger counts 5
+// turns; also on DynamoDB with a third of the admission writes losing
+// their answer or answered 500 after applying (below the SDK's retryer):
+// an admission recognises its own write, never counted twice nor
+// refused. The handlers' clock moves a millisecond per reading, so the
+// submits' starts differ and their admissions are written in any order of
+// their starts, as concurrent submits' are (the whole run spans far less
+// than the minute however slow the machine).
+func TestTurnsPerMinuteExactUnderConcurrentSubmits(t *testing.T) {
+	base := time.Now().UTC().Truncate(time.Millisecond)
+	var ticks atomic.Int64
+	now := func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
+	var faults *ddbfault.Transport
+	stores := append(ledgerStores(nil), storeFactory{"dynalite, a third of the admission writes faulted", func(tb testing.TB) chat.Store {
+		tb.Helper()
+		faults = ddbfault.New(nil)
+		opts := dynalite.Options(tb)
+		opts.Transport = faults
+		client, err := dynamo.NewClient(context.Background(), opts)
+		if err != nil {
+			tb.Fatalf("dynamo client: %v", err)
+		}
+		var mu sync.Mutex
+		rng := mrand.New(mrand.NewPCG(34, 2))
+		admission := ddbfault.Op("UpdateItem", "attribute_not_exists(#a)")
+		faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+			mu.Lock()
+			defer mu.Unlock()
+			if !admission(a) || rng.IntN(3) != 0 {
+				return ddbfault.Pass
+			}
+			return []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter}[rng.IntN(2)]
+		})
+		return dynamo.New(client, dynamo.Options{Table: dynalite.Table(tb, client),
+			CursorKey: []byte("turn-test-cursor-key-0123456789"), Ledger: chat.LedgerOptions{Enabled: true}})
+	}})
+	for _, sf := range stores {
+		t.Run(sf.name, func(t *testing.T) {
+			store := sf.new(t)
+			q := chat.Quotas{Principal: chat.QuotaLimits{TurnsPerMinute: 5}}
+			opts := func(o *turn.Options) {
+				o.Ledger = true
+				o.Definition.Quotas = q
+				o.Now = now
+			}
+			envs := []*env{
+				newEnv(t, store, &scriptModel{Chunks: []string{"ok"}}, opts),
+				newEnv(t, store, &scriptModel{Chunks: []string{"ok"}}, opts),
+			}
+			const n = 30
+			results := make([]result, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					results[i] = envs[i%2].submit(t, fmt.Sprint("s", i), fmt.Sprint("t", i), "hello", nil, nil)
+				})
+			}
+			wg.Wait()
+			ran, refused := 0, 0
+			for i, r := range results {
+				switch {
+				case r.status == http.StatusOK:
+					ran++
+				case r.status == http.StatusTooManyRequests && r.header.Get(httpedge.QuotaHeader) == "principal.turnsPerMinute":
+					refused++
+				default:
+					t.Errorf("submit %d: %d %s", i, r.status, r.raw)
+				}
+			}
+			if ran != 5 || refused != n-5 {
+				t.Errorf("%d ran, %d refused by the rate, of %d submits with turnsPerMinute 5", ran, refused, n)
+			}
+			if u := usageOf(t, store, alice, base); u.Month.Turns != int64(ran) {
+				t.Errorf("ledger: %d turns, want the %d that ran", u.Month.Turns, ran)
+			}
+			if faults != nil {
+				if c := faults.Counts(); c[ddbfault.LoseAnswer]+c[ddbfault.ServerErrorAfter] == 0 {
+					t.Error("no admission write was faulted")
+				}
 			}
 		})
 	}

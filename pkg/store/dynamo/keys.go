@@ -23,8 +23,8 @@ const (
 	ItemDelta ItemKind = "delta"
 	// ItemChunk is one part of a large turn's compressed messages.
 	ItemChunk ItemKind = "chunk"
-	// ItemLedger is a principal's usage ledger item of one month
-	// (ledger.go).
+	// ItemLedger is a principal's usage ledger item of one month, or a
+	// session's counted item beside it (ledger.go).
 	ItemLedger ItemKind = "ledger"
 )
 
@@ -55,7 +55,7 @@ func ItemKindOf(sk string) ItemKind {
 	if sk == sessionSK {
 		return ItemSession
 	}
-	if strings.HasPrefix(sk, ledgerSKPrefix) {
+	if strings.HasPrefix(sk, ledgerSKPrefix) || strings.HasPrefix(sk, countedSKPrefix) {
 		return ItemLedger
 	}
 	if len(sk) < len(turnKeyShape) || !strings.HasPrefix(sk, turnPrefix) {

@@ -5,8 +5,15 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
 	"github.com/turnstream/turnstream/internal/dynalite"
@@ -16,8 +23,11 @@ import (
 
 // The ledger's writes, aimed at by fragments only their requests carry.
 var (
-	ledgerWrite    = ddbfault.Op("UpdateItem", ":ordinal")
-	admissionWrite = ddbfault.Op("UpdateItem", "#qv")
+	ledgerWrite    = ddbfault.Op("UpdateItem", "#journal < :ordinal")
+	settleWrite    = ddbfault.Op("UpdateItem", "#c < :ordinal")
+	journalClear   = ddbfault.Op("UpdateItem", "#journal = :ordinal")
+	admissionWrite = ddbfault.Op("UpdateItem", "attribute_not_exists(#a)")
+	giveBackWrite  = ddbfault.Op("UpdateItem", "#r = :start")
 )
 
 // ledgerStore is the fault env's store with the usage ledger enabled.
@@ -37,12 +47,23 @@ func TestRecordUsageCountsOnceUnderFaults(t *testing.T) {
 		rule    ddbfault.Rule
 		fault   ddbfault.Fault
 		applies bool
+		// failsCounted: the first call reports an error although the add
+		// applied (its settle never did: a crash between the writes).
+		failsCounted bool
 	}{
-		"answer lost":                 {ddbfault.Once(ddbfault.LoseAnswer, ledgerWrite), ddbfault.LoseAnswer, true},
-		"500 after apply, every try":  {ddbfault.Always(ddbfault.ServerErrorAfter, ledgerWrite), ddbfault.ServerErrorAfter, true},
-		"first attempt hangs":         {ddbfault.Once(ddbfault.Hang, ledgerWrite), ddbfault.Hang, true},
-		"applied late":                {ddbfault.Once(ddbfault.ApplyLate, ledgerWrite), ddbfault.ApplyLate, true},
-		"500 before apply, every try": {ddbfault.Always(ddbfault.ServerErrorBefore, ledgerWrite), ddbfault.ServerErrorBefore, false},
+		"answer lost":                 {ddbfault.Once(ddbfault.LoseAnswer, ledgerWrite), ddbfault.LoseAnswer, true, false},
+		"500 after apply, every try":  {ddbfault.Always(ddbfault.ServerErrorAfter, ledgerWrite), ddbfault.ServerErrorAfter, true, false},
+		"first attempt hangs":         {ddbfault.Once(ddbfault.Hang, ledgerWrite), ddbfault.Hang, true, false},
+		"applied late":                {ddbfault.Once(ddbfault.ApplyLate, ledgerWrite), ddbfault.ApplyLate, true, false},
+		"500 before apply, every try": {ddbfault.Always(ddbfault.ServerErrorBefore, ledgerWrite), ddbfault.ServerErrorBefore, false, false},
+		"settle answer lost":          {ddbfault.Once(ddbfault.LoseAnswer, settleWrite), ddbfault.LoseAnswer, true, false},
+		"settle applied late":         {ddbfault.Once(ddbfault.ApplyLate, settleWrite), ddbfault.ApplyLate, true, false},
+		"settle never applies":        {ddbfault.Always(ddbfault.ServerErrorBefore, settleWrite), ddbfault.ServerErrorBefore, true, true},
+		"clear answer lost":           {ddbfault.Once(ddbfault.LoseAnswer, journalClear), ddbfault.LoseAnswer, true, false},
+		"clear never applies":         {ddbfault.Always(ddbfault.ServerErrorBefore, journalClear), ddbfault.ServerErrorBefore, true, false},
+		"every write 500 after apply": {ddbfault.Always(ddbfault.ServerErrorAfter, func(a ddbfault.Attempt) bool {
+			return ledgerWrite(a) || settleWrite(a) || journalClear(a)
+		}), ddbfault.ServerErrorAfter, true, false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -62,7 +83,9 @@ func TestRecordUsageCountsOnceUnderFaults(t *testing.T) {
 			switch {
 			case rerr != nil:
 				t.Fatal(rerr)
-			case tc.applies && err != nil:
+			case tc.failsCounted && err == nil:
+				t.Fatal("a count whose settle never applied reported no error")
+			case tc.applies && !tc.failsCounted && err != nil:
 				t.Fatalf("a write that applied: %v", err)
 			case !tc.applies && err == nil:
 				t.Fatal("a write that never applied reported no error")
@@ -80,12 +103,43 @@ func TestRecordUsageCountsOnceUnderFaults(t *testing.T) {
 			if got, _ := s.ReadUsage(ctx, alice, testStart); got.Month != want || got.Day != want {
 				t.Errorf("after re-sends: day %+v, month %+v, want %+v", got.Day, got.Month, want)
 			}
+			if names := perSessionAttributes(t, e, alice, testStart); len(names) != 0 {
+				t.Errorf("the month item keeps %v after the re-sends, want nothing per session", names)
+			}
 		})
 	}
 }
 
+// perSessionAttributes returns the names of the attributes of p's month
+// item of t that belong to one session (journal entries, markers).
+func perSessionAttributes(t *testing.T, e *faultEnv, p chat.Principal, at time.Time) []string {
+	t.Helper()
+	item := rawLedgerItem(t, e.env, p, at)
+	var names []string
+	for name := range item {
+		if strings.HasPrefix(name, "J#") || strings.HasPrefix(name, "S#") {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// rawLedgerItem reads p's month item of at as the table holds it.
+func rawLedgerItem(t *testing.T, e *env, p chat.Principal, at time.Time) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := e.client.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: aws.String(e.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{
+			dynamo.AttrPK: &types.AttributeValueMemberS{Value: "USAGE#" + chat.TenantKey(p.Tenant) + "#" + chat.MonthKey(at)},
+			dynamo.AttrSK: &types.AttributeValueMemberS{Value: "P#" + chat.PrincipalKey(p)},
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.Item
+}
+
 // TestLedgerExactUnderRandomFaults counts 60 turns of 6 sessions while a
-// third of the ledger writes lose their answer, answer 500 after
+// third of the ledger writes (the add, the settle, the clear) lose their answer, answer 500 after
 // applying or hang, each entry sent until it reports no error and then
 // once more (as a decider would): the counters are the exact sum.
 func TestLedgerExactUnderRandomFaults(t *testing.T) {
@@ -95,7 +149,7 @@ func TestLedgerExactUnderRandomFaults(t *testing.T) {
 	rng := mrand.New(mrand.NewPCG(7, 27))
 	faults := []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter, ddbfault.Hang}
 	e.faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
-		if !ledgerWrite(a) || rng.IntN(3) != 0 {
+		if !ledgerWrite(a) && !settleWrite(a) && !journalClear(a) || rng.IntN(3) != 0 {
 			return ddbfault.Pass
 		}
 		return faults[rng.IntN(len(faults))]
@@ -131,38 +185,138 @@ func TestLedgerExactUnderRandomFaults(t *testing.T) {
 }
 
 // TestAdmitRecognisesItsOwnWrite: an admission whose write applied but
-// whose answer was lost (the SDK's retry then fails its own condition)
-// is an admission, recorded once: the next one meets the limit.
+// whose answer was lost, or was answered 500 (the SDK's retry then fails
+// its own condition), is an admission, recorded once and holding one
+// place: the next one meets the limit, under the rate and under the
+// concurrency quota.
 func TestAdmitRecognisesItsOwnWrite(t *testing.T) {
+	for _, fault := range []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter} {
+		for quota, limits := range map[string][2]int64{chat.QuotaTurnsPerMinute: {1, 0}, chat.QuotaConcurrentSessions: {0, 1}} {
+			t.Run(fault.String()+"/"+quota, func(t *testing.T) {
+				e := newFaultEnv(t)
+				s := e.ledgerStore()
+				ctx := faultCtx(t)
+				a := chat.Admission{ID: "a1", StartedAt: testStart, ExpiresAt: testStart.Add(time.Minute), Session: chat.SessionMarker("s1")}
+				e.faults.SetRule(ddbfault.Once(fault, admissionWrite))
+				if _, err := s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: a, TurnsPerMinute: limits[0], ConcurrentSessions: limits[1]}); err != nil {
+					t.Fatalf("admission that applied: %v", err)
+				}
+				if e.faults.Counts()[fault] != 1 {
+					t.Fatal("the fault was not injected")
+				}
+				e.faults.SetRule(nil)
+				u, err := s.ReadUsage(ctx, alice, testStart)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if act := chat.ActivityAt(u.Admissions, testStart); act.Running != 1 || act.Recent != 1 {
+					t.Errorf("activity %+v, want the one admission", act)
+				}
+				b := a
+				b.ID, b.Session = "a2", chat.SessionMarker("s2")
+				_, err = s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: b, TurnsPerMinute: limits[0], ConcurrentSessions: limits[1]})
+				var qe *chat.QuotaError
+				if !errors.As(err, &qe) || qe.Name != quota {
+					t.Errorf("a second turn: %v, want the %s quota", err, quota)
+				}
+			})
+		}
+	}
+}
+
+// TestGiveBackFreesOncePlaceUnderFaults: a give-back whose write applied
+// but whose answer was lost, or was answered 500, frees its rate place
+// once: another admission takes it, and the same give-back sent again
+// does not free that one's.
+func TestGiveBackFreesOncePlaceUnderFaults(t *testing.T) {
 	for _, fault := range []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter} {
 		t.Run(fault.String(), func(t *testing.T) {
 			e := newFaultEnv(t)
 			s := e.ledgerStore()
 			ctx := faultCtx(t)
-			a := chat.Admission{ID: "a1", StartedAt: testStart, ExpiresAt: testStart.Add(time.Minute), Session: chat.SessionMarker("s1")}
-			e.faults.SetRule(ddbfault.Once(fault, admissionWrite))
-			if _, err := s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: a, ConcurrentSessions: 1}); err != nil {
-				t.Fatalf("admission that applied: %v", err)
+			admit := func(id string, at time.Time) error {
+				a := chat.Admission{ID: id, StartedAt: at, ExpiresAt: at.Add(time.Minute), Session: chat.SessionMarker("s-" + id)}
+				_, err := s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: a, TurnsPerMinute: 1})
+				return err
+			}
+			first := chat.Admission{ID: "a1", StartedAt: testStart}
+			if err := admit("a1", testStart); err != nil {
+				t.Fatal(err)
+			}
+			e.faults.SetRule(ddbfault.Once(fault, giveBackWrite))
+			if err := s.CancelAdmission(ctx, alice, first); err != nil {
+				t.Fatalf("give-back that applied: %v", err)
 			}
 			if e.faults.Counts()[fault] != 1 {
 				t.Fatal("the fault was not injected")
 			}
 			e.faults.SetRule(nil)
-			u, err := s.ReadUsage(ctx, alice, testStart)
-			if err != nil {
-				t.Fatal(err)
+			if err := admit("a2", testStart.Add(time.Second)); err != nil {
+				t.Fatalf("after the give-back: %v", err)
 			}
-			if act := chat.ActivityAt(u.Admissions, testStart); act.Running != 1 || act.Recent != 1 {
-				t.Errorf("activity %+v, want the one admission", act)
+			if err := s.CancelAdmission(ctx, alice, first); err != nil {
+				t.Fatalf("the give-back again: %v", err)
 			}
-			b := a
-			b.ID, b.Session = "a2", chat.SessionMarker("s2")
-			_, err = s.Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: b, ConcurrentSessions: 1})
 			var qe *chat.QuotaError
-			if !errors.As(err, &qe) || qe.Name != chat.QuotaConcurrentSessions {
-				t.Errorf("a second running turn: %v, want the concurrency quota", err)
+			if err := admit("a3", testStart.Add(2*time.Second)); !errors.As(err, &qe) || qe.Name != chat.QuotaTurnsPerMinute {
+				t.Errorf("a third admission: %v, want the rate quota (the place is a2's)", err)
 			}
 		})
+	}
+}
+
+// TestAdmitExactUnderConcurrencyAndFaults: 30 admissions of one principal
+// at once, on 30 sessions, from two stores (two processes) on one table,
+// with a third of the admission writes losing their answer or answered
+// 500 after applying: exactly turnsPerMinute (5) are admitted, each
+// recorded once, every other one refused by the rate.
+func TestAdmitExactUnderConcurrencyAndFaults(t *testing.T) {
+	e := newFaultEnv(t)
+	stores := []*dynamo.Store{e.ledgerStore(), e.ledgerStore()}
+	ctx := faultCtx(t)
+	var mu sync.Mutex
+	rng := mrand.New(mrand.NewPCG(34, 2))
+	faults := []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter}
+	e.faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		if !admissionWrite(a) || rng.IntN(3) != 0 {
+			return ddbfault.Pass
+		}
+		return faults[rng.IntN(len(faults))]
+	})
+	const n, limit = 30, 5
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			at := testStart.Add(time.Duration(n-i) * time.Millisecond)
+			a := chat.Admission{ID: fmt.Sprint("a", i), StartedAt: at, ExpiresAt: at.Add(time.Minute), Session: chat.SessionMarker(fmt.Sprint("s", i))}
+			_, errs[i] = stores[i%2].Admit(ctx, chat.AdmitRequest{Principal: alice, Admission: a, TurnsPerMinute: limit})
+		})
+	}
+	wg.Wait()
+	e.faults.SetRule(nil)
+	admitted := 0
+	for i, err := range errs {
+		var qe *chat.QuotaError
+		switch {
+		case err == nil:
+			admitted++
+		case !errors.As(err, &qe) || qe.Name != chat.QuotaTurnsPerMinute:
+			t.Errorf("admission %d: %v, want admitted or the rate quota", i, err)
+		}
+	}
+	at := testStart.Add(time.Second)
+	u, err := stores[0].ReadUsage(ctx, alice, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if act := chat.ActivityAt(u.Admissions, at); admitted != limit || act.Recent != limit {
+		t.Errorf("%d of %d admitted (%d recorded) under faults %v, want %d", admitted, n, act.Recent, e.faults.Counts(), limit)
+	}
+	if c := e.faults.Counts(); c[ddbfault.LoseAnswer]+c[ddbfault.ServerErrorAfter] == 0 {
+		t.Error("no fault was injected")
 	}
 }
 
@@ -212,13 +366,13 @@ func TestDeciderCountsLostTurnOnce(t *testing.T) {
 }
 
 // TestLedgerRequestBudgets asserts the exact DynamoDB requests of the
-// ledger's calls (docs/quotas.md): counting a turn is one UpdateItem
-// (the one extra write of a turn with the ledger on), a second count of
-// it one refused UpdateItem; a principal's read one GetItem (one
+// ledger's calls (docs/quotas.md): counting a turn is one BatchGetItem
+// and three UpdateItems (the add, the settle, the clear), a second count
+// of it the read alone; a principal's read one GetItem (one
 // BatchGetItem of two months' items in a month's first hour); a tenant's
 // page one Query; an admission on a fresh basis one UpdateItem, on none
-// a read first; a decision with the ledger on one write more than
-// without.
+// a read first; a give-back a read (of its rate place) and a write; a decision with the ledger on the count's four requests more
+// than without.
 func TestLedgerRequestBudgets(t *testing.T) {
 	e := newEnv(t)
 	s := dynamo.New(e.client, dynamo.Options{Table: e.table, Now: e.clock.Now, CursorKey: testCursorKey,
@@ -233,8 +387,8 @@ func TestLedgerRequestBudgets(t *testing.T) {
 		run  func() error
 		want []string
 	}{
-		{"count a turn", func() error { return s.RecordUsage(ctx, entry) }, []string{"UpdateItem"}},
-		{"count it again", func() error { return s.RecordUsage(ctx, entry) }, []string{"UpdateItem"}},
+		{"count a turn", func() error { return s.RecordUsage(ctx, entry) }, []string{"BatchGetItem", "UpdateItem", "UpdateItem", "UpdateItem"}}, // read, add, settle, clear
+		{"count it again", func() error { return s.RecordUsage(ctx, entry) }, []string{"BatchGetItem"}},
 		{"read a principal's ledger", func() (err error) { basis, err = s.ReadUsage(ctx, alice, testStart); return err }, []string{"GetItem"}},
 		{"read early in a month", func() error { _, err := s.ReadUsage(ctx, alice, monthStart.Add(time.Minute)); return err }, []string{"BatchGetItem"}},
 		{"a tenant's page", func() error {
@@ -253,7 +407,7 @@ func TestLedgerRequestBudgets(t *testing.T) {
 		}, []string{"GetItem", "UpdateItem"}},
 		{"cancel an admission", func() error {
 			return s.CancelAdmission(ctx, alice, chat.Admission{ID: "a2", StartedAt: testStart})
-		}, []string{"UpdateItem"}},
+		}, []string{"GetItem", "UpdateItem"}}, // find its rate place, give it back
 		{"claim a turn that then crashes", func() (err error) {
 			crashed, err = s.ClaimTurn(ctx, claimReq("s2", "t1"))
 			return err
@@ -262,7 +416,7 @@ func TestLedgerRequestBudgets(t *testing.T) {
 			e.clock.Advance(lease)
 			_, err := s.GetSession(ctx, "s2", alice)
 			return err
-		}, []string{"GetItem", "UpdateItem", "UpdateItem", "Query", "UpdateItem", "UpdateItem", "UpdateItem"}}, // fence the session, fence the live item, read the turn, write its fence record, count it, free the session
+		}, []string{"GetItem", "UpdateItem", "UpdateItem", "Query", "UpdateItem", "BatchGetItem", "UpdateItem", "UpdateItem", "UpdateItem", "UpdateItem"}}, // fence the session, fence the live item, read the turn, write its fence record, count it (read, add, settle, clear), free the session
 	}
 	for _, st := range steps {
 		e.count.Reset()
@@ -279,5 +433,74 @@ func TestLedgerRequestBudgets(t *testing.T) {
 	u, err := s.ReadUsage(ctx, alice, crashed.Lease.StartedAt)
 	if err != nil || u.Month.Turns != 2 {
 		t.Errorf("month %+v, %v; want the counted turn and the decided one", u, err)
+	}
+}
+
+// TestLedgerWritesDoNotGrow: counting a turn of a principal's 1st, 1,000th
+// and 100,000th session of a month costs the same write units, as
+// DynamoDB reports them (ReturnConsumedCapacity, through the store's
+// meter): the month item holds nothing per session. The first 1,000
+// sessions are counted for real; the month item is then brought to the
+// state 99,999 counted sessions leave (each of its counters and its
+// generation added to as their counts would have: the sessions' own
+// counted items are items of their own, which no later count reads or
+// writes), and the 100,000th is counted for real.
+func TestLedgerWritesDoNotGrow(t *testing.T) {
+	e := newEnv(t)
+	s := dynamo.New(e.client, dynamo.Options{Table: e.table, Now: e.clock.Now, CursorKey: testCursorKey,
+		ResolveShare: dynalite.ResolveShare, Ledger: chat.LedgerOptions{Enabled: true}})
+	ctx := t.Context() // 4,000 requests: no deadline of its own (the go test timeout bounds it)
+	u := chat.Usage{InputTokens: 120, OutputTokens: 60, ModelCalls: 1, StoreRequests: 4, WriteUnits: 8, ReadUnits: 1}
+	count := func(session int) chat.Usage {
+		var m chat.Meter
+		entry := chat.LedgerEntry{SessionID: fmt.Sprint("s", session), Ordinal: 1, Owner: alice, StartedAt: testStart, Usage: u}
+		if err := s.RecordUsage(chat.WithMeter(ctx, &m), entry); err != nil {
+			t.Fatalf("session %d: %v", session, err)
+		}
+		return m.Usage()
+	}
+	first := count(1)
+	for i := 2; i < 1000; i++ {
+		count(i)
+	}
+	at1000 := count(1000)
+	// The state of 99,999 counted sessions: each count added u and a turn
+	// to the month's and the day's counters, and one to the generation.
+	more := int64(99_999 - 1000)
+	up := expression.Add(expression.Name("g"), expression.Value(more))
+	day := fmt.Sprintf("d%02d", testStart.UTC().Day())
+	for _, p := range []string{"m", day} {
+		for letter, v := range map[string]float64{"t": 1, "i": float64(u.InputTokens), "o": float64(u.OutputTokens), "m": float64(u.ModelCalls),
+			"q": float64(u.StoreRequests), "u": u.ReadUnits, "v": u.WriteUnits} {
+			up = up.Add(expression.Name(p+letter), expression.Value(v*float64(more)))
+		}
+	}
+	x, err := expression.NewBuilder().WithUpdate(up).Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := map[string]types.AttributeValue{
+		dynamo.AttrPK: &types.AttributeValueMemberS{Value: "USAGE#" + chat.TenantKey(alice.Tenant) + "#" + chat.MonthKey(testStart)},
+		dynamo.AttrSK: &types.AttributeValueMemberS{Value: "P#" + chat.PrincipalKey(alice)},
+	}
+	if _, err := e.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(e.table), Key: key, UpdateExpression: x.Update(),
+		ExpressionAttributeNames: x.Names(), ExpressionAttributeValues: x.Values()}); err != nil {
+		t.Fatal(err)
+	}
+	at100000 := count(100_000)
+	got, err := s.ReadUsage(ctx, alice, testStart)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Month.Turns != 100_000 || got.Month.InputTokens != 100_000*u.InputTokens {
+		t.Fatalf("month %+v, want 100,000 turns", got.Month)
+	}
+	t.Logf("write units of a count: 1st session %.0f (%d requests), 1,000th %.0f (%d), 100,000th %.0f (%d)",
+		first.WriteUnits, first.StoreRequests, at1000.WriteUnits, at1000.StoreRequests, at100000.WriteUnits, at100000.StoreRequests)
+	if first.WriteUnits == 0 || at1000.WriteUnits != first.WriteUnits || at100000.WriteUnits != first.WriteUnits {
+		t.Errorf("write units of a count: 1st session %v, 1,000th %v, 100,000th %v; want all equal", first.WriteUnits, at1000.WriteUnits, at100000.WriteUnits)
+	}
+	if names := perSessionAttributes(t, &faultEnv{env: e}, alice, testStart); len(names) != 0 {
+		t.Errorf("the month item keeps %d per-session attributes", len(names))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -85,6 +86,29 @@ func ledgerCases() map[string]func(*testing.T, *env) {
 			e.record(entry("s2", 1, start, usageOf(3)))
 			e.record(entry("s1", 3, start, usageOf(4)))
 			wantCounters(t, "month", e.usage(alice, start).Month, counters(3, usageOf(2), usageOf(3), usageOf(4)))
+		},
+
+		"ConcurrentCountsOfOnePrincipal": func(t *testing.T, e *env) {
+			// 30 sessions of one principal end at once, each counted twice
+			// (its process and a decider): 30 turns, no error.
+			const n = 30
+			errs := make(chan error, 2*n)
+			var wg sync.WaitGroup
+			for i := range 2 * n {
+				wg.Go(func() { errs <- e.store.RecordUsage(e.ctx, entry(fmt.Sprint("s", i%n), 1, start, usageOf(1))) })
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Errorf("a count: %v", err)
+				}
+			}
+			us := make([]chat.Usage, n)
+			for i := range us {
+				us[i] = usageOf(1)
+			}
+			wantCounters(t, "month", e.usage(alice, start).Month, counters(n, us...))
 		},
 
 		"DayAndMonthOfTheStart": func(t *testing.T, e *env) {
@@ -343,6 +367,99 @@ func admissionCases() map[string]func(*testing.T, *env) {
 			if err := e.admit(admission("a4", start.Add(time.Minute)), 3, 0); err != nil {
 				t.Fatalf("after the first left the window: %v", err)
 			}
+		},
+
+		"RateExactWhateverTheOrderOfStarts": func(t *testing.T, e *env) {
+			// Admissions are written in an order other than their
+			// starts' (concurrent submits): the later-started first.
+			// Every admission within the minute counts, before or after
+			// the asking one's own start.
+			admitted := 0
+			for i := 29; i >= 0; i-- {
+				switch err := e.admit(admission(fmt.Sprint("a", i), start.Add(time.Duration(i)*time.Millisecond)), 5, 0); {
+				case err == nil:
+					admitted++
+				case !errors.Is(err, chat.ErrQuotaExceeded):
+					t.Fatalf("admission %d: %v", i, err)
+				}
+			}
+			if admitted != 5 {
+				t.Errorf("%d of 30 admitted with turnsPerMinute 5, want 5", admitted)
+			}
+			at := start.Add(time.Second)
+			if got := chat.ActivityAt(e.usage(alice, at).Admissions, at); got.Recent != 5 {
+				t.Errorf("recent admissions %d, want 5", got.Recent)
+			}
+		},
+
+		"RateExactUnderConcurrency": func(t *testing.T, e *env) {
+			// 30 submits of one principal on 30 sessions at once, their
+			// starts a millisecond apart: exactly the limit is admitted,
+			// every other one refused by the rate (never unavailable).
+			const n, limit = 30, 5
+			errs := make(chan error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					errs <- e.admit(admission(fmt.Sprint("a", i), start.Add(time.Duration(i%7)*time.Millisecond)), limit, 0)
+				})
+			}
+			wg.Wait()
+			close(errs)
+			admitted := 0
+			for err := range errs {
+				var qe *chat.QuotaError
+				switch {
+				case err == nil:
+					admitted++
+				case !errors.As(err, &qe) || qe.Name != chat.QuotaTurnsPerMinute:
+					t.Errorf("a refusal: %v, want the rate quota", err)
+				}
+			}
+			if admitted != limit {
+				t.Errorf("%d of %d admitted with turnsPerMinute %d", admitted, n, limit)
+			}
+			// The window moves on: the next minute admits again.
+			if err := e.admit(admission("later", start.Add(time.Minute+10*time.Millisecond)), limit, 0); err != nil {
+				t.Errorf("a minute later: %v", err)
+			}
+		},
+
+		"RateAcrossTheMonthBoundary": func(t *testing.T, e *env) {
+			// The previous month's admissions count in the next month's
+			// first minute, and a place they left free is free.
+			if err := e.admit(admission("a1", time.Date(2026, 11, 30, 23, 59, 0, 0, time.UTC)), 2, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.admit(admission("a2", time.Date(2026, 11, 30, 23, 59, 40, 0, time.UTC)), 2, 0); err != nil {
+				t.Fatal(err)
+			}
+			dec := time.Date(2026, 12, 1, 0, 0, 10, 0, time.UTC)
+			if err := e.admit(admission("a3", dec), 2, 0); err != nil {
+				t.Fatalf("in December, beside one November turn of the minute: %v", err)
+			}
+			wantQuota(t, "a third within the minute", e.admit(admission("a4", dec.Add(time.Second)), 2, 0),
+				chat.QuotaTurnsPerMinute, 29*time.Second)
+		},
+
+		"GiveBackFreesItsPlaceOnce": func(t *testing.T, e *env) {
+			// A give-back sent twice (a retry), the second after another
+			// admission took the place it freed, frees one place.
+			a := admission("a1", start)
+			if err := e.admit(a, 1, 0); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.store.CancelAdmission(e.ctx, alice, a); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.admit(admission("a2", start.Add(time.Second)), 1, 0); err != nil {
+				t.Fatalf("after the give-back: %v", err)
+			}
+			if err := e.store.CancelAdmission(e.ctx, alice, a); err != nil {
+				t.Fatalf("given back twice: %v", err)
+			}
+			wantQuota(t, "after a second give-back of the first", e.admit(admission("a3", start.Add(2*time.Second)), 1, 0),
+				chat.QuotaTurnsPerMinute, time.Minute-time.Second)
 		},
 
 		"ConcurrentSessionsReleasedWhenTheTurnIsCounted": func(t *testing.T, e *env) {
