@@ -503,10 +503,13 @@ type Store interface {
 	// ClaimTurn takes the session's lease for req.TurnID, creating the
 	// session owned by req.Principal on first use. It returns
 	// ErrSessionNotFound if another principal owns the session,
-	// ErrSessionBusy if an unexpired lease is held (by any turn, the same
-	// turn id included), ErrTurnCompleted / ErrTurnIndeterminate if the
-	// session already has a turn with that id and the same input hash, and
-	// ErrTurnIDReused if it has one with another input hash. A turn id
+	// ErrSessionBusy if an unexpired lease is held (by another turn id, or
+	// by this turn id while its record is not terminal), ErrTurnCompleted /
+	// ErrTurnIndeterminate if the session already has a turn with that id
+	// and the same input hash, and ErrTurnIDReused if it has one with
+	// another input hash; a turn saved while its lease still holds (its
+	// release not written yet, or left to the lease's expiry) is such a
+	// turn (one more request, only for a replay of the lease's turn id). A turn id
 	// identifies one turn of its session forever: the terminal window is
 	// the fast path, and a claim whose window is full and does not hold the
 	// id looks the id up among the session's turns (one more request).

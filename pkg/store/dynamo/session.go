@@ -323,7 +323,7 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 	}
 	crashed := sess.ActiveTurn
 	if crashed != nil && crashed.ExpiresAt.After(now) && si.FencedToken == "" {
-		return nil, chat.ErrSessionBusy
+		return nil, s.busyOrDecided(ctx, req, crashed)
 	}
 	window, sequence := sess.TerminalTurns, sess.Sequence
 	edit := func(up expression.UpdateBuilder) expression.UpdateBuilder { return up }
@@ -359,6 +359,28 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 	}
 
 	return s.recordTakeover(ctx, req, sess, window, sequence, rejection, token, now, edit)
+}
+
+// busyOrDecided explains a claim refused by the unexpired lease l: a
+// replay of l's own turn whose record is terminal already (saved, its
+// release not yet written or left to the lease's expiry) gets that
+// record's decision, as the terminal window gives it once the lease is
+// released (chat.TurnRejection); anything else, another turn id, the
+// turn still running or its record unreadable, is ErrSessionBusy. One
+// consistent read of the turn item, only for a replay of the lease's turn.
+func (s *Store) busyOrDecided(ctx context.Context, req chat.ClaimRequest, l *chat.Lease) error {
+	if l.TurnID != req.TurnID {
+		return chat.ErrSessionBusy
+	}
+	item, found, err := s.getItem(ctx, turnKey(req.SessionID, l.Ordinal))
+	if err != nil || !found || tokenOf(item) != l.Token {
+		return chat.ErrSessionBusy
+	}
+	var it turnItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil || it.Status == "" || chat.TurnStatus(it.Status) == chat.TurnRunning {
+		return chat.ErrSessionBusy
+	}
+	return chat.TurnRejection(&chat.Turn{TurnID: it.TurnID, Status: chat.TurnStatus(it.Status), InputHash: it.InputHash}, req.InputHash)
 }
 
 // recordTakeover writes what classifyClaim decided with one

@@ -271,7 +271,7 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 		return nil, chat.ErrSessionNotFound
 	}
 	if err := s.takeOver(rec, now); err != nil {
-		return nil, err
+		return nil, rec.busyOrDecided(req, err)
 	}
 	if err := rec.rejection(req.TurnID, req.InputHash, s.window); err != nil {
 		return nil, err
@@ -322,6 +322,22 @@ func (s *Store) takeOver(rec *sessionRecord, now time.Time) error {
 		return chat.ErrSessionBusy
 	}
 	return nil
+}
+
+// busyOrDecided explains a claim refused with busy by the session's
+// unexpired lease: a replay of the lease's own turn whose record is
+// terminal (saved, not released yet) gets that record's decision
+// (chat.TurnRejection); anything else is busy.
+func (rec *sessionRecord) busyOrDecided(req chat.ClaimRequest, busy error) error {
+	l := rec.session.ActiveTurn
+	if l == nil || l.TurnID != req.TurnID {
+		return busy
+	}
+	it, ok := rec.turns[l.Ordinal]
+	if !ok || it.token != l.Token || it.turn.Status == chat.TurnRunning {
+		return busy
+	}
+	return chat.TurnRejection(&it.turn, req.InputHash)
 }
 
 // lease takes the session's lease for req (and its decision) at the next
