@@ -574,7 +574,9 @@ type Store interface {
 	// delivered late) is ErrLeaseLost and changes nothing. 1 request.
 	RenewLease(ctx context.Context, req RenewRequest) (*Lease, error)
 
-	// RequestStop sets the stop flag on the lease of turnID. It returns
+	// RequestStop sets the stop flag on the lease of turnID; nil once that
+	// flag is written (an unknown outcome is resolved by one consistent
+	// read), whatever becomes of any copy of it a store keeps. It returns
 	// ErrSessionNotFound if the session does not exist or p does not own it,
 	// and ErrTurnNotActive if turnID does not hold an unexpired lease (a
 	// fenced lease included).
@@ -631,7 +633,9 @@ type Store interface {
 	// state that mixes the two. Every checkpoint is fenced: ErrLeaseLost
 	// once a store decided the turn (or it was saved), or if c never held
 	// it. It reports whether a stop was requested (RequestStop), so a stop
-	// is seen at the next checkpoint. ErrInvalidRequest unless cp is the
+	// is seen at the next checkpoint, also one that fails: stop may be
+	// true with an error other than ErrLeaseLost (the checkpoint was not
+	// written, but the lease carries the stop; one more read). ErrInvalidRequest unless cp is the
 	// claim's turn. A heartbeat (messages equal to Prior) costs one small
 	// write; a change two. A checkpoint that lands after the final save (a
 	// late retry) changes nothing a reader sees.

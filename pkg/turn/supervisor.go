@@ -204,13 +204,22 @@ func (t *run) checkpoint(parent context.Context, cp *chat.Checkpoint, done chan<
 // checkpointed handles a checkpoint's result (prior is the last one that
 // landed and changed the messages) and reports whether the turn must
 // end: its turn was decided (fenced), or a stop was requested
-// (interrupted, seen within one CheckpointInterval). Another failure is
+// (interrupted, seen within one CheckpointInterval, also from a
+// checkpoint that failed: chat.Store.Checkpoint). Another failure is
 // logged and again is true: the next checkpoint follows soon.
 func (t *run) checkpointed(r checkpointResult, prior **chat.Checkpoint) (end ending, stop, again bool) {
 	switch {
 	case errors.Is(r.err, chat.ErrLeaseLost):
 		t.log.Warn("turn fenced at a checkpoint")
 		return leaseLostEnding(), true, false
+	case r.err != nil && r.stop:
+		// Not written, but the lease carries a stop (the store read it
+		// after the failure): the stop holds while checkpoints fail.
+		t.log.Warn("checkpoint failed", "err", r.err)
+		t.tel.stopRequested()
+		t.log.Info("turn stop requested")
+		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
+		return ending{status: chat.TurnInterrupted, diag: &d}, true, false
 	case r.err != nil:
 		t.log.Warn("checkpoint failed", "err", r.err)
 		return ending{}, false, true

@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -204,10 +205,31 @@ func (s *Store) Checkpoint(ctx context.Context, c *chat.Claim, cp *chat.Checkpoi
 		}
 		d.Prior = cp.PriorSequence
 		if err := s.putDelta(ctx, cp, d, purgeAt); err != nil {
-			return false, err
+			return s.stopRequested(ctx, c), err
 		}
 	}
-	return s.updateLive(ctx, cp, c.Lease.Token, d != nil, purgeAt)
+	stop, err := s.updateLive(ctx, cp, c.Lease.Token, d != nil, purgeAt)
+	if err != nil && !errors.Is(err, chat.ErrLeaseLost) {
+		return s.stopRequested(ctx, c), err
+	}
+	return stop, err
+}
+
+// stopRequested reports whether the session's lease, still held by
+// claim c, carries the stop flag: one consistent read of the session item
+// after a checkpoint that could not be written, so that a stop is seen
+// within a checkpoint interval while checkpoint writes fail (the flag on
+// the live item, which a checkpoint's answer carries, is out of reach
+// then, and may not have been written at all). False when the read fails.
+func (s *Store) stopRequested(ctx context.Context, c *chat.Claim) bool {
+	rctx, cancel := s.resolveContext(ctx)
+	defer cancel()
+	item, found, err := s.getItem(rctx, sessionKey(c.Session.ID))
+	if err != nil || !found || !holdsToken(item, c.Lease.Token) {
+		return false
+	}
+	v, _ := item[attrLeaseStop].(*types.AttributeValueMemberBOOL)
+	return v != nil && v.Value
 }
 
 // writeRunningItem writes the first checkpoint's turn item: the turn's

@@ -260,3 +260,60 @@ func TestPollReadsOnlyWhatIsNewer(t *testing.T) {
 		t.Errorf("a poll with nothing new: %v, want one BatchGetItem", ops)
 	}
 }
+
+// TestStopWhileLiveWritesFail: with every write of the live and delta
+// items failing, a stop whose flag on the session's lease was written is a
+// success (nil), although its copy on the live item could not be written;
+// and a checkpoint that fails reports that stop (one read of the lease),
+// with its error, so that the turn sees the stop while its checkpoints
+// fail. (Before, the stop was a 500 and the failed checkpoints said
+// nothing of it: the turn ran on until its next renewal.)
+func TestStopWhileLiveWritesFail(t *testing.T) {
+	for _, fault := range []ddbfault.Fault{ddbfault.ServerErrorBefore, ddbfault.Hang} {
+		t.Run(fault.String(), func(t *testing.T) {
+			t.Parallel() // its own table and fault transport
+			e := newFaultEnv(t)
+			ctx := faultCtx(t)
+			c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ack := checkpointAt(c, nil, "", 1)
+			if _, err := e.s.Checkpoint(ctx, c, ack); err != nil {
+				t.Fatal(err)
+			}
+			live := ddbfault.Op("UpdateItem", "#LIVE")
+			e.faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+				if live(a) || deltaWrite(a) {
+					return fault
+				}
+				return ddbfault.Pass
+			})
+			defer e.faults.SetRule(nil)
+			// Before the stop, a failed checkpoint reports no stop.
+			wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			stop, err := e.s.Checkpoint(wctx, c, checkpointAt(c, ack, "Hel", 3))
+			cancel()
+			if err == nil || stop {
+				t.Fatalf("checkpoint under faults: stop %v, %v; want an error and no stop", stop, err)
+			}
+			if err := e.s.RequestStop(ctx, "s1", "t1", alice); err != nil {
+				t.Fatalf("a stop whose lease flag was written: %v", err)
+			}
+			wctx, cancel = context.WithTimeout(ctx, 2*time.Second)
+			stop, err = e.s.Checkpoint(wctx, c, checkpointAt(c, ack, "Hello", 5))
+			cancel()
+			if err == nil || !stop {
+				t.Fatalf("checkpoint after the stop: stop %v, %v; want an error and the stop", stop, err)
+			}
+			if n := e.faults.Counts()[fault]; n == 0 {
+				t.Fatal("no fault was injected")
+			}
+			e.faults.SetRule(nil)
+			s, err := e.s.GetSession(ctx, "s1", alice)
+			if err != nil || s.ActiveTurn == nil || !s.ActiveTurn.Stop {
+				t.Fatalf("session after the stop: %+v, %v; want the lease flagged", s, err)
+			}
+		})
+	}
+}

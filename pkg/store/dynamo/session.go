@@ -533,7 +533,11 @@ func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Le
 // RequestStop implements chat.Store: one UpdateItem conditional on the
 // owner and an unexpired lease of turnID (a retry after an applied stop
 // passes again); a failure is classified, and an unknown outcome
-// resolved, with one consistent read.
+// resolved, with one consistent read. The flag on the session's lease is
+// the stop: once it is written the stop succeeds, and the copy on the
+// turn's live item (stopLiveOf), which lets a checkpoint's answer carry
+// it, is written after it without deciding the outcome (a turn whose
+// checkpoints fail reads the lease's flag instead, Checkpoint).
 func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p chat.Principal) error {
 	now := s.now()
 	cond := condition{
@@ -577,18 +581,16 @@ func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p cha
 }
 
 // stopLiveOf sets the stop flag on the checkpoint live item of the lease
-// in the session item (see stopLive).
+// in the session item (see stopLive), whose lease flag is written: a
+// failure of that second write does not undo the stop, so it is not
+// returned. The turn then sees the stop at its next checkpoint that
+// fails (which reads the lease's flag) or at its next renewal.
 func (s *Store) stopLiveOf(ctx context.Context, sessionID string, item map[string]types.AttributeValue) error {
 	_, si, err := decodeSession(sessionID, item)
-	if err != nil {
-		return err
+	if err != nil || si.LeaseToken == "" {
+		return nil // the lease's flag was written; nothing names the live item
 	}
-	if si.LeaseToken == "" {
-		return nil
-	}
-	if err := s.stopLive(ctx, sessionID, si.LeaseOrdinal, si.LeaseToken); err != nil {
-		return fmt.Errorf("request stop in session %s: %w", sessionID, err)
-	}
+	_ = s.stopLive(ctx, sessionID, si.LeaseOrdinal, si.LeaseToken)
 	return nil
 }
 
