@@ -641,6 +641,26 @@ type Store interface {
 	// late retry) changes nothing a reader sees.
 	Checkpoint(ctx context.Context, c *Claim, cp *Checkpoint) (stop bool, err error)
 
+	// WithdrawClaim undoes claim c after its acknowledgment (its first
+	// Checkpoint) failed, so that its turn id stays unspent and a retry of
+	// the submission runs the turn: conditional on the claim's turn item
+	// being absent, a hidden record is written at the claim's ordinal
+	// (no reader lists it, no late acknowledgment can land over it, its
+	// ordinal is not reused), then the lease is removed without entering
+	// the turn in the terminal window. Once that record is written the id
+	// is unspent whatever becomes of the lease's removal: a store that
+	// decides the lease when it expires frees the session without
+	// recording the turn. It returns acknowledged true, and changes
+	// nothing, when the turn item exists under the claim's token: the
+	// acknowledgment applied without an answer, and the turn exists (it
+	// may go on as acknowledged). ErrLeaseLost when the claim no longer
+	// holds its ordinal (decided meanwhile). Another error leaves the
+	// outcome unknown: the lease is then left to expire, and the decision
+	// records the turn or not as the table holds it. Only for a claim that
+	// decided no confirmation, superseded nothing and started no queued
+	// turn. 2 requests (+1 read per unknown outcome).
+	WithdrawClaim(ctx context.Context, c *Claim) (acknowledged bool, err error)
+
 	// PollTurn returns the turn at ordinal as stored now, for a resumer
 	// that found it with FindTurn (or the turn's own process): a running
 	// turn with its latest checkpoint merged (Status TurnRunning,

@@ -109,6 +109,9 @@ func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *h
 	if sub.decision != nil && !t.takeDecision(sub.decision) {
 		return
 	}
+	// A claim that decided nothing and superseded nothing can be undone
+	// when its acknowledgment fails (run.unacknowledged).
+	t.withdrawable = sub.decision == nil && parent == nil
 	t.serve(parent)
 }
 
@@ -291,6 +294,7 @@ func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, dea
 		startedAt: claimedAt,
 	}
 	t.user = userMessage(sub.turnID, sub.input, t.createdAt)
+	t.principal = sub.principal
 	t.startTelemetry(sub.principal)
 	t.quota = sub.quota
 	if sub.agui {

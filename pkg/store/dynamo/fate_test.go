@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -315,5 +316,50 @@ func TestStopWhileLiveWritesFail(t *testing.T) {
 				t.Fatalf("session after the stop: %+v, %v; want the lease flagged", s, err)
 			}
 		})
+	}
+}
+
+// TestWithdrawnClaimWhoseLeaseRemovalFailed: a claim withdrawn after its
+// acknowledgment failed, whose lease's removal then failed on every
+// attempt, keeps its turn id unspent: at the default lease (30 s) the
+// session stays busy until the lease expires, then the claim that meets
+// the expired lease finds the withdrawn record and frees the session
+// without recording the turn, so the retry of the same turn id runs.
+func TestWithdrawnClaimWhoseLeaseRemovalFailed(t *testing.T) {
+	const defaultLease = 30 * time.Second // turn.DefaultLeaseDuration
+	e := newFaultEnv(t)
+	ctx := faultCtx(t)
+	req := claimReq("s1", "t1")
+	req.LeaseDuration = defaultLease
+	c, err := e.s.ClaimTurn(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.faults.SetRule(ddbfault.Always(ddbfault.ServerErrorBefore, ddbfault.Op("UpdateItem", `"ConditionExpression":"#leaseToken = :token"`)))
+	acked, err := e.s.WithdrawClaim(ctx, c)
+	e.faults.SetRule(nil)
+	if err != nil || acked {
+		t.Fatalf("WithdrawClaim: %v, %v; want false, nil", acked, err)
+	}
+	if e.faults.Counts()[ddbfault.ServerErrorBefore] == 0 {
+		t.Fatal("no fault was injected")
+	}
+	if s, err := e.s.GetSession(ctx, "s1", alice); err != nil || s.ActiveTurn == nil {
+		t.Fatalf("session %+v, %v: the lease's removal applied, the test proves nothing", s, err)
+	}
+	if _, err := e.s.ClaimTurn(ctx, req); !errors.Is(err, chat.ErrSessionBusy) {
+		t.Fatalf("claim while the withdrawn lease holds: %v, want ErrSessionBusy", err)
+	}
+	e.clock.Advance(defaultLease)
+	retry, err := e.s.ClaimTurn(ctx, req)
+	if err != nil {
+		t.Fatalf("the retry of the withdrawn turn id: %v", err)
+	}
+	if retry.Lease.Ordinal == c.Lease.Ordinal || retry.BaseSequence != c.BaseSequence || len(retry.Session.TerminalTurns) != 0 {
+		t.Fatalf("retry: ordinal %d (withdrawn %d), base %d (was %d), window %+v; want a new ordinal, nothing recorded",
+			retry.Lease.Ordinal, c.Lease.Ordinal, retry.BaseSequence, c.BaseSequence, retry.Session.TerminalTurns)
+	}
+	if _, err := e.s.Checkpoint(ctx, c, checkpointAt(c, nil, "", 1)); !errors.Is(err, chat.ErrLeaseLost) {
+		t.Fatalf("a late acknowledgment of the withdrawn claim: %v, want ErrLeaseLost", err)
 	}
 }

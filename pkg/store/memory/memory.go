@@ -796,6 +796,40 @@ func (s *Store) Checkpoint(ctx context.Context, c *chat.Claim, cp *chat.Checkpoi
 	return l != nil && l.Token == token && l.Stop, nil
 }
 
+// WithdrawClaim implements chat.Store: the claim's ordinal is kept from
+// any later checkpoint of it (its issued claim forgotten), the lease
+// removed, nothing recorded; acknowledged when its first checkpoint
+// landed.
+func (s *Store) WithdrawClaim(ctx context.Context, c *chat.Claim) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.sessions[c.Session.ID]
+	if !ok {
+		return false, chat.ErrLeaseLost
+	}
+	if it, ok := rec.turns[c.Lease.Ordinal]; ok {
+		if it.token == c.Lease.Token && it.turn.Status == chat.TurnRunning {
+			return true, nil
+		}
+		return false, chat.ErrLeaseLost
+	}
+	if ic, ok := rec.claims[c.Lease.Ordinal]; !ok || ic.token != c.Lease.Token {
+		return false, chat.ErrLeaseLost
+	}
+	rec.claims[c.Lease.Ordinal] = issuedClaim{turnID: c.Lease.TurnID, token: "withdrawn"}
+	sess := &rec.session
+	if l := sess.ActiveTurn; l != nil && l.Token == c.Lease.Token {
+		sess.ActiveTurn = nil
+		sess.Revision++
+		sess.UpdatedAt = now
+	}
+	return false, nil
+}
+
 // PollTurn implements chat.Store: an expired lease is decided first;
 // since is not needed (the whole turn is at hand).
 func (s *Store) PollTurn(ctx context.Context, sessionID string, ordinal int64, p chat.Principal, _ *chat.Turn) (*chat.Turn, error) {
