@@ -97,3 +97,25 @@ func TestFailedAcknowledgmentLeavesTheIDUnspent(t *testing.T) {
 		})
 	}
 }
+
+// TestFailedAcknowledgmentOfARetryIsSpent: a retry (lineage retry) has
+// superseded its parent before its acknowledgment, so its claim cannot be
+// withdrawn: its failure is saved as an error turn, and the answer says
+// the id is spent, 409 TURN_ALREADY_COMPLETED (not retryable), what the
+// claim of its id answers from now on. (Before, it answered a retryable
+// 500 SERVER_INTERNAL.)
+func TestFailedAcknowledgmentOfARetryIsSpent(t *testing.T) {
+	store, ft := newFaultStore(t)
+	e := newEnv(t, store, &scriptModel{Chunks: []string{"ok"}}, defaultLease)
+	e.submit(t, "s", "t1", "hello", nil, nil).want(t, http.StatusOK, "")
+	ackItem := ddbfault.Op("UpdateItem", `#status = :running"`)
+	ft.SetRule(ddbfault.Always(ddbfault.ServerErrorBefore, ackItem))
+	retry := protocol.Lineage{Operation: protocol.OperationRetry, ParentTurnID: "t1", SourceMessageID: "t1.a"}
+	r := e.submit(t, "s", "t2", "hello", &retry, nil)
+	ft.SetRule(nil)
+	r.want(t, http.StatusConflict, protocol.CodeTurnAlreadyCompleted)
+	stored, err := store.FindTurn(context.Background(), "s", "t2", alice)
+	if err != nil || stored.Status != chat.TurnError {
+		t.Fatalf("the spent turn's record: %+v, %v; want its error", stored, err)
+	}
+}

@@ -31,8 +31,9 @@ type run struct {
 	claim     *chat.Claim
 	principal chat.Principal // the submitter (its admission is given back with a withdrawn claim)
 	// withdrawable is set for a submitted turn whose claim decided no
-	// confirmation and superseded nothing: a failed acknowledgment
-	// withdraws it, leaving the turn id unspent (unacknowledged).
+	// confirmation, superseded nothing and has no queued turn waiting
+	// behind it: a failed acknowledgment withdraws it, leaving the turn id
+	// unspent (unacknowledged).
 	withdrawable bool
 	sessionID    string
 	turnID       string
@@ -211,6 +212,14 @@ func estimateTokens(msgs []protocol.Message) int {
 // expires, and the client gets what a replay of the id will get, 409
 // TURN_OUTCOME_INDETERMINATE (docs/durable-turns.md).
 func (t *run) failBeforeStream(step string, err error) {
+	t.failBefore(step, err, false)
+}
+
+// failBefore is failBeforeStream; with spentAnswer, a failure saved as
+// the turn's record is answered as a replay of its id will be, 409
+// TURN_ALREADY_COMPLETED (not retryable): its turn id is spent, so a
+// retryable answer would send the client to a retry that cannot run.
+func (t *run) failBefore(step string, err error, spentAnswer bool) {
 	d := httpedge.Diagnose(t.ctx, err)
 	logRejected(t.log, step, d, err)
 	e := ending{status: chat.TurnError, diag: &d,
@@ -224,9 +233,12 @@ func (t *run) failBeforeStream(step string, err error) {
 		}
 	}
 	t.logFinished(e, outcome, 0)
-	if outcome != saved {
+	switch {
+	case outcome != saved:
 		d = protocol.NewDiagnostic(protocol.CodeTurnOutcomeIndeterminate)
 		t.log.Info("turn left to the table's decision", "code", d.Code)
+	case spentAnswer:
+		d = protocol.NewDiagnostic(protocol.CodeTurnAlreadyCompleted)
 	}
 	httpedge.WriteError(t.w, d)
 	t.report(e, outcome, t.state.view())
@@ -385,10 +397,18 @@ var errWithdrawalUnknown = errors.New("turn: withdrawal of the claim not confirm
 // applied (its answer lost) goes on as acknowledged: the turn exists.
 // One whose outcome stays unknown leaves the lease to expire and answers
 // TURN_OUTCOME_INDETERMINATE (not retryable), as a replay may find the
-// turn either way. Any other case, and a lost lease, is failBeforeStream.
+// turn either way. A claim that cannot be withdrawn is saved as an error
+// turn and answered 409 TURN_ALREADY_COMPLETED, as its replay will be; a
+// lost lease is failBeforeStream.
 func (t *run) unacknowledged(err error) *chat.Checkpoint {
-	if !t.withdrawable || !errors.Is(err, errNotAcknowledged) || errors.Is(err, chat.ErrLeaseLost) || t.leaseGone() {
+	if !errors.Is(err, errNotAcknowledged) || errors.Is(err, chat.ErrLeaseLost) || t.leaseGone() {
 		t.failBeforeStream("acknowledge", err)
+		return nil
+	}
+	if !t.withdrawable {
+		// The claim changed more than its lease: the failure is saved as
+		// the turn's record and the answer says the id is spent.
+		t.failBefore("acknowledge", err, true)
 		return nil
 	}
 	ctx, cancel := t.settleContext(time.Now())
