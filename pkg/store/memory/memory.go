@@ -869,7 +869,9 @@ func (s *Store) EnqueueTurn(ctx context.Context, req chat.EnqueueRequest) (*chat
 	}
 	sess := &rec.session
 	if l := sess.ActiveTurn; l != nil && l.TurnID == req.TurnID {
-		return nil, chat.ErrSessionBusy // that very turn runs
+		// That very turn runs, or is saved and not released yet: its
+		// decision then, as for a claim.
+		return nil, rec.busyOrDecided(chat.ClaimRequest{TurnID: req.TurnID, InputHash: req.InputHash}, chat.ErrSessionBusy)
 	}
 	queued, err := chat.QueueRejection(sess.Queue, sess.TerminalTurns, req.TurnID, req.InputHash, req.Max)
 	if err == nil && queued == nil {

@@ -144,6 +144,8 @@ func claimCases() map[string]func(*testing.T, *env) {
 			wantErr(t, "t1 with another input, saved, not released", err, chat.ErrTurnIDReused)
 			_, err = e.store.ClaimTurn(e.ctx, claimRequest("s1", "t2"))
 			wantErr(t, "claim t2 while t1's lease holds", err, chat.ErrSessionBusy)
+			_, err = e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", "t1", chat.DefaultMaxQueuedTurns))
+			wantErr(t, "enqueue of t1 saved, not released", err, chat.ErrTurnCompleted)
 			if s := e.session("s1"); s.ActiveTurn == nil || s.ActiveTurn.Token != c.Lease.Token {
 				t.Errorf("active turn after rejected claims = %+v, want t1's lease unchanged", s.ActiveTurn)
 			}
