@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
@@ -60,5 +61,57 @@ func TestStopWhileCheckpointWritesFailAtTheDefaultLease(t *testing.T) {
 	}
 	if m.Calls() != 1 {
 		t.Errorf("model ran %d times", m.Calls())
+	}
+}
+
+// hangingCheckpoints is a store whose checkpoints after the
+// acknowledgment never answer until their context ends: writes that hang
+// (each attempt cut only by the store's attempt timeout, every attempt
+// hanging again).
+type hangingCheckpoints struct {
+	chat.Store
+	hung atomic.Int64
+}
+
+func (s *hangingCheckpoints) Checkpoint(ctx context.Context, c *chat.Claim, cp *chat.Checkpoint) (bool, error) {
+	if cp.Prior == nil {
+		return s.Store.Checkpoint(ctx, c, cp)
+	}
+	s.hung.Add(1)
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+// TestStopWhileACheckpointHangs: at the default lease, with a checkpoint
+// that never answers (its context is the lease's 30 s) and renewals too
+// rare to matter, a stop is still seen: the stop flag is read beside the
+// checkpoint still in flight at the next tick, and the turn ends
+// interrupted. (Before, the turn ran to its end, complete.)
+func TestStopWhileACheckpointHangs(t *testing.T) {
+	store := &hangingCheckpoints{Store: newStoreMemory()}
+	chunks := make([]string, 1500)
+	for i := range chunks {
+		chunks[i] = "w "
+	}
+	m := &scriptModel{Chunks: chunks, Delay: 10 * time.Millisecond, Started: make(chan struct{}, 1)}
+	e := newEnv(t, store, m, func(o *turn.Options) {
+		defaultLease(o)
+		o.RenewInterval = time.Hour
+	})
+	ls := e.startLive(t, context.Background(), "s", "t1", "hello")
+	<-m.Started
+	waitFor(t, "a hung checkpoint", func() bool { return store.hung.Load() > 0 })
+	resp := e.post(t, context.Background(), "/stop", []byte(`{"sessionId":"s","turnId":"t1"}`), nil)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("stop: %d", resp.StatusCode)
+	}
+	<-ls.done
+	term := terminalOf(ls.events(t))
+	if term == nil || term.Snapshot.Error == nil || term.Snapshot.Error.Code != protocol.CodeTurnInterrupted {
+		t.Fatalf("the turn did not end interrupted: %+v", term)
+	}
+	if store.hung.Load() != 1 {
+		t.Errorf("%d checkpoints hung, want the one", store.hung.Load())
 	}
 }

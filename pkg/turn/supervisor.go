@@ -39,6 +39,10 @@ func (t *run) supervise(modelDone <-chan error, cpPrior *chat.Checkpoint) (end e
 	}
 	checkpointed := make(chan checkpointResult, 1)
 	checkpointing := false
+	// A checkpoint still in flight at the next tick (its writes hang) has
+	// the stop flag read beside it (readStop), at most one read at a time.
+	stopRead := make(chan bool, 1)
+	readingStop := false
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
@@ -53,6 +57,9 @@ func (t *run) supervise(modelDone <-chan error, cpPrior *chat.Checkpoint) (end e
 		}
 		if checkpointing {
 			<-checkpointed
+		}
+		if readingStop {
+			<-stopRead
 		}
 	}
 	startCheckpoint := func() {
@@ -88,7 +95,20 @@ supervise:
 			end = ending{status: chat.TurnError, diag: &d}
 			break supervise
 		case <-cpTick:
+			if checkpointing && !readingStop {
+				readingStop = true
+				go t.readStop(renewCtx, stopRead)
+			}
 			startCheckpoint()
+		case stop := <-stopRead:
+			readingStop = false
+			if stop {
+				t.tel.stopRequested()
+				t.log.Info("turn stop requested", "seenBy", "read beside a checkpoint in flight")
+				d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
+				end = ending{status: chat.TurnInterrupted, diag: &d}
+				break supervise
+			}
 		case <-t.live.urgent:
 			startCheckpoint()
 		case <-retry.C:
@@ -235,6 +255,20 @@ func (t *run) checkpointed(r checkpointResult, prior **chat.Checkpoint) (end end
 		return ending{status: chat.TurnInterrupted, diag: &d}, true, false
 	}
 	return ending{}, false, false
+}
+
+// readStop reads the session's lease (chat.Store.GetSession, one
+// consistent read) for a stop, beside a checkpoint that has been in flight
+// for a whole CheckpointInterval, and sends whether this turn's lease
+// carries the stop flag (false when the read fails) on done (cap 1): a
+// stop is then seen within about one interval even while checkpoint
+// writes hang, each taking up to the store's attempts. Its context ends
+// at the lease's proven expiry.
+func (t *run) readStop(parent context.Context, done chan<- bool) {
+	ctx, cancel := context.WithTimeout(parent, t.lease.left())
+	defer cancel()
+	sess, err := t.h.opts.Store.GetSession(ctx, t.sessionID, t.principal)
+	done <- err == nil && sess.ActiveTurn != nil && sess.ActiveTurn.Token == t.claim.Lease.Token && sess.ActiveTurn.Stop
 }
 
 // leaseMargin is how long before the lease's proven expiry the turn

@@ -220,8 +220,12 @@ func (s *Store) Checkpoint(ctx context.Context, c *chat.Claim, cp *chat.Checkpoi
 // after a checkpoint that could not be written, so that a stop is seen
 // within a checkpoint interval while checkpoint writes fail (the flag on
 // the live item, which a checkpoint's answer carries, is out of reach
-// then, and may not have been written at all). False when the read fails.
+// then, and may not have been written at all). False when the read fails,
+// and without a read when ctx has ended (the turn is ending anyway).
 func (s *Store) stopRequested(ctx context.Context, c *chat.Claim) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	rctx, cancel := s.resolveContext(ctx)
 	defer cancel()
 	item, found, err := s.getItem(rctx, sessionKey(c.Session.ID))
