@@ -519,10 +519,14 @@ type Store interface {
 	// session owned by req.Principal on first use. It returns
 	// ErrSessionNotFound if another principal owns the session,
 	// ErrSessionMoved if req.IfNextOrdinal is set and the session's next
-	// ordinal is another, ErrSessionBusy if an unexpired lease is held (by any turn, the same
-	// turn id included), ErrTurnCompleted / ErrTurnIndeterminate if the
-	// session already has a turn with that id and the same input hash, and
-	// ErrTurnIDReused if it has one with another input hash. A turn id
+	// ordinal is another, ErrSessionBusy if an unexpired lease is held (by
+	// another turn id, or by this turn id while its record is not
+	// terminal), ErrTurnCompleted / ErrTurnIndeterminate if the session
+	// already has a turn with that id and the same input hash, and
+	// ErrTurnIDReused if it has one with another input hash; a turn saved
+	// while its lease still holds (its release not written yet, or left to
+	// the lease's expiry) is such a turn (one more request, only for a
+	// replay of the lease's turn id). A turn id
 	// identifies one turn of its session forever: the terminal window is
 	// the fast path, and a claim whose window is full and does not hold the
 	// id looks the id up among the session's turns (one more request).
@@ -587,7 +591,9 @@ type Store interface {
 	// delivered late) is ErrLeaseLost and changes nothing. 1 request.
 	RenewLease(ctx context.Context, req RenewRequest) (*Lease, error)
 
-	// RequestStop sets the stop flag on the lease of turnID. It returns
+	// RequestStop sets the stop flag on the lease of turnID; nil once that
+	// flag is written (an unknown outcome is resolved by one consistent
+	// read), whatever becomes of any copy of it a store keeps. It returns
 	// ErrSessionNotFound if the session does not exist or p does not own it,
 	// and ErrTurnNotActive if turnID does not hold an unexpired lease (a
 	// fenced lease included).
@@ -644,11 +650,33 @@ type Store interface {
 	// state that mixes the two. Every checkpoint is fenced: ErrLeaseLost
 	// once a store decided the turn (or it was saved), or if c never held
 	// it. It reports whether a stop was requested (RequestStop), so a stop
-	// is seen at the next checkpoint. ErrInvalidRequest unless cp is the
+	// is seen at the next checkpoint, also one that fails: stop may be
+	// true with an error other than ErrLeaseLost (the checkpoint was not
+	// written, but the lease carries the stop; one more read). ErrInvalidRequest unless cp is the
 	// claim's turn. A heartbeat (messages equal to Prior) costs one small
 	// write; a change two. A checkpoint that lands after the final save (a
 	// late retry) changes nothing a reader sees.
 	Checkpoint(ctx context.Context, c *Claim, cp *Checkpoint) (stop bool, err error)
+
+	// WithdrawClaim undoes claim c after its acknowledgment (its first
+	// Checkpoint) failed, so that its turn id stays unspent and a retry of
+	// the submission runs the turn: conditional on the claim's turn item
+	// being absent, a hidden record is written at the claim's ordinal
+	// (no reader lists it, no late acknowledgment can land over it, its
+	// ordinal is not reused), then the lease is removed without entering
+	// the turn in the terminal window. Once that record is written the id
+	// is unspent whatever becomes of the lease's removal: a store that
+	// decides the lease when it expires frees the session without
+	// recording the turn. It returns acknowledged true, and changes
+	// nothing, when the turn item exists under the claim's token: the
+	// acknowledgment applied without an answer, and the turn exists (it
+	// may go on as acknowledged). ErrLeaseLost when the claim no longer
+	// holds its ordinal (decided meanwhile). Another error leaves the
+	// outcome unknown: the lease is then left to expire, and the decision
+	// records the turn or not as the table holds it. Only for a claim that
+	// decided no confirmation, superseded nothing and started no queued
+	// turn. 2 requests (+1 read per unknown outcome).
+	WithdrawClaim(ctx context.Context, c *Claim) (acknowledged bool, err error)
 
 	// PollTurn returns the turn at ordinal as stored now, for a resumer
 	// that found it with FindTurn (or the turn's own process): a running

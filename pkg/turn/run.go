@@ -29,11 +29,17 @@ type run struct {
 	log      *slog.Logger
 
 	claim     *chat.Claim
-	sessionID string
-	turnID    string
-	lineage   protocol.Lineage
-	inputHash string
-	scope     scope
+	principal chat.Principal // the submitter (its admission is given back with a withdrawn claim)
+	// withdrawable is set for a submitted turn whose claim decided no
+	// confirmation, superseded nothing and has no queued turn waiting
+	// behind it: a failed acknowledgment withdraws it, leaving the turn id
+	// unspent (unacknowledged).
+	withdrawable bool
+	sessionID    string
+	turnID       string
+	lineage      protocol.Lineage
+	inputHash    string
+	scope        scope
 	// compact is true for a compact stream (StreamModeHeader,
 	// compactWriter); resumed holds a compact resume's state.
 	compact bool
@@ -206,10 +212,18 @@ func estimateTokens(msgs []protocol.Message) int {
 // expires, and the client gets what a replay of the id will get, 409
 // TURN_OUTCOME_INDETERMINATE (docs/durable-turns.md).
 func (t *run) failBeforeStream(step string, err error) {
+	t.failBefore(step, err, false)
+}
+
+// failBefore is failBeforeStream; with spentAnswer, a failure saved as
+// the turn's record is answered as a replay of its id will be, 409
+// TURN_ALREADY_COMPLETED (not retryable): its turn id is spent, so a
+// retryable answer would send the client to a retry that cannot run.
+func (t *run) failBefore(step string, err error, spentAnswer bool) {
 	d := httpedge.Diagnose(t.ctx, err)
 	logRejected(t.log, step, d, err)
 	e := ending{status: chat.TurnError, diag: &d,
-		leaseLost: errors.Is(err, chat.ErrLeaseLost) || errors.Is(err, errLeaseUnproven) || t.leaseGone()}
+		leaseLost: errors.Is(err, chat.ErrLeaseLost) || errors.Is(err, errLeaseUnproven) || errors.Is(err, errWithdrawalUnknown) || t.leaseGone()}
 	outcome := saveOutcome("")
 	if !e.leaseLost {
 		item := t.record(e, t.state.view(), 0, 0)
@@ -219,9 +233,12 @@ func (t *run) failBeforeStream(step string, err error) {
 		}
 	}
 	t.logFinished(e, outcome, 0)
-	if outcome != saved {
+	switch {
+	case outcome != saved:
 		d = protocol.NewDiagnostic(protocol.CodeTurnOutcomeIndeterminate)
 		t.log.Info("turn left to the table's decision", "code", d.Code)
+	case spentAnswer:
+		d = protocol.NewDiagnostic(protocol.CodeTurnAlreadyCompleted)
 	}
 	httpedge.WriteError(t.w, d)
 	t.report(e, outcome, t.state.view())
@@ -255,8 +272,9 @@ func (t *run) streamTurn() {
 	t.live.remember(seq, first, protocol.Usage{}, false)
 	ack, err := t.acknowledge()
 	if err != nil {
-		t.failBeforeStream("acknowledge", err)
-		return
+		if ack = t.unacknowledged(err); ack == nil {
+			return
+		}
 	}
 	// The lease is checked at the instant the first line is stamped with,
 	// as the writer checks every later one: the steps before (supersede,
@@ -355,10 +373,68 @@ func (t *run) acknowledge() (*chat.Checkpoint, error) {
 	ctx, cancel := context.WithTimeout(t.ctx, t.lease.left())
 	defer cancel()
 	if _, err := t.h.opts.Store.Checkpoint(ctx, t.claim, cp); err != nil {
-		return nil, fmt.Errorf("acknowledge turn: %w", err)
+		return nil, fmt.Errorf("acknowledge turn: %w: %w", errNotAcknowledged, err)
 	}
 	t.tel.checkpointWritten()
 	return cp, nil
+}
+
+// errNotAcknowledged marks the error of an acknowledgment whose write
+// failed (its outcome unknown to the store after its resolving read).
+var errNotAcknowledged = errors.New("turn: acknowledgment not written")
+
+// errWithdrawalUnknown is the error of a withdrawal whose outcome stayed
+// unknown: the lease is left to expire and the table decides the turn.
+var errWithdrawalUnknown = errors.New("turn: withdrawal of the claim not confirmed")
+
+// unacknowledged handles an acknowledgment that failed (err), before any
+// line was written, and returns the acknowledgment to stream on, or nil
+// once the client has its answer. A claim that can be undone
+// (withdrawable) is withdrawn (chat.Store.WithdrawClaim), so that the
+// answer, a retryable error, is true: nothing records the turn, the
+// session is free, the admission is given back, and the retry of the
+// turn id runs the turn. A withdrawal that finds the acknowledgment
+// applied (its answer lost) goes on as acknowledged: the turn exists.
+// One whose outcome stays unknown leaves the lease to expire and answers
+// TURN_OUTCOME_INDETERMINATE (not retryable), as a replay may find the
+// turn either way. A claim that cannot be withdrawn is saved as an error
+// turn and answered 409 TURN_ALREADY_COMPLETED, as its replay will be; a
+// lost lease is failBeforeStream.
+func (t *run) unacknowledged(err error) *chat.Checkpoint {
+	if !errors.Is(err, errNotAcknowledged) || errors.Is(err, chat.ErrLeaseLost) || t.leaseGone() {
+		t.failBeforeStream("acknowledge", err)
+		return nil
+	}
+	if !t.withdrawable {
+		// The claim changed more than its lease: the failure is saved as
+		// the turn's record and the answer says the id is spent.
+		t.failBefore("acknowledge", err, true)
+		return nil
+	}
+	ctx, cancel := t.settleContext(time.Now())
+	acked, werr := t.h.opts.Store.WithdrawClaim(ctx, t.claim)
+	cancel()
+	switch {
+	case werr == nil && acked:
+		t.log.Info("acknowledgment applied without an answer: the turn goes on", "err", err)
+		t.tel.checkpointWritten()
+		return t.checkpointOf(t.live.latest())
+	case errors.Is(werr, chat.ErrLeaseLost):
+		t.failBeforeStream("withdraw", werr)
+		return nil
+	case werr != nil:
+		t.failBeforeStream("withdraw", fmt.Errorf("%w: %w", errWithdrawalUnknown, werr))
+		return nil
+	}
+	t.h.giveBack(t.reqCtx, t.log, t.principal, t.quota)
+	d := httpedge.Diagnose(t.ctx, err)
+	logRejected(t.log, "acknowledge", d, err)
+	e := ending{status: chat.TurnError, diag: &d}
+	t.logFinished(e, withdrawn, 0)
+	t.log.Info("claim withdrawn: the turn id is unspent")
+	httpedge.WriteError(t.w, d)
+	t.report(e, withdrawn, t.state.view())
+	return nil
 }
 
 // errLeaseUnproven is the error of a turn whose lease could no longer be
@@ -644,6 +720,9 @@ const (
 	saved   saveOutcome = "saved"   // the table holds the turn as saved
 	fenced  saveOutcome = "fenced"  // the turn was decided before the save (lost)
 	unknown saveOutcome = "unknown" // the save failed, or its outcome is unknown
+	// withdrawn: nothing was saved, the claim was withdrawn and the turn
+	// id is unspent (unacknowledged).
+	withdrawn saveOutcome = "withdrawn"
 )
 
 // save writes the turn item (cleanup phase 2) and returns its outcome. A

@@ -28,9 +28,12 @@ type stopRequest struct {
 // stopFields are the members of a stop body.
 var stopFields = []string{"sessionId", "turnId"}
 
-// stopAccepted is the 202 body of POST /stop: the stop flag is set; the
-// running turn sees it at its next lease renewal and ends as interrupted
-// (its terminal snapshot carries TURN_INTERRUPTED).
+// stopAccepted is the 202 body of POST /stop: the stop flag is set on
+// the turn's lease (chat.Store.RequestStop: a flag written is a stop,
+// whatever the outcome of its copy for the checkpoints); the running turn
+// sees it at its next checkpoint, one that fails included, or lease
+// renewal, and ends as interrupted (its terminal snapshot carries
+// TURN_INTERRUPTED).
 var stopAccepted = []byte(`{"stopRequested":true}` + "\n")
 
 // serveStop runs POST /stop: the same deadline, method, content type,

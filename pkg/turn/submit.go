@@ -109,6 +109,11 @@ func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *h
 	if sub.decision != nil && !t.takeDecision(sub.decision) {
 		return
 	}
+	// A claim that decided nothing, superseded nothing and left no queued
+	// turn waiting behind it (an interrupt's, which the release would
+	// start) can be undone when its acknowledgment fails
+	// (run.unacknowledged).
+	t.withdrawable = sub.decision == nil && parent == nil && len(chat.Waiting(claim.Session.Queue)) == 0
 	t.serve(parent)
 }
 
@@ -293,6 +298,7 @@ func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, dea
 		startedAt: claimedAt,
 	}
 	t.user = userMessage(sub.turnID, sub.input, t.createdAt)
+	t.principal = sub.principal
 	t.startTelemetry(sub.principal)
 	t.quota = sub.quota
 	if sub.agui {

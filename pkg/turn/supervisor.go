@@ -39,6 +39,10 @@ func (t *run) supervise(modelDone <-chan error, cpPrior *chat.Checkpoint) (end e
 	}
 	checkpointed := make(chan checkpointResult, 1)
 	checkpointing := false
+	// A checkpoint still in flight at the next tick (its writes hang) has
+	// the stop flag read beside it (readStop), at most one read at a time.
+	stopRead := make(chan bool, 1)
+	readingStop := false
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
@@ -53,6 +57,9 @@ func (t *run) supervise(modelDone <-chan error, cpPrior *chat.Checkpoint) (end e
 		}
 		if checkpointing {
 			<-checkpointed
+		}
+		if readingStop {
+			<-stopRead
 		}
 	}
 	startCheckpoint := func() {
@@ -88,7 +95,20 @@ supervise:
 			end = ending{status: chat.TurnError, diag: &d}
 			break supervise
 		case <-cpTick:
+			if checkpointing && !readingStop {
+				readingStop = true
+				go t.readStop(renewCtx, stopRead)
+			}
 			startCheckpoint()
+		case stop := <-stopRead:
+			readingStop = false
+			if stop {
+				t.tel.stopRequested()
+				t.log.Info("turn stop requested", "seenBy", "read beside a checkpoint in flight")
+				d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
+				end = ending{status: chat.TurnInterrupted, diag: &d}
+				break supervise
+			}
 		case <-t.live.urgent:
 			startCheckpoint()
 		case <-retry.C:
@@ -204,13 +224,22 @@ func (t *run) checkpoint(parent context.Context, cp *chat.Checkpoint, done chan<
 // checkpointed handles a checkpoint's result (prior is the last one that
 // landed and changed the messages) and reports whether the turn must
 // end: its turn was decided (fenced), or a stop was requested
-// (interrupted, seen within one CheckpointInterval). Another failure is
+// (interrupted, seen within one CheckpointInterval, also from a
+// checkpoint that failed: chat.Store.Checkpoint). Another failure is
 // logged and again is true: the next checkpoint follows soon.
 func (t *run) checkpointed(r checkpointResult, prior **chat.Checkpoint) (end ending, stop, again bool) {
 	switch {
 	case errors.Is(r.err, chat.ErrLeaseLost):
 		t.log.Warn("turn fenced at a checkpoint")
 		return leaseLostEnding(), true, false
+	case r.err != nil && r.stop:
+		// Not written, but the lease carries a stop (the store read it
+		// after the failure): the stop holds while checkpoints fail.
+		t.log.Warn("checkpoint failed", "err", r.err)
+		t.tel.stopRequested()
+		t.log.Info("turn stop requested")
+		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
+		return ending{status: chat.TurnInterrupted, diag: &d}, true, false
 	case r.err != nil:
 		t.log.Warn("checkpoint failed", "err", r.err)
 		return ending{}, false, true
@@ -226,6 +255,20 @@ func (t *run) checkpointed(r checkpointResult, prior **chat.Checkpoint) (end end
 		return ending{status: chat.TurnInterrupted, diag: &d}, true, false
 	}
 	return ending{}, false, false
+}
+
+// readStop reads the session's lease (chat.Store.GetSession, one
+// consistent read) for a stop, beside a checkpoint that has been in flight
+// for a whole CheckpointInterval, and sends whether this turn's lease
+// carries the stop flag (false when the read fails) on done (cap 1): a
+// stop is then seen within about one interval even while checkpoint
+// writes hang, each taking up to the store's attempts. Its context ends
+// at the lease's proven expiry.
+func (t *run) readStop(parent context.Context, done chan<- bool) {
+	ctx, cancel := context.WithTimeout(parent, t.lease.left())
+	defer cancel()
+	sess, err := t.h.opts.Store.GetSession(ctx, t.sessionID, t.principal)
+	done <- err == nil && sess.ActiveTurn != nil && sess.ActiveTurn.Token == t.claim.Lease.Token && sess.ActiveTurn.Stop
 }
 
 // leaseMargin is how long before the lease's proven expiry the turn

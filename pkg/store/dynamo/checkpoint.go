@@ -3,6 +3,7 @@ package dynamo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -204,10 +205,35 @@ func (s *Store) Checkpoint(ctx context.Context, c *chat.Claim, cp *chat.Checkpoi
 		}
 		d.Prior = cp.PriorSequence
 		if err := s.putDelta(ctx, cp, d, purgeAt); err != nil {
-			return false, err
+			return s.stopRequested(ctx, c), err
 		}
 	}
-	return s.updateLive(ctx, cp, c.Lease.Token, d != nil, purgeAt)
+	stop, err := s.updateLive(ctx, cp, c.Lease.Token, d != nil, purgeAt)
+	if err != nil && !errors.Is(err, chat.ErrLeaseLost) {
+		return s.stopRequested(ctx, c), err
+	}
+	return stop, err
+}
+
+// stopRequested reports whether the session's lease, still held by
+// claim c, carries the stop flag: one consistent read of the session item
+// after a checkpoint that could not be written, so that a stop is seen
+// within a checkpoint interval while checkpoint writes fail (the flag on
+// the live item, which a checkpoint's answer carries, is out of reach
+// then, and may not have been written at all). False when the read fails,
+// and without a read when ctx has ended (the turn is ending anyway).
+func (s *Store) stopRequested(ctx context.Context, c *chat.Claim) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	rctx, cancel := s.resolveContext(ctx)
+	defer cancel()
+	item, found, err := s.getItem(rctx, sessionKey(c.Session.ID))
+	if err != nil || !found || !holdsToken(item, c.Lease.Token) {
+		return false
+	}
+	v, _ := item[attrLeaseStop].(*types.AttributeValueMemberBOOL)
+	return v != nil && v.Value
 }
 
 // writeRunningItem writes the first checkpoint's turn item: the turn's
@@ -245,6 +271,58 @@ func (s *Store) writeRunningItem(ctx context.Context, c *chat.Claim, cp *chat.Ch
 		return fmt.Errorf("checkpoint turn %s of session %s: %w", cp.TurnID, cp.SessionID, err)
 	}
 	return nil
+}
+
+// withdrawnPrefix starts the token of the hidden record a withdrawn
+// claim leaves at its ordinal (WithdrawClaim): the claim's own token
+// after it, so that the record recognises its writer and a decider of
+// the claim's lease knows it for a turn that never started.
+const withdrawnPrefix = "withdrawn:"
+
+// WithdrawClaim implements chat.Store: the hidden record at the claim's
+// ordinal (its token withdrawnPrefix plus the claim's, no turn id, no
+// visible key, so no index holds it; purgeAt lets it expire), conditional
+// on the turn item being absent or that very record; then the lease
+// removed, conditional on the claim's token, with the session's window,
+// sequence and next ordinal unchanged. Unknown outcomes are resolved with
+// one consistent read each.
+func (s *Store) WithdrawClaim(ctx context.Context, c *chat.Claim) (bool, error) {
+	key := turnKey(c.Session.ID, c.Lease.Ordinal)
+	void := withdrawnPrefix + c.Lease.Token
+	up := expression.Set(expression.Name(attrLeaseToken), expression.Value(void)).
+		Set(expression.Name(attrOrdinal), expression.Value(c.Lease.Ordinal)).
+		Set(expression.Name(AttrPurgeAt), expression.Value(s.now().Add(checkpointRetention).Unix()))
+	cond := condition{expr: "attribute_not_exists(#pk) OR #leaseToken = :void", names: []string{AttrPK, attrLeaseToken},
+		values: map[string]types.AttributeValue{":void": strValue(void)}}
+	err := s.resolvedWrite(ctx, key, up, cond, func(item map[string]types.AttributeValue) bool {
+		return item != nil && tokenOf(item) == void
+	})
+	if failed, _ := conditionFailed(err); failed {
+		item, found, rerr := s.resolveRead(ctx, key)
+		switch {
+		case rerr != nil:
+			return false, fmt.Errorf("withdraw turn %s of session %s: %w (resolving: %v)", c.Lease.TurnID, c.Session.ID, err, rerr)
+		case found && tokenOf(item) == c.Lease.Token && statusOf(item) == chat.TurnRunning:
+			return true, nil // the acknowledgment applied: the turn exists
+		case !found || tokenOf(item) != void:
+			return false, chat.ErrLeaseLost // fenced, decided
+		}
+	} else if err != nil {
+		return false, fmt.Errorf("withdraw turn %s of session %s: %w", c.Lease.TurnID, c.Session.ID, err)
+	}
+	// The id is unspent from here: the lease is removed, or a decider of
+	// its expiry frees the session without recording the turn (fenceTurn).
+	free := condition{expr: "#leaseToken = :token", names: []string{attrLeaseToken},
+		values: map[string]types.AttributeValue{":token": strValue(c.Lease.Token)}}
+	fup := expression.Set(expression.Name(attrUpdatedAt), expression.Value(millis(s.now()))).
+		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
+	for _, a := range leaseAttrs {
+		fup = fup.Remove(expression.Name(a))
+	}
+	_ = s.resolvedWrite(ctx, sessionKey(c.Session.ID), fup, free, func(item map[string]types.AttributeValue) bool {
+		return item != nil && !holdsToken(item, c.Lease.Token)
+	})
+	return false, nil
 }
 
 // putDelta writes the delta item of checkpoint cp. Its key is the

@@ -65,7 +65,8 @@ type decided struct {
 	lost int64
 	// requeue is set when the lease was a queued turn's whose claim died
 	// before the turn was acknowledged: it never started, and waits
-	// again (queue.go).
+	// again (queue.go); and for a claim withdrawn (WithdrawClaim): it
+	// never started, and nothing records it.
 	requeue bool
 }
 
@@ -222,6 +223,11 @@ func (s *Store) fenceTurn(ctx context.Context, sessionID string, crashed *chat.L
 			// Decided by another process: a fence record of a queued turn
 			// is its requeue.
 			return chat.OutcomeIndeterminate, queued && isFenceRecord(main), meteredOf(main), nil
+		case tok == withdrawnPrefix+crashed.Token:
+			// Withdrawn after its acknowledgment failed (WithdrawClaim),
+			// its lease's removal unconfirmed: it never started, and is
+			// not recorded (as a requeue: window and sequence unchanged).
+			return chat.OutcomeIndeterminate, true, chat.Usage{}, nil
 		case tok == crashed.Token && statusOf(main) != chat.TurnRunning:
 			return chat.OutcomeCompleted, false, meteredOf(main), nil // its save landed first
 		case tok == crashed.Token:

@@ -2,6 +2,7 @@ package dynamo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -258,5 +259,107 @@ func TestPollReadsOnlyWhatIsNewer(t *testing.T) {
 	}
 	if ops := e.count.Take(); strings.Join(ops, " ") != "BatchGetItem" {
 		t.Errorf("a poll with nothing new: %v, want one BatchGetItem", ops)
+	}
+}
+
+// TestStopWhileLiveWritesFail: with every write of the live and delta
+// items failing, a stop whose flag on the session's lease was written is a
+// success (nil), although its copy on the live item could not be written;
+// and a checkpoint that fails reports that stop (one read of the lease),
+// with its error, so that the turn sees the stop while its checkpoints
+// fail. (Before, the stop was a 500 and the failed checkpoints said
+// nothing of it: the turn ran on until its next renewal.)
+func TestStopWhileLiveWritesFail(t *testing.T) {
+	for _, fault := range []ddbfault.Fault{ddbfault.ServerErrorBefore, ddbfault.Hang} {
+		t.Run(fault.String(), func(t *testing.T) {
+			t.Parallel() // its own table and fault transport
+			e := newFaultEnv(t)
+			ctx := faultCtx(t)
+			c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ack := checkpointAt(c, nil, "", 1)
+			if _, err := e.s.Checkpoint(ctx, c, ack); err != nil {
+				t.Fatal(err)
+			}
+			live := ddbfault.Op("UpdateItem", "#LIVE")
+			e.faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+				if live(a) || deltaWrite(a) {
+					return fault
+				}
+				return ddbfault.Pass
+			})
+			defer e.faults.SetRule(nil)
+			// Before the stop, a failed checkpoint reports no stop.
+			wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			stop, err := e.s.Checkpoint(wctx, c, checkpointAt(c, ack, "Hel", 3))
+			cancel()
+			if err == nil || stop {
+				t.Fatalf("checkpoint under faults: stop %v, %v; want an error and no stop", stop, err)
+			}
+			if err := e.s.RequestStop(ctx, "s1", "t1", alice); err != nil {
+				t.Fatalf("a stop whose lease flag was written: %v", err)
+			}
+			wctx, cancel = context.WithTimeout(ctx, 2*time.Second)
+			stop, err = e.s.Checkpoint(wctx, c, checkpointAt(c, ack, "Hello", 5))
+			cancel()
+			if err == nil || !stop {
+				t.Fatalf("checkpoint after the stop: stop %v, %v; want an error and the stop", stop, err)
+			}
+			if n := e.faults.Counts()[fault]; n == 0 {
+				t.Fatal("no fault was injected")
+			}
+			e.faults.SetRule(nil)
+			s, err := e.s.GetSession(ctx, "s1", alice)
+			if err != nil || s.ActiveTurn == nil || !s.ActiveTurn.Stop {
+				t.Fatalf("session after the stop: %+v, %v; want the lease flagged", s, err)
+			}
+		})
+	}
+}
+
+// TestWithdrawnClaimWhoseLeaseRemovalFailed: a claim withdrawn after its
+// acknowledgment failed, whose lease's removal then failed on every
+// attempt, keeps its turn id unspent: at the default lease (30 s) the
+// session stays busy until the lease expires, then the claim that meets
+// the expired lease finds the withdrawn record and frees the session
+// without recording the turn, so the retry of the same turn id runs.
+func TestWithdrawnClaimWhoseLeaseRemovalFailed(t *testing.T) {
+	const defaultLease = 30 * time.Second // turn.DefaultLeaseDuration
+	e := newFaultEnv(t)
+	ctx := faultCtx(t)
+	req := claimReq("s1", "t1")
+	req.LeaseDuration = defaultLease
+	c, err := e.s.ClaimTurn(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.faults.SetRule(ddbfault.Always(ddbfault.ServerErrorBefore, ddbfault.Op("UpdateItem", `"ConditionExpression":"#leaseToken = :token"`)))
+	acked, err := e.s.WithdrawClaim(ctx, c)
+	e.faults.SetRule(nil)
+	if err != nil || acked {
+		t.Fatalf("WithdrawClaim: %v, %v; want false, nil", acked, err)
+	}
+	if e.faults.Counts()[ddbfault.ServerErrorBefore] == 0 {
+		t.Fatal("no fault was injected")
+	}
+	if s, err := e.s.GetSession(ctx, "s1", alice); err != nil || s.ActiveTurn == nil {
+		t.Fatalf("session %+v, %v: the lease's removal applied, the test proves nothing", s, err)
+	}
+	if _, err := e.s.ClaimTurn(ctx, req); !errors.Is(err, chat.ErrSessionBusy) {
+		t.Fatalf("claim while the withdrawn lease holds: %v, want ErrSessionBusy", err)
+	}
+	e.clock.Advance(defaultLease)
+	retry, err := e.s.ClaimTurn(ctx, req)
+	if err != nil {
+		t.Fatalf("the retry of the withdrawn turn id: %v", err)
+	}
+	if retry.Lease.Ordinal == c.Lease.Ordinal || retry.BaseSequence != c.BaseSequence || len(retry.Session.TerminalTurns) != 0 {
+		t.Fatalf("retry: ordinal %d (withdrawn %d), base %d (was %d), window %+v; want a new ordinal, nothing recorded",
+			retry.Lease.Ordinal, c.Lease.Ordinal, retry.BaseSequence, c.BaseSequence, retry.Session.TerminalTurns)
+	}
+	if _, err := e.s.Checkpoint(ctx, c, checkpointAt(c, nil, "", 1)); !errors.Is(err, chat.ErrLeaseLost) {
+		t.Fatalf("a late acknowledgment of the withdrawn claim: %v, want ErrLeaseLost", err)
 	}
 }

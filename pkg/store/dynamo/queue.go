@@ -151,7 +151,9 @@ func (s *Store) EnqueueTurn(ctx context.Context, req chat.EnqueueRequest) (*chat
 			return nil, err
 		}
 		if l := sess.ActiveTurn; l != nil && l.TurnID == req.TurnID {
-			return nil, chat.ErrSessionBusy // that very turn runs
+			// That very turn runs, or is saved and not released yet: its
+			// decision then, as for a claim.
+			return nil, s.busyOrDecided(ctx, chat.ClaimRequest{SessionID: req.SessionID, TurnID: req.TurnID, InputHash: req.InputHash}, l)
 		}
 		queued, err := chat.QueueRejection(sess.Queue, sess.TerminalTurns, req.TurnID, req.InputHash, req.Max)
 		if err == nil && queued == nil && chat.WindowFull(sess.TerminalTurns, s.window) {

@@ -352,7 +352,7 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 	}
 	crashed := sess.ActiveTurn
 	if crashed != nil && crashed.ExpiresAt.After(now) && si.FencedToken == "" {
-		return nil, chat.ErrSessionBusy
+		return nil, s.busyOrDecided(ctx, req, crashed)
 	}
 	window, sequence := sess.TerminalTurns, sess.Sequence
 	edit := func(up expression.UpdateBuilder) expression.UpdateBuilder { return up }
@@ -388,6 +388,28 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 	}
 
 	return s.recordTakeover(ctx, req, sess, window, sequence, rejection, token, now, edit)
+}
+
+// busyOrDecided explains a claim refused by the unexpired lease l: a
+// replay of l's own turn whose record is terminal already (saved, its
+// release not yet written or left to the lease's expiry) gets that
+// record's decision, as the terminal window gives it once the lease is
+// released (chat.TurnRejection); anything else, another turn id, the
+// turn still running or its record unreadable, is ErrSessionBusy. One
+// consistent read of the turn item, only for a replay of the lease's turn.
+func (s *Store) busyOrDecided(ctx context.Context, req chat.ClaimRequest, l *chat.Lease) error {
+	if l.TurnID != req.TurnID {
+		return chat.ErrSessionBusy
+	}
+	item, found, err := s.getItem(ctx, turnKey(req.SessionID, l.Ordinal))
+	if err != nil || !found || tokenOf(item) != l.Token {
+		return chat.ErrSessionBusy
+	}
+	var it turnItem
+	if err := attributevalue.UnmarshalMap(item, &it); err != nil || it.Status == "" || chat.TurnStatus(it.Status) == chat.TurnRunning {
+		return chat.ErrSessionBusy
+	}
+	return chat.TurnRejection(&chat.Turn{TurnID: it.TurnID, Status: chat.TurnStatus(it.Status), InputHash: it.InputHash}, req.InputHash)
 }
 
 // recordTakeover writes what classifyClaim decided with one
@@ -540,7 +562,11 @@ func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Le
 // RequestStop implements chat.Store: one UpdateItem conditional on the
 // owner and an unexpired lease of turnID (a retry after an applied stop
 // passes again); a failure is classified, and an unknown outcome
-// resolved, with one consistent read.
+// resolved, with one consistent read. The flag on the session's lease is
+// the stop: once it is written the stop succeeds, and the copy on the
+// turn's live item (stopLiveOf), which lets a checkpoint's answer carry
+// it, is written after it without deciding the outcome (a turn whose
+// checkpoints fail reads the lease's flag instead, Checkpoint).
 func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p chat.Principal) error {
 	now := s.now()
 	cond := condition{
@@ -584,18 +610,16 @@ func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p cha
 }
 
 // stopLiveOf sets the stop flag on the checkpoint live item of the lease
-// in the session item (see stopLive).
+// in the session item (see stopLive), whose lease flag is written: a
+// failure of that second write does not undo the stop, so it is not
+// returned. The turn then sees the stop at its next checkpoint that
+// fails (which reads the lease's flag) or at its next renewal.
 func (s *Store) stopLiveOf(ctx context.Context, sessionID string, item map[string]types.AttributeValue) error {
 	_, si, err := decodeSession(sessionID, item)
-	if err != nil {
-		return err
+	if err != nil || si.LeaseToken == "" {
+		return nil // the lease's flag was written; nothing names the live item
 	}
-	if si.LeaseToken == "" {
-		return nil
-	}
-	if err := s.stopLive(ctx, sessionID, si.LeaseOrdinal, si.LeaseToken); err != nil {
-		return fmt.Errorf("request stop in session %s: %w", sessionID, err)
-	}
+	_ = s.stopLive(ctx, sessionID, si.LeaseOrdinal, si.LeaseToken)
 	return nil
 }
 

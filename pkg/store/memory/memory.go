@@ -274,7 +274,7 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 		return nil, chat.ErrSessionMoved
 	}
 	if err := s.takeOver(rec, now); err != nil {
-		return nil, err
+		return nil, rec.busyOrDecided(req, err)
 	}
 	if err := rec.rejection(req.TurnID, req.InputHash, s.window); err != nil {
 		return nil, err
@@ -325,6 +325,22 @@ func (s *Store) takeOver(rec *sessionRecord, now time.Time) error {
 		return chat.ErrSessionBusy
 	}
 	return nil
+}
+
+// busyOrDecided explains a claim refused with busy by the session's
+// unexpired lease: a replay of the lease's own turn whose record is
+// terminal (saved, not released yet) gets that record's decision
+// (chat.TurnRejection); anything else is busy.
+func (rec *sessionRecord) busyOrDecided(req chat.ClaimRequest, busy error) error {
+	l := rec.session.ActiveTurn
+	if l == nil || l.TurnID != req.TurnID {
+		return busy
+	}
+	it, ok := rec.turns[l.Ordinal]
+	if !ok || it.token != l.Token || it.turn.Status == chat.TurnRunning {
+		return busy
+	}
+	return chat.TurnRejection(&it.turn, req.InputHash)
 }
 
 // lease takes the session's lease for req (and its decision) at the next
@@ -783,6 +799,40 @@ func (s *Store) Checkpoint(ctx context.Context, c *chat.Claim, cp *chat.Checkpoi
 	return l != nil && l.Token == token && l.Stop, nil
 }
 
+// WithdrawClaim implements chat.Store: the claim's ordinal is kept from
+// any later checkpoint of it (its issued claim forgotten), the lease
+// removed, nothing recorded; acknowledged when its first checkpoint
+// landed.
+func (s *Store) WithdrawClaim(ctx context.Context, c *chat.Claim) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.sessions[c.Session.ID]
+	if !ok {
+		return false, chat.ErrLeaseLost
+	}
+	if it, ok := rec.turns[c.Lease.Ordinal]; ok {
+		if it.token == c.Lease.Token && it.turn.Status == chat.TurnRunning {
+			return true, nil
+		}
+		return false, chat.ErrLeaseLost
+	}
+	if ic, ok := rec.claims[c.Lease.Ordinal]; !ok || ic.token != c.Lease.Token {
+		return false, chat.ErrLeaseLost
+	}
+	rec.claims[c.Lease.Ordinal] = issuedClaim{turnID: c.Lease.TurnID, token: "withdrawn"}
+	sess := &rec.session
+	if l := sess.ActiveTurn; l != nil && l.Token == c.Lease.Token {
+		sess.ActiveTurn = nil
+		sess.Revision++
+		sess.UpdatedAt = now
+	}
+	return false, nil
+}
+
 // PollTurn implements chat.Store: an expired lease is decided first;
 // since is not needed (the whole turn is at hand).
 func (s *Store) PollTurn(ctx context.Context, sessionID string, ordinal int64, p chat.Principal, _ *chat.Turn) (*chat.Turn, error) {
@@ -822,7 +872,9 @@ func (s *Store) EnqueueTurn(ctx context.Context, req chat.EnqueueRequest) (*chat
 	}
 	sess := &rec.session
 	if l := sess.ActiveTurn; l != nil && l.TurnID == req.TurnID {
-		return nil, chat.ErrSessionBusy // that very turn runs
+		// That very turn runs, or is saved and not released yet: its
+		// decision then, as for a claim.
+		return nil, rec.busyOrDecided(chat.ClaimRequest{TurnID: req.TurnID, InputHash: req.InputHash}, chat.ErrSessionBusy)
 	}
 	queued, err := chat.QueueRejection(sess.Queue, sess.TerminalTurns, req.TurnID, req.InputHash, req.Max)
 	if err == nil && queued == nil {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -104,6 +105,45 @@ func wantLost(t *testing.T, what string, got *chat.Turn, cp *chat.Checkpoint, se
 // blocks the next.
 func checkpointCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
+		"WithdrawnClaimLeavesItsIDUnspent": func(t *testing.T, e *env) {
+			// The acknowledgment failed and wrote nothing: the claim is
+			// withdrawn, nothing records the turn, and its retry runs it
+			// (at the next ordinal: a late acknowledgment of the
+			// withdrawn claim cannot land).
+			c := e.claim("s1", "t1")
+			acked, err := e.store.WithdrawClaim(e.ctx, c)
+			if err != nil || acked {
+				t.Fatalf("WithdrawClaim: acknowledged %v, %v; want false, nil", acked, err)
+			}
+			if s := e.session("s1"); s.ActiveTurn != nil || len(s.TerminalTurns) != 0 {
+				t.Fatalf("session after the withdrawal: lease %+v, window %+v; want free, nothing recorded", s.ActiveTurn, s.TerminalTurns)
+			}
+			if _, err := e.store.Checkpoint(e.ctx, c, e.checkpointOf(c, nil, "", c.BaseSequence+1)); !errors.Is(err, chat.ErrLeaseLost) {
+				t.Fatalf("a late acknowledgment of the withdrawn claim: %v, want ErrLeaseLost", err)
+			}
+			if _, err := e.store.FindTurn(e.ctx, "s1", "t1", alice); !errors.Is(err, chat.ErrTurnNotFound) {
+				t.Fatalf("FindTurn of the withdrawn turn: %v, want ErrTurnNotFound", err)
+			}
+			retry := e.claim("s1", "t1")
+			if retry.Lease.Ordinal == c.Lease.Ordinal {
+				t.Errorf("the retry reused the withdrawn ordinal %d", c.Lease.Ordinal)
+			}
+			e.checkpoint(retry, e.checkpointOf(retry, nil, "", retry.BaseSequence+1))
+			got, err := e.store.FindTurn(e.ctx, "s1", "t1", alice)
+			if err != nil || got.Ordinal != retry.Lease.Ordinal || got.Status != chat.TurnRunning {
+				t.Fatalf("FindTurn after the retry: %+v, %v; want the retry running", got, err)
+			}
+			// An acknowledgment that applied (its answer lost) is a turn
+			// that exists: the withdrawal says so and changes nothing.
+			acked, err = e.store.WithdrawClaim(e.ctx, retry)
+			if err != nil || !acked {
+				t.Fatalf("WithdrawClaim after an acknowledgment: %v, %v; want true, nil", acked, err)
+			}
+			if s := e.session("s1"); s.ActiveTurn == nil || s.ActiveTurn.Token != retry.Lease.Token {
+				t.Fatalf("the lease of an acknowledged turn was removed: %+v", s.ActiveTurn)
+			}
+		},
+
 		"RunningTurnVisibleWithLatestCheckpoint": func(t *testing.T, e *env) {
 			c := e.claim("s1", "t1")
 			cp1 := e.checkpointOf(c, nil, "", c.BaseSequence+1)

@@ -127,6 +127,30 @@ func claimCases() map[string]func(*testing.T, *env) {
 			}
 		},
 
+		"ReplayOfASavedTurnWhileItsLeaseHolds": func(t *testing.T, e *env) {
+			// The save landed, the release not (yet): the lease still
+			// holds, but the turn's record is decided. A replay of its id
+			// gets that decision, as the terminal window gives it after
+			// the release; only another turn id is busy.
+			c := e.claim("s1", "t1")
+			_, err := e.store.ClaimTurn(e.ctx, claimRequest("s1", "t1"))
+			wantErr(t, "replay of t1 while it runs", err, chat.ErrSessionBusy)
+			e.save(c, e.turnFor(c, "s1"))
+			_, err = e.store.ClaimTurn(e.ctx, claimRequest("s1", "t1"))
+			wantErr(t, "replay of t1 saved, not released", err, chat.ErrTurnCompleted)
+			other := claimRequest("s1", "t1")
+			other.InputHash = chat.HashInput("another input")
+			_, err = e.store.ClaimTurn(e.ctx, other)
+			wantErr(t, "t1 with another input, saved, not released", err, chat.ErrTurnIDReused)
+			_, err = e.store.ClaimTurn(e.ctx, claimRequest("s1", "t2"))
+			wantErr(t, "claim t2 while t1's lease holds", err, chat.ErrSessionBusy)
+			_, err = e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", "t1", chat.DefaultMaxQueuedTurns))
+			wantErr(t, "enqueue of t1 saved, not released", err, chat.ErrTurnCompleted)
+			if s := e.session("s1"); s.ActiveTurn == nil || s.ActiveTurn.Token != c.Lease.Token {
+				t.Errorf("active turn after rejected claims = %+v, want t1's lease unchanged", s.ActiveTurn)
+			}
+		},
+
 		"LeaseExpiresAtExactInstant": func(t *testing.T, e *env) {
 			c := e.claim("s1", "t1")
 			e.clock.Advance(leaseDuration - time.Millisecond)
