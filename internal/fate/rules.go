@@ -33,7 +33,8 @@ const (
 	// undisturbed) shows a terminal state within the stop bound (a
 	// checkpoint interval plus 250 ms) plus slack (an attempt timeout
 	// plus the larger of 1 s and a checkpoint interval: the machine's
-	// share) of that first stop.
+	// share) of that first stop, unless the process that took the stop
+	// was paused or killed while it did.
 	RuleStopBound = "stop-bound"
 	// RuleReplay (I7): a submit of a turn id begun after any route showed
 	// the turn terminal is never answered 409 SESSION_BUSY, nor a
@@ -237,7 +238,8 @@ func (c *checker) stopRules() {
 				append(answers, term.Desc)...)
 		}
 		first := stops[0]
-		if first.DuringCheckpointFaults && term.At.After(first.Start) && !c.disturbed(live.Proc, first.Start, term.At) && c.onlyCheckpointFaults() &&
+		if first.DuringCheckpointFaults && term.At.After(first.Start) && !c.disturbed(live.Proc, first.Start, term.At) &&
+			!c.disturbed(first.Proc, first.Start, first.End) && c.onlyCheckpointFaults() &&
 			term.At.After(first.Start.Add(bound+slack)) {
 			c.addRule("I5", RuleStopBound, t, fmt.Sprintf("a stop first sent while checkpoint writes failed took %s to show the turn terminal (%s; stop bound %s, slack %s)",
 				term.At.Sub(first.Start).Round(time.Millisecond), hist, bound, slack), append(answers, term.Desc)...)
