@@ -94,6 +94,7 @@ type draw struct {
 	procs  int
 	quota  []int
 	quotaN int
+	pause  int
 	t      Timings
 	p      *Plan
 }
@@ -279,7 +280,7 @@ func (d *draw) nearLease() {
 		kind, before = kindRenew, l/3+time.Second
 	}
 	d.turn("a", before+pause+3*time.Second, before+pause+5*time.Second)
-	procA := d.anyProc()
+	procA := d.pause
 	d.add(Step{Do: "submit", Turn: "a", Proc: procA})
 	d.add(Step{Do: "hook", Kind: kind, Phase: "after", Action: "pause", For: pause})
 	d.reads(2+d.rng.IntN(3), 0, before+pause+5*time.Second)

@@ -85,7 +85,10 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}()
 
 	r := &runner{cfg: cfg, t: cfg.Timings, logs: map[string]*sessionLog{}, finalReads: map[string][]*Read{}}
-	slots := cfg.Processes + cfg.QuotaProcesses
+	// The slots: the processes, the quota processes, and the pause slot
+	// (the nearlease schedules' turns).
+	slots := cfg.Processes + cfg.QuotaProcesses + 1
+	pause := slots - 1
 	if r.proxy, err = newProxy(endpoint, slots); err != nil {
 		return nil, err
 	}
@@ -94,7 +97,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		"CURSOR_SECRET=fate-harness-cursor-secret")
 	r.ps = newProcs(cfg.DevServer, dir, env, slots)
 	var quota []int
-	for i := cfg.Processes; i < slots; i++ {
+	for i := cfg.Processes; i < pause; i++ {
 		// The quota processes: a principal turnsPerMinute quota, reached
 		// only by the quota schedules' principals.
 		r.ps.slots[i].env = []string{fmt.Sprintf(`QUOTAS={"principal":{"turnsPerMinute":%d}}`, cfg.QuotaTurnsPerMinute)}
@@ -125,11 +128,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	for _, i := range indexes {
 		sid := fmt.Sprintf("s%d-%d", cfg.Seed, i)
-		p := newPlan(cfg.Seed, i, planEnv{procs: cfg.Processes, quota: quota, quotaN: cfg.QuotaTurnsPerMinute, t: t, kinds: cfg.Kinds}, sid)
+		p := newPlan(cfg.Seed, i, planEnv{procs: cfg.Processes, quota: quota, quotaN: cfg.QuotaTurnsPerMinute, pause: pause, t: t, kinds: cfg.Kinds}, sid)
 		r.plans = append(r.plans, p)
 		r.logs[sid] = &sessionLog{plan: p, principal: p.Principal, inputs: map[string]string{}}
 	}
-	cfg.Logf("fate: %d schedules, %d at once, %d dev servers and %d with quotas (%s), %s lease (%s), table %s, logs in %s",
+	cfg.Logf("fate: %d schedules, %d at once, %d dev servers, %d with quotas and 1 for the nearlease pauses (%s), %s lease (%s), table %s, logs in %s",
 		len(r.plans), cfg.Concurrency, cfg.Processes, cfg.QuotaProcesses, cfg.DevServer, t.Name, t.Lease, table, dir)
 
 	// A run whose DynamoDB API server died is void: stop it at once.

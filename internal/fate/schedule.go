@@ -161,6 +161,7 @@ type planEnv struct {
 	procs  int
 	quota  []int
 	quotaN int
+	pause  int // the slot of the nearlease schedules' turns
 	t      Timings
 	kinds  []string
 }
@@ -170,7 +171,7 @@ func newPlan(seed uint64, index int, env planEnv, session string) *Plan {
 	procs, t := env.procs, env.t
 	rng := rand.New(rand.NewPCG(seed, uint64(index)))
 	p := &Plan{Index: index, Seed: seed, Session: session, Runes: map[string]int{}, Principal: "fate"}
-	d := &draw{rng: rng, procs: procs, quota: env.quota, quotaN: env.quotaN, t: t, p: p}
+	d := &draw{rng: rng, procs: procs, quota: env.quota, quotaN: env.quotaN, pause: env.pause, t: t, p: p}
 	between, chance, other, anyProc, add := d.between, d.chance, d.other, d.anyProc, d.add
 	rps := t.runesPerSecond()
 	ms := time.Millisecond
@@ -353,6 +354,10 @@ type schedRun struct {
 
 	mu   sync.Mutex
 	live map[string]*Stream // each turn's accepted submit stream
+	// answered is closed, for each turn of the plan, when its submits
+	// have ended (accepted, refused, or given up): a replay waits for it,
+	// as a replay is a client's second submit of an id, never its first.
+	answered map[string]chan struct{}
 }
 
 // run carries the plan out and returns when every step (and every
@@ -364,6 +369,12 @@ func (s *schedRun) run(ctx context.Context) {
 	s.start = time.Now()
 	s.lg.firstRun = s.start
 	sid := s.plan.Session
+	s.answered = map[string]chan struct{}{}
+	for _, st := range s.plan.Steps {
+		if st.Do == "submit" && s.answered[st.Turn] == nil {
+			s.answered[st.Turn] = make(chan struct{})
+		}
+	}
 	for _, st := range s.plan.Steps {
 		switch st.Do {
 		case "fault":
@@ -463,9 +474,16 @@ func (s *schedRun) do(ctx context.Context, st Step) {
 	case "kill":
 		r.ps.slots[st.Proc].kill(st.For, r.proxy.endpoint(st.Proc), by)
 	case "replay":
-		n := max(st.N, 1)
+		if ch := s.answered[st.Turn]; ch != nil {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+		n, began := max(st.N, 1), time.Now()
 		for i := range n {
-			if i > 0 && !sleepUntil(ctx, s.start.Add(st.At+st.For*time.Duration(i)/time.Duration(n))) {
+			if i > 0 && !sleepUntil(ctx, began.Add(st.For*time.Duration(i)/time.Duration(n))) {
 				return
 			}
 			s.waitUp(ctx, st.Proc)
@@ -537,6 +555,9 @@ func (s *schedRun) inputOf(turn string) string {
 // the answer was a retryable failure (which promises that the id is not
 // spent), for up to busyWait.
 func (s *schedRun) submit(ctx context.Context, st Step) {
+	if ch := s.answered[st.Turn]; ch != nil {
+		defer close(ch)
+	}
 	busyWait := max(15*time.Second, s.r.t.Lease+10*time.Second)
 	in := s.inputOf(st.Turn)
 	s.lg.mu.Lock()
