@@ -313,6 +313,19 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// TestClassifyLiveItem: a liveitem window meets every write of the live
+// item, a stop's flag included, and no write of another item.
+func TestClassifyLiveItem(t *testing.T) {
+	stop := classify("DynamoDB_20120810.UpdateItem", []byte(`{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#LIVE"}},"ConditionExpression":"#leaseToken = :token","ExpressionAttributeNames":{"#leaseToken":"leaseToken","#stop":"stop"}}`))
+	if stop.Kind != kindStop || !stop.is(kindLiveItem) || stop.is(kindCheckpoint) || stop.is(kindLive) {
+		t.Errorf("a stop's flag on the live item: kind %s, liveitem %v, checkpoint %v", stop.Kind, stop.is(kindLiveItem), stop.is(kindCheckpoint))
+	}
+	delta := classify("DynamoDB_20120810.PutItem", []byte(`{"Item":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#D#0000000000000004"}}}`))
+	if delta.is(kindLiveItem) {
+		t.Errorf("a delta write met a liveitem window")
+	}
+}
+
 // TestCheckCheckpointsRecover: checkpoints that land again after the
 // fault window, however late on the clock, are no violation.
 func TestCheckCheckpointsRecover(t *testing.T) {
@@ -380,6 +393,11 @@ func TestCheckFindsEachRule(t *testing.T) {
 		}, func(in *sessionInput) {
 			in.Stops = append(in.Stops, &Stop{Turn: "a", Start: at(2300), End: at(2310), Status: 202})
 		}},
+		"stop answered retryable, its flag written": {RuleStopHonest, "although DynamoDB applied its flag on the session", func(in *sessionInput) {
+			slow(in, statusComplete)
+			in.Stops = []*Stop{{Turn: "a", Proc: 1, Start: at(400), End: at(900), Status: 500, ErrCode: codeServerInternal, Retryable: true}}
+			in.Writes = []writeMark{{At: at(420), Slot: 1, Kind: kindStop, Applied: true, Item: "SESSION"}}
+		}, func(in *sessionInput) { in.Writes[0].Applied = false }},
 		"stop lost under checkpoint faults": {RuleStopBound, "a stop first sent while checkpoint writes failed took 2.6s", func(in *sessionInput) {
 			slow(in, statusComplete)
 			in.Windows = []window{{Kind: kindLive, Fault: ddbfault.ServerErrorBefore, From: at(200), To: at(2500)}}

@@ -211,17 +211,26 @@ func (d *draw) quotaBurst() {
 	}
 }
 
-// stopFault: turn a streams 7-10 s; 1-2 s in, its checkpoint writes (all
-// of them, the deltas only, or the live item only) fail for 1-4 s; a stop
-// is sent while they fail, and again after each retryable answer.
+// stopFault: turn a streams 7-10 s; 1-2 s in, its checkpoint writes fail
+// for 1-4 s (all of them, the deltas only, the live item's only, or the
+// deltas and every write of the live item, a stop's flag included, as a
+// throttled item would); a stop is sent while they fail, and again after
+// each retryable answer.
 func (d *draw) stopFault() {
 	ms := time.Millisecond
 	durA := d.turn("a", 7*time.Second, 10*time.Second)
 	procA := d.anyProc()
 	d.add(Step{Do: "submit", Turn: "a", Proc: procA})
 	at, span := d.between(time.Second, 2*time.Second), d.between(time.Second, 4*time.Second)
-	kind := []string{kindCheckpoint, kindDelta, kindLive}[d.rng.IntN(3)]
-	d.add(Step{At: at, Do: "fault", Kind: kind, Fault: checkpointFaults[d.rng.IntN(len(checkpointFaults))], For: span})
+	fault := checkpointFaults[d.rng.IntN(len(checkpointFaults))]
+	switch d.rng.IntN(5) {
+	case 0, 1: // the delta writes and every write of the live item (a hot item: the stop's flag too)
+		d.add(Step{At: at, Do: "fault", Kind: kindDelta, Fault: fault, For: span})
+		d.add(Step{At: at, Do: "fault", Kind: kindLiveItem, Fault: fault, For: span})
+	default: // every checkpoint write, the deltas only, or the live item's checkpoints only
+		kind := []string{kindCheckpoint, kindDelta, kindLive}[d.rng.IntN(3)]
+		d.add(Step{At: at, Do: "fault", Kind: kind, Fault: fault, For: span})
+	}
 	d.add(Step{At: at + d.between(200*ms, span-200*ms), Do: "stop", Turn: "a", Proc: d.anyProc(), Retry: true, For: 5 * time.Second})
 	if d.chance(0.5) {
 		d.add(Step{At: at, Do: "watch", For: span + 2*time.Second})

@@ -23,10 +23,12 @@ const (
 	RuleQuota = "quota-exact"
 	// RuleStopHonest (I7): a stop answered 2xx is followed by the turn's
 	// interrupted end (or by an end within the stop bound plus slack
-	// after the answer: the turn was saving already); a turn none of
-	// whose stops was answered 2xx, one of them retryable, does not end
-	// interrupted (unless a rollback or an interrupt was sent while it
-	// ran, or a stop went unanswered).
+	// after the answer: the turn was saving already); a stop answered a
+	// retryable 5xx did not have its flag written (DynamoDB applied no
+	// stop write of the session from its process while it was in
+	// flight); a turn none of whose stops was answered 2xx, one of them
+	// retryable, does not end interrupted (unless a rollback or an
+	// interrupt was sent while it ran, or a stop went unanswered).
 	RuleStopHonest = "stop-honest"
 	// RuleStopBound (I5, "Stop within a second"): a turn whose stop was
 	// first sent while only checkpoint writes failed (its process
@@ -233,6 +235,16 @@ func (c *checker) stopRules() {
 			c.addRule("I7", RuleStopHonest, t, fmt.Sprintf("a stop answered %d, yet the turn ended %s %s after that answer (stop bound %s, slack %s)",
 				ok2xx.Status, hist, term.At.Sub(ok2xx.End).Round(time.Millisecond), bound, slack), append(answers, term.Desc)...)
 		}
+		for _, s := range stops {
+			if s.Status < 500 || !s.Retryable {
+				continue
+			}
+			if w := c.appliedStop(s); w != nil {
+				c.addRule("I7", RuleStopHonest, t, fmt.Sprintf("a stop was answered a retryable %d %s although DynamoDB applied its flag on the session", s.Status, s.ErrCode),
+					s.String(), fmt.Sprintf("DynamoDB applied a stop write of the session from p%d at %s", w.Slot, clock(w.At)))
+				break
+			}
+		}
 		if ok2xx == nil && interrupted && retryable && !unanswered && !c.multitaskWhileRunning(t) {
 			c.addRule("I7", RuleStopHonest, t, "no stop was answered 2xx (one was answered retryable), yet the turn ended interrupted: a retryable answer hid a stop that took effect",
 				append(answers, term.Desc)...)
@@ -245,6 +257,18 @@ func (c *checker) stopRules() {
 				term.At.Sub(first.Start).Round(time.Millisecond), hist, bound, slack), append(answers, term.Desc)...)
 		}
 	}
+}
+
+// appliedStop returns a write of the session's stop flag (on the session
+// item) that DynamoDB applied from s's process while s was in flight,
+// nil when none.
+func (c *checker) appliedStop(s *Stop) *writeMark {
+	for i, w := range c.in.Writes {
+		if w.Kind == kindStop && w.Applied && w.Slot == s.Proc && w.Item == "SESSION" && !w.At.Before(s.Start) && !w.At.After(s.End) {
+			return &c.in.Writes[i]
+		}
+	}
+	return nil
 }
 
 // onlyCheckpointFaults reports whether every fault window of the session

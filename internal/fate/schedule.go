@@ -45,7 +45,8 @@ type Step struct {
 	// retryable answer (or none), for up to For.
 	Retry bool
 	// Every is how soon a submit is sent again after a SESSION_BUSY
-	// (default 200 ms; a racing tab or script in a race schedule: 50 ms).
+	// (default 200 ms, or 1/60 of a longer lease; a racing tab or script
+	// in a race schedule: 50 ms).
 	Every time.Duration
 	Proc  int // the process it is sent to or done to
 	Proc2 int // a resume's reconnect process
@@ -578,8 +579,8 @@ func (s *schedRun) submit(ctx context.Context, st Step) {
 			return
 		}
 		every := st.Every
-		if every == 0 {
-			every = 200 * time.Millisecond
+		if every == 0 { // 200 ms, 500 ms at the default lease (a busy wait of up to 40 s there)
+			every = max(200*time.Millisecond, s.r.t.Lease/60)
 		}
 		sleepUntil(ctx, time.Now().Add(every))
 	}
