@@ -16,7 +16,10 @@ type Violation struct {
 	Invariant string
 	// Rule is the check that found it: the invariant itself for its
 	// first reading, or one of the Rule constants.
-	Rule     string
+	Rule string
+	// Reported marks a finding that is reported, not a violation
+	// (Report.Findings; RuleRenewLate).
+	Reported bool
 	Seed     uint64
 	Schedule int
 	Session  string

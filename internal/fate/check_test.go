@@ -430,6 +430,16 @@ func TestCheckFindsEachRule(t *testing.T) {
 		}, func(in *sessionInput) {
 			in.Leases["a"] = in.Leases["a"][:1] // the renewal did not apply: giving up is right
 		}},
+		"lost after a pause with time left, no renewal": {RuleRenewLate, "renewed none of it and was lost", func(in *sessionInput) {
+			in.Plan = &Plan{Kind: KindNearLease}
+			in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", ""), diagnostic(1000002, 5000, codeTurnLost, false))}
+			in.Reads = nil
+			in.Events = []procEvent{{At: at(150), Slot: 0, What: "pause"}, {At: at(1000), Slot: 0, What: "cont"}}
+			in.Leases["a"] = []leaseMark{{Applied: at(90), Expiry: at(3090)}}
+			in.Final = final(turn("a", statusError, codeTurnLost, messages("", statusError), 0))
+		}, func(in *sessionInput) {
+			in.Events[1].At = at(2900) // continued with less than two attempt timeouts left
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := clean()

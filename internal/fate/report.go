@@ -41,8 +41,9 @@ type Report struct {
 	// QuotaAdmitted and QuotaRefused count the quota schedules' submits
 	// answered 200 and 429; QuotaBursts the bursts' sizes.
 	QuotaAdmitted, QuotaRefused, QuotaSubmits int
-	// Violations are the breaches found, by schedule.
-	Violations []Violation
+	// Violations are the breaches found, by schedule; Findings what is
+	// reported without failing the run (Violation.Reported).
+	Violations, Findings []Violation
 	// ProcessErrors are the data races, panics and fatal errors the dev
 	// servers logged (a race-enabled dev server reports a race and goes
 	// on), each with the lines after it.
@@ -398,6 +399,7 @@ func (r *Report) Markdown() string {
 	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, v) }
 	row("violations", violationCounts(r.ByInvariant()))
 	row("violations by rule", violationCounts(r.ByRule()))
+	row("findings (reported, not violations)", fmt.Sprint(len(r.Findings)))
 	row("schedules by kind", counts(r.Kinds))
 	for _, k := range slices.Sorted(maps.Keys(r.ScheduleTime)) {
 		row("time per schedule, "+k, r.ScheduleTime[k].String())
@@ -436,6 +438,19 @@ func (r *Report) Markdown() string {
 			break
 		}
 		fmt.Fprintf(&b, "### Dev server error\n\n```\n%s\n```\n\n", e)
+	}
+	for i, v := range r.Findings {
+		if i == 0 {
+			fmt.Fprintf(&b, "### Findings (reported, not violations): %d\n\n", len(r.Findings))
+		}
+		if i == 5 {
+			fmt.Fprintf(&b, "... and %d more\n\n", len(r.Findings)-5)
+			break
+		}
+		fmt.Fprintf(&b, "- %s schedule %d (seed %d), session %s, turn %s: %s\n", v.Rule, v.Schedule, v.Seed, v.Session, v.Turn, v.What)
+		if i == len(r.Findings)-1 {
+			b.WriteString("\n")
+		}
 	}
 	if len(r.Violations) == 0 {
 		b.WriteString("No violations.\n")

@@ -15,8 +15,9 @@ import (
 const (
 	// RuleKept (I1): a turn any client saw terminal (a terminal line of
 	// any stream, a /turns entry) stays in every /turns read begun after
-	// that, unless it ended interrupted after a rollback was sent while
-	// it ran (the turn that rollback stopped and superseded).
+	// that, unless it ended interrupted or lost after a rollback was sent
+	// while it ran (the turn that rollback stopped and superseded; lost
+	// when its process was dead).
 	RuleKept = "kept"
 	// RuleQuota: a quota schedule's principal is admitted (a 200 stream)
 	// at most turnsPerMinute times within any 60 s.
@@ -54,6 +55,14 @@ const (
 	// is not lost (nor ended TURN_OUTCOME_INDETERMINATE): its lease
 	// was proven.
 	RulePause = "pause-renewed"
+	// RuleRenewLate is reported, not a violation (Violation.Reported): a
+	// nearlease turn that had at least two attempt timeouts of its lease
+	// left when its process continued, renewed none of it before its
+	// expiry, and was lost. The documents promise renewals every third
+	// of the lease, not a renewal at once after a pause, so this is a
+	// finding on how much of a lease a pause may take, not a broken
+	// promise.
+	RuleRenewLate = "pause-renewal-late"
 )
 
 // stopBound is the documented stop bound and the slack the harness
@@ -73,22 +82,25 @@ func (c *checker) firstSubmit(t string) time.Time {
 }
 
 // supersededBy returns the rollback that may have stopped and superseded
-// t: t was only ever shown interrupted, and a rollback submit of another
-// turn began after t's first submit and before t was first shown
-// terminal. Nil when none.
+// t: t was only ever shown interrupted or lost (a rollback sets the stop
+// flag of a turn whose process may be dead; that turn ends lost), or
+// never shown terminal, and a rollback submit of another turn began
+// after t's first submit and before t was first shown terminal. Nil when
+// none.
 func (c *checker) supersededBy(t string) *Stream {
 	terms := c.terms[t]
-	if len(terms) == 0 {
-		return nil
+	end := time.Now()
+	if len(terms) > 0 {
+		end = terms[0].At
 	}
 	for _, o := range terms {
-		if o.State.Kind != historyInterrupted {
+		if o.State.Kind != historyInterrupted && o.State.Kind != codeTurnLost {
 			return nil
 		}
 	}
 	from := c.firstSubmit(t)
 	for _, s := range c.in.Streams {
-		if s.Kind == "submit" && s.Multitask == "rollback" && s.Turn != t && s.Start.After(from) && s.Start.Before(terms[0].At) {
+		if s.Kind == "submit" && s.Multitask == "rollback" && s.Turn != t && s.Start.After(from) && s.Start.Before(end) {
 			return s
 		}
 	}
@@ -428,7 +440,11 @@ func (c *checker) pauses() {
 			renewal = &in.Leases[t][i]
 		}
 	}
-	if renewal == nil || prev.IsZero() || !renewal.Applied.Before(prev) {
+	if prev.IsZero() {
+		return
+	}
+	if renewal == nil || !renewal.Applied.Before(prev) {
+		c.renewLate(live, pausedAt, contAt, prev)
 		return
 	}
 	end := time.Now()
@@ -453,4 +469,25 @@ func (c *checker) pauses() {
 	c.addRule("I2", RulePause, t, fmt.Sprintf("paused %s (p%d), its renewal applied %s after it continued and %s before its previous expiry, yet it gave up",
 		contAt.Sub(pausedAt).Round(time.Millisecond), live.Proc, renewal.Applied.Sub(contAt).Round(time.Millisecond), prev.Sub(renewal.Applied).Round(time.Millisecond)),
 		append([]string{fmt.Sprintf("DynamoDB applied lease expiry %s at %s", clock(renewal.Expiry), clock(renewal.Applied))}, lost...)...)
+}
+
+// renewLate reports RuleRenewLate: the nearlease turn's lease expired at
+// prev with no renewal after its pause (at contAt), although it had two
+// attempt timeouts left, and the turn was lost.
+func (c *checker) renewLate(live *Stream, pausedAt, contAt, prev time.Time) {
+	in := c.in
+	if prev.Sub(contAt) < 2*in.Timings.AttemptTimeout || c.disturbed(live.Proc, contAt.Add(time.Millisecond), prev) {
+		return
+	}
+	ft := in.Final.turn("a")
+	if ft == nil {
+		return
+	}
+	if st, ok := ft.fate(); !ok || st.Kind != codeTurnLost {
+		return
+	}
+	c.out = append(c.out, Violation{Invariant: "I2", Rule: RuleRenewLate, Reported: true, Seed: in.Seed, Schedule: in.Schedule, Session: in.Session, Turn: "a",
+		What: fmt.Sprintf("paused %s (p%d), it had %s of its lease left when it continued, renewed none of it and was lost",
+			contAt.Sub(pausedAt).Round(time.Millisecond), live.Proc, prev.Sub(contAt).Round(time.Millisecond)),
+		Evidence: []string{fmt.Sprintf("lease expiry %s, continued %s", clock(prev), clock(contAt)), fmt.Sprintf("%s: %s", in.Final.turns, "a lost")}})
 }

@@ -184,7 +184,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep := r.report(began)
-	rep.Violations = r.check()
+	for _, v := range r.check() {
+		if v.Reported {
+			rep.Findings = append(rep.Findings, v)
+		} else {
+			rep.Violations = append(rep.Violations, v)
+		}
+	}
 	r.ps.stopAll()
 	rep.ProcessErrors = processErrors(dir)
 	events := r.ps.eventsCopy()
