@@ -410,6 +410,11 @@ func TestCheckFindsEachRule(t *testing.T) {
 		"replay told busy after the turn was shown terminal": {RuleReplay, "was told SESSION_BUSY", func(in *sessionInput) {
 			in.Replays = []*Replay{{Turn: "a", Start: at(700), End: at(710), Status: 409, ErrCode: codeSessionBusy, Retryable: true}}
 		}, func(in *sessionInput) { in.Replays[0].ErrCode, in.Replays[0].Retryable = codeAlreadyCompleted, false }},
+		"replay told busy after TURN_OUTCOME_INDETERMINATE": {RuleReplay, "after it was shown TURN_OUTCOME_INDETERMINATE to its client, was told SESSION_BUSY", func(in *sessionInput) {
+			in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", ""), diagnostic(0, 3000, codeIndeterminate, false))}
+			in.Reads = nil
+			in.Replays = []*Replay{{Turn: "a", Start: at(3100), End: at(3110), Status: 409, ErrCode: codeSessionBusy, Retryable: true}}
+		}, func(in *sessionInput) { in.Replays[0].ErrCode, in.Replays[0].Retryable = codeIndeterminate, false }},
 		"retryable acknowledgment spends the id": {RuleAck, "yet its id is spent", func(in *sessionInput) {
 			failed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-500), End: at(-400), Status: 500, ErrCode: codeServerInternal, Retryable: true, Ending: "status"}
 			in.Streams = []*Stream{failed}

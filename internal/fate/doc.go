@@ -41,8 +41,10 @@
 //     schedule reaches them;
 //   - stopfault: a stop (sent again after each retryable answer) while the
 //     turn's checkpoint writes (all, deltas or the live item) fail;
-//   - latesave: the final save applied 1-4 s past 3/4 of the cleanup
-//     reserve, while the turn id is replayed and /turns read;
+//   - latesave: every attempt of the final save within the cleanup
+//     reserve applied 1-4 s past 3/4 of it (the turn answers
+//     TURN_OUTCOME_INDETERMINATE), while the turn id is replayed and
+//     /turns read;
 //   - ack: the acknowledgment (the first checkpoint's write) failing for
 //     0.6-2 s; the client submits again after a retryable answer;
 //   - nearlease: the turn's process paused for 0.8-0.95 of the lease,
@@ -133,7 +135,8 @@
 //     checkpoint interval), the processes of the turn and of the stop
 //     undisturbed. This one reads a clock, with that slack.
 //   - replay-decided (I7): a submit of a turn id begun after any route
-//     showed the turn terminal is never told SESSION_BUSY, nor a
+//     showed the turn terminal, or after its client got
+//     TURN_OUTCOME_INDETERMINATE, is never told SESSION_BUSY, nor a
 //     retryable 5xx while no fault of its session is open.
 //   - ack-unspent (I7): after a retryable 5xx to a submit, the turn id is
 //     spent (in history, or TURN_ALREADY_COMPLETED or

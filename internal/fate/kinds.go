@@ -238,18 +238,21 @@ func (d *draw) stopFault() {
 	d.reads(2+d.rng.IntN(3), 0, durA+2*time.Second)
 }
 
-// lateSave: turn a streams 2-4 s; its final save applies 1-4 s past 3/4
-// of the cleanup reserve (the turn has given up on it by then: its client
-// gets TURN_OUTCOME_INDETERMINATE); from the turn's end until 4 s after
-// the save landed, its id is replayed every 0.7 s and /turns read every
-// second.
+// lateSave: turn a streams 2-4 s; each attempt of its final save within
+// the cleanup reserve applies 1-4 s past 3/4 of the cleanup reserve after
+// it was sent (the turn has given up on it by then: its client gets
+// TURN_OUTCOME_INDETERMINATE, and its lease is left to expire); from the
+// turn's end until 4 s after the first save landed, its id is replayed
+// every 0.7 s and /turns read every second.
 func (d *draw) lateSave() {
 	durA := d.turn("a", 2*time.Second, 4*time.Second)
 	procA := d.anyProc()
 	d.add(Step{Do: "submit", Turn: "a", Proc: procA})
 	late := d.t.CleanupReserve*3/4 + d.between(time.Second, 4*time.Second)
+	// Every save attempt within the cleanup reserve is held and lands
+	// late, so that the turn cannot confirm its save in time.
 	d.add(Step{At: durA / 2, Do: "fault", Kind: kindSave, Fault: ddbfault.ApplyLate, Late: late,
-		For: d.between(time.Second, 2*time.Second), OnFirst: true})
+		For: d.t.CleanupReserve + time.Second, OnFirst: true})
 	span := late + 4*time.Second
 	d.add(Step{At: durA, Do: "replay", Turn: "a", Proc: d.anyProc(), N: int(span / (700 * time.Millisecond)), For: span})
 	for k := time.Duration(0); k < span; k += time.Second {

@@ -40,8 +40,9 @@ const (
 	// was paused or killed while it did.
 	RuleStopBound = "stop-bound"
 	// RuleReplay (I7): a submit of a turn id begun after any route showed
-	// the turn terminal is never answered 409 SESSION_BUSY, nor a
-	// retryable 5xx while no fault window of its session is open.
+	// the turn terminal, or after its client got
+	// TURN_OUTCOME_INDETERMINATE, is never answered 409 SESSION_BUSY, nor
+	// a retryable 5xx while no fault window of its session is open.
 	RuleReplay = "replay-decided"
 	// RuleAck (I7): a submit answered with a retryable 5xx leaves its
 	// turn id unspent: unless a later submit of the id ran the turn (a
@@ -340,20 +341,36 @@ func (s *Stop) String() string {
 // replays checks RuleReplay.
 func (c *checker) replays() {
 	for _, t := range c.turns() {
-		terms := c.terms[t]
-		if len(terms) == 0 {
+		// Decided from its first terminal observation, or from the
+		// TURN_OUTCOME_INDETERMINATE its client got (the code a replay
+		// then gets, I7), whichever came first.
+		var from time.Time
+		var shown, desc string
+		if terms := c.terms[t]; len(terms) > 0 {
+			from, shown, desc = terms[0].At, terms[0].State.String(), terms[0].Desc
+		}
+		for _, s := range c.in.Streams {
+			if s.Turn != t || s.Status != 200 {
+				continue
+			}
+			for i := range s.Lines {
+				if l := &s.Lines[i]; l.Event == eventDiagnostic && l.Code == codeIndeterminate && (from.IsZero() || l.Recv.Before(from)) {
+					from, shown, desc = l.Recv, "TURN_OUTCOME_INDETERMINATE to its client", streamLine(s, l)
+				}
+			}
+		}
+		if from.IsZero() {
 			continue
 		}
-		first := terms[0]
 		for _, r := range c.answersOf(t) {
-			if !r.Start.After(first.At) {
+			if !r.Start.After(from) {
 				continue
 			}
 			switch {
 			case r.Status == 409 && r.ErrCode == codeSessionBusy:
-				c.addRule("I7", RuleReplay, t, fmt.Sprintf("a submit of the turn id, after it was shown %s, was told SESSION_BUSY (retryable)", first.State), first.Desc, r.String())
+				c.addRule("I7", RuleReplay, t, fmt.Sprintf("a submit of the turn id, after it was shown %s, was told SESSION_BUSY (retryable)", shown), desc, r.String())
 			case r.Status >= 500 && r.Retryable && !c.faultsOpen(r.Start, r.End):
-				c.addRule("I7", RuleReplay, t, fmt.Sprintf("a submit of the turn id, after it was shown %s, was told a retryable %d %s with no fault open", first.State, r.Status, r.ErrCode), first.Desc, r.String())
+				c.addRule("I7", RuleReplay, t, fmt.Sprintf("a submit of the turn id, after it was shown %s, was told a retryable %d %s with no fault open", shown, r.Status, r.ErrCode), desc, r.String())
 			default:
 				continue
 			}
