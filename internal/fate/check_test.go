@@ -506,7 +506,7 @@ func TestPlanKinds(t *testing.T) {
 	for _, timings := range []Timings{DefaultTimings, ProductTimings} {
 		seen := map[string]int{}
 		for i := range 2000 {
-			p := newPlan(1, i, planEnv{procs: 3, quota: []int{3, 4}, quotaN: 5, pause: 5, t: timings}, "s")
+			p := newPlan(1, i, planEnv{procs: 3, quota: []int{3, 4}, quotaN: 5, t: timings}, "s")
 			seen[p.Kind]++
 		}
 		for _, k := range Kinds {
@@ -517,7 +517,7 @@ func TestPlanKinds(t *testing.T) {
 		needs := map[string]string{KindClassic: "submit", KindRace: "submit", KindQuota: "quota", KindStopFault: "stop",
 			KindLateSave: "replay", KindAck: "fault", KindNearLease: "hook"}
 		for _, k := range Kinds {
-			p := newPlan(1, 7, planEnv{procs: 3, quota: []int{3, 4}, quotaN: 5, pause: 5, t: timings, kinds: []string{k}}, "s")
+			p := newPlan(1, 7, planEnv{procs: 3, quota: []int{3, 4}, quotaN: 5, t: timings, kinds: []string{k}}, "s")
 			has := false
 			for _, st := range p.Steps {
 				has = has || st.Do == needs[k]

@@ -57,8 +57,12 @@ var Kinds = []string{KindClassic, KindRace, KindQuota, KindStopFault, KindLateSa
 // expires there costs 30 s of a schedule's time.
 var KindWeights = map[string][]int{
 	LeaseShort:   {52, 14, 4, 8, 7, 8, 7},
-	LeaseDefault: {20, 16, 4, 18, 16, 18, 8},
+	LeaseDefault: {20, 16, 4, 20, 16, 18, 6},
 }
+
+// pauseSlot is a plan's placeholder for the pause slot its schedule holds
+// while it runs (a nearlease schedule's turn).
+const pauseSlot = -1
 
 // kindSalt seeds the generator of a schedule's kind apart from its plan.
 const kindSalt = 0x6b696e64
@@ -94,7 +98,6 @@ type draw struct {
 	procs  int
 	quota  []int
 	quotaN int
-	pause  int
 	t      Timings
 	p      *Plan
 }
@@ -292,7 +295,7 @@ func (d *draw) nearLease() {
 		kind, before = kindRenew, l/3+time.Second
 	}
 	d.turn("a", before+pause+3*time.Second, before+pause+5*time.Second)
-	procA := d.pause
+	procA := pauseSlot
 	d.add(Step{Do: "submit", Turn: "a", Proc: procA})
 	d.add(Step{Do: "hook", Kind: kind, Phase: "after", Action: "pause", For: pause})
 	d.reads(2+d.rng.IntN(3), 0, before+pause+5*time.Second)

@@ -14,7 +14,8 @@ import (
 // violation of a first reading has the invariant as its rule.
 const (
 	// RuleKept (I1): a turn any client saw terminal (a terminal line of
-	// any stream, a /turns entry) stays in every /turns read begun after
+	// any stream, a /turns entry), and that was acknowledged (its stream
+	// delivered a line) or listed, stays in every /turns read begun after
 	// that, unless it ended interrupted or lost after a rollback was sent
 	// while it ran (the turn that rollback stopped and superseded; lost
 	// when its process was dead).
@@ -132,6 +133,9 @@ func (c *checker) kept() {
 		terms := c.terms[t]
 		if len(terms) == 0 || c.supersededBy(t) != nil {
 			continue
+		}
+		if live := c.live[t]; (live == nil || len(live.Lines) == 0) && !c.listed(t) {
+			continue // never acknowledged nor listed: a hidden fence record, no list shows it
 		}
 		first := terms[0]
 		for _, r := range c.in.Reads {

@@ -31,6 +31,8 @@ type runner struct {
 	// quietAt is when quiescence began.
 	finalReads map[string][]*Read
 	quietAt    time.Time
+	// pauseSlots are the free pause slots.
+	pauseSlots chan int
 }
 
 // Run runs cfg.Schedules schedules (cfg.Concurrency at a time) against
@@ -84,11 +86,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		_ = dynamo.DeleteTable(dctx, admin, table)
 	}()
 
-	r := &runner{cfg: cfg, t: cfg.Timings, logs: map[string]*sessionLog{}, finalReads: map[string][]*Read{}}
-	// The slots: the processes, the quota processes, and the pause slot
-	// (the nearlease schedules' turns).
-	slots := cfg.Processes + cfg.QuotaProcesses + 1
-	pause := slots - 1
+	r := &runner{cfg: cfg, t: cfg.Timings, logs: map[string]*sessionLog{}, finalReads: map[string][]*Read{}, pauseSlots: make(chan int, 2)}
+	// The slots: the processes, the quota processes, and the pause slots
+	// (the nearlease schedules' turns, one schedule at a time on each).
+	const pauses = 2
+	slots := cfg.Processes + cfg.QuotaProcesses + pauses
+	pause := slots - pauses
 	if r.proxy, err = newProxy(endpoint, slots); err != nil {
 		return nil, err
 	}
@@ -97,6 +100,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		"CURSOR_SECRET=fate-harness-cursor-secret")
 	r.ps = newProcs(cfg.DevServer, dir, env, slots)
 	var quota []int
+	for i := pause; i < slots; i++ {
+		r.pauseSlots <- i
+	}
 	for i := cfg.Processes; i < pause; i++ {
 		// The quota processes: a principal turnsPerMinute quota, reached
 		// only by the quota schedules' principals.
@@ -128,11 +134,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	for _, i := range indexes {
 		sid := fmt.Sprintf("s%d-%d", cfg.Seed, i)
-		p := newPlan(cfg.Seed, i, planEnv{procs: cfg.Processes, quota: quota, quotaN: cfg.QuotaTurnsPerMinute, pause: pause, t: t, kinds: cfg.Kinds}, sid)
+		p := newPlan(cfg.Seed, i, planEnv{procs: cfg.Processes, quota: quota, quotaN: cfg.QuotaTurnsPerMinute, t: t, kinds: cfg.Kinds}, sid)
 		r.plans = append(r.plans, p)
 		r.logs[sid] = &sessionLog{plan: p, principal: p.Principal, inputs: map[string]string{}}
 	}
-	cfg.Logf("fate: %d schedules, %d at once, %d dev servers, %d with quotas and 1 for the nearlease pauses (%s), %s lease (%s), table %s, logs in %s",
+	cfg.Logf("fate: %d schedules, %d at once, %d dev servers, %d with quotas and 2 for the nearlease pauses (%s), %s lease (%s), table %s, logs in %s",
 		len(r.plans), cfg.Concurrency, cfg.Processes, cfg.QuotaProcesses, cfg.DevServer, t.Name, t.Lease, table, dir)
 
 	// A run whose DynamoDB API server died is void: stop it at once.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -162,7 +163,6 @@ type planEnv struct {
 	procs  int
 	quota  []int
 	quotaN int
-	pause  int // the slot of the nearlease schedules' turns
 	t      Timings
 	kinds  []string
 }
@@ -172,7 +172,7 @@ func newPlan(seed uint64, index int, env planEnv, session string) *Plan {
 	procs, t := env.procs, env.t
 	rng := rand.New(rand.NewPCG(seed, uint64(index)))
 	p := &Plan{Index: index, Seed: seed, Session: session, Runes: map[string]int{}, Principal: "fate"}
-	d := &draw{rng: rng, procs: procs, quota: env.quota, quotaN: env.quotaN, pause: env.pause, t: t, p: p}
+	d := &draw{rng: rng, procs: procs, quota: env.quota, quotaN: env.quotaN, t: t, p: p}
 	between, chance, other, anyProc, add := d.between, d.chance, d.other, d.anyProc, d.add
 	rps := t.runesPerSecond()
 	ms := time.Millisecond
@@ -364,6 +364,21 @@ type schedRun struct {
 // run carries the plan out and returns when every step (and every
 // stream it opened) has ended.
 func (s *schedRun) run(ctx context.Context) {
+	if slices.ContainsFunc(s.plan.Steps, func(st Step) bool { return st.Proc == pauseSlot }) {
+		// A nearlease schedule holds a pause slot while it runs.
+		var slot int
+		select {
+		case slot = <-s.r.pauseSlots:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { s.r.pauseSlots <- slot }()
+		for i := range s.plan.Steps {
+			if s.plan.Steps[i].Proc == pauseSlot {
+				s.plan.Steps[i].Proc = slot
+			}
+		}
+	}
 	if !sleepUntil(ctx, time.Now().Add(s.plan.Delay)) {
 		return
 	}
