@@ -68,15 +68,18 @@ type Report struct {
 	// resumes of it were open there (ResumeReads for one resumer,
 	// ResumeReadsCrowd for five or more at once).
 	ResumeReads, ResumeReadsCrowd FloatDist
-	Wall                          time.Duration
+	// Wall is the run's whole time; SchedulesWall its start to the end
+	// of the last schedule (before quiescence: the wait for every lease
+	// to expire and the final reads).
+	Wall, SchedulesWall time.Duration
 	// LogDir holds the dev servers' logs when kept ("" when removed).
 	LogDir string
 }
 
 // Dist summarises durations.
 type Dist struct {
-	N             int
-	P50, P99, Max time.Duration
+	N                   int
+	P50, P99, Max, Mean time.Duration
 }
 
 func newDist(ds []time.Duration) Dist {
@@ -84,7 +87,11 @@ func newDist(ds []time.Duration) Dist {
 		return Dist{}
 	}
 	slices.Sort(ds)
-	return Dist{N: len(ds), P50: ds[(len(ds)-1)/2], P99: ds[(len(ds)*99-1)/100], Max: ds[len(ds)-1]}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return Dist{N: len(ds), P50: ds[(len(ds)-1)/2], P99: ds[(len(ds)*99-1)/100], Max: ds[len(ds)-1], Mean: sum / time.Duration(len(ds))}
 }
 
 func (d Dist) String() string {
@@ -92,7 +99,7 @@ func (d Dist) String() string {
 		return "none measured"
 	}
 	r := func(x time.Duration) string { return x.Round(time.Millisecond).String() }
-	return fmt.Sprintf("p50 %s, p99 %s, max %s (n=%d)", r(d.P50), r(d.P99), r(d.Max), d.N)
+	return fmt.Sprintf("p50 %s, p99 %s, max %s, mean %s (n=%d)", r(d.P50), r(d.P99), r(d.Max), r(d.Mean), d.N)
 }
 
 // FloatDist summarises rates.
@@ -309,6 +316,7 @@ func (r *runner) report(began time.Time) *Report {
 	for k, ds := range times {
 		rep.ScheduleTime[k] = newDist(ds)
 	}
+	rep.SchedulesWall = r.quietAt.Sub(began)
 	rep.StopLatency, rep.StopLatencyFaulted = newDist(stops), newDist(stopsFaulted)
 	rep.FateDecided, rep.FateShown = newDist(decided), newDist(shown)
 	rep.ResumeReads, rep.ResumeReadsCrowd = newFloatDist(rates), newFloatDist(crowd)
@@ -393,8 +401,8 @@ func (r *Report) Markdown() string {
 	var b strings.Builder
 	t := r.Timings
 	fmt.Fprintf(&b, "## Fate harness: seed %d, %d schedules, %s lease\n\n", r.Seed, r.Schedules, t.Name)
-	fmt.Fprintf(&b, "%d dev servers (%s), %d schedules at once; LEASE_DURATION %s, CHECKPOINT_INTERVAL %s, RESUME_POLL_INTERVAL %s, DYNAMODB_ATTEMPT_TIMEOUT %s, ECHO_DELAY %s, TURN_TIMEOUT %s; wall time %s.\n\n",
-		r.Processes, r.DevServer, r.Concurrency, t.Lease, t.CheckpointInterval, t.ResumePoll, t.AttemptTimeout, t.EchoDelay, t.TurnTimeout, r.Wall.Round(time.Second))
+	fmt.Fprintf(&b, "%d dev servers (%s), %d schedules at once; LEASE_DURATION %s, CHECKPOINT_INTERVAL %s, RESUME_POLL_INTERVAL %s, DYNAMODB_ATTEMPT_TIMEOUT %s, ECHO_DELAY %s, TURN_TIMEOUT %s; wall time %s (the schedules %s).\n\n",
+		r.Processes, r.DevServer, r.Concurrency, t.Lease, t.CheckpointInterval, t.ResumePoll, t.AttemptTimeout, t.EchoDelay, t.TurnTimeout, r.Wall.Round(time.Second), r.SchedulesWall.Round(time.Second))
 	fmt.Fprintf(&b, "| what | figure |\n| --- | --- |\n")
 	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, v) }
 	row("violations", violationCounts(r.ByInvariant()))
