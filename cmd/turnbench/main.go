@@ -368,6 +368,9 @@ func parseArgs(argv []string, stdout io.Writer) (args, error) {
 	if fs.NArg() != 0 {
 		return a, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if _, ok := fateLeases[a.fateLease]; !ok {
+		return a, fmt.Errorf("-fate-lease %q: want short, default or both", a.fateLease)
+	}
 	if capacity {
 		a.only = strings.Trim(a.only+",capacity", ",")
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"runtime"
 	"slices"
 	"strings"
@@ -221,5 +222,26 @@ func checkLedgerSection(t *testing.T, r *ledgerbench.Result) {
 	}
 	if r.GrowthLastWCU < r.GrowthFirstWCU || r.GrowthLastB <= r.GrowthFirstB || r.GrowthFirstWCU == 0 {
 		t.Errorf("ledger growth: first write %d WCU (%d B), after %d sessions %d WCU (%d B)", r.GrowthFirstWCU, r.GrowthFirstB, r.GrowthSessions, r.GrowthLastWCU, r.GrowthLastB)
+	}
+}
+
+// TestFateLeaseFlag: -fate-lease names the leases the fate section runs,
+// both by default; another value is refused before anything runs.
+func TestFateLeaseFlag(t *testing.T) {
+	for flag, want := range map[string][]string{"": {"short", "default"}, "short": {"short"}, "default": {"default"}, "both": {"short", "default"}} {
+		argv := []string{"-repo", t.TempDir()}
+		if flag != "" {
+			argv = append(argv, "-fate-lease", flag)
+		}
+		a, err := parseArgs(argv, io.Discard)
+		if err != nil {
+			t.Fatalf("%q: %v", flag, err)
+		}
+		if got := fateLeases[a.fateLease]; !slices.Equal(got, want) {
+			t.Errorf("-fate-lease %q runs %v, want %v", flag, got, want)
+		}
+	}
+	if _, err := parseArgs([]string{"-repo", t.TempDir(), "-fate-lease", "long"}, io.Discard); err == nil {
+		t.Errorf("-fate-lease long: no error")
 	}
 }
