@@ -23,9 +23,10 @@ import (
 // stops, rollbacks, quota bursts and reads, and its checker of the
 // turn's invariants. The dev server is built here, without the race
 // detector (the Go test form runs a race-enabled one); the harness
-// starts its own dynalite for each lease. Not in the default run: 500
-// schedules take about 11 minutes at the short lease (8 at once) and
-// about 15 at the default lease (16 at once) on 2 cores.
+// starts its own dynalite for each lease. Not in the default run: on 2
+// cores 40 schedules take 52 s at the short lease (8 at once) and 100
+// take 2m35s at the default lease (16 at once), so 500 take about 11 and
+// 13 minutes (plus quiescence: under a minute).
 
 // fateResult is what the fate section found, one report per lease.
 type fateResult struct {
