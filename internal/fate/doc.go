@@ -39,8 +39,10 @@
 //     of its own on as many new sessions, across two more dev servers
 //     that run with a principal turnsPerMinute quota (QUOTAS); no other
 //     schedule reaches them;
-//   - stopfault: a stop (sent again after each retryable answer) while the
-//     turn's checkpoint writes (all, deltas or the live item) fail;
+//   - stopfault: a stop (sent again after each retryable answer by two
+//     clients in three) while the turn's checkpoint writes fail (all,
+//     the deltas, the live item's, or the deltas and every write of the
+//     live item, a stop's flag included, as on a throttled item);
 //   - latesave: every attempt of the final save within the cleanup
 //     reserve applied 1-4 s past 3/4 of it (the turn answers
 //     TURN_OUTCOME_INDETERMINATE), while the turn id is replayed and
