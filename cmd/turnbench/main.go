@@ -47,8 +47,10 @@
 //     ledger off (one write: budgets 4 + 1 and 3 + 1), the quota check
 //     before the claim against the ledger alone, time to the first line,
 //     a ledger item's growth with the sessions it counted (internal/ledgerbench);
-//   - fate (-only): the fate harness's long form (internal/fate), exit
-//     status 1 when it finds a violation.
+//   - fate (-only): the fate harness's long form (internal/fate) at the
+//     short and the default lease (-fate-lease short|default|both,
+//     -fate-schedules, -fate-seed), exit status 1 when it finds a
+//     violation.
 //
 // Flags: -quick (small sizes, seconds), -only SECTIONS, -coldstart=false
 // (leave the cold-start section out of the default run), -rie PATH
@@ -148,7 +150,7 @@ var sections = []section{
 		inRun: true, run: costSection, rows: costRows, notes: costNotes},
 	{names: []string{"multitask"}, about: "queued turns: requests and units against a plain turn, the delay from the previous turn's end to the queued turn's first line",
 		inRun: true, inQuick: true, run: multitaskRun, rows: multitaskRows},
-	{names: []string{"fate"}, about: "the fate harness: seeded schedules of pauses, kills, faults, resumes and reads on three dev servers, checked against the turn's invariants (internal/fate)",
+	{names: []string{"fate"}, about: "the fate harness at the short and the default lease (-fate-lease): seeded schedules of pauses, kills, faults, resumes, stops, rollbacks, quota bursts and reads on three dev servers, checked against the turn's invariants (internal/fate)",
 		run: fateRun, rows: fateRows, notes: fateNotes},
 	{names: []string{"ledger"}, about: "the usage ledger and the quota check before the claim: requests, units and time to the first line against the ledger off; a ledger item's growth",
 		inRun: true, inQuick: true, run: ledgerRun, rows: ledgerRows, notes: ledgerNotes},
@@ -332,9 +334,11 @@ type args struct {
 	quick, cold      bool
 	root, rie        string
 	only, cpuProfile string
-	// fateSchedules and fateSeed are the fate section's schedules.
+	// fateSchedules and fateSeed are the fate section's schedules, at
+	// each lease fateLease names (short, default or both).
 	fateSchedules int
 	fateSeed      uint64
+	fateLease     string
 }
 
 // parseArgs parses the command line; root is the module root (-repo, or
@@ -356,12 +360,16 @@ func parseArgs(argv []string, stdout io.Writer) (args, error) {
 	fs.StringVar(&a.only, "only", "", "run only these sections, comma-separated"+help.String())
 	fs.IntVar(&a.fateSchedules, "fate-schedules", 500, "the fate section's schedule count")
 	fs.Uint64Var(&a.fateSeed, "fate-seed", 1, "the fate section's seed (schedule i of a seed is always the same plan)")
+	fs.StringVar(&a.fateLease, "fate-lease", "both", "the fate section's leases: short (2 s), default (the product's 30 s) or both, each with -fate-schedules schedules")
 	fs.StringVar(&a.cpuProfile, "cpuprofile", "", "with -only throughput: CPU-profile each turn slice into `PREFIX`-c<sessions>-r<rep>-s<slice>.pprof")
 	if err := fs.Parse(argv); err != nil {
 		return a, err
 	}
 	if fs.NArg() != 0 {
 		return a, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if _, ok := fateLeases[a.fateLease]; !ok {
+		return a, fmt.Errorf("-fate-lease %q: want short, default or both", a.fateLease)
 	}
 	if capacity {
 		a.only = strings.Trim(a.only+",capacity", ",")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"runtime"
 	"slices"
 	"strings"
@@ -225,5 +226,26 @@ func checkLedgerSection(t *testing.T, r *ledgerbench.Result) {
 	}
 	if len(r.Admission) != 2 || r.Admission[1].Admitted != ledgerbench.BurstLimit || r.Admission[1].Unavailable != 0 {
 		t.Errorf("ledger: a burst of %d admissions with turnsPerMinute %d: %+v, want exactly %d admitted", ledgerbench.BurstSize, ledgerbench.BurstLimit, r.Admission, ledgerbench.BurstLimit)
+	}
+}
+
+// TestFateLeaseFlag: -fate-lease names the leases the fate section runs,
+// both by default; another value is refused before anything runs.
+func TestFateLeaseFlag(t *testing.T) {
+	for flag, want := range map[string][]string{"": {"short", "default"}, "short": {"short"}, "default": {"default"}, "both": {"short", "default"}} {
+		argv := []string{"-repo", t.TempDir()}
+		if flag != "" {
+			argv = append(argv, "-fate-lease", flag)
+		}
+		a, err := parseArgs(argv, io.Discard)
+		if err != nil {
+			t.Fatalf("%q: %v", flag, err)
+		}
+		if got := fateLeases[a.fateLease]; !slices.Equal(got, want) {
+			t.Errorf("-fate-lease %q runs %v, want %v", flag, got, want)
+		}
+	}
+	if _, err := parseArgs([]string{"-repo", t.TempDir(), "-fate-lease", "long"}, io.Discard); err == nil {
+		t.Errorf("-fate-lease long: no error")
 	}
 }

@@ -11,12 +11,19 @@ import (
 
 // Violation is one breach of an invariant, with what shows it.
 type Violation struct {
-	// Invariant is "I1" to "I8" (the package documentation).
+	// Invariant is "I1" to "I8" (the package documentation), or "Q" for
+	// the quota rule.
 	Invariant string
-	Seed      uint64
-	Schedule  int
-	Session   string
-	Turn      string
+	// Rule is the check that found it: the invariant itself for its
+	// first reading, or one of the Rule constants.
+	Rule string
+	// Reported marks a finding that is reported, not a violation
+	// (Report.Findings; RuleRenewLate).
+	Reported bool
+	Seed     uint64
+	Schedule int
+	Session  string
+	Turn     string
 	// What says what was broken, Evidence the observations (each with
 	// its times) that show it.
 	What     string
@@ -25,7 +32,7 @@ type Violation struct {
 
 func (v Violation) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s seed %d schedule %d session %s turn %s: %s", v.Invariant, v.Seed, v.Schedule, v.Session, v.Turn, v.What)
+	fmt.Fprintf(&b, "%s [%s] seed %d schedule %d session %s turn %s: %s", v.Invariant, v.Rule, v.Seed, v.Schedule, v.Session, v.Turn, v.What)
 	for _, e := range v.Evidence {
 		fmt.Fprintf(&b, "\n    %s", e)
 	}
@@ -53,6 +60,11 @@ type sessionInput struct {
 	Writes  []writeMark
 	Events  []procEvent
 	Timings Timings
+	// Windows are the session's fault windows (as they opened); Quota a
+	// quota schedule's submits, QuotaN the quota's turnsPerMinute.
+	Windows []window
+	Quota   []*Stream
+	QuotaN  int
 }
 
 func (r *runner) check() []Violation {
@@ -64,7 +76,13 @@ func (r *runner) check() []Violation {
 			Seed: p.Seed, Schedule: p.Index, Session: p.Session, Plan: p, Start: lg.firstRun,
 			Streams: lg.streams, Reads: lg.reads, Stops: lg.stops, Replays: lg.replays, Inputs: lg.inputs,
 			Final: r.final(p.Session), Leases: map[string][]leaseMark{}, Events: events, Timings: r.t,
+			Quota: lg.quota, QuotaN: r.cfg.QuotaTurnsPerMinute,
 		}
+		r.proxy.mu.Lock() // a window's From and To move when it opens
+		for _, w := range lg.windows {
+			in.Windows = append(in.Windows, *w)
+		}
+		r.proxy.mu.Unlock()
 		for t := range r.turnsOf(lg) {
 			in.Leases[t] = r.proxy.leaseMarks(p.Session, t)
 		}
@@ -113,13 +131,21 @@ type runObs struct {
 }
 
 func (c *checker) add(inv, turn, what string, evidence ...string) {
-	c.out = append(c.out, Violation{Invariant: inv, Seed: c.in.Seed, Schedule: c.in.Schedule, Session: c.in.Session,
+	c.addRule(inv, inv, turn, what, evidence...)
+}
+
+func (c *checker) addRule(inv, rule, turn, what string, evidence ...string) {
+	c.out = append(c.out, Violation{Invariant: inv, Rule: rule, Seed: c.in.Seed, Schedule: c.in.Schedule, Session: c.in.Session,
 		Turn: turn, What: what, Evidence: evidence})
 }
 
 // checkSession checks the invariants over one session's observations.
 func checkSession(in *sessionInput) []Violation {
 	c := &checker{in: in, terms: map[string][]termObs{}, runs: map[string][]runObs{}, live: map[string]*Stream{}}
+	if in.Plan != nil && in.Plan.Kind == KindQuota {
+		c.quota() // its bursts' sessions are new and hold one short turn each
+		return c.out
+	}
 	c.index()
 	c.irrevocable()      // I1, I2
 	c.oneTruth()         // I3
@@ -129,6 +155,11 @@ func checkSession(in *sessionInput) []Violation {
 	c.lostAbove()        // I6
 	c.honest()           // I7
 	c.noLineAfterLease() // I8
+	c.kept()             // I1, RuleKept
+	c.stopRules()        // I7 RuleStopHonest, I5 RuleStopBound
+	c.replays()          // I7 RuleReplay
+	c.acks()             // I7 RuleAck
+	c.pauses()           // I2 RulePause
 	return c.out
 }
 
@@ -425,6 +456,9 @@ func (c *checker) acknowledged() {
 		return // reported by oneTruth
 	}
 	for _, t := range c.turns() {
+		if c.supersededBy(t) != nil {
+			continue // a rollback stopped and superseded it: gone from history by design
+		}
 		var why string
 		live := c.live[t]
 		switch {
@@ -770,7 +804,7 @@ func (c *checker) honest() {
 			if l := answer(live); l != nil {
 				st, ok := l.fate()
 				switch {
-				case ok && ft == nil && st.Messages != "none":
+				case ok && ft == nil && st.Messages != "none" && c.supersededBy(t) == nil:
 					c.add("I7", t, fmt.Sprintf("the live stream ended %s, history has no such turn", st), streamLine(live, l), f.turns.String())
 				case ok && ft != nil && !st.same(hist):
 					c.add("I7", t, fmt.Sprintf("the live stream ended %s, history keeps %s", st, hist), streamLine(live, l),

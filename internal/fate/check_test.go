@@ -313,6 +313,19 @@ func TestClassify(t *testing.T) {
 	}
 }
 
+// TestClassifyLiveItem: a liveitem window meets every write of the live
+// item, a stop's flag included, and no write of another item.
+func TestClassifyLiveItem(t *testing.T) {
+	stop := classify("DynamoDB_20120810.UpdateItem", []byte(`{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#LIVE"}},"ConditionExpression":"#leaseToken = :token","ExpressionAttributeNames":{"#leaseToken":"leaseToken","#stop":"stop"}}`))
+	if stop.Kind != kindStop || !stop.is(kindLiveItem) || stop.is(kindCheckpoint) || stop.is(kindLive) {
+		t.Errorf("a stop's flag on the live item: kind %s, liveitem %v, checkpoint %v", stop.Kind, stop.is(kindLiveItem), stop.is(kindCheckpoint))
+	}
+	delta := classify("DynamoDB_20120810.PutItem", []byte(`{"Item":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#D#0000000000000004"}}}`))
+	if delta.is(kindLiveItem) {
+		t.Errorf("a delta write met a liveitem window")
+	}
+}
+
 // TestCheckCheckpointsRecover: checkpoints that land again after the
 // fault window, however late on the clock, are no violation.
 func TestCheckCheckpointsRecover(t *testing.T) {
@@ -333,5 +346,185 @@ func TestCheckCheckpointsRecover(t *testing.T) {
 	in.Leases["a"] = []leaseMark{{Applied: at(5400), Expiry: at(7400)}}
 	for _, v := range checkSession(in) {
 		t.Errorf("%s", v)
+	}
+}
+
+// TestCheckFindsEachRule: each rule of the schedule kinds (rules.go)
+// finds its breach in hand-made observations, and passes the same
+// session without it.
+func TestCheckFindsEachRule(t *testing.T) {
+	done := messages("Echo: the question", statusComplete)
+	stopped := messages("Echo: the", statusError)
+	slow := func(in *sessionInput, status string) { // turn a ends at 3 s
+		code, msgs := "", done
+		if status == statusError {
+			code, msgs = codeInterrupted, stopped
+		}
+		in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", ""), snapshot(2, 300, statusStreaming, "", "Echo: the"),
+			snapshot(3, 3000, status, code, map[string]string{statusComplete: "Echo: the question", statusError: "Echo: the"}[status]))}
+		in.Reads = nil
+		hist := statusComplete
+		if status == statusError {
+			hist = historyInterrupted
+		}
+		in.Final = final(turn("a", hist, code, msgs, 0))
+	}
+	for name, tc := range map[string]struct {
+		rule, what string
+		breakIt    func(in *sessionInput)
+		fixIt      func(in *sessionInput) // the same session, within the rule
+	}{
+		"kept": {RuleKept, "shown complete, then gone from /turns", func(in *sessionInput) {
+			in.Reads = append(in.Reads, turnsRead(700, 710))
+		}, nil},
+		"quota": {RuleQuota, "3 admissions of one principal within a minute, turnsPerMinute 2", func(in *sessionInput) {
+			in.Plan, in.QuotaN = &Plan{Kind: KindQuota}, 2
+			for k := range 3 {
+				in.Quota = append(in.Quota, &Stream{Kind: "submit", Status: 200, Start: at(k), Session: fmt.Sprint("q", k)})
+			}
+		}, func(in *sessionInput) { in.Quota[2].Status, in.Quota[2].ErrCode = 429, "QUOTA_EXCEEDED" }},
+		"stop answered 2xx, turn completes late": {RuleStopHonest, "a stop answered 202, yet the turn ended complete", func(in *sessionInput) {
+			slow(in, statusComplete)
+			in.Stops = []*Stop{{Turn: "a", Start: at(400), End: at(410), Status: 202}}
+		}, func(in *sessionInput) { slow(in, statusError) }},
+		"stop answered retryable, took effect": {RuleStopHonest, "a retryable answer hid a stop that took effect", func(in *sessionInput) {
+			slow(in, statusError)
+			in.Stops = []*Stop{{Turn: "a", Start: at(2000), End: at(2010), Status: 500, ErrCode: codeServerInternal, Retryable: true}}
+		}, func(in *sessionInput) {
+			in.Stops = append(in.Stops, &Stop{Turn: "a", Start: at(2300), End: at(2310), Status: 202})
+		}},
+		"stop answered retryable, its flag written": {RuleStopHonest, "although DynamoDB applied its flag on the session", func(in *sessionInput) {
+			slow(in, statusComplete)
+			in.Stops = []*Stop{{Turn: "a", Proc: 1, Start: at(400), End: at(900), Status: 500, ErrCode: codeServerInternal, Retryable: true}}
+			in.Writes = []writeMark{{At: at(420), Slot: 1, Kind: kindStop, Applied: true, Item: "SESSION"}}
+		}, func(in *sessionInput) { in.Writes[0].Applied = false }},
+		"stop lost under checkpoint faults": {RuleStopBound, "a stop first sent while checkpoint writes failed took 2.6s", func(in *sessionInput) {
+			slow(in, statusComplete)
+			in.Windows = []window{{Kind: kindLive, Fault: ddbfault.ServerErrorBefore, From: at(200), To: at(2500)}}
+			in.Stops = []*Stop{{Turn: "a", Start: at(400), End: at(410), Status: 500, ErrCode: codeServerInternal, Retryable: true, DuringCheckpointFaults: true}}
+		}, func(in *sessionInput) {
+			slow(in, statusError)
+			in.Streams[0].Lines[2].Recv = at(800)
+			in.Stops = append(in.Stops, &Stop{Turn: "a", Start: at(650), End: at(660), Status: 202, DuringCheckpointFaults: true})
+		}},
+		"replay told busy after the turn was shown terminal": {RuleReplay, "was told SESSION_BUSY", func(in *sessionInput) {
+			in.Replays = []*Replay{{Turn: "a", Start: at(700), End: at(710), Status: 409, ErrCode: codeSessionBusy, Retryable: true}}
+		}, func(in *sessionInput) { in.Replays[0].ErrCode, in.Replays[0].Retryable = codeAlreadyCompleted, false }},
+		"replay told busy after TURN_OUTCOME_INDETERMINATE": {RuleReplay, "after it was shown TURN_OUTCOME_INDETERMINATE to its client, was told SESSION_BUSY", func(in *sessionInput) {
+			in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", ""), diagnostic(0, 3000, codeIndeterminate, false))}
+			in.Reads = nil
+			in.Replays = []*Replay{{Turn: "a", Start: at(3100), End: at(3110), Status: 409, ErrCode: codeSessionBusy, Retryable: true}}
+		}, func(in *sessionInput) { in.Replays[0].ErrCode, in.Replays[0].Retryable = codeIndeterminate, false }},
+		"retryable acknowledgment spends the id": {RuleAck, "yet its id is spent", func(in *sessionInput) {
+			failed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-500), End: at(-400), Status: 500, ErrCode: codeServerInternal, Retryable: true, Ending: "status"}
+			in.Streams = []*Stream{failed}
+			in.Reads = nil
+			in.Replays = []*Replay{{Turn: "a", Start: at(-300), End: at(-290), Status: 409, ErrCode: codeAlreadyCompleted}}
+			in.Final = final(turn("a", statusError, codeServerInternal, messages("", statusError), 0))
+		}, func(in *sessionInput) {
+			in.Replays = nil
+			in.Final = final()
+		}},
+		"renewed after a pause, then lost": {RulePause, "yet it gave up", func(in *sessionInput) {
+			in.Plan = &Plan{Kind: KindNearLease}
+			in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", ""), diagnostic(1000002, 2000, codeTurnLost, false))}
+			in.Reads = nil
+			in.Events = []procEvent{{At: at(150), Slot: 0, What: "pause"}, {At: at(1800), Slot: 0, What: "cont"}}
+			in.Leases["a"] = []leaseMark{{Applied: at(90), Expiry: at(2090)}, {Applied: at(1850), Expiry: at(3850)}}
+			in.Final = final(turn("a", statusError, codeTurnLost, messages("", statusError), 0))
+		}, func(in *sessionInput) {
+			in.Leases["a"] = in.Leases["a"][:1] // the renewal did not apply: giving up is right
+		}},
+		"lost after a pause with time left, no renewal": {RuleRenewLate, "renewed none of it and was lost", func(in *sessionInput) {
+			in.Plan = &Plan{Kind: KindNearLease}
+			in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", ""), diagnostic(1000002, 5000, codeTurnLost, false))}
+			in.Reads = nil
+			in.Events = []procEvent{{At: at(150), Slot: 0, What: "pause"}, {At: at(1000), Slot: 0, What: "cont"}}
+			in.Leases["a"] = []leaseMark{{Applied: at(90), Expiry: at(3090)}}
+			in.Final = final(turn("a", statusError, codeTurnLost, messages("", statusError), 0))
+		}, func(in *sessionInput) {
+			in.Events[1].At = at(2900) // continued with less than two attempt timeouts left
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in := clean()
+			tc.breakIt(in)
+			found := false
+			for _, v := range checkSession(in) {
+				found = found || v.Rule == tc.rule && strings.Contains(v.What, tc.what)
+			}
+			if !found {
+				t.Errorf("no %s violation %q among:", tc.rule, tc.what)
+				for _, v := range checkSession(in) {
+					t.Logf("%s", v)
+				}
+			}
+			if tc.fixIt == nil {
+				return
+			}
+			tc.fixIt(in)
+			for _, v := range checkSession(in) {
+				if v.Rule == tc.rule {
+					t.Errorf("the session within the rule: %s", v)
+				}
+			}
+		})
+	}
+}
+
+// TestCheckRollbackSupersedes: the turn a rollback stopped is gone from
+// history by design, which no rule holds against it.
+func TestCheckRollbackSupersedes(t *testing.T) {
+	in := clean()
+	rb := &Stream{Kind: "submit", Proc: 1, Session: "s", Turn: "r", After: -1, Start: at(300), End: at(900), Status: 200, Ending: "eof", Multitask: "rollback",
+		Lines: []Line{snapshot(1000001, 600, statusStreaming, "", ""), snapshot(1000002, 900, statusComplete, "", "Echo: r")}}
+	for i := range rb.Lines {
+		rb.Lines[i].TurnID = "r"
+	}
+	in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", ""), snapshot(2, 500, statusError, codeInterrupted, "Echo: the")), rb}
+	in.Inputs["r"] = question
+	in.Reads = []*Read{turnsRead(1000, 1010, turn("r", statusComplete, "", rb.Lines[1].Messages, 0))}
+	in.Final = final(turn("r", statusComplete, "", rb.Lines[1].Messages, 0))
+	in.Leases["r"] = []leaseMark{{Applied: at(550), Expiry: at(2550)}}
+	for _, v := range checkSession(in) {
+		t.Errorf("%s", v)
+	}
+	// Without the rollback, a is a turn that disappeared.
+	rb.Multitask = ""
+	found := false
+	for _, v := range checkSession(in) {
+		found = found || v.Rule == RuleKept
+	}
+	if !found {
+		t.Errorf("a turn shown interrupted and gone from history with no rollback: no %s violation", RuleKept)
+	}
+}
+
+// TestPlanKinds: each kind is drawn at each lease, and a plan limited to
+// one kind is of that kind, with the steps its rule needs.
+func TestPlanKinds(t *testing.T) {
+	for _, timings := range []Timings{DefaultTimings, ProductTimings} {
+		seen := map[string]int{}
+		for i := range 2000 {
+			p := newPlan(1, i, planEnv{procs: 3, quota: []int{3, 4}, quotaN: 5, t: timings}, "s")
+			seen[p.Kind]++
+		}
+		for _, k := range Kinds {
+			if seen[k] == 0 {
+				t.Errorf("%s lease: no %s schedule among 2000 (%v)", timings.Name, k, seen)
+			}
+		}
+		needs := map[string]string{KindClassic: "submit", KindRace: "submit", KindQuota: "quota", KindStopFault: "stop",
+			KindLateSave: "replay", KindAck: "fault", KindNearLease: "hook"}
+		for _, k := range Kinds {
+			p := newPlan(1, 7, planEnv{procs: 3, quota: []int{3, 4}, quotaN: 5, t: timings, kinds: []string{k}}, "s")
+			has := false
+			for _, st := range p.Steps {
+				has = has || st.Do == needs[k]
+			}
+			if p.Kind != k || !has {
+				t.Errorf("%s lease, kind %s: drew %s without a %s step:\n%s", timings.Name, k, p.Kind, needs[k], p)
+			}
+		}
 	}
 }

@@ -31,6 +31,11 @@ const (
 	kindDecide     = "decide" // deciding an expired lease: fences of the session, live and turn items, and freeing the session
 	kindRead       = "read"   // GetItem, BatchGetItem, Query
 	kindOther      = "other"
+	// kindLiveItem is every write of a turn's live item, whoever sends
+	// it: its checkpoints, a stop's flag, a decision's fence. A fault
+	// window of this kind is a hot or throttled item, which fails every
+	// writer alike; no attempt is classified so.
+	kindLiveItem = "liveitem"
 )
 
 // attemptInfo is what the proxy knows of one HTTP attempt.
@@ -46,12 +51,19 @@ type attemptInfo struct {
 // is reports whether the attempt is of kind k (kindCheckpoint: any
 // checkpoint write).
 func (a *attemptInfo) is(k string) bool {
-	return a.Kind == k || k == kindCheckpoint && isCheckpoint(a.Kind)
+	switch k {
+	case kindCheckpoint:
+		return isCheckpoint(a.Kind) && a.Kind != kindLiveItem
+	case kindLiveItem:
+		return (a.Op == "UpdateItem" || a.Op == "PutItem") && strings.HasSuffix(a.SK, "#LIVE")
+	}
+	return a.Kind == k
 }
 
-// isCheckpoint reports whether kind is a checkpoint write's.
+// isCheckpoint reports whether kind is a checkpoint write's (a window of
+// kindLiveItem fails the live item's checkpoints among others).
 func isCheckpoint(kind string) bool {
-	return kind == kindCheckpoint || kind == kindAck || kind == kindDelta || kind == kindLive
+	return kind == kindCheckpoint || kind == kindAck || kind == kindDelta || kind == kindLive || kind == kindLiveItem
 }
 
 var sessionInBody = regexp.MustCompile(`"SESSION#([A-Za-z0-9._:-]+)"`)

@@ -21,11 +21,11 @@ import (
 // keep-alive, so that a killed process never leaves a stale connection).
 
 const (
-	principal  = "Bearer dev.fate"
-	scopeTurn  = "turn"
-	scopeHdr   = "X-Turnstream-Snapshot-Scope"
-	readLimit  = 4 << 20
-	readBudget = 10 * time.Second // a history read, a stop, a replay
+	multitaskHdr = "X-Turnstream-Multitask"
+	scopeTurn    = "turn"
+	scopeHdr     = "X-Turnstream-Snapshot-Scope"
+	readLimit    = 4 << 20
+	readBudget   = 10 * time.Second // a history read, a stop, a replay
 )
 
 type client struct {
@@ -81,13 +81,16 @@ func submitBody(session, turn, input string) []byte {
 
 // submit posts a turn and reads its stream; dropAfter > 0 closes it
 // that long after the first line.
-func (c *client) submit(ctx context.Context, lg *sessionLog, proc int, session, turn, input string) *Stream {
-	st := &Stream{ID: int(c.ids.Add(1)), Kind: "submit", Proc: proc, Session: session, Turn: turn, Input: input, After: -1}
+func (c *client) submit(ctx context.Context, lg *sessionLog, proc int, session, turn, input, multitask string) *Stream {
+	st := &Stream{ID: int(c.ids.Add(1)), Kind: "submit", Proc: proc, Session: session, Turn: turn, Input: input, After: -1, Multitask: multitask}
 	req, err := http.NewRequest(http.MethodPost, c.ps.base(proc)+"/turn/", bytes.NewReader(submitBody(session, turn, input)))
 	if err != nil {
 		panic(err) // a fixed URL and body
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if multitask != "" {
+		req.Header.Set(multitaskHdr, multitask)
+	}
 	c.stream(ctx, lg, st, req, 0)
 	return st
 }
@@ -119,7 +122,7 @@ func (c *client) stream(ctx context.Context, lg *sessionLog, st *Stream, req *ht
 		defer t.Stop()
 	}
 	req = req.WithContext(ctx)
-	req.Header.Set("Authorization", principal)
+	req.Header.Set("Authorization", lg.auth())
 	req.Header.Set(scopeHdr, scopeTurn)
 	st.Start = time.Now()
 	lg.addStream(st)
@@ -144,7 +147,7 @@ func (c *client) stream(ctx context.Context, lg *sessionLog, st *Stream, req *ht
 	defer func() { _ = resp.Body.Close() }()
 	st.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
-		st.ErrCode = errorCode(resp.Body)
+		st.ErrCode, st.Retryable = errorBody(resp.Body)
 		st.Ending = "status"
 		return
 	}
@@ -169,18 +172,20 @@ func (c *client) stream(ctx context.Context, lg *sessionLog, st *Stream, req *ht
 	}
 }
 
-// errorCode reads an error body's code ({"error":{"code"}}).
-func errorCode(body io.Reader) string {
+// errorBody reads an error body's code and retryable
+// ({"error":{"code","retryable"}}).
+func errorBody(body io.Reader) (code string, retryable bool) {
 	var e struct {
 		Error struct {
-			Code string `json:"code"`
+			Code      string `json:"code"`
+			Retryable bool   `json:"retryable"`
 		} `json:"error"`
 	}
 	b, _ := io.ReadAll(io.LimitReader(body, readLimit))
 	if json.Unmarshal(b, &e) != nil {
-		return ""
+		return "", false
 	}
-	return e.Error.Code
+	return e.Error.Code, e.Error.Retryable
 }
 
 // read reads one history route of session on proc.
@@ -196,7 +201,7 @@ func (c *client) read(ctx context.Context, lg *sessionLog, proc int, session, ro
 	if err != nil {
 		panic(err)
 	}
-	req.Header.Set("Authorization", principal)
+	req.Header.Set("Authorization", lg.auth())
 	r.Start = time.Now()
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -213,7 +218,7 @@ func (c *client) read(ctx context.Context, lg *sessionLog, proc int, session, ro
 		return r
 	}
 	if resp.StatusCode != http.StatusOK {
-		r.ErrCode = errorCode(bytes.NewReader(body))
+		r.ErrCode, _ = errorBody(bytes.NewReader(body))
 		return r
 	}
 	switch route {
@@ -240,8 +245,9 @@ func (c *client) read(ctx context.Context, lg *sessionLog, proc int, session, ro
 	return r
 }
 
-// post sends a small JSON POST and returns its status and error code.
-func (c *client) post(ctx context.Context, proc int, path string, body []byte) (int, string, error) {
+// post sends a small JSON POST as auth and returns its status, its
+// error code and whether the error is retryable.
+func (c *client) post(ctx context.Context, proc int, auth, path string, body []byte) (int, string, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, readBudget+c.streamTimeout/2)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.ps.base(proc)+path, bytes.NewReader(body))
@@ -249,21 +255,21 @@ func (c *client) post(ctx context.Context, proc int, path string, body []byte) (
 		panic(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", principal)
+	req.Header.Set("Authorization", auth)
 	req.Header.Set(scopeHdr, scopeTurn)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return 0, "", err
+		return 0, "", false, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	code := ""
+	code, retryable := "", false
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
-		code = errorCode(resp.Body)
+		code, retryable = errorBody(resp.Body)
 	} else if resp.StatusCode == http.StatusOK {
 		// A replay that ran the turn again: read it to its end.
 		_, _ = io.Copy(io.Discard, resp.Body)
 	}
-	return resp.StatusCode, code, nil
+	return resp.StatusCode, code, retryable, nil
 }
 
 // stop posts POST /stop for a turn.
@@ -271,7 +277,7 @@ func (c *client) stop(ctx context.Context, lg *sessionLog, proc int, session, tu
 	s := &Stop{Proc: proc, Turn: turn, Start: time.Now()}
 	b, _ := json.Marshal(map[string]string{"sessionId": session, "turnId": turn})
 	var err error
-	s.Status, s.ErrCode, err = c.post(ctx, proc, "/turn/stop", b)
+	s.Status, s.ErrCode, s.Retryable, err = c.post(ctx, proc, lg.auth(), "/turn/stop", b)
 	s.End = time.Now()
 	if err != nil {
 		s.ErrCode = "error: " + strings.TrimSpace(err.Error())
@@ -286,7 +292,7 @@ func (c *client) stop(ctx context.Context, lg *sessionLog, proc int, session, tu
 func (c *client) replay(ctx context.Context, lg *sessionLog, proc int, session, turn, input string, final bool) *Replay {
 	r := &Replay{Proc: proc, Turn: turn, Start: time.Now(), Final: final}
 	var err error
-	r.Status, r.ErrCode, err = c.post(ctx, proc, "/turn/", submitBody(session, turn, input))
+	r.Status, r.ErrCode, r.Retryable, err = c.post(ctx, proc, lg.auth(), "/turn/", submitBody(session, turn, input))
 	r.End = time.Now()
 	if err != nil {
 		r.ErrCode = "error: " + strings.TrimSpace(err.Error())

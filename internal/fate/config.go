@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 )
 
@@ -40,8 +41,19 @@ type Config struct {
 	// Timelines keeps every schedule's timeline in the Report, not only
 	// those of the schedules with violations.
 	Timelines bool
-	// Timings are the dev servers' settings (defaults: DefaultTimings).
+	// Timings are the dev servers' settings (defaults: DefaultTimings,
+	// the short lease; ProductTimings is the product's default lease).
+	// The mix of schedule kinds follows Timings.Name (Kinds).
 	Timings Timings
+	// Kinds, when set, draws schedules of these kinds only (Kinds lists
+	// them); otherwise each schedule's kind is drawn with the weights of
+	// its lease (KindWeights).
+	Kinds []string
+	// QuotaProcesses is how many more dev servers run with a principal
+	// turnsPerMinute quota of QuotaTurnsPerMinute (QUOTAS), for the quota
+	// schedules (default 2; the other schedules never reach them).
+	QuotaProcesses      int
+	QuotaTurnsPerMinute int
 	// Logf, when set, receives progress lines.
 	Logf func(format string, args ...any)
 }
@@ -49,6 +61,9 @@ type Config struct {
 // Timings are the dev servers' turn settings (pkg/config's variables)
 // and the harness's pace.
 type Timings struct {
+	// Name is "short" or "default" (LeaseShort, LeaseDefault): which mix
+	// of schedule kinds a run draws (KindWeights).
+	Name               string
 	Lease              time.Duration // LEASE_DURATION
 	CheckpointInterval time.Duration // CHECKPOINT_INTERVAL
 	ResumePoll         time.Duration // RESUME_POLL_INTERVAL
@@ -67,6 +82,7 @@ type Timings struct {
 // polling every 100 ms, attempts cut at 300 ms, and an echo model that
 // streams a 300-600 rune answer in 3-6 s.
 var DefaultTimings = Timings{
+	Name:               LeaseShort,
 	Lease:              2 * time.Second,
 	CheckpointInterval: 200 * time.Millisecond,
 	ResumePoll:         100 * time.Millisecond,
@@ -75,6 +91,45 @@ var DefaultTimings = Timings{
 	TurnTimeout:        15 * time.Second,
 	CleanupReserve:     2 * time.Second,
 	ProgressGrace:      1500 * time.Millisecond,
+}
+
+// ProductTimings are the product's own defaults (pkg/config): a 30 s
+// lease renewed every 10 s, checkpoints every second, resumes polling
+// every 250 ms, attempts cut at 1 s, a 5 s cleanup reserve. Only the
+// deadline is shorter than the product's 5 minutes (2 minutes: no turn
+// of the harness streams for more than a minute, and a stream the
+// harness gives up on is waited for twice its deadline); the echo model
+// keeps DefaultTimings' pace. A schedule that waits for a lease to
+// expire takes 30 s and more here: this lease's mix (KindWeights) draws
+// mostly what the long lease changes.
+var ProductTimings = Timings{
+	Name:               LeaseDefault,
+	Lease:              30 * time.Second,
+	CheckpointInterval: time.Second,
+	ResumePoll:         250 * time.Millisecond,
+	AttemptTimeout:     time.Second,
+	EchoDelay:          40 * time.Millisecond,
+	TurnTimeout:        2 * time.Minute,
+	CleanupReserve:     5 * time.Second,
+	ProgressGrace:      7 * time.Second,
+}
+
+// The leases a run can take (cmd/turnbench -fate-lease).
+const (
+	LeaseShort   = "short"   // DefaultTimings: 2 s
+	LeaseDefault = "default" // ProductTimings: the product's 30 s
+)
+
+// TimingsFor returns the timings of a lease name: LeaseShort or
+// LeaseDefault.
+func TimingsFor(lease string) (Timings, error) {
+	switch lease {
+	case LeaseShort:
+		return DefaultTimings, nil
+	case LeaseDefault:
+		return ProductTimings, nil
+	}
+	return Timings{}, fmt.Errorf("fate: lease %q: want %s or %s", lease, LeaseShort, LeaseDefault)
 }
 
 func (c Config) withDefaults() Config {
@@ -86,6 +141,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Processes == 0 {
 		c.Processes = 3
+	}
+	if c.QuotaProcesses == 0 {
+		c.QuotaProcesses = 2
+	}
+	if c.QuotaTurnsPerMinute == 0 {
+		c.QuotaTurnsPerMinute = 5
+	}
+	if c.Timings.Name == "" {
+		c.Timings.Name = LeaseShort
+		if c.Timings.Lease >= 10*time.Second {
+			c.Timings.Name = LeaseDefault
+		}
 	}
 	t, d := &c.Timings, DefaultTimings
 	for _, f := range []struct {
@@ -121,6 +188,17 @@ func (c Config) validate() error {
 	}
 	if c.Endpoint == "" && c.Root == "" {
 		errs = append(errs, errors.New("fate: Config.Endpoint or Config.Root: name a DynamoDB API server or the module root holding dynalite"))
+	}
+	for _, k := range c.Kinds {
+		if !slices.Contains(Kinds, k) {
+			errs = append(errs, fmt.Errorf("fate: Config.Kinds: %q is not a schedule kind (%v)", k, Kinds))
+		}
+	}
+	if c.Timings.Name != LeaseShort && c.Timings.Name != LeaseDefault {
+		errs = append(errs, fmt.Errorf("fate: Config.Timings.Name: %q, want %s or %s", c.Timings.Name, LeaseShort, LeaseDefault))
+	}
+	if c.QuotaProcesses < 1 || c.QuotaTurnsPerMinute < 1 {
+		errs = append(errs, errors.New("fate: Config.QuotaProcesses and QuotaTurnsPerMinute: want >= 1"))
 	}
 	for _, i := range c.Only {
 		if i < 0 {

@@ -17,13 +17,46 @@
 //     (by ddbfault.LateBy or by seconds). A transport error is a dropped
 //     connection and a hang holds the attempt until the dev server gives
 //     up on it, so the SDK really retries.
-//   - the processes: SIGSTOP, then SIGCONT 0.5-3 s later, and SIGKILL with
-//     a restart on the same port, at random moments or at hooks the proxy
-//     fires on a turn's own writes (right after its claim, before or
-//     after its first checkpoint, right after a renewal, during its final
-//     save).
+//   - the processes: SIGSTOP, then SIGCONT 0.5-3 s later (0.8-0.95 of
+//     the lease in a nearlease schedule), and SIGKILL with a restart on
+//     the same port, at random moments or at hooks the proxy fires on a
+//     turn's own writes (right after its claim, before or after its
+//     first checkpoint, right after a renewal, during its final save).
 //
-// What it does meanwhile, per schedule (one session): submits a turn on
+// It runs at two leases (Config.Timings): the short one (DefaultTimings:
+// a 2 s lease, checkpoints every 200 ms), where leases expire within a
+// schedule and kills and pauses are cheap, and the product's default
+// (ProductTimings: a 30 s lease, checkpoints every second, 1 s attempts,
+// a 5 s cleanup reserve), where a stop, a save or an acknowledgment meets
+// a lease far from its expiry. Each schedule has a kind, drawn with the
+// weights of its lease (KindWeights): classic (below), or one aimed at a
+// promise a classic schedule seldom reaches:
+//
+//   - race: a rollback or an interrupt (X-Turnstream-Multitask) sent
+//     while a turn runs, raced by a plain submit or a second rollback or
+//     interrupt that retries every 50 ms while the session is busy;
+//   - quota: 3-6 times turnsPerMinute concurrent submits of one principal
+//     of its own on as many new sessions, across two more dev servers
+//     that run with a principal turnsPerMinute quota (QUOTAS); no other
+//     schedule reaches them;
+//   - stopfault: a stop (sent again after each retryable answer by two
+//     clients in three) while the turn's checkpoint writes fail (all,
+//     the deltas, the live item's, or the deltas and every write of the
+//     live item, a stop's flag included, as on a throttled item);
+//   - latesave: every attempt of the final save within the cleanup
+//     reserve applied 1-4 s past 3/4 of it (the turn answers
+//     TURN_OUTCOME_INDETERMINATE), while the turn id is replayed and
+//     /turns read;
+//   - ack: the acknowledgment (the first checkpoint's write) failing for
+//     0.6-2 s; the client submits again after a retryable answer;
+//   - nearlease: the turn's process paused for 0.8-0.95 of the lease,
+//     right after its claim or right after a renewal.
+//
+// At the default lease a schedule whose lease must expire takes 30 s and
+// more, so that mix is mostly stopfault, latesave, ack, race and
+// nearlease, and more schedules run at once (they mostly wait).
+//
+// What a classic schedule does (one session): submits a turn on
 // one process, and again with the same turn id when the answer was lost
 // or the session busy; often a second turn on another process (a
 // takeover when the first process is dead); resumes either turn on other
@@ -80,10 +113,46 @@
 //     emitted after the latest lease expiry DynamoDB applied for it, nor
 //     after the first line of a later turn of its session.
 //
-// Run is the entry point (cmd/turnbench -only fate calls it; the
-// package's test runs a short deterministic form in make test). Its
-// Report counts schedules, turns and violations by invariant, each with
-// the seed, schedule, session, turn and the evidence lines with their
+// And the rules of the schedule kinds (Violation.Rule; rules.go):
+//
+//   - kept (I1): a turn any client saw terminal stays in every /turns
+//     read begun after, unless it ended interrupted (or lost: its process
+//     was dead) after a rollback was sent while it ran, the turn that
+//     rollback stopped and superseded; such a turn is also exempt from
+//     I4 and from I7's "history has no such turn".
+//   - Findings are reported without failing the run: pause-renewal-late
+//     (a nearlease turn that had two attempt timeouts of its lease left
+//     when its process continued, renewed none of it and was lost; the
+//     documents promise a renewal every third of the lease, not one at
+//     once after a pause).
+//   - quota-exact (Q): a quota schedule's principal is admitted (a 200
+//     stream) at most turnsPerMinute times within any 60 s.
+//   - stop-honest (I7): a stop answered 2xx is followed by the turn's
+//     interrupted end, or by its end within the stop bound plus slack; a
+//     turn none of whose stops was answered 2xx (one retryable) does not
+//     end interrupted.
+//   - stop-bound (I5): a stop first sent while only checkpoint writes
+//     fail shows the turn terminal within a checkpoint interval plus
+//     250 ms, plus slack (an attempt timeout and the larger of 1 s and a
+//     checkpoint interval), the processes of the turn and of the stop
+//     undisturbed. This one reads a clock, with that slack.
+//   - replay-decided (I7): a submit of a turn id begun after any route
+//     showed the turn terminal, or after its client got
+//     TURN_OUTCOME_INDETERMINATE, is never told SESSION_BUSY, nor a
+//     retryable 5xx while no fault of its session is open.
+//   - ack-unspent (I7): after a retryable 5xx to a submit, the turn id is
+//     spent (in history, or TURN_ALREADY_COMPLETED or
+//     TURN_OUTCOME_INDETERMINATE to a later submit) only if a later
+//     submit of it ran the turn.
+//   - pause-renewed (I2): a nearlease turn whose renewal DynamoDB applied
+//     (and answered) after the pause, before its previous expiry, does
+//     not end lost or TURN_OUTCOME_INDETERMINATE.
+//
+// Run is the entry point (cmd/turnbench -only fate calls it at each
+// lease of -fate-lease; the package's test runs a short deterministic
+// form of both leases in make test). Its Report counts schedules (by
+// kind, with how long they ran), turns, quota admissions and violations
+// by invariant and by rule, each with the seed, schedule, session, turn and the evidence lines with their
 // times (plus the plan and timeline of the schedule), the data races and
 // panics the dev servers logged, and measures stop latency, the time
 // from a lease's expiry to the turn's decided fate, and the reads a

@@ -53,43 +53,63 @@ func devServer(t *testing.T) string {
 	return p
 }
 
-// TestFate is the short deterministic form of the harness: a handful of
-// fixed schedules on two dev servers, checked against I1-I8 only (no
-// timing is asserted).
+// TestFate is the short deterministic form of the harness, at both
+// leases: a handful of fixed schedules on two dev servers (and the two
+// quota processes), checked against I1-I8 and the rules of the schedule
+// kinds only (no timing is asserted but the stop bound's, with slack).
+// The short lease draws its usual mix (classic, quota, race, ack and
+// latesave schedules); the default (30 s) lease runs one schedule of each
+// kind but classic, so that every rule is met at the lease it was
+// written for.
 func TestFate(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the fate harness runs dev servers for about half a minute")
+		t.Skip("the fate harness runs dev servers for about two minutes")
 	}
 	bin := devServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	rep, err := fate.Run(ctx, fate.Config{
-		Seed: 22, Schedules: 8, Concurrency: 8, Processes: 2,
-		DevServer: bin, Endpoint: dynalite.Endpoint(t), Logf: t.Logf,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + rep.Markdown())
-	for _, v := range rep.Violations {
-		t.Errorf("%s", v)
-	}
-	for _, e := range rep.ProcessErrors {
-		t.Errorf("dev server: %s", e)
-	}
-	if rep.Acknowledged == 0 {
-		t.Errorf("no turn was acknowledged: the harness checked nothing")
+	for _, tc := range []struct {
+		name string
+		cfg  fate.Config
+	}{
+		{fate.LeaseShort, fate.Config{Seed: 22, Schedules: 10, Concurrency: 10, Timings: fate.DefaultTimings}},
+		// Schedules 0, 1, 4, 6, 8 and 21 of seed 22 limited to these kinds
+		// are stopfault, latesave, race, ack, quota and nearlease.
+		{fate.LeaseDefault, fate.Config{Seed: 22, Only: []int{0, 1, 4, 6, 8, 21}, Concurrency: 6, Timings: fate.ProductTimings,
+			Kinds: []string{fate.KindRace, fate.KindQuota, fate.KindStopFault, fate.KindLateSave, fate.KindAck, fate.KindNearLease}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			cfg := tc.cfg
+			cfg.Processes, cfg.DevServer, cfg.Endpoint, cfg.Logf = 2, bin, dynalite.Endpoint(t), t.Logf
+			rep, err := fate.Run(ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Log("\n" + rep.Markdown())
+			for _, v := range rep.Violations {
+				t.Errorf("%s", v)
+			}
+			for _, e := range rep.ProcessErrors {
+				t.Errorf("dev server: %s", e)
+			}
+			if rep.Acknowledged == 0 {
+				t.Errorf("no turn was acknowledged: the harness checked nothing")
+			}
+		})
 	}
 }
 
 // TestFateLong runs the long form when FATE_SCHEDULES is set (it is not
 // part of make test):
 //
-//	FATE_SCHEDULES=500 FATE_SEED=1 FATE_PROCESSES=3 FATE_CONCURRENCY=8 \
+//	FATE_SCHEDULES=500 FATE_SEED=1 FATE_PROCESSES=3 FATE_CONCURRENCY=8 FATE_LEASE=short \
 //	  TURNSTREAM_BOOTSTRAPS=$PWD/bin/test-bootstraps \
 //	  go test ./internal/fate -run TestFateLong -v -timeout 3h
 //
-// FATE_DEVSERVER runs it against another dev server binary,
+// FATE_LEASE is short (the default) or default (the product's 30 s
+// lease, where FATE_CONCURRENCY=24 suits); FATE_KINDS limits the schedule
+// kinds (comma-separated); FATE_DEVSERVER runs it against another dev
+// server binary,
 // FATE_LOGS keeps the dev servers' logs there, FATE_TIMELINES writes
 // every schedule's timeline there.
 func TestFateLong(t *testing.T) {
@@ -98,7 +118,12 @@ func TestFateLong(t *testing.T) {
 		t.Skip("set FATE_SCHEDULES to run the long form")
 	}
 	bin := devServer(t)
+	timings, err := fate.TimingsFor(envString("FATE_LEASE", fate.LeaseShort))
+	if err != nil {
+		t.Fatal(err)
+	}
 	cfg := fate.Config{
+		Timings:     timings,
 		Seed:        uint64(envInt(t, "FATE_SEED", 1)),
 		Schedules:   n,
 		Concurrency: envInt(t, "FATE_CONCURRENCY", 8),
@@ -109,6 +134,11 @@ func TestFateLong(t *testing.T) {
 		KeepLogs:    os.Getenv("FATE_LOGS") != "",
 		Timelines:   os.Getenv("FATE_TIMELINES") != "",
 		Logf:        t.Logf,
+	}
+	if kinds := os.Getenv("FATE_KINDS"); kinds != "" {
+		for _, k := range strings.Split(kinds, ",") {
+			cfg.Kinds = append(cfg.Kinds, strings.TrimSpace(k))
+		}
 	}
 	if only := os.Getenv("FATE_ONLY"); only != "" {
 		for _, f := range strings.Split(only, ",") {
@@ -134,6 +164,13 @@ func TestFateLong(t *testing.T) {
 	if len(rep.Violations) > 0 || len(rep.ProcessErrors) > 0 {
 		t.Errorf("%d violations, %d dev server errors", len(rep.Violations), len(rep.ProcessErrors))
 	}
+}
+
+func envString(name, def string) string {
+	if s := os.Getenv(name); s != "" {
+		return s
+	}
+	return def
 }
 
 func envInt(t *testing.T, name string, def int) int {

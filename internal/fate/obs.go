@@ -140,7 +140,11 @@ type Stream struct {
 	End     time.Time
 	Status  int    // HTTP status; 0 without an answer
 	ErrCode string // the error body's code of a non-200
-	Lines   []Line
+	// Retryable is the error body's retryable of a non-200.
+	Retryable bool
+	// Multitask is a submit's X-Turnstream-Multitask ("" when none).
+	Multitask string
+	Lines     []Line
 	// Ending is how the stream ended: "eof" (cleanly), "cut" (the
 	// connection broke), "dropped" (the harness closed it), "timeout"
 	// (the harness gave up), "failed" (no answer: connection refused or
@@ -193,9 +197,13 @@ type Stop struct {
 	Start, End time.Time
 	Status     int
 	ErrCode    string
+	Retryable  bool
 	// DuringCheckpointFaults says the stop was sent while a checkpoint
 	// fault window of its session was open.
 	DuringCheckpointFaults bool
+	// Series is the start of the first stop of a client that sends it
+	// again after each retryable answer (its Start when it is the first).
+	Series time.Time
 }
 
 // Replay is a submission of a turn id whose turn already ran.
@@ -205,6 +213,7 @@ type Replay struct {
 	Start, End time.Time
 	Status     int
 	ErrCode    string
+	Retryable  bool
 	Final      bool // sent at quiescence
 }
 
@@ -388,16 +397,28 @@ func clock(t time.Time) string {
 
 // sessionLog is every observation of one session, in the order made.
 type sessionLog struct {
-	mu       sync.Mutex
-	plan     *Plan
-	streams  []*Stream
-	reads    []*Read
-	stops    []*Stop
-	replays  []*Replay
-	inputs   map[string]string // turn id -> input
-	hooks    []*hook
-	windows  []*window
-	firstRun time.Time
+	mu   sync.Mutex
+	plan *Plan
+	// principal is the dev subject of the session's requests; quota the
+	// submits of a quota schedule's bursts (on sessions of their own).
+	principal string
+	quota     []*Stream
+	streams   []*Stream
+	reads     []*Read
+	stops     []*Stop
+	replays   []*Replay
+	inputs    map[string]string // turn id -> input
+	hooks     []*hook
+	windows   []*window
+	firstRun  time.Time
+}
+
+// auth is the Authorization header of the session's requests.
+func (s *sessionLog) auth() string {
+	if s.principal == "" {
+		return "Bearer dev.fate"
+	}
+	return "Bearer dev." + s.principal
 }
 
 func (s *sessionLog) addStream(st *Stream) {

@@ -45,6 +45,7 @@ type slot struct {
 	idx  int
 	addr string
 	p    *procs
+	env  []string // the slot's own settings, after the procs' env
 
 	mu         sync.Mutex
 	cmd        *exec.Cmd
@@ -134,7 +135,7 @@ func (s *slot) spawn(ctx context.Context, endpoint string, newAddr bool) error {
 		return fmt.Errorf("fate: dev server log: %w", err)
 	}
 	cmd := exec.Command(s.p.bin)
-	cmd.Env = append(baseEnv(), s.p.env...)
+	cmd.Env = append(append(baseEnv(), s.p.env...), s.env...)
 	cmd.Env = append(cmd.Env, "ADDR="+addr, "DYNAMODB_ENDPOINT="+endpoint)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	setProcAttr(cmd)

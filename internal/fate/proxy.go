@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -95,6 +96,7 @@ type writeMark struct {
 	Slot    int
 	Kind    string
 	Applied bool
+	Item    string // "SESSION", "LIVE" (a live item), or "" (another)
 }
 
 // window is a fault on a session's attempts of one kind over a time
@@ -426,7 +428,14 @@ func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	if (a.Op == "UpdateItem" || a.Op == "PutItem") && a.Session != "" {
 		t.p.mu.Lock()
-		t.p.writes[a.Session] = append(t.p.writes[a.Session], writeMark{At: time.Now(), Slot: a.Slot, Kind: a.Kind, Applied: resp.StatusCode == http.StatusOK})
+		item := ""
+		switch {
+		case a.SK == "SESSION":
+			item = "SESSION"
+		case strings.HasSuffix(a.SK, "#LIVE"):
+			item = "LIVE"
+		}
+		t.p.writes[a.Session] = append(t.p.writes[a.Session], writeMark{At: time.Now(), Slot: a.Slot, Kind: a.Kind, Applied: resp.StatusCode == http.StatusOK, Item: item})
 		t.p.mu.Unlock()
 	}
 	if a.Op != "UpdateItem" || a.SK != "SESSION" || resp.StatusCode != http.StatusOK {

@@ -33,8 +33,17 @@ type Report struct {
 	// faulted ones by kind and fault.
 	Kills, Pauses            int
 	Hooks, Attempts, Faulted map[string]int
-	// Violations are the breaches found, by schedule.
-	Violations []Violation
+	// Kinds counts the schedules by kind; ScheduleTime is how long each
+	// schedule ran (its start to the end of its last request, before
+	// quiescence), by kind and "all".
+	Kinds        map[string]int
+	ScheduleTime map[string]Dist
+	// QuotaAdmitted and QuotaRefused count the quota schedules' submits
+	// answered 200 and 429; QuotaBursts the bursts' sizes.
+	QuotaAdmitted, QuotaRefused, QuotaSubmits int
+	// Violations are the breaches found, by schedule; Findings what is
+	// reported without failing the run (Violation.Reported).
+	Violations, Findings []Violation
 	// ProcessErrors are the data races, panics and fatal errors the dev
 	// servers logged (a race-enabled dev server reports a race and goes
 	// on), each with the lines after it.
@@ -59,15 +68,18 @@ type Report struct {
 	// resumes of it were open there (ResumeReads for one resumer,
 	// ResumeReadsCrowd for five or more at once).
 	ResumeReads, ResumeReadsCrowd FloatDist
-	Wall                          time.Duration
+	// Wall is the run's whole time; SchedulesWall its start to the end
+	// of the last schedule (before quiescence: the wait for every lease
+	// to expire and the final reads).
+	Wall, SchedulesWall time.Duration
 	// LogDir holds the dev servers' logs when kept ("" when removed).
 	LogDir string
 }
 
 // Dist summarises durations.
 type Dist struct {
-	N             int
-	P50, P99, Max time.Duration
+	N                   int
+	P50, P99, Max, Mean time.Duration
 }
 
 func newDist(ds []time.Duration) Dist {
@@ -75,7 +87,11 @@ func newDist(ds []time.Duration) Dist {
 		return Dist{}
 	}
 	slices.Sort(ds)
-	return Dist{N: len(ds), P50: ds[(len(ds)-1)/2], P99: ds[(len(ds)*99-1)/100], Max: ds[len(ds)-1]}
+	var sum time.Duration
+	for _, d := range ds {
+		sum += d
+	}
+	return Dist{N: len(ds), P50: ds[(len(ds)-1)/2], P99: ds[(len(ds)*99-1)/100], Max: ds[len(ds)-1], Mean: sum / time.Duration(len(ds))}
 }
 
 func (d Dist) String() string {
@@ -83,7 +99,7 @@ func (d Dist) String() string {
 		return "none measured"
 	}
 	r := func(x time.Duration) string { return x.Round(time.Millisecond).String() }
-	return fmt.Sprintf("p50 %s, p99 %s, max %s (n=%d)", r(d.P50), r(d.P99), r(d.Max), d.N)
+	return fmt.Sprintf("p50 %s, p99 %s, max %s, mean %s (n=%d)", r(d.P50), r(d.P99), r(d.Max), r(d.Mean), d.N)
 }
 
 // FloatDist summarises rates.
@@ -116,13 +132,24 @@ func (r *Report) ByInvariant() map[string]int {
 	return m
 }
 
+// ByRule counts the violations of each rule (Violation.Rule).
+func (r *Report) ByRule() map[string]int {
+	m := map[string]int{}
+	for _, v := range r.Violations {
+		m[v.Invariant+" "+v.Rule]++
+	}
+	return m
+}
+
 // report gathers the counts and figures of the run.
 func (r *runner) report(began time.Time) *Report {
 	rep := &Report{
 		Seed: r.cfg.Seed, Schedules: len(r.plans), Processes: r.cfg.Processes, Concurrency: r.cfg.Concurrency,
 		Timings: r.t, DevServer: r.cfg.DevServer, Outcomes: map[string]int{}, Endings: map[string]int{},
-		Hooks: map[string]int{}, Plans: map[int]string{}, Timelines: map[int]string{},
+		Hooks: map[string]int{}, Plans: map[int]string{}, Timelines: map[int]string{}, Kinds: map[string]int{},
+		ScheduleTime: map[string]Dist{},
 	}
+	times := map[string][]time.Duration{}
 	rep.Faulted, rep.Attempts = r.proxy.faultCounts()
 	events := r.ps.eventsCopy()
 	for _, e := range events {
@@ -140,6 +167,39 @@ func (r *runner) report(began time.Time) *Report {
 		lg := r.logs[p.Session]
 		final := r.final(p.Session)
 		live := map[string]*Stream{}
+		rep.Kinds[p.Kind]++
+		if !lg.firstRun.IsZero() {
+			end := lg.firstRun
+			for _, s := range append(slices.Clone(lg.streams), lg.quota...) {
+				if !s.Final {
+					end = later(end, s.End)
+				}
+			}
+			for _, rd := range lg.reads {
+				if rd.Start.Before(r.quietAt) {
+					end = later(end, rd.End)
+				}
+			}
+			for _, st := range lg.stops {
+				end = later(end, st.End)
+			}
+			for _, rp := range lg.replays {
+				if !rp.Final {
+					end = later(end, rp.End)
+				}
+			}
+			times[p.Kind] = append(times[p.Kind], end.Sub(lg.firstRun))
+			times["all"] = append(times["all"], end.Sub(lg.firstRun))
+		}
+		for _, s := range lg.quota {
+			rep.QuotaSubmits++
+			switch s.Status {
+			case 200:
+				rep.QuotaAdmitted++
+			case 429:
+				rep.QuotaRefused++
+			}
+		}
 		for _, s := range lg.streams {
 			switch s.Kind {
 			case "submit":
@@ -253,10 +313,21 @@ func (r *runner) report(began time.Time) *Report {
 			}
 		}
 	}
+	for k, ds := range times {
+		rep.ScheduleTime[k] = newDist(ds)
+	}
+	rep.SchedulesWall = r.quietAt.Sub(began)
 	rep.StopLatency, rep.StopLatencyFaulted = newDist(stops), newDist(stopsFaulted)
 	rep.FateDecided, rep.FateShown = newDist(decided), newDist(shown)
 	rep.ResumeReads, rep.ResumeReadsCrowd = newFloatDist(rates), newFloatDist(crowd)
 	return rep
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // segment is a span in which k resumes of a running turn, and nothing
@@ -329,18 +400,27 @@ func resumeSegments(lg *sessionLog, slot int) []segment {
 func (r *Report) Markdown() string {
 	var b strings.Builder
 	t := r.Timings
-	fmt.Fprintf(&b, "## Fate harness: seed %d, %d schedules\n\n", r.Seed, r.Schedules)
-	fmt.Fprintf(&b, "%d dev servers (%s), %d schedules at once; LEASE_DURATION %s, CHECKPOINT_INTERVAL %s, RESUME_POLL_INTERVAL %s, DYNAMODB_ATTEMPT_TIMEOUT %s, ECHO_DELAY %s, TURN_TIMEOUT %s; wall time %s.\n\n",
-		r.Processes, r.DevServer, r.Concurrency, t.Lease, t.CheckpointInterval, t.ResumePoll, t.AttemptTimeout, t.EchoDelay, t.TurnTimeout, r.Wall.Round(time.Second))
+	fmt.Fprintf(&b, "## Fate harness: seed %d, %d schedules, %s lease\n\n", r.Seed, r.Schedules, t.Name)
+	fmt.Fprintf(&b, "%d dev servers (%s), %d schedules at once; LEASE_DURATION %s, CHECKPOINT_INTERVAL %s, RESUME_POLL_INTERVAL %s, DYNAMODB_ATTEMPT_TIMEOUT %s, ECHO_DELAY %s, TURN_TIMEOUT %s; wall time %s (the schedules %s).\n\n",
+		r.Processes, r.DevServer, r.Concurrency, t.Lease, t.CheckpointInterval, t.ResumePoll, t.AttemptTimeout, t.EchoDelay, t.TurnTimeout, r.Wall.Round(time.Second), r.SchedulesWall.Round(time.Second))
 	fmt.Fprintf(&b, "| what | figure |\n| --- | --- |\n")
 	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, v) }
 	row("violations", violationCounts(r.ByInvariant()))
+	row("violations by rule", violationCounts(r.ByRule()))
+	row("findings (reported, not violations)", fmt.Sprint(len(r.Findings)))
+	row("schedules by kind", counts(r.Kinds))
+	for _, k := range slices.Sorted(maps.Keys(r.ScheduleTime)) {
+		row("time per schedule, "+k, r.ScheduleTime[k].String())
+	}
+	if r.QuotaSubmits > 0 {
+		row("quota bursts (one principal, turnsPerMinute per run)", fmt.Sprintf("%d submits: %d admitted, %d refused 429", r.QuotaSubmits, r.QuotaAdmitted, r.QuotaRefused))
+	}
 	row("dev server data races, panics, fatal errors", fmt.Sprint(len(r.ProcessErrors)))
 	row("turns submitted / acknowledged (a line received)", fmt.Sprintf("%d / %d", r.Turns, r.Acknowledged))
 	row("final history of the turns", counts(r.Outcomes))
 	row("live streams ended with", counts(r.Endings))
 	row("requests", fmt.Sprintf("%d submits, %d resumes, %d history reads, %d stops, %d replays", r.Streams, r.Resumes, r.Reads, r.Stops, r.Replays))
-	row("process faults", fmt.Sprintf("%d SIGKILL (restarted), %d SIGSTOP (SIGCONT 0.5-3 s later)", r.Kills, r.Pauses))
+	row("process faults", fmt.Sprintf("%d SIGKILL (restarted), %d SIGSTOP (then SIGCONT)", r.Kills, r.Pauses))
 	row("hooks fired (action, phase, attempt)", counts(r.Hooks))
 	row("DynamoDB attempts", counts(r.Attempts))
 	row("DynamoDB attempts faulted", counts(r.Faulted))
@@ -367,13 +447,26 @@ func (r *Report) Markdown() string {
 		}
 		fmt.Fprintf(&b, "### Dev server error\n\n```\n%s\n```\n\n", e)
 	}
+	for i, v := range r.Findings {
+		if i == 0 {
+			fmt.Fprintf(&b, "### Findings (reported, not violations): %d\n\n", len(r.Findings))
+		}
+		if i == 5 {
+			fmt.Fprintf(&b, "... and %d more\n\n", len(r.Findings)-5)
+			break
+		}
+		fmt.Fprintf(&b, "- %s schedule %d (seed %d), session %s, turn %s: %s\n", v.Rule, v.Schedule, v.Seed, v.Session, v.Turn, v.What)
+		if i == len(r.Findings)-1 {
+			b.WriteString("\n")
+		}
+	}
 	if len(r.Violations) == 0 {
 		b.WriteString("No violations.\n")
 		return b.String()
 	}
 	by := map[string][]Violation{}
 	for _, v := range r.Violations {
-		by[v.Invariant] = append(by[v.Invariant], v)
+		by[v.Invariant+" "+v.Rule] = append(by[v.Invariant+" "+v.Rule], v)
 	}
 	for _, inv := range slices.Sorted(maps.Keys(by)) {
 		vs := by[inv]

@@ -27,8 +27,12 @@ type runner struct {
 	c     *client
 	plans []*Plan
 	logs  map[string]*sessionLog
-	// finalReads are the reads of the last quiescent round, by session.
+	// finalReads are the reads of the last quiescent round, by session;
+	// quietAt is when quiescence began.
 	finalReads map[string][]*Read
+	quietAt    time.Time
+	// pauseSlots are the free pause slots.
+	pauseSlots chan int
 }
 
 // Run runs cfg.Schedules schedules (cfg.Concurrency at a time) against
@@ -82,14 +86,29 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		_ = dynamo.DeleteTable(dctx, admin, table)
 	}()
 
-	r := &runner{cfg: cfg, t: cfg.Timings, logs: map[string]*sessionLog{}, finalReads: map[string][]*Read{}}
-	if r.proxy, err = newProxy(endpoint, cfg.Processes); err != nil {
+	r := &runner{cfg: cfg, t: cfg.Timings, logs: map[string]*sessionLog{}, finalReads: map[string][]*Read{}, pauseSlots: make(chan int, 2)}
+	// The slots: the processes, the quota processes, and the pause slots
+	// (the nearlease schedules' turns, one schedule at a time on each).
+	const pauses = 2
+	slots := cfg.Processes + cfg.QuotaProcesses + pauses
+	pause := slots - pauses
+	if r.proxy, err = newProxy(endpoint, slots); err != nil {
 		return nil, err
 	}
 	defer r.proxy.close()
 	env := append(cfg.Timings.env(), "TABLE_NAME="+table, "AWS_REGION=us-east-1", "LOG_LEVEL=warn", "AUTH_MODE=dev",
 		"CURSOR_SECRET=fate-harness-cursor-secret")
-	r.ps = newProcs(cfg.DevServer, dir, env, cfg.Processes)
+	r.ps = newProcs(cfg.DevServer, dir, env, slots)
+	var quota []int
+	for i := pause; i < slots; i++ {
+		r.pauseSlots <- i
+	}
+	for i := cfg.Processes; i < pause; i++ {
+		// The quota processes: a principal turnsPerMinute quota, reached
+		// only by the quota schedules' principals.
+		r.ps.slots[i].env = []string{fmt.Sprintf(`QUOTAS={"principal":{"turnsPerMinute":%d}}`, cfg.QuotaTurnsPerMinute)}
+		quota = append(quota, i)
+	}
 	defer r.ps.stopAll()
 	r.proxy.onHook = func(h *hook, slot int) {
 		s := r.ps.slots[slot]
@@ -115,12 +134,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	for _, i := range indexes {
 		sid := fmt.Sprintf("s%d-%d", cfg.Seed, i)
-		p := newPlan(cfg.Seed, i, cfg.Processes, t, sid)
+		p := newPlan(cfg.Seed, i, planEnv{procs: cfg.Processes, quota: quota, quotaN: cfg.QuotaTurnsPerMinute, t: t, kinds: cfg.Kinds}, sid)
 		r.plans = append(r.plans, p)
-		r.logs[sid] = &sessionLog{plan: p, inputs: map[string]string{}}
+		r.logs[sid] = &sessionLog{plan: p, principal: p.Principal, inputs: map[string]string{}}
 	}
-	cfg.Logf("fate: %d schedules, %d at once, %d dev servers (%s), table %s, logs in %s",
-		len(r.plans), cfg.Concurrency, cfg.Processes, cfg.DevServer, table, dir)
+	cfg.Logf("fate: %d schedules, %d at once, %d dev servers, %d with quotas and 2 for the nearlease pauses (%s), %s lease (%s), table %s, logs in %s",
+		len(r.plans), cfg.Concurrency, cfg.Processes, cfg.QuotaProcesses, cfg.DevServer, t.Name, t.Lease, table, dir)
 
 	// A run whose DynamoDB API server died is void: stop it at once.
 	runCtx, stopRun := context.WithCancel(ctx)
@@ -171,7 +190,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep := r.report(began)
-	rep.Violations = r.check()
+	for _, v := range r.check() {
+		if v.Reported {
+			rep.Findings = append(rep.Findings, v)
+		} else {
+			rep.Violations = append(rep.Violations, v)
+		}
+	}
 	r.ps.stopAll()
 	rep.ProcessErrors = processErrors(dir)
 	events := r.ps.eventsCopy()
@@ -204,6 +229,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 // expired leases; the second is the final state), resumes every turn and
 // replays every turn id history holds.
 func (r *runner) quiesce(ctx context.Context) error {
+	r.quietAt = time.Now()
 	r.proxy.clear()
 	r.proxy.pending.Wait() // writes delivered late land before the final reads
 	if err := r.ps.settle(ctx, r.proxy.endpoint); err != nil {
@@ -211,8 +237,10 @@ func (r *runner) quiesce(ctx context.Context) error {
 	}
 	sleepUntil(ctx, r.proxy.lastExpiry().Add(r.t.ResumePoll+100*time.Millisecond))
 	sessions := make([]string, 0, len(r.logs))
-	for sid := range r.logs {
-		sessions = append(sessions, sid)
+	for sid, lg := range r.logs {
+		if lg.plan.Kind != KindQuota { // a quota schedule's sessions are its bursts'
+			sessions = append(sessions, sid)
+		}
 	}
 	sort.Strings(sessions)
 	forEach := func(f func(i int, sid string)) {
@@ -227,7 +255,7 @@ func (r *runner) quiesce(ctx context.Context) error {
 		}
 		wg.Wait()
 	}
-	procs := len(r.ps.slots)
+	procs := r.cfg.Processes // not the quota processes: their quota would refuse the replays
 	// A read that fails (a busy machine can make DynamoDB slower than the
 	// dev servers' attempt timeout) is made again, as a client would.
 	read := func(lg *sessionLog, proc int, sid, route string) *Read {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,11 @@ type Plan struct {
 	Index   int
 	Seed    uint64
 	Session string
+	// Kind is what the schedule is about (Kinds); Principal the dev
+	// subject its requests carry ("fate", or its own for a quota
+	// schedule, whose admissions must not mix with any other's).
+	Kind      string
+	Principal string
 	// Delay staggers the schedules that start together.
 	Delay time.Duration
 	Steps []Step
@@ -30,9 +36,19 @@ type Plan struct {
 type Step struct {
 	At time.Duration
 	// Do is submit, resume, crowd, read, watch, stop, pause, kill,
-	// fault, hook or replay.
-	Do    string
-	Turn  string
+	// fault, hook, replay or quota.
+	Do   string
+	Turn string
+	// Multitask is a submit's X-Turnstream-Multitask ("" for none:
+	// reject, the default).
+	Multitask string
+	// Retry makes a stop a client's: sent again 250 ms after each
+	// retryable answer (or none), for up to For.
+	Retry bool
+	// Every is how soon a submit is sent again after a SESSION_BUSY
+	// (default 200 ms, or 1/60 of a longer lease; a racing tab or script
+	// in a race schedule: 50 ms).
+	Every time.Duration
 	Proc  int // the process it is sent to or done to
 	Proc2 int // a resume's reconnect process
 	For   time.Duration
@@ -42,7 +58,7 @@ type Step struct {
 	After     int64
 	Drop      time.Duration // a resume closes after this long (0: never)
 	Reconnect bool          // a dropped resume reconnects with after=<last seen>
-	N         int           // a crowd's resumers
+	N         int           // a crowd's resumers, a replay's repeats (every For/N), a quota burst's submits
 	Route     string        // a read's route
 	Kind      string        // a fault window's or a hook's attempt kind
 	Fault     ddbfault.Fault
@@ -60,6 +76,17 @@ func (s Step) String() string {
 	switch s.Do {
 	case "submit", "stop", "replay":
 		fmt.Fprintf(&b, " %s on p%d", s.Turn, s.Proc)
+		if s.Multitask != "" {
+			fmt.Fprintf(&b, " (X-Turnstream-Multitask: %s)", s.Multitask)
+		}
+		if s.Retry {
+			fmt.Fprintf(&b, ", again after each retryable answer for %s", s.For)
+		}
+		if s.N > 1 {
+			fmt.Fprintf(&b, ", %d times over %s", s.N, s.For)
+		}
+	case "quota":
+		fmt.Fprintf(&b, " burst of %d submits of one principal on %d new sessions, p%d and p%d alternately", s.N, s.N, s.Proc, s.Proc2)
 	case "resume":
 		fmt.Fprintf(&b, " %s on p%d after=%s", s.Turn, s.Proc, s.AfterMode)
 		if s.AfterMode == "fixed" {
@@ -103,7 +130,7 @@ func (s Step) String() string {
 
 func (p *Plan) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "schedule %d (seed %d), session %s, starting %s late:\n", p.Index, p.Seed, p.Session, p.Delay.Round(time.Millisecond))
+	fmt.Fprintf(&b, "schedule %d (seed %d), %s, session %s, starting %s late:\n", p.Index, p.Seed, p.Kind, p.Session, p.Delay.Round(time.Millisecond))
 	for _, s := range p.Steps {
 		fmt.Fprintf(&b, "  %s\n", s)
 	}
@@ -129,23 +156,34 @@ var windowKinds = []struct {
 
 var checkpointFaults = []ddbfault.Fault{ddbfault.Hang, ddbfault.ServerErrorBefore, ddbfault.ServerErrorAfter, ddbfault.LoseAnswer}
 
-// newPlan draws schedule index of seed for procs processes.
-func newPlan(seed uint64, index, procs int, t Timings, session string) *Plan {
+// planEnv is what a plan is drawn for: the processes (slots 0 to
+// procs-1), the quota processes' slots and their turnsPerMinute, the
+// timings, and the kinds to draw from (all when empty).
+type planEnv struct {
+	procs  int
+	quota  []int
+	quotaN int
+	t      Timings
+	kinds  []string
+}
+
+// newPlan draws schedule index of seed.
+func newPlan(seed uint64, index int, env planEnv, session string) *Plan {
+	procs, t := env.procs, env.t
 	rng := rand.New(rand.NewPCG(seed, uint64(index)))
-	p := &Plan{Index: index, Seed: seed, Session: session, Runes: map[string]int{}}
-	between := func(lo, hi time.Duration) time.Duration {
-		if hi <= lo {
-			return lo
-		}
-		return lo + time.Duration(rng.Int64N(int64(hi-lo)))
-	}
-	chance := func(x float64) bool { return rng.Float64() < x }
-	other := func(not int) int { return (not + 1 + rng.IntN(procs-1)) % procs }
-	anyProc := func() int { return rng.IntN(procs) }
-	add := func(s Step) { p.Steps = append(p.Steps, s) }
+	p := &Plan{Index: index, Seed: seed, Session: session, Runes: map[string]int{}, Principal: "fate"}
+	d := &draw{rng: rng, procs: procs, quota: env.quota, quotaN: env.quotaN, t: t, p: p}
+	between, chance, other, anyProc, add := d.between, d.chance, d.other, d.anyProc, d.add
 	rps := t.runesPerSecond()
 	ms := time.Millisecond
 	p.Delay = between(0, 2*time.Second)
+	// The kind comes from a generator of its own, so that a classic
+	// schedule draws the same plan as before kinds existed.
+	p.Kind = drawKind(rand.New(rand.NewPCG(seed^kindSalt, uint64(index))), t.Name, env.kinds)
+	if p.Kind != KindClassic {
+		d.plan(p.Kind)
+		return p
+	}
 
 	// A schedule that watches its checkpoints through a fault window runs
 	// a longer first turn (6-8 s), so that the window, the grace after it
@@ -317,17 +355,42 @@ type schedRun struct {
 
 	mu   sync.Mutex
 	live map[string]*Stream // each turn's accepted submit stream
+	// answered is closed, for each turn of the plan, when its submits
+	// have ended (accepted, refused, or given up): a replay waits for it,
+	// as a replay is a client's second submit of an id, never its first.
+	answered map[string]chan struct{}
 }
 
 // run carries the plan out and returns when every step (and every
 // stream it opened) has ended.
 func (s *schedRun) run(ctx context.Context) {
+	if slices.ContainsFunc(s.plan.Steps, func(st Step) bool { return st.Proc == pauseSlot }) {
+		// A nearlease schedule holds a pause slot while it runs.
+		var slot int
+		select {
+		case slot = <-s.r.pauseSlots:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { s.r.pauseSlots <- slot }()
+		for i := range s.plan.Steps {
+			if s.plan.Steps[i].Proc == pauseSlot {
+				s.plan.Steps[i].Proc = slot
+			}
+		}
+	}
 	if !sleepUntil(ctx, time.Now().Add(s.plan.Delay)) {
 		return
 	}
 	s.start = time.Now()
 	s.lg.firstRun = s.start
 	sid := s.plan.Session
+	s.answered = map[string]chan struct{}{}
+	for _, st := range s.plan.Steps {
+		if st.Do == "submit" && s.answered[st.Turn] == nil {
+			s.answered[st.Turn] = make(chan struct{})
+		}
+	}
 	for _, st := range s.plan.Steps {
 		switch st.Do {
 		case "fault":
@@ -412,7 +475,7 @@ func (s *schedRun) do(ctx context.Context, st Step) {
 		var wg sync.WaitGroup
 		end := time.Now().Add(st.For)
 		for i := 0; time.Now().Before(end) && ctx.Err() == nil; i++ {
-			proc := (st.Proc + i) % len(r.ps.slots)
+			proc := (st.Proc + i) % r.cfg.Processes
 			if r.ps.slots[proc].isUp() {
 				wg.Go(func() { r.c.read(ctx, lg, proc, sid, "sessions") })
 			}
@@ -420,19 +483,81 @@ func (s *schedRun) do(ctx context.Context, st Step) {
 		}
 		wg.Wait()
 	case "stop":
-		s.waitUp(ctx, st.Proc)
-		during := r.proxy.checkpointFaultsOpen(sid, time.Now())
-		stop := r.c.stop(ctx, lg, st.Proc, sid, st.Turn)
-		stop.DuringCheckpointFaults = during
+		s.stop(ctx, st)
 	case "pause":
 		s.waitUp(ctx, st.Proc) // a process restarting after a kill is paused once up
 		r.ps.slots[st.Proc].pause(st.For, by)
 	case "kill":
 		r.ps.slots[st.Proc].kill(st.For, r.proxy.endpoint(st.Proc), by)
 	case "replay":
-		s.waitUp(ctx, st.Proc)
-		r.c.replay(ctx, lg, st.Proc, sid, st.Turn, s.inputOf(st.Turn), false)
+		if ch := s.answered[st.Turn]; ch != nil {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+		n, began := max(st.N, 1), time.Now()
+		for i := range n {
+			if i > 0 && !sleepUntil(ctx, began.Add(st.For*time.Duration(i)/time.Duration(n))) {
+				return
+			}
+			s.waitUp(ctx, st.Proc)
+			r.c.replay(ctx, lg, st.Proc, sid, st.Turn, s.inputOf(st.Turn), false)
+		}
+	case "quota":
+		s.quota(ctx, st)
 	}
+}
+
+// stop sends POST /stop for a turn; with Retry, as a client that sends
+// it again 250 ms after each retryable answer (or none) for up to For.
+func (s *schedRun) stop(ctx context.Context, st Step) {
+	r, sid, lg := s.r, s.plan.Session, s.lg
+	var series time.Time
+	until := time.Now().Add(st.For)
+	for ctx.Err() == nil {
+		s.waitUp(ctx, st.Proc)
+		during := r.proxy.checkpointFaultsOpen(sid, time.Now())
+		stop := r.c.stop(ctx, lg, st.Proc, sid, st.Turn)
+		if series.IsZero() {
+			series = stop.Start
+		}
+		lg.mu.Lock()
+		stop.DuringCheckpointFaults, stop.Series = during, series
+		lg.mu.Unlock()
+		again := stop.Status == 0 || stop.Retryable
+		if !st.Retry || !again || time.Now().After(until) {
+			return
+		}
+		sleepUntil(ctx, time.Now().Add(250*time.Millisecond))
+	}
+}
+
+// quota sends a burst of st.N submits of the schedule's principal at
+// once, each on a new session of its own, alternating between st.Proc
+// and st.Proc2 (the quota processes), and files them in the log's quota
+// list.
+func (s *schedRun) quota(ctx context.Context, st Step) {
+	qlg := &sessionLog{principal: s.lg.principal, inputs: map[string]string{}}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for k := range st.N {
+		proc := st.Proc
+		if k%2 == 1 {
+			proc = st.Proc2
+		}
+		sid := fmt.Sprintf("%s-q%d-%d", s.plan.Session, st.At.Milliseconds(), k)
+		wg.Go(func() {
+			<-start
+			s.r.c.submit(ctx, qlg, proc, sid, "q", input(sid, "q", s.plan.Runes["q"]), "")
+		})
+	}
+	close(start)
+	wg.Wait()
+	s.lg.mu.Lock()
+	s.lg.quota = append(s.lg.quota, qlg.streams...)
+	s.lg.mu.Unlock()
 }
 
 func (s *schedRun) inputOf(turn string) string {
@@ -440,12 +565,16 @@ func (s *schedRun) inputOf(turn string) string {
 }
 
 // submit submits a turn, and again with the same turn id, as a client
-// would, while the session is busy (another turn runs) or the request
+// would, while the session is busy (another turn runs), the request
 // failed without an answer (its process was down, or died with it: the
-// turn may have been claimed, and the table then answers the retry), for
-// up to busyWait.
+// turn may have been claimed, and the table then answers the retry), or
+// the answer was a retryable failure (which promises that the id is not
+// spent), for up to busyWait.
 func (s *schedRun) submit(ctx context.Context, st Step) {
-	const busyWait = 15 * time.Second
+	if ch := s.answered[st.Turn]; ch != nil {
+		defer close(ch)
+	}
+	busyWait := max(15*time.Second, s.r.t.Lease+10*time.Second)
 	in := s.inputOf(st.Turn)
 	s.lg.mu.Lock()
 	s.lg.inputs[st.Turn] = in
@@ -453,8 +582,9 @@ func (s *schedRun) submit(ctx context.Context, st Step) {
 	deadline := time.Now().Add(busyWait)
 	for ctx.Err() == nil {
 		s.waitUp(ctx, st.Proc)
-		res := s.r.c.submit(ctx, s.lg, st.Proc, s.plan.Session, st.Turn, in)
-		retry := res.Status == 409 && res.ErrCode == codeSessionBusy || res.Ending == "failed"
+		res := s.r.c.submit(ctx, s.lg, st.Proc, s.plan.Session, st.Turn, in, st.Multitask)
+		retry := res.Status == 409 && res.ErrCode == codeSessionBusy || res.Ending == "failed" ||
+			res.Status >= 500 && res.Retryable
 		if res.Status == 200 || !retry || time.Now().After(deadline) {
 			if res.Status == 200 {
 				s.mu.Lock()
@@ -463,7 +593,11 @@ func (s *schedRun) submit(ctx context.Context, st Step) {
 			}
 			return
 		}
-		sleepUntil(ctx, time.Now().Add(200*time.Millisecond))
+		every := st.Every
+		if every == 0 { // 200 ms, 500 ms at the default lease (a busy wait of up to 40 s there)
+			every = max(200*time.Millisecond, s.r.t.Lease/60)
+		}
+		sleepUntil(ctx, time.Now().Add(every))
 	}
 }
 

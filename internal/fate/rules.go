@@ -1,0 +1,514 @@
+package fate
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The rules beyond each invariant's first reading (Violation.Rule), each
+// aimed at one promise a kind of schedule exercises (kinds.go). A
+// violation of a first reading has the invariant as its rule.
+const (
+	// RuleKept (I1): a turn any client saw terminal (a terminal line of
+	// any stream, a /turns entry), and that was acknowledged (its stream
+	// delivered a line) or listed, stays in every /turns read begun after
+	// that, unless it ended interrupted or lost after a rollback was sent
+	// while it ran (the turn that rollback stopped and superseded; lost
+	// when its process was dead).
+	RuleKept = "kept"
+	// RuleQuota: a quota schedule's principal is admitted (a 200 stream)
+	// at most turnsPerMinute times within any 60 s.
+	RuleQuota = "quota-exact"
+	// RuleStopHonest (I7): a stop answered 2xx is followed by the turn's
+	// interrupted end (or by an end within the stop bound plus slack
+	// after the answer: the turn was saving already); a stop answered a
+	// retryable 5xx did not have its flag written (DynamoDB applied no
+	// stop write of the session from its process while it was in
+	// flight); a turn none of whose stops was answered 2xx, one of them
+	// retryable, does not end interrupted (unless a rollback or an
+	// interrupt was sent while it ran, or a stop went unanswered).
+	RuleStopHonest = "stop-honest"
+	// RuleStopBound (I5, "Stop within a second"): a turn whose stop was
+	// first sent while only checkpoint writes failed (its process
+	// undisturbed) shows a terminal state within the stop bound (a
+	// checkpoint interval plus 250 ms) plus slack (an attempt timeout
+	// plus the larger of 1 s and a checkpoint interval: the machine's
+	// share) of that first stop, unless the process that took the stop
+	// was paused or killed while it did.
+	RuleStopBound = "stop-bound"
+	// RuleReplay (I7): a submit of a turn id begun after any route showed
+	// the turn terminal, or after its client got
+	// TURN_OUTCOME_INDETERMINATE, is never answered 409 SESSION_BUSY, nor
+	// a retryable 5xx while no fault window of its session is open.
+	RuleReplay = "replay-decided"
+	// RuleAck (I7): a submit answered with a retryable 5xx leaves its
+	// turn id unspent: unless a later submit of the id ran the turn (a
+	// 200 stream), the id is never in history and no later submit or
+	// replay of it is told TURN_ALREADY_COMPLETED or
+	// TURN_OUTCOME_INDETERMINATE.
+	RuleAck = "ack-unspent"
+	// RulePause (I2): a turn whose process was paused for 0.8-0.95 of
+	// the lease (a nearlease schedule) and whose lease renewal DynamoDB
+	// applied and answered after the pause, before its previous expiry,
+	// is not lost (nor ended TURN_OUTCOME_INDETERMINATE): its lease
+	// was proven.
+	RulePause = "pause-renewed"
+	// RuleRenewLate is reported, not a violation (Violation.Reported): a
+	// nearlease turn that had at least two attempt timeouts of its lease
+	// left when its process continued, renewed none of it before its
+	// expiry, and was lost. The documents promise renewals every third
+	// of the lease, not a renewal at once after a pause, so this is a
+	// finding on how much of a lease a pause may take, not a broken
+	// promise.
+	RuleRenewLate = "pause-renewal-late"
+)
+
+// stopBound is the documented stop bound and the slack the harness
+// allows on top of it (docs/durable-turns.md "Stop within a second").
+func (t Timings) stopBound() (bound, slack time.Duration) {
+	return t.CheckpointInterval + 250*time.Millisecond, t.AttemptTimeout + max(time.Second, t.CheckpointInterval)
+}
+
+// firstSubmit is the start of the first submit of t (zero when none).
+func (c *checker) firstSubmit(t string) time.Time {
+	for _, s := range c.in.Streams {
+		if s.Kind == "submit" && s.Turn == t {
+			return s.Start
+		}
+	}
+	return time.Time{}
+}
+
+// supersededBy returns the rollback that may have stopped and superseded
+// t: t was only ever shown interrupted or lost (a rollback sets the stop
+// flag of a turn whose process may be dead; that turn ends lost), or
+// never shown terminal, and a rollback submit of another turn began
+// after t's first submit and before t was first shown terminal. Nil when
+// none.
+func (c *checker) supersededBy(t string) *Stream {
+	terms := c.terms[t]
+	end := time.Now()
+	if len(terms) > 0 {
+		end = terms[0].At
+	}
+	for _, o := range terms {
+		if o.State.Kind != historyInterrupted && o.State.Kind != codeTurnLost {
+			return nil
+		}
+	}
+	from := c.firstSubmit(t)
+	for _, s := range c.in.Streams {
+		if s.Kind == "submit" && s.Multitask == "rollback" && s.Turn != t && s.Start.After(from) && s.Start.Before(end) {
+			return s
+		}
+	}
+	return nil
+}
+
+// multitaskWhileRunning reports whether an interrupt or a rollback of
+// another turn was sent while t ran (after its first submit, before it
+// was first shown terminal).
+func (c *checker) multitaskWhileRunning(t string) bool {
+	terms := c.terms[t]
+	end := time.Now()
+	if len(terms) > 0 {
+		end = terms[0].At
+	}
+	from := c.firstSubmit(t)
+	for _, s := range c.in.Streams {
+		if s.Kind == "submit" && s.Multitask != "" && s.Turn != t && s.Start.After(from) && s.Start.Before(end) {
+			return true
+		}
+	}
+	return false
+}
+
+// kept checks RuleKept.
+func (c *checker) kept() {
+	for _, t := range c.turns() {
+		terms := c.terms[t]
+		if len(terms) == 0 || c.supersededBy(t) != nil {
+			continue
+		}
+		if live := c.live[t]; (live == nil || len(live.Lines) == 0) && !c.listed(t) {
+			continue // never acknowledged nor listed: a hidden fence record, no list shows it
+		}
+		first := terms[0]
+		for _, r := range c.in.Reads {
+			if r.Route == "turns" && r.Status == 200 && r.Err == "" && r.Start.After(first.At) && !lists(r, t) {
+				what := fmt.Sprintf("shown %s, then gone from /turns", first.State)
+				if rb := c.rollbackAround(t); rb != nil {
+					what += fmt.Sprintf(" (a rollback, %s, was sent while it ran or just before: it was not the turn the rollback stopped)", rb)
+				}
+				c.addRule("I1", RuleKept, t, what, first.Desc, r.String()+": the turn is not listed", c.turnsOf(r))
+				break
+			}
+		}
+	}
+}
+
+// rollbackAround returns a rollback submit of another turn sent before t
+// was first shown terminal, nil when none.
+func (c *checker) rollbackAround(t string) *Stream {
+	terms := c.terms[t]
+	if len(terms) == 0 {
+		return nil
+	}
+	for _, s := range c.in.Streams {
+		if s.Kind == "submit" && s.Multitask == "rollback" && s.Turn != t && s.Start.Before(terms[0].At) {
+			return s
+		}
+	}
+	return nil
+}
+
+// turnsOf describes a /turns read's turns.
+func (c *checker) turnsOf(r *Read) string {
+	var parts []string
+	for i := range r.Turns {
+		parts = append(parts, r.Turns[i].TurnID+" "+r.Turns[i].Status)
+	}
+	return fmt.Sprintf("%s lists [%s]", r, strings.Join(parts, ", "))
+}
+
+// quota checks RuleQuota over a quota schedule's bursts.
+func (c *checker) quota() {
+	n := c.in.QuotaN
+	var admitted []*Stream
+	for _, s := range c.in.Quota {
+		if s.Status == 200 {
+			admitted = append(admitted, s)
+		}
+	}
+	sort.SliceStable(admitted, func(i, j int) bool { return admitted[i].Start.Before(admitted[j].Start) })
+	for i := 0; i+n < len(admitted); i++ {
+		if admitted[i+n].Start.Sub(admitted[i].Start) < time.Minute {
+			k := i + n
+			for k+1 < len(admitted) && admitted[k+1].Start.Sub(admitted[i].Start) < time.Minute {
+				k++
+			}
+			ev := []string{c.quotaCounts()}
+			for _, s := range admitted[i : k+1] {
+				ev = append(ev, fmt.Sprintf("%s (session %s)", s, s.Session))
+			}
+			c.addRule("Q", RuleQuota, "", fmt.Sprintf("%d admissions of one principal within a minute, turnsPerMinute %d", k+1-i, n), ev...)
+			return
+		}
+	}
+}
+
+// quotaCounts counts a quota schedule's answers by status and code.
+func (c *checker) quotaCounts() string {
+	m := map[string]int{}
+	for _, s := range c.in.Quota {
+		m[fmt.Sprintf("%d %s", s.Status, s.ErrCode)]++
+	}
+	return fmt.Sprintf("%d submits: %s", len(c.in.Quota), counts(m))
+}
+
+// stopRules checks RuleStopHonest and RuleStopBound.
+func (c *checker) stopRules() {
+	bound, slack := c.in.Timings.stopBound()
+	byTurn := map[string][]*Stop{}
+	for _, s := range c.in.Stops {
+		byTurn[s.Turn] = append(byTurn[s.Turn], s)
+	}
+	for _, t := range slices.Sorted(maps.Keys(byTurn)) {
+		stops := byTurn[t]
+		sort.SliceStable(stops, func(i, j int) bool { return stops[i].Start.Before(stops[j].Start) })
+		live := c.live[t]
+		terms := c.terms[t]
+		ft := c.in.Final.turn(t)
+		if live == nil || len(terms) == 0 || ft == nil {
+			continue
+		}
+		hist, ok := ft.fate()
+		if !ok {
+			continue
+		}
+		term := terms[0]
+		interrupted := hist.Kind == historyInterrupted
+		var ok2xx *Stop
+		retryable, unanswered := false, false
+		var answers []string
+		for _, s := range stops {
+			answers = append(answers, s.String())
+			switch {
+			case s.Status == 200 || s.Status == 202:
+				if ok2xx == nil {
+					ok2xx = s
+				}
+			case s.Status == 0:
+				unanswered = true
+			case s.Retryable:
+				retryable = true
+			}
+		}
+		if ok2xx != nil && !interrupted && term.At.After(ok2xx.End.Add(bound+slack)) && !c.disturbed(live.Proc, ok2xx.Start, term.At) {
+			c.addRule("I7", RuleStopHonest, t, fmt.Sprintf("a stop answered %d, yet the turn ended %s %s after that answer (stop bound %s, slack %s)",
+				ok2xx.Status, hist, term.At.Sub(ok2xx.End).Round(time.Millisecond), bound, slack), append(answers, term.Desc)...)
+		}
+		for _, s := range stops {
+			if s.Status < 500 || !s.Retryable {
+				continue
+			}
+			if w := c.appliedStop(s); w != nil {
+				c.addRule("I7", RuleStopHonest, t, fmt.Sprintf("a stop was answered a retryable %d %s although DynamoDB applied its flag on the session", s.Status, s.ErrCode),
+					s.String(), fmt.Sprintf("DynamoDB applied a stop write of the session from p%d at %s", w.Slot, clock(w.At)))
+				break
+			}
+		}
+		if ok2xx == nil && interrupted && retryable && !unanswered && !c.multitaskWhileRunning(t) {
+			c.addRule("I7", RuleStopHonest, t, "no stop was answered 2xx (one was answered retryable), yet the turn ended interrupted: a retryable answer hid a stop that took effect",
+				append(answers, term.Desc)...)
+		}
+		first := stops[0]
+		if first.DuringCheckpointFaults && term.At.After(first.Start) && !c.disturbed(live.Proc, first.Start, term.At) &&
+			!c.disturbed(first.Proc, first.Start, first.End) && c.onlyCheckpointFaults() &&
+			term.At.After(first.Start.Add(bound+slack)) {
+			c.addRule("I5", RuleStopBound, t, fmt.Sprintf("a stop first sent while checkpoint writes failed took %s to show the turn terminal (%s; stop bound %s, slack %s)",
+				term.At.Sub(first.Start).Round(time.Millisecond), hist, bound, slack), append(answers, term.Desc)...)
+		}
+	}
+}
+
+// appliedStop returns a write of the session's stop flag (on the session
+// item) that DynamoDB applied from s's process while s was in flight,
+// nil when none.
+func (c *checker) appliedStop(s *Stop) *writeMark {
+	for i, w := range c.in.Writes {
+		if w.Kind == kindStop && w.Applied && w.Slot == s.Proc && w.Item == "SESSION" && !w.At.Before(s.Start) && !w.At.After(s.End) {
+			return &c.in.Writes[i]
+		}
+	}
+	return nil
+}
+
+// onlyCheckpointFaults reports whether every fault window of the session
+// is on checkpoint writes (so that a stop's own writes pass).
+func (c *checker) onlyCheckpointFaults() bool {
+	for _, w := range c.in.Windows {
+		if !isCheckpoint(w.Kind) {
+			return false
+		}
+	}
+	return true
+}
+
+// faultsOpen reports whether a fault window of the session was open at
+// any time within [from, to].
+func (c *checker) faultsOpen(from, to time.Time) bool {
+	for _, w := range c.in.Windows {
+		if w.To.IsZero() {
+			continue // never opened
+		}
+		if w.From.Before(to) && w.To.After(from) {
+			return true
+		}
+		if w.Late > 0 && w.To.Add(w.Late).After(from) && w.From.Before(to) {
+			return true // its writes land up to Late after it closes
+		}
+	}
+	return false
+}
+
+// submitsOf returns every submit of t that got an answer other than 200,
+// as replays, with the replays of t.
+func (c *checker) answersOf(t string) []*Replay {
+	var out []*Replay
+	for _, s := range c.in.Streams {
+		if s.Kind == "submit" && s.Turn == t && s.Status != 200 && s.Status != 0 {
+			out = append(out, &Replay{Proc: s.Proc, Turn: t, Start: s.Start, End: s.End, Status: s.Status, ErrCode: s.ErrCode, Retryable: s.Retryable})
+		}
+	}
+	for _, r := range c.in.Replays {
+		if r.Turn == t {
+			out = append(out, r)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Start.Before(out[j].Start) })
+	return out
+}
+
+func (r *Replay) String() string {
+	return fmt.Sprintf("replay of %s on p%d [%s..%s]: HTTP %d %s retryable=%v", r.Turn, r.Proc, clock(r.Start), clock(r.End), r.Status, r.ErrCode, r.Retryable)
+}
+
+func (s *Stop) String() string {
+	return fmt.Sprintf("stop of %s on p%d [%s..%s]: HTTP %d %s retryable=%v", s.Turn, s.Proc, clock(s.Start), clock(s.End), s.Status, s.ErrCode, s.Retryable)
+}
+
+// replays checks RuleReplay.
+func (c *checker) replays() {
+	for _, t := range c.turns() {
+		// Decided from its first terminal observation, or from the
+		// TURN_OUTCOME_INDETERMINATE its client got (the code a replay
+		// then gets, I7), whichever came first.
+		var from time.Time
+		var shown, desc string
+		if terms := c.terms[t]; len(terms) > 0 {
+			from, shown, desc = terms[0].At, terms[0].State.String(), terms[0].Desc
+		}
+		for _, s := range c.in.Streams {
+			if s.Turn != t || s.Status != 200 {
+				continue
+			}
+			for i := range s.Lines {
+				if l := &s.Lines[i]; l.Event == eventDiagnostic && l.Code == codeIndeterminate && (from.IsZero() || l.Recv.Before(from)) {
+					from, shown, desc = l.Recv, "TURN_OUTCOME_INDETERMINATE to its client", streamLine(s, l)
+				}
+			}
+		}
+		if from.IsZero() {
+			continue
+		}
+		for _, r := range c.answersOf(t) {
+			if !r.Start.After(from) {
+				continue
+			}
+			switch {
+			case r.Status == 409 && r.ErrCode == codeSessionBusy:
+				c.addRule("I7", RuleReplay, t, fmt.Sprintf("a submit of the turn id, after it was shown %s, was told SESSION_BUSY (retryable)", shown), desc, r.String())
+			case r.Status >= 500 && r.Retryable && !c.faultsOpen(r.Start, r.End):
+				c.addRule("I7", RuleReplay, t, fmt.Sprintf("a submit of the turn id, after it was shown %s, was told a retryable %d %s with no fault open", shown, r.Status, r.ErrCode), desc, r.String())
+			default:
+				continue
+			}
+			break
+		}
+	}
+}
+
+// acks checks RuleAck.
+func (c *checker) acks() {
+	f := c.in.Final
+	for _, t := range c.turns() {
+		var subs []*Stream
+		for _, s := range c.in.Streams {
+			if s.Kind == "submit" && s.Turn == t {
+				subs = append(subs, s)
+			}
+		}
+		for i, s := range subs {
+			if s.Status < 500 || !s.Retryable {
+				continue
+			}
+			ran := false
+			for _, u := range subs[i+1:] {
+				ran = ran || u.Status == 200
+			}
+			if ran {
+				continue
+			}
+			var spent []string
+			if ft := f.turn(t); ft != nil {
+				spent = append(spent, fmt.Sprintf("%s lists %s %s", f.turns, t, ft.Status))
+			}
+			for _, r := range c.answersOf(t) {
+				if r.Start.After(s.Start) && r.Status == 409 && (r.ErrCode == codeAlreadyCompleted || r.ErrCode == codeIndeterminate) {
+					spent = append(spent, r.String())
+					break
+				}
+			}
+			if len(spent) > 0 {
+				c.addRule("I7", RuleAck, t, fmt.Sprintf("a submit was answered a retryable %d %s, no later submit ran the turn, yet its id is spent", s.Status, s.ErrCode),
+					append([]string{s.String()}, spent...)...)
+				break
+			}
+		}
+	}
+}
+
+// pauses checks RulePause on a nearlease schedule's turn.
+func (c *checker) pauses() {
+	in := c.in
+	if in.Plan == nil || in.Plan.Kind != KindNearLease {
+		return
+	}
+	const t = "a"
+	live := c.live[t]
+	if live == nil {
+		return
+	}
+	var pausedAt, contAt time.Time
+	for _, e := range in.Events {
+		if e.Slot != live.Proc || e.At.Before(live.Start) {
+			continue
+		}
+		if e.What == "pause" && pausedAt.IsZero() {
+			pausedAt = e.At
+		} else if e.What == "cont" && !pausedAt.IsZero() {
+			contAt = e.At
+			break
+		} else if e.What == "kill" || e.What == "exit" {
+			return
+		}
+	}
+	if contAt.IsZero() {
+		return
+	}
+	var prev time.Time
+	var renewal *leaseMark
+	for i, m := range in.Leases[t] {
+		if m.Applied.Before(pausedAt) && m.Expiry.After(prev) {
+			prev = m.Expiry
+		}
+		if m.Applied.After(contAt) && renewal == nil {
+			renewal = &in.Leases[t][i]
+		}
+	}
+	if prev.IsZero() {
+		return
+	}
+	if renewal == nil || !renewal.Applied.Before(prev) {
+		c.renewLate(live, pausedAt, contAt, prev)
+		return
+	}
+	end := time.Now()
+	if l := live.last(); l != nil {
+		end = l.Recv
+	}
+	if c.disturbed(live.Proc, contAt.Add(time.Millisecond), end) {
+		return
+	}
+	var lost []string
+	if ft := in.Final.turn(t); ft != nil {
+		if st, ok := ft.fate(); ok && st.Kind == codeTurnLost {
+			lost = append(lost, fmt.Sprintf("%s: %s", in.Final.turns, st))
+		}
+	}
+	if l := answer(live); l != nil && (l.Code == codeTurnLost || l.Code == codeIndeterminate) {
+		lost = append(lost, streamLine(live, l))
+	}
+	if len(lost) == 0 {
+		return
+	}
+	c.addRule("I2", RulePause, t, fmt.Sprintf("paused %s (p%d), its renewal applied %s after it continued and %s before its previous expiry, yet it gave up",
+		contAt.Sub(pausedAt).Round(time.Millisecond), live.Proc, renewal.Applied.Sub(contAt).Round(time.Millisecond), prev.Sub(renewal.Applied).Round(time.Millisecond)),
+		append([]string{fmt.Sprintf("DynamoDB applied lease expiry %s at %s", clock(renewal.Expiry), clock(renewal.Applied))}, lost...)...)
+}
+
+// renewLate reports RuleRenewLate: the nearlease turn's lease expired at
+// prev with no renewal after its pause (at contAt), although it had two
+// attempt timeouts left, and the turn was lost.
+func (c *checker) renewLate(live *Stream, pausedAt, contAt, prev time.Time) {
+	in := c.in
+	if prev.Sub(contAt) < 2*in.Timings.AttemptTimeout || c.disturbed(live.Proc, contAt.Add(time.Millisecond), prev) {
+		return
+	}
+	ft := in.Final.turn("a")
+	if ft == nil {
+		return
+	}
+	if st, ok := ft.fate(); !ok || st.Kind != codeTurnLost {
+		return
+	}
+	c.out = append(c.out, Violation{Invariant: "I2", Rule: RuleRenewLate, Reported: true, Seed: in.Seed, Schedule: in.Schedule, Session: in.Session, Turn: "a",
+		What: fmt.Sprintf("paused %s (p%d), it had %s of its lease left when it continued, renewed none of it and was lost",
+			contAt.Sub(pausedAt).Round(time.Millisecond), live.Proc, prev.Sub(contAt).Round(time.Millisecond)),
+		Evidence: []string{fmt.Sprintf("lease expiry %s, continued %s", clock(prev), clock(contAt)), fmt.Sprintf("%s: %s", in.Final.turns, "a lost")}})
+}
