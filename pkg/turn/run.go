@@ -783,6 +783,7 @@ func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 	m.Metadata = t.approvalMetadata(t.loop.metadata(m.Metadata, false), status)
 	if status != protocol.MessageStreaming {
 		m.Metadata = t.limitMetadata(m.Metadata)
+		m.Metadata = usageEstimateMetadata(m.Metadata, v.estimated) // loop.go
 	}
 	if t.omitted {
 		m.Metadata = withMember(m.Metadata, MetadataContext, json.RawMessage(fmt.Sprintf(`{"turns":%d,"omittedOlder":true}`, len(t.turnStarts))))

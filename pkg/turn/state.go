@@ -27,6 +27,11 @@ type state struct {
 	tail      strings.Builder // text after the last component
 	toolCalls []protocol.ToolCall
 	usage     protocol.Usage
+	// estimated is the part of usage that is an estimate (addEstimate).
+	estimated protocol.Usage
+	// inflight is the estimated usage of the model call streaming now,
+	// not part of usage until the call ends (setInflight).
+	inflight  protocol.Usage
 	artifacts []chat.ArtifactReference
 	version   uint64
 	frozen    bool
@@ -40,6 +45,7 @@ type view struct {
 	content   string
 	toolCalls []protocol.ToolCall
 	usage     protocol.Usage
+	estimated protocol.Usage // the part of usage that is an estimate
 	artifacts []chat.ArtifactReference
 	version   uint64
 	overflow  bool
@@ -87,6 +93,51 @@ func (s *state) addUsage(u protocol.Usage) bool {
 		s.usage.CompletionTokens += u.CompletionTokens
 		s.usage.TotalTokens += u.TotalTokens
 	})
+}
+
+// setInflight records u as the estimated usage of the model call
+// streaming now (loop.go, callEstimate), for checkpoints (inflightUsage).
+// It changes no snapshot: the version stays.
+func (s *state) setInflight(u protocol.Usage) {
+	s.mu.Lock()
+	s.inflight = u
+	s.mu.Unlock()
+}
+
+// inflightUsage returns the estimated usage of the model call streaming
+// now (zero when none streams, or its provider reported its usage).
+func (s *state) inflightUsage() protocol.Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inflight
+}
+
+// endInflight ends the model call streaming now: its in-flight estimate is
+// cleared and, with keep, added to the turn's usage and to the part of it
+// that is an estimate (MetadataUsageEstimate). It reports whether the
+// usage changed (false once the state is frozen).
+func (s *state) endInflight(keep bool) bool {
+	s.mu.Lock()
+	u := s.inflight
+	s.inflight = protocol.Usage{}
+	s.mu.Unlock()
+	if !keep || u == (protocol.Usage{}) {
+		return false
+	}
+	return s.change(func() {
+		for _, sum := range []*protocol.Usage{&s.usage, &s.estimated} {
+			*sum = sumUsage(*sum, u)
+		}
+	})
+}
+
+// sumUsage returns a + b, field by field.
+func sumUsage(a, b protocol.Usage) protocol.Usage {
+	return protocol.Usage{
+		PromptTokens:     a.PromptTokens + b.PromptTokens,
+		CompletionTokens: a.CompletionTokens + b.CompletionTokens,
+		TotalTokens:      a.TotalTokens + b.TotalTokens,
+	}
 }
 
 // addCall appends a toolCalls entry and returns its index.
@@ -178,6 +229,7 @@ func (s *state) view() view {
 		content:   s.contentLocked(),
 		toolCalls: s.toolCalls[:len(s.toolCalls):len(s.toolCalls)],
 		usage:     s.usage,
+		estimated: s.estimated,
 		artifacts: s.artifacts[:len(s.artifacts):len(s.artifacts)],
 		version:   s.version,
 		overflow:  s.overflow,

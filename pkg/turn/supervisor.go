@@ -170,8 +170,11 @@ func (t *run) checkpointOf(st liveState) *chat.Checkpoint {
 	return &chat.Checkpoint{
 		SessionID: t.sessionID, TurnID: t.turnID, Ordinal: t.claim.Lease.Ordinal,
 		Lineage: t.lineage, InputHash: t.inputHash,
-		Messages:      []protocol.Message{t.user, st.assistant},
-		Usage:         st.usage,
+		Messages: []protocol.Message{t.user, st.assistant},
+		// The estimate of a model call still streaming counts in both
+		// (loop.go, callEstimate): a turn decided lost after this
+		// checkpoint is recorded and counted with it.
+		Usage:         sumUsage(st.usage, t.state.inflightUsage()),
 		Metered:       t.usage(),
 		FirstSequence: t.claim.BaseSequence + 1,
 		Sequence:      st.seq,
