@@ -245,7 +245,7 @@ func (t *run) streamTurn() {
 	t.seqs.start(t.claim.BaseSequence)
 	t.live = newLiveStates()
 	t.lease.init(t.leaseMargin(), t.h.opts.Now)
-	t.lease.prove(t.claim.Lease.ExpiresAt)
+	t.lease.prove(t.startedAt, t.claim.Lease.ExpiresAt)
 	// The first snapshot (the user message and an empty streaming
 	// assistant message) goes out before the model starts, so every 200
 	// stream begins with it however fast the model is; it is the state the
@@ -346,7 +346,7 @@ func (t *run) acknowledge() (*chat.Checkpoint, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		t.lease.prove(r.lease.ExpiresAt)
+		t.lease.prove(r.sentAt, r.lease.ExpiresAt)
 	}
 	if t.h.opts.CheckpointInterval <= 0 {
 		return nil, nil
