@@ -3,6 +3,7 @@ package turn_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -166,19 +167,37 @@ func TestRenewalLandingAfterTheProofEnds(t *testing.T) {
 	})
 }
 
-// TestRenewalDueFromTheGrant: a turn paused 1.9 s before its stream (its
+// TestRenewalDueFromTheGrant: a turn paused before its stream (its
 // acknowledgment held) renews at once when it runs again, since its
 // renewal was due a second after the claim, not a second after the stream
-// started; with renewals taking 150 ms on the way, one sent only when the
-// proof ends would land after the expiry. (Before: the renewal timer
-// restarted at the stream's start and the turn was lost, 0.3 s before
-// its lease's end.)
+// started. Paused 1.9 s with renewals taking 150 ms on the way, a renewal
+// sent only when the proof ends would land after the expiry; paused
+// 2.40-2.69 s (every 10 ms) with renewals taking 3 ms, the turn would give
+// up at the proof's end before its renewal was even due. (Before: the
+// renewal timer restarted at the stream's start, and the turn was lost in
+// all 31 cases.)
 func TestRenewalDueFromTheGrant(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := &leaseStore{Store: memory.New(memory.Options{}), renewLatency: 150 * time.Millisecond, ackPause: 1900 * time.Millisecond}
-		evs, _ := leaseTurn(t, s, func(o *turn.Options) { o.CheckpointInterval = 500 * time.Millisecond })
-		if snap := lastSnapshot(evs); snap == nil || snap.Status != protocol.StatusComplete {
-			t.Fatalf("the turn ends %+v; want complete", evs[len(evs)-1])
+	type pause struct{ pause, latency time.Duration }
+	cases := []pause{{1900 * time.Millisecond, 150 * time.Millisecond}}
+	for p := 2400 * time.Millisecond; p < 2700*time.Millisecond; p += 10 * time.Millisecond {
+		cases = append(cases, pause{p, 3 * time.Millisecond})
+	}
+	lost := 0
+	for _, c := range cases {
+		ok := t.Run(fmt.Sprintf("paused %v, renewals %v", c.pause, c.latency), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &leaseStore{Store: memory.New(memory.Options{}), renewLatency: c.latency, ackPause: c.pause}
+				evs, _ := leaseTurn(t, s, func(o *turn.Options) { o.CheckpointInterval = 500 * time.Millisecond })
+				if snap := lastSnapshot(evs); snap == nil || snap.Status != protocol.StatusComplete {
+					t.Errorf("the turn ends %+v; want complete", evs[len(evs)-1])
+				}
+			})
+		})
+		if !ok {
+			lost++
 		}
-	})
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d paused turns did not complete", lost, len(cases))
+	}
 }
