@@ -59,7 +59,7 @@ func (l *leaseProof) heldAt(now time.Time) bool {
 	return now.UnixMilli() < l.until.Load()
 }
 
-// end is the proof's end: the lease's proven expiry less the margin.
-func (l *leaseProof) end() time.Time {
-	return time.UnixMilli(l.until.Load())
+// expiry is the lease's proven expiry.
+func (l *leaseProof) expiry() time.Time {
+	return time.UnixMilli(l.expires.Load())
 }

@@ -36,6 +36,8 @@ type leaseStore struct {
 
 	renewals    atomic.Int32
 	checkpoints atomic.Int32
+	// expires is the expiry of the last renewal that applied (unix ms).
+	expires atomic.Int64
 	// cutAt, when set, is when the table becomes unreachable: every call
 	// from then on hangs until its context ends.
 	cutAt time.Time
@@ -74,6 +76,9 @@ func (s *leaseStore) RenewLease(ctx context.Context, req chat.RenewRequest) (*ch
 		return nil, err
 	}
 	l, err := s.Store.RenewLease(ctx, req)
+	if err == nil {
+		s.expires.Store(l.ExpiresAt.UnixMilli())
+	}
 	if s.renewals.Add(1) == 1 && !s.firstAnswerAt.IsZero() {
 		if werr := wait(ctx, time.Until(s.firstAnswerAt)); werr != nil {
 			return nil, werr
@@ -200,4 +205,31 @@ func TestRenewalDueFromTheGrant(t *testing.T) {
 	if lost > 0 {
 		t.Errorf("%d of %d paused turns did not complete", lost, len(cases))
 	}
+}
+
+// TestCutOffHolderEndsAtTheLeaseEnd: a turn whose table becomes
+// unreachable (every call hangs) after its first renewal loses its lease
+// at that renewal's expiry, and its client's last line,
+// TURN_OUTCOME_INDETERMINATE, comes within a quarter of CleanupReserve
+// after the expiry (the time to read the decided fate once), not at the
+// end of the cleanup's settle time. (Before: 3.65 s after the expiry with
+// a 5 s CleanupReserve; now 1.25 s.)
+func TestCutOffHolderEndsAtTheLeaseEnd(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		s := &leaseStore{Store: memory.New(memory.Options{}), cutAt: start.Add(1500 * time.Millisecond)}
+		const reserve = 5 * time.Second
+		evs, took := leaseTurn(t, s, func(o *turn.Options) { o.CleanupReserve = reserve })
+		last := evs[len(evs)-1]
+		if last.Diagnostic == nil || last.Diagnostic.Code != protocol.CodeTurnOutcomeIndeterminate {
+			t.Fatalf("last line %+v; want TURN_OUTCOME_INDETERMINATE", last)
+		}
+		expiry := time.UnixMilli(s.expires.Load()).Sub(start)
+		if s.renewals.Load() != 1 || expiry != 4*time.Second {
+			t.Fatalf("%d renewals applied, the last to %v; want one, to 4s", s.renewals.Load(), expiry)
+		}
+		if past := took - expiry; past > reserve/4 {
+			t.Errorf("the last line came %v after the lease's end; want at most %v", past, reserve/4)
+		}
+	})
 }

@@ -508,7 +508,7 @@ func (t *run) lostLines(last int64) []byte {
 // read in time. While the turn still reads as running, the next read waits
 // for the lease expiry it reports.
 func (t *run) lostRecord(last int64) *chat.Turn {
-	ctx, cancel := t.settleContext(t.lease.end())
+	ctx, cancel := t.lostContext() // supervisor.go
 	defer cancel()
 	for ctx.Err() == nil {
 		rec, err := t.h.opts.Store.PollTurn(ctx, t.sessionID, t.claim.Lease.Ordinal, t.claim.Session.Owner, nil)

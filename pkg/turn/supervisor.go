@@ -291,6 +291,21 @@ func (t *run) leaseMargin() time.Duration {
 	return min(leaseSafety, t.h.opts.LeaseDuration/10, t.h.opts.CleanupReserve/4)
 }
 
+// lostContext is the context of reading the fate of a turn that lost its
+// lease or whose save was fenced (run.lostRecord): until the lease's
+// proven expiry, when the table can decide the turn, plus a quarter of
+// CleanupReserve for that read (within cleanup but the release's
+// quarter). A table that is unreachable then gets no more: the client's
+// last line (TURN_OUTCOME_INDETERMINATE) comes that soon after the lease's
+// end, not at the end of the cleanup's time.
+func (t *run) lostContext() (context.Context, context.CancelFunc) {
+	end := t.lease.expiry().Add(t.h.opts.CleanupReserve / 4)
+	if last := t.cleanupEnd().Add(-t.h.opts.CleanupReserve / 4); last.Before(end) {
+		end = last
+	}
+	return t.cleanupContext(end)
+}
+
 // leaseLostEnding is the ending of a turn whose lease was lost or could
 // not be proven: nothing is saved or released; once the lease has
 // expired the turn's fate is decided by the table (lost, unless it was
