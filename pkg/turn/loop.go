@@ -230,7 +230,7 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ str
 			}
 		}
 		if ev.Usage != nil {
-			est.withdraw() // the provider's own figures replace the estimate
+			est.reported() // the provider's own figures replace the estimate
 			changed = t.state.addUsage(*ev.Usage) || changed
 			u := chat.Usage{InputTokens: ev.Usage.PromptTokens, OutputTokens: ev.Usage.CompletionTokens}
 			if c := ev.Cache; c != nil {
@@ -248,17 +248,18 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ str
 // provider has not reported its own (pkg/model's estimator: input from the
 // request as sent, output from the text and tool calls received so far).
 // It keeps its figures in the turn's meter as they grow, and in the
-// state's in-flight usage (state.setInflight), so that a checkpoint taken
-// while the call streams carries them in its account and its usage alike:
-// what the ledger and the record count for a turn decided lost after that
-// checkpoint. withdraw takes them back out (the provider's usage arrived,
-// or no call was made); end keeps them. Used by the model goroutine only.
+// state's in-flight usage (state.setInflight), which snapshots, and so
+// checkpoints, show: a turn decided lost after a checkpoint is recorded
+// and counted with the estimate as of that checkpoint. The provider's
+// usage replaces it (reported), a call never made drops it (withdraw),
+// and a call that ended without either keeps it (end). Used by the model
+// goroutine only.
 type callEstimate struct {
 	meter    *chat.Meter
 	state    *state
 	in, out  int64 // the estimated tokens in the meter now
 	outBytes int   // the output bytes received so far
-	done     bool  // withdrawn or ended
+	done     bool  // reported, withdrawn or ended
 }
 
 // newCallEstimate adds the estimated input tokens of req to meter and st
@@ -289,20 +290,29 @@ func (e *callEstimate) output(n int) {
 	}
 }
 
-// withdraw takes the estimate back out: the provider's own usage replaces
-// it, or no call was made.
-func (e *callEstimate) withdraw() {
+// reported takes the estimate back out of the meter: the provider's own
+// usage, which the caller adds to the meter and the state
+// (state.addUsage, which drops the in-flight estimate), replaces it.
+func (e *callEstimate) reported() {
 	if e.done {
 		return
 	}
 	e.meter.Add(chat.Usage{InputTokens: -e.in, OutputTokens: -e.out})
-	e.state.endInflight(false)
 	e.done = true
 }
 
-// end ends a call whose estimate was not withdrawn: the estimate stays in
-// the meter and becomes part of the turn's usage, marked as estimated. It
-// reports whether the state changed.
+// withdraw drops the estimate of a call that was never made.
+func (e *callEstimate) withdraw() {
+	if e.done {
+		return
+	}
+	e.reported()
+	e.state.endInflight(false)
+}
+
+// end ends a call whose estimate was neither reported nor withdrawn: the
+// estimate stays in the meter and becomes part of the turn's usage,
+// marked as estimated. It reports whether the state changed.
 func (e *callEstimate) end() bool {
 	if e.done {
 		return false

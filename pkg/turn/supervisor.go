@@ -210,15 +210,18 @@ func (t *run) nextCheckpoint(prior *chat.Checkpoint) *chat.Checkpoint {
 
 // checkpointOf returns the checkpoint of the state a snapshot carried.
 func (t *run) checkpointOf(st liveState) *chat.Checkpoint {
+	// The account's tokens are those of the snapshot's usage (the same
+	// sums, reported and estimated, loop.go), so that a turn decided lost
+	// after this checkpoint is counted with the tokens its record shows;
+	// the rest of the account is as of now.
+	metered := t.usage()
+	metered.InputTokens, metered.OutputTokens = st.usage.PromptTokens, st.usage.CompletionTokens
 	return &chat.Checkpoint{
 		SessionID: t.sessionID, TurnID: t.turnID, Ordinal: t.claim.Lease.Ordinal,
 		Lineage: t.lineage, InputHash: t.inputHash,
-		Messages: []protocol.Message{t.user, st.assistant},
-		// The estimate of a model call still streaming counts in both
-		// (loop.go, callEstimate): a turn decided lost after this
-		// checkpoint is recorded and counted with it.
-		Usage:         sumUsage(st.usage, t.state.inflightUsage()),
-		Metered:       t.usage(),
+		Messages:      []protocol.Message{t.user, st.assistant},
+		Usage:         st.usage,
+		Metered:       metered,
 		FirstSequence: t.claim.BaseSequence + 1,
 		Sequence:      st.seq,
 		StartedAt:     t.startedAt,
