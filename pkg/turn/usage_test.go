@@ -129,7 +129,7 @@ func TestUsageEstimated(t *testing.T) {
 				// Real time: the request's own deadline must pass to cut
 				// the turn (nothing waits on it but the response).
 				"deadline": {m: &partialModel{Chunks: chunks, Block: true},
-					opt:    func(o *turn.Options) { o.TurnTimeout, o.CleanupReserve = 400*time.Millisecond, 300*time.Millisecond },
+					opt:    func(o *turn.Options) { o.TurnTimeout, o.CleanupReserve = 1500*time.Millisecond, time.Second },
 					status: chat.TurnError, code: protocol.CodeServerTimeout},
 				"no usage reported": {m: &partialModel{Chunks: chunks},
 					status: chat.TurnComplete, terminalOK: true},
