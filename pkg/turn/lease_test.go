@@ -3,6 +3,7 @@ package turn_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -41,6 +42,10 @@ type leaseStore struct {
 	// cutAt, when set, is when the table becomes unreachable: every call
 	// from then on hangs until its context ends.
 	cutAt time.Time
+	// refuseAt, when set, is when renewals start failing at once (an
+	// error that is not a lost lease), counted in refused.
+	refuseAt time.Time
+	refused  atomic.Int32
 }
 
 // wait blocks for d or until ctx ends, reporting ctx's error.
@@ -71,6 +76,10 @@ func (s *leaseStore) cut(ctx context.Context) (error, bool) {
 func (s *leaseStore) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Lease, error) {
 	if err, cut := s.cut(ctx); cut {
 		return nil, err
+	}
+	if !s.refuseAt.IsZero() && !time.Now().Before(s.refuseAt) {
+		s.refused.Add(1)
+		return nil, errors.New("test: renewal refused")
 	}
 	if err := wait(ctx, s.renewLatency); err != nil {
 		return nil, err
@@ -230,6 +239,26 @@ func TestCutOffHolderEndsAtTheLeaseEnd(t *testing.T) {
 		}
 		if past := took - expiry; past > reserve/4 {
 			t.Errorf("the last line came %v after the lease's end; want at most %v", past, reserve/4)
+		}
+	})
+}
+
+// TestFailingRenewalsAfterTheProofEnds: renewals that fail at once after
+// the proof ended are sent again every 20 ms until the lease's expiry, not
+// in a tight loop, and the turn gives up at the expiry.
+func TestFailingRenewalsAfterTheProofEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		s := &leaseStore{Store: memory.New(memory.Options{}), refuseAt: start.Add(1500 * time.Millisecond)}
+		evs, _ := leaseTurn(t, s, nil)
+		if snap := lastSnapshot(evs); snap != nil && snap.Status == protocol.StatusComplete {
+			t.Fatal("the turn completed without proving its lease")
+		}
+		// Refused: at 2 s and 3 s (due a second after the last attempt),
+		// then from the proof's end (3.9 s) to the expiry (4 s) every
+		// 20 ms.
+		if n := s.refused.Load(); n < 3 || n > 2+1+100/20 {
+			t.Errorf("%d refused renewals; want 3 to %d", n, 2+1+100/20)
 		}
 	})
 }

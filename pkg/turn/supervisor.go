@@ -114,10 +114,16 @@ supervise:
 				retry.Reset(t.checkpointRetry())
 			}
 		case <-renew.C:
-			if !renewing {
-				renewing = true
-				go t.renew(renewCtx, renewed)
+			if renewing {
+				continue
 			}
+			if unproven && t.lease.expiresIn() <= 0 {
+				t.log.Warn("lease expired without renewal")
+				end = leaseLostEnding()
+				break supervise
+			}
+			renewing = true
+			go t.renew(renewCtx, renewed)
 		case r := <-renewed:
 			renewing = false
 			if e, stop := t.renewed(r); stop {
@@ -136,13 +142,14 @@ supervise:
 				renew.Reset(max(0, r.sentAt.Add(t.h.opts.RenewInterval).Sub(t.h.opts.Now())))
 				continue
 			}
-			if t.lease.expiresIn() <= 0 {
-				t.log.Warn("lease expired without renewal")
-				end = leaseLostEnding()
-				break supervise
+			if left := t.lease.expiresIn(); left > 0 {
+				// The lease can still be proven: again, soon.
+				renew.Reset(min(renewRetry, left))
+				continue
 			}
-			renewing = true // the lease can still be proven: again, at once
-			go t.renew(renewCtx, renewed)
+			t.log.Warn("lease expired without renewal")
+			end = leaseLostEnding()
+			break supervise
 		case <-leaseTimer.C:
 			// The proof ended: no line goes out from now on. Another turn
 			// may claim the session only once the lease has expired, so a
@@ -176,6 +183,10 @@ type checkpointResult struct {
 	stop bool
 	err  error
 }
+
+// renewRetry is the wait before a renewal that failed once the proof
+// ended is sent again (while the lease can still be proven).
+const renewRetry = 20 * time.Millisecond
 
 // renewal is the result of one lease renewal, run off the supervisor;
 // sentAt is when it was sent (the grant of the expiry it proves).
