@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -126,9 +127,19 @@ func (a *jwtAuthenticator) Authenticate(r *http.Request) (chat.Principal, error)
 	if err != nil {
 		return chat.Principal{}, unauthenticated("unknown kid")
 	}
+	key, ok := set.LookupKeyID(kid)
+	if !ok {
+		return chat.Principal{}, unauthenticated("unknown kid")
+	}
+	// RFC 8725 §3.1: the algorithm is the key's, not the token's choice.
+	// The header's alg must be one the key is for, and the signature is
+	// verified with that algorithm and that key only.
+	if !keyAllows(key, alg.String()) {
+		return chat.Principal{}, unauthenticated("token algorithm does not match its key")
+	}
 
 	t, err := jwt.Parse(raw,
-		jwt.WithKeySet(set, jws.WithInferAlgorithmFromKey(true)),
+		jwt.WithKey(alg, key),
 		jwt.WithValidate(true),
 		jwt.WithClock(jwt.ClockFunc(a.now)),
 		jwt.WithAcceptableSkew(a.skew),
@@ -158,6 +169,48 @@ func (a *jwtAuthenticator) Authenticate(r *http.Request) (chat.Principal, error)
 		return chat.Principal{}, unauthenticated("tenant claim empty or malformed")
 	}
 	return chat.Principal{Subject: sub, Tenant: tenant, Trusted: a.trusted.of(tenant, sub)}, nil
+}
+
+// keyAllows reports whether a token signed with the JWS algorithm alg may
+// be verified with key (RFC 8725 §3.1, docs/security.md): when the JWKS
+// gives the key an "alg", alg must be exactly it; otherwise alg must be
+// the one its type implies: ES256 for a P-256 key, ES384 for P-384, ES512
+// for P-521, EdDSA or Ed25519 for an Ed25519 key, and any RSA algorithm of
+// the allowlist (RS256-RS512, PS256-PS512) for an RSA key. Every other key
+// allows nothing.
+func keyAllows(key jwk.Key, alg string) bool {
+	if !asymmetric[alg] {
+		return false
+	}
+	if a, ok := key.Algorithm(); ok {
+		return a.String() == alg
+	}
+	switch key.KeyType() {
+	case jwa.RSA():
+		return strings.HasPrefix(alg, "RS") || strings.HasPrefix(alg, "PS")
+	case jwa.EC(), jwa.OKP():
+		c, ok := key.(interface {
+			Crv() (jwa.EllipticCurveAlgorithm, bool)
+		})
+		if !ok {
+			return false
+		}
+		crv, ok := c.Crv()
+		if !ok {
+			return false
+		}
+		return curveAlgs[crv.String()][alg]
+	}
+	return false
+}
+
+// curveAlgs maps a JWK "crv" to the JWS algorithms a key on that curve
+// signs with (RFC 7518 §3.4, RFC 8037, RFC 9864).
+var curveAlgs = map[string]map[string]bool{
+	"P-256":   {"ES256": true},
+	"P-384":   {"ES384": true},
+	"P-521":   {"ES512": true},
+	"Ed25519": {"EdDSA": true, "Ed25519": true},
 }
 
 // numericDates are the claims whose value is a NumericDate (RFC 7519 §2,

@@ -8,6 +8,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -318,7 +319,7 @@ func TestJWT(t *testing.T) {
 		"missing exp":                 "missing required claim",
 		"unknown kid":                 "unknown kid",
 		"no kid":                      "no kid",
-		"kid of another key":          "signature or format invalid",
+		"kid of another key":          "does not match its key",
 		"signed by a key not in JWKS": "signature or format invalid",
 		"tampered payload":            "signature or format invalid",
 		"too long":                    "too long",
@@ -637,6 +638,112 @@ func TestJWTCritAndNumericDates(t *testing.T) {
 				if strings.Contains(err.Error(), quoted) {
 					t.Errorf("error %q quotes the token's %q", err, quoted)
 				}
+			}
+		})
+	}
+}
+
+// signAs signs c with s's key and s's own algorithm, but writes headerAlg
+// in the protected header: the forgery RFC 8725 §3.1 warns of, where the
+// header names an algorithm other than the one the key signs with.
+func signAs(tb testing.TB, c claims, s signer, kid, headerAlg string) string {
+	tb.Helper()
+	header, err := json.Marshal(map[string]string{"alg": headerAlg, "kid": kid, "typ": "JWT"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	payload, err := json.Marshal(c.token(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	input := enc(header) + "." + enc(payload)
+	var sig []byte
+	switch key := s.key.(type) {
+	case *ecdsa.PrivateKey:
+		if s.alg != jwa.ES256() {
+			tb.Fatalf("signAs: ECDSA only with ES256, not %s", s.alg)
+		}
+		sum := sha256.Sum256([]byte(input))
+		r, ss, err := ecdsa.Sign(rand.Reader, key, sum[:])
+		if err != nil {
+			tb.Fatal(err)
+		}
+		sig = make([]byte, 64) // RFC 7518 §3.4: R and S, 32 octets each
+		r.FillBytes(sig[:32])
+		ss.FillBytes(sig[32:])
+	case *rsa.PrivateKey:
+		if s.alg != jwa.RS256() {
+			tb.Fatalf("signAs: RSA only with RS256, not %s", s.alg)
+		}
+		sum := sha256.Sum256([]byte(input))
+		sig, err = rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:])
+		if err != nil {
+			tb.Fatal(err)
+		}
+	default:
+		tb.Fatalf("signAs: unsupported key %T", s.key)
+	}
+	return input + "." + enc(sig)
+}
+
+// TestJWTAlgMustMatchKey: a token is verified with the algorithm its key
+// is for (the JWKS "alg", or the one its type and curve imply), never the
+// one its header picks (RFC 8725 §3.1): a header that names another
+// algorithm is refused even when the signature is the key's own.
+func TestJWTAlgMustMatchKey(t *testing.T) {
+	k := testKeys(t)
+	withAlg := func(s signer, kid string) jwk.Key {
+		key := publicJWK(t, s, true)
+		_ = key.Set(jwk.KeyIDKey, kid)
+		return key
+	}
+	withoutAlg := func(s signer, kid string) jwk.Key {
+		key := publicJWK(t, s, false)
+		_ = key.Set(jwk.KeyIDKey, kid)
+		return key
+	}
+	srv := newJWKSServer(t,
+		withAlg(k["ES256"], "ec-256-alg"),
+		withoutAlg(k["ES256"], "ec-256-crv"),
+		withAlg(k["RS256"], "rsa-alg"),
+		withoutAlg(k["RS256"], "rsa-type"),
+		withAlg(k["EdDSA"], "ed-alg"),
+	)
+	a := mustNew(t, config.AuthConfig{
+		Mode: config.AuthJWT, JWKSURL: srv.URL, Issuer: testIssuer, Audience: testAudience, TenantClaim: "iss",
+	}, auth.WithHTTPClient(srv.Client()), auth.WithNow(func() time.Time { return testNow }))
+	user := chat.Principal{Subject: "user-42", Tenant: testIssuer}
+	const mismatch = "does not match its key"
+	tests := map[string]struct {
+		token  string
+		reason string // "" for an accepted token
+	}{
+		"ES256 header, JWKS alg ES256":        {signAs(t, validClaims(), k["ES256"], "ec-256-alg", "ES256"), ""},
+		"ES256 header, P-256 key without alg": {signAs(t, validClaims(), k["ES256"], "ec-256-crv", "ES256"), ""},
+		"RS256 header, JWKS alg RS256":        {signAs(t, validClaims(), k["RS256"], "rsa-alg", "RS256"), ""},
+		"RS256 header, RSA key without alg":   {signAs(t, validClaims(), k["RS256"], "rsa-type", "RS256"), ""},
+
+		"ES384 header, signed ES256, JWKS alg ES256": {signAs(t, validClaims(), k["ES256"], "ec-256-alg", "ES384"), mismatch},
+		"ES512 header, signed ES256, JWKS alg ES256": {signAs(t, validClaims(), k["ES256"], "ec-256-alg", "ES512"), mismatch},
+		"ES384 header, signed ES256, P-256 no alg":   {signAs(t, validClaims(), k["ES256"], "ec-256-crv", "ES384"), mismatch},
+		"RS384 header, signed RS256, JWKS alg RS256": {signAs(t, validClaims(), k["RS256"], "rsa-alg", "RS384"), mismatch},
+		"PS256 header, signed RS256, JWKS alg RS256": {signAs(t, validClaims(), k["RS256"], "rsa-alg", "PS256"), mismatch},
+		"RS384 header, signed RS256, RSA key no alg": {signAs(t, validClaims(), k["RS256"], "rsa-type", "RS384"), "signature or format invalid"},
+		"ES256 header on an RSA key":                 {signAs(t, validClaims(), k["ES256"], "rsa-type", "ES256"), mismatch},
+		"ES256 header on an Ed25519 key":             {signAs(t, validClaims(), k["ES256"], "ed-alg", "ES256"), mismatch},
+		"RS256 header on a P-256 key without alg":    {signAs(t, validClaims(), k["RS256"], "ec-256-crv", "RS256"), mismatch},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := a.Authenticate(newRequest(t, context.Background(), "Bearer "+tc.token))
+			if tc.reason == "" {
+				checkResult(t, got, err, user, nil)
+				return
+			}
+			checkResult(t, got, err, chat.Principal{}, auth.ErrUnauthenticated)
+			if !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("error %q, want reason %q", err, tc.reason)
 			}
 		})
 	}

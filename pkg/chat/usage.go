@@ -8,11 +8,13 @@ import (
 // Usage is what one turn, or one request, consumed: the one account of a
 // turn's cost that metrics (pkg/telemetry) report and that a per-tenant
 // ledger can add up (Add is associative and commutative, and the zero
-// value is "nothing"). Every field is a count of the turn's own work,
-// never an estimate:
+// value is "nothing"). Every field is a count of the turn's own work:
 //
 //   - InputTokens and OutputTokens are the model's own token counts
-//     (model usage events), summed over the turn's model calls;
+//     (model usage events), summed over the turn's model calls; a model
+//     call whose provider reported none (stopped, cut by the deadline,
+//     failed mid-stream) counts pkg/model's estimate instead
+//     (EstimateTokens, docs/quotas.md), the turn's record marking it;
 //     CacheReadTokens and CacheWriteTokens are the prompt tokens the
 //     provider reports read from or written to its prompt cache, where it
 //     reports them (Bedrock cacheReadInputTokens and

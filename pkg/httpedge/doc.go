@@ -11,8 +11,9 @@
 // before any body byte is read (401/403, pkg/auth), then the body under a hard
 // cap (413, see ReadBody), then the route's own decoding (400). The media-type
 // rule is strict: the Content-Type must parse with mime.ParseMediaType and
-// name exactly application/json, in any case, with any valid parameters; a
-// missing header, a malformed one and look-alikes such as
+// name exactly application/json, in any case, with any valid parameters
+// except a charset other than utf-8 (the body is read as UTF-8); a missing
+// header, a malformed one, another charset and look-alikes such as
 // application/json-patch+json are 415.
 //
 // Errors become diagnostics in one place, Diagnose: a table of the domain

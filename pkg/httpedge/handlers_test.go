@@ -240,3 +240,51 @@ func wantError(t *testing.T, w *httptest.ResponseRecorder, status int, code stri
 		t.Error("405 without Allow")
 	}
 }
+
+// TestCharsetRule checks that every route that reads a JSON body (turn
+// submit, stop, AG-UI run, artifacts PUT) refuses a charset other than
+// utf-8 with 415 before authentication, and lets utf-8 (any case) or no
+// charset through to authentication.
+func TestCharsetRule(t *testing.T) {
+	t.Parallel()
+	routes := edgeRoutes(t)
+	turnHandler := routes["turn"].h
+	targets := map[string]struct {
+		h            http.Handler
+		method, path string
+	}{
+		"submit":    {turnHandler, http.MethodPost, "/"},
+		"stop":      {turnHandler, http.MethodPost, "/stop"},
+		"agui":      {turnHandler, http.MethodPost, turn.AGUIPath},
+		"artifacts": {routes["artifacts"].h, http.MethodPut, "/sessions/s1/turns/t0/artifacts"},
+	}
+	cases := map[string]bool{
+		"application/json":                        true,
+		"application/json; charset=utf-8":         true,
+		"application/json; charset=UTF-8":         true,
+		"application/json; charset=\"utf-8\"":     true,
+		"application/json; charset=utf-16":        false,
+		"application/json; charset=UTF-16BE":      false,
+		"application/json; charset=iso-8859-1":    false,
+		"application/json; charset=windows-1252":  false,
+		"application/json; charset=utf-8; q=x":    true,
+		"Application/JSON; Charset=\"UTF-32\"":    false,
+		"application/json; charset=utf8":          false,
+		"application/json; charset=\"\"":          false,
+		"application/json; charset=ascii; x=utf8": false,
+	}
+	for name, tg := range targets {
+		for ct, accepted := range cases {
+			t.Run(name+"/"+ct, func(t *testing.T) {
+				// A malformed credential: an accepted media type reaches
+				// authentication (401), a refused one stops before it.
+				w := serve(tg.h, tg.method, tg.path, ct, "!", strings.NewReader(`{}`))
+				if accepted {
+					wantError(t, w, http.StatusUnauthorized, protocol.CodeRequestUnauthenticated)
+					return
+				}
+				wantError(t, w, http.StatusUnsupportedMediaType, protocol.CodeRequestUnsupportedMediaType)
+			})
+		}
+	}
+}

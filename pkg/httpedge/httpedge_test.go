@@ -23,24 +23,33 @@ import (
 func TestIsJSONMediaType(t *testing.T) {
 	t.Parallel()
 	for v, want := range map[string]bool{
-		"application/json":                  true,
-		"application/json; charset=utf-8":   true,
-		"application/json;charset=UTF-8":    true,
-		"APPLICATION/JSON":                  true,
-		"Application/Json; Charset=utf-8":   true,
-		"application/json ; charset=utf-8":  true,
-		"":                                  false,
-		"application/json-patch+json":       false,
-		"application/jsonl":                 false,
-		"application/json5":                 false,
-		"application/problem+json":          false,
-		"text/json":                         false,
-		"text/plain":                        false,
-		"application/json; charset":         false, // a parameter without a value
-		"application/json, text/plain":      false,
-		"application/":                      false,
-		"json":                              false,
-		"application/json; charset=\"utf-8": false, // unterminated quoted value
+		"application/json":                     true,
+		"application/json; charset=utf-8":      true,
+		"application/json;charset=UTF-8":       true,
+		"APPLICATION/JSON":                     true,
+		"Application/Json; Charset=utf-8":      true,
+		"application/json ; charset=utf-8":     true,
+		"":                                     false,
+		"application/json-patch+json":          false,
+		"application/jsonl":                    false,
+		"application/json5":                    false,
+		"application/problem+json":             false,
+		"text/json":                            false,
+		"text/plain":                           false,
+		"application/json; charset":            false, // a parameter without a value
+		"application/json, text/plain":         false,
+		"application/":                         false,
+		"json":                                 false,
+		"application/json; charset=\"utf-8":    false, // unterminated quoted value
+		"application/json; charset=\"utf-8\"":  true,  // quoted, RFC 2045
+		"application/json; charset=Utf-8":      true,
+		"application/json; foo=bar":            true, // no charset: UTF-8
+		"application/json; charset=utf-16":     false,
+		"application/json; charset=UTF-16LE":   false,
+		"application/json; charset=iso-8859-1": false,
+		"application/json; charset=utf8":       false, // not the registered name
+		"application/json; charset=\"\"":       false,
+		"application/json; charset=us-ascii":   false,
 	} {
 		if got := httpedge.IsJSONMediaType(v); got != want {
 			t.Errorf("IsJSONMediaType(%q) = %v, want %v", v, got, want)

@@ -32,7 +32,8 @@ func RequireMethod(w http.ResponseWriter, r *http.Request, allowed ...string) er
 }
 
 // RequireJSON returns ErrUnsupportedMediaType unless r's Content-Type is
-// application/json (IsJSONMediaType). It reads the header only.
+// application/json with no charset or charset utf-8 (IsJSONMediaType). It
+// reads the header only.
 func RequireJSON(r *http.Request) error {
 	if !IsJSONMediaType(r.Header.Get("Content-Type")) {
 		return ErrUnsupportedMediaType
@@ -41,14 +42,22 @@ func RequireJSON(r *http.Request) error {
 }
 
 // IsJSONMediaType reports whether the Content-Type value v is the media
-// type application/json: v must parse with mime.ParseMediaType (RFC 2045
-// syntax; type and subtype match in any case; any valid parameters, such
-// as charset=utf-8, are allowed) and name exactly application/json. An
-// empty or malformed value, and other types whose name merely starts the
-// same (application/json-patch+json, application/jsonl), are not.
+// type application/json in UTF-8: v must parse with mime.ParseMediaType
+// (RFC 2045 syntax; type and subtype match in any case; valid parameters
+// are allowed) and name exactly application/json, and a charset
+// parameter, when present, must be utf-8 in any case (RFC 8259 §8.1: JSON
+// exchanged between systems is UTF-8, and the body is read as UTF-8
+// whatever the header says, so a body declared utf-16 or latin1 would be
+// misread). An empty or malformed value, another charset, and other types
+// whose name merely starts the same (application/json-patch+json,
+// application/jsonl), are not.
 func IsJSONMediaType(v string) bool {
-	mt, _, err := mime.ParseMediaType(v)
-	return err == nil && mt == "application/json"
+	mt, params, err := mime.ParseMediaType(v)
+	if err != nil || mt != "application/json" {
+		return false
+	}
+	cs, ok := params["charset"]
+	return !ok || strings.EqualFold(cs, "utf-8")
 }
 
 // ReadBody reads r's whole body, at most limit bytes, and returns it; an

@@ -134,12 +134,32 @@ func (t *run) failCalls(calls []pendingCall, text string) {
 // model call (pendingCall.repeated), and why the model stopped. The
 // call, its tokens and the tool calls it asks for are added to the
 // turn's meter.
+//
+// Tokens: until the provider's usage arrives, the meter holds an estimate
+// of the call's tokens (callEstimate), so that a checkpoint taken while
+// it streams, and the ledger of a turn lost then, count them; the
+// provider's usage replaces the estimate when it arrives. A call that
+// ends without it (stopped, cut by the deadline, failed, or a provider
+// that sends none) keeps the estimate, which is added to the turn's usage
+// and marked as estimated in its record (MetadataUsageEstimate).
 func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ string, _ []pendingCall, _ model.FinishReason, err error) {
 	ctx, mc := t.startModelCall(ctx, req)
 	defer func() { mc.end(err) }()
 	t.meter.Add(chat.Usage{ModelCalls: 1})
+	est := newCallEstimate(t.meter, &t.state, req)
+	defer func() {
+		if est.end() {
+			t.out.notify()
+		}
+	}()
 	s, err := t.agent.model.Stream(ctx, req)
 	if err != nil {
+		if ctx.Err() == nil {
+			// The provider refused the call before any output (a
+			// *model.Error): nothing was generated, and no bill is known.
+			// A call cut by ctx may have been sent: its input counts.
+			est.withdraw()
+		}
 		return "", nil, "", err
 	}
 	t.model.set(s)
@@ -168,6 +188,7 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ str
 			finish = ev.FinishReason
 		}
 		mc.event(ev)
+		est.output(model.OutputBytes(ev))
 		changed := false
 		if ev.TextDelta != "" {
 			delta := ev.TextDelta
@@ -209,6 +230,7 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ str
 			}
 		}
 		if ev.Usage != nil {
+			est.reported() // the provider's own figures replace the estimate
 			changed = t.state.addUsage(*ev.Usage) || changed
 			u := chat.Usage{InputTokens: ev.Usage.PromptTokens, OutputTokens: ev.Usage.CompletionTokens}
 			if c := ev.Cache; c != nil {
@@ -220,6 +242,116 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ str
 			t.out.notify()
 		}
 	}
+}
+
+// callEstimate is the estimated token usage of one model call while its
+// provider has not reported its own (pkg/model's estimator: input from the
+// request as sent, output from the text and tool calls received so far).
+// It keeps its figures in the turn's meter as they grow, and in the
+// state's in-flight usage (state.setInflight), which snapshots, and so
+// checkpoints, show: a turn decided lost after a checkpoint is recorded
+// and counted with the estimate as of that checkpoint. The provider's
+// usage replaces it (reported), a call never made drops it (withdraw),
+// and a call that ended without either keeps it (end). Used by the model
+// goroutine only.
+type callEstimate struct {
+	meter    *chat.Meter
+	state    *state
+	in, out  int64 // the estimated tokens in the meter now
+	outBytes int   // the output bytes received so far
+	done     bool  // reported, withdrawn or ended
+}
+
+// newCallEstimate adds the estimated input tokens of req to meter and st
+// and returns the call's estimate.
+func newCallEstimate(meter *chat.Meter, st *state, req model.Request) *callEstimate {
+	e := &callEstimate{meter: meter, state: st, in: model.EstimateInputTokens(req)}
+	meter.Add(chat.Usage{InputTokens: e.in})
+	st.setInflight(e.usage())
+	return e
+}
+
+// usage returns the estimate as a protocol usage.
+func (e *callEstimate) usage() protocol.Usage {
+	return protocol.Usage{PromptTokens: e.in, CompletionTokens: e.out, TotalTokens: e.in + e.out}
+}
+
+// output counts n more bytes of generated output, adding the tokens the
+// estimate gains.
+func (e *callEstimate) output(n int) {
+	if e.done || n == 0 {
+		return
+	}
+	e.outBytes += n
+	if out := model.EstimateTokens(e.outBytes); out != e.out {
+		e.meter.Add(chat.Usage{OutputTokens: out - e.out})
+		e.out = out
+		e.state.setInflight(e.usage())
+	}
+}
+
+// reported takes the estimate back out of the meter: the provider's own
+// usage, which the caller adds to the meter and the state
+// (state.addUsage, which drops the in-flight estimate), replaces it.
+func (e *callEstimate) reported() {
+	if e.done {
+		return
+	}
+	e.meter.Add(chat.Usage{InputTokens: -e.in, OutputTokens: -e.out})
+	e.done = true
+}
+
+// withdraw drops the estimate of a call that was never made.
+func (e *callEstimate) withdraw() {
+	if e.done {
+		return
+	}
+	e.reported()
+	e.state.endInflight(false)
+}
+
+// end ends a call whose estimate was neither reported nor withdrawn: the
+// estimate stays in the meter and becomes part of the turn's usage,
+// marked as estimated. It reports whether the state changed.
+func (e *callEstimate) end() bool {
+	if e.done {
+		return false
+	}
+	e.done = true
+	return e.state.endInflight(true)
+}
+
+// MetadataUsageEstimate is the assistant message metadata member of a
+// finished turn whose usage is in part an estimate: the model calls that
+// ended without the provider's usage (stopped, cut by the deadline,
+// failed, or a provider that reports none) count estimated tokens
+// (pkg/model, EstimateTokens: ceil(UTF-8 bytes / 4) of the request as
+// sent and of the output received; docs/quotas.md). Its value is
+//
+//	{"estimated": true, "promptTokens": <int>, "completionTokens": <int>}
+//
+// the estimated part of the message's usage (the rest is what providers
+// reported). The snapshot's usage keeps the protocol's shape
+// {promptTokens, completionTokens, totalTokens}, estimates included.
+// Absent when every model call's usage was reported.
+const MetadataUsageEstimate = "usageEstimate"
+
+// usageEstimateMetadata returns meta with MetadataUsageEstimate set from
+// estimated, the estimated part of the turn's usage; meta itself when
+// nothing was estimated.
+func usageEstimateMetadata(meta json.RawMessage, estimated protocol.Usage) json.RawMessage {
+	if estimated == (protocol.Usage{}) {
+		return meta
+	}
+	v, err := json.Marshal(struct {
+		Estimated        bool  `json:"estimated"`
+		PromptTokens     int64 `json:"promptTokens"`
+		CompletionTokens int64 `json:"completionTokens"`
+	}{true, estimated.PromptTokens, estimated.CompletionTokens})
+	if err != nil {
+		return meta
+	}
+	return withMember(meta, MetadataUsageEstimate, v)
 }
 
 // errInvalidToolCall ends a model call that asked for a tool call no canonical

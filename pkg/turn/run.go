@@ -262,7 +262,7 @@ func (t *run) streamTurn() {
 	t.seqs.start(t.claim.BaseSequence)
 	t.live = newLiveStates()
 	t.lease.init(t.leaseMargin(), t.h.opts.Now)
-	t.lease.prove(t.claim.Lease.ExpiresAt)
+	t.lease.prove(t.startedAt, t.claim.Lease.ExpiresAt)
 	// The first snapshot (the user message and an empty streaming
 	// assistant message) goes out before the model starts, so every 200
 	// stream begins with it however fast the model is; it is the state the
@@ -364,7 +364,7 @@ func (t *run) acknowledge() (*chat.Checkpoint, error) {
 		if r.err != nil {
 			return nil, r.err
 		}
-		t.lease.prove(r.lease.ExpiresAt)
+		t.lease.prove(r.sentAt, r.lease.ExpiresAt)
 	}
 	if t.h.opts.CheckpointInterval <= 0 {
 		return nil, nil
@@ -584,7 +584,7 @@ func (t *run) lostLines(last int64) []byte {
 // read in time. While the turn still reads as running, the next read waits
 // for the lease expiry it reports.
 func (t *run) lostRecord(last int64) *chat.Turn {
-	ctx, cancel := t.settleContext(t.lease.end())
+	ctx, cancel := t.lostContext() // supervisor.go
 	defer cancel()
 	for ctx.Err() == nil {
 		rec, err := t.h.opts.Store.PollTurn(ctx, t.sessionID, t.claim.Lease.Ordinal, t.claim.Session.Owner, nil)
@@ -862,6 +862,7 @@ func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 	m.Metadata = t.approvalMetadata(t.loop.metadata(m.Metadata, false), status)
 	if status != protocol.MessageStreaming {
 		m.Metadata = t.limitMetadata(m.Metadata)
+		m.Metadata = usageEstimateMetadata(m.Metadata, v.estimated) // loop.go
 	}
 	if t.omitted {
 		m.Metadata = withMember(m.Metadata, MetadataContext, json.RawMessage(fmt.Sprintf(`{"turns":%d,"omittedOlder":true}`, len(t.turnStarts))))

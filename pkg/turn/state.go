@@ -27,6 +27,13 @@ type state struct {
 	tail      strings.Builder // text after the last component
 	toolCalls []protocol.ToolCall
 	usage     protocol.Usage
+	// estimated is the part of usage that is an estimate (addEstimate).
+	estimated protocol.Usage
+	// inflight is the estimated usage of the model call streaming now
+	// while its provider has not reported its own (setInflight): views
+	// add it to usage, so that a snapshot, the checkpoint of its state and
+	// the record built from it show the same figures.
+	inflight  protocol.Usage
 	artifacts []chat.ArtifactReference
 	version   uint64
 	frozen    bool
@@ -40,6 +47,7 @@ type view struct {
 	content   string
 	toolCalls []protocol.ToolCall
 	usage     protocol.Usage
+	estimated protocol.Usage // the part of usage that is an estimate
 	artifacts []chat.ArtifactReference
 	version   uint64
 	overflow  bool
@@ -79,14 +87,50 @@ func (s *state) addText(delta string) bool {
 	})
 }
 
-// addUsage adds one model call's usage: a turn's usage is the sum over
-// its model calls.
+// addUsage adds one model call's usage as its provider reported it: a
+// turn's usage is the sum over its model calls. It replaces the call's
+// in-flight estimate (setInflight).
 func (s *state) addUsage(u protocol.Usage) bool {
 	return s.change(func() {
-		s.usage.PromptTokens += u.PromptTokens
-		s.usage.CompletionTokens += u.CompletionTokens
-		s.usage.TotalTokens += u.TotalTokens
+		s.usage = sumUsage(s.usage, u)
+		s.inflight = protocol.Usage{}
 	})
+}
+
+// setInflight records u as the estimated usage of the model call
+// streaming now (loop.go, callEstimate). Views show it in their usage
+// from now on; it counts no new version (a snapshot goes out for a
+// change of the content, and carries the estimate as it is then).
+func (s *state) setInflight(u protocol.Usage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.frozen {
+		s.inflight = u
+	}
+}
+
+// endInflight ends the in-flight estimate of the model call streaming
+// now: with keep it stays, as part of the turn's usage and of the part of
+// it that is an estimate (MetadataUsageEstimate); without, it is dropped
+// (no call was made). It reports whether the state changed (false once
+// the state is frozen: the frozen view already shows the estimate).
+func (s *state) endInflight(keep bool) bool {
+	return s.change(func() {
+		if keep {
+			s.usage = sumUsage(s.usage, s.inflight)
+			s.estimated = sumUsage(s.estimated, s.inflight)
+		}
+		s.inflight = protocol.Usage{}
+	})
+}
+
+// sumUsage returns a + b, field by field.
+func sumUsage(a, b protocol.Usage) protocol.Usage {
+	return protocol.Usage{
+		PromptTokens:     a.PromptTokens + b.PromptTokens,
+		CompletionTokens: a.CompletionTokens + b.CompletionTokens,
+		TotalTokens:      a.TotalTokens + b.TotalTokens,
+	}
 }
 
 // addCall appends a toolCalls entry and returns its index.
@@ -177,7 +221,8 @@ func (s *state) view() view {
 	return view{
 		content:   s.contentLocked(),
 		toolCalls: s.toolCalls[:len(s.toolCalls):len(s.toolCalls)],
-		usage:     s.usage,
+		usage:     sumUsage(s.usage, s.inflight),
+		estimated: s.estimated,
 		artifacts: s.artifacts[:len(s.artifacts):len(s.artifacts)],
 		version:   s.version,
 		overflow:  s.overflow,

@@ -22,13 +22,23 @@ import (
 // checkpoint writes fail. finished reports that the model returned. The
 // caller defers settle, which cancels and awaits an in-flight renewal or
 // checkpoint, so that no goroutine of the turn outlives it.
+//
+// Renewals are due RenewInterval after the grant of the lease proven last
+// (leaseProof.renewDue), not after the stream started: a turn that was
+// paused before its stream renews as soon as it runs again. When the
+// proof ends (lines stop: leaseProof.left), the turn does not give up
+// while its lease can still be proven: a renewal in flight is awaited, or
+// one is sent, until the proven expiry itself; a renewal that applies by
+// then proves that no other turn took the session, and the stream goes
+// on. Only when none does is the lease lost.
 func (t *run) supervise(modelDone <-chan error, cpPrior *chat.Checkpoint) (end ending, finished bool, settle func()) {
-	renew := time.NewTicker(t.h.opts.RenewInterval)
+	renew := time.NewTimer(max(0, t.lease.renewDue(t.h.opts.RenewInterval).Sub(t.h.opts.Now())))
 	defer renew.Stop()
 	leaseTimer := time.NewTimer(t.lease.left())
 	defer leaseTimer.Stop()
 	renewed := make(chan renewal, 1)
 	renewing := false
+	unproven := false // the proof ended: a renewal must land by the expiry
 	// Checkpoints (CheckpointInterval > 0): a ticker, urgent requests from
 	// the writer, at most one in flight.
 	var cpTick <-chan time.Time
@@ -124,18 +134,56 @@ supervise:
 				retry.Reset(t.checkpointRetry())
 			}
 		case <-renew.C:
-			if !renewing {
-				renewing = true
-				go t.renew(renewCtx, renewed)
+			if renewing {
+				continue
 			}
+			if unproven && t.lease.expiresIn() <= 0 {
+				t.log.Warn("lease expired without renewal")
+				end = leaseLostEnding()
+				break supervise
+			}
+			renewing = true
+			go t.renew(renewCtx, renewed)
 		case r := <-renewed:
 			renewing = false
 			if e, stop := t.renewed(r); stop {
 				end = e
 				break supervise
 			}
-			leaseTimer.Reset(t.lease.left())
+			if r.err == nil {
+				unproven = false
+				leaseTimer.Reset(t.lease.left())
+				renew.Reset(max(0, t.lease.renewDue(t.h.opts.RenewInterval).Sub(t.h.opts.Now())))
+				continue
+			}
+			if !unproven {
+				// Failed while the lease is proven: tried again an
+				// interval after this attempt.
+				renew.Reset(max(0, r.sentAt.Add(t.h.opts.RenewInterval).Sub(t.h.opts.Now())))
+				continue
+			}
+			if left := t.lease.expiresIn(); left > 0 {
+				// The lease can still be proven: again, soon.
+				renew.Reset(min(renewRetry, left))
+				continue
+			}
+			t.log.Warn("lease expired without renewal")
+			end = leaseLostEnding()
+			break supervise
 		case <-leaseTimer.C:
+			// The proof ended: no line goes out from now on. Another turn
+			// may claim the session only once the lease has expired, so a
+			// renewal that lands before then still proves it: the one in
+			// flight is awaited, or one is sent now.
+			unproven = true
+			if renewing {
+				continue
+			}
+			if t.lease.expiresIn() > 0 {
+				renewing = true
+				go t.renew(renewCtx, renewed)
+				continue
+			}
 			// No renewal proved the lease in time (the table may be
 			// unreachable or hung): another turn may claim the session
 			// now, so this one stops streaming and saves nothing.
@@ -156,10 +204,16 @@ type checkpointResult struct {
 	err  error
 }
 
-// renewal is the result of one lease renewal, run off the supervisor.
+// renewRetry is the wait before a renewal that failed once the proof
+// ended is sent again (while the lease can still be proven).
+const renewRetry = 20 * time.Millisecond
+
+// renewal is the result of one lease renewal, run off the supervisor;
+// sentAt is when it was sent (the grant of the expiry it proves).
 type renewal struct {
-	lease *chat.Lease
-	err   error
+	lease  *chat.Lease
+	err    error
+	sentAt time.Time
 }
 
 // nextCheckpoint returns the checkpoint of the latest snapshot after
@@ -187,12 +241,18 @@ func (t *run) nextCheckpoint(prior *chat.Checkpoint) *chat.Checkpoint {
 
 // checkpointOf returns the checkpoint of the state a snapshot carried.
 func (t *run) checkpointOf(st liveState) *chat.Checkpoint {
+	// The account's tokens are those of the snapshot's usage (the same
+	// sums, reported and estimated, loop.go), so that a turn decided lost
+	// after this checkpoint is counted with the tokens its record shows;
+	// the rest of the account is as of now.
+	metered := t.usage()
+	metered.InputTokens, metered.OutputTokens = st.usage.PromptTokens, st.usage.CompletionTokens
 	return &chat.Checkpoint{
 		SessionID: t.sessionID, TurnID: t.turnID, Ordinal: t.claim.Lease.Ordinal,
 		Lineage: t.lineage, InputHash: t.inputHash,
 		Messages:      []protocol.Message{t.user, st.assistant},
 		Usage:         st.usage,
-		Metered:       t.usage(),
+		Metered:       metered,
 		FirstSequence: t.claim.BaseSequence + 1,
 		Sequence:      st.seq,
 		StartedAt:     t.startedAt,
@@ -271,14 +331,36 @@ func (t *run) readStop(parent context.Context, done chan<- bool) {
 	done <- err == nil && sess.ActiveTurn != nil && sess.ActiveTurn.Token == t.claim.Lease.Token && sess.ActiveTurn.Stop
 }
 
+// leaseSafety is the most that a turn's lines stop before its lease's
+// proven expiry (leaseMargin): room for the clock skew between processes
+// (a claim elsewhere judges the expiry by its own clock; AWS's time sync
+// keeps hosts within about a millisecond) and for a line in flight.
+const leaseSafety = 100 * time.Millisecond
+
 // leaseMargin is how long before the lease's proven expiry the turn
-// stops streaming: room for clock skew between processes and for a line
-// in flight, so that no line of this turn is written once another turn
-// may hold the session.
-// It stays below a quarter of CleanupReserve, so that a lease capped at
-// the request deadline plus CleanupReserve still covers the deadline.
+// stops streaming, so that no line of this turn is written once another
+// turn may hold the session: leaseSafety, at most a tenth of the lease
+// (short test leases) and a quarter of CleanupReserve, so that a lease
+// capped at the request deadline plus CleanupReserve still covers the
+// deadline. It is not when the turn gives up: the supervisor does so only
+// at the proven expiry itself, when no renewal landed before it.
 func (t *run) leaseMargin() time.Duration {
-	return min(t.h.opts.LeaseDuration/10, t.h.opts.CleanupReserve/4)
+	return min(leaseSafety, t.h.opts.LeaseDuration/10, t.h.opts.CleanupReserve/4)
+}
+
+// lostContext is the context of reading the fate of a turn that lost its
+// lease or whose save was fenced (run.lostRecord): until the lease's
+// proven expiry, when the table can decide the turn, plus a quarter of
+// CleanupReserve for that read (within cleanup but the release's
+// quarter). A table that is unreachable then gets no more: the client's
+// last line (TURN_OUTCOME_INDETERMINATE) comes that soon after the lease's
+// end, not at the end of the cleanup's time.
+func (t *run) lostContext() (context.Context, context.CancelFunc) {
+	end := t.lease.expiry().Add(t.h.opts.CleanupReserve / 4)
+	if last := t.cleanupEnd().Add(-t.h.opts.CleanupReserve / 4); last.Before(end) {
+		end = last
+	}
+	return t.cleanupContext(end)
 }
 
 // leaseLostEnding is the ending of a turn whose lease was lost or could
@@ -291,9 +373,11 @@ func leaseLostEnding() ending {
 }
 
 // renew extends the lease on its own goroutine and sends the result on
-// done (cap 1). Its context ends at the lease's proven expiry: a renewal
-// that cannot answer by then is useless, and the supervisor must not wait
-// for it (the store's attempt timeout cuts a hung connection sooner).
+// done (cap 1). Its context ends at the lease's proven expiry itself (not
+// the earlier end of the proof, leaseProof.left): a renewal that lands by
+// then still proves the lease, and one that cannot is useless, so the
+// supervisor never waits for it longer (the store's attempt timeout cuts
+// a hung connection sooner).
 func (t *run) renew(parent context.Context, done chan<- renewal) {
 	now := t.h.opts.Now()
 	expires := now.Add(t.h.opts.LeaseDuration)
@@ -301,17 +385,17 @@ func (t *run) renew(parent context.Context, done chan<- renewal) {
 		expires = ceiling
 	}
 	seq := t.seqs.last()
-	ctx, cancel := context.WithTimeout(parent, t.lease.left())
+	ctx, cancel := context.WithTimeout(parent, t.lease.expiresIn())
 	defer cancel()
 	lease, err := t.h.opts.Store.RenewLease(ctx, chat.RenewRequest{Claim: t.claim, ExpiresAt: expires, Sequence: seq})
-	done <- renewal{lease, err}
+	done <- renewal{lease, err, now}
 }
 
 // renewed handles a renewal's result and reports whether the turn must
 // end: the lease was lost (SESSION_CONFLICT) or a stop was requested
 // (interrupted). A renewal that failed for another reason is logged and
-// tried again at the next tick; the lease timer ends the turn if none
-// succeeds before the proven expiry.
+// tried again (supervise); the turn ends if none succeeds before the
+// proven expiry.
 func (t *run) renewed(r renewal) (ending, bool) {
 	switch {
 	case errors.Is(r.err, chat.ErrLeaseLost):
@@ -323,7 +407,7 @@ func (t *run) renewed(r renewal) (ending, bool) {
 		}
 		return ending{}, false
 	}
-	t.lease.prove(r.lease.ExpiresAt)
+	t.lease.prove(r.sentAt, r.lease.ExpiresAt)
 	if r.lease.Stop {
 		t.tel.stopRequested()
 		t.log.Info("turn stop requested")

@@ -21,8 +21,9 @@
 // emitted as complete model.ToolCalls, ordered by index, just before the
 // finish event (arguments that are not a JSON object passed on as they
 // came); finish_reason is the FinishReason; the usage chunk is
-// Usage, emitted once, last, when the stream ends normally (the last usage
-// seen, as some compatible servers repeat a running usage). HTTP errors and error events inside the stream become
+// Usage, emitted once, last, when the stream ends, normally or with an
+// error after the usage chunk came (the last usage seen, as some
+// compatible servers repeat a running usage). HTTP errors and error events inside the stream become
 // *model.Error (see Stream).
 package openai
 
@@ -277,14 +278,17 @@ func (s *stream) Recv() (model.Event, error) {
 			return e, nil
 		}
 		if s.err != nil {
+			// The usage seen goes out before the end, an error included
+			// (a stream cut after its usage chunk): the provider's own
+			// figures, rather than the caller's estimate (docs/quotas.md).
+			if u := s.usage; u != nil {
+				s.usage = nil
+				return model.Event{Usage: u, Cache: s.cache}, nil
+			}
 			return model.Event{}, s.err
 		}
 		if !s.st.Next() {
 			s.err = s.end()
-			if s.err == io.EOF && s.usage != nil {
-				s.pending = append(s.pending, model.Event{Usage: s.usage, Cache: s.cache})
-				s.usage = nil
-			}
 			continue
 		}
 		if err := s.handle(s.st.Current()); err != nil {

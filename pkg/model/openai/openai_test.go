@@ -288,3 +288,40 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	}
 	return reflect.DeepEqual(decode(a), decode(b))
 }
+
+// TestUsageBeforeAnError: a stream cut after its usage chunk (the
+// connection dropped, an error event) still gives the provider's
+// usage before its error, so the caller counts the provider's figures, not
+// an estimate.
+func TestUsageBeforeAnError(t *testing.T) {
+	usage := protocol.Usage{PromptTokens: 12, CompletionTokens: 5, TotalTokens: 17}
+	for name, sc := range map[string]script{
+		"connection drops": {data: []string{chunk(`{"content":"partial "}`, ""), usageChunk}, truncate: true},
+		"error event":      {data: []string{chunk(`{"content":"partial "}`, ""), usageChunk, `{"error":{"message":"x","type":"server_error","code":"overloaded"}}`}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m, _ := newModel(t, sc)
+			s, err := m.Stream(context.Background(), simpleRequest())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = s.Close() }()
+			var got *protocol.Usage
+			for {
+				ev, err := s.Recv()
+				if err != nil {
+					if err == io.EOF {
+						t.Fatal("io.EOF, want an error")
+					}
+					break
+				}
+				if ev.Usage != nil {
+					got = ev.Usage
+				}
+			}
+			if got == nil || *got != usage {
+				t.Errorf("usage %+v, want %+v before the error", got, usage)
+			}
+		})
+	}
+}
