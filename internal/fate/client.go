@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/turnstream/turnstream/pkg/api"
 )
 
 // The harness's client: every request it makes is recorded in its
@@ -22,8 +24,6 @@ import (
 
 const (
 	principal  = "Bearer dev.fate"
-	scopeTurn  = "turn"
-	scopeHdr   = "X-Turnstream-Snapshot-Scope"
 	readLimit  = 4 << 20
 	readBudget = 10 * time.Second // a history read, a stop, a replay
 )
@@ -96,7 +96,7 @@ func (c *client) submit(ctx context.Context, lg *sessionLog, proc int, session, 
 // it opened.
 func (c *client) resume(ctx context.Context, lg *sessionLog, proc int, session, turn string, after int64, dropAfter time.Duration) *Stream {
 	st := &Stream{ID: int(c.ids.Add(1)), Kind: "resume", Proc: proc, Session: session, Turn: turn, After: after}
-	u := fmt.Sprintf("%s/turn/sessions/%s/turns/%s/stream", c.ps.base(proc), session, turn)
+	u := c.ps.base(proc) + "/turn/" + api.StreamURL(session, turn)
 	if after >= 0 {
 		u += fmt.Sprintf("?after=%d", after)
 	}
@@ -120,7 +120,7 @@ func (c *client) stream(ctx context.Context, lg *sessionLog, st *Stream, req *ht
 	}
 	req = req.WithContext(ctx)
 	req.Header.Set("Authorization", principal)
-	req.Header.Set(scopeHdr, scopeTurn)
+	req.Header.Set(api.SnapshotScopeHeader, api.ScopeTurn)
 	st.Start = time.Now()
 	lg.addStream(st)
 	defer func() { st.End = time.Now() }()
@@ -171,13 +171,9 @@ func (c *client) stream(ctx context.Context, lg *sessionLog, st *Stream, req *ht
 
 // errorCode reads an error body's code ({"error":{"code"}}).
 func errorCode(body io.Reader) string {
-	var e struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
+	var e api.ErrorBody
 	b, _ := io.ReadAll(io.LimitReader(body, readLimit))
-	if json.Unmarshal(b, &e) != nil {
+	if json.Unmarshal(b, &e) != nil || e.Error == nil {
 		return ""
 	}
 	return e.Error.Code
@@ -250,7 +246,7 @@ func (c *client) post(ctx context.Context, proc int, path string, body []byte) (
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", principal)
-	req.Header.Set(scopeHdr, scopeTurn)
+	req.Header.Set(api.SnapshotScopeHeader, api.ScopeTurn)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return 0, "", err

@@ -34,6 +34,7 @@ import (
 
 	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/internal/dynamobench"
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/client"
@@ -291,7 +292,7 @@ func enqueueRaw(ctx context.Context, hc *http.Client, turnURL, sid, tid, input s
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", auth.DevAuthorization(benchwire.Subject))
-	req.Header.Set(turn.MultitaskHeader, "enqueue")
+	req.Header.Set(api.MultitaskHeader, "enqueue")
 	resp, err := hc.Do(req)
 	if err != nil {
 		return "", err

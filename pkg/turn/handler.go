@@ -40,13 +40,6 @@ const (
 	DefaultResumePollInterval = 250 * time.Millisecond
 )
 
-// SnapshotScopeHeader selects what a snapshot carries (turnstream extension,
-// docs/design.md#snapshots): absent or "session" means the whole session's
-// visible canonical messages, "turn" only the current turn's messages. Values
-// are matched case-insensitively; any other value is a 400
-// REQUEST_INVALID_HEADER before the body is read.
-const SnapshotScopeHeader = "X-Turnstream-Snapshot-Scope"
-
 // Definition is the single definition of the simple configuration path
 // (Options.Model and Options.Definition, no resolver): every session runs
 // it, with no tools and definition.DefaultMaxSteps model calls per turn.
@@ -141,7 +134,7 @@ type Options struct {
 	// DefaultMaxSnapshotGap. At least SnapshotInterval.
 	MaxSnapshotGap time.Duration
 	// CompactLineSpan is the longest an append line of a compact stream
-	// (StreamModeHeader, docs/compact.md) stays open; zero means
+	// (api.StreamModeHeader, docs/compact.md) stays open; zero means
 	// DefaultCompactLineSpan. Readers that wait for whole lines see text
 	// at least this often; a checkpoint can carry only closed lines.
 	CompactLineSpan time.Duration
