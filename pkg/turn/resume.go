@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,19 +14,6 @@ import (
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
-
-// resumePath parses /sessions/{sessionId}/turns/{turnId}/stream; both ids
-// must be SafeIds.
-func resumePath(p string) (sessionID, turnID string, ok bool) {
-	parts := strings.Split(p, "/")
-	if len(parts) != 6 || parts[0] != "" || parts[1] != "sessions" || parts[3] != "turns" || parts[5] != "stream" {
-		return "", "", false
-	}
-	if !protocol.IsSafeID(parts[2]) || !protocol.IsSafeID(parts[4]) {
-		return "", "", false
-	}
-	return parts[2], parts[4], true
-}
 
 // acceptResume runs the checks of a resume before any storage request:
 // method GET (405), authentication on the headers (401/403), the snapshot
