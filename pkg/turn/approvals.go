@@ -253,26 +253,28 @@ func (t *run) approvalMetadata(meta json.RawMessage, status string) json.RawMess
 }
 
 // decisionOf returns a continuation's decision from its confirmation
-// metadata: the decided call's id, and whether the message has one.
+// metadata (MetadataConfirmation): the decided call's id, and whether the
+// message has one. The metadata is read with the strict reader
+// (protocol.UnmarshalStrict), as every JSON turnstream did not just write
+// itself: a duplicated key, a lone surrogate or a case variant of
+// "confirmation" or "toolCallId" makes it no decision.
 func decisionOf(m protocol.Message) (string, bool) {
 	if m.Role != protocol.RoleAssistant || len(m.Metadata) == 0 {
 		return "", false
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(m.Metadata, &obj) != nil {
+	var meta decisionMetadata
+	if protocol.UnmarshalStrict(m.Metadata, &meta) != nil || meta.Confirmation == nil || meta.Confirmation.ToolCallID == "" {
 		return "", false
 	}
-	raw, ok := obj[MetadataConfirmation]
-	if !ok {
-		return "", false
-	}
-	var c struct {
+	return meta.Confirmation.ToolCallID, true
+}
+
+// decisionMetadata is the part of a continuation's metadata decisionOf
+// reads: {"confirmation":{"toolCallId"}} (MetadataConfirmation).
+type decisionMetadata struct {
+	Confirmation *struct {
 		ToolCallID string `json:"toolCallId"`
-	}
-	if json.Unmarshal(raw, &c) != nil || c.ToolCallID == "" {
-		return "", false
-	}
-	return c.ToolCallID, true
+	} `json:"confirmation"`
 }
 
 // decidedCalls returns the decided calls of the continuations in context
