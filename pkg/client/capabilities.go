@@ -22,10 +22,10 @@ type Capabilities struct {
 type (
 	// ProtocolVersions is one protocol and the versions served of it.
 	ProtocolVersions = api.ProtocolVersions
-	// ResumeRoute is how a turn function resumes a running turn: Method
-	// Path, with {sessionId} and {turnId} placeholders, and the query
-	// parameter Parameter carrying the last sequence the reader holds.
-	ResumeRoute = api.ResumeCapability
+	// ResumeCapability is the resume route: Method Path, with
+	// {sessionId} and {turnId} placeholders, and the query parameter
+	// Parameter carrying the last sequence the reader holds.
+	ResumeCapability = api.ResumeCapability
 	// MultitaskCapability is what a submit may do when its session is
 	// busy (Allows; docs/multitask.md); zero from a server without it.
 	MultitaskCapability = api.MultitaskCapability
@@ -74,15 +74,15 @@ func (c *Client) Capabilities(ctx context.Context) (*Capabilities, error) {
 // (ok); ok false when its capabilities say it does not, or refuse the
 // route for good (404, 405). err is a failure that may pass: the
 // capabilities could not be read (no answer, 408, 429, 5xx), or ctx's.
-func (c *Client) resumeRouteOf(ctx context.Context) (route ResumeRoute, ok bool, err error) {
+func (c *Client) resumeRouteOf(ctx context.Context) (route ResumeCapability, ok bool, err error) {
 	caps, err := c.Capabilities(ctx)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return ResumeRoute{}, false, ctx.Err()
+		return ResumeCapability{}, false, ctx.Err()
 	case err != nil && !refusedForGood(err):
-		return ResumeRoute{}, false, err
+		return ResumeCapability{}, false, err
 	case err != nil || !caps.Resumes():
-		return ResumeRoute{}, false, nil
+		return ResumeCapability{}, false, nil
 	}
 	return caps.Resume, true, nil
 }
@@ -90,16 +90,16 @@ func (c *Client) resumeRouteOf(ctx context.Context) (route ResumeRoute, ok bool,
 // resumeRoute returns the resume route when the deployment offers it and
 // Options.Resume allows it; ok is false otherwise (capabilities that
 // cannot be read included). err is only ctx's.
-func (c *Client) resumeRoute(ctx context.Context) (route ResumeRoute, ok bool, err error) {
+func (c *Client) resumeRoute(ctx context.Context) (route ResumeCapability, ok bool, err error) {
 	caps, err := c.Capabilities(ctx)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
-			return ResumeRoute{}, false, cerr
+			return ResumeCapability{}, false, cerr
 		}
-		return ResumeRoute{}, false, nil
+		return ResumeCapability{}, false, nil
 	}
 	if !caps.Resumes() {
-		return ResumeRoute{}, false, nil
+		return ResumeCapability{}, false, nil
 	}
 	return caps.Resume, true, nil
 }

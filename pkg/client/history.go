@@ -18,10 +18,10 @@ type (
 	// SessionSummary is the summary: SessionSummary.Session is the
 	// AgentsKit session envelope (protocol.DecodeSession reads it).
 	SessionSummary = api.SessionSummary
-	// RunningTurn is a session's running turn: Sequence is its latest
+	// CurrentTurn is a session's running turn: Sequence is its latest
 	// checkpoint's sequence, where a resume continues after
 	// (Resume.After).
-	RunningTurn = api.CurrentTurn
+	CurrentTurn = api.CurrentTurn
 	// PendingInteraction is one tool call waiting for the owner's
 	// decision; InteractionID is the confirmation's token
 	// (Decision.Token).

@@ -269,7 +269,7 @@ type Stream struct {
 	header  http.Header
 	lines   *lineReader
 	resumed bool // the body is a resume stream's
-	route   *ResumeRoute
+	route   *ResumeCapability
 	cursor  *protocol.CompactCursor
 	// after is the last sequence the reader held before the stream (a
 	// resume's After): snapshots up to it are skipped.
@@ -308,7 +308,7 @@ func (s *Stream) setHeaders(req *http.Request) {
 
 // setBody starts reading body, the answer of the stream's first request
 // or of a resume.
-func (s *Stream) setBody(body io.ReadCloser, header http.Header, resumed bool, route *ResumeRoute) {
+func (s *Stream) setBody(body io.ReadCloser, header http.Header, resumed bool, route *ResumeCapability) {
 	s.body, s.resumed = body, resumed
 	if s.header == nil {
 		s.header = header
@@ -709,13 +709,13 @@ func (s *Stream) reattach(dropped error) error {
 
 // openResume starts a resume of the stream's turn after sequence after
 // (from the newest state when after < 0) and returns its 200 body (open).
-func (s *Stream) openResume(route ResumeRoute, after int64) (io.ReadCloser, http.Header, error) {
+func (s *Stream) openResume(route ResumeCapability, after int64) (io.ReadCloser, http.Header, error) {
 	return s.open(s.resumeTarget(route, after))
 }
 
 // resumeTarget is the URL of a resume of the stream's turn over route
 // after sequence after (from the newest state when after < 0).
-func (s *Stream) resumeTarget(route ResumeRoute, after int64) string {
+func (s *Stream) resumeTarget(route ResumeCapability, after int64) string {
 	p := strings.NewReplacer("{sessionId}", url.PathEscape(s.sessionID), "{turnId}", url.PathEscape(s.turnID)).Replace(route.Path)
 	target := joinURL(s.c.opts.TurnURL, p)
 	if after >= 0 {
