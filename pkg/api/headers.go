@@ -8,7 +8,8 @@ const (
 	// SnapshotScopeHeader selects what a snapshot carries
 	// (docs/design.md#snapshots): ScopeSession (absent means it: the
 	// whole session's visible messages) or ScopeTurn (the current turn's
-	// messages only). POST /, POST /agui and the resume routes read it.
+	// messages only). POST / and the resume route read it; the AG-UI
+	// routes ignore it.
 	SnapshotScopeHeader = "X-Turnstream-Snapshot-Scope"
 	// StreamModeHeader negotiates the compact stream (docs/compact.md):
 	// StreamModeCompact asks for it, StreamModeSnapshots (absent means it)

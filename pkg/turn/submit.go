@@ -383,9 +383,9 @@ func parseScope(values []string) (scope, error) {
 		return 0, fmt.Errorf("%w: %s repeated", httpedge.ErrInvalidHeader, api.SnapshotScopeHeader)
 	}
 	switch v := strings.TrimSpace(values[0]); {
-	case strings.EqualFold(v, "session"):
+	case strings.EqualFold(v, api.ScopeSession):
 		return scopeSession, nil
-	case strings.EqualFold(v, "turn"):
+	case strings.EqualFold(v, api.ScopeTurn):
 		return scopeTurn, nil
 	}
 	return 0, fmt.Errorf("%w: %s", httpedge.ErrInvalidHeader, api.SnapshotScopeHeader)

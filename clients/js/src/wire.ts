@@ -15,7 +15,8 @@ import type { TurnDiagnostic } from "./protocol.js";
  * SnapshotScopeHeader selects what a snapshot carries
  * (docs/design.md#snapshots): ScopeSession (absent means it: the
  * whole session's visible messages) or ScopeTurn (the current turn's
- * messages only). POST /, POST /agui and the resume routes read it.
+ * messages only). POST / and the resume route read it; the AG-UI
+ * routes ignore it.
  */
 export const SNAPSHOT_SCOPE_HEADER = "X-Turnstream-Snapshot-Scope";
 /**
