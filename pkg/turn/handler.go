@@ -273,7 +273,8 @@ type handler struct {
 // id is one path segment, percent-decoded, and must be a SafeId. Any other
 // path, a path not in canonical form included (a trailing slash, "//",
 // a "." or ".." segment), is 404 REQUEST_NOT_FOUND; a method other than
-// the route's is 405 REQUEST_METHOD_NOT_ALLOWED naming the route's methods. Every error response is JSON
+// the route's is 405 REQUEST_METHOD_NOT_ALLOWED naming the route's
+// methods. Every error response is JSON
 // {"error":{"version":1,"code","message","retryable"}}
 // (docs/protocol.md#server-handler-behaviour).
 //
@@ -377,8 +378,9 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // A route of the turn function: its name in the request's metrics, its
-// path pattern (http.ServeMux syntax; the wildcards ids names are SafeIds,
-// the session and the turn), the methods it serves, and its handler.
+// path pattern (http.ServeMux syntax; api.SubmitPath "/" is "/{$}", the
+// root alone), the methods it serves, the names of the wildcards that
+// hold the session and turn ids (SafeIds), and its handler.
 type route struct {
 	name    string
 	pattern string
