@@ -556,13 +556,8 @@ func statusWord(status string, d *protocol.Diagnostic) string {
 // turn denied (its metadata.confirmation, docs/approvals.md), "" when m
 // carries no denial.
 func deniedCall(m protocol.Message) string {
-	var md struct {
-		Confirmation struct {
-			Decision   string `json:"decision"`
-			ToolCallID string `json:"toolCallId"`
-		} `json:"confirmation"`
-	}
-	if len(m.Metadata) == 0 || json.Unmarshal(m.Metadata, &md) != nil || md.Confirmation.Decision != protocol.DecisionDeny {
+	var md api.ApprovalMetadata
+	if len(m.Metadata) == 0 || json.Unmarshal(m.Metadata, &md) != nil || md.Confirmation == nil || md.Confirmation.Decision != protocol.DecisionDeny {
 		return ""
 	}
 	return md.Confirmation.ToolCallID

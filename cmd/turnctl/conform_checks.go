@@ -240,12 +240,8 @@ func errorText(err error) string {
 
 // errorCode returns the code of an error body, or "" when it has none.
 func errorCode(body []byte) string {
-	var e struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) != nil {
+	var e api.ErrorBody
+	if json.Unmarshal(body, &e) != nil || e.Error == nil {
 		return ""
 	}
 	return e.Error.Code

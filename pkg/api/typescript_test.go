@@ -52,6 +52,7 @@ var tsTypes = []any{
 	api.AGUIResumeCapability{}, api.ResumeCapability{}, api.DurableTurnsCapability{}, api.MultitaskCapability{},
 	api.DefinitionPolicies{}, api.QuotasCapability{}, api.Quotas{}, api.QuotaLimits{}, api.UsageRoute{},
 	api.QuotaCodes{}, api.BudgetsCapability{}, api.TurnBudgets{}, api.LimitsCapability{},
+	api.ApprovalMetadata{}, api.PendingConfirmation{}, api.ConfirmationMetadata{},
 }
 
 // TestTypeScriptContract: clients/js/src/wire.ts is exactly what this
@@ -199,12 +200,17 @@ func generateTS(t *testing.T) []byte {
 			if jname == "" {
 				t.Fatalf("%s.%s has no json name", name, f.Name)
 			}
+			omitted := strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero")
+			ft := f.Type
+			if omitted && ft.Kind() == reflect.Pointer {
+				ft = ft.Elem() // absent, never null
+			}
 			typ := f.Tag.Get("ts")
 			if typ == "" {
-				typ = tsType(t, f.Type)
+				typ = tsType(t, ft)
 			}
 			opt := ""
-			if strings.Contains(opts, "omitempty") || strings.Contains(opts, "omitzero") {
+			if omitted {
 				opt = "?"
 			}
 			writeDoc(&b, fields[f.Name], "  ")

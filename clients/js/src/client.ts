@@ -30,6 +30,7 @@ import {
 } from "./protocol.js";
 import {
   EXTENSION_RESUME,
+  METADATA_PENDING_CONFIRMATIONS,
   MULTITASK_HEADER,
   MULTITASK_POLICIES,
   MULTITASK_REJECT,
@@ -39,6 +40,7 @@ import {
   STREAM_MODE_HEADER,
   type Capabilities,
   type MultitaskPolicy,
+  type PendingConfirmation,
   type PendingInteraction,
   type Queued,
   type QueuedTurn,
@@ -127,18 +129,6 @@ export interface DecideOptions {
   scope?: "session" | "turn";
   signal?: AbortSignal;
   onInvalidLine?: (diagnostic: DecoderDiagnostic) => void;
-}
-
-/**
- * PendingConfirmation is one entry of an assistant message's
- * metadata.pendingConfirmations: a call of toolCallId to the tool action
- * that waits for a decision until expiresAt (epoch ms).
- */
-export interface PendingConfirmation {
-  token: string;
-  toolCallId: string;
-  action: string;
-  expiresAt: number;
 }
 
 /** ResumeOptions name a running turn to read from where a reader left it. */
@@ -819,7 +809,7 @@ function lastContentLength(s: SnapshotEvent): number {
  * which still wait.
  */
 export function pendingConfirmations(message: Message): PendingConfirmation[] {
-  const list = message.metadata?.pendingConfirmations;
+  const list = message.metadata?.[METADATA_PENDING_CONFIRMATIONS];
   if (!Array.isArray(list)) return [];
   const out: PendingConfirmation[] = [];
   for (const c of list) {

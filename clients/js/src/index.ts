@@ -7,7 +7,6 @@ export type {
   HeaderSource,
   Page,
   PageOptions,
-  PendingConfirmation,
   ResumeOptions,
   SubmitOptions,
   TurnSummary,

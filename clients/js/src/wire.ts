@@ -136,6 +136,22 @@ export const RESUME_PATH = "/sessions/{sessionId}/turns/{turnId}/stream";
  */
 export const RESUME_AFTER_PARAMETER = "after";
 
+// Members turnstream sets in an assistant message's metadata (turnstream
+// extension, docs/approvals.md). AgentsKit keeps metadata verbatim, so
+// they travel in snapshots, history and resumes alike.
+/**
+ * MetadataPendingConfirmations is set on the assistant message of a
+ * turn that ended waiting for approval: one PendingConfirmation per
+ * call whose toolCalls entry has status requires_confirmation.
+ */
+export const METADATA_PENDING_CONFIRMATIONS = "pendingConfirmations";
+/**
+ * MetadataConfirmation is set on the assistant message of a
+ * continuation turn (a decision): ConfirmationMetadata. The decided
+ * call is the first entry of the message's toolCalls, with its result.
+ */
+export const METADATA_CONFIRMATION = "confirmation";
+
 // Usage periods (the period parameter; UTC days and months).
 export const PERIOD_DAY = "day";
 export const PERIOD_MONTH = "month";
@@ -530,9 +546,9 @@ export interface LimitStatus {
   scope: string;
   name: string;
   limit: number;
-  used?: number | null;
-  remaining?: number | null;
-  resetsAt?: string | null;
+  used?: number;
+  remaining?: number;
+  resetsAt?: string;
 }
 
 /**
@@ -895,4 +911,56 @@ export interface LimitsCapability {
    */
   snapshotBytesPerSecond: number;
   maxSnapshotGapMs: number;
+}
+
+/**
+ * ApprovalMetadata is the part of an assistant message's metadata the
+ * approvals extension sets: MetadataPendingConfirmations and
+ * MetadataConfirmation, each absent when it does not apply.
+ */
+export interface ApprovalMetadata {
+  pendingConfirmations?: PendingConfirmation[];
+  confirmation?: ConfirmationMetadata;
+}
+
+/**
+ * PendingConfirmation is a tool call a turn left waiting for its owner's
+ * decision.
+ *
+ * 	{"token","toolCallId","action","expiresAt":<epoch ms>}
+ */
+export interface PendingConfirmation {
+  /**
+   * Token is what a decision names (the submit payload's
+   * confirmation.token; PendingInteraction.InteractionID).
+   */
+  token: string;
+  toolCallId: string;
+  /**
+   * Action is the tool's name.
+   */
+  action: string;
+  /**
+   * ExpiresAt is when the call can no longer be decided, in
+   * milliseconds since the Unix epoch.
+   */
+  expiresAt: number;
+}
+
+/**
+ * ConfirmationMetadata records a continuation's decision.
+ *
+ * 	{"token","decision":"approve"|"deny","parentTurnId","toolCallId"}
+ */
+export interface ConfirmationMetadata {
+  token: string;
+  /**
+   * Decision is protocol.DecisionApprove or protocol.DecisionDeny.
+   */
+  decision: "approve" | "deny";
+  /**
+   * ParentTurnID is the turn that asked.
+   */
+  parentTurnId: string;
+  toolCallId: string;
 }
