@@ -6,9 +6,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
-	"github.com/turnstream/turnstream/pkg/turn"
 )
 
 // compactLog is what a compact-mode client saw of one stream: it applies
@@ -67,7 +67,7 @@ func followCompact(open func(client.StreamOptions) (*client.Stream, error)) (*co
 		return nil, err
 	}
 	defer func() { _ = s.Close() }()
-	if s.Header().Get(client.StreamModeHeader) != turn.StreamModeCompact {
+	if s.Header().Get(api.StreamModeHeader) != api.StreamModeCompact {
 		return nil, errors.New("the server did not answer in compact mode")
 	}
 	shown := 0

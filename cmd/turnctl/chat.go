@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -152,8 +153,8 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if status, ok := parseFlags(fs, args, chatUsage, stdout, stderr); !ok {
 		return status
 	}
-	if opts.multitask != "" && !slices.Contains(client.MultitaskPolicies, opts.multitask) {
-		_, _ = fmt.Fprintf(stderr, "turnctl chat: -multitask must be one of %s\n", strings.Join(client.MultitaskPolicies, ", "))
+	if opts.multitask != "" && !slices.Contains(api.MultitaskPolicies, opts.multitask) {
+		_, _ = fmt.Fprintf(stderr, "turnctl chat: -multitask must be one of %s\n", strings.Join(api.MultitaskPolicies, ", "))
 		return 2
 	}
 	if opts.sessionID == "" {
@@ -555,13 +556,8 @@ func statusWord(status string, d *protocol.Diagnostic) string {
 // turn denied (its metadata.confirmation, docs/approvals.md), "" when m
 // carries no denial.
 func deniedCall(m protocol.Message) string {
-	var md struct {
-		Confirmation struct {
-			Decision   string `json:"decision"`
-			ToolCallID string `json:"toolCallId"`
-		} `json:"confirmation"`
-	}
-	if len(m.Metadata) == 0 || json.Unmarshal(m.Metadata, &md) != nil || md.Confirmation.Decision != protocol.DecisionDeny {
+	var md api.ApprovalMetadata
+	if len(m.Metadata) == 0 || json.Unmarshal(m.Metadata, &md) != nil || md.Confirmation == nil || md.Confirmation.Decision != protocol.DecisionDeny {
 		return ""
 	}
 	return md.Confirmation.ToolCallID
@@ -890,7 +886,7 @@ func (l *lockedRenderer) status(text string) {
 }
 
 // streamModeHeader negotiates the compact stream (docs/compact.md).
-const streamModeHeader = client.StreamModeHeader
+const streamModeHeader = api.StreamModeHeader
 
 // noticeReconnecting starts the transient status shown while a dropped
 // stream is resumed; noticeQueued the one shown while a queued turn

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -239,12 +240,8 @@ func errorText(err error) string {
 
 // errorCode returns the code of an error body, or "" when it has none.
 func errorCode(body []byte) string {
-	var e struct {
-		Error struct {
-			Code string `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &e) != nil {
+	var e api.ErrorBody
+	if json.Unmarshal(body, &e) != nil || e.Error == nil {
 		return ""
 	}
 	return e.Error.Code
@@ -305,7 +302,7 @@ func (c *conformer) historyMessages(ctx context.Context, sessionID string) ([]pr
 
 // snapshotScopeHeader is turnstream's request header choosing what a
 // snapshot carries: the whole session (default) or the current turn.
-const snapshotScopeHeader = client.ScopeHeader
+const snapshotScopeHeader = api.SnapshotScopeHeader
 
 // checkSnapshotScope submits a second turn to the first turn's session
 // asking for turn-scoped snapshots: none may carry the first turn's
@@ -324,7 +321,7 @@ func (c *conformer) checkSnapshotScope(ctx context.Context, first *submitted) {
 		earlier[m.ID] = true
 	}
 	sub := newSubmit(first.sessionID, shortInput)
-	sub.Scope = client.ScopeTurn
+	sub.Scope = api.ScopeTurn
 	s := &submitted{sessionID: sub.SessionID, turnID: sub.TurnID, sub: sub}
 	c.stream(ctx, s, nil)
 	var p problems

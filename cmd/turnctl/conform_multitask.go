@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -29,16 +30,16 @@ func (c *conformer) checkMultitask(ctx context.Context) {
 	if c.caps != nil {
 		policies = c.caps.Multitask.Policies
 	}
-	for _, p := range client.MultitaskPolicies {
+	for _, p := range api.MultitaskPolicies {
 		name := "multitask." + p
 		if !slices.Contains(policies, p) {
 			c.record(name, checkSkip, "not advertised by /capabilities (multitask.policies)")
 			continue
 		}
 		switch p {
-		case client.MultitaskReject:
+		case api.MultitaskReject:
 			c.checkMultitaskReject(ctx, name)
-		case client.MultitaskEnqueue:
+		case api.MultitaskEnqueue:
 			c.checkMultitaskEnqueue(ctx, name)
 		default:
 			c.checkMultitaskInterrupt(ctx, name, p)
@@ -72,7 +73,7 @@ func (c *conformer) checkMultitaskReject(ctx context.Context, name string) {
 	var err error
 	long, sent := c.whileRunning(ctx, func(sessionID string) {
 		status, header, body, err = c.do(ctx, http.MethodPost, c.opts.turnURL, submitBody(sessionID, "turn-"+randomHex(8), shortInput),
-			"application/json", http.Header{client.MultitaskHeader: {client.MultitaskReject}})
+			"application/json", http.Header{api.MultitaskHeader: {api.MultitaskReject}})
 	})
 	if c.skipUnlessRunning(name, long, sent) {
 		return
@@ -119,7 +120,7 @@ func (c *conformer) checkMultitaskEnqueue(ctx context.Context, name string) {
 	var turnID string
 	long, sent := c.whileRunning(ctx, func(sessionID string) {
 		sub := newSubmit(sessionID, enqueueInput)
-		sub.Multitask, turnID = client.MultitaskEnqueue, sub.TurnID
+		sub.Multitask, turnID = api.MultitaskEnqueue, sub.TurnID
 		queued, qerr = c.api.Submit(ctx, sub)
 	})
 	if c.skipUnlessRunning(name, long, sent) {
@@ -223,17 +224,17 @@ func (c *conformer) checkMultitaskInterrupt(ctx context.Context, name, policy st
 			p.addf("history: %s", errorText(err))
 		case slices.Index(ids, second.turnID) < 0:
 			p.addf("history lists %v without the new turn", short(ids))
-		case policy == client.MultitaskRollback && interrupted && !gone:
+		case policy == api.MultitaskRollback && interrupted && !gone:
 			p.addf("history still lists the rolled-back turn")
-		case policy == client.MultitaskInterrupt && gone:
+		case policy == api.MultitaskInterrupt && gone:
 			p.addf("history no longer lists the interrupted turn (only rollback removes it)")
 		}
-		if policy == client.MultitaskRollback && interrupted && carriesTurn(second.last().Snapshot.Messages, long) {
+		if policy == api.MultitaskRollback && interrupted && carriesTurn(second.last().Snapshot.Messages, long) {
 			p.addf("the new turn's snapshot still carries the rolled-back turn's messages")
 		}
 	}
 	detail := "the running turn ended TURN_INTERRUPTED, the new one streamed to complete"
-	if policy == client.MultitaskRollback {
+	if policy == api.MultitaskRollback {
 		detail += "; the stopped turn is gone from history"
 	}
 	if !interrupted {

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/model/echo"
@@ -359,7 +359,7 @@ func TestConformBrokenServers(t *testing.T) {
 	}{
 		wrap: func(h http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				r.Header.Del(client.MultitaskHeader)
+				r.Header.Del(api.MultitaskHeader)
 				h.ServeHTTP(w, r)
 			})
 		},
@@ -372,8 +372,8 @@ func TestConformBrokenServers(t *testing.T) {
 	}{
 		wrap: func(h http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Header.Get(client.MultitaskHeader) == client.MultitaskRollback {
-					r.Header.Set(client.MultitaskHeader, client.MultitaskInterrupt)
+				if r.Header.Get(api.MultitaskHeader) == api.MultitaskRollback {
+					r.Header.Set(api.MultitaskHeader, api.MultitaskInterrupt)
 				}
 				h.ServeHTTP(w, r)
 			})
@@ -432,7 +432,7 @@ func TestConformPrintsRowsAsTheyRun(t *testing.T) {
 	var once sync.Once
 	u := devWiring(t, memory.New(memory.Options{}), func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get(client.MultitaskHeader) != "" {
+			if r.Header.Get(api.MultitaskHeader) != "" {
 				once.Do(func() { seen = out.String() })
 			}
 			h.ServeHTTP(w, r)

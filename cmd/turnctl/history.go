@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -146,13 +147,8 @@ func printTurn(w io.Writer, t client.TurnSummary, decided map[string]string) {
 // is the assistant message of a decision turn (its
 // metadata.confirmation), "" otherwise.
 func decisionOf(m protocol.Message) (decision, toolCallID string) {
-	var md struct {
-		Confirmation struct {
-			Decision   string `json:"decision"`
-			ToolCallID string `json:"toolCallId"`
-		} `json:"confirmation"`
-	}
-	if m.Role != protocol.RoleAssistant || len(m.Metadata) == 0 || json.Unmarshal(m.Metadata, &md) != nil {
+	var md api.ApprovalMetadata
+	if m.Role != protocol.RoleAssistant || len(m.Metadata) == 0 || json.Unmarshal(m.Metadata, &md) != nil || md.Confirmation == nil {
 		return "", ""
 	}
 	switch md.Confirmation.Decision {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/client"
 )
 
@@ -41,7 +42,7 @@ the usage ledger answers 404 REQUEST_NOT_FOUND), 2 for bad usage.
 func runUsage(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("usage", flag.ContinueOnError)
 	base := fs.String("url", defaultHistoryURL(), "history function URL (default $"+historyURLEnv+", else the dev server's)")
-	period := fs.String("period", client.PeriodDay, "day or month (UTC)")
+	period := fs.String("period", api.PeriodDay, "day or month (UTC)")
 	tenant := fs.Bool("tenant", false, "your tenant's usage, by principal (the trusted principal only)")
 	var authn authFlags
 	authn.register(fs)
@@ -49,7 +50,7 @@ func runUsage(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	if status, ok := parseFlags(fs, args, usageUsage, stdout, stderr); !ok {
 		return status
 	}
-	if fs.NArg() != 0 || *period != client.PeriodDay && *period != client.PeriodMonth {
+	if fs.NArg() != 0 || *period != api.PeriodDay && *period != api.PeriodMonth {
 		_, _ = fmt.Fprintln(stderr, "turnctl usage: -period is day or month, and no arguments are taken")
 		return 2
 	}
@@ -112,10 +113,10 @@ func printTenantUsage(ctx context.Context, cl *client.Client, period string, asJ
 				_, _ = fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\n", escapeText(p.Principal.Subject, false), u.Turns, u.InputTokens, u.OutputTokens, u.ModelCalls, u.ToolCalls)
 			}
 		}
-		if !r.HasMore {
+		if !r.HasMore || r.NextCursor == nil {
 			break
 		}
-		cursor = r.NextCursor
+		cursor = *r.NextCursor
 	}
 	if !asJSON {
 		_ = tw.Flush()
@@ -174,7 +175,7 @@ func printRetryAfter(w io.Writer, cmd string, e *client.Error) {
 		return
 	}
 	line := fmt.Sprintf("turnctl %s: retry in %s", cmd, wait)
-	if q := e.Header.Get("X-Turnstream-Quota"); q != "" {
+	if q := e.Header.Get(api.QuotaHeader); q != "" {
 		line += " (quota " + escapeText(q, false) + ")"
 	}
 	_, _ = fmt.Fprintln(w, line)

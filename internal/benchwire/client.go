@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/turnstream/turnstream/internal/loadcheck"
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -198,7 +199,7 @@ func decodeLine(l *Line, b []byte, keepMessages bool) {
 func Submitting(ctx context.Context, c *client.Client, sessionID, turnID, input string, turnScope bool) func(client.StreamOptions) (*client.Stream, error) {
 	return func(o client.StreamOptions) (*client.Stream, error) {
 		if turnScope {
-			o.Scope = client.ScopeTurn
+			o.Scope = api.ScopeTurn
 		}
 		return c.Submit(ctx, client.Submit{SessionID: sessionID, TurnID: turnID, EventID: "e-" + turnID, Input: input, StreamOptions: o})
 	}

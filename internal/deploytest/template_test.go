@@ -19,9 +19,9 @@ import (
 	"github.com/awslabs/goformation/v7/cloudformation/serverless"
 	"github.com/awslabs/goformation/v7/intrinsics"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
-	"github.com/turnstream/turnstream/pkg/turn"
 )
 
 // functions maps each template function to the DynamoDB actions its code
@@ -547,13 +547,13 @@ func checkCORS(t *testing.T, fname string, urlConfig, origins any) {
 	if fname != "TurnFunction" {
 		return
 	}
-	for _, h := range []string{turn.SnapshotScopeHeader, turn.StreamModeHeader} {
+	for _, h := range []string{api.SnapshotScopeHeader, api.StreamModeHeader} {
 		if got := list("AllowHeaders"); !slices.Contains(got, strings.ToLower(h)) {
 			t.Errorf("CORS AllowHeaders %v lack %s", got, strings.ToLower(h))
 		}
 	}
-	if got := list("ExposeHeaders"); !slices.Contains(got, strings.ToLower(turn.StreamModeHeader)) {
-		t.Errorf("CORS ExposeHeaders %v lack %s", got, strings.ToLower(turn.StreamModeHeader))
+	if got := list("ExposeHeaders"); !slices.Contains(got, strings.ToLower(api.StreamModeHeader)) {
+		t.Errorf("CORS ExposeHeaders %v lack %s", got, strings.ToLower(api.StreamModeHeader))
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/turnstream/turnstream/pkg/api"
 )
 
 // The harness's client: every request it makes is recorded in its
@@ -21,11 +23,8 @@ import (
 // keep-alive, so that a killed process never leaves a stale connection).
 
 const (
-	multitaskHdr = "X-Turnstream-Multitask"
-	scopeTurn    = "turn"
-	scopeHdr     = "X-Turnstream-Snapshot-Scope"
-	readLimit    = 4 << 20
-	readBudget   = 10 * time.Second // a history read, a stop, a replay
+	readLimit  = 4 << 20
+	readBudget = 10 * time.Second // a history read, a stop, a replay
 )
 
 type client struct {
@@ -89,7 +88,7 @@ func (c *client) submit(ctx context.Context, lg *sessionLog, proc int, session, 
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if multitask != "" {
-		req.Header.Set(multitaskHdr, multitask)
+		req.Header.Set(api.MultitaskHeader, multitask)
 	}
 	c.stream(ctx, lg, st, req, 0)
 	return st
@@ -99,7 +98,7 @@ func (c *client) submit(ctx context.Context, lg *sessionLog, proc int, session, 
 // it opened.
 func (c *client) resume(ctx context.Context, lg *sessionLog, proc int, session, turn string, after int64, dropAfter time.Duration) *Stream {
 	st := &Stream{ID: int(c.ids.Add(1)), Kind: "resume", Proc: proc, Session: session, Turn: turn, After: after}
-	u := fmt.Sprintf("%s/turn/sessions/%s/turns/%s/stream", c.ps.base(proc), session, turn)
+	u := c.ps.base(proc) + "/turn/" + api.StreamURL(session, turn)
 	if after >= 0 {
 		u += fmt.Sprintf("?after=%d", after)
 	}
@@ -123,7 +122,7 @@ func (c *client) stream(ctx context.Context, lg *sessionLog, st *Stream, req *ht
 	}
 	req = req.WithContext(ctx)
 	req.Header.Set("Authorization", lg.auth())
-	req.Header.Set(scopeHdr, scopeTurn)
+	req.Header.Set(api.SnapshotScopeHeader, api.ScopeTurn)
 	st.Start = time.Now()
 	lg.addStream(st)
 	defer func() { st.End = time.Now() }()
@@ -175,14 +174,9 @@ func (c *client) stream(ctx context.Context, lg *sessionLog, st *Stream, req *ht
 // errorBody reads an error body's code and retryable
 // ({"error":{"code","retryable"}}).
 func errorBody(body io.Reader) (code string, retryable bool) {
-	var e struct {
-		Error struct {
-			Code      string `json:"code"`
-			Retryable bool   `json:"retryable"`
-		} `json:"error"`
-	}
+	var e api.ErrorBody
 	b, _ := io.ReadAll(io.LimitReader(body, readLimit))
-	if json.Unmarshal(b, &e) != nil {
+	if json.Unmarshal(b, &e) != nil || e.Error == nil {
 		return "", false
 	}
 	return e.Error.Code, e.Error.Retryable
@@ -256,7 +250,7 @@ func (c *client) post(ctx context.Context, proc int, auth, path string, body []b
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", auth)
-	req.Header.Set(scopeHdr, scopeTurn)
+	req.Header.Set(api.SnapshotScopeHeader, api.ScopeTurn)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return 0, "", false, err

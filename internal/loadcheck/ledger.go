@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/turnstream/turnstream/internal/dynamobench"
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/client"
 )
 
@@ -55,7 +56,7 @@ type LedgerFigures struct{ Turns, InputTokens, OutputTokens int64 }
 // ledgerBaseline reads the principal's month counters before the run:
 // nil with the reason when the ledger is not checked.
 func ledgerBaseline(ctx context.Context, c *client.Client) (*client.UsageReport, string) {
-	u, err := c.Usage(ctx, client.UsageOptions{Period: client.PeriodMonth})
+	u, err := c.Usage(ctx, client.UsageOptions{Period: api.PeriodMonth})
 	var e *client.Error
 	switch {
 	case errors.As(err, &e) && e.Status == http.StatusNotFound:
@@ -102,7 +103,7 @@ func checkLedger(ctx context.Context, c *client.Client, srv Server, before *clie
 		}
 		return
 	}
-	after, err := c.Usage(ctx, client.UsageOptions{Period: client.PeriodMonth})
+	after, err := c.Usage(ctx, client.UsageOptions{Period: api.PeriodMonth})
 	if err != nil {
 		rep.problem("ledger: GET /usage after the run: %v", err)
 		return

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -107,7 +108,7 @@ func Submit(ctx context.Context, c *client.Client, sessionID, turnID, input stri
 	defer cancel()
 	sub := client.Submit{SessionID: sessionID, TurnID: turnID, EventID: "e-" + turnID, Input: input}
 	if o.TurnScope {
-		sub.Scope = client.ScopeTurn
+		sub.Scope = api.ScopeTurn
 	}
 	sub.OnLine = func(line []byte) {
 		if res.Lines == 0 {

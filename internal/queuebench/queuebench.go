@@ -34,6 +34,7 @@ import (
 
 	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/internal/dynamobench"
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/client"
@@ -291,7 +292,7 @@ func enqueueRaw(ctx context.Context, hc *http.Client, turnURL, sid, tid, input s
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", auth.DevAuthorization(benchwire.Subject))
-	req.Header.Set(turn.MultitaskHeader, "enqueue")
+	req.Header.Set(api.MultitaskHeader, api.MultitaskEnqueue)
 	resp, err := hc.Do(req)
 	if err != nil {
 		return "", err
@@ -301,9 +302,7 @@ func enqueueRaw(ctx context.Context, hc *http.Client, turnURL, sid, tid, input s
 	if resp.StatusCode != http.StatusAccepted {
 		return "", fmt.Errorf("enqueue: %d %s", resp.StatusCode, raw)
 	}
-	var q struct {
-		StreamURL string `json:"streamUrl"`
-	}
+	var q api.Queued
 	if err := json.Unmarshal(raw, &q); err != nil || q.StreamURL == "" {
 		return "", fmt.Errorf("enqueue answer %s", raw)
 	}

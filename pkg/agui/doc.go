@@ -12,9 +12,10 @@
 //
 // Encoding writes compact JSON without HTML escaping, one event per SSE
 // frame: "id: <event id>\ndata: <json>\n\n" (LF only; AG-UI's reference
-// parser splits frames at "\n\n"). Decoding reads untrusted bytes strictly
-// (docs/design.md#wire-protocol-v1): keys match case-sensitively, a duplicated key or
-// invalid UTF-8 is invalid, and a member that equals a field of the same
-// object but for case is invalid. Errors name the field and the rule broken,
+// parser splits frames at "\n\n"). Decoding reads untrusted bytes with the
+// one strict reader, protocol.UnmarshalStrict (docs/design.md#wire-protocol-v1):
+// keys match case-sensitively, a duplicated key, a lone surrogate escape,
+// invalid UTF-8 or a null member is invalid, and a member that equals a
+// field of the same object but for case is invalid. Errors name the field and the rule broken,
 // never a value of the input.
 package agui

@@ -6,9 +6,6 @@ import (
 	"errors"
 	"strings"
 
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -57,41 +54,53 @@ func (e *InputError) Error() string { return "agui: RunAgentInput " + e.Field + 
 var ErrInvalidJSON = errors.New("agui: RunAgentInput is not valid JSON")
 
 // runAgentInput is the part of RunAgentInput turnstream reads; the other
-// members (state, tools, context, forwardedProps, parentRunId) are
-// accepted and ignored (docs/agui.md).
+// members it knows (state, tools, context, forwardedProps, parentRunId)
+// are accepted and ignored (docs/agui.md), but declared, so that the
+// strict reader refuses a member equal to one of them but for case.
 type runAgentInput struct {
-	ThreadID        *string                   `json:"threadId"`
-	RunID           *string                   `json:"runId"`
-	ProtocolVersion *string                   `json:"protocolVersion"`
-	Messages        []jsontext.Value          `json:"messages"`
-	Resume          []jsontext.Value          `json:"resume"`
-	Unknown         map[string]jsontext.Value `json:",embed"`
+	ThreadID        *string           `json:"threadId"`
+	RunID           *string           `json:"runId"`
+	ProtocolVersion *string           `json:"protocolVersion"`
+	Messages        []json.RawMessage `json:"messages"`
+	Resume          []json.RawMessage `json:"resume"`
+	State           json.RawMessage   `json:"state"`
+	Tools           json.RawMessage   `json:"tools"`
+	Context         json.RawMessage   `json:"context"`
+	ForwardedProps  json.RawMessage   `json:"forwardedProps"`
+	ParentRunID     json.RawMessage   `json:"parentRunId"`
 }
 
-var inputFields = []string{"threadId", "runId", "protocolVersion", "messages", "resume",
-	"state", "tools", "context", "forwardedProps", "parentRunId"}
-
+// inputMessage is an AG-UI message as turnstream reads the last one.
 type inputMessage struct {
-	Role    *string                   `json:"role"`
-	Content jsontext.Value            `json:"content"`
-	Unknown map[string]jsontext.Value `json:",embed"`
+	Role       *string         `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ID         json.RawMessage `json:"id"`
+	Name       json.RawMessage `json:"name"`
+	ToolCalls  json.RawMessage `json:"toolCalls"`
+	ToolCallID json.RawMessage `json:"toolCallId"`
+	Metadata   json.RawMessage `json:"metadata"`
 }
 
-var messageFields = []string{"id", "role", "content", "name", "toolCalls", "toolCallId", "metadata"}
+// textContent is a message whose content is a string.
+type textContent struct {
+	Content string `json:"content"`
+}
 
+// resumeEntry is one entry of RunAgentInput.resume.
 type resumeEntry struct {
-	InterruptID *string                   `json:"interruptId"`
-	Status      *string                   `json:"status"`
-	Payload     jsontext.Value            `json:"payload"`
-	Unknown     map[string]jsontext.Value `json:",embed"`
+	InterruptID *string         `json:"interruptId"`
+	Status      *string         `json:"status"`
+	Payload     json.RawMessage `json:"payload"`
+	Metadata    json.RawMessage `json:"metadata"`
 }
 
-var resumeFields = []string{"interruptId", "status", "payload", "metadata"}
-
+// approval is a resolved entry's payload.
 type approval struct {
-	Approved *bool                     `json:"approved"`
-	Unknown  map[string]jsontext.Value `json:",embed"`
+	Approved *bool `json:"approved"`
 }
+
+// isObject reports whether raw, a JSON value, is an object.
+func isObject(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '{' }
 
 // DecodeRunAgentInput reads body as an AG-UI RunAgentInput, strictly
 // (package documentation). It returns ErrInvalidJSON for a body that is
@@ -118,11 +127,8 @@ func DecodeRunAgentInput(body []byte) (*RunInput, error) {
 		return nil, &InputError{Field: "(body)", Reason: "not a JSON object"}
 	}
 	var in runAgentInput
-	if err := jsonv2.Unmarshal(trimmed, &in); err != nil {
-		return nil, &InputError{Field: "(body)", Reason: "a member has the wrong type, a duplicate name or invalid UTF-8"}
-	}
-	if err := caseVariants("(body)", in.Unknown, inputFields); err != nil {
-		return nil, err
+	if err := protocol.UnmarshalStrict(trimmed, &in); err != nil {
+		return nil, &InputError{Field: "(body)", Reason: "a member has the wrong type or is null, a name is duplicated or differs from a field's only by case, or a string is not valid UTF-16"}
 	}
 	out := &RunInput{}
 	switch {
@@ -137,7 +143,7 @@ func DecodeRunAgentInput(body []byte) (*RunInput, error) {
 	}
 	out.ThreadID, out.RunID = *in.ThreadID, *in.RunID
 	for _, m := range in.Messages {
-		if m.Kind() != '{' {
+		if !isObject(m) {
 			return nil, &InputError{Field: "messages", Reason: "every message must be an object"}
 		}
 	}
@@ -164,37 +170,32 @@ func DecodeRunAgentInput(body []byte) (*RunInput, error) {
 // lastUserText returns the content of the last message when it is a user
 // message; ok is false when it is another role (or there is none). A user
 // message whose content is not a non-blank string is an error.
-func lastUserText(msgs []jsontext.Value) (string, bool, error) {
+func lastUserText(msgs []json.RawMessage) (string, bool, error) {
 	if len(msgs) == 0 {
 		return "", false, nil
 	}
+	last := msgs[len(msgs)-1]
 	var m inputMessage
-	if err := jsonv2.Unmarshal(msgs[len(msgs)-1], &m); err != nil {
-		return "", false, &InputError{Field: "messages", Reason: "the last message has a member of the wrong type"}
-	}
-	if err := caseVariants("messages", m.Unknown, messageFields); err != nil {
-		return "", false, err
+	if err := protocol.UnmarshalStrict(last, &m); err != nil {
+		return "", false, &InputError{Field: "messages", Reason: "the last message has a member of the wrong type, or one whose name differs from a field's only by case"}
 	}
 	if m.Role == nil || *m.Role != RoleUser {
 		return "", false, nil
 	}
-	var text string
-	if m.Content.Kind() != '"' || jsonv2.Unmarshal(m.Content, &text) != nil || protocol.IsBlank(text) {
+	var c textContent
+	if len(m.Content) == 0 || m.Content[0] != '"' || protocol.UnmarshalStrict(last, &c) != nil || protocol.IsBlank(c.Content) {
 		return "", false, &InputError{Field: "messages", Reason: "the last user message's content must be a non-blank string"}
 	}
-	return text, true, nil
+	return c.Content, true, nil
 }
 
 // decision reads the resume entries: the one resolved entry, or nil.
-func decision(entries []jsontext.Value) (*Decision, error) {
+func decision(entries []json.RawMessage) (*Decision, error) {
 	var out *Decision
 	for _, raw := range entries {
 		var e resumeEntry
-		if raw.Kind() != '{' || jsonv2.Unmarshal(raw, &e) != nil {
-			return nil, &InputError{Field: "resume", Reason: "every entry must be an object {interruptId, status, payload?}"}
-		}
-		if err := caseVariants("resume", e.Unknown, resumeFields); err != nil {
-			return nil, err
+		if !isObject(raw) || protocol.UnmarshalStrict(raw, &e) != nil {
+			return nil, &InputError{Field: "resume", Reason: "every entry must be an object {interruptId, status, payload?}, its member names exactly these"}
 		}
 		if e.InterruptID == nil || e.Status == nil {
 			return nil, &InputError{Field: "resume", Reason: "every entry needs interruptId and status"}
@@ -213,24 +214,10 @@ func decision(entries []jsontext.Value) (*Decision, error) {
 			return nil, &InputError{Field: "resume", Reason: "interruptId must be an interrupt id this server sent"}
 		}
 		var a approval
-		if e.Payload.Kind() != '{' || jsonv2.Unmarshal(e.Payload, &a) != nil || a.Approved == nil {
+		if !isObject(e.Payload) || protocol.UnmarshalStrict(e.Payload, &a) != nil || a.Approved == nil {
 			return nil, &InputError{Field: "resume", Reason: `a resolved entry's payload must be {"approved": true|false}`}
-		}
-		if err := caseVariants("resume", a.Unknown, []string{"approved"}); err != nil {
-			return nil, err
 		}
 		out = &Decision{InterruptID: *e.InterruptID, Approve: *a.Approved}
 	}
 	return out, nil
-}
-
-// caseVariants reports a member of unknown that names one of known but
-// for case: a case-folding reader would take it for the field.
-func caseVariants(field string, unknown map[string]jsontext.Value, known []string) error {
-	for name := range unknown {
-		if protocol.IsCaseVariant(name, known...) {
-			return &InputError{Field: field, Reason: "a member's name differs from a field's only by case"}
-		}
-	}
-	return nil
 }

@@ -6,43 +6,30 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/turnstream/turnstream/pkg/api"
 )
 
 // Capabilities is GET {TurnURL}capabilities: what the deployment supports
-// (docs/design.md#the-three-functions).
+// (api.Capabilities), with the document as received.
 type Capabilities struct {
-	Protocols []ProtocolVersions `json:"protocols"`
-	// Extensions are turnstream's extensions the deployment serves, e.g.
-	// snapshotScope, stop, lineage, artifacts, history, resume,
-	// durableTurns, compact, approvals.
-	Extensions []string `json:"extensions"`
-	// Resume is the resume route; Available is false (and "resume" not
-	// in Extensions) where the deployment does not checkpoint running
-	// turns.
-	Resume ResumeRoute `json:"resume"`
-	// Multitask is what a submit may do when its session is busy
-	// (Allows; docs/multitask.md); zero from a server without it.
-	Multitask MultitaskCapability `json:"multitask"`
+	api.Capabilities
 	// Raw is the whole document as received.
 	Raw json.RawMessage `json:"-"`
 }
 
-// ProtocolVersions is one protocol and the versions served of it.
-type ProtocolVersions struct {
-	Protocol string `json:"protocol"`
-	Versions []int  `json:"versions"`
-}
-
-// ResumeRoute is how a turn function resumes a running turn: Method Path,
-// with {sessionId} and {turnId} placeholders, and the query parameter
-// Parameter carrying the last sequence the reader holds.
-type ResumeRoute struct {
-	Available      bool   `json:"available"`
-	Method         string `json:"method"`
-	Path           string `json:"path"`
-	Parameter      string `json:"parameter"`
-	PollIntervalMs int64  `json:"pollIntervalMs"`
-}
+// The objects of Capabilities the client reads.
+type (
+	// ProtocolVersions is one protocol and the versions served of it.
+	ProtocolVersions = api.ProtocolVersions
+	// ResumeCapability is the resume route: Method Path, with
+	// {sessionId} and {turnId} placeholders, and the query parameter
+	// Parameter carrying the last sequence the reader holds.
+	ResumeCapability = api.ResumeCapability
+	// MultitaskCapability is what a submit may do when its session is
+	// busy (Allows; docs/multitask.md); zero from a server without it.
+	MultitaskCapability = api.MultitaskCapability
+)
 
 // Has reports whether the capabilities list extension ext.
 func (c *Capabilities) Has(ext string) bool { return c != nil && slices.Contains(c.Extensions, ext) }
@@ -52,7 +39,7 @@ func (c *Capabilities) Has(ext string) bool { return c != nil && slices.Contains
 // placeholders and a parameter.
 func (c *Capabilities) Resumes() bool {
 	r := c.Resume
-	return c.Has("resume") && r.Available && r.Method == http.MethodGet && r.Parameter != "" &&
+	return c.Has(api.ExtensionResume) && r.Available && r.Method == http.MethodGet && r.Parameter != "" &&
 		strings.Contains(r.Path, "{sessionId}") && strings.Contains(r.Path, "{turnId}")
 }
 
@@ -69,7 +56,7 @@ func (c *Client) Capabilities(ctx context.Context) (*Capabilities, error) {
 	ctx, cancel := context.WithTimeout(ctx, capabilitiesTimeout)
 	defer cancel()
 	var raw json.RawMessage
-	if err := c.getJSON(ctx, joinURL(c.opts.TurnURL, "/capabilities"), "capabilities", &raw); err != nil {
+	if err := c.getJSON(ctx, joinURL(c.opts.TurnURL, api.CapabilitiesPath), "capabilities", &raw); err != nil {
 		return nil, err
 	}
 	caps = &Capabilities{}
@@ -87,15 +74,15 @@ func (c *Client) Capabilities(ctx context.Context) (*Capabilities, error) {
 // (ok); ok false when its capabilities say it does not, or refuse the
 // route for good (404, 405). err is a failure that may pass: the
 // capabilities could not be read (no answer, 408, 429, 5xx), or ctx's.
-func (c *Client) resumeRouteOf(ctx context.Context) (route ResumeRoute, ok bool, err error) {
+func (c *Client) resumeRouteOf(ctx context.Context) (route ResumeCapability, ok bool, err error) {
 	caps, err := c.Capabilities(ctx)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return ResumeRoute{}, false, ctx.Err()
+		return ResumeCapability{}, false, ctx.Err()
 	case err != nil && !refusedForGood(err):
-		return ResumeRoute{}, false, err
+		return ResumeCapability{}, false, err
 	case err != nil || !caps.Resumes():
-		return ResumeRoute{}, false, nil
+		return ResumeCapability{}, false, nil
 	}
 	return caps.Resume, true, nil
 }
@@ -103,16 +90,16 @@ func (c *Client) resumeRouteOf(ctx context.Context) (route ResumeRoute, ok bool,
 // resumeRoute returns the resume route when the deployment offers it and
 // Options.Resume allows it; ok is false otherwise (capabilities that
 // cannot be read included). err is only ctx's.
-func (c *Client) resumeRoute(ctx context.Context) (route ResumeRoute, ok bool, err error) {
+func (c *Client) resumeRoute(ctx context.Context) (route ResumeCapability, ok bool, err error) {
 	caps, err := c.Capabilities(ctx)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
-			return ResumeRoute{}, false, cerr
+			return ResumeCapability{}, false, cerr
 		}
-		return ResumeRoute{}, false, nil
+		return ResumeCapability{}, false, nil
 	}
 	if !caps.Resumes() {
-		return ResumeRoute{}, false, nil
+		return ResumeCapability{}, false, nil
 	}
 	return caps.Resume, true, nil
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -65,23 +66,6 @@ const (
 	DefaultResumeAttempts   = 5
 	DefaultResumeBackoff    = 250 * time.Millisecond
 	DefaultMaxResumeBackoff = 4 * time.Second
-)
-
-// Request headers of turnstream's extensions to the turn route.
-const (
-	// ScopeHeader chooses what a snapshot carries (docs/design.md#snapshots):
-	// ScopeSession (the default) or ScopeTurn.
-	ScopeHeader = "X-Turnstream-Snapshot-Scope"
-	// StreamModeHeader asks for the compact stream ("compact",
-	// docs/compact.md#negotiation); the answer carries it back when the
-	// server complies.
-	StreamModeHeader = "X-Turnstream-Stream-Mode"
-)
-
-// Snapshot scopes (StreamOptions.Scope).
-const (
-	ScopeSession = "session"
-	ScopeTurn    = "turn"
 )
 
 // Bounds of the client's own waits.
@@ -147,7 +131,7 @@ var (
 	// ErrResumeUnavailable: the turn function does not offer the resume
 	// route (its capabilities do not list it, or cannot be read).
 	ErrResumeUnavailable = errors.New("client: the turn function does not offer resume")
-	// ErrInvalidPolicy: Submit.Multitask is not one of MultitaskPolicies.
+	// ErrInvalidPolicy: Submit.Multitask is not one of api.MultitaskPolicies.
 	ErrInvalidPolicy = errors.New("client: unknown multitask policy")
 )
 
@@ -192,8 +176,8 @@ func (c *Client) send(req *http.Request, op string) (*http.Response, error) {
 func httpError(op string, status int, header http.Header, body []byte) *Error {
 	e := &Error{Kind: KindHTTP, Op: op, Status: status, Header: header, Body: body, Sequence: -1}
 	var wire struct {
-		Error   *protocol.Diagnostic `json:"error"`
-		Message string               `json:"Message"`
+		api.ErrorBody
+		Message string `json:"Message"`
 	}
 	if json.Unmarshal(body, &wire) == nil && wire.Error != nil && wire.Error.Code != "" {
 		e.Diagnostic = *wire.Error
@@ -242,16 +226,8 @@ func (c *Client) Stop(ctx context.Context, sessionID, turnID string) error {
 	return err
 }
 
-// StopAnswer is the 202 answer of POST {TurnURL}stop.
-//
-//	{"stopRequested":true} or {"stopRequested":true,"cancelled":true}
-type StopAnswer struct {
-	StopRequested bool `json:"stopRequested"`
-	// Cancelled is true when the turn was queued and had not started: it
-	// never runs, and is recorded with TURN_CANCELLED
-	// (docs/multitask.md).
-	Cancelled bool `json:"cancelled"`
-}
+// StopAnswer is the 202 answer of POST {TurnURL}stop (api.StopAnswer).
+type StopAnswer = api.StopAnswer
 
 // StopTurn is Stop returning the answer: whether a running turn was asked
 // to stop or a queued one cancelled. A 202 whose body is not a StopAnswer
@@ -273,8 +249,8 @@ func (c *Client) stop(ctx context.Context, sessionID, turnID string) ([]byte, in
 	if !protocol.IsSafeID(sessionID) || !protocol.IsSafeID(turnID) {
 		return nil, 0, ErrInvalidID
 	}
-	body, _ := json.Marshal(map[string]string{"sessionId": sessionID, "turnId": turnID}) // two strings: cannot fail
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, joinURL(c.opts.TurnURL, "/stop"), strings.NewReader(string(body)))
+	body, _ := json.Marshal(api.StopRequest{SessionID: sessionID, TurnID: turnID}) // two strings: cannot fail
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, joinURL(c.opts.TurnURL, api.StopPath), strings.NewReader(string(body)))
 	if err != nil {
 		return nil, 0, err
 	}

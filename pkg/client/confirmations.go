@@ -3,6 +3,7 @@ package client
 import (
 	"encoding/json"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -10,13 +11,10 @@ import (
 // the owner's decision (docs/approvals.md#the-waiting-turn): its
 // toolCalls entry has status requires_confirmation.
 type PendingConfirmation struct {
-	// Token is what Decision.Token names.
-	Token      string `json:"token"`
-	ToolCallID string `json:"toolCallId"`
-	// Action is the tool's name.
-	Action string `json:"action"`
-	// ExpiresAt is epoch milliseconds.
-	ExpiresAt int64 `json:"expiresAt"`
+	// PendingConfirmation is the metadata entry: Token (what
+	// Decision.Token names), ToolCallID, Action (the tool's name) and
+	// ExpiresAt (epoch milliseconds).
+	api.PendingConfirmation
 	// Args are the call's arguments, from its toolCalls entry.
 	Args json.RawMessage `json:"-"`
 }
@@ -34,21 +32,18 @@ func PendingConfirmations(snapshot *protocol.SnapshotPayload) []PendingConfirmat
 	if m.Role != protocol.RoleAssistant || len(m.Metadata) == 0 {
 		return nil
 	}
-	var meta struct {
-		Pending []PendingConfirmation `json:"pendingConfirmations"`
-	}
+	var meta api.ApprovalMetadata
 	if json.Unmarshal(m.Metadata, &meta) != nil {
 		return nil
 	}
 	var out []PendingConfirmation
-	for _, p := range meta.Pending {
+	for _, p := range meta.PendingConfirmations {
 		if !protocol.IsSafeID(p.Token) {
 			continue
 		}
 		for _, tc := range m.ToolCalls {
 			if tc.ID == p.ToolCallID && tc.Status == protocol.ToolCallRequiresConfirmation {
-				p.Args = tc.Args
-				out = append(out, p)
+				out = append(out, PendingConfirmation{PendingConfirmation: p, Args: tc.Args})
 			}
 		}
 	}

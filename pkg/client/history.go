@@ -8,59 +8,25 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// SessionSummary is GET {HistoryURL}sessions/{id}
-// (docs/design.md#history-and-artifacts-api).
-type SessionSummary struct {
-	SessionID          string `json:"sessionId"`
-	DefinitionID       string `json:"definitionId"`
-	DefinitionRevision int64  `json:"definitionRevision"`
-	// Sequence is the last snapshot sequence the session issued (the
-	// wire's "cursor": a session sequence, not a page cursor).
-	Sequence  int64  `json:"cursor"`
-	CreatedAt string `json:"createdAt"`
-	UpdatedAt string `json:"updatedAt"`
-	// CurrentTurn is the running turn, nil when none.
-	CurrentTurn *RunningTurn `json:"currentTurn"`
-	// PendingInteractions are the tool calls waiting for a decision
-	// (Client.Decide), oldest first.
-	PendingInteractions []PendingInteraction `json:"pendingInteractions"`
-	// QueuedTurns are the turns queued with MultitaskEnqueue that have
-	// not started, in the order they will run (empty when none, or from a
-	// server without queues).
-	QueuedTurns []QueuedTurn `json:"queuedTurns"`
-	// Envelope is the session as the AgentsKit session envelope
-	// agentskit.chat.session v1 (protocol.DecodeSession reads it).
-	Envelope json.RawMessage `json:"session"`
-}
-
-// RunningTurn is a session's running turn: Sequence is its latest
-// checkpoint's sequence, where a resume continues after (Resume.After).
-type RunningTurn struct {
-	TurnID string `json:"turnId"`
-	Status string `json:"status"`
-	// ExpiresAt is the lease expiry, epoch milliseconds.
-	ExpiresAt int64 `json:"expiresAt"`
-	Sequence  int64 `json:"sequence"`
-}
-
-// PendingInteraction is one tool call waiting for the owner's decision;
-// InteractionID is the confirmation's token (Decision.Token).
-type PendingInteraction struct {
-	InteractionID string `json:"interactionId"`
-	Data          struct {
-		ToolName string `json:"toolName"`
-		// Args are the arguments exactly as the model gave them.
-		Args       json.RawMessage `json:"args"`
-		ToolCallID string          `json:"toolCallId"`
-		// TurnID is the turn that asked.
-		TurnID string `json:"turnId"`
-		// ExpiresAt is epoch milliseconds.
-		ExpiresAt int64 `json:"expiresAt"`
-	} `json:"data"`
-}
+// The session summary, GET {HistoryURL}sessions/{id}
+// (docs/design.md#history-and-artifacts-api), as pkg/api declares it.
+type (
+	// SessionSummary is the summary: SessionSummary.Session is the
+	// AgentsKit session envelope (protocol.DecodeSession reads it).
+	SessionSummary = api.SessionSummary
+	// CurrentTurn is a session's running turn: Sequence is its latest
+	// checkpoint's sequence, where a resume continues after
+	// (Resume.After).
+	CurrentTurn = api.CurrentTurn
+	// PendingInteraction is one tool call waiting for the owner's
+	// decision; InteractionID is the confirmation's token
+	// (Decision.Token).
+	PendingInteraction = api.PendingInteraction
+)
 
 // TurnSummary is one saved turn of a history page.
 type TurnSummary struct {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -138,7 +139,7 @@ func TestSubmitEnqueue(t *testing.T) {
 	e := newQueueEnv(t, 20*time.Millisecond)
 	c := e.client(t)
 	a := running(t, c, "q1", "ta")
-	b, err := c.Submit(t.Context(), client.Submit{SessionID: "q1", TurnID: "tb", Input: "second", Multitask: client.MultitaskEnqueue})
+	b, err := c.Submit(t.Context(), client.Submit{SessionID: "q1", TurnID: "tb", Input: "second", Multitask: api.MultitaskEnqueue})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,16 +147,16 @@ func TestSubmitEnqueue(t *testing.T) {
 	if q := b.Queued(); q == nil || q.Position != 1 || q.StreamURL != "sessions/q1/turns/tb/stream" || q.TurnID != "tb" {
 		t.Fatalf("Queued() = %+v, want position 1 and tb's stream", q)
 	}
-	cs, err := c.Submit(t.Context(), client.Submit{SessionID: "q1", TurnID: "tc", Input: "third", Multitask: client.MultitaskEnqueue})
+	cs, err := c.Submit(t.Context(), client.Submit{SessionID: "q1", TurnID: "tc", Input: "third", Multitask: api.MultitaskEnqueue})
 	if err != nil || cs.Queued() == nil || cs.Queued().Position != 2 {
 		t.Fatalf("second enqueue: %v %+v", err, cs)
 	}
-	_, err = c.Submit(t.Context(), client.Submit{SessionID: "q1", TurnID: "td", Input: "fourth", Multitask: client.MultitaskEnqueue})
+	_, err = c.Submit(t.Context(), client.Submit{SessionID: "q1", TurnID: "td", Input: "fourth", Multitask: api.MultitaskEnqueue})
 	var ce *client.Error
 	if !errors.As(err, &ce) || ce.Code() != protocol.CodeSessionQueueFull || !ce.Retryable() || !client.IsMultitaskCode(ce.Code()) {
 		t.Fatalf("a third enqueue: %v, want SESSION_QUEUE_FULL", err)
 	}
-	_, err = c.Submit(t.Context(), client.Submit{SessionID: "q1", TurnID: "te", Input: "fifth", Multitask: client.MultitaskReject})
+	_, err = c.Submit(t.Context(), client.Submit{SessionID: "q1", TurnID: "te", Input: "fifth", Multitask: api.MultitaskReject})
 	if !errors.As(err, &ce) || ce.Code() != protocol.CodeSessionBusy || client.IsMultitaskCode(ce.Code()) {
 		t.Fatalf("reject: %v, want SESSION_BUSY", err)
 	}
@@ -215,14 +216,14 @@ func TestSubmitPolicyRefused(t *testing.T) {
 	e := newQueueEnv(t, 0)
 	c := e.client(t)
 	running(t, c, "q2", "ta")
-	_, err := c.Submit(t.Context(), client.Submit{SessionID: "q2", Input: "x", Multitask: client.MultitaskEnqueue})
+	_, err := c.Submit(t.Context(), client.Submit{SessionID: "q2", Input: "x", Multitask: api.MultitaskEnqueue})
 	var ce *client.Error
 	if !errors.As(err, &ce) || ce.Status != http.StatusUnprocessableEntity || ce.Code() != protocol.CodeMultitaskNotAllowed ||
 		ce.Retryable() || !client.IsMultitaskCode(ce.Code()) {
 		t.Fatalf("enqueue without checkpoints: %v, want 422 MULTITASK_NOT_ALLOWED", err)
 	}
 	caps, err := c.Capabilities(t.Context())
-	if err != nil || caps.Allows(client.MultitaskEnqueue) || !caps.Allows(client.MultitaskReject) {
+	if err != nil || caps.Allows(api.MultitaskEnqueue) || !caps.Allows(api.MultitaskReject) {
 		t.Fatalf("capabilities %+v, %v: want reject only", caps, err)
 	}
 	if _, err := c.Submit(t.Context(), client.Submit{SessionID: "q2", Input: "x", Multitask: "later"}); !errors.Is(err, client.ErrInvalidPolicy) {
@@ -243,7 +244,7 @@ type queuedScript struct {
 func (s *queuedScript) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/":
-		if r.Header.Get(client.MultitaskHeader) != client.MultitaskEnqueue {
+		if r.Header.Get(api.MultitaskHeader) != api.MultitaskEnqueue {
 			w.WriteHeader(http.StatusBadRequest)
 			return
 		}
@@ -279,7 +280,7 @@ func TestQueuedStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := qc.Submit(t.Context(), client.Submit{SessionID: "s1", TurnID: "t1", Input: "q", Multitask: client.MultitaskEnqueue})
+	st, err := qc.Submit(t.Context(), client.Submit{SessionID: "s1", TurnID: "t1", Input: "q", Multitask: api.MultitaskEnqueue})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestQueuedStream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = c.Submit(t.Context(), client.Submit{SessionID: "s1", TurnID: "t1", Input: "q", Multitask: client.MultitaskEnqueue})
+			_, err = c.Submit(t.Context(), client.Submit{SessionID: "s1", TurnID: "t1", Input: "q", Multitask: api.MultitaskEnqueue})
 			var ce *client.Error
 			if !errors.As(err, &ce) || ce.Kind != client.KindInvalidResponse || ce.Code() != client.CodeResponseInvalid {
 				t.Fatalf("Submit: %v, want an invalid response", err)

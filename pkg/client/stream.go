@@ -16,13 +16,14 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // StreamOptions shape how a turn's stream is asked for and read.
 type StreamOptions struct {
-	// Scope is the snapshot scope (ScopeHeader): "" or ScopeSession for
-	// the whole session, ScopeTurn for this turn's messages only (page
+	// Scope is the snapshot scope (api.SnapshotScopeHeader): "" or
+	// api.ScopeSession for the whole session, api.ScopeTurn for this turn's messages only (page
 	// older ones from history).
 	Scope string
 	// Compact asks for the compact stream (docs/compact.md) beside
@@ -72,9 +73,9 @@ type Submit struct {
 	EventID   string
 	EmittedAt string
 	// Multitask is the policy when the session is busy with another turn
-	// (MultitaskHeader; docs/multitask.md): "" sends none (the session's
+	// (api.MultitaskHeader; docs/multitask.md): "" sends none (the session's
 	// definition decides, reject unless configured), else one of
-	// MultitaskPolicies. With MultitaskEnqueue a busy session queues the
+	// api.MultitaskPolicies. With api.MultitaskEnqueue a busy session queues the
 	// turn: Submit returns a Stream whose Queued says so, and which
 	// follows the turn from its start (Next waits until then).
 	Multitask string
@@ -126,7 +127,7 @@ func (c *Client) Submit(ctx context.Context, s Submit) (*Stream, error) {
 	if s.TurnID == "" {
 		s.TurnID = NewID()
 	}
-	if s.Multitask != "" && !slices.Contains(MultitaskPolicies, s.Multitask) {
+	if s.Multitask != "" && !slices.Contains(api.MultitaskPolicies, s.Multitask) {
 		return nil, ErrInvalidPolicy
 	}
 	body, err := SubmitBody(s)
@@ -140,7 +141,7 @@ func (c *Client) Submit(ctx context.Context, s Submit) (*Stream, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if s.Multitask != "" {
-		req.Header.Set(MultitaskHeader, s.Multitask)
+		req.Header.Set(api.MultitaskHeader, s.Multitask)
 	}
 	st.setHeaders(req)
 	resp, err := c.send(req, "submit")
@@ -268,7 +269,7 @@ type Stream struct {
 	header  http.Header
 	lines   *lineReader
 	resumed bool // the body is a resume stream's
-	route   *ResumeRoute
+	route   *ResumeCapability
 	cursor  *protocol.CompactCursor
 	// after is the last sequence the reader held before the stream (a
 	// resume's After): snapshots up to it are skipped.
@@ -298,16 +299,16 @@ func (c *Client) newStream(ctx context.Context, sessionID, turnID string, opts S
 func (s *Stream) setHeaders(req *http.Request) {
 	req.Header.Set("Accept", "application/x-ndjson")
 	if s.opts.Scope != "" {
-		req.Header.Set(ScopeHeader, s.opts.Scope)
+		req.Header.Set(api.SnapshotScopeHeader, s.opts.Scope)
 	}
 	if s.compact {
-		req.Header.Set(StreamModeHeader, "compact")
+		req.Header.Set(api.StreamModeHeader, api.StreamModeCompact)
 	}
 }
 
 // setBody starts reading body, the answer of the stream's first request
 // or of a resume.
-func (s *Stream) setBody(body io.ReadCloser, header http.Header, resumed bool, route *ResumeRoute) {
+func (s *Stream) setBody(body io.ReadCloser, header http.Header, resumed bool, route *ResumeCapability) {
 	s.body, s.resumed = body, resumed
 	if s.header == nil {
 		s.header = header
@@ -341,7 +342,7 @@ func (s *Stream) Snapshot() *protocol.Event { return s.cursor.Snapshot() }
 func (s *Stream) Line() []byte { return s.raw }
 
 // Queued returns the 202 answer of a submit the server queued
-// (MultitaskEnqueue on a busy session), nil for a turn that streamed at
+// (api.MultitaskEnqueue on a busy session), nil for a turn that streamed at
 // once. Next then waits, sending nothing back, until the turn starts
 // after the turns before it, and returns its snapshots as for any turn; a
 // queued turn that never runs ends Next with a KindDiagnostic *Error
@@ -708,13 +709,13 @@ func (s *Stream) reattach(dropped error) error {
 
 // openResume starts a resume of the stream's turn after sequence after
 // (from the newest state when after < 0) and returns its 200 body (open).
-func (s *Stream) openResume(route ResumeRoute, after int64) (io.ReadCloser, http.Header, error) {
+func (s *Stream) openResume(route ResumeCapability, after int64) (io.ReadCloser, http.Header, error) {
 	return s.open(s.resumeTarget(route, after))
 }
 
 // resumeTarget is the URL of a resume of the stream's turn over route
 // after sequence after (from the newest state when after < 0).
-func (s *Stream) resumeTarget(route ResumeRoute, after int64) string {
+func (s *Stream) resumeTarget(route ResumeCapability, after int64) string {
 	p := strings.NewReplacer("{sessionId}", url.PathEscape(s.sessionID), "{turnId}", url.PathEscape(s.turnID)).Replace(route.Path)
 	target := joinURL(s.c.opts.TurnURL, p)
 	if after >= 0 {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -282,7 +283,7 @@ func TestProvisional(t *testing.T) {
 	next := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-ndjson")
-		w.Header().Set(client.StreamModeHeader, r.Header.Get(client.StreamModeHeader))
+		w.Header().Set(api.StreamModeHeader, r.Header.Get(api.StreamModeHeader))
 		for _, part := range []string{first + appendLine[:half], appendLine[half:] + last} {
 			_, _ = io.WriteString(w, part)
 			w.(http.Flusher).Flush()

@@ -6,84 +6,29 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/turnstream/turnstream/pkg/api"
 )
 
-// Usage periods (UsageOptions.Period).
-const (
-	PeriodDay   = "day"
-	PeriodMonth = "month"
+// The usage reports of GET {HistoryURL}usage (docs/quotas.md), as
+// pkg/api declares them.
+type (
+	// UsageCounters are a period's counters in the usage ledger: turns
+	// ended and what they used.
+	UsageCounters = api.UsageCounters
+	// UsagePrincipal names a principal of a report.
+	UsagePrincipal = api.UsagePrincipal
+	// LimitStatus is one quota that applies, what is used and left.
+	LimitStatus = api.LimitStatus
+	// UsageReport is the caller's own usage and limits.
+	UsageReport = api.UsageReport[UsageCounters]
+	// TenantUsageReport is one page of a tenant's usage; NextCursor is
+	// nil on the last page.
+	TenantUsageReport = api.TenantUsageReport[UsageCounters]
 )
 
-// UsageCounters are a period's counters in the usage ledger
-// (docs/quotas.md): turns ended and what they used.
-type UsageCounters struct {
-	Turns            int64   `json:"turns"`
-	InputTokens      int64   `json:"inputTokens"`
-	OutputTokens     int64   `json:"outputTokens"`
-	CacheReadTokens  int64   `json:"cacheReadTokens"`
-	CacheWriteTokens int64   `json:"cacheWriteTokens"`
-	ModelCalls       int64   `json:"modelCalls"`
-	ToolCalls        int64   `json:"toolCalls"`
-	StoreRequests    int64   `json:"storeRequests"`
-	ReadUnits        float64 `json:"readUnits"`
-	WriteUnits       float64 `json:"writeUnits"`
-}
-
-// UsagePrincipal is a principal of a usage report.
-type UsagePrincipal struct {
-	Subject string `json:"subject"`
-	Tenant  string `json:"tenant"`
-}
-
-// LimitStatus is a quota that applies: Used, Remaining and ResetsAt
-// (ISO 8601) are nil where the server does not show them (a tenant quota
-// to anyone but the tenant's trusted principal; no reset for
-// concurrentSessions).
-type LimitStatus struct {
-	Scope     string  `json:"scope"`
-	Name      string  `json:"name"`
-	Limit     int64   `json:"limit"`
-	Used      *int64  `json:"used"`
-	Remaining *int64  `json:"remaining"`
-	ResetsAt  *string `json:"resetsAt"`
-}
-
-// UsageReport is GET {HistoryURL}usage: the caller's counters of the
-// current UTC day or month and its limits.
-type UsageReport struct {
-	Period    string         `json:"period"`
-	Start     string         `json:"start"`
-	ResetsAt  string         `json:"resetsAt"`
-	Principal UsagePrincipal `json:"principal"`
-	Usage     UsageCounters  `json:"usage"`
-	Limits    []LimitStatus  `json:"limits"`
-}
-
-// TenantUsageReport is GET {HistoryURL}usage?scope=tenant, for the
-// tenant's trusted principal: Totals, Activity and Limits on the first
-// page only (nil after), one page of its principals.
-type TenantUsageReport struct {
-	Period   string         `json:"period"`
-	Start    string         `json:"start"`
-	ResetsAt string         `json:"resetsAt"`
-	Tenant   string         `json:"tenant"`
-	Totals   *UsageCounters `json:"totals"`
-	Activity *struct {
-		RecentTurns     int64 `json:"recentTurns"`
-		RunningSessions int64 `json:"runningSessions"`
-	} `json:"activity"`
-	Limits     []LimitStatus `json:"limits"`
-	Principals []struct {
-		Principal UsagePrincipal `json:"principal"`
-		Usage     UsageCounters  `json:"usage"`
-	} `json:"principals"`
-	// NextCursor is "" when HasMore is false.
-	NextCursor string `json:"nextCursor"`
-	HasMore    bool   `json:"hasMore"`
-}
-
-// UsageOptions select a usage report: Period PeriodDay ("" too) or
-// PeriodMonth; for TenantUsage, Limit (1..MaxPageLimit, 0: the server's
+// UsageOptions select a usage report: Period api.PeriodDay ("" too) or
+// api.PeriodMonth; for TenantUsage, Limit (1..MaxPageLimit, 0: the server's
 // default) principals from Cursor.
 type UsageOptions struct {
 	Period string
@@ -96,7 +41,7 @@ func (c *Client) usageURL(q url.Values) (string, error) {
 	if c.opts.HistoryURL == "" {
 		return "", ErrNoURL
 	}
-	u := joinURL(c.opts.HistoryURL, "/usage")
+	u := joinURL(c.opts.HistoryURL, api.UsagePath)
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
@@ -147,7 +92,7 @@ func (c *Client) TenantUsage(ctx context.Context, o UsageOptions) (*TenantUsageR
 	if err := c.getJSON(ctx, u, "usage", &r); err != nil {
 		return nil, err
 	}
-	if r.Period == "" || r.HasMore != (r.NextCursor != "") {
+	if r.Period == "" || r.HasMore != (r.NextCursor != nil && *r.NextCursor != "") {
 		return nil, invalidResponse("usage", http.StatusOK)
 	}
 	return &r, nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -36,11 +37,11 @@ func TestUsageAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if r, err := c.Usage(ctx, client.UsageOptions{Period: client.PeriodMonth}); err != nil || r.Usage.Turns != 2 {
+	if r, err := c.Usage(ctx, client.UsageOptions{Period: api.PeriodMonth}); err != nil || r.Usage.Turns != 2 {
 		t.Errorf("Usage(month) = %+v, %v", r, err)
 	}
 	var e *client.Error
-	if _, err := c.Usage(ctx, client.UsageOptions{Period: client.PeriodDay}); !errors.As(err, &e) || e.Kind != client.KindInvalidResponse {
+	if _, err := c.Usage(ctx, client.UsageOptions{Period: api.PeriodDay}); !errors.As(err, &e) || e.Kind != client.KindInvalidResponse {
 		t.Errorf("a body that is no report: %v", err)
 	}
 	_, err = c.TenantUsage(ctx, client.UsageOptions{Limit: 5, Cursor: "c1"})

@@ -28,6 +28,7 @@ import (
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -44,22 +45,23 @@ const (
 )
 
 // Multitask policies: what a submit that finds its session busy does
-// (docs/multitask.md; the submit's X-Turnstream-Multitask header, or the
-// definition's default).
+// (docs/multitask.md; the submit's api.MultitaskHeader, or the
+// definition's default). The wire names are pkg/api's.
 const (
 	// MultitaskReject answers 409 SESSION_BUSY: AgentsKit's behaviour.
-	MultitaskReject = "reject"
+	MultitaskReject = api.MultitaskReject
 	// MultitaskEnqueue stores the turn to run after the running one.
-	MultitaskEnqueue = "enqueue"
+	MultitaskEnqueue = api.MultitaskEnqueue
 	// MultitaskInterrupt stops the running turn and runs the new one in
 	// its place.
-	MultitaskInterrupt = "interrupt"
+	MultitaskInterrupt = api.MultitaskInterrupt
 	// MultitaskRollback interrupts, and supersedes the interrupted turn.
-	MultitaskRollback = "rollback"
+	MultitaskRollback = api.MultitaskRollback
 )
 
-// MultitaskPolicies are every policy, in the order capabilities list them.
-var MultitaskPolicies = []string{MultitaskReject, MultitaskEnqueue, MultitaskInterrupt, MultitaskRollback}
+// MultitaskPolicies are every policy, in the order capabilities list them
+// (api.MultitaskPolicies).
+var MultitaskPolicies = api.MultitaskPolicies
 
 // Multitask is a definition's multitask policy: the one used when a
 // submit names none, and those a submit may name.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -103,25 +104,20 @@ var errorTable = []struct {
 	{chat.ErrQuotaUnavailable, protocol.CodeQuotaUnavailable},
 }
 
-// Response headers of quota refusals (docs/quotas.md).
-const (
-	// QuotaHeader names the quota that refused a request, as
-	// "<scope>.<name>" ("principal.turnsPerMinute"): never request input.
-	QuotaHeader = "X-Turnstream-Quota"
-	// QuotaUnavailableRetry is the Retry-After of QUOTA_UNAVAILABLE.
-	QuotaUnavailableRetry = time.Second
-)
+// QuotaUnavailableRetry is the Retry-After of QUOTA_UNAVAILABLE
+// (docs/quotas.md).
+const QuotaUnavailableRetry = time.Second
 
 // RetryHeaders sets on h what the answer to err says beside its body: for
 // a quota refusal (a *chat.QuotaError), Retry-After in whole seconds
-// (rounded up, at least 1) and QuotaHeader; for an unavailable quota
+// (rounded up, at least 1) and api.QuotaHeader; for an unavailable quota
 // check, Retry-After QuotaUnavailableRetry. Other errors set nothing.
 func RetryHeaders(h http.Header, err error) {
 	var qe *chat.QuotaError
 	switch {
 	case errors.As(err, &qe):
 		h.Set("Retry-After", retrySeconds(qe.RetryAfterDuration()))
-		h.Set(QuotaHeader, qe.Scope+"."+qe.Name)
+		h.Set(api.QuotaHeader, qe.Scope+"."+qe.Name)
 	case errors.Is(err, chat.ErrQuotaUnavailable):
 		h.Set("Retry-After", retrySeconds(QuotaUnavailableRetry))
 	}

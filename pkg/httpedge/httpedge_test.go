@@ -14,6 +14,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
@@ -303,8 +304,8 @@ func TestQuotaErrors(t *testing.T) {
 			if got := rec.Header().Get("Retry-After"); got != tc.retryAfter {
 				t.Errorf("Retry-After %q, want %q", got, tc.retryAfter)
 			}
-			if got := rec.Header().Get(httpedge.QuotaHeader); got != tc.naming {
-				t.Errorf("%s %q, want %q", httpedge.QuotaHeader, got, tc.naming)
+			if got := rec.Header().Get(api.QuotaHeader); got != tc.naming {
+				t.Errorf("%s %q, want %q", api.QuotaHeader, got, tc.naming)
 			}
 			if tc.code != protocol.CodeSessionBusy && !d.Retryable {
 				t.Errorf("%s not retryable", tc.code)

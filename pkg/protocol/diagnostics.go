@@ -1,7 +1,9 @@
 package protocol
 
 import (
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -212,6 +214,11 @@ var codes = map[string]codeInfo{
 	CodeSessionInvalidSnapshot:    {"Session snapshot payload is invalid.", false, statusNotHTTP},
 	CodeSessionUnsupportedVersion: {"Session snapshot uses an unsupported version.", false, statusNotHTTP},
 }
+
+// Codes returns every code of the table above, sorted: each code a
+// diagnostic from turnstream can carry (the TypeScript client's WireCode
+// type is generated from it, pkg/api).
+func Codes() []string { return slices.Sorted(maps.Keys(codes)) }
 
 // NewDiagnostic returns the diagnostic of code: version 1, the code's fixed
 // message and its retryability from the table above. An unknown code

@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"net/http"
 
-	jsonv2 "github.com/go-json-experiment/json"
-
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
+	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
@@ -123,7 +122,8 @@ func turnPath(r *http.Request, rc *requestContext) (sid, tid string, err error) 
 	return sid, tid, nil
 }
 
-// decodeArtifacts decodes a PUT body strictly: exactly one JSON object with
+// decodeArtifacts decodes a PUT body with the strict reader
+// (protocol.UnmarshalStrict, unknown members rejected): exactly one JSON object with
 // the single member "artifacts", an array (not null) of objects with exactly
 // the string members entryPath and artifactType. Names match
 // case-sensitively; a duplicated name at any depth, an unknown member (the
@@ -133,7 +133,7 @@ func turnPath(r *http.Request, rc *requestContext) (sid, tid string, err error) 
 // httpedge.ErrInvalidBody. Values are checked afterwards by chat.ValidateArtifacts.
 func decodeArtifacts(body []byte) ([]chat.ArtifactReference, error) {
 	var in artifactsBody
-	if err := jsonv2.Unmarshal(body, &in, jsonv2.RejectUnknownMembers(true)); err != nil {
+	if err := protocol.UnmarshalStrict(body, &in, protocol.RejectUnknownMembers); err != nil {
 		return nil, httpedge.ErrInvalidBody
 	}
 	if in.Artifacts == nil {

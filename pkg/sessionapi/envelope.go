@@ -8,22 +8,6 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// PendingApproval is the Data of a PendingInteraction: a tool call that
-// waits for its owner's approval (docs/approvals.md). InteractionID is the
-// confirmation token a decision names.
-//
-//	{"toolName","args":{...},"toolCallId","turnId","expiresAt":<epoch ms>}
-type PendingApproval struct {
-	ToolName   string          `json:"toolName"`
-	Args       json.RawMessage `json:"args"`
-	ToolCallID string          `json:"toolCallId"`
-	// TurnID is the turn whose call waits.
-	TurnID string `json:"turnId"`
-	// ExpiresAt is when the call can no longer be decided, in
-	// milliseconds since the Unix epoch.
-	ExpiresAt int64 `json:"expiresAt"`
-}
-
 // pendingInteractions lists the session's confirmations still pending and
 // unexpired at now, oldest first; [] when none.
 func pendingInteractions(sess *chat.Session, now time.Time) []PendingInteraction {

@@ -2,93 +2,36 @@ package sessionapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
-// SessionSummary is the body of GET /sessions/{id} (docs/design.md#history-and-artifacts-api). Times are
-// ISO 8601 UTC with milliseconds (protocol.FormatTime).
-//
-//	{"sessionId","definitionId","definitionRevision","cursor","createdAt","updatedAt","currentTurn":CurrentTurn|null,
-//	 "pendingInteractions":[PendingInteraction...],"session":<agentskit.chat.session v1 envelope>|null}
-type SessionSummary struct {
-	SessionID          string `json:"sessionId"`
-	DefinitionID       string `json:"definitionId"`
-	DefinitionRevision int64  `json:"definitionRevision"`
-	// Sequence is the last snapshot sequence the session issued (the
-	// session envelope's "cursor").
-	Sequence  int64  `json:"cursor"`
-	CreatedAt string `json:"createdAt"`
-	UpdatedAt string `json:"updatedAt"`
-	// CurrentTurn is the turn holding the session's lease, nil (null) when
-	// the session is idle. The read decides a lease that has expired
-	// (docs/durable-turns.md), so an expired one shows only when that
-	// could not be done: the turn is then still running, its fate not
-	// yet recorded, and ExpiresAt says since when it may be lost.
-	CurrentTurn *CurrentTurn `json:"currentTurn"`
-	// PendingInteractions are the tool calls waiting for the owner's
-	// approval ({interactionId: token, data: PendingApproval}), [] when
-	// none (docs/approvals.md).
-	PendingInteractions []PendingInteraction `json:"pendingInteractions"`
-	// QueuedTurns are the turns submitted with the enqueue policy that
-	// have not started, in the order they will run, [] when none
-	// (docs/multitask.md). Only the summary lists them: a queued turn
-	// gets its ordinal, which orders /turns and its page cursors, when it
-	// starts.
-	QueuedTurns []QueuedTurn `json:"queuedTurns"`
-	// Session is the session as the AgentsKit session envelope
-	// agentskit.chat.session v1 (protocol.SessionEnvelope), with its
-	// confirmations; null only for a session that has no definition id.
-	Session json.RawMessage `json:"session"`
-}
-
-// CurrentTurn is a session's running turn (agent UI protocol current_turn;
-// docs/design.md#history-and-artifacts-api). Status is always "running": a turn being stopped is still
-// running until it ends (hosts map stopping to running).
-//
-//	{"turnId","status":"running","expiresAt":<epoch ms>,"sequence":<n>,"pendingInteractions":[]}
-type CurrentTurn struct {
-	TurnID string `json:"turnId"`
-	Status string `json:"status"`
-	// ExpiresAt is the lease expiry in milliseconds since the Unix epoch.
-	ExpiresAt int64 `json:"expiresAt"`
-	// Sequence is the sequence of the turn's latest checkpoint (the
-	// session's last sequence before the turn when none landed yet): a
-	// reloaded page renders the turn as /turns shows it and resumes it on
-	// the turn function with GET /sessions/{id}/turns/{turnId}/stream?after=<sequence>.
-	Sequence int64 `json:"sequence"`
-	// PendingInteractions is always empty: a running turn never waits; a
-	// call that waits for approval ends its turn, and the session summary
-	// lists it (SessionSummary.PendingInteractions).
-	PendingInteractions []PendingInteraction `json:"pendingInteractions"`
-}
-
-// QueuedTurn is a queued turn of the session summary.
-//
-//	{"turnId","position":<from 1>,"inputPreview","queuedAt":"<ISO time>","expiresAt":<epoch ms>}
-type QueuedTurn struct {
-	TurnID   string `json:"turnId"`
-	Position int    `json:"position"`
-	// InputPreview is the start of the turn's input, at most
-	// InputPreviewRunes characters, "…" appended when cut.
-	InputPreview string `json:"inputPreview"`
-	QueuedAt     string `json:"queuedAt"`
-	// ExpiresAt is when the turn, not started by then, is recorded as
-	// never run (TURN_QUEUE_EXPIRED), in milliseconds since the Unix epoch.
-	ExpiresAt int64 `json:"expiresAt"`
-}
+// The bodies of GET /sessions/{id} (docs/design.md#history-and-artifacts-api),
+// declared once in pkg/api.
+type (
+	// SessionSummary is the body of GET /sessions/{id}.
+	SessionSummary = api.SessionSummary
+	// CurrentTurn is a session's running turn.
+	CurrentTurn = api.CurrentTurn
+	// QueuedTurn is a queued turn of the session summary.
+	QueuedTurn = api.QueuedTurn
+	// PendingInteraction is a tool call the session waits for a decision on.
+	PendingInteraction = api.PendingInteraction
+	// PendingApproval is the data of a PendingInteraction.
+	PendingApproval = api.PendingApproval
+)
 
 // InputPreviewRunes bounds QueuedTurn.InputPreview.
-const InputPreviewRunes = 120
+const InputPreviewRunes = api.InputPreviewRunes
 
 // inputPreview returns the first InputPreviewRunes characters of input,
 // with "…" when it is longer.
@@ -119,14 +62,6 @@ func (s *server) queuedTurns(ctx context.Context, sess *chat.Session, p chat.Pri
 			QueuedAt: protocol.FormatTime(q.QueuedAt), ExpiresAt: q.ExpiresAt.UnixMilli()})
 	}
 	return out, nil
-}
-
-// PendingInteraction is an interaction the session waits for (agent UI
-// protocol {interactionId, data}): a tool call awaiting approval, Data a
-// PendingApproval.
-type PendingInteraction struct {
-	InteractionID string `json:"interactionId"`
-	Data          any    `json:"data"`
 }
 
 // TurnSummary is one turn of GET /sessions/{id}/turns (docs/design.md#history-and-artifacts-api).

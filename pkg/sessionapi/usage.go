@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -27,81 +28,22 @@ const (
 	ScopeTenant = chat.ScopeTenant
 )
 
-// UsageReport is the body of GET /usage?period=day|month: the caller's
-// own counters for the current UTC period and each quota that applies to
-// it, with what is left and when it resets. Times are ISO 8601 UTC with
-// milliseconds.
-//
-//	{"period":"day","start","resetsAt","principal":{"subject","tenant"},
-//	 "usage":{"turns","inputTokens","outputTokens","modelCalls","toolCalls","storeRequests","readUnits","writeUnits","cacheReadTokens","cacheWriteTokens"},
-//	 "limits":[LimitStatus...]}
-type UsageReport struct {
-	Period string `json:"period"`
-	// Start and ResetsAt bound the period: it resets at ResetsAt.
-	Start     string         `json:"start"`
-	ResetsAt  string         `json:"resetsAt"`
-	Principal UsagePrincipal `json:"principal"`
-	// Usage is the caller's counters of the period (chat.Counters).
-	Usage  chat.Counters `json:"usage"`
-	Limits []LimitStatus `json:"limits"`
-}
-
-// UsagePrincipal is a principal in a usage report.
-type UsagePrincipal struct {
-	Subject string `json:"subject"`
-	Tenant  string `json:"tenant"`
-}
-
-// LimitStatus is one quota that applies (docs/quotas.md): its scope
-// (principal or tenant) and name (turnsPerMinute, tokensPerDay,
-// tokensPerMonth, concurrentSessions), the limit, what is used and left
-// (in turns, tokens or sessions), and when it resets (turnsPerMinute:
-// when the oldest turn of the window leaves it; tokens: the end of the
-// day or month; concurrentSessions: none). A tenant quota shows used,
-// remaining and resetsAt only to the tenant's trusted principal.
-type LimitStatus struct {
-	Scope     string  `json:"scope"`
-	Name      string  `json:"name"`
-	Limit     int64   `json:"limit"`
-	Used      *int64  `json:"used,omitempty"`
-	Remaining *int64  `json:"remaining,omitempty"`
-	ResetsAt  *string `json:"resetsAt,omitempty"`
-}
-
-// TenantUsageReport is the body of GET /usage?scope=tenant for the
-// tenant's trusted principal: the tenant's totals, activity and quotas
-// (first page only: null after), and one page of its principals'
-// counters of the period, in a stable order.
-//
-//	{"period","start","resetsAt","tenant","totals":Counters|null,"activity":{"recentTurns","runningSessions"}|null,
-//	 "limits":[LimitStatus...],"principals":[{"principal":{"subject","tenant"},"usage":Counters}...],
-//	 "nextCursor":string|null,"hasMore":bool}
-type TenantUsageReport struct {
-	Period     string          `json:"period"`
-	Start      string          `json:"start"`
-	ResetsAt   string          `json:"resetsAt"`
-	Tenant     string          `json:"tenant"`
-	Totals     *chat.Counters  `json:"totals"`
-	Activity   *TenantActivity `json:"activity"`
-	Limits     []LimitStatus   `json:"limits"`
-	Principals []PrincipalRow  `json:"principals"`
-	NextCursor *string         `json:"nextCursor"`
-	HasMore    bool            `json:"hasMore"`
-}
-
-// TenantActivity is a tenant's turns of the last minute and sessions
-// running a turn now, as admitted under rate and concurrency quotas (zero
-// when none is set).
-type TenantActivity struct {
-	RecentTurns     int64 `json:"recentTurns"`
-	RunningSessions int64 `json:"runningSessions"`
-}
-
-// PrincipalRow is one principal of a tenant report.
-type PrincipalRow struct {
-	Principal UsagePrincipal `json:"principal"`
-	Usage     chat.Counters  `json:"usage"`
-}
+// The bodies of GET /usage (docs/quotas.md), declared once in pkg/api;
+// the ledger's counters (chat.Counters) encode as api.UsageCounters.
+type (
+	// UsageReport is the body of GET /usage?period=day|month.
+	UsageReport = api.UsageReport[chat.Counters]
+	// UsagePrincipal is a principal in a usage report.
+	UsagePrincipal = api.UsagePrincipal
+	// LimitStatus is one quota that applies.
+	LimitStatus = api.LimitStatus
+	// TenantUsageReport is the body of GET /usage?scope=tenant.
+	TenantUsageReport = api.TenantUsageReport[chat.Counters]
+	// TenantActivity is a tenant's recent turns and running sessions.
+	TenantActivity = api.TenantActivity
+	// PrincipalRow is one principal of a tenant report.
+	PrincipalRow = api.PrincipalRow[chat.Counters]
+)
 
 // usageQuery is the validated query of GET /usage.
 type usageQuery struct {

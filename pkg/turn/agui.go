@@ -26,33 +26,11 @@ const (
 	AGUILastEventIDParameter = "lastEventId"
 )
 
-// ExtensionAGUI is listed by GET /capabilities: the AG-UI endpoint.
-const ExtensionAGUI = "agui"
-
 // AGUITextGap is the longest an AG-UI stream holds text back to spare
 // event framing (aguiTextDue): text goes out once it is twice the size of
 // the frame that carries it, or once this long has passed since the last
 // text went out, and never more often than every SnapshotInterval.
 const AGUITextGap = 400 * time.Millisecond
-
-// aguiCapability is the agui part of GET /capabilities.
-type aguiCapability struct {
-	Available bool   `json:"available"`
-	Protocol  string `json:"protocol"`
-	Version   string `json:"version"`
-	Method    string `json:"method"`
-	Path      string `json:"path"`
-	// Resume is the run's resume route, available with checkpoints on.
-	Resume struct {
-		Available bool   `json:"available"`
-		Method    string `json:"method,omitempty"`
-		Path      string `json:"path,omitempty"`
-		Header    string `json:"header,omitempty"`
-		Parameter string `json:"parameter,omitempty"`
-	} `json:"resume"`
-	TextGapMs int64  `json:"textGapMs"`
-	Doc       string `json:"doc"`
-}
 
 func aguiCapabilities(opts Options) aguiCapability {
 	c := aguiCapability{Available: true, Protocol: "ag-ui", Version: agui.ProtocolVersion,

@@ -10,19 +10,6 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// aguiRunPath parses /agui/threads/{threadId}/runs/{runId}; both ids must
-// be SafeIds.
-func aguiRunPath(p string) (sessionID, turnID string, ok bool) {
-	parts := strings.Split(p, "/")
-	if len(parts) != 6 || parts[0] != "" || parts[1] != "agui" || parts[2] != "threads" || parts[4] != "runs" {
-		return "", "", false
-	}
-	if !protocol.IsSafeID(parts[3]) || !protocol.IsSafeID(parts[5]) {
-		return "", "", false
-	}
-	return parts[3], parts[5], true
-}
-
 // aguiPosition reads where a resuming client stands: the Last-Event-ID
 // header, or when it is absent or empty the lastEventId query parameter
 // (EventSource sends the header on its reconnections even to a URL that

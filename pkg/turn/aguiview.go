@@ -10,6 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/turnstream/turnstream/pkg/agui"
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -410,24 +411,17 @@ const aguiApprovalSchema = `{"type":"object","properties":{"approved":{"type":"b
 
 // aguiInterrupts returns the interrupts of an assistant message that ended
 // waiting for approval: one per entry of its
-// MetadataPendingConfirmations, its token as the id.
+// api.MetadataPendingConfirmations, its token as the id.
 func aguiInterrupts(m protocol.Message) []agui.Interrupt {
 	if len(m.Metadata) == 0 {
 		return nil
 	}
-	var meta struct {
-		Pending []struct {
-			Token      string `json:"token"`
-			ToolCallID string `json:"toolCallId"`
-			Action     string `json:"action"`
-			ExpiresAt  int64  `json:"expiresAt"`
-		} `json:"pendingConfirmations"`
-	}
+	var meta api.ApprovalMetadata
 	if json.Unmarshal(m.Metadata, &meta) != nil {
 		return nil
 	}
 	var out []agui.Interrupt
-	for _, p := range meta.Pending {
+	for _, p := range meta.PendingConfirmations {
 		action, err := json.Marshal(map[string]string{"action": p.Action})
 		if err != nil {
 			continue

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -29,21 +30,6 @@ const (
 	// chat.MaxConfirmationInput, or the turn already waits for
 	// chat.MaxPendingConfirmations calls.
 	TextCannotAwait = "Not run: this tool requires approval, and this call cannot wait for it."
-)
-
-// Assistant message metadata members of approvals (docs/approvals.md).
-const (
-	// MetadataPendingConfirmations is set on the assistant message of a
-	// turn that ended waiting for approval: an array of
-	// {"token", "toolCallId", "action", "expiresAt"} (expiresAt in epoch
-	// ms), one per call with status requires_confirmation. token is what a
-	// decision names.
-	MetadataPendingConfirmations = "pendingConfirmations"
-	// MetadataConfirmation is set on the assistant message of a
-	// continuation turn: {"token", "decision": "approve"|"deny",
-	// "parentTurnId", "toolCallId"}. The decided call is the first entry
-	// of the message's toolCalls, with its result.
-	MetadataConfirmation = "confirmation"
 )
 
 // approvals is what a turn keeps about confirmations: the ones it asks
@@ -197,8 +183,8 @@ func (t *run) decide(ctx context.Context) protocol.ToolCall {
 }
 
 // approvalMetadata returns meta (nil or a JSON object) with the approval
-// members of the assistant message in status: MetadataConfirmation on a
-// continuation, MetadataPendingConfirmations on a complete message of a
+// members of the assistant message in status: api.MetadataConfirmation on a
+// continuation, api.MetadataPendingConfirmations on a complete message of a
 // turn that waits for approval.
 func (t *run) approvalMetadata(meta json.RawMessage, status string) json.RawMessage {
 	a := &t.approvals
@@ -211,25 +197,14 @@ func (t *run) approvalMetadata(meta json.RawMessage, status string) json.RawMess
 		if a.approve {
 			decision = protocol.DecisionApprove
 		}
-		set[MetadataConfirmation] = struct {
-			Token        string `json:"token"`
-			Decision     string `json:"decision"`
-			ParentTurnID string `json:"parentTurnId"`
-			ToolCallID   string `json:"toolCallId"`
-		}{cf.Token, decision, cf.TurnID, cf.ToolCallID}
+		set[api.MetadataConfirmation] = api.ConfirmationMetadata{Token: cf.Token, Decision: decision, ParentTurnID: cf.TurnID, ToolCallID: cf.ToolCallID}
 	}
 	if len(pending) > 0 && status != protocol.MessageError {
-		type entry struct {
-			Token      string `json:"token"`
-			ToolCallID string `json:"toolCallId"`
-			Action     string `json:"action"`
-			ExpiresAt  int64  `json:"expiresAt"`
-		}
-		list := make([]entry, len(pending))
+		list := make([]api.PendingConfirmation, len(pending))
 		for i, cf := range pending {
-			list[i] = entry{cf.Token, cf.ToolCallID, cf.Action, cf.ExpiresAt.UnixMilli()}
+			list[i] = api.PendingConfirmation{Token: cf.Token, ToolCallID: cf.ToolCallID, Action: cf.Action, ExpiresAt: cf.ExpiresAt.UnixMilli()}
 		}
-		set[MetadataPendingConfirmations] = list
+		set[api.MetadataPendingConfirmations] = list
 	}
 	if len(set) == 0 {
 		return meta
@@ -253,26 +228,20 @@ func (t *run) approvalMetadata(meta json.RawMessage, status string) json.RawMess
 }
 
 // decisionOf returns a continuation's decision from its confirmation
-// metadata: the decided call's id, and whether the message has one.
+// metadata (api.MetadataConfirmation): the decided call's id, and whether the
+// message has one. The metadata is read with the strict reader
+// (protocol.UnmarshalStrict), as every JSON turnstream did not just write
+// itself: a duplicated key, a lone surrogate or a case variant of
+// "confirmation" or "toolCallId" makes it no decision.
 func decisionOf(m protocol.Message) (string, bool) {
 	if m.Role != protocol.RoleAssistant || len(m.Metadata) == 0 {
 		return "", false
 	}
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(m.Metadata, &obj) != nil {
+	var meta api.ApprovalMetadata
+	if protocol.UnmarshalStrict(m.Metadata, &meta) != nil || meta.Confirmation == nil || meta.Confirmation.ToolCallID == "" {
 		return "", false
 	}
-	raw, ok := obj[MetadataConfirmation]
-	if !ok {
-		return "", false
-	}
-	var c struct {
-		ToolCallID string `json:"toolCallId"`
-	}
-	if json.Unmarshal(raw, &c) != nil || c.ToolCallID == "" {
-		return "", false
-	}
-	return c.ToolCallID, true
+	return meta.Confirmation.ToolCallID, true
 }
 
 // decidedCalls returns the decided calls of the continuations in context

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/store/memory"
 	"github.com/turnstream/turnstream/pkg/turn"
@@ -175,7 +176,7 @@ func BenchmarkWireBytesByMode(b *testing.B) {
 				req := benchRequest(b, fmt.Sprintf("s%d", i), "t1")
 				switch mode {
 				case "compact":
-					req.Header.Set(turn.StreamModeHeader, turn.StreamModeCompact)
+					req.Header.Set(api.StreamModeHeader, api.StreamModeCompact)
 				case "agui":
 					req = httptest.NewRequest(http.MethodPost, turn.AGUIPath, bytes.NewReader(aguiInput(fmt.Sprintf("s%d", i), "t1", "hello", "")))
 					req.Header.Set("Content-Type", "application/json")

@@ -6,10 +6,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// StreamModeHeader negotiates the compact stream (turnstream extension,
+// The compact stream (api.StreamModeHeader, turnstream extension,
 // docs/compact.md) on POST / and on the resume route: "compact" asks for
 // complete snapshots only at the start, at changes that are not appended
 // text, and at the end, with append lines (protocol.EventAppend) between
@@ -17,21 +18,11 @@ import (
 // Values are matched case-insensitively; any other value, a repeated
 // header included, is a 400 REQUEST_INVALID_HEADER before the body is
 // read. A compact response carries the header back with "compact".
-const StreamModeHeader = "X-Turnstream-Stream-Mode"
-
-// Stream modes (StreamModeHeader values).
-const (
-	StreamModeSnapshots = "snapshots"
-	StreamModeCompact   = "compact"
-)
-
-// ExtensionCompact is listed by GET /capabilities: the compact stream.
-const ExtensionCompact = "compact"
 
 // DefaultCompactLineSpan is Options.CompactLineSpan's default.
 const DefaultCompactLineSpan = time.Second
 
-// parseStreamMode reads StreamModeHeader: it reports whether the compact
+// parseStreamMode reads api.StreamModeHeader: it reports whether the compact
 // stream was asked for, and false for ok on an invalid value.
 func parseStreamMode(values []string) (compact, ok bool) {
 	switch len(values) {
@@ -42,32 +33,17 @@ func parseStreamMode(values []string) (compact, ok bool) {
 		return false, false
 	}
 	switch v := strings.TrimSpace(values[0]); {
-	case strings.EqualFold(v, StreamModeSnapshots):
+	case strings.EqualFold(v, api.StreamModeSnapshots):
 		return false, true
-	case strings.EqualFold(v, StreamModeCompact):
+	case strings.EqualFold(v, api.StreamModeCompact):
 		return true, true
 	}
 	return false, false
 }
 
-// compactCapability is the compact part of GET /capabilities.
-type compactCapability struct {
-	Header  string   `json:"header"`
-	Values  []string `json:"values"`
-	Default string   `json:"default"`
-	// Event is the append lines' event kind.
-	Event string `json:"event"`
-	// IntervalMs is the least time between two writes of text;
-	// LineSpanMs the longest an append line stays open.
-	IntervalMs int64 `json:"intervalMs"`
-	LineSpanMs int64 `json:"lineSpanMs"`
-	// Doc names the document that specifies the extension.
-	Doc string `json:"doc"`
-}
-
 func compactCapabilities(opts Options) compactCapability {
 	return compactCapability{
-		Header: StreamModeHeader, Values: []string{StreamModeSnapshots, StreamModeCompact}, Default: StreamModeSnapshots,
+		Header: api.StreamModeHeader, Values: []string{api.StreamModeSnapshots, api.StreamModeCompact}, Default: api.StreamModeSnapshots,
 		Event: protocol.EventAppend, IntervalMs: opts.SnapshotInterval.Milliseconds(), LineSpanMs: opts.CompactLineSpan.Milliseconds(),
 		Doc: "docs/compact.md",
 	}

@@ -14,13 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
-var compactHeader = map[string]string{turn.StreamModeHeader: "compact"}
+var compactHeader = map[string]string{api.StreamModeHeader: "compact"}
 
 // compactRead is a compact stream read whole: its lines, and how a
 // CompactCursor and an AgentsKit-style SnapshotCursor (which ignores the
@@ -167,8 +168,8 @@ func TestCompactStream(t *testing.T) {
 				once.Do(func() { close(m.gates[0]) })
 			}
 		})
-		if got := r.header.Get(turn.StreamModeHeader); got != turn.StreamModeCompact {
-			t.Errorf("response %s = %q", turn.StreamModeHeader, got)
+		if got := r.header.Get(api.StreamModeHeader); got != api.StreamModeCompact {
+			t.Errorf("response %s = %q", api.StreamModeHeader, got)
 		}
 		if r.appends == 0 {
 			t.Fatalf("no append lines in %d lines", len(r.lines))
@@ -227,7 +228,7 @@ func TestCompactStreamWithCheckpointsAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set(turn.StreamModeHeader, "Compact")
+	req.Header.Set(api.StreamModeHeader, "Compact")
 	resp, err := e.srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -286,7 +287,7 @@ func TestStreamModeHeaderRejections(t *testing.T) {
 					req, _ = http.NewRequest(http.MethodGet, e.srv.URL+"/sessions/s/turns/t1/stream", nil)
 				}
 				for _, v := range values {
-					req.Header.Add(turn.StreamModeHeader, v)
+					req.Header.Add(api.StreamModeHeader, v)
 				}
 				resp, err := e.srv.Client().Do(req)
 				if err != nil {
@@ -324,7 +325,7 @@ func BenchmarkCompactVisibleUpdates(b *testing.B) {
 		sid := "bench-" + strconv.Itoa(i)
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/", bytes.NewReader(submitBody(b, sid, "t1", "hi", nil)))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set(turn.StreamModeHeader, turn.StreamModeCompact)
+		req.Header.Set(api.StreamModeHeader, api.StreamModeCompact)
 		resp, err := srv.Client().Do(req)
 		if err != nil {
 			b.Fatal(err)
@@ -456,7 +457,7 @@ func TestCompactDisconnectIsNotAStop(t *testing.T) {
 		t.Errorf("saved answer %q", got.Messages[1].Content)
 	}
 	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/sessions/s/turns/t1/stream", nil)
-	req.Header.Set(turn.StreamModeHeader, turn.StreamModeCompact)
+	req.Header.Set(api.StreamModeHeader, api.StreamModeCompact)
 	rr, err := e.srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@
 // stops.
 //
 // A submit that finds its session busy follows its multitask policy
-// (MultitaskHeader, docs/multitask.md): rejected (409 SESSION_BUSY), queued
+// (api.MultitaskHeader, docs/multitask.md): rejected (409 SESSION_BUSY), queued
 // (202; Handler.Drain runs it once the session is free), or run in place of
 // the running turn (interrupt, rollback).
 //
@@ -75,7 +75,7 @@
 // history passes that, snapshots leave out the oldest whole turns until they
 // fit, the same for every later snapshot of the turn, and the client pages
 // older history from the history function. The model's context is never cut.
-// Turn scope (SnapshotScopeHeader "turn") carries the current turn only.
+// Turn scope (api.SnapshotScopeHeader "turn") carries the current turn only.
 //
 // Every failure before the stream is a JSON error body with a fixed
 // message, its code's HTTP status and retryability in the one table of

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
@@ -75,7 +76,7 @@ func TestSessionSnapshotFits(t *testing.T) {
 		wantContext func(n int) bool // context messages in each snapshot
 	}{
 		"session scope drops the oldest turns": {nil, func(n int) bool { return n > 0 && n < 2*turns && n%2 == 0 }},
-		"turn scope":                           {map[string]string{turn.SnapshotScopeHeader: "turn"}, func(n int) bool { return n == 0 }},
+		"turn scope":                           {map[string]string{api.SnapshotScopeHeader: "turn"}, func(n int) bool { return n == 0 }},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -8,10 +8,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/definition"
@@ -39,13 +42,6 @@ const (
 	// turn's checkpoints (one consistent Query each).
 	DefaultResumePollInterval = 250 * time.Millisecond
 )
-
-// SnapshotScopeHeader selects what a snapshot carries (turnstream extension,
-// docs/design.md#snapshots): absent or "session" means the whole session's
-// visible canonical messages, "turn" only the current turn's messages. Values
-// are matched case-insensitively; any other value is a 400
-// REQUEST_INVALID_HEADER before the body is read.
-const SnapshotScopeHeader = "X-Turnstream-Snapshot-Scope"
 
 // Definition is the single definition of the simple configuration path
 // (Options.Model and Options.Definition, no resolver): every session runs
@@ -141,7 +137,7 @@ type Options struct {
 	// DefaultMaxSnapshotGap. At least SnapshotInterval.
 	MaxSnapshotGap time.Duration
 	// CompactLineSpan is the longest an append line of a compact stream
-	// (StreamModeHeader, docs/compact.md) stays open; zero means
+	// (api.StreamModeHeader, docs/compact.md) stays open; zero means
 	// DefaultCompactLineSpan. Readers that wait for whole lines see text
 	// at least this often; a checkpoint can carry only closed lines.
 	CompactLineSpan time.Duration
@@ -252,7 +248,9 @@ type handler struct {
 	multitaskDefaults bool
 	// kicks rate-limits the drains this process starts (multitask.go).
 	kicks kicks
-	// serve is route measured (telemetry.Measure).
+	// mux routes the requests (newMux); serve is route measured
+	// (telemetry.Measure).
+	mux   *http.ServeMux
 	serve http.Handler
 	// tenants caches tenants' usage sums for the quota checks (quota.go).
 	tenants tenantCache
@@ -271,8 +269,12 @@ type handler struct {
 // The two AG-UI routes (docs/agui.md) serve the same turns through the
 // same pipeline, encoded as AG-UI events (agui.go).
 //
-// Any other path is 404 REQUEST_NOT_FOUND; a method other than the route's is
-// 405 REQUEST_METHOD_NOT_ALLOWED. Every error response is JSON
+// Routes are http.ServeMux method and path patterns (routes, newMux); each
+// id is one path segment, percent-decoded, and must be a SafeId. Any other
+// path, a path not in canonical form included (a trailing slash, "//",
+// a "." or ".." segment), is 404 REQUEST_NOT_FOUND; a method other than
+// the route's is 405 REQUEST_METHOD_NOT_ALLOWED naming the route's
+// methods. Every error response is JSON
 // {"error":{"version":1,"code","message","retryable"}}
 // (docs/protocol.md#server-handler-behaviour).
 //
@@ -356,6 +358,7 @@ func NewHandler(opts Options) (*Handler, error) {
 		}
 	}
 	h.follows.init(h)
+	h.mux = h.newMux()
 	h.serve = telemetry.Measure(opts.Metrics, opts.Tracing, http.HandlerFunc(h.route))
 	h.capabilities = capabilitiesBody(opts, h.multitaskCapability(), agents, h.defaultDefinition().ID)
 	return &Handler{h}, nil
@@ -374,40 +377,100 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.serve.ServeHTTP(w, r)
 }
 
-// route routes by path, naming the route for the request's metrics.
-func (h *handler) route(w http.ResponseWriter, r *http.Request) {
+// A route of the turn function: its name in the request's metrics, its
+// path pattern (http.ServeMux syntax; api.SubmitPath "/" is "/{$}", the
+// root alone), the methods it serves, the names of the wildcards that
+// hold the session and turn ids (SafeIds), and its handler.
+type route struct {
+	name    string
+	pattern string
+	methods []string
+	ids     [2]string // wildcard names of the session and turn ids; "" when none
+	serve   func(h *handler, w http.ResponseWriter, r *http.Request, sessionID, turnID string)
+}
+
+// routes are the turn function's routes (see NewHandler).
+var routes = []route{
+	{name: "submit", pattern: "/{$}", methods: []string{http.MethodPost},
+		serve: func(h *handler, w http.ResponseWriter, r *http.Request, _, _ string) { h.serveSubmit(w, r) }},
+	{name: "stop", pattern: api.StopPath, methods: []string{http.MethodPost},
+		serve: func(h *handler, w http.ResponseWriter, r *http.Request, _, _ string) { h.serveStop(w, r) }},
+	{name: "capabilities", pattern: api.CapabilitiesPath, methods: []string{http.MethodGet, http.MethodHead},
+		serve: func(h *handler, w http.ResponseWriter, r *http.Request, _, _ string) { h.serveCapabilities(w, r) }},
+	{name: "agui", pattern: AGUIPath, methods: []string{http.MethodPost},
+		serve: func(h *handler, w http.ResponseWriter, r *http.Request, _, _ string) { h.serveAGUI(w, r) }},
+	{name: "resume", pattern: api.ResumePath, methods: []string{http.MethodGet}, ids: [2]string{"sessionId", "turnId"},
+		serve: (*handler).serveResume},
+	{name: "agui-resume", pattern: AGUIRunPath, methods: []string{http.MethodGet}, ids: [2]string{"threadId", "runId"},
+		serve: (*handler).serveAGUIResume},
+}
+
+// newMux returns the router of h: for each route, its methods with its
+// pattern ("POST /stop"), then the bare pattern, which answers any other
+// method with 405 REQUEST_METHOD_NOT_ALLOWED naming the route's methods
+// (its Allow header and message), and "/" for every other path, 404
+// REQUEST_NOT_FOUND, so that neither of ServeMux's own plain-text answers
+// (404, 405) is ever sent. A method pattern is more specific than the bare
+// one, so ServeMux picks it when the method matches (GET also matches
+// HEAD, as ServeMux has it; the route's handler then answers as its
+// methods say).
+func (h *handler) newMux() *http.ServeMux {
+	mux := http.NewServeMux()
+	for _, rt := range routes {
+		for _, m := range rt.methods {
+			mux.HandleFunc(m+" "+rt.pattern, func(w http.ResponseWriter, r *http.Request) {
+				if sessionID, turnID, ok := h.routeIDs(rt, w, r); ok {
+					rt.serve(h, w, r, sessionID, turnID)
+				}
+			})
+		}
+		mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
+			if _, _, ok := h.routeIDs(rt, w, r); ok {
+				w.Header().Set("Allow", strings.Join(rt.methods, ", "))
+				reject(r.Context(), w, h.requestLogger(r.Context()), "method", httpedge.ErrMethodNotAllowed)
+			}
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		telemetry.ScopeFrom(r.Context()).SetRoute("none")
+		httpedge.NotFound(w, r)
+	})
+	return mux
+}
+
+// routeIDs names rt for the request's metrics and returns the session and
+// turn ids of its path; a path whose ids are not SafeIds is no route: it
+// is answered 404 REQUEST_NOT_FOUND and ok is false.
+func (h *handler) routeIDs(rt route, w http.ResponseWriter, r *http.Request) (sessionID, turnID string, ok bool) {
 	sc := telemetry.ScopeFrom(r.Context())
-	switch r.URL.Path {
-	case "/":
-		sc.SetRoute("submit")
-		h.serveSubmit(w, r)
-	case "/stop":
-		sc.SetRoute("stop")
-		h.serveStop(w, r)
-	case "/capabilities":
-		sc.SetRoute("capabilities")
-		h.serveCapabilities(w, r)
-	case AGUIPath:
-		sc.SetRoute("agui")
-		h.serveAGUI(w, r)
-	default:
-		if sessionID, turnID, ok := resumePath(r.URL.Path); ok {
-			sc.SetRoute("resume")
-			sc.SetResume()
-			sc.SetSession(sessionID, turnID)
-			h.serveResume(w, r, sessionID, turnID)
-			return
-		}
-		if sessionID, turnID, ok := aguiRunPath(r.URL.Path); ok {
-			sc.SetRoute("agui-resume")
-			sc.SetResume()
-			sc.SetSession(sessionID, turnID)
-			h.serveAGUIResume(w, r, sessionID, turnID)
-			return
-		}
+	if rt.ids[0] == "" {
+		sc.SetRoute(rt.name)
+		return "", "", true
+	}
+	sessionID, turnID = r.PathValue(rt.ids[0]), r.PathValue(rt.ids[1])
+	if !protocol.IsSafeID(sessionID) || !protocol.IsSafeID(turnID) {
 		sc.SetRoute("none")
 		httpedge.NotFound(w, r)
+		return "", "", false
 	}
+	sc.SetRoute(rt.name)
+	sc.SetResume()
+	sc.SetSession(sessionID, turnID)
+	return sessionID, turnID, true
+}
+
+// route serves r by h.mux. A path that is not in canonical form (empty,
+// relative, with a "." or ".." segment, an empty segment or a trailing
+// slash, after percent-decoding) is 404 REQUEST_NOT_FOUND: no route has
+// such a path, and ServeMux would otherwise redirect it to its cleaned
+// form.
+func (h *handler) route(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; p == "" || p[0] != '/' || path.Clean(p) != p {
+		telemetry.ScopeFrom(r.Context()).SetRoute("none")
+		httpedge.NotFound(w, r)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
 }
 
 // deadline starts the request's one deadline

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-lambda-go/lambdaurl"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn"
@@ -95,7 +96,7 @@ func TestFunctionURLCapabilities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var c turn.Capabilities
+	var c api.Capabilities
 	if resp.StatusCode != http.StatusOK || resp.Headers["Content-Type"] != "application/json; charset=utf-8" || json.Unmarshal(raw, &c) != nil {
 		t.Fatalf("%d %v %s", resp.StatusCode, resp.Headers, raw)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
@@ -25,17 +26,6 @@ import (
 // (the running turn stopped as POST /stop stops it, this one run in its
 // place in this request's stream) or rollback (interrupt, and the stopped
 // turn superseded).
-
-// MultitaskHeader names the policy of a submit that finds its session
-// busy (turnstream extension, docs/multitask.md): reject, enqueue,
-// interrupt or rollback, case-insensitive, surrounding spaces ignored.
-// Absent, the session's definition's default applies (itself reject
-// unless configured). Another value or a repeated header is 400
-// REQUEST_INVALID_HEADER; a policy the definition does not allow, or
-// this deployment cannot serve (enqueue, interrupt and rollback need
-// checkpoints), is 422 MULTITASK_NOT_ALLOWED. A decision on a
-// confirmation ignores it.
-const MultitaskHeader = "X-Turnstream-Multitask"
 
 // DefaultInterruptWait is how long an interrupt waits for the turn it
 // stops to end before it answers 409 SESSION_BUSY (Options.InterruptWait):
@@ -71,7 +61,7 @@ type DrainRequest struct {
 	NotBefore time.Time `json:"notBefore,omitzero"`
 }
 
-// parseMultitask reads MultitaskHeader: "" when absent, else a policy
+// parseMultitask reads api.MultitaskHeader: "" when absent, else a policy
 // name; httpedge.ErrInvalidHeader for another value or a repeated header.
 func parseMultitask(values []string) (string, error) {
 	switch len(values) {
@@ -79,11 +69,11 @@ func parseMultitask(values []string) (string, error) {
 		return "", nil
 	case 1:
 	default:
-		return "", fmt.Errorf("%w: %s repeated", httpedge.ErrInvalidHeader, MultitaskHeader)
+		return "", fmt.Errorf("%w: %s repeated", httpedge.ErrInvalidHeader, api.MultitaskHeader)
 	}
 	v := strings.ToLower(strings.TrimSpace(values[0]))
 	if !slices.Contains(definition.MultitaskPolicies, v) {
-		return "", fmt.Errorf("%w: %s", httpedge.ErrInvalidHeader, MultitaskHeader)
+		return "", fmt.Errorf("%w: %s", httpedge.ErrInvalidHeader, api.MultitaskHeader)
 	}
 	return v, nil
 }
@@ -143,22 +133,6 @@ func busyFor(sess *chat.Session, now time.Time) bool {
 	return sess.ActiveTurn != nil || len(chat.Waiting(sess.Queue)) > 0 || chat.PendingConfirmation(sess.Confirmations, now)
 }
 
-// queuedAnswer is the 202 body of an enqueued submit.
-//
-//	{"sessionId","turnId","status":"queued","position":<n>,"streamUrl":"sessions/{sessionId}/turns/{turnId}/stream"}
-type queuedAnswer struct {
-	SessionID string `json:"sessionId"`
-	TurnID    string `json:"turnId"`
-	Status    string `json:"status"`
-	// Position is the turn's place among the session's waiting turns,
-	// from 1.
-	Position int `json:"position"`
-	// StreamURL is the turn's resume route relative to the turn
-	// function's base URL: it waits, sending no line, until the turn
-	// starts, then streams it as any resume.
-	StreamURL string `json:"streamUrl"`
-}
-
 // enqueue stores sub as a queued turn and answers 202, or the store's
 // error (409 SESSION_QUEUE_FULL, 422 TURN_ID_REUSED, ...). A second
 // enqueue of the same turn id and input answers as the first. It then
@@ -181,8 +155,8 @@ func (h *handler) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.
 		return
 	}
 	log.Info("turn queued", "position", q.Position, "queueSeq", q.Entry.Seq, "idle", q.Idle)
-	body, err := json.Marshal(queuedAnswer{SessionID: sub.sessionID, TurnID: sub.turnID, Status: "queued", Position: q.Position,
-		StreamURL: "sessions/" + sub.sessionID + "/turns/" + sub.turnID + "/stream"})
+	body, err := json.Marshal(api.Queued{SessionID: sub.sessionID, TurnID: sub.turnID, Status: api.QueuedStatus, Position: q.Position,
+		StreamURL: api.StreamURL(sub.sessionID, sub.turnID)})
 	if err != nil {
 		reject(ctx, w, log, "enqueue", err)
 		return
@@ -431,33 +405,9 @@ func (w discardWriter) Header() http.Header       { return w.header }
 func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (discardWriter) WriteHeader(int)             {}
 
-// multitaskCapability is the "multitask" object of GET /capabilities.
-type multitaskCapability struct {
-	// Available is whether a submit may name a policy other than reject.
-	Available bool   `json:"available"`
-	Header    string `json:"header"`
-	// Policies are the policies some definition allows; Default the
-	// default definition's default.
-	Policies []string `json:"policies"`
-	Default  string   `json:"default"`
-	// Definitions are each definition's own default and policies, by
-	// definition id (a session runs its definition's).
-	Definitions     map[string]definitionPolicies `json:"definitions,omitempty"`
-	MaxQueuedTurns  int                           `json:"maxQueuedTurns"`
-	QueuedTurnTTLMs int64                         `json:"queuedTurnTtlMs"`
-	InterruptWaitMs int64                         `json:"interruptWaitMs"`
-	Doc             string                        `json:"doc"`
-}
-
-// definitionPolicies is one definition's multitask policies.
-type definitionPolicies struct {
-	Default  string   `json:"default"`
-	Policies []string `json:"policies"`
-}
-
 // multitaskCapability describes the policies h serves.
 func (h *handler) multitaskCapability() multitaskCapability {
-	c := multitaskCapability{Header: MultitaskHeader, MaxQueuedTurns: h.opts.MaxQueuedTurns,
+	c := multitaskCapability{Header: api.MultitaskHeader, MaxQueuedTurns: h.opts.MaxQueuedTurns,
 		QueuedTurnTTLMs: h.opts.QueuedTurnTTL.Milliseconds(), InterruptWaitMs: h.opts.InterruptWait.Milliseconds(),
 		Doc: "docs/multitask.md"}
 	c.Default, _ = h.policies(h.defaultDefinition())

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -122,7 +123,7 @@ func multitaskEnv(t *testing.T, store chat.Store, opt func(*turn.Options)) (*env
 }
 
 // policy is the header naming a multitask policy.
-func policy(p string) map[string]string { return map[string]string{turn.MultitaskHeader: p} }
+func policy(p string) map[string]string { return map[string]string{api.MultitaskHeader: p} }
 
 // queued is the 202 answer of an enqueued submit.
 type queued struct {
@@ -445,8 +446,8 @@ func TestMultitaskRejections(t *testing.T) {
 	e.submit(t, "s", "t1", "hi", nil, policy("")).want(t, http.StatusBadRequest, protocol.CodeRequestInvalidHeader)
 	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/", strings.NewReader(string(submitBody(t, "s", "t1", "hi", nil))))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Add(turn.MultitaskHeader, "enqueue")
-	req.Header.Add(turn.MultitaskHeader, "enqueue")
+	req.Header.Add(api.MultitaskHeader, "enqueue")
+	req.Header.Add(api.MultitaskHeader, "enqueue")
 	resp, err := e.srv.Client().Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -546,12 +547,12 @@ func TestCapabilitiesListMultitask(t *testing.T) {
 		if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
 			t.Fatal(err)
 		}
-		c.Multitask["listed"] = slices.Contains(c.Extensions, turn.ExtensionMultitask)
+		c.Multitask["listed"] = slices.Contains(c.Extensions, api.ExtensionMultitask)
 		return c.Multitask
 	}
 	e, _ := multitaskEnv(t, newStoreMemory(), func(o *turn.Options) { o.MaxQueuedTurns = 3 })
 	c := get(e)
-	if c["available"] != true || c["listed"] != true || c["header"] != turn.MultitaskHeader || c["default"] != "reject" ||
+	if c["available"] != true || c["listed"] != true || c["header"] != api.MultitaskHeader || c["default"] != "reject" ||
 		c["maxQueuedTurns"] != float64(3) || c["queuedTurnTtlMs"] != float64(chat.DefaultQueuedTurnTTL.Milliseconds()) ||
 		c["interruptWaitMs"] != float64(turn.DefaultInterruptWait.Milliseconds()) {
 		t.Errorf("multitask capability %+v", c)

@@ -18,10 +18,10 @@ import (
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
 	"github.com/turnstream/turnstream/internal/dynalite"
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
-	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
@@ -232,8 +232,8 @@ func TestTurnsPerMinute(t *testing.T) {
 			clock.Advance(5 * time.Second) // 35 s after the start: the first turn frees a place at 70 s
 			r := e.submit(t, "s4", "t4", "hello", nil, nil)
 			r.want(t, http.StatusTooManyRequests, protocol.CodeQuotaExceeded)
-			if !r.errD.Retryable || r.header.Get("Retry-After") != "35" || r.header.Get(httpedge.QuotaHeader) != "principal.turnsPerMinute" {
-				t.Errorf("429: retryable %v, Retry-After %q, %s %q", r.errD.Retryable, r.header.Get("Retry-After"), httpedge.QuotaHeader, r.header.Get(httpedge.QuotaHeader))
+			if !r.errD.Retryable || r.header.Get("Retry-After") != "35" || r.header.Get(api.QuotaHeader) != "principal.turnsPerMinute" {
+				t.Errorf("429: retryable %v, Retry-After %q, %s %q", r.errD.Retryable, r.header.Get("Retry-After"), api.QuotaHeader, r.header.Get(api.QuotaHeader))
 			}
 			e.submit(t, "sb", "t4", "hello", nil, map[string]string{"X-Test-Subject": "bob"}).want(t, http.StatusOK, "")
 			u := usageOf(t, store, alice, clock.Now())
@@ -316,7 +316,7 @@ func TestTurnsPerMinuteExactUnderConcurrentSubmits(t *testing.T) {
 				switch {
 				case r.status == http.StatusOK:
 					ran++
-				case r.status == http.StatusTooManyRequests && r.header.Get(httpedge.QuotaHeader) == "principal.turnsPerMinute":
+				case r.status == http.StatusTooManyRequests && r.header.Get(api.QuotaHeader) == "principal.turnsPerMinute":
 					refused++
 				default:
 					t.Errorf("submit %d: %d %s", i, r.status, r.raw)
@@ -351,7 +351,7 @@ func TestConcurrentSessions(t *testing.T) {
 		<-m.Started
 		r := e.submit(t, "s2", "t2", "hello", nil, nil)
 		r.want(t, http.StatusTooManyRequests, protocol.CodeQuotaExceeded)
-		if r.header.Get(httpedge.QuotaHeader) != "principal.concurrentSessions" || r.header.Get("Retry-After") == "" {
+		if r.header.Get(api.QuotaHeader) != "principal.concurrentSessions" || r.header.Get("Retry-After") == "" {
 			t.Errorf("headers %v", r.header)
 		}
 		e.submit(t, "s1", "t3", "hello", nil, nil).want(t, http.StatusConflict, protocol.CodeSessionBusy)
@@ -383,8 +383,8 @@ func TestTokensPerDay(t *testing.T) {
 		_, midnight := chat.PeriodDay.Bounds(now)
 		ra, err := strconv.Atoi(r.header.Get("Retry-After"))
 		if want := midnight.Sub(now).Seconds(); err != nil || float64(ra) < want-60 || float64(ra) > want+60 ||
-			r.header.Get(httpedge.QuotaHeader) != "principal.tokensPerDay" {
-			t.Errorf("Retry-After %q, quota %q; want about %.0f s, to the next UTC day", r.header.Get("Retry-After"), r.header.Get(httpedge.QuotaHeader), want)
+			r.header.Get(api.QuotaHeader) != "principal.tokensPerDay" {
+			t.Errorf("Retry-After %q, quota %q; want about %.0f s, to the next UTC day", r.header.Get("Retry-After"), r.header.Get(api.QuotaHeader), want)
 		}
 	})
 }
@@ -636,12 +636,12 @@ func TestQuotaCapabilities(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	var c turn.Capabilities
+	var c api.Capabilities
 	if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
 		t.Fatal(err)
 	}
 	ext := strings.Join(c.Extensions, ",")
-	if !strings.HasSuffix(ext, ",quotas,budgets") || !c.Quotas.Available || c.Quotas.Default != q || c.Quotas.FailMode != "closed" ||
+	if !strings.HasSuffix(ext, ",quotas,budgets") || !c.Quotas.Available || c.Quotas.Default != (api.Quotas{Principal: api.QuotaLimits{TurnsPerMinute: 3}, Tenant: api.QuotaLimits{TokensPerMonth: 1000}}) || c.Quotas.FailMode != "closed" ||
 		c.Quotas.Usage.Path != "/usage" || c.Quotas.Codes.Exceeded != protocol.CodeQuotaExceeded {
 		t.Errorf("extensions %s, quotas %+v", ext, c.Quotas)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -92,7 +93,7 @@ func TestRequestRejections(t *testing.T) {
 		"INPUT beside input":         {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": secret, "INPUT": " "}}), status: 400, code: protocol.CodeRequestInvalidEvent},
 		"Input only":                 {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"Input": secret}}), status: 400, code: protocol.CodeRequestInvalidEvent},
 		"lineage key variant":        {contentType: "application/json", bodyText: envelope(t, map[string]any{"payload": map[string]any{"input": secret, "lineage": map[string]any{"operation": "retry", "parentTurnId": "t0", "sourceMessageId": "m0", "ParentTurnId": "t9"}}}), status: 400, code: protocol.CodeRequestInvalidEvent},
-		"invalid scope header":       {contentType: "application/json", bodyText: valid, header: map[string]string{turn.SnapshotScopeHeader: "everything"}, status: 400, code: protocol.CodeRequestInvalidHeader},
+		"invalid scope header":       {contentType: "application/json", bodyText: valid, header: map[string]string{api.SnapshotScopeHeader: "everything"}, status: 400, code: protocol.CodeRequestInvalidHeader},
 		"unauthenticated before 413": {contentType: "application/json", bodyText: strings.Repeat("x", 600), header: map[string]string{"X-Test-Subject": "nobody"}, status: 401, code: protocol.CodeRequestUnauthenticated},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -206,7 +207,7 @@ func TestCapabilities(t *testing.T) {
 	if rec.Code != http.StatusOK || rec.Header().Get("Content-Type") != "application/json; charset=utf-8" {
 		t.Fatalf("%d %v", rec.Code, rec.Header())
 	}
-	var c turn.Capabilities
+	var c api.Capabilities
 	if err := json.Unmarshal(rec.Body.Bytes(), &c); err != nil {
 		t.Fatal(err)
 	}
@@ -220,10 +221,10 @@ func TestCapabilities(t *testing.T) {
 		c.Approvals.ConfirmationTTLMs != chat.DefaultConfirmationTTL.Milliseconds() {
 		t.Errorf("approvals %+v", c.Approvals)
 	}
-	if c.SnapshotScope.Header != turn.SnapshotScopeHeader || c.Limits.MaxBodyBytes != httpedge.DefaultMaxBodyBytes || c.Limits.SnapshotIntervalMs != 1 {
+	if c.SnapshotScope.Header != api.SnapshotScopeHeader || c.Limits.MaxBodyBytes != httpedge.DefaultMaxBodyBytes || c.Limits.SnapshotIntervalMs != 1 {
 		t.Errorf("capabilities %+v", c)
 	}
-	if c.Compact.Header != turn.StreamModeHeader || c.Compact.Event != protocol.EventAppend || c.Compact.Default != turn.StreamModeSnapshots ||
+	if c.Compact.Header != api.StreamModeHeader || c.Compact.Event != protocol.EventAppend || c.Compact.Default != api.StreamModeSnapshots ||
 		c.Compact.LineSpanMs != turn.DefaultCompactLineSpan.Milliseconds() {
 		t.Errorf("compact %+v", c.Compact)
 	}

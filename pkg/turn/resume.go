@@ -6,27 +6,14 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
-
-// resumePath parses /sessions/{sessionId}/turns/{turnId}/stream; both ids
-// must be SafeIds.
-func resumePath(p string) (sessionID, turnID string, ok bool) {
-	parts := strings.Split(p, "/")
-	if len(parts) != 6 || parts[0] != "" || parts[1] != "sessions" || parts[3] != "turns" || parts[5] != "stream" {
-		return "", "", false
-	}
-	if !protocol.IsSafeID(parts[2]) || !protocol.IsSafeID(parts[4]) {
-		return "", "", false
-	}
-	return parts[2], parts[4], true
-}
 
 // acceptResume runs the checks of a resume before any storage request:
 // method GET (405), authentication on the headers (401/403), the snapshot
@@ -40,10 +27,10 @@ func (h *handler) acceptResume(ctx context.Context, w http.ResponseWriter, r *ht
 	if p, err = h.authenticate(ctx, r); err != nil {
 		return p, sc, false, 0, "authenticate", err
 	}
-	if sc, err = parseScope(r.Header.Values(SnapshotScopeHeader)); err != nil {
+	if sc, err = parseScope(r.Header.Values(api.SnapshotScopeHeader)); err != nil {
 		return p, sc, false, 0, "scope", err
 	}
-	compact, ok := parseStreamMode(r.Header.Values(StreamModeHeader))
+	compact, ok := parseStreamMode(r.Header.Values(api.StreamModeHeader))
 	if !ok {
 		return p, sc, false, 0, "stream mode", httpedge.ErrInvalidHeader
 	}
@@ -59,7 +46,7 @@ func (h *handler) acceptResume(ctx context.Context, w http.ResponseWriter, r *ht
 // is newer).
 func parseAfter(r *http.Request) (int64, bool) {
 	q := r.URL.Query()
-	vals, present := q["after"]
+	vals, present := q[api.ResumeAfterParameter]
 	if len(q) > 1 || len(q) == 1 && !present {
 		return 0, false // only after is known
 	}
@@ -97,7 +84,7 @@ func parseAfter(r *http.Request) (int64, bool) {
 // poll reading only what is newer (follows). The stream ends by the
 // request's deadline at the latest, with SERVER_TIMEOUT at sequence 0 (a
 // sequence no line of a turn carries: this is no state of the turn): the
-// client resumes again. With StreamModeHeader compact, checkpoints that
+// client resumes again. With api.StreamModeHeader compact, checkpoints that
 // only add text after the first line go out as append lines
 // (docs/compact.md); the first line and the terminal one are complete
 // snapshots.
@@ -118,7 +105,7 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		hd.Set("Cache-Control", "no-store")
 		hd.Set("X-Content-Type-Options", "nosniff")
 		if compact {
-			hd.Set(StreamModeHeader, StreamModeCompact)
+			hd.Set(api.StreamModeHeader, api.StreamModeCompact)
 		}
 		w.WriteHeader(http.StatusOK)
 		s.w, s.out, streaming = w, newStreamOut(w, log), true
@@ -452,31 +439,6 @@ func (f *follow) next(ctx context.Context, have *chat.Turn) (*chat.Turn, error) 
 	}
 }
 
-// resumeCapability is the resume part of GET /capabilities.
-type resumeCapability struct {
-	Available bool `json:"available"`
-	// Method and Path name the route; Parameter the query parameter that
-	// carries the last sequence the client holds.
-	Method    string `json:"method,omitempty"`
-	Path      string `json:"path,omitempty"`
-	Parameter string `json:"parameter,omitempty"`
-	// PollIntervalMs is how often a resume reads the turn, and Cost what
-	// one read costs.
-	PollIntervalMs int64  `json:"pollIntervalMs,omitempty"`
-	Cost           string `json:"cost,omitempty"`
-}
-
-// durableTurnsCapability is the durableTurns part of GET /capabilities.
-type durableTurnsCapability struct {
-	Available bool `json:"available"`
-	// CheckpointIntervalMs bounds what a crash loses and how long a stop
-	// takes to be seen.
-	CheckpointIntervalMs int64 `json:"checkpointIntervalMs,omitempty"`
-	// DisconnectStops says whether a client disconnect ends the turn
-	// (false with checkpoints: the turn runs on for a resume).
-	DisconnectStops bool `json:"disconnectStops"`
-}
-
 // resumeCapabilities describes resume and durable turns for opts: both
 // unavailable, explicitly, with checkpoints off.
 func resumeCapabilities(opts Options) (resumeCapability, durableTurnsCapability) {
@@ -485,8 +447,8 @@ func resumeCapabilities(opts Options) (resumeCapability, durableTurnsCapability)
 	}
 	return resumeCapability{
 			Available: true, Method: http.MethodGet,
-			Path:           "/sessions/{sessionId}/turns/{turnId}/stream",
-			Parameter:      "after",
+			Path:           api.ResumePath,
+			Parameter:      api.ResumeAfterParameter,
 			PollIntervalMs: opts.ResumePollInterval.Milliseconds(),
 			Cost:           "one consistent DynamoDB BatchGetItem per poll, and one Query of the newer checkpoints when there are some",
 		}, durableTurnsCapability{

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
@@ -40,7 +41,7 @@ type run struct {
 	lineage      protocol.Lineage
 	inputHash    string
 	scope        scope
-	// compact is true for a compact stream (StreamModeHeader,
+	// compact is true for a compact stream (api.StreamModeHeader,
 	// compactWriter); resumed holds a compact resume's state.
 	compact bool
 	resumed compactResume
@@ -292,7 +293,7 @@ func (t *run) streamTurn() {
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	if t.compact {
-		hd.Set(StreamModeHeader, StreamModeCompact)
+		hd.Set(api.StreamModeHeader, api.StreamModeCompact)
 	}
 	t.w.WriteHeader(http.StatusOK)
 	// A client that stops reading must not hold the handler past the

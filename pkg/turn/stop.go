@@ -1,32 +1,18 @@
 package turn
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // stopRequest is the body of POST /stop (docs/design.md#the-turn-pipeline).
-type stopRequest struct {
-	SessionID string `json:"sessionId"`
-	TurnID    string `json:"turnId"`
-	// Unknown holds the other members (the embedded fallback of
-	// go-json-experiment/json): ignored, but none may be a case
-	// variant of a field (protocol.IsCaseVariant).
-	Unknown map[string]jsontext.Value `json:",embed"`
-}
-
-// stopFields are the members of a stop body.
-var stopFields = []string{"sessionId", "turnId"}
+type stopRequest = api.StopRequest
 
 // stopAccepted is the 202 body of POST /stop: the stop flag is set on
 // the turn's lease (chat.Store.RequestStop: a flag written is a stop,
@@ -113,23 +99,15 @@ func (h *handler) acceptStop(ctx context.Context, w http.ResponseWriter, r *http
 	return principal, req, "", nil
 }
 
-// decodeStop parses a stop body with go-json-experiment/json, which
-// matches keys case-sensitively and rejects duplicate keys (docs/design.md#wire-protocol-v1
-// hazards; encoding/json does neither), and rejects a member that is a
-// case variant of sessionId or turnId ("SessionId", "TURNID"), which a
-// case-folding reader would take for the field.
+// decodeStop parses a stop body with the strict reader
+// (protocol.UnmarshalStrict: case-sensitive keys, no duplicated key, no
+// case variant of sessionId or turnId such as "SessionId", no lone
+// surrogate, no null, an object, not a string holding one; other members
+// ignored); both ids must be SafeIds.
 func decodeStop(body []byte) (stopRequest, bool) {
 	var req stopRequest
-	if len(bytes.TrimSpace(body)) == 0 || !json.Valid(body) {
+	if protocol.UnmarshalStrict(body, &req) != nil {
 		return req, false
-	}
-	if err := jsonv2.Unmarshal(body, &req); err != nil {
-		return req, false
-	}
-	for name := range req.Unknown {
-		if protocol.IsCaseVariant(name, stopFields...) {
-			return req, false
-		}
 	}
 	return req, protocol.IsSafeID(req.SessionID) && protocol.IsSafeID(req.TurnID)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -85,7 +86,7 @@ func TestSubmitStreamsAndSaves(t *testing.T) {
 		if n := len(m.LastRequest().Messages); n != 3 {
 			t.Errorf("model context: %d messages, want 3", n)
 		}
-		r3 := e.submit(t, "s1", "t3", "scoped", nil, map[string]string{turn.SnapshotScopeHeader: "Turn"})
+		r3 := e.submit(t, "s1", "t3", "scoped", nil, map[string]string{api.SnapshotScopeHeader: "Turn"})
 		r3.want(t, http.StatusOK, "")
 		for _, ev := range r3.events {
 			if n := len(ev.Snapshot.Messages); n != 2 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
@@ -19,7 +20,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/tool"
 )
 
-// scope is what a snapshot carries (SnapshotScopeHeader).
+// scope is what a snapshot carries (api.SnapshotScopeHeader).
 type scope int
 
 const (
@@ -134,9 +135,9 @@ type submission struct {
 	// decision is set for a decision on a confirmation.
 	decision *chat.Decision
 	// compact is whether the client asked for the compact stream
-	// (StreamModeHeader, docs/compact.md).
+	// (api.StreamModeHeader, docs/compact.md).
 	compact bool
-	// multitask is the policy MultitaskHeader names; empty when absent.
+	// multitask is the policy api.MultitaskHeader names; empty when absent.
 	multitask string
 	// agui is whether the submission came as an AG-UI RunAgentInput (POST
 	// /agui): the turn streams as AG-UI events (docs/agui.md).
@@ -162,16 +163,16 @@ func (h *handler) acceptSubmit(ctx context.Context, w http.ResponseWriter, r *ht
 	if err != nil {
 		return nil, step, err
 	}
-	sc, err := parseScope(r.Header.Values(SnapshotScopeHeader))
+	sc, err := parseScope(r.Header.Values(api.SnapshotScopeHeader))
 	if err != nil {
 		return nil, "scope", err
 	}
 	// The compact stream's negotiation (compact.go), before the body.
-	compact, ok := parseStreamMode(r.Header.Values(StreamModeHeader))
+	compact, ok := parseStreamMode(r.Header.Values(api.StreamModeHeader))
 	if !ok {
 		return nil, "stream mode", httpedge.ErrInvalidHeader
 	}
-	multitask, err := parseMultitask(r.Header.Values(MultitaskHeader))
+	multitask, err := parseMultitask(r.Header.Values(api.MultitaskHeader))
 	if err != nil {
 		return nil, "multitask", err
 	}
@@ -377,7 +378,7 @@ func logRejected(log *slog.Logger, step string, d protocol.Diagnostic, err error
 	log.Info("request rejected", "step", step, "code", d.Code)
 }
 
-// parseScope reads SnapshotScopeHeader: absent or "session" is
+// parseScope reads api.SnapshotScopeHeader: absent or "session" is
 // scopeSession, "turn" scopeTurn (case-insensitive, surrounding spaces
 // ignored); anything else, a repeated header included, is
 // httpedge.ErrInvalidHeader.
@@ -387,15 +388,15 @@ func parseScope(values []string) (scope, error) {
 		return scopeSession, nil
 	case 1:
 	default:
-		return 0, fmt.Errorf("%w: %s repeated", httpedge.ErrInvalidHeader, SnapshotScopeHeader)
+		return 0, fmt.Errorf("%w: %s repeated", httpedge.ErrInvalidHeader, api.SnapshotScopeHeader)
 	}
 	switch v := strings.TrimSpace(values[0]); {
-	case strings.EqualFold(v, "session"):
+	case strings.EqualFold(v, api.ScopeSession):
 		return scopeSession, nil
-	case strings.EqualFold(v, "turn"):
+	case strings.EqualFold(v, api.ScopeTurn):
 		return scopeTurn, nil
 	}
-	return 0, fmt.Errorf("%w: %s", httpedge.ErrInvalidHeader, SnapshotScopeHeader)
+	return 0, fmt.Errorf("%w: %s", httpedge.ErrInvalidHeader, api.SnapshotScopeHeader)
 }
 
 // decodeSubmit parses body as JSON (httpedge.ErrInvalidJSON when empty or

@@ -34,6 +34,8 @@ import {
   type TurnDiagnostic,
   type TurnSummary,
   type Usage,
+  type WireCode,
+  type CLIENT_CODES,
 } from "../src/index.js";
 import { morph, plain as plainText, render as renderMarkdown } from "./markdown.js";
 import { usageLine } from "./usage.js";
@@ -170,7 +172,9 @@ function status(state: State, text: string): void {
   els.status.querySelector(".text")!.textContent = text;
 }
 
-const PLAIN: Record<string, string> = {
+// Keyed by the server's codes (WireCode, generated from the Go table) and
+// the client's own: a code that no longer exists fails the type check.
+const PLAIN: Partial<Record<WireCode | (typeof CLIENT_CODES)[number], string>> = {
   SESSION_NOT_FOUND: "This conversation can't be opened. It doesn't exist, or it belongs to another account.",
   SESSION_BUSY: "Another answer is still being written in this conversation, so this message was not sent.",
   SESSION_CONFLICT: "Another answer is still being written in this conversation, so this message was not sent.",
@@ -200,7 +204,7 @@ const PLAIN: Record<string, string> = {
   LIMIT_EXCEEDED: "This answer stopped at a usage limit. What it wrote is kept.",
 };
 function plain(code: string, message: string): string {
-  return PLAIN[code] ?? message;
+  return (PLAIN as Record<string, string | undefined>)[code] ?? message;
 }
 
 function asError(e: unknown): TurnstreamError {

@@ -1,4 +1,4 @@
-import { decodeAppend, decodePartialAppend, isAppendLine, STREAM_MODE_HEADER } from "./compact.js";
+import { decodeAppend, decodePartialAppend, isAppendLine } from "./compact.js";
 import { SnapshotCursor } from "./cursor.js";
 import {
   ConfirmationError,
@@ -28,6 +28,25 @@ import {
   type TurnDiagnostic,
   type Usage,
 } from "./protocol.js";
+import {
+  EXTENSION_RESUME,
+  METADATA_PENDING_CONFIRMATIONS,
+  MULTITASK_HEADER,
+  MULTITASK_POLICIES,
+  MULTITASK_REJECT,
+  QUEUED_STATUS,
+  SNAPSHOT_SCOPE_HEADER,
+  STREAM_MODE_COMPACT,
+  STREAM_MODE_HEADER,
+  type Capabilities,
+  type MultitaskPolicy,
+  type PendingConfirmation,
+  type PendingInteraction,
+  type Queued,
+  type QueuedTurn,
+  type SessionSummary,
+  type StopAnswer,
+} from "./wire.js";
 
 type Fetch = typeof globalThis.fetch;
 
@@ -63,56 +82,6 @@ export interface ClientOptions {
   compact?: boolean;
 }
 
-/**
- * MultitaskPolicy is what a busy session does with a submit
- * (X-Turnstream-Multitask, docs/multitask.md): reject it (409
- * SESSION_BUSY, the protocol's behaviour), enqueue it (202: it runs after
- * the turns before it, and the Turn follows it), interrupt the running
- * turn (its answer so far kept, TURN_INTERRUPTED) and run in its place, or
- * rollback (interrupt, and the stopped turn is removed from history).
- */
-export type MultitaskPolicy = "reject" | "enqueue" | "interrupt" | "rollback";
-
-/** The multitask policies, in the order capabilities list them. */
-export const MULTITASK_POLICIES: readonly MultitaskPolicy[] = ["reject", "enqueue", "interrupt", "rollback"];
-
-/** The request header naming a submit's multitask policy. */
-export const MULTITASK_HEADER = "X-Turnstream-Multitask";
-
-/**
- * QueuedTurn is the 202 answer to a submit the server queued: the turn
- * waits at position (from 1) among the session's queued turns, and its
- * stream is streamURL (relative to the turn URL; it stays silent until
- * the turn starts).
- */
-export interface QueuedTurn {
-  sessionId: string;
-  turnId: string;
-  status: "queued";
-  position: number;
-  /** The resume route of the turn, relative to turnURL. */
-  streamUrl: string;
-}
-
-/** StopResult is the 202 answer of stop: cancelled when a queued turn that had not started will never run. */
-export interface StopResult {
-  stopRequested: true;
-  cancelled: boolean;
-}
-
-/** A turn waiting in a session's queue, as the history summary lists it. */
-export interface QueuedTurnSummary {
-  turnId: string;
-  /** Its place in the queue, from 1. */
-  position: number;
-  /** The input's first 120 characters, "…" appended when cut. */
-  inputPreview: string;
-  /** ISO time it was queued. */
-  queuedAt: string;
-  /** Epoch ms: recorded as never run (TURN_QUEUE_EXPIRED) if not started by then. */
-  expiresAt: number;
-}
-
 export interface SubmitOptions {
   sessionId: string;
   input: string;
@@ -124,7 +93,7 @@ export interface SubmitOptions {
    */
   multitask?: MultitaskPolicy;
   /** Called once when the server queued the turn (multitask "enqueue"), before it runs. */
-  onQueued?: (queued: QueuedTurn) => void;
+  onQueued?: (queued: Queued) => void;
   /** A SafeId; a random one by default. Reusing it retries the same turn idempotently. */
   turnId?: string;
   /** retry / edit / regenerate an earlier turn (a turnstream extension). */
@@ -162,36 +131,6 @@ export interface DecideOptions {
   onInvalidLine?: (diagnostic: DecoderDiagnostic) => void;
 }
 
-/**
- * PendingConfirmation is one entry of an assistant message's
- * metadata.pendingConfirmations: a call of toolCallId to the tool action
- * that waits for a decision until expiresAt (epoch ms).
- */
-export interface PendingConfirmation {
-  token: string;
-  toolCallId: string;
-  action: string;
-  expiresAt: number;
-}
-
-/**
- * PendingInteraction is one waiting tool call as the history summary lists
- * it; interactionId is the confirmation's token.
- */
-export interface PendingInteraction {
-  interactionId: string;
-  data: {
-    toolName: string;
-    /** The arguments exactly as the model gave them. */
-    args: JSONValue;
-    toolCallId: string;
-    /** The turn that asked. */
-    turnId: string;
-    /** Epoch ms. */
-    expiresAt: number;
-  };
-}
-
 /** ResumeOptions name a running turn to read from where a reader left it. */
 export interface ResumeOptions {
   sessionId: string;
@@ -214,56 +153,10 @@ export interface ResumeOptions {
   onInvalidLine?: (diagnostic: DecoderDiagnostic) => void;
 }
 
-/** Capabilities is GET {turnURL}capabilities: what this deployment supports. */
-export interface Capabilities {
-  protocols: { protocol: string; versions: number[] }[];
-  /** e.g. snapshotScope, stop, lineage, artifacts, history, resume, durableTurns. */
-  extensions: string[];
-  /**
-   * The resume route, GET {turnURL}sessions/{sessionId}/turns/{turnId}/stream
-   * ?after=<sequence>; available false (and "resume" not in extensions)
-   * where the deployment does not checkpoint running turns.
-   */
-  resume?: { available: boolean; method?: string; path?: string; parameter?: string; pollIntervalMs?: number };
-  limits?: { maxBodyBytes?: number; turnTimeoutMs?: number; snapshotIntervalMs?: number };
-  /**
-   * The multitask policies served (docs/multitask.md): available is false
-   * when only reject is.
-   */
-  multitask?: { available: boolean; header?: string; policies: string[]; default?: string; maxQueuedTurns?: number; queuedTurnTtlMs?: number };
-  [key: string]: JSONValue | undefined;
-}
-
 export interface ArtifactReference {
   /** A relative path inside the workspace, e.g. "notes/groceries.md". */
   entryPath: string;
   artifactType: "document" | "webpage" | "presentation" | "spreadsheet" | "image";
-}
-
-/** SessionSummary is GET {historyURL}sessions/{id}. */
-export interface SessionSummary {
-  sessionId: string;
-  definitionId: string;
-  definitionRevision: number;
-  /** The last snapshot sequence the session issued. */
-  cursor: number;
-  createdAt: string;
-  updatedAt: string;
-  /**
-   * The running turn, null when none: sequence is the last snapshot
-   * sequence it checkpointed, where a resume continues after.
-   */
-  currentTurn: { turnId: string; status: "running"; sequence?: number; expiresAt: number; pendingInteractions: JSONValue[] } | null;
-  /**
-   * The tool calls waiting for a decision (decide), oldest first; [] when
-   * none (or from a server without approvals).
-   */
-  pendingInteractions: PendingInteraction[];
-  /**
-   * The turns queued (multitask "enqueue") that have not started, in the
-   * order they will run; [] when none (or from a server without queues).
-   */
-  queuedTurns: QueuedTurnSummary[];
 }
 
 /** TurnSummary is one saved turn of a history page. */
@@ -298,8 +191,6 @@ export interface PageOptions {
   order?: "desc" | "asc";
   signal?: AbortSignal;
 }
-
-const SCOPE_HEADER = "X-Turnstream-Snapshot-Scope";
 
 /** newId returns a random SafeId (a UUID where the platform offers one). */
 export function newId(): string {
@@ -396,7 +287,7 @@ export class TurnstreamClient {
    * runs, and its stream ends with a TURN_CANCELLED diagnostic.
    * @throws HTTPError (e.g. TURN_NOT_ACTIVE when it already ended).
    */
-  async stop(sessionId: string, turnId: string, signal?: AbortSignal): Promise<StopResult> {
+  async stop(sessionId: string, turnId: string, signal?: AbortSignal): Promise<StopAnswer> {
     const res = await this.request(this.turnURL + "stop", {
       method: "POST",
       headers: { "Content-Type": "application/json" },
@@ -421,12 +312,12 @@ export class TurnstreamClient {
     try {
       const m = (await this.capabilities(signal)).multitask;
       if (m?.available === true && Array.isArray(m.policies)) {
-        return MULTITASK_POLICIES.filter((p) => p === "reject" || m.policies.includes(p));
+        return MULTITASK_POLICIES.filter((p) => p === MULTITASK_REJECT || m.policies.includes(p));
       }
     } catch (e) {
       throwIfAborted(signal, e);
     }
-    return ["reject"];
+    return [MULTITASK_REJECT];
   }
 
   /** capabilities returns GET {turnURL}capabilities, fetched once per client. */
@@ -451,7 +342,7 @@ export class TurnstreamClient {
     const approvals = pending.filter(isPendingInteraction) as unknown as PendingInteraction[];
     const queue = v.queuedTurns ?? [];
     if (!Array.isArray(queue)) throw invalidResponse();
-    const queuedTurns = queue.filter(isQueuedSummary) as unknown as QueuedTurnSummary[];
+    const queuedTurns = queue.filter(isQueuedSummary) as unknown as QueuedTurn[];
     return { ...(v as unknown as SessionSummary), pendingInteractions: approvals, queuedTurns };
   }
 
@@ -558,7 +449,7 @@ export class TurnstreamClient {
   async canResume(signal?: AbortSignal): Promise<boolean> {
     try {
       const c = await this.capabilities(signal);
-      return c.extensions.includes("resume") && c.resume?.available !== false;
+      return c.extensions.includes(EXTENSION_RESUME) && c.resume?.available !== false;
     } catch (e) {
       throwIfAborted(signal, e);
       return false;
@@ -612,7 +503,7 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
    * "enqueue"); undefined for a turn that streamed at once. Set before
    * onQueued is called.
    */
-  queued: QueuedTurn | undefined;
+  queued: Queued | undefined;
   /** Lines that failed to decode (skipped). */
   readonly invalidLines: DecoderDiagnostic[] = [];
   readonly #client: TurnstreamClient;
@@ -653,7 +544,7 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
   }
 
   /** stop asks the server to stop this turn, or cancel it while it is queued (see TurnstreamClient.stop). */
-  stop(signal?: AbortSignal): Promise<StopResult> {
+  stop(signal?: AbortSignal): Promise<StopAnswer> {
     return this.#client.stop(this.sessionId, this.turnId, signal);
   }
 
@@ -718,8 +609,8 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
       payload,
     };
     const headers: Record<string, string> = { "Content-Type": "application/json", Accept: "application/x-ndjson" };
-    if (o.scope) headers[SCOPE_HEADER] = o.scope;
-    if (this.#compact) headers[STREAM_MODE_HEADER] = "compact";
+    if (o.scope) headers[SNAPSHOT_SCOPE_HEADER] = o.scope;
+    if (this.#compact) headers[STREAM_MODE_HEADER] = STREAM_MODE_COMPACT;
     if (o.multitask && !o.confirmation) headers[MULTITASK_HEADER] = o.multitask;
     return this.#client.request(this.#client.turnURL, { method: "POST", headers, body: JSON.stringify(event), signal: o.signal });
   }
@@ -732,8 +623,8 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
     const seq = this.sequence ?? o.after;
     const after = seq === undefined ? "" : `?after=${seq}`;
     const headers: Record<string, string> = { Accept: "application/x-ndjson" };
-    if (o.scope) headers[SCOPE_HEADER] = o.scope;
-    if (this.#compact) headers[STREAM_MODE_HEADER] = "compact";
+    if (o.scope) headers[SNAPSHOT_SCOPE_HEADER] = o.scope;
+    if (this.#compact) headers[STREAM_MODE_HEADER] = STREAM_MODE_COMPACT;
     const path = this.queued && this.sequence === undefined ? this.queued.streamUrl : `sessions/${o.sessionId}/turns/${o.turnId}/stream`;
     const url = `${this.#client.turnURL}${path}${after}`;
     return this.#client.request(url, { method: "GET", headers, signal: o.signal });
@@ -754,7 +645,7 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
     const reader = res.body.getReader();
     const lines = new LineSplitter();
     const first = this.sequence;
-    const compact = (res.headers.get(STREAM_MODE_HEADER) ?? "").toLowerCase() === "compact";
+    const compact = (res.headers.get(STREAM_MODE_HEADER) ?? "").toLowerCase() === STREAM_MODE_COMPACT;
     let shown = -1; // the content length last yielded provisionally
     let done = false;
     try {
@@ -876,7 +767,7 @@ async function drainQuietly(reader: ReadableStreamDefaultReader<Uint8Array>): Pr
 // one, with a position >= 1 and a stream URL below the turn URL (a
 // relative path without dot segments, query or scheme); anything else is
 // RESPONSE_INVALID.
-async function readQueued(res: Response, sessionId: string, turnId: string): Promise<QueuedTurn> {
+async function readQueued(res: Response, sessionId: string, turnId: string): Promise<Queued> {
   let text: string;
   try {
     text = await res.text();
@@ -888,7 +779,7 @@ async function readQueued(res: Response, sessionId: string, turnId: string): Pro
     !isObj(v) ||
     v.sessionId !== sessionId ||
     v.turnId !== turnId ||
-    v.status !== "queued" ||
+    v.status !== QUEUED_STATUS ||
     typeof v.position !== "number" ||
     !Number.isSafeInteger(v.position) ||
     v.position < 1 ||
@@ -896,7 +787,7 @@ async function readQueued(res: Response, sessionId: string, turnId: string): Pro
   ) {
     throw invalidResponse();
   }
-  return { sessionId, turnId, status: "queued", position: v.position, streamUrl: v.streamUrl as string };
+  return { sessionId, turnId, status: QUEUED_STATUS, position: v.position, streamUrl: v.streamUrl as string };
 }
 
 function isRelativeRoute(v: unknown): boolean {
@@ -918,7 +809,7 @@ function lastContentLength(s: SnapshotEvent): number {
  * which still wait.
  */
 export function pendingConfirmations(message: Message): PendingConfirmation[] {
-  const list = message.metadata?.pendingConfirmations;
+  const list = message.metadata?.[METADATA_PENDING_CONFIRMATIONS];
   if (!Array.isArray(list)) return [];
   const out: PendingConfirmation[] = [];
   for (const c of list) {

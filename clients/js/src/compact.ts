@@ -7,8 +7,6 @@ import { isCaseVariant, MAX_SAFE_INTEGER, TURN_PROTOCOL, type Usage } from "./pr
 
 /** The append lines' event kind. */
 export const EVENT_APPEND = "turnstream.turn.append";
-/** The request (and response) header that negotiates the compact stream. */
-export const STREAM_MODE_HEADER = "X-Turnstream-Stream-Mode";
 
 /**
  * AppendLine adds text to the streaming assistant message (the last

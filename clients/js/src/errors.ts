@@ -1,4 +1,5 @@
 import type { DecoderDiagnostic, DiagnosticEvent, TurnDiagnostic } from "./protocol.js";
+import type { WireCode } from "./wire.js";
 
 /**
  * Client-side codes, for failures that have no wire diagnostic. Each is a
@@ -81,7 +82,7 @@ export class StreamIncompleteError extends TurnstreamError {
  * by CONFIRMATION_TTL or because a later turn superseded it (410). None is
  * retryable: deciding again with the same token fails the same way.
  */
-export const CONFIRMATION_CODES = ["CONFIRMATION_NOT_FOUND", "CONFIRMATION_DECIDED", "CONFIRMATION_EXPIRED"] as const;
+export const CONFIRMATION_CODES = ["CONFIRMATION_NOT_FOUND", "CONFIRMATION_DECIDED", "CONFIRMATION_EXPIRED"] as const satisfies readonly WireCode[];
 
 /** ConfirmationCode is one of CONFIRMATION_CODES. */
 export type ConfirmationCode = (typeof CONFIRMATION_CODES)[number];
@@ -110,7 +111,7 @@ export class ConfirmationError extends HTTPError {
  * queued turn has run; nothing was stored), or the session's definition or
  * the deployment does not serve the policy (MULTITASK_NOT_ALLOWED, 422).
  */
-export const MULTITASK_CODES = ["SESSION_QUEUE_FULL", "MULTITASK_NOT_ALLOWED"] as const;
+export const MULTITASK_CODES = ["SESSION_QUEUE_FULL", "MULTITASK_NOT_ALLOWED"] as const satisfies readonly WireCode[];
 
 /** MultitaskCode is one of MULTITASK_CODES. */
 export type MultitaskCode = (typeof MULTITASK_CODES)[number];

@@ -1,20 +1,12 @@
 // turnstream's browser and Node client for AgentsKit Chat's turn protocol v1.
-export { MULTITASK_HEADER, MULTITASK_POLICIES, TurnstreamClient, Turn, newId, pendingConfirmations } from "./client.js";
+export { TurnstreamClient, Turn, newId, pendingConfirmations } from "./client.js";
 export type {
   ArtifactReference,
-  Capabilities,
   ClientOptions,
   DecideOptions,
   HeaderSource,
-  MultitaskPolicy,
   Page,
   PageOptions,
-  PendingConfirmation,
-  PendingInteraction,
-  QueuedTurn,
-  QueuedTurnSummary,
-  SessionSummary,
-  StopResult,
   ResumeOptions,
   SubmitOptions,
   TurnSummary,
@@ -22,7 +14,7 @@ export type {
 export type { ConfirmationCode, MultitaskCode } from "./errors.js";
 export { SnapshotCursor } from "./cursor.js";
 export type { AppendResult } from "./cursor.js";
-export { decodeAppend, decodePartialAppend, EVENT_APPEND, isAppendLine, STREAM_MODE_HEADER } from "./compact.js";
+export { decodeAppend, decodePartialAppend, EVENT_APPEND, isAppendLine } from "./compact.js";
 export type { AppendLine } from "./compact.js";
 export {
   CLIENT_CODES,
@@ -41,3 +33,5 @@ export { LineSplitter } from "./ndjson.js";
 export { MAX_PARSE_DEPTH, NOT_JSON, parseStrict } from "./json.js";
 export type { JSONValue } from "./json.js";
 export * from "./protocol.js";
+// The HTTP contract (headers, capability names, routes, bodies), generated from pkg/api.
+export * from "./wire.js";
