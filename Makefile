@@ -179,7 +179,7 @@ dev: ## Run the three functions and the demo chat page (http://127.0.0.1:8787/) 
 	@if [ -t 0 ]; then set -m; fi; bin/devserver
 
 .PHONY: turnctl
-turnctl: ## Build the terminal client into bin/turnctl (chat, history, validate).
+turnctl: ## Build the terminal client into bin/turnctl (chat, attach, history, usage, validate, conform).
 	$(GO) build -o bin/turnctl ./cmd/turnctl
 
 .PHONY: build

@@ -627,10 +627,11 @@ func compactJSON(raw json.RawMessage) string {
 
 // appendRenderer writes without cursor movement (stdout is not a
 // terminal): text as it grows, each tool call's state when it changes, the
-// final status line at the end; notices go to notices (stderr). A tool
-// call's line never cuts a line of text in two: one that changes while
-// text is mid-line waits for the line's end (or the turn's), and only its
-// newest state is then printed.
+// final status line at the end; notices go to notices (stderr). Neither a
+// tool call's line nor a notice cuts a line of text in two (stderr and
+// stdout often end up in one place, as with 2>&1): one that comes while
+// text is mid-line waits for the line's end (or the turn's); of a tool
+// call only the newest state is then printed.
 type appendRenderer struct {
 	w       io.Writer
 	notices io.Writer
@@ -641,6 +642,8 @@ type appendRenderer struct {
 	printed map[string]string
 	pending []string
 	waiting map[string]string
+	// held are the notices that wait for the text's line end, in order.
+	held []string
 	// lineStart: the last thing written ended a line (a tool line or a
 	// notice), whatever text ends with.
 	lineStart bool
@@ -677,7 +680,16 @@ func (r *appendRenderer) event(_ []byte, ev *protocol.Event) {
 	}
 	if r.atLineStart() {
 		r.flushTools()
+		r.flushNotices()
 	}
+}
+
+// flushNotices prints the notices that wait, at a line start.
+func (r *appendRenderer) flushNotices() {
+	for _, text := range r.held {
+		_, _ = fmt.Fprintln(r.notices, text)
+	}
+	r.held = r.held[:0]
 }
 
 // flushTools prints the tool lines that wait, at a line start.
@@ -701,6 +713,10 @@ func (r *appendRenderer) notice(text string) {
 		r.lineStart = true
 		return
 	}
+	if !r.atLineStart() {
+		r.held = append(r.held, text)
+		return
+	}
 	_, _ = fmt.Fprintln(r.notices, text)
 }
 
@@ -720,6 +736,7 @@ func (r *appendRenderer) done() {
 	if len(r.pending) > 0 {
 		r.flushTools()
 	}
+	r.flushNotices()
 	_, _ = fmt.Fprintln(r.w, viewOf(r.last).status)
 }
 

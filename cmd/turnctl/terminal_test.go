@@ -435,6 +435,29 @@ func TestTallBlockNotice(t *testing.T) {
 	}
 }
 
+// TestPipedNoticeWaitsForLineEnd: piped, with stderr in the same place as
+// stdout (2>&1), a notice that comes while the reply is mid-line waits for
+// the line's end, like a tool call's line, instead of cutting a word in two;
+// one that comes at a line start is printed at once.
+func TestPipedNoticeWaitsForLineEnd(t *testing.T) {
+	var out bytes.Buffer
+	r := &appendRenderer{w: &out, notices: &out}
+	r.event(nil, snap(1, protocol.StatusStreaming, "Echo: a question lon"))
+	r.notice(noticeStopping)
+	r.event(nil, snap(2, protocol.StatusStreaming, "Echo: a question long enough"))
+	r.event(nil, snap(3, protocol.StatusStreaming, "Echo: a question long enough\n"))
+	r.notice("a second notice")
+	r.event(nil, snap(4, protocol.StatusStreaming, "Echo: a question long enough\nto"))
+	r.notice("a third notice")
+	r.event(nil, snap(5, protocol.StatusError, "Echo: a question long enough\nto stop"))
+	r.done()
+	want := "Echo: a question long enough\n" + noticeStopping + "\na second notice\nto stop\na third notice\n" +
+		"[error · seq 5 · tokens 1 in / 2 out / 3 total]\n"
+	if out.String() != want {
+		t.Errorf("output %q\nwant   %q", out.String(), want)
+	}
+}
+
 // TestErrorTextEscaped: an error body's message reaches the terminal
 // escaped too.
 func TestErrorTextEscaped(t *testing.T) {
