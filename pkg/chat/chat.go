@@ -108,7 +108,12 @@ type Lease struct {
 	Token     string    // random, opaque; every lease write is conditional on it
 	ExpiresAt time.Time // millisecond precision (stored as epoch ms)
 	Stop      bool      // set by the stop route; the turn ends as interrupted
-	Ordinal   int64     // the ordinal of the turn holding the lease
+	// Abandoned is set by the lease's own holder (Store.AbandonLease) when
+	// it no longer knows its turn's outcome and writes nothing more: a
+	// replay of the turn id is then told ErrTurnIndeterminate, as its
+	// client was, until the table decides the turn.
+	Abandoned bool
+	Ordinal   int64 // the ordinal of the turn holding the lease
 	InputHash string
 	Lineage   protocol.Lineage
 	// StartedAt is the claim's ClaimRequest.StartedAt (millisecond
@@ -118,6 +123,22 @@ type Lease struct {
 	// Admission is the claim's ClaimRequest.Admission: the admission the
 	// turn's ledger entry releases.
 	Admission string
+}
+
+// AbandonedReplay is the answer to a claim or enqueue of turnID (with
+// input hash inputHash) that meets the unexpired lease l while the turn's
+// record is not terminal: ErrTurnIndeterminate once l's holder abandoned
+// it (Store.AbandonLease), ErrTurnIDReused when the input differs; nil when
+// l is another turn's or was not abandoned (the session is busy).
+func (l *Lease) AbandonedReplay(turnID, inputHash string) error {
+	switch {
+	case l == nil || !l.Abandoned || l.TurnID != turnID:
+		return nil
+	case inputHash != "" && l.InputHash != "" && inputHash != l.InputHash:
+		return ErrTurnIDReused
+	default:
+		return ErrTurnIndeterminate
+	}
 }
 
 // Session is a session item: owner, the session envelope fields
@@ -598,6 +619,16 @@ type Store interface {
 	// and ErrTurnNotActive if turnID does not hold an unexpired lease (a
 	// fenced lease included).
 	RequestStop(ctx context.Context, sessionID, turnID string, p Principal) error
+
+	// AbandonLease marks the lease of claim c as given up by its holder:
+	// the turn's save went unconfirmed, so its client is told
+	// TURN_OUTCOME_INDETERMINATE and the lease is left to expire for the
+	// table to decide the turn. Until then a claim or enqueue replaying the
+	// lease's turn id with the same input gets ErrTurnIndeterminate instead
+	// of ErrSessionBusy (a record already terminal still gives its
+	// decision). Idempotent; ErrLeaseLost if c's token no longer holds an
+	// unfenced lease. 1 request.
+	AbandonLease(ctx context.Context, c *Claim) error
 
 	// LoadContext returns the newest maxTurns (>= 1) visible (not
 	// superseded), terminal turns of the session with ordinal below

@@ -38,6 +38,34 @@ func defaultLease(o *turn.Options) {
 // decision its record holds, 409 TURN_ALREADY_COMPLETED (another input:
 // TURN_ID_REUSED), not a retryable SESSION_BUSY; only another turn id is
 // SESSION_BUSY.
+// TestReplayOfAnUnconfirmedTurn: every save attempt fails, so the client
+// is told TURN_OUTCOME_INDETERMINATE and the lease is left to expire; a
+// replay of the turn id meanwhile is told the same (it was SESSION_BUSY,
+// retryable, about a spent id), at the default lease.
+func TestReplayOfAnUnconfirmedTurn(t *testing.T) {
+	store, ft := newFaultStore(t)
+	e := newEnv(t, store, &scriptModel{Chunks: []string{"the ", "answer"}}, defaultLease)
+	save := ddbfault.Op("UpdateItem", ":saveId")
+	ft.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+		if save(a) {
+			return ddbfault.ServerErrorBefore
+		}
+		return ddbfault.Pass
+	})
+	r := e.submit(t, "s", "t1", "hello", nil, nil)
+	r.want(t, http.StatusOK, "")
+	if last := r.last(); last.Kind != protocol.EventDiagnostic || last.Diagnostic.Code != protocol.CodeTurnOutcomeIndeterminate {
+		t.Fatalf("stream ends %s, want TURN_OUTCOME_INDETERMINATE", r.raw)
+	}
+	sess, err := store.GetSession(context.Background(), "s", alice)
+	if err != nil || sess.ActiveTurn == nil {
+		t.Fatalf("the lease is not held any more (%v): the test proves nothing", err)
+	}
+	e.submit(t, "s", "t1", "hello", nil, nil).want(t, http.StatusConflict, protocol.CodeTurnOutcomeIndeterminate)
+	e.submit(t, "s", "t1", "another", nil, nil).want(t, http.StatusUnprocessableEntity, protocol.CodeTurnIDReused)
+	e.submit(t, "s", "t2", "next", nil, nil).want(t, http.StatusConflict, protocol.CodeSessionBusy)
+}
+
 func TestReplayOfASavedUnreleasedTurn(t *testing.T) {
 	store, ft := newFaultStore(t)
 	e := newEnv(t, store, &scriptModel{Chunks: []string{"the ", "answer"}}, defaultLease)

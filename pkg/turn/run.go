@@ -236,6 +236,9 @@ func (t *run) failBefore(step string, err error, spentAnswer bool) {
 	t.logFinished(e, outcome, 0)
 	switch {
 	case outcome != saved:
+		if outcome != fenced {
+			t.abandon()
+		}
 		d = protocol.NewDiagnostic(protocol.CodeTurnOutcomeIndeterminate)
 		t.log.Info("turn left to the table's decision", "code", d.Code)
 	case spentAnswer:
@@ -539,6 +542,9 @@ func (t *run) finish(end ending, v view) {
 	terminal := last + 1
 	item := t.record(end, v, t.claim.BaseSequence+1, terminal)
 	outcome := t.save(item)
+	if outcome == unknown {
+		t.abandon()
+	}
 	cursor := terminal
 	if t.agui != nil {
 		t.aguiFinished(end, item, outcome, last)
@@ -712,6 +718,19 @@ func (t *run) settleContext(from time.Time) (context.Context, context.CancelFunc
 // released) but bounded, so that cleanup ends before the Lambda deadline.
 func (t *run) cleanupContext(end time.Time) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(context.WithoutCancel(t.reqCtx), end)
+}
+
+// abandon marks the turn's lease as abandoned (chat.Store.AbandonLease)
+// before its client is told TURN_OUTCOME_INDETERMINATE, so that a replay
+// of the turn id is told the same while the lease runs out and the table
+// decides the turn; within the cleanup's time. A failure is only logged:
+// a replay then finds the session busy until the lease expires.
+func (t *run) abandon() {
+	ctx, cancel := t.cleanupContext(t.cleanupEnd())
+	defer cancel()
+	if err := t.h.opts.Store.AbandonLease(ctx, t.claim); err != nil {
+		t.log.Warn("abandon the lease", "err", err)
+	}
 }
 
 // saveOutcome is what became of a turn's save.

@@ -42,6 +42,7 @@ const (
 	attrLeaseToken     = "leaseToken"
 	attrLeaseExpiresAt = "leaseExpiresAt"
 	attrLeaseStop      = "leaseStop"
+	attrLeaseAbandoned = "leaseAbandoned"
 	attrLeaseOrdinal   = "leaseOrdinal"
 	attrLeaseInputHash = "leaseInputHash"
 	attrLeaseLineage   = "leaseLineage"
@@ -68,7 +69,7 @@ const (
 )
 
 // leaseAttrs are removed from the session item when a lease ends.
-var leaseAttrs = []string{attrLeaseTurnID, attrLeaseToken, attrLeaseExpiresAt, attrLeaseStop,
+var leaseAttrs = []string{attrLeaseTurnID, attrLeaseToken, attrLeaseExpiresAt, attrLeaseStop, attrLeaseAbandoned,
 	attrLeaseOrdinal, attrLeaseInputHash, attrLeaseLineage, attrLeaseStartedAt, attrLeaseAdmission}
 
 func sessionPK(sessionID string) string { return sessionPrefix + sessionID }
@@ -214,6 +215,7 @@ type sessionItem struct {
 	LeaseToken         string                    `dynamodbav:"leaseToken,omitempty"`
 	LeaseExpiresAt     int64                     `dynamodbav:"leaseExpiresAt,omitempty"`
 	LeaseStop          bool                      `dynamodbav:"leaseStop,omitempty"`
+	LeaseAbandoned     bool                      `dynamodbav:"leaseAbandoned,omitempty"`
 	LeaseOrdinal       int64                     `dynamodbav:"leaseOrdinal,omitempty"`
 	LeaseInputHash     string                    `dynamodbav:"leaseInputHash,omitempty"` // compactHash
 	LeaseLineage       *lineageAV                `dynamodbav:"leaseLineage,omitempty"`
@@ -275,6 +277,7 @@ func (si *sessionItem) lease() *chat.Lease {
 		Token:     si.LeaseToken,
 		ExpiresAt: fromMillis(si.LeaseExpiresAt),
 		Stop:      si.LeaseStop,
+		Abandoned: si.LeaseAbandoned,
 		Ordinal:   si.LeaseOrdinal,
 		InputHash: expandHash(si.LeaseInputHash),
 		StartedAt: fromMillis(si.LeaseStartedAt),

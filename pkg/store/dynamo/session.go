@@ -172,6 +172,7 @@ func setClaimFields(up expression.UpdateBuilder, req chat.ClaimRequest, token st
 		Set(expression.Name(attrLeaseToken), expression.Value(token)).
 		Set(expression.Name(attrLeaseExpiresAt), expression.Value(millis(expiresAt))).
 		Set(expression.Name(attrLeaseStop), expression.Value(false)).
+		Set(expression.Name(attrLeaseAbandoned), expression.Value(false)).
 		Set(expression.Name(attrLeaseLineage), expression.Value(toLineageAV(req.Lineage)))
 	if req.DefinitionID != "" {
 		up = up.Set(expression.Name(attrDefinitionID), expression.IfNotExists(expression.Name(attrDefinitionID), expression.Value(req.DefinitionID)))
@@ -394,22 +395,51 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 // replay of l's own turn whose record is terminal already (saved, its
 // release not yet written or left to the lease's expiry) gets that
 // record's decision, as the terminal window gives it once the lease is
-// released (chat.TurnRejection); anything else, another turn id, the
-// turn still running or its record unreadable, is ErrSessionBusy. One
+// released (chat.TurnRejection); one whose holder abandoned the lease
+// (AbandonLease: its save unconfirmed) gets ErrTurnIndeterminate, what
+// its client was told (ErrTurnIDReused for another input); anything else,
+// another turn id or the turn still running, is ErrSessionBusy. One
 // consistent read of the turn item, only for a replay of the lease's turn.
 func (s *Store) busyOrDecided(ctx context.Context, req chat.ClaimRequest, l *chat.Lease) error {
 	if l.TurnID != req.TurnID {
 		return chat.ErrSessionBusy
 	}
 	item, found, err := s.getItem(ctx, turnKey(req.SessionID, l.Ordinal))
-	if err != nil || !found || tokenOf(item) != l.Token {
-		return chat.ErrSessionBusy
+	if err == nil && found && tokenOf(item) == l.Token {
+		var it turnItem
+		if err := attributevalue.UnmarshalMap(item, &it); err == nil && it.Status != "" && chat.TurnStatus(it.Status) != chat.TurnRunning {
+			return chat.TurnRejection(&chat.Turn{TurnID: it.TurnID, Status: chat.TurnStatus(it.Status), InputHash: it.InputHash}, req.InputHash)
+		}
 	}
-	var it turnItem
-	if err := attributevalue.UnmarshalMap(item, &it); err != nil || it.Status == "" || chat.TurnStatus(it.Status) == chat.TurnRunning {
-		return chat.ErrSessionBusy
+	if err := l.AbandonedReplay(req.TurnID, req.InputHash); err != nil {
+		return err
 	}
-	return chat.TurnRejection(&chat.Turn{TurnID: it.TurnID, Status: chat.TurnStatus(it.Status), InputHash: it.InputHash}, req.InputHash)
+	return chat.ErrSessionBusy
+}
+
+// AbandonLease implements chat.Store: one UpdateItem setting the lease's
+// abandoned flag, conditional on c's token and no fence (a retry after it
+// applied passes again, the flag being set already); a failed condition is
+// ErrLeaseLost.
+func (s *Store) AbandonLease(ctx context.Context, c *chat.Claim) error {
+	now := s.now()
+	cond := condition{
+		expr:   "#leaseToken = :token AND attribute_not_exists(#fencedToken)",
+		names:  []string{attrLeaseToken, attrFencedToken},
+		values: map[string]types.AttributeValue{":token": strValue(c.Lease.Token)},
+	}
+	up := expression.Set(expression.Name(attrLeaseAbandoned), expression.Value(true)).
+		Set(expression.Name(attrUpdatedAt), expression.Value(millis(now))).
+		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
+	wctx, cancel := s.writeContext(ctx)
+	defer cancel()
+	if _, err := s.update(wctx, sessionKey(c.Session.ID), up, cond); err != nil {
+		if failed, _ := conditionFailed(err); failed {
+			return fmt.Errorf("abandon the lease of turn %s in session %s: %w", c.Lease.TurnID, c.Session.ID, chat.ErrLeaseLost)
+		}
+		return fmt.Errorf("abandon the lease of turn %s in session %s: %w", c.Lease.TurnID, c.Session.ID, err)
+	}
+	return nil
 }
 
 // recordTakeover writes what classifyClaim decided with one

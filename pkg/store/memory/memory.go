@@ -330,17 +330,21 @@ func (s *Store) takeOver(rec *sessionRecord, now time.Time) error {
 // busyOrDecided explains a claim refused with busy by the session's
 // unexpired lease: a replay of the lease's own turn whose record is
 // terminal (saved, not released yet) gets that record's decision
-// (chat.TurnRejection); anything else is busy.
+// (chat.TurnRejection); one whose holder abandoned the lease
+// (AbandonLease) gets ErrTurnIndeterminate (Lease.AbandonedReplay);
+// anything else is busy.
 func (rec *sessionRecord) busyOrDecided(req chat.ClaimRequest, busy error) error {
 	l := rec.session.ActiveTurn
 	if l == nil || l.TurnID != req.TurnID {
 		return busy
 	}
-	it, ok := rec.turns[l.Ordinal]
-	if !ok || it.token != l.Token || it.turn.Status == chat.TurnRunning {
-		return busy
+	if it, ok := rec.turns[l.Ordinal]; ok && it.token == l.Token && it.turn.Status != chat.TurnRunning {
+		return chat.TurnRejection(&it.turn, req.InputHash)
 	}
-	return chat.TurnRejection(&it.turn, req.InputHash)
+	if err := l.AbandonedReplay(req.TurnID, req.InputHash); err != nil {
+		return err
+	}
+	return busy
 }
 
 // lease takes the session's lease for req (and its decision) at the next
@@ -422,6 +426,25 @@ func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p cha
 		l.Stop = true
 		sess.Revision++
 		sess.UpdatedAt = now
+	}
+	return nil
+}
+
+// AbandonLease implements chat.Store.
+func (s *Store) AbandonLease(ctx context.Context, c *chat.Claim) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, ok := s.sessions[c.Session.ID]
+	if !ok || rec.session.ActiveTurn == nil || rec.session.ActiveTurn.Token != c.Lease.Token {
+		return fmt.Errorf("abandon the lease of turn %s in session %s: %w", c.Lease.TurnID, c.Session.ID, chat.ErrLeaseLost)
+	}
+	if l := rec.session.ActiveTurn; !l.Abandoned {
+		l.Abandoned = true
+		rec.session.Revision++
+		rec.session.UpdatedAt = s.clock()
 	}
 	return nil
 }

@@ -151,6 +151,43 @@ func claimCases() map[string]func(*testing.T, *env) {
 			}
 		},
 
+		"ReplayOfAnAbandonedLease": func(t *testing.T, e *env) {
+			// The holder's save went unconfirmed: it told its client
+			// TURN_OUTCOME_INDETERMINATE and abandoned its lease. A replay
+			// of its id is told the same (not SESSION_BUSY, retryable)
+			// until the table decides the turn; another turn id is busy.
+			c := e.claim("s1", "t1")
+			if err := e.store.AbandonLease(e.ctx, c); err != nil {
+				t.Fatalf("abandon: %v", err)
+			}
+			if err := e.store.AbandonLease(e.ctx, c); err != nil {
+				t.Fatalf("abandon again (a retry): %v", err)
+			}
+			_, err := e.store.ClaimTurn(e.ctx, claimRequest("s1", "t1"))
+			wantErr(t, "replay of t1, abandoned", err, chat.ErrTurnIndeterminate)
+			other := claimRequest("s1", "t1")
+			other.InputHash = chat.HashInput("another input")
+			_, err = e.store.ClaimTurn(e.ctx, other)
+			wantErr(t, "t1 with another input, abandoned", err, chat.ErrTurnIDReused)
+			_, err = e.store.ClaimTurn(e.ctx, claimRequest("s1", "t2"))
+			wantErr(t, "claim t2 while t1's abandoned lease holds", err, chat.ErrSessionBusy)
+			_, err = e.store.EnqueueTurn(e.ctx, enqueueRequest("s1", "t1", chat.DefaultMaxQueuedTurns))
+			wantErr(t, "enqueue of t1, abandoned", err, chat.ErrTurnIndeterminate)
+			// The save lands late after all: its decision wins.
+			e.save(c, e.turnFor(c, "s1"))
+			_, err = e.store.ClaimTurn(e.ctx, claimRequest("s1", "t1"))
+			wantErr(t, "replay of t1, abandoned then saved", err, chat.ErrTurnCompleted)
+			// A claim of the session after the lease: no flag carried over.
+			e.clock.Advance(leaseDuration)
+			c2 := e.claim("s1", "t2")
+			if s := e.session("s1"); s.ActiveTurn == nil || s.ActiveTurn.Token != c2.Lease.Token || s.ActiveTurn.Abandoned {
+				t.Errorf("active turn after the next claim = %+v, want t2's lease, not abandoned", s.ActiveTurn)
+			}
+			if err := e.store.AbandonLease(e.ctx, c); !errors.Is(err, chat.ErrLeaseLost) {
+				t.Errorf("abandon with a lease taken over: %v, want ErrLeaseLost", err)
+			}
+		},
+
 		"LeaseExpiresAtExactInstant": func(t *testing.T, e *env) {
 			c := e.claim("s1", "t1")
 			e.clock.Advance(leaseDuration - time.Millisecond)
