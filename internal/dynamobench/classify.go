@@ -30,8 +30,9 @@ const (
 	KindCheckpoint = "checkpoint"
 	KindRead       = "read"
 	// KindUsage is a call on a usage ledger item (docs/quotas.md): the
-	// write that counts a turn (LedgerWrite), an admission's write or its
-	// cancellation (AdmissionWrite), and every read of a ledger item (the
+	// three writes that count a turn (LedgerWrite, LedgerSettle,
+	// LedgerClear), an admission's write or its cancellation
+	// (AdmissionWrite), and every read of a ledger item (a count's, the
 	// quota check's, a write's resolving read) or partition (a tenant's
 	// figures).
 	KindUsage = "usage"
@@ -40,10 +41,20 @@ const (
 
 // The writes of KindUsage (Purpose.Write).
 const (
-	// LedgerWrite counts a turn: the ADD conditional on its session's
-	// journal entry and the month item's generation, the settle of the
-	// session's counted item, and the clear of the journal entry.
+	// LedgerWrite is a count's add, the one write of a count that changes
+	// the counters: the month item's counters ADDed and the session's
+	// journal entry set, conditional on that entry being below the
+	// turn's ordinal and on the item's generation (an SDK retry of an
+	// applied add fails its own condition).
 	LedgerWrite = "ledger write"
+	// LedgerSettle is a count's settle: the session's counted item set to
+	// the ordinal, conditional on it being below it. It counts nothing.
+	LedgerSettle = "ledger settle"
+	// LedgerClear is a count's clear: the journal entry removed and the
+	// generation moved on, conditional on the entry holding the ordinal.
+	// It counts nothing, and its failure fails no count (the session's
+	// next count clears the entry).
+	LedgerClear = "ledger clear"
 	// AdmissionWrite records an admission (rate and concurrency quotas)
 	// or forgets one that was given back.
 	AdmissionWrite = "admission write"
@@ -68,7 +79,8 @@ type Purpose struct {
 	// SK is the sort key of a keyed call, "" for a Query.
 	SK   string
 	Kind string
-	// Write tells the claim's writes apart; "" for other calls.
+	// Write tells the claim's writes, and the usage ledger's, apart; ""
+	// for other calls.
 	Write string
 	// Expiry is the lease expiry a claim or a renewal writes (zero for
 	// other calls, or when it cannot be read from the request).
@@ -85,8 +97,12 @@ func Classify(r Request) Purpose {
 	switch r.Op {
 	case "UpdateItem":
 		switch {
-		case item == dynamo.ItemLedger && (strings.Contains(cond, "#journal") || strings.Contains(cond, "#c < :ordinal")):
+		case item == dynamo.ItemLedger && strings.Contains(cond, "#journal < :ordinal"):
 			p.Kind, p.Write = KindUsage, LedgerWrite
+		case item == dynamo.ItemLedger && strings.Contains(cond, "#c < :ordinal"):
+			p.Kind, p.Write = KindUsage, LedgerSettle
+		case item == dynamo.ItemLedger && strings.Contains(cond, "#journal = :ordinal"):
+			p.Kind, p.Write = KindUsage, LedgerClear
 		case item == dynamo.ItemLedger:
 			p.Kind, p.Write = KindUsage, AdmissionWrite
 		case item == dynamo.ItemSession && strings.Contains(cond, "attribute_not_exists(#leaseToken)"):

@@ -13,7 +13,8 @@ import (
 )
 
 // TestClassifyUsage: the store's usage ledger calls, as they reach
-// DynamoDB, are classified as usage calls (the count's write, an
+// DynamoDB, are classified as usage calls (a count's add, settle
+// and clear, told apart; an
 // admission's write and cancellation, the reads of a principal's item,
 // a month's first hour's BatchGetItem, a tenant's Query), never as a
 // session's claim, save or read.
@@ -64,7 +65,7 @@ func TestClassifyUsage(t *testing.T) {
 	if err := store.RecordUsage(t.Context(), chat.LedgerEntry{SessionID: "s1", Ordinal: 1, Owner: p, StartedAt: at}); err != nil {
 		t.Fatal(err)
 	}
-	want("record", take(), "", dynamobench.LedgerWrite, dynamobench.LedgerWrite, dynamobench.LedgerWrite) // read, add, settle, clear
+	want("record", take(), "", dynamobench.LedgerWrite, dynamobench.LedgerSettle, dynamobench.LedgerClear) // read, add, settle, clear
 	if _, err := store.ReadUsage(t.Context(), p, at); err != nil {
 		t.Fatal(err)
 	}

@@ -96,7 +96,7 @@ func (f *Injector) rule(a ddbfault.Attempt) ddbfault.Fault {
 // load run aims one at some turns so that each case is covered in every
 // run, beside the random faults.
 type aim struct {
-	Kind  string // a call kind, or a claim write (dynamobench.ClaimWrite)
+	Kind  string // a call kind, or a write (dynamobench.ClaimWrite, dynamobench.LedgerWrite...)
 	Fault ddbfault.Fault
 	Every bool
 	// Long makes the turn stream for longer than its lease, so that it
@@ -144,13 +144,17 @@ var aims = []aim{
 	{Kind: dynamobench.KindRelease, Fault: ddbfault.ServerErrorBefore, Every: true}, // the lease is left to expire
 	{Kind: dynamobench.KindRenew, Fault: ddbfault.Hang, Every: true, Long: true},    // the lease can no longer be proven
 	{Kind: dynamobench.KindRenew, Fault: ddbfault.LoseAnswer, Long: true},
-	// The turn's ledger write (docs/quotas.md): counted once whatever its
-	// answer; one that cannot be confirmed leaves the lease to expire and
-	// the turn to the store that decides it.
-	{Kind: dynamobench.LedgerWrite, Fault: ddbfault.LoseAnswer},                     // applied; the SDK's retry finds the marker
-	{Kind: dynamobench.LedgerWrite, Fault: ddbfault.ServerErrorAfter, Every: true},  // applied; the resolving read sees it
+	// The turn's count in the ledger (docs/quotas.md): counted once
+	// whatever its writes' answers. A count whose add (the one write that
+	// changes the counters) or settle cannot be confirmed leaves the lease
+	// to expire and the turn to the store that decides it; a clear that
+	// fails fails nothing.
+	{Kind: dynamobench.LedgerWrite, Fault: ddbfault.LoseAnswer},                     // applied; the SDK's retry fails its own condition (the journal entry it set), the next read shows it added
+	{Kind: dynamobench.LedgerWrite, Fault: ddbfault.ServerErrorAfter, Every: true},  // applied; the resolving read sees the journal entry
 	{Kind: dynamobench.LedgerWrite, Fault: ddbfault.Hang, Every: true},              // never answered: left to the decider
 	{Kind: dynamobench.LedgerWrite, Fault: ddbfault.ServerErrorBefore, Every: true}, // never applied: left to the decider
+	{Kind: dynamobench.LedgerSettle, Fault: ddbfault.LoseAnswer},                    // applied; the SDK's retry fails its own condition, read as settled
+	{Kind: dynamobench.LedgerClear, Fault: ddbfault.ServerErrorBefore, Every: true}, // never applied: the entry left to the session's next count
 }
 
 // attemptRecord is one HTTP attempt of an API call.

@@ -19,8 +19,9 @@ import (
 // before its first checkpoint is counted though history does not list
 // it) and the tokens of the turns history holds; and every acknowledged
 // turn is in history with the usage its terminal snapshot reported. The
-// ledger writes of the run's requests say how often the exactly-once
-// rule was put to the test.
+// ledger writes of the run's requests (each count's add, settle and
+// clear, told apart: only the add changes the counters) say how often
+// the exactly-once rule was put to the test.
 
 // LedgerCheck is what the load run found of the usage ledger.
 type LedgerCheck struct {
@@ -36,14 +37,24 @@ type LedgerCheck struct {
 	// Recorded.
 	Counted, Recorded, Acknowledged LedgerFigures
 	Ended                           int64
-	// Writes counts the ledger writes of the run's turn requests (a
-	// turn's own count, or a decision's); AnswerLost those that applied on
-	// an attempt whose answer was lost or replaced by a 500; Unknown
-	// those whose attempts reached DynamoDB without an answer and none
-	// answered 200; Failed those whose caller got an error (the turn then
-	// left to its decider); Recognised those that found their marker
-	// (an SDK retry of an applied write, or a turn counted already).
-	Writes, AnswerLost, Unknown, Failed, Recognised int
+	// Writes counts the adds of the counts of the run's turn requests (a
+	// turn's own count, or a decision's): the one write of a count that
+	// changes the counters (dynamobench.LedgerWrite). AnswerLost counts
+	// those that applied on an attempt whose answer was lost or replaced
+	// by a 500; Unknown those whose attempts reached DynamoDB without an
+	// answer and none answered 200; Failed those whose caller got an
+	// error (the turn then left to its decider); Recognised those that
+	// applied and whose SDK retry then failed its own condition (the
+	// journal entry it had set: counted once, the next read tells the
+	// store so); Raced those whose condition failed with no attempt of
+	// theirs applied (another count's clear moved the generation, or
+	// another copy of the turn's add came first: the store reads again).
+	Writes, AnswerLost, Unknown, Failed, Recognised, Raced int
+	// Settles and Clears count the counts' settle and clear calls (a
+	// resent write is a call of its own), which change no counter;
+	// Uncleared the clear calls that got an error (a clear that fails
+	// leaves the journal entry to the session's next count).
+	Settles, Clears, Uncleared int
 }
 
 // monthCrossed is why a run that crossed a UTC month boundary leaves the
@@ -73,27 +84,7 @@ func checkLedger(ctx context.Context, c *client.Client, srv Server, before *clie
 	l := &rep.Ledger
 	for _, recs := range records {
 		for _, r := range recs {
-			for i := range r.Ops {
-				op := &r.Ops[i]
-				if op.Write != dynamobench.LedgerWrite {
-					continue
-				}
-				l.Writes++
-				switch appliedOf(op) {
-				case appliedYes:
-					if answerLost(op) {
-						l.AnswerLost++
-					}
-				case appliedUnknown:
-					l.Unknown++
-				}
-				switch {
-				case op.CondFailed:
-					l.Recognised++
-				case op.Err != "":
-					l.Failed++
-				}
-			}
+			l.countWrites(r.Ops)
 		}
 	}
 	if before == nil || srv.Turns == nil {
@@ -154,5 +145,43 @@ func checkLedger(ctx context.Context, c *client.Client, srv Server, before *clie
 	}
 	if l.Recorded.Turns > l.Ended {
 		rep.problem("ledger: history lists %d turns, the sessions' items say %d ended", l.Recorded.Turns, l.Ended)
+	}
+}
+
+// countWrites adds the ledger writes of one request's calls (ops) to l.
+func (l *LedgerCheck) countWrites(ops []Op) {
+	for i := range ops {
+		op := &ops[i]
+		switch op.Write {
+		case dynamobench.LedgerSettle:
+			l.Settles++
+			continue
+		case dynamobench.LedgerClear:
+			l.Clears++
+			if op.failed() {
+				l.Uncleared++
+			}
+			continue
+		case dynamobench.LedgerWrite:
+		default:
+			continue
+		}
+		l.Writes++
+		switch appliedOf(op) {
+		case appliedYes:
+			if answerLost(op) {
+				l.AnswerLost++
+			}
+		case appliedUnknown:
+			l.Unknown++
+		}
+		switch {
+		case op.CondFailed && appliedOf(op) == appliedYes:
+			l.Recognised++
+		case op.CondFailed:
+			l.Raced++
+		case op.Err != "":
+			l.Failed++
+		}
 	}
 }

@@ -328,8 +328,12 @@ func factsOf(ops []Op) facts {
 	var f facts
 	var lastSession *Op // the last session write started, for its reads
 	var save *Op
+	var clearing bool // the last usage calls are a ledger clear's (its write, its resolving read, its resend)
 	for i := range ops {
 		op := &ops[i]
+		if op.Kind == dynamobench.KindUsage {
+			clearing = op.Write == dynamobench.LedgerClear || clearing && op.Op == "GetItem" && op.Write == ""
+		}
 		switch {
 		case op.Kind == dynamobench.KindRead && dynamo.ItemKindOf(op.SK) == dynamo.ItemTurn:
 			if save != nil && !op.Start.Before(save.End) {
@@ -371,9 +375,11 @@ func factsOf(ops []Op) facts {
 			f.claimFailed = f.claimFailed || op.failed()
 		case op.Kind == dynamobench.KindUsage:
 			// The usage ledger: before the save, the count of a crashed
-			// turn the claim decided (its failure fails the claim); after
-			// it, the turn's own count, which the client does not see.
-			if save == nil {
+			// turn the claim decided (its read, add or settle failing
+			// fails the claim; its clear failing fails nothing, the
+			// session's next count clears the entry); after it, the
+			// turn's own count, which the client does not see.
+			if save == nil && !clearing {
 				f.claimFailed = f.claimFailed || op.failed()
 			}
 		case op.Kind == dynamobench.KindRenew:

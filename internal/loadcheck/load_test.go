@@ -3,6 +3,7 @@ package loadcheck
 import (
 	"context"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -102,23 +103,111 @@ func TestLoadTransportRecordsTheTruth(t *testing.T) {
 		t.Errorf("replay: %v, facts %+v, calls %s; want a failed condition, nothing applied", err, f, describe(ops))
 	}
 
-	// The turn's ledger write, its answer lost: applied, and the SDK's
-	// retry finds the marker (a failed condition: counted once).
-	entry := chat.LedgerEntry{SessionID: "s1", Ordinal: c.Lease.Ordinal, Owner: p, StartedAt: time.Now()}
-	_, ops, err = call(&aims[len(aims)-4], func(ctx context.Context) error { return store.RecordUsage(ctx, entry) })
-	if err != nil || len(ops) != 1 || ops[0].Kind != dynamobench.KindUsage || ops[0].Write != dynamobench.LedgerWrite ||
-		appliedOf(&ops[0]) != appliedYes || !answerLost(&ops[0]) || !ops[0].CondFailed {
-		t.Errorf("ledger write, its answer lost: %v, calls %s; want one ledger write, applied, its retry's condition failed", err, describe(ops))
+	// The turn's count in the ledger: a read of the month and counted
+	// items, then the add (the only write that changes the counters), the
+	// settle and the clear, each labelled as what it is.
+	aimAt := func(write string, fault ddbfault.Fault) *aim {
+		for i := range aims {
+			if aims[i].Kind == write && aims[i].Fault == fault {
+				return &aims[i]
+			}
+		}
+		t.Fatalf("no aimed case %s/%s", write, fault)
+		return nil
 	}
-	// Every attempt refused before it applies: the store's resolving read
-	// (a usage read, not the claim's) finds it not applied and sends it
-	// once more, refused too. Without a save before it, the request's
-	// facts take it for a decision's count in the claim: the claim failed.
+	entry := chat.LedgerEntry{SessionID: "s1", Ordinal: c.Lease.Ordinal, Owner: p, StartedAt: time.Now()}
+	count := func(a *aim) (facts, []Op, LedgerCheck, error) {
+		f, ops, err := call(a, func(ctx context.Context) error { return store.RecordUsage(ctx, entry) })
+		var l LedgerCheck
+		l.countWrites(ops)
+		return f, ops, l, err
+	}
+	// writes returns the writes of ops, in order, and the ledger's turns
+	// counted in the month.
+	writes := func(ops []Op) ([]*Op, int64) {
+		var out []*Op
+		for i := range ops {
+			if ops[i].Kind != dynamobench.KindUsage {
+				t.Errorf("call %s classified %q; want a usage call", describe(ops[i:i+1]), ops[i].Kind)
+			}
+			if ops[i].Write != "" {
+				out = append(out, &ops[i])
+			}
+		}
+		u, err := store.ReadUsage(context.Background(), p, entry.StartedAt)
+		if err != nil {
+			t.Fatalf("read usage: %v", err)
+		}
+		return out, u.Month.Turns
+	}
+	labels := func(ws []*Op) []string {
+		var out []string
+		for _, w := range ws {
+			out = append(out, w.Write)
+		}
+		return out
+	}
+	full := []string{dynamobench.LedgerWrite, dynamobench.LedgerSettle, dynamobench.LedgerClear}
+
+	// The add's answer lost: it applied, the SDK's retry failed its own
+	// condition (the journal entry it set), and the next round's read
+	// took the turn as added: settled and cleared, counted once.
+	f, ops, l, err := count(aimAt(dynamobench.LedgerWrite, ddbfault.LoseAnswer))
+	ws, turns := writes(ops)
+	if err != nil || !slices.Equal(labels(ws), full) || appliedOf(ws[0]) != appliedYes || !answerLost(ws[0]) || !ws[0].CondFailed ||
+		appliedOf(ws[1]) != appliedYes || faulted(ws[1]) || appliedOf(ws[2]) != appliedYes || faulted(ws[2]) || turns != 1 || f.claimFailed {
+		t.Errorf("ledger add, its answer lost: %v, calls %s, %d turns counted; want one add (applied, its retry's condition failed), a settle and a clear, applied; 1 turn", err, describe(ops), turns)
+	}
+	if want := (LedgerCheck{Writes: 1, AnswerLost: 1, Recognised: 1, Settles: 1, Clears: 1}); l != want {
+		t.Errorf("ledger add, its answer lost: accounted %+v, want %+v", l, want)
+	}
+
+	// The add refused on every attempt: the store's resolving read (a
+	// usage read, not the claim's) finds it not applied and sends it once
+	// more, refused too; nothing settled or cleared, nothing counted.
+	// Without a save before it, the request's facts take it for a
+	// decision's count in the claim: the claim failed.
 	entry.Ordinal++
-	f, ops, err = call(&aims[len(aims)-1], func(ctx context.Context) error { return store.RecordUsage(ctx, entry) })
-	if err == nil || !f.claimFailed || len(ops) != 3 || ops[1].Kind != dynamobench.KindUsage || ops[1].Op != "GetItem" ||
-		ops[2].Write != dynamobench.LedgerWrite || appliedOf(&ops[0]) != appliedNo || appliedOf(&ops[2]) != appliedNo {
-		t.Errorf("ledger write refused: %v, facts %+v, calls %s; want the write, its read, the write again, none applied", err, f, describe(ops))
+	f, ops, l, err = count(aimAt(dynamobench.LedgerWrite, ddbfault.ServerErrorBefore))
+	ws, turns = writes(ops)
+	if err == nil || !f.claimFailed || len(ops) != 4 || ops[0].Op != "BatchGetItem" || ops[2].Op != "GetItem" ||
+		!slices.Equal(labels(ws), []string{dynamobench.LedgerWrite, dynamobench.LedgerWrite}) || appliedOf(ws[0]) != appliedNo || appliedOf(ws[1]) != appliedNo || turns != 1 {
+		t.Errorf("ledger add refused: %v, facts %+v, calls %s, %d turns counted; want the read, the add, its read, the add again, none applied; 1 turn", err, f, describe(ops), turns)
+	}
+	if want := (LedgerCheck{Writes: 2, Failed: 2}); l != want {
+		t.Errorf("ledger add refused: accounted %+v, want %+v", l, want)
+	}
+
+	// The settle's answer lost: applied, its retry's condition failed,
+	// read as settled; one add, one turn more.
+	entry.Ordinal++
+	f, ops, l, err = count(aimAt(dynamobench.LedgerSettle, ddbfault.LoseAnswer))
+	ws, turns = writes(ops)
+	if err != nil || f.claimFailed || !slices.Equal(labels(ws), full) || appliedOf(ws[0]) != appliedYes || faulted(ws[0]) ||
+		appliedOf(ws[1]) != appliedYes || !answerLost(ws[1]) || !ws[1].CondFailed || appliedOf(ws[2]) != appliedYes || turns != 2 {
+		t.Errorf("ledger settle, its answer lost: %v, facts %+v, calls %s, %d turns counted; want an add, a settle applied with its retry's condition failed, a clear; 2 turns", err, f, describe(ops), turns)
+	}
+	if want := (LedgerCheck{Writes: 1, Settles: 1, Clears: 1}); l != want {
+		t.Errorf("ledger settle, its answer lost: accounted %+v, want %+v", l, want)
+	}
+
+	// The clear refused on every attempt (and once more after its
+	// resolving read): the count stands and the request fails nothing;
+	// the entry it left does not stop the session's next count.
+	entry.Ordinal++
+	f, ops, l, err = count(aimAt(dynamobench.LedgerClear, ddbfault.ServerErrorBefore))
+	ws, turns = writes(ops)
+	if err != nil || f.claimFailed || !slices.Equal(labels(ws), append(full, dynamobench.LedgerClear)) || appliedOf(ws[0]) != appliedYes ||
+		appliedOf(ws[2]) != appliedNo || appliedOf(ws[3]) != appliedNo || ops[len(ops)-2].Op != "GetItem" || turns != 3 {
+		t.Errorf("ledger clear refused: %v, facts %+v, calls %s, %d turns counted; want an add, a settle, the clear, its read, the clear again; nothing failed; 3 turns", err, f, describe(ops), turns)
+	}
+	if want := (LedgerCheck{Writes: 1, Settles: 1, Clears: 2, Uncleared: 2}); l != want {
+		t.Errorf("ledger clear refused: accounted %+v, want %+v", l, want)
+	}
+	entry.Ordinal++
+	_, ops, _, err = count(nil)
+	if ws, turns = writes(ops); err != nil || !slices.Equal(labels(ws), full) || appliedOf(ws[0]) != appliedYes || turns != 4 {
+		t.Errorf("the count after a refused clear: %v, calls %s, %d turns counted; want an add, a settle, a clear; 4 turns", err, describe(ops), turns)
 	}
 }
 

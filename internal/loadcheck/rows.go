@@ -39,8 +39,9 @@ func Rows(l *Report, lc Config) [][4]string {
 	if lg.Checked {
 		add("load run: usage ledger (GET /usage, month) against history of the run's sessions, faults off",
 			fmt.Sprintf("counted %d turns, %d input and %d output tokens", lg.Counted.Turns, lg.Counted.InputTokens, lg.Counted.OutputTokens),
-			fmt.Sprintf("ended (the sessions' claimed ordinals) %d turns; history: %d turns (%d acknowledged, %d lost before a checkpoint unlisted), %d input and %d output tokens; ledger writes %d: applied with the answer lost or a 500 %d, unanswered %d, failed (left to the decider) %d, found counted %d",
-				lg.Ended, lg.Recorded.Turns, lg.Acknowledged.Turns, lg.Ended-lg.Recorded.Turns, lg.Recorded.InputTokens, lg.Recorded.OutputTokens, lg.Writes, lg.AnswerLost, lg.Unknown, lg.Failed, lg.Recognised),
+			fmt.Sprintf("ended (the sessions' claimed ordinals) %d turns; history: %d turns (%d acknowledged, %d lost before a checkpoint unlisted), %d input and %d output tokens; ledger adds %d: applied with the answer lost or a 500 %d, unanswered %d, failed (left to the decider) %d, applied and found by their own retry %d, their condition failed with none of their attempts applied %d; settles %d; clears %d, failed (left to the next count) %d",
+				lg.Ended, lg.Recorded.Turns, lg.Acknowledged.Turns, lg.Ended-lg.Recorded.Turns, lg.Recorded.InputTokens, lg.Recorded.OutputTokens,
+				lg.Writes, lg.AnswerLost, lg.Unknown, lg.Failed, lg.Recognised, lg.Raced, lg.Settles, lg.Clears, lg.Uncleared),
 			fmt.Sprintf("%d/%d turns, tokens equal: %v", lg.Counted.Turns, lg.Ended,
 				lg.Counted.InputTokens == lg.Recorded.InputTokens && lg.Counted.OutputTokens == lg.Recorded.OutputTokens))
 	} else {
@@ -89,7 +90,7 @@ func (r *Report) Coverage(cfg Config) error {
 	case !r.Ledger.Checked && r.Ledger.Skipped != monthCrossed:
 		return fmt.Errorf("the usage ledger was not checked: %s", r.Ledger.Skipped)
 	case r.Ledger.AnswerLost == 0:
-		return fmt.Errorf("no ledger write applied with its answer lost; the aimed cases did not happen")
+		return fmt.Errorf("no ledger add applied with its answer lost; the aimed cases did not happen")
 	}
 	return nil
 }
