@@ -387,6 +387,14 @@ func TestCheckFindsEachRule(t *testing.T) {
 			slow(in, statusComplete)
 			in.Stops = []*Stop{{Turn: "a", Start: at(400), End: at(410), Status: 202}}
 		}, func(in *sessionInput) { slow(in, statusError) }},
+		"stop answered 2xx after its holder was killed": {RuleStopHonest, "a stop answered 202, yet the turn ended complete", func(in *sessionInput) {
+			slow(in, statusComplete)
+			in.Stops = []*Stop{{Turn: "a", Proc: 1, Start: at(400), End: at(410), Status: 202}}
+		}, func(in *sessionInput) {
+			// The holder died before the stop: it cannot honour the flag,
+			// and the table decides its turn.
+			in.Events = []procEvent{{At: at(200), Slot: 0, What: "kill"}}
+		}},
 		"stop answered retryable, took effect": {RuleStopHonest, "a retryable answer hid a stop that took effect", func(in *sessionInput) {
 			slow(in, statusError)
 			in.Stops = []*Stop{{Turn: "a", Start: at(2000), End: at(2010), Status: 500, ErrCode: codeServerInternal, Retryable: true}}

@@ -248,7 +248,10 @@ func (c *checker) stopRules() {
 				retryable = true
 			}
 		}
-		if ok2xx != nil && !interrupted && term.At.After(ok2xx.End.Add(bound+slack)) && !c.disturbed(live.Proc, ok2xx.Start, term.At) {
+		// A holder killed before the stop cannot honour it: its turn is
+		// decided lost once the lease expires, whatever the flag says.
+		if ok2xx != nil && !interrupted && term.At.After(ok2xx.End.Add(bound+slack)) && !c.disturbed(live.Proc, ok2xx.Start, term.At) &&
+			!c.killed(live.Proc, live.Start, ok2xx.Start) {
 			c.addRule("I7", RuleStopHonest, t, fmt.Sprintf("a stop answered %d, yet the turn ended %s %s after that answer (stop bound %s, slack %s)",
 				ok2xx.Status, hist, term.At.Sub(ok2xx.End).Round(time.Millisecond), bound, slack), append(answers, term.Desc)...)
 		}
@@ -511,4 +514,15 @@ func (c *checker) renewLate(live *Stream, pausedAt, contAt, prev time.Time) {
 		What: fmt.Sprintf("paused %s (p%d), it had %s of its lease left when it continued, renewed none of it and was lost",
 			contAt.Sub(pausedAt).Round(time.Millisecond), live.Proc, prev.Sub(contAt).Round(time.Millisecond)),
 		Evidence: []string{fmt.Sprintf("lease expiry %s, continued %s", clock(prev), clock(contAt)), fmt.Sprintf("%s: %s", in.Final.turns, "a lost")}})
+}
+
+// killed reports whether the process in slot was killed between from and
+// to.
+func (c *checker) killed(slot int, from, to time.Time) bool {
+	for _, e := range c.in.Events {
+		if e.Slot == slot && e.What == "kill" && !e.At.Before(from) && !e.At.After(to) {
+			return true
+		}
+	}
+	return false
 }
