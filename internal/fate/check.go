@@ -283,7 +283,7 @@ func (c *checker) irrevocable() {
 				}
 			}
 			for _, m := range c.in.Leases[t] {
-				if m.Expiry.After(o.At.Add(time.Millisecond)) {
+				if !m.Maybe && m.Expiry.After(o.At.Add(time.Millisecond)) {
 					what := "shown lost before its lease expired"
 					if m.Applied.After(o.At) {
 						what = "a lease of the turn applied after it was shown lost"

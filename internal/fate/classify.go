@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -46,6 +47,10 @@ type attemptInfo struct {
 	Session string // the session id of its key, "" when none
 	SK      string
 	Index   bool // a Query of a secondary index
+	// LeaseTurn and Expires are a renewal's turn id and requested expiry
+	// (epoch ms), read from its request.
+	LeaseTurn string
+	Expires   int64
 }
 
 // is reports whether the attempt is of kind k (kindCheckpoint: any
@@ -79,10 +84,11 @@ func classify(target string, body []byte) *attemptInfo {
 		a.Session = string(m[1])
 	}
 	var req struct {
-		Key                      map[string]map[string]any `json:"Key"`
-		Item                     map[string]map[string]any `json:"Item"`
-		ConditionExpression      string                    `json:"ConditionExpression"`
-		ExpressionAttributeNames map[string]string         `json:"ExpressionAttributeNames"`
+		Key                       map[string]map[string]any `json:"Key"`
+		Item                      map[string]map[string]any `json:"Item"`
+		ConditionExpression       string                    `json:"ConditionExpression"`
+		ExpressionAttributeNames  map[string]string         `json:"ExpressionAttributeNames"`
+		ExpressionAttributeValues map[string]map[string]any `json:"ExpressionAttributeValues"`
 	}
 	switch op {
 	case "GetItem", "BatchGetItem", "Query":
@@ -131,6 +137,10 @@ func classify(target string, body []byte) *attemptInfo {
 			a.Kind = kindRelease
 		case has(":expires") || has("#leaseToken = :token") && has("#leaseExpiresAt > :now"):
 			a.Kind = kindRenew
+			a.LeaseTurn, _ = req.ExpressionAttributeValues[":turnId"]["S"].(string)
+			if n, ok := req.ExpressionAttributeValues[":expires"]["N"].(string); ok {
+				a.Expires, _ = strconv.ParseInt(n, 10, 64)
+			}
 		case named("leaseStop") && has(":owner"):
 			a.Kind = kindStop
 		}

@@ -78,8 +78,15 @@ func (p *proxy) sessionLock(session string) *sync.RWMutex {
 
 // leaseMark is one applied write of a lease expiry.
 type leaseMark struct {
-	Applied time.Time // when DynamoDB answered it
+	Applied time.Time // when DynamoDB answered it (Maybe: when the attempt ended)
 	Expiry  time.Time
+	// Maybe marks a renewal that reached DynamoDB without an answer the
+	// tap could read (its client gave up, or the connection broke): it may
+	// have applied, and the store learns whether by a consistent read,
+	// which the tap does not see. A line within its expiry is no
+	// violation (I8); a fate judged before it is (I2 counts only the
+	// renewals it saw applied).
+	Maybe bool
 }
 
 // readMark is one read attempt.
@@ -422,6 +429,16 @@ func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		t.p.unreachable.CompareAndSwap(nil, &unreachable{At: time.Now(), Err: err})
+	}
+	if err != nil && a != nil && a.Kind == kindRenew && a.Session != "" && a.LeaseTurn != "" && a.Expires > 0 {
+		t.p.mu.Lock()
+		m := t.p.leases[a.Session]
+		if m == nil {
+			m = map[string][]leaseMark{}
+			t.p.leases[a.Session] = m
+		}
+		m[a.LeaseTurn] = append(m[a.LeaseTurn], leaseMark{Applied: time.Now(), Expiry: time.UnixMilli(a.Expires), Maybe: true})
+		t.p.mu.Unlock()
 	}
 	if err != nil || a == nil {
 		return resp, err

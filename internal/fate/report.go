@@ -264,7 +264,7 @@ func (r *runner) report(began time.Time) *Report {
 		for t := range r.turnsOf(lg) {
 			var expiry time.Time
 			for _, m := range r.proxy.leaseMarks(p.Session, t) {
-				if m.Expiry.After(expiry) {
+				if !m.Maybe && m.Expiry.After(expiry) {
 					expiry = m.Expiry
 				}
 			}

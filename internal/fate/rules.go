@@ -457,6 +457,9 @@ func (c *checker) pauses() {
 	var prev time.Time
 	var renewal *leaseMark
 	for i, m := range in.Leases[t] {
+		if m.Maybe {
+			continue // not seen applied, nor answered
+		}
 		if m.Applied.Before(pausedAt) && m.Expiry.After(prev) {
 			prev = m.Expiry
 		}
