@@ -61,14 +61,18 @@ type Settings struct {
 	MemoryMB   []int // the memory sizes, ReferenceMB among them
 	Turns      int   // warm 1 KB turns per size (and history pages)
 	LongAnswer int   // bytes of the long answer, one per size
+	ColdRuns   int   // cold starts per size and bootstrap (fresh emulators)
 }
 
-// Full is the section's run; Quick a short one (2 turns per size).
+// Full is the section's run: 10 warm turns and 5 cold starts per size.
 func Full() Settings {
-	return Settings{MemoryMB: []int{128, 256, 512, 1024}, Turns: 10, LongAnswer: 16 << 10}
+	return Settings{MemoryMB: []int{128, 256, 512, 1024}, Turns: 10, LongAnswer: 16 << 10, ColdRuns: 5}
 }
+
+// Quick is a short run of the section (-quick): 2 warm turns and 3 cold
+// starts per size.
 func Quick() Settings {
-	return Settings{MemoryMB: []int{128, 256, 512, 1024}, Turns: 2, LongAnswer: 16 << 10}
+	return Settings{MemoryMB: []int{128, 256, 512, 1024}, Turns: 2, LongAnswer: 16 << 10, ColdRuns: 3}
 }
 
 // Env is what the section runs against.
@@ -84,11 +88,11 @@ type Env struct {
 
 // Boot is one bootstrap's figures at one size.
 type Boot struct {
-	ColdStart   time.Duration // exec -> first Runtime API request
-	ColdCPU     time.Duration // its CPU time until then, -1 when unknown
-	FirstInvoke time.Duration // the invoke that started it, end to end
-	// ColdFirstLine is the cold invoke's time to its first line (turn).
-	ColdFirstLine time.Duration
+	// ColdStart, ColdCPU, FirstInvoke and ColdFirstLine are one per cold
+	// run: exec -> first Runtime API request, the bootstrap's CPU time
+	// until then (-1 when unknown), the invoke that started it end to
+	// end, and that invoke's time to its first line (turn).
+	ColdStart, ColdCPU, FirstInvoke, ColdFirstLine []time.Duration
 	// FirstLine, Took and CPU are the warm requests' time to first line
 	// (turn; invoke sent -> the line reaching the Runtime API), end to
 	// end time and the bootstrap's CPU time, one per request.
@@ -113,7 +117,16 @@ func (l *Long) ModelTime() time.Duration {
 // Lag is the answer's time beyond the model's own.
 func (l *Long) Lag() time.Duration { return l.Took - l.ModelTime() }
 
-// CPUPerLine is the bootstrap's CPU time per line of the answer.
+// ShareUsed is the fraction of memoryMB's CPU share the turn used while
+// it streamed: its CPU time over its time at that share. Near 1 the
+// stream is CPU-bound and falls behind the model.
+func (l *Long) ShareUsed(memoryMB int) float64 {
+	return float64(l.CPU) / (float64(l.Took) * Share(memoryMB))
+}
+
+// CPUPerLine is the bootstrap's CPU time per line of the answer: the
+// whole turn's (model deltas, snapshot encoding, checkpoints) over its
+// lines, an upper bound of the encoding's.
 func (l *Long) CPUPerLine() time.Duration {
 	if l.Lines == 0 {
 		return 0
@@ -155,10 +168,13 @@ func Run(ctx context.Context, e Env, set Settings) *Result {
 		res.Sizes = append(res.Sizes, s)
 		for _, name := range []string{"minimal", "turn", "history"} {
 			e.Progress("cpushare: %s at %d MB (quota %d/%d)", name, mb, s.Quota, Period)
-			b, err := runBoot(ctx, e, set, name, mb)
-			if err != nil {
-				res.Err = fmt.Errorf("%s at %d MB: %w", name, mb, err)
-				return res
+			b := &Boot{}
+			for run := range max(set.ColdRuns, 1) {
+				// The first run drives the warm requests too.
+				if err := runBoot(ctx, e, set, name, mb, run, b); err != nil {
+					res.Err = fmt.Errorf("%s at %d MB: %w", name, mb, err)
+					return res
+				}
 			}
 			s.Boots[name] = b
 		}
@@ -166,17 +182,17 @@ func Run(ctx context.Context, e Env, set Settings) *Result {
 	return res
 }
 
-// runBoot runs bootstrap name in a group of memoryMB's quota: the invoke
-// that starts it, then set.Turns warm requests, then (turn) the long
-// answer.
-func runBoot(ctx context.Context, e Env, set Settings, name string, memoryMB int) (b *Boot, err error) {
+// runBoot runs bootstrap name in a group of memoryMB's quota, its
+// figures added to b: the invoke that starts it, then, in run 0,
+// set.Turns warm requests and (turn) the long answer.
+func runBoot(ctx context.Context, e Env, set Settings, name string, memoryMB, run int, b *Boot) (err error) {
 	bin := e.Bootstraps[name]
 	if bin == "" {
-		return nil, fmt.Errorf("no %s bootstrap", name)
+		return fmt.Errorf("no %s bootstrap", name)
 	}
 	g, err := newCgroup(e.CgroupRoot, fmt.Sprintf("turnbench-%d-%d", os.Getpid(), memoryMB), memoryMB)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() {
 		if rmErr := g.remove(); err == nil {
@@ -186,23 +202,22 @@ func runBoot(ctx context.Context, e Env, set Settings, name string, memoryMB int
 	em, err := coldstart.StartEmulator(coldstart.EmulatorOptions{RIE: e.RIE, Bootstrap: bin, Procs: g.procs(),
 		Env: append(coldstart.FunctionEnv(e.Endpoint, e.Table, EchoDelay), fmt.Sprintf("ECHO_CHUNK_RUNES=%d", EchoChunk))})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer em.Stop()
 	c := &http.Client{Timeout: 5 * time.Minute}
 	sid := fmt.Sprintf("%s-%d", e.Prefix, memoryMB) // history pages the session of the turn run of the same size
-	b = &Boot{}
 	invoke := func(i, answer int) (*coldstart.Invocation, time.Duration, error) {
 		before, okBefore := em.CPU()
 		var inv *coldstart.Invocation
 		var err error
 		switch name {
 		case "turn":
-			body, _ := client.SubmitBody(client.Submit{SessionID: fmt.Sprintf("%s-%d", sid, i), TurnID: "t", EventID: "e",
+			body, _ := client.SubmitBody(client.Submit{SessionID: fmt.Sprintf("%s-%d-%d", sid, run, i), TurnID: "t", EventID: "e",
 				Input: benchwire.InputOf(answer - len(echo.Prefix))}) // SafeIds: cannot fail
 			inv, err = em.Invoke(ctx, c, coldstart.URLEvent("POST", "/", "", string(body)))
 		case "history":
-			inv, err = em.Invoke(ctx, c, coldstart.URLEvent("GET", "/sessions/"+sid+"-0/turns", "limit=20", ""))
+			inv, err = em.Invoke(ctx, c, coldstart.URLEvent("GET", "/sessions/"+sid+"-0-0/turns", "limit=20", ""))
 		default:
 			inv, err = em.Invoke(ctx, c, coldstart.URLEvent("GET", "/", "", ""))
 		}
@@ -220,16 +235,21 @@ func runBoot(ctx context.Context, e Env, set Settings, name string, memoryMB int
 	}
 	inv, _, err := invoke(0, 1<<10)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	b.FirstInvoke, b.ColdFirstLine = inv.Took, inv.FirstLine
-	if b.ColdStart, b.ColdCPU, _, err = em.ColdStart(); err != nil {
-		return nil, err
+	cold, coldCPU, _, err := em.ColdStart()
+	if err != nil {
+		return err
+	}
+	b.ColdStart, b.ColdCPU = append(b.ColdStart, cold), append(b.ColdCPU, coldCPU)
+	b.FirstInvoke, b.ColdFirstLine = append(b.FirstInvoke, inv.Took), append(b.ColdFirstLine, inv.FirstLine)
+	if run > 0 {
+		return nil
 	}
 	for i := 1; i <= set.Turns; i++ {
 		inv, cpu, err := invoke(i, 1<<10)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		b.Took, b.CPU = append(b.Took, inv.Took), append(b.CPU, cpu)
 		if name == "turn" {
@@ -239,11 +259,11 @@ func runBoot(ctx context.Context, e Env, set Settings, name string, memoryMB int
 	if name == "turn" && set.LongAnswer > 0 {
 		inv, cpu, err := invoke(set.Turns+1, set.LongAnswer)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		b.Long = &Long{Answer: set.LongAnswer, Lines: bytes.Count(inv.Body, []byte("\n")), Took: inv.Took, CPU: cpu}
 	}
-	return b, nil
+	return nil
 }
 
 // median returns the median of d (0 when empty).

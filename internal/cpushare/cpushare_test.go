@@ -34,10 +34,16 @@ func TestPerMillion(t *testing.T) {
 // size is a turn run at mb: its warm time to first line, its 16 KB
 // answer's time (the model alone takes 40.96 s) and a 1 KB turn's.
 func size(mb int, ttfs, long time.Duration) *Size {
+	return coldSize(mb, ttfs, 100*time.Millisecond, long)
+}
+
+// coldSize is size with the cold invokes' time to first line.
+func coldSize(mb int, ttfs, cold, long time.Duration) *Size {
 	return &Size{MemoryMB: mb, Quota: Quota(mb), Boots: map[string]*Boot{"turn": {
-		FirstLine: []time.Duration{ttfs, ttfs + time.Millisecond, ttfs - time.Millisecond},
-		Took:      []time.Duration{2600 * time.Millisecond},
-		Long:      &Long{Answer: 16 << 10, Lines: 800, Took: long, CPU: 800 * time.Millisecond},
+		ColdFirstLine: []time.Duration{cold, cold + 10*time.Millisecond, cold - 10*time.Millisecond},
+		FirstLine:     []time.Duration{ttfs, ttfs + time.Millisecond, ttfs - time.Millisecond},
+		Took:          []time.Duration{2600 * time.Millisecond},
+		Long:          &Long{Answer: 16 << 10, Lines: 800, Took: long, CPU: 800 * time.Millisecond},
 	}}}
 }
 
@@ -50,7 +56,11 @@ func TestJudgeChoose(t *testing.T) {
 		"all within: the smallest":          {[]*Size{size(128, 60*time.Millisecond, 42*time.Second), size(256, 30*time.Millisecond, 41*time.Second), ref}, 128},
 		"128 MB too slow to first snapshot": {[]*Size{size(128, 71*time.Millisecond, 41*time.Second), size(256, 69*time.Millisecond, 41*time.Second), ref}, 256},
 		"128 MB falls behind the model":     {[]*Size{size(128, 20*time.Millisecond, 46*time.Second), size(512, 20*time.Millisecond, 44*time.Second), ref}, 512},
-		"only the reference":                {[]*Size{size(128, time.Second, 90*time.Second), ref}, 1024},
+		"128 MB too slow to a cold start's first snapshot": {[]*Size{coldSize(128, 20*time.Millisecond, 360*time.Millisecond, 41*time.Second),
+			coldSize(256, 20*time.Millisecond, 151*time.Millisecond, 41*time.Second), ref}, 1024},
+		"256 MB's cold start within": {[]*Size{coldSize(128, 20*time.Millisecond, 360*time.Millisecond, 41*time.Second),
+			coldSize(256, 20*time.Millisecond, 150*time.Millisecond, 41*time.Second), ref}, 256},
+		"only the reference": {[]*Size{size(128, time.Second, 90*time.Second), ref}, 1024},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -66,6 +76,9 @@ func TestJudgeChoose(t *testing.T) {
 	}
 	if _, err := Judge([]*Size{size(128, 0, time.Second)}); err == nil {
 		t.Error("Judge without the reference size: no error")
+	}
+	if got := (&Long{Answer: 16 << 10, Took: 50 * time.Second, CPU: 500 * time.Millisecond}).ShareUsed(128); math.Abs(got-0.5/50/0.07236) > 1e-9 {
+		t.Errorf("ShareUsed = %v", got)
 	}
 	if _, ok := Choose(nil); ok {
 		t.Error("Choose(nil) chose")

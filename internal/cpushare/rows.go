@@ -39,27 +39,27 @@ func (res *Result) Rows() [][4]string {
 			add(at, "not measured: "+fmt.Sprint(res.Err), "-", "-")
 			continue
 		}
-		add(at+": cold start, exec -> first Runtime API request (CPU until then)",
-			fmt.Sprintf("turn %s (%s), history %s (%s)", ms(t.ColdStart), ms(t.ColdCPU), ms(h.ColdStart), ms(h.ColdCPU)),
-			fmt.Sprintf("minimal %s (%s)", ms(m.ColdStart), ms(m.ColdCPU)),
-			fmt.Sprintf("turn %.2fx", float64(t.ColdStart)/float64(m.ColdStart)))
+		add(at+fmt.Sprintf(": cold start, exec -> first Runtime API request (CPU until then; medians of %d)", len(t.ColdStart)),
+			fmt.Sprintf("turn %s (%s), history %s (%s)", ms(median(t.ColdStart)), ms(median(t.ColdCPU)), ms(median(h.ColdStart)), ms(median(h.ColdCPU))),
+			fmt.Sprintf("minimal %s (%s)", ms(median(m.ColdStart)), ms(median(m.ColdCPU))),
+			fmt.Sprintf("turn %.2fx", float64(median(t.ColdStart))/float64(median(m.ColdStart))))
 		refTTFS, refCPU, refLong := "-", "-", "-"
 		if ref != nil {
-			refTTFS = fmt.Sprintf("%d MB: %s", ReferenceMB, ms(median(ref.FirstLine)))
+			refTTFS = fmt.Sprintf("%d MB: %s (cold %s)", ReferenceMB, ms(median(ref.FirstLine)), ms(median(ref.ColdFirstLine)))
 			refCPU = fmt.Sprintf("%d MB: %s", ReferenceMB, ms(median(ref.CPU)))
 			if ref.Long != nil {
 				refLong = fmt.Sprintf("%d MB: %s per line, %s beyond the model", ReferenceMB, ms(ref.Long.CPUPerLine()), ms(ref.Long.Lag()))
 			}
 		}
 		add(at+fmt.Sprintf(": turn time to first snapshot, invoke -> first line at the Runtime API (median of %d warm; cold invoke)", len(t.FirstLine)),
-			fmt.Sprintf("%s (cold %s)", ms(median(t.FirstLine)), ms(t.ColdFirstLine)), refTTFS,
+			fmt.Sprintf("%s (cold %s)", ms(median(t.FirstLine)), ms(median(t.ColdFirstLine))), refTTFS,
 			vsRef(ref != nil, median(t.FirstLine), medianOr(ref, func(b *Boot) time.Duration { return median(b.FirstLine) })))
 		add(at+fmt.Sprintf(": CPU per 1 KB turn at %.0f chars/s (median of %d)", ModelRate, len(t.CPU)),
 			ms(median(t.CPU)), refCPU,
 			vsRef(ref != nil, median(t.CPU), medianOr(ref, func(b *Boot) time.Duration { return median(b.CPU) })))
 		if l := t.Long; l != nil {
-			add(at+fmt.Sprintf(": %d KB answer at %.0f chars/s: CPU per line (lines), time beyond the model's %s", l.Answer>>10, ModelRate, secs(l.ModelTime())),
-				fmt.Sprintf("%s per line (%d lines, %s CPU), %s beyond", ms(l.CPUPerLine()), l.Lines, ms(l.CPU), ms(l.Lag())), refLong,
+			add(at+fmt.Sprintf(": %d KB answer at %.0f chars/s: the turn's CPU per line (lines), share of the CPU share used, time beyond the model's %s", l.Answer>>10, ModelRate, secs(l.ModelTime())),
+				fmt.Sprintf("%s per line (%d lines, %s CPU), %.0f%% of the share, %s beyond", ms(l.CPUPerLine()), l.Lines, ms(l.CPU), 100*l.ShareUsed(s.MemoryMB), ms(l.Lag())), refLong,
 				vsRef(ref != nil && ref.Long != nil, l.Lag(), medianOr(ref, func(b *Boot) time.Duration {
 					if b.Long == nil {
 						return 0
@@ -77,8 +77,8 @@ func (res *Result) Rows() [][4]string {
 		return rows
 	}
 	for _, v := range verdicts {
-		add(fmt.Sprintf("%d MB against %d MB: time to first snapshot, extra lag (share of the model's time)", v.MemoryMB, ReferenceMB),
-			fmt.Sprintf("%+.1f ms, %+.1f%%", float64(v.TTFSOver)/float64(time.Millisecond), 100*v.KeepUpOver),
+		add(fmt.Sprintf("%d MB against %d MB: time to first snapshot warm, cold; extra lag (share of the model's time)", v.MemoryMB, ReferenceMB),
+			fmt.Sprintf("%+.1f ms, %+.1f ms; %+.1f%%", float64(v.TTFSOver)/float64(time.Millisecond), float64(v.ColdTTFSOver)/float64(time.Millisecond), 100*v.KeepUpOver),
 			fmt.Sprintf("budget %s, %.0f%%", ms(TTFSBudget), 100*KeepUpBudget), map[bool]string{true: "within", false: "over"}[v.OK])
 	}
 	if v, ok := Choose(verdicts); ok {
