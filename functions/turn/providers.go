@@ -21,8 +21,8 @@ type provider func(ctx context.Context, cfg config.Config) (model.Model, error)
 // bedrock always; openai only with the build tag provider.openai
 // (provider_openai.go; `make build TURN_PROVIDERS=openai`), because
 // github.com/openai/openai-go links about 17 MB into the bootstrap, half
-// of it, and doubles its cold start (docs/benchmarks.md, "A lean turn
-// bootstrap").
+// of it, and 1.3-2.9 ms of package inits into every cold start
+// (docs/benchmarks.md, "A lean turn bootstrap").
 var providers = map[string]provider{
 	config.ProviderEcho: func(_ context.Context, cfg config.Config) (model.Model, error) {
 		return echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk), nil
