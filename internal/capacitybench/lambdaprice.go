@@ -10,7 +10,3 @@ import "time"
 func LambdaDollars(took time.Duration, memoryMB int) float64 {
 	return took.Round(time.Millisecond).Seconds()*float64(memoryMB)/1024*priceGBSecond + priceRequest
 }
-
-// LambdaPrices says which prices LambdaDollars uses: $ per GB-second and
-// $ per request.
-func LambdaPrices() (gbSecond, request float64) { return priceGBSecond, priceRequest }
