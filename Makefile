@@ -152,7 +152,15 @@ turnbench: deps ## Measure the dev-server wiring on dynalite against the request
 # The three Lambda functions: functions/<dir> builds bin/<dir>/bootstrap.
 FUNCTIONS     := turn history artifacts
 LAMBDA_ENV    := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
-LAMBDA_FLAGS  := -tags lambda.norpc -trimpath -ldflags "-s -w"
+# Optional model providers built into the turn bootstrap, space-separated
+# (functions/turn/providers.go): `make build TURN_PROVIDERS=openai` adds the
+# openai provider, about 17 MB (docs/providers.md). echo and bedrock are
+# always in. An environment variable of the name works too (sam build).
+TURN_PROVIDERS ?=
+LAMBDA_TAGS    = $(subst $(space),$(comma),$(strip lambda.norpc $(if $(filter turn,$*),$(TURN_PROVIDERS:%=provider.%))))
+comma := ,
+space := $(subst ,, )
+LAMBDA_FLAGS   = -tags "$(LAMBDA_TAGS)" -trimpath -ldflags "-s -w"
 # Where `sam local invoke` (invoke-local) reads its event and which function.
 FUNCTION      ?= TurnFunction
 EVENT         ?= events/turn-submit.json

@@ -47,6 +47,8 @@
 //     ledger off (one write: budgets 4 + 1 and 3 + 1), the quota check
 //     before the claim against the ledger alone, time to the first line,
 //     a ledger item's growth with the sessions it counted (internal/ledgerbench);
+//   - cpushare (-only): the bootstraps under aws-lambda-rie in cgroups of
+//     Lambda's CPU share at 128, 256, 512 and 1,024 MB (internal/cpushare);
 //   - fate (-only): the fate harness's long form (internal/fate) at the
 //     short and the default lease (-fate-lease short|default|both,
 //     -fate-schedules, -fate-seed), exit status 1 when it finds a
@@ -77,6 +79,7 @@ import (
 	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/internal/capacitybench"
 	"github.com/turnstream/turnstream/internal/coldstart"
+	"github.com/turnstream/turnstream/internal/cpushare"
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/internal/lambdabin"
 	"github.com/turnstream/turnstream/internal/ledgerbench"
@@ -152,6 +155,8 @@ var sections = []section{
 		inRun: true, inQuick: true, run: multitaskRun, rows: multitaskRows},
 	{names: []string{"fate"}, about: "the fate harness at the short and the default lease (-fate-lease): seeded schedules of pauses, kills, faults, resumes, stops, rollbacks, quota bursts and reads on three dev servers, checked against the turn's invariants (internal/fate)",
 		run: fateRun, rows: fateRows, notes: fateNotes},
+	{names: []string{"cpushare"}, about: "Lambda's CPU share: the bootstraps under aws-lambda-rie in cgroups of 128-1,024 MB's CPU, cold start, time to first snapshot, CPU per turn and per line, Lambda cost (internal/cpushare; root and cgroup v1)",
+		run: cpuShareRun, rows: cpuShareRows},
 	{names: []string{"ledger"}, about: "the usage ledger and the quota check before the claim: requests, units and time to the first line against the ledger off; a ledger item's growth",
 		inRun: true, inQuick: true, run: ledgerRun, rows: ledgerRows, notes: ledgerNotes},
 }
@@ -240,6 +245,8 @@ type report struct {
 	Multitask *queuebench.Result
 	// Fate is the fate section's report.
 	Fate *fateResult
+	// CPUShare is the CPU-share section's figures.
+	CPUShare *cpushare.Result
 }
 
 // run parses args, measures and writes the table to stdout.

@@ -5,7 +5,8 @@
 // authenticator -> the turn handler of the configuration (internal/turnsetup:
 // the demo tools, the definitions, the model providers they name: echo;
 // bedrock through the AWS default credential chain in AWS_REGION; openai at
-// OPENAI_BASE_URL with OPENAI_API_KEY) -> lambdaurl.Start
+// OPENAI_BASE_URL with OPENAI_API_KEY, built in with the build tag
+// provider.openai, providers.go) -> lambdaurl.Start
 // (functions/internal/startup), and the asynchronous invocations that
 // drain queued turns (drain.go, docs/multitask.md). Build with -tags
 // lambda.norpc for provided.al2023.
@@ -13,14 +14,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 
 	"github.com/turnstream/turnstream/functions/internal/startup"
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
@@ -28,9 +25,6 @@ import (
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
-	"github.com/turnstream/turnstream/pkg/model/bedrock"
-	"github.com/turnstream/turnstream/pkg/model/echo"
-	"github.com/turnstream/turnstream/pkg/model/openai"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -71,31 +65,28 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, fun
 	return turnsetup.NewHandler(cfg, deps)
 }
 
-// newModels builds one provider per provider name that defs use: echo
-// from ECHO_DELAY and ECHO_CHUNK_RUNES; bedrock with the AWS default
-// credential chain in AWS_REGION; openai at OPENAI_BASE_URL with
-// OPENAI_API_KEY. Only used providers are built, so an echo deployment
-// loads no AWS configuration for Bedrock.
+// newModels builds one provider per provider name that defs use, from
+// providers (those built into this bootstrap): echo from ECHO_DELAY and
+// ECHO_CHUNK_RUNES; bedrock with the AWS default credential chain in
+// AWS_REGION; openai at OPENAI_BASE_URL with OPENAI_API_KEY when built in
+// (provider_openai.go). Only used providers are built, so an echo
+// deployment loads no AWS configuration for Bedrock. A provider that is
+// not built in is an error that says how to build it in.
 func newModels(ctx context.Context, cfg config.Config, defs *definition.Resolver) (map[string]model.Model, error) {
 	models := map[string]model.Model{}
 	for _, d := range defs.All() {
 		if models[d.Provider] != nil {
 			continue
 		}
-		switch d.Provider {
-		case config.ProviderEcho:
-			models[d.Provider] = echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk)
-		case config.ProviderBedrock:
-			awsCfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Region))
-			if err != nil {
-				return nil, fmt.Errorf("bedrock: AWS configuration: %w", err)
-			}
-			models[d.Provider] = bedrock.New(bedrockruntime.NewFromConfig(awsCfg))
-		case config.ProviderOpenAI:
-			models[d.Provider] = openai.New(cfg.Model.OpenAIBaseURL, cfg.Model.OpenAIAPIKey)
-		default:
-			return nil, fmt.Errorf("MODEL_PROVIDER: %q is not wired into the turn function", d.Provider)
+		build, ok := providers[d.Provider]
+		if !ok {
+			return nil, notBuiltIn(d.Provider)
 		}
+		m, err := build(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		models[d.Provider] = m
 	}
 	return models, nil
 }

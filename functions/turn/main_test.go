@@ -81,19 +81,32 @@ func submit(t *testing.T, base, turnID, input string) *protocol.Event {
 	return last
 }
 
-// TestModels: one provider per provider name the definitions use.
+// TestModels: one provider per provider name the definitions use; a
+// provider not built into this bootstrap (openai without the build tag
+// provider.openai) is an error that says how to build it in.
 func TestModels(t *testing.T) {
+	_, openAIBuiltIn := providers[config.ProviderOpenAI]
 	tests := map[string]struct {
-		defs []definition.Definition
-		want []string
+		defs    []definition.Definition
+		want    []string
+		wantErr string // "": no error
 	}{
-		"echo only": {[]definition.Definition{{ID: "a", Revision: 1, Provider: config.ProviderEcho, Limits: definition.Limits{MaxSteps: 1}}}, []string{config.ProviderEcho}},
+		"echo only": {[]definition.Definition{{ID: "a", Revision: 1, Provider: config.ProviderEcho, Limits: definition.Limits{MaxSteps: 1}}}, []string{config.ProviderEcho}, ""},
 		"all three": {[]definition.Definition{
 			{ID: "a", Revision: 1, Provider: config.ProviderOpenAI, ModelID: "gpt", Limits: definition.Limits{MaxSteps: 1}},
 			{ID: "b", Revision: 1, Provider: config.ProviderBedrock, ModelID: "claude", Limits: definition.Limits{MaxSteps: 1}},
 			{ID: "c", Revision: 1, Provider: config.ProviderOpenAI, ModelID: "gpt-2", Limits: definition.Limits{MaxSteps: 1}},
 			{ID: "d", Revision: 1, Provider: config.ProviderEcho, Limits: definition.Limits{MaxSteps: 1}},
-		}, []string{config.ProviderBedrock, config.ProviderEcho, config.ProviderOpenAI}},
+		}, []string{config.ProviderBedrock, config.ProviderEcho, config.ProviderOpenAI}, ""},
+		"bedrock and echo": {[]definition.Definition{
+			{ID: "a", Revision: 1, Provider: config.ProviderBedrock, ModelID: "claude", Limits: definition.Limits{MaxSteps: 1}},
+			{ID: "b", Revision: 1, Provider: config.ProviderEcho, Limits: definition.Limits{MaxSteps: 1}},
+		}, []string{config.ProviderBedrock, config.ProviderEcho}, ""},
+	}
+	if !openAIBuiltIn {
+		tc := tests["all three"]
+		tc.want, tc.wantErr = nil, `MODEL_PROVIDER: "openai" is not built into this turn bootstrap: build it with `+"`make build TURN_PROVIDERS=openai`"
+		tests["all three"] = tc
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -103,6 +116,12 @@ func TestModels(t *testing.T) {
 			}
 			cfg := config.Config{Region: "eu-west-1"}
 			models, err := newModels(context.Background(), cfg, defs)
+			if tc.wantErr != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.wantErr) {
+					t.Fatalf("newModels: %v, want an error starting %q", err, tc.wantErr)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -41,6 +41,11 @@ const (
 	envExecBootstrap = "TURNBENCH_EXEC_BOOTSTRAP"
 	envStampFile     = "TURNBENCH_STAMP_FILE"
 	envRuntimeProxy  = "TURNBENCH_RUNTIME_PROXY"
+	// envCgroupProcs names a cgroup's cgroup.procs file the wrapper
+	// moves itself into before it stamps the time and execs (Emulator's
+	// Procs): the bootstrap runs in that cgroup from its first
+	// instruction.
+	envCgroupProcs = "TURNBENCH_CGROUP_PROCS"
 )
 
 // MaybeExec turns this process into the bootstrap named by
@@ -57,10 +62,16 @@ func MaybeExec() {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case envExecBootstrap, envStampFile, envRuntimeProxy, "AWS_LAMBDA_RUNTIME_API":
+		case envExecBootstrap, envStampFile, envRuntimeProxy, envCgroupProcs, "AWS_LAMBDA_RUNTIME_API":
 			continue
 		}
 		env = append(env, kv)
+	}
+	if procs := os.Getenv(envCgroupProcs); procs != "" {
+		if err := os.WriteFile(procs, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "turnbench: join cgroup:", err)
+			os.Exit(1)
+		}
 	}
 	env = append(env, "AWS_LAMBDA_RUNTIME_API="+os.Getenv(envRuntimeProxy))
 	// The thread that execs is the one that lives on as the bootstrap's
@@ -117,8 +128,11 @@ type rieRun struct {
 	mu       sync.Mutex
 	firstReq time.Time
 	cpu      time.Duration // the bootstrap's CPU time at firstReq, -1 when unknown
-	stamp    string
-	output   *limitedBuffer
+	// firstLine is when the latest streamed response's first body line
+	// (after the prelude and its 8 NUL bytes) reached the Runtime API.
+	firstLine time.Time
+	stamp     string
+	output    *limitedBuffer
 }
 
 // startRIE starts rie with bootstrap (through the self-exec wrapper) and
@@ -157,6 +171,13 @@ func startRIE(rie, self, bootstrap string, env []string) (*rieRun, error) {
 			}
 		}
 		r.mu.Unlock()
+		if req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/response") {
+			req.Body = &lineWatch{ReadCloser: req.Body, seen: func(at time.Time) {
+				r.mu.Lock()
+				r.firstLine = at
+				r.mu.Unlock()
+			}}
+		}
 		rp.ServeHTTP(w, req)
 	}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = r.proxy.Serve(ln) }() // ends with Close

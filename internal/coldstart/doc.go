@@ -16,5 +16,10 @@
 // against upstream jsonschema beside the one built against the fork in
 // third_party/jsonschema (third_party/jsonschema/PATCHES.md).
 //
+// StartEmulator runs one bootstrap under the emulator for a section that
+// drives it itself (internal/cpushare), optionally inside a cgroup, and
+// reports each invocation's time to the first line of a streamed
+// response as it reached the Runtime API.
+//
 // Rows and DetailRows render a Report as rows of turnbench's table.
 package coldstart

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/turnstream/turnstream/internal/lambdabin"
 )
@@ -127,13 +128,21 @@ func Measure(ctx context.Context, cfg Config, set Settings) *Report {
 				bootstrap{name: TracingTurn, fn: "turn", bin: bin, env: []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:9"}})
 		}
 	}
-	env := []string{
-		"DYNAMODB_ENDPOINT=" + cfg.Endpoint, "TABLE_NAME=" + cfg.Table, "AWS_REGION=us-east-1",
-		"AUTH_MODE=iam", "ARTIFACTS_TRUSTED_SUBJECT=" + iamHost, "MODEL_PROVIDER=echo", "ECHO_DELAY=0s",
-		"CURSOR_SECRET=turnbench-cursor-secret-0123456789", "LOG_LEVEL=error",
-	}
+	env := FunctionEnv(cfg.Endpoint, cfg.Table, 0)
 	rep.Runs, rep.Err = measureColdStarts(ctx, cfg.RIE, self, boots, env, cfg.SessionID, set.Runs, set.Invokes)
 	return rep
+}
+
+// FunctionEnv is the functions' configuration under the emulator: the
+// DynamoDB table at endpoint, IAM auth (the function URL event's caller;
+// the artifacts writer trusted), the echo model with echoDelay between
+// deltas of its default chunk, and a fixed cursor secret.
+func FunctionEnv(endpoint, table string, echoDelay time.Duration) []string {
+	return []string{
+		"DYNAMODB_ENDPOINT=" + endpoint, "TABLE_NAME=" + table, "AWS_REGION=us-east-1",
+		"AUTH_MODE=iam", "ARTIFACTS_TRUSTED_SUBJECT=" + iamHost, "MODEL_PROVIDER=echo", "ECHO_DELAY=" + echoDelay.String(),
+		"CURSOR_SECRET=turnbench-cursor-secret-0123456789", "LOG_LEVEL=error",
+	}
 }
 
 // build builds what set asks for into dir, files their sizes in sizes

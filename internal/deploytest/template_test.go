@@ -70,6 +70,7 @@ var parameterSets = map[string]map[string]any{
 	"five-minute turns":                    {"TurnTimeout": "300"},
 	"adot tracing, alarms notify": {"Tracing": "adot", "AdotLayerArn": "arn:aws:lambda:eu-west-1:901920570463:layer:aws-otel-collector-arm64-ver-0-1-0:1",
 		"AlarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:ops", "CaptureMessageContent": "true", "TelemetryNamespace": "Chat/Prod"},
+	"memory sizes":                 {"TurnMemorySize": "1024", "SessionApiMemorySize": "128"},
 	"x-ray, no alarms, no metrics": {"Tracing": "xray", "Alarms": "false", "TelemetryMetrics": "off"},
 	"quotas and budgets": {"Quotas": `{"principal":{"turnsPerMinute":3,"tokensPerDay":100000},"tenant":{"concurrentSessions":50}}`,
 		"QuotaFailMode": "open", "QuotaCache": "0", "LedgerRetention": "24h", "ModelMaxOutputTokens": "4000",
@@ -114,6 +115,7 @@ func TestTemplate(t *testing.T) {
 							url.AuthType, deref(url.InvokeMode), wantAuth, want.invokeMode)
 					}
 					checkCORS(t, fname, d.resourceProperties(fname)["FunctionUrlConfig"], params["AllowedOrigins"])
+					checkMemorySize(t, fname, d.resourceProperties(fname)["MemorySize"], params)
 
 					env := d.environment(fname)
 					checkEnvironment(t, fname, env)
@@ -173,6 +175,28 @@ func TestTemplate(t *testing.T) {
 	}
 }
 
+// defaultMemoryMB are the functions' memory sizes by default: the turn
+// function's is the one docs/benchmarks.md ("Memory size and CPU share")
+// chose from turnbench's cpushare section.
+var defaultMemoryMB = map[string]string{"TurnFunction": "512", "HistoryFunction": "256", "ArtifactsFunction": "256"}
+
+// checkMemorySize: a function's MemorySize is its parameter's
+// (TurnMemorySize, SessionApiMemorySize), by default defaultMemoryMB's.
+func checkMemorySize(t *testing.T, fname string, got any, params map[string]any) {
+	t.Helper()
+	param := "SessionApiMemorySize"
+	if fname == "TurnFunction" {
+		param = "TurnMemorySize"
+	}
+	want := defaultMemoryMB[fname]
+	if v, ok := params[param]; ok {
+		want = fmt.Sprint(v)
+	}
+	if fmt.Sprint(got) != want {
+		t.Errorf("MemorySize = %v, want %s (%s)", got, want, param)
+	}
+}
+
 // TestAuthModeParameter pins that the template cannot deploy dev auth,
 // which pkg/auth refuses on Lambda anyway.
 func TestAuthModeParameter(t *testing.T) {
@@ -227,6 +251,17 @@ func load(t *testing.T, params map[string]any) *deployment {
 		}
 		if props, ok := res["Properties"].(map[string]any); ok {
 			props = cloneMap(props)
+			// A Ref to a Number parameter (MemorySize) evaluates to a
+			// string, which CloudFormation converts and goformation's
+			// int field would refuse: convert it here, and let
+			// checkMemorySize read the raw map.
+			if v, ok := props["MemorySize"].(string); ok {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					t.Fatalf("%s MemorySize %q: %v", name, v, err)
+				}
+				props["MemorySize"] = n
+			}
 			if v, ok := props["InvokedViaFunctionUrl"]; ok {
 				d.invokedViaURL[name] = v
 				delete(props, "InvokedViaFunctionUrl")
