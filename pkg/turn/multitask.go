@@ -226,6 +226,31 @@ func (h *handler) interrupt(ctx context.Context, log *slog.Logger, sub *submissi
 	}
 }
 
+// stoppedByRollback returns the turn a rollback supersedes: replaced, the
+// turn that waited for a decision, or the turn that was running when the
+// rollback stopped it, once its record shows the stop (or its death) ended
+// it: interrupted, or lost. A running turn that completed or failed on its
+// own before the stop reached it was not stopped: its client was shown that
+// end, which never changes, so it stays in history and nil is returned (the
+// new turn follows it). So does a turn whose record cannot be read (one
+// request, FindTurn): a rollback never hides what it cannot see.
+func (h *handler) stoppedByRollback(ctx context.Context, log *slog.Logger, sub *submission, replaced *chat.Turn) *chat.Turn {
+	if replaced.Status != "" {
+		return replaced // found waiting for a decision, not running
+	}
+	t, err := h.opts.Store.FindTurn(ctx, sub.sessionID, replaced.TurnID, sub.principal)
+	switch {
+	case err != nil:
+		log.Warn("rollback: the stopped turn's record could not be read; not superseded", "stoppedTurnId", replaced.TurnID, "err", err)
+		return nil
+	case t.Status == chat.TurnInterrupted, t.Status == chat.TurnError && t.Error != nil && t.Error.Code == protocol.CodeTurnLost:
+		return t
+	default:
+		log.Info("rollback: the running turn ended on its own before the stop; not superseded", "stoppedTurnId", replaced.TurnID, "status", t.Status)
+		return nil
+	}
+}
+
 // pendingOf returns a confirmation of sess that waits for a decision at
 // now, or nil.
 func pendingOf(sess *chat.Session, now time.Time) *chat.Confirmation {

@@ -893,3 +893,35 @@ func TestInterruptDoesNotWaitForATurnItDidNotStop(t *testing.T) {
 		})
 	}
 }
+
+// TestRollbackKeepsATurnThatEndedOnItsOwn: A's answer completes, and
+// before its release a rollback R finds A holding the session and sends
+// its stop, too late to stop anything. A's client was shown A complete,
+// which never changes: R runs after A and supersedes nothing (before, R
+// superseded A and history lost it; the fate harness's race schedules
+// met it when a retried rollback found the turn it raced just ending).
+func TestRollbackKeepsATurnThatEndedOnItsOwn(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		gs := newGatedStore(newStore(t))
+		e, m := multitaskEnv(t, gs, func(o *turn.Options) { o.InterruptWait = time.Minute })
+		a := e.startLive(t, context.Background(), "s", "A", "hold A")
+		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		aRelease := gs.hold("release", "A")
+		m.finish()
+		<-aRelease.arrived // A saved complete, its lease still held
+		r := e.submitAsync(t, "s", "R", "question R", policy("rollback"))
+		waitLong(t, "R's first claim", func() bool { return len(gs.claimed("R")) >= 1 })
+		close(aRelease.open)
+		rr := r()
+		rr.want(t, http.StatusOK, "")
+		<-a.done
+		wantCompleteKept(t, e, "s", "A", "partial done")
+		if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"A", "R"}) {
+			t.Errorf("history %v, want [A R]", ids)
+		}
+		req, _ := m.requestOf("question R")
+		if !slices.ContainsFunc(req.Messages, func(msg protocol.Message) bool { return msg.Content == "partial done" }) {
+			t.Errorf("R's model context %+v lacks A's answer", req.Messages)
+		}
+	})
+}

@@ -85,8 +85,8 @@ func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *h
 	case definition.MultitaskInterrupt, definition.MultitaskRollback:
 		var replaced *chat.Turn
 		claim, claimedAt, replaced, err = h.interrupt(ctx, log, sub, sess, deadline)
-		if policy == definition.MultitaskRollback && replaced != nil && parent == nil {
-			parent = replaced // superseded by this turn, as a regenerate supersedes
+		if err == nil && policy == definition.MultitaskRollback && replaced != nil && parent == nil {
+			parent = h.stoppedByRollback(ctx, log, sub, replaced) // superseded by this turn, as a regenerate supersedes
 		}
 	default:
 		claim, err = h.claim(ctx, log, sub, deadline, 0)

@@ -353,6 +353,13 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 	}
 	crashed := sess.ActiveTurn
 	if crashed != nil && crashed.ExpiresAt.After(now) && si.FencedToken == "" {
+		if crashed.TurnID != req.TurnID {
+			// A replay of a turn the window already holds gets its
+			// decision whoever holds the lease: its id is spent.
+			if rejection := chat.Rejection(sess.TerminalTurns, req.TurnID, req.InputHash); rejection != nil {
+				return nil, rejection
+			}
+		}
 		return nil, s.busyOrDecided(ctx, req, crashed)
 	}
 	window, sequence := sess.TerminalTurns, sess.Sequence

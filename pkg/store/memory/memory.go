@@ -3,6 +3,7 @@ package memory
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -335,6 +336,13 @@ func (s *Store) takeOver(rec *sessionRecord, now time.Time) error {
 // anything else is busy.
 func (rec *sessionRecord) busyOrDecided(req chat.ClaimRequest, busy error) error {
 	l := rec.session.ActiveTurn
+	if l != nil && l.TurnID != req.TurnID && errors.Is(busy, chat.ErrSessionBusy) {
+		// A replay of a turn the window already holds gets its decision
+		// whoever holds the lease: its id is spent.
+		if rejection := chat.Rejection(rec.session.TerminalTurns, req.TurnID, req.InputHash); rejection != nil {
+			return rejection
+		}
+	}
 	if l == nil || l.TurnID != req.TurnID {
 		return busy
 	}

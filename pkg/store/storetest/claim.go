@@ -188,6 +188,21 @@ func claimCases() map[string]func(*testing.T, *env) {
 			}
 		},
 
+		"ReplayOfACompletedTurnWhileAnotherRuns": func(t *testing.T, e *env) {
+			// t1 completed and was released; t2 holds the lease. A replay
+			// of t1 gets t1's decision, not SESSION_BUSY: its id is spent.
+			e.completeTurn("s1", "t1")
+			e.claim("s1", "t2")
+			_, err := e.store.ClaimTurn(e.ctx, claimRequest("s1", "t1"))
+			wantErr(t, "replay of t1 while t2 runs", err, chat.ErrTurnCompleted)
+			other := claimRequest("s1", "t1")
+			other.InputHash = chat.HashInput("another input")
+			_, err = e.store.ClaimTurn(e.ctx, other)
+			wantErr(t, "t1 with another input while t2 runs", err, chat.ErrTurnIDReused)
+			_, err = e.store.ClaimTurn(e.ctx, claimRequest("s1", "t3"))
+			wantErr(t, "t3 while t2 runs", err, chat.ErrSessionBusy)
+		},
+
 		"LeaseExpiresAtExactInstant": func(t *testing.T, e *env) {
 			c := e.claim("s1", "t1")
 			e.clock.Advance(leaseDuration - time.Millisecond)
