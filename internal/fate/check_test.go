@@ -522,9 +522,27 @@ func TestCheckRollbackSupersedes(t *testing.T) {
 	for _, v := range checkSession(in) {
 		t.Errorf("%s", v)
 	}
+	// A rollback sent before a's first submit, still in flight while a
+	// ran, may have read the session then and stopped a: exempt too.
+	rb.Start = at(-50)
+	for _, v := range checkSession(in) {
+		if v.Rule == RuleKept {
+			t.Errorf("a rollback in flight while a ran: %s", v)
+		}
+	}
+	// One that ended before a's first submit could not have stopped it.
+	rb.End = at(-10)
+	found := false
+	for _, v := range checkSession(in) {
+		found = found || v.Rule == RuleKept
+	}
+	if !found {
+		t.Errorf("a rollback that ended before a started: no %s violation", RuleKept)
+	}
+	rb.Start, rb.End = at(300), at(900)
 	// Without the rollback, a is a turn that disappeared.
 	rb.Multitask = ""
-	found := false
+	found = false
 	for _, v := range checkSession(in) {
 		found = found || v.Rule == RuleKept
 	}

@@ -86,9 +86,9 @@ func (c *checker) firstSubmit(t string) time.Time {
 // supersededBy returns the rollback that may have stopped and superseded
 // t: t was only ever shown interrupted or lost (a rollback sets the stop
 // flag of a turn whose process may be dead; that turn ends lost), or
-// never shown terminal, and a rollback submit of another turn began
-// after t's first submit and before t was first shown terminal. Nil when
-// none.
+// never shown terminal, and a rollback submit of another turn was in
+// flight between t's first submit and t's first terminal state
+// (inFlightDuring). Nil when none.
 func (c *checker) supersededBy(t string) *Stream {
 	terms := c.terms[t]
 	end := time.Now()
@@ -102,7 +102,7 @@ func (c *checker) supersededBy(t string) *Stream {
 	}
 	from := c.firstSubmit(t)
 	for _, s := range c.in.Streams {
-		if s.Kind == "submit" && s.Multitask == "rollback" && s.Turn != t && s.Start.After(from) && s.Start.Before(end) {
+		if s.Kind == "submit" && s.Multitask == "rollback" && s.Turn != t && inFlightDuring(s, from, end) {
 			return s
 		}
 	}
@@ -120,11 +120,19 @@ func (c *checker) multitaskWhileRunning(t string) bool {
 	}
 	from := c.firstSubmit(t)
 	for _, s := range c.in.Streams {
-		if s.Kind == "submit" && s.Multitask != "" && s.Turn != t && s.Start.After(from) && s.Start.Before(end) {
+		if s.Kind == "submit" && s.Multitask != "" && s.Turn != t && inFlightDuring(s, from, end) {
 			return true
 		}
 	}
 	return false
+}
+
+// inFlightDuring reports whether the request s was in flight at some
+// instant between from and end: a server reads the session whenever its
+// request is being served, so an interrupt or rollback sent before a turn
+// started may still find that turn running and stop it.
+func inFlightDuring(s *Stream, from, end time.Time) bool {
+	return s.Start.Before(end) && (s.End.IsZero() || s.End.After(from))
 }
 
 // kept checks RuleKept.
