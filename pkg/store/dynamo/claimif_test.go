@@ -72,3 +72,34 @@ func TestConditionalClaimRecognisesItsOwnWrite(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimOfAHeldSessionWithLostAnswersIsClassified: a claim of a
+// session whose lease another claim of the same turn id holds (a client
+// that retried after its first server died), every write answer of which
+// is lost, is refused as the session's state says (ErrSessionBusy: the
+// turn is in progress, a replay after it ends gets its decision), not
+// with the transport's error, which a client reads as "nothing happened,
+// retry": the claim's resolving reads show that nothing of it applied
+// and why. (Before, it answered the transport error, a retryable 500,
+// and the id was spent by the first claim.)
+func TestClaimOfAHeldSessionWithLostAnswersIsClassified(t *testing.T) {
+	e := newFaultEnv(t)
+	ctx := faultCtx(t)
+	first, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.faults.SetRule(ddbfault.Always(ddbfault.LoseAnswer, claimWrite))
+	_, err = e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+	e.faults.SetRule(nil)
+	if n := e.faults.Counts()[ddbfault.LoseAnswer]; n == 0 {
+		t.Fatal("no fault was injected")
+	}
+	if !errors.Is(err, chat.ErrSessionBusy) {
+		t.Fatalf("a claim refused by the lease of the same turn id, its answers lost: %v; want ErrSessionBusy", err)
+	}
+	sess, err := e.s.GetSession(ctx, "s1", alice)
+	if err != nil || sess.ActiveTurn == nil || sess.ActiveTurn.Token != first.Lease.Token {
+		t.Fatalf("session after the refused claim: %+v, %v; want the first claim's lease", sess, err)
+	}
+}

@@ -68,9 +68,11 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 
 // resendClaim sends a claim whose first outcome is unknown, and which the
 // resolving read showed not applied, once more (same token: an attempt
-// may still be in flight). Its answer, or on a condition failure its own
-// effect as one more read shows, is the outcome; otherwise the read
-// classifies the claim, or first is returned: it did not apply.
+// may still be in flight). Its answer, or its own effect as one more read
+// shows, is the outcome; otherwise that read classifies the claim (a
+// lease that refuses it is ErrSessionBusy or the decision of a replay,
+// not the transport's error, which a caller reads as "retry"), or first
+// is returned: it did not apply and the session cannot be read.
 func (s *Store) resendClaim(ctx context.Context, req chat.ClaimRequest, up expression.UpdateBuilder, cond condition, token string, now time.Time, first error) (*chat.Claim, error) {
 	rctx, cancel := s.resolveContext(ctx)
 	defer cancel()
@@ -78,10 +80,7 @@ func (s *Store) resendClaim(ctx context.Context, req chat.ClaimRequest, up expre
 	if err == nil {
 		return s.claimed(ctx, req, out.Attributes)
 	}
-	failed, item := conditionFailed(err)
-	if !failed {
-		return nil, fmt.Errorf("claim session %s: %w", req.SessionID, first)
-	}
+	_, item := conditionFailed(err)
 	found := item != nil
 	if !found {
 		item, found, _ = s.getItem(rctx, sessionKey(req.SessionID))
