@@ -119,3 +119,71 @@ func TestFailedAcknowledgmentOfARetryIsSpent(t *testing.T) {
 		t.Fatalf("the spent turn's record: %+v, %v; want its error", stored, err)
 	}
 }
+
+// TestFailedContextLoadLeavesTheIDUnspent: a submit whose context load
+// (the Query of the session's earlier turns) fails on every attempt
+// answers 500 SERVER_INTERNAL retryable, and that is true: its claim is
+// withdrawn, nothing records the turn, and the retry of the same turn id
+// runs it. A retry (lineage) has superseded its parent before the load,
+// so its claim cannot be withdrawn: its failure is saved and the answer
+// says the id is spent, 409 TURN_ALREADY_COMPLETED, not retryable.
+// (Before, both answered a retryable 500 and the id was spent: the
+// retry got 409 TURN_ALREADY_COMPLETED.)
+func TestFailedContextLoadLeavesTheIDUnspent(t *testing.T) {
+	contextLoad := ddbfault.Op("Query", `"ScanIndexForward":false`) // the newest turns first: the context load only
+	t.Run("submit", func(t *testing.T) {
+		store, ft := newFaultStore(t)
+		m := &scriptModel{Chunks: []string{"ok"}}
+		e := newEnv(t, store, m, defaultLease)
+		e.submit(t, "s", "t1", "hello", nil, nil).want(t, http.StatusOK, "")
+		ft.SetRule(ddbfault.Always(ddbfault.ServerErrorBefore, contextLoad))
+		r := e.submit(t, "s", "t2", "again", nil, nil)
+		ft.SetRule(nil)
+		if countFaults(ft) == 0 {
+			t.Fatal("no fault was injected")
+		}
+		r.want(t, http.StatusInternalServerError, protocol.CodeServerInternal)
+		if !r.errD.Retryable {
+			t.Fatalf("a failed context load answered not retryable: %s", r.raw)
+		}
+		if _, err := store.FindTurn(context.Background(), "s", "t2", alice); !errors.Is(err, chat.ErrTurnNotFound) {
+			t.Errorf("the turn whose context load failed is recorded: %v", err)
+		}
+		if s, err := store.GetSession(context.Background(), "s", alice); err != nil || s.ActiveTurn != nil {
+			t.Errorf("session after the failed context load: %+v, %v; want free", s, err)
+		}
+		if m.Calls() != 1 {
+			t.Errorf("the model ran %d times; want once (t1)", m.Calls())
+		}
+		retry := e.submit(t, "s", "t2", "again", nil, nil)
+		retry.want(t, http.StatusOK, "")
+		if term := retry.terminal(t); term.Status != protocol.StatusComplete || m.Calls() != 2 {
+			t.Fatalf("the retry ends %s, model %d calls", retry.raw, m.Calls())
+		}
+		page, err := store.ListTurns(context.Background(), chat.ListRequest{SessionID: "s", Principal: alice, Limit: 10, Order: chat.OrderAsc})
+		if err != nil || len(page.Turns) != 2 || page.Turns[1].TurnID != "t2" || page.Turns[1].Status != chat.TurnComplete {
+			t.Fatalf("history after the retry: %+v, %v; want t1, t2 complete", page, err)
+		}
+	})
+	t.Run("lineage retry", func(t *testing.T) {
+		store, ft := newFaultStore(t)
+		e := newEnv(t, store, &scriptModel{Chunks: []string{"ok"}}, defaultLease)
+		e.submit(t, "s", "t1", "hello", nil, nil).want(t, http.StatusOK, "")
+		e.submit(t, "s", "t2", "again", nil, nil).want(t, http.StatusOK, "")
+		ft.SetRule(ddbfault.Always(ddbfault.ServerErrorBefore, contextLoad))
+		retry := protocol.Lineage{Operation: protocol.OperationRetry, ParentTurnID: "t2", SourceMessageID: "t2.a"}
+		r := e.submit(t, "s", "t3", "again", &retry, nil)
+		ft.SetRule(nil)
+		r.want(t, http.StatusConflict, protocol.CodeTurnAlreadyCompleted)
+		if r.errD.Retryable {
+			t.Fatalf("a spent id answered retryable: %s", r.raw)
+		}
+		stored, err := store.FindTurn(context.Background(), "s", "t3", alice)
+		if err != nil || stored.Status != chat.TurnError {
+			t.Fatalf("the spent turn's record: %+v, %v; want its error", stored, err)
+		}
+		if again := e.submit(t, "s", "t3", "again", &retry, nil); again.status < 400 || again.errD.Retryable {
+			t.Fatalf("the replay of a spent id: %s; want a refusal, not retryable", again.raw)
+		}
+	})
+}

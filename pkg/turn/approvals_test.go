@@ -408,7 +408,9 @@ func (s *loadFailingStore) LoadContext(ctx context.Context, id string, before in
 // TestDecisionGivenBackBeforeStream: a decision turn that fails before
 // its stream (here its context load) never ran the tool, so its release
 // gives the decision back: the confirmation is pending again and a new
-// decision runs the tool once.
+// decision runs the tool once. Its claim decided the confirmation, so it
+// cannot be withdrawn: the failure is its record, and the answer says its
+// id is spent (409 TURN_ALREADY_COMPLETED, not retryable).
 func TestDecisionGivenBackBeforeStream(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
 		var runs atomic.Int32
@@ -416,7 +418,7 @@ func TestDecisionGivenBackBeforeStream(t *testing.T) {
 		e, _ := approvalEnv(t, store, &runs, nil)
 		token := askDelete(t, e, "s", "t1")
 		store.fail.Store(true)
-		e.decide(t, "s", "t2", token, protocol.DecisionApprove, nil).want(t, http.StatusInternalServerError, protocol.CodeServerInternal)
+		e.decide(t, "s", "t2", token, protocol.DecisionApprove, nil).want(t, http.StatusConflict, protocol.CodeTurnAlreadyCompleted)
 		store.fail.Store(false)
 		if cf := storedConfirmation(t, store, "s", token); cf.Status != chat.ConfirmationPending || runs.Load() != 0 {
 			t.Fatalf("after a failed decision turn: %+v, tool ran %d times", cf, runs.Load())

@@ -133,7 +133,7 @@ type ending struct {
 func (t *run) serve(parent *chat.Turn) {
 	ag, err := t.h.agentFor(t.claim.Session.DefinitionID)
 	if err != nil {
-		t.failBeforeStream("resolve definition", err)
+		t.endBeforeStream("resolve definition", err)
 		return
 	}
 	t.agent = ag
@@ -146,7 +146,7 @@ func (t *run) serve(parent *chat.Turn) {
 		}
 	}
 	if err := t.loadContext(t.ctx, ag.def, ordinal); err != nil {
-		t.failBeforeStream("load context", err)
+		t.endBeforeStream("load context", err)
 		return
 	}
 	t.streamTurn()
@@ -202,6 +202,23 @@ func estimateTokens(msgs []protocol.Message) int {
 	return (n + 3) / 4
 }
 
+// endBeforeStream ends a claimed turn whose step failed with err before
+// its stream: a failure its client may retry (a retryable diagnostic,
+// such as a storage error) withdraws the claim where it can
+// (withdrawOrFail), so that the retryable answer is true; any other is
+// failBeforeStream, saved as the turn's record.
+func (t *run) endBeforeStream(step string, err error) {
+	if !httpedge.Diagnose(t.ctx, err).Retryable {
+		t.failBeforeStream(step, err)
+		return
+	}
+	if t.withdrawOrFail(step, err) {
+		// The claim's turn item exists under its token although no step
+		// of this turn wrote it: the failure is saved over it.
+		t.failBefore(step, err, true)
+	}
+}
+
 // failBeforeStream ends a claimed turn that never streamed: the turn is
 // saved with status error and released, and the client gets the JSON
 // error (docs/protocol.md#server-handler-behaviour "Errors before
@@ -216,10 +233,12 @@ func (t *run) failBeforeStream(step string, err error) {
 	t.failBefore(step, err, false)
 }
 
-// failBefore is failBeforeStream; with spentAnswer, a failure saved as
-// the turn's record is answered as a replay of its id will be, 409
-// TURN_ALREADY_COMPLETED (not retryable): its turn id is spent, so a
-// retryable answer would send the client to a retry that cannot run.
+// failBefore is failBeforeStream; with spentAnswer, or when the
+// failure's diagnostic is retryable, a failure saved as the turn's record
+// is answered as a replay of its id will be, 409 TURN_ALREADY_COMPLETED
+// (not retryable): its turn id is spent, so a retryable answer would send
+// the client to a retry that cannot run. (A retryable failure of a claim
+// that can be undone is withdrawn instead: withdrawOrFail.)
 func (t *run) failBefore(step string, err error, spentAnswer bool) {
 	d := httpedge.Diagnose(t.ctx, err)
 	logRejected(t.log, step, d, err)
@@ -241,7 +260,7 @@ func (t *run) failBefore(step string, err error, spentAnswer bool) {
 		}
 		d = protocol.NewDiagnostic(protocol.CodeTurnOutcomeIndeterminate)
 		t.log.Info("turn left to the table's decision", "code", d.Code)
-	case spentAnswer:
+	case spentAnswer || d.Retryable:
 		d = protocol.NewDiagnostic(protocol.CodeTurnAlreadyCompleted)
 	}
 	httpedge.WriteError(t.w, d)
@@ -393,52 +412,69 @@ var errWithdrawalUnknown = errors.New("turn: withdrawal of the claim not confirm
 
 // unacknowledged handles an acknowledgment that failed (err), before any
 // line was written, and returns the acknowledgment to stream on, or nil
-// once the client has its answer. A claim that can be undone
-// (withdrawable) is withdrawn (chat.Store.WithdrawClaim), so that the
-// answer, a retryable error, is true: nothing records the turn, the
-// session is free, the admission is given back, and the retry of the
-// turn id runs the turn. A withdrawal that finds the acknowledgment
-// applied (its answer lost) goes on as acknowledged: the turn exists.
-// One whose outcome stays unknown leaves the lease to expire and answers
-// TURN_OUTCOME_INDETERMINATE (not retryable), as a replay may find the
-// turn either way. A claim that cannot be withdrawn is saved as an error
-// turn and answered 409 TURN_ALREADY_COMPLETED, as its replay will be; a
-// lost lease is failBeforeStream.
+// once the client has its answer: the claim is withdrawn where it can be
+// (withdrawOrFail); a withdrawal that finds the acknowledgment applied
+// (its answer lost) goes on as acknowledged: the turn exists.
 func (t *run) unacknowledged(err error) *chat.Checkpoint {
-	if !errors.Is(err, errNotAcknowledged) || errors.Is(err, chat.ErrLeaseLost) || t.leaseGone() {
-		t.failBeforeStream("acknowledge", err)
+	if !errors.Is(err, errNotAcknowledged) {
+		t.endBeforeStream("acknowledge", err) // the renewal before it failed
 		return nil
+	}
+	if !t.withdrawOrFail("acknowledge", err) {
+		return nil
+	}
+	t.log.Info("acknowledgment applied without an answer: the turn goes on", "err", err)
+	t.tel.checkpointWritten()
+	return t.checkpointOf(t.live.latest())
+}
+
+// withdrawOrFail ends a claimed turn whose step failed with err, a
+// failure its client may retry, before any line was written. A claim that
+// can be undone (withdrawable) is withdrawn (chat.Store.WithdrawClaim),
+// so that the answer, a retryable error, is true: nothing records the
+// turn, the session is free, the admission is given back, and the retry
+// of the turn id runs the turn. A withdrawal whose outcome stays unknown
+// leaves the lease to expire and answers TURN_OUTCOME_INDETERMINATE (not
+// retryable), as a replay may find the turn either way. A claim that
+// cannot be withdrawn is saved as an error turn and answered 409
+// TURN_ALREADY_COMPLETED, as its replay will be; a lost lease is
+// failBeforeStream. It returns true, having answered nothing, when the
+// withdrawal found the claim's turn item written under its token (an
+// acknowledgment applied without an answer): the turn exists, and the
+// caller goes on or ends it.
+func (t *run) withdrawOrFail(step string, err error) (acknowledged bool) {
+	if errors.Is(err, chat.ErrLeaseLost) || t.leaseGone() {
+		t.failBeforeStream(step, err)
+		return false
 	}
 	if !t.withdrawable {
 		// The claim changed more than its lease: the failure is saved as
 		// the turn's record and the answer says the id is spent.
-		t.failBefore("acknowledge", err, true)
-		return nil
+		t.failBefore(step, err, true)
+		return false
 	}
 	ctx, cancel := t.settleContext(time.Now())
 	acked, werr := t.h.opts.Store.WithdrawClaim(ctx, t.claim)
 	cancel()
 	switch {
 	case werr == nil && acked:
-		t.log.Info("acknowledgment applied without an answer: the turn goes on", "err", err)
-		t.tel.checkpointWritten()
-		return t.checkpointOf(t.live.latest())
+		return true
 	case errors.Is(werr, chat.ErrLeaseLost):
 		t.failBeforeStream("withdraw", werr)
-		return nil
+		return false
 	case werr != nil:
 		t.failBeforeStream("withdraw", fmt.Errorf("%w: %w", errWithdrawalUnknown, werr))
-		return nil
+		return false
 	}
 	t.h.giveBack(t.reqCtx, t.log, t.principal, t.quota)
 	d := httpedge.Diagnose(t.ctx, err)
-	logRejected(t.log, "acknowledge", d, err)
+	logRejected(t.log, step, d, err)
 	e := ending{status: chat.TurnError, diag: &d}
 	t.logFinished(e, withdrawn, 0)
-	t.log.Info("claim withdrawn: the turn id is unspent")
+	t.log.Info("claim withdrawn: the turn id is unspent", "step", step)
 	httpedge.WriteError(t.w, d)
 	t.report(e, withdrawn, t.state.view())
-	return nil
+	return false
 }
 
 // errLeaseUnproven is the error of a turn whose lease could no longer be
