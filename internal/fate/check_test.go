@@ -412,6 +412,22 @@ func TestCheckFindsEachRule(t *testing.T) {
 			slow(in, statusComplete)
 			in.Stops = []*Stop{{Turn: "a", Start: at(400), End: at(410), Status: 202}}
 		}, func(in *sessionInput) { slow(in, statusError) }},
+		"stop answered 2xx, turn decided lost long after": {RuleStopHonest, "a stop answered 202, yet the turn ended TURN_LOST", func(in *sessionInput) {
+			// The holder's stream ran on past the stop; the table decided
+			// the turn lost at 3 s.
+			in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", ""), snapshot(2, 300, statusStreaming, "", "Echo: the"),
+				snapshot(3, 2500, statusStreaming, "", "Echo: the question"), diagnostic(0, 2600, codeIndeterminate, false)),
+				stream("resume", 1, 2900, "eof", snapshot(1000001, 3000, statusError, codeTurnLost, "Echo: the"))}
+			in.Reads = nil
+			in.Final = final(turn("a", statusError, codeTurnLost, messages("Echo: the", statusError), 0))
+			in.Stops = []*Stop{{Turn: "a", Start: at(400), End: at(410), Status: 202}}
+		}, func(in *sessionInput) {
+			// The holder stopped at once and could not confirm its save:
+			// its stream ended TURN_OUTCOME_INDETERMINATE within the stop
+			// bound; the lease's expiry decided the turn lost later.
+			in.Streams[0].Lines = append(in.Streams[0].Lines[:2], diagnostic(0, 600, codeIndeterminate, false))
+			in.Streams[0].End = at(600)
+		}},
 		"stop answered 2xx after its holder was killed": {RuleStopHonest, "a stop answered 202, yet the turn ended complete", func(in *sessionInput) {
 			slow(in, statusComplete)
 			in.Stops = []*Stop{{Turn: "a", Proc: 1, Start: at(400), End: at(410), Status: 202}}
@@ -457,6 +473,18 @@ func TestCheckFindsEachRule(t *testing.T) {
 		}, func(in *sessionInput) {
 			in.Replays = nil
 			in.Final = final()
+		}},
+		"retryable 500, a later submit told TURN_OUTCOME_INDETERMINATE": {RuleAck, "yet its id is spent", func(in *sessionInput) {
+			failed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-900), End: at(-800), Status: 500, ErrCode: codeServerInternal, Retryable: true, Ending: "status"}
+			later := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-700), End: at(-600), Status: 409, ErrCode: codeIndeterminate, Ending: "status"}
+			in.Streams = []*Stream{failed, later}
+			in.Reads = nil
+			in.Leases["a"] = []leaseMark{{Applied: at(-880), Expiry: at(1100)}}
+			in.Final = final(turn("a", statusError, codeTurnLost, messages("", statusError), 0))
+		}, func(in *sessionInput) {
+			// The later submit's own claim applied (its withdrawal then
+			// unconfirmed): that submit spent the id, and was told so.
+			in.Leases["a"] = append(in.Leases["a"], leaseMark{Applied: at(-680), Expiry: at(1300)})
 		}},
 		"renewed after a pause, then lost": {RulePause, "yet it gave up", func(in *sessionInput) {
 			in.Plan = &Plan{Kind: KindNearLease}

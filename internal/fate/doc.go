@@ -128,7 +128,10 @@
 //   - quota-exact (Q): a quota schedule's principal is admitted (a 200
 //     stream) at most turnsPerMinute times within any 60 s.
 //   - stop-honest (I7): a stop answered 2xx is followed by the turn's
-//     interrupted end, or by its end within the stop bound plus slack; a
+//     interrupted end, or by its end within the stop bound plus slack (a
+//     turn decided lost ends when its holder's stream ended
+//     TURN_OUTCOME_INDETERMINATE, if it did: it stopped, and could not
+//     confirm its save); a
 //     turn none of whose stops was answered 2xx (one retryable) does not
 //     end interrupted.
 //   - stop-bound (I5): a stop first sent while only checkpoint writes
@@ -143,7 +146,8 @@
 //   - ack-unspent (I7): after a retryable 5xx to a submit, the turn id is
 //     spent (in history, or TURN_ALREADY_COMPLETED or
 //     TURN_OUTCOME_INDETERMINATE to a later submit) only if a later
-//     submit of it ran the turn.
+//     submit of it ran the turn, or claimed it (DynamoDB applied its
+//     lease) and was itself told TURN_OUTCOME_INDETERMINATE.
 //   - pause-renewed (I2): a nearlease turn whose renewal DynamoDB applied
 //     (and answered) after the pause, before its previous expiry, does
 //     not end lost or TURN_OUTCOME_INDETERMINATE.

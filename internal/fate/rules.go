@@ -256,9 +256,19 @@ func (c *checker) stopRules() {
 				retryable = true
 			}
 		}
+		// A holder that stopped but could not confirm its save (its own
+		// stream ended TURN_OUTCOME_INDETERMINATE, the table then decided
+		// the turn lost) honoured the stop when that stream ended: the
+		// decision's time is the lease's, not the stop's.
+		ended := term.At
+		if hist.Kind == codeTurnLost {
+			if last := lastLine(live); last != nil && last.Event == eventDiagnostic && last.Code == codeIndeterminate && last.Recv.Before(ended) {
+				ended = last.Recv
+			}
+		}
 		// A holder killed before the stop cannot honour it: its turn is
 		// decided lost once the lease expires, whatever the flag says.
-		if ok2xx != nil && !interrupted && term.At.After(ok2xx.End.Add(bound+slack)) && !c.disturbed(live.Proc, ok2xx.Start, term.At) &&
+		if ok2xx != nil && !interrupted && ended.After(ok2xx.End.Add(bound+slack)) && !c.disturbed(live.Proc, ok2xx.Start, ended) &&
 			!c.killed(live.Proc, live.Start, ok2xx.Start) {
 			c.addRule("I7", RuleStopHonest, t, fmt.Sprintf("a stop answered %d, yet the turn ended %s %s after that answer (stop bound %s, slack %s)",
 				ok2xx.Status, hist, term.At.Sub(ok2xx.End).Round(time.Millisecond), bound, slack), append(answers, term.Desc)...)
@@ -285,6 +295,14 @@ func (c *checker) stopRules() {
 				term.At.Sub(first.Start).Round(time.Millisecond), hist, bound, slack), append(answers, term.Desc)...)
 		}
 	}
+}
+
+// lastLine returns s's last line, nil when it has none.
+func lastLine(s *Stream) *Line {
+	if len(s.Lines) == 0 {
+		return nil
+	}
+	return &s.Lines[len(s.Lines)-1]
 }
 
 // appliedStop returns a write of the session's stop flag (on the session
@@ -408,9 +426,12 @@ func (c *checker) acks() {
 			if s.Status < 500 || !s.Retryable {
 				continue
 			}
+			// A later submit spent the id itself if it ran the turn, or if
+			// its own claim applied and it was told the outcome is unknown
+			// (its withdrawal unconfirmed): that answer is about its claim.
 			ran := false
 			for _, u := range subs[i+1:] {
-				ran = ran || u.Status == 200
+				ran = ran || u.Status == 200 || (u.Status == 409 && u.ErrCode == codeIndeterminate && c.leaseAppliedDuring(t, u.Start, u.End))
 			}
 			if ran {
 				continue
@@ -432,6 +453,17 @@ func (c *checker) acks() {
 			}
 		}
 	}
+}
+
+// leaseAppliedDuring reports whether DynamoDB applied (and answered) a
+// lease of turn t between from and to: a claim or a renewal of it.
+func (c *checker) leaseAppliedDuring(t string, from, to time.Time) bool {
+	for _, m := range c.in.Leases[t] {
+		if !m.Maybe && !m.Applied.Before(from) && !m.Applied.After(to) {
+			return true
+		}
+	}
+	return false
 }
 
 // pauses checks RulePause on a nearlease schedule's turn.
