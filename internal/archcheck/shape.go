@@ -267,6 +267,7 @@ var Layering = []struct {
 	Target bool
 }{
 	{Pkg: "pkg/protocol"},
+	{Pkg: "pkg/clock"},
 	{Pkg: "pkg/api", May: []string{"pkg/protocol"}},
 	{Pkg: "pkg/chat", May: []string{"pkg/protocol"}},
 	{Pkg: "pkg/agui", May: []string{"pkg/protocol"}},
