@@ -76,6 +76,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/internal/capacitybench"
 	"github.com/turnstream/turnstream/internal/coldstart"
@@ -493,12 +496,28 @@ func loadSection(ctx context.Context, b *bench, rep *report, _ map[string]bool) 
 	}
 	defer lw.Close()
 	owner := chat.Principal{Subject: benchwire.Subject, Tenant: auth.DevTenant}
+	// A session's turns are its claimed ordinals but those a withdrawn
+	// claim left unspent (a retryable failure before the stream): read
+	// with faults off, on the bench's own client.
 	turns := func(ctx context.Context, sid string) (int64, error) {
-		s, err := b.store.GetSession(ctx, sid, owner) // faults off: the bench's own client
+		s, err := b.store.GetSession(ctx, sid, owner)
 		if err != nil {
 			return 0, err
 		}
-		return s.NextOrdinal - 1, nil
+		n := s.NextOrdinal - 1
+		pk := dynamo.SessionPartitionKey(sid)
+		for o := int64(1); o < s.NextOrdinal; o++ {
+			out, err := b.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &b.table, ConsistentRead: aws.Bool(true),
+				Key: map[string]types.AttributeValue{dynamo.AttrPK: &types.AttributeValueMemberS{Value: pk},
+					dynamo.AttrSK: &types.AttributeValueMemberS{Value: dynamo.TurnSortKey(o)}}})
+			if err != nil {
+				return 0, err
+			}
+			if dynamo.IsWithdrawnClaim(out.Item) {
+				n--
+			}
+		}
+		return n, nil
 	}
 	rep.Load = loadcheck.Run(ctx, loadcheck.Server{Client: lw.Client, Traces: lw.Traces(), Turns: turns}, inj, b.prefix, lc)
 	return nil

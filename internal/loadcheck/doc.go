@@ -24,7 +24,7 @@
 // (checkLines says what that check can and cannot prove), no lease held
 // past its expiry; and the usage ledger counted every turn that ended
 // exactly once (ledger.go: GET /usage's growth over the run against the
-// sessions' claimed ordinals and history's tokens, the ledger writes'
+// sessions' claimed ordinals, less withdrawn claims, and history's tokens, the ledger writes'
 // own faults aimed at too). cmd/turnbench runs it as its load section and renders
 // the Report with Rows; it also uses the traces to count each request's
 // DynamoDB calls.

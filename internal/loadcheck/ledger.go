@@ -15,9 +15,9 @@ import (
 // while it runs, so the ledger's month counters grow by exactly the run's
 // turns: after the run (faults off, every lease expired and decided), the
 // difference between GET /usage before and after must equal the turns
-// the sessions' items say ended (their claimed ordinals: a turn lost
-// before its first checkpoint is counted though history does not list
-// it) and the tokens of the turns history holds; and every acknowledged
+// the sessions' items say ended (their claimed ordinals but those a
+// withdrawn claim left unspent: a turn lost before its first checkpoint
+// is counted though history does not list it) and the tokens of the turns history holds; and every acknowledged
 // turn is in history with the usage its terminal snapshot reported. The
 // ledger writes of the run's requests (each count's add, settle and
 // clear, told apart: only the add changes the counters) say how often

@@ -149,7 +149,8 @@ type Server struct {
 	Client func(hc *http.Client) *client.Client
 	Traces *Traces
 	// Turns returns how many turns of a session ended: its claimed
-	// ordinals (chat.Session.NextOrdinal - 1), read from the table after
+	// ordinals (chat.Session.NextOrdinal - 1) but those a withdrawn claim
+	// left unspent (dynamo.IsWithdrawnClaim), read from the table after
 	// the run; nil leaves the usage ledger unchecked.
 	Turns func(ctx context.Context, sessionID string) (int64, error)
 }

@@ -39,7 +39,7 @@ func Rows(l *Report, lc Config) [][4]string {
 	if lg.Checked {
 		add("load run: usage ledger (GET /usage, month) against history of the run's sessions, faults off",
 			fmt.Sprintf("counted %d turns, %d input and %d output tokens", lg.Counted.Turns, lg.Counted.InputTokens, lg.Counted.OutputTokens),
-			fmt.Sprintf("ended (the sessions' claimed ordinals) %d turns; history: %d turns (%d acknowledged, %d lost before a checkpoint unlisted), %d input and %d output tokens; ledger adds %d: applied with the answer lost or a 500 %d, unanswered %d, failed (left to the decider) %d, applied and found by their own retry %d, their condition failed with none of their attempts applied %d; settles %d; clears %d, failed (left to the next count) %d",
+			fmt.Sprintf("ended (the sessions' claimed ordinals, less withdrawn claims) %d turns; history: %d turns (%d acknowledged, %d lost before a checkpoint unlisted), %d input and %d output tokens; ledger adds %d: applied with the answer lost or a 500 %d, unanswered %d, failed (left to the decider) %d, applied and found by their own retry %d, their condition failed with none of their attempts applied %d; settles %d; clears %d, failed (left to the next count) %d",
 				lg.Ended, lg.Recorded.Turns, lg.Acknowledged.Turns, lg.Ended-lg.Recorded.Turns, lg.Recorded.InputTokens, lg.Recorded.OutputTokens,
 				lg.Writes, lg.AnswerLost, lg.Unknown, lg.Failed, lg.Recognised, lg.Raced, lg.Settles, lg.Clears, lg.Uncleared),
 			fmt.Sprintf("%d/%d turns, tokens equal: %v", lg.Counted.Turns, lg.Ended,

@@ -344,6 +344,9 @@ func TestWithdrawnClaimWhoseLeaseRemovalFailed(t *testing.T) {
 	if e.faults.Counts()[ddbfault.ServerErrorBefore] == 0 {
 		t.Fatal("no fault was injected")
 	}
+	if item := e.turnItem(t, "s1", c.Lease.Ordinal); !dynamo.IsWithdrawnClaim(item) {
+		t.Fatalf("the withdrawn ordinal's item %v: want the withdrawn claim's record", item)
+	}
 	if s, err := e.s.GetSession(ctx, "s1", alice); err != nil || s.ActiveTurn == nil {
 		t.Fatalf("session %+v, %v: the lease's removal applied, the test proves nothing", s, err)
 	}
@@ -361,5 +364,11 @@ func TestWithdrawnClaimWhoseLeaseRemovalFailed(t *testing.T) {
 	}
 	if _, err := e.s.Checkpoint(ctx, c, checkpointAt(c, nil, "", 1)); !errors.Is(err, chat.ErrLeaseLost) {
 		t.Fatalf("a late acknowledgment of the withdrawn claim: %v, want ErrLeaseLost", err)
+	}
+	if _, err := e.s.Checkpoint(ctx, retry, checkpointAt(retry, nil, "", 1)); err != nil {
+		t.Fatalf("the retry's acknowledgment: %v", err)
+	}
+	if item := e.turnItem(t, "s1", retry.Lease.Ordinal); item == nil || dynamo.IsWithdrawnClaim(item) {
+		t.Fatalf("the retry's turn item %v: want a turn, not a withdrawn claim", item)
 	}
 }

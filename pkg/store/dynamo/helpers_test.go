@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -44,6 +46,21 @@ func newEnv(tb testing.TB) *env {
 // store returns a new Store over the environment's table and clock.
 func (e *env) store() *dynamo.Store {
 	return dynamo.New(e.client, dynamo.Options{Table: e.table, Now: e.clock.Now, CursorKey: testCursorKey, ResolveShare: dynalite.ResolveShare})
+}
+
+// turnItem reads the turn item at ordinal of sessionID raw (consistent;
+// nil when absent).
+func (e *env) turnItem(t *testing.T, sessionID string, ordinal int64) map[string]types.AttributeValue {
+	t.Helper()
+	out, err := e.client.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: aws.String(e.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{
+			dynamo.AttrPK: &types.AttributeValueMemberS{Value: dynamo.SessionPartitionKey(sessionID)},
+			dynamo.AttrSK: &types.AttributeValueMemberS{Value: dynamo.TurnSortKey(ordinal)},
+		}})
+	if err != nil {
+		t.Fatalf("read turn item %d of %s: %v", ordinal, sessionID, err)
+	}
+	return out.Item
 }
 
 // forged returns a copy of c with another lease token.

@@ -49,6 +49,14 @@ func OrdinalKey(ordinal int64) string { return ordinalKey(ordinal) }
 // tenant's principals of one month).
 func IsLedgerPartition(pk string) bool { return strings.HasPrefix(pk, ledgerPrefix) }
 
+// IsWithdrawnClaim reports whether item, a turn item (ItemTurn), is the
+// hidden record a withdrawn claim leaves at its ordinal
+// (Store.WithdrawClaim): the ordinal was claimed, but no turn ran under
+// it and no reader lists it.
+func IsWithdrawnClaim(item map[string]types.AttributeValue) bool {
+	return strings.HasPrefix(tokenOf(item), withdrawnPrefix)
+}
+
 // ItemKindOf returns the kind of the item whose sort key is sk, and ""
 // for a sort key the store never writes.
 func ItemKindOf(sk string) ItemKind {
