@@ -47,7 +47,7 @@ func TestTurnsPerMinuteOnTheDevServer(t *testing.T) {
 	store := memory.New(memory.Options{Now: clock.Now, CursorKey: cfg.CursorSecret, Ledger: chat.LedgerOptions{Enabled: cfg.Usage.Ledger}})
 	h, err := devserver.NewHandler(devserver.Options{Config: cfg, Store: store, Authenticator: authn, Now: clock.Now,
 		ReadFile: func(string) ([]byte, error) { return []byte(quotaDefinitions), nil },
-		Turn:     func(o *turn.Options) { o.Now = clock.Now }})
+		Turn:     func(o *turn.Options) { o.Clock = clock }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/agui"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -178,7 +179,7 @@ func (t *run) aguiFinish(rec *chat.Turn) {
 // states without writing.
 func (t *run) aguiWriter(first time.Time) {
 	defer close(t.out.done)
-	o := t.h.opts
+	o, clk := t.h.opts, t.h.clock
 	enc := t.agui.enc
 	var (
 		buf         []byte
@@ -188,7 +189,7 @@ func (t *run) aguiWriter(first time.Time) {
 		lastVersion uint64
 		lastContent string
 		lastCalls   string
-		textTimer   = time.NewTimer(time.Hour)
+		textTimer   = clk.NewTimer(time.Hour)
 	)
 	textTimer.Stop()
 	defer textTimer.Stop()
@@ -203,18 +204,18 @@ func (t *run) aguiWriter(first time.Time) {
 		case <-waiting:
 		}
 		waiting = nil
-		if wait := o.SnapshotInterval - time.Since(lastWrite); wait > 0 {
-			timer := time.NewTimer(wait)
+		if wait := o.SnapshotInterval - clock.Since(clk, lastWrite); wait > 0 {
+			timer := clk.NewTimer(wait)
 			select {
 			case rec := <-t.agui.end:
 				timer.Stop()
 				t.out.write(t.aguiEndFrames(rec))
 				return
-			case <-timer.C:
+			case <-timer.C():
 			}
 		}
 		v := t.state.view()
-		now := o.Now()
+		now := clk.Now()
 		if v.version == lastVersion || !t.lease.heldAt(now) {
 			continue // nothing new, or the supervisor is ending the turn
 		}
@@ -225,15 +226,15 @@ func (t *run) aguiWriter(first time.Time) {
 			continue
 		}
 		if textOnly := len(next.calls) == len(enc.held.calls) && len(next.results) == len(enc.held.results); textOnly && enc.extends(next) {
-			if !aguiTextDue(len(next.text)-len(enc.held.text), framing, time.Since(lastText)) {
-				textTimer.Reset(AGUITextGap - time.Since(lastText))
-				waiting = textTimer.C
+			if !aguiTextDue(len(next.text)-len(enc.held.text), framing, clock.Since(clk, lastText)) {
+				textTimer.Reset(AGUITextGap - clock.Since(clk, lastText))
+				waiting = textTimer.C()
 				continue
 			}
 		} else if textOnly && strings.HasPrefix(next.text, enc.held.text) && !t.out.writeFailed {
 			// The text ends inside a character: the rest follows soon.
 			textTimer.Reset(o.SnapshotInterval)
-			waiting = textTimer.C
+			waiting = textTimer.C()
 			continue
 		}
 		seq, ok := t.seqs.next()
@@ -244,10 +245,10 @@ func (t *run) aguiWriter(first time.Time) {
 		t.live.remember(seq, assistant, v.usage, (lastContent == "" && assistant.Content != "") || calls != lastCalls)
 		lastContent, lastCalls, lastVersion = assistant.Content, calls, v.version
 		if next.text != enc.held.text {
-			lastText = time.Now()
+			lastText = clk.Now()
 		}
 		events = enc.advance(events[:0], next, func() []agui.Message { return t.aguiSnapshot(t.user, assistant) })
-		lastWrite = time.Now()
+		lastWrite = clk.Now()
 		if t.out.writeFailed {
 			continue
 		}

@@ -88,7 +88,7 @@ func (t *run) awaitApproval(step, n int, c *pendingCall) bool {
 		Input:      input.Bytes(),
 		ToolCallID: c.call.ID,
 		TurnID:     t.turnID,
-		ExpiresAt:  time.UnixMilli(t.h.opts.Now().Add(t.h.opts.ConfirmationTTL).UnixMilli()).UTC(), // as stored
+		ExpiresAt:  time.UnixMilli(t.h.clock.Now().Add(t.h.opts.ConfirmationTTL).UnixMilli()).UTC(), // as stored
 		Status:     chat.ConfirmationPending,
 	}
 	a.mu.Lock()

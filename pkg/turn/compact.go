@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/turnstream/turnstream/pkg/api"
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -120,7 +121,7 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 			close(t.out.done)
 		}
 	}()
-	o := t.h.opts
+	o, clk := t.h.opts, t.h.clock
 	var (
 		buf         []byte
 		lastWrite   = first
@@ -142,25 +143,25 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 		held.seq = openSeq
 		t.live.remember(openSeq, held.assistant, held.usage, firstText)
 		t.out.write([]byte(protocol.AppendClose))
-		lastWrite = time.Now()
+		lastWrite = clk.Now()
 	}
 	// sleep waits d, unless the final lines arrive first (then false).
 	sleep := func(d time.Duration) bool {
 		if d <= 0 {
 			return true
 		}
-		timer := time.NewTimer(d)
+		timer := clk.NewTimer(d)
 		defer timer.Stop()
 		select {
 		case lines := <-t.out.final:
 			closeLine()
 			t.out.write(lines)
 			return false
-		case <-timer.C:
+		case <-timer.C():
 			return true
 		}
 	}
-	idle := time.NewTimer(o.SnapshotInterval)
+	idle := clk.NewTimer(o.SnapshotInterval)
 	defer idle.Stop()
 	for {
 		var look <-chan time.Time
@@ -168,7 +169,7 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 			// An open line is closed at the first look that finds nothing
 			// new, so readers of whole lines see its text soon.
 			idle.Reset(2 * o.SnapshotInterval)
-			look = idle.C
+			look = idle.C()
 		}
 		select {
 		case lines := <-t.out.final:
@@ -178,7 +179,7 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 		case <-t.out.wake:
 		case <-look:
 		}
-		if !sleep(o.SnapshotInterval - time.Since(lastWrite)) {
+		if !sleep(o.SnapshotInterval - clock.Since(clk, lastWrite)) {
 			return
 		}
 		if t.out.writeFailed {
@@ -190,7 +191,7 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 			return
 		}
 		v := t.state.view()
-		now := o.Now()
+		now := clk.Now()
 		if !t.lease.heldAt(now) {
 			// The supervisor ends the turn; the open line ends now, within
 			// the lease margin, and nothing else goes out meanwhile.
@@ -205,12 +206,12 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 		delta, ok := appended(held.assistant, assistant)
 		if !ok {
 			closeLine()
-			if !sleep(snapGap - time.Since(lastSnap)) {
+			if !sleep(snapGap - clock.Since(clk, lastSnap)) {
 				return
 			}
 			// The newest state after the wait.
 			v = t.state.view()
-			now = o.Now()
+			now = clk.Now()
 			if !t.lease.heldAt(now) {
 				continue
 			}
@@ -224,14 +225,14 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 			lastCalls, lastVersion = calls, v.version
 			held = newCompactState(seq, assistant, v.usage)
 			buf = t.snapshotLineAt(buf[:0], now, seq, protocol.StatusStreaming, assistant, v.usage, nil)
-			snapGap, lastSnap, lastWrite = t.snapshotGap(len(buf)), time.Now(), time.Now()
+			snapGap, lastSnap, lastWrite = t.snapshotGap(len(buf)), clk.Now(), clk.Now()
 			if !t.out.write(buf) && t.h.opts.CheckpointInterval == 0 {
 				return
 			}
 			continue
 		}
 		usageChanged := v.usage != held.usage
-		if open && (usageChanged || time.Since(openedAt) >= o.CompactLineSpan) {
+		if open && (usageChanged || clock.Since(clk, openedAt) >= o.CompactLineSpan) {
 			closeLine()
 		}
 		if delta == "" && !usageChanged {
@@ -254,13 +255,13 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 				t.log.Error("append line encoding failed", "err", err)
 				continue
 			}
-			open, openSeq, openedAt = true, seq, time.Now()
+			open, openSeq, openedAt = true, seq, clk.Now()
 		}
 		buf, _ = protocol.AppendAppendText(buf, delta) // delta is valid UTF-8 (appended)
 		held.assistant.Content += delta
 		held.length += utf16Len(delta)
 		held.usage = v.usage
-		lastWrite = time.Now()
+		lastWrite = clk.Now()
 		if !t.out.write(buf) && t.h.opts.CheckpointInterval == 0 {
 			return
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/model"
@@ -217,11 +218,16 @@ type Options struct {
 	// request id, session id and turn id, never message text or request
 	// input.
 	Logger *slog.Logger
-	// Now is the clock of emittedAt, createdAt and lease expiry times;
-	// nil means time.Now. Timers (deadline, intervals) use real time.
-	// Now and NewID are called from several goroutines of one request and
-	// must be safe for concurrent use.
-	Now func() time.Time
+	// Clock is the turn path's one time source: emittedAt and createdAt,
+	// the claim's and renewals' lease expiries and the lease proof, and
+	// every timer and ticker (snapshot pacing, renewals, checkpoint and
+	// save retries, resume polls, the queue's waits, the quota caches);
+	// nil means clock.Real. A request's deadline is a context deadline,
+	// set as a duration from Clock's now (TurnTimeout), so it runs on the
+	// runtime's clock, which a testing/synctest bubble fakes with every
+	// other timer. Clock and NewID are called from several goroutines of
+	// one request and must be safe for concurrent use.
+	Clock clock.Clock
 	// NewID returns a fresh random SafeId for event ids; nil means a
 	// random UUID v4. NewHandler calls it once to check it.
 	NewID func() string
@@ -234,6 +240,7 @@ type Handler struct{ *handler }
 // handler serves the turn function's routes; see NewHandler.
 type handler struct {
 	opts         Options
+	clock        clock.Clock // opts.Clock, or clock.Real
 	log          *slog.Logger
 	capabilities []byte
 	// agents holds what each definition id runs with, built once by
@@ -343,15 +350,12 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.CleanupReserve >= opts.TurnTimeout {
 		return nil, errors.New("turn: Options.CleanupReserve must be below TurnTimeout")
 	}
-	if opts.Now == nil {
-		opts.Now = time.Now
-	}
 	if opts.NewID == nil {
 		opts.NewID = newUUID
 	} else if !protocol.IsSafeID(opts.NewID()) {
 		return nil, errors.New("turn: Options.NewID does not return SafeIds")
 	}
-	h := &handler{opts: opts, log: httpedge.Logger(opts.Logger), agents: agents}
+	h := &handler{opts: opts, clock: clock.Or(opts.Clock), log: httpedge.Logger(opts.Logger), agents: agents}
 	for _, ag := range agents {
 		if def, _ := ag.def.Multitask.Policies(); def != definition.MultitaskReject {
 			h.multitaskDefaults = true
@@ -480,20 +484,41 @@ func (h *handler) route(w http.ResponseWriter, r *http.Request) {
 // client cancellation.
 func (h *handler) deadline(r *http.Request) (context.Context, context.CancelFunc, time.Time) {
 	d := h.deadlineOf(r.Context())
-	ctx, cancel := context.WithDeadlineCause(r.Context(), d, errTurnDeadline)
+	ctx, cancel := untilContext(r.Context(), h.clock, d, errTurnDeadline)
 	return ctx, cancel, d
 }
 
 // deadlineOf is the deadline of a turn started now under ctx: the earlier
 // of now+TurnTimeout and ctx's deadline minus CleanupReserve.
+//
+// ctx's deadline is on the runtime's clock: it enters Clock's time as the
+// duration left until it.
 func (h *handler) deadlineOf(ctx context.Context) time.Time {
-	d := time.Now().Add(h.opts.TurnTimeout)
-	if ld, ok := ctx.Deadline(); ok {
-		if l := ld.Add(-h.opts.CleanupReserve); l.Before(d) {
+	now := h.clock.Now()
+	d := now.Add(h.opts.TurnTimeout)
+	if left, ok := contextLeft(ctx); ok {
+		if l := now.Add(left - h.opts.CleanupReserve); l.Before(d) {
 			d = l
 		}
 	}
 	return d
+}
+
+// untilContext returns a context of parent that ends at at, an instant on
+// c, with cause: contexts run on the runtime's clock, so at enters as the
+// duration left until it on c.
+func untilContext(parent context.Context, c clock.Clock, at time.Time, cause error) (context.Context, context.CancelFunc) {
+	return context.WithTimeoutCause(parent, clock.Until(c, at), cause)
+}
+
+// contextLeft is the time left until ctx's deadline, on the runtime's
+// clock (where context deadlines are); ok is false without a deadline.
+func contextLeft(ctx context.Context) (left time.Duration, ok bool) {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return 0, false
+	}
+	return time.Until(d), true
 }
 
 // errTurnDeadline is the cause of the request deadline's expiry.

@@ -3,6 +3,8 @@ package turn
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/turnstream/turnstream/pkg/clock"
 )
 
 // leaseProof is what a turn knows of its lease: the proven expiry (the
@@ -17,12 +19,12 @@ type leaseProof struct {
 	expires atomic.Int64 // unix ms: the proven expiry
 	granted atomic.Int64 // unix ms: when the request that proved it was sent
 	margin  time.Duration
-	now     func() time.Time
+	clock   clock.Clock
 }
 
-// init sets the margin and the clock (Options.Now); call it before use.
-func (l *leaseProof) init(margin time.Duration, now func() time.Time) {
-	l.margin, l.now = margin, now
+// init sets the margin and the clock (Options.Clock); call it before use.
+func (l *leaseProof) init(margin time.Duration, c clock.Clock) {
+	l.margin, l.clock = margin, c
 }
 
 // prove records expiresAt as the lease's proven expiry, granted by a
@@ -36,7 +38,7 @@ func (l *leaseProof) prove(grantedAt, expiresAt time.Time) {
 // left is the real time left until the proof ends, when lines must stop
 // (0 when past).
 func (l *leaseProof) left() time.Duration {
-	return max(0, time.UnixMilli(l.until.Load()).Sub(l.now()))
+	return max(0, time.UnixMilli(l.until.Load()).Sub(l.clock.Now()))
 }
 
 // expiresIn is the real time left until the proven expiry itself (0 when
@@ -44,7 +46,7 @@ func (l *leaseProof) left() time.Duration {
 // proves that no other turn took the session meanwhile (its condition
 // names this lease's token).
 func (l *leaseProof) expiresIn() time.Duration {
-	return max(0, time.UnixMilli(l.expires.Load()).Sub(l.now()))
+	return max(0, time.UnixMilli(l.expires.Load()).Sub(l.clock.Now()))
 }
 
 // renewDue is when the next renewal is due: interval after the grant of

@@ -14,6 +14,7 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -147,7 +148,7 @@ func (h *handler) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.
 	}
 	q, err := h.opts.Store.EnqueueTurn(ctx, chat.EnqueueRequest{
 		SessionID: sub.sessionID, TurnID: sub.turnID, Principal: sub.principal, InputHash: sub.inputHash,
-		Lineage: sub.lineage, Message: userMessage(sub.turnID, sub.input, protocol.FormatTime(h.opts.Now())),
+		Lineage: sub.lineage, Message: userMessage(sub.turnID, sub.input, protocol.FormatTime(h.clock.Now())),
 		TTL: h.opts.QueuedTurnTTL, Max: h.opts.MaxQueuedTurns,
 	})
 	if err != nil {
@@ -193,7 +194,7 @@ func (h *handler) interrupt(ctx context.Context, log *slog.Logger, sub *submissi
 				return nil, time.Time{}, nil, err
 			}
 			log.Info("running turn stopped by a submit", "stoppedTurnId", l.TurnID)
-		} else if cf := pendingOf(sess, h.opts.Now()); cf != nil {
+		} else if cf := pendingOf(sess, h.clock.Now()); cf != nil {
 			t, err := h.opts.Store.FindTurn(ctx, sub.sessionID, cf.TurnID, sub.principal)
 			if err != nil && !errors.Is(err, chat.ErrTurnNotFound) {
 				return nil, time.Time{}, nil, err
@@ -201,26 +202,26 @@ func (h *handler) interrupt(ctx context.Context, log *slog.Logger, sub *submissi
 			replaced = t
 		}
 	}
-	until := time.Now().Add(h.opts.InterruptWait)
+	until := h.clock.Now().Add(h.opts.InterruptWait)
 	for {
-		claimedAt := h.opts.Now()
+		claimedAt := h.clock.Now()
 		claim, err := h.claim(ctx, log, sub, deadline, next)
 		if errors.Is(err, chat.ErrSessionMoved) {
 			// Another turn took the session after the one this request
 			// found: it was not stopped, and must be neither waited for
 			// nor superseded.
 			log.Info("session moved on before the interrupt claimed: claiming as a plain submit", "nextOrdinal", next)
-			claimedAt = h.opts.Now()
+			claimedAt = h.clock.Now()
 			claim, err = h.claim(ctx, log, sub, deadline, 0)
 			if errors.Is(err, chat.ErrSessionQueued) {
 				h.nudge(ctx, sub.sessionID) // free, with queued turns that have not started
 			}
 			return claim, claimedAt, nil, err
 		}
-		if err == nil || !errors.Is(err, chat.ErrSessionBusy) || !time.Now().Before(until) {
+		if err == nil || !errors.Is(err, chat.ErrSessionBusy) || !h.clock.Now().Before(until) {
 			return claim, claimedAt, replaced, err
 		}
-		if !sleepContext(ctx, interruptPoll) {
+		if !clock.Sleep(ctx, h.clock, interruptPoll) {
 			return nil, time.Time{}, nil, ctx.Err()
 		}
 	}
@@ -296,7 +297,7 @@ func (k *kicks) due(sessionID string, now time.Time) bool {
 // on a free session (an enqueue, a rejected submit, a waiting resume)
 // call it.
 func (h *handler) nudge(ctx context.Context, sessionID string) {
-	if h.kicks.due(sessionID, time.Now()) {
+	if h.kicks.due(sessionID, h.clock.Now()) {
 		h.kick(ctx, DrainRequest{SessionID: sessionID})
 	}
 }
@@ -322,12 +323,12 @@ func (h *handler) kick(ctx context.Context, d DrainRequest) {
 // once, or after InterruptWait when the turn was stopped, which leaves an
 // interrupt's replacement the session first.
 func (h *handler) afterRelease(ctx context.Context, sess *chat.Session, stopped bool) {
-	if sess == nil || !chat.NeedsDrain(sess.Queue) || chat.PendingConfirmation(sess.Confirmations, h.opts.Now()) {
+	if sess == nil || !chat.NeedsDrain(sess.Queue) || chat.PendingConfirmation(sess.Confirmations, h.clock.Now()) {
 		return
 	}
 	d := DrainRequest{SessionID: sess.ID}
 	if stopped {
-		d.NotBefore = time.Now().Add(h.opts.InterruptWait)
+		d.NotBefore = h.clock.Now().Add(h.opts.InterruptWait)
 	}
 	h.kick(ctx, d)
 }
@@ -354,11 +355,11 @@ func (h *Handler) Drain(ctx context.Context, d DrainRequest) {
 // Options.Dispatch (a drain invocation) or stay in this process.
 func (h *handler) drain(ctx context.Context, d DrainRequest, dispatched bool) {
 	log := h.requestLogger(ctx).With("sessionId", d.SessionID)
-	if !sleepContext(ctx, time.Until(d.NotBefore)) {
+	if !clock.Sleep(ctx, h.clock, clock.Until(h.clock, d.NotBefore)) {
 		return
 	}
 	for first := true; ctx.Err() == nil; first = false {
-		if dl, ok := ctx.Deadline(); ok && !first && time.Until(dl) < h.opts.TurnTimeout+h.opts.CleanupReserve {
+		if left, ok := contextLeft(ctx); ok && !first && left < h.opts.TurnTimeout+h.opts.CleanupReserve {
 			log.Info("drain: no room for another turn in this invocation")
 			if dispatched && h.opts.Dispatch != nil {
 				h.kick(ctx, DrainRequest{SessionID: d.SessionID})
@@ -366,7 +367,7 @@ func (h *handler) drain(ctx context.Context, d DrainRequest, dispatched bool) {
 			return
 		}
 		deadline := h.deadlineOf(ctx)
-		claimedAt := h.opts.Now()
+		claimedAt := h.clock.Now()
 		claim, q, err := h.opts.Store.ClaimQueued(ctx, d.SessionID, h.leaseDuration(deadline))
 		switch {
 		case errors.Is(err, chat.ErrNothingQueued), errors.Is(err, chat.ErrSessionBusy):
@@ -383,7 +384,7 @@ func (h *handler) drain(ctx context.Context, d DrainRequest, dispatched bool) {
 		}
 		if stopped {
 			// Stopped, perhaps by an interrupt: its replacement claims first.
-			if !sleepContext(ctx, h.opts.InterruptWait) {
+			if !clock.Sleep(ctx, h.clock, h.opts.InterruptWait) {
 				return
 			}
 		}
@@ -402,7 +403,7 @@ func (h *handler) runQueued(ctx context.Context, log *slog.Logger, c *chat.Claim
 	if sub.lineage.Operation == "" {
 		sub.lineage.Operation = protocol.OperationSubmit
 	}
-	runCtx, cancel := context.WithDeadlineCause(ctx, deadline, errTurnDeadline)
+	runCtx, cancel := untilContext(ctx, h.clock, deadline, errTurnDeadline)
 	defer cancel()
 	t, stop := h.newRun(runCtx, ctx, discardWriter{header: http.Header{}}, deadline, log, sub, c, claimedAt)
 	defer stop()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -185,12 +186,12 @@ func (h *handler) checkQuotas(ctx context.Context, log *slog.Logger, sub *submis
 // (when fresh is set or st has none, or it is older than QuotaCache) and
 // the tenant's sum (through the handler's cache).
 func (st *quotaState) read(ctx context.Context, h *handler, p chat.Principal, at time.Time, fresh bool) error {
-	if fresh || st.principal == nil || time.Since(st.readAt) >= h.opts.QuotaCache {
+	if fresh || st.principal == nil || clock.Since(h.clock, st.readAt) >= h.opts.QuotaCache {
 		u, err := h.opts.Store.ReadUsage(ctx, p, at)
 		if err != nil {
 			return err
 		}
-		st.principal, st.readAt = u, time.Now()
+		st.principal, st.readAt = u, h.clock.Now()
 	}
 	if st.quotas.NeedsTenant() {
 		t, err := h.tenants.usage(ctx, h, p.Tenant, at)
@@ -245,7 +246,7 @@ type tenantCache struct {
 
 type tenantEntry struct {
 	u    *chat.TenantUsage
-	read time.Time // real time
+	read time.Time // on the handler's clock
 }
 
 // maxCachedTenants bounds the cache: past it, entries older than the
@@ -258,7 +259,7 @@ const maxCachedTenants = 1024
 func (c *tenantCache) usage(ctx context.Context, h *handler, tenant string, at time.Time) (*chat.TenantUsage, error) {
 	window := h.opts.QuotaCache
 	c.mu.Lock()
-	if e := c.m[tenant]; e != nil && time.Since(e.read) < window && chat.MonthKey(e.u.At) == chat.MonthKey(at) && e.u.At.YearDay() == at.YearDay() {
+	if e := c.m[tenant]; e != nil && clock.Since(h.clock, e.read) < window && chat.MonthKey(e.u.At) == chat.MonthKey(at) && e.u.At.YearDay() == at.YearDay() {
 		u := *e.u
 		c.mu.Unlock()
 		return &u, nil
@@ -283,7 +284,7 @@ func (c *tenantCache) usage(ctx context.Context, h *handler, tenant string, at t
 		if c.m == nil || len(c.m) >= maxCachedTenants {
 			c.m = map[string]*tenantEntry{}
 		}
-		c.m[tenant] = &tenantEntry{u: sum, read: time.Now()}
+		c.m[tenant] = &tenantEntry{u: sum, read: h.clock.Now()}
 		c.mu.Unlock()
 	}
 	u := *sum
@@ -366,7 +367,7 @@ func (t *run) checkQuotaTokens(ctx context.Context) error {
 		st.quotas.Tenant.TokensPerDay == 0 && st.quotas.Tenant.TokensPerMonth == 0 {
 		return nil
 	}
-	if err := st.read(ctx, t.h, t.claim.Session.Owner, t.h.opts.Now(), false); err != nil {
+	if err := st.read(ctx, t.h, t.claim.Session.Owner, t.h.clock.Now(), false); err != nil {
 		t.log.Warn("quota figures not read again: the check uses the older ones", "err", err)
 	}
 	u := t.usage()
@@ -382,7 +383,7 @@ func (t *run) checkQuotaTokens(ctx context.Context) error {
 func (t *run) wallTimeEnding() ending {
 	b := t.agent.def.Limits.MaxWallTime
 	return t.limitEnding(limitDetail{Scope: ScopeTurn, Name: BudgetWallTime, Limit: b.Milliseconds(),
-		Used: t.h.opts.Now().Sub(t.startedAt).Milliseconds()})
+		Used: t.h.clock.Now().Sub(t.startedAt).Milliseconds()})
 }
 
 // limitEnding records d as the limit the turn reached and returns its
@@ -418,7 +419,7 @@ func (t *run) countUsage(item *chat.Turn) bool {
 	if !t.h.opts.Ledger {
 		return true
 	}
-	ctx, cancel := t.settleContext(time.Now())
+	ctx, cancel := t.settleContext(t.h.clock.Now())
 	defer cancel()
 	l := t.claim.Lease
 	err := t.h.opts.Store.RecordUsage(ctx, chat.LedgerEntry{SessionID: t.sessionID, Ordinal: l.Ordinal, Owner: t.claim.Session.Owner,

@@ -20,6 +20,7 @@ import (
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
@@ -61,7 +62,7 @@ func withQuotas(q chat.Quotas, clock *storetest.Clock) func(*turn.Options) {
 		o.Ledger = true
 		o.Definition.Quotas = q
 		if clock != nil {
-			o.Now = clock.Now
+			o.Clock = clock
 		}
 	}
 }
@@ -261,10 +262,21 @@ func TestTurnsPerMinute(t *testing.T) {
 // submits' starts differ and their admissions are written in any order of
 // their starts, as concurrent submits' are (the whole run spans far less
 // than the minute however slow the machine).
+// tickingClock reads a millisecond later at each reading; its timers are
+// package time's.
+type tickingClock struct {
+	base  time.Time
+	ticks atomic.Int64
+}
+
+func (c *tickingClock) Now() time.Time {
+	return c.base.Add(time.Duration(c.ticks.Add(1)) * time.Millisecond)
+}
+func (*tickingClock) NewTimer(d time.Duration) clock.Timer   { return clock.Real.NewTimer(d) }
+func (*tickingClock) NewTicker(d time.Duration) clock.Ticker { return clock.Real.NewTicker(d) }
+
 func TestTurnsPerMinuteExactUnderConcurrentSubmits(t *testing.T) {
-	base := time.Now().UTC().Truncate(time.Millisecond)
-	var ticks atomic.Int64
-	now := func() time.Time { return base.Add(time.Duration(ticks.Add(1)) * time.Millisecond) }
+	tc := &tickingClock{base: time.Now().UTC().Truncate(time.Millisecond)}
 	var faults *ddbfault.Transport
 	stores := append(ledgerStores(nil), storeFactory{"dynalite, a third of the admission writes faulted", func(tb testing.TB) chat.Store {
 		tb.Helper()
@@ -296,7 +308,7 @@ func TestTurnsPerMinuteExactUnderConcurrentSubmits(t *testing.T) {
 			opts := func(o *turn.Options) {
 				o.Ledger = true
 				o.Definition.Quotas = q
-				o.Now = now
+				o.Clock = tc
 			}
 			envs := []*env{
 				newEnv(t, store, &scriptModel{Chunks: []string{"ok"}}, opts),
@@ -325,7 +337,7 @@ func TestTurnsPerMinuteExactUnderConcurrentSubmits(t *testing.T) {
 			if ran != 5 || refused != n-5 {
 				t.Errorf("%d ran, %d refused by the rate, of %d submits with turnsPerMinute 5", ran, refused, n)
 			}
-			if u := usageOf(t, store, alice, base); u.Month.Turns != int64(ran) {
+			if u := usageOf(t, store, alice, tc.base); u.Month.Turns != int64(ran) {
 				t.Errorf("ledger: %d turns, want the %d that ran", u.Month.Turns, ran)
 			}
 			if faults != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -220,7 +221,7 @@ func queuedIn(sess *chat.Session, turnID string) bool {
 // (chat.IdleAt) for drainGrace already, which the drain the last
 // release started would not have left it.
 func (h *handler) nudgeIfFree(ctx context.Context, sess *chat.Session) {
-	now := h.opts.Now()
+	now := h.clock.Now()
 	if chat.NeedsDrain(sess.Queue) && chat.IdleAt(sess, now) && now.Sub(sess.UpdatedAt) >= drainGrace {
 		h.nudge(ctx, sess.ID)
 	}
@@ -237,7 +238,7 @@ func (h *handler) nudgeIfFree(ctx context.Context, sess *chat.Session) {
 // a record.
 func (h *handler) awaitQueued(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, error) {
 	for {
-		if !sleepContext(ctx, h.opts.ResumePollInterval) {
+		if !clock.Sleep(ctx, h.clock, h.opts.ResumePollInterval) {
 			return nil, ctx.Err()
 		}
 		sess, err := h.opts.Store.GetSession(ctx, sessionID, p)
@@ -369,13 +370,13 @@ func (fs *follows) leave(f *follow) {
 // poll reads the turn of f every ResumePollInterval (PollTurn, from the
 // newest state it holds) until f is left or the turn ends.
 func (fs *follows) poll(ctx context.Context, f *follow, p chat.Principal) {
-	tick := time.NewTicker(fs.h.opts.ResumePollInterval)
+	tick := fs.h.clock.NewTicker(fs.h.opts.ResumePollInterval)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-tick.C:
+		case <-tick.C():
 		}
 		f.mu.Lock()
 		since := f.latest

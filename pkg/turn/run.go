@@ -13,6 +13,7 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/model"
@@ -271,8 +272,8 @@ func (t *run) failBefore(step string, err error, spentAnswer bool) {
 // past its proven expiry less the margin (before the stream starts
 // proving it, the claim's).
 func (t *run) leaseGone() bool {
-	now := t.h.opts.Now()
-	if t.lease.now == nil {
+	now := t.h.clock.Now()
+	if t.lease.clock == nil {
 		return !now.Before(t.claim.Lease.ExpiresAt.Add(-t.leaseMargin()))
 	}
 	return !t.lease.heldAt(now)
@@ -284,7 +285,7 @@ func (t *run) leaseGone() bool {
 func (t *run) streamTurn() {
 	t.seqs.start(t.claim.BaseSequence)
 	t.live = newLiveStates()
-	t.lease.init(t.leaseMargin(), t.h.opts.Now)
+	t.lease.init(t.leaseMargin(), t.h.clock)
 	t.lease.prove(t.startedAt, t.claim.Lease.ExpiresAt)
 	// The first snapshot (the user message and an empty streaming
 	// assistant message) goes out before the model starts, so every 200
@@ -302,7 +303,7 @@ func (t *run) streamTurn() {
 	// The lease is checked at the instant the first line is stamped with,
 	// as the writer checks every later one: the steps before (supersede,
 	// the context load, the acknowledgment) may have outlived it.
-	now := t.h.opts.Now()
+	now := t.h.clock.Now()
 	if !t.lease.heldAt(now) {
 		t.failBeforeStream("lease", errLeaseUnproven)
 		return
@@ -332,22 +333,22 @@ func (t *run) streamTurn() {
 	case t.agui != nil:
 		t.out.write(t.aguiFirst(seq, first))
 		t.tel.firstSnapshotWritten()
-		go t.aguiWriter(time.Now())
+		go t.aguiWriter(t.h.clock.Now())
 	case t.compact:
 		t.out.write(t.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
 		t.tel.firstSnapshotWritten()
-		go t.compactWriter(time.Now(), newCompactState(seq, first, protocol.Usage{}))
+		go t.compactWriter(t.h.clock.Now(), newCompactState(seq, first, protocol.Usage{}))
 	default:
 		t.out.write(t.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
 		t.tel.firstSnapshotWritten()
-		go t.writer(time.Now())
+		go t.writer(t.h.clock.Now())
 	}
 
 	modelCtx, stopModel := context.WithCancel(t.ctx)
 	defer stopModel()
 	if wall := t.agent.def.Limits.MaxWallTime; wall > 0 {
 		var stopWall context.CancelFunc
-		modelCtx, stopWall = context.WithDeadlineCause(modelCtx, t.startedAt.Add(wall), errWallTime)
+		modelCtx, stopWall = untilContext(modelCtx, t.h.clock, t.startedAt.Add(wall), errWallTime)
 		defer stopWall()
 	}
 	t.modelCtx = modelCtx
@@ -453,7 +454,7 @@ func (t *run) withdrawOrFail(step string, err error) (acknowledged bool) {
 		t.failBefore(step, err, true)
 		return false
 	}
-	ctx, cancel := t.settleContext(time.Now())
+	ctx, cancel := t.settleContext(t.h.clock.Now())
 	acked, werr := t.h.opts.Store.WithdrawClaim(ctx, t.claim)
 	cancel()
 	switch {
@@ -506,12 +507,12 @@ func (t *run) runModelRecovered(ctx context.Context) (err error) {
 // its context was cancelled, then closes the stream to abort a Recv that
 // ignores cancellation. The turn's state is frozen either way.
 func (t *run) awaitModel(modelDone <-chan error) {
-	timer := time.NewTimer(t.h.opts.CleanupReserve / 4)
+	timer := t.h.clock.NewTimer(t.h.opts.CleanupReserve / 4)
 	defer timer.Stop()
 	select {
 	case err := <-modelDone:
 		t.log.Debug("model stopped", "err", err)
-	case <-timer.C:
+	case <-timer.C():
 		t.model.close() // best effort; the goroutine exits on its own
 		t.log.Warn("model did not stop in time")
 	}
@@ -636,11 +637,11 @@ func (t *run) lostRecord(last int64) *chat.Turn {
 		case err == nil && rec.Status != chat.TurnRunning:
 			return rec
 		case err == nil && !rec.LeaseExpiresAt.IsZero():
-			wait = max(time.Until(rec.LeaseExpiresAt)+time.Millisecond, time.Millisecond)
+			wait = max(clock.Until(t.h.clock, rec.LeaseExpiresAt)+time.Millisecond, time.Millisecond)
 		case err != nil:
 			t.log.Warn("read the decided turn", "err", err)
 		}
-		sleepContext(ctx, wait)
+		clock.Sleep(ctx, t.h.clock, wait)
 	}
 	t.log.Warn("turn outcome unknown at the end of cleanup", "lastSequence", last)
 	return nil
@@ -723,7 +724,7 @@ func (t *run) record(end ending, v view, first, last int64) *chat.Turn {
 		FirstSequence: first,
 		LastSequence:  last,
 		StartedAt:     t.startedAt,
-		CompletedAt:   t.h.opts.Now(),
+		CompletedAt:   t.h.clock.Now(),
 	}
 }
 
@@ -753,7 +754,7 @@ func (t *run) settleContext(from time.Time) (context.Context, context.CancelFunc
 // cancelled or past its deadline, and the turn must still be saved and
 // released) but bounded, so that cleanup ends before the Lambda deadline.
 func (t *run) cleanupContext(end time.Time) (context.Context, context.CancelFunc) {
-	return context.WithDeadline(context.WithoutCancel(t.reqCtx), end)
+	return untilContext(context.WithoutCancel(t.reqCtx), t.h.clock, end, nil)
 }
 
 // abandon marks the turn's lease as abandoned (chat.Store.AbandonLease)
@@ -787,7 +788,7 @@ const (
 // refused then is read to learn whether it is this turn's own earlier
 // save that landed, or the turn was decided lost meanwhile.
 func (t *run) save(item *chat.Turn) saveOutcome {
-	ctx, cancel := t.settleContext(time.Now())
+	ctx, cancel := t.settleContext(t.h.clock.Now())
 	defer cancel()
 	for {
 		err := t.h.opts.Store.SaveTurn(ctx, t.claim, item)
@@ -798,7 +799,7 @@ func (t *run) save(item *chat.Turn) saveOutcome {
 			return t.savedOrFenced(ctx, item)
 		}
 		t.log.Error("turn save failed", "err", err)
-		if !sleepContext(ctx, saveRetry) {
+		if !clock.Sleep(ctx, t.h.clock, saveRetry) {
 			return unknown
 		}
 	}
@@ -823,22 +824,9 @@ func (t *run) savedOrFenced(ctx context.Context, item *chat.Turn) saveOutcome {
 			return fenced
 		}
 		t.log.Warn("read the turn after a refused save", "err", err)
-		if !sleepContext(ctx, saveRetry) {
+		if !clock.Sleep(ctx, t.h.clock, saveRetry) {
 			return unknown
 		}
-	}
-}
-
-// sleepContext waits d or until ctx ends, and reports whether ctx is
-// still alive.
-func sleepContext(ctx context.Context, d time.Duration) bool {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
 	}
 }
 
@@ -879,7 +867,7 @@ func (t *run) logFinished(end ending, outcome saveOutcome, cursor int64) {
 	attrs := []any{
 		"status", string(end.status), "outcome", string(outcome),
 		"ordinal", t.claim.Lease.Ordinal, "firstSequence", t.claim.BaseSequence + 1, "lastSequence", cursor,
-		"durationMs", time.Since(t.startedAt).Milliseconds(),
+		"durationMs", clock.Since(t.h.clock, t.startedAt).Milliseconds(),
 	}
 	if end.diag != nil {
 		attrs = append(attrs, "code", end.diag.Code)

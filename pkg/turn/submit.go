@@ -13,6 +13,7 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -67,14 +68,14 @@ func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *h
 		reject(ctx, w, log, "quotas", err)
 		return
 	}
-	sub.startedAt = h.opts.Now()
-	if policy == definition.MultitaskEnqueue && sess != nil && busyFor(sess, h.opts.Now()) {
+	sub.startedAt = h.clock.Now()
+	if policy == definition.MultitaskEnqueue && sess != nil && busyFor(sess, h.clock.Now()) {
 		h.enqueue(ctx, w, log, sub, quotas)
 		return
 	}
 	// The quota check, before the claim (docs/quotas.md); its admission
 	// holds a concurrency slot until the turn is counted or its latest end.
-	expires := sub.startedAt.Add(time.Until(deadline) + h.opts.CleanupReserve) // on the handler's clock
+	expires := sub.startedAt.Add(clock.Until(h.clock, deadline) + h.opts.CleanupReserve)
 	if sub.quota, err = h.checkQuotas(ctx, log, sub, quotas, sub.startedAt, expires, admitRunning); err != nil {
 		reject(ctx, w, log, "quota", err)
 		return
@@ -272,7 +273,7 @@ func (h *handler) claim(ctx context.Context, log *slog.Logger, sub *submission, 
 func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, deadline time.Time, log *slog.Logger, sub *submission, claim *chat.Claim, claimedAt time.Time) (*run, context.CancelFunc) {
 	runCtx, cancelRun := ctx, context.CancelFunc(func() {})
 	if h.opts.CheckpointInterval > 0 {
-		runCtx, cancelRun = context.WithDeadlineCause(context.WithoutCancel(reqCtx), deadline, errTurnDeadline)
+		runCtx, cancelRun = untilContext(context.WithoutCancel(reqCtx), h.clock, deadline, errTurnDeadline)
 	}
 	// The tools the turn runs learn its session (tool.CallInfoFrom).
 	runCtx = tool.WithCallInfo(runCtx, tool.CallInfo{SessionID: sub.sessionID, TurnID: sub.turnID, Principal: sub.principal})
@@ -457,7 +458,7 @@ func (h *handler) checkLineage(ctx context.Context, sessionID string, p chat.Pri
 // past the request deadline plus CleanupReserve (docs/design.md#the-turn-pipeline).
 func (h *handler) leaseDuration(deadline time.Time) time.Duration {
 	d := h.opts.LeaseDuration
-	if ceiling := time.Until(deadline) + h.opts.CleanupReserve; ceiling < d {
+	if ceiling := clock.Until(h.clock, deadline) + h.opts.CleanupReserve; ceiling < d {
 		d = ceiling
 	}
 	if d < time.Millisecond {

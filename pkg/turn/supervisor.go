@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -32,9 +33,9 @@ import (
 // then proves that no other turn took the session, and the stream goes
 // on. Only when none does is the lease lost.
 func (t *run) supervise(modelDone <-chan error, cpPrior *chat.Checkpoint) (end ending, finished bool, settle func()) {
-	renew := time.NewTimer(max(0, t.lease.renewDue(t.h.opts.RenewInterval).Sub(t.h.opts.Now())))
+	renew := t.h.clock.NewTimer(max(0, t.lease.renewDue(t.h.opts.RenewInterval).Sub(t.h.clock.Now())))
 	defer renew.Stop()
-	leaseTimer := time.NewTimer(t.lease.left())
+	leaseTimer := t.h.clock.NewTimer(t.lease.left())
 	defer leaseTimer.Stop()
 	renewed := make(chan renewal, 1)
 	renewing := false
@@ -43,9 +44,9 @@ func (t *run) supervise(modelDone <-chan error, cpPrior *chat.Checkpoint) (end e
 	// the writer, at most one in flight.
 	var cpTick <-chan time.Time
 	if d := t.h.opts.CheckpointInterval; d > 0 {
-		ticker := time.NewTicker(d)
+		ticker := t.h.clock.NewTicker(d)
 		defer ticker.Stop()
-		cpTick = ticker.C
+		cpTick = ticker.C()
 	}
 	checkpointed := make(chan checkpointResult, 1)
 	checkpointing := false
@@ -53,7 +54,7 @@ func (t *run) supervise(modelDone <-chan error, cpPrior *chat.Checkpoint) (end e
 	// the stop flag read beside it (readStop), at most one read at a time.
 	stopRead := make(chan bool, 1)
 	readingStop := false
-	retry := time.NewTimer(time.Hour)
+	retry := t.h.clock.NewTimer(time.Hour)
 	retry.Stop()
 	defer retry.Stop()
 	failed := t.out.failed
@@ -121,7 +122,7 @@ supervise:
 			}
 		case <-t.live.urgent:
 			startCheckpoint()
-		case <-retry.C:
+		case <-retry.C():
 			startCheckpoint()
 		case r := <-checkpointed:
 			checkpointing = false
@@ -133,7 +134,7 @@ supervise:
 			if again {
 				retry.Reset(t.checkpointRetry())
 			}
-		case <-renew.C:
+		case <-renew.C():
 			if renewing {
 				continue
 			}
@@ -153,13 +154,13 @@ supervise:
 			if r.err == nil {
 				unproven = false
 				leaseTimer.Reset(t.lease.left())
-				renew.Reset(max(0, t.lease.renewDue(t.h.opts.RenewInterval).Sub(t.h.opts.Now())))
+				renew.Reset(max(0, t.lease.renewDue(t.h.opts.RenewInterval).Sub(t.h.clock.Now())))
 				continue
 			}
 			if !unproven {
 				// Failed while the lease is proven: tried again an
 				// interval after this attempt.
-				renew.Reset(max(0, r.sentAt.Add(t.h.opts.RenewInterval).Sub(t.h.opts.Now())))
+				renew.Reset(max(0, r.sentAt.Add(t.h.opts.RenewInterval).Sub(t.h.clock.Now())))
 				continue
 			}
 			if left := t.lease.expiresIn(); left > 0 {
@@ -170,7 +171,7 @@ supervise:
 			t.log.Warn("lease expired without renewal")
 			end = leaseLostEnding()
 			break supervise
-		case <-leaseTimer.C:
+		case <-leaseTimer.C():
 			// The proof ended: no line goes out from now on. Another turn
 			// may claim the session only once the lease has expired, so a
 			// renewal that lands before then still proves it: the one in
@@ -379,9 +380,9 @@ func leaseLostEnding() ending {
 // supervisor never waits for it longer (the store's attempt timeout cuts
 // a hung connection sooner).
 func (t *run) renew(parent context.Context, done chan<- renewal) {
-	now := t.h.opts.Now()
+	now := t.h.clock.Now()
 	expires := now.Add(t.h.opts.LeaseDuration)
-	if ceiling := now.Add(time.Until(t.deadline) + t.h.opts.CleanupReserve); ceiling.Before(expires) {
+	if ceiling := now.Add(clock.Until(t.h.clock, t.deadline) + t.h.opts.CleanupReserve); ceiling.Before(expires) {
 		expires = ceiling
 	}
 	seq := t.seqs.last()

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/telemetry"
@@ -27,6 +28,7 @@ type turnTelemetry struct {
 	span  trace.Span  // the invoke_agent span
 	props telemetry.Properties
 	model string // the Model dimension
+	clock clock.Clock
 
 	mu            sync.Mutex
 	firstSnapshot time.Time
@@ -42,7 +44,7 @@ type turnTelemetry struct {
 // cleanup included, is the turn's.
 func (t *run) startTelemetry(principal chat.Principal) {
 	h := t.h
-	tt := &turnTelemetry{start: t.startedAt, meter: t.meter}
+	tt := &turnTelemetry{start: t.startedAt, meter: t.meter, clock: h.clock}
 	if sc := telemetry.ScopeFrom(t.reqCtx); sc.TakeTurn() {
 		// The request's store requests before its turn's meter existed
 		// (runSubmission) are the turn's too.
@@ -90,7 +92,7 @@ func (tt *turnTelemetry) firstSnapshotWritten() {
 	}
 	tt.mu.Lock()
 	if tt.firstSnapshot.IsZero() {
-		tt.firstSnapshot = time.Now()
+		tt.firstSnapshot = tt.clock.Now()
 	}
 	tt.mu.Unlock()
 }
@@ -112,7 +114,7 @@ func (tt *turnTelemetry) stopRequested() {
 	}
 	tt.mu.Lock()
 	if tt.stopSeen.IsZero() {
-		tt.stopSeen = time.Now()
+		tt.stopSeen = tt.clock.Now()
 	}
 	tt.mu.Unlock()
 }
@@ -137,7 +139,7 @@ func (t *run) startModelCall(ctx context.Context, req model.Request) (context.Co
 	tt := t.tel // the call and its tokens are counted by modelCall
 	tr := t.h.opts.Tracing
 	ctx, span := tr.StartChat(ctx, providerOf(t.agent), tt.model, t.sessionID, req.MaxTokens)
-	mc := &modelCallTelemetry{tt: tt, span: span, start: time.Now(), capture: tr.CaptureContent() && span.IsRecording()}
+	mc := &modelCallTelemetry{tt: tt, span: span, start: tt.clock.Now(), capture: tr.CaptureContent() && span.IsRecording()}
 	if mc.capture {
 		span.SetAttributes(attribute.String(telemetry.AttrInputMessages, inputMessages(req)))
 	}
@@ -147,7 +149,7 @@ func (t *run) startModelCall(ctx context.Context, req model.Request) (context.Co
 // event records one streamed model event.
 func (mc *modelCallTelemetry) event(ev model.Event) {
 	if mc.first == 0 {
-		mc.first = max(time.Since(mc.start), time.Microsecond)
+		mc.first = max(clock.Since(mc.tt.clock, mc.start), time.Microsecond)
 		mc.span.AddEvent(telemetry.EventFirstChunk, trace.WithAttributes(
 			attribute.Float64(telemetry.AttrTimeToFirstChunk, float64(mc.first.Microseconds())/1000)))
 	}
@@ -169,7 +171,7 @@ func (mc *modelCallTelemetry) event(ev model.Event) {
 // end ends the model call: its span with the usage, finish reason and
 // error type, its usage added to the turn's, its entry for the metrics.
 func (mc *modelCallTelemetry) end(err error) {
-	d := time.Since(mc.start)
+	d := clock.Since(mc.tt.clock, mc.start)
 	in, out := int64(mc.usage.PromptTokens), int64(mc.usage.CompletionTokens)
 	mc.tt.mu.Lock()
 	mc.tt.calls = append(mc.tt.calls, telemetry.ModelCall{Duration: d, TimeToFirstChunk: mc.first, InputTokens: in, OutputTokens: out})
@@ -245,7 +247,7 @@ func (t *run) report(end ending, outcome saveOutcome, v view) {
 	if tt == nil {
 		return
 	}
-	now := time.Now()
+	now := tt.clock.Now()
 	o := telemetry.OutcomeComplete
 	switch {
 	case end.leaseLost || outcome == fenced:

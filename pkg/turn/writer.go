@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -36,21 +37,21 @@ func (t *run) writer(first time.Time) {
 			return
 		case <-t.out.wake:
 		}
-		if wait := gap - time.Since(last); wait > 0 {
-			timer := time.NewTimer(wait)
+		if wait := gap - clock.Since(t.h.clock, last); wait > 0 {
+			timer := t.h.clock.NewTimer(wait)
 			select {
 			case lines := <-t.out.final:
 				timer.Stop()
 				t.out.write(lines)
 				return
-			case <-timer.C:
+			case <-timer.C():
 			}
 		}
 		v := t.state.view()
 		// The lease is checked at the very instant the line is stamped
 		// with (emittedAt): a stall after this check cannot date a line
 		// past the lease it was checked against.
-		now := t.h.opts.Now()
+		now := t.h.clock.Now()
 		if v.version == lastVersion || !t.lease.heldAt(now) {
 			// Nothing new, or the lease can no longer be proven: then the
 			// supervisor ends the turn, and no line may go out meanwhile.
@@ -64,7 +65,7 @@ func (t *run) writer(first time.Time) {
 		calls := toolCallStates(assistant.ToolCalls)
 		t.live.remember(seq, assistant, v.usage, (lastContent == "" && assistant.Content != "") || calls != lastCalls)
 		lastContent, lastCalls = assistant.Content, calls
-		lastVersion, last = v.version, time.Now()
+		lastVersion, last = v.version, t.h.clock.Now()
 		if t.out.writeFailed {
 			// The client is gone; with checkpoints the turn goes on, its
 			// snapshots numbered for the checkpoints a resumer reads.
@@ -171,7 +172,7 @@ func (o *streamOut) write(p []byte) bool {
 // pages them from the history function (docs/design.md#snapshots). Once dropped they stay
 // dropped for the rest of the turn, so snapshots never grow back.
 func (t *run) snapshotLine(dst []byte, seq int64, status string, assistant protocol.Message, usage protocol.Usage, d *protocol.Diagnostic) []byte {
-	return t.snapshotLineAt(dst, t.h.opts.Now(), seq, status, assistant, usage, d)
+	return t.snapshotLineAt(dst, t.h.clock.Now(), seq, status, assistant, usage, d)
 }
 
 // snapshotLineAt is snapshotLine emitted at now.
@@ -268,7 +269,7 @@ func (t *run) diagnosticLine(dst []byte, d protocol.Diagnostic, seq int64) []byt
 		SessionID:  t.sessionID,
 		TurnID:     t.turnID,
 		Sequence:   seq,
-		EmittedAt:  protocol.FormatTime(t.h.opts.Now()),
+		EmittedAt:  protocol.FormatTime(t.h.clock.Now()),
 		Kind:       protocol.EventDiagnostic,
 		Diagnostic: &d,
 	}

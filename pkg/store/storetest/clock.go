@@ -3,10 +3,15 @@ package storetest
 import (
 	"sync"
 	"time"
+
+	"github.com/turnstream/turnstream/pkg/clock"
 )
 
 // Clock is a manual clock for a store under test: Now returns the time set
-// by NewClock plus every Advance so far. It is safe for concurrent use.
+// by NewClock plus every Advance so far. As a clock.Clock (a turn
+// handler's Options.Clock) its timers and tickers are package time's: the
+// test moves the date (days, months, lease expiries) while the turn's
+// pacing runs in real time. It is safe for concurrent use.
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -31,3 +36,9 @@ func (c *Clock) Advance(d time.Duration) {
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
 }
+
+// NewTimer returns a timer of package time (see Clock).
+func (c *Clock) NewTimer(d time.Duration) clock.Timer { return clock.Real.NewTimer(d) }
+
+// NewTicker returns a ticker of package time (see Clock).
+func (c *Clock) NewTicker(d time.Duration) clock.Ticker { return clock.Real.NewTicker(d) }

@@ -1,0 +1,81 @@
+package archcheck
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// clockExempt are the functions of pkg/turn that may read the runtime's
+// clock: a context's deadline is on it, so the time left until one is
+// measured there (handler.go).
+var clockExempt = map[string]bool{"contextLeft": true}
+
+// TestOneClock: the turn path reads time only from its injected clock
+// (turn.Options.Clock): no call of package time's clock functions in
+// pkg/turn's non-test files but the exempt ones.
+func TestOneClock(t *testing.T) {
+	sites, err := WallClockCalls(repoRoot(t), "pkg/turn", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sites {
+		if !clockExempt[s.In] {
+			t.Errorf("%s: the turn path reads the runtime's clock; use the handler's clock (Options.Clock)", s)
+		}
+	}
+	// Sleeps in the tests of the turn path and the stores: reported, and
+	// failing with ARCHCHECK_ENFORCE=1 (issue 33: timing tests run under
+	// testing/synctest or a fake clock).
+	for _, rel := range []string{"pkg/turn", "pkg/store/dynamo", "pkg/store/memory", "pkg/store/storetest"} {
+		tests, err := WallClockCalls(repoRoot(t), rel, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range tests {
+			if s.Func != "time.Sleep" {
+				continue
+			}
+			if enforce {
+				t.Errorf("%s: a test sleeps; wait on an event, or run it under testing/synctest", s)
+			} else {
+				t.Logf("OVER THE LIMIT (reported, not enforced yet): %s: a test sleeps", s)
+			}
+		}
+	}
+}
+
+// TestWallClockCalls finds each clock function under its import name,
+// inside and outside functions, and only in the files asked for.
+func TestWallClockCalls(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, src string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, "p"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "p", name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.go", "package p\n\nimport stdtime \"time\"\n\nvar start = stdtime.Now()\n\nfunc f() { _ = stdtime.Since(start); stdtime.Sleep(1) }\n")
+	write("b.go", "package p\n\nimport \"time\"\n\nfunc g(c interface{ Now() time.Time }) time.Time { return c.Now() }\n")
+	write("a_test.go", "package p\n\nimport \"time\"\n\nfunc h() { time.Sleep(1) }\n")
+	got, err := WallClockCalls(dir, "p", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"p/a.go:5 time.Now in ", "p/a.go:7 time.Since in f", "p/a.go:7 time.Sleep in f"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Errorf("site %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+	tests, err := WallClockCalls(dir, "p", true)
+	if err != nil || len(tests) != 1 || tests[0].Func != "time.Sleep" {
+		t.Errorf("test files: %v, %v; want the one time.Sleep", tests, err)
+	}
+}
