@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,7 +38,7 @@ const (
 // workspace_note, its spans exported to exp (the SDK's in-memory
 // exporter, synchronously as each span ends) and its EMF documents
 // written to docs.
-func telemetryEnv(t *testing.T, p fakeProvider, exp *tracetest.InMemoryExporter, capture bool, docs *syncBuffer) *env {
+func telemetryEnv(t *testing.T, p fakeProvider, exp *spanSink, capture bool, docs *syncBuffer) *env {
 	t.Helper()
 	reg := toolRegistry(t)
 	d := definition.Definition{ID: "agent", Revision: 3, Provider: p.name, ModelID: p.modelID, SystemPrompt: "Use tools.",
@@ -50,7 +51,7 @@ func telemetryEnv(t *testing.T, p fakeProvider, exp *tracetest.InMemoryExporter,
 	if err != nil {
 		t.Fatal(err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	tp := exp.provider()
 	return newEnv(t, newStoreMemory(), &scriptModel{}, func(o *turn.Options) {
 		o.Model, o.Definition = nil, turn.Definition{}
 		o.Definitions, o.Tools = res, reg
@@ -60,20 +61,44 @@ func telemetryEnv(t *testing.T, p fakeProvider, exp *tracetest.InMemoryExporter,
 	})
 }
 
+// spanSink is the SDK's in-memory exporter, fed synchronously as each
+// span ends, and a span processor after it that closes serverEnded when
+// the request's server span has ended, and so has been exported.
+type spanSink struct {
+	*tracetest.InMemoryExporter
+	serverEnded chan struct{}
+	once        sync.Once
+}
+
+func newSpanSink() *spanSink {
+	return &spanSink{InMemoryExporter: tracetest.NewInMemoryExporter(), serverEnded: make(chan struct{})}
+}
+
+// provider returns a tracer provider exporting to s, then signalling.
+func (s *spanSink) provider() *sdktrace.TracerProvider {
+	return sdktrace.NewTracerProvider(sdktrace.WithSyncer(s.InMemoryExporter), sdktrace.WithSpanProcessor(s))
+}
+
+func (s *spanSink) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
+func (s *spanSink) OnEnd(span sdktrace.ReadOnlySpan) {
+	if span.SpanKind() == trace.SpanKindServer {
+		s.once.Do(func() { close(s.serverEnded) })
+	}
+}
+func (s *spanSink) Shutdown(context.Context) error   { return nil }
+func (s *spanSink) ForceFlush(context.Context) error { return nil }
+
 // endedSpans waits until the request's server span has been exported (it
 // ends just after the response's last byte) and returns every exported
 // span.
-func endedSpans(t *testing.T, exp *tracetest.InMemoryExporter) []sdktrace.ReadOnlySpan {
+func endedSpans(t *testing.T, exp *spanSink) []sdktrace.ReadOnlySpan {
 	t.Helper()
-	for range 200 {
-		spans := exp.GetSpans().Snapshots()
-		if slices.ContainsFunc(spans, func(s sdktrace.ReadOnlySpan) bool { return s.SpanKind() == trace.SpanKindServer }) {
-			return spans
-		}
-		time.Sleep(10 * time.Millisecond)
+	select {
+	case <-exp.serverEnded:
+	case <-time.After(time.Minute): // a bound for a broken handler, not a pace
+		t.Fatal("the server span did not end")
 	}
-	t.Fatal("the server span did not end")
-	return nil
+	return exp.GetSpans().Snapshots()
 }
 
 func attrs(s sdktrace.ReadOnlySpan) map[string]any {
@@ -102,7 +127,7 @@ func TestTurnSpans(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			forEachFakeProvider(t, replies, func(t *testing.T, p fakeProvider) {
-				exp := tracetest.NewInMemoryExporter()
+				exp := newSpanSink()
 				docs := &syncBuffer{}
 				e := telemetryEnv(t, p, exp, capture, docs)
 				r := e.submit(t, "s1", "t1", "Note my trip", nil, map[string]string{"traceparent": traceparent})
@@ -262,8 +287,8 @@ func checkTurnDocuments(t *testing.T, out string, p fakeProvider) {
 func TestTurnStoreUsage(t *testing.T) {
 	ft := ddbfault.New(nil)
 	ops := &dynamo.OperationLog{}
-	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	exp := newSpanSink()
+	tp := exp.provider()
 	opts := dynalite.Options(t)
 	opts.Transport = ft
 	opts.TracerProvider = telemetry.SmithyTracerProvider(tp)
