@@ -76,14 +76,23 @@ func newAgents(opts Options) (map[string]*agent, error) {
 // never run with another definition (pkg/definition).
 var errDefinitionGone = errors.New("turn: the session's definition is not configured")
 
+// agentSet is what each definition id runs with (newAgents, built once by
+// NewHandler: the resolver is immutable) and the resolver that names a
+// session's definition; nil on the simple path (Options.Definition), whose
+// one agent is byID[simpleID].
+type agentSet struct {
+	byID     map[string]*agent
+	resolver *definition.Resolver
+}
+
 // defaultDefinition is the definition a claim records on a session it
 // creates: the simple path's one definition, else the resolver's default.
 // An existing session keeps its own (chat.ClaimRequest).
-func (h *handler) defaultDefinition() definition.Definition {
-	if h.opts.Definitions == nil {
-		return h.agents[simpleID].def
+func (a *agentSet) defaultDefinition() definition.Definition {
+	if a.resolver == nil {
+		return a.byID[simpleID].def
 	}
-	return h.opts.Definitions.Default()
+	return a.resolver.Default()
 }
 
 // agentFor returns the agent for a claimed session's stored definition id, at
@@ -92,17 +101,17 @@ func (h *handler) defaultDefinition() definition.Definition {
 // the claim, from the session the claim returned, so it costs no store request
 // (docs/design.md#storage-one-dynamodb-table request budget). An id that is no
 // longer configured is errDefinitionGone.
-func (h *handler) agentFor(definitionID string) (*agent, error) {
-	if h.opts.Definitions == nil {
-		return h.agents[simpleID], nil
+func (a *agentSet) agentFor(definitionID string) (*agent, error) {
+	if a.resolver == nil {
+		return a.byID[simpleID], nil
 	}
-	d, err := h.opts.Definitions.Resolve(definitionID)
+	d, err := a.resolver.Resolve(definitionID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errDefinitionGone, err)
 	}
-	a := h.agents[d.ID]
-	if a == nil {
+	ag := a.byID[d.ID]
+	if ag == nil {
 		return nil, fmt.Errorf("%w: %s", errDefinitionGone, d.ID)
 	}
-	return a, nil
+	return ag, nil
 }

@@ -57,7 +57,8 @@ func aguiPosition(r *http.Request) (*agui.EventID, string, error) {
 // MESSAGES_SNAPSHOT and RUN_FINISHED or RUN_ERROR. A resume that reaches
 // its own deadline, or whose client goes away, ends without a run event:
 // the client reconnects with the last id it holds. Docs: docs/agui.md.
-func (h *handler) serveAGUIResume(w http.ResponseWriter, r *http.Request, sessionID, turnID string) {
+func (rs *resumes) serveAGUIResume(w http.ResponseWriter, r *http.Request, sessionID, turnID string) {
+	h := rs.h
 	ctx, cancel, _ := h.deadline(r)
 	defer cancel()
 	log := h.requestLogger(ctx).With("sessionId", sessionID, "turnId", turnID, "mode", "agui")
@@ -75,13 +76,13 @@ func (h *handler) serveAGUIResume(w http.ResponseWriter, r *http.Request, sessio
 		reject(ctx, w, log, step, err)
 		return
 	}
-	turn, err := h.resumable(ctx, sessionID, turnID, principal)
+	turn, err := rs.resumable(ctx, sessionID, turnID, principal)
 	if err != nil {
 		reject(ctx, w, log, "resume", err)
 		return
 	}
 	s := &run{h: h, log: log, sessionID: sessionID, turnID: turnID, lineage: turn.Lineage, scope: scopeSession}
-	if err := h.resumeContext(ctx, s, principal, turn); err != nil {
+	if err := rs.resumeContext(ctx, s, principal, turn); err != nil {
 		reject(ctx, w, log, "resume context", err)
 		return
 	}
@@ -120,8 +121,8 @@ func (h *handler) serveAGUIResume(w http.ResponseWriter, r *http.Request, sessio
 			return
 		}
 		if f == nil {
-			f = h.follows.join(sessionID, turn, principal)
-			defer h.follows.leave(f)
+			f = rs.follows.join(sessionID, turn, principal)
+			defer rs.follows.leave(f)
 		}
 		next, err := f.next(ctx, turn)
 		switch {

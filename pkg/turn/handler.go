@@ -243,24 +243,19 @@ type handler struct {
 	clock        clock.Clock // opts.Clock, or clock.Real
 	log          *slog.Logger
 	capabilities []byte
-	// agents holds what each definition id runs with, built once by
-	// NewHandler (the resolver is immutable).
-	agents map[string]*agent
-	// follows shares one poller among the resumes of a turn in this
-	// process (resume.go).
-	follows follows
-	// multitaskDefaults is whether some definition's default policy is
-	// not reject: a busy submit that names no policy then reads its
-	// session's definition.
-	multitaskDefaults bool
-	// kicks rate-limits the drains this process starts (multitask.go).
-	kicks kicks
+	// agents resolves a session's definition to what it runs with.
+	agents agentSet
+	// resumes serves the resume routes (resume.go, aguiresume.go).
+	resumes resumes
+	// queue enqueues and interrupts for busy sessions and drains their
+	// queued turns (multitask.go).
+	queue queue
 	// mux routes the requests (newMux); serve is route measured
 	// (telemetry.Measure).
 	mux   *http.ServeMux
 	serve http.Handler
-	// tenants caches tenants' usage sums for the quota checks (quota.go).
-	tenants tenantCache
+	// quotas checks and admits submits against their quotas (quota.go).
+	quotas quotaGate
 }
 
 // NewHandler validates opts, applies defaults and returns the turn
@@ -355,16 +350,18 @@ func NewHandler(opts Options) (*Handler, error) {
 	} else if !protocol.IsSafeID(opts.NewID()) {
 		return nil, errors.New("turn: Options.NewID does not return SafeIds")
 	}
-	h := &handler{opts: opts, clock: clock.Or(opts.Clock), log: httpedge.Logger(opts.Logger), agents: agents}
+	h := &handler{opts: opts, clock: clock.Or(opts.Clock), log: httpedge.Logger(opts.Logger),
+		agents: agentSet{byID: agents, resolver: opts.Definitions}}
 	for _, ag := range agents {
 		if def, _ := ag.def.Multitask.Policies(); def != definition.MultitaskReject {
-			h.multitaskDefaults = true
+			h.queue.defaults = true
 		}
 	}
-	h.follows.init(h)
+	h.resumes.init(h)
+	h.quotas.h, h.queue.h = h, h
 	h.mux = h.newMux()
 	h.serve = telemetry.Measure(opts.Metrics, opts.Tracing, http.HandlerFunc(h.route))
-	h.capabilities = capabilitiesBody(opts, h.multitaskCapability(), agents, h.defaultDefinition().ID)
+	h.capabilities = capabilitiesBody(opts, h.queue.multitaskCapability(), agents, h.agents.defaultDefinition().ID)
 	return &Handler{h}, nil
 }
 
@@ -404,9 +401,13 @@ var routes = []route{
 	{name: "agui", pattern: AGUIPath, methods: []string{http.MethodPost},
 		serve: func(h *handler, w http.ResponseWriter, r *http.Request, _, _ string) { h.serveAGUI(w, r) }},
 	{name: "resume", pattern: api.ResumePath, methods: []string{http.MethodGet}, ids: [2]string{"sessionId", "turnId"},
-		serve: (*handler).serveResume},
+		serve: func(h *handler, w http.ResponseWriter, r *http.Request, sid, tid string) {
+			h.resumes.serveResume(w, r, sid, tid)
+		}},
 	{name: "agui-resume", pattern: AGUIRunPath, methods: []string{http.MethodGet}, ids: [2]string{"threadId", "runId"},
-		serve: (*handler).serveAGUIResume},
+		serve: func(h *handler, w http.ResponseWriter, r *http.Request, sid, tid string) {
+			h.resumes.serveAGUIResume(w, r, sid, tid)
+		}},
 }
 
 // newMux returns the router of h: for each route, its methods with its

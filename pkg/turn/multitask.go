@@ -79,6 +79,20 @@ func parseMultitask(values []string) (string, error) {
 	return v, nil
 }
 
+// queue is the handler's multitask policies (docs/multitask.md): a busy
+// session's submit enqueued, or interrupting its turn, and the drains that
+// run queued turns once the session is free, in this process or through
+// Options.Dispatch. It owns the rate limit of the drains this process
+// starts.
+type queue struct {
+	h *handler
+	// defaults is whether some definition's default policy is not
+	// reject: a busy submit that names no policy then reads its
+	// session's definition.
+	defaults bool
+	kicks    kicks // rate-limits the drains this process starts
+}
+
 // policyFor returns the policy of submission sub and, when it had to read
 // it, its session (nil for a session that does not exist yet). A submit
 // that names reject, or none while every definition defaults to reject,
@@ -88,11 +102,12 @@ func parseMultitask(values []string) (string, error) {
 // definition's for a new session). A named policy the definition or the
 // deployment does not allow is httpedge.ErrMultitaskNotAllowed; a default
 // the deployment cannot serve falls back to reject.
-func (h *handler) policyFor(ctx context.Context, sub *submission) (string, *chat.Session, error) {
-	if sub.decision != nil || sub.agui || sub.multitask == definition.MultitaskReject || sub.multitask == "" && !h.multitaskDefaults {
+func (qu *queue) policyFor(ctx context.Context, sub *submission) (string, *chat.Session, error) {
+	h := qu.h
+	if sub.decision != nil || sub.agui || sub.multitask == definition.MultitaskReject || sub.multitask == "" && !qu.defaults {
 		return definition.MultitaskReject, nil, nil
 	}
-	def := h.defaultDefinition()
+	def := h.agents.defaultDefinition()
 	sess, err := h.opts.Store.GetSession(ctx, sub.sessionID, sub.principal)
 	switch {
 	case errors.Is(err, chat.ErrSessionNotFound):
@@ -100,13 +115,13 @@ func (h *handler) policyFor(ctx context.Context, sub *submission) (string, *chat
 	case err != nil:
 		return "", nil, err
 	default:
-		ag, err := h.agentFor(sess.DefinitionID)
+		ag, err := h.agents.agentFor(sess.DefinitionID)
 		if err != nil {
 			return "", nil, err
 		}
 		def = ag.def
 	}
-	dflt, allowed := h.policies(def)
+	dflt, allowed := qu.policies(def)
 	switch {
 	case sub.multitask == "":
 		return dflt, sess, nil
@@ -120,7 +135,8 @@ func (h *handler) policyFor(ctx context.Context, sub *submission) (string, *chat
 // deployment serves them: enqueue, interrupt and rollback need durable
 // turns (a queued turn is followed through resume; an interrupt needs
 // its stop seen at a checkpoint), so without checkpoints only reject is.
-func (h *handler) policies(def definition.Definition) (string, []string) {
+func (qu *queue) policies(def definition.Definition) (string, []string) {
+	h := qu.h
 	dflt, allowed := def.Multitask.Policies()
 	if h.opts.CheckpointInterval <= 0 {
 		return definition.MultitaskReject, []string{definition.MultitaskReject}
@@ -139,10 +155,11 @@ func busyFor(sess *chat.Session, now time.Time) bool {
 // enqueue of the same turn id and input answers as the first. It then
 // starts a drain when the session was idle (chat.Enqueued.Idle): a busy
 // session's release starts it.
-func (h *handler) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.Logger, sub *submission, quotas chat.Quotas) {
+func (qu *queue) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.Logger, sub *submission, quotas chat.Quotas) {
+	h := qu.h
 	// Checked against its quotas now, and counted towards the rate from
 	// now; it holds no concurrency slot of its own (docs/quotas.md).
-	if _, err := h.checkQuotas(ctx, log, sub, quotas, sub.startedAt, sub.startedAt, admitRateOnly); err != nil {
+	if _, err := h.quotas.check(ctx, log, sub, quotas, sub.startedAt, sub.startedAt, admitRateOnly); err != nil {
 		reject(ctx, w, log, "quota", err)
 		return
 	}
@@ -164,7 +181,7 @@ func (h *handler) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.
 	}
 	httpedge.WriteJSON(w, http.StatusAccepted, append(body, '\n'))
 	if q.Idle {
-		h.nudge(ctx, sub.sessionID) // no release will start the queue
+		qu.nudge(ctx, sub.sessionID) // no release will start the queue
 	}
 }
 
@@ -183,7 +200,8 @@ func (h *handler) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.
 // replaced turn (nil when none: a session that was free, or that moved
 // on), or the claim's error, chat.ErrSessionBusy when the running turn
 // did not end in time.
-func (h *handler) interrupt(ctx context.Context, log *slog.Logger, sub *submission, sess *chat.Session, deadline time.Time) (*chat.Claim, time.Time, *chat.Turn, error) {
+func (qu *queue) interrupt(ctx context.Context, log *slog.Logger, sub *submission, sess *chat.Session, deadline time.Time) (*chat.Claim, time.Time, *chat.Turn, error) {
+	h := qu.h
 	var replaced *chat.Turn
 	next := int64(1) // the next ordinal of a session not created yet
 	if sess != nil {
@@ -214,7 +232,7 @@ func (h *handler) interrupt(ctx context.Context, log *slog.Logger, sub *submissi
 			claimedAt = h.clock.Now()
 			claim, err = h.claim(ctx, log, sub, deadline, 0)
 			if errors.Is(err, chat.ErrSessionQueued) {
-				h.nudge(ctx, sub.sessionID) // free, with queued turns that have not started
+				qu.nudge(ctx, sub.sessionID) // free, with queued turns that have not started
 			}
 			return claim, claimedAt, nil, err
 		}
@@ -235,7 +253,8 @@ func (h *handler) interrupt(ctx context.Context, log *slog.Logger, sub *submissi
 // end, which never changes, so it stays in history and nil is returned (the
 // new turn follows it). So does a turn whose record cannot be read (one
 // request, FindTurn): a rollback never hides what it cannot see.
-func (h *handler) stoppedByRollback(ctx context.Context, log *slog.Logger, sub *submission, replaced *chat.Turn) *chat.Turn {
+func (qu *queue) stoppedByRollback(ctx context.Context, log *slog.Logger, sub *submission, replaced *chat.Turn) *chat.Turn {
+	h := qu.h
 	if replaced.Status != "" {
 		return replaced // found waiting for a decision, not running
 	}
@@ -296,9 +315,10 @@ func (k *kicks) due(sessionID string, now time.Time) bool {
 // one in the last nudgeInterval: readers that find queued turns waiting
 // on a free session (an enqueue, a rejected submit, a waiting resume)
 // call it.
-func (h *handler) nudge(ctx context.Context, sessionID string) {
-	if h.kicks.due(sessionID, h.clock.Now()) {
-		h.kick(ctx, DrainRequest{SessionID: sessionID})
+func (qu *queue) nudge(ctx context.Context, sessionID string) {
+	h := qu.h
+	if qu.kicks.due(sessionID, h.clock.Now()) {
+		qu.kick(ctx, DrainRequest{SessionID: sessionID})
 	}
 }
 
@@ -306,9 +326,10 @@ func (h *handler) nudge(ctx context.Context, sessionID string) {
 // for its answer (within dispatchTimeout, whatever ctx's cancellation),
 // since on Lambda nothing runs once the invocation returns; without
 // Dispatch, in a goroutine of this process.
-func (h *handler) kick(ctx context.Context, d DrainRequest) {
+func (qu *queue) kick(ctx context.Context, d DrainRequest) {
+	h := qu.h
 	if h.opts.Dispatch == nil {
-		go h.drain(context.Background(), d, false)
+		go qu.drain(context.Background(), d, false)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dispatchTimeout)
@@ -322,7 +343,8 @@ func (h *handler) kick(ctx context.Context, d DrainRequest) {
 // queued turns that may start (no confirmation waits for a decision): at
 // once, or after InterruptWait when the turn was stopped, which leaves an
 // interrupt's replacement the session first.
-func (h *handler) afterRelease(ctx context.Context, sess *chat.Session, stopped bool) {
+func (qu *queue) afterRelease(ctx context.Context, sess *chat.Session, stopped bool) {
+	h := qu.h
 	if sess == nil || !chat.NeedsDrain(sess.Queue) || chat.PendingConfirmation(sess.Confirmations, h.clock.Now()) {
 		return
 	}
@@ -330,7 +352,7 @@ func (h *handler) afterRelease(ctx context.Context, sess *chat.Session, stopped 
 	if stopped {
 		d.NotBefore = h.clock.Now().Add(h.opts.InterruptWait)
 	}
-	h.kick(ctx, d)
+	qu.kick(ctx, d)
 }
 
 // Drain runs the session's queued turns one at a time, in queue order,
@@ -348,12 +370,13 @@ func (h *handler) afterRelease(ctx context.Context, sess *chat.Session, stopped 
 // function calls Drain for the invocations Dispatch starts; without
 // Dispatch, the handler drains in a goroutine of its own.
 func (h *Handler) Drain(ctx context.Context, d DrainRequest) {
-	h.drain(ctx, d, true)
+	h.queue.drain(ctx, d, true)
 }
 
 // drain is Drain; dispatched says whether further drains go through
 // Options.Dispatch (a drain invocation) or stay in this process.
-func (h *handler) drain(ctx context.Context, d DrainRequest, dispatched bool) {
+func (qu *queue) drain(ctx context.Context, d DrainRequest, dispatched bool) {
+	h := qu.h
 	log := h.requestLogger(ctx).With("sessionId", d.SessionID)
 	if !clock.Sleep(ctx, h.clock, clock.Until(h.clock, d.NotBefore)) {
 		return
@@ -362,7 +385,7 @@ func (h *handler) drain(ctx context.Context, d DrainRequest, dispatched bool) {
 		if left, ok := contextLeft(ctx); ok && !first && left < h.opts.TurnTimeout+h.opts.CleanupReserve {
 			log.Info("drain: no room for another turn in this invocation")
 			if dispatched && h.opts.Dispatch != nil {
-				h.kick(ctx, DrainRequest{SessionID: d.SessionID})
+				qu.kick(ctx, DrainRequest{SessionID: d.SessionID})
 			}
 			return
 		}
@@ -376,7 +399,7 @@ func (h *handler) drain(ctx context.Context, d DrainRequest, dispatched bool) {
 			log.Error("drain: claim a queued turn", "err", err)
 			return
 		}
-		released, stopped := h.runQueued(ctx, log.With("turnId", q.TurnID), claim, q, deadline, claimedAt)
+		released, stopped := qu.runQueued(ctx, log.With("turnId", q.TurnID), claim, q, deadline, claimedAt)
 		if released == nil || !chat.NeedsDrain(released.Queue) {
 			// Nothing left, or the release failed: the lease then expires
 			// and a reader that finds turns waiting starts a drain.
@@ -396,7 +419,8 @@ func (h *handler) drain(ctx context.Context, d DrainRequest, dispatched bool) {
 // is the one stored at enqueue (created then). It returns the session as
 // the turn's release left it (nil when it was not released) and whether
 // the turn was stopped.
-func (h *handler) runQueued(ctx context.Context, log *slog.Logger, c *chat.Claim, q *chat.QueuedTurn, deadline, claimedAt time.Time) (released *chat.Session, stopped bool) {
+func (qu *queue) runQueued(ctx context.Context, log *slog.Logger, c *chat.Claim, q *chat.QueuedTurn, deadline, claimedAt time.Time) (released *chat.Session, stopped bool) {
+	h := qu.h
 	log.Info("queued turn started", "ordinal", c.Lease.Ordinal, "waitedMs", claimedAt.Sub(q.QueuedAt).Milliseconds())
 	sub := &submission{principal: q.Principal, scope: scopeSession, sessionID: q.SessionID, turnID: q.TurnID,
 		input: q.Message.Content, lineage: q.Lineage, inputHash: q.InputHash}
@@ -411,7 +435,7 @@ func (h *handler) runQueued(ctx context.Context, log *slog.Logger, c *chat.Claim
 	// Its token quotas were checked at its enqueue, maybe long ago: they
 	// are checked again before each of its model calls, the first
 	// included (quota.go).
-	if quotas, err := h.quotasFor(runCtx, sub, &c.Session); err == nil && !quotas.IsZero() {
+	if quotas, err := h.quotas.of(runCtx, sub, &c.Session); err == nil && !quotas.IsZero() {
 		t.quota = &quotaState{quotas: quotas}
 	}
 	parent, err := h.parentTurn(runCtx, sub)
@@ -432,14 +456,15 @@ func (discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (discardWriter) WriteHeader(int)             {}
 
 // multitaskCapability describes the policies h serves.
-func (h *handler) multitaskCapability() multitaskCapability {
+func (qu *queue) multitaskCapability() multitaskCapability {
+	h := qu.h
 	c := multitaskCapability{Header: api.MultitaskHeader, MaxQueuedTurns: h.opts.MaxQueuedTurns,
 		QueuedTurnTTLMs: h.opts.QueuedTurnTTL.Milliseconds(), InterruptWaitMs: h.opts.InterruptWait.Milliseconds(),
 		Doc: "docs/multitask.md"}
-	c.Default, _ = h.policies(h.defaultDefinition())
+	c.Default, _ = qu.policies(h.agents.defaultDefinition())
 	union := map[string]bool{}
-	for id, ag := range h.agents {
-		dflt, allowed := h.policies(ag.def)
+	for id, ag := range h.agents.byID {
+		dflt, allowed := qu.policies(ag.def)
 		for _, p := range allowed {
 			union[p] = true
 		}

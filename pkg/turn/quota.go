@@ -79,13 +79,22 @@ func quotaLimit(qe *chat.QuotaError) *limitError {
 // maxWallTime budget.
 var errWallTime = errors.New("turn: the turn's wall time budget is spent")
 
-// quotasFor returns the quotas of a submit: its session's definition's
+// quotaGate is the handler's quota checks (docs/quotas.md): a submit's
+// quotas found, checked and admitted before its claim, and given back when
+// its turn does not start; it owns the tenants' cached usage sums.
+type quotaGate struct {
+	h       *handler
+	tenants tenantCache
+}
+
+// of returns the quotas of a submit: its session's definition's
 // (definition.Resolver.Quotas). When definitions differ in their quotas
 // the session's definition is needed: sess as policyFor read it, or one
 // GetSession (a new session gets the default definition).
-func (h *handler) quotasFor(ctx context.Context, sub *submission, sess *chat.Session) (chat.Quotas, error) {
+func (g *quotaGate) of(ctx context.Context, sub *submission, sess *chat.Session) (chat.Quotas, error) {
+	h := g.h
 	if h.opts.Definitions == nil {
-		return h.agents[simpleID].def.Quotas, nil
+		return h.agents.byID[simpleID].def.Quotas, nil
 	}
 	if q, ok := h.opts.Definitions.UniformQuotas(); ok {
 		return q, nil
@@ -124,7 +133,7 @@ const (
 	admitRateOnly                  // a queued turn: counted towards the rate only
 )
 
-// checkQuotas checks sub's quotas q before its claim at start
+// check checks sub's quotas q before its claim at start
 // (docs/quotas.md): the principal's ledger read (and the tenant's sum when
 // a tenant quota is set), the token quotas compared, then with a rate or
 // concurrency quota the turn admitted until expires. It returns the
@@ -132,7 +141,8 @@ const (
 // refuses the submit; chat.ErrQuotaUnavailable, wrapped, when the ledger
 // cannot be read and QuotaFailOpen is not set (with it, the turn runs
 // unchecked and the failure is logged).
-func (h *handler) checkQuotas(ctx context.Context, log *slog.Logger, sub *submission, q chat.Quotas, start, expires time.Time, mode admitMode) (*quotaState, error) {
+func (g *quotaGate) check(ctx context.Context, log *slog.Logger, sub *submission, q chat.Quotas, start, expires time.Time, mode admitMode) (*quotaState, error) {
+	h := g.h
 	if q.IsZero() {
 		return nil, nil
 	}
@@ -175,7 +185,7 @@ func (h *handler) checkQuotas(ctx context.Context, log *slog.Logger, sub *submis
 		}
 		return unavailable("admit", err)
 	}
-	h.tenants.admitted(sub.principal.Tenant, mode == admitRunning)
+	g.tenants.admitted(sub.principal.Tenant, mode == admitRunning)
 	if mode == admitRunning {
 		st.admission = &req.Admission
 	}
@@ -194,7 +204,7 @@ func (st *quotaState) read(ctx context.Context, h *handler, p chat.Principal, at
 		st.principal, st.readAt = u, h.clock.Now()
 	}
 	if st.quotas.NeedsTenant() {
-		t, err := h.tenants.usage(ctx, h, p.Tenant, at)
+		t, err := h.quotas.tenants.usage(ctx, h, p.Tenant, at)
 		if err != nil {
 			return err
 		}
@@ -224,7 +234,8 @@ func (st *quotaState) checkTokens(own int64) error {
 // (its claim refused, or it was not queued): a bounded cleanup, detached
 // from the request's cancellation. A failure is logged: the admission
 // then counts until it expires.
-func (h *handler) giveBack(ctx context.Context, log *slog.Logger, p chat.Principal, st *quotaState) {
+func (g *quotaGate) giveBack(ctx context.Context, log *slog.Logger, p chat.Principal, st *quotaState) {
+	h := g.h
 	if st == nil || st.admission == nil {
 		return
 	}

@@ -21,7 +21,8 @@ import (
 // scope header (400 REQUEST_INVALID_HEADER) and the after query (400
 // REQUEST_INVALID_QUERY). On failure it returns the step that failed and
 // an error for httpedge.Diagnose.
-func (h *handler) acceptResume(ctx context.Context, w http.ResponseWriter, r *http.Request) (p chat.Principal, sc scope, compact bool, after int64, step string, err error) {
+func (rs *resumes) acceptResume(ctx context.Context, w http.ResponseWriter, r *http.Request) (p chat.Principal, sc scope, compact bool, after int64, step string, err error) {
+	h := rs.h
 	if err := httpedge.RequireMethod(w, r, http.MethodGet); err != nil {
 		return p, sc, false, 0, "method", err
 	}
@@ -89,11 +90,12 @@ func parseAfter(r *http.Request) (int64, bool) {
 // only add text after the first line go out as append lines
 // (docs/compact.md); the first line and the terminal one are complete
 // snapshots.
-func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID, turnID string) {
+func (rs *resumes) serveResume(w http.ResponseWriter, r *http.Request, sessionID, turnID string) {
+	h := rs.h
 	ctx, cancel, _ := h.deadline(r)
 	defer cancel()
 	log := h.requestLogger(ctx).With("sessionId", sessionID, "turnId", turnID)
-	principal, sc, compact, after, step, err := h.acceptResume(ctx, w, r)
+	principal, sc, compact, after, step, err := rs.acceptResume(ctx, w, r)
 	if err != nil {
 		reject(ctx, w, log, step, err)
 		return
@@ -122,21 +124,21 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		logRejected(log, step, d, err)
 		s.out.write(s.diagnosticLine(nil, d, 0))
 	}
-	turn, queued, err := h.findResumed(ctx, sessionID, turnID, principal)
+	turn, queued, err := rs.findResumed(ctx, sessionID, turnID, principal)
 	if err == nil && queued {
 		// Queued, not started: the stream opens and stays silent until
 		// the turn starts (docs/multitask.md).
 		start()
 		_ = http.NewResponseController(w).Flush() // the client learns the stream is open
 		log.Info("resume of a queued turn: waiting for it to start")
-		turn, err = h.awaitQueued(ctx, sessionID, turnID, principal)
+		turn, err = rs.awaitQueued(ctx, sessionID, turnID, principal)
 	}
 	if err != nil {
 		fail("resume", err)
 		return
 	}
 	s.lineage = turn.Lineage
-	if err := h.resumeContext(ctx, s, principal, turn); err != nil {
+	if err := rs.resumeContext(ctx, s, principal, turn); err != nil {
 		fail("resume context", err)
 		return
 	}
@@ -157,8 +159,8 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 		}
 		sent = max(sent, turn.LastSequence)
 		if f == nil {
-			f = h.follows.join(sessionID, turn, principal)
-			defer h.follows.leave(f)
+			f = rs.follows.join(sessionID, turn, principal)
+			defer rs.follows.leave(f)
 		}
 		next, err := f.next(ctx, turn)
 		switch {
@@ -182,7 +184,8 @@ func (h *handler) serveResume(w http.ResponseWriter, r *http.Request, sessionID,
 // turn that has not started. chat.ErrTurnNotFound for none of these: the
 // record is read again after the session, so that a turn leaving the
 // queue or its lease between the reads is found (three reads then).
-func (h *handler) findResumed(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, bool, error) {
+func (rs *resumes) findResumed(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, bool, error) {
+	h := rs.h
 	turn, err := h.opts.Store.FindTurn(ctx, sessionID, turnID, p)
 	if !errors.Is(err, chat.ErrTurnNotFound) {
 		return turn, false, err
@@ -195,7 +198,7 @@ func (h *handler) findResumed(ctx context.Context, sessionID, turnID string, p c
 		return leasedTurn(sessionID, l), false, nil
 	}
 	if queuedIn(sess, turnID) {
-		h.nudgeIfFree(ctx, sess)
+		rs.nudgeIfFree(ctx, sess)
 		return nil, true, nil
 	}
 	// Neither leased nor queued: it may have left the queue (recorded as
@@ -220,10 +223,11 @@ func queuedIn(sess *chat.Session, turnID string) bool {
 // (chat.NeedsDrain) that nothing else will start: the session idle
 // (chat.IdleAt) for drainGrace already, which the drain the last
 // release started would not have left it.
-func (h *handler) nudgeIfFree(ctx context.Context, sess *chat.Session) {
+func (rs *resumes) nudgeIfFree(ctx context.Context, sess *chat.Session) {
+	h := rs.h
 	now := h.clock.Now()
 	if chat.NeedsDrain(sess.Queue) && chat.IdleAt(sess, now) && now.Sub(sess.UpdatedAt) >= drainGrace {
-		h.nudge(ctx, sess.ID)
+		h.queue.nudge(ctx, sess.ID)
 	}
 }
 
@@ -236,7 +240,8 @@ func (h *handler) nudgeIfFree(ctx context.Context, sess *chat.Session) {
 // process that died before starting it. It returns ctx's error when ctx
 // ends first, chat.ErrTurnNotFound when the turn left the queue without
 // a record.
-func (h *handler) awaitQueued(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, error) {
+func (rs *resumes) awaitQueued(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, error) {
+	h := rs.h
 	for {
 		if !clock.Sleep(ctx, h.clock, h.opts.ResumePollInterval) {
 			return nil, ctx.Err()
@@ -249,7 +254,7 @@ func (h *handler) awaitQueued(ctx context.Context, sessionID, turnID string, p c
 		case l != nil && l.TurnID == turnID:
 			return leasedTurn(sessionID, l), nil
 		case queuedIn(sess, turnID):
-			h.nudgeIfFree(ctx, sess)
+			rs.nudgeIfFree(ctx, sess)
 			continue
 		}
 		return h.opts.Store.FindTurn(ctx, sessionID, turnID, p)
@@ -259,8 +264,8 @@ func (h *handler) awaitQueued(ctx context.Context, sessionID, turnID string, p c
 // resumable returns the turn a resume of turnID follows, read as
 // principal (findResumed): a queued turn that has not started is
 // chat.ErrTurnNotFound here (the AG-UI resume does not wait for one).
-func (h *handler) resumable(ctx context.Context, sessionID, turnID string, principal chat.Principal) (*chat.Turn, error) {
-	turn, queued, err := h.findResumed(ctx, sessionID, turnID, principal)
+func (rs *resumes) resumable(ctx context.Context, sessionID, turnID string, principal chat.Principal) (*chat.Turn, error) {
+	turn, queued, err := rs.findResumed(ctx, sessionID, turnID, principal)
 	if err == nil && queued {
 		return nil, chat.ErrTurnNotFound
 	}
@@ -270,7 +275,8 @@ func (h *handler) resumable(ctx context.Context, sessionID, turnID string, princ
 // resumeContext loads into s, a resume of turn in session scope, the same
 // context as the live turn loaded, under the session's definition and
 // budget, so that its snapshots carry the same messages.
-func (h *handler) resumeContext(ctx context.Context, s *run, principal chat.Principal, turn *chat.Turn) error {
+func (rs *resumes) resumeContext(ctx context.Context, s *run, principal chat.Principal, turn *chat.Turn) error {
+	h := rs.h
 	if s.scope != scopeSession {
 		return nil
 	}
@@ -278,7 +284,7 @@ func (h *handler) resumeContext(ctx context.Context, s *run, principal chat.Prin
 	if err != nil {
 		return err
 	}
-	ag, err := h.agentFor(sess.DefinitionID)
+	ag, err := h.agents.agentFor(sess.DefinitionID)
 	if err != nil {
 		return err
 	}
@@ -334,6 +340,21 @@ type follow struct {
 	err    error
 	// changed is closed, and replaced, at each new state or error.
 	changed chan struct{}
+}
+
+// resumes serves the resume routes: a turn read where it is (a running
+// turn followed through the checkpoints, a queued one awaited, a finished
+// one from its record) and streamed in the submit's encodings. It owns
+// the followers that share one poller per turn in this process.
+type resumes struct {
+	h       *handler
+	follows follows
+}
+
+// init sets the handler the resumes serve for.
+func (rs *resumes) init(h *handler) {
+	rs.h = h
+	rs.follows.init(h)
 }
 
 func (fs *follows) init(h *handler) { fs.h, fs.m = h, map[followKey]*follow{} }

@@ -108,7 +108,7 @@ type run struct {
 // Called by the request's goroutine before it returns, so that on Lambda
 // the dispatch happens inside the invocation.
 func (t *run) drainAfter() {
-	t.h.afterRelease(t.reqCtx, t.released, t.stopped)
+	t.h.queue.afterRelease(t.reqCtx, t.released, t.stopped)
 }
 
 // ending is how a turn ended, decided once by the supervisor.
@@ -132,7 +132,7 @@ type ending struct {
 // serve runs the claimed turn: supersession, the context load, then the
 // stream. It always ends with cleanup.
 func (t *run) serve(parent *chat.Turn) {
-	ag, err := t.h.agentFor(t.claim.Session.DefinitionID)
+	ag, err := t.h.agents.agentFor(t.claim.Session.DefinitionID)
 	if err != nil {
 		t.endBeforeStream("resolve definition", err)
 		return
@@ -467,7 +467,7 @@ func (t *run) withdrawOrFail(step string, err error) (acknowledged bool) {
 		t.failBeforeStream("withdraw", fmt.Errorf("%w: %w", errWithdrawalUnknown, werr))
 		return false
 	}
-	t.h.giveBack(t.reqCtx, t.log, t.principal, t.quota)
+	t.h.quotas.giveBack(t.reqCtx, t.log, t.principal, t.quota)
 	d := httpedge.Diagnose(t.ctx, err)
 	logRejected(t.log, step, d, err)
 	e := ending{status: chat.TurnError, diag: &d}

@@ -58,25 +58,25 @@ func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *h
 		reject(ctx, w, log, "lineage", err)
 		return
 	}
-	policy, sess, err := h.policyFor(ctx, sub)
+	policy, sess, err := h.queue.policyFor(ctx, sub)
 	if err != nil {
 		reject(ctx, w, log, "multitask", err)
 		return
 	}
-	quotas, err := h.quotasFor(ctx, sub, sess)
+	quotas, err := h.quotas.of(ctx, sub, sess)
 	if err != nil {
 		reject(ctx, w, log, "quotas", err)
 		return
 	}
 	sub.startedAt = h.clock.Now()
 	if policy == definition.MultitaskEnqueue && sess != nil && busyFor(sess, h.clock.Now()) {
-		h.enqueue(ctx, w, log, sub, quotas)
+		h.queue.enqueue(ctx, w, log, sub, quotas)
 		return
 	}
 	// The quota check, before the claim (docs/quotas.md); its admission
 	// holds a concurrency slot until the turn is counted or its latest end.
 	expires := sub.startedAt.Add(clock.Until(h.clock, deadline) + h.opts.CleanupReserve)
-	if sub.quota, err = h.checkQuotas(ctx, log, sub, quotas, sub.startedAt, expires, admitRunning); err != nil {
+	if sub.quota, err = h.quotas.check(ctx, log, sub, quotas, sub.startedAt, expires, admitRunning); err != nil {
 		reject(ctx, w, log, "quota", err)
 		return
 	}
@@ -85,23 +85,23 @@ func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *h
 	switch policy {
 	case definition.MultitaskInterrupt, definition.MultitaskRollback:
 		var replaced *chat.Turn
-		claim, claimedAt, replaced, err = h.interrupt(ctx, log, sub, sess, deadline)
+		claim, claimedAt, replaced, err = h.queue.interrupt(ctx, log, sub, sess, deadline)
 		if err == nil && policy == definition.MultitaskRollback && replaced != nil && parent == nil {
-			parent = h.stoppedByRollback(ctx, log, sub, replaced) // superseded by this turn, as a regenerate supersedes
+			parent = h.queue.stoppedByRollback(ctx, log, sub, replaced) // superseded by this turn, as a regenerate supersedes
 		}
 	default:
 		claim, err = h.claim(ctx, log, sub, deadline, 0)
 		if policy == definition.MultitaskEnqueue && errors.Is(err, chat.ErrSessionBusy) {
-			h.giveBack(ctx, log, sub.principal, sub.quota)
-			h.enqueue(ctx, w, log, sub, quotas) // busy since policyFor read the session
+			h.quotas.giveBack(ctx, log, sub.principal, sub.quota)
+			h.queue.enqueue(ctx, w, log, sub, quotas) // busy since policyFor read the session
 			return
 		}
 		if errors.Is(err, chat.ErrSessionQueued) {
-			h.nudge(ctx, sub.sessionID) // free, with queued turns that have not started
+			h.queue.nudge(ctx, sub.sessionID) // free, with queued turns that have not started
 		}
 	}
 	if err != nil {
-		h.giveBack(ctx, log, sub.principal, sub.quota)
+		h.quotas.giveBack(ctx, log, sub.principal, sub.quota)
 		reject(ctx, w, log, "claim", err)
 		return
 	}
@@ -237,7 +237,7 @@ func (h *handler) parentTurn(ctx context.Context, sub *submission) (*chat.Turn, 
 // session's queued turns, and only while the session's next ordinal is
 // ifNextOrdinal (chat.ClaimRequest.IfNextOrdinal); 0 is a plain claim.
 func (h *handler) claim(ctx context.Context, log *slog.Logger, sub *submission, deadline time.Time, ifNextOrdinal int64) (*chat.Claim, error) {
-	def := h.defaultDefinition()
+	def := h.agents.defaultDefinition()
 	claim, err := h.opts.Store.ClaimTurn(ctx, chat.ClaimRequest{
 		SessionID:          sub.sessionID,
 		TurnID:             sub.turnID,

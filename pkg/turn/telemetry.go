@@ -54,7 +54,7 @@ func (t *run) startTelemetry(principal chat.Principal) {
 	defID := t.claim.Session.DefinitionID
 	var provider, modelID string
 	var revision int64
-	if ag, err := h.agentFor(defID); err == nil {
+	if ag, err := h.agents.agentFor(defID); err == nil {
 		provider, modelID, revision = providerOf(ag), ag.def.ModelID, ag.def.Revision
 	}
 	tt.model = modelID
