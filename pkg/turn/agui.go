@@ -121,10 +121,16 @@ func newAGUIStream(sessionID, turnID string) *aguiStream {
 	return &aguiStream{enc: newAGUIEncoder(sessionID, turnID), end: make(chan *chat.Turn, 1)}
 }
 
+// aguiStreamer is the AG-UI event stream of a turn (POST /agui): its
+// first events, its writer goroutine and its end frames, from the same
+// states as the NDJSON stream's (encoded by aguiEncoder).
+type aguiStreamer struct{ t *run }
+
 // aguiSnapshot is the MESSAGES_SNAPSHOT of a run's state whose own
 // messages are msgs: the session context before them (as a session-scope
 // snapshot carries it), all as AG-UI messages.
-func (t *run) aguiSnapshot(msgs ...protocol.Message) []agui.Message {
+func (ae *aguiStreamer) aguiSnapshot(msgs ...protocol.Message) []agui.Message {
+	t := ae.t
 	ctx := t.context
 	if dropped := int(t.dropped.Load()); dropped >= len(t.turnStarts) {
 		ctx = nil
@@ -140,16 +146,18 @@ func (t *run) aguiSnapshot(msgs ...protocol.Message) []agui.Message {
 // MESSAGES_SNAPSHOT of the session context and the turn so far, which
 // replaces whatever history the client sent (the stored session is the
 // context).
-func (t *run) aguiFirst(seq int64, first protocol.Message) []byte {
+func (ae *aguiStreamer) aguiFirst(seq int64, first protocol.Message) []byte {
+	t := ae.t
 	enc := t.agui.enc
 	events := enc.runStarted(nil)
-	events = enc.snapshot(events, t.aguiSnapshot(t.user, first), aguiPartOf(first))
-	return t.aguiBatch(nil, seq, events)
+	events = enc.snapshot(events, ae.aguiSnapshot(t.user, first), aguiPartOf(first))
+	return ae.aguiBatch(nil, seq, events)
 }
 
 // aguiBatch appends events as the SSE frames of state seq, logging an
 // event that cannot be encoded (a bug: it is left out).
-func (t *run) aguiBatch(dst []byte, seq int64, events []agui.Event) []byte {
+func (ae *aguiStreamer) aguiBatch(dst []byte, seq int64, events []agui.Event) []byte {
+	t := ae.t
 	out, err := agui.AppendBatch(dst, seq, events)
 	if err != nil {
 		t.log.Error("AG-UI event encoding failed", "err", err)
@@ -160,7 +168,8 @@ func (t *run) aguiBatch(dst []byte, seq int64, events []agui.Event) []byte {
 // aguiFinish hands the turn's end to the AG-UI writer (rec its terminal
 // record, nil when its outcome is unknown) and waits for the writer to
 // exit.
-func (t *run) aguiFinish(rec *chat.Turn) {
+func (ae *aguiStreamer) aguiFinish(rec *chat.Turn) {
+	t := ae.t
 	t.agui.end <- rec // cap 1, sent once
 	<-t.out.done
 }
@@ -177,7 +186,8 @@ func (t *run) aguiFinish(rec *chat.Turn) {
 // the writer exits after it. After a write failure (the client is gone; with checkpoints
 // the turn goes on for a resume) it goes on numbering and remembering
 // states without writing.
-func (t *run) aguiWriter(first time.Time) {
+func (ae *aguiStreamer) aguiWriter(first time.Time) {
+	t := ae.t
 	defer close(t.out.done)
 	o, clk := t.h.opts, t.h.clock
 	enc := t.agui.enc
@@ -193,12 +203,12 @@ func (t *run) aguiWriter(first time.Time) {
 	)
 	textTimer.Stop()
 	defer textTimer.Stop()
-	framing := t.aguiFraming()
+	framing := ae.aguiFraming()
 	var waiting <-chan time.Time
 	for {
 		select {
 		case rec := <-t.agui.end:
-			t.out.write(t.aguiEndFrames(rec))
+			t.out.write(ae.aguiEndFrames(rec))
 			return
 		case <-t.out.wake:
 		case <-waiting:
@@ -209,7 +219,7 @@ func (t *run) aguiWriter(first time.Time) {
 			select {
 			case rec := <-t.agui.end:
 				timer.Stop()
-				t.out.write(t.aguiEndFrames(rec))
+				t.out.write(ae.aguiEndFrames(rec))
 				return
 			case <-timer.C():
 			}
@@ -247,12 +257,12 @@ func (t *run) aguiWriter(first time.Time) {
 		if next.text != enc.held.text {
 			lastText = clk.Now()
 		}
-		events = enc.advance(events[:0], next, func() []agui.Message { return t.aguiSnapshot(t.user, assistant) })
+		events = enc.advance(events[:0], next, func() []agui.Message { return ae.aguiSnapshot(t.user, assistant) })
 		lastWrite = clk.Now()
 		if t.out.writeFailed {
 			continue
 		}
-		buf = t.aguiBatch(buf[:0], seq, events)
+		buf = ae.aguiBatch(buf[:0], seq, events)
 		if !t.out.write(buf) && o.CheckpointInterval == 0 {
 			return
 		}
@@ -269,7 +279,8 @@ func aguiTextDue(pending, framing int, since time.Duration) bool {
 
 // aguiFraming is the size of the frame of a TEXT_MESSAGE_CONTENT event of
 // this turn with an empty delta: what AGUITextGap spares.
-func (t *run) aguiFraming() int {
+func (ae *aguiStreamer) aguiFraming() int {
+	t := ae.t
 	b, _ := agui.AppendFrame(nil, agui.EventID{Sequence: 1 << 20, Index: 1}, &agui.Event{
 		Type: agui.TypeTextMessageContent, MessageID: t.agui.enc.assistantID, Delta: agui.Text("")})
 	return len(b)
@@ -281,7 +292,8 @@ func (t *run) aguiFraming() int {
 // event is no state of the turn: its id is the first step towards the
 // state after the last one sent, so a client that resumes from it gets
 // the turn's record as a snapshot.
-func (t *run) aguiEndFrames(rec *chat.Turn) []byte {
+func (ae *aguiStreamer) aguiEndFrames(rec *chat.Turn) []byte {
+	t := ae.t
 	enc := t.agui.enc
 	if rec == nil {
 		ev := aguiRunError(protocol.NewDiagnostic(protocol.CodeTurnOutcomeIndeterminate))
@@ -291,8 +303,8 @@ func (t *run) aguiEndFrames(rec *chat.Turn) []byte {
 		}
 		return out
 	}
-	events := enc.end(nil, rec, func() []agui.Message { return t.aguiSnapshot(rec.Messages...) })
-	return t.aguiBatch(nil, rec.LastSequence, events)
+	events := enc.end(nil, rec, func() []agui.Message { return ae.aguiSnapshot(rec.Messages...) })
+	return ae.aguiBatch(nil, rec.LastSequence, events)
 }
 
 // aguiFinished ends an AG-UI stream after the turn's save, as finish ends
@@ -302,19 +314,20 @@ func (t *run) aguiEndFrames(rec *chat.Turn) []byte {
 // stream's format), then the end of the run at the saved record; fenced,
 // the record the table decided (lostRecord); unknown,
 // TURN_OUTCOME_INDETERMINATE.
-func (t *run) aguiFinished(end ending, item *chat.Turn, outcome saveOutcome, last int64) {
+func (ae *aguiStreamer) aguiFinished(end ending, item *chat.Turn, outcome saveOutcome, last int64) {
+	t := ae.t
 	cursor := item.LastSequence
 	switch outcome {
 	case saved:
 		if end.trailer != nil {
 			cursor++
 		}
-		t.countAndRelease(item, cursor, end.diag != nil && end.diag.Code == protocol.CodeTurnInterrupted)
-		t.aguiFinish(item)
+		t.cleanup.countAndRelease(item, cursor, end.diag != nil && end.diag.Code == protocol.CodeTurnInterrupted)
+		ae.aguiFinish(item)
 	case fenced:
-		t.aguiFinish(t.lostRecord(last))
+		ae.aguiFinish(t.fate.lostRecord(last))
 	default:
-		t.aguiFinish(nil)
+		ae.aguiFinish(nil)
 	}
-	t.logFinished(end, outcome, cursor)
+	t.cleanup.logFinished(end, outcome, cursor)
 }

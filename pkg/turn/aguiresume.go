@@ -81,7 +81,7 @@ func (rs *resumes) serveAGUIResume(w http.ResponseWriter, r *http.Request, sessi
 		reject(ctx, w, log, "resume", err)
 		return
 	}
-	s := &run{h: h, log: log, sessionID: sessionID, turnID: turnID, lineage: turn.Lineage, scope: scopeSession}
+	s := bind(&run{h: h, log: log, sessionID: sessionID, turnID: turnID, lineage: turn.Lineage, scope: scopeSession})
 	if err := rs.resumeContext(ctx, s, principal, turn); err != nil {
 		reject(ctx, w, log, "resume context", err)
 		return
@@ -160,8 +160,8 @@ func (s *run) aguiResumeFrames(enc *aguiEncoder, turn *chat.Turn, after *int64) 
 			s.user = turn.Messages[0]
 		}
 		events := enc.runStarted(nil)
-		events = enc.end(events, turn, func() []agui.Message { return s.aguiSnapshot(turn.Messages...) })
-		return s.aguiBatch(nil, turn.LastSequence, events), true
+		events = enc.end(events, turn, func() []agui.Message { return s.aguiEnc.aguiSnapshot(turn.Messages...) })
+		return s.aguiEnc.aguiBatch(nil, turn.LastSequence, events), true
 	}
 	if len(turn.Messages) == 0 || turn.LastSequence <= *after {
 		return nil, false // not acknowledged yet, or nothing newer
@@ -172,10 +172,10 @@ func (s *run) aguiResumeFrames(enc *aguiEncoder, turn *chat.Turn, after *int64) 
 	next := aguiPartOf(assistant)
 	events := enc.runStarted(nil)
 	if enc.changes(next) {
-		events = enc.advance(events, next, func() []agui.Message { return s.aguiSnapshot(s.user, assistant) })
+		events = enc.advance(events, next, func() []agui.Message { return s.aguiEnc.aguiSnapshot(s.user, assistant) })
 	}
 	if len(events) == 0 {
 		return nil, false
 	}
-	return s.aguiBatch(nil, turn.LastSequence, events), false
+	return s.aguiEnc.aguiBatch(nil, turn.LastSequence, events), false
 }

@@ -32,10 +32,11 @@ const (
 	TextCannotAwait = "Not run: this tool requires approval, and this call cannot wait for it."
 )
 
-// approvals is what a turn keeps about confirmations: the ones it asks
-// for (model goroutine, read by the writer and at release) and the one
-// its claim decided.
+// approvals is what a turn keeps about confirmations, and its steps that
+// use them: the ones it asks for (model goroutine, read by the writer and
+// at release) and the one its claim decided.
 type approvals struct {
+	t       *run // the run it belongs to (bind)
 	mu      sync.Mutex
 	pending []chat.Confirmation
 
@@ -61,7 +62,8 @@ func (a *agent) requiresApproval(name string) bool {
 // entry gets status requires_confirmation and a confirmation is kept for
 // the release. It returns false, changing nothing, when the call cannot
 // wait (TextCannotAwait); the caller then fails it.
-func (t *run) awaitApproval(step, n int, c *pendingCall) bool {
+func (ap *approvals) awaitApproval(step, n int, c *pendingCall) bool {
+	t := ap.t
 	entry := tool.Entry(c.call, protocol.ToolCallRequiresConfirmation)
 	var input bytes.Buffer
 	if json.Compact(&input, entry.Args) != nil || input.Len() > chat.MaxConfirmationInput {
@@ -75,7 +77,7 @@ func (t *run) awaitApproval(step, n int, c *pendingCall) bool {
 		return false
 	}
 	token := chat.NewConfirmationToken()
-	if !protocol.IsSafeID(c.call.ID) || t.confirmationNamesCall(c.call.ID) {
+	if !protocol.IsSafeID(c.call.ID) || ap.confirmationNamesCall(c.call.ID) {
 		// A confirmation names its call by a SafeId unique among the
 		// session's confirmations (the envelope requires it; a model may
 		// reuse ids across turns): a random one, unique in the turn too.
@@ -103,18 +105,19 @@ func (t *run) awaitApproval(step, n int, c *pendingCall) bool {
 
 // confirmationNamesCall reports whether a confirmation of the session (as
 // claimed) or of this turn already names call id.
-func (t *run) confirmationNamesCall(id string) bool {
+func (ap *approvals) confirmationNamesCall(id string) bool {
+	t := ap.t
 	named := func(cf chat.Confirmation) bool { return cf.ToolCallID == id }
-	t.approvals.mu.Lock()
-	defer t.approvals.mu.Unlock()
-	return slices.ContainsFunc(t.claim.Session.Confirmations, named) || slices.ContainsFunc(t.approvals.pending, named)
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	return slices.ContainsFunc(t.claim.Session.Confirmations, named) || slices.ContainsFunc(ap.pending, named)
 }
 
 // awaiting reports whether the turn waits for approval of a call.
-func (t *run) awaiting() bool {
-	t.approvals.mu.Lock()
-	defer t.approvals.mu.Unlock()
-	return len(t.approvals.pending) > 0
+func (ap *approvals) awaiting() bool {
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	return len(ap.pending) > 0
 }
 
 // cannotAwait is the outcome of a call that requires approval but cannot
@@ -125,7 +128,8 @@ func cannotAwait(call model.ToolCall) tool.Outcome {
 
 // confirmationsToRecord returns the confirmations the release records:
 // the pending ones of a turn that ended complete, else none.
-func (t *run) confirmationsToRecord(outcome chat.TerminalOutcome) []chat.Confirmation {
+func (ap *approvals) confirmationsToRecord(outcome chat.TerminalOutcome) []chat.Confirmation {
+	t := ap.t
 	a := &t.approvals
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -138,10 +142,10 @@ func (t *run) confirmationsToRecord(outcome chat.TerminalOutcome) []chat.Confirm
 // undecide reports whether the release gives the turn's decision back
 // (ReleaseRequest.Undecide): it decided a confirmation and never acted
 // on it.
-func (t *run) undecide() bool {
-	t.approvals.mu.Lock()
-	defer t.approvals.mu.Unlock()
-	return t.approvals.decided != nil && !t.approvals.acted
+func (ap *approvals) undecide() bool {
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	return ap.decided != nil && !ap.acted
 }
 
 // decide runs the decided call of a continuation turn before its first
@@ -150,17 +154,18 @@ func (t *run) undecide() bool {
 // The call becomes the first entry of the assistant message's toolCalls,
 // a model round of its own. It returns the entry as the model's context
 // shows it, in place of the asking turn's requires_confirmation entry.
-func (t *run) decide(ctx context.Context) protocol.ToolCall {
-	cf := t.approvals.decided
-	t.approvals.mu.Lock()
-	t.approvals.acted = true
-	t.approvals.mu.Unlock()
+func (ap *approvals) decide(ctx context.Context) protocol.ToolCall {
+	t := ap.t
+	cf := ap.decided
+	ap.mu.Lock()
+	ap.acted = true
+	ap.mu.Unlock()
 	call := model.ToolCall{ID: cf.ToolCallID, Name: cf.Action, Args: json.RawMessage(cf.Input)}
 	t.loop.callID(call.ID, 0, 1) // later calls of this turn never reuse the id
 	i, _ := t.state.addCall(tool.Entry(call, protocol.ToolCallRunning))
 	t.loop.addRound(1)
 	var o tool.Outcome
-	if t.approvals.approve {
+	if ap.approve {
 		t.out.notify()
 		o = t.agent.tools.Run(ctx, call)
 		if !o.OK() {
@@ -178,7 +183,7 @@ func (t *run) decide(ctx context.Context) protocol.ToolCall {
 		}
 	}
 	t.out.notify()
-	t.log.Info("confirmation decided", "tool", call.Name, "approve", t.approvals.approve, "status", o.Status)
+	t.log.Info("confirmation decided", "tool", call.Name, "approve", ap.approve, "status", o.Status)
 	return o.ToolCall()
 }
 
@@ -186,7 +191,8 @@ func (t *run) decide(ctx context.Context) protocol.ToolCall {
 // members of the assistant message in status: api.MetadataConfirmation on a
 // continuation, api.MetadataPendingConfirmations on a complete message of a
 // turn that waits for approval.
-func (t *run) approvalMetadata(meta json.RawMessage, status string) json.RawMessage {
+func (ap *approvals) approvalMetadata(meta json.RawMessage, status string) json.RawMessage {
+	t := ap.t
 	a := &t.approvals
 	a.mu.Lock()
 	pending := slices.Clone(a.pending)

@@ -114,7 +114,8 @@ func utf16Len(s string) int64 {
 // snapshot of a sequence is the state the live lines built. After a write
 // failure (the client is gone, the turn goes on with checkpoints) the
 // default writer takes over.
-func (t *run) compactWriter(first time.Time, held compactState) {
+func (nw *ndjsonWriter) compactWriter(first time.Time, held compactState) {
+	t := nw.t
 	handover := false
 	defer func() {
 		if !handover {
@@ -139,7 +140,7 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 			return
 		}
 		open = false
-		firstText := held.assistant.Content != "" && t.lastRememberedEmpty()
+		firstText := held.assistant.Content != "" && nw.lastRememberedEmpty()
 		held.seq = openSeq
 		t.live.remember(openSeq, held.assistant, held.usage, firstText)
 		t.out.write([]byte(protocol.AppendClose))
@@ -187,7 +188,7 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 				return
 			}
 			handover = true
-			t.writer(lastWrite)
+			nw.writer(lastWrite)
 			return
 		}
 		v := t.state.view()
@@ -224,8 +225,8 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 			t.live.remember(seq, assistant, v.usage, (held.assistant.Content == "" && assistant.Content != "") || calls != lastCalls)
 			lastCalls, lastVersion = calls, v.version
 			held = newCompactState(seq, assistant, v.usage)
-			buf = t.snapshotLineAt(buf[:0], now, seq, protocol.StatusStreaming, assistant, v.usage, nil)
-			snapGap, lastSnap, lastWrite = t.snapshotGap(len(buf)), clk.Now(), clk.Now()
+			buf = t.lines.snapshotLineAt(buf[:0], now, seq, protocol.StatusStreaming, assistant, v.usage, nil)
+			snapGap, lastSnap, lastWrite = t.lines.snapshotGap(len(buf)), clk.Now(), clk.Now()
 			if !t.out.write(buf) && t.h.opts.CheckpointInterval == 0 {
 				return
 			}
@@ -271,7 +272,8 @@ func (t *run) compactWriter(first time.Time, held compactState) {
 // lastRememberedEmpty reports whether the state last remembered for
 // checkpoints had no assistant text: the first text is a moment a
 // checkpoint must not miss.
-func (t *run) lastRememberedEmpty() bool {
+func (nw *ndjsonWriter) lastRememberedEmpty() bool {
+	t := nw.t
 	return t.live.latest().assistant.Content == ""
 }
 
@@ -298,5 +300,5 @@ func (c *compactResume) line(s *run, seq int64, assistant protocol.Message, usag
 			}
 		}
 	}
-	return s.snapshotLine(nil, seq, protocol.StatusStreaming, assistant, usage, nil)
+	return s.lines.snapshotLine(nil, seq, protocol.StatusStreaming, assistant, usage, nil)
 }

@@ -55,14 +55,14 @@ func (t *run) runModel(ctx context.Context) error {
 	a := t.agent
 	var live map[string]protocol.ToolCall
 	if t.approvals.decided != nil { // a continuation: the decided call first
-		tc := t.decide(ctx)
+		tc := t.approvals.decide(ctx)
 		live = map[string]protocol.ToolCall{tc.ID: tc}
 	}
 	msgs := modelMessages(t.context, live)
 	msgs = append(msgs, t.user)
 	for step := 1; ; step++ {
 		// Budgets and token quotas before each call (quota.go).
-		maxTokens, err := t.beforeModelCall(ctx, step)
+		maxTokens, err := t.budget.beforeModelCall(ctx, step)
 		if err != nil {
 			return err
 		}
@@ -78,7 +78,7 @@ func (t *run) runModel(ctx context.Context) error {
 			return err
 		}
 		capped := finish == model.FinishLength && maxTokens > 0 && maxTokens != a.def.Limits.MaxTokens
-		if err := t.afterModelCall(ctx, len(calls), capped); err != nil {
+		if err := t.budget.afterModelCall(ctx, len(calls), capped); err != nil {
 			// The call reached a limit: it is the turn's last. Calls
 			// within a tool call budget still run; the others never do.
 			var le *limitError
@@ -106,7 +106,7 @@ func (t *run) runModel(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if t.awaiting() {
+		if t.approvals.awaiting() {
 			return nil // the turn ends waiting for approval (approvals.go)
 		}
 	}
@@ -143,7 +143,7 @@ func (t *run) failCalls(calls []pendingCall, text string) {
 // that sends none) keeps the estimate, which is added to the turn's usage
 // and marked as estimated in its record (MetadataUsageEstimate).
 func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ string, _ []pendingCall, _ model.FinishReason, err error) {
-	ctx, mc := t.startModelCall(ctx, req)
+	ctx, mc := t.hooks.startModelCall(ctx, req)
 	defer func() { mc.end(err) }()
 	t.meter.Add(chat.Usage{ModelCalls: 1})
 	est := newCallEstimate(t.meter, &t.state, req)
@@ -411,7 +411,7 @@ func (t *run) runTools(ctx context.Context, step int, text string, calls []pendi
 			continue
 		}
 		if t.agent.requiresApproval(c.call.Name) {
-			if t.awaitApproval(step, i+1, &calls[i]) {
+			if t.approvals.awaitApproval(step, i+1, &calls[i]) {
 				continue
 			}
 			o := cannotAwait(c.call)
@@ -424,9 +424,9 @@ func (t *run) runTools(ctx context.Context, step int, text string, calls []pendi
 		if t.state.setCall(c.index, tool.Entry(c.call, protocol.ToolCallRunning)) {
 			t.out.notify()
 		}
-		toolCtx, span := t.startToolCall(ctx, c.call)
+		toolCtx, span := t.hooks.startToolCall(ctx, c.call)
 		o := t.agent.tools.Run(toolCtx, c.call)
-		t.endToolCall(span, o)
+		t.hooks.endToolCall(span, o)
 		if !o.OK() {
 			t.log.Info("tool call failed", "tool", c.call.Name, "code", o.Code)
 			t.log.Debug("tool failure detail", "tool", c.call.Name, "err", o.Err)

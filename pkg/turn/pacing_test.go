@@ -8,9 +8,9 @@ import (
 
 // pacingRun is a run with only the pacing options set.
 func pacingRun(bps int64) *run {
-	return &run{h: &handler{opts: Options{
+	return bind(&run{h: &handler{opts: Options{
 		SnapshotInterval: DefaultSnapshotInterval, SnapshotBytesPerSecond: bps, MaxSnapshotGap: DefaultMaxSnapshotGap,
-	}}}
+	}}})
 }
 
 // simulateWire runs the pacing law over a virtual turn: an answer of size
@@ -27,7 +27,7 @@ func simulateWire(t *run, size, rate, overhead int) (ratio float64, longest time
 		n := overhead + int(float64(rate)*at.Seconds())
 		sent += n
 		longest = max(longest, gap)
-		gap = t.snapshotGap(n)
+		gap = t.lines.snapshotGap(n)
 	}
 	final := overhead + size
 	return float64(sent+final) / float64(final), longest
@@ -61,7 +61,7 @@ func BenchmarkSnapshotGap(b *testing.B) {
 	var d time.Duration
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		d += t.snapshotGap(600 + i%(64<<10))
+		d += t.lines.snapshotGap(600 + i%(64<<10))
 	}
 	_ = d
 }

@@ -63,6 +63,11 @@ type limitDetail struct {
 	Used  int64  `json:"used"`
 }
 
+// budget is the turn's limits and quotas at its steps: before and after
+// each model call, its wall time, the ending a reached limit gives it, and
+// its count in the usage ledger.
+type budget struct{ t *run }
+
 // limitError ends the model-tool loop when a limit is reached.
 type limitError struct{ detail limitDetail }
 
@@ -318,16 +323,17 @@ func (c *tenantCache) admitted(tenant string, running bool) {
 // ---- in the turn ----
 
 // usage returns what the turn used so far (its meter).
-func (t *run) usage() chat.Usage { return t.meter.Usage() }
+func (bg *budget) usage() chat.Usage { return bg.t.meter.Usage() }
 
 // beforeModelCall checks the turn's budgets and token quotas before model
 // call step and returns the call's completion cap (0: the provider's
 // default): the definition's limits.maxTokens, at most the output tokens
 // left of limits.maxOutputTokens. A limit already reached is a
 // *limitError.
-func (t *run) beforeModelCall(ctx context.Context, step int) (int, error) {
+func (bg *budget) beforeModelCall(ctx context.Context, step int) (int, error) {
+	t := bg.t
 	lim := t.agent.def.Limits
-	used := t.usage()
+	used := bg.usage()
 	maxTokens := lim.MaxTokens
 	if b := lim.MaxOutputTokens; b > 0 {
 		if used.OutputTokens >= b {
@@ -340,7 +346,7 @@ func (t *run) beforeModelCall(ctx context.Context, step int) (int, error) {
 	// The first call was checked before the claim, unless the figures
 	// were never read then (a queued turn, or a check failed open).
 	if step > 1 || t.quota != nil && t.quota.principal == nil {
-		if err := t.checkQuotaTokens(ctx); err != nil {
+		if err := bg.checkQuotaTokens(ctx); err != nil {
 			return 0, err
 		}
 	}
@@ -351,9 +357,10 @@ func (t *run) beforeModelCall(ctx context.Context, step int) (int, error) {
 // call that asked for calls (the turn would go on) or that stopped at its
 // completion cap (finish): a *limitError when one is reached, the turn
 // then ending after this call.
-func (t *run) afterModelCall(ctx context.Context, calls int, capped bool) error {
+func (bg *budget) afterModelCall(ctx context.Context, calls int, capped bool) error {
+	t := bg.t
 	lim := t.agent.def.Limits
-	used := t.usage()
+	used := bg.usage()
 	if b := lim.MaxOutputTokens; b > 0 && used.OutputTokens >= b && (calls > 0 || capped) {
 		return &limitError{limitDetail{Scope: ScopeTurn, Name: BudgetOutputTokens, Limit: b, Used: used.OutputTokens}}
 	}
@@ -361,7 +368,7 @@ func (t *run) afterModelCall(ctx context.Context, calls int, capped bool) error 
 		return &limitError{limitDetail{Scope: ScopeTurn, Name: BudgetToolCalls, Limit: b, Used: used.ToolCalls}}
 	}
 	if calls > 0 {
-		return t.checkQuotaTokens(ctx)
+		return bg.checkQuotaTokens(ctx)
 	}
 	return nil
 }
@@ -369,7 +376,8 @@ func (t *run) afterModelCall(ctx context.Context, calls int, capped bool) error 
 // checkQuotaTokens compares the turn's token quotas with its figures
 // (read again when older than QuotaCache; a failed read keeps the older
 // ones, logged) plus its own tokens.
-func (t *run) checkQuotaTokens(ctx context.Context) error {
+func (bg *budget) checkQuotaTokens(ctx context.Context) error {
+	t := bg.t
 	st := t.quota
 	if st == nil {
 		return nil
@@ -381,7 +389,7 @@ func (t *run) checkQuotaTokens(ctx context.Context) error {
 	if err := st.read(ctx, t.h, t.claim.Session.Owner, t.h.clock.Now(), false); err != nil {
 		t.log.Warn("quota figures not read again: the check uses the older ones", "err", err)
 	}
-	u := t.usage()
+	u := bg.usage()
 	var qe *chat.QuotaError
 	if errors.As(st.checkTokens(u.InputTokens+u.OutputTokens), &qe) {
 		return quotaLimit(qe)
@@ -391,15 +399,17 @@ func (t *run) checkQuotaTokens(ctx context.Context) error {
 
 // wallTimeEnding is the ending of a turn stopped at its wall time budget
 // (the model context's cause errWallTime).
-func (t *run) wallTimeEnding() ending {
+func (bg *budget) wallTimeEnding() ending {
+	t := bg.t
 	b := t.agent.def.Limits.MaxWallTime
-	return t.limitEnding(limitDetail{Scope: ScopeTurn, Name: BudgetWallTime, Limit: b.Milliseconds(),
+	return bg.limitEnding(limitDetail{Scope: ScopeTurn, Name: BudgetWallTime, Limit: b.Milliseconds(),
 		Used: t.h.clock.Now().Sub(t.startedAt).Milliseconds()})
 }
 
 // limitEnding records d as the limit the turn reached and returns its
 // ending: status error, LIMIT_EXCEEDED.
-func (t *run) limitEnding(d limitDetail) ending {
+func (bg *budget) limitEnding(d limitDetail) ending {
+	t := bg.t
 	t.limit.Store(&d)
 	t.log.Info("turn reached a limit", "scope", d.Scope, "limit", d.Name)
 	diag := protocol.NewDiagnostic(protocol.CodeLimitExceeded)
@@ -408,7 +418,8 @@ func (t *run) limitEnding(d limitDetail) ending {
 
 // limitMetadata returns meta with MetadataLimit set when the turn reached
 // a limit.
-func (t *run) limitMetadata(meta json.RawMessage) json.RawMessage {
+func (bg *budget) limitMetadata(meta json.RawMessage) json.RawMessage {
+	t := bg.t
 	d := t.limit.Load()
 	if d == nil {
 		return meta
@@ -426,11 +437,12 @@ func (t *run) limitMetadata(meta json.RawMessage) json.RawMessage {
 // counted: when not (the ledger write's outcome stayed unknown), the
 // caller leaves the lease to expire, and the store that decides the turn
 // counts it, once.
-func (t *run) countUsage(item *chat.Turn) bool {
+func (bg *budget) countUsage(item *chat.Turn) bool {
+	t := bg.t
 	if !t.h.opts.Ledger {
 		return true
 	}
-	ctx, cancel := t.settleContext(t.h.clock.Now())
+	ctx, cancel := t.cleanup.settleContext(t.h.clock.Now())
 	defer cancel()
 	l := t.claim.Lease
 	err := t.h.opts.Store.RecordUsage(ctx, chat.LedgerEntry{SessionID: t.sessionID, Ordinal: l.Ordinal, Owner: t.claim.Session.Owner,

@@ -100,7 +100,7 @@ func (rs *resumes) serveResume(w http.ResponseWriter, r *http.Request, sessionID
 		reject(ctx, w, log, step, err)
 		return
 	}
-	s := &run{h: h, log: log, sessionID: sessionID, turnID: turnID, scope: sc, compact: compact}
+	s := bind(&run{h: h, log: log, sessionID: sessionID, turnID: turnID, scope: sc, compact: compact})
 	streaming := false
 	start := func() {
 		hd := w.Header()
@@ -122,7 +122,7 @@ func (rs *resumes) serveResume(w http.ResponseWriter, r *http.Request, sessionID
 		}
 		d := httpedge.Diagnose(ctx, err)
 		logRejected(log, step, d, err)
-		s.out.write(s.diagnosticLine(nil, d, 0))
+		s.out.write(s.lines.diagnosticLine(nil, d, 0))
 	}
 	turn, queued, err := rs.findResumed(ctx, sessionID, turnID, principal)
 	if err == nil && queued {
@@ -166,11 +166,11 @@ func (rs *resumes) serveResume(w http.ResponseWriter, r *http.Request, sessionID
 		switch {
 		case ctx.Err() != nil:
 			d, _ := httpedge.ContextDiagnostic(ctx)
-			s.out.write(s.diagnosticLine(nil, d, 0))
+			s.out.write(s.lines.diagnosticLine(nil, d, 0))
 			return
 		case err != nil:
 			// Gone (superseded or deleted) while followed.
-			s.out.write(s.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeTurnNotFound), 0))
+			s.out.write(s.lines.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeTurnNotFound), 0))
 			return
 		}
 		turn = next
@@ -299,7 +299,7 @@ func (s *run) resumeLines(t *chat.Turn, sent int64) ([]byte, bool) {
 		if len(t.Messages) > 0 {
 			s.user = t.Messages[0]
 		}
-		return s.recordLines(t), true
+		return s.fate.recordLines(t), true
 	}
 	if len(t.Messages) == 0 || t.LastSequence <= sent {
 		return nil, false // not acknowledged yet, or nothing newer
@@ -311,7 +311,7 @@ func (s *run) resumeLines(t *chat.Turn, sent int64) ([]byte, bool) {
 		// only add text are append lines.
 		return s.resumed.line(s, t.LastSequence, assistant, t.Usage), false
 	}
-	return s.snapshotLine(nil, t.LastSequence, protocol.StatusStreaming, assistant, t.Usage, nil), false
+	return s.lines.snapshotLine(nil, t.LastSequence, protocol.StatusStreaming, assistant, t.Usage, nil), false
 }
 
 // follows are the turns this process's resumes follow, each polled by

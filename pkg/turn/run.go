@@ -13,7 +13,6 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/model"
@@ -101,6 +100,24 @@ type run struct {
 	// modelCtx is the model goroutine's context: its cause says whether
 	// the wall time budget ended it (errWallTime).
 	modelCtx context.Context
+
+	// The run's parts, each a group of its steps with one job (bind
+	// connects them to the run; the state they read is still the run's):
+	sup     supervisor     // the control loop: lease renewals, checkpoints, the end (supervisor.go)
+	lines   lineEncoder    // the NDJSON lines of snapshots and diagnostics (writer.go)
+	nd      ndjsonWriter   // the NDJSON stream's writers, full and compact (writer.go, compact.go)
+	aguiEnc aguiStreamer   // the AG-UI event stream (agui.go)
+	hooks   telemetryHooks // the turn's telemetry at its steps (telemetry.go)
+	budget  budget         // its limits and quotas at its steps, and its count in the ledger (quota.go)
+	fate    fate           // its end: the terminal record and the lines that show it (fate.go)
+	cleanup cleanup        // after the end: save, count, release or abandon, in the cleanup reserve (cleanup.go)
+}
+
+// bind connects the parts of t to it and returns t.
+func bind(t *run) *run {
+	t.sup.t, t.lines.t, t.nd.t, t.aguiEnc.t, t.approvals.t = t, t, t, t, t
+	t.hooks.t, t.budget.t, t.fate.t, t.cleanup.t = t, t, t, t
+	return t
 }
 
 // drainAfter starts the session's queued turns after the turn's response
@@ -247,17 +264,17 @@ func (t *run) failBefore(step string, err error, spentAnswer bool) {
 		leaseLost: errors.Is(err, chat.ErrLeaseLost) || errors.Is(err, errLeaseUnproven) || errors.Is(err, errWithdrawalUnknown) || t.leaseGone()}
 	outcome := saveOutcome("")
 	if !e.leaseLost {
-		item := t.record(e, t.state.view(), 0, 0)
-		outcome = t.save(item)
+		item := t.fate.record(e, t.state.view(), 0, 0)
+		outcome = t.cleanup.save(item)
 		if outcome == saved {
-			t.countAndRelease(item, t.claim.BaseSequence, false)
+			t.cleanup.countAndRelease(item, t.claim.BaseSequence, false)
 		}
 	}
-	t.logFinished(e, outcome, 0)
+	t.cleanup.logFinished(e, outcome, 0)
 	switch {
 	case outcome != saved:
 		if outcome != fenced {
-			t.abandon()
+			t.cleanup.abandon()
 		}
 		d = protocol.NewDiagnostic(protocol.CodeTurnOutcomeIndeterminate)
 		t.log.Info("turn left to the table's decision", "code", d.Code)
@@ -265,7 +282,7 @@ func (t *run) failBefore(step string, err error, spentAnswer bool) {
 		d = protocol.NewDiagnostic(protocol.CodeTurnAlreadyCompleted)
 	}
 	httpedge.WriteError(t.w, d)
-	t.report(e, outcome, t.state.view())
+	t.hooks.report(e, outcome, t.state.view())
 }
 
 // leaseGone reports whether the turn can no longer prove its lease now:
@@ -274,7 +291,7 @@ func (t *run) failBefore(step string, err error, spentAnswer bool) {
 func (t *run) leaseGone() bool {
 	now := t.h.clock.Now()
 	if t.lease.clock == nil {
-		return !now.Before(t.claim.Lease.ExpiresAt.Add(-t.leaseMargin()))
+		return !now.Before(t.claim.Lease.ExpiresAt.Add(-t.sup.leaseMargin()))
 	}
 	return !t.lease.heldAt(now)
 }
@@ -285,7 +302,7 @@ func (t *run) leaseGone() bool {
 func (t *run) streamTurn() {
 	t.seqs.start(t.claim.BaseSequence)
 	t.live = newLiveStates()
-	t.lease.init(t.leaseMargin(), t.h.clock)
+	t.lease.init(t.sup.leaseMargin(), t.h.clock)
 	t.lease.prove(t.startedAt, t.claim.Lease.ExpiresAt)
 	// The first snapshot (the user message and an empty streaming
 	// assistant message) goes out before the model starts, so every 200
@@ -331,17 +348,17 @@ func (t *run) streamTurn() {
 	// Then the writer goroutine takes the response over.
 	switch {
 	case t.agui != nil:
-		t.out.write(t.aguiFirst(seq, first))
+		t.out.write(t.aguiEnc.aguiFirst(seq, first))
 		t.tel.firstSnapshotWritten()
-		go t.aguiWriter(t.h.clock.Now())
+		go t.aguiEnc.aguiWriter(t.h.clock.Now())
 	case t.compact:
-		t.out.write(t.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
+		t.out.write(t.lines.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
 		t.tel.firstSnapshotWritten()
-		go t.compactWriter(t.h.clock.Now(), newCompactState(seq, first, protocol.Usage{}))
+		go t.nd.compactWriter(t.h.clock.Now(), newCompactState(seq, first, protocol.Usage{}))
 	default:
-		t.out.write(t.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
+		t.out.write(t.lines.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
 		t.tel.firstSnapshotWritten()
-		go t.writer(t.h.clock.Now())
+		go t.nd.writer(t.h.clock.Now())
 	}
 
 	modelCtx, stopModel := context.WithCancel(t.ctx)
@@ -355,7 +372,7 @@ func (t *run) streamTurn() {
 	modelDone := make(chan error, 1)
 	go func() { modelDone <- t.runModelRecovered(modelCtx) }()
 
-	end, finished, settle := t.supervise(modelDone, ack)
+	end, finished, settle := t.sup.supervise(modelDone, ack)
 	defer settle()
 
 	// Cleanup phase 1: stop the model. Each phase has its own bounded
@@ -369,7 +386,7 @@ func (t *run) streamTurn() {
 	if v.overflow {
 		t.log.Warn("assistant content cut at the ordered content limits", "maxBytes", protocol.MaxContentBytes, "maxRecords", protocol.MaxContentRecords)
 	}
-	t.finish(end, v)
+	t.fate.finish(end, v)
 }
 
 // acknowledge makes a turn durable before its stream starts, with
@@ -383,7 +400,7 @@ func (t *run) streamTurn() {
 func (t *run) acknowledge() (*chat.Checkpoint, error) {
 	if granted := t.claim.Lease.ExpiresAt.Sub(t.startedAt); t.lease.left() < granted/2 {
 		done := make(chan renewal, 1)
-		t.renew(t.ctx, done)
+		t.sup.renew(t.ctx, done)
 		r := <-done
 		if r.err != nil {
 			return nil, r.err
@@ -393,7 +410,7 @@ func (t *run) acknowledge() (*chat.Checkpoint, error) {
 	if t.h.opts.CheckpointInterval <= 0 {
 		return nil, nil
 	}
-	cp := t.checkpointOf(t.live.latest())
+	cp := t.sup.checkpointOf(t.live.latest())
 	ctx, cancel := context.WithTimeout(t.ctx, t.lease.left())
 	defer cancel()
 	if _, err := t.h.opts.Store.Checkpoint(ctx, t.claim, cp); err != nil {
@@ -426,7 +443,7 @@ func (t *run) unacknowledged(err error) *chat.Checkpoint {
 	}
 	t.log.Info("acknowledgment applied without an answer: the turn goes on", "err", err)
 	t.tel.checkpointWritten()
-	return t.checkpointOf(t.live.latest())
+	return t.sup.checkpointOf(t.live.latest())
 }
 
 // withdrawOrFail ends a claimed turn whose step failed with err, a
@@ -454,7 +471,7 @@ func (t *run) withdrawOrFail(step string, err error) (acknowledged bool) {
 		t.failBefore(step, err, true)
 		return false
 	}
-	ctx, cancel := t.settleContext(t.h.clock.Now())
+	ctx, cancel := t.cleanup.settleContext(t.h.clock.Now())
 	acked, werr := t.h.opts.Store.WithdrawClaim(ctx, t.claim)
 	cancel()
 	switch {
@@ -471,10 +488,10 @@ func (t *run) withdrawOrFail(step string, err error) (acknowledged bool) {
 	d := httpedge.Diagnose(t.ctx, err)
 	logRejected(t.log, step, d, err)
 	e := ending{status: chat.TurnError, diag: &d}
-	t.logFinished(e, withdrawn, 0)
+	t.cleanup.logFinished(e, withdrawn, 0)
 	t.log.Info("claim withdrawn: the turn id is unspent", "step", step)
 	httpedge.WriteError(t.w, d)
-	t.report(e, withdrawn, t.state.view())
+	t.hooks.report(e, withdrawn, t.state.view())
 	return false
 }
 
@@ -531,9 +548,9 @@ func (t *run) modelEnding(err error) ending {
 	var le *limitError
 	switch {
 	case errors.As(err, &le):
-		return t.limitEnding(le.detail)
+		return t.budget.limitEnding(le.detail)
 	case t.modelCtx != nil && errors.Is(context.Cause(t.modelCtx), errWallTime):
-		return t.wallTimeEnding()
+		return t.budget.wallTimeEnding()
 	}
 	d := protocol.NewDiagnostic(protocol.CodeModelFailed)
 	e := ending{status: chat.TurnError, diag: &d}
@@ -555,221 +572,6 @@ func (t *run) contextEnding() ending {
 	return ending{status: chat.TurnError, diag: &d, trailer: &d}
 }
 
-// finish is cleanup after the model stopped: save the turn, release the
-// lease, then write the last lines. Release comes before the terminal
-// snapshot so that a client submitting its next turn on seeing it does not
-// find the session busy. The last line says only what the table holds:
-// the terminal snapshot once the save landed; the lost record when the
-// turn was decided lost (its lease lost, or its save fenced); and when the
-// save's outcome stays unknown, TURN_OUTCOME_INDETERMINATE (not
-// retryable, the code a replay of the turn id gets), with the lease left
-// to expire so that the table decides the turn.
-func (t *run) finish(end ending, v view) {
-	last := t.seqs.close()
-	if end.leaseLost {
-		if t.agui != nil {
-			t.aguiFinish(t.lostRecord(last))
-		} else {
-			t.out.send(t.lostLines(last))
-		}
-		t.logFinished(end, "", last)
-		t.report(end, "", v)
-		return
-	}
-	terminal := last + 1
-	item := t.record(end, v, t.claim.BaseSequence+1, terminal)
-	outcome := t.save(item)
-	if outcome == unknown {
-		t.abandon()
-	}
-	cursor := terminal
-	if t.agui != nil {
-		t.aguiFinished(end, item, outcome, last)
-		t.report(end, outcome, v)
-		return
-	}
-	var lines []byte
-	switch outcome {
-	case saved:
-		lines = t.snapshotLine(nil, terminal, snapshotStatus(end), item.Messages[len(item.Messages)-1], item.Usage, end.diag)
-		if end.trailer != nil {
-			cursor++
-			lines = t.diagnosticLine(lines, *end.trailer, cursor)
-		}
-		t.countAndRelease(item, cursor, end.diag != nil && end.diag.Code == protocol.CodeTurnInterrupted)
-	case fenced:
-		lines = t.lostLines(last)
-	default:
-		lines = t.indeterminateLine()
-	}
-	t.out.send(lines)
-	t.logFinished(end, outcome, cursor)
-	t.report(end, outcome, v)
-}
-
-// lostLines returns the last lines of a turn that lost its lease or whose
-// save was fenced: the turn's record as the table decided it (lost, unless
-// decided otherwise), read, and decided by that read once the lease has
-// expired (chat.Store.PollTurn), as a terminal snapshot with its own
-// terminal sequence, what a resume of the turn ends with too;
-// TURN_OUTCOME_INDETERMINATE when no decision could be read in time. While
-// the turn still reads as running, the next read waits for the lease
-// expiry it reports.
-func (t *run) lostLines(last int64) []byte {
-	if rec := t.lostRecord(last); rec != nil {
-		return t.recordLines(rec)
-	}
-	return t.indeterminateLine()
-}
-
-// lostRecord reads the record of a turn that lost its lease or whose save
-// was fenced, as the table decided it, deciding it by that read once the
-// lease has expired (chat.Store.PollTurn); nil when no decision could be
-// read in time. While the turn still reads as running, the next read waits
-// for the lease expiry it reports.
-func (t *run) lostRecord(last int64) *chat.Turn {
-	ctx, cancel := t.lostContext() // supervisor.go
-	defer cancel()
-	for ctx.Err() == nil {
-		rec, err := t.h.opts.Store.PollTurn(ctx, t.sessionID, t.claim.Lease.Ordinal, t.claim.Session.Owner, nil)
-		wait := t.h.opts.ResumePollInterval
-		switch {
-		case err == nil && rec.Status != chat.TurnRunning:
-			return rec
-		case err == nil && !rec.LeaseExpiresAt.IsZero():
-			wait = max(clock.Until(t.h.clock, rec.LeaseExpiresAt)+time.Millisecond, time.Millisecond)
-		case err != nil:
-			t.log.Warn("read the decided turn", "err", err)
-		}
-		clock.Sleep(ctx, t.h.clock, wait)
-	}
-	t.log.Warn("turn outcome unknown at the end of cleanup", "lastSequence", last)
-	return nil
-}
-
-// recordLines returns the lines that show a terminal turn record: its
-// terminal snapshot at its terminal sequence (the turn's messages as
-// stored, which a resume and history show alike), and the trailing
-// diagnostic of a timeout or cancellation; a turn lost before its first
-// checkpoint, which has no messages, is its TURN_LOST diagnostic, and a
-// queued turn that never ran its TURN_QUEUE_EXPIRED or TURN_CANCELLED one.
-func (t *run) recordLines(rec *chat.Turn) []byte {
-	if len(rec.Messages) == 0 {
-		d := protocol.NewDiagnostic(protocol.CodeTurnLost)
-		if rec.Error != nil {
-			d = *rec.Error
-		}
-		return t.diagnosticLine(nil, d, rec.LastSequence)
-	}
-	if rec.Messages[len(rec.Messages)-1].Role != protocol.RoleAssistant && rec.Error != nil {
-		// A queued turn that never ran (expired or cancelled): no
-		// snapshot of it exists, only its diagnostic, at sequence 0.
-		return t.diagnosticLine(nil, *rec.Error, 0)
-	}
-	status := protocol.StatusComplete
-	if rec.Status != chat.TurnComplete {
-		status = protocol.StatusError
-	}
-	lines := t.snapshotLine(nil, rec.LastSequence, status, rec.Messages[len(rec.Messages)-1], rec.Usage, rec.Error)
-	if d := rec.Error; d != nil && (d.Code == protocol.CodeServerTimeout || d.Code == protocol.CodeRequestCancelled) {
-		lines = t.diagnosticLine(lines, *d, rec.LastSequence+1)
-	}
-	return lines
-}
-
-// indeterminateLine is the last line of a turn whose outcome the table did
-// not confirm: TURN_OUTCOME_INDETERMINATE, not retryable (a replay of the
-// turn id gets the same code; a resume or history shows the outcome once
-// decided). It carries sequence 0, which no line of a turn carries: it is
-// no state of the turn, and the turn's terminal line, once decided, keeps
-// its own sequence.
-func (t *run) indeterminateLine() []byte {
-	return t.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeTurnOutcomeIndeterminate), 0)
-}
-
-// snapshotStatus is the terminal snapshot status of an ending.
-func snapshotStatus(end ending) string {
-	if end.status == chat.TurnComplete {
-		return protocol.StatusComplete
-	}
-	return protocol.StatusError
-}
-
-// record builds the turn item to save: the canonical user and assistant
-// messages (partial text kept), status, usage, error and lineage.
-func (t *run) record(end ending, v view, first, last int64) *chat.Turn {
-	msgStatus := protocol.MessageComplete
-	if end.status != chat.TurnComplete {
-		msgStatus = protocol.MessageError
-	}
-	t.approvals.mu.Lock()
-	t.approvals.completed = end.status == chat.TurnComplete
-	t.approvals.mu.Unlock()
-	var artifacts []chat.ArtifactReference
-	if len(v.artifacts) > 0 {
-		artifacts = chat.DedupeArtifacts(v.artifacts)
-	}
-	return &chat.Turn{
-		Artifacts:     artifacts,
-		SessionID:     t.sessionID,
-		TurnID:        t.turnID,
-		Ordinal:       t.claim.Lease.Ordinal,
-		Status:        end.status,
-		Lineage:       t.lineage,
-		InputHash:     t.inputHash,
-		Messages:      []protocol.Message{t.user, t.assistant(v, msgStatus, end.errorCode)},
-		Usage:         v.usage,
-		Metered:       t.usage(),
-		Error:         end.diag,
-		FirstSequence: first,
-		LastSequence:  last,
-		StartedAt:     t.startedAt,
-		CompletedAt:   t.h.clock.Now(),
-	}
-}
-
-// cleanupEnd is when cleanup must be done: the request deadline plus
-// CleanupReserve, which is within the Lambda deadline (the request
-// deadline is at most the Lambda deadline less CleanupReserve).
-func (t *run) cleanupEnd() time.Time { return t.deadline.Add(t.h.opts.CleanupReserve) }
-
-// settleContext is the context of learning how the turn ended (the
-// save and its retries, the fate of a turn that lost its lease): three
-// quarters of CleanupReserve from from (the save's start, the lease's
-// proven end), so that a table that stays unreachable does not hold the
-// client for the rest of the request's time, and within cleanup but the
-// release's quarter. A slow but healthy table must not turn a saved turn
-// into a reported failure, and the store resolves an unknown outcome
-// before it answers.
-func (t *run) settleContext(from time.Time) (context.Context, context.CancelFunc) {
-	end := from.Add(t.h.opts.CleanupReserve * 3 / 4)
-	if last := t.cleanupEnd().Add(-t.h.opts.CleanupReserve / 4); last.Before(end) {
-		end = last
-	}
-	return t.cleanupContext(end)
-}
-
-// cleanupContext is a context for one cleanup phase ending at end:
-// detached from the request's cancellation (the request may already be
-// cancelled or past its deadline, and the turn must still be saved and
-// released) but bounded, so that cleanup ends before the Lambda deadline.
-func (t *run) cleanupContext(end time.Time) (context.Context, context.CancelFunc) {
-	return untilContext(context.WithoutCancel(t.reqCtx), t.h.clock, end, nil)
-}
-
-// abandon marks the turn's lease as abandoned (chat.Store.AbandonLease)
-// before its client is told TURN_OUTCOME_INDETERMINATE, so that a replay
-// of the turn id is told the same while the lease runs out and the table
-// decides the turn; within the cleanup's time. A failure is only logged:
-// a replay then finds the session busy until the lease expires.
-func (t *run) abandon() {
-	ctx, cancel := t.cleanupContext(t.cleanupEnd())
-	defer cancel()
-	if err := t.h.opts.Store.AbandonLease(ctx, t.claim); err != nil {
-		t.log.Warn("abandon the lease", "err", err)
-	}
-}
-
 // saveOutcome is what became of a turn's save.
 type saveOutcome string
 
@@ -781,102 +583,6 @@ const (
 	// id is unspent (unacknowledged).
 	withdrawn saveOutcome = "withdrawn"
 )
-
-// save writes the turn item (cleanup phase 2) and returns its outcome. A
-// save whose outcome stays unknown is sent again until cleanup ends (a
-// table that was briefly unreachable, a write that applied late): a save
-// refused then is read to learn whether it is this turn's own earlier
-// save that landed, or the turn was decided lost meanwhile.
-func (t *run) save(item *chat.Turn) saveOutcome {
-	ctx, cancel := t.settleContext(t.h.clock.Now())
-	defer cancel()
-	for {
-		err := t.h.opts.Store.SaveTurn(ctx, t.claim, item)
-		switch {
-		case err == nil:
-			return saved
-		case errors.Is(err, chat.ErrLeaseLost):
-			return t.savedOrFenced(ctx, item)
-		}
-		t.log.Error("turn save failed", "err", err)
-		if !clock.Sleep(ctx, t.h.clock, saveRetry) {
-			return unknown
-		}
-	}
-}
-
-// saveRetry is the wait before a save whose outcome is unknown is sent
-// again.
-const saveRetry = 250 * time.Millisecond
-
-// savedOrFenced classifies a refused save by reading the turn (until ctx
-// ends): saved when the table holds this very save (an earlier attempt
-// landed), fenced when the turn was decided otherwise.
-func (t *run) savedOrFenced(ctx context.Context, item *chat.Turn) saveOutcome {
-	for {
-		rec, err := t.h.opts.Store.PollTurn(ctx, t.sessionID, t.claim.Lease.Ordinal, t.claim.Session.Owner, nil)
-		switch {
-		case err == nil && rec.Status == item.Status && rec.LastSequence == item.LastSequence &&
-			(rec.Error == nil || rec.Error.Code != protocol.CodeTurnLost):
-			return saved
-		case err == nil:
-			t.log.Warn("turn save fenced: the turn was decided")
-			return fenced
-		}
-		t.log.Warn("read the turn after a refused save", "err", err)
-		if !clock.Sleep(ctx, t.h.clock, saveRetry) {
-			return unknown
-		}
-	}
-}
-
-// countAndRelease counts the saved turn item in the usage ledger, then
-// releases the lease (release): counted first, so that the session's next
-// turn is counted after this one (docs/quotas.md). A turn whose count
-// could not be confirmed is not released: its lease expires and the
-// store that decides it counts it.
-func (t *run) countAndRelease(item *chat.Turn, cursor int64, stopped bool) {
-	if t.countUsage(item) {
-		t.release(cursor, stopped)
-	}
-}
-
-// release ends the lease (cleanup phase 3) of a saved turn with the
-// session's new cursor, keeping the session released for drainAfter
-// (stopped: the turn was stopped, maybe by an interrupt). A failed release is logged: the lease then expires on its
-// own within LeaseDuration and the table records the turn as completed
-// (its save landed) when it decides it; the queued turns start at the
-// next submit, resume or drain that finds the session free.
-func (t *run) release(cursor int64, stopped bool) {
-	ctx, cancel := t.cleanupContext(t.cleanupEnd())
-	defer cancel()
-	req := chat.ReleaseRequest{Claim: t.claim, Outcome: chat.OutcomeCompleted, Sequence: cursor, Confirmations: t.confirmationsToRecord(chat.OutcomeCompleted), Undecide: t.undecide()}
-	if t.agent != nil {
-		req.DefinitionRevision = t.agent.def.Revision // the revision this turn ran with
-	}
-	sess, err := t.h.opts.Store.ReleaseTurn(ctx, req)
-	if err != nil {
-		t.log.Error("lease release failed", "err", err)
-		return
-	}
-	t.released, t.stopped = sess, stopped
-}
-
-// logFinished logs the turn's end; never message text.
-func (t *run) logFinished(end ending, outcome saveOutcome, cursor int64) {
-	attrs := []any{
-		"status", string(end.status), "outcome", string(outcome),
-		"ordinal", t.claim.Lease.Ordinal, "firstSequence", t.claim.BaseSequence + 1, "lastSequence", cursor,
-		"durationMs", clock.Since(t.h.clock, t.startedAt).Milliseconds(),
-	}
-	if end.diag != nil {
-		attrs = append(attrs, "code", end.diag.Code)
-	}
-	if end.leaseLost {
-		attrs = append(attrs, "leaseLost", true)
-	}
-	t.log.Info("turn finished", attrs...)
-}
 
 // assistant is the turn's assistant message for state v. In a final
 // message (status complete or error) a tool call that never finished is
@@ -903,9 +609,9 @@ func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 			m.Metadata = meta
 		}
 	}
-	m.Metadata = t.approvalMetadata(t.loop.metadata(m.Metadata, false), status)
+	m.Metadata = t.approvals.approvalMetadata(t.loop.metadata(m.Metadata, false), status)
 	if status != protocol.MessageStreaming {
-		m.Metadata = t.limitMetadata(m.Metadata)
+		m.Metadata = t.budget.limitMetadata(m.Metadata)
 		m.Metadata = usageEstimateMetadata(m.Metadata, v.estimated) // loop.go
 	}
 	if t.omitted {

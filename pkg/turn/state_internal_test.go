@@ -85,7 +85,7 @@ func TestStateContent(t *testing.T) {
 // size (SnapshotBytesPerSecond), never below SnapshotInterval nor above
 // MaxSnapshotGap, so wire bytes grow linearly with a turn's duration.
 func TestSnapshotPacing(t *testing.T) {
-	r := &run{h: &handler{opts: Options{SnapshotInterval: 50 * time.Millisecond, SnapshotBytesPerSecond: 4096, MaxSnapshotGap: 2 * time.Second}}}
+	r := bind(&run{h: &handler{opts: Options{SnapshotInterval: 50 * time.Millisecond, SnapshotBytesPerSecond: 4096, MaxSnapshotGap: 2 * time.Second}}})
 	for n, want := range map[int]time.Duration{
 		0:         50 * time.Millisecond,
 		100:       50 * time.Millisecond, // 24 ms at 4 KiB/s: the interval wins
@@ -95,7 +95,7 @@ func TestSnapshotPacing(t *testing.T) {
 		1 << 20:   2 * time.Second, // the gap cap keeps progress visible
 		204800000: 2 * time.Second,
 	} {
-		if got := r.snapshotGap(n); got != want {
+		if got := r.lines.snapshotGap(n); got != want {
 			t.Errorf("gap after %d bytes = %v, want %v", n, got, want)
 		}
 	}

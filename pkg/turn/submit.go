@@ -281,7 +281,7 @@ func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, dea
 	if meter == nil {
 		meter = &chat.Meter{}
 	}
-	t := &run{
+	t := bind(&run{
 		meter:     meter,
 		h:         h,
 		w:         w,
@@ -298,10 +298,10 @@ func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, dea
 		compact:   sub.compact,
 		createdAt: protocol.FormatTime(claimedAt),
 		startedAt: claimedAt,
-	}
+	})
 	t.user = userMessage(sub.turnID, sub.input, t.createdAt)
 	t.principal = sub.principal
-	t.startTelemetry(sub.principal)
+	t.hooks.startTelemetry(sub.principal)
 	t.quota = sub.quota
 	if sub.agui {
 		t.agui = newAGUIStream(sub.sessionID, sub.turnID)

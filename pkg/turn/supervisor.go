@@ -11,6 +11,11 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
+// supervisor is a streaming turn's control loop and its steps: the lease
+// renewals and the proof they keep, the checkpoints, the stop flag, and
+// the decision of how the turn ends.
+type supervisor struct{ t *run }
+
 // supervise is a streaming turn's control loop, the lease supervisor: it
 // waits for the model (modelDone), the request deadline, the client, the
 // lease renewals and the checkpoints, and decides how the turn ends.
@@ -32,7 +37,8 @@ import (
 // one is sent, until the proven expiry itself; a renewal that applies by
 // then proves that no other turn took the session, and the stream goes
 // on. Only when none does is the lease lost.
-func (t *run) supervise(modelDone <-chan error, cpPrior *chat.Checkpoint) (end ending, finished bool, settle func()) {
+func (s *supervisor) supervise(modelDone <-chan error, cpPrior *chat.Checkpoint) (end ending, finished bool, settle func()) {
+	t := s.t
 	renew := t.h.clock.NewTimer(max(0, t.lease.renewDue(t.h.opts.RenewInterval).Sub(t.h.clock.Now())))
 	defer renew.Stop()
 	leaseTimer := t.h.clock.NewTimer(t.lease.left())
@@ -77,9 +83,9 @@ func (t *run) supervise(modelDone <-chan error, cpPrior *chat.Checkpoint) (end e
 		if checkpointing || cpTick == nil {
 			return
 		}
-		if cp := t.nextCheckpoint(cpPrior); cp != nil {
+		if cp := s.nextCheckpoint(cpPrior); cp != nil {
 			checkpointing = true
-			go t.checkpoint(renewCtx, cp, checkpointed)
+			go s.checkpoint(renewCtx, cp, checkpointed)
 		}
 	}
 supervise:
@@ -108,7 +114,7 @@ supervise:
 		case <-cpTick:
 			if checkpointing && !readingStop {
 				readingStop = true
-				go t.readStop(renewCtx, stopRead)
+				go s.readStop(renewCtx, stopRead)
 			}
 			startCheckpoint()
 		case stop := <-stopRead:
@@ -126,13 +132,13 @@ supervise:
 			startCheckpoint()
 		case r := <-checkpointed:
 			checkpointing = false
-			e, stop, again := t.checkpointed(r, &cpPrior)
+			e, stop, again := s.checkpointed(r, &cpPrior)
 			if stop {
 				end = e
 				break supervise
 			}
 			if again {
-				retry.Reset(t.checkpointRetry())
+				retry.Reset(s.checkpointRetry())
 			}
 		case <-renew.C():
 			if renewing {
@@ -144,10 +150,10 @@ supervise:
 				break supervise
 			}
 			renewing = true
-			go t.renew(renewCtx, renewed)
+			go s.renew(renewCtx, renewed)
 		case r := <-renewed:
 			renewing = false
-			if e, stop := t.renewed(r); stop {
+			if e, stop := s.renewed(r); stop {
 				end = e
 				break supervise
 			}
@@ -182,7 +188,7 @@ supervise:
 			}
 			if t.lease.expiresIn() > 0 {
 				renewing = true
-				go t.renew(renewCtx, renewed)
+				go s.renew(renewCtx, renewed)
 				continue
 			}
 			// No renewal proved the lease in time (the table may be
@@ -221,12 +227,13 @@ type renewal struct {
 // prior, the last one that landed and changed the messages (nil: the
 // acknowledgment, the first): a heartbeat when the messages did not
 // change since prior. Nil when no snapshot was remembered yet.
-func (t *run) nextCheckpoint(prior *chat.Checkpoint) *chat.Checkpoint {
+func (s *supervisor) nextCheckpoint(prior *chat.Checkpoint) *chat.Checkpoint {
+	t := s.t
 	last := t.live.latest()
 	if last.seq == 0 {
 		return nil
 	}
-	cp := t.checkpointOf(last)
+	cp := s.checkpointOf(last)
 	if prior != nil {
 		cp.Prior, cp.PriorSequence = prior.Messages, prior.Sequence
 		if !sameMessages(prior.Messages, cp.Messages) {
@@ -241,12 +248,13 @@ func (t *run) nextCheckpoint(prior *chat.Checkpoint) *chat.Checkpoint {
 }
 
 // checkpointOf returns the checkpoint of the state a snapshot carried.
-func (t *run) checkpointOf(st liveState) *chat.Checkpoint {
+func (s *supervisor) checkpointOf(st liveState) *chat.Checkpoint {
+	t := s.t
 	// The account's tokens are those of the snapshot's usage (the same
 	// sums, reported and estimated, loop.go), so that a turn decided lost
 	// after this checkpoint is counted with the tokens its record shows;
 	// the rest of the account is as of now.
-	metered := t.usage()
+	metered := t.budget.usage()
 	metered.InputTokens, metered.OutputTokens = st.usage.PromptTokens, st.usage.CompletionTokens
 	return &chat.Checkpoint{
 		SessionID: t.sessionID, TurnID: t.turnID, Ordinal: t.claim.Lease.Ordinal,
@@ -262,7 +270,8 @@ func (t *run) checkpointOf(st liveState) *chat.Checkpoint {
 
 // checkpointRetry is the wait before the checkpoint that follows a failed
 // one: a quarter of CheckpointInterval, at most 250 ms.
-func (t *run) checkpointRetry() time.Duration {
+func (s *supervisor) checkpointRetry() time.Duration {
+	t := s.t
 	return min(t.h.opts.CheckpointInterval/4, 250*time.Millisecond)
 }
 
@@ -275,7 +284,8 @@ func sameMessages(a, b []protocol.Message) bool {
 
 // checkpoint writes cp on its own goroutine and sends the result on done
 // (cap 1), under a context that ends at the lease's proven expiry.
-func (t *run) checkpoint(parent context.Context, cp *chat.Checkpoint, done chan<- checkpointResult) {
+func (s *supervisor) checkpoint(parent context.Context, cp *chat.Checkpoint, done chan<- checkpointResult) {
+	t := s.t
 	ctx, cancel := context.WithTimeout(parent, t.lease.left())
 	defer cancel()
 	stop, err := t.h.opts.Store.Checkpoint(ctx, t.claim, cp)
@@ -288,7 +298,8 @@ func (t *run) checkpoint(parent context.Context, cp *chat.Checkpoint, done chan<
 // (interrupted, seen within one CheckpointInterval, also from a
 // checkpoint that failed: chat.Store.Checkpoint). Another failure is
 // logged and again is true: the next checkpoint follows soon.
-func (t *run) checkpointed(r checkpointResult, prior **chat.Checkpoint) (end ending, stop, again bool) {
+func (s *supervisor) checkpointed(r checkpointResult, prior **chat.Checkpoint) (end ending, stop, again bool) {
+	t := s.t
 	switch {
 	case errors.Is(r.err, chat.ErrLeaseLost):
 		t.log.Warn("turn fenced at a checkpoint")
@@ -325,7 +336,8 @@ func (t *run) checkpointed(r checkpointResult, prior **chat.Checkpoint) (end end
 // stop is then seen within about one interval even while checkpoint
 // writes hang, each taking up to the store's attempts. Its context ends
 // at the lease's proven expiry.
-func (t *run) readStop(parent context.Context, done chan<- bool) {
+func (s *supervisor) readStop(parent context.Context, done chan<- bool) {
+	t := s.t
 	ctx, cancel := context.WithTimeout(parent, t.lease.left())
 	defer cancel()
 	sess, err := t.h.opts.Store.GetSession(ctx, t.sessionID, t.principal)
@@ -345,7 +357,8 @@ const leaseSafety = 100 * time.Millisecond
 // capped at the request deadline plus CleanupReserve still covers the
 // deadline. It is not when the turn gives up: the supervisor does so only
 // at the proven expiry itself, when no renewal landed before it.
-func (t *run) leaseMargin() time.Duration {
+func (s *supervisor) leaseMargin() time.Duration {
+	t := s.t
 	return min(leaseSafety, t.h.opts.LeaseDuration/10, t.h.opts.CleanupReserve/4)
 }
 
@@ -356,12 +369,13 @@ func (t *run) leaseMargin() time.Duration {
 // quarter). A table that is unreachable then gets no more: the client's
 // last line (TURN_OUTCOME_INDETERMINATE) comes that soon after the lease's
 // end, not at the end of the cleanup's time.
-func (t *run) lostContext() (context.Context, context.CancelFunc) {
+func (s *supervisor) lostContext() (context.Context, context.CancelFunc) {
+	t := s.t
 	end := t.lease.expiry().Add(t.h.opts.CleanupReserve / 4)
-	if last := t.cleanupEnd().Add(-t.h.opts.CleanupReserve / 4); last.Before(end) {
+	if last := t.cleanup.cleanupEnd().Add(-t.h.opts.CleanupReserve / 4); last.Before(end) {
 		end = last
 	}
-	return t.cleanupContext(end)
+	return t.cleanup.cleanupContext(end)
 }
 
 // leaseLostEnding is the ending of a turn whose lease was lost or could
@@ -379,7 +393,8 @@ func leaseLostEnding() ending {
 // then still proves the lease, and one that cannot is useless, so the
 // supervisor never waits for it longer (the store's attempt timeout cuts
 // a hung connection sooner).
-func (t *run) renew(parent context.Context, done chan<- renewal) {
+func (s *supervisor) renew(parent context.Context, done chan<- renewal) {
+	t := s.t
 	now := t.h.clock.Now()
 	expires := now.Add(t.h.opts.LeaseDuration)
 	if ceiling := now.Add(clock.Until(t.h.clock, t.deadline) + t.h.opts.CleanupReserve); ceiling.Before(expires) {
@@ -397,7 +412,8 @@ func (t *run) renew(parent context.Context, done chan<- renewal) {
 // (interrupted). A renewal that failed for another reason is logged and
 // tried again (supervise); the turn ends if none succeeds before the
 // proven expiry.
-func (t *run) renewed(r renewal) (ending, bool) {
+func (s *supervisor) renewed(r renewal) (ending, bool) {
+	t := s.t
 	switch {
 	case errors.Is(r.err, chat.ErrLeaseLost):
 		t.log.Warn("lease lost")

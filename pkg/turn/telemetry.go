@@ -37,12 +37,17 @@ type turnTelemetry struct {
 	stopSeen      time.Time
 }
 
+// telemetryHooks is the turn's telemetry at its steps: set up with the
+// run, each model and tool call measured, and the report at its end.
+type telemetryHooks struct{ t *run }
+
 // startTelemetry sets up the run's measurements: its meter (holding what
 // the request's store requests cost before the run, when the run is the
 // request's own turn), the invoke_agent span, and t.ctx and t.reqCtx
 // carrying both, so that every store request and span of the turn,
 // cleanup included, is the turn's.
-func (t *run) startTelemetry(principal chat.Principal) {
+func (hk *telemetryHooks) startTelemetry(principal chat.Principal) {
+	t := hk.t
 	h := t.h
 	tt := &turnTelemetry{start: t.startedAt, meter: t.meter, clock: h.clock}
 	if sc := telemetry.ScopeFrom(t.reqCtx); sc.TakeTurn() {
@@ -135,7 +140,8 @@ type modelCallTelemetry struct {
 
 // startModelCall starts the chat span of a model call of req and counts
 // the call; the returned context carries the span.
-func (t *run) startModelCall(ctx context.Context, req model.Request) (context.Context, *modelCallTelemetry) {
+func (hk *telemetryHooks) startModelCall(ctx context.Context, req model.Request) (context.Context, *modelCallTelemetry) {
+	t := hk.t
 	tt := t.tel // the call and its tokens are counted by modelCall
 	tr := t.h.opts.Tracing
 	ctx, span := tr.StartChat(ctx, providerOf(t.agent), tt.model, t.sessionID, req.MaxTokens)
@@ -212,7 +218,8 @@ func errorType(err error) string {
 }
 
 // startToolCall starts the execute_tool span of call.
-func (t *run) startToolCall(ctx context.Context, call model.ToolCall) (context.Context, trace.Span) {
+func (hk *telemetryHooks) startToolCall(ctx context.Context, call model.ToolCall) (context.Context, trace.Span) {
+	t := hk.t
 	tr := t.h.opts.Tracing
 	ctx, span := tr.StartTool(ctx, call.Name, call.ID)
 	if tr.CaptureContent() && span.IsRecording() {
@@ -222,7 +229,8 @@ func (t *run) startToolCall(ctx context.Context, call model.ToolCall) (context.C
 }
 
 // endToolCall ends a tool call's span with its outcome.
-func (t *run) endToolCall(span trace.Span, o tool.Outcome) {
+func (hk *telemetryHooks) endToolCall(span trace.Span, o tool.Outcome) {
+	t := hk.t
 	if !span.IsRecording() {
 		return
 	}
@@ -242,7 +250,8 @@ func (t *run) endToolCall(span trace.Span, o tool.Outcome) {
 
 // report writes the turn's metrics document and ends its span: outcome
 // as the turn's last line says it, calls and usage as measured.
-func (t *run) report(end ending, outcome saveOutcome, v view) {
+func (hk *telemetryHooks) report(end ending, outcome saveOutcome, v view) {
+	t := hk.t
 	tt := t.tel
 	if tt == nil {
 		return

@@ -11,6 +11,10 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
+// ndjsonWriter is the NDJSON stream's writer goroutines: the full
+// snapshot stream (writer) and the compact one (compactWriter, compact.go).
+type ndjsonWriter struct{ t *run }
+
 // writer is the goroutine that owns the response body while the turn
 // streams, after the first snapshot, written at first. On each wake-up it
 // waits until the gap after its last streaming snapshot has passed
@@ -20,7 +24,8 @@ import (
 // snapshots (docs/design.md#snapshots). The terminal lines arrive on out.final and
 // are written without delay; the writer exits after them or at the first
 // write failure (closing out.failed).
-func (t *run) writer(first time.Time) {
+func (nw *ndjsonWriter) writer(first time.Time) {
+	t := nw.t
 	defer close(t.out.done)
 	var (
 		buf         []byte
@@ -71,8 +76,8 @@ func (t *run) writer(first time.Time) {
 			// snapshots numbered for the checkpoints a resumer reads.
 			continue
 		}
-		buf = t.snapshotLineAt(buf[:0], now, seq, protocol.StatusStreaming, assistant, v.usage, nil)
-		gap = t.snapshotGap(len(buf))
+		buf = t.lines.snapshotLineAt(buf[:0], now, seq, protocol.StatusStreaming, assistant, v.usage, nil)
+		gap = t.lines.snapshotGap(len(buf))
 		if !t.out.write(buf) && t.h.opts.CheckpointInterval == 0 {
 			return
 		}
@@ -81,7 +86,8 @@ func (t *run) writer(first time.Time) {
 
 // snapshotGap is the wait after a streaming snapshot of n bytes: n at
 // SnapshotBytesPerSecond, within [SnapshotInterval, MaxSnapshotGap].
-func (t *run) snapshotGap(n int) time.Duration {
+func (le *lineEncoder) snapshotGap(n int) time.Duration {
+	t := le.t
 	o := t.h.opts
 	d := time.Duration(float64(n) / float64(o.SnapshotBytesPerSecond) * float64(time.Second))
 	return min(max(d, o.SnapshotInterval), o.MaxSnapshotGap)
@@ -163,6 +169,11 @@ func (o *streamOut) write(p []byte) bool {
 	return true
 }
 
+// lineEncoder encodes the NDJSON lines of the turn's stream: its
+// snapshots (with the session's context in scopeSession, cut to fit the
+// record limits) and diagnostics, and paces them by size (snapshotGap).
+type lineEncoder struct{ t *run }
+
 // snapshotLine appends the NDJSON line of a snapshot with sequence seq:
 // the turn's messages, preceded in scopeSession by the context messages.
 //
@@ -171,12 +182,14 @@ func (o *streamOut) write(p []byte) bool {
 // leaves out the oldest whole context turns until it fits; the client
 // pages them from the history function (docs/design.md#snapshots). Once dropped they stay
 // dropped for the rest of the turn, so snapshots never grow back.
-func (t *run) snapshotLine(dst []byte, seq int64, status string, assistant protocol.Message, usage protocol.Usage, d *protocol.Diagnostic) []byte {
-	return t.snapshotLineAt(dst, t.h.clock.Now(), seq, status, assistant, usage, d)
+func (le *lineEncoder) snapshotLine(dst []byte, seq int64, status string, assistant protocol.Message, usage protocol.Usage, d *protocol.Diagnostic) []byte {
+	t := le.t
+	return le.snapshotLineAt(dst, t.h.clock.Now(), seq, status, assistant, usage, d)
 }
 
 // snapshotLineAt is snapshotLine emitted at now.
-func (t *run) snapshotLineAt(dst []byte, now time.Time, seq int64, status string, assistant protocol.Message, usage protocol.Usage, d *protocol.Diagnostic) []byte {
+func (le *lineEncoder) snapshotLineAt(dst []byte, now time.Time, seq int64, status string, assistant protocol.Message, usage protocol.Usage, d *protocol.Diagnostic) []byte {
+	t := le.t
 	lineage := t.lineage
 	ev := &protocol.Event{
 		EventID:   t.h.opts.NewID(),
@@ -193,7 +206,7 @@ func (t *run) snapshotLineAt(dst []byte, now time.Time, seq int64, status string
 		},
 	}
 	encode := func(dropped int) ([]byte, error) {
-		ev.Snapshot.Messages = t.snapshotMessages(dropped, assistant)
+		ev.Snapshot.Messages = le.snapshotMessages(dropped, assistant)
 		return protocol.AppendEventLine(dst, ev)
 	}
 	dropped := int(t.dropped.Load())
@@ -211,7 +224,7 @@ func (t *run) snapshotLineAt(dst []byte, now time.Time, seq int64, status string
 				}
 			}
 			out, err = encode(hi)
-			t.dropTurns(int64(hi))
+			le.dropTurns(int64(hi))
 		}
 	}
 	if err != nil {
@@ -219,7 +232,7 @@ func (t *run) snapshotLineAt(dst []byte, now time.Time, seq int64, status string
 		// snapshot unencodable: the client gets a diagnostic in its
 		// place, never a broken line.
 		t.log.Error("snapshot encoding failed", "err", err)
-		return t.diagnosticLine(dst, protocol.NewDiagnostic(protocol.CodeServerInternal), seq)
+		return le.diagnosticLine(dst, protocol.NewDiagnostic(protocol.CodeServerInternal), seq)
 	}
 	return out
 }
@@ -230,7 +243,8 @@ func fits(_ []byte, err error) bool { return err == nil }
 // dropTurns raises the number of context turns session-scope snapshots
 // leave out to n (never lowers it: the writer and the terminal snapshot
 // may race).
-func (t *run) dropTurns(n int64) {
+func (le *lineEncoder) dropTurns(n int64) {
+	t := le.t
 	for {
 		cur := t.dropped.Load()
 		if n <= cur {
@@ -246,7 +260,8 @@ func (t *run) dropTurns(n int64) {
 // snapshotMessages returns a snapshot's messages: in scopeSession the
 // context without its dropped oldest turns, then the user and assistant
 // messages.
-func (t *run) snapshotMessages(dropped int, assistant protocol.Message) []protocol.Message {
+func (le *lineEncoder) snapshotMessages(dropped int, assistant protocol.Message) []protocol.Message {
+	t := le.t
 	var ctx []protocol.Message
 	if t.scope == scopeSession {
 		ctx = t.context
@@ -263,7 +278,8 @@ func (t *run) snapshotMessages(dropped int, assistant protocol.Message) []protoc
 
 // diagnosticLine appends the NDJSON line of a server.turn.diagnostic with
 // sequence seq.
-func (t *run) diagnosticLine(dst []byte, d protocol.Diagnostic, seq int64) []byte {
+func (le *lineEncoder) diagnosticLine(dst []byte, d protocol.Diagnostic, seq int64) []byte {
+	t := le.t
 	ev := &protocol.Event{
 		EventID:    t.h.opts.NewID(),
 		SessionID:  t.sessionID,
