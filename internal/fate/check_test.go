@@ -486,6 +486,20 @@ func TestCheckFindsEachRule(t *testing.T) {
 			// unconfirmed): that submit spent the id, and was told so.
 			in.Leases["a"] = append(in.Leases["a"], leaseMark{Applied: at(-680), Expiry: at(1300)})
 		}},
+		"retryable 500, a later submit's process killed": {RuleAck, "yet its id is spent", func(in *sessionInput) {
+			failed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-900), End: at(-800), Status: 500, ErrCode: codeServerInternal, Retryable: true, Ending: "status"}
+			killed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-700), End: at(-600), Ending: "failed"}
+			in.Streams = []*Stream{failed, killed}
+			in.Reads = nil
+			in.Leases["a"] = []leaseMark{{Applied: at(-880), Expiry: at(1100)}}
+			in.Replays = []*Replay{{Turn: "a", Start: at(3000), End: at(3010), Status: 409, ErrCode: codeIndeterminate}}
+			in.Final = final()
+		}, func(in *sessionInput) {
+			// The killed submit's claim applied: a claim that dies before
+			// its acknowledgment leaves the id taken, and the retry the 500
+			// promised did claim it (fate seed 1 schedule 482, short lease).
+			in.Leases["a"] = append(in.Leases["a"], leaseMark{Applied: at(-680), Expiry: at(1300)})
+		}},
 		"renewed after a pause, then lost": {RulePause, "yet it gave up", func(in *sessionInput) {
 			in.Plan = &Plan{Kind: KindNearLease}
 			in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", ""), diagnostic(1000002, 2000, codeTurnLost, false))}

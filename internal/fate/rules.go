@@ -47,9 +47,10 @@ const (
 	RuleReplay = "replay-decided"
 	// RuleAck (I7): a submit answered with a retryable 5xx leaves its
 	// turn id unspent: unless a later submit of the id ran the turn (a
-	// 200 stream), the id is never in history and no later submit or
-	// replay of it is told TURN_ALREADY_COMPLETED or
-	// TURN_OUTCOME_INDETERMINATE.
+	// 200 stream) or claimed it (DynamoDB applied its lease) and was told
+	// TURN_OUTCOME_INDETERMINATE or nothing, the id is never in history
+	// and no later submit or replay of it is told TURN_ALREADY_COMPLETED
+	// or TURN_OUTCOME_INDETERMINATE.
 	RuleAck = "ack-unspent"
 	// RulePause (I2): a turn whose process was paused for 0.8-0.95 of
 	// the lease (a nearlease schedule) and whose lease renewal DynamoDB
@@ -428,10 +429,15 @@ func (c *checker) acks() {
 			}
 			// A later submit spent the id itself if it ran the turn, or if
 			// its own claim applied and it was told the outcome is unknown
-			// (its withdrawal unconfirmed): that answer is about its claim.
+			// (its withdrawal unconfirmed: that answer is about its claim),
+			// or got no answer at all (its process killed, its connection
+			// cut): a claim that dies before its acknowledgment leaves the
+			// id taken (docs/durable-turns.md), and the retry the 5xx
+			// promised did claim it.
 			ran := false
 			for _, u := range subs[i+1:] {
-				ran = ran || u.Status == 200 || (u.Status == 409 && u.ErrCode == codeIndeterminate && c.leaseAppliedDuring(t, u.Start, u.End))
+				claimed := c.leaseAppliedDuring(t, u.Start, u.End)
+				ran = ran || u.Status == 200 || claimed && (u.Status == 0 || u.Status == 409 && u.ErrCode == codeIndeterminate)
 			}
 			if ran {
 				continue
