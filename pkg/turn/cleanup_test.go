@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -33,15 +34,19 @@ type panicStream struct{}
 func (panicStream) Recv() (model.Event, error) { panic("stream bug: secret detail") }
 func (panicStream) Close() error               { return nil }
 
-// settledGoroutines waits until the number of goroutines is at most want
-// (goroutines of the finished request may still be exiting) and returns
-// the last count seen.
-func settledGoroutines(want int) int {
-	n := runtime.NumGoroutine()
-	for deadline := time.Now().Add(2 * time.Second); n > want && time.Now().Before(deadline); n = runtime.NumGoroutine() {
-		time.Sleep(5 * time.Millisecond)
-	}
-	return n
+// inBubble runs f in a testing/synctest bubble and reports how many
+// goroutines it left: f's request is served on the bubble's clock, and
+// once f returns every goroutine it started is waited for until it exited
+// or is blocked for good (synctest.Wait), so that a goroutine of the
+// request still waiting on a timer or a channel counts.
+func inBubble(t *testing.T, f func(t *testing.T)) (left int) {
+	synctest.Test(t, func(t *testing.T) {
+		before := runtime.NumGoroutine()
+		f(t)
+		synctest.Wait()
+		left = runtime.NumGoroutine() - before
+	})
+	return left
 }
 
 // TestExitPathsCleanUp runs one turn per exit path through ServeHTTP (no
@@ -53,66 +58,72 @@ func settledGoroutines(want int) int {
 // request outlives it.
 func TestExitPathsCleanUp(t *testing.T) {
 	tests := map[string]struct {
-		model    model.Model
+		// model returns the model, made inside the bubble: its channels
+		// are then the bubble's own, which its clock waits on.
+		model    func() model.Model
 		opt      func(*turn.Options)
 		wantCode string // the terminal error code; "" for a completed turn
 	}{
-		"completed":         {model: &scriptModel{Chunks: []string{"a", "b"}}},
-		"model error":       {model: &scriptModel{Chunks: []string{"a"}, Err: errors.New("secret detail")}, wantCode: protocol.CodeModelFailed},
-		"panic in Stream":   {model: panicModel{InStream: true}, wantCode: protocol.CodeModelFailed},
-		"panic in Recv":     {model: panicModel{}, wantCode: protocol.CodeModelFailed},
-		"request deadline":  {model: &scriptModel{Chunks: []string{"a"}, Hold: make(chan struct{})}, opt: func(o *turn.Options) { o.TurnTimeout, o.CleanupReserve = 200*time.Millisecond, 150*time.Millisecond }, wantCode: protocol.CodeServerTimeout},
-		"many renewals run": {model: &scriptModel{Chunks: []string{"a", "b", "c"}, Delay: 20 * time.Millisecond}, opt: func(o *turn.Options) { o.RenewInterval = 5 * time.Millisecond }},
+		"completed":         {model: func() model.Model { return &scriptModel{Chunks: []string{"a", "b"}} }},
+		"model error":       {model: func() model.Model { return &scriptModel{Chunks: []string{"a"}, Err: errors.New("secret detail")} }, wantCode: protocol.CodeModelFailed},
+		"panic in Stream":   {model: func() model.Model { return panicModel{InStream: true} }, wantCode: protocol.CodeModelFailed},
+		"panic in Recv":     {model: func() model.Model { return panicModel{} }, wantCode: protocol.CodeModelFailed},
+		"request deadline":  {model: func() model.Model { return &scriptModel{Chunks: []string{"a"}, Hold: make(chan struct{})} }, opt: func(o *turn.Options) { o.TurnTimeout, o.CleanupReserve = 200*time.Millisecond, 150*time.Millisecond }, wantCode: protocol.CodeServerTimeout},
+		"many renewals run": {model: func() model.Model { return &scriptModel{Chunks: []string{"a", "b", "c"}, Delay: 20 * time.Millisecond} }, opt: func(o *turn.Options) { o.RenewInterval = 5 * time.Millisecond }},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			store := newStoreMemory()
-			e := newEnv(t, store, &scriptModel{}, func(o *turn.Options) {
-				o.Model = tc.model
-				if tc.opt != nil {
-					tc.opt(o)
-				}
-			})
-			before := runtime.NumGoroutine()
-			rec := httptest.NewRecorder()
-			req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(submitBody(t, "s", "t1", "hello", nil))))
-			req.Header.Set("Content-Type", "application/json")
-			e.h.ServeHTTP(rec, req)
-			if rec.Code != http.StatusOK {
-				t.Fatalf("status %d: %s", rec.Code, rec.Body)
-			}
-			evs := decodeStream(t, rec.Body.Bytes())
-			r := result{status: rec.Code, events: evs, raw: rec.Body.Bytes()}
-			term := r.terminal(t)
-			switch {
-			case tc.wantCode == "" && term.Status != protocol.StatusComplete,
-				tc.wantCode != "" && (term.Error == nil || term.Error.Code != tc.wantCode):
-				t.Fatalf("want terminal code %q, stream %s", tc.wantCode, r.raw)
-			}
-			if strings.Contains(string(r.raw), "secret detail") || strings.Contains(e.logs.String(), "secret detail") {
-				t.Error("internal error text reached the client or the info log")
-			}
-			s, err := store.GetSession(context.Background(), "s", alice)
-			if err != nil || s.ActiveTurn != nil {
-				t.Fatalf("lease not released: %+v %v", s, err)
-			}
-			stored, err := store.FindTurn(context.Background(), "s", "t1", alice)
-			if err != nil {
-				t.Fatalf("turn not saved: %v", err)
-			}
-			var termSeq int64
-			for _, ev := range evs {
-				if ev.Kind == protocol.EventSnapshot && ev.Snapshot == term {
-					termSeq = ev.Sequence
-				}
-			}
-			if stored.FirstSequence != evs[0].Sequence || stored.LastSequence != termSeq {
-				t.Errorf("stored sequences %d..%d, stream %d..%d", stored.FirstSequence, stored.LastSequence, evs[0].Sequence, termSeq)
-			}
-			if n := settledGoroutines(before); n > before {
-				t.Errorf("%d goroutines after the request, %d before", n, before)
+			if left := inBubble(t, func(t *testing.T) { exitPath(t, tc.model(), tc.opt, tc.wantCode) }); left > 0 {
+				t.Errorf("%d goroutines of the request outlived it", left)
 			}
 		})
+	}
+}
+
+// exitPath serves one turn of model m through ServeHTTP and checks its
+// cleanup (TestExitPathsCleanUp).
+func exitPath(t *testing.T, m model.Model, opt func(*turn.Options), wantCode string) {
+	store := newStoreMemory()
+	e := newHandlerEnv(t, store, &scriptModel{}, func(o *turn.Options) {
+		o.Model = m
+		if opt != nil {
+			opt(o)
+		}
+	})
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(submitBody(t, "s", "t1", "hello", nil))))
+	req.Header.Set("Content-Type", "application/json")
+	e.h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	evs := decodeStream(t, rec.Body.Bytes())
+	r := result{status: rec.Code, events: evs, raw: rec.Body.Bytes()}
+	term := r.terminal(t)
+	switch {
+	case wantCode == "" && term.Status != protocol.StatusComplete,
+		wantCode != "" && (term.Error == nil || term.Error.Code != wantCode):
+		t.Fatalf("want terminal code %q, stream %s", wantCode, r.raw)
+	}
+	if strings.Contains(string(r.raw), "secret detail") || strings.Contains(e.logs.String(), "secret detail") {
+		t.Error("internal error text reached the client or the info log")
+	}
+	s, err := store.GetSession(context.Background(), "s", alice)
+	if err != nil || s.ActiveTurn != nil {
+		t.Fatalf("lease not released: %+v %v", s, err)
+	}
+	stored, err := store.FindTurn(context.Background(), "s", "t1", alice)
+	if err != nil {
+		t.Fatalf("turn not saved: %v", err)
+	}
+	var termSeq int64
+	for _, ev := range evs {
+		if ev.Kind == protocol.EventSnapshot && ev.Snapshot == term {
+			termSeq = ev.Sequence
+		}
+	}
+	if stored.FirstSequence != evs[0].Sequence || stored.LastSequence != termSeq {
+		t.Errorf("stored sequences %d..%d, stream %d..%d", stored.FirstSequence, stored.LastSequence, evs[0].Sequence, termSeq)
 	}
 }
 
@@ -161,46 +172,47 @@ func TestFailurePathsLeakNoGoroutine(t *testing.T) {
 	tests := map[string]struct {
 		store  func() *failingStore
 		writer func(http.ResponseWriter) http.ResponseWriter
-		model  *scriptModel
+		model  func() *scriptModel // made inside the bubble, its channels the bubble's
 		renew  time.Duration
 		lease  time.Duration
 	}{
 		"save fails":  {store: func() *failingStore { return &failingStore{Store: newStoreMemory(), saveErr: errors.New("down")} }},
-		"lease lost":  {store: func() *failingStore { return &failingStore{Store: newStoreMemory(), renewErr: chat.ErrLeaseLost} }, model: &scriptModel{Chunks: []string{"x"}, Hold: make(chan struct{})}, renew: 5 * time.Millisecond, lease: 200 * time.Millisecond},
-		"write fails": {writer: func(w http.ResponseWriter) http.ResponseWriter { return &failAfterWriter{ResponseWriter: w} }, model: &scriptModel{Chunks: []string{"a", "b", "c"}, Delay: 5 * time.Millisecond}},
+		"lease lost":  {store: func() *failingStore { return &failingStore{Store: newStoreMemory(), renewErr: chat.ErrLeaseLost} }, model: func() *scriptModel { return &scriptModel{Chunks: []string{"x"}, Hold: make(chan struct{})} }, renew: 5 * time.Millisecond, lease: 200 * time.Millisecond},
+		"write fails": {writer: func(w http.ResponseWriter) http.ResponseWriter { return &failAfterWriter{ResponseWriter: w} }, model: func() *scriptModel { return &scriptModel{Chunks: []string{"a", "b", "c"}, Delay: 5 * time.Millisecond} }},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			store := chat.Store(newStoreMemory())
-			if tc.store != nil {
-				store = tc.store()
-			}
-			m := tc.model
-			if m == nil {
-				m = &scriptModel{Chunks: []string{"a"}}
-			}
-			e := newEnv(t, store, m, func(o *turn.Options) {
-				if tc.renew > 0 {
-					o.RenewInterval = tc.renew
+			left := inBubble(t, func(t *testing.T) {
+				store := chat.Store(newStoreMemory())
+				if tc.store != nil {
+					store = tc.store()
 				}
-				if tc.lease > 0 {
-					o.LeaseDuration = tc.lease
+				m := &scriptModel{Chunks: []string{"a"}}
+				if tc.model != nil {
+					m = tc.model()
+				}
+				e := newHandlerEnv(t, store, m, func(o *turn.Options) {
+					if tc.renew > 0 {
+						o.RenewInterval = tc.renew
+					}
+					if tc.lease > 0 {
+						o.LeaseDuration = tc.lease
+					}
+				})
+				rec := httptest.NewRecorder()
+				var w http.ResponseWriter = rec
+				if tc.writer != nil {
+					w = tc.writer(rec)
+				}
+				req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(submitBody(t, "s", "t1", "hello", nil))))
+				req.Header.Set("Content-Type", "application/json")
+				e.h.ServeHTTP(w, req)
+				if tc.writer == nil {
+					decodeStream(t, rec.Body.Bytes())
 				}
 			})
-			before := runtime.NumGoroutine()
-			rec := httptest.NewRecorder()
-			var w http.ResponseWriter = rec
-			if tc.writer != nil {
-				w = tc.writer(rec)
-			}
-			req := httptest.NewRequest(http.MethodPost, "/", strings.NewReader(string(submitBody(t, "s", "t1", "hello", nil))))
-			req.Header.Set("Content-Type", "application/json")
-			e.h.ServeHTTP(w, req)
-			if tc.writer == nil {
-				decodeStream(t, rec.Body.Bytes())
-			}
-			if n := settledGoroutines(before); n > before {
-				t.Errorf("%d goroutines after the request, %d before", n, before)
+			if left > 0 {
+				t.Errorf("%d goroutines of the request outlived it", left)
 			}
 		})
 	}

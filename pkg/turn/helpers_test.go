@@ -219,6 +219,16 @@ func (b *syncBuffer) String() string {
 // with a real HTTP server (chunked streaming).
 func newEnv(t testing.TB, store chat.Store, m *scriptModel, opt func(*turn.Options)) *env {
 	t.Helper()
+	e := newHandlerEnv(t, store, m, opt)
+	e.srv = httptest.NewServer(e.h)
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+// newHandlerEnv is newEnv without its server (e.srv nil): for tests that
+// call e.h.ServeHTTP themselves, in a testing/synctest bubble.
+func newHandlerEnv(t testing.TB, store chat.Store, m *scriptModel, opt func(*turn.Options)) *env {
+	t.Helper()
 	e := &env{store: store, model: m, auth: &testAuth{}, logs: &syncBuffer{}}
 	opts := turn.Options{
 		Store:            store,
@@ -241,8 +251,6 @@ func newEnv(t testing.TB, store chat.Store, m *scriptModel, opt func(*turn.Optio
 		t.Fatalf("NewHandler: %v", err)
 	}
 	e.h = h
-	e.srv = httptest.NewServer(h)
-	t.Cleanup(e.srv.Close)
 	return e
 }
 
