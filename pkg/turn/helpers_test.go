@@ -34,16 +34,20 @@ type storeFactory struct {
 }
 
 // storeFactories are the stores the pipeline tests run on.
-func storeFactories() []storeFactory {
+func storeFactories() []storeFactory { return storeFactoriesAt(nil) }
+
+// storeFactoriesAt is storeFactories with the stores on the clock now
+// (nil: real time).
+func storeFactoriesAt(now func() time.Time) []storeFactory {
 	return []storeFactory{
-		{"memory", func(testing.TB) chat.Store { return memory.New(memory.Options{}) }},
+		{"memory", func(testing.TB) chat.Store { return memory.New(memory.Options{Now: now}) }},
 		{"dynalite", func(tb testing.TB) chat.Store {
 			tb.Helper()
 			client, err := dynamo.NewClient(context.Background(), dynalite.Options(tb))
 			if err != nil {
 				tb.Fatalf("dynamo client: %v", err)
 			}
-			return dynamo.New(client, dynamo.Options{Table: dynalite.Table(tb, client), CursorKey: []byte("turn-test-cursor-key-0123456789")})
+			return dynamo.New(client, dynamo.Options{Table: dynalite.Table(tb, client), Now: now, CursorKey: []byte("turn-test-cursor-key-0123456789")})
 		}},
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/store/storetest"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -417,23 +418,29 @@ func TestStopCancelsAQueuedTurn(t *testing.T) {
 
 // TestQueuedTurnExpires: a queued turn still waiting after QueuedTurnTTL
 // is recorded as never run, TURN_QUEUE_EXPIRED, which its stream shows.
+// The store and the handler read a clock the test moves past the TTL.
 func TestQueuedTurnExpires(t *testing.T) {
-	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
-		e, m := multitaskEnv(t, newStore(t), func(o *turn.Options) { o.QueuedTurnTTL = 50 * time.Millisecond })
-		a := e.startLive(t, context.Background(), "s", "A", "hold A")
-		waitLong(t, "A running", runningTurn(e, "s", "A"))
-		q := e.enqueue(t, "s", "B", "question B")
-		time.Sleep(100 * time.Millisecond)
-		m.finish()
-		<-a.done
-		status, evs, raw := e.resume(t, "s", "B", "", nil)
-		if status != http.StatusOK || len(evs) != 1 || evs[0].Kind != protocol.EventDiagnostic || evs[0].Diagnostic.Code != protocol.CodeTurnQueueExpired {
-			t.Fatalf("resume of %s: %d %s", q.StreamURL, status, raw)
-		}
-		if in := m.inputs(); !slices.Equal(in, []string{"hold A"}) {
-			t.Errorf("model calls %v: the expired turn ran", in)
-		}
-	})
+	clk := storetest.NewClock(time.Now().UTC().Truncate(time.Millisecond))
+	for _, sf := range storeFactoriesAt(clk.Now) {
+		t.Run(sf.name, func(t *testing.T) { queuedTurnExpires(t, clk, sf.new(t)) })
+	}
+}
+
+func queuedTurnExpires(t *testing.T, clk *storetest.Clock, store chat.Store) {
+	e, m := multitaskEnv(t, store, func(o *turn.Options) { o.QueuedTurnTTL, o.Clock = 50*time.Millisecond, clk })
+	a := e.startLive(t, context.Background(), "s", "A", "hold A")
+	waitLong(t, "A running", runningTurn(e, "s", "A"))
+	q := e.enqueue(t, "s", "B", "question B")
+	clk.Advance(100 * time.Millisecond)
+	m.finish()
+	<-a.done
+	status, evs, raw := e.resume(t, "s", "B", "", nil)
+	if status != http.StatusOK || len(evs) != 1 || evs[0].Kind != protocol.EventDiagnostic || evs[0].Diagnostic.Code != protocol.CodeTurnQueueExpired {
+		t.Fatalf("resume of %s: %d %s", q.StreamURL, status, raw)
+	}
+	if in := m.inputs(); !slices.Equal(in, []string{"hold A"}) {
+		t.Errorf("model calls %v: the expired turn ran", in)
+	}
 }
 
 // TestMultitaskRejections: a header value that is no policy, or repeated,
