@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
@@ -239,7 +240,11 @@ func (s *slowContext) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*ch
 }
 
 func (s *slowContext) LoadContext(ctx context.Context, sessionID string, before int64, maxTurns int) ([]chat.Turn, bool, error) {
-	time.Sleep(s.delay)
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
 	return s.Store.LoadContext(ctx, sessionID, before, maxTurns)
 }
 
@@ -260,9 +265,10 @@ func (s *slowContext) RenewLease(ctx context.Context, req chat.RenewRequest) (*c
 // renew it answers an error instead of a stream. (The first line was once
 // written without the lease check every later line gets, so a slow
 // context load produced a streaming snapshot after the lease's expiry.)
+//
+// Each case runs in a testing/synctest bubble: the context load's delay,
+// the lease and its renewals pass on the bubble's clock.
 func TestNoLineAfterTheLease(t *testing.T) {
-	// Leases and delays leave a slow machine room: a long lease where the
-	// stream must start, a short one where it must not.
 	for name, tc := range map[string]struct {
 		lease, delay time.Duration
 		renewErr     error
@@ -275,49 +281,50 @@ func TestNoLineAfterTheLease(t *testing.T) {
 	} {
 		for mode, opt := range map[string]func(*turn.Options){"plain": nil, "durable": durable} {
 			t.Run(name+"/"+mode, func(t *testing.T) {
-				t.Parallel()
-				store := &slowContext{Store: newStoreMemory(), delay: tc.delay, renewErr: tc.renewErr}
-				e := newEnv(t, store, &scriptModel{Chunks: []string{"a", "b"}}, func(o *turn.Options) {
-					if opt != nil {
-						opt(o)
-					}
-					o.LeaseDuration = tc.lease
-				})
-				r := e.submit(t, "s", "t1", "hello", nil, nil)
-				if !tc.stream {
-					// No stream, and an answer true to the id: a
-					// withdrawn claim (500 retryable: nothing records the
-					// turn, its id is unspent), or, when the turn could no
-					// longer prove its lease, nothing saved and the fate
-					// the table's (409 TURN_OUTCOME_INDETERMINATE, which a
-					// replay of the id gets too).
-					switch {
-					case r.status == http.StatusInternalServerError && r.errD.Retryable:
-						if _, err := store.FindTurn(context.Background(), "s", "t1", alice); !errors.Is(err, chat.ErrTurnNotFound) {
-							t.Fatalf("a withdrawn claim's turn is recorded: %v", err)
+				synctest.Test(t, func(t *testing.T) {
+					store := &slowContext{Store: newStoreMemory(), delay: tc.delay, renewErr: tc.renewErr}
+					e := newHandlerEnv(t, store, &scriptModel{Chunks: []string{"a", "b"}}, func(o *turn.Options) {
+						if opt != nil {
+							opt(o)
 						}
-					case r.status == http.StatusConflict && r.errD.Code == protocol.CodeTurnOutcomeIndeterminate:
-						waitLong(t, "the session free", func() bool {
-							s, err := store.GetSession(context.Background(), "s", alice) // decides an expired lease
-							return err == nil && s.ActiveTurn == nil
-						})
-						e.submit(t, "s", "t1", "hello", nil, nil).want(t, http.StatusConflict, protocol.CodeTurnOutcomeIndeterminate)
-					default:
-						t.Fatalf("a turn that could not prove its lease answered %d %s", r.status, r.raw)
+						o.LeaseDuration = tc.lease
+					})
+					r := e.submit(t, "s", "t1", "hello", nil, nil)
+					if !tc.stream {
+						// No stream, and an answer true to the id: a
+						// withdrawn claim (500 retryable: nothing records the
+						// turn, its id is unspent), or, when the turn could no
+						// longer prove its lease, nothing saved and the fate
+						// the table's (409 TURN_OUTCOME_INDETERMINATE, which a
+						// replay of the id gets too).
+						switch {
+						case r.status == http.StatusInternalServerError && r.errD.Retryable:
+							if _, err := store.FindTurn(context.Background(), "s", "t1", alice); !errors.Is(err, chat.ErrTurnNotFound) {
+								t.Fatalf("a withdrawn claim's turn is recorded: %v", err)
+							}
+						case r.status == http.StatusConflict && r.errD.Code == protocol.CodeTurnOutcomeIndeterminate:
+							waitLong(t, "the session free", func() bool {
+								s, err := store.GetSession(context.Background(), "s", alice) // decides an expired lease
+								return err == nil && s.ActiveTurn == nil
+							})
+							e.submit(t, "s", "t1", "hello", nil, nil).want(t, http.StatusConflict, protocol.CodeTurnOutcomeIndeterminate)
+						default:
+							t.Fatalf("a turn that could not prove its lease answered %d %s", r.status, r.raw)
+						}
+						return
 					}
-					return
-				}
-				r.want(t, http.StatusOK, "")
-				at, err := time.Parse(time.RFC3339Nano, r.events[0].EmittedAt)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if l := store.latest(); !at.Before(l) {
-					t.Errorf("first line at %v, not before the latest lease expiry granted, %v", at, l)
-				}
-				if n := len(store.granted); n < 2 {
-					t.Errorf("%d leases granted: the lease was not renewed before the stream", n)
-				}
+					r.want(t, http.StatusOK, "")
+					at, err := time.Parse(time.RFC3339Nano, r.events[0].EmittedAt)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if l := store.latest(); !at.Before(l) {
+						t.Errorf("first line at %v, not before the latest lease expiry granted, %v", at, l)
+					}
+					if n := len(store.granted); n < 2 {
+						t.Errorf("%d leases granted: the lease was not renewed before the stream", n)
+					}
+				})
 			})
 		}
 	}

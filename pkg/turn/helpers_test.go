@@ -273,8 +273,21 @@ func submitBody(tb testing.TB, sessionID, turnID, input string, lineage *protoco
 }
 
 // post sends body to path with a JSON content type and extra headers.
+//
+// Without a server (newHandlerEnv) the handler serves it directly into a
+// recorder: the whole response, as a testing/synctest bubble needs.
 func (e *env) post(tb testing.TB, ctx context.Context, path string, body []byte, hdr map[string]string) *http.Response {
 	tb.Helper()
+	if e.srv == nil {
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		e.h.ServeHTTP(rec, req)
+		return rec.Result()
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.srv.URL+path, bytes.NewReader(body))
 	if err != nil {
 		tb.Fatal(err)
