@@ -413,13 +413,16 @@ func (m *slowSteps) Stream(ctx context.Context, req model.Request) (model.Stream
 	return &slowStream{Stream: s, delay: m.delay}, nil
 }
 
+// slowStream paces a model's events delay apart, as a slow provider does
+// (a pace, not a wait for something to happen).
 type slowStream struct {
 	model.Stream
 	delay time.Duration
 }
 
 func (s *slowStream) Recv() (model.Event, error) {
-	time.Sleep(s.delay)
+	t := time.NewTimer(s.delay)
+	<-t.C
 	return s.Stream.Recv()
 }
 

@@ -61,14 +61,15 @@ func resumeReads(b *testing.B, resumers int) float64 {
 	for i := range chunks {
 		chunks[i] = "word "
 	}
-	m := &scriptModel{Chunks: chunks, Delay: 50 * time.Millisecond, Started: make(chan struct{}, 1)}
+	// The resumers start a second into the turn: at its 21st chunk.
+	m := &scriptModel{Chunks: chunks, Delay: 50 * time.Millisecond, Started: make(chan struct{}, 1), Reached: make(chan struct{}), ReachedAt: 21}
 	e := newEnv(b, store, m, func(o *turn.Options) {
 		durable(o)
 		o.ResumePollInterval = turn.DefaultResumePollInterval
 	})
 	ls := e.startLive(b, context.Background(), "s", "t1", "hello")
 	<-m.Started
-	time.Sleep(time.Second)
+	<-m.Reached
 	ops.Reset()
 	start := time.Now()
 	var wg sync.WaitGroup

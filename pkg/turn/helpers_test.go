@@ -96,7 +96,12 @@ type scriptModel struct {
 	// Started, when set, receives one value per call once it started.
 	Started chan struct{}
 	// Finished, when set, is closed when a call returned its last event.
-	Finished   chan struct{}
+	Finished chan struct{}
+	// Reached, when set, is closed when a call has returned chunk
+	// ReachedAt (counted from 1).
+	Reached    chan struct{}
+	ReachedAt  int
+	reachOnce  sync.Once
 	finishOnce sync.Once
 
 	calls atomic.Int32
@@ -170,6 +175,9 @@ func (s *scriptStream) Recv() (model.Event, error) {
 			}
 		}
 		s.i++
+		if s.m.Reached != nil && s.i == s.m.ReachedAt {
+			s.m.reachOnce.Do(func() { close(s.m.Reached) })
+		}
 		return model.Event{TextDelta: s.m.Chunks[s.i-1]}, nil
 	}
 	if !s.usage {
