@@ -500,6 +500,20 @@ func TestCheckFindsEachRule(t *testing.T) {
 			// promised did claim it (fate seed 1 schedule 482, short lease).
 			in.Leases["a"] = append(in.Leases["a"], leaseMark{Applied: at(-680), Expiry: at(1300)})
 		}},
+		"retryable 500 after an earlier claim was killed": {RuleAck, "yet its id is spent", func(in *sessionInput) {
+			failed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-700), End: at(-600), Status: 500, ErrCode: codeServerInternal, Retryable: true, Ending: "status"}
+			in.Streams = []*Stream{failed}
+			in.Reads = nil
+			in.Replays = []*Replay{{Turn: "a", Start: at(3000), End: at(3010), Status: 409, ErrCode: codeIndeterminate}}
+			in.Final = final()
+		}, func(in *sessionInput) {
+			// An earlier submit claimed the id and its process was killed
+			// before the acknowledgment: the id was spent before the 500
+			// (fate seed 1 schedule 67, default lease).
+			killed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-900), End: at(-850), Ending: "failed"}
+			in.Streams = append([]*Stream{killed}, in.Streams...)
+			in.Leases["a"] = []leaseMark{{Applied: at(-880), Expiry: at(1100)}}
+		}},
 		"renewed after a pause, then lost": {RulePause, "yet it gave up", func(in *sessionInput) {
 			in.Plan = &Plan{Kind: KindNearLease}
 			in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", ""), diagnostic(1000002, 2000, codeTurnLost, false))}

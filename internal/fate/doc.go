@@ -143,8 +143,9 @@
 //     showed the turn terminal, or after its client got
 //     TURN_OUTCOME_INDETERMINATE, is never told SESSION_BUSY, nor a
 //     retryable 5xx while no fault of its session is open.
-//   - ack-unspent (I7): after a retryable 5xx to a submit, the turn id is
-//     spent (in history, or TURN_ALREADY_COMPLETED or
+//   - ack-unspent (I7): after a retryable 5xx to a submit of an id no
+//     earlier submit had spent (claimed, and not answered a retryable
+//     5xx), the turn id is spent (in history, or TURN_ALREADY_COMPLETED or
 //     TURN_OUTCOME_INDETERMINATE to a later submit) only if a later
 //     submit of it ran the turn, or claimed it (DynamoDB applied its
 //     lease) and was itself told TURN_OUTCOME_INDETERMINATE or got no

@@ -46,7 +46,9 @@ const (
 	// a retryable 5xx while no fault window of its session is open.
 	RuleReplay = "replay-decided"
 	// RuleAck (I7): a submit answered with a retryable 5xx leaves its
-	// turn id unspent: unless a later submit of the id ran the turn (a
+	// turn id unspent (unless an earlier submit of the id had spent it:
+	// its claim applied, and it was not answered a retryable 5xx):
+	// unless a later submit of the id ran the turn (a
 	// 200 stream) or claimed it (DynamoDB applied its lease) and was told
 	// TURN_OUTCOME_INDETERMINATE or nothing, the id is never in history
 	// and no later submit or replay of it is told TURN_ALREADY_COMPLETED
@@ -424,7 +426,7 @@ func (c *checker) acks() {
 			}
 		}
 		for i, s := range subs {
-			if s.Status < 500 || !s.Retryable {
+			if s.Status < 500 || !s.Retryable || spentBefore(c, t, subs[:i]) {
 				continue
 			}
 			// A later submit spent the id itself if it ran the turn, or if
@@ -459,6 +461,20 @@ func (c *checker) acks() {
 			}
 		}
 	}
+}
+
+// spentBefore reports whether one of the earlier submits of turn t
+// spent its id: its claim applied (DynamoDB applied its lease) and it was
+// not answered a retryable 5xx (whose claim was withdrawn). A retryable
+// 5xx after that is not what spent the id, whatever a later submit is
+// told.
+func spentBefore(c *checker, t string, earlier []*Stream) bool {
+	for _, u := range earlier {
+		if c.leaseAppliedDuring(t, u.Start, u.End) && (u.Status < 500 || !u.Retryable) {
+			return true
+		}
+	}
+	return false
 }
 
 // leaseAppliedDuring reports whether DynamoDB applied (and answered) a
