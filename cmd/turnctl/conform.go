@@ -256,7 +256,7 @@ func (c *conformer) run(ctx context.Context) []checkResult {
 	c.checkArtifacts(ctx, first)
 	c.checkCompact(ctx)
 	c.add(conformAGUI(ctx, c.raw, c.opts.turnURL, c.caps.Has("agui")))
-	c.checkMultitask(ctx)
+	multitaskChecks{c}.checkMultitask(ctx)
 	for _, ext := range []string{"resume", "approvals"} {
 		if c.caps.Has(ext) {
 			c.record(ext, checkSkip, "advertised by /capabilities; this turnctl has no check for it yet")

@@ -22,10 +22,15 @@ const (
 	interruptInput = "Sent to interrupt a running turn: reply with one short sentence."
 )
 
+// multitaskChecks are the conformance checks of the multitask policies
+// (reject, enqueue, interrupt, rollback), run while a long turn holds its
+// session.
+type multitaskChecks struct{ *conformer }
+
 // checkMultitask runs multitask.reject, .enqueue, .interrupt and
 // .rollback, each when capabilities.multitask.policies lists its policy
 // and skipped with the reason otherwise.
-func (c *conformer) checkMultitask(ctx context.Context) {
+func (c multitaskChecks) checkMultitask(ctx context.Context) {
 	var policies []string
 	if c.caps != nil {
 		policies = c.caps.Multitask.Policies
@@ -50,7 +55,7 @@ func (c *conformer) checkMultitask(ctx context.Context) {
 // whileRunning submits a long turn to a new session and calls during
 // once, from its first line that is not terminal (the turn runs). It
 // returns the long turn and whether during was called.
-func (c *conformer) whileRunning(ctx context.Context, during func(sessionID string)) (*submitted, bool) {
+func (c multitaskChecks) whileRunning(ctx context.Context, during func(sessionID string)) (*submitted, bool) {
 	sessionID := newSessionID()
 	called := false
 	long := c.submit(ctx, sessionID, longInput, func(_ int, ev *protocol.Event) {
@@ -66,7 +71,7 @@ func (c *conformer) whileRunning(ctx context.Context, during func(sessionID stri
 // checkMultitaskReject: a submit with X-Turnstream-Multitask: reject while
 // a turn runs is 409 SESSION_BUSY in the diagnostic shape; the running
 // turn's stream still ends with its terminal line.
-func (c *conformer) checkMultitaskReject(ctx context.Context, name string) {
+func (c multitaskChecks) checkMultitaskReject(ctx context.Context, name string) {
 	var status int
 	var header http.Header
 	var body []byte
@@ -94,7 +99,7 @@ func (c *conformer) checkMultitaskReject(ctx context.Context, name string) {
 // skipUnlessRunning records name as failed when the long turn was
 // refused, or skipped when it ended in its first line (nothing ran
 // meanwhile), and reports whether it did.
-func (c *conformer) skipUnlessRunning(name string, long *submitted, sent bool) bool {
+func (c multitaskChecks) skipUnlessRunning(name string, long *submitted, sent bool) bool {
 	switch {
 	case long.status != http.StatusOK:
 		c.record(name, checkFail, "the long turn answered %d %s", long.status, errorCode(long.errBody))
@@ -112,7 +117,7 @@ func (c *conformer) skipUnlessRunning(name string, long *submitted, sent bool) b
 // the queued turn then runs without another submit, followed over its
 // stream URL to a complete snapshot carrying its input; history lists
 // the running turn, then the queued one.
-func (c *conformer) checkMultitaskEnqueue(ctx context.Context, name string) {
+func (c multitaskChecks) checkMultitaskEnqueue(ctx context.Context, name string) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.timeout)
 	defer cancel()
 	var queued *client.Stream
@@ -177,7 +182,7 @@ func (c *conformer) checkMultitaskEnqueue(ctx context.Context, name string) {
 // turn is then gone from history (and from the new turn's snapshots),
 // with interrupt it stays, interrupted. A running turn that ended before
 // the interrupt reached it is a pass that says so.
-func (c *conformer) checkMultitaskInterrupt(ctx context.Context, name, policy string) {
+func (c multitaskChecks) checkMultitaskInterrupt(ctx context.Context, name, policy string) {
 	var second *submitted
 	done := make(chan struct{})
 	long, sent := c.whileRunning(ctx, func(sessionID string) {
@@ -244,7 +249,7 @@ func (c *conformer) checkMultitaskInterrupt(ctx context.Context, name, policy st
 }
 
 // turnIDs lists a session's turn ids in history, oldest first.
-func (c *conformer) turnIDs(ctx context.Context, sessionID string) ([]string, error) {
+func (c multitaskChecks) turnIDs(ctx context.Context, sessionID string) ([]string, error) {
 	var ids []string
 	pages := 0
 	for pg, err := range c.api.TurnPages(ctx, sessionID, client.PageOptions{Limit: client.MaxPageLimit, Order: client.OrderAsc}) {
