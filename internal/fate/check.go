@@ -143,7 +143,7 @@ func (c *checker) addRule(inv, rule, turn, what string, evidence ...string) {
 func checkSession(in *sessionInput) []Violation {
 	c := &checker{in: in, terms: map[string][]termObs{}, runs: map[string][]runObs{}, live: map[string]*Stream{}}
 	if in.Plan != nil && in.Plan.Kind == KindQuota {
-		c.quota() // its bursts' sessions are new and hold one short turn each
+		rules{c}.quota() // its bursts' sessions are new and hold one short turn each
 		return c.out
 	}
 	c.index()
@@ -155,11 +155,12 @@ func checkSession(in *sessionInput) []Violation {
 	c.lostAbove()        // I6
 	c.honest()           // I7
 	c.noLineAfterLease() // I8
-	c.kept()             // I1, RuleKept
-	c.stopRules()        // I7 RuleStopHonest, I5 RuleStopBound
-	c.replays()          // I7 RuleReplay
-	c.acks()             // I7 RuleAck
-	c.pauses()           // I2 RulePause
+	r := rules{c}
+	r.kept()      // I1, RuleKept
+	r.stopRules() // I7 RuleStopHonest, I5 RuleStopBound
+	r.replays()   // I7 RuleReplay
+	r.acks()      // I7 RuleAck
+	r.pauses()    // I2 RulePause
 	return c.out
 }
 
@@ -456,7 +457,7 @@ func (c *checker) acknowledged() {
 		return // reported by oneTruth
 	}
 	for _, t := range c.turns() {
-		if c.supersededBy(t) != nil {
+		if (rules{c}).supersededBy(t) != nil {
 			continue // a rollback stopped and superseded it: gone from history by design
 		}
 		var why string
@@ -804,7 +805,7 @@ func (c *checker) honest() {
 			if l := answer(live); l != nil {
 				st, ok := l.fate()
 				switch {
-				case ok && ft == nil && st.Messages != "none" && c.supersededBy(t) == nil:
+				case ok && ft == nil && st.Messages != "none" && (rules{c}).supersededBy(t) == nil:
 					c.add("I7", t, fmt.Sprintf("the live stream ended %s, history has no such turn", st), streamLine(live, l), f.turns.String())
 				case ok && ft != nil && !st.same(hist):
 					c.add("I7", t, fmt.Sprintf("the live stream ended %s, history keeps %s", st, hist), streamLine(live, l),

@@ -70,6 +70,11 @@ const (
 	RuleRenewLate = "pause-renewal-late"
 )
 
+// rules are the checks of the rules named above, each a promise of the
+// documents made precise, run on a session's checker after the
+// invariants (checkSession).
+type rules struct{ *checker }
+
 // stopBound is the documented stop bound and the slack the harness
 // allows on top of it (docs/durable-turns.md "Stop within a second").
 func (t Timings) stopBound() (bound, slack time.Duration) {
@@ -77,7 +82,7 @@ func (t Timings) stopBound() (bound, slack time.Duration) {
 }
 
 // firstSubmit is the start of the first submit of t (zero when none).
-func (c *checker) firstSubmit(t string) time.Time {
+func (c rules) firstSubmit(t string) time.Time {
 	for _, s := range c.in.Streams {
 		if s.Kind == "submit" && s.Turn == t {
 			return s.Start
@@ -92,7 +97,7 @@ func (c *checker) firstSubmit(t string) time.Time {
 // never shown terminal, and a rollback submit of another turn was in
 // flight between t's first submit and t's first terminal state
 // (inFlightDuring). Nil when none.
-func (c *checker) supersededBy(t string) *Stream {
+func (c rules) supersededBy(t string) *Stream {
 	terms := c.terms[t]
 	end := time.Now()
 	if len(terms) > 0 {
@@ -115,7 +120,7 @@ func (c *checker) supersededBy(t string) *Stream {
 // multitaskWhileRunning reports whether an interrupt or a rollback of
 // another turn was sent while t ran (after its first submit, before it
 // was first shown terminal).
-func (c *checker) multitaskWhileRunning(t string) bool {
+func (c rules) multitaskWhileRunning(t string) bool {
 	terms := c.terms[t]
 	end := time.Now()
 	if len(terms) > 0 {
@@ -139,7 +144,7 @@ func inFlightDuring(s *Stream, from, end time.Time) bool {
 }
 
 // kept checks RuleKept.
-func (c *checker) kept() {
+func (c rules) kept() {
 	for _, t := range c.turns() {
 		terms := c.terms[t]
 		if len(terms) == 0 || c.supersededBy(t) != nil {
@@ -164,7 +169,7 @@ func (c *checker) kept() {
 
 // rollbackAround returns a rollback submit of another turn sent before t
 // was first shown terminal, nil when none.
-func (c *checker) rollbackAround(t string) *Stream {
+func (c rules) rollbackAround(t string) *Stream {
 	terms := c.terms[t]
 	if len(terms) == 0 {
 		return nil
@@ -178,7 +183,7 @@ func (c *checker) rollbackAround(t string) *Stream {
 }
 
 // turnsOf describes a /turns read's turns.
-func (c *checker) turnsOf(r *Read) string {
+func (c rules) turnsOf(r *Read) string {
 	var parts []string
 	for i := range r.Turns {
 		parts = append(parts, r.Turns[i].TurnID+" "+r.Turns[i].Status)
@@ -187,7 +192,7 @@ func (c *checker) turnsOf(r *Read) string {
 }
 
 // quota checks RuleQuota over a quota schedule's bursts.
-func (c *checker) quota() {
+func (c rules) quota() {
 	n := c.in.QuotaN
 	var admitted []*Stream
 	for _, s := range c.in.Quota {
@@ -213,7 +218,7 @@ func (c *checker) quota() {
 }
 
 // quotaCounts counts a quota schedule's answers by status and code.
-func (c *checker) quotaCounts() string {
+func (c rules) quotaCounts() string {
 	m := map[string]int{}
 	for _, s := range c.in.Quota {
 		m[fmt.Sprintf("%d %s", s.Status, s.ErrCode)]++
@@ -222,7 +227,7 @@ func (c *checker) quotaCounts() string {
 }
 
 // stopRules checks RuleStopHonest and RuleStopBound.
-func (c *checker) stopRules() {
+func (c rules) stopRules() {
 	bound, slack := c.in.Timings.stopBound()
 	byTurn := map[string][]*Stop{}
 	for _, s := range c.in.Stops {
@@ -311,7 +316,7 @@ func lastLine(s *Stream) *Line {
 // appliedStop returns a write of the session's stop flag (on the session
 // item) that DynamoDB applied from s's process while s was in flight,
 // nil when none.
-func (c *checker) appliedStop(s *Stop) *writeMark {
+func (c rules) appliedStop(s *Stop) *writeMark {
 	for i, w := range c.in.Writes {
 		if w.Kind == kindStop && w.Applied && w.Slot == s.Proc && w.Item == "SESSION" && !w.At.Before(s.Start) && !w.At.After(s.End) {
 			return &c.in.Writes[i]
@@ -322,7 +327,7 @@ func (c *checker) appliedStop(s *Stop) *writeMark {
 
 // onlyCheckpointFaults reports whether every fault window of the session
 // is on checkpoint writes (so that a stop's own writes pass).
-func (c *checker) onlyCheckpointFaults() bool {
+func (c rules) onlyCheckpointFaults() bool {
 	for _, w := range c.in.Windows {
 		if !isCheckpoint(w.Kind) {
 			return false
@@ -333,7 +338,7 @@ func (c *checker) onlyCheckpointFaults() bool {
 
 // faultsOpen reports whether a fault window of the session was open at
 // any time within [from, to].
-func (c *checker) faultsOpen(from, to time.Time) bool {
+func (c rules) faultsOpen(from, to time.Time) bool {
 	for _, w := range c.in.Windows {
 		if w.To.IsZero() {
 			continue // never opened
@@ -350,7 +355,7 @@ func (c *checker) faultsOpen(from, to time.Time) bool {
 
 // submitsOf returns every submit of t that got an answer other than 200,
 // as replays, with the replays of t.
-func (c *checker) answersOf(t string) []*Replay {
+func (c rules) answersOf(t string) []*Replay {
 	var out []*Replay
 	for _, s := range c.in.Streams {
 		if s.Kind == "submit" && s.Turn == t && s.Status != 200 && s.Status != 0 {
@@ -375,7 +380,7 @@ func (s *Stop) String() string {
 }
 
 // replays checks RuleReplay.
-func (c *checker) replays() {
+func (c rules) replays() {
 	for _, t := range c.turns() {
 		// Decided from its first terminal observation, or from the
 		// TURN_OUTCOME_INDETERMINATE its client got (the code a replay
@@ -416,7 +421,7 @@ func (c *checker) replays() {
 }
 
 // acks checks RuleAck.
-func (c *checker) acks() {
+func (c rules) acks() {
 	f := c.in.Final
 	for _, t := range c.turns() {
 		var subs []*Stream
@@ -468,7 +473,7 @@ func (c *checker) acks() {
 // not answered a retryable 5xx (whose claim was withdrawn). A retryable
 // 5xx after that is not what spent the id, whatever a later submit is
 // told.
-func spentBefore(c *checker, t string, earlier []*Stream) bool {
+func spentBefore(c rules, t string, earlier []*Stream) bool {
 	for _, u := range earlier {
 		if c.leaseAppliedDuring(t, u.Start, u.End) && (u.Status < 500 || !u.Retryable) {
 			return true
@@ -479,7 +484,7 @@ func spentBefore(c *checker, t string, earlier []*Stream) bool {
 
 // leaseAppliedDuring reports whether DynamoDB applied (and answered) a
 // lease of turn t between from and to: a claim or a renewal of it.
-func (c *checker) leaseAppliedDuring(t string, from, to time.Time) bool {
+func (c rules) leaseAppliedDuring(t string, from, to time.Time) bool {
 	for _, m := range c.in.Leases[t] {
 		if !m.Maybe && !m.Applied.Before(from) && !m.Applied.After(to) {
 			return true
@@ -489,7 +494,7 @@ func (c *checker) leaseAppliedDuring(t string, from, to time.Time) bool {
 }
 
 // pauses checks RulePause on a nearlease schedule's turn.
-func (c *checker) pauses() {
+func (c rules) pauses() {
 	in := c.in
 	if in.Plan == nil || in.Plan.Kind != KindNearLease {
 		return
@@ -563,7 +568,7 @@ func (c *checker) pauses() {
 // renewLate reports RuleRenewLate: the nearlease turn's lease expired at
 // prev with no renewal after its pause (at contAt), although it had two
 // attempt timeouts left, and the turn was lost.
-func (c *checker) renewLate(live *Stream, pausedAt, contAt, prev time.Time) {
+func (c rules) renewLate(live *Stream, pausedAt, contAt, prev time.Time) {
 	in := c.in
 	if prev.Sub(contAt) < 2*in.Timings.AttemptTimeout || c.disturbed(live.Proc, contAt.Add(time.Millisecond), prev) {
 		return
@@ -583,7 +588,7 @@ func (c *checker) renewLate(live *Stream, pausedAt, contAt, prev time.Time) {
 
 // killed reports whether the process in slot was killed between from and
 // to.
-func (c *checker) killed(slot int, from, to time.Time) bool {
+func (c rules) killed(slot int, from, to time.Time) bool {
 	for _, e := range c.in.Events {
 		if e.Slot == slot && e.What == "kill" && !e.At.Before(from) && !e.At.After(to) {
 			return true
