@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -42,7 +43,7 @@ func historyCases() map[string]func(*testing.T, *env) {
 			}
 			for name, tc := range cases {
 				t.Run(name, func(t *testing.T) {
-					pages := e.walk(t, chat.ListRequest{SessionID: "s1", Principal: alice, Order: tc.order, Limit: tc.limit})
+					pages := walkerOf(e).walk(t, chat.ListRequest{SessionID: "s1", Principal: alice, Order: tc.order, Limit: tc.limit})
 					var got []string
 					for _, p := range pages {
 						got = append(got, turnIDs(p.Turns)...)
@@ -185,7 +186,7 @@ func historyCases() map[string]func(*testing.T, *env) {
 			e.save(edit, turn)
 			e.release("s1", edit, chat.OutcomeCompleted, turn.LastSequence)
 			visible := []string{"t000", "t001", "edit"}
-			e.checkWalks(t, "s1", visible)
+			walkerOf(e).checkWalks(t, "s1", visible)
 
 			// Supersede the tail too: the visible turns are then all at the
 			// start, and the page holding the last of them must say no more.
@@ -194,15 +195,27 @@ func historyCases() map[string]func(*testing.T, *env) {
 				t.Fatalf("Supersede: %v", err)
 			}
 			e.release("s1", retry, chat.OutcomeIndeterminate, retry.BaseSequence) // never saved
-			e.checkWalks(t, "s1", []string{"t000", "t001"})
+			walkerOf(e).checkWalks(t, "s1", []string{"t000", "t001"})
 		},
 	}
 }
 
+// walker pages through a store's history as a reader does (ListTurns,
+// page after page).
+type walker struct {
+	ctx   context.Context
+	store interface {
+		ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Page, error)
+	}
+}
+
+// walkerOf returns the walker of e's store.
+func walkerOf(e *env) walker { return walker{ctx: e.ctx, store: e.store} }
+
 // checkWalks pages through sessionID in both orders at limits 1 to
 // len(visible)+1 and fails unless each walk yields exactly visible (asc) or
 // its reverse (desc) with no empty page and an exact HasMore.
-func (e *env) checkWalks(t *testing.T, sessionID string, visible []string) {
+func (w walker) checkWalks(t *testing.T, sessionID string, visible []string) {
 	t.Helper()
 	desc := slices.Clone(visible)
 	slices.Reverse(desc)
@@ -212,7 +225,7 @@ func (e *env) checkWalks(t *testing.T, sessionID string, visible []string) {
 			want = desc
 		}
 		for limit := 1; limit <= len(visible)+1; limit++ {
-			pages := e.walk(t, chat.ListRequest{SessionID: sessionID, Principal: alice, Order: order, Limit: limit})
+			pages := w.walk(t, chat.ListRequest{SessionID: sessionID, Principal: alice, Order: order, Limit: limit})
 			var got []string
 			for _, p := range pages {
 				got = append(got, turnIDs(p.Turns)...)
@@ -230,7 +243,7 @@ func (e *env) checkWalks(t *testing.T, sessionID string, visible []string) {
 // walk lists every page from req (Cursor empty) and fails the test on an
 // error, an empty page followed by more, a page over the limit, or a
 // NextCursor that disagrees with HasMore. It stops after 200 pages.
-func (e *env) walk(t *testing.T, req chat.ListRequest) []*chat.Page {
+func (w walker) walk(t *testing.T, req chat.ListRequest) []*chat.Page {
 	t.Helper()
 	limit := req.Limit
 	if limit == 0 {
@@ -238,7 +251,7 @@ func (e *env) walk(t *testing.T, req chat.ListRequest) []*chat.Page {
 	}
 	var pages []*chat.Page
 	for range 200 {
-		page, err := e.store.ListTurns(e.ctx, req)
+		page, err := w.store.ListTurns(w.ctx, req)
 		if err != nil {
 			t.Fatalf("ListTurns(order %q, limit %d, page %d): %v", req.Order, req.Limit, len(pages)+1, err)
 		}
