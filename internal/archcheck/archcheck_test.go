@@ -60,6 +60,11 @@ func TestArchitecture(t *testing.T) {
 	ifaces := s.Interfaces()
 	t.Logf("largest interfaces: %s", top(ifaces, 6))
 	for _, c := range ifaces {
+		if strings.HasPrefix(c.Notes, "a union") {
+			t.Logf("interface %s: %s, each part within the limit", c.Name, c.Notes)
+		}
+	}
+	for _, c := range ifaces {
 		if c.N > MaxInterface {
 			over("interface %s has %d methods (limit %d) %s", c.Name, c.N, MaxInterface, c.Notes)
 		}

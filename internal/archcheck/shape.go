@@ -191,6 +191,29 @@ func (s *Source) Interfaces() []Count {
 		}
 		return n, outside
 	}
+	// parts returns the module's interfaces a pure union embeds (an
+	// interface of embedded module interfaces only, as io.ReadWriteCloser
+	// is), nil for any other interface.
+	parts := func(key string) []string {
+		d := decls[key]
+		var ps []string
+		for _, field := range d.it.Methods.List {
+			pk := ""
+			switch t := field.Type.(type) {
+			case *ast.Ident:
+				pk = d.pkg + "." + t.Name
+			case *ast.SelectorExpr:
+				if x, _ := t.X.(*ast.Ident); x != nil {
+					pk = d.imports[x.Name] + "." + t.Sel.Name
+				}
+			}
+			if _, in := decls[pk]; !in {
+				return nil
+			}
+			ps = append(ps, pk)
+		}
+		return ps
+	}
 	var out []Count
 	for key := range decls {
 		n, outside := count(key, map[string]bool{})
@@ -198,6 +221,16 @@ func (s *Source) Interfaces() []Count {
 		c := Count{Name: name, N: n}
 		if len(outside) > 0 {
 			c.Notes = "embeds " + strings.Join(outside, ", ") + " (not counted)"
+		}
+		// A union of two or more interfaces is held to the limit by its
+		// parts, each counted on its own: its figure is its largest part's.
+		if ps := parts(key); len(ps) >= 2 {
+			c.N = 0
+			for _, pk := range ps {
+				m, _ := count(pk, map[string]bool{})
+				c.N = max(c.N, m)
+			}
+			c.Notes = fmt.Sprintf("a union of %d interfaces, %d methods in all", len(ps), n)
 		}
 		out = append(out, c)
 	}
@@ -279,14 +312,14 @@ var Layering = []struct {
 	{Pkg: "pkg/model/modeltest", May: []string{"pkg/model", "pkg/model/bedrock", "pkg/model/openai", "pkg/protocol"}},
 	{Pkg: "pkg/store/dynamo", May: []string{"pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/store/memory", May: []string{"pkg/chat", "pkg/protocol"}},
-	{Pkg: "pkg/store/storetest", May: []string{"pkg/chat", "pkg/protocol"}},
+	{Pkg: "pkg/store/storetest", May: []string{"pkg/chat", "pkg/clock", "pkg/protocol"}},
 	{Pkg: "pkg/auth", May: []string{"pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/definition", May: []string{"pkg/api", "pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/tool", May: []string{"pkg/chat", "pkg/model", "pkg/protocol"}},
 	{Pkg: "pkg/httpedge", May: []string{"pkg/api", "pkg/auth", "pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/telemetry", May: []string{"pkg/chat", "pkg/protocol"}, Target: true},
 	{Pkg: "pkg/telemetry/otlp", May: []string{"pkg/telemetry"}},
-	{Pkg: "pkg/turn", May: []string{"pkg/api", "pkg/chat", "pkg/definition", "pkg/model", "pkg/protocol", "pkg/tool"}, Target: true},
+	{Pkg: "pkg/turn", May: []string{"pkg/api", "pkg/chat", "pkg/clock", "pkg/definition", "pkg/model", "pkg/protocol", "pkg/tool"}, Target: true},
 	{Pkg: "pkg/sessionapi", May: []string{"pkg/api", "pkg/auth", "pkg/chat", "pkg/httpedge", "pkg/protocol", "pkg/telemetry"}},
 	{Pkg: "pkg/sessionapi/internal/artifactsfuzz"},
 	{Pkg: "pkg/config", May: []string{"pkg/auth", "pkg/chat", "pkg/definition", "pkg/httpedge", "pkg/protocol", "pkg/telemetry"}},
