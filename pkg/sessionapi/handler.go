@@ -1,6 +1,7 @@
 package sessionapi
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -19,10 +20,27 @@ import (
 	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
+// Store is what the history and artifacts functions ask of a store: its
+// reads of sessions, turns, queued turns and usage, and the artifact
+// references (their contracts are chat.Store's, which satisfies it).
+type Store interface {
+	GetSession(ctx context.Context, sessionID string, p chat.Principal) (*chat.Session, error)
+	ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Page, error)
+	PollTurn(ctx context.Context, sessionID string, ordinal int64, p chat.Principal, since *chat.Turn) (*chat.Turn, error)
+	QueuedTurns(ctx context.Context, sessionID string, p chat.Principal) ([]chat.QueuedTurn, error)
+	PutArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal, refs []chat.ArtifactReference) ([]chat.ArtifactReference, error)
+	GetArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal) ([]chat.ArtifactReference, error)
+	ReadUsage(ctx context.Context, p chat.Principal, at time.Time) (*chat.PrincipalUsage, error)
+	ListUsage(ctx context.Context, req chat.UsageListRequest) (*chat.UsagePage, error)
+}
+
+var _ Store = chat.Store(nil)
+
 // Options configure NewHistoryHandler and NewArtifactsHandler.
 type Options struct {
-	// Store holds sessions, turns and artifact references. Required.
-	Store chat.Store
+	// Store holds sessions, turns and artifact references (a chat.Store
+	// is one). Required.
+	Store Store
 	// Authenticator establishes the principal of every request from its
 	// headers only, before any body byte is read
 	// (docs/design.md#authentication-and-tenancy). Errors wrapping
@@ -54,7 +72,7 @@ type Options struct {
 
 // server is the state shared by both handlers.
 type server struct {
-	store   chat.Store
+	store   Store
 	auth    auth.Authenticator
 	log     *slog.Logger
 	maxBody int64
