@@ -235,7 +235,9 @@ describe("demo page in Chromium", { skip }, () => {
     await page.waitForSelector(`${lastAssistant}[data-status="stopped"]`, { timeout: 60_000 });
     assert.equal(await page.textContent(`${lastAssistant} .text`), turn.snapshot.payload.messages.at(-1).content, "the same state as the tab that stopped it");
     assert.equal(await page.textContent(`${lastAssistant} .notice`), "Stopped.");
-    await page.waitForSelector('#status[data-state="stopped"]');
+    // The status follows once the stream has ended after its terminal
+    // line: the same bound as the wait above, for a loaded machine.
+    await page.waitForSelector('#status[data-state="stopped"]', { timeout: 60_000 });
     assert.deepEqual(problems, []);
     await finish(page);
   });
