@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -164,6 +165,47 @@ func TestTakeoverRecognisesItsOwnWrites(t *testing.T) {
 				t.Errorf("late save of the crashed turn: %v, want ErrLeaseLost", err)
 			}
 		})
+	}
+}
+
+// TestTakeoverWhoseOutcomeStaysUnknown: a takeover's compare-and-set
+// that applied with its answer lost, whose resolving read then fails on
+// every attempt, is an unknown outcome, not ErrSessionBusy: the session
+// may be this claim's own (the load run under two CPU hogs answered such
+// a claim 409 SESSION_BUSY). Once reads work again, the claim's retry
+// meets its own lease.
+func TestTakeoverWhoseOutcomeStaysUnknown(t *testing.T) {
+	e := newFaultEnv(t)
+	ctx := faultCtx(t)
+	if _, err := e.s.ClaimTurn(ctx, claimReq("s1", "crashed")); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(lease)
+	var mu sync.Mutex
+	lost := false // the compare-and-set applied unanswered: every read fails from here
+	e.faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case !lost && takeoverCAS(a):
+			lost = true
+			return ddbfault.LoseAnswer
+		case lost && (a.Op == "GetItem" || a.Op == "BatchGetItem"):
+			return ddbfault.ServerErrorBefore
+		}
+		return ddbfault.Pass
+	})
+	_, err := e.s.ClaimTurn(ctx, claimReq("s1", "t2"))
+	if err == nil || errors.Is(err, chat.ErrSessionBusy) {
+		t.Fatalf("takeover whose outcome stayed unknown: %v, want an error that is not ErrSessionBusy", err)
+	}
+	if c := e.faults.Counts(); c[ddbfault.LoseAnswer] != 1 || c[ddbfault.ServerErrorBefore] == 0 {
+		t.Fatalf("faults injected: %v", c)
+	}
+	e.faults.SetRule(nil)
+	s, err := e.s.GetSession(ctx, "s1", alice)
+	if err != nil || s.ActiveTurn == nil || s.ActiveTurn.TurnID != "t2" {
+		t.Fatalf("session %+v, %v: the compare-and-set did not apply, the test proves nothing", s, err)
 	}
 }
 

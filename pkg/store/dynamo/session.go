@@ -456,6 +456,7 @@ func (s *Store) recordTakeover(ctx context.Context, req chat.ClaimRequest, sess 
 		}
 		return s.claimFromTakeover(req, out.Attributes)
 	}
+	written := err // the write's own error, before its condition is read as a lost race
 	if failed, _ := conditionFailed(err); failed && rejection == nil {
 		// An SDK retry of a compare-and-set that applied fails its own
 		// condition: the read below recognises the token.
@@ -466,7 +467,10 @@ func (s *Store) recordTakeover(ctx context.Context, req chat.ClaimRequest, sess 
 	item, found, rerr := s.resolveRead(ctx, sessionKey(req.SessionID))
 	switch {
 	case rerr != nil:
-		return nil, fmt.Errorf("claim session %s: %w (resolving: %v)", req.SessionID, err, rerr)
+		// Unknown: the compare-and-set may be this claim's own, applied
+		// with its answer lost. Not ErrSessionBusy, which would tell the
+		// client the session is another turn's.
+		return nil, fmt.Errorf("claim session %s: compare-and-set outcome unknown: %v (resolving: %w)", req.SessionID, written, rerr)
 	case rejection == nil && found && holdsToken(item, token):
 		return s.claimFromTakeover(req, item)
 	case rejection != nil && found && revisionOf(item) > sess.Revision:
