@@ -311,11 +311,15 @@ type facts struct {
 	// every attempt (a 500 before the stream).
 	afterClaimFailed bool
 	renewTrouble     bool // a renewal failed, met a fault, or outlived the lease it extended
-	save             applied
-	saveCalled       bool
-	saveFailed       bool // the save returned an error (a failed condition included)
-	saveResolved     bool // a read of the turn item after the save was answered
-	release          applied
+	// fateReadFailed: after a renewal in trouble, a read of the turn (the
+	// fate the table decided of a turn that could no longer prove its
+	// lease) failed on every attempt.
+	fateReadFailed bool
+	save           applied
+	saveCalled     bool
+	saveFailed     bool // the save returned an error (a failed condition included)
+	saveResolved   bool // a read of the turn item after the save was answered
+	release        applied
 	// expiry is the latest lease expiry set by the request's applied
 	// claim or renewal writes: no turn can prove a later one.
 	expiry time.Time
@@ -372,8 +376,10 @@ func factsOf(ops []Op) facts {
 		case op.Kind == dynamobench.KindDecide, op.Kind == dynamobench.KindOther:
 			// Deciding the crashed turn a claim found (its fences, the
 			// Query of its checkpoints), or another call before the
-			// stream.
+			// stream; after a renewal in trouble, the read of the turn's
+			// decided fate.
 			f.claimFailed = f.claimFailed || op.failed()
+			f.fateReadFailed = f.fateReadFailed || f.renewTrouble && op.failed()
 		case op.Kind == dynamobench.KindUsage:
 			// The usage ledger: before the save, the count of a crashed
 			// turn the claim decided (its read, add or settle failing
@@ -545,6 +551,11 @@ func judge(f facts, res *Result, earlier applied, saved bool, lease time.Duratio
 		switch {
 		case res.Last.Diagnostic.Retryable || res.Last.Sequence != 0:
 			return bad("stream TURN_OUTCOME_INDETERMINATE retryable or with a turn's sequence")
+		case !f.saveCalled && f.renewTrouble && f.fateReadFailed:
+			// It could no longer prove its lease, saved nothing, and could
+			// not read the fate the table decided: unknown to it, what a
+			// replay of its id is told too.
+			return verdict{}
 		case !f.saveCalled:
 			return bad("stream TURN_OUTCOME_INDETERMINATE without a save")
 		case f.save == appliedYes && f.saveResolved:

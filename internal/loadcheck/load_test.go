@@ -261,6 +261,8 @@ func TestJudge(t *testing.T) {
 		"unsaved, but saved and read":                           {facts{claim: appliedYes, saveCalled: true, save: appliedYes, saveFailed: true, saveResolved: true}, diag(protocol.CodeTurnOutcomeIndeterminate), appliedNo, true, false},
 		"unsaved, saved, read failed":                           {facts{claim: appliedYes, saveCalled: true, save: appliedYes, saveFailed: true}, diag(protocol.CodeTurnOutcomeIndeterminate), appliedNo, true, true},
 		"conflict after renewal trouble":                        {facts{claim: appliedYes, renewTrouble: true}, diag(protocol.CodeTurnLost), appliedNo, false, true},
+		"unknown, the lease unproven and its fate unread":       {facts{claim: appliedYes, renewTrouble: true, fateReadFailed: true}, diag(protocol.CodeTurnOutcomeIndeterminate), appliedNo, false, true},
+		"unknown without a save, its fate read":                 {facts{claim: appliedYes, renewTrouble: true}, diag(protocol.CodeTurnOutcomeIndeterminate), appliedNo, false, false},
 		"conflict with healthy renewals":                        {facts{claim: appliedYes, expiry: t0.Add(time.Second)}, diag(protocol.CodeTurnLost), appliedNo, false, false},
 		"conflict at the lease's end":                           {facts{claim: appliedYes, expiry: t0.Add(100 * time.Millisecond)}, diag(protocol.CodeTurnLost), appliedNo, false, true},
 		"server timeout":                                        {facts{claim: appliedYes}, diag(protocol.CodeServerTimeout), appliedNo, false, false},
