@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -21,6 +22,10 @@ type ClockSite struct {
 	Line int
 	Func string // "time.Now", …
 	In   string // the enclosing function's name ("" at package level)
+	// InBubble is set for a call inside the function a call of
+	// testing/synctest's Test runs: there time is the bubble's, and a
+	// sleep passes none of the runtime's.
+	InBubble bool
 }
 
 func (s ClockSite) String() string {
@@ -49,24 +54,24 @@ func WallClockCalls(root, rel string, tests bool) ([]ClockSite, error) {
 		if err != nil {
 			return nil, err
 		}
-		timeName := ""
-		for _, imp := range f.Imports {
-			if imp.Path.Value == `"time"` {
-				timeName = "time"
-				if imp.Name != nil {
-					timeName = imp.Name.Name
-				}
-			}
-		}
+		timeName := importName(f, "time")
 		if timeName == "" {
 			continue
 		}
+		synctestName := importName(f, "testing/synctest")
 		for _, d := range f.Decls {
 			in := ""
 			if fd, ok := d.(*ast.FuncDecl); ok {
 				in = fd.Name.Name
 			}
+			var bubbles []ast.Node // the synctest.Test calls around the node
 			ast.Inspect(d, func(n ast.Node) bool {
+				if n == nil {
+					return true
+				}
+				for len(bubbles) > 0 && n.Pos() >= bubbles[len(bubbles)-1].End() {
+					bubbles = bubbles[:len(bubbles)-1]
+				}
 				call, ok := n.(*ast.CallExpr)
 				if !ok {
 					return true
@@ -75,13 +80,32 @@ func WallClockCalls(root, rel string, tests bool) ([]ClockSite, error) {
 				if !ok {
 					return true
 				}
-				if x, ok := sel.X.(*ast.Ident); ok && x.Name == timeName && slices.Contains(wallClockFuncs, sel.Sel.Name) {
+				x, ok := sel.X.(*ast.Ident)
+				switch {
+				case !ok:
+				case synctestName != "" && x.Name == synctestName && sel.Sel.Name == "Test":
+					bubbles = append(bubbles, call)
+				case x.Name == timeName && slices.Contains(wallClockFuncs, sel.Sel.Name):
 					sites = append(sites, ClockSite{File: filepath.ToSlash(filepath.Join(rel, name)),
-						Line: fset.Position(call.Pos()).Line, Func: "time." + sel.Sel.Name, In: in})
+						Line: fset.Position(call.Pos()).Line, Func: "time." + sel.Sel.Name, In: in, InBubble: len(bubbles) > 0})
 				}
 				return true
 			})
 		}
 	}
 	return sites, nil
+}
+
+// importName is the name f imports the package path under ("" when it
+// does not import it).
+func importName(f *ast.File, path string) string {
+	for _, imp := range f.Imports {
+		if imp.Path.Value == strconv.Quote(path) {
+			if imp.Name != nil {
+				return imp.Name.Name
+			}
+			return path[strings.LastIndex(path, "/")+1:]
+		}
+	}
+	return ""
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
@@ -308,15 +309,23 @@ func TestBadDecisions(t *testing.T) {
 }
 
 // TestDecisionExpired: a decision after CONFIRMATION_TTL is 410
-// CONFIRMATION_EXPIRED and runs nothing.
+// CONFIRMATION_EXPIRED and runs nothing, at the very instant it expires.
+// The handler and the store share a fake clock.
 func TestDecisionExpired(t *testing.T) {
-	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+	fake := clock.NewFake(time.Now())
+	forEachStoreAt(t, fake.Now, func(t *testing.T, newStore func(testing.TB) chat.Store) {
 		var runs atomic.Int32
 		store := newStore(t)
-		e, _ := approvalEnv(t, store, &runs, func(o *turn.Options) { o.ConfirmationTTL = time.Millisecond })
+		e, _ := approvalEnv(t, store, &runs, func(o *turn.Options) {
+			o.ConfirmationTTL = time.Minute
+			o.Clock = fake
+		})
 		token := askDelete(t, e, "s", "t1")
 		cf := storedConfirmation(t, store, "s", token)
-		waitFor(t, "the confirmation's expiry", func() bool { return time.Now().After(cf.ExpiresAt) })
+		if left := cf.ExpiresAt.Sub(fake.Now()); left <= 0 || left > time.Minute {
+			t.Fatalf("the confirmation expires in %v, want within the TTL (a minute)", left)
+		}
+		fake.Set(cf.ExpiresAt)
 		e.decide(t, "s", "t2", token, protocol.DecisionApprove, nil).want(t, http.StatusGone, protocol.CodeConfirmationExpired)
 		if runs.Load() != 0 {
 			t.Fatal("an expired confirmation ran its tool")

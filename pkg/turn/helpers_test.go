@@ -58,7 +58,14 @@ func TestMain(m *testing.M) { dynalite.Main(m) }
 // forEachStore runs f as a named subtest per store.
 func forEachStore(t *testing.T, f func(t *testing.T, newStore func(testing.TB) chat.Store)) {
 	t.Helper()
-	for _, sf := range storeFactories() {
+	forEachStoreAt(t, nil, f)
+}
+
+// forEachStoreAt is forEachStore with the stores on the clock now (nil:
+// real time).
+func forEachStoreAt(t *testing.T, now func() time.Time, f func(t *testing.T, newStore func(testing.TB) chat.Store)) {
+	t.Helper()
+	for _, sf := range storeFactoriesAt(now) {
 		t.Run(sf.name, func(t *testing.T) { f(t, sf.new) })
 	}
 }
@@ -258,6 +265,7 @@ func newHandlerEnv(t testing.TB, store chat.Store, m *scriptModel, opt func(*tur
 	if opt != nil {
 		opt(&opts)
 	}
+	opts.Store = watched{opts.Store}
 	h, err := turn.NewHandler(opts)
 	if err != nil {
 		t.Fatalf("NewHandler: %v", err)
@@ -461,16 +469,144 @@ func (r result) want(tb testing.TB, status int, code string) {
 // alice is the default test principal.
 var alice = chat.Principal{Subject: "alice", Tenant: "t"}
 
-// waitFor polls cond until it holds or 5 s pass.
+// waitFor waits until cond holds, reading it again after each change
+// the handlers' stores, the stream readers and the tests' hooks report
+// (changes); no wait polls. It fails after a minute: a bound for a hang,
+// never a pace (a loaded machine is slow, not wrong).
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	woken, done := changes.subscribe()
+	defer done()
+	bound := time.NewTimer(time.Minute)
+	defer bound.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
+		select {
+		case <-woken:
+		case <-bound.C:
+			tb.Fatalf("no change made %s hold within a minute", what)
 		}
-		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// changes tells the waits (waitFor) that something they may be waiting
+// for changed: a write to a handler's store (watched), a line read from a
+// stream, a test hook's call.
+var changes = &signal{waiters: make(map[chan struct{}]struct{})}
+
+// signal wakes its subscribers. Its channels are made by the subscriber,
+// outside any testing/synctest bubble, so a bubble's goroutines may fire
+// it.
+type signal struct {
+	mu      sync.Mutex
+	waiters map[chan struct{}]struct{}
+}
+
+// subscribe returns a channel that receives after each fire (at most one
+// pending), and the func that ends the subscription.
+func (s *signal) subscribe() (<-chan struct{}, func()) {
+	c := make(chan struct{}, 1)
+	s.mu.Lock()
+	s.waiters[c] = struct{}{}
+	s.mu.Unlock()
+	return c, func() {
+		s.mu.Lock()
+		delete(s.waiters, c)
+		s.mu.Unlock()
+	}
+}
+
+// fire wakes every subscriber; it never blocks.
+func (s *signal) fire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.waiters {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// watched is the store a test handler writes to: each write fires changes
+// when it returns (applied or not), so waits read their condition again.
+// Reads pass through unwatched: a wait's own reads wake nobody.
+type watched struct{ chat.Store }
+
+func fired[T any](v T, err error) (T, error) {
+	changes.fire()
+	return v, err
+}
+
+func (w watched) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Claim, error) {
+	return fired(w.Store.ClaimTurn(ctx, req))
+}
+
+func (w watched) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Lease, error) {
+	return fired(w.Store.RenewLease(ctx, req))
+}
+
+func (w watched) RequestStop(ctx context.Context, sessionID, turnID string, p chat.Principal) error {
+	defer changes.fire()
+	return w.Store.RequestStop(ctx, sessionID, turnID, p)
+}
+
+func (w watched) AbandonLease(ctx context.Context, c *chat.Claim) error {
+	defer changes.fire()
+	return w.Store.AbandonLease(ctx, c)
+}
+
+func (w watched) WithdrawClaim(ctx context.Context, c *chat.Claim) (bool, error) {
+	return fired(w.Store.WithdrawClaim(ctx, c))
+}
+
+func (w watched) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) (*chat.Session, error) {
+	return fired(w.Store.ReleaseTurn(ctx, req))
+}
+
+func (w watched) Checkpoint(ctx context.Context, c *chat.Claim, cp *chat.Checkpoint) (bool, error) {
+	return fired(w.Store.Checkpoint(ctx, c, cp))
+}
+
+func (w watched) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error {
+	defer changes.fire()
+	return w.Store.SaveTurn(ctx, c, t)
+}
+
+func (w watched) Supersede(ctx context.Context, c *chat.Claim, from, to int64) error {
+	defer changes.fire()
+	return w.Store.Supersede(ctx, c, from, to)
+}
+
+func (w watched) PutArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal, refs []chat.ArtifactReference) ([]chat.ArtifactReference, error) {
+	return fired(w.Store.PutArtifacts(ctx, sessionID, turnID, p, refs))
+}
+
+func (w watched) EnqueueTurn(ctx context.Context, req chat.EnqueueRequest) (*chat.Enqueued, error) {
+	return fired(w.Store.EnqueueTurn(ctx, req))
+}
+
+func (w watched) ClaimQueued(ctx context.Context, sessionID string, lease time.Duration) (*chat.Claim, *chat.QueuedTurn, error) {
+	defer changes.fire()
+	return w.Store.ClaimQueued(ctx, sessionID, lease)
+}
+
+func (w watched) CancelQueued(ctx context.Context, sessionID, turnID string, p chat.Principal) error {
+	defer changes.fire()
+	return w.Store.CancelQueued(ctx, sessionID, turnID, p)
+}
+
+func (w watched) RecordUsage(ctx context.Context, le chat.LedgerEntry) error {
+	defer changes.fire()
+	return w.Store.RecordUsage(ctx, le)
+}
+
+func (w watched) Admit(ctx context.Context, req chat.AdmitRequest) (*chat.PrincipalUsage, error) {
+	return fired(w.Store.Admit(ctx, req))
+}
+
+func (w watched) CancelAdmission(ctx context.Context, p chat.Principal, a chat.Admission) error {
+	defer changes.fire()
+	return w.Store.CancelAdmission(ctx, p, a)
 }
 
 // messagesJSON renders messages for comparison.

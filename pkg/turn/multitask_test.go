@@ -148,19 +148,6 @@ func (e *env) enqueue(t *testing.T, sessionID, turnID, input string) queued {
 	return q
 }
 
-// waitLong polls cond until it holds, for up to a minute (the machine may
-// be loaded; a failure here is a hang, not slowness).
-func waitLong(tb testing.TB, what string, cond func() bool) {
-	tb.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // runningTurn reports whether turnID has checkpointed (its model runs).
 func runningTurn(e *env, sessionID, turnID string) func() bool {
 	return func() bool {
@@ -217,7 +204,7 @@ func TestEnqueue(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
 		e, m := multitaskEnv(t, newStore(t), nil)
 		a := e.startLive(t, context.Background(), "s", "A", "hold A")
-		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		waitFor(t, "A running", runningTurn(e, "s", "A"))
 
 		q := e.enqueue(t, "s", "B", "question B")
 		if q.Status != "queued" || q.Position != 1 || q.SessionID != "s" || q.TurnID != "B" || q.StreamURL != "sessions/s/turns/B/stream" {
@@ -234,13 +221,19 @@ func TestEnqueue(t *testing.T) {
 		e.submit(t, "s", "D", "plain", nil, nil).want(t, http.StatusConflict, protocol.CodeSessionBusy)
 
 		b := e.openStream(t, q.StreamURL)
-		time.Sleep(50 * time.Millisecond)
-		if n := b.count(); n != 0 {
-			t.Fatalf("B's stream sent %d lines while B waited: %s", n, b.lines[0])
+		// B's stream is open and B waits: every line it reads from here
+		// until A ends would be sent while B waited. The requests below
+		// round-trip through the handler while B's stream is open.
+		if again := e.enqueue(t, "s", "B", "question B"); again != q {
+			t.Errorf("the same enqueue with B's stream open: %+v, want %+v", again, q)
 		}
+		waiting := b.count()
 		m.finish()
 		<-a.done
 		<-b.done
+		if waiting != 0 {
+			t.Fatalf("B's stream sent %d lines while B waited: %s", waiting, b.lines[0])
+		}
 		evs := b.events(t)
 		term := terminalOf(evs)
 		if term == nil || term.TurnID != "B" || term.Snapshot.Status != protocol.StatusComplete || term != evs[len(evs)-1] {
@@ -249,7 +242,7 @@ func TestEnqueue(t *testing.T) {
 		if got := term.Snapshot.Messages[len(term.Snapshot.Messages)-1].Content; got != "re: question B" {
 			t.Errorf("B answered %q", got)
 		}
-		waitLong(t, "C completed", func() bool { return len(history(t, e, "s")) == 3 })
+		waitFor(t, "C completed", func() bool { return len(history(t, e, "s")) == 3 })
 		if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"A", "B", "C"}) {
 			t.Errorf("history %v, want A B C", ids)
 		}
@@ -269,7 +262,7 @@ func TestQueueFull(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
 		e, m := multitaskEnv(t, newStore(t), func(o *turn.Options) { o.MaxQueuedTurns = 1 })
 		a := e.startLive(t, context.Background(), "s", "A", "hold A")
-		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		waitFor(t, "A running", runningTurn(e, "s", "A"))
 		e.enqueue(t, "s", "B", "question B")
 		r := e.submit(t, "s", "C", "question C", nil, policy("enqueue"))
 		r.want(t, http.StatusConflict, protocol.CodeSessionQueueFull)
@@ -278,7 +271,7 @@ func TestQueueFull(t *testing.T) {
 		}
 		m.finish()
 		<-a.done
-		waitLong(t, "B completed", func() bool { return len(history(t, e, "s")) == 2 })
+		waitFor(t, "B completed", func() bool { return len(history(t, e, "s")) == 2 })
 		if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"A", "B"}) {
 			t.Errorf("history %v, want A B", ids)
 		}
@@ -292,7 +285,7 @@ func TestInterrupt(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
 		e, m := multitaskEnv(t, newStore(t), nil)
 		a := e.startLive(t, context.Background(), "s", "A", "hold A")
-		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		waitFor(t, "A running", runningTurn(e, "s", "A"))
 		r := e.submit(t, "s", "B", "question B", nil, policy("interrupt"))
 		r.want(t, http.StatusOK, "")
 		if term := r.terminal(t); term.Status != protocol.StatusComplete || term.Messages[len(term.Messages)-1].Content != "re: question B" {
@@ -324,7 +317,7 @@ func TestRollback(t *testing.T) {
 		e, m := multitaskEnv(t, newStore(t), nil)
 		e.submit(t, "s", "Z", "earlier", nil, nil).want(t, http.StatusOK, "")
 		a := e.startLive(t, context.Background(), "s", "A", "hold A")
-		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		waitFor(t, "A running", runningTurn(e, "s", "A"))
 		r := e.submit(t, "s", "B", "question B", nil, policy("rollback"))
 		r.want(t, http.StatusOK, "")
 		<-a.done
@@ -359,7 +352,7 @@ func TestInterruptWaitsAtMostInterruptWait(t *testing.T) {
 			o.CheckpointInterval, o.RenewInterval, o.InterruptWait = time.Hour, time.Hour, 100*time.Millisecond
 		})
 		a := e.startLive(t, context.Background(), "s", "A", "hold A")
-		waitLong(t, "A's last checkpoint for an hour", runningTurn(e, "s", "A"))
+		waitFor(t, "A's last checkpoint for an hour", runningTurn(e, "s", "A"))
 		e.submit(t, "s", "B", "question B", nil, policy("interrupt")).want(t, http.StatusConflict, protocol.CodeSessionBusy)
 		m.finish()
 		<-a.done
@@ -379,7 +372,7 @@ func TestStopCancelsAQueuedTurn(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
 		e, m := multitaskEnv(t, newStore(t), nil)
 		a := e.startLive(t, context.Background(), "s", "A", "hold A")
-		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		waitFor(t, "A running", runningTurn(e, "s", "A"))
 		qb := e.enqueue(t, "s", "B", "question B")
 		e.enqueue(t, "s", "C", "question C")
 		b := e.openStream(t, qb.StreamURL)
@@ -404,7 +397,7 @@ func TestStopCancelsAQueuedTurn(t *testing.T) {
 		}
 		// C's record is complete before its release: the replay of B below
 		// would meet C's lease (SESSION_BUSY) until then.
-		waitLong(t, "C completed and released", func() bool {
+		waitFor(t, "C completed and released", func() bool {
 			got, err := e.store.FindTurn(context.Background(), "s", "C", alice)
 			sess, serr := e.store.GetSession(context.Background(), "s", alice)
 			return err == nil && got.Status == chat.TurnComplete && serr == nil && sess.ActiveTurn == nil && len(sess.Queue) == 0
@@ -429,7 +422,7 @@ func TestQueuedTurnExpires(t *testing.T) {
 func queuedTurnExpires(t *testing.T, clk *storetest.Clock, store chat.Store) {
 	e, m := multitaskEnv(t, store, func(o *turn.Options) { o.QueuedTurnTTL, o.Clock = 50*time.Millisecond, clk })
 	a := e.startLive(t, context.Background(), "s", "A", "hold A")
-	waitLong(t, "A running", runningTurn(e, "s", "A"))
+	waitFor(t, "A running", runningTurn(e, "s", "A"))
 	q := e.enqueue(t, "s", "B", "question B")
 	clk.Advance(100 * time.Millisecond)
 	m.finish()
@@ -486,6 +479,7 @@ func TestDispatchedDrain(t *testing.T) {
 				mu.Lock()
 				dispatched = append(dispatched, d)
 				mu.Unlock()
+				changes.fire()
 				return nil
 			}
 		})
@@ -496,13 +490,13 @@ func TestDispatchedDrain(t *testing.T) {
 			return len(dispatched)
 		}
 		a := e.startLive(t, context.Background(), "s", "A", "hold A")
-		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		waitFor(t, "A running", runningTurn(e, "s", "A"))
 		e.enqueue(t, "s", "B", "question B")
 		e.enqueue(t, "s", "C", "question C")
 		n := count() // the enqueues' nudges found the session busy
 		m.finish()
 		<-a.done
-		waitLong(t, "a dispatch after A's release", func() bool { return count() > n })
+		waitFor(t, "a dispatch after A's release", func() bool { return count() > n })
 		mu.Lock()
 		d := dispatched[len(dispatched)-1]
 		mu.Unlock()
@@ -588,12 +582,13 @@ func TestPendingApprovalCountsAsBusy(t *testing.T) {
 		if q.Position != 1 {
 			t.Errorf("position %d", q.Position)
 		}
-		time.Sleep(50 * time.Millisecond)
+		// The queued turn waits for the decision: the history after it
+		// (t1 t2 q1, below) would list q1 before t2 if it had not.
 		if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"t1"}) {
 			t.Fatalf("history %v before the decision: the queued turn did not wait", ids)
 		}
 		e.decide(t, "s", "t2", token, protocol.DecisionApprove, nil).want(t, http.StatusOK, "")
-		waitLong(t, "q1 completed and released", func() bool {
+		waitFor(t, "q1 completed and released", func() bool {
 			sess, err := e.store.GetSession(context.Background(), "s", alice)
 			return err == nil && sess.ActiveTurn == nil && len(sess.Queue) == 0
 		})
@@ -793,7 +788,7 @@ func TestRollbackKeepsATurnItDidNotStop(t *testing.T) {
 				e, m := multitaskEnv(t, gs, func(o *turn.Options) { o.InterruptWait = time.Minute })
 				e.submit(t, "s", "Z", "earlier", nil, nil).want(t, http.StatusOK, "")
 				a := e.startLive(t, context.Background(), "s", "A", "hold A")
-				waitLong(t, "A running", runningTurn(e, "s", "A"))
+				waitFor(t, "A running", runningTurn(e, "s", "A"))
 
 				rGate := gs.hold("claim", "R")
 				var aRelease *gate
@@ -805,7 +800,7 @@ func TestRollbackKeepsATurnItDidNotStop(t *testing.T) {
 				var p result
 				if other == "plain" {
 					<-a.done
-					waitLong(t, "A released", sessionFree(e, "s"))
+					waitFor(t, "A released", sessionFree(e, "s"))
 					p = e.submit(t, "s", "P", "question P", nil, nil)
 				} else {
 					<-aRelease.arrived // A ended, not yet released
@@ -860,22 +855,22 @@ func TestInterruptDoesNotWaitForATurnItDidNotStop(t *testing.T) {
 				gs := newGatedStore(newStore(t))
 				e, m := multitaskEnv(t, gs, func(o *turn.Options) { o.InterruptWait = time.Minute })
 				a := e.startLive(t, context.Background(), "s", "A", "hold A")
-				waitLong(t, "A running", runningTurn(e, "s", "A"))
+				waitFor(t, "A running", runningTurn(e, "s", "A"))
 
 				iGate := gs.hold("claim", "I")
 				i := e.submitAsync(t, "s", "I", "question I", policy(pol))
 				<-iGate.arrived
 				<-a.done
-				waitLong(t, "A released", sessionFree(e, "s"))
+				waitFor(t, "A released", sessionFree(e, "s"))
 				p := e.startLive(t, context.Background(), "s", "P", "hold P")
-				waitLong(t, "P running", runningTurn(e, "s", "P"))
+				waitFor(t, "P running", runningTurn(e, "s", "P"))
 				close(iGate.open)
 				if err := <-iGate.result; !errors.Is(err, chat.ErrSessionBusy) {
 					t.Fatalf("I's claim while P holds the session: %v", err)
 				}
 				// I's next claim (a plain one, or another try at its own)
 				// also meets P; then P may end: I must not take its place.
-				waitLong(t, "I's second claim", func() bool { return len(gs.claimed("I")) >= 2 })
+				waitFor(t, "I's second claim", func() bool { return len(gs.claimed("I")) >= 2 })
 				if err := gs.claimed("I")[1]; !errors.Is(err, chat.ErrSessionBusy) {
 					t.Fatalf("I's second claim while P holds the session: %v", err)
 				}
@@ -912,12 +907,12 @@ func TestRollbackKeepsATurnThatEndedOnItsOwn(t *testing.T) {
 		gs := newGatedStore(newStore(t))
 		e, m := multitaskEnv(t, gs, func(o *turn.Options) { o.InterruptWait = time.Minute })
 		a := e.startLive(t, context.Background(), "s", "A", "hold A")
-		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		waitFor(t, "A running", runningTurn(e, "s", "A"))
 		aRelease := gs.hold("release", "A")
 		m.finish()
 		<-aRelease.arrived // A saved complete, its lease still held
 		r := e.submitAsync(t, "s", "R", "question R", policy("rollback"))
-		waitLong(t, "R's first claim", func() bool { return len(gs.claimed("R")) >= 1 })
+		waitFor(t, "R's first claim", func() bool { return len(gs.claimed("R")) >= 1 })
 		close(aRelease.open)
 		rr := r()
 		rr.want(t, http.StatusOK, "")

@@ -612,10 +612,14 @@ func TestQuotaCheckCannotRead(t *testing.T) {
 // unanswered write had landed.
 func TestUncountedTurnIsCountedByItsDecider(t *testing.T) {
 	for _, landed := range []bool{false, true} {
-		store := &countingLedger{Store: newLedgerMemory(), calls: map[string]int{}, recordErr: errors.New("no answer"), applied: landed}
+		// The handler and the store share a fake clock: the lease expires
+		// when the test moves it, not while a slow machine runs the turn.
+		fake := clock.NewFake(time.Now())
+		store := &countingLedger{Store: memory.New(memory.Options{Now: fake.Now, Ledger: chat.LedgerOptions{Enabled: true}}), calls: map[string]int{}, recordErr: errors.New("no answer"), applied: landed}
 		e := newEnv(t, store, &scriptModel{Chunks: []string{"ok"}}, func(o *turn.Options) {
 			o.Ledger = true
 			o.LeaseDuration = 300 * time.Millisecond
+			o.Clock = fake
 		})
 		r := e.submit(t, "s1", "t1", "hello", nil, nil)
 		r.want(t, http.StatusOK, "")
@@ -626,10 +630,10 @@ func TestUncountedTurnIsCountedByItsDecider(t *testing.T) {
 			t.Fatal("released a turn that was not counted")
 		}
 		store.recordErr = nil
-		waitLong(t, "the lease to expire and the next turn to run", func() bool {
-			return e.submit(t, "s1", "t2", "again", nil, nil).status == http.StatusOK
-		})
-		if u := usageOf(t, store, alice, time.Now()); u.Day.Turns != 2 {
+		e.submit(t, "s1", "t2", "again", nil, nil).want(t, http.StatusConflict, protocol.CodeSessionBusy)
+		fake.Advance(300 * time.Millisecond)
+		e.submit(t, "s1", "t2", "again", nil, nil).want(t, http.StatusOK, "")
+		if u := usageOf(t, store, alice, fake.Now()); u.Day.Turns != 2 {
 			t.Errorf("landed %v: %d turns counted, want 2 (each once)", landed, u.Day.Turns)
 		}
 	}
@@ -703,11 +707,11 @@ func TestQueuedTurnChecksTokenQuota(t *testing.T) {
 			o.Definition.Quotas = chat.Quotas{Principal: chat.QuotaLimits{TokensPerDay: 3}}
 		})
 		a := e.startLive(t, context.Background(), "s", "A", "hold A")
-		waitLong(t, "A running", runningTurn(e, "s", "A"))
+		waitFor(t, "A running", runningTurn(e, "s", "A"))
 		e.enqueue(t, "s", "B", "question B")
 		m.finish()
 		<-a.done
-		waitLong(t, "B ended", func() bool {
+		waitFor(t, "B ended", func() bool {
 			h := history(t, e, "s")
 			return len(h) == 2 && h[1].Status != chat.TurnRunning
 		})
@@ -718,7 +722,7 @@ func TestQueuedTurnChecksTokenQuota(t *testing.T) {
 		if in := m.inputs(); !slices.Equal(in, []string{"hold A"}) {
 			t.Errorf("model calls %v, want A's only", in)
 		}
-		waitLong(t, "both counted", func() bool { return usageOf(t, store, alice, time.Now()).Day.Turns == 2 })
+		waitFor(t, "both counted", func() bool { return usageOf(t, store, alice, time.Now()).Day.Turns == 2 })
 		if u := usageOf(t, store, alice, time.Now()); u.Day.Tokens() != 3 {
 			t.Errorf("ledger %+v, want A's 3 tokens", u.Day)
 		}

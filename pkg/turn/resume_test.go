@@ -61,6 +61,7 @@ func readLive(resp *http.Response) *liveStream {
 			ls.mu.Lock()
 			ls.lines = append(ls.lines, append([]byte(nil), sc.Bytes()...))
 			ls.mu.Unlock()
+			changes.fire()
 		}
 	}()
 	return ls
@@ -439,7 +440,7 @@ func TestAcknowledgedTurnIsRecorded(t *testing.T) {
 		// first line (the acknowledged state) has arrived before the model
 		// goes on.
 		rs := e.openStream(t, "sessions/s/turns/t1/stream")
-		waitLong(t, "the resume's first line", func() bool { return rs.count() > 0 })
+		waitFor(t, "the resume's first line", func() bool { return rs.count() > 0 })
 		close(m.Hold)
 		<-ls.done
 		<-rs.done
