@@ -1,15 +1,13 @@
 package dynamobench
 
 import (
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
-// What a DynamoDB call of a turn request is for, from its request
-// (Classify): the claim's phase (KindClaim: the claim's UpdateItem, a
+// What a DynamoDB call of a turn request is for, from the store's label
+// of it (Classify): the claim's phase (KindClaim: the claim's UpdateItem, a
 // takeover's fence of the crashed turn and its compare-and-set, a
 // give-back, the turn id lookup of a full window), the context load,
 // renewals, the save, the release, a running turn's checkpoints;
@@ -39,7 +37,7 @@ const (
 	KindOther = "other"
 )
 
-// The writes of KindUsage (Purpose.Write).
+// The writes of KindUsage (Class.Write).
 const (
 	// LedgerWrite is a count's add, the one write of a count that changes
 	// the counters: the month item's counters ADDed and the session's
@@ -60,9 +58,9 @@ const (
 	AdmissionWrite = "admission write"
 )
 
-// The writes of KindClaim, told apart where it matters (Purpose.Write).
+// The writes of KindClaim, told apart where it matters (Class.Write).
 const (
-	// ClaimWrite is the claim's own UpdateItem.
+	// ClaimWrite is the claim's own UpdateItem (or a queued turn's).
 	ClaimWrite = "claim write"
 	// TakeoverWrite is a takeover's compare-and-set that claims.
 	TakeoverWrite = "takeover write"
@@ -74,8 +72,8 @@ const (
 	GiveBackWrite = "give back"
 )
 
-// Purpose is what Classify reads of a call.
-type Purpose struct {
+// Class is what Classify reads of a call: its kind, and which write it is.
+type Class struct {
 	// SK is the sort key of a keyed call, "" for a Query.
 	SK   string
 	Kind string
@@ -87,84 +85,83 @@ type Purpose struct {
 	Expiry time.Time
 }
 
-// Classify reads what a call is for from its request: the item's kind
-// (dynamo.ItemKindOf), the store's condition expressions, whose attribute
-// names are written out by hand (#name), and the update expression's
-// names, which come from the SDK's builder (#0, #1).
-func Classify(r Request) Purpose {
-	p := Purpose{SK: r.SK}
-	item, cond := dynamo.ItemKindOf(r.SK), r.Condition
+// Classify reads what a call is for from the purpose the store labelled
+// it with (Request.Purpose), and, for reads, from the kind of the item it
+// reads (dynamo.ItemKindOf). A call without a label (a store older than
+// the labels, or a call made outside a store) is KindOther when it writes
+// or queries and KindRead when it reads an item.
+func Classify(r Request) Class {
+	p := Class{SK: r.SK}
 	switch r.Op {
-	case "UpdateItem":
-		switch {
-		case item == dynamo.ItemLedger && strings.Contains(cond, "#journal < :ordinal"):
-			p.Kind, p.Write = KindUsage, LedgerWrite
-		case item == dynamo.ItemLedger && strings.Contains(cond, "#c < :ordinal"):
-			p.Kind, p.Write = KindUsage, LedgerSettle
-		case item == dynamo.ItemLedger && strings.Contains(cond, "#journal = :ordinal"):
-			p.Kind, p.Write = KindUsage, LedgerClear
-		case item == dynamo.ItemLedger:
-			p.Kind, p.Write = KindUsage, AdmissionWrite
-		case item == dynamo.ItemSession && strings.Contains(cond, "attribute_not_exists(#leaseToken)"):
-			p.Kind, p.Write = KindClaim, ClaimWrite
-		case item == dynamo.ItemSession && strings.Contains(cond, ":revision") && slices.Contains(r.Names, "fencedToken") && r.LeaseExpiresAt.IsZero():
-			p.Kind = KindDecide // the decision's last write: the session freed
-		case item == dynamo.ItemSession && strings.Contains(cond, ":revision"):
-			p.Kind, p.Write = KindClaim, TakeoverWrite
-		case item == dynamo.ItemSession && slices.Contains(r.Names, "releasedToken"):
-			p.Kind = KindRelease
-		case item == dynamo.ItemSession && strings.Contains(cond, ":now") && strings.Contains(cond, "#leaseToken = :token"):
-			p.Kind = KindRenew
-		case item == dynamo.ItemSession && strings.Contains(cond, "#leaseToken = :token"):
-			p.Kind, p.Write = KindClaim, GiveBackWrite
-		case strings.Contains(cond, ":crashed") || strings.Contains(cond, ":fence") || strings.Contains(cond, "#leaseExpiresAt <="):
-			p.Kind = KindDecide // the session, live and turn fences of a dead turn
-		case item == dynamo.ItemTurn && strings.Contains(cond, ":saveId"):
-			p.Kind = KindSave
-		case item == dynamo.ItemLive || strings.Contains(cond, ":running"):
-			p.Kind = KindCheckpoint // the live item, or the running turn item a checkpoint writes
-		default:
-			p.Kind = KindOther
-		}
+	case "UpdateItem", "PutItem", "DeleteItem":
+		p.Kind, p.Write = writeKind(r)
 		if p.Write == ClaimWrite || p.Write == TakeoverWrite || p.Kind == KindRenew {
 			p.Expiry = r.LeaseExpiresAt
 		}
-		if p.Write == TakeoverWrite && p.Expiry.IsZero() {
-			p.Write = TakeoverRecord // it writes no lease
-		}
 	case "GetItem", "BatchGetItem":
 		p.Kind = KindRead
-		switch item {
+		switch dynamo.ItemKindOf(r.SK) {
 		case dynamo.ItemLive, dynamo.ItemDelta:
 			p.Kind = KindCheckpoint
 		case dynamo.ItemLedger:
 			p.Kind = KindUsage
 		}
-	case "PutItem":
-		switch item {
-		case dynamo.ItemLive, dynamo.ItemDelta:
-			p.Kind = KindCheckpoint // a checkpoint's delta
-		case dynamo.ItemChunk:
-			p.Kind = KindSave
-		default:
-			p.Kind = KindOther
-		}
-	case "DeleteItem":
-		p.Kind = KindOther
 	case "Query":
 		p.SK = ""
-		switch {
-		case dynamo.IsLedgerPartition(r.PK):
+		switch r.Purpose {
+		case dynamo.PurposeLedgerRead:
 			p.Kind = KindUsage // a tenant's figures
-		case r.Index == dynamo.VisibleIndex:
-			p.Kind = KindContext // the context load (history pages are other requests)
-		case r.Index == dynamo.TurnIDIndex:
+		case dynamo.PurposeContext:
+			p.Kind = KindContext
+		case dynamo.PurposeLookup:
 			p.Kind = KindClaim // the turn id lookup of a full window
 		default:
-			p.Kind = KindOther // a chunked turn's chunks, a crashed turn's checkpoints
+			p.Kind = KindOther // history pages, a chunked turn's chunks, a crashed turn's checkpoints
 		}
 	default:
 		p.SK, p.Kind = "", KindOther
 	}
 	return p
+}
+
+// writeKind is the kind (and, for claims and the ledger, the write) of a
+// write labelled r.Purpose.
+func writeKind(r Request) (kind, write string) {
+	switch r.Purpose {
+	case dynamo.PurposeClaim, dynamo.PurposeDequeue:
+		return KindClaim, ClaimWrite
+	case dynamo.PurposeTakeover:
+		return KindClaim, TakeoverWrite
+	case dynamo.PurposeTakeoverRecord:
+		return KindClaim, TakeoverRecord
+	case dynamo.PurposeGiveBack:
+		return KindClaim, GiveBackWrite
+	case dynamo.PurposeWithdraw:
+		if dynamo.ItemKindOf(r.SK) == dynamo.ItemSession {
+			return KindClaim, GiveBackWrite // the withdrawn claim's lease removed
+		}
+		return KindOther, "" // the turn item voided
+	case dynamo.PurposeRenew:
+		return KindRenew, ""
+	case dynamo.PurposeAck, dynamo.PurposeDelta, dynamo.PurposeLive:
+		return KindCheckpoint, ""
+	case dynamo.PurposeSave:
+		if r.Op == "DeleteItem" {
+			return KindOther, "" // a failed save's chunks removed
+		}
+		return KindSave, ""
+	case dynamo.PurposeRelease:
+		return KindRelease, ""
+	case dynamo.PurposeFence, dynamo.PurposeFree:
+		return KindDecide, ""
+	case dynamo.PurposeLedgerAdd:
+		return KindUsage, LedgerWrite
+	case dynamo.PurposeLedgerSettle:
+		return KindUsage, LedgerSettle
+	case dynamo.PurposeLedgerClear:
+		return KindUsage, LedgerClear
+	case dynamo.PurposeAdmission:
+		return KindUsage, AdmissionWrite
+	}
+	return KindOther, "" // stops, abandons, supersessions, artifacts, the queue's writes
 }

@@ -37,6 +37,10 @@ type Request struct {
 	// LeaseExpiresAt is the leaseExpiresAt an UpdateItem sets (epoch ms
 	// in the store), or the zero time.
 	LeaseExpiresAt time.Time
+	// Purpose is what the store made the call for (its label,
+	// dynamo.PurposeOf the call's context); "" for a call made outside a
+	// store.
+	Purpose dynamo.Purpose
 }
 
 // Outcome is how an API call ended.
@@ -115,7 +119,9 @@ func (o Observer) addTo(stack *middleware.Stack) error {
 			}
 			done := func(Outcome) {}
 			if o.Call != nil {
-				ctx, done = o.Call(ctx, Describe(op, in.Parameters))
+				r := Describe(op, in.Parameters)
+				r.Purpose = dynamo.PurposeOf(ctx)
+				ctx, done = o.Call(ctx, r)
 			}
 			attempts := new(int)
 			ctx = context.WithValue(ctx, attemptsKey{}, attempts)

@@ -312,22 +312,38 @@ func TestMaybeRenewalCoversItsLines(t *testing.T) {
 	}
 }
 
+// TestClassify: an attempt's kind is its purpose label's, its session and
+// sort key are read from its key; an unlabelled write is other.
 func TestClassify(t *testing.T) {
+	const (
+		update = "DynamoDB_20120810.UpdateItem"
+		put    = "DynamoDB_20120810.PutItem"
+	)
+	session := `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}}}`
+	turn := `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001"}}}`
+	live := `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#LIVE"}}}`
 	for name, tc := range map[string]struct {
-		target, body, kind, session string
+		target, purpose, body, kind, session string
 	}{
-		"claim":         {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},"ConditionExpression":"attribute_not_exists(#pk) OR #ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)"}`, kindClaim, "s1"},
-		"renew":         {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},"ConditionExpression":"#leaseToken = :token AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now AND #leaseExpiresAt <= :expires"}`, kindRenew, "s1"},
-		"session fence": {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},"ConditionExpression":"#leaseToken = :crashed AND #leaseExpiresAt <= :now"}`, kindDecide, "s1"},
-		"live item":     {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#LIVE"}},"ConditionExpression":"(attribute_not_exists(#leaseToken) OR #leaseToken = :token) AND (attribute_not_exists(#sequence) OR #sequence < :seq)","ExpressionAttributeNames":{"#leaseToken":"leaseToken","#sequence":"sequence"}}`, kindLive, "s1"},
-		"delta":         {"DynamoDB_20120810.PutItem", `{"Item":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#D#0000000000000004"}}}`, kindDelta, "s1"},
-		"ack":           {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001"}},"ConditionExpression":"attribute_not_exists(#pk) OR #leaseToken = :token AND #status = :running"}`, kindAck, "s1"},
-		"save":          {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001"}},"ConditionExpression":"attribute_not_exists(#pk) OR #leaseToken = :token AND (#status = :running OR #saveId = :saveId)"}`, kindSave, "s1"},
-		"turn fence":    {"DynamoDB_20120810.UpdateItem", `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001"}},"ConditionExpression":"#leaseToken = :token AND #status = :running OR #leaseToken = :fence"}`, kindDecide, "s1"},
-		"query":         {"DynamoDB_20120810.Query", `{"ExpressionAttributeValues":{":0":{"S":"SESSION#s1-10"}}}`, kindRead, "s1-10"},
+		"claim":              {update, "claim", session, kindClaim, "s1"},
+		"takeover":           {update, "takeover", session, kindClaim, "s1"},
+		"renew":              {update, "renew", session, kindRenew, "s1"},
+		"session fence":      {update, "fence", session, kindDecide, "s1"},
+		"decided, freed":     {update, "free", session, kindDecide, "s1"},
+		"live item":          {update, "live", live, kindLive, "s1"},
+		"delta":              {put, "delta", `{"Item":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#D#0000000000000004"}}}`, kindDelta, "s1"},
+		"ack":                {update, "ack", turn, kindAck, "s1"},
+		"save":               {update, "save", turn, kindSave, "s1"},
+		"release":            {update, "release", session, kindRelease, "s1"},
+		"turn fence":         {update, "fence", turn, kindDecide, "s1"},
+		"give back":          {update, "give-back", session, kindOther, "s1"},
+		"ledger":             {update, "ledger-add", `{"Key":{"pk":{"S":"USAGE#t#2026-12"},"sk":{"S":"P#alice"}}}`, kindOther, ""},
+		"unlabelled write":   {update, "", session, kindOther, "s1"},
+		"query":              {"DynamoDB_20120810.Query", "context", `{"ExpressionAttributeValues":{":0":{"S":"SESSION#s1-10"}}}`, kindRead, "s1-10"},
+		"unlabelled GetItem": {"DynamoDB_20120810.GetItem", "", session, kindRead, "s1"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			a := classify(tc.target, []byte(tc.body))
+			a := classify(tc.target, tc.purpose, []byte(tc.body))
 			if a.Kind != tc.kind || a.Session != tc.session {
 				t.Errorf("classify = %s of session %q, want %s of %q", a.Kind, a.Session, tc.kind, tc.session)
 			}
@@ -341,11 +357,11 @@ func TestClassify(t *testing.T) {
 // TestClassifyLiveItem: a liveitem window meets every write of the live
 // item, a stop's flag included, and no write of another item.
 func TestClassifyLiveItem(t *testing.T) {
-	stop := classify("DynamoDB_20120810.UpdateItem", []byte(`{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#LIVE"}},"ConditionExpression":"#leaseToken = :token","ExpressionAttributeNames":{"#leaseToken":"leaseToken","#stop":"stop"}}`))
+	stop := classify("DynamoDB_20120810.UpdateItem", "stop", []byte(`{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#LIVE"}}}`))
 	if stop.Kind != kindStop || !stop.is(kindLiveItem) || stop.is(kindCheckpoint) || stop.is(kindLive) {
 		t.Errorf("a stop's flag on the live item: kind %s, liveitem %v, checkpoint %v", stop.Kind, stop.is(kindLiveItem), stop.is(kindCheckpoint))
 	}
-	delta := classify("DynamoDB_20120810.PutItem", []byte(`{"Item":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#D#0000000000000004"}}}`))
+	delta := classify("DynamoDB_20120810.PutItem", "delta", []byte(`{"Item":{"pk":{"S":"SESSION#s1"},"sk":{"S":"TURN#000000000001#D#0000000000000004"}}}`))
 	if delta.is(kindLiveItem) {
 		t.Errorf("a delta write met a liveitem window")
 	}
@@ -639,7 +655,7 @@ func TestPlanKinds(t *testing.T) {
 // TestClassifyRenewalExpiry: a renewal's turn id and requested expiry are
 // read from its request, for the renewals that get no answer.
 func TestClassifyRenewalExpiry(t *testing.T) {
-	a := classify("DynamoDB_20120810.UpdateItem", []byte(`{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},"ConditionExpression":"#leaseToken = :token AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now AND #leaseExpiresAt <= :expires","ExpressionAttributeValues":{":turnId":{"S":"a"},":expires":{"N":"1764750000123"},":token":{"S":"x"},":now":{"N":"1"}}}`))
+	a := classify("DynamoDB_20120810.UpdateItem", "renew", []byte(`{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},"ConditionExpression":"#leaseToken = :token AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now AND #leaseExpiresAt <= :expires","ExpressionAttributeValues":{":turnId":{"S":"a"},":expires":{"N":"1764750000123"},":token":{"S":"x"},":now":{"N":"1"}}}`))
 	if a.Kind != kindRenew || a.LeaseTurn != "a" || a.Expires != 1764750000123 {
 		t.Errorf("classified %+v, want a renewal of a until 1764750000123", a)
 	}

@@ -4,18 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
-// What a DynamoDB attempt is for, read from its request body the way
-// ddbfault.Op matches attempts: the operation, the item's sort key, and
-// fragments of the hand-written condition expressions of
-// pkg/store/dynamo (session.go, checkpoint.go, turns.go, fate.go). Only
-// the request is read, so the classification works against any version
-// of the store that keeps these shapes (older ones are classified as
-// well as their shapes allow; an unknown write is kindOther).
+// What a DynamoDB attempt is for, read from its request: the operation,
+// the purpose the store labelled it with (dynamo.Purpose), and the item's
+// sort key (classify).
 const (
 	kindClaim = "claim" // a claim or a takeover's compare-and-set that claims
 	// kindCheckpoint is a running turn's checkpoint write of any of the
@@ -73,8 +70,12 @@ func isCheckpoint(kind string) bool {
 
 var sessionInBody = regexp.MustCompile(`"SESSION#([A-Za-z0-9._:-]+)"`)
 
-// classify reads one attempt's operation (from X-Amz-Target) and body.
-func classify(target string, body []byte) *attemptInfo {
+// classify reads one attempt's operation (from X-Amz-Target), the purpose
+// the store labelled it with (the dynamo.PurposeHeader its client sends to
+// a local endpoint) and its body, for the item's key and a renewal's
+// values. An attempt of a store without labels is kindRead when it reads
+// and kindOther when it writes.
+func classify(target, purpose string, body []byte) *attemptInfo {
 	op := target
 	if i := strings.LastIndexByte(op, '.'); i >= 0 {
 		op = op[i+1:]
@@ -82,13 +83,6 @@ func classify(target string, body []byte) *attemptInfo {
 	a := &attemptInfo{Op: op, Kind: kindOther}
 	if m := sessionInBody.FindSubmatch(body); m != nil {
 		a.Session = string(m[1])
-	}
-	var req struct {
-		Key                       map[string]map[string]any `json:"Key"`
-		Item                      map[string]map[string]any `json:"Item"`
-		ConditionExpression       string                    `json:"ConditionExpression"`
-		ExpressionAttributeNames  map[string]string         `json:"ExpressionAttributeNames"`
-		ExpressionAttributeValues map[string]map[string]any `json:"ExpressionAttributeValues"`
 	}
 	switch op {
 	case "GetItem", "BatchGetItem", "Query":
@@ -98,6 +92,11 @@ func classify(target string, body []byte) *attemptInfo {
 	case "UpdateItem", "PutItem":
 	default:
 		return a
+	}
+	var req struct {
+		Key                       map[string]map[string]any `json:"Key"`
+		Item                      map[string]map[string]any `json:"Item"`
+		ExpressionAttributeValues map[string]map[string]any `json:"ExpressionAttributeValues"`
 	}
 	if json.Unmarshal(body, &req) != nil {
 		return a
@@ -109,61 +108,34 @@ func classify(target string, body []byte) *attemptInfo {
 	if sk, ok := key["sk"]["S"].(string); ok {
 		a.SK = sk
 	}
-	cond := req.ConditionExpression
-	names := make([]string, 0, len(req.ExpressionAttributeNames))
-	for _, n := range req.ExpressionAttributeNames {
-		names = append(names, n)
+	a.Kind = writeKinds[dynamo.Purpose(purpose)]
+	if a.Kind == "" {
+		a.Kind = kindOther
 	}
-	has := func(s string) bool { return strings.Contains(cond, s) }
-	named := func(n string) bool { return slices.Contains(names, n) }
-	sk := a.SK
-	switch {
-	case op == "PutItem" && (strings.Contains(sk, "#D#") || strings.Contains(sk, "#LIVE#")):
-		a.Kind = kindDelta // (#LIVE#<n>: an older layout)
-	case op == "PutItem" && strings.Contains(sk, "#CHUNK#"):
-		a.Kind = kindSave
-	case op == "PutItem":
-	case sk == "SESSION":
-		switch {
-		case has("attribute_not_exists(#leaseToken)"):
-			a.Kind = kindClaim
-		case has(":crashed"):
-			a.Kind = kindDecide // the session's fence
-		case has(":revision") && named("fencedToken"):
-			a.Kind = kindDecide // freeing the decided session
-		case has(":revision"):
-			a.Kind = kindClaim // a takeover's compare-and-set
-		case named("releasedToken"):
-			a.Kind = kindRelease
-		case has(":expires") || has("#leaseToken = :token") && has("#leaseExpiresAt > :now"):
-			a.Kind = kindRenew
-			a.LeaseTurn, _ = req.ExpressionAttributeValues[":turnId"]["S"].(string)
-			if n, ok := req.ExpressionAttributeValues[":expires"]["N"].(string); ok {
-				a.Expires, _ = strconv.ParseInt(n, 10, 64)
-			}
-		case named("leaseStop") && has(":owner"):
-			a.Kind = kindStop
-		}
-	case strings.HasSuffix(sk, "#LIVE"):
-		switch {
-		case has(":crashed") || has(":fence"):
-			a.Kind = kindDecide
-		case named("stop") && !named("sequence"):
-			a.Kind = kindStop
-		default:
-			a.Kind = kindLive
-		}
-	case strings.HasPrefix(sk, "TURN#"):
-		switch {
-		case has(":saveId"):
-			a.Kind = kindSave
-		case has(":fence"):
-			a.Kind = kindDecide
-		case has(":running"):
-			a.Kind = kindAck
-		case has("#leaseToken = :token"):
-			a.Kind = kindSave // an older layout, without a save id
+	if a.Kind == kindRenew {
+		a.LeaseTurn, _ = req.ExpressionAttributeValues[":turnId"]["S"].(string)
+		if n, ok := req.ExpressionAttributeValues[":expires"]["N"].(string); ok {
+			a.Expires, _ = strconv.ParseInt(n, 10, 64)
 		}
 	}
 	return a
+}
+
+// writeKinds are the kinds of the store's labelled writes; the others
+// (give-backs, withdrawals, abandons, the queue's, the ledger's...) are
+// kindOther.
+var writeKinds = map[dynamo.Purpose]string{
+	dynamo.PurposeClaim:          kindClaim,
+	dynamo.PurposeTakeover:       kindClaim,
+	dynamo.PurposeTakeoverRecord: kindClaim,
+	dynamo.PurposeDequeue:        kindClaim,
+	dynamo.PurposeRenew:          kindRenew,
+	dynamo.PurposeAck:            kindAck,
+	dynamo.PurposeDelta:          kindDelta,
+	dynamo.PurposeLive:           kindLive,
+	dynamo.PurposeStop:           kindStop,
+	dynamo.PurposeSave:           kindSave,
+	dynamo.PurposeRelease:        kindRelease,
+	dynamo.PurposeFence:          kindDecide,
+	dynamo.PurposeFree:           kindDecide,
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
 // proxy is the fault proxy: one loopback HTTP listener per dev server
@@ -300,7 +301,7 @@ func (p *proxy) handler(slot int) http.Handler {
 			drop(w)
 			return
 		}
-		a := classify(r.Header.Get("X-Amz-Target"), body)
+		a := classify(r.Header.Get("X-Amz-Target"), r.Header.Get(dynamo.PurposeHeader), body)
 		a.Slot = slot
 		p.mu.Lock()
 		p.byKind[a.Op+" "+a.Kind]++

@@ -1,6 +1,7 @@
 package turn_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -39,14 +40,32 @@ func (panicStream) Close() error               { return nil }
 // once f returns every goroutine it started is waited for until it exited
 // or is blocked for good (synctest.Wait), so that a goroutine of the
 // request still waiting on a timer or a channel counts.
+//
+// Only the goroutines of bubbles are counted (their tracebacks name their
+// bubble): a goroutine an earlier test left outside any bubble, which may
+// start or end at any time, does not count. No pkg/turn test runs in
+// parallel, so the bubbles are this one's.
 func inBubble(t *testing.T, f func(t *testing.T)) (left int) {
 	synctest.Test(t, func(t *testing.T) {
-		before := runtime.NumGoroutine()
+		before := bubbleGoroutines()
 		f(t)
 		synctest.Wait()
-		left = runtime.NumGoroutine() - before
+		left = bubbleGoroutines() - before
 	})
 	return left
+}
+
+// bubbleGoroutines counts the goroutines whose traceback header names a
+// testing/synctest bubble.
+func bubbleGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return bytes.Count(buf[:n], []byte(", synctest bubble "))
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 // TestExitPathsCleanUp runs one turn per exit path through ServeHTTP (no

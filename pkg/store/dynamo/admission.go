@@ -137,6 +137,7 @@ var errLostRace = errors.New("dynamo: admission lost its place to another")
 // first attempt is written against req.Basis when it is a read of this
 // principal at the admission's start.
 func (s *Store) Admit(ctx context.Context, req chat.AdmitRequest) (*chat.PrincipalUsage, error) {
+	ctx = withPurpose(ctx, PurposeAdmission)
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("admit: %w", err)
 	}
@@ -239,7 +240,7 @@ func (s *Store) writeAdmission(ctx context.Context, p chat.Principal, a chat.Adm
 		up = up.Remove(expression.Name(admissionPrefix + id))
 	}
 	key := ledgerKey(p, a.StartedAt)
-	err := s.resolvedWrite(ctx, key, up, cond, func(item map[string]types.AttributeValue) bool { return item != nil && item[name] != nil })
+	err := s.resolvedWrite(ctx, PurposeAdmission, key, up, cond, func(item map[string]types.AttributeValue) bool { return item != nil && item[name] != nil })
 	if failed, _ := conditionFailed(err); failed {
 		rctx, cancel := s.resolveContext(ctx)
 		defer cancel()
@@ -268,6 +269,7 @@ func (s *Store) writeAdmission(ctx context.Context, p chat.Principal, a chat.Adm
 // item: nothing to forget). An unknown outcome is resolved with one
 // consistent read.
 func (s *Store) CancelAdmission(ctx context.Context, p chat.Principal, a chat.Admission) error {
+	ctx = withPurpose(ctx, PurposeAdmission)
 	name := admissionPrefix + a.ID
 	key := ledgerKey(p, toMillis(a.StartedAt))
 	item, found, err := s.getItem(ctx, key)
@@ -285,7 +287,7 @@ func (s *Store) CancelAdmission(ctx context.Context, p chat.Principal, a chat.Ad
 			Set(expression.Name(placeName), expression.Value(millis(stored.StartedAt.Add(-chat.RateWindow))))
 		cond := condition{expr: "#r = :start AND attribute_exists(#a)", aliases: map[string]string{"#r": placeName, "#a": name},
 			values: map[string]types.AttributeValue{":start": numValue(millis(stored.StartedAt))}}
-		err := s.resolvedWrite(ctx, key, up, cond, gone)
+		err := s.resolvedWrite(ctx, PurposeAdmission, key, up, cond, gone)
 		if failed, _ := conditionFailed(err); !failed {
 			if err != nil {
 				return fmt.Errorf("cancel admission: %w", err)
@@ -296,7 +298,7 @@ func (s *Store) CancelAdmission(ctx context.Context, p chat.Principal, a chat.Ad
 		// taken again a minute later: the admission no longer holds it.
 	}
 	cond := condition{expr: "attribute_exists(#pk)", names: []string{AttrPK}}
-	err = s.resolvedWrite(ctx, key, expression.Remove(expression.Name(name)), cond, gone)
+	err = s.resolvedWrite(ctx, PurposeAdmission, key, expression.Remove(expression.Name(name)), cond, gone)
 	if failed, _ := conditionFailed(err); failed {
 		return nil
 	}

@@ -179,6 +179,7 @@ func (d *delta) apply(msgs []protocol.Message) ([]protocol.Message, error) {
 // sequence not above its own. The live item's answer carries the stop
 // flag. Unknown outcomes are resolved with one consistent read each.
 func (s *Store) Checkpoint(ctx context.Context, c *chat.Claim, cp *chat.Checkpoint) (bool, error) {
+	ctx = withPurpose(ctx, PurposeCheckpoint)
 	if err := c.CheckCheckpoint(cp); err != nil {
 		return false, err
 	}
@@ -261,7 +262,7 @@ func (s *Store) writeRunningItem(ctx context.Context, c *chat.Claim, cp *chat.Ch
 		values: map[string]types.AttributeValue{
 			":token": strValue(c.Lease.Token), ":running": strValue(string(chat.TurnRunning))},
 	}
-	err = s.resolvedWrite(ctx, turnKey(cp.SessionID, cp.Ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
+	err = s.resolvedWrite(ctx, PurposeAck, turnKey(cp.SessionID, cp.Ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
 		return item != nil && tokenOf(item) == c.Lease.Token && statusOf(item) == chat.TurnRunning
 	})
 	if failed, _ := conditionFailed(err); failed {
@@ -287,6 +288,7 @@ const withdrawnPrefix = "withdrawn:"
 // sequence and next ordinal unchanged. Unknown outcomes are resolved with
 // one consistent read each.
 func (s *Store) WithdrawClaim(ctx context.Context, c *chat.Claim) (bool, error) {
+	ctx = withPurpose(ctx, PurposeWithdraw)
 	key := turnKey(c.Session.ID, c.Lease.Ordinal)
 	void := withdrawnPrefix + c.Lease.Token
 	up := expression.Set(expression.Name(attrLeaseToken), expression.Value(void)).
@@ -294,7 +296,7 @@ func (s *Store) WithdrawClaim(ctx context.Context, c *chat.Claim) (bool, error) 
 		Set(expression.Name(AttrPurgeAt), expression.Value(s.now().Add(checkpointRetention).Unix()))
 	cond := condition{expr: "attribute_not_exists(#pk) OR #leaseToken = :void", names: []string{AttrPK, attrLeaseToken},
 		values: map[string]types.AttributeValue{":void": strValue(void)}}
-	err := s.resolvedWrite(ctx, key, up, cond, func(item map[string]types.AttributeValue) bool {
+	err := s.resolvedWrite(ctx, PurposeWithdraw, key, up, cond, func(item map[string]types.AttributeValue) bool {
 		return item != nil && tokenOf(item) == void
 	})
 	if failed, _ := conditionFailed(err); failed {
@@ -319,7 +321,7 @@ func (s *Store) WithdrawClaim(ctx context.Context, c *chat.Claim) (bool, error) 
 	for _, a := range leaseAttrs {
 		fup = fup.Remove(expression.Name(a))
 	}
-	_ = s.resolvedWrite(ctx, sessionKey(c.Session.ID), fup, free, func(item map[string]types.AttributeValue) bool {
+	_ = s.resolvedWrite(ctx, PurposeWithdraw, sessionKey(c.Session.ID), fup, free, func(item map[string]types.AttributeValue) bool {
 		return item != nil && !holdsToken(item, c.Lease.Token)
 	})
 	return false, nil
@@ -344,7 +346,7 @@ func (s *Store) putDelta(ctx context.Context, cp *chat.Checkpoint, d *delta, pur
 		ExpressionAttributeNames:  map[string]string{"#pk": AttrPK, "#d": attrDelta},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":d": item[attrDelta]},
 	}
-	wctx, cancel := s.writeContext(ctx)
+	wctx, cancel := s.writeContext(withPurpose(ctx, PurposeDelta))
 	_, err = s.client.PutItem(wctx, in)
 	cancel()
 	if err == nil {
@@ -393,7 +395,7 @@ func (s *Store) updateLive(ctx context.Context, cp *chat.Checkpoint, token strin
 	}
 	key := liveKey(cp.SessionID, cp.Ordinal)
 	wctx, cancel := s.writeContext(ctx)
-	out, err := s.update(wctx, key, up, cond, returnAllNew)
+	out, err := s.update(wctx, PurposeLive, key, up, cond, returnAllNew)
 	cancel()
 	if err == nil {
 		return stopOf(out.Attributes), nil
@@ -449,7 +451,7 @@ func (s *Store) stopLive(ctx context.Context, sessionID string, ordinal int64, t
 		names:  []string{attrLeaseToken},
 		values: map[string]types.AttributeValue{":token": strValue(token)},
 	}
-	err := s.resolvedWrite(ctx, liveKey(sessionID, ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
+	err := s.resolvedWrite(ctx, PurposeStop, liveKey(sessionID, ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
 		return item != nil && stopOf(item)
 	})
 	if failed, _ := conditionFailed(err); failed {

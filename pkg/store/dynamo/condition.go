@@ -67,8 +67,9 @@ func (s *Store) updateInput(key map[string]types.AttributeValue, up expression.U
 	}, nil
 }
 
-// update sends updateInput(key, up, c) after applying opts to it.
-func (s *Store) update(ctx context.Context, key map[string]types.AttributeValue, up expression.UpdateBuilder, c condition, opts ...func(*dynamodb.UpdateItemInput)) (*dynamodb.UpdateItemOutput, error) {
+// update sends updateInput(key, up, c), labelled p, after applying opts
+// to it.
+func (s *Store) update(ctx context.Context, p Purpose, key map[string]types.AttributeValue, up expression.UpdateBuilder, c condition, opts ...func(*dynamodb.UpdateItemInput)) (*dynamodb.UpdateItemOutput, error) {
 	in, err := s.updateInput(key, up, c)
 	if err != nil {
 		return nil, err
@@ -76,7 +77,7 @@ func (s *Store) update(ctx context.Context, key map[string]types.AttributeValue,
 	for _, o := range opts {
 		o(in)
 	}
-	return s.client.UpdateItem(ctx, in)
+	return s.client.UpdateItem(withPurpose(ctx, p), in)
 }
 
 // returnAllNew asks for the item as written.

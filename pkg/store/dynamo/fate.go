@@ -157,7 +157,7 @@ func (s *Store) fenceSession(ctx context.Context, sessionID string, si *sessionI
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(now))).
 		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
 	wctx, cancel := s.writeContext(ctx)
-	out, err := s.update(wctx, sessionKey(sessionID), up, cond, returnAllNew, returnOldOnFailure)
+	out, err := s.update(wctx, PurposeFence, sessionKey(sessionID), up, cond, returnAllNew, returnOldOnFailure)
 	cancel()
 	if err == nil {
 		return out.Attributes, nil
@@ -195,7 +195,7 @@ func (s *Store) fenceLive(ctx context.Context, sessionID string, ordinal int64, 
 	}
 	up := expression.Set(expression.Name(attrLeaseToken), expression.Value(fence)).
 		Set(expression.Name(AttrPurgeAt), expression.Value(s.now().Add(checkpointRetention).Unix()))
-	err := s.resolvedWrite(ctx, liveKey(sessionID, ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
+	err := s.resolvedWrite(ctx, PurposeFence, liveKey(sessionID, ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
 		return item != nil && tokenOf(item) == fence
 	})
 	if err != nil {
@@ -275,7 +275,7 @@ func (s *Store) writeFenceRecord(ctx context.Context, sessionID string, crashed 
 	}
 	cond := condition{expr: "attribute_not_exists(#pk) OR #leaseToken = :fence", names: []string{AttrPK, attrLeaseToken},
 		values: map[string]types.AttributeValue{":fence": strValue(fence)}}
-	return s.resolvedWrite(ctx, turnKey(sessionID, crashed.Ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
+	return s.resolvedWrite(ctx, PurposeFence, turnKey(sessionID, crashed.Ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
 		return item != nil && tokenOf(item) == fence
 	})
 }
@@ -324,7 +324,7 @@ func (s *Store) closeLost(ctx context.Context, main map[string]types.AttributeVa
 		values: map[string]types.AttributeValue{
 			":token": strValue(token), ":running": strValue(string(chat.TurnRunning)), ":fence": strValue(fence)},
 	}
-	return t.Metered, s.resolvedWrite(ctx, map[string]types.AttributeValue{AttrPK: main[AttrPK], AttrSK: main[AttrSK]}, up, cond, func(item map[string]types.AttributeValue) bool {
+	return t.Metered, s.resolvedWrite(ctx, PurposeFence, map[string]types.AttributeValue{AttrPK: main[AttrPK], AttrSK: main[AttrSK]}, up, cond, func(item map[string]types.AttributeValue) bool {
 		return item != nil && tokenOf(item) == fence
 	})
 }
@@ -347,7 +347,7 @@ func (s *Store) clearDecided(ctx context.Context, sessionID string, d *decided) 
 		up = up.Remove(expression.Name(a))
 	}
 	wctx, cancel := s.writeContext(ctx)
-	out, err := s.update(wctx, sessionKey(sessionID), up, cond, returnAllNew)
+	out, err := s.update(wctx, PurposeFree, sessionKey(sessionID), up, cond, returnAllNew)
 	cancel()
 	if err == nil {
 		return out.Attributes, nil
@@ -494,6 +494,7 @@ func anyRunning(turns []chat.Turn) bool {
 // lease, one Query reads the turn whole (and its lease is read or
 // decided as for other readers).
 func (s *Store) PollTurn(ctx context.Context, sessionID string, ordinal int64, p chat.Principal, since *chat.Turn) (*chat.Turn, error) {
+	ctx = withPurpose(ctx, PurposePoll)
 	if since != nil && since.Status == chat.TurnRunning && since.Head > 0 && since.Ordinal == ordinal {
 		t, ok, err := s.pollLive(ctx, sessionID, ordinal, p, since)
 		if err != nil || ok {

@@ -15,6 +15,7 @@ import (
 // applied passes again, the flag being set already); a failed condition is
 // ErrLeaseLost.
 func (s *Store) AbandonLease(ctx context.Context, c *chat.Claim) error {
+	ctx = withPurpose(ctx, PurposeAbandon)
 	now := s.now()
 	cond := condition{
 		expr:   "#leaseToken = :token AND attribute_not_exists(#fencedToken)",
@@ -26,7 +27,7 @@ func (s *Store) AbandonLease(ctx context.Context, c *chat.Claim) error {
 		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
 	wctx, cancel := s.writeContext(ctx)
 	defer cancel()
-	if _, err := s.update(wctx, sessionKey(c.Session.ID), up, cond); err != nil {
+	if _, err := s.update(wctx, PurposeAbandon, sessionKey(c.Session.ID), up, cond); err != nil {
 		if failed, _ := conditionFailed(err); failed {
 			return fmt.Errorf("abandon the lease of turn %s in session %s: %w", c.Lease.TurnID, c.Session.ID, chat.ErrLeaseLost)
 		}
@@ -45,6 +46,7 @@ func (s *Store) AbandonLease(ctx context.Context, c *chat.Claim) error {
 // resolved with one consistent read (the stored expiry equals the
 // requested one).
 func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Lease, error) {
+	ctx = withPurpose(ctx, PurposeRenew)
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -63,7 +65,7 @@ func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Le
 		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
 	key := sessionKey(c.Session.ID)
 	wctx, cancel := s.writeContext(ctx)
-	out, err := s.update(wctx, key, up, cond, returnAllNew)
+	out, err := s.update(wctx, PurposeRenew, key, up, cond, returnAllNew)
 	cancel()
 	item := map[string]types.AttributeValue(nil)
 	switch failed, _ := conditionFailed(err); {
@@ -103,6 +105,7 @@ func (s *Store) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Le
 // it, is written after it without deciding the outcome (a turn whose
 // checkpoints fail reads the lease's flag instead, Checkpoint).
 func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p chat.Principal) error {
+	ctx = withPurpose(ctx, PurposeStop)
 	now := s.now()
 	cond := condition{
 		expr:  "#ownerKey = :owner AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now AND attribute_not_exists(#fencedToken)",
@@ -114,7 +117,7 @@ func (s *Store) RequestStop(ctx context.Context, sessionID, turnID string, p cha
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(now))).
 		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
 	wctx, cancel := s.writeContext(ctx)
-	out, err := s.update(wctx, sessionKey(sessionID), up, cond, returnAllNew)
+	out, err := s.update(wctx, PurposeStop, sessionKey(sessionID), up, cond, returnAllNew)
 	cancel()
 	if err == nil {
 		return s.stopLiveOf(ctx, sessionID, out.Attributes)
@@ -165,6 +168,7 @@ func (s *Store) stopLiveOf(ctx context.Context, sessionID string, item map[strin
 // outcome is classified with one consistent read: a release already done
 // with this token (an SDK retry of an applied release included) is nil.
 func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) (*chat.Session, error) {
+	ctx = withPurpose(ctx, PurposeRelease)
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -191,7 +195,7 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) (*chat
 	}
 	key := sessionKey(c.Session.ID)
 	wctx, cancel := s.writeContext(ctx)
-	out, err := s.update(wctx, key, up, cond, returnAllNew, returnOldOnFailure)
+	out, err := s.update(wctx, PurposeRelease, key, up, cond, returnAllNew, returnOldOnFailure)
 	cancel()
 	if err == nil {
 		sess, _, derr := decodeSession(c.Session.ID, out.Attributes)
@@ -232,7 +236,7 @@ func (s *Store) resendRelease(ctx context.Context, c *chat.Claim, up expression.
 	key := sessionKey(c.Session.ID)
 	rctx, cancel := s.resolveContext(ctx)
 	defer cancel()
-	out, err := s.update(rctx, key, up, cond, returnAllNew)
+	out, err := s.update(rctx, PurposeRelease, key, up, cond, returnAllNew)
 	if err == nil {
 		sess, _, derr := decodeSession(c.Session.ID, out.Attributes)
 		return sess, derr

@@ -196,6 +196,7 @@ const countAttempts = 16
 // (S#<session marker>): one at or above the entry's ordinal counts as
 // counted.
 func (s *Store) RecordUsage(ctx context.Context, e chat.LedgerEntry) error {
+	ctx = withPurpose(ctx, PurposeLedgerRead)
 	if err := e.Validate(); err != nil {
 		return fmt.Errorf("record usage: %w", err)
 	}
@@ -279,7 +280,7 @@ func (s *Store) addCount(ctx context.Context, key map[string]types.AttributeValu
 		cond.expr = "(attribute_not_exists(#journal) OR #journal < :ordinal) AND #g = :generation"
 		cond.values[":generation"] = numValue(generation)
 	}
-	return s.resolvedWrite(ctx, key, up, cond, func(item map[string]types.AttributeValue) bool {
+	return s.resolvedWrite(ctx, PurposeLedgerAdd, key, up, cond, func(item map[string]types.AttributeValue) bool {
 		return item != nil && numOf(item, journal) >= e.Ordinal
 	})
 }
@@ -291,7 +292,7 @@ func (s *Store) settleCount(ctx context.Context, p chat.Principal, start time.Ti
 		Set(expression.Name(AttrPurgeAt), expression.Value(s.ledger.PurgeAt(start).Unix()))
 	cond := condition{expr: "attribute_not_exists(#c) OR #c < :ordinal", aliases: map[string]string{"#c": attrCountedOrdinal},
 		values: map[string]types.AttributeValue{":ordinal": numValue(ordinal)}}
-	err := s.resolvedWrite(ctx, key, up, cond, func(item map[string]types.AttributeValue) bool {
+	err := s.resolvedWrite(ctx, PurposeLedgerSettle, key, up, cond, func(item map[string]types.AttributeValue) bool {
 		return item != nil && numOf(item, attrCountedOrdinal) >= ordinal
 	})
 	if failed, _ := conditionFailed(err); failed {
@@ -307,7 +308,7 @@ func (s *Store) clearJournal(ctx context.Context, key map[string]types.Attribute
 	up := expression.Remove(expression.Name(journal)).Add(expression.Name(attrGeneration), expression.Value(1))
 	cond := condition{expr: "#journal = :ordinal", aliases: map[string]string{"#journal": journal},
 		values: map[string]types.AttributeValue{":ordinal": numValue(ordinal)}}
-	err := s.resolvedWrite(ctx, key, up, cond, func(item map[string]types.AttributeValue) bool {
+	err := s.resolvedWrite(ctx, PurposeLedgerClear, key, up, cond, func(item map[string]types.AttributeValue) bool {
 		return item != nil && numOf(item, journal) != ordinal
 	})
 	if failed, _ := conditionFailed(err); failed {
@@ -330,6 +331,7 @@ func countedItemKey(p chat.Principal, t time.Time, session string) map[string]ty
 // BatchGetItem of it and the previous month's, for the admissions of turns
 // started before midnight.
 func (s *Store) ReadUsage(ctx context.Context, p chat.Principal, at time.Time) (*chat.PrincipalUsage, error) {
+	ctx = withPurpose(ctx, PurposeLedgerRead)
 	at = toMillis(at)
 	keys := []map[string]types.AttributeValue{ledgerKey(p, at)}
 	if start, _ := chat.PeriodMonth.Bounds(at); at.Sub(start) < chat.AdmissionCarry {
@@ -414,6 +416,7 @@ func (s *Store) getItems(ctx context.Context, keys []map[string]types.AttributeV
 // more than the page (so that HasMore is exact); a Query page that ends
 // at 1 MB first is followed by the next.
 func (s *Store) ListUsage(ctx context.Context, req chat.UsageListRequest) (*chat.UsagePage, error) {
+	ctx = withPurpose(ctx, PurposeLedgerRead)
 	req, err := req.Normalized()
 	if err != nil {
 		return nil, fmt.Errorf("list usage: %w", err)

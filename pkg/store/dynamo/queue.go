@@ -141,6 +141,7 @@ type queueItem struct {
 // entry). The queue item goes first, so that an entry always has its
 // message. A full terminal window adds the turn id lookup of a claim.
 func (s *Store) EnqueueTurn(ctx context.Context, req chat.EnqueueRequest) (*chat.Enqueued, error) {
+	ctx = withPurpose(ctx, PurposeEnqueue)
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -215,7 +216,7 @@ func (s *Store) putQueueItem(ctx context.Context, req chat.EnqueueRequest, e cha
 	if err != nil {
 		return fmt.Errorf("encode queued turn: %w", err)
 	}
-	wctx, cancel := s.writeContext(ctx)
+	wctx, cancel := s.writeContext(withPurpose(ctx, PurposeEnqueue))
 	_, err = s.client.PutItem(wctx, &dynamodb.PutItemInput{
 		TableName:                 s.table,
 		Item:                      item,
@@ -251,7 +252,7 @@ func (s *Store) addQueueEntry(ctx context.Context, sessionID string, si *session
 	} else {
 		up = up.Set(expression.Name(queuePath(e.TurnID)), expression.Value(queueEntryAV(e)))
 	}
-	err := s.resolvedWrite(ctx, sessionKey(sessionID), up, cond, func(item map[string]types.AttributeValue) bool {
+	err := s.resolvedWrite(ctx, PurposeEnqueue, sessionKey(sessionID), up, cond, func(item map[string]types.AttributeValue) bool {
 		_, got, derr := decodeSession(sessionID, item)
 		return item != nil && derr == nil && got.Queue[queueName(e.TurnID)] == queueEntryAV(e)
 	})
@@ -270,6 +271,7 @@ func (s *Store) addQueueEntry(ctx context.Context, sessionID string, si *session
 // started, and one read of its queue item. An expired entry on the way
 // costs two writes (recordNotRun).
 func (s *Store) ClaimQueued(ctx context.Context, sessionID string, leaseDuration time.Duration) (*chat.Claim, *chat.QueuedTurn, error) {
+	ctx = withPurpose(ctx, PurposeDequeue)
 	if leaseDuration <= 0 {
 		return nil, nil, fmt.Errorf("%w: a positive lease duration", chat.ErrInvalidRequest)
 	}
@@ -393,7 +395,7 @@ func (s *Store) claimQueued(ctx context.Context, sess *chat.Session, si *session
 		Set(expression.Name(queuePath(q.TurnID)), expression.Value(queueEntryAV(started)))
 	up = setClaimFields(up, req, token, now.Add(leaseDuration), now)
 	wctx, cancel := s.writeContext(ctx)
-	out, err := s.update(wctx, sessionKey(sess.ID), up, cond, returnAllNew)
+	out, err := s.update(wctx, PurposeDequeue, sessionKey(sess.ID), up, cond, returnAllNew)
 	cancel()
 	var item map[string]types.AttributeValue
 	if err == nil {
@@ -445,7 +447,7 @@ func (s *Store) recordNotRun(ctx context.Context, sess *chat.Session, si *sessio
 		Set(expression.Name(attrWindow), expression.Value(windowAV(window))).
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(now))).
 		Set(expression.Name(queuePath(q.TurnID)), expression.Value(queueEntryAV(entry)))
-	err := s.resolvedWrite(ctx, sessionKey(sess.ID), up, cond, func(item map[string]types.AttributeValue) bool {
+	err := s.resolvedWrite(ctx, PurposeNotRun, sessionKey(sess.ID), up, cond, func(item map[string]types.AttributeValue) bool {
 		_, got, derr := decodeSession(sess.ID, item)
 		// Applied: the entry recording at ord, or already finished (gone,
 		// with the ordinal taken).
@@ -487,7 +489,7 @@ func (s *Store) finishNotRun(ctx context.Context, sess *chat.Session, q *chat.Qu
 		v, ok := item[AttrTurnID].(*types.AttributeValueMemberS)
 		return item != nil && ok && v.Value == q.TurnID
 	}
-	err = s.resolvedWrite(ctx, turnKey(sess.ID, q.Started), tup, condition{expr: "attribute_not_exists(#pk)", names: []string{AttrPK}}, ours)
+	err = s.resolvedWrite(ctx, PurposeNotRun, turnKey(sess.ID, q.Started), tup, condition{expr: "attribute_not_exists(#pk)", names: []string{AttrPK}}, ours)
 	if failed, _ := conditionFailed(err); failed {
 		item, found, rerr := s.resolveRead(ctx, turnKey(sess.ID, q.Started))
 		switch {
@@ -503,7 +505,7 @@ func (s *Store) finishNotRun(ctx context.Context, sess *chat.Session, q *chat.Qu
 		aliases: map[string]string{"#entry": queueName(q.TurnID)},
 		values:  map[string]types.AttributeValue{":entry": strValue(queueEntryAV(q.QueueEntry))}}
 	rm := expression.Remove(expression.Name(queuePath(q.TurnID)))
-	err = s.resolvedWrite(ctx, sessionKey(sess.ID), rm, entryCond, func(item map[string]types.AttributeValue) bool {
+	err = s.resolvedWrite(ctx, PurposeNotRun, sessionKey(sess.ID), rm, entryCond, func(item map[string]types.AttributeValue) bool {
 		_, got, derr := decodeSession(sess.ID, item)
 		_, ok := got.Queue[queueName(q.TurnID)]
 		return item != nil && derr == nil && !ok
@@ -520,6 +522,7 @@ func (s *Store) finishNotRun(ctx context.Context, sess *chat.Session, q *chat.Qu
 // (ClaimQueued records it). An unknown outcome is resolved by reading the
 // entry.
 func (s *Store) CancelQueued(ctx context.Context, sessionID, turnID string, p chat.Principal) error {
+	ctx = withPurpose(ctx, PurposeCancel)
 	for range queueCASRetries {
 		sess, si, err := s.ownedQueue(ctx, sessionID, p)
 		if err != nil {
@@ -556,7 +559,7 @@ func (s *Store) markCancelled(ctx context.Context, sessionID string, si *session
 	up := expression.Set(expression.Name(attrRevision), expression.Value(si.Revision+1)).
 		Set(expression.Name(attrUpdatedAt), expression.Value(millis(s.now()))).
 		Set(expression.Name(queuePath(e.TurnID)), expression.Value(queueEntryAV(e)))
-	err := s.resolvedWrite(ctx, sessionKey(sessionID), up, cond, func(item map[string]types.AttributeValue) bool {
+	err := s.resolvedWrite(ctx, PurposeCancel, sessionKey(sessionID), up, cond, func(item map[string]types.AttributeValue) bool {
 		_, got, derr := decodeSession(sessionID, item)
 		return item != nil && derr == nil && got.Queue[queueName(e.TurnID)] == queueEntryAV(e)
 	})
@@ -599,6 +602,7 @@ func queueAfterDecision(up expression.UpdateBuilder, d *decided) expression.Upda
 // QueuedTurns implements chat.Store: one consistent read of the session,
 // and when turns wait one Query of the session's queue items.
 func (s *Store) QueuedTurns(ctx context.Context, sessionID string, p chat.Principal) ([]chat.QueuedTurn, error) {
+	ctx = withPurpose(ctx, PurposeRead)
 	sess, _, err := s.ownedQueue(ctx, sessionID, p)
 	if err != nil {
 		return nil, err

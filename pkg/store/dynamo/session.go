@@ -31,6 +31,7 @@ import (
 // Query of TurnIDIndex (and, when the id is found, one write that gives
 // the claim back).
 func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Claim, error) {
+	ctx = withPurpose(ctx, PurposeClaim)
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -38,7 +39,7 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 	token := newToken()
 	up, cond := claimWrite(req, token, now)
 	wctx, cancel := s.writeContext(ctx)
-	out, err := s.update(wctx, sessionKey(req.SessionID), up, cond, returnAllNew, returnOldOnFailure)
+	out, err := s.update(wctx, PurposeClaim, sessionKey(req.SessionID), up, cond, returnAllNew, returnOldOnFailure)
 	cancel()
 	if err == nil {
 		return s.claimed(ctx, req, out.Attributes)
@@ -76,7 +77,7 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 func (s *Store) resendClaim(ctx context.Context, req chat.ClaimRequest, up expression.UpdateBuilder, cond condition, token string, now time.Time, first error) (*chat.Claim, error) {
 	rctx, cancel := s.resolveContext(ctx)
 	defer cancel()
-	out, err := s.update(rctx, sessionKey(req.SessionID), up, cond, returnAllNew, returnOldOnFailure)
+	out, err := s.update(rctx, PurposeClaim, sessionKey(req.SessionID), up, cond, returnAllNew, returnOldOnFailure)
 	if err == nil {
 		return s.claimed(ctx, req, out.Attributes)
 	}
@@ -235,6 +236,7 @@ func (s *Store) claimed(ctx context.Context, req chat.ClaimRequest, item map[str
 // no stored turn has the id. A fence record (a crashed turn that saved
 // nothing) rejects its id as indeterminate.
 func (s *Store) olderTurn(ctx context.Context, req chat.ClaimRequest) (rejection error, err error) {
+	ctx = withPurpose(ctx, PurposeLookup)
 	item, found, err := s.findTurnItem(ctx, req.SessionID, req.TurnID, turnIDProjection...)
 	if err != nil || !found {
 		return nil, err
@@ -275,7 +277,7 @@ func (s *Store) giveBack(ctx context.Context, c *chat.Claim) error {
 		up = up.Remove(expression.Name(a))
 	}
 	up = undoDecision(up, c)
-	err := s.resolvedWrite(ctx, sessionKey(c.Session.ID), up, cond, func(item map[string]types.AttributeValue) bool {
+	err := s.resolvedWrite(ctx, PurposeGiveBack, sessionKey(c.Session.ID), up, cond, func(item map[string]types.AttributeValue) bool {
 		return item != nil && !holdsToken(item, c.Lease.Token)
 	})
 	if failed, _ := conditionFailed(err); failed {
@@ -290,9 +292,10 @@ func (s *Store) giveBack(ctx context.Context, c *chat.Claim) error {
 // shows the write's effect (item is nil when absent). It returns nil when
 // the write applied, the condition failure, or the write's error when
 // the read shows it did not apply (or cannot be made).
-func (s *Store) resolvedWrite(ctx context.Context, key map[string]types.AttributeValue, up expression.UpdateBuilder, c condition, applied func(map[string]types.AttributeValue) bool) error {
+func (s *Store) resolvedWrite(ctx context.Context, p Purpose, key map[string]types.AttributeValue, up expression.UpdateBuilder, c condition, applied func(map[string]types.AttributeValue) bool) error {
+	ctx = withPurpose(ctx, p)
 	wctx, cancel := s.writeContext(ctx)
-	_, err := s.update(wctx, key, up, c)
+	_, err := s.update(wctx, p, key, up, c)
 	cancel()
 	if err == nil {
 		return nil
@@ -310,7 +313,7 @@ func (s *Store) resolvedWrite(ctx context.Context, key map[string]types.Attribut
 		// same write once more: it is idempotent (its condition accepts
 		// its own effect), so if it answers, that answer is the outcome
 		// whichever copy applied.
-		return s.resendWrite(ctx, key, up, c, applied, err)
+		return s.resendWrite(ctx, p, key, up, c, applied, err)
 	}
 	return err
 }
@@ -320,10 +323,10 @@ func (s *Store) resolvedWrite(ctx context.Context, key map[string]types.Attribut
 // classifies its answer like the first: applied (nil), a condition
 // failure that the read shows to be the write's own effect (nil), or
 // first's error.
-func (s *Store) resendWrite(ctx context.Context, key map[string]types.AttributeValue, up expression.UpdateBuilder, c condition, applied func(map[string]types.AttributeValue) bool, first error) error {
-	rctx, cancel := s.resolveContext(ctx)
+func (s *Store) resendWrite(ctx context.Context, p Purpose, key map[string]types.AttributeValue, up expression.UpdateBuilder, c condition, applied func(map[string]types.AttributeValue) bool, first error) error {
+	rctx, cancel := s.resolveContext(withPurpose(ctx, p))
 	defer cancel()
-	_, err := s.update(rctx, key, up, c)
+	_, err := s.update(rctx, p, key, up, c)
 	if err == nil {
 		return nil
 	}
@@ -448,7 +451,7 @@ func (s *Store) recordTakeover(ctx context.Context, req chat.ClaimRequest, sess 
 		}
 	}
 	wctx, cancel := s.writeContext(ctx)
-	out, err := s.update(wctx, sessionKey(req.SessionID), up, cond, returnAllNew)
+	out, err := s.update(wctx, takeoverPurpose(rejection), sessionKey(req.SessionID), up, cond, returnAllNew)
 	cancel()
 	if err == nil {
 		if rejection != nil {
@@ -513,4 +516,13 @@ func tokenOf(item map[string]types.AttributeValue) string {
 		return ""
 	}
 	return v.Value
+}
+
+// takeoverPurpose is the purpose of a takeover's compare-and-set: one
+// that claims, or one that records a rejected turn id's crashed turn.
+func takeoverPurpose(rejection error) Purpose {
+	if rejection != nil {
+		return PurposeTakeoverRecord
+	}
+	return PurposeTakeover
 }

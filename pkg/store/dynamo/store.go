@@ -203,6 +203,7 @@ func (s *Store) readSession(ctx context.Context, sessionID string) (*chat.Sessio
 // lease is decided first (fate.go). When that cannot be done, the
 // session is returned as read, its expired lease shown.
 func (s *Store) GetSession(ctx context.Context, sessionID string, p chat.Principal) (*chat.Session, error) {
+	ctx = withPurpose(ctx, PurposeRead)
 	item, found, err := s.getItem(ctx, sessionKey(sessionID))
 	if err != nil {
 		return nil, fmt.Errorf("read session %s: %w", sessionID, err)

@@ -170,7 +170,9 @@ func DeleteTable(ctx context.Context, client TableClient, name string) error {
 type ClientOptions struct {
 	// Endpoint is the base URL of a DynamoDB API server (DynamoDB Local,
 	// dynalite: config DYNAMODB_ENDPOINT); empty means AWS's regional
-	// endpoint.
+	// endpoint. A client of an Endpoint sends each call's Purpose in the
+	// PurposeHeader request header, for the proxies in front of a local
+	// server.
 	Endpoint string
 	// Region is the AWS region; empty means the SDK's environment and
 	// shared-config resolution.
@@ -258,6 +260,7 @@ func NewClient(ctx context.Context, opts ClientOptions, optFns ...func(*dynamodb
 		}
 		if opts.Endpoint != "" {
 			o.BaseEndpoint = aws.String(opts.Endpoint)
+			sendPurpose(o)
 		}
 		if opts.Transport != nil {
 			// Set here, not in the loaded config, which requires the SDK's

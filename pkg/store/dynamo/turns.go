@@ -34,6 +34,7 @@ const attrChunk = "chunk"
 // another save's chunks; a rejected save deletes the chunks it wrote. The
 // owner comes from the claim.
 func (s *Store) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error {
+	ctx = withPurpose(ctx, PurposeSave)
 	artifacts, err := c.CheckSave(t)
 	if err != nil {
 		return err
@@ -64,7 +65,7 @@ func (s *Store) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error
 		values: map[string]types.AttributeValue{":token": strValue(c.Lease.Token),
 			":running": strValue(string(chat.TurnRunning)), ":saveId": strValue(it.SaveID)},
 	}
-	err = s.resolvedWrite(ctx, turnKey(t.SessionID, t.Ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
+	err = s.resolvedWrite(ctx, PurposeSave, turnKey(t.SessionID, t.Ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
 		v, _ := item[attrSaveID].(*types.AttributeValueMemberS)
 		return v != nil && v.Value == it.SaveID
 	})
@@ -121,7 +122,7 @@ func saveUpdate(it *turnItem, artifacts []chat.ArtifactReference) (expression.Up
 // effort: a chunk left behind is unreferenced, never read.
 func (s *Store) deleteChunks(ctx context.Context, sessionID, prefix string, n int) {
 	for i := range n {
-		_, _ = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: s.table, Key: chunkKey(sessionID, prefix, i)})
+		_, _ = s.client.DeleteItem(withPurpose(ctx, PurposeSave), &dynamodb.DeleteItemInput{TableName: s.table, Key: chunkKey(sessionID, prefix, i)})
 	}
 }
 
@@ -138,7 +139,7 @@ func chunkKey(sessionID, prefix string, i int) map[string]types.AttributeValue {
 func (s *Store) putChunk(ctx context.Context, sessionID, prefix string, i int, data []byte) error {
 	item := chunkKey(sessionID, prefix, i)
 	item[attrChunk] = &types.AttributeValueMemberB{Value: data}
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+	_, err := s.client.PutItem(withPurpose(ctx, PurposeSave), &dynamodb.PutItemInput{
 		TableName:                 s.table,
 		Item:                      item,
 		ConditionExpression:       aws.String("attribute_not_exists(#pk) OR #chunk = :chunk"),
@@ -278,6 +279,7 @@ func pkKey(sessionID string) expression.KeyConditionBuilder {
 // exist; more pages only past 1 MB); no request when beforeOrdinal <= 1.
 // Turns still running are skipped.
 func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal int64, maxTurns int) ([]chat.Turn, bool, error) {
+	ctx = withPurpose(ctx, PurposeContext)
 	if maxTurns < 1 {
 		return nil, false, fmt.Errorf("%w: load context needs maxTurns >= 1", chat.ErrInvalidRequest)
 	}
@@ -322,6 +324,7 @@ func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal
 // visible turns in range, and one UpdateItem per turn removes it from
 // VisibleIndex (idempotent, so a retried one is harmless).
 func (s *Store) Supersede(ctx context.Context, c *chat.Claim, fromOrdinal, toOrdinal int64) error {
+	ctx = withPurpose(ctx, PurposeSupersede)
 	if c == nil {
 		return fmt.Errorf("%w: supersede needs a claim", chat.ErrInvalidRequest)
 	}
@@ -365,7 +368,7 @@ func (s *Store) markSuperseded(ctx context.Context, sessionID string, item map[s
 	up := expression.Set(expression.Name(attrSuperseded), expression.Value(true)).
 		Remove(expression.Name(AttrVisibleKey))
 	cond := condition{expr: "attribute_exists(#pk)", names: []string{AttrPK}}
-	_, err := s.update(ctx, map[string]types.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK]}, up, cond)
+	_, err := s.update(ctx, PurposeSupersede, map[string]types.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK]}, up, cond)
 	if failed, _ := conditionFailed(err); failed {
 		return nil // the item vanished: nothing left to hide
 	}
@@ -382,6 +385,7 @@ func (s *Store) markSuperseded(ctx context.Context, sessionID string, item map[s
 // cut short by DynamoDB's 1 MB page size returns all but its last item
 // with HasMore true, so HasMore stays exact and no page is empty.
 func (s *Store) ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Page, error) {
+	ctx = withPurpose(ctx, PurposeRead)
 	req, err := req.Normalized()
 	if err != nil {
 		return nil, err
@@ -557,6 +561,7 @@ func (s *Store) turnAccess(ctx context.Context, sessionID, turnID string, p chat
 // item from the table (plus a GetItem when no turn matches, to choose the
 // error).
 func (s *Store) FindTurn(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, error) {
+	ctx = withPurpose(ctx, PurposeRead)
 	item, err := s.turnAccess(ctx, sessionID, turnID, p, false)
 	if err != nil {
 		return nil, err
@@ -572,6 +577,7 @@ func (s *Store) FindTurn(ctx context.Context, sessionID, turnID string, p chat.P
 // conditional UpdateItem (an unknown outcome resolved with one consistent
 // read). Invalid references cost no request.
 func (s *Store) PutArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal, refs []chat.ArtifactReference) ([]chat.ArtifactReference, error) {
+	ctx = withPurpose(ctx, PurposeArtifacts)
 	refs, err := chat.StoredArtifacts(refs) // a fresh slice: the caller's is not kept
 	if err != nil {
 		return nil, err
@@ -584,7 +590,7 @@ func (s *Store) PutArtifacts(ctx context.Context, sessionID, turnID string, p ch
 		values: map[string]types.AttributeValue{":turnId": strValue(turnID)}}
 	want := artifactsAV(refs)
 	up := expression.Set(expression.Name(attrArtifacts), expression.Value(want))
-	err = s.resolvedWrite(ctx, map[string]types.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK]}, up, cond, func(item map[string]types.AttributeValue) bool {
+	err = s.resolvedWrite(ctx, PurposeArtifacts, map[string]types.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK]}, up, cond, func(item map[string]types.AttributeValue) bool {
 		var got []artifactAV
 		return item != nil && attributevalue.Unmarshal(item[attrArtifacts], &got) == nil && slices.Equal(got, want)
 	})
@@ -601,6 +607,7 @@ func (s *Store) PutArtifacts(ctx context.Context, sessionID, turnID string, p ch
 // the item from the table (the index does not project the artifacts), as
 // FindTurn for access and errors.
 func (s *Store) GetArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal) ([]chat.ArtifactReference, error) {
+	ctx = withPurpose(ctx, PurposeRead)
 	item, err := s.turnAccess(ctx, sessionID, turnID, p, false)
 	if err != nil {
 		return nil, err
