@@ -107,24 +107,35 @@ func (h *handler) acceptAGUI(ctx context.Context, w http.ResponseWriter, r *http
 	return sub, "", nil
 }
 
-// aguiStream is a run's AG-UI output: the encoder its writer goroutine
-// owns, and the channel cleanup hands the turn's end to (aguiFinish), so
-// that the writer, which holds what the client holds, encodes the end too.
-type aguiStream struct {
+// aguiStreamer is the AG-UI event stream of a turn (POST /agui), a
+// streamEncoder: its first events, its writer goroutine and its end
+// frames, from the same states as the NDJSON stream's (encoded by
+// aguiEncoder, which the writer goroutine owns).
+type aguiStreamer struct {
+	t   *run
 	enc *aguiEncoder
-	// end (cap 1) carries the terminal record, or nil when the outcome is
-	// unknown (TURN_OUTCOME_INDETERMINATE).
-	end chan *chat.Turn
+	// endc (cap 1) carries the turn's end to the writer (end), so that
+	// the writer, which holds what the client holds, encodes it too: the
+	// terminal record, or nil when the outcome is unknown
+	// (TURN_OUTCOME_INDETERMINATE).
+	endc chan *chat.Turn
 }
 
-func newAGUIStream(sessionID, turnID string) *aguiStream {
-	return &aguiStream{enc: newAGUIEncoder(sessionID, turnID), end: make(chan *chat.Turn, 1)}
+func newAGUIStreamer(t *run, sessionID, turnID string) *aguiStreamer {
+	return &aguiStreamer{t: t, enc: newAGUIEncoder(sessionID, turnID), endc: make(chan *chat.Turn, 1)}
 }
 
-// aguiStreamer is the AG-UI event stream of a turn (POST /agui): its
-// first events, its writer goroutine and its end frames, from the same
-// states as the NDJSON stream's (encoded by aguiEncoder).
-type aguiStreamer struct{ t *run }
+func (ae *aguiStreamer) header(h http.Header) {
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+}
+
+func (ae *aguiStreamer) first(_ time.Time, seq int64, first protocol.Message) []byte {
+	return ae.aguiFirst(seq, first)
+}
+
+func (ae *aguiStreamer) write(started time.Time, _ int64, _ protocol.Message) {
+	ae.aguiWriter(started)
+}
 
 // aguiSnapshot is the MESSAGES_SNAPSHOT of a run's state whose own
 // messages are msgs: the session context before them (as a session-scope
@@ -148,7 +159,7 @@ func (ae *aguiStreamer) aguiSnapshot(msgs ...protocol.Message) []agui.Message {
 // context).
 func (ae *aguiStreamer) aguiFirst(seq int64, first protocol.Message) []byte {
 	t := ae.t
-	enc := t.agui.enc
+	enc := ae.enc
 	events := enc.runStarted(nil)
 	events = enc.snapshot(events, ae.aguiSnapshot(t.user, first), aguiPartOf(first))
 	return ae.aguiBatch(nil, seq, events)
@@ -165,13 +176,11 @@ func (ae *aguiStreamer) aguiBatch(dst []byte, seq int64, events []agui.Event) []
 	return out
 }
 
-// aguiFinish hands the turn's end to the AG-UI writer (rec its terminal
-// record, nil when its outcome is unknown) and waits for the writer to
-// exit.
-func (ae *aguiStreamer) aguiFinish(rec *chat.Turn) {
-	t := ae.t
-	t.agui.end <- rec // cap 1, sent once
-	<-t.out.done
+// end hands the turn's end to the AG-UI writer (rec its terminal record,
+// nil when its outcome is unknown) and waits for the writer to exit.
+func (ae *aguiStreamer) end(rec *chat.Turn) {
+	ae.endc <- rec // cap 1, sent once
+	<-ae.t.out.done
 }
 
 // aguiWriter is the writer goroutine of an AG-UI stream (see writer for
@@ -190,7 +199,7 @@ func (ae *aguiStreamer) aguiWriter(first time.Time) {
 	t := ae.t
 	defer close(t.out.done)
 	o, clk := t.h.opts, t.h.clock
-	enc := t.agui.enc
+	enc := ae.enc
 	var (
 		buf         []byte
 		events      []agui.Event
@@ -207,7 +216,7 @@ func (ae *aguiStreamer) aguiWriter(first time.Time) {
 	var waiting <-chan time.Time
 	for {
 		select {
-		case rec := <-t.agui.end:
+		case rec := <-ae.endc:
 			t.out.write(ae.aguiEndFrames(rec))
 			return
 		case <-t.out.wake:
@@ -217,7 +226,7 @@ func (ae *aguiStreamer) aguiWriter(first time.Time) {
 		if wait := o.SnapshotInterval - clock.Since(clk, lastWrite); wait > 0 {
 			timer := clk.NewTimer(wait)
 			select {
-			case rec := <-t.agui.end:
+			case rec := <-ae.endc:
 				timer.Stop()
 				t.out.write(ae.aguiEndFrames(rec))
 				return
@@ -280,9 +289,8 @@ func aguiTextDue(pending, framing int, since time.Duration) bool {
 // aguiFraming is the size of the frame of a TEXT_MESSAGE_CONTENT event of
 // this turn with an empty delta: what AGUITextGap spares.
 func (ae *aguiStreamer) aguiFraming() int {
-	t := ae.t
 	b, _ := agui.AppendFrame(nil, agui.EventID{Sequence: 1 << 20, Index: 1}, &agui.Event{
-		Type: agui.TypeTextMessageContent, MessageID: t.agui.enc.assistantID, Delta: agui.Text("")})
+		Type: agui.TypeTextMessageContent, MessageID: ae.enc.assistantID, Delta: agui.Text("")})
 	return len(b)
 }
 
@@ -294,7 +302,7 @@ func (ae *aguiStreamer) aguiFraming() int {
 // the turn's record as a snapshot.
 func (ae *aguiStreamer) aguiEndFrames(rec *chat.Turn) []byte {
 	t := ae.t
-	enc := t.agui.enc
+	enc := ae.enc
 	if rec == nil {
 		ev := aguiRunError(protocol.NewDiagnostic(protocol.CodeTurnOutcomeIndeterminate))
 		out, err := agui.AppendFrame(nil, agui.EventID{Sequence: t.seqs.last() + 1, Index: 1}, &ev)
@@ -305,29 +313,4 @@ func (ae *aguiStreamer) aguiEndFrames(rec *chat.Turn) []byte {
 	}
 	events := enc.end(nil, rec, func() []agui.Message { return ae.aguiSnapshot(rec.Messages...) })
 	return ae.aguiBatch(nil, rec.LastSequence, events)
-}
-
-// aguiFinished ends an AG-UI stream after the turn's save, as finish ends
-// the NDJSON ones: once saved, the release (with the cursor the NDJSON
-// stream would leave: the terminal sequence, plus one after a trailing
-// diagnostic, so that the session's sequence does not depend on the
-// stream's format), then the end of the run at the saved record; fenced,
-// the record the table decided (lostRecord); unknown,
-// TURN_OUTCOME_INDETERMINATE.
-func (ae *aguiStreamer) aguiFinished(end ending, item *chat.Turn, outcome saveOutcome, last int64) {
-	t := ae.t
-	cursor := item.LastSequence
-	switch outcome {
-	case saved:
-		if end.trailer != nil {
-			cursor++
-		}
-		t.cleanup.countAndRelease(item, cursor, end.diag != nil && end.diag.Code == protocol.CodeTurnInterrupted)
-		ae.aguiFinish(item)
-	case fenced:
-		ae.aguiFinish(t.fate.lostRecord(last))
-	default:
-		ae.aguiFinish(nil)
-	}
-	t.cleanup.logFinished(end, outcome, cursor)
 }

@@ -86,14 +86,15 @@ func (rs *resumes) serveAGUIResume(w http.ResponseWriter, r *http.Request, sessi
 		reject(ctx, w, log, "resume context", err)
 		return
 	}
+	ae := newAGUIStreamer(s, sessionID, turnID)
+	enc := ae.enc
 	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream; charset=utf-8")
+	ae.header(hd)
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	s.w, s.out = w, newStreamOut(w, log)
 
-	enc := newAGUIEncoder(sessionID, turnID)
 	after, at := int64(-1), agui.EventID{}
 	if pos != nil {
 		after, at = pos.Sequence, *pos
@@ -107,7 +108,7 @@ func (rs *resumes) serveAGUIResume(w http.ResponseWriter, r *http.Request, sessi
 
 	var f *follow
 	for {
-		frames, done := s.aguiResumeFrames(enc, turn, &after)
+		frames, done := ae.resumeFrames(turn, &after)
 		if len(frames) == 0 && !enc.started {
 			// Nothing newer yet: the run starts here, the client's
 			// position unchanged.
@@ -149,19 +150,20 @@ func holdsNewest(turn *chat.Turn, seq int64) bool {
 	return seq == turn.LastSequence || turn.Head > 0 && turn.Head <= seq && seq <= turn.LastSequence
 }
 
-// aguiResumeFrames returns the frames that take a resuming client from
-// what enc holds to turn, when turn is newer than sequence *after (moved
+// resumeFrames returns the frames that take a resuming client from what
+// its encoder holds to turn, when turn is newer than sequence *after (moved
 // on to it), and whether the stream ends with them: a terminal turn's
 // frames end it whatever *after is (aguiEncoder.end at its terminal
 // sequence). The first frames start with RUN_STARTED.
-func (s *run) aguiResumeFrames(enc *aguiEncoder, turn *chat.Turn, after *int64) ([]byte, bool) {
+func (ae *aguiStreamer) resumeFrames(turn *chat.Turn, after *int64) ([]byte, bool) {
+	s, enc := ae.t, ae.enc
 	if turn.Status != chat.TurnRunning {
 		if len(turn.Messages) > 0 {
 			s.user = turn.Messages[0]
 		}
 		events := enc.runStarted(nil)
-		events = enc.end(events, turn, func() []agui.Message { return s.aguiEnc.aguiSnapshot(turn.Messages...) })
-		return s.aguiEnc.aguiBatch(nil, turn.LastSequence, events), true
+		events = enc.end(events, turn, func() []agui.Message { return ae.aguiSnapshot(turn.Messages...) })
+		return ae.aguiBatch(nil, turn.LastSequence, events), true
 	}
 	if len(turn.Messages) == 0 || turn.LastSequence <= *after {
 		return nil, false // not acknowledged yet, or nothing newer
@@ -172,10 +174,10 @@ func (s *run) aguiResumeFrames(enc *aguiEncoder, turn *chat.Turn, after *int64) 
 	next := aguiPartOf(assistant)
 	events := enc.runStarted(nil)
 	if enc.changes(next) {
-		events = enc.advance(events, next, func() []agui.Message { return s.aguiEnc.aguiSnapshot(s.user, assistant) })
+		events = enc.advance(events, next, func() []agui.Message { return ae.aguiSnapshot(s.user, assistant) })
 	}
 	if len(events) == 0 {
 		return nil, false
 	}
-	return s.aguiEnc.aguiBatch(nil, turn.LastSequence, events), false
+	return ae.aguiBatch(nil, turn.LastSequence, events), false
 }

@@ -114,7 +114,7 @@ func utf16Len(s string) int64 {
 // snapshot of a sequence is the state the live lines built. After a write
 // failure (the client is gone, the turn goes on with checkpoints) the
 // default writer takes over.
-func (nw *ndjsonWriter) compactWriter(first time.Time, held compactState) {
+func (nw *ndjsonStream) compactWriter(first time.Time, held compactState) {
 	t := nw.t
 	handover := false
 	defer func() {
@@ -272,7 +272,7 @@ func (nw *ndjsonWriter) compactWriter(first time.Time, held compactState) {
 // lastRememberedEmpty reports whether the state last remembered for
 // checkpoints had no assistant text: the first text is a moment a
 // checkpoint must not miss.
-func (nw *ndjsonWriter) lastRememberedEmpty() bool {
+func (nw *ndjsonStream) lastRememberedEmpty() bool {
 	t := nw.t
 	return t.live.latest().assistant.Content == ""
 }

@@ -26,11 +26,7 @@ func (ft *fate) finish(end ending, v view) {
 	t := ft.t
 	last := t.seqs.close()
 	if end.leaseLost {
-		if t.agui != nil {
-			t.aguiEnc.aguiFinish(t.fate.lostRecord(last))
-		} else {
-			t.out.send(t.fate.lostLines(last))
-		}
+		t.enc.end(t.fate.lostRecord(last))
 		t.cleanup.logFinished(end, "", last)
 		t.hooks.report(end, "", v)
 		return
@@ -38,48 +34,25 @@ func (ft *fate) finish(end ending, v view) {
 	terminal := last + 1
 	item := t.fate.record(end, v, t.claim.BaseSequence+1, terminal)
 	outcome := t.cleanup.save(item)
-	if outcome == unknown {
-		t.cleanup.abandon()
-	}
 	cursor := terminal
-	if t.agui != nil {
-		t.aguiEnc.aguiFinished(end, item, outcome, last)
-		t.hooks.report(end, outcome, v)
-		return
-	}
-	var lines []byte
 	switch outcome {
 	case saved:
-		lines = t.lines.snapshotLine(nil, terminal, snapshotStatus(end), item.Messages[len(item.Messages)-1], item.Usage, end.diag)
+		// The session's sequence is the cursor the NDJSON stream leaves,
+		// whatever the stream's encoding: the terminal sequence, plus one
+		// after a trailing diagnostic.
 		if end.trailer != nil {
 			cursor++
-			lines = t.lines.diagnosticLine(lines, *end.trailer, cursor)
 		}
 		t.cleanup.countAndRelease(item, cursor, end.diag != nil && end.diag.Code == protocol.CodeTurnInterrupted)
+		t.enc.end(item)
 	case fenced:
-		lines = t.fate.lostLines(last)
+		t.enc.end(t.fate.lostRecord(last))
 	default:
-		lines = t.fate.indeterminateLine()
+		t.cleanup.abandon()
+		t.enc.end(nil)
 	}
-	t.out.send(lines)
 	t.cleanup.logFinished(end, outcome, cursor)
 	t.hooks.report(end, outcome, v)
-}
-
-// lostLines returns the last lines of a turn that lost its lease or whose
-// save was fenced: the turn's record as the table decided it (lost, unless
-// decided otherwise), read, and decided by that read once the lease has
-// expired (chat.Store.PollTurn), as a terminal snapshot with its own
-// terminal sequence, what a resume of the turn ends with too;
-// TURN_OUTCOME_INDETERMINATE when no decision could be read in time. While
-// the turn still reads as running, the next read waits for the lease
-// expiry it reports.
-func (ft *fate) lostLines(last int64) []byte {
-	t := ft.t
-	if rec := t.fate.lostRecord(last); rec != nil {
-		return t.fate.recordLines(rec)
-	}
-	return t.fate.indeterminateLine()
 }
 
 // lostRecord reads the record of a turn that lost its lease or whose save

@@ -100,16 +100,17 @@ func (rs *resumes) serveResume(w http.ResponseWriter, r *http.Request, sessionID
 		reject(ctx, w, log, step, err)
 		return
 	}
-	s := bind(&run{h: h, log: log, sessionID: sessionID, turnID: turnID, scope: sc, compact: compact})
+	s := bind(&run{h: h, log: log, sessionID: sessionID, turnID: turnID, scope: sc})
+	var cr *compactResume // nil: full snapshots
+	if compact {
+		cr = &compactResume{}
+	}
 	streaming := false
 	start := func() {
 		hd := w.Header()
-		hd.Set("Content-Type", "application/x-ndjson; charset=utf-8")
+		(&ndjsonStream{t: s, compact: compact}).header(hd)
 		hd.Set("Cache-Control", "no-store")
 		hd.Set("X-Content-Type-Options", "nosniff")
-		if compact {
-			hd.Set(api.StreamModeHeader, api.StreamModeCompact)
-		}
 		w.WriteHeader(http.StatusOK)
 		s.w, s.out, streaming = w, newStreamOut(w, log), true
 	}
@@ -150,7 +151,7 @@ func (rs *resumes) serveResume(w http.ResponseWriter, r *http.Request, sessionID
 	var f *follow
 	sent := after
 	for {
-		lines, done := s.resumeLines(turn, sent)
+		lines, done := s.resumeLines(turn, sent, cr)
 		if len(lines) > 0 && !s.out.write(lines) {
 			return // the resumer is gone; the turn goes on
 		}
@@ -293,8 +294,9 @@ func (rs *resumes) resumeContext(ctx context.Context, s *run, principal chat.Pri
 
 // resumeLines returns the lines of t newer than sequence sent, and whether
 // the stream ends with them: a terminal turn's lines end it whatever sent
-// is (recordLines).
-func (s *run) resumeLines(t *chat.Turn, sent int64) ([]byte, bool) {
+// is (recordLines). With cr (a compact resume) checkpoints that only add
+// text are append lines.
+func (s *run) resumeLines(t *chat.Turn, sent int64, cr *compactResume) ([]byte, bool) {
 	if t.Status != chat.TurnRunning {
 		if len(t.Messages) > 0 {
 			s.user = t.Messages[0]
@@ -306,10 +308,10 @@ func (s *run) resumeLines(t *chat.Turn, sent int64) ([]byte, bool) {
 	}
 	s.user = t.Messages[0]
 	assistant := t.Messages[len(t.Messages)-1]
-	if s.compact {
+	if cr != nil {
 		// The first line is a complete snapshot; later checkpoints that
 		// only add text are append lines.
-		return s.resumed.line(s, t.LastSequence, assistant, t.Usage), false
+		return cr.line(s, t.LastSequence, assistant, t.Usage), false
 	}
 	return s.lines.snapshotLine(nil, t.LastSequence, protocol.StatusStreaming, assistant, t.Usage, nil), false
 }

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
@@ -41,13 +40,9 @@ type run struct {
 	lineage      protocol.Lineage
 	inputHash    string
 	scope        scope
-	// compact is true for a compact stream (api.StreamModeHeader,
-	// compactWriter); resumed holds a compact resume's state.
-	compact bool
-	resumed compactResume
-	// agui is set for an AG-UI stream (POST /agui, agui.go): its encoder
-	// and end channel; nil for the NDJSON streams.
-	agui      *aguiStream
+	// enc encodes the turn's states on its 200 stream: NDJSON snapshots,
+	// full or compact (ndjsonStream), or AG-UI events (aguiStreamer).
+	enc       streamEncoder
 	createdAt string // the claim time, the createdAt of the turn's messages
 	startedAt time.Time
 	user      protocol.Message
@@ -105,8 +100,6 @@ type run struct {
 	// connects them to the run; the state they read is still the run's):
 	sup     supervisor     // the control loop: lease renewals, checkpoints, the end (supervisor.go)
 	lines   lineEncoder    // the NDJSON lines of snapshots and diagnostics (writer.go)
-	nd      ndjsonWriter   // the NDJSON stream's writers, full and compact (writer.go, compact.go)
-	aguiEnc aguiStreamer   // the AG-UI event stream (agui.go)
 	hooks   telemetryHooks // the turn's telemetry at its steps (telemetry.go)
 	budget  budget         // its limits and quotas at its steps, and its count in the ledger (quota.go)
 	fate    fate           // its end: the terminal record and the lines that show it (fate.go)
@@ -115,7 +108,7 @@ type run struct {
 
 // bind connects the parts of t to it and returns t.
 func bind(t *run) *run {
-	t.sup.t, t.lines.t, t.nd.t, t.aguiEnc.t, t.approvals.t = t, t, t, t, t
+	t.sup.t, t.lines.t, t.approvals.t = t, t, t
 	t.hooks.t, t.budget.t, t.fate.t, t.cleanup.t = t, t, t, t
 	return t
 }
@@ -326,15 +319,9 @@ func (t *run) streamTurn() {
 		return
 	}
 	hd := t.w.Header()
-	hd.Set("Content-Type", "application/x-ndjson; charset=utf-8")
-	if t.agui != nil {
-		hd.Set("Content-Type", "text/event-stream; charset=utf-8")
-	}
+	t.enc.header(hd)
 	hd.Set("Cache-Control", "no-store")
 	hd.Set("X-Content-Type-Options", "nosniff")
-	if t.compact {
-		hd.Set(api.StreamModeHeader, api.StreamModeCompact)
-	}
 	t.w.WriteHeader(http.StatusOK)
 	// A client that stops reading must not hold the handler past the
 	// request deadline plus the cleanup reserve: a blocked Write then fails
@@ -345,21 +332,10 @@ func (t *run) streamTurn() {
 	}
 
 	t.out = newStreamOut(t.w, t.log)
+	t.out.write(t.enc.first(now, seq, first))
+	t.tel.firstSnapshotWritten()
 	// Then the writer goroutine takes the response over.
-	switch {
-	case t.agui != nil:
-		t.out.write(t.aguiEnc.aguiFirst(seq, first))
-		t.tel.firstSnapshotWritten()
-		go t.aguiEnc.aguiWriter(t.h.clock.Now())
-	case t.compact:
-		t.out.write(t.lines.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
-		t.tel.firstSnapshotWritten()
-		go t.nd.compactWriter(t.h.clock.Now(), newCompactState(seq, first, protocol.Usage{}))
-	default:
-		t.out.write(t.lines.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil))
-		t.tel.firstSnapshotWritten()
-		go t.nd.writer(t.h.clock.Now())
-	}
+	go t.enc.write(t.h.clock.Now(), seq, first)
 
 	modelCtx, stopModel := context.WithCancel(t.ctx)
 	defer stopModel()

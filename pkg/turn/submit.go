@@ -295,7 +295,6 @@ func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, dea
 		lineage:   sub.lineage,
 		inputHash: sub.inputHash,
 		scope:     sub.scope,
-		compact:   sub.compact,
 		createdAt: protocol.FormatTime(claimedAt),
 		startedAt: claimedAt,
 	})
@@ -303,8 +302,9 @@ func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, dea
 	t.principal = sub.principal
 	t.hooks.startTelemetry(sub.principal)
 	t.quota = sub.quota
+	t.enc = &ndjsonStream{t: t, compact: sub.compact}
 	if sub.agui {
-		t.agui = newAGUIStream(sub.sessionID, sub.turnID)
+		t.enc = newAGUIStreamer(t, sub.sessionID, sub.turnID)
 	}
 	return t, cancelRun
 }

@@ -7,13 +7,52 @@ import (
 	"strings"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/api"
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// ndjsonWriter is the NDJSON stream's writer goroutines: the full
-// snapshot stream (writer) and the compact one (compactWriter, compact.go).
-type ndjsonWriter struct{ t *run }
+// ndjsonStream is the NDJSON stream of a turn, a streamEncoder: its
+// lines (lineEncoder) and its writer goroutine, of the full snapshot
+// stream (writer) or, with compact, of the compact one (compactWriter,
+// compact.go; api.StreamModeHeader).
+type ndjsonStream struct {
+	t       *run
+	compact bool
+}
+
+func (nw *ndjsonStream) header(h http.Header) {
+	h.Set("Content-Type", "application/x-ndjson; charset=utf-8")
+	if nw.compact {
+		h.Set(api.StreamModeHeader, api.StreamModeCompact)
+	}
+}
+
+// first is the first snapshot, complete in either mode.
+func (nw *ndjsonStream) first(now time.Time, seq int64, first protocol.Message) []byte {
+	return nw.t.lines.snapshotLineAt(nil, now, seq, protocol.StatusStreaming, first, protocol.Usage{}, nil)
+}
+
+func (nw *ndjsonStream) write(started time.Time, seq int64, first protocol.Message) {
+	if nw.compact {
+		nw.compactWriter(started, newCompactState(seq, first, protocol.Usage{}))
+		return
+	}
+	nw.writer(started)
+}
+
+// end hands the writer the last lines: the terminal record's lines
+// (fate.recordLines), or TURN_OUTCOME_INDETERMINATE when rec is nil, and
+// waits for it to exit.
+func (nw *ndjsonStream) end(rec *chat.Turn) {
+	t := nw.t
+	if rec == nil {
+		t.out.send(t.fate.indeterminateLine())
+		return
+	}
+	t.out.send(t.fate.recordLines(rec))
+}
 
 // writer is the goroutine that owns the response body while the turn
 // streams, after the first snapshot, written at first. On each wake-up it
@@ -24,7 +63,7 @@ type ndjsonWriter struct{ t *run }
 // snapshots (docs/design.md#snapshots). The terminal lines arrive on out.final and
 // are written without delay; the writer exits after them or at the first
 // write failure (closing out.failed).
-func (nw *ndjsonWriter) writer(first time.Time) {
+func (nw *ndjsonStream) writer(first time.Time) {
 	t := nw.t
 	defer close(t.out.done)
 	var (
