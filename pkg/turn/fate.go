@@ -28,7 +28,7 @@ func (ft *fate) finish(end ending, v view) {
 	if end.leaseLost {
 		t.enc.end(t.fate.lostRecord(last))
 		t.cleanup.logFinished(end, "", last)
-		t.hooks.report(end, "", v)
+		t.trace.report(end, "", v)
 		return
 	}
 	terminal := last + 1
@@ -52,7 +52,7 @@ func (ft *fate) finish(end ending, v view) {
 		t.enc.end(nil)
 	}
 	t.cleanup.logFinished(end, outcome, cursor)
-	t.hooks.report(end, outcome, v)
+	t.trace.report(end, outcome, v)
 }
 
 // lostRecord reads the record of a turn that lost its lease or whose save

@@ -143,8 +143,8 @@ func (t *run) failCalls(calls []pendingCall, text string) {
 // that sends none) keeps the estimate, which is added to the turn's usage
 // and marked as estimated in its record (MetadataUsageEstimate).
 func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ string, _ []pendingCall, _ model.FinishReason, err error) {
-	ctx, mc := t.hooks.startModelCall(ctx, req)
-	defer func() { mc.end(err) }()
+	ctx, mc := t.trace.onModelCall(ctx, req)
+	defer func() { mc.done(err) }()
 	t.meter.Add(chat.Usage{ModelCalls: 1})
 	est := newCallEstimate(t.meter, &t.state, req)
 	defer func() {
@@ -424,9 +424,9 @@ func (t *run) runTools(ctx context.Context, step int, text string, calls []pendi
 		if t.state.setCall(c.index, tool.Entry(c.call, protocol.ToolCallRunning)) {
 			t.out.notify()
 		}
-		toolCtx, span := t.hooks.startToolCall(ctx, c.call)
+		toolCtx, done := t.trace.onToolCall(ctx, c.call)
 		o := t.agent.tools.Run(toolCtx, c.call)
-		t.hooks.endToolCall(span, o)
+		done(o)
 		if !o.OK() {
 			t.log.Info("tool call failed", "tool", c.call.Name, "code", o.Code)
 			t.log.Debug("tool failure detail", "tool", c.call.Name, "err", o.Err)

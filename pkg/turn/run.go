@@ -80,9 +80,9 @@ type run struct {
 	released *chat.Session
 	stopped  bool
 
-	// tel is what the turn measures for its metrics and spans
-	// (telemetry.go); set by newRun.
-	tel *turnTelemetry
+	// trace is the hooks the turn's steps call (trace.go): its metrics
+	// and spans; set by newRun.
+	trace *turnTrace
 	// meter adds up what the turn uses (chat.Usage): its store requests
 	// (its contexts carry it), its model and tool calls and tokens
 	// (loop.go); the record's Metered, the ledger's figures.
@@ -100,7 +100,6 @@ type run struct {
 	// connects them to the run; the state they read is still the run's):
 	sup     supervisor     // the control loop: lease renewals, checkpoints, the end (supervisor.go)
 	lines   lineEncoder    // the NDJSON lines of snapshots and diagnostics (writer.go)
-	hooks   telemetryHooks // the turn's telemetry at its steps (telemetry.go)
 	budget  budget         // its limits and quotas at its steps, and its count in the ledger (quota.go)
 	fate    fate           // its end: the terminal record and the lines that show it (fate.go)
 	cleanup cleanup        // after the end: save, count, release or abandon, in the cleanup reserve (cleanup.go)
@@ -109,7 +108,7 @@ type run struct {
 // bind connects the parts of t to it and returns t.
 func bind(t *run) *run {
 	t.sup.t, t.lines.t, t.approvals.t = t, t, t
-	t.hooks.t, t.budget.t, t.fate.t, t.cleanup.t = t, t, t, t
+	t.budget.t, t.fate.t, t.cleanup.t = t, t, t
 	return t
 }
 
@@ -275,7 +274,7 @@ func (t *run) failBefore(step string, err error, spentAnswer bool) {
 		d = protocol.NewDiagnostic(protocol.CodeTurnAlreadyCompleted)
 	}
 	httpedge.WriteError(t.w, d)
-	t.hooks.report(e, outcome, t.state.view())
+	t.trace.report(e, outcome, t.state.view())
 }
 
 // leaseGone reports whether the turn can no longer prove its lease now:
@@ -333,7 +332,7 @@ func (t *run) streamTurn() {
 
 	t.out = newStreamOut(t.w, t.log)
 	t.out.write(t.enc.first(now, seq, first))
-	t.tel.firstSnapshotWritten()
+	t.trace.onFirstSnapshot(t.h.clock.Now())
 	// Then the writer goroutine takes the response over.
 	go t.enc.write(t.h.clock.Now(), seq, first)
 
@@ -392,7 +391,7 @@ func (t *run) acknowledge() (*chat.Checkpoint, error) {
 	if _, err := t.h.opts.Store.Checkpoint(ctx, t.claim, cp); err != nil {
 		return nil, fmt.Errorf("acknowledge turn: %w: %w", errNotAcknowledged, err)
 	}
-	t.tel.checkpointWritten()
+	t.trace.onCheckpoint()
 	return cp, nil
 }
 
@@ -418,7 +417,7 @@ func (t *run) unacknowledged(err error) *chat.Checkpoint {
 		return nil
 	}
 	t.log.Info("acknowledgment applied without an answer: the turn goes on", "err", err)
-	t.tel.checkpointWritten()
+	t.trace.onCheckpoint()
 	return t.sup.checkpointOf(t.live.latest())
 }
 
@@ -467,7 +466,7 @@ func (t *run) withdrawOrFail(step string, err error) (acknowledged bool) {
 	t.cleanup.logFinished(e, withdrawn, 0)
 	t.log.Info("claim withdrawn: the turn id is unspent", "step", step)
 	httpedge.WriteError(t.w, d)
-	t.hooks.report(e, withdrawn, t.state.view())
+	t.trace.report(e, withdrawn, t.state.view())
 	return false
 }
 

@@ -120,7 +120,7 @@ supervise:
 		case stop := <-stopRead:
 			readingStop = false
 			if stop {
-				t.tel.stopRequested()
+				t.trace.onStopSeen(t.h.clock.Now())
 				t.log.Info("turn stop requested", "seenBy", "read beside a checkpoint in flight")
 				d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
 				end = ending{status: chat.TurnInterrupted, diag: &d}
@@ -308,7 +308,7 @@ func (s *supervisor) checkpointed(r checkpointResult, prior **chat.Checkpoint) (
 		// Not written, but the lease carries a stop (the store read it
 		// after the failure): the stop holds while checkpoints fail.
 		t.log.Warn("checkpoint failed", "err", r.err)
-		t.tel.stopRequested()
+		t.trace.onStopSeen(t.h.clock.Now())
 		t.log.Info("turn stop requested")
 		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
 		return ending{status: chat.TurnInterrupted, diag: &d}, true, false
@@ -316,12 +316,12 @@ func (s *supervisor) checkpointed(r checkpointResult, prior **chat.Checkpoint) (
 		t.log.Warn("checkpoint failed", "err", r.err)
 		return ending{}, false, true
 	}
-	t.tel.checkpointWritten()
+	t.trace.onCheckpoint()
 	if r.cp.Prior == nil || !sameMessages(r.cp.Prior, r.cp.Messages) {
 		*prior = r.cp
 	}
 	if r.stop {
-		t.tel.stopRequested()
+		t.trace.onStopSeen(t.h.clock.Now())
 		t.log.Info("turn stop requested")
 		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
 		return ending{status: chat.TurnInterrupted, diag: &d}, true, false
@@ -426,7 +426,7 @@ func (s *supervisor) renewed(r renewal) (ending, bool) {
 	}
 	t.lease.prove(r.sentAt, r.lease.ExpiresAt)
 	if r.lease.Stop {
-		t.tel.stopRequested()
+		t.trace.onStopSeen(t.h.clock.Now())
 		t.log.Info("turn stop requested")
 		d := protocol.NewDiagnostic(protocol.CodeTurnInterrupted)
 		return ending{status: chat.TurnInterrupted, diag: &d}, true

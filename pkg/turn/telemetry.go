@@ -19,16 +19,19 @@ import (
 	"github.com/turnstream/turnstream/pkg/tool"
 )
 
-// turnTelemetry is what a run measures for its metrics document and its
-// spans (pkg/telemetry, docs/operations.md). Safe for concurrent use: the
-// model goroutine, the supervisor and the writer record into it.
+// turnTelemetry is what a turn measures for its metrics document and its
+// spans (pkg/telemetry, docs/operations.md): the state of its
+// telemetryTrace. Safe for concurrent use: the model goroutine, the
+// supervisor and the writer record into it.
 type turnTelemetry struct {
+	h     *handler
 	start time.Time   // the request's arrival (or the claim, in a drain)
-	meter *chat.Meter // the run's meter (run.meter): the turn's usage from its first store request
+	meter *chat.Meter // the turn's meter: its usage from its first store request
 	span  trace.Span  // the invoke_agent span
 	props telemetry.Properties
 	model string // the Model dimension
-	clock clock.Clock
+	prov  string // the provider
+	sess  string
 
 	mu            sync.Mutex
 	firstSnapshot time.Time
@@ -37,47 +40,40 @@ type turnTelemetry struct {
 	stopSeen      time.Time
 }
 
-// telemetryHooks is the turn's telemetry at its steps: set up with the
-// run, each model and tool call measured, and the report at its end.
-type telemetryHooks struct{ t *run }
-
-// startTelemetry sets up the run's measurements: its meter (holding what
-// the request's store requests cost before the run, when the run is the
-// request's own turn), the invoke_agent span, and t.ctx and t.reqCtx
-// carrying both, so that every store request and span of the turn,
-// cleanup included, is the turn's.
-func (hk *telemetryHooks) startTelemetry(principal chat.Principal) {
-	t := hk.t
-	h := t.h
-	tt := &turnTelemetry{start: t.startedAt, meter: t.meter, clock: h.clock}
-	if sc := telemetry.ScopeFrom(t.reqCtx); sc.TakeTurn() {
-		// The request's store requests before its turn's meter existed
-		// (runSubmission) are the turn's too.
+// telemetryTrace returns the hooks (turnTrace) that measure the turn s
+// for h's metrics (Options.Metrics) and spans (Options.Tracing), and the
+// function that puts the turn's invoke_agent span into a context, for
+// the turn's contexts (so that every store request and span of the turn,
+// cleanup included, is the turn's). When the turn is its request's own,
+// the request's store requests before the turn's meter existed
+// (runSubmission) are added to it.
+func telemetryTrace(h *handler, s turnStart) (func(context.Context) context.Context, *turnTrace) {
+	tt := &turnTelemetry{h: h, start: s.startedAt, meter: s.meter, model: s.modelID, prov: s.provider, sess: s.sessionID}
+	if sc := telemetry.ScopeFrom(s.request); sc.TakeTurn() {
 		tt.start = sc.Start
-		t.meter.Add(sc.Meter.Usage())
+		s.meter.Add(sc.Meter.Usage())
 	}
-	defID := t.claim.Session.DefinitionID
-	var provider, modelID string
-	var revision int64
-	if ag, err := h.agents.agentFor(defID); err == nil {
-		provider, modelID, revision = providerOf(ag), ag.def.ModelID, ag.def.Revision
-	}
-	tt.model = modelID
 	if tt.model == "" {
-		tt.model = provider
+		tt.model = s.provider
 	}
 	tt.props = telemetry.Properties{
-		SessionID: t.sessionID, TurnID: t.turnID,
-		Tenant: principal.Tenant, Principal: principal.Subject,
-		DefinitionID: defID, Provider: provider,
-		Route: "turn", RequestID: telemetry.RequestID(t.reqCtx),
+		SessionID: s.sessionID, TurnID: s.turnID,
+		Tenant: s.principal.Tenant, Principal: s.principal.Subject,
+		DefinitionID: s.definitionID, Provider: s.provider,
+		Route: "turn", RequestID: telemetry.RequestID(s.request),
 	}
-	var ctx context.Context
-	ctx, tt.span = h.opts.Tracing.StartAgent(t.ctx, defID, revision, provider, tt.model, t.sessionID, t.turnID)
+	ctx, span := h.opts.Tracing.StartAgent(s.ctx, s.definitionID, s.revision, s.provider, tt.model, s.sessionID, s.turnID)
+	tt.span = span
 	tt.props.TraceID = telemetry.TraceID(ctx)
-	t.ctx = ctx // carrying the turn's meter already (newRun)
-	t.reqCtx = trace.ContextWithSpan(t.reqCtx, tt.span)
-	t.tel = tt
+	wrap := func(c context.Context) context.Context { return trace.ContextWithSpan(c, span) }
+	return wrap, &turnTrace{
+		firstSnapshot: tt.firstSnapshotWritten,
+		checkpoint:    tt.checkpointWritten,
+		stopSeen:      tt.stopRequested,
+		modelCall:     tt.startModelCall,
+		toolCall:      tt.startToolCall,
+		ended:         tt.report,
+	}
 }
 
 // providerOf is the provider name of an agent's definition; "custom" for
@@ -91,35 +87,26 @@ func providerOf(ag *agent) string {
 
 // firstSnapshotWritten records when the turn's first snapshot line went
 // out (time to first snapshot).
-func (tt *turnTelemetry) firstSnapshotWritten() {
-	if tt == nil {
-		return
-	}
+func (tt *turnTelemetry) firstSnapshotWritten(at time.Time) {
 	tt.mu.Lock()
 	if tt.firstSnapshot.IsZero() {
-		tt.firstSnapshot = tt.clock.Now()
+		tt.firstSnapshot = at
 	}
 	tt.mu.Unlock()
 }
 
 // checkpointWritten counts a checkpoint that landed.
 func (tt *turnTelemetry) checkpointWritten() {
-	if tt == nil {
-		return
-	}
 	tt.mu.Lock()
 	tt.checkpoints++
 	tt.mu.Unlock()
 }
 
-// stopRequested records when the turn saw a stop.
-func (tt *turnTelemetry) stopRequested() {
-	if tt == nil {
-		return
-	}
+// stopRequested records when the turn first saw a stop.
+func (tt *turnTelemetry) stopRequested(at time.Time) {
 	tt.mu.Lock()
 	if tt.stopSeen.IsZero() {
-		tt.stopSeen = tt.clock.Now()
+		tt.stopSeen = at
 	}
 	tt.mu.Unlock()
 }
@@ -140,22 +127,20 @@ type modelCallTelemetry struct {
 
 // startModelCall starts the chat span of a model call of req and counts
 // the call; the returned context carries the span.
-func (hk *telemetryHooks) startModelCall(ctx context.Context, req model.Request) (context.Context, *modelCallTelemetry) {
-	t := hk.t
-	tt := t.tel // the call and its tokens are counted by modelCall
-	tr := t.h.opts.Tracing
-	ctx, span := tr.StartChat(ctx, providerOf(t.agent), tt.model, t.sessionID, req.MaxTokens)
-	mc := &modelCallTelemetry{tt: tt, span: span, start: tt.clock.Now(), capture: tr.CaptureContent() && span.IsRecording()}
+func (tt *turnTelemetry) startModelCall(ctx context.Context, req model.Request) (context.Context, modelCallTrace) {
+	tr := tt.h.opts.Tracing
+	ctx, span := tr.StartChat(ctx, tt.prov, tt.model, tt.sess, req.MaxTokens)
+	mc := &modelCallTelemetry{tt: tt, span: span, start: tt.h.clock.Now(), capture: tr.CaptureContent() && span.IsRecording()}
 	if mc.capture {
 		span.SetAttributes(attribute.String(telemetry.AttrInputMessages, inputMessages(req)))
 	}
-	return ctx, mc
+	return ctx, modelCallTrace{event: mc.event, done: mc.end}
 }
 
 // event records one streamed model event.
 func (mc *modelCallTelemetry) event(ev model.Event) {
 	if mc.first == 0 {
-		mc.first = max(clock.Since(mc.tt.clock, mc.start), time.Microsecond)
+		mc.first = max(clock.Since(mc.tt.h.clock, mc.start), time.Microsecond)
 		mc.span.AddEvent(telemetry.EventFirstChunk, trace.WithAttributes(
 			attribute.Float64(telemetry.AttrTimeToFirstChunk, float64(mc.first.Microseconds())/1000)))
 	}
@@ -177,7 +162,7 @@ func (mc *modelCallTelemetry) event(ev model.Event) {
 // end ends the model call: its span with the usage, finish reason and
 // error type, its usage added to the turn's, its entry for the metrics.
 func (mc *modelCallTelemetry) end(err error) {
-	d := clock.Since(mc.tt.clock, mc.start)
+	d := clock.Since(mc.tt.h.clock, mc.start)
 	in, out := int64(mc.usage.PromptTokens), int64(mc.usage.CompletionTokens)
 	mc.tt.mu.Lock()
 	mc.tt.calls = append(mc.tt.calls, telemetry.ModelCall{Duration: d, TimeToFirstChunk: mc.first, InputTokens: in, OutputTokens: out})
@@ -217,60 +202,46 @@ func errorType(err error) string {
 	return "_OTHER"
 }
 
-// startToolCall starts the execute_tool span of call.
-func (hk *telemetryHooks) startToolCall(ctx context.Context, call model.ToolCall) (context.Context, trace.Span) {
-	t := hk.t
-	tr := t.h.opts.Tracing
+// startToolCall starts the execute_tool span of call; the returned
+// function ends it with the call's outcome.
+func (tt *turnTelemetry) startToolCall(ctx context.Context, call model.ToolCall) (context.Context, func(tool.Outcome)) {
+	tr := tt.h.opts.Tracing
 	ctx, span := tr.StartTool(ctx, call.Name, call.ID)
 	if tr.CaptureContent() && span.IsRecording() {
 		span.SetAttributes(attribute.String(telemetry.AttrToolCallArguments, string(call.Args)))
 	}
-	return ctx, span
-}
-
-// endToolCall ends a tool call's span with its outcome.
-func (hk *telemetryHooks) endToolCall(span trace.Span, o tool.Outcome) {
-	t := hk.t
-	if !span.IsRecording() {
-		return
-	}
-	if t.h.opts.Tracing.CaptureContent() {
-		span.SetAttributes(attribute.String(telemetry.AttrToolCallResult, o.Text))
-	}
-	if !o.OK() {
-		code := o.Code
-		if code == "" {
-			code = "_OTHER"
+	return ctx, func(o tool.Outcome) {
+		if !span.IsRecording() {
+			return
 		}
-		span.SetAttributes(attribute.String(telemetry.AttrErrorType, code))
-		span.SetStatus(codes.Error, "")
+		if tr.CaptureContent() {
+			span.SetAttributes(attribute.String(telemetry.AttrToolCallResult, o.Text))
+		}
+		if !o.OK() {
+			code := o.Code
+			if code == "" {
+				code = "_OTHER"
+			}
+			span.SetAttributes(attribute.String(telemetry.AttrErrorType, code))
+			span.SetStatus(codes.Error, "")
+		}
+		span.End()
 	}
-	span.End()
 }
 
 // report writes the turn's metrics document and ends its span: outcome
 // as the turn's last line says it, calls and usage as measured.
-func (hk *telemetryHooks) report(end ending, outcome saveOutcome, v view) {
-	t := hk.t
-	tt := t.tel
-	if tt == nil {
-		return
-	}
-	now := tt.clock.Now()
-	o := telemetry.OutcomeComplete
-	switch {
-	case end.leaseLost || outcome == fenced:
-		o = protocol.CodeTurnLost
-	case outcome == unknown:
-		o = protocol.CodeTurnOutcomeIndeterminate
-	case end.status == chat.TurnInterrupted:
+func (tt *turnTelemetry) report(e turnEnd) {
+	now := tt.h.clock.Now()
+	o := e.outcome
+	switch o {
+	case outcomeComplete:
+		o = telemetry.OutcomeComplete
+	case outcomeInterrupted:
 		o = telemetry.OutcomeInterrupted
-	case end.diag != nil:
-		o = end.diag.Code
 	}
-	calls := finishCalls(v.toolCalls, true)
-	tools := make([]telemetry.ToolCall, len(calls))
-	for i, c := range calls {
+	tools := make([]telemetry.ToolCall, len(e.toolCalls))
+	for i, c := range e.toolCalls {
 		tools[i] = telemetry.ToolCall{Name: c.Name, Status: c.Status}
 	}
 	u := tt.meter.Usage()
@@ -282,18 +253,18 @@ func (hk *telemetryHooks) report(end ending, outcome saveOutcome, v view) {
 		ModelCalls:  tt.calls,
 		ToolCalls:   tools,
 		Checkpoints: tt.checkpoints,
-		LeaseLost:   end.leaseLost || outcome == fenced,
+		LeaseLost:   e.leaseLost,
 		Model:       tt.model,
 		Properties:  tt.props,
 	}
 	if !tt.firstSnapshot.IsZero() {
 		rep.TimeToFirstSnapshot = tt.firstSnapshot.Sub(tt.start)
 	}
-	if !tt.stopSeen.IsZero() && end.status == chat.TurnInterrupted {
+	if !tt.stopSeen.IsZero() && e.status == chat.TurnInterrupted {
 		rep.StopLatency = now.Sub(tt.stopSeen)
 	}
 	tt.mu.Unlock()
-	t.h.opts.Metrics.Turn(rep)
+	tt.h.opts.Metrics.Turn(rep)
 
 	if tt.span.IsRecording() {
 		tt.span.SetAttributes(
