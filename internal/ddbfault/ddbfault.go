@@ -21,6 +21,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
 // Fault is what happens to one HTTP attempt.
@@ -256,6 +258,18 @@ func Always(f Fault, match func(Attempt) bool) Rule {
 			return f
 		}
 		return Pass
+	}
+}
+
+// For matches the attempts of one operation that the store made for
+// purpose p (its label, dynamo.PurposeOf the attempt's context: the SDK
+// passes the caller's context down to the transport) and whose body
+// contains every one of has (an item's key, to tell items apart; never
+// needed to tell writes apart).
+func For(op string, p dynamo.Purpose, has ...string) func(Attempt) bool {
+	match := Op(op, has...)
+	return func(a Attempt) bool {
+		return a.Context != nil && dynamo.PurposeOf(a.Context) == p && match(a)
 	}
 }
 

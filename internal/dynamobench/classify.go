@@ -152,7 +152,7 @@ func writeKind(r Request) (kind, write string) {
 		return KindSave, ""
 	case dynamo.PurposeRelease:
 		return KindRelease, ""
-	case dynamo.PurposeFence, dynamo.PurposeFree:
+	case dynamo.PurposeFence, dynamo.PurposeFenceRecord, dynamo.PurposeFree:
 		return KindDecide, ""
 	case dynamo.PurposeLedgerAdd:
 		return KindUsage, LedgerWrite
@@ -160,7 +160,7 @@ func writeKind(r Request) (kind, write string) {
 		return KindUsage, LedgerSettle
 	case dynamo.PurposeLedgerClear:
 		return KindUsage, LedgerClear
-	case dynamo.PurposeAdmission:
+	case dynamo.PurposeAdmission, dynamo.PurposeAdmissionCancel:
 		return KindUsage, AdmissionWrite
 	}
 	return KindOther, "" // stops, abandons, supersessions, artifacts, the queue's writes

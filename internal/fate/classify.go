@@ -137,5 +137,6 @@ var writeKinds = map[dynamo.Purpose]string{
 	dynamo.PurposeSave:           kindSave,
 	dynamo.PurposeRelease:        kindRelease,
 	dynamo.PurposeFence:          kindDecide,
+	dynamo.PurposeFenceRecord:    kindDecide,
 	dynamo.PurposeFree:           kindDecide,
 }

@@ -23,7 +23,7 @@ import (
 // the failed acknowledgment was saved as an error turn, so the retryable
 // 500 was followed by 409 TURN_ALREADY_COMPLETED.)
 func TestFailedAcknowledgmentLeavesTheIDUnspent(t *testing.T) {
-	ackItem := ddbfault.Op("UpdateItem", `#status = :running"`)
+	ackItem := ddbfault.For("UpdateItem", dynamo.PurposeAck)
 	live := ddbfault.Op("UpdateItem", "#LIVE")
 	turnRead := ddbfault.Op("GetItem", `"TURN#`)
 	for name, tc := range map[string]struct {
@@ -108,7 +108,7 @@ func TestFailedAcknowledgmentOfARetryIsSpent(t *testing.T) {
 	store, ft := newFaultStore(t)
 	e := newEnv(t, store, &scriptModel{Chunks: []string{"ok"}}, defaultLease)
 	e.submit(t, "s", "t1", "hello", nil, nil).want(t, http.StatusOK, "")
-	ackItem := ddbfault.Op("UpdateItem", `#status = :running"`)
+	ackItem := ddbfault.For("UpdateItem", dynamo.PurposeAck)
 	ft.SetRule(ddbfault.Always(ddbfault.ServerErrorBefore, ackItem))
 	retry := protocol.Lineage{Operation: protocol.OperationRetry, ParentTurnID: "t1", SourceMessageID: "t1.a"}
 	r := e.submit(t, "s", "t2", "hello", &retry, nil)
@@ -130,7 +130,7 @@ func TestFailedAcknowledgmentOfARetryIsSpent(t *testing.T) {
 // (Before, both answered a retryable 500 and the id was spent: the
 // retry got 409 TURN_ALREADY_COMPLETED.)
 func TestFailedContextLoadLeavesTheIDUnspent(t *testing.T) {
-	contextLoad := ddbfault.Op("Query", `"ScanIndexForward":false`) // the newest turns first: the context load only
+	contextLoad := ddbfault.For("Query", dynamo.PurposeContext)
 	t.Run("submit", func(t *testing.T) {
 		store, ft := newFaultStore(t)
 		m := &scriptModel{Chunks: []string{"ok"}}

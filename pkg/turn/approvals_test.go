@@ -17,6 +17,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
 	"github.com/turnstream/turnstream/pkg/tool"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
@@ -383,7 +384,7 @@ func TestDecisionClaimAnswerLost(t *testing.T) {
 			e, _ := approvalEnv(t, store, &runs, nil)
 			token := askDelete(t, e, "s", "t1")
 			ft.Reset()
-			ft.SetRule(ddbfault.Once(fault, ddbfault.Op("UpdateItem", ":confPending")))
+			ft.SetRule(ddbfault.Once(fault, ddbfault.For("UpdateItem", dynamo.PurposeClaim)))
 			r := e.decide(t, "s", "t2", token, protocol.DecisionApprove, nil)
 			r.want(t, http.StatusOK, "")
 			if ft.Counts()[fault] != 1 {

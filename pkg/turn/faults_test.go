@@ -42,12 +42,12 @@ func TestAppliedWritesUnderFaults(t *testing.T) {
 	tests := map[string]struct {
 		rule ddbfault.Rule
 	}{
-		"claim answer lost, new session": {ddbfault.Once(ddbfault.LoseAnswer, ddbfault.Op("UpdateItem", "attribute_not_exists(#leaseToken)"))},
-		"claim answered 500 after apply": {ddbfault.Always(ddbfault.ServerErrorAfter, ddbfault.Op("UpdateItem", "attribute_not_exists(#leaseToken)"))},
-		"save answered 500 every time":   {ddbfault.Always(ddbfault.ServerErrorAfter, ddbfault.Op("UpdateItem", "saveId"))},
-		"save answer lost":               {ddbfault.Once(ddbfault.LoseAnswer, ddbfault.Op("UpdateItem", "saveId"))},
-		"save attempt hangs":             {ddbfault.Once(ddbfault.Hang, ddbfault.Op("UpdateItem", "saveId"))},
-		"release answer lost":            {ddbfault.Once(ddbfault.LoseAnswer, ddbfault.Op("UpdateItem", "releasedToken"))},
+		"claim answer lost, new session": {ddbfault.Once(ddbfault.LoseAnswer, ddbfault.For("UpdateItem", dynamo.PurposeClaim))},
+		"claim answered 500 after apply": {ddbfault.Always(ddbfault.ServerErrorAfter, ddbfault.For("UpdateItem", dynamo.PurposeClaim))},
+		"save answered 500 every time":   {ddbfault.Always(ddbfault.ServerErrorAfter, ddbfault.For("UpdateItem", dynamo.PurposeSave))},
+		"save answer lost":               {ddbfault.Once(ddbfault.LoseAnswer, ddbfault.For("UpdateItem", dynamo.PurposeSave))},
+		"save attempt hangs":             {ddbfault.Once(ddbfault.Hang, ddbfault.For("UpdateItem", dynamo.PurposeSave))},
+		"release answer lost":            {ddbfault.Once(ddbfault.LoseAnswer, ddbfault.For("UpdateItem", dynamo.PurposeRelease))},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestClaimNeverAppliedIs500(t *testing.T) {
 	store, ft := newFaultStore(t)
 	m := &scriptModel{Chunks: []string{"ok"}}
 	e := newEnv(t, store, m, nil)
-	ft.SetRule(ddbfault.Always(ddbfault.ServerErrorBefore, ddbfault.Op("UpdateItem", "attribute_not_exists(#leaseToken)")))
+	ft.SetRule(ddbfault.Always(ddbfault.ServerErrorBefore, ddbfault.For("UpdateItem", dynamo.PurposeClaim)))
 	r := e.submit(t, "s", "t1", "hello", nil, nil)
 	r.want(t, http.StatusInternalServerError, protocol.CodeServerInternal)
 	if m.Calls() != 0 {
@@ -354,7 +354,7 @@ func TestStopWhileCheckpointsFail(t *testing.T) {
 	// The first live item write after the acknowledgment fails on each
 	// of its SDK attempts; everything after it passes.
 	var liveWrites, failed atomic.Int64
-	isLive := ddbfault.Op("UpdateItem", "#LIVE", ":seq")
+	isLive := ddbfault.For("UpdateItem", dynamo.PurposeLive)
 	ft.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
 		if !isLive(a) {
 			return ddbfault.Pass

@@ -10,6 +10,7 @@ import (
 	"github.com/turnstream/turnstream/internal/ddbfault"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -45,7 +46,7 @@ func defaultLease(o *turn.Options) {
 func TestReplayOfAnUnconfirmedTurn(t *testing.T) {
 	store, ft := newFaultStore(t)
 	e := newEnv(t, store, &scriptModel{Chunks: []string{"the ", "answer"}}, defaultLease)
-	save := ddbfault.Op("UpdateItem", ":saveId")
+	save := ddbfault.For("UpdateItem", dynamo.PurposeSave)
 	ft.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
 		if save(a) {
 			return ddbfault.ServerErrorBefore
@@ -70,7 +71,7 @@ func TestReplayOfASavedUnreleasedTurn(t *testing.T) {
 	store, ft := newFaultStore(t)
 	e := newEnv(t, store, &scriptModel{Chunks: []string{"the ", "answer"}}, defaultLease)
 	var saving atomic.Bool
-	save := ddbfault.Op("UpdateItem", ":saveId")
+	save := ddbfault.For("UpdateItem", dynamo.PurposeSave)
 	turnRead := ddbfault.Op("GetItem", `"TURN#`)
 	ft.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
 		switch {

@@ -289,7 +289,7 @@ func TestTurnsPerMinuteExactUnderConcurrentSubmits(t *testing.T) {
 		}
 		var mu sync.Mutex
 		rng := mrand.New(mrand.NewPCG(34, 2))
-		admission := ddbfault.Op("UpdateItem", "attribute_not_exists(#a)")
+		admission := ddbfault.For("UpdateItem", dynamo.PurposeAdmission)
 		faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
 			mu.Lock()
 			defer mu.Unlock()

@@ -98,11 +98,11 @@ type run struct {
 
 	// The run's parts, each a group of its steps with one job (bind
 	// connects them to the run; the state they read is still the run's):
-	sup     supervisor     // the control loop: lease renewals, checkpoints, the end (supervisor.go)
-	lines   lineEncoder    // the NDJSON lines of snapshots and diagnostics (writer.go)
-	budget  budget         // its limits and quotas at its steps, and its count in the ledger (quota.go)
-	fate    fate           // its end: the terminal record and the lines that show it (fate.go)
-	cleanup cleanup        // after the end: save, count, release or abandon, in the cleanup reserve (cleanup.go)
+	sup     supervisor  // the control loop: lease renewals, checkpoints, the end (supervisor.go)
+	lines   lineEncoder // the NDJSON lines of snapshots and diagnostics (writer.go)
+	budget  budget      // its limits and quotas at its steps, and its count in the ledger (quota.go)
+	fate    fate        // its end: the terminal record and the lines that show it (fate.go)
+	cleanup cleanup     // after the end: save, count, release or abandon, in the cleanup reserve (cleanup.go)
 }
 
 // bind connects the parts of t to it and returns t.

@@ -310,7 +310,7 @@ func TestTurnStoreUsage(t *testing.T) {
 	exp.Reset()
 	ops.Reset()
 	// The save's answer is lost once: the SDK sends it again.
-	ft.SetRule(ddbfault.Once(ddbfault.LoseAnswer, ddbfault.Op("UpdateItem", "saveId")))
+	ft.SetRule(ddbfault.Once(ddbfault.LoseAnswer, ddbfault.For("UpdateItem", dynamo.PurposeSave)))
 	r := e.submit(t, "s1", "t1", "hi", nil, map[string]string{"traceparent": traceparent})
 	r.want(t, http.StatusOK, "")
 	if term := r.terminal(t); term.Status != protocol.StatusComplete {

@@ -269,7 +269,7 @@ func (s *Store) writeAdmission(ctx context.Context, p chat.Principal, a chat.Adm
 // item: nothing to forget). An unknown outcome is resolved with one
 // consistent read.
 func (s *Store) CancelAdmission(ctx context.Context, p chat.Principal, a chat.Admission) error {
-	ctx = withPurpose(ctx, PurposeAdmission)
+	ctx = withPurpose(ctx, PurposeAdmissionCancel)
 	name := admissionPrefix + a.ID
 	key := ledgerKey(p, toMillis(a.StartedAt))
 	item, found, err := s.getItem(ctx, key)
@@ -287,7 +287,7 @@ func (s *Store) CancelAdmission(ctx context.Context, p chat.Principal, a chat.Ad
 			Set(expression.Name(placeName), expression.Value(millis(stored.StartedAt.Add(-chat.RateWindow))))
 		cond := condition{expr: "#r = :start AND attribute_exists(#a)", aliases: map[string]string{"#r": placeName, "#a": name},
 			values: map[string]types.AttributeValue{":start": numValue(millis(stored.StartedAt))}}
-		err := s.resolvedWrite(ctx, PurposeAdmission, key, up, cond, gone)
+		err := s.resolvedWrite(ctx, PurposeAdmissionCancel, key, up, cond, gone)
 		if failed, _ := conditionFailed(err); !failed {
 			if err != nil {
 				return fmt.Errorf("cancel admission: %w", err)
@@ -298,7 +298,7 @@ func (s *Store) CancelAdmission(ctx context.Context, p chat.Principal, a chat.Ad
 		// taken again a minute later: the admission no longer holds it.
 	}
 	cond := condition{expr: "attribute_exists(#pk)", names: []string{AttrPK}}
-	err = s.resolvedWrite(ctx, PurposeAdmission, key, expression.Remove(expression.Name(name)), cond, gone)
+	err = s.resolvedWrite(ctx, PurposeAdmissionCancel, key, expression.Remove(expression.Name(name)), cond, gone)
 	if failed, _ := conditionFailed(err); failed {
 		return nil
 	}

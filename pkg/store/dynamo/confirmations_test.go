@@ -8,11 +8,12 @@ import (
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
-// decisionWrite is the claim of a decision turn (its condition names the
-// confirmation's status).
-var decisionWrite = ddbfault.Op("UpdateItem", ":confPending")
+// decisionWrite is the claim of a decision turn (the only claims these
+// tests make).
+var decisionWrite = ddbfault.For("UpdateItem", dynamo.PurposeClaim)
 
 // TestDecisionRecognisesItsOwnWrite: a decision claim that applied but
 // whose answer was lost (the SDK retries it, and the retry's condition

@@ -275,7 +275,7 @@ func (s *Store) writeFenceRecord(ctx context.Context, sessionID string, crashed 
 	}
 	cond := condition{expr: "attribute_not_exists(#pk) OR #leaseToken = :fence", names: []string{AttrPK, attrLeaseToken},
 		values: map[string]types.AttributeValue{":fence": strValue(fence)}}
-	return s.resolvedWrite(ctx, PurposeFence, turnKey(sessionID, crashed.Ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
+	return s.resolvedWrite(ctx, PurposeFenceRecord, turnKey(sessionID, crashed.Ordinal), up, cond, func(item map[string]types.AttributeValue) bool {
 		return item != nil && tokenOf(item) == fence
 	})
 }

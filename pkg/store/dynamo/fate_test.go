@@ -19,15 +19,17 @@ import (
 	"github.com/turnstream/turnstream/pkg/store/storetest"
 )
 
-// The writes of checkpoints and of deciding a turn (fate.go), by a
-// fragment only their requests carry.
+// The writes of checkpoints and of deciding a turn (fate.go), by the
+// purpose the store labels them with and the item they write.
 var (
-	liveWrite         = ddbfault.Op("UpdateItem", "#LIVE", ":seq")
-	deltaWrite        = ddbfault.Op("PutItem", "#D#")
-	sessionFenceWrite = ddbfault.Op("UpdateItem", "#leaseExpiresAt <= :now")
-	liveFenceWrite    = ddbfault.Op("UpdateItem", "#LIVE", ":crashed")
-	closeLostWrite    = ddbfault.Op("UpdateItem", ":running", ":fence")
-	clearWrite        = ddbfault.Op("UpdateItem", ":revision", "fencedToken")
+	liveWrite         = ddbfault.For("UpdateItem", dynamo.PurposeLive)
+	deltaWrite        = ddbfault.For("PutItem", dynamo.PurposeDelta)
+	sessionFenceWrite = ddbfault.For("UpdateItem", dynamo.PurposeFence, `"sk":{"S":"SESSION"}`)
+	liveFenceWrite    = ddbfault.For("UpdateItem", dynamo.PurposeFence, `#LIVE"}`)
+	closeLostWrite    = func(a ddbfault.Attempt) bool {
+		return ddbfault.For("UpdateItem", dynamo.PurposeFence, `"sk":{"S":"TURN#`)(a) && !a.Has(`#LIVE"`) // the turn item, not its live item
+	}
+	clearWrite = ddbfault.For("UpdateItem", dynamo.PurposeFree)
 )
 
 // checkpointAt returns the checkpoint of claim c at sequence seq with the
@@ -335,7 +337,7 @@ func TestWithdrawnClaimWhoseLeaseRemovalFailed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.faults.SetRule(ddbfault.Always(ddbfault.ServerErrorBefore, ddbfault.Op("UpdateItem", `"ConditionExpression":"#leaseToken = :token"`)))
+	e.faults.SetRule(ddbfault.Always(ddbfault.ServerErrorBefore, ddbfault.For("UpdateItem", dynamo.PurposeWithdraw, `"sk":{"S":"SESSION"}`)))
 	acked, err := e.s.WithdrawClaim(ctx, c)
 	e.faults.SetRule(nil)
 	if err != nil || acked {

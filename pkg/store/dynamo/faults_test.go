@@ -51,15 +51,16 @@ func faultCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-// The rules aim at one write by a fragment only its request carries.
+// The rules aim at one write by the purpose the store labelled it with
+// (and the item it writes, where one purpose writes several).
 var (
-	claimWrite   = ddbfault.Op("UpdateItem", "attribute_not_exists(#leaseToken)")
-	takeoverCAS  = ddbfault.Op("UpdateItem", ":revision")
-	fenceWrite   = ddbfault.Op("UpdateItem", "fence:")
-	saveWrite    = ddbfault.Op("UpdateItem", "saveId")
-	releaseWrite = ddbfault.Op("UpdateItem", "releasedToken")
-	renewWrite   = ddbfault.Op("UpdateItem", ":now", "#leaseToken = :token")
-	stopWrite    = ddbfault.Op("UpdateItem", "#ownerKey = :owner AND #leaseTurnId")
+	claimWrite   = ddbfault.For("UpdateItem", dynamo.PurposeClaim)
+	takeoverCAS  = ddbfault.For("UpdateItem", dynamo.PurposeTakeover)
+	fenceWrite   = ddbfault.For("UpdateItem", dynamo.PurposeFence)
+	saveWrite    = ddbfault.For("UpdateItem", dynamo.PurposeSave)
+	releaseWrite = ddbfault.For("UpdateItem", dynamo.PurposeRelease)
+	renewWrite   = ddbfault.For("UpdateItem", dynamo.PurposeRenew)
+	stopWrite    = ddbfault.For("UpdateItem", dynamo.PurposeStop, `"sk":{"S":"SESSION"}`)
 )
 
 // TestClaimRecognisesItsOwnWrite: a claim that applied but whose answer
@@ -362,7 +363,7 @@ func TestStopAndArtifactsResolveUnknownOutcome(t *testing.T) {
 		t.Fatal(err)
 	}
 	refs := []chat.ArtifactReference{{EntryPath: "out/a.md", ArtifactType: chat.ArtifactDocument}}
-	e.faults.SetRule(ddbfault.Always(ddbfault.ServerErrorAfter, ddbfault.Op("UpdateItem", "out/a.md")))
+	e.faults.SetRule(ddbfault.Always(ddbfault.ServerErrorAfter, ddbfault.For("UpdateItem", dynamo.PurposeArtifacts)))
 	if _, err := e.s.PutArtifacts(ctx, "s1", "t1", alice, refs); err != nil {
 		t.Fatalf("artifacts write that applied: %v", err)
 	}
@@ -473,7 +474,7 @@ func TestLookupPastTheWindowStaysInsideTheLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.faults.SetRule(ddbfault.Always(ddbfault.Hang, ddbfault.Op("Query", dynamo.TurnIDIndex)))
+	e.faults.SetRule(ddbfault.Always(ddbfault.Hang, ddbfault.For("Query", dynamo.PurposeLookup)))
 	req := claimReq("s1", "next")
 	req.LeaseDuration = 2 * attemptTimeout // half of it cuts the first hung attempt
 	if _, err := e.s.ClaimTurn(ctx, req); err == nil {

@@ -21,13 +21,13 @@ import (
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
-// The ledger's writes, aimed at by fragments only their requests carry.
+// The ledger's writes, aimed at by the purposes the store labels them with.
 var (
-	ledgerWrite    = ddbfault.Op("UpdateItem", "#journal < :ordinal")
-	settleWrite    = ddbfault.Op("UpdateItem", "#c < :ordinal")
-	journalClear   = ddbfault.Op("UpdateItem", "#journal = :ordinal")
-	admissionWrite = ddbfault.Op("UpdateItem", "attribute_not_exists(#a)")
-	giveBackWrite  = ddbfault.Op("UpdateItem", "#r = :start")
+	ledgerWrite    = ddbfault.For("UpdateItem", dynamo.PurposeLedgerAdd)
+	settleWrite    = ddbfault.For("UpdateItem", dynamo.PurposeLedgerSettle)
+	journalClear   = ddbfault.For("UpdateItem", dynamo.PurposeLedgerClear)
+	admissionWrite = ddbfault.For("UpdateItem", dynamo.PurposeAdmission)
+	giveBackWrite  = ddbfault.For("UpdateItem", dynamo.PurposeAdmissionCancel, ":start")
 )
 
 // ledgerStore is the fault env's store with the usage ledger enabled.

@@ -61,8 +61,11 @@ const (
 	// PurposeRelease releases the lease (ReleaseTurn, and its resend).
 	PurposeRelease Purpose = "release"
 	// PurposeFence is a decider's fence of a turn whose lease expired: of
-	// the session, the live item, the turn item (or its fence record).
+	// the session, the live item, the turn item it closes as lost.
 	PurposeFence Purpose = "fence"
+	// PurposeFenceRecord is a decider's fence record of a turn that
+	// saved nothing (it has no turn item to close).
+	PurposeFenceRecord Purpose = "fence-record"
 	// PurposeFree is a decision's last write: the decided session freed.
 	PurposeFree Purpose = "free"
 	// PurposeSupersede marks turns superseded (Supersede).
@@ -72,8 +75,12 @@ const (
 	// PurposeEnqueue queues a turn: its queue item and the session's
 	// entry (EnqueueTurn).
 	PurposeEnqueue Purpose = "enqueue"
-	// PurposeNotRun records a queued turn that cannot run.
+	// PurposeNotRun records a queued turn that cannot run: in the
+	// session, then as its turn item.
 	PurposeNotRun Purpose = "not-run"
+	// PurposeQueueRemove removes the queue entry of a turn recorded as not
+	// run.
+	PurposeQueueRemove Purpose = "queue-remove"
 	// PurposeCancel cancels a queued turn (CancelQueued).
 	PurposeCancel Purpose = "cancel"
 	// PurposeLedgerAdd is a ledger count's add, the one write of a count
@@ -84,9 +91,12 @@ const (
 	PurposeLedgerSettle Purpose = "ledger-settle"
 	// PurposeLedgerClear is a ledger count's clear of its journal entry.
 	PurposeLedgerClear Purpose = "ledger-clear"
-	// PurposeAdmission records an admission (rate and concurrency quotas)
-	// or forgets one given back.
+	// PurposeAdmission records an admission (rate and concurrency
+	// quotas).
 	PurposeAdmission Purpose = "admission"
+	// PurposeAdmissionCancel forgets an admission given back: its rate
+	// place, then its entry.
+	PurposeAdmissionCancel Purpose = "admission-cancel"
 )
 
 // The purposes of reads that are not part of a write's step.

@@ -505,7 +505,7 @@ func (s *Store) finishNotRun(ctx context.Context, sess *chat.Session, q *chat.Qu
 		aliases: map[string]string{"#entry": queueName(q.TurnID)},
 		values:  map[string]types.AttributeValue{":entry": strValue(queueEntryAV(q.QueueEntry))}}
 	rm := expression.Remove(expression.Name(queuePath(q.TurnID)))
-	err = s.resolvedWrite(ctx, PurposeNotRun, sessionKey(sess.ID), rm, entryCond, func(item map[string]types.AttributeValue) bool {
+	err = s.resolvedWrite(ctx, PurposeQueueRemove, sessionKey(sess.ID), rm, entryCond, func(item map[string]types.AttributeValue) bool {
 		_, got, derr := decodeSession(sess.ID, item)
 		_, ok := got.Queue[queueName(q.TurnID)]
 		return item != nil && derr == nil && !ok

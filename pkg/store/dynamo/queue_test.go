@@ -9,13 +9,14 @@ import (
 	"github.com/turnstream/turnstream/internal/ddbfault"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
 // The writes of recording a queued turn as never run: its turn item and
 // the removal of its queue entry.
 var (
-	notRunItemWrite   = ddbfault.Op("UpdateItem", "notrun:")
-	notRunEntryRemove = ddbfault.Op("UpdateItem", ":entry")
+	notRunItemWrite   = ddbfault.For("UpdateItem", dynamo.PurposeNotRun, `"sk":{"S":"TURN#`)
+	notRunEntryRemove = ddbfault.For("UpdateItem", dynamo.PurposeQueueRemove)
 )
 
 // TestNotRunRecordingSurvivesACrash: recording a cancelled queued turn
