@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/turnstream/turnstream/internal/dynalite"
 	"github.com/turnstream/turnstream/internal/dynamobench"
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -21,34 +23,17 @@ import (
 // a month's first hour's BatchGetItem, a tenant's Query), never as a
 // session's claim, save or read.
 func TestClassifyUsage(t *testing.T) {
-	var (
-		mu    sync.Mutex
-		calls []dynamobench.Request
-	)
-	obs := dynamobench.Observer{Call: func(ctx context.Context, r dynamobench.Request) (context.Context, func(dynamobench.Outcome)) {
-		return ctx, func(dynamobench.Outcome) {
-			mu.Lock()
-			defer mu.Unlock()
-			calls = append(calls, r)
-		}
-	}}
-	client, err := dynamo.NewClient(t.Context(), dynalite.Options(t), obs.Option())
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, taken := recordCalls(t)
 	table := dynalite.Table(t, client)
 	store := dynamo.New(client, dynamo.Options{Table: table, CursorKey: []byte("classify-test-cursor-key-0123456"), Ledger: chat.LedgerOptions{Enabled: true}})
 	p := chat.Principal{Subject: "ann", Tenant: "acme"}
 	// In a month's first hour, the read covers the previous month too.
 	at := time.Date(2026, 3, 1, 0, 10, 0, 0, time.UTC)
 	take := func() []dynamobench.Class {
-		mu.Lock()
-		defer mu.Unlock()
 		var out []dynamobench.Class
-		for _, r := range calls {
+		for _, r := range taken() {
 			out = append(out, dynamobench.Classify(r))
 		}
-		calls = nil
 		return out
 	}
 	take() // the table's creation
@@ -97,30 +82,14 @@ func TestClassifyUsage(t *testing.T) {
 // checkpoint's writes, the save, the release; a takeover's fences are
 // decisions and its compare-and-set a takeover write.
 func TestClassifyTurn(t *testing.T) {
-	var (
-		mu    sync.Mutex
-		calls []dynamobench.Request
-	)
-	obs := dynamobench.Observer{Call: func(ctx context.Context, r dynamobench.Request) (context.Context, func(dynamobench.Outcome)) {
-		return ctx, func(dynamobench.Outcome) {
-			mu.Lock()
-			defer mu.Unlock()
-			calls = append(calls, r)
-		}
-	}}
-	client, err := dynamo.NewClient(t.Context(), dynalite.Options(t), obs.Option())
-	if err != nil {
-		t.Fatal(err)
-	}
+	client, taken := recordCalls(t)
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
 	store := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t, client), Now: func() time.Time { return now },
 		CursorKey: []byte("classify-test-cursor-key-0123456")})
 	// take returns the classes of the calls since the last take, as
 	// "kind" or "kind/write", and the expiries they carry.
 	take := func() (classes []string, expiries []time.Time) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, r := range calls {
+		for _, r := range taken() {
 			c := dynamobench.Classify(r)
 			s := c.Kind
 			if c.Write != "" {
@@ -131,7 +100,6 @@ func TestClassifyTurn(t *testing.T) {
 				expiries = append(expiries, c.Expiry)
 			}
 		}
-		calls = nil
 		return classes, expiries
 	}
 	take() // the table's creation
@@ -222,5 +190,33 @@ func TestClassifyTurn(t *testing.T) {
 	}
 	if got[len(got)-1] != dynamobench.KindClaim+"/"+dynamobench.TakeoverWrite || !slices.Contains(got, dynamobench.KindDecide) {
 		t.Errorf("takeover: %q, want fences (decide) and the takeover write last", got)
+	}
+}
+
+// recordCalls returns a client on dynalite that records the API calls it
+// makes, and the function that returns those made since its last call.
+func recordCalls(t *testing.T) (*dynamodb.Client, func() []dynamobench.Request) {
+	t.Helper()
+	var (
+		mu    sync.Mutex
+		calls []dynamobench.Request
+	)
+	obs := dynamobench.Observer{Call: func(ctx context.Context, r dynamobench.Request) (context.Context, func(dynamobench.Outcome)) {
+		return ctx, func(dynamobench.Outcome) {
+			mu.Lock()
+			defer mu.Unlock()
+			calls = append(calls, r)
+		}
+	}}
+	client, err := dynamo.NewClient(t.Context(), dynalite.Options(t), obs.Option())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, func() []dynamobench.Request {
+		mu.Lock()
+		defer mu.Unlock()
+		taken := calls
+		calls = nil
+		return taken
 	}
 }
