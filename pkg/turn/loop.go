@@ -98,7 +98,7 @@ func (t *run) runModel(ctx context.Context) error {
 		if step >= a.def.Limits.MaxSteps {
 			t.failCalls(calls, TextStepLimit)
 			// The turn completes; its message says which limit stopped it.
-			t.limit.Store(&limitDetail{Scope: ScopeTurn, Name: BudgetSteps, Limit: int64(a.def.Limits.MaxSteps), Used: int64(step)})
+			t.budget.limit.Store(&limitDetail{Scope: ScopeTurn, Name: BudgetSteps, Limit: int64(a.def.Limits.MaxSteps), Used: int64(step)})
 			t.log.Info("step limit reached", "maxSteps", a.def.Limits.MaxSteps, "toolCalls", len(calls))
 			return nil
 		}

@@ -436,7 +436,7 @@ func (qu *queue) runQueued(ctx context.Context, log *slog.Logger, c *chat.Claim,
 	// are checked again before each of its model calls, the first
 	// included (quota.go).
 	if quotas, err := h.quotas.of(runCtx, sub, &c.Session); err == nil && !quotas.IsZero() {
-		t.quota = &quotaState{quotas: quotas}
+		t.budget.quota = &quotaState{quotas: quotas}
 	}
 	parent, err := h.parentTurn(runCtx, sub)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -66,7 +67,14 @@ type limitDetail struct {
 // budget is the turn's limits and quotas at its steps: before and after
 // each model call, its wall time, the ending a reached limit gives it, and
 // its count in the usage ledger.
-type budget struct{ t *run }
+type budget struct {
+	t *run
+	// quota is what the turn knows of its quotas; nil when none.
+	quota *quotaState
+	// limit is the limit the turn reached, if it ended with
+	// LIMIT_EXCEEDED.
+	limit atomic.Pointer[limitDetail]
+}
 
 // limitError ends the model-tool loop when a limit is reached.
 type limitError struct{ detail limitDetail }
@@ -345,7 +353,7 @@ func (bg *budget) beforeModelCall(ctx context.Context, step int) (int, error) {
 	}
 	// The first call was checked before the claim, unless the figures
 	// were never read then (a queued turn, or a check failed open).
-	if step > 1 || t.quota != nil && t.quota.principal == nil {
+	if step > 1 || bg.quota != nil && bg.quota.principal == nil {
 		if err := bg.checkQuotaTokens(ctx); err != nil {
 			return 0, err
 		}
@@ -378,7 +386,7 @@ func (bg *budget) afterModelCall(ctx context.Context, calls int, capped bool) er
 // ones, logged) plus its own tokens.
 func (bg *budget) checkQuotaTokens(ctx context.Context) error {
 	t := bg.t
-	st := t.quota
+	st := bg.quota
 	if st == nil {
 		return nil
 	}
@@ -410,7 +418,7 @@ func (bg *budget) wallTimeEnding() ending {
 // ending: status error, LIMIT_EXCEEDED.
 func (bg *budget) limitEnding(d limitDetail) ending {
 	t := bg.t
-	t.limit.Store(&d)
+	bg.limit.Store(&d)
 	t.log.Info("turn reached a limit", "scope", d.Scope, "limit", d.Name)
 	diag := protocol.NewDiagnostic(protocol.CodeLimitExceeded)
 	return ending{status: chat.TurnError, diag: &diag}
@@ -419,8 +427,7 @@ func (bg *budget) limitEnding(d limitDetail) ending {
 // limitMetadata returns meta with MetadataLimit set when the turn reached
 // a limit.
 func (bg *budget) limitMetadata(meta json.RawMessage) json.RawMessage {
-	t := bg.t
-	d := t.limit.Load()
+	d := bg.limit.Load()
 	if d == nil {
 		return meta
 	}

@@ -87,11 +87,6 @@ type run struct {
 	// (its contexts carry it), its model and tool calls and tokens
 	// (loop.go); the record's Metered, the ledger's figures.
 	meter *chat.Meter
-	// quota is what the turn knows of its quotas (quota.go); nil when none.
-	quota *quotaState
-	// limit is the limit the turn reached, if it ended with
-	// LIMIT_EXCEEDED (quota.go).
-	limit atomic.Pointer[limitDetail]
 	// modelCtx is the model goroutine's context: its cause says whether
 	// the wall time budget ended it (errWallTime).
 	modelCtx context.Context
@@ -459,7 +454,7 @@ func (t *run) withdrawOrFail(step string, err error) (acknowledged bool) {
 		t.failBeforeStream("withdraw", fmt.Errorf("%w: %w", errWithdrawalUnknown, werr))
 		return false
 	}
-	t.h.quotas.giveBack(t.reqCtx, t.log, t.principal, t.quota)
+	t.h.quotas.giveBack(t.reqCtx, t.log, t.principal, t.budget.quota)
 	d := httpedge.Diagnose(t.ctx, err)
 	logRejected(t.log, step, d, err)
 	e := ending{status: chat.TurnError, diag: &d}

@@ -301,7 +301,7 @@ func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, dea
 	t.user = userMessage(sub.turnID, sub.input, t.createdAt)
 	t.principal = sub.principal
 	t.startTrace(sub.principal)
-	t.quota = sub.quota
+	t.budget.quota = sub.quota
 	t.enc = &ndjsonStream{t: t, compact: sub.compact}
 	if sub.agui {
 		t.enc = newAGUIStreamer(t, sub.sessionID, sub.turnID)
