@@ -123,14 +123,6 @@ func (ft *fate) indeterminateLine() []byte {
 	return t.lines.diagnosticLine(nil, protocol.NewDiagnostic(protocol.CodeTurnOutcomeIndeterminate), 0)
 }
 
-// snapshotStatus is the terminal snapshot status of an ending.
-func snapshotStatus(end ending) string {
-	if end.status == chat.TurnComplete {
-		return protocol.StatusComplete
-	}
-	return protocol.StatusError
-}
-
 // record builds the turn item to save: the canonical user and assistant
 // messages (partial text kept), status, usage, error and lineage.
 func (ft *fate) record(end ending, v view, first, last int64) *chat.Turn {
