@@ -492,3 +492,51 @@ func TestLookupPastTheWindowStaysInsideTheLease(t *testing.T) {
 		t.Errorf("the client's retry: %v", err)
 	}
 }
+
+// TestReplayRecordLosesToAnotherDecider: a replay of a turn whose lease
+// expired unsaved decides that turn (its fences, then a compare-and-set
+// that records it); when a read decides the same turn between the two
+// (a history read frees the session), the replay's compare-and-set
+// loses, and the replay still gets the turn's decided fate, as every
+// later replay does, never ErrSessionBusy (the fate harness, short
+// lease, seed 1, schedule 451).
+func TestReplayRecordLosesToAnotherDecider(t *testing.T) {
+	e := newFaultEnv(t)
+	ctx := faultCtx(t)
+	if _, err := e.s.ClaimTurn(ctx, claimReq("s1", "a")); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(lease)
+	plain, err := dynamo.NewClient(ctx, dynalite.Options(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := dynamo.New(plain, dynamo.Options{Table: e.table, Now: e.clock.Now, CursorKey: testCursorKey, ResolveShare: dynalite.ResolveShare})
+	record := ddbfault.For("UpdateItem", dynamo.PurposeTakeoverRecord)
+	var (
+		mu      sync.Mutex
+		decided bool
+	)
+	e.faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+		mu.Lock()
+		defer mu.Unlock()
+		if !decided && record(a) {
+			// The read decides the turn first and frees the session.
+			s, err := reader.GetSession(ctx, "s1", alice)
+			decided = err == nil && s.ActiveTurn == nil
+		}
+		return ddbfault.Pass
+	})
+	_, err = e.s.ClaimTurn(ctx, claimReq("s1", "a"))
+	e.faults.SetRule(nil)
+	if !decided {
+		t.Fatal("the read did not decide the turn before the replay's record: the test proves nothing")
+	}
+	_, again := e.s.ClaimTurn(ctx, claimReq("s1", "a"))
+	if again == nil || errors.Is(again, chat.ErrSessionBusy) {
+		t.Fatalf("a later replay: %v, want the turn's decided fate", again)
+	}
+	if !errors.Is(err, again) {
+		t.Errorf("the replay whose record lost: %v, want what a later replay gets: %v", err, again)
+	}
+}

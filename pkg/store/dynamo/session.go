@@ -465,7 +465,7 @@ func (s *Store) recordTakeover(ctx context.Context, req chat.ClaimRequest, sess 
 		// condition: the read below recognises the token.
 		err = fmt.Errorf("claim session %s: lost a compare-and-set: %w", req.SessionID, chat.ErrSessionBusy)
 	} else if failed {
-		return nil, fmt.Errorf("claim session %s: lost a compare-and-set: %w", req.SessionID, chat.ErrSessionBusy)
+		return s.reclassify(ctx, req, token, fmt.Errorf("claim session %s: lost a compare-and-set: %w", req.SessionID, chat.ErrSessionBusy))
 	}
 	item, found, rerr := s.resolveRead(ctx, sessionKey(req.SessionID))
 	switch {
@@ -525,4 +525,26 @@ func takeoverPurpose(rejection error) Purpose {
 		return PurposeTakeoverRecord
 	}
 	return PurposeTakeover
+}
+
+type reclassifiedKey struct{}
+
+// reclassify answers a rejected claim whose record lost its
+// compare-and-set (busy): another writer changed the session between the
+// claim's read and its record, typically a read or another claim that
+// decided the same expired lease. The claim's turn id may be decided by
+// that writer (a replay of the very turn whose lease expired is), so the
+// claim is classified once more from the session as one consistent read
+// finds it: its rejection then comes from the session's own record (or,
+// if the session now takes it, its claim). A claim classified once more
+// already, or a session that cannot be read, is busy.
+func (s *Store) reclassify(ctx context.Context, req chat.ClaimRequest, token string, busy error) (*chat.Claim, error) {
+	if ctx.Value(reclassifiedKey{}) != nil {
+		return nil, busy
+	}
+	item, found, err := s.resolveRead(ctx, sessionKey(req.SessionID))
+	if err != nil || !found {
+		return nil, busy
+	}
+	return s.classifyClaim(context.WithValue(ctx, reclassifiedKey{}, true), req, item, token, s.now())
 }
