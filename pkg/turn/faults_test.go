@@ -15,6 +15,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
+	"github.com/turnstream/turnstream/pkg/store/memory"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -282,7 +283,11 @@ func TestNoLineAfterTheLease(t *testing.T) {
 		for mode, opt := range map[string]func(*turn.Options){"plain": nil, "durable": durable} {
 			t.Run(name+"/"+mode, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
-					store := &slowContext{Store: newStoreMemory(), delay: tc.delay, renewErr: tc.renewErr}
+					// The store's clock is the bubble's, moved ahead by
+					// ahead: the test passes a lease's expiry with no wait.
+					var ahead atomic.Int64
+					storeNow := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+					store := &slowContext{Store: memory.New(memory.Options{Now: storeNow}), delay: tc.delay, renewErr: tc.renewErr}
 					e := newHandlerEnv(t, store, &scriptModel{Chunks: []string{"a", "b"}}, func(o *turn.Options) {
 						if opt != nil {
 							opt(o)
@@ -303,9 +308,10 @@ func TestNoLineAfterTheLease(t *testing.T) {
 								t.Fatalf("a withdrawn claim's turn is recorded: %v", err)
 							}
 						case r.status == http.StatusConflict && r.errD.Code == protocol.CodeTurnOutcomeIndeterminate:
-							// The bubble's clock passes the last lease granted
-							// (no real time), and a read decides the expired lease.
-							time.Sleep(time.Until(store.latest()) + time.Millisecond)
+							// The store's clock passes the last lease granted (the
+							// turn's end has waited it out already today), and a
+							// read decides the expired lease.
+							ahead.Store(int64(max(0, time.Until(store.latest())+time.Millisecond)))
 							if s, err := store.GetSession(context.Background(), "s", alice); err != nil || s.ActiveTurn != nil {
 								t.Fatalf("after the last lease: %+v, %v; want the session free", s, err)
 							}
