@@ -317,7 +317,7 @@ var Layering = []struct {
 	{Pkg: "pkg/definition", May: []string{"pkg/api", "pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/tool", May: []string{"pkg/chat", "pkg/model", "pkg/protocol"}},
 	{Pkg: "pkg/httpedge", May: []string{"pkg/api", "pkg/auth", "pkg/chat", "pkg/protocol"}},
-	{Pkg: "pkg/telemetry", May: []string{"pkg/chat", "pkg/protocol"}, Target: true},
+	{Pkg: "pkg/telemetry", May: []string{"pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/telemetry/otlp", May: []string{"pkg/telemetry"}},
 	{Pkg: "pkg/turn", May: []string{"pkg/api", "pkg/chat", "pkg/clock", "pkg/definition", "pkg/model", "pkg/protocol", "pkg/tool"}, Target: true},
 	{Pkg: "pkg/sessionapi", May: []string{"pkg/api", "pkg/auth", "pkg/chat", "pkg/httpedge", "pkg/protocol", "pkg/telemetry"}},

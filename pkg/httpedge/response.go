@@ -46,15 +46,14 @@ func WriteError(w http.ResponseWriter, d protocol.Diagnostic) {
 	WriteJSON(w, status, protocol.EncodeErrorBody(d))
 }
 
-// noteCode records code on the first Recorder among w and the writers it
-// wraps (Unwrap), so that a request's metrics name its error code.
+// noteCode tells every writer among w and the writers it wraps (Unwrap)
+// that can take it (a NoteCode method: Recorder, and the measuring
+// writer of telemetry.Measure) the code of the error body being written,
+// so that a request's log line and metrics name its error code.
 func noteCode(w http.ResponseWriter, code string) {
 	for w != nil {
-		if rec, ok := w.(*Recorder); ok {
-			if rec.Code == "" {
-				rec.Code = code
-			}
-			return
+		if n, ok := w.(interface{ NoteCode(code string) }); ok {
+			n.NoteCode(code)
 		}
 		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
 		if !ok {
@@ -144,3 +143,11 @@ func (w *Recorder) Flush() {
 
 // Unwrap gives http.ResponseController the wrapped writer.
 func (w *Recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// NoteCode records code as Code unless a code was recorded before
+// (WriteError calls it).
+func (w *Recorder) NoteCode(code string) {
+	if w.Code == "" {
+		w.Code = code
+	}
+}

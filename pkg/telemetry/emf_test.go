@@ -3,6 +3,8 @@ package telemetry_test
 import (
 	"bytes"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +12,8 @@ import (
 
 	"github.com/turnstream/turnstream/internal/emfcheck"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/httpedge"
+	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
@@ -262,6 +266,52 @@ func TestNewRecorderOptions(t *testing.T) {
 	} {
 		if _, err := telemetry.NewRecorder(&bytes.Buffer{}, o); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestMeasureNamesTheErrorCode: a request answered with an error body
+// (httpedge.WriteError) through a writer that wraps Measure's own is
+// reported with the body's code as its outcome, and flushes reach the
+// client's writer through Measure's; a request answered without an error
+// body is OK.
+func TestMeasureNamesTheErrorCode(t *testing.T) {
+	var buf bytes.Buffer
+	rec := newRecorder(t, &buf)
+	busy := telemetry.Measure(rec, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		logged := &httpedge.Recorder{ResponseWriter: w}
+		httpedge.WriteError(logged, protocol.NewDiagnostic(protocol.CodeSessionBusy))
+		if logged.Code != protocol.CodeSessionBusy {
+			t.Errorf("the outer recorder noted %q", logged.Code)
+		}
+	}))
+	ok := telemetry.Measure(rec, nil, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte("{}\n"))
+		if err := http.NewResponseController(w).Flush(); err != nil {
+			t.Errorf("flush: %v", err)
+		}
+	}))
+	busy.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/", nil))
+	w := httptest.NewRecorder()
+	ok.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	if !w.Flushed {
+		t.Error("the flush did not reach the client's writer")
+	}
+	docs := lines(&buf)
+	if len(docs) != 2 {
+		t.Fatalf("%d documents, want 2", len(docs))
+	}
+	for i, want := range []string{protocol.CodeSessionBusy, telemetry.OutcomeOK} {
+		doc, err := emfcheck.Check(docs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := doc.DimensionValue("Outcome"); got != want {
+			t.Errorf("request %d: outcome %q, want %q", i, got, want)
+		}
+		conflicts := doc.Metrics[telemetry.MetricLeaseConflicts]
+		if wantConflict := want == protocol.CodeSessionBusy; (len(conflicts) == 1 && conflicts[0] == 1) != wantConflict {
+			t.Errorf("request %d: lease conflicts %v", i, conflicts)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -143,7 +142,7 @@ func Measure(rec *Recorder, t *Tracing, h http.Handler) http.Handler {
 	measured := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s := &Scope{Start: time.Now(), Meter: &chat.Meter{}}
 		ctx := WithScope(r.Context(), s)
-		hw := &httpedge.Recorder{ResponseWriter: w}
+		hw := &outcomeWriter{ResponseWriter: w}
 		h.ServeHTTP(hw, r.WithContext(ctx))
 		if s.close() || rec == nil {
 			return
@@ -153,13 +152,13 @@ func Measure(rec *Recorder, t *Tracing, h http.Handler) http.Handler {
 			Duration: time.Since(s.Start),
 			Usage:    s.Meter.Usage(),
 		}
-		if hw.Code != "" {
-			rep.Outcome = hw.Code
+		if hw.code != "" {
+			rep.Outcome = hw.code
 		}
 		s.mu.Lock()
 		rep.Resume = s.resume
 		s.mu.Unlock()
-		rep.LeaseConflict = hw.Code == protocol.CodeSessionBusy || hw.Code == protocol.CodeSessionConflict
+		rep.LeaseConflict = hw.code == protocol.CodeSessionBusy || hw.code == protocol.CodeSessionConflict
 		rep.Properties = s.Properties()
 		rep.Properties.RequestID = RequestID(ctx)
 		rep.Properties.TraceID = TraceID(ctx)
@@ -167,6 +166,34 @@ func Measure(rec *Recorder, t *Tracing, h http.Handler) http.Handler {
 	})
 	return t.Handler(measured)
 }
+
+// outcomeWriter is the response writer Measure hands its handler: it
+// passes every call on to the writer it wraps and keeps the code of the
+// first error body written through it (NoteCode: pkg/httpedge's
+// WriteError tells it to every writer of the chain that has the method),
+// the request's outcome. It flushes when the wrapped writer can (the turn
+// stream flushes each line) and unwraps for http.ResponseController.
+type outcomeWriter struct {
+	http.ResponseWriter
+	code string
+}
+
+// NoteCode keeps the first error code written.
+func (w *outcomeWriter) NoteCode(code string) {
+	if w.code == "" {
+		w.code = code
+	}
+}
+
+// Flush passes a flush on when the wrapped writer is an http.Flusher.
+func (w *outcomeWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the wrapped writer.
+func (w *outcomeWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // RequestID returns the Lambda request id of the invocation ctx belongs
 // to, or "" outside Lambda.
