@@ -10,8 +10,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdaurl"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -35,9 +33,10 @@ type drainEvent struct {
 	Drain *turn.DrainRequest `json:"turnstreamDrain"`
 }
 
-// invoker is what a dispatcher needs of the Lambda client.
+// invoker is what a dispatcher needs of Lambda: an asynchronous
+// invocation of a function (eventInvoker).
 type invoker interface {
-	Invoke(ctx context.Context, in *lambda.InvokeInput, opts ...func(*lambda.Options)) (*lambda.InvokeOutput, error)
+	invokeEvent(ctx context.Context, function string, payload []byte) error
 }
 
 // newDispatcher returns turn.Options.Dispatch for the function named
@@ -60,26 +59,23 @@ func newDispatcher(function string, newClient func(context.Context) (invoker, er
 		if err != nil {
 			return fmt.Errorf("drain dispatch: %w", err)
 		}
-		_, err = client.Invoke(ctx, &lambda.InvokeInput{
-			FunctionName: &function, InvocationType: types.InvocationTypeEvent, Payload: payload,
-		})
-		if err != nil {
+		if err := client.invokeEvent(ctx, function, payload); err != nil {
 			return fmt.Errorf("drain dispatch: invoke %s: %w", function, err)
 		}
 		return nil
 	}
 }
 
-// lambdaClient builds the Lambda client of the dispatcher: the AWS
-// default credential chain in region (AWS_ENDPOINT_URL_LAMBDA, read by
-// the SDK, points it elsewhere).
+// lambdaClient builds the invoker of the dispatcher: the AWS default
+// credential chain in region (AWS_ENDPOINT_URL_LAMBDA points it
+// elsewhere, as it would the SDK's Lambda client: newEventInvoker).
 func lambdaClient(region string) func(context.Context) (invoker, error) {
 	return func(ctx context.Context) (invoker, error) {
 		cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(region))
 		if err != nil {
 			return nil, err
 		}
-		return lambda.NewFromConfig(cfg), nil
+		return newEventInvoker(cfg)
 	}
 }
 

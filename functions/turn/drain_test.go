@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -16,8 +21,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/credentials"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/turnstream/turnstream/functions/internal/startup/startuptest"
 	"github.com/turnstream/turnstream/pkg/auth"
@@ -26,47 +32,118 @@ import (
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
-// invokeAPI is a Lambda Invoke endpoint: it records each request and
-// answers 500 to the first failFirst of them, 202 to the rest.
+// invokeAPI is a Lambda Invoke endpoint: it records each request, checks
+// its signature, and answers each with the next of answers (a status, and
+// for an error Lambda's error type), 202 once they run out; hang holds a
+// request until its client gives up.
 type invokeAPI struct {
-	mu        sync.Mutex
-	failFirst int
-	requests  []invokeRequest
+	t       *testing.T
+	mu      sync.Mutex
+	answers []invokeAnswer
+	hang    bool
+
+	requests []invokeRequest
+}
+
+type invokeAnswer struct {
+	status  int
+	errType string
 }
 
 type invokeRequest struct {
-	path, invocationType, authorization string
-	payload                             []byte
+	path, invocationType, authorization, token string
+	payload                                    []byte
+	signed                                     bool // the signature matches what arrived
 }
 
 func (a *invokeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.requests = append(a.requests, invokeRequest{r.URL.Path, r.Header.Get("X-Amz-Invocation-Type"), r.Header.Get("Authorization"), body})
-	if len(a.requests) <= a.failFirst {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusInternalServerError)
-		_, _ = io.WriteString(w, `{"Type":"Service","message":"try again"}`)
+	a.requests = append(a.requests, invokeRequest{r.URL.Path, r.Header.Get("X-Amz-Invocation-Type"),
+		r.Header.Get("Authorization"), r.Header.Get("X-Amz-Security-Token"), body, a.signatureHolds(r, body)})
+	var ans invokeAnswer
+	if len(a.answers) > 0 {
+		ans, a.answers = a.answers[0], a.answers[1:]
+	}
+	hang := a.hang
+	a.mu.Unlock()
+	if hang {
+		<-r.Context().Done()
 		return
 	}
-	w.WriteHeader(http.StatusAccepted)
+	if ans.status == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Amzn-ErrorType", ans.errType+":http://internal.amazon.com/coral/com.amazonaws.awsgirlambda/")
+	w.WriteHeader(ans.status)
+	_, _ = io.WriteString(w, `{"Type":"User","message":"an answer of the test"}`)
+}
+
+// recorded returns the requests so far.
+func (a *invokeAPI) recorded() []invokeRequest {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.requests)
+}
+
+// signatureHolds signs again, with the test's credentials and the
+// request's own date, the request as it arrived (its method, path, the
+// headers it says it signed, its body) and compares the two signatures:
+// what the transport sent is what was signed.
+func (a *invokeAPI) signatureHolds(r *http.Request, body []byte) bool {
+	auth := r.Header.Get("Authorization")
+	_, signed, ok := strings.Cut(auth, "SignedHeaders=")
+	if !ok {
+		return false
+	}
+	signed, _, _ = strings.Cut(signed, ",")
+	at, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
+	if err != nil {
+		return false
+	}
+	again, _ := http.NewRequest(r.Method, "http://"+r.Host+r.URL.EscapedPath(), bytes.NewReader(body))
+	for name := range strings.SplitSeq(signed, ";") {
+		if name != "host" {
+			again.Header.Set(name, r.Header.Get(name))
+		}
+	}
+	sum := sha256.Sum256(body)
+	creds := aws.Credentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: "secret", SessionToken: r.Header.Get("X-Amz-Security-Token")}
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, again, hex.EncodeToString(sum[:]), "lambda", "us-east-1", at); err != nil {
+		a.t.Error(err)
+		return false
+	}
+	return again.Header.Get("Authorization") == auth
+}
+
+// testInvoker is an eventInvoker of srv with the test's credentials, a
+// session token, and retries without backoff.
+func testInvoker(srv *httptest.Server) *eventInvoker {
+	cfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), HTTPClient: srv.Client(),
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "session-token")}
+	inv, err := newEventInvoker(cfg)
+	if err != nil {
+		panic(err)
+	}
+	inv.retryer = retry.NewStandard(func(o *retry.StandardOptions) {
+		o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
+	})
+	return inv
 }
 
 // TestDispatcherInvokesTheFunctionAsynchronously: a drain is a signed,
 // asynchronous (Event) Invoke of the function itself whose payload is the
-// drain event; a 500 is retried by the SDK; the client is built once.
+// drain event; a 500 is retried; the invoker is built once.
 func TestDispatcherInvokesTheFunctionAsynchronously(t *testing.T) {
-	api := &invokeAPI{failFirst: 1}
+	api := &invokeAPI{t: t, answers: []invokeAnswer{{500, "ServiceException"}}}
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 	built := 0
 	dispatch := newDispatcher("turnstream-turn", func(context.Context) (invoker, error) {
 		built++
-		return lambda.New(lambda.Options{
-			Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
-			Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", ""),
-		}), nil
+		return testInvoker(srv), nil
 	})
 	notBefore := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	for _, d := range []turn.DrainRequest{{SessionID: "s1", NotBefore: notBefore}, {SessionID: "s2"}} {
@@ -75,28 +152,115 @@ func TestDispatcherInvokesTheFunctionAsynchronously(t *testing.T) {
 		}
 	}
 	if built != 1 {
-		t.Errorf("client built %d times", built)
+		t.Errorf("invoker built %d times", built)
 	}
-	if len(api.requests) != 3 {
-		t.Fatalf("%d Invoke requests, want 3 (one retried)", len(api.requests))
+	reqs := api.recorded()
+	if len(reqs) != 3 {
+		t.Fatalf("%d Invoke requests, want 3 (one retried)", len(reqs))
 	}
-	for _, r := range api.requests {
+	for _, r := range reqs {
 		if r.path != "/2015-03-31/functions/turnstream-turn/invocations" || r.invocationType != "Event" ||
-			!strings.HasPrefix(r.authorization, "AWS4-HMAC-SHA256 ") {
+			!strings.HasPrefix(r.authorization, "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") ||
+			!strings.Contains(r.authorization, "/us-east-1/lambda/aws4_request") || r.token != "session-token" || !r.signed {
 			t.Errorf("Invoke request %+v", r)
 		}
 	}
 	var ev drainEvent
-	if err := json.Unmarshal(api.requests[1].payload, &ev); err != nil || ev.Drain == nil || ev.Drain.SessionID != "s1" || !ev.Drain.NotBefore.Equal(notBefore) {
-		t.Errorf("payload %s: %v", api.requests[1].payload, err)
+	if err := json.Unmarshal(reqs[1].payload, &ev); err != nil || ev.Drain == nil || ev.Drain.SessionID != "s1" || !ev.Drain.NotBefore.Equal(notBefore) {
+		t.Errorf("payload %s: %v", reqs[1].payload, err)
 	}
-	if got := string(api.requests[2].payload); got != `{"turnstreamDrain":{"sessionId":"s2"}}` {
+	if got := string(reqs[2].payload); got != `{"turnstreamDrain":{"sessionId":"s2"}}` {
 		t.Errorf("payload without notBefore: %s", got)
 	}
 
-	api.failFirst = 100
-	if err := dispatch(context.Background(), turn.DrainRequest{SessionID: "s3"}); err == nil {
-		t.Error("an Invoke that keeps failing: no error")
+	api.mu.Lock()
+	api.answers = []invokeAnswer{{500, "ServiceException"}, {503, "ServiceException"}, {502, "ServiceException"}}
+	api.mu.Unlock()
+	if err := dispatch(context.Background(), turn.DrainRequest{SessionID: "s3"}); err == nil || !strings.Contains(err.Error(), "502 ServiceException") {
+		t.Errorf("an Invoke that keeps failing: %v", err)
+	}
+	if n := len(api.recorded()); n != 6 {
+		t.Errorf("%d Invoke requests, want 3 more (3 attempts)", n)
+	}
+}
+
+// TestEventInvokerAnswers: a throttle is retried, a refusal is not, and
+// an attempt that gets no answer is cut at the attempt timeout and
+// retried; a function ARN is one path segment.
+func TestEventInvokerAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		answers  []invokeAnswer
+		requests int
+		err      string
+	}{
+		{"throttled, then accepted", []invokeAnswer{{429, "TooManyRequestsException"}}, 2, ""},
+		{"refused", []invokeAnswer{{403, "AccessDeniedException"}}, 1, "403 AccessDeniedException: an answer of the test"},
+		{"no such function", []invokeAnswer{{404, "ResourceNotFoundException"}}, 1, "404 ResourceNotFoundException"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := &invokeAPI{t: t, answers: tc.answers}
+			srv := httptest.NewServer(api)
+			defer srv.Close()
+			err := testInvoker(srv).invokeEvent(t.Context(), "arn:aws:lambda:us-east-1:123456789012:function:turn", []byte(`{}`))
+			if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+				t.Errorf("error %v, want %q", err, tc.err)
+			}
+			got := api.recorded()
+			if len(got) != tc.requests {
+				t.Errorf("%d requests, want %d", len(got), tc.requests)
+			}
+			for _, r := range got {
+				if r.path != "/2015-03-31/functions/arn:aws:lambda:us-east-1:123456789012:function:turn/invocations" || !r.signed {
+					t.Errorf("request %+v", r)
+				}
+			}
+		})
+	}
+	t.Run("no answer", func(t *testing.T) {
+		api := &invokeAPI{t: t, hang: true}
+		srv := httptest.NewServer(api)
+		defer srv.Close()
+		inv := testInvoker(srv)
+		inv.attemptTimeout = 20 * time.Millisecond // real time: the attempts wait on a real server's silence
+		if err := inv.invokeEvent(t.Context(), "turn", []byte(`{}`)); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("error %v, want the attempt's deadline", err)
+		}
+		if n := len(api.recorded()); n != 3 {
+			t.Errorf("%d requests, want 3 attempts", n)
+		}
+	})
+}
+
+// TestEventInvokerEndpoint: AWS_ENDPOINT_URL_LAMBDA, then
+// AWS_ENDPOINT_URL (aws.Config.BaseEndpoint), then the region's public
+// endpoint; no region or an endpoint that is no absolute URL is an error.
+func TestEventInvokerEndpoint(t *testing.T) {
+	creds := credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")
+	for _, tc := range []struct {
+		name, env, base, region, want string
+	}{
+		{"public", "", "", "eu-west-1", "https://lambda.eu-west-1.amazonaws.com"},
+		{"china", "", "", "cn-north-1", "https://lambda.cn-north-1.amazonaws.com.cn"},
+		{"base endpoint", "", "http://127.0.0.1:4566/", "us-east-1", "http://127.0.0.1:4566"},
+		{"service endpoint first", "http://localhost:9001", "http://127.0.0.1:4566", "us-east-1", "http://localhost:9001"},
+		{"no region", "", "", "", "error"},
+		{"not a URL", "localhost:9001", "", "us-east-1", "error"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("AWS_ENDPOINT_URL_LAMBDA", tc.env)
+			cfg := aws.Config{Region: tc.region, Credentials: creds}
+			if tc.base != "" {
+				cfg.BaseEndpoint = aws.String(tc.base)
+			}
+			inv, err := newEventInvoker(cfg)
+			switch {
+			case tc.want == "error" && err == nil:
+				t.Errorf("endpoint %s, want an error", inv.endpoint)
+			case tc.want != "error" && (err != nil || inv.endpoint != tc.want):
+				t.Errorf("endpoint %v (%v), want %s", inv, err, tc.want)
+			}
+		})
 	}
 }
 
