@@ -115,7 +115,7 @@ func NewHandler(cfg config.Config, d Deps) (*turn.Handler, error) {
 func Tools(store chat.Store) (*tool.Registry, error) {
 	reg := tool.NewRegistry(nil)
 	for _, t := range []tool.Tool{tool.WorkspaceNote(), tool.WorkspaceNoteDelete(tool.SessionNotes(store))} {
-		if err := reg.Register(t); err != nil {
+		if err := reg.RegisterDeferred(t); err != nil {
 			return nil, fmt.Errorf("tools: %w", err)
 		}
 	}

@@ -95,7 +95,8 @@ type Tool struct {
 	// InputSchema is a JSON Schema document (draft 2020-12 unless its
 	// $schema says otherwise) whose root has "type": "object" (Bedrock and
 	// OpenAI accept only object inputs). It may not $ref external
-	// documents. Compiled once by Register.
+	// documents. Compiled once, by Register (or at the first call, by
+	// RegisterDeferred).
 	InputSchema json.RawMessage
 	// Timeout bounds one call; 0 means only the caller's context.
 	Timeout time.Duration
@@ -208,7 +209,7 @@ func (o Outcome) ToolMessage(id, createdAt string) protocol.Message {
 }
 
 // Registry maps tool names to Tools with compiled schemas. Register tools
-// at start-up; Specs, Has and Run are safe for concurrent use with each
+// at start-up (Register, or RegisterDeferred); Specs, Has and Run are safe for concurrent use with each
 // other and with Register.
 type Registry struct {
 	manifest *Manifest
@@ -218,8 +219,10 @@ type Registry struct {
 }
 
 type entry struct {
-	tool   Tool
-	schema *jsonschema.Schema
+	tool Tool
+	// schema returns the compiled input schema: compiled by Register, or
+	// on the first call of a tool added by RegisterDeferred.
+	schema func() (*jsonschema.Schema, error)
 }
 
 // NewRegistry returns an empty registry. manifest is the closed component
@@ -239,36 +242,76 @@ func (l noRemoteLoader) Load(string) (any, error) {
 	return nil, fmt.Errorf("tool: %s may not reference external documents", l.what)
 }
 
-// Register adds t. It returns an error wrapping ErrInvalidTool (naming
-// the field: name, description, inputSchema, call) or ErrDuplicateTool.
+// Register adds t, its input schema compiled now. It returns an error
+// wrapping ErrInvalidTool (naming the field: name, description,
+// inputSchema, call) or ErrDuplicateTool.
 func (r *Registry) Register(t Tool) error {
-	if !validName(t.Name) {
-		return fmt.Errorf("%w: name: want 1..%d of [A-Za-z0-9_-]", ErrInvalidTool, MaxNameLen)
+	doc, err := check(t)
+	if err != nil {
+		return err
 	}
-	if strings.TrimSpace(t.Description) == "" {
-		return fmt.Errorf("%w: %s: description: required", ErrInvalidTool, t.Name)
-	}
-	if t.Call == nil {
-		return fmt.Errorf("%w: %s: call: required", ErrInvalidTool, t.Name)
-	}
-	if t.Timeout < 0 {
-		return fmt.Errorf("%w: %s: timeout: negative", ErrInvalidTool, t.Name)
-	}
-	sch, err := compileSchema(t.Name, t.InputSchema)
+	sch, err := compileSchema(t.Name, doc)
 	if err != nil {
 		return fmt.Errorf("%w: %s: inputSchema: %w", ErrInvalidTool, t.Name, err)
 	}
+	return r.add(t, func() (*jsonschema.Schema, error) { return sch, nil })
+}
+
+// RegisterDeferred adds t as Register does, except that its input schema
+// is compiled at the tool's first call instead of now: the first schema a
+// process compiles also compiles its draft's metaschemas, about 2 ms of
+// CPU, which a cold start would otherwise pay before its first turn. Use
+// it for tools whose schemas a test compiles (the built-in tools:
+// TestBuiltInSchemasCompile). Register's other checks (the name, the
+// description, the call, the timeout, a schema that is one JSON object
+// with "type": "object") still fail here; a schema that then does not
+// compile fails every call of the tool with CodeFailed, its arguments
+// unchecked and the tool not called.
+func (r *Registry) RegisterDeferred(t Tool) error {
+	doc, err := check(t)
+	if err != nil {
+		return err
+	}
+	return r.add(t, sync.OnceValues(func() (*jsonschema.Schema, error) { return compileSchema(t.Name, doc) }))
+}
+
+// check runs Register's checks of t but the compilation of its input
+// schema, and returns the schema's document.
+func check(t Tool) (any, error) {
+	if !validName(t.Name) {
+		return nil, fmt.Errorf("%w: name: want 1..%d of [A-Za-z0-9_-]", ErrInvalidTool, MaxNameLen)
+	}
+	if strings.TrimSpace(t.Description) == "" {
+		return nil, fmt.Errorf("%w: %s: description: required", ErrInvalidTool, t.Name)
+	}
+	if t.Call == nil {
+		return nil, fmt.Errorf("%w: %s: call: required", ErrInvalidTool, t.Name)
+	}
+	if t.Timeout < 0 {
+		return nil, fmt.Errorf("%w: %s: timeout: negative", ErrInvalidTool, t.Name)
+	}
+	doc, err := parseSchema(t.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: inputSchema: %w", ErrInvalidTool, t.Name, err)
+	}
+	return doc, nil
+}
+
+// add registers t with its schema (compiled, or compiled on first use).
+func (r *Registry) add(t Tool, schema func() (*jsonschema.Schema, error)) error {
 	t.InputSchema = append(json.RawMessage(nil), t.InputSchema...)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.tools[t.Name]; ok {
 		return fmt.Errorf("%w: %s", ErrDuplicateTool, t.Name)
 	}
-	r.tools[t.Name] = &entry{tool: t, schema: sch}
+	r.tools[t.Name] = &entry{tool: t, schema: schema}
 	return nil
 }
 
-func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error) {
+// parseSchema decodes an input schema: one JSON object (no duplicate
+// names) whose root has "type": "object".
+func parseSchema(raw json.RawMessage) (any, error) {
 	if !jsontext.Value(raw).IsValid() {
 		return nil, errors.New("not valid JSON")
 	}
@@ -280,6 +323,12 @@ func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error)
 	if !ok || obj["type"] != "object" {
 		return nil, errors.New(`root must be an object schema with "type": "object"`)
 	}
+	return doc, nil
+}
+
+// compileSchema compiles a parsed input schema, refusing every reference
+// outside its own document.
+func compileSchema(name string, doc any) (*jsonschema.Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.UseLoader(noRemoteLoader{"schemas"})
 	url := "urn:turnstream:tool:" + name
@@ -360,7 +409,11 @@ func (r *Registry) Run(ctx context.Context, call model.ToolCall) Outcome {
 	if err != nil {
 		return o.fail(CodeInvalidArgs, textInvalidArgs+": not a JSON object.", err)
 	}
-	if err := e.schema.Validate(inst); err != nil {
+	sch, err := e.schema()
+	if err != nil {
+		return o.fail(CodeFailed, textFailed, fmt.Errorf("%w: %s: inputSchema: %w", ErrInvalidTool, call.Name, err))
+	}
+	if err := sch.Validate(inst); err != nil {
 		return o.fail(CodeInvalidArgs, textInvalidArgs+": "+describe(err), err)
 	}
 	if err := ctx.Err(); err != nil {
