@@ -42,7 +42,7 @@ type eventInvoker struct {
 	endpoint       string // scheme://host[:port] of the Lambda API
 	region         string
 	credentials    aws.CredentialsProvider
-	client         interface{ Do(*http.Request) (*http.Response, error) }
+	client         aws.HTTPClient
 	retryer        aws.Retryer
 	attemptTimeout time.Duration
 	now            func() time.Time // the signing time
@@ -78,7 +78,7 @@ func newEventInvoker(cfg aws.Config) (*eventInvoker, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, errors.New("the Lambda endpoint is not an absolute http(s) URL")
 	}
-	var client interface{ Do(*http.Request) (*http.Response, error) } = http.DefaultClient
+	var client aws.HTTPClient = http.DefaultClient
 	if cfg.HTTPClient != nil {
 		client = cfg.HTTPClient
 	}
@@ -142,7 +142,7 @@ func (i *eventInvoker) attempt(ctx context.Context, function string, payload []b
 	if err != nil {
 		return err // a connection error: retryable (aws/retry)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	if resp.StatusCode/100 == 2 {
 		return nil
