@@ -38,8 +38,15 @@ func approvalServer(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th, err := turn.NewHandler(turn.Options{Store: store, Authenticator: authn, Definitions: defs, Tools: reg,
-		Models: map[string]model.Model{config.ProviderEcho: echo.New(0, 3)}})
+	th, err := turn.NewHandler(turn.Options{
+		Config: turn.Config{
+			Store:       store,
+			Definitions: defs,
+			Tools:       reg,
+			Models:      map[string]model.Model{config.ProviderEcho: echo.New(0, 3)},
+		},
+		Authenticator: authn,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

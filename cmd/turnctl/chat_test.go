@@ -34,8 +34,12 @@ func realServers(t *testing.T) (turnURL, historyURL string) {
 		t.Fatal(err)
 	}
 	th, err := turn.NewHandler(turn.Options{
-		Store: store, Model: echo.New(0, 3), Authenticator: authn,
-		Definition: turn.Definition{ID: "default", Revision: 1},
+		Config: turn.Config{
+			Store:      store,
+			Model:      echo.New(0, 3),
+			Definition: turn.Definition{ID: "default", Revision: 1},
+		},
+		Authenticator: authn,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -365,9 +369,14 @@ func TestChatCtrlCStopsTheTurn(t *testing.T) {
 	// A reply of one rune per 100 ms runs for seconds unless stopped; the
 	// lease is renewed (and the stop flag read) every 50 ms.
 	th, err := turn.NewHandler(turn.Options{
-		Store: store, Model: echo.New(100*time.Millisecond, 1), Authenticator: authn,
-		Definition:    turn.Definition{ID: "default", Revision: 1},
-		LeaseDuration: 3 * time.Second, RenewInterval: 50 * time.Millisecond,
+		Config: turn.Config{
+			Store:         store,
+			Model:         echo.New(100*time.Millisecond, 1),
+			Definition:    turn.Definition{ID: "default", Revision: 1},
+			LeaseDuration: 3 * time.Second,
+			RenewInterval: 50 * time.Millisecond,
+		},
+		Authenticator: authn,
 	})
 	if err != nil {
 		t.Fatal(err)

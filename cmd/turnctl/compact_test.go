@@ -72,11 +72,17 @@ func newCompactEnv(t *testing.T) *compactEnv {
 		t.Fatal(err)
 	}
 	th, err := turn.NewHandler(turn.Options{
-		Store: memory.New(memory.Options{}), Model: &heldModel{gate: e.gate}, Authenticator: authn,
-		Definition:         turn.Definition{ID: "default", Revision: 1},
-		CheckpointInterval: 20 * time.Millisecond, ResumePollInterval: 10 * time.Millisecond,
-		LeaseDuration: 3 * time.Second, RenewInterval: 50 * time.Millisecond,
-		SnapshotInterval: 5 * time.Millisecond,
+		Config: turn.Config{
+			Store:              memory.New(memory.Options{}),
+			Model:              &heldModel{gate: e.gate},
+			Definition:         turn.Definition{ID: "default", Revision: 1},
+			CheckpointInterval: 20 * time.Millisecond,
+			ResumePollInterval: 10 * time.Millisecond,
+			LeaseDuration:      3 * time.Second,
+			RenewInterval:      50 * time.Millisecond,
+			SnapshotInterval:   5 * time.Millisecond,
+		},
+		Authenticator: authn,
 	})
 	if err != nil {
 		t.Fatal(err)

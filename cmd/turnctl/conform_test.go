@@ -48,12 +48,17 @@ func devWiring(t *testing.T, store chat.Store, wrap func(http.Handler) http.Hand
 	// streams" (gatedModel); the stop is seen at the next renewal (50 ms).
 	gm := &gatedModel{inner: echo.New(time.Millisecond, 4), gate: make(chan struct{}, 1)}
 	th, err := turn.NewHandler(turn.Options{
-		Store: store, Model: gm, Authenticator: authn,
-		Definition:    turn.Definition{ID: "default", Revision: 1},
-		LeaseDuration: 3 * time.Second, RenewInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
-		// Checkpoints make the deployment durable: resume, and every
-		// multitask policy, are advertised; a stop is seen within 20 ms.
-		CheckpointInterval: 20 * time.Millisecond, ResumePollInterval: 10 * time.Millisecond,
+		Config: turn.Config{
+			Store:              store,
+			Model:              gm,
+			Definition:         turn.Definition{ID: "default", Revision: 1},
+			LeaseDuration:      3 * time.Second,
+			RenewInterval:      50 * time.Millisecond,
+			Logger:             slog.New(slog.DiscardHandler),
+			CheckpointInterval: 20 * time.Millisecond,
+			ResumePollInterval: 10 * time.Millisecond,
+		},
+		Authenticator: authn,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -89,10 +89,16 @@ func newDurableEnv(t *testing.T, checkpoint time.Duration, openOnResume bool) *d
 		t.Fatal(err)
 	}
 	th, err := turn.NewHandler(turn.Options{
-		Store: store, Model: &heldModel{gate: e.gate}, Authenticator: authn,
-		Definition:         turn.Definition{ID: "default", Revision: 1},
-		CheckpointInterval: checkpoint, ResumePollInterval: 10 * time.Millisecond,
-		LeaseDuration: 3 * time.Second, RenewInterval: 50 * time.Millisecond,
+		Config: turn.Config{
+			Store:              store,
+			Model:              &heldModel{gate: e.gate},
+			Definition:         turn.Definition{ID: "default", Revision: 1},
+			CheckpointInterval: checkpoint,
+			ResumePollInterval: 10 * time.Millisecond,
+			LeaseDuration:      3 * time.Second,
+			RenewInterval:      50 * time.Millisecond,
+		},
+		Authenticator: authn,
 	})
 	if err != nil {
 		t.Fatal(err)

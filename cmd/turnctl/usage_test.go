@@ -27,8 +27,15 @@ func ledgerServers(t *testing.T, q chat.Quotas) (turnURL, historyURL string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th, err := turn.NewHandler(turn.Options{Store: store, Model: echo.New(0, 3), Authenticator: authn, Ledger: true,
-		Definition: turn.Definition{ID: "default", Revision: 1, Quotas: q}})
+	th, err := turn.NewHandler(turn.Options{
+		Config: turn.Config{
+			Store:      store,
+			Model:      echo.New(0, 3),
+			Ledger:     true,
+			Definition: turn.Definition{ID: "default", Revision: 1, Quotas: q},
+		},
+		Authenticator: authn,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,12 +106,14 @@ func TestArchitecture(t *testing.T) {
 		}
 	}
 
-	// The drawing of pkg/turn.
-	d, err := FileDrawing(root, s.Module+"/pkg/turn")
-	if err != nil {
-		t.Fatal(err)
+	// The drawings of the turn engine and its HTTP edge.
+	for _, pkg := range []string{"pkg/turn/engine", "pkg/turn"} {
+		d, err := FileDrawing(root, s.Module+"/"+pkg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logDrawing(t, pkg, d)
 	}
-	logDrawing(t, "pkg/turn", d)
 }
 
 func logDrawing(t *testing.T, name string, d *Drawing) {

@@ -6,29 +6,32 @@ import (
 	"testing"
 )
 
-// clockExempt are the functions of pkg/turn that may read the runtime's
-// clock: a context's deadline is on it, so the time left until one is
-// measured there (handler.go).
+// clockExempt are the functions of the turn path that may read the
+// runtime's clock: a context's deadline is on it, so the time left until
+// one is measured there (pkg/turn/engine/engine.go).
 var clockExempt = map[string]bool{"contextLeft": true}
 
 // TestOneClock: the turn path reads time only from its injected clock
-// (turn.Options.Clock): no call of package time's clock functions in
-// pkg/turn's non-test files but the exempt ones.
+// (turn.Options.Clock, engine.Config.Clock): no call of package time's
+// clock functions in the non-test files of pkg/turn and pkg/turn/engine
+// but the exempt ones.
 func TestOneClock(t *testing.T) {
-	sites, err := WallClockCalls(repoRoot(t), "pkg/turn", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range sites {
-		if !clockExempt[s.In] {
-			t.Errorf("%s: the turn path reads the runtime's clock; use the handler's clock (Options.Clock)", s)
+	for _, rel := range []string{"pkg/turn", "pkg/turn/engine"} {
+		sites, err := WallClockCalls(repoRoot(t), rel, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range sites {
+			if !clockExempt[s.In] {
+				t.Errorf("%s: the turn path reads the runtime's clock; use the engine's clock (Config.Clock)", s)
+			}
 		}
 	}
 	// The tests of the turn path and the stores never sleep on the
 	// runtime's clock: timing tests run under testing/synctest (where a
 	// sleep passes the bubble's time, none of the runtime's) or a fake
 	// clock, and waits wait on events.
-	for _, rel := range []string{"pkg/turn", "pkg/store/dynamo", "pkg/store/memory", "pkg/store/storetest"} {
+	for _, rel := range []string{"pkg/turn", "pkg/turn/engine", "pkg/store/dynamo", "pkg/store/memory", "pkg/store/storetest"} {
 		tests, err := WallClockCalls(repoRoot(t), rel, true)
 		if err != nil {
 			t.Fatal(err)

@@ -85,10 +85,19 @@ func newQueueEnv(t *testing.T, checkpoint time.Duration) *queueEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	th, err := turn.NewHandler(turn.Options{Store: store, Model: &gatedModel{gate: gate}, Authenticator: authn,
-		Definition: turn.Definition{ID: "default", Revision: 1}, CheckpointInterval: checkpoint,
-		ResumePollInterval: 10 * time.Millisecond, LeaseDuration: 3 * time.Second, RenewInterval: 50 * time.Millisecond,
-		MaxQueuedTurns: 2})
+	th, err := turn.NewHandler(turn.Options{
+		Config: turn.Config{
+			Store:              store,
+			Model:              &gatedModel{gate: gate},
+			Definition:         turn.Definition{ID: "default", Revision: 1},
+			CheckpointInterval: checkpoint,
+			ResumePollInterval: 10 * time.Millisecond,
+			LeaseDuration:      3 * time.Second,
+			RenewInterval:      50 * time.Millisecond,
+			MaxQueuedTurns:     2,
+		},
+		Authenticator: authn,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,9 +49,13 @@ func edgeRoutes(t *testing.T) map[string]route {
 		t.Fatal(err)
 	}
 	th, err := turn.NewHandler(turn.Options{
-		Store: store, Authenticator: authn, Model: echo.New(0, 64),
-		Definition:   turn.Definition{ID: "default", Revision: 1},
-		MaxBodyBytes: 512,
+		Config: turn.Config{
+			Store:        store,
+			Model:        echo.New(0, 64),
+			Definition:   turn.Definition{ID: "default", Revision: 1},
+			MaxBodyBytes: 512,
+		},
+		Authenticator: authn,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -93,14 +93,18 @@ func TestHistoryIsomorphism(t *testing.T) {
 			authn := devAuthenticator(t)
 			m := &inputModel{started: make(chan string, 1)}
 			turnHandler, err := turn.NewHandler(turn.Options{
-				Store: store, Model: m, Authenticator: authn,
-				Definition:       turn.Definition{ID: "assistant", Revision: 1},
-				SnapshotInterval: time.Millisecond,
-				LeaseDuration:    3 * time.Second,
-				RenewInterval:    5 * time.Millisecond,
-				TurnTimeout:      10 * time.Second,
-				CleanupReserve:   3 * time.Second,
-				Logger:           slog.New(slog.DiscardHandler),
+				Config: turn.Config{
+					Store:            store,
+					Model:            m,
+					Definition:       turn.Definition{ID: "assistant", Revision: 1},
+					SnapshotInterval: time.Millisecond,
+					LeaseDuration:    3 * time.Second,
+					RenewInterval:    5 * time.Millisecond,
+					TurnTimeout:      10 * time.Second,
+					CleanupReserve:   3 * time.Second,
+					Logger:           slog.New(slog.DiscardHandler),
+				},
+				Authenticator: authn,
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -137,9 +137,13 @@ func p50(d []time.Duration) time.Duration {
 func benchHandler(b *testing.B, store chat.Store, m *scriptModel, interval time.Duration) http.Handler {
 	b.Helper()
 	h, err := turn.NewHandler(turn.Options{
-		Store: store, Model: m, Authenticator: &testAuth{},
-		Definition:       turn.Definition{ID: "default", Revision: 1},
-		SnapshotInterval: interval,
+		Config: turn.Config{
+			Store:            store,
+			Model:            m,
+			Definition:       turn.Definition{ID: "default", Revision: 1},
+			SnapshotInterval: interval,
+		},
+		Authenticator: &testAuth{},
 	})
 	if err != nil {
 		b.Fatal(err)

@@ -311,8 +311,12 @@ func TestStreamModeHeaderRejections(t *testing.T) {
 // from turnbench's many concurrent streams.
 func BenchmarkCompactVisibleUpdates(b *testing.B) {
 	h, err := turn.NewHandler(turn.Options{
-		Store: newStoreMemory(), Model: &scriptModel{Chunks: slowChunks(300), Delay: 10 * time.Millisecond},
-		Authenticator: &testAuth{}, Definition: turn.Definition{ID: "default", Revision: 1},
+		Config: turn.Config{
+			Store:      newStoreMemory(),
+			Model:      &scriptModel{Chunks: slowChunks(300), Delay: 10 * time.Millisecond},
+			Definition: turn.Definition{ID: "default", Revision: 1},
+		},
+		Authenticator: &testAuth{},
 	})
 	if err != nil {
 		b.Fatal(err)

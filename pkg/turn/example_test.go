@@ -31,10 +31,12 @@ func (anyone) Authenticate(*http.Request) (chat.Principal, error) {
 // and the echo model and prints the stream's last line.
 func ExampleNewHandler() {
 	h, err := turn.NewHandler(turn.Options{
-		Store:         memory.New(memory.Options{}),
-		Model:         echo.New(0, 4),
+		Config: turn.Config{
+			Store:      memory.New(memory.Options{}),
+			Model:      echo.New(0, 4),
+			Definition: turn.Definition{ID: "default", Revision: 1},
+		},
 		Authenticator: anyone{},
-		Definition:    turn.Definition{ID: "default", Revision: 1},
 	})
 	if err != nil {
 		panic(err)
@@ -80,11 +82,13 @@ func ExampleNewHandler_tools() {
 	}
 	store := memory.New(memory.Options{})
 	h, err := turn.NewHandler(turn.Options{
-		Store:         store,
+		Config: turn.Config{
+			Store:       store,
+			Definitions: defs,
+			Models:      map[string]model.Model{config.ProviderEcho: echo.New(0, 0)},
+			Tools:       reg,
+		},
 		Authenticator: anyone{},
-		Definitions:   defs,
-		Models:        map[string]model.Model{config.ProviderEcho: echo.New(0, 0)},
-		Tools:         reg,
 	})
 	if err != nil {
 		panic(err)

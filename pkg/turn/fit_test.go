@@ -215,8 +215,15 @@ func TestNewHandlerDefinitions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = turn.NewHandler(turn.Options{Store: newStoreMemory(), Authenticator: &testAuth{}, Definitions: res, Tools: tc.tools,
-				Models: map[string]model.Model{config.ProviderEcho: &scriptModel{}}})
+			_, err = turn.NewHandler(turn.Options{
+				Config: turn.Config{
+					Store:       newStoreMemory(),
+					Definitions: res,
+					Tools:       tc.tools,
+					Models:      map[string]model.Model{config.ProviderEcho: &scriptModel{}},
+				},
+				Authenticator: &testAuth{},
+			})
 			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)

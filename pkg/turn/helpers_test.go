@@ -250,17 +250,17 @@ func newHandlerEnv(t testing.TB, store chat.Store, m *scriptModel, opt func(*tur
 	t.Helper()
 	e := &env{store: store, model: m, auth: &testAuth{}, logs: &syncBuffer{}}
 	opts := turn.Options{
-		Store:            store,
-		Model:            m,
-		Authenticator:    e.auth,
-		Definition:       turn.Definition{ID: "default", Revision: 1, SystemPrompt: "Be brief.", ModelID: "test-model"},
-		SnapshotInterval: time.Millisecond,
-		// Tests of coalescing and ordering want many snapshots: pacing by
-		// size is tested on its own (TestSnapshotPacing).
-		SnapshotBytesPerSecond: 1 << 40,
-		TurnTimeout:            10 * time.Second,
-		CleanupReserve:         3 * time.Second,
-		Logger:                 slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Config: turn.Config{
+			Store:                  store,
+			Model:                  m,
+			Definition:             turn.Definition{ID: "default", Revision: 1, SystemPrompt: "Be brief.", ModelID: "test-model"},
+			SnapshotInterval:       time.Millisecond,
+			SnapshotBytesPerSecond: 1 << 40,
+			TurnTimeout:            10 * time.Second,
+			CleanupReserve:         3 * time.Second,
+			Logger:                 slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		},
+		Authenticator: e.auth,
 	}
 	if opt != nil {
 		opt(&opts)

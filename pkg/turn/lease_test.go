@@ -123,14 +123,18 @@ func leaseTurn(t *testing.T, s *leaseStore, opt func(*turn.Options)) ([]*protoco
 	t.Helper()
 	m := &scriptModel{Chunks: slowChunks(20), Delay: 250 * time.Millisecond}
 	opts := turn.Options{
-		Store: s, Model: m, Authenticator: &testAuth{},
-		Definition:       turn.Definition{ID: "default", Revision: 1},
-		LeaseDuration:    3 * time.Second,
-		RenewInterval:    time.Second,
-		TurnTimeout:      20 * time.Second,
-		CleanupReserve:   5 * time.Second,
-		SnapshotInterval: 50 * time.Millisecond,
-		Logger:           slog.New(slog.DiscardHandler),
+		Config: turn.Config{
+			Store:            s,
+			Model:            m,
+			Definition:       turn.Definition{ID: "default", Revision: 1},
+			LeaseDuration:    3 * time.Second,
+			RenewInterval:    time.Second,
+			TurnTimeout:      20 * time.Second,
+			CleanupReserve:   5 * time.Second,
+			SnapshotInterval: 50 * time.Millisecond,
+			Logger:           slog.New(slog.DiscardHandler),
+		},
+		Authenticator: &testAuth{},
 	}
 	if opt != nil {
 		opt(&opts)

@@ -669,8 +669,14 @@ func TestQuotaCapabilities(t *testing.T) {
 // TestQuotasNeedTheLedger: a definition with quotas and no ledger is a
 // configuration error.
 func TestQuotasNeedTheLedger(t *testing.T) {
-	_, err := turn.NewHandler(turn.Options{Store: newLedgerMemory(), Model: &scriptModel{}, Authenticator: &testAuth{},
-		Definition: turn.Definition{ID: "d", Revision: 1, Quotas: chat.Quotas{Tenant: chat.QuotaLimits{TokensPerDay: 1}}}})
+	_, err := turn.NewHandler(turn.Options{
+		Config: turn.Config{
+			Store:      newLedgerMemory(),
+			Model:      &scriptModel{},
+			Definition: turn.Definition{ID: "d", Revision: 1, Quotas: chat.Quotas{Tenant: chat.QuotaLimits{TokensPerDay: 1}}},
+		},
+		Authenticator: &testAuth{},
+	})
 	if err == nil || !strings.Contains(err.Error(), "Options.Ledger") {
 		t.Errorf("NewHandler = %v, want an error naming Options.Ledger", err)
 	}

@@ -238,7 +238,14 @@ func TestCapabilities(t *testing.T) {
 
 func TestNewHandlerOptions(t *testing.T) {
 	good := func() turn.Options {
-		return turn.Options{Store: newStoreMemory(), Model: &scriptModel{}, Authenticator: &testAuth{}, Definition: turn.Definition{ID: "d", Revision: 1}}
+		return turn.Options{
+			Config: turn.Config{
+				Store:      newStoreMemory(),
+				Model:      &scriptModel{},
+				Definition: turn.Definition{ID: "d", Revision: 1},
+			},
+			Authenticator: &testAuth{},
+		}
 	}
 	for name, tc := range map[string]struct {
 		mutate func(*turn.Options)

@@ -17,6 +17,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/telemetry"
 	"github.com/turnstream/turnstream/pkg/tool"
+	"github.com/turnstream/turnstream/pkg/turn/engine"
 )
 
 // turnTelemetry is what a turn measures for its metrics document and its
@@ -24,7 +25,7 @@ import (
 // telemetryTrace. Safe for concurrent use: the model goroutine, the
 // supervisor and the writer record into it.
 type turnTelemetry struct {
-	h     *handler
+	h     *Handler
 	start time.Time   // the request's arrival (or the claim, in a drain)
 	meter *chat.Meter // the turn's meter: its usage from its first store request
 	span  trace.Span  // the invoke_agent span
@@ -40,49 +41,41 @@ type turnTelemetry struct {
 	stopSeen      time.Time
 }
 
-// telemetryTrace returns the hooks (turnTrace) that measure the turn s
-// for h's metrics (Options.Metrics) and spans (Options.Tracing), and the
+// telemetryTrace is the engine's Config.Trace: it returns the hooks
+// (engine.Trace) that measure the turn s for h's metrics
+// (Options.Metrics) and spans (Options.Tracing), and the
 // function that puts the turn's invoke_agent span into a context, for
 // the turn's contexts (so that every store request and span of the turn,
 // cleanup included, is the turn's). When the turn is its request's own,
 // the request's store requests before the turn's meter existed
 // (runSubmission) are added to it.
-func telemetryTrace(h *handler, s turnStart) (func(context.Context) context.Context, *turnTrace) {
-	tt := &turnTelemetry{h: h, start: s.startedAt, meter: s.meter, model: s.modelID, prov: s.provider, sess: s.sessionID}
-	if sc := telemetry.ScopeFrom(s.request); sc.TakeTurn() {
+func (h *Handler) telemetryTrace(s engine.TurnStart) (func(context.Context) context.Context, *engine.Trace) {
+	tt := &turnTelemetry{h: h, start: s.StartedAt, meter: s.Meter, model: s.ModelID, prov: s.Provider, sess: s.SessionID}
+	if sc := telemetry.ScopeFrom(s.Request); sc.TakeTurn() {
 		tt.start = sc.Start
-		s.meter.Add(sc.Meter.Usage())
+		s.Meter.Add(sc.Meter.Usage())
 	}
 	if tt.model == "" {
-		tt.model = s.provider
+		tt.model = s.Provider
 	}
 	tt.props = telemetry.Properties{
-		SessionID: s.sessionID, TurnID: s.turnID,
-		Tenant: s.principal.Tenant, Principal: s.principal.Subject,
-		DefinitionID: s.definitionID, Provider: s.provider,
-		Route: "turn", RequestID: telemetry.RequestID(s.request),
+		SessionID: s.SessionID, TurnID: s.TurnID,
+		Tenant: s.Principal.Tenant, Principal: s.Principal.Subject,
+		DefinitionID: s.DefinitionID, Provider: s.Provider,
+		Route: "turn", RequestID: telemetry.RequestID(s.Request),
 	}
-	ctx, span := h.opts.Tracing.StartAgent(s.ctx, s.definitionID, s.revision, s.provider, tt.model, s.sessionID, s.turnID)
+	ctx, span := h.opts.Tracing.StartAgent(s.Ctx, s.DefinitionID, s.Revision, s.Provider, tt.model, s.SessionID, s.TurnID)
 	tt.span = span
 	tt.props.TraceID = telemetry.TraceID(ctx)
 	wrap := func(c context.Context) context.Context { return trace.ContextWithSpan(c, span) }
-	return wrap, &turnTrace{
-		firstSnapshot: tt.firstSnapshotWritten,
-		checkpoint:    tt.checkpointWritten,
-		stopSeen:      tt.stopRequested,
-		modelCall:     tt.startModelCall,
-		toolCall:      tt.startToolCall,
-		ended:         tt.report,
+	return wrap, &engine.Trace{
+		FirstSnapshot: tt.firstSnapshotWritten,
+		Checkpoint:    tt.checkpointWritten,
+		StopSeen:      tt.stopRequested,
+		ModelCall:     tt.startModelCall,
+		ToolCall:      tt.startToolCall,
+		Ended:         tt.report,
 	}
-}
-
-// providerOf is the provider name of an agent's definition; "custom" for
-// the simple path's model, which names none.
-func providerOf(ag *agent) string {
-	if ag.def.Provider != "" {
-		return ag.def.Provider
-	}
-	return "custom"
 }
 
 // firstSnapshotWritten records when the turn's first snapshot line went
@@ -127,20 +120,20 @@ type modelCallTelemetry struct {
 
 // startModelCall starts the chat span of a model call of req and counts
 // the call; the returned context carries the span.
-func (tt *turnTelemetry) startModelCall(ctx context.Context, req model.Request) (context.Context, modelCallTrace) {
+func (tt *turnTelemetry) startModelCall(ctx context.Context, req model.Request) (context.Context, engine.ModelCallTrace) {
 	tr := tt.h.opts.Tracing
 	ctx, span := tr.StartChat(ctx, tt.prov, tt.model, tt.sess, req.MaxTokens)
-	mc := &modelCallTelemetry{tt: tt, span: span, start: tt.h.clock.Now(), capture: tr.CaptureContent() && span.IsRecording()}
+	mc := &modelCallTelemetry{tt: tt, span: span, start: tt.h.eng.Clock().Now(), capture: tr.CaptureContent() && span.IsRecording()}
 	if mc.capture {
 		span.SetAttributes(attribute.String(telemetry.AttrInputMessages, inputMessages(req)))
 	}
-	return ctx, modelCallTrace{event: mc.event, done: mc.end}
+	return ctx, engine.ModelCallTrace{Event: mc.event, Done: mc.end}
 }
 
 // event records one streamed model event.
 func (mc *modelCallTelemetry) event(ev model.Event) {
 	if mc.first == 0 {
-		mc.first = max(clock.Since(mc.tt.h.clock, mc.start), time.Microsecond)
+		mc.first = max(clock.Since(mc.tt.h.eng.Clock(), mc.start), time.Microsecond)
 		mc.span.AddEvent(telemetry.EventFirstChunk, trace.WithAttributes(
 			attribute.Float64(telemetry.AttrTimeToFirstChunk, float64(mc.first.Microseconds())/1000)))
 	}
@@ -162,7 +155,7 @@ func (mc *modelCallTelemetry) event(ev model.Event) {
 // end ends the model call: its span with the usage, finish reason and
 // error type, its usage added to the turn's, its entry for the metrics.
 func (mc *modelCallTelemetry) end(err error) {
-	d := clock.Since(mc.tt.h.clock, mc.start)
+	d := clock.Since(mc.tt.h.eng.Clock(), mc.start)
 	in, out := int64(mc.usage.PromptTokens), int64(mc.usage.CompletionTokens)
 	mc.tt.mu.Lock()
 	mc.tt.calls = append(mc.tt.calls, telemetry.ModelCall{Duration: d, TimeToFirstChunk: mc.first, InputTokens: in, OutputTokens: out})
@@ -231,17 +224,17 @@ func (tt *turnTelemetry) startToolCall(ctx context.Context, call model.ToolCall)
 
 // report writes the turn's metrics document and ends its span: outcome
 // as the turn's last line says it, calls and usage as measured.
-func (tt *turnTelemetry) report(e turnEnd) {
-	now := tt.h.clock.Now()
-	o := e.outcome
+func (tt *turnTelemetry) report(e engine.TurnEnd) {
+	now := tt.h.eng.Clock().Now()
+	o := e.Outcome
 	switch o {
-	case outcomeComplete:
+	case engine.OutcomeComplete:
 		o = telemetry.OutcomeComplete
-	case outcomeInterrupted:
+	case engine.OutcomeInterrupted:
 		o = telemetry.OutcomeInterrupted
 	}
-	tools := make([]telemetry.ToolCall, len(e.toolCalls))
-	for i, c := range e.toolCalls {
+	tools := make([]telemetry.ToolCall, len(e.ToolCalls))
+	for i, c := range e.ToolCalls {
 		tools[i] = telemetry.ToolCall{Name: c.Name, Status: c.Status}
 	}
 	u := tt.meter.Usage()
@@ -253,14 +246,14 @@ func (tt *turnTelemetry) report(e turnEnd) {
 		ModelCalls:  tt.calls,
 		ToolCalls:   tools,
 		Checkpoints: tt.checkpoints,
-		LeaseLost:   e.leaseLost,
+		LeaseLost:   e.LeaseLost,
 		Model:       tt.model,
 		Properties:  tt.props,
 	}
 	if !tt.firstSnapshot.IsZero() {
 		rep.TimeToFirstSnapshot = tt.firstSnapshot.Sub(tt.start)
 	}
-	if !tt.stopSeen.IsZero() && e.status == chat.TurnInterrupted {
+	if !tt.stopSeen.IsZero() && e.Status == chat.TurnInterrupted {
 		rep.StopLatency = now.Sub(tt.stopSeen)
 	}
 	tt.mu.Unlock()
@@ -295,7 +288,7 @@ func inputMessages(req model.Request) string {
 		msgs = append(msgs, message{Role: "system", Parts: []part{{"text", req.System}}})
 	}
 	for _, m := range req.Messages {
-		msgs = append(msgs, message{Role: m.Role, Parts: []part{{"text", PlainText(m.Content)}}})
+		msgs = append(msgs, message{Role: m.Role, Parts: []part{{"text", engine.PlainText(m.Content)}}})
 	}
 	b, _ := json.Marshal(msgs) // strings only: never fails
 	return string(b)

@@ -1,4 +1,4 @@
-package turn
+package engine
 
 import (
 	"errors"
@@ -23,7 +23,7 @@ const simpleID = ""
 
 // newAgents builds the agent of every definition of opts (see NewHandler
 // for the checks). The simple path gets one agent under simpleID.
-func newAgents(opts Options) (map[string]*agent, error) {
+func newAgents(opts Config) (map[string]*agent, error) {
 	reg := opts.Tools
 	if reg == nil {
 		reg = tool.NewRegistry(nil)
@@ -78,7 +78,7 @@ var errDefinitionGone = errors.New("turn: the session's definition is not config
 
 // agentSet is what each definition id runs with (newAgents, built once by
 // NewHandler: the resolver is immutable) and the resolver that names a
-// session's definition; nil on the simple path (Options.Definition), whose
+// session's definition; nil on the simple path (Config.Definition), whose
 // one agent is byID[simpleID].
 type agentSet struct {
 	byID     map[string]*agent

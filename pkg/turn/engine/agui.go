@@ -1,4 +1,4 @@
-package turn
+package engine
 
 import (
 	"context"
@@ -33,7 +33,7 @@ const (
 // text went out, and never more often than every SnapshotInterval.
 const AGUITextGap = 400 * time.Millisecond
 
-func aguiCapabilities(opts Options) aguiCapability {
+func aguiCapabilities(opts Config) aguiCapability {
 	c := aguiCapability{Available: true, Protocol: "ag-ui", Version: agui.ProtocolVersion,
 		Method: http.MethodPost, Path: AGUIPath, TextGapMs: AGUITextGap.Milliseconds(), Doc: "docs/agui.md"}
 	if opts.CheckpointInterval > 0 {

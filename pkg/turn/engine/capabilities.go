@@ -1,4 +1,4 @@
-package turn
+package engine
 
 import (
 	"encoding/json"
@@ -24,7 +24,7 @@ type (
 
 // capabilitiesBody encodes the Capabilities of a handler configured with
 // opts, once at construction.
-func capabilitiesBody(opts Options, multitask multitaskCapability, agents map[string]*agent, defaultID string) []byte {
+func capabilitiesBody(opts Config, multitask multitaskCapability, agents map[string]*agent, defaultID string) []byte {
 	var c api.Capabilities
 	c.Protocols = []api.ProtocolVersions{{Protocol: protocol.TurnProtocol, Versions: []int{protocol.TurnVersion}}}
 	c.Extensions = []string{api.ExtensionSnapshotScope, api.ExtensionStop, api.ExtensionLineage, api.ExtensionArtifacts, api.ExtensionHistory, api.ExtensionApprovals, api.ExtensionCompact, api.ExtensionAGUI}
@@ -77,7 +77,7 @@ func (h *handler) serveCapabilities(w http.ResponseWriter, r *http.Request) {
 
 // quotaCapabilities returns the quotas and budgets objects of a handler
 // whose agents are agents, defaultID the default definition's.
-func quotaCapabilities(opts Options, agents map[string]*agent, defaultID string) (api.QuotasCapability, api.BudgetsCapability) {
+func quotaCapabilities(opts Config, agents map[string]*agent, defaultID string) (api.QuotasCapability, api.BudgetsCapability) {
 	var q api.QuotasCapability
 	var b api.BudgetsCapability
 	q.Available = opts.Ledger

@@ -1,4 +1,4 @@
-package turn
+package engine
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // cleanup is what a turn does after its end is decided, within the
-// cleanup reserve (Options.CleanupReserve) after the request's deadline:
+// cleanup reserve (Config.CleanupReserve) after the request's deadline:
 // save the turn item, count it in the usage ledger, release the lease, or
 // mark it abandoned when the save's outcome stays unknown; each phase in
 // its own bounded, detached context.

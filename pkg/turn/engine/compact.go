@@ -1,4 +1,4 @@
-package turn
+package engine
 
 import (
 	"reflect"
@@ -20,7 +20,7 @@ import (
 // header included, is a 400 REQUEST_INVALID_HEADER before the body is
 // read. A compact response carries the header back with "compact".
 
-// DefaultCompactLineSpan is Options.CompactLineSpan's default.
+// DefaultCompactLineSpan is Config.CompactLineSpan's default.
 const DefaultCompactLineSpan = time.Second
 
 // parseStreamMode reads api.StreamModeHeader: it reports whether the compact
@@ -42,7 +42,7 @@ func parseStreamMode(values []string) (compact, ok bool) {
 	return false, false
 }
 
-func compactCapabilities(opts Options) compactCapability {
+func compactCapabilities(opts Config) compactCapability {
 	return compactCapability{
 		Header: api.StreamModeHeader, Values: []string{api.StreamModeSnapshots, api.StreamModeCompact}, Default: api.StreamModeSnapshots,
 		Event: protocol.EventAppend, IntervalMs: opts.SnapshotInterval.Milliseconds(), LineSpanMs: opts.CompactLineSpan.Milliseconds(),

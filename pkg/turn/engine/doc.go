@@ -1,6 +1,13 @@
-// Package turn is turnstream's turn pipeline and its http.Handler: the
+// Package engine is turnstream's turn engine: the turn pipeline of the
 // turn function behind a Lambda function URL in RESPONSE_STREAM mode
-// (docs/design.md#the-three-functions, docs/design.md#the-turn-pipeline).
+// (docs/design.md#the-three-functions, docs/design.md#the-turn-pipeline),
+// from a request's checks and the claim of its session's lease to the
+// release, with the stream, the resume and the drain of queued turns.
+// Its HTTP edge, pkg/turn, routes requests to it (Engine.ServeSubmit and
+// the other Serve methods), authenticates their callers when it asks
+// (Config.Authenticate) and measures them (Config.Trace, Config.Accepted):
+// the engine knows neither routes nor authentication nor telemetry
+// (docs/architecture.md#the-seams-today-and-after-the-refactor).
 //
 // A request runs under one deadline, min(TurnTimeout, Lambda remaining
 // time - CleanupReserve), checked in the reference handler's order
@@ -35,12 +42,12 @@
 //
 // A submit that finds its session busy follows its multitask policy
 // (api.MultitaskHeader, docs/multitask.md): rejected (409 SESSION_BUSY), queued
-// (202; Handler.Drain runs it once the session is free), or run in place of
+// (202; Engine.Drain runs it once the session is free), or run in place of
 // the running turn (interrupt, rollback).
 //
 // Definitions, models and tools (docs/design.md#models-tools-definitions).
 // Before the claim the turn resolves the session's definition
-// (Options.Definitions: a new session gets the default, an existing one keeps
+// (Config.Definitions: a new session gets the default, an existing one keeps
 // its definition id and runs its current revision; the claim records id and
 // revision). The model-tool loop then makes at most limits.maxSteps model
 // calls: text deltas grow the assistant message; each tool call the model asks
@@ -85,13 +92,9 @@
 // context load) is saved with status error and released, so its turn id
 // is spent: a replay gets TURN_ALREADY_COMPLETED.
 //
-// Telemetry (docs/operations.md). Every finished turn, however it ended,
-// writes one CloudWatch EMF document (Options.Metrics) after its last
-// line: its outcome, times, per-model-call tokens and times, tool calls
-// and the store requests and capacity units its chat.Usage measured from
-// the claim on (the request's chat.Meter); every other request writes one
-// of its own. With Options.Tracing a turn is an invoke_agent span with a
-// chat span per model call and an execute_tool span per tool call, under
-// the request's server span (telemetry.Measure). Neither ever fails a
-// request: a document that cannot be written is dropped.
-package turn
+// Telemetry (docs/operations.md) is the edge's: the engine calls the
+// hooks Config.Trace returns at the steps of each turn (its first
+// snapshot, each checkpoint, a stop seen, each model and tool call, its
+// end; Trace), and pkg/turn turns them into the turn's EMF document and
+// spans.
+package engine

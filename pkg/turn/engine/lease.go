@@ -1,4 +1,4 @@
-package turn
+package engine
 
 import (
 	"sync/atomic"
@@ -22,7 +22,7 @@ type leaseProof struct {
 	clock   clock.Clock
 }
 
-// init sets the margin and the clock (Options.Clock); call it before use.
+// init sets the margin and the clock (Config.Clock); call it before use.
 func (l *leaseProof) init(margin time.Duration, c clock.Clock) {
 	l.margin, l.clock = margin, c
 }

@@ -1,4 +1,4 @@
-package turn
+package engine
 
 import (
 	"context"
@@ -144,7 +144,7 @@ func (t *run) failCalls(calls []pendingCall, text string) {
 // and marked as estimated in its record (MetadataUsageEstimate).
 func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ string, _ []pendingCall, _ model.FinishReason, err error) {
 	ctx, mc := t.trace.onModelCall(ctx, req)
-	defer func() { mc.done(err) }()
+	defer func() { mc.Done(err) }()
 	t.meter.Add(chat.Usage{ModelCalls: 1})
 	est := newCallEstimate(t.meter, &t.state, req)
 	defer func() {
@@ -187,7 +187,7 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ str
 		if ev.FinishReason != "" {
 			finish = ev.FinishReason
 		}
-		mc.event(ev)
+		mc.Event(ev)
 		est.output(model.OutputBytes(ev))
 		changed := false
 		if ev.TextDelta != "" {

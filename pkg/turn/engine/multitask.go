@@ -1,4 +1,4 @@
-package turn
+package engine
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 // turn superseded).
 
 // DefaultInterruptWait is how long an interrupt waits for the turn it
-// stops to end before it answers 409 SESSION_BUSY (Options.InterruptWait):
+// stops to end before it answers 409 SESSION_BUSY (Config.InterruptWait):
 // the stop bound, at most one checkpoint interval and a save.
 const DefaultInterruptWait = 1500 * time.Millisecond
 
@@ -42,7 +42,7 @@ const (
 	// starts for one session on a reader's behalf (a rejected submit, a
 	// resume waiting for a queued turn).
 	nudgeInterval = time.Second
-	// dispatchTimeout bounds one Options.Dispatch call.
+	// dispatchTimeout bounds one Config.Dispatch call.
 	dispatchTimeout = 10 * time.Second
 	// drainGrace is how long a session stays idle with queued turns
 	// waiting before a reader starts a drain: the releasing request's own
@@ -51,7 +51,7 @@ const (
 )
 
 // DrainRequest asks a turn function to run a session's queued turns
-// (Handler.Drain); Options.Dispatch carries it to another invocation.
+// (Handler.Drain); Config.Dispatch carries it to another invocation.
 //
 //	{"sessionId":"<SafeId>","notBefore":"<RFC 3339>"}
 type DrainRequest struct {
@@ -82,7 +82,7 @@ func parseMultitask(values []string) (string, error) {
 // queue is the handler's multitask policies (docs/multitask.md): a busy
 // session's submit enqueued, or interrupting its turn, and the drains that
 // run queued turns once the session is free, in this process or through
-// Options.Dispatch. It owns the rate limit of the drains this process
+// Config.Dispatch. It owns the rate limit of the drains this process
 // starts.
 type queue struct {
 	h *handler
@@ -322,7 +322,7 @@ func (qu *queue) nudge(ctx context.Context, sessionID string) {
 	}
 }
 
-// kick starts a drain of the session: through Options.Dispatch, waiting
+// kick starts a drain of the session: through Config.Dispatch, waiting
 // for its answer (within dispatchTimeout, whatever ctx's cancellation),
 // since on Lambda nothing runs once the invocation returns; without
 // Dispatch, in a goroutine of this process.
@@ -364,17 +364,17 @@ func (qu *queue) afterRelease(ctx context.Context, sess *chat.Session, stopped b
 // turn waits (as the last turn's release shows), the session is busy
 // (the turn that holds it starts the next drain when it ends), ctx ends,
 // or ctx's deadline leaves no room for another whole turn (TurnTimeout
-// and CleanupReserve): then it starts the next drain (Options.Dispatch)
+// and CleanupReserve): then it starts the next drain (Config.Dispatch)
 // and returns. The first turn of a
 // drain runs whatever the room, with the deadline ctx allows. The turn
 // function calls Drain for the invocations Dispatch starts; without
 // Dispatch, the handler drains in a goroutine of its own.
-func (h *Handler) Drain(ctx context.Context, d DrainRequest) {
-	h.queue.drain(ctx, d, true)
+func (e *Engine) Drain(ctx context.Context, d DrainRequest) {
+	e.queue.drain(ctx, d, true)
 }
 
 // drain is Drain; dispatched says whether further drains go through
-// Options.Dispatch (a drain invocation) or stay in this process.
+// Config.Dispatch (a drain invocation) or stay in this process.
 func (qu *queue) drain(ctx context.Context, d DrainRequest, dispatched bool) {
 	h := qu.h
 	log := h.requestLogger(ctx).With("sessionId", d.SessionID)

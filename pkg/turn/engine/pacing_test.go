@@ -1,4 +1,4 @@
-package turn
+package engine
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 
 // pacingRun is a run with only the pacing options set.
 func pacingRun(bps int64) *run {
-	return bind(&run{h: &handler{opts: Options{
+	return bind(&run{h: &handler{opts: Config{
 		SnapshotInterval: DefaultSnapshotInterval, SnapshotBytesPerSecond: bps, MaxSnapshotGap: DefaultMaxSnapshotGap,
 	}}})
 }

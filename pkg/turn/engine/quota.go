@@ -1,4 +1,4 @@
-package turn
+package engine
 
 import (
 	"context"
@@ -260,7 +260,7 @@ func (g *quotaGate) giveBack(ctx context.Context, log *slog.Logger, p chat.Princ
 	}
 }
 
-// tenantCache keeps tenants' usage sums for Options.QuotaCache, so that a
+// tenantCache keeps tenants' usage sums for Config.QuotaCache, so that a
 // tenant quota costs one sum of its principals per tenant and window in
 // each process, not one per submit.
 type tenantCache struct {
@@ -438,7 +438,7 @@ func (bg *budget) limitMetadata(meta json.RawMessage) json.RawMessage {
 	return withMember(meta, MetadataLimit, b)
 }
 
-// countUsage counts the saved turn item in the ledger (Options.Ledger):
+// countUsage counts the saved turn item in the ledger (Config.Ledger):
 // its Metered usage, under the claim's session, ordinal, owner, start and
 // admission, within the cleanup reserve. It reports whether the turn is
 // counted: when not (the ledger write's outcome stayed unknown), the

@@ -1,4 +1,4 @@
-package turn
+package engine
 
 import (
 	"context"
@@ -465,7 +465,7 @@ func (f *follow) next(ctx context.Context, have *chat.Turn) (*chat.Turn, error) 
 
 // resumeCapabilities describes resume and durable turns for opts: both
 // unavailable, explicitly, with checkpoints off.
-func resumeCapabilities(opts Options) (resumeCapability, durableTurnsCapability) {
+func resumeCapabilities(opts Config) (resumeCapability, durableTurnsCapability) {
 	if opts.CheckpointInterval <= 0 {
 		return resumeCapability{}, durableTurnsCapability{DisconnectStops: true}
 	}

@@ -1,4 +1,4 @@
-package turn
+package engine
 
 import (
 	"context"
@@ -82,7 +82,7 @@ type run struct {
 
 	// trace is the hooks the turn's steps call (trace.go): its metrics
 	// and spans; set by newRun.
-	trace *turnTrace
+	trace *Trace
 	// meter adds up what the turn uses (chat.Usage): its store requests
 	// (its contexts carry it), its model and tool calls and tokens
 	// (loop.go); the record's Metered, the ledger's figures.

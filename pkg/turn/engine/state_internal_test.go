@@ -1,4 +1,4 @@
-package turn
+package engine
 
 import (
 	"encoding/json"
@@ -85,7 +85,7 @@ func TestStateContent(t *testing.T) {
 // size (SnapshotBytesPerSecond), never below SnapshotInterval nor above
 // MaxSnapshotGap, so wire bytes grow linearly with a turn's duration.
 func TestSnapshotPacing(t *testing.T) {
-	r := bind(&run{h: &handler{opts: Options{SnapshotInterval: 50 * time.Millisecond, SnapshotBytesPerSecond: 4096, MaxSnapshotGap: 2 * time.Second}}})
+	r := bind(&run{h: &handler{opts: Config{SnapshotInterval: 50 * time.Millisecond, SnapshotBytesPerSecond: 4096, MaxSnapshotGap: 2 * time.Second}}})
 	for n, want := range map[int]time.Duration{
 		0:         50 * time.Millisecond,
 		100:       50 * time.Millisecond, // 24 ms at 4 KiB/s: the interval wins

@@ -1,4 +1,4 @@
-package turn
+package engine
 
 import (
 	"bytes"
@@ -17,7 +17,6 @@ import (
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
-	"github.com/turnstream/turnstream/pkg/telemetry"
 	"github.com/turnstream/turnstream/pkg/tool"
 )
 
@@ -44,7 +43,9 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		reject(ctx, w, log, step, err)
 		return
 	}
-	telemetry.ScopeFrom(ctx).SetSession(sub.sessionID, sub.turnID)
+	if h.opts.Accepted != nil {
+		h.opts.Accepted(ctx, sub.sessionID, sub.turnID)
+	}
 	h.runSubmission(ctx, w, r, deadline, log.With("sessionId", sub.sessionID, "turnId", sub.turnID), sub)
 }
 
@@ -338,7 +339,6 @@ func (h *handler) acceptPost(ctx context.Context, w http.ResponseWriter, r *http
 	if err != nil {
 		return chat.Principal{}, "authenticate", err
 	}
-	telemetry.ScopeFrom(ctx).SetPrincipal(p)
 	return p, "", nil
 }
 
@@ -350,11 +350,11 @@ func (h *handler) readBody(ctx context.Context, w http.ResponseWriter, r *http.R
 	return httpedge.ReadBody(ctx, w, r, h.opts.MaxBodyBytes, httpedge.ErrInvalidJSON)
 }
 
-// authenticate runs the Authenticator on the request's headers only,
+// authenticate runs Config.Authenticate on the request's headers only,
 // before any body byte is read (docs/design.md#the-turn-pipeline,
 // docs/design.md#authentication-and-tenancy).
 func (h *handler) authenticate(ctx context.Context, r *http.Request) (chat.Principal, error) {
-	return h.opts.Authenticator.Authenticate(r.WithContext(ctx))
+	return h.opts.Authenticate(ctx, r)
 }
 
 // reject answers a request refused at step with the diagnostic of err
