@@ -21,7 +21,7 @@ type agent struct {
 // simpleID is the agents key of the simple path's single definition.
 const simpleID = ""
 
-// newAgents builds the agent of every definition of opts (see NewHandler
+// newAgents builds the agent of every definition of opts (see New
 // for the checks). The simple path gets one agent under simpleID.
 func newAgents(opts Config) (map[string]*agent, error) {
 	reg := opts.Tools
@@ -77,7 +77,7 @@ func newAgents(opts Config) (map[string]*agent, error) {
 var errDefinitionGone = errors.New("turn: the session's definition is not configured")
 
 // agentSet is what each definition id runs with (newAgents, built once by
-// NewHandler: the resolver is immutable) and the resolver that names a
+// New: the resolver is immutable) and the resolver that names a
 // session's definition; nil on the simple path (Config.Definition), whose
 // one agent is byID[simpleID].
 type agentSet struct {

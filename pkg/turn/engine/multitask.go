@@ -51,7 +51,7 @@ const (
 )
 
 // DrainRequest asks a turn function to run a session's queued turns
-// (Handler.Drain); Config.Dispatch carries it to another invocation.
+// (Engine.Drain); Config.Dispatch carries it to another invocation.
 //
 //	{"sessionId":"<SafeId>","notBefore":"<RFC 3339>"}
 type DrainRequest struct {
