@@ -16,7 +16,7 @@ var clockExempt = map[string]bool{"contextLeft": true}
 // clock functions in the non-test files of pkg/turn and pkg/turn/engine
 // but the exempt ones.
 func TestOneClock(t *testing.T) {
-	for _, rel := range []string{"pkg/turn", "pkg/turn/engine"} {
+	for _, rel := range []string{"pkg/turn", "pkg/turn/engine", "pkg/quota"} {
 		sites, err := WallClockCalls(repoRoot(t), rel, false)
 		if err != nil {
 			t.Fatal(err)

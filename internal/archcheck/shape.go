@@ -316,12 +316,15 @@ var Layering = []layerRule{
 	{Pkg: "pkg/httpedge", May: []string{"pkg/api", "pkg/auth", "pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/telemetry", May: []string{"pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/telemetry/otlp", May: []string{"pkg/telemetry"}},
+	// The quotas over the usage ledger, which the engine asks at a turn's
+	// steps.
+	{Pkg: "pkg/quota", May: []string{"pkg/chat", "pkg/clock"}},
 	// The turn engine: the turn itself, from the request's checks and the
 	// claim to the release. It knows neither authentication (its
 	// Config.Authenticate hook), nor telemetry (Config.Trace), nor the
 	// routes; it still writes its HTTP answers (httpedge) and one of its
 	// encodings is AG-UI's (agui).
-	{Pkg: "pkg/turn/engine", May: []string{"pkg/agui", "pkg/api", "pkg/chat", "pkg/clock", "pkg/definition", "pkg/httpedge", "pkg/model", "pkg/protocol", "pkg/tool"},
+	{Pkg: "pkg/turn/engine", May: []string{"pkg/agui", "pkg/api", "pkg/chat", "pkg/clock", "pkg/definition", "pkg/httpedge", "pkg/model", "pkg/protocol", "pkg/quota", "pkg/tool"},
 		Pending: []string{"pkg/agui", "pkg/httpedge"}},
 	// The turn function's HTTP edge: the routes, authentication and
 	// telemetry around the engine.

@@ -18,6 +18,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/quota"
 	"github.com/turnstream/turnstream/pkg/tool"
 )
 
@@ -335,6 +336,8 @@ func New(opts Config) (*Engine, error) {
 	}
 	h.resumes.init(h)
 	h.quotas.h, h.queue.h = h, h
+	h.quotas.gate = quota.New(quota.Options{Store: opts.Store, FailOpen: opts.QuotaFailOpen, Cache: opts.QuotaCache,
+		GiveBackTimeout: opts.CleanupReserve, Clock: h.clock})
 	h.capabilities = capabilitiesBody(opts, h.queue.multitaskCapability(), agents, h.agents.defaultDefinition().ID)
 	return &Engine{h}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/quota"
 )
 
 // Messages sent while a turn runs (docs/multitask.md). A submit that
@@ -159,7 +160,7 @@ func (qu *queue) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.L
 	h := qu.h
 	// Checked against its quotas now, and counted towards the rate from
 	// now; it holds no concurrency slot of its own (docs/quotas.md).
-	if _, err := h.quotas.check(ctx, log, sub, quotas, sub.startedAt, sub.startedAt, admitRateOnly); err != nil {
+	if _, err := h.quotas.check(ctx, log, sub, quotas, sub.startedAt, sub.startedAt, quota.RateOnly); err != nil {
 		reject(ctx, w, log, "quota", err)
 		return
 	}
@@ -436,7 +437,7 @@ func (qu *queue) runQueued(ctx context.Context, log *slog.Logger, c *chat.Claim,
 	// are checked again before each of its model calls, the first
 	// included (quota.go).
 	if quotas, err := h.quotas.of(runCtx, sub, &c.Session); err == nil && !quotas.IsZero() {
-		t.budget.quota = &quotaState{quotas: quotas}
+		t.budget.quota = quota.Unchecked(quotas)
 	}
 	parent, err := h.parentTurn(runCtx, sub)
 	if err != nil {

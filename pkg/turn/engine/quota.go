@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/quota"
 )
 
 // The usage ledger, quotas and budgets in the turn pipeline
@@ -70,7 +69,7 @@ type limitDetail struct {
 type budget struct {
 	t *run
 	// quota is what the turn knows of its quotas; nil when none.
-	quota *quotaState
+	quota *quota.Check
 	// limit is the limit the turn reached, if it ended with
 	// LIMIT_EXCEEDED.
 	limit atomic.Pointer[limitDetail]
@@ -92,12 +91,14 @@ func quotaLimit(qe *chat.QuotaError) *limitError {
 // maxWallTime budget.
 var errWallTime = errors.New("turn: the turn's wall time budget is spent")
 
-// quotaGate is the handler's quota checks (docs/quotas.md): a submit's
-// quotas found, checked and admitted before its claim, and given back when
-// its turn does not start; it owns the tenants' cached usage sums.
+// quotaGate is the engine's side of the quotas (docs/quotas.md): which
+// quotas a submit has (its session's definition's), and the calls of the
+// quota package's Gate (pkg/quota), which checks and admits a turn before
+// its claim, compares its tokens around its model calls and gives an
+// admission back when its turn does not start.
 type quotaGate struct {
-	h       *handler
-	tenants tenantCache
+	h    *handler
+	gate *quota.Gate
 }
 
 // of returns the quotas of a submit: its session's definition's
@@ -125,207 +126,20 @@ func (g *quotaGate) of(ctx context.Context, sub *submission, sess *chat.Session)
 	return h.opts.Definitions.Quotas(sess.DefinitionID), nil
 }
 
-// quotaState is what a turn knows of its quotas: the quotas and the
-// figures they were last compared with.
-type quotaState struct {
-	quotas    chat.Quotas
-	principal *chat.PrincipalUsage // nil: not read (failed open)
-	tenant    *chat.TenantUsage    // nil: no tenant quota, or not read
-	readAt    time.Time            // when the figures were read (real time)
-	// admission is the turn's admission (nil without a rate or
-	// concurrency quota): given back when its claim fails.
-	admission *chat.Admission
-}
-
-// admitMode is how a submit is admitted under rate and concurrency
-// quotas.
-type admitMode int
-
-const (
-	admitRunning  admitMode = iota // a turn that starts now: rate and concurrency
-	admitRateOnly                  // a queued turn: counted towards the rate only
-)
-
-// check checks sub's quotas q before its claim at start
-// (docs/quotas.md): the principal's ledger read (and the tenant's sum when
-// a tenant quota is set), the token quotas compared, then with a rate or
-// concurrency quota the turn admitted until expires. It returns the
-// state (nil when q limits nothing); a *chat.QuotaError when a quota
-// refuses the submit; chat.ErrQuotaUnavailable, wrapped, when the ledger
-// cannot be read and QuotaFailOpen is not set (with it, the turn runs
-// unchecked and the failure is logged).
-func (g *quotaGate) check(ctx context.Context, log *slog.Logger, sub *submission, q chat.Quotas, start, expires time.Time, mode admitMode) (*quotaState, error) {
-	h := g.h
-	if q.IsZero() {
-		return nil, nil
-	}
-	st := &quotaState{quotas: q}
-	unavailable := func(what string, err error) (*quotaState, error) {
-		if errors.Is(err, chat.ErrInvalidRequest) {
-			return nil, err // a bug, not the table: 500
-		}
-		if h.opts.QuotaFailOpen {
-			log.Warn("quota check failed open: the turn runs unchecked", "step", what, "err", err)
-			return &quotaState{quotas: q}, nil
-		}
-		return nil, fmt.Errorf("%w: %s: %w", chat.ErrQuotaUnavailable, what, err)
-	}
-	if err := st.read(ctx, h, sub.principal, start, true); err != nil {
-		return unavailable("read usage", err)
-	}
-	if err := st.checkTokens(0); err != nil {
-		return nil, err
-	}
-	if st.tenant != nil {
-		if qe := chat.CheckTenantActivity(q.Tenant, st.tenant.Activity); qe != nil {
-			return nil, qe
-		}
-	}
-	if !q.NeedsAdmission() {
-		return st, nil
-	}
-	a := chat.Admission{ID: chat.NewAdmissionID(), StartedAt: start, ExpiresAt: expires, Session: chat.SessionMarker(sub.sessionID)}
-	req := chat.AdmitRequest{Principal: sub.principal, Admission: a, TurnsPerMinute: q.Principal.TurnsPerMinute,
-		ConcurrentSessions: q.Principal.ConcurrentSessions, Basis: st.principal}
-	if mode == admitRateOnly {
-		req.Admission.ExpiresAt = start.Add(time.Millisecond)
-		req.ConcurrentSessions = 0
-	}
-	if _, err := h.opts.Store.Admit(ctx, req); err != nil {
-		var qe *chat.QuotaError
-		if errors.As(err, &qe) {
-			return nil, err
-		}
-		return unavailable("admit", err)
-	}
-	g.tenants.admitted(sub.principal.Tenant, mode == admitRunning)
-	if mode == admitRunning {
-		st.admission = &req.Admission
-	}
-	return st, nil
-}
-
-// read reads the figures of st's quotas at at: the principal's ledger
-// (when fresh is set or st has none, or it is older than QuotaCache) and
-// the tenant's sum (through the handler's cache).
-func (st *quotaState) read(ctx context.Context, h *handler, p chat.Principal, at time.Time, fresh bool) error {
-	if fresh || st.principal == nil || clock.Since(h.clock, st.readAt) >= h.opts.QuotaCache {
-		u, err := h.opts.Store.ReadUsage(ctx, p, at)
-		if err != nil {
-			return err
-		}
-		st.principal, st.readAt = u, h.clock.Now()
-	}
-	if st.quotas.NeedsTenant() {
-		t, err := h.quotas.tenants.usage(ctx, h, p.Tenant, at)
-		if err != nil {
-			return err
-		}
-		st.tenant = t
-	}
-	return nil
-}
-
-// checkTokens compares the token figures read with the token quotas, the
-// turn's own tokens (not counted in the ledger yet) added: the
-// QuotaError of the first quota reached, nil when none.
-func (st *quotaState) checkTokens(own int64) error {
-	if st.principal != nil {
-		if qe := chat.CheckTokens(st.quotas.Principal, chat.ScopePrincipal, st.principal.Tokens(), own); qe != nil {
-			return qe
-		}
-	}
-	if st.tenant != nil {
-		if qe := chat.CheckTokens(st.quotas.Tenant, chat.ScopeTenant, st.tenant.Tokens(), own); qe != nil {
-			return qe
-		}
-	}
-	return nil
+// check checks sub's quotas q before its claim at start and admits it
+// until expires (quota.Gate.Admit): the turn's quota.Check (nil when q
+// limits nothing), a *chat.QuotaError when a quota refuses the submit,
+// chat.ErrQuotaUnavailable, wrapped, when the ledger cannot be read and
+// QuotaFailOpen is not set.
+func (g *quotaGate) check(ctx context.Context, log *slog.Logger, sub *submission, q chat.Quotas, start, expires time.Time, mode quota.Mode) (*quota.Check, error) {
+	return g.gate.Admit(ctx, log, quota.Request{Principal: sub.principal, SessionID: sub.sessionID, Quotas: q,
+		Start: start, Expires: expires, Mode: mode})
 }
 
 // giveBack gives a submit's admission back when its turn did not start
-// (its claim refused, or it was not queued): a bounded cleanup, detached
-// from the request's cancellation. A failure is logged: the admission
-// then counts until it expires.
-func (g *quotaGate) giveBack(ctx context.Context, log *slog.Logger, p chat.Principal, st *quotaState) {
-	h := g.h
-	if st == nil || st.admission == nil {
-		return
-	}
-	// A detached, bounded cleanup: the request may have ended.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), h.opts.CleanupReserve)
-	defer cancel()
-	if err := h.opts.Store.CancelAdmission(cctx, p, *st.admission); err != nil {
-		log.Warn("give back an admission", "err", err)
-	}
-}
-
-// tenantCache keeps tenants' usage sums for Config.QuotaCache, so that a
-// tenant quota costs one sum of its principals per tenant and window in
-// each process, not one per submit.
-type tenantCache struct {
-	mu sync.Mutex
-	m  map[string]*tenantEntry
-}
-
-type tenantEntry struct {
-	u    *chat.TenantUsage
-	read time.Time // on the handler's clock
-}
-
-// maxCachedTenants bounds the cache: past it, entries older than the
-// window are dropped first, then all.
-const maxCachedTenants = 1024
-
-// usage returns tenant's sum at at: the cached one when read less than
-// QuotaCache ago for the same UTC day, else the sum of every page of
-// ListUsage (one Query per page of 100 principals).
-func (c *tenantCache) usage(ctx context.Context, h *handler, tenant string, at time.Time) (*chat.TenantUsage, error) {
-	window := h.opts.QuotaCache
-	c.mu.Lock()
-	if e := c.m[tenant]; e != nil && clock.Since(h.clock, e.read) < window && chat.MonthKey(e.u.At) == chat.MonthKey(at) && e.u.At.YearDay() == at.YearDay() {
-		u := *e.u
-		c.mu.Unlock()
-		return &u, nil
-	}
-	c.mu.Unlock()
-	sum := &chat.TenantUsage{Tenant: tenant, At: at}
-	for cursor := ""; ; {
-		page, err := h.opts.Store.ListUsage(ctx, chat.UsageListRequest{Tenant: tenant, At: at, Limit: chat.MaxPageLimit, Cursor: cursor})
-		if err != nil {
-			return nil, fmt.Errorf("sum tenant usage: %w", err)
-		}
-		for i := range page.Principals {
-			sum.Add(&page.Principals[i])
-		}
-		if !page.HasMore {
-			break
-		}
-		cursor = page.NextCursor
-	}
-	if window > 0 {
-		c.mu.Lock()
-		if c.m == nil || len(c.m) >= maxCachedTenants {
-			c.m = map[string]*tenantEntry{}
-		}
-		c.m[tenant] = &tenantEntry{u: sum, read: h.clock.Now()}
-		c.mu.Unlock()
-	}
-	u := *sum
-	return &u, nil
-}
-
-// admitted adds an admission made in this process to tenant's cached sum,
-// so that its next checks within the window see it.
-func (c *tenantCache) admitted(tenant string, running bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.m[tenant]; e != nil {
-		e.u.Activity.Recent++
-		if running {
-			e.u.Activity.Running++
-		}
-	}
+// (quota.Gate.GiveBack, bounded by CleanupReserve).
+func (g *quotaGate) giveBack(ctx context.Context, log *slog.Logger, p chat.Principal, c *quota.Check) {
+	g.gate.GiveBack(ctx, log, p, c)
 }
 
 // ---- in the turn ----
@@ -353,7 +167,7 @@ func (bg *budget) beforeModelCall(ctx context.Context, step int) (int, error) {
 	}
 	// The first call was checked before the claim, unless the figures
 	// were never read then (a queued turn, or a check failed open).
-	if step > 1 || bg.quota != nil && bg.quota.principal == nil {
+	if step > 1 || bg.quota != nil && !bg.quota.Read() {
 		if err := bg.checkQuotaTokens(ctx); err != nil {
 			return 0, err
 		}
@@ -383,23 +197,11 @@ func (bg *budget) afterModelCall(ctx context.Context, calls int, capped bool) er
 
 // checkQuotaTokens compares the turn's token quotas with its figures
 // (read again when older than QuotaCache; a failed read keeps the older
-// ones, logged) plus its own tokens.
+// ones, logged) plus its own tokens (quota.Gate.CheckTokens).
 func (bg *budget) checkQuotaTokens(ctx context.Context) error {
 	t := bg.t
-	st := bg.quota
-	if st == nil {
-		return nil
-	}
-	if st.quotas.Principal.TokensPerDay == 0 && st.quotas.Principal.TokensPerMonth == 0 &&
-		st.quotas.Tenant.TokensPerDay == 0 && st.quotas.Tenant.TokensPerMonth == 0 {
-		return nil
-	}
-	if err := st.read(ctx, t.h, t.claim.Session.Owner, t.h.clock.Now(), false); err != nil {
-		t.log.Warn("quota figures not read again: the check uses the older ones", "err", err)
-	}
 	u := bg.usage()
-	var qe *chat.QuotaError
-	if errors.As(st.checkTokens(u.InputTokens+u.OutputTokens), &qe) {
+	if qe := t.h.quotas.gate.CheckTokens(ctx, t.log, bg.quota, t.claim.Session.Owner, u.InputTokens+u.OutputTokens); qe != nil {
 		return quotaLimit(qe)
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/quota"
 	"github.com/turnstream/turnstream/pkg/tool"
 )
 
@@ -77,7 +78,7 @@ func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *h
 	// The quota check, before the claim (docs/quotas.md); its admission
 	// holds a concurrency slot until the turn is counted or its latest end.
 	expires := sub.startedAt.Add(clock.Until(h.clock, deadline) + h.opts.CleanupReserve)
-	if sub.quota, err = h.quotas.check(ctx, log, sub, quotas, sub.startedAt, expires, admitRunning); err != nil {
+	if sub.quota, err = h.quotas.check(ctx, log, sub, quotas, sub.startedAt, expires, quota.Running); err != nil {
 		reject(ctx, w, log, "quota", err)
 		return
 	}
@@ -149,7 +150,7 @@ type submission struct {
 	startedAt time.Time
 	// quota is what its quota check found, and its admission (quota.go);
 	// nil without quotas.
-	quota *quotaState
+	quota *quota.Check
 }
 
 // acceptSubmit runs the checks of POST / before any storage request, in
@@ -193,10 +194,10 @@ func (h *handler) acceptSubmit(ctx context.Context, w http.ResponseWriter, r *ht
 
 // admissionID is the id of sub's admission, "" when it has none.
 func (sub *submission) admissionID() string {
-	if sub.quota == nil || sub.quota.admission == nil {
+	if sub.quota.Admission() == nil {
 		return ""
 	}
-	return sub.quota.admission.ID
+	return sub.quota.Admission().ID
 }
 
 // newSubmission returns the submission of the decoded event ev: a plain
