@@ -58,6 +58,7 @@ func (h *handler) serveAGUI(w http.ResponseWriter, r *http.Request) {
 		reject(ctx, w, log, step, err)
 		return
 	}
+	h.accepted(ctx, sub)
 	h.runSubmission(ctx, w, r, deadline, log.With("sessionId", sub.sessionID, "turnId", sub.turnID, "mode", "agui"), sub)
 }
 

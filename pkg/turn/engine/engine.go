@@ -81,9 +81,9 @@ type Config struct {
 	// auth.ErrUnauthenticated 401, auth.ErrForbidden 403, anything else
 	// 500).
 	Authenticate func(ctx context.Context, r *http.Request) (chat.Principal, error)
-	// Accepted, when not nil, is called once a request names its session
-	// and turn (a submit decoded, before its lineage check), with the
-	// request's context: the edge's metrics name them.
+	// Accepted, when not nil, is called once a submit names its session
+	// and turn (POST / or POST /agui decoded, before its lineage check),
+	// with the request's context: the edge's metrics name them.
 	Accepted func(ctx context.Context, sessionID, turnID string)
 	// Trace, when not nil, starts the hooks of each claimed turn (a
 	// submit's, a resumed approval's, a queued turn's): it returns the

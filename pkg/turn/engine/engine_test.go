@@ -117,6 +117,32 @@ func TestEngineWithoutItsEdge(t *testing.T) {
 	}
 }
 
+// TestEngineAcceptedAGUI: an AG-UI submit names its thread and run as
+// the session and turn it runs (Config.Accepted), as a protocol submit
+// does.
+func TestEngineAcceptedAGUI(t *testing.T) {
+	var k hooks
+	e, err := engine.New(k.config(memory.New(memory.Options{}), func(context.Context, *http.Request) (chat.Principal, error) {
+		return chat.Principal{Subject: "alice", Tenant: "t"}, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := `{"threadId":"s2","runId":"t2","messages":[{"id":"c1","role":"user","content":"hello"}],"tools":[],"context":[],"state":{},"forwardedProps":{}}`
+	req := httptest.NewRequest(http.MethodPost, engine.AGUIPath, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	e.ServeAGUI(rec, req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), "RUN_FINISHED") {
+		t.Fatalf("%d %s", rec.Code, rec.Body)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.accepted != "s2/t2" || k.end.Outcome != engine.OutcomeComplete {
+		t.Errorf("Accepted got %q, TurnEnd %+v", k.accepted, k.end)
+	}
+}
+
 // TestEngineRefusesWithItsAuthenticator: an Authenticate error is the
 // answer (401 for auth.ErrUnauthenticated), given before any body byte is
 // read and before anything is stored; an engine without Authenticate is

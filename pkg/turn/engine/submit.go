@@ -44,10 +44,16 @@ func (h *handler) serveSubmit(w http.ResponseWriter, r *http.Request) {
 		reject(ctx, w, log, step, err)
 		return
 	}
+	h.accepted(ctx, sub)
+	h.runSubmission(ctx, w, r, deadline, log.With("sessionId", sub.sessionID, "turnId", sub.turnID), sub)
+}
+
+// accepted tells Config.Accepted the session and turn an accepted
+// submission (of POST / or POST /agui) names.
+func (h *handler) accepted(ctx context.Context, sub *submission) {
 	if h.opts.Accepted != nil {
 		h.opts.Accepted(ctx, sub.sessionID, sub.turnID)
 	}
-	h.runSubmission(ctx, w, r, deadline, log.With("sessionId", sub.sessionID, "turnId", sub.turnID), sub)
 }
 
 // runSubmission runs an accepted submission (of POST / or POST /agui) from
