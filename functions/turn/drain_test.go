@@ -11,12 +11,15 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -34,13 +37,11 @@ import (
 
 // invokeAPI is a Lambda Invoke endpoint: it records each request, checks
 // its signature, and answers each with the next of answers (a status, and
-// for an error Lambda's error type), 202 once they run out; hang holds a
-// request until its client gives up.
+// for an error Lambda's error type), 202 once they run out.
 type invokeAPI struct {
 	t       *testing.T
 	mu      sync.Mutex
 	answers []invokeAnswer
-	hang    bool
 
 	requests []invokeRequest
 }
@@ -65,12 +66,7 @@ func (a *invokeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(a.answers) > 0 {
 		ans, a.answers = a.answers[0], a.answers[1:]
 	}
-	hang := a.hang
 	a.mu.Unlock()
-	if hang {
-		<-r.Context().Done()
-		return
-	}
 	if ans.status == 0 {
 		w.WriteHeader(http.StatusAccepted)
 		return
@@ -127,9 +123,7 @@ func testInvoker(srv *httptest.Server) *eventInvoker {
 	if err != nil {
 		panic(err)
 	}
-	inv.retryer = retry.NewStandard(func(o *retry.StandardOptions) {
-		o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
-	})
+	inv.retryer = noBackoff()
 	return inv
 }
 
@@ -218,17 +212,45 @@ func TestEventInvokerAnswers(t *testing.T) {
 		})
 	}
 	t.Run("no answer", func(t *testing.T) {
-		api := &invokeAPI{t: t, hang: true}
-		srv := httptest.NewServer(api)
-		defer srv.Close()
-		inv := testInvoker(srv)
-		inv.attemptTimeout = 20 * time.Millisecond // real time: the attempts wait on a real server's silence
-		if err := inv.invokeEvent(t.Context(), "turn", []byte(`{}`)); !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("error %v, want the attempt's deadline", err)
-		}
-		if n := len(api.recorded()); n != 3 {
-			t.Errorf("%d requests, want 3 attempts", n)
-		}
+		// A client that never answers, in a testing/synctest bubble: each
+		// attempt's timeout passes on the bubble's clock, and the attempts
+		// are counted where they are made, whatever the machine's load.
+		synctest.Test(t, func(t *testing.T) {
+			silent := &silentClient{}
+			inv, err := newEventInvoker(aws.Config{Region: "us-east-1", BaseEndpoint: aws.String("http://lambda.test"), HTTPClient: silent,
+				Credentials: credentials.NewStaticCredentialsProvider("AKIDEXAMPLE", "secret", "")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			inv.retryer = noBackoff()
+			start := time.Now()
+			if err := inv.invokeEvent(t.Context(), "turn", []byte(`{}`)); !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("error %v, want the attempt's deadline", err)
+			}
+			if n := silent.attempts.Load(); n != 3 {
+				t.Errorf("%d attempts, want 3", n)
+			}
+			if took := time.Since(start); took != 3*defaultInvokeAttemptTimeout {
+				t.Errorf("the attempts took %v, want 3 of %v", took, defaultInvokeAttemptTimeout)
+			}
+		})
+	})
+}
+
+// silentClient is an HTTP client that never answers: each request waits
+// for its context's end, as a hung connection does.
+type silentClient struct{ attempts atomic.Int32 }
+
+func (c *silentClient) Do(req *http.Request) (*http.Response, error) {
+	c.attempts.Add(1)
+	<-req.Context().Done()
+	return nil, &url.Error{Op: req.Method, URL: req.URL.String(), Err: req.Context().Err()}
+}
+
+// noBackoff is aws/retry's standard retryer without its waits.
+func noBackoff() aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
 	})
 }
 

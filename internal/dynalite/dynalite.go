@@ -24,8 +24,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -199,12 +201,17 @@ func start() {
 	endpoint = s.Endpoint()
 }
 
+// reportExit tells of a server that exited while in use (a test swaps
+// it).
+var reportExit = func(format string, a ...any) { fmt.Fprintf(os.Stderr, format, a...) }
+
 // Server is a dynalite process started by Start.
 type Server struct {
 	cmd      *exec.Cmd
 	done     chan struct{} // closed when the process has exited and been reaped
 	endpoint string
 	stopOnce sync.Once
+	stopping atomic.Bool // set by Stop: an exit after it is expected
 }
 
 // NotInstalledError is Start's error when dynalite or Node is missing;
@@ -237,20 +244,39 @@ func Start(root string) (*Server, error) {
 		"--createTableMs", "0", "--deleteTableMs", "0", "--updateTableMs", "0")
 	cmd.Dir = root
 	cmd.Stdout = nil
-	var stderr strings.Builder
-	cmd.Stderr = &limitedWriter{w: &stderr, n: 4096}
+	stderr := &limitedWriter{w: &strings.Builder{}, n: 4096}
+	cmd.Stderr = stderr
 	setProcAttr(cmd)
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", bin, err)
-	}
 	s := &Server{cmd: cmd, done: make(chan struct{}), endpoint: "http://127.0.0.1:" + port}
+	// On Linux the kernel sends the parent-death signal when the thread
+	// that started the child exits, not the process (prctl(2),
+	// PR_SET_PDEATHSIG), and the Go runtime ends a thread when a goroutine
+	// locked to it exits. So the process is started, waited for and
+	// reaped by one goroutine locked to its thread until then: only this
+	// process's death (or Stop) ends dynalite.
+	started := make(chan error, 1)
 	go func() {
-		_ = cmd.Wait() // exit status after a kill carries no information
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		err := cmd.Wait()
+		if !s.stopping.Load() {
+			// Every test sharing the server fails after this: say why.
+			reportExit("dynalite: the server on %s exited while in use (%v); its stderr: %q\n", s.endpoint, err, stderr.String())
+		}
 		close(s.done)
 	}()
+	if err := <-started; err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
 	if err := waitReady(s.endpoint, s.done); err != nil {
+		exited := stderr.String()
 		s.Stop()
-		return nil, fmt.Errorf("%w (stderr: %q)", err, stderr.String())
+		return nil, fmt.Errorf("%w (stderr: %q)", err, exited)
 	}
 	return s, nil
 }
@@ -265,6 +291,7 @@ func (s *Server) Pid() int { return s.cmd.Process.Pid }
 // reaped. Safe to call more than once.
 func (s *Server) Stop() {
 	s.stopOnce.Do(func() {
+		s.stopping.Store(true)
 		killGroup(s.cmd)
 		<-s.done
 	})
@@ -362,6 +389,13 @@ type limitedWriter struct {
 	mu sync.Mutex
 	w  *strings.Builder
 	n  int
+}
+
+// String returns what was written, up to the limit.
+func (l *limitedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
 }
 
 func (l *limitedWriter) Write(p []byte) (int, error) {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
@@ -103,5 +104,45 @@ func TestIsLoopback(t *testing.T) {
 		if got := isLoopback(endpoint); got != want {
 			t.Errorf("isLoopback(%q) = %v, want %v", endpoint, got, want)
 		}
+	}
+}
+
+// TestExitWhileInUseIsReported: a server that dies while in use says so,
+// with its exit and stderr (every test sharing it fails next); one that
+// Stop ends says nothing.
+func TestExitWhileInUseIsReported(t *testing.T) {
+	if os.Getenv(EndpointEnv) != "" {
+		t.Skip("a server named by " + EndpointEnv + " is not ours to kill")
+	}
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports atomic.Int32
+	var last atomic.Value
+	prev := reportExit
+	reportExit = func(format string, a ...any) { reports.Add(1); last.Store(fmt.Sprintf(format, a...)) }
+	t.Cleanup(func() { reportExit = prev })
+
+	killed, err := Start(root)
+	if err != nil {
+		t.Skip(err) // no Node here: Endpoint's tests say so
+	}
+	if err := killed.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-killed.done
+	if reports.Load() != 1 || !strings.Contains(last.Load().(string), "exited while in use") {
+		t.Errorf("a killed server: %d reports, last %v", reports.Load(), last.Load())
+	}
+	killed.Stop()
+
+	stopped, err := Start(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped.Stop()
+	if reports.Load() != 1 {
+		t.Errorf("a stopped server was reported: %v", last.Load())
 	}
 }
