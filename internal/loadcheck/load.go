@@ -313,7 +313,8 @@ type facts struct {
 	renewTrouble     bool // a renewal failed, met a fault, or outlived the lease it extended
 	// fateReadFailed: after a renewal in trouble, a read of the turn (the
 	// fate the table decided of a turn that could no longer prove its
-	// lease) failed on every attempt.
+	// lease), or the decided turn's count in the usage ledger, failed on
+	// every attempt.
 	fateReadFailed bool
 	save           applied
 	saveCalled     bool
@@ -386,8 +387,13 @@ func factsOf(ops []Op) facts {
 			// fails the claim; its clear failing fails nothing, the
 			// session's next count clears the entry); after it, the
 			// turn's own count, which the client does not see.
+			// After a renewal in trouble and before any save, they are the
+			// count of the turn's own decided fate (the store decided its
+			// expired lease and counts the turn before answering): one
+			// failing leaves that fate unread.
 			if save == nil && !clearing {
 				f.claimFailed = f.claimFailed || op.failed()
+				f.fateReadFailed = f.fateReadFailed || f.renewTrouble && op.failed()
 			}
 		case op.Kind == dynamobench.KindRenew:
 			lastSession = op

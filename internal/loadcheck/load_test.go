@@ -341,6 +341,45 @@ func TestFactsOfAFailedFence(t *testing.T) {
 	}
 }
 
+// TestFactsOfAnUnreadFateAfterRenewalTrouble: a turn that could not prove
+// its lease (every renewal hung), saved nothing, and whose decided fate
+// could not be read because the decided turn's count in the usage ledger
+// failed (its read hung) is told TURN_OUTCOME_INDETERMINATE rightly; the
+// same calls with the count answered leave that answer unexplained. (A
+// loaded make test showed the judge counting only decide and other calls
+// as the fate's read.)
+func TestFactsOfAnUnreadFateAfterRenewalTrouble(t *testing.T) {
+	applied := []*attemptRecord{{Status: http.StatusOK, Forwarded: true}}
+	ops := []Op{
+		{Op: "UpdateItem", Kind: dynamobench.KindClaim, Write: dynamobench.ClaimWrite, Attempts: applied},
+		{Op: "Query", Kind: dynamobench.KindContext},
+		{Op: "UpdateItem", Kind: dynamobench.KindRenew, Err: "hung"},
+		{Op: "GetItem", SK: "SESSION", Kind: dynamobench.KindRead},
+		{Op: "UpdateItem", Kind: dynamobench.KindRenew, Err: "hung"},
+		{Op: "Query", Kind: dynamobench.KindOther},
+		{Op: "UpdateItem", Kind: dynamobench.KindDecide},
+		{Op: "BatchGetItem", Kind: dynamobench.KindUsage},
+		{Op: "UpdateItem", Kind: dynamobench.KindUsage, Write: dynamobench.LedgerWrite, Err: "ccf", CondFailed: true},
+		{Op: "BatchGetItem", Kind: dynamobench.KindUsage, Err: "hung"},
+	}
+	d := protocol.NewDiagnostic(protocol.CodeTurnOutcomeIndeterminate)
+	at := time.Date(2026, 12, 4, 8, 0, 0, 0, time.UTC)
+	res := &Result{Status: http.StatusOK, Last: &protocol.Event{Kind: protocol.EventDiagnostic, Diagnostic: &d},
+		Received: []LineRecord{{EmittedAt: at, Event: protocol.EventSnapshot, Status: protocol.StatusStreaming}, {EmittedAt: at, Event: protocol.EventDiagnostic}}}
+	f := factsOf(ops)
+	if !f.renewTrouble || !f.fateReadFailed || f.saveCalled {
+		t.Fatalf("facts %+v: want renewal trouble, the fate unread, no save", f)
+	}
+	if v := judge(f, res, appliedNo, false, time.Second); v.problem != "" {
+		t.Errorf("judge: %s, want the answer explained", v.problem)
+	}
+	read := slices.Clone(ops)
+	read[len(read)-1].Err = ""
+	if v := judge(factsOf(read), res, appliedNo, false, time.Second); v.problem == "" {
+		t.Error("the fate read and counted, yet TURN_OUTCOME_INDETERMINATE: want a problem")
+	}
+}
+
 // TestConsumed: a claim given back (a failed or rejecting turn id lookup)
 // leaves its turn id free for a later run; one whose give-back may not
 // have applied leaves it unknown.
