@@ -295,8 +295,18 @@ func (c rules) stopRules() {
 			c.addRule("I7", RuleStopHonest, t, "no stop was answered 2xx (one was answered retryable), yet the turn ended interrupted: a retryable answer hid a stop that took effect",
 				append(answers, term.Desc)...)
 		}
-		first := stops[0]
-		if first.DuringCheckpointFaults && term.At.After(first.Start) && !c.disturbed(live.Proc, first.Start, term.At) &&
+		// The stop bound runs from the first stop sent after the turn's
+		// submit opened: one sent before (its schedule running late, a
+		// restart delaying the submit) could not name the turn, and was
+		// answered as such.
+		var first *Stop
+		for _, s := range stops {
+			if !s.Start.Before(live.Start) {
+				first = s
+				break
+			}
+		}
+		if first != nil && first.DuringCheckpointFaults && term.At.After(first.Start) && !c.disturbed(live.Proc, first.Start, term.At) &&
 			!c.disturbed(first.Proc, first.Start, first.End) && c.onlyCheckpointFaults() &&
 			term.At.After(first.Start.Add(bound+slack)) {
 			c.addRule("I5", RuleStopBound, t, fmt.Sprintf("a stop first sent while checkpoint writes failed took %s to show the turn terminal (%s; stop bound %s, slack %s)",
