@@ -168,12 +168,16 @@ func TestFiguresCached(t *testing.T) {
 	if r, l := s.reads.Load(), s.lists.Load(); r != 2 || l != 1 {
 		t.Fatalf("two admissions: %d principal reads (want 2, each fresh), %d tenant sums (want 1, cached)", r, l)
 	}
-	g.CheckTokens(t.Context(), log, c, alice, 10)
+	if qe := g.CheckTokens(t.Context(), log, c, alice, 10); qe != nil {
+		t.Errorf("10 of 1,000 tokens: %v", qe)
+	}
 	if r := s.reads.Load(); r != 2 {
 		t.Errorf("a check within the window read the principal again (%d reads)", r)
 	}
 	fake.Advance(time.Minute)
-	g.CheckTokens(t.Context(), log, c, alice, 10)
+	if qe := g.CheckTokens(t.Context(), log, c, alice, 10); qe != nil {
+		t.Errorf("10 of 1,000 tokens, a minute later: %v", qe)
+	}
 	if r, l := s.reads.Load(), s.lists.Load(); r != 3 || l != 2 {
 		t.Errorf("a check after the window: %d principal reads (want 3), %d tenant sums (want 2)", r, l)
 	}
