@@ -329,20 +329,28 @@ func checkInstalled(bin, root string, lookPath func(string) (string, error)) str
 	return ""
 }
 
-// patchMarker is what scripts/patch-dynalite.mjs leaves in dynalite's
-// db/index.js.
-const patchMarker = "turnstream: skip an index entry whose item is not written yet"
+// patchMarkers are what scripts/patch-dynalite.mjs leaves in dynalite's
+// files (relative to its package).
+var patchMarkers = map[string]string{
+	"db/index.js": "turnstream: skip an index entry whose item is not written yet",
+	"index.js":    "turnstream: a request its client aborted is dropped",
+}
 
 // ensurePatched applies scripts/patch-dynalite.mjs (which `make deps`
-// runs after npm ci) when root's dynalite lacks it: unpatched, dynalite
-// 4.0.0 crashes when an index Query meets an item still being created,
-// failing every test sharing the server.
+// runs after npm ci) when root's dynalite lacks one of its patches:
+// unpatched, dynalite 4.0.0 crashes when an index Query meets an item
+// still being created, or when a client aborts a request while sending
+// its body, failing every test sharing the server.
 func ensurePatched(root string) error {
-	src, err := os.ReadFile(filepath.Join(root, "node_modules", "dynalite", "db", "index.js"))
-	if err != nil {
-		return fmt.Errorf("read dynalite's db/index.js: %w", err)
+	patched := true
+	for rel, marker := range patchMarkers {
+		src, err := os.ReadFile(filepath.Join(root, "node_modules", "dynalite", filepath.FromSlash(rel)))
+		if err != nil {
+			return fmt.Errorf("read dynalite's %s: %w", rel, err)
+		}
+		patched = patched && strings.Contains(string(src), marker)
 	}
-	if strings.Contains(string(src), patchMarker) {
+	if patched {
 		return nil
 	}
 	cmd := exec.Command("node", filepath.Join(root, "scripts", "patch-dynalite.mjs"))

@@ -3,6 +3,9 @@ package dynalite
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,4 +148,30 @@ func TestExitWhileInUseIsReported(t *testing.T) {
 	if reports.Load() != 1 {
 		t.Errorf("a stopped server was reported: %v", last.Load())
 	}
+}
+
+// TestAbortedRequestKeepsTheServer: a client that gives up while sending
+// a request's body (an SDK attempt timeout) does not take the server down
+// (patch-dynalite.mjs's second patch; unpatched, dynalite throws).
+func TestAbortedRequestKeepsTheServer(t *testing.T) {
+	if os.Getenv(EndpointEnv) != "" {
+		t.Skip("a server named by " + EndpointEnv + " is not dynalite")
+	}
+	ep := Endpoint(t)
+	u, err := url.Parse(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		conn, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.WriteString(conn, "POST / HTTP/1.1\r\nHost: "+u.Host+"\r\nContent-Type: application/x-amz-json-1.0\r\n"+
+			"X-Amz-Target: DynamoDB_20120810.ListTables\r\nContent-Length: 100\r\n\r\n{\"Li")
+		_ = conn.Close()
+	}
+	// The server answers after the aborts (a crash closes its port):
+	// Table creates a table on it, and fails the test when it cannot.
+	Table(t, Client(t))
 }
