@@ -210,7 +210,7 @@ func checkLedgerSection(t *testing.T, r *ledgerbench.Result) {
 	for i, mode := range ledgerbench.Modes {
 		for _, k := range []struct {
 			name string
-			at   []*dynamobench.CapacityAccount
+			at   []*dynamobench.Account
 		}{{"new session", r.First}, {"second turn", r.Second}} {
 			got := k.at[i].Requests - k.at[0].Requests
 			if extra[i] >= 0 && got != extra[i] {

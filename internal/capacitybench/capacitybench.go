@@ -50,7 +50,7 @@ import (
 // Env is what Run measures on and with.
 type Env struct {
 	// Client is the store's DynamoDB client, Raw an unmetered one for
-	// the capacity meter's own reads (dynamobench.NewCapacityMeter).
+	// the meter's own size reads (dynamobench.NewMeter).
 	Client, Raw dynamo.Client
 	Table       string
 	CursorKey   []byte
@@ -90,7 +90,7 @@ func steps(quick bool) []Step {
 // Result is one measured turn.
 type Result struct {
 	Step Step
-	Acct *dynamobench.CapacityAccount
+	Acct *dynamobench.Account
 	Took time.Duration
 }
 
@@ -99,7 +99,7 @@ type Result struct {
 // store's own claim, save and release outside the meter.
 func Run(ctx context.Context, e Env) ([]*Result, error) {
 	client, raw, table, cursorKey, progress := e.Client, e.Raw, e.Table, e.CursorKey, e.Progress
-	m := dynamobench.NewCapacityMeter(client, raw, table)
+	m := dynamobench.NewMeter(client, raw)
 	metered := dynamo.New(m, dynamo.Options{Table: table, CursorKey: cursorKey})
 	plain := dynamo.New(client, dynamo.Options{Table: table, CursorKey: cursorKey})
 	wirings, closeAll, err := wiringsOf(e, metered, nil)
@@ -186,7 +186,7 @@ func Rows(res []*Result, e Env) [][4]string {
 	if len(res) == 0 {
 		return rows
 	}
-	first, atBudget := res[0].Acct, (*dynamobench.CapacityAccount)(nil)
+	first, atBudget := res[0].Acct, (*dynamobench.Account)(nil)
 	for _, r := range res {
 		if r.Step.Ordinal == ContextTurns+1 {
 			atBudget = r.Acct
@@ -202,11 +202,15 @@ func Rows(res []*Result, e Env) [][4]string {
 		for _, k := range slices.Sorted(maps.Keys(a.WCU)) {
 			kinds = append(kinds, fmt.Sprintf("%s %d", k, a.WCU[k]))
 		}
+		purposes := []string{}
+		for _, k := range slices.Sorted(maps.Keys(a.Purposes)) {
+			purposes = append(purposes, fmt.Sprintf("%s %d", k, a.Purposes[k]))
+		}
 		ops := []string{}
 		for _, k := range slices.Sorted(maps.Keys(a.Ops)) {
 			ops = append(ops, fmt.Sprintf("%d %s", a.Ops[k], k))
 		}
-		writes := a.WriteUnits() - a.WCU[dynamobench.CapacityCheckpoint]
+		writes := a.WriteUnits() - a.WCU[dynamobench.CheckpointItems]
 		base := fmt.Sprintf("goal <= 8 WCU; turn 1: %d WCU, %d requests", first.WriteUnits(), first.Requests)
 		vs := fmt.Sprintf("%d/8 WCU without checkpoints, %.2fx turn 1", writes, float64(writes)/float64(first.WriteUnits()))
 		if atBudget != nil && r.Step.Ordinal > ContextTurns {
@@ -215,8 +219,8 @@ func Rows(res []*Result, e Env) [][4]string {
 		}
 		rows = append(rows, [4]string{
 			fmt.Sprintf("capacity of turn %d of one session (%d-byte answer at %.0f chars/s, %s, context budget %d turns)", r.Step.Ordinal, Answer, textRate, mode, ContextTurns),
-			fmt.Sprintf("%d WCU (%s; server-reported base %.0f), %.1f RCU (Query %.1f, GetItem %.1f), %d requests (%s); session item up to %d B, turn item %d B",
-				a.WriteUnits(), strings.Join(kinds, ", "), a.ReportedWCU, a.ReadUnits(), a.RCU["Query"], a.RCU["GetItem"], a.Requests, strings.Join(ops, ", "), a.SessionBytes, a.TurnBytes),
+			fmt.Sprintf("%d WCU (%s; by write: %s; server-reported base %.0f), %.1f RCU (Query %.1f, GetItem %.1f), %d requests (%s); session item up to %d B, turn item %d B",
+				a.WriteUnits(), strings.Join(kinds, ", "), strings.Join(purposes, ", "), a.TableUnits, a.ReadUnits(), a.RCU["Query"], a.RCU["GetItem"], a.Requests, strings.Join(ops, ", "), a.SessionBytes, a.TurnBytes),
 			base, vs,
 		})
 	}

@@ -49,7 +49,7 @@ type pricedRequest struct {
 	Label       string
 	Answer      int // bytes; 0 for the history page
 	Checkpoints bool
-	Acct        *dynamobench.CapacityAccount
+	Acct        *dynamobench.Account
 	Took        time.Duration // request -> last line (the page: request -> answer)
 	EMFBytes    int64         // the EMF documents the request wrote
 	MemoryGB    float64
@@ -75,7 +75,7 @@ type CostResult struct {
 // Cost measures the turns and the history page the cost section prices
 // (see above).
 func Cost(ctx context.Context, e Env) (*CostResult, error) {
-	m := dynamobench.NewCapacityMeter(e.Client, e.Raw, e.Table)
+	m := dynamobench.NewMeter(e.Client, e.Raw)
 	metered := dynamo.New(m, dynamo.Options{Table: e.Table, CursorKey: e.CursorKey})
 	plain := dynamo.New(e.Client, dynamo.Options{Table: e.Table, CursorKey: e.CursorKey})
 	var emf atomic.Int64

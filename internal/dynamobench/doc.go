@@ -10,9 +10,12 @@
 //     with the capacity it consumed when asked), each of its HTTP
 //     attempts, so that retries show, and each attempt's round trip
 //     alone (its times and body bytes);
-//   - Meter is a dynamo.Client between a Store and its client that
-//     accounts each session's requests and billed write units, the local
-//     secondary indexes' included;
+//   - Meter, the one meter of every benchmark section and check, is a
+//     dynamo.Client between a Store and its client that bills each call
+//     as AWS does (requests, read and write units, the local secondary
+//     indexes' included) into its session's account and a running total,
+//     and keeps each write's units under the store's label of it
+//     (dynamo.Purpose);
 //   - CompareAndSet is one conditional UpdateItem of the shape of every
 //     store write, the baseline of a server's write ceiling, and
 //     CompareAndSetOwned the same for an item's only writer, which

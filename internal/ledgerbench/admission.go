@@ -33,13 +33,13 @@ type AdmissionMethod struct {
 	// Sequential is the median account of one admission on the basis of
 	// the principal's read just before it (as a submit makes it): the read
 	// and the admission's writes.
-	Sequential *dynamobench.CapacityAccount
+	Sequential *dynamobench.Account
 	// Burst: BurstSize admissions at once from two stores, BurstLimit a
 	// minute; Admitted of them admitted, Unavailable answered "could not
 	// check" (the compare-and-set rounds ran out), and the burst's
 	// requests and write units in all.
 	Admitted, Unavailable int
-	Burst                 *dynamobench.CapacityAccount
+	Burst                 *dynamobench.Account
 }
 
 // Burst figures: the outside report's scenario.
@@ -74,12 +74,12 @@ func admissionRun(ctx context.Context, e Env, res *Result) error {
 	}
 	for mi, m := range methods {
 		e.Progress("ledger: admissions, %s", m.name)
-		meter := dynamobench.NewCapacityMeter(e.Client, e.Raw, e.Table)
+		meter := dynamobench.NewMeter(e.Client, e.Raw)
 		store := dynamo.New(meter, dynamo.Options{Table: e.Table, CursorKey: e.CursorKey, Ledger: chat.LedgerOptions{Enabled: true}})
 		out := AdmissionMethod{Name: m.name}
 		// Sequential: a principal of its own, a limit never reached.
 		p := chat.Principal{Subject: fmt.Sprintf("%s-admit-%d", e.Prefix, mi), Tenant: e.Prefix + "-admit"}
-		var accts []*dynamobench.CapacityAccount
+		var accts []*dynamobench.Account
 		for i := range n {
 			meter.Take()
 			at := time.Now().UTC().Truncate(time.Millisecond)

@@ -74,7 +74,7 @@ type Result struct {
 	// First and Second are each mode's median account of a session's
 	// first and second turn; FirstLine each mode's times to the first
 	// line (both turns).
-	First, Second []*dynamobench.CapacityAccount
+	First, Second []*dynamobench.Account
 	FirstLine     [][]time.Duration
 	// TenantPrincipals is the size of the dev tenant's partition of the
 	// month when the section ended (what a tenant's Query reads).
@@ -96,7 +96,7 @@ const Growth = 1000
 // Env is what Run measures on: the bench's table and its clients.
 type Env struct {
 	// Client is the store's DynamoDB client, Raw an unmetered one for
-	// the capacity meter's own reads (dynamobench.NewCapacityMeter).
+	// the meter's own size reads (dynamobench.NewMeter).
 	Client, Raw dynamo.Client
 	// Store is an unmetered store on Table, for waiting and listing.
 	Store     chat.Store
@@ -119,20 +119,20 @@ func Run(ctx context.Context, e Env) (*Result, error) {
 	}
 	res := &Result{Sessions: n, GrowthSessions: growth}
 	type wired struct {
-		meter  *dynamobench.CapacityMeter
+		meter  *dynamobench.Meter
 		store  chat.Store
 		w      *benchwire.Wiring
 		c      *client.Client
 		p      chat.Principal
-		first  []*dynamobench.CapacityAccount
-		second []*dynamobench.CapacityAccount
+		first  []*dynamobench.Account
+		second []*dynamobench.Account
 		times  []time.Duration
 	}
 	hc := benchwire.NewHTTPClient(4, nil)
 	defer hc.CloseIdleConnections()
 	modes := make([]*wired, len(Modes))
 	for i, mode := range Modes {
-		m := dynamobench.NewCapacityMeter(e.Client, e.Raw, e.Table)
+		m := dynamobench.NewMeter(e.Client, e.Raw)
 		store := dynamo.New(m, dynamo.Options{Table: e.Table, CursorKey: e.CursorKey, Ledger: chat.LedgerOptions{Enabled: mode.Env["USAGE_LEDGER"] == "on"}})
 		w, err := benchwire.NewTurnEnv(store, nil, mode.Env, func(*turn.Options) {})
 		if err != nil {
@@ -143,7 +143,7 @@ func Run(ctx context.Context, e Env) (*Result, error) {
 		modes[i] = &wired{meter: m, store: store, w: w, c: w.ClientAs(hc, subject), p: chat.Principal{Subject: subject, Tenant: auth.DevTenant}}
 	}
 	// turn runs one turn of sid in mode x and returns its account.
-	turn := func(x *wired, sid string) (*dynamobench.CapacityAccount, error) {
+	turn := func(x *wired, sid string) (*dynamobench.Account, error) {
 		x.meter.Take()
 		log := benchwire.Follow(benchwire.Submitting(ctx, x.c, sid, benchwire.NewID(), benchwire.Ask(Answer), true), false, false, nil)
 		if last := log.Last(); log.Err != nil || last == nil || last.Status != protocol.StatusComplete {
@@ -194,7 +194,7 @@ func Run(ctx context.Context, e Env) (*Result, error) {
 // growthRun counts one turn of each of res.GrowthSessions sessions
 // in a fresh principal's month, measuring the first count and the last.
 func growthRun(ctx context.Context, e Env, res *Result) error {
-	m := dynamobench.NewCapacityMeter(e.Client, e.Raw, e.Table)
+	m := dynamobench.NewMeter(e.Client, e.Raw)
 	store := dynamo.New(m, dynamo.Options{Table: e.Table, CursorKey: e.CursorKey, Ledger: chat.LedgerOptions{Enabled: true}})
 	p := chat.Principal{Subject: e.Prefix + "-ledger-growth", Tenant: e.Prefix + "-growth"}
 	e.Progress("ledger: one principal's month item, %d sessions", res.GrowthSessions)
@@ -247,10 +247,10 @@ func (r *Result) Rows() [][4]string {
 	if r == nil || len(r.First) != len(Modes) {
 		return nil
 	}
-	acct := func(a *dynamobench.CapacityAccount) string {
+	acct := func(a *dynamobench.Account) string {
 		return fmt.Sprintf("%d requests, %d WCU, %.1f RCU", a.Requests, a.WriteUnits(), a.ReadUnits())
 	}
-	vs := func(a, base *dynamobench.CapacityAccount) string {
+	vs := func(a, base *dynamobench.Account) string {
 		return fmt.Sprintf("%+d requests, %.2fx WCU, %+.1f RCU", a.Requests-base.Requests,
 			float64(a.WriteUnits())/float64(base.WriteUnits()), a.ReadUnits()-base.ReadUnits())
 	}
@@ -261,7 +261,7 @@ func (r *Result) Rows() [][4]string {
 		b := baseOf(i)
 		for _, k := range []struct {
 			name string
-			at   []*dynamobench.CapacityAccount
+			at   []*dynamobench.Account
 		}{{"new session", r.First}, {"second turn", r.Second}} {
 			rows = append(rows, [4]string{
 				fmt.Sprintf("DynamoDB cost of a turn (%s; %d-byte answer), %s (medians of %d)", k.name, Answer, Modes[i].Name, r.Sessions),

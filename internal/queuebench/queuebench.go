@@ -56,10 +56,10 @@ const Poll = 10 * time.Millisecond
 // Result is what Run measured.
 type Result struct {
 	Sessions int
-	Plain    *dynamobench.CapacityAccount // median plain second turn
-	First    *dynamobench.CapacityAccount // median first turn
-	Both     *dynamobench.CapacityAccount // median first turn with a queued turn
-	Delays   map[string][]time.Duration   // by mode: Modes
+	Plain    *dynamobench.Account       // median plain second turn
+	First    *dynamobench.Account       // median first turn
+	Both     *dynamobench.Account       // median first turn with a queued turn
+	Delays   map[string][]time.Duration // by mode: Modes
 }
 
 // The delay modes, in the order the rows show them.
@@ -68,7 +68,7 @@ var Modes = []string{"client resubmits on the terminal line", "queued, drained i
 // Env is what Run measures on: the bench's table and its clients.
 type Env struct {
 	// Client is the store's DynamoDB client, Raw an unmetered one for
-	// the capacity meter's own reads (dynamobench.NewCapacityMeter).
+	// the meter's own size reads (dynamobench.NewMeter).
 	Client, Raw dynamo.Client
 	// Store is an unmetered store on Table, for waiting.
 	Store     chat.Store
@@ -155,7 +155,7 @@ func wiring(e Env, store chat.Store, dispatch bool) (*benchwire.Wiring, error) {
 // first turn then a plain second turn submitted after it, and a first
 // turn with a second turn enqueued while it runs.
 func cost(ctx context.Context, e Env, n int, res *Result) error {
-	m := dynamobench.NewCapacityMeter(e.Client, e.Raw, e.Table)
+	m := dynamobench.NewMeter(e.Client, e.Raw)
 	metered := dynamo.New(m, dynamo.Options{Table: e.Table, CursorKey: e.CursorKey})
 	w, err := wiring(e, metered, false)
 	if err != nil {
@@ -165,7 +165,7 @@ func cost(ctx context.Context, e Env, n int, res *Result) error {
 	hc := benchwire.NewHTTPClient(4, nil)
 	defer hc.CloseIdleConnections()
 	c := w.Client(hc)
-	var firsts, plains, boths []*dynamobench.CapacityAccount
+	var firsts, plains, boths []*dynamobench.Account
 	for i := range n {
 		e.Progress("multitask: cost, session pair %d of %d", i+1, n)
 		sid := benchwire.NewID()
