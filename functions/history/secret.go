@@ -6,9 +6,9 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/turnstream/turnstream/pkg/awsenv"
 	"github.com/turnstream/turnstream/pkg/config"
 )
 
@@ -18,15 +18,11 @@ type secretsGetter interface {
 	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
 }
 
-// newSecretsClient returns a Secrets Manager client from the default AWS
-// configuration (on Lambda: the function role's credentials and region;
+// newSecretsClient returns a Secrets Manager client from the function's
+// environment (pkg/awsenv: the function role's credentials and region;
 // AWS_ENDPOINT_URL_SECRETS_MANAGER points it elsewhere).
 func newSecretsClient(ctx context.Context, region string) (secretsGetter, error) {
-	var loads []func(*awsconfig.LoadOptions) error
-	if region != "" {
-		loads = append(loads, awsconfig.WithRegion(region))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, loads...)
+	awsCfg, err := awsenv.Config(region)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS config: %w", err)
 	}

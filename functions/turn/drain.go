@@ -9,9 +9,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdaurl"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
+	"github.com/turnstream/turnstream/pkg/awsenv"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
@@ -66,12 +66,13 @@ func newDispatcher(function string, newClient func(context.Context) (invoker, er
 	}
 }
 
-// lambdaClient builds the invoker of the dispatcher: the AWS default
-// credential chain in region (AWS_ENDPOINT_URL_LAMBDA points it
+// lambdaClient builds the invoker of the dispatcher: the function's
+// credentials from its environment in region (pkg/awsenv;
+// AWS_ENDPOINT_URL_LAMBDA points it
 // elsewhere, as it would the SDK's Lambda client: newEventInvoker).
 func lambdaClient(region string) func(context.Context) (invoker, error) {
 	return func(ctx context.Context) (invoker, error) {
-		cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(region))
+		cfg, err := awsenv.Config(region)
 		if err != nil {
 			return nil, err
 		}

@@ -4,7 +4,7 @@
 // RESPONSE_STREAM mode. It is wiring only: config.FromEnv -> DynamoDB store ->
 // authenticator -> the turn handler of the configuration (internal/turnsetup:
 // the demo tools, the definitions, the model providers they name: echo;
-// bedrock through the AWS default credential chain in AWS_REGION; openai at
+// bedrock with the function's credentials in AWS_REGION (pkg/awsenv); openai at
 // OPENAI_BASE_URL with OPENAI_API_KEY, built in with the build tag
 // provider.openai, providers.go) -> lambdaurl.Start
 // (functions/internal/startup), and the asynchronous invocations that
@@ -67,8 +67,8 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, fun
 
 // newModels builds one provider per provider name that defs use, from
 // providers (those built into this bootstrap): echo from ECHO_DELAY and
-// ECHO_CHUNK_RUNES; bedrock with the AWS default credential chain in
-// AWS_REGION; openai at OPENAI_BASE_URL with OPENAI_API_KEY when built in
+// ECHO_CHUNK_RUNES; bedrock with the function's credentials from its
+// environment (pkg/awsenv) in AWS_REGION; openai at OPENAI_BASE_URL with OPENAI_API_KEY when built in
 // (provider_openai.go). Only used providers are built, so an echo
 // deployment loads no AWS configuration for Bedrock. A provider that is
 // not built in is an error that says how to build it in.

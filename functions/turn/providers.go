@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 
+	"github.com/turnstream/turnstream/pkg/awsenv"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/model/bedrock"
@@ -28,7 +28,7 @@ var providers = map[string]provider{
 		return echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk), nil
 	},
 	config.ProviderBedrock: func(ctx context.Context, cfg config.Config) (model.Model, error) {
-		awsCfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cfg.Region))
+		awsCfg, err := awsenv.Config(cfg.Region)
 		if err != nil {
 			return nil, fmt.Errorf("bedrock: AWS configuration: %w", err)
 		}

@@ -298,6 +298,7 @@ func (s *Source) Headers() map[string][]string {
 var Layering = []layerRule{
 	{Pkg: "pkg/protocol"},
 	{Pkg: "pkg/clock"},
+	{Pkg: "pkg/awsenv"},
 	{Pkg: "pkg/api", May: []string{"pkg/protocol"}},
 	{Pkg: "pkg/chat", May: []string{"pkg/protocol"}},
 	{Pkg: "pkg/agui", May: []string{"pkg/protocol"}},
@@ -307,7 +308,7 @@ var Layering = []layerRule{
 	{Pkg: "pkg/model/bedrock", May: []string{"pkg/model", "pkg/protocol"}},
 	{Pkg: "pkg/model/openai", May: []string{"pkg/model", "pkg/protocol"}},
 	{Pkg: "pkg/model/modeltest", May: []string{"pkg/model", "pkg/model/bedrock", "pkg/model/openai", "pkg/protocol"}},
-	{Pkg: "pkg/store/dynamo", May: []string{"pkg/chat", "pkg/protocol"}},
+	{Pkg: "pkg/store/dynamo", May: []string{"pkg/awsenv", "pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/store/memory", May: []string{"pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/store/storetest", May: []string{"pkg/chat", "pkg/clock", "pkg/protocol"}},
 	{Pkg: "pkg/auth", May: []string{"pkg/chat", "pkg/protocol"}},

@@ -94,7 +94,7 @@ func Endpoint(tb testing.TB) string {
 
 // Options returns the client options for Endpoint's server: static
 // placeholder credentials for a loopback server (dynalite, DynamoDB Local),
-// the SDK's credential chain for any other (real AWS). The region is
+// the environment's for any other (real AWS: pkg/awsenv). The region is
 // AWS_REGION, or us-east-1.
 func Options(tb testing.TB) dynamo.ClientOptions {
 	tb.Helper()

@@ -12,12 +12,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/tracing"
+
+	"github.com/turnstream/turnstream/pkg/awsenv"
 )
 
 // Attribute and index names of the table layout
@@ -174,11 +175,17 @@ type ClientOptions struct {
 	// PurposeHeader request header, for the proxies in front of a local
 	// server.
 	Endpoint string
-	// Region is the AWS region; empty means the SDK's environment and
-	// shared-config resolution.
+	// Region is the AWS region; empty means AWS_REGION, else
+	// AWS_DEFAULT_REGION (pkg/awsenv).
 	Region string
-	// StaticCredentials uses fixed placeholder credentials instead of the
-	// SDK's credential chain: for local servers, which accept any.
+	// Credentials, when set, signs the calls: any provider, one from the
+	// SDK's shared-configuration loader (profiles, SSO) for instance.
+	Credentials aws.CredentialsProvider
+	// StaticCredentials uses fixed placeholder credentials: for local
+	// servers, which accept any. Without it or Credentials, the
+	// environment's are used (awsenv.Credentials: the Lambda runtime's
+	// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, or a
+	// container credentials endpoint).
 	StaticCredentials bool
 	// AttemptTimeout bounds one HTTP attempt (connect, send, answer), so
 	// that a hung connection costs one attempt and the SDK retries on a
@@ -219,13 +226,15 @@ const (
 // NewClient returns a DynamoDB client for mains, the dev server and tests.
 // optFns are applied last (tests add middleware through them).
 func NewClient(ctx context.Context, opts ClientOptions, optFns ...func(*dynamodb.Options)) (*dynamodb.Client, error) {
-	var loads []func(*config.LoadOptions) error
-	if opts.Region != "" {
-		loads = append(loads, config.WithRegion(opts.Region))
+	cfg, err := awsenv.Config(opts.Region)
+	if err != nil {
+		return nil, fmt.Errorf("AWS configuration: %w", err)
 	}
-	if opts.StaticCredentials {
-		loads = append(loads, config.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider("local", "local", "")))
+	switch {
+	case opts.Credentials != nil:
+		cfg.Credentials = opts.Credentials
+	case opts.StaticCredentials:
+		cfg.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
 	}
 	attempt := opts.AttemptTimeout
 	if attempt <= 0 {
@@ -235,23 +244,18 @@ func NewClient(ctx context.Context, opts ClientOptions, optFns ...func(*dynamodb
 	if attempts <= 0 {
 		attempts = DefaultMaxAttempts
 	}
-	loads = append(loads,
-		config.WithHTTPClient(awshttp.NewBuildableClient().WithTimeout(attempt).
-			WithTransportOptions(func(tr *http.Transport) { tr.MaxIdleConnsPerHost = maxIdleConnsPerHost })),
-		config.WithRetryer(func() aws.Retryer {
-			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.MaxAttempts = attempts
-				o.MaxBackoff = maxRetryBackoff
-				// No client-side retry quota: under sustained faults it
-				// gives up on calls after one attempt, turning outcomes the
-				// next attempt would have resolved into unknown ones. The
-				// callers' deadlines bound the retries instead.
-				o.RateLimiter = ratelimit.None
-			})
-		}))
-	cfg, err := config.LoadDefaultConfig(ctx, loads...)
-	if err != nil {
-		return nil, fmt.Errorf("load AWS config: %w", err)
+	cfg.HTTPClient = awshttp.NewBuildableClient().WithTimeout(attempt).
+		WithTransportOptions(func(tr *http.Transport) { tr.MaxIdleConnsPerHost = maxIdleConnsPerHost })
+	cfg.Retryer = func() aws.Retryer {
+		return retry.NewStandard(func(o *retry.StandardOptions) {
+			o.MaxAttempts = attempts
+			o.MaxBackoff = maxRetryBackoff
+			// No client-side retry quota: under sustained faults it
+			// gives up on calls after one attempt, turning outcomes the
+			// next attempt would have resolved into unknown ones. The
+			// callers' deadlines bound the retries instead.
+			o.RateLimiter = ratelimit.None
+		})
 	}
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		MeterUsage(o)
