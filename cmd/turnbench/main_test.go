@@ -75,13 +75,16 @@ func TestQuickRun(t *testing.T) {
 	}
 
 	// A queued turn costs a plain turn's writes plus its enqueue's (the
-	// queue item and the session's entry); each delay mode measured.
+	// queue item and the session's entry); each delay mode measured. The
+	// checkpoint items are left out: how many a turn writes depends on
+	// how long it runs, which a loaded machine stretches.
 	if mt := rep.Multitask; mt == nil || mt.Plain == nil {
 		t.Error("multitask: not measured")
 	} else {
-		queued := mt.Both.WriteUnits() - mt.First.WriteUnits()
-		if queued < mt.Plain.WriteUnits() || queued > mt.Plain.WriteUnits()+3 {
-			t.Errorf("multitask: a queued turn costs %d WCU, a plain one %d; want at most 3 more", queued, mt.Plain.WriteUnits())
+		units := func(a *dynamobench.Account) int { return a.WriteUnits() - a.WCU[dynamobench.CheckpointItems] }
+		queued, plain := units(mt.Both)-units(mt.First), units(mt.Plain)
+		if queued < plain || queued > plain+3 {
+			t.Errorf("multitask: a queued turn costs %d WCU, a plain one %d (checkpoint items left out); want at most 3 more", queued, plain)
 		}
 		for _, mode := range queuebench.Modes {
 			if len(mt.Delays[mode]) == 0 || slices.Min(mt.Delays[mode]) <= 0 {
