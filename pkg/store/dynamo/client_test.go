@@ -91,3 +91,32 @@ func TestNewClientKeepsConnectionsOfConcurrentCalls(t *testing.T) {
 		t.Errorf("connections: %d for the first %d concurrent calls, %d more for the second; want %d, then none", first, calls, conns.Load()-first, calls)
 	}
 }
+
+// TestNewClientCredentials: ClientOptions.Credentials signs the client's
+// calls over StaticCredentials' placeholders and the environment's keys;
+// StaticCredentials over the environment's; without either, the
+// environment's keys (pkg/awsenv).
+func TestNewClientCredentials(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDFROMENV")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
+	given := aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: "AKIDGIVEN", SecretAccessKey: "s"}, nil
+	})
+	for name, tc := range map[string]struct {
+		opts dynamo.ClientOptions
+		want string
+	}{
+		"given":       {dynamo.ClientOptions{Region: "us-east-1", Credentials: given, StaticCredentials: true}, "AKIDGIVEN"},
+		"static":      {dynamo.ClientOptions{Region: "us-east-1", StaticCredentials: true}, "local"},
+		"environment": {dynamo.ClientOptions{Region: "us-east-1"}, "AKIDFROMENV"},
+	} {
+		c, err := dynamo.NewClient(t.Context(), tc.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got, err := c.Options().Credentials.Retrieve(t.Context())
+		if err != nil || got.AccessKeyID != tc.want {
+			t.Errorf("%s: credentials %q, %v; want %q", name, got.AccessKeyID, err, tc.want)
+		}
+	}
+}
