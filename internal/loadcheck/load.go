@@ -304,6 +304,9 @@ type facts struct {
 	claimResolved bool           // a read after the applied claim write was answered
 	claimLost     bool           // the claim applied on an attempt whose answer was lost or a 500
 	claimFailed   bool           // a call of the claim's phase failed (not a failed condition)
+	// claimReadFailed: a read of the session in the claim's phase failed
+	// on every attempt (the read resolving an unknown claim write, say).
+	claimReadFailed bool
 	// givenBack is what the attempts of the claim's give-back show: a
 	// claim given back consumed nothing, its turn id may run later.
 	givenBack applied
@@ -352,6 +355,7 @@ func factsOf(ops []Op) facts {
 				f.claimResolved = true
 			}
 			f.claimFailed = f.claimFailed || op.failed()
+			f.claimReadFailed = f.claimReadFailed || op.failed()
 		case op.Kind == dynamobench.KindClaim:
 			f.claimFailed = f.claimFailed || op.failed()
 			if op.Write == dynamobench.ClaimWrite || op.Write == dynamobench.TakeoverWrite {
@@ -425,7 +429,7 @@ const (
 	unexplained  = iota
 	ranOnce      // the store recognised its own claim and the turn ran: 200
 	failedAfter  // recognised, then a failure before the stream (see lostClaimOutcome)
-	unresolvable // 500: the read resolving the claim's outcome failed on every attempt too
+	unresolvable // 409 TURN_OUTCOME_INDETERMINATE: the read resolving the claim's outcome failed on every attempt too
 )
 
 // lostClaimOutcome classifies res, the answer to a submission whose claim
@@ -436,20 +440,27 @@ const (
 // context load, the acknowledgment or a failure record's save failing so
 // that the turn could no longer prove its lease (409
 // TURN_OUTCOME_INDETERMINATE, its fate left to the table's decision, as
-// judge accepts it).
+// judge accepts it). A claim whose resolving read failed on every attempt
+// too is unresolvable: the store cannot know its outcome and says so (409
+// TURN_OUTCOME_INDETERMINATE).
 func lostClaimOutcome(f facts, res *Result) int {
 	switch {
 	case res.Status == http.StatusOK:
 		return ranOnce
+	case res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeTurnOutcomeIndeterminate && f.claimUnresolved():
+		return unresolvable
 	case res.Status == http.StatusInternalServerError && (f.afterClaimFailed || f.renewTrouble || f.claimFailed && f.givenBack == appliedYes):
 		return failedAfter
 	case res.Status == http.StatusConflict && res.ErrorCode == protocol.CodeTurnOutcomeIndeterminate && f.leaseUnproven():
 		return failedAfter
-	case res.Status == http.StatusInternalServerError && !f.claimResolved:
-		return unresolvable
 	}
 	return unexplained
 }
+
+// claimUnresolved reports whether the store could not learn its claim's
+// outcome: a read of the claim's phase failed on every attempt and none
+// after the applied claim write was answered.
+func (f facts) claimUnresolved() bool { return f.claimReadFailed && !f.claimResolved }
 
 // leaseUnproven reports whether something failed after the claim that can
 // leave a turn unable to prove its lease before the stream (a renewal, the
@@ -504,8 +515,10 @@ func judge(f facts, res *Result, earlier applied, saved bool, lease time.Duratio
 				return verdict{}
 			case f.claim == appliedYes && f.claimResolved:
 				return bad("500 for an applied claim whose resolving read was answered")
+			case f.claim == appliedYes && f.claimReadFailed:
+				return bad("500 (retryable) for an applied claim whose resolving read failed: its outcome is unknown, 409 TURN_OUTCOME_INDETERMINATE")
 			case f.claim == appliedYes:
-				return verdict{} // applied, but no read could tell the store
+				return verdict{} // applied, then another call of the claim's phase failed
 			case f.claim == appliedUnknown:
 				return unknown
 			case !f.claimFailed:
@@ -524,6 +537,10 @@ func judge(f facts, res *Result, earlier applied, saved bool, lease time.Duratio
 				// unconfirmed: the turn writes nothing more and leaves its
 				// fate to the table's decision, what a replay of its id
 				// is told.
+				return verdict{}
+			case f.claimUnresolved():
+				// The claim's outcome stayed unknown to the store (applied
+				// or not): the turn id may be spent.
 				return verdict{}
 			case f.claim == appliedUnknown:
 				return unknown
@@ -708,7 +725,7 @@ func verifySession(ctx context.Context, c *client.Client, sid string, recs []loa
 					rep.ClaimsFailedAfter++
 				case unresolvable:
 					rep.ClaimsUnresolvable++
-					rep.note("%s/%s: claim applied, its resolving read failed too: HTTP 500; calls: %s", sid, r.Turn, describe(r.Ops))
+					rep.note("%s/%s: claim applied, its resolving read failed too: HTTP 409 TURN_OUTCOME_INDETERMINATE; calls: %s", sid, r.Turn, describe(r.Ops))
 				default:
 					rep.problem("%s/%s: claim applied with its answer lost, then HTTP %d %s; calls: %s", sid, r.Turn, res.Status, res.ErrorCode, describe(r.Ops))
 				}

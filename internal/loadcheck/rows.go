@@ -29,7 +29,7 @@ func Rows(l *Report, lc Config) [][4]string {
 			l.LeasesHeldAfterRun, l.LeasesPastExpiry == 0, l.LeasesPastExpiry))
 	add("load run: claims whose write applied but whose answer was lost or a 500 (the SDK retried or gave up)",
 		fmt.Sprintf("%d, of them ran exactly once %d", l.ClaimsAnswerLost, l.ClaimsRanOnce),
-		fmt.Sprintf("recognised, then the context load failed on every attempt (500, recorded once), the turn id lookup did (500, given back) or the lease could not be proven before the stream (409 TURN_OUTCOME_INDETERMINATE) %d; unresolvable (500: the resolving read failed on every attempt too) %d", l.ClaimsFailedAfter, l.ClaimsUnresolvable),
+		fmt.Sprintf("recognised, then the context load failed on every attempt (500, recorded once), the turn id lookup did (500, given back) or the lease could not be proven before the stream (409 TURN_OUTCOME_INDETERMINATE) %d; unresolvable (409 TURN_OUTCOME_INDETERMINATE: the resolving read failed on every attempt too) %d", l.ClaimsFailedAfter, l.ClaimsUnresolvable),
 		fmt.Sprintf("%d/%d ran once", l.ClaimsRanOnce, l.ClaimsAnswerLost-l.ClaimsFailedAfter-l.ClaimsUnresolvable))
 	add("load run: snapshot lines streamed after a lease was lost",
 		fmt.Sprintf("%d after their lease's expiry, %d after a later claim of the session applied (of %d snapshot lines)", l.AfterExpiry, l.AfterClaim, l.Lines),

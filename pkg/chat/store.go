@@ -68,7 +68,10 @@ type LeaseStore interface {
 	// another turn id, or by this turn id while its record is not
 	// terminal), ErrTurnCompleted / ErrTurnIndeterminate if the session
 	// already has a turn with that id and the same input hash, and
-	// ErrTurnIDReused if it has one with another input hash; a turn saved
+	// ErrTurnIDReused if it has one with another input hash, and
+	// ErrTurnIndeterminate too when the claim's own outcome is unknown (a
+	// store whose write may have applied and whose resolving read failed:
+	// the turn id may be spent); a turn saved
 	// while its lease still holds (its release not written yet, or left to
 	// the lease's expiry) is such a turn (one more request, only for a
 	// replay of the lease's turn id). A turn id

@@ -138,6 +138,70 @@ func TestClaimNotAppliedIsAnError(t *testing.T) {
 	}
 }
 
+// TestClaimWhoseOutcomeStaysUnknown: a claim write that may have applied
+// (its answer lost, or a 500 before DynamoDB applied it: the store cannot
+// tell which) and whose resolving read fails on every attempt is
+// ErrTurnIndeterminate (409 TURN_OUTCOME_INDETERMINATE, not retryable),
+// never a retryable failure: its turn id may be spent (the fate harness
+// found a short-lease turn told 500 SERVER_INTERNAL whose claim had
+// applied). Once reads work again, the table shows which it was.
+func TestClaimWhoseOutcomeStaysUnknown(t *testing.T) {
+	for name, tc := range map[string]struct {
+		fault   ddbfault.Fault
+		applied bool
+	}{
+		"applied, answer lost": {ddbfault.LoseAnswer, true},
+		"never applied":        {ddbfault.ServerErrorBefore, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := newFaultEnv(t)
+			ctx := faultCtx(t)
+			var mu sync.Mutex
+			sent := false // the claim write was attempted: every read fails from here
+			e.faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case claimWrite(a) && (!sent || !tc.applied):
+					sent = true
+					return tc.fault
+				case sent && a.Op == "GetItem":
+					return ddbfault.ServerErrorBefore
+				}
+				return ddbfault.Pass
+			})
+			_, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1"))
+			if !errors.Is(err, chat.ErrTurnIndeterminate) {
+				t.Fatalf("claim whose outcome stayed unknown: %v, want ErrTurnIndeterminate", err)
+			}
+			if c := e.faults.Counts(); c[tc.fault] == 0 || c[ddbfault.ServerErrorBefore] == 0 {
+				t.Fatalf("faults injected: %v", c)
+			}
+			e.faults.SetRule(nil)
+			s, err := e.s.GetSession(ctx, "s1", alice)
+			if !tc.applied {
+				if !errors.Is(err, chat.ErrSessionNotFound) {
+					t.Fatalf("session after a claim that never applied: %+v, %v", s, err)
+				}
+				if _, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1")); err != nil {
+					t.Errorf("a new submission of the unspent id: %v", err)
+				}
+				return
+			}
+			if err != nil || s.ActiveTurn == nil || s.ActiveTurn.TurnID != "t1" {
+				t.Fatalf("session %+v, %v: the claim did not apply, the test proves nothing", s, err)
+			}
+			if _, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1")); !errors.Is(err, chat.ErrSessionBusy) {
+				t.Errorf("replay while the unknown claim's lease holds: %v, want ErrSessionBusy", err)
+			}
+			e.clock.Advance(lease)
+			if _, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1")); !errors.Is(err, chat.ErrTurnIndeterminate) {
+				t.Errorf("replay once the table decided the turn: %v, want ErrTurnIndeterminate", err)
+			}
+		})
+	}
+}
+
 // TestTakeoverRecognisesItsOwnWrites: the fence and the compare-and-set of
 // a takeover recognise their own applied writes.
 func TestTakeoverRecognisesItsOwnWrites(t *testing.T) {
@@ -197,8 +261,8 @@ func TestTakeoverWhoseOutcomeStaysUnknown(t *testing.T) {
 		return ddbfault.Pass
 	})
 	_, err := e.s.ClaimTurn(ctx, claimReq("s1", "t2"))
-	if err == nil || errors.Is(err, chat.ErrSessionBusy) {
-		t.Fatalf("takeover whose outcome stayed unknown: %v, want an error that is not ErrSessionBusy", err)
+	if !errors.Is(err, chat.ErrTurnIndeterminate) {
+		t.Fatalf("takeover whose outcome stayed unknown: %v, want ErrTurnIndeterminate (not ErrSessionBusy: the session may be its own)", err)
 	}
 	if c := e.faults.Counts(); c[ddbfault.LoseAnswer] != 1 || c[ddbfault.ServerErrorBefore] == 0 {
 		t.Fatalf("faults injected: %v", c)

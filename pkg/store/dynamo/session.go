@@ -49,7 +49,7 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 	if !found {
 		var rerr error
 		if item, found, rerr = s.resolveRead(ctx, sessionKey(req.SessionID)); rerr != nil {
-			return nil, fmt.Errorf("claim session %s: %w (resolving: %v)", req.SessionID, err, rerr)
+			return nil, unknownClaim(req, err, rerr)
 		}
 	}
 	switch {
@@ -84,7 +84,10 @@ func (s *Store) resendClaim(ctx context.Context, req chat.ClaimRequest, up expre
 	_, item := conditionFailed(err)
 	found := item != nil
 	if !found {
-		item, found, _ = s.getItem(rctx, sessionKey(req.SessionID))
+		var rerr error
+		if item, found, rerr = s.getItem(rctx, sessionKey(req.SessionID)); rerr != nil {
+			return nil, unknownClaim(req, err, rerr) // the resend may have applied
+		}
 	}
 	switch {
 	case found && holdsToken(item, token):
@@ -93,6 +96,18 @@ func (s *Store) resendClaim(ctx context.Context, req chat.ClaimRequest, up expre
 		return s.classifyClaim(ctx, req, item, token, now)
 	}
 	return nil, fmt.Errorf("claim session %s: %w", req.SessionID, first)
+}
+
+// unknownClaim is the error of a claim whose write (written) may have
+// applied and whose resolving read failed too (resolving): the claim's
+// outcome is unknown, so its turn id may be spent. It is
+// chat.ErrTurnIndeterminate, not a retryable failure: a client told
+// "retry" would count on the id being unspent. A claim that applied
+// holds its lease until the lease expires, then the table decides the
+// turn (indeterminate, as its client was told); a replay before that is
+// told ErrSessionBusy.
+func unknownClaim(req chat.ClaimRequest, written, resolving error) error {
+	return fmt.Errorf("claim session %s: outcome unknown: %v (resolving: %v): %w", req.SessionID, written, resolving, chat.ErrTurnIndeterminate)
 }
 
 // claimWrite returns the claim's update and condition: create the
@@ -469,11 +484,15 @@ func (s *Store) recordTakeover(ctx context.Context, req chat.ClaimRequest, sess 
 	}
 	item, found, rerr := s.resolveRead(ctx, sessionKey(req.SessionID))
 	switch {
-	case rerr != nil:
+	case rerr != nil && rejection == nil:
 		// Unknown: the compare-and-set may be this claim's own, applied
 		// with its answer lost. Not ErrSessionBusy, which would tell the
 		// client the session is another turn's.
-		return nil, fmt.Errorf("claim session %s: compare-and-set outcome unknown: %v (resolving: %w)", req.SessionID, written, rerr)
+		return nil, unknownClaim(req, written, rerr)
+	case rerr != nil:
+		// A rejection's write claims nothing: whether or not it applied,
+		// the turn id of this claim is unspent.
+		return nil, fmt.Errorf("claim session %s: record the crashed turn: %v (resolving: %w)", req.SessionID, written, rerr)
 	case rejection == nil && found && holdsToken(item, token):
 		return s.claimFromTakeover(req, item)
 	case rejection != nil && found && revisionOf(item) > sess.Revision:
