@@ -7,7 +7,7 @@
 // the other Serve methods), authenticates their callers when it asks
 // (Config.Authenticate) and measures them (Config.Trace, Config.Accepted):
 // the engine knows neither routes nor authentication nor telemetry
-// (docs/architecture.md#the-seams-today-and-after-the-refactor).
+// (docs/architecture.md#the-seams).
 //
 // A request runs under one deadline, min(TurnTimeout, Lambda remaining
 // time - CleanupReserve), checked in the reference handler's order
