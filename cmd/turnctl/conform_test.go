@@ -211,7 +211,7 @@ func TestConformDevWiring(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			table := dynalite.Table(t, client)
+			table := dynalite.Table(t)
 			return dynamo.New(client, dynamo.Options{Table: table, CursorKey: []byte("conform-test-cursor-key-0123456789")})
 		},
 	}

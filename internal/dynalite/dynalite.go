@@ -146,11 +146,14 @@ func Client(tb testing.TB) dynamo.TableClient {
 
 var unsafeName = regexp.MustCompile(`[^a-zA-Z0-9_.-]+`)
 
-// Table creates a fresh, uniquely named table with dynamo.CreateTable
-// through client and deletes it when tb ends, through a client with the
-// default attempts (client may be a fault test's, whose short attempts a
-// loaded machine exceeds). It returns the table name.
-func Table(tb testing.TB, client dynamo.TableClient) string {
+// Table creates a fresh, uniquely named table (dynamo.EnsureTable) and
+// deletes it when tb ends, both through a client with the default
+// attempts: client may be a fault test's, whose short attempts a loaded
+// machine exceeds, and a create whose answer came too late would be sent
+// again and meet its own table (ResourceInUseException, which
+// EnsureTable takes for the table being there: the random name is this
+// call's). It returns the table name.
+func Table(tb testing.TB) string {
 	tb.Helper()
 	admin := Client(tb)
 	var suffix [4]byte
@@ -162,7 +165,7 @@ func Table(tb testing.TB, client dynamo.TableClient) string {
 	name := "ts_" + base + "_" + hex.EncodeToString(suffix[:])
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := dynamo.CreateTable(ctx, client, name); err != nil {
+	if _, err := dynamo.EnsureTable(ctx, admin, name); err != nil {
 		tb.Fatalf("dynalite: %v", err)
 	}
 	tb.Cleanup(func() {

@@ -51,7 +51,7 @@ func TestTableCreatedAndDeleted(t *testing.T) {
 	client := Client(t)
 	var name string
 	t.Run("create", func(t *testing.T) {
-		name = Table(t, client)
+		name = Table(t)
 		if err := dynamo.CreateTable(ctx, client, name); err == nil {
 			t.Errorf("table %s could be created twice: Table did not create it", name)
 		}
@@ -174,5 +174,5 @@ func TestAbortedRequestKeepsTheServer(t *testing.T) {
 	}
 	// The server answers after the aborts (a crash closes its port):
 	// Table creates a table on it, and fails the test when it cannot.
-	Table(t, Client(t))
+	Table(t)
 }

@@ -23,7 +23,7 @@ func TestCompareAndSetOwnedLostAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := dynalite.Table(t, client)
+	table := dynalite.Table(t)
 
 	ft.SetRule(ddbfault.Once(ddbfault.LoseAnswer, ddbfault.Op("UpdateItem")))
 	if err := dynamobench.CompareAndSet(t.Context(), client, table, "SESSION#plain", 0); err == nil {

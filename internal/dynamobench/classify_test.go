@@ -24,7 +24,7 @@ import (
 // session's claim, save or read.
 func TestClassifyUsage(t *testing.T) {
 	client, taken := recordCalls(t)
-	table := dynalite.Table(t, client)
+	table := dynalite.Table(t)
 	store := dynamo.New(client, dynamo.Options{Table: table, CursorKey: []byte("classify-test-cursor-key-0123456"), Ledger: chat.LedgerOptions{Enabled: true}})
 	p := chat.Principal{Subject: "ann", Tenant: "acme"}
 	// In a month's first hour, the read covers the previous month too.
@@ -84,7 +84,7 @@ func TestClassifyUsage(t *testing.T) {
 func TestClassifyTurn(t *testing.T) {
 	client, taken := recordCalls(t)
 	now := time.Date(2026, 12, 4, 9, 0, 0, 0, time.UTC)
-	store := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t, client), Now: func() time.Time { return now },
+	store := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t), Now: func() time.Time { return now },
 		CursorKey: []byte("classify-test-cursor-key-0123456")})
 	// take returns the classes of the calls since the last take, as
 	// "kind" or "kind/write", and the expiries they carry.

@@ -44,11 +44,7 @@ func TestObserverExchange(t *testing.T) {
 	ft := ddbfault.New(http.DefaultTransport)
 	opts := dynalite.Options(t)
 	opts.Transport = ft
-	client, err := dynamo.NewClient(t.Context(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := dynalite.Table(t, client)
+	table := dynalite.Table(t)
 	observed, err := dynamo.NewClient(t.Context(), opts, obs.Option())
 	if err != nil {
 		t.Fatal(err)
@@ -124,7 +120,7 @@ func TestObserverCapacity(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		table := dynalite.Table(t, client)
+		table := dynalite.Table(t)
 		mu.Lock()
 		outcomes = map[string]dynamobench.Outcome{}
 		mu.Unlock()

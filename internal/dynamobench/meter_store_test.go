@@ -21,7 +21,7 @@ func TestMeterBillsByPurpose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := dynalite.Table(t, client)
+	table := dynalite.Table(t)
 	m := dynamobench.NewMeter(client, client)
 	store := dynamo.New(m, dynamo.Options{Table: table, CursorKey: []byte("0123456789abcdef0123456789abcdef")})
 	p := chat.Principal{Tenant: "t", Subject: "alice"}

@@ -41,7 +41,7 @@ func TestObserverAndMeter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := dynalite.Table(t, client)
+	table := dynalite.Table(t)
 	m := dynamobench.NewMeter(client, nil)
 	mu.Lock()
 	calls, outcomes, attempts = nil, nil, 0 // the table's creation

@@ -36,7 +36,7 @@ func TestShapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := dynalite.Table(t, client)
+	table := dynalite.Table(t)
 	shapes := dynamobench.Shapes()
 	if len(shapes) < 2 {
 		t.Fatalf("%d shapes, want the bare write and others", len(shapes))

@@ -31,7 +31,7 @@ func TestLoadTransportRecordsTheTruth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t, client), CursorKey: []byte("turnbench-test-cursor-key-0123456")})
+	store := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t), CursorKey: []byte("turnbench-test-cursor-key-0123456")})
 	p := chat.Principal{Subject: "bench"}
 	// call runs fn with a fresh trace aimed at a, and returns its facts
 	// and calls.

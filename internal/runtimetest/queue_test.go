@@ -57,7 +57,7 @@ func TestQueuedTurnThroughRuntimeAPI(t *testing.T) {
 		t.Skip("runs the turn bootstrap in three environments; skipped with -short")
 	}
 	root := repoRoot(t)
-	table := dynalite.Table(t, dynalite.Client(t))
+	table := dynalite.Table(t)
 	a, b, d := newRuntimeAPI(t), newRuntimeAPI(t), newRuntimeAPI(t)
 	invokeAPI := &lambdaInvokeAPI{drain: d}
 	lambdaSrv := httptest.NewServer(invokeAPI)

@@ -83,7 +83,7 @@ func TestTurnStreamsThroughRuntimeAPI(t *testing.T) {
 	}
 	root := repoRoot(t)
 	endpoint := dynalite.Endpoint(t)
-	table := dynalite.Table(t, dynalite.Client(t))
+	table := dynalite.Table(t)
 	bootstrap := turnBootstrap(t, root)
 	env := []string{
 		"TABLE_NAME=" + table,

@@ -36,7 +36,7 @@ func TestBootstrapsUnderRuntimeEmulator(t *testing.T) {
 	}
 	root := repoRoot(t)
 	endpoint := dynalite.Endpoint(t)
-	table := dynalite.Table(t, dynalite.Client(t))
+	table := dynalite.Table(t)
 
 	var (
 		wg           sync.WaitGroup

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { dynalite.Main(m) }
 // wire, and every request shape ran.
 func TestThroughputSection(t *testing.T) {
 	endpoint := dynalite.Endpoint(t)
-	table := dynalite.Table(t, dynalite.Client(t))
+	table := dynalite.Table(t)
 	ts := Quick()
 	levels, shapesOut, err := Measure(t.Context(), Config{Endpoint: endpoint, Table: table, CursorKey: []byte("turnbench-test-cursor-key-0123456"),
 		Prefix: "tt"}, ts)

@@ -35,7 +35,7 @@ func newDynamoStore(tb testing.TB, now func() time.Time, key []byte, optFns ...d
 	if err != nil {
 		tb.Fatalf("dynamo client: %v", err)
 	}
-	table := dynalite.Table(tb, client)
+	table := dynalite.Table(tb)
 	return dynamo.New(client, dynamo.Options{Table: table, Now: now, CursorKey: key})
 }
 

@@ -83,7 +83,7 @@ func approvalRoundTripCost(t *testing.T, cp time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t, client), CursorKey: []byte("turn-test-cursor-key-0123456789")})
+	store := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t), CursorKey: []byte("turn-test-cursor-key-0123456789")})
 	var runs atomic.Int32
 	e, _ := approvalEnv(t, store, &runs, func(o *turn.Options) { o.CheckpointInterval = cp })
 

@@ -24,7 +24,7 @@ func countedStore(tb testing.TB) (chat.Store, *dynamo.OperationLog) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	table := dynalite.Table(tb, client)
+	table := dynalite.Table(tb)
 	ops.Reset()
 	return dynamo.New(client, dynamo.Options{Table: table, CursorKey: []byte("turn-test-cursor-key-0123456789")}), ops
 }

@@ -31,7 +31,7 @@ func newFaultStore(t *testing.T) (*dynamo.Store, *ddbfault.Transport) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := dynalite.Table(t, client)
+	table := dynalite.Table(t)
 	return dynamo.New(client, dynamo.Options{Table: table, CursorKey: []byte("turn-test-cursor-key-0123456789")}), ft
 }
 

@@ -47,7 +47,7 @@ func storeFactoriesAt(now func() time.Time) []storeFactory {
 			if err != nil {
 				tb.Fatalf("dynamo client: %v", err)
 			}
-			return dynamo.New(client, dynamo.Options{Table: dynalite.Table(tb, client), Now: now, CursorKey: []byte("turn-test-cursor-key-0123456789")})
+			return dynamo.New(client, dynamo.Options{Table: dynalite.Table(tb), Now: now, CursorKey: []byte("turn-test-cursor-key-0123456789")})
 		}},
 	}
 }

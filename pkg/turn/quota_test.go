@@ -49,7 +49,7 @@ func ledgerStores(clock *storetest.Clock) []storeFactory {
 			if err != nil {
 				tb.Fatalf("dynamo client: %v", err)
 			}
-			return dynamo.New(client, dynamo.Options{Table: dynalite.Table(tb, client), Now: now,
+			return dynamo.New(client, dynamo.Options{Table: dynalite.Table(tb), Now: now,
 				CursorKey: []byte("turn-test-cursor-key-0123456789"), Ledger: chat.LedgerOptions{Enabled: true}})
 		}},
 	}
@@ -194,7 +194,7 @@ func TestLedgerRequestBudget(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			store := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t, client), CursorKey: []byte("turn-test-cursor-key-0123456789"),
+			store := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t), CursorKey: []byte("turn-test-cursor-key-0123456789"),
 				Ledger: chat.LedgerOptions{Enabled: true}})
 			e := newEnv(t, store, &scriptModel{Chunks: []string{"ok"}}, func(o *turn.Options) {
 				o.Ledger = tc.ledger
@@ -298,7 +298,7 @@ func TestTurnsPerMinuteExactUnderConcurrentSubmits(t *testing.T) {
 			}
 			return []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter}[rng.IntN(2)]
 		})
-		return dynamo.New(client, dynamo.Options{Table: dynalite.Table(tb, client),
+		return dynamo.New(client, dynamo.Options{Table: dynalite.Table(tb),
 			CursorKey: []byte("turn-test-cursor-key-0123456789"), Ledger: chat.LedgerOptions{Enabled: true}})
 	}})
 	for _, sf := range stores {

@@ -296,7 +296,7 @@ func TestTurnStoreUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t, client), CursorKey: []byte("turn-test-cursor-key-0123456789"),
+	store := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t), CursorKey: []byte("turn-test-cursor-key-0123456789"),
 		ResolveShare: dynalite.ResolveShare})
 	docs := &syncBuffer{}
 	rec, err := telemetry.NewRecorder(docs, telemetry.RecorderOptions{Namespace: "Turnstream", Service: "test", Function: "turn"})

@@ -284,7 +284,7 @@ func TestSessionWritesStayOneUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t, client), CursorKey: testCursorKey})
+	s := dynamo.New(client, dynamo.Options{Table: dynalite.Table(t), CursorKey: testCursorKey})
 	ctx := context.Background()
 	// UUID-sized ids, as clients send them.
 	id := func(n int) string { return fmt.Sprintf("%08x-0000-4000-8000-%012x", n, n) }

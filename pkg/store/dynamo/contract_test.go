@@ -31,7 +31,7 @@ func TestContract(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		table := dynalite.Table(t, client)
+		table := dynalite.Table(t)
 		return dynamo.New(client, dynamo.Options{Table: table, Now: clock.Now, CursorKey: cursorKey, ResolveShare: dynalite.ResolveShare,
 			Ledger: chat.LedgerOptions{Enabled: true}})
 	})

@@ -38,7 +38,7 @@ func newFaultEnv(t *testing.T) *faultEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{client: client, table: dynalite.Table(t, client), count: c, clock: storetest.NewClock(testStart)}
+	e := &env{client: client, table: dynalite.Table(t), count: c, clock: storetest.NewClock(testStart)}
 	ft.Reset()
 	return &faultEnv{env: e, faults: ft, s: e.store()}
 }
@@ -479,7 +479,7 @@ func TestLateApplyingWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			table := dynalite.Table(t, client)
+			table := dynalite.Table(t)
 			s := dynamo.New(client, dynamo.Options{Table: table, CursorKey: testCursorKey})
 			ctx := faultCtx(t)
 			if name != "claim" {

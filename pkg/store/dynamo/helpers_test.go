@@ -38,7 +38,7 @@ func newEnv(tb testing.TB) *env {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	table := dynalite.Table(tb, client)
+	table := dynalite.Table(tb)
 	c.Reset()
 	return &env{client: client, table: table, count: c, clock: storetest.NewClock(testStart)}
 }

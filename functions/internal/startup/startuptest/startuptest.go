@@ -12,7 +12,6 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/protocol"
-	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
 // Config returns the configuration parsed from env (config.FromLookup)
@@ -23,12 +22,8 @@ import (
 func Config(tb testing.TB, env map[string]string) (config.Config, chat.Store) {
 	tb.Helper()
 	opts := dynalite.Options(tb)
-	client, err := dynamo.NewClient(tb.Context(), opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	vars := map[string]string{
-		"AUTH_MODE": "dev", "TABLE_NAME": dynalite.Table(tb, client),
+		"AUTH_MODE": "dev", "TABLE_NAME": dynalite.Table(tb),
 		"DYNAMODB_ENDPOINT": opts.Endpoint, "AWS_REGION": opts.Region,
 	}
 	for k, v := range env {
