@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -63,8 +64,15 @@ type layoutVersion struct {
 	Fingerprint string      `json:"fingerprint"`
 	Layout      tableLayout `json:"layout"`
 	// Migration copies a retained table of the previous layout into the
-	// stack's new table; nil only for the first entry.
+	// stack's new table; nil for the first entry and for an in-place
+	// change.
 	Migration *migration `json:"migration"`
+	// InPlace says why the change from the previous layout keeps the
+	// table: CloudFormation adds or removes one global secondary index
+	// (and the attribute definitions of its keys) on the existing table,
+	// and DynamoDB backfills an added one. inPlaceChange checks that this
+	// is all that changed.
+	InPlace string `json:"inPlace,omitempty"`
 }
 
 type migration struct {
@@ -110,8 +118,15 @@ func TestTableLayoutRecorded(t *testing.T) {
 			t.Errorf("%s: layouts[%d] has fingerprint %s, its layout %s", layoutsFile, i, v.Fingerprint, got)
 		}
 		switch {
-		case i == 0 && v.Migration != nil:
+		case i == 0 && (v.Migration != nil || v.InPlace != ""):
 			t.Errorf("%s: layouts[0] is the first recorded layout: no migration leads to it", layoutsFile)
+		case i > 0 && v.InPlace != "":
+			if v.Migration != nil {
+				t.Errorf("%s: layouts[%d] is in place and has a migration: one or the other", layoutsFile, i)
+			}
+			if err := inPlaceChange(rec.Layouts[i-1].Layout, v.Layout); err != nil {
+				t.Errorf("%s: layouts[%d] is marked in place, but %v: CloudFormation would replace the table", layoutsFile, i, err)
+			}
 		case i > 0:
 			checkMigration(t, root, i, v.Migration)
 		}
@@ -130,6 +145,66 @@ func TestTableLayoutRecorded(t *testing.T) {
 			"and record it: append to %s\n    %s\n(docs/design.md#storage-one-dynamodb-table, \"Stack upgrades keep data\")",
 			code.fingerprint(), last.Fingerprint, layoutsFile, bytes.TrimSpace(entry.Bytes()))
 	}
+}
+
+// inPlaceChange reports why the change from prev to cur is not one that
+// CloudFormation applies to the existing table (nil when it is): the key
+// schema and the local secondary indexes unchanged, exactly one global
+// secondary index added or removed (CloudFormation's limit per update),
+// no other index changed, and the attribute definitions changed only by
+// the keys of the global indexes.
+func inPlaceChange(prev, cur tableLayout) error {
+	switch {
+	case !slices.Equal(prev.KeySchema, cur.KeySchema):
+		return fmt.Errorf("the key schema changed")
+	case !reflect.DeepEqual(prev.LocalSecondaryIndexes, cur.LocalSecondaryIndexes):
+		return fmt.Errorf("a local secondary index changed")
+	}
+	byName := func(ix []indexLayout) map[string]indexLayout {
+		m := map[string]indexLayout{}
+		for _, i := range ix {
+			m[i.Name] = i
+		}
+		return m
+	}
+	p, c := byName(prev.GlobalSecondaryIndexes), byName(cur.GlobalSecondaryIndexes)
+	changed := 0
+	for name, i := range p {
+		if j, ok := c[name]; !ok {
+			changed++
+		} else if !reflect.DeepEqual(i, j) {
+			return fmt.Errorf("global secondary index %s changed (remove it in one update, add it in the next)", name)
+		}
+	}
+	for name := range c {
+		if _, ok := p[name]; !ok {
+			changed++
+		}
+	}
+	if changed != 1 {
+		return fmt.Errorf("%d global secondary indexes were added or removed, not 1", changed)
+	}
+	keys := func(l tableLayout) []string {
+		var out []string
+		for _, a := range l.Attributes {
+			name, _, _ := strings.Cut(a, ":")
+			used := false
+			for _, ix := range l.GlobalSecondaryIndexes {
+				for _, k := range ix.KeySchema {
+					kn, _, _ := strings.Cut(k, ":")
+					used = used || kn == name
+				}
+			}
+			if !used || slices.ContainsFunc(l.KeySchema, func(k string) bool { return strings.HasPrefix(k, name+":") }) {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	if !slices.Equal(keys(prev), keys(cur)) {
+		return fmt.Errorf("attribute definitions other than the global indexes' keys changed")
+	}
+	return nil
 }
 
 // checkMigration: a recorded migration names a command that exists and
@@ -279,5 +354,62 @@ func TestLayoutFingerprintSeesEveryChange(t *testing.T) {
 				t.Errorf("fingerprint unchanged by %s: %s", name, fmt.Sprint(l))
 			}
 		})
+	}
+}
+
+// TestInPlaceChange: only one global secondary index added or removed
+// (with its keys' attribute definitions) counts as in place.
+func TestInPlaceChange(t *testing.T) {
+	base := tableLayout{
+		Attributes: []string{"pk:S", "sk:S"}, KeySchema: []string{"pk:HASH", "sk:RANGE"},
+		LocalSecondaryIndexes: []indexLayout{{Name: "l", KeySchema: []string{"pk:HASH", "x:RANGE"}, Projection: "ALL"}},
+	}
+	gsi := func(name string) indexLayout {
+		return indexLayout{Name: name, KeySchema: []string{"o:HASH", "a:RANGE"}, Projection: "KEYS_ONLY"}
+	}
+	with := func(edit func(*tableLayout)) tableLayout {
+		l := base
+		l.Attributes = slices.Clone(base.Attributes)
+		l.LocalSecondaryIndexes = slices.Clone(base.LocalSecondaryIndexes)
+		edit(&l)
+		return l
+	}
+	added := with(func(l *tableLayout) {
+		l.Attributes = append(l.Attributes, "a:N", "o:S")
+		l.GlobalSecondaryIndexes = []indexLayout{gsi("g")}
+	})
+	for name, tc := range map[string]struct {
+		prev, cur tableLayout
+		ok        bool
+	}{
+		"one index added":   {base, added, true},
+		"one index removed": {added, base, true},
+		"two indexes added": {base, with(func(l *tableLayout) {
+			l.Attributes = append(l.Attributes, "a:N", "o:S")
+			l.GlobalSecondaryIndexes = []indexLayout{gsi("g"), gsi("h")}
+		}), false},
+		"an index changed": {added, with(func(l *tableLayout) {
+			l.Attributes = append(l.Attributes, "a:N", "o:S")
+			g := gsi("g")
+			g.Projection = "ALL"
+			l.GlobalSecondaryIndexes = []indexLayout{g}
+		}), false},
+		"the key schema changed": {base, with(func(l *tableLayout) {
+			l.KeySchema = []string{"pk:HASH"}
+			l.GlobalSecondaryIndexes = []indexLayout{gsi("g")}
+		}), false},
+		"a local index changed": {base, with(func(l *tableLayout) {
+			l.LocalSecondaryIndexes[0].Projection = "KEYS_ONLY"
+			l.GlobalSecondaryIndexes = []indexLayout{gsi("g")}
+		}), false},
+		"another attribute": {base, with(func(l *tableLayout) {
+			l.Attributes = append(l.Attributes, "a:N", "o:S", "z:S")
+			l.GlobalSecondaryIndexes = []indexLayout{gsi("g")}
+		}), false},
+		"nothing changed": {base, base, false},
+	} {
+		if err := inPlaceChange(tc.prev, tc.cur); (err == nil) != tc.ok {
+			t.Errorf("%s: inPlaceChange = %v, want ok %v", name, err, tc.ok)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package dynamobench
 
 import (
 	"math"
+	"reflect"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,25 +14,30 @@ import (
 // The size arithmetic of AWS's bill: item sizes, index entries and the
 // units they cost (Meter).
 
-// IndexLayout is one local secondary index as the table defines it.
+// IndexLayout is one secondary index as the table defines it: a local
+// one (PartitionKey empty: the table's) or a global one.
 type IndexLayout struct {
-	Name, SortKey string
-	All           bool
-	Include       map[string]bool
+	Name, PartitionKey, SortKey string
+	All                         bool
+	Include                     map[string]bool
 }
 
-// TableIndexes returns the local secondary indexes of dynamo's table
-// layout.
+// TableIndexes returns the secondary indexes of dynamo's table layout,
+// local and global.
 func TableIndexes() []IndexLayout {
+	in := dynamo.CreateTableInput("layout")
 	var out []IndexLayout
-	for _, ix := range dynamo.CreateTableInput("layout").LocalSecondaryIndexes {
-		l := IndexLayout{Name: aws.ToString(ix.IndexName), Include: map[string]bool{}}
-		for _, k := range ix.KeySchema {
-			if k.KeyType == types.KeyTypeRange {
+	add := func(name *string, keys []types.KeySchemaElement, p *types.Projection, global bool) {
+		l := IndexLayout{Name: aws.ToString(name), Include: map[string]bool{}}
+		for _, k := range keys {
+			switch {
+			case k.KeyType == types.KeyTypeRange:
 				l.SortKey = aws.ToString(k.AttributeName)
+			case global:
+				l.PartitionKey = aws.ToString(k.AttributeName)
 			}
 		}
-		if p := ix.Projection; p != nil {
+		if p != nil {
 			l.All = p.ProjectionType == types.ProjectionTypeAll
 			for _, a := range p.NonKeyAttributes {
 				l.Include[a] = true
@@ -39,18 +45,67 @@ func TableIndexes() []IndexLayout {
 		}
 		out = append(out, l)
 	}
+	for _, ix := range in.LocalSecondaryIndexes {
+		add(ix.IndexName, ix.KeySchema, ix.Projection, false)
+	}
+	for _, ix := range in.GlobalSecondaryIndexes {
+		add(ix.IndexName, ix.KeySchema, ix.Projection, true)
+	}
 	return out
 }
 
 // projects reports whether the index entry carries attribute name.
 func (l IndexLayout) projects(name string) bool {
-	return l.All || l.Include[name] || name == dynamo.AttrPK || name == dynamo.AttrSK || name == l.SortKey
+	return l.All || l.Include[name] || name == dynamo.AttrPK || name == dynamo.AttrSK || name == l.SortKey ||
+		l.PartitionKey != "" && name == l.PartitionKey
+}
+
+// keyOf is item's key in the index ("" when it lacks one of the index's
+// key attributes, so is not in it).
+func (l IndexLayout) keyOf(item map[string]types.AttributeValue) string {
+	sk := attrKey(item, l.SortKey)
+	if sk == "" {
+		return ""
+	}
+	if l.PartitionKey == "" {
+		return sk
+	}
+	pk := attrKey(item, l.PartitionKey)
+	if pk == "" {
+		return ""
+	}
+	return pk + "\x00" + sk
+}
+
+// attrKey is a key attribute's value as a string (S or N), "" when
+// absent.
+func attrKey(item map[string]types.AttributeValue, name string) string {
+	switch v := item[name].(type) {
+	case *types.AttributeValueMemberS:
+		return v.Value
+	case *types.AttributeValueMemberN:
+		return v.Value
+	}
+	return ""
+}
+
+// sameEntry reports whether before and after have the same projected
+// attributes: an update that changes none leaves the index unwritten.
+func (l IndexLayout) sameEntry(before, after map[string]types.AttributeValue) bool {
+	for _, m := range []map[string]types.AttributeValue{before, after} {
+		for name := range m {
+			if l.projects(name) && !reflect.DeepEqual(before[name], after[name]) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // entrySize is the size of item's entry in the index (0 when the item
-// lacks the index's sort key, so is not in it).
+// is not in it).
 func (l IndexLayout) entrySize(item map[string]types.AttributeValue) int {
-	if strAttr(item, l.SortKey) == "" {
+	if l.keyOf(item) == "" {
 		return 0
 	}
 	n := 100
@@ -67,7 +122,9 @@ func (l IndexLayout) entrySize(item map[string]types.AttributeValue) int {
 func (l IndexLayout) writeUnits(before, after map[string]types.AttributeValue) int {
 	old, nw := l.entrySize(before), l.entrySize(after)
 	switch {
-	case old > 0 && nw > 0 && strAttr(before, l.SortKey) == strAttr(after, l.SortKey):
+	case old > 0 && nw > 0 && l.keyOf(before) == l.keyOf(after) && l.Name != "" && l.PartitionKey != "" && l.sameEntry(before, after):
+		return 0 // a global index entry no projected attribute of which changed
+	case old > 0 && nw > 0 && l.keyOf(before) == l.keyOf(after):
 		return KBUnits(nw)
 	default:
 		u := 0
@@ -90,7 +147,7 @@ func readUnits4K(n int, consistent bool) float64 {
 	return u
 }
 
-// indexUnits is the LSI write units of a write that turned item before
+// indexUnits is the index write units of a write that turned item before
 // into after (nil: absent), for the indexes and projections of
 // dynamo.CreateTableInput (TableIndexes).
 func indexUnits(before, after map[string]types.AttributeValue) int {

@@ -391,6 +391,10 @@ type ReleaseRequest struct {
 	// decision (it failed before its stream), so a new decision may
 	// claim it.
 	Undecide bool
+	// Listing, when set, records the turn in its principal's list of
+	// sessions in the same write (ConversationStore): the session becomes
+	// the most recently active, and gets Listing.Title if it has none.
+	Listing *Listing
 }
 
 // Validate reports ErrInvalidRequest unless r names a session and a turn

@@ -66,10 +66,11 @@ func (c CursorCodec) mac(sessionID string, order Order, body []byte) []byte {
 // keyCursorVersion is the first byte of a key cursor (EncodeKey).
 const keyCursorVersion = 2
 
-// maxCursorKey bounds the key a key cursor carries.
-const maxCursorKey = 64
+// maxCursorKey bounds the key a key cursor carries: a list position (16
+// digits and a separator) and a SafeId of up to 128 characters fit.
+const maxCursorKey = 160
 
-// EncodeKey returns an opaque cursor carrying key (at most 64 bytes: the
+// EncodeKey returns an opaque cursor carrying key (at most 160 bytes: the
 // last item of a page), bound to binding (what the listing is of, such
 // as UsageCursorBinding) with HMAC-SHA256 under Key. URL-safe base64
 // without padding. It panics on a longer key (a programming error).
@@ -85,7 +86,7 @@ func (c CursorCodec) EncodeKey(binding, key string) string {
 // DecodeKey returns the key of a cursor made by EncodeKey for the same
 // binding. Any other input yields ErrInvalidCursor.
 func (c CursorCodec) DecodeKey(binding, cursor string) (string, error) {
-	if len(cursor) > 160 || strings.ContainsAny(cursor, "=+/") {
+	if len(cursor) > 300 || strings.ContainsAny(cursor, "=+/") {
 		return "", ErrInvalidCursor
 	}
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(cursor)

@@ -53,6 +53,7 @@ type Store interface {
 	ArtifactStore
 	QueueStore
 	LedgerStore
+	ConversationStore
 }
 
 // LeaseStore takes, keeps and gives back a session's lease: the claim of

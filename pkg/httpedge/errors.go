@@ -88,6 +88,7 @@ var errorTable = []struct {
 	{chat.ErrConfirmationExpired, protocol.CodeConfirmationExpired},
 	{chat.ErrInvalidCursor, protocol.CodeRequestInvalidCursor},
 	{chat.ErrInvalidArtifact, protocol.CodeArtifactsInvalid},
+	{chat.ErrInvalidTitle, protocol.CodeRequestInvalidBody},
 	{ErrNotFound, protocol.CodeRequestNotFound},
 	{ErrMethodNotAllowed, protocol.CodeRequestMethodNotAllowed},
 	{ErrUnsupportedMediaType, protocol.CodeRequestUnsupportedMediaType},

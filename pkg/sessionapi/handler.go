@@ -32,6 +32,7 @@ type Store interface {
 	GetArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal) ([]chat.ArtifactReference, error)
 	ReadUsage(ctx context.Context, p chat.Principal, at time.Time) (*chat.PrincipalUsage, error)
 	ListUsage(ctx context.Context, req chat.UsageListRequest) (*chat.UsagePage, error)
+	chat.ConversationStore
 }
 
 var _ Store = chat.Store(nil)
@@ -110,14 +111,16 @@ func newServer(opts Options) (*server, error) {
 // NewHistoryHandler returns the history function's handler
 // (docs/design.md#history-and-artifacts-api):
 //
+//	GET /sessions                200 api.SessionList  ?limit=1..100 (20) &cursor= &q= (docs/conversations.md)
 //	GET /sessions/{id}           200 SessionSummary
+//	PATCH /sessions/{id}         {"title"} -> 200 api.SessionListItem
 //	GET /sessions/{id}/turns     200 TurnPage     ?limit=1..100 (20) &order=desc|asc (desc) &cursor=
 //	GET /sessions/{id}/messages  200 MessagePage  same query as /turns
 //	GET /usage                   200 UsageReport  ?period=day|month (day); with scope=tenant, for the
 //	                             tenant's trusted principal, 200 TenantUsageReport ?limit=&cursor= (Options.Usage)
 //
 // Another method on these paths is 405 REQUEST_METHOD_NOT_ALLOWED (with
-// Allow: GET), any other path 404 REQUEST_NOT_FOUND. A session id that is
+// Allow: GET, or GET, PATCH), any other path 404 REQUEST_NOT_FOUND. A session id that is
 // not a SafeId, a missing session and another principal's session are all
 // 404 SESSION_NOT_FOUND. See the package documentation for errors. It
 // returns an error naming the first invalid option: a nil Store or
@@ -128,7 +131,8 @@ func NewHistoryHandler(opts Options) (http.Handler, error) {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/sessions/{id}", s.route("session", http.MethodGet, s.getSession))
+	mux.Handle("/sessions", s.route("sessions", http.MethodGet, s.listSessions))
+	mux.Handle("/sessions/{id}", s.route("session", "", s.session))
 	mux.Handle("/sessions/{id}/turns", s.route("turns", http.MethodGet, s.listTurns))
 	mux.Handle("/sessions/{id}/messages", s.route("messages", http.MethodGet, s.listMessages))
 	if s.usage != nil {

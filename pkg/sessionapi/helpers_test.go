@@ -201,7 +201,19 @@ func (f *fixture) complete(sessionID string, c *chat.Claim, spec turnSpec) *chat
 		f.t.Fatalf("SaveTurn(%s, %s): %v", sessionID, spec.id, err)
 	}
 	outcome := chat.OutcomeCompleted
-	if _, err := f.store.ReleaseTurn(f.ctx, chat.ReleaseRequest{Claim: c, Outcome: outcome, Sequence: turn.LastSequence}); err != nil {
+	// Released with its listing, as the turn function releases a turn.
+	listing := &chat.Listing{Status: status}
+	for _, m := range turn.Messages {
+		switch m.Role {
+		case protocol.RoleUser:
+			if listing.Title == "" {
+				listing.Title = chat.AutoTitle(m.Content)
+			}
+		case protocol.RoleAssistant:
+			listing.Preview = chat.Preview(m.Content)
+		}
+	}
+	if _, err := f.store.ReleaseTurn(f.ctx, chat.ReleaseRequest{Claim: c, Outcome: outcome, Sequence: turn.LastSequence, Listing: listing}); err != nil {
 		f.t.Fatalf("ReleaseTurn(%s, %s): %v", sessionID, spec.id, err)
 	}
 	f.clock.Advance(2 * time.Second)
@@ -247,6 +259,10 @@ func get(target string, as chat.Principal) request {
 
 func put(target string, as chat.Principal, body string) request {
 	return request{method: http.MethodPut, target: target, as: &as, contentType: "application/json", body: body}
+}
+
+func patch(target string, as chat.Principal, body string) request {
+	return request{method: http.MethodPatch, target: target, as: &as, contentType: "application/json", body: body}
 }
 
 func (f *fixture) do(h http.Handler, req request) response {

@@ -24,15 +24,17 @@ import (
 // the two (CreateTable answering ResourceInUseException, e.g. two dev
 // servers started at once) counts as present: EnsureTable waits until it
 // is ACTIVE. It reports whether this call created the table. An existing
-// table whose local secondary indexes differ from CreateTableInput's (one
-// made by an older layout: indexes cannot change once a table exists) is
-// ErrTableLayout, so that the store never runs on items it cannot read.
+// table whose secondary indexes differ from CreateTableInput's (one made
+// by an older layout) is ErrTableLayout, so that the store never runs on
+// items it cannot read or list.
 func EnsureTable(ctx context.Context, client TableClient, name string) (created bool, err error) {
 	out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 	var notFound *types.ResourceNotFoundException
 	switch {
 	case err == nil:
-		if out.Table != nil && indexLayout(out.Table.LocalSecondaryIndexes) != indexLayout(CreateTableInput(name).LocalSecondaryIndexes) {
+		want := CreateTableInput(name)
+		if out.Table != nil && (indexLayout(out.Table.LocalSecondaryIndexes) != indexLayout(want.LocalSecondaryIndexes) ||
+			globalLayout(out.Table.GlobalSecondaryIndexes) != globalLayout(want.GlobalSecondaryIndexes)) {
 			return false, fmt.Errorf("table %s: %w", name, ErrTableLayout)
 		}
 		if out.Table != nil && out.Table.TableStatus == types.TableStatusActive {
@@ -54,8 +56,9 @@ func EnsureTable(ctx context.Context, client TableClient, name string) (created 
 }
 
 // ErrTableLayout is EnsureTable's error for an existing table with other
-// local secondary indexes than CreateTableInput's: delete it (a local
-// server's data is disposable) or use another table name.
+// secondary indexes than CreateTableInput's: delete it (a local server's
+// data is disposable; DynamoDB Local and dynalite cannot add an index) or
+// use another table name.
 var ErrTableLayout = errors.New("dynamo: the table has another index layout than this version's")
 
 // indexLayout describes local secondary indexes as one comparable string:
@@ -84,6 +87,21 @@ func indexLayout[I types.LocalSecondaryIndex | types.LocalSecondaryIndexDescript
 	}
 	slices.Sort(out)
 	return strings.Join(out, "; ")
+}
+
+// globalLayout describes global secondary indexes as indexLayout does
+// local ones.
+func globalLayout[I types.GlobalSecondaryIndex | types.GlobalSecondaryIndexDescription](indexes []I) string {
+	local := make([]types.LocalSecondaryIndex, 0, len(indexes))
+	for _, ix := range indexes {
+		switch ix := any(ix).(type) {
+		case types.GlobalSecondaryIndex:
+			local = append(local, types.LocalSecondaryIndex{IndexName: ix.IndexName, KeySchema: ix.KeySchema, Projection: ix.Projection})
+		case types.GlobalSecondaryIndexDescription:
+			local = append(local, types.LocalSecondaryIndex{IndexName: ix.IndexName, KeySchema: ix.KeySchema, Projection: ix.Projection})
+		}
+	}
+	return indexLayout(local)
 }
 
 // waitActive waits until the table name is ACTIVE, for as long as ctx

@@ -231,6 +231,14 @@ type sessionItem struct {
 	// to queueEntry's stored form; QueueSeq the last queue position given.
 	Queue    map[string]string `dynamodbav:"queue,omitempty"`
 	QueueSeq int64             `dynamodbav:"queueSeq,omitempty"`
+	// The session in its owner's list (conversation.go): its title (and
+	// the lowercase form searches match), and what its last release
+	// recorded; ListedAt is SessionsIndex's sort key.
+	Title      string `dynamodbav:"title,omitempty"`
+	TitleKey   string `dynamodbav:"titleKey,omitempty"`
+	ListedAt   int64  `dynamodbav:"listedAt,omitempty"`
+	LastStatus string `dynamodbav:"lastStatus,omitempty"`
+	Preview    string `dynamodbav:"preview,omitempty"`
 }
 
 func decodeSession(sessionID string, item map[string]types.AttributeValue) (*chat.Session, *sessionItem, error) {

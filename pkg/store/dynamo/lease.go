@@ -178,15 +178,17 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) (*chat
 		names:  []string{attrLeaseToken, attrLeaseTurnID},
 		values: map[string]types.AttributeValue{":token": strValue(c.Lease.Token), ":turnId": strValue(c.Lease.TurnID)},
 	}
+	now := s.now()
 	up := expression.Set(expression.Name(attrWindow), expression.Value(windowAV(req.Window(s.window)))).
 		Set(expression.Name(attrSequence), expression.Value(req.Sequence)).
 		Set(expression.Name(attrReleasedToken), expression.Value(c.Lease.Token)).
-		Set(expression.Name(attrUpdatedAt), expression.Value(millis(s.now()))).
+		Set(expression.Name(attrUpdatedAt), expression.Value(millis(now))).
 		Set(expression.Name(attrRevision), expression.Name(attrRevision).Plus(expression.Value(1)))
+	up = listWrite(up, req.Listing, now)
 	if req.DefinitionRevision > 0 {
 		up = up.Set(expression.Name(attrDefinitionRev), expression.Value(req.DefinitionRevision))
 	}
-	up = settleConfirmations(up, req, s.now())
+	up = settleConfirmations(up, req, now)
 	for _, a := range leaseAttrs {
 		up = up.Remove(expression.Name(a))
 	}

@@ -91,6 +91,8 @@ const (
 	PurposeLedgerSettle Purpose = "ledger-settle"
 	// PurposeLedgerClear is a ledger count's clear of its journal entry.
 	PurposeLedgerClear Purpose = "ledger-clear"
+	// PurposeRename sets a session's title (RenameSession).
+	PurposeRename Purpose = "rename"
 	// PurposeAdmission records an admission (rate and concurrency
 	// quotas).
 	PurposeAdmission Purpose = "admission"

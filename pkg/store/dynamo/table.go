@@ -51,6 +51,18 @@ const (
 	// whose full terminal window misses its turn id reads only the index;
 	// FindTurn and the artifact calls fetch the item from the table.
 	TurnIDIndex = "byTurnId"
+
+	// AttrOwnerKey is a session item's owner (its principal's subject and
+	// tenant, one string): SessionsIndex's partition key.
+	AttrOwnerKey = attrOwnerKey
+	// AttrListedAt is SessionsIndex's sort key (N, epoch milliseconds):
+	// when the session's last listed turn ended, present once one did.
+	AttrListedAt = "listedAt"
+	// SessionsIndex is the global secondary index (ownerKey, listedAt),
+	// projection INCLUDE SessionsIndexAttributes: a principal's sessions,
+	// most recently active first, one Query per page
+	// (chat.ConversationStore).
+	SessionsIndex = "byOwner"
 )
 
 // TurnIDIndexAttributes are the non-key attributes TurnIDIndex projects:
@@ -70,11 +82,14 @@ type TableClient interface {
 
 // CreateTableInput returns the table definition of
 // docs/design.md#storage-one-dynamodb-table for name: keys pk (S, hash) and sk
-// (S, range), PAY_PER_REQUEST, and the two local secondary indexes
+// (S, range), PAY_PER_REQUEST, the two local secondary indexes
 // VisibleIndex (projection ALL) and TurnIDIndex (projection INCLUDE
-// TurnIDIndexAttributes). Local secondary indexes limit one session's item
-// collection to 10 GB, and a table's indexes cannot change once it exists: a
-// changed layout is a new table.
+// TurnIDIndexAttributes), and the global secondary index SessionsIndex
+// (projection INCLUDE SessionsIndexAttributes). Local secondary indexes
+// limit one session's item collection to 10 GB and cannot change once the
+// table exists: a changed layout of them is a new table. A global one can
+// be added to a table that has data (DynamoDB backfills it; a session
+// enters it at its next turn's release).
 func CreateTableInput(name string) *dynamodb.CreateTableInput {
 	s := types.ScalarAttributeTypeS
 	return &dynamodb.CreateTableInput{
@@ -85,6 +100,8 @@ func CreateTableInput(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(AttrSK), AttributeType: s},
 			{AttributeName: aws.String(AttrVisibleKey), AttributeType: s},
 			{AttributeName: aws.String(AttrTurnID), AttributeType: s},
+			{AttributeName: aws.String(AttrOwnerKey), AttributeType: s},
+			{AttributeName: aws.String(AttrListedAt), AttributeType: types.ScalarAttributeTypeN},
 		},
 		KeySchema: []types.KeySchemaElement{
 			{AttributeName: aws.String(AttrPK), KeyType: types.KeyTypeHash},
@@ -95,6 +112,15 @@ func CreateTableInput(name string) *dynamodb.CreateTableInput {
 			localIndex(TurnIDIndex, AttrTurnID, &types.Projection{ProjectionType: types.ProjectionTypeInclude,
 				NonKeyAttributes: slices.Clone(TurnIDIndexAttributes)}),
 		},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(SessionsIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(AttrOwnerKey), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(AttrListedAt), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude,
+				NonKeyAttributes: slices.Clone(SessionsIndexAttributes)},
+		}},
 	}
 }
 

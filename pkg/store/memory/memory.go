@@ -68,6 +68,10 @@ type sessionRecord struct {
 	// queueSeq the last queue position given.
 	queued   map[string]*chat.QueuedTurn
 	queueSeq int64
+	// title is the session's title and listed what its releases recorded
+	// for its owner's list (conversation.go); nil until one did.
+	title  string
+	listed *listed
 }
 
 // fenceToken replaces the token of a crashed turn's claim at takeover: no
@@ -543,6 +547,7 @@ func (s *Store) ReleaseTurn(ctx context.Context, req chat.ReleaseRequest) (*chat
 			sess.DefinitionRevision = req.DefinitionRevision
 		}
 		settle(sess, req, now)
+		rec.list(req.Listing, now)
 		sess.ActiveTurn = nil
 		sess.Revision++
 		sess.UpdatedAt = now

@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Context", contextCases()},
 		{"Ledger", ledgerCases()},
 		{"Admissions", admissionCases()},
+		{"Conversations", conversationCases()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -120,21 +120,39 @@ func (cl *cleanup) savedOrFenced(ctx context.Context, item *chat.Turn) saveOutco
 func (cl *cleanup) countAndRelease(item *chat.Turn, cursor int64, stopped bool) {
 	t := cl.t
 	if t.budget.countUsage(item) {
-		t.cleanup.release(cursor, stopped)
+		t.cleanup.release(item, cursor, stopped)
 	}
 }
 
-// release ends the lease (cleanup phase 3) of a saved turn with the
-// session's new cursor, keeping the session released for drainAfter
+// listing is what the release of saved turn item records in its
+// principal's list of sessions (chat.Listing): its status, the start of
+// its answer, and the title its first user message gives a session that
+// has none.
+func listing(item *chat.Turn) *chat.Listing {
+	l := &chat.Listing{Status: item.Status}
+	for _, m := range item.Messages {
+		switch {
+		case m.Role == protocol.RoleUser && l.Title == "":
+			l.Title = chat.AutoTitle(m.Content)
+		case m.Role == protocol.RoleAssistant:
+			l.Preview = chat.Preview(PlainText(m.Content))
+		}
+	}
+	return l
+}
+
+// release ends the lease (cleanup phase 3) of saved turn item with the
+// session's new cursor, recording it in its principal's list (listing), keeping the session released for drainAfter
 // (stopped: the turn was stopped, maybe by an interrupt). A failed release is logged: the lease then expires on its
 // own within LeaseDuration and the table records the turn as completed
 // (its save landed) when it decides it; the queued turns start at the
 // next submit, resume or drain that finds the session free.
-func (cl *cleanup) release(cursor int64, stopped bool) {
+func (cl *cleanup) release(item *chat.Turn, cursor int64, stopped bool) {
 	t := cl.t
 	ctx, cancel := t.cleanup.cleanupContext(t.cleanup.cleanupEnd())
 	defer cancel()
-	req := chat.ReleaseRequest{Claim: t.claim, Outcome: chat.OutcomeCompleted, Sequence: cursor, Confirmations: t.approvals.confirmationsToRecord(chat.OutcomeCompleted), Undecide: t.approvals.undecide()}
+	req := chat.ReleaseRequest{Claim: t.claim, Outcome: chat.OutcomeCompleted, Sequence: cursor, Confirmations: t.approvals.confirmationsToRecord(chat.OutcomeCompleted), Undecide: t.approvals.undecide(),
+		Listing: listing(item)}
 	if t.agent != nil {
 		req.DefinitionRevision = t.agent.def.Revision // the revision this turn ran with
 	}

@@ -1,0 +1,51 @@
+package api
+
+// SessionList is the body of GET /sessions on the history function: one
+// page of the caller's sessions, most recently active first
+// (docs/conversations.md). NextCursor is null on the last page; with a
+// search (q) a page may hold fewer sessions than its limit, none
+// included, while NextCursor is set.
+//
+//	{"sessions":[SessionListItem...],"nextCursor":string|null}
+type SessionList struct {
+	Sessions   []SessionListItem `json:"sessions"`
+	NextCursor *string           `json:"nextCursor"`
+}
+
+// SessionListItem is one session of a SessionList, and the body of a
+// PATCH /sessions/{id} answer. Times are ISO 8601 UTC with milliseconds;
+// UpdatedAt is when its last listed turn ended (the list's order).
+//
+//	{"sessionId","title":string|null,"createdAt","updatedAt":string|null,"lastTurn":ListedTurn|null}
+type SessionListItem struct {
+	SessionID string `json:"sessionId"`
+	// Title is null until the session's first turn ended with a user
+	// message to derive it from (cut at a word boundary, at most 60
+	// characters) and no one named it.
+	Title     *string `json:"title"`
+	CreatedAt string  `json:"createdAt"`
+	// UpdatedAt is null only in the answer to a rename of a session whose
+	// first turn has not ended (such a session is not listed yet).
+	UpdatedAt *string     `json:"updatedAt"`
+	LastTurn  *ListedTurn `json:"lastTurn"`
+}
+
+// ListedTurn is the last turn of a listed session: how it ended and the
+// start of its answer as plain text (at most 60 characters, "" when it
+// has none).
+//
+//	{"status":"complete"|"interrupted"|"error","preview"}
+type ListedTurn struct {
+	Status  string `json:"status" ts:"\"complete\" | \"interrupted\" | \"error\""`
+	Preview string `json:"preview"`
+}
+
+// RenameRequest is the body of PATCH /sessions/{id}: the session's new
+// title, 1 to 120 characters after trimming spaces, without control,
+// format or other invisible characters (400 REQUEST_INVALID_BODY
+// otherwise).
+//
+//	{"title"}
+type RenameRequest struct {
+	Title string `json:"title"`
+}

@@ -1,0 +1,125 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+)
+
+// listed is what a session's releases recorded of it in its owner's list
+// (chat.ReleaseRequest.Listing).
+type listed struct {
+	activeAt time.Time
+	status   chat.TurnStatus
+	preview  string
+}
+
+// listing returns rec as its owner's list shows it.
+func (rec *sessionRecord) listing() *chat.SessionListing {
+	l := &chat.SessionListing{SessionID: rec.session.ID, Title: rec.title, CreatedAt: rec.session.CreatedAt}
+	if rec.listed != nil {
+		l.ActiveAt, l.LastStatus, l.Preview = rec.listed.activeAt, rec.listed.status, rec.listed.preview
+	}
+	return l
+}
+
+// list records a release's listing at now (the release's own write).
+func (rec *sessionRecord) list(l *chat.Listing, now time.Time) {
+	if l == nil {
+		return
+	}
+	rec.listed = &listed{activeAt: now.Truncate(time.Millisecond), status: l.Status, preview: l.Preview}
+	if rec.title == "" {
+		rec.title = l.Title
+	}
+}
+
+// listKey is a listed session's place in its owner's list, as the cursor
+// carries it: the activity's epoch milliseconds, zero-padded, and the
+// session id. Greater keys are newer.
+func listKey(activeAt time.Time, sessionID string) string {
+	return fmt.Sprintf("%016d:%s", activeAt.UnixMilli(), sessionID)
+}
+
+// sessionsBinding binds a list cursor to its principal.
+func sessionsBinding(p chat.Principal) string {
+	return "sessions\x00" + strconv.Itoa(len(p.Subject)) + ":" + p.Subject + "\x00" + p.Tenant
+}
+
+// ListSessions implements chat.Store.
+func (s *Store) ListSessions(ctx context.Context, req chat.SessionListRequest) (*chat.SessionPage, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	req, err := req.Normalized()
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	after := ""
+	if req.Cursor != "" {
+		if after, err = s.cursors.DecodeKey(sessionsBinding(req.Principal), req.Cursor); err != nil {
+			return nil, err
+		}
+	}
+	words := chat.QueryWords(req.Query)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	type entry struct {
+		key string
+		l   *chat.SessionListing
+	}
+	var all []entry
+	for _, rec := range s.sessions {
+		if rec.listed == nil || !req.Principal.Owns(rec.session.Owner) {
+			continue
+		}
+		all = append(all, entry{listKey(rec.listed.activeAt, rec.session.ID), rec.listing()})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].key > all[j].key })
+	page := &chat.SessionPage{Sessions: []chat.SessionListing{}}
+	read := 0
+	for _, e := range all {
+		if after != "" && e.key >= after {
+			continue
+		}
+		if read == req.Limit {
+			page.NextCursor = s.cursors.EncodeKey(sessionsBinding(req.Principal), after)
+			break
+		}
+		read++
+		after = e.key
+		if chat.TitleMatches(e.l.Title, words) {
+			page.Sessions = append(page.Sessions, *e.l)
+		}
+	}
+	if len(words) > 0 && read == req.Limit && page.NextCursor == "" {
+		// As a store that filters what it read: a full read gives a
+		// cursor, the page after it may be empty.
+		page.NextCursor = s.cursors.EncodeKey(sessionsBinding(req.Principal), after)
+	}
+	return page, nil
+}
+
+// RenameSession implements chat.Store.
+func (s *Store) RenameSession(ctx context.Context, sessionID string, p chat.Principal, title string) (*chat.SessionListing, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	title, err := chat.CheckTitle(title)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.owned(sessionID, p)
+	if err != nil {
+		return nil, err
+	}
+	rec.title = title
+	rec.session.Revision++
+	return rec.listing(), nil
+}
