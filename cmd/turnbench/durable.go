@@ -145,6 +145,7 @@ type costTurn struct {
 	TableUnits  float64 // as dynalite reported them
 	IndexUnits  int     // computed (meter)
 	Checkpoints int     // live-item writes: checkpoints and heartbeats
+	Renewals    int     // lease renewals: one per LeaseDuration/3 the turn outlived
 	// FinalItemBytes is the turn item's size after the final save.
 	FinalItemBytes int
 	// FirstItemUnits is the units of the write that created the turn item
@@ -212,7 +213,7 @@ func checkpointCost(ctx context.Context, store, plain chat.Store, m *meter, pref
 				}
 				s := m.session(sid)
 				*acct = costTurn{Requests: s.Requests, Writes: s.Writes, TableUnits: s.TableUnits, IndexUnits: s.IndexUnits,
-					Checkpoints: s.LiveWrites, FinalItemBytes: s.TurnItemBytes, Status: last.Status, Took: last.At.Sub(log.Sent)}
+					Checkpoints: s.LiveWrites, Renewals: s.Renewals, FinalItemBytes: s.TurnItemBytes, Status: last.Status, Took: last.At.Sub(log.Sent)}
 			})
 		}
 	}
@@ -226,6 +227,7 @@ func checkpointCost(ctx context.Context, store, plain chat.Store, m *meter, pref
 			s := m.session(fmt.Sprintf("%s-cost-%d-%d", prefix, r.Size, k))
 			acct.Requests, acct.Writes, acct.TableUnits, acct.IndexUnits = s.Requests, s.Writes, s.TableUnits, s.IndexUnits
 			acct.Checkpoints, acct.FinalItemBytes, acct.FirstItemUnits = s.LiveWrites, s.TurnItemBytes, s.FirstItemUnits
+			acct.Renewals = s.Renewals
 		}
 	}
 	return out, errors.Join(errs...)

@@ -50,7 +50,8 @@ func durableRows(d *durableReport) [][4]string {
 	}
 	for _, c := range d.Cost {
 		add(fmt.Sprintf("DynamoDB requests per turn, checkpoints off, %s answer (%s)", kb(c.Size), c.Off.Took.Round(100*time.Millisecond)),
-			fmt.Sprint(c.Off.Requests), "budget 4 (lease renewal adds one per LEASE_DURATION/3)", fmt.Sprintf("%d/4", c.Off.Requests))
+			fmt.Sprintf("%d (%d of them renewals)", c.Off.Requests, c.Off.Renewals), "budget 4 (lease renewal adds one per LEASE_DURATION/3)",
+			fmt.Sprintf("%d/%d", c.Off.Requests, 4+c.Off.Renewals))
 	}
 	if r := d.Resume; r != nil {
 		add(fmt.Sprintf("resume latency p50 / p99: checkpoint write answered -> the resumer's line of that sequence (%d samples, %d turns of %s)", r.Samples, r.Turns, kb(d.Set.ResumeSize)),

@@ -13,7 +13,8 @@ import (
 // TestDurableSections runs the durable-turn and wire sections in quick
 // mode on dynalite (-quick -only durable,wire) and checks what must hold
 // whatever the machine's speed: a turn with checkpoints off costs 4
-// requests and checkpoints write more; the write units stay within the
+// requests and one per lease renewal (a slow machine's longer stream
+// renews), and checkpoints write more; the write units stay within the
 // issue's bound; every resumed line decodes and carries a sequence and
 // messages the live stream carried, increasing, ending with the live
 // terminal messages; every stop ends TURN_INTERRUPTED; every crash leaves
@@ -40,8 +41,10 @@ func TestDurableSections(t *testing.T) {
 		t.Fatalf("cost rows: %d, want %d", len(d.Cost), len(ds.CostSizes))
 	}
 	for _, c := range d.Cost {
-		if c.Off.Requests != 4 || c.Off.Checkpoints != 0 {
-			t.Errorf("%d B, checkpoints off: %d requests, %d live writes; want 4 and 0", c.Size, c.Off.Requests, c.Off.Checkpoints)
+		// A turn that outlives a third of its lease renews it: a loaded
+		// machine streams slower, so renewals are counted, not assumed.
+		if c.Off.Requests != 4+c.Off.Renewals || c.Off.Checkpoints != 0 {
+			t.Errorf("%d B, checkpoints off: %d requests (%d renewals), %d live writes; want 4 plus the renewals, and 0", c.Size, c.Off.Requests, c.Off.Renewals, c.Off.Checkpoints)
 		}
 		if c.On.Checkpoints < 1 || c.On.Requests <= c.Off.Requests || c.On.TableUnits <= c.Off.TableUnits {
 			t.Errorf("%d B, checkpoints on: %+v; want checkpoints written beyond the off turn's %+v", c.Size, c.On, c.Off)

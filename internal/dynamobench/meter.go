@@ -88,6 +88,9 @@ type Account struct {
 	// LiveWrites those of the live item alone: one per checkpoint or
 	// heartbeat.
 	CheckpointWrites, LiveWrites int
+	// Renewals counts the lease renewals written: one per
+	// LeaseDuration/3 a turn outlives, a cost of its duration.
+	Renewals int
 	// TurnItemBytes is the size of the turn item after its latest write:
 	// the final save's once the turn has ended (zero without raw).
 	TurnItemBytes int
@@ -264,6 +267,9 @@ func (m *Meter) write(ctx context.Context, op string, table *string, key map[str
 		switch {
 		case err == nil:
 			a.Writes++
+			if purpose == dynamo.PurposeRenew {
+				a.Renewals++
+			}
 			if cc != nil && cc.CapacityUnits != nil {
 				a.TableUnits += *cc.CapacityUnits
 			}
