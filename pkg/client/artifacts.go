@@ -23,21 +23,22 @@ type artifactList struct {
 	Artifacts []ArtifactReference `json:"artifacts"`
 }
 
-// artifactsURL returns {ArtifactsURL}sessions/{id}/turns/{turnId}/artifacts.
-func (c *Client) artifactsURL(sessionID, turnID string) (string, error) {
-	if c.opts.ArtifactsURL == "" {
+// artifactsURL returns {base}sessions/{id}/turns/{turnId}/artifacts, base
+// the client's ArtifactsURL.
+func artifactsURL(base, sessionID, turnID string) (string, error) {
+	if base == "" {
 		return "", ErrNoURL
 	}
 	if !protocol.IsSafeID(sessionID) || !protocol.IsSafeID(turnID) {
 		return "", ErrInvalidID
 	}
-	return joinURL(c.opts.ArtifactsURL, "/sessions/"+sessionID+"/turns/"+turnID+"/artifacts"), nil
+	return joinURL(base, "/sessions/"+sessionID+"/turns/"+turnID+"/artifacts"), nil
 }
 
 // Artifacts returns a turn's artifact references, GET
 // {ArtifactsURL}sessions/{id}/turns/{turnId}/artifacts.
 func (c *Client) Artifacts(ctx context.Context, sessionID, turnID string) ([]ArtifactReference, error) {
-	u, err := c.artifactsURL(sessionID, turnID)
+	u, err := artifactsURL(c.opts.ArtifactsURL, sessionID, turnID)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +54,7 @@ func (c *Client) Artifacts(ctx context.Context, sessionID, turnID string) ([]Art
 // returns them as stored: one per entry path, the last one given winning.
 // Another caller gets a KindHTTP *Error 403 REQUEST_FORBIDDEN.
 func (c *Client) PutArtifacts(ctx context.Context, sessionID, turnID string, refs []ArtifactReference) ([]ArtifactReference, error) {
-	u, err := c.artifactsURL(sessionID, turnID)
+	u, err := artifactsURL(c.opts.ArtifactsURL, sessionID, turnID)
 	if err != nil {
 		return nil, err
 	}

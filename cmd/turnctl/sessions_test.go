@@ -1,0 +1,51 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+)
+
+// TestSessionsCommand: turnctl sessions lists the caller's sessions,
+// newest first, with their titles; rename names one; bad usage is exit 2
+// and an HTTP error exit 1, its code printed.
+func TestSessionsCommand(t *testing.T) {
+	turnURL, historyURL := ledgerServers(t, chat.Quotas{})
+	for _, s := range []string{"older", "newer"} {
+		if code, _, errOut := runTurnctl([]string{"chat", "-url", turnURL, "-session", s, "-token", "dev.alice", "about " + s + " things"}, ""); code != 0 {
+			t.Fatalf("chat %s: %d %s", s, code, errOut)
+		}
+	}
+	code, out, errOut := runTurnctl([]string{"sessions", "-url", historyURL, "-token", "dev.alice"}, "")
+	// Both turns may end in the same millisecond: the order of the two is
+	// then the store's (the contract suite checks the order).
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 2 || !strings.Contains(out, "about newer things") || !strings.Contains(out, "about older things") ||
+		!strings.Contains(lines[0], "complete") || !strings.Contains(lines[1], "complete") {
+		t.Fatalf("sessions: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, out, _ = runTurnctl([]string{"sessions", "-url", historyURL, "-token", "dev.alice", "-limit", "1"}, "")
+	if code != 0 || !strings.Contains(out, "more: -cursor ") {
+		t.Errorf("a page of 1: exit %d, %q", code, out)
+	}
+	code, out, errOut = runTurnctl([]string{"sessions", "rename", "-url", historyURL, "-token", "dev.alice", "older", "Renamed \x1b[31mred"}, "")
+	if code != 1 || !strings.Contains(errOut, "REQUEST_INVALID_BODY") {
+		t.Errorf("rename to a title with an escape: exit %d, %q %q", code, out, errOut)
+	}
+	code, out, errOut = runTurnctl([]string{"sessions", "rename", "-url", historyURL, "-token", "dev.alice", "older", "Renamed"}, "")
+	if code != 0 || !strings.Contains(out, "Renamed") {
+		t.Errorf("rename: exit %d, %q %q", code, out, errOut)
+	}
+	if code, out, _ := runTurnctl([]string{"sessions", "-url", historyURL, "-token", "dev.alice", "-q", "renamed"}, ""); code != 0 || !strings.Contains(out, "older") || strings.Contains(out, "newer") {
+		t.Errorf("search: exit %d, %q", code, out)
+	}
+	if code, out, _ := runTurnctl([]string{"sessions", "-url", historyURL, "-token", "dev.bob"}, ""); code != 0 || strings.TrimSpace(out) != "" {
+		t.Errorf("bob's sessions: exit %d, %q", code, out)
+	}
+	for _, args := range [][]string{{"sessions", "extra"}, {"sessions", "rename", "only-one"}} {
+		if code, _, _ := runTurnctl(append(args, "-url", historyURL), ""); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}

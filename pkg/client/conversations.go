@@ -1,0 +1,111 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/turnstream/turnstream/pkg/api"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// The list of sessions as pkg/api declares it.
+type (
+	// SessionList is one page of the caller's sessions; NextCursor is nil
+	// on the last page.
+	SessionList = api.SessionList
+	// SessionListItem is one session of it: its title (nil until it has
+	// one), when its last turn ended, and that turn's status and preview.
+	SessionListItem = api.SessionListItem
+)
+
+// Conversations are the calls of the caller's list of sessions on the
+// history function (docs/conversations.md): GET {HistoryURL}sessions and
+// PATCH {HistoryURL}sessions/{id}.
+type Conversations struct{ c *Client }
+
+// Conversations returns the calls of the caller's list of sessions.
+func (c *Client) Conversations() Conversations { return Conversations{c} }
+
+// ListOptions choose a page of the list.
+type ListOptions struct {
+	// Limit is the number of sessions, 1-100 (0: the server's default, 20).
+	Limit int
+	// Cursor is the previous page's NextCursor ("" for the first page).
+	Cursor string
+	// Query keeps the sessions whose title contains each of its words
+	// (case-insensitive; at most 100 characters and 5 words).
+	Query string
+}
+
+// List returns one page of the caller's sessions, most recently active
+// first. A bad limit or query is a KindHTTP *Error 400
+// REQUEST_INVALID_QUERY, a cursor that is not this caller's 400
+// REQUEST_INVALID_CURSOR.
+func (cv Conversations) List(ctx context.Context, o ListOptions) (*SessionList, error) {
+	c := cv.c
+	if c.opts.HistoryURL == "" {
+		return nil, ErrNoURL
+	}
+	u := joinURL(c.opts.HistoryURL, "/sessions")
+	q := url.Values{}
+	if o.Limit != 0 {
+		q.Set("limit", strconv.Itoa(o.Limit))
+	}
+	if o.Cursor != "" {
+		q.Set("cursor", o.Cursor)
+	}
+	if o.Query != "" {
+		q.Set("q", o.Query)
+	}
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var l SessionList
+	if err := c.getJSON(ctx, u, "sessions", &l); err != nil {
+		return nil, err
+	}
+	for _, s := range l.Sessions {
+		if !protocol.IsSafeID(s.SessionID) {
+			return nil, invalidResponse("sessions", http.StatusOK)
+		}
+	}
+	return &l, nil
+}
+
+// Rename sets a session's title and returns the session as listed. A
+// title the server refuses (empty, over 120 characters, a control or
+// invisible character) is a KindHTTP *Error 400 REQUEST_INVALID_BODY;
+// another caller's session 404 SESSION_NOT_FOUND.
+func (cv Conversations) Rename(ctx context.Context, sessionID, title string) (*SessionListItem, error) {
+	c := cv.c
+	if c.opts.HistoryURL == "" {
+		return nil, ErrNoURL
+	}
+	if !protocol.IsSafeID(sessionID) {
+		return nil, ErrInvalidID
+	}
+	body, err := json.Marshal(api.RenameRequest{Title: title})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, joinURL(c.opts.HistoryURL, "/sessions/"+sessionID), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.send(req, "rename")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var item SessionListItem
+	if json.NewDecoder(resp.Body).Decode(&item) != nil || item.SessionID != sessionID {
+		return nil, invalidResponse("rename", resp.StatusCode)
+	}
+	return &item, nil
+}
