@@ -448,7 +448,8 @@ func completeTurn(t *testing.T, s *dynamo.Store, sessionID, turnID string, seque
 	if err := s.SaveTurn(ctx, c, turnOf(c, sessionID, textMessages(turnID, "answer"))); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: sequence}); err != nil {
+	if _, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: sequence,
+		Listing: &chat.Listing{Status: chat.TurnComplete, Preview: "answer"}}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -603,4 +604,52 @@ func TestReplayRecordLosesToAnotherDecider(t *testing.T) {
 	if !errors.Is(err, again) {
 		t.Errorf("the replay whose record lost: %v, want what a later replay gets: %v", err, again)
 	}
+}
+
+// TestRenameRecognisesItsOwnWrite: a rename that applied with its answer
+// lost (or a 500 after it applied) is a rename, its retry meets its own
+// title; one that never applied, its resolving read failing too, is an
+// error and leaves the title as it was.
+func TestRenameRecognisesItsOwnWrite(t *testing.T) {
+	rename := ddbfault.For("UpdateItem", dynamo.PurposeRename)
+	for _, fault := range []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter} {
+		t.Run(fault.String(), func(t *testing.T) {
+			e := newFaultEnv(t)
+			ctx := faultCtx(t)
+			completeTurn(t, e.s, "s1", "t1", 2)
+			e.faults.SetRule(ddbfault.Once(fault, rename))
+			l, err := e.s.RenameSession(ctx, "s1", alice, "Named")
+			if err != nil || l.Title != "Named" {
+				t.Fatalf("rename whose write applied: %+v, %v", l, err)
+			}
+			if n := e.faults.Counts()[fault]; n != 1 {
+				t.Fatalf("%d attempts met %v, want 1", n, fault)
+			}
+		})
+	}
+	t.Run("never applied, reads failing", func(t *testing.T) {
+		e := newFaultEnv(t)
+		ctx := faultCtx(t)
+		completeTurn(t, e.s, "s1", "t1", 2)
+		if _, err := e.s.RenameSession(ctx, "s1", alice, "First"); err != nil {
+			t.Fatal(err)
+		}
+		e.faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+			if rename(a) || a.Op == "GetItem" {
+				return ddbfault.ServerErrorBefore
+			}
+			return ddbfault.Pass
+		})
+		if _, err := e.s.RenameSession(ctx, "s1", alice, "Second"); err == nil {
+			t.Fatal("a rename that never applied reported success")
+		}
+		e.faults.SetRule(nil)
+		page, err := e.s.ListSessions(ctx, chat.SessionListRequest{Principal: alice})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Sessions) != 1 || page.Sessions[0].Title != "First" {
+			t.Errorf("list after a failed rename: %+v", page.Sessions)
+		}
+	})
 }
