@@ -45,7 +45,12 @@ func devWiring(t *testing.T, store chat.Store, wrap func(http.Handler) http.Hand
 	}
 	// The echo model, its long conformance turns held after their first
 	// chunk until the conformance run has done what it does "while the turn
-	// streams" (gatedModel); the stop is seen at the next renewal (50 ms).
+	// streams" (gatedModel); the stop is seen at the next checkpoint
+	// (20 ms). Renewals come every 500 ms: every renewal moves the session
+	// item's revision, and an enqueue's compare-and-set on it (a read, a
+	// put and the write, a few round trips) lost ten races in a row to
+	// renewals every 50 ms on a machine under two CPU hogs (409
+	// SESSION_CONFLICT, make test loop run 1 at efe6404).
 	gm := &gatedModel{inner: echo.New(time.Millisecond, 4), gate: make(chan struct{}, 1)}
 	th, err := turn.NewHandler(turn.Options{
 		Config: turn.Config{
@@ -53,7 +58,7 @@ func devWiring(t *testing.T, store chat.Store, wrap func(http.Handler) http.Hand
 			Model:              gm,
 			Definition:         turn.Definition{ID: "default", Revision: 1},
 			LeaseDuration:      3 * time.Second,
-			RenewInterval:      50 * time.Millisecond,
+			RenewInterval:      500 * time.Millisecond,
 			Logger:             slog.New(slog.DiscardHandler),
 			CheckpointInterval: 20 * time.Millisecond,
 			ResumePollInterval: 10 * time.Millisecond,

@@ -49,3 +49,17 @@ type ListedTurn struct {
 type RenameRequest struct {
 	Title string `json:"title"`
 }
+
+// Feedback is the owner's rating of a turn's answer: the body of PUT
+// /sessions/{id}/turns/{turnId}/feedback (rating and comment) and its
+// answer, a turn's "feedback" on /turns (null when none), and its
+// assistant message's metadata.feedback on /messages. Comment is at most
+// 1,000 characters (line breaks and tabs kept, no other control or
+// invisible character); CreatedAt is set by the server.
+//
+//	{"rating":"up"|"down","comment"?,"createdAt"?}
+type Feedback struct {
+	Rating    string `json:"rating" ts:"\"up\" | \"down\""`
+	Comment   string `json:"comment,omitempty"`
+	CreatedAt string `json:"createdAt,omitempty"`
+}

@@ -216,6 +216,9 @@ type Turn struct {
 	// TurnInterrupted; nil otherwise.
 	Error     *protocol.Diagnostic
 	Artifacts []ArtifactReference
+	// Feedback is the owner's rating of the turn's answer, nil when none
+	// (ConversationStore.SetFeedback).
+	Feedback *Feedback
 	// Superseded is true once an edit, retry or regenerate replaced this turn
 	// (docs/design.md#storage-one-dynamodb-table). Superseded turns are never listed nor loaded as context.
 	Superseded bool

@@ -127,6 +127,15 @@ type ConversationStore interface {
 	// malformed or another principal's. 1 request per page.
 	ListSessions(ctx context.Context, req SessionListRequest) (*SessionPage, error)
 
+	// SetFeedback sets the owner's feedback on a terminal turn (f nil
+	// removes it), replacing any earlier one, and returns it as stored
+	// (nil after a removal): CheckFeedback first (ErrInvalidFeedback,
+	// nothing written). ErrSessionNotFound as RenameSession;
+	// ErrTurnNotFound if the session has no such turn, or it is still
+	// running. At most 4 requests (the turn's look-up, the write, and a
+	// read and a resend when its outcome is unknown).
+	SetFeedback(ctx context.Context, sessionID, turnID string, p Principal, f *Feedback) (*Feedback, error)
+
 	// RenameSession sets the title of a session p owns to title
 	// (CheckTitle first: ErrInvalidTitle, nothing written) and returns
 	// the session as listed. ErrSessionNotFound if it does not exist or p
@@ -209,4 +218,43 @@ func TitleMatches(title string, words []string) bool {
 		}
 	}
 	return true
+}
+
+// Rating is a thumbs-up or thumbs-down on an answer.
+type Rating string
+
+// The ratings of Feedback.
+const (
+	RatingUp   Rating = "up"
+	RatingDown Rating = "down"
+)
+
+// MaxFeedbackCommentRunes bounds Feedback.Comment, in characters.
+const MaxFeedbackCommentRunes = 1000
+
+// Feedback is the owner's rating of a turn's answer.
+type Feedback struct {
+	Rating Rating
+	// Comment is optional text, at most MaxFeedbackCommentRunes
+	// characters; line breaks and tabs are kept.
+	Comment string
+	// At is when it was given (millisecond precision, the store's clock).
+	At time.Time
+}
+
+// ErrInvalidFeedback: a rating other than up or down, or a comment that
+// is not valid UTF-8, is longer than MaxFeedbackCommentRunes, or holds a
+// character IsUnsafePathRune refuses other than a line break or a tab.
+var ErrInvalidFeedback = fmt.Errorf("%w: invalid feedback", ErrInvalidRequest)
+
+// CheckFeedback returns ErrInvalidFeedback for f (see there), nil when it
+// may be stored.
+func CheckFeedback(f Feedback) error {
+	switch {
+	case f.Rating != RatingUp && f.Rating != RatingDown,
+		!utf8.ValidString(f.Comment), utf8.RuneCountInString(f.Comment) > MaxFeedbackCommentRunes,
+		strings.ContainsFunc(f.Comment, func(r rune) bool { return r != '\n' && r != '\t' && IsUnsafePathRune(r) }):
+		return ErrInvalidFeedback
+	}
+	return nil
 }

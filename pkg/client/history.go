@@ -44,6 +44,9 @@ type TurnSummary struct {
 	StartedAt string               `json:"startedAt"`
 	// CompletedAt is "" when the turn has no completion time.
 	CompletedAt string `json:"completedAt"`
+	// Feedback is the owner's rating of the answer, nil when none
+	// (docs/conversations.md).
+	Feedback *api.Feedback `json:"feedback"`
 }
 
 // TurnPage is one page of GET {HistoryURL}sessions/{id}/turns. The

@@ -93,8 +93,11 @@ func newQueueEnv(t *testing.T, checkpoint time.Duration) *queueEnv {
 			CheckpointInterval: checkpoint,
 			ResumePollInterval: 10 * time.Millisecond,
 			LeaseDuration:      3 * time.Second,
-			RenewInterval:      50 * time.Millisecond,
-			MaxQueuedTurns:     2,
+			// Renewals move the session's revision, which an enqueue's
+			// compare-and-set reads: not so often that a loaded machine's
+			// enqueue loses every race (cmd/turnctl's conformance wiring).
+			RenewInterval:  500 * time.Millisecond,
+			MaxQueuedTurns: 2,
 		},
 		Authenticator: authn,
 	})

@@ -89,6 +89,7 @@ var errorTable = []struct {
 	{chat.ErrInvalidCursor, protocol.CodeRequestInvalidCursor},
 	{chat.ErrInvalidArtifact, protocol.CodeArtifactsInvalid},
 	{chat.ErrInvalidTitle, protocol.CodeRequestInvalidBody},
+	{chat.ErrInvalidFeedback, protocol.CodeRequestInvalidBody},
 	{ErrNotFound, protocol.CodeRequestNotFound},
 	{ErrMethodNotAllowed, protocol.CodeRequestMethodNotAllowed},
 	{ErrUnsupportedMediaType, protocol.CodeRequestUnsupportedMediaType},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -150,4 +151,96 @@ func listItem(l *chat.SessionListing) api.SessionListItem {
 		item.LastTurn = &api.ListedTurn{Status: string(l.LastStatus), Preview: l.Preview}
 	}
 	return item
+}
+
+// feedback serves /sessions/{id}/turns/{turnId}/feedback: PUT sets the
+// owner's feedback on a terminal turn (200 api.Feedback as stored),
+// replacing any earlier one; DELETE removes it (204). The PUT body is
+// read by the strict reader: one object with "rating" ("up" or "down")
+// and an optional string "comment", nothing else (400
+// REQUEST_INVALID_BODY otherwise, as for a comment chat.CheckFeedback
+// refuses). A session the caller does not own is 404 SESSION_NOT_FOUND;
+// a turn it does not have, or one still running, 404 TURN_NOT_FOUND.
+func (s *server) feedback(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
+	if err := httpedge.RequireMethod(w, r, http.MethodPut, http.MethodDelete); err != nil {
+		return err
+	}
+	if r.Method == http.MethodPut {
+		if err := httpedge.RequireJSON(r); err != nil {
+			return err
+		}
+	}
+	p, err := s.auth.Authenticate(r)
+	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
+	if err != nil {
+		return err
+	}
+	sid, tid, err := turnPath(r, rc)
+	if err != nil {
+		return err
+	}
+	if r.Method == http.MethodDelete {
+		if _, err := s.store.SetFeedback(r.Context(), sid, tid, p, nil); err != nil {
+			return fmt.Errorf("remove feedback: %w", err)
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	body, err := httpedge.ReadBody(r.Context(), w, r, s.maxBody, httpedge.ErrInvalidBody)
+	if err != nil {
+		return err
+	}
+	var in struct {
+		Rating  *string `json:"rating"`
+		Comment *string `json:"comment"`
+	}
+	if err := protocol.UnmarshalStrict(body, &in, protocol.RejectUnknownMembers); err != nil || in.Rating == nil {
+		return httpedge.ErrInvalidBody
+	}
+	f := &chat.Feedback{Rating: chat.Rating(*in.Rating)}
+	if in.Comment != nil {
+		f.Comment = *in.Comment
+	}
+	stored, err := s.store.SetFeedback(r.Context(), sid, tid, p, f)
+	switch {
+	case errors.Is(err, chat.ErrInvalidFeedback):
+		return fmt.Errorf("%w: feedback", httpedge.ErrInvalidBody)
+	case err != nil:
+		return fmt.Errorf("set feedback: %w", err)
+	}
+	return writeJSON(w, feedbackOf(stored))
+}
+
+// feedbackOf is a turn's feedback on the wire, nil when none.
+func feedbackOf(f *chat.Feedback) *api.Feedback {
+	if f == nil {
+		return nil
+	}
+	return &api.Feedback{Rating: string(f.Rating), Comment: f.Comment, CreatedAt: protocol.FormatTime(f.At)}
+}
+
+// withFeedback returns msgs with f, when set, in the metadata.feedback of
+// the last assistant message (as withArtifacts places artifacts), other
+// metadata kept. msgs is not modified.
+func withFeedback(msgs []protocol.Message, f *chat.Feedback) ([]protocol.Message, error) {
+	last := -1
+	for i := range msgs {
+		if msgs[i].Role == protocol.RoleAssistant {
+			last = i
+		}
+	}
+	if f == nil || last < 0 {
+		return msgs, nil
+	}
+	value, err := marshal(feedbackOf(f))
+	if err != nil {
+		return nil, err
+	}
+	md, err := setMember(msgs[last].Metadata, "feedback", value)
+	if err != nil {
+		return nil, fmt.Errorf("message %d metadata: %w", last, err)
+	}
+	out := slices.Clone(msgs)
+	out[last].Metadata = md
+	return out, nil
 }

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/turnstream/turnstream/pkg/api"
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/sessionapi"
 )
 
 func listedIDs(l api.SessionList) []string {
@@ -152,6 +154,75 @@ func TestSessionRename(t *testing.T) {
 		list = decode[api.SessionList](t, "list after refusals", f.do(f.history, get("/sessions", alice)))
 		if *list.Sessions[1].Title != "Sourdough notes" {
 			t.Errorf("a refused rename changed the title: %+v", list.Sessions[1])
+		}
+	})
+}
+
+// TestFeedback: PUT and DELETE /sessions/{id}/turns/{turnId}/feedback set,
+// replace and remove the owner's rating of an answer; /turns shows it and
+// /messages carries it in the assistant message's metadata; bad bodies
+// are 400 and store nothing; another principal's session is 404.
+func TestFeedback(t *testing.T) {
+	forEachStore(t, func(t *testing.T, f *fixture) {
+		f.runTurn("s1", alice, turnSpec{id: "t1", artifacts: []chat.ArtifactReference{{EntryPath: "a.md", ArtifactType: chat.ArtifactDocument}}})
+		got := decode[api.Feedback](t, "put", f.do(f.history, put("/sessions/s1/turns/t1/feedback", alice, `{"rating":"down","comment":"wrong\nyear"}`)))
+		if got.Rating != "down" || got.Comment != "wrong\nyear" || got.CreatedAt == "" {
+			t.Fatalf("PUT answered %+v", got)
+		}
+		got = decode[api.Feedback](t, "replace", f.do(f.history, put("/sessions/s1/turns/t1/feedback", alice, `{"rating":"up"}`)))
+		if got.Rating != "up" || got.Comment != "" {
+			t.Fatalf("a replacement answered %+v", got)
+		}
+		turns := decode[sessionapi.TurnPage](t, "turns", f.do(f.history, get("/sessions/s1/turns", alice)))
+		if fb := turns.Turns[0].Feedback; fb == nil || fb.Rating != "up" {
+			t.Errorf("/turns shows %+v", fb)
+		}
+		msgs := decode[sessionapi.MessagePage](t, "messages", f.do(f.history, get("/sessions/s1/messages", alice)))
+		if md := string(msgs.Messages[1].Metadata); !strings.Contains(md, `"feedback":{"rating":"up","createdAt":`) || !strings.Contains(md, `"artifacts":[`) {
+			t.Errorf("the assistant message's metadata: %s", md)
+		}
+		if string(msgs.Messages[0].Metadata) != "" && strings.Contains(string(msgs.Messages[0].Metadata), "feedback") {
+			t.Errorf("the user message carries the feedback: %s", msgs.Messages[0].Metadata)
+		}
+		for name, tc := range map[string]struct {
+			body, code string
+			status     int
+		}{
+			"no rating":      {`{}`, protocol.CodeRequestInvalidBody, 400},
+			"null rating":    {`{"rating":null}`, protocol.CodeRequestInvalidBody, 400},
+			"another rating": {`{"rating":"zz"}`, protocol.CodeRequestInvalidBody, 400},
+			"upper case":     {`{"rating":"UP"}`, protocol.CodeRequestInvalidBody, 400},
+			"a control":      {`{"rating":"up","comment":"zz\u001bzz"}`, protocol.CodeRequestInvalidBody, 400},
+			"too long":       {`{"rating":"up","comment":"` + strings.Repeat("z", 1001) + `"}`, protocol.CodeRequestInvalidBody, 400},
+			"createdAt sent": {`{"rating":"up","createdAt":"zz"}`, protocol.CodeRequestInvalidBody, 400},
+			"another member": {`{"rating":"up","stars":5}`, protocol.CodeRequestInvalidBody, 400},
+			"not JSON":       {`zz`, protocol.CodeRequestInvalidBody, 400},
+		} {
+			resp := f.do(f.history, put("/sessions/s1/turns/t1/feedback", alice, tc.body))
+			wantError(t, name, resp, tc.status, tc.code)
+			if strings.Contains(string(resp.body), "zz") {
+				t.Errorf("%s: the body echoes the input: %s", name, resp.body)
+			}
+		}
+		wantError(t, "mallory", f.do(f.history, put("/sessions/s1/turns/t1/feedback", mallory, `{"rating":"down"}`)), 404, protocol.CodeSessionNotFound)
+		wantError(t, "unknown turn", f.do(f.history, put("/sessions/s1/turns/t9/feedback", alice, `{"rating":"down"}`)), 404, protocol.CodeTurnNotFound)
+		f.claim("s1", alice, turnSpec{id: "t2"})
+		wantError(t, "a turn not saved", f.do(f.history, put("/sessions/s1/turns/t2/feedback", alice, `{"rating":"down"}`)), 404, protocol.CodeTurnNotFound)
+		resp := f.do(f.history, request{method: http.MethodPost, target: "/sessions/s1/turns/t1/feedback", as: &alice})
+		if resp.status != http.StatusMethodNotAllowed || resp.header.Get("Allow") != "PUT, DELETE" {
+			t.Errorf("POST: %d, Allow %q", resp.status, resp.header.Get("Allow"))
+		}
+		turns = decode[sessionapi.TurnPage](t, "turns after refusals", f.do(f.history, get("/sessions/s1/turns", alice)))
+		if fb := turns.Turns[0].Feedback; fb == nil || fb.Rating != "up" {
+			t.Errorf("a refused PUT changed the feedback: %+v", fb)
+		}
+		del := f.do(f.history, request{method: http.MethodDelete, target: "/sessions/s1/turns/t1/feedback", as: &alice})
+		if del.status != http.StatusNoContent || len(del.body) != 0 {
+			t.Fatalf("DELETE: %d %s", del.status, del.body)
+		}
+		turns = decode[sessionapi.TurnPage](t, "turns after DELETE", f.do(f.history, get("/sessions/s1/turns", alice)))
+		if turns.Turns[0].Feedback != nil {
+			t.Errorf("feedback after DELETE: %+v", turns.Turns[0].Feedback)
 		}
 	})
 }

@@ -20,10 +20,18 @@ import (
 	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
-// Store is what the history and artifacts functions ask of a store: its
-// reads of sessions, turns, queued turns and usage, and the artifact
-// references (their contracts are chat.Store's, which satisfies it).
+// Store is what the history and artifacts functions ask of a store (a
+// chat.Store is one): the records they read and the artifact references
+// they write (Records), and a principal's list of sessions
+// (chat.ConversationStore).
 type Store interface {
+	Records
+	chat.ConversationStore
+}
+
+// Records are the reads of sessions, turns, queued turns and usage, and
+// the artifact references (their contracts are chat.Store's).
+type Records interface {
 	GetSession(ctx context.Context, sessionID string, p chat.Principal) (*chat.Session, error)
 	ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Page, error)
 	PollTurn(ctx context.Context, sessionID string, ordinal int64, p chat.Principal, since *chat.Turn) (*chat.Turn, error)
@@ -32,7 +40,6 @@ type Store interface {
 	GetArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal) ([]chat.ArtifactReference, error)
 	ReadUsage(ctx context.Context, p chat.Principal, at time.Time) (*chat.PrincipalUsage, error)
 	ListUsage(ctx context.Context, req chat.UsageListRequest) (*chat.UsagePage, error)
-	chat.ConversationStore
 }
 
 var _ Store = chat.Store(nil)
@@ -114,6 +121,7 @@ func newServer(opts Options) (*server, error) {
 //	GET /sessions                200 api.SessionList  ?limit=1..100 (20) &cursor= &q= (docs/conversations.md)
 //	GET /sessions/{id}           200 SessionSummary
 //	PATCH /sessions/{id}         {"title"} -> 200 api.SessionListItem
+//	PUT /sessions/{id}/turns/{turnId}/feedback  {"rating","comment"?} -> 200 api.Feedback; DELETE -> 204
 //	GET /sessions/{id}/turns     200 TurnPage     ?limit=1..100 (20) &order=desc|asc (desc) &cursor=
 //	GET /sessions/{id}/messages  200 MessagePage  same query as /turns
 //	GET /usage                   200 UsageReport  ?period=day|month (day); with scope=tenant, for the
@@ -135,6 +143,7 @@ func NewHistoryHandler(opts Options) (http.Handler, error) {
 	mux.Handle("/sessions/{id}", s.route("session", "", s.session))
 	mux.Handle("/sessions/{id}/turns", s.route("turns", http.MethodGet, s.listTurns))
 	mux.Handle("/sessions/{id}/messages", s.route("messages", http.MethodGet, s.listMessages))
+	mux.Handle("/sessions/{id}/turns/{turnId}/feedback", s.route("feedback", "", s.feedback))
 	if s.usage != nil {
 		mux.Handle("/usage", s.route("usage", http.MethodGet, s.getUsage))
 	}

@@ -88,6 +88,9 @@ type TurnSummary struct {
 	// on a terminal turn. A running turn past it is still running until
 	// its fate is recorded (docs/durable-turns.md).
 	ExpiresAt *int64 `json:"expiresAt"`
+	// Feedback is the owner's rating of the answer, null when none
+	// (docs/conversations.md).
+	Feedback *api.Feedback `json:"feedback"`
 }
 
 // TurnPage is the body of GET /sessions/{id}/turns. Turns are in the
@@ -228,6 +231,9 @@ func (s *server) listMessages(w http.ResponseWriter, r *http.Request, rc *reques
 	}
 	for i := range turns {
 		msgs, err := withArtifacts(turns[i].Messages, turns[i].Artifacts)
+		if err == nil {
+			msgs, err = withFeedback(msgs, turns[i].Feedback)
+		}
 		if err != nil {
 			return fmt.Errorf("turn %s: %w", turns[i].TurnID, err)
 		}
@@ -307,5 +313,6 @@ func turnSummary(t *chat.Turn) TurnSummary {
 		ms := t.LeaseExpiresAt.UnixMilli()
 		out.ExpiresAt = &ms
 	}
+	out.Feedback = feedbackOf(t.Feedback)
 	return out
 }

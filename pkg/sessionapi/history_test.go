@@ -187,12 +187,12 @@ func TestTurnsShape(t *testing.T) {
 		if err := json.Unmarshal(resp.body, &raw); err != nil {
 			t.Fatal(err)
 		}
-		for key, want := range map[string]string{"artifacts": "[]", "error": "null", "lineage": `{"operation":"submit"}`, "turnId": `"t1"`} {
+		for key, want := range map[string]string{"artifacts": "[]", "error": "null", "feedback": "null", "lineage": `{"operation":"submit"}`, "turnId": `"t1"`} {
 			if got := string(raw.Turns[0][key]); got != want {
 				t.Errorf("t1 %s = %s, want %s", key, got, want)
 			}
 		}
-		wantKeys := []string{"artifacts", "completedAt", "error", "expiresAt", "lineage", "messages", "ordinal", "startedAt", "status", "turnId", "usage"}
+		wantKeys := []string{"artifacts", "completedAt", "error", "expiresAt", "feedback", "lineage", "messages", "ordinal", "startedAt", "status", "turnId", "usage"}
 		if got := slices.Sorted(maps.Keys(raw.Turns[0])); !slices.Equal(got, wantKeys) {
 			t.Errorf("t1 members %v, want %v", got, wantKeys)
 		}

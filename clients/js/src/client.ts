@@ -39,6 +39,7 @@ import {
   STREAM_MODE_COMPACT,
   STREAM_MODE_HEADER,
   type Capabilities,
+  type Feedback,
   type MultitaskPolicy,
   type PendingConfirmation,
   type PendingInteraction,
@@ -173,6 +174,8 @@ export interface TurnSummary {
   usage: Usage;
   startedAt: string;
   completedAt: string | null;
+  /** The owner's rating of the answer; null (or absent, from an older server) when none. */
+  feedback?: Feedback | null;
 }
 
 /** A history page; nextCursor is null exactly when hasMore is false. */

@@ -1026,3 +1026,19 @@ export interface ListedTurn {
 export interface RenameRequest {
   title: string;
 }
+
+/**
+ * Feedback is the owner's rating of a turn's answer: the body of PUT
+ * /sessions/{id}/turns/{turnId}/feedback (rating and comment) and its
+ * answer, a turn's "feedback" on /turns (null when none), and its
+ * assistant message's metadata.feedback on /messages. Comment is at most
+ * 1,000 characters (line breaks and tabs kept, no other control or
+ * invisible character); CreatedAt is set by the server.
+ *
+ * 	{"rating":"up"|"down","comment"?,"createdAt"?}
+ */
+export interface Feedback {
+  rating: "up" | "down";
+  comment?: string;
+  createdAt?: string;
+}

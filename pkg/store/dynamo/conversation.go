@@ -31,6 +31,7 @@ const (
 	attrTitleKey   = "titleKey"
 	attrLastStatus = "lastStatus"
 	attrPreview    = "preview"
+	attrFeedback   = "feedback"
 )
 
 // SessionsIndexAttributes are the non-key attributes SessionsIndex
@@ -243,4 +244,72 @@ func (s *Store) RenameSession(ctx context.Context, sessionID string, p chat.Prin
 		return nil, err
 	}
 	return listingOf(sessionID, si), nil
+}
+
+// feedbackAV is a turn item's feedback as stored.
+type feedbackAV struct {
+	Rating  string `dynamodbav:"r"`
+	Comment string `dynamodbav:"c,omitempty"`
+	At      int64  `dynamodbav:"at"`
+}
+
+func (f *feedbackAV) feedback() *chat.Feedback {
+	if f == nil {
+		return nil
+	}
+	return &chat.Feedback{Rating: chat.Rating(f.Rating), Comment: f.Comment, At: fromMillis(f.At)}
+}
+
+// SetFeedback implements chat.Store: the turn looked up by id (one
+// Query of TurnIDIndex, as PutArtifacts), then one UpdateItem of its item
+// conditional on the turn id and a terminal status; its retry passes the
+// condition again, and an unknown outcome is resolved by one consistent
+// read (the feedback as written, or its absence).
+func (s *Store) SetFeedback(ctx context.Context, sessionID, turnID string, p chat.Principal, f *chat.Feedback) (*chat.Feedback, error) {
+	ctx = withPurpose(ctx, PurposeFeedback)
+	if f != nil {
+		if err := chat.CheckFeedback(*f); err != nil {
+			return nil, err
+		}
+	}
+	item, err := s.turnAccess(ctx, sessionID, turnID, p, false, attrOwnerKey)
+	if err != nil {
+		return nil, err
+	}
+	if st, _ := item[attrStatus].(*types.AttributeValueMemberS); st == nil || st.Value == string(chat.TurnRunning) {
+		return nil, chat.ErrTurnNotFound
+	}
+	cond := condition{expr: "#turnId = :turnId AND #status <> :running", names: []string{AttrTurnID, attrStatus},
+		values: map[string]types.AttributeValue{":turnId": strValue(turnID), ":running": strValue(string(chat.TurnRunning))}}
+	var want *feedbackAV
+	up := expression.Remove(expression.Name(attrFeedback))
+	if f != nil {
+		want = &feedbackAV{Rating: string(f.Rating), Comment: f.Comment, At: millis(s.now())}
+		av, err := attributevalue.MarshalMap(want)
+		if err != nil {
+			return nil, fmt.Errorf("encode feedback: %w", err)
+		}
+		up = expression.Set(expression.Name(attrFeedback), expression.Value(&types.AttributeValueMemberM{Value: av}))
+	}
+	key := map[string]types.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK]}
+	err = s.resolvedWrite(ctx, PurposeFeedback, key, up, cond, func(item map[string]types.AttributeValue) bool {
+		if item == nil {
+			return false
+		}
+		it, err := decodeTurnItem(item)
+		switch {
+		case err != nil:
+			return false
+		case want == nil:
+			return it.Feedback == nil
+		}
+		return it.Feedback != nil && *it.Feedback == *want
+	})
+	if failed, _ := conditionFailed(err); failed {
+		return nil, chat.ErrTurnNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("feedback on turn %s: %w", turnID, err)
+	}
+	return want.feedback(), nil
 }

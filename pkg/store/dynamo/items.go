@@ -401,6 +401,9 @@ type turnItem struct {
 	MessagesGzip []byte `dynamodbav:"messagesGzip,omitempty"`
 	Chunks       int    `dynamodbav:"chunks,omitempty"`
 	ChunkPrefix  string `dynamodbav:"chunkPrefix,omitempty"`
+	// Feedback is the owner's rating of the answer (conversation.go);
+	// no save writes it.
+	Feedback *feedbackAV `dynamodbav:"feedback,omitempty"`
 }
 
 // optionalTurnAttrs are the turn attributes that may be absent; a save
@@ -466,5 +469,6 @@ func (it *turnItem) turn() chat.Turn {
 	if it.Error != nil {
 		t.Error = &protocol.Diagnostic{Version: it.Error.Version, Code: it.Error.Code, Message: it.Error.Message, Retryable: it.Error.Retryable}
 	}
+	t.Feedback = it.Feedback.feedback()
 	return t
 }

@@ -93,6 +93,8 @@ const (
 	PurposeLedgerClear Purpose = "ledger-clear"
 	// PurposeRename sets a session's title (RenameSession).
 	PurposeRename Purpose = "rename"
+	// PurposeFeedback sets or removes a turn's feedback (SetFeedback).
+	PurposeFeedback Purpose = "feedback"
 	// PurposeAdmission records an admission (rate and concurrency
 	// quotas).
 	PurposeAdmission Purpose = "admission"

@@ -40,6 +40,7 @@ func cloneTurn(t *chat.Turn) *chat.Turn {
 	c.Messages = cloneMessages(t.Messages)
 	c.Error = clonePtr(t.Error)
 	c.Artifacts = slices.Clone(t.Artifacts)
+	c.Feedback = clonePtr(t.Feedback)
 	return &c
 }
 

@@ -123,3 +123,34 @@ func (s *Store) RenameSession(ctx context.Context, sessionID string, p chat.Prin
 	rec.session.Revision++
 	return rec.listing(), nil
 }
+
+// SetFeedback implements chat.Store.
+func (s *Store) SetFeedback(ctx context.Context, sessionID, turnID string, p chat.Principal, f *chat.Feedback) (*chat.Feedback, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if f != nil {
+		if err := chat.CheckFeedback(*f); err != nil {
+			return nil, err
+		}
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, err := s.findItem(sessionID, turnID, p, false)
+	if err != nil {
+		return nil, err
+	}
+	if it.hidden || it.turn.Status == chat.TurnRunning {
+		return nil, chat.ErrTurnNotFound
+	}
+	if f == nil {
+		it.turn.Feedback = nil
+		return nil, nil
+	}
+	stored := *f
+	stored.At = now.Truncate(time.Millisecond)
+	it.turn.Feedback = &stored
+	out := stored
+	return &out, nil
+}

@@ -161,6 +161,64 @@ func conversationCases() map[string]func(*testing.T, *env) {
 				t.Errorf("renamed while running, then listed as %+v", page.Sessions[0])
 			}
 		},
+		"FeedbackSetReplacedRemovedShown": func(t *testing.T, env *env) {
+			e := lists{env}
+			e.listedTurn("s1", "t1", "first")
+			up := &chat.Feedback{Rating: chat.RatingUp, Comment: "clear\nand right"}
+			if stored, err := e.store.SetFeedback(e.ctx, "s1", "t1", alice, up); err != nil || stored == nil || stored.Rating != chat.RatingUp || !stored.At.Equal(start) {
+				t.Fatalf("SetFeedback: %+v, %v", stored, err)
+			}
+			got := e.find("s1", "t1").Feedback
+			if got == nil || got.Rating != chat.RatingUp || got.Comment != "clear\nand right" || !got.At.Equal(start) {
+				t.Fatalf("feedback after PUT: %+v", got)
+			}
+			e.clock.Advance(time.Second)
+			if _, err := e.store.SetFeedback(e.ctx, "s1", "t1", alice, &chat.Feedback{Rating: chat.RatingDown}); err != nil {
+				t.Fatal(err)
+			}
+			page, err := e.store.ListTurns(e.ctx, chat.ListRequest{SessionID: "s1", Principal: alice})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := page.Turns[0].Feedback; f == nil || f.Rating != chat.RatingDown || f.Comment != "" || !f.At.Equal(start.Add(time.Second)) {
+				t.Errorf("the page's turn after a replacement: %+v", f)
+			}
+			if stored, err := e.store.SetFeedback(e.ctx, "s1", "t1", alice, nil); err != nil || stored != nil {
+				t.Fatalf("removal: %+v, %v", stored, err)
+			}
+			if f := e.find("s1", "t1").Feedback; f != nil {
+				t.Errorf("feedback after its removal: %+v", f)
+			}
+			if _, err := e.store.SetFeedback(e.ctx, "s1", "t1", alice, nil); err != nil {
+				t.Errorf("removing none: %v", err)
+			}
+			for name, f := range map[string]chat.Feedback{
+				"no rating":       {},
+				"another rating":  {Rating: "meh"},
+				"a long comment":  {Rating: chat.RatingUp, Comment: strings.Repeat("x", chat.MaxFeedbackCommentRunes+1)},
+				"a control":       {Rating: chat.RatingUp, Comment: "a\x1bb"},
+				"a bidi override": {Rating: chat.RatingUp, Comment: "a\u202eb"},
+				"invalid UTF-8":   {Rating: chat.RatingUp, Comment: "a\xffb"},
+			} {
+				_, err := e.store.SetFeedback(e.ctx, "s1", "t1", alice, &f)
+				wantErr(t, name, err, chat.ErrInvalidFeedback)
+			}
+			for _, p := range []chat.Principal{mallory, aliceGlobex, host} {
+				_, err := e.store.SetFeedback(e.ctx, "s1", "t1", p, up)
+				wantErr(t, "feedback by "+p.Subject+"@"+p.Tenant, err, chat.ErrSessionNotFound)
+			}
+			_, err = e.store.SetFeedback(e.ctx, "s1", "nope", alice, up)
+			wantErr(t, "an unknown turn", err, chat.ErrTurnNotFound)
+			_, err = e.store.SetFeedback(e.ctx, "nobody", "t1", alice, up)
+			wantErr(t, "a session nobody has", err, chat.ErrSessionNotFound)
+			c := e.claim("s1", "t2")
+			e.checkpoint(c, e.checkpointOf(c, nil, "partial", c.BaseSequence+1)) // running, acknowledged
+			_, err = e.store.SetFeedback(e.ctx, "s1", "t2", alice, up)
+			wantErr(t, "a running turn", err, chat.ErrTurnNotFound)
+			if f := e.find("s1", "t1").Feedback; f != nil {
+				t.Errorf("a refused feedback was stored: %+v", f)
+			}
+		},
 		"SearchByTitleWords": func(t *testing.T, env *env) {
 			e := lists{env}
 			e.listedTurn("s1", "t1", "Baking Sourdough bread")
