@@ -116,14 +116,13 @@ func (s *server) renameSession(w http.ResponseWriter, r *http.Request, rc *reque
 	if err != nil {
 		return err
 	}
-	body, err := httpedge.ReadBody(r.Context(), w, r, s.maxBody, httpedge.ErrInvalidBody)
-	if err != nil {
-		return err
-	}
 	var in struct {
 		Title *string `json:"title"`
 	}
-	if err := protocol.UnmarshalStrict(body, &in, protocol.RejectUnknownMembers); err != nil || in.Title == nil {
+	if err := s.readStrict(w, r, &in); err != nil {
+		return err
+	}
+	if in.Title == nil {
 		return httpedge.ErrInvalidBody
 	}
 	l, err := s.store.RenameSession(r.Context(), id, p, *in.Title)
@@ -186,15 +185,14 @@ func (s *server) feedback(w http.ResponseWriter, r *http.Request, rc *requestCon
 		w.WriteHeader(http.StatusNoContent)
 		return nil
 	}
-	body, err := httpedge.ReadBody(r.Context(), w, r, s.maxBody, httpedge.ErrInvalidBody)
-	if err != nil {
-		return err
-	}
 	var in struct {
 		Rating  *string `json:"rating"`
 		Comment *string `json:"comment"`
 	}
-	if err := protocol.UnmarshalStrict(body, &in, protocol.RejectUnknownMembers); err != nil || in.Rating == nil {
+	if err := s.readStrict(w, r, &in); err != nil {
+		return err
+	}
+	if in.Rating == nil {
 		return httpedge.ErrInvalidBody
 	}
 	f := &chat.Feedback{Rating: chat.Rating(*in.Rating)}
@@ -243,4 +241,18 @@ func withFeedback(msgs []protocol.Message, f *chat.Feedback) ([]protocol.Message
 	out := slices.Clone(msgs)
 	out[last].Metadata = md
 	return out, nil
+}
+
+// readStrict reads r's body under the cap (413 REQUEST_TOO_LARGE above
+// it) and decodes it into v with the strict reader, unknown members
+// refused: any other failure is httpedge.ErrInvalidBody.
+func (s *server) readStrict(w http.ResponseWriter, r *http.Request, v any) error {
+	body, err := httpedge.ReadBody(r.Context(), w, r, s.maxBody, httpedge.ErrInvalidBody)
+	if err != nil {
+		return err
+	}
+	if protocol.UnmarshalStrict(body, v, protocol.RejectUnknownMembers) != nil {
+		return httpedge.ErrInvalidBody
+	}
+	return nil
 }
