@@ -41,6 +41,8 @@ import {
   type Capabilities,
   type Feedback,
   type MultitaskPolicy,
+  type SessionList,
+  type SessionListItem,
   type PendingConfirmation,
   type PendingInteraction,
   type Queued,
@@ -369,6 +371,61 @@ export class TurnstreamClient {
     const items = decodeMessages(v.messages ?? null);
     if (!items) throw invalidResponse();
     return { items, nextCursor: v.nextCursor as string | null, hasMore: v.hasMore as boolean };
+  }
+
+  /**
+   * sessions returns one page of GET {historyURL}sessions: the caller's
+   * sessions, most recently active first (docs/conversations.md). q keeps
+   * those whose title holds each of its words.
+   */
+  async sessions(opts: { limit?: number; cursor?: string; q?: string; signal?: AbortSignal } = {}): Promise<SessionList> {
+    if (this.historyURL === undefined) throw new TypeError("turnstream: no historyURL configured");
+    const q = new URLSearchParams();
+    if (opts.limit !== undefined) q.set("limit", String(opts.limit));
+    if (opts.cursor !== undefined) q.set("cursor", opts.cursor);
+    if (opts.q !== undefined && opts.q !== "") q.set("q", opts.q);
+    const qs = q.toString();
+    const v = await this.getJSON(`${this.historyURL}sessions${qs ? "?" + qs : ""}`, opts.signal);
+    if (!isObj(v) || !Array.isArray(v.sessions) || !(v.nextCursor === null || typeof v.nextCursor === "string")) throw invalidResponse();
+    if (!v.sessions.every((s) => isObj(s) && isSafeId(s.sessionId))) throw invalidResponse();
+    return v as unknown as SessionList;
+  }
+
+  /** renameSession sets a session's title (PATCH {historyURL}sessions/{id}) and returns it as listed. */
+  async renameSession(sessionId: string, title: string, signal?: AbortSignal): Promise<SessionListItem> {
+    const res = await this.request(this.#history(sessionId, ""), {
+      method: "PATCH",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ title }),
+      signal,
+    });
+    const v = parseStrict(await res.text());
+    if (!isObj(v) || v.sessionId !== sessionId) throw invalidResponse();
+    return v as unknown as SessionListItem;
+  }
+
+  /**
+   * setFeedback rates a turn's answer (PUT {historyURL}sessions/{id}/turns/{turnId}/feedback),
+   * replacing an earlier rating, and returns it as stored; null removes it (DELETE).
+   */
+  async setFeedback(
+    sessionId: string,
+    turnId: string,
+    feedback: { rating: "up" | "down"; comment?: string } | null,
+    signal?: AbortSignal,
+  ): Promise<Feedback | null> {
+    if (!isSafeId(turnId)) throw new TypeError("turnstream: turn id is not a SafeId");
+    const url = this.#history(sessionId, `/turns/${turnId}/feedback`);
+    if (feedback === null) {
+      await this.request(url, { method: "DELETE", signal });
+      return null;
+    }
+    const body: { rating: string; comment?: string } = { rating: feedback.rating };
+    if (feedback.comment !== undefined) body.comment = feedback.comment;
+    const res = await this.request(url, { method: "PUT", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal });
+    const v = parseStrict(await res.text());
+    if (!isObj(v) || (v.rating !== "up" && v.rating !== "down")) throw invalidResponse();
+    return v as unknown as Feedback;
   }
 
   /** pages walks every page of turns or messages, following the page cursors. */

@@ -215,3 +215,37 @@ test("multitask against the dev server: enqueue (followed to its end), cancel a 
   const turns = (await ann.turns("i-queue", { order: "asc" })).items.map((t) => [t.turnId, t.status]);
   assert.deepEqual(turns.filter(([id]) => id !== c.turnId), [[a.turnId, "complete"], [b.turnId, "complete"], [d.turnId, "interrupted"], [turns.at(-1)[0], "complete"]]);
 });
+
+test("conversations against the dev server: the list with titles, a rename, a search, feedback", async () => {
+  const cora = as("cora");
+  await drain(cora.submit({ sessionId: "c-bread", input: "How long does\nsourdough proof?" }));
+  await drain(cora.submit({ sessionId: "c-tax", input: "When are taxes due?" }));
+  await drain(as("dan").submit({ sessionId: "c-dan", input: "dan's" }));
+  const list = await cora.sessions();
+  assert.deepEqual(list.sessions.map((s) => s.sessionId).sort(), ["c-bread", "c-tax"]);
+  assert.equal(list.nextCursor, null);
+  const bread = list.sessions.find((s) => s.sessionId === "c-bread");
+  assert.equal(bread.title, "How long does sourdough proof?");
+  assert.equal(bread.lastTurn.status, "complete");
+  assert.ok(list.sessions[0].updatedAt >= list.sessions[1].updatedAt, "newest first");
+  const page = await cora.sessions({ limit: 1 });
+  assert.equal(page.sessions.length, 1);
+  const rest = await cora.sessions({ limit: 1, cursor: page.nextCursor });
+  assert.equal(rest.sessions.length, 1);
+  assert.notEqual(rest.sessions[0].sessionId, page.sessions[0].sessionId);
+
+  const renamed = await cora.renameSession("c-tax", "Tax deadlines");
+  assert.equal(renamed.title, "Tax deadlines");
+  assert.deepEqual((await cora.sessions({ q: "DEADLINE" })).sessions.map((s) => s.sessionId), ["c-tax"]);
+  await assert.rejects(cora.renameSession("c-tax", "a\u202eb"), (e) => e instanceof HTTPError && e.status === 400 && e.diagnostic.code === "REQUEST_INVALID_BODY");
+  await assert.rejects(as("dan").renameSession("c-tax", "mine"), (e) => e instanceof HTTPError && e.status === 404);
+
+  const [turn] = (await cora.turns("c-bread")).items;
+  const fb = await cora.setFeedback("c-bread", turn.turnId, { rating: "down", comment: "too vague" });
+  assert.equal(fb.rating, "down");
+  assert.equal(fb.comment, "too vague");
+  assert.equal((await cora.turns("c-bread")).items[0].feedback.rating, "down");
+  await assert.rejects(cora.setFeedback("c-bread", turn.turnId, { rating: "meh" }), (e) => e instanceof HTTPError && e.status === 400);
+  assert.equal(await cora.setFeedback("c-bread", turn.turnId, null), null);
+  assert.equal((await cora.turns("c-bread")).items[0].feedback, null);
+});
