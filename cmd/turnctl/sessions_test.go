@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/client"
 )
 
 // TestSessionsCommand: turnctl sessions lists the caller's sessions,
@@ -45,6 +46,59 @@ func TestSessionsCommand(t *testing.T) {
 	}
 	for _, args := range [][]string{{"sessions", "extra"}, {"sessions", "rename", "only-one"}} {
 		if code, _, _ := runTurnctl(append(args, "-url", historyURL), ""); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+// TestFeedbackCommand: turnctl feedback rates a turn's answer, replaces
+// and removes the rating; a bad rating is exit 2, an unknown turn exit 1.
+func TestFeedbackCommand(t *testing.T) {
+	turnURL, historyURL := ledgerServers(t, chat.Quotas{})
+	if code, _, errOut := runTurnctl([]string{"chat", "-url", turnURL, "-session", "rated", "-token", "dev.alice", "rate me"}, ""); code != 0 {
+		t.Fatalf("chat: %d %s", code, errOut)
+	}
+	c, err := client.New(client.Options{TurnURL: turnURL, HistoryURL: historyURL, Auth: client.Bearer("dev.alice")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := c.Turns(t.Context(), "rated", client.PageOptions{})
+	if err != nil || len(page.Turns) != 1 {
+		t.Fatalf("turns: %+v, %v", page, err)
+	}
+	turnID := page.Turns[0].TurnID
+	feedbackOf := func() *client.Feedback {
+		t.Helper()
+		p, err := c.Turns(t.Context(), "rated", client.PageOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.Turns[0].Feedback
+	}
+	code, out, errOut := runTurnctl([]string{"feedback", "-url", historyURL, "-token", "dev.alice", "-comment", "spot on", "rated", turnID, "up"}, "")
+	if code != 0 || !strings.HasPrefix(out, "up ") {
+		t.Fatalf("feedback up: exit %d, %q %q", code, out, errOut)
+	}
+	if f := feedbackOf(); f == nil || f.Rating != "up" || f.Comment != "spot on" {
+		t.Errorf("stored: %+v", f)
+	}
+	if code, _, errOut := runTurnctl([]string{"feedback", "-url", historyURL, "-token", "dev.alice", "rated", turnID, "down"}, ""); code != 0 {
+		t.Fatalf("feedback down: %d %s", code, errOut)
+	}
+	if f := feedbackOf(); f == nil || f.Rating != "down" || f.Comment != "" {
+		t.Errorf("replaced: %+v", f)
+	}
+	if code, out, _ := runTurnctl([]string{"feedback", "-url", historyURL, "-token", "dev.alice", "rated", turnID, "remove"}, ""); code != 0 || strings.TrimSpace(out) != "removed" {
+		t.Errorf("remove: exit %d, %q", code, out)
+	}
+	if f := feedbackOf(); f != nil {
+		t.Errorf("after remove: %+v", f)
+	}
+	if code, _, errOut := runTurnctl([]string{"feedback", "-url", historyURL, "-token", "dev.alice", "rated", "nope", "up"}, ""); code != 1 || !strings.Contains(errOut, "TURN_NOT_FOUND") {
+		t.Errorf("an unknown turn: exit %d, %q", code, errOut)
+	}
+	for _, args := range [][]string{{"rated", turnID, "meh"}, {"rated", turnID}, {"-comment", "x", "rated", turnID, "remove"}} {
+		if code, _, _ := runTurnctl(append([]string{"feedback", "-url", historyURL}, args...), ""); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
 	}

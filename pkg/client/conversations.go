@@ -109,3 +109,53 @@ func (cv Conversations) Rename(ctx context.Context, sessionID, title string) (*S
 	}
 	return &item, nil
 }
+
+// Feedback is the owner's rating of a turn's answer, as pkg/api declares
+// it: Rating "up" or "down", an optional Comment (at most 1,000
+// characters), and CreatedAt as the server stored it.
+type Feedback = api.Feedback
+
+// SetFeedback rates a turn's answer (PUT
+// {HistoryURL}sessions/{id}/turns/{turnId}/feedback), replacing an earlier
+// rating, and returns it as stored; nil removes it (DELETE) and returns
+// nil. A rating other than up or down, or a comment the server refuses,
+// is a KindHTTP *Error 400 REQUEST_INVALID_BODY; a turn that is running or
+// unknown 404 TURN_NOT_FOUND.
+func (cv Conversations) SetFeedback(ctx context.Context, sessionID, turnID string, f *Feedback) (*Feedback, error) {
+	c := cv.c
+	if c.opts.HistoryURL == "" {
+		return nil, ErrNoURL
+	}
+	if !protocol.IsSafeID(sessionID) || !protocol.IsSafeID(turnID) {
+		return nil, ErrInvalidID
+	}
+	u := joinURL(c.opts.HistoryURL, "/sessions/"+sessionID+"/turns/"+turnID+"/feedback")
+	method, body := http.MethodDelete, []byte(nil)
+	if f != nil {
+		var err error
+		if body, err = json.Marshal(Feedback{Rating: f.Rating, Comment: f.Comment}); err != nil {
+			return nil, err
+		}
+		method = http.MethodPut
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.send(req, "feedback")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if f == nil {
+		return nil, nil
+	}
+	var stored Feedback
+	if json.NewDecoder(resp.Body).Decode(&stored) != nil || stored.Rating != f.Rating {
+		return nil, invalidResponse("feedback", resp.StatusCode)
+	}
+	return &stored, nil
+}
