@@ -206,6 +206,7 @@ func (s *server) feedback(w http.ResponseWriter, r *http.Request, rc *requestCon
 	case err != nil:
 		return fmt.Errorf("set feedback: %w", err)
 	}
+	telemetry.ScopeFrom(r.Context()).SetFeedback(string(stored.Rating))
 	return writeJSON(w, feedbackOf(stored))
 }
 

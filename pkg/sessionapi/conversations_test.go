@@ -1,16 +1,21 @@
 package sessionapi_test
 
 import (
+	"bytes"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/turnstream/turnstream/internal/emfcheck"
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
+	"github.com/turnstream/turnstream/pkg/store/memory"
+	"github.com/turnstream/turnstream/pkg/store/storetest"
+	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
 func listedIDs(l api.SessionList) []string {
@@ -225,4 +230,35 @@ func TestFeedback(t *testing.T) {
 			t.Errorf("feedback after DELETE: %+v", turns.Turns[0].Feedback)
 		}
 	})
+}
+
+// TestFeedbackMetric: a recorded rating is counted in the request's EMF
+// document by rating; a removal and a refused rating are not.
+func TestFeedbackMetric(t *testing.T) {
+	t.Parallel()
+	store := memory.New(memory.Options{})
+	var docs bytes.Buffer
+	rec, err := telemetry.NewRecorder(&docs, telemetry.RecorderOptions{Namespace: "Turnstream", Service: "stack", Function: "history"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	history, _ := newHandlers(t, sessionapi.Options{Store: store, Authenticator: devAuthenticator(t), Metrics: rec})
+	f := &fixture{t: t, ctx: t.Context(), clock: storetest.NewClock(start), store: store, history: history}
+	f.runTurn("s1", alice, turnSpec{id: "t1"})
+	decode[api.Feedback](t, "put", f.do(f.history, put("/sessions/s1/turns/t1/feedback", alice, `{"rating":"up"}`)))
+	f.do(f.history, put("/sessions/s1/turns/t1/feedback", alice, `{"rating":"meh"}`))
+	f.do(f.history, request{method: http.MethodDelete, target: "/sessions/s1/turns/t1/feedback", as: &alice})
+	var counted []string
+	for _, line := range strings.Split(strings.TrimSpace(docs.String()), "\n") {
+		doc, err := emfcheck.Check([]byte(line))
+		if err != nil {
+			t.Fatalf("document %s: %v", line, err)
+		}
+		if v := doc.Metrics[telemetry.MetricFeedback]; len(v) == 1 && v[0] == 1 {
+			counted = append(counted, doc.DimensionValue(telemetry.DimRating))
+		}
+	}
+	if !slices.Equal(counted, []string{"up"}) {
+		t.Errorf("ratings counted %v, want [up]", counted)
+	}
 }

@@ -45,6 +45,8 @@ const (
 	DimModel    = "Model"
 	DimTool     = "Tool"
 	DimStatus   = "Status"
+	// DimRating is MetricFeedback's rating, "up" or "down".
+	DimRating = "Rating"
 )
 
 // Metric names: the OpenTelemetry GenAI conventions' where one exists,
@@ -98,6 +100,9 @@ const (
 	// resume, a refused submit).
 	MetricRequestCount    = "turnstream.request.count"
 	MetricRequestDuration = "turnstream.request.duration"
+	// MetricFeedback is 1 per rating of an answer recorded (PUT of a
+	// turn's feedback), by Rating: up or down.
+	MetricFeedback = "turnstream.feedback"
 )
 
 // Outcomes of a turn (dimension Outcome): complete, interrupted, or the
@@ -283,6 +288,9 @@ type RequestReport struct {
 	// LeaseConflict is whether a submit was refused because another turn
 	// held the session.
 	LeaseConflict bool
+	// Feedback is the rating the request recorded ("up" or "down"), ""
+	// when none (MetricFeedback).
+	Feedback string
 	// Properties are the request's ids; Route names the route.
 	Properties Properties
 }
@@ -400,10 +408,17 @@ func (r *Recorder) Request(rep RequestReport) {
 	if rep.LeaseConflict {
 		ms = append(ms, metric{MetricLeaseConflicts, "Count", 1.0})
 	}
-	r.write([]directive{
+	directives := []directive{
 		{dims: [][]string{{DimService, DimFunction}}, metrics: names(ms)},
 		{dims: [][]string{{DimService, DimOutcome}}, metrics: []string{MetricRequestCount}},
-	}, ms, map[string]string{DimOutcome: cut(rep.Outcome)}, rep.Properties)
+	}
+	dims := map[string]string{DimOutcome: cut(rep.Outcome)}
+	if rep.Feedback == "up" || rep.Feedback == "down" {
+		ms = append(ms, metric{MetricFeedback, "Count", 1.0})
+		directives = append(directives, directive{dims: [][]string{{DimService, DimRating}}, metrics: []string{MetricFeedback}})
+		dims[DimRating] = rep.Feedback
+	}
+	r.write(directives, ms, dims, rep.Properties)
 }
 
 // write encodes one document and writes it as one line. A failure (or a

@@ -197,6 +197,30 @@ func TestRequestDocument(t *testing.T) {
 	}
 }
 
+// TestFeedbackDocument: a request that recorded a rating counts it by
+// rating; one that recorded none carries no feedback metric.
+func TestFeedbackDocument(t *testing.T) {
+	var buf bytes.Buffer
+	rec := newRecorder(t, &buf)
+	rec.Request(telemetry.RequestReport{Outcome: telemetry.OutcomeOK, Feedback: "down", Properties: telemetry.Properties{Route: "feedback"}})
+	rec.Request(telemetry.RequestReport{Outcome: telemetry.OutcomeOK, Feedback: "sideways", Properties: telemetry.Properties{Route: "feedback"}})
+	ls := lines(&buf)
+	doc, err := emfcheck.Check(ls[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := doc.Metrics[telemetry.MetricFeedback]; len(got) != 1 || got[0] != 1 || doc.DimensionValue(telemetry.DimRating) != "down" {
+		t.Errorf("feedback %v, rating %q", got, doc.DimensionValue(telemetry.DimRating))
+	}
+	doc, err = emfcheck.Check(ls[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := doc.Metrics[telemetry.MetricFeedback]; ok {
+		t.Error("a rating other than up or down was counted")
+	}
+}
+
 // TestCheckRejects: the checker refuses documents that break the
 // specification, so that the tests above can fail.
 func TestCheckRejects(t *testing.T) {

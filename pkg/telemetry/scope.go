@@ -26,11 +26,12 @@ type Scope struct {
 	// requests and units to it (chat.WithMeter).
 	Meter *chat.Meter
 
-	mu     sync.Mutex
-	props  Properties
-	turn   bool
-	resume bool
-	closed bool
+	mu       sync.Mutex
+	props    Properties
+	turn     bool
+	resume   bool
+	closed   bool
+	feedback string
 }
 
 type scopeKey struct{}
@@ -109,6 +110,18 @@ func (s *Scope) SetSession(sessionID, turnID string) {
 	}
 }
 
+// SetFeedback records the rating of an answer the request stored ("up"
+// or "down"; anything else is ignored): the request's document then
+// counts it (MetricFeedback).
+func (s *Scope) SetFeedback(rating string) {
+	if s == nil || rating != "up" && rating != "down" {
+		return
+	}
+	s.mu.Lock()
+	s.feedback = rating
+	s.mu.Unlock()
+}
+
 // SetPrincipal records the authenticated caller.
 func (s *Scope) SetPrincipal(p chat.Principal) {
 	if s == nil {
@@ -156,7 +169,7 @@ func Measure(rec *Recorder, t *Tracing, h http.Handler) http.Handler {
 			rep.Outcome = hw.code
 		}
 		s.mu.Lock()
-		rep.Resume = s.resume
+		rep.Resume, rep.Feedback = s.resume, s.feedback
 		s.mu.Unlock()
 		rep.LeaseConflict = hw.code == protocol.CodeSessionBusy || hw.code == protocol.CodeSessionConflict
 		rep.Properties = s.Properties()
