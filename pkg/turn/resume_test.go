@@ -146,9 +146,11 @@ func TestResumeMidTurn(t *testing.T) {
 		m := &scriptModel{Chunks: slowChunks(60), Delay: 8 * time.Millisecond}
 		e := newEnv(t, newStore(t), m, durable)
 		ls := e.startLive(t, context.Background(), "s", "t1", "tell me")
-		waitFor(t, "a checkpoint with text", func() bool {
+		// The checkpoint may land before the reader has the first line (a
+		// loaded machine: make test loop run 1 at 6175b33): wait for both.
+		waitFor(t, "a checkpoint with text and the live stream's first line", func() bool {
 			got, err := e.store.FindTurn(context.Background(), "s", "t1", alice)
-			return err == nil && got.Status == chat.TurnRunning && got.Messages[1].Content != ""
+			return err == nil && got.Status == chat.TurnRunning && got.Messages[1].Content != "" && ls.count() > 0
 		})
 		first := ls.events(t)[0].Sequence
 		status, resumed, raw := e.resume(t, "s", "t1", "?after="+itoa(first), nil)
