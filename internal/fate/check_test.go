@@ -512,6 +512,22 @@ func TestCheckFindsEachRule(t *testing.T) {
 			// unconfirmed): that submit spent the id, and was told so.
 			in.Leases["a"] = append(in.Leases["a"], leaseMark{Applied: at(-680), Expiry: at(1300)})
 		}},
+		"retryable 500, a later submit's claim unanswered, told TURN_OUTCOME_INDETERMINATE": {RuleAck, "yet its id is spent", func(in *sessionInput) {
+			failed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-900), End: at(-800), Status: 500, ErrCode: codeServerInternal, Retryable: true, Ending: "status"}
+			later := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-700), End: at(1800), Status: 409, ErrCode: codeIndeterminate, Ending: "status"}
+			in.Streams = []*Stream{failed, later}
+			in.Reads = nil
+			in.Leases["a"] = []leaseMark{{Applied: at(-880), Expiry: at(1100)}, {Applied: at(-500), Expiry: at(1500), Maybe: true}}
+			in.Final = final()
+			in.Replays = []*Replay{{Turn: "a", Start: at(3000), End: at(3010), Status: 409, ErrCode: codeIndeterminate}}
+		}, func(in *sessionInput) {
+			// The later submit's claim reached DynamoDB and its answer
+			// was lost below the store (fate seed 22 schedule 6, short
+			// lease, under two CPU hogs): it may have claimed the id, and
+			// its own answer says the outcome is unknown. A renewal's
+			// unanswered write (above) is not a claim.
+			in.Leases["a"] = append(in.Leases["a"], leaseMark{Applied: at(-650), Expiry: at(1300), Maybe: true, Claim: true})
+		}},
 		"retryable 500, a later submit's process killed": {RuleAck, "yet its id is spent", func(in *sessionInput) {
 			failed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-900), End: at(-800), Status: 500, ErrCode: codeServerInternal, Retryable: true, Ending: "status"}
 			killed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-700), End: at(-600), Ending: "failed"}
@@ -668,5 +684,26 @@ func TestClassifyRenewalExpiry(t *testing.T) {
 	a := classify("DynamoDB_20120810.UpdateItem", "renew", []byte(`{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},"ConditionExpression":"#leaseToken = :token AND #leaseTurnId = :turnId AND #leaseExpiresAt > :now AND #leaseExpiresAt <= :expires","ExpressionAttributeValues":{":turnId":{"S":"a"},":expires":{"N":"1764750000123"},":token":{"S":"x"},":now":{"N":"1"}}}`))
 	if a.Kind != kindRenew || a.LeaseTurn != "a" || a.Expires != 1764750000123 {
 		t.Errorf("classified %+v, want a renewal of a until 1764750000123", a)
+	}
+}
+
+// TestClassifyClaimLease: a claim's turn id and lease expiry are read
+// from the expression builder's placeholders, for the claims that get no
+// answer; a name set from another attribute or inside a function is not
+// taken for them.
+func TestClassifyClaimLease(t *testing.T) {
+	body := `{"Key":{"pk":{"S":"SESSION#s1"},"sk":{"S":"SESSION"}},` +
+		`"UpdateExpression":"REMOVE #0\nSET #1 = :0, #2 = if_not_exists(#2, :1) + :2, #10 = :9, #11 = :10\n",` +
+		`"ExpressionAttributeNames":{"#0":"x","#1":"leaseTurnId","#2":"revision","#10":"ownerKey","#11":"leaseExpiresAt"},` +
+		`"ExpressionAttributeValues":{":0":{"S":"a"},":1":{"N":"0"},":2":{"N":"1"},":9":{"S":"o"},":10":{"N":"1764750000123"}}}`
+	for _, purpose := range []string{"claim", "takeover-record"} {
+		a := classify("DynamoDB_20120810.UpdateItem", purpose, []byte(body))
+		if a.Kind != kindClaim || a.LeaseTurn != "a" || a.Expires != 1764750000123 {
+			t.Errorf("%s classified %+v, want a claim of a until 1764750000123", purpose, a)
+		}
+	}
+	a := classify("DynamoDB_20120810.UpdateItem", "claim", []byte(strings.Replace(body, `"#1":"leaseTurnId"`, `"#1":"title"`, 1)))
+	if a.LeaseTurn != "" {
+		t.Errorf("a claim that sets no lease turn classified %+v", a)
 	}
 }

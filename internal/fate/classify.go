@@ -44,8 +44,8 @@ type attemptInfo struct {
 	Session string // the session id of its key, "" when none
 	SK      string
 	Index   bool // a Query of a secondary index
-	// LeaseTurn and Expires are a renewal's turn id and requested expiry
-	// (epoch ms), read from its request.
+	// LeaseTurn and Expires are the turn id and expiry (epoch ms) of the
+	// lease a renewal or a claim asks for, read from its request.
 	LeaseTurn string
 	Expires   int64
 }
@@ -96,6 +96,8 @@ func classify(target, purpose string, body []byte) *attemptInfo {
 	var req struct {
 		Key                       map[string]map[string]any `json:"Key"`
 		Item                      map[string]map[string]any `json:"Item"`
+		UpdateExpression          string                    `json:"UpdateExpression"`
+		ExpressionAttributeNames  map[string]string         `json:"ExpressionAttributeNames"`
 		ExpressionAttributeValues map[string]map[string]any `json:"ExpressionAttributeValues"`
 	}
 	if json.Unmarshal(body, &req) != nil {
@@ -112,9 +114,29 @@ func classify(target, purpose string, body []byte) *attemptInfo {
 	if a.Kind == "" {
 		a.Kind = kindOther
 	}
-	if a.Kind == kindRenew {
+	switch {
+	case a.Kind == kindRenew:
 		a.LeaseTurn, _ = req.ExpressionAttributeValues[":turnId"]["S"].(string)
 		if n, ok := req.ExpressionAttributeValues[":expires"]["N"].(string); ok {
+			a.Expires, _ = strconv.ParseInt(n, 10, 64)
+		}
+	case a.Kind == kindClaim && a.SK == "SESSION":
+		// A claim's lease is set by the expression builder's anonymous
+		// placeholders: "SET #3 = :2" where #3 names leaseTurnId.
+		set := func(attr string) map[string]any {
+			for ph, name := range req.ExpressionAttributeNames {
+				if name != attr {
+					continue
+				}
+				m := regexp.MustCompile(`(?:SET |, )` + regexp.QuoteMeta(ph) + ` = (:[A-Za-z0-9_]+)(?:,|\n|$)`).FindStringSubmatch(req.UpdateExpression)
+				if m != nil {
+					return req.ExpressionAttributeValues[m[1]]
+				}
+			}
+			return nil
+		}
+		a.LeaseTurn, _ = set("leaseTurnId")["S"].(string)
+		if n, ok := set("leaseExpiresAt")["N"].(string); ok {
 			a.Expires, _ = strconv.ParseInt(n, 10, 64)
 		}
 	}

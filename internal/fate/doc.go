@@ -148,7 +148,8 @@
 //     5xx), the turn id is spent (in history, or TURN_ALREADY_COMPLETED or
 //     TURN_OUTCOME_INDETERMINATE to a later submit) only if a later
 //     submit of it ran the turn, or claimed it (DynamoDB applied its
-//     lease) and was itself told TURN_OUTCOME_INDETERMINATE or got no
+//     lease, or its claim reached DynamoDB and the answer was lost below
+//     the store) and was itself told TURN_OUTCOME_INDETERMINATE or got no
 //     answer (its process killed before the acknowledgment).
 //   - pause-renewed (I2): a nearlease turn whose renewal DynamoDB applied
 //     (and answered) after the pause, before its previous expiry, does

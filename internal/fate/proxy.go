@@ -81,13 +81,17 @@ func (p *proxy) sessionLock(session string) *sync.RWMutex {
 type leaseMark struct {
 	Applied time.Time // when DynamoDB answered it (Maybe: when the attempt ended)
 	Expiry  time.Time
-	// Maybe marks a renewal that reached DynamoDB without an answer the
-	// tap could read (its client gave up, or the connection broke): it may
-	// have applied, and the store learns whether by a consistent read,
-	// which the tap does not see. A line within its expiry is no
-	// violation (I8); a fate judged before it is (I2 counts only the
-	// renewals it saw applied).
+	// Maybe marks a renewal or a claim that reached DynamoDB without an
+	// answer the tap could read (its client gave up, or the connection
+	// broke): it may have applied, and the store learns whether by a
+	// consistent read, which the tap does not see. A line within its
+	// expiry is no violation (I8); a fate judged before it is (I2 counts
+	// only the leases it saw applied); a submit that sent it may have
+	// claimed the turn id (RuleAck).
 	Maybe bool
+	// Claim marks a claim's lease (a claim, or a takeover that claims),
+	// not a renewal's.
+	Claim bool
 }
 
 // readMark is one read attempt.
@@ -431,15 +435,8 @@ func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	if errors.As(err, &op) && op.Op == "dial" {
 		t.p.unreachable.CompareAndSwap(nil, &unreachable{At: time.Now(), Err: err})
 	}
-	if err != nil && a != nil && a.Kind == kindRenew && a.Session != "" && a.LeaseTurn != "" && a.Expires > 0 {
-		t.p.mu.Lock()
-		m := t.p.leases[a.Session]
-		if m == nil {
-			m = map[string][]leaseMark{}
-			t.p.leases[a.Session] = m
-		}
-		m[a.LeaseTurn] = append(m[a.LeaseTurn], leaseMark{Applied: time.Now(), Expiry: time.UnixMilli(a.Expires), Maybe: true})
-		t.p.mu.Unlock()
+	if err != nil {
+		t.p.maybeLease(a)
 	}
 	if err != nil || a == nil {
 		return resp, err
@@ -463,10 +460,27 @@ func (t tap) RoundTrip(req *http.Request) (*http.Response, error) {
 	_ = resp.Body.Close()
 	resp.Body = io.NopCloser(bytes.NewReader(answer))
 	if rerr != nil {
+		t.p.maybeLease(a) // applied, its answer unread
 		return resp, nil
 	}
 	t.p.recordSessionWrite(a, answer, time.Now())
 	return resp, nil
+}
+
+// maybeLease files a lease write (a renewal, or a claim) that reached
+// DynamoDB and got no answer the tap could read: it may have applied.
+func (p *proxy) maybeLease(a *attemptInfo) {
+	if a == nil || a.Kind != kindRenew && a.Kind != kindClaim || a.Session == "" || a.LeaseTurn == "" || a.Expires <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	m := p.leases[a.Session]
+	if m == nil {
+		m = map[string][]leaseMark{}
+		p.leases[a.Session] = m
+	}
+	m[a.LeaseTurn] = append(m[a.LeaseTurn], leaseMark{Applied: time.Now(), Expiry: time.UnixMilli(a.Expires), Maybe: true, Claim: a.Kind == kindClaim})
 }
 
 // recordSessionWrite files an applied session write whose answer shows

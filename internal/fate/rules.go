@@ -445,15 +445,17 @@ func (c rules) acks() {
 				continue
 			}
 			// A later submit spent the id itself if it ran the turn, or if
-			// its own claim applied and it was told the outcome is unknown
-			// (its withdrawal unconfirmed: that answer is about its claim),
-			// or got no answer at all (its process killed, its connection
-			// cut): a claim that dies before its acknowledgment leaves the
-			// id taken (docs/durable-turns.md), and the retry the 5xx
-			// promised did claim it.
+			// its own claim applied (or may have: it reached DynamoDB and
+			// its answer was lost below the store, which resolved it by a
+			// read the tap does not see) and it was told the outcome is
+			// unknown (its withdrawal unconfirmed: that answer is about
+			// its claim), or got no answer at all (its process killed,
+			// its connection cut): a claim that dies before its
+			// acknowledgment leaves the id taken (docs/durable-turns.md),
+			// and the retry the 5xx promised did claim it.
 			ran := false
 			for _, u := range subs[i+1:] {
-				claimed := c.leaseAppliedDuring(t, u.Start, u.End)
+				claimed := c.leaseAppliedDuring(t, u.Start, u.End) || c.claimMaybeDuring(t, u.Start, u.End)
 				ran = ran || u.Status == 200 || claimed && (u.Status == 0 || u.Status == 409 && u.ErrCode == codeIndeterminate)
 			}
 			if ran {
@@ -497,6 +499,18 @@ func spentBefore(c rules, t string, earlier []*Stream) bool {
 func (c rules) leaseAppliedDuring(t string, from, to time.Time) bool {
 	for _, m := range c.in.Leases[t] {
 		if !m.Maybe && !m.Applied.Before(from) && !m.Applied.After(to) {
+			return true
+		}
+	}
+	return false
+}
+
+// claimMaybeDuring reports whether a claim of turn t reached DynamoDB
+// between from and to without an answer the tap could read (it may have
+// applied).
+func (c rules) claimMaybeDuring(t string, from, to time.Time) bool {
+	for _, m := range c.in.Leases[t] {
+		if m.Maybe && m.Claim && !m.Applied.Before(from) && !m.Applied.After(to) {
 			return true
 		}
 	}

@@ -69,7 +69,11 @@ func (r *runner) timeline(p *Plan, events []procEvent) string {
 	for t := range r.turnsOf(lg) {
 		for _, m := range r.proxy.leaseMarks(p.Session, t) {
 			if m.Maybe {
-				add(m.Applied, "a renewal of %s until %s reached DynamoDB unanswered (it may have applied)", t, clock(m.Expiry))
+				what := "renewal"
+				if m.Claim {
+					what = "claim"
+				}
+				add(m.Applied, "a %s of %s until %s reached DynamoDB unanswered (it may have applied)", what, t, clock(m.Expiry))
 				continue
 			}
 			add(m.Applied, "DynamoDB applied a lease of %s until %s", t, clock(m.Expiry))
