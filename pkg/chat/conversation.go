@@ -118,6 +118,54 @@ type SessionPage struct {
 	NextCursor string
 }
 
+// Deleting sessions (docs/conversations.md#delete-export-and-erase).
+const (
+	// DefaultDeleteItems bounds the items one DeleteSession or
+	// EraseSessions call removes when its request says 0: a session with
+	// more is deleted over several calls, each resuming where the last
+	// stopped.
+	DefaultDeleteItems = 500
+	// MaxDeleteItems bounds DeleteRequest.MaxItems.
+	MaxDeleteItems = 5000
+	// MaxEraseSessions bounds the sessions one EraseSessions call looks
+	// at.
+	MaxEraseSessions = 100
+)
+
+// DeleteRequest asks to delete one session of Principal (DeleteSession),
+// or every session of Principal (EraseSessions: SessionID "").
+type DeleteRequest struct {
+	Principal Principal
+	SessionID string
+	// MaxItems bounds the items this call removes: 1..MaxDeleteItems, 0
+	// means DefaultDeleteItems.
+	MaxItems int
+}
+
+// Normalized returns r with its default MaxItems, or ErrInvalidRequest
+// for a MaxItems outside 0..MaxDeleteItems.
+func (r DeleteRequest) Normalized() (DeleteRequest, error) {
+	if r.MaxItems == 0 {
+		r.MaxItems = DefaultDeleteItems
+	}
+	if r.MaxItems < 1 || r.MaxItems > MaxDeleteItems {
+		return r, fmt.Errorf("%w: maxItems must be in 1..%d", ErrInvalidRequest, MaxDeleteItems)
+	}
+	return r, nil
+}
+
+// Erased is what one EraseSessions call did.
+type Erased struct {
+	// Deleted counts the sessions this call deleted to the end.
+	Deleted int
+	// Busy counts the sessions left alone because a turn of theirs is
+	// running (ErrSessionBusy): a later call deletes them once it ended
+	// (a crashed turn's lease expires within its duration).
+	Busy int
+	// Done is true when the principal has no session left at all.
+	Done bool
+}
+
 // ConversationStore lists a principal's sessions and names them.
 type ConversationStore interface {
 	// ListSessions returns one page of req.Principal's sessions whose
@@ -142,6 +190,28 @@ type ConversationStore interface {
 	// does not own it. The session's list order does not change. At most
 	// 2 requests (a write, and a read when its outcome is unknown).
 	RenameSession(ctx context.Context, sessionID string, p Principal, title string) (*SessionListing, error)
+
+	// DeleteSession deletes req.SessionID of req.Principal: the session,
+	// its turns, checkpoints, queued turns and artifact references (the
+	// usage ledger's counts stay). It returns done true once nothing of
+	// the session is left, false when req.MaxItems items were removed and
+	// more remain: the next call resumes (so does a call after a crash).
+	// From its first call the session answers ErrSessionNotFound
+	// everywhere, as one that never existed, and leaves its owner's list;
+	// once done, its id is free for a new session. ErrSessionNotFound if
+	// it does not exist (a repeat of a finished delete) or p does not own
+	// it; ErrSessionBusy if a turn of it is running (its lease unexpired),
+	// nothing changed. A crashed turn's expired lease is decided first, as
+	// a claim decides it. At most 3 + about 1.01 requests per item removed.
+	DeleteSession(ctx context.Context, req DeleteRequest) (done bool, err error)
+
+	// EraseSessions deletes every session req.Principal owns, as
+	// DeleteSession does, within req.MaxItems items and MaxEraseSessions
+	// sessions a call; a session with a running turn is skipped and
+	// counted Busy. Repeat until Done: each call resumes where the last
+	// stopped. 1 Query of SessionsIndex per 25 sessions, plus the
+	// deletes.
+	EraseSessions(ctx context.Context, req DeleteRequest) (*Erased, error)
 }
 
 // CheckTitle returns title with surrounding spaces trimmed, or

@@ -98,7 +98,9 @@ func (s *Store) ListSessions(ctx context.Context, req chat.SessionListRequest) (
 			return nil, err
 		}
 	}
-	b := expression.NewBuilder().WithKeyCondition(expression.Key(attrOwnerKey).Equal(expression.Value(owner)))
+	// listedAt 0 is a session marked for deletion (delete.go).
+	b := expression.NewBuilder().WithKeyCondition(expression.Key(attrOwnerKey).Equal(expression.Value(owner)).
+		And(expression.Key(AttrListedAt).GreaterThan(expression.Value(0))))
 	words := chat.QueryWords(req.Query)
 	limit := req.Limit + 1
 	if len(words) > 0 {

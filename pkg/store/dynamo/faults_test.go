@@ -653,3 +653,75 @@ func TestRenameRecognisesItsOwnWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestDeleteUnderFaults: a delete's mark recognises its own write when
+// the answer was lost, and a delete cut short by failing item deletes
+// leaves the session gone for every reader and is finished by the next
+// call, faults below the SDK's retryer.
+func TestDeleteUnderFaults(t *testing.T) {
+	mark := ddbfault.For("UpdateItem", dynamo.PurposeDelete)
+	for _, fault := range []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter} {
+		t.Run("mark "+fault.String(), func(t *testing.T) {
+			e := newFaultEnv(t)
+			ctx := faultCtx(t)
+			completeTurn(t, e.s, "s1", "t1", 2)
+			e.faults.SetRule(ddbfault.Once(fault, mark))
+			done, err := e.s.DeleteSession(ctx, chat.DeleteRequest{Principal: alice, SessionID: "s1"})
+			if err != nil || !done {
+				t.Fatalf("delete whose mark applied unanswered: %v, %v", done, err)
+			}
+			if n := e.faults.Counts()[fault]; n != 1 {
+				t.Fatalf("%d attempts met %v, want 1", n, fault)
+			}
+			if _, err := e.s.GetSession(ctx, "s1", alice); !errors.Is(err, chat.ErrSessionNotFound) {
+				t.Errorf("GetSession after the delete: %v", err)
+			}
+		})
+	}
+	t.Run("item deletes failing", func(t *testing.T) {
+		e := newFaultEnv(t)
+		ctx := faultCtx(t)
+		completeTurn(t, e.s, "s1", "t1", 2)
+		completeTurn(t, e.s, "s1", "t2", 4)
+		e.faults.SetRule(ddbfault.Always(ddbfault.ServerErrorBefore, ddbfault.For("DeleteItem", dynamo.PurposeDelete)))
+		if done, err := e.s.DeleteSession(ctx, chat.DeleteRequest{Principal: alice, SessionID: "s1"}); err == nil || done {
+			t.Fatalf("a delete whose item deletes all failed: %v, %v", done, err)
+		}
+		e.faults.SetRule(nil)
+		// Marked: gone for every reader, no turn can start, not listed.
+		if _, err := e.s.GetSession(ctx, "s1", alice); !errors.Is(err, chat.ErrSessionNotFound) {
+			t.Errorf("GetSession after a failed delete: %v", err)
+		}
+		if _, err := e.s.ClaimTurn(ctx, claimReq("s1", "t3")); !errors.Is(err, chat.ErrSessionNotFound) {
+			t.Errorf("a claim after a failed delete: %v", err)
+		}
+		if page, err := e.s.ListSessions(ctx, chat.SessionListRequest{Principal: alice}); err != nil || len(page.Sessions) != 0 {
+			t.Errorf("the list after a failed delete: %+v, %v", page, err)
+		}
+		done, err := e.s.DeleteSession(ctx, chat.DeleteRequest{Principal: alice, SessionID: "s1"})
+		if err != nil || !done {
+			t.Fatalf("the delete resumed: %v, %v", done, err)
+		}
+		if c, err := e.s.ClaimTurn(ctx, claimReq("s1", "t1")); err != nil || !c.Created {
+			t.Errorf("a claim after the delete: %+v, %v; want a new session", c, err)
+		}
+	})
+	t.Run("mark never applied, reads failing", func(t *testing.T) {
+		e := newFaultEnv(t)
+		ctx := faultCtx(t)
+		completeTurn(t, e.s, "s1", "t1", 2)
+		e.faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+			if mark(a) {
+				return ddbfault.ServerErrorBefore
+			}
+			return ddbfault.Pass
+		})
+		if done, err := e.s.DeleteSession(ctx, chat.DeleteRequest{Principal: alice, SessionID: "s1"}); err == nil || done {
+			t.Fatalf("a delete whose mark never applied: %v, %v", done, err)
+		}
+		e.faults.SetRule(nil)
+		if _, err := e.s.GetSession(ctx, "s1", alice); err != nil {
+			t.Errorf("the session after a delete that marked nothing: %v", err)
+		}
+	})
+}

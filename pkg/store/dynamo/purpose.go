@@ -95,6 +95,10 @@ const (
 	PurposeRename Purpose = "rename"
 	// PurposeFeedback sets or removes a turn's feedback (SetFeedback).
 	PurposeFeedback Purpose = "feedback"
+	// PurposeDelete is a session deletion's writes (DeleteSession): the
+	// mark on the session item, the deletes of its items, and the
+	// session item's own delete.
+	PurposeDelete Purpose = "delete"
 	// PurposeAdmission records an admission (rate and concurrency
 	// quotas).
 	PurposeAdmission Purpose = "admission"

@@ -145,6 +145,9 @@ func claimWrite(req chat.ClaimRequest, token string, now time.Time) (expression.
 	one := expression.Value(1)
 	up := expression.Set(expression.Name(attrOwnerKey), expression.Value(ownerKey(req.Principal))).
 		Set(expression.Name(attrCreatedAt), expression.IfNotExists(expression.Name(attrCreatedAt), expression.Value(millis(now)))).
+		// Listed from its creation (conversation.go), so that every session
+		// of a principal is in SessionsIndex for EraseSessions to find.
+		Set(expression.Name(AttrListedAt), expression.IfNotExists(expression.Name(AttrListedAt), expression.Value(millis(now)))).
 		Set(expression.Name(attrSequence), expression.IfNotExists(expression.Name(attrSequence), expression.Value(0))).
 		Set(expression.Name(attrRevision), expression.Plus(expression.IfNotExists(expression.Name(attrRevision), expression.Value(0)), one)).
 		Set(expression.Name(attrNextOrdinal), expression.Plus(expression.IfNotExists(expression.Name(attrNextOrdinal), one), one)).

@@ -154,3 +154,67 @@ func (s *Store) SetFeedback(ctx context.Context, sessionID, turnID string, p cha
 	out := stored
 	return &out, nil
 }
+
+// DeleteSession implements chat.Store: the embedded store deletes a
+// session at once, whatever req.MaxItems (the usage ledger keeps its
+// counts).
+func (s *Store) DeleteSession(ctx context.Context, req chat.DeleteRequest) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	req, err := req.Normalized()
+	if err != nil {
+		return false, err
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec, err := s.owned(req.SessionID, req.Principal)
+	if err != nil {
+		return false, err
+	}
+	if err := s.deletable(rec, now); err != nil {
+		return false, err
+	}
+	delete(s.sessions, req.SessionID)
+	return true, nil
+}
+
+// deletable decides rec's expired lease, if any (takeOver), and returns
+// ErrSessionBusy while a turn of it runs.
+// s.mu must be held.
+func (s *Store) deletable(rec *sessionRecord, now time.Time) error {
+	if err := s.takeOver(rec, now); err != nil {
+		return fmt.Errorf("delete session %s: a turn is running: %w", rec.session.ID, chat.ErrSessionBusy)
+	}
+	return nil
+}
+
+// EraseSessions implements chat.Store: every session req.Principal owns
+// whose turns are not running, at once.
+func (s *Store) EraseSessions(ctx context.Context, req chat.DeleteRequest) (*chat.Erased, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	req, err := req.Normalized()
+	if err != nil {
+		return nil, err
+	}
+	now := s.clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := &chat.Erased{}
+	for id, rec := range s.sessions {
+		if !req.Principal.Owns(rec.session.Owner) {
+			continue
+		}
+		if s.deletable(rec, now) != nil {
+			out.Busy++
+			continue
+		}
+		delete(s.sessions, id)
+		out.Deleted++
+	}
+	out.Done = out.Busy == 0
+	return out, nil
+}

@@ -263,6 +263,8 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 	}
 	lease := rec.lease(req, now)
 	if created {
+		// Listed from its first claim, as the dynamo store lists it.
+		rec.listed = &listed{activeAt: now.Truncate(time.Millisecond)}
 		s.sessions[req.SessionID] = rec
 	}
 	return &chat.Claim{

@@ -14,14 +14,15 @@ import (
 // sessions, its order, pages, search and titles.
 func conversationCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
-		"ListedNewestFirstOnlyOwnAfterRelease": func(t *testing.T, env *env) {
+		"ListedNewestFirstOnlyOwn": func(t *testing.T, env *env) {
 			e := lists{env}
 			e.listedTurn("s1", "t1", "first question about bread")
 			e.clock.Advance(time.Second)
 			e.listedTurn("s2", "t2", "second")
 			e.clock.Advance(time.Second)
 			e.listedTurn("s3", "t3", "third")
-			e.claim("s4", "t4") // running: not listed until its first turn ends
+			e.clock.Advance(time.Second)
+			e.claim("s4", "t4") // running: listed from its claim, with no title or status yet
 			// Another principal's session, newest of all.
 			e.clock.Advance(time.Second)
 			c, err := e.store.ClaimTurn(e.ctx, foreignClaim("m1", "tm"))
@@ -33,10 +34,13 @@ func conversationCases() map[string]func(*testing.T, *env) {
 				t.Fatal(err)
 			}
 			page := e.listSessions(chat.SessionListRequest{Principal: alice})
-			if got := listedIDs(page); !slices.Equal(got, []string{"s3", "s2", "s1"}) || page.NextCursor != "" {
-				t.Fatalf("alice's list %v (cursor %q), want [s3 s2 s1] and no cursor", got, page.NextCursor)
+			if got := listedIDs(page); !slices.Equal(got, []string{"s4", "s3", "s2", "s1"}) || page.NextCursor != "" {
+				t.Fatalf("alice's list %v (cursor %q), want [s4 s3 s2 s1] and no cursor", got, page.NextCursor)
 			}
-			first := page.Sessions[2]
+			if running := page.Sessions[0]; running.Title != "" || running.LastStatus != "" || running.Preview != "" {
+				t.Errorf("s4, running its first turn, listed as %+v", running)
+			}
+			first := page.Sessions[3]
 			if first.Title != "first question about bread" || first.LastStatus != chat.TurnComplete ||
 				first.Preview != "reply to t1" || !first.ActiveAt.Equal(start) || !first.CreatedAt.Equal(start) {
 				t.Errorf("s1 listed as %+v", first)

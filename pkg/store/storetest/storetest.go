@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Ledger", ledgerCases()},
 		{"Admissions", admissionCases()},
 		{"Conversations", conversationCases()},
+		{"Delete", deleteCases()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
