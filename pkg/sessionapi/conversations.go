@@ -87,11 +87,14 @@ func parseSessionQuery(raw string) (chat.SessionListRequest, error) {
 // PATCH renames it (renameSession). Another method is 405 with Allow:
 // GET, PATCH.
 func (s *server) session(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
-	if err := httpedge.RequireMethod(w, r, http.MethodGet, http.MethodPatch); err != nil {
+	if err := httpedge.RequireMethod(w, r, http.MethodGet, http.MethodPatch, http.MethodDelete); err != nil {
 		return err
 	}
-	if r.Method == http.MethodPatch {
+	switch r.Method {
+	case http.MethodPatch:
 		return s.renameSession(w, r, rc)
+	case http.MethodDelete:
+		return s.deleteSession(w, r, rc)
 	}
 	return s.getSession(w, r, rc)
 }

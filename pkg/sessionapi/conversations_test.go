@@ -35,19 +35,22 @@ func TestSessionList(t *testing.T) {
 		f.runTurn("s2", alice, turnSpec{id: "t2"})
 		f.runTurn("m1", mallory, turnSpec{id: "tm"})
 		f.runTurn("s3", alice, turnSpec{id: "t3", status: "error"})
-		f.claim("s4", alice, turnSpec{id: "t4"}) // running: not listed yet
+		f.claim("s4", alice, turnSpec{id: "t4"}) // running its first turn: listed, no title or last turn yet
 
 		first := decode[api.SessionList](t, "page 1", f.do(f.history, get("/sessions?limit=2", alice)))
-		if got := listedIDs(first); !slices.Equal(got, []string{"s3", "s2"}) || first.NextCursor == nil {
+		if got := listedIDs(first); !slices.Equal(got, []string{"s4", "s3"}) || first.NextCursor == nil {
 			t.Fatalf("page 1: %v, cursor %v", got, first.NextCursor)
 		}
-		s3 := first.Sessions[0]
+		if s4 := first.Sessions[0]; s4.Title != nil || s4.LastTurn != nil {
+			t.Errorf("s4, running its first turn, listed as %+v (last turn %+v)", s4, s4.LastTurn)
+		}
+		s3 := first.Sessions[1]
 		if s3.Title == nil || *s3.Title != "question t3" || s3.LastTurn == nil ||
 			s3.LastTurn.Status != "error" || s3.LastTurn.Preview != "answer t3" || s3.UpdatedAt == nil || s3.CreatedAt == "" {
 			t.Errorf("s3 listed as %+v (last turn %+v)", s3, s3.LastTurn)
 		}
 		second := decode[api.SessionList](t, "page 2", f.do(f.history, get("/sessions?limit=2&cursor="+url.QueryEscape(*first.NextCursor), alice)))
-		if got := listedIDs(second); !slices.Equal(got, []string{"s1"}) || second.NextCursor != nil {
+		if got := listedIDs(second); !slices.Equal(got, []string{"s2", "s1"}) || second.NextCursor != nil {
 			t.Fatalf("page 2: %v, cursor %v", got, second.NextCursor)
 		}
 		if got := listedIDs(decode[api.SessionList](t, "mallory", f.do(f.history, get("/sessions", mallory)))); !slices.Equal(got, []string{"m1"}) {

@@ -121,6 +121,9 @@ func newServer(opts Options) (*server, error) {
 //	GET /sessions                200 api.SessionList  ?limit=1..100 (20) &cursor= &q= (docs/conversations.md)
 //	GET /sessions/{id}           200 SessionSummary
 //	PATCH /sessions/{id}         {"title"} -> 200 api.SessionListItem
+//	DELETE /sessions/{id}        204, or 202 DeleteProgress while more remains (send it again)
+//	GET /sessions/{id}/export    200 the whole conversation as one JSON document, written as read
+//	DELETE /principals/{subject}/sessions  the tenant's trusted principal only: 200 DeleteProgress
 //	PUT /sessions/{id}/turns/{turnId}/feedback  {"rating","comment"?} -> 200 api.Feedback; DELETE -> 204
 //	GET /sessions/{id}/turns     200 TurnPage     ?limit=1..100 (20) &order=desc|asc (desc) &cursor=
 //	GET /sessions/{id}/messages  200 MessagePage  same query as /turns
@@ -144,6 +147,8 @@ func NewHistoryHandler(opts Options) (http.Handler, error) {
 	mux.Handle("/sessions/{id}/turns", s.route("turns", http.MethodGet, s.listTurns))
 	mux.Handle("/sessions/{id}/messages", s.route("messages", http.MethodGet, s.listMessages))
 	mux.Handle("/sessions/{id}/turns/{turnId}/feedback", s.route("feedback", "", s.feedback))
+	mux.Handle("/sessions/{id}/export", s.route("export", http.MethodGet, s.exportSession))
+	mux.Handle("/principals/{subject}/sessions", s.route("erase", "", s.erase))
 	if s.usage != nil {
 		mux.Handle("/usage", s.route("usage", http.MethodGet, s.getUsage))
 	}
