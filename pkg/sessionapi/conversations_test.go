@@ -156,7 +156,7 @@ func TestSessionRename(t *testing.T) {
 		if resp.status != http.StatusMethodNotAllowed || !strings.Contains(string(resp.body), protocol.CodeRequestMethodNotAllowed) {
 			t.Errorf("PUT: %d %s", resp.status, resp.body)
 		}
-		if got := resp.header.Get("Allow"); got != "GET, PATCH" {
+		if got := resp.header.Get("Allow"); got != "GET, PATCH, DELETE" {
 			t.Errorf("Allow %q", got)
 		}
 		list = decode[api.SessionList](t, "list after refusals", f.do(f.history, get("/sessions", alice)))

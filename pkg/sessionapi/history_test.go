@@ -112,7 +112,7 @@ func TestRoutes(t *testing.T) {
 			"history dot segments":      {f.history, get("/sessions/x/../s1", alice), 404, protocol.CodeRequestNotFound, ""},
 			"history double slash":      {f.history, get("/sessions//s1", alice), 404, protocol.CodeRequestNotFound, ""},
 			"history artifacts route":   {f.history, get("/sessions/s1/turns/t1/artifacts", alice), 404, protocol.CodeRequestNotFound, ""},
-			"history POST":              {f.history, request{method: "POST", target: "/sessions/s1", contentType: "application/json", body: "{}"}, 405, protocol.CodeRequestMethodNotAllowed, "GET, PATCH"},
+			"history POST":              {f.history, request{method: "POST", target: "/sessions/s1", contentType: "application/json", body: "{}"}, 405, protocol.CodeRequestMethodNotAllowed, "GET, PATCH, DELETE"},
 			"history POST list":         {f.history, request{method: "POST", target: "/sessions", contentType: "application/json", body: "{}"}, 405, protocol.CodeRequestMethodNotAllowed, "GET"},
 			"history HEAD":              {f.history, request{method: "HEAD", target: "/sessions/s1/turns"}, 405, protocol.CodeRequestMethodNotAllowed, "GET"},
 			"history DELETE messages":   {f.history, request{method: "DELETE", target: "/sessions/s1/messages"}, 405, protocol.CodeRequestMethodNotAllowed, "GET"},
@@ -129,7 +129,7 @@ func TestRoutes(t *testing.T) {
 					// The message names the route's own methods, never
 					// contradicting Allow (AgentsKit's "Only POST" is the
 					// turn route's).
-					want := map[string]string{"GET": "Only GET is supported.", "GET, PUT": "Only GET and PUT are supported.", "GET, PATCH": "Only GET and PATCH are supported."}[tc.allow]
+					want := map[string]string{"GET": "Only GET is supported.", "GET, PUT": "Only GET and PUT are supported.", "GET, PATCH, DELETE": "Only GET, PATCH and DELETE are supported."}[tc.allow]
 					body := fmt.Sprintf(`{"error":{"version":1,"code":"REQUEST_METHOD_NOT_ALLOWED","message":%q,"retryable":false}}`, want)
 					if resp.status != tc.status || string(resp.body) != body {
 						t.Fatalf("got %d %s, want %d %s", resp.status, resp.body, tc.status, body)
