@@ -14,7 +14,9 @@ type SessionList struct {
 
 // SessionListItem is one session of a SessionList, and the body of a
 // PATCH /sessions/{id} answer. Times are ISO 8601 UTC with milliseconds;
-// UpdatedAt is when its last listed turn ended (the list's order).
+// UpdatedAt is when its last turn ended, or when its first turn started
+// while that one runs (the list's order). A session is listed from its
+// first turn's start; LastTurn is null until a turn of it ended.
 //
 //	{"sessionId","title":string|null,"createdAt","updatedAt":string|null,"lastTurn":ListedTurn|null}
 type SessionListItem struct {
@@ -24,8 +26,8 @@ type SessionListItem struct {
 	// characters) and no one named it.
 	Title     *string `json:"title"`
 	CreatedAt string  `json:"createdAt"`
-	// UpdatedAt is null only in the answer to a rename of a session whose
-	// first turn has not ended (such a session is not listed yet).
+	// UpdatedAt is null only for a session whose first turn started
+	// before sessions were listed from their start.
 	UpdatedAt *string     `json:"updatedAt"`
 	LastTurn  *ListedTurn `json:"lastTurn"`
 }
@@ -63,3 +65,24 @@ type Feedback struct {
 	Comment   string `json:"comment,omitempty"`
 	CreatedAt string `json:"createdAt,omitempty"`
 }
+
+// DeleteProgress is the body of a 202 answer to DELETE /sessions/{id}
+// and of DELETE /principals/{subject}/sessions (docs/conversations.md).
+// Status "deleting" means more remains: send the same request again
+// (each call resumes where the last stopped); "deleted" that nothing is
+// left. Deleted and Busy count sessions in an erase's answer (Busy: those
+// left alone because a turn of theirs is running); both are 0 in a
+// session delete's.
+//
+//	{"status":"deleting"|"deleted","deleted":n,"busy":n}
+type DeleteProgress struct {
+	Status  string `json:"status" ts:"\"deleting\" | \"deleted\""`
+	Deleted int    `json:"deleted"`
+	Busy    int    `json:"busy"`
+}
+
+// The statuses of DeleteProgress.
+const (
+	DeleteStatusDeleting = "deleting"
+	DeleteStatusDeleted  = "deleted"
+)

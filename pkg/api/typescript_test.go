@@ -53,7 +53,7 @@ var tsTypes = []any{
 	api.DefinitionPolicies{}, api.QuotasCapability{}, api.Quotas{}, api.QuotaLimits{}, api.UsageRoute{},
 	api.QuotaCodes{}, api.BudgetsCapability{}, api.TurnBudgets{}, api.LimitsCapability{},
 	api.ApprovalMetadata{}, api.PendingConfirmation{}, api.ConfirmationMetadata{},
-	api.SessionList{}, api.SessionListItem{}, api.ListedTurn{}, api.RenameRequest{}, api.Feedback{},
+	api.SessionList{}, api.SessionListItem{}, api.ListedTurn{}, api.RenameRequest{}, api.Feedback{}, api.DeleteProgress{},
 }
 
 // TestTypeScriptContract: clients/js/src/wire.ts is exactly what this

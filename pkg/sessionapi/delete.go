@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
@@ -16,22 +17,13 @@ import (
 // Deleting, exporting and erasing (docs/conversations.md#delete-export-and-erase).
 
 // DeleteProgress is the body of a 202 answer to DELETE /sessions/{id}
-// and the body of DELETE /principals/{subject}/sessions:
-//
-//	{"status":"deleting"|"deleted","deleted":n,"busy":n}
-//
-// Status "deleting" means more remains: send the same request again.
-// Deleted and Busy count sessions (erase only; 0 for one session).
-type DeleteProgress struct {
-	Status  string `json:"status"`
-	Deleted int    `json:"deleted"`
-	Busy    int    `json:"busy"`
-}
+// and of DELETE /principals/{subject}/sessions, as pkg/api declares it.
+type DeleteProgress = api.DeleteProgress
 
 // The statuses of DeleteProgress.
 const (
-	StatusDeleting = "deleting"
-	StatusDeleted  = "deleted"
+	StatusDeleting = api.DeleteStatusDeleting
+	StatusDeleted  = api.DeleteStatusDeleted
 )
 
 // deleteSession serves DELETE /sessions/{id}

@@ -7,6 +7,10 @@
 import type { JSONValue } from "./json.js";
 import type { TurnDiagnostic } from "./protocol.js";
 
+// The statuses of DeleteProgress.
+export const DELETE_STATUS_DELETING = "deleting";
+export const DELETE_STATUS_DELETED = "deleted";
+
 // Request headers of turnstream's extensions to the turn routes. A
 // server matches their values case-insensitively, surrounding spaces
 // ignored; another value, or the header repeated, is 400
@@ -982,7 +986,9 @@ export interface SessionList {
 /**
  * SessionListItem is one session of a SessionList, and the body of a
  * PATCH /sessions/{id} answer. Times are ISO 8601 UTC with milliseconds;
- * UpdatedAt is when its last listed turn ended (the list's order).
+ * UpdatedAt is when its last turn ended, or when its first turn started
+ * while that one runs (the list's order). A session is listed from its
+ * first turn's start; LastTurn is null until a turn of it ended.
  *
  * 	{"sessionId","title":string|null,"createdAt","updatedAt":string|null,"lastTurn":ListedTurn|null}
  */
@@ -996,8 +1002,8 @@ export interface SessionListItem {
   title: string | null;
   createdAt: string;
   /**
-   * UpdatedAt is null only in the answer to a rename of a session whose
-   * first turn has not ended (such a session is not listed yet).
+   * UpdatedAt is null only for a session whose first turn started
+   * before sessions were listed from their start.
    */
   updatedAt: string | null;
   lastTurn: ListedTurn | null;
@@ -1041,4 +1047,21 @@ export interface Feedback {
   rating: "up" | "down";
   comment?: string;
   createdAt?: string;
+}
+
+/**
+ * DeleteProgress is the body of a 202 answer to DELETE /sessions/{id}
+ * and of DELETE /principals/{subject}/sessions (docs/conversations.md).
+ * Status "deleting" means more remains: send the same request again
+ * (each call resumes where the last stopped); "deleted" that nothing is
+ * left. Deleted and Busy count sessions in an erase's answer (Busy: those
+ * left alone because a turn of theirs is running); both are 0 in a
+ * session delete's.
+ *
+ * 	{"status":"deleting"|"deleted","deleted":n,"busy":n}
+ */
+export interface DeleteProgress {
+  status: "deleting" | "deleted";
+  deleted: number;
+  busy: number;
 }
