@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -158,4 +159,144 @@ func (cv Conversations) SetFeedback(ctx context.Context, sessionID, turnID strin
 		return nil, invalidResponse("feedback", resp.StatusCode)
 	}
 	return &stored, nil
+}
+
+// DeleteProgress is how far a delete or an erase went, as pkg/api
+// declares it.
+type DeleteProgress = api.DeleteProgress
+
+// maxDeleteCalls bounds the requests Delete and Erase send for one call.
+const maxDeleteCalls = 1000
+
+// Delete deletes one of the caller's sessions (DELETE
+// {HistoryURL}sessions/{id}): its turns, checkpoints, queued turns and
+// artifact references; the usage ledger keeps its counts. It sends the
+// request again while the server answers 202 (a long session is deleted
+// a share of its items a call) and returns once nothing is left. A
+// session that is not the caller's, or no longer exists (a repeat of a
+// finished delete), is a KindHTTP *Error 404 SESSION_NOT_FOUND; one with
+// a running turn 409 SESSION_BUSY (retryable: stop the turn or wait for
+// it), with nothing deleted.
+func (cv Conversations) Delete(ctx context.Context, sessionID string) error {
+	c := cv.c
+	if c.opts.HistoryURL == "" {
+		return ErrNoURL
+	}
+	if !protocol.IsSafeID(sessionID) {
+		return ErrInvalidID
+	}
+	u := joinURL(c.opts.HistoryURL, "/sessions/"+sessionID)
+	for range maxDeleteCalls {
+		p, err := cv.deleteCall(ctx, u, "delete")
+		if err != nil || p == nil {
+			return err
+		}
+	}
+	return invalidResponse("delete", http.StatusAccepted)
+}
+
+// Erase deletes every session of the principal subject in the caller's
+// tenant (DELETE {HistoryURL}principals/{subject}/sessions): only the
+// tenant's trusted principal may (others get a KindHTTP *Error 403
+// REQUEST_FORBIDDEN). It repeats the request until the server reports
+// nothing left, or until a call deleted nothing while sessions stay busy
+// (their turns running): it then returns the progress so far, Status
+// "deleting", for the caller to try again later. Deleted sums every
+// call's.
+func (cv Conversations) Erase(ctx context.Context, subject string) (*DeleteProgress, error) {
+	c := cv.c
+	if c.opts.HistoryURL == "" {
+		return nil, ErrNoURL
+	}
+	if subject == "" {
+		return nil, ErrInvalidID
+	}
+	u := joinURL(c.opts.HistoryURL, "/principals/"+url.PathEscape(subject)+"/sessions")
+	total := &DeleteProgress{Status: api.DeleteStatusDeleting}
+	for range maxDeleteCalls {
+		p, err := cv.deleteCall(ctx, u, "erase")
+		if err != nil {
+			return nil, err
+		}
+		if p == nil {
+			return nil, invalidResponse("erase", http.StatusNoContent)
+		}
+		total.Deleted += p.Deleted
+		total.Busy = p.Busy
+		total.Status = p.Status
+		if p.Status == api.DeleteStatusDeleted || p.Deleted == 0 && p.Busy > 0 {
+			return total, nil
+		}
+	}
+	return total, nil
+}
+
+// deleteCall sends one DELETE to u and returns its progress, or nil for
+// a 204 (nothing left).
+func (cv Conversations) deleteCall(ctx context.Context, u, op string) (*DeleteProgress, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := cv.c.send(req, op)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode == http.StatusNoContent {
+		return nil, nil
+	}
+	var p DeleteProgress
+	if json.NewDecoder(resp.Body).Decode(&p) != nil || p.Status != api.DeleteStatusDeleting && p.Status != api.DeleteStatusDeleted {
+		return nil, invalidResponse(op, resp.StatusCode)
+	}
+	return &p, nil
+}
+
+// Export writes the whole conversation of one of the caller's sessions
+// to w as one JSON document (GET {HistoryURL}sessions/{id}/export,
+// docs/conversations.md), as the server writes it, and returns the bytes
+// written. A document the server had to cut short (it ends with
+// "complete":false) is an error after its bytes were written: w then
+// holds an incomplete document. A session that is not the caller's is a
+// KindHTTP *Error 404 SESSION_NOT_FOUND.
+func (cv Conversations) Export(ctx context.Context, sessionID string, w io.Writer) (int64, error) {
+	c := cv.c
+	if c.opts.HistoryURL == "" {
+		return 0, ErrNoURL
+	}
+	if !protocol.IsSafeID(sessionID) {
+		return 0, ErrInvalidID
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, joinURL(c.opts.HistoryURL, "/sessions/"+sessionID+"/export"), nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.send(req, "export")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	tail := &tailWriter{}
+	n, err := io.Copy(io.MultiWriter(w, tail), resp.Body)
+	if err != nil {
+		return n, err
+	}
+	if !bytes.HasSuffix(bytes.TrimSpace(tail.b), []byte(`"complete":true}`)) {
+		return n, invalidResponse("export", resp.StatusCode)
+	}
+	return n, nil
+}
+
+// tailWriter keeps the last bytes written to it.
+type tailWriter struct{ b []byte }
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 64 {
+		t.b = t.b[len(t.b)-64:]
+	}
+	return len(p), nil
 }

@@ -1,8 +1,10 @@
 package client_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -25,7 +27,7 @@ import (
 // the list; bad input is a typed error.
 func TestConversations(t *testing.T) {
 	store := memory.New(memory.Options{})
-	authn, err := auth.New(context.Background(), config.AuthConfig{Mode: config.AuthDev},
+	authn, err := auth.New(context.Background(), config.AuthConfig{Mode: config.AuthDev, TrustedSubject: "host"},
 		auth.WithLookupEnv(func(string) (string, bool) { return "", false }))
 	if err != nil {
 		t.Fatal(err)
@@ -128,5 +130,39 @@ func TestConversations(t *testing.T) {
 	}
 	if _, err := alice.Conversations().Rename(t.Context(), "not a safe id", "x"); !errors.Is(err, client.ErrInvalidID) {
 		t.Errorf("an unsafe session id: %v", err)
+	}
+
+	// Export, delete, erase.
+	var doc bytes.Buffer
+	if n, err := alice.Conversations().Export(t.Context(), "bread", &doc); err != nil || n != int64(doc.Len()) || !strings.Contains(doc.String(), "sourdough") {
+		t.Fatalf("export: %d bytes, %v", n, err)
+	}
+	if _, err := bob.Conversations().Export(t.Context(), "bread", io.Discard); !errors.As(err, &e) || e.Diagnostic.Code != protocol.CodeSessionNotFound {
+		t.Errorf("bob exports alice's session: %v", err)
+	}
+	if err := bob.Conversations().Delete(t.Context(), "bread"); !errors.As(err, &e) || e.Diagnostic.Code != protocol.CodeSessionNotFound {
+		t.Errorf("bob deletes alice's session: %v", err)
+	}
+	if err := alice.Conversations().Delete(t.Context(), "bread"); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if l, err := alice.Conversations().List(t.Context(), client.ListOptions{}); err != nil || len(l.Sessions) != 1 || l.Sessions[0].SessionID != "taxes" {
+		t.Errorf("alice's list after the delete: %+v, %v", l, err)
+	}
+	if err := alice.Conversations().Delete(t.Context(), "bread"); !errors.As(err, &e) || e.Diagnostic.Code != protocol.CodeSessionNotFound {
+		t.Errorf("a repeated delete: %v", err)
+	}
+	if err := alice.Conversations().Delete(t.Context(), "not a safe id"); !errors.Is(err, client.ErrInvalidID) {
+		t.Errorf("delete, an unsafe session id: %v", err)
+	}
+	if _, err := alice.Conversations().Erase(t.Context(), "bob"); !errors.As(err, &e) || e.Diagnostic.Code != protocol.CodeRequestForbidden {
+		t.Errorf("alice erases bob: %v", err)
+	}
+	got, err := as("host").Conversations().Erase(t.Context(), "bob")
+	if err != nil || got.Status != "deleted" || got.Deleted != 1 {
+		t.Fatalf("erase bob: %+v, %v", got, err)
+	}
+	if l, err := bob.Conversations().List(t.Context(), client.ListOptions{}); err != nil || len(l.Sessions) != 0 {
+		t.Errorf("bob's list after the erase: %+v, %v", l, err)
 	}
 }
