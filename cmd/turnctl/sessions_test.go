@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -44,7 +46,38 @@ func TestSessionsCommand(t *testing.T) {
 	if code, out, _ := runTurnctl([]string{"sessions", "-url", historyURL, "-token", "dev.bob"}, ""); code != 0 || strings.TrimSpace(out) != "" {
 		t.Errorf("bob's sessions: exit %d, %q", code, out)
 	}
-	for _, args := range [][]string{{"sessions", "extra"}, {"sessions", "rename", "only-one"}} {
+	// Export, rm, erase.
+	file := filepath.Join(t.TempDir(), "older.json")
+	if code, out, errOut := runTurnctl([]string{"sessions", "export", "-url", historyURL, "-token", "dev.alice", "-o", file, "older"}, ""); code != 0 || out != "" || !strings.Contains(errOut, "wrote") {
+		t.Errorf("export -o: exit %d, %q %q", code, out, errOut)
+	}
+	if b, err := os.ReadFile(file); err != nil || !strings.Contains(string(b), "about older things") || !strings.HasSuffix(string(b), `"complete":true}`) {
+		t.Errorf("the exported file: %v %.200s", err, b)
+	}
+	if code, out, _ := runTurnctl([]string{"sessions", "export", "-url", historyURL, "-token", "dev.alice", "newer"}, ""); code != 0 || !strings.Contains(out, "about newer things") {
+		t.Errorf("export to stdout: exit %d, %.200q", code, out)
+	}
+	if code, _, errOut := runTurnctl([]string{"sessions", "export", "-url", historyURL, "-token", "dev.bob", "-o", file + ".bob", "older"}, ""); code != 1 || !strings.Contains(errOut, "SESSION_NOT_FOUND") {
+		t.Errorf("bob exports alice's: exit %d, %q", code, errOut)
+	} else if _, err := os.Stat(file + ".bob"); !os.IsNotExist(err) {
+		t.Errorf("a failed export left its file: %v", err)
+	}
+	if code, _, errOut := runTurnctl([]string{"sessions", "rm", "-url", historyURL, "-token", "dev.bob", "older"}, ""); code != 1 || !strings.Contains(errOut, "SESSION_NOT_FOUND") {
+		t.Errorf("bob removes alice's: exit %d, %q", code, errOut)
+	}
+	if code, out, errOut := runTurnctl([]string{"sessions", "rm", "-url", historyURL, "-token", "dev.alice", "older"}, ""); code != 0 || !strings.Contains(out, "deleted older") {
+		t.Errorf("rm: exit %d, %q %q", code, out, errOut)
+	}
+	if code, out, _ := runTurnctl([]string{"sessions", "-url", historyURL, "-token", "dev.alice"}, ""); code != 0 || strings.Contains(out, "older") || !strings.Contains(out, "newer") {
+		t.Errorf("the list after rm: exit %d, %q", code, out)
+	}
+	if code, _, errOut := runTurnctl([]string{"sessions", "erase", "-url", historyURL, "-token", "dev.alice", "alice"}, ""); code != 1 || !strings.Contains(errOut, "REQUEST_FORBIDDEN") {
+		t.Errorf("alice erases: exit %d, %q", code, errOut)
+	}
+	if code, out, errOut := runTurnctl([]string{"sessions", "erase", "-url", historyURL, "-token", "dev.host", "alice"}, ""); code != 0 || !strings.Contains(out, "deleted: 1 sessions deleted, 0 busy") {
+		t.Errorf("erase: exit %d, %q %q", code, out, errOut)
+	}
+	for _, args := range [][]string{{"sessions", "extra"}, {"sessions", "rename", "only-one"}, {"sessions", "rm"}, {"sessions", "export"}, {"sessions", "export", "a", "b"}, {"sessions", "erase"}} {
 		if code, _, _ := runTurnctl(append(args, "-url", historyURL), ""); code != 2 {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}

@@ -165,6 +165,12 @@ func (cv Conversations) SetFeedback(ctx context.Context, sessionID, turnID strin
 // declares it.
 type DeleteProgress = api.DeleteProgress
 
+// The statuses of DeleteProgress.
+const (
+	DeleteStatusDeleting = api.DeleteStatusDeleting
+	DeleteStatusDeleted  = api.DeleteStatusDeleted
+)
+
 // maxDeleteCalls bounds the requests Delete and Erase send for one call.
 const maxDeleteCalls = 1000
 
