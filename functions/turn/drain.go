@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -83,10 +84,11 @@ func lambdaClient(region string) func(context.Context) (invoker, error) {
 // lambdaHandler returns the turn function's Lambda handler: a drain
 // event runs h.Drain under the invocation's deadline (a session id that
 // is no SafeId is logged and ignored); any other payload is a function
-// URL request, served in streaming mode (lambdaurl.Wrap). Either way the
-// invocation's spans are flushed before it ends (tel, nil when off).
-func lambdaHandler(h *turn.Handler, logger *slog.Logger, tel *telemetrysetup.Set) func(context.Context, json.RawMessage) (any, error) {
-	serveURL := lambdaurl.Wrap(tel.FlushAfter(h))
+// URL request, served by serve (the turn handler and the export in
+// front of it, newHandler) in streaming mode (lambdaurl.Wrap). Either way
+// the invocation's spans are flushed before it ends (tel, nil when off).
+func lambdaHandler(h *turn.Handler, serve http.Handler, logger *slog.Logger, tel *telemetrysetup.Set) func(context.Context, json.RawMessage) (any, error) {
+	serveURL := lambdaurl.Wrap(tel.FlushAfter(serve))
 	return func(ctx context.Context, payload json.RawMessage) (any, error) {
 		var ev drainEvent
 		if json.Unmarshal(payload, &ev) == nil && ev.Drain != nil {

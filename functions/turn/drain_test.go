@@ -292,11 +292,11 @@ func TestEventInvokerEndpoint(t *testing.T) {
 // streaming mode, and refuses a payload that is neither.
 func TestLambdaHandler(t *testing.T) {
 	cfg, store := startuptest.Config(t, map[string]string{"MODEL_PROVIDER": "echo", "ECHO_DELAY": "0s"})
-	h, err := newHandler(t.Context(), cfg, slog.New(slog.DiscardHandler), "", nil)
+	h, urlHandler, err := newHandler(t.Context(), cfg, slog.New(slog.DiscardHandler), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve := lambdaHandler(h, slog.New(slog.DiscardHandler), nil)
+	serve := lambdaHandler(h, urlHandler, slog.New(slog.DiscardHandler), nil)
 	alice := chat.Principal{Subject: "alice", Tenant: auth.DevTenant}
 	ctx := t.Context()
 
@@ -348,6 +348,18 @@ func TestLambdaHandler(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if !strings.Contains(string(body), `"multitask"`) {
 		t.Errorf("capabilities body %s", body)
+	}
+	// The session's export, through the same streaming path.
+	out, err = serve(ctx, json.RawMessage(`{"version":"2.0","rawPath":"/sessions/s1/export","headers":{"authorization":"Bearer dev.alice"},"requestContext":{"http":{"method":"GET","path":"/sessions/s1/export"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, ok = out.(*events.LambdaFunctionURLStreamingResponse); !ok || resp.StatusCode != http.StatusOK {
+		t.Fatalf("export answer %T %+v", out, out)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), `"turnId":"B"`) || !strings.HasSuffix(string(body), `"complete":true}`) {
+		t.Errorf("export body %.300s", body)
 	}
 	if _, err := serve(ctx, json.RawMessage(`[1,2]`)); err == nil {
 		t.Error("a payload that is neither: no error")

@@ -1,7 +1,8 @@
 // Command turn is the turn function (docs/design.md#the-three-functions,
 // docs/design.md#the-turn-pipeline): POST / (submit a turn, streamed NDJSON
 // snapshots), POST /stop and GET /capabilities behind a Lambda function URL in
-// RESPONSE_STREAM mode. It is wiring only: config.FromEnv -> DynamoDB store ->
+// RESPONSE_STREAM mode, and GET /sessions/{id}/export (a session's whole
+// conversation, streamed; pkg/sessionapi). It is wiring only: config.FromEnv -> DynamoDB store ->
 // authenticator -> the turn handler of the configuration (internal/turnsetup:
 // the demo tools, the definitions, the model providers they name: echo;
 // bedrock with the function's credentials in AWS_REGION (pkg/awsenv); openai at
@@ -15,6 +16,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -25,16 +27,17 @@ import (
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/sessionapi"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
 func main() {
 	startup.Main("turn", func(ctx context.Context, cfg *config.Config, logger *slog.Logger, tel *telemetrysetup.Set) (func(), error) {
-		h, err := newHandler(ctx, *cfg, logger, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), tel)
+		h, serve, err := newHandler(ctx, *cfg, logger, os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), tel)
 		if err != nil {
 			return nil, err
 		}
-		return func() { lambda.StartHandlerFunc(lambdaHandler(h, logger, tel)) }, nil
+		return func() { lambda.StartHandlerFunc(lambdaHandler(h, serve, logger, tel)) }, nil
 	})
 }
 
@@ -44,15 +47,17 @@ func main() {
 // definitions name and the authenticator of cfg.Auth. Queued turns are
 // drained by asynchronous invocations of function (drain.go); with
 // function empty (not on Lambda) in the process. tel (nil: off) gives
-// the metrics and spans.
-func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, function string, tel *telemetrysetup.Set) (*turn.Handler, error) {
+// the metrics and spans. serve is what the function URL serves: the turn
+// handler, and GET /sessions/{id}/export in front of it (streamed,
+// docs/conversations.md).
+func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, function string, tel *telemetrysetup.Set) (h *turn.Handler, serve http.Handler, err error) {
 	store, err := startup.Store(ctx, cfg, tel)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	authn, err := startup.Authenticator(ctx, cfg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	deps := turnsetup.Deps{
 		Store: store, Authenticator: authn, Logger: logger,
@@ -62,7 +67,17 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, fun
 	if function != "" {
 		deps.Dispatch = newDispatcher(function, lambdaClient(cfg.Region))
 	}
-	return turnsetup.NewHandler(cfg, deps)
+	if h, err = turnsetup.NewHandler(cfg, deps); err != nil {
+		return nil, nil, err
+	}
+	export, err := sessionapi.NewExportHandler(sessionapi.Options{
+		Store: store, Authenticator: authn, Logger: logger, MaxBodyBytes: cfg.MaxBodyBytes,
+		Metrics: tel.Metrics("turn"), Tracing: tel.Tracer(),
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return h, sessionapi.WithExport(export, h), nil
 }
 
 // newModels builds one provider per provider name that defs use, from

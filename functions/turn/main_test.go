@@ -29,7 +29,7 @@ func TestWiring(t *testing.T) {
 		"MODEL_TOOLS":    "workspace_note",
 		"ECHO_DELAY":     "0s",
 	})
-	h, err := newHandler(context.Background(), cfg, slog.New(slog.DiscardHandler), "", nil)
+	_, h, err := newHandler(context.Background(), cfg, slog.New(slog.DiscardHandler), "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +43,23 @@ func TestWiring(t *testing.T) {
 	asst := msgs[len(msgs)-1]
 	if asst.Content != "Echo: /note Trip: Pack light." || len(asst.ToolCalls) != 1 || asst.ToolCalls[0].Status != protocol.ToolCallComplete {
 		t.Fatalf("note turn %+v", asst)
+	}
+	// The function URL serves the session's export too (streamed on
+	// Lambda), to its owner only.
+	for as, want := range map[string]int{"": http.StatusOK, "Bearer dev.mallory": http.StatusNotFound} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/sessions/wiring/export", nil)
+		if as != "" {
+			req.Header.Set("Authorization", as)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != want || want == http.StatusOK && (!strings.Contains(string(b), "Pack light.") || !strings.HasSuffix(string(b), `"complete":true}`)) {
+			t.Errorf("export as %q: %d %.300s", as, resp.StatusCode, b)
+		}
 	}
 }
 

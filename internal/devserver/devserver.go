@@ -127,8 +127,13 @@ func NewHandler(o Options) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("artifacts handler: %w", err)
 	}
+	sessionOpts.Metrics = o.Telemetry.Metrics("turn")
+	exportHandler, err := sessionapi.NewExportHandler(sessionOpts)
+	if err != nil {
+		return nil, fmt.Errorf("export handler: %w", err)
+	}
 	mux := http.NewServeMux()
-	mount(mux, TurnMount, "turn", turnHandler, requestLog)
+	mount(mux, TurnMount, "turn", sessionapi.WithExport(exportHandler, turnHandler), requestLog)
 	mount(mux, HistoryMount, "history", historyHandler, requestLog)
 	mount(mux, ArtifactsMount, "artifacts", artifactsHandler, requestLog)
 	mux.Handle("/", logged("demo", demo.Handler(http.HandlerFunc(httpedge.NotFound)), requestLog))

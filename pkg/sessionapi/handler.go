@@ -156,6 +156,32 @@ func NewHistoryHandler(opts Options) (http.Handler, error) {
 	return telemetry.Measure(opts.Metrics, opts.Tracing, s.guard(mux)), nil
 }
 
+// NewExportHandler returns a handler of GET /sessions/{id}/export alone
+// (as NewHistoryHandler serves it; any other path is 404
+// REQUEST_NOT_FOUND), for the turn function to serve in front of its turn
+// handler: behind a RESPONSE_STREAM function URL the document goes out as
+// it is written, with no 6 MB cap (docs/conversations.md). It returns an
+// error for invalid options, as NewHistoryHandler.
+func NewExportHandler(opts Options) (http.Handler, error) {
+	s, err := newServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/sessions/{id}/export", s.route("export", http.MethodGet, s.exportSession))
+	mux.Handle("/", s.route("none", "", nil))
+	return telemetry.Measure(opts.Metrics, opts.Tracing, s.guard(mux)), nil
+}
+
+// WithExport serves GET /sessions/{id}/export with export and every
+// other request with next: the turn function's routes plus the export.
+func WithExport(export, next http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/sessions/{id}/export", export)
+	mux.Handle("/", next)
+	return mux
+}
+
 // NewArtifactsHandler returns the artifacts function's handler
 // (docs/design.md#history-and-artifacts-api):
 //
