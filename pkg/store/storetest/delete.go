@@ -15,7 +15,8 @@ import (
 // resumes.
 func deleteCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
-		"DeletedSessionIsOneNobodyHas": func(t *testing.T, e *env) {
+		"DeletedSessionIsOneNobodyHas": func(t *testing.T, env *env) {
+			e := deletes{env}
 			turns := e.completeTurns("s1", "t", 3)
 			refs := []chat.ArtifactReference{{EntryPath: "a.md", ArtifactType: chat.ArtifactDocument}}
 			e.putArtifacts("s1", "t000", host, refs, refs)
@@ -43,7 +44,7 @@ func deleteCases() map[string]func(*testing.T, *env) {
 			if _, err := e.store.RenameSession(e.ctx, "s1", alice, "again"); !errors.Is(err, chat.ErrSessionNotFound) {
 				t.Errorf("RenameSession after the delete: %v", err)
 			}
-			if ids := listedIDs(lists{e}.listSessions(chat.SessionListRequest{Principal: alice})); !slices.Equal(ids, []string{"s2"}) {
+			if ids := listedIDs(lists{e.env}.listSessions(chat.SessionListRequest{Principal: alice})); !slices.Equal(ids, []string{"s2"}) {
 				t.Errorf("alice's list after the delete: %v, want [s2]", ids)
 			}
 			if done, err := e.store.DeleteSession(e.ctx, chat.DeleteRequest{Principal: alice, SessionID: "s1"}); done || !errors.Is(err, chat.ErrSessionNotFound) {
@@ -62,7 +63,8 @@ func deleteCases() map[string]func(*testing.T, *env) {
 				t.Errorf("a claim after the delete: created %v, base sequence %d, ordinal %d; want a new session", c.Created, c.BaseSequence, c.Lease.Ordinal)
 			}
 		},
-		"AnotherPrincipalsSessionIsNotFoundAndKept": func(t *testing.T, e *env) {
+		"AnotherPrincipalsSessionIsNotFoundAndKept": func(t *testing.T, env *env) {
+			e := deletes{env}
 			e.completeTurn("s1", "t1")
 			for _, p := range []chat.Principal{mallory, aliceGlobex, host} {
 				if done, err := e.store.DeleteSession(e.ctx, chat.DeleteRequest{Principal: p, SessionID: "s1"}); done || !errors.Is(err, chat.ErrSessionNotFound) {
@@ -76,7 +78,8 @@ func deleteCases() map[string]func(*testing.T, *env) {
 				t.Errorf("alice's turn after the others' deletes: %+v", got)
 			}
 		},
-		"RunningTurnIsBusyThenDeletable": func(t *testing.T, e *env) {
+		"RunningTurnIsBusyThenDeletable": func(t *testing.T, env *env) {
+			e := deletes{env}
 			e.completeTurn("s1", "t1")
 			c := e.claim("s1", "t2")
 			if done, err := e.store.DeleteSession(e.ctx, chat.DeleteRequest{Principal: alice, SessionID: "s1"}); done || !errors.Is(err, chat.ErrSessionBusy) {
@@ -90,7 +93,8 @@ func deleteCases() map[string]func(*testing.T, *env) {
 			}
 			e.deleteAll(alice, "s1")
 		},
-		"CrashedTurnIsDecidedThenDeleted": func(t *testing.T, e *env) {
+		"CrashedTurnIsDecidedThenDeleted": func(t *testing.T, env *env) {
+			e := deletes{env}
 			e.completeTurn("s1", "t1")
 			c := e.claim("s1", "t2")
 			e.clock.Advance(leaseDuration + time.Second) // its process died
@@ -102,7 +106,8 @@ func deleteCases() map[string]func(*testing.T, *env) {
 				t.Errorf("GetSession after the delete: %v", err)
 			}
 		},
-		"DeleteInPagesResumes": func(t *testing.T, e *env) {
+		"DeleteInPagesResumes": func(t *testing.T, env *env) {
+			e := deletes{env}
 			e.completeTurns("s1", "t", 7)
 			calls := 0
 			for done := false; !done; calls++ {
@@ -122,7 +127,7 @@ func deleteCases() map[string]func(*testing.T, *env) {
 					if _, err := e.store.ClaimTurn(e.ctx, claimRequest("s1", "t9")); !errors.Is(err, chat.ErrSessionNotFound) {
 						t.Fatalf("a claim between delete calls: %v", err)
 					}
-					if ids := listedIDs(lists{e}.listSessions(chat.SessionListRequest{Principal: alice})); len(ids) != 0 {
+					if ids := listedIDs(lists{e.env}.listSessions(chat.SessionListRequest{Principal: alice})); len(ids) != 0 {
 						t.Fatalf("listed between delete calls: %v", ids)
 					}
 				}
@@ -133,7 +138,8 @@ func deleteCases() map[string]func(*testing.T, *env) {
 				t.Error("the id is not free after the delete")
 			}
 		},
-		"BadDeleteRequest": func(t *testing.T, e *env) {
+		"BadDeleteRequest": func(t *testing.T, env *env) {
+			e := deletes{env}
 			e.completeTurn("s1", "t1")
 			for _, n := range []int{-1, chat.MaxDeleteItems + 1} {
 				if _, err := e.store.DeleteSession(e.ctx, chat.DeleteRequest{Principal: alice, SessionID: "s1", MaxItems: n}); !errors.Is(err, chat.ErrInvalidRequest) {
@@ -147,7 +153,8 @@ func deleteCases() map[string]func(*testing.T, *env) {
 				t.Errorf("after the refused deletes: %+v", got)
 			}
 		},
-		"EraseDeletesEverySessionOfOnePrincipal": func(t *testing.T, e *env) {
+		"EraseDeletesEverySessionOfOnePrincipal": func(t *testing.T, env *env) {
+			e := deletes{env}
 			for _, id := range []string{"a1", "a2", "a3"} {
 				e.completeTurns(id, id+"-t", 2)
 			}
@@ -199,9 +206,12 @@ func deleteCases() map[string]func(*testing.T, *env) {
 	}
 }
 
+// deletes is an env with the helpers of the delete cases.
+type deletes struct{ *env }
+
 // deleteAll deletes a session of p to the end, in as many calls as it
 // takes, and fails the test on error.
-func (e *env) deleteAll(p chat.Principal, sessionID string) {
+func (e deletes) deleteAll(p chat.Principal, sessionID string) {
 	e.t.Helper()
 	for range 100 {
 		done, err := e.store.DeleteSession(e.ctx, chat.DeleteRequest{Principal: p, SessionID: sessionID})
@@ -216,7 +226,7 @@ func (e *env) deleteAll(p chat.Principal, sessionID string) {
 }
 
 // usageOf reads p's usage now and fails the test on error.
-func (e *env) usageOf(p chat.Principal) *chat.PrincipalUsage {
+func (e deletes) usageOf(p chat.Principal) *chat.PrincipalUsage {
 	e.t.Helper()
 	return e.usage(p, e.clock.Now())
 }
