@@ -44,7 +44,7 @@ func deleteCases() map[string]func(*testing.T, *env) {
 			if _, err := e.store.RenameSession(e.ctx, "s1", alice, "again"); !errors.Is(err, chat.ErrSessionNotFound) {
 				t.Errorf("RenameSession after the delete: %v", err)
 			}
-			if ids := listedIDs(lists{e.env}.listSessions(chat.SessionListRequest{Principal: alice})); !slices.Equal(ids, []string{"s2"}) {
+			if ids := listedIDs(lists(e).listSessions(chat.SessionListRequest{Principal: alice})); !slices.Equal(ids, []string{"s2"}) {
 				t.Errorf("alice's list after the delete: %v, want [s2]", ids)
 			}
 			if done, err := e.store.DeleteSession(e.ctx, chat.DeleteRequest{Principal: alice, SessionID: "s1"}); done || !errors.Is(err, chat.ErrSessionNotFound) {
@@ -127,7 +127,7 @@ func deleteCases() map[string]func(*testing.T, *env) {
 					if _, err := e.store.ClaimTurn(e.ctx, claimRequest("s1", "t9")); !errors.Is(err, chat.ErrSessionNotFound) {
 						t.Fatalf("a claim between delete calls: %v", err)
 					}
-					if ids := listedIDs(lists{e.env}.listSessions(chat.SessionListRequest{Principal: alice})); len(ids) != 0 {
+					if ids := listedIDs(lists(e).listSessions(chat.SessionListRequest{Principal: alice})); len(ids) != 0 {
 						t.Fatalf("listed between delete calls: %v", ids)
 					}
 				}
