@@ -12,6 +12,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
 // listResult is the session list of one principal with Sessions
@@ -93,6 +94,14 @@ func conversationsRun(ctx context.Context, b *bench, rep *report, _ map[string]b
 	for _, n := range sizes {
 		rep.Lists[n].First, rep.Lists[n].Deep = summarize(first[n]), summarize(deep[n])
 	}
+	for _, n := range deleteSizes(rep.Quick) {
+		b.progress("delete: a session of %d turns", n)
+		d, err := deleteCost(ctx, b, n)
+		if err != nil {
+			return err
+		}
+		rep.Deletes = append(rep.Deletes, d)
+	}
 	return nil
 }
 
@@ -153,9 +162,15 @@ func seedListed(ctx context.Context, store chat.Store, p chat.Principal, prefix 
 
 // seedOne is one session of one completed, listed turn.
 func seedOne(ctx context.Context, store chat.Store, p chat.Principal, sessionID string) error {
+	return seedTurn(ctx, store, p, sessionID, "t1")
+}
+
+// seedTurn runs one completed, listed turn of sessionID, claimed, saved
+// and released as the turn function does.
+func seedTurn(ctx context.Context, store chat.Store, p chat.Principal, sessionID, turnID string) error {
 	question := "What should I name session " + sessionID + "?"
 	c, err := store.ClaimTurn(ctx, chat.ClaimRequest{
-		SessionID: sessionID, TurnID: "t1", Principal: p, InputHash: chat.HashInput(question),
+		SessionID: sessionID, TurnID: turnID, Principal: p, InputHash: chat.HashInput(question),
 		Lineage: protocol.Lineage{Operation: protocol.OperationSubmit}, DefinitionID: "assistant",
 		DefinitionRevision: 1, LeaseDuration: time.Minute,
 	})
@@ -165,11 +180,11 @@ func seedOne(ctx context.Context, store chat.Store, p chat.Principal, sessionID 
 	now := time.Now()
 	at := protocol.FormatTime(now)
 	turn := &chat.Turn{
-		SessionID: sessionID, TurnID: "t1", Ordinal: c.Lease.Ordinal, Status: chat.TurnComplete,
+		SessionID: sessionID, TurnID: turnID, Ordinal: c.Lease.Ordinal, Status: chat.TurnComplete,
 		Lineage: protocol.Lineage{Operation: protocol.OperationSubmit}, InputHash: chat.HashInput(question),
 		Messages: []protocol.Message{
-			{ID: "t1-user", Role: protocol.RoleUser, Content: question, Status: protocol.MessageComplete, CreatedAt: at},
-			{ID: "t1-assistant", Role: protocol.RoleAssistant, Content: "Echo: " + question, Status: protocol.MessageComplete, CreatedAt: at},
+			{ID: turnID + "-user", Role: protocol.RoleUser, Content: question, Status: protocol.MessageComplete, CreatedAt: at},
+			{ID: turnID + "-assistant", Role: protocol.RoleAssistant, Content: "Echo: " + question, Status: protocol.MessageComplete, CreatedAt: at},
 		},
 		FirstSequence: c.BaseSequence + 1, LastSequence: c.BaseSequence + 1, StartedAt: now, CompletedAt: now,
 	}
@@ -184,6 +199,60 @@ func seedOne(ctx context.Context, store chat.Store, p chat.Principal, sessionID 
 	return nil
 }
 
+// deleteResult is what deleting one session of Turns stored turns cost
+// (chat.ConversationStore.DeleteSession, called until done).
+type deleteResult struct {
+	Turns      int
+	Calls      int // DeleteSession calls (each removes at most chat.DefaultDeleteItems items)
+	Requests   int
+	Deletes    int // DeleteItem requests (the items removed, the session item included)
+	WriteUnits int
+	Took       time.Duration
+}
+
+// deleteSizes are the session lengths the conversations section deletes.
+func deleteSizes(quick bool) []int {
+	if quick {
+		return []int{10, 30}
+	}
+	return []int{10, 1000}
+}
+
+// deleteCost seeds a session of turns turns (one turn item each: saved
+// turns without checkpoint items, as a turn's record is once its
+// checkpoints expired) through a metered store, then deletes it and
+// returns the requests and write units the delete took.
+func deleteCost(ctx context.Context, b *bench, turns int) (*deleteResult, error) {
+	raw, err := b.rawClient(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := newMeter(b.client, raw)
+	store := dynamo.New(m, dynamo.Options{Table: b.table, CursorKey: b.cursorKey})
+	p := chat.Principal{Subject: b.prefix + "-deleter", Tenant: auth.DevTenant}
+	id := fmt.Sprintf("%s-delete-%d", b.prefix, turns)
+	for i := range turns {
+		if err := seedTurn(ctx, store, p, id, fmt.Sprintf("t%d", i)); err != nil {
+			return nil, err
+		}
+	}
+	m.Take()
+	r := &deleteResult{Turns: turns}
+	start := time.Now()
+	for done := false; !done; r.Calls++ {
+		if r.Calls > 10*turns+10 {
+			return nil, fmt.Errorf("delete of %d turns never finished", turns)
+		}
+		if done, err = store.DeleteSession(ctx, chat.DeleteRequest{Principal: p, SessionID: id}); err != nil {
+			return nil, fmt.Errorf("delete a session of %d turns: %w", turns, err)
+		}
+	}
+	r.Took = time.Since(start)
+	a := m.Take()
+	r.Requests, r.Deletes, r.WriteUnits = a.Requests, a.Ops["DeleteItem"], a.WriteUnits()
+	return r, nil
+}
+
 // conversationsRows renders the conversations section.
 func conversationsRows(rep *report, _ bool) [][4]string {
 	sizes := listSizes(rep.Quick)
@@ -191,11 +260,20 @@ func conversationsRows(rep *report, _ bool) [][4]string {
 	if small == nil || large == nil {
 		return nil
 	}
-	return [][4]string{{
+	rows := [][4]string{{
 		fmt.Sprintf("session list page of 10 (GET /sessions), %d sessions of one principal: p50 / p99, requests", large.Sessions),
 		fmt.Sprintf("first page %s / %s; the page after the newest %d (by cursor) %s / %s; at most %d request(s) a page (seeded in %s)",
 			ms(large.First.P50), ms(large.First.P99), large.DeepAt, ms(large.Deep.P50), ms(large.Deep.P99), large.MaxQueries, large.Seed.Round(time.Millisecond)),
 		fmt.Sprintf("%d sessions: first page %s / %s; at most %d request(s) a page", small.Sessions, ms(small.First.P50), ms(small.First.P99), small.MaxQueries),
 		fmt.Sprintf("%.2fx p50 (goal <= 1.3x); 1 Query a page: %v", float64(large.First.P50)/float64(small.First.P50), large.MaxQueries == 1 && small.MaxQueries == 1),
 	}}
+	for _, d := range rep.Deletes {
+		rows = append(rows, [4]string{
+			fmt.Sprintf("delete a session of %d turns (DELETE /sessions/{id}): requests, write units", d.Turns),
+			fmt.Sprintf("%d requests (%d DeleteItem) in %d call(s), %d write units, %s", d.Requests, d.Deletes, d.Calls, d.WriteUnits, d.Took.Round(time.Millisecond)),
+			"",
+			fmt.Sprintf("%.2f requests and %.2f write units per turn stored", float64(d.Requests)/float64(d.Turns), float64(d.WriteUnits)/float64(d.Turns)),
+		})
+	}
+	return rows
 }

@@ -160,7 +160,7 @@ var sections = []section{
 		run: fateRun, rows: fateRows, notes: fateNotes},
 	{names: []string{"cpushare"}, about: "Lambda's CPU share: the bootstraps under aws-lambda-rie in cgroups of 128-1,024 MB's CPU, cold start, time to first snapshot, CPU per turn and per line, Lambda cost (internal/cpushare; root and cgroup v1)",
 		run: cpuShareRun, rows: cpuShareRows},
-	{names: []string{"conversations"}, about: "GET /sessions: a page of a principal's sessions at 10 and 10,000 sessions (requests, p50 and p99)",
+	{names: []string{"conversations"}, about: "GET /sessions: a page of a principal's sessions at 10 and 10,000 sessions (requests, p50 and p99); the cost of deleting a session of 10 and of 1,000 turns",
 		inRun: true, run: conversationsRun, rows: conversationsRows},
 	{names: []string{"ledger"}, about: "the usage ledger and the quota check before the claim: requests, units and time to the first line against the ledger off; a ledger item's growth",
 		inRun: true, inQuick: true, run: ledgerRun, rows: ledgerRows, notes: ledgerNotes},
@@ -254,6 +254,8 @@ type report struct {
 	CPUShare *cpushare.Result
 	// Lists is the conversations section's session lists, by size.
 	Lists map[int]*listResult
+	// Deletes is the conversations section's session deletes, by length.
+	Deletes []*deleteResult
 }
 
 // run parses args, measures and writes the table to stdout.
