@@ -205,7 +205,7 @@ type deleteResult struct {
 	Turns      int
 	Calls      int // DeleteSession calls (each removes at most chat.DefaultDeleteItems items)
 	Requests   int
-	Deletes    int // DeleteItem requests (the items removed, the session item included)
+	Deletes    int // DeleteItem requests (the items removed; the session item is replaced by a tombstone)
 	WriteUnits int
 	Took       time.Duration
 }

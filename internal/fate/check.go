@@ -52,6 +52,7 @@ type sessionInput struct {
 	Reads    []*Read
 	Stops    []*Stop
 	Replays  []*Replay
+	Deletes  []*Delete
 	Inputs   map[string]string
 	Final    finalState
 	// Leases are the lease expiries DynamoDB applied, by turn id;
@@ -74,7 +75,7 @@ func (r *runner) check() []Violation {
 		lg := r.logs[p.Session]
 		in := &sessionInput{
 			Seed: p.Seed, Schedule: p.Index, Session: p.Session, Plan: p, Start: lg.firstRun,
-			Streams: lg.streams, Reads: lg.reads, Stops: lg.stops, Replays: lg.replays, Inputs: lg.inputs,
+			Streams: lg.streams, Reads: lg.reads, Stops: lg.stops, Replays: lg.replays, Deletes: lg.deletes, Inputs: lg.inputs,
 			Final: r.final(p.Session), Leases: map[string][]leaseMark{}, Events: events, Timings: r.t,
 			Quota: lg.quota, QuotaN: r.cfg.QuotaTurnsPerMinute,
 		}
@@ -114,6 +115,10 @@ type checker struct {
 	runs  map[string][]runObs
 	// live is each turn's accepted submit stream.
 	live map[string]*Stream
+	// gone are the turns a delete of the session (answered 204 or 202)
+	// may have removed: a submit of theirs began before it ended. Their
+	// absence from history is no violation; RuleDeleteGone judges them.
+	gone map[string]bool
 }
 
 type termObs struct {
@@ -145,6 +150,14 @@ func checkSession(in *sessionInput) []Violation {
 	if in.Plan != nil && in.Plan.Kind == KindQuota {
 		rules{c}.quota() // its bursts' sessions are new and hold one short turn each
 		return c.out
+	}
+	if d := firstDelete(in); d != nil {
+		// The rules below judge the session as it was until the delete;
+		// deleteRules judges what the delete left, and the reads begun
+		// after it began are its evidence only.
+		rules{c}.deleteRules(d)
+		c.gone = goneWith(in, d)
+		in.Reads = slices.DeleteFunc(slices.Clone(in.Reads), func(r *Read) bool { return !r.Start.Before(d.Start) })
 	}
 	c.index()
 	c.irrevocable()      // I1, I2
@@ -350,6 +363,9 @@ func (c *checker) oneTruth() {
 	}
 
 	f := in.Final
+	if f.summary == nil && f.turns == nil && f.messages == nil && len(c.gone) > 0 {
+		return // deleted, and no turn started a new session: RuleDeleteGone read the 404s
+	}
 	if f.summary == nil || f.turns == nil || f.messages == nil {
 		c.add("I3", "", "a quiescent read failed", c.finalReadErrors()...)
 		return
@@ -459,6 +475,9 @@ func (c *checker) acknowledged() {
 	for _, t := range c.turns() {
 		if (rules{c}).supersededBy(t) != nil {
 			continue // a rollback stopped and superseded it: gone from history by design
+		}
+		if c.gone[t] && f.turn(t) == nil {
+			continue // deleted with its session: RuleDeleteGone
 		}
 		var why string
 		live := c.live[t]
@@ -805,7 +824,7 @@ func (c *checker) honest() {
 			if l := answer(live); l != nil {
 				st, ok := l.fate()
 				switch {
-				case ok && ft == nil && st.Messages != "none" && (rules{c}).supersededBy(t) == nil:
+				case ok && ft == nil && st.Messages != "none" && (rules{c}).supersededBy(t) == nil && !c.gone[t]:
 					c.add("I7", t, fmt.Sprintf("the live stream ended %s, history has no such turn", st), streamLine(live, l), f.turns.String())
 				case ok && ft != nil && !st.same(hist):
 					c.add("I7", t, fmt.Sprintf("the live stream ended %s, history keeps %s", st, hist), streamLine(live, l),

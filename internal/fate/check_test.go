@@ -472,6 +472,16 @@ func TestCheckFindsEachRule(t *testing.T) {
 			in.Streams[0].Lines[2].Recv = at(800)
 			in.Stops = append(in.Stops, &Stop{Turn: "a", Start: at(650), End: at(660), Status: 202, DuringCheckpointFaults: true})
 		}},
+		"stop lost under checkpoint faults, its turn's process killed before": {RuleStopBound, "a stop first sent while checkpoint writes failed took 2.6s", func(in *sessionInput) {
+			slow(in, statusComplete)
+			in.Windows = []window{{Kind: kindLive, Fault: ddbfault.ServerErrorBefore, From: at(200), To: at(2500)}}
+			in.Stops = []*Stop{{Turn: "a", Proc: 1, Start: at(400), End: at(410), Status: 500, ErrCode: codeServerInternal, Retryable: true, DuringCheckpointFaults: true}}
+		}, func(in *sessionInput) {
+			// The turn's process was killed before the stop was sent (fate
+			// seed 22 schedule 1, beside a delete schedule's kill): the
+			// table decides the turn at its lease's expiry.
+			in.Events = []procEvent{{At: at(150), Slot: 0, What: "kill"}}
+		}},
 		"stop lost under checkpoint faults, sent before the submit": {RuleStopBound, "a stop first sent while checkpoint writes failed took 2.6s", func(in *sessionInput) {
 			slow(in, statusComplete)
 			in.Windows = []window{{Kind: kindLive, Fault: ddbfault.ServerErrorBefore, From: at(-600), To: at(2500)}}
@@ -556,6 +566,33 @@ func TestCheckFindsEachRule(t *testing.T) {
 			in.Streams = append([]*Stream{killed}, in.Streams...)
 			in.Leases["a"] = []leaseMark{{Applied: at(-880), Expiry: at(1100)}}
 		}},
+		"deleted, then in the final history": {RuleDeleteGone, "the final history holds it", func(in *sessionInput) {
+			in.Deletes = []*Delete{{Start: at(700), End: at(720), Status: 204}}
+		}, func(in *sessionInput) {
+			in.Final = finalState{} // every final read answered 404
+		}},
+		"deleted, then a read shows the session": {RuleDeleteGone, "did not answer 404", func(in *sessionInput) {
+			in.Deletes = []*Delete{{Start: at(700), End: at(720), Status: 204}}
+			in.Final = finalState{}
+			in.Reads = append(in.Reads, sessionsRead(800, 810, "", 0, 0))
+		}, func(in *sessionInput) {
+			in.Reads[len(in.Reads)-1].Status, in.Reads[len(in.Reads)-1].ErrCode = 404, "SESSION_NOT_FOUND"
+		}},
+		"deleted, then a /turns read lists it": {RuleDeleteGone, "lists it", func(in *sessionInput) {
+			in.Deletes = []*Delete{{Start: at(700), End: at(720), Status: 204}}
+			in.Final = finalState{}
+			in.Reads = append(in.Reads, turnsRead(800, 810, turn("a", statusComplete, "", messages("Echo: the question", statusComplete), 0)))
+		}, func(in *sessionInput) {
+			// A replay of the id after the delete ran it in a new session.
+			in.Replays = []*Replay{{Turn: "a", Start: at(730), End: at(790), Status: 200}}
+		}},
+		"deleted under a running turn": {RuleDeleteRunning, "emitted after a delete of its session was answered", func(in *sessionInput) {
+			in.Deletes = []*Delete{{Start: at(150), End: at(250), Status: 204}}
+			in.Final = finalState{}
+		}, func(in *sessionInput) {
+			in.Deletes[0].Status, in.Deletes[0].ErrCode, in.Deletes[0].Retryable = 409, codeSessionBusy, true
+			in.Final = final(turn("a", statusComplete, "", messages("Echo: the question", statusComplete), 0))
+		}},
 		"renewed after a pause, then lost": {RulePause, "yet it gave up", func(in *sessionInput) {
 			in.Plan = &Plan{Kind: KindNearLease}
 			in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", ""), diagnostic(1000002, 2000, codeTurnLost, false))}
@@ -600,6 +637,19 @@ func TestCheckFindsEachRule(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCheckDeletedSessionIsClean: a session deleted after its turn ended,
+// every read after the delete answered 404 and no final history, breaks
+// no rule: the turn is gone by design.
+func TestCheckDeletedSessionIsClean(t *testing.T) {
+	in := clean()
+	in.Deletes = []*Delete{{Start: at(640), End: at(650), Status: 409, ErrCode: codeSessionBusy, Retryable: true}, {Start: at(700), End: at(720), Status: 204}}
+	in.Final = finalState{}
+	in.Reads = append(in.Reads, &Read{Route: "turns", Status: 404, ErrCode: "SESSION_NOT_FOUND", Start: at(800), End: at(805)})
+	for _, v := range checkSession(in) {
+		t.Errorf("%s", v)
 	}
 }
 
@@ -664,7 +714,7 @@ func TestPlanKinds(t *testing.T) {
 			}
 		}
 		needs := map[string]string{KindClassic: "submit", KindRace: "submit", KindQuota: "quota", KindStopFault: "stop",
-			KindLateSave: "replay", KindAck: "fault", KindNearLease: "hook"}
+			KindLateSave: "replay", KindAck: "fault", KindNearLease: "hook", KindDelete: "delete"}
 		for _, k := range Kinds {
 			p := newPlan(1, 7, planEnv{procs: 3, quota: []int{3, 4}, quotaN: 5, t: timings, kinds: []string{k}}, "s")
 			has := false

@@ -282,6 +282,34 @@ func (c *client) stop(ctx context.Context, lg *sessionLog, proc int, session, tu
 	return s
 }
 
+// deleteSession sends DELETE /history/sessions/{id}.
+func (c *client) deleteSession(ctx context.Context, lg *sessionLog, proc int, session string) *Delete {
+	d := &Delete{Proc: proc, Start: time.Now()}
+	ctx, cancel := context.WithTimeout(ctx, readBudget+c.streamTimeout/2)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, c.ps.base(proc)+"/history/sessions/"+session, nil)
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("Authorization", lg.auth())
+	resp, err := c.hc.Do(req)
+	if err == nil {
+		d.Status = resp.StatusCode
+		if resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusAccepted {
+			d.ErrCode, d.Retryable = errorBody(resp.Body)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	} else {
+		d.ErrCode = "error: " + strings.TrimSpace(err.Error())
+	}
+	d.End = time.Now()
+	lg.mu.Lock()
+	lg.deletes = append(lg.deletes, d)
+	lg.mu.Unlock()
+	return d
+}
+
 // replay submits a turn id again with its input.
 func (c *client) replay(ctx context.Context, lg *sessionLog, proc int, session, turn, input string, final bool) *Replay {
 	r := &Replay{Proc: proc, Turn: turn, Start: time.Now(), Final: final}

@@ -151,6 +151,15 @@
 //     lease, or its claim reached DynamoDB and the answer was lost below
 //     the store) and was itself told TURN_OUTCOME_INDETERMINATE or got no
 //     answer (its process killed before the acknowledgment).
+//   - delete-running (I8): once a delete of the session was answered 204
+//     or 202, no line of a turn that streamed before the delete was sent
+//     is emitted after that answer.
+//   - delete-gone (I4): such a turn, never submitted again after the
+//     delete was sent, is in no /turns read begun after the answer nor in
+//     the final history, and every read of the session answers 404 until
+//     a new turn starts a new session under its id. The other rules judge
+//     the session as it was until the delete (reads begun after it was
+//     sent are this rule's evidence only).
 //   - pause-renewed (I2): a nearlease turn whose renewal DynamoDB applied
 //     (and answered) after the pause, before its previous expiry, does
 //     not end lost or TURN_OUTCOME_INDETERMINATE.

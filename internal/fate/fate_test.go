@@ -57,10 +57,10 @@ func devServer(t *testing.T) string {
 // leases: a handful of fixed schedules on two dev servers (and the two
 // quota processes), checked against I1-I8 and the rules of the schedule
 // kinds only (no timing is asserted but the stop bound's, with slack).
-// The short lease draws its usual mix (classic, quota, race, ack and
-// latesave schedules); the default (30 s) lease runs one schedule of each
-// kind but classic, so that every rule is met at the lease it was
-// written for.
+// The short lease draws its usual mix (classic, race, stopfault, ack,
+// nearlease and delete schedules); the default (30 s) lease runs one
+// schedule of each kind but classic, so that every rule is met at the
+// lease it was written for.
 func TestFate(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the fate harness runs dev servers for about two minutes")
@@ -70,11 +70,15 @@ func TestFate(t *testing.T) {
 		name string
 		cfg  fate.Config
 	}{
-		{fate.LeaseShort, fate.Config{Seed: 22, Schedules: 10, Concurrency: 10, Timings: fate.DefaultTimings}},
-		// Schedules 0, 1, 4, 6, 8 and 21 of seed 22 limited to these kinds
-		// are stopfault, latesave, race, ack, quota and nearlease.
-		{fate.LeaseDefault, fate.Config{Seed: 22, Only: []int{0, 1, 4, 6, 8, 21}, Concurrency: 6, Timings: fate.ProductTimings,
-			Kinds: []string{fate.KindRace, fate.KindQuota, fate.KindStopFault, fate.KindLateSave, fate.KindAck, fate.KindNearLease}}},
+		// Schedules 0-9 of seed 22, and 40 and 47, its first two delete
+		// schedules (one kills its turn's process, one races a second turn
+		// against the delete).
+		{fate.LeaseShort, fate.Config{Seed: 22, Only: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 40, 47}, Concurrency: 12, Timings: fate.DefaultTimings}},
+		// Schedules 0, 1, 3, 4, 6, 21 and 23 of seed 22 limited to these
+		// kinds are stopfault, ack, latesave, race, nearlease, delete and
+		// quota.
+		{fate.LeaseDefault, fate.Config{Seed: 22, Only: []int{0, 1, 3, 4, 6, 21, 23}, Concurrency: 7, Timings: fate.ProductTimings,
+			Kinds: []string{fate.KindRace, fate.KindQuota, fate.KindStopFault, fate.KindLateSave, fate.KindAck, fate.KindNearLease, fate.KindDelete}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -43,10 +43,17 @@ const (
 	// right after its claim or right after a renewal: once a renewal of
 	// it applied and was answered after the pause, it is not lost.
 	KindNearLease = "nearlease"
+	// KindDelete deletes the session (DELETE /sessions/{id}, sent again
+	// after each SESSION_BUSY) while its turn runs or after, its process
+	// killed mid-turn in a third of the schedules (the delete then
+	// decides the crashed turn), a second turn racing the delete in half:
+	// no turn streams after its session was deleted, and nothing of a
+	// deleted turn shows again.
+	KindDelete = "delete"
 )
 
 // Kinds are the schedule kinds, in the order of KindWeights' columns.
-var Kinds = []string{KindClassic, KindRace, KindQuota, KindStopFault, KindLateSave, KindAck, KindNearLease}
+var Kinds = []string{KindClassic, KindRace, KindQuota, KindStopFault, KindLateSave, KindAck, KindNearLease, KindDelete}
 
 // KindWeights are the weights a schedule's kind is drawn with, per lease
 // (percent, in the order of Kinds). The short lease keeps a majority of
@@ -56,8 +63,8 @@ var Kinds = []string{KindClassic, KindRace, KindQuota, KindStopFault, KindLateSa
 // is far from expiry; pauses just under it), since every lease that
 // expires there costs 30 s of a schedule's time.
 var KindWeights = map[string][]int{
-	LeaseShort:   {52, 14, 4, 8, 7, 8, 7},
-	LeaseDefault: {20, 16, 4, 20, 16, 18, 6},
+	LeaseShort:   {48, 13, 4, 8, 7, 8, 6, 6},
+	LeaseDefault: {19, 15, 4, 19, 15, 17, 5, 6},
 }
 
 // pauseSlot is a plan's placeholder for the pause slot its schedule holds
@@ -149,6 +156,8 @@ func (d *draw) plan(kind string) {
 		d.ack()
 	case KindNearLease:
 		d.nearLease()
+	case KindDelete:
+		d.deleteSession()
 	default:
 		panic(fmt.Sprintf("fate: no plan for kind %q", kind))
 	}
@@ -305,4 +314,30 @@ func (d *draw) nearLease() {
 	if d.chance(0.5) {
 		d.add(Step{At: before + pause + d.between(0, 2*time.Second), Do: "resume", Turn: "a", Proc: d.other(procA), AfterMode: "live"})
 	}
+}
+
+// deleteSession: turn a streams 1.5-3 s; a third of the schedules kill
+// its process mid-turn (restarted 0.2-2 s later), so that the delete
+// meets an expired lease and decides the crashed turn; a client deletes
+// the session from 0.3 s to 1 s past a's end, sending it again every
+// 300 ms after SESSION_BUSY (or a retryable answer) for up to the lease
+// plus 4 s; half the schedules submit a second turn b within 0.3 s of
+// the delete (it may claim before the mark, be refused while the
+// session is marked, or start a new session after it is gone).
+func (d *draw) deleteSession() {
+	ms := time.Millisecond
+	durA := d.turn("a", 1500*ms, 3*time.Second)
+	procA := d.anyProc()
+	d.add(Step{Do: "submit", Turn: "a", Proc: procA})
+	if d.chance(0.33) {
+		d.add(Step{At: d.between(300*ms, durA-200*ms), Do: "kill", Proc: procA, For: d.between(200*ms, 2*time.Second)})
+	}
+	at := d.between(300*ms, durA+time.Second)
+	procD := d.other(procA)
+	d.add(Step{At: at, Do: "delete", Proc: procD, Retry: true, For: d.t.Lease + 4*time.Second})
+	if d.chance(0.5) {
+		d.turn("b", 300*ms, 900*ms)
+		d.add(Step{At: max(0, at+d.between(-300*ms, 300*ms)), Do: "submit", Turn: "b", Proc: d.anyProc()})
+	}
+	d.reads(2+d.rng.IntN(3), 0, durA+2*time.Second)
 }

@@ -206,6 +206,19 @@ type Stop struct {
 	Series time.Time
 }
 
+// Delete is one DELETE /history/sessions/{id} (a delete schedule's).
+type Delete struct {
+	Proc       int
+	Start, End time.Time
+	Status     int
+	ErrCode    string
+	Retryable  bool
+}
+
+func (d *Delete) String() string {
+	return fmt.Sprintf("delete on p%d [%s..%s] HTTP %d %s", d.Proc, clock(d.Start), clock(d.End), d.Status, d.ErrCode)
+}
+
 // Replay is a submission of a turn id whose turn already ran.
 type Replay struct {
 	Proc       int
@@ -407,6 +420,7 @@ type sessionLog struct {
 	reads     []*Read
 	stops     []*Stop
 	replays   []*Replay
+	deletes   []*Delete
 	inputs    map[string]string // turn id -> input
 	hooks     []*hook
 	windows   []*window

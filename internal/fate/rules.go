@@ -54,6 +54,17 @@ const (
 	// and no later submit or replay of it is told TURN_ALREADY_COMPLETED
 	// or TURN_OUTCOME_INDETERMINATE.
 	RuleAck = "ack-unspent"
+	// RuleDeleteRunning (I8): once a delete of the session was answered
+	// 204 or 202 (its mark applied), no line of a turn that streamed
+	// before the delete was sent is emitted after that answer: a session
+	// is never deleted under a running turn.
+	RuleDeleteRunning = "delete-running"
+	// RuleDeleteGone (I4): a turn that streamed before a delete of its
+	// session answered 204 or 202 was sent, and no submit of which began
+	// after that, is in no /turns read begun after the answer nor in the
+	// final history; the session's routes answer 404 until a new turn
+	// starts a new session under its id.
+	RuleDeleteGone = "delete-gone"
 	// RulePause (I2): a turn whose process was paused for 0.8-0.95 of
 	// the lease (a nearlease schedule) and whose lease renewal DynamoDB
 	// applied and answered after the pause, before its previous expiry,
@@ -306,7 +317,11 @@ func (c rules) stopRules() {
 				break
 			}
 		}
-		if first != nil && first.DuringCheckpointFaults && term.At.After(first.Start) && !c.disturbed(live.Proc, first.Start, term.At) &&
+		// The turn's process must have been undisturbed from the submit
+		// on: one killed before the stop (fate seed 22 schedule 1 beside
+		// a delete schedule's kill) leaves its turn to the table, which
+		// decides it once its lease expired, whatever the stop.
+		if first != nil && first.DuringCheckpointFaults && term.At.After(first.Start) && !c.disturbed(live.Proc, live.Start, term.At) &&
 			!c.disturbed(first.Proc, first.Start, first.End) && c.onlyCheckpointFaults() &&
 			term.At.After(first.Start.Add(bound+slack)) {
 			c.addRule("I5", RuleStopBound, t, fmt.Sprintf("a stop first sent while checkpoint writes failed took %s to show the turn terminal (%s; stop bound %s, slack %s)",
@@ -619,4 +634,101 @@ func (c rules) killed(slot int, from, to time.Time) bool {
 		}
 	}
 	return false
+}
+
+// firstDelete returns the session's first delete answered 204 or 202,
+// nil when none was.
+func firstDelete(in *sessionInput) *Delete {
+	var first *Delete
+	for _, d := range in.Deletes {
+		if (d.Status == 204 || d.Status == 202) && (first == nil || d.End.Before(first.End)) {
+			first = d
+		}
+	}
+	return first
+}
+
+// goneWith returns the turns delete d may have removed: a submit of
+// theirs began before d ended.
+func goneWith(in *sessionInput, d *Delete) map[string]bool {
+	gone := map[string]bool{}
+	for _, s := range in.Streams {
+		if s.Kind == "submit" && s.Start.Before(d.End) {
+			gone[s.Turn] = true
+		}
+	}
+	return gone
+}
+
+// deleted returns the turns delete d certainly removed: their stream
+// delivered a line before d was sent, and no submit of them began after
+// that.
+func deletedBy(in *sessionInput, d *Delete) map[string]*Stream {
+	out := map[string]*Stream{}
+	for _, s := range in.Streams {
+		if s.Kind == "submit" && len(s.Lines) > 0 && s.Lines[0].Recv.Before(d.Start) {
+			out[s.Turn] = s
+		}
+	}
+	for _, s := range in.Streams {
+		if s.Kind == "submit" && s.Start.After(d.Start) {
+			delete(out, s.Turn)
+		}
+	}
+	for _, r := range in.Replays {
+		if r.Start.After(d.Start) {
+			delete(out, r.Turn)
+		}
+	}
+	return out
+}
+
+// deleteRules checks RuleDeleteRunning and RuleDeleteGone against delete
+// d, the first answered 204 or 202.
+func (c rules) deleteRules(d *Delete) {
+	in := c.in
+	removed := deletedBy(in, d)
+	for _, t := range slices.Sorted(maps.Keys(removed)) {
+		s := removed[t]
+		for i := range s.Lines {
+			if l := &s.Lines[i]; l.Emitted.After(d.End) {
+				c.addRule("I8", RuleDeleteRunning, t, "a line of the turn was emitted after a delete of its session was answered", d.String(), streamLine(s, l))
+				break
+			}
+		}
+		for _, r := range in.Reads {
+			if r.Route == "turns" && r.Status == 200 && r.Start.After(d.End) && lists(r, t) {
+				c.addRule("I4", RuleDeleteGone, t, "a /turns read begun after the delete of its session lists it", d.String(), r.String())
+				break
+			}
+		}
+		if in.Final.turn(t) != nil {
+			c.addRule("I4", RuleDeleteGone, t, "the final history holds it after the delete of its session", d.String(), in.Final.turns.String())
+		}
+	}
+	// Until a turn starts a new session, every route answers 404: a
+	// submit that began after the delete was sent, or one whose first
+	// line came after that (its claim may have landed after the session
+	// was gone), may have started one.
+	var renewed time.Time
+	for _, s := range in.Streams {
+		if s.Kind != "submit" {
+			continue
+		}
+		late := s.Start.After(d.Start) || len(s.Lines) > 0 && s.Lines[0].Recv.After(d.Start)
+		if late && (renewed.IsZero() || s.Start.Before(renewed)) {
+			renewed = s.Start
+		}
+	}
+	for _, r := range in.Replays {
+		if r.Start.After(d.Start) && (renewed.IsZero() || r.Start.Before(renewed)) {
+			renewed = r.Start
+		}
+	}
+	for _, r := range in.Reads {
+		if r.Start.After(d.End) && (renewed.IsZero() || r.End.Before(renewed)) && r.Status != 404 && r.Err == "" {
+			c.addRule("I4", RuleDeleteGone, "", "a read of the deleted session, before any new turn, did not answer 404", d.String(), r.String())
+			break
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -35,15 +36,16 @@ type Plan struct {
 // Step is one thing a schedule does.
 type Step struct {
 	At time.Duration
-	// Do is submit, resume, crowd, read, watch, stop, pause, kill,
-	// fault, hook, replay or quota.
+	// Do is submit, resume, crowd, read, watch, stop, delete, pause,
+	// kill, fault, hook, replay or quota.
 	Do   string
 	Turn string
 	// Multitask is a submit's X-Turnstream-Multitask ("" for none:
 	// reject, the default).
 	Multitask string
-	// Retry makes a stop a client's: sent again 250 ms after each
-	// retryable answer (or none), for up to For.
+	// Retry makes a stop or a delete a client's: sent again 250 ms (a
+	// delete: 300 ms) after each retryable answer (or none), for up to
+	// For.
 	Retry bool
 	// Every is how soon a submit is sent again after a SESSION_BUSY
 	// (default 200 ms, or 1/60 of a longer lease; a racing tab or script
@@ -74,6 +76,11 @@ func (s Step) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "+%5.2fs %s", s.At.Seconds(), s.Do)
 	switch s.Do {
+	case "delete":
+		fmt.Fprintf(&b, " the session on p%d", s.Proc)
+		if s.Retry {
+			fmt.Fprintf(&b, ", again after each retryable answer for %s", s.For)
+		}
 	case "submit", "stop", "replay":
 		fmt.Fprintf(&b, " %s on p%d", s.Turn, s.Proc)
 		if s.Multitask != "" {
@@ -484,6 +491,8 @@ func (s *schedRun) do(ctx context.Context, st Step) {
 		wg.Wait()
 	case "stop":
 		s.stop(ctx, st)
+	case "delete":
+		s.deleteSession(ctx, st)
 	case "pause":
 		s.waitUp(ctx, st.Proc) // a process restarting after a kill is paused once up
 		r.ps.slots[st.Proc].pause(st.For, by)
@@ -531,6 +540,27 @@ func (s *schedRun) stop(ctx context.Context, st Step) {
 			return
 		}
 		sleepUntil(ctx, time.Now().Add(250*time.Millisecond))
+	}
+}
+
+// deleteSession deletes the schedule's session as a client does: at
+// once again after a 202 (more remains), and, with Retry, 300 ms after
+// each SESSION_BUSY or retryable answer (or none) for up to For.
+func (s *schedRun) deleteSession(ctx context.Context, st Step) {
+	until := time.Now().Add(st.For)
+	for ctx.Err() == nil {
+		s.waitUp(ctx, st.Proc)
+		d := s.r.c.deleteSession(ctx, s.lg, st.Proc, s.plan.Session)
+		switch {
+		case d.Status == http.StatusAccepted:
+			continue
+		case d.Status == 0 || d.Retryable:
+			if st.Retry && time.Now().Before(until) {
+				sleepUntil(ctx, time.Now().Add(300*time.Millisecond))
+				continue
+			}
+		}
+		return
 	}
 }
 

@@ -29,7 +29,13 @@ import (
 //     DeleteItem: a delete is its own proof on retry (the item is gone
 //     whoever removed it), and nothing can write them again once the mark
 //     holds (their writers need the lease or the turn's token).
-//  3. the session item, conditional on the mark: the id is then free.
+//  3. the session item, conditional on the mark, replaced by a tombstone
+//     that keeps only the session's snapshot sequence (and when it was
+//     deleted): the id is then free, and a session that a later claim
+//     creates under it numbers its snapshots past the deleted one's, so
+//     that a client's snapshot cursor of the id never meets a sequence
+//     twice. A tombstone has no owner: every reader takes it for no
+//     session, and a claim creates a session over it (createBranch).
 //
 // The usage ledger is keyed by principal, not session: its counts stay.
 
@@ -45,7 +51,7 @@ var errMarkLost = errors.New("session changed during the delete")
 
 // DeleteSession implements chat.Store (see the steps above). Requests: 1
 // consistent read, 1 mark (2 more when its outcome is unknown), a Query
-// per 100 items and a DeleteItem per item, and the session item's delete.
+// per 100 items and a DeleteItem per item, and the tombstone's PutItem.
 func (s *Store) DeleteSession(ctx context.Context, req chat.DeleteRequest) (bool, error) {
 	ctx = withPurpose(ctx, PurposeDelete)
 	req, err := req.Normalized()
@@ -56,11 +62,16 @@ func (s *Store) DeleteSession(ctx context.Context, req chat.DeleteRequest) (bool
 	return done, err
 }
 
+// attrDeletedAt is a tombstone's deletion time (epoch ms).
+const attrDeletedAt = "deletedAt"
+
 // deleteSession deletes up to budget items of session id of p and
 // returns whether nothing of it is left, and how many items it removed.
 func (s *Store) deleteSession(ctx context.Context, id string, p chat.Principal, budget int) (bool, int, error) {
+	var sequence int64
 	for attempt := 0; ; attempt++ {
-		err := s.markDeleting(ctx, id, p)
+		var err error
+		sequence, err = s.markDeleting(ctx, id, p)
 		if errors.Is(err, errMarkLost) && attempt < 2 {
 			continue
 		}
@@ -76,59 +87,63 @@ func (s *Store) deleteSession(ctx context.Context, id string, p chat.Principal, 
 	if err != nil || more {
 		return false, n, err
 	}
-	key := sessionKey(id)
-	in := &dynamodb.DeleteItemInput{
+	tomb := sessionKey(id)
+	tomb[attrSequence] = numValue(sequence)
+	tomb[attrDeletedAt] = numValue(millis(s.now()))
+	in := &dynamodb.PutItemInput{
 		TableName:                 s.table,
-		Key:                       key,
+		Item:                      tomb,
 		ConditionExpression:       aws.String("#leaseToken = :deleting"),
 		ExpressionAttributeNames:  map[string]string{"#leaseToken": attrLeaseToken},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":deleting": strValue(deletingToken)},
 	}
-	wctx, cancel := s.writeContext(ctx)
-	_, err = s.client.DeleteItem(wctx, in)
+	wctx, cancel := s.writeContext(withPurpose(ctx, PurposeDelete))
+	_, err = s.client.PutItem(wctx, in)
 	cancel()
 	if failed, _ := conditionFailed(err); err == nil || failed {
-		// A failed condition is a retry of this delete that had applied,
-		// or another call's: the item is gone either way (the mark, once
-		// written, is never undone).
+		// A failed condition is a retry of this write that had applied,
+		// or another call's (or a new session a claim made over the
+		// tombstone since): the session is gone either way, as the mark,
+		// once written, is never undone.
 		return true, n, nil
 	}
 	return false, n, fmt.Errorf("delete session %s: %w", id, err)
 }
 
 // markDeleting reads the session and marks it for deletion (step 1),
-// or finds it marked. ErrSessionNotFound if it does not exist or p does
-// not own it; ErrSessionBusy while a lease holds; errMarkLost when its
-// compare-and-set lost a race.
-func (s *Store) markDeleting(ctx context.Context, id string, p chat.Principal) error {
+// or finds it marked, and returns its snapshot sequence.
+// ErrSessionNotFound if it does not exist (a tombstone included) or p
+// does not own it; ErrSessionBusy while a lease holds; errMarkLost when
+// its compare-and-set lost a race.
+func (s *Store) markDeleting(ctx context.Context, id string, p chat.Principal) (int64, error) {
 	key := sessionKey(id)
 	item, found, err := s.getItem(ctx, key)
 	if err != nil {
-		return fmt.Errorf("delete session %s: %w", id, err)
+		return 0, fmt.Errorf("delete session %s: %w", id, err)
 	}
 	if !found {
-		return chat.ErrSessionNotFound
+		return 0, chat.ErrSessionNotFound
 	}
 	var si sessionItem
 	if err := attributevalue.UnmarshalMap(item, &si); err != nil {
-		return fmt.Errorf("delete session %s: %w", id, err)
+		return 0, fmt.Errorf("delete session %s: %w", id, err)
 	}
-	if si.OwnerKey != ownerKey(p) {
-		return chat.ErrSessionNotFound
+	if si.OwnerKey == "" || si.OwnerKey != ownerKey(p) {
+		return 0, chat.ErrSessionNotFound
 	}
 	if si.LeaseToken == deletingToken {
-		return nil // marked by an earlier call: resume
+		return si.Sequence, nil // marked by an earlier call: resume
 	}
 	if si.LeaseToken != "" {
 		if si.FencedToken == "" && si.LeaseExpiresAt > millis(s.now()) {
-			return fmt.Errorf("delete session %s: a turn is running: %w", id, chat.ErrSessionBusy)
+			return 0, fmt.Errorf("delete session %s: a turn is running: %w", id, chat.ErrSessionBusy)
 		}
 		// A crashed turn: decide it first, as a claim would, so that no
 		// late write of it lands and its usage is counted.
 		if _, err := s.settleSession(ctx, id, item); err != nil {
-			return fmt.Errorf("delete session %s: %w", id, err)
+			return 0, fmt.Errorf("delete session %s: %w", id, err)
 		}
-		return errMarkLost // read it again, decided
+		return 0, errMarkLost // read it again, decided
 	}
 	cond := condition{expr: "#revision = :revision AND attribute_not_exists(#leaseToken)", names: []string{attrRevision, attrLeaseToken},
 		values: map[string]types.AttributeValue{":revision": numValue(si.Revision)}}
@@ -140,12 +155,12 @@ func (s *Store) markDeleting(ctx context.Context, id string, p chat.Principal) e
 		return tokenOf(item) == deletingToken
 	})
 	if failed, _ := conditionFailed(err); failed {
-		return errMarkLost
+		return 0, errMarkLost
 	}
 	if err != nil {
-		return fmt.Errorf("delete session %s: %w", id, err)
+		return 0, fmt.Errorf("delete session %s: %w", id, err)
 	}
-	return nil
+	return si.Sequence, nil
 }
 
 // deleteItems deletes up to budget items under session id's key other

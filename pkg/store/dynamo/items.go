@@ -246,9 +246,13 @@ func decodeSession(sessionID string, item map[string]types.AttributeValue) (*cha
 	if err := attributevalue.UnmarshalMap(item, &si); err != nil {
 		return nil, nil, fmt.Errorf("decode session %s: %w", sessionID, err)
 	}
-	if si.LeaseToken == deletingToken {
+	switch {
+	case si.LeaseToken == deletingToken:
 		// Marked for deletion (delete.go): no session, for every route.
 		return nil, nil, fmt.Errorf("session %s is being deleted: %w", sessionID, chat.ErrSessionNotFound)
+	case si.OwnerKey == "":
+		// A deleted session's tombstone (delete.go).
+		return nil, nil, fmt.Errorf("session %s was deleted: %w", sessionID, chat.ErrSessionNotFound)
 	}
 	owner, err := parseOwnerKey(si.OwnerKey)
 	if err != nil {

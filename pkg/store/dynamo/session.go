@@ -120,7 +120,7 @@ func claimWrite(req chat.ClaimRequest, token string, now time.Time) (expression.
 	cond := condition{
 		expr: createBranch + "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)" +
 			" AND (attribute_not_exists(#queue) OR size(#queue) = :zero)",
-		names:   []string{AttrPK, attrOwnerKey, attrLeaseToken, attrWindow, attrQueue},
+		names:   []string{attrOwnerKey, attrLeaseToken, attrWindow, attrQueue},
 		aliases: map[string]string{"#claimed": req.TurnID},
 		values:  map[string]types.AttributeValue{":owner": strValue(ownerKey(req.Principal)), ":zero": numValue(0)},
 	}
@@ -136,7 +136,7 @@ func claimWrite(req chat.ClaimRequest, token string, now time.Time) (expression.
 		// An interrupt: the queue waits for the turn that replaces the
 		// running one.
 		cond.expr = createBranch + "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)"
-		cond.names = []string{AttrPK, attrOwnerKey, attrLeaseToken, attrWindow}
+		cond.names = []string{attrOwnerKey, attrLeaseToken, attrWindow}
 		delete(cond.values, ":zero")
 	}
 	if req.IfNextOrdinal > 0 {
@@ -155,8 +155,10 @@ func claimWrite(req chat.ClaimRequest, token string, now time.Time) (expression.
 	return setClaimFields(up, req, token, now.Add(req.LeaseDuration), now), cond
 }
 
-// createBranch starts a claim condition that may create the session.
-const createBranch = "attribute_not_exists(#pk) OR "
+// createBranch starts a claim condition that may create the session:
+// where there is no session item, or only a deleted session's tombstone
+// (delete.go), which has no owner.
+const createBranch = "attribute_not_exists(#ownerKey) OR "
 
 // ifNextOrdinal adds ClaimRequest.IfNextOrdinal to the claim condition c:
 // the stored next ordinal is next. A session that does not exist yet
@@ -168,8 +170,6 @@ func ifNextOrdinal(c condition, next int64) condition {
 	c.values[":next"] = numValue(next)
 	if create && next == 1 {
 		c.expr = createBranch + c.expr
-	} else {
-		c.names = slices.DeleteFunc(c.names, func(n string) bool { return n == AttrPK }) // referenced by the create branch only
 	}
 	return c
 }

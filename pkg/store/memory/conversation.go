@@ -176,7 +176,7 @@ func (s *Store) DeleteSession(ctx context.Context, req chat.DeleteRequest) (bool
 	if err := s.deletable(rec, now); err != nil {
 		return false, err
 	}
-	delete(s.sessions, req.SessionID)
+	s.bury(rec)
 	return true, nil
 }
 
@@ -188,6 +188,16 @@ func (s *Store) deletable(rec *sessionRecord, now time.Time) error {
 		return fmt.Errorf("delete session %s: a turn is running: %w", rec.session.ID, chat.ErrSessionBusy)
 	}
 	return nil
+}
+
+// bury deletes rec, keeping its snapshot sequence in a tombstone. s.mu
+// must be held.
+func (s *Store) bury(rec *sessionRecord) {
+	if s.tombstones == nil {
+		s.tombstones = map[string]int64{}
+	}
+	s.tombstones[rec.session.ID] = rec.session.Sequence
+	delete(s.sessions, rec.session.ID)
 }
 
 // EraseSessions implements chat.Store: every session req.Principal owns
@@ -204,7 +214,7 @@ func (s *Store) EraseSessions(ctx context.Context, req chat.DeleteRequest) (*cha
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := &chat.Erased{}
-	for id, rec := range s.sessions {
+	for _, rec := range s.sessions {
 		if !req.Principal.Owns(rec.session.Owner) {
 			continue
 		}
@@ -212,7 +222,7 @@ func (s *Store) EraseSessions(ctx context.Context, req chat.DeleteRequest) (*cha
 			out.Busy++
 			continue
 		}
-		delete(s.sessions, id)
+		s.bury(rec)
 		out.Deleted++
 	}
 	out.Done = out.Busy == 0

@@ -39,6 +39,10 @@ type Store struct {
 
 	mu       sync.Mutex
 	sessions map[string]*sessionRecord
+	// tombstones keep the last snapshot sequence of deleted sessions, by
+	// id: a session created again under the id numbers its snapshots
+	// past it (DeleteSession).
+	tombstones map[string]int64
 
 	// ledger is the usage ledger (ledger.go), guarded by mu too.
 	ledgerOpts chat.LedgerOptions
@@ -243,6 +247,7 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 	switch {
 	case rec == nil:
 		rec, created = newSessionRecord(req, now), true
+		rec.session.Sequence = s.tombstones[req.SessionID]
 	case !req.Principal.Owns(rec.session.Owner):
 		return nil, chat.ErrSessionNotFound
 	}
@@ -266,6 +271,7 @@ func (s *Store) ClaimTurn(ctx context.Context, req chat.ClaimRequest) (*chat.Cla
 		// Listed from its first claim, as the dynamo store lists it.
 		rec.listed = &listed{activeAt: now.Truncate(time.Millisecond)}
 		s.sessions[req.SessionID] = rec
+		delete(s.tombstones, req.SessionID)
 	}
 	return &chat.Claim{
 		Session:      *cloneSession(&rec.session),

@@ -57,10 +57,18 @@ func deleteCases() map[string]func(*testing.T, *env) {
 			if after := e.usageOf(alice); after.Day.Turns != usage.Day.Turns {
 				t.Errorf("the ledger counted %d turns before the delete, %d after", usage.Day.Turns, after.Day.Turns)
 			}
-			// The id is free: a new session starts from nothing.
+			// The id is free: a new session, with nothing of the deleted
+			// one but its sequence, which goes on (a client's snapshot
+			// cursor of the id never meets a sequence twice).
 			c := e.claim("s1", "t1")
-			if !c.Created || c.BaseSequence != 0 || c.Lease.Ordinal != 1 {
-				t.Errorf("a claim after the delete: created %v, base sequence %d, ordinal %d; want a new session", c.Created, c.BaseSequence, c.Lease.Ordinal)
+			if !c.Created || c.BaseSequence != turns[2].LastSequence || c.Lease.Ordinal != 1 {
+				t.Errorf("a claim after the delete: created %v, base sequence %d, ordinal %d; want a new session past sequence %d", c.Created, c.BaseSequence, c.Lease.Ordinal, turns[2].LastSequence)
+			}
+			if page, err := e.store.ListTurns(e.ctx, chat.ListRequest{SessionID: "s1", Principal: alice, Order: chat.OrderDesc}); err != nil || len(page.Turns) != 0 {
+				t.Errorf("the new session's turns: %+v, %v", page, err)
+			}
+			if _, err := e.store.GetSession(e.ctx, "s1", mallory); !errors.Is(err, chat.ErrSessionNotFound) {
+				t.Errorf("the new session, read by another principal: %v", err)
 			}
 		},
 		"AnotherPrincipalsSessionIsNotFoundAndKept": func(t *testing.T, env *env) {
