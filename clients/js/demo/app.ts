@@ -383,8 +383,12 @@ function paint(v: View): void {
       (art.children[2] as HTMLElement).className = "text md";
       (art.children[3] as HTMLElement).className = "extra";
     }
-    if (prev) prev.after(art);
-    else v.el.prepend(art);
+    // Moved only when out of place: moving an element, even to where it
+    // is, takes the focus from what it holds.
+    if (prev ? prev.nextElementSibling !== art : v.el.firstElementChild !== art) {
+      if (prev) prev.after(art);
+      else v.el.prepend(art);
+    }
     prev = art;
     keep.add(m.id);
     paintMessage(v, m, art, m === lastAssistant || m === lastUser, m === lastUser);
