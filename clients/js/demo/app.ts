@@ -38,6 +38,7 @@ import {
   type CLIENT_CODES,
 } from "../src/index.js";
 import { morph, plain as plainText, render as renderMarkdown } from "./markdown.js";
+import { sidebar, type Unlisted } from "./sidebar.js";
 import { usageLine } from "./usage.js";
 
 const PAGE = 10;
@@ -61,8 +62,6 @@ const els = {
   interrupt: $<HTMLButtonElement>("interrupt"),
   stop: $<HTMLButtonElement>("stop"),
   hint: $("busy-hint"),
-  sessions: $<HTMLSelectElement>("sessions"),
-  newChat: $<HTMLButtonElement>("new-chat"),
   who: $("who"),
   usage: $("usage"),
 };
@@ -79,48 +78,42 @@ const client = new TurnstreamClient({
   compact: true,
 });
 
-// ---- Conversations this browser knows, newest first, per user ----------
+// ---- Which conversation, and the sidebar ----------------------------------
 
-interface Known {
-  id: string;
-  title: string;
-  /** Sent to at least once: the server has it. */
-  sent: boolean;
-}
-const storeKey = `turnstream.sessions.${user || "local"}`;
-function known(): Known[] {
+// The conversation this tab started last, until the server lists it
+// (sessionStorage: this tab's, per user). Not sent to yet, the server has
+// nothing of it and the page asks it nothing (no 404s); the sidebar shows
+// it first until its first turn has ended and the list holds it.
+const tabKey = `turnstream.new.${user || "local"}`;
+function unlisted(): Unlisted | undefined {
   try {
-    const v = JSON.parse(localStorage.getItem(storeKey) ?? "[]");
-    return Array.isArray(v)
-      ? v.filter((k) => isSafeId(k?.id) && typeof k.title === "string").map((k) => ({ id: k.id, title: k.title, sent: k.sent !== false }))
-      : [];
+    const v = JSON.parse(sessionStorage.getItem(tabKey) ?? "null");
+    return isSafeId(v?.id) ? { id: v.id, sent: v.sent === true } : undefined;
   } catch {
-    return [];
+    return undefined;
   }
 }
-function remember(id: string, change: Partial<Known>): void {
-  const list = known();
-  const old = list.find((k) => k.id === id);
-  const entry: Known = { id, title: old?.title ?? "New conversation", sent: old?.sent ?? false, ...change };
-  const next = [entry, ...list.filter((k) => k.id !== id)].slice(0, 20);
+function setUnlisted(u: Unlisted | undefined): void {
   try {
-    localStorage.setItem(storeKey, JSON.stringify(next));
+    if (u) sessionStorage.setItem(tabKey, JSON.stringify(u));
+    else sessionStorage.removeItem(tabKey);
   } catch {
-    /* private mode: the picker just forgets */
+    /* storage refused: the sidebar shows what the server lists */
   }
 }
 
-// A session id from the link that this browser did not start may be
+// ?session= names the conversation; without it the page starts a new one
+// (this tab's unsent one, if it has one). A session id from a link may be
 // someone else's (or nobody's yet): its "not found" is shown as an error.
 let sessionId = params.get("session") ?? "";
 if (!isSafeId(sessionId)) sessionId = "";
-const fromLink = sessionId !== "" && !known().some((k) => k.id === sessionId);
-if (sessionId === "") sessionId = known()[0]?.id ?? newId();
-if (!fromLink && !known().some((k) => k.id === sessionId)) remember(sessionId, { sent: false });
-setParam("session", sessionId);
-// fresh: a conversation this browser made and never sent to: the server
-// has nothing of it, so the page asks for nothing (no 404s).
-let fresh = !fromLink && known().find((k) => k.id === sessionId)?.sent === false;
+if (sessionId === "") {
+  const u = unlisted();
+  sessionId = u && !u.sent ? u.id : newId();
+  setUnlisted({ id: sessionId, sent: false });
+  setParam("session", sessionId);
+}
+let fresh = unlisted()?.id === sessionId && unlisted()?.sent === false;
 
 function setParam(k: string, v: string): void {
   const u = new URL(location.href);
@@ -128,40 +121,16 @@ function setParam(k: string, v: string): void {
   history.replaceState(null, "", u);
 }
 
-function renderPicker(): void {
-  els.sessions.replaceChildren();
-  const list = known();
-  if (!list.some((k) => k.id === sessionId)) list.unshift({ id: sessionId, title: "This conversation", sent: true });
-  for (const k of list) {
-    const o = document.createElement("option");
-    o.value = k.id;
-    o.textContent = k.title;
-    o.selected = k.id === sessionId;
-    els.sessions.append(o);
-  }
-}
-els.sessions.addEventListener("change", () => open(els.sessions.value));
-els.newChat.addEventListener("click", () => {
-  // Forget conversations that were started but never sent to.
-  const sent = known().filter((k) => k.sent);
-  try {
-    localStorage.setItem(storeKey, JSON.stringify(sent));
-  } catch {
-    /* as in remember */
-  }
-  const id = newId();
-  remember(id, { sent: false });
-  open(id);
-});
-function open(id: string): void {
+function href(id: string): string {
   const u = new URL(location.href);
   u.searchParams.set("session", id);
-  location.assign(u);
+  return u.href;
 }
 
-function title(s: string): string {
-  const t = s.trim().replace(/\s+/g, " ");
-  return t.length > 48 ? t.slice(0, 47) + "…" : t || "New conversation";
+function newChat(): void {
+  const id = newId();
+  setUnlisted({ id, sent: false });
+  location.assign(href(id));
 }
 
 // ---- Status, errors, announcements, in plain words ---------------------
@@ -674,25 +643,11 @@ function prependTurns(turns: readonly TurnSummary[]): void {
   els.turns.prepend(frag);
 }
 
-async function nameFrom(newestFirst: readonly TurnSummary[], hasMore: boolean): Promise<void> {
-  let first: Message | undefined = newestFirst[newestFirst.length - 1]?.messages[0];
-  if (hasMore) {
-    try {
-      first = (await client.turns(sessionId, { limit: 1, order: "asc" })).items[0]?.messages[0];
-    } catch {
-      first = undefined;
-    }
-  }
-  if (first) remember(sessionId, { title: title(first.content), sent: true });
-  renderPicker();
-}
-
 async function loadFirst(): Promise<void> {
   if (fresh) {
     edge("none");
     els.empty.hidden = false;
     status("ready", "Ready");
-    renderPicker();
     void capabilities();
     return;
   }
@@ -708,7 +663,6 @@ async function loadFirst(): Promise<void> {
     edge(page.hasMore ? "more" : page.items.length ? "start" : "none");
     els.empty.hidden = page.items.length > 0;
     toBottom();
-    void nameFrom(page.items, page.hasMore);
     // A turn history shows running is being answered: say so at once.
     if (page.items[0]?.status === "running" || s?.currentTurn) status("streaming", "An answer is being written…");
     else status("ready", "Ready");
@@ -717,7 +671,6 @@ async function loadFirst(): Promise<void> {
     edge("none");
     showError(e);
   }
-  renderPicker();
 }
 
 async function loadOlder(): Promise<void> {
@@ -863,6 +816,7 @@ async function showNewest(): Promise<void> {
     }
   }
   if (added) {
+    void side.refresh(); // a turn that ended elsewhere moved the conversation up
     els.empty.hidden = true;
     if (nearBottom()) toBottom();
     else els.jump.hidden = false;
@@ -947,11 +901,9 @@ function start(v: View, policy?: MultitaskPolicy): void {
   });
   void follow(v, turn, () => {
     // The server took the turn: the conversation is this user's.
-    const entry = known().find((k) => k.id === sessionId);
-    remember(sessionId, { sent: true, title: !entry || entry.title === "New conversation" ? title(v.input) : entry.title });
+    if (unlisted()?.id === sessionId) setUnlisted({ id: sessionId, sent: true });
     fresh = false;
     watch();
-    renderPicker();
   });
   composerBusy();
 }
@@ -1067,7 +1019,9 @@ async function follow(v: View, turn: Turn, onStart?: () => void): Promise<void> 
     if (active === v) finishActive();
     void usage(); // what is left after this turn, or after a refusal
     composerBusy();
-    renderPicker();
+    // A turn that ran moved the conversation to the top of the list, and
+    // its first gave it a title.
+    if (last) void side.refresh();
     if (!active) sendWaiting();
   }
 }
@@ -1394,7 +1348,21 @@ els.who.textContent = `signed in as ${isSafeId(user) ? user : "local"} (dev auth
 // What is left of the user's quotas, when little is (usage.ts).
 const usage = usageLine($("quota"), "/history/", auth);
 
-renderPicker();
+const side = sidebar({
+  client,
+  current: sessionId,
+  unlisted,
+  listed: (id) => {
+    if (unlisted()?.id === id) setUnlisted(undefined);
+  },
+  newChat,
+  href,
+  announce,
+  plain: (e) => {
+    const err = asError(e);
+    return plain(err.code, err.message);
+  },
+});
 composerBusy();
 void loadFirst().then(() => {
   if (!fresh) watch();
