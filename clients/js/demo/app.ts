@@ -38,7 +38,7 @@ import {
   type CLIENT_CODES,
 } from "../src/index.js";
 import { morph, plain as plainText, render as renderMarkdown } from "./markdown.js";
-import { sidebar, type Unlisted } from "./sidebar.js";
+import { icon, sidebar, type Unlisted } from "./sidebar.js";
 import { usageLine } from "./usage.js";
 
 const PAGE = 10;
@@ -225,6 +225,8 @@ function clock(iso: string): HTMLElement {
 
 // ---- Views ---------------------------------------------------------------
 
+type Rating = "up" | "down";
+
 type ViewState =
   | "history" // a saved turn from history (or one that ended here)
   | "pending" // sent, no answer yet
@@ -256,6 +258,10 @@ interface View {
   /** Ends the page's reading of the turn (a cancelled queued turn). */
   abort?: AbortController;
   cancelled?: boolean;
+  /** The owner's rating of the answer (history's feedback, or a thumb pressed here). */
+  rating?: Rating | null;
+  /** A rating is being saved. */
+  savingRating?: boolean;
 }
 
 const views = new Map<string, View>();
@@ -458,6 +464,7 @@ function actionsFor(v: View, m: Message): HTMLElement | undefined {
   const busy = busyNow() ? "true" : "false";
   if (m.role === "user" && !decision) row.append(button("Edit", "edit", "ghost link", "Edit this message and ask again"));
   if (m.role === "assistant") {
+    if (v.turnStatus === "complete") row.append(thumbs(v));
     if (m.content.trim()) row.append(button("Copy", "copy-answer", "ghost link", "Copy this answer"));
     if (!decision) {
       if (v.turnStatus === "complete") row.append(button("Regenerate", "regenerate", "ghost link", "Regenerate this answer"));
@@ -466,6 +473,43 @@ function actionsFor(v: View, m: Message): HTMLElement | undefined {
   }
   for (const b of row.querySelectorAll<HTMLElement>('[data-action="edit"], [data-action="regenerate"], [data-action="retry"]')) b.setAttribute("aria-disabled", busy);
   return row.childElementCount ? row : undefined;
+}
+
+// thumbs are a complete answer's two toggles: pressed is the rating the
+// owner gave; pressing it again takes the rating back.
+const THUMB = "M7 11v9H4v-9zM7 11l4-8c1.4 0 2.4 1 2.2 2.5L12.7 9H19a2 2 0 0 1 2 2.3l-1.2 7A2 2 0 0 1 17.8 20H7";
+function thumbs(v: View): HTMLElement {
+  const group = document.createElement("span");
+  group.className = "rate";
+  group.setAttribute("role", "group");
+  group.setAttribute("aria-label", "Rate this answer");
+  for (const [r, label] of [["up", "Good answer"], ["down", "Bad answer"]] as const) {
+    const b = button("", `rate-${r}`, "ghost icon thumb", label);
+    b.title = label;
+    b.setAttribute("aria-pressed", String(v.rating === r));
+    b.append(icon(THUMB));
+    group.append(b);
+  }
+  return group;
+}
+
+async function rate(v: View, r: Rating): Promise<void> {
+  if (v.savingRating) return;
+  const was = v.rating ?? null;
+  const next = was === r ? null : r;
+  v.savingRating = true;
+  v.rating = next;
+  paint(v);
+  try {
+    await client.setFeedback(sessionId, v.id, next && { rating: next });
+    announce(next === null ? "Rating removed." : next === "up" ? "Rated a good answer." : "Rated a bad answer.");
+  } catch (e) {
+    v.rating = was;
+    paint(v);
+    showError(e);
+  } finally {
+    v.savingRating = false;
+  }
 }
 
 function renderToolCall(c: ToolCall, m: Message): HTMLElement {
@@ -609,8 +653,17 @@ function edge(state: "more" | "loading" | "start" | "none"): void {
   if (hadFocus) (state === "start" ? startNote : els.input).focus();
 }
 
+// ratingOf reads a saved turn's rating: its feedback, or (from a server
+// that sends it only there) its assistant message's metadata.feedback.
+function ratingOf(t: TurnSummary): Rating | null {
+  const f = t.feedback ?? t.messages.find((m) => m.role === "assistant")?.metadata?.feedback;
+  const r = typeof f === "object" && f !== null && !Array.isArray(f) ? f.rating : undefined;
+  return r === "up" || r === "down" ? r : null;
+}
+
 function fromSummary(t: TurnSummary): Partial<View> {
   return {
+    rating: ratingOf(t),
     state: "history",
     messages: t.messages,
     turnStatus: t.status === "interrupted" ? "error" : t.status,
@@ -1248,6 +1301,10 @@ els.log.addEventListener("click", (ev) => {
     }
     case "cancel":
       void cancelQueued(v);
+      return;
+    case "rate-up":
+    case "rate-down":
+      void rate(v, action === "rate-up" ? "up" : "down");
       return;
     case "retry-send":
       els.input.focus();
