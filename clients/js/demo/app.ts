@@ -38,6 +38,7 @@ import {
   type CLIENT_CODES,
 } from "../src/index.js";
 import { morph, plain as plainText, render as renderMarkdown } from "./markdown.js";
+import { icon, sidebar, type Unlisted } from "./sidebar.js";
 import { usageLine } from "./usage.js";
 
 const PAGE = 10;
@@ -61,8 +62,6 @@ const els = {
   interrupt: $<HTMLButtonElement>("interrupt"),
   stop: $<HTMLButtonElement>("stop"),
   hint: $("busy-hint"),
-  sessions: $<HTMLSelectElement>("sessions"),
-  newChat: $<HTMLButtonElement>("new-chat"),
   who: $("who"),
   usage: $("usage"),
 };
@@ -79,48 +78,42 @@ const client = new TurnstreamClient({
   compact: true,
 });
 
-// ---- Conversations this browser knows, newest first, per user ----------
+// ---- Which conversation, and the sidebar ----------------------------------
 
-interface Known {
-  id: string;
-  title: string;
-  /** Sent to at least once: the server has it. */
-  sent: boolean;
-}
-const storeKey = `turnstream.sessions.${user || "local"}`;
-function known(): Known[] {
+// The conversation this tab started last, until the server lists it
+// (sessionStorage: this tab's, per user). Not sent to yet, the server has
+// nothing of it and the page asks it nothing (no 404s); the sidebar shows
+// it first until its first turn has ended and the list holds it.
+const tabKey = `turnstream.new.${user || "local"}`;
+function unlisted(): Unlisted | undefined {
   try {
-    const v = JSON.parse(localStorage.getItem(storeKey) ?? "[]");
-    return Array.isArray(v)
-      ? v.filter((k) => isSafeId(k?.id) && typeof k.title === "string").map((k) => ({ id: k.id, title: k.title, sent: k.sent !== false }))
-      : [];
+    const v = JSON.parse(sessionStorage.getItem(tabKey) ?? "null");
+    return isSafeId(v?.id) ? { id: v.id, sent: v.sent === true } : undefined;
   } catch {
-    return [];
+    return undefined;
   }
 }
-function remember(id: string, change: Partial<Known>): void {
-  const list = known();
-  const old = list.find((k) => k.id === id);
-  const entry: Known = { id, title: old?.title ?? "New conversation", sent: old?.sent ?? false, ...change };
-  const next = [entry, ...list.filter((k) => k.id !== id)].slice(0, 20);
+function setUnlisted(u: Unlisted | undefined): void {
   try {
-    localStorage.setItem(storeKey, JSON.stringify(next));
+    if (u) sessionStorage.setItem(tabKey, JSON.stringify(u));
+    else sessionStorage.removeItem(tabKey);
   } catch {
-    /* private mode: the picker just forgets */
+    /* storage refused: the sidebar shows what the server lists */
   }
 }
 
-// A session id from the link that this browser did not start may be
+// ?session= names the conversation; without it the page starts a new one
+// (this tab's unsent one, if it has one). A session id from a link may be
 // someone else's (or nobody's yet): its "not found" is shown as an error.
 let sessionId = params.get("session") ?? "";
 if (!isSafeId(sessionId)) sessionId = "";
-const fromLink = sessionId !== "" && !known().some((k) => k.id === sessionId);
-if (sessionId === "") sessionId = known()[0]?.id ?? newId();
-if (!fromLink && !known().some((k) => k.id === sessionId)) remember(sessionId, { sent: false });
-setParam("session", sessionId);
-// fresh: a conversation this browser made and never sent to: the server
-// has nothing of it, so the page asks for nothing (no 404s).
-let fresh = !fromLink && known().find((k) => k.id === sessionId)?.sent === false;
+if (sessionId === "") {
+  const u = unlisted();
+  sessionId = u && !u.sent ? u.id : newId();
+  setUnlisted({ id: sessionId, sent: false });
+  setParam("session", sessionId);
+}
+let fresh = unlisted()?.id === sessionId && unlisted()?.sent === false;
 
 function setParam(k: string, v: string): void {
   const u = new URL(location.href);
@@ -128,40 +121,16 @@ function setParam(k: string, v: string): void {
   history.replaceState(null, "", u);
 }
 
-function renderPicker(): void {
-  els.sessions.replaceChildren();
-  const list = known();
-  if (!list.some((k) => k.id === sessionId)) list.unshift({ id: sessionId, title: "This conversation", sent: true });
-  for (const k of list) {
-    const o = document.createElement("option");
-    o.value = k.id;
-    o.textContent = k.title;
-    o.selected = k.id === sessionId;
-    els.sessions.append(o);
-  }
-}
-els.sessions.addEventListener("change", () => open(els.sessions.value));
-els.newChat.addEventListener("click", () => {
-  // Forget conversations that were started but never sent to.
-  const sent = known().filter((k) => k.sent);
-  try {
-    localStorage.setItem(storeKey, JSON.stringify(sent));
-  } catch {
-    /* as in remember */
-  }
-  const id = newId();
-  remember(id, { sent: false });
-  open(id);
-});
-function open(id: string): void {
+function href(id: string): string {
   const u = new URL(location.href);
   u.searchParams.set("session", id);
-  location.assign(u);
+  return u.href;
 }
 
-function title(s: string): string {
-  const t = s.trim().replace(/\s+/g, " ");
-  return t.length > 48 ? t.slice(0, 47) + "…" : t || "New conversation";
+function newChat(): void {
+  const id = newId();
+  setUnlisted({ id, sent: false });
+  location.assign(href(id));
 }
 
 // ---- Status, errors, announcements, in plain words ---------------------
@@ -256,6 +225,8 @@ function clock(iso: string): HTMLElement {
 
 // ---- Views ---------------------------------------------------------------
 
+type Rating = "up" | "down";
+
 type ViewState =
   | "history" // a saved turn from history (or one that ended here)
   | "pending" // sent, no answer yet
@@ -287,6 +258,10 @@ interface View {
   /** Ends the page's reading of the turn (a cancelled queued turn). */
   abort?: AbortController;
   cancelled?: boolean;
+  /** The owner's rating of the answer (history's feedback, or a thumb pressed here). */
+  rating?: Rating | null;
+  /** A rating is being saved. */
+  savingRating?: boolean;
 }
 
 const views = new Map<string, View>();
@@ -383,8 +358,12 @@ function paint(v: View): void {
       (art.children[2] as HTMLElement).className = "text md";
       (art.children[3] as HTMLElement).className = "extra";
     }
-    if (prev) prev.after(art);
-    else v.el.prepend(art);
+    // Moved only when out of place: moving an element, even to where it
+    // is, takes the focus from what it holds.
+    if (prev ? prev.nextElementSibling !== art : v.el.firstElementChild !== art) {
+      if (prev) prev.after(art);
+      else v.el.prepend(art);
+    }
     prev = art;
     keep.add(m.id);
     paintMessage(v, m, art, m === lastAssistant || m === lastUser, m === lastUser);
@@ -485,6 +464,7 @@ function actionsFor(v: View, m: Message): HTMLElement | undefined {
   const busy = busyNow() ? "true" : "false";
   if (m.role === "user" && !decision) row.append(button("Edit", "edit", "ghost link", "Edit this message and ask again"));
   if (m.role === "assistant") {
+    if (v.turnStatus === "complete") row.append(thumbs(v));
     if (m.content.trim()) row.append(button("Copy", "copy-answer", "ghost link", "Copy this answer"));
     if (!decision) {
       if (v.turnStatus === "complete") row.append(button("Regenerate", "regenerate", "ghost link", "Regenerate this answer"));
@@ -493,6 +473,43 @@ function actionsFor(v: View, m: Message): HTMLElement | undefined {
   }
   for (const b of row.querySelectorAll<HTMLElement>('[data-action="edit"], [data-action="regenerate"], [data-action="retry"]')) b.setAttribute("aria-disabled", busy);
   return row.childElementCount ? row : undefined;
+}
+
+// thumbs are a complete answer's two toggles: pressed is the rating the
+// owner gave; pressing it again takes the rating back.
+const THUMB = "M7 11v9H4v-9zM7 11l4-8c1.4 0 2.4 1 2.2 2.5L12.7 9H19a2 2 0 0 1 2 2.3l-1.2 7A2 2 0 0 1 17.8 20H7";
+function thumbs(v: View): HTMLElement {
+  const group = document.createElement("span");
+  group.className = "rate";
+  group.setAttribute("role", "group");
+  group.setAttribute("aria-label", "Rate this answer");
+  for (const [r, label] of [["up", "Good answer"], ["down", "Bad answer"]] as const) {
+    const b = button("", `rate-${r}`, "ghost icon thumb", label);
+    b.title = label;
+    b.setAttribute("aria-pressed", String(v.rating === r));
+    b.append(icon(THUMB));
+    group.append(b);
+  }
+  return group;
+}
+
+async function rate(v: View, r: Rating): Promise<void> {
+  if (v.savingRating) return;
+  const was = v.rating ?? null;
+  const next = was === r ? null : r;
+  v.savingRating = true;
+  v.rating = next;
+  paint(v);
+  try {
+    await client.setFeedback(sessionId, v.id, next && { rating: next });
+    announce(next === null ? "Rating removed." : next === "up" ? "Rated a good answer." : "Rated a bad answer.");
+  } catch (e) {
+    v.rating = was;
+    paint(v);
+    showError(e);
+  } finally {
+    v.savingRating = false;
+  }
 }
 
 function renderToolCall(c: ToolCall, m: Message): HTMLElement {
@@ -636,8 +653,17 @@ function edge(state: "more" | "loading" | "start" | "none"): void {
   if (hadFocus) (state === "start" ? startNote : els.input).focus();
 }
 
+// ratingOf reads a saved turn's rating: its feedback, or (from a server
+// that sends it only there) its assistant message's metadata.feedback.
+function ratingOf(t: TurnSummary): Rating | null {
+  const f = t.feedback ?? t.messages.find((m) => m.role === "assistant")?.metadata?.feedback;
+  const r = typeof f === "object" && f !== null && !Array.isArray(f) ? f.rating : undefined;
+  return r === "up" || r === "down" ? r : null;
+}
+
 function fromSummary(t: TurnSummary): Partial<View> {
   return {
+    rating: ratingOf(t),
     state: "history",
     messages: t.messages,
     turnStatus: t.status === "interrupted" ? "error" : t.status,
@@ -670,25 +696,11 @@ function prependTurns(turns: readonly TurnSummary[]): void {
   els.turns.prepend(frag);
 }
 
-async function nameFrom(newestFirst: readonly TurnSummary[], hasMore: boolean): Promise<void> {
-  let first: Message | undefined = newestFirst[newestFirst.length - 1]?.messages[0];
-  if (hasMore) {
-    try {
-      first = (await client.turns(sessionId, { limit: 1, order: "asc" })).items[0]?.messages[0];
-    } catch {
-      first = undefined;
-    }
-  }
-  if (first) remember(sessionId, { title: title(first.content), sent: true });
-  renderPicker();
-}
-
 async function loadFirst(): Promise<void> {
   if (fresh) {
     edge("none");
     els.empty.hidden = false;
     status("ready", "Ready");
-    renderPicker();
     void capabilities();
     return;
   }
@@ -704,7 +716,6 @@ async function loadFirst(): Promise<void> {
     edge(page.hasMore ? "more" : page.items.length ? "start" : "none");
     els.empty.hidden = page.items.length > 0;
     toBottom();
-    void nameFrom(page.items, page.hasMore);
     // A turn history shows running is being answered: say so at once.
     if (page.items[0]?.status === "running" || s?.currentTurn) status("streaming", "An answer is being written…");
     else status("ready", "Ready");
@@ -713,7 +724,6 @@ async function loadFirst(): Promise<void> {
     edge("none");
     showError(e);
   }
-  renderPicker();
 }
 
 async function loadOlder(): Promise<void> {
@@ -859,6 +869,7 @@ async function showNewest(): Promise<void> {
     }
   }
   if (added) {
+    void side.refresh(); // a turn that ended elsewhere moved the conversation up
     els.empty.hidden = true;
     if (nearBottom()) toBottom();
     else els.jump.hidden = false;
@@ -943,11 +954,9 @@ function start(v: View, policy?: MultitaskPolicy): void {
   });
   void follow(v, turn, () => {
     // The server took the turn: the conversation is this user's.
-    const entry = known().find((k) => k.id === sessionId);
-    remember(sessionId, { sent: true, title: !entry || entry.title === "New conversation" ? title(v.input) : entry.title });
+    if (unlisted()?.id === sessionId) setUnlisted({ id: sessionId, sent: true });
     fresh = false;
     watch();
-    renderPicker();
   });
   composerBusy();
 }
@@ -1063,7 +1072,9 @@ async function follow(v: View, turn: Turn, onStart?: () => void): Promise<void> 
     if (active === v) finishActive();
     void usage(); // what is left after this turn, or after a refusal
     composerBusy();
-    renderPicker();
+    // A turn that ran moved the conversation to the top of the list, and
+    // its first gave it a title.
+    if (last) void side.refresh();
     if (!active) sendWaiting();
   }
 }
@@ -1291,6 +1302,10 @@ els.log.addEventListener("click", (ev) => {
     case "cancel":
       void cancelQueued(v);
       return;
+    case "rate-up":
+    case "rate-down":
+      void rate(v, action === "rate-up" ? "up" : "down");
+      return;
     case "retry-send":
       els.input.focus();
       start(v);
@@ -1390,7 +1405,21 @@ els.who.textContent = `signed in as ${isSafeId(user) ? user : "local"} (dev auth
 // What is left of the user's quotas, when little is (usage.ts).
 const usage = usageLine($("quota"), "/history/", auth);
 
-renderPicker();
+const side = sidebar({
+  client,
+  current: sessionId,
+  unlisted,
+  listed: (id) => {
+    if (unlisted()?.id === id) setUnlisted(undefined);
+  },
+  newChat,
+  href,
+  announce,
+  plain: (e) => {
+    const err = asError(e);
+    return plain(err.code, err.message);
+  },
+});
 composerBusy();
 void loadFirst().then(() => {
   if (!fresh) watch();

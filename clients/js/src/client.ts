@@ -207,6 +207,10 @@ export function newId(): string {
 
 const slash = (u: string): string => (u.endsWith("/") ? u : u + "/");
 
+// How many requests deleteSession sends at most before it gives up (each
+// 202 answer is one more part of the session deleted).
+const DELETE_MAX_CALLS = 100;
+
 /**
  * TurnstreamClient speaks the turn protocol to one deployment: submit and
  * stop turns, read capabilities and page history. It holds no per-turn
@@ -402,6 +406,40 @@ export class TurnstreamClient {
     const v = parseStrict(await res.text());
     if (!isObj(v) || v.sessionId !== sessionId) throw invalidResponse();
     return v as unknown as SessionListItem;
+  }
+
+  /**
+   * deleteSession deletes a session with its turns (DELETE
+   * {historyURL}sessions/{id}). The server removes a long session a part
+   * at a time, answering 202 {"status":"deleting"} while some is left;
+   * deleteSession asks again until it answers 204, at most 100 requests
+   * (then a retryable RESPONSE_INVALID: calling it again goes on). A 404
+   * SESSION_NOT_FOUND resolves too: nothing of that id is the caller's,
+   * e.g. another window deleted it first.
+   * @throws HTTPError SESSION_BUSY (409, retryable) while a turn runs in
+   * the session; nothing more is deleted then.
+   */
+  async deleteSession(sessionId: string, signal?: AbortSignal): Promise<void> {
+    const url = this.#history(sessionId, "");
+    for (let calls = 0; calls < DELETE_MAX_CALLS; calls++) {
+      let res: Response;
+      try {
+        res = await this.request(url, { method: "DELETE", signal });
+      } catch (e) {
+        if (e instanceof HTTPError && e.status === 404 && e.code === "SESSION_NOT_FOUND") return;
+        throw e;
+      }
+      let text: string;
+      try {
+        text = await res.text();
+      } catch (e) {
+        throw networkFailure(e, signal);
+      }
+      if (res.status === 204) return;
+      const v = text.length > 4096 ? NOT_JSON : parseStrict(text);
+      if (res.status !== 202 || !isObj(v) || v.status !== "deleting") throw invalidResponse();
+    }
+    throw new TurnstreamError("RESPONSE_INVALID", "The session is still being deleted; ask again to go on.", true);
   }
 
   /**

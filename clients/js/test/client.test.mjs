@@ -170,6 +170,61 @@ test("history pages follow their cursors", async () => {
   await assert.rejects(c.messages("not a safe id"), TypeError);
 });
 
+test("deleteSession: 204 is done, 202 asks again, 404 is already gone, 409 throws SESSION_BUSY", async () => {
+  const gone = () => new Response(null, { status: 204 });
+  const more = () => jsonResponse(202, { status: "deleting" });
+  const err = (status, code, message, retryable) => () => jsonResponse(status, { error: { version: 1, code, message, retryable } });
+  const client = (f) => new TurnstreamClient({ turnURL: "http://x.test/turn/", historyURL: "http://x.test/history", fetch: f.fetch, headers: { Authorization: "Bearer dev.alice" } });
+
+  // 204 at once: one request.
+  let f = scripted(gone);
+  assert.equal(await client(f).deleteSession("s-1"), undefined);
+  assert.equal(f.calls.length, 1);
+  assert.equal(f.calls[0].url, "http://x.test/history/sessions/s-1");
+  assert.equal(f.calls[0].init.method, "DELETE");
+  assert.equal(f.calls[0].init.headers.Authorization, "Bearer dev.alice");
+  assert.equal(f.calls[0].init.body, undefined);
+
+  // 202 twice, then 204: three requests, the same each time.
+  f = scripted(more, more, gone);
+  await client(f).deleteSession("s-1");
+  assert.deepEqual(f.calls.map((c) => `${c.init.method} ${c.url}`), Array(3).fill("DELETE http://x.test/history/sessions/s-1"));
+
+  // 404 SESSION_NOT_FOUND: nothing of it is the caller's any more.
+  f = scripted(err(404, "SESSION_NOT_FOUND", "Session not found.", false));
+  await client(f).deleteSession("s-1");
+  assert.equal(f.calls.length, 1);
+  // ... also after a 202 (another window finished it).
+  f = scripted(more, err(404, "SESSION_NOT_FOUND", "Session not found.", false));
+  await client(f).deleteSession("s-1");
+  assert.equal(f.calls.length, 2);
+
+  // 409 SESSION_BUSY: a turn runs; the typed error, retryable, no second request.
+  f = scripted(err(409, "SESSION_BUSY", "Another turn is active for this session.", true));
+  await assert.rejects(client(f).deleteSession("s-1"), (e) => {
+    assert.ok(e instanceof HTTPError);
+    assert.equal(e.status, 409);
+    assert.equal(e.code, "SESSION_BUSY");
+    assert.equal(e.retryable, true);
+    return true;
+  });
+  assert.equal(f.calls.length, 1);
+
+  // Another 404 (a server without the route) is no success.
+  f = scripted(err(404, "REQUEST_NOT_FOUND", "Not found.", false));
+  await assert.rejects(client(f).deleteSession("s-1"), (e) => e instanceof HTTPError && e.code === "REQUEST_NOT_FOUND");
+  // A 202 that is not {"status":"deleting"}, or a 200, is not the protocol.
+  f = scripted(() => jsonResponse(202, { status: "queued" }));
+  await assert.rejects(client(f).deleteSession("s-1"), (e) => e.code === "RESPONSE_INVALID" && !e.retryable);
+  f = scripted(() => jsonResponse(200, {}));
+  await assert.rejects(client(f).deleteSession("s-1"), (e) => e.code === "RESPONSE_INVALID");
+  // Bounded: after 100 answers of 202 it stops asking, retryable.
+  f = scripted(...Array(101).fill(more));
+  await assert.rejects(client(f).deleteSession("s-1"), (e) => e.code === "RESPONSE_INVALID" && e.retryable);
+  assert.equal(f.calls.length, 100);
+  await assert.rejects(client(scripted()).deleteSession("not a safe id"), TypeError);
+});
+
 test("SnapshotCursor accepts only strictly newer snapshots of its session", () => {
   const evs = plainLines.map((l) => Buffer.from(l).toString("utf8"));
   const cur = new SnapshotCursor(sessionId);

@@ -72,6 +72,11 @@ describe("demo page in Chromium", { skip }, () => {
   // newChat opens the page as user and starts a conversation with New chat.
   async function newChat(base, user, viewport) {
     const opened = await open(base, `user=${user}`, viewport);
+    // The sidebar has its list (no request of this page is cut off by New
+    // chat's navigation); at phone width New chat is in the drawer the menu
+    // button opens.
+    await opened.page.waitForSelector("#conversations li", { state: "attached" });
+    if (await opened.page.isVisible("#menu")) await opened.page.click("#menu");
     await Promise.all([opened.page.waitForURL((u) => u.searchParams.get("session") !== null), opened.page.click("#new-chat")]);
     await opened.page.waitForSelector('#status[data-state="ready"]');
     assert.equal(await opened.page.isVisible("#empty"), true, "a new conversation starts empty");
