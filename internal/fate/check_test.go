@@ -500,6 +500,13 @@ func TestCheckFindsEachRule(t *testing.T) {
 			in.Reads = nil
 			in.Replays = []*Replay{{Turn: "a", Start: at(3100), End: at(3110), Status: 409, ErrCode: codeSessionBusy, Retryable: true}}
 		}, func(in *sessionInput) { in.Replays[0].ErrCode, in.Replays[0].Retryable = codeIndeterminate, false }},
+		"replay at quiescence told TURN_OUTCOME_INDETERMINATE": {"I7", "at quiescence a replay of a saved turn (complete) answered 409 TURN_OUTCOME_INDETERMINATE", func(in *sessionInput) {
+			in.Replays = []*Replay{{Turn: "a", Start: at(3000), End: at(7000), Status: 409, ErrCode: codeIndeterminate, Final: true}}
+			in.Leases["a"] = append(in.Leases["a"], leaseMark{Applied: at(3400), Expiry: at(5000), Maybe: true}) // a renewal's: not its claim
+		}, func(in *sessionInput) {
+			// Its own claim went unanswered: the store could not tell.
+			in.Leases["a"] = append(in.Leases["a"], leaseMark{Applied: at(3300), Expiry: at(5300), Maybe: true, Claim: true})
+		}},
 		"retryable acknowledgment spends the id": {RuleAck, "yet its id is spent", func(in *sessionInput) {
 			failed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-500), End: at(-400), Status: 500, ErrCode: codeServerInternal, Retryable: true, Ending: "status"}
 			in.Streams = []*Stream{failed}

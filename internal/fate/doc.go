@@ -108,7 +108,10 @@
 //     failure is never a saved turn; TURN_OUTCOME_INDETERMINATE, never
 //     retryable, allows anything); a replay never runs a turn again and
 //     answers by its fate (TURN_ALREADY_COMPLETED saved,
-//     TURN_OUTCOME_INDETERMINATE lost).
+//     TURN_OUTCOME_INDETERMINATE lost, or TURN_OUTCOME_INDETERMINATE
+//     when its own claim's answer was lost and so was the read that would
+//     resolve it: the store cannot tell a replay from a claim that
+//     applied).
 //   - I8 No line after the lease: no streaming snapshot of a turn is
 //     emitted after the latest lease expiry DynamoDB applied for it, nor
 //     after the first line of a later turn of its session.
