@@ -7,7 +7,6 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
-	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
 // ArtifactList is the body of a PUT request and of both responses on
@@ -54,8 +53,7 @@ func (s *server) artifacts(w http.ResponseWriter, r *http.Request, rc *requestCo
 }
 
 func (s *server) getArtifacts(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
-	p, err := s.auth.Authenticate(r)
-	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
+	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}
@@ -74,8 +72,7 @@ func (s *server) putArtifacts(w http.ResponseWriter, r *http.Request, rc *reques
 	if err := httpedge.RequireJSON(r); err != nil {
 		return err
 	}
-	p, err := s.auth.Authenticate(r)
-	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
+	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}

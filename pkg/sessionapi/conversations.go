@@ -27,8 +27,7 @@ import (
 // malformed, tampered or another principal's 400 REQUEST_INVALID_CURSOR.
 // Other parameters are ignored.
 func (s *server) listSessions(w http.ResponseWriter, r *http.Request, _ *requestContext) error {
-	p, err := s.auth.Authenticate(r)
-	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
+	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}
@@ -110,12 +109,7 @@ func (s *server) renameSession(w http.ResponseWriter, r *http.Request, rc *reque
 	if err := httpedge.RequireJSON(r); err != nil {
 		return err
 	}
-	p, err := s.auth.Authenticate(r)
-	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
-	if err != nil {
-		return err
-	}
-	id, err := sessionID(r, rc)
+	p, id, err := s.sessionCaller(r, rc)
 	if err != nil {
 		return err
 	}
@@ -172,8 +166,7 @@ func (s *server) feedback(w http.ResponseWriter, r *http.Request, rc *requestCon
 			return err
 		}
 	}
-	p, err := s.auth.Authenticate(r)
-	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
+	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}

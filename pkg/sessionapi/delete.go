@@ -11,7 +11,6 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
-	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
 // Deleting, exporting and erasing (docs/conversations.md#delete-export-and-erase).
@@ -36,12 +35,7 @@ const (
 // SESSION_BUSY (retryable: stop the turn, or wait for it to end), with
 // nothing deleted.
 func (s *server) deleteSession(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
-	p, err := s.auth.Authenticate(r)
-	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
-	if err != nil {
-		return err
-	}
-	id, err := sessionID(r, rc)
+	p, id, err := s.sessionCaller(r, rc)
 	if err != nil {
 		return err
 	}
@@ -74,8 +68,7 @@ func (s *server) erase(w http.ResponseWriter, r *http.Request, rc *requestContex
 	if err := httpedge.RequireMethod(w, r, http.MethodDelete); err != nil {
 		return err
 	}
-	p, err := s.auth.Authenticate(r)
-	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
+	p, err := s.principal(r)
 	if err != nil {
 		return err
 	}
@@ -119,12 +112,7 @@ const exportPage = 100
 // capped by Lambda (6 MB); the dev server and a streaming URL send it as
 // it is written.
 func (s *server) exportSession(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
-	p, err := s.auth.Authenticate(r)
-	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
-	if err != nil {
-		return err
-	}
-	id, err := sessionID(r, rc)
+	p, id, err := s.sessionCaller(r, rc)
 	if err != nil {
 		return err
 	}

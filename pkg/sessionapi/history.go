@@ -12,7 +12,6 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
-	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
 // The bodies of GET /sessions/{id} (docs/design.md#history-and-artifacts-api),
@@ -126,12 +125,7 @@ type MessagePage struct {
 
 // getSession serves GET /sessions/{id}.
 func (s *server) getSession(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
-	p, err := s.auth.Authenticate(r)
-	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
-	if err != nil {
-		return err
-	}
-	id, err := sessionID(r, rc)
+	p, id, err := s.sessionCaller(r, rc)
 	if err != nil {
 		return err
 	}
@@ -245,8 +239,7 @@ func (s *server) listMessages(w http.ResponseWriter, r *http.Request, rc *reques
 // page authenticates, validates the path and query and reads one page of
 // turns: one store request (docs/design.md#storage-one-dynamodb-table).
 func (s *server) page(r *http.Request, rc *requestContext) (*chat.Page, chat.Order, error) {
-	p, err := s.auth.Authenticate(r)
-	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
+	p, err := s.principal(r)
 	if err != nil {
 		return nil, "", err
 	}

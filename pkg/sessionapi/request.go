@@ -9,6 +9,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/telemetry"
 )
 
 // pageQuery is the validated query of /turns and /messages.
@@ -76,6 +77,25 @@ func parseLimit(s string) (int, bool) {
 		return 0, false
 	}
 	return n, true
+}
+
+// principal authenticates r (headers only, before any body byte is
+// read) and records the principal for the request's telemetry.
+func (s *server) principal(r *http.Request) (chat.Principal, error) {
+	p, err := s.auth.Authenticate(r)
+	telemetry.ScopeFrom(r.Context()).SetPrincipal(p)
+	return p, err
+}
+
+// sessionCaller authenticates r and validates its {id} (sessionID): the
+// caller and the session it names.
+func (s *server) sessionCaller(r *http.Request, rc *requestContext) (chat.Principal, string, error) {
+	p, err := s.principal(r)
+	if err != nil {
+		return p, "", err
+	}
+	id, err := sessionID(r, rc)
+	return p, id, err
 }
 
 // sessionID returns the {id} path value when it is a SafeId and records it

@@ -221,7 +221,9 @@ func (s *Store) deleteKeys(ctx context.Context, keys []map[string]types.Attribut
 				cancel()
 				if err != nil {
 					mu.Lock()
-					first = cmpErr(first, err)
+					if first == nil {
+						first = err
+					}
 					mu.Unlock()
 				}
 			}
@@ -233,14 +235,6 @@ func (s *Store) deleteKeys(ctx context.Context, keys []map[string]types.Attribut
 	close(next)
 	wg.Wait()
 	return first
-}
-
-// cmpErr keeps the first error.
-func cmpErr(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
 }
 
 // EraseSessions implements chat.Store: a Query of SessionsIndex by the
