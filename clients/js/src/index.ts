@@ -12,6 +12,8 @@ export type {
   TurnSummary,
 } from "./client.js";
 export type { ConfirmationCode, MultitaskCode } from "./errors.js";
+export { exportSession, eraseSessions } from "./conversations.js";
+export type { SessionExport } from "./conversations.js";
 export { SnapshotCursor } from "./cursor.js";
 export type { AppendResult } from "./cursor.js";
 export { decodeAppend, decodePartialAppend, EVENT_APPEND, isAppendLine } from "./compact.js";

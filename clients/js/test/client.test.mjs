@@ -12,6 +12,8 @@ import {
   TurnstreamClient,
   TurnstreamError,
   decodeTurnEvent,
+  exportSession,
+  eraseSessions,
 } from "../dist/turnstream.js";
 import { jsonResponse, lines, ndjsonResponse, testdata } from "./helpers.mjs";
 
@@ -344,4 +346,38 @@ test("a resume stream ending at its own deadline (SERVER_TIMEOUT, no terminal sn
   const e = new TurnstreamClient({ turnURL: "http://x.test/", fetch: h.fetch });
   await assert.rejects(drain(e.submit({ sessionId, turnId, input: "x" })), StreamDiagnosticError);
   assert.equal(h.calls.length, 1);
+});
+
+test("exportSession: the document of GET .../export, complete or refused", async () => {
+  const client = (f) => new TurnstreamClient({ turnURL: "http://x.test/turn/", historyURL: "http://x.test/turn/", fetch: f.fetch });
+  const doc = { format: "turnstream.export", version: 1, sessionId: "s-1", exportedAt: "2026-12-04T17:00:00.000Z", session: {}, turns: [{ turnId: "t1" }], complete: true };
+  let f = scripted(() => jsonResponse(200, doc));
+  assert.deepEqual(await exportSession(client(f), "s-1"), doc);
+  assert.equal(f.calls[0].url, "http://x.test/turn/sessions/s-1/export");
+  assert.equal(f.calls[0].init.method, "GET");
+  // Cut short by the server: retryable, never a partial document.
+  f = scripted(() => jsonResponse(200, { ...doc, complete: false, error: { version: 1, code: "SERVER_INTERNAL", message: "x", retryable: true } }));
+  await assert.rejects(exportSession(client(f), "s-1"), (e) => e.code === "RESPONSE_INVALID" && e.retryable);
+  // Another session's document, or not one at all.
+  f = scripted(() => jsonResponse(200, { ...doc, sessionId: "s-2" }));
+  await assert.rejects(exportSession(client(f), "s-1"), (e) => e.code === "RESPONSE_INVALID" && !e.retryable);
+  f = scripted(() => jsonResponse(404, { error: { version: 1, code: "SESSION_NOT_FOUND", message: "Session not found.", retryable: false } }));
+  await assert.rejects(exportSession(client(f), "s-1"), (e) => e instanceof HTTPError && e.code === "SESSION_NOT_FOUND");
+  await assert.rejects(exportSession(client(scripted()), "not safe"), TypeError);
+});
+
+test("eraseSessions: repeats while sessions are deleted, stops when done or only busy ones are left", async () => {
+  const client = (f) => new TurnstreamClient({ turnURL: "http://x.test/turn/", historyURL: "http://x.test/history/", fetch: f.fetch });
+  const answer = (status, deleted, busy) => () => jsonResponse(200, { status, deleted, busy });
+  let f = scripted(answer("deleting", 100, 0), answer("deleting", 3, 1), answer("deleting", 0, 1));
+  assert.deepEqual(await eraseSessions(client(f), "bob@example.com"), { status: "deleting", deleted: 103, busy: 1 });
+  assert.equal(f.calls.length, 3);
+  assert.equal(f.calls[0].url, "http://x.test/history/principals/bob%40example.com/sessions");
+  assert.equal(f.calls[0].init.method, "DELETE");
+  f = scripted(answer("deleting", 2, 0), answer("deleted", 1, 0));
+  assert.deepEqual(await eraseSessions(client(f), "bob"), { status: "deleted", deleted: 3, busy: 0 });
+  f = scripted(() => jsonResponse(403, { error: { version: 1, code: "REQUEST_FORBIDDEN", message: "Forbidden.", retryable: false } }));
+  await assert.rejects(eraseSessions(client(f), "bob"), (e) => e instanceof HTTPError && e.code === "REQUEST_FORBIDDEN");
+  f = scripted(() => jsonResponse(200, { status: "gone" }));
+  await assert.rejects(eraseSessions(client(f), "bob"), (e) => e.code === "RESPONSE_INVALID");
 });
