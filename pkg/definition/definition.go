@@ -44,6 +44,9 @@ const (
 	ProviderOpenAI = "openai"
 )
 
+// MaxTitleModelIDBytes bounds Definition.TitleModelID.
+const MaxTitleModelIDBytes = 256
+
 // Multitask policies: what a submit that finds its session busy does
 // (docs/multitask.md; the submit's api.MultitaskHeader, or the
 // definition's default). The wire names are pkg/api's.
@@ -154,6 +157,12 @@ type Definition struct {
 	Provider string
 	// ModelID is model.Request.ModelID; required for bedrock and openai.
 	ModelID string
+	// TitleModelID, when set, is the model id (of the same provider) that
+	// writes a session's title when its first turn completes
+	// (docs/conversations.md#titles): one short call after the turn's
+	// answer was saved, at most MaxTitleModelIDBytes bytes. Empty: the
+	// title is cut from the first user message, with no model call.
+	TitleModelID string
 	// Tools are the tool names offered to the model (tool.Registry.Specs),
 	// in order, no repeats; empty means none.
 	Tools []string
@@ -245,6 +254,7 @@ type fileDefinition struct {
 	SystemPrompt *string  `json:"systemPrompt"`
 	Provider     *string  `json:"provider"`
 	ModelID      *string  `json:"modelId"`
+	TitleModelID *string  `json:"titleModel"`
 	Tools        []string `json:"tools"`
 	// ApprovalTools is the file's "approvalTools": names of tools that
 	// require approval.
@@ -335,7 +345,7 @@ func ParseQuotas(data []byte) (chat.Quotas, error) {
 }
 
 // Parse decodes a definitions file: a JSON array of objects
-// {id, revision, systemPrompt?, provider, modelId?, tools?,
+// {id, revision, systemPrompt?, provider, modelId?, titleModel?, tools?,
 // approvalTools?, limits?: {maxSteps?, maxTokens?, contextTurns?, contextTokens?,
 // maxOutputTokens?, maxToolCalls?, maxWallTimeMs?},
 // multitask?: {default?, allowed?}, quotas?: {principal?: {turnsPerMinute?,
@@ -370,6 +380,9 @@ func Parse(data []byte) ([]Definition, error) {
 		}
 		if e.ModelID != nil {
 			d.ModelID = *e.ModelID
+		}
+		if e.TitleModelID != nil {
+			d.TitleModelID = *e.TitleModelID
 		}
 		if e.Limits != nil {
 			if e.Limits.MaxSteps != nil {
@@ -460,7 +473,8 @@ func describe(err error) string {
 // registered (tool.Registry.Has); nil accepts none, so definitions with
 // tools then fail. Checks, in order per definition: id a SafeId and
 // unique; revision 1..MaxRevision; provider echo, bedrock or openai;
-// modelId required for bedrock and openai; each tool known, no repeats;
+// modelId required for bedrock and openai; titleModel at most
+// MaxTitleModelIDBytes, untrimmed spaces refused; each tool known, no repeats;
 // each approval tool one of the tools and a SafeId, no repeats;
 // limits.maxSteps 1..MaxSteps; limits.maxTokens 0..MaxTokens; then
 // defaultID names one of them. Errors wrap ErrInvalid and name the field.
@@ -491,6 +505,9 @@ func New(defs []Definition, defaultID string, knownTool func(name string) bool) 
 			}
 		default:
 			return nil, fmt.Errorf("%w: %s: want echo, bedrock or openai", ErrInvalid, field("provider"))
+		}
+		if len(d.TitleModelID) > MaxTitleModelIDBytes || d.TitleModelID != "" && strings.TrimSpace(d.TitleModelID) != d.TitleModelID {
+			return nil, fmt.Errorf("%w: %s: want a model id of at most %d bytes, no surrounding spaces", ErrInvalid, field("titleModel"), MaxTitleModelIDBytes)
 		}
 		seen := map[string]bool{}
 		for j, name := range d.Tools {

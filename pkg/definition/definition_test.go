@@ -24,7 +24,7 @@ func known(names ...string) func(string) bool {
 
 const goodFile = `[
   {"id": "default", "revision": 3, "systemPrompt": "Be brief.", "provider": "echo"},
-  {"id": "support.v2", "revision": 12, "provider": "bedrock", "modelId": "anthropic.claude-test",
+  {"id": "support.v2", "revision": 12, "provider": "bedrock", "modelId": "anthropic.claude-test", "titleModel": "anthropic.haiku-test",
    "tools": ["workspace_note"], "limits": {"maxSteps": 4, "maxTokens": 2048}},
   {"id": "local", "revision": 1, "provider": "openai", "modelId": "llama3", "limits": {"maxTokens": 512}}
 ]`
@@ -43,7 +43,7 @@ func TestParseAndResolve(t *testing.T) {
 		want definition.Definition
 	}{
 		"new session gets the default": {"", definition.Definition{ID: "default", Revision: 3, SystemPrompt: "Be brief.", Provider: "echo", Limits: definition.Limits{MaxSteps: 8}}},
-		"session keeps its id": {"support.v2", definition.Definition{ID: "support.v2", Revision: 12, Provider: "bedrock", ModelID: "anthropic.claude-test",
+		"session keeps its id": {"support.v2", definition.Definition{ID: "support.v2", Revision: 12, Provider: "bedrock", ModelID: "anthropic.claude-test", TitleModelID: "anthropic.haiku-test",
 			Tools: []string{"workspace_note"}, Limits: definition.Limits{MaxSteps: 4, MaxTokens: 2048}}},
 		"default limits": {"local", definition.Definition{ID: "local", Revision: 1, Provider: "openai", ModelID: "llama3", Limits: definition.Limits{MaxSteps: 8, MaxTokens: 512}}},
 	}
@@ -158,16 +158,18 @@ func TestNewInvalid(t *testing.T) {
 		defaultID string
 		want      string
 	}{
-		"none":             {nil, "a", "no definitions"},
-		"id not SafeId":    {with(func(d *definition.Definition) { d.ID = "-a" }), "-a", "definitions[0].id: not a SafeId"},
-		"id repeated":      {append(with(func(*definition.Definition) {}), ok), "a", "definitions[1].id: repeats"},
-		"revision zero":    {with(func(d *definition.Definition) { d.Revision = 0 }), "a", "definitions[0].revision"},
-		"revision large":   {with(func(d *definition.Definition) { d.Revision = 1 << 53 }), "a", "definitions[0].revision"},
-		"provider unknown": {with(func(d *definition.Definition) { d.Provider = "gpt" }), "a", "definitions[0].provider: want echo, bedrock or openai"},
-		"bedrock no model": {with(func(d *definition.Definition) { d.Provider = "bedrock" }), "a", "definitions[0].modelId: required when provider is bedrock"},
-		"openai no model":  {with(func(d *definition.Definition) { d.Provider = "openai"; d.ModelID = " " }), "a", "definitions[0].modelId: required when provider is openai"},
-		"tool unknown":     {with(func(d *definition.Definition) { d.Tools = []string{"workspace_note", "nope"} }), "a", "definitions[0].tools[1]: not a registered tool"},
-		"tool repeated":    {with(func(d *definition.Definition) { d.Tools = []string{"workspace_note", "workspace_note"} }), "a", "definitions[0].tools[1]: repeats"},
+		"none":               {nil, "a", "no definitions"},
+		"id not SafeId":      {with(func(d *definition.Definition) { d.ID = "-a" }), "-a", "definitions[0].id: not a SafeId"},
+		"id repeated":        {append(with(func(*definition.Definition) {}), ok), "a", "definitions[1].id: repeats"},
+		"revision zero":      {with(func(d *definition.Definition) { d.Revision = 0 }), "a", "definitions[0].revision"},
+		"revision large":     {with(func(d *definition.Definition) { d.Revision = 1 << 53 }), "a", "definitions[0].revision"},
+		"provider unknown":   {with(func(d *definition.Definition) { d.Provider = "gpt" }), "a", "definitions[0].provider: want echo, bedrock or openai"},
+		"bedrock no model":   {with(func(d *definition.Definition) { d.Provider = "bedrock" }), "a", "definitions[0].modelId: required when provider is bedrock"},
+		"openai no model":    {with(func(d *definition.Definition) { d.Provider = "openai"; d.ModelID = " " }), "a", "definitions[0].modelId: required when provider is openai"},
+		"tool unknown":       {with(func(d *definition.Definition) { d.Tools = []string{"workspace_note", "nope"} }), "a", "definitions[0].tools[1]: not a registered tool"},
+		"title model spaced": {with(func(d *definition.Definition) { d.TitleModelID = " haiku" }), "a", "definitions[0].titleModel"},
+		"title model long":   {with(func(d *definition.Definition) { d.TitleModelID = strings.Repeat("m", 257) }), "a", "definitions[0].titleModel"},
+		"tool repeated":      {with(func(d *definition.Definition) { d.Tools = []string{"workspace_note", "workspace_note"} }), "a", "definitions[0].tools[1]: repeats"},
 		"approval not a tool": {with(func(d *definition.Definition) {
 			d.Tools = []string{"workspace_note"}
 			d.ApprovalTools = []string{"other"}

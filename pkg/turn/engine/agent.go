@@ -45,7 +45,7 @@ func newAgents(opts Config) (map[string]*agent, error) {
 		}
 		return map[string]*agent{simpleID: {
 			def: definition.Definition{
-				ID: d.ID, Revision: d.Revision, SystemPrompt: d.SystemPrompt, ModelID: d.ModelID,
+				ID: d.ID, Revision: d.Revision, SystemPrompt: d.SystemPrompt, ModelID: d.ModelID, TitleModelID: d.TitleModelID,
 				Limits: limits, Quotas: d.Quotas,
 			},
 			model: opts.Model,

@@ -119,17 +119,18 @@ func (cl *cleanup) savedOrFenced(ctx context.Context, item *chat.Turn) saveOutco
 // store that decides it counts it.
 func (cl *cleanup) countAndRelease(item *chat.Turn, cursor int64, stopped bool) {
 	t := cl.t
+	title := cl.modelTitle(item)
 	if t.budget.countUsage(item) {
-		t.cleanup.release(item, cursor, stopped)
+		t.cleanup.release(item, cursor, stopped, title)
 	}
 }
 
 // listing is what the release of saved turn item records in its
 // principal's list of sessions (chat.Listing): its status, the start of
-// its answer, and the title its first user message gives a session that
-// has none.
-func listing(item *chat.Turn) *chat.Listing {
-	l := &chat.Listing{Status: item.Status}
+// its answer, and the title a session that has none gets: title (a
+// model's) unless empty, else its first user message's.
+func listing(item *chat.Turn, title string) *chat.Listing {
+	l := &chat.Listing{Status: item.Status, Title: title}
 	for _, m := range item.Messages {
 		switch {
 		case m.Role == protocol.RoleUser && l.Title == "":
@@ -147,12 +148,12 @@ func listing(item *chat.Turn) *chat.Listing {
 // own within LeaseDuration and the table records the turn as completed
 // (its save landed) when it decides it; the queued turns start at the
 // next submit, resume or drain that finds the session free.
-func (cl *cleanup) release(item *chat.Turn, cursor int64, stopped bool) {
+func (cl *cleanup) release(item *chat.Turn, cursor int64, stopped bool, title string) {
 	t := cl.t
 	ctx, cancel := t.cleanup.cleanupContext(t.cleanup.cleanupEnd())
 	defer cancel()
 	req := chat.ReleaseRequest{Claim: t.claim, Outcome: chat.OutcomeCompleted, Sequence: cursor, Confirmations: t.approvals.confirmationsToRecord(chat.OutcomeCompleted), Undecide: t.approvals.undecide(),
-		Listing: listing(item)}
+		Listing: listing(item, title)}
 	if t.agent != nil {
 		req.DefinitionRevision = t.agent.def.Revision // the revision this turn ran with
 	}

@@ -55,6 +55,10 @@ type Definition struct {
 	// ModelID is the provider's model id; empty for providers that need
 	// none (echo).
 	ModelID string
+	// TitleModelID is definition.Definition.TitleModelID: the model that
+	// writes a session's title when its first turn completes; empty: the
+	// first user message gives it.
+	TitleModelID string
 	// Limits are the per-turn budgets (definition.Limits: MaxOutputTokens,
 	// MaxToolCalls, MaxWallTime; MaxTokens per model call). MaxSteps zero
 	// means definition.DefaultMaxSteps; the context budget fields are not
