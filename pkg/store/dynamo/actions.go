@@ -6,9 +6,9 @@ import (
 
 // methodOperations is the table of the DynamoDB operations each Store
 // method may issue, on any path (happy, rejected, takeover, fallback):
-// GetItem for classification and owner reads, PutItem and DeleteItem only
-// for the chunk items of turns too large for one item and for checkpoint
-// deltas, Query for the two local secondary indexes, chunk and
+// GetItem for classification and owner reads, PutItem and DeleteItem
+// for the chunk items of turns too large for one item, for checkpoint
+// deltas and for deleting a session (its items, its tombstone), Query for the two local secondary indexes, chunk and
 // checkpoint reads, BatchGetItem for a resume's poll, and UpdateItem in
 // the readers (GetSession, ListTurns, FindTurn, PollTurn) for deciding
 // the fate of a turn whose lease expired (fate.go: conditional writes
@@ -43,13 +43,22 @@ var methodOperations = map[string][]string{
 	"ListUsage":       {"Query"},
 	"Admit":           {"GetItem", "BatchGetItem", "UpdateItem"},
 	"CancelAdmission": {"UpdateItem", "GetItem"},
+	// A principal's conversations (conversation.go, delete.go): the list,
+	// a rename, feedback on a turn, and deleting (a crashed turn's
+	// decision, the mark, the items, the tombstone) and erasing.
+	"ListSessions":  {"Query"},
+	"RenameSession": {"UpdateItem", "GetItem"},
+	"SetFeedback":   {"Query", "GetItem", "UpdateItem"},
+	"DeleteSession": {"GetItem", "UpdateItem", "Query", "DeleteItem", "PutItem"},
+	"EraseSessions": {"GetItem", "UpdateItem", "Query", "DeleteItem", "PutItem"},
 }
 
 // Store methods each Lambda function calls (docs/design.md#the-three-functions).
 var (
 	turnFunctionMethods = []string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued",
 		"RecordUsage", "ReadUsage", "ListUsage", "Admit", "CancelAdmission"}
-	historyFunctionMethods   = []string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns", "ReadUsage", "ListUsage"}
+	historyFunctionMethods   = []string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns", "ReadUsage", "ListUsage",
+		"ListSessions", "RenameSession", "SetFeedback", "DeleteSession", "EraseSessions"}
 	artifactsFunctionMethods = []string{"PutArtifacts", "GetArtifacts"}
 )
 
@@ -60,7 +69,8 @@ var (
 // Checkpoint PollTurn GetSession: the last three for durable turns and
 // resume; the queue's; the usage ledger's and admissions), the history
 // function (GetSession ListTurns FindTurn PollTurn QueuedTurns, and
-// ReadUsage ListUsage for GET /usage) and the artifacts
+// ReadUsage ListUsage for GET /usage; the conversations' ListSessions
+// RenameSession SetFeedback DeleteSession EraseSessions) and the artifacts
 // function (PutArtifacts GetArtifacts). Sorted, without duplicates. The
 // SAM template grants exactly these.
 var (

@@ -129,6 +129,31 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 		return err
 	})
 	call("CancelAdmission", func() error { return s.CancelAdmission(ctx, alice, adm) })
+	// A principal's conversations: list, rename, rate, delete (refused
+	// while a turn runs; then a crashed turn decided first) and erase.
+	call("ListSessions", func() error { _, err := s.ListSessions(ctx, chat.SessionListRequest{Principal: alice}); return err })
+	call("RenameSession", func() error { _, err := s.RenameSession(ctx, "s1", alice, "Named"); return err })
+	call("SetFeedback", func() error {
+		_, err := s.SetFeedback(ctx, "s1", "t1", alice, &chat.Feedback{Rating: chat.RatingUp})
+		return err
+	})
+	if _, err := s.ClaimTurn(ctx, claimReq("del", "t1")); err != nil {
+		t.Fatal(err)
+	}
+	call("DeleteSession", func() error {
+		_, err := s.DeleteSession(ctx, chat.DeleteRequest{Principal: alice, SessionID: "del"})
+		return err
+	})
+	e.clock.Advance(lease)
+	call("DeleteSession", func() error {
+		_, err := s.DeleteSession(ctx, chat.DeleteRequest{Principal: alice, SessionID: "del"})
+		return err
+	})
+	call("EraseSessions", func() error {
+		_, err := s.EraseSessions(ctx, chat.DeleteRequest{Principal: alice, MaxItems: 1})
+		return err
+	})
+	call("EraseSessions", func() error { _, err := s.EraseSessions(ctx, chat.DeleteRequest{Principal: alice}); return err })
 	// Each reader deciding a turn whose lease expired (fate.go).
 	for _, m := range []string{"GetSession", "ListTurns", "FindTurn", "PollTurn"} {
 		sid := "decide-" + m
@@ -172,7 +197,8 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	}{
 		"turn": {[]string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued",
 			"RecordUsage", "ReadUsage", "ListUsage", "Admit", "CancelAdmission"}, dynamo.TurnFunctionActions},
-		"history":   {[]string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns", "ReadUsage", "ListUsage"}, dynamo.HistoryFunctionActions},
+		"history": {[]string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns", "ReadUsage", "ListUsage",
+			"ListSessions", "RenameSession", "SetFeedback", "DeleteSession", "EraseSessions"}, dynamo.HistoryFunctionActions},
 		"artifacts": {[]string{"PutArtifacts", "GetArtifacts"}, dynamo.ArtifactsFunctionActions},
 	}
 	for name, f := range functions {
