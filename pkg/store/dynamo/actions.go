@@ -57,7 +57,7 @@ var methodOperations = map[string][]string{
 var (
 	turnFunctionMethods = []string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued",
 		"RecordUsage", "ReadUsage", "ListUsage", "Admit", "CancelAdmission"}
-	historyFunctionMethods   = []string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns", "ReadUsage", "ListUsage",
+	historyFunctionMethods = []string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns", "ReadUsage", "ListUsage",
 		"ListSessions", "RenameSession", "SetFeedback", "DeleteSession", "EraseSessions"}
 	artifactsFunctionMethods = []string{"PutArtifacts", "GetArtifacts"}
 )
