@@ -124,7 +124,7 @@ func TestUsageEstimated(t *testing.T) {
 				terminalOK bool
 			}{
 				"stopped": {m: &partialModel{Chunks: chunks, Block: true, Sent: make(chan struct{}, 1)},
-					opt: func(o *turn.Options) { o.RenewInterval = 5 * time.Millisecond }, stop: true,
+					opt: func(o *turn.Options) { o.RenewInterval = 100 * time.Millisecond }, stop: true,
 					status: chat.TurnInterrupted, code: protocol.CodeTurnInterrupted},
 				// Real time: the request's own deadline must pass to cut
 				// the turn (nothing waits on it but the response).
