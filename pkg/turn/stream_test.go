@@ -364,7 +364,7 @@ func TestLeaseLost(t *testing.T) {
 func TestStop(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
 		m := &scriptModel{Chunks: []string{"never"}, Hold: make(chan struct{}), Started: make(chan struct{}, 1)}
-		e := newEnv(t, newStore(t), m, func(o *turn.Options) { o.RenewInterval = 5 * time.Millisecond })
+		e := newEnv(t, newStore(t), m, func(o *turn.Options) { o.RenewInterval = 100 * time.Millisecond })
 		stop := func(body string, hdr map[string]string) result {
 			return readResult(t, e.post(t, context.Background(), "/stop", []byte(body), hdr))
 		}

@@ -436,7 +436,7 @@ func TestToolCancelled(t *testing.T) {
 			},
 		},
 		"stop": {
-			opt:  func(o *turn.Options) { o.RenewInterval = 5 * time.Millisecond },
+			opt:  func(o *turn.Options) { o.RenewInterval = 100 * time.Millisecond },
 			stop: true,
 			last: func(r result) bool {
 				s := r.last().Snapshot

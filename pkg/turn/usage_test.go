@@ -258,7 +258,7 @@ func TestStoppedTurnsCountAgainstTokenQuota(t *testing.T) {
 		e := newEnv(t, store, nil, func(o *turn.Options) {
 			withQuotas(chat.Quotas{Principal: chat.QuotaLimits{TokensPerDay: 10}}, nil)(o)
 			o.Model = m
-			o.RenewInterval = 5 * time.Millisecond
+			o.RenewInterval = 100 * time.Millisecond
 		})
 		resp := e.post(t, context.Background(), "/", submitBody(t, "s1", "t1", "hello there", nil), nil)
 		<-m.Sent
