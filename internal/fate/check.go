@@ -158,6 +158,12 @@ func checkSession(in *sessionInput) []Violation {
 		rules{c}.deleteRules(d)
 		c.gone = goneWith(in, d)
 		in.Reads = slices.DeleteFunc(slices.Clone(in.Reads), func(r *Read) bool { return !r.Start.Before(d.Start) })
+	} else if d := maybeDelete(in); d != nil {
+		// A delete whose answer was lost (its process killed, a 5xx) and
+		// a final state with no session: it applied, when is unknown.
+		// Every turn may have gone with it; nothing else is judged of it.
+		c.gone = goneWith(in, &Delete{End: time.Now()})
+		in.Reads = slices.DeleteFunc(slices.Clone(in.Reads), func(r *Read) bool { return !r.Start.Before(d.Start) })
 	}
 	c.index()
 	c.irrevocable()      // I1, I2

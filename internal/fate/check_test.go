@@ -545,6 +545,20 @@ func TestCheckFindsEachRule(t *testing.T) {
 			// unanswered write (above) is not a claim.
 			in.Leases["a"] = append(in.Leases["a"], leaseMark{Applied: at(-650), Expiry: at(1300), Maybe: true, Claim: true})
 		}},
+		"retryable 500 after an earlier claim that went unanswered": {RuleAck, "yet its id is spent", func(in *sessionInput) {
+			failed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-700), End: at(-600), Status: 500, ErrCode: codeServerInternal, Retryable: true, Ending: "status"}
+			in.Streams = []*Stream{failed}
+			in.Reads = nil
+			in.Replays = []*Replay{{Turn: "a", Start: at(3000), End: at(3010), Status: 409, ErrCode: codeIndeterminate}}
+			in.Final = final()
+		}, func(in *sessionInput) {
+			// An earlier submit's claim reached DynamoDB unanswered and its
+			// process was killed (fate seed 22 schedule 1, beside a delete
+			// schedule's kill, under two CPU hogs): it may have spent the id.
+			killed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-900), End: at(-850), Ending: "failed"}
+			in.Streams = append([]*Stream{killed}, in.Streams...)
+			in.Leases["a"] = []leaseMark{{Applied: at(-880), Expiry: at(1100), Maybe: true, Claim: true}}
+		}},
 		"retryable 500, a later submit's process killed": {RuleAck, "yet its id is spent", func(in *sessionInput) {
 			failed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-900), End: at(-800), Status: 500, ErrCode: codeServerInternal, Retryable: true, Ending: "status"}
 			killed := &Stream{Kind: "submit", Proc: 0, Session: "s", Turn: "a", Start: at(-700), End: at(-600), Ending: "failed"}
@@ -657,6 +671,26 @@ func TestCheckDeletedSessionIsClean(t *testing.T) {
 	in.Reads = append(in.Reads, &Read{Route: "turns", Status: 404, ErrCode: "SESSION_NOT_FOUND", Start: at(800), End: at(805)})
 	for _, v := range checkSession(in) {
 		t.Errorf("%s", v)
+	}
+}
+
+// TestCheckMaybeDeletedSession: a delete whose answer was lost, and a
+// final state with no session, exempts the session's turns from the
+// history checks: the delete applied.
+func TestCheckMaybeDeletedSession(t *testing.T) {
+	in := clean()
+	in.Deletes = []*Delete{{Start: at(700), End: at(720), Status: 0, ErrCode: "error: EOF"}}
+	in.Final = finalState{}
+	for _, v := range checkSession(in) {
+		t.Errorf("%s", v)
+	}
+	in.Deletes = nil // no delete: a session gone is a failed read
+	found := false
+	for _, v := range checkSession(in) {
+		found = found || v.Invariant == "I3"
+	}
+	if !found {
+		t.Error("a session missing at quiescence with no delete sent is no I3 violation")
 	}
 }
 

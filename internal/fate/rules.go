@@ -496,13 +496,16 @@ func (c rules) acks() {
 }
 
 // spentBefore reports whether one of the earlier submits of turn t
-// spent its id: its claim applied (DynamoDB applied its lease) and it was
-// not answered a retryable 5xx (whose claim was withdrawn). A retryable
+// spent its id: its claim applied (DynamoDB applied its lease, or its
+// claim reached DynamoDB unanswered) and it was not answered a retryable 5xx (whose claim was withdrawn). A retryable
 // 5xx after that is not what spent the id, whatever a later submit is
 // told.
 func spentBefore(c rules, t string, earlier []*Stream) bool {
 	for _, u := range earlier {
-		if c.leaseAppliedDuring(t, u.Start, u.End) && (u.Status < 500 || !u.Retryable) {
+		// A claim that reached DynamoDB unanswered (its process killed
+		// mid-request, beside a delete schedule's kill) may have applied.
+		claimed := c.leaseAppliedDuring(t, u.Start, u.End) || c.claimMaybeDuring(t, u.Start, u.End)
+		if claimed && (u.Status < 500 || !u.Retryable) {
 			return true
 		}
 	}
@@ -646,6 +649,21 @@ func firstDelete(in *sessionInput) *Delete {
 		}
 	}
 	return first
+}
+
+// maybeDelete returns the session's first delete whose outcome its
+// client did not learn (no answer, or a retryable 5xx) when the final
+// reads found no session, nil otherwise.
+func maybeDelete(in *sessionInput) *Delete {
+	if in.Final.summary != nil || in.Final.turns != nil || in.Final.messages != nil {
+		return nil
+	}
+	for _, d := range in.Deletes {
+		if d.Status == 0 || d.Status >= 500 {
+			return d
+		}
+	}
+	return nil
 }
 
 // goneWith returns the turns delete d may have removed: a submit of
