@@ -343,7 +343,9 @@ describe("conversation sidebar in Chromium", { skip }, () => {
     await page.setViewportSize(DESKTOP);
     assert.equal(await page.isVisible(menu), false);
     assert.equal(await page.isVisible("#sidebar"), true);
-    assert.equal(await page.evaluate(() => document.getElementById("chat").inert), false);
+    // The page leaves the drawer when the width's media query reports the
+    // change, an event that may come after the resize resolved.
+    await page.waitForFunction(() => document.getElementById("chat").inert === false);
     await page.setViewportSize(PHONE);
     await page.waitForSelector("#sidebar", { state: "hidden" });
     assert.equal(await page.getAttribute(menu, "aria-expanded"), "false");
