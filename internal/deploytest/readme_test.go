@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/turnstream/turnstream/internal/motoserver"
 	"github.com/turnstream/turnstream/pkg/config"
 )
 
@@ -335,7 +334,6 @@ func TestREADMEDeploy(t *testing.T) {
 	t.Parallel()
 	bash := requireTool(t, "bash", "bash")
 	requireTool(t, "aws", "the AWS CLI (pip install awscli)")
-	motoServer := requireTool(t, "moto_server", "moto's server (pip install 'moto[server]')")
 	python := requireTool(t, "python3", "Python 3 with boto3")
 	blocks, _ := readmeDeploy(t)
 	root := repoRoot(t)
@@ -347,7 +345,7 @@ func TestREADMEDeploy(t *testing.T) {
 	}
 	hostStack := stack[1] + "-host"
 
-	endpoint := startMoto(t, motoServer)
+	endpoint := motoserver.Start(t)
 	dir := t.TempDir()
 	env := awsEnv(endpoint, dir)
 	standin := func(mode string, stacks []map[string]any) []byte {
@@ -480,48 +478,6 @@ func awsEnv(endpoint, dir string) []string {
 	return append(env, "AWS_ENDPOINT_URL="+endpoint, "AWS_ACCESS_KEY_ID=testing", "AWS_SECRET_ACCESS_KEY=testing",
 		"AWS_CONFIG_FILE="+filepath.Join(dir, "aws-config"), "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(dir, "aws-credentials"),
 		"AWS_PAGER=")
-}
-
-// startMoto starts moto's server on a free loopback port until t ends and
-// returns its URL.
-func startMoto(t *testing.T, motoServer string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	_ = l.Close()
-	cmd := exec.Command(motoServer, "-H", "127.0.0.1", "-p", port)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	setProcAttr(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	url := "http://127.0.0.1:" + port
-	deadline := time.Now().Add(time.Minute)
-	for {
-		resp, err := http.Get(url + "/moto-api/")
-		if err == nil {
-			_ = resp.Body.Close()
-			return url
-		}
-		select {
-		case <-exited:
-			t.Fatalf("moto_server exited: %s", out.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("moto_server does not answer on %s", url)
-		}
-	}
 }
 
 func readLines(t *testing.T, path string) []string {

@@ -1,12 +1,11 @@
-package deploytest_test
+package motoserver
 
 import (
 	"os/exec"
 	"syscall"
 )
 
-// setProcAttr has the kernel kill the process (moto's server) if the test
-// binary dies.
+// setProcAttr has the kernel kill moto's server if the test binary dies.
 func setProcAttr(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }

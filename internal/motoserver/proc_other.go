@@ -1,6 +1,6 @@
 //go:build !linux
 
-package deploytest_test
+package motoserver
 
 import "os/exec"
 

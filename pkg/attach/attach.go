@@ -1,0 +1,247 @@
+// Package attach holds the files a person attaches to a turn: images and
+// documents uploaded straight to object storage in two phases, so that
+// their bytes never pass through a function (docs/attachments.md).
+//
+// Phase one: the artifacts function checks a declared upload (media type,
+// size, filename) against MediaTypes and signs an S3 presigned POST whose
+// policy pins the object's key (under the tenant, the principal and the
+// session), its Content-Type, its exact size and its metadata (Upload).
+// Phase two: the browser posts the form and the file to the URL; the store
+// refuses anything the policy does not allow. A turn then names the
+// attachment by id, and reads the object back within its deadline.
+//
+// Two Stores implement it: S3 (Amazon S3, or any server speaking its API)
+// and Local (in memory, for the dev server, whose upload handler checks
+// the same policy as S3 does with VerifyPost).
+package attach
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// Kind is how a provider receives an attachment, and the part type its
+// message records: KindImage ("image") or KindDocument (part type "file").
+type Kind string
+
+// The kinds of attachment.
+const (
+	KindImage    Kind = "image"
+	KindDocument Kind = "document"
+)
+
+// PartType is the AgentsKit message part type of the kind: "image" or
+// "file".
+func (k Kind) PartType() string {
+	if k == KindImage {
+		return "image"
+	}
+	return "file"
+}
+
+// Limits follow Amazon Bedrock's Converse API, the stricter of the two
+// provider families turnstream speaks (OpenAI-compatible servers accept
+// larger images): an image is at most 3.75 MB and a request carries at
+// most 20; a document at most 4.5 MB and a request at most 5.
+const (
+	MaxImageBytes     = 3_932_160 // 3.75 MiB
+	MaxDocumentBytes  = 4_718_592 // 4.5 MiB
+	MaxImagesPerTurn  = 20
+	MaxDocsPerTurn    = 5
+	MaxFilenameBytes  = 255
+	UploadExpiry      = 15 * time.Minute
+	UseWithin         = 24 * time.Hour
+	DownloadExpiry    = 5 * time.Minute
+	attachmentIDBytes = 30 // "att_" and 26 base32 characters
+)
+
+// MediaType is one accepted media type.
+type MediaType struct {
+	// Name is the media type, e.g. "image/png".
+	Name string
+	// Kind is image or document.
+	Kind Kind
+	// Format is the Bedrock Converse image or document format name
+	// ("png", "jpeg", "pdf", "docx", ...).
+	Format string
+	// MaxBytes is the largest accepted object, in bytes.
+	MaxBytes int64
+}
+
+// MediaTypes are the accepted media types, by name. Anything else is
+// refused before any URL is signed.
+var MediaTypes = map[string]MediaType{
+	"image/png":       {"image/png", KindImage, "png", MaxImageBytes},
+	"image/jpeg":      {"image/jpeg", KindImage, "jpeg", MaxImageBytes},
+	"image/gif":       {"image/gif", KindImage, "gif", MaxImageBytes},
+	"image/webp":      {"image/webp", KindImage, "webp", MaxImageBytes},
+	"application/pdf": {"application/pdf", KindDocument, "pdf", MaxDocumentBytes},
+	"text/plain":      {"text/plain", KindDocument, "txt", MaxDocumentBytes},
+	"text/markdown":   {"text/markdown", KindDocument, "md", MaxDocumentBytes},
+	"text/csv":        {"text/csv", KindDocument, "csv", MaxDocumentBytes},
+	"text/html":       {"text/html", KindDocument, "html", MaxDocumentBytes},
+	"application/vnd.openxmlformats-officedocument.wordprocessingml.document": {
+		"application/vnd.openxmlformats-officedocument.wordprocessingml.document", KindDocument, "docx", MaxDocumentBytes},
+	"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": {
+		"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", KindDocument, "xlsx", MaxDocumentBytes},
+}
+
+// Errors. Each is a refusal a caller maps to a 4xx without echoing the
+// input.
+var (
+	// ErrMediaType: the media type is not one of MediaTypes.
+	ErrMediaType = errors.New("attach: media type not accepted")
+	// ErrSize: the size is below 1 byte or above the media type's limit.
+	ErrSize = errors.New("attach: size out of range")
+	// ErrFilename: the filename is empty, too long, not UTF-8, or holds a
+	// path separator, a control or an invisible character.
+	ErrFilename = errors.New("attach: filename not accepted")
+	// ErrNotFound: no object under the key (never uploaded, expired,
+	// deleted, or another principal's).
+	ErrNotFound = errors.New("attach: attachment not found")
+	// ErrContent: the object's bytes are not of its declared media type.
+	ErrContent = errors.New("attach: content does not match its media type")
+	// ErrExpired: the attachment was not used within UseWithin of its
+	// upload's signing.
+	ErrExpired = errors.New("attach: attachment expired")
+)
+
+// Declared is what a client declares before uploading.
+type Declared struct {
+	// Filename is the file's name as the person sees it; see
+	// CheckFilename.
+	Filename string
+	// MediaType is one of MediaTypes.
+	MediaType string
+	// Size is the exact size in bytes: 1..the media type's MaxBytes.
+	Size int64
+}
+
+// Check returns the declaration's media type, or ErrMediaType, ErrSize or
+// ErrFilename.
+func (d Declared) Check() (MediaType, error) {
+	mt, ok := MediaTypes[d.MediaType]
+	if !ok {
+		return MediaType{}, ErrMediaType
+	}
+	if d.Size < 1 || d.Size > mt.MaxBytes {
+		return MediaType{}, ErrSize
+	}
+	if err := CheckFilename(d.Filename); err != nil {
+		return MediaType{}, err
+	}
+	return mt, nil
+}
+
+// CheckFilename returns ErrFilename unless name is 1..MaxFilenameBytes of
+// valid UTF-8 with no path separator ('/', '\\'), no control character
+// (Unicode Cc), no invisible formatting character (Cf: zero-width spaces
+// and joiners, bidirectional overrides), no leading or trailing space, and
+// is not "." or "..".
+func CheckFilename(name string) error {
+	if name == "" || len(name) > MaxFilenameBytes || !utf8.ValidString(name) || name == "." || name == ".." {
+		return ErrFilename
+	}
+	if strings.TrimSpace(name) != name {
+		return ErrFilename
+	}
+	for _, r := range name {
+		if r == '/' || r == '\\' || unicode.Is(unicode.Cc, r) || unicode.Is(unicode.Cf, r) ||
+			r == utf8.RuneError || unicode.Is(unicode.Zl, r) || unicode.Is(unicode.Zp, r) {
+			return ErrFilename
+		}
+	}
+	return nil
+}
+
+// NewID returns a new attachment id: "att_" and 26 base32 characters of
+// crypto/rand, a SafeId.
+func NewID() string { return "att_" + rand.Text() }
+
+// ValidID reports whether id has NewID's shape. Other ids are never
+// looked up.
+func ValidID(id string) bool {
+	if len(id) != attachmentIDBytes || !strings.HasPrefix(id, "att_") || !protocol.IsSafeID(id) {
+		return false
+	}
+	for _, c := range id[4:] {
+		if !(c >= 'A' && c <= 'Z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
+}
+
+// Owner names the object keys of one principal: 32 hex digits of the
+// SHA-256 of its tenant and subject. Keys never hold either in clear.
+func Owner(tenant, subject string) string {
+	h := sha256.Sum256([]byte(tenant + "\x00" + subject))
+	return hex.EncodeToString(h[:16])
+}
+
+// SessionPrefix is the key prefix of a session's attachments:
+// "attachments/<owner>/<sessionId>/".
+func SessionPrefix(owner, sessionID string) string {
+	return "attachments/" + owner + "/" + sessionID + "/"
+}
+
+// Key is the object key of one attachment: SessionPrefix and its id.
+func Key(owner, sessionID, attachmentID string) string {
+	return SessionPrefix(owner, sessionID) + attachmentID
+}
+
+// Object is one attachment as the store holds it.
+type Object struct {
+	// Key is its object key (Key).
+	Key string
+	// MediaType, Size and Filename are as declared and as the upload's
+	// policy pinned them.
+	MediaType string
+	Size      int64
+	Filename  string
+	// UseBy is when an attachment no turn has used stops being accepted:
+	// UseWithin after the upload was signed (second precision).
+	UseBy time.Time
+}
+
+// Upload is a signed upload form: POST a multipart/form-data body to URL
+// with every one of Fields and then the file as the last field, "file".
+type Upload struct {
+	URL    string            `json:"url"`
+	Method string            `json:"method"`
+	Fields map[string]string `json:"fields"`
+}
+
+// Store holds attachments. Implementations are safe for concurrent use;
+// every call is bounded by ctx.
+type Store interface {
+	// PresignUpload signs an upload of obj valid for ttl: the store
+	// accepts exactly obj's key, media type, size and metadata.
+	PresignUpload(ctx context.Context, obj Object, ttl time.Duration) (Upload, error)
+	// Head returns the object under key as uploaded, or ErrNotFound.
+	Head(ctx context.Context, key string) (Object, error)
+	// Read returns the object's bytes, or ErrNotFound; ErrSize when it
+	// holds more than max bytes.
+	Read(ctx context.Context, key string, max int64) ([]byte, error)
+	// PresignDownload signs a GET of the object valid for ttl.
+	PresignDownload(ctx context.Context, key string, ttl time.Duration) (string, error)
+	// DeletePrefix removes every object whose key starts with prefix and
+	// returns how many it removed.
+	DeletePrefix(ctx context.Context, prefix string) (int, error)
+}
+
+// metadata keys the policy pins (x-amz-meta-*, lower case as S3 returns
+// them).
+const (
+	metaFilename = "filename" // percent-encoded (url.PathEscape): S3 metadata is ASCII
+	metaUseBy    = "use-by"   // Unix seconds
+)
