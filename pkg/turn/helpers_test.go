@@ -256,9 +256,13 @@ func newHandlerEnv(t testing.TB, store chat.Store, m *scriptModel, opt func(*tur
 			Definition:             turn.Definition{ID: "default", Revision: 1, SystemPrompt: "Be brief.", ModelID: "test-model"},
 			SnapshotInterval:       time.Millisecond,
 			SnapshotBytesPerSecond: 1 << 40,
-			TurnTimeout:            10 * time.Second,
-			CleanupReserve:         3 * time.Second,
-			Logger:                 slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
+			// Generous: a test that waits for a deadline sets its own.
+			// A loaded machine with a busy dynalite must not run out of
+			// these (make test beside two CPU hogs once needed 12 s for a
+			// stopped turn to save).
+			TurnTimeout:    30 * time.Second,
+			CleanupReserve: 10 * time.Second,
+			Logger:         slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		},
 		Authenticator: e.auth,
 	}

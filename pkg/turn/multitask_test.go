@@ -475,6 +475,7 @@ func TestDispatchedDrain(t *testing.T) {
 		var dispatched []turn.DrainRequest
 		var h *turn.Handler
 		e, m := multitaskEnv(t, newStore(t), func(o *turn.Options) {
+			o.TurnTimeout, o.CleanupReserve = 10*time.Second, 3*time.Second // the drain below leaves room for one turn
 			o.Dispatch = func(_ context.Context, d turn.DrainRequest) error {
 				mu.Lock()
 				dispatched = append(dispatched, d)
