@@ -50,11 +50,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/turnstream/turnstream/internal/devserver"
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
+	"github.com/turnstream/turnstream/pkg/attach/s3attach"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/tool"
@@ -175,19 +177,20 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	cancel()
 
-	h, err := devserver.NewHandler(devserver.Options{
-		Config: cfg, Store: store, Authenticator: authn, HandlerLog: handlerLog, RequestLog: log,
-		Telemetry: tel,
-	})
-	if err != nil {
-		return err
-	}
-
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
+	h, err := devserver.NewHandler(devserver.Options{
+		Config: cfg, Store: store, Authenticator: authn, HandlerLog: handlerLog, RequestLog: log,
+		Telemetry: tel,
+		Uploads:   s3attach.NewLocal(base+strings.TrimSuffix(devserver.UploadsMount, "/"), nil),
+	})
+	if err != nil {
+		_ = ln.Close()
+		return err
+	}
 	_, _ = fmt.Fprintf(stdout, "turnstream dev server (auth %s, %s, echo model)\n", cfg.Auth.Mode, storeDesc)
 	_, _ = fmt.Fprintf(stdout, "  turn:      %s%s\n", base, devserver.TurnMount)
 	_, _ = fmt.Fprintf(stdout, "  history:   %s%s\n", base, devserver.HistoryMount)

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/turnstream/turnstream/functions/internal/attachstore"
 	"github.com/turnstream/turnstream/functions/internal/startup"
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -35,5 +36,9 @@ func main() {
 // issue no page cursors, so a generated CURSOR_SECRET is harmless here.
 // tel (nil: off) gives its metrics and spans.
 func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, tel *telemetrysetup.Set) (http.Handler, error) {
-	return startup.SessionHandler(ctx, cfg, logger, tel, "artifacts", sessionapi.NewArtifactsHandler, false)
+	attachments, err := attachstore.FromConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return startup.SessionHandler(ctx, cfg, logger, tel, "artifacts", sessionapi.NewArtifactsHandler, false, attachments)
 }

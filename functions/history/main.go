@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/turnstream/turnstream/functions/internal/attachstore"
 	"github.com/turnstream/turnstream/functions/internal/startup"
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -52,5 +53,9 @@ func setup(ctx context.Context, cfg *config.Config, logger *slog.Logger, tel *te
 // local server), the authenticator of cfg.Auth and tel's metrics and
 // spans (tel may be nil: off).
 func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, tel *telemetrysetup.Set) (http.Handler, error) {
-	return startup.SessionHandler(ctx, cfg, logger, tel, "history", sessionapi.NewHistoryHandler, true)
+	attachments, err := attachstore.FromConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return startup.SessionHandler(ctx, cfg, logger, tel, "history", sessionapi.NewHistoryHandler, true, attachments)
 }

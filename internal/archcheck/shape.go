@@ -296,6 +296,8 @@ var Layering = []layerRule{
 	{Pkg: "pkg/protocol"},
 	{Pkg: "pkg/clock"},
 	{Pkg: "pkg/awsenv"},
+	{Pkg: "pkg/attach", May: []string{"pkg/protocol"}},
+	{Pkg: "pkg/attach/s3attach", May: []string{"pkg/attach"}},
 	{Pkg: "pkg/api", May: []string{"pkg/protocol"}},
 	{Pkg: "pkg/chat", May: []string{"pkg/protocol"}},
 	{Pkg: "pkg/agui", May: []string{"pkg/protocol"}},
@@ -311,7 +313,7 @@ var Layering = []layerRule{
 	{Pkg: "pkg/auth", May: []string{"pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/definition", May: []string{"pkg/api", "pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/tool", May: []string{"pkg/chat", "pkg/model", "pkg/protocol"}},
-	{Pkg: "pkg/httpedge", May: []string{"pkg/api", "pkg/auth", "pkg/chat", "pkg/protocol"}},
+	{Pkg: "pkg/httpedge", May: []string{"pkg/api", "pkg/attach", "pkg/auth", "pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/telemetry", May: []string{"pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/telemetry/otlp", May: []string{"pkg/telemetry"}},
 	// The quotas over the usage ledger, which the engine asks at a turn's
@@ -328,7 +330,7 @@ var Layering = []layerRule{
 	// The turn function's HTTP edge: the routes, authentication and
 	// telemetry around the engine.
 	{Pkg: "pkg/turn", May: []string{"pkg/api", "pkg/auth", "pkg/chat", "pkg/clock", "pkg/httpedge", "pkg/model", "pkg/protocol", "pkg/telemetry", "pkg/tool", "pkg/turn/engine"}},
-	{Pkg: "pkg/sessionapi", May: []string{"pkg/api", "pkg/auth", "pkg/chat", "pkg/httpedge", "pkg/protocol", "pkg/telemetry"}},
+	{Pkg: "pkg/sessionapi", May: []string{"pkg/api", "pkg/attach", "pkg/auth", "pkg/chat", "pkg/httpedge", "pkg/protocol", "pkg/telemetry"}},
 	{Pkg: "pkg/sessionapi/internal/artifactsfuzz"},
 	{Pkg: "pkg/config", May: []string{"pkg/auth", "pkg/chat", "pkg/definition", "pkg/httpedge", "pkg/protocol", "pkg/telemetry"}},
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/turnstream/turnstream/internal/demo"
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/internal/turnsetup"
+	"github.com/turnstream/turnstream/pkg/attach/s3attach"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -47,6 +48,9 @@ const (
 	TurnMount      = "/turn/"
 	HistoryMount   = "/history/"
 	ArtifactsMount = "/artifacts/"
+	// UploadsMount serves Options.Uploads: the attachments' upload forms
+	// and signed downloads (docs/attachments.md).
+	UploadsMount = "/uploads/"
 )
 
 // Options are what NewHandler builds the handler from.
@@ -71,6 +75,11 @@ type Options struct {
 	// is the mount's function: turn, history, artifacts) and spans; nil
 	// means none.
 	Telemetry *telemetrysetup.Set
+	// Uploads, when set, holds attachments: the artifacts handler signs
+	// uploads into it and it is served under UploadsMount, so its base
+	// URL must be the server's own origin and UploadsMount without its
+	// trailing slash (s3attach.NewLocal). Nil: no attachment routes.
+	Uploads *s3attach.Local
 	// Now is the history handler's clock (which day and month GET /usage
 	// reports); nil means time.Now. Tests set it with the turn handler's.
 	Now func() time.Time
@@ -106,6 +115,9 @@ func NewHandler(o Options) (http.Handler, error) {
 		Tracing:       o.Telemetry.Tracer(),
 		Now:           o.Now,
 	}
+	if o.Uploads != nil {
+		sessionOpts.Attachments = o.Uploads
+	}
 	if cfg.Usage.Ledger {
 		readFile := o.ReadFile
 		if readFile == nil {
@@ -136,6 +148,9 @@ func NewHandler(o Options) (http.Handler, error) {
 	mount(mux, TurnMount, "turn", sessionapi.WithExport(exportHandler, turnHandler), requestLog)
 	mount(mux, HistoryMount, "history", historyHandler, requestLog)
 	mount(mux, ArtifactsMount, "artifacts", artifactsHandler, requestLog)
+	if o.Uploads != nil {
+		mount(mux, UploadsMount, "uploads", o.Uploads.Handler(), requestLog)
+	}
 	mux.Handle("/", logged("demo", demo.Handler(http.HandlerFunc(httpedge.NotFound)), requestLog))
 	return canonicalPaths(mux, requestLog), nil
 }

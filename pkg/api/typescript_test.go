@@ -54,6 +54,7 @@ var tsTypes = []any{
 	api.QuotaCodes{}, api.BudgetsCapability{}, api.TurnBudgets{}, api.LimitsCapability{},
 	api.ApprovalMetadata{}, api.PendingConfirmation{}, api.ConfirmationMetadata{},
 	api.SessionList{}, api.SessionListItem{}, api.ListedTurn{}, api.RenameRequest{}, api.Feedback{}, api.DeleteProgress{},
+	api.UploadRequest{}, api.UploadTicket{}, api.UploadForm{}, api.AttachmentDownload{},
 }
 
 // TestTypeScriptContract: clients/js/src/wire.ts is exactly what this

@@ -10,9 +10,11 @@
 // refuses anything the policy does not allow. A turn then names the
 // attachment by id, and reads the object back within its deadline.
 //
-// Two Stores implement it: S3 (Amazon S3, or any server speaking its API)
-// and Local (in memory, for the dev server, whose upload handler checks
-// the same policy as S3 does with VerifyPost).
+// This package holds the rules and needs no AWS SDK (the turn function
+// links it); pkg/attach/s3attach holds the two Stores: S3 (Amazon S3, or
+// any server speaking its API) and Local (in memory, for the dev server,
+// whose upload handler checks the same policy as S3 does with
+// VerifyPost).
 package attach
 
 import (
@@ -21,6 +23,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -100,8 +104,10 @@ var MediaTypes = map[string]MediaType{
 var (
 	// ErrMediaType: the media type is not one of MediaTypes.
 	ErrMediaType = errors.New("attach: media type not accepted")
-	// ErrSize: the size is below 1 byte or above the media type's limit.
-	ErrSize = errors.New("attach: size out of range")
+	// ErrSize: the size is above the media type's limit.
+	ErrSize = errors.New("attach: too large")
+	// ErrEmpty: the declared size is below 1 byte.
+	ErrEmpty = errors.New("attach: empty file")
 	// ErrFilename: the filename is empty, too long, not UTF-8, or holds a
 	// path separator, a control or an invisible character.
 	ErrFilename = errors.New("attach: filename not accepted")
@@ -113,6 +119,8 @@ var (
 	// ErrExpired: the attachment was not used within UseWithin of its
 	// upload's signing.
 	ErrExpired = errors.New("attach: attachment expired")
+	// ErrUsed: another turn used the attachment already.
+	ErrUsed = errors.New("attach: attachment used by another turn")
 )
 
 // Declared is what a client declares before uploading.
@@ -126,14 +134,16 @@ type Declared struct {
 	Size int64
 }
 
-// Check returns the declaration's media type, or ErrMediaType, ErrSize or
-// ErrFilename.
+// Check returns the declaration's media type, or ErrMediaType, ErrEmpty,
+// ErrSize or ErrFilename.
 func (d Declared) Check() (MediaType, error) {
 	mt, ok := MediaTypes[d.MediaType]
-	if !ok {
+	switch {
+	case !ok:
 		return MediaType{}, ErrMediaType
-	}
-	if d.Size < 1 || d.Size > mt.MaxBytes {
+	case d.Size < 1:
+		return MediaType{}, ErrEmpty
+	case d.Size > mt.MaxBytes:
 		return MediaType{}, ErrSize
 	}
 	if err := CheckFilename(d.Filename); err != nil {
@@ -239,9 +249,32 @@ type Store interface {
 	DeletePrefix(ctx context.Context, prefix string) (int, error)
 }
 
-// metadata keys the policy pins (x-amz-meta-*, lower case as S3 returns
-// them).
+// Metadata is the user metadata an upload's policy pins beside the
+// object (x-amz-meta-<name>, names in lower case as S3 returns them): the
+// filename percent-encoded (S3 metadata is ASCII) and the use-by time in
+// Unix seconds.
+func (o Object) Metadata() map[string]string {
+	return map[string]string{
+		metaFilename: url.PathEscape(o.Filename),
+		metaUseBy:    strconv.FormatInt(o.UseBy.Unix(), 10),
+	}
+}
+
+// ObjectOf is the Object stored under key with mediaType, size and the
+// user metadata meta (as Object.Metadata writes it); a filename or use-by
+// that does not parse is left empty or zero.
+func ObjectOf(key, mediaType string, size int64, meta map[string]string) Object {
+	o := Object{Key: key, MediaType: mediaType, Size: size}
+	if name, err := url.PathUnescape(meta[metaFilename]); err == nil {
+		o.Filename = name
+	}
+	if sec, err := strconv.ParseInt(meta[metaUseBy], 10, 64); err == nil {
+		o.UseBy = time.Unix(sec, 0).UTC()
+	}
+	return o
+}
+
 const (
-	metaFilename = "filename" // percent-encoded (url.PathEscape): S3 metadata is ASCII
-	metaUseBy    = "use-by"   // Unix seconds
+	metaFilename = "filename"
+	metaUseBy    = "use-by"
 )

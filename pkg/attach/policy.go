@@ -60,9 +60,9 @@ func VerifyPost(fields map[string]string, bucket string, size int64, secrets Sec
 	}
 	key := []byte("AWS4" + secret)
 	for _, part := range scope[1:] {
-		key = hmacSHA256(key, part)
+		key = HMACSHA256(key, part)
 	}
-	want := hex.EncodeToString(hmacSHA256(key, f["policy"]))
+	want := hex.EncodeToString(HMACSHA256(key, f["policy"]))
 	if !hmac.Equal([]byte(want), []byte(strings.ToLower(f["x-amz-signature"]))) {
 		return refuse("signature")
 	}
@@ -148,7 +148,9 @@ func VerifyPost(fields map[string]string, bucket string, size int64, secrets Sec
 	return nil
 }
 
-func hmacSHA256(key []byte, data string) []byte {
+// HMACSHA256 is the HMAC-SHA256 of data under key, the primitive of
+// Signature Version 4.
+func HMACSHA256(key []byte, data string) []byte {
 	h := hmac.New(sha256.New, key)
 	h.Write([]byte(data))
 	return h.Sum(nil)

@@ -65,6 +65,11 @@ type Config struct {
 	// TableName is the DynamoDB table (TABLE_NAME, default "turnstream";
 	// 3..255 of [A-Za-z0-9_.-]).
 	TableName string
+	// AttachmentsBucket is the S3 bucket of attachments
+	// (ATTACHMENTS_BUCKET, a bucket name: 3..63 of [a-z0-9.-], starting and
+	// ending with a letter or digit; docs/attachments.md). Empty: the
+	// functions offer no attachments.
+	AttachmentsBucket string
 	// DynamoDBEndpoint is a DynamoDB API endpoint URL for local runs
 	// (DYNAMODB_ENDPOINT, absolute http or https URL); empty means AWS.
 	DynamoDBEndpoint string
@@ -375,10 +380,12 @@ var Variables = []string{
 }
 
 // OptionalVariables is the sorted list of variables FromLookup reads
-// that a deployment may set but the template does not: the standard
-// OpenTelemetry exporter settings an operator adds for a collector of
-// their own (docs/operations.md).
+// that a deployment may set but the template does not: the attachments
+// bucket, until the template creates one (docs/attachments.md), and the
+// standard OpenTelemetry exporter settings an operator adds for a
+// collector of their own (docs/operations.md).
 var OptionalVariables = []string{
+	"ATTACHMENTS_BUCKET",
 	"OTEL_EXPORTER_OTLP_HEADERS",
 	"OTEL_EXPORTER_OTLP_PROTOCOL",
 	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
@@ -425,6 +432,10 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c.TableName = p.str("TABLE_NAME", "turnstream")
 	if !validTableName(c.TableName) {
 		p.fail("TABLE_NAME", "want 3..255 characters of [A-Za-z0-9_.-]")
+	}
+	c.AttachmentsBucket = p.str("ATTACHMENTS_BUCKET", "")
+	if c.AttachmentsBucket != "" && !validBucketName(c.AttachmentsBucket) {
+		p.fail("ATTACHMENTS_BUCKET", "want 3..63 characters of [a-z0-9.-], starting and ending with a letter or digit")
 	}
 	c.DynamoDBEndpoint = p.str("DYNAMODB_ENDPOINT", "")
 	if c.DynamoDBEndpoint != "" && !validHTTPURL(c.DynamoDBEndpoint, false) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/api"
+	"github.com/turnstream/turnstream/pkg/attach"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -104,6 +105,14 @@ var errorTable = []struct {
 	{ErrMultitaskNotAllowed, protocol.CodeMultitaskNotAllowed},
 	{chat.ErrQuotaExceeded, protocol.CodeQuotaExceeded},
 	{chat.ErrQuotaUnavailable, protocol.CodeQuotaUnavailable},
+	{attach.ErrMediaType, protocol.CodeAttachmentTypeUnsupported},
+	{attach.ErrSize, protocol.CodeAttachmentTooLarge},
+	{attach.ErrEmpty, protocol.CodeAttachmentInvalid},
+	{attach.ErrFilename, protocol.CodeAttachmentInvalid},
+	{attach.ErrContent, protocol.CodeAttachmentInvalid},
+	{attach.ErrUsed, protocol.CodeAttachmentInvalid},
+	{attach.ErrNotFound, protocol.CodeAttachmentNotFound},
+	{attach.ErrExpired, protocol.CodeAttachmentExpired},
 }
 
 // QuotaUnavailableRetry is the Retry-After of QUOTA_UNAVAILABLE

@@ -106,6 +106,18 @@ const (
 	CodeQuotaUnavailable = "QUOTA_UNAVAILABLE"
 	CodeLimitExceeded    = "LIMIT_EXCEEDED"
 
+	// Attachments (docs/attachments.md): a declared upload of a media
+	// type turnstream does not accept (415) or over its type's limit
+	// (413); an attachment that is invalid (an empty or badly named
+	// file, bytes that are not of its type, one used by another turn:
+	// 400), that no upload of the caller's session holds (404), or that
+	// waited too long to be used (410).
+	CodeAttachmentTypeUnsupported = "ATTACHMENT_TYPE_UNSUPPORTED"
+	CodeAttachmentTooLarge        = "ATTACHMENT_TOO_LARGE"
+	CodeAttachmentInvalid         = "ATTACHMENT_INVALID"
+	CodeAttachmentNotFound        = "ATTACHMENT_NOT_FOUND"
+	CodeAttachmentExpired         = "ATTACHMENT_EXPIRED"
+
 	// Ordered assistant content (docs/protocol.md#ordered-assistant-content).
 	CodeAssistantContentInvalidRecord      = "ASSISTANT_CONTENT_INVALID_RECORD"
 	CodeAssistantContentUnsupportedVersion = "ASSISTANT_CONTENT_UNSUPPORTED_VERSION"
@@ -172,34 +184,39 @@ var codes = map[string]codeInfo{
 	CodeServerInvalidConfig: {"The chat handler configuration is invalid.", false, statusNotHTTP},
 	CodeAdapterFailed:       {"The adapter failed.", false, statusNotHTTP},
 
-	CodeSessionNotFound:          {"Session not found.", false, http.StatusNotFound},
-	CodeTurnAlreadyCompleted:     {"This turn has already completed.", false, http.StatusConflict},
-	CodeTurnOutcomeIndeterminate: {"The outcome of this turn is unknown.", false, http.StatusConflict},
-	CodeTurnIDReused:             {"The turn id was already used with a different input.", false, http.StatusUnprocessableEntity},
-	CodeTurnNotFound:             {"Turn not found.", false, http.StatusNotFound},
-	CodeTurnNotActive:            {"The turn is not running.", false, http.StatusConflict},
-	CodeLineageInvalid:           {"The turn lineage does not match this session.", false, http.StatusUnprocessableEntity},
-	CodeConfirmationNotFound:     {"Confirmation not found.", false, http.StatusNotFound},
-	CodeConfirmationDecided:      {"This confirmation has already been decided.", false, http.StatusConflict},
-	CodeConfirmationExpired:      {"This confirmation has expired.", false, http.StatusGone},
-	CodeRequestUnauthenticated:   {"Authentication is required.", false, http.StatusUnauthorized},
-	CodeRequestForbidden:         {"The caller may not perform this request.", false, http.StatusForbidden},
-	CodeRequestNotFound:          {"No such route.", false, http.StatusNotFound},
-	CodeRequestInvalidQuery:      {"Query parameters are invalid.", false, http.StatusBadRequest},
-	CodeRequestInvalidCursor:     {"The page cursor is invalid.", false, http.StatusBadRequest},
-	CodeRequestInvalidBody:       {"Request body is invalid.", false, http.StatusBadRequest},
-	CodeRequestInvalidHeader:     {"A request header has an unsupported value.", false, http.StatusBadRequest},
-	CodeArtifactsInvalid:         {"Artifact references are invalid.", false, http.StatusBadRequest},
-	CodeTurnInterrupted:          {"The turn was stopped.", false, statusNotHTTP},
-	CodeModelFailed:              {"The model request failed.", true, statusNotHTTP},
-	CodeTurnLost:                 {"The turn stopped before it finished.", true, statusNotHTTP},
-	CodeSessionQueueFull:         {"Too many turns are queued for this session.", true, http.StatusConflict},
-	CodeMultitaskNotAllowed:      {"This session does not allow that multitask policy.", false, http.StatusUnprocessableEntity},
-	CodeTurnQueueExpired:         {"The queued turn expired before it could run.", true, statusNotHTTP},
-	CodeTurnCancelled:            {"The queued turn was cancelled before it ran.", false, statusNotHTTP},
-	CodeQuotaExceeded:            {"A usage quota does not allow this request now.", true, http.StatusTooManyRequests},
-	CodeQuotaUnavailable:         {"Usage quotas could not be checked.", true, http.StatusServiceUnavailable},
-	CodeLimitExceeded:            {"The turn reached a usage limit.", false, statusNotHTTP},
+	CodeSessionNotFound:           {"Session not found.", false, http.StatusNotFound},
+	CodeTurnAlreadyCompleted:      {"This turn has already completed.", false, http.StatusConflict},
+	CodeTurnOutcomeIndeterminate:  {"The outcome of this turn is unknown.", false, http.StatusConflict},
+	CodeTurnIDReused:              {"The turn id was already used with a different input.", false, http.StatusUnprocessableEntity},
+	CodeTurnNotFound:              {"Turn not found.", false, http.StatusNotFound},
+	CodeTurnNotActive:             {"The turn is not running.", false, http.StatusConflict},
+	CodeLineageInvalid:            {"The turn lineage does not match this session.", false, http.StatusUnprocessableEntity},
+	CodeConfirmationNotFound:      {"Confirmation not found.", false, http.StatusNotFound},
+	CodeConfirmationDecided:       {"This confirmation has already been decided.", false, http.StatusConflict},
+	CodeConfirmationExpired:       {"This confirmation has expired.", false, http.StatusGone},
+	CodeRequestUnauthenticated:    {"Authentication is required.", false, http.StatusUnauthorized},
+	CodeRequestForbidden:          {"The caller may not perform this request.", false, http.StatusForbidden},
+	CodeRequestNotFound:           {"No such route.", false, http.StatusNotFound},
+	CodeRequestInvalidQuery:       {"Query parameters are invalid.", false, http.StatusBadRequest},
+	CodeRequestInvalidCursor:      {"The page cursor is invalid.", false, http.StatusBadRequest},
+	CodeRequestInvalidBody:        {"Request body is invalid.", false, http.StatusBadRequest},
+	CodeRequestInvalidHeader:      {"A request header has an unsupported value.", false, http.StatusBadRequest},
+	CodeArtifactsInvalid:          {"Artifact references are invalid.", false, http.StatusBadRequest},
+	CodeTurnInterrupted:           {"The turn was stopped.", false, statusNotHTTP},
+	CodeModelFailed:               {"The model request failed.", true, statusNotHTTP},
+	CodeTurnLost:                  {"The turn stopped before it finished.", true, statusNotHTTP},
+	CodeSessionQueueFull:          {"Too many turns are queued for this session.", true, http.StatusConflict},
+	CodeMultitaskNotAllowed:       {"This session does not allow that multitask policy.", false, http.StatusUnprocessableEntity},
+	CodeTurnQueueExpired:          {"The queued turn expired before it could run.", true, statusNotHTTP},
+	CodeTurnCancelled:             {"The queued turn was cancelled before it ran.", false, statusNotHTTP},
+	CodeQuotaExceeded:             {"A usage quota does not allow this request now.", true, http.StatusTooManyRequests},
+	CodeQuotaUnavailable:          {"Usage quotas could not be checked.", true, http.StatusServiceUnavailable},
+	CodeLimitExceeded:             {"The turn reached a usage limit.", false, statusNotHTTP},
+	CodeAttachmentTypeUnsupported: {"This type of file cannot be attached.", false, http.StatusUnsupportedMediaType},
+	CodeAttachmentTooLarge:        {"The file is too large to attach.", false, http.StatusRequestEntityTooLarge},
+	CodeAttachmentInvalid:         {"The attachment is invalid.", false, http.StatusBadRequest},
+	CodeAttachmentNotFound:        {"Attachment not found.", false, http.StatusNotFound},
+	CodeAttachmentExpired:         {"The attachment has expired.", false, http.StatusGone},
 
 	CodeAssistantContentInvalidRecord:      {"Assistant content record is invalid.", false, statusNotHTTP},
 	CodeAssistantContentUnsupportedVersion: {"Assistant content envelope uses an unsupported version.", false, statusNotHTTP},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/turnstream/turnstream/pkg/attach"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
@@ -72,6 +73,11 @@ type Options struct {
 	// Tracing starts each request's server span (telemetry.Tracing), to
 	// which the store's DynamoDB client spans attach; nil starts none.
 	Tracing *telemetry.Tracing
+	// Attachments, when set, makes the artifacts handler serve the
+	// upload and download routes of attachments (docs/attachments.md):
+	// an attach.S3 in a function, an attach.Local in the dev server. Nil:
+	// those paths are 404 REQUEST_NOT_FOUND.
+	Attachments attach.Store
 	// Usage, when set, makes the history handler serve GET /usage
 	// (docs/quotas.md): the deployment keeps the usage ledger. Nil: /usage
 	// is 404 REQUEST_NOT_FOUND, as any path no route serves.
@@ -187,6 +193,8 @@ func WithExport(export, next http.Handler) http.Handler {
 //
 //	PUT /sessions/{id}/turns/{turnId}/artifacts  {"artifacts":[ArtifactReference...]} -> 200 ArtifactList
 //	GET /sessions/{id}/turns/{turnId}/artifacts  200 ArtifactList
+//	POST /sessions/{id}/uploads  api.UploadRequest -> 201 api.UploadTicket (Options.Attachments)
+//	GET /sessions/{id}/attachments/{attachmentId}  200 api.AttachmentDownload (Options.Attachments)
 //
 // PUT replaces the turn's references (deduplicated by entryPath, the last
 // one winning; [] clears) and is allowed only to the trusted principal (403
@@ -202,6 +210,11 @@ func NewArtifactsHandler(opts Options) (http.Handler, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/sessions/{id}/turns/{turnId}/artifacts", s.route("artifacts", "", s.artifacts))
+	if opts.Attachments != nil {
+		a := attachmentRoutes{server: s, store: opts.Attachments}
+		mux.Handle("/sessions/{id}/uploads", s.route("upload", http.MethodPost, a.create))
+		mux.Handle("/sessions/{id}/attachments/{attachmentId}", s.route("attachment", http.MethodGet, a.get))
+	}
 	mux.Handle("/", s.route("none", "", nil))
 	return telemetry.Measure(opts.Metrics, opts.Tracing, s.guard(mux)), nil
 }

@@ -219,6 +219,11 @@ export type WireCode =
   | "ASSISTANT_CONTENT_INVALID_RECORD"
   | "ASSISTANT_CONTENT_LIMIT_EXCEEDED"
   | "ASSISTANT_CONTENT_UNSUPPORTED_VERSION"
+  | "ATTACHMENT_EXPIRED"
+  | "ATTACHMENT_INVALID"
+  | "ATTACHMENT_NOT_FOUND"
+  | "ATTACHMENT_TOO_LARGE"
+  | "ATTACHMENT_TYPE_UNSUPPORTED"
   | "CHAT_TURN_FAILED"
   | "COMPONENT_INVALID_FRAME"
   | "COMPONENT_INVALID_PROPS"
@@ -1064,4 +1069,65 @@ export interface DeleteProgress {
   status: "deleting" | "deleted";
   deleted: number;
   busy: number;
+}
+
+/**
+ * UploadRequest is the body of POST /sessions/{id}/uploads on the
+ * artifacts function (docs/attachments.md): the file a person is about to
+ * attach, declared before any byte is sent. MediaType is one of the
+ * accepted types (attach.MediaTypes), Size the exact size in bytes (1 to
+ * the type's limit: 3,932,160 for an image, 4,718,592 for a document),
+ * Filename 1-255 bytes of UTF-8 without a path separator, a control or an
+ * invisible character.
+ *
+ * 	{"filename","mediaType","size"}
+ */
+export interface UploadRequest {
+  filename: string;
+  mediaType: string;
+  size: number;
+}
+
+/**
+ * UploadTicket is the 201 answer to an UploadRequest: the attachment's id
+ * (send it in a submit's "attachments") and the signed form to upload it
+ * with. POST to Upload.URL a multipart/form-data body holding every one
+ * of Upload.Fields and then the file as the last field, "file"; the
+ * storage answers 204. The form expires at ExpiresAt (15 minutes); the
+ * attachment must be sent with a turn within a day of it.
+ *
+ * 	{"attachmentId","upload":{"url","method":"POST","fields":{...}},"expiresAt"}
+ */
+export interface UploadTicket {
+  attachmentId: string;
+  upload: UploadForm;
+  expiresAt: string;
+}
+
+/**
+ * UploadForm is a signed browser-based upload form (an S3 presigned
+ * POST, or the dev server's equivalent).
+ */
+export interface UploadForm {
+  url: string;
+  method: "POST";
+  fields: Record<string, string>;
+}
+
+/**
+ * AttachmentDownload is the body of GET
+ * /sessions/{id}/attachments/{attachmentId} on the artifacts function:
+ * a signed URL that reads the attachment's bytes until ExpiresAt (5
+ * minutes), and what the upload declared. Only the session's owner gets
+ * it; for anyone else the attachment does not exist (404).
+ *
+ * 	{"attachmentId","url","expiresAt","mediaType","filename","size"}
+ */
+export interface AttachmentDownload {
+  attachmentId: string;
+  url: string;
+  expiresAt: string;
+  mediaType: string;
+  filename: string;
+  size: number;
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdaurl"
 
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
+	"github.com/turnstream/turnstream/pkg/attach"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -124,8 +125,10 @@ func Authenticator(ctx context.Context, cfg config.Config) (auth.Authenticator, 
 // names it, "history" or "artifacts") on the DynamoDB store (Store) with
 // the authenticator (Authenticator), logger, cfg's body cap and tel's
 // metrics and spans (tel may be nil); with usage, GET /usage too
-// (UsageOptions).
-func SessionHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, tel *telemetrysetup.Set, function string, newHandler func(sessionapi.Options) (http.Handler, error), usage bool) (http.Handler, error) {
+// (UsageOptions); attachments (nil: none) serves the attachment routes
+// (functions/internal/attachstore builds it, so that the turn function,
+// which links this package, does not link the S3 client).
+func SessionHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, tel *telemetrysetup.Set, function string, newHandler func(sessionapi.Options) (http.Handler, error), usage bool, attachments attach.Store) (http.Handler, error) {
 	store, err := Store(ctx, cfg, tel)
 	if err != nil {
 		return nil, err
@@ -136,7 +139,7 @@ func SessionHandler(ctx context.Context, cfg config.Config, logger *slog.Logger,
 	}
 	opts := sessionapi.Options{
 		Store: store, Authenticator: authn, Logger: logger, MaxBodyBytes: cfg.MaxBodyBytes,
-		Metrics: tel.Metrics(function), Tracing: tel.Tracer(),
+		Metrics: tel.Metrics(function), Tracing: tel.Tracer(), Attachments: attachments,
 	}
 	if usage {
 		if opts.Usage, err = UsageOptions(cfg, os.ReadFile); err != nil {

@@ -1,4 +1,4 @@
-package attach
+package s3attach
 
 import (
 	"context"
@@ -18,6 +18,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/turnstream/turnstream/pkg/attach"
 )
 
 // localBucket is the bucket name of Local's uploads: the form posts to
@@ -28,7 +30,7 @@ const localBucket = "local"
 // the file (S3 allows 20 KB of policy; the fields are a few hundred bytes).
 const maxFormFields = 64 << 10
 
-// Local is a Store in memory for the dev server: the same two phases as
+// Local is an attach.Store in memory for the dev server: the same two phases as
 // S3 without AWS. PresignUpload signs with the S3 SDK's own presigner
 // (random local credentials), Handler accepts a form exactly when
 // VerifyPost does, and downloads are URLs signed with an HMAC. Objects
@@ -45,7 +47,7 @@ type Local struct {
 }
 
 type localObject struct {
-	Object
+	attach.Object
 	data []byte
 }
 
@@ -89,17 +91,17 @@ func (l *Local) secrets(id string) (string, bool) {
 }
 
 // PresignUpload implements Store, as S3.PresignUpload.
-func (l *Local) PresignUpload(ctx context.Context, obj Object, ttl time.Duration) (Upload, error) {
+func (l *Local) PresignUpload(ctx context.Context, obj attach.Object, ttl time.Duration) (attach.Upload, error) {
 	return presignPost(ctx, l.presign, localBucket, obj, ttl)
 }
 
 // Head implements Store.
-func (l *Local) Head(_ context.Context, key string) (Object, error) {
+func (l *Local) Head(_ context.Context, key string) (attach.Object, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	o, ok := l.objects[key]
 	if !ok {
-		return Object{}, ErrNotFound
+		return attach.Object{}, attach.ErrNotFound
 	}
 	return o.Object, nil
 }
@@ -111,9 +113,9 @@ func (l *Local) Read(_ context.Context, key string, max int64) ([]byte, error) {
 	o, ok := l.objects[key]
 	switch {
 	case !ok:
-		return nil, ErrNotFound
+		return nil, attach.ErrNotFound
 	case int64(len(o.data)) > max:
-		return nil, ErrSize
+		return nil, attach.ErrSize
 	}
 	return append([]byte(nil), o.data...), nil
 }
@@ -126,7 +128,7 @@ func (l *Local) PresignDownload(_ context.Context, key string, ttl time.Duration
 }
 
 func (l *Local) sign(key, exp string) string {
-	return hex.EncodeToString(hmacSHA256([]byte(l.secret), "GET\n"+key+"\n"+exp))
+	return hex.EncodeToString(attach.HMACSHA256([]byte(l.secret), "GET\n"+key+"\n"+exp))
 }
 
 // DeletePrefix implements Store.
@@ -177,22 +179,25 @@ var errForm = errors.New("attach: malformed upload form")
 func (l *Local) upload(w http.ResponseWriter, r *http.Request) {
 	fields, data, err := readForm(r)
 	switch {
-	case errors.Is(err, ErrSize):
+	case errors.Is(err, attach.ErrSize):
 		s3Error(w, http.StatusBadRequest, "EntityTooLarge")
 		return
 	case err != nil:
 		s3Error(w, http.StatusBadRequest, "MalformedPOSTRequest")
 		return
 	}
-	if err := VerifyPost(fields, localBucket, int64(len(data)), l.secrets, l.now()); err != nil {
+	if err := attach.VerifyPost(fields, localBucket, int64(len(data)), l.secrets, l.now()); err != nil {
 		s3Error(w, http.StatusForbidden, "AccessDenied")
 		return
 	}
 	f := lowerKeys(fields)
-	o := objectOf(f["key"], f["content-type"], int64(len(data)), map[string]string{
-		metaFilename: f["x-amz-meta-"+metaFilename],
-		metaUseBy:    f["x-amz-meta-"+metaUseBy],
-	})
+	meta := map[string]string{}
+	for k, v := range f {
+		if name, ok := strings.CutPrefix(k, "x-amz-meta-"); ok {
+			meta[name] = v
+		}
+	}
+	o := attach.ObjectOf(f["key"], f["content-type"], int64(len(data)), meta)
 	l.mu.Lock()
 	l.objects[o.Key] = localObject{Object: o, data: data}
 	l.mu.Unlock()
@@ -208,7 +213,7 @@ func lowerKeys(m map[string]string) map[string]string {
 }
 
 // readForm reads a multipart upload form: its fields up to the "file"
-// part (names in lower case; a name twice is malformed), then the file, at most MaxDocumentBytes (ErrSize past it), the
+// part (names in lower case; a name twice is malformed), then the file, at most attach.MaxDocumentBytes (attach.ErrSize past it), the
 // largest any policy allows. Parts after the file are ignored, as S3
 // does.
 func readForm(r *http.Request) (map[string]string, []byte, error) {
@@ -226,12 +231,12 @@ func readForm(r *http.Request) (map[string]string, []byte, error) {
 		}
 		name := p.FormName()
 		if name == "file" {
-			data, err := io.ReadAll(io.LimitReader(p, MaxDocumentBytes+1))
+			data, err := io.ReadAll(io.LimitReader(p, attach.MaxDocumentBytes+1))
 			if err != nil {
 				return nil, nil, errForm
 			}
-			if len(data) > MaxDocumentBytes {
-				return nil, nil, ErrSize
+			if len(data) > attach.MaxDocumentBytes {
+				return nil, nil, attach.ErrSize
 			}
 			return fields, data, nil
 		}

@@ -1,4 +1,4 @@
-package attach_test
+package s3attach_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/attach"
+	"github.com/turnstream/turnstream/pkg/attach/s3attach"
 )
 
 // post sends up's form with fields changed by edit (a value "" removes
@@ -65,7 +66,7 @@ func post(t *testing.T, up attach.Upload, edit map[string]string, data []byte) i
 // localServer serves a Local under /uploads of an httptest server whose
 // clock the test moves.
 type localServer struct {
-	*attach.Local
+	*s3attach.Local
 	mu  sync.Mutex
 	now time.Time
 }
@@ -83,7 +84,7 @@ func newLocal(t *testing.T) *localServer {
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	s.Local = attach.NewLocal(srv.URL+"/uploads", s.clock)
+	s.Local = s3attach.NewLocal(srv.URL+"/uploads", s.clock)
 	mux.Handle("/uploads/", http.StripPrefix("/uploads", s.Local.Handler()))
 	return s
 }

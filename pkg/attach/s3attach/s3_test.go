@@ -1,4 +1,4 @@
-package attach_test
+package s3attach_test
 
 import (
 	"context"
@@ -13,12 +13,13 @@ import (
 
 	"github.com/turnstream/turnstream/internal/motoserver"
 	"github.com/turnstream/turnstream/pkg/attach"
+	"github.com/turnstream/turnstream/pkg/attach/s3attach"
 )
 
 // newS3 is a bucket of moto's S3 (internal/motoserver), which stores
 // posted forms but, like s3rver, checks no POST policy: the policy
 // checks are TestS3PolicyPins's.
-func newS3(t *testing.T) *attach.S3 {
+func newS3(t *testing.T) *s3attach.S3 {
 	t.Helper()
 	endpoint := motoserver.Start(t)
 	client := s3.New(s3.Options{
@@ -31,7 +32,7 @@ func newS3(t *testing.T) *attach.S3 {
 	if _, err := client.CreateBucket(t.Context(), &s3.CreateBucketInput{Bucket: &bucket}); err != nil {
 		t.Fatal(err)
 	}
-	return attach.NewS3(client, bucket)
+	return s3attach.NewS3(client, bucket)
 }
 
 func TestS3RoundTrip(t *testing.T) {
@@ -50,7 +51,7 @@ func TestS3PolicyPins(t *testing.T) {
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider("AKIDTEST", "secret-test", "session-token"),
 	})
-	store := attach.NewS3(client, "bucket-a")
+	store := s3attach.NewS3(client, "bucket-a")
 	obj := sampleObject(4096)
 	up, err := store.PresignUpload(context.Background(), obj, attach.UploadExpiry)
 	if err != nil {

@@ -1,4 +1,7 @@
-package attach
+// Package s3attach holds the attachment stores (attach.Store): S3, in an
+// Amazon S3 bucket, and Local, in memory for the dev server. Both sign
+// uploads with the S3 SDK's presigned POST (docs/attachments.md).
+package s3attach
 
 import (
 	"context"
@@ -6,14 +9,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/turnstream/turnstream/pkg/attach"
 )
 
 // DefaultCallTimeout bounds one S3 call (with the SDK's retries) when the
@@ -21,7 +24,7 @@ import (
 // from S3 in the same region many times over.
 const DefaultCallTimeout = 10 * time.Second
 
-// S3 is a Store in one Amazon S3 bucket (or a server speaking its API).
+// S3 is an attach.Store in one Amazon S3 bucket (or a server speaking its API).
 type S3 struct {
 	client  *s3.Client
 	presign *s3.PresignClient
@@ -41,16 +44,14 @@ func (s *S3) Bucket() string { return s.bucket }
 // PresignUpload implements Store: an S3 presigned POST whose policy pins
 // the key, Content-Type, the exact size (content-length-range) and the
 // filename and use-by metadata (x-amz-meta-filename, x-amz-meta-use-by).
-func (s *S3) PresignUpload(ctx context.Context, obj Object, ttl time.Duration) (Upload, error) {
+func (s *S3) PresignUpload(ctx context.Context, obj attach.Object, ttl time.Duration) (attach.Upload, error) {
 	return presignPost(ctx, s.presign, s.bucket, obj, ttl)
 }
 
-func presignPost(ctx context.Context, p *s3.PresignClient, bucket string, obj Object, ttl time.Duration) (Upload, error) {
-	pinned := map[string]string{
-		"Content-Type":               obj.MediaType,
-		"x-amz-meta-" + metaFilename: url.PathEscape(obj.Filename),
-		"x-amz-meta-" + metaUseBy:    strconv.FormatInt(obj.UseBy.Unix(), 10),
-		"success_action_status":      "204",
+func presignPost(ctx context.Context, p *s3.PresignClient, bucket string, obj attach.Object, ttl time.Duration) (attach.Upload, error) {
+	pinned := map[string]string{"Content-Type": obj.MediaType, "success_action_status": "204"}
+	for k, v := range obj.Metadata() {
+		pinned["x-amz-meta-"+k] = v
 	}
 	conds := []any{[]any{"content-length-range", obj.Size, obj.Size}, map[string]string{"key": obj.Key}}
 	for k, v := range pinned {
@@ -61,7 +62,7 @@ func presignPost(ctx context.Context, p *s3.PresignClient, bucket string, obj Ob
 		o.Conditions = conds
 	})
 	if err != nil {
-		return Upload{}, fmt.Errorf("attach: presign upload: %w", err)
+		return attach.Upload{}, fmt.Errorf("attach: presign upload: %w", err)
 	}
 	fields := make(map[string]string, len(req.Values)+len(pinned))
 	for k, v := range req.Values {
@@ -70,29 +71,18 @@ func presignPost(ctx context.Context, p *s3.PresignClient, bucket string, obj Ob
 	for k, v := range pinned {
 		fields[k] = v
 	}
-	return Upload{URL: req.URL, Method: http.MethodPost, Fields: fields}, nil
+	return attach.Upload{URL: req.URL, Method: http.MethodPost, Fields: fields}, nil
 }
 
 // Head implements Store.
-func (s *S3) Head(ctx context.Context, key string) (Object, error) {
+func (s *S3) Head(ctx context.Context, key string) (attach.Object, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: &key})
 	if err != nil {
-		return Object{}, notFound(err, "head")
+		return attach.Object{}, notFound(err, "head")
 	}
-	return objectOf(key, aws.ToString(out.ContentType), aws.ToInt64(out.ContentLength), out.Metadata), nil
-}
-
-func objectOf(key, mediaType string, size int64, meta map[string]string) Object {
-	o := Object{Key: key, MediaType: mediaType, Size: size}
-	if name, err := url.PathUnescape(meta[metaFilename]); err == nil {
-		o.Filename = name
-	}
-	if sec, err := strconv.ParseInt(meta[metaUseBy], 10, 64); err == nil {
-		o.UseBy = time.Unix(sec, 0).UTC()
-	}
-	return o
+	return attach.ObjectOf(key, aws.ToString(out.ContentType), aws.ToInt64(out.ContentLength), out.Metadata), nil
 }
 
 // Read implements Store.
@@ -105,14 +95,14 @@ func (s *S3) Read(ctx context.Context, key string, max int64) ([]byte, error) {
 	}
 	defer func() { _ = out.Body.Close() }()
 	if aws.ToInt64(out.ContentLength) > max {
-		return nil, ErrSize
+		return nil, attach.ErrSize
 	}
 	b, err := io.ReadAll(io.LimitReader(out.Body, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("attach: read: %w", err)
 	}
 	if int64(len(b)) > max {
-		return nil, ErrSize
+		return nil, attach.ErrSize
 	}
 	return b, nil
 }
@@ -163,13 +153,13 @@ func (s *S3) call(ctx context.Context, f func(context.Context) (*s3.ListObjectsV
 	return f(ctx)
 }
 
-// notFound maps S3's 404 answers (NotFound, NoSuchKey) to ErrNotFound.
+// notFound maps S3's 404 answers (NotFound, NoSuchKey) to attach.ErrNotFound.
 func notFound(err error, op string) error {
 	var nf *types.NotFound
 	var nk *types.NoSuchKey
 	var re *awshttp.ResponseError
 	if errors.As(err, &nf) || errors.As(err, &nk) || errors.As(err, &re) && re.HTTPStatusCode() == http.StatusNotFound {
-		return ErrNotFound
+		return attach.ErrNotFound
 	}
 	return fmt.Errorf("attach: %s: %w", op, err)
 }

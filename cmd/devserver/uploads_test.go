@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/turnstream/turnstream/pkg/api"
+)
+
+// TestUploads: on the dev server as a person runs it, an image declared
+// on /artifacts/ is uploaded with its form to /uploads/ and read back
+// through its signed URL; the form changed or a foreign reader is refused.
+func TestUploads(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, map[string]string{})
+	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{9}, 92)...)
+	var ticket api.UploadTicket
+	if got := do(t, http.MethodPost, s.url+"/artifacts/sessions/s1/uploads", "ana", `{"filename":"cat.png","mediaType":"image/png","size":100}`, &ticket); got != http.StatusCreated {
+		t.Fatalf("declare: %d", got)
+	}
+	if !strings.HasPrefix(ticket.Upload.URL, s.url+"/uploads/") {
+		t.Fatalf("upload URL %q is not the dev server's", ticket.Upload.URL)
+	}
+	send := func(contentType string, data []byte) int {
+		var body bytes.Buffer
+		mw := multipart.NewWriter(&body)
+		for k, v := range ticket.Upload.Fields {
+			if k == "Content-Type" {
+				v = contentType
+			}
+			_ = mw.WriteField(k, v)
+		}
+		fw, _ := mw.CreateFormFile("file", "cat.png")
+		_, _ = fw.Write(data)
+		_ = mw.Close()
+		resp, err := http.Post(ticket.Upload.URL, mw.FormDataContentType(), &body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	if got := send("text/html", png); got != http.StatusForbidden {
+		t.Errorf("a form with another content type: %d, want 403", got)
+	}
+	if got := send("image/png", png); got != http.StatusNoContent {
+		t.Fatalf("upload: %d, want 204", got)
+	}
+	var d api.AttachmentDownload
+	path := s.url + "/artifacts/sessions/s1/attachments/" + ticket.AttachmentID
+	if got := getJSON(t, path, "ana", &d); got != http.StatusOK {
+		t.Fatalf("read back: %d", got)
+	}
+	if got := getJSON(t, path, "bo", nil); got != http.StatusNotFound {
+		t.Errorf("another person's read: %d, want 404", got)
+	}
+	resp, err := http.Get(d.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(data, png) || resp.Header.Get("Content-Type") != "image/png" {
+		t.Errorf("download: %d, %d bytes, %q", resp.StatusCode, len(data), resp.Header.Get("Content-Type"))
+	}
+	s.stop(t)
+}
