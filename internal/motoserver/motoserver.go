@@ -7,7 +7,6 @@ package motoserver
 
 import (
 	"bytes"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -66,7 +65,7 @@ func Start(tb testing.TB) string {
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			tb.Fatal(fmt.Sprintf("moto_server does not answer on %s", url))
+			tb.Fatalf("moto_server does not answer on %s", url)
 		}
 	}
 }

@@ -184,7 +184,7 @@ func ValidID(id string) bool {
 		return false
 	}
 	for _, c := range id[4:] {
-		if !(c >= 'A' && c <= 'Z' || c >= '2' && c <= '7') {
+		if (c < 'A' || c > 'Z') && (c < '2' || c > '7') {
 			return false
 		}
 	}

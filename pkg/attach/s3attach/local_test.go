@@ -85,7 +85,7 @@ func newLocal(t *testing.T) *localServer {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	s.Local = s3attach.NewLocal(srv.URL+"/uploads", s.clock)
-	mux.Handle("/uploads/", http.StripPrefix("/uploads", s.Local.Handler()))
+	mux.Handle("/uploads/", http.StripPrefix("/uploads", s.Handler()))
 	return s
 }
 
