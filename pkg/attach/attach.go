@@ -198,10 +198,14 @@ func Owner(tenant, subject string) string {
 	return hex.EncodeToString(h[:16])
 }
 
-// SessionPrefix is the key prefix of a session's attachments:
-// "attachments/<owner>/<sessionId>/".
+// OwnerPrefix is the key prefix of all of one principal's attachments:
+// "attachments/<owner>/".
+func OwnerPrefix(owner string) string { return "attachments/" + owner + "/" }
+
+// SessionPrefix is the key prefix of a principal's attachments in one
+// session: "attachments/<owner>/<sessionId>/".
 func SessionPrefix(owner, sessionID string) string {
-	return "attachments/" + owner + "/" + sessionID + "/"
+	return OwnerPrefix(owner) + sessionID + "/"
 }
 
 // Key is the object key of one attachment: SessionPrefix and its id.

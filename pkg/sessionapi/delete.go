@@ -1,12 +1,15 @@
 package sessionapi
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/turnstream/turnstream/pkg/api"
+	"github.com/turnstream/turnstream/pkg/attach"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/httpedge"
@@ -39,9 +42,26 @@ func (s *server) deleteSession(w http.ResponseWriter, r *http.Request, rc *reque
 	if err != nil {
 		return err
 	}
+	owner := attach.Owner(p.Tenant, p.Subject)
 	done, err := s.store.DeleteSession(r.Context(), chat.DeleteRequest{Principal: p, SessionID: id})
-	if err != nil {
+	switch {
+	case errors.Is(err, chat.ErrSessionNotFound):
+		// A repeat of a finished delete: what a failed removal of its
+		// attachments left is removed now (the prefix holds only the
+		// caller's own uploads, whoever owns the session).
+		if rerr := removeAttachments(r.Context(), s.attachments, attach.SessionPrefix(owner, id)); rerr != nil {
+			return rerr
+		}
+		return err
+	case err != nil:
 		return fmt.Errorf("delete session: %w", err)
+	case done:
+		// The session's items are gone: its attachments go before the
+		// answer says nothing is left (a failure is a 500; the client's
+		// retry meets the case above).
+		if err := removeAttachments(r.Context(), s.attachments, attach.SessionPrefix(owner, id)); err != nil {
+			return err
+		}
 	}
 	if !done {
 		b, err := marshal(DeleteProgress{Status: StatusDeleting})
@@ -85,10 +105,27 @@ func (s *server) erase(w http.ResponseWriter, r *http.Request, rc *requestContex
 	}
 	out := DeleteProgress{Status: StatusDeleting, Deleted: got.Deleted, Busy: got.Busy}
 	if got.Done {
+		// Every session is gone: so go all of the principal's attachments
+		// (a failure is a 500, and the retry finds nothing but them).
+		if err := removeAttachments(r.Context(), s.attachments, attach.OwnerPrefix(attach.Owner(p.Tenant, subject))); err != nil {
+			return err
+		}
 		out.Status = StatusDeleted
 	}
 	s.log.InfoContext(r.Context(), "sessions erased", "tenant", p.Tenant, "deleted", got.Deleted, "busy", got.Busy, "done", got.Done)
 	return writeJSON(w, out)
+}
+
+// removeAttachments removes every attachment under prefix from store
+// (nil: attachments are off, nothing to do).
+func removeAttachments(ctx context.Context, store attach.Store, prefix string) error {
+	if store == nil {
+		return nil
+	}
+	if _, err := store.DeletePrefix(ctx, prefix); err != nil {
+		return fmt.Errorf("remove attachments: %w", err)
+	}
+	return nil
 }
 
 // exportPage is how many turns the export reads a page.

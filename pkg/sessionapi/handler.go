@@ -74,9 +74,10 @@ type Options struct {
 	// which the store's DynamoDB client spans attach; nil starts none.
 	Tracing *telemetry.Tracing
 	// Attachments, when set, makes the artifacts handler serve the
-	// upload and download routes of attachments (docs/attachments.md):
-	// an attach.S3 in a function, an attach.Local in the dev server. Nil:
-	// those paths are 404 REQUEST_NOT_FOUND.
+	// upload and download routes of attachments (docs/attachments.md),
+	// and the history handler's delete and erase remove them: an
+	// s3attach.S3 in a function, an s3attach.Local in the dev server.
+	// Nil: the routes are 404 REQUEST_NOT_FOUND.
 	Attachments attach.Store
 	// Usage, when set, makes the history handler serve GET /usage
 	// (docs/quotas.md): the deployment keeps the usage ledger. Nil: /usage
@@ -92,6 +93,9 @@ type server struct {
 	maxBody int64
 	now     func() time.Time
 	usage   *UsageOptions
+	// attachments is Options.Attachments: a session's delete and a
+	// principal's erase remove their attachments too.
+	attachments attach.Store
 }
 
 // newServer validates opts and applies their defaults. It returns an
@@ -114,6 +118,8 @@ func newServer(opts Options) (*server, error) {
 		maxBody: maxBody,
 		now:     opts.Now,
 		usage:   opts.Usage,
+
+		attachments: opts.Attachments,
 	}
 	if s.now == nil {
 		s.now = time.Now

@@ -2,41 +2,64 @@ package sessionapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/attach"
 	"github.com/turnstream/turnstream/pkg/attach/s3attach"
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
 	"github.com/turnstream/turnstream/pkg/store/memory"
 	"github.com/turnstream/turnstream/pkg/store/storetest"
 )
 
-// uploadFixture is an artifacts handler with attachments in an
-// attach.Local served by an httptest server, on the fixture's clock.
-func uploadFixture(t *testing.T) (*fixture, *s3attach.Local) {
+// uploadFixture is the history and artifacts handlers with attachments
+// in store, or in an s3attach.Local served by an httptest server when
+// store is nil, on the fixture's clock.
+func uploadFixture(t *testing.T, store attach.Store) (*fixture, attach.Store) {
 	t.Helper()
 	f := newFixture(t, storeFactories["memory"])
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	local := s3attach.NewLocal(srv.URL+"/uploads", f.clock.Now)
-	mux.Handle("/uploads/", http.StripPrefix("/uploads", local.Handler()))
-	h, err := sessionapi.NewArtifactsHandler(sessionapi.Options{
-		Store: f.store, Authenticator: devAuthenticator(t), MaxBodyBytes: 4096, Now: f.clock.Now, Attachments: local,
-	})
-	if err != nil {
-		t.Fatal(err)
+	if store == nil {
+		mux := http.NewServeMux()
+		srv := httptest.NewServer(mux)
+		t.Cleanup(srv.Close)
+		local := s3attach.NewLocal(srv.URL+"/uploads", f.clock.Now)
+		mux.Handle("/uploads/", http.StripPrefix("/uploads", local.Handler()))
+		store = local
 	}
-	f.artifacts = h
-	return f, local
+	f.history, f.artifacts = newHandlers(t, sessionapi.Options{
+		Store: f.store, Authenticator: devAuthenticator(t), MaxBodyBytes: 4096, Now: f.clock.Now, Attachments: store,
+	})
+	return f, store
+}
+
+// upload declares and uploads a small text file as as in session sid and
+// returns its key.
+func (f *fixture) upload(as chat.Principal, sid string) string {
+	f.t.Helper()
+	resp := f.do(f.artifacts, request{method: http.MethodPost, target: "/sessions/" + sid + "/uploads", as: &as,
+		contentType: "application/json", body: `{"filename":"a.txt","mediaType":"text/plain","size":5}`})
+	if resp.status != http.StatusCreated {
+		f.t.Fatalf("declare: %d %s", resp.status, resp.body)
+	}
+	var ticket api.UploadTicket
+	if err := json.Unmarshal(resp.body, &ticket); err != nil {
+		f.t.Fatal(err)
+	}
+	if got := sendForm(f.t, ticket, []byte("hello")); got != http.StatusNoContent {
+		f.t.Fatalf("upload: %d", got)
+	}
+	return ticket.Upload.Fields["key"]
 }
 
 func uploadPost(target string, as any, body string) request {
@@ -72,7 +95,7 @@ func sendForm(t *testing.T, ticket api.UploadTicket, data []byte) int {
 
 func TestUploadAndDownload(t *testing.T) {
 	t.Parallel()
-	f, local := uploadFixture(t)
+	f, local := uploadFixture(t, nil)
 	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{1}, 56)...)
 	resp := f.do(f.artifacts, uploadPost("/sessions/s1/uploads", nil, `{"filename":"cat photo.png","mediaType":"image/png","size":64}`))
 	if resp.status != http.StatusCreated {
@@ -121,7 +144,7 @@ func TestUploadAndDownload(t *testing.T) {
 // form is signed, and the body never echoes the input.
 func TestUploadRefusals(t *testing.T) {
 	t.Parallel()
-	f, _ := uploadFixture(t)
+	f, _ := uploadFixture(t, nil)
 	for _, tc := range []struct {
 		name, body string
 		status     int
@@ -173,4 +196,59 @@ func TestNoAttachmentsNoRoutes(t *testing.T) {
 	}
 	f := &fixture{t: t, ctx: t.Context()}
 	wantError(t, "uploads", f.do(h, uploadPost("/sessions/s1/uploads", nil, `{"filename":"a.txt","mediaType":"text/plain","size":1}`)), 404, protocol.CodeRequestNotFound)
+}
+
+// failingDeletes is an attachment store whose DeletePrefix fails while
+// fail is set.
+type failingDeletes struct {
+	attach.Store
+	fail atomic.Bool
+}
+
+func (s *failingDeletes) DeletePrefix(ctx context.Context, prefix string) (int, error) {
+	if s.fail.Load() {
+		return 0, errors.New("s3: connection reset")
+	}
+	return s.Store.DeletePrefix(ctx, prefix)
+}
+
+// TestDeleteRemovesAttachments: a session's delete removes the caller's
+// attachments of that session only, an erase all of the principal's; a
+// removal that fails is a 500 the client's retry completes.
+func TestDeleteRemovesAttachments(t *testing.T) {
+	t.Parallel()
+	_, local := uploadFixture(t, nil) // a local store and the server of its forms
+	fd := &failingDeletes{Store: local}
+	f, _ := uploadFixture(t, fd)
+	gone := func(key string) bool {
+		_, err := fd.Head(f.ctx, key)
+		return errors.Is(err, attach.ErrNotFound)
+	}
+	f.runTurn("s1", alice, turnSpec{id: "t1"})
+	f.runTurn("s2", alice, turnSpec{id: "t2"})
+	f.runTurn("m1", mallory, turnSpec{id: "tm"})
+	a1, a2, m1 := f.upload(alice, "s1"), f.upload(alice, "s2"), f.upload(mallory, "m1")
+	early := f.upload(alice, "s3") // a session with no turn yet
+
+	fd.fail.Store(true)
+	resp := f.do(f.history, del("/sessions/s1", alice))
+	wantError(t, "delete with a failing removal", resp, http.StatusInternalServerError, protocol.CodeServerInternal)
+	if gone(a1) {
+		t.Fatal("removed although the store failed")
+	}
+	fd.fail.Store(false)
+	wantError(t, "the retry", f.do(f.history, del("/sessions/s1", alice)), http.StatusNotFound, protocol.CodeSessionNotFound)
+	if !gone(a1) || gone(a2) || gone(m1) {
+		t.Fatalf("after deleting s1: s1's gone %v, s2's gone %v, mallory's gone %v", gone(a1), gone(a2), gone(m1))
+	}
+	if resp := f.do(f.history, del("/sessions/s2", alice)); resp.status != http.StatusNoContent {
+		t.Fatalf("delete s2: %d %s", resp.status, resp.body)
+	}
+	if !gone(a2) || gone(early) || gone(m1) {
+		t.Fatalf("after deleting s2: s2's gone %v, s3's gone %v, mallory's gone %v", gone(a2), gone(early), gone(m1))
+	}
+	erased := decode[api.DeleteProgress](t, "erase", f.do(f.history, del("/principals/alice/sessions", host)))
+	if erased.Status != api.DeleteStatusDeleted || !gone(early) || gone(m1) {
+		t.Fatalf("erase %+v: s3's gone %v, mallory's gone %v", erased, gone(early), gone(m1))
+	}
 }
