@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"io"
 	"mime/multipart"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/turnstream/turnstream/pkg/api"
+	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // TestUploads: on the dev server as a person runs it, an image declared
@@ -66,6 +68,30 @@ func TestUploads(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !bytes.Equal(data, png) || resp.Header.Get("Content-Type") != "image/png" {
 		t.Errorf("download: %d, %d bytes, %q", resp.StatusCode, len(data), resp.Header.Get("Content-Type"))
+	}
+
+	// A turn with the attachment: the echo model describes what it got,
+	// and the user message records it as an image part.
+	body := strings.Replace(submitBody("s1", "t1", "what is this?"), `"payload":{"input":"what is this?"}`,
+		`"payload":{"input":"what is this?","attachments":["`+ticket.AttachmentID+`"]}`, 1)
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/turn/", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer dev.ana")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := (&turnStream{resp: resp, sc: bufio.NewScanner(resp.Body)}).rest(t)
+	last := stream[len(stream)-1].Snapshot
+	if last == nil || last.Status != protocol.StatusComplete {
+		t.Fatalf("last line %+v", stream[len(stream)-1])
+	}
+	user, answer := last.Messages[0], last.Messages[1]
+	if len(user.Parts) != 1 || user.Parts[0].Type != "image" || *user.Parts[0].Source != "attachment:"+ticket.AttachmentID {
+		t.Errorf("user message parts %+v", user.Parts)
+	}
+	if want := "Echo: what is this?\n\nAttached: cat.png (image/png, 100 bytes)"; answer.Content != want {
+		t.Errorf("answer %q, want %q", answer.Content, want)
 	}
 	s.stop(t)
 }

@@ -326,7 +326,7 @@ var Layering = []layerRule{
 	// (httpedge: a submit's checks interleave with its claim), and its
 	// stream encoders, AG-UI's included (agui: the wire), stay in its
 	// package (docs/architecture.md#where-the-encoders-sit-and-why-not-further-out).
-	{Pkg: "pkg/turn/engine", May: []string{"pkg/agui", "pkg/api", "pkg/chat", "pkg/clock", "pkg/definition", "pkg/httpedge", "pkg/model", "pkg/protocol", "pkg/quota", "pkg/tool"}},
+	{Pkg: "pkg/turn/engine", May: []string{"pkg/agui", "pkg/api", "pkg/attach", "pkg/chat", "pkg/clock", "pkg/definition", "pkg/httpedge", "pkg/model", "pkg/protocol", "pkg/quota", "pkg/tool"}},
 	// The turn function's HTTP edge: the routes, authentication and
 	// telemetry around the engine.
 	{Pkg: "pkg/turn", May: []string{"pkg/api", "pkg/auth", "pkg/chat", "pkg/clock", "pkg/httpedge", "pkg/model", "pkg/protocol", "pkg/telemetry", "pkg/tool", "pkg/turn/engine"}},

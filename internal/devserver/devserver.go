@@ -29,6 +29,7 @@ import (
 	"github.com/turnstream/turnstream/internal/demo"
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/internal/turnsetup"
+	"github.com/turnstream/turnstream/pkg/attach"
 	"github.com/turnstream/turnstream/pkg/attach/s3attach"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -99,7 +100,8 @@ func NewHandler(o Options) (http.Handler, error) {
 	handlerLog, requestLog := orDiscard(o.HandlerLog), orDiscard(o.RequestLog)
 	turnHandler, err := turnsetup.NewHandler(cfg, turnsetup.Deps{
 		Store: o.Store, Authenticator: o.Authenticator, ReadFile: o.ReadFile, Logger: handlerLog, Adjust: o.Turn,
-		Metrics: o.Telemetry.Metrics("turn"), Tracing: o.Telemetry.Tracer(),
+		Attachments: uploads(o.Uploads),
+		Metrics:     o.Telemetry.Metrics("turn"), Tracing: o.Telemetry.Tracer(),
 		Models: func(*definition.Resolver) (map[string]model.Model, error) {
 			return map[string]model.Model{config.ProviderEcho: echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk)}, nil
 		},
@@ -115,9 +117,7 @@ func NewHandler(o Options) (http.Handler, error) {
 		Tracing:       o.Telemetry.Tracer(),
 		Now:           o.Now,
 	}
-	if o.Uploads != nil {
-		sessionOpts.Attachments = o.Uploads
-	}
+	sessionOpts.Attachments = uploads(o.Uploads)
 	if cfg.Usage.Ledger {
 		readFile := o.ReadFile
 		if readFile == nil {
@@ -153,6 +153,14 @@ func NewHandler(o Options) (http.Handler, error) {
 	}
 	mux.Handle("/", logged("demo", demo.Handler(http.HandlerFunc(httpedge.NotFound)), requestLog))
 	return canonicalPaths(mux, requestLog), nil
+}
+
+// uploads is u as an attach.Store: nil (no attachments) when u is nil.
+func uploads(u *s3attach.Local) attach.Store {
+	if u == nil {
+		return nil
+	}
+	return u
 }
 
 func orDiscard(l *slog.Logger) *slog.Logger {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/turnstream/turnstream/pkg/attach"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -41,6 +42,9 @@ type Deps struct {
 	// (turn.Options.Metrics, turn.Options.Tracing); nil means none.
 	Metrics *telemetry.Recorder
 	Tracing *telemetry.Tracing
+	// Attachments is where submits' attachments are read
+	// (turn.Options.Attachments); nil means none.
+	Attachments attach.Store
 	// Adjust, when set, changes the options just before the handler is
 	// built (a benchmark's model, a shorter lease).
 	Adjust func(*turn.Options)
@@ -94,6 +98,7 @@ func NewHandler(cfg config.Config, d Deps) (*turn.Handler, error) {
 			QuotaCache:             cfg.Usage.QuotaCache,
 			Dispatch:               d.Dispatch,
 			Logger:                 logger,
+			Attachments:            d.Attachments,
 		},
 		Authenticator: d.Authenticator,
 		Metrics:       d.Metrics,

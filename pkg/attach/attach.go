@@ -119,6 +119,9 @@ var (
 	// ErrExpired: the attachment was not used within UseWithin of its
 	// upload's signing.
 	ErrExpired = errors.New("attach: attachment expired")
+	// ErrTooMany: a turn names more than MaxImagesPerTurn images or
+	// MaxDocsPerTurn documents.
+	ErrTooMany = errors.New("attach: too many attachments for one turn")
 	// ErrUsed: another turn used the attachment already.
 	ErrUsed = errors.New("attach: attachment used by another turn")
 )

@@ -111,6 +111,7 @@ var errorTable = []struct {
 	{attach.ErrFilename, protocol.CodeAttachmentInvalid},
 	{attach.ErrContent, protocol.CodeAttachmentInvalid},
 	{attach.ErrUsed, protocol.CodeAttachmentInvalid},
+	{attach.ErrTooMany, protocol.CodeAttachmentInvalid},
 	{attach.ErrNotFound, protocol.CodeAttachmentNotFound},
 	{attach.ErrExpired, protocol.CodeAttachmentExpired},
 }

@@ -75,6 +75,49 @@ type Request struct {
 	// MaxTokens caps the completion in tokens; 0 means the provider's
 	// default.
 	MaxTokens int
+	// Attachments are the files the user messages' parts name, by the
+	// part's Source ("attachment:<id>", docs/attachments.md): what a
+	// provider sends beside the message's text, as its API takes images
+	// and documents. A part whose source is absent here is left out of
+	// the request (its file could not be read). Nil: none.
+	Attachments map[string]Attachment
+}
+
+// Attachment is one attached file as a provider sends it.
+type Attachment struct {
+	// Kind is "image" or "document".
+	Kind string
+	// MediaType is the file's media type ("image/png",
+	// "application/pdf", ...); Format the Bedrock Converse format name
+	// of it ("png", "pdf", "docx", ...).
+	MediaType, Format string
+	// Filename is the name the person gave the file.
+	Filename string
+	// Data is the file's bytes, at most 4.5 MiB.
+	Data []byte
+}
+
+// AttachmentKindImage and AttachmentKindDocument are Attachment.Kind's
+// values.
+const (
+	AttachmentKindImage    = "image"
+	AttachmentKindDocument = "document"
+)
+
+// MessageAttachments returns the attachments of m that req holds, in
+// the order of m's parts (parts whose source req does not hold are
+// skipped).
+func MessageAttachments(req Request, m protocol.Message) []Attachment {
+	var out []Attachment
+	for _, p := range m.Parts {
+		if p.Source == nil {
+			continue
+		}
+		if a, ok := req.Attachments[*p.Source]; ok {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // ToolSpec describes one callable tool to the model.

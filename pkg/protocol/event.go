@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // ErrInvalidEvent is wrapped by EncodeEvent and AppendEventLine when the
@@ -79,7 +80,7 @@ func DecodeTurnEvent(data []byte) (*Event, *Diagnostic) {
 var (
 	envelopeFields       = []string{"protocol", "version", "eventId", "sessionId", "turnId", "sequence", "emittedAt", "event", "payload"}
 	eventIDField         = []string{"eventId"}
-	submitFields         = []string{"input", "lineage", "confirmation"}
+	submitFields         = []string{"input", "lineage", "confirmation", "attachments"}
 	submitDecisionFields = []string{"token", "decision"}
 	lineageFields        = []string{"operation", "parentTurnId", "sourceMessageId"}
 	snapshotFields       = []string{"messages", "status", "usage", "error", "lineage"}
@@ -194,7 +195,28 @@ func submitFromNode(p *node) (*SubmitPayload, bool) {
 			return nil, false // a decision continues a turn; it replaces none
 		}
 	}
+	if a, present := p.get("attachments"); present {
+		if s.Attachments, ok = attachmentIDs(a); !ok {
+			return nil, false
+		}
+	}
 	return s, true
+}
+
+// attachmentIDs reads the attachments extension of a submit payload: an
+// array of 1..MaxSubmitAttachments unique SafeIds.
+func attachmentIDs(a *node) ([]string, bool) {
+	if a.kind != kindArray || len(a.kids) == 0 || len(a.kids) > MaxSubmitAttachments {
+		return nil, false
+	}
+	ids := make([]string, 0, len(a.kids))
+	for _, k := range a.kids {
+		if k.kind != kindString || !IsSafeID(k.str) || slices.Contains(ids, k.str) {
+			return nil, false
+		}
+		ids = append(ids, k.str)
+	}
+	return ids, true
 }
 
 // confirmationFromNode reads the confirmation extension of a submit
@@ -449,6 +471,24 @@ func appendSubmit(b []byte, s *SubmitPayload) ([]byte, error) {
 		b = append(b, `","decision":"`...)
 		b = append(b, c.Decision...)
 		b = append(b, `"}`...)
+	}
+	if s.Attachments != nil {
+		if len(s.Attachments) == 0 || len(s.Attachments) > MaxSubmitAttachments {
+			return b, invalid("payload.attachments")
+		}
+		b = append(b, `,"attachments":[`...)
+		for i, id := range s.Attachments {
+			if !IsSafeID(id) || slices.Contains(s.Attachments[:i], id) {
+				return b, invalid("payload.attachments")
+			}
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			b = append(b, id...)
+			b = append(b, '"')
+		}
+		b = append(b, ']')
 	}
 	return append(b, '}'), nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -243,6 +244,19 @@ func TestDecodeTurnEvent(t *testing.T) {
 		"submit confirmation Decision":       bad(input(`"yes","confirmation":{"token":"cf1","decision":"approve","Decision":"deny"}`), "event-submit"),
 		"submit confirmation TOKEN":          bad(input(`"yes","confirmation":{"token":"cf1","TOKEN":"cf2","decision":"approve"}`), "event-submit"),
 		"submit Confirmation beside":         bad(input(`"yes","confirmation":{"token":"cf1","decision":"approve"},"Confirmation":{}`), "event-submit"),
+
+		// Submit attachments (turnstream extension, docs/attachments.md).
+		"submit attachments":             ok(input(`"look","attachments":["att_A","att_B"]`)),
+		"submit attachments 25":          ok(input(`"look","attachments":["a0","a1","a2","a3","a4","a5","a6","a7","a8","a9","a10","a11","a12","a13","a14","a15","a16","a17","a18","a19","a20","a21","a22","a23","a24"]`)),
+		"submit attachments 26":          bad(input(`"look","attachments":["a0","a1","a2","a3","a4","a5","a6","a7","a8","a9","a10","a11","a12","a13","a14","a15","a16","a17","a18","a19","a20","a21","a22","a23","a24","a25"]`), "event-submit"),
+		"submit attachments empty":       bad(input(`"look","attachments":[]`), "event-submit"),
+		"submit attachments null":        bad(input(`"look","attachments":null`), "event-submit"),
+		"submit attachments string":      bad(input(`"look","attachments":"att_A"`), "event-submit"),
+		"submit attachments number":      bad(input(`"look","attachments":[1]`), "event-submit"),
+		"submit attachments repeated":    bad(input(`"look","attachments":["att_A","att_A"]`), "event-submit"),
+		"submit attachments not SafeId":  bad(input(`"look","attachments":["../x"]`), "event-submit"),
+		"submit Attachments beside":      bad(input(`"look","attachments":["att_A"],"Attachments":[]`), "event-submit"),
+		"submit attachments blank input": bad(input(`" ","attachments":["att_A"]`), "event-submit"),
 
 		// Canonical message records
 		// (docs/protocol.md#the-canonical-message-record).
@@ -538,3 +552,28 @@ func TestIsSafeID(t *testing.T) {
 }
 
 func timeParse(s string) (time.Time, error) { return time.Parse(time.RFC3339Nano, s) }
+
+// TestSubmitAttachmentsRoundTrip: the attachments extension encodes after
+// the confirmation and decodes back; an encoder is refused what the
+// decoder would refuse.
+func TestSubmitAttachmentsRoundTrip(t *testing.T) {
+	ev := &protocol.Event{EventID: "e1", SessionID: "s", TurnID: "t", EmittedAt: "2026-07-11T03:00:00.000Z", Kind: protocol.EventSubmit,
+		Submit: &protocol.SubmitPayload{Input: "look", Attachments: []string{"att_B", "att_A"}}}
+	b, err := protocol.EncodeEvent(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(b), `"payload":{"input":"look","attachments":["att_B","att_A"]}}`) {
+		t.Errorf("encoded %s", b)
+	}
+	got, d := protocol.DecodeTurnEvent(b)
+	if d != nil || !slices.Equal(got.Submit.Attachments, []string{"att_B", "att_A"}) {
+		t.Fatalf("decoded %+v, %v", got, d)
+	}
+	for _, ids := range [][]string{{}, {"att_A", "att_A"}, {"-x"}, make([]string, protocol.MaxSubmitAttachments+1)} {
+		ev.Submit.Attachments = ids
+		if _, err := protocol.EncodeEvent(ev); err == nil {
+			t.Errorf("encoded attachments %q", ids)
+		}
+	}
+}

@@ -85,7 +85,17 @@ type SubmitPayload struct {
 	Input        string              `json:"input"`
 	Lineage      *Lineage            `json:"lineage,omitempty"`
 	Confirmation *SubmitConfirmation `json:"confirmation,omitempty"`
+	// Attachments is the turnstream extension naming the attachment ids
+	// (docs/attachments.md) the user message carries: 1 to
+	// MaxSubmitAttachments unique SafeIds, in the order given; absent or
+	// nil: none. An empty array, a repeated id or another value is an
+	// invalid payload. Encoded after confirmation.
+	Attachments []string `json:"attachments,omitempty"`
 }
+
+// MaxSubmitAttachments is the most attachment ids one submit may name:
+// 20 images and 5 documents, the most a model request takes.
+const MaxSubmitAttachments = 25
 
 // Decisions of a SubmitConfirmation.
 const (

@@ -20,6 +20,10 @@ const (
 	DefaultInterruptWait          = engine.DefaultInterruptWait
 )
 
+// AttachmentSource is the prefix of an attachment part's source,
+// "attachment:<id>" (engine.AttachmentSource, docs/attachments.md).
+const AttachmentSource = engine.AttachmentSource
+
 // The AG-UI routes and their pacing (engine.AGUIPath and the others).
 const (
 	AGUIPath                 = engine.AGUIPath

@@ -116,6 +116,13 @@ type scriptModel struct {
 	reqs  []model.Request
 }
 
+// requests returns the requests of every call so far.
+func (m *scriptModel) requests() []model.Request {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]model.Request(nil), m.reqs...)
+}
+
 func (m *scriptModel) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
 	m.calls.Add(1)
 	m.mu.Lock()

@@ -2,7 +2,10 @@
 // default (MODEL_PROVIDER=echo, docs/design.md#models-tools-definitions).
 //
 // Its reply is exactly Prefix ("Echo: ") followed by the Content of the
-// request's last user message, byte for byte. The reply streams as text
+// request's last user message, byte for byte, and, when that message
+// carries attachments the request holds (model.Request.Attachments), a
+// blank line and one line per file: "Attached: <filename> (<media type>,
+// <n> bytes)". The reply streams as text
 // deltas of ChunkRunes runes each (the last may be shorter; a chunk never
 // splits a UTF-8 character), with Delay between two consecutive deltas,
 // then one final event carrying FinishStop and the usage.
@@ -37,6 +40,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -106,7 +110,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, er
 	if call != nil {
 		return &stream{ctx: ctx, call: call, usage: Usage(req, string(call.Args)), done: make(chan struct{})}, nil
 	}
-	reply, finish := Prefix+input, model.FinishStop
+	reply, finish := Prefix+input+describeAttachments(req), model.FinishStop
 	if capRunes := 4 * req.MaxTokens; req.MaxTokens > 0 && utf8.RuneCountInString(reply) > capRunes {
 		reply, finish = string([]rune(reply)[:capRunes]), model.FinishLength
 	}
@@ -257,4 +261,25 @@ func (s *stream) wait() error {
 func (s *stream) Close() error {
 	s.closeOnce.Do(func() { close(s.done) })
 	return nil
+}
+
+// describeAttachments tells what files the last user message carried, one
+// line each after a blank line: "Attached: <filename> (<media type>, <n>
+// bytes)"; "" when none.
+func describeAttachments(req model.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		m := req.Messages[i]
+		if m.Role != protocol.RoleUser {
+			continue
+		}
+		var b strings.Builder
+		for _, a := range model.MessageAttachments(req, m) {
+			if b.Len() == 0 {
+				b.WriteString("\n")
+			}
+			fmt.Fprintf(&b, "\nAttached: %s (%s, %d bytes)", a.Filename, a.MediaType, len(a.Data))
+		}
+		return b.String()
+	}
+	return ""
 }

@@ -342,3 +342,35 @@ func TestNoteCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestEchoDescribesAttachments: the echo answer names the files the last
+// user message carries, and only those the request holds.
+func TestEchoDescribesAttachments(t *testing.T) {
+	src1, src2, gone := "attachment:att_A", "attachment:att_B", "attachment:att_C"
+	png, pdf := "image/png", "application/pdf"
+	req := model.Request{
+		Messages: []protocol.Message{{ID: "u", Role: protocol.RoleUser, Content: "look", Status: protocol.MessageComplete, CreatedAt: "2026-07-11T03:00:00.000Z",
+			Parts: []protocol.Part{{Type: "image", Source: &src1, MimeType: &png}, {Type: "file", Source: &gone, MimeType: &pdf}, {Type: "file", Source: &src2, MimeType: &pdf}}}},
+		Attachments: map[string]model.Attachment{
+			src1: {Kind: model.AttachmentKindImage, MediaType: png, Filename: "cat.png", Data: make([]byte, 48213)},
+			src2: {Kind: model.AttachmentKindDocument, MediaType: pdf, Filename: "report.pdf", Data: make([]byte, 10)},
+		},
+	}
+	s, err := echo.New(0, 0).Stream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	var text strings.Builder
+	for {
+		ev, err := s.Recv()
+		if err != nil {
+			break
+		}
+		text.WriteString(ev.TextDelta)
+	}
+	want := "Echo: look\n\nAttached: cat.png (image/png, 48213 bytes)\nAttached: report.pdf (application/pdf, 10 bytes)"
+	if text.String() != want {
+		t.Errorf("answer %q, want %q", text.String(), want)
+	}
+}

@@ -24,7 +24,7 @@ type wireTurn struct {
 
 func newWireTurn(size, rate int) wireTurn {
 	w := wireTurn{size: size, rate: rate, sessionID: newUUID(), turnID: newUUID(), createdAt: "2026-12-01T12:00:00.000Z"}
-	w.user = userMessage(w.turnID, "Tell me a long story about the sea, the ships and the people on them.", w.createdAt)
+	w.user = userMessage(w.turnID, "Tell me a long story about the sea, the ships and the people on them.", w.createdAt, nil)
 	w.answered = strings.Repeat("Words of an answer. ", size/20+1)[:size]
 	return w
 }

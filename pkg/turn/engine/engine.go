@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/turnstream/turnstream/pkg/attach"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/definition"
@@ -111,6 +112,13 @@ type Config struct {
 	// (tool.Registry.Select); nil means no tools, and then a definition
 	// naming a tool is an error.
 	Tools *tool.Registry
+
+	// Attachments holds the files submits name (docs/attachments.md):
+	// the engine checks and reads them (Head, Read) before the claim, and
+	// gives their bytes, and those of the earlier turns in the context, to
+	// the model. Nil: a submit naming attachments is 404
+	// ATTACHMENT_NOT_FOUND.
+	Attachments attach.Store
 
 	// Model and Definition are the simple path, used when Definitions is
 	// nil: every session runs Definition on Model.

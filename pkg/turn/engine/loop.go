@@ -60,6 +60,7 @@ func (t *run) runModel(ctx context.Context) error {
 	}
 	msgs := modelMessages(t.context, live)
 	msgs = append(msgs, t.user)
+	attachments := loadAttachments(ctx, t.h.opts.Attachments, t.claim.Session.Owner, t.sessionID, msgs, t.files, t.log)
 	for step := 1; ; step++ {
 		// Budgets and token quotas before each call (quota.go).
 		maxTokens, err := t.budget.beforeModelCall(ctx, step)
@@ -72,6 +73,8 @@ func (t *run) runModel(ctx context.Context) error {
 			Messages:  msgs,
 			Tools:     a.tools.Specs(),
 			MaxTokens: maxTokens,
+
+			Attachments: attachments,
 		}
 		text, calls, finish, err := t.modelCall(ctx, req, step)
 		if err != nil {

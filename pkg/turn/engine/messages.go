@@ -38,14 +38,16 @@ func MessageID(turnID, position string) string {
 	return "h" + hex.EncodeToString(sum[:]) + "-" + position
 }
 
-// userMessage is the canonical record of a turn's input.
-func userMessage(turnID, input, createdAt string) protocol.Message {
+// userMessage is the canonical record of a turn's input: its text, and
+// parts naming its attachments (nil: none).
+func userMessage(turnID, input, createdAt string, parts []protocol.Part) protocol.Message {
 	return protocol.Message{
 		ID:        MessageID(turnID, positionUser),
 		Role:      protocol.RoleUser,
 		Content:   input,
 		Status:    protocol.MessageComplete,
 		CreatedAt: createdAt,
+		Parts:     parts,
 	}
 }
 

@@ -166,7 +166,7 @@ func (qu *queue) enqueue(ctx context.Context, w http.ResponseWriter, log *slog.L
 	}
 	q, err := h.opts.Store.EnqueueTurn(ctx, chat.EnqueueRequest{
 		SessionID: sub.sessionID, TurnID: sub.turnID, Principal: sub.principal, InputHash: sub.inputHash,
-		Lineage: sub.lineage, Message: userMessage(sub.turnID, sub.input, protocol.FormatTime(h.clock.Now())),
+		Lineage: sub.lineage, Message: userMessage(sub.turnID, sub.input, protocol.FormatTime(h.clock.Now()), attachmentParts(sub.files)),
 		TTL: h.opts.QueuedTurnTTL, Max: h.opts.MaxQueuedTurns,
 	})
 	if err != nil {

@@ -30,6 +30,7 @@ type run struct {
 
 	claim     *chat.Claim
 	principal chat.Principal // the submitter (its admission is given back with a withdrawn claim)
+	files     []attachedFile // the attachments the submit named, read (attachments.go)
 	// withdrawable is set for a submitted turn whose claim decided no
 	// confirmation, superseded nothing and has no queued turn waiting
 	// behind it: a failed acknowledgment withdraws it, leaving the turn id

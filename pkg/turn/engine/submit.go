@@ -61,6 +61,10 @@ func (h *handler) accepted(ctx context.Context, sub *submission) {
 // session's lease (claim), then the turn itself (run.serve).
 func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *http.Request, deadline time.Time, log *slog.Logger, sub *submission) {
 	ctx = chat.WithMeter(ctx, &chat.Meter{}) // the turn's usage, from its first store request
+	if err := h.resolveAttachments(ctx, sub); err != nil {
+		reject(ctx, w, log, "attachments", err)
+		return
+	}
 	parent, err := h.parentTurn(ctx, sub)
 	if err != nil {
 		reject(ctx, w, log, "lineage", err)
@@ -143,6 +147,10 @@ type submission struct {
 	inputHash string
 	// decision is set for a decision on a confirmation.
 	decision *chat.Decision
+	// attachmentIDs are the attachments the submit names
+	// (docs/attachments.md); files what resolveAttachments read of them.
+	attachmentIDs []string
+	files         []attachedFile
 	// compact is whether the client asked for the compact stream
 	// (api.StreamModeHeader, docs/compact.md).
 	compact bool
@@ -226,6 +234,12 @@ func newSubmission(p chat.Principal, sc scope, ev *protocol.Event) *submission {
 		sub.decision = &chat.Decision{Token: c.Token, Approve: c.Decision == protocol.DecisionApprove}
 		sub.inputHash = decisionInputHash(sub.input, c)
 	}
+	if ids := ev.Submit.Attachments; len(ids) > 0 {
+		// The attachments are part of the input: the same turn id sent
+		// again with others is TURN_ID_REUSED.
+		sub.attachmentIDs = ids
+		sub.inputHash = chat.HashInput(sub.input + "\x00attachments:" + strings.Join(ids, ","))
+	}
 	return sub
 }
 
@@ -306,7 +320,8 @@ func (h *handler) newRun(ctx, reqCtx context.Context, w http.ResponseWriter, dea
 		createdAt: protocol.FormatTime(claimedAt),
 		startedAt: claimedAt,
 	})
-	t.user = userMessage(sub.turnID, sub.input, t.createdAt)
+	t.user = userMessage(sub.turnID, sub.input, t.createdAt, attachmentParts(sub.files))
+	t.files = sub.files
 	t.principal = sub.principal
 	t.startTrace(sub.principal)
 	t.budget.quota = sub.quota

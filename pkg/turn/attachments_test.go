@@ -1,0 +1,187 @@
+package turn_test
+
+import (
+	"bytes"
+	"context"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/attach"
+	"github.com/turnstream/turnstream/pkg/attach/s3attach"
+	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/turn"
+)
+
+// attachEnv is a turn handler whose attachments are in an s3attach.Local
+// served by an httptest server.
+type attachEnv struct {
+	*env
+	local *s3attach.Local
+	model *scriptModel
+}
+
+func newAttachEnv(t *testing.T) *attachEnv {
+	t.Helper()
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	local := s3attach.NewLocal(srv.URL+"/uploads", nil)
+	mux.Handle("/uploads/", http.StripPrefix("/uploads", local.Handler()))
+	m := &scriptModel{Chunks: []string{"seen"}}
+	e := newEnv(t, newStoreMemory(), m, func(o *turn.Options) { o.Attachments = local })
+	return &attachEnv{env: e, local: local, model: m}
+}
+
+// upload stores data as subject's attachment of session sid through a
+// signed form, declared as mediaType and filename, usable until useBy;
+// it returns the attachment id.
+func (a *attachEnv) upload(t *testing.T, subject, sid, mediaType, filename string, data []byte, useBy time.Time) string {
+	t.Helper()
+	id := attach.NewID()
+	obj := attach.Object{Key: attach.Key(attach.Owner("t", subject), sid, id), MediaType: mediaType, Size: int64(len(data)), Filename: filename, UseBy: useBy}
+	up, err := a.local.PresignUpload(context.Background(), obj, attach.UploadExpiry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	for k, v := range up.Fields {
+		_ = mw.WriteField(k, v)
+	}
+	fw, _ := mw.CreateFormFile("file", filename)
+	_, _ = fw.Write(data)
+	_ = mw.Close()
+	resp, err := http.Post(up.URL, mw.FormDataContentType(), &body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("upload: %d", resp.StatusCode)
+	}
+	return id
+}
+
+// submitWith submits input with the attachments ids as subject.
+func (a *attachEnv) submitWith(t *testing.T, subject, sid, tid, input string, ids ...string) result {
+	t.Helper()
+	b, err := protocol.EncodeEvent(&protocol.Event{
+		EventID: "ev-submit", SessionID: sid, TurnID: tid, EmittedAt: "2026-07-11T03:00:00.000Z", Kind: protocol.EventSubmit,
+		Submit: &protocol.SubmitPayload{Input: input, Attachments: ids},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hdr map[string]string
+	if subject != "" {
+		hdr = map[string]string{"X-Test-Subject": subject}
+	}
+	return readResult(t, a.post(t, context.Background(), "/", b, hdr))
+}
+
+var (
+	pngData = append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{3}, 500)...)
+	pdfData = append([]byte("%PDF-1.7\n"), bytes.Repeat([]byte("p"), 300)...)
+)
+
+// TestAttachmentsReachTheModel: a turn's attachments become its user
+// message's parts (image, file with its name) in the stream and in
+// history, their bytes reach the model, and the next turn's model call
+// holds them again from the context.
+func TestAttachmentsReachTheModel(t *testing.T) {
+	t.Parallel()
+	a := newAttachEnv(t)
+	later := time.Now().Add(time.Hour)
+	img := a.upload(t, "alice", "s", "image/png", "cat.png", pngData, later)
+	doc := a.upload(t, "alice", "s", "application/pdf", "Q3 report.pdf", pdfData, later)
+	r := a.submitWith(t, "", "s", "t1", "what is this?", img, doc)
+	r.want(t, http.StatusOK, "")
+	user := r.terminal(t).Messages[0]
+	if user.Role != protocol.RoleUser || len(user.Parts) != 2 {
+		t.Fatalf("user message %+v", user)
+	}
+	p0, p1 := user.Parts[0], user.Parts[1]
+	if p0.Type != "image" || *p0.Source != turn.AttachmentSource+img || *p0.MimeType != "image/png" || p0.Filename != nil {
+		t.Errorf("image part %+v", p0)
+	}
+	if p1.Type != "file" || *p1.Source != turn.AttachmentSource+doc || *p1.MimeType != "application/pdf" || *p1.Filename != "Q3 report.pdf" {
+		t.Errorf("file part %+v", p1)
+	}
+	stored := history(t, a.env, "s")
+	if len(stored) != 1 || len(stored[0].Messages[0].Parts) != 2 {
+		t.Fatalf("history %+v", stored)
+	}
+	reqs := a.model.requests()
+	got := reqs[0].Attachments
+	if len(got) != 2 || !bytes.Equal(got[turn.AttachmentSource+img].Data, pngData) || got[turn.AttachmentSource+doc].Filename != "Q3 report.pdf" ||
+		got[turn.AttachmentSource+doc].Format != "pdf" || got[turn.AttachmentSource+img].Kind != "image" {
+		t.Fatalf("model attachments %+v", got)
+	}
+
+	a.submitWith(t, "", "s", "t2", "and now?").want(t, http.StatusOK, "")
+	reqs = a.model.requests()
+	if again := reqs[len(reqs)-1].Attachments; len(again) != 2 || !bytes.Equal(again[turn.AttachmentSource+doc].Data, pdfData) {
+		t.Errorf("the next turn's model call holds %d attachments, want t1's 2", len(again))
+	}
+	if parts := r.terminal(t).Messages[0].Parts; len(parts) != 2 {
+		t.Errorf("parts %+v", parts)
+	}
+}
+
+// TestAttachmentRefusals: every attachment a turn may not use is a typed
+// 4xx before anything is stored or sent to a model.
+func TestAttachmentRefusals(t *testing.T) {
+	t.Parallel()
+	a := newAttachEnv(t)
+	later, past := time.Now().Add(time.Hour), time.Now().Add(-time.Second)
+	good := a.upload(t, "alice", "s", "image/png", "cat.png", pngData, later)
+	bobs := a.upload(t, "bob", "s", "image/png", "cat.png", pngData, later)
+	otherSession := a.upload(t, "alice", "s2", "image/png", "cat.png", pngData, later)
+	expired := a.upload(t, "alice", "s", "image/png", "old.png", pngData, past)
+	notPNG := a.upload(t, "alice", "s", "image/png", "fake.png", []byte("<svg onload=alert(1)>"), later)
+	var docs []string
+	for range attach.MaxDocsPerTurn + 1 {
+		docs = append(docs, a.upload(t, "alice", "s", "text/plain", "a.txt", []byte("hello"), later))
+	}
+	for _, tc := range []struct {
+		name   string
+		ids    []string
+		status int
+		code   string
+	}{
+		{"never uploaded", []string{attach.NewID()}, 404, protocol.CodeAttachmentNotFound},
+		{"not an attachment id", []string{"att-1"}, 404, protocol.CodeAttachmentNotFound},
+		{"another principal's", []string{bobs}, 404, protocol.CodeAttachmentNotFound},
+		{"another session's", []string{otherSession}, 404, protocol.CodeAttachmentNotFound},
+		{"one good, one missing", []string{good, attach.NewID()}, 404, protocol.CodeAttachmentNotFound},
+		{"past its use-by", []string{expired}, 410, protocol.CodeAttachmentExpired},
+		{"bytes of another type", []string{notPNG}, 400, protocol.CodeAttachmentInvalid},
+		{"too many documents", docs, 400, protocol.CodeAttachmentInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := a.submitWith(t, "", "s", "t-"+strings.NewReplacer(" ", "-", "'", "", ",", "").Replace(tc.name), "look", tc.ids...)
+			r.want(t, tc.status, tc.code)
+			if strings.Contains(string(r.raw), "svg") || strings.Contains(string(r.raw), "att_") {
+				t.Errorf("the body echoes the input: %s", r.raw)
+			}
+		})
+	}
+	if n := a.model.calls.Load(); n != 0 {
+		t.Errorf("%d model calls, want none", n)
+	}
+	if _, err := a.store.GetSession(context.Background(), "s", alice); err == nil {
+		t.Error("a refused submit created the session")
+	}
+	// The same turn id sent again with other attachments is another input.
+	a.submitWith(t, "", "s", "t1", "look", good).want(t, http.StatusOK, "")
+	a.submitWith(t, "", "s", "t1", "look").want(t, http.StatusUnprocessableEntity, protocol.CodeTurnIDReused)
+	a.submitWith(t, "", "s", "t1", "look", good).want(t, http.StatusConflict, protocol.CodeTurnAlreadyCompleted)
+
+	// Without an attachment store, any attachment is unknown.
+	plain := newEnv(t, newStoreMemory(), &scriptModel{Chunks: []string{"x"}}, nil)
+	(&attachEnv{env: plain}).submitWith(t, "", "s", "t1", "look", good).want(t, http.StatusNotFound, protocol.CodeAttachmentNotFound)
+}

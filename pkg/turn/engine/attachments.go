@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/turnstream/turnstream/pkg/attach"
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// Attachments (docs/attachments.md): a submit names uploaded files by id;
+// the engine checks and reads them before the claim, records them as the
+// user message's parts, and gives their bytes to the model, with those
+// of the earlier turns in the context.
+
+// AttachmentSource is the prefix of an attachment part's source: the part
+// {"type":"image"|"file","source":"attachment:<id>",...} names the
+// caller's attachment <id> of the session, a stable reference that never
+// expires (unlike a signed URL): GET
+// /sessions/{id}/attachments/{attachmentId} on the artifacts function
+// gives a URL of its bytes.
+const AttachmentSource = "attachment:"
+
+// attachmentReads bounds the attachments read at once.
+const attachmentReads = 4
+
+// attachedFile is one checked attachment of a submission.
+type attachedFile struct {
+	id   string
+	obj  attach.Object
+	mt   attach.MediaType
+	data []byte
+}
+
+// resolveAttachments checks and reads the attachments sub names, in the
+// order given, before anything is stored: each must be the caller's
+// upload to this session (attach.ErrNotFound otherwise, as for an id
+// never uploaded), not past its use-by time (attach.ErrExpired), of an
+// accepted media type within its size limit and with bytes of that type
+// (attach.ErrContent, attach.ErrSize), and the turn at most
+// attach.MaxImagesPerTurn images and attach.MaxDocsPerTurn documents
+// (attach.ErrTooMany). Reads run attachmentReads at a time under ctx, the
+// request's deadline. Without Config.Attachments any id is
+// attach.ErrNotFound.
+func (h *handler) resolveAttachments(ctx context.Context, sub *submission) error {
+	if len(sub.attachmentIDs) == 0 {
+		return nil
+	}
+	store := h.opts.Attachments
+	if store == nil {
+		return attach.ErrNotFound
+	}
+	owner := attach.Owner(sub.principal.Tenant, sub.principal.Subject)
+	now := h.clock.Now()
+	files := make([]attachedFile, len(sub.attachmentIDs))
+	errs := make([]error, len(sub.attachmentIDs))
+	sem := make(chan struct{}, attachmentReads)
+	var wg sync.WaitGroup
+	for i, id := range sub.attachmentIDs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			files[i], errs[i] = readAttachment(ctx, store, attach.Key(owner, sub.sessionID, id), id, now)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs { // the first failing attachment, in the order given
+		if err != nil {
+			return err
+		}
+	}
+	images, docs := 0, 0
+	for _, f := range files {
+		if f.mt.Kind == attach.KindImage {
+			images++
+		} else {
+			docs++
+		}
+	}
+	if images > attach.MaxImagesPerTurn || docs > attach.MaxDocsPerTurn {
+		return attach.ErrTooMany
+	}
+	sub.files = files
+	return nil
+}
+
+// readAttachment checks and reads the attachment id under key.
+func readAttachment(ctx context.Context, store attach.Store, key, id string, now time.Time) (attachedFile, error) {
+	if !attach.ValidID(id) {
+		return attachedFile{}, attach.ErrNotFound
+	}
+	obj, err := store.Head(ctx, key)
+	if err != nil {
+		return attachedFile{}, err
+	}
+	if obj.UseBy.IsZero() {
+		return attachedFile{}, attach.ErrNotFound // not uploaded through a signed form
+	}
+	if !now.Before(obj.UseBy) {
+		return attachedFile{}, attach.ErrExpired
+	}
+	mt, ok := attach.MediaTypes[obj.MediaType]
+	switch {
+	case !ok:
+		return attachedFile{}, attach.ErrContent
+	case obj.Size > mt.MaxBytes:
+		return attachedFile{}, attach.ErrSize
+	}
+	data, err := store.Read(ctx, key, mt.MaxBytes)
+	if err != nil {
+		return attachedFile{}, err
+	}
+	if int64(len(data)) != obj.Size {
+		return attachedFile{}, attach.ErrContent
+	}
+	if err := attach.CheckContent(mt.Name, data); err != nil {
+		return attachedFile{}, err
+	}
+	return attachedFile{id: id, obj: obj, mt: mt, data: data}, nil
+}
+
+// attachmentParts returns the message parts of files: an image part
+// {type "image", source, mimeType}, a document a file part with its
+// filename too.
+func attachmentParts(files []attachedFile) []protocol.Part {
+	if len(files) == 0 {
+		return nil
+	}
+	parts := make([]protocol.Part, 0, len(files))
+	for _, f := range files {
+		source, mimeType := AttachmentSource+f.id, f.mt.Name
+		p := protocol.Part{Type: f.mt.Kind.PartType(), Source: &source, MimeType: &mimeType}
+		if f.mt.Kind != attach.KindImage {
+			name := f.obj.Filename
+			p.Filename = &name
+		}
+		parts = append(parts, p)
+	}
+	return parts
+}
+
+// modelAttachment is f as the model receives it.
+func modelAttachment(f attachedFile) model.Attachment {
+	kind := model.AttachmentKindDocument
+	if f.mt.Kind == attach.KindImage {
+		kind = model.AttachmentKindImage
+	}
+	return model.Attachment{Kind: kind, MediaType: f.mt.Name, Format: f.mt.Format, Filename: f.obj.Filename, Data: f.data}
+}
+
+// loadAttachments returns the attachments the user messages of msgs
+// name, by source: files (this turn's, already read) first, then the
+// others read from store under owner's keys of sessionID. One that cannot
+// be read (deleted since, or a failing store) is left out and logged: the
+// turn goes on with the rest, its text intact. Nil when msgs name none.
+func loadAttachments(ctx context.Context, store attach.Store, owner chat.Principal, sessionID string, msgs []protocol.Message, files []attachedFile, log *slog.Logger) map[string]model.Attachment {
+	var out map[string]model.Attachment
+	for _, f := range files {
+		if out == nil {
+			out = map[string]model.Attachment{}
+		}
+		out[AttachmentSource+f.id] = modelAttachment(f)
+	}
+	if store == nil {
+		return out
+	}
+	key := attach.Owner(owner.Tenant, owner.Subject)
+	for _, m := range msgs {
+		if m.Role != protocol.RoleUser {
+			continue
+		}
+		for _, p := range m.Parts {
+			if p.Source == nil || !strings.HasPrefix(*p.Source, AttachmentSource) {
+				continue
+			}
+			if _, ok := out[*p.Source]; ok {
+				continue
+			}
+			id := strings.TrimPrefix(*p.Source, AttachmentSource)
+			f, err := readStored(ctx, store, attach.Key(key, sessionID, id), id)
+			if err != nil {
+				log.Warn("attachment left out of the model request", "attachmentId", id, "err", err)
+				continue
+			}
+			if out == nil {
+				out = map[string]model.Attachment{}
+			}
+			out[*p.Source] = modelAttachment(f)
+		}
+	}
+	return out
+}
+
+// readStored reads an attachment a stored turn recorded: checked when
+// it was sent, so only its media type and size are checked again.
+func readStored(ctx context.Context, store attach.Store, key, id string) (attachedFile, error) {
+	if !attach.ValidID(id) {
+		return attachedFile{}, attach.ErrNotFound
+	}
+	obj, err := store.Head(ctx, key)
+	if err != nil {
+		return attachedFile{}, err
+	}
+	mt, ok := attach.MediaTypes[obj.MediaType]
+	if !ok {
+		return attachedFile{}, fmt.Errorf("%w: stored media type", attach.ErrContent)
+	}
+	data, err := store.Read(ctx, key, mt.MaxBytes)
+	if err != nil {
+		return attachedFile{}, err
+	}
+	return attachedFile{id: id, obj: obj, mt: mt, data: data}, nil
+}
