@@ -4,12 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/turnstream/turnstream/pkg/api"
+	"github.com/turnstream/turnstream/pkg/attach"
+	"github.com/turnstream/turnstream/pkg/attach/attachtest"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -27,24 +28,9 @@ func TestUploads(t *testing.T) {
 	if !strings.HasPrefix(ticket.Upload.URL, s.url+"/uploads/") {
 		t.Fatalf("upload URL %q is not the dev server's", ticket.Upload.URL)
 	}
+	form := attach.Upload{URL: ticket.Upload.URL, Method: ticket.Upload.Method, Fields: ticket.Upload.Fields}
 	send := func(contentType string, data []byte) int {
-		var body bytes.Buffer
-		mw := multipart.NewWriter(&body)
-		for k, v := range ticket.Upload.Fields {
-			if k == "Content-Type" {
-				v = contentType
-			}
-			_ = mw.WriteField(k, v)
-		}
-		fw, _ := mw.CreateFormFile("file", "cat.png")
-		_, _ = fw.Write(data)
-		_ = mw.Close()
-		resp, err := http.Post(ticket.Upload.URL, mw.FormDataContentType(), &body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode
+		return attachtest.Post(t, form, map[string]string{"Content-Type": contentType}, data)
 	}
 	if got := send("text/html", png); got != http.StatusForbidden {
 		t.Errorf("a form with another content type: %d, want 403", got)

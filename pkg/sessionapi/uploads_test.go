@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/attach"
+	"github.com/turnstream/turnstream/pkg/attach/attachtest"
 	"github.com/turnstream/turnstream/pkg/attach/s3attach"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -76,21 +76,7 @@ func uploadPost(target string, as any, body string) request {
 // sendForm posts data with the ticket's form, as a browser does.
 func sendForm(t *testing.T, ticket api.UploadTicket, data []byte) int {
 	t.Helper()
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	for k, v := range ticket.Upload.Fields {
-		_ = mw.WriteField(k, v)
-	}
-	fw, _ := mw.CreateFormFile("file", "x")
-	_, _ = fw.Write(data)
-	_ = mw.Close()
-	resp, err := http.Post(ticket.Upload.URL, mw.FormDataContentType(), &body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	return resp.StatusCode
+	return attachtest.Post(t, attach.Upload{URL: ticket.Upload.URL, Method: ticket.Upload.Method, Fields: ticket.Upload.Fields}, nil, data)
 }
 
 func TestUploadAndDownload(t *testing.T) {

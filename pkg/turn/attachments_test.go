@@ -3,7 +3,6 @@ package turn_test
 import (
 	"bytes"
 	"context"
-	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/attach"
+	"github.com/turnstream/turnstream/pkg/attach/attachtest"
 	"github.com/turnstream/turnstream/pkg/attach/s3attach"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn"
@@ -47,21 +47,8 @@ func (a *attachEnv) upload(t *testing.T, subject, sid, mediaType, filename strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	for k, v := range up.Fields {
-		_ = mw.WriteField(k, v)
-	}
-	fw, _ := mw.CreateFormFile("file", filename)
-	_, _ = fw.Write(data)
-	_ = mw.Close()
-	resp, err := http.Post(up.URL, mw.FormDataContentType(), &body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusNoContent {
-		t.Fatalf("upload: %d", resp.StatusCode)
+	if got := attachtest.Post(t, up, nil, data); got != http.StatusNoContent {
+		t.Fatalf("upload: %d", got)
 	}
 	return id
 }

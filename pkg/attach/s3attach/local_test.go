@@ -5,62 +5,23 @@ import (
 	"context"
 	"errors"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/attach"
+	"github.com/turnstream/turnstream/pkg/attach/attachtest"
 	"github.com/turnstream/turnstream/pkg/attach/s3attach"
 )
 
-// post sends up's form with fields changed by edit (a value "" removes
-// the field) and data as the file; it returns the status.
+// post sends up's form with edit applied and data as the file
+// (attachtest.Post).
 func post(t *testing.T, up attach.Upload, edit map[string]string, data []byte) int {
 	t.Helper()
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	fields := map[string]string{}
-	for k, v := range up.Fields {
-		fields[k] = v
-	}
-	for k, v := range edit {
-		for old := range fields {
-			if strings.EqualFold(old, k) {
-				delete(fields, old)
-			}
-		}
-		if v != "" {
-			fields[k] = v
-		}
-	}
-	names := make([]string, 0, len(fields))
-	for k := range fields {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	for _, k := range names {
-		_ = mw.WriteField(k, fields[k])
-	}
-	fw, _ := mw.CreateFormFile("file", "ignored-by-s3")
-	_, _ = fw.Write(data)
-	_ = mw.Close()
-	req, err := http.NewRequestWithContext(t.Context(), up.Method, up.URL, &body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	_ = resp.Body.Close()
-	return resp.StatusCode
+	return attachtest.Post(t, up, edit, data)
 }
 
 // localServer serves a Local under /uploads of an httptest server whose
