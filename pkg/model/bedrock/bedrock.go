@@ -38,6 +38,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -145,8 +146,12 @@ func input(req model.Request) (*bedrockruntime.ConverseStreamInput, error) {
 		n := int32(min(req.MaxTokens, math.MaxInt32))
 		in.InferenceConfig = &types.InferenceConfiguration{MaxTokens: &n}
 	}
+	names := map[string]bool{} // document names, unique in a request
 	for i, msg := range model.ProviderMessages(req.Messages, req.Tools) {
 		role, blocks, err := contentBlocks(msg)
+		if msg.Role == protocol.RoleUser {
+			blocks = append(attachmentBlocks(model.MessageAttachments(req, msg), names), blocks...)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("messages[%d]: %w", i, err)
 		}
@@ -175,6 +180,72 @@ func input(req model.Request) (*bedrockruntime.ConverseStreamInput, error) {
 		in.ToolConfig = tc
 	}
 	return in, nil
+}
+
+// attachmentBlocks returns the Converse image and document blocks of a
+// user message's attachments, to go before its text (Bedrock takes
+// images and documents as bytes in the request; a document block needs
+// a text block beside it, which the message's non-blank input is).
+// names collects the document names given so far: Converse wants them
+// unique within a request.
+func attachmentBlocks(files []model.Attachment, names map[string]bool) []types.ContentBlock {
+	var blocks []types.ContentBlock
+	for _, a := range files {
+		if a.Kind == model.AttachmentKindImage {
+			blocks = append(blocks, &types.ContentBlockMemberImage{Value: types.ImageBlock{
+				Format: types.ImageFormat(a.Format),
+				Source: &types.ImageSourceMemberBytes{Value: a.Data},
+			}})
+			continue
+		}
+		name := DocumentName(a.Filename)
+		for n := 2; names[name]; n++ {
+			name = DocumentName(a.Filename) + " (" + strconv.Itoa(n) + ")"
+		}
+		names[name] = true
+		blocks = append(blocks, &types.ContentBlockMemberDocument{Value: types.DocumentBlock{
+			Format: types.DocumentFormat(a.Format),
+			Name:   &name,
+			Source: &types.DocumentSourceMemberBytes{Value: a.Data},
+		}})
+	}
+	return blocks
+}
+
+// maxDocumentName bounds a document name (Converse allows 200
+// characters; room is kept for a " (n)" suffix).
+const maxDocumentName = 190
+
+// DocumentName is filename as a Converse document name, which may hold
+// only letters and digits, single spaces, hyphens, parentheses and square
+// brackets: the extension is dropped, every other character becomes a
+// space, runs of spaces become one, and the name is cut to 190
+// characters; "document" when nothing is left.
+func DocumentName(filename string) string {
+	if i := strings.LastIndexByte(filename, '.'); i > 0 {
+		filename = filename[:i]
+	}
+	var b strings.Builder
+	space := false
+	for _, r := range filename {
+		ok := r < 128 && (r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '(' || r == ')' || r == '[' || r == ']')
+		if !ok {
+			space = b.Len() > 0
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		if b.Len() >= maxDocumentName {
+			break
+		}
+		b.WriteRune(r)
+	}
+	if b.Len() == 0 {
+		return "document"
+	}
+	return b.String()
 }
 
 // emptyToolResult stands in for an empty tool result text: Bedrock

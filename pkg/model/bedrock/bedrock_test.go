@@ -326,3 +326,45 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	}
 	return reflect.DeepEqual(va, vb)
 }
+
+// TestAttachmentBlocks: a user message's attachments go before its text
+// as Converse image and document blocks, their bytes base64 in the JSON,
+// document names as Converse allows them and unique; a part whose file
+// the request does not hold is left out.
+func TestAttachmentBlocks(t *testing.T) {
+	m, s := newModel(t, script{frames: []frame{ev("messageStop", `{"stopReason":"end_turn"}`)}})
+	img, doc, doc2, gone := "attachment:att_A", "attachment:att_B", "attachment:att_C", "attachment:att_D"
+	part := func(kind, src string) protocol.Part { return protocol.Part{Type: kind, Source: &src} }
+	req := model.Request{
+		ModelID: modelID,
+		Messages: []protocol.Message{{Role: protocol.RoleUser, Content: "compare these",
+			Parts: []protocol.Part{part("image", img), part("file", doc), part("file", gone), part("file", doc2)}}},
+		Attachments: map[string]model.Attachment{
+			img:  {Kind: model.AttachmentKindImage, Format: "png", MediaType: "image/png", Filename: "cat.png", Data: []byte("PNG")},
+			doc:  {Kind: model.AttachmentKindDocument, Format: "pdf", MediaType: "application/pdf", Filename: "Q3 report, final.pdf", Data: []byte("PDF")},
+			doc2: {Kind: model.AttachmentKindDocument, Format: "md", MediaType: "text/markdown", Filename: "Q3 report  final.md", Data: []byte("# Q")},
+		},
+	}
+	st, err := m.Stream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer modeltest.CloseStream(t, st)
+	if _, err := modeltest.Drain(t, st); err != io.EOF {
+		t.Fatalf("Recv = %v", err)
+	}
+	want := `{"messages": [{"role": "user", "content": [
+	  {"image": {"format": "png", "source": {"bytes": "UE5H"}}},
+	  {"document": {"format": "pdf", "name": "Q3 report final", "source": {"bytes": "UERG"}}},
+	  {"document": {"format": "md", "name": "Q3 report final (2)", "source": {"bytes": "IyBR"}}},
+	  {"text": "compare these"}
+	]}]}`
+	if got := <-s.got; !jsonEqual(t, got, []byte(want)) {
+		t.Errorf("request body =\n%s\nwant\n%s", got, want)
+	}
+	for in, out := range map[string]string{"Résumé.pdf": "R sum", "../../x.txt": "x", "日本.pdf": "document", ".hidden": "hidden", "a[1](2)-b.csv": "a[1](2)-b"} {
+		if got := bedrock.DocumentName(in); got != out {
+			t.Errorf("DocumentName(%q) = %q, want %q", in, got, out)
+		}
+	}
+}

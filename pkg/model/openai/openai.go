@@ -30,6 +30,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -140,6 +141,10 @@ func newParams(req model.Request) (openai.ChatCompletionNewParams, error) {
 	for i, msg := range model.ProviderMessages(req.Messages, req.Tools) {
 		switch msg.Role {
 		case protocol.RoleUser:
+			if files := model.MessageAttachments(req, msg); len(files) > 0 {
+				p.Messages = append(p.Messages, openai.UserMessage(append(attachmentParts(files), openai.TextContentPart(msg.Content))))
+				continue
+			}
 			p.Messages = append(p.Messages, openai.UserMessage(msg.Content))
 		case protocol.RoleAssistant:
 			a := &openai.ChatCompletionAssistantMessageParam{}
@@ -418,4 +423,30 @@ func (s *stream) Close() error {
 		_ = s.st.Close()
 	})
 	return nil
+}
+
+// attachmentParts returns the content parts of a user message's
+// attachments, to go before its text: an image as an image_url part
+// holding a data URL, a PDF as a file part (file_data a data URL, and its
+// filename), a text document (plain, Markdown, CSV, HTML) as a text part
+// holding its name and its text, and any other document (Word, Excel),
+// which chat completions do not read, as a text part saying so.
+func attachmentParts(files []model.Attachment) []openai.ChatCompletionContentPartUnionParam {
+	parts := make([]openai.ChatCompletionContentPartUnionParam, 0, len(files))
+	for _, a := range files {
+		dataURL := "data:" + a.MediaType + ";base64," + base64.StdEncoding.EncodeToString(a.Data)
+		switch {
+		case a.Kind == model.AttachmentKindImage:
+			parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: dataURL}))
+		case a.MediaType == "application/pdf":
+			parts = append(parts, openai.FileContentPart(openai.ChatCompletionContentPartFileFileParam{
+				FileData: openai.String(dataURL), Filename: openai.String(a.Filename),
+			}))
+		case strings.HasPrefix(a.MediaType, "text/"):
+			parts = append(parts, openai.TextContentPart("Attached file "+a.Filename+" ("+a.MediaType+"):\n"+string(a.Data)))
+		default:
+			parts = append(parts, openai.TextContentPart("Attached file "+a.Filename+" ("+a.MediaType+"): this model cannot read files of this type."))
+		}
+	}
+	return parts
 }

@@ -325,3 +325,42 @@ func TestUsageBeforeAnError(t *testing.T) {
 		})
 	}
 }
+
+// TestAttachmentParts: a user message's attachments go before its text:
+// an image as a data URL, a PDF as a file part, a text document as text,
+// a Word document as a note that the model cannot read it.
+func TestAttachmentParts(t *testing.T) {
+	m, s := newModel(t, script{data: []string{chunk(`{}`, "stop")}, done: true})
+	img, pdf, md, docx := "attachment:att_A", "attachment:att_B", "attachment:att_C", "attachment:att_D"
+	part := func(kind, src string) protocol.Part { return protocol.Part{Type: kind, Source: &src} }
+	req := model.Request{
+		ModelID: modelID,
+		Messages: []protocol.Message{{Role: protocol.RoleUser, Content: "compare",
+			Parts: []protocol.Part{part("image", img), part("file", pdf), part("file", md), part("file", docx)}}},
+		Attachments: map[string]model.Attachment{
+			img:  {Kind: model.AttachmentKindImage, MediaType: "image/png", Filename: "cat.png", Data: []byte("PNG")},
+			pdf:  {Kind: model.AttachmentKindDocument, MediaType: "application/pdf", Filename: "q3.pdf", Data: []byte("PDF")},
+			md:   {Kind: model.AttachmentKindDocument, MediaType: "text/markdown", Filename: "notes.md", Data: []byte("# Notes")},
+			docx: {Kind: model.AttachmentKindDocument, MediaType: "application/vnd.openxmlformats-officedocument.wordprocessingml.document", Filename: "a.docx", Data: []byte("PK")},
+		},
+	}
+	st, err := m.Stream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer modeltest.CloseStream(t, st)
+	if _, err := modeltest.Drain(t, st); err != io.EOF {
+		t.Fatalf("Recv = %v", err)
+	}
+	want := `{"model": "gpt-test", "stream": true, "stream_options": {"include_usage": true},
+	  "messages": [{"role": "user", "content": [
+	    {"type": "image_url", "image_url": {"url": "data:image/png;base64,UE5H"}},
+	    {"type": "file", "file": {"file_data": "data:application/pdf;base64,UERG", "filename": "q3.pdf"}},
+	    {"type": "text", "text": "Attached file notes.md (text/markdown):\n# Notes"},
+	    {"type": "text", "text": "Attached file a.docx (application/vnd.openxmlformats-officedocument.wordprocessingml.document): this model cannot read files of this type."},
+	    {"type": "text", "text": "compare"}
+	  ]}]}`
+	if got := <-s.got; !jsonEqual(t, got, []byte(want)) {
+		t.Errorf("request body =\n%s\nwant\n%s", got, want)
+	}
+}
