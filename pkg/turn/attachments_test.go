@@ -3,6 +3,7 @@ package turn_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -171,4 +172,56 @@ func TestAttachmentRefusals(t *testing.T) {
 	// Without an attachment store, any attachment is unknown.
 	plain := newEnv(t, newStoreMemory(), &scriptModel{Chunks: []string{"x"}}, nil)
 	(&attachEnv{env: plain}).submitWith(t, "", "s", "t1", "look", good).want(t, http.StatusNotFound, protocol.CodeAttachmentNotFound)
+}
+
+// failingAttachments is an attachment store whose reads fail (a store that
+// answers 500, or a hung call cut by its timeout).
+type failingAttachments struct {
+	attach.Store
+	failHead, failRead bool
+}
+
+func (s *failingAttachments) Head(ctx context.Context, key string) (attach.Object, error) {
+	if s.failHead {
+		return attach.Object{}, context.DeadlineExceeded
+	}
+	return s.Store.Head(ctx, key)
+}
+
+func (s *failingAttachments) Read(ctx context.Context, key string, limit int64) ([]byte, error) {
+	if s.failRead {
+		return nil, errors.New("s3: 500 InternalError")
+	}
+	return s.Store.Read(ctx, key, limit)
+}
+
+// TestAttachmentStoreFaults: a store that fails while a submit's
+// attachments are checked is a retryable 500 with nothing stored and no
+// model call; one that fails while an earlier turn's attachment is read
+// for the context leaves that file out and the turn completes.
+func TestAttachmentStoreFaults(t *testing.T) {
+	t.Parallel()
+	a := newAttachEnv(t)
+	later := time.Now().Add(time.Hour)
+	img := a.upload(t, "alice", "s", "image/png", "cat.png", pngData, later)
+	fs := &failingAttachments{Store: a.local, failHead: true}
+	m := &scriptModel{Chunks: []string{"seen"}}
+	e := newEnv(t, newStoreMemory(), m, func(o *turn.Options) { o.Attachments = fs })
+	f := &attachEnv{env: e}
+	r := f.submitWith(t, "", "s", "t1", "look", img)
+	r.want(t, http.StatusInternalServerError, protocol.CodeServerInternal)
+	if !r.errD.Retryable || m.calls.Load() != 0 || strings.Contains(string(r.raw), "InternalError") {
+		t.Fatalf("answer %s after %d model calls", r.raw, m.calls.Load())
+	}
+	if _, err := e.store.GetSession(context.Background(), "s", alice); err == nil {
+		t.Error("a failed check created the session")
+	}
+	fs.failHead = false
+	f.submitWith(t, "", "s", "t1", "look", img).want(t, http.StatusOK, "")
+	fs.failRead = true
+	f.submitWith(t, "", "s", "t2", "and now?").want(t, http.StatusOK, "")
+	reqs := m.requests()
+	if got := reqs[len(reqs)-1].Attachments; len(got) != 0 {
+		t.Errorf("the next turn's model call holds %d attachments, want the unreadable one left out", len(got))
+	}
 }
