@@ -47,6 +47,8 @@ var (
 	ErrQueueFull = errors.New("chat: session queue full")
 	// ErrNothingQueued: the session has no queued turn that may start.
 	ErrNothingQueued = errors.New("chat: nothing queued")
+	// ErrAttachmentUsed: another turn of the session used the attachment.
+	ErrAttachmentUsed = errors.New("chat: attachment used by another turn")
 )
 
 // ErrSessionQueued is ErrSessionBusy for a session whose lease is free

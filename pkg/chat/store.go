@@ -54,6 +54,7 @@ type Store interface {
 	QueueStore
 	LedgerStore
 	ConversationStore
+	AttachmentStore
 }
 
 // LeaseStore takes, keeps and gives back a session's lease: the claim of
@@ -263,6 +264,31 @@ type ArtifactStore interface {
 	// GetArtifacts returns the artifact references of a stored turn, as
 	// FindTurn for access and errors.
 	GetArtifacts(ctx context.Context, sessionID, turnID string, p Principal) ([]ArtifactReference, error)
+}
+
+// AttachmentStore records which turn used each uploaded attachment, so
+// that one upload goes with one turn (docs/attachments.md).
+type AttachmentStore interface {
+	// UseAttachments records that turn req.TurnID of req.SessionID uses
+	// each of req.AttachmentIDs, in order. An attachment no turn used, or
+	// one this turn id or req.ParentTurnID (the turn a retry, edit or
+	// regenerate replaces) used, is recorded as this turn's too; one that
+	// another turn used is ErrAttachmentUsed, and the records this call
+	// added before it are taken back (a failure to take one back leaves
+	// it to this turn id, which may send it again). A record may be
+	// removed after req.Until (after the attachments' use-by time, when
+	// no turn may use them anyway). One conditional write per attachment;
+	// a write whose outcome is unknown is resolved by one consistent read.
+	UseAttachments(ctx context.Context, req UseAttachmentsRequest) error
+}
+
+// UseAttachmentsRequest is Store.UseAttachments' request.
+type UseAttachmentsRequest struct {
+	SessionID     string
+	TurnID        string
+	ParentTurnID  string // "" for a turn without lineage
+	AttachmentIDs []string
+	Until         time.Time
 }
 
 // QueueStore holds the turns queued behind a session's lease

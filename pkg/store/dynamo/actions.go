@@ -51,12 +51,14 @@ var methodOperations = map[string][]string{
 	"SetFeedback":   {"Query", "GetItem", "UpdateItem"},
 	"DeleteSession": {"GetItem", "UpdateItem", "Query", "DeleteItem", "PutItem"},
 	"EraseSessions": {"GetItem", "UpdateItem", "Query", "DeleteItem", "PutItem"},
+	// A submit's attachments: the record of their use (attachments.go).
+	"UseAttachments": {"UpdateItem", "GetItem"},
 }
 
 // Store methods each Lambda function calls (docs/design.md#the-three-functions).
 var (
 	turnFunctionMethods = []string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued",
-		"RecordUsage", "ReadUsage", "ListUsage", "Admit", "CancelAdmission"}
+		"RecordUsage", "ReadUsage", "ListUsage", "Admit", "CancelAdmission", "UseAttachments"}
 	historyFunctionMethods = []string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns", "ReadUsage", "ListUsage",
 		"ListSessions", "RenameSession", "SetFeedback", "DeleteSession", "EraseSessions"}
 	artifactsFunctionMethods = []string{"PutArtifacts", "GetArtifacts"}

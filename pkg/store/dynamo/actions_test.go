@@ -55,6 +55,13 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	call("PollTurn", func() error { _, err := s.PollTurn(ctx, "s1", c1.Lease.Ordinal, alice, polled); return err })
 	call("PollTurn", func() error { _, err := s.PollTurn(ctx, "s1", 99, alice, nil); return err })
 	call("RequestStop", func() error { return s.RequestStop(ctx, "s1", "t1", alice) })
+	use := func(turnID string, ids ...string) func() error {
+		return func() error {
+			return s.UseAttachments(ctx, chat.UseAttachmentsRequest{SessionID: "s1", TurnID: turnID, AttachmentIDs: ids, Until: e.clock.Now().Add(time.Hour)})
+		}
+	}
+	call("UseAttachments", use("t1", "att_A"))
+	call("UseAttachments", use("t2", "att_B", "att_A")) // refused: att_B is taken back
 	call("RequestStop", func() error { return s.RequestStop(ctx, "s1", "t9", alice) })
 	big.SessionID, big.TurnID, big.Ordinal = "s1", "t1", c1.Lease.Ordinal
 	call("SaveTurn", func() error { return e.store().SaveTurn(ctx, c1, big) })
@@ -196,7 +203,7 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 		actions []string
 	}{
 		"turn": {[]string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued",
-			"RecordUsage", "ReadUsage", "ListUsage", "Admit", "CancelAdmission"}, dynamo.TurnFunctionActions},
+			"RecordUsage", "ReadUsage", "ListUsage", "Admit", "CancelAdmission", "UseAttachments"}, dynamo.TurnFunctionActions},
 		"history": {[]string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns", "ReadUsage", "ListUsage",
 			"ListSessions", "RenameSession", "SetFeedback", "DeleteSession", "EraseSessions"}, dynamo.HistoryFunctionActions},
 		"artifacts": {[]string{"PutArtifacts", "GetArtifacts"}, dynamo.ArtifactsFunctionActions},

@@ -725,3 +725,49 @@ func TestDeleteUnderFaults(t *testing.T) {
 		}
 	})
 }
+
+// TestUseAttachmentsRecognisesItsOwnWrite: a record of use that applied
+// with its answer lost, a 500 after it applied or a hung attempt, faults
+// below the SDK's retryer, is this turn's: the call succeeds, and another
+// turn is refused the attachment. One that never applied, its resolving
+// read failing too, is an error and leaves the attachment free.
+func TestUseAttachmentsRecognisesItsOwnWrite(t *testing.T) {
+	use := ddbfault.For("UpdateItem", dynamo.PurposeAttachment)
+	req := func(turnID string) chat.UseAttachmentsRequest {
+		return chat.UseAttachmentsRequest{SessionID: "s1", TurnID: turnID, AttachmentIDs: []string{"att_A"}, Until: time.Now().Add(time.Hour)}
+	}
+	for _, fault := range []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter, ddbfault.Hang} {
+		t.Run(fault.String(), func(t *testing.T) {
+			e := newFaultEnv(t)
+			ctx := faultCtx(t)
+			e.faults.SetRule(ddbfault.Once(fault, use))
+			if err := e.s.UseAttachments(ctx, req("t1")); err != nil {
+				t.Fatalf("a use whose write met %v: %v", fault, err)
+			}
+			if n := e.faults.Counts()[fault]; n != 1 {
+				t.Fatalf("%d attempts met %v, want 1", n, fault)
+			}
+			e.faults.SetRule(nil)
+			if err := e.s.UseAttachments(ctx, req("t2")); !errors.Is(err, chat.ErrAttachmentUsed) {
+				t.Errorf("another turn after it: %v, want ErrAttachmentUsed", err)
+			}
+		})
+	}
+	t.Run("never applied, reads failing", func(t *testing.T) {
+		e := newFaultEnv(t)
+		ctx := faultCtx(t)
+		e.faults.SetRule(func(a ddbfault.Attempt) ddbfault.Fault {
+			if use(a) || a.Op == "GetItem" {
+				return ddbfault.ServerErrorBefore
+			}
+			return ddbfault.Pass
+		})
+		if err := e.s.UseAttachments(ctx, req("t1")); err == nil || errors.Is(err, chat.ErrAttachmentUsed) {
+			t.Fatalf("a use that never applied: %v, want a plain error", err)
+		}
+		e.faults.SetRule(nil)
+		if err := e.s.UseAttachments(ctx, req("t2")); err != nil {
+			t.Errorf("another turn after it: %v, want the attachment free", err)
+		}
+	})
+}

@@ -26,6 +26,9 @@ const (
 	// ItemLedger is a principal's usage ledger item of one month, or a
 	// session's counted item beside it (ledger.go).
 	ItemLedger ItemKind = "ledger"
+	// ItemAttachment records the turns that used an attachment
+	// (attachments.go).
+	ItemAttachment ItemKind = "attachment"
 )
 
 // SessionSortKey is the sort key of a session item.
@@ -65,6 +68,9 @@ func ItemKindOf(sk string) ItemKind {
 	}
 	if strings.HasPrefix(sk, ledgerSKPrefix) || strings.HasPrefix(sk, countedSKPrefix) {
 		return ItemLedger
+	}
+	if strings.HasPrefix(sk, attachmentPrefix) {
+		return ItemAttachment
 	}
 	if len(sk) < len(turnKeyShape) || !strings.HasPrefix(sk, turnPrefix) {
 		return ""

@@ -22,6 +22,7 @@ func TestItemKindOf(t *testing.T) {
 		TurnSortKey(7) + "#SOMETHING":               "",
 	}
 	tests[sortKey(ledgerKey(chat.Principal{Subject: "ann", Tenant: "t1"}, time.Now()))] = ItemLedger
+	tests[sortKey(attachmentKey("s", "att_ABC"))] = ItemAttachment
 	tests[sortKey(countedItemKey(chat.Principal{Subject: "ann", Tenant: "t1"}, time.Now(), chat.SessionMarker("s1")))] = ItemLedger
 	for sk, want := range tests {
 		if got := ItemKindOf(sk); got != want {

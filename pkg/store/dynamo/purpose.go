@@ -105,6 +105,9 @@ const (
 	// PurposeAdmissionCancel forgets an admission given back: its rate
 	// place, then its entry.
 	PurposeAdmissionCancel Purpose = "admission-cancel"
+	// PurposeAttachment records (or takes back) a turn's use of an
+	// attachment (UseAttachments).
+	PurposeAttachment Purpose = "attachment"
 )
 
 // The purposes of reads that are not part of a write's step.

@@ -198,6 +198,7 @@ func (s *Store) bury(rec *sessionRecord) {
 	}
 	s.tombstones[rec.session.ID] = rec.session.Sequence
 	delete(s.sessions, rec.session.ID)
+	delete(s.attachments, rec.session.ID)
 }
 
 // EraseSessions implements chat.Store: every session req.Principal owns

@@ -47,6 +47,10 @@ type Store struct {
 	// ledger is the usage ledger (ledger.go), guarded by mu too.
 	ledgerOpts chat.LedgerOptions
 	ledger     map[ledgerKey]*ledgerRecord
+
+	// attachments records the turn ids that used each attachment, by
+	// session id then attachment id (attachments.go), guarded by mu too.
+	attachments map[string]map[string]*attachmentUse
 }
 
 var _ chat.Store = (*Store)(nil)

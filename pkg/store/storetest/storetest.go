@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Admissions", admissionCases()},
 		{"Conversations", conversationCases()},
 		{"Delete", deleteCases()},
+		{"Attachments", attachmentCases()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
