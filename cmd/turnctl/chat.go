@@ -28,15 +28,17 @@ import (
 // history): the dev server's mounts (docs/design.md#running-it), unless the
 // environment names others (turnURLEnv, historyURLEnv).
 const (
-	devTurnURL    = "http://127.0.0.1:8787/turn/"
-	devHistoryURL = "http://127.0.0.1:8787/history/"
+	devTurnURL      = "http://127.0.0.1:8787/turn/"
+	devHistoryURL   = "http://127.0.0.1:8787/history/"
+	devArtifactsURL = "http://127.0.0.1:8787/artifacts/"
 )
 
 // Environment variables that replace the default turn and history URLs:
 // for a dev server on another address, or a stack used often.
 const (
-	turnURLEnv    = "TURNSTREAM_TURN_URL"
-	historyURLEnv = "TURNSTREAM_HISTORY_URL"
+	turnURLEnv      = "TURNSTREAM_TURN_URL"
+	historyURLEnv   = "TURNSTREAM_HISTORY_URL"
+	artifactsURLEnv = "TURNSTREAM_ARTIFACTS_URL"
 )
 
 // lookupEnv reads the environment; tests replace it.
@@ -49,6 +51,10 @@ func defaultTurnURL() string { return envOr(turnURLEnv, devTurnURL) }
 // defaultHistoryURL is the history URL's default: $TURNSTREAM_HISTORY_URL,
 // else the dev server's history mount.
 func defaultHistoryURL() string { return envOr(historyURLEnv, devHistoryURL) }
+
+// defaultArtifactsURL is -artifacts' default: $TURNSTREAM_ARTIFACTS_URL,
+// else the dev server's artifacts mount.
+func defaultArtifactsURL() string { return envOr(artifactsURLEnv, devArtifactsURL) }
 
 func envOr(name, dflt string) string {
 	if v, ok := lookupEnv(name); ok && v != "" {
@@ -68,7 +74,7 @@ func init() {
 }
 
 // chatUsage documents `turnctl chat`.
-const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [-compact] [-multitask POLICY] [message...]
+const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [-compact] [-multitask POLICY] [-attach FILE]... [-artifacts URL] [message...]
 
 Submits one turn per message to a turnstream turn function (the dev server's
 /turn/ by default, or $TURNSTREAM_TURN_URL) and renders the streamed
@@ -92,6 +98,15 @@ the dev server); -sigv4 signs each request with AWS SigV4 for a function URL
 with AuthType AWS_IAM (iam mode), with the default AWS credential chain. A
 https://<id>.lambda-url.<region>.on.aws/ URL without -token is signed
 automatically.
+
+-attach FILE sends FILE with the first turn (repeat it for several): an
+image (.png, .jpg, .gif, .webp) or a document (.pdf, .txt, .md, .csv,
+.html, .docx, .xlsx) within its size limit (docs/attachments.md). Each is
+uploaded before the turn, straight to the storage, through the artifacts
+function at -artifacts (the dev server's /artifacts/ by default, or
+$TURNSTREAM_ARTIFACTS_URL); on a terminal its progress is shown, then
+"attached NAME (TYPE, N bytes)" on stderr. A file of another type, too
+large, or unreadable is refused before anything is sent (exit status 2).
 
 -multitask says what to do when the session is busy with another turn
 (X-Turnstream-Multitask, docs/multitask.md): reject (the server's 409
@@ -138,6 +153,19 @@ type chatOptions struct {
 	json      bool
 	compact   bool   // X-Turnstream-Stream-Mode: compact
 	multitask string // X-Turnstream-Multitask; "" sends none
+	attach    fileList
+	artifacts string // the artifacts function URL, for -attach
+}
+
+// fileList is a repeatable flag's values.
+type fileList []string
+
+func (f *fileList) String() string { return strings.Join(*f, ",") }
+
+// Set implements flag.Value.
+func (f *fileList) Set(v string) error {
+	*f = append(*f, v)
+	return nil
 }
 
 // runChat implements `turnctl chat`.
@@ -150,8 +178,15 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&opts.json, "json", false, "print the raw NDJSON stream lines")
 	fs.BoolVar(&opts.compact, "compact", false, "ask for the compact stream (append lines between complete snapshots)")
 	fs.StringVar(&opts.multitask, "multitask", "", "when the session is busy: reject, enqueue, interrupt or rollback (default: the definition's)")
+	fs.Var(&opts.attach, "attach", "a file to send with the first turn (repeatable)")
+	fs.StringVar(&opts.artifacts, "artifacts", defaultArtifactsURL(), "artifacts function URL, for -attach (default $"+artifactsURLEnv+", else the dev server's)")
 	if status, ok := parseFlags(fs, args, chatUsage, stdout, stderr); !ok {
 		return status
+	}
+	files, err := checkFiles(opts.attach)
+	if err != nil {
+		_, _ = fmt.Fprintln(stderr, "turnctl chat:", escapeText(err.Error(), false))
+		return 2
 	}
 	if opts.multitask != "" && !slices.Contains(api.MultitaskPolicies, opts.multitask) {
 		_, _ = fmt.Fprintf(stderr, "turnctl chat: -multitask must be one of %s\n", strings.Join(api.MultitaskPolicies, ", "))
@@ -167,12 +202,12 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cl, err := opts.auth.client(ctx, urls{turn: opts.url})
+	cl, err := opts.auth.client(ctx, urls{turn: opts.url, artifacts: opts.artifacts})
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, "turnctl chat:", err)
 		return 2
 	}
-	c := &chatClient{opts: opts, client: cl, stdout: stdout, stderr: stderr, tty: isTerminal(stdout), quit: cancel}
+	c := &chatClient{opts: opts, client: cl, stdout: stdout, stderr: stderr, tty: isTerminal(stdout), quit: cancel, files: files}
 	if c.tty {
 		c.width, c.height = terminalSize(stdout)
 	}
@@ -257,6 +292,8 @@ type chatClient struct {
 	// pending are the confirmations the last turn ended waiting for
 	// (approve.go).
 	pending []client.PendingConfirmation
+	// files are the -attach files the next turn sends (attachments.go).
+	files []localFile
 }
 
 // turn submits input as a new turn and renders its stream; decision,
@@ -271,6 +308,13 @@ func (c *chatClient) turn(ctx context.Context, input string, decision *protocol.
 	sub := client.Submit{
 		SessionID: c.opts.sessionID, TurnID: "turn-" + randomHex(8), EventID: "event-" + randomHex(8),
 		Input: input, Confirmation: decision, StreamOptions: c.streamOptions(shown),
+	}
+	if len(c.files) > 0 && decision == nil {
+		ids, ok := c.uploadFiles(ctx)
+		if !ok {
+			return false
+		}
+		sub.Attachments, c.files = ids, nil
 	}
 	if decision == nil {
 		sub.Multitask = c.opts.multitask

@@ -20,8 +20,8 @@
 // Requests carry a bearer token or are signed with AWS SigV4 (auth.go);
 // text from a server is escaped and measured in terminal columns before
 // it is shown (display.go). `turnctl <command> -h` describes each command and exits 0.
-// The default URLs are the dev server's, or $TURNSTREAM_TURN_URL and
-// $TURNSTREAM_HISTORY_URL when set.
+// The default URLs are the dev server's, or $TURNSTREAM_TURN_URL,
+// $TURNSTREAM_HISTORY_URL and $TURNSTREAM_ARTIFACTS_URL when set.
 //
 // validate reads one turn event per input line from stdin and writes one
 // line per input line to stdout: {"ok":true,"event":"<kind>"} or

@@ -44,7 +44,9 @@ func main() {
 // newHandler builds the turn handler of cfg (internal/turnsetup): a
 // DynamoDB store on cfg.TableName (placeholder credentials when
 // cfg.DynamoDBEndpoint names a local server), the model providers the
-// definitions name and the authenticator of cfg.Auth. Queued turns are
+// definitions name, the reader of the attachments bucket
+// (startup.AttachmentReader; none without ATTACHMENTS_BUCKET) and the
+// authenticator of cfg.Auth. Queued turns are
 // drained by asynchronous invocations of function (drain.go); with
 // function empty (not on Lambda) in the process. tel (nil: off) gives
 // the metrics and spans. serve is what the function URL serves: the turn
@@ -59,8 +61,12 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, fun
 	if err != nil {
 		return nil, nil, err
 	}
+	attachments, err := startup.AttachmentReader(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	deps := turnsetup.Deps{
-		Store: store, Authenticator: authn, Logger: logger,
+		Store: store, Authenticator: authn, Logger: logger, Attachments: attachments,
 		Metrics: tel.Metrics("turn"), Tracing: tel.Tracer(),
 		Models: func(defs *definition.Resolver) (map[string]model.Model, error) { return newModels(ctx, cfg, defs) },
 	}

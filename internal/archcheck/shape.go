@@ -298,6 +298,7 @@ var Layering = []layerRule{
 	{Pkg: "pkg/awsenv"},
 	{Pkg: "pkg/attach", May: []string{"pkg/protocol"}},
 	{Pkg: "pkg/attach/s3attach", May: []string{"pkg/attach"}},
+	{Pkg: "pkg/attach/s3read", May: []string{"pkg/attach"}},
 	{Pkg: "pkg/attach/attachtest", May: []string{"pkg/attach"}},
 	{Pkg: "pkg/api", May: []string{"pkg/protocol"}},
 	{Pkg: "pkg/chat", May: []string{"pkg/protocol"}},

@@ -385,7 +385,7 @@ func TestREADMEDeploy(t *testing.T) {
 	}
 	env = append(env, "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "CURL_LOG="+curlLog,
 		"CHANGE_SET="+made[stack[1]].ChangeSet, "AWS_SESSION_TOKEN=")
-	vars := "printf '@var %s=%s\\n' TURN_URL \"$TURN_URL\" HISTORY_URL \"$HISTORY_URL\" ARTIFACTS_URL \"$ARTIFACTS_URL\" TableName \"$TABLE_NAME\" CursorSecretArn \"$CURSOR_SECRET_ARN\" DashboardName \"$DASHBOARD\"\n"
+	vars := "printf '@var %s=%s\\n' TURN_URL \"$TURN_URL\" HISTORY_URL \"$HISTORY_URL\" ARTIFACTS_URL \"$ARTIFACTS_URL\" TableName \"$TABLE_NAME\" CursorSecretArn \"$CURSOR_SECRET_ARN\" DashboardName \"$DASHBOARD\" AttachmentsBucketName \"$ATTACHMENTS_BUCKET\"\n"
 	run := func(name string, parts ...string) string {
 		t.Helper()
 		script := "set -e -o pipefail\n" + strings.Join(parts, "\necho @step\n")
@@ -405,7 +405,7 @@ func TestREADMEDeploy(t *testing.T) {
 	// outputs, artifacts, backup, change set, teardown, the table.
 	out := run("default stack", setupBlock, runBlock(t, blocks, "policy"), runBlock(t, blocks, "outputs"), vars,
 		runBlock(t, blocks, "artifacts"), runBlock(t, blocks, "backup"), runBlock(t, blocks, "changeset"),
-		runBlock(t, blocks, "teardown"), runBlock(t, blocks, "delete-table"))
+		runBlock(t, blocks, "teardown"), runBlock(t, blocks, "delete-table"), runBlock(t, blocks, "delete-bucket"))
 	if !strings.Contains(out, ":policy/turnstream-deploy\n") {
 		t.Errorf("the policy block did not print the new policy's ARN:\n%s", out)
 	}
@@ -416,7 +416,7 @@ func TestREADMEDeploy(t *testing.T) {
 	want := made[stack[1]].Outputs
 	for v, key := range map[string]string{"TURN_URL": "TurnFunctionUrl", "HISTORY_URL": "HistoryFunctionUrl",
 		"ARTIFACTS_URL": "ArtifactsFunctionUrl", "TableName": "TableName", "CursorSecretArn": "CursorSecretArn",
-		"DashboardName": "DashboardName"} {
+		"DashboardName": "DashboardName", "AttachmentsBucketName": "AttachmentsBucketName"} {
 		if got[v] == "" || got[v] != want[key] {
 			t.Errorf("after the outputs block %s = %q, want the output %s %q", v, got[v], key, want[key])
 		}
@@ -432,13 +432,16 @@ func TestREADMEDeploy(t *testing.T) {
 		t.Errorf("the backup block did not print a backup ARN of %s:\n%s", want["TableName"], out)
 	}
 	var st struct {
-		Stacks, LogGroups, Tables, Backups, Policies []string
+		Stacks, LogGroups, Tables, Backups, Policies, Buckets []string
 	}
 	if err := json.Unmarshal(standin("state", nil), &st); err != nil {
 		t.Fatal(err)
 	}
 	if slices.Contains(st.Stacks, stack[1]) || slices.Contains(st.Tables, want["TableName"]) {
 		t.Errorf("after teardown: stacks %v, tables %v; want %s and its table %s gone", st.Stacks, st.Tables, stack[1], want["TableName"])
+	}
+	if slices.Contains(st.Buckets, want["AttachmentsBucketName"]) {
+		t.Errorf("after teardown: buckets %v, want %s and its files gone", st.Buckets, want["AttachmentsBucketName"])
 	}
 	for _, fn := range made[stack[1]].Functions {
 		if slices.Contains(st.LogGroups, "/aws/lambda/"+fn) {

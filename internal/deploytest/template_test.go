@@ -20,20 +20,24 @@ import (
 	"github.com/awslabs/goformation/v7/intrinsics"
 
 	"github.com/turnstream/turnstream/pkg/api"
+	"github.com/turnstream/turnstream/pkg/attach/s3attach"
+	"github.com/turnstream/turnstream/pkg/attach/s3read"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
-// functions maps each template function to the DynamoDB actions its code
-// declares (dynamo.*FunctionActions) and its function URL invoke mode
-// (docs/design.md#the-three-functions).
+// functions maps each template function to the DynamoDB and S3 actions
+// its code declares (dynamo.*FunctionActions; s3read.Actions,
+// s3attach.DeleteActions, s3attach.SignActions) and its function URL
+// invoke mode (docs/design.md#the-three-functions).
 var functions = map[string]struct {
 	actions    []string
+	s3Actions  []string
 	invokeMode string
 }{
-	"TurnFunction":      {dynamo.TurnFunctionActions, "RESPONSE_STREAM"},
-	"HistoryFunction":   {dynamo.HistoryFunctionActions, "BUFFERED"},
-	"ArtifactsFunction": {dynamo.ArtifactsFunctionActions, "BUFFERED"},
+	"TurnFunction":      {dynamo.TurnFunctionActions, s3read.Actions, "RESPONSE_STREAM"},
+	"HistoryFunction":   {dynamo.HistoryFunctionActions, s3attach.DeleteActions, "BUFFERED"},
+	"ArtifactsFunction": {dynamo.ArtifactsFunctionActions, s3attach.SignActions, "BUFFERED"},
 }
 
 // turnOnlyVariables are the config.Variables only the turn function reads
@@ -56,6 +60,7 @@ var parameterSets = map[string]map[string]any{
 		"JwtIssuer": "https://issuer.example/", "JwtAudience": "turnstream",
 		"ModelProvider": "bedrock", "ModelId": "anthropic.claude-3-haiku-20240307-v1:0",
 		"TableDeletionProtection": "false", "AllowedOrigins": "https://chat.example.com,https://admin.example.com",
+		"AttachmentRetentionDays": "30",
 	},
 	"bedrock US inference profile":         {"ModelProvider": "bedrock", "ModelId": "us.anthropic.claude-sonnet-4-20250514-v1:0"},
 	"bedrock global inference profile":     {"ModelProvider": "bedrock", "ModelId": "global.anthropic.claude-sonnet-4-5-20250929-v1:0"},
@@ -135,6 +140,7 @@ func TestTemplate(t *testing.T) {
 
 					statements := policyStatements(t, fn)
 					checkTablePolicy(t, statements, want.actions)
+					checkBucketPolicy(t, statements, want.s3Actions)
 					var modelID string
 					if bedrock && fname == "TurnFunction" {
 						modelID = fmt.Sprint(params["ModelId"])
@@ -147,10 +153,11 @@ func TestTemplate(t *testing.T) {
 			}
 
 			checkTable(t, d, params["TableDeletionProtection"] != "false")
+			checkBucket(t, d, params)
 			alarms := params["Alarms"] != "false"
 			checkAlarms(t, d, params, alarms)
 			checkTracing(t, d, params)
-			wantOutputs := 5 // the README's "After deploy" reads them
+			wantOutputs := 6 // the README's "After deploy" reads them
 			if alarms {
 				wantOutputs++ // DashboardName
 			}
@@ -161,11 +168,12 @@ func TestTemplate(t *testing.T) {
 				t.Errorf("Globals.Function.LoggingConfig = %v, want LogFormat JSON", got)
 			}
 			for out, want := range map[string]string{
-				"TurnFunctionUrl":      "GetAtt(TurnFunctionUrl.FunctionUrl)",
-				"HistoryFunctionUrl":   "GetAtt(HistoryFunctionUrl.FunctionUrl)",
-				"ArtifactsFunctionUrl": "GetAtt(ArtifactsFunctionUrl.FunctionUrl)",
-				"TableName":            "Ref(Table)",
-				"CursorSecretArn":      "Ref(CursorSecret)",
+				"TurnFunctionUrl":       "GetAtt(TurnFunctionUrl.FunctionUrl)",
+				"HistoryFunctionUrl":    "GetAtt(HistoryFunctionUrl.FunctionUrl)",
+				"ArtifactsFunctionUrl":  "GetAtt(ArtifactsFunctionUrl.FunctionUrl)",
+				"TableName":             "Ref(Table)",
+				"CursorSecretArn":       "Ref(CursorSecret)",
+				"AttachmentsBucketName": "Ref(AttachmentsBucket)",
 			} {
 				if got := d.tpl.Outputs[out].Value; got != want {
 					t.Errorf("output %s = %v, want %s", out, got, want)
@@ -261,6 +269,26 @@ func load(t *testing.T, params map[string]any) *deployment {
 					t.Fatalf("%s MemorySize %q: %v", name, v, err)
 				}
 				props["MemorySize"] = n
+			}
+			// The same for a lifecycle rule's ExpirationInDays (a Ref to
+			// AttachmentRetentionDays); checkBucket reads the raw map.
+			if lc, ok := props["LifecycleConfiguration"].(map[string]any); ok {
+				lc = cloneMap(lc)
+				rules, _ := lc["Rules"].([]any)
+				converted := make([]any, len(rules))
+				for i, r := range rules {
+					rule := cloneMap(r.(map[string]any))
+					if v, ok := rule["ExpirationInDays"].(string); ok {
+						n, err := strconv.Atoi(v)
+						if err != nil {
+							t.Fatalf("%s ExpirationInDays %q: %v", name, v, err)
+						}
+						rule["ExpirationInDays"] = n
+					}
+					converted[i] = rule
+				}
+				lc["Rules"] = converted
+				props["LifecycleConfiguration"] = lc
 			}
 			if v, ok := props["InvokedViaFunctionUrl"]; ok {
 				d.invokedViaURL[name] = v
@@ -530,6 +558,9 @@ func checkEnvironment(t *testing.T, fname string, env map[string]string) {
 			t.Errorf("%s sets %s, reserved for the Lambda runtime", fname, k)
 		}
 	}
+	if env["ATTACHMENTS_BUCKET"] != "Ref(AttachmentsBucket)" {
+		t.Errorf("ATTACHMENTS_BUCKET = %q, want the bucket's name (Ref AttachmentsBucket)", env["ATTACHMENTS_BUCKET"])
+	}
 	if env["TABLE_NAME"] != "Ref(Table)" {
 		t.Errorf("TABLE_NAME = %q, want the table's name (Ref Table)", env["TABLE_NAME"])
 	}
@@ -631,6 +662,7 @@ func parseConfig(t *testing.T, fname string, env map[string]string) config.Confi
 	t.Helper()
 	resolved := map[string]string{
 		"TABLE_NAME": "turnstream-Table-ABC123", "AWS_LAMBDA_FUNCTION_NAME": "fn", "AWS_REGION": "us-east-1",
+		"ATTACHMENTS_BUCKET": "turnstream-attachmentsbucket-abc123",
 	}
 	if env["CURSOR_SECRET_ARN"] != "" {
 		resolved["CURSOR_SECRET_ARN"] = "arn:aws:secretsmanager:us-east-1:123456789012:secret:CursorSecret-AbCdEf"
@@ -729,6 +761,107 @@ func checkTablePolicy(t *testing.T, statements []statement, want []string) {
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
 		t.Errorf("DynamoDB actions %v, want exactly the code's %v", got, want)
+	}
+}
+
+// checkBucketPolicy checks that the S3 actions granted are exactly want
+// (the code's list): s3:ListBucket on the attachments bucket itself, every
+// other action on its attachments/ keys only.
+func checkBucketPolicy(t *testing.T, statements []statement, want []string) {
+	t.Helper()
+	var got []string
+	for _, s := range statements {
+		for _, a := range s.Action {
+			if !strings.HasPrefix(strings.ToLower(a), "s3:") {
+				continue
+			}
+			got = append(got, a)
+			wantRes := []string{"GetAtt(AttachmentsBucket.Arn)/attachments/*"}
+			if a == "s3:ListBucket" {
+				wantRes = []string{"GetAtt(AttachmentsBucket.Arn)"}
+			}
+			if !slices.Equal(s.Resource, wantRes) || s.Condition != nil {
+				t.Errorf("%s on %v (condition %v), want on %v", a, s.Resource, s.Condition, wantRes)
+			}
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("S3 actions %v, want exactly the code's %v", got, want)
+	}
+}
+
+// checkBucket checks the attachments bucket (docs/attachments.md):
+// encrypted, public access blocked, objects owned by the bucket's
+// account, no versioning (a deleted session's files must go), retained
+// with the stack, TLS required by its policy, its lifecycle rule on when
+// AttachmentRetentionDays is set, and CORS for AllowedOrigins only.
+func checkBucket(t *testing.T, d *deployment, params map[string]any) {
+	t.Helper()
+	res, _ := d.raw["Resources"].(map[string]any)["AttachmentsBucket"].(map[string]any)
+	if res["Type"] != "AWS::S3::Bucket" || res["DeletionPolicy"] != "Retain" || res["UpdateReplacePolicy"] != "Retain" {
+		t.Fatalf("AttachmentsBucket: type %v, DeletionPolicy %v, UpdateReplacePolicy %v; want a retained AWS::S3::Bucket",
+			res["Type"], res["DeletionPolicy"], res["UpdateReplacePolicy"])
+	}
+	props := d.resourceProperties("AttachmentsBucket")
+	get := func(v any, path ...any) any {
+		for _, p := range path {
+			switch k := p.(type) {
+			case string:
+				m, _ := v.(map[string]any)
+				v = m[k]
+			case int:
+				l, _ := v.([]any)
+				if k >= len(l) {
+					return nil
+				}
+				v = l[k]
+			}
+		}
+		return v
+	}
+	if got := get(props, "BucketEncryption", "ServerSideEncryptionConfiguration", 0, "ServerSideEncryptionByDefault", "SSEAlgorithm"); got != "AES256" {
+		t.Errorf("encryption %v, want AES256", got)
+	}
+	for _, k := range []string{"BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"} {
+		if got := get(props, "PublicAccessBlockConfiguration", k); got != true {
+			t.Errorf("PublicAccessBlockConfiguration.%s = %v, want true", k, got)
+		}
+	}
+	if got := get(props, "OwnershipControls", "Rules", 0, "ObjectOwnership"); got != "BucketOwnerEnforced" {
+		t.Errorf("ObjectOwnership %v, want BucketOwnerEnforced", got)
+	}
+	if v := props["VersioningConfiguration"]; v != nil {
+		t.Errorf("VersioningConfiguration %v, want none", v)
+	}
+	rule := get(props, "LifecycleConfiguration", "Rules", 0)
+	days := fmt.Sprint(params["AttachmentRetentionDays"])
+	if params["AttachmentRetentionDays"] == nil || days == "0" {
+		if get(rule, "Status") != "Disabled" {
+			t.Errorf("lifecycle rule %v, want Disabled without AttachmentRetentionDays", rule)
+		}
+	} else if get(rule, "Status") != "Enabled" || fmt.Sprint(get(rule, "ExpirationInDays")) != days || get(rule, "Prefix") != "attachments/" {
+		t.Errorf("lifecycle rule %v, want attachments/ expiring after %s days", rule, days)
+	}
+	cors := get(props, "CorsConfiguration", "CorsRules", 0)
+	if origins := params["AllowedOrigins"]; origins == nil {
+		if props["CorsConfiguration"] != nil {
+			t.Errorf("bucket CORS %v without AllowedOrigins", props["CorsConfiguration"])
+		}
+	} else if fmt.Sprint(get(cors, "AllowedOrigins")) != fmt.Sprint(strings.Split(fmt.Sprint(origins), ",")) ||
+		fmt.Sprint(get(cors, "AllowedMethods")) != "[GET POST]" {
+		t.Errorf("bucket CORS %v, want GET and POST from %v", cors, origins)
+	}
+
+	policy := d.resourceProperties("AttachmentsBucketPolicy")
+	if policy["Bucket"] != "Ref(AttachmentsBucket)" {
+		t.Fatalf("bucket policy on %v", policy["Bucket"])
+	}
+	deny := get(policy, "PolicyDocument", "Statement", 0)
+	if get(deny, "Effect") != "Deny" || get(deny, "Principal") != "*" || get(deny, "Action") != "s3:*" ||
+		fmt.Sprint(get(deny, "Condition", "Bool", "aws:SecureTransport")) != "false" ||
+		fmt.Sprint(get(deny, "Resource")) != "[GetAtt(AttachmentsBucket.Arn) GetAtt(AttachmentsBucket.Arn)/*]" {
+		t.Errorf("bucket policy statement %v, want every request without TLS denied", deny)
 	}
 }
 

@@ -323,6 +323,14 @@ var deployActions = map[string][]string{
 		"dynamodb:DescribeTimeToLive", "dynamodb:UpdateContinuousBackups", "dynamodb:DescribeContinuousBackups",
 		"dynamodb:TagResource", "dynamodb:ListTagsOfResource",
 	},
+	// The attachments bucket and its TLS-only policy (docs/attachments.md).
+	"AWS::S3::Bucket": {
+		"s3:CreateBucket", "s3:DeleteBucket", "s3:ListBucket", "s3:GetBucketLocation", "s3:PutEncryptionConfiguration",
+		"s3:GetEncryptionConfiguration", "s3:PutBucketPublicAccessBlock", "s3:GetBucketPublicAccessBlock",
+		"s3:PutBucketOwnershipControls", "s3:GetBucketOwnershipControls", "s3:PutLifecycleConfiguration",
+		"s3:GetLifecycleConfiguration", "s3:PutBucketCORS", "s3:GetBucketCORS", "s3:PutBucketTagging", "s3:GetBucketTagging",
+	},
+	"AWS::S3::BucketPolicy": {"s3:PutBucketPolicy", "s3:GetBucketPolicy", "s3:DeleteBucketPolicy"},
 	"AWS::SecretsManager::Secret": {
 		"secretsmanager:CreateSecret", "secretsmanager:DescribeSecret", "secretsmanager:UpdateSecret",
 		"secretsmanager:DeleteSecret", "secretsmanager:GetRandomPassword", "secretsmanager:TagResource",

@@ -216,8 +216,8 @@ func codesIn(out string) []string {
 // carry from block to block) in the repository's root: a dev block
 // (re)starts the dev server with its environment (built from this
 // checkout, on a free port: the blocks' 127.0.0.1:8787 is replaced by it,
-// and turnctl's default URLs point at it through TURNSTREAM_TURN_URL and
-// TURNSTREAM_HISTORY_URL); a run block must succeed (bash -e, pipefail)
+// and turnctl's default URLs point at it through TURNSTREAM_TURN_URL,
+// TURNSTREAM_HISTORY_URL and TURNSTREAM_ARTIFACTS_URL); a run block must succeed (bash -e, pipefail)
 // and its output must show exactly the diagnostic codes its marker
 // expects: a CONFIRMATION_NOT_FOUND or SESSION_NOT_FOUND nobody expected
 // fails it. Builds (make turnctl) use the race detector when this test
@@ -256,7 +256,7 @@ func TestREADMERunsAsPasted(t *testing.T) {
 		case "dev":
 			srv.stop()
 			srv = startDev(t, devserver, dir, devEnv(t, b))
-			sh.run(t, b.where(), fmt.Sprintf("export TURNSTREAM_TURN_URL=http://%[1]s/turn/ TURNSTREAM_HISTORY_URL=http://%[1]s/history/", srv.addr))
+			sh.run(t, b.where(), fmt.Sprintf("export TURNSTREAM_TURN_URL=http://%[1]s/turn/ TURNSTREAM_HISTORY_URL=http://%[1]s/history/ TURNSTREAM_ARTIFACTS_URL=http://%[1]s/artifacts/", srv.addr))
 			continue
 		}
 		if srv == nil {

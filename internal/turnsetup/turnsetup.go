@@ -44,7 +44,7 @@ type Deps struct {
 	Tracing *telemetry.Tracing
 	// Attachments is where submits' attachments are read
 	// (turn.Options.Attachments); nil means none.
-	Attachments attach.Store
+	Attachments attach.Reader
 	// Adjust, when set, changes the options just before the handler is
 	// built (a benchmark's model, a shorter lease).
 	Adjust func(*turn.Options)

@@ -99,6 +99,30 @@ var MediaTypes = map[string]MediaType{
 		"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", KindDocument, "xlsx", MaxDocumentBytes},
 }
 
+// extensions maps a filename's extension, in lower case, to the media
+// type a client declares for it (MediaTypeOf).
+var extensions = map[string]string{
+	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif", ".webp": "image/webp",
+	".pdf": "application/pdf", ".txt": "text/plain", ".text": "text/plain", ".md": "text/markdown",
+	".markdown": "text/markdown", ".csv": "text/csv", ".html": "text/html", ".htm": "text/html",
+	".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+	".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+}
+
+// MediaTypeOf returns the accepted media type a file named filename is
+// declared as, by its extension (case does not matter: ".PNG" is
+// image/png), and false for any other extension. Clients use it to
+// declare a local file; the turn checks the bytes themselves
+// (CheckContent).
+func MediaTypeOf(filename string) (string, bool) {
+	i := strings.LastIndexByte(filename, '.')
+	if i < 0 {
+		return "", false
+	}
+	mt, ok := extensions[strings.ToLower(filename[i:])]
+	return mt, ok
+}
+
 // Errors. Each is a refusal a caller maps to a 4xx without echoing the
 // input.
 var (
@@ -238,17 +262,25 @@ type Upload struct {
 	Fields map[string]string `json:"fields"`
 }
 
-// Store holds attachments. Implementations are safe for concurrent use;
-// every call is bounded by ctx.
-type Store interface {
-	// PresignUpload signs an upload of obj valid for ttl: the store
-	// accepts exactly obj's key, media type, size and metadata.
-	PresignUpload(ctx context.Context, obj Object, ttl time.Duration) (Upload, error)
+// Reader reads attachments: all a turn needs of a Store (the turn
+// function's is pkg/attach/s3read). Implementations are safe for
+// concurrent use; every call is bounded by ctx.
+type Reader interface {
 	// Head returns the object under key as uploaded, or ErrNotFound.
 	Head(ctx context.Context, key string) (Object, error)
 	// Read returns the object's bytes, or ErrNotFound; ErrSize when it
 	// holds more than max bytes.
 	Read(ctx context.Context, key string, max int64) ([]byte, error)
+}
+
+// Store holds attachments: it reads them (Reader), signs their uploads
+// and downloads and removes them. Implementations are safe for
+// concurrent use; every call is bounded by ctx.
+type Store interface {
+	Reader
+	// PresignUpload signs an upload of obj valid for ttl: the store
+	// accepts exactly obj's key, media type, size and metadata.
+	PresignUpload(ctx context.Context, obj Object, ttl time.Duration) (Upload, error)
 	// PresignDownload signs a GET of the object valid for ttl.
 	PresignDownload(ctx context.Context, key string, ttl time.Duration) (string, error)
 	// DeletePrefix removes every object whose key starts with prefix and

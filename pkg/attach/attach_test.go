@@ -131,3 +131,22 @@ func TestCheckContent(t *testing.T) {
 		}
 	}
 }
+
+func TestMediaTypeOf(t *testing.T) {
+	for name, want := range map[string]string{
+		"cat.png": "image/png", "Cat.PNG": "image/png", "a.b.jpeg": "image/jpeg", "x.JPG": "image/jpeg",
+		"notes.md": "text/markdown", "report.pdf": "application/pdf", "t.xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+		"page.htm": "text/html", "data.csv": "text/csv",
+		"noext": "", "archive.zip": "", "image.svg": "", ".png.exe": "", "trailing.": "",
+	} {
+		got, ok := attach.MediaTypeOf(name)
+		if got != want || ok != (want != "") {
+			t.Errorf("MediaTypeOf(%q) = %q, %v; want %q", name, got, ok, want)
+		}
+		if ok {
+			if _, known := attach.MediaTypes[got]; !known {
+				t.Errorf("MediaTypeOf(%q) = %q, not an accepted type", name, got)
+			}
+		}
+	}
+}

@@ -64,6 +64,10 @@ type Submit struct {
 	// Confirmation decides a tool call waiting for approval
 	// (docs/approvals.md); see Client.Decide.
 	Confirmation *protocol.SubmitConfirmation
+	// Attachments are ids of files uploaded to the session (Upload;
+	// docs/attachments.md): 1..protocol.MaxSubmitAttachments distinct
+	// ids, or none. A turnstream extension of the submit payload.
+	Attachments []string
 	// EventID and EmittedAt are the envelope's; random and now when "".
 	// Set both to send the very same body again.
 	EventID   string
@@ -97,7 +101,7 @@ func SubmitBody(s Submit) ([]byte, error) {
 	return protocol.EncodeEvent(&protocol.Event{
 		EventID: s.EventID, SessionID: s.SessionID, TurnID: s.TurnID, EmittedAt: s.EmittedAt,
 		Kind:   protocol.EventSubmit,
-		Submit: &protocol.SubmitPayload{Input: s.Input, Lineage: s.Lineage, Confirmation: s.Confirmation},
+		Submit: &protocol.SubmitPayload{Input: s.Input, Lineage: s.Lineage, Confirmation: s.Confirmation, Attachments: s.Attachments},
 	})
 }
 

@@ -326,6 +326,7 @@ func (c Config) Definitions() definition.Config {
 var Variables = []string{
 	"ARTIFACTS_TRUSTED_SUBJECT",
 	"ARTIFACTS_TRUSTED_TENANT",
+	"ATTACHMENTS_BUCKET",
 	"AUTH_MODE",
 	"CHECKPOINT_INTERVAL",
 	"CLEANUP_RESERVE",
@@ -380,12 +381,10 @@ var Variables = []string{
 }
 
 // OptionalVariables is the sorted list of variables FromLookup reads
-// that a deployment may set but the template does not: the attachments
-// bucket, until the template creates one (docs/attachments.md), and the
-// standard OpenTelemetry exporter settings an operator adds for a
-// collector of their own (docs/operations.md).
+// that a deployment may set but the template does not: the standard
+// OpenTelemetry exporter settings an operator adds for a collector of
+// their own (docs/operations.md).
 var OptionalVariables = []string{
-	"ATTACHMENTS_BUCKET",
 	"OTEL_EXPORTER_OTLP_HEADERS",
 	"OTEL_EXPORTER_OTLP_PROTOCOL",
 	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",

@@ -13,6 +13,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/attach"
 	"github.com/turnstream/turnstream/pkg/attach/attachtest"
 	"github.com/turnstream/turnstream/pkg/attach/s3attach"
+	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
@@ -57,9 +58,15 @@ func (a *attachEnv) upload(t *testing.T, subject, sid, mediaType, filename strin
 // submitWith submits input with the attachments ids as subject.
 func (a *attachEnv) submitWith(t *testing.T, subject, sid, tid, input string, ids ...string) result {
 	t.Helper()
+	return a.submitLineage(t, subject, sid, tid, input, nil, ids...)
+}
+
+// submitLineage is submitWith with a lineage (nil: a plain submit).
+func (a *attachEnv) submitLineage(t *testing.T, subject, sid, tid, input string, lineage *protocol.Lineage, ids ...string) result {
+	t.Helper()
 	b, err := protocol.EncodeEvent(&protocol.Event{
 		EventID: "ev-submit", SessionID: sid, TurnID: tid, EmittedAt: "2026-07-11T03:00:00.000Z", Kind: protocol.EventSubmit,
-		Submit: &protocol.SubmitPayload{Input: input, Attachments: ids},
+		Submit: &protocol.SubmitPayload{Input: input, Attachments: ids, Lineage: lineage},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -223,5 +230,117 @@ func TestAttachmentStoreFaults(t *testing.T) {
 	reqs := m.requests()
 	if got := reqs[len(reqs)-1].Attachments; len(got) != 0 {
 		t.Errorf("the next turn's model call holds %d attachments, want the unreadable one left out", len(got))
+	}
+}
+
+// TestAttachmentUsedOnce: an attachment goes with the turn that first
+// sent it: another turn naming it is 400 ATTACHMENT_INVALID with nothing
+// stored and no model call, while the same turn id sent again is
+// answered as a replay, a turn that replaces it (an edit) may keep it,
+// and a refused submit gives back the other attachments it named.
+func TestAttachmentUsedOnce(t *testing.T) {
+	t.Parallel()
+	a := newAttachEnv(t)
+	later := time.Now().Add(time.Hour)
+	img := a.upload(t, "alice", "s", "image/png", "cat.png", pngData, later)
+	doc := a.upload(t, "alice", "s", "text/plain", "notes.txt", []byte("notes"), later)
+	a.submitWith(t, "", "s", "t1", "look", img).want(t, http.StatusOK, "")
+	calls := a.model.calls.Load()
+
+	r := a.submitWith(t, "", "s", "t2", "look again", doc, img)
+	r.want(t, http.StatusBadRequest, protocol.CodeAttachmentInvalid)
+	if strings.Contains(string(r.raw), "att_") {
+		t.Errorf("the body echoes the input: %s", r.raw)
+	}
+	if a.model.calls.Load() != calls {
+		t.Error("a refused submit reached the model")
+	}
+	if page := history(t, a.env, "s"); len(page) != 1 {
+		t.Errorf("history holds %d turns, want t1 alone", len(page))
+	}
+	a.submitWith(t, "", "s", "t1", "look", img).want(t, http.StatusConflict, protocol.CodeTurnAlreadyCompleted)
+	// doc went back when t2 was refused.
+	a.submitWith(t, "", "s", "t3", "read this", doc).want(t, http.StatusOK, "")
+
+	edit := protocol.Lineage{Operation: protocol.OperationEdit, ParentTurnID: "t1", SourceMessageID: "t1.u"}
+	a.submitLineage(t, "", "s", "t4", "look closer", &edit, img).want(t, http.StatusOK, "")
+	a.submitWith(t, "", "s", "t5", "and this?", doc).want(t, http.StatusBadRequest, protocol.CodeAttachmentInvalid)
+}
+
+// usesFail is a store whose UseAttachments fails as a write whose
+// outcome the store could not resolve.
+type usesFail struct {
+	chat.Store
+	fail bool
+}
+
+func (s *usesFail) UseAttachments(ctx context.Context, req chat.UseAttachmentsRequest) error {
+	if s.fail {
+		return errors.New("use attachment: operation error DynamoDB: UpdateItem: 500")
+	}
+	return s.Store.UseAttachments(ctx, req)
+}
+
+// TestAttachmentUseFault: a record of use that fails is a retryable 500
+// with nothing stored and no model call; sent again, the turn runs.
+func TestAttachmentUseFault(t *testing.T) {
+	t.Parallel()
+	a := newAttachEnv(t)
+	img := a.upload(t, "alice", "s", "image/png", "cat.png", pngData, time.Now().Add(time.Hour))
+	st := &usesFail{Store: newStoreMemory(), fail: true}
+	m := &scriptModel{Chunks: []string{"seen"}}
+	e := &attachEnv{env: newEnv(t, st, m, func(o *turn.Options) { o.Attachments = a.local })}
+	r := e.submitWith(t, "", "s", "t1", "look", img)
+	r.want(t, http.StatusInternalServerError, protocol.CodeServerInternal)
+	if !r.errD.Retryable || m.calls.Load() != 0 || strings.Contains(string(r.raw), "DynamoDB") {
+		t.Fatalf("answer %s after %d model calls", r.raw, m.calls.Load())
+	}
+	if _, err := st.GetSession(context.Background(), "s", alice); err == nil {
+		t.Error("a failed record created the session")
+	}
+	st.fail = false
+	e.submitWith(t, "", "s", "t1", "look", img).want(t, http.StatusOK, "")
+}
+
+// TestAttachmentsInTheContextBudget: attachments count in the context
+// budget with their turn (an image engine.ImageTokens, a document its
+// bytes over four), so that an earlier turn whose files do not fit is
+// left out whole, files and text alike.
+func TestAttachmentsInTheContextBudget(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	local := s3attach.NewLocal(srv.URL+"/uploads", nil)
+	mux.Handle("/uploads/", http.StripPrefix("/uploads", local.Handler()))
+	m := &scriptModel{Chunks: []string{"ok"}}
+	e := newEnv(t, newStoreMemory(), m, func(o *turn.Options) {
+		o.Attachments = local
+		o.Definition.Limits.ContextTokens = turn.ImageTokens + 1_000
+	})
+	a := &attachEnv{env: e, local: local, model: m}
+	later := time.Now().Add(time.Hour)
+	img1 := a.upload(t, "alice", "s", "image/png", "one.png", pngData, later)
+	img2 := a.upload(t, "alice", "s", "image/png", "two.png", pngData, later)
+	doc := a.upload(t, "alice", "s", "text/plain", "big.txt", bytes.Repeat([]byte("w"), 12_000), later)
+
+	a.submitWith(t, "", "s", "t1", "first", img1).want(t, http.StatusOK, "")
+	a.submitWith(t, "", "s", "t2", "second", img2).want(t, http.StatusOK, "")
+	a.submitWith(t, "", "s", "t3", "third").want(t, http.StatusOK, "")
+	last := m.LastRequest()
+	if _, ok := last.Attachments[turn.AttachmentSource+img2]; !ok || len(last.Attachments) != 1 {
+		t.Errorf("t3's request holds %d attachments, want t2's image alone (t1 does not fit beside it)", len(last.Attachments))
+	}
+	for _, msg := range last.Messages {
+		if strings.Contains(msg.Content, "first") {
+			t.Error("t3's request holds t1's text, whose image was left out")
+		}
+	}
+
+	// A document of 12,000 bytes (3,000 tokens) does not fit at all.
+	a.submitWith(t, "", "s", "t4", "read", doc).want(t, http.StatusOK, "")
+	a.submitWith(t, "", "s", "t5", "and?").want(t, http.StatusOK, "")
+	if got := m.LastRequest().Attachments; len(got) != 0 {
+		t.Errorf("t5's request holds %d attachments, want none", len(got))
 	}
 }

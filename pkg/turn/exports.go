@@ -24,6 +24,10 @@ const (
 // "attachment:<id>" (engine.AttachmentSource, docs/attachments.md).
 const AttachmentSource = engine.AttachmentSource
 
+// ImageTokens is what one image counts for in the context budget
+// (engine.ImageTokens, docs/attachments.md).
+const ImageTokens = engine.ImageTokens
+
 // The AG-UI routes and their pacing (engine.AGUIPath and the others).
 const (
 	AGUIPath                 = engine.AGUIPath

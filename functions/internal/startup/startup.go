@@ -19,7 +19,9 @@ import (
 
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/pkg/attach"
+	"github.com/turnstream/turnstream/pkg/attach/s3read"
 	"github.com/turnstream/turnstream/pkg/auth"
+	"github.com/turnstream/turnstream/pkg/awsenv"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
@@ -101,6 +103,27 @@ func Store(ctx context.Context, cfg config.Config, tel *telemetrysetup.Set) (cha
 		return nil, fmt.Errorf("dynamodb client: %w", err)
 	}
 	return dynamo.New(client, dynamo.Options{Table: cfg.TableName, CursorKey: cfg.CursorSecret, Ledger: LedgerOptions(cfg)}), nil
+}
+
+// AttachmentReader returns the turn function's reader of the attachments
+// bucket (ATTACHMENTS_BUCKET; docs/attachments.md): signed HEAD and GET
+// requests (pkg/attach/s3read) with the environment's region and
+// credentials (pkg/awsenv), path-style to AWS_ENDPOINT_URL_S3, else
+// AWS_ENDPOINT_URL, when one names another S3 API server. Nil when no
+// bucket is set; the error is the environment's (pkg/awsenv.Config).
+func AttachmentReader(cfg config.Config) (attach.Reader, error) {
+	if cfg.AttachmentsBucket == "" {
+		return nil, nil
+	}
+	awsCfg, err := awsenv.Config(cfg.Region)
+	if err != nil {
+		return nil, fmt.Errorf("attachments: %w", err)
+	}
+	endpoint := os.Getenv("AWS_ENDPOINT_URL_S3")
+	if endpoint == "" {
+		endpoint = os.Getenv("AWS_ENDPOINT_URL")
+	}
+	return s3read.New(awsCfg, cfg.AttachmentsBucket, endpoint), nil
 }
 
 // LedgerOptions returns the store's usage ledger options of cfg

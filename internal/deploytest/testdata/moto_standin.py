@@ -13,9 +13,10 @@ The request names the endpoint, the region and the stacks:
 setup creates, per stack, what README "Deploy" and "After deploy" read and
 delete: a CloudFormation stack with the template's output keys (TableName
 names its table, CursorSecretArn a secret made beforehand, the others a
-function URL), its ArtifactsTrustedSubject parameter, three Lambda
-functions with a log group each, a table retained on deletion with
-deletion protection on, and a change set; it prints the expected output
+function URL, AttachmentsBucketName its bucket), its
+ArtifactsTrustedSubject parameter, three Lambda functions with a log group
+each, a table retained on deletion with deletion protection on, a bucket
+retained on deletion holding a file, and a change set; it prints the expected output
 values, the change set name and the functions. Used by internal/deploytest
 (readme_test.go), which runs the README's commands with the AWS CLI against
 the same server.
@@ -67,6 +68,11 @@ def template(stack, region, secret_arn, with_tag=False):
                 "DeletionProtectionEnabled": True,
             },
         },
+        "AttachmentsBucket": {
+            "Type": "AWS::S3::Bucket",
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+        },
     }
     if with_tag:
         resources["Table"]["Properties"]["Tags"] = [{"Key": "changed", "Value": "yes"}]
@@ -85,6 +91,8 @@ def template(stack, region, secret_arn, with_tag=False):
     for key in stack["outputs"]:
         if key == "TableName":
             outputs[key] = {"Value": {"Ref": "Table"}}
+        elif key == "AttachmentsBucketName":
+            outputs[key] = {"Value": {"Ref": "AttachmentsBucket"}}
         elif key == "CursorSecretArn":
             outputs[key] = {"Value": secret_arn}
             expected[key] = secret_arn
@@ -118,6 +126,9 @@ def setup(req):
             logs.create_log_group(logGroupName="/aws/lambda/" + fn)
         table = [r["PhysicalResourceId"] for r in resources if r["LogicalResourceId"] == "Table"][0]
         expected["TableName"] = table
+        bucket = [r["PhysicalResourceId"] for r in resources if r["LogicalResourceId"] == "AttachmentsBucket"][0]
+        expected["AttachmentsBucketName"] = bucket
+        client(req, "s3").put_object(Bucket=bucket, Key="attachments/owner/session/att_X", Body=b"a file")
         changed, _ = template(stack, req["region"], secret, with_tag=True)
         cs = cfn.create_change_set(StackName=name, ChangeSetName="samcli-deploy-standin", TemplateBody=changed,
                                    Parameters=params, Capabilities=["CAPABILITY_IAM"])
@@ -134,8 +145,9 @@ def state(req):
     groups = [g["logGroupName"] for g in logs.describe_log_groups(logGroupNamePrefix="/aws/lambda/")["logGroups"]]
     backups = [b["TableName"] + "/" + b["BackupName"] for b in ddb.list_backups()["BackupSummaries"]]
     policies = [p["PolicyName"] for p in iam.list_policies(Scope="Local")["Policies"]]
+    buckets = [b["Name"] for b in client(req, "s3").list_buckets()["Buckets"]]
     json.dump({"stacks": stacks, "logGroups": groups, "tables": ddb.list_tables()["TableNames"],
-               "backups": backups, "policies": policies}, sys.stdout)
+               "backups": backups, "policies": policies, "buckets": buckets}, sys.stdout)
 
 
 if __name__ == "__main__":

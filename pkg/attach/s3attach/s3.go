@@ -24,6 +24,21 @@ import (
 // from S3 in the same region many times over.
 const DefaultCallTimeout = 10 * time.Second
 
+// The IAM actions the S3 store's methods need on its bucket, for a
+// template's grants (internal/deploytest compares template.yaml's with
+// them): object actions on the attachments/ keys, and s3:ListBucket on
+// the bucket, without which S3 answers a missing key with 403, not 404.
+var (
+	// SignActions are what the artifacts function calls: PresignUpload
+	// (S3 authorizes the form's POST as the signer's s3:PutObject), Head
+	// and PresignDownload (s3:GetObject).
+	SignActions = []string{"s3:GetObject", "s3:ListBucket", "s3:PutObject"}
+	// DeleteActions are what the history function calls: DeletePrefix
+	// (ListObjectsV2, then DeleteObjects, authorized as s3:DeleteObject
+	// on each key).
+	DeleteActions = []string{"s3:DeleteObject", "s3:ListBucket"}
+)
+
 // S3 is an attach.Store in one Amazon S3 bucket (or a server speaking its API).
 type S3 struct {
 	client  *s3.Client

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -90,8 +91,33 @@ func (h *handler) resolveAttachments(ctx context.Context, sub *submission) error
 	return nil
 }
 
+// useAttachments records that this turn uses its attachments
+// (chat.Store.UseAttachments), after the lineage check and before the
+// claim or the queue: an attachment another turn of the session used is
+// attach.ErrUsed, unless that turn is the one this turn's lineage
+// replaces (a retry, edit or regenerate keeps its parent's files). The
+// same turn id sent again (a replay, or a retry after a busy session)
+// passes. The records last until the attachments' latest use-by time.
+func (h *handler) useAttachments(ctx context.Context, sub *submission) error {
+	if len(sub.files) == 0 {
+		return nil
+	}
+	req := chat.UseAttachmentsRequest{SessionID: sub.sessionID, TurnID: sub.turnID, ParentTurnID: sub.lineage.ParentTurnID}
+	for _, f := range sub.files {
+		req.AttachmentIDs = append(req.AttachmentIDs, f.id)
+		if f.obj.UseBy.After(req.Until) {
+			req.Until = f.obj.UseBy
+		}
+	}
+	err := h.opts.Store.UseAttachments(ctx, req)
+	if errors.Is(err, chat.ErrAttachmentUsed) {
+		return attach.ErrUsed
+	}
+	return err
+}
+
 // readAttachment checks and reads the attachment id under key.
-func readAttachment(ctx context.Context, store attach.Store, key, id string, now time.Time) (attachedFile, error) {
+func readAttachment(ctx context.Context, store attach.Reader, key, id string, now time.Time) (attachedFile, error) {
 	if !attach.ValidID(id) {
 		return attachedFile{}, attach.ErrNotFound
 	}
@@ -159,7 +185,7 @@ func modelAttachment(f attachedFile) model.Attachment {
 // others read from store under owner's keys of sessionID. One that cannot
 // be read (deleted since, or a failing store) is left out and logged: the
 // turn goes on with the rest, its text intact. Nil when msgs name none.
-func loadAttachments(ctx context.Context, store attach.Store, owner chat.Principal, sessionID string, msgs []protocol.Message, files []attachedFile, log *slog.Logger) map[string]model.Attachment {
+func loadAttachments(ctx context.Context, store attach.Reader, owner chat.Principal, sessionID string, msgs []protocol.Message, files []attachedFile, log *slog.Logger) map[string]model.Attachment {
 	var out map[string]model.Attachment
 	for _, f := range files {
 		if out == nil {
@@ -197,9 +223,52 @@ func loadAttachments(ctx context.Context, store attach.Store, owner chat.Princip
 	return out
 }
 
+// ImageTokens is what one image counts for in the context budget,
+// whatever its size: Claude scales an image down to about 1.15
+// megapixels, some 1,600 tokens, and OpenAI's high-detail tiles of a
+// large image cost about as much.
+const ImageTokens = 1_600
+
+// attachmentTokens estimates the tokens the attachments of the user
+// messages of msgs add to a model request, for the context budget: an
+// image ImageTokens (no request), a document its size over
+// model.BytesPerToken (its text; a PDF's pages may cost the model more or
+// less), read with one Head each. A document that cannot be read is left
+// out of the request (loadAttachments) and counts nothing, as do all
+// attachments without a store.
+func attachmentTokens(ctx context.Context, store attach.Reader, owner chat.Principal, sessionID string, msgs []protocol.Message) int {
+	if store == nil {
+		return 0
+	}
+	key := attach.Owner(owner.Tenant, owner.Subject)
+	n := 0
+	for _, m := range msgs {
+		if m.Role != protocol.RoleUser {
+			continue
+		}
+		for _, p := range m.Parts {
+			if p.Source == nil || !strings.HasPrefix(*p.Source, AttachmentSource) {
+				continue
+			}
+			if p.Type == attach.KindImage.PartType() {
+				n += ImageTokens
+				continue
+			}
+			id := strings.TrimPrefix(*p.Source, AttachmentSource)
+			if !attach.ValidID(id) {
+				continue
+			}
+			if obj, err := store.Head(ctx, attach.Key(key, sessionID, id)); err == nil {
+				n += int(model.EstimateTokens(int(obj.Size)))
+			}
+		}
+	}
+	return n
+}
+
 // readStored reads an attachment a stored turn recorded: checked when
 // it was sent, so only its media type and size are checked again.
-func readStored(ctx context.Context, store attach.Store, key, id string) (attachedFile, error) {
+func readStored(ctx context.Context, store attach.Reader, key, id string) (attachedFile, error) {
 	if !attach.ValidID(id) {
 		return attachedFile{}, attach.ErrNotFound
 	}

@@ -118,7 +118,7 @@ type Config struct {
 	// gives their bytes, and those of the earlier turns in the context, to
 	// the model. Nil: a submit naming attachments is 404
 	// ATTACHMENT_NOT_FOUND.
-	Attachments attach.Store
+	Attachments attach.Reader
 
 	// Model and Definition are the simple path, used when Definitions is
 	// nil: every session runs Definition on Model.

@@ -289,7 +289,7 @@ func (rs *resumes) resumeContext(ctx context.Context, s *run, principal chat.Pri
 	if err != nil {
 		return err
 	}
-	return s.loadContext(ctx, ag.def, turn.Ordinal)
+	return s.loadContext(ctx, ag.def, turn.Ordinal, sess.Owner)
 }
 
 // resumeLines returns the lines of t newer than sequence sent, and whether

@@ -151,7 +151,7 @@ func (t *run) serve(parent *chat.Turn) {
 			return
 		}
 	}
-	if err := t.loadContext(t.ctx, ag.def, ordinal); err != nil {
+	if err := t.loadContext(t.ctx, ag.def, ordinal, t.claim.Session.Owner); err != nil {
 		t.endBeforeStream("load context", err)
 		return
 	}
@@ -160,11 +160,13 @@ func (t *run) serve(parent *chat.Turn) {
 
 // loadContext loads the earlier turns the definition's context budget
 // allows (definition.Definition.Context): the newest ContextTurns, then
-// the oldest whole turns beyond ContextTokens estimated tokens left out.
+// the oldest whole turns beyond ContextTokens estimated tokens left out,
+// their attachments counted (attachmentTokens) and so in or out whole
+// with their turn (owner's attachments: the session's owner).
 // What was left out is recorded (t.omitted) for the assistant message's
 // metadata. The live turn and a resume load alike, so that their
 // snapshots carry the same messages.
-func (t *run) loadContext(ctx context.Context, def definition.Definition, ordinal int64) error {
+func (t *run) loadContext(ctx context.Context, def definition.Definition, ordinal int64, owner chat.Principal) error {
 	maxTurns, maxTokens := def.Context()
 	turns, omitted, err := t.h.opts.Store.LoadContext(ctx, t.sessionID, ordinal, maxTurns)
 	if err != nil {
@@ -172,7 +174,8 @@ func (t *run) loadContext(ctx context.Context, def definition.Definition, ordina
 	}
 	keep, tokens := len(turns), 0
 	for keep > 0 {
-		n := estimateTokens(turns[keep-1].Messages)
+		msgs := turns[keep-1].Messages
+		n := estimateTokens(msgs) + attachmentTokens(ctx, t.h.opts.Attachments, owner, t.sessionID, msgs)
 		if tokens+n > maxTokens {
 			break
 		}

@@ -70,6 +70,10 @@ func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *h
 		reject(ctx, w, log, "lineage", err)
 		return
 	}
+	if err := h.useAttachments(ctx, sub); err != nil {
+		reject(ctx, w, log, "attachments", err)
+		return
+	}
 	policy, sess, err := h.queue.policyFor(ctx, sub)
 	if err != nil {
 		reject(ctx, w, log, "multitask", err)
