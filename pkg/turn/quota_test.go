@@ -218,7 +218,10 @@ func TestLedgerRequestBudget(t *testing.T) {
 // window moves on); the ledger shows the 3 turns and their tokens; another
 // principal is not limited by alice's turns.
 func TestTurnsPerMinute(t *testing.T) {
-	clock := storetest.NewClock(time.Now().UTC().Truncate(time.Millisecond))
+	// Noon UTC today: the test moves the clock a minute or more, and the
+	// ledger's day must not turn over under it (run 4 of a make test loop
+	// started at 23:59:50 UTC and counted its third turn in the next day).
+	clock := storetest.NewClock(time.Now().UTC().Truncate(24 * time.Hour).Add(12 * time.Hour))
 	for _, sf := range ledgerStores(clock) {
 		t.Run(sf.name, func(t *testing.T) {
 			store := sf.new(t)
