@@ -69,7 +69,7 @@ func request(p chat.Principal, session string, q chat.Quotas, mode quota.Mode) q
 // it is admitted without one (no rate or concurrency quota).
 func TestAdmitTokens(t *testing.T) {
 	s := newStore(func() time.Time { return start })
-	g := quota.New(quota.Options{Store: s})
+	g := quota.New(quota.Options{Store: s, Clock: clock.NewFake(start)})
 	if c, err := g.Admit(t.Context(), log, request(alice, "s1", chat.Quotas{}, quota.Running)); c != nil || err != nil || s.reads.Load() != 0 {
 		t.Fatalf("no quotas: %v, %v, %d reads", c, err, s.reads.Load())
 	}
@@ -101,7 +101,7 @@ func TestAdmitTokens(t *testing.T) {
 // queued turn) counts but holds no admission to give back.
 func TestAdmitRate(t *testing.T) {
 	s := newStore(func() time.Time { return start })
-	g := quota.New(quota.Options{Store: s})
+	g := quota.New(quota.Options{Store: s, Clock: clock.NewFake(start)})
 	q := chat.Quotas{Principal: chat.QuotaLimits{TurnsPerMinute: 2}}
 	first, err := g.Admit(t.Context(), log, request(alice, "s1", q, quota.Running))
 	if err != nil || first.Admission() == nil {
@@ -130,10 +130,13 @@ func TestAdmitUnavailable(t *testing.T) {
 	s := newStore(func() time.Time { return start })
 	q := chat.Quotas{Principal: chat.QuotaLimits{TokensPerDay: 100}}
 	s.fail.Store(true)
-	if _, err := quota.New(quota.Options{Store: s}).Admit(t.Context(), log, request(alice, "s1", q, quota.Running)); !errors.Is(err, chat.ErrQuotaUnavailable) {
+	if _, err := quota.New(quota.Options{Store: s, Clock: clock.NewFake(start)}).Admit(t.Context(), log, request(alice, "s1", q, quota.Running)); !errors.Is(err, chat.ErrQuotaUnavailable) {
 		t.Fatalf("fail closed: %v", err)
 	}
-	g := quota.New(quota.Options{Store: s, FailOpen: true})
+	// The gate reads the figures of its clock's day: start's, where count
+	// records them (with the real clock this test failed from the day
+	// after start).
+	g := quota.New(quota.Options{Store: s, FailOpen: true, Clock: clock.NewFake(start)})
 	c, err := g.Admit(t.Context(), log, request(alice, "s1", q, quota.Running))
 	if err != nil || c == nil || c.Read() {
 		t.Fatalf("fail open: %+v, %v", c, err)
