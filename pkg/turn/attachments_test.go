@@ -26,7 +26,9 @@ type attachEnv struct {
 	model *scriptModel
 }
 
-func newAttachEnv(t *testing.T) *attachEnv {
+// newAttachEnv is an attachEnv; adjust, when given, changes the
+// handler's options after the attachments are set.
+func newAttachEnv(t *testing.T, adjust ...func(*turn.Options)) *attachEnv {
 	t.Helper()
 	mux := http.NewServeMux()
 	srv := httptest.NewServer(mux)
@@ -34,7 +36,12 @@ func newAttachEnv(t *testing.T) *attachEnv {
 	local := s3attach.NewLocal(srv.URL+"/uploads", nil)
 	mux.Handle("/uploads/", http.StripPrefix("/uploads", local.Handler()))
 	m := &scriptModel{Chunks: []string{"seen"}}
-	e := newEnv(t, newStoreMemory(), m, func(o *turn.Options) { o.Attachments = local })
+	e := newEnv(t, newStoreMemory(), m, func(o *turn.Options) {
+		o.Attachments = local
+		for _, f := range adjust {
+			f(o)
+		}
+	})
 	return &attachEnv{env: e, local: local, model: m}
 }
 
@@ -308,17 +315,8 @@ func TestAttachmentUseFault(t *testing.T) {
 // left out whole, files and text alike.
 func TestAttachmentsInTheContextBudget(t *testing.T) {
 	t.Parallel()
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	local := s3attach.NewLocal(srv.URL+"/uploads", nil)
-	mux.Handle("/uploads/", http.StripPrefix("/uploads", local.Handler()))
-	m := &scriptModel{Chunks: []string{"ok"}}
-	e := newEnv(t, newStoreMemory(), m, func(o *turn.Options) {
-		o.Attachments = local
-		o.Definition.Limits.ContextTokens = turn.ImageTokens + 1_000
-	})
-	a := &attachEnv{env: e, local: local, model: m}
+	a := newAttachEnv(t, func(o *turn.Options) { o.Definition.Limits.ContextTokens = turn.ImageTokens + 1_000 })
+	m := a.model
 	later := time.Now().Add(time.Hour)
 	img1 := a.upload(t, "alice", "s", "image/png", "one.png", pngData, later)
 	img2 := a.upload(t, "alice", "s", "image/png", "two.png", pngData, later)

@@ -6,10 +6,10 @@ package attachstore
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/turnstream/turnstream/functions/internal/startup"
 	"github.com/turnstream/turnstream/pkg/attach"
 	"github.com/turnstream/turnstream/pkg/attach/s3attach"
 	"github.com/turnstream/turnstream/pkg/awsenv"
@@ -28,7 +28,7 @@ func FromConfig(cfg config.Config) (attach.Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("s3 client: %w", err)
 	}
-	local := os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+	local := startup.S3Endpoint() != ""
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) { o.UsePathStyle = local })
 	return s3attach.NewS3(client, cfg.AttachmentsBucket), nil
 }

@@ -119,11 +119,17 @@ func AttachmentReader(cfg config.Config) (attach.Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("attachments: %w", err)
 	}
-	endpoint := os.Getenv("AWS_ENDPOINT_URL_S3")
-	if endpoint == "" {
-		endpoint = os.Getenv("AWS_ENDPOINT_URL")
+	return s3read.New(awsCfg, cfg.AttachmentsBucket, S3Endpoint()), nil
+}
+
+// S3Endpoint is the S3 API server the environment names in place of
+// Amazon S3: AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL; "" for S3 itself.
+// Such a server is addressed path-style.
+func S3Endpoint() string {
+	if u := os.Getenv("AWS_ENDPOINT_URL_S3"); u != "" {
+		return u
 	}
-	return s3read.New(awsCfg, cfg.AttachmentsBucket, endpoint), nil
+	return os.Getenv("AWS_ENDPOINT_URL")
 }
 
 // LedgerOptions returns the store's usage ledger options of cfg

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"strings"
 	"sync"
@@ -197,30 +198,41 @@ func loadAttachments(ctx context.Context, store attach.Reader, owner chat.Princi
 		return out
 	}
 	key := attach.Owner(owner.Tenant, owner.Subject)
-	for _, m := range msgs {
-		if m.Role != protocol.RoleUser {
+	for p, id := range userAttachments(msgs) {
+		if _, ok := out[*p.Source]; ok {
 			continue
 		}
-		for _, p := range m.Parts {
-			if p.Source == nil || !strings.HasPrefix(*p.Source, AttachmentSource) {
-				continue
-			}
-			if _, ok := out[*p.Source]; ok {
-				continue
-			}
-			id := strings.TrimPrefix(*p.Source, AttachmentSource)
-			f, err := readStored(ctx, store, attach.Key(key, sessionID, id), id)
-			if err != nil {
-				log.Warn("attachment left out of the model request", "attachmentId", id, "err", err)
-				continue
-			}
-			if out == nil {
-				out = map[string]model.Attachment{}
-			}
-			out[*p.Source] = modelAttachment(f)
+		f, err := readStored(ctx, store, attach.Key(key, sessionID, id), id)
+		if err != nil {
+			log.Warn("attachment left out of the model request", "attachmentId", id, "err", err)
+			continue
 		}
+		if out == nil {
+			out = map[string]model.Attachment{}
+		}
+		out[*p.Source] = modelAttachment(f)
 	}
 	return out
+}
+
+// userAttachments yields the attachment parts of the user messages of
+// msgs (a source of AttachmentSource and an id), with their ids.
+func userAttachments(msgs []protocol.Message) iter.Seq2[protocol.Part, string] {
+	return func(yield func(protocol.Part, string) bool) {
+		for _, m := range msgs {
+			if m.Role != protocol.RoleUser {
+				continue
+			}
+			for _, p := range m.Parts {
+				if p.Source == nil || !strings.HasPrefix(*p.Source, AttachmentSource) {
+					continue
+				}
+				if !yield(p, strings.TrimPrefix(*p.Source, AttachmentSource)) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // ImageTokens is what one image counts for in the context budget,
@@ -242,22 +254,11 @@ func attachmentTokens(ctx context.Context, store attach.Reader, owner chat.Princ
 	}
 	key := attach.Owner(owner.Tenant, owner.Subject)
 	n := 0
-	for _, m := range msgs {
-		if m.Role != protocol.RoleUser {
-			continue
-		}
-		for _, p := range m.Parts {
-			if p.Source == nil || !strings.HasPrefix(*p.Source, AttachmentSource) {
-				continue
-			}
-			if p.Type == attach.KindImage.PartType() {
-				n += ImageTokens
-				continue
-			}
-			id := strings.TrimPrefix(*p.Source, AttachmentSource)
-			if !attach.ValidID(id) {
-				continue
-			}
+	for p, id := range userAttachments(msgs) {
+		switch {
+		case p.Type == attach.KindImage.PartType():
+			n += ImageTokens
+		case attach.ValidID(id):
 			if obj, err := store.Head(ctx, attach.Key(key, sessionID, id)); err == nil {
 				n += int(model.EstimateTokens(int(obj.Size)))
 			}
