@@ -283,6 +283,18 @@ func appliedOf(op *Op) applied {
 	return out
 }
 
+// mostApplied is the more certain of two calls' outcomes: yes if either
+// applied, else unknown if either may have, else no.
+func mostApplied(a, b applied) applied {
+	switch {
+	case a == appliedYes || b == appliedYes:
+		return appliedYes
+	case a == appliedUnknown || b == appliedUnknown:
+		return appliedUnknown
+	}
+	return appliedNo
+}
+
 // appliedAttempt returns the attempt DynamoDB answered 200, or nil.
 func appliedAttempt(op *Op) *attemptRecord {
 	for _, a := range op.Attempts {

@@ -411,10 +411,13 @@ func factsOf(ops []Op) facts {
 				f.expiryMaybe = later(f.expiryMaybe, op.Expiry)
 			}
 		case op.Kind == dynamobench.KindSave && op.Op == "UpdateItem":
+			// A turn may save more than once (a save whose outcome stayed
+			// unknown is sent again, and then fails its condition): one
+			// that applied is the turn's save, whatever a later one met.
 			save = op
 			f.saveCalled = true
-			f.save = appliedOf(op)
-			f.saveFailed = op.Err != ""
+			f.save = mostApplied(f.save, appliedOf(op))
+			f.saveFailed = f.saveFailed || op.Err != ""
 		case op.Kind == dynamobench.KindRelease:
 			lastSession = op
 			f.release = appliedOf(op)
