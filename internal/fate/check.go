@@ -66,6 +66,10 @@ type sessionInput struct {
 	Windows []window
 	Quota   []*Stream
 	QuotaN  int
+	// Files are the attachment ids each turn's submits named (an attach
+	// schedule's), UploadErrors its uploads that failed.
+	Files        map[string][]string
+	UploadErrors []string
 }
 
 func (r *runner) check() []Violation {
@@ -77,7 +81,7 @@ func (r *runner) check() []Violation {
 			Seed: p.Seed, Schedule: p.Index, Session: p.Session, Plan: p, Start: lg.firstRun,
 			Streams: lg.streams, Reads: lg.reads, Stops: lg.stops, Replays: lg.replays, Deletes: lg.deletes, Inputs: lg.inputs,
 			Final: r.final(p.Session), Leases: map[string][]leaseMark{}, Events: events, Timings: r.t,
-			Quota: lg.quota, QuotaN: r.cfg.QuotaTurnsPerMinute,
+			Quota: lg.quota, QuotaN: r.cfg.QuotaTurnsPerMinute, Files: lg.files, UploadErrors: lg.uploadErrs,
 		}
 		r.proxy.mu.Lock() // a window's From and To move when it opens
 		for _, w := range lg.windows {
@@ -175,11 +179,12 @@ func checkSession(in *sessionInput) []Violation {
 	c.honest()           // I7
 	c.noLineAfterLease() // I8
 	r := rules{c}
-	r.kept()      // I1, RuleKept
-	r.stopRules() // I7 RuleStopHonest, I5 RuleStopBound
-	r.replays()   // I7 RuleReplay
-	r.acks()      // I7 RuleAck
-	r.pauses()    // I2 RulePause
+	r.kept()       // I1, RuleKept
+	r.stopRules()  // I7 RuleStopHonest, I5 RuleStopBound
+	r.replays()    // I7 RuleReplay
+	r.acks()       // I7 RuleAck
+	r.pauses()     // I2 RulePause
+	r.attachOnce() // A RuleAttachOnce
 	return c.out
 }
 

@@ -26,8 +26,9 @@ const (
 	kindSave       = "save" // the final save of the turn item, or a chunk of it
 	kindRelease    = "release"
 	kindStop       = "stop"
-	kindDecide     = "decide" // deciding an expired lease: fences of the session, live and turn items, and freeing the session
-	kindRead       = "read"   // GetItem, BatchGetItem, Query
+	kindDecide     = "decide"     // deciding an expired lease: fences of the session, live and turn items, and freeing the session
+	kindRead       = "read"       // GetItem, BatchGetItem, Query
+	kindAttachment = "attachment" // recording a turn's use of an attachment, or taking it back
 	kindOther      = "other"
 	// kindLiveItem is every write of a turn's live item, whoever sends
 	// it: its checkpoints, a stop's flag, a decision's fence. A fault
@@ -161,4 +162,5 @@ var writeKinds = map[dynamo.Purpose]string{
 	dynamo.PurposeFence:          kindDecide,
 	dynamo.PurposeFenceRecord:    kindDecide,
 	dynamo.PurposeFree:           kindDecide,
+	dynamo.PurposeAttachment:     kindAttachment,
 }

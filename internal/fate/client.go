@@ -67,12 +67,18 @@ func (s *Stream) lastSequence() int64 {
 	return -1
 }
 
-func submitBody(session, turn, input string) []byte {
+// submitBody is a submit event of turn, naming attachments when there
+// are any.
+func submitBody(session, turn, input string, attachments []string) []byte {
+	payload := map[string]any{"input": input}
+	if len(attachments) > 0 {
+		payload["attachments"] = attachments
+	}
 	ev := map[string]any{
 		"protocol": "agentskit.chat.turn", "version": 1,
 		"eventId": "e-" + turn, "sessionId": session, "turnId": turn, "sequence": 0,
 		"emittedAt": time.Now().UTC().Format("2006-01-02T15:04:05.000Z"),
-		"event":     "client.turn.submit", "payload": map[string]any{"input": input},
+		"event":     "client.turn.submit", "payload": payload,
 	}
 	b, _ := json.Marshal(ev) // a map of strings and numbers always encodes
 	return b
@@ -82,7 +88,7 @@ func submitBody(session, turn, input string) []byte {
 // that long after the first line.
 func (c *client) submit(ctx context.Context, lg *sessionLog, proc int, session, turn, input, multitask string) *Stream {
 	st := &Stream{ID: int(c.ids.Add(1)), Kind: "submit", Proc: proc, Session: session, Turn: turn, Input: input, After: -1, Multitask: multitask}
-	req, err := http.NewRequest(http.MethodPost, c.ps.base(proc)+"/turn/", bytes.NewReader(submitBody(session, turn, input)))
+	req, err := http.NewRequest(http.MethodPost, c.ps.base(proc)+"/turn/", bytes.NewReader(submitBody(session, turn, input, lg.filesOf(turn))))
 	if err != nil {
 		panic(err) // a fixed URL and body
 	}
@@ -314,7 +320,7 @@ func (c *client) deleteSession(ctx context.Context, lg *sessionLog, proc int, se
 func (c *client) replay(ctx context.Context, lg *sessionLog, proc int, session, turn, input string, final bool) *Replay {
 	r := &Replay{Proc: proc, Turn: turn, Start: time.Now(), Final: final}
 	var err error
-	r.Status, r.ErrCode, r.Retryable, err = c.post(ctx, proc, lg.auth(), "/turn/", submitBody(session, turn, input))
+	r.Status, r.ErrCode, r.Retryable, err = c.post(ctx, proc, lg.auth(), "/turn/", submitBody(session, turn, input, lg.filesOf(turn)))
 	r.End = time.Now()
 	if err != nil {
 		r.ErrCode = "error: " + strings.TrimSpace(err.Error())

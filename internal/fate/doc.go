@@ -166,6 +166,10 @@
 //   - pause-renewed (I2): a nearlease turn whose renewal DynamoDB applied
 //     (and answered) after the pause, before its previous expiry, does
 //     not end lost or TURN_OUTCOME_INDETERMINATE.
+//   - attach-once (A): of two turns that name the same attachment, at
+//     most one is accepted; one refused ATTACHMENT_INVALID is shown by no
+//     route; they are not both refused so; the one in the final history
+//     holds a part of source attachment:<id> for each file it named.
 //
 // Run is the entry point (cmd/turnbench -only fate calls it at each
 // lease of -fate-lease; the package's test runs a short deterministic

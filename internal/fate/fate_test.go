@@ -58,7 +58,7 @@ func devServer(t *testing.T) string {
 // quota processes), checked against I1-I8 and the rules of the schedule
 // kinds only (no timing is asserted but the stop bound's, with slack).
 // The short lease draws its usual mix (classic, race, stopfault, ack,
-// nearlease and delete schedules); the default (30 s) lease runs one
+// nearlease, delete and attach schedules); the default (30 s) lease runs one
 // schedule of each kind but classic, so that every rule is met at the
 // lease it was written for.
 func TestFate(t *testing.T) {
@@ -70,15 +70,15 @@ func TestFate(t *testing.T) {
 		name string
 		cfg  fate.Config
 	}{
-		// Schedules 0-9 of seed 22, and 40 and 47, its first two delete
-		// schedules (one kills its turn's process, one races a second turn
-		// against the delete).
-		{fate.LeaseShort, fate.Config{Seed: 22, Only: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 40, 47}, Concurrency: 12, Timings: fate.DefaultTimings}},
-		// Schedules 0, 1, 3, 4, 6, 21 and 23 of seed 22 limited to these
-		// kinds are stopfault, ack, latesave, race, nearlease, delete and
-		// quota.
-		{fate.LeaseDefault, fate.Config{Seed: 22, Only: []int{0, 1, 3, 4, 6, 21, 23}, Concurrency: 7, Timings: fate.ProductTimings,
-			Kinds: []string{fate.KindRace, fate.KindQuota, fate.KindStopFault, fate.KindLateSave, fate.KindAck, fate.KindNearLease, fate.KindDelete}}},
+		// Schedules 0-9 of seed 22; 47, an attach schedule whose second
+		// turn races the first; 60 and 67, delete schedules (one kills its
+		// turn's process, both race a second turn against the delete).
+		{fate.LeaseShort, fate.Config{Seed: 22, Only: []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 47, 60, 67}, Concurrency: 13, Timings: fate.DefaultTimings}},
+		// Schedules 0, 1, 3, 4, 6, 23, 29 and 40 of seed 22 limited to
+		// these kinds are stopfault, ack, latesave, race, delete, quota,
+		// nearlease and attach (its second turn after the first).
+		{fate.LeaseDefault, fate.Config{Seed: 22, Only: []int{0, 1, 3, 4, 6, 23, 29, 40}, Concurrency: 8, Timings: fate.ProductTimings,
+			Kinds: []string{fate.KindRace, fate.KindQuota, fate.KindStopFault, fate.KindLateSave, fate.KindAck, fate.KindNearLease, fate.KindDelete, fate.KindAttach}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

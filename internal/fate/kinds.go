@@ -50,10 +50,16 @@ const (
 	// no turn streams after its session was deleted, and nothing of a
 	// deleted turn shows again.
 	KindDelete = "delete"
+	// KindAttach sends two turns that share one of their attachments,
+	// racing or one after the other, while the writes that record an
+	// attachment's use fail: at most one of them uses it, a turn refused
+	// for it shows nowhere, and the one accepted records every file it
+	// named (RuleAttachOnce).
+	KindAttach = "attach"
 )
 
 // Kinds are the schedule kinds, in the order of KindWeights' columns.
-var Kinds = []string{KindClassic, KindRace, KindQuota, KindStopFault, KindLateSave, KindAck, KindNearLease, KindDelete}
+var Kinds = []string{KindClassic, KindRace, KindQuota, KindStopFault, KindLateSave, KindAck, KindNearLease, KindDelete, KindAttach}
 
 // KindWeights are the weights a schedule's kind is drawn with, per lease
 // (percent, in the order of Kinds). The short lease keeps a majority of
@@ -63,8 +69,8 @@ var Kinds = []string{KindClassic, KindRace, KindQuota, KindStopFault, KindLateSa
 // is far from expiry; pauses just under it), since every lease that
 // expires there costs 30 s of a schedule's time.
 var KindWeights = map[string][]int{
-	LeaseShort:   {48, 13, 4, 8, 7, 8, 6, 6},
-	LeaseDefault: {19, 15, 4, 19, 15, 17, 5, 6},
+	LeaseShort:   {45, 13, 4, 8, 7, 8, 6, 6, 3},
+	LeaseDefault: {17, 15, 4, 18, 15, 16, 5, 6, 4},
 }
 
 // pauseSlot is a plan's placeholder for the pause slot its schedule holds
@@ -158,6 +164,8 @@ func (d *draw) plan(kind string) {
 		d.nearLease()
 	case KindDelete:
 		d.deleteSession()
+	case KindAttach:
+		d.attach()
 	default:
 		panic(fmt.Sprintf("fate: no plan for kind %q", kind))
 	}

@@ -422,9 +422,17 @@ type sessionLog struct {
 	replays   []*Replay
 	deletes   []*Delete
 	inputs    map[string]string // turn id -> input
-	hooks     []*hook
-	windows   []*window
-	firstRun  time.Time
+	// uploaded are an attach schedule's attachment ids by label, files
+	// the ids each turn's submits name, uploadErrs the uploads that
+	// failed, uploadProc the process that holds the files (a dev server
+	// keeps uploads in its memory).
+	uploaded   map[string]string
+	uploadProc int
+	files      map[string][]string
+	uploadErrs []string
+	hooks      []*hook
+	windows    []*window
+	firstRun   time.Time
 }
 
 // auth is the Authorization header of the session's requests.
@@ -433,6 +441,13 @@ func (s *sessionLog) auth() string {
 		return "Bearer dev.fate"
 	}
 	return "Bearer dev." + s.principal
+}
+
+// filesOf returns the attachment ids turn's submits name.
+func (s *sessionLog) filesOf(turn string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.files[turn]
 }
 
 func (s *sessionLog) addStream(st *Stream) {

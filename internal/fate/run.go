@@ -136,7 +136,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		sid := fmt.Sprintf("s%d-%d", cfg.Seed, i)
 		p := newPlan(cfg.Seed, i, planEnv{procs: cfg.Processes, quota: quota, quotaN: cfg.QuotaTurnsPerMinute, t: t, kinds: cfg.Kinds}, sid)
 		r.plans = append(r.plans, p)
-		r.logs[sid] = &sessionLog{plan: p, principal: p.Principal, inputs: map[string]string{}}
+		r.logs[sid] = &sessionLog{plan: p, principal: p.Principal, inputs: map[string]string{}, uploaded: map[string]string{}, files: map[string][]string{}}
 	}
 	cfg.Logf("fate: %d schedules, %d at once, %d dev servers, %d with quotas and 2 for the nearlease pauses (%s), %s lease (%s), table %s, logs in %s",
 		len(r.plans), cfg.Concurrency, cfg.Processes, cfg.QuotaProcesses, cfg.DevServer, t.Name, t.Lease, table, dir)
@@ -300,7 +300,11 @@ func (r *runner) quiesce(ctx context.Context) error {
 				continue
 			}
 			for try := 0; try < 5; try++ {
-				if rp := r.c.replay(ctx, lg, (i+k+1+try)%procs, sid, t, lg.inputs[t], true); rp.Status != 0 && rp.Status < 500 {
+				proc := (i + k + 1 + try) % procs
+				if len(lg.filesOf(t)) > 0 {
+					proc = lg.uploadProc // the only process that holds its files (attach.go)
+				}
+				if rp := r.c.replay(ctx, lg, proc, sid, t, lg.inputs[t], true); rp.Status != 0 && rp.Status < 500 {
 					break
 				}
 				sleepUntil(ctx, time.Now().Add(200*time.Millisecond))

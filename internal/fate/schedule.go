@@ -37,7 +37,7 @@ type Plan struct {
 type Step struct {
 	At time.Duration
 	// Do is submit, resume, crowd, read, watch, stop, delete, pause,
-	// kill, fault, hook, replay or quota.
+	// kill, fault, hook, replay, quota or upload.
 	Do   string
 	Turn string
 	// Multitask is a submit's X-Turnstream-Multitask ("" for none:
@@ -70,6 +70,9 @@ type Step struct {
 	OnFirst bool
 	Phase   string // a hook's phase
 	Action  string // a hook's action: kill or pause
+	// Files are an upload's files, uploaded before the schedule starts,
+	// or the files a submit names as its attachments (by label: "x").
+	Files []string
 }
 
 func (s Step) String() string {
@@ -92,6 +95,11 @@ func (s Step) String() string {
 		if s.N > 1 {
 			fmt.Fprintf(&b, ", %d times over %s", s.N, s.For)
 		}
+		if len(s.Files) > 0 {
+			fmt.Fprintf(&b, " with attachments %s", strings.Join(s.Files, ", "))
+		}
+	case "upload":
+		fmt.Fprintf(&b, " %s on p%d, before the start", strings.Join(s.Files, ", "), s.Proc)
 	case "quota":
 		fmt.Fprintf(&b, " burst of %d submits of one principal on %d new sessions, p%d and p%d alternately", s.N, s.N, s.Proc, s.Proc2)
 	case "resume":
@@ -389,6 +397,11 @@ func (s *schedRun) run(ctx context.Context) {
 	if !sleepUntil(ctx, time.Now().Add(s.plan.Delay)) {
 		return
 	}
+	for _, st := range s.plan.Steps {
+		if st.Do == "upload" {
+			s.upload(ctx, st)
+		}
+	}
 	s.start = time.Now()
 	s.lg.firstRun = s.start
 	sid := s.plan.Session
@@ -415,7 +428,7 @@ func (s *schedRun) run(ctx context.Context) {
 	}
 	var wg sync.WaitGroup
 	for _, st := range s.plan.Steps {
-		if st.Do == "fault" || st.Do == "hook" {
+		if st.Do == "fault" || st.Do == "hook" || st.Do == "upload" {
 			continue
 		}
 		wg.Go(func() {
@@ -608,6 +621,14 @@ func (s *schedRun) submit(ctx context.Context, st Step) {
 	in := s.inputOf(st.Turn)
 	s.lg.mu.Lock()
 	s.lg.inputs[st.Turn] = in
+	for _, f := range st.Files {
+		id, ok := s.lg.uploaded[f]
+		if !ok {
+			s.lg.mu.Unlock()
+			return // its upload failed (RuleAttachOnce reports it): nothing to send
+		}
+		s.lg.files[st.Turn] = append(s.lg.files[st.Turn], id)
+	}
 	s.lg.mu.Unlock()
 	deadline := time.Now().Add(busyWait)
 	for ctx.Err() == nil {
