@@ -16,6 +16,7 @@ import {
   decodeDiagnostic,
   decodeMessages,
   decodeTurnEvent,
+  isAttachmentIDs,
   isSafeId,
   TURN_PROTOCOL,
   type Decision,
@@ -61,6 +62,11 @@ export interface ClientOptions {
   turnURL: string;
   /** The history function's base URL, e.g. "/history/". */
   historyURL?: string;
+  /**
+   * The artifacts function's base URL, e.g. "/artifacts/": attachments'
+   * uploads and downloads (uploadAttachment, attachmentDownload).
+   */
+  artifactsURL?: string;
   /** Extra headers (Authorization) for every request. */
   headers?: HeaderSource;
   /** The fetch to use; globalThis.fetch by default. */
@@ -101,6 +107,17 @@ export interface SubmitOptions {
   turnId?: string;
   /** retry / edit / regenerate an earlier turn (a turnstream extension). */
   lineage?: Lineage;
+  /**
+   * Files uploaded to the session that go with this turn (a turnstream
+   * extension, docs/attachments.md): 1..25 distinct attachment ids from
+   * uploadAttachment; empty or absent sends none. Each becomes a part of
+   * the user message ({type: "image" | "file", source:
+   * "attachment:<id>", ...}). A refused one fails the submit with an
+   * HTTPError: ATTACHMENT_NOT_FOUND (404), ATTACHMENT_EXPIRED (410),
+   * ATTACHMENT_INVALID (400: bytes of another type, too many, or used by
+   * another turn); nothing is stored then.
+   */
+  attachments?: readonly string[];
   /**
    * A decision on a tool call waiting for approval (a turnstream
    * extension; see decide). It cannot be combined with a retry, edit or
@@ -219,6 +236,7 @@ const DELETE_MAX_CALLS = 100;
 export class TurnstreamClient {
   readonly turnURL: string;
   readonly historyURL: string | undefined;
+  readonly artifactsURL: string | undefined;
   readonly #opts: ClientOptions;
   #capabilities: Promise<Capabilities> | undefined;
 
@@ -226,6 +244,7 @@ export class TurnstreamClient {
     this.#opts = opts;
     this.turnURL = slash(opts.turnURL);
     this.historyURL = opts.historyURL === undefined ? undefined : slash(opts.historyURL);
+    this.artifactsURL = opts.artifactsURL === undefined ? undefined : slash(opts.artifactsURL);
   }
 
   /**
@@ -234,14 +253,18 @@ export class TurnstreamClient {
    * Nothing is sent until iteration starts.
    * A refused policy throws a MultitaskError from the iteration
    * (SESSION_QUEUE_FULL, retryable; MULTITASK_NOT_ALLOWED).
-   * @throws TypeError for a sessionId or turnId that is not a SafeId, or a
-   * multitask that is not a MultitaskPolicy.
+   * @throws TypeError for a sessionId or turnId that is not a SafeId, a
+   * multitask that is not a MultitaskPolicy, or attachments that are not
+   * up to 25 distinct SafeIds.
    */
   submit(opts: SubmitOptions): Turn {
     const turnId = opts.turnId ?? newId();
     if (!isSafeId(opts.sessionId) || !isSafeId(turnId)) throw new TypeError("turnstream: session and turn ids must be SafeIds");
     if (opts.multitask !== undefined && !MULTITASK_POLICIES.includes(opts.multitask)) {
       throw new TypeError("turnstream: multitask must be reject, enqueue, interrupt or rollback");
+    }
+    if (opts.attachments?.length && !isAttachmentIDs(opts.attachments)) {
+      throw new TypeError("turnstream: attachments must be 1-25 distinct SafeIds");
     }
     const c = opts.confirmation;
     if (c !== undefined) {
@@ -695,6 +718,7 @@ export class Turn implements AsyncIterable<SnapshotEvent> {
     const payload: SubmitPayload = { input: o.input };
     if (o.lineage) payload.lineage = o.lineage;
     if (o.confirmation) payload.confirmation = { token: o.confirmation.token, decision: o.confirmation.decision };
+    if (o.attachments?.length) payload.attachments = [...o.attachments];
     const event = {
       protocol: TURN_PROTOCOL,
       version: 1,

@@ -12,6 +12,8 @@ export type {
   TurnSummary,
 } from "./client.js";
 export type { ConfirmationCode, MultitaskCode } from "./errors.js";
+export { attachmentDownload, mediaTypeOf, uploadAttachment } from "./attachments.js";
+export type { UploadOptions } from "./attachments.js";
 export { exportSession, eraseSessions } from "./conversations.js";
 export type { SessionExport } from "./conversations.js";
 export { SnapshotCursor } from "./cursor.js";

@@ -129,10 +129,22 @@ export interface SubmitConfirmation {
 /** Decision is what a decision turn does with the waiting tool call. */
 export type Decision = "approve" | "deny";
 
+/**
+ * MAX_SUBMIT_ATTACHMENTS is how many attachment ids one submit may name
+ * (pkg/protocol MaxSubmitAttachments; docs/attachments.md).
+ */
+export const MAX_SUBMIT_ATTACHMENTS = 25;
+
 export interface SubmitPayload {
   input: string;
   lineage?: Lineage;
   confirmation?: SubmitConfirmation;
+  /**
+   * The files uploaded to the session that go with this turn (a turnstream
+   * extension, docs/attachments.md): 1..MAX_SUBMIT_ATTACHMENTS distinct
+   * SafeIds, the ids uploadAttachment returned. Absent when none.
+   */
+  attachments?: string[];
 }
 
 export type SubmitEvent = Envelope<"client.turn.submit", SubmitPayload>;
@@ -159,7 +171,7 @@ function need(cond: boolean): asserts cond {
 // kind of part and every operation.
 const ENVELOPE = ["protocol", "version", "eventId", "sessionId", "turnId", "sequence", "emittedAt", "event", "payload"];
 const EVENT_ID = ["eventId"];
-const SUBMIT = ["input", "lineage", "confirmation"];
+const SUBMIT = ["input", "lineage", "confirmation", "attachments"];
 const CONFIRMATION = ["token", "decision"];
 const LINEAGE = ["operation", "parentTurnId", "sourceMessageId"];
 const SNAPSHOT = ["messages", "status", "usage", "error", "lineage"];
@@ -325,6 +337,7 @@ function eventFrom(root: JSONValue): TurnEvent {
         p.confirmation = confirmationFrom(payload.confirmation);
         need(p.lineage === undefined || p.lineage.operation === "submit"); // a decision continues a turn; it replaces none
       }
+      if (has(payload, "attachments")) p.attachments = attachmentIDs(payload.attachments);
       return { ...head, event: "client.turn.submit", payload: p };
     }
     case "server.turn.snapshot":
@@ -341,6 +354,19 @@ function lineageFrom(l: JSONValue): Lineage {
   if (op === "submit") return { operation: "submit" };
   need(op === "retry" || op === "edit" || op === "regenerate");
   return { operation: op, parentTurnId: safeId(l, "parentTurnId"), sourceMessageId: safeId(l, "sourceMessageId") };
+}
+
+/**
+ * isAttachmentIDs reports whether v is a submit's attachments: an array of
+ * 1..MAX_SUBMIT_ATTACHMENTS distinct SafeIds (Go's attachmentIDs).
+ */
+export function isAttachmentIDs(v: unknown): v is string[] {
+  return Array.isArray(v) && v.length >= 1 && v.length <= MAX_SUBMIT_ATTACHMENTS && v.every(isSafeId) && new Set(v).size === v.length;
+}
+
+function attachmentIDs(a: JSONValue): string[] {
+  need(isAttachmentIDs(a));
+  return [...a];
 }
 
 function confirmationFrom(c: JSONValue): SubmitConfirmation {

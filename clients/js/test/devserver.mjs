@@ -35,8 +35,8 @@ export function devserverBinary() {
 
 /**
  * startDevServer runs the dev server on 127.0.0.1:0 with env added to the
- * environment and resolves to {base, turnURL, historyURL, stop} once it
- * printed its URLs.
+ * environment and resolves to {base, turnURL, historyURL, artifactsURL,
+ * stop} once it printed its URLs.
  */
 export function startDevServer(env = {}) {
   const bin = devserverBinary();
@@ -57,6 +57,7 @@ export function startDevServer(env = {}) {
         base,
         turnURL: `${base}/turn/`,
         historyURL: `${base}/history/`,
+        artifactsURL: `${base}/artifacts/`,
         stop: () =>
           new Promise((done) => {
             if (child.exitCode !== null) return done();
