@@ -40,9 +40,12 @@ const demoBanner = "/*! turnstream demo page. Includes marked 18 (MIT License, C
 /**
  * DEMO_GZIP_BUDGET is what the demo page may weigh, gzipped, its three
  * files together (index.html, app.css, app.js): the client, marked,
- * DOMPurify and the page itself. bundle.test.mjs fails above it.
+ * DOMPurify and the page itself. bundle.test.mjs fails above it. It was
+ * 56 KiB until attachments (the attach button, chips with progress,
+ * thumbnails, and the client's uploadAttachment) took the page from
+ * 55.9 to 59.5 KiB.
  */
-export const DEMO_GZIP_BUDGET = 56 * 1024;
+export const DEMO_GZIP_BUDGET = 60 * 1024;
 
 /** demoSize returns the gzipped size of each file in dir and their total. */
 export function demoSize(dir = assetsDir) {

@@ -1,7 +1,8 @@
 // The demo chat page the dev server serves at "/": the client from
 // ../src driving a plain DOM renderer, answers rendered as Markdown
-// (./markdown.ts). Same origin as the dev server's /turn/ and /history/
-// mounts; no network beyond them.
+// (./markdown.ts), files attached to messages (./attach.ts). Same origin
+// as the dev server's /turn/, /history/, /artifacts/ and /uploads/ mounts;
+// no network beyond them.
 //
 // URL parameters: ?session=<SafeId> opens a conversation, ?user=<subject>
 // sends "Authorization: Bearer dev.<subject>" (the dev server's dev auth).
@@ -27,6 +28,7 @@ import {
   type Lineage,
   type Message,
   type MultitaskPolicy,
+  type Part,
   type SessionSummary,
   type SnapshotEvent,
   type ToolCall,
@@ -37,6 +39,7 @@ import {
   type WireCode,
   type CLIENT_CODES,
 } from "../src/index.js";
+import { asParts, composer, idsOf, partsOf, renderFiles, type Sent } from "./attach.js";
 import { morph, plain as plainText, render as renderMarkdown } from "./markdown.js";
 import { icon, sidebar, type Unlisted } from "./sidebar.js";
 import { usageLine } from "./usage.js";
@@ -72,6 +75,7 @@ const auth: Record<string, string> = isSafeId(user) ? { Authorization: `Bearer d
 const client = new TurnstreamClient({
   turnURL: "/turn/",
   historyURL: "/history/",
+  artifactsURL: "/artifacts/",
   headers: auth,
   // The compact stream (docs/compact.md): text every 50 ms for a few
   // bytes more than the answer itself, instead of paced complete snapshots.
@@ -171,6 +175,9 @@ const PLAIN: Partial<Record<WireCode | (typeof CLIENT_CODES)[number], string>> =
   QUOTA_EXCEEDED: "You've reached a usage limit for now. Wait a little, then send again.",
   QUOTA_UNAVAILABLE: "The server can't check your usage limits right now. Try again in a moment.",
   LIMIT_EXCEEDED: "This answer stopped at a usage limit. What it wrote is kept.",
+  ATTACHMENT_NOT_FOUND: "A file attached to this message can no longer be found. Attach it again.",
+  ATTACHMENT_EXPIRED: "A file attached to this message was uploaded too long ago. Attach it again.",
+  ATTACHMENT_INVALID: "A file attached to this message can't be sent: its content isn't of its type, there are too many files, or it went with another message already.",
 };
 function plain(code: string, message: string): string {
   return (PLAIN as Record<string, string | undefined>)[code] ?? message;
@@ -247,6 +254,9 @@ interface View {
   usage?: Usage;
   /** What the user typed, for a turn this page sent. */
   input: string;
+  /** The ids of the files sent with it, and their parts until the server's message shows them. */
+  attachments?: string[];
+  parts?: Part[];
   lineage?: Lineage;
   /** A decision turn: its user message is a label, not shown. */
   decision: boolean;
@@ -292,7 +302,9 @@ function append(v: View): void {
 }
 
 function userMessage(v: View): Message {
-  return { id: `${v.id}.pending`, role: "user", content: v.input, status: "complete", createdAt: new Date().toISOString() };
+  const m: Message = { id: `${v.id}.pending`, role: "user", content: v.input, status: "complete", createdAt: new Date().toISOString() };
+  if (v.parts?.length) m.parts = v.parts;
+  return m;
 }
 
 // Tool calls waiting for the user's approval: toolCallId -> token, from a
@@ -352,11 +364,8 @@ function paint(v: View): void {
       art = document.createElement("article");
       art.className = "msg";
       art.dataset.id = m.id;
-      art.append(document.createElement("header"), document.createElement("div"), document.createElement("div"), document.createElement("div"));
-      (art.children[0] as HTMLElement).className = "meta";
-      (art.children[1] as HTMLElement).className = "tools";
-      (art.children[2] as HTMLElement).className = "text md";
-      (art.children[3] as HTMLElement).className = "extra";
+      art.append(text("header", "", "meta"));
+      for (const cls of ["files", "tools", "text md", "extra"]) art.append(text("div", "", cls));
     }
     // Moved only when out of place: moving an element, even to where it
     // is, takes the focus from what it holds.
@@ -384,7 +393,7 @@ function paintMessage(v: View, m: Message, art: HTMLElement, last: boolean, isUs
   art.dataset.status = msgStatus;
   const headId = `h-${v.id}-${m.role}-${m.id}`.replace(/[^\w-]/g, "_");
   art.setAttribute("aria-labelledby", headId);
-  const [meta, tools, body, extra] = Array.from(art.children) as HTMLElement[];
+  const [meta, files, tools, body, extra] = Array.from(art.children) as HTMLElement[];
   // Header: who, when, how it stands.
   const who = text("span", m.role === "user" ? "You" : "Assistant", "who");
   who.id = headId;
@@ -400,6 +409,7 @@ function paintMessage(v: View, m: Message, art: HTMLElement, last: boolean, isUs
   if (isUser && v.state === "waiting") parts.push(text("span", "waiting to send", "state"));
   if (isUser && v.state === "failed") parts.push(text("span", "not sent", "state fail"));
   replaceKeepingFocus(meta!, parts);
+  renderFiles(files!, m.parts ?? [], client, sessionId);
   art.dataset.hasTools = String((m.toolCalls ?? []).length > 0);
   // Tool calls.
   replaceKeepingFocus(tools!, (m.toolCalls ?? []).map((c) => renderToolCall(c, m)));
@@ -911,10 +921,10 @@ function composerBusy(): void {
 // sendText sends what the user wrote: at once when the session is free;
 // queued on the server behind the running turn when it can queue; else
 // held here until the session is free. policy forces one (interrupt).
-function sendText(input: string, policy?: MultitaskPolicy): void {
+function sendText(input: string, policy?: MultitaskPolicy, sent: Sent[] = []): void {
   clearError();
   const busy = busyNow(); // before this message's own view counts
-  const v = newView(newId(), { state: "pending", input, turnStatus: "pending" });
+  const v = newView(newId(), { state: "pending", input, turnStatus: "pending", attachments: sent.map((s) => s.id), parts: asParts(sent) });
   append(v);
   paint(v);
   toBottom();
@@ -941,6 +951,7 @@ function start(v: View, policy?: MultitaskPolicy): void {
     turnId: v.id,
     input: v.input,
     lineage: v.lineage,
+    attachments: v.attachments,
     scope: "turn",
     multitask: policy,
     signal: v.abort.signal,
@@ -1179,9 +1190,12 @@ async function decide(token: string, decision: Decision, from: HTMLElement): Pro
 
 // ---- Editing, answering again, copying --------------------------------------
 
+// A turn that replaces another sends the files that one's message had.
 function lineageSubmit(v: View, operation: "edit" | "retry" | "regenerate", input: string, sourceMessageId: string): void {
   clearError();
-  const nv = newView(newId(), { state: "pending", input, turnStatus: "pending", lineage: { operation, parentTurnId: v.id, sourceMessageId } });
+  const parts = v.messages.find((m) => m.role === "user")?.parts;
+  const lineage: Lineage = { operation, parentTurnId: v.id, sourceMessageId };
+  const nv = newView(newId(), { state: "pending", input, turnStatus: "pending", lineage, attachments: idsOf(parts), parts: partsOf(parts) });
   append(nv);
   paint(nv);
   toBottom();
@@ -1368,25 +1382,56 @@ async function cancelQueued(v: View): Promise<void> {
 
 // ---- The composer --------------------------------------------------------
 
-els.form.addEventListener("submit", (ev) => {
-  ev.preventDefault();
-  const input = els.input.value;
-  if (input.trim() === "") return;
-  els.input.value = "";
-  grow();
-  sendText(input);
+const files = composer({
+  client,
+  sessionId,
+  form: els.form,
+  input: els.input,
+  button: $<HTMLButtonElement>("attach"),
+  picker: $<HTMLInputElement>("files"),
+  list: $("chips"),
+  alert: $("attach-error"),
+  announce,
+  plain: (e) => {
+    const err = asError(e);
+    return plain(err.code, err.message);
+  },
 });
-els.interrupt.addEventListener("click", () => {
-  const input = els.input.value;
-  if (input.trim() === "") {
-    els.input.focus();
-    announce("Write the message to send first.");
+let uploading = false;
+
+// sendComposer sends what the message box holds with the files attached,
+// once their uploads are done; a file refused meanwhile keeps the message
+// there (the refusal says why).
+async function sendComposer(policy?: MultitaskPolicy): Promise<void> {
+  if (els.input.value.trim() === "") {
+    if (policy || files.count()) announce(files.count() ? "Write a message to send with the files." : "Write the message to send first.");
     return;
   }
+  if (uploading) return;
+  let sent: Sent[] = [];
+  if (files.count()) {
+    uploading = true;
+    els.send.setAttribute("aria-disabled", "true");
+    const ready = await files.ready();
+    uploading = false;
+    els.send.removeAttribute("aria-disabled");
+    if (!ready || els.input.value.trim() === "") return;
+    sent = ready;
+  }
+  const input = els.input.value;
   els.input.value = "";
   grow();
+  files.clear();
+  sendText(input, policy, sent);
+}
+
+els.form.addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  void sendComposer();
+});
+els.interrupt.addEventListener("click", () => {
   els.input.focus();
-  sendText(input, "interrupt");
+  void sendComposer("interrupt");
 });
 els.stop.addEventListener("click", () => void stop());
 els.input.addEventListener("keydown", (ev) => {
