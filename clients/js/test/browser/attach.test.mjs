@@ -2,7 +2,8 @@
 // files added by the attach button, by paste and by drop, each uploaded at
 // once with its progress shown, a send that waits for an upload in flight,
 // the echo model's description of the files and their thumbnails in the
-// sent message (and again from history after a reload), a refused file
+// sent message (and again from history after a reload, and in a
+// regenerated turn, which names the same files), a refused file
 // that says why and sends nothing, and axe-core on the screens. The PNGs
 // are made by the test (helpers.mjs png): the server checks their magic
 // bytes.
@@ -137,8 +138,17 @@ describe("demo chat attachments in Chromium", { skip }, () => {
     await page.waitForFunction((sel) => [...document.querySelectorAll(sel)].filter((i) => i.complete && i.naturalWidth > 0).length === 2, sentImages);
     assert.deepEqual(await thumbnails(page), [["cat.png", true], ["pasted.png", true]]);
     await page.screenshot({ path: join(shots, "attach-sent-desktop.png") });
+
+    // Regenerate replaces the turn with one that names the same files.
+    const firstTurn = await page.getAttribute(".turn:last-child", "data-turn");
+    await page.click(`${lastAssistant} [data-action="regenerate"]`);
+    await page.waitForFunction((id) => document.querySelector(".turn:last-child")?.dataset.turn !== id &&
+      document.querySelector('.turn:last-child .msg[data-role="assistant"]')?.dataset.status === "complete", firstTurn, { timeout: MINUTE });
+    assert.equal(await page.locator(".turn").count(), 1);
+    assert.match(await page.textContent(`${lastAssistant} .text`), /Attached: cat\.png[^]*Attached: pasted\.png/);
+    await page.waitForFunction((sel) => [...document.querySelectorAll(sel)].filter((i) => i.complete && i.naturalWidth > 0).length === 2, sentImages);
     assert.deepEqual(problems, []);
-    await finish(page, "sent with images, reloaded");
+    await finish(page, "sent with images, reloaded, regenerated");
   });
 
   test("a refused file says why and sends nothing; a dropped document can be removed, and sent", async () => {
