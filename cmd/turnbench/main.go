@@ -47,6 +47,10 @@
 //     ledger off (one write: budgets 4 + 1 and 3 + 1), the quota check
 //     before the claim against the ledger alone, time to the first line,
 //     a ledger item's growth with the sessions it counted (internal/ledgerbench);
+//   - attachments: a turn with one 1 MiB image against one without (time
+//     to first snapshot, requests, units, store calls, bytes allocated),
+//     the upload's two phases, and the body bytes the store and the
+//     functions received (internal/attachbench; not in -quick);
 //   - cpushare (-only): the bootstraps under aws-lambda-rie in cgroups of
 //     Lambda's CPU share at 128, 256, 512 and 1,024 MB (internal/cpushare);
 //   - fate (-only): the fate harness's long form (internal/fate) at the
@@ -79,6 +83,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/turnstream/turnstream/internal/attachbench"
 	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/internal/capacitybench"
 	"github.com/turnstream/turnstream/internal/coldstart"
@@ -162,6 +167,8 @@ var sections = []section{
 		run: cpuShareRun, rows: cpuShareRows},
 	{names: []string{"conversations"}, about: "GET /sessions: a page of a principal's sessions at 10 and 10,000 sessions (requests, p50 and p99); the cost of deleting a session of 10 and of 1,000 turns",
 		inRun: true, run: conversationsRun, rows: conversationsRows},
+	{names: []string{"attachments"}, about: "a turn with one 1 MiB image against one without: time to first snapshot, DynamoDB requests and units, store calls, bytes allocated; the upload's two phases and the body bytes the store and the functions received (internal/attachbench)",
+		inRun: true, run: attachmentsRun, rows: func(rep *report, _ bool) [][4]string { return rep.Attachments.Rows() }},
 	{names: []string{"ledger"}, about: "the usage ledger and the quota check before the claim: requests, units and time to the first line against the ledger off; a ledger item's growth",
 		inRun: true, inQuick: true, run: ledgerRun, rows: ledgerRows, notes: ledgerNotes},
 }
@@ -246,6 +253,8 @@ type report struct {
 	Cost *capacitybench.CostResult
 	// Ledger is the ledger section's figures.
 	Ledger *ledgerbench.Result
+	// Attachments is the attachments section's figures.
+	Attachments *attachbench.Result
 	// Multitask is the multitask section's figures.
 	Multitask *queuebench.Result
 	// Fate is the fate section's report.

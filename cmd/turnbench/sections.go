@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"github.com/turnstream/turnstream/internal/attachbench"
 	"github.com/turnstream/turnstream/internal/capacitybench"
 	"github.com/turnstream/turnstream/internal/ledgerbench"
 	"github.com/turnstream/turnstream/internal/queuebench"
@@ -49,6 +50,17 @@ func ledgerRun(ctx context.Context, b *bench, rep *report, _ map[string]bool) er
 func ledgerRows(rep *report, _ bool) [][4]string { return rep.Ledger.Rows() }
 
 func ledgerNotes(rep *report) []string { return rep.Ledger.Notes() }
+
+// attachmentsRun is the attachments section (internal/attachbench).
+func attachmentsRun(ctx context.Context, b *bench, rep *report, _ map[string]bool) error {
+	raw, err := b.rawClient(ctx)
+	if err != nil {
+		return err
+	}
+	rep.Attachments, err = attachbench.Run(ctx, attachbench.Env{Client: b.client, Raw: raw, Store: b.store, Table: b.table, CursorKey: b.cursorKey,
+		Prefix: b.prefix, Quick: rep.Quick, Progress: b.progress})
+	return err
+}
 
 // capacityEnv is the capacity section's environment (internal/capacitybench):
 // the durable sections' echo pace, checkpoints and turn timeout.

@@ -71,7 +71,7 @@ func (w *Wiring) Client(hc *http.Client) *client.Client { return w.ClientAs(hc, 
 
 // ClientAs is Client as the dev-mode principal subject (a SafeId).
 func (w *Wiring) ClientAs(hc *http.Client, subject string) *client.Client {
-	c, err := client.New(client.Options{TurnURL: w.base + "/turn/", HistoryURL: w.base + "/history/",
+	c, err := client.New(client.Options{TurnURL: w.base + "/turn/", HistoryURL: w.base + "/history/", ArtifactsURL: w.base + "/artifacts/",
 		HTTPClient: hc, Auth: client.Bearer(strings.TrimPrefix(auth.DevAuthorization(subject), "Bearer ")),
 		Resume: client.ResumeOff})
 	if err != nil { // w.base is a loopback http URL

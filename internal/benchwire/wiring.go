@@ -3,13 +3,18 @@ package benchwire
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/turnstream/turnstream/internal/devserver"
 	"github.com/turnstream/turnstream/internal/loadcheck"
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
+	"github.com/turnstream/turnstream/pkg/attach/s3attach"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -25,6 +30,10 @@ type Wiring struct {
 	srv    *http.Server
 	base   string // http://127.0.0.1:port
 	traces *loadcheck.Traces
+	// bodies counts the request body bytes each mount received
+	// (BodyBytes); uploads is the attachment store of NewTurnUploads.
+	bodies  sync.Map // mount ("turn", "uploads", ...) -> *atomic.Int64
+	uploads *s3attach.Local
 }
 
 // HandlerConfig is what differs between the wirings the first sections
@@ -86,6 +95,54 @@ func NewTurnTelemetry(store chat.Store, tel *telemetrysetup.Set, set func(*turn.
 // NewTurnEnv is NewTurn with the handlers' telemetry (nil: none) and
 // env's variables over benchEnv (e.g. USAGE_LEDGER, QUOTAS, QUOTA_CACHE).
 func NewTurnEnv(store chat.Store, tel *telemetrysetup.Set, env map[string]string, set func(*turn.Options)) (*Wiring, error) {
+	return newWiring(store, tel, env, set, false)
+}
+
+// NewTurnUploads is NewTurn with the dev server's attachment store (an
+// s3attach.Local served under devserver.UploadsMount, as `make dev`
+// runs it): what turnbench's attachments section measures.
+func NewTurnUploads(store chat.Store, set func(*turn.Options)) (*Wiring, error) {
+	return newWiring(store, nil, nil, set, true)
+}
+
+// Uploads is the attachment store of a wiring of NewTurnUploads.
+func (w *Wiring) Uploads() *s3attach.Local { return w.uploads }
+
+// BodyBytes returns the request body bytes the mount ("turn", "history",
+// "artifacts", "uploads") received since the wiring started.
+func (w *Wiring) BodyBytes(mount string) int64 {
+	if n, ok := w.bodies.Load(mount); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+// countBodies wraps h so that each request's body bytes are counted
+// under its first path segment (BodyBytes).
+func (w *Wiring) countBodies(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		mount, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		n, _ := w.bodies.LoadOrStore(mount, new(atomic.Int64))
+		if r.Body != nil {
+			r.Body = &countingBody{ReadCloser: r.Body, n: n.(*atomic.Int64)}
+		}
+		h.ServeHTTP(rw, r)
+	})
+}
+
+// countingBody counts the bytes read through it.
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (c *countingBody) Read(p []byte) (int, error) {
+	k, err := c.ReadCloser.Read(p)
+	c.n.Add(int64(k))
+	return k, err
+}
+
+func newWiring(store chat.Store, tel *telemetrysetup.Set, env map[string]string, set func(*turn.Options), uploads bool) (*Wiring, error) {
 	cfg, err := config.FromLookup(func(k string) (string, bool) {
 		if v, ok := env[k]; ok {
 			return v, true
@@ -100,8 +157,16 @@ func NewTurnEnv(store chat.Store, tel *telemetrysetup.Set, env map[string]string
 	if err != nil {
 		return nil, fmt.Errorf("authenticator: %w", err)
 	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	w := &Wiring{base: "http://" + ln.Addr().String(), traces: loadcheck.NewTraces()}
+	if uploads {
+		w.uploads = s3attach.NewLocal(w.base+strings.TrimSuffix(devserver.UploadsMount, "/"), nil)
+	}
 	h, err := devserver.NewHandler(devserver.Options{
-		Config: cfg, Store: store, Authenticator: authn, Telemetry: tel,
+		Config: cfg, Store: store, Authenticator: authn, Telemetry: tel, Uploads: w.uploads,
 		Turn: func(o *turn.Options) {
 			set(o)
 			if o.Model != nil {
@@ -111,14 +176,10 @@ func NewTurnEnv(store chat.Store, tel *telemetrysetup.Set, env map[string]string
 		},
 	})
 	if err != nil {
+		_ = ln.Close()
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
-	w := &Wiring{base: "http://" + ln.Addr().String(), traces: loadcheck.NewTraces()}
-	w.srv = &http.Server{Handler: w.traces.Wrap(h), ReadHeaderTimeout: 10 * time.Second}
+	w.srv = &http.Server{Handler: w.traces.Wrap(w.countBodies(h)), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = w.srv.Serve(ln) }() // ends with Close
 	return w, nil
 }
