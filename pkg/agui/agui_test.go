@@ -30,6 +30,10 @@ func TestDecodeRunAgentInput(t *testing.T) {
 			agui.RunInput{ThreadID: "s1", RunID: "r1", Input: agui.LabelDenied, Decision: &agui.Decision{InterruptID: "cf00"}}},
 		"cancelled entries change nothing": {`{"threadId":"s1","runId":"r1","messages":[` + user + `],"resume":[{"interruptId":"cf00","status":"cancelled"}]}`,
 			agui.RunInput{ThreadID: "s1", RunID: "r1", Input: "hello"}},
+		"text parts joined": {`{"threadId":"s1","runId":"r1","messages":[{"id":"m","role":"user","content":[{"type":"text","text":"hel","id":"p1","metadata":{}},{"type":"text","text":"lo"}]}]}`,
+			agui.RunInput{ThreadID: "s1", RunID: "r1", Input: "hello"}},
+		"a decision's label in parts": {`{"threadId":"s1","runId":"r1","messages":[{"id":"m","role":"user","content":[{"type":"text","text":"yes"}]}],"resume":` + approve + `}`,
+			agui.RunInput{ThreadID: "s1", RunID: "r1", Input: "yes", Decision: &agui.Decision{InterruptID: "cf00", Approve: true}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := agui.DecodeRunAgentInput([]byte(tc.body))
@@ -41,6 +45,32 @@ func TestDecodeRunAgentInput(t *testing.T) {
 				t.Fatalf("got %+v (decision %+v), want %+v", got, got.Decision, tc.want)
 			}
 		})
+	}
+}
+
+// TestDecodeMediaParts: a user message's image and document parts, in
+// order: attachment references and inline bytes, decoded.
+func TestDecodeMediaParts(t *testing.T) {
+	body := `{"threadId":"s1","runId":"r1","messages":[{"id":"m","role":"user","content":[` +
+		`{"type":"image","source":{"type":"url","value":"attachment:att_A","mimeType":"image/png"}},` +
+		`{"type":"text","text":"what is this?"},` +
+		`{"type":"document","id":"d","source":{"type":"data","value":"aGVsbG8=","mimeType":"text/plain"},"metadata":{"k":1}}]}]}`
+	got, err := agui.DecodeRunAgentInput([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []agui.MediaPart{{Kind: "image", AttachmentID: "att_A"}, {Kind: "document", MediaType: "text/plain", Data: []byte("hello")}}
+	if got.Input != "what is this?" || len(got.Media) != len(want) {
+		t.Fatalf("got input %q, media %+v", got.Input, got.Media)
+	}
+	for i, m := range got.Media {
+		if m.Kind != want[i].Kind || m.AttachmentID != want[i].AttachmentID || m.MediaType != want[i].MediaType || string(m.Data) != string(want[i].Data) {
+			t.Errorf("media %d = %+v, want %+v", i, m, want[i])
+		}
+	}
+	plain, err := agui.DecodeRunAgentInput([]byte(`{"threadId":"s1","runId":"r1","messages":[{"id":"m","role":"user","content":"hi"}]}`))
+	if err != nil || plain.Media != nil {
+		t.Fatalf("string content: media %+v, error %v", plain.Media, err)
 	}
 }
 
@@ -67,7 +97,27 @@ func TestDecodeRunAgentInputRejections(t *testing.T) {
 		"a message not object":   {`{"threadId":"s","runId":"r","messages":["` + secret + `"]}`, "messages"},
 		"no user message":        {`{"threadId":"s","runId":"r","messages":[` + msg("assistant", `"x"`) + `]}`, "messages"},
 		"blank input":            {`{"threadId":"s","runId":"r","messages":[` + msg("user", `" \t\u00a0"`) + `]}`, "messages"},
-		"parts":                  {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"`+secret+`"}]`) + `]}`, "messages"},
+		"parts of blank text":    {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":" "},{"type":"text","text":"\n"}]`) + `]}`, "messages"},
+		"parts without text":     {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"image","source":{"type":"url","value":"attachment:att_1"}}]`) + `]}`, "messages"},
+		"empty parts":            {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[]`) + `]}`, "messages"},
+		"part not an object":     {`{"threadId":"s","runId":"r","messages":[` + msg("user", `["`+secret+`"]`) + `]}`, "messages"},
+		"part without type":      {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"text":"`+secret+`"}]`) + `]}`, "messages"},
+		"part of unknown type":   {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"`+secret+`","text":"hi"}]`) + `]}`, "messages"},
+		"part member case":       {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","Text":"`+secret+`","text":"hi"}]`) + `]}`, "messages"},
+		"text part with source":  {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"hi","source":{"type":"url","value":"attachment:a"}}]`) + `]}`, "messages"},
+		"audio part":             {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"hi"},{"type":"audio","source":{"type":"data","value":"AAAA","mimeType":"audio/wav"}}]`) + `]}`, "messages"},
+		"image without source":   {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"hi"},{"type":"image"}]`) + `]}`, "messages"},
+		"image with text":        {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"hi"},{"type":"image","text":"x","source":{"type":"url","value":"attachment:a"}}]`) + `]}`, "messages"},
+		"an https URL":           {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"hi"},{"type":"image","source":{"type":"url","value":"https://169.254.169.254/`+secret+`"}}]`) + `]}`, "messages"},
+		"an attachment not safe": {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"hi"},{"type":"image","source":{"type":"url","value":"attachment:../`+secret+`"}}]`) + `]}`, "messages"},
+		"a file source":          {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"hi"},{"type":"document","source":{"type":"file","value":"file-`+secret+`","provider":"openai"}}]`) + `]}`, "messages"},
+		"an unknown source":      {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"hi"},{"type":"image","source":{"type":"`+secret+`","value":"x"}}]`) + `]}`, "messages"},
+		"data without mimeType":  {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"hi"},{"type":"image","source":{"type":"data","value":"iVBORw0KGgo="}}]`) + `]}`, "messages"},
+		"data not base64":        {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"hi"},{"type":"image","source":{"type":"data","value":"`+secret+`!","mimeType":"image/png"}}]`) + `]}`, "messages"},
+		"data unpadded":          {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"hi"},{"type":"image","source":{"type":"data","value":"iVBORw0KGgo","mimeType":"image/png"}}]`) + `]}`, "messages"},
+		"data empty":             {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"hi"},{"type":"image","source":{"type":"data","value":"","mimeType":"image/png"}}]`) + `]}`, "messages"},
+		"26 media parts":         {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"hi"}`+strings.Repeat(`,{"type":"image","source":{"type":"url","value":"attachment:a"}}`, 26)+`]`) + `]}`, "messages"},
+		"media in a decision":    {`{"threadId":"s","runId":"r","messages":[` + msg("user", `[{"type":"text","text":"ok"},{"type":"image","source":{"type":"url","value":"attachment:a"}}]`) + `],"resume":[{"interruptId":"a","status":"resolved","payload":{"approved":true}}]}`, "messages"},
 		"role case variant":      {`{"threadId":"s","runId":"r","messages":[{"id":"m","role":"user","Role":"x","content":"hi"}]}`, "messages"},
 		"two resolved":           {`{"threadId":"s","runId":"r","messages":[],"resume":[{"interruptId":"a","status":"resolved","payload":{"approved":true}},{"interruptId":"b","status":"resolved","payload":{"approved":true}}]}`, "resume"},
 		"bad status":             {`{"threadId":"s","runId":"r","messages":[],"resume":[{"interruptId":"a","status":"` + secret + `"}]}`, "resume"},

@@ -2,6 +2,7 @@ package agui
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -29,6 +30,34 @@ type RunInput struct {
 	Input string
 	// Decision is the one resolved resume entry, nil for a plain run.
 	Decision *Decision
+	// Media are the image and document parts of the last user message,
+	// in their order (at most MaxMediaParts); nil when its content is a
+	// string.
+	Media []MediaPart
+}
+
+// MaxMediaParts is the most image and document parts a user message may
+// carry (protocol.MaxSubmitAttachments, as a submit's attachments).
+const MaxMediaParts = protocol.MaxSubmitAttachments
+
+// AttachmentURLPrefix is the scheme of the only URL source turnstream
+// reads: "attachment:<id>" names an attachment the caller uploaded to the
+// thread's session (docs/attachments.md). No other URL is fetched.
+const AttachmentURLPrefix = "attachment:"
+
+// MediaPart is one image or document part of a user message: an
+// uploaded attachment (AttachmentID, from a source {"type":"url",
+// "value":"attachment:<id>"}) or inline bytes (Data and MediaType, from a
+// source {"type":"data","value":<base64>,"mimeType":...}).
+type MediaPart struct {
+	// Kind is the part's type: "image" or "document".
+	Kind string
+	// AttachmentID is a SafeId; "" for inline bytes.
+	AttachmentID string
+	// MediaType and Data are inline bytes: the source's mimeType as sent
+	// and the decoded value (at least one byte).
+	MediaType string
+	Data      []byte
 }
 
 // Decision is a resolved resume entry: the owner's answer to a tool
@@ -86,6 +115,29 @@ type textContent struct {
 	Content string `json:"content"`
 }
 
+// partsContent is a message whose content is an array of content parts.
+type partsContent struct {
+	Content []json.RawMessage `json:"content"`
+}
+
+// contentPart is one AG-UI content part (ContentPart): text, image,
+// audio, video or document.
+type contentPart struct {
+	Type     *string         `json:"type"`
+	ID       json.RawMessage `json:"id"`
+	Text     *string         `json:"text"`
+	Source   json.RawMessage `json:"source"`
+	Metadata json.RawMessage `json:"metadata"`
+}
+
+// partSource is a media part's source (PartSource): data, url or file.
+type partSource struct {
+	Type     *string `json:"type"`
+	Value    *string `json:"value"`
+	MimeType *string `json:"mimeType"`
+	Provider *string `json:"provider"`
+}
+
 // resumeEntry is one entry of RunAgentInput.resume.
 type resumeEntry struct {
 	InterruptID *string         `json:"interruptId"`
@@ -115,9 +167,12 @@ func isObject(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '{' }
 //     {"approved": true|false} and a SafeId interruptId (the decision);
 //     "cancelled" entries are accepted and change nothing;
 //   - without a decision, the last message must be a user message whose
-//     content is a non-blank string: the turn's input. With one, such a
-//     message is the decision turn's label, and LabelApproved or
-//     LabelDenied stands in when the last message is anything else.
+//     content is a non-blank string, or an array of content parts whose
+//     text parts, joined, are not blank: the turn's input. Its image and
+//     document parts are Media (readMedia); audio and video parts are
+//     refused. With a decision, such a message (text only) is the
+//     decision turn's label, and LabelApproved or LabelDenied stands in
+//     when the last message is anything else.
 func DecodeRunAgentInput(body []byte) (*RunInput, error) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 || !json.Valid(trimmed) {
@@ -151,12 +206,14 @@ func DecodeRunAgentInput(body []byte) (*RunInput, error) {
 	if out.Decision, err = decision(in.Resume); err != nil {
 		return nil, err
 	}
-	text, ok, err := lastUserText(in.Messages)
+	text, media, ok, err := lastUserText(in.Messages)
 	switch {
 	case err != nil:
 		return nil, err
+	case ok && len(media) > 0 && out.Decision != nil:
+		return nil, &InputError{Field: "messages", Reason: "a run that decides an approval carries no image or document"}
 	case ok:
-		out.Input = text
+		out.Input, out.Media = text, media
 	case out.Decision == nil:
 		return nil, &InputError{Field: "messages", Reason: "the last message must be a user message with non-blank string content"}
 	case out.Decision.Approve:
@@ -167,26 +224,109 @@ func DecodeRunAgentInput(body []byte) (*RunInput, error) {
 	return out, nil
 }
 
-// lastUserText returns the content of the last message when it is a user
-// message; ok is false when it is another role (or there is none). A user
-// message whose content is not a non-blank string is an error.
-func lastUserText(msgs []json.RawMessage) (string, bool, error) {
+// lastUserText returns the text and media of the last message when it is
+// a user message; ok is false when it is another role (or there is none).
+// A user message whose content is neither a non-blank string nor parts
+// with non-blank text is an error.
+func lastUserText(msgs []json.RawMessage) (text string, media []MediaPart, ok bool, err error) {
 	if len(msgs) == 0 {
-		return "", false, nil
+		return "", nil, false, nil
 	}
 	last := msgs[len(msgs)-1]
 	var m inputMessage
 	if err := protocol.UnmarshalStrict(last, &m); err != nil {
-		return "", false, &InputError{Field: "messages", Reason: "the last message has a member of the wrong type, or one whose name differs from a field's only by case"}
+		return "", nil, false, &InputError{Field: "messages", Reason: "the last message has a member of the wrong type, or one whose name differs from a field's only by case"}
 	}
 	if m.Role == nil || *m.Role != RoleUser {
-		return "", false, nil
+		return "", nil, false, nil
+	}
+	if len(m.Content) > 0 && m.Content[0] == '[' {
+		var pc partsContent
+		if protocol.UnmarshalStrict(last, &pc) != nil {
+			return "", nil, false, &InputError{Field: "messages", Reason: "the last user message's content must be a string or an array of content parts"}
+		}
+		text, media, err := readParts(pc.Content)
+		return text, media, err == nil, err
 	}
 	var c textContent
 	if len(m.Content) == 0 || m.Content[0] != '"' || protocol.UnmarshalStrict(last, &c) != nil || protocol.IsBlank(c.Content) {
-		return "", false, &InputError{Field: "messages", Reason: "the last user message's content must be a non-blank string"}
+		return "", nil, false, &InputError{Field: "messages", Reason: "the last user message's content must be a non-blank string"}
 	}
-	return c.Content, true, nil
+	return c.Content, nil, true, nil
+}
+
+// readParts reads a user message's content parts: the text parts joined
+// (as AG-UI's contentToText joins them), which must not be blank, and the
+// image and document parts (readMedia). Audio and video are refused.
+func readParts(parts []json.RawMessage) (string, []MediaPart, error) {
+	var text strings.Builder
+	var media []MediaPart
+	for _, raw := range parts {
+		var p contentPart
+		if !isObject(raw) || protocol.UnmarshalStrict(raw, &p) != nil || p.Type == nil {
+			return "", nil, &InputError{Field: "messages", Reason: "every content part must be an object with a type, its member names those of AG-UI's content parts"}
+		}
+		switch *p.Type {
+		case "text":
+			if p.Text == nil || p.Source != nil {
+				return "", nil, &InputError{Field: "messages", Reason: "a text part needs text and has no source"}
+			}
+			text.WriteString(*p.Text)
+		case "image", "document":
+			if p.Text != nil {
+				return "", nil, &InputError{Field: "messages", Reason: "an image or document part has a source and no text"}
+			}
+			mp, err := readMedia(*p.Type, p.Source)
+			if err != nil {
+				return "", nil, err
+			}
+			if len(media) == MaxMediaParts {
+				return "", nil, &InputError{Field: "messages", Reason: "a user message carries at most 25 image and document parts"}
+			}
+			media = append(media, mp)
+		case "audio", "video":
+			return "", nil, &InputError{Field: "messages", Reason: "audio and video parts are not accepted: images and documents only"}
+		default:
+			return "", nil, &InputError{Field: "messages", Reason: `a content part's type must be "text", "image" or "document"`}
+		}
+	}
+	if protocol.IsBlank(text.String()) {
+		return "", nil, &InputError{Field: "messages", Reason: "the last user message's text parts must not be blank"}
+	}
+	return text.String(), media, nil
+}
+
+// readMedia reads an image or document part's source: a url source
+// "attachment:<SafeId>" (no other URL: turnstream fetches nothing a
+// client names), or a data source of standard base64 (padded) with a
+// mimeType, at least one byte. A file source (a model provider's handle)
+// is refused. Which media types and sizes are accepted is the turn's
+// check (docs/attachments.md), not this one's.
+func readMedia(kind string, raw json.RawMessage) (MediaPart, error) {
+	var src partSource
+	if !isObject(raw) || protocol.UnmarshalStrict(raw, &src) != nil || src.Type == nil || src.Value == nil {
+		return MediaPart{}, &InputError{Field: "messages", Reason: "an image or document part needs a source {type, value}"}
+	}
+	switch *src.Type {
+	case "url":
+		id, found := strings.CutPrefix(*src.Value, AttachmentURLPrefix)
+		if !found || !protocol.IsSafeID(id) {
+			return MediaPart{}, &InputError{Field: "messages", Reason: "a url source must be attachment:<id>, an attachment uploaded to this thread's session; no other URL is fetched"}
+		}
+		return MediaPart{Kind: kind, AttachmentID: id}, nil
+	case "data":
+		if src.MimeType == nil || *src.MimeType == "" || src.Provider != nil {
+			return MediaPart{}, &InputError{Field: "messages", Reason: "a data source needs a mimeType"}
+		}
+		data, err := base64.StdEncoding.Strict().DecodeString(*src.Value)
+		if err != nil || len(data) == 0 {
+			return MediaPart{}, &InputError{Field: "messages", Reason: "a data source's value must be non-empty standard base64"}
+		}
+		return MediaPart{Kind: kind, MediaType: *src.MimeType, Data: data}, nil
+	case "file":
+		return MediaPart{}, &InputError{Field: "messages", Reason: "a file source (a model provider's handle) is not accepted: upload the file and send attachment:<id>"}
+	}
+	return MediaPart{}, &InputError{Field: "messages", Reason: `a source's type must be "url" or "data"`}
 }
 
 // decision reads the resume entries: the one resolved entry, or nil.

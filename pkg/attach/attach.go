@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base32"
 	"encoding/hex"
 	"errors"
 	"net/url"
@@ -271,6 +272,22 @@ type Reader interface {
 	// Read returns the object's bytes, or ErrNotFound; ErrSize when it
 	// holds more than max bytes.
 	Read(ctx context.Context, key string, max int64) ([]byte, error)
+}
+
+// Writer stores an attachment's bytes directly, without a signed form:
+// the turn's way to keep the inline files of an AG-UI run (docs/agui.md)
+// as attachments. Put replaces any object under obj.Key; it is safe to
+// call again with the same object.
+type Writer interface {
+	Put(ctx context.Context, obj Object, data []byte) error
+}
+
+// InlineID is the attachment id of the n-th inline file of a turn
+// (n from 0): the same for the same session, turn and n, so that a turn
+// sent again stores its files under the same keys. It has NewID's shape.
+func InlineID(sessionID, turnID string, n int) string {
+	h := sha256.Sum256([]byte(sessionID + "\x00" + turnID + "\x00" + strconv.Itoa(n)))
+	return "att_" + base32.StdEncoding.EncodeToString(h[:])[:attachmentIDBytes-4]
 }
 
 // Store holds attachments: it reads them (Reader), signs their uploads

@@ -150,3 +150,17 @@ func TestMediaTypeOf(t *testing.T) {
 		}
 	}
 }
+
+// TestInlineID: an inline file's id has NewID's shape, is the same for
+// the same session, turn and place, and differs for any other.
+func TestInlineID(t *testing.T) {
+	id := attach.InlineID("s", "r1", 0)
+	if !attach.ValidID(id) || id != attach.InlineID("s", "r1", 0) {
+		t.Fatalf("InlineID = %q: not a stable attachment id", id)
+	}
+	for _, other := range []string{attach.InlineID("s", "r1", 1), attach.InlineID("s", "r2", 0), attach.InlineID("s2", "r1", 0), attach.InlineID("s", "r", 10)} {
+		if other == id || !attach.ValidID(other) {
+			t.Errorf("InlineID collides or is invalid: %q beside %q", other, id)
+		}
+	}
+}

@@ -3,9 +3,11 @@ package turn_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -342,3 +344,112 @@ func TestAttachmentsInTheContextBudget(t *testing.T) {
 		t.Errorf("t5's request holds %d attachments, want none", len(got))
 	}
 }
+
+// aguiParts is an AG-UI run of session sid and run tid whose last user
+// message is text and the given content parts (JSON objects).
+func aguiParts(sid, tid, text string, parts ...string) []byte {
+	content := `{"type":"text","text":` + strconv.Quote(text) + `}`
+	for _, p := range parts {
+		content += "," + p
+	}
+	return []byte(`{"threadId":"` + sid + `","runId":"` + tid + `","messages":[{"id":"m1","role":"user","content":[` + content + `]}]}`)
+}
+
+func urlPart(kind, id string) string {
+	return `{"type":"` + kind + `","source":{"type":"url","value":"attachment:` + id + `"}}`
+}
+
+func dataPart(kind, mediaType string, data []byte) string {
+	return `{"type":"` + kind + `","source":{"type":"data","value":"` + base64.StdEncoding.EncodeToString(data) + `","mimeType":"` + mediaType + `"}}`
+}
+
+// TestAGUIAttachments: an AG-UI run's image and document parts are the
+// turn's attachments: an uploaded one named by attachment:<id>, inline
+// bytes stored as an attachment of the session (kind-n.format) under an
+// id the run determines; both become the user message's parts and reach
+// the model; the same run id with other bytes is another input.
+func TestAGUIAttachments(t *testing.T) {
+	t.Parallel()
+	a := newAttachEnv(t)
+	img := a.upload(t, "alice", "s", "image/png", "cat.png", pngData, time.Now().Add(time.Hour))
+	body := aguiParts("s", "r1", "compare these", urlPart("image", img), dataPart("document", "text/plain", []byte("hello, inline")))
+	a.aguiRun(t, "agui-attachments", body)
+	inline := attach.InlineID("s", "r1", 1)
+	user := a.stored(t, "s", "r1").Messages[0]
+	if user.Content != "compare these" || len(user.Parts) != 2 {
+		t.Fatalf("user message %+v", user)
+	}
+	if p := user.Parts[0]; p.Type != "image" || *p.Source != turn.AttachmentSource+img {
+		t.Errorf("image part %+v", p)
+	}
+	if p := user.Parts[1]; p.Type != "file" || *p.Source != turn.AttachmentSource+inline || *p.MimeType != "text/plain" || *p.Filename != "document-1.txt" {
+		t.Errorf("inline part %+v", p)
+	}
+	got := a.model.requests()[0].Attachments
+	if len(got) != 2 || !bytes.Equal(got[turn.AttachmentSource+img].Data, pngData) || string(got[turn.AttachmentSource+inline].Data) != "hello, inline" {
+		t.Fatalf("model attachments %+v", got)
+	}
+	obj, err := a.local.Head(context.Background(), attach.Key(attach.Owner("t", "alice"), "s", inline))
+	if err != nil || obj.Size != int64(len("hello, inline")) || obj.MediaType != "text/plain" || obj.UseBy.IsZero() {
+		t.Fatalf("stored inline file %+v, %v", obj, err)
+	}
+	status, raw := a.aguiPost(t, aguiParts("s", "r1", "compare these", urlPart("image", img), dataPart("document", "text/plain", []byte("other bytes"))), nil)
+	if status != http.StatusUnprocessableEntity || !strings.Contains(string(raw), protocol.CodeTurnIDReused) {
+		t.Errorf("the run id with other inline bytes: %d %s", status, raw)
+	}
+	// A run sent again with the same parts is the same turn.
+	if status, raw := a.aguiPost(t, body, nil); status != http.StatusConflict || !strings.Contains(string(raw), protocol.CodeTurnAlreadyCompleted) {
+		t.Errorf("the same run again: %d %s", status, raw)
+	}
+}
+
+// TestAGUIAttachmentRefusals: a part the turn may not use is a typed 4xx
+// that repeats nothing of the input; nothing is stored, no model called.
+func TestAGUIAttachmentRefusals(t *testing.T) {
+	t.Parallel()
+	a := newAttachEnv(t)
+	for _, tc := range []struct {
+		name   string
+		part   string
+		status int
+		code   string
+	}{
+		{"an https URL", `{"type":"image","source":{"type":"url","value":"https://169.254.169.254/latest/meta-data"}}`, 400, protocol.CodeRequestInvalidBody},
+		{"a provider file", `{"type":"document","source":{"type":"file","value":"file-abc"}}`, 400, protocol.CodeRequestInvalidBody},
+		{"an audio part", `{"type":"audio","source":{"type":"data","value":"AAAA","mimeType":"audio/wav"}}`, 400, protocol.CodeRequestInvalidBody},
+		{"an attachment never uploaded", urlPart("image", attach.NewID()), 404, protocol.CodeAttachmentNotFound},
+		{"an inline type not accepted", dataPart("image", "image/svg+xml", []byte("<svg onload=alert(1)>")), 415, protocol.CodeAttachmentTypeUnsupported},
+		{"an inline document as an image", dataPart("image", "application/pdf", pdfData), 400, protocol.CodeAttachmentInvalid},
+		{"inline bytes of another type", dataPart("image", "image/png", []byte("<svg onload=alert(1)>")), 400, protocol.CodeAttachmentInvalid},
+		{"an attachment named twice", urlPart("image", "att_AAAAAAAAAAAAAAAAAAAAAAAAAA") + "," + urlPart("image", "att_AAAAAAAAAAAAAAAAAAAAAAAAAA"), 400, protocol.CodeRequestInvalidBody},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tid := "r-" + strings.ReplaceAll(tc.name, " ", "-")
+			status, raw := a.aguiPost(t, aguiParts("s", tid, "look", tc.part), nil)
+			if status != tc.status || !strings.Contains(string(raw), `"`+tc.code+`"`) {
+				t.Fatalf("%d %s, want %d %s", status, raw, tc.status, tc.code)
+			}
+			for _, echo := range []string{"svg", "169.254", "file-abc", "att_"} {
+				if strings.Contains(string(raw), echo) {
+					t.Errorf("the body echoes the input (%s): %s", echo, raw)
+				}
+			}
+			if _, err := a.store.FindTurn(context.Background(), "s", tid, alice); err == nil {
+				t.Error("a refused run stored its turn")
+			}
+		})
+	}
+	if n := a.model.calls.Load(); n != 0 {
+		t.Errorf("%d model calls, want none", n)
+	}
+	// Without a store that writes, inline bytes are an attachment it does
+	// not hold.
+	ro := newEnv(t, newStoreMemory(), &scriptModel{Chunks: []string{"x"}}, func(o *turn.Options) { o.Attachments = readOnly{a.local} })
+	status, raw := ro.aguiPost(t, aguiParts("s", "r9", "look", dataPart("image", "image/png", pngData)), nil)
+	if status != http.StatusNotFound || !strings.Contains(string(raw), protocol.CodeAttachmentNotFound) {
+		t.Errorf("inline bytes without a writer: %d %s", status, raw)
+	}
+}
+
+// readOnly hides its store's other methods: an attach.Reader only.
+type readOnly struct{ attach.Reader }

@@ -1,6 +1,7 @@
 package s3attach
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -104,6 +105,15 @@ func (l *Local) Head(_ context.Context, key string) (attach.Object, error) {
 		return attach.Object{}, attach.ErrNotFound
 	}
 	return o.Object, nil
+}
+
+// Put implements attach.Writer.
+func (l *Local) Put(_ context.Context, obj attach.Object, data []byte) error {
+	obj.Size = int64(len(data))
+	l.mu.Lock()
+	l.objects[obj.Key] = localObject{Object: obj, data: bytes.Clone(data)}
+	l.mu.Unlock()
+	return nil
 }
 
 // Read implements Store.

@@ -1,13 +1,15 @@
 // Package s3read reads attachments from an Amazon S3 bucket for the turn
-// function: HEAD and GET requests signed with the AWS SDK's Signature
-// Version 4 signer and sent with net/http, so that the turn function,
-// which only reads, does not link the S3 client (its operations,
+// function, and writes the inline files of an AG-UI run (Put): HEAD, GET
+// and PUT requests signed with the AWS SDK's Signature Version 4 signer
+// and sent with net/http, so that the turn function does not link the S3
+// client (its operations,
 // endpoint rules and presigners add to every cold start:
 // docs/benchmarks.md, "A lean turn bootstrap"). The stores that sign
 // uploads and delete objects are pkg/attach/s3attach.
 package s3read
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -48,9 +50,10 @@ var ErrStatus = errors.New("s3read: unexpected status")
 
 // Actions are the IAM actions a Reader needs on its bucket, for a
 // template's grants (internal/deploytest compares template.yaml's with
-// them): s3:GetObject on the objects (HEAD and GET), and s3:ListBucket on
-// the bucket, without which S3 answers a missing key with 403, not 404.
-var Actions = []string{"s3:GetObject", "s3:ListBucket"}
+// them): s3:GetObject on the objects (HEAD and GET), s3:PutObject on them
+// (Put), and s3:ListBucket on the bucket, without which S3 answers a
+// missing key with 403, not 404.
+var Actions = []string{"s3:GetObject", "s3:ListBucket", "s3:PutObject"}
 
 // emptyPayloadHash is the SHA-256 of an empty body, which HEAD and GET send.
 var emptyPayloadHash = func() string { h := sha256.Sum256(nil); return hex.EncodeToString(h[:]) }()
@@ -84,7 +87,10 @@ type Reader struct {
 	After func(time.Duration) <-chan time.Time
 }
 
-var _ attach.Reader = (*Reader)(nil)
+var (
+	_ attach.Reader = (*Reader)(nil)
+	_ attach.Writer = (*Reader)(nil)
+)
 
 // New returns the Reader of bucket with cfg's region and credentials;
 // endpoint as Reader.Endpoint.
@@ -97,7 +103,7 @@ func New(cfg aws.Config, bucket, endpoint string) *Reader {
 // key.
 func (r *Reader) Head(ctx context.Context, key string) (attach.Object, error) {
 	var obj attach.Object
-	err := r.do(ctx, http.MethodHead, key, func(resp *http.Response) error {
+	err := r.do(ctx, http.MethodHead, key, nil, func(resp *http.Response) error {
 		size, err := strconv.ParseInt(resp.Header.Get("Content-Length"), 10, 64)
 		if err != nil {
 			return fmt.Errorf("s3read: head %s: no content length", key)
@@ -119,7 +125,7 @@ func (r *Reader) Head(ctx context.Context, key string) (attach.Object, error) {
 // (nothing past max+1 bytes is read).
 func (r *Reader) Read(ctx context.Context, key string, max int64) ([]byte, error) {
 	var data []byte
-	err := r.do(ctx, http.MethodGet, key, func(resp *http.Response) error {
+	err := r.do(ctx, http.MethodGet, key, nil, func(resp *http.Response) error {
 		if resp.ContentLength > max {
 			return attach.ErrSize
 		}
@@ -136,10 +142,28 @@ func (r *Reader) Read(ctx context.Context, key string, max int64) ([]byte, error
 	return data, err
 }
 
+// Put implements attach.Writer: it stores data under obj.Key with obj's
+// media type and metadata (attach.Object.Metadata), as an upload's form
+// would, replacing any object there. A PUT is idempotent, so it is sent
+// again like a read.
+func (r *Reader) Put(ctx context.Context, obj attach.Object, data []byte) error {
+	p := &payload{data: data, headers: map[string]string{"Content-Type": obj.MediaType}}
+	for k, v := range obj.Metadata() {
+		p.headers["X-Amz-Meta-"+k] = v
+	}
+	return r.do(ctx, http.MethodPut, obj.Key, p, func(*http.Response) error { return nil })
+}
+
+// payload is a PUT's body and the headers it is stored with.
+type payload struct {
+	data    []byte
+	headers map[string]string
+}
+
 // do sends method on key until an attempt answers 200 (then use reads the
 // answer within the attempt's time), 404 (attach.ErrNotFound), another
 // status it does not retry, or the attempts run out.
-func (r *Reader) do(ctx context.Context, method, key string, use func(*http.Response) error) error {
+func (r *Reader) do(ctx context.Context, method, key string, body *payload, use func(*http.Response) error) error {
 	attempts := r.Attempts
 	if attempts <= 0 {
 		attempts = DefaultAttempts
@@ -152,7 +176,7 @@ func (r *Reader) do(ctx context.Context, method, key string, use func(*http.Resp
 			}
 		}
 		var retry bool
-		if retry, err = r.attempt(ctx, method, key, use); !retry {
+		if retry, err = r.attempt(ctx, method, key, body, use); !retry {
 			return err
 		}
 	}
@@ -161,14 +185,14 @@ func (r *Reader) do(ctx context.Context, method, key string, use func(*http.Resp
 
 // attempt sends one request, and reports whether its failure is worth
 // another attempt.
-func (r *Reader) attempt(ctx context.Context, method, key string, use func(*http.Response) error) (retry bool, err error) {
+func (r *Reader) attempt(ctx context.Context, method, key string, body *payload, use func(*http.Response) error) (retry bool, err error) {
 	timeout := r.AttemptTimeout
 	if timeout <= 0 {
 		timeout = DefaultAttemptTimeout
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := r.request(actx, method, key)
+	req, err := r.request(actx, method, key, body)
 	if err != nil {
 		return false, err
 	}
@@ -202,18 +226,31 @@ func (r *Reader) attempt(ctx context.Context, method, key string, use func(*http
 	}
 }
 
-// request builds the signed request of method on key.
-func (r *Reader) request(ctx context.Context, method, key string) (*http.Request, error) {
+// request builds the signed request of method on key, with body's bytes
+// and headers when body is not nil.
+func (r *Reader) request(ctx context.Context, method, key string, body *payload) (*http.Request, error) {
 	u, err := r.objectURL(key)
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	var rd io.Reader
+	hash := emptyPayloadHash
+	if body != nil {
+		rd = bytes.NewReader(body.data)
+		h := sha256.Sum256(body.data)
+		hash = hex.EncodeToString(h[:])
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
 		return nil, fmt.Errorf("s3read: %w", err)
 	}
 	req.URL = u // keep RawPath exactly as signed
-	req.Header.Set("X-Amz-Content-Sha256", emptyPayloadHash)
+	if body != nil {
+		for k, v := range body.headers {
+			req.Header.Set(k, v)
+		}
+	}
+	req.Header.Set("X-Amz-Content-Sha256", hash)
 	if r.Credentials == nil {
 		return nil, errors.New("s3read: no credentials")
 	}
@@ -226,7 +263,7 @@ func (r *Reader) request(ctx context.Context, method, key string) (*http.Request
 		now = r.Now
 	}
 	signer := v4.NewSigner(func(o *v4.SignerOptions) { o.DisableURIPathEscaping = true })
-	if err := signer.SignHTTP(ctx, creds, req, emptyPayloadHash, "s3", r.Region, now().UTC()); err != nil {
+	if err := signer.SignHTTP(ctx, creds, req, hash, "s3", r.Region, now().UTC()); err != nil {
 		return nil, fmt.Errorf("s3read: sign: %w", err)
 	}
 	return req, nil

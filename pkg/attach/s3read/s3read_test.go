@@ -95,6 +95,23 @@ func TestReaderAgainstS3Auth(t *testing.T) {
 		t.Errorf("read of a missing key: %v, want attach.ErrNotFound", err)
 	}
 
+	// Put stores an object as an upload's form would: Head and Read give
+	// back its type, metadata and bytes.
+	put := attach.Object{
+		Key:       attach.Key(attach.Owner("tenant-a", "user-1"), "session-1.a", attach.NewID()),
+		MediaType: "text/plain", Size: int64(len("inline text")), Filename: "document-1.txt",
+		UseBy: time.Now().Add(attach.UseWithin).Truncate(time.Second).UTC(),
+	}
+	if err := r.Put(ctx, put, []byte("inline text")); err != nil {
+		t.Fatalf("put: %v", err)
+	}
+	if got, err := r.Head(ctx, put.Key); err != nil || got != put {
+		t.Errorf("head after put: %+v, %v, want %+v", got, err, put)
+	}
+	if data, err := r.Read(ctx, put.Key, attach.MaxDocumentBytes); err != nil || string(data) != "inline text" {
+		t.Errorf("read after put: %q, %v", data, err)
+	}
+
 	// Signed with another secret: S3 refuses it (403), which is neither a
 	// missing object nor retried.
 	forged := *r
@@ -104,6 +121,12 @@ func TestReaderAgainstS3Auth(t *testing.T) {
 	}
 	if _, err := forged.Read(ctx, obj.Key, attach.MaxImageBytes); !errors.Is(err, s3read.ErrStatus) {
 		t.Errorf("read with a wrong secret: %v, want ErrStatus", err)
+	}
+	if err := forged.Put(ctx, put, []byte("other text")); !errors.Is(err, s3read.ErrStatus) {
+		t.Errorf("put with a wrong secret: %v, want ErrStatus", err)
+	}
+	if data, _ := r.Read(ctx, put.Key, attach.MaxDocumentBytes); string(data) != "inline text" {
+		t.Errorf("a refused put changed the object: %q", data)
 	}
 }
 

@@ -97,6 +97,11 @@ func (h *handler) acceptAGUI(ctx context.Context, w http.ResponseWriter, r *http
 		inputHash: chat.HashInput(in.Input),
 		agui:      true,
 	}
+	if len(in.Media) > 0 {
+		if err := sub.addMedia(in.Media); err != nil {
+			return nil, "decode", err
+		}
+	}
 	if d := in.Decision; d != nil {
 		c := &protocol.SubmitConfirmation{Token: d.InterruptID, Decision: protocol.DecisionDeny}
 		if d.Approve {

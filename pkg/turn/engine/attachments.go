@@ -2,16 +2,20 @@ package engine
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/turnstream/turnstream/pkg/agui"
 	"github.com/turnstream/turnstream/pkg/attach"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -89,6 +93,83 @@ func (h *handler) resolveAttachments(ctx context.Context, sub *submission) error
 		return attach.ErrTooMany
 	}
 	sub.files = files
+	return nil
+}
+
+// inlineFile is a file an AG-UI run carries as bytes.
+type inlineFile struct {
+	id        string
+	kind      attach.Kind
+	mediaType string
+	data      []byte
+}
+
+// addMedia names an AG-UI run's image and document parts as the
+// submission's attachments, in their order: a reference by its
+// attachment id, inline bytes by attach.InlineID (stored by stageInline
+// before the checks, which then treat them as uploads). Like a submit's
+// attachments they are part of the input, the inline bytes by their
+// SHA-256: the same run id sent again with other files is
+// TURN_ID_REUSED. An attachment named twice is httpedge.ErrInvalidBody.
+func (sub *submission) addMedia(media []agui.MediaPart) error {
+	var inline strings.Builder
+	for i, m := range media {
+		id := m.AttachmentID
+		if id == "" {
+			id = attach.InlineID(sub.sessionID, sub.turnID, i)
+			sub.inline = append(sub.inline, inlineFile{id: id, kind: attach.Kind(m.Kind), mediaType: m.MediaType, data: m.Data})
+			fmt.Fprintf(&inline, "\x00%s %s %x", id, m.MediaType, sha256.Sum256(m.Data))
+		}
+		if slices.Contains(sub.attachmentIDs, id) {
+			return fmt.Errorf("%w: an attachment is named twice", httpedge.ErrInvalidBody)
+		}
+		sub.attachmentIDs = append(sub.attachmentIDs, id)
+	}
+	sub.inputHash = chat.HashInput(sub.input + "\x00attachments:" + strings.Join(sub.attachmentIDs, ",") + inline.String())
+	return nil
+}
+
+// stageInline stores the inline files of sub (an AG-UI run's data
+// sources) as attachments of its session, before anything else is
+// stored: each must be of an accepted media type (attach.ErrMediaType)
+// of its part's kind, with bytes of that type (attach.ErrContent) within
+// the type's limit (attach.ErrSize; the request body cap is smaller).
+// Each is named kind-n.format ("image-1.png") and usable for
+// attach.UseWithin. Without a store that writes (attach.Writer) an
+// inline file is attach.ErrNotFound, as any attachment without a store.
+func (h *handler) stageInline(ctx context.Context, sub *submission) error {
+	if len(sub.inline) == 0 {
+		return nil
+	}
+	w, ok := h.opts.Attachments.(attach.Writer)
+	if !ok {
+		return attach.ErrNotFound
+	}
+	owner := attach.Owner(sub.principal.Tenant, sub.principal.Subject)
+	useBy := h.clock.Now().Add(attach.UseWithin).Truncate(time.Second)
+	count := map[attach.Kind]int{}
+	for _, f := range sub.inline {
+		mt, ok := attach.MediaTypes[f.mediaType]
+		switch {
+		case !ok:
+			return attach.ErrMediaType
+		case mt.Kind != f.kind:
+			return fmt.Errorf("%w: a %s part of media type %s", attach.ErrContent, f.kind, mt.Kind)
+		case int64(len(f.data)) > mt.MaxBytes:
+			return attach.ErrSize
+		}
+		if err := attach.CheckContent(mt.Name, f.data); err != nil {
+			return err
+		}
+		count[mt.Kind]++
+		obj := attach.Object{
+			Key: attach.Key(owner, sub.sessionID, f.id), MediaType: mt.Name, Size: int64(len(f.data)),
+			Filename: fmt.Sprintf("%s-%d.%s", mt.Kind, count[mt.Kind], mt.Format), UseBy: useBy,
+		}
+		if err := w.Put(ctx, obj, f.data); err != nil {
+			return fmt.Errorf("store inline file %s: %w", f.id, err)
+		}
+	}
 	return nil
 }
 

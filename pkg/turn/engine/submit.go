@@ -61,6 +61,10 @@ func (h *handler) accepted(ctx context.Context, sub *submission) {
 // session's lease (claim), then the turn itself (run.serve).
 func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *http.Request, deadline time.Time, log *slog.Logger, sub *submission) {
 	ctx = chat.WithMeter(ctx, &chat.Meter{}) // the turn's usage, from its first store request
+	if err := h.stageInline(ctx, sub); err != nil {
+		reject(ctx, w, log, "attachments", err)
+		return
+	}
 	if err := h.resolveAttachments(ctx, sub); err != nil {
 		reject(ctx, w, log, "attachments", err)
 		return
@@ -155,6 +159,9 @@ type submission struct {
 	// (docs/attachments.md); files what resolveAttachments read of them.
 	attachmentIDs []string
 	files         []attachedFile
+	// inline are the files an AG-UI run carries as bytes (data sources),
+	// among attachmentIDs under attach.InlineID; stageInline stores them.
+	inline []inlineFile
 	// compact is whether the client asked for the compact stream
 	// (api.StreamModeHeader, docs/compact.md).
 	compact bool
