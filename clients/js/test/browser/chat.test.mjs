@@ -363,6 +363,11 @@ describe("demo chat in Chromium", { skip }, () => {
     await axeClean(page, "empty");
     assert.equal(await page.evaluate(() => document.activeElement?.id), "input", "the page opens in the message box");
     await page.keyboard.type("Typed and sent with the keyboard alone, then stopped with it.");
+    // A long tail (inserted as the keyboard inserts text), so that the
+    // answer streams for a minute: Stop must come first however slow the
+    // machine is at the checks below (a hogged run once finished the
+    // short answer before Stop was pressed).
+    await page.keyboard.insertText(" And more words to echo.".repeat(40));
     await page.keyboard.press("Enter");
     await page.waitForFunction((sel) => (document.querySelector(sel)?.textContent.length ?? 0) > 8, `${lastAssistant} .text`);
     await axeClean(page, "streaming");
