@@ -60,7 +60,8 @@ describe("conversation sidebar in Chromium", { skip }, () => {
       const why = r.failure()?.errorText ?? "";
       // A finished turn stream read through a reader is reported aborted (chat.test.mjs).
       if (why === "net::ERR_ABORTED" && r.method() === "POST" && path === "/turn/") return;
-      if (!allowed.test(why)) problems.push(`request failed: ${r.method()} ${path} ${why}`);
+      const what = `${r.method()} ${path} ${why}`;
+      if (!allowed.test(why) && !allowed.test(what)) problems.push(`request failed: ${what}`);
     });
     await page.goto(`${srv.base}/?${query}`);
     await page.waitForSelector('#status:not([data-state="loading"]):not([data-state="idle"])');
@@ -91,7 +92,10 @@ describe("conversation sidebar in Chromium", { skip }, () => {
     const fillers = Array.from({ length: 22 }, (_, i) => `Filler conversation ${21 - i}`);
 
     // Opened without a conversation: a new chat, first in the list until sent.
-    const { page, problems, requests } = await open("user=alice", { allowed: /status of 400/ });
+    // Deleting the open conversation navigates away, which aborts the
+    // page's own read of it if one is in flight (a hogged run met it):
+    // that one abort is expected, no other failure.
+    const { page, problems, requests } = await open("user=alice", { allowed: /status of 400|GET \/history\/sessions\/al-bread net::ERR_ABORTED/ });
     const nav = page.getByRole("navigation", { name: "Conversations" });
     assert.equal(await nav.count(), 1, "a navigation landmark named by its heading");
     assert.equal(await page.textContent("#sidebar h2"), "Conversations");
