@@ -34,9 +34,10 @@ const RuleAttachOnce = "attach-once"
 
 // attach: turn a names two attachments (x, y) and turn b two (y, z), all
 // three uploaded before the schedule starts through one process, which
-// every submit and replay of the schedule goes to (a dev server keeps
-// uploads in its memory, so no process of this schedule is paused or
-// killed on purpose). The writes that record an attachment's use fail
+// every submit and replay of the schedule goes to: one of the pause
+// slots, held by the schedule while it runs, since a dev server keeps
+// uploads in its memory and the other schedules kill and pause the
+// shared processes (a restart would lose the files). The writes that record an attachment's use fail
 // (500 before or after they apply, answers lost, hung) for 0.3-2 s from
 // a's submit, and each client submits again after every retryable
 // answer. b races a (within 0.3 s) in half the schedules and follows a's
@@ -46,7 +47,7 @@ func (d *draw) attach() {
 	ms := time.Millisecond
 	durA := d.turn("a", time.Second, 3*time.Second)
 	d.turn("b", 500*ms, 1500*ms)
-	proc := d.anyProc()
+	proc := pauseSlot
 	d.add(Step{Do: "upload", Proc: proc, Files: []string{"x", "y", "z"}})
 	faults := []ddbfault.Fault{ddbfault.ServerErrorBefore, ddbfault.ServerErrorAfter, ddbfault.LoseAnswer, ddbfault.Hang}
 	d.add(Step{Do: "fault", Kind: kindAttachment, Fault: faults[d.rng.IntN(len(faults))], For: d.between(300*ms, 2*time.Second)})

@@ -755,7 +755,7 @@ func TestPlanKinds(t *testing.T) {
 			}
 		}
 		needs := map[string]string{KindClassic: "submit", KindRace: "submit", KindQuota: "quota", KindStopFault: "stop",
-			KindLateSave: "replay", KindAck: "fault", KindNearLease: "hook", KindDelete: "delete"}
+			KindLateSave: "replay", KindAck: "fault", KindNearLease: "hook", KindDelete: "delete", KindAttach: "upload"}
 		for _, k := range Kinds {
 			p := newPlan(1, 7, planEnv{procs: 3, quota: []int{3, 4}, quotaN: 5, t: timings, kinds: []string{k}}, "s")
 			has := false
