@@ -275,7 +275,15 @@ describe("demo chat in Chromium", { skip }, () => {
     const third = await page.getAttribute(turn(3), "data-turn");
     // Cancel the third: it is gone, and the server will never run it.
     await page.click(`${turn(3)} [data-action="cancel"]`);
-    await page.waitForFunction(() => document.querySelectorAll(".turn").length === 2);
+    // A loaded machine once passed 30 s here without the turn going: the
+    // wait is longer, and a failure says what the page showed.
+    await page.waitForFunction(() => document.querySelectorAll(".turn").length === 2, null, { timeout: MINUTE }).catch(async (e) => {
+      const seen = await page.evaluate(() => ({
+        turns: [...document.querySelectorAll(".turn")].map((t) => `${t.dataset.state} ${t.querySelector(".meta")?.textContent ?? ""}`),
+        error: document.querySelector("#error")?.textContent ?? "",
+      }));
+      throw new Error(`the cancelled turn stayed: ${JSON.stringify(seen)}; problems: ${JSON.stringify(problems)}`, { cause: e });
+    });
     assert.equal(await page.evaluate(() => document.activeElement?.id), "input");
     const sid = new URL(page.url()).searchParams.get("session");
     assert.deepEqual((await as(slow, "qui").session(sid)).queuedTurns.map((q) => q.inputPreview), ["second"]);
