@@ -49,8 +49,10 @@
 //     a ledger item's growth with the sessions it counted (internal/ledgerbench);
 //   - attachments: a turn with one 1 MiB image against one without (time
 //     to first snapshot, requests, units, store calls, bytes allocated),
-//     the upload's two phases, and the body bytes the store and the
-//     functions received (internal/attachbench; not in -quick);
+//     the upload's two phases, the body bytes the store and the
+//     functions received, and the turn function's peak memory under
+//     aws-lambda-rie with moto_server's S3 (internal/attachbench; not in
+//     -quick);
 //   - cpushare (-only): the bootstraps under aws-lambda-rie in cgroups of
 //     Lambda's CPU share at 128, 256, 512 and 1,024 MB (internal/cpushare);
 //   - fate (-only): the fate harness's long form (internal/fate) at the
@@ -167,7 +169,7 @@ var sections = []section{
 		run: cpuShareRun, rows: cpuShareRows},
 	{names: []string{"conversations"}, about: "GET /sessions: a page of a principal's sessions at 10 and 10,000 sessions (requests, p50 and p99); the cost of deleting a session of 10 and of 1,000 turns",
 		inRun: true, run: conversationsRun, rows: conversationsRows},
-	{names: []string{"attachments"}, about: "a turn with one 1 MiB image against one without: time to first snapshot, DynamoDB requests and units, store calls, bytes allocated; the upload's two phases and the body bytes the store and the functions received (internal/attachbench)",
+	{names: []string{"attachments"}, about: "a turn with one 1 MiB image against one without: time to first snapshot, DynamoDB requests and units, store calls, bytes allocated; the upload's two phases and the body bytes the store and the functions received; the turn function's peak memory under aws-lambda-rie reading from moto_server's S3 (internal/attachbench)",
 		inRun: true, run: attachmentsRun, rows: func(rep *report, _ bool) [][4]string { return rep.Attachments.Rows() }},
 	{names: []string{"ledger"}, about: "the usage ledger and the quota check before the claim: requests, units and time to the first line against the ledger off; a ledger item's growth",
 		inRun: true, inQuick: true, run: ledgerRun, rows: ledgerRows, notes: ledgerNotes},

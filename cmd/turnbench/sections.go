@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
+	"os"
 
 	"github.com/turnstream/turnstream/internal/attachbench"
 	"github.com/turnstream/turnstream/internal/capacitybench"
+	"github.com/turnstream/turnstream/internal/lambdabin"
 	"github.com/turnstream/turnstream/internal/ledgerbench"
+	"github.com/turnstream/turnstream/internal/motoserver"
 	"github.com/turnstream/turnstream/internal/queuebench"
 	"github.com/turnstream/turnstream/internal/telemetrybench"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
@@ -59,6 +63,43 @@ func attachmentsRun(ctx context.Context, b *bench, rep *report, _ map[string]boo
 	}
 	rep.Attachments, err = attachbench.Run(ctx, attachbench.Env{Client: b.client, Raw: raw, Store: b.store, Table: b.table, CursorKey: b.cursorKey,
 		Prefix: b.prefix, Quick: rep.Quick, Progress: b.progress})
+	if err != nil {
+		return err
+	}
+	return attachmentsPeak(ctx, b, rep.Attachments, rep.Quick)
+}
+
+// attachmentsPeak measures the turn function's memory peak with and
+// without an image (attachbench.MeasurePeak): the turn bootstrap (a
+// release build for the host) under aws-lambda-rie, reading from
+// moto_server's S3. Without either of those the section says so in its
+// table and carries on.
+func attachmentsPeak(ctx context.Context, b *bench, res *attachbench.Result, quick bool) error {
+	if _, err := os.Stat(b.rie); err != nil {
+		res.PeakSkipped = "no aws-lambda-rie: make rie"
+		return nil
+	}
+	s3, err := motoserver.Run()
+	if errors.Is(err, motoserver.ErrMissing) {
+		res.PeakSkipped = "no moto_server: pip install 'moto[server]'"
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer s3.Stop()
+	dir, err := os.MkdirTemp("", "turnbench-attachments-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	b.progress("attachments: build the turn bootstrap")
+	bins, err := lambdabin.Build(ctx, b.root, dir, lambdabin.Options{Release: true, GOOS: "linux"}, "turn")
+	if err != nil {
+		return err
+	}
+	res.Peak, err = attachbench.MeasurePeak(ctx, attachbench.PeakEnv{RIE: b.rie, Bootstrap: bins["turn"], Endpoint: b.endpoint, Table: b.table,
+		S3: s3.URL, Prefix: b.prefix, Quick: quick, Progress: b.progress})
 	return err
 }
 

@@ -81,6 +81,10 @@ type Result struct {
 	// StorageBytes and FunctionBytes are the request body bytes the
 	// store and the functions received over the section.
 	StorageBytes, FunctionBytes int64
+	// Peak is the turn function's peak memory under the emulator
+	// (MeasurePeak); nil when it was not measured, PeakSkipped says why.
+	Peak        *Peak
+	PeakSkipped string
 }
 
 // counting is an attachment reader that counts its calls.
@@ -224,7 +228,7 @@ func (r *Result) Rows() [][4]string {
 	pa, ia := dynamobench.MedianAccount(r.Plain.Accounts), dynamobench.MedianAccount(r.Image.Accounts)
 	pf, ifl := Median(r.Plain.FirstLine), Median(r.Image.FirstLine)
 	pm, im := Median(r.Plain.Alloc), Median(r.Image.Alloc)
-	return [][4]string{
+	return append([][4]string{
 		{fmt.Sprintf("attachments: a turn with one %d KiB image (measured) against one without (baseline), median of %d each", ImageBytes>>10, r.N), "with", "without", "with / without"},
 		{"time to first snapshot", ms(ifl), ms(pf), ratio(float64(pf), float64(ifl))},
 		{"DynamoDB requests per turn", fmt.Sprint(ia.Requests), fmt.Sprint(pa.Requests), ratio(float64(pa.Requests), float64(ia.Requests))},
@@ -234,5 +238,5 @@ func (r *Result) Rows() [][4]string {
 		{"bytes allocated while the turn ran (client and functions, one process)", fmt.Sprintf("%.0f KiB", float64(im)/1024), fmt.Sprintf("%.0f KiB", float64(pm)/1024), ratio(float64(pm), float64(im))},
 		{"upload: declaration (artifacts function), then the signed POST to the store", ms(Median(r.Declare)) + ", " + ms(Median(r.Post)), "-", "-"},
 		{"request body bytes received over the section: the store, the functions", fmt.Sprintf("%d, %d", r.StorageBytes, r.FunctionBytes), "-", "-"},
-	}
+	}, r.Peak.rows(r.PeakSkipped)...)
 }

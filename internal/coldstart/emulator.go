@@ -149,3 +149,10 @@ func (l *lineWatch) scan(b []byte, at time.Time) {
 		}
 	}
 }
+
+// CallerTenant and CallerSubject are the principal URLEvent's caller is
+// under AUTH_MODE=iam (FunctionEnv): its account id and its ARN.
+const (
+	CallerTenant  = iamAccount
+	CallerSubject = iamCaller
+)

@@ -7,6 +7,8 @@ package motoserver
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -22,17 +24,44 @@ import (
 // (.ci/run installs moto).
 func Start(tb testing.TB) string {
 	tb.Helper()
-	bin, err := exec.LookPath("moto_server")
-	if err != nil {
+	srv, err := Run()
+	if errors.Is(err, ErrMissing) {
 		msg := "*** moto_server not found: pip install 'moto[server]' (.ci/run does) ***"
 		if os.Getenv("CI") == "true" {
 			tb.Fatal(msg)
 		}
 		tb.Skip(msg)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
+	}
+	tb.Cleanup(srv.Stop)
+	return srv.URL
+}
+
+// ErrMissing is Run's error when moto_server is not on the PATH.
+var ErrMissing = errors.New("motoserver: moto_server not found on the PATH (pip install 'moto[server]')")
+
+// Server is one moto_server process (Run).
+type Server struct {
+	// URL is its base URL: "http://127.0.0.1:<port>".
+	URL    string
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Run starts moto's server on a free loopback port and waits, up to two
+// minutes, until it answers: for programs (turnbench) rather than tests
+// (Start). The caller stops it with Stop. ErrMissing without moto_server
+// on the PATH.
+func Run() (*Server, error) {
+	bin, err := exec.LookPath("moto_server")
+	if err != nil {
+		return nil, ErrMissing
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
 	}
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 	_ = l.Close()
@@ -41,31 +70,33 @@ func Start(tb testing.TB) string {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	setProcAttr(cmd)
 	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
+		return nil, err
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	tb.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	url := "http://127.0.0.1:" + port
+	srv := &Server{URL: "http://127.0.0.1:" + port, cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(srv.exited) }()
 	// moto takes a few seconds to import its services; a loaded machine
 	// takes longer, so the wait is generous and polls.
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		resp, err := http.Get(url + "/moto-api/")
+		resp, err := http.Get(srv.URL + "/moto-api/")
 		if err == nil {
 			_ = resp.Body.Close()
-			return url
+			return srv, nil
 		}
 		select {
-		case <-exited:
-			tb.Fatalf("moto_server exited: %s", out.String())
+		case <-srv.exited:
+			return nil, fmt.Errorf("moto_server exited: %s", out.String())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("moto_server does not answer on %s", url)
+			srv.Stop()
+			return nil, fmt.Errorf("moto_server does not answer on %s", srv.URL)
 		}
 	}
+}
+
+// Stop kills the server and waits for it to exit.
+func (s *Server) Stop() {
+	_ = s.cmd.Process.Kill()
+	<-s.exited
 }
