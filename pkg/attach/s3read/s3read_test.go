@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -197,6 +198,59 @@ func TestReaderRetries(t *testing.T) {
 				// Each attempt at most its own time, plus the pauses.
 				if limit := time.Duration(tc.calls)*s3read.DefaultAttemptTimeout + time.Second; time.Since(start) > limit {
 					t.Errorf("took %v, beyond %v", time.Since(start), limit)
+				}
+			})
+		})
+	}
+}
+
+// TestPutRetries: a PUT is retried as the reads are (it replaces the
+// object with the same bytes, so one that applied before its answer was
+// lost is harmless), and each attempt sends the whole body, signed.
+func TestPutRetries(t *testing.T) {
+	t.Parallel()
+	data := []byte("inline text of an AG-UI run")
+	for name, tc := range map[string]struct {
+		answers []int
+		calls   int32
+		wantErr error
+	}{
+		"ok":                    {[]int{200}, 1, nil},
+		"500 then ok":           {[]int{500, 200}, 2, nil},
+		"hang then 503 then ok": {[]int{hang, 503, 200}, 3, nil},
+		"500 every time":        {[]int{500}, 3, s3read.ErrStatus},
+		"403 is not retried":    {[]int{403, 200}, 1, s3read.ErrStatus},
+	} {
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				s := &script{answers: tc.answers}
+				var bodies [][]byte
+				var mu sync.Mutex
+				rt := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+					b, err := io.ReadAll(req.Body)
+					if err != nil {
+						return nil, err
+					}
+					mu.Lock()
+					bodies = append(bodies, b)
+					mu.Unlock()
+					return s.RoundTrip(req)
+				})
+				r := &s3read.Reader{Bucket: bucket, Region: region, HTTPClient: &http.Client{Transport: rt},
+					Credentials: credentials.NewStaticCredentialsProvider("AKID", "secret", "")}
+				obj := attach.Object{Key: "attachments/o/s/att_X", MediaType: "text/plain", Size: int64(len(data)), Filename: "a.txt"}
+				if err := r.Put(t.Context(), obj, data); !errors.Is(err, tc.wantErr) {
+					t.Errorf("put: %v, want %v", err, tc.wantErr)
+				}
+				if got := s.calls.Load(); got != tc.calls {
+					t.Errorf("%d requests, want %d", got, tc.calls)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for i, b := range bodies {
+					if !bytes.Equal(b, data) {
+						t.Errorf("attempt %d sent %q, want the whole body", i+1, b)
+					}
 				}
 			})
 		})
