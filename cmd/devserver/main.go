@@ -16,7 +16,10 @@
 // loopback addresses only. The store is in memory unless DYNAMODB_ENDPOINT
 // names a DynamoDB API server (DynamoDB Local, dynalite), where the table
 // TABLE_NAME is created when absent, also when it vanishes while the server
-// runs (internal/devserver.NewStore). The model is the offline echo model;
+// runs (internal/devserver.NewStore). The model is the offline echo model
+// unless MODEL_PROVIDER names bedrock (the AWS SDK's standard credential
+// chain and endpoint variables) or openai (OPENAI_BASE_URL, OPENAI_API_KEY;
+// docs/providers.md), whose missing credentials fail the start;
 // definitions come from pkg/config as in the turn function (definition.Load),
 // and the demo tool workspace_note is registered and, unless MODEL_TOOLS or
 // DEFINITIONS_FILE is set, offered by the default definition, so that "/note
@@ -191,7 +194,11 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		_ = ln.Close()
 		return err
 	}
-	_, _ = fmt.Fprintf(stdout, "turnstream dev server (auth %s, %s, echo model)\n", cfg.Auth.Mode, storeDesc)
+	modelDesc := "echo model"
+	if cfg.Model.Provider != config.ProviderEcho {
+		modelDesc = cfg.Model.Provider + " model " + cfg.Model.ModelID
+	}
+	_, _ = fmt.Fprintf(stdout, "turnstream dev server (auth %s, %s, %s)\n", cfg.Auth.Mode, storeDesc, modelDesc)
 	_, _ = fmt.Fprintf(stdout, "  turn:      %s%s\n", base, devserver.TurnMount)
 	_, _ = fmt.Fprintf(stdout, "  history:   %s%s\n", base, devserver.HistoryMount)
 	_, _ = fmt.Fprintf(stdout, "  artifacts: %s%s\n", base, devserver.ArtifactsMount)

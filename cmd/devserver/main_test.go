@@ -158,7 +158,6 @@ func TestRunRejects(t *testing.T) {
 		"dev auth on a public address":   {args: []string{"-addr", "0.0.0.0:0"}, want: "loopback"},
 		"ADDR read from the environment": {env: map[string]string{"ADDR": "0.0.0.0:0"}, want: "-addr 0.0.0.0:0"},
 		"bad configuration":              {env: map[string]string{"TURN_TIMEOUT": "soon"}, want: "TURN_TIMEOUT"},
-		"another model":                  {env: map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "m"}, want: "echo model only"},
 		"stray argument":                 {args: []string{"extra"}, want: "unexpected arguments"},
 		"zero read timeout":              {args: []string{"-read-timeout", "0s"}, want: "-read-timeout"},
 		"dev auth on Lambda":             {args: []string{"-addr", "127.0.0.1:0"}, env: map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f"}, want: "refused on Lambda"},

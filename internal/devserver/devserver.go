@@ -37,7 +37,6 @@ import (
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/model"
-	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 	"github.com/turnstream/turnstream/pkg/store/memory"
@@ -56,9 +55,9 @@ const (
 
 // Options are what NewHandler builds the handler from.
 type Options struct {
-	// Config supplies the definitions, the echo model's pace, the turn
-	// timings and the body limit (pkg/config). Its MODEL_PROVIDER must be
-	// echo: the dev server runs the offline echo model only.
+	// Config supplies the definitions and their models (echo, bedrock or
+	// openai: docs/providers.md), the turn timings and the body limit
+	// (pkg/config).
 	Config config.Config
 	// Store and Authenticator serve all three handlers. Required.
 	Store         chat.Store
@@ -89,21 +88,21 @@ type Options struct {
 // NewHandler returns the three handlers and the demo page mounted behind
 // the request log; the turn handler is the configuration's, as the turn
 // function builds it (internal/turnsetup: the demo tools workspace_note
-// and workspace_note_delete, which definitions may offer), with the echo
-// model. It returns an error for a non-echo provider, a definition the
-// configuration gets wrong, or handler options turn.NewHandler rejects.
+// and workspace_note_delete, which definitions may offer), with the
+// model of each definition's provider (models: echo by default; bedrock
+// and openai reached as a developer's machine reaches them). It returns
+// an error for a provider without credentials (ErrNoCredentials), a
+// definition the configuration gets wrong, or handler options
+// turn.NewHandler rejects.
 func NewHandler(o Options) (http.Handler, error) {
 	cfg := o.Config
-	if cfg.Model.Provider != config.ProviderEcho {
-		return nil, fmt.Errorf("MODEL_PROVIDER: the dev server runs the echo model only")
-	}
 	handlerLog, requestLog := orDiscard(o.HandlerLog), orDiscard(o.RequestLog)
 	turnHandler, err := turnsetup.NewHandler(cfg, turnsetup.Deps{
 		Store: o.Store, Authenticator: o.Authenticator, ReadFile: o.ReadFile, Logger: handlerLog, Adjust: o.Turn,
 		Attachments: uploads(o.Uploads),
 		Metrics:     o.Telemetry.Metrics("turn"), Tracing: o.Telemetry.Tracer(),
-		Models: func(*definition.Resolver) (map[string]model.Model, error) {
-			return map[string]model.Model{config.ProviderEcho: echo.New(cfg.Model.EchoDelay, cfg.Model.EchoChunk)}, nil
+		Models: func(defs *definition.Resolver) (map[string]model.Model, error) {
+			return models(context.Background(), cfg, defs)
 		},
 	})
 	if err != nil {

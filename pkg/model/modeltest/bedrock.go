@@ -60,6 +60,11 @@ func (b *Bedrock) Model() *bedrock.Model {
 	return bedrock.New(client)
 }
 
+// URL is the fake's endpoint (AWS_ENDPOINT_URL_BEDROCK_RUNTIME) for a
+// client built elsewhere: any credentials sign, the path names
+// BedrockModelID.
+func (b *Bedrock) URL() string { return b.srv.URL }
+
 // Add appends replies to the script.
 func (b *Bedrock) Add(replies ...Reply) {
 	b.mu.Lock()

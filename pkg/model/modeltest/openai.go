@@ -19,8 +19,8 @@ import (
 // OpenAIModelID is the model the OpenAI fake expects in its requests.
 const OpenAIModelID = "gpt-fake"
 
-// openAIKey is the bearer key the fake expects.
-const openAIKey = "sk-fake-key"
+// OpenAIKey is the bearer key the fake expects.
+const OpenAIKey = "sk-fake-key"
 
 // OpenAI is a fake OpenAI chat completions server (streaming). It is safe
 // for concurrent use.
@@ -48,8 +48,12 @@ func NewOpenAI(t testing.TB, replies ...Reply) *OpenAI {
 // Model returns an openai.Model whose real openai-go client calls the
 // fake (no retries).
 func (o *OpenAI) Model() *openai.Model {
-	return openai.New(o.srv.URL+"/v1/", openAIKey, option.WithMaxRetries(0), option.WithHTTPClient(o.srv.Client()))
+	return openai.New(o.srv.URL+"/v1/", OpenAIKey, option.WithMaxRetries(0), option.WithHTTPClient(o.srv.Client()))
 }
+
+// BaseURL is the fake's API base URL (OPENAI_BASE_URL, with its "/v1/")
+// for a client built elsewhere, which must send OpenAIKey.
+func (o *OpenAI) BaseURL() string { return o.srv.URL + "/v1/" }
 
 // Add appends replies to the script.
 func (o *OpenAI) Add(replies ...Reply) {
@@ -106,7 +110,7 @@ func (o *OpenAI) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions":
 		err = fmt.Errorf("unexpected request %s %s", r.Method, r.URL.Path)
-	case r.Header.Get("Authorization") != "Bearer "+openAIKey:
+	case r.Header.Get("Authorization") != "Bearer "+OpenAIKey:
 		err = errors.New("wrong or missing bearer key")
 	case err == nil && reply == nil:
 		err = fmt.Errorf("call %d is past the script", n)

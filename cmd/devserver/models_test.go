@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/turnstream/turnstream/pkg/model/modeltest"
+	"github.com/turnstream/turnstream/pkg/protocol"
+)
+
+// awsIsolated points the AWS SDK's standard chain of this test at nothing
+// on the machine: no shared files, no instance metadata, no profile and
+// no credentials in the environment (t.Setenv: the test is not parallel).
+func awsIsolated(t *testing.T) {
+	for k, v := range map[string]string{
+		"AWS_CONFIG_FILE": "/nonexistent/config", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent/credentials",
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_PROFILE": "", "AWS_DEFAULT_PROFILE": "",
+		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "",
+		"AWS_CONTAINER_CREDENTIALS_FULL_URI": "", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "", "AWS_WEB_IDENTITY_TOKEN_FILE": "",
+		"AWS_ENDPOINT_URL": "", "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": "",
+	} {
+		t.Setenv(k, v)
+	}
+}
+
+// TestRealModels: MODEL_PROVIDER=openai and =bedrock chat through the
+// dev server with the providers' real clients, against the fake servers
+// (an OpenAI-compatible base URL; Bedrock's endpoint variable and
+// credentials from the environment, as the standard chain finds them).
+func TestRealModels(t *testing.T) {
+	for _, name := range []string{"openai", "bedrock"} {
+		t.Run(name, func(t *testing.T) {
+			awsIsolated(t)
+			reply := modeltest.Reply{Text: "Hello from the " + name + " fake."}
+			env := map[string]string{"MODEL_PROVIDER": name}
+			var requests func() [][]byte
+			switch name {
+			case "openai":
+				fake := modeltest.NewOpenAI(t, reply)
+				env["MODEL_ID"], env["OPENAI_BASE_URL"], env["OPENAI_API_KEY"] = modeltest.OpenAIModelID, fake.BaseURL(), modeltest.OpenAIKey
+				requests = fake.Requests
+			case "bedrock":
+				fake := modeltest.NewBedrock(t, reply)
+				env["MODEL_ID"], env["AWS_REGION"] = modeltest.BedrockModelID, "us-east-1"
+				t.Setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", fake.URL())
+				t.Setenv("AWS_ACCESS_KEY_ID", "AKIDDEV")
+				t.Setenv("AWS_SECRET_ACCESS_KEY", "dev-secret")
+				requests = fake.Requests
+			}
+			srv := startServer(t, env)
+			lines := submit(t, srv.url+"/turn/", "alice", "s1", "t1", "Who is there?")
+			last := lines[len(lines)-1]
+			if last.Kind != protocol.EventSnapshot || last.Snapshot.Status != protocol.StatusComplete {
+				t.Fatalf("last line: %s %+v, want a complete snapshot", last.Kind, last.Snapshot)
+			}
+			if msgs := last.Snapshot.Messages; len(msgs) != 2 || msgs[1].Content != reply.Text {
+				t.Fatalf("final messages = %+v, want the user message and %q", msgs, reply.Text)
+			}
+			reqs := requests()
+			if len(reqs) != 1 || !strings.Contains(string(reqs[0]), "Who is there?") {
+				t.Errorf("the provider received %d requests, want one holding the input: %q", len(reqs), reqs)
+			}
+			srv.stop(t)
+		})
+	}
+}
+
+// TestRealModelsWithoutCredentials: a real provider the machine cannot
+// reach fails the start with what to set, before any turn.
+func TestRealModelsWithoutCredentials(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		want string
+	}{
+		"bedrock, nothing in the chain":  {map[string]string{"MODEL_PROVIDER": "bedrock", "MODEL_ID": "m", "AWS_REGION": "us-east-1"}, "AWS_PROFILE"},
+		"openai, neither key nor server": {map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "m"}, "OPENAI_API_KEY"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			awsIsolated(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			err := run(ctx, nil, lookup(tc.env), io.Discard)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "no credentials") {
+				t.Fatalf("run error = %v, want no credentials and a mention of %q", err, tc.want)
+			}
+		})
+	}
+}
