@@ -48,7 +48,7 @@ var turnOnlyVariables = []string{
 	"CLEANUP_RESERVE", "DEFINITIONS_FILE", "DEFINITION_ID", "DEFINITION_REVISION", "ECHO_CHUNK_RUNES",
 	"ECHO_DELAY", "LEASE_DURATION", "MODEL_ID", "MODEL_MAX_STEPS", "MODEL_MAX_TOKENS", "MODEL_MAX_OUTPUT_TOKENS",
 	"MODEL_MAX_TOOL_CALLS", "MODEL_MAX_WALL_TIME", "MODEL_PROVIDER",
-	"MODEL_TOOLS", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SESSION_RETENTION", "SNAPSHOT_INTERVAL",
+	"MODEL_TOOLS", "OPENAI_API_KEY", "OPENAI_API_KEY_SECRET_ARN", "OPENAI_BASE_URL", "SESSION_RETENTION", "SNAPSHOT_INTERVAL",
 	"SYSTEM_PROMPT", "TURN_TIMEOUT",
 }
 
@@ -68,6 +68,8 @@ var parameterSets = map[string]map[string]any{
 	"bedrock APAC inference profile":       {"ModelProvider": "bedrock", "ModelId": "apac.anthropic.claude-3-5-sonnet-20241022-v2:0"},
 	"bedrock model id containing a prefix": {"ModelProvider": "bedrock", "ModelId": "meta.llama3-us.eu-70b-v1:0"},
 	"openai":                               {"ModelProvider": "openai", "ModelId": "gpt-4o-mini", "OpenAIApiKey": "sk-test"},
+	"openai, a key secret of one's own":    {"ModelProvider": "openai", "ModelId": "gpt-4o-mini", "OpenAIApiKeySecretArn": testOpenAIKeySecretARN},
+	"openai, no key (a local server)":      {"ModelProvider": "openai", "ModelId": "llama3.2", "OpenAIBaseUrl": "https://llm.example/v1/"},
 	"longest turn":                         {"TurnTimeout": "840"},
 	"two-minute turn":                      {"TurnTimeout": "120"},
 	"ten-minute turn":                      {"TurnTimeout": "600"},
@@ -146,7 +148,7 @@ func TestTemplate(t *testing.T) {
 						modelID = fmt.Sprint(params["ModelId"])
 					}
 					checkBedrockPolicy(t, statements, modelID)
-					checkSecretPolicy(t, fname, statements)
+					checkSecrets(t, fname, env, statements, openAIKeySecret(params))
 
 					checkPublicPermissions(t, d, fname, jwt)
 				})
@@ -630,10 +632,43 @@ func (d *deployment) resourceProperties(name string) map[string]any {
 	return props
 }
 
-// checkSecretPolicy: only the history function may read the cursor
-// secret, with secretsmanager:GetSecretValue on that secret alone.
-func checkSecretPolicy(t *testing.T, fname string, statements []statement) {
+// testOpenAIKeySecretARN is the OpenAIApiKeySecretArn of a parameter set.
+const testOpenAIKeySecretARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:openai-key-AbCdEf"
+
+// openAIKeySecret is the secret the turn function reads its OpenAI key
+// from under params, as the environment and a policy name it: the given
+// secret's ARN, the stack's own secret when only the key was given, or
+// none.
+func openAIKeySecret(params map[string]any) string {
+	if arn, _ := params["OpenAIApiKeySecretArn"].(string); arn != "" {
+		return arn
+	}
+	if key, _ := params["OpenAIApiKey"].(string); key != "" {
+		return "Ref(OpenAIApiKeySecret)"
+	}
+	return ""
+}
+
+// checkSecrets: no function has a provider key in its environment; only
+// the turn function names the OpenAI key's secret (openAISecret, "" for
+// none), and only it may read that secret; only the history function may
+// read the cursor secret. Each grant is secretsmanager:GetSecretValue on
+// that one secret.
+func checkSecrets(t *testing.T, fname string, env map[string]string, statements []statement, openAISecret string) {
 	t.Helper()
+	if env["OPENAI_API_KEY"] != "" {
+		t.Errorf("OPENAI_API_KEY = %q, want it empty: a key in the environment is readable with lambda:GetFunctionConfiguration", env["OPENAI_API_KEY"])
+	}
+	var wantEnv, want string
+	switch fname {
+	case "HistoryFunction":
+		want = "Ref(CursorSecret)"
+	case "TurnFunction":
+		wantEnv, want = openAISecret, openAISecret
+	}
+	if env["OPENAI_API_KEY_SECRET_ARN"] != wantEnv {
+		t.Errorf("OPENAI_API_KEY_SECRET_ARN = %q, want %q", env["OPENAI_API_KEY_SECRET_ARN"], wantEnv)
+	}
 	var got []statement
 	for _, s := range statements {
 		for _, a := range s.Action {
@@ -643,15 +678,15 @@ func checkSecretPolicy(t *testing.T, fname string, statements []statement) {
 			}
 		}
 	}
-	if fname != "HistoryFunction" {
+	if want == "" {
 		if len(got) != 0 {
 			t.Errorf("Secrets Manager statements %+v, want none", got)
 		}
 		return
 	}
 	if len(got) != 1 || !slices.Equal(got[0].Action, []string{"secretsmanager:GetSecretValue"}) ||
-		!slices.Equal(got[0].Resource, []string{"Ref(CursorSecret)"}) || got[0].Condition != nil {
-		t.Errorf("Secrets Manager statements %+v, want one: GetSecretValue on Ref(CursorSecret)", got)
+		!slices.Equal(got[0].Resource, []string{want}) || got[0].Condition != nil {
+		t.Errorf("Secrets Manager statements %+v, want one: GetSecretValue on %s", got, want)
 	}
 }
 
@@ -666,6 +701,9 @@ func parseConfig(t *testing.T, fname string, env map[string]string) config.Confi
 	}
 	if env["CURSOR_SECRET_ARN"] != "" {
 		resolved["CURSOR_SECRET_ARN"] = "arn:aws:secretsmanager:us-east-1:123456789012:secret:CursorSecret-AbCdEf"
+	}
+	if strings.HasPrefix(env["OPENAI_API_KEY_SECRET_ARN"], "Ref(") {
+		resolved["OPENAI_API_KEY_SECRET_ARN"] = "arn:aws:secretsmanager:us-east-1:123456789012:secret:OpenAIApiKeySecret-AbCdEf"
 	}
 	cfg, err := config.FromLookup(func(k string) (string, bool) {
 		if v, ok := resolved[k]; ok {

@@ -105,7 +105,7 @@ func TestSAMTranslation(t *testing.T) {
 						modelID = fmt.Sprint(params["ModelId"])
 					}
 					checkBedrockPolicy(t, statements, modelID)
-					checkSecretPolicy(t, fname, statements)
+					checkSecrets(t, fname, env, statements, openAIKeySecret(params))
 				})
 			}
 		})

@@ -240,6 +240,12 @@ type ModelConfig struct {
 	// OpenAIAPIKey is the API key (OPENAI_API_KEY); may be empty for local
 	// servers that need none. Never log it.
 	OpenAIAPIKey string
+	// OpenAIAPIKeySecretARN is the ARN of an AWS Secrets Manager secret
+	// whose SecretString is the API key (OPENAI_API_KEY_SECRET_ARN,
+	// arn:<partition>:secretsmanager:<region>:<account>:secret:<name>; not
+	// with OPENAI_API_KEY): the turn function reads it once at start, so
+	// that the key is never in its environment (docs/providers.md).
+	OpenAIAPIKeySecretARN string
 	// SystemPrompt is the default definition's system prompt
 	// (SYSTEM_PROMPT, may be empty).
 	SystemPrompt string
@@ -359,6 +365,7 @@ var Variables = []string{
 	"MODEL_PROVIDER",
 	"MODEL_TOOLS",
 	"OPENAI_API_KEY",
+	"OPENAI_API_KEY_SECRET_ARN",
 	"OPENAI_BASE_URL",
 	"OTEL_EXPORTER_OTLP_ENDPOINT",
 	"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT",

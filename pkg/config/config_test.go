@@ -385,6 +385,8 @@ func TestInvalid(t *testing.T) {
 		"bedrock without model id":     {map[string]string{"MODEL_PROVIDER": "bedrock"}, "MODEL_ID: required when MODEL_PROVIDER is bedrock or openai"},
 		"openai without model id":      {map[string]string{"MODEL_PROVIDER": "openai"}, "MODEL_ID: required when MODEL_PROVIDER is bedrock or openai"},
 		"openai base URL":              {map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "m", "OPENAI_BASE_URL": "api.openai.com/v1"}, "OPENAI_BASE_URL: not an absolute http or https URL"},
+		"openai key and its secret":    {map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "m", "OPENAI_API_KEY": "k", "OPENAI_API_KEY_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:123456789012:secret:openai-AbCdEf"}, "OPENAI_API_KEY_SECRET_ARN: set OPENAI_API_KEY or OPENAI_API_KEY_SECRET_ARN, not both"},
+		"openai key secret not an ARN": {map[string]string{"MODEL_PROVIDER": "openai", "MODEL_ID": "m", "OPENAI_API_KEY_SECRET_ARN": "sk-a-key-pasted-here"}, "OPENAI_API_KEY_SECRET_ARN: not a Secrets Manager secret ARN (arn:<partition>:secretsmanager:<region>:<account>:secret:<name>)"},
 		"echo delay negative":          {map[string]string{"ECHO_DELAY": "-1ms"}, "ECHO_DELAY: out of range (want 0s..10s)"},
 		"echo delay long":              {map[string]string{"ECHO_DELAY": "11s"}, "ECHO_DELAY: out of range (want 0s..10s)"},
 		"echo delay syntax":            {map[string]string{"ECHO_DELAY": "fast"}, `ECHO_DELAY: not a duration (want Go syntax such as "30s" or integer milliseconds)`},

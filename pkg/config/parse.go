@@ -153,6 +153,14 @@ func (p *parser) model() ModelConfig {
 		p.fail("OPENAI_BASE_URL", "not an absolute http or https URL")
 	}
 	m.OpenAIAPIKey = p.str("OPENAI_API_KEY", "")
+	m.OpenAIAPIKeySecretARN = p.str("OPENAI_API_KEY_SECRET_ARN", "")
+	if m.OpenAIAPIKeySecretARN != "" {
+		if m.OpenAIAPIKey != "" {
+			p.fail("OPENAI_API_KEY_SECRET_ARN", "set OPENAI_API_KEY or OPENAI_API_KEY_SECRET_ARN, not both")
+		} else if !validSecretARN(m.OpenAIAPIKeySecretARN) {
+			p.fail("OPENAI_API_KEY_SECRET_ARN", "not a Secrets Manager secret ARN (arn:<partition>:secretsmanager:<region>:<account>:secret:<name>)")
+		}
+	}
 	m.SystemPrompt = p.str("SYSTEM_PROMPT", "")
 	m.DefinitionID = p.str("DEFINITION_ID", "default")
 	if !protocol.IsSafeID(m.DefinitionID) {
