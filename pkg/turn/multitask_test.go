@@ -242,7 +242,12 @@ func TestEnqueue(t *testing.T) {
 		if got := term.Snapshot.Messages[len(term.Snapshot.Messages)-1].Content; got != "re: question B" {
 			t.Errorf("B answered %q", got)
 		}
-		waitFor(t, "C completed", func() bool { return len(history(t, e, "s")) == 3 })
+		// History lists C from its claim: wait for its save, which comes
+		// after its model call (a hogged run read the calls before it).
+		waitFor(t, "C completed", func() bool {
+			h := history(t, e, "s")
+			return len(h) == 3 && h[2].Status == chat.TurnComplete
+		})
 		if ids := turnIDsOf(history(t, e, "s")); !slices.Equal(ids, []string{"A", "B", "C"}) {
 			t.Errorf("history %v, want A B C", ids)
 		}
