@@ -58,11 +58,12 @@ const (
 	// one value per model call of the turn, with dimension Model.
 	MetricInputTokens  = "gen_ai.client.token.usage.input"
 	MetricOutputTokens = "gen_ai.client.token.usage.output"
-	// MetricOperationDuration is each model call's duration (ms), from
-	// the request to the end of its stream.
+	// MetricOperationDuration is each model call's duration in seconds,
+	// the GenAI convention's unit for it, from the request to the end of
+	// its stream.
 	MetricOperationDuration = "gen_ai.client.operation.duration"
 	// MetricTimeToFirstChunk is each model call's time to its first
-	// streamed event (ms).
+	// streamed event, in seconds as the convention's.
 	MetricTimeToFirstChunk = "gen_ai.client.operation.time_to_first_chunk"
 	// MetricTurnCount is 1 per finished turn, with dimension Outcome.
 	MetricTurnCount = "turnstream.turn.count"
@@ -340,9 +341,9 @@ func (r *Recorder) Turn(rep TurnReport) {
 		}
 		in = append(in, float64(c.InputTokens))
 		out = append(out, float64(c.OutputTokens))
-		dur = append(dur, ms(c.Duration))
+		dur = append(dur, c.Duration.Seconds())
 		if c.TimeToFirstChunk > 0 {
-			ttfc = append(ttfc, ms(c.TimeToFirstChunk))
+			ttfc = append(ttfc, c.TimeToFirstChunk.Seconds())
 		}
 	}
 	var genAI []metric
@@ -350,9 +351,9 @@ func (r *Recorder) Turn(rep TurnReport) {
 		genAI = append(genAI,
 			metric{MetricInputTokens, "Count", in},
 			metric{MetricOutputTokens, "Count", out},
-			metric{MetricOperationDuration, "Milliseconds", dur})
+			metric{MetricOperationDuration, "Seconds", dur})
 		if len(ttfc) > 0 {
-			genAI = append(genAI, metric{MetricTimeToFirstChunk, "Milliseconds", ttfc})
+			genAI = append(genAI, metric{MetricTimeToFirstChunk, "Seconds", ttfc})
 		}
 	}
 	dims := map[string]string{DimOutcome: cut(rep.Outcome)}

@@ -75,8 +75,8 @@ func TestTurnDocuments(t *testing.T) {
 		telemetry.MetricTimeToFirstSnapshot: {12.5},
 		telemetry.MetricInputTokens:         {10, 20},
 		telemetry.MetricOutputTokens:        {5, 7},
-		telemetry.MetricOperationDuration:   {400, 600},
-		telemetry.MetricTimeToFirstChunk:    {90, 110},
+		telemetry.MetricOperationDuration:   {0.4, 0.6},
+		telemetry.MetricTimeToFirstChunk:    {0.09, 0.11},
 		telemetry.MetricModelCalls:          {2},
 		telemetry.MetricToolCalls:           {3},
 		telemetry.MetricDynamoDBRequests:    {6},
@@ -93,7 +93,8 @@ func TestTurnDocuments(t *testing.T) {
 	if _, ok := doc.Metrics[telemetry.MetricStopLatency]; ok {
 		t.Errorf("a turn that was not stopped reports %s", telemetry.MetricStopLatency)
 	}
-	if doc.Units[telemetry.MetricTurnDuration] != "Milliseconds" || doc.Units[telemetry.MetricTurnCount] != "Count" {
+	if doc.Units[telemetry.MetricTurnDuration] != "Milliseconds" || doc.Units[telemetry.MetricTurnCount] != "Count" ||
+		doc.Units[telemetry.MetricOperationDuration] != "Seconds" || doc.Units[telemetry.MetricTimeToFirstChunk] != "Seconds" {
 		t.Errorf("units %v", doc.Units)
 	}
 	for dim, v := range map[string]string{"Service": "stack-1", "Function": "turn", "Outcome": "complete", "Model": "anthropic.claude-x"} {
