@@ -166,6 +166,10 @@ type Event struct {
 	Cache *CacheTokens
 	// FinishReason is why the model stopped; set on exactly one event.
 	FinishReason FinishReason
+	// ResponseModel is the model that answered as the provider names it
+	// (OpenAI's chunk "model"), on the FinishReason event; empty where the
+	// provider does not say (Bedrock's ConverseStream, echo).
+	ResponseModel string
 }
 
 // CacheTokens are the prompt tokens a provider read from (Read) or wrote

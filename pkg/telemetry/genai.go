@@ -16,6 +16,7 @@ const (
 	AttrProviderName          = "gen_ai.provider.name"
 	AttrRequestModel          = "gen_ai.request.model"
 	AttrRequestMaxTokens      = "gen_ai.request.max_tokens"
+	AttrResponseModel         = "gen_ai.response.model"
 	AttrResponseFinishReasons = "gen_ai.response.finish_reasons"
 	AttrUsageInputTokens      = "gen_ai.usage.input_tokens"
 	AttrUsageOutputTokens     = "gen_ai.usage.output_tokens"

@@ -113,6 +113,7 @@ type modelCallTelemetry struct {
 	first     time.Duration
 	usage     protocol.Usage
 	finish    model.FinishReason
+	respModel string // the provider's name of the model that answered, when it gives one
 	capture   bool
 	text      []byte
 	toolCalls []model.ToolCall
@@ -144,6 +145,9 @@ func (mc *modelCallTelemetry) event(ev model.Event) {
 	if ev.FinishReason != "" {
 		mc.finish = ev.FinishReason
 	}
+	if ev.ResponseModel != "" {
+		mc.respModel = ev.ResponseModel
+	}
 	if mc.capture {
 		mc.text = append(mc.text, ev.TextDelta...)
 		if ev.ToolCall != nil {
@@ -168,6 +172,9 @@ func (mc *modelCallTelemetry) end(err error) {
 		attribute.Int64(telemetry.AttrUsageOutputTokens, out))
 	if mc.finish != "" {
 		mc.span.SetAttributes(attribute.StringSlice(telemetry.AttrResponseFinishReasons, []string{string(mc.finish)}))
+	}
+	if mc.respModel != "" {
+		mc.span.SetAttributes(attribute.String(telemetry.AttrResponseModel, mc.respModel))
 	}
 	if mc.capture {
 		mc.span.SetAttributes(attribute.String(telemetry.AttrOutputMessages, outputMessages(string(mc.text), mc.toolCalls, mc.finish)))

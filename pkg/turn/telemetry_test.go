@@ -204,6 +204,10 @@ func checkTurnSpans(t *testing.T, spans []sdktrace.ReadOnlySpan, p fakeProvider,
 		if c.SpanKind() != trace.SpanKindClient || c.Parent().SpanID() != agent.SpanContext().SpanID() {
 			t.Errorf("chat %d: kind %v, parent %v", i, c.SpanKind(), c.Parent().SpanID())
 		}
+		// OpenAI names the model that answered; Bedrock's stream does not.
+		if wantModel := map[string]any{"openai": modeltest.OpenAIModelID}[p.name]; ca[telemetry.AttrResponseModel] != wantModel {
+			t.Errorf("chat %d %s = %v, want %v", i, telemetry.AttrResponseModel, ca[telemetry.AttrResponseModel], wantModel)
+		}
 		if fr, _ := ca[telemetry.AttrResponseFinishReasons].([]string); !slices.Equal(fr, []string{want}) {
 			t.Errorf("chat %d finish reasons %v, want [%s]", i, ca[telemetry.AttrResponseFinishReasons], want)
 		}
@@ -398,6 +402,7 @@ func TestAttributeKeysAreGenAI(t *testing.T) {
 		telemetry.AttrOperationName: "gen_ai.operation.name", telemetry.AttrConversationID: "gen_ai.conversation.id",
 		telemetry.AttrProviderName: "gen_ai.provider.name", telemetry.AttrRequestModel: "gen_ai.request.model",
 		telemetry.AttrResponseFinishReasons: "gen_ai.response.finish_reasons", telemetry.AttrUsageInputTokens: "gen_ai.usage.input_tokens",
+		telemetry.AttrResponseModel:     "gen_ai.response.model",
 		telemetry.AttrUsageOutputTokens: "gen_ai.usage.output_tokens", telemetry.AttrToolName: "gen_ai.tool.name",
 		telemetry.AttrToolCallID: "gen_ai.tool.call.id", telemetry.AttrErrorType: "error.type",
 		telemetry.AttrInputMessages: "gen_ai.input.messages", telemetry.AttrOutputMessages: "gen_ai.output.messages",

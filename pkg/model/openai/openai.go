@@ -351,7 +351,7 @@ func (s *stream) handle(c openai.ChatCompletionChunk) error {
 				return err
 			}
 			s.finished = true
-			s.pending = append(s.pending, model.Event{FinishReason: finishReason(ch.FinishReason)})
+			s.pending = append(s.pending, model.Event{FinishReason: finishReason(ch.FinishReason), ResponseModel: c.Model})
 		}
 	}
 	if c.JSON.Usage.Valid() {

@@ -117,7 +117,7 @@ func TestStreamEvents(t *testing.T) {
 		data []string
 		want []model.Event
 	}{
-		"text": {with(chunk(`{}`, "stop"), usageChunk), events(model.Event{FinishReason: model.FinishStop}, model.Event{Usage: usage})},
+		"text": {with(chunk(`{}`, "stop"), usageChunk), events(model.Event{FinishReason: model.FinishStop, ResponseModel: "gpt-test"}, model.Event{Usage: usage})},
 		"tool calls split across chunks": {with(
 			chunk(`{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"workspace_note","arguments":""}}]}`, ""),
 			chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"ti"}}]}`, ""),
@@ -129,24 +129,24 @@ func TestStreamEvents(t *testing.T) {
 		), events(
 			model.Event{ToolCall: &model.ToolCall{ID: "call_a", Name: "workspace_note", Args: json.RawMessage(`{"title":"Plan","n":1.50}`)}},
 			model.Event{ToolCall: &model.ToolCall{ID: "call_b", Name: "current_time", Args: json.RawMessage(`{}`)}},
-			model.Event{FinishReason: model.FinishToolUse},
+			model.Event{FinishReason: model.FinishToolUse, ResponseModel: "gpt-test"},
 			model.Event{Usage: usage},
 		)},
-		"length":         {with(chunk(`{}`, "length"), usageChunk), events(model.Event{FinishReason: model.FinishLength}, model.Event{Usage: usage})},
-		"content filter": {with(chunk(`{}`, "content_filter")), events(model.Event{FinishReason: model.FinishContentFilter})},
+		"length":         {with(chunk(`{}`, "length"), usageChunk), events(model.Event{FinishReason: model.FinishLength, ResponseModel: "gpt-test"}, model.Event{Usage: usage})},
+		"content filter": {with(chunk(`{}`, "content_filter")), events(model.Event{FinishReason: model.FinishContentFilter, ResponseModel: "gpt-test"})},
 		"prompt cache tokens": {with(chunk(`{}`, "stop"),
 			`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":8,"cache_write_tokens":2}}}`),
-			events(model.Event{FinishReason: model.FinishStop}, model.Event{Usage: usage, Cache: &model.CacheTokens{Read: 8, Write: 2}})},
-		"unknown reason": {with(chunk(`{}`, "future")), events(model.Event{FinishReason: model.FinishStop})},
+			events(model.Event{FinishReason: model.FinishStop, ResponseModel: "gpt-test"}, model.Event{Usage: usage, Cache: &model.CacheTokens{Read: 8, Write: 2}})},
+		"unknown reason": {with(chunk(`{}`, "future")), events(model.Event{FinishReason: model.FinishStop, ResponseModel: "gpt-test"})},
 		"finish with content in the same chunk": {[]string{chunk(`{"content":"x"}`, "stop")},
-			[]model.Event{{TextDelta: "x"}, {FinishReason: model.FinishStop}}},
+			[]model.Event{{TextDelta: "x"}, {FinishReason: model.FinishStop, ResponseModel: "gpt-test"}}},
 		"usage repeated, last wins": {with(
 			`{"id":"c","choices":[{"index":0,"delta":{"content":"!"},"finish_reason":null}],"usage":{"prompt_tokens":12,"completion_tokens":4,"total_tokens":16}}`,
 			chunk(`{}`, "stop"), usageChunk),
-			events(model.Event{TextDelta: "!"}, model.Event{FinishReason: model.FinishStop}, model.Event{Usage: usage})},
+			events(model.Event{TextDelta: "!"}, model.Event{FinishReason: model.FinishStop, ResponseModel: "gpt-test"}, model.Event{Usage: usage})},
 		"usage null on chunks": {with(`{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`),
-			events(model.Event{FinishReason: model.FinishStop})},
-		"no usage chunk": {with(chunk(`{}`, "stop")), events(model.Event{FinishReason: model.FinishStop})},
+			events(model.Event{FinishReason: model.FinishStop})}, // a chunk without "model" names none
+		"no usage chunk": {with(chunk(`{}`, "stop")), events(model.Event{FinishReason: model.FinishStop, ResponseModel: "gpt-test"})},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
