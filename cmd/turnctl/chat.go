@@ -133,7 +133,9 @@ user denied reads "denied".
 Ctrl-C during a turn asks the server to stop it (POST <url>/stop) and shows
 the turn ending as "stopped" with its answer so far (a queued turn that has
 not started is cancelled); a second Ctrl-C quits at once (exit status 130).
-Ctrl-D at the prompt ends the session.
+Ctrl-D at the prompt ends the session with exit status 0, whatever earlier
+turns did (each was shown as it ended); with input from a pipe or a file
+the status is 1 when a turn failed.
 
 Text from the server is shown escaped: control characters, escape
 sequences and bidirectional overrides appear as \xHH or \uHHHH, tabs as
@@ -250,6 +252,9 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if err := in.Err(); err != nil {
 		_, _ = fmt.Fprintln(stderr, "turnctl chat: read stdin:", err)
 		return 1
+	}
+	if interactive {
+		return 0 // a person ended the session; a script reads the status below
 	}
 	return status
 }

@@ -459,3 +459,22 @@ func TestChatCtrlDEndsThePromptLine(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and the prompt ended by a newline", code, out, errOut)
 	}
 }
+
+// TestChatCtrlDAfterAFailedTurn: at an interactive prompt Ctrl-D ends the
+// session with status 0 after a turn that failed (shown as it failed);
+// with piped input the failure is the exit status.
+func TestChatCtrlDAfterAFailedTurn(t *testing.T) {
+	saved := isTerminal
+	t.Cleanup(func() { isTerminal = saved })
+	args := []string{"chat", "-session", "s1", "-url", "http://127.0.0.1:1/"}
+	for name, tc := range map[string]struct {
+		terminal bool
+		want     int
+	}{"a terminal": {true, 0}, "a pipe": {false, 1}} {
+		isTerminal = func(any) bool { return tc.terminal }
+		code, _, errOut := runTurnctl(args, "hello\n")
+		if code != tc.want || errOut == "" {
+			t.Errorf("%s: exit %d, stderr %q; want %d and the failed turn's error", name, code, errOut, tc.want)
+		}
+	}
+}
