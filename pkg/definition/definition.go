@@ -175,6 +175,11 @@ type Definition struct {
 	Limits Limits
 	// Multitask is what a submit that finds the session busy does.
 	Multitask Multitask
+	// NoPromptCache turns prompt caching off (the file's "promptCache":
+	// false). By default each model call asks the provider to cache the
+	// request's prefix where the model supports it
+	// (model.Request.PromptCache; docs/providers.md#prompt-caching).
+	NoPromptCache bool
 	// Quotas are the definition's quotas on its sessions' principals and
 	// tenants (docs/quotas.md; the file's "quotas"): each limit set here
 	// replaces the deployment-wide default's (Resolver.Quotas); zero
@@ -259,7 +264,10 @@ type fileDefinition struct {
 	// ApprovalTools is the file's "approvalTools": names of tools that
 	// require approval.
 	ApprovalTools []string `json:"approvalTools"`
-	Limits        *struct {
+	// PromptCache is the file's "promptCache": false turns prompt caching
+	// off (Definition.NoPromptCache); absent or true leaves it on.
+	PromptCache *bool `json:"promptCache"`
+	Limits      *struct {
 		MaxSteps        *int   `json:"maxSteps"`
 		MaxTokens       *int   `json:"maxTokens"`
 		ContextTurns    *int   `json:"contextTurns"`
@@ -383,6 +391,9 @@ func Parse(data []byte) ([]Definition, error) {
 		}
 		if e.TitleModelID != nil {
 			d.TitleModelID = *e.TitleModelID
+		}
+		if e.PromptCache != nil {
+			d.NoPromptCache = !*e.PromptCache
 		}
 		if e.Limits != nil {
 			if e.Limits.MaxSteps != nil {

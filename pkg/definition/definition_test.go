@@ -26,7 +26,7 @@ const goodFile = `[
   {"id": "default", "revision": 3, "systemPrompt": "Be brief.", "provider": "echo"},
   {"id": "support.v2", "revision": 12, "provider": "bedrock", "modelId": "anthropic.claude-test", "titleModel": "anthropic.haiku-test",
    "tools": ["workspace_note"], "limits": {"maxSteps": 4, "maxTokens": 2048}},
-  {"id": "local", "revision": 1, "provider": "openai", "modelId": "llama3", "limits": {"maxTokens": 512}}
+  {"id": "local", "revision": 1, "provider": "openai", "modelId": "llama3", "limits": {"maxTokens": 512}, "promptCache": false}
 ]`
 
 func TestParseAndResolve(t *testing.T) {
@@ -45,7 +45,7 @@ func TestParseAndResolve(t *testing.T) {
 		"new session gets the default": {"", definition.Definition{ID: "default", Revision: 3, SystemPrompt: "Be brief.", Provider: "echo", Limits: definition.Limits{MaxSteps: 8}}},
 		"session keeps its id": {"support.v2", definition.Definition{ID: "support.v2", Revision: 12, Provider: "bedrock", ModelID: "anthropic.claude-test", TitleModelID: "anthropic.haiku-test",
 			Tools: []string{"workspace_note"}, Limits: definition.Limits{MaxSteps: 4, MaxTokens: 2048}}},
-		"default limits": {"local", definition.Definition{ID: "local", Revision: 1, Provider: "openai", ModelID: "llama3", Limits: definition.Limits{MaxSteps: 8, MaxTokens: 512}}},
+		"default limits, no prompt cache": {"local", definition.Definition{ID: "local", Revision: 1, Provider: "openai", ModelID: "llama3", NoPromptCache: true, Limits: definition.Limits{MaxSteps: 8, MaxTokens: 512}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -129,6 +129,7 @@ func TestParseInvalid(t *testing.T) {
 		"multitask unknown member": {`[{"id":"a","revision":1,"provider":"echo","multitask":{"policy":"enqueue"}}]`, "/0/multitask/policy: unknown member"},
 		"multitask allowed empty":  {`[{"id":"a","revision":1,"provider":"echo","multitask":{"allowed":[]}}]`, "definitions[0].multitask.allowed: want at least one"},
 		"multitask default number": {`[{"id":"a","revision":1,"provider":"echo","multitask":{"default":1}}]`, "/0/multitask/default: wrong type or value"},
+		"prompt cache a string":    {`[{"id":"a","revision":1,"provider":"echo","promptCache":"off"}]`, "/0/promptCache: wrong type or value"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -75,6 +75,12 @@ type Request struct {
 	// MaxTokens caps the completion in tokens; 0 means the provider's
 	// default.
 	MaxTokens int
+	// PromptCache asks the provider to mark the request's prefix for its
+	// prompt cache where the model supports one (Bedrock's cachePoint
+	// blocks, pkg/model/bedrock.CachePoints): later calls that start with
+	// the same prefix read it at a fraction of the input price. Providers
+	// that cache without being asked (OpenAI) or cannot ignore it.
+	PromptCache bool
 	// Attachments are the files the user messages' parts name, by the
 	// part's Source ("attachment:<id>", docs/attachments.md): what a
 	// provider sends beside the message's text, as its API takes images

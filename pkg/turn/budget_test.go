@@ -149,3 +149,25 @@ func TestContextBudget(t *testing.T) {
 		})
 	}
 }
+
+// TestPromptCacheRequest: each model call asks the provider for its
+// prompt cache unless the definition turns it off ("promptCache": false).
+func TestPromptCacheRequest(t *testing.T) {
+	for name, off := range map[string]bool{"by default": false, "turned off": true} {
+		t.Run(name, func(t *testing.T) {
+			res, err := definition.New([]definition.Definition{{ID: "a", Revision: 1, Provider: config.ProviderEcho, NoPromptCache: off,
+				Limits: definition.Limits{MaxSteps: 2}}}, "a", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &scriptModel{Chunks: []string{"ok"}}
+			e := newEnv(t, newStoreMemory(), m, func(o *turn.Options) {
+				o.Model, o.Definitions, o.Models = nil, res, map[string]model.Model{config.ProviderEcho: m}
+			})
+			e.submit(t, "s", "t1", "q", nil, nil).want(t, http.StatusOK, "")
+			if got := m.LastRequest().PromptCache; got != !off {
+				t.Errorf("PromptCache %v, want %v", got, !off)
+			}
+		})
+	}
+}

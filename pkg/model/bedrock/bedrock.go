@@ -16,6 +16,11 @@
 // messages are ignored. Request.Tools become toolConfig toolSpec entries
 // with their JSON Schema; Request.MaxTokens is inferenceConfig.maxTokens.
 //
+// Prompt caching: with Request.PromptCache, on a model that supports it
+// (CachePoints), a cachePoint block follows the system prompt, the tool
+// list and the last message, so that the next call of the tool loop, and
+// the next turn, read the prefix from the cache.
+//
 // Stream mapping: contentBlockDelta text is a TextDelta; a toolUse block's
 // input arrives as JSON fragments that are joined and emitted as one
 // complete model.ToolCall at its contentBlockStop (input that is not a
@@ -164,6 +169,16 @@ func input(req model.Request) (*bedrockruntime.ConverseStreamInput, error) {
 		}
 		in.Messages = append(in.Messages, types.Message{Role: role, Content: blocks})
 	}
+	cache := CachePoints(req.ModelID)
+	if !req.PromptCache {
+		cache = CacheFields{}
+	}
+	if cache.System && len(in.System) > 0 {
+		in.System = append(in.System, &types.SystemContentBlockMemberCachePoint{Value: cachePoint})
+	}
+	if n := len(in.Messages); cache.Messages && n > 0 {
+		in.Messages[n-1].Content = append(in.Messages[n-1].Content, &types.ContentBlockMemberCachePoint{Value: cachePoint})
+	}
 	if len(req.Tools) > 0 {
 		tc := &types.ToolConfiguration{}
 		for i, t := range req.Tools {
@@ -177,9 +192,56 @@ func input(req model.Request) (*bedrockruntime.ConverseStreamInput, error) {
 			}
 			tc.Tools = append(tc.Tools, &types.ToolMemberToolSpec{Value: spec})
 		}
+		if cache.Tools {
+			tc.Tools = append(tc.Tools, &types.ToolMemberCachePoint{Value: cachePoint})
+		}
 		in.ToolConfig = tc
 	}
 	return in, nil
+}
+
+// cachePoint is the one cache point block sent: the default type, whose
+// entries live five minutes after their last use.
+var cachePoint = types.CachePointBlock{Type: types.CachePointTypeDefault}
+
+// CacheFields say where a model takes cachePoint blocks: after the
+// system prompt, after the tools, inside messages.
+type CacheFields struct {
+	System, Tools, Messages bool
+}
+
+// cachingModels are the models with prompt caching on Bedrock, as AWS's
+// prompt caching guide lists them, by the part of the model id that names
+// them (a geography prefix, "us.", and a version suffix may surround it),
+// with the fields each takes. Anthropic's Claude takes all three, Amazon
+// Nova the system prompt and messages.
+var cachingModels = []struct {
+	name   string
+	fields CacheFields
+}{
+	{"anthropic.claude-3-7-sonnet", CacheFields{true, true, true}},
+	{"anthropic.claude-3-5-haiku", CacheFields{true, true, true}},
+	{"anthropic.claude-sonnet-4", CacheFields{true, true, true}},
+	{"anthropic.claude-opus-4", CacheFields{true, true, true}},
+	{"anthropic.claude-haiku-4", CacheFields{true, true, true}},
+	{"amazon.nova-micro", CacheFields{true, false, true}},
+	{"amazon.nova-lite", CacheFields{true, false, true}},
+	{"amazon.nova-pro", CacheFields{true, false, true}},
+	{"amazon.nova-premier", CacheFields{true, false, true}},
+}
+
+// CachePoints returns where the model modelID (a model id, an inference
+// profile id or either's ARN) takes cachePoint blocks; none for a model
+// not known to cache, which Bedrock would refuse them for. A prefix
+// shorter than the model's minimum (1,024 tokens for most Claude models)
+// is simply not cached: the call succeeds all the same.
+func CachePoints(modelID string) CacheFields {
+	for _, m := range cachingModels {
+		if strings.Contains(modelID, m.name) {
+			return m.fields
+		}
+	}
+	return CacheFields{}
 }
 
 // attachmentBlocks returns the Converse image and document blocks of a

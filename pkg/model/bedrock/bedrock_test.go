@@ -2,6 +2,7 @@ package bedrock_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,8 @@ type script struct {
 	truncate bool
 	// hold, when true, keeps the response open until the request ends.
 	hold bool
+	// modelID is the model the request's path must name; "" is modelID.
+	modelID string
 }
 
 type server struct {
@@ -74,7 +77,8 @@ type server struct {
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	if r.URL.EscapedPath() != "/model/"+strings.ReplaceAll(modelID, ":", "%3A")+"/converse-stream" {
+	id := cmp.Or(s.script.modelID, modelID)
+	if r.URL.EscapedPath() != "/model/"+strings.NewReplacer(":", "%3A", "/", "%2F").Replace(id)+"/converse-stream" {
 		s.t.Errorf("path = %q", r.URL.EscapedPath())
 	}
 	if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") {
@@ -366,5 +370,80 @@ func TestAttachmentBlocks(t *testing.T) {
 		if got := bedrock.DocumentName(in); got != out {
 			t.Errorf("DocumentName(%q) = %q, want %q", in, got, out)
 		}
+	}
+}
+
+// TestPromptCachePoints: with Request.PromptCache a model that caches
+// gets a cachePoint after the system prompt, after its tools (Claude, not
+// Nova) and at the end of the last message; a model not known to cache,
+// or a request without PromptCache, gets none. The fake server's rules
+// accept every such body.
+func TestPromptCachePoints(t *testing.T) {
+	const (
+		claude  = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+		nova    = "amazon.nova-pro-v1:0"
+		unknown = "meta.llama3-70b-instruct-v1:0"
+	)
+	cp := `{"cachePoint": {"type": "default"}}`
+	sys := func(cached bool) string {
+		if cached {
+			return `[{"text": "Be brief."}, ` + cp + `]`
+		}
+		return `[{"text": "Be brief."}]`
+	}
+	last := func(cached bool) string {
+		if cached {
+			return `[{"text": "now"}, ` + cp + `]`
+		}
+		return `[{"text": "now"}]`
+	}
+	tools := func(cached bool) string {
+		spec := `{"toolSpec": {"name": "workspace_note", "inputSchema": {"json": {"type": "object"}}}}`
+		if cached {
+			return `[` + spec + `, ` + cp + `]`
+		}
+		return `[` + spec + `]`
+	}
+	for name, tc := range map[string]struct {
+		modelID                string
+		cache                  bool
+		system, tools, message bool
+	}{
+		"claude":              {claude, true, true, true, true},
+		"claude by its ARN":   {"arn:aws:bedrock:us-east-1:123456789012:inference-profile/" + claude, true, true, true, true},
+		"nova: no tools":      {nova, true, true, false, true},
+		"a model that cannot": {unknown, true, false, false, false},
+		"caching off":         {claude, false, false, false, false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m, s := newModel(t, script{frames: []frame{ev("messageStop", `{"stopReason":"end_turn"}`)}, modelID: tc.modelID})
+			req := model.Request{ModelID: tc.modelID, System: "Be brief.", PromptCache: tc.cache,
+				Messages: []protocol.Message{
+					{Role: protocol.RoleUser, Content: "earlier"},
+					{Role: protocol.RoleAssistant, Content: "answer"},
+					{Role: protocol.RoleUser, Content: "now"},
+				},
+				Tools: []model.ToolSpec{{Name: "workspace_note", InputSchema: json.RawMessage(`{"type":"object"}`)}}}
+			st, err := m.Stream(context.Background(), req)
+			if err != nil {
+				t.Fatalf("Stream: %v", err)
+			}
+			defer modeltest.CloseStream(t, st)
+			if _, err := modeltest.Drain(t, st); err != io.EOF {
+				t.Fatalf("Recv = %v", err)
+			}
+			got := <-s.got
+			want := `{"system": ` + sys(tc.system) + `, "messages": [
+			  {"role": "user", "content": [{"text": "earlier"}]},
+			  {"role": "assistant", "content": [{"text": "answer"}]},
+			  {"role": "user", "content": ` + last(tc.message) + `}],
+			  "toolConfig": {"tools": ` + tools(tc.tools) + `}}`
+			if !jsonEqual(t, got, []byte(want)) {
+				t.Errorf("request body =\n%s\nwant\n%s", got, want)
+			}
+			if err := modeltest.ValidateConverse(got); err != nil {
+				t.Errorf("the fake server would refuse it: %v", err)
+			}
+		})
 	}
 }

@@ -196,6 +196,7 @@ func converseFrames(reply Reply) [][]byte {
 
 // converseRequest is the part of a Converse request body the rules read.
 type converseRequest struct {
+	System   []converseBlock `json:"system"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content []converseBlock `json:"content"`
@@ -206,13 +207,20 @@ type converseRequest struct {
 				Name        string          `json:"name"`
 				InputSchema json.RawMessage `json:"inputSchema"`
 			} `json:"toolSpec"`
+			CachePoint *cachePoint `json:"cachePoint"`
 		} `json:"tools"`
 	} `json:"toolConfig"`
 }
 
+// cachePoint is a Converse cachePoint block.
+type cachePoint struct {
+	Type string `json:"type"`
+}
+
 type converseBlock struct {
-	Text    *string `json:"text"`
-	ToolUse *struct {
+	Text       *string     `json:"text"`
+	CachePoint *cachePoint `json:"cachePoint"`
+	ToolUse    *struct {
 		ToolUseID string          `json:"toolUseId"`
 		Name      string          `json:"name"`
 		Input     json.RawMessage `json:"input"`
@@ -247,11 +255,16 @@ var bedrockName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 //	    of it, and no other toolResult block;
 //	B8  a toolResult block answers a toolUse of the assistant message
 //	    just before its own message;
-//	B9  a toolResult has content, and its text blocks are not blank.
+//	B9  a toolResult has content, and its text blocks are not blank;
+//	B10 at most 4 cachePoint blocks in all (system, tools, messages), each
+//	    of type "default", none first in its list.
 func ValidateConverse(body []byte) error {
 	var req converseRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return fmt.Errorf("body is not a Converse request: %w", err)
+	}
+	if err := checkCachePoints(req); err != nil {
+		return err
 	}
 	if len(req.Messages) == 0 || req.Messages[0].Role != "user" {
 		return errors.New("B1: a conversation must start with a user message")
@@ -346,6 +359,51 @@ func ValidateConverse(body []byte) error {
 	}
 	if len(pending) > 0 {
 		return errors.New("B7: the conversation ends with toolUse blocks that no toolResult answers")
+	}
+	return nil
+}
+
+// maxCachePoints is Bedrock's limit of cache checkpoints in a request.
+const maxCachePoints = 4
+
+// checkCachePoints checks rule B10.
+func checkCachePoints(req converseRequest) error {
+	var points []*cachePoint
+	first := func(where string, i int, c *cachePoint) error {
+		if c != nil {
+			if i == 0 {
+				return fmt.Errorf("B10: %s[0]: a cachePoint must follow the content it caches", where)
+			}
+			points = append(points, c)
+		}
+		return nil
+	}
+	for i, b := range req.System {
+		if err := first("system", i, b.CachePoint); err != nil {
+			return err
+		}
+	}
+	if req.ToolConfig != nil {
+		for i, t := range req.ToolConfig.Tools {
+			if err := first("toolConfig.tools", i, t.CachePoint); err != nil {
+				return err
+			}
+		}
+	}
+	for i, m := range req.Messages {
+		for j, c := range m.Content {
+			if err := first(fmt.Sprintf("messages[%d].content", i), j, c.CachePoint); err != nil {
+				return err
+			}
+		}
+	}
+	if len(points) > maxCachePoints {
+		return fmt.Errorf("B10: %d cachePoint blocks, at most %d", len(points), maxCachePoints)
+	}
+	for _, c := range points {
+		if c.Type != "default" {
+			return fmt.Errorf("B10: cachePoint type %q, want default", c.Type)
+		}
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ const toolConfig = `,"toolConfig":{"tools":[{"toolSpec":{"name":"note","inputSch
 func TestValidateConverse(t *testing.T) {
 	use := `{"role":"assistant","content":[{"text":"Saving."},{"toolUse":{"toolUseId":"t1","name":"note","input":{"a":1}}}]}`
 	res := `{"role":"user","content":[{"toolResult":{"toolUseId":"t1","content":[{"text":"ok"}],"status":"success"}},{"text":"next"}]}`
+	cp := `{"cachePoint":{"type":"default"}}`
 	tests := map[string]struct {
 		body string
 		rule string // "" means valid
@@ -43,6 +44,10 @@ func TestValidateConverse(t *testing.T) {
 		"result for another id":          {`{"messages":[{"role":"user","content":[{"text":"hi"}]},` + use + `,{"role":"user","content":[{"toolResult":{"toolUseId":"t2","content":[{"text":"ok"}]}}]}]` + toolConfig + `}`, "B8"},
 		"result without toolUse":         {`{"messages":[{"role":"user","content":[{"text":"hi"}]},{"role":"assistant","content":[{"text":"hm"}]},{"role":"user","content":[{"toolResult":{"toolUseId":"t1","content":[{"text":"ok"}]}}]}]` + toolConfig + `}`, "B8"},
 		"blank result":                   {`{"messages":[{"role":"user","content":[{"text":"hi"}]},` + use + `,{"role":"user","content":[{"toolResult":{"toolUseId":"t1","content":[{"text":""}]}}]}]` + toolConfig + `}`, "B9"},
+		"cache points":                   {`{"system":[{"text":"s"},` + cp + `],"messages":[{"role":"user","content":[{"text":"hi"},` + cp + `]}]}`, ""},
+		"five cache points":              {`{"system":[{"text":"s"},` + cp + `,` + cp + `],"messages":[{"role":"user","content":[{"text":"hi"},` + cp + `,` + cp + `,` + cp + `]}]}`, "B10"},
+		"a cache point of another type":  {`{"messages":[{"role":"user","content":[{"text":"hi"},{"cachePoint":{"type":"forever"}}]}]}`, "B10"},
+		"a cache point first":            {`{"system":[` + cp + `,{"text":"s"}],"messages":[{"role":"user","content":[{"text":"hi"}]}]}`, "B10"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

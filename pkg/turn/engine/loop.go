@@ -74,6 +74,7 @@ func (t *run) runModel(ctx context.Context) error {
 			Tools:     a.tools.Specs(),
 			MaxTokens: maxTokens,
 
+			PromptCache: !a.def.NoPromptCache,
 			Attachments: attachments,
 		}
 		text, calls, finish, err := t.modelCall(ctx, req, step)
