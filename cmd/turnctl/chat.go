@@ -122,8 +122,11 @@ offers resume, the turn is resumed after the last sequence shown
 row without news, 250 ms apart and doubling; a server that cannot be
 reached, even for its capabilities, counts as one attempt), and no line is
 shown twice. When the attempts run out, the turn id and the turnctl attach
-command that follows the turn are printed. turnctl attach follows a running
-turn from another terminal.
+command that follows the turn are printed. A resume answered
+SESSION_NOT_FOUND or TURN_NOT_FOUND ends at once and says that the server
+no longer has the turn (as a dev server restarted on its in-memory store);
+another refused resume prints the attach command too. turnctl attach
+follows a running turn from another terminal.
 
 A tool call that waits for approval asks "approve? [y/N]": y or yes
 approves it, anything else (Enter included) denies it; the answer taken is
@@ -407,6 +410,16 @@ func (c *chatClient) follow(ctx context.Context, cmd string, s *client.Stream, s
 				_, _ = fmt.Fprintf(c.stderr, "turnctl %s: %s\n", cmd, escapeText(err.Error(), false))
 			case errors.As(err, &e) && e.Kind == client.KindIncomplete:
 				_, _ = fmt.Fprintf(c.stderr, "turnctl %s: %s\n", cmd, escapeText(err.Error(), false))
+				c.attachHint(cmd, s)
+			case errors.As(err, &e) && e.Kind == client.KindHTTP && e.Op == "resume" &&
+				(e.Code() == protocol.CodeSessionNotFound || e.Code() == protocol.CodeTurnNotFound):
+				// The server answers, but not for this turn: a dev server
+				// restarted on its in-memory store has none of it.
+				_, _ = fmt.Fprintf(c.stderr, "turnctl %s: the stream was lost and the server no longer has turn %s (%s): "+
+					"the server that ran it may have restarted without its store (the dev server's in-memory store starts empty); "+
+					"the answer shown above is all that was received and may not have been saved\n", cmd, s.TurnID(), e.Code())
+			case errors.As(err, &e) && e.Kind == client.KindHTTP && e.Op == "resume":
+				_, _ = fmt.Fprintf(c.stderr, "turnctl %s: the stream was lost and its resume was refused: %s\n", cmd, escapeText(err.Error(), false))
 				c.attachHint(cmd, s)
 			default:
 				_, _ = fmt.Fprintf(c.stderr, "turnctl %s: read the stream: %s\n", cmd, escapeText(err.Error(), false))

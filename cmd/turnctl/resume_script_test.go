@@ -149,7 +149,7 @@ func TestReattachGivesUp(t *testing.T) {
 		wantHits int
 	}{
 		"unavailable every time": {nil, "turnctl chat: read the stream: the stream dropped and 5 resumes in a row brought nothing new: resume: HTTP 503", 5},
-		"turn not found":         {[]scriptedResponse{{http.StatusNotFound, notFound}}, "turnctl chat: read the stream: resume: HTTP 404: TURN_NOT_FOUND", 1},
+		"turn not found":         {[]scriptedResponse{{http.StatusNotFound, notFound}}, "turnctl chat: the stream was lost and the server no longer has turn ", 1},
 		"turn lost": {[]scriptedResponse{{http.StatusOK, eventLine(t, 2, protocol.EventDiagnostic, nil, &lost)}},
 			"stream diagnostic: TURN_LOST", 1},
 		"resumes that bring nothing new": {[]scriptedResponse{{http.StatusOK, live}, {http.StatusOK, live}, {http.StatusOK, ""}, {http.StatusOK, live}, {http.StatusOK, live}},

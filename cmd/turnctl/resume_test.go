@@ -16,6 +16,7 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
@@ -75,6 +76,9 @@ type durableEnv struct {
 	gate                chan struct{}
 	resumes             atomic.Int32
 	capabilities        atomic.Int32
+	// forgetful, when set, answers every resume 404 SESSION_NOT_FOUND, as
+	// a dev server restarted on an empty in-memory store does.
+	forgetful atomic.Bool
 }
 
 func newDurableEnv(t *testing.T, checkpoint time.Duration, openOnResume bool) *durableEnv {
@@ -109,6 +113,10 @@ func newDurableEnv(t *testing.T, checkpoint time.Duration, openOnResume bool) *d
 			e.resumes.Add(1)
 			if openOnResume {
 				open()
+			}
+			if e.forgetful.Load() {
+				httpedge.WriteError(w, protocol.NewDiagnostic(protocol.CodeSessionNotFound))
+				return
 			}
 		case r.URL.Path == "/capabilities":
 			e.capabilities.Add(1)
@@ -222,6 +230,23 @@ func TestChatReattachesAfterADrop(t *testing.T) {
 				t.Error("no resume request was made")
 			}
 		})
+	}
+}
+
+// TestChatResumeOfAForgottenTurn: a drop whose resume finds the server
+// without the turn (a dev server restarted on its in-memory store) says
+// so, with the code, instead of a bare HTTP 404, and exits 1 at once.
+func TestChatResumeOfAForgottenTurn(t *testing.T) {
+	e := newDurableEnv(t, 20*time.Millisecond, true)
+	e.forgetful.Store(true)
+	useTransport(t, cutTransport{mode: cutReset})
+	code, _, errOut := runTurnctl([]string{"chat", "-url", e.turnURL, "-session", "s1", "-token", "dev.alice", "question"}, "")
+	if code != 1 || !strings.Contains(errOut, "the server no longer has turn") || !strings.Contains(errOut, "SESSION_NOT_FOUND") ||
+		strings.Contains(errOut, "read the stream") {
+		t.Errorf("exit %d, stderr %q; want 1 and the sentence naming the lost turn", code, errOut)
+	}
+	if n := e.resumes.Load(); n != 1 {
+		t.Errorf("%d resume requests, want 1: a 404 is not retried", n)
 	}
 }
 
