@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -87,4 +88,43 @@ func TestRealModelsWithoutCredentials(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBedrockPromptCacheReachesTheLedger: with a model that caches, the
+// dev server's turns send cachePoint blocks, and the cache tokens the
+// fake Bedrock reports (a write for the first turn's new prefix, a read
+// for the second's) reach the principal's usage.
+func TestBedrockPromptCacheReachesTheLedger(t *testing.T) {
+	awsIsolated(t)
+	fake := modeltest.NewBedrock(t, modeltest.Reply{Text: "one"}, modeltest.Reply{Text: "two"})
+	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", fake.URL())
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDDEV")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "dev-secret")
+	srv := startServer(t, map[string]string{"MODEL_PROVIDER": "bedrock", "MODEL_ID": modeltest.BedrockCachingModelID,
+		"AWS_REGION": "us-east-1", "SYSTEM_PROMPT": "You answer questions about the fake."})
+	for _, turn := range []string{"t1", "t2"} {
+		lines := submit(t, srv.url+"/turn/", "alice", "s1", turn, "question "+turn)
+		if last := lines[len(lines)-1]; last.Snapshot == nil || last.Snapshot.Status != protocol.StatusComplete {
+			t.Fatalf("turn %s did not complete: %+v", turn, last)
+		}
+	}
+	for i, body := range fake.Requests() {
+		// After the system prompt, after the dev server's tools, at the end of the last message.
+		if n := strings.Count(string(body), `"cachePoint"`); n != 3 {
+			t.Errorf("request %d has %d cachePoint blocks, want 3: %s", i+1, n, body)
+		}
+	}
+	var usage struct {
+		Usage struct {
+			CacheReadTokens  int64 `json:"cacheReadTokens"`
+			CacheWriteTokens int64 `json:"cacheWriteTokens"`
+		} `json:"usage"`
+	}
+	if status := getJSON(t, srv.url+"/history/usage", "alice", &usage); status != http.StatusOK {
+		t.Fatalf("GET /usage: %d", status)
+	}
+	if usage.Usage.CacheReadTokens != modeltest.CacheTokens || usage.Usage.CacheWriteTokens != modeltest.CacheTokens {
+		t.Errorf("usage cache tokens read %d, write %d; want %d each", usage.Usage.CacheReadTokens, usage.Usage.CacheWriteTokens, modeltest.CacheTokens)
+	}
+	srv.stop(t)
 }

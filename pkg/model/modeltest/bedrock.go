@@ -24,6 +24,18 @@ import (
 // BedrockModelID is the model id the Bedrock fake expects in its path.
 const BedrockModelID = "anthropic.claude-fake-v1:0"
 
+// BedrockCachingModelID is the other model id the fake serves: one that
+// pkg/model/bedrock.CachePoints knows to cache, so that requests for it
+// carry cachePoint blocks (rule B10), and the fake reports cache tokens
+// for them (CacheTokens).
+const BedrockCachingModelID = "us.anthropic.claude-sonnet-4-fake-v1:0"
+
+// CacheTokens is what the fake reports for a request with cachePoint
+// blocks: that many cacheWriteInputTokens when the prefix before its
+// first cachePoint is new to it, that many cacheReadInputTokens when an
+// earlier request had that prefix.
+const CacheTokens = 40
+
 // Bedrock is a fake Amazon Bedrock ConverseStream server. It is safe for
 // concurrent use.
 type Bedrock struct {
@@ -33,6 +45,7 @@ type Bedrock struct {
 	mu      sync.Mutex
 	replies []Reply
 	bodies  [][]byte
+	cached  map[string]bool // the prefixes before a first cachePoint seen so far
 }
 
 // NewBedrock starts a fake Bedrock server answering its calls with
@@ -126,10 +139,10 @@ func (b *Bedrock) serve(w http.ResponseWriter, r *http.Request) {
 		reply = &b.replies[n-1]
 	}
 	b.mu.Unlock()
-	want := "/model/" + strings.ReplaceAll(BedrockModelID, ":", "%3A") + "/converse-stream"
+	path := func(id string) string { return "/model/" + strings.ReplaceAll(id, ":", "%3A") + "/converse-stream" }
 	err := ValidateConverse(body)
 	switch {
-	case r.Method != http.MethodPost || r.URL.EscapedPath() != want:
+	case r.Method != http.MethodPost || r.URL.EscapedPath() != path(BedrockModelID) && r.URL.EscapedPath() != path(BedrockCachingModelID):
 		err = fmt.Errorf("unexpected request %s %s", r.Method, r.URL.EscapedPath())
 	case !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 "):
 		err = errors.New("request is not SigV4 signed")
@@ -145,17 +158,68 @@ func (b *Bedrock) serve(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(msg)
 		return
 	}
+	read, write := b.cacheUse(body)
 	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
 	w.WriteHeader(http.StatusOK)
-	for _, f := range converseFrames(*reply) {
+	for _, f := range converseFrames(*reply, read, write) {
 		_, _ = w.Write(f)
 	}
 }
 
+// cacheUse returns the cache tokens the fake reports for body
+// (CacheTokens): none without a cachePoint; read when the prefix before
+// its first cachePoint (the system prompt, or the system prompt and the
+// first message's blocks before it) was seen before, else written.
+func (b *Bedrock) cacheUse(body []byte) (read, write int) {
+	var req struct {
+		System   []json.RawMessage `json:"system"`
+		Messages []struct {
+			Content []json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) != nil {
+		return 0, 0
+	}
+	isPoint := func(raw json.RawMessage) bool { return bytes.HasPrefix(bytes.TrimSpace(raw), []byte(`{"cachePoint"`)) }
+	var prefix []json.RawMessage
+	found := false
+	for _, s := range req.System {
+		if isPoint(s) {
+			found = true
+			break
+		}
+		prefix = append(prefix, s)
+	}
+	for i := 0; !found && i < len(req.Messages); i++ {
+		for _, c := range req.Messages[i].Content {
+			if isPoint(c) {
+				found = true
+				break
+			}
+			prefix = append(prefix, c)
+		}
+	}
+	if !found {
+		return 0, 0
+	}
+	key, _ := json.Marshal(prefix)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cached[string(key)] {
+		return CacheTokens, 0
+	}
+	if b.cached == nil {
+		b.cached = map[string]bool{}
+	}
+	b.cached[string(key)] = true
+	return 0, CacheTokens
+}
+
 // converseFrames encodes reply as ConverseStream events: the text block,
 // one toolUse block per call (its input split in two fragments),
-// messageStop and metadata.
-func converseFrames(reply Reply) [][]byte {
+// messageStop and metadata (usage with cacheRead and cacheWrite tokens
+// when not zero).
+func converseFrames(reply Reply, cacheRead, cacheWrite int) [][]byte {
 	ev := func(kind string, payload any) []byte {
 		p, _ := json.Marshal(payload)
 		var msg eventstream.Message
@@ -189,9 +253,16 @@ func converseFrames(reply Reply) [][]byte {
 	if len(reply.Calls) > 0 {
 		stop = "tool_use"
 	}
+	usage := obj{"inputTokens": PromptTokens, "outputTokens": CompletionTokens, "totalTokens": PromptTokens + CompletionTokens}
+	if cacheRead > 0 {
+		usage["cacheReadInputTokens"] = cacheRead
+	}
+	if cacheWrite > 0 {
+		usage["cacheWriteInputTokens"] = cacheWrite
+	}
 	return append(frames,
 		ev("messageStop", obj{"stopReason": stop}),
-		ev("metadata", obj{"usage": obj{"inputTokens": PromptTokens, "outputTokens": CompletionTokens, "totalTokens": PromptTokens + CompletionTokens}, "metrics": obj{"latencyMs": 1}}))
+		ev("metadata", obj{"usage": usage, "metrics": obj{"latencyMs": 1}}))
 }
 
 // converseRequest is the part of a Converse request body the rules read.
