@@ -282,14 +282,7 @@ func TestRequestMapping(t *testing.T) {
 		},
 		Tools: []model.ToolSpec{{Name: "workspace_note", Description: "Save a note.", InputSchema: json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"}}}`)}},
 	}
-	st, err := m.Stream(context.Background(), req)
-	if err != nil {
-		t.Fatalf("Stream: %v", err)
-	}
-	defer modeltest.CloseStream(t, st)
-	if _, err := modeltest.Drain(t, st); err != io.EOF {
-		t.Fatalf("Recv = %v", err)
-	}
+	sent(t, m, req)
 	want := `{
 	  "system": [{"text": "Be brief."}],
 	  "inferenceConfig": {"maxTokens": 256},
@@ -312,6 +305,20 @@ func TestRequestMapping(t *testing.T) {
 	got := <-s.got
 	if !jsonEqual(t, got, []byte(want)) {
 		t.Errorf("request body =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// sent streams req through m to its end (the test servers answer
+// every request alike); the request body is then on the server's got.
+func sent(t *testing.T, m *bedrock.Model, req model.Request) {
+	t.Helper()
+	st, err := m.Stream(context.Background(), req)
+	if err != nil {
+		t.Fatalf("Stream: %v", err)
+	}
+	defer modeltest.CloseStream(t, st)
+	if _, err := modeltest.Drain(t, st); err != io.EOF {
+		t.Fatalf("Recv = %v", err)
 	}
 }
 
@@ -424,14 +431,7 @@ func TestPromptCachePoints(t *testing.T) {
 					{Role: protocol.RoleUser, Content: "now"},
 				},
 				Tools: []model.ToolSpec{{Name: "workspace_note", InputSchema: json.RawMessage(`{"type":"object"}`)}}}
-			st, err := m.Stream(context.Background(), req)
-			if err != nil {
-				t.Fatalf("Stream: %v", err)
-			}
-			defer modeltest.CloseStream(t, st)
-			if _, err := modeltest.Drain(t, st); err != io.EOF {
-				t.Fatalf("Recv = %v", err)
-			}
+			sent(t, m, req)
 			got := <-s.got
 			want := `{"system": ` + sys(tc.system) + `, "messages": [
 			  {"role": "user", "content": [{"text": "earlier"}]},
