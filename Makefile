@@ -59,9 +59,10 @@ test: deps ## Everything: vet, the race-enabled Go suite (memory store and dynal
 	@$(MAKE) --no-print-directory test-bootstraps
 	# -vet=off: the line above vetted every package, test files included.
 	TURNSTREAM_BOOTSTRAPS=$(CURDIR)/$(TEST_BOOTSTRAPS) $(GO) test -race -vet=off -count=1 -timeout 15m ./...
-	# The turn bootstrap with the optional openai provider built in (TURN_PROVIDERS=openai).
-	$(GO) vet -race -tags provider.openai ./functions/turn
+	# The turn bootstrap and the dev server with the optional openai provider built in (TURN_PROVIDERS=openai).
+	$(GO) vet -race -tags provider.openai ./functions/turn ./cmd/devserver
 	$(GO) test -race -vet=off -count=1 -tags provider.openai ./functions/turn
+	$(GO) test -race -vet=off -count=1 -tags provider.openai -run 'TestRealModels' ./cmd/devserver
 	GOFLAGS="$(RACE_GOFLAGS)" $(MAKE) --no-print-directory js-test
 	@# The browser tests mostly wait on slowed echo models and the fuzzing
 	@# is CPU-bound: they run side by side (a cold run saves about 90 s),

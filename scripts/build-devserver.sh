@@ -17,11 +17,19 @@ echo "make dev: 1/3 Go modules (go mod download)"
 # (about half a second warm). It is an upper bound: a package stale only
 # through a dependency is a cache hit again when that dependency's export
 # data comes out unchanged, so the build may end before the count does.
-todo=$("$GO" list -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' ./cmd/devserver 2>/dev/null | grep -c . || true)
+# The openai provider is built in only when asked for (its SDK is half of
+# a cold build): MODEL_PROVIDER=openai, or openai in TURN_PROVIDERS (a
+# definitions file that names it).
+tags=""
+case " ${MODEL_PROVIDER:-} ${TURN_PROVIDERS:-} " in
+*openai*) tags="-tags=provider.openai" ;;
+esac
+
+todo=$("$GO" list $tags -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' ./cmd/devserver 2>/dev/null | grep -c . || true)
 echo "make dev: 2/3 compiling cmd/devserver into bin/devserver (the first build takes a few minutes, later ones seconds)"
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-"$GO" build -v -o bin/devserver ./cmd/devserver 2>"$log" &
+"$GO" build $tags -v -o bin/devserver ./cmd/devserver 2>"$log" &
 pid=$!
 n=0
 while kill -0 "$pid" 2>/dev/null; do

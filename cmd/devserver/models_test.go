@@ -26,46 +26,40 @@ func awsIsolated(t *testing.T) {
 	}
 }
 
-// TestRealModels: MODEL_PROVIDER=openai and =bedrock chat through the
-// dev server with the providers' real clients, against the fake servers
-// (an OpenAI-compatible base URL; Bedrock's endpoint variable and
-// credentials from the environment, as the standard chain finds them).
-func TestRealModels(t *testing.T) {
-	for _, name := range []string{"openai", "bedrock"} {
-		t.Run(name, func(t *testing.T) {
-			awsIsolated(t)
-			reply := modeltest.Reply{Text: "Hello from the " + name + " fake."}
-			env := map[string]string{"MODEL_PROVIDER": name}
-			var requests func() [][]byte
-			switch name {
-			case "openai":
-				fake := modeltest.NewOpenAI(t, reply)
-				env["MODEL_ID"], env["OPENAI_BASE_URL"], env["OPENAI_API_KEY"] = modeltest.OpenAIModelID, fake.BaseURL(), modeltest.OpenAIKey
-				requests = fake.Requests
-			case "bedrock":
-				fake := modeltest.NewBedrock(t, reply)
-				env["MODEL_ID"], env["AWS_REGION"] = modeltest.BedrockModelID, "us-east-1"
-				t.Setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", fake.URL())
-				t.Setenv("AWS_ACCESS_KEY_ID", "AKIDDEV")
-				t.Setenv("AWS_SECRET_ACCESS_KEY", "dev-secret")
-				requests = fake.Requests
-			}
-			srv := startServer(t, env)
-			lines := submit(t, srv.url+"/turn/", "alice", "s1", "t1", "Who is there?")
-			last := lines[len(lines)-1]
-			if last.Kind != protocol.EventSnapshot || last.Snapshot.Status != protocol.StatusComplete {
-				t.Fatalf("last line: %s %+v, want a complete snapshot", last.Kind, last.Snapshot)
-			}
-			if msgs := last.Snapshot.Messages; len(msgs) != 2 || msgs[1].Content != reply.Text {
-				t.Fatalf("final messages = %+v, want the user message and %q", msgs, reply.Text)
-			}
-			reqs := requests()
-			if len(reqs) != 1 || !strings.Contains(string(reqs[0]), "Who is there?") {
-				t.Errorf("the provider received %d requests, want one holding the input: %q", len(reqs), reqs)
-			}
-			srv.stop(t)
-		})
+// realModelChat runs one turn through a dev server started with env and
+// checks that it answers with reply, the provider having received one
+// request holding the input (requests).
+func realModelChat(t *testing.T, env map[string]string, reply modeltest.Reply, requests func() [][]byte) {
+	t.Helper()
+	srv := startServer(t, env)
+	lines := submit(t, srv.url+"/turn/", "alice", "s1", "t1", "Who is there?")
+	last := lines[len(lines)-1]
+	if last.Kind != protocol.EventSnapshot || last.Snapshot.Status != protocol.StatusComplete {
+		t.Fatalf("last line: %s %+v, want a complete snapshot", last.Kind, last.Snapshot)
 	}
+	if msgs := last.Snapshot.Messages; len(msgs) != 2 || msgs[1].Content != reply.Text {
+		t.Fatalf("final messages = %+v, want the user message and %q", msgs, reply.Text)
+	}
+	reqs := requests()
+	if len(reqs) != 1 || !strings.Contains(string(reqs[0]), "Who is there?") {
+		t.Errorf("the provider received %d requests, want one holding the input: %q", len(reqs), reqs)
+	}
+	srv.stop(t)
+}
+
+// TestRealModelsBedrock: MODEL_PROVIDER=bedrock chats through the dev
+// server with the real Bedrock client against the fake server, found
+// through the SDK's endpoint variable, with credentials from the
+// environment as the standard chain finds them. (The openai provider's
+// test is models_openai_test.go: it needs the build tag.)
+func TestRealModelsBedrock(t *testing.T) {
+	awsIsolated(t)
+	reply := modeltest.Reply{Text: "Hello from the bedrock fake."}
+	fake := modeltest.NewBedrock(t, reply)
+	t.Setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", fake.URL())
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDDEV")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "dev-secret")
+	realModelChat(t, map[string]string{"MODEL_PROVIDER": "bedrock", "MODEL_ID": modeltest.BedrockModelID, "AWS_REGION": "us-east-1"}, reply, fake.Requests)
 }
 
 // TestRealModelsWithoutCredentials: a real provider the machine cannot

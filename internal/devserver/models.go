@@ -14,12 +14,22 @@ import (
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/model/bedrock"
 	"github.com/turnstream/turnstream/pkg/model/echo"
-	"github.com/turnstream/turnstream/pkg/model/openai"
 )
 
 // credentialsTimeout bounds the start-up look for Bedrock's credentials
 // (a shared config file, SSO, the instance metadata service on EC2).
 const credentialsTimeout = 10 * time.Second
+
+// openAIModel builds the openai provider: set by models_openai.go, which
+// the build tag provider.openai adds (scripts/build-devserver.sh sets it
+// when MODEL_PROVIDER or TURN_PROVIDERS names openai), so that a plain
+// dev server build does not compile github.com/openai/openai-go, about
+// 80 s of one core on a cold build cache.
+var openAIModel func(baseURL, apiKey string) model.Model
+
+// ErrOpenAINotBuiltIn is NewHandler's error for the openai provider in a
+// dev server built without it.
+var ErrOpenAINotBuiltIn = errors.New("MODEL_PROVIDER: \"openai\" is not built into this dev server: start it with `MODEL_PROVIDER=openai make dev`, or build with -tags provider.openai")
 
 // ErrNoCredentials is NewHandler's error when a definition uses a real
 // provider whose credentials are missing: Bedrock with no AWS
@@ -60,7 +70,10 @@ func models(ctx context.Context, cfg config.Config, defs *definition.Resolver) (
 			if cfg.Model.OpenAIBaseURL == "" && cfg.Model.OpenAIAPIKey == "" {
 				return nil, fmt.Errorf("MODEL_PROVIDER=openai: %w: set OPENAI_API_KEY for OpenAI's API, or OPENAI_BASE_URL for a local OpenAI-compatible server", ErrNoCredentials)
 			}
-			m = openai.New(cfg.Model.OpenAIBaseURL, cfg.Model.OpenAIAPIKey)
+			if openAIModel == nil {
+				return nil, ErrOpenAINotBuiltIn
+			}
+			m = openAIModel(cfg.Model.OpenAIBaseURL, cfg.Model.OpenAIAPIKey)
 		default:
 			return nil, fmt.Errorf("provider %q: the dev server runs echo, bedrock and openai", d.Provider)
 		}
