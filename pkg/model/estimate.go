@@ -55,9 +55,14 @@ func EstimateInputTokens(req Request) int64 {
 }
 
 // OutputBytes returns the bytes of generated output ev carries, for
-// EstimateTokens: its text delta, and its tool call's name and arguments.
+// EstimateTokens: its reasoning and text deltas, and its tool call's name
+// and arguments (a complete reasoning block repeats deltas already
+// counted; redacted reasoning counts its bytes).
 func OutputBytes(ev Event) int {
-	n := len(ev.TextDelta)
+	n := len(ev.ReasoningDelta) + len(ev.TextDelta)
+	if r := ev.Reasoning; r != nil {
+		n += len(r.Redacted)
+	}
 	if tc := ev.ToolCall; tc != nil {
 		n += len(tc.Name) + len(tc.Args)
 	}

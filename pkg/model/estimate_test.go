@@ -41,4 +41,15 @@ func TestEstimateInputTokens(t *testing.T) {
 	if got := model.OutputBytes(model.Event{TextDelta: "abc", ToolCall: &model.ToolCall{Name: "get", Args: json.RawMessage(`{}`)}}); got != 3+3+2 {
 		t.Errorf("OutputBytes = %d, want 8", got)
 	}
+	// Reasoning counts once: its deltas, not the block that repeats them,
+	// except redacted reasoning, which has no deltas.
+	if got := model.OutputBytes(model.Event{ReasoningDelta: "hmm"}); got != 3 {
+		t.Errorf("OutputBytes(reasoning delta) = %d, want 3", got)
+	}
+	if got := model.OutputBytes(model.Event{Reasoning: &model.ReasoningBlock{Text: "hmm", Signature: "sig"}}); got != 0 {
+		t.Errorf("OutputBytes(signed block) = %d, want 0", got)
+	}
+	if got := model.OutputBytes(model.Event{Reasoning: &model.ReasoningBlock{Redacted: []byte("abcd")}}); got != 4 {
+		t.Errorf("OutputBytes(redacted block) = %d, want 4", got)
+	}
 }

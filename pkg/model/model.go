@@ -87,6 +87,44 @@ type Request struct {
 	// and documents. A part whose source is absent here is left out of
 	// the request (its file could not be read). Nil: none.
 	Attachments map[string]Attachment
+	// Reasoning asks the model to reason before it answers, where the
+	// provider takes such a request (Bedrock's Claude models: extended
+	// thinking); nil leaves the model's default. Models that reason by
+	// themselves stream their reasoning either way
+	// (Event.ReasoningDelta).
+	Reasoning *Reasoning
+	// ReasoningBlocks are, by the ID of an assistant message of Messages,
+	// the reasoning blocks the model produced with it (Event.Reasoning),
+	// in order. With Reasoning set, providers that need them send them
+	// back before the message's text and tool calls, unchanged (Bedrock
+	// refuses a thinking request whose last tool use lacks its signed
+	// reasoning); providers that do not need them ignore them. Nil: none.
+	ReasoningBlocks map[string][]ReasoningBlock
+}
+
+// Reasoning is a request's reasoning settings.
+type Reasoning struct {
+	// BudgetTokens is how many tokens the model may spend reasoning in
+	// one call, at least MinReasoningBudget and below the request's
+	// MaxTokens (the reasoning counts in the completion); a provider that
+	// takes no budget ignores it.
+	BudgetTokens int
+}
+
+// MinReasoningBudget is the smallest Reasoning.BudgetTokens (Anthropic's
+// minimum thinking budget).
+const MinReasoningBudget = 1024
+
+// ReasoningBlock is one block of a model's reasoning as the provider
+// needs it back: the reasoning text with the provider's Signature over
+// it, or Redacted, reasoning the provider sends encrypted (no Text).
+// Turnstream keeps blocks opaque: it stores them with the turn and sends
+// them back unchanged, never to clients. JSON: {"text", "signature",
+// "redacted" (base64)}, each omitted when empty.
+type ReasoningBlock struct {
+	Text      string `json:"text,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Redacted  []byte `json:"redacted,omitempty"`
 }
 
 // Attachment is one attached file as a provider sends it.
@@ -158,6 +196,15 @@ type Stream interface {
 // single event carrying a non-empty FinishReason; Usage appears at most
 // once, possibly after the finish event (OpenAI sends usage last).
 type Event struct {
+	// ReasoningDelta is text appended to the call's reasoning, which
+	// streams before (and, in a tool loop, between) the answer's text;
+	// never splits a UTF-8 character.
+	ReasoningDelta string
+	// Reasoning is a complete reasoning block, at its end, for providers
+	// that want reasoning back on the next call (Request.ReasoningBlocks):
+	// its Text repeats the ReasoningDeltas that came before it. Nil for
+	// providers whose reasoning needs no round trip.
+	Reasoning *ReasoningBlock
 	// TextDelta is text appended to the assistant message; never splits a
 	// UTF-8 character.
 	TextDelta string

@@ -21,6 +21,13 @@
 // list and the last message, so that the next call of the tool loop, and
 // the next turn, read the prefix from the cache.
 //
+// Reasoning: with Request.Reasoning, a model that takes a thinking budget
+// (Thinks) gets additionalModelRequestFields.thinking, and the reasoning
+// blocks of Request.ReasoningBlocks go back first in their assistant
+// messages. A reasoningContent block's text deltas are ReasoningDeltas, and
+// the whole block (text and signature, or redacted content) is one
+// Event.Reasoning at its contentBlockStop.
+//
 // Stream mapping: contentBlockDelta text is a TextDelta; a toolUse block's
 // input arrives as JSON fragments that are joined and emitted as one
 // complete model.ToolCall at its contentBlockStop (input that is not a
@@ -138,7 +145,7 @@ func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, er
 		return nil, mapError(ctx, err)
 	}
 	es := out.GetStream()
-	return &stream{ctx: ctx, es: es, events: es.Events(), done: make(chan struct{}), tools: map[int32]*toolUse{}}, nil
+	return &stream{ctx: ctx, es: es, events: es.Events(), done: make(chan struct{}), tools: map[int32]*toolUse{}, reasoning: map[int32]*reasoningBlock{}}, nil
 }
 
 // input maps a model.Request to a ConverseStreamInput.
@@ -151,9 +158,19 @@ func input(req model.Request) (*bedrockruntime.ConverseStreamInput, error) {
 		n := int32(min(req.MaxTokens, math.MaxInt32))
 		in.InferenceConfig = &types.InferenceConfiguration{MaxTokens: &n}
 	}
+	thinking := thinkingBudget(req)
+	if thinking > 0 {
+		in.AdditionalModelRequestFields = document.NewLazyDocument(map[string]any{
+			"thinking": map[string]any{"type": "enabled", "budget_tokens": thinking},
+		})
+	}
 	names := map[string]bool{} // document names, unique in a request
 	for i, msg := range model.ProviderMessages(req.Messages, req.Tools) {
-		role, blocks, err := contentBlocks(msg)
+		var reasoning []model.ReasoningBlock
+		if thinking > 0 && msg.Role == protocol.RoleAssistant {
+			reasoning = req.ReasoningBlocks[msg.ID]
+		}
+		role, blocks, err := contentBlocks(msg, reasoning)
 		if msg.Role == protocol.RoleUser {
 			blocks = append(attachmentBlocks(model.MessageAttachments(req, msg), names), blocks...)
 		}
@@ -244,6 +261,49 @@ func CachePoints(modelID string) CacheFields {
 	return CacheFields{}
 }
 
+// thinkingModels are the Bedrock models that take Anthropic's extended
+// thinking request (additionalModelRequestFields.thinking), by the part
+// of the model id that names them.
+var thinkingModels = []string{
+	"anthropic.claude-3-7-sonnet",
+	"anthropic.claude-sonnet-4",
+	"anthropic.claude-opus-4",
+	"anthropic.claude-haiku-4-5",
+}
+
+// Thinks reports whether the model modelID (a model id, an inference
+// profile id or either's ARN) takes a thinking budget: with
+// Request.Reasoning, requests for it enable extended thinking. Other
+// models that reason (DeepSeek-R1 on Bedrock) stream their reasoning
+// unasked.
+func Thinks(modelID string) bool {
+	for _, m := range thinkingModels {
+		if strings.Contains(modelID, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// thinkingBudget is the thinking budget req's call asks for: 0 for none
+// (no Request.Reasoning, a model that takes none). A budget that does not
+// fit below MaxTokens (a call whose tokens a turn budget cut) shrinks to
+// MaxTokens-1, and is dropped, for that call only, below
+// model.MinReasoningBudget, since Anthropic refuses both.
+func thinkingBudget(req model.Request) int {
+	if req.Reasoning == nil || !Thinks(req.ModelID) {
+		return 0
+	}
+	budget := req.Reasoning.BudgetTokens
+	if req.MaxTokens > 0 && budget >= req.MaxTokens {
+		budget = req.MaxTokens - 1
+	}
+	if budget < model.MinReasoningBudget {
+		return 0
+	}
+	return budget
+}
+
 // attachmentBlocks returns the Converse image and document blocks of a
 // user message's attachments, to go before its text (Bedrock takes
 // images and documents as bytes in the request; a document block needs
@@ -314,8 +374,20 @@ func DocumentName(filename string) string {
 // rejects blank text blocks.
 const emptyToolResult = "(no output)"
 
-func contentBlocks(msg protocol.Message) (types.ConversationRole, []types.ContentBlock, error) {
+// contentBlocks maps one message to its Converse role and blocks; an
+// assistant message's reasoning blocks go first, unchanged, as Anthropic
+// wants them back.
+func contentBlocks(msg protocol.Message, reasoning []model.ReasoningBlock) (types.ConversationRole, []types.ContentBlock, error) {
 	var blocks []types.ContentBlock
+	for _, r := range reasoning {
+		var rc types.ReasoningContentBlock
+		if len(r.Redacted) > 0 {
+			rc = &types.ReasoningContentBlockMemberRedactedContent{Value: r.Redacted}
+		} else {
+			rc = &types.ReasoningContentBlockMemberReasoningText{Value: types.ReasoningTextBlock{Text: ptr(r.Text), Signature: optional(r.Signature)}}
+		}
+		blocks = append(blocks, &types.ContentBlockMemberReasoningContent{Value: rc})
+	}
 	switch msg.Role {
 	case protocol.RoleUser:
 		if strings.TrimSpace(msg.Content) != "" { // Converse rejects blank text blocks
@@ -401,6 +473,14 @@ func numbers(v any) any {
 
 func ptr[T any](v T) *T { return &v }
 
+// optional is a pointer to s, nil when s is empty.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 // detachRequestBody makes the HTTP client send a private in-memory copy
 // of the request body. The SDK closes its request body stream as soon as
 // the response headers arrive, while net/http's write loop may still be
@@ -474,6 +554,13 @@ type toolUse struct {
 	input    strings.Builder
 }
 
+// reasoningBlock accumulates one reasoningContent block.
+type reasoningBlock struct {
+	text      strings.Builder
+	signature strings.Builder
+	redacted  []byte
+}
+
 type stream struct {
 	ctx    context.Context
 	es     *bedrockruntime.ConverseStreamEventStream
@@ -482,9 +569,10 @@ type stream struct {
 	closeOnce sync.Once
 	done      chan struct{}
 
-	tools    map[int32]*toolUse
-	finished bool
-	err      error
+	tools     map[int32]*toolUse
+	reasoning map[int32]*reasoningBlock
+	finished  bool
+	err       error
 }
 
 // Recv returns the next model event; see model.Stream.
@@ -552,9 +640,31 @@ func (s *stream) handle(ev types.ConverseStreamOutput) (model.Event, bool, error
 			if tu := s.tools[index(v.Value.ContentBlockIndex)]; tu != nil {
 				tu.input.WriteString(deref(d.Value.Input))
 			}
+		case *types.ContentBlockDeltaMemberReasoningContent:
+			i := index(v.Value.ContentBlockIndex)
+			rb := s.reasoning[i]
+			if rb == nil {
+				rb = &reasoningBlock{}
+				s.reasoning[i] = rb
+			}
+			switch r := d.Value.(type) {
+			case *types.ReasoningContentBlockDeltaMemberText:
+				rb.text.WriteString(r.Value)
+				if r.Value != "" {
+					return model.Event{ReasoningDelta: r.Value}, true, nil
+				}
+			case *types.ReasoningContentBlockDeltaMemberSignature:
+				rb.signature.WriteString(r.Value)
+			case *types.ReasoningContentBlockDeltaMemberRedactedContent:
+				rb.redacted = append(rb.redacted, r.Value...)
+			}
 		}
 	case *types.ConverseStreamOutputMemberContentBlockStop:
 		i := index(v.Value.ContentBlockIndex)
+		if rb := s.reasoning[i]; rb != nil {
+			delete(s.reasoning, i)
+			return model.Event{Reasoning: &model.ReasoningBlock{Text: rb.text.String(), Signature: rb.signature.String(), Redacted: rb.redacted}}, true, nil
+		}
 		tu := s.tools[i]
 		if tu == nil {
 			break

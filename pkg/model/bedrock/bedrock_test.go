@@ -6,10 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -443,6 +445,90 @@ func TestPromptCachePoints(t *testing.T) {
 			}
 			if err := modeltest.ValidateConverse(got); err != nil {
 				t.Errorf("the fake server would refuse it: %v", err)
+			}
+		})
+	}
+}
+
+// TestStreamReasoning: a reasoningContent block's text deltas are
+// ReasoningDeltas as they come, and the whole block, signature or
+// redacted content included, is one Event.Reasoning at its end.
+func TestStreamReasoning(t *testing.T) {
+	frames := []frame{
+		ev("messageStart", `{"role":"assistant"}`),
+		ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"First "}}}`),
+		ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"this."}}}`),
+		ev("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"reasoningContent":{"signature":"c2ln"}}}`),
+		ev("contentBlockStop", `{"contentBlockIndex":0}`),
+		ev("contentBlockDelta", `{"contentBlockIndex":1,"delta":{"reasoningContent":{"redactedContent":"AAEC"}}}`),
+		ev("contentBlockStop", `{"contentBlockIndex":1}`),
+		ev("contentBlockDelta", `{"contentBlockIndex":2,"delta":{"text":"Answer."}}`),
+		ev("contentBlockStop", `{"contentBlockIndex":2}`),
+		ev("messageStop", `{"stopReason":"end_turn"}`),
+	}
+	m, _ := newModel(t, script{frames: frames})
+	modeltest.CheckEvents(t, m, simpleRequest(), []model.Event{
+		{ReasoningDelta: "First "},
+		{ReasoningDelta: "this."},
+		{Reasoning: &model.ReasoningBlock{Text: "First this.", Signature: "c2ln"}},
+		{Reasoning: &model.ReasoningBlock{Redacted: []byte{0, 1, 2}}},
+		{TextDelta: "Answer."},
+		{FinishReason: model.FinishStop},
+	})
+}
+
+// TestThinkingRequest: with Request.Reasoning, a Claude model that
+// thinks gets additionalModelRequestFields.thinking with the budget (cut
+// below MaxTokens, dropped below the minimum), and its assistant messages
+// get their reasoning blocks back first, unchanged; without Reasoning, or
+// on a model that takes no budget, neither is sent.
+func TestThinkingRequest(t *testing.T) {
+	const (
+		claude = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+		nova   = "amazon.nova-pro-v1:0"
+	)
+	blocks := map[string][]model.ReasoningBlock{"a1": {
+		{Text: "Look it up.", Signature: "c2ln"},
+		{Redacted: []byte{0, 1, 2}},
+	}}
+	back := `{"reasoningContent": {"reasoningText": {"text": "Look it up.", "signature": "c2ln"}}},
+	  {"reasoningContent": {"redactedContent": "AAEC"}}, `
+	for name, tc := range map[string]struct {
+		modelID   string
+		reasoning *model.Reasoning
+		maxTokens int
+		budget    int // 0: no thinking field
+	}{
+		"claude thinks":            {claude, &model.Reasoning{BudgetTokens: 2048}, 4096, 2048},
+		"a budget cut below max":   {claude, &model.Reasoning{BudgetTokens: 4096}, 3000, 2999},
+		"a budget cut below 1,024": {claude, &model.Reasoning{BudgetTokens: 2048}, 1024, 0},
+		"no reasoning asked":       {claude, nil, 4096, 0},
+		"a model that takes none":  {nova, &model.Reasoning{BudgetTokens: 2048}, 4096, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m, s := newModel(t, script{frames: []frame{ev("messageStop", `{"stopReason":"end_turn"}`)}, modelID: tc.modelID})
+			id := "lookup_1"
+			req := model.Request{ModelID: tc.modelID, Reasoning: tc.reasoning, MaxTokens: tc.maxTokens, ReasoningBlocks: blocks,
+				Messages: []protocol.Message{
+					{Role: protocol.RoleUser, Content: "find it"},
+					{ID: "a1", Role: protocol.RoleAssistant, Content: "Checking.", ToolCalls: []protocol.ToolCall{{ID: id, Name: "lookup", Args: json.RawMessage(`{}`), Status: protocol.ToolCallComplete}}},
+					{Role: protocol.RoleTool, ToolCallID: &id, Content: "found"},
+				},
+				Tools: []model.ToolSpec{{Name: "lookup", InputSchema: json.RawMessage(`{"type":"object"}`)}}}
+			sent(t, m, req)
+			got := <-s.got
+			extra, first := "", ""
+			if tc.budget > 0 {
+				extra = fmt.Sprintf(`"additionalModelRequestFields": {"thinking": {"type": "enabled", "budget_tokens": %d}}, `, tc.budget)
+				first = back
+			}
+			want := `{` + extra + `"inferenceConfig": {"maxTokens": ` + strconv.Itoa(tc.maxTokens) + `}, "messages": [
+			  {"role": "user", "content": [{"text": "find it"}]},
+			  {"role": "assistant", "content": [` + first + `{"text": "Checking."}, {"toolUse": {"toolUseId": "lookup_1", "name": "lookup", "input": {}}}]},
+			  {"role": "user", "content": [{"toolResult": {"toolUseId": "lookup_1", "content": [{"text": "found"}], "status": "success"}}]}],
+			  "toolConfig": {"tools": [{"toolSpec": {"name": "lookup", "inputSchema": {"json": {"type": "object"}}}}]}}`
+			if !jsonEqual(t, got, []byte(want)) {
+				t.Errorf("request body =\n%s\nwant\n%s", got, want)
 			}
 		})
 	}

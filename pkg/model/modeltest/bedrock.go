@@ -2,6 +2,8 @@ package modeltest
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
@@ -159,6 +162,11 @@ func (b *Bedrock) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	read, write := b.cacheUse(body)
+	if !thinks(body) {
+		r := *reply
+		r.Reasoning, r.RedactedReasoning = "", false
+		reply = &r
+	}
 	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
 	w.WriteHeader(http.StatusOK)
 	for _, f := range converseFrames(*reply, read, write) {
@@ -234,6 +242,27 @@ func converseFrames(reply Reply, cacheRead, cacheWrite int) [][]byte {
 	type obj = map[string]any
 	frames := [][]byte{ev("messageStart", obj{"role": "assistant"})}
 	idx := 0
+	if reply.Reasoning != "" {
+		half := len(reply.Reasoning) / 2
+		for half > 0 && !utf8.RuneStart(reply.Reasoning[half]) {
+			half--
+		}
+		for _, part := range []string{reply.Reasoning[:half], reply.Reasoning[half:]} {
+			if part != "" {
+				frames = append(frames, ev("contentBlockDelta", obj{"contentBlockIndex": idx, "delta": obj{"reasoningContent": obj{"text": part}}}))
+			}
+		}
+		frames = append(frames,
+			ev("contentBlockDelta", obj{"contentBlockIndex": idx, "delta": obj{"reasoningContent": obj{"signature": Signature(reply.Reasoning)}}}),
+			ev("contentBlockStop", obj{"contentBlockIndex": idx}))
+		idx++
+	}
+	if reply.RedactedReasoning {
+		frames = append(frames,
+			ev("contentBlockDelta", obj{"contentBlockIndex": idx, "delta": obj{"reasoningContent": obj{"redactedContent": RedactedReasoning}}}),
+			ev("contentBlockStop", obj{"contentBlockIndex": idx}))
+		idx++
+	}
 	if reply.Text != "" {
 		frames = append(frames,
 			ev("contentBlockDelta", obj{"contentBlockIndex": idx, "delta": obj{"text": reply.Text}}),
@@ -265,8 +294,29 @@ func converseFrames(reply Reply, cacheRead, cacheWrite int) [][]byte {
 		ev("metadata", obj{"usage": usage, "metrics": obj{"latencyMs": 1}}))
 }
 
+// RedactedReasoning is the redacted reasoning block's content the
+// Bedrock fake sends (Reply.RedactedReasoning) and wants back unchanged.
+var RedactedReasoning = []byte("\x00encrypted reasoning\xff")
+
+// Signature is the signature the Bedrock fake gives a reasoning block of
+// text, and wants back with it unchanged (rule B12).
+func Signature(text string) string {
+	sum := sha256.Sum256([]byte("fake-signing-key\x00" + text))
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// thinks reports whether a request body enables extended thinking.
+func thinks(body []byte) bool {
+	var req converseRequest
+	return json.Unmarshal(body, &req) == nil && req.thinking() != nil
+}
+
 // converseRequest is the part of a Converse request body the rules read.
 type converseRequest struct {
+	AdditionalModelRequestFields map[string]json.RawMessage `json:"additionalModelRequestFields"`
+	InferenceConfig              *struct {
+		MaxTokens *int `json:"maxTokens"`
+	} `json:"inferenceConfig"`
 	System   []converseBlock `json:"system"`
 	Messages []struct {
 		Role    string          `json:"role"`
@@ -288,10 +338,36 @@ type cachePoint struct {
 	Type string `json:"type"`
 }
 
+// thinkingConfig is additionalModelRequestFields.thinking.
+type thinkingConfig struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens"`
+}
+
+// thinking returns the request's thinking config, nil when it has none.
+func (r converseRequest) thinking() *thinkingConfig {
+	raw, ok := r.AdditionalModelRequestFields["thinking"]
+	if !ok {
+		return nil
+	}
+	var t thinkingConfig
+	if json.Unmarshal(raw, &t) != nil {
+		return &thinkingConfig{Type: "invalid"}
+	}
+	return &t
+}
+
 type converseBlock struct {
-	Text       *string     `json:"text"`
-	CachePoint *cachePoint `json:"cachePoint"`
-	ToolUse    *struct {
+	Text             *string     `json:"text"`
+	CachePoint       *cachePoint `json:"cachePoint"`
+	ReasoningContent *struct {
+		ReasoningText *struct {
+			Text      string `json:"text"`
+			Signature string `json:"signature"`
+		} `json:"reasoningText"`
+		RedactedContent []byte `json:"redactedContent"`
+	} `json:"reasoningContent"`
+	ToolUse *struct {
 		ToolUseID string          `json:"toolUseId"`
 		Name      string          `json:"name"`
 		Input     json.RawMessage `json:"input"`
@@ -328,13 +404,23 @@ var bedrockName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 //	    just before its own message;
 //	B9  a toolResult has content, and its text blocks are not blank;
 //	B10 at most 4 cachePoint blocks in all (system, tools, messages), each
-//	    of type "default", none first in its list.
+//	    of type "default", none first in its list;
+//	B11 thinking (additionalModelRequestFields.thinking) is of type
+//	    "enabled" with budget_tokens at least 1,024 and below
+//	    inferenceConfig.maxTokens;
+//	B12 reasoningContent blocks appear only in assistant messages, before
+//	    their other blocks, each as the model sent it (a reasoningText with
+//	    its signature, or redactedContent); with thinking enabled, the last
+//	    assistant message, when it has toolUse blocks, starts with one.
 func ValidateConverse(body []byte) error {
 	var req converseRequest
 	if err := json.Unmarshal(body, &req); err != nil {
 		return fmt.Errorf("body is not a Converse request: %w", err)
 	}
 	if err := checkCachePoints(req); err != nil {
+		return err
+	}
+	if err := checkReasoning(req); err != nil {
 		return err
 	}
 	if len(req.Messages) == 0 || req.Messages[0].Role != "user" {
@@ -474,6 +560,61 @@ func checkCachePoints(req converseRequest) error {
 	for _, c := range points {
 		if c.Type != "default" {
 			return fmt.Errorf("B10: cachePoint type %q, want default", c.Type)
+		}
+	}
+	return nil
+}
+
+// checkReasoning checks rules B11 and B12.
+func checkReasoning(req converseRequest) error {
+	t := req.thinking()
+	if t != nil {
+		if t.Type != "enabled" || t.BudgetTokens < 1024 {
+			return errors.New("B11: thinking.type must be enabled with budget_tokens of at least 1024")
+		}
+		if req.InferenceConfig == nil || req.InferenceConfig.MaxTokens == nil || t.BudgetTokens >= *req.InferenceConfig.MaxTokens {
+			return errors.New("B11: max_tokens must be greater than thinking.budget_tokens")
+		}
+	}
+	lastUse := -1 // the last assistant message, when it has toolUse blocks
+	for i, m := range req.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		lastUse = -1
+		others := false
+		for j, c := range m.Content {
+			where := fmt.Sprintf("messages[%d].content[%d]", i, j)
+			if c.ReasoningContent == nil {
+				others = true
+				if c.ToolUse != nil {
+					lastUse = i
+				}
+				continue
+			}
+			if others {
+				return fmt.Errorf("B12: %s: reasoningContent must come before the message's other blocks", where)
+			}
+			switch rc := c.ReasoningContent; {
+			case rc.ReasoningText != nil:
+				if rc.ReasoningText.Signature != Signature(rc.ReasoningText.Text) {
+					return fmt.Errorf("B12: %s: the reasoning block's signature does not match its text", where)
+				}
+			case !bytes.Equal(rc.RedactedContent, RedactedReasoning):
+				return fmt.Errorf("B12: %s: the redacted reasoning block was changed", where)
+			}
+		}
+	}
+	for i, m := range req.Messages {
+		for j, c := range m.Content {
+			if c.ReasoningContent != nil && m.Role != "assistant" {
+				return fmt.Errorf("B12: messages[%d].content[%d]: reasoningContent in a %s message", i, j, m.Role)
+			}
+		}
+	}
+	if t != nil && lastUse >= 0 {
+		if c := req.Messages[lastUse].Content; len(c) == 0 || c[0].ReasoningContent == nil {
+			return fmt.Errorf("B12: messages[%d]: expected thinking or redacted_thinking, but found tool_use: with thinking enabled, the last assistant message must start with its reasoning", lastUse)
 		}
 	}
 	return nil

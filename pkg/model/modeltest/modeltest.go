@@ -18,12 +18,21 @@ type Call struct {
 	Args string
 }
 
-// Reply is what a scripted fake answers one model call with: Text first
-// (none when empty), then Calls; the finish reason is tool use when there
-// are calls, else stop. Usage is always 10 prompt and 5 completion tokens.
+// Reply is what a scripted fake answers one model call with: Reasoning
+// first (none when empty), then Text (none when empty), then Calls; the
+// finish reason is tool use when there are calls, else stop. Usage is
+// always 10 prompt and 5 completion tokens.
+//
+// Reasoning streams as the provider's reasoning deltas: on the Bedrock
+// fake only for a request that enables thinking (as Claude reasons only
+// when asked), as one signed reasoningText block (Signature), followed by
+// a redacted block when RedactedReasoning is set; on the OpenAI fake as
+// reasoning_content deltas.
 type Reply struct {
-	Text  string
-	Calls []Call
+	Reasoning         string
+	RedactedReasoning bool
+	Text              string
+	Calls             []Call
 }
 
 // Usage tokens every scripted reply reports.

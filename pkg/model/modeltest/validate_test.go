@@ -2,6 +2,7 @@ package modeltest_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,6 +14,27 @@ import (
 )
 
 const toolConfig = `,"toolConfig":{"tools":[{"toolSpec":{"name":"note","inputSchema":{"json":{"type":"object"}}}}]}`
+
+// think opens a request body that enables thinking with budget and
+// maxTokens.
+func think(budget, maxTokens int) string {
+	return fmt.Sprintf(`{"additionalModelRequestFields":{"thinking":{"type":"enabled","budget_tokens":%d}},"inferenceConfig":{"maxTokens":%d},`, budget, maxTokens)
+}
+
+// reasoningBlock is a reasoning block as the Bedrock fake signs it.
+var reasoningBlock = `{"reasoningContent":{"reasoningText":{"text":"Plan","signature":"` + modeltest.Signature("Plan") + `"}}}`
+
+// thought puts reasoningBlock first in an assistant message.
+func thought(msg string) string {
+	return strings.Replace(msg, `"content":[`, `"content":[`+reasoningBlock+`,`, 1)
+}
+
+// redacted puts the fake's redacted reasoning first in an assistant
+// message.
+func redacted(msg string) string {
+	b, _ := json.Marshal(modeltest.RedactedReasoning)
+	return strings.Replace(msg, `"content":[`, `"content":[{"reasoningContent":{"redactedContent":`+string(b)+`}},`, 1)
+}
 
 // TestValidateConverse: each rule the Bedrock fake enforces rejects the
 // request shape Converse rejects, and accepts the shapes it accepts.
@@ -48,6 +70,18 @@ func TestValidateConverse(t *testing.T) {
 		"five cache points":              {`{"system":[{"text":"s"},` + cp + `,` + cp + `],"messages":[{"role":"user","content":[{"text":"hi"},` + cp + `,` + cp + `,` + cp + `]}]}`, "B10"},
 		"a cache point of another type":  {`{"messages":[{"role":"user","content":[{"text":"hi"},{"cachePoint":{"type":"forever"}}]}]}`, "B10"},
 		"a cache point first":            {`{"system":[` + cp + `,{"text":"s"}],"messages":[{"role":"user","content":[{"text":"hi"}]}]}`, "B10"},
+		"thinking":                       {think(2048, 4096) + `"messages":[{"role":"user","content":[{"text":"hi"}]}]}`, ""},
+		"thinking of another type":       {`{"additionalModelRequestFields":{"thinking":{"type":"on","budget_tokens":2048}},"inferenceConfig":{"maxTokens":4096},"messages":[{"role":"user","content":[{"text":"hi"}]}]}`, "B11"},
+		"a budget below 1,024":           {think(1000, 4096) + `"messages":[{"role":"user","content":[{"text":"hi"}]}]}`, "B11"},
+		"a budget not below max tokens":  {think(4096, 4096) + `"messages":[{"role":"user","content":[{"text":"hi"}]}]}`, "B11"},
+		"a thinking tool round trip":     {think(2048, 4096) + `"messages":[{"role":"user","content":[{"text":"hi"}]},` + thought(use) + `,` + res + `]` + toolConfig + `}`, ""},
+		"redacted reasoning back":        {think(2048, 4096) + `"messages":[{"role":"user","content":[{"text":"hi"}]},` + redacted(use) + `,` + res + `]` + toolConfig + `}`, ""},
+		"reasoning left out":             {think(2048, 4096) + `"messages":[{"role":"user","content":[{"text":"hi"}]},` + use + `,` + res + `]` + toolConfig + `}`, "B12"},
+		"reasoning changed":              {think(2048, 4096) + `"messages":[{"role":"user","content":[{"text":"hi"}]},` + strings.Replace(thought(use), "Plan", "Plot", 1) + `,` + res + `]` + toolConfig + `}`, "B12"},
+		"reasoning after text": {think(2048, 4096) + `"messages":[{"role":"user","content":[{"text":"hi"}]},` +
+			strings.Replace(use, `{"text":"Saving."},`, `{"text":"Saving."},`+reasoningBlock+`,`, 1) + `,` + res + `]` + toolConfig + `}`, "B12"},
+		"reasoning from the user":             {`{"messages":[{"role":"user","content":[` + reasoningBlock + `,{"text":"hi"}]}]}`, "B12"},
+		"reasoning without thinking is taken": {`{"messages":[{"role":"user","content":[{"text":"hi"}]},` + thought(use) + `,` + res + `]` + toolConfig + `}`, ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
