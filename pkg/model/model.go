@@ -217,6 +217,11 @@ type Event struct {
 	// provider reports it (with Usage); nil when it reports none or both
 	// counts are zero.
 	Cache *CacheTokens
+	// ReasoningTokens are the part of Usage.CompletionTokens the model
+	// spent reasoning, where the provider reports it apart (OpenAI's
+	// completion_tokens_details.reasoning_tokens), with Usage; 0 where it
+	// does not (Bedrock counts reasoning in outputTokens only).
+	ReasoningTokens int64
 	// FinishReason is why the model stopped; set on exactly one event.
 	FinishReason FinishReason
 	// ResponseModel is the model that answered as the provider names it

@@ -20,12 +20,19 @@
 // turn's next model call), the reply is the ordinary echo text. Without
 // the tool offered, "/note ..." is echoed like any input.
 //
+// Reasoning, for local demos of a reasoning model: when the last user
+// message is "/think <text>" (ThinkCommand), <text> with its spaces
+// trimmed streams first as reasoning deltas, chunked and paced like the
+// text, before the ordinary echo reply. Echo's reasoning needs no round
+// trip (no Event.Reasoning blocks) and is never cut by MaxTokens.
+//
 // Usage is counted deterministically, one token per started group of
 // four runes (a tool call's reply is its JSON arguments):
 //
 //	PromptTokens     = ceil(R_in / 4), R_in = runes of Request.System plus
 //	                   runes of every message's Content
-//	CompletionTokens = ceil(runes of the reply / 4)
+//	ReasoningTokens  = ceil(runes of the reasoning / 4)
+//	CompletionTokens = ceil(runes of the reply / 4) + ReasoningTokens
 //	TotalTokens      = PromptTokens + CompletionTokens
 //
 // Request.MaxTokens, when set, caps the text reply as a provider's
@@ -63,6 +70,10 @@ const (
 	// NoteCallID is the id of the tool call echo makes.
 	NoteCallID = "echo-note-1"
 )
+
+// ThinkCommand starts a user message whose rest echo streams as
+// reasoning before its reply (see the package documentation).
+const ThinkCommand = "/think "
 
 // ErrorCodeNoUserMessage is the model.Error Code of a Request with no
 // message of role user.
@@ -114,13 +125,31 @@ func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, er
 	if capRunes := 4 * req.MaxTokens; req.MaxTokens > 0 && utf8.RuneCountInString(reply) > capRunes {
 		reply, finish = string([]rune(reply)[:capRunes]), model.FinishLength
 	}
+	var deltas []model.Event
+	reasoning := ""
+	if rest, ok := strings.CutPrefix(input, ThinkCommand); ok {
+		reasoning = strings.TrimSpace(rest)
+	}
+	if reasoning != "" {
+		for _, c := range split(reasoning, m.ChunkRunes) {
+			deltas = append(deltas, model.Event{ReasoningDelta: c})
+		}
+	}
+	for _, c := range split(reply, m.ChunkRunes) {
+		deltas = append(deltas, model.Event{TextDelta: c})
+	}
+	u := Usage(req, reply)
+	r := ceilQuarter(utf8.RuneCountInString(reasoning))
+	u.CompletionTokens += r
+	u.TotalTokens += r
 	return &stream{
-		ctx:    ctx,
-		delay:  m.Delay,
-		chunks: split(reply, m.ChunkRunes),
-		usage:  Usage(req, reply),
-		finish: finish,
-		done:   make(chan struct{}),
+		ctx:             ctx,
+		delay:           m.Delay,
+		deltas:          deltas,
+		usage:           u,
+		reasoningTokens: r,
+		finish:          finish,
+		done:            make(chan struct{}),
 	}, nil
 }
 
@@ -201,19 +230,22 @@ type stream struct {
 	ctx    context.Context
 	call   *model.ToolCall // the note command's call, instead of text
 	delay  time.Duration
-	chunks []string
+	deltas []model.Event // reasoning deltas, then text deltas
 	usage  protocol.Usage
-	finish model.FinishReason // of a text reply
+	// reasoningTokens are the part of usage's completion tokens spent
+	// on reasoning.
+	reasoningTokens int64
+	finish          model.FinishReason // of a text reply
 
-	next     int  // index of the next chunk to emit
+	next     int  // index of the next delta to emit
 	finished bool // the final event was emitted
 
 	done      chan struct{} // closed by Close
 	closeOnce sync.Once
 }
 
-// Recv returns the next delta, waiting Delay before every delta but the
-// first; then the final event; then io.EOF.
+// Recv returns the next delta (reasoning, then text), waiting Delay
+// before every delta but the first; then the final event; then io.EOF.
 func (s *stream) Recv() (model.Event, error) {
 	select {
 	case <-s.done:
@@ -223,13 +255,13 @@ func (s *stream) Recv() (model.Event, error) {
 	if err := s.ctx.Err(); err != nil {
 		return model.Event{}, err
 	}
-	if s.next < len(s.chunks) {
+	if s.next < len(s.deltas) {
 		if s.next > 0 && s.delay > 0 {
 			if err := s.wait(); err != nil {
 				return model.Event{}, err
 			}
 		}
-		ev := model.Event{TextDelta: s.chunks[s.next]}
+		ev := s.deltas[s.next]
 		s.next++
 		return ev, nil
 	}
@@ -239,7 +271,7 @@ func (s *stream) Recv() (model.Event, error) {
 		if s.call != nil {
 			return model.Event{ToolCall: s.call, Usage: &u, FinishReason: model.FinishToolUse}, nil
 		}
-		return model.Event{Usage: &u, FinishReason: s.finish}, nil
+		return model.Event{Usage: &u, ReasoningTokens: s.reasoningTokens, FinishReason: s.finish}, nil
 	}
 	return model.Event{}, io.EOF
 }

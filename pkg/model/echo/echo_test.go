@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +112,64 @@ func TestStream(t *testing.T) {
 			}
 			if _, err := s.Recv(); err != io.EOF {
 				t.Errorf("Recv after EOF = %v, want io.EOF", err)
+			}
+		})
+	}
+}
+
+// TestThink: "/think <text>" streams <text> as reasoning, chunked like
+// the text, before the ordinary reply, and counts it in the completion
+// tokens and apart as reasoning tokens; "/think" with nothing after it,
+// and "/think" later in the message, are plain input.
+func TestThink(t *testing.T) {
+	tests := map[string]struct {
+		input     string
+		reasoning []string
+		reply     string
+		usage     protocol.Usage
+		rTokens   int64
+	}{
+		// in: 19 runes -> 5; reasoning "a plan  ok" 10 runes -> 3;
+		// reply 25 runes -> 7, so completion 10.
+		"reasoning then the reply": {"/think  a plan  ok ", []string{"a pl", "an  ", "ok"}, "Echo: /think  a plan  ok ",
+			protocol.Usage{PromptTokens: 5, CompletionTokens: 10, TotalTokens: 15}, 3},
+		"nothing to think":  {"/think ", nil, "Echo: /think ", protocol.Usage{PromptTokens: 2, CompletionTokens: 4, TotalTokens: 6}, 0},
+		"not at the start":  {"x /think y", nil, "Echo: x /think y", protocol.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}, 0},
+		"no space after it": {"/thinking", nil, "Echo: /thinking", protocol.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}, 0},
+		"multibyte reasoning": {"/think 😀é😀é😀", []string{"😀é😀é", "😀"}, "Echo: /think 😀é😀é😀",
+			protocol.Usage{PromptTokens: 3, CompletionTokens: 5 + 2, TotalTokens: 10}, 2},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			s, err := echo.New(0, 4).Stream(context.Background(), model.Request{Messages: []protocol.Message{user(tc.input)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			closeOnCleanup(t, s)
+			var reasoning []string
+			var reply strings.Builder
+			var last model.Event
+			for _, ev := range drain(t, s) {
+				switch {
+				case ev.ReasoningDelta != "":
+					if reply.Len() > 0 {
+						t.Errorf("reasoning %q after the reply's text", ev.ReasoningDelta)
+					}
+					reasoning = append(reasoning, ev.ReasoningDelta)
+				case ev.TextDelta != "":
+					reply.WriteString(ev.TextDelta)
+				default:
+					last = ev
+				}
+				if ev.Reasoning != nil {
+					t.Errorf("echo sent a reasoning block: %+v", ev.Reasoning)
+				}
+			}
+			if !slices.Equal(reasoning, tc.reasoning) || reply.String() != tc.reply {
+				t.Errorf("reasoning %q, reply %q; want %q, %q", reasoning, reply.String(), tc.reasoning, tc.reply)
+			}
+			if last.Usage == nil || *last.Usage != tc.usage || last.ReasoningTokens != tc.rTokens {
+				t.Errorf("final event usage %+v, reasoning tokens %d; want %+v, %d", last.Usage, last.ReasoningTokens, tc.usage, tc.rTokens)
 			}
 		})
 	}

@@ -142,6 +142,9 @@ func chatChunks(reply Reply) []string {
 		return string(b)
 	}
 	lines := []string{chunk(obj{"role": "assistant", "content": ""}, nil)}
+	if reply.Reasoning != "" {
+		lines = append(lines, chunk(obj{"content": nil, "reasoning_content": reply.Reasoning}, nil))
+	}
 	if reply.Text != "" {
 		lines = append(lines, chunk(obj{"content": reply.Text}, nil))
 	}

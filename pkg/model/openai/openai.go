@@ -15,7 +15,9 @@
 // tools with their JSON Schema as parameters; Request.MaxTokens is
 // max_completion_tokens. Every call sets stream_options.include_usage.
 //
-// Stream mapping: choices[0].delta.content is a TextDelta; tool call
+// Stream mapping: choices[0].delta.reasoning_content (or "reasoning", as
+// some compatible servers name it) is a ReasoningDelta, which needs no
+// round trip; choices[0].delta.content is a TextDelta; tool call
 // fragments (choices[0].delta.tool_calls, keyed by index, the id and name
 // in the first fragment, arguments split across chunks) are joined and
 // emitted as complete model.ToolCalls, ordered by index, just before the
@@ -266,12 +268,15 @@ type stream struct {
 	closeOnce sync.Once
 	closed    atomic.Bool
 
-	calls    map[int64]*toolCall
-	pending  []model.Event
-	usage    *protocol.Usage // the last usage seen, emitted at io.EOF
-	cache    *model.CacheTokens
-	finished bool
-	err      error
+	calls   map[int64]*toolCall
+	pending []model.Event
+	usage   *protocol.Usage // the last usage seen, emitted at io.EOF
+	cache   *model.CacheTokens
+	// reasoningTokens are the usage's completion_tokens_details
+	// reasoning_tokens, emitted with it.
+	reasoningTokens int64
+	finished        bool
+	err             error
 }
 
 // Recv returns the next model event; see model.Stream.
@@ -288,7 +293,7 @@ func (s *stream) Recv() (model.Event, error) {
 			// figures, rather than the caller's estimate (docs/quotas.md).
 			if u := s.usage; u != nil {
 				s.usage = nil
-				return model.Event{Usage: u, Cache: s.cache}, nil
+				return model.Event{Usage: u, Cache: s.cache, ReasoningTokens: s.reasoningTokens}, nil
 			}
 			return model.Event{}, s.err
 		}
@@ -329,6 +334,9 @@ func (s *stream) handle(c openai.ChatCompletionChunk) error {
 		if ch.Index != 0 {
 			continue
 		}
+		if r := reasoningDelta(ch.Delta); r != "" {
+			s.pending = append(s.pending, model.Event{ReasoningDelta: r})
+		}
 		if ch.Delta.Content != "" {
 			s.pending = append(s.pending, model.Event{TextDelta: ch.Delta.Content})
 		}
@@ -360,8 +368,29 @@ func (s *stream) handle(c openai.ChatCompletionChunk) error {
 		u := c.Usage
 		s.usage = &protocol.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
 		s.cache = model.NewCacheTokens(u.PromptTokensDetails.CachedTokens, u.PromptTokensDetails.CacheWriteTokens)
+		s.reasoningTokens = u.CompletionTokensDetails.ReasoningTokens
 	}
 	return nil
+}
+
+// reasoningDelta returns the reasoning text of a delta: the
+// "reasoning_content" member that DeepSeek, Qwen and vLLM send, else the
+// "reasoning" member of OpenRouter and Ollama; "" when neither is a
+// string.
+func reasoningDelta(d openai.ChatCompletionChunkChoiceDelta) string {
+	for _, name := range []string{"reasoning_content", "reasoning"} {
+		// Extra members are never Valid (no type to decode them into):
+		// their raw JSON is all there is.
+		f, ok := d.JSON.ExtraFields[name]
+		if !ok {
+			continue
+		}
+		var text string
+		if json.Unmarshal([]byte(f.Raw()), &text) == nil && text != "" {
+			return text
+		}
+	}
+	return ""
 }
 
 // flushCalls queues the accumulated tool calls in index order.

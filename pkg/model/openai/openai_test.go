@@ -147,6 +147,18 @@ func TestStreamEvents(t *testing.T) {
 		"usage null on chunks": {with(`{"id":"c","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`),
 			events(model.Event{FinishReason: model.FinishStop})}, // a chunk without "model" names none
 		"no usage chunk": {with(chunk(`{}`, "stop")), events(model.Event{FinishReason: model.FinishStop, ResponseModel: "gpt-test"})},
+		"reasoning_content, then the answer": {[]string{
+			chunk(`{"role":"assistant","content":null,"reasoning_content":"First "}`, ""),
+			chunk(`{"content":null,"reasoning_content":"this."}`, ""),
+			chunk(`{"content":"Done.","reasoning_content":null}`, ""),
+			chunk(`{}`, "stop"),
+			`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-test","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5,"total_tokens":17,"completion_tokens_details":{"reasoning_tokens":3}}}`,
+		}, []model.Event{{ReasoningDelta: "First "}, {ReasoningDelta: "this."}, {TextDelta: "Done."},
+			{FinishReason: model.FinishStop, ResponseModel: "gpt-test"}, {Usage: usage, ReasoningTokens: 3}}},
+		"reasoning, as OpenRouter names it": {[]string{chunk(`{"reasoning":"Hm."}`, ""), chunk(`{"content":"Ok."}`, "stop")},
+			[]model.Event{{ReasoningDelta: "Hm."}, {TextDelta: "Ok."}, {FinishReason: model.FinishStop, ResponseModel: "gpt-test"}}},
+		"reasoning that is not a string is ignored": {[]string{chunk(`{"reasoning_content":{"x":1},"reasoning":7}`, ""), chunk(`{"content":"Ok."}`, "stop")},
+			[]model.Event{{TextDelta: "Ok."}, {FinishReason: model.FinishStop, ResponseModel: "gpt-test"}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
