@@ -313,7 +313,7 @@ var Layering = []layerRule{
 	{Pkg: "pkg/store/memory", May: []string{"pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/store/storetest", May: []string{"pkg/chat", "pkg/clock", "pkg/protocol"}},
 	{Pkg: "pkg/auth", May: []string{"pkg/chat", "pkg/protocol"}},
-	{Pkg: "pkg/definition", May: []string{"pkg/api", "pkg/chat", "pkg/protocol"}},
+	{Pkg: "pkg/definition", May: []string{"pkg/api", "pkg/chat", "pkg/model", "pkg/protocol"}},
 	{Pkg: "pkg/tool", May: []string{"pkg/chat", "pkg/model", "pkg/protocol"}},
 	{Pkg: "pkg/httpedge", May: []string{"pkg/api", "pkg/attach", "pkg/auth", "pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/telemetry", May: []string{"pkg/chat", "pkg/protocol"}},

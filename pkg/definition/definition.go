@@ -30,6 +30,7 @@ import (
 
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
@@ -180,11 +181,31 @@ type Definition struct {
 	// request's prefix where the model supports it
 	// (model.Request.PromptCache; docs/providers.md#prompt-caching).
 	NoPromptCache bool
+	// Reasoning is the model's reasoning (the file's "reasoning"); nil
+	// when the definition says nothing, and reasoning the model produces
+	// on its own is streamed and kept (docs/reasoning.md).
+	Reasoning *Reasoning
 	// Quotas are the definition's quotas on its sessions' principals and
 	// tenants (docs/quotas.md; the file's "quotas"): each limit set here
 	// replaces the deployment-wide default's (Resolver.Quotas); zero
 	// leaves it.
 	Quotas chat.Quotas
+}
+
+// Reasoning is a definition's reasoning settings (docs/reasoning.md).
+type Reasoning struct {
+	// BudgetTokens asks a model that takes a thinking budget (Bedrock's
+	// Claude models) to reason for up to that many tokens per model call
+	// (model.Request.Reasoning): 0 asks nothing, else
+	// model.MinReasoningBudget (1,024) and up, below Limits.MaxTokens,
+	// which must then be set, since the reasoning counts in each call's
+	// completion. Models that reason by themselves ignore it.
+	BudgetTokens int
+	// Hidden keeps the reasoning from clients (the file's "visible":
+	// false): it is still stored, and sent back to the model where the
+	// provider needs it, but no snapshot, resume, history page or AG-UI
+	// event carries it.
+	Hidden bool
 }
 
 // Limits bound one turn of a definition.
@@ -267,7 +288,12 @@ type fileDefinition struct {
 	// PromptCache is the file's "promptCache": false turns prompt caching
 	// off (Definition.NoPromptCache); absent or true leaves it on.
 	PromptCache *bool `json:"promptCache"`
-	Limits      *struct {
+	// Reasoning is the file's "reasoning": {budgetTokens?, visible?}.
+	Reasoning *struct {
+		BudgetTokens *int  `json:"budgetTokens"`
+		Visible      *bool `json:"visible"`
+	} `json:"reasoning"`
+	Limits *struct {
 		MaxSteps        *int   `json:"maxSteps"`
 		MaxTokens       *int   `json:"maxTokens"`
 		ContextTurns    *int   `json:"contextTurns"`
@@ -354,7 +380,8 @@ func ParseQuotas(data []byte) (chat.Quotas, error) {
 
 // Parse decodes a definitions file: a JSON array of objects
 // {id, revision, systemPrompt?, provider, modelId?, titleModel?, tools?,
-// approvalTools?, limits?: {maxSteps?, maxTokens?, contextTurns?, contextTokens?,
+// approvalTools?, promptCache?, reasoning?: {budgetTokens?, visible?},
+// limits?: {maxSteps?, maxTokens?, contextTurns?, contextTokens?,
 // maxOutputTokens?, maxToolCalls?, maxWallTimeMs?},
 // multitask?: {default?, allowed?}, quotas?: {principal?: {turnsPerMinute?,
 // tokensPerDay?, tokensPerMonth?, concurrentSessions?}, tenant?: {...}}}. Decoding is strict: member names are
@@ -394,6 +421,18 @@ func Parse(data []byte) ([]Definition, error) {
 		}
 		if e.PromptCache != nil {
 			d.NoPromptCache = !*e.PromptCache
+		}
+		if r := e.Reasoning; r != nil {
+			d.Reasoning = &Reasoning{}
+			if r.BudgetTokens != nil {
+				if *r.BudgetTokens == 0 {
+					return nil, fmt.Errorf("%w: %s: want %d..%d (omit it to ask for no budget)", ErrInvalid, field("reasoning.budgetTokens"), model.MinReasoningBudget, MaxTokens-1)
+				}
+				d.Reasoning.BudgetTokens = *r.BudgetTokens
+			}
+			if r.Visible != nil {
+				d.Reasoning.Hidden = !*r.Visible
+			}
 		}
 		if e.Limits != nil {
 			if e.Limits.MaxSteps != nil {
@@ -546,6 +585,9 @@ func New(defs []Definition, defaultID string, knownTool func(name string) bool) 
 		if d.Limits.MaxTokens < 0 || d.Limits.MaxTokens > MaxTokens {
 			return nil, fmt.Errorf("%w: %s: want 0..%d", ErrInvalid, field("limits.maxTokens"), MaxTokens)
 		}
+		if err := checkReasoning(d, field); err != nil {
+			return nil, err
+		}
 		if d.Limits.ContextTurns < 0 || d.Limits.ContextTurns > MaxContextTurns {
 			return nil, fmt.Errorf("%w: %s: want 1..%d", ErrInvalid, field("limits.contextTurns"), MaxContextTurns)
 		}
@@ -577,6 +619,25 @@ func New(defs []Definition, defaultID string, knownTool func(name string) bool) 
 		return nil, fmt.Errorf("%w: DEFINITION_ID: names no definition", ErrInvalid)
 	}
 	return r, nil
+}
+
+// checkReasoning reports ErrInvalid for a reasoning budget the models
+// that take one refuse: below model.MinReasoningBudget, or not below the
+// definition's maxTokens (also when maxTokens is left to the provider,
+// whose default the budget may pass). Definitions have no temperature
+// nor forced tool choice, which thinking models also refuse.
+func checkReasoning(d Definition, field func(string) string) error {
+	r := d.Reasoning
+	if r == nil || r.BudgetTokens == 0 {
+		return nil
+	}
+	if r.BudgetTokens < model.MinReasoningBudget || r.BudgetTokens >= MaxTokens {
+		return fmt.Errorf("%w: %s: want %d..%d", ErrInvalid, field("reasoning.budgetTokens"), model.MinReasoningBudget, MaxTokens-1)
+	}
+	if d.Limits.MaxTokens <= r.BudgetTokens {
+		return fmt.Errorf("%w: %s: set limits.maxTokens above the reasoning budget (the reasoning counts in each model call's completion)", ErrInvalid, field("reasoning.budgetTokens"))
+	}
+	return nil
 }
 
 // checkQuotas reports ErrInvalid for a negative quota or one above

@@ -26,7 +26,9 @@ const goodFile = `[
   {"id": "default", "revision": 3, "systemPrompt": "Be brief.", "provider": "echo"},
   {"id": "support.v2", "revision": 12, "provider": "bedrock", "modelId": "anthropic.claude-test", "titleModel": "anthropic.haiku-test",
    "tools": ["workspace_note"], "limits": {"maxSteps": 4, "maxTokens": 2048}},
-  {"id": "local", "revision": 1, "provider": "openai", "modelId": "llama3", "limits": {"maxTokens": 512}, "promptCache": false}
+  {"id": "local", "revision": 1, "provider": "openai", "modelId": "llama3", "limits": {"maxTokens": 512}, "promptCache": false},
+  {"id": "thinker", "revision": 1, "provider": "bedrock", "modelId": "us.anthropic.claude-sonnet-4", "reasoning": {"budgetTokens": 2048}, "limits": {"maxTokens": 4096}},
+  {"id": "quiet", "revision": 1, "provider": "openai", "modelId": "deepseek-reasoner", "reasoning": {"visible": false}}
 ]`
 
 func TestParseAndResolve(t *testing.T) {
@@ -46,6 +48,10 @@ func TestParseAndResolve(t *testing.T) {
 		"session keeps its id": {"support.v2", definition.Definition{ID: "support.v2", Revision: 12, Provider: "bedrock", ModelID: "anthropic.claude-test", TitleModelID: "anthropic.haiku-test",
 			Tools: []string{"workspace_note"}, Limits: definition.Limits{MaxSteps: 4, MaxTokens: 2048}}},
 		"default limits, no prompt cache": {"local", definition.Definition{ID: "local", Revision: 1, Provider: "openai", ModelID: "llama3", NoPromptCache: true, Limits: definition.Limits{MaxSteps: 8, MaxTokens: 512}}},
+		"a reasoning budget": {"thinker", definition.Definition{ID: "thinker", Revision: 1, Provider: "bedrock", ModelID: "us.anthropic.claude-sonnet-4",
+			Reasoning: &definition.Reasoning{BudgetTokens: 2048}, Limits: definition.Limits{MaxSteps: 8, MaxTokens: 4096}}},
+		"hidden reasoning, no budget": {"quiet", definition.Definition{ID: "quiet", Revision: 1, Provider: "openai", ModelID: "deepseek-reasoner",
+			Reasoning: &definition.Reasoning{Hidden: true}, Limits: definition.Limits{MaxSteps: 8}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -75,7 +81,7 @@ func TestParseAndResolve(t *testing.T) {
 		for _, d := range r.All() {
 			ids = append(ids, d.ID)
 		}
-		if strings.Join(ids, ",") != "default,support.v2,local" {
+		if strings.Join(ids, ",") != "default,support.v2,local,thinker,quiet" {
 			t.Errorf("All ids = %v", ids)
 		}
 		if r.Default().ID != "default" {
@@ -130,6 +136,11 @@ func TestParseInvalid(t *testing.T) {
 		"multitask allowed empty":  {`[{"id":"a","revision":1,"provider":"echo","multitask":{"allowed":[]}}]`, "definitions[0].multitask.allowed: want at least one"},
 		"multitask default number": {`[{"id":"a","revision":1,"provider":"echo","multitask":{"default":1}}]`, "/0/multitask/default: wrong type or value"},
 		"prompt cache a string":    {`[{"id":"a","revision":1,"provider":"echo","promptCache":"off"}]`, "/0/promptCache: wrong type or value"},
+		"reasoning a boolean":      {`[{"id":"a","revision":1,"provider":"echo","reasoning":true}]`, "/0/reasoning: wrong type or value"},
+		"reasoning unknown member": {`[{"id":"a","revision":1,"provider":"echo","reasoning":{"budget":2048}}]`, "/0/reasoning/budget: unknown member"},
+		"reasoning budget zero":    {`[{"id":"a","revision":1,"provider":"echo","reasoning":{"budgetTokens":0}}]`, "definitions[0].reasoning.budgetTokens: want 1024.."},
+		"reasoning budget string":  {`[{"id":"a","revision":1,"provider":"echo","reasoning":{"budgetTokens":"2048"}}]`, "/0/reasoning/budgetTokens: wrong type or value"},
+		"reasoning visible string": {`[{"id":"a","revision":1,"provider":"echo","reasoning":{"visible":"no"}}]`, "/0/reasoning/visible: wrong type or value"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -179,10 +190,22 @@ func TestNewInvalid(t *testing.T) {
 			d.Tools = []string{"workspace_note"}
 			d.ApprovalTools = []string{"workspace_note", "workspace_note"}
 		}), "a", "definitions[0].approvalTools[1]: repeats"},
-		"steps zero":               {with(func(d *definition.Definition) { d.Limits.MaxSteps = 0 }), "a", "definitions[0].limits.maxSteps: want 1..64"},
-		"steps large":              {with(func(d *definition.Definition) { d.Limits.MaxSteps = 65 }), "a", "definitions[0].limits.maxSteps: want 1..64"},
-		"tokens negative":          {with(func(d *definition.Definition) { d.Limits.MaxTokens = -1 }), "a", "definitions[0].limits.maxTokens"},
-		"tokens large":             {with(func(d *definition.Definition) { d.Limits.MaxTokens = 1_000_001 }), "a", "definitions[0].limits.maxTokens"},
+		"steps zero":      {with(func(d *definition.Definition) { d.Limits.MaxSteps = 0 }), "a", "definitions[0].limits.maxSteps: want 1..64"},
+		"steps large":     {with(func(d *definition.Definition) { d.Limits.MaxSteps = 65 }), "a", "definitions[0].limits.maxSteps: want 1..64"},
+		"tokens negative": {with(func(d *definition.Definition) { d.Limits.MaxTokens = -1 }), "a", "definitions[0].limits.maxTokens"},
+		"tokens large":    {with(func(d *definition.Definition) { d.Limits.MaxTokens = 1_000_001 }), "a", "definitions[0].limits.maxTokens"},
+		"reasoning budget small": {with(func(d *definition.Definition) {
+			d.Reasoning, d.Limits.MaxTokens = &definition.Reasoning{BudgetTokens: 1023}, 4096
+		}), "a", "definitions[0].reasoning.budgetTokens: want 1024..999999"},
+		"reasoning budget negative": {with(func(d *definition.Definition) {
+			d.Reasoning, d.Limits.MaxTokens = &definition.Reasoning{BudgetTokens: -1}, 4096
+		}), "a", "definitions[0].reasoning.budgetTokens: want 1024.."},
+		"reasoning budget at max tokens": {with(func(d *definition.Definition) {
+			d.Reasoning, d.Limits.MaxTokens = &definition.Reasoning{BudgetTokens: 4096}, 4096
+		}), "a", "definitions[0].reasoning.budgetTokens: set limits.maxTokens above"},
+		"reasoning budget without max tokens": {with(func(d *definition.Definition) {
+			d.Reasoning = &definition.Reasoning{BudgetTokens: 2048}
+		}), "a", "definitions[0].reasoning.budgetTokens: set limits.maxTokens above"},
 		"default missing":          {with(func(*definition.Definition) {}), "b", "DEFINITION_ID: names no definition"},
 		"multitask unknown policy": {with(func(d *definition.Definition) { d.Multitask.Allowed = []string{"reject", "latest"} }), "a", "definitions[0].multitask.allowed[1]: want one of"},
 		"multitask repeated":       {with(func(d *definition.Definition) { d.Multitask.Allowed = []string{"reject", "reject"} }), "a", "definitions[0].multitask.allowed[1]"},
@@ -251,7 +274,7 @@ func TestLoad(t *testing.T) {
 		if d := r.Default(); d.ID != "support.v2" || d.Revision != 12 {
 			t.Errorf("Default = %+v", d)
 		}
-		if len(r.All()) != 3 {
+		if len(r.All()) != 5 {
 			t.Errorf("All = %d definitions", len(r.All()))
 		}
 	})
