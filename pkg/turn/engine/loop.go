@@ -74,8 +74,10 @@ func (t *run) runModel(ctx context.Context) error {
 			Tools:     a.tools.Specs(),
 			MaxTokens: maxTokens,
 
-			PromptCache: !a.def.NoPromptCache,
-			Attachments: attachments,
+			PromptCache:     !a.def.NoPromptCache,
+			Attachments:     attachments,
+			Reasoning:       a.reasoning(),
+			ReasoningBlocks: t.reasoning.blocks,
 		}
 		text, calls, finish, err := t.modelCall(ctx, req, step)
 		if err != nil {
@@ -172,10 +174,11 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ str
 		_ = s.Close() // a close failure changes nothing the client sees
 	}()
 	var (
-		text   strings.Builder
-		calls  []pendingCall
-		sent   = map[string]bool{} // the non-empty ids the model sent in this call
-		finish model.FinishReason
+		text      strings.Builder
+		reasoning bool // this call has streamed reasoning
+		calls     []pendingCall
+		sent      = map[string]bool{} // the non-empty ids the model sent in this call
+		finish    model.FinishReason
 	)
 	for {
 		ev, err := s.Recv()
@@ -194,6 +197,13 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ str
 		mc.Event(ev)
 		est.output(model.OutputBytes(ev))
 		changed := false
+		if ev.ReasoningDelta != "" {
+			changed = t.state.addReasoning(ev.ReasoningDelta, !reasoning)
+			reasoning = true
+		}
+		if ev.Reasoning != nil {
+			t.reasoning.add(roundID(t.turnID, step), *ev.Reasoning)
+		}
 		if ev.TextDelta != "" {
 			delta := ev.TextDelta
 			if text.Len() == 0 && step > 1 && t.state.hasContent() {
@@ -402,7 +412,7 @@ func (t *run) runTools(ctx context.Context, step int, text string, calls []pendi
 	}
 	out := make([]protocol.Message, 0, 1+len(calls))
 	out = append(out, protocol.Message{
-		ID:        MessageID(t.turnID, fmt.Sprintf("a%d", step)),
+		ID:        roundID(t.turnID, step),
 		Role:      protocol.RoleAssistant,
 		Content:   text,
 		Status:    protocol.MessageComplete,

@@ -72,6 +72,9 @@ type run struct {
 	model modelStream
 
 	loop loopLog // the model-tool loop's tool call ids and tool rounds
+	// reasoning holds the reasoning blocks of the turn's model calls, sent
+	// back on its later calls (reasoning.go).
+	reasoning reasoningLog
 
 	approvals approvals // confirmations asked for and decided (approvals.go)
 
@@ -584,6 +587,7 @@ func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 		}
 	}
 	m.Metadata = t.approvals.approvalMetadata(t.loop.metadata(m.Metadata, false), status)
+	m.Metadata = t.reasoningMetadata(m.Metadata, v.reasoning)
 	if status != protocol.MessageStreaming {
 		m.Metadata = t.budget.limitMetadata(m.Metadata)
 		m.Metadata = usageEstimateMetadata(m.Metadata, v.estimated) // loop.go

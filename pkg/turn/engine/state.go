@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model"
@@ -20,13 +21,18 @@ import (
 // to the last component, tail the text after it, encoded on demand with a copy
 // of enc.
 type state struct {
-	mu        sync.Mutex
-	plain     strings.Builder // all text before the first component
-	env       string          // "" until the first component
-	enc       protocol.ContentEncoder
-	tail      strings.Builder // text after the last component
-	toolCalls []protocol.ToolCall
-	usage     protocol.Usage
+	mu    sync.Mutex
+	plain strings.Builder // all text before the first component
+	env   string          // "" until the first component
+	enc   protocol.ContentEncoder
+	tail  strings.Builder // text after the last component
+	// reasoning is the model's reasoning so far, the reasoning of two
+	// model calls joined with stepSeparator, at most MaxReasoningBytes
+	// (reasoningCut once more was left out).
+	reasoning    strings.Builder
+	reasoningCut bool
+	toolCalls    []protocol.ToolCall
+	usage        protocol.Usage
 	// estimated is the part of usage that is an estimate (addEstimate).
 	estimated protocol.Usage
 	// inflight is the estimated usage of the model call streaming now
@@ -45,6 +51,7 @@ type state struct {
 // view is a consistent copy of the state.
 type view struct {
 	content   string
+	reasoning string
 	toolCalls []protocol.ToolCall
 	usage     protocol.Usage
 	estimated protocol.Usage // the part of usage that is an estimate
@@ -85,6 +92,46 @@ func (s *state) addText(delta string) bool {
 			s.tail.WriteString(delta)
 		}
 	})
+}
+
+// MaxReasoningBytes bounds the reasoning a turn keeps in its assistant
+// message (metadata.reasoning, docs/reasoning.md): 64 KiB of UTF-8, about
+// 16,000 tokens. Reasoning past it is left out of the message (the
+// provider's own reasoning blocks, sent back to it, keep all of theirs).
+const MaxReasoningBytes = 65_536
+
+// addReasoning appends a reasoning delta, with stepSeparator before it
+// when it opens a later model call's reasoning (first). Past
+// MaxReasoningBytes the rest is left out, cut at a character boundary.
+func (s *state) addReasoning(delta string, first bool) bool {
+	if delta == "" {
+		return false
+	}
+	return s.change(func() {
+		if s.reasoningCut {
+			return
+		}
+		if first && s.reasoning.Len() > 0 {
+			delta = stepSeparator + delta
+		}
+		if room := MaxReasoningBytes - s.reasoning.Len(); len(delta) > room {
+			delta = cutUTF8(delta, room)
+			s.reasoningCut = true
+		}
+		s.reasoning.WriteString(delta)
+	})
+}
+
+// cutUTF8 returns the longest prefix of s of at most n bytes that ends
+// at a character boundary.
+func cutUTF8(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // addUsage adds one model call's usage as its provider reported it: a
@@ -220,6 +267,7 @@ func (s *state) view() view {
 	defer s.mu.Unlock()
 	return view{
 		content:   s.contentLocked(),
+		reasoning: s.reasoning.String(),
 		toolCalls: s.toolCalls[:len(s.toolCalls):len(s.toolCalls)],
 		usage:     sumUsage(s.usage, s.inflight),
 		estimated: s.estimated,

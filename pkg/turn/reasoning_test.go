@@ -1,0 +1,130 @@
+package turn_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/config"
+	"github.com/turnstream/turnstream/pkg/definition"
+	"github.com/turnstream/turnstream/pkg/model/modeltest"
+	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/turn/engine"
+)
+
+// reasoningOf returns the assistant message's metadata.reasoning, and
+// whether it has one.
+func reasoningOf(t *testing.T, m protocol.Message) (string, bool) {
+	t.Helper()
+	if len(m.Metadata) == 0 {
+		return "", false
+	}
+	var meta map[string]json.RawMessage
+	if err := json.Unmarshal(m.Metadata, &meta); err != nil {
+		t.Fatal(err)
+	}
+	raw, ok := meta[engine.MetadataReasoning]
+	if !ok {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatalf("metadata.reasoning is not a string: %s", raw)
+	}
+	return s, true
+}
+
+// thinkingReplies are a thinking model's two calls of a tool loop: it
+// reasons (a signed block and a redacted one), saves a note, then
+// reasons again and answers.
+var thinkingReplies = []modeltest.Reply{
+	{Reasoning: "Save it first.", RedactedReasoning: true, Calls: []modeltest.Call{{ID: "n1", Name: "workspace_note", Args: `{"title":"Plan","body":"x"}`}}},
+	{Reasoning: "Saved, so answer.", Text: "Done."},
+}
+
+// TestReasoningToolLoopOnBedrock: a Claude model that thinks gets its
+// thinking budget, streams its reasoning into metadata.reasoning (the
+// snapshot, the stored turn and history agree), and gets its signed and
+// redacted reasoning blocks back, unchanged and first, on the tool loop's
+// next call: the fake refuses a request without them (rule B12), as
+// Bedrock does.
+func TestReasoningToolLoopOnBedrock(t *testing.T) {
+	for _, hidden := range []bool{false, true} {
+		name := "visible"
+		if hidden {
+			name = "hidden"
+		}
+		t.Run(name, func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+				s := modeltest.NewBedrock(t, thinkingReplies...)
+				p := fakeProvider{name: config.ProviderBedrock, modelID: modeltest.BedrockCachingModelID, model: s.Model(), server: s}
+				e := registryEnv(t, newStore(t), p, toolRegistry(t), definition.Definition{
+					Revision: 1, Tools: []string{"workspace_note"},
+					Reasoning: &definition.Reasoning{BudgetTokens: 2048, Hidden: hidden},
+					Limits:    definition.Limits{MaxSteps: 4, MaxTokens: 4096},
+				})
+				r := e.submit(t, "s-think", "t1", "Save a plan.", nil, nil)
+				term := agree(t, e, r, "s-think", "t1")
+				final := term.Messages[len(term.Messages)-1]
+				if final.Content != "Done." || len(final.ToolCalls) != 1 || final.ToolCalls[0].Status != protocol.ToolCallComplete {
+					t.Fatalf("final message %+v", final)
+				}
+				got, ok := reasoningOf(t, final)
+				if want := "Save it first.\n\nSaved, so answer."; !hidden && got != want {
+					t.Errorf("metadata.reasoning = %q (%v), want %q", got, ok, want)
+				}
+				if hidden {
+					for _, ev := range r.events {
+						if ev.Kind != protocol.EventSnapshot {
+							continue
+						}
+						for _, m := range ev.Snapshot.Messages {
+							if _, ok := reasoningOf(t, m); ok || strings.Contains(string(m.Metadata), "Save it first") {
+								t.Fatalf("snapshot %d shows hidden reasoning: %s", ev.Sequence, m.Metadata)
+							}
+						}
+					}
+				}
+				reqs := s.Requests()
+				if len(reqs) != 2 {
+					t.Fatalf("%d model calls, want 2", len(reqs))
+				}
+				for i, body := range reqs {
+					if !strings.Contains(string(body), `"thinking":{"budget_tokens":2048,"type":"enabled"}`) &&
+						!strings.Contains(string(body), `"thinking":{"type":"enabled","budget_tokens":2048}`) {
+						t.Errorf("request %d asks for no thinking: %s", i+1, body)
+					}
+				}
+				if !strings.Contains(string(reqs[1]), modeltest.Signature("Save it first.")) {
+					t.Errorf("the second call does not send the signed reasoning back: %s", reqs[1])
+				}
+			})
+		})
+	}
+}
+
+// TestReasoningStreamsBeforeTheAnswer: the reasoning grows in the
+// streaming snapshots before any answer text, and a model that reasons
+// without being asked (no budget) still has its reasoning kept.
+func TestReasoningStreamsBeforeTheAnswer(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		s := modeltest.NewOpenAI(t, modeltest.Reply{Reasoning: "Think first.", Text: "Answer."})
+		p := fakeProvider{name: config.ProviderOpenAI, modelID: modeltest.OpenAIModelID, model: s.Model(), server: s}
+		e := registryEnv(t, newStore(t), p, toolRegistry(t), definition.Definition{Revision: 1, Limits: definition.Limits{MaxSteps: 1}})
+		r := e.submit(t, "s-reason", "t1", "Why?", nil, nil)
+		term := agree(t, e, r, "s-reason", "t1")
+		if got, _ := reasoningOf(t, term.Messages[len(term.Messages)-1]); got != "Think first." {
+			t.Fatalf("metadata.reasoning = %q", got)
+		}
+		for _, ev := range r.events {
+			if ev.Kind != protocol.EventSnapshot {
+				continue
+			}
+			m := ev.Snapshot.Messages[len(ev.Snapshot.Messages)-1]
+			if got, ok := reasoningOf(t, m); m.Content != "" && (!ok || got != "Think first.") {
+				t.Fatalf("snapshot %d has answer text %q before all of the reasoning (%q)", ev.Sequence, m.Content, got)
+			}
+		}
+	})
+}
