@@ -128,3 +128,49 @@ func TestReasoningStreamsBeforeTheAnswer(t *testing.T) {
 		}
 	})
 }
+
+// TestReasoningApprovalContinuation: a thinking model's tool call that
+// waits for approval is continued by a later turn, which does not hold
+// the reasoning blocks of the loop it continues: that call goes out
+// without a thinking budget (the fake, like Anthropic, refuses a
+// thinking request whose tool loop lacks its reasoning: rule B12), and
+// the next user turn thinks again.
+func TestReasoningApprovalContinuation(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		s := modeltest.NewBedrock(t, append(thinkingReplies, modeltest.Reply{Reasoning: "A new question.", Text: "More."})...)
+		p := fakeProvider{name: config.ProviderBedrock, modelID: modeltest.BedrockCachingModelID, model: s.Model(), server: s}
+		e := registryEnv(t, newStore(t), p, toolRegistry(t), definition.Definition{
+			Revision: 1, Tools: []string{"workspace_note"}, ApprovalTools: []string{"workspace_note"},
+			Reasoning: &definition.Reasoning{BudgetTokens: 2048},
+			Limits:    definition.Limits{MaxSteps: 4, MaxTokens: 4096},
+		})
+		asked := e.submit(t, "s-ask", "t1", "Save a plan.", nil, nil).terminal(t)
+		final := asked.Messages[len(asked.Messages)-1]
+		if got, _ := reasoningOf(t, final); got != "Save it first." {
+			t.Fatalf("the waiting turn's reasoning %q", got)
+		}
+		var meta struct {
+			Pending []struct{ Token string } `json:"pendingConfirmations"`
+		}
+		if err := json.Unmarshal(final.Metadata, &meta); err != nil || len(meta.Pending) != 1 {
+			t.Fatalf("metadata %s: %v", final.Metadata, err)
+		}
+		done := e.decide(t, "s-ask", "t2", meta.Pending[0].Token, protocol.DecisionApprove, nil).terminal(t)
+		if m := done.Messages[len(done.Messages)-1]; m.Content != "Done." {
+			t.Fatalf("the continuation's answer %+v", m)
+		}
+		more := e.submit(t, "s-ask", "t3", "And then?", nil, nil).terminal(t)
+		if got, _ := reasoningOf(t, more.Messages[len(more.Messages)-1]); got != "A new question." {
+			t.Fatalf("the next turn's reasoning %q", got)
+		}
+		reqs := s.Requests()
+		if len(reqs) != 3 {
+			t.Fatalf("%d model calls, want 3", len(reqs))
+		}
+		for i, want := range []bool{true, false, true} {
+			if got := strings.Contains(string(reqs[i]), `"thinking"`); got != want {
+				t.Errorf("request %d asks for thinking: %v, want %v", i+1, got, want)
+			}
+		}
+	})
+}

@@ -410,8 +410,12 @@ var bedrockName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 //	    inferenceConfig.maxTokens;
 //	B12 reasoningContent blocks appear only in assistant messages, before
 //	    their other blocks, each as the model sent it (a reasoningText with
-//	    its signature, or redactedContent); with thinking enabled, the last
-//	    assistant message, when it has toolUse blocks, starts with one.
+//	    its signature, or redactedContent); with thinking enabled and the
+//	    request in a tool loop (it ends with a user message that starts
+//	    with toolResult blocks), the loop's first assistant message (the
+//	    first after the last user message that does not) starts
+//	    with one: a model that thinks once per turn, as Claude does without
+//	    interleaved thinking, reasons before its first tool use only.
 func ValidateConverse(body []byte) error {
 	var req converseRequest
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -576,20 +580,22 @@ func checkReasoning(req converseRequest) error {
 			return errors.New("B11: max_tokens must be greater than thinking.budget_tokens")
 		}
 	}
-	lastUse := -1 // the last assistant message, when it has toolUse blocks
+	loopStart := -1 // the tool loop's first assistant message
 	for i, m := range req.Messages {
 		if m.Role != "assistant" {
+			if !carriesResults(m.Content) {
+				loopStart = -1
+			}
 			continue
 		}
-		lastUse = -1
+		if loopStart < 0 {
+			loopStart = i
+		}
 		others := false
 		for j, c := range m.Content {
 			where := fmt.Sprintf("messages[%d].content[%d]", i, j)
 			if c.ReasoningContent == nil {
 				others = true
-				if c.ToolUse != nil {
-					lastUse = i
-				}
 				continue
 			}
 			if others {
@@ -612,10 +618,18 @@ func checkReasoning(req converseRequest) error {
 			}
 		}
 	}
-	if t != nil && lastUse >= 0 {
-		if c := req.Messages[lastUse].Content; len(c) == 0 || c[0].ReasoningContent == nil {
-			return fmt.Errorf("B12: messages[%d]: expected thinking or redacted_thinking, but found tool_use: with thinking enabled, the last assistant message must start with its reasoning", lastUse)
+	n := len(req.Messages)
+	if t != nil && loopStart >= 0 && n > 0 && req.Messages[n-1].Role == "user" && carriesResults(req.Messages[n-1].Content) {
+		if c := req.Messages[loopStart].Content; len(c) == 0 || c[0].ReasoningContent == nil {
+			return fmt.Errorf("B12: messages[%d]: expected thinking or redacted_thinking, but found tool_use: with thinking enabled, the tool loop's first assistant message must start with its reasoning", loopStart)
 		}
 	}
 	return nil
+}
+
+// carriesResults reports whether a user message's blocks start with a
+// toolResult block (rule B7 puts them first): the message answers the
+// assistant's tool use, within its turn, rather than opening a new one.
+func carriesResults(blocks []converseBlock) bool {
+	return len(blocks) > 0 && blocks[0].ToolResult != nil
 }

@@ -15,6 +15,9 @@ import (
 
 const toolConfig = `,"toolConfig":{"tools":[{"toolSpec":{"name":"note","inputSchema":{"json":{"type":"object"}}}}]}`
 
+// onlyResult is a user message of one toolResult block answering t1.
+const onlyResult = `{"role":"user","content":[{"toolResult":{"toolUseId":"t1","content":[{"text":"ok"}],"status":"success"}}]}`
+
 // think opens a request body that enables thinking with budget and
 // maxTokens.
 func think(budget, maxTokens int) string {
@@ -82,6 +85,11 @@ func TestValidateConverse(t *testing.T) {
 			strings.Replace(use, `{"text":"Saving."},`, `{"text":"Saving."},`+reasoningBlock+`,`, 1) + `,` + res + `]` + toolConfig + `}`, "B12"},
 		"reasoning from the user":             {`{"messages":[{"role":"user","content":[` + reasoningBlock + `,{"text":"hi"}]}]}`, "B12"},
 		"reasoning without thinking is taken": {`{"messages":[{"role":"user","content":[{"text":"hi"}]},` + thought(use) + `,` + res + `]` + toolConfig + `}`, ""},
+		"a second round without reasoning": {think(2048, 4096) + `"messages":[{"role":"user","content":[{"text":"hi"}]},` + thought(use) + `,` + onlyResult + `,` +
+			strings.ReplaceAll(use, "t1", "t2") + `,` + strings.ReplaceAll(onlyResult, "t1", "t2") + `]` + toolConfig + `}`, ""},
+		"a loop whose first round lost its reasoning": {think(2048, 4096) + `"messages":[{"role":"user","content":[{"text":"hi"}]},` + use + `,` + onlyResult + `,` +
+			thought(strings.ReplaceAll(use, "t1", "t2")) + `,` + strings.ReplaceAll(onlyResult, "t1", "t2") + `]` + toolConfig + `}`, "B12"},
+		"an earlier turn without reasoning": {think(2048, 4096) + `"messages":[{"role":"user","content":[{"text":"hi"}]},` + use + `,` + res + `,{"role":"assistant","content":[{"text":"ok"}]},{"role":"user","content":[{"text":"more"}]}]` + toolConfig + `}`, ""},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

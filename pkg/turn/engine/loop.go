@@ -79,6 +79,10 @@ func (t *run) runModel(ctx context.Context) error {
 			Reasoning:       a.reasoning(),
 			ReasoningBlocks: t.reasoning.blocks,
 		}
+		if req.Reasoning != nil && !t.reasoning.covers(msgs) {
+			req.Reasoning = nil
+			t.log.Info("model call without a thinking budget: the tool loop's reasoning is not at hand", "step", step)
+		}
 		text, calls, finish, err := t.modelCall(ctx, req, step)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -152,7 +153,9 @@ func (l *loopLog) metadata(meta json.RawMessage, pending bool) json.RawMessage {
 }
 
 // splitRounds returns an assistant message whose content is plain text
-// as the model calls of its turn wrote it, using its MetadataToolRounds:
+// as the model calls of its turn wrote it, using its MetadataToolRounds
+// (the k-th message, from 1, with m's id followed by k: the round's id
+// as the turn's tool loop sent it, roundID):
 // per round, the text written before that round's calls (a leading
 // stepSeparator dropped) with those calls; then the text written after
 // the last results, with any calls no round accounts for (a turn that
@@ -173,6 +176,7 @@ func splitRounds(m protocol.Message) []protocol.Message {
 			return []protocol.Message{m}
 		}
 		seg := m
+		seg.ID = m.ID + strconv.Itoa(len(out)+1)
 		seg.Content = trimSeparator(text[start:end], len(out) > 0)
 		seg.ToolCalls = m.ToolCalls[used : used+r.ToolCalls : used+r.ToolCalls]
 		seg.Metadata = nil
@@ -180,6 +184,7 @@ func splitRounds(m protocol.Message) []protocol.Message {
 		start, used = end, used+r.ToolCalls
 	}
 	last := m
+	last.ID = m.ID + strconv.Itoa(len(out)+1)
 	last.Content = trimSeparator(text[start:], len(out) > 0)
 	last.ToolCalls = m.ToolCalls[used:len(m.ToolCalls):len(m.ToolCalls)]
 	last.Metadata = nil

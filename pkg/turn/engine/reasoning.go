@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/turnstream/turnstream/pkg/model"
+	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // MetadataReasoning is the assistant message metadata member that holds
@@ -62,4 +63,33 @@ func (t *run) reasoningMetadata(meta json.RawMessage, reasoning string) json.Raw
 		return meta
 	}
 	return withMember(meta, MetadataReasoning, s)
+}
+
+// covers reports whether msgs, as a model request's messages, can go out
+// with a thinking budget: when they continue a tool loop (a tool message
+// after the last assistant message, a decision's user message possibly
+// after it, which providers put beside the results), the loop's first
+// assistant message (the first of the assistant and tool messages before
+// the last assistant message, back to a user message) must have its
+// reasoning blocks to send back, since a model that thinks wants its
+// reasoning before the loop's first tool use returned (Anthropic refuses
+// the request otherwise). They are missing for a loop a later turn
+// continues (an approval's), or one begun without a thinking budget: that
+// call then goes out without one.
+func (l *reasoningLog) covers(msgs []protocol.Message) bool {
+	last := len(msgs) - 1
+	results := false
+	for ; last >= 0 && msgs[last].Role != protocol.RoleAssistant; last-- {
+		results = results || msgs[last].Role == protocol.RoleTool
+	}
+	if !results {
+		return true
+	}
+	start := last
+	for i := last; i >= 0 && msgs[i].Role != protocol.RoleUser; i-- {
+		if msgs[i].Role == protocol.RoleAssistant {
+			start = i
+		}
+	}
+	return len(l.blocks[msgs[start].ID]) > 0
 }
