@@ -27,6 +27,13 @@ const (
 	TypeToolCallEnd        = "TOOL_CALL_END"
 	TypeToolCallResult     = "TOOL_CALL_RESULT"
 	TypeMessagesSnapshot   = "MESSAGES_SNAPSHOT"
+	// The reasoning events: a span (REASONING_START, REASONING_END)
+	// around one streamed reasoning message.
+	TypeReasoningStart          = "REASONING_START"
+	TypeReasoningMessageStart   = "REASONING_MESSAGE_START"
+	TypeReasoningMessageContent = "REASONING_MESSAGE_CONTENT"
+	TypeReasoningMessageEnd     = "REASONING_MESSAGE_END"
+	TypeReasoningEnd            = "REASONING_END"
 )
 
 // Message roles (AG-UI 1.0 Role values turnstream sends).
@@ -35,6 +42,9 @@ const (
 	RoleAssistant = "assistant"
 	RoleSystem    = "system"
 	RoleTool      = "tool"
+	// RoleReasoning is a reasoning message's role, and
+	// REASONING_MESSAGE_START's.
+	RoleReasoning = "reasoning"
 )
 
 // Run outcomes (RUN_FINISHED outcome.type).
@@ -56,16 +66,19 @@ type Event struct {
 	// ThreadID and RunID: RUN_STARTED, RUN_FINISHED.
 	ThreadID string `json:"threadId,omitzero"`
 	RunID    string `json:"runId,omitzero"`
-	// MessageID: TEXT_MESSAGE_*, TOOL_CALL_RESULT (the tool message).
+	// MessageID: TEXT_MESSAGE_*, TOOL_CALL_RESULT (the tool message),
+	// REASONING_* (the reasoning message).
 	MessageID string `json:"messageId,omitzero"`
-	// Role: TEXT_MESSAGE_START ("assistant"), TOOL_CALL_RESULT ("tool").
+	// Role: TEXT_MESSAGE_START ("assistant"), TOOL_CALL_RESULT ("tool"),
+	// REASONING_MESSAGE_START ("reasoning").
 	Role string `json:"role,omitzero"`
 	// ToolCallID: TOOL_CALL_*; ToolCallName and ParentMessageID:
 	// TOOL_CALL_START.
 	ToolCallID      string `json:"toolCallId,omitzero"`
 	ToolCallName    string `json:"toolCallName,omitzero"`
 	ParentMessageID string `json:"parentMessageId,omitzero"`
-	// Delta: TEXT_MESSAGE_CONTENT, TOOL_CALL_ARGS.
+	// Delta: TEXT_MESSAGE_CONTENT, TOOL_CALL_ARGS,
+	// REASONING_MESSAGE_CONTENT.
 	Delta *string `json:"delta,omitzero"`
 	// Content: TOOL_CALL_RESULT.
 	Content *string `json:"content,omitzero"`

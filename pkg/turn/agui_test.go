@@ -87,6 +87,7 @@ func checkAGUI(tb testing.TB, frames []aguiFrame, ended bool) {
 		tb.Fatalf("stream does not start with RUN_STARTED: %v", frames)
 	}
 	open, calls := map[string]bool{}, map[string]bool{}
+	spans, thinking := map[string]bool{}, map[string]bool{} // reasoning spans and messages open
 	for i, f := range frames {
 		if i > 0 && !idLess(frames[i-1].id, f.id) && (i > 1 || idLess(f.id, frames[0].id)) {
 			tb.Fatalf("id %s after %s", f.id, frames[i-1].id)
@@ -102,12 +103,39 @@ func checkAGUI(tb testing.TB, frames []aguiFrame, ended bool) {
 				tb.Fatalf("frame %d re-opens an open message", i)
 			}
 			open[f.str("messageId")] = true
-		case agui.TypeTextMessageContent, agui.TypeTextMessageEnd:
-			if !open[f.str("messageId")] || typ == agui.TypeTextMessageContent && f.str("delta") == "" {
-				tb.Fatalf("frame %d: %s of a closed message or empty", i, typ)
+		case agui.TypeTextMessageEnd:
+			if !open[f.str("messageId")] {
+				tb.Fatalf("frame %d: %s of a closed message", i, typ)
 			}
-			if typ == agui.TypeTextMessageEnd {
-				delete(open, f.str("messageId"))
+			delete(open, f.str("messageId"))
+		case agui.TypeReasoningStart:
+			if spans[f.str("messageId")] {
+				tb.Fatalf("frame %d re-opens an open reasoning span", i)
+			}
+			spans[f.str("messageId")] = true
+		case agui.TypeReasoningMessageStart:
+			if !spans[f.str("messageId")] || thinking[f.str("messageId")] || f.str("role") != agui.RoleReasoning {
+				tb.Fatalf("frame %d: %v outside its span, re-opened, or not of role reasoning", i, f.ev)
+			}
+			thinking[f.str("messageId")] = true
+		case agui.TypeReasoningMessageContent, agui.TypeReasoningMessageEnd:
+			if !thinking[f.str("messageId")] || typ == agui.TypeReasoningMessageContent && f.str("delta") == "" {
+				tb.Fatalf("frame %d: %s of a closed reasoning message or empty", i, typ)
+			}
+			if typ == agui.TypeReasoningMessageEnd {
+				delete(thinking, f.str("messageId"))
+			}
+		case agui.TypeReasoningEnd:
+			if !spans[f.str("messageId")] || thinking[f.str("messageId")] {
+				tb.Fatalf("frame %d: REASONING_END of a closed span, or with its message open", i)
+			}
+			delete(spans, f.str("messageId"))
+		case agui.TypeTextMessageContent:
+			if len(thinking) > 0 {
+				tb.Fatalf("frame %d: answer text while reasoning %v is open", i, thinking)
+			}
+			if !open[f.str("messageId")] || f.str("delta") == "" {
+				tb.Fatalf("frame %d: %s of a closed message or empty", i, typ)
 			}
 		case agui.TypeToolCallStart:
 			calls[f.str("toolCallId")] = true
@@ -122,8 +150,8 @@ func checkAGUI(tb testing.TB, frames []aguiFrame, ended bool) {
 			if !last {
 				tb.Fatalf("%s at frame %d of %d", typ, i, len(frames))
 			}
-			if typ == agui.TypeRunFinished && (len(open) > 0 || len(calls) > 0) {
-				tb.Fatalf("RUN_FINISHED with open messages %v or calls %v", open, calls)
+			if typ == agui.TypeRunFinished && (len(open) > 0 || len(calls) > 0 || len(spans) > 0) {
+				tb.Fatalf("RUN_FINISHED with open messages %v, calls %v or reasoning %v", open, calls, spans)
 			}
 		}
 	}
@@ -146,7 +174,7 @@ func aguiText(texts map[string]string, frames []aguiFrame) map[string]string {
 				mm := m.(map[string]any)
 				texts[mm["id"].(string)], _ = mm["content"].(string)
 			}
-		case agui.TypeTextMessageContent:
+		case agui.TypeTextMessageContent, agui.TypeReasoningMessageContent:
 			texts[f.str("messageId")] += f.str("delta")
 		}
 	}

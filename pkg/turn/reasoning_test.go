@@ -5,9 +5,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnstream/turnstream/pkg/agui"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
+	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/model/modeltest"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/turn/engine"
@@ -173,4 +175,52 @@ func TestReasoningApprovalContinuation(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestAGUIReasoning: on POST /agui, reasoning streams as one reasoning
+// message in a REASONING_START ... REASONING_END span before the answer's
+// text (the corpus the JS tests check against @ag-ui/core's schemas keeps
+// the stream), and a client that applies the events holds the stored
+// reasoning; a definition that hides reasoning sends none.
+func TestAGUIReasoning(t *testing.T) {
+	for name, hidden := range map[string]bool{"visible": false, "hidden": true} {
+		t.Run(name, func(t *testing.T) {
+			p := fakeProvider{name: config.ProviderEcho, model: echo.New(0, 3)}
+			e := registryEnv(t, newStoreMemory(), p, toolRegistry(t), definition.Definition{
+				Revision: 1, Reasoning: &definition.Reasoning{Hidden: hidden}, Limits: definition.Limits{MaxSteps: 1},
+			})
+			frames := e.aguiRun(t, "reasoning "+name, aguiInput("s", "t1", "/think first this, then that", ""))
+			rec := e.stored(t, "s", "t1")
+			got, ok := reasoningOf(t, rec.Messages[1])
+			kinds := map[string]int{}
+			for _, f := range frames {
+				kinds[f.typ()]++
+			}
+			if hidden {
+				if ok || kinds[agui.TypeReasoningStart] > 0 || kinds[agui.TypeReasoningMessageContent] > 0 {
+					t.Fatalf("hidden reasoning sent: stored %q, events %v", got, kinds)
+				}
+				return
+			}
+			if got != "first this, then that" {
+				t.Fatalf("stored reasoning %q", got)
+			}
+			if kinds[agui.TypeReasoningStart] != 1 || kinds[agui.TypeReasoningEnd] != 1 || kinds[agui.TypeReasoningMessageContent] < 1 {
+				t.Fatalf("reasoning events %v, want one span of deltas", kinds)
+			}
+			first := map[string]int{}
+			for i, f := range frames {
+				if _, seen := first[f.typ()]; !seen {
+					first[f.typ()] = i
+				}
+			}
+			if first[agui.TypeReasoningEnd] > first[agui.TypeTextMessageStart] {
+				t.Errorf("the answer's text started before the reasoning ended: %v", first)
+			}
+			texts := aguiText(nil, frames)
+			if texts["t1.a.reasoning"] != got || texts["t1.a"] != rec.Messages[1].Content {
+				t.Errorf("client holds reasoning %q and text %q; stored %q and %q", texts["t1.a.reasoning"], texts["t1.a"], got, rec.Messages[1].Content)
+			}
+		})
+	}
 }

@@ -68,7 +68,7 @@ test("every event of the corpus parses with @ag-ui/core's schemas and passes @ag
     });
     const files = readdirSync(dir).filter((f) => f.endsWith(".sse"));
     const kinds = new Set(files.map((f) => f.replace(/-.*|\.sse$/g, "")));
-    for (const k of ["plain", "approval", "stop", "timeout", "model", "lost", "indeterminate", "resume"]) {
+    for (const k of ["plain", "approval", "stop", "timeout", "model", "lost", "indeterminate", "resume", "reasoning"]) {
       assert.ok(kinds.has(k), `the corpus has a ${k} stream (${[...kinds]})`);
     }
     const types = new Set();
@@ -82,7 +82,8 @@ test("every event of the corpus parses with @ag-ui/core's schemas and passes @ag
       await conform(evs, f);
     }
     for (const t of ["RUN_STARTED", "RUN_FINISHED", "RUN_ERROR", "MESSAGES_SNAPSHOT", "TEXT_MESSAGE_START", "TEXT_MESSAGE_CONTENT",
-      "TEXT_MESSAGE_END", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT"]) {
+      "TEXT_MESSAGE_END", "TOOL_CALL_START", "TOOL_CALL_ARGS", "TOOL_CALL_END", "TOOL_CALL_RESULT",
+      "REASONING_START", "REASONING_MESSAGE_START", "REASONING_MESSAGE_CONTENT", "REASONING_MESSAGE_END", "REASONING_END"]) {
       assert.ok(types.has(t), `the corpus has ${t}`);
     }
   } finally {
@@ -139,7 +140,10 @@ function toAGUI(messages) {
         out.splice(at, 0, results.shift());
       }
     }
-    out.push(a, ...results);
+    // The reasoning is also a reasoning message of its own, right after the
+    // answer (where the stream's REASONING_MESSAGE_START puts it).
+    const thought = typeof meta.reasoning === "string" ? [{ id: `${m.id}.reasoning`, role: "reasoning", content: meta.reasoning }] : [];
+    out.push(a, ...thought, ...results);
   }
   return out;
 }
@@ -158,6 +162,12 @@ test("HttpAgent runs turns, tools and an approval against the dev server and end
   await agent.runAgent({ runId: "run-1" });
   assert.deepEqual(agent.messages, toAGUI(await history("agui-http")));
   assert.equal(agent.messages.at(-1).content, "Echo: hello there");
+
+  // Reasoning: its own message, streamed in a REASONING span, then the answer.
+  agent.addMessage({ id: "local-r", role: "user", content: "/think weigh it up first" });
+  await agent.runAgent({ runId: "run-r" });
+  assert.deepEqual(agent.messages, toAGUI(await history("agui-http")));
+  assert.deepEqual(agent.messages.at(-1), { id: "run-r.a.reasoning", role: "reasoning", content: "weigh it up first" });
 
   agent.addMessage({ id: "local-2", role: "user", content: "/note Groceries: milk, eggs" });
   await agent.runAgent({ runId: "run-2" });

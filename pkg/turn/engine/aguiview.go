@@ -34,6 +34,12 @@ func aguiToolMessageID(assistantID, callID string) string {
 	return assistantID + ".tool." + callID
 }
 
+// aguiReasoningID is the id of the AG-UI reasoning message that holds
+// the reasoning of the assistant message assistantID (MetadataReasoning).
+func aguiReasoningID(assistantID string) string {
+	return assistantID + ".reasoning"
+}
+
 // aguiCall is a tool call as an AG-UI assistant message lists it.
 func aguiCall(tc protocol.ToolCall) agui.ToolCall {
 	args := string(tc.Args)
@@ -68,14 +74,15 @@ func aguiResult(assistantID string, tc protocol.ToolCall) agui.Message {
 // owner, as AG-UI's TOOL_CALL_RESULT does, holds them in the order
 // aguiMessages lists them.
 type aguiPart struct {
-	text    string
-	calls   []agui.ToolCall
-	results []agui.Message
+	reasoning string // the message's MetadataReasoning
+	text      string
+	calls     []agui.ToolCall
+	results   []agui.Message
 }
 
 // aguiPartOf returns the aguiPart of assistant message m.
 func aguiPartOf(m protocol.Message) aguiPart {
-	p := aguiPart{text: PlainText(m.Content)}
+	p := aguiPart{text: PlainText(m.Content), reasoning: reasoningOf(m)}
 	decided, _ := decisionOf(m)
 	blocked := false
 	for i, tc := range m.ToolCalls {
@@ -98,7 +105,8 @@ func aguiPartOf(m protocol.Message) aguiPart {
 // aguiMessages returns msgs (a snapshot's messages, oldest first) as
 // AG-UI messages: each user or system message as it is; each assistant
 // message with its text, its tool calls and metadata (aguiMetadata),
-// followed by the tool messages answering its calls (aguiPart). The result
+// followed by its reasoning as a reasoning message (MetadataReasoning,
+// when it has one) and the tool messages answering its calls (aguiPart). The result
 // of a continuation's decided call follows the asking assistant message
 // and the tool messages already after it, as AG-UI places a
 // TOOL_CALL_RESULT; when the asking message is not among msgs, it follows
@@ -127,6 +135,12 @@ func aguiMessages(msgs []protocol.Message) []agui.Message {
 			}
 		}
 		out = append(out, am)
+		if p.reasoning != "" {
+			// After its answer, where a client that applied the stream holds
+			// it: the run's first snapshot had the answer, REASONING_MESSAGE_START
+			// adds the reasoning message at the end.
+			out = append(out, agui.Message{ID: aguiReasoningID(m.ID), Role: agui.RoleReasoning, Content: p.reasoning})
+		}
 		out = append(out, results...)
 	}
 	return out
@@ -190,6 +204,11 @@ type aguiEncoder struct {
 	held            aguiPart
 	known           bool
 	open            bool
+	// reasoningOpen is set while a reasoning span is open on the stream;
+	// reasoningDone once the client holds reasoning that no more deltas
+	// may extend (its span ended, or a snapshot carried it): more
+	// reasoning then goes out as a snapshot.
+	reasoningOpen, reasoningDone bool
 	// started is set once RUN_STARTED was sent.
 	started bool
 	// client holds, by id, the turn's own AG-UI messages (its assistant
@@ -216,7 +235,9 @@ func (e *aguiEncoder) runStarted(dst []agui.Event) []agui.Event {
 // part is next: the client then holds next, no text message open (one
 // still open is ended first).
 func (e *aguiEncoder) snapshot(dst []agui.Event, msgs []agui.Message, next aguiPart) []agui.Event {
+	dst = e.endReasoning(dst)
 	dst = e.endText(dst)
+	e.reasoningDone = next.reasoning != ""
 	if msgs == nil {
 		msgs = []agui.Message{}
 	}
@@ -233,7 +254,7 @@ func (e *aguiEncoder) snapshot(dst []agui.Event, msgs []agui.Message, next aguiP
 // owns reports whether id is one of the turn's own AG-UI messages: its
 // assistant message or a tool message answering one of its calls.
 func (e *aguiEncoder) owns(id string) bool {
-	return id == e.assistantID || strings.HasPrefix(id, e.assistantID+".tool.")
+	return id == e.assistantID || id == aguiReasoningID(e.assistantID) || strings.HasPrefix(id, e.assistantID+".tool.")
 }
 
 // holds reports whether the client holds the turn's own messages of msgs
@@ -268,12 +289,30 @@ func (e *aguiEncoder) endText(dst []agui.Event) []agui.Event {
 	return append(dst, agui.Event{Type: agui.TypeTextMessageEnd, MessageID: e.assistantID})
 }
 
+// endReasoning appends REASONING_MESSAGE_END and REASONING_END when a
+// reasoning span is open.
+func (e *aguiEncoder) endReasoning(dst []agui.Event) []agui.Event {
+	if !e.reasoningOpen {
+		return dst
+	}
+	e.reasoningOpen, e.reasoningDone = false, true
+	id := aguiReasoningID(e.assistantID)
+	return append(dst, agui.Event{Type: agui.TypeReasoningMessageEnd, MessageID: id}, agui.Event{Type: agui.TypeReasoningEnd, MessageID: id})
+}
+
 // extends reports whether next only adds to what the client holds: text
-// appended (whole UTF-8 characters), tool calls and results added at the
-// end. Such a change is sent as deltas (step); any other as a snapshot.
+// and reasoning appended (whole UTF-8 characters; reasoning only while
+// its span may still grow), tool calls and results added at the end.
+// Such a change is sent as deltas (step); any other as a snapshot.
 func (e *aguiEncoder) extends(next aguiPart) bool {
 	h := e.held
-	if !e.known || !strings.HasPrefix(next.text, h.text) || !utf8.ValidString(next.text[len(h.text):]) ||
+	if !e.known || !strings.HasPrefix(next.reasoning, h.reasoning) || !utf8.ValidString(next.reasoning[len(h.reasoning):]) ||
+		next.reasoning != h.reasoning && e.reasoningDone || h.reasoning == "" && next.reasoning != "" && len(h.results) > 0 {
+		// A reasoning message begun after tool results would land after
+		// them on the client, not where aguiMessages puts it.
+		return false
+	}
+	if !strings.HasPrefix(next.text, h.text) || !utf8.ValidString(next.text[len(h.text):]) ||
 		len(next.calls) < len(h.calls) || len(next.results) < len(h.results) {
 		return false
 	}
@@ -293,7 +332,7 @@ func (e *aguiEncoder) extends(next aguiPart) bool {
 // changes reports whether next differs from what the client holds in
 // anything the stream sends.
 func (e *aguiEncoder) changes(next aguiPart) bool {
-	return !e.known || next.text != e.held.text || len(next.calls) != len(e.held.calls) || len(next.results) != len(e.held.results)
+	return !e.known || next.reasoning != e.held.reasoning || next.text != e.held.text || len(next.calls) != len(e.held.calls) || len(next.results) != len(e.held.results)
 }
 
 // step appends the deltas that take the client from held to next, which
@@ -307,6 +346,22 @@ func (e *aguiEncoder) changes(next aguiPart) bool {
 // states' pacing.
 func (e *aguiEncoder) step(dst []agui.Event, next aguiPart) []agui.Event {
 	h := e.held
+	rid := aguiReasoningID(e.assistantID)
+	if delta := next.reasoning[len(h.reasoning):]; delta != "" {
+		dst = e.endText(dst)
+		if !e.reasoningOpen {
+			e.reasoningOpen = true
+			dst = append(dst, agui.Event{Type: agui.TypeReasoningStart, MessageID: rid},
+				agui.Event{Type: agui.TypeReasoningMessageStart, MessageID: rid, Role: agui.RoleReasoning})
+		}
+		dst = append(dst, agui.Event{Type: agui.TypeReasoningMessageContent, MessageID: rid, Delta: agui.Text(delta)})
+		if e.client != nil {
+			e.client[rid] = agui.Message{ID: rid, Role: agui.RoleReasoning, Content: next.reasoning}
+		}
+	}
+	if next.text != h.text || len(next.calls) > len(h.calls) || len(next.results) > len(h.results) {
+		dst = e.endReasoning(dst)
+	}
 	if delta := next.text[len(h.text):]; delta != "" {
 		if !e.open {
 			e.open = true
@@ -362,6 +417,7 @@ func (e *aguiEncoder) end(dst []agui.Event, rec *chat.Turn, msgs func() []agui.M
 			dst = e.step(dst, next)
 			exact = e.holds(aguiMessages(rec.Messages))
 		}
+		dst = e.endReasoning(dst)
 		dst = e.endText(dst)
 		if !exact {
 			dst = e.snapshot(dst, msgs(), next)

@@ -93,3 +93,18 @@ func (l *reasoningLog) covers(msgs []protocol.Message) bool {
 	}
 	return len(l.blocks[msgs[start].ID]) > 0
 }
+
+// reasoningOf returns the MetadataReasoning of assistant message m, ""
+// when it has none.
+func reasoningOf(m protocol.Message) string {
+	if len(m.Metadata) == 0 {
+		return ""
+	}
+	var meta struct {
+		Reasoning string `json:"reasoning"`
+	}
+	if json.Unmarshal(m.Metadata, &meta) != nil {
+		return ""
+	}
+	return meta.Reasoning
+}
