@@ -365,7 +365,7 @@ function paint(v: View): void {
       art.className = "msg";
       art.dataset.id = m.id;
       art.append(text("header", "", "meta"));
-      for (const cls of ["files", "tools", "text md", "extra"]) art.append(text("div", "", cls));
+      for (const cls of ["files", "thinking", "tools", "text md", "extra"]) art.append(text("div", "", cls));
     }
     // Moved only when out of place: moving an element, even to where it
     // is, takes the focus from what it holds.
@@ -393,7 +393,7 @@ function paintMessage(v: View, m: Message, art: HTMLElement, last: boolean, isUs
   art.dataset.status = msgStatus;
   const headId = `h-${v.id}-${m.role}-${m.id}`.replace(/[^\w-]/g, "_");
   art.setAttribute("aria-labelledby", headId);
-  const [meta, files, tools, body, extra] = Array.from(art.children) as HTMLElement[];
+  const [meta, files, thinking, tools, body, extra] = Array.from(art.children) as HTMLElement[];
   // Header: who, when, how it stands.
   const who = text("span", m.role === "user" ? "You" : "Assistant", "who");
   who.id = headId;
@@ -410,6 +410,8 @@ function paintMessage(v: View, m: Message, art: HTMLElement, last: boolean, isUs
   if (isUser && v.state === "failed") parts.push(text("span", "not sent", "state fail"));
   replaceKeepingFocus(meta!, parts);
   renderFiles(files!, m.parts ?? [], client, sessionId);
+  const reasoning = m.metadata?.reasoning;
+  paintThinking(thinking!, typeof reasoning === "string" ? reasoning : "", msgStatus === "streaming" && m.content === "");
   art.dataset.hasTools = String((m.toolCalls ?? []).length > 0);
   // Tool calls.
   replaceKeepingFocus(tools!, (m.toolCalls ?? []).map((c) => renderToolCall(c, m)));
@@ -431,6 +433,25 @@ function paintMessage(v: View, m: Message, art: HTMLElement, last: boolean, isUs
   const acts = last ? actionsFor(v, m) : undefined;
   if (acts) more.push(acts);
   replaceKeepingFocus(extra!, more);
+}
+
+// paintThinking shows a message's reasoning (metadata.reasoning) in a
+// Thinking block: open while the model thinks (nothing of the answer yet),
+// folded once the answer starts, unless the reader opened or closed it.
+function paintThinking(el: HTMLElement, reasoning: string, now: boolean): void {
+  el.hidden = reasoning === "";
+  if (!reasoning) return el.replaceChildren();
+  let d = el.firstElementChild as HTMLDetailsElement | null;
+  if (!d) {
+    d = document.createElement("details");
+    const s = document.createElement("summary");
+    s.addEventListener("click", () => (d!.dataset.reader = "1"));
+    d.append(s, text("div", "", "md"));
+    el.append(d);
+  }
+  d.firstElementChild!.textContent = now ? "Thinking…" : "Thinking";
+  if (!d.dataset.reader) d.open = now;
+  morph(d.lastElementChild as HTMLElement, renderMarkdown(reasoning));
 }
 
 // replaceKeepingFocus replaces el's children; a button that had the focus

@@ -181,6 +181,34 @@ describe("demo chat in Chromium", { skip }, () => {
     await finish(page, "markdown end");
   });
 
+  test("reasoning: a Thinking block streams open, folds under the answer, and comes back from history", async () => {
+    const { page, problems } = await newChat(slow.base, "tia");
+    // About 7 s of reasoning at 2 characters every 120 ms: the block is seen
+    // open however slow the machine, before any of the answer.
+    const thought = "weigh the options one by one, then the costs of each, then what the person asked for, and only then answer the question";
+    await send(page, `/think ${thought}`);
+    const block = `${lastAssistant} .thinking details`;
+    await page.waitForSelector(`${block}[open] .md p`);
+    assert.equal(await page.textContent(`${block} summary`), "Thinking…");
+    assert.equal(await page.textContent(`${lastAssistant} .text`), "", "no answer text while the model thinks");
+    await axeClean(page, "thinking");
+    await shoot(page, "thinking");
+    await page.waitForSelector(`${lastAssistant}[data-status="complete"]`, { timeout: MINUTE });
+    assert.equal(await page.textContent(`${block} summary`), "Thinking");
+    assert.equal(await page.getAttribute(block, "open"), null, "folded once the answer came");
+    assert.equal(await page.textContent(`${block} .md`), thought);
+    assert.equal(await page.textContent(`${lastAssistant} .text`), `Echo: /think ${thought}`);
+    await page.click(`${block} summary`);
+    assert.notEqual(await page.getAttribute(block, "open"), null, "the reader opens it");
+    await axeClean(page, "thinking opened");
+    // History holds it: a reload shows the same block, folded.
+    await page.reload();
+    await page.waitForSelector(`${lastAssistant}[data-status="complete"] .thinking details:not([open])`);
+    assert.equal(await page.textContent(`${block} .md`), thought);
+    assert.deepEqual(problems, []);
+    await finish(page, "thinking reloaded");
+  });
+
   test("a failed send keeps the message, and Retry sends it", async () => {
     const { page, problems } = await newChat(fast.base, "rui", { allowed: /ERR_FAILED/ });
     let fail = true;
