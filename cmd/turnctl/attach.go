@@ -22,7 +22,7 @@ func init() {
 }
 
 // attachUsage documents `turnctl attach`.
-const attachUsage = `usage: turnctl attach -session ID [-turn ID] [-url URL] [-history URL] [-token TOKEN | -sigv4] [-json] [-compact]
+const attachUsage = `usage: turnctl attach -session ID [-turn ID] [-url URL] [-history URL] [-token TOKEN | -sigv4] [-json] [-compact] [-reasoning=false]
 
 Follows a running turn and renders it as turnctl chat does, from its
 current state to its end, over the turn function's resume route
@@ -54,6 +54,7 @@ func runAttach(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	opts.auth.register(fs)
 	fs.BoolVar(&opts.json, "json", false, "print the raw NDJSON stream lines")
 	fs.BoolVar(&opts.compact, "compact", false, "ask for the compact stream (append lines between complete snapshots)")
+	fs.BoolVar(&opts.reasoning, "reasoning", true, "show the model's reasoning before its answer, dimmed on a terminal (-reasoning=false hides it)")
 	if status, ok := parseFlags(fs, args, attachUsage, stdout, stderr); !ok {
 		return status
 	}

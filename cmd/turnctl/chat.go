@@ -74,7 +74,7 @@ func init() {
 }
 
 // chatUsage documents `turnctl chat`.
-const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [-compact] [-multitask POLICY] [-attach FILE]... [-artifacts URL] [message...]
+const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [-compact] [-reasoning=false] [-multitask POLICY] [-attach FILE]... [-artifacts URL] [message...]
 
 Submits one turn per message to a turnstream turn function (the dev server's
 /turn/ by default, or $TURNSTREAM_TURN_URL) and renders the streamed
@@ -84,6 +84,10 @@ arguments they are joined into one turn; without, each line read from stdin
 is a turn. -json prints the raw NDJSON lines instead. On a terminal the
 reply is redrawn in place; otherwise text is appended without cursor
 movement.
+
+The model's reasoning, when it reasons and its definition shows it
+(docs/reasoning.md), comes first, after "thinking> ", dimmed on a terminal;
+-reasoning=false leaves it out.
 
 -compact asks for the compact stream (X-Turnstream-Stream-Mode: compact,
 docs/compact.md): complete snapshots at the start, at changes other than
@@ -160,6 +164,9 @@ type chatOptions struct {
 	multitask string // X-Turnstream-Multitask; "" sends none
 	attach    fileList
 	artifacts string // the artifacts function URL, for -attach
+	// reasoning shows the model's reasoning (-reasoning, default true),
+	// dimmed on a terminal.
+	reasoning bool
 }
 
 // fileList is a repeatable flag's values.
@@ -182,6 +189,7 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	opts.auth.register(fs)
 	fs.BoolVar(&opts.json, "json", false, "print the raw NDJSON stream lines")
 	fs.BoolVar(&opts.compact, "compact", false, "ask for the compact stream (append lines between complete snapshots)")
+	fs.BoolVar(&opts.reasoning, "reasoning", true, "show the model's reasoning before its answer, dimmed on a terminal (-reasoning=false hides it)")
 	fs.StringVar(&opts.multitask, "multitask", "", "when the session is busy: reject, enqueue, interrupt or rollback (default: the definition's)")
 	fs.Var(&opts.attach, "attach", "a file to send with the first turn (repeatable)")
 	fs.StringVar(&opts.artifacts, "artifacts", defaultArtifactsURL(), "artifacts function URL, for -attach (default $"+artifactsURLEnv+", else the dev server's)")
@@ -362,9 +370,9 @@ func (c *chatClient) renderer() renderer {
 	case c.opts.json:
 		return &rawRenderer{w: c.stdout, notices: c.stderr}
 	case c.tty:
-		return &liveRenderer{w: c.stdout, width: c.width, height: c.height}
+		return &liveRenderer{w: c.stdout, width: c.width, height: c.height, reasoning: c.opts.reasoning}
 	}
-	return &appendRenderer{w: c.stdout, notices: c.stderr}
+	return &appendRenderer{w: c.stdout, notices: c.stderr, reasoning: c.opts.reasoning}
 }
 
 // streamOptions are the options of c's streams: compact when asked, and
@@ -568,6 +576,7 @@ func (r *rawRenderer) done() {}
 // turnView is what a snapshot says about the current turn, escaped for
 // the terminal (escapeText).
 type turnView struct {
+	reasoning string // the model's reasoning (client.Reasoning)
 	text      string
 	toolCalls []string
 	toolIDs   []string // the calls' ids, toolCalls[i] being toolIDs[i]'s line
@@ -586,11 +595,12 @@ func viewOf(ev *protocol.Event) turnView {
 		}
 	}
 	var v turnView
-	var text strings.Builder
+	var text, reasoning strings.Builder
 	for _, m := range s.Messages[start:] {
 		if m.Role != protocol.RoleAssistant {
 			continue
 		}
+		reasoning.WriteString(client.Reasoning(m))
 		text.WriteString(displayContent(m.Content))
 		denied := deniedCall(m)
 		for _, tc := range m.ToolCalls {
@@ -599,9 +609,26 @@ func viewOf(ev *protocol.Event) turnView {
 		}
 	}
 	v.text = escapeText(text.String(), true)
+	v.reasoning = escapeText(reasoning.String(), true)
 	v.status = fmt.Sprintf("[%s · seq %d · tokens %d in / %d out / %d total]",
 		escapeText(statusWord(s.Status, s.Error), false), ev.Sequence, s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.TotalTokens)
 	return v
+}
+
+// reasoningLabel starts the model's reasoning where it is shown.
+const reasoningLabel = "thinking> "
+
+// shown is the turn's text as printed without cursor movement: with
+// reasoning, the model's reasoning first (reasoningLabel, then a blank
+// line before the answer, once there is one).
+func (v turnView) shown(reasoning bool) string {
+	if !reasoning || v.reasoning == "" {
+		return v.text
+	}
+	if v.text == "" {
+		return reasoningLabel + v.reasoning
+	}
+	return reasoningLabel + v.reasoning + "\n\n" + v.text
 }
 
 // statusWord is how a turn's status reads: "stopped" for an error
@@ -698,7 +725,10 @@ type appendRenderer struct {
 	w       io.Writer
 	notices io.Writer
 	last    *protocol.Event
-	text    string
+	// text is what was printed of the turn (turnView.shown), reasoning
+	// whether that shows the model's reasoning.
+	text      string
+	reasoning bool
 	// printed is the line last printed for each tool call id; pending the
 	// calls whose newer line waits for the text's line end, in order.
 	printed map[string]string
@@ -717,16 +747,17 @@ func (r *appendRenderer) event(_ []byte, ev *protocol.Event) {
 	}
 	r.last = ev
 	v := viewOf(ev)
-	if strings.HasPrefix(v.text, r.text) {
-		if delta := v.text[len(r.text):]; delta != "" {
+	shown := v.shown(r.reasoning)
+	if strings.HasPrefix(shown, r.text) {
+		if delta := shown[len(r.text):]; delta != "" {
 			_, _ = io.WriteString(r.w, delta)
 			r.lineStart = false
 		}
 	} else { // the text was rewritten: start it again on a new line
-		_, _ = io.WriteString(r.w, "\n"+v.text)
+		_, _ = io.WriteString(r.w, "\n"+shown)
 		r.lineStart = false
 	}
-	r.text = v.text
+	r.text = shown
 	if r.printed == nil {
 		r.printed, r.waiting = map[string]string{}, map[string]string{}
 	}
@@ -817,6 +848,7 @@ type liveRenderer struct {
 	last          *protocol.Event
 	view          *turnView
 	notices       []string
+	reasoning     bool // show the model's reasoning, dimmed
 }
 
 func (r *liveRenderer) event(raw []byte, ev *protocol.Event) {
@@ -843,8 +875,14 @@ func (r *liveRenderer) notice(text string) {
 
 // redraw draws the block of the current view and notices over the last.
 func (r *liveRenderer) redraw() {
+	// head is the reasoning line, drawn dimmed; block the rest. Both count
+	// in the block's height as plain text (SGR codes take no column).
+	var head string
 	var block strings.Builder
 	if v := r.view; v != nil {
+		if r.reasoning && v.reasoning != "" {
+			head = reasoningLabel + v.reasoning + "\n"
+		}
 		block.WriteString("assistant> " + v.text + "\n")
 		for _, tl := range v.toolCalls {
 			block.WriteString("  " + tl + "\n")
@@ -854,23 +892,34 @@ func (r *liveRenderer) redraw() {
 	for _, n := range r.notices {
 		block.WriteString(n + "\n")
 	}
-	n := physicalLines(block.String(), r.width)
+	n := physicalLines(head+block.String(), r.width)
 	var b strings.Builder
 	if r.lines > 0 {
 		_, _ = fmt.Fprintf(&b, "\x1b[%dA\r\x1b[J", r.lines) // up over the last block, clear below
 	}
 	if n >= r.height && r.view != nil {
 		// Too tall to redraw: keep what is on screen and append from here.
-		r.appending = &appendRenderer{w: r.w, text: r.view.text, last: r.last, printed: map[string]string{}, waiting: map[string]string{}}
-		b.WriteString("assistant> " + r.view.text)
+		shown := r.view.shown(r.reasoning)
+		r.appending = &appendRenderer{w: r.w, text: shown, reasoning: r.reasoning, last: r.last, printed: map[string]string{}, waiting: map[string]string{}}
+		b.WriteString("assistant> " + shown)
 		_, _ = io.WriteString(r.w, b.String())
 		r.lines = 0
 		return
+	}
+	if head != "" {
+		b.WriteString(sgrDim + strings.TrimSuffix(head, "\n") + sgrNormal + "\n")
 	}
 	b.WriteString(block.String())
 	_, _ = io.WriteString(r.w, b.String())
 	r.lines = n
 }
+
+// SGR codes around the reasoning on a terminal: faint, then normal
+// intensity.
+const (
+	sgrDim    = "\x1b[2m"
+	sgrNormal = "\x1b[22m"
+)
 
 func (r *liveRenderer) done() {
 	if r.appending != nil {

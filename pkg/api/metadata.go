@@ -1,8 +1,9 @@
 package api
 
 // Members turnstream sets in an assistant message's metadata (turnstream
-// extension, docs/approvals.md). AgentsKit keeps metadata verbatim, so
-// they travel in snapshots, history and resumes alike.
+// extensions, docs/approvals.md, docs/reasoning.md). AgentsKit keeps
+// metadata verbatim, so they travel in snapshots, history and resumes
+// alike.
 const (
 	// MetadataPendingConfirmations is set on the assistant message of a
 	// turn that ended waiting for approval: one PendingConfirmation per
@@ -12,6 +13,12 @@ const (
 	// continuation turn (a decision): ConfirmationMetadata. The decided
 	// call is the first entry of the message's toolCalls, with its result.
 	MetadataConfirmation = "confirmation"
+	// MetadataReasoning holds the model's reasoning as a string: the
+	// reasoning of the turn's model calls joined with a blank line, at
+	// most 64 KiB, where AgentsKit's controller keeps a streamed
+	// reasoning. Absent when the model did not reason or its definition
+	// keeps reasoning from clients.
+	MetadataReasoning = "reasoning"
 )
 
 // ApprovalMetadata is the part of an assistant message's metadata the

@@ -6,13 +6,13 @@ import (
 	"testing"
 
 	"github.com/turnstream/turnstream/pkg/agui"
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/model/modeltest"
 	"github.com/turnstream/turnstream/pkg/protocol"
-	"github.com/turnstream/turnstream/pkg/turn/engine"
 )
 
 // reasoningOf returns the assistant message's metadata.reasoning, and
@@ -26,7 +26,7 @@ func reasoningOf(t *testing.T, m protocol.Message) (string, bool) {
 	if err := json.Unmarshal(m.Metadata, &meta); err != nil {
 		t.Fatal(err)
 	}
-	raw, ok := meta[engine.MetadataReasoning]
+	raw, ok := meta[api.MetadataReasoning]
 	if !ok {
 		return "", false
 	}

@@ -19,6 +19,7 @@ import {
   isSafeId,
   isConfirmationCode,
   pendingConfirmations,
+  reasoning as reasoningOf,
   HTTPError,
   StreamDiagnosticError,
   TurnstreamClient,
@@ -410,8 +411,7 @@ function paintMessage(v: View, m: Message, art: HTMLElement, last: boolean, isUs
   if (isUser && v.state === "failed") parts.push(text("span", "not sent", "state fail"));
   replaceKeepingFocus(meta!, parts);
   renderFiles(files!, m.parts ?? [], client, sessionId);
-  const reasoning = m.metadata?.reasoning;
-  paintThinking(thinking!, typeof reasoning === "string" ? reasoning : "", msgStatus === "streaming" && m.content === "");
+  paintThinking(thinking!, reasoningOf(m), msgStatus === "streaming" && m.content === "");
   art.dataset.hasTools = String((m.toolCalls ?? []).length > 0);
   // Tool calls.
   replaceKeepingFocus(tools!, (m.toolCalls ?? []).map((c) => renderToolCall(c, m)));

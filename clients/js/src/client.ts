@@ -32,6 +32,7 @@ import {
 import {
   EXTENSION_RESUME,
   METADATA_PENDING_CONFIRMATIONS,
+  METADATA_REASONING,
   MULTITASK_HEADER,
   MULTITASK_POLICIES,
   MULTITASK_REJECT,
@@ -940,6 +941,17 @@ export function pendingConfirmations(message: Message): PendingConfirmation[] {
     }
   }
   return out;
+}
+
+/**
+ * reasoning returns the model's reasoning an assistant message carries (its
+ * metadata.reasoning, docs/reasoning.md), "" when it has none: the model
+ * did not reason, or its definition keeps reasoning from clients. Untrusted
+ * text, like all the server sends.
+ */
+export function reasoning(message: Message): string {
+  const r = message.metadata?.[METADATA_REASONING];
+  return typeof r === "string" ? r : "";
 }
 
 function isEpochMs(v: unknown): v is number {

@@ -1,5 +1,5 @@
 // turnstream's browser and Node client for AgentsKit Chat's turn protocol v1.
-export { TurnstreamClient, Turn, newId, pendingConfirmations } from "./client.js";
+export { TurnstreamClient, Turn, newId, pendingConfirmations, reasoning } from "./client.js";
 export type {
   ArtifactReference,
   ClientOptions,

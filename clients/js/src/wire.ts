@@ -141,8 +141,9 @@ export const RESUME_PATH = "/sessions/{sessionId}/turns/{turnId}/stream";
 export const RESUME_AFTER_PARAMETER = "after";
 
 // Members turnstream sets in an assistant message's metadata (turnstream
-// extension, docs/approvals.md). AgentsKit keeps metadata verbatim, so
-// they travel in snapshots, history and resumes alike.
+// extensions, docs/approvals.md, docs/reasoning.md). AgentsKit keeps
+// metadata verbatim, so they travel in snapshots, history and resumes
+// alike.
 /**
  * MetadataPendingConfirmations is set on the assistant message of a
  * turn that ended waiting for approval: one PendingConfirmation per
@@ -155,6 +156,14 @@ export const METADATA_PENDING_CONFIRMATIONS = "pendingConfirmations";
  * call is the first entry of the message's toolCalls, with its result.
  */
 export const METADATA_CONFIRMATION = "confirmation";
+/**
+ * MetadataReasoning holds the model's reasoning as a string: the
+ * reasoning of the turn's model calls joined with a blank line, at
+ * most 64 KiB, where AgentsKit's controller keeps a streamed
+ * reasoning. Absent when the model did not reason or its definition
+ * keeps reasoning from clients.
+ */
+export const METADATA_REASONING = "reasoning";
 
 // Usage periods (the period parameter; UTC days and months).
 export const PERIOD_DAY = "day";

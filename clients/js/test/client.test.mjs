@@ -14,6 +14,7 @@ import {
   decodeTurnEvent,
   exportSession,
   eraseSessions,
+  reasoning,
 } from "../dist/turnstream.js";
 import { jsonResponse, lines, ndjsonResponse, testdata } from "./helpers.mjs";
 
@@ -380,4 +381,12 @@ test("eraseSessions: repeats while sessions are deleted, stops when done or only
   await assert.rejects(eraseSessions(client(f), "bob"), (e) => e instanceof HTTPError && e.code === "REQUEST_FORBIDDEN");
   f = scripted(() => jsonResponse(200, { status: "gone" }));
   await assert.rejects(eraseSessions(client(f), "bob"), (e) => e.code === "RESPONSE_INVALID");
+});
+
+test("reasoning reads an assistant message's metadata.reasoning, and only a string", () => {
+  const msg = (metadata) => ({ id: "m", role: "assistant", content: "", status: "complete", createdAt: "2026-07-11T03:00:00.000Z", metadata });
+  assert.equal(reasoning(msg({ reasoning: "First this.\n\nThen that." })), "First this.\n\nThen that.");
+  for (const m of [undefined, {}, { reasoning: 7 }, { reasoning: null }, { reasoning: ["a"] }, { reasoning: { text: "x" } }]) {
+    assert.equal(reasoning(msg(m)), "", JSON.stringify(m));
+  }
 });

@@ -35,7 +35,7 @@ func aguiToolMessageID(assistantID, callID string) string {
 }
 
 // aguiReasoningID is the id of the AG-UI reasoning message that holds
-// the reasoning of the assistant message assistantID (MetadataReasoning).
+// the reasoning of the assistant message assistantID (api.MetadataReasoning).
 func aguiReasoningID(assistantID string) string {
 	return assistantID + ".reasoning"
 }
@@ -74,7 +74,7 @@ func aguiResult(assistantID string, tc protocol.ToolCall) agui.Message {
 // owner, as AG-UI's TOOL_CALL_RESULT does, holds them in the order
 // aguiMessages lists them.
 type aguiPart struct {
-	reasoning string // the message's MetadataReasoning
+	reasoning string // the message's api.MetadataReasoning
 	text      string
 	calls     []agui.ToolCall
 	results   []agui.Message
@@ -105,7 +105,7 @@ func aguiPartOf(m protocol.Message) aguiPart {
 // aguiMessages returns msgs (a snapshot's messages, oldest first) as
 // AG-UI messages: each user or system message as it is; each assistant
 // message with its text, its tool calls and metadata (aguiMetadata),
-// followed by its reasoning as a reasoning message (MetadataReasoning,
+// followed by its reasoning as a reasoning message (api.MetadataReasoning,
 // when it has one) and the tool messages answering its calls (aguiPart). The result
 // of a continuation's decided call follows the asking assistant message
 // and the tool messages already after it, as AG-UI places a

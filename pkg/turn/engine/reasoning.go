@@ -4,17 +4,10 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
-
-// MetadataReasoning is the assistant message metadata member that holds
-// the model's reasoning as text (docs/reasoning.md): a string, the
-// reasoning of the turn's model calls joined with a blank line, as
-// AgentsKit's controller keeps a streamed reasoning in
-// metadata.reasoning. Absent when the model did not reason, or the
-// definition hides its reasoning (definition.Reasoning.Hidden).
-const MetadataReasoning = "reasoning"
 
 // reasoning is the model.Request.Reasoning of the agent's calls: the
 // definition's thinking budget, nil when it asks for none.
@@ -52,7 +45,7 @@ func (l *reasoningLog) add(id string, b model.ReasoningBlock) {
 	l.blocks[id] = append(l.blocks[id], b)
 }
 
-// reasoningMetadata returns meta with MetadataReasoning set to reasoning,
+// reasoningMetadata returns meta with api.MetadataReasoning set to reasoning,
 // or meta itself when reasoning is empty or hidden.
 func (t *run) reasoningMetadata(meta json.RawMessage, reasoning string) json.RawMessage {
 	if reasoning == "" || !t.agent.showsReasoning() {
@@ -62,7 +55,7 @@ func (t *run) reasoningMetadata(meta json.RawMessage, reasoning string) json.Raw
 	if err != nil {
 		return meta
 	}
-	return withMember(meta, MetadataReasoning, s)
+	return withMember(meta, api.MetadataReasoning, s)
 }
 
 // covers reports whether msgs, as a model request's messages, can go out
@@ -94,17 +87,16 @@ func (l *reasoningLog) covers(msgs []protocol.Message) bool {
 	return len(l.blocks[msgs[start].ID]) > 0
 }
 
-// reasoningOf returns the MetadataReasoning of assistant message m, ""
-// when it has none.
+// reasoningOf returns the api.MetadataReasoning of assistant message m,
+// "" when it has none.
 func reasoningOf(m protocol.Message) string {
 	if len(m.Metadata) == 0 {
 		return ""
 	}
-	var meta struct {
-		Reasoning string `json:"reasoning"`
-	}
-	if json.Unmarshal(m.Metadata, &meta) != nil {
+	var meta map[string]json.RawMessage
+	var s string
+	if json.Unmarshal(m.Metadata, &meta) != nil || json.Unmarshal(meta[api.MetadataReasoning], &s) != nil {
 		return ""
 	}
-	return meta.Reasoning
+	return s
 }
