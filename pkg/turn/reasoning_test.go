@@ -1,9 +1,12 @@
 package turn_test
 
 import (
+	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/turnstream/turnstream/pkg/agui"
 	"github.com/turnstream/turnstream/pkg/api"
@@ -13,6 +16,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/model/modeltest"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/turn"
 )
 
 // reasoningOf returns the assistant message's metadata.reasoning, and
@@ -223,4 +227,54 @@ func TestAGUIReasoning(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResumeMidReasoning: a resume while the model reasons starts with a
+// snapshot whose reasoning is a prefix of the final one, ends with the
+// live stream's terminal snapshot, and history holds the same reasoning.
+func TestResumeMidReasoning(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		e := newEnv(t, newStore(t), &scriptModel{}, func(o *turn.Options) {
+			durable(o)
+			o.Model = echo.New(5*time.Millisecond, 2)
+		})
+		thought := strings.Repeat("weigh this, then that; ", 8)
+		ls := e.startLive(t, context.Background(), "s", "t1", "/think "+thought)
+		waitFor(t, "a checkpoint with reasoning and the live stream's first line", func() bool {
+			got, err := e.store.FindTurn(context.Background(), "s", "t1", alice)
+			if err != nil || got.Status != chat.TurnRunning || ls.count() == 0 {
+				return false
+			}
+			r, _ := reasoningOf(t, got.Messages[1])
+			return r != ""
+		})
+		first := ls.events(t)[0].Sequence
+		status, resumed, raw := e.resume(t, "s", "t1", "?after="+itoa(first), nil)
+		if status != http.StatusOK {
+			t.Fatalf("resume: %d %s", status, raw)
+		}
+		<-ls.done
+		lt, rt := terminalOf(ls.events(t)), terminalOf(resumed)
+		if lt == nil || rt == nil || messagesJSON(t, lt.Snapshot.Messages) != messagesJSON(t, rt.Snapshot.Messages) {
+			t.Fatalf("resumed terminal %+v differs from the live one %+v", rt, lt)
+		}
+		if resumed[0].Kind != protocol.EventSnapshot {
+			t.Fatalf("resume starts with %+v, want a snapshot", resumed[0])
+		}
+		want := strings.TrimSpace(thought)
+		final, _ := reasoningOf(t, lt.Snapshot.Messages[len(lt.Snapshot.Messages)-1])
+		start, _ := reasoningOf(t, resumed[0].Snapshot.Messages[len(resumed[0].Snapshot.Messages)-1])
+		if final != want || start == "" || !strings.HasPrefix(want, start) {
+			t.Errorf("resume starts with reasoning %q, ends with %q; want a prefix of %q, then all of it", start, final, want)
+		}
+		var inHistory string
+		for _, m := range historyMessages(t, e, "s") {
+			if m.Role == protocol.RoleAssistant {
+				inHistory, _ = reasoningOf(t, m)
+			}
+		}
+		if inHistory != want {
+			t.Errorf("history holds reasoning %q", inHistory)
+		}
+	})
 }
