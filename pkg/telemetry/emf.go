@@ -65,6 +65,15 @@ const (
 	// MetricTimeToFirstChunk is each model call's time to its first
 	// streamed event, in seconds as the convention's.
 	MetricTimeToFirstChunk = "gen_ai.client.operation.time_to_first_chunk"
+	// MetricCacheReadTokens, MetricCacheWriteTokens and
+	// MetricReasoningTokens are, per model call of the turn (dimension
+	// Model), the prompt tokens the provider read from and wrote to its
+	// prompt cache (model.CacheTokens) and the completion tokens it spent
+	// reasoning where it reports them apart (model.Event.ReasoningTokens).
+	// Each is sent only when some call of the turn reported it.
+	MetricCacheReadTokens  = "turnstream.model.cache_read_tokens"
+	MetricCacheWriteTokens = "turnstream.model.cache_write_tokens"
+	MetricReasoningTokens  = "turnstream.model.reasoning_tokens"
 	// MetricTurnCount is 1 per finished turn, with dimension Outcome.
 	MetricTurnCount = "turnstream.turn.count"
 	// MetricTurnDuration is a turn's time from its request to its last
@@ -253,6 +262,10 @@ type ModelCall struct {
 	// InputTokens and OutputTokens are the call's usage as the model
 	// reported it.
 	InputTokens, OutputTokens int64
+	// CacheReadTokens and CacheWriteTokens are its prompt cache tokens,
+	// ReasoningTokens the part of OutputTokens spent reasoning, as the
+	// provider reported them (zero when it did not).
+	CacheReadTokens, CacheWriteTokens, ReasoningTokens int64
 }
 
 // ToolCall is one tool call of a turn: the tool's name and the status the
@@ -334,13 +347,20 @@ func (r *Recorder) Turn(rep TurnReport) {
 	if rep.StopLatency > 0 {
 		turnMetrics = append(turnMetrics, metric{MetricStopLatency, "Milliseconds", ms(rep.StopLatency)})
 	}
-	var in, out, dur, ttfc []float64
+	var in, out, dur, ttfc, cacheRead, cacheWrite, reasoning []float64
+	var anyRead, anyWrite, anyReasoning bool
 	for i, c := range rep.ModelCalls {
 		if i == MaxValuesPerMetric {
 			break
 		}
 		in = append(in, float64(c.InputTokens))
 		out = append(out, float64(c.OutputTokens))
+		cacheRead = append(cacheRead, float64(c.CacheReadTokens))
+		cacheWrite = append(cacheWrite, float64(c.CacheWriteTokens))
+		reasoning = append(reasoning, float64(c.ReasoningTokens))
+		anyRead = anyRead || c.CacheReadTokens > 0
+		anyWrite = anyWrite || c.CacheWriteTokens > 0
+		anyReasoning = anyReasoning || c.ReasoningTokens > 0
 		dur = append(dur, c.Duration.Seconds())
 		if c.TimeToFirstChunk > 0 {
 			ttfc = append(ttfc, c.TimeToFirstChunk.Seconds())
@@ -354,6 +374,15 @@ func (r *Recorder) Turn(rep TurnReport) {
 			metric{MetricOperationDuration, "Seconds", dur})
 		if len(ttfc) > 0 {
 			genAI = append(genAI, metric{MetricTimeToFirstChunk, "Seconds", ttfc})
+		}
+		for _, m := range []struct {
+			name   string
+			values []float64
+			any    bool
+		}{{MetricCacheReadTokens, cacheRead, anyRead}, {MetricCacheWriteTokens, cacheWrite, anyWrite}, {MetricReasoningTokens, reasoning, anyReasoning}} {
+			if m.any {
+				genAI = append(genAI, metric{m.name, "Count", m.values})
+			}
 		}
 	}
 	dims := map[string]string{DimOutcome: cut(rep.Outcome)}

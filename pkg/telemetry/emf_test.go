@@ -134,6 +134,43 @@ func TestTurnDocuments(t *testing.T) {
 	}
 }
 
+// TestTurnDocumentCacheAndReasoningTokens: prompt cache and reasoning
+// tokens go out per model call, each only when some call reported it.
+func TestTurnDocumentCacheAndReasoningTokens(t *testing.T) {
+	for name, tc := range map[string]struct {
+		calls []telemetry.ModelCall
+		want  map[string][]float64 // nil: absent
+	}{
+		"none reported": {report.ModelCalls, map[string][]float64{
+			telemetry.MetricCacheReadTokens: nil, telemetry.MetricCacheWriteTokens: nil, telemetry.MetricReasoningTokens: nil}},
+		"cache read and reasoning": {[]telemetry.ModelCall{
+			{InputTokens: 10, OutputTokens: 5, ReasoningTokens: 3},
+			{InputTokens: 20, OutputTokens: 7, CacheReadTokens: 1200},
+		}, map[string][]float64{
+			telemetry.MetricCacheReadTokens: {0, 1200}, telemetry.MetricCacheWriteTokens: nil, telemetry.MetricReasoningTokens: {3, 0}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			rep := report
+			rep.ModelCalls = tc.calls
+			var buf bytes.Buffer
+			newRecorder(t, &buf).Turn(rep)
+			doc, err := emfcheck.Check(lines(&buf)[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for metric, values := range tc.want {
+				got, ok := doc.Metrics[metric]
+				if values == nil && ok || values != nil && !slices.Equal(got, values) {
+					t.Errorf("%s = %v (present %v), want %v", metric, got, ok, values)
+				}
+				if values != nil && doc.Units[metric] != "Count" {
+					t.Errorf("%s unit %q", metric, doc.Units[metric])
+				}
+			}
+		})
+	}
+}
+
 // TestTurnDocumentStoppedAndLost: the stop latency appears when the turn
 // was stopped; a lost lease counts as a lease conflict; a turn without
 // model calls has no Model dimension and no GenAI metrics.

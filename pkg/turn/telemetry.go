@@ -107,16 +107,19 @@ func (tt *turnTelemetry) stopRequested(at time.Time) {
 // modelCallTelemetry measures one model call: its chat span, its time to
 // first chunk, its usage and finish reason.
 type modelCallTelemetry struct {
-	tt        *turnTelemetry
-	span      trace.Span
-	start     time.Time
-	first     time.Duration
-	usage     protocol.Usage
-	finish    model.FinishReason
-	respModel string // the provider's name of the model that answered, when it gives one
-	capture   bool
-	text      []byte
-	toolCalls []model.ToolCall
+	tt    *turnTelemetry
+	span  trace.Span
+	start time.Time
+	first time.Duration
+	usage protocol.Usage
+	// cacheRead, cacheWrite and reasoning are the call's prompt cache and
+	// reasoning tokens, as its provider reported them.
+	cacheRead, cacheWrite, reasoning int64
+	finish                           model.FinishReason
+	respModel                        string // the provider's name of the model that answered, when it gives one
+	capture                          bool
+	text                             []byte
+	toolCalls                        []model.ToolCall
 }
 
 // startModelCall starts the chat span of a model call of req and counts
@@ -141,6 +144,11 @@ func (mc *modelCallTelemetry) event(ev model.Event) {
 	if ev.Usage != nil {
 		mc.usage.PromptTokens += ev.Usage.PromptTokens
 		mc.usage.CompletionTokens += ev.Usage.CompletionTokens
+		mc.reasoning += ev.ReasoningTokens
+	}
+	if c := ev.Cache; c != nil {
+		mc.cacheRead += c.Read
+		mc.cacheWrite += c.Write
 	}
 	if ev.FinishReason != "" {
 		mc.finish = ev.FinishReason
@@ -162,7 +170,8 @@ func (mc *modelCallTelemetry) end(err error) {
 	d := clock.Since(mc.tt.h.eng.Clock(), mc.start)
 	in, out := int64(mc.usage.PromptTokens), int64(mc.usage.CompletionTokens)
 	mc.tt.mu.Lock()
-	mc.tt.calls = append(mc.tt.calls, telemetry.ModelCall{Duration: d, TimeToFirstChunk: mc.first, InputTokens: in, OutputTokens: out})
+	mc.tt.calls = append(mc.tt.calls, telemetry.ModelCall{Duration: d, TimeToFirstChunk: mc.first, InputTokens: in, OutputTokens: out,
+		CacheReadTokens: mc.cacheRead, CacheWriteTokens: mc.cacheWrite, ReasoningTokens: mc.reasoning})
 	mc.tt.mu.Unlock()
 	if !mc.span.IsRecording() {
 		return
