@@ -122,3 +122,29 @@ func TestBedrockPromptCacheReachesTheLedger(t *testing.T) {
 	}
 	srv.stop(t)
 }
+
+// TestReasoningTokensReachTheLedger: echo reports the tokens of its
+// "/think" reasoning apart, and GET /usage counts them (in the output
+// tokens too).
+func TestReasoningTokensReachTheLedger(t *testing.T) {
+	srv := startServer(t, nil)
+	lines := submit(t, srv.url+"/turn/", "alice", "s1", "t1", "/think abcd efgh")
+	if last := lines[len(lines)-1]; last.Snapshot == nil || last.Snapshot.Status != protocol.StatusComplete {
+		t.Fatalf("turn did not complete: %+v", last)
+	}
+	var usage struct {
+		Usage struct {
+			OutputTokens    int64 `json:"outputTokens"`
+			ReasoningTokens int64 `json:"reasoningTokens"`
+		} `json:"usage"`
+	}
+	if status := getJSON(t, srv.url+"/history/usage", "alice", &usage); status != http.StatusOK {
+		t.Fatalf("GET /usage: %d", status)
+	}
+	// The reasoning "abcd efgh" is 9 runes, 3 tokens; the reply "Echo:
+	// /think abcd efgh" 22 runes, 6 tokens: 9 output tokens in all.
+	if usage.Usage.ReasoningTokens != 3 || usage.Usage.OutputTokens != 6+3 {
+		t.Errorf("usage %+v, want 3 reasoning tokens of 9 out", usage.Usage)
+	}
+	srv.stop(t)
+}

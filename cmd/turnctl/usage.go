@@ -130,6 +130,9 @@ func printCounters(w io.Writer, indent string, u client.UsageCounters) {
 	if u.CacheReadTokens+u.CacheWriteTokens > 0 {
 		_, _ = fmt.Fprintf(w, " (cache %d read / %d written)", u.CacheReadTokens, u.CacheWriteTokens)
 	}
+	if u.ReasoningTokens > 0 {
+		_, _ = fmt.Fprintf(w, " (%d out reasoning)", u.ReasoningTokens)
+	}
 	_, _ = fmt.Fprintf(w, "; model calls %d; tool calls %d\n", u.ModelCalls, u.ToolCalls)
 	if u.StoreRequests > 0 {
 		_, _ = fmt.Fprintf(w, "%s  DynamoDB: %d requests, %.1f read units, %.1f write units\n", indent, u.StoreRequests, u.ReadUnits, u.WriteUnits)

@@ -17,7 +17,7 @@ const (
 // period, all totals since the period's start: turns, tokens as the
 // models reported them, calls, DynamoDB requests and capacity units.
 //
-//	{"turns","inputTokens","outputTokens","modelCalls","toolCalls","storeRequests","readUnits","writeUnits","cacheReadTokens","cacheWriteTokens"}
+//	{"turns","inputTokens","outputTokens","modelCalls","toolCalls","storeRequests","readUnits","writeUnits","cacheReadTokens","cacheWriteTokens","reasoningTokens"}
 //
 // The ledger's own counters (the server's chat.Counters) encode to
 // exactly these members in this order; pkg/sessionapi's tests check it.
@@ -34,6 +34,9 @@ type UsageCounters struct {
 	// (additive: zero means none reported).
 	CacheReadTokens  int64 `json:"cacheReadTokens"`
 	CacheWriteTokens int64 `json:"cacheWriteTokens"`
+	// ReasoningTokens are the part of OutputTokens spent reasoning, where
+	// the provider reports it apart (docs/reasoning.md); added after them.
+	ReasoningTokens int64 `json:"reasoningTokens"`
 }
 
 // UsageReport is the body of GET UsagePath for the caller's own usage:

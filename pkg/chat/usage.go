@@ -21,6 +21,10 @@ import (
 //     cacheWriteInputTokens, OpenAI prompt_tokens_details), zero
 //     elsewhere; providers count them as they bill them (OpenAI's cached
 //     tokens are part of its prompt tokens, Bedrock's are not);
+//     ReasoningTokens are the part of OutputTokens the model spent
+//     reasoning, where the provider reports it apart (OpenAI's
+//     completion_tokens_details.reasoning_tokens, docs/reasoning.md),
+//     zero elsewhere;
 //   - ModelCalls counts model calls started (each tool round trip is
 //     one more); ToolCalls counts tool calls the model asked for,
 //     including those that failed or never ran;
@@ -43,10 +47,13 @@ type Usage struct {
 	// (additive: zero means none reported).
 	CacheReadTokens  int64 `json:"cacheReadTokens"`
 	CacheWriteTokens int64 `json:"cacheWriteTokens"`
+	// ReasoningTokens came after them (additive as well).
+	ReasoningTokens int64 `json:"reasoningTokens"`
 }
 
 // Add adds v to u, field by field.
 func (u *Usage) Add(v Usage) {
+	u.ReasoningTokens += v.ReasoningTokens
 	u.InputTokens += v.InputTokens
 	u.OutputTokens += v.OutputTokens
 	u.CacheReadTokens += v.CacheReadTokens

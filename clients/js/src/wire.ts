@@ -496,7 +496,7 @@ export interface ErrorBody {
  * period, all totals since the period's start: turns, tokens as the
  * models reported them, calls, DynamoDB requests and capacity units.
  *
- * 	{"turns","inputTokens","outputTokens","modelCalls","toolCalls","storeRequests","readUnits","writeUnits","cacheReadTokens","cacheWriteTokens"}
+ * 	{"turns","inputTokens","outputTokens","modelCalls","toolCalls","storeRequests","readUnits","writeUnits","cacheReadTokens","cacheWriteTokens","reasoningTokens"}
  *
  * The ledger's own counters (the server's chat.Counters) encode to
  * exactly these members in this order; pkg/sessionapi's tests check it.
@@ -516,6 +516,11 @@ export interface UsageCounters {
    */
   cacheReadTokens: number;
   cacheWriteTokens: number;
+  /**
+   * ReasoningTokens are the part of OutputTokens spent reasoning, where
+   * the provider reports it apart (docs/reasoning.md); added after them.
+   */
+  reasoningTokens: number;
 }
 
 /**

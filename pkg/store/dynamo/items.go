@@ -316,6 +316,7 @@ type meteredAV struct {
 	OutputTokens     int64   `dynamodbav:"o,omitempty"`
 	CacheReadTokens  int64   `dynamodbav:"r,omitempty"`
 	CacheWriteTokens int64   `dynamodbav:"w,omitempty"`
+	ReasoningTokens  int64   `dynamodbav:"k,omitempty"`
 	ModelCalls       int64   `dynamodbav:"m,omitempty"`
 	ToolCalls        int64   `dynamodbav:"c,omitempty"`
 	StoreRequests    int64   `dynamodbav:"q,omitempty"`
@@ -329,7 +330,7 @@ func toMeteredAV(u chat.Usage) *meteredAV {
 		return nil
 	}
 	return &meteredAV{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens,
-		CacheWriteTokens: u.CacheWriteTokens, ModelCalls: u.ModelCalls, ToolCalls: u.ToolCalls,
+		CacheWriteTokens: u.CacheWriteTokens, ReasoningTokens: u.ReasoningTokens, ModelCalls: u.ModelCalls, ToolCalls: u.ToolCalls,
 		StoreRequests: u.StoreRequests, ReadUnits: u.ReadUnits, WriteUnits: u.WriteUnits}
 }
 
@@ -339,7 +340,7 @@ func (m *meteredAV) usage() chat.Usage {
 		return chat.Usage{}
 	}
 	return chat.Usage{InputTokens: m.InputTokens, OutputTokens: m.OutputTokens, CacheReadTokens: m.CacheReadTokens,
-		CacheWriteTokens: m.CacheWriteTokens, ModelCalls: m.ModelCalls, ToolCalls: m.ToolCalls,
+		CacheWriteTokens: m.CacheWriteTokens, ReasoningTokens: m.ReasoningTokens, ModelCalls: m.ModelCalls, ToolCalls: m.ToolCalls,
 		StoreRequests: m.StoreRequests, ReadUnits: m.ReadUnits, WriteUnits: m.WriteUnits}
 }
 

@@ -86,6 +86,7 @@ var (
 		{"o", func(c *chat.Counters) *int64 { return &c.OutputTokens }},
 		{"r", func(c *chat.Counters) *int64 { return &c.CacheReadTokens }},
 		{"w", func(c *chat.Counters) *int64 { return &c.CacheWriteTokens }},
+		{"k", func(c *chat.Counters) *int64 { return &c.ReasoningTokens }},
 		{"m", func(c *chat.Counters) *int64 { return &c.ModelCalls }},
 		{"c", func(c *chat.Counters) *int64 { return &c.ToolCalls }},
 		{"q", func(c *chat.Counters) *int64 { return &c.StoreRequests }},

@@ -20,7 +20,7 @@ func entry(sessionID string, ordinal int64, at time.Time, u chat.Usage) chat.Led
 // usageOf is a turn's usage in the suite: n tokens in, 2n out, one model
 // call, store figures.
 func usageOf(n int64) chat.Usage {
-	return chat.Usage{InputTokens: n, OutputTokens: 2 * n, CacheReadTokens: 1, ModelCalls: 1, ToolCalls: n % 2,
+	return chat.Usage{InputTokens: n, OutputTokens: 2 * n, CacheReadTokens: 1, ReasoningTokens: n, ModelCalls: 1, ToolCalls: n % 2,
 		StoreRequests: 5, ReadUnits: 1.5, WriteUnits: 4}
 }
 

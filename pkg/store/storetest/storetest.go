@@ -166,7 +166,7 @@ func (e *env) turnFor(c *chat.Claim, sessionID string) *chat.Turn {
 			{ID: id + "-assistant", Role: protocol.RoleAssistant, Content: "reply to " + id, Status: protocol.MessageComplete, CreatedAt: stamp(now)},
 		},
 		Usage: protocol.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7},
-		Metered: chat.Usage{InputTokens: 3, OutputTokens: 4, CacheReadTokens: 2, ModelCalls: 1, StoreRequests: 6,
+		Metered: chat.Usage{InputTokens: 3, OutputTokens: 4, CacheReadTokens: 2, ReasoningTokens: 1, ModelCalls: 1, StoreRequests: 6,
 			ReadUnits: 1.5, WriteUnits: 3},
 		FirstSequence: c.BaseSequence + 1,
 		LastSequence:  c.BaseSequence + 2,

@@ -254,6 +254,7 @@ func (t *run) modelCall(ctx context.Context, req model.Request, step int) (_ str
 			if c := ev.Cache; c != nil {
 				u.CacheReadTokens, u.CacheWriteTokens = c.Read, c.Write
 			}
+			u.ReasoningTokens = ev.ReasoningTokens
 			t.meter.Add(u)
 		}
 		if changed {
