@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/model/modeltest"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
@@ -108,17 +109,8 @@ func TestBedrockPromptCacheReachesTheLedger(t *testing.T) {
 			t.Errorf("request %d has %d cachePoint blocks, want 3: %s", i+1, n, body)
 		}
 	}
-	var usage struct {
-		Usage struct {
-			CacheReadTokens  int64 `json:"cacheReadTokens"`
-			CacheWriteTokens int64 `json:"cacheWriteTokens"`
-		} `json:"usage"`
-	}
-	if status := getJSON(t, srv.url+"/history/usage", "alice", &usage); status != http.StatusOK {
-		t.Fatalf("GET /usage: %d", status)
-	}
-	if usage.Usage.CacheReadTokens != modeltest.CacheTokens || usage.Usage.CacheWriteTokens != modeltest.CacheTokens {
-		t.Errorf("usage cache tokens read %d, write %d; want %d each", usage.Usage.CacheReadTokens, usage.Usage.CacheWriteTokens, modeltest.CacheTokens)
+	if u := ledgerUsage(t, srv, "alice"); u.CacheReadTokens != modeltest.CacheTokens || u.CacheWriteTokens != modeltest.CacheTokens {
+		t.Errorf("usage cache tokens read %d, write %d; want %d each", u.CacheReadTokens, u.CacheWriteTokens, modeltest.CacheTokens)
 	}
 	srv.stop(t)
 }
@@ -132,19 +124,20 @@ func TestReasoningTokensReachTheLedger(t *testing.T) {
 	if last := lines[len(lines)-1]; last.Snapshot == nil || last.Snapshot.Status != protocol.StatusComplete {
 		t.Fatalf("turn did not complete: %+v", last)
 	}
-	var usage struct {
-		Usage struct {
-			OutputTokens    int64 `json:"outputTokens"`
-			ReasoningTokens int64 `json:"reasoningTokens"`
-		} `json:"usage"`
-	}
-	if status := getJSON(t, srv.url+"/history/usage", "alice", &usage); status != http.StatusOK {
-		t.Fatalf("GET /usage: %d", status)
-	}
 	// The reasoning "abcd efgh" is 9 runes, 3 tokens; the reply "Echo:
 	// /think abcd efgh" 22 runes, 6 tokens: 9 output tokens in all.
-	if usage.Usage.ReasoningTokens != 3 || usage.Usage.OutputTokens != 6+3 {
-		t.Errorf("usage %+v, want 3 reasoning tokens of 9 out", usage.Usage)
+	if u := ledgerUsage(t, srv, "alice"); u.ReasoningTokens != 3 || u.OutputTokens != 6+3 {
+		t.Errorf("usage %+v, want 3 reasoning tokens of 9 out", u)
 	}
 	srv.stop(t)
+}
+
+// ledgerUsage returns user's counters of the day (GET /usage).
+func ledgerUsage(t *testing.T, srv *testServer, user string) api.UsageCounters {
+	t.Helper()
+	var report api.UsageReport[api.UsageCounters]
+	if status := getJSON(t, srv.url+"/history/usage", user, &report); status != http.StatusOK {
+		t.Fatalf("GET /usage: %d", status)
+	}
+	return report.Usage
 }
