@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -48,8 +49,40 @@ type Append struct {
 	Offset int64
 	// Usage, when set, replaces the snapshot's usage.
 	Usage *Usage
-	// Text is appended to the content; may be empty (a usage change).
+	// Reasoning, when set, is appended to the same message's reasoning
+	// (its metadata member MetadataReasoning), before Text.
+	Reasoning *AppendReasoning
+	// Text is appended to the content; may be empty (a usage change, or
+	// reasoning only).
 	Text string
+}
+
+// AppendReasoning is the reasoning part of an append line: Text added to
+// the streaming assistant message's reasoning, whose length in UTF-16
+// code units in the state at After is Offset (a check on the base: 0 when
+// the message has no reasoning yet).
+type AppendReasoning struct {
+	Offset int64
+	Text   string
+}
+
+// MetadataReasoning is the assistant message metadata member that holds
+// the model's reasoning as a string (api.MetadataReasoning,
+// docs/reasoning.md), which append lines extend.
+const MetadataReasoning = "reasoning"
+
+// MessageReasoning returns m's metadata.reasoning, "" when it has none
+// (no metadata, not an object, the member absent or not a string).
+func MessageReasoning(m Message) string {
+	if len(m.Metadata) == 0 {
+		return ""
+	}
+	root, err := parseJSON(m.Metadata)
+	if err != nil || root.kind != kindObject {
+		return ""
+	}
+	s, _ := strField(&root, MetadataReasoning)
+	return s
 }
 
 // appendPrefix starts every append line, members in this order.
@@ -65,7 +98,7 @@ const AppendClose = "\"}\n"
 // AppendAppendOpen appends the opening of a's line to dst: every member up
 // to and including the text member's opening quote, in the order the
 // grammar fixes (protocol, version, event, sequence, after, offset, usage
-// when set, text). a.Text is not written: follow with AppendAppendText for
+// when set, reasoning when set, text). a.Text is not written: follow with AppendAppendText for
 // each piece and AppendClose. It returns dst unchanged and an error
 // wrapping ErrInvalidAppend for sequences outside 0 <= After < Sequence <=
 // 2^53-1, a negative Offset or a negative usage count.
@@ -80,6 +113,8 @@ func AppendAppendOpen(dst []byte, a *Append) ([]byte, error) {
 		field = "offset"
 	case a.Usage != nil && (a.Usage.PromptTokens < 0 || a.Usage.CompletionTokens < 0 || a.Usage.TotalTokens < 0):
 		field = "usage"
+	case a.Reasoning != nil && (a.Reasoning.Offset < 0 || a.Reasoning.Offset > MaxSafeInteger || !utf8.ValidString(a.Reasoning.Text)):
+		field = "reasoning"
 	}
 	if field != "" {
 		return dst, fmt.Errorf("%w: %s", ErrInvalidAppend, field)
@@ -98,6 +133,13 @@ func AppendAppendOpen(dst []byte, a *Append) ([]byte, error) {
 		b = appendJSONNumber(b, float64(u.CompletionTokens))
 		b = append(b, `,"totalTokens":`...)
 		b = appendJSONNumber(b, float64(u.TotalTokens))
+		b = append(b, '}')
+	}
+	if r := a.Reasoning; r != nil {
+		b = append(b, `,"reasoning":{"offset":`...)
+		b = appendJSONNumber(b, float64(r.Offset))
+		b = append(b, `,"text":`...)
+		b, _ = appendJSONString(b, r.Text) // valid UTF-8: checked above
 		b = append(b, '}')
 	}
 	return append(b, textMember...), nil
@@ -134,7 +176,10 @@ func AppendAppendLine(dst []byte, a *Append) ([]byte, error) {
 
 // appendFields are the members an append line defines, for the
 // case-variant rule (IsCaseVariant).
-var appendFields = []string{"protocol", "version", "event", "sequence", "after", "offset", "usage", "text"}
+var appendFields = []string{"protocol", "version", "event", "sequence", "after", "offset", "usage", "reasoning", "text"}
+
+// appendReasoningFields are the members of an append line's reasoning.
+var appendReasoningFields = []string{"offset", "text"}
 
 // IsAppendLine reports whether line (JSON text, with or without its LF)
 // begins as an append line does. It is a quick test, not validation.
@@ -148,7 +193,8 @@ func IsAppendLine(line []byte) bool { return bytes.HasPrefix(line, []byte(append
 // EventAppend, holds a case variant of one of its members, or breaks a
 // member's rule: sequence, after and offset integers with 0 <= after <
 // sequence <= 2^53-1 and offset >= 0, usage (if present) the snapshot's usage
-// object, text a string.
+// object, reasoning (if present) an object {offset, text} with offset >= 0
+// and text a string, text a string.
 func DecodeAppend(line []byte) (*Append, error) {
 	root, err := parseJSON(line)
 	if err != nil {
@@ -189,6 +235,19 @@ func DecodeAppend(line []byte) (*Append, error) {
 			return fail("usage")
 		}
 		a.Usage = &usage
+	}
+	if r, present := root.get("reasoning"); present {
+		if r.kind != kindObject || r.hasCaseVariant(appendReasoningFields) {
+			return fail("reasoning")
+		}
+		var ar AppendReasoning
+		if ar.Offset, ok = intField(r, "offset", 0); !ok {
+			return fail("reasoning")
+		}
+		if ar.Text, ok = strField(r, "text"); !ok {
+			return fail("reasoning")
+		}
+		a.Reasoning = &ar
 	}
 	if a.Text, ok = strField(&root, "text"); !ok {
 		return fail("text")
@@ -332,6 +391,8 @@ type CompactCursor struct {
 	mu       sync.Mutex
 	snapshot *Event
 	length   int64 // UTF-16 length of the held assistant content
+	// reasoning is the UTF-16 length of its MetadataReasoning.
+	reasoning int64
 }
 
 // NewCompactCursor returns a cursor for sessionID, which must be a SafeId
@@ -374,6 +435,14 @@ func (c *CompactCursor) Apply(line []byte) (bool, error) {
 	payload := *next.Snapshot
 	payload.Messages = append([]Message(nil), payload.Messages...)
 	last := &payload.Messages[len(payload.Messages)-1]
+	if r := a.Reasoning; r != nil {
+		meta, ok := withReasoning(last.Metadata, MessageReasoning(*last)+r.Text)
+		if !ok {
+			return false, ErrAppendGap
+		}
+		last.Metadata = meta
+		c.reasoning += int64(utf16Len(r.Text, -1))
+	}
 	last.Content += a.Text
 	if a.Usage != nil {
 		payload.Usage = *a.Usage
@@ -398,9 +467,11 @@ func (c *CompactCursor) ApplyEvent(ev *Event) bool {
 		return false
 	}
 	c.snapshot = cloneEvent(ev)
-	c.length = 0
+	c.length, c.reasoning = 0, 0
 	if n := len(ev.Snapshot.Messages); n > 0 {
-		c.length = int64(utf16Len(ev.Snapshot.Messages[n-1].Content, -1))
+		last := ev.Snapshot.Messages[n-1]
+		c.length = int64(utf16Len(last.Content, -1))
+		c.reasoning = int64(utf16Len(MessageReasoning(last), -1))
 	}
 	return true
 }
@@ -416,7 +487,25 @@ func (c *CompactCursor) appliesLocked(a *Append) bool {
 		return false
 	}
 	last := msgs[len(msgs)-1]
-	return last.Role == RoleAssistant && last.Status == MessageStreaming && c.length == a.Offset
+	return last.Role == RoleAssistant && last.Status == MessageStreaming && c.length == a.Offset &&
+		(a.Reasoning == nil || c.reasoning == a.Reasoning.Offset)
+}
+
+// withReasoning returns metadata (nil or a JSON object) with
+// MetadataReasoning set to reasoning, members in name order as the server
+// writes them; ok=false when metadata is not an object.
+func withReasoning(metadata []byte, reasoning string) ([]byte, bool) {
+	obj := map[string]json.RawMessage{}
+	if len(metadata) > 0 && json.Unmarshal(metadata, &obj) != nil {
+		return nil, false
+	}
+	s, err := json.Marshal(reasoning)
+	if err != nil {
+		return nil, false
+	}
+	obj[MetadataReasoning] = s
+	out, err := json.Marshal(obj)
+	return out, err == nil
 }
 
 // Provisional returns the held snapshot's assistant content followed by

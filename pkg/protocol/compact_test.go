@@ -51,6 +51,8 @@ func TestAppendLineRoundTrip(t *testing.T) {
 		"plain":   {Sequence: 5, After: 4, Offset: 3, Text: "hello"},
 		"escapes": {Sequence: 9, After: 2, Offset: 0, Text: "a\"b\\c\nd\te\u0001 é 😀 \u2028"},
 		"usage":   {Sequence: 2, After: 1, Offset: 7, Usage: &protocol.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}},
+		"reasoning": {Sequence: 4, After: 3, Offset: 0, Usage: &protocol.Usage{TotalTokens: 3},
+			Reasoning: &protocol.AppendReasoning{Offset: 12, Text: "think \"hard\" é😀\n"}, Text: "then"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			line := appendLine(t, a)
@@ -62,7 +64,8 @@ func TestAppendLineRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got.Sequence != a.Sequence || got.After != a.After ||
-				got.Offset != a.Offset || got.Text != a.Text || (got.Usage == nil) != (a.Usage == nil) || (a.Usage != nil && *got.Usage != *a.Usage) {
+				got.Offset != a.Offset || got.Text != a.Text || (got.Usage == nil) != (a.Usage == nil) || (a.Usage != nil && *got.Usage != *a.Usage) ||
+				(got.Reasoning == nil) != (a.Reasoning == nil) || (a.Reasoning != nil && *got.Reasoning != *a.Reasoning) {
 				t.Fatalf("decoded %+v, want %+v", got, a)
 			}
 		})
@@ -89,27 +92,34 @@ func TestAppendLineIsInertToAgentsKitDecoding(t *testing.T) {
 func TestDecodeAppendRejectsBadInput(t *testing.T) {
 	good := `{"protocol":"agentskit.chat.turn","version":1,"event":"turnstream.turn.append","sequence":3,"after":2,"offset":0,"text":"x"}`
 	for name, line := range map[string]string{
-		"not JSON":           `{"protocol":"agentskit.chat.turn","version":1,"event":"turnstream.turn.append","text":"x`,
-		"array":              `[1,"x"]`,
-		"wrong protocol":     strings.Replace(good, `agentskit.chat.turn`, `other`, 1),
-		"version 2":          strings.Replace(good, `"version":1`, `"version":2`, 1),
-		"other event":        strings.Replace(good, `turnstream.turn.append`, `server.turn.snapshot`, 1),
-		"missing sequence":   strings.Replace(good, `"sequence":3,`, ``, 1),
-		"missing offset":     strings.Replace(good, `,"offset":0`, ``, 1),
-		"sequence 0":         strings.Replace(good, `"sequence":3,"after":2`, `"sequence":0,"after":0`, 1),
-		"after = sequence":   strings.Replace(good, `"after":2`, `"after":3`, 1),
-		"negative after":     strings.Replace(good, `"after":2`, `"after":-1`, 1),
-		"fractional offset":  strings.Replace(good, `"offset":0`, `"offset":0.5`, 1),
-		"string offset":      strings.Replace(good, `"offset":0`, `"offset":"0"`, 1),
-		"text not a string":  strings.Replace(good, `"text":"x"`, `"text":1`, 1),
-		"missing text":       strings.Replace(good, `,"text":"x"`, ``, 1),
-		"null usage":         strings.Replace(good, `"offset":0`, `"offset":0,"usage":null`, 1),
-		"partial usage":      strings.Replace(good, `"offset":0`, `"offset":0,"usage":{"promptTokens":1}`, 1),
-		"duplicate text":     strings.Replace(good, `"text":"x"`, `"text":"x","text":"y"`, 1),
-		"case variant":       strings.Replace(good, `"offset":0`, `"offset":0,"Text":"y"`, 1),
-		"lone surrogate":     strings.Replace(good, `"text":"x"`, `"text":"\ud800"`, 1),
-		"raw control in str": strings.Replace(good, `"text":"x"`, "\"text\":\"\x01\"", 1),
-		"huge sequence":      strings.Replace(good, `"sequence":3`, `"sequence":9007199254740992`, 1),
+		"not JSON":            `{"protocol":"agentskit.chat.turn","version":1,"event":"turnstream.turn.append","text":"x`,
+		"array":               `[1,"x"]`,
+		"wrong protocol":      strings.Replace(good, `agentskit.chat.turn`, `other`, 1),
+		"version 2":           strings.Replace(good, `"version":1`, `"version":2`, 1),
+		"other event":         strings.Replace(good, `turnstream.turn.append`, `server.turn.snapshot`, 1),
+		"missing sequence":    strings.Replace(good, `"sequence":3,`, ``, 1),
+		"missing offset":      strings.Replace(good, `,"offset":0`, ``, 1),
+		"sequence 0":          strings.Replace(good, `"sequence":3,"after":2`, `"sequence":0,"after":0`, 1),
+		"after = sequence":    strings.Replace(good, `"after":2`, `"after":3`, 1),
+		"negative after":      strings.Replace(good, `"after":2`, `"after":-1`, 1),
+		"fractional offset":   strings.Replace(good, `"offset":0`, `"offset":0.5`, 1),
+		"string offset":       strings.Replace(good, `"offset":0`, `"offset":"0"`, 1),
+		"text not a string":   strings.Replace(good, `"text":"x"`, `"text":1`, 1),
+		"missing text":        strings.Replace(good, `,"text":"x"`, ``, 1),
+		"null usage":          strings.Replace(good, `"offset":0`, `"offset":0,"usage":null`, 1),
+		"partial usage":       strings.Replace(good, `"offset":0`, `"offset":0,"usage":{"promptTokens":1}`, 1),
+		"duplicate text":      strings.Replace(good, `"text":"x"`, `"text":"x","text":"y"`, 1),
+		"case variant":        strings.Replace(good, `"offset":0`, `"offset":0,"Text":"y"`, 1),
+		"lone surrogate":      strings.Replace(good, `"text":"x"`, `"text":"\ud800"`, 1),
+		"raw control in str":  strings.Replace(good, `"text":"x"`, "\"text\":\"\x01\"", 1),
+		"huge sequence":       strings.Replace(good, `"sequence":3`, `"sequence":9007199254740992`, 1),
+		"reasoning a string":  strings.Replace(good, `"offset":0`, `"offset":0,"reasoning":"x"`, 1),
+		"reasoning null":      strings.Replace(good, `"offset":0`, `"offset":0,"reasoning":null`, 1),
+		"reasoning no offset": strings.Replace(good, `"offset":0`, `"offset":0,"reasoning":{"text":"x"}`, 1),
+		"reasoning no text":   strings.Replace(good, `"offset":0`, `"offset":0,"reasoning":{"offset":0}`, 1),
+		"reasoning offset -1": strings.Replace(good, `"offset":0`, `"offset":0,"reasoning":{"offset":-1,"text":"x"}`, 1),
+		"reasoning variant":   strings.Replace(good, `"offset":0`, `"offset":0,"reasoning":{"offset":0,"text":"x","Text":"y"}`, 1),
+		"Reasoning variant":   strings.Replace(good, `"offset":0`, `"offset":0,"Reasoning":{"offset":0,"text":"x"}`, 1),
 	} {
 		t.Run(name, func(t *testing.T) {
 			if a, err := protocol.DecodeAppend([]byte(line)); !errors.Is(err, protocol.ErrInvalidAppend) {
@@ -129,11 +139,13 @@ func TestDecodeAppendRejectsBadInput(t *testing.T) {
 
 func TestAppendAppendOpenRejectsBadAppends(t *testing.T) {
 	for name, a := range map[string]protocol.Append{
-		"sequence": {Sequence: 1, After: 1},
-		"after":    {Sequence: 1, After: -1},
-		"offset":   {Sequence: 2, After: 1, Offset: -1},
-		"usage":    {Sequence: 2, After: 1, Usage: &protocol.Usage{TotalTokens: -1}},
-		"text":     {Sequence: 2, After: 1, Text: "\xff"},
+		"sequence":       {Sequence: 1, After: 1},
+		"after":          {Sequence: 1, After: -1},
+		"offset":         {Sequence: 2, After: 1, Offset: -1},
+		"usage":          {Sequence: 2, After: 1, Usage: &protocol.Usage{TotalTokens: -1}},
+		"text":           {Sequence: 2, After: 1, Text: "\xff"},
+		"reasoning":      {Sequence: 2, After: 1, Reasoning: &protocol.AppendReasoning{Offset: -1}},
+		"reasoning text": {Sequence: 2, After: 1, Reasoning: &protocol.AppendReasoning{Text: "\xff"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			dst := []byte("keep")
@@ -369,5 +381,48 @@ func TestAppendFixtures(t *testing.T) {
 				t.Fatalf("decoded %+v, want %+v", got, w)
 			}
 		})
+	}
+}
+
+// TestCompactCursorReasoning: an append line's reasoning extends the
+// streaming message's metadata.reasoning (created when absent, the other
+// members kept), checked against its own offset; a wrong reasoning offset
+// is a gap that changes nothing.
+func TestCompactCursorReasoning(t *testing.T) {
+	c, _ := protocol.NewCompactCursor("s1")
+	snap := snapshotLine(t, 2, protocol.StatusStreaming, "")
+	if ok, err := c.Apply(snap); !ok || err != nil {
+		t.Fatalf("snapshot: %v %v", ok, err)
+	}
+	steps := []struct {
+		a    protocol.Append
+		err  error
+		r, s string // reasoning and content after the step
+	}{
+		{protocol.Append{Sequence: 3, After: 2, Reasoning: &protocol.AppendReasoning{Offset: 0, Text: "First é😀"}}, nil, "First é😀", ""},
+		{protocol.Append{Sequence: 4, After: 3, Reasoning: &protocol.AppendReasoning{Offset: 9, Text: ", then"}, Text: "An"}, nil, "First é😀, then", "An"},
+		{protocol.Append{Sequence: 5, After: 4, Offset: 2, Reasoning: &protocol.AppendReasoning{Offset: 3, Text: "x"}}, protocol.ErrAppendGap, "First é😀, then", "An"},
+		{protocol.Append{Sequence: 5, After: 4, Offset: 2, Text: "swer"}, nil, "First é😀, then", "Answer"},
+	}
+	for i, s := range steps {
+		_, err := c.Apply(appendLine(t, s.a))
+		if !errors.Is(err, s.err) || s.err == nil && err != nil {
+			t.Fatalf("step %d: %v, want %v", i, err, s.err)
+		}
+		m := c.Snapshot().Snapshot.Messages[1]
+		if got := protocol.MessageReasoning(m); got != s.r || m.Content != s.s {
+			t.Fatalf("step %d: reasoning %q, content %q; want %q, %q", i, got, m.Content, s.r, s.s)
+		}
+	}
+	// Other metadata members stay, in name order as the server writes them.
+	c2, _ := protocol.NewCompactCursor("s1")
+	ev, _ := protocol.DecodeTurnEvent(snap)
+	ev.Snapshot.Messages[1].Metadata = json.RawMessage(`{"toolRounds":[{"textEnd":0,"toolCalls":1}],"errorCode":""}`)
+	c2.ApplyEvent(ev)
+	if _, err := c2.Apply(appendLine(t, protocol.Append{Sequence: 3, After: 2, Reasoning: &protocol.AppendReasoning{Text: "r"}})); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(c2.Snapshot().Snapshot.Messages[1].Metadata); got != `{"errorCode":"","reasoning":"r","toolRounds":[{"textEnd":0,"toolCalls":1}]}` {
+		t.Errorf("metadata %s", got)
 	}
 }
