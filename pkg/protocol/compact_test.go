@@ -353,6 +353,7 @@ func TestAppendFixtures(t *testing.T) {
 			Append *struct {
 				Sequence, After, Offset int64
 				Usage                   *protocol.Usage
+				Reasoning               *protocol.AppendReasoning
 				Text                    string
 			} `json:"append"`
 		} `json:"cases"`
@@ -377,7 +378,8 @@ func TestAppendFixtures(t *testing.T) {
 			}
 			w := c.Append
 			if got.Sequence != w.Sequence || got.After != w.After || got.Offset != w.Offset || got.Text != w.Text ||
-				(got.Usage == nil) != (w.Usage == nil) || (w.Usage != nil && *got.Usage != *w.Usage) {
+				(got.Usage == nil) != (w.Usage == nil) || (w.Usage != nil && *got.Usage != *w.Usage) ||
+				(got.Reasoning == nil) != (w.Reasoning == nil) || (w.Reasoning != nil && *got.Reasoning != *w.Reasoning) {
 				t.Fatalf("decoded %+v, want %+v", got, w)
 			}
 		})

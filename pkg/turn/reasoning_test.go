@@ -278,3 +278,45 @@ func TestResumeMidReasoning(t *testing.T) {
 		}
 	})
 }
+
+// TestCompactStreamReasoning: in the compact stream, reasoning goes in
+// append lines as text does (a line's head carries the reasoning added
+// since the last line), so the stream holds no complete snapshot between
+// its first and its last; a compact cursor builds every state on the way
+// and ends with the terminal snapshot's messages.
+func TestCompactStreamReasoning(t *testing.T) {
+	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+		e := newEnv(t, newStore(t), &scriptModel{}, func(o *turn.Options) {
+			o.Model = echo.New(2*time.Millisecond, 3)
+			o.SnapshotInterval = 5 * time.Millisecond
+			o.CompactLineSpan = 30 * time.Millisecond
+		})
+		thought := strings.TrimSpace(strings.Repeat("weigh é😀 this, ", 6))
+		resp := e.post(t, context.Background(), "/", submitBody(t, "s", "t1", "/think "+thought, nil), compactHeader)
+		r := readCompact(t, "s", resp)
+		reasoningLines := 0
+		c, _ := protocol.NewCompactCursor("s")
+		for i, l := range r.lines {
+			if a, err := protocol.DecodeAppend(l); err == nil && a.Reasoning != nil {
+				reasoningLines++
+			}
+			if _, err := c.Apply(l); err != nil {
+				t.Fatalf("line %d: %v", i, err)
+			}
+			got, _ := reasoningOf(t, c.Snapshot().Snapshot.Messages[1])
+			if !strings.HasPrefix(thought, got) {
+				t.Fatalf("line %d leaves reasoning %q, not a prefix of %q", i, got, thought)
+			}
+		}
+		if r.snaps != 2 || reasoningLines == 0 {
+			t.Errorf("%d complete snapshots (want the first and the last), %d append lines with reasoning", r.snaps, reasoningLines)
+		}
+		last, _ := protocol.DecodeTurnEvent(r.lines[len(r.lines)-1])
+		if got, _ := reasoningOf(t, last.Snapshot.Messages[1]); got != thought {
+			t.Errorf("terminal reasoning %q", got)
+		}
+		if snap := r.compact.Snapshot(); messagesJSON(t, snap.Snapshot.Messages) != messagesJSON(t, last.Snapshot.Messages) {
+			t.Errorf("the compact cursor ended with %s", messagesJSON(t, snap.Snapshot.Messages))
+		}
+	})
+}

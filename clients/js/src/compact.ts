@@ -22,12 +22,19 @@ export interface AppendLine {
   offset: number;
   /** Replaces the snapshot's usage when present. */
   usage?: Usage;
+  /**
+   * Added to the message's metadata.reasoning before text, when present;
+   * offset is that reasoning's length in UTF-16 code units in the state at
+   * after (0 when it has none).
+   */
+  reasoning?: { offset: number; text: string };
   text: string;
 }
 
 const PREFIX = `{"protocol":"${TURN_PROTOCOL}","version":1,"event":"${EVENT_APPEND}"`;
 const TEXT_MEMBER = `,"text":"`;
-const FIELDS = ["protocol", "version", "event", "sequence", "after", "offset", "usage", "text"];
+const FIELDS = ["protocol", "version", "event", "sequence", "after", "offset", "usage", "reasoning", "text"];
+const REASONING_FIELDS = ["offset", "text"];
 const USAGE_FIELDS = ["promptTokens", "completionTokens", "totalTokens"];
 const enc = new TextEncoder();
 const PREFIX_BYTES = enc.encode(PREFIX);
@@ -55,8 +62,8 @@ function startsWith(b: Uint8Array, p: Uint8Array): boolean {
  * decodeAppend decodes one complete append line from untrusted input (a
  * string or UTF-8 bytes), or returns undefined when it breaks the grammar:
  * not strict JSON, another kind, a case variant of a member, integers outside 0 <= after < sequence <= 2^53-1 or a
- * negative offset, a usage object that is not the snapshot's, text not a
- * string. Unknown members are ignored. It never throws.
+ * negative offset, a usage object that is not the snapshot's, a reasoning
+ * that is not {offset, text}, text not a string. Unknown members are ignored. It never throws.
  */
 export function decodeAppend(input: string | Uint8Array): AppendLine | undefined {
   let text: string;
@@ -81,6 +88,13 @@ export function decodeAppend(input: string | Uint8Array): AppendLine | undefined
     const { promptTokens, completionTokens, totalTokens } = usage;
     if (!isInt(promptTokens, 0) || !isInt(completionTokens, 0) || !isInt(totalTokens, 0)) return undefined;
     out.usage = { promptTokens, completionTokens, totalTokens };
+  }
+  if (Object.prototype.hasOwnProperty.call(v, "reasoning")) {
+    const r = v.reasoning;
+    if (!isObj(r)) return undefined;
+    for (const k in r) if (isCaseVariant(k, REASONING_FIELDS)) return undefined;
+    if (!isInt(r.offset, 0) || typeof r.text !== "string") return undefined;
+    out.reasoning = { offset: r.offset, text: r.text };
   }
   return out;
 }

@@ -1,5 +1,6 @@
 import type { AppendLine } from "./compact.js";
-import { decodeTurnEvent, isDecoded, isSafeId, type SnapshotEvent, type TurnEvent } from "./protocol.js";
+import { decodeTurnEvent, isDecoded, isSafeId, type Message, type SnapshotEvent, type TurnEvent } from "./protocol.js";
+import { METADATA_REASONING } from "./wire.js";
 
 /**
  * AppendResult says what SnapshotCursor.applyAppend did with an append
@@ -85,12 +86,14 @@ export class SnapshotCursor {
     if (!this.#builtOn(a)) return "gap";
     const msgs = held!.payload.messages;
     const last = msgs[msgs.length - 1]!;
+    const grown: Message = { ...last, content: last.content + a.text };
+    if (a.reasoning) grown.metadata = { ...last.metadata, [METADATA_REASONING]: reasoningOf(last) + a.reasoning.text };
     const next: SnapshotEvent = {
       ...held!,
       sequence: a.sequence,
       payload: {
         ...held!.payload,
-        messages: [...msgs.slice(0, -1), { ...last, content: last.content + a.text }],
+        messages: [...msgs.slice(0, -1), grown],
         usage: a.usage ?? held!.payload.usage,
       },
     };
@@ -116,8 +119,20 @@ export class SnapshotCursor {
     const held = this.#snapshot;
     if (held === undefined || a.after !== held.sequence || held.payload.status !== "streaming") return false;
     const last = held.payload.messages[held.payload.messages.length - 1];
-    return last !== undefined && last.role === "assistant" && last.status === "streaming" && last.content.length === a.offset;
+    return (
+      last !== undefined &&
+      last.role === "assistant" &&
+      last.status === "streaming" &&
+      last.content.length === a.offset &&
+      (a.reasoning === undefined || reasoningOf(last).length === a.reasoning.offset)
+    );
   }
+}
+
+/** reasoningOf is a message's metadata.reasoning, "" when it has none. */
+function reasoningOf(m: Message): string {
+  const r = m.metadata?.[METADATA_REASONING];
+  return typeof r === "string" ? r : "";
 }
 
 function freeze<T extends object>(v: T): T {

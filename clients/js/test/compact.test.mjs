@@ -106,6 +106,22 @@ test("the cursor applies appends only to the state they were built on", () => {
   assert.equal(empty.applyAppend(a(3, 2, 0, "x")), "gap", "nothing held");
 });
 
+test("the cursor adds an append line's reasoning to metadata.reasoning, checked against its own offset", () => {
+  const c = new SnapshotCursor("s1");
+  assert.equal(c.apply(snapshot(2, "")), true);
+  const r = (seq, after, offset, rOffset, rText, text = "") =>
+    decodeAppend(appendText(seq, after, offset, text, `,"reasoning":{"offset":${rOffset},"text":${JSON.stringify(rText)}}`));
+  assert.equal(c.applyAppend(r(3, 2, 0, 0, "First é😀")), "applied");
+  assert.deepEqual(c.snapshot.payload.messages[1].metadata, { reasoning: "First é😀" });
+  assert.equal(c.applyAppend(r(4, 3, 0, 9, ", then", "An")), "applied");
+  assert.equal(c.snapshot.payload.messages[1].metadata.reasoning, "First é😀, then");
+  assert.equal(c.snapshot.payload.messages[1].content, "An");
+  assert.equal(c.applyAppend(r(5, 4, 2, 3, "x")), "gap", "wrong reasoning offset");
+  assert.equal(c.snapshot.payload.messages[1].metadata.reasoning, "First é😀, then", "nothing changed");
+  assert.equal(c.applyAppend(decodeAppend(appendText(5, 4, 2, "swer"))), "applied", "text alone keeps the reasoning");
+  assert.deepEqual(c.snapshot.payload.messages[1].metadata, { reasoning: "First é😀, then" });
+});
+
 test("decodePartialAppend: every cut of an open line gives a growing prefix of its text", () => {
   const text = 'ab "q" \\ é 😀\n\t\u0001 end';
   const line = enc.encode(appendText(3, 2, 1, text));

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"time"
@@ -58,34 +59,68 @@ type compactState struct {
 	usage     protocol.Usage
 	seq       int64
 	length    int64 // UTF-16 code units of assistant.Content
+	// reasoning is assistant's reasoning (api.MetadataReasoning),
+	// reasoningLength its UTF-16 code units.
+	reasoning       string
+	reasoningLength int64
 }
 
 func newCompactState(seq int64, assistant protocol.Message, usage protocol.Usage) compactState {
-	return compactState{assistant: assistant, usage: usage, seq: seq, length: utf16Len(assistant.Content)}
+	r := protocol.MessageReasoning(assistant)
+	return compactState{assistant: assistant, usage: usage, seq: seq, length: utf16Len(assistant.Content),
+		reasoning: r, reasoningLength: utf16Len(r)}
 }
 
-// appended returns the text that turns held into next, when next differs
-// from held only by text appended to its content (and its usage): the
-// change an append line carries. Text that ends inside a UTF-8 sequence
-// is cut before it (the rest follows later). ok=false for any other
-// change: a complete snapshot carries it.
-func appended(held, next protocol.Message) (string, bool) {
-	if !strings.HasPrefix(next.Content, held.Content) {
-		return "", false
+// appended returns the reasoning and the text that turn held into next,
+// when next differs from held only by text appended to its reasoning
+// (api.MetadataReasoning) and to its content (and its usage): the change
+// an append line carries. Text that ends inside a UTF-8 sequence is cut
+// before it (the rest follows later). ok=false for any other change: a
+// complete snapshot carries it.
+func appended(held compactState, next protocol.Message) (reasoning, text string, ok bool) {
+	nextReasoning := protocol.MessageReasoning(next)
+	if !strings.HasPrefix(next.Content, held.assistant.Content) || !strings.HasPrefix(nextReasoning, held.reasoning) {
+		return "", "", false
 	}
-	a, b := held, next
+	a, b := held.assistant, next
 	a.Content, b.Content = "", ""
-	if !reflect.DeepEqual(a, b) {
-		return "", false
+	if nextReasoning != held.reasoning {
+		a.Metadata, b.Metadata = withoutMember(a.Metadata, api.MetadataReasoning), withoutMember(b.Metadata, api.MetadataReasoning)
 	}
-	delta := next.Content[len(held.Content):]
+	if !reflect.DeepEqual(a, b) {
+		return "", "", false
+	}
+	reasoning, ok1 := wholeCharacters(nextReasoning[len(held.reasoning):])
+	text, ok2 := wholeCharacters(next.Content[len(held.assistant.Content):])
+	return reasoning, text, ok1 && ok2
+}
+
+// wholeCharacters returns delta cut before a UTF-8 sequence it ends
+// inside of; ok=false when what is left is still not valid UTF-8.
+func wholeCharacters(delta string) (string, bool) {
 	for i := 0; i < utf8.UTFMax && delta != "" && !utf8.ValidString(delta); i++ {
 		delta = delta[:len(delta)-1]
 	}
-	if !utf8.ValidString(delta) {
-		return "", false
+	return delta, utf8.ValidString(delta)
+}
+
+// withoutMember returns the metadata object meta without member name (nil
+// when nothing is left), as the turn writes metadata (members in name
+// order); meta unchanged if it is not an object.
+func withoutMember(meta json.RawMessage, name string) json.RawMessage {
+	obj := map[string]json.RawMessage{}
+	if len(meta) == 0 || json.Unmarshal(meta, &obj) != nil {
+		return meta
 	}
-	return delta, true
+	delete(obj, name)
+	if len(obj) == 0 {
+		return nil
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return meta
+	}
+	return out
 }
 
 // utf16Len is the length of s in UTF-16 code units.
@@ -204,7 +239,7 @@ func (nw *ndjsonStream) compactWriter(first time.Time, held compactState) {
 			continue
 		}
 		assistant := t.assistant(v, protocol.MessageStreaming, "")
-		delta, ok := appended(held.assistant, assistant)
+		rdelta, delta, ok := appended(held, assistant)
 		if !ok {
 			closeLine()
 			if !sleep(snapGap - clock.Since(clk, lastSnap)) {
@@ -233,10 +268,11 @@ func (nw *ndjsonStream) compactWriter(first time.Time, held compactState) {
 			continue
 		}
 		usageChanged := v.usage != held.usage
-		if open && (usageChanged || clock.Since(clk, openedAt) >= o.CompactLineSpan) {
+		// Reasoning goes in a line's head: more of it starts a new line.
+		if open && (usageChanged || rdelta != "" || clock.Since(clk, openedAt) >= o.CompactLineSpan) {
 			closeLine()
 		}
-		if delta == "" && !usageChanged {
+		if delta == "" && rdelta == "" && !usageChanged {
 			continue // a partial character only: the rest follows
 		}
 		lastVersion = v.version
@@ -251,12 +287,22 @@ func (nw *ndjsonStream) compactWriter(first time.Time, held compactState) {
 				u := v.usage
 				a.Usage = &u
 			}
+			if rdelta != "" {
+				a.Reasoning = &protocol.AppendReasoning{Offset: held.reasoningLength, Text: rdelta}
+			}
 			var err error
 			if buf, err = protocol.AppendAppendOpen(buf, a); err != nil {
 				t.log.Error("append line encoding failed", "err", err)
 				continue
 			}
 			open, openSeq, openedAt = true, seq, clk.Now()
+			if rdelta != "" {
+				// The held message takes the new reasoning: its metadata is
+				// next's, which differs from held's only there (appended).
+				held.assistant.Metadata = assistant.Metadata
+				held.reasoning += rdelta
+				held.reasoningLength += utf16Len(rdelta)
+			}
 		}
 		buf, _ = protocol.AppendAppendText(buf, delta) // delta is valid UTF-8 (appended)
 		held.assistant.Content += delta
@@ -290,10 +336,14 @@ type compactResume struct {
 func (c *compactResume) line(s *run, seq int64, assistant protocol.Message, usage protocol.Usage) []byte {
 	defer func() { st := newCompactState(seq, assistant, usage); c.held = &st }()
 	if c.held != nil && seq > c.held.seq {
-		if delta, ok := appended(c.held.assistant, assistant); ok && c.held.assistant.Content+delta == assistant.Content {
+		if rdelta, delta, ok := appended(*c.held, assistant); ok && c.held.assistant.Content+delta == assistant.Content &&
+			c.held.reasoning+rdelta == protocol.MessageReasoning(assistant) {
 			a := &protocol.Append{Sequence: seq, After: c.held.seq, Offset: c.held.length, Text: delta}
 			if usage != c.held.usage {
 				a.Usage = &usage
+			}
+			if rdelta != "" {
+				a.Reasoning = &protocol.AppendReasoning{Offset: c.held.reasoningLength, Text: rdelta}
 			}
 			if line, err := protocol.AppendAppendLine(nil, a); err == nil {
 				return line
