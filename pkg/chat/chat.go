@@ -216,6 +216,12 @@ type Turn struct {
 	// TurnInterrupted; nil otherwise.
 	Error     *protocol.Diagnostic
 	Artifacts []ArtifactReference
+	// ReasoningBlocks are the model's reasoning blocks that a later turn
+	// may have to send back to the model (those of a tool loop that waits
+	// for approval, docs/reasoning.md): opaque JSON the turn engine writes
+	// and reads, kept with the turn's messages and never shown to anyone;
+	// nil when none.
+	ReasoningBlocks []byte
 	// Feedback is the owner's rating of the turn's answer, nil when none
 	// (ConversationStore.SetFeedback).
 	Feedback *Feedback

@@ -136,11 +136,14 @@ func TestReasoningStreamsBeforeTheAnswer(t *testing.T) {
 }
 
 // TestReasoningApprovalContinuation: a thinking model's tool call that
-// waits for approval is continued by a later turn, which does not hold
-// the reasoning blocks of the loop it continues: that call goes out
-// without a thinking budget (the fake, like Anthropic, refuses a
-// thinking request whose tool loop lacks its reasoning: rule B12), and
-// the next user turn thinks again.
+// waits for approval is continued by a later turn: the asking turn stored
+// the reasoning blocks of its loop with its messages, and the
+// continuation's model call sends them back with its thinking budget (the
+// fake, like Anthropic, refuses a thinking request whose tool loop lacks
+// them: rule B12), on the memory and the DynamoDB stores; history never
+// shows them. A turn whose stored blocks are lost (written by a version
+// that stored none) goes out without a thinking budget instead
+// (TestReasoningLoopWithoutItsBlocks).
 func TestReasoningApprovalContinuation(t *testing.T) {
 	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
 		s := modeltest.NewBedrock(t, append(thinkingReplies, modeltest.Reply{Reasoning: "A new question.", Text: "More."})...)
@@ -173,9 +176,17 @@ func TestReasoningApprovalContinuation(t *testing.T) {
 		if len(reqs) != 3 {
 			t.Fatalf("%d model calls, want 3", len(reqs))
 		}
-		for i, want := range []bool{true, false, true} {
-			if got := strings.Contains(string(reqs[i]), `"thinking"`); got != want {
-				t.Errorf("request %d asks for thinking: %v, want %v", i+1, got, want)
+		for i, body := range reqs {
+			if !strings.Contains(string(body), `"thinking"`) {
+				t.Errorf("request %d asks for no thinking", i+1)
+			}
+		}
+		if !strings.Contains(string(reqs[1]), modeltest.Signature("Save it first.")) {
+			t.Errorf("the continuation does not send the asking turn's signed reasoning back: %s", reqs[1])
+		}
+		for _, m := range historyMessages(t, e, "s-ask") {
+			if strings.Contains(string(m.Metadata), modeltest.Signature("Save it first.")) || strings.Contains(m.Content, "signature") {
+				t.Errorf("history shows a reasoning block: %+v", m)
 			}
 		}
 	})
@@ -319,4 +330,46 @@ func TestCompactStreamReasoning(t *testing.T) {
 			t.Errorf("the compact cursor ended with %s", messagesJSON(t, snap.Snapshot.Messages))
 		}
 	})
+}
+
+// blocklessStore loses the reasoning blocks turns stored, as a table
+// written before they were stored would.
+type blocklessStore struct{ chat.Store }
+
+func (s blocklessStore) LoadContext(ctx context.Context, sessionID string, before int64, maxTurns int) ([]chat.Turn, bool, error) {
+	turns, omitted, err := s.Store.LoadContext(ctx, sessionID, before, maxTurns)
+	for i := range turns {
+		turns[i].ReasoningBlocks = nil
+	}
+	return turns, omitted, err
+}
+
+// TestReasoningLoopWithoutItsBlocks: a turn that continues a tool loop
+// whose reasoning blocks are not at hand sends its model call without a
+// thinking budget, which the fake (like Bedrock) accepts, rather than a
+// request it would refuse; the next user turn thinks again.
+func TestReasoningLoopWithoutItsBlocks(t *testing.T) {
+	s := modeltest.NewBedrock(t, append(thinkingReplies, modeltest.Reply{Reasoning: "A new question.", Text: "More."})...)
+	p := fakeProvider{name: config.ProviderBedrock, modelID: modeltest.BedrockCachingModelID, model: s.Model(), server: s}
+	e := registryEnv(t, blocklessStore{newStoreMemory()}, p, toolRegistry(t), definition.Definition{
+		Revision: 1, Tools: []string{"workspace_note"}, ApprovalTools: []string{"workspace_note"},
+		Reasoning: &definition.Reasoning{BudgetTokens: 2048},
+		Limits:    definition.Limits{MaxSteps: 4, MaxTokens: 4096},
+	})
+	asked := e.submit(t, "s-ask", "t1", "Save a plan.", nil, nil).terminal(t)
+	var meta struct {
+		Pending []struct{ Token string } `json:"pendingConfirmations"`
+	}
+	if err := json.Unmarshal(asked.Messages[len(asked.Messages)-1].Metadata, &meta); err != nil || len(meta.Pending) != 1 {
+		t.Fatalf("metadata: %v", err)
+	}
+	if m := e.decide(t, "s-ask", "t2", meta.Pending[0].Token, protocol.DecisionApprove, nil).terminal(t).Messages; m[len(m)-1].Content != "Done." {
+		t.Fatalf("the continuation's answer %+v", m[len(m)-1])
+	}
+	e.submit(t, "s-ask", "t3", "And then?", nil, nil).terminal(t)
+	for i, want := range []bool{true, false, true} {
+		if got := strings.Contains(string(s.Requests()[i]), `"thinking"`); got != want {
+			t.Errorf("request %d asks for thinking: %v, want %v", i+1, got, want)
+		}
+	}
 }

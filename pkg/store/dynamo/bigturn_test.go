@@ -62,6 +62,8 @@ func TestTurnSizes(t *testing.T) {
 			part := "a part"
 			turn.Messages[1].Parts = []protocol.Part{{Type: "text", Text: &part}}
 			turn.Artifacts = []chat.ArtifactReference{}
+			// Reasoning blocks ride in the payload, inline or chunked.
+			turn.ReasoningBlocks = []byte(`{"t1.a1":[{"text":"plan","signature":"c2ln"}]}`)
 			e.count.Reset()
 			if err := s.SaveTurn(ctx, c, turn); err != nil {
 				t.Fatalf("save: %v", err)
@@ -78,6 +80,9 @@ func TestTurnSizes(t *testing.T) {
 			}
 			if !reflect.DeepEqual(got.Messages, turn.Messages) {
 				t.Errorf("FindTurn messages differ from the saved ones (%d messages, content %d bytes)", len(got.Messages), len(got.Messages[1].Content))
+			}
+			if string(got.ReasoningBlocks) != string(turn.ReasoningBlocks) {
+				t.Errorf("reasoning blocks %s, want %s", got.ReasoningBlocks, turn.ReasoningBlocks)
 			}
 			page, err := s.ListTurns(ctx, chat.ListRequest{SessionID: "s1", Principal: alice})
 			if err != nil || len(page.Turns) != 1 || !reflect.DeepEqual(page.Turns[0].Messages, turn.Messages) {

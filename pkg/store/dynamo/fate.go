@@ -291,7 +291,7 @@ func (s *Store) closeLost(ctx context.Context, main map[string]types.AttributeVa
 		return chat.Usage{}, err
 	}
 	t := it.turn()
-	if t.Messages, err = s.loadMessages(ctx, it); err != nil {
+	if t.Messages, _, err = s.loadMessages(ctx, it); err != nil {
 		return chat.Usage{}, err
 	}
 	if it.Live {
@@ -305,7 +305,7 @@ func (s *Store) closeLost(ctx context.Context, main map[string]types.AttributeVa
 	// save's has: a claim that finds it treats the turn as indeterminate
 	// (olderTurn), as the terminal window does.
 	rec.OwnerKey, rec.SaveID = it.OwnerKey, fence
-	if _, err := setPayload(&rec, t.Messages); err != nil || rec.Chunks > 0 {
+	if _, err := setPayload(&rec, t.Messages, nil); err != nil || rec.Chunks > 0 {
 		// Too large to fold into one item (or unencodable): the record
 		// keeps its checkpoints instead, which readers follow.
 		rec = *it

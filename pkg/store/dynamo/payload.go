@@ -35,6 +35,10 @@ type storedMessage struct {
 	ToolCalls  []storedToolCall `json:"toolCalls"`
 	ToolCallID *string          `json:"toolCallId,omitempty"`
 	Metadata   json.RawMessage  `json:"metadata,omitempty"`
+	// ReasoningBlocks, on a turn's last message only, are the turn's
+	// chat.Turn.ReasoningBlocks: in the payload, which is compressed and
+	// split as it grows, so that they never push the item past its limit.
+	ReasoningBlocks json.RawMessage `json:"reasoningBlocks,omitempty"`
 }
 
 type storedToolCall struct {
@@ -48,6 +52,12 @@ type storedToolCall struct {
 
 // encodeMessages returns the stored JSON of msgs (nil stays null).
 func encodeMessages(msgs []protocol.Message) ([]byte, error) {
+	return encodePayload(msgs, nil)
+}
+
+// encodePayload returns the stored JSON of msgs with reasoning (a JSON
+// value, nil for none) on the last message.
+func encodePayload(msgs []protocol.Message, reasoning []byte) ([]byte, error) {
 	var stored []storedMessage
 	if msgs != nil {
 		stored = make([]storedMessage, len(msgs))
@@ -62,6 +72,9 @@ func encodeMessages(msgs []protocol.Message) ([]byte, error) {
 			}
 		}
 	}
+	if n := len(stored); n > 0 && len(reasoning) > 0 {
+		stored[n-1].ReasoningBlocks = reasoning
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -72,12 +85,23 @@ func encodeMessages(msgs []protocol.Message) ([]byte, error) {
 }
 
 func decodeMessages(data []byte) ([]protocol.Message, error) {
+	msgs, _, err := decodePayload(data)
+	return msgs, err
+}
+
+// decodePayload decodes what encodePayload wrote: the messages and the
+// reasoning blocks (nil when none).
+func decodePayload(data []byte) ([]protocol.Message, []byte, error) {
 	var stored []storedMessage
 	if err := json.Unmarshal(data, &stored); err != nil {
-		return nil, fmt.Errorf("decode messages: %w", err)
+		return nil, nil, fmt.Errorf("decode messages: %w", err)
 	}
 	if stored == nil {
-		return nil, nil
+		return nil, nil, nil
+	}
+	var reasoning []byte
+	if n := len(stored); len(stored[n-1].ReasoningBlocks) > 0 {
+		reasoning = stored[n-1].ReasoningBlocks
 	}
 	msgs := make([]protocol.Message, len(stored))
 	for i, s := range stored {
@@ -90,7 +114,7 @@ func decodeMessages(data []byte) ([]protocol.Message, error) {
 			}
 		}
 	}
-	return msgs, nil
+	return msgs, reasoning, nil
 }
 
 func gzipBytes(data []byte) ([]byte, error) {

@@ -478,7 +478,7 @@ func (s *Store) finishNotRun(ctx context.Context, sess *chat.Session, q *chat.Qu
 	t := q.NotRun(q.Started, code, now)
 	it := newTurnItem(t, sess.Owner, "notrun:"+newToken(), now)
 	it.SaveID = it.LeaseToken // a saved record, not a fence record (isFenceRecord)
-	if _, err := setPayload(&it, t.Messages); err != nil {
+	if _, err := setPayload(&it, t.Messages, nil); err != nil {
 		return err
 	}
 	tup, err := saveUpdate(&it, []chat.ArtifactReference{})

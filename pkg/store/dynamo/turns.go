@@ -44,7 +44,7 @@ func (s *Store) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error
 	}
 	it := newTurnItem(t, c.Session.Owner, c.Lease.Token, s.now())
 	it.SaveID = newToken()
-	chunks, err := setPayload(&it, t.Messages)
+	chunks, err := setPayload(&it, t.Messages, t.ReasoningBlocks)
 	if err != nil {
 		return err
 	}
@@ -79,11 +79,12 @@ func (s *Store) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) error
 	return nil
 }
 
-// setPayload stores msgs on it: inline JSON up to compressAbove bytes,
-// inline gzip up to inlineLimit, else chunk items, whose parts it returns
-// (keyed by the save id, so that a save never overwrites another save's).
-func setPayload(it *turnItem, msgs []protocol.Message) (chunks [][]byte, err error) {
-	data, err := encodeMessages(msgs)
+// setPayload stores msgs (and reasoning, chat.Turn.ReasoningBlocks) on
+// it: inline JSON up to compressAbove bytes, inline gzip up to
+// inlineLimit, else chunk items, whose parts it returns (keyed by the save
+// id, so that a save never overwrites another save's).
+func setPayload(it *turnItem, msgs []protocol.Message, reasoning []byte) (chunks [][]byte, err error) {
+	data, err := encodePayload(msgs, reasoning)
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +172,7 @@ func (s *Store) turnsFromItemsWith(ctx context.Context, items, related []map[str
 			return nil, nil, err
 		}
 		t := it.turn()
-		if t.Messages, err = s.loadMessages(ctx, it); err != nil {
+		if t.Messages, t.ReasoningBlocks, err = s.loadMessages(ctx, it); err != nil {
 			return nil, nil, err
 		}
 		if it.Live {
@@ -185,27 +186,29 @@ func (s *Store) turnsFromItemsWith(ctx context.Context, items, related []map[str
 	return turns, its, nil
 }
 
-func (s *Store) loadMessages(ctx context.Context, it *turnItem) (msgs []protocol.Message, err error) {
+// loadMessages returns the messages of it's payload and the reasoning
+// blocks stored with them (setPayload).
+func (s *Store) loadMessages(ctx context.Context, it *turnItem) (msgs []protocol.Message, reasoning []byte, err error) {
 	var data []byte
 	switch {
 	case it.Chunks > 0:
 		gz, err := s.readChunks(ctx, it)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if data, err = gunzipBytes(gz); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	case it.MessagesGzip != nil:
 		if data, err = gunzipBytes(it.MessagesGzip); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	case it.Messages == "":
-		return nil, nil // a fence record: no messages
+		return nil, nil, nil // a fence record: no messages
 	default:
 		data = []byte(it.Messages)
 	}
-	return decodeMessages(data)
+	return decodePayload(data)
 }
 
 func (s *Store) readChunks(ctx context.Context, it *turnItem) ([]byte, error) {

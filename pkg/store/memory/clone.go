@@ -41,6 +41,7 @@ func cloneTurn(t *chat.Turn) *chat.Turn {
 	c.Error = clonePtr(t.Error)
 	c.Artifacts = slices.Clone(t.Artifacts)
 	c.Feedback = clonePtr(t.Feedback)
+	c.ReasoningBlocks = bytes.Clone(t.ReasoningBlocks)
 	return &c
 }
 

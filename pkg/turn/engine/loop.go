@@ -117,7 +117,10 @@ func (t *run) runModel(ctx context.Context) error {
 			return err
 		}
 		if t.approvals.awaiting() {
-			return nil // the turn ends waiting for approval (approvals.go)
+			// The turn ends waiting for approval (approvals.go); the turn
+			// that continues its loop gets back its reasoning.
+			t.reasoning.keep(t.turnID)
+			return nil
 		}
 	}
 }

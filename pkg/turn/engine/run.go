@@ -193,6 +193,7 @@ func (t *run) loadContext(ctx context.Context, def definition.Definition, ordina
 	for i := range turns {
 		t.turnStarts = append(t.turnStarts, len(t.context))
 		t.context = append(t.context, turns[i].Messages...)
+		t.reasoning.load(turns[i].ReasoningBlocks)
 	}
 	return nil
 }
