@@ -73,6 +73,18 @@ func Since(c Clock, t time.Time) time.Duration { return c.Now().Sub(t) }
 // Until returns the duration on c until t.
 func Until(c Clock, t time.Time) time.Duration { return t.Sub(c.Now()) }
 
+// Wall converts t, an instant on c, to the instant of package time that
+// is as far from now: the form a deadline must take where the operating
+// system keeps it (a net.Conn's, through http.ResponseController). On
+// Real it returns t unchanged; on a clock set behind or ahead of package
+// time, a deadline passed unconverted would be that far off.
+func Wall(c Clock, t time.Time) time.Time {
+	if c == Real {
+		return t
+	}
+	return time.Now().Add(Until(c, t))
+}
+
 // Sleep waits d on c, or until ctx ends; it reports whether the whole d
 // passed (d <= 0 returns true at once unless ctx has ended).
 func Sleep(ctx context.Context, c Clock, d time.Duration) bool {

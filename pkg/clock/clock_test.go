@@ -130,3 +130,22 @@ func TestSleep(t *testing.T) {
 		}
 	})
 }
+
+// TestWallKeepsTheDistanceFromNow: an instant on a clock set far from
+// package time converts to the wall instant as far from now; on Real it
+// is unchanged.
+func TestWallKeepsTheDistanceFromNow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, offset := range []time.Duration{-3 * time.Hour, 0, 5 * time.Hour} {
+			f := clock.NewFake(time.Now().Add(offset))
+			at := f.Now().Add(40 * time.Second)
+			if got, want := clock.Wall(f, at), time.Now().Add(40*time.Second); !got.Equal(want) {
+				t.Errorf("offset %v: Wall = %v, want %v", offset, got, want)
+			}
+		}
+		at := start.Add(time.Minute)
+		if got := clock.Wall(clock.Real, at); !got.Equal(at) {
+			t.Errorf("Wall on Real = %v, want %v", got, at)
+		}
+	})
+}

@@ -15,6 +15,8 @@ import (
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/store/memory"
+	"github.com/turnstream/turnstream/pkg/store/storetest"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -257,6 +259,31 @@ func TestDeadline(t *testing.T) {
 			t.Errorf("next turn starts at %d after %d", r2.events[0].Sequence, last.Sequence)
 		}
 	})
+}
+
+// TestClockFarFromWallTime: the turn's clock, not package time, decides
+// its deadlines, and the response's write deadline (kept by the
+// connection in package time) is converted from it: a turn whose clock is
+// hours behind or ahead of package time streams and saves. Unconverted,
+// the write deadline of a clock 3 hours behind had passed before the
+// first line (the stream ended at once, REQUEST_CANCELLED).
+func TestClockFarFromWallTime(t *testing.T) {
+	for _, offset := range []time.Duration{-3 * time.Hour, 3 * time.Hour} {
+		t.Run(offset.String(), func(t *testing.T) {
+			clock := storetest.NewClock(time.Now().Add(offset))
+			store := memory.New(memory.Options{Now: clock.Now})
+			e := newEnv(t, store, &scriptModel{Chunks: []string{"o", "k"}}, func(o *turn.Options) { o.Clock = clock })
+			r := e.submit(t, "s", "t1", "hello", nil, nil)
+			r.want(t, http.StatusOK, "")
+			if term := r.terminal(t); term.Status != protocol.StatusComplete {
+				t.Fatalf("terminal %+v", term)
+			}
+			stored, err := store.FindTurn(context.Background(), "s", "t1", alice)
+			if err != nil || stored.Status != chat.TurnComplete {
+				t.Fatalf("stored %+v, %v", stored, err)
+			}
+		})
+	}
 }
 
 // TestSaveFailure: a save whose outcome stays unknown is reported as

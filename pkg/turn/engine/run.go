@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/httpedge"
 	"github.com/turnstream/turnstream/pkg/model"
@@ -328,8 +329,9 @@ func (t *run) streamTurn() {
 	// A client that stops reading must not hold the handler past the
 	// request deadline plus the cleanup reserve: a blocked Write then fails
 	// (net/http; lambdaurl's writer has no deadline and the Lambda
-	// deadline bounds it instead).
-	if err := http.NewResponseController(t.w).SetWriteDeadline(t.deadline.Add(t.h.opts.CleanupReserve)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+	// deadline bounds it instead). The connection keeps package time, so
+	// the deadline is converted from the turn's clock.
+	if err := http.NewResponseController(t.w).SetWriteDeadline(clock.Wall(t.h.clock, t.deadline.Add(t.h.opts.CleanupReserve))); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		t.log.Debug("set write deadline", "err", err)
 	}
 
