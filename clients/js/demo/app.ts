@@ -792,6 +792,12 @@ async function capabilities(): Promise<void> {
 let watching = false;
 let canResume: boolean | undefined;
 
+// ended reports whether v's turn has ended (complete, or an error: a stop
+// included); a turn id never runs again.
+function ended(v: View | undefined): boolean {
+  return v?.turnStatus === "complete" || v?.turnStatus === "error";
+}
+
 // catchUp brings the page up to what the summary says: a running turn this
 // page does not follow is followed (resume) or announced; turns queued
 // elsewhere are shown and followed; turns that ended elsewhere are added;
@@ -808,7 +814,10 @@ async function catchUp(s: SessionSummary): Promise<void> {
       repaintAll();
     }
   }
-  if (run && isSafeId(run.turnId) && !views.get(run.turnId)?.turn) {
+  // A turn this page saw end is not followed again: the summary can name
+  // it for a moment after its terminal line (until its lease is released,
+  // or when it was asked for before the end).
+  if (run && isSafeId(run.turnId) && !views.get(run.turnId)?.turn && !ended(views.get(run.turnId))) {
     canResume ??= await client.canResume();
     let v = views.get(run.turnId);
     if (canResume) {
@@ -893,8 +902,9 @@ async function showNewest(): Promise<void> {
       added = true;
       continue;
     }
-    if (v.turnStatus !== t.status || v.elsewhere) {
-      Object.assign(v, fromSummary(t), { elsewhere: false });
+    const seen = fromSummary(t);
+    if (v.turnStatus !== seen.turnStatus || v.elsewhere) {
+      Object.assign(v, seen, { elsewhere: false });
       paint(v);
       added = true;
     }

@@ -63,10 +63,30 @@ describe("demo page in Chromium", { skip }, () => {
         const t = all[all.length - 1]?.textContent;
         if (t && window.__texts[window.__texts.length - 1] !== t) window.__texts.push(t);
       }).observe(document, { subtree: true, childList: true, characterData: true });
+      // Every status the page said, in order.
+      window.__states = [];
+      new MutationObserver(() => {
+        const s = document.querySelector("#status")?.getAttribute("data-state");
+        if (s && window.__states[window.__states.length - 1] !== s) window.__states.push(s);
+      }).observe(document, { subtree: true, attributes: true, attributeFilter: ["data-state"] });
     });
     await page.goto(`${base}/?${query}`);
     await page.waitForSelector('#status:not([data-state="loading"]):not([data-state="idle"])');
     return { page, problems };
+  }
+
+  // waitSaid waits for selector; a timeout says what the page showed
+  // instead (its status, its error line, the problems so far).
+  async function waitSaid(page, problems, selector) {
+    try {
+      await page.waitForSelector(selector, { timeout: 60_000 });
+    } catch (e) {
+      const said = await page.evaluate(() => {
+        const s = document.querySelector("#status");
+        return { states: window.__states, text: s?.textContent, error: document.querySelector("#error")?.textContent };
+      });
+      throw new Error(`${e.message.split("\n")[0]}; the page said ${JSON.stringify(said)}; problems ${JSON.stringify(problems)}`);
+    }
   }
 
   // newChat opens the page as user and starts a conversation with New chat.
@@ -237,12 +257,20 @@ describe("demo page in Chromium", { skip }, () => {
     await page.screenshot({ path: join(shots, "running-elsewhere-desktop.png") });
     await turn.stop();
     await rest;
-    await page.waitForSelector(`${lastAssistant}[data-status="stopped"]`, { timeout: 60_000 });
+    await waitSaid(page, problems, `${lastAssistant}[data-status="stopped"]`);
     assert.equal(await page.textContent(`${lastAssistant} .text`), turn.snapshot.payload.messages.at(-1).content, "the same state as the tab that stopped it");
     assert.equal(await page.textContent(`${lastAssistant} .notice`), "Stopped.");
     // The status follows once the stream has ended after its terminal
     // line: the same bound as the wait above, for a loaded machine.
-    await page.waitForSelector('#status[data-state="stopped"]', { timeout: 60_000 });
+    await waitSaid(page, problems, '#status[data-state="stopped"]');
+    // The page keeps saying so while it watches the session: it asks for
+    // the summary one tick at a time, so once the second answer after the
+    // stop is in, the first tick's catch-up (history's view of the same
+    // stopped turn) has been applied.
+    const summary = (r) => r.request().method() === "GET" && new URL(r.url()).pathname.endsWith("/sessions/b-reload");
+    await page.waitForResponse(summary);
+    await page.waitForResponse(summary);
+    assert.equal(await page.getAttribute("#status", "data-state"), "stopped");
     assert.deepEqual(problems, []);
     await finish(page);
   });
