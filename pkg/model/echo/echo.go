@@ -18,7 +18,9 @@
 // tool call {ID NoteCallID, Name NoteToolName, Args {"title","body"}}
 // with FinishToolUse. Once a tool message follows that user message (the
 // turn's next model call), the reply is the ordinary echo text. Without
-// the tool offered, "/note ..." is echoed like any input.
+// the tool offered, "/note ..." is echoed like any input. The same
+// holds for "/delete <title>" (delete.go) and for "/tool <name> <json>",
+// which calls any offered tool (toolcmd.go).
 //
 // Reasoning, for local demos of a reasoning model: when the last user
 // message is "/think <text>" (ThinkCommand), <text> with its spaces
@@ -105,7 +107,7 @@ func New(delay time.Duration, chunkRunes int) *Model {
 // ErrorCodeNoUserMessage (not retryable) when req has no user message, and
 // ctx.Err() when ctx has already ended. ModelID is ignored; MaxTokens
 // cuts a longer text reply (see the package documentation); Tools only
-// matter for the note command.
+// matter for the tool commands.
 func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -117,6 +119,9 @@ func (m *Model) Stream(ctx context.Context, req model.Request) (model.Stream, er
 	call := noteCall(req, input)
 	if call == nil {
 		call = deleteCall(req, input)
+	}
+	if call == nil {
+		call = toolCall(req, input)
 	}
 	if call != nil {
 		return &stream{ctx: ctx, call: call, usage: Usage(req, string(call.Args)), done: make(chan struct{})}, nil

@@ -433,3 +433,49 @@ func TestEchoDescribesAttachments(t *testing.T) {
 		t.Errorf("answer %q, want %q", text.String(), want)
 	}
 }
+
+// TestToolCommand: "/tool <name> <json>" calls any offered tool with the
+// arguments compacted; a tool not offered, arguments that are not one
+// JSON object, or a call already answered are echoed.
+func TestToolCommand(t *testing.T) {
+	tools := []model.ToolSpec{{Name: "calc__add", Description: "d", InputSchema: []byte(`{"type":"object"}`)}, {Name: echo.NoteToolName, Description: "d", InputSchema: []byte(`{"type":"object"}`)}}
+	callID := echo.ToolCallID
+	toolMsg := protocol.Message{ID: "t", Role: protocol.RoleTool, Content: "3", Status: protocol.MessageComplete, ToolCallID: &callID}
+	tests := map[string]struct {
+		msgs     []protocol.Message
+		wantName string // "" means an ordinary echo reply
+		wantArgs string
+	}{
+		"call":                  {[]protocol.Message{user(`/tool calc__add { "a": 1, "b": 2 } `)}, "calc__add", `{"a":1,"b":2}`},
+		"no arguments":          {[]protocol.Message{user(`/tool calc__add`)}, "calc__add", `{}`},
+		"a local tool":          {[]protocol.Message{user(`/tool workspace_note {"title":"T","body":"<b>"}`)}, echo.NoteToolName, `{"title":"T","body":"<b>"}`},
+		"not offered":           {[]protocol.Message{user(`/tool calc__mul {"a":1}`)}, "", ""},
+		"not an object":         {[]protocol.Message{user(`/tool calc__add [1,2]`)}, "", ""},
+		"null":                  {[]protocol.Message{user(`/tool calc__add null`)}, "", ""},
+		"invalid JSON":          {[]protocol.Message{user(`/tool calc__add {"a":}`)}, "", ""},
+		"no name":               {[]protocol.Message{user(`/tool  `)}, "", ""},
+		"after the tool result": {[]protocol.Message{user(`/tool calc__add {}`), {ID: "a", Role: protocol.RoleAssistant, Status: protocol.MessageComplete}, toolMsg}, "", ""},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			req := model.Request{Messages: tc.msgs, Tools: tools}
+			s, err := echo.New(0, 0).Stream(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			closeOnCleanup(t, s)
+			evs := drain(t, s)
+			last := evs[len(evs)-1]
+			if tc.wantName == "" {
+				input, _ := model.LastUserContent(tc.msgs)
+				if last.ToolCall != nil || evs[0].TextDelta != echo.Prefix+input {
+					t.Fatalf("events %+v, want the echo reply", evs)
+				}
+				return
+			}
+			if c := last.ToolCall; c == nil || c.ID != echo.ToolCallID || c.Name != tc.wantName || string(c.Args) != tc.wantArgs || last.FinishReason != model.FinishToolUse {
+				t.Fatalf("events %+v", evs)
+			}
+		})
+	}
+}
