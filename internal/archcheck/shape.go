@@ -315,6 +315,8 @@ var Layering = []layerRule{
 	{Pkg: "pkg/auth", May: []string{"pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/definition", May: []string{"pkg/api", "pkg/chat", "pkg/model", "pkg/protocol"}},
 	{Pkg: "pkg/tool", May: []string{"pkg/chat", "pkg/model", "pkg/protocol"}},
+	// Remote tools: an MCP server's listing as a tool registry.
+	{Pkg: "pkg/tool/mcp", May: []string{"pkg/clock", "pkg/definition", "pkg/tool"}},
 	{Pkg: "pkg/httpedge", May: []string{"pkg/api", "pkg/attach", "pkg/auth", "pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/telemetry", May: []string{"pkg/chat", "pkg/protocol"}},
 	{Pkg: "pkg/telemetry/otlp", May: []string{"pkg/telemetry"}},

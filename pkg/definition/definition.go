@@ -185,6 +185,10 @@ type Definition struct {
 	// when the definition says nothing, and reasoning the model produces
 	// on its own is streamed and kept (docs/reasoning.md).
 	Reasoning *Reasoning
+	// MCPServers are remote tool servers whose tools the definition
+	// offers beside Tools (the file's "mcpServers"; docs/mcp.md); at most
+	// MaxMCPServers.
+	MCPServers []MCPServer
 	// Quotas are the definition's quotas on its sessions' principals and
 	// tenants (docs/quotas.md; the file's "quotas"): each limit set here
 	// replaces the deployment-wide default's (Resolver.Quotas); zero
@@ -307,6 +311,8 @@ type fileDefinition struct {
 		Allowed []string `json:"allowed"`
 	} `json:"multitask"`
 	Quotas *fileQuotas `json:"quotas"`
+	// MCPServers is the file's "mcpServers" (parseMCPServers).
+	MCPServers []fileMCPServer `json:"mcpServers"`
 }
 
 // fileQuotas is the "quotas" object of a definition, and the QUOTAS
@@ -384,7 +390,9 @@ func ParseQuotas(data []byte) (chat.Quotas, error) {
 // limits?: {maxSteps?, maxTokens?, contextTurns?, contextTokens?,
 // maxOutputTokens?, maxToolCalls?, maxWallTimeMs?},
 // multitask?: {default?, allowed?}, quotas?: {principal?: {turnsPerMinute?,
-// tokensPerDay?, tokensPerMonth?, concurrentSessions?}, tenant?: {...}}}. Decoding is strict: member names are
+// tokensPerDay?, tokensPerMonth?, concurrentSessions?}, tenant?: {...}},
+// mcpServers?: [{name, url, headers?, allowedTools?, requireApproval?,
+// timeoutMs?}] (MCPServer)}. Decoding is strict: member names are
 // case-sensitive; unknown or duplicate members, invalid UTF-8, wrong
 // types and non-integral numbers are errors; null counts as absent. The result is not
 // yet checked against tools or a default id (see New). Errors wrap
@@ -477,6 +485,9 @@ func Parse(data []byte) ([]Definition, error) {
 			return nil, err
 		}
 		d.Quotas = q
+		if d.MCPServers, err = parseMCPServers(e.MCPServers, field); err != nil {
+			return nil, err
+		}
 		if m := e.Multitask; m != nil {
 			if m.Default != nil {
 				d.Multitask.Default = *m.Default
@@ -526,7 +537,8 @@ func describe(err error) string {
 // modelId required for bedrock and openai; titleModel at most
 // MaxTitleModelIDBytes, untrimmed spaces refused; each tool known, no repeats;
 // each approval tool one of the tools and a SafeId, no repeats;
-// limits.maxSteps 1..MaxSteps; limits.maxTokens 0..MaxTokens; then
+// limits.maxSteps 1..MaxSteps; limits.maxTokens 0..MaxTokens; mcpServers
+// by MCPServer's rules; then
 // defaultID names one of them. Errors wrap ErrInvalid and name the field.
 func New(defs []Definition, defaultID string, knownTool func(name string) bool) (*Resolver, error) {
 	if len(defs) == 0 {
@@ -609,9 +621,13 @@ func New(defs []Definition, defaultID string, knownTool func(name string) bool) 
 		if err := checkMultitask(d.Multitask, field); err != nil {
 			return nil, err
 		}
+		if err := checkMCPServers(d.MCPServers, field); err != nil {
+			return nil, err
+		}
 		d.Tools = append([]string(nil), d.Tools...)
 		d.ApprovalTools = append([]string(nil), d.ApprovalTools...)
 		d.Multitask.Allowed = append([]string(nil), d.Multitask.Allowed...)
+		d.MCPServers = cloneMCPServers(d.MCPServers)
 		r.byID[d.ID] = d
 		r.order = append(r.order, d.ID)
 	}

@@ -100,6 +100,11 @@ type Tool struct {
 	InputSchema json.RawMessage
 	// Timeout bounds one call; 0 means only the caller's context.
 	Timeout time.Duration
+	// Approval makes the tool's calls wait for the session owner's
+	// approval before they run (docs/approvals.md): set by the tools of a
+	// remote server that requires it (pkg/tool/mcp); a definition's
+	// approvalTools mark its local ones.
+	Approval bool
 	// Call runs the tool with arguments that already passed InputSchema:
 	// a JSON object, compact or not, exactly as the model sent it (decode
 	// it with DecodeArgs). It must honour ctx. A returned *Error's Message

@@ -397,6 +397,44 @@ func TestToolset(t *testing.T) {
 	})
 }
 
+// TestToolsetWith: a turn's set adds other registries' tools after the
+// definition's, leaves out (and names) a name already offered, runs each
+// tool from its own registry, and reports the tools' own approval.
+func TestToolsetWith(t *testing.T) {
+	add := tool.Tool{Name: "add", Description: "Adds.", InputSchema: json.RawMessage(addSchema), Call: fixed(tool.Result{Text: "local"}, nil)}
+	base, err := newRegistry(t, add).Select([]string{"add"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	remoteAdd := add
+	remoteAdd.Call = fixed(tool.Result{Text: "remote"}, nil)
+	gated := tool.Tool{Name: "srv__gated", Description: "Gated.", InputSchema: json.RawMessage(addSchema), Approval: true, Call: fixed(tool.Result{Text: "gated"}, nil)}
+	open := tool.Tool{Name: "srv__open", Description: "Open.", InputSchema: json.RawMessage(addSchema), Call: fixed(tool.Result{Text: "open"}, nil)}
+	remote := newRegistry(t, remoteAdd, gated, open)
+	ts, shadowed := base.With(remote)
+	if strings.Join(shadowed, " ") != "add" {
+		t.Errorf("shadowed %v, want [add]", shadowed)
+	}
+	var names []string
+	for _, s := range ts.Specs() {
+		names = append(names, s.Name)
+	}
+	if strings.Join(names, " ") != "add srv__gated srv__open" || base.Len() != 1 {
+		t.Fatalf("specs %v (base %d)", names, base.Len())
+	}
+	for name, want := range map[string]string{"add": "local", "srv__gated": "gated", "srv__open": "open"} {
+		if o := ts.Run(context.Background(), model.ToolCall{ID: "1", Name: name, Args: json.RawMessage(`{"a":1,"b":2}`)}); o.Text != want {
+			t.Errorf("%s ran %q, want %q", name, o.Text, want)
+		}
+	}
+	if o := base.Run(context.Background(), model.ToolCall{ID: "1", Name: "srv__open", Args: json.RawMessage(`{"a":1,"b":2}`)}); o.Code != tool.CodeUnknownTool {
+		t.Errorf("the definition's own set runs a tool it does not offer: %+v", o)
+	}
+	if !ts.Approval("srv__gated") || ts.Approval("srv__open") || ts.Approval("add") || ts.Approval("nope") {
+		t.Error("Approval: want srv__gated only")
+	}
+}
+
 func TestEntry(t *testing.T) {
 	tests := map[string]struct {
 		args, status, want string

@@ -4,16 +4,31 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
+// Source is tools known only while the process runs: a remote server's
+// listing (pkg/tool/mcp). A turn asks each of its definition's sources
+// for their tools before its first model call and offers them after the
+// definition's own (Toolset.With).
+type Source interface {
+	// Name names the source in logs and warnings (a server's name).
+	Name() string
+	// Tools returns the source's tools now; an error leaves them out of
+	// the turn, which goes on without them.
+	Tools(ctx context.Context) (*Registry, error)
+}
+
 // Toolset is the tools one definition offers the model: a fixed subset of
-// a Registry. It is immutable and safe for concurrent use.
+// a Registry, with (With) the tools of other registries added for a turn
+// (a remote server's listing). It is immutable and safe for concurrent
+// use.
 type Toolset struct {
-	reg   *Registry
-	names map[string]bool
+	owner map[string]*Registry
 	specs []model.ToolSpec
 }
 
@@ -25,11 +40,35 @@ func (r *Registry) Select(names []string) (*Toolset, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts := &Toolset{reg: r, names: make(map[string]bool, len(names)), specs: specs}
+	ts := &Toolset{owner: make(map[string]*Registry, len(names)), specs: specs}
 	for _, n := range names {
-		ts.names[n] = true
+		ts.owner[n] = r
 	}
 	return ts, nil
+}
+
+// With returns a Toolset offering ts's tools, then every tool of each of
+// regs in the order of its names (Names). A name ts or an earlier
+// registry already offers is left out, and returned in shadowed. ts
+// itself is not changed.
+func (ts *Toolset) With(regs ...*Registry) (_ *Toolset, shadowed []string) {
+	out := &Toolset{owner: make(map[string]*Registry, len(ts.owner)), specs: slices.Clone(ts.specs)}
+	maps.Copy(out.owner, ts.owner)
+	for _, r := range regs {
+		for _, n := range r.Names() {
+			if out.owner[n] != nil {
+				shadowed = append(shadowed, n)
+				continue
+			}
+			specs, err := r.Specs([]string{n})
+			if err != nil {
+				continue // gone since Names: never, registries only grow
+			}
+			out.owner[n] = r
+			out.specs = append(out.specs, specs...)
+		}
+	}
+	return out, shadowed
 }
 
 // Specs returns model.Request.Tools for this set (nil when empty). The
@@ -39,18 +78,33 @@ func (ts *Toolset) Specs() []model.ToolSpec { return ts.specs }
 // Len returns the number of tools in the set.
 func (ts *Toolset) Len() int { return len(ts.specs) }
 
+// Approval reports whether the set offers name and the tool itself says
+// its calls wait for approval (Tool.Approval; a definition's
+// approvalTools are the caller's to check).
+func (ts *Toolset) Approval(name string) bool {
+	r := ts.owner[name]
+	if r == nil {
+		return false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	e := r.tools[name]
+	return e != nil && e.tool.Approval
+}
+
 // Run runs call like Registry.Run, except that a tool outside the set is
 // CodeUnknownTool even when it is registered: the model may only call what
 // it was offered.
 func (ts *Toolset) Run(ctx context.Context, call model.ToolCall) Outcome {
-	if !ts.names[call.Name] {
+	r := ts.owner[call.Name]
+	if r == nil {
 		o := Outcome{Call: call}
 		if len(o.Call.Args) == 0 {
 			o.Call.Args = []byte("{}")
 		}
 		return o.fail(CodeUnknownTool, textUnknownTool, fmt.Errorf("%w: %q is not offered", ErrUnknownTool, call.Name))
 	}
-	return ts.reg.Run(ctx, call)
+	return r.Run(ctx, call)
 }
 
 // Entry returns the toolCalls entry
