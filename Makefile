@@ -59,10 +59,10 @@ test: deps ## Everything: vet, the race-enabled Go suite (memory store and dynal
 	@$(MAKE) --no-print-directory test-bootstraps
 	# -vet=off: the line above vetted every package, test files included.
 	TURNSTREAM_BOOTSTRAPS=$(CURDIR)/$(TEST_BOOTSTRAPS) $(GO) test -race -vet=off -count=1 -timeout 15m ./...
-	# The turn bootstrap and the dev server with the optional openai provider built in (TURN_PROVIDERS=openai).
-	$(GO) vet -race -tags provider.openai ./functions/turn ./cmd/devserver
-	$(GO) test -race -vet=off -count=1 -tags provider.openai ./functions/turn
-	$(GO) test -race -vet=off -count=1 -tags provider.openai -run 'TestRealModels' ./cmd/devserver
+	# The turn bootstrap and the dev server with the optional openai provider and MCP client built in (TURN_PROVIDERS=openai TURN_TOOLS=mcp).
+	$(GO) vet -race -tags provider.openai,tools.mcp ./functions/turn ./cmd/devserver
+	$(GO) test -race -vet=off -count=1 -tags provider.openai,tools.mcp ./functions/turn
+	$(GO) test -race -vet=off -count=1 -tags provider.openai,tools.mcp -run 'TestRealModels' ./cmd/devserver
 	GOFLAGS="$(RACE_GOFLAGS)" $(MAKE) --no-print-directory js-test
 	@# The browser tests mostly wait on slowed echo models and the fuzzing
 	@# is CPU-bound: they run side by side (a cold run saves about 90 s),
@@ -161,7 +161,11 @@ LAMBDA_ENV    := CGO_ENABLED=0 GOOS=linux GOARCH=arm64
 # openai provider, about 17 MB (docs/providers.md). echo and bedrock are
 # always in. An environment variable of the name works too (sam build).
 TURN_PROVIDERS ?=
-LAMBDA_TAGS    = $(subst $(space),$(comma),$(strip lambda.norpc $(if $(filter turn,$*),$(TURN_PROVIDERS:%=provider.%))))
+# Optional tool clients built into the turn bootstrap (functions/turn/tools.go):
+# `make build TURN_TOOLS=mcp` adds the MCP client for definitions' mcpServers
+# (docs/mcp.md).
+TURN_TOOLS     ?=
+LAMBDA_TAGS    = $(subst $(space),$(comma),$(strip lambda.norpc $(if $(filter turn,$*),$(TURN_PROVIDERS:%=provider.%) $(TURN_TOOLS:%=tools.%))))
 comma := ,
 space := $(subst ,, )
 LAMBDA_FLAGS   = -tags "$(LAMBDA_TAGS)" -trimpath -ldflags "-s -w"

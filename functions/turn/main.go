@@ -70,6 +70,9 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, fun
 		Metrics: tel.Metrics("turn"), Tracing: tel.Tracer(),
 		Models: func(defs *definition.Resolver) (map[string]model.Model, error) { return newModels(ctx, cfg, defs) },
 	}
+	if mcpSources != nil {
+		deps.ToolSources = mcpSources(ctx, cfg, logger)
+	}
 	if function != "" {
 		deps.Dispatch = newDispatcher(function, lambdaClient(cfg.Region))
 	}

@@ -70,6 +70,7 @@ var parameterSets = map[string]map[string]any{
 	"openai":                               {"ModelProvider": "openai", "ModelId": "gpt-4o-mini", "OpenAIApiKey": "sk-test"},
 	"openai, a key secret of one's own":    {"ModelProvider": "openai", "ModelId": "gpt-4o-mini", "OpenAIApiKeySecretArn": testOpenAIKeySecretARN},
 	"openai, no key (a local server)":      {"ModelProvider": "openai", "ModelId": "llama3.2", "OpenAIBaseUrl": "https://llm.example/v1/"},
+	"mcp header secrets":                   {"McpHeaderSecretArns": testMcpSecretARNs},
 	"longest turn":                         {"TurnTimeout": "840"},
 	"two-minute turn":                      {"TurnTimeout": "120"},
 	"ten-minute turn":                      {"TurnTimeout": "600"},
@@ -148,7 +149,8 @@ func TestTemplate(t *testing.T) {
 						modelID = fmt.Sprint(params["ModelId"])
 					}
 					checkBedrockPolicy(t, statements, modelID)
-					checkSecrets(t, fname, env, statements, openAIKeySecret(params))
+					mcpSecrets, _ := params["McpHeaderSecretArns"].(string)
+					checkSecrets(t, fname, env, statements, openAIKeySecret(params), mcpSecrets)
 
 					checkPublicPermissions(t, d, fname, jwt)
 				})
@@ -632,6 +634,9 @@ func (d *deployment) resourceProperties(name string) map[string]any {
 	return props
 }
 
+// testMcpSecretARNs is the McpHeaderSecretArns of a parameter set.
+const testMcpSecretARNs = "arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp-docs-AbCdEf,arn:aws:secretsmanager:us-east-1:123456789012:secret:mcp-crm-GhIjKl"
+
 // testOpenAIKeySecretARN is the OpenAIApiKeySecretArn of a parameter set.
 const testOpenAIKeySecretARN = "arn:aws:secretsmanager:us-east-1:123456789012:secret:openai-key-AbCdEf"
 
@@ -651,10 +656,11 @@ func openAIKeySecret(params map[string]any) string {
 
 // checkSecrets: no function has a provider key in its environment; only
 // the turn function names the OpenAI key's secret (openAISecret, "" for
-// none), and only it may read that secret; only the history function may
-// read the cursor secret. Each grant is secretsmanager:GetSecretValue on
-// that one secret.
-func checkSecrets(t *testing.T, fname string, env map[string]string, statements []statement, openAISecret string) {
+// none), and only it may read that secret and the MCP servers' header
+// secrets (mcpSecrets, comma-separated ARNs; "" for none), in a
+// statement of their own; only the history function may read the cursor
+// secret. Each grant is secretsmanager:GetSecretValue on those secrets.
+func checkSecrets(t *testing.T, fname string, env map[string]string, statements []statement, openAISecret, mcpSecrets string) {
 	t.Helper()
 	if env["OPENAI_API_KEY"] != "" {
 		t.Errorf("OPENAI_API_KEY = %q, want it empty: a key in the environment is readable with lambda:GetFunctionConfiguration", env["OPENAI_API_KEY"])
@@ -671,12 +677,23 @@ func checkSecrets(t *testing.T, fname string, env map[string]string, statements 
 	}
 	var got []statement
 	for _, s := range statements {
+		if s.Sid == "TurnMcpHeaderSecrets" {
+			if fname != "TurnFunction" || !slices.Equal(s.Action, []string{"secretsmanager:GetSecretValue"}) ||
+				strings.Join(s.Resource, ",") != mcpSecrets || s.Condition != nil {
+				t.Errorf("MCP header secrets statement %+v, want GetSecretValue on %s in the turn function", s, mcpSecrets)
+			}
+			mcpSecrets = "" // seen
+			continue
+		}
 		for _, a := range s.Action {
 			if strings.HasPrefix(strings.ToLower(a), "secretsmanager:") {
 				got = append(got, s)
 				break
 			}
 		}
+	}
+	if fname == "TurnFunction" && mcpSecrets != "" {
+		t.Errorf("no statement grants the MCP header secrets %s", mcpSecrets)
 	}
 	if want == "" {
 		if len(got) != 0 {

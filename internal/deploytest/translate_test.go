@@ -105,7 +105,8 @@ func TestSAMTranslation(t *testing.T) {
 						modelID = fmt.Sprint(params["ModelId"])
 					}
 					checkBedrockPolicy(t, statements, modelID)
-					checkSecrets(t, fname, env, statements, openAIKeySecret(params))
+					mcpSecrets, _ := params["McpHeaderSecretArns"].(string)
+					checkSecrets(t, fname, env, statements, openAIKeySecret(params), mcpSecrets)
 				})
 			}
 		})

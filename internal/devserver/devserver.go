@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/demo"
+	"github.com/turnstream/turnstream/internal/mcptest"
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/internal/turnsetup"
 	"github.com/turnstream/turnstream/pkg/attach"
@@ -40,6 +41,8 @@ import (
 	"github.com/turnstream/turnstream/pkg/sessionapi"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 	"github.com/turnstream/turnstream/pkg/store/memory"
+	"github.com/turnstream/turnstream/pkg/tool"
+	"github.com/turnstream/turnstream/pkg/tool/mcp"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -51,6 +54,10 @@ const (
 	// UploadsMount serves Options.Uploads: the attachments' upload forms
 	// and signed downloads (docs/attachments.md).
 	UploadsMount = "/uploads/"
+	// MCPDemoMount serves a demo MCP server (internal/mcptest's tools:
+	// add, fail, hang, big, picture, shape) for trying a definition's
+	// mcpServers locally (docs/mcp.md): http://127.0.0.1:8787/mcp-demo.
+	MCPDemoMount = "/mcp-demo"
 )
 
 // Options are what NewHandler builds the handler from.
@@ -104,6 +111,11 @@ func NewHandler(o Options) (http.Handler, error) {
 		Models: func(defs *definition.Resolver) (map[string]model.Model, error) {
 			return models(context.Background(), cfg, defs)
 		},
+		// Every MCP server of the definitions; a header that names a
+		// secret is refused (the turn function reads those).
+		ToolSources: func(defs *definition.Resolver) (map[string][]tool.Source, error) {
+			return mcp.ForDefinitions(context.Background(), defs.All(), nil, mcp.Options{Logger: handlerLog})
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -150,6 +162,7 @@ func NewHandler(o Options) (http.Handler, error) {
 	if o.Uploads != nil {
 		mount(mux, UploadsMount, "uploads", o.Uploads.Handler(), requestLog)
 	}
+	mux.Handle(MCPDemoMount, logged("mcp-demo", mcptest.New(mcptest.Options{}).Handler(), requestLog))
 	mux.Handle("/", logged("demo", demo.Handler(http.HandlerFunc(httpedge.NotFound)), requestLog))
 	return canonicalPaths(mux, requestLog), nil
 }

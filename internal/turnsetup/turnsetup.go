@@ -7,6 +7,7 @@ package turnsetup
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -45,6 +46,11 @@ type Deps struct {
 	// Attachments is where submits' attachments are read
 	// (turn.Options.Attachments); nil means none.
 	Attachments attach.Reader
+	// ToolSources returns the remote tools of the definitions that name
+	// MCP servers (turn.Options.ToolSources; pkg/tool/mcp.ForDefinitions);
+	// nil means this build has no MCP client, and such a definition is
+	// an error saying how to build one.
+	ToolSources func(defs *definition.Resolver) (map[string][]tool.Source, error)
 	// Adjust, when set, changes the options just before the handler is
 	// built (a benchmark's model, a shorter lease).
 	Adjust func(*turn.Options)
@@ -71,6 +77,10 @@ func NewHandler(cfg config.Config, d Deps) (*turn.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	sources, err := toolSources(defs, d.ToolSources)
+	if err != nil {
+		return nil, err
+	}
 	logger := d.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -81,6 +91,7 @@ func NewHandler(cfg config.Config, d Deps) (*turn.Handler, error) {
 			Definitions:            defs,
 			Models:                 models,
 			Tools:                  reg,
+			ToolSources:            sources,
 			TurnTimeout:            cfg.TurnTimeout,
 			CleanupReserve:         cfg.CleanupReserve,
 			LeaseDuration:          cfg.LeaseDuration,
@@ -112,6 +123,30 @@ func NewHandler(cfg config.Config, d Deps) (*turn.Handler, error) {
 		return nil, fmt.Errorf("turn handler: %w", err)
 	}
 	return h, nil
+}
+
+// ErrNoMCP is NewHandler's error for a definition naming MCP servers in
+// a build without an MCP client (Deps.ToolSources nil).
+var ErrNoMCP = errors.New("a definition names mcpServers, and this turn bootstrap has no MCP client: build it with `make build TURN_TOOLS=mcp` (go build -tags tools.mcp; docs/mcp.md)")
+
+// toolSources returns the definitions' remote tools through build, or
+// ErrNoMCP when a definition needs them and build is nil.
+func toolSources(defs *definition.Resolver, build func(*definition.Resolver) (map[string][]tool.Source, error)) (map[string][]tool.Source, error) {
+	needed := false
+	for _, d := range defs.All() {
+		needed = needed || len(d.MCPServers) > 0
+	}
+	if !needed {
+		return nil, nil
+	}
+	if build == nil {
+		return nil, ErrNoMCP
+	}
+	sources, err := build(defs)
+	if err != nil {
+		return nil, fmt.Errorf("mcp servers: %w", err)
+	}
+	return sources, nil
 }
 
 // Tools returns the tools definitions may offer: the demo tools

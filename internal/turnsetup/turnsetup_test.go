@@ -13,6 +13,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/store/memory"
 	"github.com/turnstream/turnstream/pkg/tool"
+	"github.com/turnstream/turnstream/pkg/tool/mcp"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -60,5 +61,52 @@ func TestNewHandler(t *testing.T) {
 	if _, err := turnsetup.NewHandler(cfg, turnsetup.Deps{Store: memory.New(memory.Options{}), Authenticator: authn,
 		Models: func(*definition.Resolver) (map[string]model.Model, error) { return nil, boom }}); !errors.Is(err, boom) {
 		t.Errorf("a model that cannot be built: %v", err)
+	}
+}
+
+// TestMCPServersNeedAClient: a definition naming MCP servers starts only
+// in a build with an MCP client (Deps.ToolSources), which then gets the
+// definitions and whose sources reach the options; without one, the error
+// says how to build it.
+func TestMCPServersNeedAClient(t *testing.T) {
+	const file = `[{"id": "d", "revision": 1, "provider": "echo", "mcpServers": [{"name": "calc", "url": "http://127.0.0.1:9/mcp"}]}]`
+	env := map[string]string{"AUTH_MODE": "dev", "DEFINITIONS_FILE": "defs.json", "DEFINITION_ID": "d"}
+	lookup := func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	cfg, err := config.FromLookup(lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	authn, err := auth.New(t.Context(), cfg.Auth, auth.WithLookupEnv(lookup))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := turnsetup.Deps{Store: memory.New(memory.Options{}), Authenticator: authn,
+		ReadFile: func(string) ([]byte, error) { return []byte(file), nil },
+		Models: func(*definition.Resolver) (map[string]model.Model, error) {
+			return map[string]model.Model{config.ProviderEcho: echo.New(0, 4)}, nil
+		},
+	}
+	if _, err := turnsetup.NewHandler(cfg, deps); !errors.Is(err, turnsetup.ErrNoMCP) {
+		t.Fatalf("without an MCP client: %v, want ErrNoMCP", err)
+	}
+	var seen turn.Options
+	deps.Adjust = func(o *turn.Options) { seen = *o }
+	deps.ToolSources = func(defs *definition.Resolver) (map[string][]tool.Source, error) {
+		d, err := defs.Resolve("d")
+		if err != nil || len(d.MCPServers) != 1 || d.MCPServers[0].Name != "calc" {
+			t.Errorf("definition %+v, %v", d, err)
+		}
+		return map[string][]tool.Source{"d": {mcp.New(d.MCPServers[0], mcp.Options{})}}, nil
+	}
+	if _, err := turnsetup.NewHandler(cfg, deps); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen.ToolSources["d"]) != 1 || seen.ToolSources["d"][0].Name() != "calc" {
+		t.Errorf("tool sources %v", seen.ToolSources)
+	}
+	boom := errors.New("secret unreadable")
+	deps.ToolSources = func(*definition.Resolver) (map[string][]tool.Source, error) { return nil, boom }
+	if _, err := turnsetup.NewHandler(cfg, deps); !errors.Is(err, boom) {
+		t.Errorf("sources that cannot be built: %v", err)
 	}
 }

@@ -19,7 +19,31 @@ const (
 	// reasoning. Absent when the model did not reason or its definition
 	// keeps reasoning from clients.
 	MetadataReasoning = "reasoning"
+	// MetadataWarnings lists what the turn went without (Warning values,
+	// in the order they arose): for example an MCP server that could not
+	// be listed, whose tools were not offered (docs/mcp.md). Absent when
+	// there is none.
+	MetadataWarnings = "warnings"
 )
+
+// Warning codes (Warning.Code).
+const (
+	// WarningToolServerUnavailable: a remote tool server could not be
+	// listed at the turn's start; the turn ran without its tools.
+	WarningToolServerUnavailable = "TOOL_SERVER_UNAVAILABLE"
+)
+
+// Warning is one entry of MetadataWarnings.
+//
+//	{"code","message","server"?}
+type Warning struct {
+	// Code is one of the Warning codes.
+	Code string `json:"code"`
+	// Message says it in plain words, naming nothing secret.
+	Message string `json:"message"`
+	// Server names the tool server, for WarningToolServerUnavailable.
+	Server string `json:"server,omitempty"`
+}
 
 // ApprovalMetadata is the part of an assistant message's metadata the
 // approvals extension sets: MetadataPendingConfirmations and

@@ -52,7 +52,7 @@ var tsTypes = []any{
 	api.AGUIResumeCapability{}, api.ResumeCapability{}, api.DurableTurnsCapability{}, api.MultitaskCapability{},
 	api.DefinitionPolicies{}, api.QuotasCapability{}, api.Quotas{}, api.QuotaLimits{}, api.UsageRoute{},
 	api.QuotaCodes{}, api.BudgetsCapability{}, api.TurnBudgets{}, api.LimitsCapability{},
-	api.ApprovalMetadata{}, api.PendingConfirmation{}, api.ConfirmationMetadata{},
+	api.ApprovalMetadata{}, api.PendingConfirmation{}, api.ConfirmationMetadata{}, api.Warning{},
 	api.SessionList{}, api.SessionListItem{}, api.ListedTurn{}, api.RenameRequest{}, api.Feedback{}, api.DeleteProgress{},
 	api.UploadRequest{}, api.UploadTicket{}, api.UploadForm{}, api.AttachmentDownload{},
 }

@@ -164,6 +164,13 @@ export const METADATA_CONFIRMATION = "confirmation";
  * keeps reasoning from clients.
  */
 export const METADATA_REASONING = "reasoning";
+/**
+ * MetadataWarnings lists what the turn went without (Warning values,
+ * in the order they arose): for example an MCP server that could not
+ * be listed, whose tools were not offered (docs/mcp.md). Absent when
+ * there is none.
+ */
+export const METADATA_WARNINGS = "warnings";
 
 // Usage periods (the period parameter; UTC days and months).
 export const PERIOD_DAY = "day";
@@ -192,6 +199,11 @@ export const QUOTA_HEADER = "X-Turnstream-Quota";
  * It answers UsageReport, or TenantUsageReport for the tenant scope.
  */
 export const USAGE_PATH = "/usage";
+
+/**
+ * Warning codes (Warning.Code).
+ */
+export const WARNING_TOOL_SERVER_UNAVAILABLE = "TOOL_SERVER_UNAVAILABLE";
 
 /**
  * Extensions lists every extension name, in the order a deployment that
@@ -986,6 +998,26 @@ export interface ConfirmationMetadata {
    */
   parentTurnId: string;
   toolCallId: string;
+}
+
+/**
+ * Warning is one entry of MetadataWarnings.
+ *
+ * 	{"code","message","server"?}
+ */
+export interface Warning {
+  /**
+   * Code is one of the Warning codes.
+   */
+  code: string;
+  /**
+   * Message says it in plain words, naming nothing secret.
+   */
+  message: string;
+  /**
+   * Server names the tool server, for WarningToolServerUnavailable.
+   */
+  server?: string;
 }
 
 /**

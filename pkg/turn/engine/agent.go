@@ -16,6 +16,8 @@ type agent struct {
 	def   definition.Definition
 	model model.Model
 	tools *tool.Toolset
+	// sources are the definition's remote tools (Config.ToolSources).
+	sources []tool.Source
 }
 
 // simpleID is the agents key of the simple path's single definition.
@@ -29,6 +31,9 @@ func newAgents(opts Config) (map[string]*agent, error) {
 		reg = tool.NewRegistry(nil)
 	}
 	if opts.Definitions == nil {
+		if len(opts.ToolSources) > 0 {
+			return nil, errors.New("turn: Options.ToolSources needs Options.Definitions")
+		}
 		d := opts.Definition
 		switch {
 		case opts.Model == nil:
@@ -66,7 +71,12 @@ func newAgents(opts Config) (map[string]*agent, error) {
 			return nil, fmt.Errorf("turn: definition %s: limits.maxSteps must be >= 1", d.ID)
 		}
 		d.Quotas = opts.Definitions.Quotas(d.ID) // its own over the deployment's default
-		agents[d.ID] = &agent{def: d, model: m, tools: ts}
+		agents[d.ID] = &agent{def: d, model: m, tools: ts, sources: opts.ToolSources[d.ID]}
+	}
+	for id := range opts.ToolSources {
+		if agents[id] == nil {
+			return nil, fmt.Errorf("turn: Options.ToolSources: %q is not a definition", id)
+		}
 	}
 	return agents, nil
 }

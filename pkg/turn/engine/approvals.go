@@ -167,7 +167,7 @@ func (ap *approvals) decide(ctx context.Context) protocol.ToolCall {
 	var o tool.Outcome
 	if ap.approve {
 		t.out.notify()
-		o = t.agent.tools.Run(ctx, call)
+		o = t.tools.set.Run(ctx, call)
 		if !o.OK() {
 			t.log.Info("approved tool call failed", "tool", call.Name, "code", o.Code)
 			t.log.Debug("tool failure detail", "tool", call.Name, "err", o.Err)

@@ -112,6 +112,13 @@ type Config struct {
 	// (tool.Registry.Select); nil means no tools, and then a definition
 	// naming a tool is an error.
 	Tools *tool.Registry
+	// ToolSources are the remote tools of each definition, by definition
+	// id (a definition's MCP servers, pkg/tool/mcp; docs/mcp.md): listed
+	// at each turn's start, before its first model call, and offered after
+	// the definition's own tools. A source that fails leaves its tools
+	// out of that turn, with a warning in the assistant message's
+	// metadata (api.MetadataWarnings). Only with Definitions.
+	ToolSources map[string][]tool.Source
 
 	// Attachments holds the files submits name (docs/attachments.md):
 	// the engine checks and reads them (Head, Read) before the claim, and

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -53,6 +54,11 @@ type pendingCall struct {
 // goes into the state and wakes the writer.
 func (t *run) runModel(ctx context.Context) error {
 	a := t.agent
+	var warnings []api.Warning
+	t.tools, warnings = listTools(ctx, a, t.log)
+	if len(warnings) > 0 && t.state.change(func() { t.state.warnings = append(t.state.warnings, warnings...) }) {
+		t.out.notify()
+	}
 	var live map[string]protocol.ToolCall
 	if t.approvals.decided != nil { // a continuation: the decided call first
 		tc := t.approvals.decide(ctx)
@@ -71,7 +77,7 @@ func (t *run) runModel(ctx context.Context) error {
 			ModelID:   a.def.ModelID,
 			System:    a.def.SystemPrompt,
 			Messages:  msgs,
-			Tools:     a.tools.Specs(),
+			Tools:     t.tools.set.Specs(),
 			MaxTokens: maxTokens,
 
 			PromptCache:     !a.def.NoPromptCache,
@@ -432,7 +438,7 @@ func (t *run) runTools(ctx context.Context, step int, text string, calls []pendi
 			out = append(out, repeatedCall(c.call).ToolMessage(MessageID(t.turnID, fmt.Sprintf("t%d.%d", step, i+1)), t.createdAt))
 			continue
 		}
-		if t.agent.requiresApproval(c.call.Name) {
+		if t.tools.requiresApproval(c.call.Name) {
 			if t.approvals.awaitApproval(step, i+1, &calls[i]) {
 				continue
 			}
@@ -447,7 +453,7 @@ func (t *run) runTools(ctx context.Context, step int, text string, calls []pendi
 			t.out.notify()
 		}
 		toolCtx, done := t.trace.onToolCall(ctx, c.call)
-		o := t.agent.tools.Run(toolCtx, c.call)
+		o := t.tools.set.Run(toolCtx, c.call)
 		done(o)
 		if !o.OK() {
 			t.log.Info("tool call failed", "tool", c.call.Name, "code", o.Code)

@@ -76,6 +76,9 @@ type run struct {
 	// reasoning holds the reasoning blocks of the turn's model calls, sent
 	// back on its later calls (reasoning.go).
 	reasoning reasoningLog
+	// tools are the tools the turn offers (listTools, at the start of
+	// runModel: only the model's goroutine uses them).
+	tools turnTools
 
 	approvals approvals // confirmations asked for and decided (approvals.go)
 
@@ -591,6 +594,7 @@ func (t *run) assistant(v view, status, errorCode string) protocol.Message {
 	}
 	m.Metadata = t.approvals.approvalMetadata(t.loop.metadata(m.Metadata, false), status)
 	m.Metadata = t.reasoningMetadata(m.Metadata, v.reasoning)
+	m.Metadata = warningsMetadata(m.Metadata, v.warnings)
 	if status != protocol.MessageStreaming {
 		m.Metadata = t.budget.limitMetadata(m.Metadata)
 		m.Metadata = usageEstimateMetadata(m.Metadata, v.estimated) // loop.go

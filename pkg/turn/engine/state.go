@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -31,8 +32,10 @@ type state struct {
 	// (reasoningCut once more was left out).
 	reasoning    strings.Builder
 	reasoningCut bool
-	toolCalls    []protocol.ToolCall
-	usage        protocol.Usage
+	// warnings are what the turn went without (api.MetadataWarnings).
+	warnings  []api.Warning
+	toolCalls []protocol.ToolCall
+	usage     protocol.Usage
 	// estimated is the part of usage that is an estimate (addEstimate).
 	estimated protocol.Usage
 	// inflight is the estimated usage of the model call streaming now
@@ -52,6 +55,7 @@ type state struct {
 type view struct {
 	content   string
 	reasoning string
+	warnings  []api.Warning
 	toolCalls []protocol.ToolCall
 	usage     protocol.Usage
 	estimated protocol.Usage // the part of usage that is an estimate
@@ -268,6 +272,7 @@ func (s *state) view() view {
 	return view{
 		content:   s.contentLocked(),
 		reasoning: s.reasoning.String(),
+		warnings:  slices.Clone(s.warnings),
 		toolCalls: s.toolCalls[:len(s.toolCalls):len(s.toolCalls)],
 		usage:     sumUsage(s.usage, s.inflight),
 		estimated: s.estimated,
