@@ -218,6 +218,7 @@ func (s *Source) list(ctx context.Context) (*tool.Registry, []string, error) {
 	}
 	reg := tool.NewRegistry(nil)
 	var skipped []string
+	taken := 0 // tools offered so far, at most MaxTools
 	for _, t := range tools {
 		if t == nil {
 			continue
@@ -226,7 +227,7 @@ func (s *Source) list(ctx context.Context) (*tool.Registry, []string, error) {
 			continue
 		}
 		name := s.server.Name + definition.MCPToolSeparator + t.Name
-		if !modelToolName.MatchString(name) || reg.Has(name) || len(reg.Names()) == MaxTools {
+		if !modelToolName.MatchString(name) || reg.Has(name) || taken == MaxTools {
 			skipped = append(skipped, t.Name)
 			continue
 		}
@@ -242,6 +243,7 @@ func (s *Source) list(ctx context.Context) (*tool.Registry, []string, error) {
 		if desc == "" {
 			desc = "Tool " + t.Name + " of the " + s.server.Name + " server."
 		}
+		taken++
 		err = reg.Register(tool.Tool{
 			Name:        name,
 			Description: desc,
@@ -251,6 +253,7 @@ func (s *Source) list(ctx context.Context) (*tool.Registry, []string, error) {
 			Call:        s.caller(t.Name),
 		})
 		if err != nil {
+			taken--
 			skipped = append(skipped, t.Name)
 		}
 	}

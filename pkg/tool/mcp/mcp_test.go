@@ -266,3 +266,17 @@ func TestHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestNamesTheModelCannotTake: a tool whose offered name would break a
+// model's tool-name rules ([A-Za-z0-9_-], 64 bytes) is left out; the
+// others are offered.
+func TestNamesTheModelCannotTake(t *testing.T) {
+	srv := mcptest.Start(t, mcptest.Options{})
+	srv.AddTool("open.ticket", "dotted")
+	srv.AddTool(strings.Repeat("t", 64-len("calc__")), "longest")
+	srv.AddTool(strings.Repeat("t", 64-len("calc__")+1), "too long")
+	reg := list(t, mcp.New(server(srv.URL), mcp.Options{Logger: quietLog}))
+	if reg.Has("calc__open.ticket") || reg.Has("calc__"+strings.Repeat("t", 59)) || !reg.Has("calc__"+strings.Repeat("t", 58)) || !reg.Has("calc__add") {
+		t.Fatalf("names %v", reg.Names())
+	}
+}
