@@ -169,6 +169,16 @@ func (s *Server) AddTool(name, text string) {
 		}))
 }
 
+// AddToolFunc adds a tool named name whose calls answer f() (f runs on
+// the server's goroutine, once per call), with an object schema that
+// takes any members.
+func (s *Server) AddToolFunc(name string, f func() string) {
+	s.srv.AddTool(&mcpsdk.Tool{Name: name, Description: "Answers what its function says.", InputSchema: objectSchema(nil, nil)},
+		s.counted(name, func(context.Context, *mcpsdk.CallToolRequest) (*mcpsdk.CallToolResult, error) {
+			return textResult(f()), nil
+		}))
+}
+
 // RemoveTools removes the named tools.
 func (s *Server) RemoveTools(names ...string) { s.srv.RemoveTools(names...) }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
+	"github.com/turnstream/turnstream/internal/mcptest"
 	"github.com/turnstream/turnstream/pkg/chat"
 	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -19,6 +20,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 	"github.com/turnstream/turnstream/pkg/tool"
+	"github.com/turnstream/turnstream/pkg/tool/mcp"
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
@@ -31,45 +33,82 @@ const deleteArgs = `{"title":"Trip plan"}`
 // call.
 func approvalEnv(t *testing.T, store chat.Store, runs *atomic.Int32, opt func(*turn.Options)) (*env, *approvalModel) {
 	t.Helper()
+	return approvalEnvWith(t, store, runs, false, opt)
+}
+
+// approvalEnvWith is approvalEnv, with the tool that requires approval
+// served by an MCP server "note" (its tool "delete", offered as
+// "note__delete", requireApproval ["delete"]) when remote is set.
+func approvalEnvWith(t *testing.T, store chat.Store, runs *atomic.Int32, remote bool, opt func(*turn.Options)) (*env, *approvalModel) {
+	t.Helper()
+	deleted := func() string {
+		runs.Add(1)
+		return "Deleted."
+	}
 	reg := tool.NewRegistry(nil)
-	for _, tl := range []tool.Tool{tool.WorkspaceNote(), {
-		Name: "note_delete", Description: "Deletes a note.", InputSchema: json.RawMessage(`{"type":"object"}`),
-		Call: func(context.Context, json.RawMessage) (tool.Result, error) {
-			runs.Add(1)
-			return tool.Result{Text: "Deleted."}, nil
-		},
-	}} {
-		if err := reg.Register(tl); err != nil {
+	def := definition.Definition{ID: "agent", Revision: 1, Provider: config.ProviderEcho, Limits: definition.Limits{MaxSteps: 4}}
+	var sources map[string][]tool.Source
+	name := "note_delete"
+	if remote {
+		srv := mcptest.Start(t, mcptest.Options{})
+		srv.AddToolFunc("delete", deleted)
+		server := definition.MCPServer{Name: "note", URL: srv.URL, AllowedTools: []string{"delete"},
+			Approval: definition.MCPApproval{Tools: []string{"delete"}}, Timeout: definition.DefaultMCPTimeout}
+		def.MCPServers = []definition.MCPServer{server}
+		sources = map[string][]tool.Source{"agent": {mcp.New(server, mcp.Options{Logger: quietLog})}}
+		name = "note__delete"
+	} else {
+		def.ApprovalTools = []string{"note_delete"}
+		if err := reg.Register(tool.Tool{
+			Name: "note_delete", Description: "Deletes a note.", InputSchema: json.RawMessage(`{"type":"object"}`),
+			Call: func(context.Context, json.RawMessage) (tool.Result, error) { return tool.Result{Text: deleted()}, nil },
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res, err := definition.New([]definition.Definition{{
-		ID: "agent", Revision: 1, Provider: config.ProviderEcho,
-		Tools: []string{tool.WorkspaceNoteName, "note_delete"}, ApprovalTools: []string{"note_delete"},
-		Limits: definition.Limits{MaxSteps: 4},
-	}}, "agent", reg.Has)
+	if err := reg.Register(tool.WorkspaceNote()); err != nil {
+		t.Fatal(err)
+	}
+	def.Tools = []string{tool.WorkspaceNoteName}
+	if !remote {
+		def.Tools = append(def.Tools, "note_delete")
+	}
+	res, err := definition.New([]definition.Definition{def}, "agent", reg.Has)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &approvalModel{}
+	m := &approvalModel{tool: name}
 	e := newEnv(t, store, &scriptModel{}, func(o *turn.Options) {
 		o.Model, o.Definition = nil, turn.Definition{}
-		o.Definitions, o.Tools = res, reg
+		o.Definitions, o.Tools, o.ToolSources = res, reg, sources
 		o.Models = map[string]model.Model{config.ProviderEcho: m}
 		if opt != nil {
 			opt(o)
 		}
 	})
+	e.deleteTool = name
 	return e, m
+}
+
+// forEachApproval runs f on each store, with the tool that requires
+// approval local and served by an MCP server (approvalEnvWith).
+func forEachApproval(t *testing.T, f func(t *testing.T, newStore func(testing.TB) chat.Store, remote bool)) {
+	t.Helper()
+	for _, remote := range []bool{false, true} {
+		t.Run(map[bool]string{false: "local", true: "mcp"}[remote], func(t *testing.T) {
+			forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) { f(t, newStore, remote) })
+		})
+	}
 }
 
 // askInput is the input that makes approvalModel ask for note_delete.
 const askInput = "Delete my trip plan."
 
-// approvalModel asks for note_delete (call id c1) when the last user
-// message is askInput and no tool result follows it, and otherwise
-// answers "Done.". It records every request.
+// approvalModel asks for its tool (note_delete or note__delete, call id
+// c1) when the last user message is askInput and no tool result follows
+// it, and otherwise answers "Done.". It records every request.
 type approvalModel struct {
+	tool string
 	mu   sync.Mutex
 	reqs []model.Request
 }
@@ -81,7 +120,7 @@ func (m *approvalModel) Stream(ctx context.Context, req model.Request) (model.St
 	msgs := req.Messages
 	ask := len(msgs) > 0 && msgs[len(msgs)-1].Role == protocol.RoleUser && msgs[len(msgs)-1].Content == askInput
 	if ask {
-		return &eventStream{ctx: ctx, evs: []model.Event{callEvent("c1", "note_delete", deleteArgs)}}, nil
+		return &eventStream{ctx: ctx, evs: []model.Event{callEvent("c1", m.tool, deleteArgs)}}, nil
 	}
 	return &eventStream{ctx: ctx, evs: []model.Event{{TextDelta: "Done."}, usageEvent(2, 1)}}, nil
 }
@@ -112,7 +151,7 @@ func (e *env) decide(tb testing.TB, sessionID, turnID, token, decision string, h
 }
 
 // askDelete runs turn turnID, which ends waiting for approval of
-// note_delete, checks its terminal snapshot and returns the token.
+// e's delete tool, checks its terminal snapshot and returns the token.
 func askDelete(t *testing.T, e *env, sessionID, turnID string) string {
 	t.Helper()
 	r := e.submit(t, sessionID, turnID, askInput, nil, nil)
@@ -123,7 +162,7 @@ func askDelete(t *testing.T, e *env, sessionID, turnID string) string {
 		t.Fatalf("terminal snapshot %+v", term)
 	}
 	tc := asst.ToolCalls[0]
-	if tc.ID != "c1" || tc.Name != "note_delete" || tc.Status != protocol.ToolCallRequiresConfirmation || tc.Result != nil || tc.Error != nil ||
+	if tc.ID != "c1" || tc.Name != e.deleteTool || tc.Status != protocol.ToolCallRequiresConfirmation || tc.Result != nil || tc.Error != nil ||
 		string(tc.Args) != deleteArgs {
 		t.Fatalf("waiting call %+v", tc)
 	}
@@ -137,7 +176,7 @@ func askDelete(t *testing.T, e *env, sessionID, turnID string) string {
 		t.Fatalf("metadata %s: %v", asst.Metadata, err)
 	}
 	p := meta.Pending[0]
-	if !chat.IsConfirmationToken(p.Token) || p.ToolCallID != "c1" || p.Action != "note_delete" {
+	if !chat.IsConfirmationToken(p.Token) || p.ToolCallID != "c1" || p.Action != e.deleteTool {
 		t.Fatalf("pending confirmation %+v", p)
 	}
 	s, err := e.store.GetSession(context.Background(), sessionID, alice)
@@ -148,7 +187,7 @@ func askDelete(t *testing.T, e *env, sessionID, turnID string) string {
 		t.Fatal("no confirmation stored")
 	}
 	cf := s.Confirmations[len(s.Confirmations)-1]
-	if cf.Token != p.Token || cf.Status != chat.ConfirmationPending || cf.Action != "note_delete" || cf.ToolCallID != "c1" ||
+	if cf.Token != p.Token || cf.Status != chat.ConfirmationPending || cf.Action != e.deleteTool || cf.ToolCallID != "c1" ||
 		cf.TurnID != turnID || string(cf.Input) != deleteArgs || cf.ExpiresAt.UnixMilli() != p.ExpiresAt {
 		t.Fatalf("stored confirmation %+v, metadata %+v", cf, p)
 	}
@@ -174,10 +213,10 @@ func storedConfirmation(t *testing.T, store chat.Store, sessionID, token string)
 // replayed (same turn id) or repeated (another turn id) runs nothing; the
 // continuation's snapshot and history agree.
 func TestApprove(t *testing.T) {
-	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+	forEachApproval(t, func(t *testing.T, newStore func(testing.TB) chat.Store, remote bool) {
 		var runs atomic.Int32
 		store := newStore(t)
-		e, m := approvalEnv(t, store, &runs, nil)
+		e, m := approvalEnvWith(t, store, &runs, remote, nil)
 		token := askDelete(t, e, "s", "t1")
 		if runs.Load() != 0 {
 			t.Fatal("the tool ran before approval")
@@ -246,10 +285,10 @@ func TestApprove(t *testing.T) {
 // TestDeny: a denied call never runs; the model reads TextDenied and
 // continues.
 func TestDeny(t *testing.T) {
-	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+	forEachApproval(t, func(t *testing.T, newStore func(testing.TB) chat.Store, remote bool) {
 		var runs atomic.Int32
 		store := newStore(t)
-		e, m := approvalEnv(t, store, &runs, nil)
+		e, m := approvalEnvWith(t, store, &runs, remote, nil)
 		token := askDelete(t, e, "s", "t1")
 		r := e.decide(t, "s", "t2", token, protocol.DecisionDeny, nil)
 		r.want(t, http.StatusOK, "")
@@ -279,10 +318,10 @@ func TestDeny(t *testing.T) {
 // TestBadDecisions: every bad decision is a typed error and changes
 // nothing; a plain submit supersedes the pending confirmation.
 func TestBadDecisions(t *testing.T) {
-	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+	forEachApproval(t, func(t *testing.T, newStore func(testing.TB) chat.Store, remote bool) {
 		var runs atomic.Int32
 		store := newStore(t)
-		e, _ := approvalEnv(t, store, &runs, func(o *turn.Options) { o.ConfirmationTTL = time.Hour })
+		e, _ := approvalEnvWith(t, store, &runs, remote, func(o *turn.Options) { o.ConfirmationTTL = time.Hour })
 		token := askDelete(t, e, "s", "t1")
 		other := askDelete(t, e, "s2", "u1")
 		e.decide(t, "s", "d1", chat.NewConfirmationToken(), protocol.DecisionApprove, nil).want(t, http.StatusNotFound, protocol.CodeConfirmationNotFound)
@@ -313,35 +352,39 @@ func TestBadDecisions(t *testing.T) {
 // CONFIRMATION_EXPIRED and runs nothing, at the very instant it expires.
 // The handler and the store share a fake clock.
 func TestDecisionExpired(t *testing.T) {
-	fake := clock.NewFake(time.Now())
-	forEachStoreAt(t, fake.Now, func(t *testing.T, newStore func(testing.TB) chat.Store) {
-		var runs atomic.Int32
-		store := newStore(t)
-		e, _ := approvalEnv(t, store, &runs, func(o *turn.Options) {
-			o.ConfirmationTTL = time.Minute
-			o.Clock = fake
+	for _, remote := range []bool{false, true} {
+		t.Run(map[bool]string{false: "local", true: "mcp"}[remote], func(t *testing.T) {
+			fake := clock.NewFake(time.Now())
+			forEachStoreAt(t, fake.Now, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+				var runs atomic.Int32
+				store := newStore(t)
+				e, _ := approvalEnvWith(t, store, &runs, remote, func(o *turn.Options) {
+					o.ConfirmationTTL = time.Minute
+					o.Clock = fake
+				})
+				token := askDelete(t, e, "s", "t1")
+				cf := storedConfirmation(t, store, "s", token)
+				if left := cf.ExpiresAt.Sub(fake.Now()); left <= 0 || left > time.Minute {
+					t.Fatalf("the confirmation expires in %v, want within the TTL (a minute)", left)
+				}
+				fake.Set(cf.ExpiresAt)
+				e.decide(t, "s", "t2", token, protocol.DecisionApprove, nil).want(t, http.StatusGone, protocol.CodeConfirmationExpired)
+				if runs.Load() != 0 {
+					t.Fatal("an expired confirmation ran its tool")
+				}
+			})
 		})
-		token := askDelete(t, e, "s", "t1")
-		cf := storedConfirmation(t, store, "s", token)
-		if left := cf.ExpiresAt.Sub(fake.Now()); left <= 0 || left > time.Minute {
-			t.Fatalf("the confirmation expires in %v, want within the TTL (a minute)", left)
-		}
-		fake.Set(cf.ExpiresAt)
-		e.decide(t, "s", "t2", token, protocol.DecisionApprove, nil).want(t, http.StatusGone, protocol.CodeConfirmationExpired)
-		if runs.Load() != 0 {
-			t.Fatal("an expired confirmation ran its tool")
-		}
-	})
+	}
 }
 
 // TestConcurrentPlainAndDecision: a plain submit and a decision racing:
 // one claims, the other is SESSION_BUSY; the tool runs at most once and
 // only if the decision won.
 func TestConcurrentPlainAndDecision(t *testing.T) {
-	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+	forEachApproval(t, func(t *testing.T, newStore func(testing.TB) chat.Store, remote bool) {
 		var runs atomic.Int32
 		store := newStore(t)
-		e, _ := approvalEnv(t, store, &runs, nil)
+		e, _ := approvalEnvWith(t, store, &runs, remote, nil)
 		token := askDelete(t, e, "s", "t1")
 		var plain, decision result
 		var wg sync.WaitGroup
@@ -377,11 +420,15 @@ func TestConcurrentPlainAndDecision(t *testing.T) {
 // answer was lost (the SDK retries; the retry's condition fails) or was a
 // 500: the continuation runs, and the tool runs exactly once.
 func TestDecisionClaimAnswerLost(t *testing.T) {
-	for _, fault := range []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter} {
-		t.Run(fault.String(), func(t *testing.T) {
+	for _, c := range []struct {
+		fault  ddbfault.Fault
+		remote bool
+	}{{ddbfault.LoseAnswer, false}, {ddbfault.ServerErrorAfter, false}, {ddbfault.LoseAnswer, true}, {ddbfault.ServerErrorAfter, true}} {
+		fault := c.fault
+		t.Run(fault.String()+map[bool]string{false: "", true: "/mcp"}[c.remote], func(t *testing.T) {
 			store, ft := newFaultStore(t)
 			var runs atomic.Int32
-			e, _ := approvalEnv(t, store, &runs, nil)
+			e, _ := approvalEnvWith(t, store, &runs, c.remote, nil)
 			token := askDelete(t, e, "s", "t1")
 			ft.Reset()
 			ft.SetRule(ddbfault.Once(fault, ddbfault.For("UpdateItem", dynamo.PurposeClaim)))
@@ -422,10 +469,10 @@ func (s *loadFailingStore) LoadContext(ctx context.Context, id string, before in
 // cannot be withdrawn: the failure is its record, and the answer says its
 // id is spent (409 TURN_ALREADY_COMPLETED, not retryable).
 func TestDecisionGivenBackBeforeStream(t *testing.T) {
-	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+	forEachApproval(t, func(t *testing.T, newStore func(testing.TB) chat.Store, remote bool) {
 		var runs atomic.Int32
 		store := &loadFailingStore{Store: newStore(t)}
-		e, _ := approvalEnv(t, store, &runs, nil)
+		e, _ := approvalEnvWith(t, store, &runs, remote, nil)
 		token := askDelete(t, e, "s", "t1")
 		store.fail.Store(true)
 		e.decide(t, "s", "t2", token, protocol.DecisionApprove, nil).want(t, http.StatusConflict, protocol.CodeTurnAlreadyCompleted)
@@ -445,10 +492,10 @@ func TestDecisionGivenBackBeforeStream(t *testing.T) {
 // ended show the same messages, the decided call included; a resume of
 // the waiting turn shows the call waiting.
 func TestContinuationResumeAgrees(t *testing.T) {
-	forEachStore(t, func(t *testing.T, newStore func(testing.TB) chat.Store) {
+	forEachApproval(t, func(t *testing.T, newStore func(testing.TB) chat.Store, remote bool) {
 		var runs atomic.Int32
 		store := newStore(t)
-		e, _ := approvalEnv(t, store, &runs, func(o *turn.Options) { o.CheckpointInterval = 100 * time.Millisecond })
+		e, _ := approvalEnvWith(t, store, &runs, remote, func(o *turn.Options) { o.CheckpointInterval = 100 * time.Millisecond })
 		token := askDelete(t, e, "s", "t1")
 		r := e.decide(t, "s", "t2", token, protocol.DecisionApprove, nil)
 		r.want(t, http.StatusOK, "")

@@ -219,8 +219,10 @@ type env struct {
 	model *scriptModel
 	auth  *testAuth
 	logs  *syncBuffer
-	srv   *httptest.Server
-	h     http.Handler
+	// deleteTool is the approval tests' tool that requires approval (approvalEnvWith).
+	deleteTool string
+	srv        *httptest.Server
+	h          http.Handler
 }
 
 // syncBuffer is a goroutine-safe log sink.
