@@ -144,7 +144,8 @@ func (s *Source) Name() string { return s.server.Name }
 // Tools returns the server's tools as a registry (see the package
 // documentation), listed now or kept from a listing less than the TTL
 // old. A server that cannot be listed is an error wrapping ErrDown, for
-// DownTTL after the failure; its tools are then left out of the turn.
+// DownTTL after the failure; its tools are then left out of the turn. A
+// listing cut short by ctx is an error for this call only.
 // Tools the listing had to leave out (a name the model cannot take, a
 // schema that does not compile, past MaxTools) are logged once per
 // listing.
@@ -158,6 +159,11 @@ func (s *Source) Tools(ctx context.Context) (*tool.Registry, error) {
 		return reg, err
 	}
 	reg, skipped, err := s.list(ctx)
+	if err != nil && ctx.Err() != nil {
+		// The turn ended (a stop, its deadline): the server is not known
+		// to be down, and the next turn asks it again.
+		return nil, fmt.Errorf("%w: %s: %w", ErrDown, s.server.Name, ctx.Err())
+	}
 	now := s.opts.Clock.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()

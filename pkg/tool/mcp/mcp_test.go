@@ -280,3 +280,18 @@ func TestNamesTheModelCannotTake(t *testing.T) {
 		t.Fatalf("names %v", reg.Names())
 	}
 }
+
+// TestListingCutShortByTheTurn: a listing whose turn ended (its context
+// cancelled) is not remembered as the server down: the next turn lists.
+func TestListingCutShortByTheTurn(t *testing.T) {
+	srv := mcptest.Start(t, mcptest.Options{})
+	src := mcp.New(server(srv.URL), mcp.Options{Logger: quietLog})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := src.Tools(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Tools with its turn ended: %v", err)
+	}
+	if reg := list(t, src); !reg.Has("calc__add") {
+		t.Fatalf("the next listing: %v", reg.Names())
+	}
+}

@@ -42,6 +42,9 @@ func listTools(ctx context.Context, a *agent, log *slog.Logger) (turnTools, []ap
 			listed = append(listed, regs[i])
 			continue
 		}
+		if ctx.Err() != nil {
+			continue // the turn is ending: no model call will be offered them
+		}
 		log.Warn("tool server left out of the turn", "server", src.Name(), "err", errs[i])
 		warnings = append(warnings, api.Warning{
 			Code:    api.WarningToolServerUnavailable,
