@@ -35,7 +35,8 @@ const (
 
 // Dimension names. Each document names its dimension sets among
 // [Service, Function], [Service, Outcome], [Service, Model] and, for tool
-// call documents, [Service, Tool, Status]: small, fixed sets whose values
+// call documents, [Service, Tool, Status] (and [Service, ToolServer,
+// Status] for a remote tool's): small, fixed sets whose values
 // come from configuration, outcomes and the registry's tool names, never
 // from ids (cardinality is money).
 const (
@@ -44,7 +45,10 @@ const (
 	DimOutcome  = "Outcome"
 	DimModel    = "Model"
 	DimTool     = "Tool"
-	DimStatus   = "Status"
+	// DimToolServer is a remote tool's server (an MCP server's name
+	// from the definition), on the tool call documents of remote tools.
+	DimToolServer = "ToolServer"
+	DimStatus     = "Status"
 	// DimRating is MetricFeedback's rating, "up" or "down".
 	DimRating = "Rating"
 )
@@ -268,10 +272,11 @@ type ModelCall struct {
 	CacheReadTokens, CacheWriteTokens, ReasoningTokens int64
 }
 
-// ToolCall is one tool call of a turn: the tool's name and the status the
-// call ended in (complete, error, requires_confirmation).
+// ToolCall is one tool call of a turn: the tool's name, the status the
+// call ended in (complete, error, requires_confirmation), and the remote
+// server that ran it ("" for a local tool).
 type ToolCall struct {
-	Name, Status string
+	Name, Status, Server string
 }
 
 // Properties are the ids a document carries as plain members: searchable
@@ -401,21 +406,27 @@ func (r *Recorder) Turn(rep TurnReport) {
 	}
 	r.write(directives, append(turnMetrics, genAI...), dims, rep.Properties)
 
-	// One document per (tool, status), in the order first seen.
-	type key struct{ name, status string }
+	// One document per (tool, status), in the order first seen; a remote
+	// tool's also under [Service, ToolServer, Status].
+	type key struct{ name, status, server string }
 	counts := map[key]int{}
 	var order []key
 	for _, c := range rep.ToolCalls {
-		k := key{c.Name, c.Status}
+		k := key{c.Name, c.Status, c.Server}
 		if counts[k] == 0 {
 			order = append(order, k)
 		}
 		counts[k]++
 	}
 	for _, k := range order {
-		r.write([]directive{{dims: [][]string{{DimService, DimTool, DimStatus}}, metrics: []string{MetricToolCalls}}},
-			[]metric{{MetricToolCalls, "Count", float64(counts[k])}},
-			map[string]string{DimTool: cut(k.name), DimStatus: cut(k.status)}, rep.Properties)
+		sets := [][]string{{DimService, DimTool, DimStatus}}
+		dims := map[string]string{DimTool: cut(k.name), DimStatus: cut(k.status)}
+		if k.server != "" {
+			sets = append(sets, []string{DimService, DimToolServer, DimStatus})
+			dims[DimToolServer] = cut(k.server)
+		}
+		r.write([]directive{{dims: sets, metrics: []string{MetricToolCalls}}},
+			[]metric{{MetricToolCalls, "Count", float64(counts[k])}}, dims, rep.Properties)
 	}
 }
 

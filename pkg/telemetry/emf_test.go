@@ -49,7 +49,8 @@ var report = telemetry.TurnReport{
 		{Duration: 400 * time.Millisecond, TimeToFirstChunk: 90 * time.Millisecond, InputTokens: 10, OutputTokens: 5},
 		{Duration: 600 * time.Millisecond, TimeToFirstChunk: 110 * time.Millisecond, InputTokens: 20, OutputTokens: 7},
 	},
-	ToolCalls:   []telemetry.ToolCall{{"workspace_note", "complete"}, {"workspace_note", "error"}, {"workspace_note", "complete"}},
+	ToolCalls: []telemetry.ToolCall{{Name: "workspace_note", Status: "complete"}, {Name: "calc__add", Status: "error", Server: "calc"},
+		{Name: "workspace_note", Status: "complete"}},
 	Checkpoints: 3,
 	Model:       "anthropic.claude-x",
 	Properties:  telemetry.Properties{SessionID: "s-1", TurnID: "t-1", Tenant: "acme", Principal: "alice", RequestID: "req-1"},
@@ -124,13 +125,17 @@ func TestTurnDocuments(t *testing.T) {
 		if err != nil {
 			t.Fatalf("tool document: %v\n%s", err, l)
 		}
-		if len(d.DimensionSets) != 1 || !slices.Equal(d.DimensionSets[0], []string{"Service", "Tool", "Status"}) {
-			t.Errorf("tool document dimensions %v", d.DimensionSets)
+		wantSets := [][]string{{"Service", "Tool", "Status"}}
+		if d.DimensionValue("Tool") == "calc__add" { // a remote tool: its server too
+			wantSets = append(wantSets, []string{"Service", "ToolServer", "Status"})
 		}
-		tools[d.DimensionValue("Tool")+"/"+d.DimensionValue("Status")] = d.Metrics[telemetry.MetricToolCalls][0]
+		if !slices.EqualFunc(d.DimensionSets, wantSets, slices.Equal) {
+			t.Errorf("tool document dimensions %v, want %v", d.DimensionSets, wantSets)
+		}
+		tools[d.DimensionValue("Tool")+"/"+d.DimensionValue("Status")+"/"+d.DimensionValue("ToolServer")] = d.Metrics[telemetry.MetricToolCalls][0]
 	}
-	if tools["workspace_note/complete"] != 2 || tools["workspace_note/error"] != 1 {
-		t.Errorf("tool calls %v, want 2 complete and 1 error", tools)
+	if len(tools) != 2 || tools["workspace_note/complete/"] != 2 || tools["calc__add/error/calc"] != 1 {
+		t.Errorf("tool calls %v, want workspace_note 2 complete, calc__add (server calc) 1 error", tools)
 	}
 }
 

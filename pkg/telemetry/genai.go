@@ -36,6 +36,10 @@ const (
 	AttrTurnID            = "turnstream.turn.id"
 	AttrTurnOutcome       = "turnstream.turn.outcome"
 	AttrDefinitionRev     = "turnstream.definition.revision"
+	// AttrToolServer is a remote tool's server (an MCP server's name from
+	// the definition) on its execute_tool span, whose gen_ai.tool.type is
+	// then "extension" (ToolTypeExtension).
+	AttrToolServer = "turnstream.tool.server"
 	// AttrTimeToFirstChunk is the EventFirstChunk event's attribute: the
 	// model call's time to its first streamed event, in milliseconds.
 	AttrTimeToFirstChunk = "turnstream.time_to_first_chunk_ms"
@@ -135,6 +139,13 @@ func (t *Tracing) StartChat(ctx context.Context, provider, model, sessionID stri
 	return t.start(ctx, OperationChat+" "+model, trace.SpanKindClient, attrs...)
 }
 
+// Tool types (gen_ai.tool.type): a tool of the process, or one a remote
+// server runs (an MCP server's).
+const (
+	ToolTypeFunction  = "function"
+	ToolTypeExtension = "extension"
+)
+
 // StartTool starts a tool call's span, "execute_tool {tool}" (kind
 // internal).
 func (t *Tracing) StartTool(ctx context.Context, name, callID string) (context.Context, trace.Span) {
@@ -142,5 +153,5 @@ func (t *Tracing) StartTool(ctx context.Context, name, callID string) (context.C
 		attribute.String(AttrOperationName, OperationExecuteTool),
 		attribute.String(AttrToolName, name),
 		attribute.String(AttrToolCallID, callID),
-		attribute.String(AttrToolType, "function"))
+		attribute.String(AttrToolType, ToolTypeFunction))
 }

@@ -105,6 +105,10 @@ type Tool struct {
 	// remote server that requires it (pkg/tool/mcp); a definition's
 	// approvalTools mark its local ones.
 	Approval bool
+	// Server names the remote server that runs the tool (an MCP server's
+	// name, pkg/tool/mcp); "" for a tool of this process. It reaches the
+	// call's Outcome, for telemetry.
+	Server string
 	// Call runs the tool with arguments that already passed InputSchema:
 	// a JSON object, compact or not, exactly as the model sent it (decode
 	// it with DecodeArgs). It must honour ctx. A returned *Error's Message
@@ -169,6 +173,9 @@ type Outcome struct {
 	Component *protocol.RenderFrame
 	// Err is the underlying failure for logs; nil on success.
 	Err error
+	// Server is the tool's Server ("" for a local tool or an unknown
+	// one).
+	Server string
 }
 
 // OK reports whether the call completed.
@@ -407,6 +414,7 @@ func (r *Registry) Run(ctx context.Context, call model.ToolCall) Outcome {
 	if !ok {
 		return o.fail(CodeUnknownTool, textUnknownTool, fmt.Errorf("%w: %q", ErrUnknownTool, call.Name))
 	}
+	o.Server = e.tool.Server
 	if !isJSONObject(call.Args) {
 		return o.fail(CodeInvalidArgs, argsProblem(call.Args), errNotObject)
 	}

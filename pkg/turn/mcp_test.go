@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/turnstream/turnstream/internal/emfcheck"
 	"github.com/turnstream/turnstream/internal/mcptest"
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -16,9 +19,12 @@ import (
 	"github.com/turnstream/turnstream/pkg/definition"
 	"github.com/turnstream/turnstream/pkg/model"
 	"github.com/turnstream/turnstream/pkg/protocol"
+	"github.com/turnstream/turnstream/pkg/telemetry"
 	"github.com/turnstream/turnstream/pkg/tool"
 	"github.com/turnstream/turnstream/pkg/tool/mcp"
 	"github.com/turnstream/turnstream/pkg/turn"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // quietLog discards the MCP sources' warnings (the tests check the turn).
@@ -28,7 +34,7 @@ var quietLog = slog.New(slog.DiscardHandler)
 // MCP server "calc" (internal/mcptest) at url, whose requireApproval is
 // approval. Its model calls the tool named by the input "call <tool>
 // <json>" and answers "Done." once a tool result follows.
-func mcpEnv(t *testing.T, store chat.Store, url string, approval definition.MCPApproval) (*env, *toolCallingModel) {
+func mcpEnv(t *testing.T, store chat.Store, url string, approval definition.MCPApproval, opts ...func(*turn.Options)) (*env, *toolCallingModel) {
 	t.Helper()
 	reg := tool.NewRegistry(nil)
 	if err := reg.Register(tool.WorkspaceNote()); err != nil {
@@ -49,6 +55,9 @@ func mcpEnv(t *testing.T, store chat.Store, url string, approval definition.MCPA
 		o.Definitions, o.Tools = res, reg
 		o.Models = map[string]model.Model{config.ProviderEcho: m}
 		o.ToolSources = map[string][]tool.Source{"agent": {mcp.New(server, mcp.Options{Logger: quietLog})}}
+		for _, opt := range opts {
+			opt(o)
+		}
 	})
 	return e, m
 }
@@ -201,4 +210,116 @@ func TestMCPApproval(t *testing.T) {
 // lastMessage is the newest message of a snapshot.
 func lastMessage(p *protocol.SnapshotPayload) protocol.Message {
 	return p.Messages[len(p.Messages)-1]
+}
+
+// TestMCPToolTelemetry: a remote tool's call is an execute_tool span
+// naming the tool, its server and the type "extension", and its EMF
+// document carries the server as a dimension.
+func TestMCPToolTelemetry(t *testing.T) {
+	srv := mcptest.Start(t, mcptest.Options{})
+	exp := newSpanSink()
+	docs := &syncBuffer{}
+	rec, err := telemetry.NewRecorder(docs, telemetry.RecorderOptions{Namespace: "Turnstream", Service: "test", Function: "turn"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := mcpEnv(t, newStoreMemory(), srv.URL, definition.MCPApproval{}, func(o *turn.Options) {
+		o.Tracing = telemetry.NewTracing(exp.provider(), false)
+		o.Metrics = rec
+	})
+	e.submit(t, "s", "t1", `call calc__add {"a":2,"b":3}`, nil, nil).want(t, http.StatusOK, "")
+	var span sdktrace.ReadOnlySpan
+	for _, s := range endedSpans(t, exp) {
+		if s.Name() == "execute_tool calc__add" {
+			span = s
+		}
+	}
+	if span == nil {
+		t.Fatal("no execute_tool calc__add span")
+	}
+	if a := attrs(span); a[telemetry.AttrToolServer] != "calc" || a[telemetry.AttrToolType] != telemetry.ToolTypeExtension || a[telemetry.AttrToolName] != "calc__add" {
+		t.Errorf("execute_tool attributes %v", a)
+	}
+	var found bool
+	for _, l := range strings.Split(strings.TrimSpace(docs.String()), "\n") {
+		d, err := emfcheck.Check([]byte(l))
+		if err != nil {
+			t.Fatalf("document: %v\n%s", err, l)
+		}
+		if d.DimensionValue("Tool") == "calc__add" {
+			found = d.DimensionValue(telemetry.DimToolServer) == "calc" && d.DimensionValue("Status") == "complete" &&
+				slices.ContainsFunc(d.DimensionSets, func(set []string) bool { return slices.Equal(set, []string{"Service", "ToolServer", "Status"}) })
+		}
+	}
+	if !found {
+		t.Errorf("no tool document with the server dimension:\n%s", docs.String())
+	}
+}
+
+// TestMCPSecretHeaderNeverLogged: a server's header value (a credential)
+// appears in no log line of the turn or of the MCP client, whether the
+// server refuses it (the tools left out) or takes it.
+func TestMCPSecretHeaderNeverLogged(t *testing.T) {
+	const secret = "s3cret-header-value-0123"
+	for name, required := range map[string]string{"refused": "Bearer another", "accepted": "Bearer " + secret} {
+		t.Run(name, func(t *testing.T) {
+			opts := mcptest.Options{}
+			opts.Header.Name, opts.Header.Value = "Authorization", required
+			srv := mcptest.Start(t, opts)
+			clientLog := &syncBuffer{}
+			server := definition.MCPServer{Name: "calc", URL: srv.URL, Timeout: definition.DefaultMCPTimeout,
+				Headers: []definition.MCPHeader{{Name: "Authorization", SecretID: "mcp/calc", Prefix: "Bearer "}}}
+			h, err := mcp.ResolveHeaders(context.Background(), server, func(context.Context, string) (string, error) { return secret, nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := mcp.New(server, mcp.Options{Header: h, Logger: slog.New(slog.NewJSONHandler(clientLog, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+			turnLog := &syncBuffer{}
+			e, _ := mcpEnv(t, newStoreMemory(), srv.URL, definition.MCPApproval{}, func(o *turn.Options) {
+				o.ToolSources = map[string][]tool.Source{"agent": {src}}
+				o.Logger = slog.New(slog.NewJSONHandler(turnLog, &slog.HandlerOptions{Level: slog.LevelDebug}))
+			})
+			r := e.submit(t, "s", "t1", `call calc__add {"a":1,"b":1}`, nil, nil)
+			r.want(t, http.StatusOK, "")
+			for what, text := range map[string]string{"client log": clientLog.String(), "turn log": turnLog.String(), "stream": string(r.raw)} {
+				if strings.Contains(text, secret) {
+					t.Errorf("the %s holds the secret:\n%s", what, text)
+				}
+			}
+			if name == "refused" && !strings.Contains(clientLog.String(), "could not be listed") {
+				t.Errorf("the refusal was not logged:\n%s", clientLog.String())
+			}
+		})
+	}
+}
+
+// TestMCPCallPastTheDeadline: a remote call still running at the turn's
+// deadline is cancelled there; the turn ends SERVER_TIMEOUT with the call
+// failed, and its record is saved.
+func TestMCPCallPastTheDeadline(t *testing.T) {
+	srv := mcptest.Start(t, mcptest.Options{})
+	store := newStoreMemory()
+	e, _ := mcpEnv(t, store, srv.URL, definition.MCPApproval{}, func(o *turn.Options) {
+		// Generous for a loaded machine: the listing, the model call and
+		// the call's start take milliseconds; each cleanup phase gets a
+		// third of the reserve.
+		o.TurnTimeout = 3 * time.Second
+		o.CleanupReserve = 1500 * time.Millisecond
+	})
+	r := e.submit(t, "s", "t1", `call calc__hang {}`, nil, nil)
+	r.want(t, http.StatusOK, "")
+	term := r.terminal(t)
+	if term.Status != protocol.StatusError || term.Error == nil || term.Error.Code != protocol.CodeServerTimeout {
+		t.Fatalf("terminal %+v", term)
+	}
+	if tc := lastMessage(term).ToolCalls[0]; tc.Name != "calc__hang" || tc.Status != protocol.ToolCallError {
+		t.Fatalf("call %+v", tc)
+	}
+	stored, err := store.FindTurn(context.Background(), "s", "t1", alice)
+	if err != nil || stored.Status != chat.TurnError {
+		t.Fatalf("stored %+v, %v", stored, err)
+	}
+	if got := srv.Calls("hang"); got != 1 {
+		t.Errorf("hang called %d times, want 1", got)
+	}
 }

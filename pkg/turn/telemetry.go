@@ -226,6 +226,10 @@ func (tt *turnTelemetry) startToolCall(ctx context.Context, call model.ToolCall)
 		if tr.CaptureContent() {
 			span.SetAttributes(attribute.String(telemetry.AttrToolCallResult, o.Text))
 		}
+		if o.Server != "" {
+			span.SetAttributes(attribute.String(telemetry.AttrToolServer, o.Server),
+				attribute.String(telemetry.AttrToolType, telemetry.ToolTypeExtension))
+		}
 		if !o.OK() {
 			code := o.Code
 			if code == "" {
@@ -251,7 +255,7 @@ func (tt *turnTelemetry) report(e engine.TurnEnd) {
 	}
 	tools := make([]telemetry.ToolCall, len(e.ToolCalls))
 	for i, c := range e.ToolCalls {
-		tools[i] = telemetry.ToolCall{Name: c.Name, Status: c.Status}
+		tools[i] = telemetry.ToolCall{Name: c.Name, Status: c.Status, Server: e.ToolServers[c.Name]}
 	}
 	u := tt.meter.Usage()
 	tt.mu.Lock()

@@ -256,6 +256,7 @@ func (s *Source) list(ctx context.Context) (*tool.Registry, []string, error) {
 			InputSchema: schema,
 			Timeout:     s.server.Timeout,
 			Approval:    s.server.Approval.Requires(t.Name),
+			Server:      s.server.Name,
 			Call:        s.caller(t.Name),
 		})
 		if err != nil {

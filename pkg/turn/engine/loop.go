@@ -56,8 +56,10 @@ func (t *run) runModel(ctx context.Context) error {
 	a := t.agent
 	var warnings []api.Warning
 	t.tools, warnings = listTools(ctx, a, t.log)
-	if len(warnings) > 0 && t.state.change(func() { t.state.warnings = append(t.state.warnings, warnings...) }) {
-		t.out.notify()
+	if len(warnings) > 0 || t.tools.servers != nil {
+		if t.state.change(func() { t.state.warnings, t.state.toolServers = append(t.state.warnings, warnings...), t.tools.servers }) && len(warnings) > 0 {
+			t.out.notify()
+		}
 	}
 	var live map[string]protocol.ToolCall
 	if t.approvals.decided != nil { // a continuation: the decided call first

@@ -33,9 +33,12 @@ type state struct {
 	reasoning    strings.Builder
 	reasoningCut bool
 	// warnings are what the turn went without (api.MetadataWarnings).
-	warnings  []api.Warning
-	toolCalls []protocol.ToolCall
-	usage     protocol.Usage
+	warnings []api.Warning
+	// toolServers names the server of each remote tool offered
+	// (listTools), for the trace.
+	toolServers map[string]string
+	toolCalls   []protocol.ToolCall
+	usage       protocol.Usage
 	// estimated is the part of usage that is an estimate (addEstimate).
 	estimated protocol.Usage
 	// inflight is the estimated usage of the model call streaming now
@@ -53,15 +56,16 @@ type state struct {
 
 // view is a consistent copy of the state.
 type view struct {
-	content   string
-	reasoning string
-	warnings  []api.Warning
-	toolCalls []protocol.ToolCall
-	usage     protocol.Usage
-	estimated protocol.Usage // the part of usage that is an estimate
-	artifacts []chat.ArtifactReference
-	version   uint64
-	overflow  bool
+	content     string
+	reasoning   string
+	warnings    []api.Warning
+	toolServers map[string]string
+	toolCalls   []protocol.ToolCall
+	usage       protocol.Usage
+	estimated   protocol.Usage // the part of usage that is an estimate
+	artifacts   []chat.ArtifactReference
+	version     uint64
+	overflow    bool
 }
 
 // change runs f under the lock unless the state is frozen, and counts a
@@ -270,15 +274,16 @@ func (s *state) view() view {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return view{
-		content:   s.contentLocked(),
-		reasoning: s.reasoning.String(),
-		warnings:  slices.Clone(s.warnings),
-		toolCalls: s.toolCalls[:len(s.toolCalls):len(s.toolCalls)],
-		usage:     sumUsage(s.usage, s.inflight),
-		estimated: s.estimated,
-		artifacts: s.artifacts[:len(s.artifacts):len(s.artifacts)],
-		version:   s.version,
-		overflow:  s.overflow,
+		content:     s.contentLocked(),
+		reasoning:   s.reasoning.String(),
+		warnings:    slices.Clone(s.warnings),
+		toolServers: s.toolServers, // set once, never changed
+		toolCalls:   s.toolCalls[:len(s.toolCalls):len(s.toolCalls)],
+		usage:       sumUsage(s.usage, s.inflight),
+		estimated:   s.estimated,
+		artifacts:   s.artifacts[:len(s.artifacts):len(s.artifacts)],
+		version:     s.version,
+		overflow:    s.overflow,
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 type turnTools struct {
 	agent *agent
 	set   *tool.Toolset
+	// servers names the source of each remote tool offered.
+	servers map[string]string
 }
 
 // listTools lists the turn's tools before its first model call: each of
@@ -40,6 +42,14 @@ func listTools(ctx context.Context, a *agent, log *slog.Logger) (turnTools, []ap
 	for i, src := range a.sources {
 		if errs[i] == nil {
 			listed = append(listed, regs[i])
+			for _, n := range regs[i].Names() {
+				if tt.servers == nil {
+					tt.servers = map[string]string{}
+				}
+				if _, taken := tt.servers[n]; !taken {
+					tt.servers[n] = src.Name()
+				}
+			}
 			continue
 		}
 		if ctx.Err() != nil {
@@ -55,6 +65,9 @@ func listTools(ctx context.Context, a *agent, log *slog.Logger) (turnTools, []ap
 	set, shadowed := a.tools.With(listed...)
 	if len(shadowed) > 0 {
 		log.Warn("remote tools left out: their names are already offered", "tools", shadowed)
+		for _, n := range shadowed {
+			delete(tt.servers, n) // the definition's own tool
+		}
 	}
 	tt.set = set
 	return tt, warnings

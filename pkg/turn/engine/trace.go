@@ -77,6 +77,9 @@ type TurnEnd struct {
 	LeaseLost bool
 	// ToolCalls are the turn's tool calls as its record shows them.
 	ToolCalls []protocol.ToolCall
+	// ToolServers names the remote server of each remote tool the turn
+	// offered (Config.ToolSources), by tool name; nil when none.
+	ToolServers map[string]string
 }
 
 // Outcomes of TurnEnd that are no error code.
@@ -138,7 +141,7 @@ func (tr *Trace) report(end ending, outcome saveOutcome, v view) {
 		return
 	}
 	e := TurnEnd{Outcome: OutcomeComplete, Status: end.status, LeaseLost: end.leaseLost || outcome == fenced,
-		ToolCalls: finishCalls(v.toolCalls, true)}
+		ToolCalls: finishCalls(v.toolCalls, true), ToolServers: v.toolServers}
 	switch {
 	case e.LeaseLost:
 		e.Outcome = protocol.CodeTurnLost
