@@ -205,7 +205,7 @@ func fullSettings() settings {
 		Load: loadcheck.Config{Sessions: 200, Turns: 10, Workers: 50, Faults: loadcheck.FaultPlan{FailRate: 0.05, Persistent: 0.25},
 			DisconnectRate: 0.05, Lease: 2 * time.Second, AttemptTimeout: loadAttemptTimeout, Seed: 1},
 		Cold: coldstart.Settings{Runs: 5, Invokes: 50, Functions: []string{"turn", "history", "artifacts"},
-			ReleaseBuilds: true, Arm64Sizes: true, Upstream: true, Telemetry: true},
+			ReleaseBuilds: true, Arm64Sizes: true, Upstream: true, Telemetry: true, MCP: true},
 	}
 }
 

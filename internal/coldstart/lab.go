@@ -35,6 +35,10 @@ type Settings struct {
 	// of third_party/jsonschema), filed as UpstreamTurn: what the fork
 	// saves (third_party/jsonschema/PATCHES.md).
 	Upstream bool
+	// MCP also runs the turn bootstrap built with the MCP client
+	// (-tags tools.mcp, filed as MCPTurn): what linking the MCP SDK costs
+	// a cold start (docs/mcp.md).
+	MCP bool
 	// Telemetry also runs the turn bootstrap with TELEMETRY_METRICS=off
 	// (TelemetryOffTurn, the baseline) and with an OTLP endpoint set
 	// (TracingTurn): what EMF metrics, on by default on Lambda, and
@@ -61,6 +65,9 @@ const (
 	// UpstreamTurn is the turn bootstrap built against upstream
 	// jsonschema (Settings.Upstream).
 	UpstreamTurn = "turn (upstream jsonschema)"
+	// MCPTurn is the turn bootstrap built with the MCP client
+	// (Settings.MCP).
+	MCPTurn = "turn (MCP client built in)"
 	// TelemetryOffTurn and TracingTurn are the turn bootstrap with
 	// metrics off, and with EMF metrics and tracing on (Settings.Telemetry;
 	// the plain "turn" run has EMF on, the Lambda default).
@@ -116,6 +123,9 @@ func Measure(ctx context.Context, cfg Config, set Settings) *Report {
 	}
 	if bin := native[UpstreamTurn]; bin != "" {
 		boots = append(boots, bootstrap{name: UpstreamTurn, fn: "turn", bin: bin})
+	}
+	if bin := native[MCPTurn]; bin != "" {
+		boots = append(boots, bootstrap{name: MCPTurn, fn: "turn", bin: bin})
 	}
 	if bin := native["turn"]; bin != "" {
 		boots = append(boots, bootstrap{name: HostEnvTurn, fn: "turn", bin: bin, hostEnv: true})
@@ -194,6 +204,28 @@ func build(ctx context.Context, root, dir string, set Settings, sizes map[string
 			return nil, err
 		}
 		sizes[runtime.GOARCH][UpstreamTurn] = st.Size()
+	}
+	if set.MCP {
+		for _, arch := range archs {
+			if arch != runtime.GOARCH && !set.ReleaseBuilds {
+				continue
+			}
+			paths, err := lambdabin.Build(ctx, root, filepath.Join(dir, "mcp-"+arch), lambdabin.Options{Release: set.ReleaseBuilds, GOOS: "linux", GOARCH: arch, Tags: []string{"tools.mcp"}}, "turn")
+			if err != nil {
+				return nil, err
+			}
+			st, err := os.Stat(paths["turn"])
+			if err != nil {
+				return nil, err
+			}
+			if sizes[arch] == nil {
+				sizes[arch] = map[string]int64{}
+			}
+			sizes[arch][MCPTurn] = st.Size()
+			if arch == runtime.GOARCH {
+				native[MCPTurn] = paths["turn"]
+			}
+		}
 	}
 	return native, nil
 }

@@ -76,7 +76,34 @@ func (rep *Report) Rows(set Settings) [][4]string {
 			fmt.Sprintf("%+.1f MiB", float64(cr.PeakRSSKiB-base.PeakRSSKiB)/1024))
 	}
 	rows = append(rows, rep.telemetryRows()...)
+	rows = append(rows, rep.mcpRows()...)
 	return append(rows, rep.upstreamRows()...)
+}
+
+// mcpRows compare the turn bootstrap built with the MCP client with the
+// default one (Settings.MCP), in the same run: what linking the MCP SDK
+// costs a cold start, and its size on linux/arm64.
+func (rep *Report) mcpRows() [][4]string {
+	def, m := rep.Runs["turn"], rep.Runs[MCPTurn]
+	if def == nil || m == nil || len(def.ColdStarts) == 0 || len(m.ColdStarts) == 0 {
+		return nil
+	}
+	d, mm := median(def.ColdStarts), median(m.ColdStarts)
+	cpu, vs := "", signedMS(mm-d)
+	if !slices.Contains(def.CPU, -1) && !slices.Contains(m.CPU, -1) {
+		dc, mc := median(def.CPU), median(m.CPU)
+		cpu = fmt.Sprintf("; CPU until then %s (default %s)", ms(mc), ms(dc))
+		vs += fmt.Sprintf("; CPU %s", signedMS(mc-dc))
+	}
+	if arm := rep.Sizes["arm64"]; arm["turn"] > 0 && arm[MCPTurn] > 0 {
+		vs += fmt.Sprintf("; linux/arm64 size %.2f MB vs %.2f MB (%.2fx)", float64(arm[MCPTurn])/1e6, float64(arm["turn"])/1e6, float64(arm[MCPTurn])/float64(arm["turn"]))
+	}
+	return [][4]string{{
+		fmt.Sprintf("turn bootstrap with the MCP client built in (-tags tools.mcp): cold start under aws-lambda-rie (median of %d, runs alternating with the default's)", len(m.ColdStarts)),
+		fmt.Sprintf("%s%s; runs: %s", ms(mm), cpu, msList(m.ColdStarts)),
+		fmt.Sprintf("default turn bootstrap: %s; runs: %s", ms(d), msList(def.ColdStarts)),
+		vs + " (MCP minus default)",
+	}}
 }
 
 // telemetryRows compare the turn bootstrap's cold start and start-up CPU
@@ -166,6 +193,7 @@ func (rep *Report) DetailRows() [][4]string {
 			fmt.Sprintf("%s elapsed; CPU %s", signedMS(a.ToFirstRequest-bi.ToFirstRequest), cpuRatio(a, bi)))
 	}
 	rows = append(rows, rep.telemetryRows()...)
+	rows = append(rows, rep.mcpRows()...)
 	return append(rows, rep.upstreamRows()...)
 }
 

@@ -26,6 +26,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 )
 
 // DirEnv names a directory of prebuilt test bootstraps, one file per
@@ -52,6 +53,9 @@ type Options struct {
 	// (go build -modfile, -mod=mod: the sums it needs are added to the
 	// .sum file beside it).
 	ModFile string
+	// Tags are build tags beside lambda.norpc (tools.mcp,
+	// provider.openai).
+	Tags []string
 }
 
 // Bootstraps returns the paths of the named bootstraps (keys of
@@ -78,7 +82,7 @@ func Bootstraps(ctx context.Context, root, dir string, names ...string) (map[str
 // (so they share its parallelism) and returns their paths. root is the
 // module root.
 func Build(ctx context.Context, root, dir string, o Options, names ...string) (map[string]string, error) {
-	args := []string{"build", "-tags", "lambda.norpc", "-o", dir + string(filepath.Separator)}
+	args := []string{"build", "-tags", strings.Join(append([]string{"lambda.norpc"}, o.Tags...), ","), "-o", dir + string(filepath.Separator)}
 	env := os.Environ()
 	goos := runtime.GOOS
 	if o.Release {
