@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -111,13 +110,39 @@ type fileMCPSecret struct {
 	Prefix   *string `json:"prefix"`
 }
 
-var (
-	mcpServerName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
-	// mcpToolName is the MCP specification's tool name: 1..128 of
-	// [A-Za-z0-9_.-].
-	mcpToolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
-	headerToken = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
-)
+// allOf reports whether s is 1..max bytes, each one that ok accepts.
+// (Plain loops: a regexp with a bounded repetition compiles into a
+// program as long as its bound, at every cold start.)
+func allOf(s string, max int, ok func(c byte) bool) bool {
+	if len(s) == 0 || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !ok(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func alnum(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+
+// validServerName: 1..MaxMCPServerNameLen of [A-Za-z0-9-], starting with
+// a letter or digit.
+func validServerName(s string) bool {
+	return allOf(s, MaxMCPServerNameLen, func(c byte) bool { return alnum(c) || c == '-' }) && alnum(s[0])
+}
+
+// validToolName is the MCP specification's tool name: 1..128 of
+// [A-Za-z0-9_.-].
+func validToolName(s string) bool {
+	return allOf(s, 128, func(c byte) bool { return alnum(c) || c == '_' || c == '.' || c == '-' })
+}
+
+// validHeaderName is an HTTP token (RFC 9110) of at most 128 bytes.
+func validHeaderName(s string) bool {
+	return allOf(s, 128, func(c byte) bool { return alnum(c) || strings.IndexByte("!#$%&'*+.^_`|~-", c) >= 0 })
+}
 
 // mcpReservedHeaders are set by the transport; a definition may not.
 var mcpReservedHeaders = map[string]bool{
@@ -224,7 +249,7 @@ func checkMCPServers(servers []MCPServer, field func(string) string) error {
 	names := map[string]bool{}
 	for i, s := range servers {
 		at := func(name string) string { return field(fmt.Sprintf("mcpServers[%d].%s", i, name)) }
-		if len(s.Name) > MaxMCPServerNameLen || !mcpServerName.MatchString(s.Name) {
+		if !validServerName(s.Name) {
 			return fmt.Errorf("%w: %s: want 1..%d of [A-Za-z0-9-], starting with a letter or digit", ErrInvalid, at("name"), MaxMCPServerNameLen)
 		}
 		if names[strings.ToLower(s.Name)] {
@@ -294,7 +319,7 @@ func loopback(host string) bool {
 
 // checkMCPHeader checks one header (seen: the names so far).
 func checkMCPHeader(h MCPHeader, seen map[string]bool) error {
-	if !headerToken.MatchString(h.Name) {
+	if !validHeaderName(h.Name) {
 		return errors.New("a header name is not an HTTP token")
 	}
 	name := http.CanonicalHeaderKey(h.Name)
@@ -328,7 +353,7 @@ func checkToolNames(names, within []string) error {
 	}
 	seen := map[string]bool{}
 	for j, n := range names {
-		if !mcpToolName.MatchString(n) {
+		if !validToolName(n) {
 			return fmt.Errorf("[%d]: want an MCP tool name (1..128 of [A-Za-z0-9_.-])", j)
 		}
 		if seen[n] {

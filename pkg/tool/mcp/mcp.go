@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -193,8 +192,21 @@ func (s *Source) cached() (*tool.Registry, error, bool) {
 	return nil, nil, false
 }
 
-// modelToolName is what a model takes as a tool name (model.ToolSpec).
-var modelToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// modelToolName reports whether a model takes name as a tool name
+// (model.ToolSpec): 1..64 of [A-Za-z0-9_-]. (A loop: a regexp with a
+// bounded repetition costs its bound in compiled program at start-up.)
+func modelToolName(name string) bool {
+	if len(name) == 0 || len(name) > tool.MaxNameLen {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // list lists the server's tools into a new registry.
 func (s *Source) list(ctx context.Context) (*tool.Registry, []string, error) {
@@ -233,7 +245,7 @@ func (s *Source) list(ctx context.Context) (*tool.Registry, []string, error) {
 			continue
 		}
 		name := s.server.Name + definition.MCPToolSeparator + t.Name
-		if !modelToolName.MatchString(name) || reg.Has(name) || taken == MaxTools {
+		if !modelToolName(name) || reg.Has(name) || taken == MaxTools {
 			skipped = append(skipped, t.Name)
 			continue
 		}
