@@ -98,12 +98,21 @@ func (rep *Report) mcpRows() [][4]string {
 	if arm := rep.Sizes["arm64"]; arm["turn"] > 0 && arm[MCPTurn] > 0 {
 		vs += fmt.Sprintf("; linux/arm64 size %.2f MB vs %.2f MB (%.2fx)", float64(arm[MCPTurn])/1e6, float64(arm["turn"])/1e6, float64(arm[MCPTurn])/float64(arm["turn"]))
 	}
-	return [][4]string{{
+	rows := [][4]string{{
 		fmt.Sprintf("turn bootstrap with the MCP client built in (-tags tools.mcp): cold start under aws-lambda-rie (median of %d, runs alternating with the default's)", len(m.ColdStarts)),
 		fmt.Sprintf("%s%s; runs: %s", ms(mm), cpu, msList(m.ColdStarts)),
 		fmt.Sprintf("default turn bootstrap: %s; runs: %s", ms(d), msList(def.ColdStarts)),
 		vs + " (MCP minus default)",
 	}}
+	if m.Init != nil && def.Init != nil && m.Init.CPU >= 0 && def.Init.CPU >= 0 {
+		rows = append(rows, [4]string{
+			fmt.Sprintf("turn bootstrap with the MCP client built in: CPU until the first Runtime API request; package inits' own clock (median of %d direct runs)", m.Init.Runs),
+			fmt.Sprintf("%s; inits %s", ms(m.Init.CPU), ms(m.Init.InitClock)),
+			fmt.Sprintf("default turn bootstrap: %s; inits %s", ms(def.Init.CPU), ms(def.Init.InitClock)),
+			fmt.Sprintf("CPU %s; inits %s", signedMS(m.Init.CPU-def.Init.CPU), signedMS(m.Init.InitClock-def.Init.InitClock)),
+		})
+	}
+	return rows
 }
 
 // telemetryRows compare the turn bootstrap's cold start and start-up CPU
