@@ -16,14 +16,10 @@ import (
 	"github.com/turnstream/turnstream/pkg/store/memory"
 )
 
-// TestMCPDemoOnTheDevServer is docs/walkthrough.md's MCP section on the
-// dev server's wiring: a definitions file naming the dev server's own
-// demo MCP server (/mcp-demo), and "/tool demo__add {...}" runs the
-// server's add tool in a turn.
-func TestMCPDemoOnTheDevServer(t *testing.T) {
-	srv := httptest.NewUnstartedServer(nil)
-	defs := `[{"id": "default", "revision": 1, "provider": "echo",
-  "mcpServers": [{"name": "demo", "url": "` + "http://" + srv.Listener.Addr().String() + devserver.MCPDemoMount + `", "requireApproval": "never"}]}]`
+// definitionsHandler is the dev server's handler with the definitions
+// file defs, the echo model undelayed and the in-memory store.
+func definitionsHandler(t *testing.T, defs string) http.Handler {
+	t.Helper()
 	cfg, err := config.FromLookup(func(k string) (string, bool) {
 		v, ok := map[string]string{"DEFINITIONS_FILE": "mcp.json", "ECHO_DELAY": "0"}[k]
 		return v, ok
@@ -40,6 +36,18 @@ func TestMCPDemoOnTheDevServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h
+}
+
+// TestMCPDemoOnTheDevServer is docs/walkthrough.md's MCP section on the
+// dev server's wiring: a definitions file naming the dev server's own
+// demo MCP server (/mcp-demo), and "/tool demo__add {...}" runs the
+// server's add tool in a turn.
+func TestMCPDemoOnTheDevServer(t *testing.T) {
+	srv := httptest.NewUnstartedServer(nil)
+	defs := `[{"id": "default", "revision": 1, "provider": "echo",
+  "mcpServers": [{"name": "demo", "url": "` + "http://" + srv.Listener.Addr().String() + devserver.MCPDemoMount + `", "requireApproval": "never"}]}]`
+	h := definitionsHandler(t, defs)
 	srv.Config.Handler = h
 	srv.Start()
 	defer srv.Close()
@@ -75,22 +83,7 @@ func TestTypeScriptMCPServerOnTheDevServer(t *testing.T) {
 	ts := mcptest.StartTypeScript(t)
 	defs := `[{"id": "default", "revision": 1, "provider": "echo",
   "mcpServers": [{"name": "ts", "url": "` + ts.URL + `", "requireApproval": ["remove"]}]}]`
-	cfg, err := config.FromLookup(func(k string) (string, bool) {
-		v, ok := map[string]string{"DEFINITIONS_FILE": "mcp.json", "ECHO_DELAY": "0"}[k]
-		return v, ok
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	authn, err := auth.New(t.Context(), cfg.Auth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := devserver.NewHandler(devserver.Options{Config: cfg, Store: memory.New(memory.Options{CursorKey: cfg.CursorSecret}), Authenticator: authn,
-		ReadFile: func(string) ([]byte, error) { return []byte(defs), nil }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := definitionsHandler(t, defs)
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	// last posts a submit (a decision when token is set) and returns the
