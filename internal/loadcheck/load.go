@@ -314,10 +314,10 @@ type facts struct {
 	// every attempt (a 500 before the stream).
 	afterClaimFailed bool
 	renewTrouble     bool // a renewal failed, met a fault, or outlived the lease it extended
-	// fateReadFailed: after a renewal in trouble, a read of the turn (the
-	// fate the table decided of a turn that could no longer prove its
-	// lease), or the decided turn's count in the usage ledger, failed on
-	// every attempt.
+	// fateReadFailed: after a renewal in trouble, a read of the turn or
+	// its session (the fate the table decided of a turn that could no
+	// longer prove its lease), or the decided turn's count in the usage
+	// ledger, failed on every attempt.
 	fateReadFailed bool
 	save           applied
 	saveCalled     bool
@@ -356,6 +356,13 @@ func factsOf(ops []Op) facts {
 			}
 			f.claimFailed = f.claimFailed || op.failed()
 			f.claimReadFailed = f.claimReadFailed || op.failed()
+		case op.Kind == dynamobench.KindRead && save == nil:
+			// After a renewal, before any save: the renewal's resolving
+			// read, or the session read of the turn's decided fate (a
+			// poll of the whole turn reads the session to decide the
+			// expired lease). Either failing on every attempt after a
+			// renewal in trouble leaves the fate unread.
+			f.fateReadFailed = f.fateReadFailed || f.renewTrouble && op.failed()
 		case op.Kind == dynamobench.KindClaim:
 			f.claimFailed = f.claimFailed || op.failed()
 			if op.Write == dynamobench.ClaimWrite || op.Write == dynamobench.TakeoverWrite {

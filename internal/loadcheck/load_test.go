@@ -382,6 +382,29 @@ func TestFactsOfAnUnreadFateAfterRenewalTrouble(t *testing.T) {
 	if v := judge(factsOf(read), res, appliedNo, false, time.Second); v.problem == "" {
 		t.Error("the fate read and counted, yet TURN_OUTCOME_INDETERMINATE: want a problem")
 	}
+
+	// The poll of the whole turn reads the session to decide the expired
+	// lease; every attempt of that read hung (a hogged make test, aimed
+	// case renew/hung/every: the judge counted only decide, other and
+	// usage calls as the fate's read).
+	session := []Op{
+		ops[0], ops[1],
+		{Op: "UpdateItem", Kind: dynamobench.KindRenew, Err: "hung"},
+		{Op: "GetItem", SK: "SESSION", Kind: dynamobench.KindRead},
+		{Op: "UpdateItem", Kind: dynamobench.KindRenew, Err: "hung"},
+		{Op: "Query", Kind: dynamobench.KindOther},
+		{Op: "GetItem", SK: "SESSION", Kind: dynamobench.KindRead, Err: "hung"},
+	}
+	if f := factsOf(session); !f.fateReadFailed || f.claimFailed {
+		t.Errorf("facts %+v: want the fate unread, the claim not failed", f)
+	}
+	if v := judge(factsOf(session), res, appliedNo, false, time.Second); v.problem != "" {
+		t.Errorf("judge, the session read hung: %s, want the answer explained", v.problem)
+	}
+	session[len(session)-1].Err = ""
+	if v := judge(factsOf(session), res, appliedNo, false, time.Second); v.problem == "" {
+		t.Error("the session read answered, yet TURN_OUTCOME_INDETERMINATE: want a problem")
+	}
 }
 
 // TestConsumed: a claim given back (a failed or rejecting turn id lookup)
