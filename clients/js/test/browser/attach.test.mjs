@@ -13,7 +13,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { startDevServer } from "../devserver.mjs";
 import { here, png } from "../helpers.mjs";
-import { axe, browserMissing, launch } from "./chromium.mjs";
+import { axe, browserMissing, cutByNavigation, launch } from "./chromium.mjs";
 
 const shots = join(here, "../test-output/screenshots");
 const MINUTE = 60_000;
@@ -39,6 +39,7 @@ describe("demo chat attachments in Chromium", { skip }, () => {
   // aside: see there).
   async function newChat(user, { allowed = /^$/ } = {}) {
     const page = await browser.context.newPage();
+    const cut = cutByNavigation(page);
     const problems = [];
     const requests = [];
     page.on("pageerror", (e) => problems.push(e.message));
@@ -51,6 +52,7 @@ describe("demo chat attachments in Chromium", { skip }, () => {
       if (m.type() === "error" && !allowed.test(m.text())) problems.push(`console: ${m.text()}`);
     });
     page.on("requestfailed", (r) => {
+      if (cut(r)) return;
       const why = r.failure()?.errorText ?? "";
       const path = new URL(r.url()).pathname;
       const stream = (r.method() === "POST" && path === "/turn/") || (r.method() === "GET" && path.endsWith("/stream"));

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { TurnstreamClient } from "../../dist/turnstream.js";
 import { startDevServer } from "../devserver.mjs";
 import { here } from "../helpers.mjs";
-import { axe, browserMissing, launch } from "./chromium.mjs";
+import { axe, browserMissing, cutByNavigation, launch } from "./chromium.mjs";
 
 const shots = join(here, "../test-output/screenshots");
 const DESKTOP = { width: 1280, height: 860 };
@@ -50,6 +50,7 @@ describe("demo chat in Chromium", { skip }, () => {
   // ERR_ABORTED of a turn stream tells nothing and is not counted.
   async function open(base, query, { viewport = DESKTOP, allowed = /^$/ } = {}) {
     const page = await browser.context.newPage();
+    const cut = cutByNavigation(page);
     await page.setViewportSize(viewport);
     const problems = [];
     const requests = [];
@@ -63,6 +64,7 @@ describe("demo chat in Chromium", { skip }, () => {
       if (m.type() === "error" && !allowed.test(m.text())) problems.push(`console: ${m.text()}`);
     });
     page.on("requestfailed", (r) => {
+      if (cut(r)) return;
       const why = r.failure()?.errorText ?? "";
       const path = new URL(r.url()).pathname;
       const stream = (r.method() === "POST" && path === "/turn/") || (r.method() === "GET" && path.endsWith("/stream"));

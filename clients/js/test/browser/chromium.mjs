@@ -64,3 +64,26 @@ export async function axe(page) {
       .map((v) => ({ id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => n.target.join(" ")).slice(0, 5) }));
   });
 }
+
+/**
+ * cutByNavigation watches page so that a request the test's own reload or
+ * goto cut off (in flight when the navigation began, then failed with
+ * net::ERR_ABORTED) is told apart from a request that failed: leaving a page
+ * mid-read is the test's doing, not the page's. Call it before the first
+ * navigation; it returns cut(request), true for such a request.
+ */
+export function cutByNavigation(page) {
+  const inFlight = new Set();
+  const cut = new WeakSet();
+  page.on("request", (r) => inFlight.add(r));
+  page.on("requestfinished", (r) => inFlight.delete(r));
+  page.on("requestfailed", (r) => inFlight.delete(r));
+  for (const name of ["reload", "goto"]) {
+    const navigate = page[name].bind(page);
+    page[name] = (...args) => {
+      for (const r of inFlight) cut.add(r);
+      return navigate(...args);
+    };
+  }
+  return (r) => cut.has(r) && r.failure()?.errorText === "net::ERR_ABORTED";
+}

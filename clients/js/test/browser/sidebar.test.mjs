@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { TurnstreamClient } from "../../dist/turnstream.js";
 import { startDevServer } from "../devserver.mjs";
 import { here } from "../helpers.mjs";
-import { axe, browserMissing, launch } from "./chromium.mjs";
+import { axe, browserMissing, cutByNavigation, launch } from "./chromium.mjs";
 
 const shots = join(here, "../test-output/screenshots");
 const DESKTOP = { width: 1280, height: 800 };
@@ -47,6 +47,7 @@ describe("conversation sidebar in Chromium", { skip }, () => {
   // response, which does, is what is judged.
   async function open(query, { viewport = DESKTOP, allowed = /^$/, clock, context = browser.context } = {}) {
     const page = await context.newPage();
+    const cut = cutByNavigation(page);
     await page.setViewportSize(viewport);
     if (clock !== undefined) await page.clock.setFixedTime(clock);
     const problems = [];
@@ -66,6 +67,7 @@ describe("conversation sidebar in Chromium", { skip }, () => {
       if (!allowed.test(what)) problems.push(`response: ${what}`);
     });
     page.on("requestfailed", (r) => {
+      if (cut(r)) return;
       const path = new URL(r.url()).pathname;
       const why = r.failure()?.errorText ?? "";
       // A finished turn stream read through a reader is reported aborted (chat.test.mjs).
