@@ -165,7 +165,7 @@ func (f *fixture) claim(sessionID string, owner chat.Principal, spec turnSpec) *
 func (f *fixture) complete(sessionID string, c *chat.Claim, spec turnSpec) *chat.Turn {
 	f.t.Helper()
 	if spec.supersedeFrom > 0 {
-		if err := f.store.Supersede(f.ctx, c, spec.supersedeFrom, c.Lease.Ordinal); err != nil {
+		if _, err := f.store.Supersede(f.ctx, c, spec.supersedeFrom, c.Lease.Ordinal); err != nil {
 			f.t.Fatalf("Supersede: %v", err)
 		}
 	}

@@ -77,8 +77,8 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	call("ClaimTurn", func() error { _, err := s.ClaimTurn(ctx, claimReq("s1", "t2")); return err })
 	e.clock.Advance(lease)
 	call("ClaimTurn", func() (err error) { c3, err = s.ClaimTurn(ctx, claimReq("s1", "t3")); return err }) // takeover
-	call("Supersede", func() error { return s.Supersede(ctx, c3, 1, 3) })
-	call("Supersede", func() error { return s.Supersede(ctx, forged(c1, "stale"), 1, 2) })
+	call("Supersede", func() error { _, err := s.Supersede(ctx, c3, 1, 3); return err })
+	call("Supersede", func() error { _, err := s.Supersede(ctx, forged(c1, "stale"), 1, 2); return err })
 	call("GetSession", func() error { _, err := s.GetSession(ctx, "s1", alice); return err })
 	call("ListTurns", func() error {
 		_, err := s.ListTurns(ctx, chat.ListRequest{SessionID: "s1", Principal: alice})

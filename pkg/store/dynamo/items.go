@@ -56,6 +56,9 @@ const (
 
 	attrArtifacts    = "artifacts"
 	attrSuperseded   = "superseded"
+	attrSiblings     = "siblings"
+	attrBranchHead   = "branchHead"
+	attrBranchEnd    = "branchEnd"
 	attrStatus       = "status"
 	attrInputHash    = "inputHash"
 	attrOrdinal      = "ordinal"
@@ -131,6 +134,40 @@ type lineageAV struct {
 }
 
 func toLineageAV(l protocol.Lineage) lineageAV { return lineageAV(l) }
+
+// siblingsAV is a turn's sibling group (chat.Siblings): short names, a
+// member costs about 40 bytes of the item.
+type siblingsAV struct {
+	Group   int64       `dynamodbav:"g"`
+	Members []siblingAV `dynamodbav:"m"`
+}
+
+type siblingAV struct {
+	Ordinal int64  `dynamodbav:"o"`
+	TurnID  string `dynamodbav:"id"`
+}
+
+func toSiblingsAV(g *chat.Siblings) *siblingsAV {
+	if g == nil {
+		return nil
+	}
+	av := &siblingsAV{Group: g.Group, Members: make([]siblingAV, len(g.Members))}
+	for i, m := range g.Members {
+		av.Members[i] = siblingAV(m)
+	}
+	return av
+}
+
+func (av *siblingsAV) siblings() *chat.Siblings {
+	if av == nil {
+		return nil
+	}
+	g := &chat.Siblings{Group: av.Group, Members: make([]chat.Sibling, len(av.Members))}
+	for i, m := range av.Members {
+		g.Members[i] = chat.Sibling(m)
+	}
+	return g
+}
 
 func (l lineageAV) lineage() protocol.Lineage { return protocol.Lineage(l) }
 
@@ -413,12 +450,28 @@ type turnItem struct {
 	// Feedback is the owner's rating of the answer (conversation.go);
 	// no save writes it.
 	Feedback *feedbackAV `dynamodbav:"feedback,omitempty"`
+	// Siblings is the turn's sibling group. BranchHead is, on a turn off
+	// the active branch, the ordinal of the first turn of the branch it
+	// left with, and BranchEnd, on that first turn, the last ordinal
+	// that left with it (docs/branches.md): no save writes them.
+	Siblings   *siblingsAV `dynamodbav:"siblings,omitempty"`
+	BranchHead int64       `dynamodbav:"branchHead,omitempty"`
+	BranchEnd  int64       `dynamodbav:"branchEnd,omitempty"`
+}
+
+// group is the item's sibling group: its first member's ordinal, the
+// turn's own when it has no siblings.
+func (it *turnItem) group() int64 {
+	if it.Siblings != nil {
+		return it.Siblings.Group
+	}
+	return it.Ordinal
 }
 
 // optionalTurnAttrs are the turn attributes that may be absent; a save
 // that does not set one removes it.
 var optionalTurnAttrs = []string{AttrVisibleKey, "inputHash", attrMetered, "error", "startedAt", "completedAt",
-	"messages", "messagesGzip", "chunks", "chunkPrefix", attrSaveID, attrLive}
+	"messages", "messagesGzip", "chunks", "chunkPrefix", attrSaveID, attrLive, attrSiblings}
 
 func newTurnItem(t *chat.Turn, owner chat.Principal, token string, savedAt time.Time) turnItem {
 	it := turnItem{
@@ -432,6 +485,7 @@ func newTurnItem(t *chat.Turn, owner chat.Principal, token string, savedAt time.
 		Usage:         usageAV(t.Usage),
 		Metered:       toMeteredAV(t.Metered),
 		Superseded:    t.Superseded,
+		Siblings:      toSiblingsAV(t.Siblings),
 		FirstSequence: t.FirstSequence,
 		LastSequence:  t.LastSequence,
 		StartedAt:     millis(t.StartedAt),
@@ -470,6 +524,7 @@ func (it *turnItem) turn() chat.Turn {
 		Metered:       it.Metered.usage(),
 		Artifacts:     artifactRefs(it.Artifacts),
 		Superseded:    it.Superseded,
+		Siblings:      it.Siblings.siblings(),
 		FirstSequence: it.FirstSequence,
 		LastSequence:  it.LastSequence,
 		StartedAt:     fromMillis(it.StartedAt),
