@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // MaxSiblings is the most members a sibling group holds
@@ -100,6 +101,23 @@ type ForkRequest struct {
 	// Title is the new session's title (at most MaxTitleRunes runes);
 	// empty means none.
 	Title string
+}
+
+// Validate returns r's title as stored (CheckTitle; "" for none), or
+// ErrInvalidRequest when a session or turn id is missing, the new session
+// is the source, or the title is not one CheckTitle accepts.
+func (r ForkRequest) Validate() (string, error) {
+	if r.SessionID == "" || r.AtTurnID == "" || r.NewSessionID == "" || r.NewSessionID == r.SessionID {
+		return "", fmt.Errorf("%w: a fork needs a source session, a turn and another new session", ErrInvalidRequest)
+	}
+	if r.Title == "" {
+		return "", nil
+	}
+	title, err := CheckTitle(r.Title)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	return title, nil
 }
 
 // BranchStore keeps sibling groups and the active branch

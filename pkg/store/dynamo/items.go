@@ -59,6 +59,10 @@ const (
 	attrSiblings     = "siblings"
 	attrBranchHead   = "branchHead"
 	attrBranchEnd    = "branchEnd"
+	attrSelecting    = "selecting"
+	// attrForkedFrom is, on a forked session's item, the source session
+	// and turn ids (ForkSession).
+	attrForkedFrom = "forkedFrom"
 	attrStatus       = "status"
 	attrInputHash    = "inputHash"
 	attrOrdinal      = "ordinal"
@@ -276,6 +280,9 @@ type sessionItem struct {
 	ListedAt   int64  `dynamodbav:"listedAt,omitempty"`
 	LastStatus string `dynamodbav:"lastStatus,omitempty"`
 	Preview    string `dynamodbav:"preview,omitempty"`
+	// Selecting is a select in progress (branches.go): no claim passes
+	// it, and whoever meets it expired finishes it.
+	Selecting *selectMark `dynamodbav:"selecting,omitempty"`
 }
 
 func decodeSession(sessionID string, item map[string]types.AttributeValue) (*chat.Session, *sessionItem, error) {

@@ -413,17 +413,23 @@ func (s *Store) visibleFrom(ctx context.Context, sessionID string, from, to, gro
 
 // leaveBranch takes the turns of items (visible, ascending) off the
 // active branch as the branch of the first of them, which keeps group g
-// (its sibling group as it leaves): one UpdateItem each, the first one
-// last, so that a branch whose writes stopped halfway still has its
-// place's member on the active branch.
+// (its sibling group as it leaves): leaveBranchAs.
 func (s *Store) leaveBranch(ctx context.Context, purpose Purpose, sessionID string, items []*turnItem, g *chat.Siblings) error {
-	head := items[0].Ordinal
+	return s.leaveBranchAs(ctx, purpose, sessionID, items, items[0].Ordinal, items[len(items)-1].Ordinal, g)
+}
+
+// leaveBranchAs takes the turns of items (visible, ascending) off the
+// active branch as the branch whose first turn is head and last end: one
+// UpdateItem each, the last first and head's (which records end and
+// keeps group g) last, so that a branch whose writes stopped halfway
+// leaves a prefix of itself on the active branch.
+func (s *Store) leaveBranchAs(ctx context.Context, purpose Purpose, sessionID string, items []*turnItem, head, end int64, g *chat.Siblings) error {
 	for i := len(items) - 1; i >= 0; i-- {
 		up := expression.Set(expression.Name(attrSuperseded), expression.Value(true)).
 			Set(expression.Name(attrBranchHead), expression.Value(head)).
 			Remove(expression.Name(AttrVisibleKey))
-		if i == 0 {
-			up = up.Set(expression.Name(attrBranchEnd), expression.Value(items[len(items)-1].Ordinal)).
+		if items[i].Ordinal == head {
+			up = up.Set(expression.Name(attrBranchEnd), expression.Value(end)).
 				Set(expression.Name(attrSiblings), expression.Value(toSiblingsAV(g)))
 		}
 		cond := condition{expr: "attribute_exists(#pk)", names: []string{AttrPK}}

@@ -81,12 +81,9 @@ func (s *Store) ForkSession(ctx context.Context, req chat.ForkRequest) (*chat.Se
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	title, err := chat.CheckTitle(req.Title)
-	if req.Title == "" {
-		title, err = "", nil
-	}
-	if err != nil || req.NewSessionID == "" || req.NewSessionID == req.SessionID {
-		return nil, fmt.Errorf("fork session: %w", chat.ErrInvalidRequest)
+	title, err := req.Validate()
+	if err != nil {
+		return nil, err
 	}
 	now := s.clock()
 	s.mu.Lock()
