@@ -54,15 +54,15 @@ const (
 	attrWindow         = "window"
 	attrReleasedToken  = "releasedToken"
 
-	attrArtifacts    = "artifacts"
-	attrSuperseded   = "superseded"
-	attrSiblings     = "siblings"
-	attrBranchHead   = "branchHead"
-	attrBranchEnd    = "branchEnd"
-	attrSelecting    = "selecting"
+	attrArtifacts  = "artifacts"
+	attrSuperseded = "superseded"
+	attrSiblings   = "siblings"
+	attrBranchHead = "branchHead"
+	attrBranchEnd  = "branchEnd"
+	attrSelecting  = "selecting"
 	// attrForkedFrom is, on a forked session's item, the source session
 	// and turn ids (ForkSession).
-	attrForkedFrom = "forkedFrom"
+	attrForkedFrom   = "forkedFrom"
 	attrStatus       = "status"
 	attrInputHash    = "inputHash"
 	attrOrdinal      = "ordinal"

@@ -44,7 +44,7 @@ type run struct {
 	// siblings is the sibling group the turn joined by superseding its
 	// lineage's parent (docs/branches.md), nil when it has none.
 	siblings *chat.Siblings
-	scope        scope
+	scope    scope
 	// enc encodes the turn's states on its 200 stream: NDJSON snapshots,
 	// full or compact (ndjsonStream), or AG-UI events (aguiStreamer).
 	enc       streamEncoder
