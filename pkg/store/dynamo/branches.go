@@ -89,7 +89,7 @@ func (s *Store) SelectTurn(ctx context.Context, sessionID, turnID string, p chat
 	// The condition accepts the mark's own effect: a retry of an attempt
 	// that applied unanswered applies again, unchanged.
 	cond := condition{expr: "#revision = :revision AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#selecting) OR #selecting.#token = :token",
-		names: []string{attrRevision, attrLeaseToken, attrSelecting, "token"},
+		names:  []string{attrRevision, attrLeaseToken, attrSelecting, "token"},
 		values: map[string]types.AttributeValue{":revision": numValue(si.Revision), ":token": strValue(m.Token)}}
 	err = s.resolvedWrite(ctx, PurposeSelect, sessionKey(sessionID), up, cond, func(item map[string]types.AttributeValue) bool {
 		got, _ := markOf(item)
