@@ -98,12 +98,22 @@ type ForkRequest struct {
 	// idempotent and finishes a fork a crash cut short).
 	NewSessionID string
 	Principal    Principal
-	// Title is the new session's title (at most MaxTitleRunes runes);
-	// empty means none.
+	// Title is the new session's title (CheckTitle); empty means
+	// ForkTitle of the source's title.
 	Title string
 }
 
-// Validate returns r's title as stored (CheckTitle; "" for none), or
+// ForkTitle is the title of a fork of a session titled source: "Fork of
+// <source>" cut to MaxTitleRunes characters, or "Fork" when source is
+// empty.
+func ForkTitle(source string) string {
+	if source == "" {
+		return "Fork"
+	}
+	return cutText("Fork of "+source, MaxTitleRunes)
+}
+
+// Validate returns r's title as stored (CheckTitle; "" for ForkTitle's), or
 // ErrInvalidRequest when a session or turn id is missing, the new session
 // is the source, or the title is not one CheckTitle accepts.
 func (r ForkRequest) Validate() (string, error) {
@@ -134,8 +144,9 @@ type BranchStore interface {
 	// holds the session's lease (a queued turn waiting included).
 	SelectTurn(ctx context.Context, sessionID, turnID string, p Principal) error
 	// ForkSession creates req.NewSessionID (see ForkRequest) and returns
-	// it. It returns ErrSessionNotFound for a source the principal does
-	// not own, ErrTurnNotFound, and ErrConflict when NewSessionID exists
-	// and is not such a fork.
-	ForkSession(ctx context.Context, req ForkRequest) (*Session, error)
+	// it as its owner's list shows it. It returns ErrInvalidRequest
+	// (ForkRequest.Validate), ErrSessionNotFound for a source the
+	// principal does not own, ErrTurnNotFound, and ErrConflict when
+	// NewSessionID exists and is not such a fork.
+	ForkSession(ctx context.Context, req ForkRequest) (*SessionListing, error)
 }

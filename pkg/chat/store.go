@@ -55,6 +55,7 @@ type Store interface {
 	LedgerStore
 	ConversationStore
 	AttachmentStore
+	BranchStore
 }
 
 // LeaseStore takes, keeps and gives back a session's lease: the claim of

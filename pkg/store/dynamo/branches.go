@@ -236,13 +236,13 @@ const forkPageSize = 25
 // item comes last (conditional on no session holding the id, a deleted
 // one's tombstone aside), so that the fork exists whole or not at all,
 // and a fork stopped halfway is finished by the same call again.
-func (s *Store) ForkSession(ctx context.Context, req chat.ForkRequest) (*chat.Session, error) {
+func (s *Store) ForkSession(ctx context.Context, req chat.ForkRequest) (*chat.SessionListing, error) {
 	ctx = withPurpose(ctx, PurposeFork)
 	title, err := req.Validate()
 	if err != nil {
 		return nil, err
 	}
-	src, _, err := s.readSession(ctx, req.SessionID)
+	src, srcItem, err := s.readSession(ctx, req.SessionID)
 	if errors.Is(err, errNoSession) {
 		return nil, chat.ErrSessionNotFound
 	}
@@ -251,6 +251,9 @@ func (s *Store) ForkSession(ctx context.Context, req chat.ForkRequest) (*chat.Se
 	}
 	if !req.Principal.Owns(src.Owner) {
 		return nil, chat.ErrSessionNotFound
+	}
+	if title == "" {
+		title = chat.ForkTitle(srcItem.Title)
 	}
 	at, err := s.forkPoint(ctx, req)
 	if err != nil {
@@ -360,7 +363,7 @@ func (s *Store) copyTurn(ctx context.Context, t *chat.Turn, owner chat.Principal
 // tombstone, which has no owner, aside: the fork's snapshots are
 // numbered past it). A session that exists is this very fork (the call
 // again, or a retry whose answer was lost) or ErrConflict.
-func (s *Store) createForked(ctx context.Context, req chat.ForkRequest, src *chat.Session, title, from string, next int64, window []chat.TerminalEntry, last *chat.Turn, now time.Time) (*chat.Session, error) {
+func (s *Store) createForked(ctx context.Context, req chat.ForkRequest, src *chat.Session, title, from string, next int64, window []chat.TerminalEntry, last *chat.Turn, now time.Time) (*chat.SessionListing, error) {
 	key := sessionKey(req.NewSessionID)
 	sequence := src.Sequence
 	if item, found, err := s.getItem(ctx, key); err != nil {
@@ -387,10 +390,8 @@ func (s *Store) createForked(ctx context.Context, req chat.ForkRequest, src *cha
 		Set(expression.Name(attrWindow), expression.Value(windowAV(window))).
 		Set(expression.Name(attrForkedFrom), expression.Value(from))
 	up = listWrite(up, &chat.Listing{Status: last.Status, Preview: preview}, now)
-	if title != "" {
-		up = up.Set(expression.Name(attrTitle), expression.Value(title)).
-			Set(expression.Name(attrTitleKey), expression.Value(strings.ToLower(title)))
-	}
+	up = up.Set(expression.Name(attrTitle), expression.Value(title)).
+		Set(expression.Name(attrTitleKey), expression.Value(strings.ToLower(title)))
 	if src.DefinitionID == "" {
 		up = up.Remove(expression.Name(attrDefinitionID))
 	}
@@ -412,9 +413,9 @@ func (s *Store) createForked(ctx context.Context, req chat.ForkRequest, src *cha
 	} else if err != nil {
 		return nil, fmt.Errorf("fork into session %s: %w", req.NewSessionID, err)
 	}
-	sess, _, err := s.readSession(ctx, req.NewSessionID)
+	_, si, err := s.readSession(ctx, req.NewSessionID)
 	if err != nil {
 		return nil, fmt.Errorf("read forked session %s: %w", req.NewSessionID, err)
 	}
-	return sess, nil
+	return listingOf(req.NewSessionID, si), nil
 }

@@ -157,14 +157,17 @@ func TestForkUnderFaults(t *testing.T) {
 				ctx := faultCtx(t)
 				branchSession(t, e.s)
 				e.faults.SetRule(ddbfault.Once(fault, ddbfault.For("UpdateItem", dynamo.PurposeFork, on)))
-				s2, err := e.s.ForkSession(ctx, req)
-				if err != nil {
+				if _, err := e.s.ForkSession(ctx, req); err != nil {
 					t.Fatalf("a fork whose write applied unanswered: %v", err)
 				}
 				if n := e.faults.Counts()[fault]; n != 1 {
 					t.Fatalf("%d attempts met %v, want 1", n, fault)
 				}
 				e.faults.SetRule(nil)
+				s2, err := e.s.GetSession(ctx, "s2", alice)
+				if err != nil {
+					t.Fatal(err)
+				}
 				if s2.NextOrdinal != 3 {
 					t.Errorf("forked session next ordinal %d, want 3", s2.NextOrdinal)
 				}

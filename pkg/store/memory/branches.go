@@ -77,7 +77,7 @@ func (s *Store) SelectTurn(ctx context.Context, sessionID, turnID string, p chat
 
 // ForkSession implements chat.BranchStore: the copy is one step under the
 // store's lock.
-func (s *Store) ForkSession(ctx context.Context, req chat.ForkRequest) (*chat.Session, error) {
+func (s *Store) ForkSession(ctx context.Context, req chat.ForkRequest) (*chat.SessionListing, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -102,10 +102,13 @@ func (s *Store) ForkSession(ctx context.Context, req chat.ForkRequest) (*chat.Se
 		if rec.forkedFrom != from || !req.Principal.Owns(rec.session.Owner) {
 			return nil, fmt.Errorf("fork session into %s: %w", req.NewSessionID, chat.ErrConflict)
 		}
-		return cloneSession(&rec.session), nil
+		return rec.listing(), nil
 	}
 	rec := newSessionRecord(chat.ClaimRequest{SessionID: req.NewSessionID, Principal: src.session.Owner,
 		DefinitionID: src.session.DefinitionID, DefinitionRevision: src.session.DefinitionRevision}, now)
+	if title == "" {
+		title = chat.ForkTitle(src.title)
+	}
 	rec.forkedFrom, rec.title = from, title
 	sess := &rec.session
 	sess.Sequence = max(src.session.Sequence, s.tombstones[req.NewSessionID])
@@ -129,7 +132,7 @@ func (s *Store) ForkSession(ctx context.Context, req chat.ForkRequest) (*chat.Se
 	sess.Revision++
 	sess.UpdatedAt = now
 	s.sessions[req.NewSessionID] = rec
-	return cloneSession(sess), nil
+	return rec.listing(), nil
 }
 
 // answerPreview is the list preview of t's answer: its last message's

@@ -163,12 +163,21 @@ func branchCases() map[string]func(*testing.T, *env) {
 			e.completeTurn("s1", "u")
 			before := e.session("s1")
 			req := chat.ForkRequest{SessionID: "s1", AtTurnID: "r", NewSessionID: "s2", Principal: alice, Title: "From s1"}
-			s2, err := bs.ForkSession(e.ctx, req)
+			listed, err := bs.ForkSession(e.ctx, req)
 			if err != nil {
 				t.Fatalf("ForkSession: %v", err)
 			}
-			if s2.ID != "s2" || s2.Owner != alice || s2.NextOrdinal != 3 || s2.ActiveTurn != nil || s2.Sequence < before.Sequence {
+			if listed.SessionID != "s2" || listed.Title != "From s1" || listed.LastStatus != chat.TurnComplete || listed.Preview != "reply to r" || listed.ActiveAt.IsZero() {
+				t.Errorf("the fork as listed: %+v; want s2 titled From s1, its last turn complete with r's answer", listed)
+			}
+			s2 := e.session("s2")
+			if s2.Owner != alice || s2.NextOrdinal != 3 || s2.ActiveTurn != nil || s2.Sequence < before.Sequence {
 				t.Fatalf("forked session %+v: want s2 of alice, next ordinal 3, idle, sequence at least %d", s2, before.Sequence)
+			}
+			untitled := req
+			untitled.NewSessionID, untitled.Title = "s3", ""
+			if l, err := bs.ForkSession(e.ctx, untitled); err != nil || l.Title != chat.ForkTitle("") {
+				t.Errorf("a fork without a title of an untitled session: %+v, %v; want the title %q", l, err, chat.ForkTitle(""))
 			}
 			e.wantActive(t, "s2", "t000", "r")
 			got := e.listed(t, "s2", "r")
@@ -182,7 +191,7 @@ func branchCases() map[string]func(*testing.T, *env) {
 			}
 
 			again, err := bs.ForkSession(e.ctx, req)
-			if err != nil || again.ID != "s2" {
+			if err != nil || again.SessionID != "s2" {
 				t.Fatalf("the same fork again = %+v, %v; want s2", again, err)
 			}
 			e.wantActive(t, "s2", "t000", "r")
