@@ -72,8 +72,11 @@ func TestBranches(t *testing.T) {
 	}
 	for name, err := range map[string]error{
 		"select, a bad turn id": cv.Select(t.Context(), "s", "a b"),
-		"fork, a bad new id":    func() error { _, err := cv.Fork(t.Context(), "s", client.ForkOptions{AtTurnID: "t1", SessionID: "a b"}); return err }(),
-		"turn, a bad session":   func() error { _, err := alice.Turn(t.Context(), "a b", "t1"); return err }(),
+		"fork, a bad new id": func() error {
+			_, err := cv.Fork(t.Context(), "s", client.ForkOptions{AtTurnID: "t1", SessionID: "a b"})
+			return err
+		}(),
+		"turn, a bad session": func() error { _, err := alice.Turn(t.Context(), "a b", "t1"); return err }(),
 	} {
 		if !errors.Is(err, client.ErrInvalidID) {
 			t.Errorf("%s: %v, want ErrInvalidID", name, err)
