@@ -123,7 +123,7 @@ func printSiblings(ctx context.Context, cl *client.Client, stdout, stderr io.Wri
 		if i == t.Siblings.Index {
 			continue
 		}
-		other, err := cl.Turn(ctx, sessionID, id)
+		other, err := cl.Conversations().Turn(ctx, sessionID, id)
 		if err != nil {
 			reportError(stderr, "history", err)
 			return err

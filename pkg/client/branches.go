@@ -16,11 +16,13 @@ import (
 // created (TurnIDs), and the turn's position among them (Index, from 0).
 type Siblings = api.Siblings
 
-// Turn returns one turn of a session by id (GET
+// Turn returns one turn of one of the caller's sessions by id (GET
 // {HistoryURL}sessions/{id}/turns/{turnId}), on the active branch or not
-// (TurnSummary.Superseded): a sibling a page does not list is read so. A
+// (TurnSummary.Superseded): a version of an answer a page does not list
+// is read so. A
 // turn the session does not have is a KindHTTP *Error 404 TURN_NOT_FOUND.
-func (c *Client) Turn(ctx context.Context, sessionID, turnID string) (*TurnSummary, error) {
+func (cv Conversations) Turn(ctx context.Context, sessionID, turnID string) (*TurnSummary, error) {
+	c := cv.c
 	if c.opts.HistoryURL == "" {
 		return nil, ErrNoURL
 	}

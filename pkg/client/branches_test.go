@@ -37,7 +37,7 @@ func TestBranches(t *testing.T) {
 	if g := turns[1].Siblings; g == nil || g.Index != 1 || !slices.Equal(g.TurnIDs, []string{"t2", "r1"}) {
 		t.Fatalf("r1's siblings %+v", g)
 	}
-	off, err := alice.Turn(t.Context(), "s", "t2")
+	off, err := alice.Conversations().Turn(t.Context(), "s", "t2")
 	if err != nil || !off.Superseded || len(off.Messages) != 2 {
 		t.Fatalf("t2 by id: %+v, %v", off, err)
 	}
@@ -67,7 +67,7 @@ func TestBranches(t *testing.T) {
 	if err := cv.Select(t.Context(), "s", "t1"); err != nil {
 		t.Errorf("a select of an active turn: %v", err)
 	}
-	if _, err := alice.Turn(t.Context(), "s", "nope"); !errors.As(err, &e) || e.Code() != protocol.CodeTurnNotFound {
+	if _, err := alice.Conversations().Turn(t.Context(), "s", "nope"); !errors.As(err, &e) || e.Code() != protocol.CodeTurnNotFound {
 		t.Errorf("an unknown turn by id: %v, want TURN_NOT_FOUND", err)
 	}
 	for name, err := range map[string]error{
@@ -76,7 +76,7 @@ func TestBranches(t *testing.T) {
 			_, err := cv.Fork(t.Context(), "s", client.ForkOptions{AtTurnID: "t1", SessionID: "a b"})
 			return err
 		}(),
-		"turn, a bad session": func() error { _, err := alice.Turn(t.Context(), "a b", "t1"); return err }(),
+		"turn, a bad session": func() error { _, err := alice.Conversations().Turn(t.Context(), "a b", "t1"); return err }(),
 	} {
 		if !errors.Is(err, client.ErrInvalidID) {
 			t.Errorf("%s: %v, want ErrInvalidID", name, err)

@@ -50,7 +50,7 @@ type TurnSummary struct {
 	// Siblings is the turn's sibling group (the answers given at its
 	// place, docs/branches.md), nil when it has none.
 	Siblings *api.Siblings `json:"siblings"`
-	// Superseded is true on a turn read by id (Client.Turn) that is not
+	// Superseded is true on a turn read by id (Conversations.Turn) that is not
 	// on the session's active branch.
 	Superseded bool `json:"superseded"`
 }

@@ -13,12 +13,16 @@ import (
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
+// branchRoutes are the history function's routes of versions and forks
+// (docs/branches.md).
+type branchRoutes struct{ *server }
+
 // getTurn serves GET /sessions/{id}/turns/{turnId}: 200 the turn as
 // /turns lists it, found by id whether or not it is on the active branch
 // (a sibling that is not active says "superseded": true). A session the
 // caller does not own is 404 SESSION_NOT_FOUND; a turn it does not have
 // 404 TURN_NOT_FOUND.
-func (s *server) getTurn(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
+func (s branchRoutes) getTurn(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
 	p, err := s.principal(r)
 	if err != nil {
 		return err
@@ -41,7 +45,7 @@ func (s *server) getTurn(w http.ResponseWriter, r *http.Request, rc *requestCont
 // 409 TURN_NOT_SELECTABLE for a turn that is no such sibling, 409
 // SESSION_BUSY (retryable) while a turn runs or waits in the queue, 404
 // as getTurn.
-func (s *server) selectTurn(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
+func (s branchRoutes) selectTurn(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
 	p, err := s.principal(r)
 	if err != nil {
 		return err
@@ -66,7 +70,7 @@ func (s *server) selectTurn(w http.ResponseWriter, r *http.Request, rc *requestC
 // is not a terminal turn of its active branch 404 TURN_NOT_FOUND; a
 // sessionId that names another session 409 SESSION_CONFLICT. The same
 // request again answers the same fork.
-func (s *server) fork(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
+func (s branchRoutes) fork(w http.ResponseWriter, r *http.Request, rc *requestContext) error {
 	if err := httpedge.RequireJSON(r); err != nil {
 		return err
 	}

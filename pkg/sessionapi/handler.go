@@ -164,9 +164,10 @@ func NewHistoryHandler(opts Options) (http.Handler, error) {
 	mux.Handle("/sessions/{id}/turns", s.route("turns", http.MethodGet, s.listTurns))
 	mux.Handle("/sessions/{id}/messages", s.route("messages", http.MethodGet, s.listMessages))
 	mux.Handle("/sessions/{id}/turns/{turnId}/feedback", s.route("feedback", "", s.feedback))
-	mux.Handle("/sessions/{id}/turns/{turnId}", s.route("turn", http.MethodGet, s.getTurn))
-	mux.Handle("/sessions/{id}/turns/{turnId}/select", s.route("select", http.MethodPost, s.selectTurn))
-	mux.Handle("/sessions/{id}/fork", s.route("fork", http.MethodPost, s.fork))
+	b := branchRoutes{s}
+	mux.Handle("/sessions/{id}/turns/{turnId}", s.route("turn", http.MethodGet, b.getTurn))
+	mux.Handle("/sessions/{id}/turns/{turnId}/select", s.route("select", http.MethodPost, b.selectTurn))
+	mux.Handle("/sessions/{id}/fork", s.route("fork", http.MethodPost, b.fork))
 	mux.Handle("/sessions/{id}/export", s.route("export", http.MethodGet, s.exportSession))
 	mux.Handle("/principals/{subject}/sessions", s.route("erase", "", s.erase))
 	if s.usage != nil {

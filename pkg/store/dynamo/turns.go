@@ -381,69 +381,6 @@ func (s *Store) Supersede(ctx context.Context, c *chat.Claim, fromOrdinal, toOrd
 	return g, nil
 }
 
-// visibleFrom returns the visible turn items of the session with ordinals
-// in [from, to], ascending, decoded without their messages: one Query per
-// 1 MB. A group other than 0 starts the result at the first item of that
-// sibling group (the items before it are read and dropped).
-func (s *Store) visibleFrom(ctx context.Context, sessionID string, from, to, group int64) ([]*turnItem, error) {
-	key := pkKey(sessionID).And(expression.Key(AttrVisibleKey).Between(
-		expression.Value(ordinalKey(from)), expression.Value(ordinalKey(to))))
-	var out []*turnItem
-	var start map[string]types.AttributeValue
-	for {
-		page, err := s.queryVisible(ctx, sessionID, key, true, 0, start)
-		if err != nil {
-			return nil, err
-		}
-		for _, item := range page.Items {
-			it, err := decodeTurnItem(item)
-			if err != nil {
-				return nil, err
-			}
-			if group == 0 || len(out) > 0 || it.group() == group {
-				out = append(out, it)
-			}
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			return out, nil
-		}
-		start = page.LastEvaluatedKey
-	}
-}
-
-// leaveBranch takes the turns of items (visible, ascending) off the
-// active branch as the branch of the first of them, which keeps group g
-// (its sibling group as it leaves): leaveBranchAs.
-func (s *Store) leaveBranch(ctx context.Context, purpose Purpose, sessionID string, items []*turnItem, g *chat.Siblings) error {
-	return s.leaveBranchAs(ctx, purpose, sessionID, items, items[0].Ordinal, items[len(items)-1].Ordinal, g)
-}
-
-// leaveBranchAs takes the turns of items (visible, ascending) off the
-// active branch as the branch whose first turn is head and last end: one
-// UpdateItem each, the last first and head's (which records end and
-// keeps group g) last, so that a branch whose writes stopped halfway
-// leaves a prefix of itself on the active branch.
-func (s *Store) leaveBranchAs(ctx context.Context, purpose Purpose, sessionID string, items []*turnItem, head, end int64, g *chat.Siblings) error {
-	for i := len(items) - 1; i >= 0; i-- {
-		up := expression.Set(expression.Name(attrSuperseded), expression.Value(true)).
-			Set(expression.Name(attrBranchHead), expression.Value(head)).
-			Remove(expression.Name(AttrVisibleKey))
-		if items[i].Ordinal == head {
-			up = up.Set(expression.Name(attrBranchEnd), expression.Value(end)).
-				Set(expression.Name(attrSiblings), expression.Value(toSiblingsAV(g)))
-		}
-		cond := condition{expr: "attribute_exists(#pk)", names: []string{AttrPK}}
-		_, err := s.update(ctx, purpose, turnKey(sessionID, items[i].Ordinal), up, cond)
-		if failed, _ := conditionFailed(err); failed {
-			continue // the item vanished: nothing left to hide
-		}
-		if err != nil {
-			return fmt.Errorf("take turn %d of session %s off the active branch: %w", items[i].Ordinal, sessionID, err)
-		}
-	}
-	return nil
-}
-
 // ListTurns implements chat.Store: exactly one Query of VisibleIndex with
 // Limit = limit+1, so HasMore is exact; the owner is checked on the
 // returned items (denormalised). Only an empty result costs a GetItem, to

@@ -15,12 +15,12 @@ import (
 func branchCases() map[string]func(*testing.T, *env) {
 	return map[string]func(*testing.T, *env){
 		"SupersessionKeepsSiblings": func(t *testing.T, e *env) {
-			e.completeTurns("s1", "t", 3)  // t000..t002, ordinals 1-3
-			r1 := e.replace("s1", 2, "r1") // hides t001, t002
+			e.completeTurns("s1", "t", 3)       // t000..t002, ordinals 1-3
+			r1 := replaceTurn(e, "s1", 2, "r1") // hides t001, t002
 			want := siblings(2, "t001", "r1")
 			checkSiblings(t, "the replacing turn's save", r1.Siblings, want)
-			e.wantActive(t, "s1", "t000", "r1")
-			checkSiblings(t, "the listed replacing turn", e.listed(t, "s1", "r1").Siblings, want)
+			wantActive(t, e, "s1", "t000", "r1")
+			checkSiblings(t, "the listed replacing turn", listedTurn(t, e, "s1", "r1").Siblings, want)
 			left := e.find("s1", "t001")
 			if !left.Superseded {
 				t.Error("the replaced turn is not superseded")
@@ -32,32 +32,32 @@ func branchCases() map[string]func(*testing.T, *env) {
 
 			// Replacing t001 again, as a client that still showed it
 			// would: the store joins the group's active member.
-			r2 := e.replace("s1", 2, "r2")
+			r2 := replaceTurn(e, "s1", 2, "r2")
 			want = siblings(2, "t001", "r1", "r2")
 			checkSiblings(t, "the second replacement", r2.Siblings, want)
-			e.wantActive(t, "s1", "t000", "r2")
+			wantActive(t, e, "s1", "t000", "r2")
 			checkSiblings(t, "the first replacement as it left", e.find("s1", "r1").Siblings, want)
 
 			// A plain turn after it, then a replacement of t000: a new
 			// group at ordinal 1, whose first member took every later
 			// turn with it.
 			e.completeTurn("s1", "u")
-			r3 := e.replace("s1", 1, "r3")
+			r3 := replaceTurn(e, "s1", 1, "r3")
 			checkSiblings(t, "the replacement of the first turn", r3.Siblings, siblings(1, "t000", "r3"))
-			e.wantActive(t, "s1", "r3")
+			wantActive(t, e, "s1", "r3")
 			if got := e.find("s1", "r2").Siblings; got.Index(r2.Ordinal) != 2 {
 				t.Errorf("a follower's own group changed: %+v", got)
 			}
 		},
 		"SupersessionOfAStaleParent": func(t *testing.T, e *env) {
 			e.completeTurns("s1", "t", 3)
-			e.replace("s1", 1, "edit") // hides ordinals 1-3; edit is ordinal 4
+			replaceTurn(e, "s1", 1, "edit") // hides ordinals 1-3; edit is ordinal 4
 			// A replacement of t001 (ordinal 2), which left the branch:
 			// the range's first visible turn is edit, of another group.
 			c := e.claim("s1", "late")
 			_, err := e.store.Supersede(e.ctx, c, 2, c.Lease.Ordinal)
 			wantErr(t, "Supersede of a turn off the active branch", err, chat.ErrLineageStale)
-			e.wantActive(t, "s1", "edit")
+			wantActive(t, e, "s1", "edit")
 			if f := e.find("s1", "edit"); f.Superseded {
 				t.Error("a refused supersession marked the active turn")
 			}
@@ -73,23 +73,23 @@ func branchCases() map[string]func(*testing.T, *env) {
 		"SiblingsFull": func(t *testing.T, e *env) {
 			e.completeTurn("s1", "t0")
 			for i := 1; i < chat.MaxSiblings; i++ {
-				e.replace("s1", 1, fmt.Sprintf("r%03d", i))
+				replaceTurn(e, "s1", 1, fmt.Sprintf("r%03d", i))
 			}
 			c := e.claim("s1", "one-more")
 			_, err := e.store.Supersede(e.ctx, c, 1, c.Lease.Ordinal)
 			wantErr(t, "Supersede of a full group", err, chat.ErrSiblingsFull)
-			e.wantActive(t, "s1", fmt.Sprintf("r%03d", chat.MaxSiblings-1))
+			wantActive(t, e, "s1", fmt.Sprintf("r%03d", chat.MaxSiblings-1))
 		},
 		"SelectSwitchesTheActiveBranch": func(t *testing.T, e *env) {
-			bs := e.branchStore(t)
-			e.completeTurns("s1", "t", 3) // t000..t002
-			r := e.replace("s1", 2, "r")  // hides t001, t002
-			e.completeTurn("s1", "u")     // follows r
+			bs := branchStoreOf(t, e)
+			e.completeTurns("s1", "t", 3)     // t000..t002
+			r := replaceTurn(e, "s1", 2, "r") // hides t001, t002
+			e.completeTurn("s1", "u")         // follows r
 			if err := bs.SelectTurn(e.ctx, "s1", "t001", alice); err != nil {
 				t.Fatalf("SelectTurn(t001): %v", err)
 			}
-			e.wantActive(t, "s1", "t000", "t001", "t002")
-			checkSiblings(t, "the selected turn", e.listed(t, "s1", "t001").Siblings, siblings(2, "t001", "r"))
+			wantActive(t, e, "s1", "t000", "t001", "t002")
+			checkSiblings(t, "the selected turn", listedTurn(t, e, "s1", "t001").Siblings, siblings(2, "t001", "r"))
 			if f := e.find("s1", "u"); !f.Superseded {
 				t.Error("the follower of the member that left is still active")
 			}
@@ -103,7 +103,7 @@ func branchCases() map[string]func(*testing.T, *env) {
 			if err := bs.SelectTurn(e.ctx, "s1", r.TurnID, alice); err != nil {
 				t.Fatalf("SelectTurn(r): %v", err)
 			}
-			e.wantActive(t, "s1", "t000", "r", "u")
+			wantActive(t, e, "s1", "t000", "r", "u")
 
 			// A turn after the select follows the selected branch, and a
 			// replacement joins the group with every member.
@@ -111,15 +111,15 @@ func branchCases() map[string]func(*testing.T, *env) {
 				t.Fatalf("SelectTurn(t001): %v", err)
 			}
 			e.completeTurn("s1", "v")
-			e.wantActive(t, "s1", "t000", "t001", "t002", "v")
-			r2 := e.replace("s1", 2, "r2")
+			wantActive(t, e, "s1", "t000", "t001", "t002", "v")
+			r2 := replaceTurn(e, "s1", 2, "r2")
 			checkSiblings(t, "a replacement after selects", r2.Siblings, siblings(2, "t001", "r", "r2"))
-			e.wantActive(t, "s1", "t000", "r2")
+			wantActive(t, e, "s1", "t000", "r2")
 		},
 		"SelectRefusals": func(t *testing.T, e *env) {
-			bs := e.branchStore(t)
+			bs := branchStoreOf(t, e)
 			e.completeTurns("s1", "t", 3)
-			e.replace("s1", 2, "r")
+			replaceTurn(e, "s1", 2, "r")
 			for name, tc := range map[string]struct {
 				turnID string
 				p      chat.Principal
@@ -140,13 +140,13 @@ func branchCases() map[string]func(*testing.T, *env) {
 			}
 			c := e.claim("s1", "running")
 			wantErr(t, "a select while a turn runs", bs.SelectTurn(e.ctx, "s1", "t001", alice), chat.ErrSessionBusy)
-			e.wantActive(t, "s1", "t000", "r")
+			wantActive(t, e, "s1", "t000", "r")
 			_ = c
 			// A member whose place left the active branch (its group's
 			// parent was replaced) is not selectable until that parent's
 			// branch is.
 			e.clock.Advance(leaseDuration) // the running turn's lease expires: decided lost
-			e.replace("s1", 1, "r0")
+			replaceTurn(e, "s1", 1, "r0")
 			wantErr(t, "a member off the active branch", bs.SelectTurn(e.ctx, "s1", "t001", alice), chat.ErrNotSelectable)
 			if err := bs.SelectTurn(e.ctx, "s1", "t000", alice); err != nil {
 				t.Fatalf("SelectTurn(t000): %v", err)
@@ -154,12 +154,12 @@ func branchCases() map[string]func(*testing.T, *env) {
 			if err := bs.SelectTurn(e.ctx, "s1", "t001", alice); err != nil {
 				t.Fatalf("SelectTurn(t001) once its place is active: %v", err)
 			}
-			e.wantActive(t, "s1", "t000", "t001", "t002")
+			wantActive(t, e, "s1", "t000", "t001", "t002")
 		},
 		"ForkCopiesTheActiveBranch": func(t *testing.T, e *env) {
-			bs := e.branchStore(t)
+			bs := branchStoreOf(t, e)
 			e.completeTurns("s1", "t", 3)
-			e.replace("s1", 2, "r")
+			replaceTurn(e, "s1", 2, "r")
 			e.completeTurn("s1", "u")
 			before := e.session("s1")
 			req := chat.ForkRequest{SessionID: "s1", AtTurnID: "r", NewSessionID: "s2", Principal: alice, Title: "From s1"}
@@ -179,13 +179,13 @@ func branchCases() map[string]func(*testing.T, *env) {
 			if l, err := bs.ForkSession(e.ctx, untitled); err != nil || l.Title != chat.ForkTitle("") {
 				t.Errorf("a fork without a title of an untitled session: %+v, %v; want the title %q", l, err, chat.ForkTitle(""))
 			}
-			e.wantActive(t, "s2", "t000", "r")
-			got := e.listed(t, "s2", "r")
+			wantActive(t, e, "s2", "t000", "r")
+			got := listedTurn(t, e, "s2", "r")
 			src := e.find("s1", "r")
 			if got.Ordinal != 2 || got.Siblings != nil || got.Superseded || !reflect.DeepEqual(got.Messages, src.Messages) || got.Usage != src.Usage {
 				t.Errorf("the copy of r: %+v; want ordinal 2, no siblings, the source's messages and usage", got)
 			}
-			e.wantActive(t, "s1", "t000", "r", "u")
+			wantActive(t, e, "s1", "t000", "r", "u")
 			if after := e.session("s1"); after.Revision != before.Revision {
 				t.Errorf("the source session was written: revision %d -> %d", before.Revision, after.Revision)
 			}
@@ -194,7 +194,7 @@ func branchCases() map[string]func(*testing.T, *env) {
 			if err != nil || again.SessionID != "s2" {
 				t.Fatalf("the same fork again = %+v, %v; want s2", again, err)
 			}
-			e.wantActive(t, "s2", "t000", "r")
+			wantActive(t, e, "s2", "t000", "r")
 			other := req
 			other.AtTurnID = "u"
 			_, err = bs.ForkSession(e.ctx, other)
@@ -210,9 +210,9 @@ func branchCases() map[string]func(*testing.T, *env) {
 			}
 		},
 		"ForkRefusals": func(t *testing.T, e *env) {
-			bs := e.branchStore(t)
+			bs := branchStoreOf(t, e)
 			e.completeTurns("s1", "t", 2)
-			e.replace("s1", 2, "r")
+			replaceTurn(e, "s1", 2, "r")
 			for name, tc := range map[string]struct {
 				req  chat.ForkRequest
 				want error
@@ -233,9 +233,9 @@ func branchCases() map[string]func(*testing.T, *env) {
 	}
 }
 
-// branchStore returns e's store as a chat.BranchStore, skipping t when it
+// branchStoreOf returns e's store as a chat.BranchStore, skipping t when it
 // is none.
-func (e *env) branchStore(t *testing.T) chat.BranchStore {
+func branchStoreOf(t *testing.T, e *env) chat.BranchStore {
 	t.Helper()
 	bs, ok := e.store.(chat.BranchStore)
 	if !ok {
@@ -244,10 +244,10 @@ func (e *env) branchStore(t *testing.T) chat.BranchStore {
 	return bs
 }
 
-// replace runs a turn of alice that replaces the turn at ordinal (an
+// replaceTurn runs a turn of alice that replaces the turn at ordinal (an
 // edit, retry or regeneration): claim, Supersede from ordinal, save with
 // the group it joined, release. It returns the saved turn.
-func (e *env) replace(sessionID string, ordinal int64, turnID string) *chat.Turn {
+func replaceTurn(e *env, sessionID string, ordinal int64, turnID string) *chat.Turn {
 	e.t.Helper()
 	c := e.claim(sessionID, turnID)
 	g, err := e.store.Supersede(e.ctx, c, ordinal, c.Lease.Ordinal)
@@ -263,7 +263,7 @@ func (e *env) replace(sessionID string, ordinal int64, turnID string) *chat.Turn
 
 // wantActive fails t unless the session's listed turns (its active
 // branch) are ids, in order.
-func (e *env) wantActive(t *testing.T, sessionID string, ids ...string) {
+func wantActive(t *testing.T, e *env, sessionID string, ids ...string) {
 	t.Helper()
 	page, err := e.store.ListTurns(e.ctx, chat.ListRequest{SessionID: sessionID, Principal: alice, Order: chat.OrderAsc, Limit: chat.MaxPageLimit})
 	if err != nil {
@@ -274,8 +274,8 @@ func (e *env) wantActive(t *testing.T, sessionID string, ids ...string) {
 	}
 }
 
-// listed returns turnID as ListTurns lists it.
-func (e *env) listed(t *testing.T, sessionID, turnID string) chat.Turn {
+// listedTurn returns turnID as ListTurns lists it.
+func listedTurn(t *testing.T, e *env, sessionID, turnID string) chat.Turn {
 	t.Helper()
 	page, err := e.store.ListTurns(e.ctx, chat.ListRequest{SessionID: sessionID, Principal: alice, Order: chat.OrderAsc, Limit: chat.MaxPageLimit})
 	if err != nil {
