@@ -228,14 +228,16 @@ func (s *Store) finishSelect(ctx context.Context, sessionID string, m *selectMar
 const forkPageSize = 25
 
 // ForkSession implements chat.BranchStore. The source turn is found (a
-// Query of TurnIDIndex and a read of its item); the active branch up to
+// Query of TurnIDIndex and a read of its item; ErrSessionBusy while a
+// select runs in the source); the active branch up to
 // it is read a page of turns at a time (a Query of VisibleIndex each),
 // each turn copied into the new session as a turn item of its own
 // (UpdateItem, conditional on the item being absent or this fork's copy;
 // a large turn's chunks first, as a save writes them); the new session's
 // item comes last (conditional on no session holding the id, a deleted
-// one's tombstone aside), so that the fork exists whole or not at all,
-// and a fork stopped halfway is finished by the same call again.
+// one's tombstone aside), after the source turn was read again on the
+// active branch, so that the fork exists whole or not at all, and a fork
+// stopped halfway is finished by the same call again.
 func (s *Store) ForkSession(ctx context.Context, req chat.ForkRequest) (*chat.SessionListing, error) {
 	ctx = withPurpose(ctx, PurposeFork)
 	title, err := req.Validate()
@@ -251,6 +253,9 @@ func (s *Store) ForkSession(ctx context.Context, req chat.ForkRequest) (*chat.Se
 	}
 	if !req.Principal.Owns(src.Owner) {
 		return nil, chat.ErrSessionNotFound
+	}
+	if srcItem.Selecting != nil {
+		return nil, fmt.Errorf("fork session %s: a select runs: %w", req.SessionID, chat.ErrSessionBusy)
 	}
 	if title == "" {
 		title = chat.ForkTitle(srcItem.Title)
@@ -292,8 +297,14 @@ func (s *Store) ForkSession(ctx context.Context, req chat.ForkRequest) (*chat.Se
 			next++
 		}
 	}
-	if next == 1 {
-		return nil, chat.ErrTurnNotFound // the branch changed under the fork
+	// The branch may have moved under the copy (a select, or an edit of
+	// an earlier turn): the copy ends at the fork's turn, still on the
+	// active branch, or the fork is refused before its session exists.
+	if next == 1 || last.TurnID != req.AtTurnID {
+		return nil, chat.ErrTurnNotFound
+	}
+	if _, err := s.forkPoint(ctx, req); err != nil {
+		return nil, err
 	}
 	return s.createForked(ctx, req, src, title, from, next, window, &last, now)
 }

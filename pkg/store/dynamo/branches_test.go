@@ -119,6 +119,9 @@ func TestSelectUnderFaults(t *testing.T) {
 		if err := e.s.SelectTurn(ctx, "s1", "r", alice); !errors.Is(err, chat.ErrSessionBusy) {
 			t.Fatalf("another select while the mark holds: %v, want ErrSessionBusy", err)
 		}
+		if _, err := e.s.ForkSession(ctx, chat.ForkRequest{SessionID: "s1", AtTurnID: "t1", NewSessionID: "f1", Principal: alice}); !errors.Is(err, chat.ErrSessionBusy) {
+			t.Fatalf("a fork while the mark holds: %v, want ErrSessionBusy", err)
+		}
 		e.clock.Advance(31 * time.Second)
 		if _, err := e.s.ClaimTurn(ctx, claimReq("s1", "next")); !errors.Is(err, chat.ErrSessionBusy) {
 			t.Fatalf("the claim that finishes the select: %v, want ErrSessionBusy (the session changed)", err)
