@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -172,7 +173,7 @@ func (s *Store) finishSelect(ctx context.Context, sessionID string, m *selectMar
 	}
 	leave := slices.DeleteFunc(visible, selected)
 	if len(leave) > 0 {
-		if err := s.leaveBranchAs(ctx, PurposeSelect, sessionID, leave, m.Active, m.ActiveEnd, m.Members.siblings()); err != nil {
+		if err := s.leaveBranchAs(ctx, PurposeSelect, sessionID, leave, m.Active, m.ActiveEnd, m.Members.siblings(), 0); err != nil {
 			return err
 		}
 	}
@@ -464,20 +465,28 @@ func (s *Store) visibleFrom(ctx context.Context, sessionID string, from, to, gro
 // leaveBranch takes the turns of items (visible, ascending) off the
 // active branch as the branch of the first of them, which keeps group g
 // (its sibling group as it leaves): leaveBranchAs.
-func (s *Store) leaveBranch(ctx context.Context, purpose Purpose, sessionID string, items []*turnItem, g *chat.Siblings) error {
-	return s.leaveBranchAs(ctx, purpose, sessionID, items, items[0].Ordinal, items[len(items)-1].Ordinal, g)
+func (s *Store) leaveBranch(ctx context.Context, purpose Purpose, sessionID string, items []*turnItem, g *chat.Siblings, by int64) error {
+	return s.leaveBranchAs(ctx, purpose, sessionID, items, items[0].Ordinal, items[len(items)-1].Ordinal, g, by)
 }
 
 // leaveBranchAs takes the turns of items (visible, ascending) off the
 // active branch as the branch whose first turn is head and last end: one
 // UpdateItem each, the last first and head's (which records end and
 // keeps group g) last, so that a branch whose writes stopped halfway
-// leaves a prefix of itself on the active branch.
-func (s *Store) leaveBranchAs(ctx context.Context, purpose Purpose, sessionID string, items []*turnItem, head, end int64, g *chat.Siblings) error {
+// leaves a prefix of itself on the active branch. by is the ordinal of
+// the turn whose supersession takes them off (0 for a select), recorded
+// so that the decision of that turn, lost before its first checkpoint,
+// brings them back (restoreBranch).
+func (s *Store) leaveBranchAs(ctx context.Context, purpose Purpose, sessionID string, items []*turnItem, head, end int64, g *chat.Siblings, by int64) error {
 	for i := len(items) - 1; i >= 0; i-- {
 		up := expression.Set(expression.Name(attrSuperseded), expression.Value(true)).
 			Set(expression.Name(attrBranchHead), expression.Value(head)).
 			Remove(expression.Name(AttrVisibleKey))
+		if by > 0 {
+			up = up.Set(expression.Name(attrHiddenBy), expression.Value(by))
+		} else {
+			up = up.Remove(expression.Name(attrHiddenBy))
+		}
 		if items[i].Ordinal == head {
 			up = up.Set(expression.Name(attrBranchEnd), expression.Value(end)).
 				Set(expression.Name(attrSiblings), expression.Value(toSiblingsAV(g)))
@@ -489,6 +498,67 @@ func (s *Store) leaveBranchAs(ctx context.Context, purpose Purpose, sessionID st
 		}
 		if err != nil {
 			return fmt.Errorf("take turn %d of session %s off the active branch: %w", items[i].Ordinal, sessionID, err)
+		}
+	}
+	return nil
+}
+
+// restoreBranch brings back the turns the supersession of crashed's turn
+// took off the active branch, for a turn lost before its first
+// checkpoint (its decision, fate.go): no version of it exists to take
+// their place. One Query of TurnIDIndex finds the turn its lineage
+// replaced, one Query reads the turns from there to crashed's, and one
+// UpdateItem per turn it hid shows it again (conditional on its hiddenBy
+// still naming crashed's turn, so that repeating it is harmless); the
+// group the first of them kept loses crashed's turn.
+func (s *Store) restoreBranch(ctx context.Context, sessionID string, crashed *chat.Lease) error {
+	switch crashed.Lineage.Operation {
+	case protocol.OperationEdit, protocol.OperationRetry, protocol.OperationRegenerate:
+	default:
+		return nil
+	}
+	parent, found, err := s.findTurnItem(ctx, sessionID, crashed.Lineage.ParentTurnID)
+	if err != nil || !found {
+		return err
+	}
+	from, err := strconv.ParseInt(strings.TrimPrefix(skOf(parent), turnPrefix), 10, 64)
+	if err != nil || from < 1 || from >= crashed.Ordinal {
+		return nil
+	}
+	rows, err := s.queryRange(ctx, sessionPK(sessionID), turnSK(from), turnSK(crashed.Ordinal-1))
+	if err != nil {
+		return err
+	}
+	for _, row := range rows {
+		if ItemKindOf(skOf(row)) != ItemTurn {
+			continue
+		}
+		it, err := decodeTurnItem(row)
+		if err != nil {
+			return err
+		}
+		if it.HiddenBy != crashed.Ordinal {
+			continue
+		}
+		up := expression.Set(expression.Name(attrSuperseded), expression.Value(false)).
+			Set(expression.Name(AttrVisibleKey), expression.Value(ordinalKey(it.Ordinal))).
+			Remove(expression.Name(attrHiddenBy))
+		if g := it.Siblings.siblings(); g != nil && it.BranchHead == it.Ordinal {
+			g.Members = slices.DeleteFunc(g.Members, func(m chat.Sibling) bool { return m.Ordinal == crashed.Ordinal })
+			if len(g.Members) < 2 {
+				up = up.Remove(expression.Name(attrSiblings))
+			} else {
+				up = up.Set(expression.Name(attrSiblings), expression.Value(toSiblingsAV(g)))
+			}
+		}
+		cond := condition{expr: "#hiddenBy = :by", names: []string{attrHiddenBy},
+			values: map[string]types.AttributeValue{":by": numValue(crashed.Ordinal)}}
+		_, err = s.update(ctx, PurposeFence, turnKey(sessionID, it.Ordinal), up, cond)
+		if failed, _ := conditionFailed(err); failed {
+			continue // brought back by another decider
+		}
+		if err != nil {
+			return fmt.Errorf("bring turn %d of session %s back to the active branch: %w", it.Ordinal, sessionID, err)
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/turnstream/turnstream/internal/ddbfault"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
 )
 
@@ -204,4 +205,46 @@ func TestForkUnderFaults(t *testing.T) {
 			t.Errorf("another fork into the same id: %v, want ErrConflict", err)
 		}
 	})
+}
+
+// TestRestoreUnderFaults: a regeneration lost before its first
+// checkpoint is decided by the next reader, which brings back what its
+// supersession hid, though the writes that do so apply with their
+// answers lost (or fail once before applying: the next reader finishes);
+// faults below the SDK's retryer.
+func TestRestoreUnderFaults(t *testing.T) {
+	restore := ddbfault.For("UpdateItem", dynamo.PurposeFence, `"sk":{"S":"TURN#`, "hiddenBy")
+	for _, fault := range []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter, ddbfault.ServerErrorBefore} {
+		t.Run(fault.String(), func(t *testing.T) {
+			e := newFaultEnv(t)
+			ctx := faultCtx(t)
+			completeTurn(t, e.s, "s1", "t1", 2)
+			completeTurn(t, e.s, "s1", "t2", 4)
+			req := claimReq("s1", "r")
+			req.Lineage = protocol.Lineage{Operation: protocol.OperationRegenerate, ParentTurnID: "t2", SourceMessageID: "t2.a"}
+			c, err := e.s.ClaimTurn(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.s.Supersede(ctx, c, 2, c.Lease.Ordinal); err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(time.Minute)
+			e.faults.SetRule(ddbfault.Always(fault, restore))
+			// The read decides the lost turn; when the restore failed, the
+			// decision is left half done (the session still shows the
+			// lease as stored) for the next reader to finish.
+			_, _ = e.s.GetSession(ctx, "s1", alice)
+			e.faults.SetRule(nil)
+			if n := injected(e.faults); n == 0 {
+				t.Fatal("no restore write met the fault")
+			}
+			if _, err := e.s.GetSession(ctx, "s1", alice); err != nil {
+				t.Fatal(err)
+			}
+			if got := activeBranch(t, e.s, "s1"); !slices.Equal(got, []string{"t1", "t2"}) {
+				t.Errorf("active branch %v, want t1 t2 brought back", got)
+			}
+		})
+	}
 }

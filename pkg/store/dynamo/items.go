@@ -60,6 +60,7 @@ const (
 	attrBranchHead = "branchHead"
 	attrBranchEnd  = "branchEnd"
 	attrSelecting  = "selecting"
+	attrHiddenBy   = "hiddenBy"
 	// attrForkedFrom is, on a forked session's item, the source session
 	// and turn ids (ForkSession).
 	attrForkedFrom   = "forkedFrom"
@@ -466,6 +467,9 @@ type turnItem struct {
 	Siblings   *siblingsAV `dynamodbav:"siblings,omitempty"`
 	BranchHead int64       `dynamodbav:"branchHead,omitempty"`
 	BranchEnd  int64       `dynamodbav:"branchEnd,omitempty"`
+	// HiddenBy is, on a turn a supersession took off the active branch,
+	// the ordinal of the turn that superseded it (restoreBranch).
+	HiddenBy int64 `dynamodbav:"hiddenBy,omitempty"`
 }
 
 // group is the item's sibling group: its first member's ordinal, the

@@ -375,7 +375,7 @@ func (s *Store) Supersede(ctx context.Context, c *chat.Claim, fromOrdinal, toOrd
 	if err != nil {
 		return nil, err
 	}
-	if err := s.leaveBranch(ctx, PurposeSupersede, sessionID, hide, g); err != nil {
+	if err := s.leaveBranch(ctx, PurposeSupersede, sessionID, hide, g, c.Lease.Ordinal); err != nil {
 		return nil, err
 	}
 	return g, nil

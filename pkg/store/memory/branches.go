@@ -17,7 +17,7 @@ var _ chat.BranchStore = (*Store)(nil)
 func (rec *sessionRecord) leaveBranch(ords []int64, g *chat.Siblings) {
 	for _, ord := range ords {
 		it := rec.turns[ord]
-		it.turn.Superseded, it.branchHead = true, ords[0]
+		it.turn.Superseded, it.branchHead, it.hiddenBy = true, ords[0], 0
 	}
 	first := rec.turns[ords[0]]
 	first.branchEnd, first.turn.Siblings = ords[len(ords)-1], g.Clone()

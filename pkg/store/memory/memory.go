@@ -113,8 +113,29 @@ func (rec *sessionRecord) fence(l *chat.Lease, lost int64, now time.Time) chat.T
 			Lineage: l.Lineage, InputHash: l.InputHash, Artifacts: []chat.ArtifactReference{},
 		}
 		rec.turns[l.Ordinal] = &turnItem{turn: record.Lost(lost, now), token: fenceToken, hidden: true}
+		rec.restoreBranch(l.Ordinal)
 	}
 	return chat.OutcomeIndeterminate
+}
+
+// restoreBranch brings back the turns the supersession of the turn at
+// ordinal took off the active branch, for a turn lost before its first
+// checkpoint: no version of it exists to take their place
+// (docs/branches.md). The group the first of them kept loses that turn.
+func (rec *sessionRecord) restoreBranch(ordinal int64) {
+	for _, o := range rec.ordinals {
+		it := rec.turns[o]
+		if it.hiddenBy != ordinal || o >= ordinal {
+			continue
+		}
+		it.turn.Superseded, it.hiddenBy = false, 0
+		if g := it.turn.Siblings; g != nil && it.branchHead == o {
+			g.Members = slices.DeleteFunc(g.Members, func(m chat.Sibling) bool { return m.Ordinal == ordinal })
+			if len(g.Members) < 2 {
+				it.turn.Siblings = nil
+			}
+		}
+	}
 }
 
 // decide records the fate of a turn whose lease expired at now without
@@ -205,8 +226,9 @@ type turnItem struct {
 	hidden bool
 	// branchHead is, on a turn off the active branch, the ordinal of the
 	// first turn of the branch it left with; branchEnd, on that first
-	// turn, the last ordinal that left with it (docs/branches.md).
-	branchHead, branchEnd int64
+	// turn, the last ordinal that left with it; hiddenBy the ordinal of
+	// the turn whose supersession took it off (docs/branches.md).
+	branchHead, branchEnd, hiddenBy int64
 }
 
 // visible reports whether it is on the session's active branch.
@@ -503,6 +525,9 @@ func (s *Store) Supersede(ctx context.Context, c *chat.Claim, fromOrdinal, toOrd
 		return nil, err
 	}
 	rec.leaveBranch(hide, g)
+	for _, o := range hide {
+		rec.turns[o].hiddenBy = c.Lease.Ordinal
+	}
 	return g.Clone(), nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
 // branchCases prove sibling groups (Supersede's result and what it
@@ -68,6 +69,41 @@ func branchCases() map[string]func(*testing.T, *env) {
 			g, err := e.store.Supersede(e.ctx, c, c.Lease.Ordinal, c.Lease.Ordinal)
 			if err != nil || g != nil {
 				t.Fatalf("Supersede of an empty range = %+v, %v; want nil, nil", g, err)
+			}
+		},
+		"SupersessionLostBeforeItsAckIsUndone": func(t *testing.T, e *env) {
+			e.completeTurns("s1", "t", 2) // t000, t001
+			r1 := replaceTurn(e, "s1", 2, "r1")
+			// r2 replaces r1, then its process dies before its first
+			// checkpoint: no version of it exists, so the decision of
+			// its lease brings r1 back, with the group it had.
+			req := claimRequest("s1", "r2")
+			req.Lineage = protocol.Lineage{Operation: protocol.OperationRegenerate, ParentTurnID: "r1", SourceMessageID: "r1-assistant"}
+			c := e.claimWith(req)
+			if _, err := e.store.Supersede(e.ctx, c, r1.Ordinal, c.Lease.Ordinal); err != nil {
+				t.Fatal(err)
+			}
+			wantActive(t, e, "s1", "t000")
+			e.clock.Advance(leaseDuration)
+			e.session("s1") // decides the expired lease
+			wantActive(t, e, "s1", "t000", "r1")
+			checkSiblings(t, "the version brought back", listedTurn(t, e, "s1", "r1").Siblings, siblings(2, "t001", "r1"))
+			if _, err := e.store.FindTurn(e.ctx, "s1", "r2", alice); err == nil {
+				t.Error("the lost turn is readable by id")
+			}
+			// The same for a first replacement: the replaced turn comes
+			// back without a group.
+			req = claimRequest("s1", "r3")
+			req.Lineage = protocol.Lineage{Operation: protocol.OperationEdit, ParentTurnID: "t000", SourceMessageID: "t000-user"}
+			c = e.claimWith(req)
+			if _, err := e.store.Supersede(e.ctx, c, 1, c.Lease.Ordinal); err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(leaseDuration)
+			e.session("s1")
+			wantActive(t, e, "s1", "t000", "r1")
+			if g := listedTurn(t, e, "s1", "t000").Siblings; g != nil {
+				t.Errorf("t000 brought back with siblings %+v, want none", g)
 			}
 		},
 		"SiblingsFull": func(t *testing.T, e *env) {
