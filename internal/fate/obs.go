@@ -146,7 +146,7 @@ type Stream struct {
 	Multitask string
 	// Parent is, on a submit with lineage, the turn it replaces.
 	Parent string
-	Lines     []Line
+	Lines  []Line
 	// Ending is how the stream ended: "eof" (cleanly), "cut" (the
 	// connection broke), "dropped" (the harness closed it), "timeout"
 	// (the harness gave up), "failed" (no answer: connection refused or
