@@ -136,24 +136,8 @@ func siblingsOf(t *chat.Turn) *api.Siblings {
 // places artifacts), other metadata kept. msgs is not modified.
 func withSiblings(msgs []protocol.Message, t *chat.Turn) ([]protocol.Message, error) {
 	g := siblingsOf(t)
-	last := -1
-	for i := range msgs {
-		if msgs[i].Role == protocol.RoleAssistant {
-			last = i
-		}
-	}
-	if g == nil || last < 0 {
+	if g == nil {
 		return msgs, nil
 	}
-	value, err := marshal(g)
-	if err != nil {
-		return nil, err
-	}
-	md, err := setMember(msgs[last].Metadata, "siblings", value)
-	if err != nil {
-		return nil, fmt.Errorf("message %d metadata: %w", last, err)
-	}
-	out := append([]protocol.Message(nil), msgs...)
-	out[last].Metadata = md
-	return out, nil
+	return withAnswerMember(msgs, "siblings", g)
 }

@@ -177,18 +177,11 @@ func (s *Store) finishSelect(ctx context.Context, sessionID string, m *selectMar
 			return err
 		}
 	}
-	rows, err := s.queryRange(ctx, sessionPK(sessionID), turnSK(m.Turn), turnSK(m.TurnEnd))
+	items, err := s.turnItemsIn(ctx, sessionID, m.Turn, m.TurnEnd)
 	if err != nil {
 		return err
 	}
-	for _, row := range rows {
-		if ItemKindOf(skOf(row)) != ItemTurn {
-			continue
-		}
-		it, err := decodeTurnItem(row)
-		if err != nil {
-			return err
-		}
+	for _, it := range items {
 		if !it.Superseded || !selected(it) {
 			continue
 		}
@@ -525,18 +518,11 @@ func (s *Store) restoreBranch(ctx context.Context, sessionID string, crashed *ch
 	if err != nil || from < 1 || from >= crashed.Ordinal {
 		return nil
 	}
-	rows, err := s.queryRange(ctx, sessionPK(sessionID), turnSK(from), turnSK(crashed.Ordinal-1))
+	items, err := s.turnItemsIn(ctx, sessionID, from, crashed.Ordinal-1)
 	if err != nil {
 		return err
 	}
-	for _, row := range rows {
-		if ItemKindOf(skOf(row)) != ItemTurn {
-			continue
-		}
-		it, err := decodeTurnItem(row)
-		if err != nil {
-			return err
-		}
+	for _, it := range items {
 		if it.HiddenBy != crashed.Ordinal {
 			continue
 		}
@@ -562,4 +548,27 @@ func (s *Store) restoreBranch(ctx context.Context, sessionID string, crashed *ch
 		}
 	}
 	return nil
+}
+
+// turnItemsIn returns the session's turn items with ordinals in [from,
+// to], on the active branch or not, ascending, decoded without their
+// messages: one consistent Query (the range's checkpoint and chunk items
+// are read and left out).
+func (s *Store) turnItemsIn(ctx context.Context, sessionID string, from, to int64) ([]*turnItem, error) {
+	rows, err := s.queryRange(ctx, sessionPK(sessionID), turnSK(from), turnSK(to))
+	if err != nil {
+		return nil, err
+	}
+	var out []*turnItem
+	for _, row := range rows {
+		if ItemKindOf(skOf(row)) != ItemTurn {
+			continue
+		}
+		it, err := decodeTurnItem(row)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, it)
+	}
+	return out, nil
 }
