@@ -565,7 +565,7 @@ func (s *schedRun) selectTurn(ctx context.Context, st Step) {
 	for ctx.Err() == nil {
 		s.waitUp(ctx, st.Proc)
 		sel := s.r.c.selectTurn(ctx, s.lg, st.Proc, s.plan.Session, st.Turn)
-		if !st.Retry || !(sel.Status == 0 || sel.Retryable) || time.Now().After(until) {
+		if !st.Retry || sel.Status != 0 && !sel.Retryable || time.Now().After(until) {
 			return
 		}
 		sleepUntil(ctx, time.Now().Add(300*time.Millisecond))
