@@ -599,6 +599,18 @@ func TestCheckFindsEachRule(t *testing.T) {
 		}, func(in *sessionInput) {
 			in.Reads[len(in.Reads)-1].Status, in.Reads[len(in.Reads)-1].ErrCode = 404, "SESSION_NOT_FOUND"
 		}},
+		"deleted, then a read shows a session a slow claim made": {RuleDeleteGone, "did not answer 404", func(in *sessionInput) {
+			in.Deletes = []*Delete{{Start: at(700), End: at(720), Status: 204}}
+			in.Final = finalState{}
+			b := &Stream{Kind: "submit", Proc: 1, Session: "s", Turn: "b", Start: at(690), End: at(900), Status: 409, ErrCode: codeIndeterminate, Ending: "status"}
+			in.Streams = append(in.Streams, b)
+			in.Reads = append(in.Reads, sessionsRead(950, 960, "", 0, 0))
+		}, func(in *sessionInput) {
+			// b's claim, sent before the delete, applied after it (a slow
+			// attempt on a loaded machine: fate seed 22 schedule 67): b
+			// started a new session.
+			in.Leases["b"] = []leaseMark{{Applied: at(850), Expiry: at(800), Claim: true}}
+		}},
 		"deleted, then a /turns read lists it": {RuleDeleteGone, "lists it", func(in *sessionInput) {
 			in.Deletes = []*Delete{{Start: at(700), End: at(720), Status: 204}}
 			in.Final = finalState{}
@@ -651,6 +663,10 @@ func TestCheckFindsEachRule(t *testing.T) {
 			if tc.fixIt == nil {
 				return
 			}
+			// Afresh: checkSession may trim what it was given (a delete's
+			// later reads).
+			in = clean()
+			tc.breakIt(in)
 			tc.fixIt(in)
 			for _, v := range checkSession(in) {
 				if v.Rule == tc.rule {

@@ -773,15 +773,19 @@ func (c rules) deleteRules(d *Delete) {
 		}
 	}
 	// Until a turn starts a new session, every route answers 404: a
-	// submit that began after the delete was sent, or one whose first
-	// line came after that (its claim may have landed after the session
-	// was gone), may have started one.
+	// submit that began after the delete was sent, one whose first line
+	// came after that, or one whose claim DynamoDB applied (or may have)
+	// after that (its claim landed after the session was gone: a slow
+	// attempt, on a loaded machine), may have started one.
 	var renewed time.Time
 	for _, s := range in.Streams {
 		if s.Kind != "submit" {
 			continue
 		}
 		late := s.Start.After(d.Start) || len(s.Lines) > 0 && s.Lines[0].Recv.After(d.Start)
+		for _, m := range in.Leases[s.Turn] {
+			late = late || m.Claim && m.Applied.After(d.Start) && !m.Applied.Before(s.Start)
+		}
 		if late && (renewed.IsZero() || s.Start.Before(renewed)) {
 			renewed = s.Start
 		}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -263,6 +264,70 @@ func TestFailingRenewalsAfterTheProofEnds(t *testing.T) {
 		// 20 ms.
 		if n := s.refused.Load(); n < 3 || n > 2+1+100/20 {
 			t.Errorf("%d refused renewals; want 3 to %d", n, 2+1+100/20)
+		}
+	})
+}
+
+// unansweredStore applies every renewal and then loses its answer (an
+// error 100 ms later), and fails every poll: a turn that renewed its
+// lease without knowing it, and cannot read its fate.
+type unansweredStore struct{ chat.Store }
+
+func (s unansweredStore) RenewLease(ctx context.Context, req chat.RenewRequest) (*chat.Lease, error) {
+	if _, err := s.Store.RenewLease(ctx, req); err != nil {
+		return nil, err
+	}
+	if err := wait(ctx, 100*time.Millisecond); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("test: the renewal's answer was lost")
+}
+
+func (s unansweredStore) PollTurn(context.Context, string, int64, chat.Principal, *chat.Turn) (*chat.Turn, error) {
+	return nil, errors.New("test: the table is unreachable")
+}
+
+// TestUnprovenLeaseAbandoned: a turn whose renewals applied unanswered
+// cannot prove its lease, and cannot read its fate either: it tells its
+// client TURN_OUTCOME_INDETERMINATE, and marks the lease, which still
+// stands, abandoned, so that a replay of its id is told the same, not
+// SESSION_BUSY (a loaded fate harness run, schedule 47 of seed 22, found
+// the replay told SESSION_BUSY).
+func TestUnprovenLeaseAbandoned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := unansweredStore{memory.New(memory.Options{})}
+		h, err := turn.NewHandler(turn.Options{
+			Config: turn.Config{
+				Store: s, Model: &scriptModel{Chunks: slowChunks(20), Delay: 250 * time.Millisecond},
+				Definition: turn.Definition{ID: "default", Revision: 1}, LeaseDuration: 3 * time.Second,
+				RenewInterval: time.Second, TurnTimeout: 20 * time.Second, CleanupReserve: 5 * time.Second,
+				SnapshotInterval: 50 * time.Millisecond, Logger: slog.New(slog.DiscardHandler),
+			},
+			Authenticator: &testAuth{},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		submit := func() *httptest.ResponseRecorder {
+			r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(submitBody(t, "s", "t1", "hello", nil)))
+			r.Header.Set("Content-Type", "application/json")
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, r)
+			return w
+		}
+		w := submit()
+		body, _ := io.ReadAll(w.Result().Body)
+		evs := decodeStream(t, body)
+		if last := evs[len(evs)-1]; last.Diagnostic == nil || last.Diagnostic.Code != protocol.CodeTurnOutcomeIndeterminate {
+			t.Fatalf("last line %+v; want TURN_OUTCOME_INDETERMINATE", last)
+		}
+		sess, err := s.GetSession(context.Background(), "s", alice)
+		if err != nil || sess.ActiveTurn == nil || !sess.ActiveTurn.Abandoned {
+			t.Fatalf("session after the turn: %+v, %v; want its lease standing and abandoned", sess, err)
+		}
+		replay := submit()
+		if replay.Code != http.StatusConflict || !strings.Contains(replay.Body.String(), protocol.CodeTurnOutcomeIndeterminate) {
+			t.Errorf("replay: %d %s; want 409 TURN_OUTCOME_INDETERMINATE", replay.Code, replay.Body.String())
 		}
 	})
 }

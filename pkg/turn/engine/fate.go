@@ -26,7 +26,15 @@ func (ft *fate) finish(end ending, v view) {
 	t := ft.t
 	last := t.seqs.close()
 	if end.leaseLost {
-		t.enc.end(t.fate.lostRecord(last))
+		rec := t.fate.lostRecord(last)
+		if rec == nil {
+			// Its fate unread: the lease may still stand (a renewal that
+			// applied unanswered). Marked abandoned, a replay of the turn
+			// id is told TURN_OUTCOME_INDETERMINATE, as this client is,
+			// not SESSION_BUSY, until the table decides the turn.
+			t.cleanup.abandon()
+		}
+		t.enc.end(rec)
 		t.cleanup.logFinished(end, "", last)
 		t.trace.report(end, "", v)
 		return
