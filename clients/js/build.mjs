@@ -43,9 +43,11 @@ const demoBanner = "/*! turnstream demo page. Includes marked 18 (MIT License, C
  * DOMPurify and the page itself. bundle.test.mjs fails above it. It was
  * 56 KiB until attachments (the attach button, chips with progress,
  * thumbnails, and the client's uploadAttachment) took the page from
- * 55.9 to 59.5 KiB.
+ * 55.9 to 59.5 KiB; 60 KiB until branches (the "‹ 2 / 3 ›" switcher
+ * with its prefetch, Fork, and the client's readTurn, selectTurn and
+ * forkSession) took it from 59.8 to 61.0 KiB.
  */
-export const DEMO_GZIP_BUDGET = 60 * 1024;
+export const DEMO_GZIP_BUDGET = 62 * 1024;
 
 /** demoSize returns the gzipped size of each file in dir and their total. */
 export function demoSize(dir = assetsDir) {

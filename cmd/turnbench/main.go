@@ -169,6 +169,8 @@ var sections = []section{
 		run: cpuShareRun, rows: cpuShareRows},
 	{names: []string{"conversations"}, about: "GET /sessions: a page of a principal's sessions at 10 and 10,000 sessions (requests, p50 and p99); the cost of deleting a session of 10 and of 1,000 turns",
 		inRun: true, run: conversationsRun, rows: conversationsRows},
+	{names: []string{"branches"}, about: "versions of answers: the newest history page at 100 places x 10 versions against 100 plain turns (p50, requests); the write units of a regeneration against a plain turn",
+		inRun: true, run: branchesRun, rows: branchesRows},
 	{names: []string{"attachments"}, about: "a turn with one 1 MiB image against one without: time to first snapshot, DynamoDB requests and units, store calls, bytes allocated; the upload's two phases and the body bytes the store and the functions received; the turn function's peak memory under aws-lambda-rie reading from moto_server's S3 (internal/attachbench)",
 		inRun: true, run: attachmentsRun, rows: func(rep *report, _ bool) [][4]string { return rep.Attachments.Rows() }},
 	{names: []string{"ledger"}, about: "the usage ledger and the quota check before the claim: requests, units and time to the first line against the ledger off; a ledger item's growth",
@@ -267,6 +269,8 @@ type report struct {
 	Lists map[int]*listResult
 	// Deletes is the conversations section's session deletes, by length.
 	Deletes []*deleteResult
+	// Branches is the branches section's figures.
+	Branches *branchResult
 }
 
 // run parses args, measures and writes the table to stdout.

@@ -167,7 +167,7 @@ func TestChoose(t *testing.T) {
 		want string // names of the chosen sections, in order
 		err  bool
 	}{
-		"default":          {args{cold: true}, "handler load durable wire coldstart telemetry cost multitask conversations attachments ledger", false},
+		"default":          {args{cold: true}, "handler load durable wire coldstart telemetry cost multitask conversations branches attachments ledger", false},
 		"quick":            {args{quick: true, cold: true}, "handler load coldstart multitask ledger", false},
 		"no cold starts":   {args{quick: true}, "handler load multitask ledger", false},
 		"only":             {args{only: "coldstart, throughput"}, "coldstart throughput", false},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -22,7 +23,7 @@ func init() {
 	}
 }
 
-const historyUsage = `usage: turnctl history -session ID [-url URL] [-token TOKEN | -sigv4] [-json]
+const historyUsage = `usage: turnctl history -session ID [-url URL] [-token TOKEN | -sigv4] [-json] [-all-branches]
 
 Prints a session's conversation, oldest first, from a turnstream history
 function (the dev server's /history/ by default, or
@@ -31,9 +32,13 @@ $TURNSTREAM_HISTORY_URL), following page cursors to the end (GET
 text, tool calls (with their results; a call the user denied reads "denied")
 and the turn's artifact references. A stopped turn's answer reads "stopped";
 a decision on a tool call is shown as the decision, not as a message; a
-queued turn that never ran says why. -json prints each canonical message
-record as one JSON line instead (GET <url>sessions/<id>/messages). -token
-and -sigv4 authenticate as for turnctl chat.
+queued turn that never ran says why. An answer that was edited or
+regenerated says which of its versions is shown ("answer 2 of 3"; turnctl
+select switches); -all-branches prints the other versions after it,
+indented (GET <url>sessions/<id>/turns/<turnId> each). -json prints each
+canonical message record as one JSON line instead (GET
+<url>sessions/<id>/messages). -token and -sigv4 authenticate as for
+turnctl chat.
 
 Exit status: 0 on success, 1 after an HTTP error (its JSON error code and
 message are printed on stderr), 2 for bad usage.
@@ -47,6 +52,7 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	var authn authFlags
 	authn.register(fs)
 	asJSON := fs.Bool("json", false, "print one canonical message record per line")
+	allBranches := fs.Bool("all-branches", false, "print every version of an edited or regenerated answer")
 	if status, ok := parseFlags(fs, args, historyUsage, stdout, stderr); !ok {
 		return status
 	}
@@ -100,8 +106,36 @@ func runHistory(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 	}
 	for _, t := range turns {
 		printTurn(stdout, t, decided)
+		if g := t.Siblings; g != nil {
+			_, _ = fmt.Fprintf(stdout, "  (answer %d of %d at this place)\n", g.Index+1, g.Count)
+			if *allBranches && printSiblings(ctx, cl, stdout, stderr, *sessionID, t, decided) != nil {
+				return 1
+			}
+		}
 	}
 	return 0
+}
+
+// printSiblings prints the siblings of t other than t, each read by id,
+// indented under a line naming its place among them.
+func printSiblings(ctx context.Context, cl *client.Client, stdout, stderr io.Writer, sessionID string, t client.TurnSummary, decided map[string]string) error {
+	for i, id := range t.Siblings.TurnIDs {
+		if i == t.Siblings.Index {
+			continue
+		}
+		other, err := cl.Conversations().Turn(ctx, sessionID, id)
+		if err != nil {
+			reportError(stderr, "history", err)
+			return err
+		}
+		var b strings.Builder
+		printTurn(&b, *other, decided)
+		_, _ = fmt.Fprintf(stdout, "  answer %d of %d (turn %s, not shown in the conversation):\n", i+1, t.Siblings.Count, escapeText(id, false))
+		for _, line := range strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n") {
+			_, _ = fmt.Fprintf(stdout, "    %s\n", line)
+		}
+	}
+	return nil
 }
 
 // printTurn writes a turn's messages (printMessage), then its artifact

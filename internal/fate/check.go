@@ -1,6 +1,7 @@
 package fate
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -53,6 +54,7 @@ type sessionInput struct {
 	Stops    []*Stop
 	Replays  []*Replay
 	Deletes  []*Delete
+	Selects  []*Select
 	Inputs   map[string]string
 	Final    finalState
 	// Leases are the lease expiries DynamoDB applied, by turn id;
@@ -79,7 +81,7 @@ func (r *runner) check() []Violation {
 		lg := r.logs[p.Session]
 		in := &sessionInput{
 			Seed: p.Seed, Schedule: p.Index, Session: p.Session, Plan: p, Start: lg.firstRun,
-			Streams: lg.streams, Reads: lg.reads, Stops: lg.stops, Replays: lg.replays, Deletes: lg.deletes, Inputs: lg.inputs,
+			Streams: lg.streams, Reads: lg.reads, Stops: lg.stops, Replays: lg.replays, Deletes: lg.deletes, Selects: lg.selects, Inputs: lg.inputs,
 			Final: r.final(p.Session), Leases: map[string][]leaseMark{}, Events: events, Timings: r.t,
 			Quota: lg.quota, QuotaN: r.cfg.QuotaTurnsPerMinute, Files: lg.files, UploadErrors: lg.uploadErrs,
 		}
@@ -179,7 +181,11 @@ func checkSession(in *sessionInput) []Violation {
 	c.honest()           // I7
 	c.noLineAfterLease() // I8
 	r := rules{c}
-	r.kept()       // I1, RuleKept
+	if c.branched() {
+		r.versions() // RuleVersions, in place of RuleKept
+	} else {
+		r.kept() // I1, RuleKept
+	}
 	r.stopRules()  // I7 RuleStopHonest, I5 RuleStopBound
 	r.replays()    // I7 RuleReplay
 	r.acks()       // I7 RuleAck
@@ -189,6 +195,37 @@ func checkSession(in *sessionInput) []Violation {
 }
 
 func streamLine(s *Stream, l *Line) string { return fmt.Sprintf("%s: %s", s, l.describe()) }
+
+// branched reports whether the session is a branch schedule's, whose
+// turns leave and rejoin the active branch by design (RuleVersions
+// judges them there).
+func (c *checker) branched() bool { return c.in.Plan != nil && c.in.Plan.Kind == KindBranch }
+
+// withoutSiblings returns a /messages record without the
+// metadata.siblings /messages adds to an answer with versions (its /turns
+// entry carries them beside its messages), metadata dropped when nothing
+// else is left in it.
+func withoutSiblings(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m["metadata"] == nil {
+		return raw
+	}
+	var md map[string]json.RawMessage
+	if json.Unmarshal(m["metadata"], &md) != nil || md["siblings"] == nil {
+		return raw
+	}
+	delete(md, "siblings")
+	if len(md) == 0 {
+		delete(m, "metadata")
+	} else {
+		m["metadata"], _ = json.Marshal(md)
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return raw
+	}
+	return out
+}
 
 // index files every terminal and running observation by turn.
 func (c *checker) index() {
@@ -409,7 +446,7 @@ func (c *checker) oneTruth() {
 	}
 	var fromMessages []string
 	for _, m := range f.messages.Messages {
-		fromMessages = append(fromMessages, canonical(m))
+		fromMessages = append(fromMessages, canonical(withoutSiblings(m)))
 	}
 	if !slices.Equal(fromTurns, fromMessages) {
 		c.add("I3", "", fmt.Sprintf("at quiescence /messages (%d messages) differs from the messages of /turns (%d)", len(fromMessages), len(fromTurns)),
@@ -500,7 +537,7 @@ func (c *checker) acknowledged() {
 		default:
 			continue
 		}
-		if live != nil && len(live.Lines) > 0 {
+		if live != nil && len(live.Lines) > 0 && !c.branched() {
 			first := live.Lines[0].Recv
 			for _, r := range c.in.Reads {
 				if r.Route == "turns" && r.Status == 200 && r.Start.After(first) && !lists(r, t) {

@@ -765,13 +765,16 @@ func TestPlanKinds(t *testing.T) {
 			p := newPlan(1, i, planEnv{procs: 3, quota: []int{3, 4}, quotaN: 5, t: timings}, "s")
 			seen[p.Kind]++
 		}
-		for _, k := range Kinds {
-			if seen[k] == 0 {
+		for i, k := range Kinds {
+			if seen[k] == 0 && KindWeights[timings.Name][i] > 0 {
 				t.Errorf("%s lease: no %s schedule among 2000 (%v)", timings.Name, k, seen)
+			}
+			if seen[k] > 0 && KindWeights[timings.Name][i] == 0 {
+				t.Errorf("%s lease: %d %s schedules among 2000, a kind of weight 0", timings.Name, seen[k], k)
 			}
 		}
 		needs := map[string]string{KindClassic: "submit", KindRace: "submit", KindQuota: "quota", KindStopFault: "stop",
-			KindLateSave: "replay", KindAck: "fault", KindNearLease: "hook", KindDelete: "delete", KindAttach: "upload"}
+			KindLateSave: "replay", KindAck: "fault", KindNearLease: "hook", KindDelete: "delete", KindAttach: "upload", KindBranch: "submit"}
 		for _, k := range Kinds {
 			p := newPlan(1, 7, planEnv{procs: 3, quota: []int{3, 4}, quotaN: 5, t: timings, kinds: []string{k}}, "s")
 			has := false

@@ -29,6 +29,7 @@ const (
 	kindDecide     = "decide"     // deciding an expired lease: fences of the session, live and turn items, and freeing the session
 	kindRead       = "read"       // GetItem, BatchGetItem, Query
 	kindAttachment = "attachment" // recording a turn's use of an attachment, or taking it back
+	kindBranch     = "branch"     // a supersession's or a select's writes (docs/branches.md)
 	kindOther      = "other"
 	// kindLiveItem is every write of a turn's live item, whoever sends
 	// it: its checkpoints, a stop's flag, a decision's fence. A fault
@@ -163,4 +164,6 @@ var writeKinds = map[dynamo.Purpose]string{
 	dynamo.PurposeFenceRecord:    kindDecide,
 	dynamo.PurposeFree:           kindDecide,
 	dynamo.PurposeAttachment:     kindAttachment,
+	dynamo.PurposeSupersede:      kindBranch,
+	dynamo.PurposeSelect:         kindBranch,
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/turnstream/turnstream/pkg/api"
+	turnpkg "github.com/turnstream/turnstream/pkg/turn"
 )
 
 // The harness's client: every request it makes is recorded in its
@@ -70,9 +71,22 @@ func (s *Stream) lastSequence() int64 {
 // submitBody is a submit event of turn, naming attachments when there
 // are any.
 func submitBody(session, turn, input string, attachments []string) []byte {
+	return lineageBody(session, turn, input, attachments, "", "")
+}
+
+// lineageBody is submitBody with the lineage operation on turn parent
+// when operation is not empty.
+func lineageBody(session, turn, input string, attachments []string, operation, parent string) []byte {
 	payload := map[string]any{"input": input}
 	if len(attachments) > 0 {
 		payload["attachments"] = attachments
+	}
+	if operation != "" {
+		position := "a"
+		if operation == "edit" {
+			position = "u"
+		}
+		payload["lineage"] = map[string]string{"operation": operation, "parentTurnId": parent, "sourceMessageId": turnpkg.MessageID(parent, position)}
 	}
 	ev := map[string]any{
 		"protocol": "agentskit.chat.turn", "version": 1,
@@ -87,8 +101,14 @@ func submitBody(session, turn, input string, attachments []string) []byte {
 // submit posts a turn and reads its stream; dropAfter > 0 closes it
 // that long after the first line.
 func (c *client) submit(ctx context.Context, lg *sessionLog, proc int, session, turn, input, multitask string) *Stream {
-	st := &Stream{ID: int(c.ids.Add(1)), Kind: "submit", Proc: proc, Session: session, Turn: turn, Input: input, After: -1, Multitask: multitask}
-	req, err := http.NewRequest(http.MethodPost, c.ps.base(proc)+"/turn/", bytes.NewReader(submitBody(session, turn, input, lg.filesOf(turn))))
+	return c.submitAs(ctx, lg, proc, session, turn, input, multitask, "", "")
+}
+
+// submitAs is submit with a lineage operation on turn parent ("" for
+// none).
+func (c *client) submitAs(ctx context.Context, lg *sessionLog, proc int, session, turn, input, multitask, operation, parent string) *Stream {
+	st := &Stream{ID: int(c.ids.Add(1)), Kind: "submit", Proc: proc, Session: session, Turn: turn, Input: input, After: -1, Multitask: multitask, Parent: parent}
+	req, err := http.NewRequest(http.MethodPost, c.ps.base(proc)+"/turn/", bytes.NewReader(lineageBody(session, turn, input, lg.filesOf(turn), operation, parent)))
 	if err != nil {
 		panic(err) // a fixed URL and body
 	}
@@ -237,6 +257,10 @@ func (c *client) read(ctx context.Context, lg *sessionLog, proc int, session, ro
 		}
 		err = json.Unmarshal(body, &page)
 		r.Messages = page.Messages
+	default: // turns/<id>: one turn by id, on the active branch or not
+		var t wireTurn
+		err = json.Unmarshal(body, &t)
+		r.Turns = []wireTurn{t}
 	}
 	if err != nil {
 		r.Err = "decode: " + err.Error()
@@ -314,6 +338,29 @@ func (c *client) deleteSession(ctx context.Context, lg *sessionLog, proc int, se
 	lg.deletes = append(lg.deletes, d)
 	lg.mu.Unlock()
 	return d
+}
+
+// selectTurn sends POST /history/sessions/{id}/turns/{turn}/select.
+func (c *client) selectTurn(ctx context.Context, lg *sessionLog, proc int, session, turn string) *Select {
+	sel := &Select{Proc: proc, Turn: turn, Start: time.Now()}
+	var err error
+	sel.Status, sel.ErrCode, sel.Retryable, err = c.post(ctx, proc, lg.auth(), "/history/sessions/"+session+"/turns/"+turn+"/select", nil)
+	sel.End = time.Now()
+	if err != nil {
+		sel.ErrCode = "error: " + strings.TrimSpace(err.Error())
+	}
+	lg.mu.Lock()
+	lg.selects = append(lg.selects, sel)
+	lg.mu.Unlock()
+	return sel
+}
+
+// fork sends POST /history/sessions/{id}/fork at turn, into the session
+// "<id>-fork"; its answer is not judged (the store's tests judge forks),
+// only what it did to the source.
+func (c *client) fork(ctx context.Context, lg *sessionLog, proc int, session, turn string) {
+	body, _ := json.Marshal(map[string]string{"atTurnId": turn, "sessionId": session + "-fork"}) // strings always encode
+	_, _, _, _ = c.post(ctx, proc, lg.auth(), "/history/sessions/"+session+"/fork", body)
 }
 
 // replay submits a turn id again with its input.

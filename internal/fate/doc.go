@@ -50,7 +50,12 @@
 //   - ack: the acknowledgment (the first checkpoint's write) failing for
 //     0.6-2 s; the client submits again after a retryable answer;
 //   - nearlease: the turn's process paused for 0.8-0.95 of the lease,
-//     right after its claim or right after a renewal.
+//     right after its claim or right after a renewal;
+//   - branch: a regeneration of the first turn (its process killed
+//     before its acknowledgment in half), the supersession's and the
+//     select's writes faulted in some, a select of the first version
+//     raced by a plain turn, a fork (docs/branches.md). Its weight is 0:
+//     drawn only when Config.Kinds names it, as TestFate does.
 //
 // At the default lease a schedule whose lease must expire takes 30 s and
 // more, so that mix is mostly stopfault, latesave, ack, race and

@@ -79,6 +79,14 @@ func TestFate(t *testing.T) {
 		// nearlease and attach (its second turn after the first).
 		{fate.LeaseDefault, fate.Config{Seed: 22, Only: []int{0, 1, 3, 4, 6, 23, 29, 40}, Concurrency: 8, Timings: fate.ProductTimings,
 			Kinds: []string{fate.KindRace, fate.KindQuota, fate.KindStopFault, fate.KindLateSave, fate.KindAck, fate.KindNearLease, fate.KindDelete, fate.KindAttach}}},
+		// Branch schedules (docs/branches.md) at both leases: a
+		// regeneration (its process killed before its acknowledgment in
+		// some, which the decision of its lease must undo: without that,
+		// schedules 3, 11 and 14 of the short lease fail RuleVersions),
+		// faults on the supersession's and the select's writes, selects
+		// raced by a turn, forks.
+		{fate.LeaseShort + " branch", fate.Config{Seed: 22, Schedules: 16, Concurrency: 8, Timings: fate.DefaultTimings, Kinds: []string{fate.KindBranch}}},
+		{fate.LeaseDefault + " branch", fate.Config{Seed: 22, Schedules: 3, Concurrency: 3, Timings: fate.ProductTimings, Kinds: []string{fate.KindBranch}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -56,10 +56,20 @@ const (
 	// for it shows nowhere, and the one accepted records every file it
 	// named (RuleAttachOnce).
 	KindAttach = "attach"
+	// KindBranch regenerates the session's first turn once it answered
+	// (its process killed right after the claim in a third of the
+	// schedules, so that the decision of its lease must bring the first
+	// version back), then, in half the schedules, selects the first
+	// version again (sent again after each SESSION_BUSY) while a plain
+	// turn races it in half of those, and forks the session in a
+	// quarter: every turn stays readable by id, one version of the
+	// first answer is on the active branch and no two, and a select
+	// answered 204 keeps its version there (RuleVersions).
+	KindBranch = "branch"
 )
 
 // Kinds are the schedule kinds, in the order of KindWeights' columns.
-var Kinds = []string{KindClassic, KindRace, KindQuota, KindStopFault, KindLateSave, KindAck, KindNearLease, KindDelete, KindAttach}
+var Kinds = []string{KindClassic, KindRace, KindQuota, KindStopFault, KindLateSave, KindAck, KindNearLease, KindDelete, KindAttach, KindBranch}
 
 // KindWeights are the weights a schedule's kind is drawn with, per lease
 // (percent, in the order of Kinds). The short lease keeps a majority of
@@ -67,10 +77,13 @@ var Kinds = []string{KindClassic, KindRace, KindQuota, KindStopFault, KindLateSa
 // pauses are cheap); the default lease draws mostly what a 30 s lease
 // changes (a stop, a save, an acknowledgment seen by a turn whose lease
 // is far from expiry; pauses just under it), since every lease that
-// expires there costs 30 s of a schedule's time.
+// expires there costs 30 s of a schedule's time. A kind of weight 0 is
+// drawn only when Config.Kinds names it (branch, until the weights are
+// drawn again with it: the schedules TestFate picks by index keep their
+// kinds meanwhile).
 var KindWeights = map[string][]int{
-	LeaseShort:   {45, 13, 4, 8, 7, 8, 6, 6, 3},
-	LeaseDefault: {17, 15, 4, 18, 15, 16, 5, 6, 4},
+	LeaseShort:   {45, 13, 4, 8, 7, 8, 6, 6, 3, 0},
+	LeaseDefault: {17, 15, 4, 18, 15, 16, 5, 6, 4, 0},
 }
 
 // pauseSlot is a plan's placeholder for the pause slot its schedule holds
@@ -87,15 +100,21 @@ func drawKind(rng *rand.Rand, lease string, only []string) string {
 	if w == nil {
 		w = KindWeights[LeaseShort]
 	}
+	drawn := func(i int, k string) bool {
+		if len(only) == 0 {
+			return w[i] > 0
+		}
+		return slices.Contains(only, k)
+	}
 	total := 0
 	for i, k := range Kinds {
-		if len(only) == 0 || slices.Contains(only, k) {
+		if drawn(i, k) {
 			total += max(w[i], 1)
 		}
 	}
 	x := rng.IntN(total)
 	for i, k := range Kinds {
-		if len(only) > 0 && !slices.Contains(only, k) {
+		if !drawn(i, k) {
 			continue
 		}
 		if x -= max(w[i], 1); x < 0 {
@@ -166,6 +185,8 @@ func (d *draw) plan(kind string) {
 		d.deleteSession()
 	case KindAttach:
 		d.attach()
+	case KindBranch:
+		d.branch()
 	default:
 		panic(fmt.Sprintf("fate: no plan for kind %q", kind))
 	}
@@ -322,6 +343,47 @@ func (d *draw) nearLease() {
 	if d.chance(0.5) {
 		d.add(Step{At: before + pause + d.between(0, 2*time.Second), Do: "resume", Turn: "a", Proc: d.other(procA), AfterMode: "live"})
 	}
+}
+
+// branch: turn a streams 0.6-1.5 s; b regenerates a once a's submit
+// returned, on another process, killed right before b's acknowledgment
+// in half the schedules (restarted 0.2-1 s later: b's supersession then
+// stands until the decision of its lease, a lease later, brings a back);
+// in 40% the first supersession or select writes meet a fault window
+// (answer lost, 500 after or before applying, hung) of 0.3-1.5 s; two
+// thirds select a once b's submit returned, sent again every 300 ms after
+// SESSION_BUSY for up to the lease plus 4 s, and half of those race it
+// with a plain turn c; a quarter fork the session at a.
+func (d *draw) branch() {
+	ms := time.Millisecond
+	durA := d.turn("a", 600*ms, 1500*ms)
+	procA := d.anyProc()
+	d.add(Step{Do: "submit", Turn: "a", Proc: procA})
+	d.p.Runes["b"] = d.p.Runes["a"] // a regeneration repeats its parent's input
+	procB := d.other(procA)
+	d.add(Step{Do: "submit", Turn: "b", Proc: procB, Lineage: "regenerate", Parent: "a", Waits: "a"})
+	if d.chance(0.5) {
+		// b's claim and supersession come after a's end; a's claim came
+		// before: the hook meets b's acknowledgment.
+		d.add(Step{At: durA, Do: "hook", Kind: kindAck, Phase: "before", Action: "kill", For: d.between(200*ms, time.Second)})
+	}
+	if d.chance(0.4) {
+		// The supersession's or the select's writes, from the first of
+		// them on.
+		faults := []ddbfault.Fault{ddbfault.LoseAnswer, ddbfault.ServerErrorAfter, ddbfault.ServerErrorBefore, ddbfault.Hang}
+		d.add(Step{At: durA, Do: "fault", Kind: kindBranch, Fault: faults[d.rng.IntN(len(faults))], For: d.between(300*ms, 1500*ms), OnFirst: true})
+	}
+	if d.chance(0.67) {
+		d.add(Step{Do: "select", Turn: "a", Proc: d.anyProc(), Retry: true, For: d.t.Lease + 4*time.Second, Waits: "b"})
+		if d.chance(0.5) {
+			d.turn("c", 300*ms, 900*ms)
+			d.add(Step{Do: "submit", Turn: "c", Proc: d.anyProc(), Waits: "b"})
+		}
+	}
+	if d.chance(0.25) {
+		d.add(Step{Do: "fork", Turn: "a", Proc: d.anyProc(), Waits: "a"})
+	}
+	d.reads(3+d.rng.IntN(3), 0, 4*time.Second, "turns", "messages", "sessions")
 }
 
 // deleteSession: turn a streams 1.5-3 s; a third of the schedules kill

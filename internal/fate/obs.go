@@ -144,7 +144,9 @@ type Stream struct {
 	Retryable bool
 	// Multitask is a submit's X-Turnstream-Multitask ("" when none).
 	Multitask string
-	Lines     []Line
+	// Parent is, on a submit with lineage, the turn it replaces.
+	Parent string
+	Lines  []Line
 	// Ending is how the stream ended: "eof" (cleanly), "cut" (the
 	// connection broke), "dropped" (the harness closed it), "timeout"
 	// (the harness gave up), "failed" (no answer: connection refused or
@@ -215,6 +217,20 @@ type Delete struct {
 	Retryable  bool
 }
 
+// Select is a select of a version of an answer (docs/branches.md).
+type Select struct {
+	Proc       int
+	Turn       string
+	Start, End time.Time
+	Status     int
+	ErrCode    string
+	Retryable  bool
+}
+
+func (s *Select) String() string {
+	return fmt.Sprintf("select %s on p%d [%s..%s] HTTP %d %s", s.Turn, s.Proc, clock(s.Start), clock(s.End), s.Status, s.ErrCode)
+}
+
 func (d *Delete) String() string {
 	return fmt.Sprintf("delete on p%d [%s..%s] HTTP %d %s", d.Proc, clock(d.Start), clock(d.End), d.Status, d.ErrCode)
 }
@@ -255,6 +271,12 @@ type wireTurn struct {
 	Messages  json.RawMessage `json:"messages"`
 	Error     *wireDiagnostic `json:"error"`
 	ExpiresAt *int64          `json:"expiresAt"`
+	// Siblings are the versions of the turn's answer; Superseded is set
+	// on a turn read by id off the active branch (docs/branches.md).
+	Siblings *struct {
+		TurnIDs []string `json:"turnIds"`
+	} `json:"siblings"`
+	Superseded bool `json:"superseded"`
 }
 
 type wireDiagnostic struct {
@@ -421,6 +443,7 @@ type sessionLog struct {
 	stops     []*Stop
 	replays   []*Replay
 	deletes   []*Delete
+	selects   []*Select
 	inputs    map[string]string // turn id -> input
 	// uploaded are an attach schedule's attachment ids by label, files
 	// the ids each turn's submits name, uploadErrs the uploads that

@@ -79,6 +79,12 @@ const (
 	// finding on how much of a lease a pause may take, not a broken
 	// promise.
 	RuleRenewLate = "pause-renewal-late"
+	// RuleVersions (I1, I4; a branch schedule's, in place of RuleKept):
+	// at quiescence every turn that was acknowledged is readable by id,
+	// terminal; /turns lists one version of the first answer (its first
+	// turn, or the regeneration of it) and never two; and a select
+	// answered 204 leaves its version listed (docs/branches.md).
+	RuleVersions = "versions"
 )
 
 // rules are the checks of the rules named above, each a promise of the
@@ -152,6 +158,48 @@ func (c rules) multitaskWhileRunning(t string) bool {
 // started may still find that turn running and stop it.
 func inFlightDuring(s *Stream, from, end time.Time) bool {
 	return s.Start.Before(end) && (s.End.IsZero() || s.End.After(from))
+}
+
+// versions checks RuleVersions.
+func (c rules) versions() {
+	f := c.in.Final
+	if f.turns == nil {
+		return // reported by oneTruth
+	}
+	for _, t := range c.turns() {
+		if live := c.live[t]; live == nil || len(live.Lines) == 0 {
+			continue
+		}
+		ft := f.turn(t)
+		switch {
+		case ft == nil:
+			c.addRule("I4", RuleVersions, t, "acknowledged, yet not readable by id at quiescence", c.liveDesc(t))
+		case ft.Status == historyRunning:
+			c.addRule("I4", RuleVersions, t, "still running at quiescence", c.liveDesc(t))
+		}
+	}
+	listed := map[string]bool{}
+	for _, t := range f.turns.Turns {
+		listed[t.TurnID] = true
+	}
+	for _, t := range f.turns.Turns {
+		if t.Siblings == nil {
+			continue
+		}
+		for _, id := range t.Siblings.TurnIDs {
+			if id != t.TurnID && listed[id] {
+				c.addRule("I1", RuleVersions, t.TurnID, fmt.Sprintf("at quiescence /turns lists two versions of one answer, %s and %s", t.TurnID, id), f.turns.String())
+			}
+		}
+	}
+	if a := c.live["a"]; a != nil && len(a.Lines) > 0 && !listed["a"] && !listed["b"] {
+		c.addRule("I4", RuleVersions, "a", "at quiescence /turns lists no version of the first answer (neither a nor its regeneration b)", f.turns.String())
+	}
+	for _, s := range c.in.Selects {
+		if s.Status == 204 && !listed[s.Turn] {
+			c.addRule("I1", RuleVersions, s.Turn, "a select answered 204, yet /turns does not list the version at quiescence", s.String(), f.turns.String())
+		}
+	}
 }
 
 // kept checks RuleKept.

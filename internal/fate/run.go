@@ -276,7 +276,17 @@ func (r *runner) quiesce(ctx context.Context) error {
 	var finalMu sync.Mutex
 	forEach(func(i int, sid string) {
 		lg := r.logs[sid]
-		for k, route := range []string{"sessions", "turns", "messages"} {
+		routes := []string{"sessions", "turns", "messages"}
+		if lg.plan.Kind == KindBranch {
+			// Every turn by id: the versions off the active branch are in
+			// no page.
+			lg.mu.Lock()
+			for t := range lg.inputs {
+				routes = append(routes, "turns/"+t)
+			}
+			lg.mu.Unlock()
+		}
+		for k, route := range routes {
 			rd := read(lg, (i+k+1)%procs, sid, route)
 			finalMu.Lock()
 			r.finalReads[sid] = append(r.finalReads[sid], rd)
@@ -322,14 +332,27 @@ func (r *runner) quiesce(ctx context.Context) error {
 	return nil
 }
 
-// finalState is the last quiescent read of each route of a session.
+// finalState is the last quiescent read of each route of a session,
+// and, in a branch schedule, of each of its turns by id (byID: those
+// off the active branch are in no page).
 type finalState struct {
 	summary  *Read
 	turns    *Read
 	messages *Read
+	byID     map[string]*wireTurn
 }
 
+// turn returns t as the final /turns read lists it, or as read by id.
 func (f finalState) turn(id string) *wireTurn {
+	if t := f.listed(id); t != nil {
+		return t
+	}
+	return f.byID[id]
+}
+
+// listed returns t as the final /turns read lists it (nil when it does
+// not: off the active branch, or absent).
+func (f finalState) listed(id string) *wireTurn {
 	if f.turns == nil {
 		return nil
 	}
@@ -354,6 +377,13 @@ func (r *runner) final(sid string) finalState {
 			f.turns = rd
 		case "messages":
 			f.messages = rd
+		default: // turns/<id>
+			if f.byID == nil {
+				f.byID = map[string]*wireTurn{}
+			}
+			if len(rd.Turns) == 1 {
+				f.byID[rd.Turns[0].TurnID] = &rd.Turns[0]
+			}
 		}
 	}
 	return f

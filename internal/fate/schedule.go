@@ -43,6 +43,12 @@ type Step struct {
 	// Multitask is a submit's X-Turnstream-Multitask ("" for none:
 	// reject, the default).
 	Multitask string
+	// Lineage is a submit's lineage operation (retry, edit or
+	// regenerate; "" for none) on the turn Parent, whose input it
+	// repeats (docs/branches.md).
+	Lineage, Parent string
+	// Waits holds the step until the submit of that turn returned.
+	Waits string
 	// Retry makes a stop or a delete a client's: sent again 250 ms (a
 	// delete: 300 ms) after each retryable answer (or none), for up to
 	// For.
@@ -84,10 +90,18 @@ func (s Step) String() string {
 		if s.Retry {
 			fmt.Fprintf(&b, ", again after each retryable answer for %s", s.For)
 		}
+	case "select", "fork":
+		fmt.Fprintf(&b, " %s on p%d", s.Turn, s.Proc)
+		if s.Retry {
+			fmt.Fprintf(&b, ", again after each SESSION_BUSY for %s", s.For)
+		}
 	case "submit", "stop", "replay":
 		fmt.Fprintf(&b, " %s on p%d", s.Turn, s.Proc)
 		if s.Multitask != "" {
 			fmt.Fprintf(&b, " (X-Turnstream-Multitask: %s)", s.Multitask)
+		}
+		if s.Lineage != "" {
+			fmt.Fprintf(&b, " (%s of %s)", s.Lineage, s.Parent)
 		}
 		if s.Retry {
 			fmt.Fprintf(&b, ", again after each retryable answer for %s", s.For)
@@ -473,6 +487,13 @@ func (s *schedRun) waitUp(ctx context.Context, proc int) {
 }
 
 func (s *schedRun) do(ctx context.Context, st Step) {
+	if ch := s.answered[st.Waits]; ch != nil && st.Waits != st.Turn {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
 	r, sid, lg := s.r, s.plan.Session, s.lg
 	by := fmt.Sprintf("schedule %d", s.plan.Index)
 	switch st.Do {
@@ -506,6 +527,10 @@ func (s *schedRun) do(ctx context.Context, st Step) {
 		s.stop(ctx, st)
 	case "delete":
 		s.deleteSession(ctx, st)
+	case "select":
+		s.selectTurn(ctx, st)
+	case "fork":
+		s.r.c.fork(ctx, s.lg, st.Proc, sid, st.Turn)
 	case "pause":
 		s.waitUp(ctx, st.Proc) // a process restarting after a kill is paused once up
 		r.ps.slots[st.Proc].pause(st.For, by)
@@ -529,6 +554,21 @@ func (s *schedRun) do(ctx context.Context, st Step) {
 		}
 	case "quota":
 		s.quota(ctx, st)
+	}
+}
+
+// selectTurn selects a version of an answer as a client does: with
+// Retry, again 300 ms after each SESSION_BUSY or retryable answer (or
+// none) for up to For.
+func (s *schedRun) selectTurn(ctx context.Context, st Step) {
+	until := time.Now().Add(st.For)
+	for ctx.Err() == nil {
+		s.waitUp(ctx, st.Proc)
+		sel := s.r.c.selectTurn(ctx, s.lg, st.Proc, s.plan.Session, st.Turn)
+		if !st.Retry || sel.Status != 0 && !sel.Retryable || time.Now().After(until) {
+			return
+		}
+		sleepUntil(ctx, time.Now().Add(300*time.Millisecond))
 	}
 }
 
@@ -619,6 +659,9 @@ func (s *schedRun) submit(ctx context.Context, st Step) {
 	}
 	busyWait := max(15*time.Second, s.r.t.Lease+10*time.Second)
 	in := s.inputOf(st.Turn)
+	if st.Lineage != "" && st.Lineage != "edit" {
+		in = s.inputOf(st.Parent) // a retry or regeneration repeats its parent's input
+	}
 	s.lg.mu.Lock()
 	s.lg.inputs[st.Turn] = in
 	for _, f := range st.Files {
@@ -633,7 +676,7 @@ func (s *schedRun) submit(ctx context.Context, st Step) {
 	deadline := time.Now().Add(busyWait)
 	for ctx.Err() == nil {
 		s.waitUp(ctx, st.Proc)
-		res := s.r.c.submit(ctx, s.lg, st.Proc, s.plan.Session, st.Turn, in, st.Multitask)
+		res := s.r.c.submitAs(ctx, s.lg, st.Proc, s.plan.Session, st.Turn, in, st.Multitask, st.Lineage, st.Parent)
 		retry := res.Status == 409 && res.ErrCode == codeSessionBusy || res.Ending == "failed" ||
 			res.Status >= 500 && res.Retryable
 		if res.Status == 200 || !retry || time.Now().After(deadline) {

@@ -55,6 +55,7 @@ var tsTypes = []any{
 	api.ApprovalMetadata{}, api.PendingConfirmation{}, api.ConfirmationMetadata{}, api.Warning{},
 	api.SessionList{}, api.SessionListItem{}, api.ListedTurn{}, api.RenameRequest{}, api.Feedback{}, api.DeleteProgress{},
 	api.UploadRequest{}, api.UploadTicket{}, api.UploadForm{}, api.AttachmentDownload{},
+	api.Siblings{}, api.ForkRequest{},
 }
 
 // TestTypeScriptContract: clients/js/src/wire.ts is exactly what this

@@ -225,9 +225,14 @@ type Turn struct {
 	// Feedback is the owner's rating of the turn's answer, nil when none
 	// (ConversationStore.SetFeedback).
 	Feedback *Feedback
-	// Superseded is true once an edit, retry or regenerate replaced this turn
-	// (docs/design.md#storage-one-dynamodb-table). Superseded turns are never listed nor loaded as context.
+	// Superseded is true while the turn is off the session's active branch:
+	// an edit, retry or regenerate replaced it or a turn before it, or
+	// another sibling was selected (docs/branches.md). Superseded turns are
+	// never listed nor loaded as context; FindTurn reads them.
 	Superseded bool
+	// Siblings is the turn's sibling group, nil when it has none
+	// (docs/branches.md).
+	Siblings *Siblings
 	// FirstSequence and LastSequence are the snapshot sequences the turn
 	// emitted (inclusive); LastSequence is 0 when it emitted none.
 	FirstSequence int64
@@ -279,6 +284,9 @@ type Checkpoint struct {
 	Prior         []protocol.Message
 	PriorSequence int64
 	StartedAt     time.Time
+	// Siblings is the sibling group the turn joined (the group
+	// TurnStore.Supersede returned), nil when it replaced nothing.
+	Siblings *Siblings
 }
 
 // Order is a listing direction.
@@ -606,7 +614,7 @@ func (cp *Checkpoint) TurnOf() *Turn {
 		SessionID: cp.SessionID, TurnID: cp.TurnID, Ordinal: cp.Ordinal, Status: TurnRunning,
 		Lineage: cp.Lineage, InputHash: cp.InputHash, Messages: cp.Messages, Usage: cp.Usage, Metered: cp.Metered,
 		FirstSequence: cp.FirstSequence, LastSequence: cp.Sequence, StartedAt: cp.StartedAt,
-		Head: cp.Sequence,
+		Head: cp.Sequence, Siblings: cp.Siblings.Clone(),
 	}
 }
 

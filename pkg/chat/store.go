@@ -55,6 +55,7 @@ type Store interface {
 	LedgerStore
 	ConversationStore
 	AttachmentStore
+	BranchStore
 }
 
 // LeaseStore takes, keeps and gives back a session's lease: the claim of
@@ -216,9 +217,16 @@ type TurnStore interface {
 
 	// Supersede marks every visible turn of the claim's session with
 	// ordinal in [fromOrdinal, toOrdinal) as superseded (edit, retry,
-	// regenerate). It requires the claim's unexpired lease and
-	// is idempotent. Returns ErrLeaseLost if the token does not hold it.
-	Supersede(ctx context.Context, c *Claim, fromOrdinal, toOrdinal int64) error
+	// regenerate), kept as the branch of the first of them
+	// (docs/branches.md), and returns the sibling group the claim's turn
+	// joins: that first turn's group (it alone when it has none) with
+	// the claim's turn last (Joined); nil when the range holds no visible
+	// turn. It requires the claim's unexpired lease and is idempotent.
+	// Returns ErrLeaseLost if the token does not hold it,
+	// ErrLineageStale when the first visible turn of the range is
+	// neither the turn at fromOrdinal nor in its group, and
+	// ErrSiblingsFull; both mark nothing.
+	Supersede(ctx context.Context, c *Claim, fromOrdinal, toOrdinal int64) (*Siblings, error)
 }
 
 // HistoryStore reads a session and its turns as their owner sees them;

@@ -25,7 +25,8 @@ type (
 
 // Conversations are the calls of the caller's list of sessions on the
 // history function (docs/conversations.md): GET {HistoryURL}sessions and
-// PATCH {HistoryURL}sessions/{id}.
+// PATCH {HistoryURL}sessions/{id}, and of the versions of their answers
+// (docs/branches.md): Turn, Select and Fork.
 type Conversations struct{ c *Client }
 
 // Conversations returns the calls of the caller's list of sessions.

@@ -21,11 +21,11 @@ import (
 	"github.com/turnstream/turnstream/pkg/turn"
 )
 
-// TestConversations: turns submitted through the turn function are
-// listed by the history function with the titles their first messages
-// give them, most recent first, each caller its own; a rename shows in
-// the list; bad input is a typed error.
-func TestConversations(t *testing.T) {
+// devPair starts a turn function and a history function on one
+// in-memory store with dev authentication and the echo model; as returns
+// a client of the subject, ask submits a turn and reads it to its end.
+func devPair(t *testing.T) (as func(subject string) *client.Client, ask func(c *client.Client, sessionID, turnID, input string, lineage *protocol.Lineage)) {
+	t.Helper()
 	store := memory.New(memory.Options{})
 	authn, err := auth.New(context.Background(), config.AuthConfig{Mode: config.AuthDev, TrustedSubject: "host"},
 		auth.WithLookupEnv(func(string) (string, bool) { return "", false }))
@@ -46,17 +46,16 @@ func TestConversations(t *testing.T) {
 	ts, hs := httptest.NewServer(th), httptest.NewServer(hh)
 	t.Cleanup(ts.Close)
 	t.Cleanup(hs.Close)
-	as := func(subject string) *client.Client {
+	as = func(subject string) *client.Client {
 		c, err := client.New(client.Options{TurnURL: ts.URL + "/", HistoryURL: hs.URL + "/", Auth: client.Bearer("dev." + subject)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
-	alice, bob := as("alice"), as("bob")
-	ask := func(c *client.Client, sessionID, turnID, input string) {
+	ask = func(c *client.Client, sessionID, turnID, input string, lineage *protocol.Lineage) {
 		t.Helper()
-		s, err := c.Submit(t.Context(), client.Submit{SessionID: sessionID, TurnID: turnID, Input: input})
+		s, err := c.Submit(t.Context(), client.Submit{SessionID: sessionID, TurnID: turnID, Input: input, Lineage: lineage})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,6 +70,20 @@ func TestConversations(t *testing.T) {
 			}
 		}
 	}
+	return as, ask
+}
+
+// TestConversations: turns submitted through the turn function are
+// listed by the history function with the titles their first messages
+// give them, most recent first, each caller its own; a rename shows in
+// the list; bad input is a typed error.
+func TestConversations(t *testing.T) {
+	as, submit := devPair(t)
+	ask := func(c *client.Client, sessionID, turnID, input string) {
+		t.Helper()
+		submit(c, sessionID, turnID, input, nil)
+	}
+	alice, bob := as("alice"), as("bob")
 	ask(alice, "bread", "t1", "How do I bake a sourdough loaf\nwith rye flour?")
 	ask(alice, "taxes", "t1", "When are taxes due?")
 	ask(bob, "bobs", "t1", "bob's question")

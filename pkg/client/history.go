@@ -47,6 +47,12 @@ type TurnSummary struct {
 	// Feedback is the owner's rating of the answer, nil when none
 	// (docs/conversations.md).
 	Feedback *api.Feedback `json:"feedback"`
+	// Siblings is the turn's sibling group (the answers given at its
+	// place, docs/branches.md), nil when it has none.
+	Siblings *api.Siblings `json:"siblings"`
+	// Superseded is true on a turn read by id (Conversations.Turn) that is not
+	// on the session's active branch.
+	Superseded bool `json:"superseded"`
 }
 
 // TurnPage is one page of GET {HistoryURL}sessions/{id}/turns. The
@@ -156,25 +162,38 @@ func (c *Client) Turns(ctx context.Context, sessionID string, o PageOptions) (*T
 		return nil, invalidResponse("turns", http.StatusOK)
 	}
 	for _, raw := range w.Turns {
-		var t struct {
-			TurnSummary
-			Messages    json.RawMessage `json:"messages"`
-			CompletedAt *string         `json:"completedAt"`
-		}
-		if json.Unmarshal(raw, &t) != nil || !protocol.IsSafeID(t.TurnID) {
+		t, ok := decodeTurn(raw)
+		if !ok {
 			return nil, invalidResponse("turns", http.StatusOK)
 		}
-		msgs, err := protocol.DecodeMessages(t.Messages)
-		if err != nil {
-			return nil, invalidResponse("turns", http.StatusOK)
-		}
-		t.TurnSummary.Messages = msgs
-		if t.CompletedAt != nil {
-			t.TurnSummary.CompletedAt = *t.CompletedAt
-		}
-		p.Turns = append(p.Turns, t.TurnSummary)
+		p.Turns = append(p.Turns, *t)
 	}
 	return p, nil
+}
+
+// decodeTurn decodes one turn of a history answer, its messages strictly
+// (protocol.DecodeMessages); false when it is not a valid turn.
+func decodeTurn(raw json.RawMessage) (*TurnSummary, bool) {
+	var t struct {
+		TurnSummary
+		Messages    json.RawMessage `json:"messages"`
+		CompletedAt *string         `json:"completedAt"`
+	}
+	if json.Unmarshal(raw, &t) != nil || !protocol.IsSafeID(t.TurnID) {
+		return nil, false
+	}
+	msgs, err := protocol.DecodeMessages(t.Messages)
+	if err != nil {
+		return nil, false
+	}
+	t.TurnSummary.Messages = msgs
+	if t.CompletedAt != nil {
+		t.TurnSummary.CompletedAt = *t.CompletedAt
+	}
+	if g := t.Siblings; g != nil && (g.Count != len(g.TurnIDs) || g.Index < 0 || g.Index >= g.Count) {
+		return nil, false
+	}
+	return &t.TurnSummary, true
 }
 
 // Messages returns one page of GET {HistoryURL}sessions/{id}/messages,

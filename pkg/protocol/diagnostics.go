@@ -53,7 +53,10 @@ const (
 	CodeTurnIDReused             = "TURN_ID_REUSED"
 	CodeTurnNotFound             = "TURN_NOT_FOUND"
 	CodeTurnNotActive            = "TURN_NOT_ACTIVE"
-	CodeLineageInvalid           = "LINEAGE_INVALID"
+	// CodeTurnNotSelectable is a select of a turn that is not a sibling
+	// on the session's active branch (docs/branches.md).
+	CodeTurnNotSelectable = "TURN_NOT_SELECTABLE"
+	CodeLineageInvalid    = "LINEAGE_INVALID"
 	// Confirmation decisions (docs/approvals.md): no pending confirmation
 	// of the session has the token; it was decided (or superseded)
 	// already; it expired (CONFIRMATION_TTL).
@@ -190,6 +193,7 @@ var codes = map[string]codeInfo{
 	CodeTurnIDReused:              {"The turn id was already used with a different input.", false, http.StatusUnprocessableEntity},
 	CodeTurnNotFound:              {"Turn not found.", false, http.StatusNotFound},
 	CodeTurnNotActive:             {"The turn is not running.", false, http.StatusConflict},
+	CodeTurnNotSelectable:         {"The turn is not a sibling on the active branch.", false, http.StatusConflict},
 	CodeLineageInvalid:            {"The turn lineage does not match this session.", false, http.StatusUnprocessableEntity},
 	CodeConfirmationNotFound:      {"Confirmation not found.", false, http.StatusNotFound},
 	CodeConfirmationDecided:       {"This confirmation has already been decided.", false, http.StatusConflict},

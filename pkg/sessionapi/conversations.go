@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -218,26 +217,10 @@ func feedbackOf(f *chat.Feedback) *api.Feedback {
 // the last assistant message (as withArtifacts places artifacts), other
 // metadata kept. msgs is not modified.
 func withFeedback(msgs []protocol.Message, f *chat.Feedback) ([]protocol.Message, error) {
-	last := -1
-	for i := range msgs {
-		if msgs[i].Role == protocol.RoleAssistant {
-			last = i
-		}
-	}
-	if f == nil || last < 0 {
+	if f == nil {
 		return msgs, nil
 	}
-	value, err := marshal(feedbackOf(f))
-	if err != nil {
-		return nil, err
-	}
-	md, err := setMember(msgs[last].Metadata, "feedback", value)
-	if err != nil {
-		return nil, fmt.Errorf("message %d metadata: %w", last, err)
-	}
-	out := slices.Clone(msgs)
-	out[last].Metadata = md
-	return out, nil
+	return withAnswerMember(msgs, "feedback", feedbackOf(f))
 }
 
 // readStrict reads r's body under the cap (413 REQUEST_TOO_LARGE above

@@ -28,6 +28,7 @@ import (
 type Store interface {
 	Records
 	chat.ConversationStore
+	chat.BranchStore
 }
 
 // Records are the reads of sessions, turns, queued turns and usage, and
@@ -36,6 +37,7 @@ type Records interface {
 	GetSession(ctx context.Context, sessionID string, p chat.Principal) (*chat.Session, error)
 	ListTurns(ctx context.Context, req chat.ListRequest) (*chat.Page, error)
 	PollTurn(ctx context.Context, sessionID string, ordinal int64, p chat.Principal, since *chat.Turn) (*chat.Turn, error)
+	FindTurn(ctx context.Context, sessionID, turnID string, p chat.Principal) (*chat.Turn, error)
 	QueuedTurns(ctx context.Context, sessionID string, p chat.Principal) ([]chat.QueuedTurn, error)
 	PutArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal, refs []chat.ArtifactReference) ([]chat.ArtifactReference, error)
 	GetArtifacts(ctx context.Context, sessionID, turnID string, p chat.Principal) ([]chat.ArtifactReference, error)
@@ -139,6 +141,9 @@ func newServer(opts Options) (*server, error) {
 //	PUT /sessions/{id}/turns/{turnId}/feedback  {"rating","comment"?} -> 200 api.Feedback; DELETE -> 204
 //	GET /sessions/{id}/turns     200 TurnPage     ?limit=1..100 (20) &order=desc|asc (desc) &cursor=
 //	GET /sessions/{id}/messages  200 MessagePage  same query as /turns
+//	GET /sessions/{id}/turns/{turnId}          200 TurnSummary, on the active branch or not (docs/branches.md)
+//	POST /sessions/{id}/turns/{turnId}/select  204: that sibling's branch becomes the active one
+//	POST /sessions/{id}/fork     api.ForkRequest -> 201 api.SessionListItem of the new session
 //	GET /usage                   200 UsageReport  ?period=day|month (day); with scope=tenant, for the
 //	                             tenant's trusted principal, 200 TenantUsageReport ?limit=&cursor= (Options.Usage)
 //
@@ -159,6 +164,10 @@ func NewHistoryHandler(opts Options) (http.Handler, error) {
 	mux.Handle("/sessions/{id}/turns", s.route("turns", http.MethodGet, s.listTurns))
 	mux.Handle("/sessions/{id}/messages", s.route("messages", http.MethodGet, s.listMessages))
 	mux.Handle("/sessions/{id}/turns/{turnId}/feedback", s.route("feedback", "", s.feedback))
+	b := branchRoutes{s}
+	mux.Handle("/sessions/{id}/turns/{turnId}", s.route("turn", http.MethodGet, b.getTurn))
+	mux.Handle("/sessions/{id}/turns/{turnId}/select", s.route("select", http.MethodPost, b.selectTurn))
+	mux.Handle("/sessions/{id}/fork", s.route("fork", http.MethodPost, b.fork))
 	mux.Handle("/sessions/{id}/export", s.route("export", http.MethodGet, s.exportSession))
 	mux.Handle("/principals/{subject}/sessions", s.route("erase", "", s.erase))
 	if s.usage != nil {

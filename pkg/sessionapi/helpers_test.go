@@ -164,10 +164,13 @@ func (f *fixture) claim(sessionID string, owner chat.Principal, spec turnSpec) *
 // complete saves and releases a claimed turn; it returns the saved turn.
 func (f *fixture) complete(sessionID string, c *chat.Claim, spec turnSpec) *chat.Turn {
 	f.t.Helper()
+	var siblings *chat.Siblings
 	if spec.supersedeFrom > 0 {
-		if err := f.store.Supersede(f.ctx, c, spec.supersedeFrom, c.Lease.Ordinal); err != nil {
+		g, err := f.store.Supersede(f.ctx, c, spec.supersedeFrom, c.Lease.Ordinal)
+		if err != nil {
 			f.t.Fatalf("Supersede: %v", err)
 		}
+		siblings = g
 	}
 	now := f.clock.Now()
 	msgs := standardMessages
@@ -192,6 +195,7 @@ func (f *fixture) complete(sessionID string, c *chat.Claim, spec turnSpec) *chat
 		LastSequence:  c.BaseSequence + 2,
 		StartedAt:     now,
 		CompletedAt:   now.Add(time.Second),
+		Siblings:      siblings,
 	}
 	if status != chat.TurnComplete {
 		d := protocol.NewDiagnostic(protocol.CodeChatTurnFailed)
@@ -259,6 +263,10 @@ func get(target string, as chat.Principal) request {
 
 func put(target string, as chat.Principal, body string) request {
 	return request{method: http.MethodPut, target: target, as: &as, contentType: "application/json", body: body}
+}
+
+func post(target string, as chat.Principal, body string) request {
+	return request{method: http.MethodPost, target: target, as: &as, contentType: "application/json", body: body}
 }
 
 func patch(target string, as chat.Principal, body string) request {

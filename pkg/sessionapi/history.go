@@ -65,7 +65,7 @@ func (s *server) queuedTurns(ctx context.Context, sess *chat.Session, p chat.Pri
 
 // TurnSummary is one turn of GET /sessions/{id}/turns (docs/design.md#history-and-artifacts-api).
 //
-//	{"turnId","ordinal","status","lineage","messages":[...],"artifacts":[...],"error":Diagnostic|null,"usage","startedAt","completedAt":string|null,"expiresAt":number|null}
+//	{"turnId","ordinal","status","lineage","messages":[...],"artifacts":[...],"error":Diagnostic|null,"usage","startedAt","completedAt":string|null,"expiresAt":number|null,"feedback":Feedback|null,"siblings"?:Siblings,"superseded"?:true}
 type TurnSummary struct {
 	TurnID  string `json:"turnId"`
 	Ordinal int64  `json:"ordinal"`
@@ -90,6 +90,12 @@ type TurnSummary struct {
 	// Feedback is the owner's rating of the answer, null when none
 	// (docs/conversations.md).
 	Feedback *api.Feedback `json:"feedback"`
+	// Siblings is the turn's sibling group, absent when it has none
+	// (docs/branches.md).
+	Siblings *api.Siblings `json:"siblings,omitempty"`
+	// Superseded is true, and present, only on a turn read by id that is
+	// not on the active branch.
+	Superseded bool `json:"superseded,omitempty"`
 }
 
 // TurnPage is the body of GET /sessions/{id}/turns. Turns are in the
@@ -228,6 +234,9 @@ func (s *server) listMessages(w http.ResponseWriter, r *http.Request, rc *reques
 		if err == nil {
 			msgs, err = withFeedback(msgs, turns[i].Feedback)
 		}
+		if err == nil {
+			msgs, err = withSiblings(msgs, &turns[i])
+		}
 		if err != nil {
 			return fmt.Errorf("turn %s: %w", turns[i].TurnID, err)
 		}
@@ -307,5 +316,6 @@ func turnSummary(t *chat.Turn) TurnSummary {
 		out.ExpiresAt = &ms
 	}
 	out.Feedback = feedbackOf(t.Feedback)
+	out.Siblings, out.Superseded = siblingsOf(t), t.Superseded
 	return out
 }

@@ -47,6 +47,14 @@ func withArtifacts(msgs []protocol.Message, refs []chat.ArtifactReference) ([]pr
 	if len(refs) == 0 {
 		return msgs, nil
 	}
+	return withAnswerMember(msgs, "artifacts", refs)
+}
+
+// withAnswerMember returns msgs with value placed in the metadata member
+// name of the last assistant message, other metadata keys kept in their
+// order and verbatim; msgs itself is not modified. Without an assistant
+// message, msgs is returned as it is.
+func withAnswerMember(msgs []protocol.Message, name string, value any) ([]protocol.Message, error) {
 	last := -1
 	for i := range msgs {
 		if msgs[i].Role == protocol.RoleAssistant {
@@ -56,11 +64,11 @@ func withArtifacts(msgs []protocol.Message, refs []chat.ArtifactReference) ([]pr
 	if last < 0 {
 		return msgs, nil
 	}
-	value, err := marshal(refs)
+	b, err := marshal(value)
 	if err != nil {
 		return nil, err
 	}
-	md, err := setMember(msgs[last].Metadata, "artifacts", value)
+	md, err := setMember(msgs[last].Metadata, name, b)
 	if err != nil {
 		return nil, fmt.Errorf("message %d metadata: %w", last, err)
 	}

@@ -585,7 +585,7 @@ func (w watched) SaveTurn(ctx context.Context, c *chat.Claim, t *chat.Turn) erro
 	return w.Store.SaveTurn(ctx, c, t)
 }
 
-func (w watched) Supersede(ctx context.Context, c *chat.Claim, from, to int64) error {
+func (w watched) Supersede(ctx context.Context, c *chat.Claim, from, to int64) (*chat.Siblings, error) {
 	defer changes.fire()
 	return w.Store.Supersede(ctx, c, from, to)
 }

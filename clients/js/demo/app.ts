@@ -15,8 +15,11 @@
 // at a time (active): the session runs one turn at a time.
 
 import {
+  forkSession,
   newId,
   isSafeId,
+  readTurn,
+  selectTurn,
   isConfirmationCode,
   pendingConfirmations,
   reasoning as reasoningOf,
@@ -31,6 +34,7 @@ import {
   type MultitaskPolicy,
   type Part,
   type SessionSummary,
+  type Siblings,
   type SnapshotEvent,
   type ToolCall,
   type Turn,
@@ -273,7 +277,14 @@ interface View {
   rating?: Rating | null;
   /** A rating is being saved. */
   savingRating?: boolean;
+  /** The versions of this answer (an edit, a retry or a regeneration keeps them; docs/branches.md). */
+  siblings?: Siblings;
 }
+
+// versions holds the turns of answers' other versions this page has read
+// or shown, by turn id: a switch to one of them shows it at once, while
+// the server moves the conversation to it.
+const versions = new Map<string, Partial<View>>();
 
 const views = new Map<string, View>();
 let active: View | undefined;
@@ -385,6 +396,7 @@ function paint(v: View): void {
     v.el.append(note);
   } else if (!v.elsewhere) note?.remove();
   v.el.dataset.state = v.state;
+  prefetch(v);
 }
 
 function paintMessage(v: View, m: Message, art: HTMLElement, last: boolean, isUser: boolean): void {
@@ -493,17 +505,137 @@ function actionsFor(v: View, m: Message): HTMLElement | undefined {
   row.className = "actions";
   const decision = v.decision || isDecisionTurn(v.messages);
   const busy = busyNow() ? "true" : "false";
+  if (m.role === "user" && v.siblings && editedVersions(v)) row.append(switcher(v, "message"));
   if (m.role === "user" && !decision) row.append(button("Edit", "edit", "ghost link", "Edit this message and ask again"));
   if (m.role === "assistant") {
+    if (v.siblings) row.append(switcher(v, "answer"));
     if (v.turnStatus === "complete") row.append(thumbs(v));
     if (m.content.trim()) row.append(button("Copy", "copy-answer", "ghost link", "Copy this answer"));
     if (!decision) {
       if (v.turnStatus === "complete") row.append(button("Regenerate", "regenerate", "ghost link", "Regenerate this answer"));
       else row.append(button("Retry", "retry", "ghost link", "Retry this message"));
+      if (v.turnStatus === "complete") row.append(button("Fork", "fork", "ghost link", "Fork into a new chat from here"));
     }
   }
-  for (const b of row.querySelectorAll<HTMLElement>('[data-action="edit"], [data-action="regenerate"], [data-action="retry"]')) b.setAttribute("aria-disabled", busy);
+  for (const b of row.querySelectorAll<HTMLElement>(BUSY_ACTIONS)) b.setAttribute("aria-disabled", b.dataset.edge === "true" ? "true" : busy);
   return row.childElementCount ? row : undefined;
+}
+
+// BUSY_ACTIONS are the buttons a running turn disables: they would
+// start a turn, or move the conversation under it.
+const BUSY_ACTIONS = '[data-action="edit"], [data-action="regenerate"], [data-action="retry"], [data-action="version-prev"], [data-action="version-next"], [data-action="fork"]';
+
+// switcher is "‹ 2 / 3 ›" under an answer with versions (and under its
+// question when they differ there too): the buttons move to the previous
+// and next version.
+function switcher(v: View, what: "answer" | "message"): HTMLElement {
+  const g = v.siblings!;
+  const group = document.createElement("span");
+  group.className = "versions";
+  group.setAttribute("role", "group");
+  group.setAttribute("aria-label", `Versions of this ${what}`);
+  const prev = button("‹", "version-prev", "ghost step", `Previous version of this ${what}`);
+  const next = button("›", "version-next", "ghost step", `Next version of this ${what}`);
+  if (g.index === 0) prev.dataset.edge = "true";
+  if (g.index === g.count - 1) next.dataset.edge = "true";
+  group.append(prev, text("span", `${g.index + 1} / ${g.count}`, "count"), next);
+  return group;
+}
+
+// editedVersions reports whether the versions of v's answer this page
+// holds differ in the question too (an edit made one of them).
+function editedVersions(v: View): boolean {
+  const asked = (p: Partial<View> | undefined): string | undefined => p?.messages?.find((m) => m.role === "user")?.content;
+  const mine = asked(v);
+  return v.lineage?.operation === "edit" || v.siblings!.turnIds.some((id) => id !== v.id && asked(versions.get(id)) !== undefined && asked(versions.get(id)) !== mine);
+}
+
+// prefetch reads the versions next to v's into versions, so that a
+// switch to them is immediate.
+function prefetch(v: View): void {
+  const g = v.siblings;
+  if (!g || v.state !== "history") return;
+  for (const id of [g.turnIds[g.index - 1], g.turnIds[g.index + 1]]) {
+    if (id === undefined || versions.has(id)) continue;
+    versions.set(id, {}); // asked once
+    readTurn(client, sessionId, id).then(
+      (t) => {
+        versions.set(id, fromSummary(t));
+        if (views.get(v.id) === v) paint(v); // the question's switcher may now show
+      },
+      () => versions.delete(id),
+    );
+  }
+}
+
+// switchVersion shows the version delta away from v's at once, from what
+// the page holds (or one read), in place of v and the turns after it;
+// then the server makes it the active branch and the turns that followed
+// it come from history.
+async function switchVersion(v: View, delta: number): Promise<void> {
+  const g = v.siblings;
+  const id = g?.turnIds[g.index + delta];
+  if (!g || id === undefined || busyNow()) return;
+  clearError();
+  try {
+    let held = versions.get(id);
+    if (!held?.messages) held = fromSummary(await readTurn(client, sessionId, id));
+    const nv = newView(id, { ...held, siblings: { ...g, index: g.index + delta } });
+    versions.set(v.id, { ...v, el: undefined });
+    let after = false;
+    for (const x of [...views.values()]) {
+      if (x === v) after = true;
+      if (after && x !== nv && x.state === "history") {
+        views.delete(x.id);
+        if (x === v) x.el.replaceWith(nv.el);
+        else x.el.remove();
+      }
+    }
+    paint(nv);
+    announce(`Version ${g.index + delta + 1} of ${g.count}.`);
+    nv.el.querySelector<HTMLElement>(`[data-action="version-${delta < 0 ? "prev" : "next"}"]:not([aria-disabled="true"])`)?.focus();
+    await selectTurn(client, sessionId, id);
+    await followersOf(nv);
+    prefetch(nv);
+  } catch (e) {
+    showError(e);
+    views.clear();
+    els.turns.replaceChildren();
+    await loadFirst();
+  }
+}
+
+// followersOf adds the turns history shows after v (the branch v's
+// version leads to), reading pages newest first until it reaches v.
+async function followersOf(v: View): Promise<void> {
+  const found: TurnSummary[] = [];
+  let cursor: string | undefined;
+  for (let pages = 0; pages < 10; pages++) {
+    const page = await client.turns(sessionId, { limit: PAGE, order: "desc", cursor });
+    const i = page.items.findIndex((t) => t.turnId === v.id);
+    found.push(...(i < 0 ? page.items : page.items.slice(0, i)));
+    if (i >= 0 || !page.hasMore || page.nextCursor === null) break;
+    cursor = page.nextCursor;
+  }
+  let at: HTMLElement = v.el;
+  for (const t of found.reverse()) {
+    if (views.has(t.turnId)) continue;
+    const f = newView(t.turnId, fromSummary(t));
+    paint(f);
+    at.after(f.el);
+    at = f.el;
+  }
+}
+
+// fork opens a new conversation holding this one up to v's answer.
+async function fork(v: View): Promise<void> {
+  clearError();
+  try {
+    const item = await forkSession(client, sessionId, { atTurnId: v.id });
+    location.assign(href(item.sessionId));
+  } catch (e) {
+    showError(e);
+  }
 }
 
 // thumbs are a complete answer's two toggles: pressed is the rating the
@@ -703,6 +835,7 @@ function fromSummary(t: TurnSummary): Partial<View> {
     usage: t.usage,
     lineage: t.lineage,
     decision: isDecisionTurn(t.messages),
+    siblings: t.siblings,
   };
 }
 
@@ -944,8 +1077,8 @@ function composerBusy(): void {
     : "";
   // aria-disabled, not disabled: a disabled button would drop its focus.
   for (const b of document.querySelectorAll<HTMLButtonElement>(".decision button")) b.setAttribute("aria-disabled", String(deciding || active !== undefined));
-  for (const b of document.querySelectorAll<HTMLButtonElement>('[data-action="edit"], [data-action="regenerate"], [data-action="retry"]')) {
-    b.setAttribute("aria-disabled", String(busy));
+  for (const b of document.querySelectorAll<HTMLButtonElement>(BUSY_ACTIONS)) {
+    b.setAttribute("aria-disabled", String(busy || b.dataset.edge === "true"));
   }
 }
 
@@ -1081,6 +1214,7 @@ async function follow(v: View, turn: Turn, onStart?: () => void): Promise<void> 
       announce(answer ? `Assistant: ${plainText(answer.content) || "(no text)"}` : "Answered.");
     }
     paint(v);
+    if (p && v.lineage && v.lineage.operation !== "submit") await showVersions(v);
     if (p && p.messages.some((m) => m.toolCalls?.length)) await showArtifacts(v);
     if (!last) await showNewest(); // it ended before its stream opened: history has it
   } catch (e) {
@@ -1134,9 +1268,24 @@ function supersede(parentId: string, keep: View): void {
   for (const v of [...views.values()]) {
     if (v.id === parentId) on = true;
     if (on && v !== keep && v.state === "history") {
+      versions.set(v.id, { ...v, el: undefined });
       views.delete(v.id);
       v.el.remove();
     }
+  }
+}
+
+// showVersions reads, once an edit, a retry or a regeneration ended, the
+// versions its answer has now (history keeps the one it replaced).
+async function showVersions(v: View): Promise<void> {
+  try {
+    const t = await readTurn(client, sessionId, v.id);
+    if (t.siblings) {
+      v.siblings = t.siblings;
+      paint(v);
+    }
+  } catch {
+    /* the switcher is a bonus here: the answer itself is shown */
   }
 }
 
@@ -1350,6 +1499,13 @@ els.log.addEventListener("click", (ev) => {
     case "rate-up":
     case "rate-down":
       void rate(v, action === "rate-up" ? "up" : "down");
+      return;
+    case "version-prev":
+    case "version-next":
+      void switchVersion(v, action === "version-prev" ? -1 : 1);
+      return;
+    case "fork":
+      if (!busyNow()) void fork(v);
       return;
     case "retry-send":
       els.input.focus();

@@ -50,6 +50,7 @@ import {
   type Queued,
   type QueuedTurn,
   type SessionSummary,
+  type Siblings,
   type StopAnswer,
 } from "./wire.js";
 
@@ -196,6 +197,10 @@ export interface TurnSummary {
   completedAt: string | null;
   /** The owner's rating of the answer; null (or absent, from an older server) when none. */
   feedback?: Feedback | null;
+  /** The versions of this answer (docs/branches.md); absent when it has no other. */
+  siblings?: Siblings;
+  /** true on a turn read by id (readTurn) that is not on the active branch. */
+  superseded?: boolean;
 }
 
 /** A history page; nextCursor is null exactly when hasMore is false. */

@@ -15,6 +15,7 @@ export type { ConfirmationCode, MultitaskCode } from "./errors.js";
 export { attachmentDownload, mediaTypeOf, uploadAttachment } from "./attachments.js";
 export type { UploadOptions } from "./attachments.js";
 export { exportSession, eraseSessions } from "./conversations.js";
+export { forkSession, isSiblings, readTurn, selectTurn } from "./branches.js";
 export type { SessionExport } from "./conversations.js";
 export { SnapshotCursor } from "./cursor.js";
 export type { AppendResult } from "./cursor.js";

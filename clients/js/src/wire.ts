@@ -292,6 +292,7 @@ export type WireCode =
   | "TURN_LOST"
   | "TURN_NOT_ACTIVE"
   | "TURN_NOT_FOUND"
+  | "TURN_NOT_SELECTABLE"
   | "TURN_OUTCOME_INDETERMINATE"
   | "TURN_QUEUE_EXPIRED";
 
@@ -1176,4 +1177,41 @@ export interface AttachmentDownload {
   mediaType: string;
   filename: string;
   size: number;
+}
+
+/**
+ * Siblings is a turn's sibling group on the wire (docs/branches.md): the
+ * turns answered at its place of the conversation, in the order they
+ * were created, and the turn's own position among them. It is a turn's
+ * "siblings" on /turns and /turns/{turnId}, and its assistant message's
+ * metadata.siblings on /messages; absent on a turn without siblings.
+ *
+ * 	{"index","count","turnIds":[string...]}
+ */
+export interface Siblings {
+  /**
+   * Index is the turn's position in TurnIDs, from 0.
+   */
+  index: number;
+  /**
+   * Count is len(TurnIDs): 2 to 100.
+   */
+  count: number;
+  turnIds: string[];
+}
+
+/**
+ * ForkRequest is the body of POST /sessions/{id}/fork: the turn of the
+ * session's active branch the new session's history ends with, and
+ * optionally the new session's id (a SafeId; the server makes one when it
+ * is absent) and title (1 to 120 characters; "Fork of <the source's
+ * title>" when absent). The answer is 201 with the new session's
+ * SessionListItem.
+ *
+ * 	{"atTurnId","sessionId"?,"title"?}
+ */
+export interface ForkRequest {
+  atTurnId: string;
+  sessionId?: string;
+  title?: string;
 }

@@ -4,7 +4,9 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { ConfirmationError, HTTPError, StreamDiagnosticError, TurnstreamClient, decodeTurnEvent, pendingConfirmations } from "../dist/turnstream.js";
+import {
+  ConfirmationError, HTTPError, StreamDiagnosticError, TurnstreamClient, decodeTurnEvent, forkSession, pendingConfirmations, readTurn, selectTurn,
+} from "../dist/turnstream.js";
 import { startDevServer, turnctlBinary } from "./devserver.mjs";
 import { lines } from "./helpers.mjs";
 
@@ -248,4 +250,36 @@ test("conversations against the dev server: the list with titles, a rename, a se
   await assert.rejects(cora.setFeedback("c-bread", turn.turnId, { rating: "meh" }), (e) => e instanceof HTTPError && e.status === 400);
   assert.equal(await cora.setFeedback("c-bread", turn.turnId, null), null);
   assert.equal((await cora.turns("c-bread")).items[0].feedback, null);
+});
+
+test("branches against the dev server: siblings listed, a version read by id, a select, a fork", async () => {
+  const eve = as("eve");
+  await drain(eve.submit({ sessionId: "b-s", turnId: "b1", input: "first question" }));
+  await drain(eve.submit({ sessionId: "b-s", turnId: "b2", input: "second question" }));
+  const lineage = { operation: "regenerate", parentTurnId: "b2", sourceMessageId: "b2.a" };
+  await drain(eve.submit({ sessionId: "b-s", turnId: "b3", input: "second question", lineage }));
+  const active = async (sessionId) => (await eve.turns(sessionId, { order: "asc" })).items;
+  let turns = await active("b-s");
+  assert.deepEqual(turns.map((t) => t.turnId), ["b1", "b3"]);
+  assert.equal(turns[0].siblings, undefined);
+  assert.deepEqual(turns[1].siblings, { index: 1, count: 2, turnIds: ["b2", "b3"] });
+  const off = await readTurn(eve, "b-s", "b2");
+  assert.equal(off.superseded, true);
+  assert.equal(off.messages.at(-1).content, "Echo: second question");
+
+  await selectTurn(eve, "b-s", "b2");
+  turns = await active("b-s");
+  assert.deepEqual(turns.map((t) => t.turnId), ["b1", "b2"]);
+  assert.equal(turns[1].siblings.index, 0);
+  await assert.rejects(selectTurn(eve, "b-s", "b1x"), (e) => e instanceof HTTPError && e.status === 404 && e.diagnostic.code === "TURN_NOT_FOUND");
+  await assert.rejects(selectTurn(as("fay"), "b-s", "b3"), (e) => e instanceof HTTPError && e.status === 404 && e.diagnostic.code === "SESSION_NOT_FOUND");
+
+  const fork = await forkSession(eve, "b-s", { atTurnId: "b1" });
+  assert.equal(fork.title, "Fork of first question");
+  assert.deepEqual((await active(fork.sessionId)).map((t) => t.turnId), ["b1"]);
+  const named = await forkSession(eve, "b-s", { atTurnId: "b2", sessionId: "b-fork", title: "Mine" });
+  assert.equal(named.sessionId, "b-fork");
+  await assert.rejects(forkSession(eve, "b-s", { atTurnId: "b1", sessionId: "b-fork" }), (e) => e instanceof HTTPError && e.status === 409 && e.diagnostic.code === "SESSION_CONFLICT");
+  await assert.rejects(forkSession(eve, "b-s", { atTurnId: "b3" }), (e) => e instanceof HTTPError && e.status === 404 && e.diagnostic.code === "TURN_NOT_FOUND");
+  await assert.rejects(forkSession(eve, "b-s", { atTurnId: "a b" }), TypeError);
 });

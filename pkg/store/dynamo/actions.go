@@ -53,6 +53,12 @@ var methodOperations = map[string][]string{
 	"EraseSessions": {"GetItem", "UpdateItem", "Query", "DeleteItem", "PutItem"},
 	// A submit's attachments: the record of their use (attachments.go).
 	"UseAttachments": {"UpdateItem", "GetItem"},
+	// Versions of an answer (branches.go): a select (an expired lease
+	// decided first, the mark, the turns moved, the mark cleared) and a
+	// fork (the source read, the turns copied with their chunks, the new
+	// session's item).
+	"SelectTurn":  {"GetItem", "Query", "UpdateItem"},
+	"ForkSession": {"GetItem", "Query", "UpdateItem", "PutItem"},
 }
 
 // Store methods each Lambda function calls (docs/design.md#the-three-functions).
@@ -60,7 +66,7 @@ var (
 	turnFunctionMethods = []string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued",
 		"RecordUsage", "ReadUsage", "ListUsage", "Admit", "CancelAdmission", "UseAttachments"}
 	historyFunctionMethods = []string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns", "ReadUsage", "ListUsage",
-		"ListSessions", "RenameSession", "SetFeedback", "DeleteSession", "EraseSessions"}
+		"ListSessions", "RenameSession", "SetFeedback", "DeleteSession", "EraseSessions", "SelectTurn", "ForkSession"}
 	artifactsFunctionMethods = []string{"PutArtifacts", "GetArtifacts"}
 )
 
@@ -72,7 +78,8 @@ var (
 // resume; the queue's; the usage ledger's and admissions), the history
 // function (GetSession ListTurns FindTurn PollTurn QueuedTurns, and
 // ReadUsage ListUsage for GET /usage; the conversations' ListSessions
-// RenameSession SetFeedback DeleteSession EraseSessions) and the artifacts
+// RenameSession SetFeedback DeleteSession EraseSessions; the versions'
+// SelectTurn ForkSession) and the artifacts
 // function (PutArtifacts GetArtifacts). Sorted, without duplicates. The
 // SAM template grants exactly these.
 var (

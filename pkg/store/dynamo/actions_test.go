@@ -77,8 +77,8 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 	call("ClaimTurn", func() error { _, err := s.ClaimTurn(ctx, claimReq("s1", "t2")); return err })
 	e.clock.Advance(lease)
 	call("ClaimTurn", func() (err error) { c3, err = s.ClaimTurn(ctx, claimReq("s1", "t3")); return err }) // takeover
-	call("Supersede", func() error { return s.Supersede(ctx, c3, 1, 3) })
-	call("Supersede", func() error { return s.Supersede(ctx, forged(c1, "stale"), 1, 2) })
+	call("Supersede", func() error { _, err := s.Supersede(ctx, c3, 1, 3); return err })
+	call("Supersede", func() error { _, err := s.Supersede(ctx, forged(c1, "stale"), 1, 2); return err })
 	call("GetSession", func() error { _, err := s.GetSession(ctx, "s1", alice); return err })
 	call("ListTurns", func() error {
 		_, err := s.ListTurns(ctx, chat.ListRequest{SessionID: "s1", Principal: alice})
@@ -161,6 +161,34 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 		return err
 	})
 	call("EraseSessions", func() error { _, err := s.EraseSessions(ctx, chat.DeleteRequest{Principal: alice}); return err })
+	// Versions of an answer (branches.go): a select, a claim that meets
+	// the mark of a select cut short and finishes it, and a fork of a
+	// turn whose messages are chunks.
+	completeTurn(t, s, "br", "b1", 2)
+	completeTurn(t, s, "br", "b2", 4)
+	replaceTurn(t, s, "br", 2, "b3", 6)
+	call("SelectTurn", func() error { return s.SelectTurn(ctx, "br", "b2", alice) })
+	call("ForkSession", func() error {
+		_, err := s.ForkSession(ctx, chat.ForkRequest{SessionID: "br", AtTurnID: "b2", NewSessionID: "br-fork", Principal: alice})
+		return err
+	})
+	bigSession := "br-big"
+	cb, err := s.ClaimTurn(ctx, claimReq(bigSession, "t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bigTurn := *big
+	bigTurn.SessionID, bigTurn.TurnID, bigTurn.Ordinal = bigSession, "t1", cb.Lease.Ordinal
+	if err := s.SaveTurn(ctx, cb, &bigTurn); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ReleaseTurn(ctx, chat.ReleaseRequest{Claim: cb, Outcome: chat.OutcomeCompleted, Sequence: 2}); err != nil {
+		t.Fatal(err)
+	}
+	call("ForkSession", func() error {
+		_, err := s.ForkSession(ctx, chat.ForkRequest{SessionID: bigSession, AtTurnID: "t1", NewSessionID: "br-big-fork", Principal: alice})
+		return err
+	})
 	// Each reader deciding a turn whose lease expired (fate.go).
 	for _, m := range []string{"GetSession", "ListTurns", "FindTurn", "PollTurn"} {
 		sid := "decide-" + m
@@ -205,7 +233,7 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 		"turn": {[]string{"ClaimTurn", "RenewLease", "RequestStop", "LoadContext", "Supersede", "SaveTurn", "ReleaseTurn", "FindTurn", "Checkpoint", "PollTurn", "GetSession", "EnqueueTurn", "ClaimQueued", "CancelQueued",
 			"RecordUsage", "ReadUsage", "ListUsage", "Admit", "CancelAdmission", "UseAttachments"}, dynamo.TurnFunctionActions},
 		"history": {[]string{"GetSession", "ListTurns", "FindTurn", "PollTurn", "QueuedTurns", "ReadUsage", "ListUsage",
-			"ListSessions", "RenameSession", "SetFeedback", "DeleteSession", "EraseSessions"}, dynamo.HistoryFunctionActions},
+			"ListSessions", "RenameSession", "SetFeedback", "DeleteSession", "EraseSessions", "SelectTurn", "ForkSession"}, dynamo.HistoryFunctionActions},
 		"artifacts": {[]string{"PutArtifacts", "GetArtifacts"}, dynamo.ArtifactsFunctionActions},
 	}
 	for name, f := range functions {
@@ -232,6 +260,7 @@ func TestFunctionActionsCoverIssuedOperations(t *testing.T) {
 		{"Supersede", "UpdateItem"}, {"PollTurn", "BatchGetItem"},
 		{"GetSession", "UpdateItem"}, {"ListTurns", "UpdateItem"}, {"FindTurn", "UpdateItem"}, {"PollTurn", "UpdateItem"},
 		{"ReadUsage", "BatchGetItem"}, {"ReadUsage", "GetItem"}, {"Admit", "UpdateItem"},
+		{"SelectTurn", "UpdateItem"}, {"ForkSession", "PutItem"},
 	} {
 		if !issued[want.method][want.op] {
 			t.Errorf("scenario did not reach %s's %s path", want.method, want.op)

@@ -219,9 +219,20 @@ func (s *Store) fenceTurn(ctx context.Context, sessionID string, crashed *chat.L
 		switch tok := tokenOf(main); {
 		case main == nil:
 			err = s.writeFenceRecord(ctx, sessionID, crashed, fence, owner, lost)
+			if err == nil {
+				// Lost before its first checkpoint: what its supersession
+				// took off the active branch comes back (docs/branches.md).
+				err = s.restoreBranch(ctx, sessionID, crashed)
+			}
 		case tok == fence:
 			// Decided by another process: a fence record of a queued turn
-			// is its requeue.
+			// is its requeue; that of a supersession brings the branch
+			// back, as the decider that wrote it may not have finished.
+			if isFenceRecord(main) {
+				if err := s.restoreBranch(ctx, sessionID, crashed); err != nil {
+					return "", false, usage, fmt.Errorf("decide the turn of session %s: %w", sessionID, err)
+				}
+			}
 			return chat.OutcomeIndeterminate, queued && isFenceRecord(main), meteredOf(main), nil
 		case tok == withdrawnPrefix+crashed.Token:
 			// Withdrawn after its acknowledgment failed (WithdrawClaim),

@@ -54,8 +54,16 @@ const (
 	attrWindow         = "window"
 	attrReleasedToken  = "releasedToken"
 
-	attrArtifacts    = "artifacts"
-	attrSuperseded   = "superseded"
+	attrArtifacts  = "artifacts"
+	attrSuperseded = "superseded"
+	attrSiblings   = "siblings"
+	attrBranchHead = "branchHead"
+	attrBranchEnd  = "branchEnd"
+	attrSelecting  = "selecting"
+	attrHiddenBy   = "hiddenBy"
+	// attrForkedFrom is, on a forked session's item, the source session
+	// and turn ids (ForkSession).
+	attrForkedFrom   = "forkedFrom"
 	attrStatus       = "status"
 	attrInputHash    = "inputHash"
 	attrOrdinal      = "ordinal"
@@ -133,6 +141,42 @@ type lineageAV struct {
 func toLineageAV(l protocol.Lineage) lineageAV { return lineageAV(l) }
 
 func (l lineageAV) lineage() protocol.Lineage { return protocol.Lineage(l) }
+
+// siblingsAV is a turn's sibling group (chat.Siblings), compact: each
+// member one string, its ordinal and turn id ("12:t7"), so that a
+// group of ten costs a history page about 200 bytes a turn.
+type siblingsAV struct {
+	Group   int64    `dynamodbav:"g"`
+	Members []string `dynamodbav:"m"`
+}
+
+func toSiblingsAV(g *chat.Siblings) *siblingsAV {
+	if g == nil {
+		return nil
+	}
+	av := &siblingsAV{Group: g.Group, Members: make([]string, len(g.Members))}
+	for i, m := range g.Members {
+		av.Members[i] = strconv.FormatInt(m.Ordinal, 10) + ":" + m.TurnID
+	}
+	return av
+}
+
+// siblings decodes av; a member that is not "<ordinal>:<turn id>" is
+// left out.
+func (av *siblingsAV) siblings() *chat.Siblings {
+	if av == nil {
+		return nil
+	}
+	g := &chat.Siblings{Group: av.Group, Members: make([]chat.Sibling, 0, len(av.Members))}
+	for _, m := range av.Members {
+		ord, id, ok := strings.Cut(m, ":")
+		n, err := strconv.ParseInt(ord, 10, 64)
+		if ok && err == nil && id != "" {
+			g.Members = append(g.Members, chat.Sibling{Ordinal: n, TurnID: id})
+		}
+	}
+	return g
+}
 
 // The terminal window is stored as one map from turn id to entry, so
 // that the claim's condition tests the id (attribute_not_exists of
@@ -239,6 +283,9 @@ type sessionItem struct {
 	ListedAt   int64  `dynamodbav:"listedAt,omitempty"`
 	LastStatus string `dynamodbav:"lastStatus,omitempty"`
 	Preview    string `dynamodbav:"preview,omitempty"`
+	// Selecting is a select in progress (branches.go): no claim passes
+	// it, and whoever meets it expired finishes it.
+	Selecting *selectMark `dynamodbav:"selecting,omitempty"`
 }
 
 func decodeSession(sessionID string, item map[string]types.AttributeValue) (*chat.Session, *sessionItem, error) {
@@ -413,12 +460,31 @@ type turnItem struct {
 	// Feedback is the owner's rating of the answer (conversation.go);
 	// no save writes it.
 	Feedback *feedbackAV `dynamodbav:"feedback,omitempty"`
+	// Siblings is the turn's sibling group. BranchHead is, on a turn off
+	// the active branch, the ordinal of the first turn of the branch it
+	// left with, and BranchEnd, on that first turn, the last ordinal
+	// that left with it (docs/branches.md): no save writes them.
+	Siblings   *siblingsAV `dynamodbav:"siblings,omitempty"`
+	BranchHead int64       `dynamodbav:"branchHead,omitempty"`
+	BranchEnd  int64       `dynamodbav:"branchEnd,omitempty"`
+	// HiddenBy is, on a turn a supersession took off the active branch,
+	// the ordinal of the turn that superseded it (restoreBranch).
+	HiddenBy int64 `dynamodbav:"hiddenBy,omitempty"`
+}
+
+// group is the item's sibling group: its first member's ordinal, the
+// turn's own when it has no siblings.
+func (it *turnItem) group() int64 {
+	if it.Siblings != nil {
+		return it.Siblings.Group
+	}
+	return it.Ordinal
 }
 
 // optionalTurnAttrs are the turn attributes that may be absent; a save
 // that does not set one removes it.
 var optionalTurnAttrs = []string{AttrVisibleKey, "inputHash", attrMetered, "error", "startedAt", "completedAt",
-	"messages", "messagesGzip", "chunks", "chunkPrefix", attrSaveID, attrLive}
+	"messages", "messagesGzip", "chunks", "chunkPrefix", attrSaveID, attrLive, attrSiblings}
 
 func newTurnItem(t *chat.Turn, owner chat.Principal, token string, savedAt time.Time) turnItem {
 	it := turnItem{
@@ -432,6 +498,7 @@ func newTurnItem(t *chat.Turn, owner chat.Principal, token string, savedAt time.
 		Usage:         usageAV(t.Usage),
 		Metered:       toMeteredAV(t.Metered),
 		Superseded:    t.Superseded,
+		Siblings:      toSiblingsAV(t.Siblings),
 		FirstSequence: t.FirstSequence,
 		LastSequence:  t.LastSequence,
 		StartedAt:     millis(t.StartedAt),
@@ -470,6 +537,7 @@ func (it *turnItem) turn() chat.Turn {
 		Metered:       it.Metered.usage(),
 		Artifacts:     artifactRefs(it.Artifacts),
 		Superseded:    it.Superseded,
+		Siblings:      it.Siblings.siblings(),
 		FirstSequence: it.FirstSequence,
 		LastSequence:  it.LastSequence,
 		StartedAt:     fromMillis(it.StartedAt),

@@ -70,6 +70,13 @@ const (
 	PurposeFree Purpose = "free"
 	// PurposeSupersede marks turns superseded (Supersede).
 	PurposeSupersede Purpose = "supersede"
+	// PurposeSelect switches the active branch (SelectTurn): the
+	// session's select mark, the turns that leave and those that come
+	// back, the mark cleared.
+	PurposeSelect Purpose = "select"
+	// PurposeFork writes a forked session (ForkSession): its turns, then
+	// its session item.
+	PurposeFork Purpose = "fork"
 	// PurposeArtifacts records a turn's artifact references.
 	PurposeArtifacts Purpose = "artifacts"
 	// PurposeEnqueue queues a turn: its queue item and the session's

@@ -294,6 +294,17 @@ func (s *Store) ClaimQueued(ctx context.Context, sessionID string, leaseDuration
 		if sess.ActiveTurn != nil || chat.PendingConfirmation(sess.Confirmations, now) {
 			return nil, nil, chat.ErrSessionBusy
 		}
+		if m := si.Selecting; m != nil {
+			// A select runs, or one stopped before its end: finished
+			// first (docs/branches.md).
+			if m.ExpiresAt > millis(now) {
+				return nil, nil, chat.ErrSessionBusy
+			}
+			if err := s.finishSelect(ctx, sessionID, m); err != nil {
+				return nil, nil, err
+			}
+			continue
+		}
 		if i := slices.IndexFunc(sess.Queue, func(e chat.QueueEntry) bool { return e.Recording }); i >= 0 {
 			// A recording as never run whose writer died between its steps.
 			q, err := s.readQueueItem(ctx, sessionID, sess.Owner, sess.Queue[i])

@@ -119,8 +119,8 @@ func unknownClaim(req chat.ClaimRequest, written, resolving error) error {
 func claimWrite(req chat.ClaimRequest, token string, now time.Time) (expression.UpdateBuilder, condition) {
 	cond := condition{
 		expr: createBranch + "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)" +
-			" AND (attribute_not_exists(#queue) OR size(#queue) = :zero)",
-		names:   []string{attrOwnerKey, attrLeaseToken, attrWindow, attrQueue},
+			" AND attribute_not_exists(#selecting) AND (attribute_not_exists(#queue) OR size(#queue) = :zero)",
+		names:   []string{attrOwnerKey, attrLeaseToken, attrWindow, attrSelecting, attrQueue},
 		aliases: map[string]string{"#claimed": req.TurnID},
 		values:  map[string]types.AttributeValue{":owner": strValue(ownerKey(req.Principal)), ":zero": numValue(0)},
 	}
@@ -128,15 +128,15 @@ func claimWrite(req chat.ClaimRequest, token string, now time.Time) (expression.
 	case req.Decision != nil:
 		// A decision runs before the session's queued turns, which wait
 		// for it (docs/multitask.md).
-		cond.expr = "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)"
-		cond.names = []string{attrOwnerKey, attrLeaseToken, attrWindow}
+		cond.expr = "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed) AND attribute_not_exists(#selecting)"
+		cond.names = []string{attrOwnerKey, attrLeaseToken, attrWindow, attrSelecting}
 		delete(cond.values, ":zero")
 		cond = decisionCondition(cond, req.Decision, now)
 	case req.AheadOfQueue:
 		// An interrupt: the queue waits for the turn that replaces the
 		// running one.
-		cond.expr = createBranch + "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed)"
-		cond.names = []string{attrOwnerKey, attrLeaseToken, attrWindow}
+		cond.expr = createBranch + "#ownerKey = :owner AND attribute_not_exists(#leaseToken) AND attribute_not_exists(#window.#claimed) AND attribute_not_exists(#selecting)"
+		cond.names = []string{attrOwnerKey, attrLeaseToken, attrWindow, attrSelecting}
 		delete(cond.values, ":zero")
 	}
 	if req.IfNextOrdinal > 0 {
@@ -370,6 +370,18 @@ func (s *Store) classifyClaim(ctx context.Context, req chat.ClaimRequest, item m
 	}
 	if req.IfNextOrdinal > 0 && sess.NextOrdinal != req.IfNextOrdinal {
 		return nil, chat.ErrSessionMoved
+	}
+	if m := si.Selecting; m != nil {
+		// A select runs (busy), or one stopped before its end: it is
+		// finished first (docs/branches.md), and the claim is answered as
+		// one that met a session changing under it.
+		if m.ExpiresAt > millis(now) {
+			return nil, fmt.Errorf("claim session %s: a select runs: %w", req.SessionID, chat.ErrSessionBusy)
+		}
+		if err := s.finishSelect(ctx, req.SessionID, m); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("claim session %s: session changed during the claim: %w", req.SessionID, chat.ErrSessionBusy)
 	}
 	crashed := sess.ActiveTurn
 	if crashed != nil && crashed.ExpiresAt.After(now) && si.FencedToken == "" {

@@ -325,60 +325,60 @@ func (s *Store) LoadContext(ctx context.Context, sessionID string, beforeOrdinal
 // Supersede implements chat.Store: one consistent read checks that the
 // claim's token holds an unexpired lease, one Query per 1 MB finds the
 // visible turns in range, and one UpdateItem per turn removes it from
-// VisibleIndex (idempotent, so a retried one is harmless).
-func (s *Store) Supersede(ctx context.Context, c *chat.Claim, fromOrdinal, toOrdinal int64) error {
+// VisibleIndex and records the branch it left with (idempotent, so a
+// retried one is harmless; the first turn's write carries the group). A
+// range whose first visible turn is not the one at fromOrdinal costs one
+// consistent read of that turn, to compare their groups.
+func (s *Store) Supersede(ctx context.Context, c *chat.Claim, fromOrdinal, toOrdinal int64) (*chat.Siblings, error) {
 	ctx = withPurpose(ctx, PurposeSupersede)
 	if c == nil {
-		return fmt.Errorf("%w: supersede needs a claim", chat.ErrInvalidRequest)
+		return nil, fmt.Errorf("%w: supersede needs a claim", chat.ErrInvalidRequest)
 	}
 	sessionID, token := c.Session.ID, c.Lease.Token
 	_, si, err := s.readSession(ctx, sessionID)
 	if errors.Is(err, errNoSession) {
-		return chat.ErrLeaseLost
+		return nil, chat.ErrLeaseLost
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if si.LeaseToken != token || si.LeaseExpiresAt <= millis(s.now()) {
-		return chat.ErrLeaseLost
+		return nil, chat.ErrLeaseLost
 	}
 	fromOrdinal = max(fromOrdinal, 1)
 	toOrdinal = min(toOrdinal, maxOrdinal+1)
 	if fromOrdinal >= toOrdinal {
-		return nil
+		return nil, nil
 	}
-	key := pkKey(sessionID).And(expression.Key(AttrVisibleKey).Between(
-		expression.Value(ordinalKey(fromOrdinal)), expression.Value(ordinalKey(toOrdinal-1))))
-	var start map[string]types.AttributeValue
-	for {
-		out, err := s.queryVisible(ctx, sessionID, key, true, 0, start)
+	hide, err := s.visibleFrom(ctx, sessionID, fromOrdinal, toOrdinal-1, 0)
+	if err != nil || len(hide) == 0 {
+		return nil, err
+	}
+	first := hide[0]
+	if first.Ordinal != fromOrdinal {
+		item, found, err := s.getItem(ctx, turnKey(sessionID, fromOrdinal))
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("supersede: read turn %d of session %s: %w", fromOrdinal, sessionID, err)
 		}
-		for _, item := range out.Items {
-			if err := s.markSuperseded(ctx, sessionID, item); err != nil {
-				return err
+		var p *turnItem
+		if found {
+			if p, err = decodeTurnItem(item); err != nil {
+				return nil, err
 			}
 		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return nil
+		if p == nil || p.group() != first.group() {
+			return nil, chat.ErrLineageStale
 		}
-		start = out.LastEvaluatedKey
 	}
-}
-
-func (s *Store) markSuperseded(ctx context.Context, sessionID string, item map[string]types.AttributeValue) error {
-	up := expression.Set(expression.Name(attrSuperseded), expression.Value(true)).
-		Remove(expression.Name(AttrVisibleKey))
-	cond := condition{expr: "attribute_exists(#pk)", names: []string{AttrPK}}
-	_, err := s.update(ctx, PurposeSupersede, map[string]types.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK]}, up, cond)
-	if failed, _ := conditionFailed(err); failed {
-		return nil // the item vanished: nothing left to hide
-	}
+	firstTurn := first.turn()
+	g, err := chat.Joined(&firstTurn, chat.Sibling{Ordinal: c.Lease.Ordinal, TurnID: c.Lease.TurnID})
 	if err != nil {
-		return fmt.Errorf("supersede a turn of session %s: %w", sessionID, err)
+		return nil, err
 	}
-	return nil
+	if err := s.leaveBranch(ctx, PurposeSupersede, sessionID, hide, g, c.Lease.Ordinal); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // ListTurns implements chat.Store: exactly one Query of VisibleIndex with

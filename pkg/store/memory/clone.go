@@ -42,6 +42,7 @@ func cloneTurn(t *chat.Turn) *chat.Turn {
 	c.Artifacts = slices.Clone(t.Artifacts)
 	c.Feedback = clonePtr(t.Feedback)
 	c.ReasoningBlocks = bytes.Clone(t.ReasoningBlocks)
+	c.Siblings = t.Siblings.Clone()
 	return &c
 }
 

@@ -80,6 +80,9 @@ type sessionRecord struct {
 	// for its owner's list (conversation.go); nil until one did.
 	title  string
 	listed *listed
+	// forkedFrom names the session and turn this session was forked at
+	// (ForkSession), "" for others.
+	forkedFrom string
 }
 
 // fenceToken replaces the token of a crashed turn's claim at takeover: no
@@ -110,8 +113,29 @@ func (rec *sessionRecord) fence(l *chat.Lease, lost int64, now time.Time) chat.T
 			Lineage: l.Lineage, InputHash: l.InputHash, Artifacts: []chat.ArtifactReference{},
 		}
 		rec.turns[l.Ordinal] = &turnItem{turn: record.Lost(lost, now), token: fenceToken, hidden: true}
+		rec.restoreBranch(l.Ordinal)
 	}
 	return chat.OutcomeIndeterminate
+}
+
+// restoreBranch brings back the turns the supersession of the turn at
+// ordinal took off the active branch, for a turn lost before its first
+// checkpoint: no version of it exists to take their place
+// (docs/branches.md). The group the first of them kept loses that turn.
+func (rec *sessionRecord) restoreBranch(ordinal int64) {
+	for _, o := range rec.ordinals {
+		it := rec.turns[o]
+		if it.hiddenBy != ordinal || o >= ordinal {
+			continue
+		}
+		it.turn.Superseded, it.hiddenBy = false, 0
+		if g := it.turn.Siblings; g != nil && it.branchHead == o {
+			g.Members = slices.DeleteFunc(g.Members, func(m chat.Sibling) bool { return m.Ordinal == ordinal })
+			if len(g.Members) < 2 {
+				it.turn.Siblings = nil
+			}
+		}
+	}
 }
 
 // decide records the fate of a turn whose lease expired at now without
@@ -200,6 +224,23 @@ type turnItem struct {
 	// hidden marks the record of a turn lost before its first
 	// checkpoint: PollTurn returns it, no list or lookup by id does.
 	hidden bool
+	// branchHead is, on a turn off the active branch, the ordinal of the
+	// first turn of the branch it left with; branchEnd, on that first
+	// turn, the last ordinal that left with it; hiddenBy the ordinal of
+	// the turn whose supersession took it off (docs/branches.md).
+	branchHead, branchEnd, hiddenBy int64
+}
+
+// visible reports whether it is on the session's active branch.
+func (it *turnItem) visible() bool { return !it.turn.Superseded && !it.hidden }
+
+// group is the sibling group of it's turn: its first member's ordinal,
+// the turn's own when it has no siblings.
+func (it *turnItem) group() int64 {
+	if g := it.turn.Siblings; g != nil {
+		return g.Group
+	}
+	return it.turn.Ordinal
 }
 
 // New returns an empty Store. It panics if opts.CursorKey is non-empty and
@@ -447,12 +488,12 @@ func (s *Store) AbandonLease(ctx context.Context, c *chat.Claim) error {
 // Supersede implements chat.Store. The token must hold an unexpired lease.
 // Only saved turns exist to be marked; a range with fromOrdinal >=
 // toOrdinal marks nothing.
-func (s *Store) Supersede(ctx context.Context, c *chat.Claim, fromOrdinal, toOrdinal int64) error {
+func (s *Store) Supersede(ctx context.Context, c *chat.Claim, fromOrdinal, toOrdinal int64) (*chat.Siblings, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	if c == nil {
-		return fmt.Errorf("supersede: %w", chat.ErrInvalidRequest)
+		return nil, fmt.Errorf("supersede: %w", chat.ErrInvalidRequest)
 	}
 	sessionID, token := c.Session.ID, c.Lease.Token
 	now := s.clock()
@@ -460,18 +501,34 @@ func (s *Store) Supersede(ctx context.Context, c *chat.Claim, fromOrdinal, toOrd
 	defer s.mu.Unlock()
 	rec, ok := s.sessions[sessionID]
 	if !ok {
-		return chat.ErrLeaseLost
+		return nil, chat.ErrLeaseLost
 	}
 	l := rec.session.ActiveTurn
 	if l == nil || !holds(l, l.TurnID, token, now) {
-		return chat.ErrLeaseLost
+		return nil, chat.ErrLeaseLost
 	}
+	var hide []int64
 	for _, ord := range rec.ordinals {
-		if ord >= fromOrdinal && ord < toOrdinal {
-			rec.turns[ord].turn.Superseded = true
+		if ord >= fromOrdinal && ord < toOrdinal && rec.turns[ord].visible() {
+			hide = append(hide, ord)
 		}
 	}
-	return nil
+	if len(hide) == 0 {
+		return nil, nil
+	}
+	first := rec.turns[hide[0]]
+	if p, ok := rec.turns[fromOrdinal]; hide[0] != fromOrdinal && (!ok || p.group() != first.group()) {
+		return nil, chat.ErrLineageStale
+	}
+	g, err := chat.Joined(&first.turn, chat.Sibling{Ordinal: c.Lease.Ordinal, TurnID: c.Lease.TurnID})
+	if err != nil {
+		return nil, err
+	}
+	rec.leaveBranch(hide, g)
+	for _, o := range hide {
+		rec.turns[o].hiddenBy = c.Lease.Ordinal
+	}
+	return g.Clone(), nil
 }
 
 // SaveTurn implements chat.Store. Only the claim ClaimTurn issued for

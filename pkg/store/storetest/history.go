@@ -179,7 +179,7 @@ func historyCases() map[string]func(*testing.T, *env) {
 		"SupersededExcludedWithoutEmptyPages": func(t *testing.T, e *env) {
 			e.completeTurns("s1", "t", 9) // ordinals 1-9
 			edit := e.claim("s1", "edit") // ordinal 10 supersedes 3-9
-			if err := e.store.Supersede(e.ctx, edit, 3, edit.Lease.Ordinal); err != nil {
+			if _, err := e.store.Supersede(e.ctx, edit, 3, edit.Lease.Ordinal); err != nil {
 				t.Fatalf("Supersede: %v", err)
 			}
 			turn := e.turnFor(edit, "s1")
@@ -191,7 +191,7 @@ func historyCases() map[string]func(*testing.T, *env) {
 			// Supersede the tail too: the visible turns are then all at the
 			// start, and the page holding the last of them must say no more.
 			retry := e.claim("s1", "retry") // ordinal 11 supersedes 10
-			if err := e.store.Supersede(e.ctx, retry, edit.Lease.Ordinal, retry.Lease.Ordinal); err != nil {
+			if _, err := e.store.Supersede(e.ctx, retry, edit.Lease.Ordinal, retry.Lease.Ordinal); err != nil {
 				t.Fatalf("Supersede: %v", err)
 			}
 			e.release("s1", retry, chat.OutcomeIndeterminate, retry.BaseSequence) // never saved

@@ -53,7 +53,7 @@ func leaseCases() map[string]func(*testing.T, *env) {
 			wantErr(t, "renew by the taken-over turn", err, chat.ErrLeaseLost)
 			_, err = e.store.ReleaseTurn(e.ctx, chat.ReleaseRequest{Claim: c, Outcome: chat.OutcomeCompleted, Sequence: 3})
 			wantErr(t, "release by the taken-over turn", err, chat.ErrLeaseLost)
-			err = e.store.Supersede(e.ctx, c, 1, 2)
+			_, err = e.store.Supersede(e.ctx, c, 1, 2)
 			wantErr(t, "supersede by the taken-over turn", err, chat.ErrLeaseLost)
 			if s := e.session("s1"); s.ActiveTurn == nil || s.ActiveTurn.Token != c2.Lease.Token {
 				t.Errorf("active turn = %+v, want t2's lease untouched by the stale holder", s.ActiveTurn)

@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Conversations", conversationCases()},
 		{"Delete", deleteCases()},
 		{"Attachments", attachmentCases()},
+		{"Branches", branchCases()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

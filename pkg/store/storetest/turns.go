@@ -159,7 +159,7 @@ func turnCases() map[string]func(*testing.T, *env) {
 			req.Lineage = protocol.Lineage{Operation: protocol.OperationEdit, ParentTurnID: "t001", SourceMessageID: "t001-user"}
 			c := e.claimWith(req)
 			// [3, 4) marks ordinal 3 only: the range is half-open.
-			if err := e.store.Supersede(e.ctx, c, 3, 4); err != nil {
+			if _, err := e.store.Supersede(e.ctx, c, 3, 4); err != nil {
 				t.Fatalf("Supersede: %v", err)
 			}
 			for id, want := range map[string]bool{"t001": false, "t002": true, "t003": false} {
@@ -168,11 +168,11 @@ func turnCases() map[string]func(*testing.T, *env) {
 				}
 			}
 			for range 2 { // idempotent
-				if err := e.store.Supersede(e.ctx, c, 2, c.Lease.Ordinal); err != nil {
+				if _, err := e.store.Supersede(e.ctx, c, 2, c.Lease.Ordinal); err != nil {
 					t.Fatalf("Supersede: %v", err)
 				}
 			}
-			err := e.store.Supersede(e.ctx, forged(c, "not-a-token"), 1, c.Lease.Ordinal)
+			_, err := e.store.Supersede(e.ctx, forged(c, "not-a-token"), 1, c.Lease.Ordinal)
 			wantErr(t, "Supersede without the lease", err, chat.ErrLeaseLost)
 
 			loaded, _, err := e.store.LoadContext(e.ctx, "s1", c.Lease.Ordinal, 1000)

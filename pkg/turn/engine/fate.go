@@ -163,5 +163,6 @@ func (ft *fate) record(end ending, v view, first, last int64) *chat.Turn {
 		LastSequence:    last,
 		StartedAt:       t.startedAt,
 		CompletedAt:     t.h.clock.Now(),
+		Siblings:        t.siblings,
 	}
 }

@@ -41,7 +41,10 @@ type run struct {
 	turnID       string
 	lineage      protocol.Lineage
 	inputHash    string
-	scope        scope
+	// siblings is the sibling group the turn joined by superseding its
+	// lineage's parent (docs/branches.md), nil when it has none.
+	siblings *chat.Siblings
+	scope    scope
 	// enc encodes the turn's states on its 200 stream: NDJSON snapshots,
 	// full or compact (ndjsonStream), or AG-UI events (aguiStreamer).
 	enc       streamEncoder
@@ -153,10 +156,21 @@ func (t *run) serve(parent *chat.Turn) {
 	t.log.Debug("definition resolved", "definitionId", ag.def.ID, "definitionRevision", ag.def.Revision)
 	ordinal := t.claim.Lease.Ordinal
 	if parent != nil {
-		if err := t.h.opts.Store.Supersede(t.ctx, t.claim, parent.Ordinal, ordinal); err != nil {
+		g, err := t.h.opts.Store.Supersede(t.ctx, t.claim, parent.Ordinal, ordinal)
+		if errors.Is(err, chat.ErrLineageStale) || errors.Is(err, chat.ErrSiblingsFull) {
+			// Nothing was marked: the claim is undone and the turn id
+			// stays unspent, as for a lineage refused before the claim.
+			if t.withdrawOrFail("supersede", fmt.Errorf("%w: %w", httpedge.ErrLineageInvalid, err)) {
+				t.failBefore("supersede", err, true)
+			}
+			return
+		}
+		t.withdrawable = false // the claim superseded turns: no longer only a lease
+		if err != nil {
 			t.failBeforeStream("supersede", err)
 			return
 		}
+		t.siblings = g
 	}
 	if err := t.loadContext(t.ctx, ag.def, ordinal, t.claim.Session.Owner); err != nil {
 		t.endBeforeStream("load context", err)

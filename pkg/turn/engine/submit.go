@@ -135,7 +135,7 @@ func (h *handler) runSubmission(ctx context.Context, w http.ResponseWriter, r *h
 	// turn waiting behind it (an interrupt's, which the release would
 	// start) can be undone when its acknowledgment fails
 	// (run.unacknowledged).
-	t.withdrawable = sub.decision == nil && parent == nil && len(chat.Waiting(claim.Session.Queue)) == 0
+	t.withdrawable = sub.decision == nil && len(chat.Waiting(claim.Session.Queue)) == 0
 	t.serve(parent)
 }
 

@@ -265,6 +265,7 @@ func (s *supervisor) checkpointOf(st liveState) *chat.Checkpoint {
 		FirstSequence: t.claim.BaseSequence + 1,
 		Sequence:      st.seq,
 		StartedAt:     t.startedAt,
+		Siblings:      t.siblings,
 	}
 }
 
