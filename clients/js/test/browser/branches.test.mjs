@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { TurnstreamClient } from "../../dist/turnstream.js";
 import { startDevServer } from "../devserver.mjs";
 import { here } from "../helpers.mjs";
-import { axe, browserMissing, launch } from "./chromium.mjs";
+import { axe, browserMissing, cutByNavigation, launch } from "./chromium.mjs";
 
 const shots = join(here, "../test-output/screenshots");
 const skip = browserMissing();
@@ -38,6 +38,7 @@ describe("versions of an answer in Chromium", { skip }, () => {
   // error, failed request or error status is a problem.
   async function open(user, session) {
     const page = await browser.context.newPage();
+    const cut = cutByNavigation(page);
     await page.setViewportSize({ width: 1280, height: 800 });
     const problems = [];
     page.on("pageerror", (e) => problems.push(e.message));
@@ -48,6 +49,7 @@ describe("versions of an answer in Chromium", { skip }, () => {
       if (r.status() >= 400) problems.push(`response: ${r.status()} ${r.request().method()} ${new URL(r.url()).pathname}`);
     });
     page.on("requestfailed", (r) => {
+      if (cut(r)) return;
       const path = new URL(r.url()).pathname;
       if (r.failure()?.errorText === "net::ERR_ABORTED" && r.method() === "POST" && path === "/turn/") return;
       problems.push(`request failed: ${r.method()} ${path} ${r.failure()?.errorText}`);
