@@ -30,8 +30,9 @@ type Config struct {
 	JWKSURL string
 	// Issuer is the required "iss" claim (JWT_ISSUER); required in jwt mode.
 	Issuer string
-	// Audience is the required "aud" value (JWT_AUDIENCE); required in jwt
-	// mode.
+	// Audience is the value a token's "aud" must hold or, in a token
+	// without "aud", its "client_id" must be (Amazon Cognito's access
+	// tokens) (JWT_AUDIENCE); required in jwt mode.
 	Audience string
 	// ClockSkew is the tolerance for exp, nbf and iat (JWT_CLOCK_SKEW,
 	// default 60 s, 0..5 min).

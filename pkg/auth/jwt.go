@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -144,12 +145,14 @@ func (a *jwtAuthenticator) Authenticate(r *http.Request) (chat.Principal, error)
 		jwt.WithClock(jwt.ClockFunc(a.now)),
 		jwt.WithAcceptableSkew(a.skew),
 		jwt.WithIssuer(a.issuer),
-		jwt.WithAudience(a.audience),
 		jwt.WithRequiredClaim(jwt.SubjectKey),
 		jwt.WithRequiredClaim(jwt.ExpirationKey),
 	)
 	if err != nil {
 		return chat.Principal{}, unauthenticated(jwtReason(err))
+	}
+	if reason := a.audienceProblem(t); reason != "" {
+		return chat.Principal{}, unauthenticated(reason)
 	}
 	sub, _ := t.Subject()
 	if !validIdentity(sub) {
@@ -169,6 +172,29 @@ func (a *jwtAuthenticator) Authenticate(r *http.Request) (chat.Principal, error)
 		return chat.Principal{}, unauthenticated("tenant claim empty or malformed")
 	}
 	return chat.Principal{Subject: sub, Tenant: tenant, Trusted: a.trusted.of(tenant, sub)}, nil
+}
+
+// audienceProblem checks that t is meant for this service: its "aud"
+// holds the configured audience or, for a token without "aud", its
+// "client_id" is it. Amazon Cognito's access tokens carry no "aud", only
+// the app client's id as "client_id" (API Gateway's JWT authorizers
+// accept the same two); an "aud" that does not hold the audience is
+// refused whatever "client_id" says. It returns "" or a fixed reason.
+func (a *jwtAuthenticator) audienceProblem(t jwt.Token) string {
+	if aud, ok := t.Audience(); ok && len(aud) > 0 {
+		if !slices.Contains(aud, a.audience) {
+			return "wrong audience"
+		}
+		return ""
+	}
+	var client string
+	if err := t.Get("client_id", &client); err != nil {
+		return "no audience (aud or client_id)"
+	}
+	if client != a.audience {
+		return "wrong audience"
+	}
+	return ""
 }
 
 // keyAllows reports whether a token signed with the JWS algorithm alg may

@@ -269,18 +269,34 @@ func TestJWT(t *testing.T) {
 		"expired within skew":    {"Bearer " + sign(t, edit(func(c *claims) { c.exp = testNow.Add(-30 * time.Second) }), k["ES256"], "ec-256"), user, nil},
 		"nbf within skew":        {"Bearer " + sign(t, edit(func(c *claims) { c.nbf = testNow.Add(30 * time.Second) }), k["ES256"], "ec-256"), user, nil},
 		"no nbf nor iat":         {"Bearer " + sign(t, edit(func(c *claims) { c.omit = map[string]bool{"nbf": true, "iat": true} }), k["ES256"], "ec-256"), user, nil},
-		"trusted subject":        {"Bearer " + sign(t, edit(func(c *claims) { c.sub = "host-service" }), k["ES256"], "ec-256"), chat.Principal{Subject: "host-service", Tenant: testIssuer, Trusted: true}, nil},
+		"client_id, no aud (Cognito access token)": {"Bearer " + sign(t, edit(func(c *claims) {
+			c.omit = map[string]bool{"aud": true}
+			c.extra = map[string]any{"client_id": testAudience, "token_use": "access"}
+		}), k["ES256"], "ec-256"), user, nil},
+		"trusted subject": {"Bearer " + sign(t, edit(func(c *claims) { c.sub = "host-service" }), k["ES256"], "ec-256"), chat.Principal{Subject: "host-service", Tenant: testIssuer, Trusted: true}, nil},
 
-		"alg none":                    {"Bearer " + unsigned(t, `{"alg":"none","kid":"rsa-1"}`, validClaims()), chat.Principal{}, auth.ErrUnauthenticated},
-		"alg none, no kid":            {"Bearer " + unsigned(t, `{"alg":"none"}`, validClaims()), chat.Principal{}, auth.ErrUnauthenticated},
-		"HS256 with public key DER":   {"Bearer " + hmacWith(rsaPublicDER), chat.Principal{}, auth.ErrUnauthenticated},
-		"HS256 with public key JWK":   {"Bearer " + hmacWith(rsaJWKJSON), chat.Principal{}, auth.ErrUnauthenticated},
-		"expired":                     {"Bearer " + sign(t, edit(func(c *claims) { c.exp = testNow.Add(-2 * time.Minute) }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
-		"not yet valid (nbf)":         {"Bearer " + sign(t, edit(func(c *claims) { c.nbf = testNow.Add(2 * time.Minute) }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
-		"issued in the future (iat)":  {"Bearer " + sign(t, edit(func(c *claims) { c.iat = testNow.Add(2 * time.Minute) }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
-		"wrong issuer":                {"Bearer " + sign(t, edit(func(c *claims) { c.iss = "https://evil.example/" }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
-		"no issuer":                   {"Bearer " + sign(t, edit(func(c *claims) { c.omit = map[string]bool{"iss": true} }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
-		"wrong audience":              {"Bearer " + sign(t, edit(func(c *claims) { c.aud = []string{"other"} }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
+		"alg none":                   {"Bearer " + unsigned(t, `{"alg":"none","kid":"rsa-1"}`, validClaims()), chat.Principal{}, auth.ErrUnauthenticated},
+		"alg none, no kid":           {"Bearer " + unsigned(t, `{"alg":"none"}`, validClaims()), chat.Principal{}, auth.ErrUnauthenticated},
+		"HS256 with public key DER":  {"Bearer " + hmacWith(rsaPublicDER), chat.Principal{}, auth.ErrUnauthenticated},
+		"HS256 with public key JWK":  {"Bearer " + hmacWith(rsaJWKJSON), chat.Principal{}, auth.ErrUnauthenticated},
+		"expired":                    {"Bearer " + sign(t, edit(func(c *claims) { c.exp = testNow.Add(-2 * time.Minute) }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
+		"not yet valid (nbf)":        {"Bearer " + sign(t, edit(func(c *claims) { c.nbf = testNow.Add(2 * time.Minute) }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
+		"issued in the future (iat)": {"Bearer " + sign(t, edit(func(c *claims) { c.iat = testNow.Add(2 * time.Minute) }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
+		"wrong issuer":               {"Bearer " + sign(t, edit(func(c *claims) { c.iss = "https://evil.example/" }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
+		"no issuer":                  {"Bearer " + sign(t, edit(func(c *claims) { c.omit = map[string]bool{"iss": true} }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
+		"wrong audience":             {"Bearer " + sign(t, edit(func(c *claims) { c.aud = []string{"other"} }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
+		"client_id of another client, no aud": {"Bearer " + sign(t, edit(func(c *claims) {
+			c.omit = map[string]bool{"aud": true}
+			c.extra = map[string]any{"client_id": "other"}
+		}), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
+		"client_id not a string, no aud": {"Bearer " + sign(t, edit(func(c *claims) {
+			c.omit = map[string]bool{"aud": true}
+			c.extra = map[string]any{"client_id": []string{testAudience}}
+		}), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
+		"wrong aud, right client_id": {"Bearer " + sign(t, edit(func(c *claims) {
+			c.aud = []string{"other"}
+			c.extra = map[string]any{"client_id": testAudience}
+		}), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
 		"no audience":                 {"Bearer " + sign(t, edit(func(c *claims) { c.omit = map[string]bool{"aud": true} }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
 		"missing sub":                 {"Bearer " + sign(t, edit(func(c *claims) { c.omit = map[string]bool{"sub": true} }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
 		"empty sub":                   {"Bearer " + sign(t, edit(func(c *claims) { c.sub = "" }), k["ES256"], "ec-256"), chat.Principal{}, auth.ErrUnauthenticated},
@@ -306,23 +322,26 @@ func TestJWT(t *testing.T) {
 	// The logged reason of selected rejections: each fails for the reason
 	// its name says, not for another.
 	reasons := map[string]string{
-		"alg none":                    "algorithm not allowed",
-		"HS256 with public key DER":   "algorithm not allowed",
-		"HS256 with public key JWK":   "algorithm not allowed",
-		"expired":                     "token expired",
-		"not yet valid (nbf)":         "not yet valid",
-		"issued in the future (iat)":  "issued in the future",
-		"wrong issuer":                "wrong issuer",
-		"wrong audience":              "wrong audience",
-		"no audience":                 "wrong audience",
-		"missing sub":                 "missing required claim",
-		"missing exp":                 "missing required claim",
-		"unknown kid":                 "unknown kid",
-		"no kid":                      "no kid",
-		"kid of another key":          "does not match its key",
-		"signed by a key not in JWKS": "signature or format invalid",
-		"tampered payload":            "signature or format invalid",
-		"too long":                    "too long",
+		"alg none":                            "algorithm not allowed",
+		"HS256 with public key DER":           "algorithm not allowed",
+		"HS256 with public key JWK":           "algorithm not allowed",
+		"expired":                             "token expired",
+		"not yet valid (nbf)":                 "not yet valid",
+		"issued in the future (iat)":          "issued in the future",
+		"wrong issuer":                        "wrong issuer",
+		"wrong audience":                      "wrong audience",
+		"no audience":                         "no audience",
+		"client_id of another client, no aud": "wrong audience",
+		"client_id not a string, no aud":      "no audience",
+		"wrong aud, right client_id":          "wrong audience",
+		"missing sub":                         "missing required claim",
+		"missing exp":                         "missing required claim",
+		"unknown kid":                         "unknown kid",
+		"no kid":                              "no kid",
+		"kid of another key":                  "does not match its key",
+		"signed by a key not in JWKS":         "signature or format invalid",
+		"tampered payload":                    "signature or format invalid",
+		"too long":                            "too long",
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
