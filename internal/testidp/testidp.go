@@ -2,6 +2,10 @@
 // public half is served as a JSON Web Key Set over loopback HTTP, and
 // signed JWTs with the claims a test names. It lets tests run pkg/auth's
 // jwt mode through the real handlers without a network identity provider.
+//
+// Provider (oidc.go) is a whole OpenID Connect issuer on loopback for the
+// chat page's sign-in: the dev server's -signin local and the page's
+// browser tests sign in through it.
 package testidp
 
 import (
