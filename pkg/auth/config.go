@@ -34,6 +34,13 @@ type Config struct {
 	// without "aud", its "client_id" must be (Amazon Cognito's access
 	// tokens) (JWT_AUDIENCE); required in jwt mode.
 	Audience string
+	// AudienceSecret names the AWS Secrets Manager secret (name or ARN)
+	// whose string is the audience (JWT_AUDIENCE_SECRET), for a function
+	// that cannot be given it directly: the stack's Amazon Cognito app
+	// client, whose id depends on the page's address, which depends on the
+	// functions (docs/chat-page.md). The function reads it at start and
+	// sets Audience; set JWT_AUDIENCE or this, not both.
+	AudienceSecret string
 	// ClockSkew is the tolerance for exp, nbf and iat (JWT_CLOCK_SKEW,
 	// default 60 s, 0..5 min).
 	ClockSkew time.Duration

@@ -180,6 +180,9 @@ type Config struct {
 	Telemetry telemetry.Config
 	// Usage configures the usage ledger and quotas (docs/quotas.md).
 	Usage UsageConfig
+	// Page configures the chat page where a function serves it
+	// (docs/chat-page.md).
+	Page PageConfig
 }
 
 // UsageConfig configures the usage ledger and quotas (docs/quotas.md).
@@ -334,6 +337,12 @@ var Variables = []string{
 	"ARTIFACTS_TRUSTED_TENANT",
 	"ATTACHMENTS_BUCKET",
 	"AUTH_MODE",
+	"CHAT_PAGE",
+	"CHAT_PAGE_OIDC_AUTHORITY",
+	"CHAT_PAGE_OIDC_CLIENT_ID",
+	"CHAT_PAGE_OIDC_LOGOUT_URL",
+	"CHAT_PAGE_OIDC_ORIGINS",
+	"CHAT_PAGE_OIDC_SCOPE",
 	"CHECKPOINT_INTERVAL",
 	"CLEANUP_RESERVE",
 	"CONFIRMATION_TTL",
@@ -347,6 +356,7 @@ var Variables = []string{
 	"ECHO_CHUNK_RUNES",
 	"ECHO_DELAY",
 	"JWT_AUDIENCE",
+	"JWT_AUDIENCE_SECRET",
 	"JWT_CLOCK_SKEW",
 	"JWT_ISSUER",
 	"JWT_JWKS_URL",
@@ -521,6 +531,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c.Model = p.model()
 	c.Telemetry = p.telemetry(c.OnLambda())
 	c.Usage = p.usage()
+	c.Page = p.page(c.Auth)
 
 	if len(p.errs) > 0 {
 		return Config{}, errors.Join(p.errs...)

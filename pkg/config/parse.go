@@ -107,6 +107,10 @@ func (p *parser) auth() AuthConfig {
 	a.JWKSURL = p.str("JWT_JWKS_URL", "")
 	a.Issuer = p.str("JWT_ISSUER", "")
 	a.Audience = p.str("JWT_AUDIENCE", "")
+	a.AudienceSecret = p.str("JWT_AUDIENCE_SECRET", "")
+	if a.Audience != "" && a.AudienceSecret != "" {
+		p.fail("JWT_AUDIENCE_SECRET", "set JWT_AUDIENCE or JWT_AUDIENCE_SECRET, not both")
+	}
 	a.ClockSkew = p.duration("JWT_CLOCK_SKEW", 60*time.Second, 0, 5*time.Minute)
 	a.TenantClaim = p.str("JWT_TENANT_CLAIM", "iss")
 	trustedDefault := ""
@@ -128,8 +132,8 @@ func (p *parser) auth() AuthConfig {
 		if a.Issuer == "" {
 			p.fail("JWT_ISSUER", "required when AUTH_MODE is jwt")
 		}
-		if a.Audience == "" {
-			p.fail("JWT_AUDIENCE", "required when AUTH_MODE is jwt")
+		if a.Audience == "" && a.AudienceSecret == "" {
+			p.fail("JWT_AUDIENCE", "required when AUTH_MODE is jwt (or JWT_AUDIENCE_SECRET)")
 		}
 	}
 	return a
