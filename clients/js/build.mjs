@@ -3,7 +3,7 @@
 //
 //   dist/turnstream.js       the client as one ES module (tests, apps)
 //   dist/turnstream.min.js   the same, minified: the size that is reported
-//   ../../internal/demo/assets/{index.html,app.css,app.js}
+//   ../../internal/demo/assets/{index.html,app.css,app.js,signin.js}
 //                            the demo page the dev server embeds (committed,
 //                            so that go build works without Node)
 //
@@ -49,6 +49,22 @@ const demoBanner = "/*! turnstream demo page. Includes marked 18 (MIT License, C
  */
 export const DEMO_GZIP_BUDGET = 62 * 1024;
 
+// The sign-in script bundles oidc-client-ts (Apache-2.0) and jwt-decode
+// (MIT), which it depends on; only a page that signs in with OpenID
+// Connect loads it (demo/identity.ts).
+const signinBanner = "/*! turnstream chat page sign-in. Includes oidc-client-ts 3 (Apache-2.0, (c) Authts contributors; github.com/authts/oidc-client-ts) and jwt-decode 4 (MIT License, (c) Auth0; github.com/auth0/jwt-decode). */";
+
+/**
+ * SIGNIN_GZIP_BUDGET is what signin.js may weigh, gzipped: the OpenID
+ * Connect client a signed-in page loads besides the page itself.
+ */
+export const SIGNIN_GZIP_BUDGET = 20 * 1024;
+
+/** signinSize returns signin.js's gzipped size in dir. */
+export function signinSize(dir = assetsDir) {
+  return gzipSync(readFileSync(join(dir, "signin.js")), { level: 9 }).length;
+}
+
 /** demoSize returns the gzipped size of each file in dir and their total. */
 export function demoSize(dir = assetsDir) {
   const files = {};
@@ -72,6 +88,17 @@ export async function buildDemo(outdir = assetsDir) {
     minify: true,
     legalComments: "eof",
     banner: { js: demoBanner },
+    // Loaded on demand, built below: a dev page never fetches it.
+    external: ["./signin.js"],
+  });
+  await build({
+    ...common,
+    platform: "browser",
+    entryPoints: [join(here, "demo/signin.ts")],
+    outfile: join(outdir, "signin.js"),
+    minify: true,
+    legalComments: "eof",
+    banner: { js: signinBanner },
   });
   copyFileSync(join(here, "demo/index.html"), join(outdir, "index.html"));
   copyFileSync(join(here, "demo/style.css"), join(outdir, "app.css"));
@@ -116,6 +143,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     const size = await buildClient();
     await buildDemo();
     const demo = demoSize();
-    console.log(`clients/js: dist/turnstream.min.js ${size.minified} bytes, ${(size.gzip / 1024).toFixed(1)} KiB gzip; demo built into internal/demo/assets, ${(demo.total / 1024).toFixed(1)} KiB gzip (budget ${DEMO_GZIP_BUDGET / 1024} KiB)`);
+    console.log(`clients/js: dist/turnstream.min.js ${size.minified} bytes, ${(size.gzip / 1024).toFixed(1)} KiB gzip; demo built into internal/demo/assets, ${(demo.total / 1024).toFixed(1)} KiB gzip (budget ${DEMO_GZIP_BUDGET / 1024} KiB), signin.js ${(signinSize() / 1024).toFixed(1)} KiB gzip (budget ${SIGNIN_GZIP_BUDGET / 1024} KiB)`);
   }
 }

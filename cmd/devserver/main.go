@@ -59,6 +59,7 @@ import (
 
 	"github.com/turnstream/turnstream/internal/devserver"
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
+	"github.com/turnstream/turnstream/internal/testidp"
 	"github.com/turnstream/turnstream/pkg/attach/s3attach"
 	"github.com/turnstream/turnstream/pkg/auth"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -124,6 +125,8 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	addr := fs.String("addr", addrDefault, "listen address (host:port); env ADDR")
 	readTimeout := fs.Duration("read-timeout", DefaultReadTimeout, "bound on reading one request, header and body")
+	signin := fs.String("signin", "", `"local": the chat page signs in through a local OpenID Connect issuer (any name, no password) and the functions read its tokens (AUTH_MODE jwt)`)
+	signinTTL := fs.Duration("signin-token-ttl", testidp.DefaultAccessTTL, "with -signin local: how long its access tokens last")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -132,6 +135,14 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	if *readTimeout <= 0 {
 		return fmt.Errorf("-read-timeout %s: want a positive duration", *readTimeout)
+	}
+	switch {
+	case *signin != "" && *signin != "local":
+		return fmt.Errorf("-signin %q: want local, or leave it out", *signin)
+	case *signinTTL < time.Minute+10*time.Second || *signinTTL > 24*time.Hour:
+		// The page renews a minute before expiry: a shorter token would
+		// be renewed as soon as it arrives.
+		return fmt.Errorf("-signin-token-ttl %s: want 70s..24h", *signinTTL)
 	}
 
 	cfg, err := config.FromLookup(lookupEnv)
@@ -142,7 +153,10 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		cfg.Model.Tools = []string{tool.WorkspaceNoteName, tool.WorkspaceNoteDeleteName}
 		cfg.Model.ApprovalTools = []string{tool.WorkspaceNoteDeleteName}
 	}
-	if cfg.Auth.Mode == config.AuthDev && !loopback(*addr) {
+	if *signin == "local" && !loopback(*addr) {
+		return fmt.Errorf("-addr %s: the local issuer signs in anyone; listen on a loopback address", *addr)
+	}
+	if cfg.Auth.Mode == config.AuthDev && *signin == "" && !loopback(*addr) {
 		return fmt.Errorf("-addr %s: AUTH_MODE dev lets any caller name any principal; listen on a loopback address", *addr)
 	}
 
@@ -167,6 +181,20 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 		_ = tel.Shutdown(shutdownCtx)
 	}()
 
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close() // after a failed set-up; Serve has closed it otherwise
+	base := "http://" + ln.Addr().String()
+	var issuer *localIssuer
+	if *signin == "local" {
+		if issuer, err = startLocalIssuer(ln.Addr(), *signinTTL, &cfg); err != nil {
+			return fmt.Errorf("-signin local: %w", err)
+		}
+		defer issuer.close()
+	}
+
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	_, haveKeys := lookupEnv("AWS_ACCESS_KEY_ID")
@@ -180,18 +208,12 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	}
 	cancel()
 
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	base := "http://" + ln.Addr().String()
 	h, err := devserver.NewHandler(devserver.Options{
 		Config: cfg, Store: store, Authenticator: authn, HandlerLog: handlerLog, RequestLog: log,
 		Telemetry: tel,
 		Uploads:   s3attach.NewLocal(base+strings.TrimSuffix(devserver.UploadsMount, "/"), nil),
 	})
 	if err != nil {
-		_ = ln.Close()
 		return err
 	}
 	modelDesc := "echo model"
@@ -203,6 +225,9 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	_, _ = fmt.Fprintf(stdout, "  history:   %s%s\n", base, devserver.HistoryMount)
 	_, _ = fmt.Fprintf(stdout, "  artifacts: %s%s\n", base, devserver.ArtifactsMount)
 	_, _ = fmt.Fprintf(stdout, "  chat page: %s/\n", base)
+	if issuer != nil {
+		_, _ = fmt.Fprintf(stdout, "  sign-in:   %s (the local issuer: any name, no password)\n", issuer.provider.Issuer())
+	}
 
 	srv := &http.Server{
 		Handler:           h,

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/turnstream/turnstream/internal/demo"
+	"github.com/turnstream/turnstream/pkg/config"
 )
 
 func TestHandler(t *testing.T) {
@@ -24,6 +25,9 @@ func TestHandler(t *testing.T) {
 		"page by name":  {"GET", "/index.html", 200, "text/html; charset=utf-8"},
 		"script":        {"GET", "/app.js", 200, "text/javascript; charset=utf-8"},
 		"styles":        {"GET", "/app.css", 200, "text/css; charset=utf-8"},
+		"sign-in":       {"GET", "/signin.js", 200, "text/javascript; charset=utf-8"},
+		"settings":      {"GET", "/config.json", 200, "application/json"},
+		"post settings": {"POST", "/config.json", http.StatusTeapot, ""},
 		"head":          {"HEAD", "/", 200, "text/html; charset=utf-8"},
 		"unknown path":  {"GET", "/favicon.ico", http.StatusTeapot, ""},
 		"a mount":       {"GET", "/turn/capabilities", http.StatusTeapot, ""},
@@ -87,9 +91,44 @@ func TestPageIsSelfContained(t *testing.T) {
 	// own error message ("Please report this to https://github.com/..."),
 	// and the bundled libraries' license notices at the end of app.js.
 	inert := regexp.MustCompile(`http://www\.w3\.org/|Please report this to https://github\.com/markedjs/marked\.|\(\*! [^\n]*\*\)`)
-	for _, path := range []string{"/", "/app.js", "/app.css"} {
+	for _, path := range []string{"/", "/app.js", "/app.css", "/signin.js"} {
 		if loc := external.FindString(inert.ReplaceAllString(get(path), "")); loc != "" {
 			t.Errorf("%s names another origin: %q", path, loc)
 		}
+	}
+}
+
+// TestSignInSettings: /config.json tells the page how to sign in, and the
+// Content Security Policy lets it reach its issuer and nothing else.
+func TestSignInSettings(t *testing.T) {
+	get := func(h http.Handler, path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return rec
+	}
+	dev := get(demo.Handler(http.NotFoundHandler()), "/config.json")
+	if got := dev.Body.String(); got != `{"signIn":"dev"}` {
+		t.Errorf("dev settings %s", got)
+	}
+
+	page := config.PageConfig{
+		Serve: true, Authority: "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Pool", ClientID: "client-1",
+		Scope: "openid email", LogoutURL: "https://chat.auth.us-east-1.amazoncognito.com/logout",
+		ConnectOrigins: []string{"https://chat.auth.us-east-1.amazoncognito.com", "https://cognito-idp.us-east-1.amazonaws.com"},
+	}
+	h := demo.NewHandler(page, http.NotFoundHandler())
+	rec := get(h, "/config.json")
+	want := `{"signIn":"oidc","authority":"https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Pool","clientId":"client-1","scope":"openid email","logoutUrl":"https://chat.auth.us-east-1.amazoncognito.com/logout"}`
+	if got := rec.Body.String(); got != want {
+		t.Errorf("settings\n%s\nwant\n%s", got, want)
+	}
+	policy := "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self' https://cognito-idp.us-east-1.amazonaws.com https://chat.auth.us-east-1.amazoncognito.com; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	for _, path := range []string{"/", "/app.js", "/signin.js", "/config.json"} {
+		if got := get(h, path).Header().Get("Content-Security-Policy"); got != policy {
+			t.Errorf("%s: policy %q", path, got)
+		}
+	}
+	if got := demo.PolicyFor(config.PageConfig{Serve: true}); got != demo.ContentSecurityPolicy {
+		t.Errorf("a dev page's policy %q", got)
 	}
 }

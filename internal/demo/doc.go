@@ -2,10 +2,15 @@
 // the browser client in clients/js, embedded in the binary so that the dev
 // server needs no network, no CDN and no Node.js at run time.
 //
-// The page's three files (index.html, app.css, app.js) are built from
+// The page's files (index.html, app.css, app.js, and signin.js, which only
+// a page that signs in with OpenID Connect loads) are built from
 // clients/js by `make js-build` and committed under assets/, so `go build`
 // and `go test` work on a fresh clone; the JS test suite (run by `make
 // test`) fails when the committed files differ from a fresh build of their
-// sources. The page talks to the same origin only: the turn function under
-// /turn/ and the history function under /history/.
+// sources. The page talks to its own origin (the turn function under
+// /turn/, the history function under /history/, the artifacts function
+// under /artifacts/) and, when it signs in with OpenID Connect, to its
+// issuer. Deployed, the history function serves it (CHAT_PAGE=on) behind
+// the stack's CloudFront distribution, which gives the three functions
+// those paths on one origin (docs/chat-page.md).
 package demo

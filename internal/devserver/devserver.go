@@ -163,7 +163,7 @@ func NewHandler(o Options) (http.Handler, error) {
 		mount(mux, UploadsMount, "uploads", o.Uploads.Handler(), requestLog)
 	}
 	mux.Handle(MCPDemoMount, logged("mcp-demo", mcptest.New(mcptest.Options{}).Handler(), requestLog))
-	mux.Handle("/", logged("demo", demo.Handler(http.HandlerFunc(httpedge.NotFound)), requestLog))
+	mux.Handle("/", logged("demo", demo.NewHandler(o.Config.Page, http.HandlerFunc(httpedge.NotFound)), requestLog))
 	return canonicalPaths(mux, requestLog), nil
 }
 

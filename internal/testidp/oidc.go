@@ -292,7 +292,9 @@ func (p *Provider) authorize(w http.ResponseWriter, r *http.Request, q url.Value
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self'; frame-ancestors 'none'")
+		// form-action governs the redirect that answers the form too: the
+		// client's origins must be named.
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; form-action 'self' "+strings.Join(p.origins, " ")+"; frame-ancestors 'none'")
 		status := http.StatusOK
 		if submitted {
 			status = http.StatusBadRequest

@@ -47,6 +47,7 @@ import {
 import { asParts, composer, idsOf, partsOf, renderFiles, type Sent } from "./attach.js";
 import { morph, plain as plainText, render as renderMarkdown } from "./markdown.js";
 import { icon, sidebar, type Unlisted } from "./sidebar.js";
+import { identify } from "./identity.js";
 import { usageLine } from "./usage.js";
 
 const PAGE = 10;
@@ -74,14 +75,22 @@ const els = {
   usage: $("usage"),
 };
 
+// Who the page acts for (identity.ts): dev auth on the dev server, or an
+// OpenID Connect sign-in, which may leave the page for the issuer first.
+const identity = await identify().catch((e: unknown) => {
+  const msg = e instanceof Error ? e.message : "The sign-in failed.";
+  els.error.textContent = msg;
+  els.error.hidden = false;
+  status("error", "Not signed in");
+  throw e;
+});
 const params = new URLSearchParams(location.search);
-const user = params.get("user") ?? "";
-const auth: Record<string, string> = isSafeId(user) ? { Authorization: `Bearer dev.${user}` } : {};
+const user = identity.user;
 const client = new TurnstreamClient({
   turnURL: "/turn/",
   historyURL: "/history/",
   artifactsURL: "/artifacts/",
-  headers: auth,
+  headers: identity.headers,
   // The compact stream (docs/compact.md): text every 50 ms for a few
   // bytes more than the answer itself, instead of paced complete snapshots.
   compact: true,
@@ -1633,9 +1642,15 @@ function grow(): void {
 }
 els.input.addEventListener("input", grow);
 
-els.who.textContent = `signed in as ${isSafeId(user) ? user : "local"} (dev auth)`;
+els.who.textContent = identity.label;
+if (identity.signOut) {
+  const out = button("Sign out", "sign-out", "ghost link", "Sign out of this page");
+  out.id = "sign-out";
+  out.addEventListener("click", () => void identity.signOut?.());
+  els.who.after(out);
+}
 // What is left of the user's quotas, when little is (usage.ts).
-const usage = usageLine($("quota"), "/history/", auth);
+const usage = usageLine($("quota"), "/history/", identity.headers);
 
 const side = sidebar({
   client,

@@ -21,14 +21,14 @@ const NEAR = 0.2;
  * the function that reads the report again (after each turn, and after a
  * QUOTA_EXCEEDED). When a shown limit resets, it reads again by itself.
  */
-export function usageLine(el: HTMLElement, historyURL: string, headers: Record<string, string>): () => Promise<void> {
+export function usageLine(el: HTMLElement, historyURL: string, headers: () => Promise<Record<string, string>>): () => Promise<void> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let seq = 0;
   const refresh = async (): Promise<void> => {
     const mine = ++seq;
     let limits: Limit[] = [];
     try {
-      const res = await fetch(new URL("usage?period=day", new URL(historyURL, location.href)), { headers, cache: "no-store" });
+      const res = await fetch(new URL("usage?period=day", new URL(historyURL, location.href)), { headers: await headers(), cache: "no-store" });
       if (res.ok) {
         const body = await res.json();
         if (Array.isArray(body?.limits)) limits = body.limits.filter(valid);

@@ -35,12 +35,14 @@ export function devserverBinary() {
 
 /**
  * startDevServer runs the dev server on 127.0.0.1:0 with env added to the
- * environment and resolves to {base, turnURL, historyURL, artifactsURL,
- * stop} once it printed its URLs.
+ * environment and args added to its flags, and resolves to {base,
+ * turnURL, historyURL, artifactsURL, issuer, stop} once it printed its
+ * URLs (issuer: the local sign-in issuer's URL with -signin local).
  */
-export function startDevServer(env = {}) {
+export function startDevServer(env = {}, args = []) {
   const bin = devserverBinary();
-  const child = spawn(bin, ["-addr", "127.0.0.1:0"], {
+  const signin = args.includes("-signin");
+  const child = spawn(bin, ["-addr", "127.0.0.1:0", ...args], {
     env: { ...process.env, AUTH_MODE: "dev", MODEL_PROVIDER: "echo", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -49,7 +51,8 @@ export function startDevServer(env = {}) {
     const onData = (b) => {
       out += b.toString();
       const m = /turn:\s+(http:\/\/127\.0\.0\.1:\d+)\/turn\//.exec(out);
-      if (!m) return;
+      const idp = /sign-in:\s+(http:\/\/127\.0\.0\.1:\d+) /.exec(out);
+      if (!m || (signin && !idp)) return;
       child.stdout.off("data", onData);
       child.stdout.resume(); // keep draining the request log
       const base = m[1];
@@ -58,6 +61,7 @@ export function startDevServer(env = {}) {
         turnURL: `${base}/turn/`,
         historyURL: `${base}/history/`,
         artifactsURL: `${base}/artifacts/`,
+        issuer: idp?.[1],
         stop: () =>
           new Promise((done) => {
             if (child.exitCode !== null) return done();
