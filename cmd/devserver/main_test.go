@@ -5,11 +5,14 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -155,12 +158,16 @@ func TestRunRejects(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		"dev auth on a public address":   {args: []string{"-addr", "0.0.0.0:0"}, want: "loopback"},
-		"ADDR read from the environment": {env: map[string]string{"ADDR": "0.0.0.0:0"}, want: "-addr 0.0.0.0:0"},
-		"bad configuration":              {env: map[string]string{"TURN_TIMEOUT": "soon"}, want: "TURN_TIMEOUT"},
-		"stray argument":                 {args: []string{"extra"}, want: "unexpected arguments"},
-		"zero read timeout":              {args: []string{"-read-timeout", "0s"}, want: "-read-timeout"},
-		"dev auth on Lambda":             {args: []string{"-addr", "127.0.0.1:0"}, env: map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f"}, want: "refused on Lambda"},
+		"dev auth on a public address":     {args: []string{"-addr", "0.0.0.0:0"}, want: "loopback"},
+		"ADDR read from the environment":   {env: map[string]string{"ADDR": "0.0.0.0:0"}, want: "-addr 0.0.0.0:0"},
+		"bad configuration":                {env: map[string]string{"TURN_TIMEOUT": "soon"}, want: "TURN_TIMEOUT"},
+		"stray argument":                   {args: []string{"extra"}, want: "unexpected arguments"},
+		"zero read timeout":                {args: []string{"-read-timeout", "0s"}, want: "-read-timeout"},
+		"unknown sign-in":                  {args: []string{"-signin", "cognito"}, want: `-signin "cognito": want local`},
+		"sign-in token too short":          {args: []string{"-signin", "local", "-signin-token-ttl", "60s"}, want: "want 70s..24h"},
+		"local issuer on a public address": {args: []string{"-signin", "local", "-addr", "0.0.0.0:0"}, want: "the local issuer signs in anyone"},
+		"local issuer with IAM":            {args: []string{"-signin", "local", "-addr", "127.0.0.1:0"}, env: map[string]string{"AUTH_MODE": "iam"}, want: "AUTH_MODE iam"},
+		"dev auth on Lambda":               {args: []string{"-addr", "127.0.0.1:0"}, env: map[string]string{"AWS_LAMBDA_FUNCTION_NAME": "f"}, want: "refused on Lambda"},
 		"trusted subject without its tenant": {env: map[string]string{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://idp.example/jwks", "JWT_ISSUER": "i",
 			"JWT_AUDIENCE": "a", "JWT_TENANT_CLAIM": "tid", "ARTIFACTS_TRUSTED_SUBJECT": "host"}, want: "ARTIFACTS_TRUSTED_TENANT: required"},
 	}
@@ -404,4 +411,83 @@ func TestNoteTool(t *testing.T) {
 		t.Fatalf("artifacts: %d %+v", status, arts)
 	}
 	srv.stop(t)
+}
+
+// TestLocalSignIn: with -signin local the functions take the local
+// issuer's access tokens and nothing else, and the page's settings name
+// the issuer.
+func TestLocalSignIn(t *testing.T) {
+	s := startServer(t, nil, "-signin", "local")
+	res, err := http.Get(s.url + "/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	var settings struct{ Authority string }
+	if err := json.Unmarshal(body, &settings); err != nil || !strings.HasPrefix(settings.Authority, "http://127.0.0.1:") {
+		t.Fatalf("settings %s: %v", body, err)
+	}
+	issuer := settings.Authority
+	want := `{"signIn":"oidc","authority":"` + issuer + `","clientId":"` + LocalClientID + `","scope":"openid email"}`
+	if string(body) != want {
+		t.Fatalf("settings %s, want %s", body, want)
+	}
+
+	sessions := func(authz string) int {
+		req, _ := http.NewRequest(http.MethodGet, s.url+"/history/sessions", nil)
+		req.Header.Set("Authorization", authz)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if got := sessions("Bearer dev.ann"); got != http.StatusUnauthorized {
+		t.Errorf("a dev token: %d, want 401", got)
+	}
+	if got := sessions("Bearer " + localToken(t, issuer, s.url)); got != http.StatusOK {
+		t.Errorf("the issuer's access token: %d, want 200", got)
+	}
+	if out := s.stop(t); !strings.Contains(out, "sign-in:   "+issuer+" ") {
+		t.Errorf("the banner names no issuer:\n%s", out)
+	}
+}
+
+// localToken signs in at the local issuer as "ann" the way the page does
+// (authorization code with PKCE) and returns the access token.
+func localToken(t *testing.T, issuer, page string) string {
+	t.Helper()
+	verifier := strings.Repeat("v", 43)
+	sum := sha256.Sum256([]byte(verifier))
+	form := url.Values{
+		"response_type": {"code"}, "client_id": {LocalClientID}, "redirect_uri": {page + "/"}, "scope": {"openid"},
+		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}, "username": {"ann"},
+	}
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := noFollow.PostForm(issuer+"/authorize", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	loc, err := url.Parse(res.Header.Get("Location"))
+	if err != nil || loc.Query().Get("code") == "" {
+		t.Fatalf("sign-in answered %d to %q", res.StatusCode, res.Header.Get("Location"))
+	}
+	res, err = http.PostForm(issuer+"/token", url.Values{
+		"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")}, "redirect_uri": {page + "/"},
+		"client_id": {LocalClientID}, "code_verifier": {verifier},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
+		t.Fatalf("token answer %d: %v", res.StatusCode, err)
+	}
+	return tok.AccessToken
 }
