@@ -17,6 +17,7 @@ import (
 
 	"github.com/turnstream/turnstream/functions/internal/attachstore"
 	"github.com/turnstream/turnstream/functions/internal/startup"
+	"github.com/turnstream/turnstream/internal/demo"
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/sessionapi"
@@ -57,5 +58,12 @@ func newHandler(ctx context.Context, cfg config.Config, logger *slog.Logger, tel
 	if err != nil {
 		return nil, err
 	}
-	return startup.SessionHandler(ctx, cfg, logger, tel, "history", sessionapi.NewHistoryHandler, true, attachments)
+	h, err := startup.SessionHandler(ctx, cfg, logger, tel, "history", sessionapi.NewHistoryHandler, true, attachments)
+	if err != nil || !cfg.Page.Serve {
+		return h, err
+	}
+	// CHAT_PAGE=on: the chat page too, behind the stack's CloudFront
+	// distribution, which sends the other paths to their functions
+	// (docs/chat-page.md).
+	return demo.NewHandler(cfg.Page, h), nil
 }

@@ -49,6 +49,36 @@ func TestNewHandler(t *testing.T) {
 	}
 }
 
+// TestServesThePage: with CHAT_PAGE=on the history function serves the
+// chat page and its sign-in settings beside its routes; off, it does not.
+func TestServesThePage(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		env := map[string]string{"CURSOR_SECRET": "0123456789abcdef0123456789abcdef"}
+		if on {
+			env["CHAT_PAGE"] = "on"
+		}
+		cfg, _ := startuptest.Config(t, env)
+		h, err := newHandler(t.Context(), cfg, slog.New(slog.DiscardHandler), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for target, want := range map[string]string{"/": "<!doctype html>", "/config.json": `{"signIn":"dev"}`} {
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, target, nil))
+			if got := w.Code == http.StatusOK && strings.HasPrefix(w.Body.String(), want); got != on {
+				t.Errorf("CHAT_PAGE on=%v: GET %s answered %d %.40q", on, target, w.Code, w.Body)
+			}
+		}
+		r := httptest.NewRequest(http.MethodGet, "/sessions/nope/turns", nil)
+		r.Header.Set("Authorization", auth.DevAuthorization("alice"))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if !strings.Contains(w.Body.String(), `"code":"SESSION_NOT_FOUND"`) {
+			t.Errorf("CHAT_PAGE on=%v: the history routes answer %d %s", on, w.Code, w.Body)
+		}
+	}
+}
+
 // TestNoJSONSchemaLinked: the history and artifacts bootstraps link no
 // JSON Schema library; only the turn function, whose tools and component
 // manifests use one (pkg/tool), does.

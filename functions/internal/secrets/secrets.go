@@ -1,21 +1,24 @@
 // Package secrets reads a function's secrets from AWS Secrets Manager
-// once, at start: the history function's cursor key (CURSOR_SECRET_ARN)
-// and the turn function's OpenAI API key (OPENAI_API_KEY_SECRET_ARN, in
-// a bootstrap built with the openai provider), so that neither is in a
+// once, at start: the history function's cursor key (CURSOR_SECRET_ARN),
+// the turn function's OpenAI API key (OPENAI_API_KEY_SECRET_ARN, in a
+// bootstrap built with the openai provider), so that neither is in a
 // function's environment, where anyone who may read the function's
-// configuration reads it too. Only those two import it: the default turn
-// bootstrap does not link the Secrets Manager client.
+// configuration reads it too, and every function's JWT audience when
+// the stack's Amazon Cognito app client gives it (JWT_AUDIENCE_SECRET,
+// InstallAudience, called by functions/internal/startup).
 package secrets
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/turnstream/turnstream/pkg/awsenv"
+	"github.com/turnstream/turnstream/pkg/config"
 )
 
 // Getter is the one Secrets Manager call a function makes;
@@ -50,4 +53,34 @@ func String(ctx context.Context, c Getter, arn string) (string, error) {
 		return "", ErrNoString
 	}
 	return *out.SecretString, nil
+}
+
+// InstallAudience reads the JWT audience from the secret
+// cfg.Auth.AudienceSecret (JWT_AUDIENCE_SECRET: its current SecretString,
+// spaces trimmed) and sets cfg.Auth.Audience, and the chat page's client
+// id when none is set (the stack's Amazon Cognito app client id is both).
+// Without a secret it does nothing. client makes the Secrets Manager
+// client (NewClient). The error names what failed, never the value.
+func InstallAudience(ctx context.Context, cfg *config.Config, client func(context.Context, string) (Getter, error)) error {
+	name := cfg.Auth.AudienceSecret
+	if name == "" {
+		return nil
+	}
+	c, err := client(ctx, cfg.Region)
+	if err != nil {
+		return fmt.Errorf("JWT_AUDIENCE_SECRET: secrets manager client: %w", err)
+	}
+	v, err := String(ctx, c, name)
+	if err != nil {
+		return fmt.Errorf("JWT_AUDIENCE_SECRET: %w", err)
+	}
+	v = strings.TrimSpace(v)
+	if v == "" || len(v) > 256 {
+		return errors.New("JWT_AUDIENCE_SECRET: the secret's string is empty or longer than 256 bytes")
+	}
+	cfg.Auth.Audience = v
+	if cfg.Page.ClientID == "" {
+		cfg.Page.ClientID = v
+	}
+	return nil
 }

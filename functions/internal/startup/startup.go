@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdaurl"
 
+	"github.com/turnstream/turnstream/functions/internal/secrets"
 	"github.com/turnstream/turnstream/internal/telemetrysetup"
 	"github.com/turnstream/turnstream/pkg/attach"
 	"github.com/turnstream/turnstream/pkg/attach/s3read"
@@ -61,7 +62,11 @@ func Main(name string, setup Setup) {
 		os.Exit(1)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), InitTimeout)
-	serve, err := setup(ctx, &cfg, logger, tel)
+	err = secrets.InstallAudience(ctx, &cfg, secrets.NewClient)
+	var serve func()
+	if err == nil {
+		serve, err = setup(ctx, &cfg, logger, tel)
+	}
 	cancel()
 	if err != nil {
 		logger.Error(name+": start", "error", err)
