@@ -55,6 +55,13 @@ var turnOnlyVariables = []string{
 // parameterSets are the deployments the template is checked under.
 var parameterSets = map[string]map[string]any{
 	"defaults (iam, echo)": {},
+	// The chat page (docs/chat-page.md) runs the functions in jwt mode
+	// whatever AuthMode says.
+	"chat page, Cognito": {"ChatPage": "cognito", "CognitoDomainPrefix": "turnstream-chat"},
+	"chat page, an OIDC issuer": {
+		"ChatPage": "oidc", "JwtJwksUrl": "https://issuer.example/.well-known/jwks.json", "JwtIssuer": "https://issuer.example/",
+		"JwtAudience": "turnstream", "ChatPageClientId": "chat-page",
+	},
 	"jwt and bedrock": {
 		"AuthMode": "jwt", "JwtJwksUrl": "https://issuer.example/.well-known/jwks.json",
 		"JwtIssuer": "https://issuer.example/", "JwtAudience": "turnstream",
@@ -89,7 +96,7 @@ func TestTemplate(t *testing.T) {
 	for name, params := range parameterSets {
 		t.Run(name, func(t *testing.T) {
 			d := load(t, params)
-			jwt := params["AuthMode"] == "jwt"
+			jwt := params["AuthMode"] == "jwt" || params["ChatPage"] != nil
 			bedrock := params["ModelProvider"] == "bedrock"
 
 			fns := d.tpl.GetAllServerlessFunctionResources()
@@ -164,6 +171,9 @@ func TestTemplate(t *testing.T) {
 			wantOutputs := 6 // the README's "After deploy" reads them
 			if alarms {
 				wantOutputs++ // DashboardName
+			}
+			if params["ChatPage"] != nil {
+				wantOutputs++ // ChatPageUrl
 			}
 			if len(d.tpl.Outputs) != wantOutputs {
 				t.Errorf("%d outputs, want %d", len(d.tpl.Outputs), wantOutputs)
@@ -425,6 +435,11 @@ func evaluate(t *testing.T, template []byte, params map[string]any) map[string]a
 		if !ok1 || !ok2 {
 			t.Fatalf("Fn::Split %v: unresolved arguments", input)
 		}
+		// A function URL is https://<host>/: its placeholder splits as one,
+		// the host being GetAtt(<url>.FunctionUrl.Host).
+		if strings.HasPrefix(str, "GetAtt(") && strings.HasSuffix(str, ".FunctionUrl)") {
+			str = "https://" + strings.TrimSuffix(str, ")") + ".Host)/"
+		}
 		var out []any
 		for _, part := range strings.Split(str, delim) {
 			out = append(out, part)
@@ -676,7 +691,17 @@ func checkSecrets(t *testing.T, fname string, env map[string]string, statements 
 		t.Errorf("OPENAI_API_KEY_SECRET_ARN = %q, want %q", env["OPENAI_API_KEY_SECRET_ARN"], wantEnv)
 	}
 	var got []statement
+	audience := env["JWT_AUDIENCE_SECRET"] // ChatPage cognito: every function reads it at start
 	for _, s := range statements {
+		if s.Sid == "ReadPageClientId" {
+			want := "arn:aws:secretsmanager:us-east-1:123456789012:secret:" + audience + "-??????"
+			if audience == "" || !slices.Equal(s.Action, []string{"secretsmanager:GetSecretValue"}) ||
+				!slices.Equal(s.Resource, []string{want}) || s.Condition != nil {
+				t.Errorf("page client id statement %+v, want GetSecretValue on %s, only with JWT_AUDIENCE_SECRET", s, want)
+			}
+			audience = "" // seen
+			continue
+		}
 		if s.Sid == "TurnMcpHeaderSecrets" {
 			if fname != "TurnFunction" || !slices.Equal(s.Action, []string{"secretsmanager:GetSecretValue"}) ||
 				strings.Join(s.Resource, ",") != mcpSecrets || s.Condition != nil {
@@ -691,6 +716,9 @@ func checkSecrets(t *testing.T, fname string, env map[string]string, statements 
 				break
 			}
 		}
+	}
+	if audience != "" {
+		t.Errorf("JWT_AUDIENCE_SECRET %s, but no statement grants reading it", audience)
 	}
 	if fname == "TurnFunction" && mcpSecrets != "" {
 		t.Errorf("no statement grants the MCP header secrets %s", mcpSecrets)

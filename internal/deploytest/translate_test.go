@@ -54,7 +54,7 @@ func TestSAMTranslation(t *testing.T) {
 			}
 			cfn := evaluate(t, js, params)
 			sam := load(t, params)
-			jwt := params["AuthMode"] == "jwt"
+			jwt := params["AuthMode"] == "jwt" || params["ChatPage"] != nil
 			bedrock := params["ModelProvider"] == "bedrock"
 			resources := cfn["Resources"].(map[string]any)
 			if got := typeCount(resources, "AWS::Lambda::Function"); got != len(functions) {
@@ -340,6 +340,25 @@ var deployActions = map[string][]string{
 	"AWS::CloudWatch::Alarm": {
 		"cloudwatch:PutMetricAlarm", "cloudwatch:DescribeAlarms", "cloudwatch:DeleteAlarms",
 		"cloudwatch:TagResource", "cloudwatch:UntagResource", "cloudwatch:ListTagsForResource",
+	},
+	// The chat page (docs/chat-page.md; parameter ChatPage).
+	"AWS::CloudFront::Function": {
+		"cloudfront:CreateFunction", "cloudfront:DescribeFunction", "cloudfront:GetFunction", "cloudfront:PublishFunction",
+		"cloudfront:UpdateFunction", "cloudfront:DeleteFunction",
+	},
+	"AWS::CloudFront::Distribution": {
+		"cloudfront:CreateDistribution", "cloudfront:GetDistribution", "cloudfront:GetDistributionConfig",
+		"cloudfront:UpdateDistribution", "cloudfront:DeleteDistribution", "cloudfront:TagResource", "cloudfront:ListTagsForResource",
+	},
+	"AWS::Cognito::UserPool": {
+		"cognito-idp:CreateUserPool", "cognito-idp:DescribeUserPool", "cognito-idp:UpdateUserPool", "cognito-idp:DeleteUserPool",
+		"cognito-idp:SetUserPoolMfaConfig", "cognito-idp:GetUserPoolMfaConfig", "cognito-idp:TagResource", "cognito-idp:ListTagsForResource",
+	},
+	"AWS::Cognito::UserPoolDomain": {
+		"cognito-idp:CreateUserPoolDomain", "cognito-idp:DescribeUserPoolDomain", "cognito-idp:UpdateUserPoolDomain", "cognito-idp:DeleteUserPoolDomain",
+	},
+	"AWS::Cognito::UserPoolClient": {
+		"cognito-idp:CreateUserPoolClient", "cognito-idp:DescribeUserPoolClient", "cognito-idp:UpdateUserPoolClient", "cognito-idp:DeleteUserPoolClient",
 	},
 	"AWS::CloudWatch::Dashboard": {
 		"cloudwatch:PutDashboard", "cloudwatch:GetDashboard", "cloudwatch:DeleteDashboards", "cloudwatch:ListDashboards",
