@@ -135,13 +135,13 @@ describe("demo chat in Chromium", { skip }, () => {
     const input = [
       "note",
       "# Heading",
-      "Some **bold** and a [site](https://example.com/page).",
+      "Some **bold** and a [site](https://example.com/page), with `inline code`.",
       "```js",
       "console.log(1 < 2)",
       "```",
-      "| a | b |",
-      "|---|---|",
-      "| 1 | 2 |",
+      "| a | b | c |",
+      "|:--|:-:|--:|",
+      "| 1 | 2 | 3 |",
       "",
       `<img src=x onerror="window.__pwned=1"> <script>window.__pwned=2</script>`,
       "",
@@ -155,7 +155,21 @@ describe("demo chat in Chromium", { skip }, () => {
     assert.equal(await page.textContent(`${answer} .code pre > code.language-js`), "console.log(1 < 2)");
     assert.equal(await page.textContent(`${answer} .code .lang`), "js");
     assert.equal(await page.locator(`${answer} .code button.copy`).count(), 1);
-    assert.deepEqual(await page.locator(`${answer} table th`).allTextContents(), ["a", "b"]);
+    assert.deepEqual(await page.locator(`${answer} table th`).allTextContents(), ["a", "b", "c"]);
+    // GFM's column alignment shows, in answers and in the person's messages.
+    for (const who of [answer, `${lastTurn} .msg[data-role="user"] .text`]) {
+      const aligned = await page.$$eval(`${who} table td`, (cells) => cells.map((c) => getComputedStyle(c).textAlign));
+      assert.deepEqual(aligned, ["left", "center", "right"], `${who}: column alignment`);
+    }
+    // An answer takes the column's width; the person's message stays a bubble.
+    const width = (sel) => page.$eval(sel, (e) => e.getBoundingClientRect().width);
+    const column = await width("#turns");
+    assert.ok((await width(lastAssistant)) > 0.9 * column, "the answer is as wide as the column");
+    assert.ok((await width(`${lastTurn} .msg[data-role="user"]`)) < 0.9 * column, "the message is a bubble");
+    // Landmarks and headings: the page has its h1 with a conversation on it,
+    // and the message box is a named form (axe-core's region rule).
+    assert.equal(await page.locator("h1:visible").first().textContent(), "turnstream chat");
+    assert.equal(await page.getAttribute("#composer", "aria-label"), "Write a message");
     const link = page.locator(`${answer} a[href="https://example.com/page"]`);
     assert.equal(await link.getAttribute("rel"), "noopener noreferrer");
     assert.equal(await link.getAttribute("target"), "_blank");
