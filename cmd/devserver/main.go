@@ -185,7 +185,7 @@ func run(ctx context.Context, args []string, lookupEnv func(string) (string, boo
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	defer ln.Close() // after a failed set-up; Serve has closed it otherwise
+	defer func() { _ = ln.Close() }() // after a failed set-up; Serve has closed it otherwise
 	base := "http://" + ln.Addr().String()
 	var issuer *localIssuer
 	if *signin == "local" {

@@ -423,7 +423,7 @@ func TestLocalSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	_ = res.Body.Close()
 	var settings struct{ Authority string }
 	if err := json.Unmarshal(body, &settings); err != nil || !strings.HasPrefix(settings.Authority, "http://127.0.0.1:") {
 		t.Fatalf("settings %s: %v", body, err)
@@ -441,7 +441,7 @@ func TestLocalSignIn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res.Body.Close()
+		_ = res.Body.Close()
 		return res.StatusCode
 	}
 	if got := sessions("Bearer dev.ann"); got != http.StatusUnauthorized {
@@ -470,7 +470,7 @@ func localToken(t *testing.T, issuer, page string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Body.Close()
+	_ = res.Body.Close()
 	loc, err := url.Parse(res.Header.Get("Location"))
 	if err != nil || loc.Query().Get("code") == "" {
 		t.Fatalf("sign-in answered %d to %q", res.StatusCode, res.Header.Get("Location"))
@@ -482,7 +482,7 @@ func localToken(t *testing.T, issuer, page string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	var tok struct {
 		AccessToken string `json:"access_token"`
 	}

@@ -73,7 +73,7 @@ func signIn(t *testing.T, base, name string, edit func(url.Values)) *url.URL {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Body.Close()
+	_ = res.Body.Close()
 	if res.StatusCode != http.StatusFound {
 		t.Fatalf("sign-in answered %d, want 302", res.StatusCode)
 	}
@@ -91,7 +91,7 @@ func exchange(t *testing.T, base string, form url.Values) (int, map[string]any) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	var body map[string]any
 	if err := json.NewDecoder(res.Body).Decode(&body); err != nil {
 		t.Fatal(err)
@@ -117,7 +117,7 @@ func TestProviderSignsInRefreshesAndSignsOut(t *testing.T) {
 	if err := json.NewDecoder(res.Body).Decode(&meta); err != nil {
 		t.Fatal(err)
 	}
-	res.Body.Close()
+	_ = res.Body.Close()
 	if meta["issuer"] != p.Issuer() || meta["token_endpoint"] != p.Issuer()+"/token" || meta["jwks_uri"] != p.JWKSURL() {
 		t.Fatalf("discovery: %v", meta)
 	}
@@ -127,7 +127,7 @@ func TestProviderSignsInRefreshesAndSignsOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	form, _ := io.ReadAll(res.Body)
-	res.Body.Close()
+	_ = res.Body.Close()
 	if res.StatusCode != http.StatusOK || !strings.Contains(string(form), `name="username"`) {
 		t.Fatalf("authorize: %d, form %q", res.StatusCode, form)
 	}
@@ -189,7 +189,7 @@ func TestProviderSignsInRefreshesAndSignsOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res.Body.Close()
+	_ = res.Body.Close()
 	if res.StatusCode != http.StatusFound || res.Header.Get("Location") != redirect+"?state=out-1" {
 		t.Fatalf("logout: %d to %q", res.StatusCode, res.Header.Get("Location"))
 	}
@@ -230,7 +230,7 @@ func TestProviderRefusesBadRequests(t *testing.T) {
 				t.Fatal(err)
 			}
 			body, _ := io.ReadAll(res.Body)
-			res.Body.Close()
+			_ = res.Body.Close()
 			if res.StatusCode != http.StatusBadRequest || res.Header.Get("Location") != "" || strings.Contains(string(body), "evil") {
 				t.Fatalf("%d, Location %q", res.StatusCode, res.Header.Get("Location"))
 			}
@@ -253,7 +253,7 @@ func TestProviderRefusesBadRequests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res.Body.Close()
+			_ = res.Body.Close()
 			u, _ := url.Parse(res.Header.Get("Location"))
 			if res.StatusCode != http.StatusFound || u.Query().Get("error") != tc.want || u.Query().Get("state") != "st-1" || u.Query().Has("code") {
 				t.Fatalf("%d to %q", res.StatusCode, res.Header.Get("Location"))
@@ -270,7 +270,7 @@ func TestProviderRefusesBadRequests(t *testing.T) {
 				t.Fatal(err)
 			}
 			body, _ := io.ReadAll(res.Body)
-			res.Body.Close()
+			_ = res.Body.Close()
 			if res.StatusCode != http.StatusBadRequest || res.Header.Get("Location") != "" || strings.Contains(string(body), "<script>") {
 				t.Fatalf("name %q: %d", name, res.StatusCode)
 			}
@@ -350,7 +350,7 @@ func TestProviderRefusesBadRequests(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res.Body.Close()
+		_ = res.Body.Close()
 		if res.StatusCode != http.StatusOK || res.Header.Get("Location") != "" {
 			t.Fatalf("%d to %q", res.StatusCode, res.Header.Get("Location"))
 		}
