@@ -208,10 +208,36 @@ function showError(e: unknown): void {
   els.error.replaceChildren(text("span", plain(err.code, err.message)), text("span", err.code, "code mono"));
   els.error.hidden = false;
   status("error", err.retryable ? "Error · try again" : "Error");
+  if (err.code === "NETWORK_FAILED") watchServer(2000);
 }
 function clearError(): void {
+  clearTimeout(probe);
   els.error.hidden = true;
   els.error.replaceChildren();
+}
+
+// While the banner says the server cannot be reached, the page asks it
+// again (its /config.json, the smallest answer it has) after 2 s, then
+// twice as long each time up to 30 s, and takes the banner down once it
+// answers: nobody has to click Retry to learn the server is back. A message
+// that failed keeps its own Retry.
+let probe: ReturnType<typeof setTimeout> | undefined;
+function watchServer(delay: number): void {
+  clearTimeout(probe);
+  probe = setTimeout(async () => {
+    try {
+      const res = await fetch("/config.json", { cache: "no-store" });
+      if (res.ok && !els.error.hidden) {
+        clearError();
+        if (els.status.dataset.state === "error") status("ready", "Ready");
+        announce("Connected again.");
+        return;
+      }
+    } catch {
+      /* still out of reach */
+    }
+    if (!els.error.hidden) watchServer(Math.min(delay * 2, 30_000));
+  }, delay);
 }
 
 // announce says s to screen readers, once (the live region is polite).

@@ -253,6 +253,25 @@ describe("demo chat in Chromium", { skip }, () => {
     await finish(page, "failed send retried");
   });
 
+  test("the error banner goes by itself once the server answers again", async () => {
+    const { page, problems } = await newChat(fast.base, "ivo", { allowed: /ERR_FAILED/ });
+    // The server is out of reach: the turn and the page's own probe fail.
+    let down = true;
+    await page.route(/\/(turn\/|config\.json)$/, (r) => (down ? r.abort() : r.continue()));
+    await send(page, "sent while the server is away");
+    await page.waitForSelector('.turn[data-state="failed"]');
+    assert.match(await page.textContent("#error"), /NETWORK_FAILED/);
+    // Still away at the first probes: the banner stays.
+    await page.waitForRequest((r) => r.url().endsWith("/config.json"));
+    assert.equal(await page.isHidden("#error"), false);
+    down = false;
+    await page.waitForSelector("#error", { state: "hidden", timeout: MINUTE });
+    assert.equal(await page.getAttribute("#status", "data-state"), "ready");
+    assert.equal(await page.locator('.turn[data-state="failed"] [data-action="retry-send"]').count(), 1, "the failed message keeps its Retry");
+    assert.deepEqual(problems, []);
+    await finish(page, "server back");
+  });
+
   test("a busy session without a queue: SESSION_BUSY keeps the message, which goes when ready; the page catches up", async () => {
     const ann = as(still, "ann");
     for await (const _ of ann.submit({ sessionId: "c-busy", input: "hello" }));
