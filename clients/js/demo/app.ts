@@ -72,7 +72,6 @@ const els = {
   stop: $<HTMLButtonElement>("stop"),
   hint: $("busy-hint"),
   who: $("who"),
-  usage: $("usage"),
 };
 
 // Who the page acts for (identity.ts): dev auth on the dev server, or an
@@ -450,8 +449,6 @@ function paintMessage(v: View, m: Message, art: HTMLElement, last: boolean, isUs
     if (msgStatus === "streaming") parts.push(text("span", "writing…", "state"));
     else if (stopped) parts.push(text("span", "stopped", "state"));
     else if (msgStatus === "error") parts.push(text("span", "failed", "state"));
-    const u = v.usage;
-    if (last && u && u.totalTokens > 0 && v.turnStatus !== "streaming" && v.turnStatus !== "running") parts.push(text("span", `${u.totalTokens} tokens`, "tokens"));
   }
   if (isUser && v.state === "queued") parts.push(text("span", `queued · ${v.position ?? 1}`, "state"));
   if (isUser && v.state === "waiting") parts.push(text("span", "waiting to send", "state"));
@@ -546,6 +543,15 @@ function actionsFor(v: View, m: Message): HTMLElement | undefined {
     if (v.siblings) row.append(switcher(v, "answer"));
     if (v.turnStatus === "complete") row.append(thumbs(v));
     if (m.content.trim()) row.append(button("Copy", "copy-answer", "ghost link", "Copy this answer"));
+    // What the answer cost, for whoever asks (not shown unasked).
+    const u = v.usage;
+    if (u && u.totalTokens > 0) {
+      const open = usageShown.has(v.id);
+      const b = button("Usage", "usage", "ghost link", "Usage of this answer");
+      b.setAttribute("aria-expanded", String(open));
+      row.append(b);
+      if (open) row.append(text("span", `${u.promptTokens.toLocaleString("en-US")} in · ${u.completionTokens.toLocaleString("en-US")} out tokens`, "tokens"));
+    }
     if (!decision) {
       if (v.turnStatus === "complete") row.append(button("Regenerate", "regenerate", "ghost link", "Regenerate this answer"));
       else row.append(button("Retry", "retry", "ghost link", "Retry this message"));
@@ -555,6 +561,9 @@ function actionsFor(v: View, m: Message): HTMLElement | undefined {
   for (const b of row.querySelectorAll<HTMLElement>(BUSY_ACTIONS)) b.setAttribute("aria-disabled", b.dataset.edge === "true" ? "true" : busy);
   return row.childElementCount ? row : undefined;
 }
+
+// usageShown holds the turns whose Usage the reader opened.
+const usageShown = new Set<string>();
 
 // BUSY_ACTIONS are the buttons a running turn disables: they would
 // start a turn, or move the conversation under it.
@@ -1506,6 +1515,13 @@ els.log.addEventListener("click", (ev) => {
       if (m) void copy(m.content, b);
       return;
     }
+    case "usage": {
+      if (!v) return;
+      if (!usageShown.delete(v.id)) usageShown.add(v.id);
+      paint(v);
+      art?.querySelector<HTMLElement>('[data-action="usage"]')?.focus();
+      return;
+    }
     case "approve":
     case "deny": {
       const token = b.closest<HTMLElement>(".decision")?.dataset.token;
@@ -1700,8 +1716,3 @@ void loadFirst().then(() => {
 void usage();
 els.input.focus();
 
-// The last completed answer's tokens, in the footer.
-new MutationObserver(() => {
-  const last = [...views.values()].reverse().find((v) => v.state === "history" && v.usage && v.usage.totalTokens > 0);
-  els.usage.textContent = last?.usage ? `last answer: ${last.usage.promptTokens} in / ${last.usage.completionTokens} out tokens` : "";
-}).observe(els.turns, { childList: true, subtree: true, attributes: true, attributeFilter: ["data-state"] });

@@ -146,9 +146,15 @@ describe("demo page in Chromium", { skip }, () => {
     assert.equal(texts.at(-1), final);
     assert.equal(await page.getAttribute("#status", "data-state"), "ready");
     assert.equal(await page.isHidden("#stop"), true);
-    // Token counts appear once they are known, never as 0 while streaming.
-    assert.match(await page.textContent(`${lastAssistant} .meta`), /\d+ tokens/);
-    assert.match(await page.textContent("#usage"), /^last answer: \d+ in \/ \d+ out tokens$/);
+    // Token counts only for whoever asks: Usage under the answer.
+    assert.doesNotMatch(await page.textContent(`${lastAssistant}`), /tokens/);
+    assert.doesNotMatch(await page.textContent(".foot"), /tokens/);
+    const usage = page.locator(`${lastAssistant} [data-action="usage"]`);
+    assert.equal(await usage.getAttribute("aria-expanded"), "false");
+    await usage.click();
+    assert.match(await page.textContent(`${lastAssistant} .actions .tokens`), /^\d+ in · \d+ out tokens$/);
+    assert.equal(await page.locator(`${lastAssistant} [data-action="usage"]`).getAttribute("aria-expanded"), "true");
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.action), "usage", "the focus stays on Usage");
     await page.screenshot({ path: join(shots, "complete-desktop.png") });
     await page.setViewportSize(PHONE);
     await page.screenshot({ path: join(shots, "complete-phone.png") });
