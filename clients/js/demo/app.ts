@@ -396,6 +396,7 @@ function isDecisionTurn(messages: readonly Message[]): boolean {
 // from paint to paint, its text morphed (markdown.ts), so a growing
 // answer changes only its last block.
 function paint(v: View): void {
+  const following = nearBottom();
   const shown: Message[] = v.messages.length ? v.messages.filter((m) => m.role === "user" || m.role === "assistant") : [];
   if (!shown.some((m) => m.role === "user") && v.input && !v.decision) shown.unshift(userMessage(v));
   const decision = v.decision || isDecisionTurn(v.messages);
@@ -431,6 +432,14 @@ function paint(v: View): void {
   } else if (!v.elsewhere) note?.remove();
   v.el.dataset.state = v.state;
   prefetch(v);
+  // What needs the person in the newest turn (an approval, a message that
+  // was not sent, the notice of a stopped or failed answer) comes into
+  // view when it appears, unless the reader had scrolled up to read.
+  const needs = v.el === els.turns.lastElementChild ? v.el.querySelector<HTMLElement>(".decision, .failed, .notice") : null;
+  if (needs && !needs.dataset.shown) {
+    needs.dataset.shown = "true";
+    if (following) needs.scrollIntoView({ block: "nearest" });
+  }
 }
 
 function paintMessage(v: View, m: Message, art: HTMLElement, last: boolean, isUser: boolean): void {

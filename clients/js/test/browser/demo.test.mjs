@@ -349,6 +349,13 @@ describe("demo page in Chromium", { skip }, () => {
     await send(page, "/note Shopping list: eggs");
     await page.waitForSelector(".artifact");
     await askDelete(page);
+    // The card that needs the person is in view, not below the fold.
+    const inView = async () => page.evaluate(() => {
+      const card = document.querySelector(".decision").getBoundingClientRect();
+      const log = document.getElementById("log").getBoundingClientRect();
+      return card.top >= log.top && card.bottom <= log.bottom;
+    });
+    assert.equal(await inView(), true, "the approval buttons are in view when they appear");
     await axeClean(page, "approval pending");
     await page.screenshot({ path: join(shots, "approval-pending-desktop.png") });
     await page.setViewportSize(PHONE);
