@@ -273,6 +273,7 @@ func (s *server) route(name, method string, h handlerFunc) http.Handler {
 		s.logRequest(r, rc, rec.Status, time.Since(start))
 		sc := telemetry.ScopeFrom(r.Context())
 		sc.SetRoute(name)
+		sc.SetHTTPRoute(r.Pattern) // "" for the not-found route
 		sc.SetSession(rc.sessionID, rc.turnID)
 	})
 }

@@ -114,3 +114,50 @@ func TestTracingOff(t *testing.T) {
 		span.End()
 	}
 }
+
+// TestServerSpanNamedByRoute: a request whose route records its path
+// template (Scope.SetHTTPRoute, from ServeMux's Request.Pattern) gets a
+// server span named "<method> <template>" with http.route; one that
+// matches no route keeps the method alone, and no span carries an id of
+// the path.
+func TestServerSpanNamedByRoute(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tr := telemetry.NewTracing(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)), false)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /sessions/{id}/turns", func(w http.ResponseWriter, r *http.Request) {
+		telemetry.ScopeFrom(r.Context()).SetHTTPRoute(r.Pattern)
+	})
+	mux.HandleFunc("/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
+		telemetry.ScopeFrom(r.Context()).SetHTTPRoute(r.Pattern)
+	})
+	mux.HandleFunc("POST /{$}", func(w http.ResponseWriter, r *http.Request) {
+		telemetry.ScopeFrom(r.Context()).SetHTTPRoute(r.Pattern)
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		telemetry.ScopeFrom(r.Context()).SetHTTPRoute("") // no route
+		w.WriteHeader(http.StatusNotFound)
+	})
+	h := telemetry.Measure(nil, tr, mux)
+	for _, tc := range []struct{ method, path, name, route string }{
+		{http.MethodGet, "/sessions/s-9/turns", "GET /sessions/{id}/turns", "/sessions/{id}/turns"},
+		{http.MethodDelete, "/sessions/s-9", "DELETE /sessions/{id}", "/sessions/{id}"},
+		{http.MethodPost, "/", "POST /", "/"},
+		{http.MethodGet, "/nowhere/s-9", "GET", ""},
+	} {
+		exp.Reset()
+		h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(tc.method, tc.path, nil))
+		spans := exp.GetSpans().Snapshots()
+		if len(spans) != 1 {
+			t.Fatalf("%s %s: %d spans", tc.method, tc.path, len(spans))
+		}
+		route := ""
+		for _, a := range spans[0].Attributes() {
+			if a.Key == "http.route" {
+				route = a.Value.AsString()
+			}
+		}
+		if spans[0].Name() != tc.name || route != tc.route {
+			t.Errorf("%s %s: span %q, http.route %q; want %q, %q", tc.method, tc.path, spans[0].Name(), route, tc.name, tc.route)
+		}
+	}
+}

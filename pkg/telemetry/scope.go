@@ -3,10 +3,12 @@ package telemetry
 import (
 	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/turnstream/turnstream/pkg/chat"
@@ -32,6 +34,7 @@ type Scope struct {
 	resume   bool
 	closed   bool
 	feedback string
+	pattern  string // the matched route's path template (SetHTTPRoute)
 }
 
 type scopeKey struct{}
@@ -81,6 +84,29 @@ func (s *Scope) SetRoute(route string) {
 	}
 	s.mu.Lock()
 	s.props.Route = route
+	s.mu.Unlock()
+}
+
+// SetHTTPRoute records the path template of the route that matched, as
+// net/http's ServeMux gives it in Request.Pattern ("/sessions/{id}/turns",
+// or "GET /sessions/{id}" with its method, which is dropped, as is the
+// "{$}" of an exact path). Measure
+// names the request's server span "<method> <template>" after it and sets
+// http.route (OpenTelemetry's HTTP conventions: a template, never a path
+// with ids). An empty pattern records nothing.
+func (s *Scope) SetHTTPRoute(pattern string) {
+	if s == nil || pattern == "" {
+		return
+	}
+	if _, path, ok := strings.Cut(pattern, " "); ok {
+		pattern = path
+	}
+	if i := strings.IndexByte(pattern, '/'); i > 0 {
+		pattern = pattern[i:] // a host in the pattern
+	}
+	pattern = strings.TrimSuffix(pattern, "{$}") // "/{$}", ServeMux's "exactly /"
+	s.mu.Lock()
+	s.pattern = pattern
 	s.mu.Unlock()
 }
 
@@ -157,6 +183,13 @@ func Measure(rec *Recorder, t *Tracing, h http.Handler) http.Handler {
 		ctx := WithScope(r.Context(), s)
 		hw := &outcomeWriter{ResponseWriter: w}
 		h.ServeHTTP(hw, r.WithContext(ctx))
+		s.mu.Lock()
+		route := s.pattern
+		s.mu.Unlock()
+		if span := trace.SpanFromContext(ctx); route != "" && span.IsRecording() {
+			span.SetName(r.Method + " " + route)
+			span.SetAttributes(attribute.String("http.route", route))
+		}
 		if s.close() || rec == nil {
 			return
 		}

@@ -198,6 +198,7 @@ func (h *Handler) routeIDs(rt route, w http.ResponseWriter, r *http.Request) (se
 	sc := telemetry.ScopeFrom(r.Context())
 	if rt.ids[0] == "" {
 		sc.SetRoute(rt.name)
+		sc.SetHTTPRoute(r.Pattern)
 		return "", "", true
 	}
 	sessionID, turnID = r.PathValue(rt.ids[0]), r.PathValue(rt.ids[1])
@@ -207,6 +208,7 @@ func (h *Handler) routeIDs(rt route, w http.ResponseWriter, r *http.Request) (se
 		return "", "", false
 	}
 	sc.SetRoute(rt.name)
+	sc.SetHTTPRoute(r.Pattern)
 	sc.SetResume()
 	sc.SetSession(sessionID, turnID)
 	return sessionID, turnID, true

@@ -169,9 +169,12 @@ func checkTurnSpans(t *testing.T, spans []sdktrace.ReadOnlySpan, p fakeProvider,
 		}
 		return s
 	}
-	server := one("POST", trace.SpanKindServer)
+	server := one("POST /", trace.SpanKindServer) // named by its route (http.route)
 	if server.Parent().SpanID().String() != callerSpan || !server.Parent().IsRemote() {
 		t.Errorf("server span parent %v, want the caller's %s", server.Parent(), callerSpan)
+	}
+	if r := attrs(server)["http.route"]; r != "/" {
+		t.Errorf("server span http.route %v, want /", r)
 	}
 	agent := one("invoke_agent agent", trace.SpanKindInternal)
 	if agent.Parent().SpanID() != server.SpanContext().SpanID() {
