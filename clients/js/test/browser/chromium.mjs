@@ -67,23 +67,33 @@ export async function axe(page) {
 
 /**
  * cutByNavigation watches page so that a request the test's own reload or
- * goto cut off (in flight when the navigation began, then failed with
- * net::ERR_ABORTED) is told apart from a request that failed: leaving a page
- * mid-read is the test's doing, not the page's. Call it before the first
- * navigation; it returns cut(request), true for such a request.
+ * goto cut off (started before that navigation committed, failed with
+ * net::ERR_ABORTED after it began) is told apart from a request that
+ * failed: leaving a page mid-read is the test's doing, not the page's. The
+ * browser's own start time of the request decides, since Playwright reports
+ * requests to this process a little late. Call it before the first
+ * navigation; it returns cut(request), true for such a request, to be
+ * called from the requestfailed event.
  */
 export function cutByNavigation(page) {
-  const inFlight = new Set();
-  const cut = new WeakSet();
-  page.on("request", (r) => inFlight.add(r));
-  page.on("requestfinished", (r) => inFlight.delete(r));
-  page.on("requestfailed", (r) => inFlight.delete(r));
+  const navs = []; // {start, commit}: wall-clock ms
+  const committed = () => {
+    for (const n of navs) if (n.commit === Infinity) n.commit = Date.now();
+  };
+  page.on("framenavigated", (f) => {
+    if (f === page.mainFrame()) committed();
+  });
   for (const name of ["reload", "goto"]) {
     const navigate = page[name].bind(page);
     page[name] = (...args) => {
-      for (const r of inFlight) cut.add(r);
-      return navigate(...args);
+      navs.push({ start: Date.now(), commit: Infinity });
+      return navigate(...args).finally(committed);
     };
   }
-  return (r) => cut.has(r) && r.failure()?.errorText === "net::ERR_ABORTED";
+  return (r) => {
+    if (r.failure()?.errorText !== "net::ERR_ABORTED" || r.isNavigationRequest()) return false;
+    const began = r.timing().startTime;
+    const now = Date.now();
+    return began > 0 && navs.some((n) => now >= n.start && began < n.commit);
+  };
 }
