@@ -66,34 +66,44 @@ export async function axe(page) {
 }
 
 /**
- * cutByNavigation watches page so that a request the test's own reload or
- * goto cut off (started before that navigation committed, failed with
- * net::ERR_ABORTED after it began) is told apart from a request that
- * failed: leaving a page mid-read is the test's doing, not the page's. The
- * browser's own start time of the request decides, since Playwright reports
- * requests to this process a little late. Call it before the first
- * navigation; it returns cut(request), true for such a request, to be
- * called from the requestfailed event.
+ * cutByNavigation watches page so that a request a navigation cut off is
+ * told apart from a request that failed: leaving a page mid-read is not the
+ * page's failure. The navigations are the test's own reload or goto and the
+ * page's own (a sign-in or sign-out redirect); a request is cut when it
+ * failed with net::ERR_ABORTED and started before a navigation committed
+ * that began before it failed, and a navigation's own document request when
+ * a later navigation took its place. The browser's own start time of the
+ * request decides, since Playwright reports requests to this process a
+ * little late. Call it before the first navigation; it returns
+ * cut(request), true for such a request, to be called from the
+ * requestfailed event.
  */
 export function cutByNavigation(page) {
-  const navs = []; // {start, commit}: wall-clock ms
+  const navs = []; // {start, commit, request}: wall-clock ms; request: the page's own navigation's
   const committed = () => {
     for (const n of navs) if (n.commit === Infinity) n.commit = Date.now();
   };
   page.on("framenavigated", (f) => {
     if (f === page.mainFrame()) committed();
   });
+  page.on("request", (r) => {
+    if (r.isNavigationRequest() && r.frame() === page.mainFrame()) {
+      navs.push({ start: r.timing().startTime > 0 ? r.timing().startTime : Date.now(), commit: Infinity, request: r });
+    }
+  });
   for (const name of ["reload", "goto"]) {
     const navigate = page[name].bind(page);
     page[name] = (...args) => {
-      navs.push({ start: Date.now(), commit: Infinity });
+      navs.push({ start: Date.now(), commit: Infinity, request: null });
       return navigate(...args).finally(committed);
     };
   }
   return (r) => {
-    if (r.failure()?.errorText !== "net::ERR_ABORTED" || r.isNavigationRequest()) return false;
+    if (r.failure()?.errorText !== "net::ERR_ABORTED") return false;
     const began = r.timing().startTime;
+    if (!(began > 0)) return false;
+    if (r.isNavigationRequest()) return navs.some((n) => n.request !== r && n.start >= began);
     const now = Date.now();
-    return began > 0 && navs.some((n) => now >= n.start && began < n.commit);
+    return navs.some((n) => n.request !== r && now >= n.start && began < n.commit);
   };
 }
