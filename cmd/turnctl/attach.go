@@ -75,6 +75,7 @@ func runAttach(args []string, _ io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	opts.history = *historyURL
 	cl, err := opts.auth.client(ctx, urls{turn: opts.url, history: *historyURL})
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, "turnctl attach:", err)

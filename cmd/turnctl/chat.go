@@ -18,13 +18,15 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/turnstream/turnstream/pkg/api"
 	"github.com/turnstream/turnstream/pkg/client"
+	"github.com/turnstream/turnstream/pkg/clock"
 	"github.com/turnstream/turnstream/pkg/protocol"
 )
 
-// Defaults of -url (chat, attach) and -history (attach; -url of
+// Defaults of -url (chat, attach) and -history (chat, attach; -url of
 // history): the dev server's mounts (docs/design.md#running-it), unless the
 // environment names others (turnURLEnv, historyURLEnv).
 const (
@@ -74,7 +76,7 @@ func init() {
 }
 
 // chatUsage documents `turnctl chat`.
-const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [-compact] [-reasoning=false] [-multitask POLICY] [-attach FILE]... [-artifacts URL] [message...]
+const chatUsage = `usage: turnctl chat [-url URL] [-session ID] [-token TOKEN | -sigv4] [-json] [-compact] [-reasoning=false] [-multitask POLICY] [-attach FILE]... [-artifacts URL] [-history URL] [message...]
 
 Submits one turn per message to a turnstream turn function (the dev server's
 /turn/ by default, or $TURNSTREAM_TURN_URL) and renders the streamed
@@ -125,8 +127,18 @@ offers resume, the turn is resumed after the last sequence shown
 ("reconnecting… (attempt n of 5)" is shown meanwhile; up to 5 resumes in a
 row without news, 250 ms apart and doubling; a server that cannot be
 reached, even for its capabilities, counts as one attempt), and no line is
-shown twice. When the attempts run out, the turn id and the turnctl attach
-command that follows the turn are printed. A resume answered
+shown twice. A resume that opens but stays silent for 2 s says what it
+waits for, from the session's lease read at -history (the history
+function: the dev server's /history/ by default, or
+$TURNSTREAM_HISTORY_URL): no news yet, with the time the lease has left;
+"the server that ran this answer stopped; waiting up to N s for its lease
+to expire" with a countdown once the lease was not renewed in time; a
+server that renewed its lease and is only quiet. Once the lease expires
+the turn function decides the turn lost and sends what it stored: when
+that answer is shorter than what was shown, turnctl says so, and the
+answer shown last is the one the conversation keeps. When the attempts
+run out, the turn id and the turnctl attach command that follows the turn
+are printed. A resume answered
 SESSION_NOT_FOUND or TURN_NOT_FOUND ends at once and says that the server
 no longer has the turn (as a dev server restarted on its in-memory store);
 another refused resume prints the attach command too. turnctl attach
@@ -164,6 +176,9 @@ type chatOptions struct {
 	multitask string // X-Turnstream-Multitask; "" sends none
 	attach    fileList
 	artifacts string // the artifacts function URL, for -attach
+	// history is the history function URL, read for the lease of a turn
+	// whose resume stays silent (leasewait.go); "" reads nothing.
+	history string
 	// reasoning shows the model's reasoning (-reasoning, default true),
 	// dimmed on a terminal.
 	reasoning bool
@@ -192,6 +207,7 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.BoolVar(&opts.reasoning, "reasoning", true, "show the model's reasoning before its answer, dimmed on a terminal (-reasoning=false hides it)")
 	fs.StringVar(&opts.multitask, "multitask", "", "when the session is busy: reject, enqueue, interrupt or rollback (default: the definition's)")
 	fs.Var(&opts.attach, "attach", "a file to send with the first turn (repeatable)")
+	fs.StringVar(&opts.history, "history", defaultHistoryURL(), "history function URL, read for the lease of a turn whose resume stays silent (default $"+historyURLEnv+", else the dev server's)")
 	fs.StringVar(&opts.artifacts, "artifacts", defaultArtifactsURL(), "artifacts function URL, for -attach (default $"+artifactsURLEnv+", else the dev server's)")
 	if status, ok := parseFlags(fs, args, chatUsage, stdout, stderr); !ok {
 		return status
@@ -215,7 +231,7 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	cl, err := opts.auth.client(ctx, urls{turn: opts.url, artifacts: opts.artifacts})
+	cl, err := opts.auth.client(ctx, urls{turn: opts.url, history: opts.history, artifacts: opts.artifacts})
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, "turnctl chat:", err)
 		return 2
@@ -375,17 +391,36 @@ func (c *chatClient) renderer() renderer {
 	return &appendRenderer{w: c.stdout, notices: c.stderr, reasoning: c.opts.reasoning}
 }
 
-// streamOptions are the options of c's streams: compact when asked, and
-// "reconnecting…" shown on shown's status line while a drop is resumed.
+// streamOptions are the options of c's streams: compact when asked,
+// "reconnecting…" shown on shown's status line while a drop is resumed,
+// and once a resume opened, what it waits for while it stays silent
+// (shown.lease, leasewait.go).
 func (c *chatClient) streamOptions(shown *lockedRenderer) client.StreamOptions {
+	lw := &leaseWait{shown: shown, clock: turnctlClock, live: c.tty && !c.opts.json}
+	if c.opts.history != "" {
+		lw.read = func(ctx context.Context) (*client.CurrentTurn, error) {
+			sum, err := c.client.Session(ctx, c.opts.sessionID)
+			if err != nil {
+				return nil, err
+			}
+			return sum.CurrentTurn, nil
+		}
+	}
+	shown.lease = lw
 	return client.StreamOptions{Compact: c.opts.compact, OnResume: func(attempt, of int) {
 		if attempt == 0 {
 			shown.status("")
+			lw.resumed()
 			return
 		}
+		lw.news()
 		shown.status(fmt.Sprintf("%s (attempt %d of %d)", noticeReconnecting, attempt, of))
 	}}
 }
+
+// turnctlClock is the clock of turnctl's waits on the server (leaseWait);
+// tests replace it.
+var turnctlClock = clock.Real
 
 // follow renders s to the turn's end and reports whether the turn
 // completed, with its terminal snapshot; a failure is printed: a
@@ -393,8 +428,16 @@ func (c *chatClient) streamOptions(shown *lockedRenderer) client.StreamOptions {
 // not a turn event, a stream that ended early.
 func (c *chatClient) follow(ctx context.Context, cmd string, s *client.Stream, shown *lockedRenderer) (*protocol.Event, bool) {
 	defer shown.done()
+	if lw := shown.lease; lw != nil {
+		lw.bind(ctx, s.TurnID())
+		defer lw.news()
+	}
+	var longest turnView // the longest answer shown
 	for first := true; ; first = false {
 		ev, err := s.Next()
+		if shown.lease != nil {
+			shown.lease.news()
+		}
 		if first && err == nil && s.Queued() != nil {
 			shown.status("") // it started
 		}
@@ -438,9 +481,13 @@ func (c *chatClient) follow(ctx context.Context, cmd string, s *client.Stream, s
 			return nil, false
 		}
 		shown.event(s.Line(), ev)
+		if v := viewOf(ev); len(v.text) >= len(longest.text) {
+			longest = v
+		}
 		switch ev.Snapshot.Status {
 		case protocol.StatusError:
 			shown.done()
+			defer c.shorterStored(cmd, longest, viewOf(ev))
 			switch d := ev.Snapshot.Error; {
 			case d != nil && d.Code == protocol.CodeTurnInterrupted:
 				_, _ = fmt.Fprintf(c.stderr, "turnctl %s: stopped (TURN_INTERRUPTED); the answer so far is kept\n", cmd)
@@ -454,6 +501,20 @@ func (c *chatClient) follow(ctx context.Context, cmd string, s *client.Stream, s
 			return ev, true
 		}
 	}
+}
+
+// shorterStored says so when the answer as stored (the terminal
+// snapshot's, stored) is shorter than the longest one shown: the server
+// stopped after streaming text it had not checkpointed yet (a lost turn
+// keeps its last checkpoint), and what the conversation keeps is what is
+// shown last.
+func (c *chatClient) shorterStored(cmd string, longest, stored turnView) {
+	had, kept := utf8.RuneCountInString(longest.text), utf8.RuneCountInString(stored.text)
+	if kept >= had {
+		return
+	}
+	_, _ = fmt.Fprintf(c.stderr, "turnctl %s: the stored answer is shorter than what was shown (%d of %d characters): "+
+		"the server stopped before it saved the rest; the answer shown last is the one the conversation keeps\n", cmd, kept, had)
 }
 
 // attachHint tells how to follow the turn of s, whose stream was lost
@@ -533,6 +594,8 @@ type lockedRenderer struct {
 	mu       sync.Mutex
 	r        renderer
 	finished bool
+	// lease, when set, says what a silent resume waits for (leasewait.go).
+	lease *leaseWait
 }
 
 func (l *lockedRenderer) event(raw []byte, ev *protocol.Event) {
@@ -1026,7 +1089,7 @@ const (
 
 // isTransient reports whether a notice line is a transient status.
 func isTransient(n string) bool {
-	return strings.HasPrefix(n, noticeReconnecting) || strings.HasPrefix(n, noticeQueued)
+	return strings.HasPrefix(n, noticeReconnecting) || strings.HasPrefix(n, noticeQueued) || isLeaseStatus(n)
 }
 
 // status replaces the transient status line under the status line (the
