@@ -3,7 +3,7 @@
 //
 //   dist/turnstream.js       the client as one ES module (tests, apps)
 //   dist/turnstream.min.js   the same, minified: the size that is reported
-//   ../../internal/demo/assets/{index.html,app.css,app.js,signin.js}
+//   ../../internal/demo/assets/{index.html,app.css,app.js,signin.js,syntax.js}
 //                            the demo page the dev server embeds (committed,
 //                            so that go build works without Node)
 //
@@ -45,9 +45,11 @@ const demoBanner = "/*! turnstream demo page. Includes marked 18 (MIT License, C
  * thumbnails, and the client's uploadAttachment) took the page from
  * 55.9 to 59.5 KiB; 60 KiB until branches (the "‹ 2 / 3 ›" switcher
  * with its prefetch, Fork, and the client's readTurn, selectTurn and
- * forkSession) took it from 59.8 to 61.0 KiB.
+ * forkSession) took it from 59.8 to 61.0 KiB; 62 KiB until syntax
+ * highlighting (the token colours of both schemes in app.css, and the
+ * loader of syntax.js in app.js) took it from 61.8 to 62.3 KiB.
  */
-export const DEMO_GZIP_BUDGET = 62 * 1024;
+export const DEMO_GZIP_BUDGET = 63 * 1024;
 
 // The sign-in script bundles oidc-client-ts (Apache-2.0) and jwt-decode
 // (MIT), which it depends on; only a page that signs in with OpenID
@@ -59,6 +61,23 @@ const signinBanner = "/*! turnstream chat page sign-in. Includes oidc-client-ts 
  * Connect client a signed-in page loads besides the page itself.
  */
 export const SIGNIN_GZIP_BUDGET = 20 * 1024;
+
+// The syntax highlighter bundles highlight.js (BSD-3-Clause), its core and
+// the languages demo/syntax.ts names; only a page that shows a code block
+// naming a language loads it (demo/markdown.ts).
+const syntaxBanner = "/*! turnstream chat page syntax highlighting. Includes highlight.js 11 (BSD-3-Clause License, (c) 2006 Ivan Sagalaev and other contributors; github.com/highlightjs/highlight.js). */";
+
+/**
+ * SYNTAX_GZIP_BUDGET is what syntax.js may weigh, gzipped: the highlighter
+ * and its 15 languages, loaded besides the page the first time an answer
+ * holds a code block that names a language.
+ */
+export const SYNTAX_GZIP_BUDGET = 24 * 1024;
+
+/** syntaxSize returns syntax.js's gzipped size in dir. */
+export function syntaxSize(dir = assetsDir) {
+  return gzipSync(readFileSync(join(dir, "syntax.js")), { level: 9 }).length;
+}
 
 /** signinSize returns signin.js's gzipped size in dir. */
 export function signinSize(dir = assetsDir) {
@@ -88,8 +107,18 @@ export async function buildDemo(outdir = assetsDir) {
     minify: true,
     legalComments: "eof",
     banner: { js: demoBanner },
-    // Loaded on demand, built below: a dev page never fetches it.
-    external: ["./signin.js"],
+    // Loaded on demand, built below: a dev page never fetches signin.js,
+    // a chat without a code block that names a language never syntax.js.
+    external: ["./signin.js", "./syntax.js"],
+  });
+  await build({
+    ...common,
+    platform: "browser",
+    entryPoints: [join(here, "demo/syntax.ts")],
+    outfile: join(outdir, "syntax.js"),
+    minify: true,
+    legalComments: "eof",
+    banner: { js: syntaxBanner },
   });
   await build({
     ...common,
@@ -143,6 +172,6 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     const size = await buildClient();
     await buildDemo();
     const demo = demoSize();
-    console.log(`clients/js: dist/turnstream.min.js ${size.minified} bytes, ${(size.gzip / 1024).toFixed(1)} KiB gzip; demo built into internal/demo/assets, ${(demo.total / 1024).toFixed(1)} KiB gzip (budget ${DEMO_GZIP_BUDGET / 1024} KiB), signin.js ${(signinSize() / 1024).toFixed(1)} KiB gzip (budget ${SIGNIN_GZIP_BUDGET / 1024} KiB)`);
+    console.log(`clients/js: dist/turnstream.min.js ${size.minified} bytes, ${(size.gzip / 1024).toFixed(1)} KiB gzip; demo built into internal/demo/assets, ${(demo.total / 1024).toFixed(1)} KiB gzip (budget ${DEMO_GZIP_BUDGET / 1024} KiB), signin.js ${(signinSize() / 1024).toFixed(1)} KiB gzip (budget ${SIGNIN_GZIP_BUDGET / 1024} KiB), syntax.js ${(syntaxSize() / 1024).toFixed(1)} KiB gzip (budget ${SYNTAX_GZIP_BUDGET / 1024} KiB)`);
   }
 }

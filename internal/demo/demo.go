@@ -11,7 +11,7 @@ import (
 	"github.com/turnstream/turnstream/pkg/config"
 )
 
-//go:embed assets/index.html assets/app.css assets/app.js assets/signin.js
+//go:embed assets/index.html assets/app.css assets/app.js assets/signin.js assets/syntax.js
 var assets embed.FS
 
 // file is one served asset.
@@ -27,6 +27,7 @@ var files = map[string]file{
 	"/app.css":    {"assets/app.css", "text/css; charset=utf-8"},
 	"/app.js":     {"assets/app.js", "text/javascript; charset=utf-8"},
 	"/signin.js":  {"assets/signin.js", "text/javascript; charset=utf-8"},
+	"/syntax.js":  {"assets/syntax.js", "text/javascript; charset=utf-8"},
 }
 
 // ConfigPath is where the page reads its sign-in settings (settings).

@@ -2,8 +2,10 @@
 // the browser client in clients/js, embedded in the binary so that the dev
 // server needs no network, no CDN and no Node.js at run time.
 //
-// The page's files (index.html, app.css, app.js, and signin.js, which only
-// a page that signs in with OpenID Connect loads) are built from
+// The page's files (index.html, app.css, app.js; signin.js, which only a
+// page that signs in with OpenID Connect loads; syntax.js, the code
+// highlighter a page loads when an answer first shows a code block that
+// names a language) are built from
 // clients/js by `make js-build` and committed under assets/, so `go build`
 // and `go test` work on a fresh clone; the JS test suite (run by `make
 // test`) fails when the committed files differ from a fresh build of their

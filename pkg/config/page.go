@@ -11,7 +11,8 @@ import (
 // The dev server always serves the page and reads the same variables.
 type PageConfig struct {
 	// Serve makes the history function serve the chat page's files at
-	// "/", "/app.js", "/app.css", "/signin.js" and "/config.json" (CHAT_PAGE:
+	// "/", "/app.js", "/app.css", "/signin.js", "/syntax.js" and
+	// "/config.json" (CHAT_PAGE:
 	// on | off, default off). With AUTH_MODE iam it is refused: a browser
 	// cannot sign its requests.
 	Serve bool

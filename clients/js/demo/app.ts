@@ -45,7 +45,7 @@ import {
   type CLIENT_CODES,
 } from "../src/index.js";
 import { asParts, composer, idsOf, partsOf, renderFiles, type Sent } from "./attach.js";
-import { morph, plain as plainText, render as renderMarkdown } from "./markdown.js";
+import { morph, onHighlighter, plain as plainText, render as renderMarkdown } from "./markdown.js";
 import { icon, sidebar, type Unlisted } from "./sidebar.js";
 import { identify } from "./identity.js";
 import { usageLine } from "./usage.js";
@@ -825,6 +825,9 @@ function renderArtifacts(list: readonly ArtifactReference[]): HTMLElement {
 function repaintAll(): void {
   for (const v of views.values()) paint(v);
 }
+
+// Code blocks drawn before the highlighter arrived are drawn again with it.
+onHighlighter(repaintAll);
 
 // ---- Scrolling, "jump to latest" ------------------------------------------
 

@@ -16,6 +16,9 @@
 // shown as links (the page's Content-Security-Policy would block them,
 // and a remote image is a tracking pixel). Code blocks get their language
 // and a Copy button (data-action="copy"; the page handles the click).
+// A block that names a language is highlighted (syntax.ts, loaded the first
+// time one appears; onHighlighter tells the page to render again then)
+// before the sanitizer runs, so that highlighted code is sanitized too.
 
 import { Marked, type Tokens } from "marked";
 import DOMPurify from "dompurify";
@@ -37,14 +40,53 @@ const md = new Marked({
       const language = (lang ?? "").trim().split(/\s+/)[0]!.replace(/[^\w+#.-]/g, "").slice(0, 32);
       const label = language || "text";
       const cls = language ? ` class="language-${escape(language)}"` : "";
+      const html = language ? highlighted(text, language) : undefined;
       return (
         `<div class="code"><div class="code-head"><span class="lang">${escape(label)}</span>` +
         `<button type="button" class="copy" data-action="copy" aria-label="Copy ${escape(label)} code">Copy</button></div>` +
-        `<pre><code${cls}>${escape(text)}</code></pre></div>`
+        `<pre><code${cls}>${html ?? escape(text)}</code></pre></div>`
       );
     },
   },
 });
+
+// The highlighter (syntax.js), once loaded; loading, whether it was asked
+// for; ready, what to call when it arrives.
+let highlighter: { highlight(code: string, language: string): string | undefined } | undefined;
+let loading = false;
+const ready: (() => void)[] = [];
+
+// Languages that mean "no language": nothing to load for them.
+const plainLanguages = new Set(["text", "txt", "plain", "plaintext", "output", "console", "log"]);
+
+// highlighted returns code in language as highlighted HTML, or undefined:
+// the language is unknown, or the highlighter is not loaded yet (it is
+// asked for, and onHighlighter's callbacks run when it arrives).
+function highlighted(code: string, language: string): string | undefined {
+  const lang = language.toLowerCase();
+  if (plainLanguages.has(lang)) return undefined;
+  if (highlighter) return highlighter.highlight(code, lang);
+  if (!loading) {
+    loading = true;
+    import("./syntax.js").then(
+      (m) => {
+        highlighter = m;
+        for (const f of ready.splice(0)) f();
+      },
+      () => undefined, // code stays plain; the page works as before
+    );
+  }
+  return undefined;
+}
+
+/**
+ * onHighlighter calls f once the syntax highlighter has loaded (a code
+ * block named a language): what was rendered before it came is plain and
+ * can be rendered again.
+ */
+export function onHighlighter(f: () => void): void {
+  ready.push(f);
+}
 
 let hooked = false;
 

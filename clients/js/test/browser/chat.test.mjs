@@ -197,6 +197,38 @@ describe("demo chat in Chromium", { skip }, () => {
     await finish(page, "markdown end");
   });
 
+  test("code blocks are highlighted once syntax.js loads, which a chat without code never fetches; the colours keep their contrast in both schemes", async () => {
+    const { page, problems, requests } = await newChat(fast.base, "hal");
+    await send(page, "no code here, only `inline` code");
+    await page.waitForSelector(`${lastAssistant}[data-status="complete"]`, { timeout: MINUTE });
+    assert.ok(!requests.includes("GET /syntax.js"), `a chat without a code block loaded the highlighter: ${requests}`);
+
+    const goCode = 'func main() {\n\tfmt.Println("hi", 42) // greet\n}';
+    await send(page, ["code", "```go", goCode, "```", "```brainfuck", "+++.", "```"].join("\n"));
+    await page.waitForSelector(`${lastAssistant}[data-status="complete"]`, { timeout: MINUTE });
+    const go = `${lastAssistant} .text code.language-go`;
+    await page.waitForSelector(`${go} span.hljs-keyword`);
+    assert.deepEqual(await page.$$eval(`${go} span.hljs-keyword`, (s) => s.map((e) => e.textContent)), ["func"]);
+    assert.equal(await page.textContent(`${go} span.hljs-string`), '"hi"');
+    assert.equal(await page.textContent(`${go} span.hljs-comment`), "// greet");
+    assert.equal(await page.textContent(go), goCode, "highlighting changes no character of the code");
+    assert.equal(await page.locator(`${lastAssistant} .text code.language-brainfuck span`).count(), 0, "a language the highlighter does not know stays plain");
+    // The person's message is highlighted too; the script came once.
+    await page.waitForSelector(`${lastTurn} .msg[data-role="user"] code.language-go span.hljs-keyword`);
+    assert.equal(requests.filter((r) => r === "GET /syntax.js").length, 1, `${requests}`);
+    await axeClean(page, "highlighted code, light");
+    await page.emulateMedia({ colorScheme: "dark" });
+    await axeClean(page, "highlighted code, dark");
+    await page.emulateMedia({ colorScheme: "light" });
+
+    // From history after a reload, highlighted the same way.
+    await page.reload();
+    await page.waitForSelector(`${go} span.hljs-keyword`, { timeout: MINUTE });
+    assert.equal(await page.textContent(go), goCode);
+    assert.deepEqual(problems, []);
+    await finish(page, "highlighted code after a reload");
+  });
+
   test("reasoning: a Thinking block streams open, folds under the answer, and comes back from history", async () => {
     const { page, problems } = await newChat(slow.base, "tia");
     // About 7 s of reasoning at 2 characters every 120 ms: the block is seen
