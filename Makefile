@@ -110,6 +110,12 @@ browser-test: ## The demo page in headless Chromium against dev servers; screens
 	@# its own Chromium and dev servers; no test depends on the machine's speed.
 	$(NODE) --test --test-concurrency=2 $(JS)/test/browser/*.test.mjs
 
+.PHONY: docs-screenshots
+docs-screenshots: ## Take docs/demo-desktop.png and docs/demo-phone.png again with the browser test that draws them (commit them afterwards).
+	@test -x $(TSC) || $(NPM_CI)
+	$(NODE) $(JS)/build.mjs --client
+	TURNSTREAM_DOCS_SCREENSHOTS=1 $(NODE) --test --test-name-pattern="the docs' screenshots" $(JS)/test/browser/demo.test.mjs
+
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME (default 50000x executions; e.g. FUZZTIME=5m).
 	@set -e; for t in $(FUZZ_TARGETS); do \

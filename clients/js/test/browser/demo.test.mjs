@@ -6,7 +6,7 @@
 // to clients/js/test-output/screenshots (git-ignored).
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
+import { copyFileSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { TurnstreamClient } from "../../dist/turnstream.js";
 import { startDevServer } from "../devserver.mjs";
@@ -323,6 +323,37 @@ describe("demo page in Chromium", { skip }, () => {
     await page.reload();
     await page.waitForSelector(".artifact");
     assert.equal(await page.locator(".turn").count(), 2);
+    assert.deepEqual(problems, []);
+    await finish(page);
+  });
+
+  // The pictures in docs/ (demo-desktop.png, demo-phone.png) are this
+  // test's, written there when TURNSTREAM_DOCS_SCREENSHOTS=1 (make
+  // docs-screenshots): a tool call with its artifact, a highlighted code
+  // block, and a call waiting for approval, the card in view.
+  test("the docs' screenshots: a tool call, highlighted code, an approval in view", async () => {
+    const { page, problems } = await newChat(fast.base, "ann");
+    await send(page, "/note Groceries: milk, eggs");
+    await page.waitForSelector(".artifact");
+    await page.waitForSelector('#status[data-state="ready"]');
+    await send(page, ["How do I read a file in Go?", "```go", 'data, err := os.ReadFile("notes.txt")', "if err != nil {", "\treturn err // not found, say", "}", "```"].join("\n"));
+    await page.waitForSelector(`${lastAssistant}[data-status="complete"] code.language-go span.hljs-keyword`, { timeout: 60_000 });
+    await send(page, "/delete Groceries");
+    await page.waitForSelector(`${approve}:not([aria-disabled="true"])`);
+    await page.waitForSelector('#status[data-state="ready"]');
+    const inView = async () => page.$eval(".decision", (d) => {
+      const r = d.getBoundingClientRect();
+      return r.top >= 0 && r.bottom <= window.innerHeight;
+    });
+    assert.equal(await inView(), true, "the approval card is in view at desktop width");
+    await page.screenshot({ path: join(shots, "docs-desktop.png") });
+    await page.setViewportSize(PHONE);
+    await page.locator(".decision").scrollIntoViewIfNeeded(); // the picture shows the card
+    await page.screenshot({ path: join(shots, "docs-phone.png") });
+    if (process.env.TURNSTREAM_DOCS_SCREENSHOTS === "1") {
+      copyFileSync(join(shots, "docs-desktop.png"), join(here, "../../../docs/demo-desktop.png"));
+      copyFileSync(join(shots, "docs-phone.png"), join(here, "../../../docs/demo-phone.png"));
+    }
     assert.deepEqual(problems, []);
     await finish(page);
   });
