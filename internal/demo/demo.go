@@ -71,13 +71,16 @@ func originOf(s string) string {
 // "dev" (the page's ?user= names the subject as "Bearer dev.<subject>";
 // only the dev server accepts it) or "oidc" (the authorization-code flow
 // with PKCE at Authority as ClientID, asking for Scope; LogoutURL, when
-// set, is where sign-out goes, sent client_id and logout_uri).
+// set, is where sign-out goes, sent client_id and logout_uri). UploadsPath,
+// when set, is where the page's origin routes the attachments' storage
+// (config.PageConfig.UploadsPath).
 type settings struct {
-	SignIn    string `json:"signIn"`
-	Authority string `json:"authority,omitempty"`
-	ClientID  string `json:"clientId,omitempty"`
-	Scope     string `json:"scope,omitempty"`
-	LogoutURL string `json:"logoutUrl,omitempty"`
+	SignIn      string `json:"signIn"`
+	Authority   string `json:"authority,omitempty"`
+	ClientID    string `json:"clientId,omitempty"`
+	Scope       string `json:"scope,omitempty"`
+	LogoutURL   string `json:"logoutUrl,omitempty"`
+	UploadsPath string `json:"uploadsPath,omitempty"`
 }
 
 // Handler serves the page with dev auth: NewHandler(config.PageConfig{},
@@ -97,6 +100,7 @@ func NewHandler(page config.PageConfig, fallback http.Handler) http.Handler {
 	if page.Authority != "" {
 		s = settings{SignIn: "oidc", Authority: page.Authority, ClientID: page.ClientID, Scope: page.Scope, LogoutURL: page.LogoutURL}
 	}
+	s.UploadsPath = page.UploadsPath
 	configBody, err := json.Marshal(s)
 	if err != nil {
 		panic(err) // unreachable: strings only

@@ -118,10 +118,11 @@ func TestSignInSettings(t *testing.T) {
 		Serve: true, Authority: "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Pool", ClientID: "client-1",
 		Scope: "openid email", LogoutURL: "https://chat.auth.us-east-1.amazoncognito.com/logout",
 		ConnectOrigins: []string{"https://chat.auth.us-east-1.amazoncognito.com", "https://cognito-idp.us-east-1.amazonaws.com"},
+		UploadsPath:    "/uploads/",
 	}
 	h := demo.NewHandler(page, http.NotFoundHandler())
 	rec := get(h, "/config.json")
-	want := `{"signIn":"oidc","authority":"https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Pool","clientId":"client-1","scope":"openid email","logoutUrl":"https://chat.auth.us-east-1.amazoncognito.com/logout"}`
+	want := `{"signIn":"oidc","authority":"https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Pool","clientId":"client-1","scope":"openid email","logoutUrl":"https://chat.auth.us-east-1.amazoncognito.com/logout","uploadsPath":"/uploads/"}`
 	if got := rec.Body.String(); got != want {
 		t.Errorf("settings\n%s\nwant\n%s", got, want)
 	}

@@ -2,6 +2,7 @@ package deploytest_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +29,9 @@ func TestChatPagePaths(t *testing.T) {
 		"/history/sessions":               "/sessions",
 		"/history/sessions/s1/turns":      "/sessions/s1/turns",
 		"/artifacts/sessions/s1/turns/t1": "/sessions/s1/turns/t1",
+		"/uploads/":                       "/",
+		"/uploads/attachments/o1/s1/a1":   "/attachments/o1/s1/a1",
+		"/uploadsx/a":                     "/uploadsx/a",
 		"/":                               "/",
 		"/app.js":                         "/app.js",
 		"/config.json":                    "/config.json",
@@ -65,5 +69,43 @@ console.log(JSON.stringify(out));
 		if uris[uri] != want {
 			t.Errorf("%s became %s, want %s", uri, uris[uri], want)
 		}
+	}
+}
+
+// TestChatPageUploads: with the page deployed, the distribution reaches the
+// attachments bucket's regional REST endpoint (the host the functions'
+// presigned URLs name and sign) under /uploads/*, through the function that
+// removes the prefix and without caching, and every function tells the
+// page that path (CHAT_PAGE_UPLOADS_PATH); without the page, none does.
+func TestChatPageUploads(t *testing.T) {
+	d := load(t, map[string]any{"ChatPage": "cognito", "CognitoDomainPrefix": "turnstream-chat"})
+	cfg, _ := d.resourceProperties("ChatPageDistribution")["DistributionConfig"].(map[string]any)
+	var origin map[string]any
+	for _, o := range cfg["Origins"].([]any) {
+		if m := o.(map[string]any); m["Id"] == "uploads" {
+			origin = m
+		}
+	}
+	if origin == nil || fmt.Sprint(origin["DomainName"]) != "GetAtt(AttachmentsBucket.RegionalDomainName)" {
+		t.Fatalf("uploads origin %v, want the bucket's RegionalDomainName", origin)
+	}
+	var behaviour map[string]any
+	for _, b := range cfg["CacheBehaviors"].([]any) {
+		if m := b.(map[string]any); m["PathPattern"] == "/uploads/*" {
+			behaviour = m
+		}
+	}
+	if behaviour == nil || behaviour["TargetOriginId"] != "uploads" || behaviour["CachePolicyId"] != "4135ea2d-6df8-44a3-9df3-4b5a84be39ad" ||
+		!strings.Contains(fmt.Sprint(behaviour["AllowedMethods"]), "POST") || !strings.Contains(fmt.Sprint(behaviour["FunctionAssociations"]), "ChatPagePaths") {
+		t.Errorf("/uploads/* behaviour %v", behaviour)
+	}
+	for _, fn := range []string{"TurnFunction", "HistoryFunction", "ArtifactsFunction"} {
+		if got := d.environment(fn)["CHAT_PAGE_UPLOADS_PATH"]; got != "/uploads/" {
+			t.Errorf("%s: CHAT_PAGE_UPLOADS_PATH %q with the page", fn, got)
+		}
+	}
+	off := load(t, nil)
+	if got := off.environment("HistoryFunction")["CHAT_PAGE_UPLOADS_PATH"]; got != "" {
+		t.Errorf("CHAT_PAGE_UPLOADS_PATH %q without the page", got)
 	}
 }

@@ -164,12 +164,14 @@ func TestValues(t *testing.T) {
 				"CHAT_PAGE": "on", "CHAT_PAGE_OIDC_AUTHORITY": "https://cognito-idp.us-east-1.amazonaws.com/pool/",
 				"CHAT_PAGE_OIDC_LOGOUT_URL": "https://chat.auth.us-east-1.amazoncognito.com/logout",
 				"CHAT_PAGE_OIDC_ORIGINS":    "https://chat.auth.us-east-1.amazoncognito.com  https://other.example:8443",
+				"CHAT_PAGE_UPLOADS_PATH":    "/uploads/",
 			},
 			check: func(t *testing.T, c config.Config) {
 				want := config.PageConfig{
 					Serve: true, Authority: "https://cognito-idp.us-east-1.amazonaws.com/pool", Scope: config.DefaultPageScope,
 					LogoutURL:      "https://chat.auth.us-east-1.amazoncognito.com/logout",
 					ConnectOrigins: []string{"https://chat.auth.us-east-1.amazoncognito.com", "https://other.example:8443"},
+					UploadsPath:    "/uploads/",
 				}
 				if !reflect.DeepEqual(c.Page, want) {
 					t.Errorf("page %+v, want %+v", c.Page, want)
@@ -337,6 +339,7 @@ func TestValues(t *testing.T) {
 }
 
 func TestInvalid(t *testing.T) {
+	const uploadsPathErr = "CHAT_PAGE_UPLOADS_PATH: want a path such as /uploads/ (letters, digits, '-', '_' and '/', starting and ending with '/', at most 64 bytes)"
 	jwt := map[string]string{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://idp.example/jwks", "JWT_ISSUER": "i", "JWT_AUDIENCE": "a"}
 	with := func(base map[string]string, k, v string) map[string]string {
 		m := map[string]string{k: v}
@@ -426,6 +429,12 @@ func TestInvalid(t *testing.T) {
 		"chat page logout over http":     {with(jwt, "CHAT_PAGE_OIDC_LOGOUT_URL", "http://idp.example/logout"), "CHAT_PAGE_OIDC_LOGOUT_URL: not an absolute https URL (http only for a loopback host)"},
 		"chat page origin with a path":   {with(jwt, "CHAT_PAGE_OIDC_ORIGINS", "https://a.example https://b.example/x"), "CHAT_PAGE_OIDC_ORIGINS: want space-separated origins (https://host[:port], http only for a loopback host)"},
 		"chat page origin over http":     {with(jwt, "CHAT_PAGE_OIDC_ORIGINS", "http://a.example"), "CHAT_PAGE_OIDC_ORIGINS: want space-separated origins (https://host[:port], http only for a loopback host)"},
+		"uploads path without slashes":   {with(jwt, "CHAT_PAGE_UPLOADS_PATH", "files"), uploadsPathErr},
+		"uploads path with a dot":        {with(jwt, "CHAT_PAGE_UPLOADS_PATH", "/../files/"), uploadsPathErr},
+		"uploads path with a query":      {with(jwt, "CHAT_PAGE_UPLOADS_PATH", "/files/?x=1/"), uploadsPathErr},
+		"uploads path with an empty seg": {with(jwt, "CHAT_PAGE_UPLOADS_PATH", "/a//b/"), uploadsPathErr},
+		"uploads path too long":          {with(jwt, "CHAT_PAGE_UPLOADS_PATH", "/"+strings.Repeat("a", 64)+"/"), uploadsPathErr},
+		"uploads path of another host":   {with(jwt, "CHAT_PAGE_UPLOADS_PATH", "//evil.example/"), uploadsPathErr},
 		"jwt JWKS over http":             {with(jwt, "JWT_JWKS_URL", "http://idp.example/jwks"), "JWT_JWKS_URL: not an absolute https URL (http only for a loopback host)"},
 		"jwt JWKS not a URL":             {with(jwt, "JWT_JWKS_URL", "::"), "JWT_JWKS_URL: not an absolute https URL (http only for a loopback host)"},
 		"jwt skew negative":              {with(jwt, "JWT_CLOCK_SKEW", "-1s"), "JWT_CLOCK_SKEW: out of range (want 0s..5m0s)"},
@@ -567,7 +576,7 @@ func TestVariablesListsEveryRead(t *testing.T) {
 	for _, m := range []map[string]string{
 		nil,
 		{"DYNAMODB_ENDPOINT": "http://127.0.0.1:1", "AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://x/j", "JWT_ISSUER": "i", "JWT_AUDIENCE": "a", "MODEL_PROVIDER": "openai", "MODEL_ID": "m", "CURSOR_SECRET": "0123456789abcdef"},
-		{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://x/j", "JWT_ISSUER": "i", "JWT_AUDIENCE_SECRET": "a", "CHAT_PAGE": "on", "CHAT_PAGE_OIDC_AUTHORITY": "https://x", "CHAT_PAGE_OIDC_CLIENT_ID": "c", "CHAT_PAGE_OIDC_ORIGINS": "https://y", "CHAT_PAGE_OIDC_LOGOUT_URL": "https://y/logout"},
+		{"AUTH_MODE": "jwt", "JWT_JWKS_URL": "https://x/j", "JWT_ISSUER": "i", "JWT_AUDIENCE_SECRET": "a", "CHAT_PAGE": "on", "CHAT_PAGE_OIDC_AUTHORITY": "https://x", "CHAT_PAGE_OIDC_CLIENT_ID": "c", "CHAT_PAGE_OIDC_ORIGINS": "https://y", "CHAT_PAGE_OIDC_LOGOUT_URL": "https://y/logout", "CHAT_PAGE_UPLOADS_PATH": "/uploads/"},
 	} {
 		if _, err := config.FromLookup(recordingEnv(m, read)); err != nil {
 			t.Fatal(err)

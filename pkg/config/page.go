@@ -41,6 +41,16 @@ type PageConfig struct {
 	// space-separated https origins, no path). The page's Content Security
 	// Policy names them and nothing else.
 	ConnectOrigins []string
+	// UploadsPath is where the page's origin routes the attachments'
+	// storage (CHAT_PAGE_UPLOADS_PATH: a path such as "/uploads/", of
+	// letters, digits, '-', '_' and '/', starting and ending with '/'; at
+	// most 64 bytes). The page then sends its uploads and reads its
+	// downloads there, the storage's path and query kept: behind the
+	// stack's CloudFront distribution, whose /uploads/ behaviour reaches
+	// the attachments bucket, the page needs no other origin. Empty: the
+	// storage's URLs are used as they are (the dev server's /uploads/ is
+	// the page's origin already).
+	UploadsPath string
 }
 
 // DefaultPageScope is CHAT_PAGE_OIDC_SCOPE's default.
@@ -76,6 +86,10 @@ func (p *parser) page(a AuthConfig) PageConfig {
 		}
 		c.ConnectOrigins = append(c.ConnectOrigins, o)
 	}
+	c.UploadsPath = p.str("CHAT_PAGE_UPLOADS_PATH", "")
+	if c.UploadsPath != "" && !validUploadsPath(c.UploadsPath) {
+		p.fail("CHAT_PAGE_UPLOADS_PATH", "want a path such as /uploads/ (letters, digits, '-', '_' and '/', starting and ending with '/', at most 64 bytes)")
+	}
 	switch {
 	case c.Serve && a.Mode == AuthIAM:
 		p.fail("CHAT_PAGE", "a browser cannot sign IAM requests: serve the page with AUTH_MODE jwt")
@@ -94,4 +108,23 @@ func (p *parser) page(a AuthConfig) PageConfig {
 func validOrigin(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && validHTTPURL(s, true) && u.Path == "" && u.RawQuery == "" && u.Fragment == "" && u.User == nil
+}
+
+// validUploadsPath reports whether s is "/", or "/" segments of
+// [A-Za-z0-9_-] each followed by "/", at most 64 bytes.
+func validUploadsPath(s string) bool {
+	if len(s) > 64 || !strings.HasPrefix(s, "/") || !strings.HasSuffix(s, "/") {
+		return false
+	}
+	for _, seg := range strings.Split(strings.Trim(s, "/"), "/") {
+		if seg == "" && s != "/" {
+			return false
+		}
+		for _, r := range seg {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -90,6 +90,7 @@ const client = new TurnstreamClient({
   historyURL: "/history/",
   artifactsURL: "/artifacts/",
   headers: identity.headers,
+  storageURL: identity.storageURL,
   // The compact stream (docs/compact.md): text every 50 ms for a few
   // bytes more than the answer itself, instead of paced complete snapshots.
   compact: true,

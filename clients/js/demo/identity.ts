@@ -21,6 +21,11 @@ export interface Identity {
   headers: Headers;
   /** Signs out at the issuer (OIDC only): the page navigates away. */
   signOut?: () => Promise<void>;
+  /**
+   * Maps the attachments' storage URLs onto the page's origin (the
+   * settings' uploadsPath), or undefined: used as they are.
+   */
+  storageURL?: (url: string) => string;
 }
 
 /** Settings is GET /config.json (settings in internal/demo). */
@@ -30,6 +35,12 @@ export interface Settings {
   clientId?: string;
   scope?: string;
   logoutUrl?: string;
+  /**
+   * Where the page's origin routes the attachments' storage ("/uploads/"
+   * behind the stack's CloudFront distribution): the storage's absolute
+   * URLs are sent there, path and query kept. Absent: used as they are.
+   */
+  uploadsPath?: string;
 }
 
 /**
@@ -48,12 +59,27 @@ export async function identify(): Promise<Identity> {
   } catch {
     throw new Error("The page could not read how to sign in. Reload to try again.");
   }
+  const storageURL = s.uploadsPath ? onOrigin(s.uploadsPath) : undefined;
   if (s.signIn === "oidc" && s.authority && s.clientId) {
     const { signIn } = await import("./signin.js");
-    return signIn({ authority: s.authority, clientId: s.clientId, scope: s.scope ?? "openid email", logoutUrl: s.logoutUrl });
+    return { ...(await signIn({ authority: s.authority, clientId: s.clientId, scope: s.scope ?? "openid email", logoutUrl: s.logoutUrl })), storageURL };
   }
   const user = new URLSearchParams(location.search).get("user") ?? "";
   const safe = isSafeId(user);
   const headers: Record<string, string> = safe ? { Authorization: `Bearer dev.${user}` } : {};
-  return { user: safe ? user : "local", label: `signed in as ${safe ? user : "local"} (dev auth)`, headers: async () => headers };
+  return { user: safe ? user : "local", label: `signed in as ${safe ? user : "local"} (dev auth)`, headers: async () => headers, storageURL };
+}
+
+/**
+ * onOrigin returns the mapping of a storage URL of another origin onto
+ * path of the page's: "https://bucket.s3.region.amazonaws.com/attachments/k?X-Amz-..."
+ * becomes path + "attachments/k?X-Amz-...". A URL of the page's own origin
+ * is kept.
+ */
+export function onOrigin(path: string): (url: string) => string {
+  const base = path.endsWith("/") ? path : `${path}/`;
+  return (url) => {
+    const u = new URL(url, location.href);
+    return u.origin === location.origin ? url : `${base}${u.pathname.replace(/^\//, "")}${u.search}`;
+  };
 }

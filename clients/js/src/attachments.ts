@@ -76,7 +76,8 @@ export function mediaTypeOf(filename: string): string | undefined {
  *     {"filename","mediaType","size"}, with the client's headers; the
  *     answer is 201 {"attachmentId","upload":{"url","method","fields"},
  *     "expiresAt"}.
- *  2. A multipart/form-data POST to upload.url holding every field and
+ *  2. A multipart/form-data POST to upload.url (as ClientOptions.storageURL
+ *     maps it) holding every field and
  *     then the file, named "file", without the client's headers (the
  *     form is signed); the storage answers 204.
  *
@@ -113,7 +114,8 @@ export async function uploadAttachment(client: TurnstreamClient, opts: UploadOpt
   // The part's own type is the declared one, whatever the Blob says.
   body.append("file", file.type === mediaType ? file : new Blob([file], { type: mediaType }), filename);
   const progress = monotonic(file.size, opts.onProgress);
-  const status = typeof XMLHttpRequest === "function" ? await postXHR(form.url, body, progress, signal) : await postFetch(form.url, body, signal);
+  const url = client.storageURL(form.url);
+  const status = typeof XMLHttpRequest === "function" ? await postXHR(url, body, progress, signal) : await postFetch(url, body, signal);
   if (status < 200 || status > 299) throw new HTTPError(status, undefined);
   progress(1, 1);
   return ticket.attachmentId;
@@ -123,7 +125,8 @@ export async function uploadAttachment(client: TurnstreamClient, opts: UploadOpt
  * attachmentDownload reads a signed download of one of the caller's
  * attachments, GET {artifactsURL}sessions/{sessionId}/attachments/{id}:
  * {attachmentId, url, expiresAt, mediaType, filename, size}, its url
- * reading the bytes for 5 minutes (give it to an <img>, or fetch it). A
+ * reading the bytes for 5 minutes (give it to an <img>, or fetch it; as
+ * ClientOptions.storageURL maps it). A
  * user message's part names the id in its source, "attachment:<id>".
  * @throws HTTPError ATTACHMENT_NOT_FOUND (404) for an id never uploaded,
  * deleted, another session's or another principal's; TurnstreamError
@@ -150,7 +153,7 @@ export async function attachmentDownload(
   ) {
     throw invalidResponse();
   }
-  return v as unknown as AttachmentDownload;
+  return { ...(v as unknown as AttachmentDownload), url: client.storageURL(v.url) };
 }
 
 // monotonic wraps onProgress so that it sees the file's bytes, never

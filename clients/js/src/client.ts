@@ -91,6 +91,14 @@ export interface ClientOptions {
    * the extension answers with complete snapshots, read as usual.
    */
   compact?: boolean;
+  /**
+   * Maps the storage's URLs before they are used: an upload form's
+   * (uploadAttachment) and a signed download's (attachmentDownload). A
+   * page served behind a CDN that routes the attachments' storage under
+   * the page's own origin (docs/chat-page.md: the stack's /uploads/) maps
+   * the storage's absolute URLs there. The identity by default.
+   */
+  storageURL?: (url: string) => string;
 }
 
 export interface SubmitOptions {
@@ -243,6 +251,8 @@ export class TurnstreamClient {
   readonly turnURL: string;
   readonly historyURL: string | undefined;
   readonly artifactsURL: string | undefined;
+  /** ClientOptions.storageURL, or the identity. */
+  readonly storageURL: (url: string) => string;
   readonly #opts: ClientOptions;
   #capabilities: Promise<Capabilities> | undefined;
 
@@ -251,6 +261,7 @@ export class TurnstreamClient {
     this.turnURL = slash(opts.turnURL);
     this.historyURL = opts.historyURL === undefined ? undefined : slash(opts.historyURL);
     this.artifactsURL = opts.artifactsURL === undefined ? undefined : slash(opts.artifactsURL);
+    this.storageURL = opts.storageURL ?? ((url) => url);
   }
 
   /**

@@ -10,6 +10,7 @@ import {
   TurnstreamClient,
   uploadAttachment,
 } from "../dist/turnstream.js";
+import { createServer } from "node:http";
 import { startDevServer } from "./devserver.mjs";
 import { png } from "./helpers.mjs";
 
@@ -58,6 +59,44 @@ test("an image uploads with progress to its size, and a submit sends it", async 
   const page = await alice.turns("att-a", { limit: 1 });
   assert.deepEqual(page.items[0].messages[0].parts?.find((p) => p.type === "image")?.source, `attachment:${id}`);
   await assert.rejects(drain(alice.submit({ sessionId: "att-a", input: "again", attachments: [id] })), (e) => e instanceof HTTPError && e.code === "ATTACHMENT_INVALID");
+});
+
+test("storageURL maps the upload form's URL and a download's, as a CDN routing the storage under another path needs", async () => {
+  // A proxy that serves the dev server's /uploads/ under /store/, as the
+  // stack's CloudFront distribution serves the bucket under /uploads/.
+  const seen = [];
+  const proxy = createServer(async (req, res) => {
+    seen.push(`${req.method} ${req.url.split("?")[0]}`);
+    const target = new URL(req.url.replace(/^\/store\//, "/uploads/"), srv.base);
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    const up = await fetch(target, { method: req.method, headers: { "content-type": req.headers["content-type"] ?? "" }, body: req.method === "POST" ? Buffer.concat(chunks) : undefined });
+    res.writeHead(up.status, { "content-type": up.headers.get("content-type") ?? "application/octet-stream" });
+    res.end(Buffer.from(await up.arrayBuffer()));
+  });
+  await new Promise((r) => proxy.listen(0, "127.0.0.1", r));
+  try {
+    const base = `http://127.0.0.1:${proxy.address().port}`;
+    const mapped = [];
+    const alice = as("alice", {
+      storageURL: (u) => {
+        const x = new URL(u);
+        mapped.push(x.pathname);
+        return `${base}/store/${x.pathname.replace(/^\/uploads\//, "")}${x.search}`;
+      },
+    });
+    const bytes = png(2, 2);
+    const id = await uploadAttachment(alice, { sessionId: "att-map", file: new File([bytes], "dot.png", { type: "image/png" }) });
+    const d = await attachmentDownload(alice, "att-map", id);
+    assert.ok(d.url.startsWith(`${base}/store/`), d.url);
+    const got = await fetch(d.url);
+    assert.equal(got.status, 200);
+    assert.deepEqual(Buffer.from(await got.arrayBuffer()), bytes, "the mapped download reads the very bytes");
+    assert.equal(mapped.length, 2, "the form's URL and the download's were mapped");
+    assert.deepEqual(seen.map((r) => r.split(" ")[0]), ["POST", "GET"], `the upload and the download went through the mapped path: ${seen}`);
+  } finally {
+    await new Promise((r) => proxy.close(r));
+  }
 });
 
 test("a document declared by name and type, from a plain Blob", async () => {
