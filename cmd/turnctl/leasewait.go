@@ -89,9 +89,16 @@ func (lw *leaseWait) resumed() {
 	lw.stop = make(chan struct{})
 	// The ticker starts now, not when the goroutine runs: the quiet time
 	// counts from the resume.
+	// The waits are read here, once: a watch may outlive its stream by a
+	// read, and tests change them between runs.
+	w := leaseWaits{quiet: leaseQuiet, readEvery: leaseReadEvery, readTimeout: leaseReadTimeout}
 	tick := lw.clock.NewTicker(leaseTick)
-	go lw.watch(lw.ctx, leaseState{turnID: lw.turnID, quietSince: lw.clock.Now()}, tick, lw.stop)
+	go lw.watch(lw.ctx, leaseState{turnID: lw.turnID, quietSince: lw.clock.Now()}, w, tick, lw.stop)
 }
+
+// leaseWaits are a watch's leaseQuiet, leaseReadEvery and
+// leaseReadTimeout.
+type leaseWaits struct{ quiet, readEvery, readTimeout time.Duration }
 
 // news stops watching and clears the status shown: a line came (or the
 // stream dropped again, or ended).
@@ -111,9 +118,9 @@ func (lw *leaseWait) news() {
 
 // watch reads the lease and shows what is awaited every leaseTick until
 // stop closes.
-func (lw *leaseWait) watch(ctx context.Context, st leaseState, tick clock.Ticker, stop chan struct{}) {
+func (lw *leaseWait) watch(ctx context.Context, st leaseState, w leaseWaits, tick clock.Ticker, stop chan struct{}) {
 	defer tick.Stop()
-	nextRead := st.quietSince.Add(leaseQuiet)
+	nextRead := st.quietSince.Add(w.quiet)
 	read := false // the lease was read at least once
 	for {
 		select {
@@ -124,12 +131,12 @@ func (lw *leaseWait) watch(ctx context.Context, st leaseState, tick clock.Ticker
 		case <-tick.C():
 		}
 		if now := lw.clock.Now(); !now.Before(nextRead) {
-			rctx, cancel := context.WithTimeout(ctx, leaseReadTimeout)
+			rctx, cancel := context.WithTimeout(ctx, w.readTimeout)
 			ct, err := lw.read(rctx)
 			cancel()
 			now = lw.clock.Now()
 			st.observe(ct, err, now)
-			nextRead, read = now.Add(leaseReadEvery), true
+			nextRead, read = now.Add(w.readEvery), true
 			lw.show(stop, now, &st)
 		} else if read {
 			lw.show(stop, now, &st)

@@ -121,10 +121,15 @@ func validUploadsPath(s string) bool {
 			return false
 		}
 		for _, r := range seg {
-			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			if !isPathRune(r) {
 				return false
 			}
 		}
 	}
 	return true
+}
+
+// isPathRune reports whether r is an ASCII letter or digit, '-' or '_'.
+func isPathRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }
