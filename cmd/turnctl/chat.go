@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -215,6 +216,10 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	files, err := checkFiles(opts.attach)
 	if err != nil {
 		_, _ = fmt.Fprintln(stderr, "turnctl chat:", escapeText(err.Error(), false))
+		return 2
+	}
+	if u, err := url.Parse(opts.history); opts.history != "" && (err != nil || (u.Scheme != "http" && u.Scheme != "https")) {
+		_, _ = fmt.Fprintln(stderr, "turnctl chat: -history is not an http(s) URL")
 		return 2
 	}
 	if opts.multitask != "" && !slices.Contains(api.MultitaskPolicies, opts.multitask) {

@@ -274,3 +274,14 @@ func TestChatSaysWhatASilentResumeWaitsFor(t *testing.T) {
 		t.Errorf("stdout %q, want the text shown, then the stored text on a line of its own", out)
 	}
 }
+
+// TestChatRefusesABadHistoryURL: -history must be an http(s) URL; the
+// refusal (exit 2) sends nothing and does not repeat the value.
+func TestChatRefusesABadHistoryURL(t *testing.T) {
+	for _, bad := range []string{"ftp://files.example/", "not a url", "://x"} {
+		code, _, errOut := runTurnctl([]string{"chat", "-history", bad, "-session", "s1", "hello"}, "")
+		if code != 2 || errOut != "turnctl chat: -history is not an http(s) URL\n" {
+			t.Errorf("-history %q: exit %d, stderr %q", bad, code, errOut)
+		}
+	}
+}
