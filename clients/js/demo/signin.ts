@@ -45,9 +45,13 @@ export async function signIn(s: OidcSettings): Promise<Identity> {
     userStore: new WebStorageStateStore({ store: window.sessionStorage }),
     ...(s.logoutUrl ? { metadataSeed: { end_session_endpoint: s.logoutUrl } } : {}),
   });
+  // Sign-out forgets the stored sign-in before it leaves for the issuer; a
+  // request the page makes meanwhile must wait for that navigation, not
+  // start a sign-in, whose navigation would cancel the sign-out's.
+  let signingOut = false;
   const leave = async (): Promise<never> => {
     // Back to this very conversation once signed in.
-    await manager.signinRedirect({ state: location.pathname + location.search });
+    if (!signingOut) await manager.signinRedirect({ state: location.pathname + location.search });
     return new Promise<never>(() => {});
   };
 
@@ -78,6 +82,7 @@ export async function signIn(s: OidcSettings): Promise<Identity> {
     label: `signed in as ${name}`,
     headers: async () => ({ Authorization: `Bearer ${(await current()).access_token}` }),
     signOut: async () => {
+      signingOut = true;
       const u = await manager.getUser();
       await manager.signoutRedirect({
         ...(u?.id_token ? { id_token_hint: u.id_token } : {}),

@@ -136,8 +136,33 @@ describe("signing in with OpenID Connect in Chromium", { skip }, () => {
     assert.equal(await page.locator(".turn").count(), 3);
 
     // Sign-out goes through the issuer and back; the page then asks for a
-    // sign-in again.
-    await page.click("#sign-out");
+    // sign-in again. The page forgets the sign-in before it leaves, and a
+    // request it makes meanwhile (its session watch reads every 2 s) must
+    // wait for the sign-out, not start a sign-in whose navigation would
+    // cancel it: the issuer's answer is held while the page has 5 s to
+    // go to /authorize instead.
+    let release, reached;
+    const held = new Promise((resolve) => (release = resolve));
+    const atLogout = new Promise((resolve) => (reached = resolve));
+    await page.route(`${srv.issuer}/logout**`, async (route) => {
+      reached();
+      await held;
+      await route.continue().catch(() => {}); // the page may have left
+    });
+    const answered = page
+      .waitForResponse((r) => r.url().startsWith(`${srv.issuer}/logout`), { timeout: 2 * MINUTE })
+      .then((r) => r.status(), (e) => e.message);
+    try {
+      await page.click("#sign-out");
+      await within(MINUTE, atLogout, "the page went to the issuer's sign-out");
+      const signInInstead = await page
+        .waitForRequest((r) => r.url().startsWith(`${srv.issuer}/authorize`), { timeout: 5000 })
+        .then(() => true, () => false);
+      assert.equal(signInInstead, false, "a request during the sign-out started a sign-in");
+    } finally {
+      release();
+    }
+    assert.equal(await answered, 302, "the issuer's sign-out answered the page");
     await page.waitForSelector("#username");
     assert.equal(new URL(page.url()).origin, srv.issuer, "signed out, the page asks for a sign-in");
     assert.deepEqual(problems, []);
