@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -248,10 +247,24 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	status := 0
 	interactive := isTerminal(stdin) && c.tty && !opts.json
-	in := bufio.NewScanner(stdin)
-	in.Buffer(make([]byte, 64<<10), maxLineBytes)
+	prompts := stdout // where approval questions go: stderr keeps -json's stdout NDJSON
+	if opts.json {
+		prompts = stderr
+	}
+	var input lineSource = newScanSource(stdin, prompts)
+	if f, ok := stdin.(*os.File); ok && interactive && fs.NArg() == 0 {
+		// turnctl edits the line itself, so that typing while an answer
+		// streams does not break the live block (lineEditor).
+		if ed, err := newLineEditor(f, stdout, c.width); err == nil {
+			defer ed.close()
+			c.editor, input = ed, ed
+		}
+	}
 	if fs.NArg() > 0 {
-		ok := c.turn(ctx, strings.Join(fs.Args(), " "), nil) && c.decidePending(ctx, in)
+		ok := c.turn(ctx, strings.Join(fs.Args(), " "), nil)
+		if ok {
+			ok = c.decidePending(ctx, input, prompts)
+		}
 		if ctx.Err() != nil {
 			return quitMessage(stderr)
 		}
@@ -261,29 +274,36 @@ func runChat(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return 0
 	}
 	for {
+		prompt := ""
 		if interactive {
-			_, _ = fmt.Fprint(stdout, "you> ")
+			prompt = promptYou
 		}
-		if !in.Scan() {
-			if interactive { // Ctrl-D: leave the prompt's line
+		line, err := input.line(prompt)
+		if err != nil {
+			if interactive { // Ctrl-D or Ctrl-C: leave the prompt's line
 				_, _ = fmt.Fprintln(stdout)
+			}
+			if errors.Is(err, errInterrupted) {
+				return exitQuit
+			}
+			if err != io.EOF {
+				_, _ = fmt.Fprintln(stderr, "turnctl chat: read stdin:", err)
+				return 1
 			}
 			break
 		}
-		line := strings.TrimRight(in.Text(), "\r")
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		if !c.turn(ctx, line, nil) || !c.decidePending(ctx, in) {
+		if !c.turn(ctx, line, nil) || !c.decidePending(ctx, input, prompts) {
 			status = 1
+		}
+		if c.interrupted {
+			return exitQuit
 		}
 		if ctx.Err() != nil {
 			return quitMessage(stderr)
 		}
-	}
-	if err := in.Err(); err != nil {
-		_, _ = fmt.Fprintln(stderr, "turnctl chat: read stdin:", err)
-		return 1
 	}
 	if interactive {
 		return 0 // a person ended the session; a script reads the status below
@@ -331,6 +351,10 @@ type chatClient struct {
 	pending []client.PendingConfirmation
 	// files are the -attach files the next turn sends (attachments.go).
 	files []localFile
+	// editor, when set, reads the terminal and edits the line typed
+	// (editor.go); interrupted records Ctrl-C at an approval question.
+	editor      *lineEditor
+	interrupted bool
 }
 
 // turn submits input as a new turn and renders its stream; decision,
@@ -339,6 +363,9 @@ type chatClient struct {
 // ended waiting for in c.pending.
 func (c *chatClient) turn(ctx context.Context, input string, decision *protocol.SubmitConfirmation) bool {
 	c.pending = nil
+	if c.editor != nil { // Ctrl-C before the stream opens quits, as during it
+		defer c.editor.whileBusy(c.quit)()
+	}
 	// The interrupt watcher shows its notices through the renderer, so
 	// that a redraw counts them instead of erasing them.
 	shown := &lockedRenderer{r: c.renderer()}
@@ -356,8 +383,12 @@ func (c *chatClient) turn(ctx context.Context, input string, decision *protocol.
 	if decision == nil {
 		sub.Multitask = c.opts.multitask
 	}
+	if c.editor != nil { // what is typed from now on is drawn under the block
+		defer c.editor.typing(shown.typing)()
+	}
 	s, err := c.client.Submit(ctx, sub)
 	if err != nil {
+		shown.done()          // the typed rows move to the prompt before the error is printed
 		if ctx.Err() == nil { // else quit: reported by runChat
 			reportError(c.stderr, "chat", err)
 			var e *client.Error
@@ -373,6 +404,9 @@ func (c *chatClient) turn(ctx context.Context, input string, decision *protocol.
 	defer func() { _ = s.Close() }()
 	interrupts, stopNotify := notifyInterrupts()
 	defer stopNotify()
+	if c.editor != nil { // Ctrl-C is the terminal's interrupt while the turn streams
+		defer c.editor.signals()()
+	}
 	watchDone := make(chan struct{})
 	defer close(watchDone)
 	go c.watchInterrupts(ctx, s.TurnID(), shown, interrupts, watchDone)
@@ -625,6 +659,22 @@ func (l *lockedRenderer) done() {
 	if !l.finished {
 		l.finished = true
 		l.r.done()
+	}
+}
+
+// typingRenderer is a renderer that draws what is typed while the turn
+// streams (lineEditor).
+type typingRenderer interface {
+	typing(t typeahead)
+}
+
+// typing shows t where the renderer draws typed text; a renderer that
+// does not draw it ignores it.
+func (l *lockedRenderer) typing(t typeahead) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if tr, ok := l.r.(typingRenderer); ok && !l.finished {
+		tr.typing(t)
 	}
 }
 
@@ -917,6 +967,12 @@ type liveRenderer struct {
 	view          *turnView
 	notices       []string
 	reasoning     bool // show the model's reasoning, dimmed
+	// typed is what was typed while the turn streams (lineEditor), drawn
+	// as the block's last rows; open says the block drawn last ended on
+	// the line being typed, the cursor at its end rather than under the
+	// block.
+	typed typeahead
+	open  bool
 }
 
 func (r *liveRenderer) event(raw []byte, ev *protocol.Event) {
@@ -960,13 +1016,24 @@ func (r *liveRenderer) redraw() {
 	for _, n := range r.notices {
 		block.WriteString(n + "\n")
 	}
-	n := physicalLines(head+block.String(), r.width)
-	var b strings.Builder
-	if r.lines > 0 {
-		_, _ = fmt.Fprintf(&b, "\x1b[%dA\r\x1b[J", r.lines) // up over the last block, clear below
+	n := 0
+	if head != "" || block.Len() > 0 {
+		n = physicalLines(head+block.String(), r.width)
 	}
+	var b strings.Builder
+	if up := r.lines; up > 0 { // up over the last block, clear below
+		if r.open {
+			up--
+		}
+		if up > 0 {
+			_, _ = fmt.Fprintf(&b, "\x1b[%dA", up)
+		}
+		b.WriteString("\r\x1b[J")
+	}
+	r.open = false
 	if n >= r.height && r.view != nil {
 		// Too tall to redraw: keep what is on screen and append from here.
+		// What is typed from now on is shown at the next prompt.
 		shown := r.view.shown(r.reasoning)
 		r.appending = &appendRenderer{w: r.w, text: shown, reasoning: r.reasoning, last: r.last, printed: map[string]string{}, waiting: map[string]string{}}
 		b.WriteString("assistant> " + shown)
@@ -978,8 +1045,25 @@ func (r *liveRenderer) redraw() {
 		b.WriteString(sgrDim + strings.TrimSuffix(head, "\n") + sgrNormal + "\n")
 	}
 	b.WriteString(block.String())
+	// The typed rows fit under the block, or wait for the next prompt.
+	if typed := r.typed.rows(); typed != "" {
+		if t := physicalLines(typed, r.width); n+t < r.height {
+			b.WriteString(typed)
+			n += t
+			r.open = !strings.HasSuffix(typed, "\n")
+		}
+	}
 	_, _ = io.WriteString(r.w, b.String())
 	r.lines = n
+}
+
+// typing shows t, what was typed while the turn streams, under the block.
+func (r *liveRenderer) typing(t typeahead) {
+	if r.appending != nil {
+		return
+	}
+	r.typed = t
+	r.redraw()
 }
 
 // SGR codes around the reasoning on a terminal: faint, then normal
@@ -992,6 +1076,11 @@ const (
 func (r *liveRenderer) done() {
 	if r.appending != nil {
 		r.appending.done()
+		return
+	}
+	if !r.typed.empty() { // the typed rows move to the next prompt
+		r.typed = typeahead{}
+		r.redraw()
 	}
 }
 

@@ -11,10 +11,18 @@ import (
 // terminalSize returns w's terminal width and height in cells, 80x24 when
 // unknown.
 func terminalSize(w any) (width, height int) {
-	if f, ok := w.(*os.File); ok {
-		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 && ws.Row > 0 {
-			return int(ws.Col), int(ws.Row)
-		}
+	f, ok := w.(*os.File)
+	if !ok {
+		return 80, 24
+	}
+	conn, err := f.SyscallConn() // not Fd, which would put f in blocking mode
+	if err != nil {
+		return 80, 24
+	}
+	var ws *unix.Winsize
+	_ = conn.Control(func(fd uintptr) { ws, err = unix.IoctlGetWinsize(int(fd), unix.TIOCGWINSZ) })
+	if err == nil && ws != nil && ws.Col > 0 && ws.Row > 0 {
+		return int(ws.Col), int(ws.Row)
 	}
 	return 80, 24
 }
