@@ -636,6 +636,20 @@ func TestCheckFindsEachRule(t *testing.T) {
 		}, func(in *sessionInput) {
 			in.Leases["a"] = in.Leases["a"][:1] // the renewal did not apply: giving up is right
 		}},
+		"renewed after a pause, then lost with no renewal unanswered": {RulePause, "yet it gave up", func(in *sessionInput) {
+			in.Plan = &Plan{Kind: KindNearLease}
+			in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", ""), diagnostic(0, 5000, codeIndeterminate, false))}
+			in.Reads = nil
+			in.Events = []procEvent{{At: at(150), Slot: 0, What: "pause"}, {At: at(1800), Slot: 0, What: "cont"}}
+			in.Leases["a"] = []leaseMark{{Applied: at(90), Expiry: at(2090)}, {Applied: at(1850), Expiry: at(3850)}, {Applied: at(2500), Expiry: at(4500)}}
+			in.Final = final(turn("a", statusError, codeTurnLost, messages("", statusError), 0))
+		}, func(in *sessionInput) {
+			// Its renewals after the proven one reached DynamoDB unanswered
+			// (a DynamoDB too slow to answer within the attempt time): those,
+			// not the pause, left the lease unproven.
+			in.Leases["a"][2].Maybe = true
+			in.Leases["a"] = append(in.Leases["a"], leaseMark{Applied: at(3000), Expiry: at(4500), Maybe: true})
+		}},
 		"lost after a pause with time left, no renewal": {RuleRenewLate, "renewed none of it and was lost", func(in *sessionInput) {
 			in.Plan = &Plan{Kind: KindNearLease}
 			in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", ""), diagnostic(1000002, 5000, codeTurnLost, false))}

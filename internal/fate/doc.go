@@ -170,7 +170,9 @@
 //     sent are this rule's evidence only).
 //   - pause-renewed (I2): a nearlease turn whose renewal DynamoDB applied
 //     (and answered) after the pause, before its previous expiry, does
-//     not end lost or TURN_OUTCOME_INDETERMINATE.
+//     not end lost or TURN_OUTCOME_INDETERMINATE, unless a later renewal
+//     of it went unanswered (then that, not the pause, left its lease
+//     unproven).
 //   - attach-once (A): of two turns that name the same attachment, at
 //     most one is accepted; one refused ATTACHMENT_INVALID is shown by no
 //     route; they are not both refused so; the one in the final history

@@ -69,7 +69,9 @@ const (
 	// the lease (a nearlease schedule) and whose lease renewal DynamoDB
 	// applied and answered after the pause, before its previous expiry,
 	// is not lost (nor ended TURN_OUTCOME_INDETERMINATE): its lease
-	// was proven.
+	// was proven. A later renewal left unanswered (DynamoDB did not
+	// answer within the attempt time) excuses it: that renewal, not
+	// the pause, left the lease unproven.
 	RulePause = "pause-renewed"
 	// RuleRenewLate is reported, not a violation (Violation.Reported): a
 	// nearlease turn that had at least two attempt timeouts of its lease
@@ -637,6 +639,14 @@ func (c rules) pauses() {
 	}
 	if c.disturbed(live.Proc, contAt.Add(time.Millisecond), end) {
 		return
+	}
+	for _, m := range in.Leases[t] {
+		// A later renewal DynamoDB left unanswered is a cause of its own:
+		// from then on the turn could not prove its lease, whatever the
+		// pause did, and giving up is right.
+		if m.Maybe && !m.Claim && m.Applied.After(renewal.Applied) && m.Applied.Before(end) {
+			return
+		}
 	}
 	var lost []string
 	if ft := in.Final.turn(t); ft != nil {
