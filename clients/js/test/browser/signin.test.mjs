@@ -152,8 +152,11 @@ describe("signing in with OpenID Connect in Chromium", { skip }, () => {
     const answered = page
       .waitForResponse((r) => r.url().startsWith(`${srv.issuer}/logout`), { timeout: 2 * MINUTE })
       .then((r) => r.status(), (e) => e.message);
+    // The click waits for the navigation it started, held here: it is
+    // awaited once the issuer may answer.
+    const clicked = page.click("#sign-out");
+    clicked.catch(() => {});
     try {
-      await page.click("#sign-out");
       await within(MINUTE, atLogout, "the page went to the issuer's sign-out");
       const signInInstead = await page
         .waitForRequest((r) => r.url().startsWith(`${srv.issuer}/authorize`), { timeout: 5000 })
@@ -162,6 +165,7 @@ describe("signing in with OpenID Connect in Chromium", { skip }, () => {
     } finally {
       release();
     }
+    await clicked;
     assert.equal(await answered, 302, "the issuer's sign-out answered the page");
     await page.waitForSelector("#username");
     assert.equal(new URL(page.url()).origin, srv.issuer, "signed out, the page asks for a sign-in");
