@@ -70,7 +70,7 @@ func startPtyChat(t *testing.T, width, height int, args ...string) *ptyChat {
 	t.Helper()
 	ptmx, tty, err := pty.Open()
 	if err != nil {
-		t.Skipf("no pseudo-terminal here: %v", err)
+		t.Fatalf("open a pseudo-terminal (Linux has /dev/ptmx; the typed-line tests need one): %v", err)
 	}
 	if err := pty.Setsize(ptmx, &pty.Winsize{Cols: uint16(width), Rows: uint16(height)}); err != nil {
 		t.Fatal(err)
