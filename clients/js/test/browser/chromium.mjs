@@ -74,9 +74,12 @@ export async function axe(page) {
  * that began before it failed, and a navigation's own document request when
  * a later navigation took its place. The browser's own start time of the
  * request decides, since Playwright reports requests to this process a
- * little late. Call it before the first navigation; it returns
- * cut(request), true for such a request, to be called from the
- * requestfailed event.
+ * little late; a request cut before its response headers has no such time
+ * (Playwright fills timing() from the response), and then the time its
+ * request event reached this process stands in: later than the true start,
+ * yet before the commit of a navigation that cut it, whose event comes
+ * after it. Call it before the first navigation; it returns cut(request),
+ * true for such a request, to be called from the requestfailed event.
  */
 export function cutByNavigation(page) {
   const navs = []; // {start, commit, request}: wall-clock ms; request: the page's own navigation's
@@ -86,9 +89,12 @@ export function cutByNavigation(page) {
   page.on("framenavigated", (f) => {
     if (f === page.mainFrame()) committed();
   });
+  const seen = new WeakMap(); // request -> wall-clock ms its event arrived
+  const began = (r) => (r.timing().startTime > 0 ? r.timing().startTime : (seen.get(r) ?? 0));
   page.on("request", (r) => {
+    seen.set(r, Date.now());
     if (r.isNavigationRequest() && r.frame() === page.mainFrame()) {
-      navs.push({ start: r.timing().startTime > 0 ? r.timing().startTime : Date.now(), commit: Infinity, request: r });
+      navs.push({ start: began(r), commit: Infinity, request: r });
     }
   });
   for (const name of ["reload", "goto"]) {
@@ -100,10 +106,10 @@ export function cutByNavigation(page) {
   }
   return (r) => {
     if (r.failure()?.errorText !== "net::ERR_ABORTED") return false;
-    const began = r.timing().startTime;
-    if (!(began > 0)) return false;
-    if (r.isNavigationRequest()) return navs.some((n) => n.request !== r && n.start >= began);
+    const start = began(r);
+    if (!(start > 0)) return false;
+    if (r.isNavigationRequest()) return navs.some((n) => n.request !== r && n.start >= start);
     const now = Date.now();
-    return navs.some((n) => n.request !== r && now >= n.start && began < n.commit);
+    return navs.some((n) => n.request !== r && now >= n.start && start < n.commit);
   };
 }
