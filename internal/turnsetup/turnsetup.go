@@ -99,6 +99,7 @@ func NewHandler(cfg config.Config, d Deps) (*turn.Handler, error) {
 			SnapshotBytesPerSecond: cfg.SnapshotBytesPerSecond,
 			MaxSnapshotGap:         cfg.SnapshotMaxGap,
 			CheckpointInterval:     cfg.CheckpointInterval,
+			CheckpointMinChange:    cfg.CheckpointMinChange,
 			ResumePollInterval:     cfg.ResumePollInterval,
 			MaxBodyBytes:           cfg.MaxBodyBytes,
 			ConfirmationTTL:        cfg.ConfirmationTTL,

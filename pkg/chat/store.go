@@ -177,8 +177,9 @@ type TurnStore interface {
 	// may have written blocks a later checkpoint, and readers never see a
 	// state that mixes the two. Every checkpoint is fenced: ErrLeaseLost
 	// once a store decided the turn (or it was saved), or if c never held
-	// it. It reports whether a stop was requested (RequestStop), so a stop
-	// is seen at the next checkpoint, also one that fails: stop may be
+	// it. A later checkpoint reports whether a stop was requested
+	// (RequestStop), so a stop is seen at the next checkpoint, also one
+	// that fails (the first may report false either way): stop may be
 	// true with an error other than ErrLeaseLost (the checkpoint was not
 	// written, but the lease carries the stop; one more read). ErrInvalidRequest unless cp is the
 	// claim's turn. A heartbeat (messages equal to Prior) costs one small

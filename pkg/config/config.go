@@ -113,6 +113,12 @@ type Config struct {
 	// recovery read, and how long a stop takes to be seen
 	// (docs/durable-turns.md).
 	CheckpointInterval time.Duration
+	// CheckpointMinChange is the least growth in bytes that a checkpoint
+	// between the moments that must not be lost carries
+	// (CHECKPOINT_MIN_CHANGE, default 1024, 0..65536; 0 writes every
+	// interval): a smaller change waits for more, at most 4 intervals
+	// (docs/durable-turns.md).
+	CheckpointMinChange int
 	// ResumePollInterval is how often a resume stream reads the turn
 	// (RESUME_POLL_INTERVAL, default 250 ms, 10 ms..500 ms).
 	ResumePollInterval time.Duration
@@ -345,6 +351,7 @@ var Variables = []string{
 	"CHAT_PAGE_OIDC_SCOPE",
 	"CHAT_PAGE_UPLOADS_PATH",
 	"CHECKPOINT_INTERVAL",
+	"CHECKPOINT_MIN_CHANGE",
 	"CLEANUP_RESERVE",
 	"CONFIRMATION_TTL",
 	"CURSOR_SECRET",
@@ -483,6 +490,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	if c.CheckpointInterval != 0 && c.CheckpointInterval < 100*time.Millisecond {
 		p.fail("CHECKPOINT_INTERVAL", "out of range (want 0 to turn checkpoints off, or 100ms..1m0s)")
 	}
+	c.CheckpointMinChange = int(p.integer("CHECKPOINT_MIN_CHANGE", 1024, 0, 64<<10))
 	c.ResumePollInterval = p.duration("RESUME_POLL_INTERVAL", 250*time.Millisecond, 10*time.Millisecond, 500*time.Millisecond)
 	c.MaxBodyBytes = p.integer("MAX_BODY_BYTES", httpedge.DefaultMaxBodyBytes, 1, MaxBodyBytesLimit)
 	c.MaxQueuedTurns = int(p.integer("MAX_QUEUED_TURNS", chat.DefaultMaxQueuedTurns, 1, chat.MaxQueuedTurnsLimit))

@@ -20,11 +20,12 @@ import (
 )
 
 // Checkpoint layout. A running turn's first checkpoint writes its turn
-// item (status running, its messages as of then, live = true) and its
-// live item before the turn's stream starts. Each later checkpoint that changed the messages
-// writes one delta item, keyed by the checkpoint's sequence, with what
-// changed since the prior checkpoint it names, then moves the live
-// item's head to it; a heartbeat (no change) only updates the live item.
+// item (status running, its messages as of then, live = true) before
+// the turn's stream starts. Each later checkpoint that changed the
+// messages writes one delta item, keyed by the checkpoint's sequence,
+// with what changed since the prior checkpoint it names, then moves the
+// live item's head to it (creating the live item the first time); a
+// heartbeat (no change) only updates the live item.
 // Readers of a turn item with live set follow the chain of deltas from
 // the live item's head back to the turn item's messages. The final save
 // rewrites the turn item whole and drops live; the live and delta items
@@ -171,8 +172,7 @@ func (d *delta) apply(msgs []protocol.Message) ([]protocol.Message, error) {
 
 // Checkpoint implements chat.Store. The first checkpoint writes the turn
 // item (conditional on it being absent or running under the claim's
-// token) and, at the same time, the live item as a heartbeat does; a
-// later one that changed the messages writes its delta item
+// token) and reports no stop; a later one that changed the messages writes its delta item
 // (conditional on being absent or identical: a retry) and then moves the
 // live item's head to it, conditional on the token and a lower sequence;
 // a heartbeat writes only the live item, conditional on the token and a
@@ -185,16 +185,20 @@ func (s *Store) Checkpoint(ctx context.Context, c *chat.Claim, cp *chat.Checkpoi
 	}
 	purgeAt := s.now().Add(checkpointRetention).Unix()
 	if cp.Prior == nil {
-		// The acknowledgment: the turn item and the live item (which
-		// fences later checkpoints and carries the stop flag), written at
-		// once, before the turn's stream starts.
-		done := make(chan error, 1)
-		go func() { done <- s.writeRunningItem(ctx, c, cp) }()
-		stop, lerr := s.updateLive(ctx, cp, c.Lease.Token, false, purgeAt)
-		if err := <-done; err != nil {
+		// The acknowledgment: the turn item alone, before the turn's
+		// stream starts. The live item (which fences later checkpoints and
+		// carries the stop flag) is written by the first checkpoint after
+		// it; until then a decider's fence creates it, and so does a stop.
+		return false, s.writeRunningItem(ctx, c, cp)
+	}
+	if cp.PriorSequence == cp.FirstSequence {
+		// The prior is the acknowledgment: the live item may not exist
+		// yet, and creating it is fenced by the turn item instead.
+		if err := s.checkRunningItem(ctx, c, cp); errors.Is(err, chat.ErrLeaseLost) {
 			return false, err
+		} else if err != nil {
+			return s.stopRequested(ctx, c), err
 		}
-		return stop, lerr
 	}
 	d, err := diffMessages(cp.Prior, cp.Messages)
 	if err != nil {
@@ -270,6 +274,26 @@ func (s *Store) writeRunningItem(ctx context.Context, c *chat.Claim, cp *chat.Ch
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint turn %s of session %s: %w", cp.TurnID, cp.SessionID, err)
+	}
+	return nil
+}
+
+// checkRunningItem is the fence of a checkpoint that may create the live
+// item (the first after the acknowledgment, which writes none): one
+// consistent read of the turn item, which must be running under the
+// claim's token; ErrLeaseLost otherwise (decided, saved, or never the
+// claim's). A decider that fences the turn after this read writes its
+// token to the live item first (fenceLive), so the checkpoint's
+// conditional live write still fails.
+func (s *Store) checkRunningItem(ctx context.Context, c *chat.Claim, cp *chat.Checkpoint) error {
+	rctx, cancel := s.writeContext(ctx)
+	item, found, err := s.getItem(rctx, turnKey(cp.SessionID, cp.Ordinal))
+	cancel()
+	switch {
+	case err != nil:
+		return fmt.Errorf("checkpoint turn %s: read its turn item: %w", cp.TurnID, err)
+	case !found || tokenOf(item) != c.Lease.Token || statusOf(item) != chat.TurnRunning:
+		return chat.ErrLeaseLost
 	}
 	return nil
 }

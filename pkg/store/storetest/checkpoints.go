@@ -223,14 +223,26 @@ func checkpointCases() map[string]func(*testing.T, *env) {
 			if !e.checkpoint(c, beatOf(cp1, cp1.Sequence+1)) {
 				t.Error("a heartbeat after RequestStop did not report the stop")
 			}
-			// A stop before the acknowledgment is seen by it.
+			// A stop before the acknowledgment is seen by the checkpoint
+			// after it, a change or a heartbeat (the acknowledgment itself
+			// may not report it).
 			e.release("s1", c, chat.OutcomeCompleted, cp1.Sequence+1)
-			c2 := e.claim("s1", "t2")
-			if err := e.store.RequestStop(e.ctx, "s1", "t2", alice); err != nil {
-				t.Fatal(err)
-			}
-			if !e.checkpoint(c2, e.checkpointOf(c2, nil, "", c2.BaseSequence+1)) {
-				t.Error("the acknowledgment after RequestStop did not report the stop")
+			for _, change := range []bool{false, true} {
+				turnID := map[bool]string{false: "t2", true: "t3"}[change]
+				c2 := e.claim("s1", turnID)
+				if err := e.store.RequestStop(e.ctx, "s1", turnID, alice); err != nil {
+					t.Fatal(err)
+				}
+				ack := e.checkpointOf(c2, nil, "", c2.BaseSequence+1)
+				e.checkpoint(c2, ack)
+				next := beatOf(ack, ack.Sequence+1)
+				if change {
+					next = e.checkpointOf(c2, ack, "a", ack.Sequence+1)
+				}
+				if !e.checkpoint(c2, next) {
+					t.Errorf("the checkpoint after the acknowledgment (change %v) did not report a stop requested before it", change)
+				}
+				e.release("s1", c2, chat.OutcomeCompleted, next.Sequence)
 			}
 		},
 

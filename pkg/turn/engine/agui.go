@@ -267,7 +267,7 @@ func (ae *aguiStreamer) aguiWriter(first time.Time) {
 			continue // closed: the end is on its way
 		}
 		calls := toolCallStates(assistant.ToolCalls)
-		t.live.remember(seq, assistant, v.usage, (lastContent == "" && assistant.Content != "") || calls != lastCalls)
+		t.live.remember(seq, assistant, v.usage, lastContent == "" && assistant.Content != "", calls != lastCalls)
 		lastContent, lastCalls, lastVersion = assistant.Content, calls, v.version
 		if next.text != enc.held.text {
 			lastText = clk.Now()

@@ -177,7 +177,7 @@ func (nw *ndjsonStream) compactWriter(first time.Time, held compactState) {
 		open = false
 		firstText := held.assistant.Content != "" && nw.lastRememberedEmpty()
 		held.seq = openSeq
-		t.live.remember(openSeq, held.assistant, held.usage, firstText)
+		t.live.remember(openSeq, held.assistant, held.usage, firstText, false)
 		t.out.write([]byte(protocol.AppendClose))
 		lastWrite = clk.Now()
 	}
@@ -257,7 +257,7 @@ func (nw *ndjsonStream) compactWriter(first time.Time, held compactState) {
 				continue // closed: the terminal lines are on their way
 			}
 			calls := toolCallStates(assistant.ToolCalls)
-			t.live.remember(seq, assistant, v.usage, (held.assistant.Content == "" && assistant.Content != "") || calls != lastCalls)
+			t.live.remember(seq, assistant, v.usage, held.assistant.Content == "" && assistant.Content != "", calls != lastCalls)
 			lastCalls, lastVersion = calls, v.version
 			held = newCompactState(seq, assistant, v.usage)
 			buf = t.lines.snapshotLineAt(buf[:0], now, seq, protocol.StatusStreaming, assistant, v.usage, nil)

@@ -184,6 +184,18 @@ type Config struct {
 	// stop: the turn runs to its end (config CHECKPOINT_INTERVAL, 1 s by
 	// default).
 	CheckpointInterval time.Duration
+	// CheckpointMinChange is the least growth, in bytes of the encoded
+	// messages, that a checkpoint between those moments carries: a
+	// CheckpointInterval tick whose change since the last checkpoint that
+	// landed is smaller writes nothing (it reads the stop flag instead),
+	// until the change reaches it or checkpointMaxTicks intervals passed
+	// since that checkpoint. A change of the messages' number or of a tool
+	// call is written at once. So a crash or a resume loses at most this
+	// much text or that many intervals, and a checkpoint carries a write
+	// unit's worth. Zero writes every interval, a tick without a change
+	// as a heartbeat write, and makes the first text a moment that must
+	// not be lost (config CHECKPOINT_MIN_CHANGE, 1,024 by default).
+	CheckpointMinChange int
 	// ResumePollInterval is how often a resume stream
 	// (GET /sessions/{id}/turns/{turnId}/stream) reads the turn; zero
 	// means DefaultResumePollInterval.
@@ -318,6 +330,9 @@ func New(opts Config) (*Engine, error) {
 	}
 	if opts.SnapshotBytesPerSecond < 0 {
 		return nil, errors.New("turn: Options.SnapshotBytesPerSecond is negative")
+	}
+	if opts.CheckpointMinChange < 0 {
+		return nil, errors.New("turn: Options.CheckpointMinChange is negative")
 	}
 	if opts.MaxBodyBytes, err = httpedge.BodyLimit("Options.MaxBodyBytes", opts.MaxBodyBytes); err != nil {
 		return nil, fmt.Errorf("turn: %w", err)

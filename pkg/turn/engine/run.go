@@ -314,7 +314,7 @@ func (t *run) leaseGone() bool {
 // lease renewals.
 func (t *run) streamTurn() {
 	t.seqs.start(t.claim.BaseSequence)
-	t.live = newLiveStates()
+	t.live = newLiveStates(t.h.opts.CheckpointMinChange <= 0)
 	t.lease.init(t.sup.leaseMargin(), t.h.clock)
 	t.lease.prove(t.startedAt, t.claim.Lease.ExpiresAt)
 	// The first snapshot (the user message and an empty streaming
@@ -323,7 +323,7 @@ func (t *run) streamTurn() {
 	// acknowledgment records.
 	seq, _ := t.seqs.next()
 	first := t.assistant(view{}, protocol.MessageStreaming, "")
-	t.live.remember(seq, first, protocol.Usage{}, false)
+	t.live.remember(seq, first, protocol.Usage{}, false, false)
 	ack, err := t.acknowledge()
 	if err != nil {
 		if ack = t.unacknowledged(err); ack == nil {

@@ -64,20 +64,26 @@ type liveState struct {
 type liveStates struct {
 	mu   sync.Mutex
 	last liveState
-	// urgent (cap 1) asks the supervisor for a checkpoint now: at the
-	// first text and at each tool call's state change.
+	// urgent (cap 1) asks the supervisor for a checkpoint now: at each
+	// tool call's state change, and at the first text when textUrgent.
 	urgent chan struct{}
+	// textUrgent: the first text is a moment that must not be lost
+	// (checkpoints of every interval, Options.CheckpointMinChange zero).
+	textUrgent bool
 }
 
-func newLiveStates() *liveStates { return &liveStates{urgent: make(chan struct{}, 1)} }
+func newLiveStates(textUrgent bool) *liveStates {
+	return &liveStates{urgent: make(chan struct{}, 1), textUrgent: textUrgent}
+}
 
-// remember records the state of seq, and asks for a checkpoint now when
-// urgent.
-func (l *liveStates) remember(seq int64, assistant protocol.Message, usage protocol.Usage, urgent bool) {
+// remember records the state of seq, and asks for a checkpoint now at a
+// tool call's state change (calls) and, when textUrgent, at the first
+// text (firstText).
+func (l *liveStates) remember(seq int64, assistant protocol.Message, usage protocol.Usage, firstText, calls bool) {
 	l.mu.Lock()
 	l.last = liveState{seq: seq, assistant: assistant, usage: usage}
 	l.mu.Unlock()
-	if urgent {
+	if calls || firstText && l.textUrgent {
 		select {
 		case l.urgent <- struct{}{}:
 		default:

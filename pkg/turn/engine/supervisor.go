@@ -79,14 +79,23 @@ func (s *supervisor) supervise(modelDone <-chan error, cpPrior *chat.Checkpoint)
 			<-stopRead
 		}
 	}
-	startCheckpoint := func() {
+	// cpSince is when the last change checkpoint landed (the
+	// acknowledgment: about now).
+	cpSince := t.h.clock.Now()
+	// startCheckpoint starts the next checkpoint unless one is in flight
+	// or, at a tick (tick), it is not due (worthWriting); it reports
+	// whether it started one.
+	startCheckpoint := func(tick bool) bool {
 		if checkpointing || cpTick == nil {
-			return
+			return false
 		}
-		if cp := s.nextCheckpoint(cpPrior); cp != nil {
-			checkpointing = true
-			go s.checkpoint(renewCtx, cp, checkpointed)
+		cp := s.nextCheckpoint(cpPrior)
+		if cp == nil || !s.worthWriting(cp, cpPrior, cpSince, tick) {
+			return false
 		}
+		checkpointing = true
+		go s.checkpoint(renewCtx, cp, checkpointed)
+		return true
 	}
 supervise:
 	for {
@@ -112,11 +121,12 @@ supervise:
 			end = ending{status: chat.TurnError, diag: &d}
 			break supervise
 		case <-cpTick:
-			if checkpointing && !readingStop {
+			// A tick that writes nothing (a checkpoint in flight, or a
+			// change too small to be due) reads the stop flag.
+			if !startCheckpoint(true) && !readingStop && (checkpointing || t.h.opts.CheckpointMinChange > 0) {
 				readingStop = true
 				go s.readStop(renewCtx, stopRead)
 			}
-			startCheckpoint()
 		case stop := <-stopRead:
 			readingStop = false
 			if stop {
@@ -127,12 +137,16 @@ supervise:
 				break supervise
 			}
 		case <-t.live.urgent:
-			startCheckpoint()
+			startCheckpoint(false)
 		case <-retry.C():
-			startCheckpoint()
+			startCheckpoint(false)
 		case r := <-checkpointed:
 			checkpointing = false
+			landed := cpPrior
 			e, stop, again := s.checkpointed(r, &cpPrior)
+			if cpPrior != landed {
+				cpSince = t.h.clock.Now()
+			}
 			if stop {
 				end = e
 				break supervise
@@ -245,6 +259,59 @@ func (s *supervisor) nextCheckpoint(prior *chat.Checkpoint) *chat.Checkpoint {
 		cp.Messages, cp.PriorSequence = prior.Messages, prior.Sequence
 	}
 	return cp
+}
+
+// checkpointMaxTicks is how many CheckpointInterval ticks a change
+// smaller than Options.CheckpointMinChange waits at most before it is
+// written.
+const checkpointMaxTicks = 4
+
+// worthWriting reports whether checkpoint cp (from nextCheckpoint; prior
+// is the last change that landed, at since) is written now. Always with
+// Options.CheckpointMinChange zero, and for the acknowledgment. Else a
+// heartbeat never is (a tick reads the stop flag instead); an urgent or
+// retried change always is; at a tick, a change is when it changed the
+// number of messages or a tool call, when the encoded messages grew by
+// CheckpointMinChange bytes or more, or when checkpointMaxTicks
+// intervals passed since prior landed.
+func (s *supervisor) worthWriting(cp, prior *chat.Checkpoint, since time.Time, tick bool) bool {
+	t := s.t
+	least := t.h.opts.CheckpointMinChange
+	if least <= 0 || prior == nil {
+		return true
+	}
+	if sameMessages(prior.Messages, cp.Messages) {
+		return false
+	}
+	if !tick || t.h.clock.Now().Sub(since) >= checkpointMaxTicks*t.h.opts.CheckpointInterval {
+		return true
+	}
+	if len(cp.Messages) != len(prior.Messages) {
+		return true
+	}
+	for i := range cp.Messages {
+		if !sameToolCalls(cp.Messages[i].ToolCalls, prior.Messages[i].ToolCalls) {
+			return true
+		}
+	}
+	return encodedSize(cp.Messages)-encodedSize(prior.Messages) >= least
+}
+
+// sameToolCalls reports whether a and b encode alike.
+func sameToolCalls(a, b []protocol.ToolCall) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// encodedSize is the size of msgs encoded as JSON (0 if they do not
+// encode).
+func encodedSize(msgs []protocol.Message) int {
+	b, err := json.Marshal(msgs)
+	if err != nil {
+		return 0
+	}
+	return len(b)
 }
 
 // checkpointOf returns the checkpoint of the state a snapshot carried.

@@ -107,7 +107,7 @@ func (nw *ndjsonStream) writer(first time.Time) {
 		}
 		assistant := t.assistant(v, protocol.MessageStreaming, "")
 		calls := toolCallStates(assistant.ToolCalls)
-		t.live.remember(seq, assistant, v.usage, (lastContent == "" && assistant.Content != "") || calls != lastCalls)
+		t.live.remember(seq, assistant, v.usage, lastContent == "" && assistant.Content != "", calls != lastCalls)
 		lastContent, lastCalls = assistant.Content, calls
 		lastVersion, last = v.version, t.h.clock.Now()
 		if t.out.writeFailed {
