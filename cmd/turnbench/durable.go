@@ -12,6 +12,7 @@ import (
 
 	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/pkg/chat"
+	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/client"
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/protocol"
@@ -466,6 +467,17 @@ type crashResult struct {
 	Recorded int
 	Interval time.Duration
 	Lease    time.Duration
+	// MinChange is CHECKPOINT_MIN_CHANGE, bytes (the default).
+	MinChange int
+}
+
+// lossBound is the most a crash may lose at textRate characters a
+// second: the change a checkpoint waits for (CHECKPOINT_MIN_CHANGE, or
+// four intervals of text if fewer) plus the text of the interval in
+// which the process died.
+func (c *crashResult) lossBound(textRate float64) float64 {
+	perInterval := textRate * c.Interval.Seconds()
+	return min(float64(c.MinChange), 4*perInterval) + perInterval
 }
 
 // crashLoss runs each turn on its own handler whose DynamoDB client goes
@@ -481,7 +493,7 @@ func crashLoss(ctx context.Context, store chat.Store, endpoint, table string, cu
 		return nil, err
 	}
 	defer reader.Close()
-	r := &crashResult{Turns: ds.CrashTurns, Interval: checkEvery, Lease: lease}
+	r := &crashResult{Turns: ds.CrashTurns, Interval: checkEvery, Lease: lease, MinChange: config.DefaultCheckpointMinChange}
 	var (
 		mu   sync.Mutex
 		errs []error

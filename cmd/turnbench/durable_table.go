@@ -74,10 +74,10 @@ func durableRows(d *durableReport) [][4]string {
 			fmt.Sprintf("target p99 <= 1.5 s %s; p99 %+.0f ms vs off", met, float64(on.Latency.P99-off.Latency.P99)/float64(time.Millisecond)))
 	}
 	if c := d.Crash; c != nil {
-		bound := textRate * c.Interval.Seconds()
+		bound := c.lossBound(textRate)
 		add(fmt.Sprintf("characters lost in a crash: received by the client, not in history after the lease (%s) expired; %d turns, DynamoDB cut 1-4 s in", c.Lease, c.Turns),
 			fmt.Sprintf("max %d chars (per turn %v, of %v received); %d of %d crash records (error TURN_LOST with the user message)", c.lostMax(), c.Lost, c.Received, c.Recorded, c.Turns),
-			fmt.Sprintf("checkpoint interval x text rate: %s x %.0f chars/s = %.0f chars", c.Interval, textRate, bound),
+			fmt.Sprintf("a checkpoint's least change (min(CHECKPOINT_MIN_CHANGE %d B, 4 intervals x text rate)) + one interval's text: %.0f chars at %.0f chars/s, interval %s", c.MinChange, bound, textRate, c.Interval),
 			fmt.Sprintf("%.2fx", float64(c.lostMax())/bound))
 	}
 	scale := ""

@@ -490,7 +490,7 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 	if c.CheckpointInterval != 0 && c.CheckpointInterval < 100*time.Millisecond {
 		p.fail("CHECKPOINT_INTERVAL", "out of range (want 0 to turn checkpoints off, or 100ms..1m0s)")
 	}
-	c.CheckpointMinChange = int(p.integer("CHECKPOINT_MIN_CHANGE", 1024, 0, 64<<10))
+	c.CheckpointMinChange = int(p.integer("CHECKPOINT_MIN_CHANGE", DefaultCheckpointMinChange, 0, 64<<10))
 	c.ResumePollInterval = p.duration("RESUME_POLL_INTERVAL", 250*time.Millisecond, 10*time.Millisecond, 500*time.Millisecond)
 	c.MaxBodyBytes = p.integer("MAX_BODY_BYTES", httpedge.DefaultMaxBodyBytes, 1, MaxBodyBytesLimit)
 	c.MaxQueuedTurns = int(p.integer("MAX_QUEUED_TURNS", chat.DefaultMaxQueuedTurns, 1, chat.MaxQueuedTurnsLimit))
@@ -550,6 +550,10 @@ func FromLookup(lookup func(string) (string, bool)) (Config, error) {
 
 // DefaultLedgerRetention is LEDGER_RETENTION's default (chat's).
 const DefaultLedgerRetention = chat.DefaultLedgerRetention
+
+// DefaultCheckpointMinChange is CHECKPOINT_MIN_CHANGE's default, in
+// bytes: a write unit's worth of text.
+const DefaultCheckpointMinChange = 1024
 
 // OnLambda reports whether the process runs on AWS Lambda
 // (AWS_LAMBDA_FUNCTION_NAME is set).
