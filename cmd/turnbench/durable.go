@@ -12,8 +12,8 @@ import (
 
 	"github.com/turnstream/turnstream/internal/benchwire"
 	"github.com/turnstream/turnstream/pkg/chat"
-	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/client"
+	"github.com/turnstream/turnstream/pkg/config"
 	"github.com/turnstream/turnstream/pkg/model/echo"
 	"github.com/turnstream/turnstream/pkg/protocol"
 	"github.com/turnstream/turnstream/pkg/store/dynamo"
