@@ -123,7 +123,7 @@ func testInvoker(srv *httptest.Server) *eventInvoker {
 	if err != nil {
 		panic(err)
 	}
-	inv.retryer = noBackoff()
+	inv.api.Retryer = noBackoff()
 	return inv
 }
 
@@ -222,7 +222,7 @@ func TestEventInvokerAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			inv.retryer = noBackoff()
+			inv.api.Retryer = noBackoff()
 			start := time.Now()
 			if err := inv.invokeEvent(t.Context(), "turn", []byte(`{}`)); !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("error %v, want the attempt's deadline", err)
@@ -278,8 +278,8 @@ func TestEventInvokerEndpoint(t *testing.T) {
 			inv, err := newEventInvoker(cfg)
 			switch {
 			case tc.want == "error" && err == nil:
-				t.Errorf("endpoint %s, want an error", inv.endpoint)
-			case tc.want != "error" && (err != nil || inv.endpoint != tc.want):
+				t.Errorf("endpoint %s, want an error", inv.api.Endpoint)
+			case tc.want != "error" && (err != nil || inv.api.Endpoint != tc.want):
 				t.Errorf("endpoint %v (%v), want %s", inv, err, tc.want)
 			}
 		})

@@ -10,49 +10,92 @@ package secrets
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-
+	"github.com/turnstream/turnstream/functions/internal/awsapi"
 	"github.com/turnstream/turnstream/pkg/awsenv"
 	"github.com/turnstream/turnstream/pkg/config"
 )
 
-// Getter is the one Secrets Manager call a function makes;
-// *secretsmanager.Client implements it.
+// Getter is the one Secrets Manager call a function makes:
+// SecretString returns the SecretString of the current version of the
+// secret id (an ARN or a name), ErrNoString for a secret stored as
+// SecretBinary only. Its errors never hold the secret's value.
 type Getter interface {
-	GetSecretValue(ctx context.Context, in *secretsmanager.GetSecretValueInput, optFns ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error)
+	SecretString(ctx context.Context, id string) (string, error)
 }
+
+// secretsManagerAPI is Secrets Manager's API as awsapi calls it.
+var secretsManagerAPI = awsapi.Service{SigningName: "secretsmanager", Host: "secretsmanager",
+	EndpointVariable: "AWS_ENDPOINT_URL_SECRETS_MANAGER", Name: "Secrets Manager"}
+
+// attemptTimeout bounds one GetSecretValue attempt (the SDK's standard
+// retryer makes up to 3).
+const attemptTimeout = 5 * time.Second
 
 // NewClient returns a Secrets Manager client from the function's
 // environment (pkg/awsenv: the function role's credentials and region;
-// AWS_ENDPOINT_URL_SECRETS_MANAGER points it at another server).
+// AWS_ENDPOINT_URL_SECRETS_MANAGER, else AWS_ENDPOINT_URL, points it at
+// another server). It is one GetSecretValue request
+// (POST /, X-Amz-Target secretsmanager.GetSecretValue, awsJson1_1) sent
+// by functions/internal/awsapi: the SDK's Secrets Manager client cost
+// about 1 ms of package initialisation at every cold start of every
+// function, for a call made once at start if at all.
 func NewClient(_ context.Context, region string) (Getter, error) {
 	awsCfg, err := awsenv.Config(region)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS config: %w", err)
 	}
-	return secretsmanager.NewFromConfig(awsCfg), nil
+	api, err := awsapi.New(awsCfg, secretsManagerAPI, attemptTimeout)
+	if err != nil {
+		return nil, err
+	}
+	return &client{api: api}, nil
+}
+
+// client is NewClient's Getter.
+type client struct{ api *awsapi.Client }
+
+func (c *client) SecretString(ctx context.Context, id string) (string, error) {
+	payload, err := json.Marshal(struct{ SecretId string }{id})
+	if err != nil {
+		return "", err
+	}
+	body, err := c.api.Do(ctx, http.MethodPost, "/", map[string]string{
+		"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": "secretsmanager.GetSecretValue"}, payload)
+	if err != nil {
+		return "", err
+	}
+	var out struct{ SecretString *string }
+	if err := json.Unmarshal(body, &out); err != nil {
+		return "", errors.New("Secrets Manager's answer is not a GetSecretValue result")
+	}
+	if out.SecretString == nil {
+		return "", ErrNoString
+	}
+	return *out.SecretString, nil
 }
 
 // ErrNoString is String's error for a secret stored as SecretBinary only.
 var ErrNoString = errors.New("the secret has no SecretString")
 
 // String returns the SecretString of the current version of the secret
-// arn, within ctx (the SDK retries inside it). Its errors say what
-// failed, never the secret's value.
+// arn, within ctx (retried inside it). Its errors say what failed, never
+// the secret's value.
 func String(ctx context.Context, c Getter, arn string) (string, error) {
-	out, err := c.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+	v, err := c.SecretString(ctx, arn)
+	if errors.Is(err, ErrNoString) {
+		return "", ErrNoString
+	}
 	if err != nil {
 		return "", fmt.Errorf("read the secret: %w", err)
 	}
-	if out.SecretString == nil {
-		return "", ErrNoString
-	}
-	return *out.SecretString, nil
+	return v, nil
 }
 
 // InstallAudience reads the JWT audience from the secret

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/turnstream/turnstream/functions/internal/secrets"
 	"github.com/turnstream/turnstream/pkg/config"
@@ -21,15 +20,18 @@ type stored struct {
 	calls int
 }
 
-func (s *stored) GetSecretValue(_ context.Context, in *secretsmanager.GetSecretValueInput, _ ...func(*secretsmanager.Options)) (*secretsmanager.GetSecretValueOutput, error) {
+func (s *stored) SecretString(_ context.Context, id string) (string, error) {
 	s.calls++
 	if s.err != nil {
-		return nil, s.err
+		return "", s.err
 	}
-	if aws.ToString(in.SecretId) != s.name {
-		return nil, errors.New("ResourceNotFoundException")
+	if id != s.name {
+		return "", errors.New("ResourceNotFoundException")
 	}
-	return &secretsmanager.GetSecretValueOutput{SecretString: s.value}, nil
+	if s.value == nil {
+		return "", secrets.ErrNoString
+	}
+	return *s.value, nil
 }
 
 func TestInstallAudience(t *testing.T) {
