@@ -165,11 +165,15 @@ type costResult struct {
 	On, Off costTurn
 }
 
-// Bound is the bound on the billed write units of the turn with
-// checkpoints on: 3 x its final item in KB + 2 x its checkpoints + the
-// units of the same turn with checkpoints off.
+// Bound is the bound on the billed write units of the turn with
+// checkpoints on: 3 x its final item in KB + 2 x its checkpoints + its
+// answer in KB + the units of the same turn with checkpoints off. A
+// checkpoint writes the live item (1 unit) and a delta of the text since
+// the last one (1 unit, and 1 more per whole KB it carries: with
+// CHECKPOINT_MIN_CHANGE's kilobyte a delta is 1-2 KB), so the deltas add
+// at most the answer's kilobytes beyond one unit each.
 func (c *costResult) Bound() float64 {
-	return float64(3*kbUnits(c.On.FinalItemBytes)+2*c.On.Checkpoints) + c.Off.Units()
+	return float64(3*kbUnits(c.On.FinalItemBytes)+2*c.On.Checkpoints+c.Size/1024) + c.Off.Units()
 }
 
 // checkpointCost streams one answer of each size on a session of one

@@ -44,8 +44,8 @@ func durableRows(d *durableReport) [][4]string {
 		add(fmt.Sprintf("billed write units per turn, %s answer at %s, checkpoints every 1 s (LSI writes computed)", kb(c.Size), pace),
 			fmt.Sprintf("%.0f WCU (table %.0f + LSI %d; the first checkpoint's turn item write %.0f); %d requests, %d writes, %d checkpoint writes of the live item; final turn item %d B",
 				c.On.Units(), c.On.TableUnits, c.On.IndexUnits, c.On.FirstItemUnits, c.On.Requests, c.On.Writes, c.On.Checkpoints, c.On.FinalItemBytes),
-			fmt.Sprintf("checkpoints off: %.0f WCU (table %.0f + LSI %d), %d requests; bound 3 x %d KB + 2 x %d + %.0f = %.0f WCU",
-				c.Off.Units(), c.Off.TableUnits, c.Off.IndexUnits, c.Off.Requests, kbUnits(c.On.FinalItemBytes), c.On.Checkpoints, c.Off.Units(), c.Bound()),
+			fmt.Sprintf("checkpoints off: %.0f WCU (table %.0f + LSI %d), %d requests; bound 3 x %d KB + 2 x %d + %d + %.0f = %.0f WCU",
+				c.Off.Units(), c.Off.TableUnits, c.Off.IndexUnits, c.Off.Requests, kbUnits(c.On.FinalItemBytes), c.On.Checkpoints, c.Size/1024, c.Off.Units(), c.Bound()),
 			fmt.Sprintf("%.2fx off; %.0f%% of the bound", c.On.Units()/c.Off.Units(), 100*c.On.Units()/c.Bound()))
 	}
 	for _, c := range d.Cost {
