@@ -87,7 +87,7 @@ func paceTurn(t *testing.T, chunks []string, delay time.Duration, least int, sto
 	if stopAt > 0 {
 		go func() {
 			time.Sleep(stopAt)
-			if err := s.Store.RequestStop(context.Background(), "s", "t1", alice); err != nil {
+			if err := s.RequestStop(context.Background(), "s", "t1", alice); err != nil {
 				t.Errorf("stop: %v", err)
 			}
 		}()
@@ -204,7 +204,7 @@ func TestCheckpointsPacedByWhatTheyCarry(t *testing.T) {
 			if rest := later(ws); len(rest) != 0 || reads == 0 {
 				t.Errorf("checkpoints after the acknowledgment %+v, %d reads; want none, the stop seen by a read", rest, reads)
 			}
-			got, err := s.Store.FindTurn(context.Background(), "s", "t1", alice)
+			got, err := s.FindTurn(context.Background(), "s", "t1", alice)
 			if err != nil || got.Status != chat.TurnInterrupted {
 				t.Errorf("saved %+v, %v; want interrupted", got, err)
 			}

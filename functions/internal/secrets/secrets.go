@@ -73,7 +73,7 @@ func (c *client) SecretString(ctx context.Context, id string) (string, error) {
 	}
 	var out struct{ SecretString *string }
 	if err := json.Unmarshal(body, &out); err != nil {
-		return "", errors.New("Secrets Manager's answer is not a GetSecretValue result")
+		return "", errors.New("the answer of Secrets Manager is not a GetSecretValue result")
 	}
 	if out.SecretString == nil {
 		return "", ErrNoString
