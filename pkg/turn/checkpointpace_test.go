@@ -85,12 +85,12 @@ func paceTurn(t *testing.T, chunks []string, delay time.Duration, least int, sto
 		t.Fatal(err)
 	}
 	if stopAt > 0 {
-		go func() {
-			time.Sleep(stopAt)
+		stop := time.AfterFunc(stopAt, func() { // the bubble's time
 			if err := s.RequestStop(context.Background(), "s", "t1", alice); err != nil {
 				t.Errorf("stop: %v", err)
 			}
-		}()
+		})
+		defer stop.Stop()
 	}
 	r := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(submitBody(t, "s", "t1", "hello", nil)))
 	r.Header.Set("Content-Type", "application/json")
