@@ -125,9 +125,13 @@ type ResumeCapability struct {
 // DurableTurnsCapability says whether running turns are checkpointed.
 type DurableTurnsCapability struct {
 	Available bool `json:"available"`
-	// CheckpointIntervalMs bounds what a crash loses and how long a stop
-	// takes to be seen.
+	// CheckpointIntervalMs is how often a running turn looks at its
+	// state: it bounds how long a stop takes to be seen.
 	CheckpointIntervalMs int64 `json:"checkpointIntervalMs,omitempty"`
+	// CheckpointMinChangeBytes is the least growth a checkpoint waits for
+	// (at most 4 intervals; 0: every interval). With CheckpointIntervalMs
+	// it bounds what a crash, a resume or a reloaded page loses.
+	CheckpointMinChangeBytes int `json:"checkpointMinChangeBytes,omitempty"`
 	// DisconnectStops says whether a client disconnect ends the turn
 	// (false with checkpoints: the turn runs on for a resume).
 	DisconnectStops bool `json:"disconnectStops"`

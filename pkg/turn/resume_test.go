@@ -384,9 +384,11 @@ func TestResumeOfALostTurn(t *testing.T) {
 }
 
 // TestCapabilitiesDeclareDurableTurns: resume and durableTurns are listed
-// with checkpoints on and declared unavailable, not omitted, with them off.
+// with checkpoints on, with the least change a checkpoint waits for, and
+// declared unavailable, not omitted, with them off.
 func TestCapabilitiesDeclareDurableTurns(t *testing.T) {
-	for name, opt := range map[string]func(*turn.Options){"on": durable, "off": nil} {
+	paced := func(o *turn.Options) { durable(o); o.CheckpointMinChange = 1024 }
+	for name, opt := range map[string]func(*turn.Options){"on": paced, "off": nil} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t, newStoreMemory(), &scriptModel{}, opt)
 			resp, err := e.srv.Client().Get(e.srv.URL + "/capabilities")
@@ -402,6 +404,7 @@ func TestCapabilitiesDeclareDurableTurns(t *testing.T) {
 				} `json:"resume"`
 				DurableTurns *struct {
 					Available bool `json:"available"`
+					MinChange int  `json:"checkpointMinChangeBytes"`
 				} `json:"durableTurns"`
 			}
 			if err := json.NewDecoder(resp.Body).Decode(&c); err != nil {
@@ -409,7 +412,8 @@ func TestCapabilitiesDeclareDurableTurns(t *testing.T) {
 			}
 			on := name == "on"
 			listed := strings.Contains(strings.Join(c.Extensions, ","), "resume")
-			if c.Resume == nil || c.DurableTurns == nil || c.Resume.Available != on || c.DurableTurns.Available != on || listed != on {
+			if c.Resume == nil || c.DurableTurns == nil || c.Resume.Available != on || c.DurableTurns.Available != on || listed != on ||
+				on != (c.DurableTurns.MinChange == 1024) {
 				t.Errorf("capabilities %+v", c)
 			}
 		})

@@ -476,7 +476,8 @@ func resumeCapabilities(opts Config) (resumeCapability, durableTurnsCapability) 
 			PollIntervalMs: opts.ResumePollInterval.Milliseconds(),
 			Cost:           "one consistent DynamoDB BatchGetItem per poll, and one Query of the newer checkpoints when there are some",
 		}, durableTurnsCapability{
-			Available:            true,
-			CheckpointIntervalMs: opts.CheckpointInterval.Milliseconds(),
+			Available:                true,
+			CheckpointIntervalMs:     opts.CheckpointInterval.Milliseconds(),
+			CheckpointMinChangeBytes: opts.CheckpointMinChange,
 		}
 }
