@@ -597,16 +597,23 @@ func (c *checker) liveDesc(t string) string {
 	return "no accepted submit stream"
 }
 
+// recoverRenewals is how many renewals of a turn's lease I5 lets apply
+// before a checkpoint write must have: renewals come every third of the
+// lease, and a change waits at most four checkpoint intervals
+// (CHECKPOINT_MIN_CHANGE), which at the short lease (2 s, 200 ms) is
+// more than one renewal's interval and less than two.
+const recoverRenewals = 3
+
 // checkpoints checks I5: after a checkpoint fault window closes, the
 // turn's checkpoints land again. It reads the order of what DynamoDB
 // applied, not a clock, so a slow machine cannot fail it: a violation is
-// two renewals of the turn's lease applied (from its process, more than
-// ProgressGrace after the window, while its stream went on) with no
-// checkpoint write of it applied since the window closed; or /sessions
-// naming the turn current at one sequence in every read begun after the
-// window plus the grace (two or more, a second apart), with two renewals
-// applied between the first and the last of them, while the live stream
-// had passed that sequence before the first.
+// recoverRenewals renewals of the turn's lease applied (from its process,
+// more than ProgressGrace after the window, while its stream went on)
+// with no checkpoint write of it applied since the window closed; or
+// /sessions naming the turn current at one sequence in every read begun
+// after the window plus the grace (two or more, a second apart), with
+// recoverRenewals renewals applied between the first and the last of
+// them, while the live stream had passed that sequence before the first.
 func (c *checker) checkpoints() {
 	in := c.in
 	if in.Plan == nil {
@@ -638,9 +645,9 @@ func (c *checker) checkpoints() {
 					landed = &in.Writes[i]
 				}
 			}
-			if len(renewals) >= 2 && (landed == nil || landed.At.After(renewals[1].At)) {
-				c.add("I5", t, fmt.Sprintf("no checkpoint write applied after %s until two renewals had, %s and %s", window, clock(renewals[0].At), clock(renewals[1].At)),
-					streamLine(live, last), fmt.Sprintf("DynamoDB applied renewals at %s and %s and no delta or live item write from p%d in between since %s", clock(renewals[0].At), clock(renewals[1].At), live.Proc, clock(to)))
+			if k := recoverRenewals - 1; len(renewals) > k && (landed == nil || landed.At.After(renewals[k].At)) {
+				c.add("I5", t, fmt.Sprintf("no checkpoint write applied after %s until %d renewals had, %s to %s", window, recoverRenewals, clock(renewals[0].At), clock(renewals[k].At)),
+					streamLine(live, last), fmt.Sprintf("DynamoDB applied renewals from %s to %s and no delta or live item write from p%d in between since %s", clock(renewals[0].At), clock(renewals[k].At), live.Proc, clock(to)))
 				continue
 			}
 			var after []runObs
@@ -672,7 +679,7 @@ func (c *checker) checkpoints() {
 					passed = l
 				}
 			}
-			if !stuck || n < 2 || passed == nil {
+			if !stuck || n < recoverRenewals || passed == nil {
 				continue
 			}
 			c.add("I5", t, fmt.Sprintf("checkpoints stopped after %s: currentTurn.sequence stayed %d from %s to %s while %d renewals applied and the stream had reached %d",

@@ -224,8 +224,8 @@ func TestCheckFindsEachInvariant(t *testing.T) {
 			lines = append(lines, snapshot(41, 4200, statusComplete, "", "Echo: the question"))
 			in.Streams = []*Stream{stream("submit", 0, 0, "eof", lines...)}
 			in.Reads = []*Read{sessionsRead(3600, 3610, "a", 5, 6000), sessionsRead(3900, 3910, "a", 5, 6000), sessionsRead(4700, 4710, "a", 5, 6000)}
-			in.Writes = []writeMark{{At: at(3700), Slot: 0, Kind: kindRenew, Applied: true}, {At: at(4400), Slot: 0, Kind: kindRenew, Applied: true},
-				{At: at(3650), Slot: 0, Kind: kindLive, Applied: true}}
+			in.Writes = []writeMark{{At: at(3700), Slot: 0, Kind: kindRenew, Applied: true}, {At: at(4150), Slot: 0, Kind: kindRenew, Applied: true},
+				{At: at(4600), Slot: 0, Kind: kindRenew, Applied: true}, {At: at(3650), Slot: 0, Kind: kindLive, Applied: true}}
 		}},
 		"I6 empty resume": {"I6", "the stream answered 200 and ended without a line", func(in *sessionInput) {
 			in.Streams = append(in.Streams, stream("resume", 1, 900, "eof"))
@@ -368,8 +368,16 @@ func TestClassifyLiveItem(t *testing.T) {
 }
 
 // TestCheckCheckpointsRecover: checkpoints that land again after the
-// fault window, however late on the clock, are no violation.
+// fault window, however late on the clock, are no violation, also when
+// two renewals came first (a paced checkpoint waits up to four
+// intervals, more than one renewal's).
 func TestCheckCheckpointsRecover(t *testing.T) {
+	for _, liveAt := range []int{4000, 4800} {
+		checkCheckpointsRecover(t, liveAt)
+	}
+}
+
+func checkCheckpointsRecover(t *testing.T, liveAt int) {
 	in := clean()
 	in.Plan = &Plan{Steps: []Step{{At: time.Second, Do: "fault", Kind: kindLive, Fault: ddbfault.Hang, For: time.Second}}}
 	var lines []Line
@@ -383,10 +391,10 @@ func TestCheckCheckpointsRecover(t *testing.T) {
 	for ms := 700; ms < 6000; ms += 667 {
 		in.Writes = append(in.Writes, writeMark{At: at(ms), Slot: 0, Kind: kindRenew, Applied: true})
 	}
-	in.Writes = append(in.Writes, writeMark{At: at(4000), Slot: 0, Kind: kindLive, Applied: true})
+	in.Writes = append(in.Writes, writeMark{At: at(liveAt), Slot: 0, Kind: kindLive, Applied: true})
 	in.Leases["a"] = []leaseMark{{Applied: at(5400), Expiry: at(7400)}}
 	for _, v := range checkSession(in) {
-		t.Errorf("%s", v)
+		t.Errorf("live write at %d ms: %s", liveAt, v)
 	}
 }
 
@@ -829,5 +837,31 @@ func TestClassifyClaimLease(t *testing.T) {
 	a := classify("DynamoDB_20120810.UpdateItem", "claim", []byte(strings.Replace(body, `"#1":"leaseTurnId"`, `"#1":"title"`, 1)))
 	if a.LeaseTurn != "" {
 		t.Errorf("a claim that sets no lease turn classified %+v", a)
+	}
+}
+
+// TestCheckDeleteAcrossAPause: a process paused across the delete of its
+// session ends its turn's stream, after the delete's answer, with
+// TURN_OUTCOME_INDETERMINATE at sequence 0, which carries no state of the
+// turn: no violation. A snapshot there would be one.
+func TestCheckDeleteAcrossAPause(t *testing.T) {
+	input := func(last Line) *sessionInput {
+		in := clean()
+		in.Streams = []*Stream{stream("submit", 0, 0, "eof", snapshot(1, 100, statusStreaming, "", "Echo:"), last)}
+		in.Events = []procEvent{{At: at(120), Slot: 0, What: "pause"}, {At: at(2300), Slot: 0, What: "cont"}}
+		in.Deletes = []*Delete{{Start: at(2150), End: at(2200), Status: 204}}
+		in.Reads = nil
+		in.Final = finalState{}
+		return in
+	}
+	for _, v := range checkSession(input(diagnostic(0, 2400, codeIndeterminate, false))) {
+		t.Errorf("%s", v)
+	}
+	found := false
+	for _, v := range checkSession(input(snapshot(2, 2400, statusStreaming, "", "Echo: the"))) {
+		found = found || strings.Contains(v.String(), "emitted after a delete of its session was answered")
+	}
+	if !found {
+		t.Errorf("a snapshot after the delete's answer is not reported")
 	}
 }

@@ -97,8 +97,9 @@
 //     line, and every turn a /turns read listed, is in history at
 //     quiescence, terminal, with its user message.
 //   - I5 Checkpoints recover: after a checkpoint fault window DynamoDB
-//     applies a checkpoint write of the turn before it applies two of its
-//     renewals more than a grace after the window, and /sessions does not
+//     applies a checkpoint write of the turn before it applies three of
+//     its renewals more than a grace after the window (a change waits at
+//     most four checkpoint intervals), and /sessions does not
 //     show currentTurn.sequence stuck while renewals land (an order of
 //     events, never a duration, so a slow machine cannot fail it). Stop
 //     latency under checkpoint faults is measured, not asserted.
@@ -161,7 +162,9 @@
 //     answer (its process killed before the acknowledgment).
 //   - delete-running (I8): once a delete of the session was answered 204
 //     or 202, no line of a turn that streamed before the delete was sent
-//     is emitted after that answer.
+//     is emitted after that answer, but a diagnostic at sequence 0, which
+//     carries no state of the turn (a process paused across the delete
+//     ends its stream with one).
 //   - delete-gone (I4): such a turn, never submitted again after the
 //     delete was sent, is in no /turns read begun after the answer nor in
 //     the final history, and every read of the session answers 404 until
