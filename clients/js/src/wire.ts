@@ -794,10 +794,16 @@ export interface ResumeCapability {
 export interface DurableTurnsCapability {
   available: boolean;
   /**
-   * CheckpointIntervalMs bounds what a crash loses and how long a stop
-   * takes to be seen.
+   * CheckpointIntervalMs is how often a running turn looks at its
+   * state: it bounds how long a stop takes to be seen.
    */
   checkpointIntervalMs?: number;
+  /**
+   * CheckpointMinChangeBytes is the least growth a checkpoint waits for
+   * (at most 4 intervals; 0: every interval). With CheckpointIntervalMs
+   * it bounds what a crash, a resume or a reloaded page loses.
+   */
+  checkpointMinChangeBytes?: number;
   /**
    * DisconnectStops says whether a client disconnect ends the turn
    * (false with checkpoints: the turn runs on for a resume).
