@@ -770,7 +770,7 @@ func (c rules) deleteRules(d *Delete) {
 			// A diagnostic at sequence 0 carries no state of the turn: the
 			// last word of a process that was paused across the delete
 			// (TURN_OUTCOME_INDETERMINATE: its fate is unreadable now).
-			if l := &s.Lines[i]; l.Emitted.After(d.End) && !(l.Event == eventDiagnostic && l.Sequence == 0) {
+			if l := &s.Lines[i]; l.Emitted.After(d.End) && (l.Event != eventDiagnostic || l.Sequence != 0) {
 				c.addRule("I8", RuleDeleteRunning, t, "a line of the turn was emitted after a delete of its session was answered", d.String(), streamLine(s, l))
 				break
 			}
